@@ -1,0 +1,45 @@
+// The compute actor: owns one device's model replica. Batch and weights in, gradients out.
+//
+// Protocol (dynamically typed):
+//   (train_atom, int64 epoch)    -> phase_report  trains one epoch: for each batch from the
+//                                                 training loader, forward + backward, push the
+//                                                 gradients of each shard's keys to that shard,
+//                                                 install the weights it answers, next batch
+//   (validate_atom, int64 epoch) -> phase_report  evaluates every validation batch with the
+//                                                 current weights (inference mode)
+// Sends (batch_report) to the metrics actor after every training batch.
+//
+// Before its first step the actor pulls the weights from every shard, so the shards' values,
+// not the replica's own initialization, are what trains. A step starts only when the weights
+// of the previous step have arrived from all shards (synchronous within one worker).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+#include "graph/model.hpp"
+
+namespace troupe {
+
+/// Which parameter slots of the model a shard owns, in the order the shard keeps them.
+struct shard_route {
+  caf::actor shard;
+  std::vector<std::size_t> slots;
+};
+
+struct compute_wiring {
+  caf::actor train_loader;
+  caf::actor validation_loader;
+  std::vector<shard_route> shards;
+  caf::actor metrics;  ///< may be invalid: no per-batch reports
+  std::int64_t batches_per_epoch = 0;
+};
+
+caf::actor spawn_compute(caf::actor_system& system, std::unique_ptr<model> replica,
+                         compute_wiring wiring);
+
+} // namespace troupe

@@ -1,0 +1,130 @@
+// Implementation notes: the epoch loop is a chain of continuations (train -> validate -> next
+// epoch), so the coordinator stays responsive while the epoch runs.
+#include "actors/coordinator_actor.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include <caf/all.hpp>
+
+#include "actors/actor_errors.hpp"
+#include "actors/messages.hpp"
+
+namespace troupe {
+
+namespace {
+
+struct coordinator_state {
+  std::vector<caf::actor> computes;
+  caf::actor metrics;
+  coordinator_options options;
+  caf::response_promise promise;
+  training_result result;
+  bool running = false;
+  static inline const char* name = "coordinator";
+};
+
+using coordinator_pointer = caf::stateful_actor<coordinator_state>*;
+
+void run_epoch(coordinator_pointer self, std::int64_t epoch);
+
+void fail(coordinator_pointer self, const caf::error& err) {
+  auto& st = self->state;
+  if (!st.running)
+    return;
+  st.running = false;
+  st.promise.deliver(err);
+}
+
+void record(coordinator_pointer self, const phase_report& report) {
+  self->state.result.phases.push_back(report);
+  if (self->state.metrics)
+    self->send(self->state.metrics, report);
+}
+
+void finish(coordinator_pointer self) {
+  auto& st = self->state;
+  auto done = [=] {
+    self->state.running = false;
+    self->state.promise.deliver(std::move(self->state.result));
+  };
+  if (!st.metrics)
+    return done();
+  self->request(st.metrics, caf::infinite, flush_atom::value)
+    .then([=](bool) { done(); }, [=](caf::error& err) { fail(self, err); });
+}
+
+void validate_epoch(coordinator_pointer self, std::int64_t epoch) {
+  auto& st = self->state;
+  self->request(st.computes.front(), caf::infinite, validate_atom::value, epoch)
+    .then(
+      [=](phase_report& report) {
+        record(self, report);
+        run_epoch(self, epoch + 1);
+      },
+      [=](caf::error& err) { fail(self, err); });
+}
+
+// Sums the workers' reports; the epoch took as long as its slowest worker.
+void merge(phase_report& into, const phase_report& part) {
+  into.samples += part.samples;
+  into.correct += part.correct;
+  into.loss_sum += part.loss_sum;
+  into.seconds = std::max(into.seconds, part.seconds);
+}
+
+void run_epoch(coordinator_pointer self, std::int64_t epoch) {
+  auto& st = self->state;
+  if (epoch >= st.options.first_epoch + st.options.epochs)
+    return finish(self);
+  auto merged = std::make_shared<phase_report>();
+  merged->epoch = epoch;
+  auto outstanding = std::make_shared<std::size_t>(st.computes.size());
+  for (auto& compute : st.computes) {
+    self->request(compute, caf::infinite, train_atom::value, epoch)
+      .then(
+        [=](phase_report& part) {
+          merge(*merged, part);
+          if (--*outstanding > 0)
+            return;
+          record(self, *merged);
+          if (self->state.options.validate)
+            validate_epoch(self, epoch);
+          else
+            run_epoch(self, epoch + 1);
+        },
+        [=](caf::error& err) { fail(self, err); });
+  }
+}
+
+caf::behavior coordinator(coordinator_pointer self, std::vector<caf::actor> computes,
+                          caf::actor metrics, coordinator_options options) {
+  self->state.computes = std::move(computes);
+  self->state.metrics = std::move(metrics);
+  self->state.options = options;
+  return {
+    [=](run_atom) -> caf::result<training_result> {
+      auto& st = self->state;
+      if (st.running)
+        return make_troupe_error("coordinator: a run is already in progress");
+      st.running = true;
+      st.result = training_result{};
+      st.promise = self->make_response_promise();
+      run_epoch(self, st.options.first_epoch);
+      return caf::delegated<training_result>();
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_coordinator(caf::actor_system& system, std::vector<caf::actor> computes,
+                             caf::actor metrics, coordinator_options options) {
+  if (computes.empty())
+    throw std::invalid_argument("coordinator: no compute actors to drive");
+  if (options.epochs < 0)
+    throw std::invalid_argument("coordinator: negative epoch count");
+  return system.spawn(coordinator, std::move(computes), std::move(metrics), options);
+}
+
+} // namespace troupe

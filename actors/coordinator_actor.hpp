@@ -1,0 +1,31 @@
+// The coordinator actor: drives epochs. It tells the compute actors to train an epoch, waits
+// for all of them, merges their reports, then has the first one validate, and forwards every
+// report to the metrics actor.
+//
+// Protocol (dynamically typed):
+//   (run_atom) -> training_result   runs every epoch, then flushes the metrics actor and
+//                                   answers with the phase reports; the first failure of any
+//                                   actor ends the run and is the answer
+//
+// The coordinator never touches tensors: epochs and reports are all it sees, which is what lets
+// the same actor drive one process or, later, many nodes.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+namespace troupe {
+
+struct coordinator_options {
+  std::int64_t epochs = 1;
+  std::int64_t first_epoch = 0;
+  bool validate = true;
+};
+
+caf::actor spawn_coordinator(caf::actor_system& system, std::vector<caf::actor> computes,
+                             caf::actor metrics, coordinator_options options);
+
+} // namespace troupe

@@ -1,0 +1,118 @@
+// Implementation notes: the queue holds batches of the current epoch only, in index order, so
+// serving is a pop from the front. A single pending promise suffices because a compute actor
+// asks for one batch at a time; a second concurrent asker is queued behind it in `waiting`.
+#include "actors/loader_actor.hpp"
+
+#include <deque>
+
+#include <caf/all.hpp>
+
+#include "actors/actor_errors.hpp"
+#include "actors/messages.hpp"
+
+namespace troupe {
+
+namespace {
+
+struct loader_state {
+  std::shared_ptr<const batch_source> source;
+  loader_options options;
+  std::int64_t epoch = -1;
+  std::int64_t next_to_build = 0;
+  std::deque<batch> ready;
+  std::deque<caf::response_promise> waiting;
+  bool fill_armed = false;
+  static inline const char* name = "loader";
+};
+
+using loader_pointer = caf::stateful_actor<loader_state>*;
+
+bool epoch_exhausted(const loader_state& st) {
+  return st.epoch < 0 || st.next_to_build >= st.source->batches_per_epoch();
+}
+
+void arm_fill(loader_pointer self) {
+  auto& st = self->state;
+  if (st.fill_armed || epoch_exhausted(st)
+      || static_cast<int>(st.ready.size()) >= st.options.prefetch_depth)
+    return;
+  st.fill_armed = true;
+  self->send(self, fill_atom::value);
+}
+
+// Answers every waiting asker that can be answered now.
+void serve_waiting(loader_pointer self) {
+  auto& st = self->state;
+  while (!st.waiting.empty() && (!st.ready.empty() || epoch_exhausted(st))) {
+    loader_item item;
+    if (!st.ready.empty()) {
+      item.data = std::move(st.ready.front());
+      st.ready.pop_front();
+    } else {
+      item.end = true;
+    }
+    st.waiting.front().deliver(std::move(item));
+    st.waiting.pop_front();
+  }
+}
+
+void fill_one(loader_pointer self) {
+  auto& st = self->state;
+  st.fill_armed = false;
+  if (epoch_exhausted(st) || static_cast<int>(st.ready.size()) >= st.options.prefetch_depth)
+    return;
+  try {
+    st.ready.push_back(st.source->make(st.epoch, st.next_to_build));
+  } catch (const std::exception& e) {
+    auto err = make_troupe_error(std::string("loader: ") + e.what());
+    for (auto& promise : st.waiting)
+      promise.deliver(err);
+    st.waiting.clear();
+    self->quit(err);
+    return;
+  }
+  ++st.next_to_build;
+  serve_waiting(self);
+  arm_fill(self);
+}
+
+caf::behavior loader(loader_pointer self, std::shared_ptr<const batch_source> source,
+                     loader_options options) {
+  self->state.source = std::move(source);
+  self->state.options = options;
+  if (self->state.options.prefetch_depth < 1)
+    self->state.options.prefetch_depth = 1;
+  return {
+    [=](epoch_atom, std::int64_t epoch) {
+      auto& st = self->state;
+      st.epoch = epoch;
+      st.next_to_build = 0;
+      st.ready.clear();
+      arm_fill(self);
+    },
+    [=](next_atom) -> caf::result<loader_item> {
+      auto& st = self->state;
+      if (st.waiting.empty() && !st.ready.empty()) {
+        loader_item item{std::move(st.ready.front()), false};
+        st.ready.pop_front();
+        arm_fill(self);
+        return item;
+      }
+      if (st.waiting.empty() && epoch_exhausted(st))
+        return loader_item{{}, true};
+      st.waiting.push_back(self->make_response_promise());
+      arm_fill(self);
+      return caf::delegated<loader_item>();
+    },
+    [=](fill_atom) { fill_one(self); },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_loader(caf::actor_system& system, std::shared_ptr<const batch_source> source,
+                        loader_options options) {
+  return system.spawn(loader, std::move(source), options);
+}
+
+} // namespace troupe

@@ -1,0 +1,166 @@
+// Implementation notes: the JSON line of an epoch needs both phases, so the training report
+// is held until the validation report of the same epoch arrives. Speed is measured between
+// report arrivals, which trails the compute actor by one message at most.
+#include "actors/metrics_actor.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include <caf/all.hpp>
+
+#include "actors/messages.hpp"
+#include "io/metrics_log.hpp"
+
+namespace troupe {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+struct metrics_state {
+  metrics_options options;
+  std::shared_ptr<jsonl_writer> jsonl;
+  // Speedometer window
+  clock_type::time_point window_start;
+  std::int64_t window_samples = 0;
+  std::int64_t window_correct = 0;
+  std::int64_t window_batches = 0;
+  bool bar_drawn = false;
+  phase_report pending_train;
+  bool have_pending_train = false;
+  float learning_rate = 0;
+  static inline const char* name = "metrics";
+};
+
+using metrics_pointer = caf::stateful_actor<metrics_state>*;
+
+std::string format(const char* fmt, double a, double b = 0, double c = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, fmt, a, b, c);
+  return buf;
+}
+
+void clear_bar(metrics_state& st) {
+  if (st.bar_drawn) {
+    *st.options.out << "\r\033[K";
+    st.bar_drawn = false;
+  }
+}
+
+void draw_bar(metrics_state& st, const batch_report& r) {
+  constexpr int width = 30;
+  const auto total = std::max<std::int64_t>(1, r.batches);
+  const int filled = static_cast<int>(width * (r.index + 1) / total);
+  std::string bar(filled, '=');
+  if (filled < width)
+    bar += '>' + std::string(width - filled - 1, ' ');
+  *st.options.out << "\rEpoch[" << r.epoch << "] [" << bar << "] " << (r.index + 1) << '/'
+                  << r.batches << std::flush;
+  st.bar_drawn = true;
+}
+
+void on_batch(metrics_state& st, const batch_report& r) {
+  auto now = clock_type::now();
+  st.learning_rate = r.learning_rate;
+  if (r.index == 0 || st.window_batches == 0) {
+    // The first batch of an epoch opens the window; its own time is not measured.
+    st.window_start = now;
+    st.window_samples = st.window_correct = st.window_batches = 0;
+    if (r.index == 0) {
+      st.window_batches = 1;
+      return;
+    }
+  }
+  st.window_samples += r.samples;
+  st.window_correct += r.correct;
+  ++st.window_batches;
+  const auto shown = st.options.display_batches;
+  if (shown > 0 && (r.index + 1) % shown == 0 && st.window_samples > 0) {
+    double seconds = std::chrono::duration<double>(now - st.window_start).count();
+    clear_bar(st);
+    *st.options.out << "Epoch[" << r.epoch << "] Batch [" << (r.index + 1) << "]\tSpeed: "
+                    << format("%.2f", st.window_samples / std::max(seconds, 1e-9))
+                    << " samples/sec\taccuracy="
+                    << format("%.6f", double(st.window_correct) / st.window_samples) << '\n';
+    st.window_start = now;
+    st.window_samples = st.window_correct = 0;
+  }
+  if (st.options.progress_bar)
+    draw_bar(st, r);
+}
+
+double ratio(double a, std::int64_t b) {
+  return b > 0 ? a / static_cast<double>(b) : 0.0;
+}
+
+void write_epoch_line(metrics_state& st, const phase_report& train, const phase_report* val) {
+  if (!st.jsonl)
+    return;
+  std::vector<std::pair<std::string, double>> numbers{
+    {"epoch", static_cast<double>(train.epoch)},
+    {"train_accuracy", ratio(train.correct, train.samples)},
+    {"train_loss", ratio(train.loss_sum, train.samples)},
+    {"time_s", train.seconds},
+    {"samples_per_s", train.seconds > 0 ? train.samples / train.seconds : 0.0},
+    {"train_samples", static_cast<double>(train.samples)},
+    {"learning_rate", st.learning_rate},
+  };
+  if (val) {
+    numbers.push_back({"val_accuracy", ratio(val->correct, val->samples)});
+    numbers.push_back({"val_loss", ratio(val->loss_sum, val->samples)});
+    numbers.push_back({"val_time_s", val->seconds});
+  }
+  st.jsonl->write(numbers, st.options.tags);
+}
+
+void on_phase(metrics_state& st, const phase_report& r) {
+  clear_bar(st);
+  auto& out = *st.options.out;
+  const char* prefix = r.validation ? "Validation" : "Train";
+  out << "Epoch[" << r.epoch << "] " << prefix << "-accuracy="
+      << format("%.6f", ratio(r.correct, r.samples)) << '\n';
+  out << "Epoch[" << r.epoch << "] " << prefix << "-cross-entropy="
+      << format("%.6f", ratio(r.loss_sum, r.samples)) << '\n';
+  if (!r.validation) {
+    out << "Epoch[" << r.epoch << "] Time cost=" << format("%.3f", r.seconds) << '\n';
+    if (st.options.expect_validation) {
+      st.pending_train = r;
+      st.have_pending_train = true;
+    } else {
+      write_epoch_line(st, r, nullptr);
+    }
+  } else if (st.have_pending_train && st.pending_train.epoch == r.epoch) {
+    write_epoch_line(st, st.pending_train, &r);
+    st.have_pending_train = false;
+  }
+  out.flush();
+}
+
+caf::behavior metrics(metrics_pointer self, metrics_options options,
+                      std::shared_ptr<jsonl_writer> jsonl) {
+  self->state.options = std::move(options);
+  self->state.jsonl = std::move(jsonl);
+  return {
+    [=](const batch_report& r) { on_batch(self->state, r); },
+    [=](const phase_report& r) { on_phase(self->state, r); },
+    [=](flush_atom) {
+      clear_bar(self->state);
+      self->state.options.out->flush();
+      return true;
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_metrics(caf::actor_system& system, metrics_options options) {
+  if (options.out == nullptr)
+    throw std::invalid_argument("metrics: no output stream");
+  std::shared_ptr<jsonl_writer> jsonl;
+  if (!options.jsonl_path.empty())
+    jsonl = std::make_shared<jsonl_writer>(options.jsonl_path);
+  return system.spawn(metrics, std::move(options), std::move(jsonl));
+}
+
+} // namespace troupe

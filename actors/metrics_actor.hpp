@@ -1,0 +1,41 @@
+// The metrics actor: turns batch and phase reports into what a user watches and keeps.
+//
+// Protocol (dynamically typed):
+//   (batch_report)  -> ()    counts a training batch; every `display_batches` batches prints
+//                            `Epoch[e] Batch [i]\tSpeed: N samples/sec\taccuracy=A` (accuracy
+//                            over the batches since the last line, as MXNet's Speedometer with
+//                            auto-reset); on a terminal redraws a progress bar
+//   (phase_report)  -> ()    prints `Epoch[e] Train-accuracy=`, `Train-cross-entropy=`,
+//                            `Time cost=` or `Validation-accuracy=`, `Validation-cross-entropy=`;
+//                            after an epoch's validation (or its training, with no validation)
+//                            appends one JSON object to the metrics file
+//   (flush_atom)    -> bool  all output written and flushed
+//
+// Output goes to the given stream (stdout in the app, a string stream in tests).
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+namespace troupe {
+
+struct metrics_options {
+  std::ostream* out = nullptr;    ///< where log lines go; must outlive the actor
+  std::int64_t display_batches = 100;  ///< 0: no per-batch lines
+  bool progress_bar = false;
+  bool expect_validation = true;
+  std::string jsonl_path;         ///< empty: no metrics file
+  /// Constant fields copied into every JSON line (network, batch_size, ...).
+  std::vector<std::pair<std::string, std::string>> tags;
+};
+
+/// Opens the metrics file first: throws io_error naming it if it cannot be written.
+caf::actor spawn_metrics(caf::actor_system& system, metrics_options options);
+
+} // namespace troupe

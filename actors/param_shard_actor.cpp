@@ -1,0 +1,112 @@
+// Implementation notes: validation of a push happens completely before the first key is
+// updated, so a bad message leaves the shard's state untouched ("loses nothing").
+#include "actors/param_shard_actor.hpp"
+
+#include <stdexcept>
+
+#include <caf/all.hpp>
+
+#include "actors/actor_errors.hpp"
+#include "actors/messages.hpp"
+
+namespace troupe {
+
+namespace {
+
+struct key_state {
+  std::string name;
+  bool weight_decay = true;
+  tensor current;
+  tensor velocity;
+  std::vector<tensor> spare;  // buffers for the next value; one nobody else holds is reused
+};
+
+struct shard_state {
+  std::vector<key_state> keys;
+  sgd_options sgd;
+  lr_schedule schedule{lr_schedule_options{}};
+  std::int64_t step = 0;
+  float last_lr = 0;
+  static inline const char* name = "param_shard";
+};
+
+using shard_pointer = caf::stateful_actor<shard_state>*;
+
+tensor& writable_buffer(key_state& key) {
+  for (auto& buffer : key.spare)
+    if (buffer.unique())
+      return buffer;
+  key.spare.push_back(tensor::uninitialized(key.current.shape()));
+  return key.spare.back();
+}
+
+std::string check_push(const shard_state& st, const gradient_push& push) {
+  if (push.gradients.size() != st.keys.size())
+    return "param_shard: push carries " + std::to_string(push.gradients.size())
+           + " gradients for " + std::to_string(st.keys.size()) + " keys";
+  for (std::size_t i = 0; i < st.keys.size(); ++i)
+    if (push.gradients[i].shape() != st.keys[i].current.shape())
+      return "param_shard: gradient for key '" + st.keys[i].name + "' has shape "
+             + shape_string(push.gradients[i].shape()) + ", the weights have "
+             + shape_string(st.keys[i].current.shape());
+  if (!(push.epoch_position >= 0))
+    return "param_shard: push at invalid epoch position " + std::to_string(push.epoch_position);
+  return {};
+}
+
+weight_set current_weights(const shard_state& st) {
+  weight_set out;
+  out.step = st.step;
+  out.learning_rate = st.last_lr;
+  out.weights.reserve(st.keys.size());
+  for (const auto& key : st.keys)
+    out.weights.push_back(key.current);
+  return out;
+}
+
+caf::result<weight_set> apply_push(shard_pointer self, const gradient_push& push) {
+  auto& st = self->state;
+  if (auto problem = check_push(st, push); !problem.empty())
+    return make_troupe_error(problem);
+  const float lr = st.schedule.at(push.epoch_position);
+  for (auto& key : st.keys) {
+    std::size_t i = &key - st.keys.data();
+    tensor& next = writable_buffer(key);
+    sgd_update(st.sgd, lr, key.current, push.gradients[i], key.velocity, next, key.weight_decay);
+    std::swap(next, key.current);  // the old value joins the spares once its readers let go
+  }
+  ++st.step;
+  st.last_lr = lr;
+  return current_weights(st);
+}
+
+caf::behavior param_shard(shard_pointer self, std::vector<shard_key> keys, shard_options options) {
+  auto& st = self->state;
+  st.sgd = options.sgd;
+  st.schedule = lr_schedule(options.schedule);
+  st.last_lr = st.schedule.at(0);
+  for (auto& k : keys) {
+    key_state key;
+    key.name = std::move(k.name);
+    key.weight_decay = k.weight_decay;
+    key.current = k.initial.clone();
+    key.velocity = tensor(key.current.shape());
+    st.keys.push_back(std::move(key));
+  }
+  return {
+    [=](push_atom, const gradient_push& push) { return apply_push(self, push); },
+    [=](pull_atom) { return current_weights(self->state); },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_param_shard(caf::actor_system& system, std::vector<shard_key> keys,
+                             shard_options options) {
+  if (keys.empty())
+    throw std::invalid_argument("param_shard: no keys to own");
+  lr_schedule check(options.schedule);  // throws on a bad schedule before anything spawns
+  return system.spawn(param_shard, std::move(keys), std::move(options));
+}
+
+} // namespace troupe

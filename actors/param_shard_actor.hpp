@@ -1,0 +1,44 @@
+// The parameter shard actor: owns the weights of a set of keys (model parameters), applies
+// the optimizer to pushed gradients, and serves the weights.
+//
+// Protocol (dynamically typed):
+//   (push_atom, gradient_push) -> weight_set   one SGD step on every key with the pushed
+//                                              gradients (one per key, in key order), then the
+//                                              new weights; a wrong count or shape is an error
+//                                              naming the key, and nothing is applied
+//   (pull_atom)                -> weight_set   the current weights
+//
+// Weights leave the actor by handle. The optimizer never writes a buffer that a reader still
+// holds: each key keeps a small pool of buffers and the update goes into one nobody else sees
+// (tensor::unique), so in steady state two buffers per key alternate and no memory is
+// allocated per step.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+#include "kernels/lr_schedule.hpp"
+#include "kernels/sgd.hpp"
+#include "kernels/tensor.hpp"
+
+namespace troupe {
+
+struct shard_key {
+  std::string name;          ///< parameter name, e.g. "conv1.weight"
+  tensor initial;            ///< starting value (the shard takes its own copy)
+  bool weight_decay = true;  ///< false for biases and batch-norm scale/shift
+};
+
+struct shard_options {
+  sgd_options sgd;
+  lr_schedule_options schedule;
+};
+
+/// Throws std::invalid_argument if the schedule is invalid or `keys` is empty.
+caf::actor spawn_param_shard(caf::actor_system& system, std::vector<shard_key> keys,
+                             shard_options options);
+
+} // namespace troupe

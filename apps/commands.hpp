@@ -1,0 +1,18 @@
+// The `troupe` subcommands. Each takes its arguments (after the command name) and returns the
+// process exit status: 0 success, 1 a failure while running, 2 a usage error.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+int train_command(const std::vector<std::string>& args);
+int bench_command(const std::vector<std::string>& args);
+
+/// Splits "5,8,12" into numbers; throws usage_error naming `flag` on a bad element.
+std::vector<double> parse_number_list(const std::string& flag, const std::string& text);
+/// Splits "3,32,32" into a shape; throws usage_error naming `flag`.
+std::vector<std::int64_t> parse_shape(const std::string& flag, const std::string& text);
+
+} // namespace troupe

@@ -1,0 +1,52 @@
+// `troupe`: the command-line entry point. Dispatches to a subcommand; every error that
+// reaches here is printed as one line and turned into a non-zero exit status.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "apps/commands.hpp"
+#include "apps/flags.hpp"
+
+namespace {
+
+const char* overview = R"(usage: troupe <command> [flags]
+
+Troupe trains image classifiers as a dataflow of actors (loaders, compute, parameter shards).
+
+commands:
+  train    train a network on a dataset (Fashion-MNIST by default) and report accuracy per epoch
+  bench    measure training throughput (samples/s) of mlp, lenet and resnet-20
+  help     print this overview
+
+`troupe <command> --help` describes every flag of a command.
+)";
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+    std::cout << overview;
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "--version") {
+    std::cout << "troupe 0.1.0\n";
+    return 0;
+  }
+  std::string command = args[0];
+  args.erase(args.begin());
+  try {
+    if (command == "train")
+      return troupe::train_command(args);
+    if (command == "bench")
+      return troupe::bench_command(args);
+    std::cerr << "troupe: unknown command '" << command << "' (commands: train, bench, help)\n";
+    return 2;
+  } catch (const troupe::usage_error& e) {
+    std::cerr << "troupe " << command << ": " << e.what() << '\n';
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "troupe " << command << ": error: " << e.what() << '\n';
+    return 1;
+  }
+}

@@ -1,0 +1,24 @@
+// The in-process node: the CAF actor system configuration for running every actor of a job
+// in one process (the embedded default). The multi-node layer builds on the same settings and
+// adds the network module.
+//
+// Thread budget: CAF's scheduler gets `scheduler_threads` workers (2 by default: one runs the
+// compute actor's step, the other the loaders, shards and metrics meanwhile). Kernels have
+// their own budget (kernels/threading.hpp). Logging to the console is off; actors report
+// through the metrics actor.
+#pragma once
+
+#include <caf/actor_system_config.hpp>
+
+namespace troupe {
+
+struct local_node_options {
+  int scheduler_threads = 2;
+};
+
+class local_node_config : public caf::actor_system_config {
+public:
+  explicit local_node_config(local_node_options options = {});
+};
+
+} // namespace troupe

@@ -1,0 +1,50 @@
+// Metrics output as JSON Lines: one JSON object per line, e.g.
+//   {"epoch":3,"step":1200,"loss":0.41235,"accuracy":0.8731,"phase":"train"}
+//
+// JSON Lines is what plotting scripts and `jq` read without a schema, and a line-per-record
+// file stays valid up to the last complete line when a run is killed, so every line is
+// flushed as it is written. Numbers round-trip exactly (shortest of %.15g..%.17g that reads
+// back to the same double), integral values print as integers, and NaN or infinity, which
+// JSON cannot express, print as null.
+//
+// Thread-safety: write() may be called from several threads; lines never interleave.
+#pragma once
+
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace troupe {
+
+/// `text` with JSON string escapes applied (quotes, backslash, control characters); the
+/// surrounding quotes are not added. Bytes >= 0x80 pass through, so UTF-8 stays UTF-8.
+std::string json_escape(const std::string& text);
+
+/// A double as a JSON number: integers as integers, others as the shortest round-trip
+/// decimal form, NaN and infinities as null.
+std::string json_number(double value);
+
+class jsonl_writer {
+public:
+  /// Opens (truncates, or appends to when `append`) `path`; throws io_error
+  /// "<path>: cannot open for writing: <strerror>".
+  explicit jsonl_writer(const std::string& path, bool append = false);
+  ~jsonl_writer();
+  jsonl_writer(const jsonl_writer&) = delete;
+  jsonl_writer& operator=(const jsonl_writer&) = delete;
+
+  /// Writes one object, numbers first then strings, each in the given order, and flushes.
+  /// Throws io_error "<path>: write failed: <strerror>" when the bytes do not reach the OS.
+  void write(const std::vector<std::pair<std::string, double>>& numbers,
+             const std::vector<std::pair<std::string, std::string>>& strings = {});
+
+  const std::string& path() const { return path_; }
+
+private:
+  std::string path_;
+  std::mutex mutex_;
+  int descriptor_ = -1;  ///< a POSIX fd: one write(2) per line, no stdio buffer to go stale
+};
+
+} // namespace troupe

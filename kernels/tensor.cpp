@@ -1,0 +1,131 @@
+// Storage is allocated 64-byte aligned so oneDNN and AVX-512 loads never straddle lines.
+#include "kernels/tensor.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <sstream>
+#include <stdexcept>
+
+namespace troupe {
+
+namespace {
+
+constexpr std::size_t alignment = 64;
+
+std::shared_ptr<float> allocate_floats(std::int64_t count, bool zero) {
+  std::size_t bytes = static_cast<std::size_t>(count) * sizeof(float);
+  bytes = (bytes + alignment - 1) / alignment * alignment;
+  void* raw = std::aligned_alloc(alignment, std::max(bytes, alignment));
+  if (raw == nullptr)
+    throw std::bad_alloc();
+  if (zero)
+    std::memset(raw, 0, bytes);
+  return std::shared_ptr<float>(static_cast<float*>(raw), [](float* p) { std::free(p); });
+}
+
+} // namespace
+
+std::int64_t shape_numel(const shape_t& shape) {
+  std::int64_t n = 1;
+  for (auto d : shape) {
+    if (d < 0)
+      throw std::invalid_argument("negative extent in shape " + shape_string(shape));
+    n *= d;
+  }
+  return n;
+}
+
+std::string shape_string(const shape_t& shape) {
+  std::ostringstream out;
+  out << '[';
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    out << (i ? ", " : "") << shape[i];
+  out << ']';
+  return out.str();
+}
+
+std::size_t dtype_size(dtype type) {
+  switch (type) {
+    case dtype::f32:
+      return 4;
+    case dtype::f16:
+    case dtype::bf16:
+      return 2;
+  }
+  return 4;
+}
+
+tensor::tensor(shape_t shape) : tensor(std::move(shape), true) {}
+
+tensor::tensor(shape_t shape, bool zero) : shape_(std::move(shape)) {
+  numel_ = shape_numel(shape_);
+  if (numel_ > 0)
+    storage_ = allocate_floats(numel_, zero);
+}
+
+tensor tensor::uninitialized(shape_t shape) {
+  return tensor(std::move(shape), false);
+}
+
+tensor tensor::from_values(shape_t shape, const std::vector<float>& values) {
+  tensor t(std::move(shape), false);
+  if (static_cast<std::int64_t>(values.size()) != t.numel())
+    throw std::invalid_argument("tensor::from_values: " + std::to_string(values.size())
+                                + " values for shape " + shape_string(t.shape()));
+  std::copy(values.begin(), values.end(), t.data());
+  return t;
+}
+
+std::int64_t tensor::dim(std::size_t i) const {
+  if (i >= shape_.size())
+    throw std::out_of_range("tensor::dim(" + std::to_string(i) + ") of shape "
+                            + shape_string(shape_));
+  return shape_[i];
+}
+
+void tensor::require_f32_cpu() const {
+  if (type_ != dtype::f32 || device_ != device_kind::cpu)
+    throw std::logic_error("tensor: float32 CPU access to a tensor of another type or device");
+}
+
+float* tensor::data() {
+  require_f32_cpu();
+  return storage_.get();
+}
+
+const float* tensor::data() const {
+  require_f32_cpu();
+  return storage_.get();
+}
+
+tensor tensor::clone() const {
+  tensor copy(shape_, false);
+  if (numel_ > 0)
+    std::memcpy(copy.storage_.get(), storage_.get(), bytes());
+  return copy;
+}
+
+tensor tensor::reshaped(shape_t shape) const {
+  if (shape_numel(shape) != numel_)
+    throw std::invalid_argument("tensor::reshaped: " + shape_string(shape_) + " to "
+                                + shape_string(shape) + " changes the element count");
+  tensor view = *this;
+  view.shape_ = std::move(shape);
+  return view;
+}
+
+void tensor::fill(float value) {
+  std::fill_n(data(), numel_, value);
+}
+
+void tensor::copy_from(const tensor& src) {
+  if (src.numel() != numel_)
+    throw std::invalid_argument("tensor::copy_from: " + shape_string(src.shape()) + " into "
+                                + shape_string(shape_));
+  if (numel_ > 0)
+    std::memcpy(data(), src.data(), bytes());
+}
+
+} // namespace troupe

@@ -1,0 +1,85 @@
+// A dense tensor: a shape plus a reference-counted, 64-byte aligned buffer.
+//
+// Copies of a `tensor` share storage (like a shared_ptr), which is what lets actors in one
+// process pass weights and gradients by reference: a message carries the handle, never the
+// bytes. `clone()` makes a deep copy. `unique()` tells whether any other handle still sees the
+// buffer, so a writer can copy-on-write instead of racing a reader in another actor.
+//
+// Element types: float32 today; the enum leaves room for float16/bfloat16 and the device tag
+// for CUDA memory, so kernels check both and refuse what they do not implement.
+//
+// Thread-safety: handles may be copied across threads (the count is atomic); concurrent
+// writes to the elements are the caller's business.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+enum class dtype : std::uint8_t { f32, f16, bf16 };
+enum class device_kind : std::uint8_t { cpu, cuda };
+
+using shape_t = std::vector<std::int64_t>;
+
+/// Product of the extents; 1 for a rank-0 shape.
+std::int64_t shape_numel(const shape_t& shape);
+/// "[128, 1, 28, 28]" for error messages and logs.
+std::string shape_string(const shape_t& shape);
+/// Bytes taken by one element of `type`.
+std::size_t dtype_size(dtype type);
+
+class tensor {
+public:
+  /// An empty tensor: rank 0, no storage, numel() == 0.
+  tensor() = default;
+  /// A zero-filled float32 CPU tensor.
+  explicit tensor(shape_t shape);
+  /// A float32 CPU tensor whose elements are left unset (cheaper when they are overwritten).
+  static tensor uninitialized(shape_t shape);
+  /// A float32 tensor holding a copy of `values`; throws if the sizes disagree.
+  static tensor from_values(shape_t shape, const std::vector<float>& values);
+
+  const shape_t& shape() const { return shape_; }
+  std::size_t rank() const { return shape_.size(); }
+  /// Extent of dimension `i`; throws std::out_of_range past the rank.
+  std::int64_t dim(std::size_t i) const;
+  std::int64_t numel() const { return numel_; }
+  std::size_t bytes() const { return static_cast<std::size_t>(numel_) * dtype_size(type_); }
+  dtype type() const { return type_; }
+  device_kind device() const { return device_; }
+  bool empty() const { return numel_ == 0; }
+
+  /// Element access for float32 CPU tensors; throws std::logic_error otherwise.
+  float* data();
+  const float* data() const;
+
+  /// A deep copy with its own storage.
+  tensor clone() const;
+  /// A view of the same storage with another shape of equal numel; throws if they differ.
+  tensor reshaped(shape_t shape) const;
+  /// True when no other handle shares the storage (safe to write in place).
+  bool unique() const { return storage_.use_count() <= 1; }
+  bool shares_storage_with(const tensor& other) const {
+    return storage_ && storage_ == other.storage_;
+  }
+
+  void fill(float value);
+  /// Copies the elements of `src` (same numel) into this tensor's storage.
+  void copy_from(const tensor& src);
+
+private:
+  tensor(shape_t shape, bool zero);
+  void require_f32_cpu() const;
+
+  std::shared_ptr<float> storage_;
+  shape_t shape_;
+  std::int64_t numel_ = 0;
+  dtype type_ = dtype::f32;
+  device_kind device_ = device_kind::cpu;
+};
+
+} // namespace troupe

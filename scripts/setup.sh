@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Troupe builds, tests and trains with. Idempotent: packages that
+# are already present are skipped, so a second run costs one dpkg query.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git
+  libcaf-dev capnproto libcapnp-dev libtbb-dev catch2 libdnnl-dev zlib1g-dev
+  tao-pegtl-dev dataset-fashion-mnist
+)
+if [[ "${TROUPE_WITH_TORCH:-0}" == 1 ]]; then
+  packages+=(python3-torch python3-numpy)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "setup: all packages present"
+  exit 0
+fi
+
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -q
+"${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"

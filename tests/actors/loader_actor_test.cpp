@@ -1,0 +1,75 @@
+// The loader actor serves an epoch's batches in order, equal to what the batch source makes,
+// then the end mark; a new epoch starts over.
+#include <catch2/catch.hpp>
+
+#include <caf/all.hpp>
+
+#include "actors/loader_actor.hpp"
+#include "actors/messages.hpp"
+#include "cluster/local_node.hpp"
+#include "io/dataset.hpp"
+
+using namespace troupe;
+
+namespace {
+
+std::shared_ptr<const batch_source> small_source() {
+  dataset_options d;
+  d.name = "synthetic";
+  d.synthetic_shape = {1, 4, 4};
+  d.synthetic_size = 50;
+  batch_source_options b;
+  b.batch_size = 16;  // 3 full batches and one of 2
+  b.seed = 7;
+  return std::make_shared<const batch_source>(open_dataset(d), b);
+}
+
+loader_item next(caf::scoped_actor& self, const caf::actor& loader) {
+  loader_item out;
+  self->request(loader, std::chrono::seconds(10), next_atom::value)
+    .receive([&](loader_item& x) { out = std::move(x); },
+             [&](caf::error&) { FAIL("loader failed"); });
+  return out;
+}
+
+bool same_batch(const batch& a, const batch& b) {
+  if (a.labels != b.labels || a.images.shape() != b.images.shape())
+    return false;
+  return std::equal(a.images.data(), a.images.data() + a.images.numel(), b.images.data());
+}
+
+} // namespace
+
+TEST_CASE("loader serves every batch of the epoch in order, then the end mark") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto source = small_source();
+  for (int depth : {1, 3}) {
+    auto loader = spawn_loader(sys, source, loader_options{depth});
+    self->send(loader, epoch_atom::value, std::int64_t{2});
+    for (std::int64_t i = 0; i < source->batches_per_epoch(); ++i) {
+      auto item = next(self, loader);
+      REQUIRE_FALSE(item.end);
+      CHECK(item.data.epoch == 2);
+      CHECK(item.data.index == i);
+      CHECK(same_batch(item.data, source->make(2, i)));
+    }
+    CHECK(next(self, loader).end);
+    CHECK(next(self, loader).end);  // asking again is harmless
+    self->send(loader, epoch_atom::value, std::int64_t{3});
+    auto first = next(self, loader);
+    CHECK(first.data.epoch == 3);
+    CHECK(first.data.index == 0);
+    self->send_exit(loader, caf::exit_reason::user_shutdown);
+  }
+}
+
+TEST_CASE("loader answers `next` before any epoch with the end mark") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto loader = spawn_loader(sys, small_source());
+  CHECK(next(self, loader).end);
+  self->send_exit(loader, caf::exit_reason::user_shutdown);
+}

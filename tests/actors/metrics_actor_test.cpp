@@ -1,0 +1,80 @@
+// The metrics actor's log lines and JSON lines, fed with hand-made reports.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <caf/all.hpp>
+
+#include "actors/messages.hpp"
+#include "actors/metrics_actor.hpp"
+#include "cluster/local_node.hpp"
+#include "io/dataset.hpp"
+
+using namespace troupe;
+
+namespace {
+
+void flush(caf::scoped_actor& self, const caf::actor& metrics) {
+  self->request(metrics, std::chrono::seconds(10), flush_atom::value)
+    .receive([](bool) {}, [](caf::error&) { FAIL("flush failed"); });
+}
+
+std::string temp_path(const char* name) {
+  return (std::filesystem::temp_directory_path() / name).string();
+}
+
+} // namespace
+
+TEST_CASE("metrics prints MXNet-style lines and one JSON object per epoch") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  std::ostringstream log;
+  auto path = temp_path("troupe_metrics_test.jsonl");
+  std::remove(path.c_str());
+  metrics_options o;
+  o.out = &log;
+  o.display_batches = 2;
+  o.jsonl_path = path;
+  o.tags = {{"network", "mlp"}};
+  auto metrics = spawn_metrics(sys, o);
+  for (std::int64_t i = 0; i < 4; ++i)
+    self->send(metrics, batch_report{0, i, 4, 10, 5, 6.0, 0.1f});
+  self->send(metrics, phase_report{0, false, 40, 30, 20.0, 2.0});
+  self->send(metrics, phase_report{0, true, 10, 9, 1.0, 0.5});
+  flush(self, metrics);
+  auto text = log.str();
+  CHECK_THAT(text, Catch::Contains("Epoch[0] Batch [2]\tSpeed: "));
+  CHECK_THAT(text, Catch::Contains("samples/sec\taccuracy=0.500000"));
+  CHECK_THAT(text, Catch::Contains("Epoch[0] Train-accuracy=0.750000"));
+  CHECK_THAT(text, Catch::Contains("Epoch[0] Train-cross-entropy=0.500000"));
+  CHECK_THAT(text, Catch::Contains("Epoch[0] Time cost=2.000"));
+  CHECK_THAT(text, Catch::Contains("Epoch[0] Validation-accuracy=0.900000"));
+  self->send_exit(metrics, caf::exit_reason::user_shutdown);
+
+  std::ifstream in(path);
+  std::string line;
+  REQUIRE(std::getline(in, line));
+  CHECK_THAT(line, Catch::Contains("\"epoch\":0"));
+  CHECK_THAT(line, Catch::Contains("\"train_accuracy\":0.75"));
+  CHECK_THAT(line, Catch::Contains("\"val_accuracy\":0.9"));
+  CHECK_THAT(line, Catch::Contains("\"train_loss\":0.5"));
+  CHECK_THAT(line, Catch::Contains("\"time_s\":2"));
+  CHECK_THAT(line, Catch::Contains("\"samples_per_s\":20"));
+  CHECK_THAT(line, Catch::Contains("\"network\":\"mlp\""));
+  CHECK_FALSE(std::getline(in, line));  // exactly one epoch
+}
+
+TEST_CASE("metrics refuses an unwritable metrics file with its path") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  std::ostringstream log;
+  metrics_options o;
+  o.out = &log;
+  o.jsonl_path = "/nonexistent-dir/m.jsonl";
+  CHECK_THROWS_AS(spawn_metrics(sys, o), io_error);
+  CHECK_THROWS_WITH(spawn_metrics(sys, o), Catch::Contains("/nonexistent-dir/m.jsonl"));
+}

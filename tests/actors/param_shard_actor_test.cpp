@@ -1,0 +1,125 @@
+// The parameter shard at the message level: push -> weights, pull, bad pushes rejected
+// without changing state, and old weight handles never overwritten (copy-on-write).
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include <caf/all.hpp>
+
+#include "actors/actor_errors.hpp"
+#include "actors/messages.hpp"
+#include "actors/param_shard_actor.hpp"
+#include "cluster/local_node.hpp"
+
+using namespace troupe;
+
+namespace {
+
+shard_options plain_sgd(float lr, float momentum, float wd) {
+  shard_options o;
+  o.sgd = sgd_options{momentum, wd, false};
+  o.schedule.policy = lr_policy::constant;
+  o.schedule.base_lr = lr;
+  return o;
+}
+
+std::vector<shard_key> two_keys() {
+  return {shard_key{"fc.weight", tensor::from_values({2, 2}, {1, 2, 3, 4}), true},
+          shard_key{"fc.bias", tensor::from_values({2}, {0.5f, -0.5f}), false}};
+}
+
+template <class T>
+T ask(caf::scoped_actor& self, const caf::actor& a, caf::message msg, caf::error* err = nullptr) {
+  T out{};
+  self->request(a, std::chrono::seconds(10), std::move(msg))
+    .receive([&](T& x) { out = std::move(x); },
+             [&](caf::error& e) {
+               if (err)
+                 *err = e;
+               else
+                 FAIL("unexpected error: " << error_text(e));
+             });
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("param shard applies SGD with momentum and exempts keys from weight decay") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto shard = spawn_param_shard(sys, two_keys(), plain_sgd(0.1f, 0.9f, 0.01f));
+  gradient_push push;
+  push.gradients = {tensor::from_values({2, 2}, {1, 1, 1, 1}), tensor::from_values({2}, {1, 2})};
+  auto ws = ask<weight_set>(self, shard, caf::make_message(push_atom::value, push));
+  REQUIRE(ws.weights.size() == 2);
+  REQUIRE(ws.step == 1);
+  // w = 1 - 0.1 * (1 + 0.01 * 1) = 0.899; bias has no decay: 0.5 - 0.1 * 1 = 0.4
+  CHECK(ws.weights[0].data()[0] == Approx(0.899f));
+  CHECK(ws.weights[0].data()[3] == Approx(4 - 0.1f * (1 + 0.04f)));
+  CHECK(ws.weights[1].data()[0] == Approx(0.4f));
+  CHECK(ws.weights[1].data()[1] == Approx(-0.7f));
+  // second step: velocity = 0.9 * v + g
+  auto ws2 = ask<weight_set>(self, shard, caf::make_message(push_atom::value, push));
+  CHECK(ws2.weights[1].data()[0] == Approx(0.4f - 0.1f * (0.9f * 1 + 1)));
+  self->send_exit(shard, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("param shard never writes into weights a reader still holds") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto shard = spawn_param_shard(sys, two_keys(), plain_sgd(0.1f, 0.0f, 0.0f));
+  auto before = ask<weight_set>(self, shard, caf::make_message(pull_atom::value));
+  gradient_push push;
+  push.gradients = {tensor::from_values({2, 2}, {1, 1, 1, 1}), tensor::from_values({2}, {1, 1})};
+  auto after = ask<weight_set>(self, shard, caf::make_message(push_atom::value, push));
+  CHECK(before.weights[0].data()[0] == 1.0f);  // the old handle still shows the old value
+  CHECK(after.weights[0].data()[0] == Approx(0.9f));
+  CHECK_FALSE(after.weights[0].shares_storage_with(before.weights[0]));
+  // A reader that lets go of old weights lets the shard reuse their buffers: a handful of
+  // buffers serve any number of steps.
+  before = weight_set{};
+  std::set<const float*> buffers;
+  for (int i = 0; i < 10; ++i) {
+    after = weight_set{};
+    after = ask<weight_set>(self, shard, caf::make_message(push_atom::value, push));
+    buffers.insert(after.weights[0].data());
+  }
+  CHECK(buffers.size() <= 3);
+  self->send_exit(shard, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("param shard rejects a push with the wrong count or shape and keeps its state") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto shard = spawn_param_shard(sys, two_keys(), plain_sgd(0.1f, 0.9f, 0.0f));
+  gradient_push short_push;
+  short_push.gradients = {tensor::from_values({2, 2}, {1, 1, 1, 1})};
+  caf::error err;
+  ask<weight_set>(self, shard, caf::make_message(push_atom::value, short_push), &err);
+  CHECK(error_text(err) == "param_shard: push carries 1 gradients for 2 keys");
+
+  gradient_push bad_shape;
+  bad_shape.gradients = {tensor::from_values({2, 2}, {1, 1, 1, 1}), tensor({3})};
+  err = caf::error{};
+  ask<weight_set>(self, shard, caf::make_message(push_atom::value, bad_shape), &err);
+  CHECK_THAT(error_text(err), Catch::Contains("'fc.bias'") && Catch::Contains("[3]")
+                                && Catch::Contains("[2]"));
+
+  auto now = ask<weight_set>(self, shard, caf::make_message(pull_atom::value));
+  CHECK(now.step == 0);
+  CHECK(now.weights[0].data()[0] == 1.0f);  // the valid first gradient was not applied either
+  self->send_exit(shard, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("param shard refuses to start without keys or with a bad schedule") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  CHECK_THROWS_WITH(spawn_param_shard(sys, {}, plain_sgd(0.1f, 0, 0)),
+                    Catch::Contains("no keys"));
+  auto bad = plain_sgd(0.1f, 0, 0);
+  bad.schedule.base_lr = -1;
+  CHECK_THROWS(spawn_param_shard(sys, two_keys(), bad));
+}

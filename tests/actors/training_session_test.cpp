@@ -1,0 +1,93 @@
+// A whole single-process run through the actors on small synthetic data: it learns, it is
+// deterministic, and the number of shards does not change the result.
+#include <catch2/catch.hpp>
+
+#include <caf/all.hpp>
+
+#include "actors/training_session.hpp"
+#include "cluster/local_node.hpp"
+#include "kernels/threading.hpp"
+
+using namespace troupe;
+
+namespace {
+
+training_options small_job() {
+  training_options o;
+  o.model.network = "mlp";
+  o.train_data.name = "synthetic";
+  o.train_data.synthetic_shape = {1, 8, 8};
+  o.train_data.synthetic_size = 512;
+  o.train_data.synthetic_classes = 4;
+  o.validation_data = o.train_data;
+  o.validation_data.which = split::test;
+  o.validation_data.synthetic_size = 128;
+  o.train_batches.batch_size = 32;
+  o.validation_batches.batch_size = 64;
+  o.validation_batches.shuffle = false;
+  o.optimizer.sgd = sgd_options{0.9f, 1e-4f, false};
+  o.optimizer.schedule.policy = lr_policy::constant;
+  o.optimizer.schedule.base_lr = 0.05f;
+  o.epochs = 3;
+  return o;
+}
+
+double accuracy(const phase_report& r) {
+  return static_cast<double>(r.correct) / static_cast<double>(r.samples);
+}
+
+} // namespace
+
+TEST_CASE("assign_keys balances bytes and keeps every slot exactly once") {
+  auto parts = assign_keys({100, 10, 60, 50, 5}, 2);
+  REQUIRE(parts.size() == 2);
+  CHECK(parts[0] == std::vector<std::size_t>{0, 4});
+  CHECK(parts[1] == std::vector<std::size_t>{1, 2, 3});
+  CHECK(assign_keys({1, 2}, 5).size() == 2);  // no empty shards
+  CHECK_THROWS(assign_keys({1}, 0));
+}
+
+TEST_CASE("a run through the actors trains, reports every phase and repeats exactly") {
+  set_compute_threads(2);
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  auto job = small_job();
+  auto first = run_training(sys, job);
+  REQUIRE(first.phases.size() == 6);  // train + validation per epoch
+  for (std::size_t i = 0; i < first.phases.size(); ++i) {
+    CHECK(first.phases[i].epoch == static_cast<std::int64_t>(i / 2));
+    CHECK(first.phases[i].validation == (i % 2 == 1));
+  }
+  CHECK(first.phases[0].samples == 512);
+  CHECK(first.phases[1].samples == 128);
+  CHECK(first.phases[4].loss_sum / 512 < first.phases[0].loss_sum / 512);
+  CHECK(accuracy(first.phases[5]) > 0.5);  // 4 classes: chance is 0.25
+
+  auto second = run_training(sys, job);
+  for (std::size_t i = 0; i < first.phases.size(); ++i) {
+    CHECK(second.phases[i].correct == first.phases[i].correct);
+    CHECK(second.phases[i].loss_sum == first.phases[i].loss_sum);
+  }
+
+  job.shards = 3;
+  auto sharded = run_training(sys, job);
+  for (std::size_t i = 0; i < first.phases.size(); ++i)
+    CHECK(sharded.phases[i].loss_sum == first.phases[i].loss_sum);
+}
+
+TEST_CASE("a run with missing data fails before any actor starts, naming the file") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  auto job = small_job();
+  job.train_data.name = "fashion-mnist";
+  job.train_data.dir = "/nonexistent/fmnist";
+  CHECK_THROWS_WITH(run_training(sys, job), Catch::Contains("/nonexistent/fmnist"));
+}
+
+TEST_CASE("a run with an unknown network fails with the list of networks") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  auto job = small_job();
+  job.model.network = "alexnet";
+  CHECK_THROWS_WITH(run_training(sys, job), Catch::Contains("alexnet") && Catch::Contains("lenet"));
+}

@@ -1,0 +1,49 @@
+// The flag parser: both spellings, switches, and a one-line usage error for every misuse.
+#include <catch2/catch.hpp>
+
+#include "apps/flags.hpp"
+
+using namespace troupe;
+
+TEST_CASE("flags parse --name value and --name=value, switches and help") {
+  std::string s = "a";
+  std::int64_t n = 1;
+  double x = 0.5;
+  bool sw = false;
+  flag_set f("demo", "demo command");
+  f.add("name", s, "a string");
+  f.add("count", n, "an integer");
+  f.add("rate", x, "a number");
+  f.add_switch("fast", sw, "a switch");
+  REQUIRE(f.parse({"--name", "b", "--count=7", "--rate", "1e-3", "--fast"}));
+  CHECK(s == "b");
+  CHECK(n == 7);
+  CHECK(x == Approx(1e-3));
+  CHECK(sw);
+  CHECK(f.given("count"));
+  flag_set g("demo", "demo command");
+  g.add("name", s, "a string");
+  CHECK_FALSE(g.parse({"--help"}));
+  CHECK_THAT(g.help(), Catch::Contains("--name VALUE") && Catch::Contains("a string"));
+}
+
+TEST_CASE("flags reject what they cannot accept, naming the flag") {
+  std::int64_t n = 1;
+  double x = 0;
+  bool sw = false;
+  auto make = [&] {
+    flag_set f("demo", "demo");
+    f.add("count", n, "an integer");
+    f.add("rate", x, "a number");
+    f.add_switch("fast", sw, "a switch");
+    return f;
+  };
+  CHECK_THROWS_WITH(make().parse({"--bogus"}), Catch::Contains("unknown flag --bogus"));
+  CHECK_THROWS_WITH(make().parse({"--count"}), Catch::Contains("--count needs a value"));
+  CHECK_THROWS_WITH(make().parse({"--count", "12x"}), Catch::Contains("'12x' is not an integer"));
+  CHECK_THROWS_WITH(make().parse({"--rate", "nan"}), Catch::Contains("not a finite number"));
+  CHECK_THROWS_WITH(make().parse({"--fast=1"}), Catch::Contains("takes no value"));
+  CHECK_THROWS_WITH(make().parse({"stray"}), Catch::Contains("unexpected argument 'stray'"));
+  CHECK_THROWS_WITH(make().parse({"--count", "1", "--count", "2"}), Catch::Contains("given twice"));
+  CHECK_THROWS_AS(make().parse({"--count", "99999999999999999999"}), usage_error);
+}

@@ -41,7 +41,7 @@ bench_case lookup_case(const std::string& name) {
   throw usage_error("--models: unknown model '" + name + "' (known: mlp, lenet, resnet-20)");
 }
 
-std::vector<std::string> split(const std::string& text) {
+std::vector<std::string> split_names(const std::string& text) {
   std::vector<std::string> out;
   std::stringstream in(text);
   for (std::string item; std::getline(in, item, ',');)
@@ -128,7 +128,7 @@ int bench_command(const std::vector<std::string>& args) {
   if (batch_size <= 0 || threads <= 0 || steps < 0 || warmup < 0)
     throw usage_error("--batch-size and --threads must be positive, --steps and --warmup not negative");
   std::vector<bench_case> cases;
-  for (const auto& name : split(models))
+  for (const auto& name : split_names(models))
     cases.push_back(lookup_case(name));
   if (cases.empty())
     throw usage_error("--models: no model named");

@@ -75,7 +75,9 @@ void check_positive(const char* flag, double v) {
     throw usage_error(std::string("--") + flag + " must be positive, got " + std::to_string(v));
 }
 
-lr_schedule_options resolve_schedule(const raw_flags& r) {
+lr_schedule_options resolve_schedule(const raw_flags& r, bool lr_given) {
+  if (lr_given && !(r.lr > 0))
+    throw usage_error("--lr must be positive, got " + std::to_string(r.lr));
   lr_schedule_options s;
   s.base_lr = static_cast<float>(r.lr >= 0 ? r.lr : default_learning_rate(r.network));
   s.factor = static_cast<float>(r.lr_factor);
@@ -193,7 +195,7 @@ train_command_line parse_train_flags(const std::vector<std::string>& args) {
   o.train_batches = resolve_batches(r, true);
   o.validation_batches = resolve_batches(r, false);
   o.optimizer.sgd = sgd_options{static_cast<float>(r.mom), static_cast<float>(r.wd), r.nesterov};
-  o.optimizer.schedule = resolve_schedule(r);
+  o.optimizer.schedule = resolve_schedule(r, f.given("lr"));
   o.loader.prefetch_depth = r.prefetch;
   o.epochs = r.num_epochs;
   o.validate = !r.no_validation;

@@ -5,8 +5,8 @@
 // nothing. Node outputs, node gradients, scratch gradients of fan-out edges and parameter
 // gradients all persist and are overwritten in place, except that a tensor whose storage is
 // also held outside the model (a logits handle kept by the caller, a gradient the compute actor
-// sent to an aggregator) is replaced by a fresh one instead of being written: readers elsewhere
-// never see it change under them.
+// sent to an aggregator, running statistics being checkpointed) is replaced by a fresh one
+// instead of being written: readers elsewhere never see it change under them.
 //
 // Gradient summation: for each node output, the consumer that runs first in backward (the last
 // one in forward order) writes the gradient buffer directly; every other consumer writes into
@@ -70,14 +70,14 @@ struct model::node {
   std::string name;
   std::unique_ptr<layer> op;
   std::vector<node_id> inputs;
-  shape_t output_shape;             ///< as built, with a batch of 1
-  std::size_t first_parameter = 0;  ///< slot of the layer's first parameter
+  shape_t output_shape;            ///< as built, with a batch of 1
+  std::size_t first_parameter = 0; ///< slot of the layer's first parameter
   std::int64_t parameter_count = 0;
-  tensor output;                    ///< of the last forward
-  bool output_is_view = false;      ///< the layer rebinds `output` to a view of an input
-  tensor grad;                      ///< d(loss)/d(output), summed over consumers
-  std::vector<bool> writes_grad;    ///< per input edge: backward writes the source's grad
-  std::vector<tensor> edge_grads;   ///< per input edge otherwise: scratch to accumulate
+  tensor output;                  ///< of the last forward
+  bool output_is_view = false;    ///< the layer rebinds `output` to a view of an input
+  tensor grad;                    ///< d(loss)/d(output), summed over consumers
+  std::vector<bool> writes_grad;  ///< per input edge: backward writes the source's grad
+  std::vector<tensor> edge_grads; ///< per input edge otherwise: scratch to accumulate
   // Argument vectors for the layer calls, kept so a step does not allocate them.
   std::vector<const tensor*> input_ptrs;
   std::vector<tensor*> dinput_ptrs;
@@ -89,15 +89,13 @@ model::model(std::string name, shape_t sample_shape, int classes)
   for (auto d : sample_shape_)
     positive = positive && d > 0;
   if (!positive || classes_ < 1)
-    throw std::invalid_argument("model '" + name_ + "': sample shape "
-                                + shape_string(sample_shape_) + " and classes "
-                                + std::to_string(classes_) + " must be positive");
+    throw std::invalid_argument("model '" + name_ + "': sample shape " + shape_string(sample_shape_)
+                                + " and classes " + std::to_string(classes_) + " must be positive");
 }
 
 model::~model() = default;
 
-model::node_id model::add(std::string name, std::unique_ptr<layer> l,
-                          std::vector<node_id> inputs) {
+model::node_id model::add(std::string name, std::unique_ptr<layer> l, std::vector<node_id> inputs) {
   const std::string where = "model '" + name_ + "': layer '" + name + "'";
   if (finalized_)
     throw std::logic_error(where + " added after finalize");
@@ -205,6 +203,10 @@ const tensor& model::run_forward(const tensor& x, bool training) {
     shape_t expected = with_batch(n.output_shape, batch);
     if (!n.output_is_view)
       ensure_private(n.output, expected);
+    if (training) // training forward updates buffers (running statistics) in place
+      for (auto& b : n.op->buffers())
+        if (!b.value.unique())
+          b.value = b.value.clone();
     n.op->forward(n.input_ptrs, n.output, training);
     for (const tensor* in : n.input_ptrs)
       n.output_is_view = n.output_is_view || n.output.shares_storage_with(*in);
@@ -232,7 +234,7 @@ void model::run_backward(const tensor& x,
       const node_id source = n.inputs[k];
       n.input_ptrs[k] = source == input ? &x : &nodes_[source]->output;
       if (source == input) {
-        n.dinput_ptrs[k] = nullptr;  // nobody needs d(loss)/d(images)
+        n.dinput_ptrs[k] = nullptr; // nobody needs d(loss)/d(images)
         continue;
       }
       tensor& destination = n.writes_grad[k] ? nodes_[source]->grad : n.edge_grads[k];
@@ -297,8 +299,8 @@ std::string model::summary() const {
   shape_t input_shape{1};
   input_shape.insert(input_shape.end(), sample_shape_.begin(), sample_shape_.end());
   std::ostringstream out;
-  out << "model '" << name_ << "': input " << batch_shape_string(input_shape) << ", "
-      << classes_ << " classes\n";
+  out << "model '" << name_ << "': input " << batch_shape_string(input_shape) << ", " << classes_
+      << " classes\n";
   for (const auto& n : nodes_)
     out << "  " << std::left << std::setw(32) << n->name << ' ' << std::setw(16) << n->op->kind()
         << ' ' << std::setw(22) << batch_shape_string(n->output_shape) << ' ' << std::right
@@ -309,8 +311,7 @@ std::string model::summary() const {
 
 void model::require_finalized(const char* operation) const {
   if (!finalized_)
-    throw std::logic_error(std::string("model '") + name_ + "': " + operation
-                           + " before finalize");
+    throw std::logic_error(std::string("model '") + name_ + "': " + operation + " before finalize");
 }
 
 } // namespace troupe

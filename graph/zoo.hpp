@@ -2,12 +2,15 @@
 //
 //   mlp           784-128-64-10 with ReLU (MXNet's MNIST MLP)
 //   lenet         conv5x5x32 pad 2, pool, conv5x5x64 pad 2, pool, fc1024, fc10 (3.27M params)
-//   resnet        CIFAR (3x32x32 input): depth 6n+2, 20/32/44/56/110, option-A shortcuts;
-//                 ImageNet (3x224x224): 18 (basic blocks), 50 (bottlenecks), projection shortcuts
+//   resnet        inputs up to 32x32: depth 6n+2 (default 20; 32/44/56/110...), option-A
+//                 shortcuts; larger (3x224x224): 18/34 (basic blocks), 50 (default)/101/152
+//                 (bottlenecks), projection shortcuts
 //   inception-bn  the small CIFAR Inception of MXNet's examples for <= 32x32 inputs,
-//                 BN-Inception (Ioffe & Szegedy 2015) for 224x224
-//   vgg           VGG-16 with batch norm, CIFAR variant (512 -> classes head) for 32x32
+//                 BN-Inception (Ioffe & Szegedy 2015) for larger (224x224) ones
+//   vgg           VGG 11/13/16 (default)/19 with batch norm: CIFAR head (512 -> classes) for
+//                 32x32, the 4096-4096 dropout head for 224x224
 //
+// num_layers counts weight layers (mlp 3, lenet 4), as network names do.
 // Which variant a name builds depends on num_layers and the input shape; an impossible pair
 // (resnet 21, vgg on 28x28 MNIST...) throws std::invalid_argument saying what is supported.
 #pragma once

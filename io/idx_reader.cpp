@@ -6,7 +6,6 @@
 // the file, instead of a dataset that is silently short or shifted.
 #include "io/idx_reader.hpp"
 
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -66,13 +65,21 @@ idx_array read_idx(const std::string& path, std::size_t rank, const char* kind) 
 
   idx_array array;
   std::uint64_t expected = 1;
+  bool huge = false;  // extents whose product passes 2^48 bytes; no real file is that big
   for (std::size_t i = 0; i < rank; ++i) {
     const std::uint64_t extent = read_big_endian(bytes.data() + 4 + 4 * i);
     array.extents.push_back(extent);
-    // Extents are 32-bit, so the product of two fits; past 2^48 no real file can match.
-    expected = std::min<std::uint64_t>(expected * extent, std::uint64_t(1) << 48);
+    // expected <= 2^48 and extent < 2^32 here, so the product cannot wrap.
+    expected *= extent;
+    if (expected > std::uint64_t(1) << 48) {
+      huge = true;
+      expected = std::uint64_t(1) << 48;
+    }
   }
   const std::uint64_t got = bytes.size() - header;
+  if (huge)
+    throw io_error(path + ": truncated: extents call for more than 2^48 bytes of " + kind +
+                   " data, got " + std::to_string(got));
   if (got < expected)
     throw io_error(path + ": truncated: expected " + std::to_string(expected) + " bytes of " +
                    kind + " data, got " + std::to_string(got));

@@ -18,10 +18,10 @@ shape_t batch_norm_layer::build(const std::string& name, const std::vector<shape
   shape_t channels{x[1]};
 
   parameters_.clear();
-  parameters_.push_back({name + ".gamma", tensor::uninitialized(channels), {}, init_kind::ones,
-                         false});
-  parameters_.push_back({name + ".beta", tensor::uninitialized(channels), {}, init_kind::zeros,
-                         false});
+  parameters_.push_back(
+    {name + ".gamma", tensor::uninitialized(channels), {}, init_kind::ones, false});
+  parameters_.push_back(
+    {name + ".beta", tensor::uninitialized(channels), {}, init_kind::zeros, false});
   buffers_.clear();
   buffers_.push_back({name + ".running_mean", tensor(channels)});
   tensor running_var(channels);
@@ -37,8 +37,7 @@ void batch_norm_layer::forward(const std::vector<const tensor*>& inputs, tensor&
   if (training)
     op_.forward_training(*inputs[0], gamma, beta, output, buffers_[0].value, buffers_[1].value);
   else
-    op_.forward_inference(*inputs[0], gamma, beta, buffers_[0].value, buffers_[1].value,
-                          output);
+    op_.forward_inference(*inputs[0], gamma, beta, buffers_[0].value, buffers_[1].value, output);
 }
 
 void batch_norm_layer::backward(const std::vector<const tensor*>& inputs, const tensor& output,

@@ -27,13 +27,12 @@ shape_t conv2d_layer::build(const std::string& name, const std::vector<shape_t>&
   require_rank(name, kind(), x, {4});
   const auto& o = options_;
   if (o.out_channels < 1 || o.kernel < 1 || o.stride < 1 || o.pad < 0 || o.groups < 1)
-    throw layer_error(name, kind(),
-                      "needs out_channels, kernel, stride, groups >= 1 and pad >= 0");
+    throw layer_error(name, kind(), "needs out_channels, kernel, stride, groups >= 1 and pad >= 0");
   if (x[1] % o.groups != 0 || o.out_channels % o.groups != 0)
     throw layer_error(name, kind(),
                       "groups " + std::to_string(o.groups) + " must divide input channels "
-                          + std::to_string(x[1]) + " and output channels "
-                          + std::to_string(o.out_channels));
+                        + std::to_string(x[1]) + " and output channels "
+                        + std::to_string(o.out_channels));
   shape_t w{o.out_channels, x[1] / o.groups, o.kernel, o.kernel};
   shape_t y = checked_shape(name, kind(), [&] { return op_.output_shape(x, w); });
 
@@ -41,7 +40,7 @@ shape_t conv2d_layer::build(const std::string& name, const std::vector<shape_t>&
   parameters_.push_back({name + ".weight", tensor::uninitialized(w), {}, o.weight_init, true});
   if (o.bias)
     parameters_.push_back(
-        {name + ".bias", tensor::uninitialized({o.out_channels}), {}, init_kind::zeros, false});
+      {name + ".bias", tensor::uninitialized({o.out_channels}), {}, init_kind::zeros, false});
   return y;
 }
 
@@ -54,8 +53,7 @@ void conv2d_layer::forward(const std::vector<const tensor*>& inputs, tensor& out
 void conv2d_layer::backward(const std::vector<const tensor*>& inputs, const tensor& output,
                             const tensor& doutput, const std::vector<tensor*>& dinputs) {
   tensor* dbias = options_.bias ? &parameters_[1].grad : nullptr;
-  op_.backward(*inputs[0], parameters_[0].value, doutput, dinputs[0], parameters_[0].grad,
-               dbias);
+  op_.backward(*inputs[0], parameters_[0].value, doutput, dinputs[0], parameters_[0].grad, dbias);
 }
 
 } // namespace troupe

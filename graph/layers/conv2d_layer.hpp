@@ -15,8 +15,8 @@
 namespace troupe {
 
 struct conv2d_layer_options {
-  std::int64_t out_channels = 0;  ///< K
-  std::int64_t kernel = 3;        ///< R = S
+  std::int64_t out_channels = 0; ///< K
+  std::int64_t kernel = 3;       ///< R = S
   std::int64_t stride = 1;
   std::int64_t pad = 0;
   std::int64_t groups = 1;

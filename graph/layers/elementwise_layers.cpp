@@ -15,8 +15,7 @@ shape_t relu_layer::build(const std::string& name, const std::vector<shape_t>& i
   return inputs[0];
 }
 
-void relu_layer::forward(const std::vector<const tensor*>& inputs, tensor& output,
-                         bool training) {
+void relu_layer::forward(const std::vector<const tensor*>& inputs, tensor& output, bool training) {
   relu_forward(*inputs[0], output);
 }
 
@@ -31,12 +30,11 @@ shape_t add_layer::build(const std::string& name, const std::vector<shape_t>& in
   if (inputs[0] != inputs[1])
     throw layer_error(name, kind(),
                       "inputs differ in shape: " + shape_string(inputs[0]) + " and "
-                          + shape_string(inputs[1]));
+                        + shape_string(inputs[1]));
   return inputs[0];
 }
 
-void add_layer::forward(const std::vector<const tensor*>& inputs, tensor& output,
-                        bool training) {
+void add_layer::forward(const std::vector<const tensor*>& inputs, tensor& output, bool training) {
   add_forward(*inputs[0], *inputs[1], output);
 }
 
@@ -109,9 +107,8 @@ shape_t shortcut_pad_layer::build(const std::string& name, const std::vector<sha
   if (stride_ < 1 || out_channels_ < inputs[0][1])
     throw layer_error(name, kind(),
                       "needs stride >= 1 and out_channels >= input channels "
-                          + std::to_string(inputs[0][1]) + ", got stride "
-                          + std::to_string(stride_) + ", out_channels "
-                          + std::to_string(out_channels_));
+                        + std::to_string(inputs[0][1]) + ", got stride " + std::to_string(stride_)
+                        + ", out_channels " + std::to_string(out_channels_));
   return checked_shape(name, kind(),
                        [&] { return shortcut_pad_shape(inputs[0], out_channels_, stride_); });
 }
@@ -121,9 +118,8 @@ void shortcut_pad_layer::forward(const std::vector<const tensor*>& inputs, tenso
   shortcut_pad_forward(*inputs[0], stride_, output);
 }
 
-void shortcut_pad_layer::backward(const std::vector<const tensor*>& inputs,
-                                  const tensor& output, const tensor& doutput,
-                                  const std::vector<tensor*>& dinputs) {
+void shortcut_pad_layer::backward(const std::vector<const tensor*>& inputs, const tensor& output,
+                                  const tensor& doutput, const std::vector<tensor*>& dinputs) {
   if (dinputs[0] != nullptr)
     shortcut_pad_backward(doutput, stride_, *dinputs[0]);
 }

@@ -6,12 +6,10 @@
 
 namespace troupe {
 
-fully_connected_layer::fully_connected_layer(std::int64_t outputs, init_kind weight_init,
-                                             bool bias)
+fully_connected_layer::fully_connected_layer(std::int64_t outputs, init_kind weight_init, bool bias)
     : outputs_(outputs), weight_init_(weight_init), bias_(bias) {}
 
-shape_t fully_connected_layer::build(const std::string& name,
-                                     const std::vector<shape_t>& inputs) {
+shape_t fully_connected_layer::build(const std::string& name, const std::vector<shape_t>& inputs) {
   require_input_count(name, kind(), inputs, 1);
   const shape_t& x = inputs[0];
   if (x.size() < 2)
@@ -26,7 +24,7 @@ shape_t fully_connected_layer::build(const std::string& name,
   parameters_.push_back({name + ".weight", tensor::uninitialized(w), {}, weight_init_, true});
   if (bias_)
     parameters_.push_back(
-        {name + ".bias", tensor::uninitialized({outputs_}), {}, init_kind::zeros, false});
+      {name + ".bias", tensor::uninitialized({outputs_}), {}, init_kind::zeros, false});
   return y;
 }
 
@@ -36,12 +34,10 @@ void fully_connected_layer::forward(const std::vector<const tensor*>& inputs, te
   op_.forward(*inputs[0], parameters_[0].value, bias, output);
 }
 
-void fully_connected_layer::backward(const std::vector<const tensor*>& inputs,
-                                     const tensor& output, const tensor& doutput,
-                                     const std::vector<tensor*>& dinputs) {
+void fully_connected_layer::backward(const std::vector<const tensor*>& inputs, const tensor& output,
+                                     const tensor& doutput, const std::vector<tensor*>& dinputs) {
   tensor* dbias = bias_ ? &parameters_[1].grad : nullptr;
-  op_.backward(*inputs[0], parameters_[0].value, doutput, dinputs[0], parameters_[0].grad,
-               dbias);
+  op_.backward(*inputs[0], parameters_[0].value, doutput, dinputs[0], parameters_[0].grad, dbias);
 }
 
 } // namespace troupe

@@ -27,12 +27,12 @@ pool2d_params pool_layer::global_average() {
 
 std::string pool_layer::kind() const {
   switch (op_.params().kind) {
-    case pool_kind::max:
-      return "max_pool";
-    case pool_kind::average:
-      return "avg_pool";
-    case pool_kind::global_average:
-      return "global_avg_pool";
+  case pool_kind::max:
+    return "max_pool";
+  case pool_kind::average:
+    return "avg_pool";
+  case pool_kind::global_average:
+    return "global_avg_pool";
   }
   return "pool";
 }
@@ -43,8 +43,7 @@ shape_t pool_layer::build(const std::string& name, const std::vector<shape_t>& i
   return checked_shape(name, kind(), [&] { return op_.output_shape(inputs[0]); });
 }
 
-void pool_layer::forward(const std::vector<const tensor*>& inputs, tensor& output,
-                         bool training) {
+void pool_layer::forward(const std::vector<const tensor*>& inputs, tensor& output, bool training) {
   op_.forward(*inputs[0], output, training);
 }
 

@@ -23,7 +23,7 @@ inline void require_input_count(const std::string& name, const std::string& kind
   if (inputs.size() != count)
     throw layer_error(name, kind,
                       "expects " + std::to_string(count) + " input(s), got "
-                          + std::to_string(inputs.size()));
+                        + std::to_string(inputs.size()));
 }
 
 /// Accepts any rank listed in `ranks` (e.g. {2, 4} for batch norm over NC or NCHW).

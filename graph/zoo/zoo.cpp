@@ -24,11 +24,9 @@ struct zoo_entry {
 
 const std::vector<zoo_entry>& zoo_entries() {
   static const std::vector<zoo_entry> entries{
-      {"mlp", build_mlp},
-      {"lenet", build_lenet},
-      {"resnet", build_resnet},
-      {"inception-bn", build_inception_bn},
-      {"vgg", build_vgg},
+    {"mlp", build_mlp},       {"lenet", build_lenet},
+    {"resnet", build_resnet}, {"inception-bn", build_inception_bn},
+    {"vgg", build_vgg},
   };
   return entries;
 }
@@ -73,10 +71,9 @@ std::string join_name(const std::string& prefix, const std::string& leaf) {
 }
 
 model::node_id add_conv_bn(model& m, const std::string& prefix, const std::string& suffix,
-                           model::node_id input, const conv2d_layer_options& options,
-                           bool relu) {
-  auto id = m.add(join_name(prefix, "conv" + suffix), std::make_unique<conv2d_layer>(options),
-                  {input});
+                           model::node_id input, const conv2d_layer_options& options, bool relu) {
+  auto id =
+    m.add(join_name(prefix, "conv" + suffix), std::make_unique<conv2d_layer>(options), {input});
   id = m.add(join_name(prefix, "bn" + suffix), std::make_unique<batch_norm_layer>(), {id});
   if (relu)
     id = m.add(join_name(prefix, "relu" + suffix), std::make_unique<relu_layer>(), {id});
@@ -103,9 +100,10 @@ void require_depth(const model_spec& spec, const std::string& network,
   std::vector<std::string> names;
   for (int depth : supported)
     names.push_back(std::to_string(depth));
-  throw std::invalid_argument(network + " does not support num_layers = "
-                              + std::to_string(spec.num_layers) + "; supported: "
-                              + comma_list(names) + " (0 = default)" + note);
+  names.push_back("0 (the default)");
+  throw std::invalid_argument(network
+                              + " does not support num_layers = " + std::to_string(spec.num_layers)
+                              + "; supported: " + comma_list(names) + note);
 }
 
 } // namespace troupe

@@ -21,8 +21,7 @@ std::unique_ptr<model> build_vgg(const model_spec& spec);
 
 /// Conv options read at the call site: conv_options(64, 3, 1, 1) is 64 filters 3x3/1 pad 1.
 conv2d_layer_options conv_options(std::int64_t out_channels, std::int64_t kernel,
-                                  std::int64_t stride = 1, std::int64_t pad = 0,
-                                  bool bias = false);
+                                  std::int64_t stride = 1, std::int64_t pad = 0, bool bias = false);
 
 /// "<prefix>.<leaf>", or just leaf for an empty prefix.
 std::string join_name(const std::string& prefix, const std::string& leaf);
@@ -30,8 +29,7 @@ std::string join_name(const std::string& prefix, const std::string& leaf);
 /// Adds prefix.conv<suffix>, prefix.bn<suffix> and (if `relu`) prefix.relu<suffix>; returns the
 /// last node.
 model::node_id add_conv_bn(model& m, const std::string& prefix, const std::string& suffix,
-                           model::node_id input, const conv2d_layer_options& options,
-                           bool relu);
+                           model::node_id input, const conv2d_layer_options& options, bool relu);
 
 /// Throws std::invalid_argument unless the sample is C x H x W with positive extents.
 void require_image_input(const model_spec& spec, const std::string& network);

@@ -45,7 +45,7 @@ struct bn_entry {
   std::int64_t reduced = 0;  // M = N * H * W
 };
 
-constexpr auto scale_shift = normalization_flags::use_scale | normalization_flags::use_shift;
+const auto scale_shift = normalization_flags::use_scale | normalization_flags::use_shift;
 
 void make_forward_primitives(bn_entry& e, float epsilon) {
   auto attr = user_scratchpad_attr();
@@ -91,6 +91,7 @@ std::unique_ptr<bn_entry> make_entry(const shape_t& x, float epsilon) {
                  {DNNL_ARG_MEAN, e->batch_mean},
                  {DNNL_ARG_VARIANCE, e->batch_var},
                  {DNNL_ARG_SCALE, e->scale},
+                 {DNNL_ARG_SHIFT, e->shift},
                  {DNNL_ARG_DIFF_SRC, e->diff_src},
                  {DNNL_ARG_DIFF_SCALE, e->diff_scale},
                  {DNNL_ARG_DIFF_SHIFT, e->diff_shift}};
@@ -225,6 +226,9 @@ void batch_norm_op::backward(const tensor& x, const tensor& gamma, const tensor&
   bind(e.src, x.data());
   bind(e.diff_dst, dy.data());
   bind(e.scale, gamma.data());
+  // oneDNN 2.6 counts the shift as a backward input although the gradient does not read it;
+  // any live [C] buffer satisfies the argument check.
+  bind(e.shift, gamma.data());
   bind(e.diff_src, dx.data());
   bind(e.diff_scale, dgamma.data());
   bind(e.diff_shift, dbeta.data());

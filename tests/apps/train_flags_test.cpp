@@ -28,7 +28,7 @@ TEST_CASE("train defaults: LeNet on Fashion-MNIST, network-dependent lr, steps a
   CHECK(mlp.options.optimizer.schedule.step_epochs == std::vector<double>{1, 3});
 }
 
-TEST_CASE("train flags for CIFAR-10 turn on crop and mirror; synthetic parses its shape") {
+TEST_CASE("train flags for CIFAR-10 turn on crop and mirror, synthetic parses its shape") {
   auto cifar = parse_train_flags({"--dataset", "cifar10", "--data-dir", "/data/cifar",
                                   "--network", "resnet", "--num-layers", "20"});
   CHECK(cifar.options.train_batches.augment.pad_crop == 4);

@@ -29,7 +29,7 @@ TEST_CASE("dataset rejects pixels that do not match the labels", "[io][dataset]"
                       Contains("tiny") && Contains("11 pixel bytes") && Contains("12 bytes"));
 }
 
-TEST_CASE("dataset rejects labels outside [0, classes)", "[io][dataset]") {
+TEST_CASE("dataset rejects labels below 0 or not below classes", "[io][dataset]") {
   std::vector<std::uint8_t> pixels(3);
   REQUIRE_THROWS_WITH(dataset("tiny", {1, 1, 1}, 4, pixels, {0, 4, 1}),
                       Contains("tiny: label 4 at index 1 is out of range [0, 4)"));
@@ -53,7 +53,8 @@ TEST_CASE("open_dataset rejects an unknown name and lists the valid ones", "[io]
   options.name = "imagenet";
   REQUIRE_THROWS_AS(open_dataset(options), std::invalid_argument);
   REQUIRE_THROWS_WITH(open_dataset(options),
-                      Contains("'imagenet'") && Contains("fashion-mnist, mnist, cifar10, synthetic"));
+                      Contains("'imagenet'") &&
+                          Contains("fashion-mnist, mnist, cifar10, synthetic"));
 }
 
 TEST_CASE("open_dataset reads mnist and fashion-mnist directories", "[io][dataset]") {

@@ -49,7 +49,8 @@ TEST_CASE("load_idx reads plain idx files exactly", "[io][idx]") {
 
 TEST_CASE("load_idx reads gzip idx files exactly", "[io][idx]") {
   test::temp_dir dir;
-  test::write_gzip_file(dir.file("i.gz"), test::idx_bytes({3, 28, 28}, test::pattern_pixels(3, 28, 28)));
+  test::write_gzip_file(dir.file("i.gz"),
+                        test::idx_bytes({3, 28, 28}, test::pattern_pixels(3, 28, 28)));
   test::write_gzip_file(dir.file("l.gz"), test::idx_bytes({3}, {1, 2, 7}));
   const auto data = load_idx(dir.file("i.gz"), dir.file("l.gz"), 10, "gz");
   check_pattern(*data, 3, 28, 28);
@@ -117,6 +118,11 @@ TEST_CASE("load_idx rejects truncated image and label data", "[io][idx]") {
   test::write_file(labels, test::idx_bytes({4}, {1, 2}));
   REQUIRE_THROWS_WITH(load_idx(images, labels, 10, "x"),
                       labels + ": truncated: expected 4 bytes of label data, got 2");
+  // Extents whose product would overflow 64 bits are caught, not wrapped around.
+  test::write_file(images, test::idx_bytes({0xffffffffu, 0xffffffffu, 0xffffffffu}, {1, 2}));
+  REQUIRE_THROWS_WITH(load_idx(images, labels, 10, "x"),
+                      images + ": truncated: extents call for more than 2^48 bytes of image "
+                               "data, got 2");
 }
 
 TEST_CASE("load_idx rejects a truncated gzip file", "[io][idx]") {
@@ -176,7 +182,8 @@ TEST_CASE("load_mnist_dir prefers .gz and falls back to plain names", "[io][idx]
   test::write_gzip_file(dir.file("train-images-idx3-ubyte.gz"),
                         test::idx_bytes({2, 4, 4}, test::pattern_pixels(2, 4, 4)));
   // A plain file beside the .gz with different contents shows which one was read.
-  test::write_file(dir.file("train-images-idx3-ubyte"), test::idx_bytes({1, 4, 4}, test::bytes(16)));
+  test::write_file(dir.file("train-images-idx3-ubyte"),
+                   test::idx_bytes({1, 4, 4}, test::bytes(16)));
   test::write_file(dir.file("train-labels-idx1-ubyte"), test::idx_bytes({2}, {6, 1}));
   const auto data = load_mnist_dir(dir.path(), split::train, "mnist");
   check_pattern(*data, 2, 4, 4);

@@ -1,0 +1,124 @@
+// Tests for io/metrics_log.cpp: JSON Lines output round-trips numbers exactly, escapes strings,
+// and reports files it cannot open or write.
+#include "io/metrics_log.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "io/dataset.hpp"
+#include "tests/io/test_files.hpp"
+
+using namespace troupe;
+using Catch::Contains;
+
+namespace {
+
+std::vector<std::string> read_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  return lines;
+}
+
+} // namespace
+
+TEST_CASE("json_escape escapes quotes, backslashes and control characters", "[io][metrics]") {
+  CHECK(json_escape("plain text") == "plain text");
+  CHECK(json_escape("say \"hi\"") == "say \\\"hi\\\"");
+  CHECK(json_escape("C:\\dir") == "C:\\\\dir");
+  CHECK(json_escape("a\nb\tc\rd\be\ff") == "a\\nb\\tc\\rd\\be\\ff");
+  CHECK(json_escape(std::string("\x01\x1f", 2)) == "\\u0001\\u001f");
+  CHECK(json_escape(std::string("nul\0byte", 8)) == "nul\\u0000byte");
+  CHECK(json_escape("caf\xc3\xa9") == "caf\xc3\xa9");  // UTF-8 passes through
+}
+
+TEST_CASE("json_number prints integers as integers and others round-trip", "[io][metrics]") {
+  CHECK(json_number(0) == "0");
+  CHECK(json_number(1200) == "1200");
+  CHECK(json_number(-7) == "-7");
+  CHECK(json_number(9007199254740991.0) == "9007199254740991");
+  CHECK(json_number(0.1) == "0.1");
+  CHECK(json_number(0.25) == "0.25");
+  CHECK(json_number(std::nan("")) == "null");
+  CHECK(json_number(INFINITY) == "null");
+  for (double value : {1.0 / 3.0, 2.0 / 3.0, 1e-300, 6.02214076e23, -0.1 - 0.2, 1e300 * 7.0,
+                       std::nextafter(1.0, 2.0), 9007199254740994.0}) {
+    const auto text = json_number(value);
+    CHECK(std::strtod(text.c_str(), nullptr) == value);
+  }
+}
+
+TEST_CASE("jsonl_writer writes one flushed object per line", "[io][metrics]") {
+  test::temp_dir dir;
+  const auto path = dir.file("metrics.jsonl");
+  jsonl_writer writer(path);
+  CHECK(writer.path() == path);
+  writer.write({{"epoch", 3}, {"loss", 0.5}, {"lr", 1.0 / 3.0}}, {{"phase", "train"}});
+  // Readable before the writer is closed: each line is flushed.
+  auto lines = read_lines(path);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0] == "{\"epoch\":3,\"loss\":0.5,\"lr\":0.3333333333333333,\"phase\":\"train\"}");
+  writer.write({}, {{"note", "a \"quoted\"\nline"}});
+  writer.write({});
+  lines = read_lines(path);
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[1] == "{\"note\":\"a \\\"quoted\\\"\\nline\"}");
+  CHECK(lines[2] == "{}");
+}
+
+TEST_CASE("jsonl_writer truncates or appends", "[io][metrics]") {
+  test::temp_dir dir;
+  const auto path = dir.file("m.jsonl");
+  jsonl_writer(path).write({{"a", 1}});
+  jsonl_writer(path, true).write({{"b", 2}});
+  CHECK(read_lines(path) == std::vector<std::string>{"{\"a\":1}", "{\"b\":2}"});
+  jsonl_writer(path).write({{"c", 3}});
+  CHECK(read_lines(path) == std::vector<std::string>{"{\"c\":3}"});
+}
+
+TEST_CASE("jsonl_writer lines from several threads never interleave", "[io][metrics]") {
+  test::temp_dir dir;
+  const auto path = dir.file("m.jsonl");
+  {
+    jsonl_writer writer(path);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&writer, t] {
+        for (int i = 0; i < 200; ++i)
+          writer.write({{"thread", t}, {"i", i}}, {{"pad", std::string(100, 'x')}});
+      });
+    for (auto& thread : threads)
+      thread.join();
+  }
+  const auto lines = read_lines(path);
+  REQUIRE(lines.size() == 800);
+  for (const auto& line : lines) {
+    REQUIRE(line.front() == '{');
+    REQUIRE(line.back() == '}');
+  }
+}
+
+TEST_CASE("jsonl_writer names a path it cannot open", "[io][metrics]") {
+  test::temp_dir dir;
+  const auto path = dir.file("no-such-dir/metrics.jsonl");
+  REQUIRE_THROWS_AS(jsonl_writer(path), io_error);
+  REQUIRE_THROWS_WITH(jsonl_writer(path),
+                      path + ": cannot open for writing: No such file or directory");
+}
+
+TEST_CASE("jsonl_writer reports a failed write", "[io][metrics]") {
+  if (!std::filesystem::exists("/dev/full")) {
+    WARN("skipped: no /dev/full on this system");
+    return;
+  }
+  jsonl_writer writer("/dev/full");
+  REQUIRE_THROWS_AS(writer.write({{"x", 1}}), io_error);
+  REQUIRE_THROWS_WITH(writer.write({{"x", 1}}),
+                      "/dev/full: write failed: No space left on device");
+}

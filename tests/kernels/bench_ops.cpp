@@ -1,0 +1,300 @@
+// troupe_kernels_bench: milliseconds per CPU op at the layer shapes of LeNet, CIFAR ResNet-20
+// and the 784-128-64-10 MLP at batch 128, to see where a training step's time goes.
+//
+// Each op is warmed up (primitive creation, first-touch page faults), then timed `repeats`
+// times; the median is printed. Convolutions also print GFLOP/s (2 * N*K*P*Q*C/g*R*S per pass)
+// next to the machine's rough fp32 peak, so a slow layer stands out. The per-model totals sum
+// each op times how often a training step runs it; the real step adds only loop overhead.
+//
+// Usage: troupe_kernels_bench [threads=2] [repeats=15] [model=all|lenet|resnet|mlp]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/batch_norm.hpp"
+#include "kernels/conv2d.hpp"
+#include "kernels/elementwise.hpp"
+#include "kernels/fully_connected.hpp"
+#include "kernels/pooling.hpp"
+#include "kernels/sgd.hpp"
+#include "kernels/softmax_cross_entropy.hpp"
+#include "kernels/threading.hpp"
+
+using namespace troupe;
+
+namespace {
+
+int repeats = 15;
+constexpr std::int64_t batch = 128;
+
+tensor random_tensor(shape_t shape, std::uint32_t seed) {
+  tensor t = tensor::uninitialized(std::move(shape));
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (std::int64_t i = 0; i < t.numel(); ++i)
+    t.data()[i] = dist(gen);
+  return t;
+}
+
+double median_ms(const std::function<void()>& fn) {
+  for (int i = 0; i < 3; ++i)
+    fn();
+  std::vector<double> ms;
+  for (int i = 0; i < repeats; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    fn();
+    auto t1 = std::chrono::steady_clock::now();
+    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+  return ms[ms.size() / 2];
+}
+
+struct model_total {
+  double forward = 0, backward = 0;
+  void add(double f, double b, int times) {
+    forward += f * times;
+    backward += b * times;
+  }
+};
+
+void print_row(const std::string& name, double fwd, double bwd, int times,
+               const std::string& note = "") {
+  std::printf("  %-36s fwd %8.3f  bwd %8.3f  x%-2d %s\n", name.c_str(), fwd, bwd, times,
+              note.c_str());
+}
+
+std::string conv_note(const shape_t& y, const shape_t& w, double fwd, double bwd) {
+  double flops = 2.0 * static_cast<double>(shape_numel(y)) * static_cast<double>(w[1] * w[2] * w[3]);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "(%.0f / %.0f GFLOP/s)", flops / fwd / 1e6,
+                2 * flops / bwd / 1e6);
+  return buf;
+}
+
+// One convolution layer: forward with bias optional, backward with dx optional.
+void bench_conv(model_total& total, const std::string& name, shape_t x_shape, shape_t w_shape,
+                conv2d_params p, bool bias, bool need_dx, int times) {
+  conv2d_op op(p);
+  tensor x = random_tensor(x_shape, 1), w = random_tensor(w_shape, 2);
+  tensor b = random_tensor({w_shape[0]}, 3);
+  tensor y(op.output_shape(x_shape, w_shape));
+  tensor dy = random_tensor(y.shape(), 4), dx(x_shape), dw(w_shape), db({w_shape[0]});
+  double f = median_ms([&] { op.forward(x, w, bias ? &b : nullptr, y); });
+  double bw = median_ms([&] {
+    op.backward(x, w, dy, need_dx ? &dx : nullptr, dw, bias ? &db : nullptr);
+  });
+  print_row(name + " " + shape_string(x_shape) + "->" + std::to_string(w_shape[0]), f, bw, times,
+            conv_note(y.shape(), w_shape, f, bw));
+  total.add(f, bw, times);
+}
+
+void bench_bn(model_total& total, shape_t shape, int times) {
+  batch_norm_op op;
+  tensor x = random_tensor(shape, 5), y(shape), dy = random_tensor(shape, 6), dx(shape);
+  tensor gamma = random_tensor({shape[1]}, 7), beta({shape[1]}), rm({shape[1]}), rv({shape[1]});
+  tensor dg({shape[1]}), dbeta({shape[1]});
+  double f = median_ms([&] { op.forward_training(x, gamma, beta, y, rm, rv); });
+  double b = median_ms([&] { op.backward(x, gamma, dy, dx, dg, dbeta); });
+  print_row("batch_norm " + shape_string(shape), f, b, times);
+  total.add(f, b, times);
+}
+
+void bench_relu(model_total& total, shape_t shape, int times) {
+  tensor x = random_tensor(shape, 8), y(shape), dy = random_tensor(shape, 9), dx(shape);
+  double f = median_ms([&] { relu_forward(x, y); });
+  double b = median_ms([&] { relu_backward(y, dy, dx); });
+  print_row("relu " + shape_string(shape), f, b, times);
+  total.add(f, b, times);
+}
+
+void bench_add(model_total& total, shape_t shape, int times) {
+  tensor a = random_tensor(shape, 10), b = random_tensor(shape, 11), y(shape);
+  double f = median_ms([&] { add_forward(a, b, y); });
+  // The backward of an add hands dy to both inputs: at most one accumulate.
+  double bw = median_ms([&] { accumulate(a, y); });
+  print_row("add / accumulate " + shape_string(shape), f, bw, times);
+  total.add(f, bw, times);
+}
+
+void bench_pool(model_total& total, pool2d_params p, shape_t shape, int times) {
+  pool2d_op op(p);
+  tensor x = random_tensor(shape, 12), y(op.output_shape(shape));
+  tensor dy = random_tensor(y.shape(), 13), dx(shape);
+  double f = median_ms([&] { op.forward(x, y, true); });
+  double b = median_ms([&] { op.backward(dy, dx); });
+  std::string kind = p.kind == pool_kind::max ? "max_pool" : "global_avg_pool";
+  print_row(kind + " " + shape_string(shape), f, b, times);
+  total.add(f, b, times);
+}
+
+void bench_fc(model_total& total, std::int64_t in, std::int64_t out, bool need_dx, int times) {
+  fully_connected_op op;
+  tensor x = random_tensor({batch, in}, 14), w = random_tensor({out, in}, 15);
+  tensor b = random_tensor({out}, 16), y({batch, out}), dy = random_tensor({batch, out}, 17);
+  tensor dx({batch, in}), dw({out, in}), db({out});
+  double f = median_ms([&] { op.forward(x, w, &b, y); });
+  double bw = median_ms([&] { op.backward(x, w, dy, need_dx ? &dx : nullptr, dw, &db); });
+  double flops = 2.0 * batch * in * out;
+  char note[64];
+  std::snprintf(note, sizeof note, "(%.0f / %.0f GFLOP/s)", flops / f / 1e6,
+                (need_dx ? 2 : 1) * flops / bw / 1e6);
+  print_row("fc " + std::to_string(in) + "->" + std::to_string(out), f, bw, times, note);
+  total.add(f, bw, times);
+}
+
+void bench_shortcut(model_total& total, shape_t shape, std::int64_t out_channels, int times) {
+  shape_t out = shortcut_pad_shape(shape, out_channels, 2);
+  tensor x = random_tensor(shape, 18), y(out), dy = random_tensor(out, 19), dx(shape);
+  double f = median_ms([&] { shortcut_pad_forward(x, 2, y); });
+  double b = median_ms([&] { shortcut_pad_backward(dy, 2, dx); });
+  print_row("shortcut_pad " + shape_string(shape) + "->" + std::to_string(out_channels), f, b,
+            times);
+  total.add(f, b, times);
+}
+
+void bench_loss(model_total& total, std::int64_t classes) {
+  tensor logits = random_tensor({batch, classes}, 20), p({batch, classes}), d({batch, classes});
+  std::vector<std::int32_t> labels(batch);
+  for (std::int64_t i = 0; i < batch; ++i)
+    labels[i] = static_cast<std::int32_t>(i % classes);
+  double f = median_ms([&] { softmax_cross_entropy_forward(logits, labels, p); });
+  double b = median_ms([&] { softmax_cross_entropy_backward(p, labels, d); });
+  print_row("softmax_cross_entropy [128, " + std::to_string(classes) + "]", f, b, 1);
+  total.add(f, b, 1);
+}
+
+void bench_sgd(model_total& total, std::int64_t params) {
+  tensor w = random_tensor({params}, 21), g = random_tensor({params}, 22), v({params});
+  sgd_options o;
+  o.weight_decay = 1e-4f;
+  double t = median_ms([&] { sgd_update(o, 0.01f, w, g, v, w); });
+  print_row("sgd_update " + std::to_string(params) + " params", 0, t, 1, "(one tensor)");
+  total.add(0, t, 1);
+}
+
+void print_total(const char* model, const model_total& t) {
+  double step = t.forward + t.backward;
+  std::printf("  => %s step: fwd %.2f + bwd/update %.2f = %.2f ms  (%.0f img/s)\n\n", model,
+              t.forward, t.backward, step, 1000.0 * batch / step);
+}
+
+void bench_lenet() {
+  std::printf("LeNet, N=128 (PyTorch 1.13 anchor: 1673 img/s = 76.5 ms/step)\n");
+  model_total t;
+  pool2d_params pool;
+  bench_conv(t, "conv5x5 pad2", {batch, 1, 28, 28}, {32, 1, 5, 5}, {1, 1, 2, 2, 1}, true, false, 1);
+  bench_relu(t, {batch, 32, 28, 28}, 1);
+  bench_pool(t, pool, {batch, 32, 28, 28}, 1);
+  bench_conv(t, "conv5x5 pad2", {batch, 32, 14, 14}, {64, 32, 5, 5}, {1, 1, 2, 2, 1}, true, true, 1);
+  bench_relu(t, {batch, 64, 14, 14}, 1);
+  bench_pool(t, pool, {batch, 64, 14, 14}, 1);
+  bench_fc(t, 3136, 1024, true, 1);
+  bench_relu(t, {batch, 1024}, 1);
+  bench_fc(t, 1024, 10, true, 1);
+  bench_loss(t, 10);
+  bench_sgd(t, 3136 * 1024 + 1024 * 10 + 32 * 25 + 64 * 32 * 25);
+  print_total("LeNet", t);
+}
+
+void bench_resnet20() {
+  std::printf("ResNet-20, N=128 (PyTorch 1.13 anchor: 468 img/s = 273 ms/step)\n");
+  model_total t;
+  conv2d_params same{1, 1, 1, 1, 1}, down{2, 2, 1, 1, 1};
+  bench_conv(t, "conv3x3", {batch, 3, 32, 32}, {16, 3, 3, 3}, same, false, false, 1);
+  bench_conv(t, "conv3x3", {batch, 16, 32, 32}, {16, 16, 3, 3}, same, false, true, 6);
+  bench_conv(t, "conv3x3 s2", {batch, 16, 32, 32}, {32, 16, 3, 3}, down, false, true, 1);
+  bench_conv(t, "conv3x3", {batch, 32, 16, 16}, {32, 32, 3, 3}, same, false, true, 5);
+  bench_conv(t, "conv3x3 s2", {batch, 32, 16, 16}, {64, 32, 3, 3}, down, false, true, 1);
+  bench_conv(t, "conv3x3", {batch, 64, 8, 8}, {64, 64, 3, 3}, same, false, true, 5);
+  bench_bn(t, {batch, 16, 32, 32}, 7);
+  bench_bn(t, {batch, 32, 16, 16}, 6);
+  bench_bn(t, {batch, 64, 8, 8}, 6);
+  bench_relu(t, {batch, 16, 32, 32}, 7);
+  bench_relu(t, {batch, 32, 16, 16}, 6);
+  bench_relu(t, {batch, 64, 8, 8}, 6);
+  bench_add(t, {batch, 16, 32, 32}, 3);
+  bench_add(t, {batch, 32, 16, 16}, 3);
+  bench_add(t, {batch, 64, 8, 8}, 3);
+  bench_shortcut(t, {batch, 16, 32, 32}, 32, 1);
+  bench_shortcut(t, {batch, 32, 16, 16}, 64, 1);
+  pool2d_params gap;
+  gap.kind = pool_kind::global_average;
+  bench_pool(t, gap, {batch, 64, 8, 8}, 1);
+  bench_fc(t, 64, 10, true, 1);
+  bench_loss(t, 10);
+  bench_sgd(t, 272474);
+  print_total("ResNet-20", t);
+}
+
+// The MLP is timed as a whole step: its ops take microseconds, so the loop is the measurement.
+void bench_mlp() {
+  std::printf("MLP 784-128-64-10, N=128 (PyTorch 1.13 anchor: 129765 img/s = 0.99 ms/step)\n");
+  const std::int64_t sizes[] = {784, 128, 64, 10};
+  std::vector<fully_connected_op> ops(3);
+  std::vector<tensor> w, b, v_w, v_b, dw, db, act{random_tensor({batch, 784}, 30)}, dact;
+  for (int l = 0; l < 3; ++l) {
+    w.push_back(random_tensor({sizes[l + 1], sizes[l]}, 31 + l));
+    b.push_back(tensor({sizes[l + 1]}));
+    v_w.emplace_back(w.back().shape());
+    v_b.emplace_back(b.back().shape());
+    dw.emplace_back(w.back().shape());
+    db.emplace_back(b.back().shape());
+    act.emplace_back(shape_t{batch, sizes[l + 1]});
+    dact.emplace_back(shape_t{batch, sizes[l + 1]});
+  }
+  tensor probs({batch, 10});
+  std::vector<std::int32_t> labels(batch);
+  for (std::int64_t i = 0; i < batch; ++i)
+    labels[i] = static_cast<std::int32_t>(i % 10);
+  sgd_options o;
+  auto step = [&] {
+    for (int l = 0; l < 3; ++l) {
+      ops[l].forward(act[l], w[l], &b[l], act[l + 1]);
+      if (l < 2)
+        relu_forward(act[l + 1], act[l + 1]);
+    }
+    softmax_cross_entropy_forward(act[3], labels, probs);
+    softmax_cross_entropy_backward(probs, labels, dact[2]);
+    for (int l = 2; l >= 0; --l) {
+      if (l < 2)
+        relu_backward(act[l + 1], dact[l], dact[l]);
+      ops[l].backward(act[l], w[l], dact[l], l > 0 ? &dact[l - 1] : nullptr, dw[l], &db[l]);
+    }
+    for (int l = 0; l < 3; ++l) {
+      sgd_update(o, 0.01f, w[l], dw[l], v_w[l], w[l]);
+      sgd_update(o, 0.01f, b[l], db[l], v_b[l], b[l], false);
+    }
+  };
+  double one = median_ms(step);
+  double ten = median_ms([&] {
+    for (int i = 0; i < 10; ++i)
+      step();
+  });
+  std::printf("  => MLP step: %.3f ms single, %.3f ms in a run of 10  (%.0f img/s)\n\n", one,
+              ten / 10, 1000.0 * batch / (ten / 10));
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  int threads = argc > 1 ? std::atoi(argv[1]) : 2;
+  repeats = argc > 2 ? std::max(1, std::atoi(argv[2])) : 15;
+  std::string model = argc > 3 ? argv[3] : "all";
+  set_compute_threads(threads);
+  std::printf("troupe_kernels_bench: %d compute threads, median of %d runs, times in ms\n"
+              "(fp32 peak per core: 2 FMA x 8 lanes x 2 flops x ~3 GHz = ~96 GFLOP/s with AVX2)\n\n",
+              threads, repeats);
+  if (model == "all" || model == "mlp")
+    bench_mlp();
+  if (model == "all" || model == "lenet")
+    bench_lenet();
+  if (model == "all" || model == "resnet")
+    bench_resnet20();
+  return 0;
+}

@@ -1,0 +1,60 @@
+// tensor basics the ops rely on: shapes and sizes, shared storage for copies and reshapes,
+// deep clones, unique(), from_values and copy_from validation, alignment.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+
+#include "kernels/tensor.hpp"
+
+using namespace troupe;
+
+TEST_CASE("tensor shape, size and zero fill", "[tensor]") {
+  tensor t({2, 3, 4});
+  CHECK(t.rank() == 3);
+  CHECK(t.numel() == 24);
+  CHECK(t.bytes() == 96);
+  CHECK(t.dim(2) == 4);
+  CHECK_THROWS_AS(t.dim(3), std::out_of_range);
+  for (std::int64_t i = 0; i < t.numel(); ++i)
+    REQUIRE(t.data()[i] == 0.0f);
+  CHECK(reinterpret_cast<std::uintptr_t>(t.data()) % 64 == 0);
+  CHECK(shape_string({128, 1, 28, 28}) == "[128, 1, 28, 28]");
+  CHECK(shape_numel({}) == 1);
+  CHECK_THROWS_AS(shape_numel({2, -1}), std::invalid_argument);
+  tensor empty;
+  CHECK(empty.empty());
+  CHECK(empty.numel() == 0);
+}
+
+TEST_CASE("copies and reshapes share storage, clones do not", "[tensor]") {
+  tensor a = tensor::from_values({2, 2}, {1, 2, 3, 4});
+  CHECK(a.unique());
+  tensor view = a.reshaped({4});
+  CHECK(view.shares_storage_with(a));
+  CHECK_FALSE(a.unique());
+  view.data()[0] = 10;
+  CHECK(a.data()[0] == 10);
+  tensor deep = a.clone();
+  CHECK_FALSE(deep.shares_storage_with(a));
+  CHECK(deep.unique());
+  deep.data()[1] = 20;
+  CHECK(a.data()[1] == 2);
+  {
+    tensor copy = deep;
+    CHECK_FALSE(deep.unique());
+  }
+  CHECK(deep.unique());
+  REQUIRE_THROWS_WITH(a.reshaped({3}), Catch::Contains("[2, 2]") && Catch::Contains("[3]"));
+}
+
+TEST_CASE("from_values and copy_from check sizes", "[tensor]") {
+  REQUIRE_THROWS_WITH(tensor::from_values({2, 2}, {1, 2, 3}),
+                      Catch::Contains("3 values") && Catch::Contains("[2, 2]"));
+  tensor a({2, 3}), b = tensor::from_values({3, 2}, {1, 2, 3, 4, 5, 6});
+  a.copy_from(b);  // same numel, different shape: allowed
+  CHECK(a.data()[5] == 6);
+  tensor c({5});
+  REQUIRE_THROWS_WITH(c.copy_from(b), Catch::Contains("[3, 2]") && Catch::Contains("[5]"));
+  a.fill(2.5f);
+  CHECK(a.data()[4] == 2.5f);
+}

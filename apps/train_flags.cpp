@@ -35,7 +35,7 @@ struct raw_flags {
   int num_layers = 0, threads = 2, shards = 1, prefetch = 3, num_classes = 10;
   std::int64_t batch_size = 128, val_batch_size = 500, num_epochs = 10, disp_batches = 100;
   std::int64_t seed = 0, random_crop_pad = -1, random_mirror = -1, num_examples = 60000;
-  double lr = -1, lr_factor = 0.1, mom = 0.9, wd = 1e-4, warmup_epochs = 0;
+  double lr = -1, lr_factor = 0.1, mom = 0.9, wd = 1e-4, warmup_epochs = 1;
   bool nesterov = false, no_validation = false;
 };
 
@@ -50,7 +50,7 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("lr-schedule", r.lr_schedule, "multi-step | cosine | constant");
   f.add("lr-step-epochs", r.lr_step_epochs, "epochs where the lr is multiplied by --lr-factor, e.g. 5,8 (\"\": 50% and 75% of --num-epochs)");
   f.add("lr-factor", r.lr_factor, "multi-step lr multiplier");
-  f.add("warmup-epochs", r.warmup_epochs, "linear lr warm-up from 0 over this many epochs");
+  f.add("warmup-epochs", r.warmup_epochs, "linear lr warm-up from 0 over this many epochs (keeps lenet stable at lr 0.05)");
   f.add("mom", r.mom, "SGD momentum");
   f.add_switch("nesterov", r.nesterov, "use Nesterov momentum");
   f.add("wd", r.wd, "weight decay (L2) on weights; biases and batch-norm scale/shift are exempt");

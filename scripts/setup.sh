@@ -5,7 +5,8 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config git
-  libcaf-dev capnproto libcapnp-dev libtbb-dev catch2 libdnnl-dev zlib1g-dev
+  libcaf-dev capnproto libcapnp-dev libtbb-dev catch2 libdnnl-dev ocl-icd-opencl-dev zlib1g-dev
+  python3
   tao-pegtl-dev dataset-fashion-mnist
 )
 if [[ "${TROUPE_WITH_TORCH:-0}" == 1 ]]; then

@@ -1,19 +1,23 @@
-// Max, average and global-average pooling on oneDNN, directly on the caller's NCHW buffers
-// (pooling is memory-bound; a blocked detour would double the traffic).
+// Max, average and global-average pooling as loops over the caller's NCHW planes.
 //
-// Output sizes follow PyTorch: floor((H + 2p - k) / s) + 1, or with ceil_mode the ceiling,
-// minus one when the last window would start past the input and left padding. oneDNN gets the
-// right padding that makes its sizes agree. Average pooling counts padding in the divisor but
-// not the cells a ceil-mode window hangs past the padded input (PyTorch and MXNet agree); oneDNN
-// always divides by kh*kw, so the last output row / column is rescaled when that happens
-// (forward: the outputs; backward: a scaled copy of dy).
+// Why not oneDNN: version 2.6 pools plain NCHW with its `simple_nchw` reference loops, which
+// took ~20 ms for LeNet's [128, 32, 28, 28] max pool on 2 cores; its jit kernels want blocked
+// layouts (a reorder each way). One (n, c) plane is contiguous here, so planes are spread over
+// the threads and each window is read straight from the plane.
+//
+// Conventions (PyTorch's): output extent floor((H + 2p - k) / s) + 1, or the ceiling in
+// ceil_mode minus one when the last window would start in the right padding; max pooling never
+// picks padding and the first maximum wins ties; average pooling divides by the window clipped
+// to the padded input (padding counts, the part of a ceil-mode window past it does not).
+// Max pooling keeps each output's arg-max (index within its plane) from the last training
+// forward of that shape.
 #include "kernels/pooling.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
-#include "kernels/cpu/dnnl_context.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/cpu/shape_cache.hpp"
 
@@ -21,21 +25,24 @@ namespace troupe {
 
 namespace {
 
-using namespace cpu;
-using tag = memory::format_tag;
-using dnnl::algorithm;
-using dnnl::prop_kind;
-using pool_fwd = dnnl::pooling_forward;
-using pool_bwd = dnnl::pooling_backward;
-
-struct window {
-  std::int64_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
+struct pool_geometry {
+  std::int64_t planes, h, w, p, q;            // input H x W -> output P x Q, N*C planes
+  std::int64_t kh, kw, sh, sw, ph, pw;
+  std::int64_t in_plane() const { return h * w; }
+  std::int64_t out_plane() const { return p * q; }
 };
 
-window window_for(const pool2d_params& p, const shape_t& x) {
-  if (p.kind == pool_kind::global_average)
-    return {x[2], x[3], 1, 1, 0, 0};
-  return {p.kernel_h, p.kernel_w, p.stride_h, p.stride_w, p.pad_h, p.pad_w};
+// The rows (or columns) of output index o: [begin, end) clipped to the input, and the extent
+// of the window clipped to the padded input (the average's divisor).
+struct span {
+  std::int64_t begin, end, padded;
+};
+
+span window_span(std::int64_t o, std::int64_t stride, std::int64_t pad, std::int64_t k,
+                 std::int64_t extent) {
+  std::int64_t start = o * stride - pad;
+  std::int64_t stop = std::min(start + k, extent + pad);
+  return {std::max<std::int64_t>(start, 0), std::min(start + k, extent), stop - start};
 }
 
 std::int64_t pooled_extent(std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t pad,
@@ -47,119 +54,76 @@ std::int64_t pooled_extent(std::int64_t in, std::int64_t k, std::int64_t s, std:
   return out;
 }
 
-// Rescale factors kh*kw / (cells inside the padded input) per output row or column; empty when
-// every window fits (the usual case).
-std::vector<float> edge_factors(std::int64_t in, std::int64_t out, std::int64_t k, std::int64_t s,
-                                std::int64_t pad) {
-  std::vector<float> f(static_cast<std::size_t>(out), 1.0f);
-  bool any = false;
-  for (std::int64_t i = 0; i < out; ++i) {
-    std::int64_t start = i * s - pad;
-    std::int64_t end = std::min(start + k, in + pad);
-    if (end - start < k) {
-      f[static_cast<std::size_t>(i)] = static_cast<float>(k) / static_cast<float>(end - start);
-      any = true;
-    }
-  }
-  return any ? f : std::vector<float>{};
-}
-
 struct pool_entry {
-  pool_fwd::primitive_desc train_pd, infer_pd;
-  pool_fwd train_prim, infer_prim;
-  pool_bwd::primitive_desc bwd_pd;
-  pool_bwd bwd_prim;
-  memory src, dst, diff_src, diff_dst, workspace;
-  arena_plan arena;
-  std::size_t scaled_dy_offset = 0;
-  scratchpad_arg train_scratch, infer_scratch, bwd_scratch;
-  dnnl_args train_args, infer_args, bwd_args;
-  std::vector<float> row_factors, col_factors;  // average pooling, ceil-mode edges
-  shape_t y_shape;
+  pool_geometry g{};
+  std::vector<std::int32_t> arg_max;  // per output, index within its input plane
   bool trained = false;
 };
 
-std::unique_ptr<pool_entry> make_entry(const pool2d_params& p, const shape_t& x,
-                                       const shape_t& y) {
-  auto e = std::make_unique<pool_entry>();
-  window w = window_for(p, x);
-  auto alg = p.kind == pool_kind::max ? algorithm::pooling_max
-                                      : algorithm::pooling_avg_include_padding;
-  memory::dims strides{w.stride_h, w.stride_w}, kernel{w.kernel_h, w.kernel_w};
-  memory::dims pad_l{w.pad_h, w.pad_w};
-  memory::dims pad_r{std::max(w.pad_h, (y[2] - 1) * w.stride_h + w.kernel_h - x[2] - w.pad_h),
-                     std::max(w.pad_w, (y[3] - 1) * w.stride_w + w.kernel_w - x[3] - w.pad_w)};
-  auto src_md = plain_desc(to_dims(x), tag::nchw);
-  auto dst_md = plain_desc(to_dims(y), tag::nchw);
-  auto attr = user_scratchpad_attr();
-  e->train_pd = pool_fwd::primitive_desc(
-    pool_fwd::desc(prop_kind::forward_training, alg, src_md, dst_md, strides, kernel, pad_l,
-                   pad_r),
-    attr, engine());
-  e->infer_pd = pool_fwd::primitive_desc(
-    pool_fwd::desc(prop_kind::forward_inference, alg, src_md, dst_md, strides, kernel, pad_l,
-                   pad_r),
-    attr, engine());
-  e->bwd_pd = pool_bwd::primitive_desc(
-    pool_bwd::desc(alg, src_md, dst_md, strides, kernel, pad_l, pad_r), attr, engine(),
-    e->train_pd);
-  e->train_prim = pool_fwd(e->train_pd);
-  e->infer_prim = pool_fwd(e->infer_pd);
-  e->bwd_prim = pool_bwd(e->bwd_pd);
-  e->src = unbound_memory(src_md);
-  e->dst = unbound_memory(dst_md);
-  e->diff_src = unbound_memory(src_md);
-  e->diff_dst = unbound_memory(dst_md);
-  e->train_scratch = scratchpad_arg(e->train_pd.scratchpad_desc(), e->arena);
-  e->infer_scratch = scratchpad_arg(e->infer_pd.scratchpad_desc(), e->arena);
-  e->bwd_scratch = scratchpad_arg(e->bwd_pd.scratchpad_desc(), e->arena);
-  e->train_args = {{DNNL_ARG_SRC, e->src}, {DNNL_ARG_DST, e->dst}};
-  e->infer_args = e->train_args;
-  e->bwd_args = {{DNNL_ARG_DIFF_DST, e->diff_dst}, {DNNL_ARG_DIFF_SRC, e->diff_src}};
-  if (p.kind == pool_kind::max) {
-    e->workspace = memory(e->train_pd.workspace_desc(), engine());
-    e->train_args[DNNL_ARG_WORKSPACE] = e->workspace;
-    e->bwd_args[DNNL_ARG_WORKSPACE] = e->workspace;
-  } else if (p.kind == pool_kind::average) {
-    e->row_factors = edge_factors(x[2], y[2], w.kernel_h, w.stride_h, w.pad_h);
-    e->col_factors = edge_factors(x[3], y[3], w.kernel_w, w.stride_w, w.pad_w);
-    if (!e->row_factors.empty() || !e->col_factors.empty())
-      e->scaled_dy_offset = e->arena.add(dst_md.get_size());
+std::int64_t plane_grain(const pool_geometry& g) {
+  return std::max<std::int64_t>(1, cpu::elementwise_grain / std::max<std::int64_t>(1, g.in_plane()));
+}
+
+void max_forward_plane(const pool_geometry& g, const float* x, float* y, std::int32_t* arg) {
+  for (std::int64_t oh = 0; oh < g.p; ++oh) {
+    span rows = window_span(oh, g.sh, g.ph, g.kh, g.h);
+    for (std::int64_t ow = 0; ow < g.q; ++ow) {
+      span cols = window_span(ow, g.sw, g.pw, g.kw, g.w);
+      float best = -std::numeric_limits<float>::infinity();
+      std::int64_t best_i = rows.begin * g.w + cols.begin;
+      for (std::int64_t r = rows.begin; r < rows.end; ++r)
+        for (std::int64_t c = cols.begin; c < cols.end; ++c)
+          if (x[r * g.w + c] > best) {
+            best = x[r * g.w + c];
+            best_i = r * g.w + c;
+          }
+      y[oh * g.q + ow] = best;
+      if (arg)
+        arg[oh * g.q + ow] = static_cast<std::int32_t>(best_i);
+    }
   }
-  e->train_scratch.add_to(e->train_args);
-  e->infer_scratch.add_to(e->infer_args);
-  e->bwd_scratch.add_to(e->bwd_args);
-  e->y_shape = y;
-  return e;
 }
 
-bool has_edge_factors(const pool_entry& e) {
-  return !e.row_factors.empty() || !e.col_factors.empty();
+void average_forward_plane(const pool_geometry& g, const float* x, float* y) {
+  for (std::int64_t oh = 0; oh < g.p; ++oh) {
+    span rows = window_span(oh, g.sh, g.ph, g.kh, g.h);
+    for (std::int64_t ow = 0; ow < g.q; ++ow) {
+      span cols = window_span(ow, g.sw, g.pw, g.kw, g.w);
+      float sum = 0;
+      for (std::int64_t r = rows.begin; r < rows.end; ++r)
+        for (std::int64_t c = cols.begin; c < cols.end; ++c)
+          sum += x[r * g.w + c];
+      y[oh * g.q + ow] = sum / static_cast<float>(rows.padded * cols.padded);
+    }
+  }
 }
 
-// out[n, c, i, j] = in[n, c, i, j] * row[i] * col[j] (an empty list means all ones).
-void apply_edge_factors(const pool_entry& e, const float* in, float* out) {
-  const auto& y = e.y_shape;
-  std::int64_t planes = y[0] * y[1], rows = y[2], cols = y[3];
-  parallel_range(planes, std::max<std::int64_t>(1, elementwise_grain / (rows * cols)),
-                 [&](std::int64_t begin, std::int64_t end) {
-                   for (std::int64_t pl = begin; pl < end; ++pl) {
-                     for (std::int64_t i = 0; i < rows; ++i) {
-                       float r = e.row_factors.empty() ? 1.0f : e.row_factors[i];
-                       std::int64_t base = (pl * rows + i) * cols;
-                       for (std::int64_t j = 0; j < cols; ++j) {
-                         float c = e.col_factors.empty() ? 1.0f : e.col_factors[j];
-                         out[base + j] = in[base + j] * r * c;
-                       }
-                     }
-                   }
-                 });
+void average_backward_plane(const pool_geometry& g, const float* dy, float* dx) {
+  std::fill_n(dx, g.in_plane(), 0.0f);
+  for (std::int64_t oh = 0; oh < g.p; ++oh) {
+    span rows = window_span(oh, g.sh, g.ph, g.kh, g.h);
+    for (std::int64_t ow = 0; ow < g.q; ++ow) {
+      span cols = window_span(ow, g.sw, g.pw, g.kw, g.w);
+      float share = dy[oh * g.q + ow] / static_cast<float>(rows.padded * cols.padded);
+      for (std::int64_t r = rows.begin; r < rows.end; ++r)
+        for (std::int64_t c = cols.begin; c < cols.end; ++c)
+          dx[r * g.w + c] += share;
+    }
+  }
+}
+
+float plane_mean(const float* x, std::int64_t n) {
+  float sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (std::int64_t i = 0; i < n; ++i)
+    sum += x[i];
+  return sum / static_cast<float>(n);
 }
 
 } // namespace
 
 struct pool2d_op::impl {
-  shape_cache<pool_entry> cache;
+  cpu::shape_cache<pool_entry> cache;
 };
 
 pool2d_op::pool2d_op(pool2d_params params) : params_(params), impl_(std::make_unique<impl>()) {
@@ -171,6 +135,7 @@ pool2d_op::pool2d_op(pool2d_params params) : params_(params), impl_(std::make_un
                                 + std::to_string(params.kernel_w) + ", stride "
                                 + std::to_string(params.stride_h) + "x"
                                 + std::to_string(params.stride_w) + ")");
+  // PyTorch's rule; it also guarantees every window holds at least one input cell.
   if (params.pad_h < 0 || params.pad_w < 0 || 2 * params.pad_h > params.kernel_h
       || 2 * params.pad_w > params.kernel_w)
     throw std::invalid_argument("pool2d: padding must be in [0, kernel / 2] (pad "
@@ -188,17 +153,16 @@ shape_t pool2d_op::output_shape(const shape_t& x) const {
   if (x.size() != 4 || shape_numel(x) == 0)
     throw std::invalid_argument("pool2d: input " + shape_string(x)
                                 + " must be a non-empty [N, C, H, W]");
-  if (params_.kind == pool_kind::global_average)
+  const auto& p = params_;
+  if (p.kind == pool_kind::global_average)
     return {x[0], x[1], 1, 1};
-  window w = window_for(params_, x);
-  if (x[2] + 2 * w.pad_h < w.kernel_h || x[3] + 2 * w.pad_w < w.kernel_w)
-    throw std::invalid_argument("pool2d: window " + std::to_string(w.kernel_h) + "x"
-                                + std::to_string(w.kernel_w) + " does not fit input "
-                                + shape_string(x) + " with padding "
-                                + std::to_string(w.pad_h) + "x" + std::to_string(w.pad_w));
-  return {x[0], x[1],
-          pooled_extent(x[2], w.kernel_h, w.stride_h, w.pad_h, params_.ceil_mode),
-          pooled_extent(x[3], w.kernel_w, w.stride_w, w.pad_w, params_.ceil_mode)};
+  if (x[2] + 2 * p.pad_h < p.kernel_h || x[3] + 2 * p.pad_w < p.kernel_w)
+    throw std::invalid_argument("pool2d: window " + std::to_string(p.kernel_h) + "x"
+                                + std::to_string(p.kernel_w) + " does not fit input "
+                                + shape_string(x) + " with padding " + std::to_string(p.pad_h)
+                                + "x" + std::to_string(p.pad_w));
+  return {x[0], x[1], pooled_extent(x[2], p.kernel_h, p.stride_h, p.pad_h, p.ceil_mode),
+          pooled_extent(x[3], p.kernel_w, p.stride_w, p.pad_w, p.ceil_mode)};
 }
 
 void pool2d_op::forward(const tensor& x, tensor& y, bool training) {
@@ -206,24 +170,39 @@ void pool2d_op::forward(const tensor& x, tensor& y, bool training) {
   if (y.shape() != out)
     throw std::invalid_argument("pool2d: y has shape " + shape_string(y.shape()) + ", expected "
                                 + shape_string(out) + " for input " + shape_string(x.shape()));
-  sync_openmp_threads();
-  auto& e = impl_->cache.get(make_shape_key(x.shape()),
-                             [&] { return make_entry(params_, x.shape(), out); });
-  std::uint8_t* base = scratch_arena(e.arena.total());
-  bind(e.src, x.data());
-  bind(e.dst, y.data());
-  auto& s = stream();
-  if (training) {
-    e.train_scratch.bind_arena(base);
-    e.train_prim.execute(s, e.train_args);
-    e.trained = true;
-  } else {
-    e.infer_scratch.bind_arena(base);
-    e.infer_prim.execute(s, e.infer_args);
+  auto& e = impl_->cache.get(cpu::make_shape_key(x.shape()), [&] {
+    auto entry = std::make_unique<pool_entry>();
+    const auto& p = params_;
+    bool global = p.kind == pool_kind::global_average;
+    entry->g = {x.dim(0) * x.dim(1), x.dim(2), x.dim(3), out[2], out[3],
+                global ? x.dim(2) : p.kernel_h, global ? x.dim(3) : p.kernel_w,
+                global ? 1 : p.stride_h, global ? 1 : p.stride_w,
+                global ? 0 : p.pad_h, global ? 0 : p.pad_w};
+    return entry;
+  });
+  const pool_geometry& g = e.g;
+  const float* in = x.data();
+  float* result = y.data();
+  std::int32_t* arg = nullptr;
+  if (params_.kind == pool_kind::max && training) {
+    e.arg_max.resize(static_cast<std::size_t>(g.planes * g.out_plane()));
+    arg = e.arg_max.data();
   }
-  s.wait();
-  if (has_edge_factors(e))
-    apply_edge_factors(e, y.data(), y.data());
+  const pool_kind kind = params_.kind;
+  cpu::parallel_range(g.planes, plane_grain(g), [&](std::int64_t b, std::int64_t end) {
+    for (std::int64_t pl = b; pl < end; ++pl) {
+      const float* xp = in + pl * g.in_plane();
+      float* yp = result + pl * g.out_plane();
+      if (kind == pool_kind::max)
+        max_forward_plane(g, xp, yp, arg ? arg + pl * g.out_plane() : nullptr);
+      else if (kind == pool_kind::average)
+        average_forward_plane(g, xp, yp);
+      else
+        *yp = plane_mean(xp, g.in_plane());
+    }
+  });
+  if (training)
+    e.trained = true;
 }
 
 void pool2d_op::backward(const tensor& dy, tensor& dx) {
@@ -232,25 +211,31 @@ void pool2d_op::backward(const tensor& dy, tensor& dx) {
     throw std::invalid_argument("pool2d: dy has shape " + shape_string(dy.shape())
                                 + ", expected " + shape_string(out) + " for dx "
                                 + shape_string(dx.shape()));
-  sync_openmp_threads();
-  auto& e = impl_->cache.get(make_shape_key(dx.shape()),
-                             [&] { return make_entry(params_, dx.shape(), out); });
-  if (!e.trained)
+  pool_entry* e = impl_->cache.find(cpu::make_shape_key(dx.shape()));
+  if (e == nullptr || !e->trained)
     throw std::logic_error("pool2d: backward for input " + shape_string(dx.shape())
                            + " without a training forward of that shape");
-  std::uint8_t* base = scratch_arena(e.arena.total());
+  const pool_geometry& g = e->g;
   const float* grad = dy.data();
-  if (has_edge_factors(e)) {
-    auto* scaled = reinterpret_cast<float*>(base + e.scaled_dy_offset);
-    apply_edge_factors(e, grad, scaled);
-    grad = scaled;
-  }
-  bind(e.diff_dst, grad);
-  bind(e.diff_src, dx.data());
-  e.bwd_scratch.bind_arena(base);
-  auto& s = stream();
-  e.bwd_prim.execute(s, e.bwd_args);
-  s.wait();
+  float* result = dx.data();
+  const std::int32_t* arg = e->arg_max.data();
+  const pool_kind kind = params_.kind;
+  cpu::parallel_range(g.planes, plane_grain(g), [&](std::int64_t b, std::int64_t end) {
+    for (std::int64_t pl = b; pl < end; ++pl) {
+      const float* gp = grad + pl * g.out_plane();
+      float* xp = result + pl * g.in_plane();
+      if (kind == pool_kind::max) {
+        std::fill_n(xp, g.in_plane(), 0.0f);
+        const std::int32_t* ap = arg + pl * g.out_plane();
+        for (std::int64_t o = 0; o < g.out_plane(); ++o)
+          xp[ap[o]] += gp[o];
+      } else if (kind == pool_kind::average) {
+        average_backward_plane(g, gp, xp);
+      } else {
+        std::fill_n(xp, g.in_plane(), *gp / static_cast<float>(g.in_plane()));
+      }
+    }
+  });
 }
 
 } // namespace troupe

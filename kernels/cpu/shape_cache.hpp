@@ -54,6 +54,14 @@ public:
     return *slots_.back().entry;
   }
 
+  /// The entry for `key`, or null; never creates one.
+  Entry* find(const shape_key& key) {
+    for (auto& slot : slots_)
+      if (slot.key == key)
+        return slot.entry.get();
+    return nullptr;
+  }
+
   std::size_t size() const { return slots_.size(); }
 
 private:

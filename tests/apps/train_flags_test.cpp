@@ -18,6 +18,7 @@ TEST_CASE("train defaults: LeNet on Fashion-MNIST, network-dependent lr, steps a
   CHECK(o.epochs == 10);
   CHECK(o.optimizer.schedule.base_lr == Approx(0.05f));
   CHECK(o.optimizer.schedule.policy == lr_policy::multi_step);
+  CHECK(o.optimizer.schedule.warmup_epochs == 1);
   CHECK(o.optimizer.schedule.step_epochs == std::vector<double>{5, 7.5});
   CHECK(o.train_batches.augment.mean.size() == 1);
   CHECK(o.train_batches.augment.pad_crop == 0);

@@ -2,7 +2,7 @@
 // and the 784-128-64-10 MLP at batch 128, to see where a training step's time goes.
 //
 // Each op is warmed up (primitive creation, first-touch page faults), then timed `repeats`
-// times; the median is printed. Convolutions also print GFLOP/s (2 * N*K*P*Q*C/g*R*S per pass)
+// times; the median and (in parentheses) the minimum are printed. Convolutions also print GFLOP/s (2 * N*K*P*Q*C/g*R*S per pass)
 // next to the machine's rough fp32 peak, so a slow layer stands out. The per-model totals sum
 // each op times how often a training step runs it; the real step adds only loop overhead.
 //
@@ -41,7 +41,13 @@ tensor random_tensor(shape_t shape, std::uint32_t seed) {
   return t;
 }
 
-double median_ms(const std::function<void()>& fn) {
+// Median and minimum over `repeats` timed runs. On a shared machine the minimum is the better
+// estimate of the uncontended time; the median shows what a busy machine gives.
+struct timing {
+  double median = 0, min = 0;
+};
+
+timing time_ms(const std::function<void()>& fn) {
   for (int i = 0; i < 3; ++i)
     fn();
   std::vector<double> ms;
@@ -51,29 +57,33 @@ double median_ms(const std::function<void()>& fn) {
     auto t1 = std::chrono::steady_clock::now();
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
-  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-  return ms[ms.size() / 2];
+  std::sort(ms.begin(), ms.end());
+  return {ms[ms.size() / 2], ms.front()};
 }
 
+// Sums of median and of minimum times, each op counted as often as a training step runs it.
 struct model_total {
-  double forward = 0, backward = 0;
-  void add(double f, double b, int times) {
-    forward += f * times;
-    backward += b * times;
+  timing forward, backward;
+  void add(timing f, timing b, int times) {
+    forward.median += f.median * times;
+    forward.min += f.min * times;
+    backward.median += b.median * times;
+    backward.min += b.min * times;
   }
 };
 
-void print_row(const std::string& name, double fwd, double bwd, int times,
+void print_row(const std::string& name, timing fwd, timing bwd, int times,
                const std::string& note = "") {
-  std::printf("  %-36s fwd %8.3f  bwd %8.3f  x%-2d %s\n", name.c_str(), fwd, bwd, times,
-              note.c_str());
+  std::printf("  %-36s fwd %7.3f (%7.3f)  bwd %7.3f (%7.3f)  x%-2d %s\n", name.c_str(),
+              fwd.median, fwd.min, bwd.median, bwd.min, times, note.c_str());
 }
 
-std::string conv_note(const shape_t& y, const shape_t& w, double fwd, double bwd) {
+// Achieved GFLOP/s from the minimum times.
+std::string conv_note(const shape_t& y, const shape_t& w, timing fwd, timing bwd) {
   double flops = 2.0 * static_cast<double>(shape_numel(y)) * static_cast<double>(w[1] * w[2] * w[3]);
   char buf[96];
-  std::snprintf(buf, sizeof buf, "(%.0f / %.0f GFLOP/s)", flops / fwd / 1e6,
-                2 * flops / bwd / 1e6);
+  std::snprintf(buf, sizeof buf, "(%.0f / %.0f GFLOP/s)", flops / fwd.min / 1e6,
+                2 * flops / bwd.min / 1e6);
   return buf;
 }
 
@@ -85,8 +95,8 @@ void bench_conv(model_total& total, const std::string& name, shape_t x_shape, sh
   tensor b = random_tensor({w_shape[0]}, 3);
   tensor y(op.output_shape(x_shape, w_shape));
   tensor dy = random_tensor(y.shape(), 4), dx(x_shape), dw(w_shape), db({w_shape[0]});
-  double f = median_ms([&] { op.forward(x, w, bias ? &b : nullptr, y); });
-  double bw = median_ms([&] {
+  timing f = time_ms([&] { op.forward(x, w, bias ? &b : nullptr, y); });
+  timing bw = time_ms([&] {
     op.backward(x, w, dy, need_dx ? &dx : nullptr, dw, bias ? &db : nullptr);
   });
   print_row(name + " " + shape_string(x_shape) + "->" + std::to_string(w_shape[0]), f, bw, times,
@@ -99,25 +109,25 @@ void bench_bn(model_total& total, shape_t shape, int times) {
   tensor x = random_tensor(shape, 5), y(shape), dy = random_tensor(shape, 6), dx(shape);
   tensor gamma = random_tensor({shape[1]}, 7), beta({shape[1]}), rm({shape[1]}), rv({shape[1]});
   tensor dg({shape[1]}), dbeta({shape[1]});
-  double f = median_ms([&] { op.forward_training(x, gamma, beta, y, rm, rv); });
-  double b = median_ms([&] { op.backward(x, gamma, dy, dx, dg, dbeta); });
+  timing f = time_ms([&] { op.forward_training(x, gamma, beta, y, rm, rv); });
+  timing b = time_ms([&] { op.backward(x, gamma, dy, dx, dg, dbeta); });
   print_row("batch_norm " + shape_string(shape), f, b, times);
   total.add(f, b, times);
 }
 
 void bench_relu(model_total& total, shape_t shape, int times) {
   tensor x = random_tensor(shape, 8), y(shape), dy = random_tensor(shape, 9), dx(shape);
-  double f = median_ms([&] { relu_forward(x, y); });
-  double b = median_ms([&] { relu_backward(y, dy, dx); });
+  timing f = time_ms([&] { relu_forward(x, y); });
+  timing b = time_ms([&] { relu_backward(y, dy, dx); });
   print_row("relu " + shape_string(shape), f, b, times);
   total.add(f, b, times);
 }
 
 void bench_add(model_total& total, shape_t shape, int times) {
   tensor a = random_tensor(shape, 10), b = random_tensor(shape, 11), y(shape);
-  double f = median_ms([&] { add_forward(a, b, y); });
+  timing f = time_ms([&] { add_forward(a, b, y); });
   // The backward of an add hands dy to both inputs: at most one accumulate.
-  double bw = median_ms([&] { accumulate(a, y); });
+  timing bw = time_ms([&] { accumulate(a, y); });
   print_row("add / accumulate " + shape_string(shape), f, bw, times);
   total.add(f, bw, times);
 }
@@ -126,8 +136,8 @@ void bench_pool(model_total& total, pool2d_params p, shape_t shape, int times) {
   pool2d_op op(p);
   tensor x = random_tensor(shape, 12), y(op.output_shape(shape));
   tensor dy = random_tensor(y.shape(), 13), dx(shape);
-  double f = median_ms([&] { op.forward(x, y, true); });
-  double b = median_ms([&] { op.backward(dy, dx); });
+  timing f = time_ms([&] { op.forward(x, y, true); });
+  timing b = time_ms([&] { op.backward(dy, dx); });
   std::string kind = p.kind == pool_kind::max ? "max_pool" : "global_avg_pool";
   print_row(kind + " " + shape_string(shape), f, b, times);
   total.add(f, b, times);
@@ -138,12 +148,12 @@ void bench_fc(model_total& total, std::int64_t in, std::int64_t out, bool need_d
   tensor x = random_tensor({batch, in}, 14), w = random_tensor({out, in}, 15);
   tensor b = random_tensor({out}, 16), y({batch, out}), dy = random_tensor({batch, out}, 17);
   tensor dx({batch, in}), dw({out, in}), db({out});
-  double f = median_ms([&] { op.forward(x, w, &b, y); });
-  double bw = median_ms([&] { op.backward(x, w, dy, need_dx ? &dx : nullptr, dw, &db); });
+  timing f = time_ms([&] { op.forward(x, w, &b, y); });
+  timing bw = time_ms([&] { op.backward(x, w, dy, need_dx ? &dx : nullptr, dw, &db); });
   double flops = 2.0 * batch * in * out;
   char note[64];
-  std::snprintf(note, sizeof note, "(%.0f / %.0f GFLOP/s)", flops / f / 1e6,
-                (need_dx ? 2 : 1) * flops / bw / 1e6);
+  std::snprintf(note, sizeof note, "(%.0f / %.0f GFLOP/s)", flops / f.min / 1e6,
+                (need_dx ? 2 : 1) * flops / bw.min / 1e6);
   print_row("fc " + std::to_string(in) + "->" + std::to_string(out), f, bw, times, note);
   total.add(f, bw, times);
 }
@@ -151,8 +161,8 @@ void bench_fc(model_total& total, std::int64_t in, std::int64_t out, bool need_d
 void bench_shortcut(model_total& total, shape_t shape, std::int64_t out_channels, int times) {
   shape_t out = shortcut_pad_shape(shape, out_channels, 2);
   tensor x = random_tensor(shape, 18), y(out), dy = random_tensor(out, 19), dx(shape);
-  double f = median_ms([&] { shortcut_pad_forward(x, 2, y); });
-  double b = median_ms([&] { shortcut_pad_backward(dy, 2, dx); });
+  timing f = time_ms([&] { shortcut_pad_forward(x, 2, y); });
+  timing b = time_ms([&] { shortcut_pad_backward(dy, 2, dx); });
   print_row("shortcut_pad " + shape_string(shape) + "->" + std::to_string(out_channels), f, b,
             times);
   total.add(f, b, times);
@@ -163,8 +173,8 @@ void bench_loss(model_total& total, std::int64_t classes) {
   std::vector<std::int32_t> labels(batch);
   for (std::int64_t i = 0; i < batch; ++i)
     labels[i] = static_cast<std::int32_t>(i % classes);
-  double f = median_ms([&] { softmax_cross_entropy_forward(logits, labels, p); });
-  double b = median_ms([&] { softmax_cross_entropy_backward(p, labels, d); });
+  timing f = time_ms([&] { softmax_cross_entropy_forward(logits, labels, p); });
+  timing b = time_ms([&] { softmax_cross_entropy_backward(p, labels, d); });
   print_row("softmax_cross_entropy [128, " + std::to_string(classes) + "]", f, b, 1);
   total.add(f, b, 1);
 }
@@ -173,15 +183,17 @@ void bench_sgd(model_total& total, std::int64_t params) {
   tensor w = random_tensor({params}, 21), g = random_tensor({params}, 22), v({params});
   sgd_options o;
   o.weight_decay = 1e-4f;
-  double t = median_ms([&] { sgd_update(o, 0.01f, w, g, v, w); });
-  print_row("sgd_update " + std::to_string(params) + " params", 0, t, 1, "(one tensor)");
-  total.add(0, t, 1);
+  timing t = time_ms([&] { sgd_update(o, 0.01f, w, g, v, w); });
+  print_row("sgd_update " + std::to_string(params) + " params", {}, t, 1, "(one tensor)");
+  total.add({}, t, 1);
 }
 
 void print_total(const char* model, const model_total& t) {
-  double step = t.forward + t.backward;
-  std::printf("  => %s step: fwd %.2f + bwd/update %.2f = %.2f ms  (%.0f img/s)\n\n", model,
-              t.forward, t.backward, step, 1000.0 * batch / step);
+  double median = t.forward.median + t.backward.median, best = t.forward.min + t.backward.min;
+  std::printf("  => %s step, sum of medians: fwd %.2f + bwd/update %.2f = %.2f ms (%.0f img/s)\n"
+              "  => %s step, sum of minimums: fwd %.2f + bwd/update %.2f = %.2f ms (%.0f img/s)\n\n",
+              model, t.forward.median, t.backward.median, median, 1000.0 * batch / median, model,
+              t.forward.min, t.backward.min, best, 1000.0 * batch / best);
 }
 
 void bench_lenet() {
@@ -271,13 +283,13 @@ void bench_mlp() {
       sgd_update(o, 0.01f, b[l], db[l], v_b[l], b[l], false);
     }
   };
-  double one = median_ms(step);
-  double ten = median_ms([&] {
+  timing ten = time_ms([&] {
     for (int i = 0; i < 10; ++i)
       step();
   });
-  std::printf("  => MLP step: %.3f ms single, %.3f ms in a run of 10  (%.0f img/s)\n\n", one,
-              ten / 10, 1000.0 * batch / (ten / 10));
+  std::printf("  => MLP step (runs of 10): median %.3f ms (%.0f img/s), min %.3f ms (%.0f img/s)\n\n",
+              ten.median / 10, 10000.0 * batch / ten.median, ten.min / 10,
+              10000.0 * batch / ten.min);
 }
 
 } // namespace
@@ -287,7 +299,7 @@ int main(int argc, char** argv) {
   repeats = argc > 2 ? std::max(1, std::atoi(argv[2])) : 15;
   std::string model = argc > 3 ? argv[3] : "all";
   set_compute_threads(threads);
-  std::printf("troupe_kernels_bench: %d compute threads, median of %d runs, times in ms\n"
+  std::printf("troupe_kernels_bench: %d compute threads, median (min) of %d runs, times in ms\n"
               "(fp32 peak per core: 2 FMA x 8 lanes x 2 flops x ~3 GHz = ~96 GFLOP/s with AVX2)\n\n",
               threads, repeats);
   if (model == "all" || model == "mlp")

@@ -33,7 +33,8 @@ public:
   /// y = gamma * (x - running_mean) / sqrt(running_var + eps) + beta.
   void forward_inference(const tensor& x, const tensor& gamma, const tensor& beta,
                          const tensor& running_mean, const tensor& running_var, tensor& y);
-  /// Gradients of the last forward_training call: dx like x, dgamma and dbeta [C].
+  /// Gradients of the last forward_training call of x's shape: dx like x, dgamma and dbeta
+  /// [C]. Throws std::logic_error when there was none.
   void backward(const tensor& x, const tensor& gamma, const tensor& dy, tensor& dx,
                 tensor& dgamma, tensor& dbeta);
 

@@ -35,7 +35,8 @@ public:
   void forward(const tensor& x, const tensor& w, const tensor* b, tensor& y);
 
   /// From dy [N, K, P, Q]: dx [N, C, H, W] (skipped when null), dw like w, db [K] (skipped
-  /// when null). x and w are the forward inputs.
+  /// when null). x and w are the forward inputs, with the values they had in forward: when
+  /// handed the same buffers, the op reuses the blocked copies it made of them then.
   void backward(const tensor& x, const tensor& w, const tensor& dy, tensor* dx, tensor& dw,
                 tensor* db);
 

@@ -36,7 +36,7 @@ void fill_normal(tensor& t, double stddev, std::mt19937_64& gen) {
   float* p = t.data();
   std::int64_t n = t.numel();
   for (std::int64_t i = 0; i < n; i += 2) {
-    double u1 = 1.0 - uniform01(gen);  // (0, 1]: log stays finite
+    double u1 = 1.0 - uniform01(gen); // (0, 1]: log stays finite
     double u2 = uniform01(gen);
     double r = std::sqrt(-2.0 * std::log(u1)) * stddev;
     p[i] = static_cast<float>(r * std::cos(two_pi * u2));
@@ -59,18 +59,18 @@ void initialize(tensor& t, init_kind kind, std::uint64_t seed) {
   std::mt19937_64 gen(seed);
   fans f = fans_of(t.shape());
   switch (kind) {
-    case init_kind::zeros:
-      t.fill(0.0f);
-      return;
-    case init_kind::ones:
-      t.fill(1.0f);
-      return;
-    case init_kind::he_normal:
-      fill_normal(t, std::sqrt(2.0 / f.in), gen);
-      return;
-    case init_kind::xavier_uniform:
-      fill_uniform(t, std::sqrt(6.0 / (f.in + f.out)), gen);
-      return;
+  case init_kind::zeros:
+    t.fill(0.0f);
+    return;
+  case init_kind::ones:
+    t.fill(1.0f);
+    return;
+  case init_kind::he_normal:
+    fill_normal(t, std::sqrt(2.0 / f.in), gen);
+    return;
+  case init_kind::xavier_uniform:
+    fill_uniform(t, std::sqrt(6.0 / (f.in + f.out)), gen);
+    return;
   }
   throw std::invalid_argument("initialize: unknown init_kind "
                               + std::to_string(static_cast<int>(kind)));

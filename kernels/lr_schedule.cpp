@@ -54,19 +54,19 @@ void validate(const lr_schedule_options& o) {
 
 double scheduled(const lr_schedule_options& o, double epoch) {
   switch (o.policy) {
-    case lr_policy::constant:
-      return o.base_lr;
-    case lr_policy::multi_step: {
-      double lr = o.base_lr;
-      for (double boundary : o.step_epochs)
-        if (epoch >= boundary)
-          lr *= o.factor;
-      return lr;
-    }
-    case lr_policy::cosine: {
-      double t = std::min(std::max(epoch, 0.0), o.total_epochs);
-      return o.final_lr + (o.base_lr - o.final_lr) * (1 + std::cos(pi * t / o.total_epochs)) / 2;
-    }
+  case lr_policy::constant:
+    return o.base_lr;
+  case lr_policy::multi_step: {
+    double lr = o.base_lr;
+    for (double boundary : o.step_epochs)
+      if (epoch >= boundary)
+        lr *= o.factor;
+    return lr;
+  }
+  case lr_policy::cosine: {
+    double t = std::min(std::max(epoch, 0.0), o.total_epochs);
+    return o.final_lr + (o.base_lr - o.final_lr) * (1 + std::cos(pi * t / o.total_epochs)) / 2;
+  }
   }
   return o.base_lr;
 }

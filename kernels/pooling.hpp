@@ -37,7 +37,8 @@ public:
   shape_t output_shape(const shape_t& x) const;
   /// y [N, C, P, Q] from x [N, C, H, W]. `training` keeps what backward needs.
   void forward(const tensor& x, tensor& y, bool training);
-  /// dx [N, C, H, W] from dy [N, C, P, Q], for the last training forward.
+  /// dx [N, C, H, W] from dy [N, C, P, Q], for the last training forward of dx's shape;
+  /// throws std::logic_error when there was none.
   void backward(const tensor& dy, tensor& dx);
 
   const pool2d_params& params() const { return params_; }

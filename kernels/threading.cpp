@@ -1,6 +1,7 @@
 // The compute-thread cap: an atomic read by every kernel call, an OpenMP setting re-applied per
 // calling thread (OpenMP's nthreads is a per-thread setting, and actors migrate between CAF's
-// threads), and a oneTBB global_control held for the life of the process.
+// threads), and a oneTBB global_control held for the life of the process for the other layers'
+// oneTBB work.
 #include "kernels/threading.hpp"
 
 #include <algorithm>
@@ -46,8 +47,8 @@ void set_compute_threads(int threads) {
   std::lock_guard<std::mutex> lock(mutex);
   // Several live global_controls yield their minimum, so the old one goes first.
   tbb_cap.reset();
-  tbb_cap = std::make_unique<tbb::global_control>(
-    tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
+  tbb_cap = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
+                                                  static_cast<std::size_t>(threads));
   thread_cap().store(threads);
   cap_generation().fetch_add(1);
   omp_set_num_threads(threads);

@@ -2,6 +2,7 @@
 // ops use to move between plain NCHW and oneDNN's preferred layouts.
 #include "kernels/cpu/dnnl_context.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <new>
@@ -69,8 +70,8 @@ std::size_t arena_plan::add(std::size_t bytes) {
   return offset;
 }
 
-staged_arg::staged_arg(const memory::desc& user, const memory::desc& inner, role r,
-                       bool persistent, arena_plan& plan)
+staged_arg::staged_arg(const memory::desc& user, const memory::desc& inner, role r, bool persistent,
+                       arena_plan& plan)
     : persistent_(persistent) {
   user_ = memory(user, engine(), DNNL_MEMORY_NONE);
   if (user == inner)
@@ -91,6 +92,18 @@ void staged_arg::bind_arena(std::uint8_t* base) {
     return;
   inner_.set_data_handle(base + arena_offset_);
   bound_arena_ = base;
+}
+
+void staged_arg::make_persistent() {
+  if (!reorders() || persistent_)
+    return;
+  std::size_t bytes = round_up(inner_.get_desc().get_size());
+  void* raw = std::aligned_alloc(arena_alignment, std::max(bytes, arena_alignment));
+  if (raw == nullptr)
+    throw std::bad_alloc();
+  owned_ = std::shared_ptr<void>(raw, [](void* p) { std::free(p); });
+  inner_.set_data_handle(raw);
+  persistent_ = true;
 }
 
 void staged_arg::bind_user(const float* data) {

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -65,6 +66,10 @@ public:
   const memory& inner() const { return reorders() ? inner_ : user_; }
   /// Points the inner buffer into the arena at `base` (no-op for persistent or direct args).
   void bind_arena(std::uint8_t* base);
+  /// Moves the inner buffer out of the arena into one of its own, so its contents survive
+  /// other ops' calls (no-op when already persistent or when no reorder is needed).
+  void make_persistent();
+  bool persistent() const { return persistent_; }
   /// Points the plain side at the caller's buffer.
   void bind_user(const float* data);
   /// For inputs: reorders the caller's buffer into the inner layout (if they differ).
@@ -76,6 +81,7 @@ private:
   memory user_;
   memory inner_;
   std::unique_ptr<dnnl::reorder> reorder_;
+  std::shared_ptr<void> owned_; // the inner buffer after make_persistent
   bool persistent_ = false;
   std::size_t arena_offset_ = 0;
   void* bound_user_ = nullptr;

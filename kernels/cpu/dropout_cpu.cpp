@@ -23,17 +23,15 @@ std::uint64_t mix64(std::uint64_t z) {
 
 void require_same_shape(const char* op, const tensor& a, const tensor& b) {
   if (a.shape() != b.shape())
-    throw std::invalid_argument(std::string("dropout: ") + op + " shapes "
-                                + shape_string(a.shape()) + " and " + shape_string(b.shape())
-                                + " differ");
+    throw std::invalid_argument(std::string("dropout: ") + op + " shapes " + shape_string(a.shape())
+                                + " and " + shape_string(b.shape()) + " differ");
 }
 
 } // namespace
 
 dropout_op::dropout_op(float p, std::uint64_t seed) : p_(p), seed_(seed) {
   if (!(p >= 0.0f && p < 1.0f))
-    throw std::invalid_argument("dropout: probability must be in [0, 1), got "
-                                + std::to_string(p));
+    throw std::invalid_argument("dropout: probability must be in [0, 1), got " + std::to_string(p));
 }
 
 void dropout_op::forward(const tensor& x, tensor& y, bool training) {

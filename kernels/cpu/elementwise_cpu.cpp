@@ -115,12 +115,12 @@ namespace {
 
 // Moves each sample's channel block between the parts and the whole: per sample n, part i
 // occupies channels [offset_i, offset_i + C_i) of the whole. `gather` copies parts -> whole.
-void copy_channel_blocks(float* whole, const shape_t& whole_shape,
-                         const std::vector<float*>& parts, const std::vector<shape_t>& part_shapes,
-                         bool gather) {
+void copy_channel_blocks(float* whole, const shape_t& whole_shape, const std::vector<float*>& parts,
+                         const std::vector<shape_t>& part_shapes, bool gather) {
   std::int64_t n = whole_shape[0];
   std::int64_t sample = shape_numel(whole_shape) / n;
-  parallel_range(n, std::max<std::int64_t>(1, elementwise_grain / std::max<std::int64_t>(1, sample)),
+  parallel_range(n,
+                 std::max<std::int64_t>(1, elementwise_grain / std::max<std::int64_t>(1, sample)),
                  [&](std::int64_t b, std::int64_t e) {
                    for (std::int64_t s = b; s < e; ++s) {
                      float* row = whole + s * sample;
@@ -163,8 +163,8 @@ void concat_channels_backward(const tensor& dy, const std::vector<tensor*>& dinp
   }
   shape_t out = concat_channels_shape(shapes);
   if (dy.shape() != out)
-    throw std::invalid_argument("concat_channels_backward: dy has shape "
-                                + shape_string(dy.shape()) + ", expected " + shape_string(out));
+    throw std::invalid_argument("concat_channels_backward: dy has shape " + shape_string(dy.shape())
+                                + ", expected " + shape_string(out));
   copy_channel_blocks(const_cast<float*>(dy.data()), out, parts, shapes, false);
 }
 
@@ -194,14 +194,15 @@ template <class Plane>
 void for_each_shortcut_plane(const shape_t& small, const shape_t& big, const Plane& plane) {
   std::int64_t planes = big[0] * big[1];
   std::int64_t plane_size = big[2] * big[3];
-  parallel_range(planes, std::max<std::int64_t>(1, elementwise_grain / std::max<std::int64_t>(1, plane_size)),
-                 [&](std::int64_t b, std::int64_t e) {
-                   std::int64_t front = (big[1] - small[1]) / 2;
-                   for (std::int64_t p = b; p < e; ++p) {
-                     std::int64_t n = p / big[1], c = p % big[1] - front;
-                     plane(p, c >= 0 && c < small[1] ? n * small[1] + c : -1);
-                   }
-                 });
+  parallel_range(
+    planes, std::max<std::int64_t>(1, elementwise_grain / std::max<std::int64_t>(1, plane_size)),
+    [&](std::int64_t b, std::int64_t e) {
+      std::int64_t front = (big[1] - small[1]) / 2;
+      for (std::int64_t p = b; p < e; ++p) {
+        std::int64_t n = p / big[1], c = p % big[1] - front;
+        plane(p, c >= 0 && c < small[1] ? n * small[1] + c : -1);
+      }
+    });
 }
 
 } // namespace
@@ -211,7 +212,8 @@ void shortcut_pad_forward(const tensor& x, std::int64_t stride, tensor& y) {
   if (y.shape() != want)
     throw std::invalid_argument("shortcut_pad_forward: y has shape " + shape_string(y.shape())
                                 + ", expected " + shape_string(want) + " for x "
-                                + shape_string(x.shape()) + " and stride " + std::to_string(stride));
+                                + shape_string(x.shape()) + " and stride "
+                                + std::to_string(stride));
   const auto& xs = x.shape();
   const float* in = x.data();
   float* out = y.data();

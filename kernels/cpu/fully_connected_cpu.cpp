@@ -73,9 +73,8 @@ std::unique_ptr<fc_entry> make_entry(std::int64_t n, std::int64_t in, std::int64
 std::unique_ptr<fc_forward_plan> make_forward(fc_entry& e, bool has_bias) {
   auto plan = std::make_unique<fc_forward_plan>();
   const auto& d = e.d;
-  auto desc = has_bias
-    ? ip_fwd::desc(prop_kind::forward_training, d.src, d.weights, d.bias, d.dst)
-    : ip_fwd::desc(prop_kind::forward_training, d.src, d.weights, d.dst);
+  auto desc = has_bias ? ip_fwd::desc(prop_kind::forward_training, d.src, d.weights, d.bias, d.dst)
+                       : ip_fwd::desc(prop_kind::forward_training, d.src, d.weights, d.dst);
   plan->pd = ip_fwd::primitive_desc(desc, user_scratchpad_attr(), engine());
   plan->prim = ip_fwd(plan->pd);
   e.forward_arena = arena_plan();

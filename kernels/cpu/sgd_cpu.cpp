@@ -14,9 +14,9 @@ namespace {
 
 void require_like(const char* name, const tensor& t, const tensor& weights) {
   if (t.shape() != weights.shape())
-    throw std::invalid_argument(std::string("sgd_update: ") + name + " "
-                                + shape_string(t.shape()) + " and weights "
-                                + shape_string(weights.shape()) + " must have the same shape");
+    throw std::invalid_argument(std::string("sgd_update: ") + name + " " + shape_string(t.shape())
+                                + " and weights " + shape_string(weights.shape())
+                                + " must have the same shape");
 }
 
 } // namespace

@@ -33,14 +33,12 @@ inline shape_key make_shape_key(const shape_t& a, const shape_t& b = {}) {
   return key;
 }
 
-template <class Entry>
-class shape_cache {
+template <class Entry> class shape_cache {
 public:
   static constexpr std::size_t capacity = 8;
 
   /// The entry for `key`, made by `make()` (returning std::unique_ptr<Entry>) on a miss.
-  template <class Make>
-  Entry& get(const shape_key& key, const Make& make) {
+  template <class Make> Entry& get(const shape_key& key, const Make& make) {
     ++clock_;
     for (auto& slot : slots_) {
       if (slot.key == key) {

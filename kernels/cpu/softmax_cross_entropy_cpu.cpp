@@ -65,7 +65,8 @@ loss_result softmax_cross_entropy_forward(const tensor& logits,
   float* p = probabilities.data();
   std::vector<double> row_loss(static_cast<std::size_t>(n));
   std::vector<std::uint8_t> row_correct(static_cast<std::size_t>(n));
-  cpu::parallel_range(n, std::max<std::int64_t>(1, row_grain_elements / std::max<std::int64_t>(1, k)),
+  cpu::parallel_range(n,
+                      std::max<std::int64_t>(1, row_grain_elements / std::max<std::int64_t>(1, k)),
                       [&](std::int64_t b, std::int64_t e) {
                         for (std::int64_t i = b; i < e; ++i) {
                           row_correct[i] = arg_max(x + i * k, k) == labels[i];
@@ -85,15 +86,15 @@ void softmax_cross_entropy_backward(const tensor& probabilities,
                                     const std::vector<std::int32_t>& labels, tensor& dlogits) {
   check_logits("softmax_cross_entropy_backward", probabilities, labels);
   if (dlogits.shape() != probabilities.shape())
-    throw std::invalid_argument("softmax_cross_entropy_backward: dlogits "
-                                + shape_string(dlogits.shape()) + " and probabilities "
-                                + shape_string(probabilities.shape())
-                                + " must have the same shape");
+    throw std::invalid_argument(
+      "softmax_cross_entropy_backward: dlogits " + shape_string(dlogits.shape())
+      + " and probabilities " + shape_string(probabilities.shape()) + " must have the same shape");
   std::int64_t n = probabilities.dim(0), k = probabilities.dim(1);
   const float* p = probabilities.data();
   float* d = dlogits.data();
   float inv_n = 1.0f / static_cast<float>(n);
-  cpu::parallel_range(n, std::max<std::int64_t>(1, row_grain_elements / std::max<std::int64_t>(1, k)),
+  cpu::parallel_range(n,
+                      std::max<std::int64_t>(1, row_grain_elements / std::max<std::int64_t>(1, k)),
                       [&](std::int64_t b, std::int64_t e) {
                         for (std::int64_t i = b; i < e; ++i) {
                           for (std::int64_t j = 0; j < k; ++j)

@@ -86,9 +86,15 @@ void check_training(const shape_t& s, std::uint64_t seed) {
 } // namespace
 
 TEST_CASE("batch_norm training matches the formulas", "[batch_norm]") {
-  SECTION("NCHW, ResNet-like channels") { check_training({4, 16, 5, 5}, 1); }
-  SECTION("odd sizes, batch 1") { check_training({1, 3, 7, 5}, 2); }
-  SECTION("NC input (after a fully connected layer)") { check_training({6, 10}, 3); }
+  SECTION("NCHW, ResNet-like channels") {
+    check_training({4, 16, 5, 5}, 1);
+  }
+  SECTION("odd sizes, batch 1") {
+    check_training({1, 3, 7, 5}, 2);
+  }
+  SECTION("NC input (after a fully connected layer)") {
+    check_training({6, 10}, 3);
+  }
 }
 
 TEST_CASE("batch_norm inference uses the running statistics", "[batch_norm]") {
@@ -137,8 +143,7 @@ TEST_CASE("batch_norm rejects bad shapes with the shapes in the message", "[batc
   tensor x3({2, 3, 4});
   REQUIRE_THROWS_WITH(op.forward_training(x3, g, b, x3, rm, rv), Catch::Contains("[2, 3, 4]"));
   tensor one({1, 3, 1, 1});
-  REQUIRE_THROWS_WITH(op.forward_training(one, g, b, one, rm, rv),
-                      Catch::Contains("[1, 3, 1, 1]"));
+  REQUIRE_THROWS_WITH(op.forward_training(one, g, b, one, rm, rv), Catch::Contains("[1, 3, 1, 1]"));
   tensor dx({2, 3, 4, 4}), dg({3}), db({3});
   batch_norm_op fresh;
   REQUIRE_THROWS_AS(fresh.backward(x, g, y, dx, dg, db), std::logic_error);

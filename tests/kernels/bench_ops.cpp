@@ -1,21 +1,23 @@
-// troupe_kernels_bench: milliseconds per CPU op at the layer shapes of LeNet, CIFAR ResNet-20
-// and the 784-128-64-10 MLP at batch 128, to see where a training step's time goes.
+// troupe_kernels_bench: milliseconds per CPU op at the layer shapes of LeNet and CIFAR
+// ResNet-20 at batch 128, to see where a training step's time goes, plus whole training steps
+// of those two and of the 784-128-64-10 MLP (bench_steps.cpp).
 //
 // Each op is warmed up (primitive creation, first-touch page faults), then timed `repeats`
-// times; the median and (in parentheses) the minimum are printed. Convolutions also print GFLOP/s (2 * N*K*P*Q*C/g*R*S per pass)
-// next to the machine's rough fp32 peak, so a slow layer stands out. The per-model totals sum
-// each op times how often a training step runs it; the real step adds only loop overhead.
+// times; the median and (in parentheses) the minimum are printed. Convolutions and fully
+// connected layers also print GFLOP/s (2 * N*K*P*Q*C/g*R*S per pass, from the minimum) next to
+// the machine's rough fp32 peak, so a slow layer stands out. The per-model totals sum each op
+// times how often a training step runs it; bench_steps.cpp then times the real steps, which
+// add what the sum misses (cache effects, thread hand-offs between oneDNN and our loops).
 //
-// Usage: troupe_kernels_bench [threads=2] [repeats=15] [model=all|lenet|resnet|mlp]
+// Usage: troupe_kernels_bench [threads=2] [repeats=15] [model=all|lenet|resnet|mlp|steps]
+// (`steps` times only the whole training steps.)
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <random>
 #include <string>
-#include <vector>
 
+#include "bench_common.hpp"
 #include "kernels/batch_norm.hpp"
 #include "kernels/conv2d.hpp"
 #include "kernels/elementwise.hpp"
@@ -26,39 +28,14 @@
 #include "kernels/threading.hpp"
 
 using namespace troupe;
+using namespace troupe::bench;
 
 namespace {
 
 int repeats = 15;
-constexpr std::int64_t batch = 128;
-
-tensor random_tensor(shape_t shape, std::uint32_t seed) {
-  tensor t = tensor::uninitialized(std::move(shape));
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (std::int64_t i = 0; i < t.numel(); ++i)
-    t.data()[i] = dist(gen);
-  return t;
-}
-
-// Median and minimum over `repeats` timed runs. On a shared machine the minimum is the better
-// estimate of the uncontended time; the median shows what a busy machine gives.
-struct timing {
-  double median = 0, min = 0;
-};
 
 timing time_ms(const std::function<void()>& fn) {
-  for (int i = 0; i < 3; ++i)
-    fn();
-  std::vector<double> ms;
-  for (int i = 0; i < repeats; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    fn();
-    auto t1 = std::chrono::steady_clock::now();
-    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return {ms[ms.size() / 2], ms.front()};
+  return bench::time_ms(fn, repeats);
 }
 
 // Sums of median and of minimum times, each op counted as often as a training step runs it.
@@ -74,13 +51,14 @@ struct model_total {
 
 void print_row(const std::string& name, timing fwd, timing bwd, int times,
                const std::string& note = "") {
-  std::printf("  %-36s fwd %7.3f (%7.3f)  bwd %7.3f (%7.3f)  x%-2d %s\n", name.c_str(),
-              fwd.median, fwd.min, bwd.median, bwd.min, times, note.c_str());
+  std::printf("  %-36s fwd %7.3f (%7.3f)  bwd %7.3f (%7.3f)  x%-2d %s\n", name.c_str(), fwd.median,
+              fwd.min, bwd.median, bwd.min, times, note.c_str());
 }
 
 // Achieved GFLOP/s from the minimum times.
 std::string conv_note(const shape_t& y, const shape_t& w, timing fwd, timing bwd) {
-  double flops = 2.0 * static_cast<double>(shape_numel(y)) * static_cast<double>(w[1] * w[2] * w[3]);
+  double flops =
+    2.0 * static_cast<double>(shape_numel(y)) * static_cast<double>(w[1] * w[2] * w[3]);
   char buf[96];
   std::snprintf(buf, sizeof buf, "(%.0f / %.0f GFLOP/s)", flops / fwd.min / 1e6,
                 2 * flops / bwd.min / 1e6);
@@ -96,9 +74,8 @@ void bench_conv(model_total& total, const std::string& name, shape_t x_shape, sh
   tensor y(op.output_shape(x_shape, w_shape));
   tensor dy = random_tensor(y.shape(), 4), dx(x_shape), dw(w_shape), db({w_shape[0]});
   timing f = time_ms([&] { op.forward(x, w, bias ? &b : nullptr, y); });
-  timing bw = time_ms([&] {
-    op.backward(x, w, dy, need_dx ? &dx : nullptr, dw, bias ? &db : nullptr);
-  });
+  timing bw =
+    time_ms([&] { op.backward(x, w, dy, need_dx ? &dx : nullptr, dw, bias ? &db : nullptr); });
   print_row(name + " " + shape_string(x_shape) + "->" + std::to_string(w_shape[0]), f, bw, times,
             conv_note(y.shape(), w_shape, f, bw));
   total.add(f, bw, times);
@@ -190,10 +167,11 @@ void bench_sgd(model_total& total, std::int64_t params) {
 
 void print_total(const char* model, const model_total& t) {
   double median = t.forward.median + t.backward.median, best = t.forward.min + t.backward.min;
-  std::printf("  => %s step, sum of medians: fwd %.2f + bwd/update %.2f = %.2f ms (%.0f img/s)\n"
-              "  => %s step, sum of minimums: fwd %.2f + bwd/update %.2f = %.2f ms (%.0f img/s)\n\n",
-              model, t.forward.median, t.backward.median, median, 1000.0 * batch / median, model,
-              t.forward.min, t.backward.min, best, 1000.0 * batch / best);
+  std::printf(
+    "  => %s step, sum of medians: fwd %.2f + bwd/update %.2f = %.2f ms (%.0f img/s)\n"
+    "  => %s step, sum of minimums: fwd %.2f + bwd/update %.2f = %.2f ms (%.0f img/s)\n\n",
+    model, t.forward.median, t.backward.median, median, 1000.0 * batch / median, model,
+    t.forward.min, t.backward.min, best, 1000.0 * batch / best);
 }
 
 void bench_lenet() {
@@ -203,14 +181,15 @@ void bench_lenet() {
   bench_conv(t, "conv5x5 pad2", {batch, 1, 28, 28}, {32, 1, 5, 5}, {1, 1, 2, 2, 1}, true, false, 1);
   bench_relu(t, {batch, 32, 28, 28}, 1);
   bench_pool(t, pool, {batch, 32, 28, 28}, 1);
-  bench_conv(t, "conv5x5 pad2", {batch, 32, 14, 14}, {64, 32, 5, 5}, {1, 1, 2, 2, 1}, true, true, 1);
+  bench_conv(t, "conv5x5 pad2", {batch, 32, 14, 14}, {64, 32, 5, 5}, {1, 1, 2, 2, 1}, true, true,
+             1);
   bench_relu(t, {batch, 64, 14, 14}, 1);
   bench_pool(t, pool, {batch, 64, 14, 14}, 1);
   bench_fc(t, 3136, 1024, true, 1);
   bench_relu(t, {batch, 1024}, 1);
   bench_fc(t, 1024, 10, true, 1);
   bench_loss(t, 10);
-  bench_sgd(t, 3136 * 1024 + 1024 * 10 + 32 * 25 + 64 * 32 * 25);
+  bench_sgd(t, 3274634); // all of LeNet's parameters as one tensor
   print_total("LeNet", t);
 }
 
@@ -240,56 +219,8 @@ void bench_resnet20() {
   bench_pool(t, gap, {batch, 64, 8, 8}, 1);
   bench_fc(t, 64, 10, true, 1);
   bench_loss(t, 10);
-  bench_sgd(t, 272474);
+  bench_sgd(t, 269722); // all of ResNet-20's parameters as one tensor
   print_total("ResNet-20", t);
-}
-
-// The MLP is timed as a whole step: its ops take microseconds, so the loop is the measurement.
-void bench_mlp() {
-  std::printf("MLP 784-128-64-10, N=128 (PyTorch 1.13 anchor: 129765 img/s = 0.99 ms/step)\n");
-  const std::int64_t sizes[] = {784, 128, 64, 10};
-  std::vector<fully_connected_op> ops(3);
-  std::vector<tensor> w, b, v_w, v_b, dw, db, act{random_tensor({batch, 784}, 30)}, dact;
-  for (int l = 0; l < 3; ++l) {
-    w.push_back(random_tensor({sizes[l + 1], sizes[l]}, 31 + l));
-    b.push_back(tensor({sizes[l + 1]}));
-    v_w.emplace_back(w.back().shape());
-    v_b.emplace_back(b.back().shape());
-    dw.emplace_back(w.back().shape());
-    db.emplace_back(b.back().shape());
-    act.emplace_back(shape_t{batch, sizes[l + 1]});
-    dact.emplace_back(shape_t{batch, sizes[l + 1]});
-  }
-  tensor probs({batch, 10});
-  std::vector<std::int32_t> labels(batch);
-  for (std::int64_t i = 0; i < batch; ++i)
-    labels[i] = static_cast<std::int32_t>(i % 10);
-  sgd_options o;
-  auto step = [&] {
-    for (int l = 0; l < 3; ++l) {
-      ops[l].forward(act[l], w[l], &b[l], act[l + 1]);
-      if (l < 2)
-        relu_forward(act[l + 1], act[l + 1]);
-    }
-    softmax_cross_entropy_forward(act[3], labels, probs);
-    softmax_cross_entropy_backward(probs, labels, dact[2]);
-    for (int l = 2; l >= 0; --l) {
-      if (l < 2)
-        relu_backward(act[l + 1], dact[l], dact[l]);
-      ops[l].backward(act[l], w[l], dact[l], l > 0 ? &dact[l - 1] : nullptr, dw[l], &db[l]);
-    }
-    for (int l = 0; l < 3; ++l) {
-      sgd_update(o, 0.01f, w[l], dw[l], v_w[l], w[l]);
-      sgd_update(o, 0.01f, b[l], db[l], v_b[l], b[l], false);
-    }
-  };
-  timing ten = time_ms([&] {
-    for (int i = 0; i < 10; ++i)
-      step();
-  });
-  std::printf("  => MLP step (runs of 10): median %.3f ms (%.0f img/s), min %.3f ms (%.0f img/s)\n\n",
-              ten.median / 10, 10000.0 * batch / ten.median, ten.min / 10,
-              10000.0 * batch / ten.min);
 }
 
 } // namespace
@@ -299,14 +230,25 @@ int main(int argc, char** argv) {
   repeats = argc > 2 ? std::max(1, std::atoi(argv[2])) : 15;
   std::string model = argc > 3 ? argv[3] : "all";
   set_compute_threads(threads);
-  std::printf("troupe_kernels_bench: %d compute threads, median (min) of %d runs, times in ms\n"
-              "(fp32 peak per core: 2 FMA x 8 lanes x 2 flops x ~3 GHz = ~96 GFLOP/s with AVX2)\n\n",
-              threads, repeats);
+  std::printf(
+    "troupe_kernels_bench: %d compute threads, median (min) of %d runs, times in ms\n"
+    "(fp32 peak per core with AVX2: 2 FMA x 8 lanes x 2 flops = 32 flops/cycle, ~110 GFLOP/s "
+    "at 3.5 GHz)\n\n",
+    threads, repeats);
+  if (model == "steps") {
+    bench_mlp_step(repeats);
+    bench_lenet_step(repeats);
+    bench_resnet20_step(repeats);
+  }
   if (model == "all" || model == "mlp")
-    bench_mlp();
-  if (model == "all" || model == "lenet")
+    bench_mlp_step(repeats);
+  if (model == "all" || model == "lenet") {
     bench_lenet();
-  if (model == "all" || model == "resnet")
+    bench_lenet_step(std::max(3, repeats / 3));
+  }
+  if (model == "all" || model == "resnet") {
     bench_resnet20();
+    bench_resnet20_step(std::max(3, repeats / 3));
+  }
   return 0;
 }

@@ -126,6 +126,27 @@ TEST_CASE("conv2d caches per shape and follows the buffers it is given", "[conv2
   }
 }
 
+TEST_CASE("conv2d training steps reuse buffers whose values change", "[conv2d]") {
+  // As in training: the same x / w buffers get new values every step, and from the second
+  // step on backward-weights reads the blocked copy of x that forward left behind.
+  conv2d_params p{2, 2, 1, 1, 1};
+  conv2d_op op(p);
+  shape_t xs{3, 16, 9, 9}, ws{32, 16, 3, 3};
+  shape_t ys = op.output_shape(xs, ws);
+  tensor x(xs), w(ws), y(ys), dy(ys), dx(xs), dw(ws);
+  for (std::uint64_t step = 0; step < 3; ++step) {
+    x.copy_from(random_tensor(xs, 10 * step + 1));
+    w.copy_from(random_tensor(ws, 10 * step + 2));
+    dy.copy_from(random_tensor(ys, 10 * step + 3));
+    op.forward(x, w, nullptr, y);
+    op.backward(x, w, dy, &dx, dw, nullptr);
+    auto ref = reference_conv(p, x, w, nullptr, dy, ys);
+    require_close(y, ref.y);
+    require_close(dx, ref.dx);
+    require_close(dw, ref.dw, 1e-4, 1e-3);
+  }
+}
+
 TEST_CASE("conv2d without dx still gives dw and db", "[conv2d]") {
   conv2d_params p{1, 1, 2, 2, 1};
   conv2d_op op(p);

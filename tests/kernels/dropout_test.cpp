@@ -82,7 +82,8 @@ TEST_CASE("dropout validates its arguments", "[dropout][errors]") {
   REQUIRE_THROWS_AS(dropout_op(-0.1f, 0), std::invalid_argument);
   dropout_op op(0.5f, 0);
   tensor x({2, 3}), y({3, 2});
-  REQUIRE_THROWS_WITH(op.forward(x, y, true), Catch::Contains("[2, 3]") && Catch::Contains("[3, 2]"));
+  REQUIRE_THROWS_WITH(op.forward(x, y, true),
+                      Catch::Contains("[2, 3]") && Catch::Contains("[3, 2]"));
   tensor dy({4, 4}), dx({4, 4});
   REQUIRE_THROWS_AS(op.backward(dy, dx), std::logic_error);
 }

@@ -40,7 +40,7 @@ TEST_CASE("add and accumulate", "[elementwise]") {
   tensor acc = a.clone();
   accumulate(b, acc);
   require_close(acc, sum, 1e-6, 0);
-  add_forward(a, b, a);  // y aliasing a
+  add_forward(a, b, a); // y aliasing a
   require_close(a, sum, 1e-6, 0);
 }
 
@@ -123,7 +123,7 @@ TEST_CASE("shortcut_pad subsamples and zero-pads channels", "[elementwise]") {
     tensor x = random_tensor(xs, 10 + stride);
     shape_t ys = shortcut_pad_shape(xs, 8, stride);
     REQUIRE(ys == shape_t{2, 8, stride == 2 ? 3 : 5, stride == 2 ? 2 : 4});
-    tensor y = random_tensor(ys, 1);  // garbage that must be overwritten
+    tensor y = random_tensor(ys, 1); // garbage that must be overwritten
     shortcut_pad_forward(x, stride, y);
     std::vector<double> want(y.numel(), 0.0);
     std::int64_t front = (8 - 3) / 2;

@@ -52,11 +52,15 @@ void check_against_reference(const shape_t& xs, std::int64_t out, bool bias, std
 
 TEST_CASE("fully_connected matches a triple loop", "[fully_connected]") {
   fully_connected_op op;
-  SECTION("MLP layer") { check_against_reference({16, 784}, 128, true, 1, op); }
+  SECTION("MLP layer") {
+    check_against_reference({16, 784}, 128, true, 1, op);
+  }
   SECTION("conv output flattened, odd sizes, no bias") {
     check_against_reference({3, 5, 3, 3}, 7, false, 2, op);
   }
-  SECTION("batch 1") { check_against_reference({1, 10}, 3, true, 3, op); }
+  SECTION("batch 1") {
+    check_against_reference({1, 10}, 3, true, 3, op);
+  }
   SECTION("changing batch size on one op") {
     check_against_reference({8, 20}, 6, true, 4, op);
     check_against_reference({5, 20}, 6, true, 5, op);

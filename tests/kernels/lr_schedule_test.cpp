@@ -23,7 +23,7 @@ TEST_CASE("multi-step schedule drops at each boundary", "[lr_schedule]") {
   lr_schedule s(o);
   CHECK(s.at(0) == Approx(0.4));
   CHECK(s.at(29.999) == Approx(0.4));
-  CHECK(s.at(30) == Approx(0.04));  // the boundary epoch already has the reduced rate
+  CHECK(s.at(30) == Approx(0.04)); // the boundary epoch already has the reduced rate
   CHECK(s.at(59.5) == Approx(0.04));
   CHECK(s.at(60) == Approx(0.004));
   CHECK(s.at(80) == Approx(0.0004));

@@ -94,12 +94,12 @@ TEST_CASE("pool2d output shapes follow PyTorch", "[pooling]") {
   CHECK(pool2d_op(make_params(pool_kind::max, 3, 2, 1, true)).output_shape({1, 1, 6, 6})
         == shape_t{1, 1, 4, 4});
   CHECK(pool2d_op(make_params(pool_kind::max, 3, 3, 1, true)).output_shape({1, 1, 5, 5})
-        == shape_t{1, 1, 2, 2});  // a 3rd window would start in the right padding
+        == shape_t{1, 1, 2, 2}); // a 3rd window would start in the right padding
   CHECK(pool2d_op(make_params(pool_kind::average, 3, 2, 0, true)).output_shape({1, 1, 8, 8})
         == shape_t{1, 1, 4, 4});
-  CHECK(pool2d_op(make_params(pool_kind::global_average, 1, 1, 0, false))
-          .output_shape({5, 64, 8, 8})
-        == shape_t{5, 64, 1, 1});
+  CHECK(
+    pool2d_op(make_params(pool_kind::global_average, 1, 1, 0, false)).output_shape({5, 64, 8, 8})
+    == shape_t{5, 64, 1, 1});
 }
 
 TEST_CASE("pool2d matches reference loops", "[pooling]") {
@@ -124,8 +124,8 @@ TEST_CASE("pool2d matches reference loops", "[pooling]") {
     check_against_reference(make_params(pool_kind::average, 3, 2, 1, true), {1, 2, 8, 7}, 8);
   }
   SECTION("global average") {
-    check_against_reference(make_params(pool_kind::global_average, 1, 1, 0, false),
-                            {3, 16, 5, 4}, 9);
+    check_against_reference(make_params(pool_kind::global_average, 1, 1, 0, false), {3, 16, 5, 4},
+                            9);
   }
   SECTION("a changing batch size reuses nothing stale") {
     auto p = make_params(pool_kind::max, 2, 2, 0, false);
@@ -135,10 +135,10 @@ TEST_CASE("pool2d matches reference loops", "[pooling]") {
 }
 
 TEST_CASE("pool2d gradients match finite differences", "[pooling][gradient]") {
-  for (const auto& p : {make_params(pool_kind::max, 2, 2, 0, false),
-                        make_params(pool_kind::max, 3, 2, 1, true),
-                        make_params(pool_kind::average, 3, 2, 1, true),
-                        make_params(pool_kind::global_average, 1, 1, 0, false)}) {
+  for (const auto& p :
+       {make_params(pool_kind::max, 2, 2, 0, false), make_params(pool_kind::max, 3, 2, 1, true),
+        make_params(pool_kind::average, 3, 2, 1, true),
+        make_params(pool_kind::global_average, 1, 1, 0, false)}) {
     pool2d_op op(p);
     shape_t xs{2, 2, 5, 5};
     // Values 0.05 apart with a 0.01 step: the arg-max never changes under the perturbation.
@@ -168,4 +168,18 @@ TEST_CASE("pool2d rejects bad shapes and parameters", "[pooling][errors]") {
   REQUIRE_THROWS_AS(pool2d_op(make_params(pool_kind::max, 2, 0, 0, false)), std::invalid_argument);
   REQUIRE_THROWS_WITH(pool2d_op(make_params(pool_kind::max, 2, 2, 2, false)),
                       Catch::Contains("padding"));
+}
+
+TEST_CASE("max pooling ties go to the first cell of the window", "[pooling]") {
+  for (const auto& p :
+       {make_params(pool_kind::max, 2, 2, 0, false), make_params(pool_kind::max, 3, 2, 1, false)}) {
+    pool2d_op op(p);
+    shape_t xs{1, 2, 6, 6};
+    tensor x(xs), y(op.output_shape(xs)), dx(xs);
+    tensor dy = random_tensor(y.shape(), 1, 1.0f, 2.0f);
+    op.forward(x, y, true);
+    op.backward(dy, dx);
+    auto ref = reference_pool(p, x, dy, y.shape()); // strict '>' keeps the first maximum
+    require_close(dx, ref.dx, 0, 0);
+  }
 }

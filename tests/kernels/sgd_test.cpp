@@ -35,7 +35,9 @@ void check_steps(const sgd_options& o, bool decay, std::int64_t n, int steps) {
 
 TEST_CASE("sgd_update follows PyTorch's formulation", "[sgd]") {
   sgd_options o;
-  SECTION("momentum only") { check_steps(o, true, 37, 4); }
+  SECTION("momentum only") {
+    check_steps(o, true, 37, 4);
+  }
   SECTION("momentum and weight decay") {
     o.weight_decay = 0.01f;
     check_steps(o, true, 37, 4);

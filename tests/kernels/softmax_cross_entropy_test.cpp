@@ -61,7 +61,7 @@ TEST_CASE("softmax cross-entropy is stable for huge logits", "[softmax]") {
   CHECK(r.loss_sum == Approx(2000.0 + std::log(3.0)).epsilon(1e-6));
   CHECK(p.data()[0] == Approx(1.0f));
   CHECK(p.data()[4] == Approx(1.0f / 3));
-  CHECK(r.correct == 0);  // row 0 picks class 0; row 1 ties and picks the first
+  CHECK(r.correct == 0); // row 0 picks class 0; row 1 ties and picks the first
 }
 
 TEST_CASE("count_correct counts arg-max hits", "[softmax]") {
@@ -73,9 +73,7 @@ TEST_CASE("softmax cross-entropy gradient matches finite differences", "[softmax
   shape_t s{4, 6};
   tensor logits = random_tensor(s, 3, -2.0f, 2.0f), p(s), d(s);
   auto labels = make_labels(4, 6, 4);
-  auto objective = [&] {
-    return softmax_cross_entropy_forward(logits, labels, p).loss_sum / 4.0;
-  };
+  auto objective = [&] { return softmax_cross_entropy_forward(logits, labels, p).loss_sum / 4.0; };
   objective();
   softmax_cross_entropy_backward(p, labels, d);
   check_gradient("logits", logits, d, objective, 1e-2, 1e-2, 1e-4);

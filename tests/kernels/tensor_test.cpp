@@ -51,7 +51,7 @@ TEST_CASE("from_values and copy_from check sizes", "[tensor]") {
   REQUIRE_THROWS_WITH(tensor::from_values({2, 2}, {1, 2, 3}),
                       Catch::Contains("3 values") && Catch::Contains("[2, 2]"));
   tensor a({2, 3}), b = tensor::from_values({3, 2}, {1, 2, 3, 4, 5, 6});
-  a.copy_from(b);  // same numel, different shape: allowed
+  a.copy_from(b); // same numel, different shape: allowed
   CHECK(a.data()[5] == 6);
   tensor c({5});
   REQUIRE_THROWS_WITH(c.copy_from(b), Catch::Contains("[3, 2]") && Catch::Contains("[5]"));

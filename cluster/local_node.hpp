@@ -14,6 +14,9 @@ namespace troupe {
 
 struct local_node_options {
   int scheduler_threads = 2;
+  /// Work-sharing scheduler (idle workers sleep) instead of CAF's work stealing (idle
+  /// workers poll); see local_node.cpp.
+  bool work_sharing = true;
 };
 
 class local_node_config : public caf::actor_system_config {

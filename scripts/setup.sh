@@ -10,7 +10,8 @@ packages=(
   tao-pegtl-dev dataset-fashion-mnist
 )
 if [[ "${TROUPE_WITH_TORCH:-0}" == 1 ]]; then
-  packages+=(python3-torch python3-numpy)
+  # OpenBLAS: without it python3-torch falls back to the slow reference BLAS.
+  packages+=(python3-torch python3-numpy libopenblas0-pthread)
 fi
 
 missing=()

@@ -109,8 +109,10 @@ dataset_options resolve_data(const raw_flags& r, split which) {
   if (r.dataset == "synthetic") {
     d.synthetic_shape = parse_shape("image-shape", r.image_shape);
     d.synthetic_classes = r.num_classes;
-    d.synthetic_size = which == split::train ? r.num_examples : std::max<std::int64_t>(1, r.num_examples / 6);
-    d.synthetic_seed = static_cast<std::uint64_t>(r.seed) * 2 + (which == split::train ? 0 : 1);
+    // Both splits name the training size and the seed: io draws the test split (a sixth of
+    // the size) from the same class prototypes with its own noise stream.
+    d.synthetic_size = r.num_examples;
+    d.synthetic_seed = static_cast<std::uint64_t>(r.seed);
   } else if (d.dir.empty()) {
     throw usage_error("--data-dir is required for --dataset " + r.dataset);
   }

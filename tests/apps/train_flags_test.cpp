@@ -38,6 +38,10 @@ TEST_CASE("train flags for CIFAR-10 turn on crop and mirror, synthetic parses it
   CHECK(cifar.options.model.num_layers == 20);
   auto syn = parse_train_flags({"--dataset", "synthetic", "--image-shape", "3,32,32"});
   CHECK(syn.options.train_data.synthetic_shape == shape_t{3, 32, 32});
+  // Both splits come from the same prototypes: same seed and size, io picks the split.
+  CHECK(syn.options.validation_data.synthetic_seed == syn.options.train_data.synthetic_seed);
+  CHECK(syn.options.validation_data.synthetic_size == syn.options.train_data.synthetic_size);
+  CHECK(syn.options.validation_data.which == split::test);
 }
 
 TEST_CASE("train flags reject bad values with the flag's name") {

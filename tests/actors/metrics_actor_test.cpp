@@ -78,3 +78,23 @@ TEST_CASE("metrics refuses an unwritable metrics file with its path") {
   CHECK_THROWS_AS(spawn_metrics(sys, o), io_error);
   CHECK_THROWS_WITH(spawn_metrics(sys, o), Catch::Contains("/nonexistent-dir/m.jsonl"));
 }
+
+TEST_CASE("metrics draws a progress bar and clears it before a log line") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  std::ostringstream log;
+  metrics_options o;
+  o.out = &log;
+  o.display_batches = 0;
+  o.progress_bar = true;
+  auto metrics = spawn_metrics(sys, o);
+  self->send(metrics, batch_report{1, 0, 4, 10, 5, 6.0, 0.1f});
+  self->send(metrics, batch_report{1, 1, 4, 10, 5, 6.0, 0.1f});
+  self->send(metrics, phase_report{1, false, 20, 10, 12.0, 1.0});
+  flush(self, metrics);
+  auto text = log.str();
+  CHECK_THAT(text, Catch::Contains("\rEpoch[1] [===============>              ] 2/4"));
+  CHECK_THAT(text, Catch::Contains("\r\033[KEpoch[1] Train-accuracy=0.500000"));
+  self->send_exit(metrics, caf::exit_reason::user_shutdown);
+}

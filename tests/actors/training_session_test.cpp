@@ -92,3 +92,15 @@ TEST_CASE("a run with an unknown network fails with the list of networks") {
   job.model.network = "alexnet";
   CHECK_THROWS_WITH(run_training(sys, job), Catch::Contains("alexnet") && Catch::Contains("lenet"));
 }
+
+TEST_CASE("a failure inside a running actor ends the run with its message") {
+  // Validation data with more classes than the model has logits: the compute actor's
+  // evaluate throws on the first validation batch, after a full training epoch.
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  auto job = small_job();
+  job.epochs = 1;
+  job.validation_data.synthetic_classes = 10;
+  CHECK_THROWS_WITH(run_training(sys, job),
+                    Catch::Contains("compute: ") && Catch::Contains("label"));
+}

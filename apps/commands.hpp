@@ -9,6 +9,7 @@ namespace troupe {
 
 int train_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
+int devices_command(const std::vector<std::string>& args);
 
 /// Splits "5,8,12" into numbers; throws usage_error naming `flag` on a bad element.
 std::vector<double> parse_number_list(const std::string& flag, const std::string& text);

@@ -16,6 +16,7 @@ Troupe trains image classifiers as a dataflow of actors (loaders, compute, param
 commands:
   train    train a network on a dataset (Fashion-MNIST by default) and report accuracy per epoch
   bench    measure training throughput (samples/s) of mlp, lenet and resnet-20
+  devices  list compute devices (CPU threads, CUDA GPUs when built with CUDA)
   help     print this overview
 
 `troupe <command> --help` describes every flag of a command.
@@ -40,7 +41,9 @@ int main(int argc, char** argv) {
       return troupe::train_command(args);
     if (command == "bench")
       return troupe::bench_command(args);
-    std::cerr << "troupe: unknown command '" << command << "' (commands: train, bench, help)\n";
+    if (command == "devices")
+      return troupe::devices_command(args);
+    std::cerr << "troupe: unknown command '" << command << "' (commands: train, bench, devices, help)\n";
     return 2;
   } catch (const troupe::usage_error& e) {
     std::cerr << "troupe " << command << ": " << e.what() << '\n';

@@ -17,6 +17,7 @@
 
 #include <stdexcept>
 
+#include "kernels/cpu/shape_checks.hpp"
 #include "kernels/cpu/dnnl_context.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/cpu/shape_cache.hpp"
@@ -205,9 +206,7 @@ std::unique_ptr<backward_plan> make_backward(const conv_geometry& g, const forwa
 }
 
 void require_shape(const char* what, const shape_t& got, const shape_t& want) {
-  if (got != want)
-    throw std::invalid_argument(std::string("conv2d: ") + what + " has shape " + shape_string(got)
-                                + ", expected " + shape_string(want));
+  cpu::require_shape("conv2d", what, got, want);
 }
 
 } // namespace
@@ -351,12 +350,7 @@ void run_backward_weights(conv_entry& e, const tensor& x, const tensor& dy, tens
 void conv2d_op::backward(const tensor& x, const tensor& w, const tensor& dy, tensor* dx, tensor& dw,
                          tensor* db) {
   shape_t out = output_shape(x.shape(), w.shape());
-  require_shape("dy", dy.shape(), out);
-  require_shape("dw", dw.shape(), w.shape());
-  if (dx != nullptr)
-    require_shape("dx", dx->shape(), x.shape());
-  if (db != nullptr)
-    require_shape("db", db->shape(), {w.dim(0)});
+  cpu::require_weighted_backward_shapes("conv2d", x, w, out, dy, dx, dw, db);
   sync_openmp_threads();
   auto& e = impl_->entry(params_, x.shape(), w.shape(), out);
   if (!e.forward) {

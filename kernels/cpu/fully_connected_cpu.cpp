@@ -8,6 +8,7 @@
 
 #include <stdexcept>
 
+#include "kernels/cpu/shape_checks.hpp"
 #include "kernels/cpu/dnnl_context.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/cpu/shape_cache.hpp"
@@ -119,9 +120,7 @@ std::unique_ptr<fc_backward_plan> make_backward(fc_entry& e, bool has_dx, bool h
 }
 
 void require_shape(const char* what, const shape_t& got, const shape_t& want) {
-  if (got != want)
-    throw std::invalid_argument(std::string("fully_connected: ") + what + " has shape "
-                                + shape_string(got) + ", expected " + shape_string(want));
+  cpu::require_shape("fully_connected", what, got, want);
 }
 
 } // namespace
@@ -179,12 +178,7 @@ void fully_connected_op::forward(const tensor& x, const tensor& w, const tensor*
 void fully_connected_op::backward(const tensor& x, const tensor& w, const tensor& dy, tensor* dx,
                                   tensor& dw, tensor* db) {
   shape_t out = output_shape(x.shape(), w.shape());
-  require_shape("dy", dy.shape(), out);
-  require_shape("dw", dw.shape(), w.shape());
-  if (dx != nullptr)
-    require_shape("dx", dx->shape(), x.shape());
-  if (db != nullptr)
-    require_shape("db", db->shape(), {w.dim(0)});
+  cpu::require_weighted_backward_shapes("fully_connected", x, w, out, dy, dx, dw, db);
   sync_openmp_threads();
   auto& e = impl_->entry(out, w.shape());
   if (!e.forward)

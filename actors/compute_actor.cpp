@@ -79,6 +79,8 @@ void exchange(compute_pointer self, std::optional<gradient_push> tmpl, std::func
     gradient_push push;
     push.step = tmpl->step;
     push.epoch_position = tmpl->epoch_position;
+    push.worker = route.source_index;
+    push.samples = tmpl->samples;
     auto& params = st.replica->parameters();
     for (auto slot : route.slots)
       push.gradients.push_back(params[slot]->grad);
@@ -103,10 +105,12 @@ void on_training_batch(compute_pointer self, loader_item& item) {
   st.phase.correct += loss.correct;
   st.phase.loss_sum += loss.loss_sum;
   if (st.wiring.metrics)
-    self->send(st.wiring.metrics, batch_report{item.data.epoch, item.data.index,
+    self->send(st.wiring.metrics, batch_report{st.wiring.worker, item.data.epoch, item.data.index,
                                                st.wiring.batches_per_epoch, loss.count,
                                                loss.correct, loss.loss_sum, st.learning_rate});
   gradient_push tmpl;
+  tmpl.worker = st.wiring.worker;
+  tmpl.samples = loss.count;
   tmpl.step = st.global_step++;
   tmpl.epoch_position = static_cast<double>(item.data.epoch)
                         + static_cast<double>(item.data.index)

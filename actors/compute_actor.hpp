@@ -29,9 +29,13 @@ namespace troupe {
 struct shard_route {
   caf::actor shard;
   std::vector<std::size_t> slots;
+  int source_index = 0;  ///< the `worker` field this compute actor's pushes carry on the route
 };
 
+/// Where a compute actor gets data and sends gradients. A shard route's actor may be a
+/// parameter shard or an aggregator in front of one: both answer (push) with weights.
 struct compute_wiring {
+  int worker = 0;  ///< this worker's index (its data part, its slot in aggregators)
   caf::actor train_loader;
   caf::actor validation_loader;
   std::vector<shard_route> shards;

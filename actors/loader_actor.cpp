@@ -3,6 +3,7 @@
 // asks for one batch at a time; a second concurrent asker is queued behind it in `waiting`.
 #include "actors/loader_actor.hpp"
 
+#include <algorithm>
 #include <deque>
 
 #include <caf/all.hpp>
@@ -27,8 +28,14 @@ struct loader_state {
 
 using loader_pointer = caf::stateful_actor<loader_state>*;
 
+std::int64_t epoch_batches(const loader_state& st) {
+  const auto all = st.source->batches_per_epoch();
+  const auto cap = st.options.max_batches_per_epoch;
+  return cap > 0 ? std::min(all, cap) : all;
+}
+
 bool epoch_exhausted(const loader_state& st) {
-  return st.epoch < 0 || st.next_to_build >= st.source->batches_per_epoch();
+  return st.epoch < 0 || st.next_to_build >= epoch_batches(st);
 }
 
 void arm_fill(loader_pointer self) {

@@ -25,6 +25,9 @@ namespace troupe {
 
 struct loader_options {
   int prefetch_depth = 3;
+  /// Serve at most this many batches per epoch (0: all). Synchronous topologies set it to the
+  /// smallest part's count so every worker takes the same number of steps.
+  std::int64_t max_batches_per_epoch = 0;
 };
 
 caf::actor spawn_loader(caf::actor_system& system, std::shared_ptr<const batch_source> source,

@@ -30,6 +30,7 @@ using validate_atom = caf::atom_constant<caf::atom("validate")>;  // coordinator
 using run_atom = caf::atom_constant<caf::atom("run")>;            // session -> coordinator
 using fill_atom = caf::atom_constant<caf::atom("fill")>;          // loader -> itself: prefetch
 using flush_atom = caf::atom_constant<caf::atom("flush")>;        // metrics: finish output
+using stats_atom = caf::atom_constant<caf::atom("stats")>;        // aggregator: counters
 
 /// A batch from a loader, or the mark that the epoch has no more batches (`end == true`).
 struct loader_item {
@@ -41,7 +42,10 @@ struct loader_item {
 struct gradient_push {
   std::int64_t step = 0;          ///< global step counter of the pushing worker
   double epoch_position = 0;      ///< fractional epoch, drives the learning-rate schedule
-  std::vector<tensor> gradients;  ///< one per key, same shapes as the weights
+  std::vector<tensor> gradients;  ///< one per key, same shapes as the weights; each the mean
+                                  ///< over the pusher's `samples` examples
+  int worker = 0;                 ///< the pusher's index among its aggregator's sources
+  std::int64_t samples = 0;       ///< examples behind the gradients (weights of an average)
 };
 
 /// Weights a shard serves for its keys, after `step` updates have been applied.
@@ -53,6 +57,7 @@ struct weight_set {
 
 /// What a compute actor measured over one training batch.
 struct batch_report {
+  int worker = 0;
   std::int64_t epoch = 0;
   std::int64_t index = 0;     ///< batch number in the epoch
   std::int64_t batches = 0;   ///< batches in the epoch
@@ -75,6 +80,9 @@ struct phase_report {
 /// Everything a finished run measured, in the order the phases ran.
 struct training_result {
   std::vector<phase_report> phases;
+  /// The shards' weights after the last step, by parameter slot, with their names.
+  std::vector<std::string> parameter_names;
+  std::vector<tensor> final_weights;
 };
 
 } // namespace troupe

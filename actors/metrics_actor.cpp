@@ -60,9 +60,16 @@ void draw_bar(metrics_state& st, const batch_report& r) {
   st.bar_drawn = true;
 }
 
+// With several workers every worker reports; worker 0's reports pace the window and the
+// lines, the others' samples count towards the speed and accuracy.
 void on_batch(metrics_state& st, const batch_report& r) {
   auto now = clock_type::now();
   st.learning_rate = r.learning_rate;
+  if (r.worker != 0) {
+    st.window_samples += r.samples;
+    st.window_correct += r.correct;
+    return;
+  }
   if (r.index == 0 || st.window_batches == 0) {
     // The first batch of an epoch opens the window; its own time is not measured.
     st.window_start = now;

@@ -2,6 +2,7 @@
 // updated, so a bad message leaves the shard's state untouched ("loses nothing").
 #include "actors/param_shard_actor.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <caf/all.hpp>
@@ -27,6 +28,14 @@ struct shard_state {
   lr_schedule schedule{lr_schedule_options{}};
   std::int64_t step = 0;
   float last_lr = 0;
+  // stale-synchronous bookkeeping
+  int staleness = -1;
+  std::vector<std::int64_t> worker_steps;  // last step each worker pushed, -1 before any
+  struct held_reply {
+    std::int64_t step;
+    caf::response_promise promise;
+  };
+  std::vector<held_reply> held;
   static inline const char* name = "param_shard";
 };
 
@@ -64,10 +73,30 @@ weight_set current_weights(const shard_state& st) {
   return out;
 }
 
+std::int64_t slowest(const shard_state& st) {
+  return *std::min_element(st.worker_steps.begin(), st.worker_steps.end());
+}
+
+// Answers every held push that is now within the staleness bound, with the newest weights.
+void release_held(shard_state& st) {
+  const auto floor = slowest(st);
+  auto keep = st.held.begin();
+  for (auto& h : st.held) {
+    if (h.step - floor <= st.staleness)
+      h.promise.deliver(current_weights(st));
+    else
+      *keep++ = std::move(h);
+  }
+  st.held.erase(keep, st.held.end());
+}
+
 caf::result<weight_set> apply_push(shard_pointer self, const gradient_push& push) {
   auto& st = self->state;
   if (auto problem = check_push(st, push); !problem.empty())
     return make_troupe_error(problem);
+  if (st.staleness >= 0 && (push.worker < 0 || push.worker >= static_cast<int>(st.worker_steps.size())))
+    return make_troupe_error("param_shard: push from worker " + std::to_string(push.worker)
+                             + ", expected 0.." + std::to_string(st.worker_steps.size() - 1));
   const float lr = st.schedule.at(push.epoch_position);
   for (auto& key : st.keys) {
     std::size_t i = &key - st.keys.data();
@@ -77,7 +106,14 @@ caf::result<weight_set> apply_push(shard_pointer self, const gradient_push& push
   }
   ++st.step;
   st.last_lr = lr;
-  return current_weights(st);
+  if (st.staleness < 0)
+    return current_weights(st);
+  st.worker_steps[static_cast<std::size_t>(push.worker)] = push.step;
+  release_held(st);
+  if (push.step - slowest(st) <= st.staleness)
+    return current_weights(st);
+  st.held.push_back({push.step, self->make_response_promise()});
+  return caf::delegated<weight_set>();
 }
 
 caf::behavior param_shard(shard_pointer self, std::vector<shard_key> keys, shard_options options) {
@@ -85,6 +121,8 @@ caf::behavior param_shard(shard_pointer self, std::vector<shard_key> keys, shard
   st.sgd = options.sgd;
   st.schedule = lr_schedule(options.schedule);
   st.last_lr = st.schedule.at(0);
+  st.staleness = options.staleness;
+  st.worker_steps.assign(static_cast<std::size_t>(std::max(1, options.workers)), -1);
   for (auto& k : keys) {
     key_state key;
     key.name = std::move(k.name);

@@ -8,6 +8,10 @@
 //                                              naming the key, and nothing is applied
 //   (pull_atom)                -> weight_set   the current weights
 //
+// With a staleness bound (SSP) the answer to a push may be held back: the update is applied
+// at once, but a worker more than `staleness` steps ahead of the slowest waits for its weights
+// (and gets the newest ones when released).
+//
 // Weights leave the actor by handle. The optimizer never writes a buffer that a reader still
 // holds: each key keeps a small pool of buffers and the update goes into one nobody else sees
 // (tensor::unique), so in steady state two buffers per key alternate and no memory is
@@ -35,6 +39,10 @@ struct shard_key {
 struct shard_options {
   sgd_options sgd;
   lr_schedule_options schedule;
+  /// Stale-synchronous bound: a worker whose push is more than `staleness` steps ahead of the
+  /// slowest worker's last push gets its answer only once the slowest catches up. -1: none.
+  int staleness = -1;
+  int workers = 1;  ///< pushing workers (their `worker` fields are 0..workers-1) for staleness
 };
 
 /// Throws std::invalid_argument if the schedule is invalid or `keys` is empty.

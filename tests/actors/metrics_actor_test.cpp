@@ -42,7 +42,7 @@ TEST_CASE("metrics prints MXNet-style lines and one JSON object per epoch") {
   o.tags = {{"network", "mlp"}};
   auto metrics = spawn_metrics(sys, o);
   for (std::int64_t i = 0; i < 4; ++i)
-    self->send(metrics, batch_report{0, i, 4, 10, 5, 6.0, 0.1f});
+    self->send(metrics, batch_report{0, 0, i, 4, 10, 5, 6.0, 0.1f});
   self->send(metrics, phase_report{0, false, 40, 30, 20.0, 2.0});
   self->send(metrics, phase_report{0, true, 10, 9, 1.0, 0.5});
   flush(self, metrics);
@@ -89,8 +89,8 @@ TEST_CASE("metrics draws a progress bar and clears it before a log line") {
   o.display_batches = 0;
   o.progress_bar = true;
   auto metrics = spawn_metrics(sys, o);
-  self->send(metrics, batch_report{1, 0, 4, 10, 5, 6.0, 0.1f});
-  self->send(metrics, batch_report{1, 1, 4, 10, 5, 6.0, 0.1f});
+  self->send(metrics, batch_report{0, 1, 0, 4, 10, 5, 6.0, 0.1f});
+  self->send(metrics, batch_report{0, 1, 1, 4, 10, 5, 6.0, 0.1f});
   self->send(metrics, phase_report{1, false, 20, 10, 12.0, 1.0});
   flush(self, metrics);
   auto text = log.str();

@@ -1,0 +1,186 @@
+// Implementation notes: contributions wait in a map keyed by step until `need` have arrived;
+// then they are added in source order (deterministic) or arrival order. The contributions are
+// handles to the sources' gradient buffers: read, never written, released once summed.
+#include "actors/aggregator_actor.hpp"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+#include <caf/all.hpp>
+
+#include "actors/actor_errors.hpp"
+#include "actors/messages.hpp"
+
+namespace troupe {
+
+namespace {
+
+struct pending_step {
+  std::vector<gradient_push> parts;  // by arrival; handles only, the bytes stay with the sources
+  std::int64_t samples = 0;
+  double epoch_position = 0;
+  std::vector<caf::response_promise> waiting;
+};
+
+struct aggregator_state {
+  caf::actor downstream;
+  aggregator_options options;
+  std::map<std::int64_t, pending_step> steps;
+  std::int64_t forwarded_through = -1;  // highest step already sent downstream
+  std::int64_t forwarded = 0;
+  std::int64_t dropped = 0;
+  weight_set latest;
+  bool have_latest = false;
+  std::vector<std::vector<tensor>> pool;  // sum buffers, reused once downstream lets go
+  static inline const char* name = "aggregator";
+};
+
+using aggregator_pointer = caf::stateful_actor<aggregator_state>*;
+
+std::vector<tensor>& sum_buffers(aggregator_state& st, const gradient_push& like) {
+  for (auto& set : st.pool)
+    if (!set.empty() && set.front().unique())
+      return set;
+  std::vector<tensor> fresh;
+  for (const auto& g : like.gradients)
+    fresh.push_back(tensor::uninitialized(g.shape()));
+  st.pool.push_back(std::move(fresh));
+  return st.pool.back();
+}
+
+// out = sum_i w_i * g_i over `parts` in the given order, w_i = n_i / total.
+void weighted_sum(const std::vector<const gradient_push*>& parts, std::int64_t total,
+                  std::vector<tensor>& out) {
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    float* dst = out[k].data();
+    const std::int64_t n = out[k].numel();
+    for (std::size_t p = 0; p < parts.size(); ++p) {
+      const float w = static_cast<float>(parts[p]->samples) / static_cast<float>(total);
+      const float* src = parts[p]->gradients[k].data();
+      if (p == 0)
+        for (std::int64_t i = 0; i < n; ++i)
+          dst[i] = w * src[i];
+      else
+        for (std::int64_t i = 0; i < n; ++i)
+          dst[i] += w * src[i];
+    }
+  }
+}
+
+std::string check_contribution(const aggregator_state& st, const gradient_push& push,
+                               const pending_step* step) {
+  if (push.worker < 0 || push.worker >= st.options.sources)
+    return "aggregator: push from source " + std::to_string(push.worker) + ", expected 0.."
+           + std::to_string(st.options.sources - 1);
+  if (push.samples <= 0)
+    return "aggregator: push from source " + std::to_string(push.worker) + " carries "
+           + std::to_string(push.samples) + " samples";
+  if (step && !step->parts.empty()) {
+    const auto& first = step->parts.front();
+    if (first.gradients.size() != push.gradients.size())
+      return "aggregator: source " + std::to_string(push.worker) + " pushed "
+             + std::to_string(push.gradients.size()) + " gradients, others "
+             + std::to_string(first.gradients.size());
+    for (const auto& p : step->parts)
+      if (p.worker == push.worker)
+        return "aggregator: source " + std::to_string(push.worker) + " pushed step "
+               + std::to_string(push.step) + " twice";
+  }
+  return {};
+}
+
+void forward_step(aggregator_pointer self, std::int64_t step_id) {
+  auto& st = self->state;
+  auto node = st.steps.extract(step_id);
+  auto& step = node.mapped();
+  std::vector<const gradient_push*> order;
+  for (auto& p : step.parts)
+    order.push_back(&p);
+  if (st.options.deterministic)
+    std::sort(order.begin(), order.end(),
+              [](auto* a, auto* b) { return a->worker < b->worker; });
+  gradient_push sum;
+  sum.step = step_id;
+  sum.epoch_position = step.epoch_position;
+  sum.worker = st.options.position;
+  sum.samples = step.samples;
+  auto& buffers = sum_buffers(st, *order.front());
+  weighted_sum(order, step.samples, buffers);
+  sum.gradients = buffers;  // handles: downstream reads them, we reuse them once it lets go
+  st.forwarded_through = std::max(st.forwarded_through, step_id);
+  ++st.forwarded;
+  auto waiting = std::move(step.waiting);
+  self->request(st.downstream, caf::infinite, push_atom::value, std::move(sum))
+    .then(
+      [=](weight_set& ws) mutable {
+        self->state.latest = ws;
+        self->state.have_latest = true;
+        for (auto& promise : waiting)
+          promise.deliver(ws);
+      },
+      [=](caf::error& err) mutable {
+        for (auto& promise : waiting)
+          promise.deliver(err);
+      });
+}
+
+caf::result<weight_set> on_push(aggregator_pointer self, gradient_push& push) {
+  auto& st = self->state;
+  if (push.step <= st.forwarded_through) {
+    // A late contribution (backup workers): its step already went downstream.
+    ++st.dropped;
+    if (st.have_latest)
+      return st.latest;
+    auto promise = self->make_response_promise();  // weights still on their way: ask the source
+    promise.delegate(st.downstream, pull_atom::value);
+    return caf::delegated<weight_set>();
+  }
+  auto it = st.steps.find(push.step);
+  if (auto problem = check_contribution(st, push, it == st.steps.end() ? nullptr : &it->second);
+      !problem.empty())
+    return make_troupe_error(problem);
+  auto& step = st.steps[push.step];
+  step.samples += push.samples;
+  step.epoch_position = push.epoch_position;
+  step.parts.push_back(std::move(push));
+  auto promise = self->make_response_promise();
+  step.waiting.push_back(promise);
+  const int need = st.options.need > 0 ? st.options.need : st.options.sources;
+  if (static_cast<int>(step.parts.size()) >= need)
+    forward_step(self, step.parts.front().step);
+  return caf::delegated<weight_set>();
+}
+
+caf::behavior aggregator(aggregator_pointer self, caf::actor downstream,
+                         aggregator_options options) {
+  self->state.downstream = std::move(downstream);
+  self->state.options = options;
+  return {
+    [=](push_atom, gradient_push& push) { return on_push(self, push); },
+    [=](pull_atom) -> caf::result<weight_set> {
+      auto promise = self->make_response_promise();
+      promise.delegate(self->state.downstream, pull_atom::value);
+      return caf::delegated<weight_set>();
+    },
+    [=](stats_atom) {
+      return caf::make_message(self->state.forwarded, self->state.dropped);
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_aggregator(caf::actor_system& system, caf::actor downstream,
+                            aggregator_options options) {
+  if (options.sources < 1)
+    throw std::invalid_argument("aggregator: needs at least one source");
+  if (options.need < 0 || options.need > options.sources)
+    throw std::invalid_argument("aggregator: need " + std::to_string(options.need)
+                                + " is outside [1, " + std::to_string(options.sources) + "]");
+  if (!downstream)
+    throw std::invalid_argument("aggregator: no downstream actor");
+  return system.spawn(aggregator, std::move(downstream), options);
+}
+
+} // namespace troupe

@@ -1,0 +1,37 @@
+// The aggregator actor: sums the gradients of several sources for one step and forwards one
+// push downstream (a parameter shard, or another aggregator in a hierarchy). To its sources it
+// looks exactly like a shard: (push) is answered with the weights that came back.
+//
+// Protocol (dynamically typed):
+//   (push_atom, gradient_push) -> weight_set   a source's gradients for step s; answered once
+//                                              the step's sum went downstream and weights came
+//                                              back. A push for a step already forwarded (a
+//                                              late backup worker) is dropped, counted, and
+//                                              answered with the newest weights at once.
+//   (pull_atom)                -> weight_set   forwarded downstream
+//   (stats_atom)               -> int64, int64 steps forwarded, late pushes dropped
+//
+// The sum is the sample-weighted mean, sum_i(n_i * g_i) / sum_i(n_i), which makes N workers at
+// batch B/N equal to one worker at batch B. Deterministic mode adds the contributions in source
+// order 0..N-1 whatever order they arrived in, so reruns give bit-identical weights; otherwise
+// they are added as they arrive (no waiting on order, same value up to float rounding).
+// Sums are written into buffers no downstream reader still holds (copy-on-write pool).
+#pragma once
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+namespace troupe {
+
+struct aggregator_options {
+  int sources = 1;          ///< contributors per step
+  int need = 0;             ///< contributions that complete a step (0 = all sources)
+  bool deterministic = true;
+  int position = 0;         ///< this aggregator's source index in its downstream aggregator
+};
+
+/// Throws std::invalid_argument for sources < 1 or need outside [1, sources].
+caf::actor spawn_aggregator(caf::actor_system& system, caf::actor downstream,
+                            aggregator_options options);
+
+} // namespace troupe

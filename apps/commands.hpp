@@ -10,6 +10,10 @@ namespace troupe {
 int train_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
 int devices_command(const std::vector<std::string>& args);
+/// `troupe check CONFIG`: validate a config, print resolved values and the actor plan.
+int check_command(const std::vector<std::string>& args);
+/// `troupe graph CONFIG`: the actor plan as Graphviz DOT.
+int graph_command(const std::vector<std::string>& args);
 
 /// Splits "5,8,12" into numbers; throws usage_error naming `flag` on a bad element.
 std::vector<double> parse_number_list(const std::string& flag, const std::string& text);

@@ -17,6 +17,8 @@ commands:
   train    train a network on a dataset (Fashion-MNIST by default) and report accuracy per epoch
   bench    measure training throughput (samples/s) of mlp, lenet and resnet-20
   devices  list compute devices (CPU threads, CUDA GPUs when built with CUDA)
+  check    validate a .troupe config and print the resolved plan (docs/dsl.md)
+  graph    print a .troupe config's actor graph as Graphviz DOT
   help     print this overview
 
 `troupe <command> --help` describes every flag of a command.
@@ -43,7 +45,11 @@ int main(int argc, char** argv) {
       return troupe::bench_command(args);
     if (command == "devices")
       return troupe::devices_command(args);
-    std::cerr << "troupe: unknown command '" << command << "' (commands: train, bench, devices, help)\n";
+    if (command == "check")
+      return troupe::check_command(args);
+    if (command == "graph")
+      return troupe::graph_command(args);
+    std::cerr << "troupe: unknown command '" << command << "' (commands: train, bench, devices, check, graph, help)\n";
     return 2;
   } catch (const troupe::usage_error& e) {
     std::cerr << "troupe " << command << ": " << e.what() << '\n';

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "apps/commands.hpp"
+#include "apps/config_options.hpp"
 #include "apps/flags.hpp"
 #include "io/batch_source.hpp"
 #include "io/normalization.hpp"
@@ -32,6 +33,7 @@ struct raw_flags {
   std::string network = "lenet", dataset = "fashion-mnist", data_dir, metrics;
   std::string lr_step_epochs, lr_schedule = "multi-step", progress = "auto";
   std::string image_shape = "1,28,28";
+  std::string config;
   int num_layers = 0, threads = 2, shards = 1, prefetch = 3, num_classes = 10;
   std::int64_t batch_size = 128, val_batch_size = 500, num_epochs = 10, disp_batches = 100;
   std::int64_t seed = 0, random_crop_pad = -1, random_mirror = -1, num_examples = 60000;
@@ -40,6 +42,7 @@ struct raw_flags {
 };
 
 void declare(flag_set& f, raw_flags& r) {
+  f.add("config", r.config, "read the job from a .troupe config (docs/dsl.md); other flags given override it");
   f.add("network", r.network, "mlp | lenet | resnet | inception-bn | vgg");
   f.add("num-layers", r.num_layers, "depth for resnet (20/32/44/56/110, 18/50); 0 = default");
   f.add("dataset", r.dataset, "fashion-mnist | mnist | cifar10 | synthetic");
@@ -158,6 +161,60 @@ bool progress_wanted(const std::string& mode) {
   throw usage_error("--progress: '" + mode + "' is not one of auto, on, off");
 }
 
+// Flags the user gave on top of --config replace exactly the field they name. Flags that
+// would change the data's shape are refused: the config's data statement says that.
+void override_from_flags(train_command_line& out, const raw_flags& r, const flag_set& f) {
+  for (const char* structural : {"dataset", "image-shape", "num-classes", "num-examples"})
+    if (f.given(structural))
+      throw usage_error(std::string("--") + structural + " cannot be combined with --config: "
+                        "edit the config's data statement");
+  auto& o = out.options;
+  auto& s = o.optimizer.schedule;
+  if (f.given("network")) o.model.network = r.network;
+  if (f.given("num-layers")) o.model.num_layers = r.num_layers;
+  if (f.given("data-dir")) o.train_data.dir = o.validation_data.dir = r.data_dir;
+  if (f.given("batch-size")) o.train_batches.batch_size = r.batch_size;
+  if (f.given("val-batch-size")) o.validation_batches.batch_size = r.val_batch_size;
+  if (f.given("lr")) s.base_lr = static_cast<float>(r.lr);
+  if (f.given("lr-schedule") || f.given("lr-step-epochs") || f.given("num-epochs")) {
+    auto rebuilt = resolve_schedule(r, f.given("lr"));
+    s.policy = f.given("lr-schedule") ? rebuilt.policy : s.policy;
+    s.step_epochs = f.given("lr-step-epochs") ? rebuilt.step_epochs : s.step_epochs;
+  }
+  if (f.given("lr-factor")) s.factor = static_cast<float>(r.lr_factor);
+  if (f.given("warmup-epochs")) s.warmup_epochs = r.warmup_epochs;
+  if (f.given("mom")) o.optimizer.sgd.momentum = static_cast<float>(r.mom);
+  if (f.given("wd")) o.optimizer.sgd.weight_decay = static_cast<float>(r.wd);
+  if (f.given("nesterov")) o.optimizer.sgd.nesterov = true;
+  if (f.given("num-epochs")) o.epochs = r.num_epochs, s.total_epochs = static_cast<double>(r.num_epochs);
+  if (f.given("seed")) {
+    o.model.seed = o.train_batches.seed = o.validation_batches.seed = static_cast<std::uint64_t>(r.seed);
+  }
+  if (f.given("threads")) out.threads = r.threads;
+  if (f.given("shards")) o.shards = r.shards;
+  if (f.given("prefetch")) o.loader.prefetch_depth = r.prefetch;
+  if (f.given("random-crop-pad")) o.train_batches.augment.pad_crop = r.random_crop_pad;
+  if (f.given("random-mirror")) o.train_batches.augment.mirror = r.random_mirror != 0;
+  if (f.given("no-validation")) o.validate = false;
+  if (f.given("metrics")) o.metrics_path = r.metrics;
+  if (f.given("disp-batches")) o.display_batches = r.disp_batches;
+  o.progress_bar = progress_wanted(r.progress);
+}
+
+train_command_line options_from_config(const raw_flags& r, const flag_set& f) {
+  train_command_line out;
+  try {
+    auto config = load_job_config(r.config);
+    resolve_app_defaults(config);
+    out.options = to_training_options(config);
+    out.threads = config.run.threads.value;
+  } catch (const config_error& e) {
+    throw usage_error(e.what());
+  }
+  override_from_flags(out, r, f);
+  return out;
+}
+
 } // namespace
 
 train_command_line parse_train_flags(const std::vector<std::string>& args) {
@@ -187,6 +244,8 @@ train_command_line parse_train_flags(const std::vector<std::string>& args) {
     throw usage_error("--seed must not be negative");
   check_known("network", r.network, zoo_networks());
   check_known("dataset", r.dataset, dataset_names());
+  if (f.given("config"))
+    return options_from_config(r, f);
 
   auto& o = out.options;
   o.model.network = r.network;

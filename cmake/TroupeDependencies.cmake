@@ -6,6 +6,7 @@ find_package(dnnl CONFIG REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(ZLIB REQUIRED)
 find_package(CapnProto CONFIG REQUIRED)
+find_package(pegtl CONFIG REQUIRED)  # header-only PEG parser for the config language
 
 find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)
 find_library(CAF_CORE_LIBRARY caf_core REQUIRED)

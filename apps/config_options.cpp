@@ -1,0 +1,114 @@
+// One function per options group; each reads resolved config values only.
+#include "apps/config_options.hpp"
+
+#include "apps/train_flags.hpp"
+#include "io/normalization.hpp"
+
+namespace troupe {
+
+namespace {
+
+dataset_options data_options(const job_config& c, const data_config& d, split which) {
+  dataset_options o;
+  o.name = io_dataset_name(d.dataset.value);
+  o.dir = d.dir.given ? d.dir.value : default_data_dir(o.name);
+  o.which = which;
+  if (o.name == "synthetic") {
+    o.synthetic_shape = shape_t(d.shape.value.begin(), d.shape.value.end());
+    o.synthetic_classes = d.classes.value;
+    o.synthetic_size = d.examples.value;
+    o.synthetic_seed = static_cast<std::uint64_t>(c.run.seed.value);
+  } else if (o.dir.empty()) {
+    config_fail(c, d.span, d.dataset.value + " needs a directory: " + d.dataset.value
+                             + "(\"/path/to/data\")");
+  }
+  return o;
+}
+
+batch_source_options batch_options(const job_config& c, const data_config& d) {
+  batch_source_options b;
+  b.batch_size = d.batch.value;
+  b.shuffle = d.shuffle.value;
+  b.seed = static_cast<std::uint64_t>(c.run.seed.value);
+  if (d.normalize.value) {
+    auto [mean, stdev] = standard_normalization(io_dataset_name(d.dataset.value));
+    b.augment.mean = mean;
+    b.augment.stdev = stdev;
+  }
+  b.augment.pad_crop = d.crop_pad.value;
+  b.augment.mirror = d.mirror.value;
+  return b;
+}
+
+lr_schedule_options schedule_options(const job_config& c) {
+  lr_schedule_options s;
+  const auto& k = c.schedule;
+  s.base_lr = static_cast<float>(c.optimizer.lr.given
+                                   ? c.optimizer.lr.value
+                                   : default_learning_rate(zoo_network_name(c.model.network.value)));
+  s.policy = k.policy.value == "cosine"   ? lr_policy::cosine
+             : k.policy.value == "constant" ? lr_policy::constant
+                                            : lr_policy::multi_step;
+  s.step_epochs = k.steps.value;
+  s.factor = static_cast<float>(k.factor.value);
+  s.total_epochs = static_cast<double>(c.run.epochs.value);
+  s.final_lr = static_cast<float>(k.final_lr.value);
+  s.warmup_epochs = k.warmup.value;
+  return s;
+}
+
+topology_options topology_of(const job_config& c) {
+  topology_options t;
+  const auto& k = c.topology;
+  switch (k.kind) {
+    case topology_kind::bsp: t.mode = sync_mode::bsp; break;
+    case topology_kind::async: t.mode = sync_mode::async; break;
+    case topology_kind::ssp: t.mode = sync_mode::ssp; break;
+    case topology_kind::hierarchical: t.mode = sync_mode::hierarchical; break;
+    case topology_kind::backup: t.mode = sync_mode::backup; break;
+  }
+  t.workers = c.cluster.workers.value;
+  t.staleness = k.staleness.value;
+  t.backup_workers = k.backup_workers.value;
+  t.machines = k.machines.value;
+  t.deterministic = k.deterministic.value;
+  return t;
+}
+
+} // namespace
+
+void resolve_app_defaults(job_config& c) {
+  if (!c.optimizer.lr.given)
+    c.optimizer.lr.value = default_learning_rate(zoo_network_name(c.model.network.value));
+  for (auto* d : {&c.train_data, &c.validation_data})
+    if (!d->dir.given)
+      d->dir.value = default_data_dir(io_dataset_name(d->dataset.value));
+}
+
+training_options to_training_options(const job_config& c) {
+  training_options o;
+  o.model = model_spec_of(c);
+  o.train_data = data_options(c, c.train_data, split::train);
+  o.validation_data = c.validation_data.enabled
+                        ? data_options(c, c.validation_data,
+                                       c.validation_data.split.value == "train" ? split::train
+                                                                                : split::test)
+                        : o.train_data;
+  o.train_data.which = c.train_data.split.value == "test" ? split::test : split::train;
+  o.train_batches = batch_options(c, c.train_data);
+  o.validation_batches = batch_options(c, c.validation_data);
+  o.optimizer.sgd = sgd_options{static_cast<float>(c.optimizer.momentum.value),
+                                static_cast<float>(c.optimizer.wd.value),
+                                c.optimizer.nesterov.value};
+  o.optimizer.schedule = schedule_options(c);
+  o.loader.prefetch_depth = c.run.prefetch.value;
+  o.epochs = c.run.epochs.value;
+  o.validate = c.validation_data.enabled;
+  o.shards = c.cluster.shards.value;
+  o.topology = topology_of(c);
+  o.display_batches = c.run.display.value;
+  o.metrics_path = c.run.metrics.value;
+  return o;
+}
+
+} // namespace troupe

@@ -1,0 +1,330 @@
+// The meaning of each section: which calls and keys it accepts, their types, ranges and
+// defaults. Each section may appear once (`data` once per binding), so a repeated section is
+// an error at its second occurrence rather than a silent override. Defaults that depend on
+// other values (validation data follows the training set, crop/mirror follow the dataset,
+// classes follow the data) are filled in after every section is read.
+#include "graph/config/job_config.hpp"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "graph/config/value_reader.hpp"
+
+namespace troupe {
+
+namespace {
+
+const std::vector<std::string> sections{"cluster", "data", "model", "optimizer",
+                                        "schedule", "topology", "train"};
+const std::vector<std::string> datasets{"fashion_mnist", "mnist", "cifar10", "synthetic"};
+const std::vector<std::string> networks{"mlp", "lenet", "resnet", "inception_bn", "vgg"};
+const std::vector<std::string> schedules{"multi_step", "cosine", "constant"};
+constexpr std::int64_t big = 1'000'000'000;
+
+// The call (or bare name) a section needs; error when it is missing or a block was given.
+const syntax_value& head_of(const value_reader& r, const syntax_statement& st,
+                            const std::string& expected) {
+  if (!st.head || st.has_block)
+    r.fail(st.section_span, "'" + st.section + "' takes " + expected + ", not a { } block");
+  return *st.head;
+}
+
+void require_block_only(const value_reader& r, const syntax_statement& st) {
+  if (st.head || !st.routes.empty() || !st.has_block)
+    r.fail(st.head ? st.head->span : st.section_span,
+           "'" + st.section + "' takes a { key = value ... } block");
+}
+
+void check_name(const value_reader& r, const syntax_value& v, const std::string& what,
+                const std::vector<std::string>& known) {
+  if (std::find(known.begin(), known.end(), v.text) == known.end())
+    r.fail(v.span, "unknown " + what + " '" + v.text + "' (known: " + join_names(known) + ")");
+}
+
+void read_cluster(const value_reader& r, const syntax_statement& st, cluster_config& c) {
+  require_block_only(r, st);
+  keyed_values k(r, "cluster", st.assignments, {"servers", "workers", "shards"});
+  if (auto* v = k.find("servers")) {
+    if (v->type == syntax_value::kind::number && v->integral && v->number == 0)
+      r.fail(v->span, "servers = 0: no shard would own the model's keys (need at least 1)");
+    r.set(c.servers, static_cast<int>(r.integer(*v, "servers", 1, 1024)), *v);
+  }
+  if (auto* v = k.find("workers"))
+    r.set(c.workers, static_cast<int>(r.integer(*v, "workers", 1, 1024)), *v);
+  c.shards.value = c.servers.value;
+  if (auto* v = k.find("shards"))
+    r.set(c.shards, static_cast<int>(r.integer(*v, "shards", 1, 1024)), *v);
+}
+
+void read_augmentation(const value_reader& r, const keyed_values& k, data_config& d) {
+  if (auto* v = k.find("crop_pad"))
+    r.set(d.crop_pad, r.integer(*v, "crop_pad", 0, 64), *v);
+  if (auto* v = k.find("mirror"))
+    r.set(d.mirror, r.boolean(*v, "mirror"), *v);
+  if (auto* v = k.find("normalize")) {
+    r.set(d.normalize, r.boolean(*v, "normalize"), *v);
+    if (d.normalize.value && d.dataset.value == "synthetic")
+      r.fail(v->span, "synthetic data has no standard normalization (use normalize = false)");
+  }
+  if (auto* v = k.find("shuffle"))
+    r.set(d.shuffle, r.boolean(*v, "shuffle"), *v);
+}
+
+void read_data(const value_reader& r, const syntax_statement& st, data_config& d) {
+  const auto& call = head_of(r, st, "a dataset call such as fashion_mnist(...)");
+  d.span = call.span;
+  if (call.type == syntax_value::kind::name && call.text == "none") {
+    d.enabled = false;
+    return;
+  }
+  check_name(r, call, "dataset", datasets);
+  r.set(d.dataset, call.text, call);
+  const bool synthetic = call.text == "synthetic";
+  std::vector<std::string> keys{"split", "batch", "crop_pad", "mirror", "normalize", "shuffle"};
+  if (synthetic)
+    keys.insert(keys.end(), {"shape", "classes", "examples"});
+  else
+    keys.push_back("dir");
+  keyed_values k(r, call.text, call.arguments, keys,
+                 synthetic ? std::vector<std::string>{} : std::vector<std::string>{"dir"});
+  if (auto* v = k.find("dir"))
+    r.set(d.dir, r.string(*v, "dir"), *v);
+  if (auto* v = k.find("split")) {
+    r.set(d.split, r.string(*v, "split"), *v);
+    if (d.split.value != "train" && d.split.value != "test")
+      r.fail(v->span, "split must be \"train\" or \"test\", got \"" + d.split.value + "\"");
+  }
+  if (auto* v = k.find("batch"))
+    r.set(d.batch, r.integer(*v, "batch", 1, big), *v);
+  if (auto* v = k.find("shape")) {
+    r.set(d.shape, r.integers(*v, "shape", 1, 4096), *v);
+    if (d.shape.value.size() != 3)
+      r.fail(v->span, "shape must have 3 elements [channels, height, width]");
+  }
+  if (auto* v = k.find("classes"))
+    r.set(d.classes, static_cast<int>(r.integer(*v, "classes", 2, 100000)), *v);
+  if (auto* v = k.find("examples"))
+    r.set(d.examples, r.integer(*v, "examples", 6, big), *v);
+  if (synthetic)
+    d.normalize.value = false;
+  read_augmentation(r, k, d);
+}
+
+void read_model(const value_reader& r, const syntax_statement& st, model_config& m) {
+  const auto& call = head_of(r, st, "a network such as lenet or resnet(layers = 20)");
+  check_name(r, call, "network", networks);
+  r.set(m.network, call.text, call);
+  m.span = call.span;
+  keyed_values k(r, call.text, call.arguments, {"layers", "classes"}, {});
+  if (auto* v = k.find("layers"))
+    r.set(m.layers, static_cast<int>(r.integer(*v, "layers", 1, 1000)), *v);
+  if (auto* v = k.find("classes"))
+    r.set(m.classes, static_cast<int>(r.integer(*v, "classes", 2, 100000)), *v);
+}
+
+void read_optimizer(const value_reader& r, const syntax_statement& st, optimizer_config& o) {
+  const auto& call = head_of(r, st, "sgd(...)");
+  check_name(r, call, "optimizer", {"sgd"});
+  keyed_values k(r, "sgd", call.arguments, {"lr", "momentum", "wd", "nesterov"}, {"lr"});
+  if (auto* v = k.find("lr"))
+    r.set(o.lr, r.real(*v, "lr", 0, false, 100), *v);
+  if (auto* v = k.find("momentum"))
+    r.set(o.momentum, r.real(*v, "momentum", 0, true, 0.999999), *v);
+  if (auto* v = k.find("wd"))
+    r.set(o.wd, r.real(*v, "wd", 0, true, 1), *v);
+  if (auto* v = k.find("nesterov"))
+    r.set(o.nesterov, r.boolean(*v, "nesterov"), *v);
+}
+
+void read_schedule(const value_reader& r, const syntax_statement& st, schedule_config& s) {
+  const auto& call = head_of(r, st, "multi_step(...), cosine(...) or constant");
+  check_name(r, call, "schedule", schedules);
+  r.set(s.policy, call.text, call);
+  std::vector<std::string> keys{"warmup"};
+  if (call.text == "multi_step")
+    keys.insert(keys.end(), {"steps", "factor"});
+  if (call.text == "cosine")
+    keys.push_back("final_lr");
+  keyed_values k(r, call.text, call.arguments, keys, {});
+  if (auto* v = k.find("steps")) {
+    r.set(s.steps, r.reals(*v, "steps", 0), *v);
+    for (std::size_t i = 1; i < s.steps.value.size(); ++i)
+      if (s.steps.value[i] <= s.steps.value[i - 1])
+        r.fail(v->items[i].span, "steps must increase");
+  }
+  if (auto* v = k.find("factor"))
+    r.set(s.factor, r.real(*v, "factor", 0, false, 1), *v);
+  if (auto* v = k.find("warmup"))
+    r.set(s.warmup, r.real(*v, "warmup", 0, true), *v);
+  if (auto* v = k.find("final_lr"))
+    r.set(s.final_lr, r.real(*v, "final_lr", 0, true), *v);
+}
+
+void read_run(const value_reader& r, const syntax_statement& st, run_config& t) {
+  require_block_only(r, st);
+  keyed_values k(r, "train", st.assignments,
+                 {"epochs", "eval_every", "seed", "threads", "prefetch", "display", "metrics"});
+  if (auto* v = k.find("epochs"))
+    r.set(t.epochs, r.integer(*v, "epochs", 1, big), *v);
+  if (auto* v = k.find("eval_every")) {
+    r.set(t.eval_every, r.integer(*v, "eval_every", 0, big), *v);
+    if (t.eval_every.value > 1)
+      r.fail(v->span, "eval_every must be 0 (never) or 1 (after every epoch): the session "
+                      "validates per epoch or not at all");
+  }
+  if (auto* v = k.find("seed"))
+    r.set(t.seed, r.integer(*v, "seed", 0, std::int64_t{1} << 53), *v);
+  if (auto* v = k.find("threads"))
+    r.set(t.threads, static_cast<int>(r.integer(*v, "threads", 1, 4096)), *v);
+  if (auto* v = k.find("prefetch"))
+    r.set(t.prefetch, static_cast<int>(r.integer(*v, "prefetch", 1, 1024)), *v);
+  if (auto* v = k.find("display"))
+    r.set(t.display, r.integer(*v, "display", 0, big), *v);
+  if (auto* v = k.find("metrics"))
+    r.set(t.metrics, r.string(*v, "metrics"), *v);
+}
+
+} // namespace
+
+namespace {
+
+std::vector<std::int64_t> implied_shape(const data_config& d) {
+  if (d.dataset.value == "cifar10")
+    return {3, 32, 32};
+  if (d.dataset.value == "synthetic")
+    return d.shape.value;
+  return {1, 28, 28};
+}
+
+// Validation follows the training set unless written: same dataset, dir and synthetic
+// parameters, the test split, batch 500, no augmentation and no shuffling.
+void fill_data_defaults(job_config& c, bool validation_written) {
+  auto& t = c.train_data;
+  if (!t.split.given)
+    t.split.value = "train";
+  const bool cifar = t.dataset.value == "cifar10";
+  if (!t.crop_pad.given)
+    t.crop_pad.value = cifar ? 4 : 0;
+  if (!t.mirror.given)
+    t.mirror.value = cifar;
+  auto& v = c.validation_data;
+  if (!validation_written) {
+    v.dataset = t.dataset;
+    v.dir = t.dir;
+    v.shape = t.shape;
+    v.classes = t.classes;
+    v.examples = t.examples;
+    v.normalize = t.normalize;
+    v.span = t.span;
+    v.dataset.given = false;
+  }
+  if (!v.split.given)
+    v.split.value = "test";
+  if (!v.batch.given)
+    v.batch.value = 500;
+  if (!v.shuffle.given)
+    v.shuffle.value = false;
+  t.shape.value = implied_shape(t);
+  v.shape.value = implied_shape(v);
+}
+
+void check_data_agree(const value_reader& r, job_config& c) {
+  const auto& t = c.train_data;
+  const auto& v = c.validation_data;
+  if (v.enabled && (v.shape.value != t.shape.value || v.classes.value != t.classes.value))
+    r.fail(v.span, "validation data must have the training data's example shape and classes");
+  if (!c.model.classes.given)
+    c.model.classes.value = t.classes.value;
+  else if (c.model.classes.value != t.classes.value)
+    r.fail(c.model.classes.span, "model has " + std::to_string(c.model.classes.value)
+                                   + " classes but the training data has "
+                                   + std::to_string(t.classes.value));
+  if (c.train_data.batch.value > 0 && c.cluster.workers.value > 0 && !c.schedule.steps.given
+      && c.schedule.policy.value == "multi_step") {
+    auto e = static_cast<double>(c.run.epochs.value);
+    c.schedule.steps.value = {0.5 * e, 0.75 * e};
+  }
+}
+
+// Reads one statement into its section; `seen` catches repeated sections.
+void dispatch(const value_reader& r, const syntax_statement& st, job_config& c,
+              std::map<std::string, bool>& seen, const syntax_statement*& topology) {
+  if (std::find(sections.begin(), sections.end(), st.section) == sections.end())
+    r.fail(st.section_span, "unknown section '" + st.section + "' (sections: "
+                              + join_names(sections) + ")");
+  std::string id = st.section == "data" ? "data " + st.binding : st.section;
+  if (st.section == "data" && st.binding != "train" && st.binding != "val")
+    r.fail(st.binding.empty() ? st.section_span : st.binding_span,
+           "data needs a binding: 'data train = ...' or 'data val = ...'");
+  if (st.section != "data" && !st.binding.empty())
+    r.fail(st.binding_span, "'" + st.section + "' takes no 'name =' binding");
+  if (seen[id])
+    r.fail(st.section_span, "duplicate '" + id + "' section");
+  seen[id] = true;
+  if (st.section == "cluster") read_cluster(r, st, c.cluster);
+  else if (st.section == "data") {
+    auto& d = st.binding == "train" ? c.train_data : c.validation_data;
+    read_data(r, st, d);
+    if (!d.enabled && st.binding == "train")
+      r.fail(st.head->span, "training data cannot be none");
+  }
+  else if (st.section == "model") read_model(r, st, c.model);
+  else if (st.section == "optimizer") read_optimizer(r, st, c.optimizer);
+  else if (st.section == "schedule") read_schedule(r, st, c.schedule);
+  else if (st.section == "train") read_run(r, st, c.run);
+  else topology = &st;
+}
+
+} // namespace
+
+job_config parse_job_config(const std::string& path, const std::string& text) {
+  auto file = parse_syntax(path, text);
+  value_reader r(file);
+  job_config c;
+  c.path = path;
+  c.text = text;
+  std::map<std::string, bool> seen;
+  const syntax_statement* topology = nullptr;
+  for (const auto& st : file.statements)
+    dispatch(r, st, c, seen, topology);
+  fill_data_defaults(c, seen["data val"]);
+  check_data_agree(r, c);
+  if (c.run.eval_every.given && c.run.eval_every.value == 0)
+    c.validation_data.enabled = false;
+  resolve_topology(c, topology);
+  return c;
+}
+
+job_config load_job_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw_config_error(path, "", source_span{}, "cannot open config file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_job_config(path, text.str());
+}
+
+std::string zoo_network_name(const std::string& dsl_name) {
+  return dsl_name == "inception_bn" ? "inception-bn" : dsl_name;
+}
+
+std::string io_dataset_name(const std::string& dsl_name) {
+  return dsl_name == "fashion_mnist" ? "fashion-mnist" : dsl_name;
+}
+
+model_spec model_spec_of(const job_config& c) {
+  model_spec spec;
+  spec.network = zoo_network_name(c.model.network.value);
+  spec.num_layers = c.model.layers.value;
+  spec.sample_shape = shape_t(c.train_data.shape.value.begin(), c.train_data.shape.value.end());
+  spec.classes = c.model.classes.value;
+  spec.seed = static_cast<std::uint64_t>(c.run.seed.value);
+  return spec;
+}
+
+void config_fail(const job_config& c, const source_span& span, const std::string& message) {
+  throw_config_error(c.path, c.text, span, message);
+}
+
+} // namespace troupe

@@ -1,0 +1,216 @@
+// Expands the role-level routes of a topology into actor instances: loader i feeds compute i,
+// machine m aggregates workers [m*W/M, (m+1)*W/M), and each shard exchanges only its own keys.
+#include "graph/config/job_plan.hpp"
+
+#include <sstream>
+#include <stdexcept>
+
+#include "graph/config/key_assignment.hpp"
+
+namespace troupe {
+
+namespace {
+
+struct sizes {
+  std::int64_t keys = 0, bytes = 0, batch_bytes = 0;
+};
+
+std::vector<std::size_t> spawn(job_plan& p, const std::string& prefix, int count) {
+  std::vector<std::size_t> ids;
+  for (int i = 0; i < count; ++i) {
+    ids.push_back(p.actors.size());
+    p.actors.push_back(count == 1 && prefix == "aggregator" ? prefix : prefix + "_" + std::to_string(i));
+  }
+  return ids;
+}
+
+void size_model(const job_config& c, job_plan& p, sizes& s) {
+  std::unique_ptr<model> m;
+  try {
+    m = build_model(model_spec_of(c));
+  } catch (const std::exception& e) {
+    config_fail(c, c.model.span.line ? c.model.span : c.model.network.span, e.what());
+  }
+  std::vector<std::int64_t> numels;
+  for (auto* param : m->parameters())
+    numels.push_back(param->value.numel());
+  p.parameters = m->parameter_count();
+  s.keys = static_cast<std::int64_t>(numels.size());
+  s.bytes = p.parameters * 4;
+  for (const auto& slots : assign_keys(numels, c.cluster.shards.value)) {
+    std::int64_t bytes = 0;
+    for (auto slot : slots)
+      bytes += numels[slot] * 4;
+    p.shard_keys.push_back(static_cast<std::int64_t>(slots.size()));
+    p.shard_bytes.push_back(bytes);
+  }
+  std::int64_t numel = 1;
+  for (auto d : c.train_data.shape.value)
+    numel *= d;
+  s.batch_bytes = c.train_data.batch.value * (numel * 4 + 4);
+}
+
+} // namespace
+
+job_plan build_plan(const job_config& c) {
+  job_plan p;
+  sizes s;
+  size_model(c, p, s);
+  const int workers = c.cluster.workers.value;
+  const auto& t = c.topology;
+  auto loaders = spawn(p, "loader", workers);
+  auto computes = spawn(p, "compute", workers);
+  bool machine = false, global = false;
+  for (const auto& w : t.routes) {
+    machine |= w.to == actor_role::machine_aggregator;
+    global |= w.to == actor_role::aggregator;
+  }
+  auto machines = machine ? spawn(p, "machine_aggregator", t.machines.value) : std::vector<std::size_t>{};
+  auto aggregator = global ? spawn(p, "aggregator", 1) : std::vector<std::size_t>{};
+  auto shards = spawn(p, "shard", static_cast<int>(p.shard_keys.size()));
+  for (int i = 0; i < workers; ++i)
+    p.routes.push_back({loaders[i], computes[i], "batch", 0, s.batch_bytes});
+  const int per_machine = machine ? workers / t.machines.value : workers;
+  for (int i = 0; i < workers; ++i) {
+    if (machine)
+      p.routes.push_back({computes[i], machines[i / per_machine], "gradients", s.keys, s.bytes});
+    else if (global)
+      p.routes.push_back({computes[i], aggregator[0], "gradients", s.keys, s.bytes});
+    else
+      for (std::size_t k = 0; k < shards.size(); ++k)
+        p.routes.push_back({computes[i], shards[k], "gradients", p.shard_keys[k], p.shard_bytes[k]});
+  }
+  for (auto m : machines)
+    p.routes.push_back({m, aggregator[0], "summed gradients", s.keys, s.bytes});
+  for (std::size_t k = 0; k < shards.size() && global; ++k)
+    p.routes.push_back({aggregator[0], shards[k], "summed gradients", p.shard_keys[k], p.shard_bytes[k]});
+  for (std::size_t k = 0; k < shards.size(); ++k)
+    for (auto compute : computes)
+      p.routes.push_back({shards[k], compute, "weights", p.shard_keys[k], p.shard_bytes[k]});
+  return p;
+}
+
+namespace {
+
+std::string human_bytes(std::int64_t b) {
+  std::ostringstream s;
+  s.precision(3);
+  if (b >= 1 << 20)
+    s << static_cast<double>(b) / (1 << 20) << " MiB";
+  else if (b >= 1 << 10)
+    s << static_cast<double>(b) / (1 << 10) << " KiB";
+  else
+    s << b << " B";
+  return s.str();
+}
+
+std::string label(const plan_route& r) {
+  return r.carries + (r.keys ? ": " + std::to_string(r.keys) + " keys, " : ": ")
+         + human_bytes(r.bytes) + "/step";
+}
+
+template <typename T>
+void show(std::ostream& out, const std::string& key, const located<T>& v) {
+  out << "  " << key << " = " << v.value;
+  out << (v.given ? "  # line " + std::to_string(v.span.line) : std::string("  # default")) << '\n';
+}
+
+template <typename T>
+void show(std::ostream& out, const std::string& key, const located<std::vector<T>>& v) {
+  std::ostringstream list;
+  for (std::size_t i = 0; i < v.value.size(); ++i)
+    list << (i ? ", " : "") << v.value[i];
+  located<std::string> text{"[" + list.str() + "]", v.span, v.given};
+  show(out, key, text);
+}
+
+void show_data(std::ostream& out, const std::string& name, const data_config& d) {
+  if (!d.enabled) {
+    out << "  data." << name << " = none\n";
+    return;
+  }
+  auto p = "data." + name + ".";
+  show(out, p + "dataset", d.dataset);
+  if (d.dataset.value == "synthetic") {
+    show(out, p + "shape", d.shape);
+    show(out, p + "classes", d.classes);
+    show(out, p + "examples", d.examples);
+  } else {
+    show(out, p + "dir", d.dir);
+  }
+  show(out, p + "split", d.split);
+  show(out, p + "batch", d.batch);
+  show(out, p + "crop_pad", d.crop_pad);
+  show(out, p + "mirror", d.mirror);
+  show(out, p + "normalize", d.normalize);
+  show(out, p + "shuffle", d.shuffle);
+}
+
+} // namespace
+
+void print_config(std::ostream& out, const job_config& c) {
+  out << std::boolalpha << c.path << ": ok\n";
+  show(out, "cluster.servers", c.cluster.servers);
+  show(out, "cluster.workers", c.cluster.workers);
+  show(out, "cluster.shards", c.cluster.shards);
+  show_data(out, "train", c.train_data);
+  show_data(out, "val", c.validation_data);
+  show(out, "model.network", c.model.network);
+  show(out, "model.layers", c.model.layers);
+  show(out, "model.classes", c.model.classes);
+  show(out, "optimizer.lr", c.optimizer.lr);
+  show(out, "optimizer.momentum", c.optimizer.momentum);
+  show(out, "optimizer.wd", c.optimizer.wd);
+  show(out, "optimizer.nesterov", c.optimizer.nesterov);
+  show(out, "schedule.policy", c.schedule.policy);
+  if (c.schedule.policy.value == "multi_step") {
+    show(out, "schedule.steps", c.schedule.steps);
+    show(out, "schedule.factor", c.schedule.factor);
+  }
+  if (c.schedule.policy.value == "cosine")
+    show(out, "schedule.final_lr", c.schedule.final_lr);
+  show(out, "schedule.warmup", c.schedule.warmup);
+  out << "  topology = " << to_string(c.topology.kind)
+      << (c.topology.explicit_wiring ? "  # explicit wiring\n" : "  # preset routes\n");
+  show(out, "topology.staleness", c.topology.staleness);
+  show(out, "topology.backups", c.topology.backup_workers);
+  show(out, "topology.machines", c.topology.machines);
+  show(out, "topology.deterministic", c.topology.deterministic);
+  for (const auto& w : c.topology.routes)
+    out << "  route " << to_string(w.from) << " -> " << to_string(w.to)
+        << (w.fan.empty() ? "" : "(" + w.fan + ")") << '\n';
+  show(out, "train.epochs", c.run.epochs);
+  show(out, "train.eval_every", c.run.eval_every);
+  show(out, "train.seed", c.run.seed);
+  show(out, "train.threads", c.run.threads);
+  show(out, "train.prefetch", c.run.prefetch);
+  show(out, "train.display", c.run.display);
+  show(out, "train.metrics", c.run.metrics);
+}
+
+void print_plan(std::ostream& out, const job_plan& p) {
+  out << "plan: " << p.actors.size() << " actors, " << p.routes.size() << " routes, "
+      << p.parameters << " parameters (" << human_bytes(p.parameters * 4) << ")\n";
+  for (std::size_t k = 0; k < p.shard_keys.size(); ++k)
+    out << "  shard_" << k << " owns " << p.shard_keys[k] << " keys, "
+        << human_bytes(p.shard_bytes[k]) << '\n';
+  for (const auto& r : p.routes)
+    out << "  " << p.actors[r.from] << " -> " << p.actors[r.to] << "  [" << label(r) << "]\n";
+}
+
+std::string plan_to_dot(const job_plan& p, const std::string& title) {
+  std::ostringstream out;
+  std::string safe = title;
+  for (auto& ch : safe)
+    ch = ch == '"' || ch == '\\' ? '_' : ch;
+  out << "digraph troupe {\n  label=\"" << safe << "\";\n  rankdir=LR;\n  node [shape=box];\n";
+  for (const auto& a : p.actors)
+    out << "  " << a << ";\n";
+  for (const auto& r : p.routes)
+    out << "  " << p.actors[r.from] << " -> " << p.actors[r.to] << " [label=\"" << label(r)
+        << "\"];\n";
+  out << "}\n";
+  return out.str();
+}
+
+} // namespace troupe

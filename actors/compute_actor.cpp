@@ -28,6 +28,7 @@ struct compute_state {
   float learning_rate = 0;
   bool have_weights = false;
   bool busy = false;
+  std::optional<gradient_push> delayed_push;  // a straggler's push, waiting for its timer
   static inline const char* name = "compute";
 };
 
@@ -115,6 +116,11 @@ void on_training_batch(compute_pointer self, loader_item& item) {
   tmpl.epoch_position = static_cast<double>(item.data.epoch)
                         + static_cast<double>(item.data.index)
                             / static_cast<double>(std::max<std::int64_t>(1, st.wiring.batches_per_epoch));
+  if (st.wiring.straggle.count() > 0) {
+    st.delayed_push = std::move(tmpl);
+    self->delayed_send(self, st.wiring.straggle, straggle_atom::value);
+    return;
+  }
   exchange(self, std::move(tmpl), [=] { next_training_batch(self); });
 }
 
@@ -177,6 +183,12 @@ caf::behavior compute(compute_pointer self, std::shared_ptr<model> replica, comp
         });
       }
       return caf::delegated<phase_report>();
+    },
+    [=](straggle_atom) {
+      auto push = std::move(self->state.delayed_push);
+      self->state.delayed_push.reset();
+      if (push)
+        exchange(self, std::move(*push), [=] { next_training_batch(self); });
     },
     [=](validate_atom, std::int64_t epoch) -> caf::result<phase_report> {
       if (!begin_phase(self, epoch, true))

@@ -14,6 +14,7 @@
 // of the previous step have arrived from all shards (synchronous within one worker).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -41,6 +42,9 @@ struct compute_wiring {
   std::vector<shard_route> shards;
   caf::actor metrics;  ///< may be invalid: no per-batch reports
   std::int64_t batches_per_epoch = 0;
+  /// Test knob for straggler experiments: extra time this worker waits after each step's
+  /// backward before pushing (a timer, so the CPU stays free for the others). 0: none.
+  std::chrono::milliseconds straggle{0};
 };
 
 caf::actor spawn_compute(caf::actor_system& system, std::unique_ptr<model> replica,

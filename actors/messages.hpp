@@ -31,6 +31,7 @@ using run_atom = caf::atom_constant<caf::atom("run")>;            // session -> 
 using fill_atom = caf::atom_constant<caf::atom("fill")>;          // loader -> itself: prefetch
 using flush_atom = caf::atom_constant<caf::atom("flush")>;        // metrics: finish output
 using stats_atom = caf::atom_constant<caf::atom("stats")>;        // aggregator: counters
+using straggle_atom = caf::atom_constant<caf::atom("straggle")>;  // compute -> itself: late push
 
 /// A batch from a loader, or the mark that the epoch has no more batches (`end == true`).
 struct loader_item {

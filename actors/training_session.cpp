@@ -192,6 +192,8 @@ training_result run_training(caf::actor_system& system, const training_options& 
     wiring.shards = std::move(routes[w]);
     wiring.metrics = metrics;
     wiring.batches_per_epoch = steps;
+    if (w == topo.straggler)
+      wiring.straggle = std::chrono::milliseconds(topo.straggle_ms);
     all.push_back(wiring.train_loader);
     computes.push_back(spawn_compute(system, std::move(replicas[w]), wiring));
     all.push_back(computes.back());

@@ -41,6 +41,9 @@ struct topology_options {
   int backup_workers = 0;     ///< backup: contributions that may be dropped per step
   int machines = 1;           ///< hierarchical: workers are split evenly over machines
   bool deterministic = true;  ///< aggregators sum in worker order (bit-identical reruns)
+  /// Experiment knob: worker `straggler` waits `straggle_ms` after every backward. -1: none.
+  int straggler = -1;
+  int straggle_ms = 0;
 };
 
 struct training_options {

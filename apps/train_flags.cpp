@@ -33,7 +33,7 @@ struct raw_flags {
   std::string network = "lenet", dataset = "fashion-mnist", data_dir, metrics;
   std::string lr_step_epochs, lr_schedule = "multi-step", progress = "auto";
   std::string image_shape = "1,28,28";
-  std::string config;
+  std::string config, straggler;
   int num_layers = 0, threads = 2, shards = 1, prefetch = 3, num_classes = 10;
   std::int64_t batch_size = 128, val_batch_size = 500, num_epochs = 10, disp_batches = 100;
   std::int64_t seed = 0, random_crop_pad = -1, random_mirror = -1, num_examples = 60000;
@@ -43,6 +43,7 @@ struct raw_flags {
 
 void declare(flag_set& f, raw_flags& r) {
   f.add("config", r.config, "read the job from a .troupe config (docs/dsl.md); other flags given override it");
+  f.add("straggler", r.straggler, "experiment knob W:MS: worker W waits MS ms after each backward (\"\": none)");
   f.add("network", r.network, "mlp | lenet | resnet | inception-bn | vgg");
   f.add("num-layers", r.num_layers, "depth for resnet (20/32/44/56/110, 18/50); 0 = default");
   f.add("dataset", r.dataset, "fashion-mnist | mnist | cifar10 | synthetic");
@@ -217,6 +218,26 @@ train_command_line options_from_config(const raw_flags& r, const flag_set& f) {
 
 } // namespace
 
+namespace {
+
+// "--straggler W:MS" onto the topology, checked against the worker count.
+void apply_straggler(const std::string& text, topology_options& t) {
+  if (text.empty())
+    return;
+  auto colon = text.find(':');
+  std::vector<double> parts;
+  if (colon != std::string::npos)
+    parts = parse_number_list("straggler", text.substr(0, colon) + "," + text.substr(colon + 1));
+  if (parts.size() != 2 || parts[0] != static_cast<int>(parts[0]) || parts[0] < 0
+      || parts[0] >= t.workers || parts[1] < 0)
+    throw usage_error("--straggler: expected W:MS with 0 <= W < workers (" + std::to_string(t.workers)
+                      + ") and MS >= 0, got '" + text + "'");
+  t.straggler = static_cast<int>(parts[0]);
+  t.straggle_ms = static_cast<int>(parts[1]);
+}
+
+} // namespace
+
 train_command_line parse_train_flags(const std::vector<std::string>& args) {
   raw_flags r;
   flag_set f("train", "Trains a network with loader, compute, parameter-shard, coordinator and "
@@ -244,8 +265,11 @@ train_command_line parse_train_flags(const std::vector<std::string>& args) {
     throw usage_error("--seed must not be negative");
   check_known("network", r.network, zoo_networks());
   check_known("dataset", r.dataset, dataset_names());
-  if (f.given("config"))
-    return options_from_config(r, f);
+  if (f.given("config")) {
+    auto from_config = options_from_config(r, f);
+    apply_straggler(r.straggler, from_config.options.topology);
+    return from_config;
+  }
 
   auto& o = out.options;
   o.model.network = r.network;
@@ -265,6 +289,7 @@ train_command_line parse_train_flags(const std::vector<std::string>& args) {
   o.progress_bar = progress_wanted(r.progress);
   o.metrics_path = r.metrics;
   out.threads = r.threads;
+  apply_straggler(r.straggler, o.topology);
   return out;
 }
 

@@ -110,7 +110,6 @@ void on_training_batch(compute_pointer self, loader_item& item) {
                                                st.wiring.batches_per_epoch, loss.count,
                                                loss.correct, loss.loss_sum, st.learning_rate});
   gradient_push tmpl;
-  tmpl.worker = st.wiring.worker;
   tmpl.samples = loss.count;
   tmpl.step = st.global_step++;
   tmpl.epoch_position = static_cast<double>(item.data.epoch)

@@ -1,4 +1,5 @@
-// Implementation notes: contributions wait in a map keyed by step until `need` have arrived;
+// Implementation notes: contributions wait in a map keyed by (first key of the group, step)
+// until `need` have arrived;
 // then they are added in source order (deterministic) or arrival order. The contributions are
 // handles to the sources' gradient buffers: read, never written, released once summed.
 #include "actors/aggregator_actor.hpp"
@@ -23,30 +24,35 @@ struct pending_step {
   std::vector<caf::response_promise> waiting;
 };
 
+// What the aggregator knows of one push group (named by its first key).
+struct group_state {
+  std::int64_t forwarded_through = -1;  // highest step already sent downstream
+  weight_set latest;                    // the newest weights downstream answered with
+  bool have_latest = false;
+  std::vector<std::vector<tensor>> pool;  // sum buffers, reused once downstream lets go
+};
+
 struct aggregator_state {
   caf::actor downstream;
   aggregator_options options;
-  std::map<std::int64_t, pending_step> steps;
-  std::int64_t forwarded_through = -1;  // highest step already sent downstream
+  std::map<std::pair<std::size_t, std::int64_t>, pending_step> steps;  // (group, step)
+  std::map<std::size_t, group_state> groups;
   std::int64_t forwarded = 0;
   std::int64_t dropped = 0;
-  weight_set latest;
-  bool have_latest = false;
-  std::vector<std::vector<tensor>> pool;  // sum buffers, reused once downstream lets go
   static inline const char* name = "aggregator";
 };
 
 using aggregator_pointer = caf::stateful_actor<aggregator_state>*;
 
-std::vector<tensor>& sum_buffers(aggregator_state& st, const gradient_push& like) {
-  for (auto& set : st.pool)
+std::vector<tensor>& sum_buffers(group_state& group, const gradient_push& like) {
+  for (auto& set : group.pool)
     if (!set.empty() && set.front().unique())
       return set;
   std::vector<tensor> fresh;
   for (const auto& g : like.gradients)
     fresh.push_back(tensor::uninitialized(g.shape()));
-  st.pool.push_back(std::move(fresh));
-  return st.pool.back();
+  group.pool.push_back(std::move(fresh));
+  return group.pool.back();
 }
 
 // out = sum_i w_i * g_i over `parts` in the given order, w_i = n_i / total.
@@ -68,6 +74,13 @@ void weighted_sum(const std::vector<const gradient_push*>& parts, std::int64_t t
   }
 }
 
+std::string key_list(const std::vector<std::size_t>& keys) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(keys[i]);
+  return out + "]";
+}
+
 std::string check_contribution(const aggregator_state& st, const gradient_push& push,
                                const pending_step* step) {
   if (push.worker < 0 || push.worker >= st.options.sources)
@@ -76,12 +89,22 @@ std::string check_contribution(const aggregator_state& st, const gradient_push& 
   if (push.samples <= 0)
     return "aggregator: push from source " + std::to_string(push.worker) + " carries "
            + std::to_string(push.samples) + " samples";
+  if (push.keys.empty() || push.keys.size() != push.gradients.size())
+    return "aggregator: push from source " + std::to_string(push.worker) + " carries "
+           + std::to_string(push.gradients.size()) + " gradients for "
+           + std::to_string(push.keys.size()) + " keys";
   if (step && !step->parts.empty()) {
     const auto& first = step->parts.front();
-    if (first.gradients.size() != push.gradients.size())
-      return "aggregator: source " + std::to_string(push.worker) + " pushed "
-             + std::to_string(push.gradients.size()) + " gradients, others "
-             + std::to_string(first.gradients.size());
+    if (first.keys != push.keys)
+      return "aggregator: source " + std::to_string(push.worker) + " pushed keys "
+             + key_list(push.keys) + " for step " + std::to_string(push.step)
+             + ", others pushed " + key_list(first.keys);
+    for (std::size_t i = 0; i < push.gradients.size(); ++i)
+      if (push.gradients[i].shape() != first.gradients[i].shape())
+        return "aggregator: source " + std::to_string(push.worker) + " pushed key "
+               + std::to_string(push.keys[i]) + " with shape "
+               + shape_string(push.gradients[i].shape()) + ", others "
+               + shape_string(first.gradients[i].shape());
     for (const auto& p : step->parts)
       if (p.worker == push.worker)
         return "aggregator: source " + std::to_string(push.worker) + " pushed step "
@@ -90,10 +113,11 @@ std::string check_contribution(const aggregator_state& st, const gradient_push& 
   return {};
 }
 
-void forward_step(aggregator_pointer self, std::int64_t step_id) {
+void forward_step(aggregator_pointer self, std::pair<std::size_t, std::int64_t> id) {
   auto& st = self->state;
-  auto node = st.steps.extract(step_id);
+  auto node = st.steps.extract(id);
   auto& step = node.mapped();
+  auto& group = st.groups[id.first];
   std::vector<const gradient_push*> order;
   for (auto& p : step.parts)
     order.push_back(&p);
@@ -101,21 +125,24 @@ void forward_step(aggregator_pointer self, std::int64_t step_id) {
     std::sort(order.begin(), order.end(),
               [](auto* a, auto* b) { return a->worker < b->worker; });
   gradient_push sum;
-  sum.step = step_id;
+  sum.step = id.second;
   sum.epoch_position = step.epoch_position;
+  sum.keys = order.front()->keys;
   sum.worker = st.options.position;
   sum.samples = step.samples;
-  auto& buffers = sum_buffers(st, *order.front());
+  auto& buffers = sum_buffers(group, *order.front());
   weighted_sum(order, step.samples, buffers);
   sum.gradients = buffers;  // handles: downstream reads them, we reuse them once it lets go
-  st.forwarded_through = std::max(st.forwarded_through, step_id);
+  group.forwarded_through = std::max(group.forwarded_through, id.second);
   ++st.forwarded;
   auto waiting = std::move(step.waiting);
+  const auto group_id = id.first;
   self->request(st.downstream, caf::infinite, push_atom::value, std::move(sum))
     .then(
       [=](weight_set& ws) mutable {
-        self->state.latest = ws;
-        self->state.have_latest = true;
+        auto& g = self->state.groups[group_id];
+        g.latest = ws;
+        g.have_latest = true;
         for (auto& promise : waiting)
           promise.deliver(ws);
       },
@@ -127,20 +154,40 @@ void forward_step(aggregator_pointer self, std::int64_t step_id) {
 
 caf::result<weight_set> on_push(aggregator_pointer self, gradient_push& push) {
   auto& st = self->state;
-  if (push.step <= st.forwarded_through) {
+  const std::size_t group_id = push.keys.empty() ? 0 : push.keys.front();
+  if (auto g = st.groups.find(group_id);
+      !push.keys.empty() && g != st.groups.end() && push.step <= g->second.forwarded_through) {
     // A late contribution (backup workers): its step already went downstream.
     ++st.dropped;
-    if (st.have_latest)
-      return st.latest;
-    auto promise = self->make_response_promise();  // weights still on their way: ask the source
-    promise.delegate(st.downstream, pull_atom::value);
+    if (g->second.have_latest && g->second.latest.keys == push.keys)
+      return g->second.latest;
+    auto promise = self->make_response_promise();  // weights still on their way: ask the shard
+    auto keys = push.keys;
+    self->request(st.downstream, caf::infinite, pull_atom::value)
+      .then(
+        [=](weight_set& all) mutable {
+          weight_set mine;
+          mine.step = all.step;
+          mine.learning_rate = all.learning_rate;
+          mine.keys = keys;
+          for (auto k : keys) {
+            auto at = std::find(all.keys.begin(), all.keys.end(), k);
+            if (at == all.keys.end())
+              return promise.deliver(make_troupe_error(
+                "aggregator: downstream has no key " + std::to_string(k)));
+            mine.weights.push_back(all.weights[static_cast<std::size_t>(at - all.keys.begin())]);
+          }
+          promise.deliver(std::move(mine));
+        },
+        [=](caf::error& err) mutable { promise.deliver(err); });
     return caf::delegated<weight_set>();
   }
-  auto it = st.steps.find(push.step);
+  const std::pair<std::size_t, std::int64_t> id{group_id, push.step};
+  auto it = st.steps.find(id);
   if (auto problem = check_contribution(st, push, it == st.steps.end() ? nullptr : &it->second);
       !problem.empty())
     return make_troupe_error(problem);
-  auto& step = st.steps[push.step];
+  auto& step = st.steps[id];
   step.samples += push.samples;
   step.epoch_position = push.epoch_position;
   step.parts.push_back(std::move(push));
@@ -148,7 +195,7 @@ caf::result<weight_set> on_push(aggregator_pointer self, gradient_push& push) {
   step.waiting.push_back(promise);
   const int need = st.options.need > 0 ? st.options.need : st.options.sources;
   if (static_cast<int>(step.parts.size()) >= need)
-    forward_step(self, step.parts.front().step);
+    forward_step(self, id);
   return caf::delegated<weight_set>();
 }
 

@@ -3,13 +3,18 @@
 // looks exactly like a shard: (push) is answered with the weights that came back.
 //
 // Protocol (dynamically typed):
-//   (push_atom, gradient_push) -> weight_set   a source's gradients for step s; answered once
-//                                              the step's sum went downstream and weights came
-//                                              back. A push for a step already forwarded (a
-//                                              late backup worker) is dropped, counted, and
-//                                              answered with the newest weights at once.
+//   (push_atom, gradient_push) -> weight_set   a source's gradients of one push group for step
+//                                              s; answered once the group's sum for s went
+//                                              downstream and weights came back. A push for a
+//                                              step already forwarded (a late backup worker) is
+//                                              dropped, counted, and answered with the newest
+//                                              weights of its keys at once.
 //   (pull_atom)                -> weight_set   forwarded downstream
-//   (stats_atom)               -> int64, int64 steps forwarded, late pushes dropped
+//   (stats_atom)               -> int64, int64 sums forwarded, late pushes dropped
+//
+// Each push group (the keys one push lists) is aggregated on its own: a step of a model with
+// G groups is G independent sums, forwarded as each completes, which keeps the overlap the
+// compute actors create by pushing during backward.
 //
 // The sum is the sample-weighted mean, sum_i(n_i * g_i) / sum_i(n_i), which makes N workers at
 // batch B/N equal to one worker at batch B. Deterministic mode adds the contributions in source

@@ -1,11 +1,16 @@
 // Implementation notes: every continuation is a non-blocking `request(...).then(...)`, so the
-// actor never parks a scheduler thread while waiting for a loader or a shard. The replica's
-// parameters are swapped to the handles the shards send; no weight bytes are copied.
+// actor never parks a scheduler thread while waiting for a loader or a shard. Pushes sent from
+// inside backward (the model's gradient-ready callback) leave at once: CAF enqueues a message
+// in the receiver's mailbox when it is sent, and the receiver runs on another scheduler thread
+// while this actor finishes backward. Their answers are handled after train_step returns, so
+// weights never change under a running backward.
 #include "actors/compute_actor.hpp"
 
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <set>
+#include <stdexcept>
 
 #include <caf/all.hpp>
 
@@ -18,9 +23,18 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
+// What one training step's pushes share; the keys and gradients differ per group.
+struct step_header {
+  std::int64_t step = 0;
+  double epoch_position = 0;
+  std::int64_t samples = 0;
+};
+
 struct compute_state {
   std::shared_ptr<model> replica;
   compute_wiring wiring;
+  std::vector<std::vector<std::size_t>> groups_of_slot;  // slot -> groups holding its keys
+  std::vector<std::size_t> slots_per_group;              // distinct slots in each group
   caf::response_promise promise;
   phase_report phase;
   clock_type::time_point phase_start;
@@ -28,7 +42,11 @@ struct compute_state {
   float learning_rate = 0;
   bool have_weights = false;
   bool busy = false;
-  std::optional<gradient_push> delayed_push;  // a straggler's push, waiting for its timer
+  // the step in flight
+  step_header header;
+  std::vector<std::size_t> slots_missing;  // per group: slots backward has not finished
+  std::size_t answers_missing = 0;          // groups whose weights have not come back
+  std::vector<std::size_t> unsent;          // groups held back (no overlap, or straggling)
   static inline const char* name = "compute";
 };
 
@@ -43,62 +61,119 @@ void finish_phase(compute_pointer self) {
 
 void fail_phase(compute_pointer self, const caf::error& err) {
   auto& st = self->state;
+  if (!st.busy)
+    return;  // a second failure of the same phase: the first one was answered
   st.busy = false;
   st.promise.deliver(err);
 }
 
-void install(compute_state& st, const shard_route& route, weight_set& ws) {
+// Puts one shard's answered weights into the replica: whole keys by handle, slices by copy.
+std::string install(compute_state& st, const shard_route& route, weight_set& ws) {
+  if (ws.keys.size() != ws.weights.size())
+    return "compute: shard answered " + std::to_string(ws.weights.size()) + " weights for "
+           + std::to_string(ws.keys.size()) + " keys";
   auto& params = st.replica->parameters();
-  for (std::size_t i = 0; i < route.slots.size(); ++i)
-    params[route.slots[i]]->value = std::move(ws.weights[i]);
-  st.learning_rate = ws.learning_rate;
-}
-
-// Sends one request per shard and runs `then` once every shard has answered with weights.
-void exchange(compute_pointer self, std::optional<gradient_push> tmpl, std::function<void()> then) {
-  auto& st = self->state;
-  auto outstanding = std::make_shared<std::size_t>(st.wiring.shards.size());
-  for (std::size_t r = 0; r < st.wiring.shards.size(); ++r) {
-    const auto& route = st.wiring.shards[r];
-    auto on_weights = [=](weight_set& ws) {
-      auto& s = self->state;
-      if (ws.weights.size() != s.wiring.shards[r].slots.size())
-        return fail_phase(self, make_troupe_error("compute: shard answered with "
-                                                  + std::to_string(ws.weights.size())
-                                                  + " weights for "
-                                                  + std::to_string(s.wiring.shards[r].slots.size())
-                                                  + " keys"));
-      install(s, s.wiring.shards[r], ws);
-      if (--*outstanding == 0)
-        then();
-    };
-    auto on_error = [=](caf::error& err) { fail_phase(self, err); };
-    if (!tmpl) {
-      self->request(route.shard, caf::infinite, pull_atom::value).then(on_weights, on_error);
+  for (std::size_t i = 0; i < ws.keys.size(); ++i) {
+    if (ws.keys[i] >= route.keys.size())
+      return "compute: shard answered key " + std::to_string(ws.keys[i]) + ", it owns "
+             + std::to_string(route.keys.size());
+    const auto& key = route.keys[ws.keys[i]];
+    auto& value = params[key.slot]->value;
+    if (ws.weights[i].numel() != key.length)
+      return "compute: shard answered " + std::to_string(ws.weights[i].numel())
+             + " elements for key " + key_name(params[key.slot]->name, key) + " of "
+             + std::to_string(key.length);
+    if (key.whole) {
+      if (ws.weights[i].shape() != value.shape())
+        return "compute: shard answered shape " + shape_string(ws.weights[i].shape())
+               + " for " + params[key.slot]->name + " of shape " + shape_string(value.shape());
+      value = std::move(ws.weights[i]);
       continue;
     }
-    gradient_push push;
-    push.step = tmpl->step;
-    push.epoch_position = tmpl->epoch_position;
-    push.worker = route.source_index;
-    push.samples = tmpl->samples;
-    auto& params = st.replica->parameters();
-    for (auto slot : route.slots)
-      push.gradients.push_back(params[slot]->grad);
-    self->request(route.shard, caf::infinite, push_atom::value, std::move(push))
-      .then(on_weights, on_error);
+    if (!value.unique())  // a whole-key handle from an earlier wiring, or a reader: write a copy
+      value = value.clone();
+    std::copy_n(ws.weights[i].data(), key.length, value.data() + key.offset);
   }
+  st.learning_rate = ws.learning_rate;
+  return {};
+}
+
+// Sends `request` to route r and installs the weights it answers; runs `then` after the last
+// outstanding answer of the step.
+template <typename... Ts>
+void ask(compute_pointer self, std::size_t r, std::function<void()> then, Ts&&... message) {
+  self->request(self->state.wiring.shards[r].shard, caf::infinite, std::forward<Ts>(message)...)
+    .then(
+      [=](weight_set& ws) {
+        auto& s = self->state;
+        if (!s.busy)
+          return;  // the phase already failed
+        if (auto problem = install(s, s.wiring.shards[r], ws); !problem.empty())
+          return fail_phase(self, make_troupe_error(problem));
+        if (--s.answers_missing == 0)
+          then();
+      },
+      [=](caf::error& err) { fail_phase(self, err); });
 }
 
 void next_training_batch(compute_pointer self);
+
+void send_group(compute_pointer self, std::size_t g) {
+  auto& st = self->state;
+  const auto& group = st.wiring.groups[g];
+  const auto& route = st.wiring.shards[group.shard];
+  auto& params = st.replica->parameters();
+  gradient_push push;
+  push.step = st.header.step;
+  push.epoch_position = st.header.epoch_position;
+  push.samples = st.header.samples;
+  push.worker = route.source_index;
+  push.keys = group.keys;
+  for (auto k : group.keys) {
+    const auto& key = route.keys[k];
+    const auto& grad = params[key.slot]->grad;
+    push.gradients.push_back(key.whole ? grad : grad.flat_slice(key.offset, key.length));
+  }
+  ask(self, group.shard, [=] { next_training_batch(self); }, push_atom::value, std::move(push));
+}
+
+void send_unsent(compute_pointer self) {
+  auto groups = std::move(self->state.unsent);
+  self->state.unsent.clear();
+  for (auto g : groups)
+    send_group(self, g);
+}
+
+void on_gradient_ready(compute_pointer self, std::size_t slot) {
+  auto& st = self->state;
+  if (slot >= st.groups_of_slot.size())
+    return;
+  for (auto g : st.groups_of_slot[slot]) {
+    if (--st.slots_missing[g] > 0)
+      continue;
+    if (st.wiring.overlap && st.wiring.straggle.count() == 0)
+      send_group(self, g);
+    else
+      st.unsent.push_back(g);
+  }
+}
 
 void on_training_batch(compute_pointer self, loader_item& item) {
   auto& st = self->state;
   if (item.end)
     return finish_phase(self);
+  st.header.samples = static_cast<std::int64_t>(item.data.labels.size());
+  st.header.step = st.global_step++;
+  st.header.epoch_position = static_cast<double>(item.data.epoch)
+                             + static_cast<double>(item.data.index)
+                                 / static_cast<double>(std::max<std::int64_t>(1, st.wiring.batches_per_epoch));
+  st.slots_missing = st.slots_per_group;
+  st.answers_missing = st.wiring.groups.size();
+  st.unsent.clear();
   loss_result loss;
   try {
-    loss = st.replica->train_step(item.data.images, item.data.labels);
+    loss = st.replica->train_step(item.data.images, item.data.labels,
+                                  [self](std::size_t slot) { on_gradient_ready(self, slot); });
   } catch (const std::exception& e) {
     return fail_phase(self, make_troupe_error(std::string("compute: ") + e.what()));
   }
@@ -109,24 +184,24 @@ void on_training_batch(compute_pointer self, loader_item& item) {
     self->send(st.wiring.metrics, batch_report{st.wiring.worker, item.data.epoch, item.data.index,
                                                st.wiring.batches_per_epoch, loss.count,
                                                loss.correct, loss.loss_sum, st.learning_rate});
-  gradient_push tmpl;
-  tmpl.samples = loss.count;
-  tmpl.step = st.global_step++;
-  tmpl.epoch_position = static_cast<double>(item.data.epoch)
-                        + static_cast<double>(item.data.index)
-                            / static_cast<double>(std::max<std::int64_t>(1, st.wiring.batches_per_epoch));
-  if (st.wiring.straggle.count() > 0) {
-    st.delayed_push = std::move(tmpl);
-    self->delayed_send(self, st.wiring.straggle, straggle_atom::value);
+  if (st.unsent.empty())
     return;
-  }
-  exchange(self, std::move(tmpl), [=] { next_training_batch(self); });
+  if (st.wiring.straggle.count() > 0)
+    self->delayed_send(self, st.wiring.straggle, straggle_atom::value);
+  else
+    send_unsent(self);
 }
 
 void next_training_batch(compute_pointer self) {
   self->request(self->state.wiring.train_loader, caf::infinite, next_atom::value)
     .then([=](loader_item& item) { on_training_batch(self, item); },
           [=](caf::error& err) { fail_phase(self, err); });
+}
+
+void pull_all(compute_pointer self, std::function<void()> then) {
+  self->state.answers_missing = self->state.wiring.shards.size();
+  for (std::size_t r = 0; r < self->state.wiring.shards.size(); ++r)
+    ask(self, r, then, pull_atom::value);
 }
 
 void next_validation_batch(compute_pointer self) {
@@ -152,11 +227,11 @@ void next_validation_batch(compute_pointer self) {
 // Common start of a phase; returns false (and answers with an error) if one is running.
 bool begin_phase(compute_pointer self, std::int64_t epoch, bool validation) {
   auto& st = self->state;
-  st.promise = self->make_response_promise();
   if (st.busy) {
-    st.promise.deliver(make_troupe_error("compute: a phase is already running"));
+    self->make_response_promise().deliver(make_troupe_error("compute: a phase is already running"));
     return false;
   }
+  st.promise = self->make_response_promise();
   st.busy = true;
   st.phase = phase_report{};
   st.phase.epoch = epoch;
@@ -166,8 +241,18 @@ bool begin_phase(compute_pointer self, std::int64_t epoch, bool validation) {
 }
 
 caf::behavior compute(compute_pointer self, std::shared_ptr<model> replica, compute_wiring wiring) {
-  self->state.replica = std::move(replica);
-  self->state.wiring = std::move(wiring);
+  auto& st = self->state;
+  st.replica = std::move(replica);
+  st.wiring = std::move(wiring);
+  st.groups_of_slot.assign(st.replica->parameters().size(), {});
+  for (std::size_t g = 0; g < st.wiring.groups.size(); ++g) {
+    std::set<std::size_t> slots;
+    for (auto k : st.wiring.groups[g].keys)
+      slots.insert(st.wiring.shards[st.wiring.groups[g].shard].keys[k].slot);
+    for (auto slot : slots)
+      st.groups_of_slot[slot].push_back(g);
+    st.slots_per_group.push_back(slots.size());
+  }
   return {
     [=](train_atom, std::int64_t epoch) -> caf::result<phase_report> {
       if (!begin_phase(self, epoch, false))
@@ -176,7 +261,7 @@ caf::behavior compute(compute_pointer self, std::shared_ptr<model> replica, comp
       if (self->state.have_weights) {
         next_training_batch(self);
       } else {
-        exchange(self, std::nullopt, [=] {
+        pull_all(self, [=] {
           self->state.have_weights = true;
           next_training_batch(self);
         });
@@ -184,10 +269,8 @@ caf::behavior compute(compute_pointer self, std::shared_ptr<model> replica, comp
       return caf::delegated<phase_report>();
     },
     [=](straggle_atom) {
-      auto push = std::move(self->state.delayed_push);
-      self->state.delayed_push.reset();
-      if (push)
-        exchange(self, std::move(*push), [=] { next_training_batch(self); });
+      if (self->state.busy)
+        send_unsent(self);
     },
     [=](validate_atom, std::int64_t epoch) -> caf::result<phase_report> {
       if (!begin_phase(self, epoch, true))
@@ -199,14 +282,57 @@ caf::behavior compute(compute_pointer self, std::shared_ptr<model> replica, comp
   };
 }
 
+// Every key of every route in exactly one group, every key inside the replica's parameters.
+void check_wiring(model& replica, const compute_wiring& wiring) {
+  if (wiring.shards.empty())
+    throw std::invalid_argument("compute: no parameter shard to talk to");
+  auto& params = replica.parameters();
+  std::vector<std::int64_t> elements(params.size(), 0);
+  std::vector<std::vector<int>> covered(wiring.shards.size());
+  for (std::size_t r = 0; r < wiring.shards.size(); ++r) {
+    covered[r].assign(wiring.shards[r].keys.size(), 0);
+    for (const auto& key : wiring.shards[r].keys)
+      if (key.slot >= params.size() || key.offset < 0 || key.length <= 0
+          || key.offset + key.length > params[key.slot]->value.numel())
+        throw std::invalid_argument("compute: route " + std::to_string(r) + " has a key outside "
+                                    "the model's parameters (slot " + std::to_string(key.slot)
+                                    + ")");
+    for (const auto& key : wiring.shards[r].keys)
+      elements[key.slot] += key.length;
+  }
+  for (std::size_t slot = 0; slot < params.size(); ++slot)
+    if (elements[slot] != params[slot]->value.numel())
+      throw std::invalid_argument("compute: the routes' keys cover " + std::to_string(elements[slot])
+                                  + " of the " + std::to_string(params[slot]->value.numel())
+                                  + " elements of " + params[slot]->name);
+  for (const auto& g : wiring.groups) {
+    if (g.shard >= wiring.shards.size() || g.keys.empty())
+      throw std::invalid_argument("compute: a push group names route " + std::to_string(g.shard)
+                                  + " of " + std::to_string(wiring.shards.size())
+                                  + " or has no keys");
+    for (auto k : g.keys) {
+      if (k >= covered[g.shard].size())
+        throw std::invalid_argument("compute: a push group names key " + std::to_string(k)
+                                    + " of route " + std::to_string(g.shard) + ", which has "
+                                    + std::to_string(covered[g.shard].size()));
+      ++covered[g.shard][k];
+    }
+  }
+  for (std::size_t r = 0; r < covered.size(); ++r)
+    for (std::size_t k = 0; k < covered[r].size(); ++k)
+      if (covered[r][k] != 1)
+        throw std::invalid_argument("compute: key " + std::to_string(k) + " of route "
+                                    + std::to_string(r) + " is in " + std::to_string(covered[r][k])
+                                    + " push groups, expected exactly 1");
+}
+
 } // namespace
 
 caf::actor spawn_compute(caf::actor_system& system, std::unique_ptr<model> replica,
                          compute_wiring wiring) {
   if (!replica)
     throw std::invalid_argument("compute: no model replica");
-  if (wiring.shards.empty())
-    throw std::invalid_argument("compute: no parameter shard to talk to");
+  check_wiring(*replica, wiring);
   return system.spawn(compute, std::shared_ptr<model>(std::move(replica)), std::move(wiring));
 }
 

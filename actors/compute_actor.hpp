@@ -2,16 +2,22 @@
 //
 // Protocol (dynamically typed):
 //   (train_atom, int64 epoch)    -> phase_report  trains one epoch: for each batch from the
-//                                                 training loader, forward + backward, push the
-//                                                 gradients of each shard's keys to that shard,
-//                                                 install the weights it answers, next batch
+//                                                 training loader, forward + backward; each push
+//                                                 group goes to its shard as soon as backward
+//                                                 has produced its keys (overlap); the weights
+//                                                 each shard answers are installed; once every
+//                                                 group is answered, next batch
 //   (validate_atom, int64 epoch) -> phase_report  evaluates every validation batch with the
 //                                                 current weights (inference mode)
 // Sends (batch_report) to the metrics actor after every training batch.
 //
 // Before its first step the actor pulls the weights from every shard, so the shards' values,
 // not the replica's own initialization, are what trains. A step starts only when the weights
-// of the previous step have arrived from all shards (synchronous within one worker).
+// of the previous step have arrived for every group (synchronous within one worker).
+//
+// Keys that are whole parameters travel by handle both ways. A parameter cut into slices is
+// pushed as views of the gradient buffer (no copy) and its answered slices are copied into the
+// replica's own buffer (one contiguous tensor is what the kernels read).
 #pragma once
 
 #include <chrono>
@@ -22,14 +28,15 @@
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 
+#include "graph/config/key_assignment.hpp"
 #include "graph/model.hpp"
 
 namespace troupe {
 
-/// Which parameter slots of the model a shard owns, in the order the shard keeps them.
+/// Which keys (parameters or slices of them) a shard owns, in the order the shard keeps them.
 struct shard_route {
   caf::actor shard;
-  std::vector<std::size_t> slots;
+  std::vector<key_slice> keys;
   int source_index = 0;  ///< the `worker` field this compute actor's pushes carry on the route
 };
 
@@ -40,6 +47,11 @@ struct compute_wiring {
   caf::actor train_loader;
   caf::actor validation_loader;
   std::vector<shard_route> shards;
+  /// The pushes of one step (push_group::shard indexes `shards`), in the order backward
+  /// completes them. Must cover every key of every route exactly once.
+  std::vector<push_group> groups;
+  /// Push each group as soon as backward produced it (true) or all after backward (false).
+  bool overlap = true;
   caf::actor metrics;  ///< may be invalid: no per-batch reports
   std::int64_t batches_per_epoch = 0;
   /// Test knob for straggler experiments: extra time this worker waits after each step's
@@ -47,6 +59,8 @@ struct compute_wiring {
   std::chrono::milliseconds straggle{0};
 };
 
+/// Throws std::invalid_argument if the wiring has no shard, or groups that do not cover every
+/// key of every route exactly once, or keys outside the replica's parameters.
 caf::actor spawn_compute(caf::actor_system& system, std::unique_ptr<model> replica,
                          compute_wiring wiring);
 

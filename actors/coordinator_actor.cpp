@@ -73,6 +73,13 @@ void merge(phase_report& into, const phase_report& part) {
   into.seconds = std::max(into.seconds, part.seconds);
 }
 
+bool validates_after(const coordinator_options& o, std::int64_t epoch) {
+  if (!o.validate)
+    return false;
+  const std::int64_t done = epoch - o.first_epoch + 1;
+  return done % o.validate_every == 0 || done == o.epochs;
+}
+
 void run_epoch(coordinator_pointer self, std::int64_t epoch) {
   auto& st = self->state;
   if (epoch >= st.options.first_epoch + st.options.epochs)
@@ -88,7 +95,7 @@ void run_epoch(coordinator_pointer self, std::int64_t epoch) {
           if (--*outstanding > 0)
             return;
           record(self, *merged);
-          if (self->state.options.validate)
+          if (validates_after(self->state.options, epoch))
             validate_epoch(self, epoch);
           else
             run_epoch(self, epoch + 1);
@@ -124,6 +131,9 @@ caf::actor spawn_coordinator(caf::actor_system& system, std::vector<caf::actor> 
     throw std::invalid_argument("coordinator: no compute actors to drive");
   if (options.epochs < 0)
     throw std::invalid_argument("coordinator: negative epoch count");
+  if (options.validate_every < 1)
+    throw std::invalid_argument("coordinator: validate_every must be at least 1, got "
+                                + std::to_string(options.validate_every));
   return system.spawn(coordinator, std::move(computes), std::move(metrics), options);
 }
 

@@ -1,6 +1,6 @@
 // The coordinator actor: drives epochs. It tells the compute actors to train an epoch, waits
-// for all of them, merges their reports, then has the first one validate, and forwards every
-// report to the metrics actor.
+// for all of them, merges their reports, then (every `validate_every` epochs, and after the
+// last) has the first one validate, and forwards every report to the metrics actor.
 //
 // Protocol (dynamically typed):
 //   (run_atom) -> training_result   runs every epoch, then flushes the metrics actor and
@@ -23,6 +23,7 @@ struct coordinator_options {
   std::int64_t epochs = 1;
   std::int64_t first_epoch = 0;
   bool validate = true;
+  std::int64_t validate_every = 1;  ///< validate after every Nth epoch, and after the last
 };
 
 caf::actor spawn_coordinator(caf::actor_system& system, std::vector<caf::actor> computes,

@@ -9,6 +9,7 @@
 // messages.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -39,21 +40,26 @@ struct loader_item {
   bool end = false;
 };
 
-/// Gradients of one step for the keys a shard owns, in the shard's key order.
+/// Gradients of one step for some of the keys a shard owns (one push group, see
+/// graph/config/key_assignment.hpp): `keys` are indices into the shard's key list, ascending,
+/// and `gradients` holds one tensor per listed key, in that order.
 struct gradient_push {
   std::int64_t step = 0;          ///< global step counter of the pushing worker
   double epoch_position = 0;      ///< fractional epoch, drives the learning-rate schedule
+  std::vector<std::size_t> keys;  ///< which of the shard's keys
   std::vector<tensor> gradients;  ///< one per key, same shapes as the weights; each the mean
                                   ///< over the pusher's `samples` examples
   int worker = 0;                 ///< the pusher's index among its aggregator's sources
   std::int64_t samples = 0;       ///< examples behind the gradients (weights of an average)
 };
 
-/// Weights a shard serves for its keys, after `step` updates have been applied.
+/// Weights a shard serves for some of its keys (those of the push answered, or all of them
+/// for a pull), after `step` pushes have been applied.
 struct weight_set {
   std::int64_t step = 0;
-  std::vector<tensor> weights;  ///< one per key, in the shard's key order
-  float learning_rate = 0;      ///< the rate used for the last update (for the logs)
+  std::vector<std::size_t> keys;  ///< indices into the shard's key list, as in the push
+  std::vector<tensor> weights;    ///< one per key, in `keys` order
+  float learning_rate = 0;        ///< the rate used for the last update (for the logs)
 };
 
 /// What a compute actor measured over one training batch.

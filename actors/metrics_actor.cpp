@@ -121,6 +121,14 @@ void write_epoch_line(metrics_state& st, const phase_report& train, const phase_
   st.jsonl->write(numbers, st.options.tags);
 }
 
+// Writes the held training epoch without validation figures, if one is held.
+void write_unvalidated(metrics_state& st) {
+  if (!st.have_pending_train)
+    return;
+  write_epoch_line(st, st.pending_train, nullptr);
+  st.have_pending_train = false;
+}
+
 void on_phase(metrics_state& st, const phase_report& r) {
   clear_bar(st);
   auto& out = *st.options.out;
@@ -131,6 +139,7 @@ void on_phase(metrics_state& st, const phase_report& r) {
       << format("%.6f", ratio(r.loss_sum, r.samples)) << '\n';
   if (!r.validation) {
     out << "Epoch[" << r.epoch << "] Time cost=" << format("%.3f", r.seconds) << '\n';
+    write_unvalidated(st);  // the previous epoch had no validation (validate_every > 1)
     if (st.options.expect_validation) {
       st.pending_train = r;
       st.have_pending_train = true;
@@ -153,6 +162,7 @@ caf::behavior metrics(metrics_pointer self, metrics_options options,
     [=](const phase_report& r) { on_phase(self->state, r); },
     [=](flush_atom) {
       clear_bar(self->state);
+      write_unvalidated(self->state);
       self->state.options.out->flush();
       return true;
     },

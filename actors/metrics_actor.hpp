@@ -8,7 +8,9 @@
 //   (phase_report)  -> ()    prints `Epoch[e] Train-accuracy=`, `Train-cross-entropy=`,
 //                            `Time cost=` or `Validation-accuracy=`, `Validation-cross-entropy=`;
 //                            after an epoch's validation (or its training, with no validation)
-//                            appends one JSON object to the metrics file
+//                            appends one JSON object to the metrics file; a training epoch
+//                            whose validation is skipped gets its line without validation
+//                            fields when the next epoch's report (or flush) arrives
 //   (flush_atom)    -> bool  all output written and flushed
 //
 // Output goes to the given stream (stdout in the app, a string stream in tests).

@@ -26,13 +26,14 @@ struct shard_state {
   std::vector<key_state> keys;
   sgd_options sgd;
   lr_schedule schedule{lr_schedule_options{}};
-  std::int64_t step = 0;
+  std::int64_t step = 0;  // pushes applied
   float last_lr = 0;
   // stale-synchronous bookkeeping
   int staleness = -1;
   std::vector<std::int64_t> worker_steps;  // last step each worker pushed, -1 before any
   struct held_reply {
     std::int64_t step;
+    std::vector<std::size_t> keys;
     caf::response_promise promise;
   };
   std::vector<held_reply> held;
@@ -50,27 +51,45 @@ tensor& writable_buffer(key_state& key) {
 }
 
 std::string check_push(const shard_state& st, const gradient_push& push) {
-  if (push.gradients.size() != st.keys.size())
+  if (push.gradients.size() != push.keys.size())
     return "param_shard: push carries " + std::to_string(push.gradients.size())
-           + " gradients for " + std::to_string(st.keys.size()) + " keys";
-  for (std::size_t i = 0; i < st.keys.size(); ++i)
-    if (push.gradients[i].shape() != st.keys[i].current.shape())
-      return "param_shard: gradient for key '" + st.keys[i].name + "' has shape "
+           + " gradients for " + std::to_string(push.keys.size()) + " keys";
+  if (push.keys.empty())
+    return "param_shard: push names no keys";
+  for (std::size_t i = 0; i < push.keys.size(); ++i) {
+    const auto k = push.keys[i];
+    if (k >= st.keys.size())
+      return "param_shard: push names key " + std::to_string(k) + ", the shard owns keys 0.."
+             + std::to_string(st.keys.size() - 1);
+    if (i > 0 && k <= push.keys[i - 1])
+      return "param_shard: push lists key '" + st.keys[k].name
+             + "' out of order or twice (keys must ascend)";
+    if (push.gradients[i].shape() != st.keys[k].current.shape())
+      return "param_shard: gradient for key '" + st.keys[k].name + "' has shape "
              + shape_string(push.gradients[i].shape()) + ", the weights have "
-             + shape_string(st.keys[i].current.shape());
+             + shape_string(st.keys[k].current.shape());
+  }
   if (!(push.epoch_position >= 0))
     return "param_shard: push at invalid epoch position " + std::to_string(push.epoch_position);
   return {};
 }
 
-weight_set current_weights(const shard_state& st) {
+weight_set current_weights(const shard_state& st, const std::vector<std::size_t>& keys) {
   weight_set out;
   out.step = st.step;
   out.learning_rate = st.last_lr;
-  out.weights.reserve(st.keys.size());
-  for (const auto& key : st.keys)
-    out.weights.push_back(key.current);
+  out.keys = keys;
+  out.weights.reserve(keys.size());
+  for (auto k : keys)
+    out.weights.push_back(st.keys[k].current);
   return out;
+}
+
+weight_set all_weights(const shard_state& st) {
+  std::vector<std::size_t> keys(st.keys.size());
+  for (std::size_t k = 0; k < keys.size(); ++k)
+    keys[k] = k;
+  return current_weights(st, keys);
 }
 
 std::int64_t slowest(const shard_state& st) {
@@ -83,7 +102,7 @@ void release_held(shard_state& st) {
   auto keep = st.held.begin();
   for (auto& h : st.held) {
     if (h.step - floor <= st.staleness)
-      h.promise.deliver(current_weights(st));
+      h.promise.deliver(current_weights(st, h.keys));
     else
       *keep++ = std::move(h);
   }
@@ -98,8 +117,8 @@ caf::result<weight_set> apply_push(shard_pointer self, const gradient_push& push
     return make_troupe_error("param_shard: push from worker " + std::to_string(push.worker)
                              + ", expected 0.." + std::to_string(st.worker_steps.size() - 1));
   const float lr = st.schedule.at(push.epoch_position);
-  for (auto& key : st.keys) {
-    std::size_t i = &key - st.keys.data();
+  for (std::size_t i = 0; i < push.keys.size(); ++i) {
+    auto& key = st.keys[push.keys[i]];
     tensor& next = writable_buffer(key);
     sgd_update(st.sgd, lr, key.current, push.gradients[i], key.velocity, next, key.weight_decay);
     std::swap(next, key.current);  // the old value joins the spares once its readers let go
@@ -107,12 +126,13 @@ caf::result<weight_set> apply_push(shard_pointer self, const gradient_push& push
   ++st.step;
   st.last_lr = lr;
   if (st.staleness < 0)
-    return current_weights(st);
-  st.worker_steps[static_cast<std::size_t>(push.worker)] = push.step;
+    return current_weights(st, push.keys);
+  auto& seen = st.worker_steps[static_cast<std::size_t>(push.worker)];
+  seen = std::max(seen, push.step);  // a step arrives as several pushes, one per group
   release_held(st);
   if (push.step - slowest(st) <= st.staleness)
-    return current_weights(st);
-  st.held.push_back({push.step, self->make_response_promise()});
+    return current_weights(st, push.keys);
+  st.held.push_back({push.step, push.keys, self->make_response_promise()});
   return caf::delegated<weight_set>();
 }
 
@@ -133,7 +153,7 @@ caf::behavior param_shard(shard_pointer self, std::vector<shard_key> keys, shard
   }
   return {
     [=](push_atom, const gradient_push& push) { return apply_push(self, push); },
-    [=](pull_atom) { return current_weights(self->state); },
+    [=](pull_atom) { return all_weights(self->state); },
   };
 }
 

@@ -2,11 +2,12 @@
 // the optimizer to pushed gradients, and serves the weights.
 //
 // Protocol (dynamically typed):
-//   (push_atom, gradient_push) -> weight_set   one SGD step on every key with the pushed
-//                                              gradients (one per key, in key order), then the
-//                                              new weights; a wrong count or shape is an error
+//   (push_atom, gradient_push) -> weight_set   one SGD step on each key the push lists (a push
+//                                              group: some or all of the shard's keys), then
+//                                              the new weights of those keys; an unknown or
+//                                              repeated key, a wrong count or shape is an error
 //                                              naming the key, and nothing is applied
-//   (pull_atom)                -> weight_set   the current weights
+//   (pull_atom)                -> weight_set   the current weights of every key
 //
 // With a staleness bound (SSP) the answer to a push may be held back: the update is applied
 // at once, but a worker more than `staleness` steps ahead of the slowest waits for its weights
@@ -31,7 +32,7 @@
 namespace troupe {
 
 struct shard_key {
-  std::string name;          ///< parameter name, e.g. "conv1.weight"
+  std::string name;          ///< key name, e.g. "conv1.weight" or "fc6.weight[0:1048576]"
   tensor initial;            ///< starting value (the shard takes its own copy)
   bool weight_decay = true;  ///< false for biases and batch-norm scale/shift
 };

@@ -20,101 +20,33 @@ namespace troupe {
 
 namespace {
 
-bool synchronous(sync_mode mode) {
-  return mode == sync_mode::bsp || mode == sync_mode::backup || mode == sync_mode::hierarchical;
-}
-
-std::vector<shard_route> spawn_shards(caf::actor_system& system, model& m,
-                                      const training_options& options) {
-  std::vector<std::int64_t> sizes;
-  for (auto* p : m.parameters())
-    sizes.push_back(p->value.numel());
-  auto shard_opts = options.optimizer;
-  shard_opts.workers = options.topology.workers;
-  shard_opts.staleness = options.topology.mode == sync_mode::ssp ? options.topology.staleness : -1;
-  std::vector<shard_route> routes;
-  for (auto& slots : assign_keys(sizes, options.shards)) {
-    std::vector<shard_key> keys;
-    for (auto slot : slots) {
-      auto* p = m.parameters()[slot];
-      keys.push_back(shard_key{p->name, p->value, p->weight_decay});
-    }
-    routes.push_back(shard_route{spawn_param_shard(system, std::move(keys), shard_opts), slots, 0});
-  }
-  return routes;
-}
-
-// The first worker of machine m when `workers` are spread evenly over `machines`.
-int first_worker_of(int machine, int workers, int machines) {
-  return static_cast<int>(static_cast<std::int64_t>(machine) * workers / machines);
-}
-
-// Each worker's routes: straight to the shards (async, ssp), through one aggregator per shard
-// (bsp, backup), or through per-machine aggregators into a global one (hierarchical).
-std::vector<std::vector<shard_route>> route_workers(caf::actor_system& system,
-                                                    const std::vector<shard_route>& shards,
-                                                    const topology_options& t,
-                                                    std::vector<caf::actor>& spawned) {
-  const int n = t.workers;
-  std::vector<std::vector<shard_route>> routes(static_cast<std::size_t>(n));
-  for (const auto& shard : shards) {
-    if (!synchronous(t.mode)) {
-      for (int w = 0; w < n; ++w)
-        routes[w].push_back(shard_route{shard.shard, shard.slots, w});
-      continue;
-    }
-    const int machines = t.mode == sync_mode::hierarchical ? std::clamp(t.machines, 1, n) : 1;
-    aggregator_options top{t.mode == sync_mode::hierarchical ? machines : n, 0, t.deterministic, 0};
-    if (t.mode == sync_mode::backup)
-      top.need = n - t.backup_workers;
-    auto global = spawn_aggregator(system, shard.shard, top);
-    spawned.push_back(global);
-    for (int m = 0; m < machines; ++m) {
-      const int begin = first_worker_of(m, n, machines), end = first_worker_of(m + 1, n, machines);
-      caf::actor front = global;
-      if (t.mode == sync_mode::hierarchical) {
-        front = spawn_aggregator(system, global,
-                                 aggregator_options{end - begin, 0, t.deterministic, m});
-        spawned.push_back(front);
-      }
-      for (int w = begin; w < end; ++w)
-        routes[w].push_back(shard_route{front, shard.slots, machines > 1 ? w - begin : w});
-    }
-  }
-  return routes;
-}
-
-// Pulls every shard's weights into result.final_weights, by parameter slot.
+// Pulls every shard's weights into result.final_weights, by parameter slot: whole keys by
+// handle, slices copied into one tensor of the parameter's shape.
 caf::error collect_weights(caf::scoped_actor& self, const std::vector<shard_route>& shards,
-                           const std::vector<std::string>& names, training_result& result) {
+                           const std::vector<std::string>& names,
+                           const std::vector<shape_t>& shapes, training_result& result) {
   result.parameter_names = names;
-  result.final_weights.assign(names.size(), tensor{});
+  result.final_weights.clear();
+  for (const auto& shape : shapes)
+    result.final_weights.emplace_back(shape);
   caf::error failure;
   for (const auto& route : shards)
     self->request(route.shard, caf::infinite, pull_atom::value)
       .receive(
         [&](weight_set& ws) {
-          for (std::size_t i = 0; i < route.slots.size() && i < ws.weights.size(); ++i)
-            result.final_weights[route.slots[i]] = ws.weights[i];
+          for (std::size_t i = 0; i < ws.keys.size() && i < ws.weights.size(); ++i) {
+            if (ws.keys[i] >= route.keys.size())
+              continue;
+            const auto& key = route.keys[ws.keys[i]];
+            auto& out = result.final_weights[key.slot];
+            if (key.whole)
+              out = ws.weights[i];
+            else
+              std::copy_n(ws.weights[i].data(), key.length, out.data() + key.offset);
+          }
         },
         [&](caf::error& err) { failure = std::move(err); });
   return failure;
-}
-
-void check_topology(const topology_options& t) {
-  if (t.workers < 1)
-    throw std::invalid_argument("topology: workers must be at least 1, got "
-                                + std::to_string(t.workers));
-  if (t.mode == sync_mode::backup && (t.backup_workers < 0 || t.backup_workers >= t.workers))
-    throw std::invalid_argument("topology: backup(" + std::to_string(t.backup_workers)
-                                + ") needs 0 <= backups < workers (" + std::to_string(t.workers)
-                                + ")");
-  if (t.mode == sync_mode::ssp && t.staleness < 0)
-    throw std::invalid_argument("topology: ssp staleness must not be negative");
-  if (t.mode == sync_mode::hierarchical && (t.machines < 1 || t.machines > t.workers))
-    throw std::invalid_argument("topology: hierarchical needs 1 <= machines <= workers, got "
-                                + std::to_string(t.machines) + " machines for "
-                                + std::to_string(t.workers) + " workers");
 }
 
 metrics_options make_metrics_options(const training_options& options, std::ostream& sink) {
@@ -136,6 +68,9 @@ training_result run_training(caf::actor_system& system, const training_options& 
   // Everything that can fail on bad input happens before the first spawn.
   const auto& topo = options.topology;
   check_topology(topo);
+  if (options.validate_every < 1)
+    throw std::invalid_argument("validate_every must be at least 1, got "
+                                + std::to_string(options.validate_every));
   auto train_set = open_dataset(options.train_data);
   auto validation_set = open_dataset(options.validation_data);
   std::vector<std::shared_ptr<const batch_source>> parts;
@@ -159,6 +94,16 @@ training_result run_training(caf::actor_system& system, const training_options& 
   for (int w = 0; w < topo.workers; ++w)
     replicas.push_back(build_model(spec));
   lr_schedule check_schedule(options.optimizer.schedule);
+  auto& parameters = replicas.front()->parameters();
+  std::vector<std::int64_t> sizes;
+  std::vector<std::string> parameter_names;
+  std::vector<shape_t> parameter_shapes;  // the replicas move into their actors below
+  for (const auto* p : parameters) {
+    sizes.push_back(p->value.numel());
+    parameter_names.push_back(p->name);
+    parameter_shapes.push_back(p->value.shape());
+  }
+  const auto plan = plan_keys(sizes, options.shards, topo.keys);
   if (options.log)
     *options.log << "Start training " << replicas.front()->name() << " ("
                  << replicas.front()->parameter_count() << " parameters) on "
@@ -171,10 +116,7 @@ training_result run_training(caf::actor_system& system, const training_options& 
   auto metrics = spawn_metrics(system, make_metrics_options(options, discard));
 
   std::vector<caf::actor> all{metrics};
-  std::vector<std::string> parameter_names;
-  for (auto* p : replicas.front()->parameters())
-    parameter_names.push_back(p->name);
-  auto shards = spawn_shards(system, *replicas.front(), options);
+  auto shards = spawn_shards(system, plan, parameters, options.optimizer, topo);
   for (auto& r : shards)
     all.push_back(r.shard);
   auto routes = route_workers(system, shards, topo, all);
@@ -190,6 +132,8 @@ training_result run_training(caf::actor_system& system, const training_options& 
     wiring.train_loader = spawn_loader(system, parts[w], loader_opts);
     wiring.validation_loader = validation_loader;
     wiring.shards = std::move(routes[w]);
+    wiring.groups = plan.groups;
+    wiring.overlap = topo.overlap;
     wiring.metrics = metrics;
     wiring.batches_per_epoch = steps;
     if (w == topo.straggler)
@@ -199,7 +143,8 @@ training_result run_training(caf::actor_system& system, const training_options& 
     all.push_back(computes.back());
   }
   auto coordinator = spawn_coordinator(system, computes, metrics,
-                                       coordinator_options{options.epochs, 0, options.validate});
+                                       coordinator_options{options.epochs, 0, options.validate,
+                                                           options.validate_every});
   all.push_back(coordinator);
 
   caf::scoped_actor self{system};
@@ -209,7 +154,7 @@ training_result run_training(caf::actor_system& system, const training_options& 
     .receive([&](training_result& r) { result = std::move(r); },
              [&](caf::error& err) { failure = std::move(err); });
   if (!failure)
-    failure = collect_weights(self, shards, parameter_names, result);
+    failure = collect_weights(self, shards, parameter_names, parameter_shapes, result);
   for (auto& a : all)
     self->send_exit(a, caf::exit_reason::user_shutdown);
   if (failure)

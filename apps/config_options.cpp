@@ -72,6 +72,8 @@ topology_options topology_of(const job_config& c) {
   t.backup_workers = k.backup_workers.value;
   t.machines = k.machines.value;
   t.deterministic = k.deterministic.value;
+  t.overlap = c.cluster.overlap.value;
+  t.keys = key_options_of(c);
   return t;
 }
 

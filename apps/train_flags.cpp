@@ -37,8 +37,10 @@ struct raw_flags {
   int num_layers = 0, threads = 2, shards = 1, prefetch = 3, num_classes = 10;
   std::int64_t batch_size = 128, val_batch_size = 500, num_epochs = 10, disp_batches = 100;
   std::int64_t seed = 0, random_crop_pad = -1, random_mirror = -1, num_examples = 60000;
+  std::int64_t slice_bytes = key_plan_options{}.slice_bytes;
+  std::int64_t group_bytes = key_plan_options{}.group_bytes;
   double lr = -1, lr_factor = 0.1, mom = 0.9, wd = 1e-4, warmup_epochs = 1;
-  bool nesterov = false, no_validation = false;
+  bool nesterov = false, no_validation = false, no_overlap = false;
 };
 
 void declare(flag_set& f, raw_flags& r) {
@@ -62,6 +64,9 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("seed", r.seed, "seed for initialization, shuffling and augmentation");
   f.add("threads", r.threads, "compute threads (oneDNN/OpenMP and oneTBB share this budget)");
   f.add("shards", r.shards, "parameter shard actors the weights are spread over");
+  f.add("slice-bytes", r.slice_bytes, "parameters above this many bytes are cut into slices spread over the shards (>= 4)");
+  f.add("group-bytes", r.group_bytes, "keys below this many bytes are bundled into one push per shard (0: never bundle)");
+  f.add_switch("no-overlap", r.no_overlap, "send all pushes after backward instead of each as soon as backward produced it");
   f.add("prefetch", r.prefetch, "batches each loader builds ahead");
   f.add("random-crop-pad", r.random_crop_pad, "random crop after zero padding (-1: 4 for cifar10, else 0)");
   f.add("random-mirror", r.random_mirror, "random horizontal flip 0/1 (-1: 1 for cifar10, else 0)");
@@ -77,6 +82,14 @@ void declare(flag_set& f, raw_flags& r) {
 void check_positive(const char* flag, double v) {
   if (!(v > 0))
     throw usage_error(std::string("--") + flag + " must be positive, got " + std::to_string(v));
+}
+
+// The same range as the config's cluster keys: at least `min`, at most 1 TiB.
+void check_bytes(const char* flag, std::int64_t v, std::int64_t min, const char* why) {
+  constexpr std::int64_t tebibyte = std::int64_t{1} << 40;
+  if (v < min || v > tebibyte)
+    throw usage_error(std::string("--") + flag + " must be between " + std::to_string(min) + " ("
+                      + why + ") and " + std::to_string(tebibyte) + ", got " + std::to_string(v));
 }
 
 lr_schedule_options resolve_schedule(const raw_flags& r, bool lr_given) {
@@ -193,6 +206,9 @@ void override_from_flags(train_command_line& out, const raw_flags& r, const flag
   }
   if (f.given("threads")) out.threads = r.threads;
   if (f.given("shards")) o.shards = r.shards;
+  if (f.given("slice-bytes")) o.topology.keys.slice_bytes = r.slice_bytes;
+  if (f.given("group-bytes")) o.topology.keys.group_bytes = r.group_bytes;
+  if (f.given("no-overlap")) o.topology.overlap = false;
   if (f.given("prefetch")) o.loader.prefetch_depth = r.prefetch;
   if (f.given("random-crop-pad")) o.train_batches.augment.pad_crop = r.random_crop_pad;
   if (f.given("random-mirror")) o.train_batches.augment.mirror = r.random_mirror != 0;
@@ -263,6 +279,8 @@ train_command_line parse_train_flags(const std::vector<std::string>& args) {
     throw usage_error("--disp-batches must not be negative");
   if (r.seed < 0)
     throw usage_error("--seed must not be negative");
+  check_bytes("slice-bytes", r.slice_bytes, 4, "a slice holds at least one float");
+  check_bytes("group-bytes", r.group_bytes, 0, "0 = never bundle");
   check_known("network", r.network, zoo_networks());
   check_known("dataset", r.dataset, dataset_names());
   if (f.given("config")) {
@@ -285,6 +303,9 @@ train_command_line parse_train_flags(const std::vector<std::string>& args) {
   o.epochs = r.num_epochs;
   o.validate = !r.no_validation;
   o.shards = r.shards;
+  o.topology.keys.slice_bytes = r.slice_bytes;
+  o.topology.keys.group_bytes = r.group_bytes;
+  o.topology.overlap = !r.no_overlap;
   o.display_batches = r.disp_batches;
   o.progress_bar = progress_wanted(r.progress);
   o.metrics_path = r.metrics;

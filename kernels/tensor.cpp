@@ -116,6 +116,20 @@ tensor tensor::reshaped(shape_t shape) const {
   return view;
 }
 
+tensor tensor::flat_slice(std::int64_t offset, std::int64_t length) const {
+  if (offset < 0 || length < 0 || offset + length > numel_)
+    throw std::out_of_range("tensor::flat_slice: elements [" + std::to_string(offset) + ", "
+                            + std::to_string(offset + length) + ") of a tensor of "
+                            + std::to_string(numel_));
+  require_f32_cpu();
+  tensor view = *this;
+  // The aliasing constructor: same control block (one reference count), offset pointer.
+  view.storage_ = std::shared_ptr<float>(storage_, storage_.get() + offset);
+  view.shape_ = {length};
+  view.numel_ = length;
+  return view;
+}
+
 void tensor::fill(float value) {
   std::fill_n(data(), numel_, value);
 }

@@ -61,10 +61,15 @@ public:
   tensor clone() const;
   /// A view of the same storage with another shape of equal numel; throws if they differ.
   tensor reshaped(shape_t shape) const;
+  /// A 1-D view [length] of the flattened elements [offset, offset + length), sharing the
+  /// storage (and its reference count, so unique() sees the view); throws if out of range.
+  tensor flat_slice(std::int64_t offset, std::int64_t length) const;
   /// True when no other handle shares the storage (safe to write in place).
   bool unique() const { return storage_.use_count() <= 1; }
   bool shares_storage_with(const tensor& other) const {
-    return storage_ && storage_ == other.storage_;
+    // Owner-based: a flat_slice of a tensor shares its storage though it points elsewhere.
+    return storage_ && !storage_.owner_before(other.storage_)
+           && !other.storage_.owner_before(storage_);
   }
 
   void fill(float value);

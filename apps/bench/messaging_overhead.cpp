@@ -1,18 +1,21 @@
 // troupe_bench_messaging: what the actor wiring costs per BSP step, with compute replaced by a
-// fixed-cost stand-in.
+// fixed-cost stand-in, with and without overlapping communication and backward.
 //
-// W stand-in workers each "compute" for --step-ms (a timer, as a GPU would: the workers run in
-// parallel and leave the CPU to the actors), then push gradients for a model of --model-mb
-// split into --keys tensors through one BSP aggregator per shard to --shards parameter shards,
-// wait for the new weights, and start the next step. The ideal is 1000 / step-ms steps per
-// second; everything above step-ms per step is the wiring: messages, the aggregator's
-// weighted sum (reads W x model bytes), the SGD update (reads and writes the model).
+// W stand-in workers each take --step-ms per step (timers, as a GPU would: the workers run in
+// parallel and leave the CPU to the actors): the first third is "forward", the rest "backward",
+// producing the gradients of the model's --keys equal tensors (--model-mb in all) one after
+// the other, last layer first. Pushes go through the same wiring training uses
+// (actors/topology_wiring.hpp): the key plan's slices and push groups, one BSP aggregator per
+// shard, --shards parameter shards. With overlap a push group leaves as soon as its keys are
+// "computed"; without, all leave after backward. A step ends when every group's weights are
+// back and backward is done. The ideal is 1000 / step-ms steps per second; the rest is the
+// wiring: messages, the aggregator's weighted sum (reads W x model bytes), the SGD update.
 //
 // Tensors are never copied by messaging inside a process: every worker pushes the same
-// gradient buffers step after step, and the weights it receives come from the shard's
-// two-buffer pool. The bench counts the distinct weight buffers worker 0 saw: 2 means no
-// per-step allocation or copy of weights. Run with a small --model-mb too: per-step time that
-// does not scale with the bytes pushed is messaging; time that does is the arithmetic.
+// gradient buffers (or views of them) step after step, and the weights it receives come from
+// the shard's two-buffer pool. The bench counts the distinct buffers worker 0 received for its
+// first key: 2 means no per-step allocation or copy of weights.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -21,10 +24,8 @@
 
 #include <caf/all.hpp>
 
-#include "actors/aggregator_actor.hpp"
 #include "actors/messages.hpp"
-#include "actors/param_shard_actor.hpp"
-#include "actors/training_session.hpp"
+#include "actors/topology_wiring.hpp"
 #include "apps/flags.hpp"
 #include "cluster/local_node.hpp"
 #include "kernels/threading.hpp"
@@ -34,14 +35,21 @@ using namespace troupe;
 namespace {
 
 using step_atom = caf::atom_constant<caf::atom("step")>;
+using layer_atom = caf::atom_constant<caf::atom("layer")>;
 
 struct stand_in_state {
-  std::vector<tensor> gradients;  // this worker's, pushed unchanged every step
-  std::vector<std::pair<caf::actor, std::vector<std::size_t>>> routes;
-  int worker = 0;
-  std::int64_t steps_left = 0;
-  std::int64_t step = 0;
-  std::chrono::milliseconds cost{0};
+  std::vector<tensor> gradients;  // one per parameter, pushed unchanged every step
+  std::vector<shard_route> routes;
+  std::vector<push_group> groups;
+  std::vector<std::vector<std::size_t>> groups_of_slot;
+  std::vector<std::size_t> slots_per_group, slots_missing;
+  bool overlap = true;
+  std::chrono::microseconds forward{0}, per_layer{0};
+  std::chrono::steady_clock::time_point step_start;  // layers are due at fixed offsets from it
+  std::int64_t steps_left = 0, step = 0;
+  std::size_t answers_missing = 0;
+  bool backward_done = false;
+  std::vector<std::size_t> unsent;
   std::set<const float*> weight_buffers;
   caf::response_promise done;
   static inline const char* name = "stand_in_compute";
@@ -49,90 +57,158 @@ struct stand_in_state {
 
 using stand_in = caf::stateful_actor<stand_in_state>*;
 
-void push_step(stand_in self) {
+void end_of_step_if_complete(stand_in self) {
   auto& st = self->state;
-  auto outstanding = std::make_shared<std::size_t>(st.routes.size());
-  for (auto& [target, slots] : st.routes) {
-    gradient_push push;
-    push.step = st.step;
-    push.worker = st.worker;
-    push.samples = 32;
-    for (auto slot : slots)
-      push.gradients.push_back(st.gradients[slot]);
-    self->request(target, caf::infinite, push_atom::value, std::move(push))
-      .then(
-        [=](weight_set& ws) {
-          if (self->state.worker == 0 && !ws.weights.empty())
-            self->state.weight_buffers.insert(ws.weights.front().data());
-          if (--*outstanding > 0)
-            return;
-          ++self->state.step;
-          if (--self->state.steps_left == 0)
-            return self->state.done.deliver(static_cast<std::int64_t>(self->state.weight_buffers.size()));
-          self->delayed_send(self, self->state.cost, step_atom::value);
-        },
-        [=](caf::error& err) { self->state.done.deliver(err); });
-  }
+  if (!st.backward_done || st.answers_missing > 0)
+    return;
+  ++st.step;
+  if (--st.steps_left == 0)
+    return st.done.deliver(static_cast<std::int64_t>(st.weight_buffers.size()));
+  self->send(self, step_atom::value);
 }
 
-caf::behavior stand_in_compute(stand_in self, int worker, std::vector<tensor> gradients,
-                               std::vector<std::pair<caf::actor, std::vector<std::size_t>>> routes,
-                               std::int64_t steps, int step_ms) {
+void push_group_now(stand_in self, std::size_t g) {
   auto& st = self->state;
-  st.worker = worker;
+  const auto& group = st.groups[g];
+  const auto& route = st.routes[group.shard];
+  gradient_push push;
+  push.step = st.step;
+  push.worker = route.source_index;
+  push.samples = 32;
+  push.keys = group.keys;
+  for (auto k : group.keys) {
+    const auto& key = route.keys[k];
+    const auto& grad = st.gradients[key.slot];
+    push.gradients.push_back(key.whole ? grad : grad.flat_slice(key.offset, key.length));
+  }
+  const bool watch = route.source_index == 0 && group.shard == 0 && group.keys.front() == 0;
+  self->request(route.shard, caf::infinite, push_atom::value, std::move(push))
+    .then(
+      [=](weight_set& ws) {
+        if (watch && !ws.weights.empty())
+          self->state.weight_buffers.insert(ws.weights.front().data());
+        --self->state.answers_missing;
+        end_of_step_if_complete(self);
+      },
+      [=](caf::error& err) { self->state.done.deliver(err); });
+}
+
+// Timers against deadlines from the step's start, so timer slack does not add up over layers.
+void schedule_layer(stand_in self, std::size_t slot) {
+  auto& st = self->state;
+  const auto layers_done = st.gradients.size() - slot;  // this one included
+  const auto due = st.step_start + st.forward + st.per_layer * static_cast<int>(layers_done);
+  const auto wait = std::max(std::chrono::steady_clock::duration::zero(),
+                             due - std::chrono::steady_clock::now());
+  self->delayed_send(self, wait, layer_atom::value, slot);
+}
+
+// One parameter's gradient is "computed": push what became ready, schedule the next layer.
+void layer_done(stand_in self, std::size_t slot) {
+  auto& st = self->state;
+  for (auto g : st.groups_of_slot[slot])
+    if (--st.slots_missing[g] == 0) {
+      if (st.overlap)
+        push_group_now(self, g);
+      else
+        st.unsent.push_back(g);
+    }
+  if (slot > 0)
+    return schedule_layer(self, slot - 1);
+  st.backward_done = true;
+  for (auto g : st.unsent)
+    push_group_now(self, g);
+  st.unsent.clear();
+  end_of_step_if_complete(self);
+}
+
+caf::behavior stand_in_compute(stand_in self, std::vector<tensor> gradients,
+                               std::vector<shard_route> routes, std::vector<push_group> groups,
+                               bool overlap, std::int64_t steps, int step_ms) {
+  auto& st = self->state;
   st.gradients = std::move(gradients);
   st.routes = std::move(routes);
+  st.groups = std::move(groups);
+  st.overlap = overlap;
   st.steps_left = steps;
-  st.cost = std::chrono::milliseconds(step_ms);
+  const auto total = std::chrono::microseconds(step_ms * 1000);
+  st.forward = total / 3;
+  st.per_layer = (total - st.forward) / static_cast<int>(st.gradients.size());
+  st.groups_of_slot.resize(st.gradients.size());
+  for (std::size_t g = 0; g < st.groups.size(); ++g) {
+    std::set<std::size_t> slots;
+    for (auto k : st.groups[g].keys)
+      slots.insert(st.routes[st.groups[g].shard].keys[k].slot);
+    for (auto slot : slots)
+      st.groups_of_slot[slot].push_back(g);
+    st.slots_per_group.push_back(slots.size());
+  }
   return {
     [=](run_atom) -> caf::result<std::int64_t> {
       self->state.done = self->make_response_promise();
-      self->delayed_send(self, self->state.cost, step_atom::value);
+      self->send(self, step_atom::value);
       return caf::delegated<std::int64_t>();
     },
-    [=](step_atom) { push_step(self); },
+    [=](step_atom) {
+      auto& s = self->state;
+      s.slots_missing = s.slots_per_group;
+      s.answers_missing = s.groups.size();
+      s.backward_done = false;
+      s.step_start = std::chrono::steady_clock::now();
+      schedule_layer(self, s.gradients.size() - 1);
+    },
+    [=](layer_atom, std::size_t slot) { layer_done(self, slot); },
   };
 }
 
-struct figures {
-  double steps_per_second;
-  std::int64_t weight_buffers;
+struct bench_setup {
+  int shards = 1, keys = 16, step_ms = 50;
+  std::int64_t floats = 0, steps = 40;
+  key_plan_options key_options;
 };
 
-figures run_once(int workers, int shards, std::int64_t model_floats, int keys, int step_ms,
-                 std::int64_t steps) {
+struct figures {
+  double steps_per_second = 0;
+  std::int64_t weight_buffers = 0;
+  std::size_t pushes_per_step = 0;
+};
+
+figures run_once(const bench_setup& b, int workers, bool overlap) {
   local_node_config cfg;
   caf::actor_system sys{cfg};
-  std::vector<std::int64_t> sizes(static_cast<std::size_t>(keys), model_floats / keys);
-  std::vector<shard_key> all_keys;
-  for (int k = 0; k < keys; ++k)
-    all_keys.push_back({"layer" + std::to_string(k) + ".weight", tensor({model_floats / keys}), true});
+  std::vector<parameter> params(static_cast<std::size_t>(b.keys));
+  std::vector<parameter*> list;
+  std::vector<std::int64_t> sizes;
+  for (int k = 0; k < b.keys; ++k) {
+    params[k].name = "layer" + std::to_string(k) + ".weight";
+    params[k].value = tensor({b.floats / b.keys});
+    list.push_back(&params[k]);
+    sizes.push_back(b.floats / b.keys);
+  }
+  auto plan = plan_keys(sizes, b.shards, b.key_options);
   shard_options opt;
   opt.schedule.base_lr = 0.01f;
-  std::vector<std::pair<caf::actor, std::vector<std::size_t>>> routes;
+  topology_options topo;
+  topo.workers = workers;
+  auto shards = spawn_shards(sys, plan, list, opt, topo);
   std::vector<caf::actor> actors;
-  for (auto& slots : assign_keys(sizes, shards)) {
-    std::vector<shard_key> mine;
-    for (auto s : slots)
-      mine.push_back(all_keys[s]);
-    auto shard = spawn_param_shard(sys, std::move(mine), opt);
-    auto aggregator = spawn_aggregator(sys, shard, aggregator_options{workers, 0, true, 0});
-    routes.emplace_back(aggregator, slots);
-    actors.push_back(shard);
-    actors.push_back(aggregator);
-  }
+  for (auto& s : shards)
+    actors.push_back(s.shard);
+  auto routes = route_workers(sys, shards, topo, actors);
   std::vector<caf::actor> computes;
   for (int w = 0; w < workers; ++w) {
     std::vector<tensor> grads;
-    for (int k = 0; k < keys; ++k) {
-      grads.emplace_back(shape_t{model_floats / keys});
+    for (int k = 0; k < b.keys; ++k) {
+      grads.emplace_back(shape_t{b.floats / b.keys});
       grads.back().fill(1e-3f);
     }
-    computes.push_back(sys.spawn(stand_in_compute, w, std::move(grads), routes, steps, step_ms));
+    computes.push_back(sys.spawn(stand_in_compute, std::move(grads), routes[w], plan.groups,
+                                 overlap, b.steps, b.step_ms));
   }
   caf::scoped_actor self{sys};
   auto start = std::chrono::steady_clock::now();
-  figures out{0, 0};
+  figures out;
+  out.pushes_per_step = plan.groups.size();
   // Start every worker before waiting for any: a BSP step needs all of them.
   std::vector<decltype(self->request(computes[0], caf::infinite, run_atom::value))> running;
   for (auto& c : computes)
@@ -145,7 +221,7 @@ figures run_once(int workers, int shards, std::int64_t model_floats, int keys, i
   if (failed)
     throw std::runtime_error("a stand-in worker failed");
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  out.steps_per_second = steps / seconds;
+  out.steps_per_second = static_cast<double>(b.steps) / seconds;
   for (auto& a : actors)
     self->send_exit(a, caf::exit_reason::user_shutdown);
   for (auto& c : computes)
@@ -158,38 +234,53 @@ figures run_once(int workers, int shards, std::int64_t model_floats, int keys, i
 int main(int argc, char** argv) {
   std::string workers_text = "1,2,4,8";
   double model_mb = 60;
-  int keys = 16, step_ms = 50, shards = 1, threads = 2;
-  std::int64_t steps = 40;
-  flag_set f("bench-messaging", "BSP steps/s with a fixed-cost compute stand-in against the ideal.");
+  bench_setup b;
+  int threads = 2;
+  std::int64_t slice_bytes = b.key_options.slice_bytes, group_bytes = b.key_options.group_bytes;
+  flag_set f("bench-messaging",
+             "BSP steps/s with a fixed-cost compute stand-in against the ideal, with and "
+             "without overlapping pushes with backward.");
   f.add("workers", workers_text, "comma-separated worker counts");
   f.add("model-mb", model_mb, "model size in MB (float32), split evenly over --keys tensors");
-  f.add("keys", keys, "parameter tensors");
-  f.add("shards", shards, "parameter shards (one BSP aggregator each)");
-  f.add("step-ms", step_ms, "stand-in compute time per step");
-  f.add("steps", steps, "steps per worker count");
+  f.add("keys", b.keys, "parameter tensors (layers)");
+  f.add("shards", b.shards, "parameter shards (one BSP aggregator each)");
+  f.add("slice-bytes", slice_bytes, "tensors above this are cut into slices over the shards");
+  f.add("group-bytes", group_bytes, "smaller keys are bundled into pushes of up to this");
+  f.add("step-ms", b.step_ms, "stand-in compute time per step (1/3 forward, 2/3 backward)");
+  f.add("steps", b.steps, "steps per worker count");
   f.add("threads", threads, "compute threads for the aggregator sums and SGD updates");
   try {
     if (!f.parse(std::vector<std::string>(argv + 1, argv + argc))) {
       std::cout << f.help();
       return 0;
     }
-    if (keys < 1 || step_ms < 1 || steps < 1 || shards < 1 || model_mb <= 0)
+    if (b.keys < 1 || b.step_ms < 1 || b.steps < 1 || b.shards < 1 || model_mb <= 0)
       throw usage_error("--keys, --step-ms, --steps, --shards and --model-mb must be positive");
+    if (slice_bytes < 4 || group_bytes < 0)
+      throw usage_error("--slice-bytes must be at least 4 and --group-bytes not negative");
+    b.key_options = key_plan_options{slice_bytes, group_bytes};
     set_compute_threads(threads);
-    const auto floats = static_cast<std::int64_t>(model_mb * 1e6 / 4) / keys * keys;
-    const double ideal = 1000.0 / step_ms;
+    b.floats = static_cast<std::int64_t>(model_mb * 1e6 / 4) / b.keys * b.keys;
+    if (b.floats < b.keys)
+      throw usage_error("--model-mb is too small for --keys tensors");
+    const double ideal = 1000.0 / b.step_ms;
     std::printf("model %.1f MB in %d keys, %d shard(s), stand-in step %d ms: ideal %.2f steps/s\n",
-                floats * 4 / 1e6, keys, shards, step_ms, ideal);
-    std::printf("%8s %10s %10s %12s %16s %14s\n", "workers", "steps/s", "of ideal",
-                "ms/step", "overhead ms", "weight bufs");
+                static_cast<double>(b.floats) * 4 / 1e6, b.keys, b.shards, b.step_ms, ideal);
+    std::printf("%8s %8s %10s %10s %12s %16s %12s\n", "workers", "overlap", "steps/s",
+                "of ideal", "ms/step", "overhead ms", "weight bufs");
     std::stringstream list(workers_text);
     for (std::string item; std::getline(list, item, ',');) {
-      int w = std::stoi(item);
-      auto r = run_once(w, shards, floats, keys, step_ms, steps);
-      std::fflush(stdout);
-      std::printf("%8d %10.2f %9.1f%% %12.2f %16.2f %14lld\n", w, r.steps_per_second,
-                  100.0 * r.steps_per_second / ideal, 1000.0 / r.steps_per_second,
-                  1000.0 / r.steps_per_second - step_ms, static_cast<long long>(r.weight_buffers));
+      const int w = std::stoi(item);
+      if (w < 1)
+        throw usage_error("--workers: each count must be at least 1, got " + item);
+      for (bool overlap : {false, true}) {
+        auto r = run_once(b, w, overlap);
+        std::printf("%8d %8s %10.2f %9.1f%% %12.2f %16.2f %12lld\n", w, overlap ? "yes" : "no",
+                    r.steps_per_second, 100.0 * r.steps_per_second / ideal,
+                    1000.0 / r.steps_per_second, 1000.0 / r.steps_per_second - b.step_ms,
+                    static_cast<long long>(r.weight_buffers));
+        std::fflush(stdout);
+      }
     }
   } catch (const std::exception& e) {
     std::cerr << "troupe_bench_messaging: " << e.what() << '\n';

@@ -42,9 +42,22 @@ void check_name(const value_reader& r, const syntax_value& v, const std::string&
     r.fail(v.span, "unknown " + what + " '" + v.text + "' (known: " + join_names(known) + ")");
 }
 
+// A byte count below `min` gets a message saying why `min` is the floor; the ceiling (1 TiB)
+// keeps every value exact in the parser's double and far inside int64.
+std::int64_t byte_count(const value_reader& r, const syntax_value& v, const std::string& key,
+                        std::int64_t min, const std::string& why) {
+  constexpr std::int64_t tebibyte = std::int64_t{1} << 40;
+  if (v.type == syntax_value::kind::number && v.integral && v.number < static_cast<double>(min)
+      && v.number > -static_cast<double>(tebibyte))  // far below: r.integer's wording
+    r.fail(v.span, key + " must be at least " + std::to_string(min) + " (" + why + "), got "
+                     + std::to_string(static_cast<std::int64_t>(v.number)));
+  return r.integer(v, key, min, tebibyte);
+}
+
 void read_cluster(const value_reader& r, const syntax_statement& st, cluster_config& c) {
   require_block_only(r, st);
-  keyed_values k(r, "cluster", st.assignments, {"servers", "workers", "shards"});
+  keyed_values k(r, "cluster", st.assignments,
+                 {"servers", "workers", "shards", "slice_bytes", "group_bytes", "overlap"});
   if (auto* v = k.find("servers")) {
     if (v->type == syntax_value::kind::number && v->integral && v->number == 0)
       r.fail(v->span, "servers = 0: no shard would own the model's keys (need at least 1)");
@@ -55,6 +68,13 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
   c.shards.value = c.servers.value;
   if (auto* v = k.find("shards"))
     r.set(c.shards, static_cast<int>(r.integer(*v, "shards", 1, 1024)), *v);
+  if (auto* v = k.find("slice_bytes"))
+    r.set(c.slice_bytes, byte_count(r, *v, "slice_bytes", 4, "a slice holds at least one float"),
+          *v);
+  if (auto* v = k.find("group_bytes"))
+    r.set(c.group_bytes, byte_count(r, *v, "group_bytes", 0, "0 = never bundle"), *v);
+  if (auto* v = k.find("overlap"))
+    r.set(c.overlap, r.boolean(*v, "overlap"), *v);
 }
 
 void read_augmentation(const value_reader& r, const keyed_values& k, data_config& d) {
@@ -321,6 +341,13 @@ model_spec model_spec_of(const job_config& c) {
   spec.classes = c.model.classes.value;
   spec.seed = static_cast<std::uint64_t>(c.run.seed.value);
   return spec;
+}
+
+key_plan_options key_options_of(const job_config& c) {
+  key_plan_options o;
+  o.slice_bytes = c.cluster.slice_bytes.value;
+  o.group_bytes = c.cluster.group_bytes.value;
+  return o;
 }
 
 void config_fail(const job_config& c, const source_span& span, const std::string& message) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "graph/config/diagnostics.hpp"
+#include "graph/config/key_assignment.hpp"
 #include "graph/zoo.hpp"
 
 namespace troupe {
@@ -31,6 +32,12 @@ struct cluster_config {
   located<int> servers{1};
   located<int> workers{1};
   located<int> shards{1};  ///< parameter shards; defaults to servers
+  /// Parameters above this many bytes are cut into slices spread over the shards.
+  located<std::int64_t> slice_bytes{key_plan_options{}.slice_bytes};
+  /// Keys below this many bytes are bundled into one push per shard; 0 = never bundle.
+  located<std::int64_t> group_bytes{key_plan_options{}.group_bytes};
+  /// Compute actors push each group during backward as soon as it is ready.
+  located<bool> overlap{true};
 };
 
 struct data_config {
@@ -129,6 +136,8 @@ std::string zoo_network_name(const std::string& dsl_name);
 std::string io_dataset_name(const std::string& dsl_name);
 /// The model input and class count a config implies, for build_model.
 model_spec model_spec_of(const job_config& config);
+/// The key plan options (slicing, grouping) the cluster section sets.
+key_plan_options key_options_of(const job_config& config);
 /// Throws config_error at `span` of the config's file.
 [[noreturn]] void config_fail(const job_config& config, const source_span& span,
                               const std::string& message);

@@ -1,7 +1,11 @@
 // Expands the role-level routes of a topology into actor instances: loader i feeds compute i,
 // machine m aggregates workers [m*W/M, (m+1)*W/M), and each shard exchanges only its own keys.
+// A gradient route carries one message per push group of the key plan, and every aggregator
+// forwards each group's sum on its own, so the message count per step is the same on every
+// hop to a shard and back.
 #include "graph/config/job_plan.hpp"
 
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -24,6 +28,34 @@ std::vector<std::size_t> spawn(job_plan& p, const std::string& prefix, int count
   return ids;
 }
 
+// Keys, bytes and pushes per shard from the same plan_keys call the session makes.
+void plan_shards(const job_config& c, model& m, job_plan& p) {
+  std::vector<std::int64_t> numels;
+  for (const auto* param : m.parameters())
+    numels.push_back(param->value.numel());
+  p.key_options = key_options_of(c);
+  p.overlap = c.cluster.overlap.value;
+  const auto plan = plan_keys(numels, c.cluster.shards.value, p.key_options);
+  std::map<std::size_t, std::int64_t> slices;  // slot -> slices, for cut parameters
+  for (const auto& keys : plan.shards) {
+    std::int64_t bytes = 0;
+    for (const auto& key : keys) {
+      bytes += key.length * 4;
+      if (!key.whole)
+        ++slices[key.slot];
+    }
+    p.shard_keys.push_back(static_cast<std::int64_t>(keys.size()));
+    p.shard_bytes.push_back(bytes);
+    p.keys_per_step += static_cast<std::int64_t>(keys.size());
+  }
+  p.shard_pushes.assign(plan.shards.size(), 0);
+  for (const auto& group : plan.groups)
+    ++p.shard_pushes[group.shard];
+  p.pushes_per_step = static_cast<std::int64_t>(plan.groups.size());
+  for (const auto& [slot, count] : slices)
+    p.sliced.push_back({m.parameters()[slot]->name, numels[slot] * 4, count});
+}
+
 void size_model(const job_config& c, job_plan& p, sizes& s) {
   std::unique_ptr<model> m;
   try {
@@ -31,19 +63,10 @@ void size_model(const job_config& c, job_plan& p, sizes& s) {
   } catch (const std::exception& e) {
     config_fail(c, c.model.span.line ? c.model.span : c.model.network.span, e.what());
   }
-  std::vector<std::int64_t> numels;
-  for (auto* param : m->parameters())
-    numels.push_back(param->value.numel());
   p.parameters = m->parameter_count();
-  s.keys = static_cast<std::int64_t>(numels.size());
+  plan_shards(c, *m, p);
+  s.keys = p.keys_per_step;
   s.bytes = p.parameters * 4;
-  for (const auto& slots : assign_keys(numels, c.cluster.shards.value)) {
-    std::int64_t bytes = 0;
-    for (auto slot : slots)
-      bytes += numels[slot] * 4;
-    p.shard_keys.push_back(static_cast<std::int64_t>(slots.size()));
-    p.shard_bytes.push_back(bytes);
-  }
   std::int64_t numel = 1;
   for (auto d : c.train_data.shape.value)
     numel *= d;
@@ -58,6 +81,7 @@ job_plan build_plan(const job_config& c) {
   size_model(c, p, s);
   const int workers = c.cluster.workers.value;
   const auto& t = c.topology;
+  const std::int64_t pushes = p.pushes_per_step;  // every group is summed and forwarded alone
   auto loaders = spawn(p, "loader", workers);
   auto computes = spawn(p, "compute", workers);
   bool machine = false, global = false;
@@ -69,24 +93,28 @@ job_plan build_plan(const job_config& c) {
   auto aggregator = global ? spawn(p, "aggregator", 1) : std::vector<std::size_t>{};
   auto shards = spawn(p, "shard", static_cast<int>(p.shard_keys.size()));
   for (int i = 0; i < workers; ++i)
-    p.routes.push_back({loaders[i], computes[i], "batch", 0, s.batch_bytes});
+    p.routes.push_back({loaders[i], computes[i], "batch", 0, s.batch_bytes, 0});
   const int per_machine = machine ? workers / t.machines.value : workers;
   for (int i = 0; i < workers; ++i) {
     if (machine)
-      p.routes.push_back({computes[i], machines[i / per_machine], "gradients", s.keys, s.bytes});
+      p.routes.push_back(
+        {computes[i], machines[i / per_machine], "gradients", s.keys, s.bytes, pushes});
     else if (global)
-      p.routes.push_back({computes[i], aggregator[0], "gradients", s.keys, s.bytes});
+      p.routes.push_back({computes[i], aggregator[0], "gradients", s.keys, s.bytes, pushes});
     else
       for (std::size_t k = 0; k < shards.size(); ++k)
-        p.routes.push_back({computes[i], shards[k], "gradients", p.shard_keys[k], p.shard_bytes[k]});
+        p.routes.push_back({computes[i], shards[k], "gradients", p.shard_keys[k], p.shard_bytes[k],
+                            p.shard_pushes[k]});
   }
   for (auto m : machines)
-    p.routes.push_back({m, aggregator[0], "summed gradients", s.keys, s.bytes});
+    p.routes.push_back({m, aggregator[0], "summed gradients", s.keys, s.bytes, pushes});
   for (std::size_t k = 0; k < shards.size() && global; ++k)
-    p.routes.push_back({aggregator[0], shards[k], "summed gradients", p.shard_keys[k], p.shard_bytes[k]});
+    p.routes.push_back({aggregator[0], shards[k], "summed gradients", p.shard_keys[k],
+                        p.shard_bytes[k], p.shard_pushes[k]});
   for (std::size_t k = 0; k < shards.size(); ++k)
     for (auto compute : computes)
-      p.routes.push_back({shards[k], compute, "weights", p.shard_keys[k], p.shard_bytes[k]});
+      p.routes.push_back({shards[k], compute, "weights", p.shard_keys[k], p.shard_bytes[k],
+                          p.shard_pushes[k]});
   return p;
 }
 
@@ -95,7 +123,9 @@ namespace {
 std::string human_bytes(std::int64_t b) {
   std::ostringstream s;
   s.precision(3);
-  if (b >= 1 << 20)
+  if (b >= std::int64_t{1} << 30)
+    s << static_cast<double>(b) / (1 << 30) << " GiB";
+  else if (b >= 1 << 20)
     s << static_cast<double>(b) / (1 << 20) << " MiB";
   else if (b >= 1 << 10)
     s << static_cast<double>(b) / (1 << 10) << " KiB";
@@ -104,9 +134,13 @@ std::string human_bytes(std::int64_t b) {
   return s.str();
 }
 
+// "gradients: 12 keys in 3 pushes, 1.2 MiB/step"; weights come back as replies.
 std::string label(const plan_route& r) {
-  return r.carries + (r.keys ? ": " + std::to_string(r.keys) + " keys, " : ": ")
-         + human_bytes(r.bytes) + "/step";
+  std::string text = r.carries + ": ";
+  if (r.keys)
+    text += std::to_string(r.keys) + " keys in " + std::to_string(r.messages)
+            + (r.carries == "weights" ? " replies" : " pushes") + ", ";
+  return text + human_bytes(r.bytes) + "/step";
 }
 
 template <typename T>
@@ -153,6 +187,9 @@ void print_config(std::ostream& out, const job_config& c) {
   show(out, "cluster.servers", c.cluster.servers);
   show(out, "cluster.workers", c.cluster.workers);
   show(out, "cluster.shards", c.cluster.shards);
+  show(out, "cluster.slice_bytes", c.cluster.slice_bytes);
+  show(out, "cluster.group_bytes", c.cluster.group_bytes);
+  show(out, "cluster.overlap", c.cluster.overlap);
   show_data(out, "train", c.train_data);
   show_data(out, "val", c.validation_data);
   show(out, "model.network", c.model.network);
@@ -191,9 +228,20 @@ void print_config(std::ostream& out, const job_config& c) {
 void print_plan(std::ostream& out, const job_plan& p) {
   out << "plan: " << p.actors.size() << " actors, " << p.routes.size() << " routes, "
       << p.parameters << " parameters (" << human_bytes(p.parameters * 4) << ")\n";
+  out << "  keys: " << p.keys_per_step << " (parameters above "
+      << human_bytes(p.key_options.slice_bytes) << " are sliced)\n";
+  for (const auto& s : p.sliced)
+    out << "  " << s.name << " (" << human_bytes(s.bytes) << ") cut into " << s.slices
+        << " slices\n";
+  out << "  pushes: each worker sends " << p.pushes_per_step << " per step, "
+      << (p.overlap ? "during backward" : "after backward")
+      << (p.key_options.group_bytes > 0
+            ? " (keys under " + human_bytes(p.key_options.group_bytes) + " bundled per shard)\n"
+            : " (one key per push)\n");
   for (std::size_t k = 0; k < p.shard_keys.size(); ++k)
     out << "  shard_" << k << " owns " << p.shard_keys[k] << " keys, "
-        << human_bytes(p.shard_bytes[k]) << '\n';
+        << human_bytes(p.shard_bytes[k]) << "; " << p.shard_pushes[k]
+        << " pushes per worker per step\n";
   for (const auto& r : p.routes)
     out << "  " << p.actors[r.from] << " -> " << p.actors[r.to] << "  [" << label(r) << "]\n";
 }

@@ -68,6 +68,36 @@ TEST_CASE("metrics prints MXNet-style lines and one JSON object per epoch") {
   CHECK_FALSE(std::getline(in, line));  // exactly one epoch
 }
 
+TEST_CASE("metrics writes an epoch whose validation was skipped without validation fields") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  std::ostringstream log;
+  auto path = temp_path("troupe_metrics_skip_test.jsonl");
+  std::remove(path.c_str());
+  metrics_options o;
+  o.out = &log;
+  o.display_batches = 0;
+  o.jsonl_path = path;
+  auto metrics = spawn_metrics(sys, o);
+  self->send(metrics, phase_report{0, false, 40, 30, 20.0, 2.0});  // no validation after 0
+  self->send(metrics, phase_report{1, false, 40, 36, 10.0, 2.0});
+  self->send(metrics, phase_report{1, true, 10, 9, 1.0, 0.5});
+  self->send(metrics, phase_report{2, false, 40, 38, 8.0, 2.0});  // nor after 2 (flush ends it)
+  flush(self, metrics);
+  self->send_exit(metrics, caf::exit_reason::user_shutdown);
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  REQUIRE(lines.size() == 3);
+  CHECK_THAT(lines[0], Catch::Contains("\"epoch\":0"));
+  CHECK_THAT(lines[0], !Catch::Contains("val_accuracy"));
+  CHECK_THAT(lines[1], Catch::Contains("\"val_accuracy\":0.9"));
+  CHECK_THAT(lines[2], Catch::Contains("\"epoch\":2"));
+  CHECK_THAT(lines[2], !Catch::Contains("val_accuracy"));
+}
+
 TEST_CASE("metrics refuses an unwritable metrics file with its path") {
   local_node_config cfg;
   caf::actor_system sys{cfg};

@@ -50,6 +50,7 @@ TEST_CASE("param shard applies SGD with momentum and exempts keys from weight de
   caf::scoped_actor self{sys};
   auto shard = spawn_param_shard(sys, two_keys(), plain_sgd(0.1f, 0.9f, 0.01f));
   gradient_push push;
+  push.keys = {0, 1};
   push.gradients = {tensor::from_values({2, 2}, {1, 1, 1, 1}), tensor::from_values({2}, {1, 2})};
   auto ws = ask<weight_set>(self, shard, caf::make_message(push_atom::value, push));
   REQUIRE(ws.weights.size() == 2);
@@ -72,6 +73,7 @@ TEST_CASE("param shard never writes into weights a reader still holds") {
   auto shard = spawn_param_shard(sys, two_keys(), plain_sgd(0.1f, 0.0f, 0.0f));
   auto before = ask<weight_set>(self, shard, caf::make_message(pull_atom::value));
   gradient_push push;
+  push.keys = {0, 1};
   push.gradients = {tensor::from_values({2, 2}, {1, 1, 1, 1}), tensor::from_values({2}, {1, 1})};
   auto after = ask<weight_set>(self, shard, caf::make_message(push_atom::value, push));
   CHECK(before.weights[0].data()[0] == 1.0f);  // the old handle still shows the old value
@@ -96,12 +98,28 @@ TEST_CASE("param shard rejects a push with the wrong count or shape and keeps it
   caf::scoped_actor self{sys};
   auto shard = spawn_param_shard(sys, two_keys(), plain_sgd(0.1f, 0.9f, 0.0f));
   gradient_push short_push;
+  short_push.keys = {0, 1};
   short_push.gradients = {tensor::from_values({2, 2}, {1, 1, 1, 1})};
   caf::error err;
   ask<weight_set>(self, shard, caf::make_message(push_atom::value, short_push), &err);
   CHECK(error_text(err) == "param_shard: push carries 1 gradients for 2 keys");
 
+  auto rejects = [&](std::vector<std::size_t> keys, const std::string& expected) {
+    gradient_push push;
+    push.keys = std::move(keys);
+    for (std::size_t i = 0; i < push.keys.size(); ++i)
+      push.gradients.push_back(push.keys[i] == 1 ? tensor({2}) : tensor({2, 2}));
+    caf::error e;
+    ask<weight_set>(self, shard, caf::make_message(push_atom::value, push), &e);
+    CHECK_THAT(error_text(e), Catch::Contains(expected));
+  };
+  rejects({}, "push names no keys");
+  rejects({0, 2}, "push names key 2, the shard owns keys 0..1");
+  rejects({1, 1}, "push lists key 'fc.bias' out of order or twice");
+  rejects({1, 0}, "push lists key 'fc.weight' out of order or twice");
+
   gradient_push bad_shape;
+  bad_shape.keys = {0, 1};
   bad_shape.gradients = {tensor::from_values({2, 2}, {1, 1, 1, 1}), tensor({3})};
   err = caf::error{};
   ask<weight_set>(self, shard, caf::make_message(push_atom::value, bad_shape), &err);
@@ -114,6 +132,25 @@ TEST_CASE("param shard rejects a push with the wrong count or shape and keeps it
   self->send_exit(shard, caf::exit_reason::user_shutdown);
 }
 
+TEST_CASE("param shard updates and answers only the keys a push group lists") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto shard = spawn_param_shard(sys, two_keys(), plain_sgd(0.1f, 0.0f, 0.0f));
+  gradient_push bias_only;
+  bias_only.keys = {1};
+  bias_only.gradients = {tensor::from_values({2}, {1, 1})};
+  auto ws = ask<weight_set>(self, shard, caf::make_message(push_atom::value, bias_only));
+  REQUIRE(ws.keys == std::vector<std::size_t>{1});
+  REQUIRE(ws.weights.size() == 1);
+  CHECK(ws.weights[0].data()[0] == Approx(0.4f));
+  auto all = ask<weight_set>(self, shard, caf::make_message(pull_atom::value));
+  CHECK(all.keys == std::vector<std::size_t>{0, 1});
+  CHECK(all.weights[0].data()[0] == 1.0f);  // the weight key was not touched
+  CHECK(all.weights[1].data()[1] == Approx(-0.6f));
+  self->send_exit(shard, caf::exit_reason::user_shutdown);
+}
+
 TEST_CASE("param shard refuses to start without keys or with a bad schedule") {
   local_node_config cfg;
   caf::actor_system sys{cfg};
@@ -122,4 +159,36 @@ TEST_CASE("param shard refuses to start without keys or with a bad schedule") {
   auto bad = plain_sgd(0.1f, 0, 0);
   bad.schedule.base_lr = -1;
   CHECK_THROWS(spawn_param_shard(sys, two_keys(), bad));
+}
+
+TEST_CASE("param shard holds a worker more than staleness steps ahead until the slowest pushes") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto opts = plain_sgd(1.0f, 0.0f, 0.0f);
+  opts.staleness = 1;
+  opts.workers = 2;
+  auto shard = spawn_param_shard(sys, {shard_key{"w", tensor::from_values({1}, {0}), false}}, opts);
+  auto push_of = [](int worker, std::int64_t step) {
+    gradient_push p;
+    p.worker = worker;
+    p.step = step;
+    p.keys = {0};
+    p.gradients = {tensor::from_values({1}, {-1})};  // each update adds 1 at lr 1
+    return caf::make_message(push_atom::value, p);
+  };
+  CHECK(ask<weight_set>(self, shard, push_of(0, 0)).weights[0].data()[0] == 1.0f);
+  // Step 1 of worker 0 is 2 ahead of worker 1 (nothing pushed yet): held.
+  auto held = self->request(shard, std::chrono::seconds(10), push_of(0, 1));
+  // Worker 1's step 0 brings the slowest to 0; its own answer shows 3 updates...
+  CHECK(ask<weight_set>(self, shard, push_of(1, 0)).weights[0].data()[0] == 3.0f);
+  // ...and the held answer was released only now, with the newest weights (3, not 2).
+  float released = 0;
+  held.receive([&](weight_set& ws) { released = ws.weights[0].data()[0]; },
+               [&](caf::error& e) { FAIL(error_text(e)); });
+  CHECK(released == 3.0f);
+  caf::error err;
+  ask<weight_set>(self, shard, push_of(2, 1), &err);
+  CHECK(error_text(err) == "param_shard: push from worker 2, expected 0..1");
+  self->send_exit(shard, caf::exit_reason::user_shutdown);
 }

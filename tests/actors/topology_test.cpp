@@ -136,3 +136,19 @@ TEST_CASE("bad topologies are refused before anything starts") {
   job.topology.machines = 3;
   CHECK_THROWS_WITH(run_training(sys, job), Catch::Contains("machines"));
 }
+
+TEST_CASE("slicing, grouping, shard count and overlap do not change BSP's weights") {
+  set_compute_threads(2);
+  auto job = synthetic_job("mlp", 600);
+  job.epochs = 1;
+  auto reference = run(job, 2, 64);
+  auto cut = job;
+  cut.shards = 3;
+  cut.topology.keys.slice_bytes = 40000;  // the MLP's 784 x N weight becomes many slices
+  cut.topology.keys.group_bytes = 1 << 20;  // everything smaller is bundled
+  auto sliced = run(cut, 2, 64);
+  CHECK(bit_identical(sliced, reference));
+  cut.topology.overlap = false;
+  cut.topology.keys.group_bytes = 0;  // one push per key
+  CHECK(bit_identical(run(cut, 2, 64), reference));
+}

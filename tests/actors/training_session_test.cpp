@@ -38,16 +38,6 @@ double accuracy(const phase_report& r) {
 
 } // namespace
 
-TEST_CASE("assign_keys balances bytes and keeps every slot exactly once") {
-  auto parts = assign_keys({100, 10, 60, 50, 5}, 2);
-  REQUIRE(parts.size() == 2);
-  // 100 -> A, 60 -> B, 50 -> B (110), 10 -> A (110), 5 -> A (tie goes to the first)
-  CHECK(parts[0] == std::vector<std::size_t>{0, 1, 4});
-  CHECK(parts[1] == std::vector<std::size_t>{2, 3});
-  CHECK(assign_keys({1, 2}, 5).size() == 2);  // no empty shards
-  CHECK_THROWS(assign_keys({1}, 0));
-}
-
 TEST_CASE("a run through the actors trains, reports every phase and repeats exactly") {
   set_compute_threads(2);
   local_node_config cfg;
@@ -103,4 +93,20 @@ TEST_CASE("a failure inside a running actor ends the run with its message") {
   job.validation_data.synthetic_classes = 10;
   CHECK_THROWS_WITH(run_training(sys, job),
                     Catch::Contains("compute: ") && Catch::Contains("label"));
+}
+
+TEST_CASE("validate_every 2 validates after epochs 2 and 4 and after the last one") {
+  set_compute_threads(2);
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  auto job = small_job();
+  job.epochs = 5;
+  job.validate_every = 2;
+  auto r = run_training(sys, job);
+  std::vector<std::string> kinds;
+  for (const auto& p : r.phases)
+    kinds.push_back((p.validation ? "V" : "T") + std::to_string(p.epoch));
+  CHECK(kinds == std::vector<std::string>{"T0", "T1", "V1", "T2", "T3", "V3", "T4", "V4"});
+  job.validate_every = 0;
+  CHECK_THROWS_WITH(run_training(sys, job), Catch::Contains("validate_every must be at least 1"));
 }

@@ -1,6 +1,9 @@
 // `troupe train` flags resolve into the options the actors run with.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
+
 #include "apps/commands.hpp"
 #include "apps/flags.hpp"
 #include "apps/train_flags.hpp"
@@ -57,4 +60,49 @@ TEST_CASE("train flags reject bad values with the flag's name") {
                     Catch::Contains("C,H,W"));
   CHECK_THROWS_WITH(parse_train_flags({"--progress", "maybe"}), Catch::Contains("maybe"));
   CHECK_THROWS_AS(parse_train_flags({"--lr", "-0.5"}), usage_error);
+}
+
+TEST_CASE("slice, group and overlap flags reach the topology options") {
+  auto defaults = parse_train_flags({}).options.topology;
+  CHECK(defaults.keys.slice_bytes == 4194304);
+  CHECK(defaults.keys.group_bytes == 65536);
+  CHECK(defaults.overlap);
+  auto t = parse_train_flags({"--slice-bytes", "1048576", "--group-bytes", "0", "--no-overlap"})
+             .options.topology;
+  CHECK(t.keys.slice_bytes == 1048576);
+  CHECK(t.keys.group_bytes == 0);
+  CHECK_FALSE(t.overlap);
+  CHECK(parse_train_flags({"--slice-bytes", "4"}).options.topology.keys.slice_bytes == 4);
+}
+
+TEST_CASE("slice and group flags reject values plan_keys cannot use") {
+  CHECK_THROWS_WITH(parse_train_flags({"--slice-bytes", "2"}),
+                    Catch::Contains("--slice-bytes must be between 4") && Catch::Contains("got 2"));
+  CHECK_THROWS_WITH(parse_train_flags({"--group-bytes", "-1"}),
+                    Catch::Contains("--group-bytes must be between 0")
+                      && Catch::Contains("got -1"));
+  CHECK_THROWS_WITH(parse_train_flags({"--slice-bytes", "2000000000000"}),
+                    Catch::Contains("--slice-bytes") && Catch::Contains("1099511627776"));
+  CHECK_THROWS_WITH(parse_train_flags({"--group-bytes", "64k"}), Catch::Contains("--group-bytes"));
+  CHECK_THROWS_AS(parse_train_flags({"--no-overlap=1"}), usage_error);
+}
+
+TEST_CASE("the config's slice, group and overlap keys apply unless a flag overrides them") {
+  auto path = (std::filesystem::temp_directory_path() / "troupe_train_flags_keys.troupe").string();
+  std::ofstream(path) << "cluster { workers = 2  slice_bytes = 1024  overlap = false }\n";
+  auto from_config = parse_train_flags({"--config", path}).options.topology;
+  CHECK(from_config.keys.slice_bytes == 1024);
+  CHECK(from_config.keys.group_bytes == 65536);
+  CHECK_FALSE(from_config.overlap);
+  CHECK(from_config.workers == 2);
+  auto overridden =
+    parse_train_flags({"--config", path, "--slice-bytes", "8192", "--group-bytes", "0"})
+      .options.topology;
+  CHECK(overridden.keys.slice_bytes == 8192);
+  CHECK(overridden.keys.group_bytes == 0);
+  CHECK_FALSE(overridden.overlap);
+  std::ofstream(path) << "cluster { workers = 2 }\n";
+  CHECK_FALSE(parse_train_flags({"--config", path, "--no-overlap"}).options.topology.overlap);
+  CHECK(parse_train_flags({"--config", path}).options.topology.overlap);
+  std::filesystem::remove(path);
 }

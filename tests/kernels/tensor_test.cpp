@@ -26,6 +26,24 @@ TEST_CASE("tensor shape, size and zero fill", "[tensor]") {
   CHECK(empty.numel() == 0);
 }
 
+TEST_CASE("a flat slice is a counted view of a range of the elements", "[tensor]") {
+  tensor a = tensor::from_values({2, 3}, {1, 2, 3, 4, 5, 6});
+  {
+    tensor middle = a.flat_slice(2, 3);
+    CHECK(middle.shape() == shape_t{3});
+    CHECK(middle.data()[0] == 3);
+    CHECK(middle.shares_storage_with(a));
+    CHECK_FALSE(a.unique());  // a writer must not reuse a's buffer while the slice lives
+    middle.data()[2] = 50;
+    CHECK(a.data()[4] == 50);
+    CHECK(a.flat_slice(0, 6).shares_storage_with(middle));
+  }
+  CHECK(a.unique());
+  CHECK(a.flat_slice(6, 0).numel() == 0);
+  CHECK_THROWS_WITH(a.flat_slice(4, 3), Catch::Contains("elements [4, 7) of a tensor of 6"));
+  CHECK_THROWS_AS(a.flat_slice(-1, 1), std::out_of_range);
+}
+
 TEST_CASE("copies and reshapes share storage, clones do not", "[tensor]") {
   tensor a = tensor::from_values({2, 2}, {1, 2, 3, 4});
   CHECK(a.unique());

@@ -2,6 +2,9 @@
 // and the plan's actors, routes and byte counts.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <sstream>
+
 #include "graph/config/job_config.hpp"
 #include "graph/config/job_plan.hpp"
 #include "graph/config/key_assignment.hpp"
@@ -123,13 +126,151 @@ TEST_CASE("async plan sends each shard its own keys") {
   CHECK(p.routes.size() == 3 + 3 * 2 + 2 * 3);
 }
 
-TEST_CASE("assign_keys balances bytes, ties to the lowest shard") {
-  auto parts = assign_keys({100, 10, 60, 50, 5}, 2);
-  REQUIRE(parts.size() == 2);
-  CHECK(parts[0] == std::vector<std::size_t>{0, 1, 4});
-  CHECK(parts[1] == std::vector<std::size_t>{2, 3});
-  CHECK(assign_keys({1, 2}, 5).size() == 2);
-  CHECK_THROWS(assign_keys({1}, 0));
+TEST_CASE("cluster slicing, grouping and overlap default to the key plan's options") {
+  auto c = parse("");
+  CHECK(c.cluster.slice_bytes.value == 4194304);
+  CHECK(c.cluster.group_bytes.value == 65536);
+  CHECK(c.cluster.overlap.value);
+  CHECK_FALSE(c.cluster.slice_bytes.given);
+  CHECK_FALSE(c.cluster.group_bytes.given);
+  CHECK_FALSE(c.cluster.overlap.given);
+  auto o = key_options_of(c);
+  CHECK(o.slice_bytes == key_plan_options{}.slice_bytes);
+  CHECK(o.group_bytes == key_plan_options{}.group_bytes);
+}
+
+TEST_CASE("cluster reads slice_bytes, group_bytes and overlap") {
+  auto c = parse("cluster {\n  slice_bytes = 1024\n  group_bytes = 0\n  overlap = false\n}");
+  CHECK(c.cluster.slice_bytes.value == 1024);
+  CHECK(c.cluster.slice_bytes.given);
+  CHECK(c.cluster.slice_bytes.span.line == 2);
+  CHECK(c.cluster.group_bytes.value == 0);
+  CHECK(c.cluster.group_bytes.span.line == 3);
+  CHECK_FALSE(c.cluster.overlap.value);
+  CHECK(c.cluster.overlap.given);
+  CHECK(key_options_of(c).slice_bytes == 1024);
+  CHECK(key_options_of(c).group_bytes == 0);
+  // The bounds themselves are accepted.
+  CHECK(parse("cluster { slice_bytes = 4 }").cluster.slice_bytes.value == 4);
+  CHECK(parse("cluster { slice_bytes = 1099511627776 group_bytes = 1099511627776 }")
+          .cluster.group_bytes.value == std::int64_t{1} << 40);
+}
+
+TEST_CASE("bad slice_bytes, group_bytes and overlap point at the value") {
+  CHECK(error_of("cluster { slice_bytes = 3 }")
+        == "t.troupe:1:25: slice_bytes must be at least 4 (a slice holds at least one float), "
+           "got 3");
+  CHECK(error_of("cluster { slice_bytes = 0 }")
+        == "t.troupe:1:25: slice_bytes must be at least 4 (a slice holds at least one float), "
+           "got 0");
+  CHECK(error_of("cluster { slice_bytes = 4096.5 }")
+        == "t.troupe:1:25: slice_bytes must be a whole number, got '4096.5'");
+  CHECK(error_of("cluster { group_bytes = -65536 }")
+        == "t.troupe:1:25: group_bytes must be at least 0 (0 = never bundle), got -65536");
+  CHECK(error_of("cluster { group_bytes = -100000000000000000000 }")
+        == "t.troupe:1:25: group_bytes must be between 0 and 1099511627776, got -1e+20");
+  CHECK(error_of("cluster { group_bytes = 1099511627777 }")
+        == "t.troupe:1:25: group_bytes must be between 0 and 1099511627776, got 1.09951e+12");
+  CHECK(error_of("cluster { group_bytes = \"64k\" }")
+        == "t.troupe:1:25: group_bytes must be a whole number, got a string");
+  CHECK(error_of("cluster { overlap = \"yes\" }")
+        == "t.troupe:1:21: overlap must be true or false, got a string");
+  CHECK(error_of("cluster { overlap = true overlap = false }")
+        == "t.troupe:1:26: duplicate key 'overlap' in cluster");
+}
+
+std::int64_t sum(const std::vector<std::int64_t>& v) {
+  std::int64_t total = 0;
+  for (auto x : v)
+    total += x;
+  return total;
+}
+
+// MLP on 28x28: fc1.weight 100352 floats (392 KiB), fc2.weight 8192, fc3.weight 640, and
+// biases of 128, 64 and 10: six keys unsliced; at 64 KiB slices fc1.weight becomes 7 keys.
+TEST_CASE("a small slice_bytes cuts the big parameter and the shards still hold the model") {
+  auto whole = build_plan(parse("cluster { shards = 3 }\nmodel mlp"));
+  CHECK(whole.keys_per_step == 6);
+  CHECK(whole.sliced.empty());
+  auto cut = build_plan(parse("cluster { shards = 3  slice_bytes = 65536 }\nmodel mlp"));
+  CHECK(cut.key_options.slice_bytes == 65536);
+  CHECK(cut.keys_per_step == 12);
+  CHECK(sum(cut.shard_keys) == 12);
+  REQUIRE(cut.shard_bytes.size() == 3);
+  CHECK(sum(cut.shard_bytes) == cut.parameters * 4);
+  REQUIRE(cut.sliced.size() == 1);
+  CHECK(cut.sliced[0].name == "fc1.weight");
+  CHECK(cut.sliced[0].bytes == 100352 * 4);
+  CHECK(cut.sliced[0].slices == 7);
+  // Unsliced, one shard holds all of fc1.weight; sliced, no shard holds much more than a third.
+  CHECK(*std::max_element(whole.shard_bytes.begin(), whole.shard_bytes.end()) >= 100352 * 4);
+  CHECK(*std::max_element(cut.shard_bytes.begin(), cut.shard_bytes.end())
+        < cut.parameters * 4 / 3 + 65536);
+}
+
+TEST_CASE("group_bytes decides the pushes per step, and every route counts them") {
+  // One shard: fc1.weight (392 KiB) travels alone, the other five keys (35 KiB) in one push.
+  auto grouped = build_plan(parse("model mlp"));
+  CHECK(grouped.pushes_per_step == 2);
+  CHECK(grouped.shard_pushes == std::vector<std::int64_t>{2});
+  auto alone = build_plan(parse("cluster { group_bytes = 0 }\nmodel mlp"));
+  CHECK(alone.pushes_per_step == 6);
+  auto p = build_plan(parse("cluster { servers = 2 workers = 2 slice_bytes = 65536 }\nmodel mlp"));
+  CHECK(sum(p.shard_pushes) == p.pushes_per_step);
+  CHECK(p.pushes_per_step >= 2);
+  CHECK(p.pushes_per_step <= p.keys_per_step);
+  for (const auto& r : p.routes) {
+    INFO(p.actors[r.from] << " -> " << p.actors[r.to]);
+    if (r.carries == "batch")
+      CHECK(r.messages == 0);
+    else if (p.actors[r.to] == "aggregator")
+      CHECK((r.messages == p.pushes_per_step && r.keys == p.keys_per_step
+             && r.bytes == p.parameters * 4));
+    else
+      CHECK(r.messages >= 1);
+  }
+  auto dot = plan_to_dot(p, "t");
+  CHECK(dot.find("gradients: " + std::to_string(p.keys_per_step) + " keys in "
+                 + std::to_string(p.pushes_per_step) + " pushes")
+        != std::string::npos);
+  CHECK(dot.find(" replies, ") != std::string::npos);
+}
+
+TEST_CASE("check prints slices, pushes per worker and keys per shard") {
+  auto c = parse("cluster { shards = 2  slice_bytes = 65536  overlap = false }\nmodel mlp");
+  auto p = build_plan(c);
+  CHECK_FALSE(p.overlap);
+  std::ostringstream config, plan;
+  print_config(config, c);
+  print_plan(plan, p);
+  CHECK(config.str().find("cluster.slice_bytes = 65536  # line 1") != std::string::npos);
+  CHECK(config.str().find("cluster.group_bytes = 65536  # default") != std::string::npos);
+  CHECK(config.str().find("cluster.overlap = false  # line 1") != std::string::npos);
+  CHECK(plan.str().find("fc1.weight (392 KiB) cut into 7 slices") != std::string::npos);
+  CHECK(plan.str().find("each worker sends " + std::to_string(p.pushes_per_step)
+                        + " per step, after backward")
+        != std::string::npos);
+  CHECK(plan.str().find("shard_1 owns " + std::to_string(p.shard_keys[1]) + " keys")
+        != std::string::npos);
+}
+
+// CIFAR VGG-16: its 512-channel 3x3 convolutions (4.5 and 9 MiB) exceed the default 4 MiB slices.
+TEST_CASE("vgg's big convolutions are sliced and spread evenly over the shards") {
+  const std::string model = "data train = cifar10(\"/x\")\nmodel vgg\n";
+  auto by_default = build_plan(parse("cluster { shards = 4 }\n" + model));
+  CHECK_FALSE(by_default.sliced.empty());
+  for (const auto& s : by_default.sliced)  // 256->512 (4.5 MiB): 2 slices; 512->512: 3
+    CHECK(s.slices == (s.bytes + 4194303) / 4194304);
+  auto fine = build_plan(parse("cluster { shards = 4  slice_bytes = 1048576 }\n" + model));
+  CHECK(fine.keys_per_step > by_default.keys_per_step);
+  for (const auto* p : {&by_default, &fine}) {
+    REQUIRE(p->shard_bytes.size() == 4);
+    CHECK(sum(p->shard_bytes) == p->parameters * 4);
+    CHECK(sum(p->shard_keys) == p->keys_per_step);
+    CHECK(sum(p->shard_pushes) == p->pushes_per_step);
+  }
+  auto [low, high] = std::minmax_element(fine.shard_bytes.begin(), fine.shard_bytes.end());
+  CHECK(*high - *low <= 1048576);
 }
 
 } // namespace

@@ -1,0 +1,97 @@
+// Machines in a hierarchy get contiguous worker ranges, [m*W/M, (m+1)*W/M), the same split
+// graph/config/job_plan.cpp draws.
+#include "actors/topology_wiring.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "actors/aggregator_actor.hpp"
+
+namespace troupe {
+
+namespace {
+
+int first_worker_of(int machine, int workers, int machines) {
+  return static_cast<int>(static_cast<std::int64_t>(machine) * workers / machines);
+}
+
+} // namespace
+
+bool synchronous(sync_mode mode) {
+  return mode == sync_mode::bsp || mode == sync_mode::backup || mode == sync_mode::hierarchical;
+}
+
+void check_topology(const topology_options& t) {
+  if (t.workers < 1)
+    throw std::invalid_argument("topology: workers must be at least 1, got "
+                                + std::to_string(t.workers));
+  if (t.mode == sync_mode::backup && (t.backup_workers < 0 || t.backup_workers >= t.workers))
+    throw std::invalid_argument("topology: backup(" + std::to_string(t.backup_workers)
+                                + ") needs 0 <= backups < workers (" + std::to_string(t.workers)
+                                + ")");
+  if (t.mode == sync_mode::ssp && t.staleness < 0)
+    throw std::invalid_argument("topology: ssp staleness must not be negative");
+  if (t.mode == sync_mode::hierarchical && (t.machines < 1 || t.machines > t.workers))
+    throw std::invalid_argument("topology: hierarchical needs 1 <= machines <= workers, got "
+                                + std::to_string(t.machines) + " machines for "
+                                + std::to_string(t.workers) + " workers");
+}
+
+std::vector<shard_route> spawn_shards(caf::actor_system& system, const key_plan& plan,
+                                      const std::vector<parameter*>& parameters,
+                                      shard_options options, const topology_options& topology) {
+  options.workers = topology.workers;
+  options.staleness = topology.mode == sync_mode::ssp ? topology.staleness : -1;
+  std::vector<shard_route> routes;
+  for (const auto& shard_keys : plan.shards) {
+    std::vector<shard_key> keys;
+    for (const auto& key : shard_keys) {
+      if (key.slot >= parameters.size())
+        throw std::invalid_argument("topology: key plan names parameter "
+                                    + std::to_string(key.slot) + " of "
+                                    + std::to_string(parameters.size()));
+      const auto* p = parameters[key.slot];
+      keys.push_back(shard_key{key_name(p->name, key),
+                               key.whole ? p->value : p->value.flat_slice(key.offset, key.length),
+                               p->weight_decay});
+    }
+    routes.push_back(shard_route{spawn_param_shard(system, std::move(keys), options), shard_keys, 0});
+  }
+  return routes;
+}
+
+std::vector<std::vector<shard_route>> route_workers(caf::actor_system& system,
+                                                    const std::vector<shard_route>& shards,
+                                                    const topology_options& t,
+                                                    std::vector<caf::actor>& spawned) {
+  const int n = t.workers;
+  std::vector<std::vector<shard_route>> routes(static_cast<std::size_t>(n));
+  for (const auto& shard : shards) {
+    if (!synchronous(t.mode)) {
+      for (int w = 0; w < n; ++w)
+        routes[w].push_back(shard_route{shard.shard, shard.keys, w});
+      continue;
+    }
+    const int machines = t.mode == sync_mode::hierarchical ? std::clamp(t.machines, 1, n) : 1;
+    aggregator_options top{t.mode == sync_mode::hierarchical ? machines : n, 0, t.deterministic, 0};
+    if (t.mode == sync_mode::backup)
+      top.need = n - t.backup_workers;
+    auto global = spawn_aggregator(system, shard.shard, top);
+    spawned.push_back(global);
+    for (int m = 0; m < machines; ++m) {
+      const int begin = first_worker_of(m, n, machines), end = first_worker_of(m + 1, n, machines);
+      caf::actor front = global;
+      if (t.mode == sync_mode::hierarchical) {
+        front = spawn_aggregator(system, global,
+                                 aggregator_options{end - begin, 0, t.deterministic, m});
+        spawned.push_back(front);
+      }
+      for (int w = begin; w < end; ++w)
+        routes[w].push_back(shard_route{front, shard.keys, machines > 1 ? w - begin : w});
+    }
+  }
+  return routes;
+}
+
+} // namespace troupe

@@ -1,0 +1,144 @@
+// The aggregator at the message level: sample-weighted means, push groups summed on their own,
+// first-k-of-n with late pushes dropped and answered, and every malformed push rejected.
+#include <catch2/catch.hpp>
+
+#include <caf/all.hpp>
+
+#include "actors/actor_errors.hpp"
+#include "actors/aggregator_actor.hpp"
+#include "actors/messages.hpp"
+#include "actors/param_shard_actor.hpp"
+#include "cluster/local_node.hpp"
+
+using namespace troupe;
+
+namespace {
+
+// Two keys at 0, plain SGD at lr 1: the weights after one update are minus the pushed mean.
+caf::actor plain_shard(caf::actor_system& sys) {
+  shard_options o;
+  o.sgd = sgd_options{0, 0, false};
+  o.schedule.policy = lr_policy::constant;
+  o.schedule.base_lr = 1;
+  return spawn_param_shard(sys,
+                           {shard_key{"a", tensor({2}), false}, shard_key{"b", tensor({1}), false}}, o);
+}
+
+caf::message push_of(int source, std::int64_t step, std::vector<std::size_t> keys,
+                     std::vector<tensor> grads, std::int64_t samples = 1) {
+  gradient_push p;
+  p.worker = source;
+  p.step = step;
+  p.keys = std::move(keys);
+  p.gradients = std::move(grads);
+  p.samples = samples;
+  return caf::make_message(push_atom::value, std::move(p));
+}
+
+weight_set answer(caf::scoped_actor& self, const caf::actor& to, caf::message msg) {
+  weight_set out;
+  self->request(to, std::chrono::seconds(10), std::move(msg))
+    .receive([&](weight_set& ws) { out = std::move(ws); },
+             [&](caf::error& e) { FAIL(error_text(e)); });
+  return out;
+}
+
+std::string refusal(caf::scoped_actor& self, const caf::actor& to, caf::message msg) {
+  std::string out = "(answered)";
+  self->request(to, std::chrono::seconds(10), std::move(msg))
+    .receive([&](weight_set&) {}, [&](caf::error& e) { out = error_text(e); });
+  return out;
+}
+
+struct fixture {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  caf::actor shard = plain_shard(sys);
+  ~fixture() { self->send_exit(shard, caf::exit_reason::user_shutdown); }
+};
+
+} // namespace
+
+TEST_CASE("aggregator answers both sources with the sample-weighted mean applied once") {
+  fixture f;
+  auto agg = spawn_aggregator(f.sys, f.shard, aggregator_options{2, 0, true, 0});
+  auto first = f.self->request(agg, std::chrono::seconds(10),
+                               push_of(1, 0, {0}, {tensor::from_values({2}, {4, 8})}, 3));
+  auto second = answer(f.self, agg, push_of(0, 0, {0}, {tensor::from_values({2}, {8, 4})}, 1));
+  // (1 * [8, 4] + 3 * [4, 8]) / 4 = [5, 7]; lr 1 from 0
+  REQUIRE(second.keys == std::vector<std::size_t>{0});
+  CHECK(second.weights[0].data()[0] == -5.0f);
+  CHECK(second.weights[0].data()[1] == -7.0f);
+  first.receive([&](weight_set& ws) { CHECK(ws.weights[0].data()[0] == -5.0f); },
+                [&](caf::error& e) { FAIL(error_text(e)); });
+  f.self->send_exit(agg, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("aggregator sums each push group on its own, whatever order groups arrive in") {
+  fixture f;
+  auto agg = spawn_aggregator(f.sys, f.shard, aggregator_options{2, 0, true, 0});
+  auto a0 = f.self->request(agg, std::chrono::seconds(10), push_of(0, 0, {0}, {tensor::from_values({2}, {1, 1})}));
+  auto b1 = f.self->request(agg, std::chrono::seconds(10), push_of(1, 0, {1}, {tensor::from_values({1}, {4})}));
+  auto b0 = answer(f.self, agg, push_of(0, 0, {1}, {tensor::from_values({1}, {2})}));
+  CHECK(b0.keys == std::vector<std::size_t>{1});
+  CHECK(b0.weights[0].data()[0] == -3.0f);
+  auto a1 = answer(f.self, agg, push_of(1, 0, {0}, {tensor::from_values({2}, {3, 3})}));
+  CHECK(a1.keys == std::vector<std::size_t>{0});
+  CHECK(a1.weights[0].data()[0] == -2.0f);
+  a0.receive([](weight_set&) {}, [&](caf::error& e) { FAIL(error_text(e)); });
+  b1.receive([](weight_set&) {}, [&](caf::error& e) { FAIL(error_text(e)); });
+  f.self->send_exit(agg, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("aggregator with need 1 of 2 forwards the first push and drops the late one") {
+  fixture f;
+  auto agg = spawn_aggregator(f.sys, f.shard, aggregator_options{2, 1, true, 0});
+  auto fast = answer(f.self, agg, push_of(0, 0, {0}, {tensor::from_values({2}, {1, 1})}));
+  CHECK(fast.weights[0].data()[0] == -1.0f);
+  // The straggler's step 0 arrives after it was forwarded: dropped, answered with the newest.
+  auto late = answer(f.self, agg, push_of(1, 0, {0}, {tensor::from_values({2}, {100, 100})}));
+  CHECK(late.keys == std::vector<std::size_t>{0});
+  CHECK(late.weights[0].data()[0] == -1.0f);
+  // Another group of the same step is a sum of its own, forwarded on its first push.
+  auto other = answer(f.self, agg, push_of(0, 0, {1}, {tensor::from_values({1}, {1})}));
+  CHECK(other.weights[0].data()[0] == -1.0f);
+  std::int64_t forwarded = -1, dropped = -1;
+  f.self->request(agg, std::chrono::seconds(10), stats_atom::value)
+    .receive([&](std::int64_t fw, std::int64_t dr) { forwarded = fw, dropped = dr; },
+             [&](caf::error& e) { FAIL(error_text(e)); });
+  CHECK(forwarded == 2);
+  CHECK(dropped == 1);
+  f.self->send_exit(agg, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("aggregator rejects malformed pushes with the source and keys named") {
+  fixture f;
+  auto agg = spawn_aggregator(f.sys, f.shard, aggregator_options{2, 0, true, 0});
+  auto g = [] { return std::vector<tensor>{tensor::from_values({2}, {1, 1})}; };
+  CHECK(refusal(f.self, agg, push_of(2, 0, {0}, g())) == "aggregator: push from source 2, expected 0..1");
+  CHECK(refusal(f.self, agg, push_of(0, 0, {0}, g(), 0)) == "aggregator: push from source 0 carries 0 samples");
+  CHECK(refusal(f.self, agg, push_of(0, 0, {0, 1}, g()))
+        == "aggregator: push from source 0 carries 1 gradients for 2 keys");
+  auto pending = f.self->request(agg, std::chrono::seconds(10), push_of(0, 0, {0}, g()));
+  CHECK(refusal(f.self, agg, push_of(0, 0, {0}, g())) == "aggregator: source 0 pushed step 0 twice");
+  CHECK(refusal(f.self, agg, push_of(1, 0, {0, 1}, {tensor({2}), tensor({1})}))
+        == "aggregator: source 1 pushed keys [0, 1] for step 0, others pushed [0]");
+  CHECK(refusal(f.self, agg, push_of(1, 0, {0}, {tensor({3})}))
+        == "aggregator: source 1 pushed key 0 with shape [3], others [2]");
+  // None of that disturbed the pending step: the right push completes it.
+  auto done = answer(f.self, agg, push_of(1, 0, {0}, g()));
+  CHECK(done.weights[0].data()[0] == -1.0f);
+  pending.receive([](weight_set&) {}, [&](caf::error& e) { FAIL(error_text(e)); });
+  f.self->send_exit(agg, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("aggregator refuses impossible options before spawning") {
+  fixture f;
+  CHECK_THROWS_WITH(spawn_aggregator(f.sys, f.shard, aggregator_options{0, 0, true, 0}),
+                    Catch::Contains("at least one source"));
+  CHECK_THROWS_WITH(spawn_aggregator(f.sys, f.shard, aggregator_options{2, 3, true, 0}),
+                    Catch::Contains("need 3 is outside [1, 2]"));
+  CHECK_THROWS_WITH(spawn_aggregator(f.sys, caf::actor{}, aggregator_options{1, 0, true, 0}),
+                    Catch::Contains("no downstream"));
+}

@@ -1,0 +1,162 @@
+// The compute actor at the message level: pushes leave during backward (before the batch's
+// report) with overlap and after it without, and wiring that would leave a key untrained or
+// push a key twice is refused at spawn.
+#include <catch2/catch.hpp>
+
+#include <caf/all.hpp>
+
+#include "actors/actor_errors.hpp"
+#include "actors/compute_actor.hpp"
+#include "actors/loader_actor.hpp"
+#include "actors/messages.hpp"
+#include "actors/topology_wiring.hpp"
+#include "cluster/local_node.hpp"
+#include "graph/zoo.hpp"
+#include "io/dataset.hpp"
+#include "kernels/threading.hpp"
+
+using namespace troupe;
+
+namespace {
+
+using log_atom = caf::atom_constant<caf::atom("log")>;
+
+// Stands between a compute actor and a real shard, and is also its metrics sink: its mailbox
+// order is the order the compute actor sent pushes and reports (CAF keeps per-sender order).
+struct recorder_state {
+  std::vector<std::string> events;
+  static inline const char* name = "recorder";
+};
+
+caf::behavior recorder(caf::stateful_actor<recorder_state>* self, caf::actor shard) {
+  return {
+    [=](push_atom, gradient_push& push) -> caf::result<weight_set> {
+      self->state.events.push_back("push " + std::to_string(push.keys.front()));
+      self->make_response_promise().delegate(shard, push_atom::value, std::move(push));
+      return caf::delegated<weight_set>();
+    },
+    [=](pull_atom) -> caf::result<weight_set> {
+      self->make_response_promise().delegate(shard, pull_atom::value);
+      return caf::delegated<weight_set>();
+    },
+    [=](const batch_report& r) { self->state.events.push_back("report " + std::to_string(r.index)); },
+    [=](log_atom) { return self->state.events; },
+  };
+}
+
+std::unique_ptr<model> small_mlp() {
+  model_spec spec;
+  spec.network = "mlp";
+  spec.sample_shape = {1, 28, 28};
+  spec.classes = 10;
+  return build_model(spec);
+}
+
+std::shared_ptr<const batch_source> synthetic_batches() {
+  dataset_options d;
+  d.name = "synthetic";
+  d.synthetic_shape = {1, 28, 28};
+  d.synthetic_size = 64;
+  batch_source_options b;
+  b.batch_size = 32;
+  return std::make_shared<const batch_source>(open_dataset(d), b);
+}
+
+// Trains one epoch (2 batches) of an MLP whose keys form several push groups, and returns what
+// the recorder saw.
+std::vector<std::string> events_of_one_epoch(bool overlap) {
+  set_compute_threads(1);
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto replica = small_mlp();
+  std::vector<std::int64_t> sizes;
+  for (auto* p : replica->parameters())
+    sizes.push_back(p->value.numel());
+  auto plan = plan_keys(sizes, 1, key_plan_options{4 << 20, 0});  // one push per key
+  REQUIRE(plan.groups.size() == sizes.size());
+  shard_options opt;
+  opt.schedule.base_lr = 0.01f;
+  auto shards = spawn_shards(sys, plan, replica->parameters(), opt, topology_options{});
+  auto rec = sys.spawn(recorder, shards.front().shard);
+  compute_wiring w;
+  w.train_loader = spawn_loader(sys, synthetic_batches());
+  w.validation_loader = w.train_loader;
+  w.shards = {shard_route{rec, shards.front().keys, 0}};
+  w.groups = plan.groups;
+  w.overlap = overlap;
+  w.metrics = rec;
+  w.batches_per_epoch = 2;
+  auto compute = spawn_compute(sys, std::move(replica), w);
+  self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0})
+    .receive([](phase_report& r) { CHECK(r.samples == 64); },
+             [](caf::error& e) { FAIL(error_text(e)); });
+  std::vector<std::string> events;
+  self->request(rec, std::chrono::seconds(10), log_atom::value)
+    .receive([&](std::vector<std::string>& e) { events = std::move(e); },
+             [](caf::error& e) { FAIL(error_text(e)); });
+  for (auto& a : {compute, rec, shards.front().shard, w.train_loader})
+    self->send_exit(a, caf::exit_reason::user_shutdown);
+  return events;
+}
+
+} // namespace
+
+TEST_CASE("with overlap every push of a step leaves during backward, last layer first") {
+  auto events = events_of_one_epoch(true);
+  // MLP keys on one shard, backward order: fc3.bias, fc3.weight, fc2..., fc1.weight (6 keys).
+  REQUIRE(events.size() == 2 * (6 + 1));
+  CHECK(events[0] == "push 0");  // the shard's first key is the last layer's
+  CHECK(events[5] == "push 5");
+  CHECK(events[6] == "report 0");  // the batch report is sent after train_step returned
+  CHECK(events[13] == "report 1");
+}
+
+TEST_CASE("without overlap the pushes of a step leave after backward") {
+  auto events = events_of_one_epoch(false);
+  REQUIRE(events.size() == 2 * (6 + 1));
+  CHECK(events[0] == "report 0");
+  CHECK(events[1] == "push 0");
+  CHECK(events[7] == "report 1");
+}
+
+TEST_CASE("compute refuses wiring that misses or repeats or invents keys") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  auto replica_sizes = [] {
+    std::vector<std::int64_t> sizes;
+    auto m = small_mlp();
+    for (auto* p : m->parameters())
+      sizes.push_back(p->value.numel());
+    return sizes;
+  }();
+  auto plan = plan_keys(replica_sizes, 2);
+  auto wiring_of = [&](const key_plan& p) {
+    compute_wiring w;
+    for (const auto& keys : p.shards)
+      w.shards.push_back(shard_route{caf::actor{}, keys, 0});
+    w.groups = p.groups;
+    return w;
+  };
+  CHECK_NOTHROW(wiring_of(plan));
+  auto no_shards = wiring_of(plan);
+  no_shards.shards.clear();
+  CHECK_THROWS_WITH(spawn_compute(sys, small_mlp(), no_shards), Catch::Contains("no parameter shard"));
+  auto missing_group = wiring_of(plan);
+  missing_group.groups.pop_back();
+  CHECK_THROWS_WITH(spawn_compute(sys, small_mlp(), missing_group),
+                    Catch::Contains("push groups, expected exactly 1"));
+  auto twice = wiring_of(plan);
+  twice.groups.push_back(twice.groups.front());
+  CHECK_THROWS_WITH(spawn_compute(sys, small_mlp(), twice), Catch::Contains("is in 2 push groups"));
+  auto short_key = wiring_of(plan);
+  short_key.shards[0].keys[0].length -= 1;
+  CHECK_THROWS_WITH(spawn_compute(sys, small_mlp(), short_key), Catch::Contains("the routes' keys cover"));
+  auto outside = wiring_of(plan);
+  outside.shards[0].keys[0].slot = 99;
+  CHECK_THROWS_WITH(spawn_compute(sys, small_mlp(), outside), Catch::Contains("outside the model's parameters"));
+  auto bad_group = wiring_of(plan);
+  bad_group.groups[0].shard = 7;
+  CHECK_THROWS_WITH(spawn_compute(sys, small_mlp(), bad_group), Catch::Contains("names route 7"));
+  CHECK_THROWS_WITH(spawn_compute(sys, nullptr, wiring_of(plan)), Catch::Contains("no model replica"));
+}

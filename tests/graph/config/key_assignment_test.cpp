@@ -1,0 +1,94 @@
+// The key plan: slices of big parameters, byte-balanced placement, and push groups in
+// backward order that cover every key exactly once.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+
+#include "graph/config/key_assignment.hpp"
+
+namespace troupe {
+namespace {
+
+// Elements of each slot covered by the plan, and how often each key is in a group.
+void check_cover(const key_plan& plan, const std::vector<std::int64_t>& sizes) {
+  std::vector<std::int64_t> covered(sizes.size(), 0);
+  for (const auto& keys : plan.shards)
+    for (const auto& k : keys)
+      covered[k.slot] += k.length;
+  CHECK(covered == sizes);
+  std::map<std::pair<std::size_t, std::size_t>, int> grouped;
+  for (const auto& g : plan.groups)
+    for (auto k : g.keys)
+      ++grouped[{g.shard, k}];
+  std::size_t keys = 0;
+  for (const auto& s : plan.shards)
+    keys += s.size();
+  CHECK(grouped.size() == keys);
+  for (auto& [key, count] : grouped)
+    CHECK(count == 1);
+}
+
+TEST_CASE("plan_keys balances whole parameters over shards, ties to the lowest") {
+  const std::vector<std::int64_t> sizes{100, 10, 60, 50, 5};
+  auto plan = plan_keys(sizes, 2, key_plan_options{1 << 20, 0});
+  REQUIRE(plan.shards.size() == 2);
+  // 100 -> A, 60 -> B, 50 -> B (110), 10 -> A (110), 5 -> A (tie goes to the first);
+  // each shard lists its keys in backward order (descending slot).
+  std::vector<std::size_t> a, b;
+  for (auto& k : plan.shards[0]) a.push_back(k.slot);
+  for (auto& k : plan.shards[1]) b.push_back(k.slot);
+  CHECK(a == std::vector<std::size_t>{4, 1, 0});
+  CHECK(b == std::vector<std::size_t>{3, 2});
+  CHECK(plan.shards[0][0].whole);
+  CHECK(plan.groups.size() == 5);  // group_bytes 0: every key alone
+  check_cover(plan, sizes);
+  CHECK(plan_keys({1, 2}, 5).shards.size() == 2);  // no empty shards
+}
+
+TEST_CASE("plan_keys cuts big parameters into near-equal slices spread over every shard") {
+  const std::vector<std::int64_t> sizes{1000, 7};
+  auto plan = plan_keys(sizes, 3, key_plan_options{4 * 300, 0});  // at most 300 elements
+  std::vector<std::int64_t> lengths;
+  for (auto& keys : plan.shards)
+    for (auto& k : keys)
+      if (k.slot == 0) {
+        CHECK_FALSE(k.whole);
+        lengths.push_back(k.length);
+      }
+  std::sort(lengths.begin(), lengths.end());
+  CHECK(lengths == std::vector<std::int64_t>{250, 250, 250, 250});
+  REQUIRE(plan.shards.size() == 3);
+  for (auto& keys : plan.shards)
+    CHECK_FALSE(keys.empty());
+  check_cover(plan, sizes);
+  CHECK(key_name("fc6.weight", key_slice{0, 250, 250, false}) == "fc6.weight[250:500]");
+  CHECK(key_name("fc6.weight", key_slice{0, 0, 1000, true}) == "fc6.weight");
+}
+
+TEST_CASE("plan_keys bundles small keys per shard up to the group bound, in backward order") {
+  // A conv net's shape: weights of 4000, 2000 and 800 elements with small biases after each.
+  const std::vector<std::int64_t> sizes{4000, 16, 2000, 32, 800, 10};
+  auto plan = plan_keys(sizes, 1, key_plan_options{1 << 20, 4 * 1000});
+  check_cover(plan, sizes);
+  // Backward order: 10, 800 and 32 bundle (842 <= 1000); 2000 goes alone; 16 cannot join the
+  // 4000 after it, which goes alone.
+  std::vector<std::vector<std::size_t>> slots;
+  for (auto& g : plan.groups) {
+    slots.emplace_back();
+    for (auto k : g.keys)
+      slots.back().push_back(plan.shards[0][k].slot);
+  }
+  CHECK(slots == std::vector<std::vector<std::size_t>>{{5, 4, 3}, {2}, {1}, {0}});
+  CHECK(plan.groups[0].elements == 842);
+}
+
+TEST_CASE("plan_keys refuses impossible bounds and sizes") {
+  CHECK_THROWS_WITH(plan_keys({1}, 0), Catch::Contains("shards must be at least 1"));
+  CHECK_THROWS_WITH(plan_keys({1}, 1, key_plan_options{2, 0}), Catch::Contains("slice bytes"));
+  CHECK_THROWS_WITH(plan_keys({1}, 1, key_plan_options{4, -1}), Catch::Contains("group bytes"));
+  CHECK_THROWS_WITH(plan_keys({0}, 1), Catch::Contains("has 0 elements"));
+}
+
+} // namespace
+} // namespace troupe

@@ -1,4 +1,5 @@
 // One function per options group; each reads resolved config values only.
+#include <algorithm>
 #include "apps/config_options.hpp"
 
 #include "apps/train_flags.hpp"
@@ -106,6 +107,7 @@ training_options to_training_options(const job_config& c) {
   o.loader.prefetch_depth = c.run.prefetch.value;
   o.epochs = c.run.epochs.value;
   o.validate = c.validation_data.enabled;
+  o.validate_every = std::max<std::int64_t>(1, c.run.eval_every.value);  // 0 means none: above
   o.shards = c.cluster.shards.value;
   o.topology = topology_of(c);
   o.display_batches = c.run.display.value;

@@ -36,6 +36,7 @@ struct raw_flags {
   std::string config, straggler;
   int num_layers = 0, threads = 2, shards = 1, prefetch = 3, num_classes = 10;
   std::int64_t batch_size = 128, val_batch_size = 500, num_epochs = 10, disp_batches = 100;
+  std::int64_t eval_every = 1;
   std::int64_t seed = 0, random_crop_pad = -1, random_mirror = -1, num_examples = 60000;
   std::int64_t slice_bytes = key_plan_options{}.slice_bytes;
   std::int64_t group_bytes = key_plan_options{}.group_bytes;
@@ -74,6 +75,7 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("num-classes", r.num_classes, "synthetic data: classes");
   f.add("num-examples", r.num_examples, "synthetic data: training examples");
   f.add_switch("no-validation", r.no_validation, "skip the validation pass after each epoch");
+  f.add("eval-every", r.eval_every, "validate after every Nth epoch and after the last");
   f.add("metrics", r.metrics, "write one JSON object per epoch to this file");
   f.add("disp-batches", r.disp_batches, "print speed and accuracy every N batches (0: never)");
   f.add("progress", r.progress, "progress bar: auto (when stdout is a terminal) | on | off");
@@ -213,6 +215,7 @@ void override_from_flags(train_command_line& out, const raw_flags& r, const flag
   if (f.given("random-crop-pad")) o.train_batches.augment.pad_crop = r.random_crop_pad;
   if (f.given("random-mirror")) o.train_batches.augment.mirror = r.random_mirror != 0;
   if (f.given("no-validation")) o.validate = false;
+  if (f.given("eval-every")) o.validate_every = r.eval_every;
   if (f.given("metrics")) o.metrics_path = r.metrics;
   if (f.given("disp-batches")) o.display_batches = r.disp_batches;
   o.progress_bar = progress_wanted(r.progress);
@@ -270,6 +273,7 @@ train_command_line parse_train_flags(const std::vector<std::string>& args) {
   check_positive("num-epochs", static_cast<double>(r.num_epochs));
   check_positive("threads", r.threads);
   check_positive("shards", r.shards);
+  check_positive("eval-every", static_cast<double>(r.eval_every));
   check_positive("prefetch", r.prefetch);
   if (r.mom < 0 || r.mom >= 1)
     throw usage_error("--mom must be in [0, 1), got " + std::to_string(r.mom));
@@ -302,6 +306,7 @@ train_command_line parse_train_flags(const std::vector<std::string>& args) {
   o.loader.prefetch_depth = r.prefetch;
   o.epochs = r.num_epochs;
   o.validate = !r.no_validation;
+  o.validate_every = r.eval_every;
   o.shards = r.shards;
   o.topology.keys.slice_bytes = r.slice_bytes;
   o.topology.keys.group_bytes = r.group_bytes;

@@ -187,12 +187,8 @@ void read_run(const value_reader& r, const syntax_statement& st, run_config& t) 
                  {"epochs", "eval_every", "seed", "threads", "prefetch", "display", "metrics"});
   if (auto* v = k.find("epochs"))
     r.set(t.epochs, r.integer(*v, "epochs", 1, big), *v);
-  if (auto* v = k.find("eval_every")) {
+  if (auto* v = k.find("eval_every"))
     r.set(t.eval_every, r.integer(*v, "eval_every", 0, big), *v);
-    if (t.eval_every.value > 1)
-      r.fail(v->span, "eval_every must be 0 (never) or 1 (after every epoch): the session "
-                      "validates per epoch or not at all");
-  }
   if (auto* v = k.find("seed"))
     r.set(t.seed, r.integer(*v, "seed", 0, std::int64_t{1} << 53), *v);
   if (auto* v = k.find("threads"))

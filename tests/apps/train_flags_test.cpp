@@ -106,3 +106,18 @@ TEST_CASE("the config's slice, group and overlap keys apply unless a flag overri
   CHECK(parse_train_flags({"--config", path}).options.topology.overlap);
   std::filesystem::remove(path);
 }
+
+TEST_CASE("eval_every from the config or --eval-every sets how often validation runs") {
+  auto path = (std::filesystem::temp_directory_path() / "troupe_train_flags_eval.troupe").string();
+  std::ofstream(path) << "train { epochs = 6  eval_every = 3 }\n";
+  auto from_config = parse_train_flags({"--config", path}).options;
+  CHECK(from_config.validate);
+  CHECK(from_config.validate_every == 3);
+  CHECK(parse_train_flags({"--config", path, "--eval-every", "2"}).options.validate_every == 2);
+  std::ofstream(path) << "train { eval_every = 0 }\n";
+  CHECK_FALSE(parse_train_flags({"--config", path}).options.validate);
+  std::filesystem::remove(path);
+  CHECK(parse_train_flags({}).options.validate_every == 1);
+  CHECK(parse_train_flags({"--eval-every", "4"}).options.validate_every == 4);
+  CHECK_THROWS_WITH(parse_train_flags({"--eval-every", "0"}), Catch::Contains("--eval-every must be positive"));
+}

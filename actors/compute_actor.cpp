@@ -38,10 +38,10 @@ struct compute_state {
   caf::response_promise promise;
   phase_report phase;
   clock_type::time_point phase_start;
-  std::int64_t global_step = 0;
   float learning_rate = 0;
   bool have_weights = false;
   bool busy = false;
+  bool end_requested = false;  // the coordinator ended this training epoch early
   // the step in flight
   step_header header;
   std::vector<std::size_t> slots_missing;  // per group: slots backward has not finished
@@ -163,7 +163,7 @@ void on_training_batch(compute_pointer self, loader_item& item) {
   if (item.end)
     return finish_phase(self);
   st.header.samples = static_cast<std::int64_t>(item.data.labels.size());
-  st.header.step = st.global_step++;
+  st.header.step = item.data.epoch * st.wiring.batches_per_epoch + item.data.index;
   st.header.epoch_position = static_cast<double>(item.data.epoch)
                              + static_cast<double>(item.data.index)
                                  / static_cast<double>(std::max<std::int64_t>(1, st.wiring.batches_per_epoch));
@@ -193,6 +193,8 @@ void on_training_batch(compute_pointer self, loader_item& item) {
 }
 
 void next_training_batch(compute_pointer self) {
+  if (self->state.end_requested)
+    return finish_phase(self);
   self->request(self->state.wiring.train_loader, caf::infinite, next_atom::value)
     .then([=](loader_item& item) { on_training_batch(self, item); },
           [=](caf::error& err) { fail_phase(self, err); });
@@ -233,6 +235,7 @@ bool begin_phase(compute_pointer self, std::int64_t epoch, bool validation) {
   }
   st.promise = self->make_response_promise();
   st.busy = true;
+  st.end_requested = false;
   st.phase = phase_report{};
   st.phase.epoch = epoch;
   st.phase.validation = validation;
@@ -267,6 +270,11 @@ caf::behavior compute(compute_pointer self, std::shared_ptr<model> replica, comp
         });
       }
       return caf::delegated<phase_report>();
+    },
+    [=](end_epoch_atom, std::int64_t epoch) {
+      auto& s = self->state;
+      if (s.busy && !s.phase.validation && s.phase.epoch == epoch)
+        s.end_requested = true;
     },
     [=](straggle_atom) {
       if (self->state.busy)

@@ -9,7 +9,12 @@
 //                                                 group is answered, next batch
 //   (validate_atom, int64 epoch) -> phase_report  evaluates every validation batch with the
 //                                                 current weights (inference mode)
+//   (end_epoch_atom, int64 epoch) -> ()           ends training epoch `epoch` after the step in
+//                                                 flight (backup workers: the others are done)
 // Sends (batch_report) to the metrics actor after every training batch.
+//
+// Step ids are epoch * batches_per_epoch + batch index, not a running count, so a worker that
+// skipped batches (an ended epoch) is back in line with the others at the next epoch.
 //
 // Before its first step the actor pulls the weights from every shard, so the shards' values,
 // not the replica's own initialization, are what trains. A step starts only when the weights

@@ -87,12 +87,17 @@ void run_epoch(coordinator_pointer self, std::int64_t epoch) {
   auto merged = std::make_shared<phase_report>();
   merged->epoch = epoch;
   auto outstanding = std::make_shared<std::size_t>(st.computes.size());
+  const auto finish_after = st.options.finish_after;
   for (auto& compute : st.computes) {
     self->request(compute, caf::infinite, train_atom::value, epoch)
       .then(
         [=](phase_report& part) {
           merge(*merged, part);
-          if (--*outstanding > 0)
+          --*outstanding;
+          if (finish_after > 0 && self->state.computes.size() - *outstanding == finish_after)
+            for (auto& c : self->state.computes)  // the finished ones ignore it
+              self->send(c, end_epoch_atom::value, epoch);
+          if (*outstanding > 0)
             return;
           record(self, *merged);
           if (validates_after(self->state.options, epoch))

@@ -33,6 +33,7 @@ using fill_atom = caf::atom_constant<caf::atom("fill")>;          // loader -> i
 using flush_atom = caf::atom_constant<caf::atom("flush")>;        // metrics: finish output
 using stats_atom = caf::atom_constant<caf::atom("stats")>;        // aggregator: counters
 using straggle_atom = caf::atom_constant<caf::atom("straggle")>;  // compute -> itself: late push
+using end_epoch_atom = caf::atom_constant<caf::atom("endepoch")>; // coordinator -> compute: stop
 
 /// A batch from a loader, or the mark that the epoch has no more batches (`end == true`).
 struct loader_item {

@@ -142,9 +142,13 @@ training_result run_training(caf::actor_system& system, const training_options& 
     computes.push_back(spawn_compute(system, std::move(replicas[w]), wiring));
     all.push_back(computes.back());
   }
+  // Backup workers: an epoch is over once the workers a step needs have finished theirs.
+  const std::size_t finish_after = topo.mode == sync_mode::backup
+                                     ? static_cast<std::size_t>(topo.workers - topo.backup_workers)
+                                     : 0;
   auto coordinator = spawn_coordinator(system, computes, metrics,
                                        coordinator_options{options.epochs, 0, options.validate,
-                                                           options.validate_every});
+                                                           options.validate_every, finish_after});
   all.push_back(coordinator);
 
   caf::scoped_actor self{system};

@@ -152,3 +152,20 @@ TEST_CASE("slicing, grouping, shard count and overlap do not change BSP's weight
   cut.topology.keys.group_bytes = 0;  // one push per key
   CHECK(bit_identical(run(cut, 2, 64), reference));
 }
+
+TEST_CASE("backup workers end the straggler's epoch once the others are done") {
+  set_compute_threads(2);
+  auto job = synthetic_job("mlp", 2048);  // 16 steps of 32 per worker
+  job.epochs = 2;
+  job.optimizer.sgd.momentum = 0.0f;
+  job.topology.backup_workers = 1;
+  job.topology.straggler = 3;
+  job.topology.straggle_ms = 50;  // 16 steps would take the straggler at least 800 ms
+  auto r = run(job, 4, 32, sync_mode::backup);
+  REQUIRE(r.phases.size() == 2);
+  for (const auto& p : r.phases) {
+    INFO("epoch " << p.epoch);
+    CHECK(p.samples >= 3 * 16 * 32);  // the three fast workers ran their whole epoch
+    CHECK(p.samples < 4 * 16 * 32);   // the straggler stopped early
+  }
+}

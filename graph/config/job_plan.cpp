@@ -1,5 +1,6 @@
 // Expands the role-level routes of a topology into actor instances: loader i feeds compute i,
-// machine m aggregates workers [m*W/M, (m+1)*W/M), and each shard exchanges only its own keys.
+// machine m aggregates workers [m*W/M, (m+1)*W/M), each shard has its own aggregator chain
+// (as actors/topology_wiring.cpp spawns them) and exchanges only its own keys.
 // A gradient route carries one message per push group of the key plan, and every aggregator
 // forwards each group's sum on its own, so the message count per step is the same on every
 // hop to a shard and back.
@@ -16,7 +17,7 @@ namespace troupe {
 namespace {
 
 struct sizes {
-  std::int64_t keys = 0, bytes = 0, batch_bytes = 0;
+  std::int64_t batch_bytes = 0;
 };
 
 std::vector<std::size_t> spawn(job_plan& p, const std::string& prefix, int count) {
@@ -65,8 +66,6 @@ void size_model(const job_config& c, job_plan& p, sizes& s) {
   }
   p.parameters = m->parameter_count();
   plan_shards(c, *m, p);
-  s.keys = p.keys_per_step;
-  s.bytes = p.parameters * 4;
   std::int64_t numel = 1;
   for (auto d : c.train_data.shape.value)
     numel *= d;
@@ -81,7 +80,6 @@ job_plan build_plan(const job_config& c) {
   size_model(c, p, s);
   const int workers = c.cluster.workers.value;
   const auto& t = c.topology;
-  const std::int64_t pushes = p.pushes_per_step;  // every group is summed and forwarded alone
   auto loaders = spawn(p, "loader", workers);
   auto computes = spawn(p, "compute", workers);
   bool machine = false, global = false;
@@ -89,28 +87,36 @@ job_plan build_plan(const job_config& c) {
     machine |= w.to == actor_role::machine_aggregator;
     global |= w.to == actor_role::aggregator;
   }
-  auto machines = machine ? spawn(p, "machine_aggregator", t.machines.value) : std::vector<std::size_t>{};
-  auto aggregator = global ? spawn(p, "aggregator", 1) : std::vector<std::size_t>{};
-  auto shards = spawn(p, "shard", static_cast<int>(p.shard_keys.size()));
+  // As the session wires it: one aggregator chain per shard, so shards sum in parallel.
+  const std::size_t n_shards = p.shard_keys.size();
+  auto aggregator = global ? spawn(p, "aggregator", static_cast<int>(n_shards))
+                           : std::vector<std::size_t>{};
+  std::vector<std::vector<std::size_t>> machines;  // [machine][shard]
+  for (int m = 0; machine && m < t.machines.value; ++m) {
+    machines.emplace_back();
+    for (std::size_t k = 0; k < n_shards; ++k) {
+      machines.back().push_back(p.actors.size());
+      p.actors.push_back("machine_aggregator_" + std::to_string(m)
+                         + (n_shards > 1 ? "_" + std::to_string(k) : std::string{}));
+    }
+  }
+  auto shards = spawn(p, "shard", static_cast<int>(n_shards));
   for (int i = 0; i < workers; ++i)
     p.routes.push_back({loaders[i], computes[i], "batch", 0, s.batch_bytes, 0});
   const int per_machine = machine ? workers / t.machines.value : workers;
-  for (int i = 0; i < workers; ++i) {
-    if (machine)
-      p.routes.push_back(
-        {computes[i], machines[i / per_machine], "gradients", s.keys, s.bytes, pushes});
-    else if (global)
-      p.routes.push_back({computes[i], aggregator[0], "gradients", s.keys, s.bytes, pushes});
-    else
-      for (std::size_t k = 0; k < shards.size(); ++k)
-        p.routes.push_back({computes[i], shards[k], "gradients", p.shard_keys[k], p.shard_bytes[k],
-                            p.shard_pushes[k]});
-  }
-  for (auto m : machines)
-    p.routes.push_back({m, aggregator[0], "summed gradients", s.keys, s.bytes, pushes});
-  for (std::size_t k = 0; k < shards.size() && global; ++k)
-    p.routes.push_back({aggregator[0], shards[k], "summed gradients", p.shard_keys[k],
-                        p.shard_bytes[k], p.shard_pushes[k]});
+  auto shard_route = [&](std::size_t from, std::size_t to, std::size_t k, const char* carries) {
+    p.routes.push_back({from, to, carries, p.shard_keys[k], p.shard_bytes[k], p.shard_pushes[k]});
+  };
+  for (int i = 0; i < workers; ++i)
+    for (std::size_t k = 0; k < n_shards; ++k)
+      shard_route(computes[i],
+                  machine ? machines[i / per_machine][k] : global ? aggregator[k] : shards[k], k,
+                  "gradients");
+  for (const auto& m : machines)
+    for (std::size_t k = 0; k < n_shards; ++k)
+      shard_route(m[k], aggregator[k], k, "summed gradients");
+  for (std::size_t k = 0; k < n_shards && global; ++k)
+    shard_route(aggregator[k], shards[k], k, "summed gradients");
   for (std::size_t k = 0; k < shards.size(); ++k)
     for (auto compute : computes)
       p.routes.push_back({shards[k], compute, "weights", p.shard_keys[k], p.shard_bytes[k],

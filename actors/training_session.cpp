@@ -111,7 +111,9 @@ training_result run_training(caf::actor_system& system, const training_options& 
                  << topo.workers << " worker(s) x " << steps << " batches of "
                  << options.train_batches.batch_size << "; validation on "
                  << validation_set->description() << " (" << validation_set->size()
-                 << " examples); " << options.shards << " parameter shard(s)" << std::endl;
+                 << " examples); " << plan.shards.size() << " parameter shard(s), "
+                 << plan.groups.size() << " push(es) per step"
+                 << (topo.overlap ? " during backward" : " after backward") << std::endl;
   std::ostringstream discard;
   auto metrics = spawn_metrics(system, make_metrics_options(options, discard));
 

@@ -33,8 +33,7 @@ struct step_header {
 struct compute_state {
   std::shared_ptr<model> replica;
   compute_wiring wiring;
-  std::vector<std::vector<std::size_t>> groups_of_slot;  // slot -> groups holding its keys
-  std::vector<std::size_t> slots_per_group;              // distinct slots in each group
+  push_tracker tracker;  // which groups backward has completed this step
   caf::response_promise promise;
   phase_report phase;
   clock_type::time_point phase_start;
@@ -44,7 +43,6 @@ struct compute_state {
   bool end_requested = false;  // the coordinator ended this training epoch early
   // the step in flight
   step_header header;
-  std::vector<std::size_t> slots_missing;  // per group: slots backward has not finished
   std::size_t answers_missing = 0;          // groups whose weights have not come back
   std::vector<std::size_t> unsent;          // groups held back (no overlap, or straggling)
   static inline const char* name = "compute";
@@ -83,16 +81,10 @@ std::string install(compute_state& st, const shard_route& route, weight_set& ws)
       return "compute: shard answered " + std::to_string(ws.weights[i].numel())
              + " elements for key " + key_name(params[key.slot]->name, key) + " of "
              + std::to_string(key.length);
-    if (key.whole) {
-      if (ws.weights[i].shape() != value.shape())
-        return "compute: shard answered shape " + shape_string(ws.weights[i].shape())
-               + " for " + params[key.slot]->name + " of shape " + shape_string(value.shape());
-      value = std::move(ws.weights[i]);
-      continue;
-    }
-    if (!value.unique())  // a whole-key handle from an earlier wiring, or a reader: write a copy
-      value = value.clone();
-    std::copy_n(ws.weights[i].data(), key.length, value.data() + key.offset);
+    if (key.whole && ws.weights[i].shape() != value.shape())
+      return "compute: shard answered shape " + shape_string(ws.weights[i].shape()) + " for "
+             + params[key.slot]->name + " of shape " + shape_string(value.shape());
+    place_key(value, key, std::move(ws.weights[i]));
   }
   st.learning_rate = ws.learning_rate;
   return {};
@@ -129,11 +121,7 @@ void send_group(compute_pointer self, std::size_t g) {
   push.samples = st.header.samples;
   push.worker = route.source_index;
   push.keys = group.keys;
-  for (auto k : group.keys) {
-    const auto& key = route.keys[k];
-    const auto& grad = params[key.slot]->grad;
-    push.gradients.push_back(key.whole ? grad : grad.flat_slice(key.offset, key.length));
-  }
+  push.gradients = group_gradients(route, group, [&](std::size_t slot) { return params[slot]->grad; });
   ask(self, group.shard, [=] { next_training_batch(self); }, push_atom::value, std::move(push));
 }
 
@@ -146,16 +134,12 @@ void send_unsent(compute_pointer self) {
 
 void on_gradient_ready(compute_pointer self, std::size_t slot) {
   auto& st = self->state;
-  if (slot >= st.groups_of_slot.size())
-    return;
-  for (auto g : st.groups_of_slot[slot]) {
-    if (--st.slots_missing[g] > 0)
-      continue;
+  st.tracker.slot_ready(slot, [&](std::size_t g) {
     if (st.wiring.overlap && st.wiring.straggle.count() == 0)
       send_group(self, g);
     else
       st.unsent.push_back(g);
-  }
+  });
 }
 
 void on_training_batch(compute_pointer self, loader_item& item) {
@@ -167,7 +151,7 @@ void on_training_batch(compute_pointer self, loader_item& item) {
   st.header.epoch_position = static_cast<double>(item.data.epoch)
                              + static_cast<double>(item.data.index)
                                  / static_cast<double>(std::max<std::int64_t>(1, st.wiring.batches_per_epoch));
-  st.slots_missing = st.slots_per_group;
+  st.tracker.start_step();
   st.answers_missing = st.wiring.groups.size();
   st.unsent.clear();
   loss_result loss;
@@ -247,15 +231,7 @@ caf::behavior compute(compute_pointer self, std::shared_ptr<model> replica, comp
   auto& st = self->state;
   st.replica = std::move(replica);
   st.wiring = std::move(wiring);
-  st.groups_of_slot.assign(st.replica->parameters().size(), {});
-  for (std::size_t g = 0; g < st.wiring.groups.size(); ++g) {
-    std::set<std::size_t> slots;
-    for (auto k : st.wiring.groups[g].keys)
-      slots.insert(st.wiring.shards[st.wiring.groups[g].shard].keys[k].slot);
-    for (auto slot : slots)
-      st.groups_of_slot[slot].push_back(g);
-    st.slots_per_group.push_back(slots.size());
-  }
+  st.tracker = push_tracker(st.wiring.shards, st.wiring.groups, st.replica->parameters().size());
   return {
     [=](train_atom, std::int64_t epoch) -> caf::result<phase_report> {
       if (!begin_phase(self, epoch, false))
@@ -335,6 +311,20 @@ void check_wiring(model& replica, const compute_wiring& wiring) {
 }
 
 } // namespace
+
+push_tracker::push_tracker(const std::vector<shard_route>& routes,
+                           const std::vector<push_group>& groups, std::size_t slots)
+  : groups_of_slot_(slots) {
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    std::set<std::size_t> waits_on;
+    for (auto k : groups[g].keys)
+      waits_on.insert(routes[groups[g].shard].keys[k].slot);
+    for (auto slot : waits_on)
+      groups_of_slot_[slot].push_back(g);
+    slots_per_group_.push_back(waits_on.size());
+  }
+  missing_ = slots_per_group_;
+}
 
 caf::actor spawn_compute(caf::actor_system& system, std::unique_ptr<model> replica,
                          compute_wiring wiring) {

@@ -64,6 +64,43 @@ struct compute_wiring {
   std::chrono::milliseconds straggle{0};
 };
 
+/// Which push groups backward has completed in the current step. A group waits on the distinct
+/// parameter slots its keys come from; `slot_ready` reports each group once, when its last slot
+/// is final. Used by the compute actor and by the messaging bench's stand-in workers.
+class push_tracker {
+public:
+  push_tracker() = default;
+  push_tracker(const std::vector<shard_route>& routes, const std::vector<push_group>& groups,
+               std::size_t slots);
+  /// Every group waits again (call before each backward).
+  void start_step() { missing_ = slots_per_group_; }
+  /// Marks `slot` final and calls on_group_ready(g) for each group that it completes.
+  template <typename F>
+  void slot_ready(std::size_t slot, F&& on_group_ready) {
+    if (slot >= groups_of_slot_.size())
+      return;
+    for (auto g : groups_of_slot_[slot])
+      if (--missing_[g] == 0)
+        on_group_ready(g);
+  }
+
+private:
+  std::vector<std::vector<std::size_t>> groups_of_slot_;
+  std::vector<std::size_t> slots_per_group_, missing_;
+};
+
+/// The gradients a push of `group` carries on `route`: each key's view of the gradient of its
+/// slot, `gradient_of(slot)`. No bytes are copied.
+template <typename GradientOf>
+std::vector<tensor> group_gradients(const shard_route& route, const push_group& group,
+                                    GradientOf&& gradient_of) {
+  std::vector<tensor> out;
+  out.reserve(group.keys.size());
+  for (auto k : group.keys)
+    out.push_back(key_view(gradient_of(route.keys[k].slot), route.keys[k]));
+  return out;
+}
+
 /// Throws std::invalid_argument if the wiring has no shard, or groups that do not cover every
 /// key of every route exactly once, or keys outside the replica's parameters.
 caf::actor spawn_compute(caf::actor_system& system, std::unique_ptr<model> replica,

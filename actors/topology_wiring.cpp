@@ -52,9 +52,7 @@ std::vector<shard_route> spawn_shards(caf::actor_system& system, const key_plan&
                                     + std::to_string(key.slot) + " of "
                                     + std::to_string(parameters.size()));
       const auto* p = parameters[key.slot];
-      keys.push_back(shard_key{key_name(p->name, key),
-                               key.whole ? p->value : p->value.flat_slice(key.offset, key.length),
-                               p->weight_decay});
+      keys.push_back(shard_key{key_name(p->name, key), key_view(p->value, key), p->weight_decay});
     }
     routes.push_back(shard_route{spawn_param_shard(system, std::move(keys), options), shard_keys, 0});
   }

@@ -38,11 +38,7 @@ caf::error collect_weights(caf::scoped_actor& self, const std::vector<shard_rout
             if (ws.keys[i] >= route.keys.size())
               continue;
             const auto& key = route.keys[ws.keys[i]];
-            auto& out = result.final_weights[key.slot];
-            if (key.whole)
-              out = ws.weights[i];
-            else
-              std::copy_n(ws.weights[i].data(), key.length, out.data() + key.offset);
+            place_key(result.final_weights[key.slot], key, ws.weights[i]);
           }
         },
         [&](caf::error& err) { failure = std::move(err); });

@@ -1,6 +1,7 @@
 // One function per options group; each reads resolved config values only.
-#include <algorithm>
 #include "apps/config_options.hpp"
+
+#include <algorithm>
 
 #include "apps/train_flags.hpp"
 #include "io/normalization.hpp"

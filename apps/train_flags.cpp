@@ -86,12 +86,12 @@ void check_positive(const char* flag, double v) {
     throw usage_error(std::string("--") + flag + " must be positive, got " + std::to_string(v));
 }
 
-// The same range as the config's cluster keys: at least `min`, at most 1 TiB.
+// The same range as the config's cluster keys: at least `min`, at most max_bytes (1 TiB).
 void check_bytes(const char* flag, std::int64_t v, std::int64_t min, const char* why) {
-  constexpr std::int64_t tebibyte = std::int64_t{1} << 40;
-  if (v < min || v > tebibyte)
+  constexpr std::int64_t ceiling = key_plan_options::max_bytes;
+  if (v < min || v > ceiling)
     throw usage_error(std::string("--") + flag + " must be between " + std::to_string(min) + " ("
-                      + why + ") and " + std::to_string(tebibyte) + ", got " + std::to_string(v));
+                      + why + ") and " + std::to_string(ceiling) + ", got " + std::to_string(v));
 }
 
 lr_schedule_options resolve_schedule(const raw_flags& r, bool lr_given) {

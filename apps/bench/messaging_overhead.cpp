@@ -41,8 +41,7 @@ struct stand_in_state {
   std::vector<tensor> gradients;  // one per parameter, pushed unchanged every step
   std::vector<shard_route> routes;
   std::vector<push_group> groups;
-  std::vector<std::vector<std::size_t>> groups_of_slot;
-  std::vector<std::size_t> slots_per_group, slots_missing;
+  push_tracker tracker;
   bool overlap = true;
   std::chrono::microseconds forward{0}, per_layer{0};
   std::chrono::steady_clock::time_point step_start;  // layers are due at fixed offsets from it
@@ -76,11 +75,7 @@ void push_group_now(stand_in self, std::size_t g) {
   push.worker = route.source_index;
   push.samples = 32;
   push.keys = group.keys;
-  for (auto k : group.keys) {
-    const auto& key = route.keys[k];
-    const auto& grad = st.gradients[key.slot];
-    push.gradients.push_back(key.whole ? grad : grad.flat_slice(key.offset, key.length));
-  }
+  push.gradients = group_gradients(route, group, [&](std::size_t slot) { return st.gradients[slot]; });
   const bool watch = route.source_index == 0 && group.shard == 0 && group.keys.front() == 0;
   self->request(route.shard, caf::infinite, push_atom::value, std::move(push))
     .then(
@@ -106,13 +101,12 @@ void schedule_layer(stand_in self, std::size_t slot) {
 // One parameter's gradient is "computed": push what became ready, schedule the next layer.
 void layer_done(stand_in self, std::size_t slot) {
   auto& st = self->state;
-  for (auto g : st.groups_of_slot[slot])
-    if (--st.slots_missing[g] == 0) {
-      if (st.overlap)
-        push_group_now(self, g);
-      else
-        st.unsent.push_back(g);
-    }
+  st.tracker.slot_ready(slot, [&](std::size_t g) {
+    if (st.overlap)
+      push_group_now(self, g);
+    else
+      st.unsent.push_back(g);
+  });
   if (slot > 0)
     return schedule_layer(self, slot - 1);
   st.backward_done = true;
@@ -134,15 +128,7 @@ caf::behavior stand_in_compute(stand_in self, std::vector<tensor> gradients,
   const auto total = std::chrono::microseconds(step_ms * 1000);
   st.forward = total / 3;
   st.per_layer = (total - st.forward) / static_cast<int>(st.gradients.size());
-  st.groups_of_slot.resize(st.gradients.size());
-  for (std::size_t g = 0; g < st.groups.size(); ++g) {
-    std::set<std::size_t> slots;
-    for (auto k : st.groups[g].keys)
-      slots.insert(st.routes[st.groups[g].shard].keys[k].slot);
-    for (auto slot : slots)
-      st.groups_of_slot[slot].push_back(g);
-    st.slots_per_group.push_back(slots.size());
-  }
+  st.tracker = push_tracker(st.routes, st.groups, st.gradients.size());
   return {
     [=](run_atom) -> caf::result<std::int64_t> {
       self->state.done = self->make_response_promise();
@@ -151,7 +137,7 @@ caf::behavior stand_in_compute(stand_in self, std::vector<tensor> gradients,
     },
     [=](step_atom) {
       auto& s = self->state;
-      s.slots_missing = s.slots_per_group;
+      s.tracker.start_step();
       s.answers_missing = s.groups.size();
       s.backward_done = false;
       s.step_start = std::chrono::steady_clock::now();

@@ -42,16 +42,16 @@ void check_name(const value_reader& r, const syntax_value& v, const std::string&
     r.fail(v.span, "unknown " + what + " '" + v.text + "' (known: " + join_names(known) + ")");
 }
 
-// A byte count below `min` gets a message saying why `min` is the floor; the ceiling (1 TiB)
-// keeps every value exact in the parser's double and far inside int64.
+// A byte count below `min` gets a message saying why `min` is the floor; the ceiling is
+// key_plan_options::max_bytes.
 std::int64_t byte_count(const value_reader& r, const syntax_value& v, const std::string& key,
                         std::int64_t min, const std::string& why) {
-  constexpr std::int64_t tebibyte = std::int64_t{1} << 40;
+  constexpr std::int64_t ceiling = key_plan_options::max_bytes;
   if (v.type == syntax_value::kind::number && v.integral && v.number < static_cast<double>(min)
-      && v.number > -static_cast<double>(tebibyte))  // far below: r.integer's wording
+      && v.number > -static_cast<double>(ceiling))  // far below: r.integer's wording
     r.fail(v.span, key + " must be at least " + std::to_string(min) + " (" + why + "), got "
                      + std::to_string(static_cast<std::int64_t>(v.number)));
-  return r.integer(v, key, min, tebibyte);
+  return r.integer(v, key, min, ceiling);
 }
 
 void read_cluster(const value_reader& r, const syntax_statement& st, cluster_config& c) {

@@ -16,10 +16,6 @@ namespace troupe {
 
 namespace {
 
-struct sizes {
-  std::int64_t batch_bytes = 0;
-};
-
 std::vector<std::size_t> spawn(job_plan& p, const std::string& prefix, int count) {
   std::vector<std::size_t> ids;
   for (int i = 0; i < count; ++i) {
@@ -57,7 +53,9 @@ void plan_shards(const job_config& c, model& m, job_plan& p) {
     p.sliced.push_back({m.parameters()[slot]->name, numels[slot] * 4, count});
 }
 
-void size_model(const job_config& c, job_plan& p, sizes& s) {
+// Builds the model to size the parameters and the key plan; returns the bytes of one batch
+// (images and labels).
+std::int64_t size_model(const job_config& c, job_plan& p) {
   std::unique_ptr<model> m;
   try {
     m = build_model(model_spec_of(c));
@@ -69,15 +67,14 @@ void size_model(const job_config& c, job_plan& p, sizes& s) {
   std::int64_t numel = 1;
   for (auto d : c.train_data.shape.value)
     numel *= d;
-  s.batch_bytes = c.train_data.batch.value * (numel * 4 + 4);
+  return c.train_data.batch.value * (numel * 4 + 4);
 }
 
 } // namespace
 
 job_plan build_plan(const job_config& c) {
   job_plan p;
-  sizes s;
-  size_model(c, p, s);
+  const std::int64_t batch_bytes = size_model(c, p);
   const int workers = c.cluster.workers.value;
   const auto& t = c.topology;
   auto loaders = spawn(p, "loader", workers);
@@ -102,7 +99,7 @@ job_plan build_plan(const job_config& c) {
   }
   auto shards = spawn(p, "shard", static_cast<int>(n_shards));
   for (int i = 0; i < workers; ++i)
-    p.routes.push_back({loaders[i], computes[i], "batch", 0, s.batch_bytes, 0});
+    p.routes.push_back({loaders[i], computes[i], "batch", 0, batch_bytes, 0});
   const int per_machine = machine ? workers / t.machines.value : workers;
   auto shard_route = [&](std::size_t from, std::size_t to, std::size_t k, const char* carries) {
     p.routes.push_back({from, to, carries, p.shard_keys[k], p.shard_bytes[k], p.shard_pushes[k]});
@@ -117,10 +114,9 @@ job_plan build_plan(const job_config& c) {
       shard_route(m[k], aggregator[k], k, "summed gradients");
   for (std::size_t k = 0; k < n_shards && global; ++k)
     shard_route(aggregator[k], shards[k], k, "summed gradients");
-  for (std::size_t k = 0; k < shards.size(); ++k)
+  for (std::size_t k = 0; k < n_shards; ++k)
     for (auto compute : computes)
-      p.routes.push_back({shards[k], compute, "weights", p.shard_keys[k], p.shard_bytes[k],
-                          p.shard_pushes[k]});
+      shard_route(shards[k], compute, k, "weights");
   return p;
 }
 

@@ -104,6 +104,20 @@ key_plan plan_keys(const std::vector<std::int64_t>& sizes, int shards,
   return plan;
 }
 
+tensor key_view(const tensor& parameter, const key_slice& key) {
+  return key.whole ? parameter : parameter.flat_slice(key.offset, key.length);
+}
+
+void place_key(tensor& parameter, const key_slice& key, tensor values) {
+  if (key.whole) {
+    parameter = std::move(values);
+    return;
+  }
+  if (!parameter.unique())  // a reader (or an earlier whole-key handle) still sees it
+    parameter = parameter.clone();
+  std::copy_n(values.data(), key.length, parameter.data() + key.offset);
+}
+
 std::string key_name(const std::string& parameter, const key_slice& key) {
   if (key.whole)
     return parameter;

@@ -14,13 +14,15 @@
 //      bundled per shard, in backward order, up to `group_bytes`, so a step is a handful of
 //      messages rather than one per bias.
 //
-// Thread-safety: pure functions.
+// Thread-safety: pure functions; key_view/place_key touch only the tensors passed in.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "kernels/tensor.hpp"
 
 namespace troupe {
 
@@ -40,6 +42,9 @@ struct push_group {
 };
 
 struct key_plan_options {
+  /// The largest slice_bytes / group_bytes configs and flags accept (1 TiB): exact in the
+  /// config parser's doubles and far inside int64.
+  static constexpr std::int64_t max_bytes = std::int64_t{1} << 40;
   std::int64_t slice_bytes = 4 << 20;  ///< larger parameters are cut into slices of at most this
   std::int64_t group_bytes = 64 << 10; ///< smaller keys are bundled into pushes of up to this
 };
@@ -54,6 +59,15 @@ struct key_plan {
 /// slice_bytes < 4, group_bytes < 0 or a size is not positive.
 key_plan plan_keys(const std::vector<std::int64_t>& sizes, int shards,
                    const key_plan_options& options = {});
+
+/// The key's part of a parameter-shaped tensor (value or gradient): the tensor itself for a
+/// whole key, a flat view of its range for a slice. Shares storage; copies nothing.
+tensor key_view(const tensor& parameter, const key_slice& key);
+
+/// Puts a key's values into a parameter-shaped tensor: a whole key replaces the handle, a slice
+/// is copied into its range (into a private copy first if another handle shares `parameter`).
+/// `values` must hold key.length elements.
+void place_key(tensor& parameter, const key_slice& key, tensor values);
 
 /// "fc6.weight" for a whole key, "fc6.weight[0:1048576]" for a slice (element range).
 std::string key_name(const std::string& parameter, const key_slice& key);

@@ -83,6 +83,26 @@ TEST_CASE("plan_keys bundles small keys per shard up to the group bound, in back
   CHECK(plan.groups[0].elements == 842);
 }
 
+TEST_CASE("key_view and place_key move a key between a parameter and its shard") {
+  tensor param = tensor::from_values({2, 3}, {0, 1, 2, 3, 4, 5});
+  const key_slice middle{0, 2, 3, false}, whole{0, 0, 6, true};
+  tensor view = key_view(param, middle);
+  CHECK(view.shape() == shape_t{3});
+  CHECK(view.shares_storage_with(param));
+  CHECK(view.data()[0] == 2);
+  CHECK(key_view(param, whole).shape() == param.shape());
+  // A slice is copied into its range; a reader of the old values keeps them (copy-on-write).
+  tensor reader = param;
+  place_key(param, middle, tensor::from_values({3}, {20, 30, 40}));
+  CHECK_FALSE(param.shares_storage_with(reader));
+  CHECK(reader.data()[2] == 2);
+  CHECK(std::vector<float>(param.data(), param.data() + 6) == std::vector<float>{0, 1, 20, 30, 40, 5});
+  // A whole key replaces the handle.
+  tensor fresh = tensor::from_values({2, 3}, {9, 9, 9, 9, 9, 9});
+  place_key(param, whole, fresh);
+  CHECK(param.shares_storage_with(fresh));
+}
+
 TEST_CASE("plan_keys refuses impossible bounds and sizes") {
   CHECK_THROWS_WITH(plan_keys({1}, 0), Catch::Contains("shards must be at least 1"));
   CHECK_THROWS_WITH(plan_keys({1}, 1, key_plan_options{2, 0}), Catch::Contains("slice bytes"));

@@ -1,4 +1,4 @@
-#include "actors/actor_errors.hpp"
+#include <troupe/actors/actor_errors.hpp>
 
 #include <caf/all.hpp>
 

@@ -2,7 +2,7 @@
 // until `need` have arrived;
 // then they are added in source order (deterministic) or arrival order. The contributions are
 // handles to the sources' gradient buffers: read, never written, released once summed.
-#include "actors/aggregator_actor.hpp"
+#include <troupe/actors/aggregator_actor.hpp>
 
 #include <algorithm>
 #include <map>
@@ -10,8 +10,8 @@
 
 #include <caf/all.hpp>
 
-#include "actors/actor_errors.hpp"
-#include "actors/messages.hpp"
+#include <troupe/actors/actor_errors.hpp>
+#include <troupe/actors/messages.hpp>
 
 namespace troupe {
 

@@ -4,7 +4,7 @@
 // in the receiver's mailbox when it is sent, and the receiver runs on another scheduler thread
 // while this actor finishes backward. Their answers are handled after train_step returns, so
 // weights never change under a running backward.
-#include "actors/compute_actor.hpp"
+#include <troupe/actors/compute_actor.hpp>
 
 #include <chrono>
 #include <functional>
@@ -14,8 +14,8 @@
 
 #include <caf/all.hpp>
 
-#include "actors/actor_errors.hpp"
-#include "actors/messages.hpp"
+#include <troupe/actors/actor_errors.hpp>
+#include <troupe/actors/messages.hpp>
 
 namespace troupe {
 

@@ -1,14 +1,14 @@
 // Implementation notes: the epoch loop is a chain of continuations (train -> validate -> next
 // epoch), so the coordinator stays responsive while the epoch runs.
-#include "actors/coordinator_actor.hpp"
+#include <troupe/actors/coordinator_actor.hpp>
 
 #include <algorithm>
 #include <memory>
 
 #include <caf/all.hpp>
 
-#include "actors/actor_errors.hpp"
-#include "actors/messages.hpp"
+#include <troupe/actors/actor_errors.hpp>
+#include <troupe/actors/messages.hpp>
 
 namespace troupe {
 

@@ -1,15 +1,15 @@
 // Implementation notes: the queue holds batches of the current epoch only, in index order, so
 // serving is a pop from the front. A single pending promise suffices because a compute actor
 // asks for one batch at a time; a second concurrent asker is queued behind it in `waiting`.
-#include "actors/loader_actor.hpp"
+#include <troupe/actors/loader_actor.hpp>
 
 #include <algorithm>
 #include <deque>
 
 #include <caf/all.hpp>
 
-#include "actors/actor_errors.hpp"
-#include "actors/messages.hpp"
+#include <troupe/actors/actor_errors.hpp>
+#include <troupe/actors/messages.hpp>
 
 namespace troupe {
 

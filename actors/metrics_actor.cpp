@@ -1,7 +1,7 @@
 // Implementation notes: the JSON line of an epoch needs both phases, so the training report
 // is held until the validation report of the same epoch arrives. Speed is measured between
 // report arrivals, which trails the compute actor by one message at most.
-#include "actors/metrics_actor.hpp"
+#include <troupe/actors/metrics_actor.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -9,8 +9,8 @@
 
 #include <caf/all.hpp>
 
-#include "actors/messages.hpp"
-#include "io/metrics_log.hpp"
+#include <troupe/actors/messages.hpp>
+#include <troupe/io/metrics_log.hpp>
 
 namespace troupe {
 

@@ -1,14 +1,14 @@
 // Implementation notes: validation of a push happens completely before the first key is
 // updated, so a bad message leaves the shard's state untouched ("loses nothing").
-#include "actors/param_shard_actor.hpp"
+#include <troupe/actors/param_shard_actor.hpp>
 
 #include <algorithm>
 #include <stdexcept>
 
 #include <caf/all.hpp>
 
-#include "actors/actor_errors.hpp"
-#include "actors/messages.hpp"
+#include <troupe/actors/actor_errors.hpp>
+#include <troupe/actors/messages.hpp>
 
 namespace troupe {
 

@@ -1,12 +1,12 @@
 // Machines in a hierarchy get contiguous worker ranges, [m*W/M, (m+1)*W/M), the same split
 // graph/config/job_plan.cpp draws.
-#include "actors/topology_wiring.hpp"
+#include <troupe/actors/topology_wiring.hpp>
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
-#include "actors/aggregator_actor.hpp"
+#include <troupe/actors/aggregator_actor.hpp>
 
 namespace troupe {
 

@@ -1,7 +1,7 @@
 // Implementation notes: the caller's thread blocks on a scoped actor until the coordinator
 // answers; every actor spawned here is linked to nothing and is shut down explicitly at the
 // end, so a failed run leaves no actor behind to hang the actor system's destructor.
-#include "actors/training_session.hpp"
+#include <troupe/actors/training_session.hpp>
 
 #include <algorithm>
 #include <numeric>
@@ -10,11 +10,11 @@
 
 #include <caf/all.hpp>
 
-#include "actors/actor_errors.hpp"
-#include "actors/aggregator_actor.hpp"
-#include "actors/compute_actor.hpp"
-#include "actors/coordinator_actor.hpp"
-#include "actors/metrics_actor.hpp"
+#include <troupe/actors/actor_errors.hpp>
+#include <troupe/actors/aggregator_actor.hpp>
+#include <troupe/actors/compute_actor.hpp>
+#include <troupe/actors/coordinator_actor.hpp>
+#include <troupe/actors/metrics_actor.hpp>
 
 namespace troupe {
 

@@ -13,12 +13,12 @@
 
 #include "apps/commands.hpp"
 #include "apps/flags.hpp"
-#include "graph/zoo.hpp"
-#include "io/batch_source.hpp"
-#include "io/dataset.hpp"
-#include "io/normalization.hpp"
-#include "kernels/sgd.hpp"
-#include "kernels/threading.hpp"
+#include <troupe/graph/zoo.hpp>
+#include <troupe/io/batch_source.hpp>
+#include <troupe/io/dataset.hpp>
+#include <troupe/io/normalization.hpp>
+#include <troupe/kernels/sgd.hpp>
+#include <troupe/kernels/threading.hpp>
 
 namespace troupe {
 

@@ -6,7 +6,7 @@
 
 #include "apps/commands.hpp"
 #include "apps/config_options.hpp"
-#include "graph/config/job_plan.hpp"
+#include <troupe/graph/config/job_plan.hpp>
 
 namespace troupe {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "apps/train_flags.hpp"
-#include "io/normalization.hpp"
+#include <troupe/io/normalization.hpp>
 
 namespace troupe {
 

@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "actors/training_session.hpp"
-#include "graph/config/job_config.hpp"
+#include <troupe/actors/training_session.hpp>
+#include <troupe/graph/config/job_config.hpp>
 
 namespace troupe {
 

@@ -5,7 +5,7 @@
 
 #include "apps/commands.hpp"
 #include "apps/flags.hpp"
-#include "kernels/device_info.hpp"
+#include <troupe/kernels/device_info.hpp>
 
 namespace troupe {
 

@@ -5,8 +5,8 @@
 
 #include "apps/commands.hpp"
 #include "apps/train_flags.hpp"
-#include "cluster/local_node.hpp"
-#include "kernels/threading.hpp"
+#include <troupe/cluster/local_node.hpp>
+#include <troupe/kernels/threading.hpp>
 
 namespace troupe {
 

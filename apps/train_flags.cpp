@@ -7,8 +7,8 @@
 #include "apps/commands.hpp"
 #include "apps/config_options.hpp"
 #include "apps/flags.hpp"
-#include "io/batch_source.hpp"
-#include "io/normalization.hpp"
+#include <troupe/io/batch_source.hpp>
+#include <troupe/io/normalization.hpp>
 
 namespace troupe {
 

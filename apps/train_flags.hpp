@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/training_session.hpp"
+#include <troupe/actors/training_session.hpp>
 
 namespace troupe {
 

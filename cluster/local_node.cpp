@@ -1,4 +1,4 @@
-#include "cluster/local_node.hpp"
+#include <troupe/cluster/local_node.hpp>
 
 #include <algorithm>
 

@@ -1,25 +1,17 @@
-# Finds the Debian-packaged dependencies and wraps the ones without a CMake package (CAF 0.17)
-# as imported targets, so every layer links plain target names.
+# Finds the Debian-packaged dependencies of the libraries. The installed TroupeConfig.cmake
+# repeats these finds (cmake/TroupeConfig.cmake.in), so a host gets the same targets.
+# Nothing here creates a target a host may already have: CAF comes through FindCAF.cmake,
+# which reuses an existing caf::core / caf::io.
 find_package(Threads REQUIRED)
 find_package(TBB CONFIG REQUIRED)
 find_package(dnnl CONFIG REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(ZLIB REQUIRED)
-find_package(CapnProto CONFIG REQUIRED)
 find_package(pegtl CONFIG REQUIRED)  # header-only PEG parser for the config language
-
-find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)
-find_library(CAF_CORE_LIBRARY caf_core REQUIRED)
-find_library(CAF_IO_LIBRARY caf_io REQUIRED)
-add_library(caf::core UNKNOWN IMPORTED)
-set_target_properties(caf::core PROPERTIES
-  IMPORTED_LOCATION ${CAF_CORE_LIBRARY}
-  INTERFACE_INCLUDE_DIRECTORIES ${CAF_INCLUDE_DIR}
-  INTERFACE_LINK_LIBRARIES Threads::Threads)
-add_library(caf::io UNKNOWN IMPORTED)
-set_target_properties(caf::io PROPERTIES
-  IMPORTED_LOCATION ${CAF_IO_LIBRARY}
-  INTERFACE_LINK_LIBRARIES caf::core)
+find_package(CAF REQUIRED)
+# Cap'n Proto is the wire format of the multi-node layer; found now so a missing package fails
+# at configure time.
+find_package(CapnProto CONFIG REQUIRED)
 
 # CUDA is optional: AUTO builds it when nvcc is found, ON insists, OFF skips.
 set(TROUPE_HAVE_CUDA OFF)
@@ -44,7 +36,3 @@ if(NOT TROUPE_CUDA STREQUAL "OFF")
   endif()
 endif()
 message(STATUS "Troupe CUDA kernels: ${TROUPE_HAVE_CUDA}")
-
-if(TROUPE_BUILD_TESTS)
-  find_package(Catch2 2 CONFIG REQUIRED)
-endif()

@@ -12,13 +12,13 @@
 // one in forward order) writes the gradient buffer directly; every other consumer writes into
 // its own scratch tensor, which is then added on with `accumulate`. That is decided once, in
 // `plan_backward`, so the step itself has no bookkeeping.
-#include "graph/model.hpp"
+#include <troupe/graph/model.hpp>
 
 #include <iomanip>
 #include <sstream>
 #include <stdexcept>
 
-#include "kernels/elementwise.hpp"
+#include <troupe/kernels/elementwise.hpp>
 
 namespace troupe {
 

@@ -7,7 +7,7 @@
 // boundary. Each example's augmentation draws come from a stream keyed by (seed, epoch, its
 // position in the epoch), never from a shared generator, so the thread that builds it and the
 // order in which examples are built do not matter.
-#include "io/batch_source.hpp"
+#include <troupe/io/batch_source.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -3,7 +3,7 @@
 // The record layout already is label + CHW planes, so pixels are copied straight across; the
 // work here is checking that every file is whole (a size that is a multiple of the record) and
 // that every label is a CIFAR-10 class, and naming the file and record when one is not.
-#include "io/cifar10_reader.hpp"
+#include <troupe/io/cifar10_reader.hpp>
 
 #include <filesystem>
 #include <utility>

@@ -4,14 +4,14 @@
 // (pixels match labels times the sample size, labels lie in [0, classes)), so readers can
 // hand over their buffers and batch code can index without checks. Dispatch by name lives
 // here rather than in apps/ so that every front end accepts the same names.
-#include "io/dataset.hpp"
+#include <troupe/io/dataset.hpp>
 
 #include <sstream>
 #include <utility>
 
-#include "io/cifar10_reader.hpp"
-#include "io/idx_reader.hpp"
-#include "io/synthetic.hpp"
+#include <troupe/io/cifar10_reader.hpp>
+#include <troupe/io/idx_reader.hpp>
+#include <troupe/io/synthetic.hpp>
 
 namespace troupe {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "io/dataset.hpp"
+#include <troupe/io/dataset.hpp>
 
 namespace troupe {
 

@@ -4,7 +4,7 @@
 // way a download can go wrong (a truncated transfer, an HTML error page saved under the
 // dataset's name, image and label files from different releases) gets its own message naming
 // the file, instead of a dataset that is silently short or shifted.
-#include "io/idx_reader.hpp"
+#include <troupe/io/idx_reader.hpp>
 
 #include <cstdio>
 #include <filesystem>

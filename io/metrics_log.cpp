@@ -2,7 +2,7 @@
 // taken, and it goes out with write(2) on a plain descriptor: there is no user-space buffer,
 // so when write() returns the line is with the OS (that is the per-line flush), and a failed
 // write cannot leave half a line queued behind the next one.
-#include "io/metrics_log.hpp"
+#include <troupe/io/metrics_log.hpp>
 
 #include <cerrno>
 #include <cmath>
@@ -13,7 +13,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "io/dataset.hpp"
+#include <troupe/io/dataset.hpp>
 
 namespace troupe {
 

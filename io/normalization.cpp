@@ -1,7 +1,7 @@
 // The table behind standard_normalization (see normalization.hpp). The synthetic dataset has
 // no entry on purpose: its statistics depend on its options, and pixel/255 already keeps it
 // in a trainable range.
-#include "io/normalization.hpp"
+#include <troupe/io/normalization.hpp>
 
 #include <stdexcept>
 

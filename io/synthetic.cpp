@@ -2,7 +2,7 @@
 //
 // Every example seeds its own counter-based stream from (seed, split, index), which is what
 // lets oneTBB fill examples in any order while the bytes stay identical.
-#include "io/synthetic.hpp"
+#include <troupe/io/synthetic.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 // Seeded initializers. The mapping from mt19937_64 output to uniform and normal values is our
 // own (53-bit uniform, Box-Muller), because libstdc++'s distributions are free to change their
 // algorithms between releases, and a seed must give the same weights on every build.
-#include "kernels/initializers.hpp"
+#include <troupe/kernels/initializers.hpp>
 
 #include <cmath>
 #include <random>

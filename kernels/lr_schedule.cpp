@@ -5,7 +5,7 @@
 // already has the reduced rate); cosine runs from epoch 0 to total_epochs and stays at final_lr
 // after; warm-up interpolates linearly from base_lr * warmup_begin_factor at epoch 0 to the
 // schedule's own value at warmup_epochs, so the curve is continuous where warm-up ends.
-#include "kernels/lr_schedule.hpp"
+#include <troupe/kernels/lr_schedule.hpp>
 
 #include <algorithm>
 #include <cmath>

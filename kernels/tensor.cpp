@@ -1,5 +1,5 @@
 // Storage is allocated 64-byte aligned so oneDNN and AVX-512 loads never straddle lines.
-#include "kernels/tensor.hpp"
+#include <troupe/kernels/tensor.hpp>
 
 #include <algorithm>
 #include <cstdlib>

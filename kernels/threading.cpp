@@ -2,7 +2,7 @@
 // calling thread (OpenMP's nthreads is a per-thread setting, and actors migrate between CAF's
 // threads), and a oneTBB global_control held for the life of the process for the other layers'
 // oneTBB work.
-#include "kernels/threading.hpp"
+#include <troupe/kernels/threading.hpp>
 
 #include <algorithm>
 #include <atomic>

@@ -24,11 +24,11 @@
 
 #include <caf/all.hpp>
 
-#include "actors/messages.hpp"
-#include "actors/topology_wiring.hpp"
+#include <troupe/actors/messages.hpp>
+#include <troupe/actors/topology_wiring.hpp>
 #include "apps/flags.hpp"
-#include "cluster/local_node.hpp"
-#include "kernels/threading.hpp"
+#include <troupe/cluster/local_node.hpp>
+#include <troupe/kernels/threading.hpp>
 
 using namespace troupe;
 

@@ -1,7 +1,7 @@
 // Formats diagnostics. The echoed source line is sanitized (tabs become spaces, other control
 // or non-ASCII bytes become '?') so that a binary file cannot garble the terminal and the caret
 // stays under the byte it points at.
-#include "graph/config/diagnostics.hpp"
+#include <troupe/graph/config/diagnostics.hpp>
 
 #include <algorithm>
 

@@ -3,7 +3,7 @@
 // an error at its second occurrence rather than a silent override. Defaults that depend on
 // other values (validation data follows the training set, crop/mirror follow the dataset,
 // classes follow the data) are filled in after every section is read.
-#include "graph/config/job_config.hpp"
+#include <troupe/graph/config/job_config.hpp>
 
 #include <fstream>
 #include <map>

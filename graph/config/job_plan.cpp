@@ -4,13 +4,13 @@
 // A gradient route carries one message per push group of the key plan, and every aggregator
 // forwards each group's sum on its own, so the message count per step is the same on every
 // hop to a shard and back.
-#include "graph/config/job_plan.hpp"
+#include <troupe/graph/config/job_plan.hpp>
 
 #include <map>
 #include <sstream>
 #include <stdexcept>
 
-#include "graph/config/key_assignment.hpp"
+#include <troupe/graph/config/key_assignment.hpp>
 
 namespace troupe {
 

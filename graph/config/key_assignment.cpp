@@ -2,7 +2,7 @@
 // reverse), so "backward order" below is descending slot; slices of one parameter are ready
 // together and keep ascending offsets. Stable sorts and first-minimum choices make every step
 // reproducible across runs and between the session and `troupe graph`.
-#include "graph/config/key_assignment.hpp"
+#include <troupe/graph/config/key_assignment.hpp>
 
 #include <algorithm>
 #include <numeric>

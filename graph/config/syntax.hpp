@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/config/diagnostics.hpp"
+#include <troupe/graph/config/diagnostics.hpp>
 
 namespace troupe {
 

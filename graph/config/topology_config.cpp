@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "graph/config/job_config.hpp"
+#include <troupe/graph/config/job_config.hpp>
 #include "graph/config/value_reader.hpp"
 
 namespace troupe {

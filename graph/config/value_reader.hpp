@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/config/job_config.hpp"
+#include <troupe/graph/config/job_config.hpp>
 #include "graph/config/syntax.hpp"
 
 namespace troupe {

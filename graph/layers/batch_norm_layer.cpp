@@ -1,7 +1,7 @@
 // batch_norm_layer: parameter 0 is gamma, 1 beta; buffer 0 the running mean, 1 the running
 // variance. Buffers are set at build time (not by the model's seeded init) because their start
 // values are fixed by definition, not drawn.
-#include "graph/layers/batch_norm_layer.hpp"
+#include <troupe/graph/layers/batch_norm_layer.hpp>
 
 #include "graph/layers/shape_checks.hpp"
 

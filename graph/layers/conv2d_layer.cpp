@@ -1,6 +1,6 @@
 // conv2d_layer: checks the options against the input once in `build`, then every step is a
 // single call into conv2d_op. Parameter 0 is the weight, parameter 1 the bias when present.
-#include "graph/layers/conv2d_layer.hpp"
+#include <troupe/graph/layers/conv2d_layer.hpp>
 
 #include "graph/layers/shape_checks.hpp"
 

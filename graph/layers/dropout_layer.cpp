@@ -1,6 +1,6 @@
 // dropout_layer: the op holds the mask of the last training forward; reseeding replaces the op,
 // which also restarts its call counter so a finalized model's masks depend on the seed only.
-#include "graph/layers/dropout_layer.hpp"
+#include <troupe/graph/layers/dropout_layer.hpp>
 
 #include "graph/layers/shape_checks.hpp"
 

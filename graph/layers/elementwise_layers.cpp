@@ -1,10 +1,10 @@
 // The parameter-free layers. Each backward skips the inputs whose gradient the model does not
 // need (null entries of `dinputs`), except concat, whose kernel splits dy in one pass and so
 // gets throw-away destinations for those slices.
-#include "graph/layers/elementwise_layers.hpp"
+#include <troupe/graph/layers/elementwise_layers.hpp>
 
 #include "graph/layers/shape_checks.hpp"
-#include "kernels/elementwise.hpp"
+#include <troupe/kernels/elementwise.hpp>
 
 namespace troupe {
 

@@ -1,6 +1,6 @@
 // fully_connected_layer: parameter 0 is the weight [OUT, IN], parameter 1 the bias [OUT] when
 // present. IN is fixed at build time from the sample shape.
-#include "graph/layers/fully_connected_layer.hpp"
+#include <troupe/graph/layers/fully_connected_layer.hpp>
 
 #include "graph/layers/shape_checks.hpp"
 

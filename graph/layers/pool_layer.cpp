@@ -1,6 +1,6 @@
 // pool_layer: a thin shell over pool2d_op; the op keeps the arg-max of max pooling between
 // forward and backward, so the layer itself holds no state.
-#include "graph/layers/pool_layer.hpp"
+#include <troupe/graph/layers/pool_layer.hpp>
 
 #include "graph/layers/shape_checks.hpp"
 

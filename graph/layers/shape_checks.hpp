@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/tensor.hpp"
+#include <troupe/kernels/tensor.hpp>
 
 namespace troupe {
 

@@ -3,12 +3,12 @@
 // Every network is built with the same conventions: layers named for reading in a summary
 // ("stage2.block1.conv1"), parameters "<layer>.<role>", and the whole model initialized from
 // spec.seed by model::finalize.
-#include "graph/zoo.hpp"
+#include <troupe/graph/zoo.hpp>
 
 #include <stdexcept>
 
-#include "graph/layers/batch_norm_layer.hpp"
-#include "graph/layers/elementwise_layers.hpp"
+#include <troupe/graph/layers/batch_norm_layer.hpp>
+#include <troupe/graph/layers/elementwise_layers.hpp>
 #include "graph/zoo/zoo_builders.hpp"
 
 namespace troupe {

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "graph/layers/conv2d_layer.hpp"
-#include "graph/model.hpp"
-#include "graph/zoo.hpp"
+#include <troupe/graph/layers/conv2d_layer.hpp>
+#include <troupe/graph/model.hpp>
+#include <troupe/graph/zoo.hpp>
 
 namespace troupe {
 

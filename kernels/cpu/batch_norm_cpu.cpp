@@ -13,7 +13,7 @@
 // catastrophically when |mean| >> std. The running variance takes the unbiased batch variance
 // (PyTorch). Batch mean and inverse std of the last training forward stay in the shape's entry
 // for backward.
-#include "kernels/batch_norm.hpp"
+#include <troupe/kernels/batch_norm.hpp>
 
 #include <cmath>
 #include <stdexcept>

@@ -13,7 +13,7 @@
 // - a single input channel runs backward-weights in NHWC (the same bytes as NCHW then), which
 //   is ~4x faster than the blocked kernel that pads the channel to 8.
 // Transient blocked buffers (y, dy, dx, dw, scratchpads) live in the per-thread scratch arena.
-#include "kernels/conv2d.hpp"
+#include <troupe/kernels/conv2d.hpp>
 
 #include <stdexcept>
 

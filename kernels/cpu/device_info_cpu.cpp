@@ -1,5 +1,5 @@
 // Build without CUDA: there is nothing to ask, and the report says so.
-#include "kernels/device_info.hpp"
+#include <troupe/kernels/device_info.hpp>
 
 namespace troupe {
 

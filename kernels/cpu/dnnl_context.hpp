@@ -18,7 +18,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "kernels/tensor.hpp"
+#include <troupe/kernels/tensor.hpp>
 
 namespace troupe::cpu {
 

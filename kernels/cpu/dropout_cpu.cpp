@@ -1,7 +1,7 @@
 // Inverted dropout with a counter-based mask: element i of call k keeps its value when
 // hash(seed, k, i) >= p * 2^24. Every element's decision is independent of every other's, so
 // the loop can be split any way and the mask never depends on the thread count.
-#include "kernels/dropout.hpp"
+#include <troupe/kernels/dropout.hpp>
 
 #include <cmath>
 #include <stdexcept>

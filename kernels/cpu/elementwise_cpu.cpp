@@ -1,7 +1,7 @@
 // Element-wise and shape ops as plain loops: each is one streaming pass over memory, which a
 // vectorized loop already runs at memory speed, so oneDNN's eltwise would only add a primitive
 // and its call overhead. Loops below `elementwise_grain` elements run on the calling thread.
-#include "kernels/elementwise.hpp"
+#include <troupe/kernels/elementwise.hpp>
 
 #include <algorithm>
 #include <cstring>

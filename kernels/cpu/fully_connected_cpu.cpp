@@ -4,7 +4,7 @@
 //
 // For MLP-sized layers one call is a few microseconds of compute, so the per-call path only
 // rebinds buffer pointers on cached memory objects and argument maps.
-#include "kernels/fully_connected.hpp"
+#include <troupe/kernels/fully_connected.hpp>
 
 #include <stdexcept>
 

@@ -17,7 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/threading.hpp"
+#include <troupe/kernels/threading.hpp>
 
 namespace troupe::cpu {
 

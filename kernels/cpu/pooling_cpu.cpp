@@ -11,7 +11,7 @@
 // to the padded input (padding counts, the part of a ceil-mode window past it does not).
 // Max pooling keeps each output's arg-max (index within its plane) from the last training
 // forward of that shape.
-#include "kernels/pooling.hpp"
+#include <troupe/kernels/pooling.hpp>
 
 #include <algorithm>
 #include <limits>

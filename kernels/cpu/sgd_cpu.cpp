@@ -1,7 +1,7 @@
 // SGD with momentum in PyTorch's formulation (see sgd.hpp), as one fused pass over w, g and v:
 // three streams in, two out, so the loop is memory-bound and splits into large contiguous
 // chunks when the tensor is big enough to pay for a parallel dispatch.
-#include "kernels/sgd.hpp"
+#include <troupe/kernels/sgd.hpp>
 
 #include <stdexcept>
 #include <string>

@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "kernels/tensor.hpp"
+#include <troupe/kernels/tensor.hpp>
 
 namespace troupe::cpu {
 

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/tensor.hpp"
+#include <troupe/kernels/tensor.hpp>
 
 namespace troupe::cpu {
 

@@ -2,7 +2,7 @@
 // normalize, and take -log p[label] as log(sum) - (x[label] - max), which never overflows and
 // never takes the log of an underflowed zero. Row losses are summed in row order so the loss
 // does not depend on how rows were split between threads.
-#include "kernels/softmax_cross_entropy.hpp"
+#include <troupe/kernels/softmax_cross_entropy.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 // CUDA build of query_devices: asks the runtime for each GPU's properties and reports the
 // linked cuDNN version. A machine without a driver or GPU gives an empty list and the
 // runtime's own error text.
-#include "kernels/device_info.hpp"
+#include <troupe/kernels/device_info.hpp>
 
 #include <cuda_runtime.h>
 #include <cudnn.h>

@@ -4,11 +4,11 @@
 
 #include <caf/all.hpp>
 
-#include "actors/actor_errors.hpp"
-#include "actors/aggregator_actor.hpp"
-#include "actors/messages.hpp"
-#include "actors/param_shard_actor.hpp"
-#include "cluster/local_node.hpp"
+#include <troupe/actors/actor_errors.hpp>
+#include <troupe/actors/aggregator_actor.hpp>
+#include <troupe/actors/messages.hpp>
+#include <troupe/actors/param_shard_actor.hpp>
+#include <troupe/cluster/local_node.hpp>
 
 using namespace troupe;
 

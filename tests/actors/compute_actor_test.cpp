@@ -5,15 +5,15 @@
 
 #include <caf/all.hpp>
 
-#include "actors/actor_errors.hpp"
-#include "actors/compute_actor.hpp"
-#include "actors/loader_actor.hpp"
-#include "actors/messages.hpp"
-#include "actors/topology_wiring.hpp"
-#include "cluster/local_node.hpp"
-#include "graph/zoo.hpp"
-#include "io/dataset.hpp"
-#include "kernels/threading.hpp"
+#include <troupe/actors/actor_errors.hpp>
+#include <troupe/actors/compute_actor.hpp>
+#include <troupe/actors/loader_actor.hpp>
+#include <troupe/actors/messages.hpp>
+#include <troupe/actors/topology_wiring.hpp>
+#include <troupe/cluster/local_node.hpp>
+#include <troupe/graph/zoo.hpp>
+#include <troupe/io/dataset.hpp>
+#include <troupe/kernels/threading.hpp>
 
 using namespace troupe;
 

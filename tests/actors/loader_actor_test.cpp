@@ -4,10 +4,10 @@
 
 #include <caf/all.hpp>
 
-#include "actors/loader_actor.hpp"
-#include "actors/messages.hpp"
-#include "cluster/local_node.hpp"
-#include "io/dataset.hpp"
+#include <troupe/actors/loader_actor.hpp>
+#include <troupe/actors/messages.hpp>
+#include <troupe/cluster/local_node.hpp>
+#include <troupe/io/dataset.hpp>
 
 using namespace troupe;
 

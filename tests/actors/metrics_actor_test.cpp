@@ -8,10 +8,10 @@
 
 #include <caf/all.hpp>
 
-#include "actors/messages.hpp"
-#include "actors/metrics_actor.hpp"
-#include "cluster/local_node.hpp"
-#include "io/dataset.hpp"
+#include <troupe/actors/messages.hpp>
+#include <troupe/actors/metrics_actor.hpp>
+#include <troupe/cluster/local_node.hpp>
+#include <troupe/io/dataset.hpp>
 
 using namespace troupe;
 

@@ -4,9 +4,9 @@
 
 #include <caf/all.hpp>
 
-#include "actors/training_session.hpp"
-#include "cluster/local_node.hpp"
-#include "kernels/threading.hpp"
+#include <troupe/actors/training_session.hpp>
+#include <troupe/cluster/local_node.hpp>
+#include <troupe/kernels/threading.hpp>
 
 using namespace troupe;
 

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "graph/layer.hpp"
-#include "graph/model.hpp"
-#include "kernels/softmax_cross_entropy.hpp"
+#include <troupe/graph/layer.hpp>
+#include <troupe/graph/model.hpp>
+#include <troupe/kernels/softmax_cross_entropy.hpp>
 
 namespace troupe::test {
 

@@ -7,12 +7,12 @@
 #include <cmath>
 #include <random>
 
-#include "graph/layers/batch_norm_layer.hpp"
-#include "graph/layers/conv2d_layer.hpp"
-#include "graph/layers/elementwise_layers.hpp"
-#include "graph/layers/fully_connected_layer.hpp"
-#include "graph/layers/pool_layer.hpp"
-#include "graph/model.hpp"
+#include <troupe/graph/layers/batch_norm_layer.hpp>
+#include <troupe/graph/layers/conv2d_layer.hpp>
+#include <troupe/graph/layers/elementwise_layers.hpp>
+#include <troupe/graph/layers/fully_connected_layer.hpp>
+#include <troupe/graph/layers/pool_layer.hpp>
+#include <troupe/graph/model.hpp>
 #include "tests/graph/graph_test_util.hpp"
 
 using namespace troupe;

@@ -1,7 +1,7 @@
 // Tests for io/batch_source.cpp: batches are pure functions of (seed, epoch, index) whatever
 // the thread, parts partition each epoch, and crop / mirror / normalization produce exactly
 // the values worked out by hand here.
-#include "io/batch_source.hpp"
+#include <troupe/io/batch_source.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include <catch2/catch.hpp>
 #include <tbb/task_arena.h>
 
-#include "io/synthetic.hpp"
+#include <troupe/io/synthetic.hpp>
 
 using namespace troupe;
 using Catch::Contains;

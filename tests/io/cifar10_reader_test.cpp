@@ -1,6 +1,6 @@
 // Tests for io/cifar10_reader.cpp: CIFAR-10 batch files written here record by record and read
 // back exactly, the directory search, and each way a batch file can be wrong.
-#include "io/cifar10_reader.hpp"
+#include <troupe/io/cifar10_reader.hpp>
 
 #include <filesystem>
 

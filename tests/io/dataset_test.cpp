@@ -1,5 +1,5 @@
 // Tests for io/dataset.cpp: the constructor's invariants and open_dataset's dispatch by name.
-#include "io/dataset.hpp"
+#include <troupe/io/dataset.hpp>
 
 #include <catch2/catch.hpp>
 

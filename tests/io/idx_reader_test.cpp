@@ -1,6 +1,6 @@
 // Tests for io/idx_reader.cpp: idx files written here, plain and gzip, read back exactly; one
 // test per way a file can be wrong; and the real Fashion-MNIST files where installed.
-#include "io/idx_reader.hpp"
+#include <troupe/io/idx_reader.hpp>
 
 #include <array>
 #include <filesystem>

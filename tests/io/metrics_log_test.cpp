@@ -1,6 +1,6 @@
 // Tests for io/metrics_log.cpp: JSON Lines output round-trips numbers exactly, escapes strings,
 // and reports files it cannot open or write.
-#include "io/metrics_log.hpp"
+#include <troupe/io/metrics_log.hpp>
 
 #include <cmath>
 #include <cstdlib>
@@ -10,7 +10,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "io/dataset.hpp"
+#include <troupe/io/dataset.hpp>
 #include "tests/io/test_files.hpp"
 
 using namespace troupe;

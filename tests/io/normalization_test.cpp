@@ -1,6 +1,6 @@
 // Tests for io/normalization.cpp: the published per-channel statistics and the error for a
 // dataset without them.
-#include "io/normalization.hpp"
+#include <troupe/io/normalization.hpp>
 
 #include <stdexcept>
 

@@ -1,6 +1,6 @@
 // Tests for io/synthetic.cpp: the synthetic dataset is a pure function of its options and
 // carries a signal a simple classifier can learn.
-#include "io/synthetic.hpp"
+#include <troupe/io/synthetic.hpp>
 
 #include <cmath>
 #include <limits>

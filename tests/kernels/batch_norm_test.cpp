@@ -3,7 +3,7 @@
 // dx, dgamma and dbeta, and the error paths.
 #include <catch2/catch.hpp>
 
-#include "kernels/batch_norm.hpp"
+#include <troupe/kernels/batch_norm.hpp>
 #include "test_util.hpp"
 
 using namespace troupe;

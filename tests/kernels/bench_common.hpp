@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/tensor.hpp"
+#include <troupe/kernels/tensor.hpp>
 
 namespace troupe::bench {
 

@@ -18,14 +18,14 @@
 #include <string>
 
 #include "bench_common.hpp"
-#include "kernels/batch_norm.hpp"
-#include "kernels/conv2d.hpp"
-#include "kernels/elementwise.hpp"
-#include "kernels/fully_connected.hpp"
-#include "kernels/pooling.hpp"
-#include "kernels/sgd.hpp"
-#include "kernels/softmax_cross_entropy.hpp"
-#include "kernels/threading.hpp"
+#include <troupe/kernels/batch_norm.hpp>
+#include <troupe/kernels/conv2d.hpp>
+#include <troupe/kernels/elementwise.hpp>
+#include <troupe/kernels/fully_connected.hpp>
+#include <troupe/kernels/pooling.hpp>
+#include <troupe/kernels/sgd.hpp>
+#include <troupe/kernels/softmax_cross_entropy.hpp>
+#include <troupe/kernels/threading.hpp>
 
 using namespace troupe;
 using namespace troupe::bench;

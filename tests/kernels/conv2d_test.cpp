@@ -4,7 +4,7 @@
 // finite-difference check of dx, dw and db, and the error messages.
 #include <catch2/catch.hpp>
 
-#include "kernels/conv2d.hpp"
+#include <troupe/kernels/conv2d.hpp>
 #include "test_util.hpp"
 
 using namespace troupe;

@@ -2,7 +2,7 @@
 // some, otherwise an empty list and the reason.
 #include <catch2/catch.hpp>
 
-#include "kernels/device_info.hpp"
+#include <troupe/kernels/device_info.hpp>
 
 using namespace troupe;
 

@@ -3,8 +3,8 @@
 // finite-difference check with the mask held fixed, and parameter validation.
 #include <catch2/catch.hpp>
 
-#include "kernels/dropout.hpp"
-#include "kernels/threading.hpp"
+#include <troupe/kernels/dropout.hpp>
+#include <troupe/kernels/threading.hpp>
 #include "test_util.hpp"
 
 using namespace troupe;

@@ -3,7 +3,7 @@
 // one above the parallel grain so the threaded path runs too.
 #include <catch2/catch.hpp>
 
-#include "kernels/elementwise.hpp"
+#include <troupe/kernels/elementwise.hpp>
 #include "test_util.hpp"
 
 using namespace troupe;

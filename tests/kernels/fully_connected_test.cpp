@@ -2,7 +2,7 @@
 // input that is flattened implicitly and a changing batch size; finite differences; errors.
 #include <catch2/catch.hpp>
 
-#include "kernels/fully_connected.hpp"
+#include <troupe/kernels/fully_connected.hpp>
 #include "test_util.hpp"
 
 using namespace troupe;

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "kernels/initializers.hpp"
+#include <troupe/kernels/initializers.hpp>
 
 using namespace troupe;
 

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "kernels/lr_schedule.hpp"
+#include <troupe/kernels/lr_schedule.hpp>
 
 using namespace troupe;
 

@@ -5,7 +5,7 @@
 
 #include <limits>
 
-#include "kernels/pooling.hpp"
+#include <troupe/kernels/pooling.hpp>
 #include "test_util.hpp"
 
 using namespace troupe;

@@ -3,7 +3,7 @@
 // the threaded path, and shape errors.
 #include <catch2/catch.hpp>
 
-#include "kernels/sgd.hpp"
+#include <troupe/kernels/sgd.hpp>
 #include "test_util.hpp"
 
 using namespace troupe;

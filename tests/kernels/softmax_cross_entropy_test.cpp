@@ -2,7 +2,7 @@
 // logits, the gradient of the mean loss by finite differences, accuracy counting, and errors.
 #include <catch2/catch.hpp>
 
-#include "kernels/softmax_cross_entropy.hpp"
+#include <troupe/kernels/softmax_cross_entropy.hpp>
 #include "test_util.hpp"
 
 using namespace troupe;

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "kernels/tensor.hpp"
+#include <troupe/kernels/tensor.hpp>
 
 using namespace troupe;
 

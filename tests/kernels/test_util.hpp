@@ -17,7 +17,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "kernels/tensor.hpp"
+#include <troupe/kernels/tensor.hpp>
 
 namespace troupe::test {
 

@@ -2,9 +2,9 @@
 // results at 1 thread as at 2.
 #include <catch2/catch.hpp>
 
-#include "kernels/conv2d.hpp"
-#include "kernels/elementwise.hpp"
-#include "kernels/threading.hpp"
+#include <troupe/kernels/conv2d.hpp>
+#include <troupe/kernels/elementwise.hpp>
+#include <troupe/kernels/threading.hpp>
 #include "test_util.hpp"
 
 using namespace troupe;

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "graph/config/job_config.hpp"
-#include "graph/config/job_plan.hpp"
+#include <troupe/graph/config/job_config.hpp>
+#include <troupe/graph/config/job_plan.hpp>
 
 namespace troupe {
 namespace {

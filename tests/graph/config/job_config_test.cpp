@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <sstream>
 
-#include "graph/config/job_config.hpp"
-#include "graph/config/job_plan.hpp"
-#include "graph/config/key_assignment.hpp"
+#include <troupe/graph/config/job_config.hpp>
+#include <troupe/graph/config/job_plan.hpp>
+#include <troupe/graph/config/key_assignment.hpp>
 
 namespace troupe {
 namespace {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <map>
 
-#include "graph/config/key_assignment.hpp"
+#include <troupe/graph/config/key_assignment.hpp>
 
 namespace troupe {
 namespace {

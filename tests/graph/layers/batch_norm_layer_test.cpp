@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "graph/layers/batch_norm_layer.hpp"
+#include <troupe/graph/layers/batch_norm_layer.hpp>
 #include "tests/graph/graph_test_util.hpp"
 
 using namespace troupe;

@@ -2,7 +2,7 @@
 // through the layer (stride, padding, bias) by finite differences.
 #include <catch2/catch.hpp>
 
-#include "graph/layers/conv2d_layer.hpp"
+#include <troupe/graph/layers/conv2d_layer.hpp>
 #include "tests/graph/graph_test_util.hpp"
 
 using namespace troupe;

@@ -3,7 +3,7 @@
 // backward with inputs whose gradient is not needed.
 #include <catch2/catch.hpp>
 
-#include "graph/layers/elementwise_layers.hpp"
+#include <troupe/graph/layers/elementwise_layers.hpp>
 #include "tests/graph/graph_test_util.hpp"
 
 using namespace troupe;

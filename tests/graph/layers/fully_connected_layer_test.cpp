@@ -2,7 +2,7 @@
 // optional bias without weight decay, errors naming the layer, gradients by finite differences.
 #include <catch2/catch.hpp>
 
-#include "graph/layers/fully_connected_layer.hpp"
+#include <troupe/graph/layers/fully_connected_layer.hpp>
 #include "tests/graph/graph_test_util.hpp"
 
 using namespace troupe;

@@ -2,7 +2,7 @@
 // errors that name the layer, and gradients by finite differences.
 #include <catch2/catch.hpp>
 
-#include "graph/layers/pool_layer.hpp"
+#include <troupe/graph/layers/pool_layer.hpp>
 #include "tests/graph/graph_test_util.hpp"
 
 using namespace troupe;

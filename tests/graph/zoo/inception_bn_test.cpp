@@ -3,7 +3,7 @@
 // both counts include MXNet's conv biases and BN gamma / beta).
 #include <catch2/catch.hpp>
 
-#include "graph/zoo.hpp"
+#include <troupe/graph/zoo.hpp>
 #include "tests/graph/graph_test_util.hpp"
 
 using namespace troupe;

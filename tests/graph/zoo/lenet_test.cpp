@@ -2,7 +2,7 @@
 // output of [N, 10].
 #include <catch2/catch.hpp>
 
-#include "graph/zoo.hpp"
+#include <troupe/graph/zoo.hpp>
 #include "tests/graph/graph_test_util.hpp"
 
 using namespace troupe;

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "graph/zoo.hpp"
+#include <troupe/graph/zoo.hpp>
 #include "tests/graph/graph_test_util.hpp"
 
 using namespace troupe;

@@ -4,7 +4,7 @@
 // shapes, and depth errors for each input size.
 #include <catch2/catch.hpp>
 
-#include "graph/zoo.hpp"
+#include <troupe/graph/zoo.hpp>
 #include "tests/graph/graph_test_util.hpp"
 
 using namespace troupe;

@@ -3,7 +3,7 @@
 // configurations, and the input sizes it refuses.
 #include <catch2/catch.hpp>
 
-#include "graph/zoo.hpp"
+#include <troupe/graph/zoo.hpp>
 #include "tests/graph/graph_test_util.hpp"
 
 using namespace troupe;

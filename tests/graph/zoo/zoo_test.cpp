@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "graph/zoo.hpp"
+#include <troupe/graph/zoo.hpp>
 
 using namespace troupe;
 

@@ -1,0 +1,109 @@
+// The compute actor: owns one device's model replica. Batch and weights in, gradients out.
+//
+// Protocol (dynamically typed):
+//   (train_atom, int64 epoch)    -> phase_report  trains one epoch: for each batch from the
+//                                                 training loader, forward + backward; each push
+//                                                 group goes to its shard as soon as backward
+//                                                 has produced its keys (overlap); the weights
+//                                                 each shard answers are installed; once every
+//                                                 group is answered, next batch
+//   (validate_atom, int64 epoch) -> phase_report  evaluates every validation batch with the
+//                                                 current weights (inference mode)
+//   (end_epoch_atom, int64 epoch) -> ()           ends training epoch `epoch` after the step in
+//                                                 flight (backup workers: the others are done)
+// Sends (batch_report) to the metrics actor after every training batch.
+//
+// Step ids are epoch * batches_per_epoch + batch index, not a running count, so a worker that
+// skipped batches (an ended epoch) is back in line with the others at the next epoch.
+//
+// Before its first step the actor pulls the weights from every shard, so the shards' values,
+// not the replica's own initialization, are what trains. A step starts only when the weights
+// of the previous step have arrived for every group (synchronous within one worker).
+//
+// Keys that are whole parameters travel by handle both ways. A parameter cut into slices is
+// pushed as views of the gradient buffer (no copy) and its answered slices are copied into the
+// replica's own buffer (one contiguous tensor is what the kernels read).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+#include <troupe/graph/config/key_assignment.hpp>
+#include <troupe/graph/model.hpp>
+
+namespace troupe {
+
+/// Which keys (parameters or slices of them) a shard owns, in the order the shard keeps them.
+struct shard_route {
+  caf::actor shard;
+  std::vector<key_slice> keys;
+  int source_index = 0;  ///< the `worker` field this compute actor's pushes carry on the route
+};
+
+/// Where a compute actor gets data and sends gradients. A shard route's actor may be a
+/// parameter shard or an aggregator in front of one: both answer (push) with weights.
+struct compute_wiring {
+  int worker = 0;  ///< this worker's index (its data part, its slot in aggregators)
+  caf::actor train_loader;
+  caf::actor validation_loader;
+  std::vector<shard_route> shards;
+  /// The pushes of one step (push_group::shard indexes `shards`), in the order backward
+  /// completes them. Must cover every key of every route exactly once.
+  std::vector<push_group> groups;
+  /// Push each group as soon as backward produced it (true) or all after backward (false).
+  bool overlap = true;
+  caf::actor metrics;  ///< may be invalid: no per-batch reports
+  std::int64_t batches_per_epoch = 0;
+  /// Test knob for straggler experiments: extra time this worker waits after each step's
+  /// backward before pushing (a timer, so the CPU stays free for the others). 0: none.
+  std::chrono::milliseconds straggle{0};
+};
+
+/// Which push groups backward has completed in the current step. A group waits on the distinct
+/// parameter slots its keys come from; `slot_ready` reports each group once, when its last slot
+/// is final. Used by the compute actor and by the messaging bench's stand-in workers.
+class push_tracker {
+public:
+  push_tracker() = default;
+  push_tracker(const std::vector<shard_route>& routes, const std::vector<push_group>& groups,
+               std::size_t slots);
+  /// Every group waits again (call before each backward).
+  void start_step() { missing_ = slots_per_group_; }
+  /// Marks `slot` final and calls on_group_ready(g) for each group that it completes.
+  template <typename F>
+  void slot_ready(std::size_t slot, F&& on_group_ready) {
+    if (slot >= groups_of_slot_.size())
+      return;
+    for (auto g : groups_of_slot_[slot])
+      if (--missing_[g] == 0)
+        on_group_ready(g);
+  }
+
+private:
+  std::vector<std::vector<std::size_t>> groups_of_slot_;
+  std::vector<std::size_t> slots_per_group_, missing_;
+};
+
+/// The gradients a push of `group` carries on `route`: each key's view of the gradient of its
+/// slot, `gradient_of(slot)`. No bytes are copied.
+template <typename GradientOf>
+std::vector<tensor> group_gradients(const shard_route& route, const push_group& group,
+                                    GradientOf&& gradient_of) {
+  std::vector<tensor> out;
+  out.reserve(group.keys.size());
+  for (auto k : group.keys)
+    out.push_back(key_view(gradient_of(route.keys[k].slot), route.keys[k]));
+  return out;
+}
+
+/// Throws std::invalid_argument if the wiring has no shard, or groups that do not cover every
+/// key of every route exactly once, or keys outside the replica's parameters.
+caf::actor spawn_compute(caf::actor_system& system, std::unique_ptr<model> replica,
+                         compute_wiring wiring);
+
+} // namespace troupe

@@ -1,0 +1,103 @@
+// The atoms and message types that Troupe's actors exchange inside one process.
+//
+// Tensors travel as `tensor` handles: a message carries a reference to the storage, never a
+// copy of the bytes (see kernels/tensor.hpp). These types are marked as local-only CAF message
+// types; crossing a process boundary is the cluster layer's job, which encodes them as Cap'n
+// Proto and never hands CAF a raw tensor.
+//
+// Naming: `<verb>_atom` for atoms (CAF 0.17 limits atom text to 10 characters), nouns for
+// messages.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+
+#include <troupe/io/batch_source.hpp>
+#include <troupe/kernels/tensor.hpp>
+
+namespace troupe {
+
+using next_atom = caf::atom_constant<caf::atom("next")>;          // loader: give me a batch
+using epoch_atom = caf::atom_constant<caf::atom("epoch")>;        // loader: start epoch e
+using push_atom = caf::atom_constant<caf::atom("push")>;          // compute -> shard: gradients
+using pull_atom = caf::atom_constant<caf::atom("pull")>;          // compute -> shard: weights
+using train_atom = caf::atom_constant<caf::atom("train")>;        // coordinator -> compute
+using validate_atom = caf::atom_constant<caf::atom("validate")>;  // coordinator -> compute
+using run_atom = caf::atom_constant<caf::atom("run")>;            // session -> coordinator
+using fill_atom = caf::atom_constant<caf::atom("fill")>;          // loader -> itself: prefetch
+using flush_atom = caf::atom_constant<caf::atom("flush")>;        // metrics: finish output
+using stats_atom = caf::atom_constant<caf::atom("stats")>;        // aggregator: counters
+using straggle_atom = caf::atom_constant<caf::atom("straggle")>;  // compute -> itself: late push
+using end_epoch_atom = caf::atom_constant<caf::atom("endepoch")>; // coordinator -> compute: stop
+
+/// A batch from a loader, or the mark that the epoch has no more batches (`end == true`).
+struct loader_item {
+  batch data;
+  bool end = false;
+};
+
+/// Gradients of one step for some of the keys a shard owns (one push group, see
+/// graph/config/key_assignment.hpp): `keys` are indices into the shard's key list, ascending,
+/// and `gradients` holds one tensor per listed key, in that order.
+struct gradient_push {
+  std::int64_t step = 0;          ///< global step counter of the pushing worker
+  double epoch_position = 0;      ///< fractional epoch, drives the learning-rate schedule
+  std::vector<std::size_t> keys;  ///< which of the shard's keys
+  std::vector<tensor> gradients;  ///< one per key, same shapes as the weights; each the mean
+                                  ///< over the pusher's `samples` examples
+  int worker = 0;                 ///< the pusher's index among its aggregator's sources
+  std::int64_t samples = 0;       ///< examples behind the gradients (weights of an average)
+};
+
+/// Weights a shard serves for some of its keys (those of the push answered, or all of them
+/// for a pull), after `step` pushes have been applied.
+struct weight_set {
+  std::int64_t step = 0;
+  std::vector<std::size_t> keys;  ///< indices into the shard's key list, as in the push
+  std::vector<tensor> weights;    ///< one per key, in `keys` order
+  float learning_rate = 0;        ///< the rate used for the last update (for the logs)
+};
+
+/// What a compute actor measured over one training batch.
+struct batch_report {
+  int worker = 0;
+  std::int64_t epoch = 0;
+  std::int64_t index = 0;     ///< batch number in the epoch
+  std::int64_t batches = 0;   ///< batches in the epoch
+  std::int64_t samples = 0;
+  std::int64_t correct = 0;
+  double loss_sum = 0;
+  float learning_rate = 0;
+};
+
+/// One phase (training or validation) of one epoch, as the coordinator reports it.
+struct phase_report {
+  std::int64_t epoch = 0;
+  bool validation = false;
+  std::int64_t samples = 0;
+  std::int64_t correct = 0;
+  double loss_sum = 0;
+  double seconds = 0;  ///< wall time of the phase, loading included
+};
+
+/// Everything a finished run measured, in the order the phases ran.
+struct training_result {
+  std::vector<phase_report> phases;
+  /// The shards' weights after the last step, by parameter slot, with their names.
+  std::vector<std::string> parameter_names;
+  std::vector<tensor> final_weights;
+};
+
+} // namespace troupe
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::training_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::loader_item)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::gradient_push)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::weight_set)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::batch_report)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::phase_report)

@@ -1,0 +1,53 @@
+// The parameter shard actor: owns the weights of a set of keys (model parameters), applies
+// the optimizer to pushed gradients, and serves the weights.
+//
+// Protocol (dynamically typed):
+//   (push_atom, gradient_push) -> weight_set   one SGD step on each key the push lists (a push
+//                                              group: some or all of the shard's keys), then
+//                                              the new weights of those keys; an unknown or
+//                                              repeated key, a wrong count or shape is an error
+//                                              naming the key, and nothing is applied
+//   (pull_atom)                -> weight_set   the current weights of every key
+//
+// With a staleness bound (SSP) the answer to a push may be held back: the update is applied
+// at once, but a worker more than `staleness` steps ahead of the slowest waits for its weights
+// (and gets the newest ones when released).
+//
+// Weights leave the actor by handle. The optimizer never writes a buffer that a reader still
+// holds: each key keeps a small pool of buffers and the update goes into one nobody else sees
+// (tensor::unique), so in steady state two buffers per key alternate and no memory is
+// allocated per step.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+#include <troupe/kernels/lr_schedule.hpp>
+#include <troupe/kernels/sgd.hpp>
+#include <troupe/kernels/tensor.hpp>
+
+namespace troupe {
+
+struct shard_key {
+  std::string name;          ///< key name, e.g. "conv1.weight" or "fc6.weight[0:1048576]"
+  tensor initial;            ///< starting value (the shard takes its own copy)
+  bool weight_decay = true;  ///< false for biases and batch-norm scale/shift
+};
+
+struct shard_options {
+  sgd_options sgd;
+  lr_schedule_options schedule;
+  /// Stale-synchronous bound: a worker whose push is more than `staleness` steps ahead of the
+  /// slowest worker's last push gets its answer only once the slowest catches up. -1: none.
+  int staleness = -1;
+  int workers = 1;  ///< pushing workers (their `worker` fields are 0..workers-1) for staleness
+};
+
+/// Throws std::invalid_argument if the schedule is invalid or `keys` is empty.
+caf::actor spawn_param_shard(caf::actor_system& system, std::vector<shard_key> keys,
+                             shard_options options);
+
+} // namespace troupe

@@ -1,0 +1,64 @@
+// The training topology as actor wiring: spawns the parameter shards of a key plan and routes
+// each compute actor's pushes to them, directly or through aggregators. The training session
+// uses it with real compute actors; troupe_bench_messaging uses it with fixed-cost stand-ins,
+// so the benchmark measures exactly the wiring that trains.
+//
+//   bsp:          all workers -> aggregator (sums, in worker order) -> shard -> all workers
+//   async:        each worker -> shard directly; each push applied on arrival
+//   ssp:          async, but a worker may be at most `staleness` steps ahead of the slowest
+//   hierarchical: workers -> per-machine aggregator -> global aggregator -> shard
+//   backup:       bsp whose aggregator takes the first workers - backup_workers contributions
+//
+// There is one aggregator chain per shard, so shards (and their sums) work in parallel.
+#pragma once
+
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+#include <troupe/actors/compute_actor.hpp>
+#include <troupe/actors/param_shard_actor.hpp>
+#include <troupe/graph/config/key_assignment.hpp>
+#include <troupe/graph/layer.hpp>
+
+namespace troupe {
+
+enum class sync_mode { bsp, async, ssp, hierarchical, backup };
+
+struct topology_options {
+  sync_mode mode = sync_mode::bsp;
+  int workers = 1;            ///< compute actors, each with its own replica and data part
+  int staleness = 0;          ///< ssp bound
+  int backup_workers = 0;     ///< backup: contributions that may be dropped per step
+  int machines = 1;           ///< hierarchical: workers are split evenly over machines
+  bool deterministic = true;  ///< aggregators sum in worker order (bit-identical reruns)
+  bool overlap = true;        ///< push each group during backward, as soon as it is ready
+  key_plan_options keys;      ///< slicing of big tensors, grouping of small ones
+  /// Experiment knob: worker `straggler` waits `straggle_ms` after every backward. -1: none.
+  int straggler = -1;
+  int straggle_ms = 0;
+};
+
+/// bsp, backup and hierarchical: every worker takes part in every step.
+bool synchronous(sync_mode mode);
+
+/// Throws std::invalid_argument naming the first inconsistent value.
+void check_topology(const topology_options& topology);
+
+/// One parameter shard per shard of `plan`, its keys cut from `parameters` (by slot; each
+/// shard copies its initial values). `options.workers` and `options.staleness` are set from
+/// the topology. Source indices of the returned routes are 0.
+std::vector<shard_route> spawn_shards(caf::actor_system& system, const key_plan& plan,
+                                      const std::vector<parameter*>& parameters,
+                                      shard_options options, const topology_options& topology);
+
+/// Each worker's routes, in the order of `shards` (so push_group::shard indexes them too):
+/// the shards themselves (async, ssp) or the aggregators in front of them. Every aggregator
+/// spawned is appended to `spawned`, for shutdown.
+std::vector<std::vector<shard_route>> route_workers(caf::actor_system& system,
+                                                    const std::vector<shard_route>& shards,
+                                                    const topology_options& topology,
+                                                    std::vector<caf::actor>& spawned);
+
+} // namespace troupe

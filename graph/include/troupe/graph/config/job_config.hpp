@@ -1,0 +1,152 @@
+// A training job as a config file describes it, every value resolved (defaults filled in) and
+// checked, each remembering where it was written so later checks can point at it.
+//
+// `parse_job_config` is the front door of the config language: syntax (parser.cpp), then the
+// meaning of each section (job_config.cpp), then the topology wiring (topology_config.cpp).
+// Anything wrong throws config_error with the position. The struct is deliberately free of
+// actor types: apps/ maps it onto training_options, so graph/ does not depend on actors/.
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <troupe/graph/config/diagnostics.hpp>
+#include <troupe/graph/config/key_assignment.hpp>
+#include <troupe/graph/zoo.hpp>
+
+namespace troupe {
+
+/// A value and where it came from. `given` is false for defaults (span then points at the
+/// statement that implied the default, or is line 0).
+template <typename T>
+struct located {
+  T value{};
+  source_span span{};
+  bool given = false;
+};
+
+struct cluster_config {
+  located<int> servers{1};
+  located<int> workers{1};
+  located<int> shards{1};  ///< parameter shards; defaults to servers
+  /// Parameters above this many bytes are cut into slices spread over the shards.
+  located<std::int64_t> slice_bytes{key_plan_options{}.slice_bytes};
+  /// Keys below this many bytes are bundled into one push per shard; 0 = never bundle.
+  located<std::int64_t> group_bytes{key_plan_options{}.group_bytes};
+  /// Compute actors push each group during backward as soon as it is ready.
+  located<bool> overlap{true};
+};
+
+struct data_config {
+  bool enabled = true;                  ///< `data val = none` turns validation off
+  located<std::string> dataset{"fashion_mnist"};  ///< DSL name (fashion_mnist, mnist, cifar10, synthetic)
+  located<std::string> dir;
+  located<std::string> split;           ///< "train" or "test"
+  located<std::int64_t> batch{128};     ///< per compute actor
+  located<std::int64_t> crop_pad{0};
+  located<bool> mirror{false};
+  located<bool> normalize{true};
+  located<bool> shuffle{true};
+  located<std::vector<std::int64_t>> shape{{1, 28, 28}};  ///< synthetic only (else implied)
+  located<int> classes{10};             ///< synthetic only (else implied)
+  located<std::int64_t> examples{60000};  ///< synthetic only
+  source_span span;
+};
+
+struct model_config {
+  located<std::string> network{"lenet"};  ///< DSL name (inception_bn, not inception-bn)
+  located<int> layers{0};                 ///< 0: the network's default depth
+  located<int> classes{10};
+  source_span span;
+};
+
+struct optimizer_config {
+  located<double> lr{0.05};
+  located<double> momentum{0.9};
+  located<double> wd{1e-4};
+  located<bool> nesterov{false};
+};
+
+struct schedule_config {
+  located<std::string> policy{"multi_step"};  ///< multi_step | cosine | constant
+  located<std::vector<double>> steps;         ///< multi_step: epochs where lr *= factor
+  located<double> factor{0.1};
+  located<double> warmup{1};
+  located<double> final_lr{0};                ///< cosine end value
+};
+
+enum class topology_kind { bsp, async, ssp, hierarchical, backup };
+
+/// What a topology endpoint names: `loader`, `compute`, `aggregate(machine)`,
+/// `aggregate(all)` or `shard`.
+enum class actor_role { loader, compute, machine_aggregator, aggregator, shard };
+
+struct wiring_route {
+  actor_role from, to;
+  std::string fan;     ///< into compute: "all" (broadcast) or "sender" (reply); else ""
+  source_span span;    ///< the route's text
+};
+
+struct topology_config {
+  located<std::string> preset{"bsp"};
+  topology_kind kind = topology_kind::bsp;
+  located<int> staleness{0};
+  located<int> backup_workers{0};
+  located<int> machines{1};
+  located<bool> deterministic{true};
+  bool explicit_wiring = false;
+  std::vector<wiring_route> routes;  ///< the preset's routes, or the written ones
+  source_span span;
+};
+
+struct run_config {
+  located<std::int64_t> epochs{10};
+  located<std::int64_t> eval_every{1};
+  located<std::int64_t> seed{0};
+  located<int> threads{2};
+  located<int> prefetch{3};
+  located<std::int64_t> display{100};
+  located<std::string> metrics;
+};
+
+struct job_config {
+  std::string path;
+  std::string text;  ///< the file, for diagnostics raised after parsing
+  cluster_config cluster;
+  data_config train_data;
+  data_config validation_data;
+  model_config model;
+  optimizer_config optimizer;
+  schedule_config schedule;
+  topology_config topology;
+  run_config run;
+};
+
+/// Parses and checks a config. Throws config_error.
+job_config parse_job_config(const std::string& path, const std::string& text);
+/// Reads `path` and parses it. Throws config_error (also when the file cannot be read).
+job_config load_job_config(const std::string& path);
+
+/// The zoo's name for a DSL network name ("inception_bn" -> "inception-bn").
+std::string zoo_network_name(const std::string& dsl_name);
+/// io's name for a DSL dataset name ("fashion_mnist" -> "fashion-mnist").
+std::string io_dataset_name(const std::string& dsl_name);
+/// The model input and class count a config implies, for build_model.
+model_spec model_spec_of(const job_config& config);
+/// The key plan options (slicing, grouping) the cluster section sets.
+key_plan_options key_options_of(const job_config& config);
+/// Throws config_error at `span` of the config's file.
+[[noreturn]] void config_fail(const job_config& config, const source_span& span,
+                              const std::string& message);
+
+/// Resolves the `topology` statement's wiring (topology_config.cpp). Needs cluster already.
+struct syntax_statement;
+void resolve_topology(job_config& config, const syntax_statement* statement);
+
+const char* to_string(topology_kind kind);
+const char* to_string(actor_role role);
+
+} // namespace troupe

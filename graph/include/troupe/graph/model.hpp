@@ -1,0 +1,99 @@
+// A model is a DAG of named layers with one input (the image batch) and one output (logits).
+//
+// Nodes are added in topological order (an input must exist before it is used), which makes
+// the forward order the insertion order and the backward order its reverse. A node whose output
+// feeds several nodes (ResNet shortcuts, Inception branches) gets the sum of their gradients.
+//
+// Parameters are listed in a fixed order (node order, then the layer's own order) with unique
+// names; `parameter_index` maps a name to its slot. That order is what the compute and
+// parameter-shard actors agree on.
+//
+// Thread-safety: a model replica is used by one actor at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <troupe/graph/layer.hpp>
+#include <troupe/kernels/softmax_cross_entropy.hpp>
+
+namespace troupe {
+
+class model {
+public:
+  using node_id = std::size_t;
+  /// The id of the model input (the image batch) in `add` input lists.
+  static constexpr node_id input = static_cast<node_id>(-1);
+
+  /// sample_shape is one example's shape, e.g. {1, 28, 28}; classes is the number of logits.
+  model(std::string name, shape_t sample_shape, int classes);
+  ~model();
+  model(const model&) = delete;
+  model& operator=(const model&) = delete;
+
+  /// Adds a layer fed by `inputs` (earlier node ids or `model::input`). Builds it at once, so
+  /// a shape mismatch throws here naming the layer. Names must be unique.
+  node_id add(std::string name, std::unique_ptr<layer> l, std::vector<node_id> inputs);
+  /// Declares the last node the output, checks it yields [N, classes], and initializes every
+  /// parameter from `seed` (each parameter draws from seed and its name, so adding a layer does
+  /// not change the others' values).
+  void finalize(std::uint64_t seed);
+
+  const std::string& name() const { return name_; }
+  const shape_t& sample_shape() const { return sample_shape_; }
+  int classes() const { return classes_; }
+
+  /// Parameter gradients are allocated by the first train_step (empty before).
+  std::vector<parameter*>& parameters() { return parameters_; }
+  std::vector<buffer*>& buffers() { return buffers_; }
+  /// Slot of a parameter by name; throws std::out_of_range naming it.
+  std::size_t parameter_index(const std::string& name) const;
+  /// Total number of trainable scalars.
+  std::int64_t parameter_count() const;
+
+  /// Logits [N, classes] for x [N, sample_shape...]. The reference stays valid until the next
+  /// forward call.
+  const tensor& forward(const tensor& x, bool training);
+
+  /// One training step's math: forward, softmax cross-entropy, backward. Every parameter's
+  /// `grad` holds d(mean loss)/d(param) afterwards. `on_gradient_ready(slot)` (optional) is
+  /// called as soon as a parameter's gradient is final, in backward order, so a caller can ship
+  /// it while the rest of backward runs.
+  loss_result train_step(const tensor& x, const std::vector<std::int32_t>& labels,
+                         const std::function<void(std::size_t)>& on_gradient_ready = {});
+
+  /// Forward in inference mode and the loss / accuracy, without gradients.
+  loss_result evaluate(const tensor& x, const std::vector<std::int32_t>& labels);
+
+  /// One line per node: name, kind, output shape, parameter count.
+  std::string summary() const;
+
+private:
+  struct node;
+  /// Forward through every node, reusing output tensors that no one outside the model holds.
+  const tensor& run_forward(const tensor& x, bool training);
+  /// Backward from dlogits_ through every node in reverse, summing fan-out gradients.
+  void run_backward(const tensor& x, const std::function<void(std::size_t)>& on_gradient_ready);
+  /// Decides, per input edge, whether backward writes the source's gradient directly or into a
+  /// scratch tensor that is then accumulated; checks every node feeds the output.
+  void plan_backward();
+  /// Drops outputs that are views of other tensors (flatten), so the viewed storage is unique
+  /// again and can be reused, and the caller's batch is not held past the call.
+  void release_views(bool keep_output);
+  void require_finalized(const char* operation) const;
+
+  std::string name_;
+  shape_t sample_shape_;
+  int classes_;
+  std::vector<std::unique_ptr<node>> nodes_;
+  std::vector<parameter*> parameters_;
+  std::vector<buffer*> buffers_;
+  tensor probabilities_;
+  tensor dlogits_;
+  bool finalized_ = false;
+};
+
+} // namespace troupe

@@ -1,0 +1,85 @@
+// Cuts a dataset into training or validation batches: seeded shuffling, "part i of n"
+// partitioning for workers, per-channel mean/std normalization, random crop with zero padding
+// and horizontal mirroring.
+//
+// `make(epoch, index)` is a pure function of (seed, epoch, index): any thread may build any
+// batch in any order and gets the same bytes, which is what lets loader actors prefetch ahead
+// and lets several workers agree on the epoch's permutation without talking. Per epoch the
+// permutation of the whole dataset is drawn from (seed, epoch); part p of n takes every n-th
+// position starting at p, then batches are consecutive runs of that part.
+//
+// Thread-safety: const methods may run concurrently.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <troupe/io/dataset.hpp>
+#include <troupe/kernels/tensor.hpp>
+
+namespace troupe {
+
+struct batch {
+  tensor images;                     ///< [B, C, H, W] float32, normalized / augmented
+  std::vector<std::int32_t> labels;  ///< B labels
+  std::int64_t epoch = 0;
+  std::int64_t index = 0;            ///< batch number within the epoch (and part)
+};
+
+struct augment_options {
+  /// Per-channel normalization applied to pixel/255: (v - mean[c]) / stdev[c]. Empty = none.
+  std::vector<float> mean, stdev;
+  /// Random crop after zero padding by this many pixels; the padding is black (byte 0)
+  /// before normalization, as in the usual CIFAR recipe, so it becomes -mean/stdev.
+  std::int64_t pad_crop = 0;
+  bool mirror = false;        ///< random horizontal flip with probability 1/2
+};
+
+struct batch_source_options {
+  std::int64_t batch_size = 128;
+  bool shuffle = true;
+  std::uint64_t seed = 0;
+  int part = 0;      ///< this worker's part, 0 <= part < parts
+  int parts = 1;
+  bool drop_last = false;  ///< drop a final short batch instead of emitting it
+  augment_options augment;
+};
+
+class batch_source {
+public:
+  /// Throws std::invalid_argument naming the bad option (batch size 0, part out of range,
+  /// mean/stdev not matching the channel count, stdev <= 0, negative pad_crop, a part with no
+  /// examples, or drop_last leaving no batch at all).
+  batch_source(std::shared_ptr<const dataset> data, batch_source_options options);
+
+  std::int64_t batches_per_epoch() const { return batches_; }
+  /// Examples this part yields per epoch.
+  std::int64_t samples_per_epoch() const { return samples_; }
+  const dataset& data() const { return *data_; }
+  const batch_source_options& options() const { return options_; }
+
+  /// Builds batch `index` (0 <= index < batches_per_epoch) of `epoch` (>= 0); throws
+  /// std::out_of_range otherwise. Uses oneTBB across the examples of the batch.
+  batch make(std::int64_t epoch, std::int64_t index) const;
+
+private:
+  struct epoch_order_cache;
+
+  /// The epoch's permutation of all example indices (shuffle only); cached, see .cpp.
+  std::shared_ptr<const std::vector<std::int64_t>> epoch_order(std::int64_t epoch) const;
+  /// Writes one augmented, normalized example ([C, H, W] floats) to `out`.
+  void fill_example(const std::uint8_t* pixels, std::int64_t epoch, std::int64_t position,
+                    float* out) const;
+
+  std::shared_ptr<const dataset> data_;
+  batch_source_options options_;
+  std::int64_t samples_ = 0;
+  std::int64_t batches_ = 0;
+  /// Per channel, 256 entries: pixel byte -> normalized value.
+  std::vector<float> normalized_;
+  /// Shared by copies of this source, which compute the same orders; has its own mutex.
+  std::shared_ptr<epoch_order_cache> order_cache_;
+};
+
+} // namespace troupe

@@ -18,31 +18,11 @@ int first_worker_of(int machine, int workers, int machines) {
 
 } // namespace
 
-bool synchronous(sync_mode mode) {
-  return mode == sync_mode::bsp || mode == sync_mode::backup || mode == sync_mode::hierarchical;
-}
-
-void check_topology(const topology_options& t) {
-  if (t.workers < 1)
-    throw std::invalid_argument("topology: workers must be at least 1, got "
-                                + std::to_string(t.workers));
-  if (t.mode == sync_mode::backup && (t.backup_workers < 0 || t.backup_workers >= t.workers))
-    throw std::invalid_argument("topology: backup(" + std::to_string(t.backup_workers)
-                                + ") needs 0 <= backups < workers (" + std::to_string(t.workers)
-                                + ")");
-  if (t.mode == sync_mode::ssp && t.staleness < 0)
-    throw std::invalid_argument("topology: ssp staleness must not be negative");
-  if (t.mode == sync_mode::hierarchical && (t.machines < 1 || t.machines > t.workers))
-    throw std::invalid_argument("topology: hierarchical needs 1 <= machines <= workers, got "
-                                + std::to_string(t.machines) + " machines for "
-                                + std::to_string(t.workers) + " workers");
-}
-
 std::vector<shard_route> spawn_shards(caf::actor_system& system, const key_plan& plan,
                                       const std::vector<parameter*>& parameters,
                                       shard_options options, const topology_options& topology) {
   options.workers = topology.workers;
-  options.staleness = topology.mode == sync_mode::ssp ? topology.staleness : -1;
+  options.staleness = topology.mode == topology_kind::ssp ? topology.staleness : -1;
   std::vector<shard_route> routes;
   for (const auto& shard_keys : plan.shards) {
     std::vector<shard_key> keys;
@@ -71,16 +51,16 @@ std::vector<std::vector<shard_route>> route_workers(caf::actor_system& system,
         routes[w].push_back(shard_route{shard.shard, shard.keys, w});
       continue;
     }
-    const int machines = t.mode == sync_mode::hierarchical ? std::clamp(t.machines, 1, n) : 1;
-    aggregator_options top{t.mode == sync_mode::hierarchical ? machines : n, 0, t.deterministic, 0};
-    if (t.mode == sync_mode::backup)
+    const int machines = t.mode == topology_kind::hierarchical ? std::clamp(t.machines, 1, n) : 1;
+    aggregator_options top{t.mode == topology_kind::hierarchical ? machines : n, 0, t.deterministic, 0};
+    if (t.mode == topology_kind::backup)
       top.need = n - t.backup_workers;
     auto global = spawn_aggregator(system, shard.shard, top);
     spawned.push_back(global);
     for (int m = 0; m < machines; ++m) {
       const int begin = first_worker_of(m, n, machines), end = first_worker_of(m + 1, n, machines);
       caf::actor front = global;
-      if (t.mode == sync_mode::hierarchical) {
+      if (t.mode == topology_kind::hierarchical) {
         front = spawn_aggregator(system, global,
                                  aggregator_options{end - begin, 0, t.deterministic, m});
         spawned.push_back(front);

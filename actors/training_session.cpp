@@ -45,13 +45,14 @@ caf::error collect_weights(caf::scoped_actor& self, const std::vector<shard_rout
   return failure;
 }
 
-metrics_options make_metrics_options(const training_options& options, std::ostream& sink) {
+metrics_options make_metrics_options(const training_job& options, const session_output& output,
+                                     std::ostream& sink) {
   metrics_options m;
-  m.out = options.log ? options.log : &sink;
-  m.display_batches = options.log ? options.display_batches : 0;
-  m.progress_bar = options.log && options.progress_bar;
+  m.out = output.log ? output.log : &sink;
+  m.display_batches = output.log ? output.display_batches : 0;
+  m.progress_bar = output.log && output.progress_bar;
   m.expect_validation = options.validate;
-  m.jsonl_path = options.metrics_path;
+  m.jsonl_path = output.metrics_path;
   m.tags = {{"network", options.model.network},
             {"dataset", options.train_data.name},
             {"batch_size", std::to_string(options.train_batches.batch_size)}};
@@ -60,13 +61,11 @@ metrics_options make_metrics_options(const training_options& options, std::ostre
 
 } // namespace
 
-training_result run_training(caf::actor_system& system, const training_options& options) {
+training_result run_training(caf::actor_system& system, const training_job& options,
+                             const session_output& output) {
   // Everything that can fail on bad input happens before the first spawn.
   const auto& topo = options.topology;
-  check_topology(topo);
-  if (options.validate_every < 1)
-    throw std::invalid_argument("validate_every must be at least 1, got "
-                                + std::to_string(options.validate_every));
+  check_job(options);
   auto train_set = open_dataset(options.train_data);
   auto validation_set = open_dataset(options.validation_data);
   std::vector<std::shared_ptr<const batch_source>> parts;
@@ -100,8 +99,8 @@ training_result run_training(caf::actor_system& system, const training_options& 
     parameter_shapes.push_back(p->value.shape());
   }
   const auto plan = plan_keys(sizes, options.shards, topo.keys);
-  if (options.log)
-    *options.log << "Start training " << replicas.front()->name() << " ("
+  if (output.log)
+    *output.log << "Start training " << replicas.front()->name() << " ("
                  << replicas.front()->parameter_count() << " parameters) on "
                  << train_set->description() << ": " << train_set->size() << " examples, "
                  << topo.workers << " worker(s) x " << steps << " batches of "
@@ -111,18 +110,20 @@ training_result run_training(caf::actor_system& system, const training_options& 
                  << plan.groups.size() << " push(es) per step"
                  << (topo.overlap ? " during backward" : " after backward") << std::endl;
   std::ostringstream discard;
-  auto metrics = spawn_metrics(system, make_metrics_options(options, discard));
+  auto metrics = spawn_metrics(system, make_metrics_options(options, output, discard));
 
   std::vector<caf::actor> all{metrics};
-  auto shards = spawn_shards(system, plan, parameters, options.optimizer, topo);
+  auto shards = spawn_shards(system, plan, parameters, shard_options{options.optimizer.sgd, options.optimizer.schedule}, topo);
   for (auto& r : shards)
     all.push_back(r.shard);
   auto routes = route_workers(system, shards, topo, all);
-  auto validation_loader = spawn_loader(system, validation_source, options.loader);
+  loader_options loader;
+  loader.prefetch_depth = options.prefetch_depth;
+  auto validation_loader = spawn_loader(system, validation_source, loader);
   all.push_back(validation_loader);
   std::vector<caf::actor> computes;
   for (int w = 0; w < topo.workers; ++w) {
-    auto loader_opts = options.loader;
+    auto loader_opts = loader;
     if (synchronous(topo.mode))
       loader_opts.max_batches_per_epoch = steps;
     compute_wiring wiring;
@@ -141,7 +142,7 @@ training_result run_training(caf::actor_system& system, const training_options& 
     all.push_back(computes.back());
   }
   // Backup workers: an epoch is over once the workers a step needs have finished theirs.
-  const std::size_t finish_after = topo.mode == sync_mode::backup
+  const std::size_t finish_after = topo.mode == topology_kind::backup
                                      ? static_cast<std::size_t>(topo.workers - topo.backup_workers)
                                      : 0;
   auto coordinator = spawn_coordinator(system, computes, metrics,

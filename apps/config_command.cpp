@@ -21,7 +21,7 @@ int with_config(const char* command, const std::vector<std::string>& args,
   try {
     auto config = load_job_config(args[0]);
     resolve_app_defaults(config);
-    to_training_options(config);  // the app-level defaults (data dirs) must resolve too
+    to_training_job(config);  // the app-level defaults (data dirs) must resolve too
     body(config, build_plan(config));
     return 0;
   } catch (const config_error& e) {

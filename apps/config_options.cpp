@@ -62,13 +62,7 @@ lr_schedule_options schedule_options(const job_config& c) {
 topology_options topology_of(const job_config& c) {
   topology_options t;
   const auto& k = c.topology;
-  switch (k.kind) {
-    case topology_kind::bsp: t.mode = sync_mode::bsp; break;
-    case topology_kind::async: t.mode = sync_mode::async; break;
-    case topology_kind::ssp: t.mode = sync_mode::ssp; break;
-    case topology_kind::hierarchical: t.mode = sync_mode::hierarchical; break;
-    case topology_kind::backup: t.mode = sync_mode::backup; break;
-  }
+  t.mode = k.kind;
   t.workers = c.cluster.workers.value;
   t.staleness = k.staleness.value;
   t.backup_workers = k.backup_workers.value;
@@ -89,8 +83,8 @@ void resolve_app_defaults(job_config& c) {
       d->dir.value = default_data_dir(io_dataset_name(d->dataset.value));
 }
 
-training_options to_training_options(const job_config& c) {
-  training_options o;
+training_job to_training_job(const job_config& c) {
+  training_job o;
   o.model = model_spec_of(c);
   o.train_data = data_options(c, c.train_data, split::train);
   o.validation_data = c.validation_data.enabled
@@ -105,12 +99,17 @@ training_options to_training_options(const job_config& c) {
                                 static_cast<float>(c.optimizer.wd.value),
                                 c.optimizer.nesterov.value};
   o.optimizer.schedule = schedule_options(c);
-  o.loader.prefetch_depth = c.run.prefetch.value;
+  o.prefetch_depth = c.run.prefetch.value;
   o.epochs = c.run.epochs.value;
   o.validate = c.validation_data.enabled;
   o.validate_every = std::max<std::int64_t>(1, c.run.eval_every.value);  // 0 means none: above
   o.shards = c.cluster.shards.value;
   o.topology = topology_of(c);
+  return o;
+}
+
+session_output session_output_of(const job_config& c) {
+  session_output o;
   o.display_batches = c.run.display.value;
   o.metrics_path = c.run.metrics.value;
   return o;

@@ -16,6 +16,8 @@ namespace troupe {
 void resolve_app_defaults(job_config& config);
 
 /// Throws config_error (e.g. cifar10 without a dir) with the position in the config.
-training_options to_training_options(const job_config& config);
+training_job to_training_job(const job_config& config);
+/// The config's output settings (display, metrics file).
+session_output session_output_of(const job_config& config);
 
 } // namespace troupe

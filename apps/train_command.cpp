@@ -17,10 +17,10 @@ int train_command(const std::vector<std::string>& args) {
     return 0;
   }
   set_compute_threads(cli.threads);
-  cli.options.log = &std::cout;
+  cli.output.log = &std::cout;
   local_node_config config;
   caf::actor_system system{config};
-  auto result = run_training(system, cli.options);
+  auto result = run_training(system, cli.job, cli.output);
   return result.phases.empty() ? 1 : 0;
 }
 

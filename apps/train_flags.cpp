@@ -184,7 +184,7 @@ void override_from_flags(train_command_line& out, const raw_flags& r, const flag
     if (f.given(structural))
       throw usage_error(std::string("--") + structural + " cannot be combined with --config: "
                         "edit the config's data statement");
-  auto& o = out.options;
+  auto& o = out.job;
   auto& s = o.optimizer.schedule;
   if (f.given("network")) o.model.network = r.network;
   if (f.given("num-layers")) o.model.num_layers = r.num_layers;
@@ -211,14 +211,14 @@ void override_from_flags(train_command_line& out, const raw_flags& r, const flag
   if (f.given("slice-bytes")) o.topology.keys.slice_bytes = r.slice_bytes;
   if (f.given("group-bytes")) o.topology.keys.group_bytes = r.group_bytes;
   if (f.given("no-overlap")) o.topology.overlap = false;
-  if (f.given("prefetch")) o.loader.prefetch_depth = r.prefetch;
+  if (f.given("prefetch")) o.prefetch_depth = r.prefetch;
   if (f.given("random-crop-pad")) o.train_batches.augment.pad_crop = r.random_crop_pad;
   if (f.given("random-mirror")) o.train_batches.augment.mirror = r.random_mirror != 0;
   if (f.given("no-validation")) o.validate = false;
   if (f.given("eval-every")) o.validate_every = r.eval_every;
-  if (f.given("metrics")) o.metrics_path = r.metrics;
-  if (f.given("disp-batches")) o.display_batches = r.disp_batches;
-  o.progress_bar = progress_wanted(r.progress);
+  if (f.given("metrics")) out.output.metrics_path = r.metrics;
+  if (f.given("disp-batches")) out.output.display_batches = r.disp_batches;
+  out.output.progress_bar = progress_wanted(r.progress);
 }
 
 train_command_line options_from_config(const raw_flags& r, const flag_set& f) {
@@ -226,7 +226,8 @@ train_command_line options_from_config(const raw_flags& r, const flag_set& f) {
   try {
     auto config = load_job_config(r.config);
     resolve_app_defaults(config);
-    out.options = to_training_options(config);
+    out.job = to_training_job(config);
+    out.output = session_output_of(config);
     out.threads = config.run.threads.value;
   } catch (const config_error& e) {
     throw usage_error(e.what());
@@ -289,11 +290,11 @@ train_command_line parse_train_flags(const std::vector<std::string>& args) {
   check_known("dataset", r.dataset, dataset_names());
   if (f.given("config")) {
     auto from_config = options_from_config(r, f);
-    apply_straggler(r.straggler, from_config.options.topology);
+    apply_straggler(r.straggler, from_config.job.topology);
     return from_config;
   }
 
-  auto& o = out.options;
+  auto& o = out.job;
   o.model.network = r.network;
   o.model.num_layers = r.num_layers;
   o.model.seed = static_cast<std::uint64_t>(r.seed);
@@ -303,7 +304,7 @@ train_command_line parse_train_flags(const std::vector<std::string>& args) {
   o.validation_batches = resolve_batches(r, false);
   o.optimizer.sgd = sgd_options{static_cast<float>(r.mom), static_cast<float>(r.wd), r.nesterov};
   o.optimizer.schedule = resolve_schedule(r, f.given("lr"));
-  o.loader.prefetch_depth = r.prefetch;
+  o.prefetch_depth = r.prefetch;
   o.epochs = r.num_epochs;
   o.validate = !r.no_validation;
   o.validate_every = r.eval_every;
@@ -311,9 +312,9 @@ train_command_line parse_train_flags(const std::vector<std::string>& args) {
   o.topology.keys.slice_bytes = r.slice_bytes;
   o.topology.keys.group_bytes = r.group_bytes;
   o.topology.overlap = !r.no_overlap;
-  o.display_batches = r.disp_batches;
-  o.progress_bar = progress_wanted(r.progress);
-  o.metrics_path = r.metrics;
+  out.output.display_batches = r.disp_batches;
+  out.output.progress_bar = progress_wanted(r.progress);
+  out.output.metrics_path = r.metrics;
   out.threads = r.threads;
   apply_straggler(r.straggler, o.topology);
   return out;

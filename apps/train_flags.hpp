@@ -15,7 +15,8 @@
 namespace troupe {
 
 struct train_command_line {
-  training_options options;
+  training_job job;
+  session_output output;
   int threads = 2;
   bool help = false;
   std::string help_text;

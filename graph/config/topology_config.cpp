@@ -298,17 +298,6 @@ void resolve_topology(job_config& c, const syntax_statement* st) {
     r.fail(st->head->span, "hierarchical wiring needs machines >= 2");
 }
 
-const char* to_string(topology_kind kind) {
-  switch (kind) {
-    case topology_kind::bsp: return "bsp";
-    case topology_kind::async: return "async";
-    case topology_kind::ssp: return "ssp";
-    case topology_kind::hierarchical: return "hierarchical";
-    case topology_kind::backup: return "backup";
-  }
-  return "?";
-}
-
 const char* to_string(actor_role role) {
   switch (role) {
     case actor_role::loader: return "loader";

@@ -16,8 +16,8 @@ using namespace troupe;
 
 namespace {
 
-training_options synthetic_job(const std::string& network, std::int64_t examples) {
-  training_options o;
+training_job synthetic_job(const std::string& network, std::int64_t examples) {
+  training_job o;
   o.model.network = network;
   o.train_data.name = "synthetic";
   o.train_data.synthetic_shape = {1, 28, 28};
@@ -34,7 +34,7 @@ training_options synthetic_job(const std::string& network, std::int64_t examples
   return o;
 }
 
-training_result run(training_options o, int workers, std::int64_t batch, sync_mode mode = sync_mode::bsp) {
+training_result run(training_job o, int workers, std::int64_t batch, topology_kind mode = topology_kind::bsp) {
   local_node_config cfg;
   caf::actor_system sys{cfg};
   o.topology.mode = mode;
@@ -108,7 +108,7 @@ TEST_CASE("async, ssp, hierarchical and backup topologies all train") {
   job.epochs = 5;
   job.optimizer.sgd.momentum = 0.0f;
   job.optimizer.schedule.base_lr = 0.01f;
-  for (auto mode : {sync_mode::async, sync_mode::ssp, sync_mode::hierarchical, sync_mode::backup}) {
+  for (auto mode : {topology_kind::async, topology_kind::ssp, topology_kind::hierarchical, topology_kind::backup}) {
     auto o = job;
     o.topology.staleness = 1;
     o.topology.machines = 2;
@@ -129,10 +129,10 @@ TEST_CASE("bad topologies are refused before anything starts") {
   job.topology.workers = 0;
   CHECK_THROWS_WITH(run_training(sys, job), Catch::Contains("workers must be at least 1"));
   job.topology.workers = 2;
-  job.topology.mode = sync_mode::backup;
+  job.topology.mode = topology_kind::backup;
   job.topology.backup_workers = 2;
   CHECK_THROWS_WITH(run_training(sys, job), Catch::Contains("backup(2)"));
-  job.topology.mode = sync_mode::hierarchical;
+  job.topology.mode = topology_kind::hierarchical;
   job.topology.machines = 3;
   CHECK_THROWS_WITH(run_training(sys, job), Catch::Contains("machines"));
 }
@@ -161,7 +161,7 @@ TEST_CASE("backup workers end the straggler's epoch once the others are done") {
   job.topology.backup_workers = 1;
   job.topology.straggler = 3;
   job.topology.straggle_ms = 50;  // 16 steps would take the straggler at least 800 ms
-  auto r = run(job, 4, 32, sync_mode::backup);
+  auto r = run(job, 4, 32, topology_kind::backup);
   REQUIRE(r.phases.size() == 2);
   for (const auto& p : r.phases) {
     INFO("epoch " << p.epoch);

@@ -72,21 +72,21 @@ TEST_CASE("route_workers puts shards, aggregators or two aggregator levels in fr
   topology_options t;
   t.workers = 4;
 
-  t.mode = sync_mode::async;
+  t.mode = topology_kind::async;
   auto direct = route_workers(sys, shards, t, spawned);
   CHECK(spawned.empty());
   REQUIRE(direct.size() == 4);
   CHECK(direct[3][1].shard == shards[1].shard);
   CHECK(direct[3][1].source_index == 3);
 
-  t.mode = sync_mode::bsp;
+  t.mode = topology_kind::bsp;
   auto bsp = route_workers(sys, shards, t, spawned);
   CHECK(spawned.size() == 2);  // one aggregator per shard
   CHECK(bsp[0][0].shard != shards[0].shard);
   CHECK(bsp[0][0].shard == bsp[3][0].shard);
   CHECK(bsp[2][0].source_index == 2);
 
-  t.mode = sync_mode::hierarchical;
+  t.mode = topology_kind::hierarchical;
   t.machines = 2;
   spawned.clear();
   auto hier = route_workers(sys, shards, t, spawned);

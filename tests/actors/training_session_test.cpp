@@ -12,8 +12,8 @@ using namespace troupe;
 
 namespace {
 
-training_options small_job() {
-  training_options o;
+training_job small_job() {
+  training_job o;
   o.model.network = "mlp";
   o.train_data.name = "synthetic";
   o.train_data.synthetic_shape = {1, 8, 8};

@@ -20,31 +20,10 @@
 #include <troupe/actors/compute_actor.hpp>
 #include <troupe/actors/param_shard_actor.hpp>
 #include <troupe/graph/config/key_assignment.hpp>
+#include <troupe/graph/job.hpp>
 #include <troupe/graph/layer.hpp>
 
 namespace troupe {
-
-enum class sync_mode { bsp, async, ssp, hierarchical, backup };
-
-struct topology_options {
-  sync_mode mode = sync_mode::bsp;
-  int workers = 1;            ///< compute actors, each with its own replica and data part
-  int staleness = 0;          ///< ssp bound
-  int backup_workers = 0;     ///< backup: contributions that may be dropped per step
-  int machines = 1;           ///< hierarchical: workers are split evenly over machines
-  bool deterministic = true;  ///< aggregators sum in worker order (bit-identical reruns)
-  bool overlap = true;        ///< push each group during backward, as soon as it is ready
-  key_plan_options keys;      ///< slicing of big tensors, grouping of small ones
-  /// Experiment knob: worker `straggler` waits `straggle_ms` after every backward. -1: none.
-  int straggler = -1;
-  int straggle_ms = 0;
-};
-
-/// bsp, backup and hierarchical: every worker takes part in every step.
-bool synchronous(sync_mode mode);
-
-/// Throws std::invalid_argument naming the first inconsistent value.
-void check_topology(const topology_options& topology);
 
 /// One parameter shard per shard of `plan`, its keys cut from `parameters` (by slot; each
 /// shard copies its initial values). `options.workers` and `options.staleness` are set from

@@ -23,26 +23,15 @@
 #include <troupe/actors/messages.hpp>
 #include <troupe/actors/param_shard_actor.hpp>
 #include <troupe/actors/topology_wiring.hpp>
+#include <troupe/graph/job.hpp>
 #include <troupe/graph/zoo.hpp>
 #include <troupe/io/batch_source.hpp>
 #include <troupe/io/dataset.hpp>
 
 namespace troupe {
 
-struct training_options {
-  model_spec model;
-  dataset_options train_data;
-  dataset_options validation_data;
-  batch_source_options train_batches;
-  batch_source_options validation_batches;
-  shard_options optimizer;
-  loader_options loader;
-  std::int64_t epochs = 10;
-  bool validate = true;
-  std::int64_t validate_every = 1;  ///< validate after every Nth epoch, and after the last
-  int shards = 1;
-  topology_options topology;
-  // output
+/// Where a session's output goes. Process-local: never part of the job.
+struct session_output {
   std::ostream* log = nullptr;  ///< MXNet-style lines; null: silent
   std::int64_t display_batches = 100;
   bool progress_bar = false;
@@ -51,6 +40,7 @@ struct training_options {
 
 /// Runs the whole job and returns the phase reports. Throws std::runtime_error (or io_error /
 /// std::invalid_argument from the layers below) with the first failure's message.
-training_result run_training(caf::actor_system& system, const training_options& options);
+training_result run_training(caf::actor_system& system, const training_job& job,
+                             const session_output& output = {});
 
 } // namespace troupe

@@ -15,6 +15,7 @@
 
 #include <troupe/graph/config/diagnostics.hpp>
 #include <troupe/graph/config/key_assignment.hpp>
+#include <troupe/graph/job.hpp>
 #include <troupe/graph/zoo.hpp>
 
 namespace troupe {
@@ -77,8 +78,6 @@ struct schedule_config {
   located<double> warmup{1};
   located<double> final_lr{0};                ///< cosine end value
 };
-
-enum class topology_kind { bsp, async, ssp, hierarchical, backup };
 
 /// What a topology endpoint names: `loader`, `compute`, `aggregate(machine)`,
 /// `aggregate(all)` or `shard`.
@@ -146,7 +145,6 @@ key_plan_options key_options_of(const job_config& config);
 struct syntax_statement;
 void resolve_topology(job_config& config, const syntax_statement* statement);
 
-const char* to_string(topology_kind kind);
 const char* to_string(actor_role role);
 
 } // namespace troupe

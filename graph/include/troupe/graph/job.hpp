@@ -1,0 +1,76 @@
+// A training job as a value: what to train, on which data, with which optimizer and topology.
+// It holds no stream, actor or file handle, so it can be copied, compared, hashed and (later)
+// sent to another process; where output goes is the session's business (session_output in
+// troupe/actors/training_session.hpp). The config language (troupe/graph/config/job_config.hpp)
+// and the CLI flags both end in one of these.
+//
+// Thread-safety: plain values and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <troupe/graph/config/key_assignment.hpp>
+#include <troupe/graph/zoo.hpp>
+#include <troupe/io/batch_source.hpp>
+#include <troupe/io/dataset.hpp>
+#include <troupe/kernels/lr_schedule.hpp>
+#include <troupe/kernels/sgd.hpp>
+
+namespace troupe {
+
+/// How the workers' gradients reach the parameter shards. One type for the config language
+/// (`topology bsp {...}`) and the wiring.
+///   bsp:          all workers -> aggregator (sums, in worker order) -> shard -> all workers
+///   async:        each worker -> shard directly; each push applied on arrival
+///   ssp:          async, but a worker may be at most `staleness` steps ahead of the slowest
+///   hierarchical: workers -> per-machine aggregator -> global aggregator -> shard
+///   backup:       bsp whose aggregator takes the first workers - backup_workers contributions
+enum class topology_kind { bsp, async, ssp, hierarchical, backup };
+
+const char* to_string(topology_kind kind);
+/// bsp, backup and hierarchical: every worker takes part in every step.
+bool synchronous(topology_kind kind);
+
+struct topology_options {
+  topology_kind mode = topology_kind::bsp;
+  int workers = 1;            ///< compute actors, each with its own replica and data part
+  int staleness = 0;          ///< ssp bound
+  int backup_workers = 0;     ///< backup: contributions that may be dropped per step
+  int machines = 1;           ///< hierarchical: workers are split evenly over machines
+  bool deterministic = true;  ///< aggregators sum in worker order (bit-identical reruns)
+  bool overlap = true;        ///< push each group during backward, as soon as it is ready
+  key_plan_options keys;      ///< slicing of big tensors, grouping of small ones
+  /// Experiment knob: worker `straggler` waits `straggle_ms` after every backward. -1: none.
+  int straggler = -1;
+  int straggle_ms = 0;
+};
+
+/// Throws std::invalid_argument naming the first inconsistent value.
+void check_topology(const topology_options& topology);
+
+struct optimizer_options {
+  sgd_options sgd;
+  lr_schedule_options schedule;
+};
+
+struct training_job {
+  model_spec model;  ///< sample_shape and classes are taken from the training data
+  dataset_options train_data;
+  dataset_options validation_data;
+  batch_source_options train_batches;  ///< part/parts are set per worker by the plan
+  batch_source_options validation_batches;
+  optimizer_options optimizer;
+  int prefetch_depth = 3;           ///< batches each loader builds ahead
+  std::int64_t epochs = 10;
+  bool validate = true;
+  std::int64_t validate_every = 1;  ///< validate after every Nth epoch, and after the last
+  int shards = 1;                   ///< parameter shards (keys are spread over them)
+  topology_options topology;
+};
+
+/// Throws std::invalid_argument naming the first value no run could use (epochs < 0,
+/// validate_every < 1, shards < 1, an inconsistent topology or schedule).
+void check_job(const training_job& job);
+
+} // namespace troupe

@@ -21,7 +21,7 @@ struct pending_step {
   std::vector<gradient_push> parts;  // by arrival; handles only, the bytes stay with the sources
   std::int64_t samples = 0;
   double epoch_position = 0;
-  std::vector<caf::response_promise> waiting;
+  std::vector<caf::typed_response_promise<weight_set>> waiting;
 };
 
 // What the aggregator knows of one push group (named by its first key).
@@ -33,7 +33,7 @@ struct group_state {
 };
 
 struct aggregator_state {
-  caf::actor downstream;
+  push_target_actor downstream;
   aggregator_options options;
   std::map<std::pair<std::size_t, std::int64_t>, pending_step> steps;  // (group, step)
   std::map<std::size_t, group_state> groups;
@@ -42,7 +42,7 @@ struct aggregator_state {
   static inline const char* name = "aggregator";
 };
 
-using aggregator_pointer = caf::stateful_actor<aggregator_state>*;
+using aggregator_pointer = aggregator_actor::stateful_pointer<aggregator_state>;
 
 std::vector<tensor>& sum_buffers(group_state& group, const gradient_push& like) {
   for (auto& set : group.pool)
@@ -137,7 +137,7 @@ void forward_step(aggregator_pointer self, std::pair<std::size_t, std::int64_t> 
   ++st.forwarded;
   auto waiting = std::move(step.waiting);
   const auto group_id = id.first;
-  self->request(st.downstream, caf::infinite, push_atom::value, std::move(sum))
+  self->request(st.downstream, st.options.timeouts.step, push_atom::value, std::move(sum))
     .then(
       [=](weight_set& ws) mutable {
         auto& g = self->state.groups[group_id];
@@ -161,9 +161,9 @@ caf::result<weight_set> on_push(aggregator_pointer self, gradient_push& push) {
     ++st.dropped;
     if (g->second.have_latest && g->second.latest.keys == push.keys)
       return g->second.latest;
-    auto promise = self->make_response_promise();  // weights still on their way: ask the shard
+    auto promise = self->make_response_promise<weight_set>();  // weights on their way: ask
     auto keys = push.keys;
-    self->request(st.downstream, caf::infinite, pull_atom::value)
+    self->request(st.downstream, st.options.timeouts.step, pull_atom::value)
       .then(
         [=](weight_set& all) mutable {
           weight_set mine;
@@ -172,9 +172,11 @@ caf::result<weight_set> on_push(aggregator_pointer self, gradient_push& push) {
           mine.keys = keys;
           for (auto k : keys) {
             auto at = std::find(all.keys.begin(), all.keys.end(), k);
-            if (at == all.keys.end())
-              return promise.deliver(make_troupe_error(
-                "aggregator: downstream has no key " + std::to_string(k)));
+            if (at == all.keys.end()) {
+              promise.deliver(make_error(errc::bad_request,
+                                         "aggregator: downstream has no key " + std::to_string(k)));
+              return;
+            }
             mine.weights.push_back(all.weights[static_cast<std::size_t>(at - all.keys.begin())]);
           }
           promise.deliver(std::move(mine));
@@ -186,12 +188,12 @@ caf::result<weight_set> on_push(aggregator_pointer self, gradient_push& push) {
   auto it = st.steps.find(id);
   if (auto problem = check_contribution(st, push, it == st.steps.end() ? nullptr : &it->second);
       !problem.empty())
-    return make_troupe_error(problem);
+    return make_error(errc::bad_request, problem);
   auto& step = st.steps[id];
   step.samples += push.samples;
   step.epoch_position = push.epoch_position;
   step.parts.push_back(std::move(push));
-  auto promise = self->make_response_promise();
+  auto promise = self->make_response_promise<weight_set>();
   step.waiting.push_back(promise);
   const int need = st.options.need > 0 ? st.options.need : st.options.sources;
   if (static_cast<int>(step.parts.size()) >= need)
@@ -199,32 +201,48 @@ caf::result<weight_set> on_push(aggregator_pointer self, gradient_push& push) {
   return caf::delegated<weight_set>();
 }
 
-caf::behavior aggregator(aggregator_pointer self, caf::actor downstream,
-                         aggregator_options options) {
+// Downstream is gone: nobody waiting will ever get weights from it.
+void on_downstream_down(aggregator_pointer self, const caf::down_msg& msg) {
+  auto& st = self->state;
+  if (msg.source != st.downstream.address())
+    return;
+  auto err = make_error(errc::peer_down, "aggregator " + std::to_string(st.options.position)
+                                           + ": its downstream terminated ("
+                                           + caf::to_string(msg.reason) + ")");
+  for (auto& [id, step] : st.steps)
+    for (auto& promise : step.waiting)
+      promise.deliver(err);
+  st.steps.clear();
+  self->quit(err);
+}
+
+aggregator_actor::behavior_type aggregator(aggregator_pointer self, push_target_actor downstream,
+                                           aggregator_options options) {
   self->state.downstream = std::move(downstream);
   self->state.options = options;
+  self->monitor(self->state.downstream);
+  self->set_down_handler([=](caf::down_msg& msg) { on_downstream_down(self, msg); });
   return {
-    [=](push_atom, gradient_push& push) { return on_push(self, push); },
+    [=](push_atom, gradient_push& push) -> caf::result<weight_set> { return on_push(self, push); },
     [=](pull_atom) -> caf::result<weight_set> {
-      auto promise = self->make_response_promise();
-      promise.delegate(self->state.downstream, pull_atom::value);
-      return caf::delegated<weight_set>();
+      return self->delegate(self->state.downstream, pull_atom::value);
     },
-    [=](stats_atom) {
-      return caf::make_message(self->state.forwarded, self->state.dropped);
+    [=](stats_atom) -> caf::result<std::int64_t, std::int64_t> {
+      return {self->state.forwarded, self->state.dropped};
     },
   };
 }
 
 } // namespace
 
-caf::actor spawn_aggregator(caf::actor_system& system, caf::actor downstream,
-                            aggregator_options options) {
+aggregator_actor spawn_aggregator(caf::actor_system& system, push_target_actor downstream,
+                                  aggregator_options options) {
   if (options.sources < 1)
     throw std::invalid_argument("aggregator: needs at least one source");
   if (options.need < 0 || options.need > options.sources)
     throw std::invalid_argument("aggregator: need " + std::to_string(options.need)
-                                + " is outside [1, " + std::to_string(options.sources) + "]");
+                                + " is outside [0, " + std::to_string(options.sources)
+                                + "] (0: all sources)");
   if (!downstream)
     throw std::invalid_argument("aggregator: no downstream actor");
   return system.spawn(aggregator, std::move(downstream), options);

@@ -34,7 +34,7 @@ struct compute_state {
   std::shared_ptr<model> replica;
   compute_wiring wiring;
   push_tracker tracker;  // which groups backward has completed this step
-  caf::response_promise promise;
+  caf::typed_response_promise<phase_report> promise;
   phase_report phase;
   clock_type::time_point phase_start;
   float learning_rate = 0;
@@ -48,7 +48,7 @@ struct compute_state {
   static inline const char* name = "compute";
 };
 
-using compute_pointer = caf::stateful_actor<compute_state>*;
+using compute_pointer = compute_actor::stateful_pointer<compute_state>;
 
 void finish_phase(compute_pointer self) {
   auto& st = self->state;
@@ -94,14 +94,15 @@ std::string install(compute_state& st, const shard_route& route, weight_set& ws)
 // outstanding answer of the step.
 template <typename... Ts>
 void ask(compute_pointer self, std::size_t r, std::function<void()> then, Ts&&... message) {
-  self->request(self->state.wiring.shards[r].shard, caf::infinite, std::forward<Ts>(message)...)
+  self->request(self->state.wiring.shards[r].shard, self->state.wiring.timeouts.step,
+                std::forward<Ts>(message)...)
     .then(
       [=](weight_set& ws) {
         auto& s = self->state;
         if (!s.busy)
           return;  // the phase already failed
         if (auto problem = install(s, s.wiring.shards[r], ws); !problem.empty())
-          return fail_phase(self, make_troupe_error(problem));
+          return fail_phase(self, make_error(errc::bad_request, problem));
         if (--s.answers_missing == 0)
           then();
       },
@@ -159,7 +160,7 @@ void on_training_batch(compute_pointer self, loader_item& item) {
     loss = st.replica->train_step(item.data.images, item.data.labels,
                                   [self](std::size_t slot) { on_gradient_ready(self, slot); });
   } catch (const std::exception& e) {
-    return fail_phase(self, make_troupe_error(std::string("compute: ") + e.what()));
+    return fail_phase(self, make_error(classify_exception(e), std::string("compute: ") + e.what()));
   }
   st.phase.samples += loss.count;
   st.phase.correct += loss.correct;
@@ -179,7 +180,7 @@ void on_training_batch(compute_pointer self, loader_item& item) {
 void next_training_batch(compute_pointer self) {
   if (self->state.end_requested)
     return finish_phase(self);
-  self->request(self->state.wiring.train_loader, caf::infinite, next_atom::value)
+  self->request(self->state.wiring.train_loader, self->state.wiring.timeouts.step, next_atom::value)
     .then([=](loader_item& item) { on_training_batch(self, item); },
           [=](caf::error& err) { fail_phase(self, err); });
 }
@@ -191,7 +192,8 @@ void pull_all(compute_pointer self, std::function<void()> then) {
 }
 
 void next_validation_batch(compute_pointer self) {
-  self->request(self->state.wiring.validation_loader, caf::infinite, next_atom::value)
+  self->request(self->state.wiring.validation_loader, self->state.wiring.timeouts.step,
+                next_atom::value)
     .then(
       [=](loader_item& item) {
         auto& st = self->state;
@@ -203,7 +205,7 @@ void next_validation_batch(compute_pointer self) {
           st.phase.correct += r.correct;
           st.phase.loss_sum += r.loss_sum;
         } catch (const std::exception& e) {
-          return fail_phase(self, make_troupe_error(std::string("compute: ") + e.what()));
+          return fail_phase(self, make_error(classify_exception(e), std::string("compute: ") + e.what()));
         }
         next_validation_batch(self);
       },
@@ -214,10 +216,11 @@ void next_validation_batch(compute_pointer self) {
 bool begin_phase(compute_pointer self, std::int64_t epoch, bool validation) {
   auto& st = self->state;
   if (st.busy) {
-    self->make_response_promise().deliver(make_troupe_error("compute: a phase is already running"));
+    self->make_response_promise<phase_report>().deliver(
+      make_error(errc::bad_request, "compute: a phase is already running"));
     return false;
   }
-  st.promise = self->make_response_promise();
+  st.promise = self->make_response_promise<phase_report>();
   st.busy = true;
   st.end_requested = false;
   st.phase = phase_report{};
@@ -227,11 +230,47 @@ bool begin_phase(compute_pointer self, std::int64_t epoch, bool validation) {
   return true;
 }
 
-caf::behavior compute(compute_pointer self, std::shared_ptr<model> replica, compute_wiring wiring) {
+// Which of the actors this one waits on `source` is, for the error text ("" if none).
+std::string peer_name(const compute_state& st, const caf::actor_addr& source) {
+  if (source == st.wiring.train_loader.address())
+    return "its training loader";
+  if (source == st.wiring.validation_loader.address())
+    return "the validation loader";
+  if (st.wiring.metrics && source == st.wiring.metrics.address())
+    return "the metrics sink";
+  for (std::size_t r = 0; r < st.wiring.shards.size(); ++r)
+    if (source == st.wiring.shards[r].shard.address())
+      return "the actor on its route " + std::to_string(r);
+  return {};
+}
+
+void watch_peers(compute_pointer self) {
+  auto& w = self->state.wiring;
+  self->monitor(w.train_loader);
+  self->monitor(w.validation_loader);
+  if (w.metrics)
+    self->monitor(w.metrics);
+  for (auto& route : w.shards)
+    self->monitor(route.shard);
+  self->set_down_handler([=](caf::down_msg& msg) {
+    auto peer = peer_name(self->state, msg.source);
+    if (peer.empty())
+      return;
+    auto err = make_error(errc::peer_down, "compute " + std::to_string(self->state.wiring.worker)
+                                             + ": " + peer + " terminated ("
+                                             + caf::to_string(msg.reason) + ")");
+    fail_phase(self, err);
+    self->quit(err);
+  });
+}
+
+compute_actor::behavior_type compute(compute_pointer self, std::shared_ptr<model> replica,
+                                     compute_wiring wiring) {
   auto& st = self->state;
   st.replica = std::move(replica);
   st.wiring = std::move(wiring);
   st.tracker = push_tracker(st.wiring.shards, st.wiring.groups, st.replica->parameters().size());
+  watch_peers(self);
   return {
     [=](train_atom, std::int64_t epoch) -> caf::result<phase_report> {
       if (!begin_phase(self, epoch, false))
@@ -326,12 +365,17 @@ push_tracker::push_tracker(const std::vector<shard_route>& routes,
   missing_ = slots_per_group_;
 }
 
-caf::actor spawn_compute(caf::actor_system& system, std::unique_ptr<model> replica,
-                         compute_wiring wiring) {
+compute_actor spawn_compute(caf::actor_system& system, std::unique_ptr<model> replica,
+                            compute_wiring wiring, compute_spawn_options options) {
   if (!replica)
     throw std::invalid_argument("compute: no model replica");
   check_wiring(*replica, wiring);
-  return system.spawn(compute, std::shared_ptr<model>(std::move(replica)), std::move(wiring));
+  if (!wiring.train_loader || !wiring.validation_loader)
+    throw std::invalid_argument("compute: no training or validation loader");
+  std::shared_ptr<model> shared(std::move(replica));
+  if (options.detached)
+    return system.spawn<caf::detached>(compute, std::move(shared), std::move(wiring));
+  return system.spawn(compute, std::move(shared), std::move(wiring));
 }
 
 } // namespace troupe

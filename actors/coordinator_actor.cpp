@@ -15,16 +15,16 @@ namespace troupe {
 namespace {
 
 struct coordinator_state {
-  std::vector<caf::actor> computes;
-  caf::actor metrics;
+  std::vector<compute_actor> computes;
+  metrics_sink_actor metrics;
   coordinator_options options;
-  caf::response_promise promise;
+  caf::typed_response_promise<training_result> promise;
   training_result result;
   bool running = false;
   static inline const char* name = "coordinator";
 };
 
-using coordinator_pointer = caf::stateful_actor<coordinator_state>*;
+using coordinator_pointer = coordinator_actor::stateful_pointer<coordinator_state>;
 
 void run_epoch(coordinator_pointer self, std::int64_t epoch);
 
@@ -50,13 +50,13 @@ void finish(coordinator_pointer self) {
   };
   if (!st.metrics)
     return done();
-  self->request(st.metrics, caf::infinite, flush_atom::value)
+  self->request(st.metrics, st.options.timeouts.step, flush_atom::value)
     .then([=](bool) { done(); }, [=](caf::error& err) { fail(self, err); });
 }
 
 void validate_epoch(coordinator_pointer self, std::int64_t epoch) {
   auto& st = self->state;
-  self->request(st.computes.front(), caf::infinite, validate_atom::value, epoch)
+  self->request(st.computes.front(), st.options.timeouts.phase, validate_atom::value, epoch)
     .then(
       [=](phase_report& report) {
         record(self, report);
@@ -89,7 +89,7 @@ void run_epoch(coordinator_pointer self, std::int64_t epoch) {
   auto outstanding = std::make_shared<std::size_t>(st.computes.size());
   const auto finish_after = st.options.finish_after;
   for (auto& compute : st.computes) {
-    self->request(compute, caf::infinite, train_atom::value, epoch)
+    self->request(compute, st.options.timeouts.phase, train_atom::value, epoch)
       .then(
         [=](phase_report& part) {
           merge(*merged, part);
@@ -109,19 +109,44 @@ void run_epoch(coordinator_pointer self, std::int64_t epoch) {
   }
 }
 
-caf::behavior coordinator(coordinator_pointer self, std::vector<caf::actor> computes,
-                          caf::actor metrics, coordinator_options options) {
+void watch_peers(coordinator_pointer self) {
+  for (auto& c : self->state.computes)
+    self->monitor(c);
+  if (self->state.metrics)
+    self->monitor(self->state.metrics);
+  self->set_down_handler([=](caf::down_msg& msg) {
+    auto& st = self->state;
+    std::string who;
+    for (std::size_t i = 0; i < st.computes.size(); ++i)
+      if (msg.source == st.computes[i].address())
+        who = "compute " + std::to_string(i);
+    if (st.metrics && msg.source == st.metrics.address())
+      who = "the metrics sink";
+    if (who.empty())
+      return;
+    auto err = make_error(errc::peer_down, "coordinator: " + who + " terminated ("
+                                             + caf::to_string(msg.reason) + ")");
+    fail(self, err);
+    self->quit(err);
+  });
+}
+
+coordinator_actor::behavior_type coordinator(coordinator_pointer self,
+                                             std::vector<compute_actor> computes,
+                                             metrics_sink_actor metrics,
+                                             coordinator_options options) {
   self->state.computes = std::move(computes);
   self->state.metrics = std::move(metrics);
   self->state.options = options;
+  watch_peers(self);
   return {
     [=](run_atom) -> caf::result<training_result> {
       auto& st = self->state;
       if (st.running)
-        return make_troupe_error("coordinator: a run is already in progress");
+        return make_error(errc::bad_request, "coordinator: a run is already in progress");
       st.running = true;
       st.result = training_result{};
-      st.promise = self->make_response_promise();
+      st.promise = self->make_response_promise<training_result>();
       run_epoch(self, st.options.first_epoch);
       return caf::delegated<training_result>();
     },
@@ -130,8 +155,9 @@ caf::behavior coordinator(coordinator_pointer self, std::vector<caf::actor> comp
 
 } // namespace
 
-caf::actor spawn_coordinator(caf::actor_system& system, std::vector<caf::actor> computes,
-                             caf::actor metrics, coordinator_options options) {
+coordinator_actor spawn_coordinator(caf::actor_system& system,
+                                    std::vector<compute_actor> computes,
+                                    metrics_sink_actor metrics, coordinator_options options) {
   if (computes.empty())
     throw std::invalid_argument("coordinator: no compute actors to drive");
   if (options.epochs < 0)

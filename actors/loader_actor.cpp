@@ -1,6 +1,7 @@
 // Implementation notes: the queue holds batches of the current epoch only, in index order, so
-// serving is a pop from the front. A single pending promise suffices because a compute actor
-// asks for one batch at a time; a second concurrent asker is queued behind it in `waiting`.
+// serving is a pop from the front. Askers that find no batch ready wait in `waiting`, a queue
+// of response promises answered in arrival order (a compute actor asks for one batch at a time,
+// so normally it holds at most one; the validation loader is shared only by one compute actor).
 #include <troupe/actors/loader_actor.hpp>
 
 #include <algorithm>
@@ -21,12 +22,12 @@ struct loader_state {
   std::int64_t epoch = -1;
   std::int64_t next_to_build = 0;
   std::deque<batch> ready;
-  std::deque<caf::response_promise> waiting;
+  std::deque<caf::typed_response_promise<loader_item>> waiting;
   bool fill_armed = false;
   static inline const char* name = "loader";
 };
 
-using loader_pointer = caf::stateful_actor<loader_state>*;
+using loader_pointer = loader_actor::stateful_pointer<loader_state>;
 
 std::int64_t epoch_batches(const loader_state& st) {
   const auto all = st.source->batches_per_epoch();
@@ -71,7 +72,7 @@ void fill_one(loader_pointer self) {
   try {
     st.ready.push_back(st.source->make(st.epoch, st.next_to_build));
   } catch (const std::exception& e) {
-    auto err = make_troupe_error(std::string("loader: ") + e.what());
+    auto err = make_error(classify_exception(e), std::string("loader: ") + e.what());
     for (auto& promise : st.waiting)
       promise.deliver(err);
     st.waiting.clear();
@@ -83,7 +84,7 @@ void fill_one(loader_pointer self) {
   arm_fill(self);
 }
 
-caf::behavior loader(loader_pointer self, std::shared_ptr<const batch_source> source,
+loader_actor::behavior_type loader(loader_pointer self, std::shared_ptr<const batch_source> source,
                      loader_options options) {
   self->state.source = std::move(source);
   self->state.options = options;
@@ -107,7 +108,7 @@ caf::behavior loader(loader_pointer self, std::shared_ptr<const batch_source> so
       }
       if (st.waiting.empty() && epoch_exhausted(st))
         return loader_item{{}, true};
-      st.waiting.push_back(self->make_response_promise());
+      st.waiting.push_back(self->make_response_promise<loader_item>());
       arm_fill(self);
       return caf::delegated<loader_item>();
     },
@@ -117,7 +118,7 @@ caf::behavior loader(loader_pointer self, std::shared_ptr<const batch_source> so
 
 } // namespace
 
-caf::actor spawn_loader(caf::actor_system& system, std::shared_ptr<const batch_source> source,
+loader_actor spawn_loader(caf::actor_system& system, std::shared_ptr<const batch_source> source,
                         loader_options options) {
   return system.spawn(loader, std::move(source), options);
 }

@@ -30,10 +30,11 @@ struct metrics_state {
   phase_report pending_train;
   bool have_pending_train = false;
   float learning_rate = 0;
+  std::ostream silent{nullptr};  // where lines go when the options name no stream
   static inline const char* name = "metrics";
 };
 
-using metrics_pointer = caf::stateful_actor<metrics_state>*;
+using metrics_pointer = metrics_sink_actor::stateful_pointer<metrics_state>;
 
 std::string format(const char* fmt, double a, double b = 0, double c = 0) {
   char buf[256];
@@ -153,14 +154,16 @@ void on_phase(metrics_state& st, const phase_report& r) {
   out.flush();
 }
 
-caf::behavior metrics(metrics_pointer self, metrics_options options,
+metrics_sink_actor::behavior_type metrics(metrics_pointer self, metrics_options options,
                       std::shared_ptr<jsonl_writer> jsonl) {
   self->state.options = std::move(options);
+  if (self->state.options.out == nullptr)
+    self->state.options.out = &self->state.silent;
   self->state.jsonl = std::move(jsonl);
   return {
     [=](const batch_report& r) { on_batch(self->state, r); },
     [=](const phase_report& r) { on_phase(self->state, r); },
-    [=](flush_atom) {
+    [=](flush_atom) -> caf::result<bool> {
       clear_bar(self->state);
       write_unvalidated(self->state);
       self->state.options.out->flush();
@@ -171,9 +174,7 @@ caf::behavior metrics(metrics_pointer self, metrics_options options,
 
 } // namespace
 
-caf::actor spawn_metrics(caf::actor_system& system, metrics_options options) {
-  if (options.out == nullptr)
-    throw std::invalid_argument("metrics: no output stream");
+metrics_sink_actor spawn_metrics(caf::actor_system& system, metrics_options options) {
   std::shared_ptr<jsonl_writer> jsonl;
   if (!options.jsonl_path.empty())
     jsonl = std::make_shared<jsonl_writer>(options.jsonl_path);

@@ -34,13 +34,13 @@ struct shard_state {
   struct held_reply {
     std::int64_t step;
     std::vector<std::size_t> keys;
-    caf::response_promise promise;
+    caf::typed_response_promise<weight_set> promise;
   };
   std::vector<held_reply> held;
   static inline const char* name = "param_shard";
 };
 
-using shard_pointer = caf::stateful_actor<shard_state>*;
+using shard_pointer = param_shard_actor::stateful_pointer<shard_state>;
 
 tensor& writable_buffer(key_state& key) {
   for (auto& buffer : key.spare)
@@ -112,9 +112,9 @@ void release_held(shard_state& st) {
 caf::result<weight_set> apply_push(shard_pointer self, const gradient_push& push) {
   auto& st = self->state;
   if (auto problem = check_push(st, push); !problem.empty())
-    return make_troupe_error(problem);
+    return make_error(errc::bad_request, problem);
   if (st.staleness >= 0 && (push.worker < 0 || push.worker >= static_cast<int>(st.worker_steps.size())))
-    return make_troupe_error("param_shard: push from worker " + std::to_string(push.worker)
+    return make_error(errc::bad_request, "param_shard: push from worker " + std::to_string(push.worker)
                              + ", expected 0.." + std::to_string(st.worker_steps.size() - 1));
   const float lr = st.schedule.at(push.epoch_position);
   for (std::size_t i = 0; i < push.keys.size(); ++i) {
@@ -132,11 +132,11 @@ caf::result<weight_set> apply_push(shard_pointer self, const gradient_push& push
   release_held(st);
   if (push.step - slowest(st) <= st.staleness)
     return current_weights(st, push.keys);
-  st.held.push_back({push.step, push.keys, self->make_response_promise()});
+  st.held.push_back({push.step, push.keys, self->make_response_promise<weight_set>()});
   return caf::delegated<weight_set>();
 }
 
-caf::behavior param_shard(shard_pointer self, std::vector<shard_key> keys, shard_options options) {
+param_shard_actor::behavior_type param_shard(shard_pointer self, std::vector<shard_key> keys, shard_options options) {
   auto& st = self->state;
   st.sgd = options.sgd;
   st.schedule = lr_schedule(options.schedule);
@@ -152,14 +152,16 @@ caf::behavior param_shard(shard_pointer self, std::vector<shard_key> keys, shard
     st.keys.push_back(std::move(key));
   }
   return {
-    [=](push_atom, const gradient_push& push) { return apply_push(self, push); },
-    [=](pull_atom) { return all_weights(self->state); },
+    [=](push_atom, const gradient_push& push) -> caf::result<weight_set> {
+      return apply_push(self, push);
+    },
+    [=](pull_atom) -> caf::result<weight_set> { return all_weights(self->state); },
   };
 }
 
 } // namespace
 
-caf::actor spawn_param_shard(caf::actor_system& system, std::vector<shard_key> keys,
+param_shard_actor spawn_param_shard(caf::actor_system& system, std::vector<shard_key> keys,
                              shard_options options) {
   if (keys.empty())
     throw std::invalid_argument("param_shard: no keys to own");

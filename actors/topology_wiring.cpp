@@ -42,7 +42,8 @@ std::vector<shard_route> spawn_shards(caf::actor_system& system, const key_plan&
 std::vector<std::vector<shard_route>> route_workers(caf::actor_system& system,
                                                     const std::vector<shard_route>& shards,
                                                     const topology_options& t,
-                                                    std::vector<caf::actor>& spawned) {
+                                                    std::vector<caf::actor>& spawned,
+                                                    const request_timeouts& timeouts) {
   const int n = t.workers;
   std::vector<std::vector<shard_route>> routes(static_cast<std::size_t>(n));
   for (const auto& shard : shards) {
@@ -52,18 +53,21 @@ std::vector<std::vector<shard_route>> route_workers(caf::actor_system& system,
       continue;
     }
     const int machines = t.mode == topology_kind::hierarchical ? std::clamp(t.machines, 1, n) : 1;
-    aggregator_options top{t.mode == topology_kind::hierarchical ? machines : n, 0, t.deterministic, 0};
+    aggregator_options top{t.mode == topology_kind::hierarchical ? machines : n, 0, t.deterministic, 0,
+                           timeouts};
     if (t.mode == topology_kind::backup)
       top.need = n - t.backup_workers;
     auto global = spawn_aggregator(system, shard.shard, top);
-    spawned.push_back(global);
+    spawned.push_back(caf::actor_cast<caf::actor>(global));
     for (int m = 0; m < machines; ++m) {
       const int begin = first_worker_of(m, n, machines), end = first_worker_of(m + 1, n, machines);
-      caf::actor front = global;
+      push_target_actor front = global;
       if (t.mode == topology_kind::hierarchical) {
-        front = spawn_aggregator(system, global,
-                                 aggregator_options{end - begin, 0, t.deterministic, m});
-        spawned.push_back(front);
+        auto machine = spawn_aggregator(system, global,
+                                        aggregator_options{end - begin, 0, t.deterministic, m,
+                                                           timeouts});
+        spawned.push_back(caf::actor_cast<caf::actor>(machine));
+        front = machine;
       }
       for (int w = begin; w < end; ++w)
         routes[w].push_back(shard_route{front, shard.keys, machines > 1 ? w - begin : w});

@@ -1,7 +1,8 @@
-// The compute-thread cap: an atomic read by every kernel call, an OpenMP setting re-applied per
-// calling thread (OpenMP's nthreads is a per-thread setting, and actors migrate between CAF's
-// threads), and a oneTBB global_control held for the life of the process for the other layers'
-// oneTBB work.
+// The compute-thread cap: an atomic read by every kernel call and applied to OpenMP only for
+// the duration of a oneDNN call (openmp_thread_scope; OpenMP's nthreads is a per-thread setting
+// and the calling thread may be a host's), plus, when a caller sets the cap explicitly, a oneTBB
+// global_control held for the life of the process for the other layers' oneTBB work. Until
+// then the cap is what OpenMP itself chose (OMP_NUM_THREADS, else the hardware).
 #include <troupe/kernels/threading.hpp>
 
 #include <algorithm>
@@ -26,14 +27,8 @@ int hardware_threads() {
 }
 
 std::atomic<int>& thread_cap() {
-  static std::atomic<int> cap{hardware_threads()};
+  static std::atomic<int> cap{std::max(1, std::min(omp_get_max_threads(), 4 * hardware_threads()))};
   return cap;
-}
-
-// Bumped by every set_compute_threads, so threads notice a change with one load.
-std::atomic<unsigned>& cap_generation() {
-  static std::atomic<unsigned> generation{1};
-  return generation;
 }
 
 } // namespace
@@ -50,8 +45,6 @@ void set_compute_threads(int threads) {
   tbb_cap = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
                                                   static_cast<std::size_t>(threads));
   thread_cap().store(threads);
-  cap_generation().fetch_add(1);
-  omp_set_num_threads(threads);
 }
 
 int compute_threads() {
@@ -60,13 +53,15 @@ int compute_threads() {
 
 namespace cpu {
 
-void sync_openmp_threads() {
-  thread_local unsigned applied = 0;
-  unsigned current = cap_generation().load(std::memory_order_acquire);
-  if (applied == current)
-    return;
-  applied = current;
-  omp_set_num_threads(compute_threads());
+openmp_thread_scope::openmp_thread_scope() : previous_(omp_get_max_threads()) {
+  const int cap = compute_threads();
+  if (cap != previous_)
+    omp_set_num_threads(cap);
+}
+
+openmp_thread_scope::~openmp_thread_scope() {
+  if (omp_get_max_threads() != previous_)
+    omp_set_num_threads(previous_);
 }
 
 } // namespace cpu

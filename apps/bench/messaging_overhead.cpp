@@ -34,6 +34,9 @@ using namespace troupe;
 
 namespace {
 
+// No request waits forever: a wedged wiring ends the bench with request_timeout.
+constexpr auto bench_timeout = std::chrono::minutes(10);
+
 using step_atom = caf::atom_constant<caf::atom("step")>;
 using layer_atom = caf::atom_constant<caf::atom("layer")>;
 
@@ -77,7 +80,7 @@ void push_group_now(stand_in self, std::size_t g) {
   push.keys = group.keys;
   push.gradients = group_gradients(route, group, [&](std::size_t slot) { return st.gradients[slot]; });
   const bool watch = route.source_index == 0 && group.shard == 0 && group.keys.front() == 0;
-  self->request(route.shard, caf::infinite, push_atom::value, std::move(push))
+  self->request(route.shard, bench_timeout, push_atom::value, std::move(push))
     .then(
       [=](weight_set& ws) {
         if (watch && !ws.weights.empty())
@@ -179,7 +182,7 @@ figures run_once(const bench_setup& b, int workers, bool overlap) {
   auto shards = spawn_shards(sys, plan, list, opt, topo);
   std::vector<caf::actor> actors;
   for (auto& s : shards)
-    actors.push_back(s.shard);
+    actors.push_back(caf::actor_cast<caf::actor>(s.shard));
   auto routes = route_workers(sys, shards, topo, actors);
   std::vector<caf::actor> computes;
   for (int w = 0; w < workers; ++w) {
@@ -196,9 +199,9 @@ figures run_once(const bench_setup& b, int workers, bool overlap) {
   figures out;
   out.pushes_per_step = plan.groups.size();
   // Start every worker before waiting for any: a BSP step needs all of them.
-  std::vector<decltype(self->request(computes[0], caf::infinite, run_atom::value))> running;
+  std::vector<decltype(self->request(computes[0], bench_timeout, run_atom::value))> running;
   for (auto& c : computes)
-    running.push_back(self->request(c, caf::infinite, run_atom::value));
+    running.push_back(self->request(c, bench_timeout, run_atom::value));
   bool failed = false;
   for (auto& handle : running)
     handle.receive(

@@ -263,7 +263,7 @@ void conv2d_op::forward(const tensor& x, const tensor& w, const tensor* b, tenso
   require_shape("y", y.shape(), out);
   if (b != nullptr)
     require_shape("bias", b->shape(), {w.dim(0)});
-  sync_openmp_threads();
+  openmp_thread_scope omp_threads;
   auto& e = impl_->entry(params_, x.shape(), w.shape(), out);
   if (!e.forward || e.forward->has_bias != (b != nullptr)) {
     e.forward = make_forward(e.geometry, b != nullptr);
@@ -351,7 +351,7 @@ void conv2d_op::backward(const tensor& x, const tensor& w, const tensor& dy, ten
                          tensor* db) {
   shape_t out = output_shape(x.shape(), w.shape());
   cpu::require_weighted_backward_shapes("conv2d", x, w, out, dy, dx, dw, db);
-  sync_openmp_threads();
+  openmp_thread_scope omp_threads;
   auto& e = impl_->entry(params_, x.shape(), w.shape(), out);
   if (!e.forward) {
     e.forward = make_forward(e.geometry, db != nullptr);

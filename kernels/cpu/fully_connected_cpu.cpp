@@ -157,7 +157,7 @@ void fully_connected_op::forward(const tensor& x, const tensor& w, const tensor*
   require_shape("y", y.shape(), out);
   if (b != nullptr)
     require_shape("bias", b->shape(), {w.dim(0)});
-  sync_openmp_threads();
+  openmp_thread_scope omp_threads;
   auto& e = impl_->entry(out, w.shape());
   if (!e.forward || e.forward->has_bias != (b != nullptr)) {
     e.forward = make_forward(e, b != nullptr);
@@ -179,7 +179,7 @@ void fully_connected_op::backward(const tensor& x, const tensor& w, const tensor
                                   tensor& dw, tensor* db) {
   shape_t out = output_shape(x.shape(), w.shape());
   cpu::require_weighted_backward_shapes("fully_connected", x, w, out, dy, dx, dw, db);
-  sync_openmp_threads();
+  openmp_thread_scope omp_threads;
   auto& e = impl_->entry(out, w.shape());
   if (!e.forward)
     e.forward = make_forward(e, db != nullptr);

@@ -21,10 +21,20 @@
 
 namespace troupe::cpu {
 
-/// Applies the process-wide compute-thread cap to this thread's OpenMP settings (OpenMP keeps
-/// the thread count per calling thread, so every thread that enters oneDNN must do this).
-/// Costs one atomic load when nothing changed.
-void sync_openmp_threads();
+/// Applies the compute-thread cap to this thread's OpenMP setting for the scope's lifetime
+/// (oneDNN sizes its parallel regions from it) and puts the caller's own value back at the
+/// end: OpenMP keeps the thread count per calling thread, and the calling thread may belong to
+/// a host application whose settings are not ours to change. Costs two OpenMP calls.
+class openmp_thread_scope {
+public:
+  openmp_thread_scope();
+  ~openmp_thread_scope();
+  openmp_thread_scope(const openmp_thread_scope&) = delete;
+  openmp_thread_scope& operator=(const openmp_thread_scope&) = delete;
+
+private:
+  int previous_;
+};
 
 /// Calls body(begin, end) over [0, n): inline when n < 2 * grain, else split into at most
 /// compute_threads() contiguous chunks of at least `grain` run on OpenMP threads.

@@ -15,7 +15,7 @@ using namespace troupe;
 namespace {
 
 // Two keys at 0, plain SGD at lr 1: the weights after one update are minus the pushed mean.
-caf::actor plain_shard(caf::actor_system& sys) {
+push_target_actor plain_shard(caf::actor_system& sys) {
   shard_options o;
   o.sgd = sgd_options{0, 0, false};
   o.schedule.policy = lr_policy::constant;
@@ -35,7 +35,9 @@ caf::message push_of(int source, std::int64_t step, std::vector<std::size_t> key
   return caf::make_message(push_atom::value, std::move(p));
 }
 
-weight_set answer(caf::scoped_actor& self, const caf::actor& to, caf::message msg) {
+template <class Handle>
+weight_set answer(caf::scoped_actor& self, const Handle& to_typed, caf::message msg) {
+  auto to = caf::actor_cast<caf::actor>(to_typed);
   weight_set out;
   self->request(to, std::chrono::seconds(10), std::move(msg))
     .receive([&](weight_set& ws) { out = std::move(ws); },
@@ -43,7 +45,9 @@ weight_set answer(caf::scoped_actor& self, const caf::actor& to, caf::message ms
   return out;
 }
 
-std::string refusal(caf::scoped_actor& self, const caf::actor& to, caf::message msg) {
+template <class Handle>
+std::string refusal(caf::scoped_actor& self, const Handle& to_typed, caf::message msg) {
+  auto to = caf::actor_cast<caf::actor>(to_typed);
   std::string out = "(answered)";
   self->request(to, std::chrono::seconds(10), std::move(msg))
     .receive([&](weight_set&) {}, [&](caf::error& e) { out = error_text(e); });
@@ -54,7 +58,7 @@ struct fixture {
   local_node_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
-  caf::actor shard = plain_shard(sys);
+  push_target_actor shard = plain_shard(sys);
   ~fixture() { self->send_exit(shard, caf::exit_reason::user_shutdown); }
 };
 
@@ -63,7 +67,7 @@ struct fixture {
 TEST_CASE("aggregator answers both sources with the sample-weighted mean applied once") {
   fixture f;
   auto agg = spawn_aggregator(f.sys, f.shard, aggregator_options{2, 0, true, 0});
-  auto first = f.self->request(agg, std::chrono::seconds(10),
+  auto first = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10),
                                push_of(1, 0, {0}, {tensor::from_values({2}, {4, 8})}, 3));
   auto second = answer(f.self, agg, push_of(0, 0, {0}, {tensor::from_values({2}, {8, 4})}, 1));
   // (1 * [8, 4] + 3 * [4, 8]) / 4 = [5, 7]; lr 1 from 0
@@ -78,8 +82,8 @@ TEST_CASE("aggregator answers both sources with the sample-weighted mean applied
 TEST_CASE("aggregator sums each push group on its own, whatever order groups arrive in") {
   fixture f;
   auto agg = spawn_aggregator(f.sys, f.shard, aggregator_options{2, 0, true, 0});
-  auto a0 = f.self->request(agg, std::chrono::seconds(10), push_of(0, 0, {0}, {tensor::from_values({2}, {1, 1})}));
-  auto b1 = f.self->request(agg, std::chrono::seconds(10), push_of(1, 0, {1}, {tensor::from_values({1}, {4})}));
+  auto a0 = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10), push_of(0, 0, {0}, {tensor::from_values({2}, {1, 1})}));
+  auto b1 = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10), push_of(1, 0, {1}, {tensor::from_values({1}, {4})}));
   auto b0 = answer(f.self, agg, push_of(0, 0, {1}, {tensor::from_values({1}, {2})}));
   CHECK(b0.keys == std::vector<std::size_t>{1});
   CHECK(b0.weights[0].data()[0] == -3.0f);
@@ -104,7 +108,7 @@ TEST_CASE("aggregator with need 1 of 2 forwards the first push and drops the lat
   auto other = answer(f.self, agg, push_of(0, 0, {1}, {tensor::from_values({1}, {1})}));
   CHECK(other.weights[0].data()[0] == -1.0f);
   std::int64_t forwarded = -1, dropped = -1;
-  f.self->request(agg, std::chrono::seconds(10), stats_atom::value)
+  f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10), stats_atom::value)
     .receive([&](std::int64_t fw, std::int64_t dr) { forwarded = fw, dropped = dr; },
              [&](caf::error& e) { FAIL(error_text(e)); });
   CHECK(forwarded == 2);
@@ -120,7 +124,7 @@ TEST_CASE("aggregator rejects malformed pushes with the source and keys named") 
   CHECK(refusal(f.self, agg, push_of(0, 0, {0}, g(), 0)) == "aggregator: push from source 0 carries 0 samples");
   CHECK(refusal(f.self, agg, push_of(0, 0, {0, 1}, g()))
         == "aggregator: push from source 0 carries 1 gradients for 2 keys");
-  auto pending = f.self->request(agg, std::chrono::seconds(10), push_of(0, 0, {0}, g()));
+  auto pending = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10), push_of(0, 0, {0}, g()));
   CHECK(refusal(f.self, agg, push_of(0, 0, {0}, g())) == "aggregator: source 0 pushed step 0 twice");
   CHECK(refusal(f.self, agg, push_of(1, 0, {0, 1}, {tensor({2}), tensor({1})}))
         == "aggregator: source 1 pushed keys [0, 1] for step 0, others pushed [0]");
@@ -138,7 +142,7 @@ TEST_CASE("aggregator refuses impossible options before spawning") {
   CHECK_THROWS_WITH(spawn_aggregator(f.sys, f.shard, aggregator_options{0, 0, true, 0}),
                     Catch::Contains("at least one source"));
   CHECK_THROWS_WITH(spawn_aggregator(f.sys, f.shard, aggregator_options{2, 3, true, 0}),
-                    Catch::Contains("need 3 is outside [1, 2]"));
-  CHECK_THROWS_WITH(spawn_aggregator(f.sys, caf::actor{}, aggregator_options{1, 0, true, 0}),
+                    Catch::Contains("need 3 is outside [0, 2] (0: all sources)"));
+  CHECK_THROWS_WITH(spawn_aggregator(f.sys, push_target_actor{}, aggregator_options{1, 0, true, 0}),
                     Catch::Contains("no downstream"));
 }

@@ -28,19 +28,22 @@ struct recorder_state {
   static inline const char* name = "recorder";
 };
 
-caf::behavior recorder(caf::stateful_actor<recorder_state>* self, caf::actor shard) {
+// A gradient tap and a metrics sink in one: the compiler checks it offers both protocols.
+using recorder_actor = push_target_actor::extend_with<metrics_sink_actor>::extend<
+  caf::replies_to<log_atom>::with<std::vector<std::string>>>;
+
+recorder_actor::behavior_type recorder(recorder_actor::stateful_pointer<recorder_state> self,
+                                       push_target_actor shard) {
   return {
     [=](push_atom, gradient_push& push) -> caf::result<weight_set> {
       self->state.events.push_back("push " + std::to_string(push.keys.front()));
-      self->make_response_promise().delegate(shard, push_atom::value, std::move(push));
-      return caf::delegated<weight_set>();
+      return self->delegate(shard, push_atom::value, std::move(push));
     },
-    [=](pull_atom) -> caf::result<weight_set> {
-      self->make_response_promise().delegate(shard, pull_atom::value);
-      return caf::delegated<weight_set>();
-    },
+    [=](pull_atom) -> caf::result<weight_set> { return self->delegate(shard, pull_atom::value); },
     [=](const batch_report& r) { self->state.events.push_back("report " + std::to_string(r.index)); },
-    [=](log_atom) { return self->state.events; },
+    [=](const phase_report&) {},
+    [=](flush_atom) -> caf::result<bool> { return true; },
+    [=](log_atom) -> caf::result<std::vector<std::string>> { return self->state.events; },
   };
 }
 
@@ -95,7 +98,9 @@ std::vector<std::string> events_of_one_epoch(bool overlap) {
   self->request(rec, std::chrono::seconds(10), log_atom::value)
     .receive([&](std::vector<std::string>& e) { events = std::move(e); },
              [](caf::error& e) { FAIL(error_text(e)); });
-  for (auto& a : {compute, rec, shards.front().shard, w.train_loader})
+  for (auto& a : {caf::actor_cast<caf::actor>(compute), caf::actor_cast<caf::actor>(rec),
+                  caf::actor_cast<caf::actor>(shards.front().shard),
+                  caf::actor_cast<caf::actor>(w.train_loader)})
     self->send_exit(a, caf::exit_reason::user_shutdown);
   return events;
 }
@@ -134,7 +139,7 @@ TEST_CASE("compute refuses wiring that misses or repeats or invents keys") {
   auto wiring_of = [&](const key_plan& p) {
     compute_wiring w;
     for (const auto& keys : p.shards)
-      w.shards.push_back(shard_route{caf::actor{}, keys, 0});
+      w.shards.push_back(shard_route{push_target_actor{}, keys, 0});
     w.groups = p.groups;
     return w;
   };

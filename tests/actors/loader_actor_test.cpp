@@ -24,7 +24,7 @@ std::shared_ptr<const batch_source> small_source() {
   return std::make_shared<const batch_source>(open_dataset(d), b);
 }
 
-loader_item next(caf::scoped_actor& self, const caf::actor& loader) {
+loader_item next(caf::scoped_actor& self, const loader_actor& loader) {
   loader_item out;
   self->request(loader, std::chrono::seconds(10), next_atom::value)
     .receive([&](loader_item& x) { out = std::move(x); },

@@ -17,7 +17,7 @@ using namespace troupe;
 
 namespace {
 
-void flush(caf::scoped_actor& self, const caf::actor& metrics) {
+void flush(caf::scoped_actor& self, const metrics_sink_actor& metrics) {
   self->request(metrics, std::chrono::seconds(10), flush_atom::value)
     .receive([](bool) {}, [](caf::error&) { FAIL("flush failed"); });
 }

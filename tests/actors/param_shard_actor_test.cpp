@@ -28,9 +28,10 @@ std::vector<shard_key> two_keys() {
           shard_key{"fc.bias", tensor::from_values({2}, {0.5f, -0.5f}), false}};
 }
 
-template <class T>
-T ask(caf::scoped_actor& self, const caf::actor& a, caf::message msg, caf::error* err = nullptr) {
+template <class T, class Handle>
+T ask(caf::scoped_actor& self, const Handle& to, caf::message msg, caf::error* err = nullptr) {
   T out{};
+  auto a = caf::actor_cast<caf::actor>(to);
   self->request(a, std::chrono::seconds(10), std::move(msg))
     .receive([&](T& x) { out = std::move(x); },
              [&](caf::error& e) {
@@ -179,7 +180,7 @@ TEST_CASE("param shard holds a worker more than staleness steps ahead until the 
   };
   CHECK(ask<weight_set>(self, shard, push_of(0, 0)).weights[0].data()[0] == 1.0f);
   // Step 1 of worker 0 is 2 ahead of worker 1 (nothing pushed yet): held.
-  auto held = self->request(shard, std::chrono::seconds(10), push_of(0, 1));
+  auto held = self->request(caf::actor_cast<caf::actor>(shard), std::chrono::seconds(10), push_of(0, 1));
   // Worker 1's step 0 brings the slowest to 0; its own answer shows 3 updates...
   CHECK(ask<weight_set>(self, shard, push_of(1, 0)).weights[0].data()[0] == 3.0f);
   // ...and the held answer was released only now, with the newest weights (3, not 2).

@@ -2,7 +2,7 @@
 // push downstream (a parameter shard, or another aggregator in a hierarchy). To its sources it
 // looks exactly like a shard: (push) is answered with the weights that came back.
 //
-// Protocol (dynamically typed):
+// Protocol: aggregator_actor = push_target_actor (troupe/actors/messages.hpp) plus stats
 //   (push_atom, gradient_push) -> weight_set   a source's gradients of one push group for step
 //                                              s; answered once the group's sum for s went
 //                                              downstream and weights came back. A push for a
@@ -11,6 +11,9 @@
 //                                              weights of its keys at once.
 //   (pull_atom)                -> weight_set   forwarded downstream
 //   (stats_atom)               -> int64, int64 sums forwarded, late pushes dropped
+// It monitors its downstream: if that actor terminates, every waiting push is answered with
+// errc::peer_down and the aggregator exits with the same error; a downstream that does not
+// answer within `timeouts.step` fails the waiting pushes with errc::timeout.
 //
 // Each push group (the keys one push lists) is aggregated on its own: a step of a model with
 // G groups is G independent sums, forwarded as each completes, which keeps the overlap the
@@ -23,20 +26,29 @@
 // Sums are written into buffers no downstream reader still holds (copy-on-write pool).
 #pragma once
 
-#include <caf/actor.hpp>
+#include <cstdint>
+
 #include <caf/actor_system.hpp>
+
+#include <troupe/actors/messages.hpp>
+#include <troupe/actors/timeouts.hpp>
 
 namespace troupe {
 
+using aggregator_actor = push_target_actor::extend<
+  caf::replies_to<stats_atom>::with<std::int64_t, std::int64_t>>;
+
 struct aggregator_options {
   int sources = 1;          ///< contributors per step
-  int need = 0;             ///< contributions that complete a step (0 = all sources)
+  int need = 0;             ///< contributions that complete a step; 0 means all sources
   bool deterministic = true;
   int position = 0;         ///< this aggregator's source index in its downstream aggregator
+  request_timeouts timeouts;
 };
 
-/// Throws std::invalid_argument for sources < 1 or need outside [1, sources].
-caf::actor spawn_aggregator(caf::actor_system& system, caf::actor downstream,
-                            aggregator_options options);
+/// Throws std::invalid_argument for sources < 1, need outside [0, sources] (0: all sources)
+/// or an invalid downstream.
+aggregator_actor spawn_aggregator(caf::actor_system& system, push_target_actor downstream,
+                                  aggregator_options options);
 
 } // namespace troupe

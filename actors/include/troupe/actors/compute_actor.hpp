@@ -1,6 +1,6 @@
 // The compute actor: owns one device's model replica. Batch and weights in, gradients out.
 //
-// Protocol (dynamically typed):
+// Protocol: compute_actor
 //   (train_atom, int64 epoch)    -> phase_report  trains one epoch: for each batch from the
 //                                                 training loader, forward + backward; each push
 //                                                 group goes to its shard as soon as backward
@@ -11,10 +11,19 @@
 //                                                 current weights (inference mode)
 //   (end_epoch_atom, int64 epoch) -> ()           ends training epoch `epoch` after the step in
 //                                                 flight (backup workers: the others are done)
+//   (straggle_atom)               -> ()           internal: a straggler's delayed pushes leave
 // Sends (batch_report) to the metrics actor after every training batch.
 //
 // Step ids are epoch * batches_per_epoch + batch index, not a running count, so a worker that
 // skipped batches (an ended epoch) is back in line with the others at the next epoch.
+//
+// Liveness: the actor monitors its loaders, its routes' actors and the metrics sink. If one
+// terminates, the phase in flight fails with errc::peer_down naming it, and the actor exits
+// with that error. Every request carries a timeout (errc::timeout when it expires).
+//
+// Threads: a training step runs forward and backward inside one handler, which takes
+// milliseconds to seconds. Spawned `detached` (the session's default) the actor has a thread of
+// its own, so a host's other actors on the shared scheduler never wait behind a step.
 //
 // Before its first step the actor pulls the weights from every shard, so the shards' values,
 // not the replica's own initialization, are what trains. A step starts only when the weights
@@ -30,17 +39,26 @@
 #include <memory>
 #include <vector>
 
-#include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 
+#include <troupe/actors/loader_actor.hpp>
+#include <troupe/actors/messages.hpp>
+#include <troupe/actors/metrics_actor.hpp>
+#include <troupe/actors/timeouts.hpp>
 #include <troupe/graph/config/key_assignment.hpp>
 #include <troupe/graph/model.hpp>
 
 namespace troupe {
 
+using compute_actor = caf::typed_actor<
+  caf::replies_to<train_atom, std::int64_t>::with<phase_report>,
+  caf::replies_to<validate_atom, std::int64_t>::with<phase_report>,
+  caf::reacts_to<end_epoch_atom, std::int64_t>,
+  caf::reacts_to<straggle_atom>>;
+
 /// Which keys (parameters or slices of them) a shard owns, in the order the shard keeps them.
 struct shard_route {
-  caf::actor shard;
+  push_target_actor shard;
   std::vector<key_slice> keys;
   int source_index = 0;  ///< the `worker` field this compute actor's pushes carry on the route
 };
@@ -49,19 +67,25 @@ struct shard_route {
 /// parameter shard or an aggregator in front of one: both answer (push) with weights.
 struct compute_wiring {
   int worker = 0;  ///< this worker's index (its data part, its slot in aggregators)
-  caf::actor train_loader;
-  caf::actor validation_loader;
+  loader_actor train_loader;
+  loader_actor validation_loader;
   std::vector<shard_route> shards;
   /// The pushes of one step (push_group::shard indexes `shards`), in the order backward
   /// completes them. Must cover every key of every route exactly once.
   std::vector<push_group> groups;
   /// Push each group as soon as backward produced it (true) or all after backward (false).
   bool overlap = true;
-  caf::actor metrics;  ///< may be invalid: no per-batch reports
+  metrics_sink_actor metrics;  ///< may be invalid: no per-batch reports
   std::int64_t batches_per_epoch = 0;
   /// Test knob for straggler experiments: extra time this worker waits after each step's
   /// backward before pushing (a timer, so the CPU stays free for the others). 0: none.
   std::chrono::milliseconds straggle{0};
+  request_timeouts timeouts;
+};
+
+struct compute_spawn_options {
+  /// Run on a thread of its own (true) or on the actor system's shared scheduler threads.
+  bool detached = true;
 };
 
 /// Which push groups backward has completed in the current step. A group waits on the distinct
@@ -103,7 +127,7 @@ std::vector<tensor> group_gradients(const shard_route& route, const push_group& 
 
 /// Throws std::invalid_argument if the wiring has no shard, or groups that do not cover every
 /// key of every route exactly once, or keys outside the replica's parameters.
-caf::actor spawn_compute(caf::actor_system& system, std::unique_ptr<model> replica,
-                         compute_wiring wiring);
+compute_actor spawn_compute(caf::actor_system& system, std::unique_ptr<model> replica,
+                            compute_wiring wiring, compute_spawn_options options = {});
 
 } // namespace troupe

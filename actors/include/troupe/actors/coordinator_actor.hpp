@@ -2,10 +2,12 @@
 // for all of them, merges their reports, then (every `validate_every` epochs, and after the
 // last) has the first one validate, and forwards every report to the metrics actor.
 //
-// Protocol (dynamically typed):
+// Protocol: coordinator_actor
 //   (run_atom) -> training_result   runs every epoch, then flushes the metrics actor and
 //                                   answers with the phase reports; the first failure of any
 //                                   actor ends the run and is the answer
+// It monitors the compute actors and the metrics sink: one that terminates ends the run with
+// errc::peer_down. Each epoch request has the `phase` timeout, the flush the `step` one.
 // Sends (end_epoch_atom, epoch) to the compute actors still training once `finish_after` of
 // them have finished (backup workers: the stragglers' remaining batches are skipped).
 //
@@ -16,10 +18,18 @@
 #include <cstdint>
 #include <vector>
 
-#include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 
+#include <troupe/actors/compute_actor.hpp>
+#include <troupe/actors/messages.hpp>
+#include <troupe/actors/metrics_actor.hpp>
+#include <troupe/actors/timeouts.hpp>
+
 namespace troupe {
+
+/// Runs a whole job: (run_atom) -> training_result. The training session offers the same.
+using run_actor = caf::typed_actor<caf::replies_to<run_atom>::with<training_result>>;
+using coordinator_actor = run_actor;
 
 struct coordinator_options {
   std::int64_t epochs = 1;
@@ -29,9 +39,13 @@ struct coordinator_options {
   /// Backup workers: once this many compute actors finished an epoch, the others are told to
   /// end theirs after the step in flight (0: everyone trains the whole epoch).
   std::size_t finish_after = 0;
+  request_timeouts timeouts;
 };
 
-caf::actor spawn_coordinator(caf::actor_system& system, std::vector<caf::actor> computes,
-                             caf::actor metrics, coordinator_options options);
+/// `metrics` may be invalid (no reports). Throws std::invalid_argument for no compute actors,
+/// negative epochs or validate_every < 1.
+coordinator_actor spawn_coordinator(caf::actor_system& system,
+                                    std::vector<compute_actor> computes,
+                                    metrics_sink_actor metrics, coordinator_options options);
 
 } // namespace troupe

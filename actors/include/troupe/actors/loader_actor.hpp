@@ -1,7 +1,7 @@
 // The data loader actor: serves the batches of one batch_source, one epoch at a time, and
 // builds the next few batches ahead of demand so decoding and augmentation overlap compute.
 //
-// Protocol (dynamically typed):
+// Protocol: loader_actor
 //   (epoch_atom, int64 epoch)  -> ()           start serving `epoch` from its first batch; what
 //                                              was prefetched for another epoch is dropped
 //   (next_atom)                -> loader_item  the next batch of the epoch, or {end = true}
@@ -11,17 +11,23 @@
 // Prefetch: after each served batch the actor keeps up to `prefetch_depth` built batches. The
 // building runs on the loader's own scheduler thread while the compute actor runs its step on
 // another, which is the overlap. A `next` that finds the queue empty is answered as soon as
-// the batch it waits for is built (a response promise), never with a blocking wait.
+// the batch it waits for is built (a response promise), never with a blocking wait. A batch
+// that cannot be built (a corrupt record) answers every waiting asker with errc::bad_data and
+// ends the loader with that error.
 #pragma once
 
 #include <memory>
 
-#include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 
+#include <troupe/actors/messages.hpp>
 #include <troupe/io/batch_source.hpp>
 
 namespace troupe {
+
+using loader_actor = caf::typed_actor<caf::reacts_to<epoch_atom, std::int64_t>,
+                                      caf::replies_to<next_atom>::with<loader_item>,
+                                      caf::reacts_to<fill_atom>>;
 
 struct loader_options {
   int prefetch_depth = 3;
@@ -30,7 +36,7 @@ struct loader_options {
   std::int64_t max_batches_per_epoch = 0;
 };
 
-caf::actor spawn_loader(caf::actor_system& system, std::shared_ptr<const batch_source> source,
+loader_actor spawn_loader(caf::actor_system& system, std::shared_ptr<const batch_source> source,
                         loader_options options = {});
 
 } // namespace troupe

@@ -1,9 +1,12 @@
-// The atoms and message types that Troupe's actors exchange inside one process.
+// The atoms and message types that Troupe's actors exchange, and the protocol every actor
+// that takes gradients speaks (push_target_actor).
 //
 // Tensors travel as `tensor` handles: a message carries a reference to the storage, never a
-// copy of the bytes (see kernels/tensor.hpp). These types are marked as local-only CAF message
-// types; crossing a process boundary is the cluster layer's job, which encodes them as Cap'n
-// Proto and never hands CAF a raw tensor.
+// copy of the bytes (see troupe/kernels/tensor.hpp). The per-step messages (loader_item,
+// gradient_push, weight_set) are local-only CAF message types: crossing a process boundary is
+// the cluster layer's job, which encodes them as Cap'n Proto and never hands CAF a raw tensor.
+// Reports and results (batch_report, phase_report, training_result) are small or rare and
+// have `inspect` overloads, so CAF itself can carry them to another process.
 //
 // Naming: `<verb>_atom` for atoms (CAF 0.17 limits atom text to 10 characters), nouns for
 // messages.
@@ -16,6 +19,9 @@
 
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
 #include <troupe/io/batch_source.hpp>
 #include <troupe/kernels/tensor.hpp>
@@ -28,7 +34,7 @@ using push_atom = caf::atom_constant<caf::atom("push")>;          // compute -> 
 using pull_atom = caf::atom_constant<caf::atom("pull")>;          // compute -> shard: weights
 using train_atom = caf::atom_constant<caf::atom("train")>;        // coordinator -> compute
 using validate_atom = caf::atom_constant<caf::atom("validate")>;  // coordinator -> compute
-using run_atom = caf::atom_constant<caf::atom("run")>;            // session -> coordinator
+using run_atom = caf::atom_constant<caf::atom("run")>;            // host -> session -> coordinator
 using fill_atom = caf::atom_constant<caf::atom("fill")>;          // loader -> itself: prefetch
 using flush_atom = caf::atom_constant<caf::atom("flush")>;        // metrics: finish output
 using stats_atom = caf::atom_constant<caf::atom("stats")>;        // aggregator: counters
@@ -50,7 +56,8 @@ struct gradient_push {
   std::vector<std::size_t> keys;  ///< which of the shard's keys
   std::vector<tensor> gradients;  ///< one per key, same shapes as the weights; each the mean
                                   ///< over the pusher's `samples` examples
-  int worker = 0;                 ///< the pusher's index among its aggregator's sources
+  int worker = 0;                 ///< the pusher's source index on this route (its index
+                                  ///< among an aggregator's sources, or its worker number)
   std::int64_t samples = 0;       ///< examples behind the gradients (weights of an average)
 };
 
@@ -91,7 +98,33 @@ struct training_result {
   /// The shards' weights after the last step, by parameter slot, with their names.
   std::vector<std::string> parameter_names;
   std::vector<tensor> final_weights;
+  /// The placement plan the run followed (placement_plan::hash): peers compare it.
+  std::uint64_t plan_hash = 0;
 };
+
+/// What a compute actor sends gradients to and pulls weights from: a parameter shard, an
+/// aggregator in front of one, a host's gradient tap, or a stand-in for a remote shard. The
+/// compiler checks that each of them offers exactly this.
+///   (push_atom, gradient_push) -> weight_set   weights of the pushed keys after the update
+///   (pull_atom)                -> weight_set   the current weights of every key
+using push_target_actor
+  = caf::typed_actor<caf::replies_to<push_atom, gradient_push>::with<weight_set>,
+                     caf::replies_to<pull_atom>::with<weight_set>>;
+
+#define TROUPE_MESSAGES_INSPECTABLE 1
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_report& x) {
+  return f(caf::meta::type_name("troupe.batch_report"), x.worker, x.epoch, x.index, x.batches,
+           x.samples, x.correct, x.loss_sum, x.learning_rate);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, phase_report& x) {
+  return f(caf::meta::type_name("troupe.phase_report"), x.epoch, x.validation, x.samples,
+           x.correct, x.loss_sum, x.seconds);
+}
+
 
 } // namespace troupe
 
@@ -99,5 +132,3 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::training_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::loader_item)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::gradient_push)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::weight_set)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::batch_report)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::phase_report)

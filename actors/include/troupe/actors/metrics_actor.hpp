@@ -1,6 +1,7 @@
 // The metrics actor: turns batch and phase reports into what a user watches and keeps.
 //
-// Protocol (dynamically typed):
+// Protocol: metrics_sink_actor (a host may supply its own actor of this type to a session and
+// receive every report itself)
 //   (batch_report)  -> ()    counts a training batch; every `display_batches` batches prints
 //                            `Epoch[e] Batch [i]\tSpeed: N samples/sec\taccuracy=A` (accuracy
 //                            over the batches since the last line, as MXNet's Speedometer with
@@ -22,13 +23,18 @@
 #include <utility>
 #include <vector>
 
-#include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
+
+#include <troupe/actors/messages.hpp>
 
 namespace troupe {
 
+using metrics_sink_actor = caf::typed_actor<caf::reacts_to<batch_report>,
+                                            caf::reacts_to<phase_report>,
+                                            caf::replies_to<flush_atom>::with<bool>>;
+
 struct metrics_options {
-  std::ostream* out = nullptr;    ///< where log lines go; must outlive the actor
+  std::ostream* out = nullptr;    ///< where log lines go (must outlive the actor); null: none
   std::int64_t display_batches = 100;  ///< 0: no per-batch lines
   bool progress_bar = false;
   bool expect_validation = true;
@@ -38,6 +44,6 @@ struct metrics_options {
 };
 
 /// Opens the metrics file first: throws io_error naming it if it cannot be written.
-caf::actor spawn_metrics(caf::actor_system& system, metrics_options options);
+metrics_sink_actor spawn_metrics(caf::actor_system& system, metrics_options options);
 
 } // namespace troupe

@@ -1,12 +1,13 @@
 // The parameter shard actor: owns the weights of a set of keys (model parameters), applies
 // the optimizer to pushed gradients, and serves the weights.
 //
-// Protocol (dynamically typed):
+// Protocol: param_shard_actor = push_target_actor (troupe/actors/messages.hpp)
 //   (push_atom, gradient_push) -> weight_set   one SGD step on each key the push lists (a push
 //                                              group: some or all of the shard's keys), then
 //                                              the new weights of those keys; an unknown or
-//                                              repeated key, a wrong count or shape is an error
-//                                              naming the key, and nothing is applied
+//                                              repeated key, a wrong count or shape is an
+//                                              errc::bad_request naming the key, and nothing
+//                                              is applied
 //   (pull_atom)                -> weight_set   the current weights of every key
 //
 // With a staleness bound (SSP) the answer to a push may be held back: the update is applied
@@ -22,14 +23,17 @@
 #include <string>
 #include <vector>
 
-#include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
+
+#include <troupe/actors/messages.hpp>
 
 #include <troupe/kernels/lr_schedule.hpp>
 #include <troupe/kernels/sgd.hpp>
 #include <troupe/kernels/tensor.hpp>
 
 namespace troupe {
+
+using param_shard_actor = push_target_actor;
 
 struct shard_key {
   std::string name;          ///< key name, e.g. "conv1.weight" or "fc6.weight[0:1048576]"
@@ -47,7 +51,7 @@ struct shard_options {
 };
 
 /// Throws std::invalid_argument if the schedule is invalid or `keys` is empty.
-caf::actor spawn_param_shard(caf::actor_system& system, std::vector<shard_key> keys,
+param_shard_actor spawn_param_shard(caf::actor_system& system, std::vector<shard_key> keys,
                              shard_options options);
 
 } // namespace troupe

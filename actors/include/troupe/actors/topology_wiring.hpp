@@ -19,6 +19,7 @@
 
 #include <troupe/actors/compute_actor.hpp>
 #include <troupe/actors/param_shard_actor.hpp>
+#include <troupe/actors/timeouts.hpp>
 #include <troupe/graph/config/key_assignment.hpp>
 #include <troupe/graph/job.hpp>
 #include <troupe/graph/layer.hpp>
@@ -38,6 +39,7 @@ std::vector<shard_route> spawn_shards(caf::actor_system& system, const key_plan&
 std::vector<std::vector<shard_route>> route_workers(caf::actor_system& system,
                                                     const std::vector<shard_route>& shards,
                                                     const topology_options& topology,
-                                                    std::vector<caf::actor>& spawned);
+                                                    std::vector<caf::actor>& spawned,
+                                                    const request_timeouts& timeouts = {});
 
 } // namespace troupe

@@ -1,45 +1,84 @@
-// Wires and runs one single-process training job:
+// A training session: one actor that runs a whole job when asked, without blocking anyone.
 //
-//   train loader --batch--> compute --gradients--> [aggregators] --> param shard(s)
-//                             ^-------------------- weights ---------------------'
-//   validation loader --batch--> compute            coordinator drives epochs, metrics reports
+//   train loader --batch--> compute --gradients--> [tap] --> [aggregators] --> param shard(s)
+//                             ^------------------------ weights ------------------------'
+//   validation loader --batch--> compute        coordinator drives epochs, metrics reports
 //
-// The topology (actors/topology_wiring.hpp) decides what stands between compute and shards.
+// Protocol: training_session_actor (= run_actor, troupe/actors/coordinator_actor.hpp)
+//   (run_atom) -> training_result   opens the data, builds the models, spawns and wires every
+//                                   actor of the job, runs all epochs, collects the shards'
+//                                   final weights, shuts its actors down and answers. The first
+//                                   failure anywhere (an error reply, an actor that terminates,
+//                                   a request that times out) ends the run and is the answer,
+//                                   as a caf::error of a troupe errc (troupe/actors/actor_errors.hpp).
+//                                   A session can run again; each run spawns afresh.
 //
-// This is the one place that turns typed options into actors. Datasets are opened and the
-// model is built before anything is spawned, so bad input fails with a clear message before a
-// single actor runs.
+// A host embeds it from its own actors: `self->request(session, timeout, run_atom::value)
+// .then(...)`. Nothing here blocks a scheduler thread: the session actor runs detached (set-up
+// opens files), compute actors run detached by default (a training step is one long handler),
+// and loaders, aggregators and shards do short work per message. Nothing changes process-wide
+// OpenMP or oneTBB settings; call set_compute_threads (troupe/kernels/threading.hpp) to cap them.
+//
+// `run_training` is the blocking wrapper the CLI uses.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include <caf/actor_system.hpp>
 
-#include <troupe/actors/loader_actor.hpp>
+#include <troupe/actors/compute_actor.hpp>
+#include <troupe/actors/coordinator_actor.hpp>
 #include <troupe/actors/messages.hpp>
-#include <troupe/actors/param_shard_actor.hpp>
-#include <troupe/actors/topology_wiring.hpp>
+#include <troupe/actors/metrics_actor.hpp>
+#include <troupe/actors/timeouts.hpp>
 #include <troupe/graph/job.hpp>
-#include <troupe/graph/zoo.hpp>
-#include <troupe/io/batch_source.hpp>
-#include <troupe/io/dataset.hpp>
 
 namespace troupe {
 
-/// Where a session's output goes. Process-local: never part of the job.
+using training_session_actor = run_actor;
+
+/// Where a session's own output goes. Process-local: never part of the job.
 struct session_output {
-  std::ostream* log = nullptr;  ///< MXNet-style lines; null: silent
+  std::ostream* log = nullptr;  ///< MXNet-style lines; null: silent. Must outlive the run.
   std::int64_t display_batches = 100;
   bool progress_bar = false;
   std::string metrics_path;     ///< JSON lines, one per epoch; empty: none
 };
 
-/// Runs the whole job and returns the phase reports. Throws std::runtime_error (or io_error /
-/// std::invalid_argument from the layers below) with the first failure's message.
+/// Where a gradient tap sits: between compute actor `worker` and what it pushes the keys of
+/// shard `shard` to.
+struct tap_point {
+  int worker = 0;
+  std::size_t shard = 0;
+};
+
+/// Called once per (worker, shard) route when a run wires its actors: returns the actor the
+/// compute actor pushes to instead of `downstream` (the host's tap forwards to `downstream`,
+/// or returns it unchanged to stay out of that route).
+using gradient_tap = std::function<push_target_actor(push_target_actor downstream,
+                                                     const tap_point& where)>;
+
+/// What a host plugs into a session; everything has a default.
+struct session_sinks {
+  session_output output;
+  /// The host's own receiver of every batch and phase report (and the final flush). Invalid:
+  /// the session spawns its metrics actor, which writes `output`.
+  metrics_sink_actor metrics;
+  gradient_tap tap;
+  request_timeouts timeouts;
+  compute_spawn_options compute;
+};
+
+/// Checks the job (check_job) and spawns the session; throws std::invalid_argument for a job
+/// no run could use. Data and model problems are reported by `run`, as errc::bad_data.
+training_session_actor spawn_training_session(caf::actor_system& system, training_job job,
+                                              session_sinks sinks = {});
+
+/// Spawns a session, runs it and waits. Throws troupe_error with the first failure's category
+/// and text (std::invalid_argument for a job check_job refuses).
 training_result run_training(caf::actor_system& system, const training_job& job,
                              const session_output& output = {});
 

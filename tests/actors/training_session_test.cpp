@@ -4,6 +4,9 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
+
+#include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/training_session.hpp>
 #include <troupe/cluster/local_node.hpp>
 #include <troupe/kernels/threading.hpp>
@@ -109,4 +112,255 @@ TEST_CASE("validate_every 2 validates after epochs 2 and 4 and after the last on
   CHECK(kinds == std::vector<std::string>{"T0", "T1", "V1", "T2", "T3", "V3", "T4", "V4"});
   job.validate_every = 0;
   CHECK_THROWS_WITH(run_training(sys, job), Catch::Contains("validate_every must be at least 1"));
+}
+
+// ---- the session as an actor a host embeds -------------------------------------------------
+
+namespace {
+
+using tick_atom = caf::atom_constant<caf::atom("tick")>;
+using ask_atom = caf::atom_constant<caf::atom("ask")>;
+
+// A host actor: asks the session to run from inside its own handler and answers its asker
+// once the result is in. Nothing blocks: on a one-thread scheduler any wait would deadlock.
+caf::behavior host(caf::event_based_actor* self, training_session_actor session) {
+  return {
+    [=](ask_atom) -> caf::result<training_result> {
+      auto promise = self->make_response_promise<training_result>();
+      self->request(session, std::chrono::minutes(5), run_atom::value)
+        .then([=](training_result& r) mutable { promise.deliver(std::move(r)); },
+              [=](caf::error& e) mutable { promise.deliver(e); });
+      return promise;
+    },
+  };
+}
+
+struct sink_state {
+  std::int64_t batches = 0, phases = 0, flushes = 0;
+  static inline const char* name = "host_sink";
+};
+
+using counting_sink = metrics_sink_actor::extend<
+  caf::replies_to<ask_atom>::with<std::int64_t, std::int64_t, std::int64_t>>;
+
+counting_sink::behavior_type sink(counting_sink::stateful_pointer<sink_state> self) {
+  return {
+    [=](const batch_report&) { ++self->state.batches; },
+    [=](const phase_report&) { ++self->state.phases; },
+    [=](flush_atom) -> caf::result<bool> {
+      ++self->state.flushes;
+      return true;
+    },
+    [=](ask_atom) -> caf::result<std::int64_t, std::int64_t, std::int64_t> {
+      return {self->state.batches, self->state.phases, self->state.flushes};
+    },
+  };
+}
+
+// A gradient tap: counts pushes and forwards them; `swallow` keeps them unanswered forever,
+// `kill_after` kills the downstream shard once that many pushes went through.
+struct tap_state {
+  std::int64_t pushes = 0;
+  std::vector<caf::typed_response_promise<weight_set>> swallowed;
+  static inline const char* name = "host_tap";
+};
+
+using counting_tap = push_target_actor::extend<caf::replies_to<ask_atom>::with<std::int64_t>>;
+
+counting_tap::behavior_type tap(counting_tap::stateful_pointer<tap_state> self,
+                                push_target_actor downstream, bool swallow, int kill_after) {
+  return {
+    [=](push_atom, gradient_push& push) -> caf::result<weight_set> {
+      if (++self->state.pushes == kill_after)
+        self->send_exit(downstream, caf::exit_reason::kill);
+      if (swallow) {
+        self->state.swallowed.push_back(self->make_response_promise<weight_set>());
+        return self->state.swallowed.back();
+      }
+      return self->delegate(downstream, push_atom::value, std::move(push));
+    },
+    [=](pull_atom) -> caf::result<weight_set> { return self->delegate(downstream, pull_atom::value); },
+    [=](ask_atom) -> caf::result<std::int64_t> { return self->state.pushes; },
+  };
+}
+
+caf::error run_and_fail(caf::actor_system& sys, const training_job& job, session_sinks sinks) {
+  auto session = spawn_training_session(sys, job, std::move(sinks));
+  caf::scoped_actor self{sys};
+  caf::error failure;
+  self->request(session, std::chrono::minutes(2), run_atom::value)
+    .receive([&](training_result&) { FAIL("the run should have failed"); },
+             [&](caf::error& e) { failure = e; });
+  self->send_exit(session, caf::exit_reason::user_shutdown);
+  return failure;
+}
+
+} // namespace
+
+TEST_CASE("a host actor on a one-thread scheduler runs a session without blocking") {
+  caf::actor_system_config cfg;  // the host's own settings, not Troupe's
+  cfg.set("scheduler.max-threads", 1);
+  caf::actor_system sys{cfg};
+  auto job = small_job();
+  job.epochs = 1;
+  auto session = spawn_training_session(sys, job);
+  auto h = sys.spawn(host, session);
+  caf::scoped_actor self{sys};
+  training_result result;
+  self->request(h, std::chrono::minutes(5), ask_atom::value)
+    .receive([&](training_result& r) { result = std::move(r); },
+             [&](caf::error& e) { FAIL(error_text(e)); });
+  REQUIRE(result.phases.size() == 2);
+  CHECK(result.phases[0].samples == 512);
+  REQUIRE(result.final_weights.size() == result.parameter_names.size());
+  REQUIRE_FALSE(result.final_weights.empty());
+  self->send_exit(h, caf::exit_reason::user_shutdown);
+  self->send_exit(session, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("a host's metrics sink gets every report and its gradient tap every push") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto job = small_job();
+  job.epochs = 2;
+  job.shards = 2;
+  session_sinks sinks;
+  auto host_sink = sys.spawn(sink);
+  sinks.metrics = host_sink;
+  std::vector<counting_tap> taps;
+  sinks.tap = [&](push_target_actor downstream, const tap_point&) -> push_target_actor {
+    taps.push_back(sys.spawn(tap, downstream, false, 0));
+    return taps.back();
+  };
+  auto session = spawn_training_session(sys, job, sinks);
+  training_result plain;
+  self->request(session, std::chrono::minutes(2), run_atom::value)
+    .receive([&](training_result& r) { plain = std::move(r); },
+             [&](caf::error& e) { FAIL(error_text(e)); });
+  REQUIRE(plain.phases.size() == 4);
+  self->request(host_sink, std::chrono::seconds(10), ask_atom::value)
+    .receive([&](std::int64_t batches, std::int64_t phases, std::int64_t flushes) {
+               CHECK(batches == 2 * 512 / 32);
+               CHECK(phases == 4);
+               CHECK(flushes == 1);
+             },
+             [&](caf::error& e) { FAIL(error_text(e)); });
+  REQUIRE(taps.size() == 2);  // one worker, two shards
+  std::int64_t pushes = 0;
+  for (auto& t : taps)
+    self->request(t, std::chrono::seconds(10), ask_atom::value)
+      .receive([&](std::int64_t n) { pushes += n; }, [&](caf::error& e) { FAIL(error_text(e)); });
+  CHECK(pushes >= 2 * 512 / 32 * 2);  // every step pushes to both shards
+  // The tap changes nothing: the same job without it ends with the same weights.
+  auto untapped = run_training(sys, job);
+  REQUIRE(untapped.final_weights.size() == plain.final_weights.size());
+  for (std::size_t i = 0; i < plain.final_weights.size(); ++i) {
+    REQUIRE(plain.final_weights[i].numel() == untapped.final_weights[i].numel());
+    CHECK(std::equal(plain.final_weights[i].data(),
+                     plain.final_weights[i].data() + plain.final_weights[i].numel(),
+                     untapped.final_weights[i].data()));
+  }
+  for (auto& t : taps)
+    self->send_exit(t, caf::exit_reason::user_shutdown);
+  self->send_exit(host_sink, caf::exit_reason::user_shutdown);
+  self->send_exit(session, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("a shard that dies mid-run ends the session with peer_down, not a hang") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  auto job = small_job();
+  std::vector<counting_tap> taps;
+  session_sinks sinks;
+  sinks.tap = [&](push_target_actor downstream, const tap_point&) -> push_target_actor {
+    taps.push_back(sys.spawn(tap, downstream, false, 5));
+    return taps.back();
+  };
+  auto err = run_and_fail(sys, job, sinks);
+  CHECK(troupe_code(err) == errc::peer_down);
+  CHECK_THAT(error_text(err), Catch::Contains("terminated"));
+  for (auto& t : taps)
+    caf::anon_send_exit(t, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("a route that never answers ends the session with a timeout, not a hang") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  auto job = small_job();
+  std::vector<counting_tap> taps;
+  session_sinks sinks;
+  sinks.timeouts.step = std::chrono::milliseconds(300);
+  sinks.tap = [&](push_target_actor downstream, const tap_point&) -> push_target_actor {
+    taps.push_back(sys.spawn(tap, downstream, true, 0));
+    return taps.back();
+  };
+  auto err = run_and_fail(sys, job, sinks);
+  CHECK(troupe_code(err) == errc::timeout);
+  for (auto& t : taps)
+    caf::anon_send_exit(t, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("bad data is reported by run as bad_data, naming the file") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  auto job = small_job();
+  job.train_data.name = "fashion-mnist";
+  job.train_data.dir = "/nonexistent/fmnist";
+  auto err = run_and_fail(sys, job, {});
+  CHECK(troupe_code(err) == errc::bad_data);
+  CHECK_THAT(error_text(err), Catch::Contains("/nonexistent/fmnist"));
+}
+
+namespace {
+
+// Wakes every 2 ms and keeps the longest gap between two of its wake-ups.
+struct ticker_state {
+  std::chrono::steady_clock::time_point last;
+  std::chrono::steady_clock::duration longest{0};
+  bool running = true;
+  static inline const char* name = "ticker";
+};
+
+caf::behavior ticker(caf::stateful_actor<ticker_state>* self) {
+  self->state.last = std::chrono::steady_clock::now();
+  self->delayed_send(self, std::chrono::milliseconds(2), tick_atom::value);
+  return {
+    [=](tick_atom) {
+      auto now = std::chrono::steady_clock::now();
+      self->state.longest = std::max(self->state.longest, now - self->state.last);
+      self->state.last = now;
+      if (self->state.running)
+        self->delayed_send(self, std::chrono::milliseconds(2), tick_atom::value);
+    },
+    [=](ask_atom) {
+      self->state.running = false;
+      return std::chrono::duration<double>(self->state.longest).count();
+    },
+  };
+}
+
+} // namespace
+
+TEST_CASE("a host actor ticking every 2 ms keeps ticking while LeNet trains beside it") {
+  // CAF's default scheduler settings: the host's, not Troupe's. A compute step is one long
+  // handler; run on the shared workers it starved the host for 91 ms (3 workers) to 13 s (1).
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto job = small_job();
+  job.model.network = "lenet";
+  job.train_data.synthetic_shape = {1, 28, 28};
+  job.validation_data.synthetic_shape = {1, 28, 28};
+  job.epochs = 1;
+  auto tick = sys.spawn(ticker);
+  auto result = run_training(sys, job);
+  REQUIRE(result.phases.size() == 2);
+  caf::scoped_actor self{sys};
+  double longest = 0;
+  self->request(tick, std::chrono::seconds(10), ask_atom::value)
+    .receive([&](double s) { longest = s; }, [&](caf::error& e) { FAIL(error_text(e)); });
+  INFO("longest gap between 2 ms ticks: " << longest * 1000 << " ms");
+  CHECK(longest > 0);
+  CHECK(longest <= 1.0);  // a loose bound: starvation must never come back
+  self->send_exit(tick, caf::exit_reason::user_shutdown);
 }

@@ -1,5 +1,7 @@
 // `troupe`: the command-line entry point. Dispatches to a subcommand; every error that
 // reaches here is printed as one line and turned into a non-zero exit status.
+#include <troupe/kernels/cpu_support.hpp>
+#include <troupe/version.hpp>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -33,7 +35,8 @@ int main(int argc, char** argv) {
     return args.empty() ? 2 : 0;
   }
   if (args[0] == "--version") {
-    std::cout << "troupe 0.1.0\n";
+    std::cout << "troupe " TROUPE_VERSION_STRING << (TROUPE_WITH_CUDA ? " (CUDA)" : "") << " for "
+              << troupe::cpu_baseline() << "\n";
     return 0;
   }
   std::string command = args[0];

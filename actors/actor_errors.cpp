@@ -50,6 +50,17 @@ std::string error_text(const caf::error& err) {
   return caf::to_string(err);
 }
 
+void add_error_category(caf::actor_system_config& config) {
+  config.add_error_category(error_category, [](std::uint8_t code, caf::atom_value,
+                                               const caf::message& context) {
+    std::string text = "troupe.";
+    text += code >= 1 && code <= 5 ? to_string(static_cast<errc>(code)) : "unknown";
+    if (context.match_elements<std::string>())
+      text += ": " + context.get_as<std::string>(0);
+    return text;
+  });
+}
+
 errc classify_exception(const std::exception& e) {
   if (dynamic_cast<const io_error*>(&e) || dynamic_cast<const std::invalid_argument*>(&e)
       || dynamic_cast<const std::out_of_range*>(&e))

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <troupe/actors/actor_errors.hpp>
+
 namespace troupe {
 
 local_node_config::local_node_config(local_node_options options) {
@@ -13,6 +15,7 @@ local_node_config::local_node_config(local_node_options options) {
   // CAF 0.17 prints a line when it starts/stops; keep stdout for the training log.
   set("logger.verbosity", caf::atom("quiet"));
   set("logger.console", caf::atom("none"));
+  troupe::add_error_category(*this);
 }
 
 } // namespace troupe

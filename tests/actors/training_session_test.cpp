@@ -364,3 +364,13 @@ TEST_CASE("a host actor ticking every 2 ms keeps ticking while LeNet trains besi
   CHECK(longest <= 1.0);  // a loose bound: starvation must never come back
   self->send_exit(tick, caf::exit_reason::user_shutdown);
 }
+
+TEST_CASE("an actor system renders troupe errors with their category") {
+  local_node_config cfg;  // registers the category, as a host can with add_error_category
+  caf::actor_system sys{cfg};
+  auto text = sys.render(make_error(errc::peer_down, "compute 0: shard_1 terminated"));
+  CHECK(text == "troupe.peer_down: compute 0: shard_1 terminated");
+  CHECK(troupe_code(make_error(errc::timeout, "x")) == errc::timeout);
+  CHECK(troupe_code(caf::make_error(caf::sec::request_timeout)) == errc::timeout);
+  CHECK(troupe_code(caf::make_error(caf::sec::request_receiver_down)) == errc::peer_down);
+}

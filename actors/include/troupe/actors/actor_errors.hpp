@@ -16,6 +16,7 @@
 
 #include <caf/atom.hpp>
 #include <caf/error.hpp>
+#include <caf/fwd.hpp>
 
 namespace troupe {
 
@@ -43,6 +44,11 @@ errc troupe_code(const caf::error& err);
 
 /// The text of a troupe error, or a rendering of any other CAF error.
 std::string error_text(const caf::error& err);
+
+/// Teaches an actor system to render troupe errors ("troupe.peer_down: compute 0: ..."), e.g.
+/// in CAF's logs and `system.render(err)`. local_node_config does this; a host may call it on
+/// its own config.
+void add_error_category(caf::actor_system_config& config);
 
 /// Thrown by blocking wrappers (run_training): the first failure's category and text.
 class troupe_error : public std::runtime_error {

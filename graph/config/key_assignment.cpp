@@ -109,6 +109,16 @@ tensor key_view(const tensor& parameter, const key_slice& key) {
 }
 
 void place_key(tensor& parameter, const key_slice& key, tensor values) {
+  // Values come from another actor (possibly another host): check before writing anything.
+  // Written so that offset + length cannot overflow.
+  const std::int64_t size = parameter.numel();
+  if (values.numel() != key.length || key.offset < 0 || key.length < 0
+      || key.offset > size - key.length) {
+    throw std::invalid_argument("key " + key_name("parameter " + std::to_string(key.slot), key)
+                                + ": " + std::to_string(values.numel())
+                                + " values for a key of " + std::to_string(key.length)
+                                + " elements in a parameter of " + std::to_string(size));
+  }
   if (key.whole) {
     parameter = std::move(values);
     return;

@@ -58,11 +58,26 @@ double max_relative_difference(const training_result& a, const training_result& 
   return worst;
 }
 
+// True when both runs produced the same, non-empty list of weights, bit for bit. Two empty
+// results are not "identical": a run that lost its weights must not pass as deterministic.
 bool bit_identical(const training_result& a, const training_result& b) {
-  for (std::size_t k = 0; k < a.final_weights.size(); ++k)
-    if (std::memcmp(a.final_weights[k].data(), b.final_weights[k].data(),
-                    a.final_weights[k].bytes()) != 0)
+  const auto& x = a.final_weights;
+  const auto& y = b.final_weights;
+  if (x.empty() || x.size() != y.size()) {
+    UNSCOPED_INFO("weight lists of " << x.size() << " and " << y.size() << " tensors");
+    return false;
+  }
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    if (x[k].numel() == 0 || x[k].numel() != y[k].numel()) {
+      UNSCOPED_INFO("tensor " << k << " has " << x[k].numel() << " and " << y[k].numel()
+                              << " elements");
       return false;
+    }
+    if (std::memcmp(x[k].data(), y[k].data(), x[k].bytes()) != 0) {
+      UNSCOPED_INFO("tensor " << k << " differs");
+      return false;
+    }
+  }
   return true;
 }
 
@@ -89,6 +104,29 @@ TEST_CASE("BSP with 4 workers at batch 32 equals 1 worker at batch 128: LeNet") 
   auto single = run(job, 1, 128);
   auto bsp = run(job, 4, 32);
   CHECK(max_relative_difference(bsp, single) < 2e-5);
+}
+
+TEST_CASE("bit_identical refuses empty and mismatched weight lists") {
+  training_result empty;
+  CHECK_FALSE(bit_identical(empty, empty));
+  training_result one;
+  one.final_weights.push_back(tensor::from_values({3}, {1, 2, 3}));
+  CHECK(bit_identical(one, one));
+  CHECK_FALSE(bit_identical(one, empty));
+  CHECK_FALSE(bit_identical(empty, one));
+  training_result longer = one;
+  longer.final_weights.push_back(tensor::from_values({1}, {4}));
+  CHECK_FALSE(bit_identical(one, longer));
+  training_result bigger;
+  bigger.final_weights.push_back(tensor::from_values({4}, {1, 2, 3, 4}));
+  CHECK_FALSE(bit_identical(one, bigger));  // same prefix, more elements
+  CHECK_FALSE(bit_identical(bigger, one));
+  training_result hollow;
+  hollow.final_weights.push_back(tensor{});
+  CHECK_FALSE(bit_identical(hollow, hollow));
+  training_result other;
+  other.final_weights.push_back(tensor::from_values({3}, {1, 2, 5}));
+  CHECK_FALSE(bit_identical(one, other));
 }
 
 TEST_CASE("deterministic BSP gives bit-identical weights run after run") {

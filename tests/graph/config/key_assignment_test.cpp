@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 
 #include <troupe/graph/config/key_assignment.hpp>
 
@@ -101,6 +102,38 @@ TEST_CASE("key_view and place_key move a key between a parameter and its shard")
   tensor fresh = tensor::from_values({2, 3}, {9, 9, 9, 9, 9, 9});
   place_key(param, whole, fresh);
   CHECK(param.shares_storage_with(fresh));
+}
+
+TEST_CASE("place_key refuses values or ranges that do not fit, leaving the parameter as it was") {
+  tensor param = tensor::from_values({2, 3}, {0, 1, 2, 3, 4, 5});
+  const tensor before = param;
+  auto unchanged = [&] {
+    CHECK(param.shares_storage_with(before));
+    CHECK(std::vector<float>(param.data(), param.data() + 6) == std::vector<float>{0, 1, 2, 3, 4, 5});
+  };
+  // Too few and too many values for a slice: the message names the key and both sizes.
+  const key_slice middle{1, 2, 3, false};
+  CHECK_THROWS_AS(place_key(param, middle, tensor::from_values({2}, {20, 30})), std::invalid_argument);
+  CHECK_THROWS_WITH(place_key(param, middle, tensor::from_values({2}, {20, 30})),
+                    Catch::Contains("parameter 1[2:5]") && Catch::Contains("2 values")
+                      && Catch::Contains("3 elements"));
+  CHECK_THROWS_WITH(place_key(param, middle, tensor::from_values({4}, {20, 30, 40, 50})),
+                    Catch::Contains("4 values") && Catch::Contains("3 elements"));
+  unchanged();
+  // A range that runs past the end of the parameter, or starts before it.
+  CHECK_THROWS_WITH(place_key(param, key_slice{0, 4, 3, false}, tensor::from_values({3}, {7, 8, 9})),
+                    Catch::Contains("parameter 0[4:7]") && Catch::Contains("parameter of 6"));
+  CHECK_THROWS_AS(place_key(param, key_slice{0, -1, 3, false}, tensor::from_values({3}, {7, 8, 9})),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(place_key(param, key_slice{0, std::int64_t{1} << 62, 3, false},
+                            tensor::from_values({3}, {7, 8, 9})),
+                  std::invalid_argument);
+  unchanged();
+  // A whole key whose values are the wrong size does not replace the handle.
+  CHECK_THROWS_WITH(place_key(param, key_slice{0, 0, 6, true}, tensor::from_values({4}, {9, 9, 9, 9})),
+                    Catch::Contains("4 values") && Catch::Contains("6 elements"));
+  CHECK_THROWS_AS(place_key(param, key_slice{0, 0, 8, true}, tensor(shape_t{8})), std::invalid_argument);
+  unchanged();
 }
 
 TEST_CASE("plan_keys refuses impossible bounds and sizes") {

@@ -49,6 +49,12 @@ struct key_plan_options {
   std::int64_t group_bytes = 64 << 10; ///< smaller keys are bundled into pushes of up to this
 };
 
+/// Fields in declaration order, for CAF's serializers and value_hash.hpp (no CAF here).
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, key_plan_options& x) {
+  return f(x.slice_bytes, x.group_bytes);
+}
+
 struct key_plan {
   std::vector<std::vector<key_slice>> shards;  ///< each shard's keys, in the shard's order
   std::vector<push_group> groups;              ///< in the order backward completes them
@@ -66,7 +72,9 @@ tensor key_view(const tensor& parameter, const key_slice& key);
 
 /// Puts a key's values into a parameter-shaped tensor: a whole key replaces the handle, a slice
 /// is copied into its range (into a private copy first if another handle shares `parameter`).
-/// `values` must hold key.length elements.
+/// Throws std::invalid_argument, naming the key and both sizes and leaving `parameter`
+/// untouched, unless `values` holds key.length elements and the key's range lies inside
+/// `parameter`.
 void place_key(tensor& parameter, const key_slice& key, tensor values);
 
 /// "fc6.weight" for a whole key, "fc6.weight[0:1048576]" for a slice (element range).

@@ -3,10 +3,23 @@
 
 #include <algorithm>
 
-#include "apps/train_flags.hpp"
 #include <troupe/io/normalization.hpp>
 
 namespace troupe {
+
+float default_learning_rate(const std::string& network) {
+  if (network == "lenet" || network == "vgg" || network == "inception-bn")
+    return 0.05f;
+  return 0.1f;
+}
+
+std::string default_data_dir(const std::string& dataset) {
+  if (dataset == "fashion-mnist")
+    return "/usr/share/datasets/fashion-mnist";
+  if (dataset == "mnist")
+    return "/usr/share/datasets/mnist";
+  return "";
+}
 
 namespace {
 

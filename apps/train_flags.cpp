@@ -1,40 +1,49 @@
+// `troupe train` flags: declared, checked with the flag's name in every message, then written
+// onto a job_config (see train_flags.hpp for why the config is the meeting point).
+//
+// Without --config the config the flags are written onto is the one an empty file gives,
+// except for the data statement: --dataset, --image-shape, --num-classes and --num-examples
+// *are* that statement (which is why they are refused beside --config), so they are spelled as
+// one (`data train = synthetic(shape = [3, 32, 32])`) and parsed with the rest, and the
+// parser derives what follows from the dataset (validation data, crop and mirror, shape,
+// classes) exactly as it does for a file.
 #include "apps/train_flags.hpp"
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <thread>
 
 #include "apps/commands.hpp"
 #include "apps/config_options.hpp"
 #include "apps/flags.hpp"
-#include <troupe/io/batch_source.hpp>
-#include <troupe/io/normalization.hpp>
 
 namespace troupe {
 
-float default_learning_rate(const std::string& network) {
-  if (network == "lenet" || network == "vgg" || network == "inception-bn")
-    return 0.05f;
-  return 0.1f;
-}
-
-std::string default_data_dir(const std::string& dataset) {
-  if (dataset == "fashion-mnist")
-    return "/usr/share/datasets/fashion-mnist";
-  if (dataset == "mnist")
-    return "/usr/share/datasets/mnist";
-  return "";
+int default_thread_count() {
+  if (const char* text = std::getenv("OMP_NUM_THREADS")) {
+    // OpenMP reads a list of per-level counts; the first is the outermost level's.
+    char* end = nullptr;
+    long v = std::strtol(text, &end, 10);
+    while (*end == ' ' || *end == '\t')
+      ++end;
+    if (end != text && (*end == '\0' || *end == ',') && v > 0 && v <= 4096)
+      return static_cast<int>(v);
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
 }
 
 namespace {
 
-// Raw flag values, before defaults that depend on each other are resolved.
+// Raw flag values. -1 and "" mean "the default the config derives", so those flags are
+// written onto the config only when they carry a value.
 struct raw_flags {
   std::string network = "lenet", dataset = "fashion-mnist", data_dir, metrics;
   std::string lr_step_epochs, lr_schedule = "multi-step", progress = "auto";
   std::string image_shape = "1,28,28";
   std::string config, straggler;
-  int num_layers = 0, threads = 2, shards = 1, prefetch = 3, num_classes = 10;
+  int num_layers = 0, threads = 1, shards = 1, prefetch = 3, num_classes = 10;
   std::int64_t batch_size = 128, val_batch_size = 500, num_epochs = 10, disp_batches = 100;
   std::int64_t eval_every = 1;
   std::int64_t seed = 0, random_crop_pad = -1, random_mirror = -1, num_examples = 60000;
@@ -62,8 +71,8 @@ void declare(flag_set& f, raw_flags& r) {
   f.add_switch("nesterov", r.nesterov, "use Nesterov momentum");
   f.add("wd", r.wd, "weight decay (L2) on weights; biases and batch-norm scale/shift are exempt");
   f.add("num-epochs", r.num_epochs, "epochs to train");
-  f.add("seed", r.seed, "seed for initialization, shuffling and augmentation");
-  f.add("threads", r.threads, "compute threads (oneDNN/OpenMP and oneTBB share this budget)");
+  f.add("seed", r.seed, "seed for initialization, shuffling, augmentation and synthetic data");
+  f.add("threads", r.threads, "compute threads, shared by oneDNN/OpenMP and oneTBB; without it a config's train.threads, else OMP_NUM_THREADS, else the hardware's threads");
   f.add("shards", r.shards, "parameter shard actors the weights are spread over");
   f.add("slice-bytes", r.slice_bytes, "parameters above this many bytes are cut into slices spread over the shards (>= 4)");
   f.add("group-bytes", r.group_bytes, "keys below this many bytes are bundled into one push per shard (0: never bundle)");
@@ -86,74 +95,13 @@ void check_positive(const char* flag, double v) {
     throw usage_error(std::string("--") + flag + " must be positive, got " + std::to_string(v));
 }
 
-// The same range as the config's cluster keys: at least `min`, at most max_bytes (1 TiB).
-void check_bytes(const char* flag, std::int64_t v, std::int64_t min, const char* why) {
-  constexpr std::int64_t ceiling = key_plan_options::max_bytes;
-  if (v < min || v > ceiling)
-    throw usage_error(std::string("--") + flag + " must be between " + std::to_string(min) + " ("
-                      + why + ") and " + std::to_string(ceiling) + ", got " + std::to_string(v));
-}
-
-lr_schedule_options resolve_schedule(const raw_flags& r, bool lr_given) {
-  if (lr_given && !(r.lr > 0))
-    throw usage_error("--lr must be positive, got " + std::to_string(r.lr));
-  lr_schedule_options s;
-  s.base_lr = static_cast<float>(r.lr >= 0 ? r.lr : default_learning_rate(r.network));
-  s.factor = static_cast<float>(r.lr_factor);
-  s.total_epochs = static_cast<double>(r.num_epochs);
-  s.warmup_epochs = r.warmup_epochs;
-  if (r.lr_schedule == "multi-step") {
-    s.policy = lr_policy::multi_step;
-    s.step_epochs = r.lr_step_epochs.empty()
-                      ? std::vector<double>{0.5 * r.num_epochs, 0.75 * r.num_epochs}
-                      : parse_number_list("lr-step-epochs", r.lr_step_epochs);
-  } else if (r.lr_schedule == "cosine") {
-    s.policy = lr_policy::cosine;
-  } else if (r.lr_schedule == "constant") {
-    s.policy = lr_policy::constant;
-  } else {
-    throw usage_error("--lr-schedule: '" + r.lr_schedule
-                      + "' is not one of multi-step, cosine, constant");
-  }
-  if (s.base_lr <= 0)
-    throw usage_error("--lr must be positive");
-  return s;
-}
-
-dataset_options resolve_data(const raw_flags& r, split which) {
-  dataset_options d;
-  d.name = r.dataset;
-  d.dir = r.data_dir.empty() ? default_data_dir(r.dataset) : r.data_dir;
-  d.which = which;
-  if (r.dataset == "synthetic") {
-    d.synthetic_shape = parse_shape("image-shape", r.image_shape);
-    d.synthetic_classes = r.num_classes;
-    // Both splits name the training size and the seed: io draws the test split (a sixth of
-    // the size) from the same class prototypes with its own noise stream.
-    d.synthetic_size = r.num_examples;
-    d.synthetic_seed = static_cast<std::uint64_t>(r.seed);
-  } else if (d.dir.empty()) {
-    throw usage_error("--data-dir is required for --dataset " + r.dataset);
-  }
-  return d;
-}
-
-batch_source_options resolve_batches(const raw_flags& r, bool training) {
-  batch_source_options b;
-  b.batch_size = training ? r.batch_size : r.val_batch_size;
-  b.shuffle = training;
-  b.seed = static_cast<std::uint64_t>(r.seed);
-  if (r.dataset != "synthetic") {
-    auto [mean, stdev] = standard_normalization(r.dataset);
-    b.augment.mean = mean;
-    b.augment.stdev = stdev;
-  }
-  if (training) {
-    const bool cifar = r.dataset == "cifar10";
-    b.augment.pad_crop = r.random_crop_pad >= 0 ? r.random_crop_pad : (cifar ? 4 : 0);
-    b.augment.mirror = r.random_mirror >= 0 ? r.random_mirror != 0 : cifar;
-  }
-  return b;
+// The config language's range for the same value, worded for the flag.
+void check_range(const char* flag, std::int64_t v, std::int64_t min, std::int64_t max,
+                 const std::string& why = "") {
+  if (v < min || v > max)
+    throw usage_error(std::string("--") + flag + " must be between " + std::to_string(min)
+                      + (why.empty() ? "" : " (" + why + ")") + " and " + std::to_string(max)
+                      + ", got " + std::to_string(v));
 }
 
 void check_known(const char* flag, const std::string& value,
@@ -177,70 +125,157 @@ bool progress_wanted(const std::string& mode) {
   throw usage_error("--progress: '" + mode + "' is not one of auto, on, off");
 }
 
-// Flags the user gave on top of --config replace exactly the field they name. Flags that
-// would change the data's shape are refused: the config's data statement says that.
-void override_from_flags(train_command_line& out, const raw_flags& r, const flag_set& f) {
+void check_values(const raw_flags& r, const flag_set& f) {
+  check_positive("batch-size", static_cast<double>(r.batch_size));
+  check_positive("val-batch-size", static_cast<double>(r.val_batch_size));
+  check_positive("num-epochs", static_cast<double>(r.num_epochs));
+  check_positive("threads", r.threads);
+  check_positive("shards", r.shards);
+  check_positive("eval-every", static_cast<double>(r.eval_every));
+  check_positive("prefetch", r.prefetch);
+  if (f.given("lr"))
+    check_positive("lr", r.lr);
+  if (r.mom < 0 || r.mom >= 1)
+    throw usage_error("--mom must be in [0, 1), got " + std::to_string(r.mom));
+  if (r.wd < 0)
+    throw usage_error("--wd must not be negative");
+  if (r.disp_batches < 0)
+    throw usage_error("--disp-batches must not be negative");
+  if (r.seed < 0)
+    throw usage_error("--seed must not be negative");
+  check_range("random-crop-pad", r.random_crop_pad, -1, 64, "the dataset's default");
+  check_range("random-mirror", r.random_mirror, -1, 1, "the dataset's default");
+  constexpr std::int64_t ceiling = key_plan_options::max_bytes;
+  check_range("slice-bytes", r.slice_bytes, 4, ceiling, "a slice holds at least one float");
+  check_range("group-bytes", r.group_bytes, 0, ceiling, "0 = never bundle");
+  check_known("network", r.network, zoo_networks());
+  check_known("dataset", r.dataset, dataset_names());
+  if (r.lr_schedule != "multi-step" && r.lr_schedule != "cosine" && r.lr_schedule != "constant")
+    throw usage_error("--lr-schedule: '" + r.lr_schedule
+                      + "' is not one of multi-step, cosine, constant");
+}
+
+// Flag spellings use '-', the config language '_' (inception-bn, fashion_mnist, multi_step).
+std::string config_spelling(std::string name) {
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
+// The data statement --dataset, --image-shape, --num-classes and --num-examples stand for;
+// only what was given is written, so the rest stays marked as the language's default. The
+// synthetic keys mean nothing for file datasets and are ignored there.
+std::string data_statement(const raw_flags& r, const flag_set& f) {
+  if (!f.given("dataset"))
+    return "";
+  std::string keys;
+  auto add = [&keys](const std::string& key) { keys += (keys.empty() ? "" : ", ") + key; };
+  if (r.dataset == "synthetic") {
+    if (f.given("image-shape")) {
+      auto shape = parse_shape("image-shape", r.image_shape);
+      for (auto extent : shape)
+        check_range("image-shape", extent, 1, 4096);
+      add("shape = [" + std::to_string(shape[0]) + ", " + std::to_string(shape[1]) + ", "
+          + std::to_string(shape[2]) + "]");
+    }
+    if (f.given("num-classes")) {
+      check_range("num-classes", r.num_classes, 2, 100000);
+      add("classes = " + std::to_string(r.num_classes));
+    }
+    if (f.given("num-examples")) {
+      check_range("num-examples", r.num_examples, 6, 1'000'000'000, "the test split is a sixth of it");
+      add("examples = " + std::to_string(r.num_examples));
+    }
+  } else if (r.data_dir.empty() && default_data_dir(r.dataset).empty()) {
+    throw usage_error("--data-dir is required for --dataset " + r.dataset);
+  }
+  return "data train = " + config_spelling(r.dataset) + (keys.empty() ? "" : "(" + keys + ")")
+         + "\n";
+}
+
+job_config base_config(const raw_flags& r, const flag_set& f) {
+  if (!f.given("config"))
+    return parse_job_config("command line", data_statement(r, f));
   for (const char* structural : {"dataset", "image-shape", "num-classes", "num-examples"})
     if (f.given(structural))
       throw usage_error(std::string("--") + structural + " cannot be combined with --config: "
                         "edit the config's data statement");
-  auto& o = out.job;
-  auto& s = o.optimizer.schedule;
-  if (f.given("network")) o.model.network = r.network;
-  if (f.given("num-layers")) o.model.num_layers = r.num_layers;
-  if (f.given("data-dir")) o.train_data.dir = o.validation_data.dir = r.data_dir;
-  if (f.given("batch-size")) o.train_batches.batch_size = r.batch_size;
-  if (f.given("val-batch-size")) o.validation_batches.batch_size = r.val_batch_size;
-  if (f.given("lr")) s.base_lr = static_cast<float>(r.lr);
-  if (f.given("lr-schedule") || f.given("lr-step-epochs") || f.given("num-epochs")) {
-    auto rebuilt = resolve_schedule(r, f.given("lr"));
-    s.policy = f.given("lr-schedule") ? rebuilt.policy : s.policy;
-    s.step_epochs = f.given("lr-step-epochs") ? rebuilt.step_epochs : s.step_epochs;
-  }
-  if (f.given("lr-factor")) s.factor = static_cast<float>(r.lr_factor);
-  if (f.given("warmup-epochs")) s.warmup_epochs = r.warmup_epochs;
-  if (f.given("mom")) o.optimizer.sgd.momentum = static_cast<float>(r.mom);
-  if (f.given("wd")) o.optimizer.sgd.weight_decay = static_cast<float>(r.wd);
-  if (f.given("nesterov")) o.optimizer.sgd.nesterov = true;
-  if (f.given("num-epochs")) o.epochs = r.num_epochs, s.total_epochs = static_cast<double>(r.num_epochs);
-  if (f.given("seed")) {
-    o.model.seed = o.train_batches.seed = o.validation_batches.seed = static_cast<std::uint64_t>(r.seed);
-  }
-  if (f.given("threads")) out.threads = r.threads;
-  if (f.given("shards")) o.shards = r.shards;
-  if (f.given("slice-bytes")) o.topology.keys.slice_bytes = r.slice_bytes;
-  if (f.given("group-bytes")) o.topology.keys.group_bytes = r.group_bytes;
-  if (f.given("no-overlap")) o.topology.overlap = false;
-  if (f.given("prefetch")) o.prefetch_depth = r.prefetch;
-  if (f.given("random-crop-pad")) o.train_batches.augment.pad_crop = r.random_crop_pad;
-  if (f.given("random-mirror")) o.train_batches.augment.mirror = r.random_mirror != 0;
-  if (f.given("no-validation")) o.validate = false;
-  if (f.given("eval-every")) o.validate_every = r.eval_every;
-  if (f.given("metrics")) out.output.metrics_path = r.metrics;
-  if (f.given("disp-batches")) out.output.display_batches = r.disp_batches;
-  out.output.progress_bar = progress_wanted(r.progress);
+  return load_job_config(r.config);
 }
 
-train_command_line options_from_config(const raw_flags& r, const flag_set& f) {
-  train_command_line out;
-  try {
-    auto config = load_job_config(r.config);
-    resolve_app_defaults(config);
-    out.job = to_training_job(config);
-    out.output = session_output_of(config);
-    out.threads = config.run.threads.value;
-  } catch (const config_error& e) {
-    throw usage_error(e.what());
-  }
-  override_from_flags(out, r, f);
-  return out;
+// A value a flag set: given, at no place in the config's text.
+template <typename T, typename V>
+void set_given(located<T>& target, V value) {
+  target.value = T(std::move(value));
+  target.span = source_span{};
+  target.given = true;
 }
 
-} // namespace
+void apply_data_flags(job_config& c, const raw_flags& r, const flag_set& f) {
+  auto& train = c.train_data;
+  auto& val = c.validation_data;
+  if (!r.data_dir.empty()) {
+    set_given(train.dir, r.data_dir);
+    if (val.dataset.value == train.dataset.value)
+      set_given(val.dir, r.data_dir);
+  }
+  if (f.given("batch-size")) set_given(train.batch, r.batch_size);
+  if (f.given("val-batch-size")) set_given(val.batch, r.val_batch_size);
+  if (r.random_crop_pad >= 0) set_given(train.crop_pad, r.random_crop_pad);
+  if (r.random_mirror >= 0) set_given(train.mirror, r.random_mirror != 0);
+  if (r.no_validation) val.enabled = false;
+}
 
-namespace {
+void apply_model_and_optimizer_flags(job_config& c, const raw_flags& r, const flag_set& f) {
+  if (f.given("network")) set_given(c.model.network, config_spelling(r.network));
+  if (f.given("num-layers")) set_given(c.model.layers, r.num_layers);
+  auto& o = c.optimizer;
+  if (f.given("lr")) set_given(o.lr, r.lr);
+  if (f.given("mom")) set_given(o.momentum, r.mom);
+  if (f.given("wd")) set_given(o.wd, r.wd);
+  if (r.nesterov) set_given(o.nesterov, true);
+  auto& s = c.schedule;
+  if (f.given("lr-schedule")) set_given(s.policy, config_spelling(r.lr_schedule));
+  if (!r.lr_step_epochs.empty())
+    set_given(s.steps, parse_number_list("lr-step-epochs", r.lr_step_epochs));
+  if (f.given("lr-factor")) set_given(s.factor, r.lr_factor);
+  if (f.given("warmup-epochs")) set_given(s.warmup, r.warmup_epochs);
+}
 
-// "--straggler W:MS" onto the topology, checked against the worker count.
+void apply_run_flags(job_config& c, const raw_flags& r, const flag_set& f) {
+  auto& run = c.run;
+  if (f.given("num-epochs")) set_given(run.epochs, r.num_epochs);
+  if (f.given("eval-every")) set_given(run.eval_every, r.eval_every);
+  if (f.given("seed")) set_given(run.seed, r.seed);
+  if (f.given("threads")) set_given(run.threads, r.threads);
+  else if (!run.threads.given) run.threads.value = r.threads;  // default_thread_count()
+  if (f.given("prefetch")) set_given(run.prefetch, r.prefetch);
+  if (f.given("disp-batches")) set_given(run.display, r.disp_batches);
+  if (f.given("metrics")) set_given(run.metrics, r.metrics);
+  auto& cluster = c.cluster;
+  if (f.given("shards")) set_given(cluster.shards, r.shards);
+  if (f.given("slice-bytes")) set_given(cluster.slice_bytes, r.slice_bytes);
+  if (f.given("group-bytes")) set_given(cluster.group_bytes, r.group_bytes);
+  if (r.no_overlap) set_given(cluster.overlap, false);
+}
+
+// Flags onto the config, then the one value the parser derives from values a flag may have
+// changed: unless written, the multi-step boundaries sit at 50% and 75% of the epochs (and
+// other policies have none).
+void apply_flags(job_config& c, const raw_flags& r, const flag_set& f) {
+  apply_data_flags(c, r, f);
+  apply_model_and_optimizer_flags(c, r, f);
+  apply_run_flags(c, r, f);
+  auto& s = c.schedule;
+  if (s.policy.value != "multi_step") {
+    s.steps.value.clear();  // a --lr-step-epochs beside another policy has no effect
+  } else if (!s.steps.given) {
+    const auto epochs = static_cast<double>(c.run.epochs.value);
+    s.steps.value = {0.5 * epochs, 0.75 * epochs};
+  }
+}
+
+// "--straggler W:MS" onto the topology, checked against the worker count. The config language
+// has no key for it: it is an experiment knob, not part of the job a config describes.
 void apply_straggler(const std::string& text, topology_options& t) {
   if (text.empty())
     return;
@@ -260,6 +295,7 @@ void apply_straggler(const std::string& text, topology_options& t) {
 
 train_command_line parse_train_flags(const std::vector<std::string>& args) {
   raw_flags r;
+  r.threads = default_thread_count();
   flag_set f("train", "Trains a network with loader, compute, parameter-shard, coordinator and "
                       "metrics actors in one process and prints MXNet-style progress.");
   declare(f, r);
@@ -269,54 +305,20 @@ train_command_line parse_train_flags(const std::vector<std::string>& args) {
     out.help_text = f.help();
     return out;
   }
-  check_positive("batch-size", static_cast<double>(r.batch_size));
-  check_positive("val-batch-size", static_cast<double>(r.val_batch_size));
-  check_positive("num-epochs", static_cast<double>(r.num_epochs));
-  check_positive("threads", r.threads);
-  check_positive("shards", r.shards);
-  check_positive("eval-every", static_cast<double>(r.eval_every));
-  check_positive("prefetch", r.prefetch);
-  if (r.mom < 0 || r.mom >= 1)
-    throw usage_error("--mom must be in [0, 1), got " + std::to_string(r.mom));
-  if (r.wd < 0)
-    throw usage_error("--wd must not be negative");
-  if (r.disp_batches < 0)
-    throw usage_error("--disp-batches must not be negative");
-  if (r.seed < 0)
-    throw usage_error("--seed must not be negative");
-  check_bytes("slice-bytes", r.slice_bytes, 4, "a slice holds at least one float");
-  check_bytes("group-bytes", r.group_bytes, 0, "0 = never bundle");
-  check_known("network", r.network, zoo_networks());
-  check_known("dataset", r.dataset, dataset_names());
-  if (f.given("config")) {
-    auto from_config = options_from_config(r, f);
-    apply_straggler(r.straggler, from_config.job.topology);
-    return from_config;
+  check_values(r, f);
+  const bool progress_bar = progress_wanted(r.progress);
+  try {
+    auto config = base_config(r, f);
+    apply_flags(config, r, f);
+    resolve_app_defaults(config);
+    out.job = to_training_job(config);
+    out.output = session_output_of(config);
+    out.threads = config.run.threads.value;
+  } catch (const config_error& e) {
+    throw usage_error(e.what());
   }
-
-  auto& o = out.job;
-  o.model.network = r.network;
-  o.model.num_layers = r.num_layers;
-  o.model.seed = static_cast<std::uint64_t>(r.seed);
-  o.train_data = resolve_data(r, split::train);
-  o.validation_data = resolve_data(r, split::test);
-  o.train_batches = resolve_batches(r, true);
-  o.validation_batches = resolve_batches(r, false);
-  o.optimizer.sgd = sgd_options{static_cast<float>(r.mom), static_cast<float>(r.wd), r.nesterov};
-  o.optimizer.schedule = resolve_schedule(r, f.given("lr"));
-  o.prefetch_depth = r.prefetch;
-  o.epochs = r.num_epochs;
-  o.validate = !r.no_validation;
-  o.validate_every = r.eval_every;
-  o.shards = r.shards;
-  o.topology.keys.slice_bytes = r.slice_bytes;
-  o.topology.keys.group_bytes = r.group_bytes;
-  o.topology.overlap = !r.no_overlap;
-  out.output.display_batches = r.disp_batches;
-  out.output.progress_bar = progress_wanted(r.progress);
-  out.output.metrics_path = r.metrics;
-  out.threads = r.threads;
-  apply_straggler(r.straggler, o.topology);
+  out.output.progress_bar = progress_bar;
+  apply_straggler(r.straggler, out.job.topology);
   return out;
 }
 

@@ -2,9 +2,13 @@
 // (--network --num-layers --dataset --data-dir --batch-size --lr --lr-step-epochs --lr-factor
 // --mom --wd --num-epochs --seed --threads --metrics --disp-batches) plus Troupe's own.
 //
-// Defaults that depend on other flags are resolved here, visibly: the learning rate depends
-// on the network, the data directory and augmentation on the dataset, and the multi-step
-// boundaries (when not given) sit at 50% and 75% of --num-epochs.
+// Every training flag names a field of a job_config (graph/config/job_config.hpp): the flags
+// are written onto the config read by --config, or onto the default config when there is none,
+// and that config becomes the training_job by the one conversion `troupe check` also uses
+// (config_options.hpp). So a config and the flags that say the same thing train the same job,
+// and the defaults that depend on other values (lr on the network, data directory and
+// augmentation on the dataset, multi-step boundaries at 50% and 75% of the epochs) are
+// resolved in one place.
 #pragma once
 
 #include <string>
@@ -17,17 +21,20 @@ namespace troupe {
 struct train_command_line {
   training_job job;
   session_output output;
-  int threads = 2;
+  /// Compute threads: --threads, else the config's train.threads, else default_thread_count().
+  int threads = 1;
   bool help = false;
   std::string help_text;
 };
 
-/// Throws usage_error naming the flag for anything it cannot accept.
+/// Throws usage_error naming the flag for anything it cannot accept (and, with --config,
+/// carrying the config's diagnostic for a config it cannot accept).
 train_command_line parse_train_flags(const std::vector<std::string>& args);
 
-/// Learning rate a network trains well with at batch 128 when --lr is not given.
-float default_learning_rate(const std::string& network);
-/// Where a dataset lives when --data-dir is not given ("" when there is no standard place).
-std::string default_data_dir(const std::string& dataset);
+/// The compute threads a run gets when neither --threads nor the config says: as OpenMP
+/// programs do, OMP_NUM_THREADS when it is a positive integer up to 4096 (the config's limit;
+/// of a comma list, the first), else the hardware's threads (1 when unknown). Reads the
+/// environment each call.
+int default_thread_count();
 
 } // namespace troupe

@@ -5,10 +5,10 @@ include(CMakePackageConfigHelpers)
 get_property(troupe_libraries GLOBAL PROPERTY TROUPE_LIBRARIES)
 set(TROUPE_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Troupe)
 
+# The include directory comes with each library's INSTALL_INTERFACE (cmake/TroupeLibrary.cmake).
 install(TARGETS ${troupe_libraries} troupe_all EXPORT TroupeTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 foreach(layer kernels io graph cluster actors)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${layer}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 endforeach()

@@ -86,6 +86,26 @@ std::vector<float> normalization_table(const augment_options& augment, std::int6
 
 } // namespace
 
+std::int64_t examples_in_part(std::int64_t examples, int part, int parts) {
+  if (examples < 0)
+    throw std::invalid_argument(invalid("examples must be >= 0, got " + std::to_string(examples)));
+  if (parts < 1)
+    throw std::invalid_argument(invalid("parts must be >= 1, got " + std::to_string(parts)));
+  if (part < 0 || part >= parts)
+    throw std::invalid_argument(invalid("part must be in [0, " + std::to_string(parts) +
+                                        "), got " + std::to_string(part)));
+  return part < examples ? (examples - part + parts - 1) / parts : 0;
+}
+
+std::int64_t batches_for_part(std::int64_t examples, std::int64_t batch_size, int part,
+                              int parts, bool drop_last) {
+  if (batch_size <= 0)
+    throw std::invalid_argument(
+        invalid("batch_size must be > 0, got " + std::to_string(batch_size)));
+  const std::int64_t samples = examples_in_part(examples, part, parts);
+  return drop_last ? samples / batch_size : (samples + batch_size - 1) / batch_size;
+}
+
 // The last epochs' permutations, most recently used first.
 struct batch_source::epoch_order_cache {
   std::mutex mutex;
@@ -102,16 +122,15 @@ batch_source::batch_source(std::shared_ptr<const dataset> data, batch_source_opt
   validate_options(options_, channels);
 
   const std::int64_t size = data_->size();
-  const std::int64_t parts = options_.parts, part = options_.part;
-  samples_ = part < size ? (size - part + parts - 1) / parts : 0;
+  const int parts = options_.parts, part = options_.part;
+  samples_ = examples_in_part(size, part, parts);
   if (samples_ == 0)
     throw std::invalid_argument(invalid("part " + std::to_string(part) + " of " +
                                         std::to_string(parts) + " has no examples (" +
                                         data_->description() + " has " +
                                         std::to_string(size) + ")"));
   const std::int64_t batch_size = options_.batch_size;
-  batches_ = options_.drop_last ? samples_ / batch_size
-                                : (samples_ + batch_size - 1) / batch_size;
+  batches_ = batches_for_part(size, batch_size, part, parts, options_.drop_last);
   if (batches_ == 0)
     throw std::invalid_argument(invalid(
         "batch_size " + std::to_string(batch_size) + " with drop_last leaves no batch: part " +

@@ -1,123 +1,29 @@
-// Expands the role-level routes of a topology into actor instances: loader i feeds compute i,
-// machine m aggregates workers [m*W/M, (m+1)*W/M), each shard has its own aggregator chain
-// (as actors/topology_wiring.cpp spawns them) and exchanges only its own keys.
-// A gradient route carries one message per push group of the key plan, and every aggregator
-// forwards each group's sum on its own, so the message count per step is the same on every
-// hop to a shard and back.
+// Turns the placement plan into text. The plan decides; this file only words it: routes are
+// labelled with what they carry per step, shard chains with the source index the sender uses,
+// and the steps with how they were counted (or that they are unknown without the data).
 #include <troupe/graph/config/job_plan.hpp>
 
-#include <map>
+#include <algorithm>
+#include <cstdio>
 #include <sstream>
-#include <stdexcept>
-
-#include <troupe/graph/config/key_assignment.hpp>
 
 namespace troupe {
 
-namespace {
-
-std::vector<std::size_t> spawn(job_plan& p, const std::string& prefix, int count) {
-  std::vector<std::size_t> ids;
-  for (int i = 0; i < count; ++i) {
-    ids.push_back(p.actors.size());
-    p.actors.push_back(count == 1 && prefix == "aggregator" ? prefix : prefix + "_" + std::to_string(i));
-  }
-  return ids;
-}
-
-// Keys, bytes and pushes per shard from the same plan_keys call the session makes.
-void plan_shards(const job_config& c, model& m, job_plan& p) {
-  std::vector<std::int64_t> numels;
-  for (const auto* param : m.parameters())
-    numels.push_back(param->value.numel());
-  p.key_options = key_options_of(c);
-  p.overlap = c.cluster.overlap.value;
-  const auto plan = plan_keys(numels, c.cluster.shards.value, p.key_options);
-  std::map<std::size_t, std::int64_t> slices;  // slot -> slices, for cut parameters
-  for (const auto& keys : plan.shards) {
-    std::int64_t bytes = 0;
-    for (const auto& key : keys) {
-      bytes += key.length * 4;
-      if (!key.whole)
-        ++slices[key.slot];
-    }
-    p.shard_keys.push_back(static_cast<std::int64_t>(keys.size()));
-    p.shard_bytes.push_back(bytes);
-    p.keys_per_step += static_cast<std::int64_t>(keys.size());
-  }
-  p.shard_pushes.assign(plan.shards.size(), 0);
-  for (const auto& group : plan.groups)
-    ++p.shard_pushes[group.shard];
-  p.pushes_per_step = static_cast<std::int64_t>(plan.groups.size());
-  for (const auto& [slot, count] : slices)
-    p.sliced.push_back({m.parameters()[slot]->name, numels[slot] * 4, count});
-}
-
-// Builds the model to size the parameters and the key plan; returns the bytes of one batch
-// (images and labels).
-std::int64_t size_model(const job_config& c, job_plan& p) {
-  std::unique_ptr<model> m;
+placement_plan plan_config(const job_config& c, const training_job& job, const data_facts& data) {
   try {
-    m = build_model(model_spec_of(c));
-  } catch (const std::exception& e) {
-    config_fail(c, c.model.span.line ? c.model.span : c.model.network.span, e.what());
-  }
-  p.parameters = m->parameter_count();
-  plan_shards(c, *m, p);
-  std::int64_t numel = 1;
-  for (auto d : c.train_data.shape.value)
-    numel *= d;
-  return c.train_data.batch.value * (numel * 4 + 4);
-}
-
-} // namespace
-
-job_plan build_plan(const job_config& c) {
-  job_plan p;
-  const std::int64_t batch_bytes = size_model(c, p);
-  const int workers = c.cluster.workers.value;
-  const auto& t = c.topology;
-  auto loaders = spawn(p, "loader", workers);
-  auto computes = spawn(p, "compute", workers);
-  bool machine = false, global = false;
-  for (const auto& w : t.routes) {
-    machine |= w.to == actor_role::machine_aggregator;
-    global |= w.to == actor_role::aggregator;
-  }
-  // As the session wires it: one aggregator chain per shard, so shards sum in parallel.
-  const std::size_t n_shards = p.shard_keys.size();
-  auto aggregator = global ? spawn(p, "aggregator", static_cast<int>(n_shards))
-                           : std::vector<std::size_t>{};
-  std::vector<std::vector<std::size_t>> machines;  // [machine][shard]
-  for (int m = 0; machine && m < t.machines.value; ++m) {
-    machines.emplace_back();
-    for (std::size_t k = 0; k < n_shards; ++k) {
-      machines.back().push_back(p.actors.size());
-      p.actors.push_back("machine_aggregator_" + std::to_string(m)
-                         + (n_shards > 1 ? "_" + std::to_string(k) : std::string{}));
+    return plan_placement(job, data);
+  } catch (const placement_error& e) {
+    switch (e.subject()) {
+      case placement_subject::model:
+        config_fail(c, c.model.span.line ? c.model.span : c.model.network.span, e.what());
+      case placement_subject::data:
+        config_fail(c, c.cluster.workers.given ? c.cluster.workers.span : c.train_data.span,
+                    e.what());
+      case placement_subject::job:
+        break;
     }
+    config_fail(c, c.topology.span, e.what());
   }
-  auto shards = spawn(p, "shard", static_cast<int>(n_shards));
-  for (int i = 0; i < workers; ++i)
-    p.routes.push_back({loaders[i], computes[i], "batch", 0, batch_bytes, 0});
-  const int per_machine = machine ? workers / t.machines.value : workers;
-  auto shard_route = [&](std::size_t from, std::size_t to, std::size_t k, const char* carries) {
-    p.routes.push_back({from, to, carries, p.shard_keys[k], p.shard_bytes[k], p.shard_pushes[k]});
-  };
-  for (int i = 0; i < workers; ++i)
-    for (std::size_t k = 0; k < n_shards; ++k)
-      shard_route(computes[i],
-                  machine ? machines[i / per_machine][k] : global ? aggregator[k] : shards[k], k,
-                  "gradients");
-  for (const auto& m : machines)
-    for (std::size_t k = 0; k < n_shards; ++k)
-      shard_route(m[k], aggregator[k], k, "summed gradients");
-  for (std::size_t k = 0; k < n_shards && global; ++k)
-    shard_route(aggregator[k], shards[k], k, "summed gradients");
-  for (std::size_t k = 0; k < n_shards; ++k)
-    for (auto compute : computes)
-      shard_route(shards[k], compute, k, "weights");
-  return p;
 }
 
 namespace {
@@ -134,15 +40,6 @@ std::string human_bytes(std::int64_t b) {
   else
     s << b << " B";
   return s.str();
-}
-
-// "gradients: 12 keys in 3 pushes, 1.2 MiB/step"; weights come back as replies.
-std::string label(const plan_route& r) {
-  std::string text = r.carries + ": ";
-  if (r.keys)
-    text += std::to_string(r.keys) + " keys in " + std::to_string(r.messages)
-            + (r.carries == "weights" ? " replies" : " pushes") + ", ";
-  return text + human_bytes(r.bytes) + "/step";
 }
 
 template <typename T>
@@ -227,9 +124,89 @@ void print_config(std::ostream& out, const job_config& c) {
   show(out, "train.metrics", c.run.metrics);
 }
 
-void print_plan(std::ostream& out, const job_plan& p) {
+
+namespace {
+
+// "gradients (source 1): 12 keys in 3 pushes, 1.2 MiB/step"; weights come back as replies.
+std::string label(const placement_plan& p, const planned_route& r) {
+  std::string text = to_string(r.carries);
+  switch (r.carries) {
+    case route_carries::batches:
+      return text + ": " + human_bytes(r.bytes) + "/step";
+    case route_carries::validation_batches:
+      return text + ": " + human_bytes(r.bytes) + " each";
+    case route_carries::control:
+      return text;
+    case route_carries::reports:
+      return p.actors[r.from].role == plan_role::compute ? text + ": 1/step" : text;
+    case route_carries::gradients:
+    case route_carries::summed_gradients:
+      text += " (source " + std::to_string(r.source) + ")";
+      break;
+    case route_carries::weights:
+      break;
+  }
+  return text + ": " + std::to_string(r.keys) + " keys in " + std::to_string(r.messages)
+         + (r.carries == route_carries::weights ? " replies, " : " pushes, ")
+         + human_bytes(r.bytes) + "/step";
+}
+
+std::string hex(std::uint64_t h) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  return text;
+}
+
+void print_steps(std::ostream& out, const placement_plan& p) {
+  if (p.steps_per_epoch == 0) {
+    out << "  steps per epoch: unknown until the data is opened\n";
+  } else {
+    const auto [low, high] = std::minmax_element(p.worker_batches.begin(), p.worker_batches.end());
+    std::string batches = std::to_string(*low);
+    const char* rule = ")\n";
+    if (*low != *high) {
+      batches += " to " + std::to_string(*high);
+      rule = synchronous(p.mode) ? "; synchronous: every worker takes the fewest)\n"
+                                 : "; asynchronous: step ids count up to the most)\n";
+    }
+    out << "  steps per epoch: " << p.steps_per_epoch << " (" << p.data.train_examples
+        << " training examples over " << p.workers << " worker(s): " << batches
+        << " batches of " << p.train_batch << " each" << rule;
+  }
+  if (p.validation_batches > 0)
+    out << "  validation: " << p.validation_batches << " batches of " << p.validation_batch
+        << " (" << p.data.validation_examples << " examples)\n";
+}
+
+// The aggregators' sums: how many sources, how many a step needs, where they go.
+void print_aggregators(std::ostream& out, const placement_plan& p) {
+  for (const auto& a : p.actors) {
+    if (a.role != plan_role::aggregator && a.role != plan_role::machine_aggregator)
+      continue;
+    out << "  " << a.name << " sums " << a.sources << " source(s)";
+    if (a.need != a.sources)
+      out << ", a step needs the first " << a.need;
+    const auto& down = p.actors[p.push_route(p.actor(a.role, a.index), a.shard).to];
+    out << " for shard_" << a.shard << ", source " << a.position << " at " << down.name;
+    if (a.role == plan_role::machine_aggregator) {
+      std::vector<int> workers;
+      for (const auto& w : p.actors)
+        if (w.role == plan_role::compute && w.machine == a.machine)
+          workers.push_back(w.worker);
+      out << " (machine " << a.machine << ": workers " << workers.front() << " to "
+          << workers.back() << ")";
+    }
+    out << '\n';
+  }
+}
+
+} // namespace
+
+void print_plan(std::ostream& out, const placement_plan& p) {
   out << "plan: " << p.actors.size() << " actors, " << p.routes.size() << " routes, "
-      << p.parameters << " parameters (" << human_bytes(p.parameters * 4) << ")\n";
+      << p.parameter_count << " parameters (" << human_bytes(p.parameter_count * 4) << ")\n";
+  out << "  hash: " << hex(p.hash) << '\n';
+  print_steps(out, p);
   out << "  keys: " << p.keys_per_step << " (parameters above "
       << human_bytes(p.key_options.slice_bytes) << " are sliced)\n";
   for (const auto& s : p.sliced)
@@ -240,25 +217,29 @@ void print_plan(std::ostream& out, const job_plan& p) {
       << (p.key_options.group_bytes > 0
             ? " (keys under " + human_bytes(p.key_options.group_bytes) + " bundled per shard)\n"
             : " (one key per push)\n");
-  for (std::size_t k = 0; k < p.shard_keys.size(); ++k)
-    out << "  shard_" << k << " owns " << p.shard_keys[k] << " keys, "
-        << human_bytes(p.shard_bytes[k]) << "; " << p.shard_pushes[k]
+  for (std::size_t k = 0; k < p.shard_loads.size(); ++k)
+    out << "  shard_" << k << " owns " << p.shard_loads[k].keys << " keys, "
+        << human_bytes(p.shard_loads[k].bytes) << "; " << p.shard_loads[k].pushes
         << " pushes per worker per step\n";
+  print_aggregators(out, p);
   for (const auto& r : p.routes)
-    out << "  " << p.actors[r.from] << " -> " << p.actors[r.to] << "  [" << label(r) << "]\n";
+    out << "  " << p.actors[r.from].name << " -> " << p.actors[r.to].name << "  ["
+        << label(p, r) << "]\n";
 }
 
-std::string plan_to_dot(const job_plan& p, const std::string& title) {
+std::string plan_to_dot(const placement_plan& p, const std::string& title) {
   std::ostringstream out;
   std::string safe = title;
   for (auto& ch : safe)
     ch = ch == '"' || ch == '\\' ? '_' : ch;
   out << "digraph troupe {\n  label=\"" << safe << "\";\n  rankdir=LR;\n  node [shape=box];\n";
   for (const auto& a : p.actors)
-    out << "  " << a << ";\n";
-  for (const auto& r : p.routes)
-    out << "  " << p.actors[r.from] << " -> " << p.actors[r.to] << " [label=\"" << label(r)
-        << "\"];\n";
+    out << "  " << a.name << ";\n";
+  for (const auto& r : p.routes) {
+    const bool side = r.carries == route_carries::control || r.carries == route_carries::reports;
+    out << "  " << p.actors[r.from].name << " -> " << p.actors[r.to].name << " [label=\""
+        << label(p, r) << "\"" << (side ? ", style=dashed, color=gray" : "") << "];\n";
+  }
   out << "}\n";
   return out.str();
 }

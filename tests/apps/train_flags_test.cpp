@@ -1,14 +1,132 @@
-// `troupe train` flags resolve into the options the actors run with.
+// `troupe train` flags resolve into the options the actors run with. Flags are written onto a
+// job_config, so most tests here pin that a flag means the same with and without --config:
+// each "with --config" case below is a divergence the two paths once had.
 #include <catch2/catch.hpp>
 
+#include <stdlib.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <utility>
+#include <sstream>
+#include <thread>
 
 #include "apps/commands.hpp"
 #include "apps/flags.hpp"
 #include "apps/train_flags.hpp"
 
 using namespace troupe;
+
+namespace {
+
+// A config file for one test case, removed when it goes out of scope. ctest runs test cases
+// as parallel processes, so each case names its own file.
+class temp_config {
+public:
+  temp_config(const std::string& name, const std::string& text)
+    : path_((std::filesystem::temp_directory_path() / ("troupe_train_flags_" + name + ".troupe"))
+              .string()) {
+    std::ofstream(path_) << text;
+  }
+  ~temp_config() { std::filesystem::remove(path_); }
+  const std::string& path() const { return path_; }
+
+private:
+  std::string path_;
+};
+
+template <typename T>
+std::string list_text(const T& values) {
+  std::ostringstream out;
+  for (std::size_t i = 0; i < values.size(); ++i)
+    out << (i == 0 ? "" : ",") << values[i];
+  return "[" + out.str() + "]";
+}
+
+std::string describe(const dataset_options& d) {
+  std::ostringstream out;
+  out << d.name << " dir=" << d.dir << " which=" << (d.which == split::train ? "train" : "test")
+      << " shape=" << list_text(d.synthetic_shape) << " classes=" << d.synthetic_classes
+      << " size=" << d.synthetic_size << " seed=" << d.synthetic_seed;
+  return out.str();
+}
+
+std::string describe(const batch_source_options& b) {
+  std::ostringstream out;
+  out << "batch=" << b.batch_size << " shuffle=" << b.shuffle << " seed=" << b.seed
+      << " part=" << b.part << "/" << b.parts << " drop_last=" << b.drop_last
+      << " mean=" << list_text(b.augment.mean) << " stdev=" << list_text(b.augment.stdev)
+      << " pad_crop=" << b.augment.pad_crop << " mirror=" << b.augment.mirror;
+  return out.str();
+}
+
+// Every field of the job, the output settings and the thread count, one group a line, so a
+// failed comparison shows which group differs.
+std::string describe(const train_command_line& c) {
+  const auto& j = c.job;
+  const auto& s = j.optimizer.schedule;
+  const auto& t = j.topology;
+  std::ostringstream out;
+  out << "model: " << j.model.network << " layers=" << j.model.num_layers
+      << " shape=" << list_text(j.model.sample_shape) << " classes=" << j.model.classes
+      << " seed=" << j.model.seed << "\ntrain_data: " << describe(j.train_data)
+      << "\nvalidation_data: " << describe(j.validation_data)
+      << "\ntrain_batches: " << describe(j.train_batches)
+      << "\nvalidation_batches: " << describe(j.validation_batches)
+      << "\nsgd: momentum=" << j.optimizer.sgd.momentum << " wd=" << j.optimizer.sgd.weight_decay
+      << " nesterov=" << j.optimizer.sgd.nesterov
+      << "\nschedule: policy=" << static_cast<int>(s.policy) << " base_lr=" << s.base_lr
+      << " steps=" << list_text(s.step_epochs) << " factor=" << s.factor
+      << " total=" << s.total_epochs << " final_lr=" << s.final_lr << " warmup=" << s.warmup_epochs
+      << " warmup_begin=" << s.warmup_begin_factor << "\nrun: prefetch=" << j.prefetch_depth
+      << " epochs=" << j.epochs << " validate=" << j.validate << " every=" << j.validate_every
+      << " shards=" << j.shards << "\ntopology: " << to_string(t.mode) << " workers=" << t.workers
+      << " staleness=" << t.staleness << " backup=" << t.backup_workers
+      << " machines=" << t.machines << " deterministic=" << t.deterministic
+      << " overlap=" << t.overlap << " slice=" << t.keys.slice_bytes
+      << " group=" << t.keys.group_bytes << " straggler=" << t.straggler << ":" << t.straggle_ms
+      << "\noutput: display=" << c.output.display_batches << " progress=" << c.output.progress_bar
+      << " metrics=" << c.output.metrics_path << " threads=" << c.threads << "\n";
+  return out.str();
+}
+
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+// Sets OMP_NUM_THREADS for one test case and puts back what the process had.
+class omp_threads_env {
+public:
+  omp_threads_env() {
+    if (const char* v = getenv("OMP_NUM_THREADS"))
+      saved_ = v;
+  }
+  ~omp_threads_env() {
+    if (saved_)
+      setenv("OMP_NUM_THREADS", saved_->c_str(), 1);
+    else
+      unsetenv("OMP_NUM_THREADS");
+  }
+  void set(const char* value) { setenv("OMP_NUM_THREADS", value, 1); }
+  void unset() { unsetenv("OMP_NUM_THREADS"); }
+
+private:
+  std::optional<std::string> saved_;
+};
+
+// The --help line of one flag.
+std::string help_line(const std::string& flag) {
+  std::istringstream help(parse_train_flags({"--help"}).help_text);
+  for (std::string line; std::getline(help, line);)
+    if (line.rfind("  --" + flag + " ", 0) == 0)
+      return line;
+  return "";
+}
+
+} // namespace
 
 TEST_CASE("train defaults: LeNet on Fashion-MNIST, network-dependent lr, steps at 50%/75%") {
   auto cli = parse_train_flags({});
@@ -25,7 +143,7 @@ TEST_CASE("train defaults: LeNet on Fashion-MNIST, network-dependent lr, steps a
   CHECK(o.optimizer.schedule.step_epochs == std::vector<double>{5, 7.5});
   CHECK(o.train_batches.augment.mean.size() == 1);
   CHECK(o.train_batches.augment.pad_crop == 0);
-  CHECK(cli.threads == 2);
+  CHECK(cli.threads == default_thread_count());
 
   auto mlp = parse_train_flags({"--network", "mlp", "--num-epochs", "4", "--lr-step-epochs", "1,3"});
   CHECK(mlp.job.optimizer.schedule.base_lr == Approx(0.1f));
@@ -120,4 +238,184 @@ TEST_CASE("eval_every from the config or --eval-every sets how often validation 
   CHECK(parse_train_flags({}).job.validate_every == 1);
   CHECK(parse_train_flags({"--eval-every", "4"}).job.validate_every == 4);
   CHECK_THROWS_WITH(parse_train_flags({"--eval-every", "0"}), Catch::Contains("--eval-every must be positive"));
+}
+
+TEST_CASE("flags alone and the same job written as a config plus flags train the same job") {
+  // Everything in the config, nothing on the command line.
+  const std::vector<std::string> cifar{"--network", "resnet", "--num-layers", "20",
+                                       "--dataset", "cifar10", "--data-dir", "/d",
+                                       "--batch-size", "64", "--lr", "0.2", "--num-epochs", "6",
+                                       "--seed", "3", "--threads", "2"};
+  temp_config cifar_config("same_cifar", "data  train = cifar10(\"/d\", batch = 64)\n"
+                                         "model resnet(layers = 20)\n"
+                                         "optimizer sgd(lr = 0.2)\n"
+                                         "train { epochs = 6  seed = 3  threads = 2 }\n");
+  CHECK(describe(parse_train_flags(cifar)) == describe(parse_train_flags({"--config", cifar_config.path()})));
+
+  // The data statement in the config, the rest as flags.
+  const std::vector<std::string> rest{"--network", "mlp", "--seed", "7", "--lr-schedule",
+                                      "cosine", "--warmup-epochs", "0", "--val-batch-size", "50"};
+  const std::vector<std::string> synthetic{"--dataset", "synthetic", "--image-shape", "1,12,12",
+                                           "--num-classes", "5", "--num-examples", "600"};
+  temp_config synthetic_config(
+    "same_synthetic", "data train = synthetic(shape = [1, 12, 12], classes = 5, examples = 600)\n");
+  CHECK(describe(parse_train_flags(with(synthetic, rest)))
+        == describe(parse_train_flags(with({"--config", synthetic_config.path()}, rest))));
+
+  // A config that sets everything differently, and flags that override all of it.
+  const std::vector<std::string> overrides{
+    "--network", "mlp", "--num-layers", "0", "--lr-schedule", "multi-step", "--num-epochs", "4",
+    "--lr-factor", "0.5", "--warmup-epochs", "2", "--mom", "0.5", "--wd", "0", "--nesterov",
+    "--seed", "1", "--threads", "3", "--shards", "2", "--slice-bytes", "1024", "--group-bytes",
+    "0", "--no-overlap", "--prefetch", "1", "--eval-every", "2", "--metrics", "m.jsonl",
+    "--disp-batches", "0", "--progress", "off", "--batch-size", "32", "--val-batch-size", "100",
+    "--random-crop-pad", "2", "--random-mirror", "1", "--data-dir", "/f"};
+  temp_config different("same_overridden",
+                        "data  train = fashion_mnist(\"/elsewhere\", batch = 16, crop_pad = 1)\n"
+                        "model lenet\n"
+                        "optimizer sgd(lr = 0.1, momentum = 0.8, wd = 0.001)\n"
+                        "schedule cosine(warmup = 3)\n"
+                        "cluster { shards = 4  slice_bytes = 2048  group_bytes = 128 }\n"
+                        "train { epochs = 20  seed = 9  threads = 5  prefetch = 7  display = 3 }\n");
+  CHECK(describe(parse_train_flags(with(overrides, {"--lr", "0.1"})))
+        == describe(parse_train_flags(with({"--config", different.path()}, overrides))));
+}
+
+TEST_CASE("with --config, --seed also seeds the synthetic data") {
+  temp_config config("seed", "data train = synthetic(shape = [1, 12, 12], examples = 600)\n"
+                             "model mlp\n");
+  auto job = parse_train_flags({"--config", config.path(), "--seed", "7"}).job;
+  CHECK(job.model.seed == 7);
+  CHECK(job.train_batches.seed == 7);
+  CHECK(job.validation_batches.seed == 7);
+  CHECK(job.train_data.synthetic_seed == 7);
+  CHECK(job.validation_data.synthetic_seed == 7);
+}
+
+TEST_CASE("with --config, --network picks the network's default lr unless the config sets one") {
+  temp_config lenet("network_lr", "model lenet\n");
+  CHECK(parse_train_flags({"--config", lenet.path()}).job.optimizer.schedule.base_lr
+        == Approx(0.05f));
+  CHECK(parse_train_flags({"--config", lenet.path(), "--network", "mlp"})
+          .job.optimizer.schedule.base_lr
+        == Approx(0.1f));
+  temp_config with_lr("network_lr_written", "model lenet\noptimizer sgd(lr = 0.3)\n");
+  CHECK(parse_train_flags({"--config", with_lr.path(), "--network", "mlp"})
+          .job.optimizer.schedule.base_lr
+        == Approx(0.3f));
+}
+
+TEST_CASE("with --config, --num-epochs moves the default multi-step boundaries, not written ones") {
+  temp_config defaults("epochs_steps", "train { epochs = 20 }\n");
+  auto s = parse_train_flags({"--config", defaults.path(), "--num-epochs", "4"})
+             .job.optimizer.schedule;
+  CHECK(s.step_epochs == std::vector<double>{2, 3});
+  CHECK(s.total_epochs == 4);
+  temp_config written("epochs_steps_written", "schedule multi_step(steps = [3, 6])\n");
+  CHECK(parse_train_flags({"--config", written.path(), "--num-epochs", "8"})
+          .job.optimizer.schedule.step_epochs
+        == std::vector<double>{3, 6});
+  CHECK(parse_train_flags({"--config", defaults.path(), "--lr-step-epochs", ""})
+          .job.optimizer.schedule.step_epochs
+        == std::vector<double>{10, 15});
+}
+
+TEST_CASE("with --config, --lr-schedule brings or drops the multi-step boundaries") {
+  temp_config cosine("schedule_cosine", "schedule cosine\n");
+  auto multi = parse_train_flags({"--config", cosine.path(), "--lr-schedule", "multi-step"})
+                 .job.optimizer.schedule;
+  CHECK(multi.policy == lr_policy::multi_step);
+  CHECK(multi.step_epochs == std::vector<double>{5, 7.5});
+  temp_config multi_step("schedule_multi_step", "schedule multi_step\n");
+  auto to_cosine = parse_train_flags({"--config", multi_step.path(), "--lr-schedule", "cosine"})
+                     .job.optimizer.schedule;
+  CHECK(to_cosine.policy == lr_policy::cosine);
+  CHECK(to_cosine.step_epochs.empty());
+}
+
+TEST_CASE("random crop and mirror at -1 mean the dataset's default, also with --config") {
+  temp_config cifar("augment", "data train = cifar10(\"/d\")\nmodel resnet\n");
+  auto b = parse_train_flags({"--config", cifar.path(), "--random-crop-pad", "-1",
+                              "--random-mirror", "-1"})
+             .job.train_batches.augment;
+  CHECK(b.pad_crop == 4);
+  CHECK(b.mirror);
+  auto off = parse_train_flags({"--config", cifar.path(), "--random-crop-pad", "0",
+                                "--random-mirror", "0"})
+               .job.train_batches.augment;
+  CHECK(off.pad_crop == 0);
+  CHECK_FALSE(off.mirror);
+  temp_config fashion("augment_fashion", "model lenet\n");
+  auto plain = parse_train_flags({"--config", fashion.path(), "--random-mirror", "-1"})
+                 .job.train_batches.augment;
+  CHECK_FALSE(plain.mirror);
+  CHECK(plain.pad_crop == 0);
+  CHECK_THROWS_WITH(parse_train_flags({"--random-crop-pad", "-2"}),
+                    Catch::Contains("--random-crop-pad must be between -1"));
+  CHECK_THROWS_WITH(parse_train_flags({"--random-mirror", "2"}),
+                    Catch::Contains("--random-mirror must be between -1"));
+}
+
+TEST_CASE("with --config, flag values are checked as without it") {
+  temp_config config("checked", "model lenet\n");
+  CHECK_THROWS_WITH(parse_train_flags({"--config", config.path(), "--lr", "-0.5"}),
+                    Catch::Contains("--lr must be positive"));
+  CHECK_THROWS_WITH(parse_train_flags({"--config", config.path(), "--lr-schedule", "poly"}),
+                    Catch::Contains("poly"));
+  for (auto [structural, value] : {std::pair{"--dataset", "mnist"}, {"--image-shape", "1,8,8"},
+                                    {"--num-classes", "3"}, {"--num-examples", "60"}})
+    CHECK_THROWS_WITH(parse_train_flags({"--config", config.path(), structural, value}),
+                      Catch::Contains(std::string(structural) + " cannot be combined with --config"));
+  CHECK_THROWS_WITH(parse_train_flags({"--dataset", "synthetic", "--num-classes", "1"}),
+                    Catch::Contains("--num-classes must be between 2"));
+  CHECK_THROWS_WITH(parse_train_flags({"--dataset", "synthetic", "--num-examples", "5"}),
+                    Catch::Contains("--num-examples must be between 6"));
+}
+
+TEST_CASE("with --config, --data-dir reaches the validation data only when it reads the same dataset") {
+  temp_config same("data_dir_same", "data train = mnist(\"/a\")\ndata val = mnist(\"/b\")\n");
+  auto both = parse_train_flags({"--config", same.path(), "--data-dir", "/x"}).job;
+  CHECK(both.train_data.dir == "/x");
+  CHECK(both.validation_data.dir == "/x");
+  temp_config mixed("data_dir_mixed", "data train = mnist(\"/a\")\ndata val = fashion_mnist\n");
+  auto one = parse_train_flags({"--config", mixed.path(), "--data-dir", "/x"}).job;
+  CHECK(one.train_data.dir == "/x");
+  CHECK(one.validation_data.dir == "/usr/share/datasets/fashion-mnist");
+}
+
+TEST_CASE("threads default to OMP_NUM_THREADS, else the hardware, and a config or flag wins") {
+  omp_threads_env env;
+  const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  env.unset();
+  CHECK(default_thread_count() == hardware);
+  CHECK(parse_train_flags({}).threads == hardware);
+  CHECK_THAT(help_line("threads"), Catch::EndsWith("(default: " + std::to_string(hardware) + ")"));
+  env.set("3");
+  CHECK(parse_train_flags({}).threads == 3);
+  CHECK_THAT(help_line("threads"), Catch::EndsWith("(default: 3)"));
+  env.set("4,2");  // OpenMP's per-level list: the outermost level's count
+  CHECK(default_thread_count() == 4);
+  for (const char* unusable : {"0", "-2", "lots", "", "3x"}) {
+    env.set(unusable);
+    CHECK(default_thread_count() == hardware);
+  }
+  env.set("3");
+  CHECK(parse_train_flags({"--threads", "6"}).threads == 6);
+  temp_config silent("threads_default", "model lenet\n");
+  CHECK(parse_train_flags({"--config", silent.path()}).threads == 3);
+  temp_config written("threads_written", "train { threads = 5 }\n");
+  CHECK(parse_train_flags({"--config", written.path()}).threads == 5);
+  CHECK(parse_train_flags({"--config", written.path(), "--threads", "6"}).threads == 6);
+}
+
+TEST_CASE("train help lists every flag") {
+  const auto help = parse_train_flags({"--help"}).help_text;
+  for (const char* flag :
+       {"config", "straggler", "network", "num-layers", "dataset", "data-dir", "batch-size",
+        "val-batch-size", "lr", "lr-schedule", "lr-step-epochs", "lr-factor", "warmup-epochs",
+        "mom", "nesterov", "wd", "num-epochs", "seed", "threads", "shards", "slice-bytes",
+        "group-bytes", "no-overlap", "prefetch", "random-crop-pad", "random-mirror", "image-shape",
+        "num-classes", "num-examples", "no-validation", "eval-every", "metrics", "disp-batches",
+        "progress"})
+    CHECK_THAT(help, Catch::Contains(std::string("  --") + flag + " "));
 }

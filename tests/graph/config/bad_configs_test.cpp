@@ -10,6 +10,8 @@
 #include <troupe/graph/config/job_config.hpp>
 #include <troupe/graph/config/job_plan.hpp>
 
+#include "config_job.hpp"
+
 namespace troupe {
 namespace {
 
@@ -34,7 +36,9 @@ TEST_CASE("every malformed config fails at its expected position") {
     expected = expected.substr(0, expected.find('\n'));
     std::string got = "no error";
     try {
-      build_plan(parse_job_config(name, read(entry.path())));
+      auto config = parse_job_config(name, read(entry.path()));
+      auto job = test::job_of(config);
+      plan_config(config, job, expected_data_facts(job));
     } catch (const config_error& e) {
       got = e.headline();
     }

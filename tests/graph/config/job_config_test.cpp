@@ -1,12 +1,11 @@
-// Semantic tests: defaults, every section's keys, presets and explicit wiring classification,
-// and the plan's actors, routes and byte counts.
+// Semantic tests: defaults, every section's keys, presets and explicit wiring classification.
+// The plan a config leads to is tested in ../placement_test.cpp.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <sstream>
 
 #include <troupe/graph/config/job_config.hpp>
-#include <troupe/graph/config/job_plan.hpp>
 #include <troupe/graph/config/key_assignment.hpp>
 
 namespace troupe {
@@ -16,7 +15,7 @@ job_config parse(const std::string& text) { return parse_job_config("t.troupe", 
 
 std::string error_of(const std::string& text) {
   try {
-    build_plan(parse(text));
+    parse(text);
   } catch (const config_error& e) {
     return e.headline();
   }
@@ -108,31 +107,6 @@ TEST_CASE("wiring mistakes point at the route") {
   CHECK(error_of("topology async {\n compute -> loader\n}") == "t.troupe:2:13: nothing can send to a loader: it only reads data");
 }
 
-TEST_CASE("plan lists actors and routes with shard bytes, one aggregator per shard") {
-  auto p = build_plan(parse("cluster { servers = 2 workers = 2 }\nmodel mlp\ntopology bsp"));
-  CHECK(p.actors == std::vector<std::string>{"loader_0", "loader_1", "compute_0", "compute_1",
-                                             "aggregator_0", "aggregator_1", "shard_0", "shard_1"});
-  CHECK(p.parameters == 784 * 128 + 128 + 128 * 64 + 64 + 64 * 10 + 10);
-  CHECK(p.shard_bytes[0] + p.shard_bytes[1] == p.parameters * 4);
-  // batches, 2 workers x 2 aggregators, 2 aggregator -> shard, 2 shards x 2 workers (weights)
-  CHECK(p.routes.size() == 2 + 4 + 2 + 4);
-  auto dot = plan_to_dot(p, "t");
-  CHECK(dot.rfind("digraph", 0) == 0);
-  CHECK(dot.find("aggregator_0 -> shard_0") != std::string::npos);
-  CHECK(dot.find("aggregator_1 -> shard_1") != std::string::npos);
-  CHECK(dot.find("aggregator_0 -> shard_1") == std::string::npos);
-  auto hier = build_plan(parse("cluster { servers = 2 workers = 4 }\nmodel mlp\ntopology hierarchical(machines = 2)"));
-  CHECK(hier.actors[8] == "aggregator_0");
-  CHECK(hier.actors[10] == "machine_aggregator_0_0");
-  CHECK(hier.actors[13] == "machine_aggregator_1_1");
-}
-
-TEST_CASE("async plan sends each shard its own keys") {
-  auto p = build_plan(parse("cluster { servers = 2 workers = 3 }\nmodel mlp\ntopology async"));
-  CHECK(p.actors.size() == 3 + 3 + 2);
-  CHECK(p.routes.size() == 3 + 3 * 2 + 2 * 3);
-}
-
 TEST_CASE("cluster slicing, grouping and overlap default to the key plan's options") {
   auto c = parse("");
   CHECK(c.cluster.slice_bytes.value == 4194304);
@@ -184,112 +158,6 @@ TEST_CASE("bad slice_bytes, group_bytes and overlap point at the value") {
         == "t.troupe:1:21: overlap must be true or false, got a string");
   CHECK(error_of("cluster { overlap = true overlap = false }")
         == "t.troupe:1:26: duplicate key 'overlap' in cluster");
-}
-
-std::int64_t sum(const std::vector<std::int64_t>& v) {
-  std::int64_t total = 0;
-  for (auto x : v)
-    total += x;
-  return total;
-}
-
-// MLP on 28x28: fc1.weight 100352 floats (392 KiB), fc2.weight 8192, fc3.weight 640, and
-// biases of 128, 64 and 10: six keys unsliced; at 64 KiB slices fc1.weight becomes 7 keys.
-TEST_CASE("a small slice_bytes cuts the big parameter and the shards still hold the model") {
-  auto whole = build_plan(parse("cluster { shards = 3 }\nmodel mlp"));
-  CHECK(whole.keys_per_step == 6);
-  CHECK(whole.sliced.empty());
-  auto cut = build_plan(parse("cluster { shards = 3  slice_bytes = 65536 }\nmodel mlp"));
-  CHECK(cut.key_options.slice_bytes == 65536);
-  CHECK(cut.keys_per_step == 12);
-  CHECK(sum(cut.shard_keys) == 12);
-  REQUIRE(cut.shard_bytes.size() == 3);
-  CHECK(sum(cut.shard_bytes) == cut.parameters * 4);
-  REQUIRE(cut.sliced.size() == 1);
-  CHECK(cut.sliced[0].name == "fc1.weight");
-  CHECK(cut.sliced[0].bytes == 100352 * 4);
-  CHECK(cut.sliced[0].slices == 7);
-  // Unsliced, one shard holds all of fc1.weight; sliced, no shard holds much more than a third.
-  CHECK(*std::max_element(whole.shard_bytes.begin(), whole.shard_bytes.end()) >= 100352 * 4);
-  CHECK(*std::max_element(cut.shard_bytes.begin(), cut.shard_bytes.end())
-        < cut.parameters * 4 / 3 + 65536);
-}
-
-TEST_CASE("group_bytes decides the pushes per step, and every route counts them") {
-  // One shard: fc1.weight (392 KiB) travels alone, the other five keys (35 KiB) in one push.
-  auto grouped = build_plan(parse("model mlp"));
-  CHECK(grouped.pushes_per_step == 2);
-  CHECK(grouped.shard_pushes == std::vector<std::int64_t>{2});
-  auto alone = build_plan(parse("cluster { group_bytes = 0 }\nmodel mlp"));
-  CHECK(alone.pushes_per_step == 6);
-  auto p = build_plan(parse("cluster { servers = 2 workers = 2 slice_bytes = 65536 }\nmodel mlp"));
-  CHECK(sum(p.shard_pushes) == p.pushes_per_step);
-  CHECK(p.pushes_per_step >= 2);
-  CHECK(p.pushes_per_step <= p.keys_per_step);
-  for (const auto& r : p.routes) {
-    INFO(p.actors[r.from] << " -> " << p.actors[r.to]);
-    if (r.carries == "batch")
-      CHECK(r.messages == 0);
-    else
-      CHECK(r.messages >= 1);
-  }
-  // A worker's routes together carry every key and byte in pushes_per_step messages.
-  std::int64_t keys = 0, bytes = 0, messages = 0;
-  for (const auto& r : p.routes)
-    if (p.actors[r.from] == "compute_0") {
-      keys += r.keys, bytes += r.bytes, messages += r.messages;
-    }
-  CHECK(keys == p.keys_per_step);
-  CHECK(bytes == p.parameters * 4);
-  CHECK(messages == p.pushes_per_step);
-  for (const auto& r : p.routes) {
-    if (r.carries == "batch")
-      continue;
-    else
-      CHECK(r.messages >= 1);
-  }
-  auto dot = plan_to_dot(p, "t");
-  CHECK(dot.find("gradients: " + std::to_string(p.shard_keys[0]) + " keys in "
-                 + std::to_string(p.shard_pushes[0]) + " pushes")
-        != std::string::npos);
-  CHECK(dot.find(" replies, ") != std::string::npos);
-}
-
-TEST_CASE("check prints slices, pushes per worker and keys per shard") {
-  auto c = parse("cluster { shards = 2  slice_bytes = 65536  overlap = false }\nmodel mlp");
-  auto p = build_plan(c);
-  CHECK_FALSE(p.overlap);
-  std::ostringstream config, plan;
-  print_config(config, c);
-  print_plan(plan, p);
-  CHECK(config.str().find("cluster.slice_bytes = 65536  # line 1") != std::string::npos);
-  CHECK(config.str().find("cluster.group_bytes = 65536  # default") != std::string::npos);
-  CHECK(config.str().find("cluster.overlap = false  # line 1") != std::string::npos);
-  CHECK(plan.str().find("fc1.weight (392 KiB) cut into 7 slices") != std::string::npos);
-  CHECK(plan.str().find("each worker sends " + std::to_string(p.pushes_per_step)
-                        + " per step, after backward")
-        != std::string::npos);
-  CHECK(plan.str().find("shard_1 owns " + std::to_string(p.shard_keys[1]) + " keys")
-        != std::string::npos);
-}
-
-// CIFAR VGG-16: its 512-channel 3x3 convolutions (4.5 and 9 MiB) exceed the default 4 MiB slices.
-TEST_CASE("vgg's big convolutions are sliced and spread evenly over the shards") {
-  const std::string model = "data train = cifar10(\"/x\")\nmodel vgg\n";
-  auto by_default = build_plan(parse("cluster { shards = 4 }\n" + model));
-  CHECK_FALSE(by_default.sliced.empty());
-  for (const auto& s : by_default.sliced)  // 256->512 (4.5 MiB): 2 slices; 512->512: 3
-    CHECK(s.slices == (s.bytes + 4194303) / 4194304);
-  auto fine = build_plan(parse("cluster { shards = 4  slice_bytes = 1048576 }\n" + model));
-  CHECK(fine.keys_per_step > by_default.keys_per_step);
-  for (const auto* p : {&by_default, &fine}) {
-    REQUIRE(p->shard_bytes.size() == 4);
-    CHECK(sum(p->shard_bytes) == p->parameters * 4);
-    CHECK(sum(p->shard_keys) == p->keys_per_step);
-    CHECK(sum(p->shard_pushes) == p->pushes_per_step);
-  }
-  auto [low, high] = std::minmax_element(fine.shard_bytes.begin(), fine.shard_bytes.end());
-  CHECK(*high - *low <= 1048576);
 }
 
 } // namespace

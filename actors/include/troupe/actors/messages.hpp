@@ -125,10 +125,16 @@ typename Inspector::result_type inspect(Inspector& f, phase_report& x) {
            x.correct, x.loss_sum, x.seconds);
 }
 
+/// The final weights cross as plain floats (tensor's inspect): a result crosses once per run.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, training_result& x) {
+  return f(caf::meta::type_name("troupe.training_result"), x.phases, x.parameter_names,
+           x.final_weights, x.plan_hash);
+}
+
 
 } // namespace troupe
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::training_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::loader_item)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::gradient_push)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::weight_set)

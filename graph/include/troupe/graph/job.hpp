@@ -46,6 +46,15 @@ struct topology_options {
   int straggle_ms = 0;
 };
 
+/// Fields in declaration order, for CAF's serializers and value_hash.hpp (no CAF here).
+/// `topology_kind` needs no overload: CAF 0.17 and value_hash write an enum as its underlying
+/// integer (an `inspect` for an enum would make CAF's data_processor::apply ambiguous).
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, topology_options& x) {
+  return f(x.mode, x.workers, x.staleness, x.backup_workers, x.machines, x.deterministic,
+           x.overlap, x.keys, x.straggler, x.straggle_ms);
+}
+
 /// Throws std::invalid_argument naming the first inconsistent value.
 void check_topology(const topology_options& topology);
 
@@ -53,6 +62,11 @@ struct optimizer_options {
   sgd_options sgd;
   lr_schedule_options schedule;
 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, optimizer_options& x) {
+  return f(x.sgd, x.schedule);
+}
 
 struct training_job {
   model_spec model;  ///< sample_shape and classes are taken from the training data
@@ -68,6 +82,15 @@ struct training_job {
   int shards = 1;                   ///< parameter shards (keys are spread over them)
   topology_options topology;
 };
+
+/// Every field in declaration order: what value_hash.hpp's job_hash covers and what CAF sends.
+/// A new field must be added here too (value_hash_test.cpp changes each field in turn).
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, training_job& x) {
+  return f(x.model, x.train_data, x.validation_data, x.train_batches, x.validation_batches,
+           x.optimizer, x.prefetch_depth, x.epochs, x.validate, x.validate_every, x.shards,
+           x.topology);
+}
 
 /// Throws std::invalid_argument naming the first value no run could use (epochs < 0,
 /// validate_every < 1, shards < 1, an inconsistent topology or schedule).

@@ -32,6 +32,12 @@ struct model_spec {
   std::uint64_t seed = 0;
 };
 
+/// Fields in declaration order, for CAF's serializers and value_hash.hpp (no CAF here).
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, model_spec& x) {
+  return f(x.network, x.num_layers, x.sample_shape, x.classes, x.seed);
+}
+
 std::unique_ptr<model> build_model(const model_spec& spec);
 /// Names accepted by build_model, for --help and error messages.
 std::vector<std::string> zoo_networks();

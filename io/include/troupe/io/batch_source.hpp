@@ -36,6 +36,12 @@ struct augment_options {
   bool mirror = false;        ///< random horizontal flip with probability 1/2
 };
 
+/// Fields in declaration order, for CAF's serializers and graph's value_hash (no CAF here).
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, augment_options& x) {
+  return f(x.mean, x.stdev, x.pad_crop, x.mirror);
+}
+
 struct batch_source_options {
   std::int64_t batch_size = 128;
   bool shuffle = true;
@@ -45,6 +51,23 @@ struct batch_source_options {
   bool drop_last = false;  ///< drop a final short batch instead of emitting it
   augment_options augment;
 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_source_options& x) {
+  return f(x.batch_size, x.shuffle, x.seed, x.part, x.parts, x.drop_last, x.augment);
+}
+
+/// Examples that part `part` of `parts` holds of a dataset of `examples`: every parts-th
+/// position from `part` on, so the first examples % parts parts hold one more. Throws
+/// std::invalid_argument for examples < 0, parts < 1 or part outside [0, parts).
+std::int64_t examples_in_part(std::int64_t examples, int part, int parts);
+
+/// Batches per epoch of that part: a short last batch counts unless `drop_last`. 0 when the
+/// part holds no example or drop_last leaves no batch. The arithmetic batch_source uses, so a
+/// plan made without opening the data (troupe/graph/placement.hpp) counts the same steps.
+/// Throws std::invalid_argument as examples_in_part does, and for batch_size < 1.
+std::int64_t batches_for_part(std::int64_t examples, std::int64_t batch_size, int part,
+                              int parts, bool drop_last);
 
 class batch_source {
 public:

@@ -65,6 +65,14 @@ struct dataset_options {
   std::uint64_t synthetic_seed = 0;
 };
 
+/// Fields in declaration order, for CAF's serializers and graph's value_hash (no CAF here).
+/// `split` needs no overload: CAF 0.17 and value_hash write an enum as its underlying integer.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, dataset_options& x) {
+  return f(x.name, x.dir, x.which, x.synthetic_shape, x.synthetic_classes, x.synthetic_size,
+           x.synthetic_seed);
+}
+
 /// Opens a dataset by name; throws io_error (file problems) or std::invalid_argument (unknown
 /// name) with a message that names what and where.
 std::shared_ptr<const dataset> open_dataset(const dataset_options& options);

@@ -25,6 +25,15 @@ struct lr_schedule_options {
   float warmup_begin_factor = 0.0f;
 };
 
+/// Fields in declaration order. `lr_policy` needs no overload: CAF 0.17 and value_hash both
+/// write an enum as its underlying integer (an `inspect` for an enum would make CAF's
+/// data_processor::apply ambiguous).
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, lr_schedule_options& x) {
+  return f(x.policy, x.base_lr, x.step_epochs, x.factor, x.total_epochs, x.final_lr,
+           x.warmup_epochs, x.warmup_begin_factor);
+}
+
 class lr_schedule {
 public:
   /// Throws std::invalid_argument naming the bad field (negative lr, unsorted steps, ...).

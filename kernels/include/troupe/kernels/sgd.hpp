@@ -17,6 +17,12 @@ struct sgd_options {
   bool nesterov = false;
 };
 
+/// Fields in declaration order, for CAF's serializers and graph's value_hash (no CAF here).
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sgd_options& x) {
+  return f(x.momentum, x.weight_decay, x.nesterov);
+}
+
 /// Updates `weights` in place and `velocity` (same shape, zero at start) from `grad`.
 /// `out` receives the new weights; it may be `weights` itself (in place) or another buffer of
 /// the same shape (copy-on-write when readers still hold the old weights).

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace troupe {
@@ -86,5 +87,35 @@ private:
   dtype type_ = dtype::f32;
   device_kind device_ = device_kind::cpu;
 };
+
+/// The shape, then the elements as a std::vector<float> (float32 CPU tensors only: data()
+/// throws otherwise). Loading gives `x` fresh storage of its own; a default (empty) tensor
+/// comes back empty, a rank-0 scalar as a scalar; an element count that disagrees with the
+/// shape throws std::invalid_argument (from tensor::from_values). A loading inspector's
+/// result_type must be true on failure, as CAF's `error` is.
+///
+/// Cost: saving copies the elements once into that vector, and CAF 0.17 then writes a
+/// vector<float> element by element (~70 MiB/s, see notes/toolchain.md) where a byte buffer
+/// would be one memcpy. Fine for reports and final weights; per-step tensors stay local
+/// handles or travel as Cap'n Proto (actors/messages.hpp).
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tensor& x) {
+  if constexpr (Inspector::reads_state) {
+    const float* first = x.data();
+    std::vector<float> values(first, first + x.numel());
+    return f(x.shape(), values);
+  } else {
+    shape_t shape;
+    std::vector<float> values;
+    auto result = f(shape, values);
+    if (result)
+      return result;
+    if (shape.empty() && values.empty())
+      x = tensor();
+    else
+      x = tensor::from_values(std::move(shape), values);
+    return result;
+  }
+}
 
 } // namespace troupe

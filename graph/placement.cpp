@@ -1,0 +1,444 @@
+// Planning runs in four passes, each filling its part of the plan: the model and its keys,
+// the steps, the actors (in spawn order), the routes. Every figure a route carries comes from
+// the key plan of the model that was built here, so the printed plan and the running session
+// cannot disagree. The hash is taken last, over canonical_text, which renders every decided
+// value as integers and names in a fixed order.
+#include <troupe/graph/placement.hpp>
+
+#include <algorithm>
+#include <locale>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include <troupe/graph/zoo.hpp>
+#include <troupe/io/batch_source.hpp>
+#include <troupe/io/synthetic.hpp>
+
+namespace troupe {
+
+namespace {
+
+[[noreturn]] void fail(placement_subject subject, const std::string& what) {
+  throw placement_error(subject, "plan: " + what);
+}
+
+// Machine m of M holds workers [m*W/M, (m+1)*W/M), as actors/topology_wiring.cpp spawns them.
+int first_worker_of(int machine, int workers, int machines) {
+  return static_cast<int>(static_cast<std::int64_t>(machine) * workers / machines);
+}
+
+int machine_of(int worker, int workers, int machines) {
+  int m = 0;
+  while (first_worker_of(m + 1, workers, machines) <= worker)
+    ++m;
+  return m;
+}
+
+// Builds the model once to size the parameters; the key plan, its named keys and loads.
+void plan_model(const training_job& job, const data_facts& data, placement_plan& p) {
+  auto spec = job.model;
+  spec.sample_shape = data.sample_shape;
+  spec.classes = data.classes;
+  std::unique_ptr<model> m;
+  try {
+    m = build_model(spec);
+  } catch (const std::exception& e) {
+    throw placement_error(placement_subject::model, e.what());  // the zoo's words, unprefixed
+  }
+  p.parameter_count = m->parameter_count();
+  std::vector<std::int64_t> sizes;
+  for (const auto* param : m->parameters()) {
+    p.parameters.push_back(
+      {param->name, param->value.shape(), param->value.numel(), param->weight_decay});
+    sizes.push_back(param->value.numel());
+  }
+  try {
+    p.keys = plan_keys(sizes, job.shards, job.topology.keys);
+  } catch (const std::invalid_argument& e) {
+    fail(placement_subject::job, e.what());
+  }
+  std::map<std::size_t, std::int64_t> slices;  // slot -> slices, for cut parameters
+  for (std::size_t k = 0; k < p.keys.shards.size(); ++k) {
+    shard_load load;
+    for (std::size_t i = 0; i < p.keys.shards[k].size(); ++i) {
+      const auto& key = p.keys.shards[k][i];
+      p.key_table.push_back({k, i, key, key_name(p.parameters[key.slot].name, key)});
+      load.bytes += key.length * 4;
+      if (!key.whole)
+        ++slices[key.slot];
+    }
+    load.keys = static_cast<std::int64_t>(p.keys.shards[k].size());
+    p.keys_per_step += load.keys;
+    p.shard_loads.push_back(load);
+  }
+  for (const auto& group : p.keys.groups)
+    ++p.shard_loads[group.shard].pushes;
+  p.pushes_per_step = static_cast<std::int64_t>(p.keys.groups.size());
+  for (const auto& [slot, count] : slices)
+    p.sliced.push_back({p.parameters[slot].name, p.parameters[slot].numel * 4, count});
+}
+
+// Batches per worker and per validation pass, as the session's batch sources will count them.
+void plan_steps(const training_job& job, const data_facts& data, placement_plan& p) {
+  const int workers = job.topology.workers;
+  p.worker_batches.assign(static_cast<std::size_t>(workers), 0);
+  try {
+    if (data.train_examples > 0) {
+      for (int w = 0; w < workers; ++w) {
+        const auto b = batches_for_part(data.train_examples, p.train_batch, w, workers,
+                                        p.drop_last);
+        if (b == 0)
+          fail(placement_subject::data,
+               "worker " + std::to_string(w) + " of " + std::to_string(workers) + " gets "
+                 + std::to_string(examples_in_part(data.train_examples, w, workers))
+                 + " of the " + std::to_string(data.train_examples)
+                 + " training examples: no batch of " + std::to_string(p.train_batch)
+                 + (p.drop_last ? " (drop_last)" : ""));
+        p.worker_batches[static_cast<std::size_t>(w)] = b;
+      }
+      const auto [low, high] = std::minmax_element(p.worker_batches.begin(),
+                                                   p.worker_batches.end());
+      // Synchronous topologies need every worker to take the same number of steps.
+      p.steps_per_epoch = synchronous(p.mode) ? *low : *high;
+    }
+    if (data.validation_examples > 0) {
+      p.validation_batches = batches_for_part(data.validation_examples, p.validation_batch, 0,
+                                              1, job.validation_batches.drop_last);
+      if (p.validation_batches == 0)
+        fail(placement_subject::data,
+             "the " + std::to_string(data.validation_examples)
+               + " validation examples hold no batch of " + std::to_string(p.validation_batch)
+               + " (drop_last)");
+    }
+  } catch (const placement_error&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    fail(placement_subject::job, e.what());
+  }
+}
+
+std::size_t add_actor(placement_plan& p, plan_role role, int index, std::string name) {
+  planned_actor a;
+  a.role = role;
+  a.index = index;
+  a.name = std::move(name);
+  p.actors.push_back(std::move(a));
+  return p.actors.size() - 1;
+}
+
+std::string numbered(const char* prefix, int i) { return prefix + std::to_string(i); }
+
+// Every actor, in spawn order (see placement_plan::actors).
+void plan_actors(const training_job& job, placement_plan& p) {
+  const auto& t = job.topology;
+  const int n = p.workers, machines = p.machines;
+  const int shards = static_cast<int>(p.keys.shards.size());
+  const bool hierarchical = p.mode == topology_kind::hierarchical;
+  add_actor(p, plan_role::metrics, 0, "metrics");
+  std::size_t next_key = 0;
+  for (int k = 0; k < shards; ++k) {
+    auto& a = p.actors[add_actor(p, plan_role::shard, k, numbered("shard_", k))];
+    a.shard = k;
+    for (std::size_t i = 0; i < p.keys.shards[static_cast<std::size_t>(k)].size(); ++i)
+      a.keys.push_back(next_key++);
+    a.workers = n;
+    a.staleness = p.mode == topology_kind::ssp ? t.staleness : -1;
+  }
+  if (synchronous(p.mode)) {
+    for (int k = 0; k < shards; ++k) {
+      auto& a = p.actors[add_actor(p, plan_role::aggregator, k, numbered("aggregator_", k))];
+      a.shard = k;
+      a.sources = hierarchical ? machines : n;
+      a.need = p.mode == topology_kind::backup ? n - t.backup_workers : a.sources;
+      a.deterministic = t.deterministic;
+    }
+  }
+  for (int m = 0; hierarchical && m < machines; ++m) {
+    for (int k = 0; k < shards; ++k) {
+      auto name = numbered("machine_aggregator_", m) + numbered("_", k);
+      auto& a = p.actors[add_actor(p, plan_role::machine_aggregator, m * shards + k, name)];
+      a.machine = m;
+      a.shard = k;
+      a.sources = first_worker_of(m + 1, n, machines) - first_worker_of(m, n, machines);
+      a.need = a.sources;
+      a.position = m;
+      a.deterministic = t.deterministic;
+    }
+  }
+  p.actors[add_actor(p, plan_role::validation_loader, 0, "validation_loader")].batches =
+    p.validation_batches;
+  for (auto role : {plan_role::loader, plan_role::compute}) {
+    for (int w = 0; w < n; ++w) {
+      auto& a = p.actors[add_actor(p, role, w, std::string(to_string(role)) + numbered("_", w))];
+      a.worker = w;
+      a.machine = hierarchical ? machine_of(w, n, machines) : -1;
+      if (role == plan_role::loader) {
+        a.batches = p.worker_batches[static_cast<std::size_t>(w)];
+        a.batch_limit = synchronous(p.mode) ? p.steps_per_epoch : 0;
+      } else {
+        a.batches = p.steps_per_epoch;  // its step ids count epochs in these
+      }
+    }
+  }
+  auto& coordinator = p.actors[add_actor(p, plan_role::coordinator, 0, "coordinator")];
+  coordinator.finish_after = p.mode == topology_kind::backup ? n - t.backup_workers : 0;
+}
+
+// Every route, in the order placement_plan::routes documents.
+void plan_routes(placement_plan& p) {
+  const int n = p.workers;
+  const int shards = static_cast<int>(p.keys.shards.size());
+  const bool hierarchical = p.mode == topology_kind::hierarchical;
+  std::int64_t example_bytes = 4;  // float32 pixels and an int32 label
+  for (auto d : p.data.sample_shape)
+    example_bytes *= d;
+  example_bytes += 4;
+  auto id = [&](plan_role role, int index) { return p.actor(role, index); };
+  auto route = [&](std::size_t from, std::size_t to, route_carries carries) -> planned_route& {
+    p.routes.push_back({from, to, carries, -1, -1, 0, 0, 0});
+    return p.routes.back();
+  };
+  auto shard_route = [&](std::size_t from, std::size_t to, route_carries carries, int k,
+                         int source) {
+    const auto& load = p.shard_loads[static_cast<std::size_t>(k)];
+    p.routes.push_back({from, to, carries, k, source, load.keys, load.bytes, load.pushes});
+  };
+  for (int w = 0; w < n; ++w) {
+    auto& r = route(id(plan_role::loader, w), id(plan_role::compute, w), route_carries::batches);
+    r.bytes = p.train_batch * example_bytes;
+    r.messages = 1;
+  }
+  for (int w = 0; w < n; ++w) {
+    const int m = hierarchical ? machine_of(w, n, p.machines) : 0;
+    for (int k = 0; k < shards; ++k) {
+      const auto to = !synchronous(p.mode) ? id(plan_role::shard, k)
+                      : hierarchical       ? id(plan_role::machine_aggregator, m * shards + k)
+                                           : id(plan_role::aggregator, k);
+      const int source = hierarchical ? w - first_worker_of(m, n, p.machines) : w;
+      shard_route(id(plan_role::compute, w), to, route_carries::gradients, k, source);
+    }
+  }
+  for (int m = 0; hierarchical && m < p.machines; ++m)
+    for (int k = 0; k < shards; ++k)
+      shard_route(id(plan_role::machine_aggregator, m * shards + k),
+                  id(plan_role::aggregator, k), route_carries::summed_gradients, k, m);
+  for (int k = 0; k < shards && synchronous(p.mode); ++k)
+    shard_route(id(plan_role::aggregator, k), id(plan_role::shard, k),
+                route_carries::summed_gradients, k, 0);
+  for (int k = 0; k < shards; ++k)
+    for (int w = 0; w < n; ++w)
+      shard_route(id(plan_role::shard, k), id(plan_role::compute, w), route_carries::weights, k,
+                  -1);
+  for (int w = 0; w < n; ++w) {
+    auto& r = route(id(plan_role::validation_loader, 0), id(plan_role::compute, w),
+                    route_carries::validation_batches);
+    r.bytes = p.validation_batch * example_bytes;
+    r.messages = 1;
+  }
+  for (int w = 0; w < n; ++w)
+    route(id(plan_role::coordinator, 0), id(plan_role::compute, w), route_carries::control);
+  for (int w = 0; w < n; ++w)
+    route(id(plan_role::compute, w), id(plan_role::metrics, 0), route_carries::reports)
+      .messages = 1;
+  route(id(plan_role::coordinator, 0), id(plan_role::metrics, 0), route_carries::reports);
+}
+
+} // namespace
+
+data_facts data_facts_of(const dataset& train, const dataset& validation) {
+  return {train.sample_shape(), train.classes(), train.size(), validation.size()};
+}
+
+data_facts expected_data_facts(const training_job& job) {
+  auto examples = [](const dataset_options& d) -> std::int64_t {
+    const bool train = d.which == split::train;
+    if (d.name == "fashion-mnist" || d.name == "mnist")
+      return train ? 60000 : 10000;
+    if (d.name == "cifar10")
+      return train ? 50000 : 10000;
+    if (d.name == "synthetic")
+      return synthetic_split_size({d.synthetic_shape, d.synthetic_classes, d.synthetic_size,
+                                   d.synthetic_seed},
+                                  d.which);
+    return 0;
+  };
+  data_facts f;
+  const auto& train = job.train_data;
+  f.sample_shape = job.model.sample_shape;
+  f.classes = job.model.classes;
+  if (train.name == "fashion-mnist" || train.name == "mnist") {
+    f.sample_shape = {1, 28, 28};
+    f.classes = 10;
+  } else if (train.name == "cifar10") {
+    f.sample_shape = {3, 32, 32};
+    f.classes = 10;
+  } else if (train.name == "synthetic") {
+    f.sample_shape = train.synthetic_shape;
+    f.classes = train.synthetic_classes;
+  }
+  f.train_examples = examples(job.train_data);
+  f.validation_examples = examples(job.validation_data);
+  return f;
+}
+
+const char* to_string(plan_role role) {
+  switch (role) {
+    case plan_role::loader: return "loader";
+    case plan_role::validation_loader: return "validation_loader";
+    case plan_role::compute: return "compute";
+    case plan_role::machine_aggregator: return "machine_aggregator";
+    case plan_role::aggregator: return "aggregator";
+    case plan_role::shard: return "shard";
+    case plan_role::coordinator: return "coordinator";
+    case plan_role::metrics: return "metrics";
+  }
+  return "?";
+}
+
+const char* to_string(route_carries carries) {
+  switch (carries) {
+    case route_carries::batches: return "batches";
+    case route_carries::validation_batches: return "validation batches";
+    case route_carries::gradients: return "gradients";
+    case route_carries::summed_gradients: return "summed gradients";
+    case route_carries::weights: return "weights";
+    case route_carries::control: return "control";
+    case route_carries::reports: return "reports";
+  }
+  return "?";
+}
+
+placement_plan plan_placement(const training_job& job, const data_facts& data) {
+  try {
+    check_job(job);
+  } catch (const std::invalid_argument& e) {
+    fail(placement_subject::job, e.what());
+  }
+  placement_plan p;
+  p.mode = job.topology.mode;
+  p.workers = job.topology.workers;
+  p.machines = p.mode == topology_kind::hierarchical ? job.topology.machines : 1;
+  p.overlap = job.topology.overlap;
+  p.key_options = job.topology.keys;
+  p.train_batch = job.train_batches.batch_size;
+  p.validation_batch = job.validation_batches.batch_size;
+  p.drop_last = job.train_batches.drop_last;
+  p.data = data;
+  plan_model(job, data, p);
+  plan_steps(job, data, p);
+  plan_actors(job, p);
+  plan_routes(p);
+  p.hash = fnv1a_64(canonical_text(p));
+  return p;
+}
+
+std::vector<std::size_t> placement_plan::actors_of(plan_role role) const {
+  std::vector<std::size_t> found;
+  for (std::size_t a = 0; a < actors.size(); ++a)
+    if (actors[a].role == role)
+      found.push_back(a);
+  return found;
+}
+
+std::size_t placement_plan::actor(plan_role role, int index) const {
+  for (std::size_t a = 0; a < actors.size(); ++a)
+    if (actors[a].role == role && actors[a].index == index)
+      return a;
+  throw std::out_of_range(std::string("plan has no ") + to_string(role) + " "
+                          + std::to_string(index));
+}
+
+std::vector<std::size_t> placement_plan::routes_from(std::size_t a) const {
+  std::vector<std::size_t> found;
+  for (std::size_t r = 0; r < routes.size(); ++r)
+    if (routes[r].from == a)
+      found.push_back(r);
+  return found;
+}
+
+std::vector<std::size_t> placement_plan::routes_to(std::size_t a) const {
+  std::vector<std::size_t> found;
+  for (std::size_t r = 0; r < routes.size(); ++r)
+    if (routes[r].to == a)
+      found.push_back(r);
+  return found;
+}
+
+const planned_route& placement_plan::push_route(std::size_t a, int shard) const {
+  for (const auto& r : routes)
+    if (r.from == a && r.shard == shard
+        && (r.carries == route_carries::gradients
+            || r.carries == route_carries::summed_gradients))
+      return r;
+  throw std::out_of_range("plan: " + (a < actors.size() ? actors[a].name : std::to_string(a))
+                          + " pushes nothing for shard " + std::to_string(shard));
+}
+
+const planned_route& placement_plan::gradient_route(int worker, int shard) const {
+  return push_route(actor(plan_role::compute, worker), shard);
+}
+
+std::string canonical_text(const placement_plan& p) {
+  std::ostringstream out;
+  out.imbue(std::locale::classic());
+  auto list = [&](const auto& values) {
+    out << '[';
+    for (std::size_t i = 0; i < values.size(); ++i)
+      out << (i ? "," : "") << values[i];
+    out << ']';
+  };
+  out << "troupe placement plan 1\n"
+      << "topology " << to_string(p.mode) << " workers " << p.workers << " machines "
+      << p.machines << " overlap " << p.overlap << '\n'
+      << "keys slice_bytes " << p.key_options.slice_bytes << " group_bytes "
+      << p.key_options.group_bytes << '\n'
+      << "batch train " << p.train_batch << " validation " << p.validation_batch
+      << " drop_last " << p.drop_last << '\n'
+      << "data shape ";
+  list(p.data.sample_shape);
+  out << " classes " << p.data.classes << " train " << p.data.train_examples << " validation "
+      << p.data.validation_examples << '\n'
+      << "steps " << p.steps_per_epoch << " validation " << p.validation_batches << " workers ";
+  list(p.worker_batches);
+  out << '\n';
+  for (const auto& x : p.parameters) {
+    out << "parameter " << x.name << ' ';
+    list(x.shape);
+    out << " numel " << x.numel << " decay " << x.weight_decay << '\n';
+  }
+  for (const auto& k : p.key_table)
+    out << "key " << k.shard << ' ' << k.index << " slot " << k.slice.slot << " offset "
+        << k.slice.offset << " length " << k.slice.length << " whole " << k.slice.whole << ' '
+        << k.name << '\n';
+  for (const auto& g : p.keys.groups) {
+    out << "group " << g.shard << ' ';
+    list(g.keys);
+    out << " elements " << g.elements << '\n';
+  }
+  for (const auto& a : p.actors) {
+    out << "actor " << to_string(a.role) << ' ' << a.index << " node " << a.node << ' '
+        << a.name << " worker " << a.worker << " machine " << a.machine << " shard " << a.shard
+        << " sources " << a.sources << " need " << a.need << " position " << a.position
+        << " deterministic " << a.deterministic << " keys ";
+    list(a.keys);
+    out << " workers " << a.workers << " staleness " << a.staleness << " batches " << a.batches
+        << " limit " << a.batch_limit << " finish_after " << a.finish_after << '\n';
+  }
+  for (const auto& r : p.routes)
+    out << "route " << r.from << ' ' << r.to << ' ' << to_string(r.carries) << " shard "
+        << r.shard << " source " << r.source << " keys " << r.keys << " bytes " << r.bytes
+        << " messages " << r.messages << '\n';
+  return out.str();
+}
+
+std::uint64_t fnv1a_64(const std::string& bytes) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+} // namespace troupe

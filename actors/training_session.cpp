@@ -7,6 +7,7 @@
 #include <troupe/actors/training_session.hpp>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -28,7 +29,7 @@ namespace {
 
 // Everything one run spawned, and what the end of the run needs.
 struct run_actors {
-  std::vector<std::pair<caf::actor, std::string>> spawned;  // handle, name for errors
+  std::vector<std::pair<caf::actor, std::string>> spawned;  // handle, plan name for errors
   std::vector<shard_route> shards;
   std::vector<std::string> parameter_names;
   std::vector<shape_t> parameter_shapes;
@@ -60,101 +61,162 @@ metrics_options make_metrics_options(const training_job& job, const session_outp
   return m;
 }
 
-// Opens the data, builds one replica per worker and spawns every actor of the job. Throws
-// (io_error, std::invalid_argument, ...) on bad input; actors spawned before the throw are
-// shut down first.
+// Builds the wiring report from the handles actually handed out: every route is looked up by
+// the address of the actor it was given, so a wiring that strays from the plan shows.
+class wiring_recorder {
+public:
+  void actor(const caf::actor& a, const planned_actor& entry) {
+    names_[a.address()] = entry.name;
+    report_.actors.push_back({entry.name, entry.role});
+  }
+  template <class From, class To>
+  void route(const From& from, const To& to, route_carries carries) {
+    report_.routes.push_back({name_of(caf::actor_cast<caf::actor>(from)),
+                              name_of(caf::actor_cast<caf::actor>(to)), carries});
+  }
+  void downstream(const caf::actor& from, const caf::actor& to) { down_[from.address()] = to; }
+  // Weights come back along the push chain from the shard at its end.
+  void weights(const caf::actor& pushed_to, const caf::actor& compute) {
+    caf::actor at = pushed_to;
+    for (auto d = down_.find(at.address()); d != down_.end(); d = down_.find(at.address()))
+      at = d->second;
+    route(at, compute, route_carries::weights);
+  }
+  wiring_report& report() { return report_; }
+
+private:
+  std::string name_of(const caf::actor& a) const {
+    auto it = names_.find(a.address());
+    return it == names_.end() ? "tap" : it->second;
+  }
+  std::map<caf::actor_addr, std::string> names_;
+  std::map<caf::actor_addr, caf::actor> down_;
+  wiring_report report_;
+};
+
+// Opens the data, plans the run, builds one replica per worker and spawns every actor the plan
+// lists, in its order. Throws (io_error, placement_error, ...) on bad input; the caller shuts
+// down whatever was spawned before the throw.
 void spawn_job(caf::actor_system& system, const training_job& job, const session_sinks& sinks,
                run_actors& run) {
-  const auto& topo = job.topology;
   auto train_set = open_dataset(job.train_data);
   auto validation_set = open_dataset(job.validation_data);
-  std::vector<std::shared_ptr<const batch_source>> parts;
-  for (int w = 0; w < topo.workers; ++w) {
-    auto b = job.train_batches;
-    b.part = w;
-    b.parts = topo.workers;
-    parts.push_back(std::make_shared<const batch_source>(train_set, b));
-  }
-  auto validation_source = std::make_shared<const batch_source>(validation_set,
-                                                                job.validation_batches);
-  // Synchronous topologies need every worker to take the same number of steps.
-  std::int64_t steps = parts.front()->batches_per_epoch();
-  for (auto& p : parts)
-    steps = synchronous(topo.mode) ? std::min(steps, p->batches_per_epoch())
-                                   : std::max(steps, p->batches_per_epoch());
+  const auto plan = plan_placement(job, data_facts_of(*train_set, *validation_set));
+  run.plan_hash = plan.hash;
   auto spec = job.model;
   spec.sample_shape = train_set->sample_shape();
   spec.classes = train_set->classes();
   // The shards start from a model of their own built from the job's seed, so their start
   // values never depend on which process holds a replica.
   auto reference = build_model(spec);
-  std::vector<std::unique_ptr<model>> replicas;
-  for (int w = 0; w < topo.workers; ++w)
-    replicas.push_back(build_model(spec));
-  auto& parameters = reference->parameters();
-  std::vector<std::int64_t> sizes;
-  for (const auto* p : parameters) {
-    sizes.push_back(p->value.numel());
+  std::vector<tensor> initial;
+  for (const auto* p : reference->parameters()) {
+    initial.push_back(p->value);
     run.parameter_names.push_back(p->name);
     run.parameter_shapes.push_back(p->value.shape());
   }
-  const auto plan = plan_keys(sizes, job.shards, topo.keys);
   if (auto* log = sinks.output.log)
-    *log << "Start training " << reference->name() << " (" << reference->parameter_count()
+    *log << "Start training " << reference->name() << " (" << plan.parameter_count
          << " parameters) on " << train_set->description() << ": " << train_set->size()
-         << " examples, " << topo.workers << " worker(s) x " << steps << " batches of "
-         << job.train_batches.batch_size << "; validation on " << validation_set->description()
-         << " (" << validation_set->size() << " examples); " << plan.shards.size()
-         << " parameter shard(s), " << plan.groups.size() << " push(es) per step"
-         << (topo.overlap ? " during backward" : " after backward") << std::endl;
+         << " examples, " << plan.workers << " worker(s) x " << plan.steps_per_epoch
+         << " batches of " << plan.train_batch << "; validation on "
+         << validation_set->description() << " (" << validation_set->size() << " examples); "
+         << plan.keys.shards.size() << " parameter shard(s), " << plan.pushes_per_step
+         << " push(es) per step" << (plan.overlap ? " during backward" : " after backward")
+         << "; plan " << std::hex << plan.hash << std::dec << std::endl;
 
-  auto metrics = sinks.metrics;
+  wiring_recorder wired;
+  wired.report().plan_hash = plan.hash;
+  auto record = [&](const caf::actor& a, const planned_actor& entry) {
+    run.add(a, entry.name);
+    wired.actor(a, entry);
+  };
+  metrics_sink_actor metrics = sinks.metrics;
+  const auto& metrics_entry = plan.actors.at(plan.actor(plan_role::metrics, 0));
   if (!metrics)
-    metrics = run.add(spawn_metrics(system, make_metrics_options(job, sinks.output)), "metrics");
-  run.shards = spawn_shards(system, plan, parameters,
-                            shard_options{job.optimizer.sgd, job.optimizer.schedule}, topo);
-  for (std::size_t k = 0; k < run.shards.size(); ++k)
-    run.add(run.shards[k].shard, "shard_" + std::to_string(k));
-  std::vector<caf::actor> aggregators;
-  auto routes = route_workers(system, run.shards, topo, aggregators, sinks.timeouts);
-  for (std::size_t i = 0; i < aggregators.size(); ++i)
-    run.add(aggregators[i], "aggregator_" + std::to_string(i));
+    metrics = spawn_metrics(system, make_metrics_options(job, sinks.output));
+  record(caf::actor_cast<caf::actor>(metrics), metrics_entry);
+  auto targets = spawn_push_side(system, plan, initial, job.optimizer, sinks.timeouts,
+                                 [&](const caf::actor& a, const planned_actor& entry,
+                                     const caf::actor& downstream) {
+                                   record(a, entry);
+                                   if (downstream) {
+                                     wired.downstream(a, downstream);
+                                     wired.route(a, downstream, route_carries::summed_gradients);
+                                   }
+                                 });
+  run.shards = shard_routes(plan, targets);
+  if (sinks.metrics)  // the host's sink is not ours to shut down
+    run.spawned.erase(run.spawned.begin());
+
+  std::vector<loader_actor> loaders(plan.actors.size());
+  std::vector<compute_actor> computes;
   loader_options loader;
   loader.prefetch_depth = job.prefetch_depth;
-  auto validation_loader = run.add(spawn_loader(system, validation_source, loader),
-                                   "validation_loader");
-  std::vector<compute_actor> computes;
-  for (int w = 0; w < topo.workers; ++w) {
-    auto loader_opts = loader;
-    if (synchronous(topo.mode))
-      loader_opts.max_batches_per_epoch = steps;
-    compute_wiring wiring;
-    wiring.worker = w;
-    wiring.train_loader = run.add(spawn_loader(system, parts[w], loader_opts),
-                                  "loader_" + std::to_string(w));
-    wiring.validation_loader = validation_loader;
-    wiring.shards = std::move(routes[w]);
-    if (sinks.tap)
-      for (std::size_t k = 0; k < wiring.shards.size(); ++k)
-        wiring.shards[k].shard = sinks.tap(wiring.shards[k].shard, tap_point{w, k});
-    wiring.groups = plan.groups;
-    wiring.overlap = topo.overlap;
-    wiring.metrics = metrics;
-    wiring.batches_per_epoch = steps;
-    wiring.timeouts = sinks.timeouts;
-    if (w == topo.straggler)
-      wiring.straggle = std::chrono::milliseconds(topo.straggle_ms);
-    computes.push_back(run.add(spawn_compute(system, std::move(replicas[w]), std::move(wiring),
-                                             sinks.compute),
-                               "compute_" + std::to_string(w)));
+  auto loader_of = [&](std::size_t compute, route_carries carries) {
+    for (auto r : plan.routes_to(compute))
+      if (plan.routes[r].carries == carries)
+        return loaders.at(plan.routes[r].from);
+    throw std::invalid_argument("session: the plan gives " + plan.actors[compute].name
+                                + " no " + to_string(carries) + " route");
+  };
+  for (std::size_t i = 0; i < plan.actors.size(); ++i) {
+    const auto& a = plan.actors[i];
+    if (a.role == plan_role::validation_loader || a.role == plan_role::loader) {
+      auto options = loader;
+      std::shared_ptr<const batch_source> source;
+      if (a.role == plan_role::validation_loader) {
+        source = std::make_shared<const batch_source>(validation_set, job.validation_batches);
+      } else {
+        auto b = job.train_batches;
+        b.part = a.worker;
+        b.parts = plan.workers;
+        source = std::make_shared<const batch_source>(train_set, b);
+        options.max_batches_per_epoch = a.batch_limit;
+      }
+      loaders[i] = spawn_loader(system, source, options);
+      record(caf::actor_cast<caf::actor>(loaders[i]), a);
+    } else if (a.role == plan_role::compute) {
+      compute_wiring wiring;
+      wiring.worker = a.worker;
+      wiring.train_loader = loader_of(i, route_carries::batches);
+      wiring.validation_loader = loader_of(i, route_carries::validation_batches);
+      wiring.shards = routes_of(plan, targets, a.worker);
+      if (sinks.tap)
+        for (std::size_t k = 0; k < wiring.shards.size(); ++k)
+          wiring.shards[k].shard = sinks.tap(wiring.shards[k].shard, tap_point{a.worker, k});
+      wiring.groups = plan.keys.groups;
+      wiring.overlap = plan.overlap;
+      wiring.metrics = metrics;
+      wiring.batches_per_epoch = plan.steps_per_epoch;
+      wiring.timeouts = sinks.timeouts;
+      if (a.worker == job.topology.straggler)
+        wiring.straggle = std::chrono::milliseconds(job.topology.straggle_ms);
+      auto routes = wiring.shards;
+      auto train_loader = wiring.train_loader, validation_loader = wiring.validation_loader;
+      computes.push_back(spawn_compute(system, build_model(spec), std::move(wiring),
+                                       sinks.compute));
+      const auto c = caf::actor_cast<caf::actor>(computes.back());
+      record(c, a);
+      wired.route(train_loader, c, route_carries::batches);
+      wired.route(validation_loader, c, route_carries::validation_batches);
+      for (const auto& route : routes) {
+        wired.route(c, route.shard, route_carries::gradients);
+        wired.weights(caf::actor_cast<caf::actor>(route.shard), c);
+      }
+      wired.route(c, metrics, route_carries::reports);
+    } else if (a.role == plan_role::coordinator) {
+      coordinator_options co{job.epochs, 0, job.validate, job.validate_every,
+                             static_cast<std::size_t>(a.finish_after), sinks.timeouts};
+      run.coordinator = spawn_coordinator(system, computes, metrics, co);
+      record(caf::actor_cast<caf::actor>(run.coordinator), a);
+      for (auto& c : computes)
+        wired.route(run.coordinator, c, route_carries::control);
+      wired.route(run.coordinator, metrics, route_carries::reports);
+    }
   }
-  // Backup workers: an epoch is over once the workers a step needs have finished theirs.
-  const std::size_t finish_after = topo.mode == topology_kind::backup
-                                     ? static_cast<std::size_t>(topo.workers - topo.backup_workers)
-                                     : 0;
-  coordinator_options co{job.epochs, 0, job.validate, job.validate_every, finish_after,
-                         sinks.timeouts};
-  run.coordinator = run.add(spawn_coordinator(system, computes, metrics, co), "coordinator");
+  if (sinks.on_wired)
+    sinks.on_wired(wired.report());
 }
 
 struct session_state {

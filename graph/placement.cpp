@@ -35,7 +35,7 @@ int machine_of(int worker, int workers, int machines) {
   return m;
 }
 
-// Builds the model once to size the parameters; the key plan, its named keys and loads.
+// Builds the model once to size the parameters.
 void plan_model(const training_job& job, const data_facts& data, placement_plan& p) {
   auto spec = job.model;
   spec.sample_shape = data.sample_shape;
@@ -47,11 +47,19 @@ void plan_model(const training_job& job, const data_facts& data, placement_plan&
     throw placement_error(placement_subject::model, e.what());  // the zoo's words, unprefixed
   }
   p.parameter_count = m->parameter_count();
-  std::vector<std::int64_t> sizes;
-  for (const auto* param : m->parameters()) {
+  for (const auto* param : m->parameters())
     p.parameters.push_back(
       {param->name, param->value.shape(), param->value.numel(), param->weight_decay});
-    sizes.push_back(param->value.numel());
+}
+
+// The key plan over p.parameters, its named keys and the shards' loads.
+void plan_key_table(const training_job& job, placement_plan& p) {
+  std::vector<std::int64_t> sizes;
+  const bool count = p.parameter_count == 0;  // given parameters: all trainable
+  for (const auto& param : p.parameters) {
+    sizes.push_back(param.numel);
+    if (count)
+      p.parameter_count += param.numel;
   }
   try {
     p.keys = plan_keys(sizes, job.shards, job.topology.keys);
@@ -310,6 +318,11 @@ const char* to_string(route_carries carries) {
 }
 
 placement_plan plan_placement(const training_job& job, const data_facts& data) {
+  return plan_placement(job, data, {});
+}
+
+placement_plan plan_placement(const training_job& job, const data_facts& data,
+                              std::vector<planned_parameter> parameters) {
   try {
     check_job(job);
   } catch (const std::invalid_argument& e) {
@@ -325,7 +338,15 @@ placement_plan plan_placement(const training_job& job, const data_facts& data) {
   p.validation_batch = job.validation_batches.batch_size;
   p.drop_last = job.train_batches.drop_last;
   p.data = data;
-  plan_model(job, data, p);
+  if (parameters.empty()) {
+    plan_model(job, data, p);
+  } else {
+    for (const auto& param : parameters)
+      if (param.numel < 1 || param.name.empty())
+        fail(placement_subject::model, "parameter '" + param.name + "' has no elements or no name");
+    p.parameters = std::move(parameters);
+  }
+  plan_key_table(job, p);
   plan_steps(job, data, p);
   plan_actors(job, p);
   plan_routes(p);

@@ -5,7 +5,7 @@
 // parallel and leave the CPU to the actors): the first third is "forward", the rest "backward",
 // producing the gradients of the model's --keys equal tensors (--model-mb in all) one after
 // the other, last layer first. Pushes go through the same wiring training uses
-// (actors/topology_wiring.hpp): the key plan's slices and push groups, one BSP aggregator per
+// (graph/placement.hpp planned, actors/topology_wiring.hpp spawned): the key plan's slices and push groups, one BSP aggregator per
 // shard, --shards parameter shards. With overlap a push group leaves as soon as its keys are
 // "computed"; without, all leave after backward. A step ends when every group's weights are
 // back and backward is done. The ideal is 1000 / step-ms steps per second; the rest is the
@@ -165,25 +165,26 @@ struct figures {
 figures run_once(const bench_setup& b, int workers, bool overlap) {
   local_node_config cfg;
   caf::actor_system sys{cfg};
-  std::vector<parameter> params(static_cast<std::size_t>(b.keys));
-  std::vector<parameter*> list;
-  std::vector<std::int64_t> sizes;
+  // The stand-in model: --keys equal tensors, planned exactly as a training job's would be.
+  std::vector<planned_parameter> params;
+  std::vector<tensor> initial;
   for (int k = 0; k < b.keys; ++k) {
-    params[k].name = "layer" + std::to_string(k) + ".weight";
-    params[k].value = tensor({b.floats / b.keys});
-    list.push_back(&params[k]);
-    sizes.push_back(b.floats / b.keys);
+    params.push_back({"layer" + std::to_string(k) + ".weight", shape_t{b.floats / b.keys},
+                      b.floats / b.keys, true});
+    initial.emplace_back(shape_t{b.floats / b.keys});
   }
-  auto plan = plan_keys(sizes, b.shards, b.key_options);
-  shard_options opt;
-  opt.schedule.base_lr = 0.01f;
-  topology_options topo;
-  topo.workers = workers;
-  auto shards = spawn_shards(sys, plan, list, opt, topo);
+  training_job job;
+  job.shards = b.shards;
+  job.topology.workers = workers;
+  job.topology.keys = b.key_options;
+  job.topology.overlap = overlap;
+  job.optimizer.schedule.base_lr = 0.01f;
+  const auto plan = plan_placement(job, data_facts{}, params);
   std::vector<caf::actor> actors;
-  for (auto& s : shards)
-    actors.push_back(caf::actor_cast<caf::actor>(s.shard));
-  auto routes = route_workers(sys, shards, topo, actors);
+  auto targets = spawn_push_side(sys, plan, initial, job.optimizer, request_timeouts{},
+                                 [&](const caf::actor& a, const planned_actor&, const caf::actor&) {
+                                   actors.push_back(a);
+                                 });
   std::vector<caf::actor> computes;
   for (int w = 0; w < workers; ++w) {
     std::vector<tensor> grads;
@@ -191,13 +192,13 @@ figures run_once(const bench_setup& b, int workers, bool overlap) {
       grads.emplace_back(shape_t{b.floats / b.keys});
       grads.back().fill(1e-3f);
     }
-    computes.push_back(sys.spawn(stand_in_compute, std::move(grads), routes[w], plan.groups,
-                                 overlap, b.steps, b.step_ms));
+    computes.push_back(sys.spawn(stand_in_compute, std::move(grads), routes_of(plan, targets, w),
+                                 plan.keys.groups, overlap, b.steps, b.step_ms));
   }
   caf::scoped_actor self{sys};
   auto start = std::chrono::steady_clock::now();
   figures out;
-  out.pushes_per_step = plan.groups.size();
+  out.pushes_per_step = plan.keys.groups.size();
   // Start every worker before waiting for any: a BSP step needs all of them.
   std::vector<decltype(self->request(computes[0], bench_timeout, run_atom::value))> running;
   for (auto& c : computes)

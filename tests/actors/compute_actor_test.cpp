@@ -73,20 +73,30 @@ std::vector<std::string> events_of_one_epoch(bool overlap) {
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
   auto replica = small_mlp();
-  std::vector<std::int64_t> sizes;
-  for (auto* p : replica->parameters())
-    sizes.push_back(p->value.numel());
-  auto plan = plan_keys(sizes, 1, key_plan_options{4 << 20, 0});  // one push per key
-  REQUIRE(plan.groups.size() == sizes.size());
-  shard_options opt;
-  opt.schedule.base_lr = 0.01f;
-  auto shards = spawn_shards(sys, plan, replica->parameters(), opt, topology_options{});
+  std::vector<planned_parameter> params;
+  std::vector<tensor> initial;
+  for (auto* p : replica->parameters()) {
+    params.push_back({p->name, p->value.shape(), p->value.numel(), p->weight_decay});
+    initial.push_back(p->value);
+  }
+  training_job job;
+  job.topology.mode = topology_kind::async;  // compute -> shard directly
+  job.topology.keys = key_plan_options{4 << 20, 0};  // one push per key
+  job.optimizer.schedule.base_lr = 0.01f;
+  auto plan = plan_placement(job, data_facts{}, params);
+  REQUIRE(plan.keys.groups.size() == params.size());
+  std::vector<caf::actor> spawned;
+  auto targets = spawn_push_side(sys, plan, initial, job.optimizer, {},
+                                 [&](const caf::actor& a, const planned_actor&, const caf::actor&) {
+                                   spawned.push_back(a);
+                                 });
+  auto shards = routes_of(plan, targets, 0);
   auto rec = sys.spawn(recorder, shards.front().shard);
   compute_wiring w;
   w.train_loader = spawn_loader(sys, synthetic_batches());
   w.validation_loader = w.train_loader;
   w.shards = {shard_route{rec, shards.front().keys, 0}};
-  w.groups = plan.groups;
+  w.groups = plan.keys.groups;
   w.overlap = overlap;
   w.metrics = rec;
   w.batches_per_epoch = 2;

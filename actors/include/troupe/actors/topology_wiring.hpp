@@ -1,45 +1,50 @@
-// The training topology as actor wiring: spawns the parameter shards of a key plan and routes
-// each compute actor's pushes to them, directly or through aggregators. The training session
-// uses it with real compute actors; troupe_bench_messaging uses it with fixed-cost stand-ins,
-// so the benchmark measures exactly the wiring that trains.
+// The push side of a placement plan, spawned: its parameter shards and aggregators, in plan
+// order, and each worker's routes to them. The training session uses it with real compute
+// actors; troupe_bench_messaging with fixed-cost stand-ins, so the benchmark measures exactly
+// the wiring that trains. What exists and who pushes where is decided by the plan
+// (troupe/graph/placement.hpp); nothing here re-derives it.
 //
-//   bsp:          all workers -> aggregator (sums, in worker order) -> shard -> all workers
-//   async:        each worker -> shard directly; each push applied on arrival
-//   ssp:          async, but a worker may be at most `staleness` steps ahead of the slowest
-//   hierarchical: workers -> per-machine aggregator -> global aggregator -> shard
-//   backup:       bsp whose aggregator takes the first workers - backup_workers contributions
-//
-// There is one aggregator chain per shard, so shards (and their sums) work in parallel.
+//   bsp, backup:  compute w -> aggregator_k (source w) -> shard_k
+//   hierarchical: compute w -> machine_aggregator_m_k -> aggregator_k -> shard_k
+//   async, ssp:   compute w -> shard_k (source w)
 #pragma once
 
+#include <functional>
 #include <vector>
 
-#include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 
+#include <troupe/actors/aggregator_actor.hpp>
 #include <troupe/actors/compute_actor.hpp>
 #include <troupe/actors/param_shard_actor.hpp>
 #include <troupe/actors/timeouts.hpp>
-#include <troupe/graph/config/key_assignment.hpp>
 #include <troupe/graph/job.hpp>
-#include <troupe/graph/layer.hpp>
+#include <troupe/graph/placement.hpp>
 
 namespace troupe {
 
-/// One parameter shard per shard of `plan`, its keys cut from `parameters` (by slot; each
-/// shard copies its initial values). `options.workers` and `options.staleness` are set from
-/// the topology. Source indices of the returned routes are 0.
-std::vector<shard_route> spawn_shards(caf::actor_system& system, const key_plan& plan,
-                                      const std::vector<parameter*>& parameters,
-                                      shard_options options, const topology_options& topology);
+/// Called with each actor spawned, the plan's entry for it and, for an aggregator, the actor
+/// it was given to push to (for monitoring, shutdown and wiring reports).
+using spawn_observer = std::function<void(const caf::actor& spawned, const planned_actor& entry,
+                                          const caf::actor& downstream)>;
 
-/// Each worker's routes, in the order of `shards` (so push_group::shard indexes them too):
-/// the shards themselves (async, ssp) or the aggregators in front of them. Every aggregator
-/// spawned is appended to `spawned`, for shutdown.
-std::vector<std::vector<shard_route>> route_workers(caf::actor_system& system,
-                                                    const std::vector<shard_route>& shards,
-                                                    const topology_options& topology,
-                                                    std::vector<caf::actor>& spawned,
-                                                    const request_timeouts& timeouts = {});
+/// Shards and aggregators by plan actor index (invalid handles for the other roles).
+using push_targets = std::vector<push_target_actor>;
+
+/// Spawns every shard and aggregator of `plan` in plan order. Each shard's keys are cut from
+/// `initial` (parameter-shaped start values by slot; each shard copies its keys) and named by
+/// the plan. Throws std::invalid_argument if `initial` does not match the plan's parameters.
+push_targets spawn_push_side(caf::actor_system& system, const placement_plan& plan,
+                             const std::vector<tensor>& initial,
+                             const optimizer_options& optimizer,
+                             const request_timeouts& timeouts, const spawn_observer& spawned);
+
+/// Compute `worker`'s routes, one per shard in shard order (push_group::shard indexes them):
+/// the actor it pushes that shard's keys to, the keys, and its source index there.
+std::vector<shard_route> routes_of(const placement_plan& plan, const push_targets& targets,
+                                   int worker);
+
+/// Each shard's own route (the shard itself, its keys), for pulling the final weights.
+std::vector<shard_route> shard_routes(const placement_plan& plan, const push_targets& targets);
 
 } // namespace troupe

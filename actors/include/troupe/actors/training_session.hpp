@@ -35,6 +35,7 @@
 #include <troupe/actors/metrics_actor.hpp>
 #include <troupe/actors/timeouts.hpp>
 #include <troupe/graph/job.hpp>
+#include <troupe/graph/placement.hpp>
 
 namespace troupe {
 
@@ -61,6 +62,23 @@ struct tap_point {
 using gradient_tap = std::function<push_target_actor(push_target_actor downstream,
                                                      const tap_point& where)>;
 
+/// What one run spawned and wired, by the plan's actor names, taken from the handles the
+/// session actually handed to each actor. Reported once per run, before the first epoch, so a
+/// test (or a host) can compare it with the placement plan `troupe check` prints.
+struct wiring_report {
+  struct actor_entry {
+    std::string name;
+    plan_role role;
+  };
+  struct route_entry {
+    std::string from, to;  ///< "tap" for an actor the session did not spawn (a gradient tap)
+    route_carries carries;
+  };
+  std::vector<actor_entry> actors;
+  std::vector<route_entry> routes;
+  std::uint64_t plan_hash = 0;
+};
+
 /// What a host plugs into a session; everything has a default.
 struct session_sinks {
   session_output output;
@@ -70,6 +88,8 @@ struct session_sinks {
   gradient_tap tap;
   request_timeouts timeouts;
   compute_spawn_options compute;
+  /// Called on the session's thread after a run's actors are spawned; may be empty.
+  std::function<void(const wiring_report&)> on_wired;
 };
 
 /// Checks the job (check_job) and spawns the session; throws std::invalid_argument for a job

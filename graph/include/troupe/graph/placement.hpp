@@ -219,6 +219,9 @@ private:
 /// The plan of `job` on data with `data`'s facts. Builds the model once (job.model with the
 /// data's sample shape and classes) to size the parameters. Throws placement_error.
 placement_plan plan_placement(const training_job& job, const data_facts& data);
+/// The same for given parameters instead of job.model's (a benchmark's stand-in model).
+placement_plan plan_placement(const training_job& job, const data_facts& data,
+                              std::vector<planned_parameter> parameters);
 
 /// Everything the plan decides, one fact per line, integers only (no pointers, no floats,
 /// no std::hash), so equal plans render equal text on every platform. Leaves out `hash`.

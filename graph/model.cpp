@@ -18,20 +18,13 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <troupe/graph/value_hash.hpp>
 #include <troupe/kernels/elementwise.hpp>
 
 namespace troupe {
 
 namespace {
 
-std::uint64_t fnv1a(const std::string& text) {
-  std::uint64_t hash = 14695981039346656037ull;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
-  return hash;
-}
 
 std::uint64_t splitmix64(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -43,7 +36,7 @@ std::uint64_t splitmix64(std::uint64_t x) {
 /// One seed per name: the same (seed, name) always gives the same stream, and the streams of
 /// different names are unrelated, so adding a layer leaves the others' values alone.
 std::uint64_t named_seed(std::uint64_t seed, const std::string& name) {
-  return splitmix64(splitmix64(seed) ^ fnv1a(name));
+  return splitmix64(splitmix64(seed) ^ fnv1a_64(name));
 }
 
 shape_t with_batch(shape_t shape, std::int64_t batch) {

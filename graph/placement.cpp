@@ -453,13 +453,5 @@ std::string canonical_text(const placement_plan& p) {
   return out.str();
 }
 
-std::uint64_t fnv1a_64(const std::string& bytes) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
 
 } // namespace troupe

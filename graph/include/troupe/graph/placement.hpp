@@ -30,6 +30,7 @@
 
 #include <troupe/graph/config/key_assignment.hpp>
 #include <troupe/graph/job.hpp>
+#include <troupe/graph/value_hash.hpp>
 #include <troupe/io/dataset.hpp>
 
 namespace troupe {
@@ -226,7 +227,5 @@ placement_plan plan_placement(const training_job& job, const data_facts& data,
 /// Everything the plan decides, one fact per line, integers only (no pointers, no floats,
 /// no std::hash), so equal plans render equal text on every platform. Leaves out `hash`.
 std::string canonical_text(const placement_plan& plan);
-/// FNV-1a, 64 bit.
-std::uint64_t fnv1a_64(const std::string& bytes);
 
 } // namespace troupe

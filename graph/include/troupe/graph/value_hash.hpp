@@ -37,6 +37,21 @@ namespace troupe {
 
 struct training_job;
 
+/// 64-bit FNV-1a of `size` bytes, continuing from `state` (the offset basis to start). The one
+/// FNV in Troupe: value_hasher, placement plan hashes and parameter seeds all use it.
+constexpr std::uint64_t fnv1a_offset_basis = 0xcbf29ce484222325ULL;
+inline std::uint64_t fnv1a_64(const unsigned char* bytes, std::size_t size,
+                              std::uint64_t state = fnv1a_offset_basis) {
+  for (std::size_t i = 0; i < size; ++i) {
+    state ^= bytes[i];
+    state *= 0x100000001b3ULL;
+  }
+  return state;
+}
+inline std::uint64_t fnv1a_64(const std::string& bytes) {
+  return fnv1a_64(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+}
+
 /// An inspector (in the sense of CAF 0.17's `inspect`) that only reads: it feeds each value it
 /// is applied to into a running FNV-1a hash, encoded as described above.
 class value_hasher {
@@ -60,10 +75,7 @@ private:
   struct is_vector<std::vector<T, A>> : std::true_type {};
 
   void feed(const unsigned char* bytes, std::size_t size) {
-    for (std::size_t i = 0; i < size; ++i) {
-      state_ ^= bytes[i];
-      state_ *= 0x100000001b3ULL;
-    }
+    state_ = fnv1a_64(bytes, size, state_);
   }
 
   /// The low `size` bytes of `bits`, least significant first.
@@ -106,7 +118,7 @@ private:
     }
   }
 
-  std::uint64_t state_ = 0xcbf29ce484222325ULL;
+  std::uint64_t state_ = fnv1a_offset_basis;
 };
 
 /// The stable hash of any value value_hasher understands (see the top of this file).

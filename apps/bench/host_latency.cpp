@@ -13,6 +13,7 @@
 
 #include <caf/all.hpp>
 
+#include "apps/bench/host_ticker.hpp"
 #include "apps/flags.hpp"
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/training_session.hpp>
@@ -21,34 +22,7 @@ using namespace troupe;
 
 namespace {
 
-using tick_atom = caf::atom_constant<caf::atom("tick")>;
-using stop_atom = caf::atom_constant<caf::atom("stop")>;
 constexpr auto bench_timeout = std::chrono::minutes(60);
-
-struct ticker_state {
-  std::chrono::steady_clock::time_point last;
-  std::vector<double> gaps_ms;
-  bool running = true;
-  static inline const char* name = "ticker";
-};
-
-caf::behavior ticker(caf::stateful_actor<ticker_state>* self) {
-  self->state.last = std::chrono::steady_clock::now();
-  self->delayed_send(self, std::chrono::milliseconds(2), tick_atom::value);
-  return {
-    [=](tick_atom) {
-      auto now = std::chrono::steady_clock::now();
-      self->state.gaps_ms.push_back(std::chrono::duration<double, std::milli>(now - self->state.last).count());
-      self->state.last = now;
-      if (self->state.running)
-        self->delayed_send(self, std::chrono::milliseconds(2), tick_atom::value);
-    },
-    [=](stop_atom) {
-      self->state.running = false;
-      return self->state.gaps_ms;
-    },
-  };
-}
 
 training_job lenet_job(const std::string& network, std::int64_t steps, bool synthetic) {
   training_job job;
@@ -72,7 +46,7 @@ void run_round(const training_job& job, int scheduler_threads, bool detached, in
   if (scheduler_threads > 0)
     cfg.set("scheduler.max-threads", scheduler_threads);
   caf::actor_system sys{cfg};
-  auto tick = sys.spawn(ticker);
+  auto tick = sys.spawn(bench::host_ticker);
   session_sinks sinks;
   sinks.compute.detached = detached;
   auto session = spawn_training_session(sys, job, sinks);
@@ -86,7 +60,7 @@ void run_round(const training_job& job, int scheduler_threads, bool detached, in
       },
       [&](caf::error& e) { failure = e; });
   std::vector<double> gaps;
-  self->request(tick, bench_timeout, stop_atom::value)
+  self->request(tick, bench_timeout, bench::stop_atom::value)
     .receive([&](std::vector<double>& g) { gaps = std::move(g); }, [&](caf::error&) {});
   self->send_exit(tick, caf::exit_reason::user_shutdown);
   self->send_exit(session, caf::exit_reason::user_shutdown);

@@ -1,7 +1,9 @@
 // Implementation notes: contributions wait in a map keyed by (first key of the group, step)
 // until `need` have arrived;
 // then they are added in source order (deterministic) or arrival order. The contributions are
-// handles to the sources' gradient buffers: read, never written, released once summed.
+// handles to the sources' gradient buffers: read, never written, released once summed. A step
+// with a single contribution (BSP with one worker, a machine with one worker in a hierarchy)
+// forwards that contribution's handles unchanged: the weighted sum would multiply by exactly 1.
 #include <troupe/actors/aggregator_actor.hpp>
 
 #include <algorithm>
@@ -130,9 +132,16 @@ void forward_step(aggregator_pointer self, std::pair<std::size_t, std::int64_t> 
   sum.keys = order.front()->keys;
   sum.worker = st.options.position;
   sum.samples = step.samples;
-  auto& buffers = sum_buffers(group, *order.front());
-  weighted_sum(order, step.samples, buffers);
-  sum.gradients = buffers;  // handles: downstream reads them, we reuse them once it lets go
+  if (order.size() == 1) {
+    // One contribution (one source, or need 1): its weight is n / n = 1 and 1.0f * g == g
+    // bit for bit, so the sum is the contribution itself. Its handles go on: no copy, no
+    // buffer. The source waits for this push's answer before it writes them again.
+    sum.gradients = order.front()->gradients;
+  } else {
+    auto& buffers = sum_buffers(group, *order.front());
+    weighted_sum(order, step.samples, buffers);
+    sum.gradients = buffers;  // handles: downstream reads them, we reuse them once it lets go
+  }
   group.forwarded_through = std::max(group.forwarded_through, id.second);
   ++st.forwarded;
   auto waiting = std::move(step.waiting);

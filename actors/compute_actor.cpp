@@ -4,6 +4,13 @@
 // in the receiver's mailbox when it is sent, and the receiver runs on another scheduler thread
 // while this actor finishes backward. Their answers are handled after train_step returns, so
 // weights never change under a running backward.
+//
+// Training asks the loader for batch i + 1 when step i starts, so the batch is in the mailbox
+// when the step's last weights arrive: the loader's round trip (two thread wake-ups) is off
+// the step's critical path. At most one such request is in flight, and a phase ends only once
+// it is answered, so every answer belongs to the phase that asked (the loader learns of the
+// next epoch only when the next phase starts). An epoch ended early drops the batch fetched
+// ahead, as it would have skipped it.
 #include <troupe/actors/compute_actor.hpp>
 
 #include <chrono>
@@ -40,11 +47,16 @@ struct compute_state {
   float learning_rate = 0;
   bool have_weights = false;
   bool busy = false;
+  std::uint64_t phases_begun = 0;  // names the phase a loader answer was asked for
   bool end_requested = false;  // the coordinator ended this training epoch early
   // the step in flight
   step_header header;
   std::size_t answers_missing = 0;          // groups whose weights have not come back
   std::vector<std::size_t> unsent;          // groups held back (no overlap, or straggling)
+  // the training batch after it
+  bool fetching = false;                    // a request to the training loader is in flight
+  std::optional<loader_item> fetched;       // its answer, until the step in flight is done
+  bool between_steps = false;               // the last step is done; waiting for `fetched`
   static inline const char* name = "compute";
 };
 
@@ -62,6 +74,7 @@ void fail_phase(compute_pointer self, const caf::error& err) {
   if (!st.busy)
     return;  // a second failure of the same phase: the first one was answered
   st.busy = false;
+  st.fetched.reset();
   st.promise.deliver(err);
 }
 
@@ -110,6 +123,7 @@ void ask(compute_pointer self, std::size_t r, std::function<void()> then, Ts&&..
 }
 
 void next_training_batch(compute_pointer self);
+void fetch_training_batch(compute_pointer self);
 
 void send_group(compute_pointer self, std::size_t g) {
   auto& st = self->state;
@@ -147,6 +161,7 @@ void on_training_batch(compute_pointer self, loader_item& item) {
   auto& st = self->state;
   if (item.end)
     return finish_phase(self);
+  fetch_training_batch(self);  // batch i + 1 travels while step i runs
   st.header.samples = static_cast<std::int64_t>(item.data.labels.size());
   st.header.step = item.data.epoch * st.wiring.batches_per_epoch + item.data.index;
   st.header.epoch_position = static_cast<double>(item.data.epoch)
@@ -177,12 +192,44 @@ void on_training_batch(compute_pointer self, loader_item& item) {
     send_unsent(self);
 }
 
+// Runs once the previous step is done (or at the start of the phase): starts the next step
+// with the batch fetched ahead, or waits for it.
 void next_training_batch(compute_pointer self) {
-  if (self->state.end_requested)
+  auto& st = self->state;
+  if (st.end_requested && !st.fetching) {
+    st.fetched.reset();  // the epoch ends early: the batch fetched ahead is skipped
     return finish_phase(self);
+  }
+  if (!st.fetched) {
+    st.between_steps = true;
+    if (!st.fetching)
+      fetch_training_batch(self);
+    return;
+  }
+  st.between_steps = false;
+  auto item = std::move(*st.fetched);
+  st.fetched.reset();
+  on_training_batch(self, item);
+}
+
+void fetch_training_batch(compute_pointer self) {
+  self->state.fetching = true;
+  const auto phase = self->state.phases_begun;
   self->request(self->state.wiring.train_loader, self->state.wiring.timeouts.step, next_atom::value)
-    .then([=](loader_item& item) { on_training_batch(self, item); },
-          [=](caf::error& err) { fail_phase(self, err); });
+    .then(
+      [=](loader_item& item) {
+        auto& st = self->state;
+        if (phase != st.phases_begun || !st.busy)
+          return;  // asked for a phase that already failed
+        st.fetching = false;
+        st.fetched = std::move(item);
+        if (st.between_steps)
+          next_training_batch(self);
+      },
+      [=](caf::error& err) {
+        if (phase == self->state.phases_begun)
+          fail_phase(self, err);
+      });
 }
 
 void pull_all(compute_pointer self, std::function<void()> then) {
@@ -224,6 +271,10 @@ bool begin_phase(compute_pointer self, std::int64_t epoch, bool validation) {
   st.busy = true;
   st.end_requested = false;
   st.phase = phase_report{};
+  ++st.phases_begun;
+  st.fetching = false;
+  st.fetched.reset();
+  st.between_steps = false;
   st.phase.epoch = epoch;
   st.phase.validation = validation;
   st.phase_start = clock_type::now();

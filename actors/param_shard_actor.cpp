@@ -1,5 +1,14 @@
 // Implementation notes: validation of a push happens completely before the first key is
 // updated, so a bad message leaves the shard's state untouched ("loses nothing").
+//
+// The update runs on the shard's own scheduler thread, in slices of `update_slice` elements:
+// sgd_update runs a call that small inline, so the shard never starts an OpenMP team. A team
+// started on a scheduler thread would stay beside the compute actor's for the rest of the
+// process, and once libgomp manages more threads than there are cores it cuts every team's
+// spin-wait to ~100 iterations: each parallel region of a compute step then pays a futex
+// wake-up (measured on the MLP, 2 cores: 41 -> 15 thread wake-ups and ~1.2 -> ~0.9 ms per
+// step, docs/benchmarks.md "Session overhead"). The update is memory-bound; on one core it
+// costs 15 us for the MLP's 109k parameters and ~1 ms for LeNet's 3.3M.
 #include <troupe/actors/param_shard_actor.hpp>
 
 #include <algorithm>
@@ -41,6 +50,24 @@ struct shard_state {
 };
 
 using shard_pointer = param_shard_actor::stateful_pointer<shard_state>;
+
+// Below the element-wise grain of kernels/cpu/parallel.hpp (a call of fewer than twice the
+// grain runs on the calling thread), and 64 KB per stream.
+constexpr std::int64_t update_slice = std::int64_t{1} << 14;
+
+// sgd_update over [0, n) in slices; `next` may be `current` or a buffer of its own.
+void update_key(const sgd_options& sgd, float lr, const tensor& current, const tensor& grad,
+                tensor& velocity, tensor& next, bool weight_decay) {
+  const std::int64_t n = current.numel();
+  if (n <= update_slice)
+    return sgd_update(sgd, lr, current, grad, velocity, next, weight_decay);
+  for (std::int64_t offset = 0; offset < n; offset += update_slice) {
+    const std::int64_t length = std::min(update_slice, n - offset);
+    auto v = velocity.flat_slice(offset, length), out = next.flat_slice(offset, length);
+    sgd_update(sgd, lr, current.flat_slice(offset, length), grad.flat_slice(offset, length), v,
+               out, weight_decay);
+  }
+}
 
 tensor& writable_buffer(key_state& key) {
   for (auto& buffer : key.spare)
@@ -120,7 +147,7 @@ caf::result<weight_set> apply_push(shard_pointer self, const gradient_push& push
   for (std::size_t i = 0; i < push.keys.size(); ++i) {
     auto& key = st.keys[push.keys[i]];
     tensor& next = writable_buffer(key);
-    sgd_update(st.sgd, lr, key.current, push.gradients[i], key.velocity, next, key.weight_decay);
+    update_key(st.sgd, lr, key.current, push.gradients[i], key.velocity, next, key.weight_decay);
     std::swap(next, key.current);  // the old value joins the spares once its readers let go
   }
   ++st.step;

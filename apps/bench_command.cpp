@@ -16,6 +16,7 @@
 // images/s = steps * batch / seconds.
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -199,10 +200,14 @@ struct session_settings {
 
 train_command_line session_job(const bench_case& c, std::int64_t batch_size, int threads,
                                const session_settings& s) {
-  auto flags = c.session_flags;
+  std::vector<std::string> flags, more_flags;
   std::stringstream more(s.train_flags);
   for (std::string word; more >> word;)
-    flags.push_back(word);
+    more_flags.push_back(word);
+  // A config names its own data and model: the case's flags would contradict it.
+  if (std::find(more_flags.begin(), more_flags.end(), "--config") == more_flags.end())
+    flags = c.session_flags;
+  flags.insert(flags.end(), more_flags.begin(), more_flags.end());
   const auto epochs = s.epochs > 0 ? s.epochs : c.session_epochs;
   const std::vector<std::string> extra{"--batch-size", std::to_string(batch_size), "--threads",
                                        std::to_string(threads), "--num-epochs",

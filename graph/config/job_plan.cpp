@@ -180,6 +180,8 @@ void print_steps(std::ostream& out, const placement_plan& p) {
 
 // The aggregators' sums: how many sources, how many a step needs, where they go.
 void print_aggregators(std::ostream& out, const placement_plan& p) {
+  if (synchronous(p.mode) && p.actors_of(plan_role::aggregator).empty())
+    out << "  no aggregators: one worker's gradients are the sum, it pushes to the shards\n";
   for (const auto& a : p.actors) {
     if (a.role != plan_role::aggregator && a.role != plan_role::machine_aggregator)
       continue;

@@ -154,7 +154,8 @@ TEST_CASE("every topology spawns its roles and wires every compute to every shar
     CHECK(count(p, plan_role::coordinator) == 1);
     CHECK(count(p, plan_role::metrics) == 1);
     CHECK(count(p, plan_role::shard) == k);
-    CHECK(count(p, plan_role::aggregator) == (synchronous(s.mode) ? k : 0));
+    const bool one_source = !hierarchical && s.workers == 1;  // nothing to sum
+    CHECK(count(p, plan_role::aggregator) == (synchronous(s.mode) && !one_source ? k : 0));
     CHECK(count(p, plan_role::machine_aggregator)
           == (hierarchical ? k * static_cast<std::size_t>(s.machines) : 0));
     for (auto a : p.actors_of(plan_role::shard)) {
@@ -209,6 +210,32 @@ TEST_CASE("machine m aggregates workers [m*W/M, (m+1)*W/M), as the wiring splits
   CHECK(text.str().find("machine_aggregator_1_0 sums 3 source(s) for shard_0, source 1 at "
                         "aggregator_0 (machine 1: workers 2 to 4)")
         != std::string::npos);
+}
+
+TEST_CASE("a synchronous job of one worker pushes straight to its shards: no sums of one") {
+  for (auto mode : {topology_kind::bsp, topology_kind::backup}) {
+    INFO(to_string(mode));
+    auto p = plan_placement(mlp_job(mode, 1, 2), mnist_facts());
+    CHECK(p.actors_of(plan_role::aggregator).empty());
+    for (int k = 0; k < 2; ++k) {
+      const auto& r = p.gradient_route(0, k);
+      CHECK(p.actors[r.to].role == plan_role::shard);
+      CHECK(p.actors[r.to].shard == k);
+      CHECK(r.source == 0);
+    }
+    for (const auto& r : p.routes)
+      CHECK(r.carries != route_carries::summed_gradients);
+    std::ostringstream text;
+    print_plan(text, p);
+    CHECK(text.str().find("no aggregators: one worker's gradients are the sum")
+          != std::string::npos);
+  }
+  // Two workers, or one worker under a machine level, still sum.
+  CHECK(plan_placement(mlp_job(topology_kind::bsp, 2, 2), mnist_facts())
+          .actors_of(plan_role::aggregator).size() == 2);
+  auto machine = plan_placement(mlp_job(topology_kind::hierarchical, 1, 1, 1), mnist_facts());
+  CHECK(machine.actors_of(plan_role::aggregator).size() == 1);
+  CHECK(machine.actors_of(plan_role::machine_aggregator).size() == 1);
 }
 
 TEST_CASE("backup aggregators need workers - backups, and the coordinator ends epochs early") {

@@ -11,7 +11,8 @@
 //
 // The wiring (as actors/topology_wiring.cpp spawns it):
 //   loader w feeds compute w (data part w of W); one validation loader serves every compute.
-//   bsp, backup:  compute w -> aggregator_k (source w) -> shard_k, for each shard k
+//   bsp, backup:  compute w -> aggregator_k (source w) -> shard_k, for each shard k; with a
+//                 single worker there is nothing to sum: compute 0 -> shard_k (no aggregators)
 //   hierarchical: machine m holds workers [m*W/M, (m+1)*W/M); compute w ->
 //                 machine_aggregator_m_k (source w - m*W/M) -> aggregator_k (source m) -> shard_k
 //   async, ssp:   compute w -> shard_k (source w)

@@ -104,25 +104,22 @@ def main():
           "median [min-max] over rounds; ratio = end-to-end / bare, per round")
     print(f"{'model':<10} {'variant':<10} {'bare img/s':>24} {'end-to-end img/s':>24} "
           f"{'ratio':>20} {'target':>6}  met")
-    for m in models:
-        for name, _ in variants:
-            rs = results[(m, name)]
-            ratio = statistics.median(x["ratio"] for x in rs)
-            print(f"{m:<10} {name:<10} {med_range([x['bare'] for x in rs], '{:.0f}'):>24} "
-                  f"{med_range([x['e2e'] for x in rs], '{:.0f}'):>24} "
-                  f"{med_range([x['ratio'] for x in rs], '{:.3f}'):>20} {TARGETS[m]:>6.1f}  "
-                  f"{'yes' if ratio >= TARGETS[m] else 'no'}")
+    rows = [(m, name, results[(m, name)]) for m in models for name, _ in variants]
+    for m, name, rs in rows:
+        ratio = statistics.median(x["ratio"] for x in rs)
+        print(f"{m:<10} {name:<10} {med_range([x['bare'] for x in rs], '{:.0f}'):>24} "
+              f"{med_range([x['e2e'] for x in rs], '{:.0f}'):>24} "
+              f"{med_range([x['ratio'] for x in rs], '{:.3f}'):>20} {TARGETS[m]:>6.1f}  "
+              f"{'yes' if ratio >= TARGETS[m] else 'no'}")
     print("\nwhere the time goes, per step (medians): extra = end-to-end step - bare step; "
           "cpu = process CPU time; wake-ups = voluntary context switches; load = one batch built")
     print(f"{'model':<10} {'variant':<10} {'bare ms':>8} {'extra ms':>9} {'cpu bare':>9} "
           f"{'cpu e2e':>8} {'wake-ups bare':>14} {'wake-ups e2e':>13} {'load ms':>8}")
-    for m in models:
-        for name, _ in variants:
-            rs = results[(m, name)]
-            med = {k: statistics.median(x[k] for x in rs) for k in rs[0]}
-            print(f"{m:<10} {name:<10} {med['bare_ms']:>8.3f} {med['extra_ms']:>9.3f} "
-                  f"{med['cpu_bare']:>9.3f} {med['cpu_e2e']:>8.3f} {med['csw_bare']:>14.1f} "
-                  f"{med['csw_e2e']:>13.1f} {med['load_ms']:>8.3f}")
+    for m, name, rs in rows:
+        med = {k: statistics.median(x[k] for x in rs) for k in rs[0]}
+        print(f"{m:<10} {name:<10} {med['bare_ms']:>8.3f} {med['extra_ms']:>9.3f} "
+              f"{med['cpu_bare']:>9.3f} {med['cpu_e2e']:>8.3f} {med['csw_bare']:>14.1f} "
+              f"{med['csw_e2e']:>13.1f} {med['load_ms']:>8.3f}")
 
 
 if __name__ == "__main__":

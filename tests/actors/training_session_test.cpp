@@ -195,6 +195,21 @@ caf::error run_and_fail(caf::actor_system& sys, const training_job& job, session
   return failure;
 }
 
+// Runs small_job with a tap in front of every shard route (swallowing pushes, or killing its
+// shard at push `kill_after`), expects the run to fail, stops the taps, returns the error.
+caf::error fail_through_taps(caf::actor_system& sys, session_sinks sinks, bool swallow,
+                             int kill_after) {
+  std::vector<counting_tap> taps;
+  sinks.tap = [&](push_target_actor downstream, const tap_point&) -> push_target_actor {
+    taps.push_back(sys.spawn(tap, downstream, swallow, kill_after));
+    return taps.back();
+  };
+  auto err = run_and_fail(sys, small_job(), std::move(sinks));
+  for (auto& t : taps)
+    caf::anon_send_exit(t, caf::exit_reason::user_shutdown);
+  return err;
+}
+
 } // namespace
 
 TEST_CASE("a host actor on a one-thread scheduler runs a session without blocking") {
@@ -270,35 +285,18 @@ TEST_CASE("a host's metrics sink gets every report and its gradient tap every pu
 TEST_CASE("a shard that dies mid-run ends the session with peer_down, not a hang") {
   local_node_config cfg;
   caf::actor_system sys{cfg};
-  auto job = small_job();
-  std::vector<counting_tap> taps;
-  session_sinks sinks;
-  sinks.tap = [&](push_target_actor downstream, const tap_point&) -> push_target_actor {
-    taps.push_back(sys.spawn(tap, downstream, false, 5));
-    return taps.back();
-  };
-  auto err = run_and_fail(sys, job, sinks);
+  auto err = fail_through_taps(sys, {}, false, 5);
   CHECK(troupe_code(err) == errc::peer_down);
   CHECK_THAT(error_text(err), Catch::Contains("terminated"));
-  for (auto& t : taps)
-    caf::anon_send_exit(t, caf::exit_reason::user_shutdown);
 }
 
 TEST_CASE("a route that never answers ends the session with a timeout, not a hang") {
   local_node_config cfg;
   caf::actor_system sys{cfg};
-  auto job = small_job();
-  std::vector<counting_tap> taps;
   session_sinks sinks;
   sinks.timeouts.step = std::chrono::milliseconds(300);
-  sinks.tap = [&](push_target_actor downstream, const tap_point&) -> push_target_actor {
-    taps.push_back(sys.spawn(tap, downstream, true, 0));
-    return taps.back();
-  };
-  auto err = run_and_fail(sys, job, sinks);
+  auto err = fail_through_taps(sys, sinks, true, 0);
   CHECK(troupe_code(err) == errc::timeout);
-  for (auto& t : taps)
-    caf::anon_send_exit(t, caf::exit_reason::user_shutdown);
 }
 
 TEST_CASE("bad data is reported by run as bad_data, naming the file") {

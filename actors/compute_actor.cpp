@@ -161,7 +161,6 @@ void on_training_batch(compute_pointer self, loader_item& item) {
   auto& st = self->state;
   if (item.end)
     return finish_phase(self);
-  fetch_training_batch(self);  // batch i + 1 travels while step i runs
   st.header.samples = static_cast<std::int64_t>(item.data.labels.size());
   st.header.step = item.data.epoch * st.wiring.batches_per_epoch + item.data.index;
   st.header.epoch_position = static_cast<double>(item.data.epoch)
@@ -171,12 +170,15 @@ void on_training_batch(compute_pointer self, loader_item& item) {
   st.answers_missing = st.wiring.groups.size();
   st.unsent.clear();
   loss_result loss;
+  const auto step_start = clock_type::now();
   try {
     loss = st.replica->train_step(item.data.images, item.data.labels,
                                   [self](std::size_t slot) { on_gradient_ready(self, slot); });
   } catch (const std::exception& e) {
     return fail_phase(self, make_error(classify_exception(e), std::string("compute: ") + e.what()));
   }
+  st.phase.step_seconds += std::chrono::duration<double>(clock_type::now() - step_start).count();
+  fetch_training_batch(self);  // batch i + 1 travels while step i's weights come back
   st.phase.samples += loss.count;
   st.phase.correct += loss.correct;
   st.phase.loss_sum += loss.loss_sum;

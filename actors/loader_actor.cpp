@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <vector>
 
 #include <caf/all.hpp>
 
@@ -24,6 +25,9 @@ struct loader_state {
   std::deque<batch> ready;
   std::deque<caf::typed_response_promise<loader_item>> waiting;
   bool fill_armed = false;
+  // Image buffers of batches handed out; one that no other handle sees any more (the compute
+  // actor and its model let go) is written again instead of allocating a new one.
+  std::vector<tensor> spare;
   static inline const char* name = "loader";
 };
 
@@ -64,13 +68,32 @@ void serve_waiting(loader_pointer self) {
   }
 }
 
+// Batches out of the loader's hands that may still hold their buffer: the one the compute
+// actor is stepping on, the one its model keeps as the first layer's input until the next
+// forward, and the one fetched ahead.
+constexpr int spare_in_use = 3;
+
+// A spare buffer no one else sees (removed from `spare`: make() needs the only handle), or
+// an empty tensor.
+tensor take_spare(loader_state& st) {
+  for (auto it = st.spare.begin(); it != st.spare.end(); ++it)
+    if (it->unique()) {
+      tensor t = std::move(*it);
+      st.spare.erase(it);
+      return t;
+    }
+  return {};
+}
+
 void fill_one(loader_pointer self) {
   auto& st = self->state;
   st.fill_armed = false;
   if (epoch_exhausted(st) || static_cast<int>(st.ready.size()) >= st.options.prefetch_depth)
     return;
   try {
-    st.ready.push_back(st.source->make(st.epoch, st.next_to_build));
+    st.ready.push_back(st.source->make(st.epoch, st.next_to_build, take_spare(st)));
+    if (static_cast<int>(st.spare.size()) < st.options.prefetch_depth + spare_in_use)
+      st.spare.push_back(st.ready.back().images);
   } catch (const std::exception& e) {
     auto err = make_error(classify_exception(e), std::string("loader: ") + e.what());
     for (auto& promise : st.waiting)

@@ -7,9 +7,11 @@
 // step on batches built in advance from the job's own data (forward + backward + the shard's
 // SGD update, weight decay included, on the calling thread), then the same job through the
 // actors (loader, compute, aggregator, shard, coordinator, metrics; `troupe train`'s flags and
-// actor system), timed over the training epochs after the first. The difference per step is
-// what the session costs. Loading is reported apart (`load` line): in the session it runs on
-// a scheduler thread beside the step, never inside the bare figure.
+// actor system), timed per training epoch after the first. Each side reports its median: of
+// the session's timed epochs, and of as many runs of the bare steps (the machines this runs
+// on are shared; a median of several is steadier than one long run). The difference per step
+// is what the session costs. Loading is reported apart (`load` line): in the session it runs
+// on a scheduler thread beside the step, never inside the bare figure.
 //
 // Prints one `RESULT ...` line per model and mode (machine-readable, used by
 // scripts/bench_vs_torch.py and scripts/bench_session.py) with the arithmetic beside it:
@@ -80,7 +82,7 @@ struct bench_case {
 bench_case lookup_case(const std::string& name) {
   if (name == "mlp")
     return {name, {"mlp", 0, {1, 28, 28}, 10, 0}, 500, true,
-            {"--network", "mlp", "--dataset", "fashion-mnist"}, 3};
+            {"--network", "mlp", "--dataset", "fashion-mnist"}, 6};
   if (name == "lenet")
     return {name, {"lenet", 0, {1, 28, 28}, 10, 0}, 50, true,
             {"--network", "lenet", "--dataset", "synthetic", "--image-shape", "1,28,28",
@@ -219,8 +221,18 @@ train_command_line session_job(const bench_case& c, std::int64_t batch_size, int
 
 // The bare step on the session's own first batches (shuffled as the session shuffles them,
 // same normalization), and how long the loader takes to build one of them.
+// The median of `figures` by images/s (the upper one of an even count).
+template <class Figures>
+Figures median_by_rate(std::vector<Figures> figures) {
+  std::sort(figures.begin(), figures.end(), [](const Figures& a, const Figures& b) {
+    return a.images_per_second < b.images_per_second;
+  });
+  return figures.at(figures.size() / 2);
+}
+
+// `repeats` runs of `steps` bare steps (as many as the session's timed epochs), the median.
 bench_figures bare_on_job(const training_job& job, std::int64_t steps, std::int64_t warmup,
-                          double& load_ms) {
+                          std::int64_t repeats, double& load_ms) {
   batch_source source(open_dataset(job.train_data), job.train_batches);
   const auto count = std::min(steps + warmup, source.batches_per_epoch());
   std::vector<batch> batches;
@@ -232,14 +244,20 @@ bench_figures bare_on_job(const training_job& job, std::int64_t steps, std::int6
   spec.sample_shape = source.data().sample_shape();
   spec.classes = source.data().classes();
   auto m = build_model(spec);
-  return time_steps(*m, batches, job.optimizer.sgd, steps, warmup);
+  std::vector<bench_figures> runs;
+  for (std::int64_t r = 0; r < std::max<std::int64_t>(1, repeats); ++r)
+    runs.push_back(time_steps(*m, batches, job.optimizer.sgd, steps, r == 0 ? warmup : 0));
+  return median_by_rate(std::move(runs));
 }
 
+// One timed epoch, or (from run_session) the median one, with the usage of all timed epochs.
 struct session_figures {
   double images_per_second = 0;
   double step_ms = 0;
+  double compute_ms = 0;  // of step_ms, inside the compute actor's training step
   std::int64_t steps = 0;
   double seconds = 0;
+  std::int64_t timed_epochs = 0, timed_steps = 0;  // all timed epochs, for `used`
   usage_mark used;  // CPU time and context switches of the timed epochs, whole process
 };
 
@@ -281,18 +299,28 @@ session_figures run_session(const training_job& job, const session_settings& s) 
   }
   if (failure)
     throw troupe_error(troupe_code(failure), error_text(failure));
-  session_figures out;
-  std::int64_t samples = 0;
+  std::vector<session_figures> epochs;
+  std::int64_t timed_steps = 0;
   for (const auto& phase : result.phases)
-    if (!phase.validation && phase.epoch > 0) {
-      samples += phase.samples;
-      out.seconds += phase.seconds;
-      out.steps += (phase.samples + job.train_batches.batch_size - 1) / job.train_batches.batch_size;
+    if (!phase.validation && phase.epoch > 0 && phase.seconds > 0) {
+      session_figures e;
+      e.steps = (phase.samples + job.train_batches.batch_size - 1) / job.train_batches.batch_size;
+      e.seconds = phase.seconds;
+      e.images_per_second = static_cast<double>(phase.samples) / phase.seconds;
+      e.step_ms = 1000.0 * phase.seconds / static_cast<double>(std::max<std::int64_t>(1, e.steps));
+      e.compute_ms =
+        1000.0 * phase.step_seconds / static_cast<double>(std::max<std::int64_t>(1, e.steps));
+      timed_steps += e.steps;
+      epochs.push_back(e);
     }
-  out.images_per_second = out.seconds > 0 ? samples / out.seconds : 0;
-  out.step_ms = out.steps > 0 ? 1000.0 * out.seconds / static_cast<double>(out.steps) : 0;
+  if (epochs.empty())
+    throw std::runtime_error("bench: the session ran no timed training epoch");
+  const auto timed_epochs = static_cast<std::int64_t>(epochs.size());
+  auto out = median_by_rate(std::move(epochs));
   if (marks->size() == 2)
     out.used = marks->back() - marks->front();
+  out.timed_epochs = timed_epochs;
+  out.timed_steps = timed_steps;
   return out;
 }
 
@@ -310,7 +338,7 @@ void run_end_to_end(const bench_case& c, std::int64_t batch_size, int threads,
   std::exception_ptr failure;
   std::thread([&] {
     try {
-      bare = bare_on_job(cli.job, steps, warmup, load_ms);
+      bare = bare_on_job(cli.job, steps, warmup, cli.job.epochs - 1, load_ms);
     } catch (...) {
       failure = std::current_exception();
     }
@@ -319,13 +347,18 @@ void run_end_to_end(const bench_case& c, std::int64_t batch_size, int threads,
     std::rethrow_exception(failure);
   print_bare(c, "bare", batch_size, threads, steps, bare);
   auto e2e = run_session(cli.job, s);
+  const double compute_ms = e2e.compute_ms;
   std::printf("RESULT model=%s mode=session compute=%s scheduler_threads=%d batch=%lld "
-              "threads=%d steps=%lld imgs_per_s=%.1f step_ms=%.3f %s  (= %lld steps of the "
-              "epochs after the first / %.3f s)\n",
+              "threads=%d steps=%lld imgs_per_s=%.1f step_ms=%.3f compute_ms=%.3f "
+              "waiting_ms=%.3f %s  (median of %lld timed epochs: %lld steps / %.3f s; "
+              "compute = in the compute actor's steps, waiting = for weights and batches; "
+              "usage per step of all timed epochs)\n",
               c.name.c_str(), s.detached ? "detached" : "scheduled", s.node.scheduler_threads,
               static_cast<long long>(batch_size), threads, static_cast<long long>(e2e.steps),
-              e2e.images_per_second, e2e.step_ms, usage_text(e2e.used, e2e.steps).c_str(),
-              static_cast<long long>(e2e.steps), e2e.seconds);
+              e2e.images_per_second, e2e.step_ms, compute_ms, e2e.step_ms - compute_ms,
+              usage_text(e2e.used, e2e.timed_steps).c_str(),
+              static_cast<long long>(e2e.timed_epochs), static_cast<long long>(e2e.steps),
+              e2e.seconds);
   std::printf("RESULT model=%s mode=load batch=%lld threads=%d batch_ms=%.3f  (one batch built "
               "on the calling thread, oneTBB inside)\n",
               c.name.c_str(), static_cast<long long>(batch_size), threads, load_ms);
@@ -360,7 +393,7 @@ int bench_command(const std::vector<std::string>& args) {
                "also train through the actors (mlp: Fashion-MNIST; lenet: 7,680 and resnet-20: "
                "2,560 synthetic examples) and print both, their ratio and the overhead per step");
   f.add("epochs", session.epochs,
-        "--end-to-end: session epochs, the first not timed (0: 3 for mlp, 2 for the others)");
+        "--end-to-end: session epochs, the first not timed, each side the median of the rest (0: 6 for mlp, 2 for the others)");
   f.add("compute", compute, "--end-to-end: compute actors detached | scheduled");
   f.add("train-flags", session.train_flags,
         "--end-to-end: more `troupe train` flags for the session, e.g. \"--no-overlap --prefetch 8\"");

@@ -35,6 +35,13 @@ constexpr std::size_t cached_epochs = 2;
 
 std::string invalid(const std::string& what) { return "batch_source: " + what; }
 
+// Hints the first `bytes` (at most 16 KiB) at `p` into the cache, a line at a time.
+void prefetch_bytes(const std::uint8_t* p, std::int64_t bytes) {
+  constexpr std::int64_t line = 64, most = 16 * 1024;
+  for (std::int64_t offset = 0; offset < std::min(bytes, most); offset += line)
+    __builtin_prefetch(p + offset);
+}
+
 void check_channel_values(const std::vector<float>& values, const char* name,
                           std::int64_t channels, bool positive) {
   if (static_cast<std::int64_t>(values.size()) != channels)
@@ -216,6 +223,10 @@ void batch_source::fill_example(const std::uint8_t* pixels, std::int64_t epoch,
 }
 
 batch batch_source::make(std::int64_t epoch, std::int64_t index) const {
+  return make(epoch, index, tensor{});
+}
+
+batch batch_source::make(std::int64_t epoch, std::int64_t index, tensor reuse) const {
   if (epoch < 0 || index < 0 || index >= batches_)
     throw std::out_of_range("batch_source::make: epoch " + std::to_string(epoch) +
                             ", batch " + std::to_string(index) + " is outside epoch >= 0, [0, " +
@@ -227,7 +238,10 @@ batch batch_source::make(std::int64_t epoch, std::int64_t index) const {
   const auto order = options_.shuffle ? epoch_order(epoch) : nullptr;
 
   batch result;
-  result.images = tensor::uninitialized({count, shape[0], shape[1], shape[2]});
+  const shape_t images_shape{count, shape[0], shape[1], shape[2]};
+  result.images = reuse.unique() && reuse.shape() == images_shape
+                    ? std::move(reuse)
+                    : tensor::uninitialized(images_shape);
   result.labels.resize(std::size_t(count));
   result.epoch = epoch;
   result.index = index;
@@ -235,12 +249,19 @@ batch batch_source::make(std::int64_t epoch, std::int64_t index) const {
   const std::int64_t grain = std::max<std::int64_t>(1, pixels_per_task / std::max<std::int64_t>(1, numel));
   tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, count, grain),
                     [&](const tbb::blocked_range<std::int64_t>& range) {
-                      for (auto i = range.begin(); i != range.end(); ++i) {
-                        // Position in the epoch's order; part p owns p, p + n, p + 2n, ...
+                      // Position in the epoch's order; part p owns p, p + n, p + 2n, ...
+                      auto example_at = [&](std::int64_t i) {
                         const std::int64_t position =
                             options_.part + (first + i) * options_.parts;
-                        const std::int64_t example =
-                            order ? (*order)[std::size_t(position)] : position;
+                        return std::pair{position,
+                                         order ? (*order)[std::size_t(position)] : position};
+                      };
+                      for (auto i = range.begin(); i != range.end(); ++i) {
+                        const auto [position, example] = example_at(i);
+                        // Shuffled examples are scattered over the whole set: ask for the
+                        // next one's pixels while this one is written.
+                        if (i + 1 != range.end())
+                          prefetch_bytes(data_->pixels(example_at(i + 1).second), numel);
                         result.labels[std::size_t(i)] = data_->label(example);
                         fill_example(data_->pixels(example), epoch, position, images + i * numel);
                       }

@@ -58,6 +58,8 @@ def run_round(troupe, model, common, extra):
         "e2e": float(session["imgs_per_s"]),
         "ratio": float(session["imgs_per_s"]) / float(bare["imgs_per_s"]),
         "extra_ms": float(session["step_ms"]) - float(bare["step_ms"]),
+        "compute_ms": float(session["compute_ms"]),
+        "waiting_ms": float(session["waiting_ms"]),
         "bare_ms": float(bare["step_ms"]),
         "cpu_bare": float(bare["cpu_ms_per_step"]),
         "cpu_e2e": float(session["cpu_ms_per_step"]),
@@ -112,12 +114,16 @@ def main():
               f"{med_range([x['ratio'] for x in rs], '{:.3f}'):>20} {TARGETS[m]:>6.1f}  "
               f"{'yes' if ratio >= TARGETS[m] else 'no'}")
     print("\nwhere the time goes, per step (medians): extra = end-to-end step - bare step; "
-          "cpu = process CPU time; wake-ups = voluntary context switches; load = one batch built")
-    print(f"{'model':<10} {'variant':<10} {'bare ms':>8} {'extra ms':>9} {'cpu bare':>9} "
+          "of the end-to-end step, compute = in the compute actor's step, waiting = for weights "
+          "and batches; cpu = process CPU time; wake-ups = voluntary context switches; "
+          "load = one batch built")
+    print(f"{'model':<10} {'variant':<10} {'bare ms':>8} {'extra ms':>9} {'compute':>8} "
+          f"{'waiting':>8} {'cpu bare':>9} "
           f"{'cpu e2e':>8} {'wake-ups bare':>14} {'wake-ups e2e':>13} {'load ms':>8}")
     for m, name, rs in rows:
         med = {k: statistics.median(x[k] for x in rs) for k in rs[0]}
         print(f"{m:<10} {name:<10} {med['bare_ms']:>8.3f} {med['extra_ms']:>9.3f} "
+              f"{med['compute_ms']:>8.3f} {med['waiting_ms']:>8.3f} "
               f"{med['cpu_bare']:>9.3f} {med['cpu_e2e']:>8.3f} {med['csw_bare']:>14.1f} "
               f"{med['csw_e2e']:>13.1f} {med['load_ms']:>8.3f}")
 

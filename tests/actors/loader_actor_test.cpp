@@ -2,6 +2,8 @@
 // then the end mark; a new epoch starts over.
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include <caf/all.hpp>
 
 #include <troupe/actors/loader_actor.hpp>
@@ -71,5 +73,48 @@ TEST_CASE("loader answers `next` before any epoch with the end mark") {
   caf::scoped_actor self{sys};
   auto loader = spawn_loader(sys, small_source());
   CHECK(next(self, loader).end);
+  self->send_exit(loader, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("loader never writes into a batch its receiver still holds, and reuses released ones") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto source = small_source();
+  auto loader = spawn_loader(sys, source, loader_options{2});
+  // Held: two epochs of batches kept while the loader builds on; each stays what it was.
+  std::vector<batch> held;
+  for (std::int64_t epoch : {0, 1}) {
+    self->send(loader, epoch_atom::value, epoch);
+    for (auto item = next(self, loader); !item.end; item = next(self, loader))
+      held.push_back(std::move(item.data));
+  }
+  REQUIRE(held.size() == static_cast<std::size_t>(2 * source->batches_per_epoch()));
+  std::set<const float*> storages;
+  for (const auto& b : held) {
+    CHECK(same_batch(b, source->make(b.epoch, b.index)));
+    storages.insert(b.images.data());
+  }
+  CHECK(storages.size() == held.size());  // no two held batches share storage
+  // Released: once nothing else holds them, the first buffers handed out (the loader keeps
+  // those) carry later batches. Epoch 2's batches are all kept, so none of its storage can
+  // be an address malloc handed back after a free.
+  const std::set<const float*> pooled{held[0].images.data(), held[1].images.data()};
+  const auto shape = held[0].images.shape();
+  held.clear();
+  // Whatever storage was freed just now goes to these, not to the loader's next batches: a
+  // match below is a buffer the loader kept, never an address malloc gave out again.
+  std::vector<tensor> occupy;
+  for (int i = 0; i < 32; ++i)
+    occupy.push_back(tensor::uninitialized(shape));
+  self->send(loader, epoch_atom::value, std::int64_t{2});
+  std::vector<batch> kept;
+  std::size_t recycled = 0;
+  for (auto item = next(self, loader); !item.end; item = next(self, loader)) {
+    CHECK(same_batch(item.data, source->make(2, item.data.index)));
+    recycled += pooled.count(item.data.images.data());
+    kept.push_back(std::move(item.data));
+  }
+  CHECK(recycled == 2);
   self->send_exit(loader, caf::exit_reason::user_shutdown);
 }

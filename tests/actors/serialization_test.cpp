@@ -178,7 +178,7 @@ TEST_CASE("reports and results round-trip through CAF's binary serializer") {
     // Still whitelisted as unsafe, CAF would skip it silently instead of serializing it.
     CHECK_FALSE(caf::allowed_unsafe_message_type<training_result>::value);
     training_result r;
-    r.phases = {phase_report{0, false, 60000, 51000, 30000, 4.5},
+    r.phases = {phase_report{0, false, 60000, 51000, 30000, 4.5, 3.25},
                 phase_report{0, true, 10000, 8700, 4000, 0.5}};
     r.parameter_names = {"fc1.weight", "fc1.bias"};
     r.final_weights = {tensor::from_values({2, 3}, {1, 2, 3, 4, 5, 6}),
@@ -191,6 +191,7 @@ TEST_CASE("reports and results round-trip through CAF's binary serializer") {
     CHECK(loaded.phases[1].validation);
     CHECK(loaded.phases[1].correct == 8700);
     CHECK(loaded.phases[0].seconds == 4.5);
+    CHECK(loaded.phases[0].step_seconds == 3.25);
     CHECK(loaded.parameter_names == r.parameter_names);
     REQUIRE(loaded.final_weights.size() == 2);
     require_same(loaded.final_weights[0], r.final_weights[0]);

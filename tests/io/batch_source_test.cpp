@@ -340,3 +340,34 @@ TEST_CASE("invalid options name the option and the value", "[io][batch_source]")
   rejects(options, "batch_size 11 with drop_last leaves no batch");
   REQUIRE_THROWS_WITH(batch_source(nullptr, options_with_batch(1)), Contains("dataset is null"));
 }
+
+TEST_CASE("a recycled buffer is written only when it has the shape and no other reader",
+          "[io][batch_source]") {
+  batch_source source(numbered_dataset(100), options_with_batch(16));
+  const auto fresh = source.make(1, 2);
+  REQUIRE(fresh.images.numel() == 16 * 2);
+
+  // Unique and of the batch's shape: the same storage comes back, holding the same batch.
+  auto spare = source.make(0, 0).images;
+  const float* storage = spare.data();
+  auto reused = source.make(1, 2, std::move(spare));
+  CHECK(reused.images.data() == storage);
+  CHECK(same_batch(reused, fresh));
+
+  // Another handle still reads it: new storage, and the reader's values stay as they were.
+  auto held = source.make(0, 0);
+  const std::vector<float> before(held.images.data(), held.images.data() + held.images.numel());
+  auto shared = held.images;
+  auto written = source.make(1, 2, shared);
+  CHECK(written.images.data() != held.images.data());
+  CHECK(same_batch(written, fresh));
+  CHECK(std::equal(before.begin(), before.end(), held.images.data()));
+
+  // The last batch is shorter (100 = 6 x 16 + 4): a full-size buffer is not used for it.
+  auto full = source.make(0, 0).images;
+  const float* full_storage = full.data();
+  auto last = source.make(1, 6, std::move(full));
+  CHECK(last.images.dim(0) == 4);
+  CHECK(last.images.data() != full_storage);
+  CHECK(same_batch(last, source.make(1, 6)));
+}

@@ -90,6 +90,9 @@ struct phase_report {
   std::int64_t correct = 0;
   double loss_sum = 0;
   double seconds = 0;  ///< wall time of the phase, loading included
+  /// Of `seconds`, the time in training steps (forward, backward, pushes sent); the rest is
+  /// waiting for weights and batches. 0 for validation.
+  double step_seconds = 0;
 };
 
 /// Everything a finished run measured, in the order the phases ran.
@@ -122,7 +125,7 @@ typename Inspector::result_type inspect(Inspector& f, batch_report& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, phase_report& x) {
   return f(caf::meta::type_name("troupe.phase_report"), x.epoch, x.validation, x.samples,
-           x.correct, x.loss_sum, x.seconds);
+           x.correct, x.loss_sum, x.seconds, x.step_seconds);
 }
 
 /// The final weights cross as plain floats (tensor's inspect): a result crosses once per run.

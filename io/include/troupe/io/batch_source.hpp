@@ -85,6 +85,10 @@ public:
   /// Builds batch `index` (0 <= index < batches_per_epoch) of `epoch` (>= 0); throws
   /// std::out_of_range otherwise. Uses oneTBB across the examples of the batch.
   batch make(std::int64_t epoch, std::int64_t index) const;
+  /// The same batch, written into `reuse` when it has the batch's shape and no other handle
+  /// sees it (a loader's recycled buffer: no allocation, no fresh pages to fault in);
+  /// otherwise into new storage.
+  batch make(std::int64_t epoch, std::int64_t index, tensor reuse) const;
 
 private:
   struct epoch_order_cache;

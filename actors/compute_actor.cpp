@@ -5,16 +5,19 @@
 // while this actor finishes backward. Their answers are handled after train_step returns, so
 // weights never change under a running backward.
 //
-// Training asks the loader for batch i + 1 when step i starts, so the batch is in the mailbox
-// when the step's last weights arrive: the loader's round trip (two thread wake-ups) is off
-// the step's critical path. At most one such request is in flight, and a phase ends only once
-// it is answered, so every answer belongs to the phase that asked (the loader learns of the
-// next epoch only when the next phase starts). An epoch ended early drops the batch fetched
-// ahead, as it would have skipped it.
+// Training asks the loader for batch i + 1 as soon as step i's forward and backward are done,
+// so the batch is in the mailbox when the step's last weights arrive: the loader's round trip
+// (two thread wake-ups) is off the step's critical path, and the loader builds its next batch
+// while the weights come back rather than beside the step's computation (on a machine whose
+// cores all run the step, that would stall the step's threads). At most one such request is
+// in flight, and a phase ends only once it is answered, so every answer belongs to the phase
+// that asked (the loader learns of the next epoch only when the next phase starts). An epoch
+// ended early drops the batch fetched ahead, as it would have skipped it.
 #include <troupe/actors/compute_actor.hpp>
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -57,10 +60,35 @@ struct compute_state {
   bool fetching = false;                    // a request to the training loader is in flight
   std::optional<loader_item> fetched;       // its answer, until the step in flight is done
   bool between_steps = false;               // the last step is done; waiting for `fetched`
+  // requests in flight, by a number of this actor's: what each waits for and since when
+  std::map<std::uint64_t, std::pair<std::string, clock_type::time_point>> pending;
+  std::uint64_t requests_made = 0;
+  bool watchdog_armed = false;
   static inline const char* name = "compute";
 };
 
 using compute_pointer = compute_actor::stateful_pointer<compute_state>;
+
+void arm_watchdog(compute_pointer self) {
+  auto& st = self->state;
+  if (st.watchdog_armed)
+    return;
+  st.watchdog_armed = true;
+  self->delayed_send(self, std::max<caf::timespan>(st.wiring.timeouts.step / 4, caf::timespan{1}),
+                     watchdog_atom::value);
+}
+
+// Registers a request about to be sent (see "Liveness" in the header); its handlers call
+// `answered` with the number returned.
+std::uint64_t expect_answer(compute_pointer self, std::string what) {
+  auto& st = self->state;
+  const auto id = st.requests_made++;
+  st.pending.emplace(id, std::make_pair(std::move(what), clock_type::now()));
+  arm_watchdog(self);
+  return id;
+}
+
+void answered(compute_pointer self, std::uint64_t id) { self->state.pending.erase(id); }
 
 void finish_phase(compute_pointer self) {
   auto& st = self->state;
@@ -107,19 +135,25 @@ std::string install(compute_state& st, const shard_route& route, weight_set& ws)
 // outstanding answer of the step.
 template <typename... Ts>
 void ask(compute_pointer self, std::size_t r, std::function<void()> then, Ts&&... message) {
-  self->request(self->state.wiring.shards[r].shard, self->state.wiring.timeouts.step,
-                std::forward<Ts>(message)...)
+  const auto phase = self->state.phases_begun;
+  const auto id = expect_answer(self, "the weights of route " + std::to_string(r));
+  self->request(self->state.wiring.shards[r].shard, caf::infinite, std::forward<Ts>(message)...)
     .then(
       [=](weight_set& ws) {
+        answered(self, id);
         auto& s = self->state;
-        if (!s.busy)
+        if (!s.busy || phase != s.phases_begun)
           return;  // the phase already failed
         if (auto problem = install(s, s.wiring.shards[r], ws); !problem.empty())
           return fail_phase(self, make_error(errc::bad_request, problem));
         if (--s.answers_missing == 0)
           then();
       },
-      [=](caf::error& err) { fail_phase(self, err); });
+      [=](caf::error& err) {
+        answered(self, id);
+        if (phase == self->state.phases_begun)
+          fail_phase(self, err);
+      });
 }
 
 void next_training_batch(compute_pointer self);
@@ -217,9 +251,11 @@ void next_training_batch(compute_pointer self) {
 void fetch_training_batch(compute_pointer self) {
   self->state.fetching = true;
   const auto phase = self->state.phases_begun;
-  self->request(self->state.wiring.train_loader, self->state.wiring.timeouts.step, next_atom::value)
+  const auto id = expect_answer(self, "a batch from its training loader");
+  self->request(self->state.wiring.train_loader, caf::infinite, next_atom::value)
     .then(
       [=](loader_item& item) {
+        answered(self, id);
         auto& st = self->state;
         if (phase != st.phases_begun || !st.busy)
           return;  // asked for a phase that already failed
@@ -229,6 +265,7 @@ void fetch_training_batch(compute_pointer self) {
           next_training_batch(self);
       },
       [=](caf::error& err) {
+        answered(self, id);
         if (phase == self->state.phases_begun)
           fail_phase(self, err);
       });
@@ -241,11 +278,15 @@ void pull_all(compute_pointer self, std::function<void()> then) {
 }
 
 void next_validation_batch(compute_pointer self) {
-  self->request(self->state.wiring.validation_loader, self->state.wiring.timeouts.step,
-                next_atom::value)
+  const auto phase = self->state.phases_begun;
+  const auto id = expect_answer(self, "a batch from the validation loader");
+  self->request(self->state.wiring.validation_loader, caf::infinite, next_atom::value)
     .then(
       [=](loader_item& item) {
+        answered(self, id);
         auto& st = self->state;
+        if (!st.busy || phase != st.phases_begun)
+          return;  // the phase already failed
         if (item.end)
           return finish_phase(self);
         try {
@@ -258,7 +299,32 @@ void next_validation_batch(compute_pointer self) {
         }
         next_validation_batch(self);
       },
-      [=](caf::error& err) { fail_phase(self, err); });
+      [=](caf::error& err) {
+        answered(self, id);
+        if (phase == self->state.phases_begun)
+          fail_phase(self, err);
+      });
+}
+
+// Fails the phase when a request has waited `timeouts.step`; re-arms while any is pending.
+void check_pending(compute_pointer self) {
+  auto& st = self->state;
+  st.watchdog_armed = false;
+  if (st.pending.empty())
+    return;  // the next request arms it again
+  auto oldest = st.pending.begin();  // numbers grow with time: the first waited longest
+  const auto waited = clock_type::now() - oldest->second.second;
+  if (waited >= st.wiring.timeouts.step) {
+    auto err = make_error(
+      errc::timeout, "compute " + std::to_string(st.wiring.worker) + ": no answer for "
+                       + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(waited).count())
+                       + " ms, waiting for " + oldest->second.first + " (timeout "
+                       + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(st.wiring.timeouts.step).count())
+                       + " ms)");
+    st.pending.clear();  // answers that come later are ignored
+    return fail_phase(self, err);
+  }
+  arm_watchdog(self);
 }
 
 // Common start of a phase; returns false (and answers with an error) if one is running.
@@ -348,6 +414,7 @@ compute_actor::behavior_type compute(compute_pointer self, std::shared_ptr<model
       if (self->state.busy)
         send_unsent(self);
     },
+    [=](watchdog_atom) { check_pending(self); },
     [=](validate_atom, std::int64_t epoch) -> caf::result<phase_report> {
       if (!begin_phase(self, epoch, true))
         return caf::delegated<phase_report>();

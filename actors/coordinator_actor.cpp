@@ -85,22 +85,27 @@ void run_epoch(coordinator_pointer self, std::int64_t epoch) {
   auto& st = self->state;
   if (epoch >= st.options.first_epoch + st.options.epochs)
     return finish(self);
-  auto merged = std::make_shared<phase_report>();
-  merged->epoch = epoch;
+  // Parts are merged in compute order once all are in, so the epoch's loss sum
+  // does not depend on which reply arrived first (floating-point addition).
+  auto parts = std::make_shared<std::vector<phase_report>>(st.computes.size());
   auto outstanding = std::make_shared<std::size_t>(st.computes.size());
   const auto finish_after = st.options.finish_after;
-  for (auto& compute : st.computes) {
-    self->request(compute, st.options.timeouts.phase, train_atom::value, epoch)
+  for (std::size_t i = 0; i < st.computes.size(); ++i) {
+    self->request(st.computes[i], st.options.timeouts.phase, train_atom::value, epoch)
       .then(
         [=](phase_report& part) {
-          merge(*merged, part);
+          (*parts)[i] = std::move(part);
           --*outstanding;
           if (finish_after > 0 && self->state.computes.size() - *outstanding == finish_after)
             for (auto& c : self->state.computes)  // the finished ones ignore it
               self->send(c, end_epoch_atom::value, epoch);
           if (*outstanding > 0)
             return;
-          record(self, *merged);
+          phase_report merged;
+          merged.epoch = epoch;
+          for (const auto& p : *parts)
+            merge(merged, p);
+          record(self, merged);
           if (validates_after(self->state.options, epoch))
             validate_epoch(self, epoch);
           else

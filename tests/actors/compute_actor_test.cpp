@@ -115,7 +115,61 @@ std::vector<std::string> events_of_one_epoch(bool overlap) {
   return events;
 }
 
+// A loader that takes every request and never answers it.
+struct silent_loader_state {
+  std::vector<caf::typed_response_promise<loader_item>> held;
+  static inline const char* name = "silent_loader";
+};
+
+loader_actor::behavior_type silent_loader(loader_actor::stateful_pointer<silent_loader_state> self) {
+  return {
+    [](epoch_atom, std::int64_t) {},
+    [=](next_atom) -> caf::result<loader_item> {
+      self->state.held.push_back(self->make_response_promise<loader_item>());
+      return self->state.held.back();
+    },
+    [](fill_atom) {},
+  };
+}
+
 } // namespace
+
+TEST_CASE("a loader that never answers fails the phase with a timeout naming it") {
+  set_compute_threads(1);
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto replica = small_mlp();
+  std::vector<planned_parameter> params;
+  std::vector<tensor> initial;
+  for (auto* p : replica->parameters()) {
+    params.push_back({p->name, p->value.shape(), p->value.numel(), p->weight_decay});
+    initial.push_back(p->value);
+  }
+  training_job job;
+  job.topology.mode = topology_kind::async;
+  auto plan = plan_placement(job, data_facts{}, params);
+  auto targets = spawn_push_side(sys, plan, initial, job.optimizer, {}, {});
+  compute_wiring w;
+  w.train_loader = sys.spawn(silent_loader);
+  w.validation_loader = w.train_loader;
+  w.shards = routes_of(plan, targets, 0);
+  w.groups = plan.keys.groups;
+  w.batches_per_epoch = 2;
+  w.timeouts.step = std::chrono::milliseconds(200);
+  auto compute = spawn_compute(sys, std::move(replica), w);
+  caf::error failure;
+  self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0})
+    .receive([](phase_report&) { FAIL("the phase should have timed out"); },
+             [&](caf::error& e) { failure = e; });
+  CHECK(troupe_code(failure) == errc::timeout);
+  CHECK_THAT(error_text(failure), Catch::Contains("waiting for a batch from its training loader"));
+  self->send_exit(compute, caf::exit_reason::user_shutdown);
+  self->send_exit(w.train_loader, caf::exit_reason::user_shutdown);
+  for (auto& t : targets)
+    if (t)
+      self->send_exit(t, caf::exit_reason::user_shutdown);
+}
 
 TEST_CASE("with overlap every push of a step leaves during backward, last layer first") {
   auto events = events_of_one_epoch(true);

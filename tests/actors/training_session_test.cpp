@@ -297,6 +297,8 @@ TEST_CASE("a route that never answers ends the session with a timeout, not a han
   sinks.timeouts.step = std::chrono::milliseconds(300);
   auto err = fail_through_taps(sys, sinks, true, 0);
   CHECK(troupe_code(err) == errc::timeout);
+  CHECK_THAT(error_text(err), Catch::Contains("waiting for the weights of route 0"));
+  CHECK_THAT(error_text(err), Catch::Contains("timeout 300 ms"));
 }
 
 TEST_CASE("bad data is reported by run as bad_data, naming the file") {

@@ -12,6 +12,8 @@
 //   (end_epoch_atom, int64 epoch) -> ()           ends training epoch `epoch` after the step in
 //                                                 flight (backup workers: the others are done)
 //   (straggle_atom)               -> ()           internal: a straggler's delayed pushes leave
+//   (watchdog_atom)               -> ()           internal: the check that no request has
+//                                                 waited longer than its timeout (below)
 // Sends (batch_report) to the metrics actor after every training batch.
 //
 // Step ids are epoch * batches_per_epoch + batch index, not a running count, so a worker that
@@ -19,7 +21,12 @@
 //
 // Liveness: the actor monitors its loaders, its routes' actors and the metrics sink. If one
 // terminates, the phase in flight fails with errc::peer_down naming it, and the actor exits
-// with that error. Every request carries a timeout (errc::timeout when it expires).
+// with that error. Every request has a timeout (errc::timeout naming what it waited for): a
+// watchdog, one message to itself every quarter of `timeouts.step` while requests are
+// pending, fails the phase once one has waited `timeouts.step` (so it expires within 1.25x
+// of it). CAF's own request timeouts would set and cancel a timer on CAF's clock thread for
+// every request, waking that thread twice per request, several times per step, on the cores
+// the step computes on.
 //
 // Threads: a training step runs forward and backward inside one handler, which takes
 // milliseconds to seconds. Spawned `detached` (the session's default) the actor has a thread of
@@ -54,7 +61,8 @@ using compute_actor = caf::typed_actor<
   caf::replies_to<train_atom, std::int64_t>::with<phase_report>,
   caf::replies_to<validate_atom, std::int64_t>::with<phase_report>,
   caf::reacts_to<end_epoch_atom, std::int64_t>,
-  caf::reacts_to<straggle_atom>>;
+  caf::reacts_to<straggle_atom>,
+  caf::reacts_to<watchdog_atom>>;
 
 /// Which keys (parameters or slices of them) a shard owns, in the order the shard keeps them.
 struct shard_route {

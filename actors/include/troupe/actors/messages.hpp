@@ -39,6 +39,7 @@ using fill_atom = caf::atom_constant<caf::atom("fill")>;          // loader -> i
 using flush_atom = caf::atom_constant<caf::atom("flush")>;        // metrics: finish output
 using stats_atom = caf::atom_constant<caf::atom("stats")>;        // aggregator: counters
 using straggle_atom = caf::atom_constant<caf::atom("straggle")>;  // compute -> itself: late push
+using watchdog_atom = caf::atom_constant<caf::atom("watchdog")>;  // compute -> itself: timeouts
 using end_epoch_atom = caf::atom_constant<caf::atom("endepoch")>; // coordinator -> compute: stop
 
 /// A batch from a loader, or the mark that the epoch has no more batches (`end == true`).

@@ -1,6 +1,9 @@
 // How long an actor waits for an answer before it gives up with errc::timeout. Every request
-// an actor makes uses one of these (never caf::infinite): a peer that stops answering ends the
-// run with an error naming it instead of a hang. Dead peers are noticed sooner, by monitoring.
+// an actor makes is bound by one of these: a peer that stops answering ends the run with an
+// error naming it instead of a hang. Dead peers are noticed sooner, by monitoring. Most
+// requests carry it as CAF's request timeout; the compute actor's per-step requests (several
+// a step) are watched by its own watchdog instead (compute_actor.hpp, "Liveness"), which
+// leaves them `caf::infinite` for CAF and expires them within 1.25x of `step`.
 #pragma once
 
 #include <chrono>

@@ -19,6 +19,8 @@ takes to build one batch (in the session it runs on a scheduler thread beside th
 
 With --variant NAME=FLAGS (repeatable) each round runs every variant in turn (A B A B ...),
 e.g. --variant detached="--compute detached" --variant scheduled="--compute scheduled".
+Leading NAME=VALUE words of FLAGS set environment variables for that variant's process, e.g.
+--variant bound="OMP_PROC_BIND=close OMP_PLACES=cores".
 
 usage: scripts/bench_session.py [--troupe build/apps/troupe] [--models mlp,lenet,resnet-20]
                                 [--rounds 3] [--threads 2] [--batch-size 128]
@@ -40,9 +42,20 @@ def fields(line):
     return dict(re.findall(r"(\w+)=([^\s(]+)", line.split("(=")[0]))
 
 
+def split_env(words):
+    """Leading NAME=VALUE words (environment) and the flags after them."""
+    env = {}
+    while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):
+        name, value = words[0].split("=", 1)
+        env[name] = value
+        words = words[1:]
+    return env, words
+
+
 def run_round(troupe, model, common, extra):
+    env, extra = split_env(extra)
     cmd = [troupe, "bench", "--models", model, "--end-to-end"] + common + extra
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env})
     if out.returncode != 0:
         sys.exit(f"failed ({out.returncode}): {' '.join(cmd)}\n{out.stdout}\n{out.stderr}")
     modes = {}

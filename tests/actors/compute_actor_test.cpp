@@ -67,30 +67,39 @@ std::shared_ptr<const batch_source> synthetic_batches() {
 
 // Trains one epoch (2 batches) of an MLP whose keys form several push groups, and returns what
 // the recorder saw.
+// A small MLP replica and the async plan for it (compute -> shard directly), its shards
+// spawned; `group_bytes` 0 makes one push per key.
+struct async_mlp {
+  std::unique_ptr<model> replica = small_mlp();
+  placement_plan plan;
+  std::vector<push_target_actor> targets;
+
+  async_mlp(caf::actor_system& sys, std::int64_t group_bytes) {
+    std::vector<planned_parameter> params;
+    std::vector<tensor> initial;
+    for (auto* p : replica->parameters()) {
+      params.push_back({p->name, p->value.shape(), p->value.numel(), p->weight_decay});
+      initial.push_back(p->value);
+    }
+    training_job job;
+    job.topology.mode = topology_kind::async;
+    job.topology.keys = key_plan_options{4 << 20, group_bytes};
+    job.optimizer.schedule.base_lr = 0.01f;
+    plan = plan_placement(job, data_facts{}, params);
+    targets = spawn_push_side(sys, plan, initial, job.optimizer, {}, {});
+  }
+};
+
 std::vector<std::string> events_of_one_epoch(bool overlap) {
   set_compute_threads(1);
   local_node_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
-  auto replica = small_mlp();
-  std::vector<planned_parameter> params;
-  std::vector<tensor> initial;
-  for (auto* p : replica->parameters()) {
-    params.push_back({p->name, p->value.shape(), p->value.numel(), p->weight_decay});
-    initial.push_back(p->value);
-  }
-  training_job job;
-  job.topology.mode = topology_kind::async;  // compute -> shard directly
-  job.topology.keys = key_plan_options{4 << 20, 0};  // one push per key
-  job.optimizer.schedule.base_lr = 0.01f;
-  auto plan = plan_placement(job, data_facts{}, params);
-  REQUIRE(plan.keys.groups.size() == params.size());
-  std::vector<caf::actor> spawned;
-  auto targets = spawn_push_side(sys, plan, initial, job.optimizer, {},
-                                 [&](const caf::actor& a, const planned_actor&, const caf::actor&) {
-                                   spawned.push_back(a);
-                                 });
-  auto shards = routes_of(plan, targets, 0);
+  async_mlp setup(sys, 0);
+  auto replica = std::move(setup.replica);
+  auto& plan = setup.plan;
+  REQUIRE(plan.keys.groups.size() == replica->parameters().size());
+  auto shards = routes_of(plan, setup.targets, 0);
   auto rec = sys.spawn(recorder, shards.front().shard);
   compute_wiring w;
   w.train_loader = spawn_loader(sys, synthetic_batches());
@@ -139,17 +148,10 @@ TEST_CASE("a loader that never answers fails the phase with a timeout naming it"
   local_node_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
-  auto replica = small_mlp();
-  std::vector<planned_parameter> params;
-  std::vector<tensor> initial;
-  for (auto* p : replica->parameters()) {
-    params.push_back({p->name, p->value.shape(), p->value.numel(), p->weight_decay});
-    initial.push_back(p->value);
-  }
-  training_job job;
-  job.topology.mode = topology_kind::async;
-  auto plan = plan_placement(job, data_facts{}, params);
-  auto targets = spawn_push_side(sys, plan, initial, job.optimizer, {}, {});
+  async_mlp setup(sys, key_plan_options{}.group_bytes);
+  auto replica = std::move(setup.replica);
+  auto& plan = setup.plan;
+  auto& targets = setup.targets;
   compute_wiring w;
   w.train_loader = sys.spawn(silent_loader);
   w.validation_loader = w.train_loader;

@@ -99,6 +99,8 @@ void finish_phase(compute_pointer self) {
 
 void fail_phase(compute_pointer self, const caf::error& err) {
   auto& st = self->state;
+  st.pending.clear();  // answers still in flight belong to the failed phase: the next phase
+                       // must not time out on them
   if (!st.busy)
     return;  // a second failure of the same phase: the first one was answered
   st.busy = false;
@@ -321,8 +323,7 @@ void check_pending(compute_pointer self) {
                        + " ms, waiting for " + oldest->second.first + " (timeout "
                        + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(st.wiring.timeouts.step).count())
                        + " ms)");
-    st.pending.clear();  // answers that come later are ignored
-    return fail_phase(self, err);
+    return fail_phase(self, err);  // forgets the other requests too
   }
   arm_watchdog(self);
 }

@@ -141,6 +141,78 @@ loader_actor::behavior_type silent_loader(loader_actor::stateful_pointer<silent_
   };
 }
 
+// Sends every actor it holds an exit when the test case ends, also when an assertion threw:
+// declared after the actor system, it runs first, so the system's destructor never waits on
+// an actor the test left running.
+struct stop_at_exit {
+  std::vector<caf::actor> actors;
+  template <class Handle>
+  void add(const Handle& handle) {
+    if (handle)
+      actors.push_back(caf::actor_cast<caf::actor>(handle));
+  }
+  ~stop_at_exit() {
+    for (auto& a : actors)
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  }
+};
+
+// Serves `per_epoch` copies of one batch per epoch, except that it never answers the
+// `hold`-th request it gets (counting from 1, over all epochs).
+struct scripted_loader_state {
+  batch sample;
+  std::int64_t epoch = 0, served = 0, requests = 0;
+  std::vector<caf::typed_response_promise<loader_item>> held;
+  static inline const char* name = "scripted_loader";
+};
+
+loader_actor::behavior_type
+scripted_loader(loader_actor::stateful_pointer<scripted_loader_state> self, batch sample,
+                std::int64_t per_epoch, std::int64_t hold) {
+  self->state.sample = std::move(sample);
+  return {
+    [=](epoch_atom, std::int64_t epoch) {
+      self->state.epoch = epoch;
+      self->state.served = 0;
+    },
+    [=](next_atom) -> caf::result<loader_item> {
+      auto& st = self->state;
+      if (++st.requests == hold) {
+        st.held.push_back(self->make_response_promise<loader_item>());
+        return st.held.back();
+      }
+      if (st.served == per_epoch)
+        return loader_item{{}, true};
+      loader_item item{st.sample, false};
+      item.data.epoch = st.epoch;
+      item.data.index = st.served++;
+      return item;
+    },
+    [](fill_atom) {},
+  };
+}
+
+struct refuse_first_state {
+  bool refused = false;
+  static inline const char* name = "refuse_first_push";
+};
+
+// Answers the first push with an error, then passes pushes and pulls on to `shard`.
+push_target_actor::behavior_type
+refuse_first_push(push_target_actor::stateful_pointer<refuse_first_state> self,
+                  push_target_actor shard) {
+  return {
+    [=](push_atom, gradient_push& push) -> caf::result<weight_set> {
+      if (!self->state.refused) {
+        self->state.refused = true;
+        return make_error(errc::bad_request, "refused on purpose");
+      }
+      return self->delegate(shard, push_atom::value, std::move(push));
+    },
+    [=](pull_atom) -> caf::result<weight_set> { return self->delegate(shard, pull_atom::value); },
+  };
+}
+
 } // namespace
 
 TEST_CASE("a loader that never answers fails the phase with a timeout naming it") {
@@ -148,29 +220,73 @@ TEST_CASE("a loader that never answers fails the phase with a timeout naming it"
   local_node_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
+  stop_at_exit stop;
   async_mlp setup(sys, key_plan_options{}.group_bytes);
-  auto replica = std::move(setup.replica);
-  auto& plan = setup.plan;
-  auto& targets = setup.targets;
+  for (auto& t : setup.targets)
+    stop.add(t);
   compute_wiring w;
   w.train_loader = sys.spawn(silent_loader);
+  stop.add(w.train_loader);
   w.validation_loader = w.train_loader;
-  w.shards = routes_of(plan, targets, 0);
-  w.groups = plan.keys.groups;
+  w.shards = routes_of(setup.plan, setup.targets, 0);
+  w.groups = setup.plan.keys.groups;
   w.batches_per_epoch = 2;
   w.timeouts.step = std::chrono::milliseconds(200);
-  auto compute = spawn_compute(sys, std::move(replica), w);
+  auto compute = spawn_compute(sys, std::move(setup.replica), w);
+  stop.add(compute);
   caf::error failure;
+  bool answered = false;
   self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0})
-    .receive([](phase_report&) { FAIL("the phase should have timed out"); },
-             [&](caf::error& e) { failure = e; });
+    .receive([&](phase_report&) { answered = true; }, [&](caf::error& e) { failure = e; });
+  CHECK_FALSE(answered);  // the phase cannot have trained without batches
   CHECK(troupe_code(failure) == errc::timeout);
   CHECK_THAT(error_text(failure), Catch::Contains("waiting for a batch from its training loader"));
-  self->send_exit(compute, caf::exit_reason::user_shutdown);
-  self->send_exit(w.train_loader, caf::exit_reason::user_shutdown);
-  for (auto& t : targets)
-    if (t)
-      self->send_exit(t, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("a request left over from a failed phase does not time out the next phase") {
+  set_compute_threads(1);
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  stop_at_exit stop;
+  async_mlp setup(sys, key_plan_options{}.group_bytes);
+  for (auto& t : setup.targets)
+    stop.add(t);
+  REQUIRE(setup.plan.keys.groups.size() >= 2);  // so a push is refused while another is out
+  auto sample = synthetic_batches()->make(0, 0);
+  // Phase 1 (epoch 0): step 0 runs, its first push is refused, and the batch it asked for
+  // next (request 2) is never answered. Phase 2 (epoch 1) runs many short steps, for longer
+  // than the step timeout, so the watchdog looks at request 2 while phase 2 is running.
+  constexpr std::int64_t phase_two_steps = 4000;
+  compute_wiring w;
+  w.train_loader = sys.spawn(scripted_loader, sample, phase_two_steps, std::int64_t{2});
+  stop.add(w.train_loader);
+  w.validation_loader = w.train_loader;
+  w.shards = routes_of(setup.plan, setup.targets, 0);
+  auto guard = sys.spawn(refuse_first_push, w.shards.front().shard);
+  stop.add(guard);
+  w.shards.front().shard = guard;
+  w.groups = setup.plan.keys.groups;
+  w.batches_per_epoch = phase_two_steps;
+  w.timeouts.step = std::chrono::milliseconds(400);
+  auto compute = spawn_compute(sys, std::move(setup.replica), w);
+  stop.add(compute);
+  caf::error first;
+  self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0})
+    .receive([](phase_report&) {}, [&](caf::error& e) { first = e; });
+  CHECK(troupe_code(first) == errc::bad_request);
+  CHECK_THAT(error_text(first), Catch::Contains("refused on purpose"));
+  phase_report second;
+  caf::error second_error;
+  auto started = std::chrono::steady_clock::now();
+  self->request(compute, std::chrono::seconds(120), train_atom::value, std::int64_t{1})
+    .receive([&](phase_report& r) { second = r; }, [&](caf::error& e) { second_error = e; });
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  // Phase 2 must outlast the step timeout for the watchdog to look at request 2 during it
+  // (4,000 steps: about 1 s here); a failure prints how long it took.
+  INFO("phase 2 took " << took << " s against a step timeout of 0.4 s");
+  CHECK(error_text(second_error) == "no error");
+  CHECK(second.samples == phase_two_steps * sample.images.shape()[0]);
 }
 
 TEST_CASE("with overlap every push of a step leaves during backward, last layer first") {

@@ -26,7 +26,8 @@
 // pending, fails the phase once one has waited `timeouts.step` (so it expires within 1.25x
 // of it). CAF's own request timeouts would set and cancel a timer on CAF's clock thread for
 // every request, waking that thread twice per request, several times per step, on the cores
-// the step computes on.
+// the step computes on. A failed phase forgets its requests still in flight: their answers
+// are ignored, and the next phase is never timed out on them.
 //
 // Threads: a training step runs forward and backward inside one handler, which takes
 // milliseconds to seconds. Spawned `detached` (the session's default) the actor has a thread of

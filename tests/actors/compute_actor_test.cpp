@@ -157,6 +157,35 @@ struct stop_at_exit {
   }
 };
 
+// An actor system with the async MLP's shards running, stopped when the test case ends.
+struct async_mlp_run {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  stop_at_exit stop;
+  async_mlp setup;
+
+  explicit async_mlp_run(std::int64_t group_bytes) : setup(sys, group_bytes) {
+    set_compute_threads(1);
+    for (auto& t : setup.targets)
+      stop.add(t);
+  }
+
+  // Wiring for worker 0 straight to the shards, with `loader` for training and validation.
+  compute_wiring wiring(loader_actor loader, std::int64_t batches_per_epoch,
+                        std::chrono::milliseconds step_timeout) {
+    stop.add(loader);
+    compute_wiring w;
+    w.train_loader = loader;
+    w.validation_loader = loader;
+    w.shards = routes_of(setup.plan, setup.targets, 0);
+    w.groups = setup.plan.keys.groups;
+    w.batches_per_epoch = batches_per_epoch;
+    w.timeouts.step = step_timeout;
+    return w;
+  }
+};
+
 // Serves `per_epoch` copies of one batch per epoch, except that it never answers the
 // `hold`-th request it gets (counting from 1, over all epochs).
 struct scripted_loader_state {
@@ -216,27 +245,13 @@ refuse_first_push(push_target_actor::stateful_pointer<refuse_first_state> self,
 } // namespace
 
 TEST_CASE("a loader that never answers fails the phase with a timeout naming it") {
-  set_compute_threads(1);
-  local_node_config cfg;
-  caf::actor_system sys{cfg};
-  caf::scoped_actor self{sys};
-  stop_at_exit stop;
-  async_mlp setup(sys, key_plan_options{}.group_bytes);
-  for (auto& t : setup.targets)
-    stop.add(t);
-  compute_wiring w;
-  w.train_loader = sys.spawn(silent_loader);
-  stop.add(w.train_loader);
-  w.validation_loader = w.train_loader;
-  w.shards = routes_of(setup.plan, setup.targets, 0);
-  w.groups = setup.plan.keys.groups;
-  w.batches_per_epoch = 2;
-  w.timeouts.step = std::chrono::milliseconds(200);
-  auto compute = spawn_compute(sys, std::move(setup.replica), w);
-  stop.add(compute);
+  async_mlp_run run(key_plan_options{}.group_bytes);
+  auto w = run.wiring(run.sys.spawn(silent_loader), 2, std::chrono::milliseconds(200));
+  auto compute = spawn_compute(run.sys, std::move(run.setup.replica), w);
+  run.stop.add(compute);
   caf::error failure;
   bool answered = false;
-  self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0})
+  run.self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0})
     .receive([&](phase_report&) { answered = true; }, [&](caf::error& e) { failure = e; });
   CHECK_FALSE(answered);  // the phase cannot have trained without batches
   CHECK(troupe_code(failure) == errc::timeout);
@@ -244,42 +259,29 @@ TEST_CASE("a loader that never answers fails the phase with a timeout naming it"
 }
 
 TEST_CASE("a request left over from a failed phase does not time out the next phase") {
-  set_compute_threads(1);
-  local_node_config cfg;
-  caf::actor_system sys{cfg};
-  caf::scoped_actor self{sys};
-  stop_at_exit stop;
-  async_mlp setup(sys, key_plan_options{}.group_bytes);
-  for (auto& t : setup.targets)
-    stop.add(t);
-  REQUIRE(setup.plan.keys.groups.size() >= 2);  // so a push is refused while another is out
+  async_mlp_run run(key_plan_options{}.group_bytes);
+  REQUIRE(run.setup.plan.keys.groups.size() >= 2);  // so a push is refused while another is out
   auto sample = synthetic_batches()->make(0, 0);
   // Phase 1 (epoch 0): step 0 runs, its first push is refused, and the batch it asked for
   // next (request 2) is never answered. Phase 2 (epoch 1) runs many short steps, for longer
   // than the step timeout, so the watchdog looks at request 2 while phase 2 is running.
   constexpr std::int64_t phase_two_steps = 4000;
-  compute_wiring w;
-  w.train_loader = sys.spawn(scripted_loader, sample, phase_two_steps, std::int64_t{2});
-  stop.add(w.train_loader);
-  w.validation_loader = w.train_loader;
-  w.shards = routes_of(setup.plan, setup.targets, 0);
-  auto guard = sys.spawn(refuse_first_push, w.shards.front().shard);
-  stop.add(guard);
+  auto w = run.wiring(run.sys.spawn(scripted_loader, sample, phase_two_steps, std::int64_t{2}),
+                      phase_two_steps, std::chrono::milliseconds(400));
+  auto guard = run.sys.spawn(refuse_first_push, w.shards.front().shard);
+  run.stop.add(guard);
   w.shards.front().shard = guard;
-  w.groups = setup.plan.keys.groups;
-  w.batches_per_epoch = phase_two_steps;
-  w.timeouts.step = std::chrono::milliseconds(400);
-  auto compute = spawn_compute(sys, std::move(setup.replica), w);
-  stop.add(compute);
+  auto compute = spawn_compute(run.sys, std::move(run.setup.replica), w);
+  run.stop.add(compute);
   caf::error first;
-  self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0})
+  run.self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0})
     .receive([](phase_report&) {}, [&](caf::error& e) { first = e; });
   CHECK(troupe_code(first) == errc::bad_request);
   CHECK_THAT(error_text(first), Catch::Contains("refused on purpose"));
   phase_report second;
   caf::error second_error;
   auto started = std::chrono::steady_clock::now();
-  self->request(compute, std::chrono::seconds(120), train_atom::value, std::int64_t{1})
+  run.self->request(compute, std::chrono::seconds(120), train_atom::value, std::int64_t{1})
     .receive([&](phase_report& r) { second = r; }, [&](caf::error& e) { second_error = e; });
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   // Phase 2 must outlast the step timeout for the watchdog to look at request 2 during it

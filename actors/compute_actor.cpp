@@ -133,29 +133,42 @@ std::string install(compute_state& st, const shard_route& route, weight_set& ws)
   return {};
 }
 
-// Sends `request` to route r and installs the weights it answers; runs `then` after the last
-// outstanding answer of the step.
-template <typename... Ts>
-void ask(compute_pointer self, std::size_t r, std::function<void()> then, Ts&&... message) {
+// Sends `message` to `to` as a request the watchdog watches (what it waits for is `what`).
+// `on_answer` runs only while the phase that asked is still running; answers to a failed
+// phase are dropped. An error fails the phase that asked.
+template <typename Answer, typename Handle, typename OnAnswer, typename... Ts>
+void watched_request(compute_pointer self, const Handle& to, std::string what, OnAnswer on_answer,
+                     Ts&&... message) {
   const auto phase = self->state.phases_begun;
-  const auto id = expect_answer(self, "the weights of route " + std::to_string(r));
-  self->request(self->state.wiring.shards[r].shard, caf::infinite, std::forward<Ts>(message)...)
+  const auto id = expect_answer(self, std::move(what));
+  self->request(to, caf::infinite, std::forward<Ts>(message)...)
     .then(
-      [=](weight_set& ws) {
+      [=](Answer& answer) mutable {
         answered(self, id);
-        auto& s = self->state;
-        if (!s.busy || phase != s.phases_begun)
-          return;  // the phase already failed
-        if (auto problem = install(s, s.wiring.shards[r], ws); !problem.empty())
-          return fail_phase(self, make_error(errc::bad_request, problem));
-        if (--s.answers_missing == 0)
-          then();
+        if (self->state.busy && phase == self->state.phases_begun)
+          on_answer(answer);
       },
       [=](caf::error& err) {
         answered(self, id);
         if (phase == self->state.phases_begun)
           fail_phase(self, err);
       });
+}
+
+// Sends `request` to route r and installs the weights it answers; runs `then` after the last
+// outstanding answer of the step.
+template <typename... Ts>
+void ask(compute_pointer self, std::size_t r, std::function<void()> then, Ts&&... message) {
+  watched_request<weight_set>(
+    self, self->state.wiring.shards[r].shard, "the weights of route " + std::to_string(r),
+    [=](weight_set& ws) {
+      auto& s = self->state;
+      if (auto problem = install(s, s.wiring.shards[r], ws); !problem.empty())
+        return fail_phase(self, make_error(errc::bad_request, problem));
+      if (--s.answers_missing == 0)
+        then();
+    },
+    std::forward<Ts>(message)...);
 }
 
 void next_training_batch(compute_pointer self);
@@ -252,25 +265,16 @@ void next_training_batch(compute_pointer self) {
 
 void fetch_training_batch(compute_pointer self) {
   self->state.fetching = true;
-  const auto phase = self->state.phases_begun;
-  const auto id = expect_answer(self, "a batch from its training loader");
-  self->request(self->state.wiring.train_loader, caf::infinite, next_atom::value)
-    .then(
-      [=](loader_item& item) {
-        answered(self, id);
-        auto& st = self->state;
-        if (phase != st.phases_begun || !st.busy)
-          return;  // asked for a phase that already failed
-        st.fetching = false;
-        st.fetched = std::move(item);
-        if (st.between_steps)
-          next_training_batch(self);
-      },
-      [=](caf::error& err) {
-        answered(self, id);
-        if (phase == self->state.phases_begun)
-          fail_phase(self, err);
-      });
+  watched_request<loader_item>(
+    self, self->state.wiring.train_loader, "a batch from its training loader",
+    [=](loader_item& item) {
+      auto& st = self->state;
+      st.fetching = false;
+      st.fetched = std::move(item);
+      if (st.between_steps)
+        next_training_batch(self);
+    },
+    next_atom::value);
 }
 
 void pull_all(compute_pointer self, std::function<void()> then) {
@@ -280,32 +284,23 @@ void pull_all(compute_pointer self, std::function<void()> then) {
 }
 
 void next_validation_batch(compute_pointer self) {
-  const auto phase = self->state.phases_begun;
-  const auto id = expect_answer(self, "a batch from the validation loader");
-  self->request(self->state.wiring.validation_loader, caf::infinite, next_atom::value)
-    .then(
-      [=](loader_item& item) {
-        answered(self, id);
-        auto& st = self->state;
-        if (!st.busy || phase != st.phases_begun)
-          return;  // the phase already failed
-        if (item.end)
-          return finish_phase(self);
-        try {
-          auto r = st.replica->evaluate(item.data.images, item.data.labels);
-          st.phase.samples += r.count;
-          st.phase.correct += r.correct;
-          st.phase.loss_sum += r.loss_sum;
-        } catch (const std::exception& e) {
-          return fail_phase(self, make_error(classify_exception(e), std::string("compute: ") + e.what()));
-        }
-        next_validation_batch(self);
-      },
-      [=](caf::error& err) {
-        answered(self, id);
-        if (phase == self->state.phases_begun)
-          fail_phase(self, err);
-      });
+  watched_request<loader_item>(
+    self, self->state.wiring.validation_loader, "a batch from the validation loader",
+    [=](loader_item& item) {
+      auto& st = self->state;
+      if (item.end)
+        return finish_phase(self);
+      try {
+        auto r = st.replica->evaluate(item.data.images, item.data.labels);
+        st.phase.samples += r.count;
+        st.phase.correct += r.correct;
+        st.phase.loss_sum += r.loss_sum;
+      } catch (const std::exception& e) {
+        return fail_phase(self, make_error(classify_exception(e), std::string("compute: ") + e.what()));
+      }
+      next_validation_batch(self);
+    },
+    next_atom::value);
 }
 
 // Fails the phase when a request has waited `timeouts.step`; re-arms while any is pending.

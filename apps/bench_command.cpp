@@ -219,8 +219,6 @@ train_command_line session_job(const bench_case& c, std::int64_t batch_size, int
   return parse_train_flags(flags);
 }
 
-// The bare step on the session's own first batches (shuffled as the session shuffles them,
-// same normalization), and how long the loader takes to build one of them.
 // The median of `figures` by images/s (the upper one of an even count).
 template <class Figures>
 Figures median_by_rate(std::vector<Figures> figures) {
@@ -230,7 +228,9 @@ Figures median_by_rate(std::vector<Figures> figures) {
   return figures.at(figures.size() / 2);
 }
 
-// `repeats` runs of `steps` bare steps (as many as the session's timed epochs), the median.
+// The bare step on the session's own first batches (shuffled as the session shuffles them,
+// same normalization): `repeats` runs of `steps` steps (as many as the session's timed
+// epochs), the median; `load_ms` is how long building one of those batches took.
 bench_figures bare_on_job(const training_job& job, std::int64_t steps, std::int64_t warmup,
                           std::int64_t repeats, double& load_ms) {
   batch_source source(open_dataset(job.train_data), job.train_batches);
@@ -347,7 +347,6 @@ void run_end_to_end(const bench_case& c, std::int64_t batch_size, int threads,
     std::rethrow_exception(failure);
   print_bare(c, "bare", batch_size, threads, steps, bare);
   auto e2e = run_session(cli.job, s);
-  const double compute_ms = e2e.compute_ms;
   std::printf("RESULT model=%s mode=session compute=%s scheduler_threads=%d batch=%lld "
               "threads=%d steps=%lld imgs_per_s=%.1f step_ms=%.3f compute_ms=%.3f "
               "waiting_ms=%.3f %s  (median of %lld timed epochs: %lld steps / %.3f s; "
@@ -355,7 +354,7 @@ void run_end_to_end(const bench_case& c, std::int64_t batch_size, int threads,
               "usage per step of all timed epochs)\n",
               c.name.c_str(), s.detached ? "detached" : "scheduled", s.node.scheduler_threads,
               static_cast<long long>(batch_size), threads, static_cast<long long>(e2e.steps),
-              e2e.images_per_second, e2e.step_ms, compute_ms, e2e.step_ms - compute_ms,
+              e2e.images_per_second, e2e.step_ms, e2e.compute_ms, e2e.step_ms - e2e.compute_ms,
               usage_text(e2e.used, e2e.timed_steps).c_str(),
               static_cast<long long>(e2e.timed_epochs), static_cast<long long>(e2e.steps),
               e2e.seconds);

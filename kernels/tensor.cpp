@@ -2,6 +2,7 @@
 #include <troupe/kernels/tensor.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -113,6 +114,19 @@ tensor tensor::reshaped(shape_t shape) const {
                                 + shape_string(shape) + " changes the element count");
   tensor view = *this;
   view.shape_ = std::move(shape);
+  return view;
+}
+
+tensor tensor::view_of(std::shared_ptr<void> owner, float* first, shape_t shape) {
+  if (!owner)
+    throw std::invalid_argument("tensor::view_of: no owner for the memory");
+  if (reinterpret_cast<std::uintptr_t>(first) % alignof(float) != 0)
+    throw std::invalid_argument("tensor::view_of: the memory is not aligned for float");
+  tensor view;
+  view.numel_ = shape_numel(shape);
+  view.shape_ = std::move(shape);
+  // The aliasing constructor: the owner's reference count, the floats' address.
+  view.storage_ = std::shared_ptr<float>(std::move(owner), first);
   return view;
 }
 

@@ -43,6 +43,11 @@ public:
   static tensor uninitialized(shape_t shape);
   /// A float32 tensor holding a copy of `values`; throws if the sizes disagree.
   static tensor from_values(shape_t shape, const std::vector<float>& values);
+  /// A float32 CPU tensor over `numel(shape)` floats at `first`, memory that `owner` keeps
+  /// alive (e.g. a received network frame): no copy, and the owner lives as long as any
+  /// handle. `first` must be 4-byte aligned; throws std::invalid_argument if it is not or if
+  /// `owner` is null.
+  static tensor view_of(std::shared_ptr<void> owner, float* first, shape_t shape);
 
   const shape_t& shape() const { return shape_; }
   std::size_t rank() const { return shape_.size(); }

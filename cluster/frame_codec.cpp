@@ -1,0 +1,230 @@
+// Frames to and from Cap'n Proto (see frame_codec.hpp). Encoding references a tensor's bytes
+// from the message builder where Cap'n Proto allows it (8-byte aligned, a whole number of
+// words), so the only copy is the one into the output buffer. Decoding reads every field once,
+// checks it, and turns each Data field into a tensor view of the payload buffer.
+#include <troupe/cluster/frame_codec.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <stdexcept>
+#include <type_traits>
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <kj/io.h>
+
+#include "schema/wire.capnp.h"
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "the wire carries little-endian float32 and headers; a big-endian build needs byte swaps");
+
+namespace troupe {
+
+namespace {
+
+constexpr char magic[4] = {'T', 'R', 'P', 'W'};
+constexpr std::size_t largest_data_bytes = (std::size_t{1} << 29) - 1;  // Cap'n Proto's Data cap
+
+// Appends whatever Cap'n Proto writes to a std::vector (a connection's write buffer keeps its
+// capacity, so steady-state frames allocate nothing).
+class append_stream final : public kj::OutputStream {
+public:
+  explicit append_stream(std::vector<char>& out) : out_(out) {}
+  void write(const void* buffer, size_t size) override {
+    const auto* bytes = static_cast<const char*>(buffer);
+    out_.insert(out_.end(), bytes, bytes + size);
+  }
+
+private:
+  std::vector<char>& out_;
+};
+
+void check_text(const std::string& text, std::size_t limit, const char* what) {
+  if (text.size() > limit)
+    throw std::invalid_argument(std::string("frame: ") + what + " has " + std::to_string(text.size())
+                                + " bytes, at most " + std::to_string(limit) + " travel");
+}
+
+void set_keys(capnp::List<std::uint32_t>::Builder out, const std::vector<std::size_t>& keys) {
+  for (unsigned i = 0; i < keys.size(); ++i) {
+    if (keys[i] > UINT32_MAX)
+      throw std::invalid_argument("frame: key index " + std::to_string(keys[i]) + " does not fit the wire");
+    out.set(i, static_cast<std::uint32_t>(keys[i]));
+  }
+}
+
+void set_values(capnp::MessageBuilder& builder, capnp::List<capnp::Data>::Builder out,
+                const std::vector<tensor>& values) {
+  for (unsigned i = 0; i < values.size(); ++i) {
+    const auto* bytes = reinterpret_cast<const capnp::byte*>(values[i].data());
+    const std::size_t size = values[i].bytes();
+    if (size > largest_data_bytes)
+      throw std::invalid_argument("frame: a tensor of " + std::to_string(size)
+                                  + " bytes exceeds a Data field (slice keys below 512 MiB)");
+    if (reinterpret_cast<std::uintptr_t>(bytes) % 8 == 0 && size % 8 == 0) {
+      out.adopt(i, builder.getOrphanage().referenceExternalData(capnp::Data::Reader(bytes, size)));
+    } else {
+      auto copy = out.init(i, static_cast<unsigned>(size));
+      std::memcpy(copy.begin(), bytes, size);
+    }
+  }
+}
+
+wire::ErrorCode to_wire(errc code) {
+  switch (code) {
+    case errc::bad_request: return wire::ErrorCode::BAD_REQUEST;
+    case errc::bad_data: return wire::ErrorCode::BAD_DATA;
+    case errc::peer_down: return wire::ErrorCode::PEER_DOWN;
+    case errc::timeout: return wire::ErrorCode::TIMEOUT;
+    case errc::internal: break;
+  }
+  return wire::ErrorCode::INTERNAL;
+}
+
+wire::Role to_wire(node_role role) {
+  switch (role) {
+    case node_role::scheduler: return wire::Role::SCHEDULER;
+    case node_role::server: return wire::Role::SERVER;
+    case node_role::worker: break;
+  }
+  return wire::Role::WORKER;
+}
+
+// Fills the frame's body from one message; each overload sets one union member.
+struct body_writer {
+  capnp::MessageBuilder& builder;
+  wire::Frame::Body::Builder body;
+
+  void operator()(const hello_message& m) {
+    check_text(m.name, hello_message::max_name_bytes, "a hello's name");
+    auto out = body.initHello();
+    out.setRole(to_wire(m.role));
+    out.setName(m.name);
+    out.setNonce(capnp::Data::Reader(m.challenge.data(), m.challenge.size()));
+    out.setPlanHash(m.plan_hash);
+  }
+  void operator()(const proof_message& m) {
+    body.initProof().setMac(capnp::Data::Reader(m.proof.data(), m.proof.size()));
+  }
+  void operator()(const push_message& m) {
+    const auto& push = m.push;
+    if (push.keys.size() != push.gradients.size())
+      throw std::invalid_argument("frame: a push lists " + std::to_string(push.keys.size())
+                                  + " keys and " + std::to_string(push.gradients.size()) + " gradients");
+    auto out = body.initPush();
+    out.setRequest(m.request);
+    out.setShard(m.shard);
+    out.setStep(push.step);
+    out.setEpochPosition(push.epoch_position);
+    out.setWorker(push.worker);
+    out.setSamples(push.samples);
+    set_keys(out.initKeys(static_cast<unsigned>(push.keys.size())), push.keys);
+    set_values(builder, out.initValues(static_cast<unsigned>(push.gradients.size())), push.gradients);
+  }
+  void operator()(const pull_message& m) {
+    auto out = body.initPull();
+    out.setRequest(m.request);
+    out.setShard(m.shard);
+  }
+  void operator()(const weights_message& m) {
+    const auto& ws = m.weights;
+    if (ws.keys.size() != ws.weights.size())
+      throw std::invalid_argument("frame: a weight set lists " + std::to_string(ws.keys.size())
+                                  + " keys and " + std::to_string(ws.weights.size()) + " tensors");
+    auto out = body.initWeights();
+    out.setRequest(m.request);
+    out.setShard(m.shard);
+    out.setStep(ws.step);
+    out.setLearningRate(ws.learning_rate);
+    set_keys(out.initKeys(static_cast<unsigned>(ws.keys.size())), ws.keys);
+    set_values(builder, out.initValues(static_cast<unsigned>(ws.weights.size())), ws.weights);
+  }
+  void operator()(const failure_message& m) {
+    check_text(m.text, failure_message::max_text_bytes, "a failure's text");
+    auto out = body.initFailure();
+    out.setRequest(m.request);
+    out.setCode(to_wire(m.code));
+    out.setMessage(m.text);
+  }
+  void operator()(const heartbeat_message& m) { body.initHeartbeat().setSequence(m.sequence); }
+  void operator()(const shutdown_message& m) {
+    check_text(m.reason, failure_message::max_text_bytes, "a shutdown's reason");
+    body.initShutdown().setReason(m.reason);
+  }
+};
+
+void put_u32(std::vector<char>& out, std::uint32_t value) {
+  char bytes[4];
+  std::memcpy(bytes, &value, 4);
+  out.insert(out.end(), bytes, bytes + 4);
+}
+
+} // namespace
+
+std::uint32_t wire_protocol_version() { return wire::PROTOCOL_VERSION; }
+
+const char* to_string(node_role role) {
+  switch (role) {
+    case node_role::scheduler: return "scheduler";
+    case node_role::server: return "server";
+    case node_role::worker: return "worker";
+  }
+  return "unknown role";
+}
+
+const char* kind_name(const wire_message& message) {
+  static constexpr const char* names[] = {"hello",   "proof",   "push",      "pull",
+                                          "weights", "failure", "heartbeat", "shutdown"};
+  static_assert(std::size(names) == wire_kinds);
+  return names[message.index()];
+}
+
+void append_frame(const wire_message& message, std::vector<char>& out) {
+  capnp::MallocMessageBuilder builder;
+  auto frame = builder.initRoot<wire::Frame>();
+  frame.setVersion(wire::PROTOCOL_VERSION);
+  std::visit(body_writer{builder, frame.initBody()}, message);
+  const std::size_t payload = capnp::computeSerializedSizeInWords(builder) * sizeof(capnp::word);
+  if (payload > UINT32_MAX)
+    throw std::invalid_argument("frame: a message of " + std::to_string(payload)
+                                + " bytes exceeds a frame (4 GiB); slice its keys");
+  out.reserve(out.size() + frame_header_bytes + payload);
+  out.insert(out.end(), magic, magic + 4);
+  put_u32(out, static_cast<std::uint32_t>(payload));
+  append_stream stream(out);
+  capnp::writeMessage(stream, builder);
+}
+
+frame_header_result read_frame_header(const char* header, std::size_t max_payload) {
+  frame_header_result result;
+  if (std::memcmp(header, magic, 4) != 0) {
+    result.error = "not a Troupe frame (the first bytes are not the magic \"TRPW\")";
+    return result;
+  }
+  std::uint32_t length = 0;
+  std::memcpy(&length, header + 4, 4);
+  if (length == 0 || length % 8 != 0)
+    result.error = "frame length " + std::to_string(length) + " is not a positive multiple of 8";
+  else if (length > max_payload)
+    result.error = "frame of " + std::to_string(length) + " bytes is over the limit of "
+                   + std::to_string(max_payload);
+  else
+    result.payload_bytes = length;
+  return result;
+}
+
+wire_keys wire_keys_of(const placement_plan& plan) {
+  wire_keys keys;
+  keys.shards.resize(plan.keys.shards.size());
+  for (const auto& key : plan.key_table) {
+    auto& shard = keys.shards.at(key.shard);
+    if (shard.size() <= key.index)
+      shard.resize(key.index + 1);
+    shard[key.index] = key.slice.whole ? plan.parameters.at(key.slice.slot).shape
+                                       : shape_t{key.slice.length};
+  }
+  return keys;
+}
+
+} // namespace troupe

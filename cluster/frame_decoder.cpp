@@ -1,0 +1,215 @@
+// decode_payload (see frame_codec.hpp): reads one Cap'n Proto payload and checks every field
+// before anything of it reaches an actor. A check that fails throws `refused` with the field's
+// name; Cap'n Proto's own errors on malformed bytes (bad pointers, a segment table that does
+// not add up, reads past the end) are caught the same way, so a caller sees one error text.
+#include <troupe/cluster/frame_codec.hpp>
+
+#include <cmath>
+#include <exception>
+#include <stdexcept>
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+
+#include "schema/wire.capnp.h"
+
+namespace troupe {
+
+namespace {
+
+struct refused : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] void refuse(const std::string& why) { throw refused(why); }
+
+std::string text_of(capnp::Text::Reader text, std::size_t limit, const char* what) {
+  if (text.size() > limit)
+    refuse(std::string(what) + " has " + std::to_string(text.size()) + " bytes, at most "
+           + std::to_string(limit) + " are accepted");
+  return std::string(text.cStr(), text.size());
+}
+
+template <std::size_t N>
+std::array<std::uint8_t, N> fixed_bytes(capnp::Data::Reader data, const char* what) {
+  if (data.size() != N)
+    refuse(std::string(what) + " has " + std::to_string(data.size()) + " bytes, expected "
+           + std::to_string(N));
+  std::array<std::uint8_t, N> out{};
+  std::copy(data.begin(), data.end(), out.begin());
+  return out;
+}
+
+node_role role_of(wire::Role role) {
+  switch (role) {
+    case wire::Role::SCHEDULER: return node_role::scheduler;
+    case wire::Role::SERVER: return node_role::server;
+    case wire::Role::WORKER: return node_role::worker;
+  }
+  refuse("hello.role " + std::to_string(static_cast<unsigned>(role)) + " is not a role");
+}
+
+errc code_of(wire::ErrorCode code) {
+  switch (code) {
+    case wire::ErrorCode::BAD_REQUEST: return errc::bad_request;
+    case wire::ErrorCode::BAD_DATA: return errc::bad_data;
+    case wire::ErrorCode::PEER_DOWN: return errc::peer_down;
+    case wire::ErrorCode::TIMEOUT: return errc::timeout;
+    case wire::ErrorCode::INTERNAL: return errc::internal;
+  }
+  refuse("failure.code " + std::to_string(static_cast<unsigned>(code)) + " is not an error code");
+}
+
+const std::vector<shape_t>& shard_keys(const wire_keys& keys, std::uint32_t shard, const char* what) {
+  if (shard >= keys.shards.size())
+    refuse(std::string(what) + ".shard " + std::to_string(shard) + " is not a shard of the plan ("
+           + std::to_string(keys.shards.size()) + " shards)");
+  return keys.shards[shard];
+}
+
+// Keys (ascending, each a key of the shard) and their values as views of the payload, each
+// exactly its key's size.
+void read_tensors(const std::shared_ptr<std::vector<char>>& payload, const std::vector<shape_t>& shapes,
+                  capnp::List<std::uint32_t>::Reader keys, capnp::List<capnp::Data>::Reader values,
+                  const char* what, std::vector<std::size_t>& keys_out, std::vector<tensor>& values_out) {
+  if (keys.size() == 0)
+    refuse(std::string(what) + " lists no keys");
+  if (keys.size() != values.size())
+    refuse(std::string(what) + " lists " + std::to_string(keys.size()) + " keys and "
+           + std::to_string(values.size()) + " values");
+  keys_out.reserve(keys.size());
+  values_out.reserve(keys.size());
+  std::shared_ptr<void> owner = payload;
+  for (unsigned i = 0; i < keys.size(); ++i) {
+    const std::uint32_t key = keys[i];
+    if (key >= shapes.size())
+      refuse(std::string(what) + " key " + std::to_string(key) + " is not a key of its shard ("
+             + std::to_string(shapes.size()) + " keys)");
+    if (i > 0 && key <= keys_out.back())
+      refuse(std::string(what) + " keys are not ascending: " + std::to_string(key) + " after "
+             + std::to_string(keys_out.back()));
+    const auto data = values[i];
+    const auto expected = static_cast<std::size_t>(shape_numel(shapes[key])) * sizeof(float);
+    if (data.size() != expected)
+      refuse(std::string(what) + " value of key " + std::to_string(key) + " has "
+             + std::to_string(data.size()) + " bytes, expected " + std::to_string(expected) + " ("
+             + shape_string(shapes[key]) + " float32)");
+    auto* first = reinterpret_cast<float*>(const_cast<capnp::byte*>(data.begin()));
+    keys_out.push_back(key);
+    values_out.push_back(tensor::view_of(owner, first, shapes[key]));
+  }
+}
+
+push_message read_push(const std::shared_ptr<std::vector<char>>& payload, const wire_keys& keys,
+                       wire::Push::Reader in) {
+  push_message m;
+  m.request = in.getRequest();
+  m.shard = in.getShard();
+  const auto& shapes = shard_keys(keys, m.shard, "push");
+  auto& push = m.push;
+  push.step = in.getStep();
+  push.epoch_position = in.getEpochPosition();
+  push.worker = in.getWorker();
+  push.samples = in.getSamples();
+  if (push.step < 0)
+    refuse("push.step " + std::to_string(push.step) + " is negative");
+  if (!std::isfinite(push.epoch_position) || push.epoch_position < 0)
+    refuse("push.epochPosition " + std::to_string(push.epoch_position) + " is not a finite position >= 0");
+  if (push.worker < 0)
+    refuse("push.worker " + std::to_string(push.worker) + " is negative");
+  if (push.samples < 1)
+    refuse("push.samples " + std::to_string(push.samples) + " is not positive");
+  read_tensors(payload, shapes, in.getKeys(), in.getValues(), "push", push.keys, push.gradients);
+  return m;
+}
+
+weights_message read_weights(const std::shared_ptr<std::vector<char>>& payload,
+                             const wire_keys& keys, wire::Weights::Reader in) {
+  weights_message m;
+  m.request = in.getRequest();
+  m.shard = in.getShard();
+  const auto& shapes = shard_keys(keys, m.shard, "weights");
+  m.weights.step = in.getStep();
+  m.weights.learning_rate = in.getLearningRate();
+  if (m.weights.step < 0)
+    refuse("weights.step " + std::to_string(m.weights.step) + " is negative");
+  if (!std::isfinite(m.weights.learning_rate))
+    refuse("weights.learningRate is not finite");
+  read_tensors(payload, shapes, in.getKeys(), in.getValues(), "weights", m.weights.keys,
+               m.weights.weights);
+  return m;
+}
+
+wire_message read_body(const std::shared_ptr<std::vector<char>>& payload, const wire_keys& keys,
+                       wire::Frame::Body::Reader body) {
+  switch (body.which()) {
+    case wire::Frame::Body::HELLO: {
+      auto in = body.getHello();
+      hello_message m;
+      m.role = role_of(in.getRole());
+      m.name = text_of(in.getName(), hello_message::max_name_bytes, "hello.name");
+      m.challenge = fixed_bytes<nonce_bytes>(in.getNonce(), "hello.nonce");
+      m.plan_hash = in.getPlanHash();
+      return m;
+    }
+    case wire::Frame::Body::PROOF:
+      return proof_message{fixed_bytes<mac_bytes>(body.getProof().getMac(), "proof.mac")};
+    case wire::Frame::Body::PUSH:
+      return read_push(payload, keys, body.getPush());
+    case wire::Frame::Body::PULL: {
+      auto in = body.getPull();
+      shard_keys(keys, in.getShard(), "pull");
+      return pull_message{in.getRequest(), in.getShard()};
+    }
+    case wire::Frame::Body::WEIGHTS:
+      return read_weights(payload, keys, body.getWeights());
+    case wire::Frame::Body::FAILURE: {
+      auto in = body.getFailure();
+      return failure_message{in.getRequest(), code_of(in.getCode()),
+                             text_of(in.getMessage(), failure_message::max_text_bytes, "failure.message")};
+    }
+    case wire::Frame::Body::HEARTBEAT:
+      return heartbeat_message{body.getHeartbeat().getSequence()};
+    case wire::Frame::Body::SHUTDOWN:
+      return shutdown_message{text_of(body.getShutdown().getReason(),
+                                      failure_message::max_text_bytes, "shutdown.reason")};
+  }
+  refuse("frame body " + std::to_string(static_cast<unsigned>(body.which())) + " is not a message kind");
+}
+
+} // namespace
+
+decode_result decode_payload(std::shared_ptr<std::vector<char>> payload, const wire_keys& keys) {
+  decode_result result;
+  try {
+    if (!payload || payload->empty() || payload->size() % sizeof(capnp::word) != 0)
+      refuse("payload of " + std::to_string(payload ? payload->size() : 0)
+             + " bytes is not a positive multiple of 8");
+    if (reinterpret_cast<std::uintptr_t>(payload->data()) % alignof(capnp::word) != 0)
+      refuse("payload buffer is not 8-byte aligned");
+    const kj::ArrayPtr<const capnp::word> words(
+      reinterpret_cast<const capnp::word*>(payload->data()), payload->size() / sizeof(capnp::word));
+    capnp::ReaderOptions options;
+    // Each field is read once, so a well-formed payload traverses about its own size; the
+    // slack covers pointers and headers, and a payload built to make readers loop runs out.
+    options.traversalLimitInWords = 2 * words.size() + 1024;
+    options.nestingLimit = 16;
+    capnp::FlatArrayMessageReader reader(words, options);
+    if (reader.getEnd() != words.end())
+      refuse("payload has " + std::to_string((words.end() - reader.getEnd()) * sizeof(capnp::word))
+             + " bytes after its message");
+    auto frame = reader.getRoot<wire::Frame>();
+    if (frame.getVersion() != wire::PROTOCOL_VERSION)
+      refuse("protocol version " + std::to_string(frame.getVersion()) + ", this node speaks "
+             + std::to_string(wire::PROTOCOL_VERSION));
+    result.message = read_body(payload, keys, frame.getBody());
+  } catch (const refused& e) {
+    result.error = e.what();
+  } catch (const std::exception& e) {
+    // Cap'n Proto's kj::Exception (thrown as kj::ExceptionImpl, a std::exception).
+    result.error = std::string("malformed payload: ") + e.what();
+  }
+  return result;
+}
+
+} // namespace troupe

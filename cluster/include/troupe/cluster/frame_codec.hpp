@@ -1,0 +1,64 @@
+// Encoding and checked decoding of the frames nodes exchange (cluster/schema/wire.capnp,
+// docs/protocol.md).
+//
+// A frame is an 8-byte header (the magic "TRPW", then the payload length as a little-endian
+// uint32) and a payload: one Cap'n Proto message. The header lets a receiver refuse garbage
+// and oversized frames before it allocates anything, and lets it read each payload into a
+// buffer of exactly its size, where the decoder then reads it in place.
+//
+// Copies: append_frame writes the tensors' bytes once, into the caller's output buffer (a
+// connection's write buffer); decode_payload copies none: tensors are views into the payload
+// buffer, which they keep alive.
+//
+// Decoding trusts nothing: every message is checked (version, enum values, sizes, shard and key
+// indices, value byte counts against the receiver's key table, finite numbers) and a message
+// that fails any check is refused with a text naming the field. Cap'n Proto's own bounds
+// errors on a malformed payload become the same kind of refusal.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <troupe/cluster/wire_messages.hpp>
+#include <troupe/graph/placement.hpp>
+
+namespace troupe {
+
+constexpr std::size_t frame_header_bytes = 8;
+/// The default cap on one frame's payload; a connection refuses larger frames.
+constexpr std::size_t default_max_frame_bytes = std::size_t{1} << 30;
+
+/// Appends `message` as one frame (header and payload) to `out`.
+/// Throws std::invalid_argument for a message no decoder would accept (a value whose byte
+/// count exceeds a Data field, a name or text over its limit).
+void append_frame(const wire_message& message, std::vector<char>& out);
+
+/// The payload length a frame header announces, or an error text: a wrong magic ("not a
+/// Troupe frame"), a length that is not a multiple of 8, zero, or above `max_payload`.
+struct frame_header_result {
+  std::size_t payload_bytes = 0;
+  std::string error;  ///< empty on success
+};
+frame_header_result read_frame_header(const char* header, std::size_t max_payload);
+
+/// A decoded message, or why the payload was refused.
+struct decode_result {
+  wire_message message;
+  std::string error;  ///< empty on success
+  bool ok() const { return error.empty(); }
+};
+
+/// Decodes one payload. `payload` must be 8-byte aligned (a std::vector's storage is); tensors
+/// in the result are views into it. Pushes and weights are checked against `keys`.
+decode_result decode_payload(std::shared_ptr<std::vector<char>> payload, const wire_keys& keys);
+
+/// The shape of every shard's keys in `plan` (a whole key keeps its parameter's shape, a slice
+/// is one-dimensional), as decode_payload checks them.
+wire_keys wire_keys_of(const placement_plan& plan);
+
+} // namespace troupe

@@ -1,0 +1,101 @@
+// The messages nodes exchange, as plain C++ values: what cluster/schema/wire.capnp carries,
+// decoded and checked (troupe/cluster/frame_codec.hpp). No Cap'n Proto type leaks out of the
+// codec, so the rest of the cluster layer and its tests never touch a wire reader.
+//
+// Tensors arrive as views into the received frame (tensor::view_of): a push or a weight set
+// read from the network costs no copy of its values. Their shapes come from the receiver's
+// own key table (wire_keys), never from the wire, so a peer cannot make a node build a tensor
+// of a shape the plan does not have.
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <troupe/actors/actor_errors.hpp>
+#include <troupe/actors/messages.hpp>
+#include <troupe/kernels/tensor.hpp>
+
+namespace troupe {
+
+/// The protocol version this build speaks (wire.capnp's protocolVersion).
+std::uint32_t wire_protocol_version();
+
+enum class node_role : std::uint8_t { scheduler, server, worker };
+/// "scheduler", "server", "worker".
+const char* to_string(node_role role);
+
+constexpr std::size_t nonce_bytes = 32;
+constexpr std::size_t mac_bytes = 32;
+using nonce = std::array<std::uint8_t, nonce_bytes>;
+using mac = std::array<std::uint8_t, mac_bytes>;
+
+/// First frame each way on a connection.
+struct hello_message {
+  node_role role = node_role::worker;
+  std::string name;  ///< at most max_name_bytes
+  nonce challenge{};
+  std::uint64_t plan_hash = 0;
+  static constexpr std::size_t max_name_bytes = 256;
+};
+
+/// Second frame each way: the sender's proof of the cluster secret (cluster/admission.hpp).
+struct proof_message {
+  mac proof{};
+};
+
+/// A gradient_push to shard `shard` of the plan; `request` numbers it on its connection.
+struct push_message {
+  std::uint64_t request = 0;
+  std::uint32_t shard = 0;
+  gradient_push push;
+};
+
+struct pull_message {
+  std::uint64_t request = 0;
+  std::uint32_t shard = 0;
+};
+
+/// A shard's answer to push or pull `request`.
+struct weights_message {
+  std::uint64_t request = 0;
+  std::uint32_t shard = 0;
+  weight_set weights;
+};
+
+/// Request `request` failed; the error as a value.
+struct failure_message {
+  std::uint64_t request = 0;
+  errc code = errc::internal;
+  std::string text;  ///< at most max_text_bytes
+  static constexpr std::size_t max_text_bytes = 4096;
+};
+
+struct heartbeat_message {
+  std::uint64_t sequence = 0;
+};
+
+struct shutdown_message {
+  std::string reason;  ///< at most failure_message::max_text_bytes
+};
+
+using wire_message = std::variant<hello_message, proof_message, push_message, pull_message,
+                                  weights_message, failure_message, heartbeat_message,
+                                  shutdown_message>;
+
+/// "hello", "proof", "push", "pull", "weights", "failure", "heartbeat", "shutdown": the kind
+/// of a message, for logs and traffic counters.
+const char* kind_name(const wire_message& message);
+constexpr std::size_t wire_kinds = std::variant_size_v<wire_message>;
+
+/// The shapes of every shard's keys, as the receiver's placement plan has them: shards[s][k]
+/// is the shape of key k of shard s. A decoder checks pushes and weights against it.
+struct wire_keys {
+  std::vector<std::vector<shape_t>> shards;
+};
+
+} // namespace troupe

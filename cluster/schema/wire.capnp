@@ -1,0 +1,101 @@
+# Troupe's wire protocol between nodes: one Frame per message, specified in docs/protocol.md.
+#
+# On a connection every Frame travels as an 8-byte header (magic "TRPW", then the payload
+# length in bytes as a little-endian uint32, a multiple of 8) followed by the payload: the
+# Frame in Cap'n Proto's standard (unpacked) serialization, segment table included. Tensor
+# values are raw little-endian float32 in Data fields, which Cap'n Proto places on 8-byte
+# boundaries, so a receiver can read them where they landed.
+@0xfe8720c20d93fb13;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("troupe::wire");
+
+# Raised whenever a Frame's meaning changes; a peer with another version is refused by name.
+const protocolVersion :UInt32 = 1;
+
+enum Role {
+  scheduler @0;
+  server @1;
+  worker @2;
+}
+
+# Why a request failed (troupe::errc across the wire).
+enum ErrorCode {
+  badRequest @0;
+  badData @1;
+  peerDown @2;
+  timeout @3;
+  internal @4;
+}
+
+struct Frame {
+  version @0 :UInt32;
+  body :union {
+    hello @1 :Hello;
+    proof @2 :Proof;
+    push @3 :Push;
+    pull @4 :Pull;
+    weights @5 :Weights;
+    failure @6 :Failure;
+    heartbeat @7 :Heartbeat;
+    shutdown @8 :Shutdown;
+  }
+}
+
+# First frame each way on a new connection. The nonce is 32 fresh random bytes.
+struct Hello {
+  role @0 :Role;
+  name @1 :Text;        # "worker 1", for logs
+  nonce @2 :Data;
+  planHash @3 :UInt64;  # placement_plan::hash of the job this node runs; 0 before it has one
+}
+
+# Second frame each way: HMAC-SHA256 of the cluster secret over the direction, both nonces
+# and both hellos' roles and plan hashes (docs/protocol.md, "Admission").
+struct Proof {
+  mac @0 :Data;
+}
+
+# Gradients of one step for some keys of one shard (gradient_push).
+struct Push {
+  request @0 :UInt64;      # answered by the Weights or Failure with the same number
+  shard @1 :UInt32;
+  step @2 :Int64;
+  epochPosition @3 :Float64;
+  worker @4 :Int32;
+  samples @5 :Int64;
+  keys @6 :List(UInt32);   # indices into the shard's keys, ascending
+  values @7 :List(Data);   # one per key: its length x 4 bytes of float32
+}
+
+# The current weights of every key of one shard.
+struct Pull {
+  request @0 :UInt64;
+  shard @1 :UInt32;
+}
+
+# A shard's answer to a Push or a Pull (weight_set).
+struct Weights {
+  request @0 :UInt64;
+  shard @1 :UInt32;
+  step @2 :Int64;
+  keys @3 :List(UInt32);
+  values @4 :List(Data);
+  learningRate @5 :Float32;
+}
+
+# A request that failed; the error travels as a value.
+struct Failure {
+  request @0 :UInt64;
+  code @1 :ErrorCode;
+  message @2 :Text;
+}
+
+struct Heartbeat {
+  sequence @0 :UInt64;
+}
+
+# The sender closes the connection after this frame; `reason` says why, for the log.
+struct Shutdown {
+  reason @0 :Text;
+}

@@ -1,0 +1,295 @@
+// Frames: every message kind survives encode -> header -> decode with its values, tensors
+// arrive as views of the received payload (no copy), and every malformed or unexpected input
+// is refused with a text naming what is wrong, never a crash: bad headers, truncation, another
+// protocol version, unknown shards and keys, wrong value sizes, out-of-range numbers, and
+// random bytes.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include <troupe/cluster/frame_codec.hpp>
+
+using namespace troupe;
+
+namespace {
+
+std::vector<char> frame_of(const wire_message& message) {
+  std::vector<char> out;
+  append_frame(message, out);
+  return out;
+}
+
+// The payload of a frame in a buffer of its own, as a connection receives it.
+std::shared_ptr<std::vector<char>> payload_of(const std::vector<char>& frame) {
+  REQUIRE(frame.size() > frame_header_bytes);
+  auto header = read_frame_header(frame.data(), default_max_frame_bytes);
+  REQUIRE(header.error.empty());
+  REQUIRE(header.payload_bytes == frame.size() - frame_header_bytes);
+  return std::make_shared<std::vector<char>>(frame.begin() + frame_header_bytes, frame.end());
+}
+
+// Shard 0: a [2, 3] key and a 5-element slice; shard 1: one [4] key.
+wire_keys test_keys() { return wire_keys{{{{2, 3}, {5}}, {{4}}}}; }
+
+tensor counting(shape_t shape, float start) {
+  tensor t(std::move(shape));
+  for (std::int64_t i = 0; i < t.numel(); ++i)
+    t.data()[i] = start + static_cast<float>(i);
+  return t;
+}
+
+bool same_values(const tensor& a, const tensor& b) {
+  return a.shape() == b.shape() && a.numel() > 0
+         && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
+}
+
+push_message test_push() {
+  push_message m;
+  m.request = 77;
+  m.shard = 0;
+  m.push.step = 12;
+  m.push.epoch_position = 1.5;
+  m.push.worker = 3;
+  m.push.samples = 128;
+  m.push.keys = {0, 1};
+  // The second is a slice at an odd offset: not 8-byte aligned, so the encoder copies it.
+  m.push.gradients = {counting({2, 3}, 1.0f), counting({9}, 10.0f).flat_slice(1, 5)};
+  return m;
+}
+
+template <class T>
+T decoded_as(const std::vector<char>& frame, const wire_keys& keys = test_keys()) {
+  auto result = decode_payload(payload_of(frame), keys);
+  INFO(result.error);
+  REQUIRE(result.ok());
+  REQUIRE(std::holds_alternative<T>(result.message));
+  return std::get<T>(result.message);
+}
+
+std::string refusal(const std::vector<char>& frame, const wire_keys& keys = test_keys()) {
+  auto result = decode_payload(payload_of(frame), keys);
+  REQUIRE_FALSE(result.ok());
+  return result.error;
+}
+
+} // namespace
+
+TEST_CASE("a push round-trips, its gradients viewing the received payload", "[cluster][frame]") {
+  const auto sent = test_push();
+  const auto frame = frame_of(sent);
+  auto payload = payload_of(frame);
+  auto result = decode_payload(payload, test_keys());
+  REQUIRE(result.ok());
+  const auto& got = std::get<push_message>(result.message);
+  CHECK(got.request == 77);
+  CHECK(got.shard == 0);
+  CHECK(got.push.step == 12);
+  CHECK(got.push.epoch_position == 1.5);
+  CHECK(got.push.worker == 3);
+  CHECK(got.push.samples == 128);
+  REQUIRE(got.push.keys == std::vector<std::size_t>{0, 1});
+  REQUIRE(got.push.gradients.size() == 2);
+  CHECK(same_values(got.push.gradients[0], sent.push.gradients[0]));
+  CHECK(same_values(got.push.gradients[1], sent.push.gradients[1]));
+  // No copy on receipt: the values lie inside the payload buffer, which they keep alive.
+  for (const auto& g : got.push.gradients) {
+    const char* first = reinterpret_cast<const char*>(g.data());
+    CHECK(first >= payload->data());
+    CHECK(first + g.bytes() <= payload->data() + payload->size());
+  }
+  const auto held = payload.use_count();
+  CHECK(held >= 3);  // this handle and one per tensor view
+}
+
+TEST_CASE("weights, pull, hello, proof, failure, heartbeat and shutdown round-trip", "[cluster][frame]") {
+  weights_message w;
+  w.request = 5;
+  w.shard = 1;
+  w.weights.step = 40;
+  w.weights.keys = {0};
+  w.weights.weights = {counting({4}, -2.0f)};
+  w.weights.learning_rate = 0.05f;
+  const auto got_w = decoded_as<weights_message>(frame_of(w));
+  CHECK(got_w.request == 5);
+  CHECK(got_w.shard == 1);
+  CHECK(got_w.weights.step == 40);
+  CHECK(got_w.weights.learning_rate == 0.05f);
+  REQUIRE(got_w.weights.weights.size() == 1);
+  CHECK(same_values(got_w.weights.weights[0], w.weights.weights[0]));
+
+  const auto got_pull = decoded_as<pull_message>(frame_of(pull_message{9, 1}));
+  CHECK(got_pull.request == 9);
+  CHECK(got_pull.shard == 1);
+
+  hello_message h;
+  h.role = node_role::server;
+  h.name = "server 1";
+  for (std::size_t i = 0; i < h.challenge.size(); ++i)
+    h.challenge[i] = static_cast<std::uint8_t>(i * 7);
+  h.plan_hash = 0x1234567890abcdefULL;
+  const auto got_h = decoded_as<hello_message>(frame_of(h));
+  CHECK(got_h.role == node_role::server);
+  CHECK(got_h.name == "server 1");
+  CHECK(got_h.challenge == h.challenge);
+  CHECK(got_h.plan_hash == h.plan_hash);
+
+  proof_message p;
+  p.proof.fill(0xab);
+  CHECK(decoded_as<proof_message>(frame_of(p)).proof == p.proof);
+
+  const auto got_f = decoded_as<failure_message>(frame_of(failure_message{3, errc::timeout, "too slow"}));
+  CHECK(got_f.request == 3);
+  CHECK(got_f.code == errc::timeout);
+  CHECK(got_f.text == "too slow");
+
+  CHECK(decoded_as<heartbeat_message>(frame_of(heartbeat_message{99})).sequence == 99);
+  CHECK(decoded_as<shutdown_message>(frame_of(shutdown_message{"done"})).reason == "done");
+}
+
+TEST_CASE("frame headers: magic, length and limit are checked", "[cluster][frame]") {
+  auto frame = frame_of(heartbeat_message{1});
+  const auto payload = frame.size() - frame_header_bytes;
+  CHECK(read_frame_header(frame.data(), payload).error.empty());
+  CHECK(read_frame_header(frame.data(), payload - 8).error.find("over the limit") != std::string::npos);
+
+  auto bad_magic = frame;
+  bad_magic[0] = 'X';
+  CHECK(read_frame_header(bad_magic.data(), default_max_frame_bytes).error.find("not a Troupe frame")
+        != std::string::npos);
+
+  auto set_length = [&](std::uint32_t length) {
+    auto copy = frame;
+    std::memcpy(copy.data() + 4, &length, 4);
+    return read_frame_header(copy.data(), default_max_frame_bytes).error;
+  };
+  CHECK(set_length(0).find("not a positive multiple of 8") != std::string::npos);
+  CHECK(set_length(12).find("not a positive multiple of 8") != std::string::npos);
+}
+
+TEST_CASE("truncated, padded, misaligned and other-version payloads are refused", "[cluster][frame]") {
+  const auto frame = frame_of(test_push());
+  auto cut = std::vector<char>(frame.begin(), frame.end() - 8);
+  std::uint32_t length = static_cast<std::uint32_t>(cut.size() - frame_header_bytes);
+  std::memcpy(cut.data() + 4, &length, 4);
+  CHECK(refusal(cut).find("malformed payload") != std::string::npos);
+
+  auto padded = payload_of(frame);
+  padded->insert(padded->end(), 8, 0);
+  auto padded_result = decode_payload(padded, test_keys());
+  REQUIRE_FALSE(padded_result.ok());
+  CHECK(padded_result.error.find("bytes after its message") != std::string::npos);
+
+  CHECK(decode_payload(std::make_shared<std::vector<char>>(), test_keys()).error.find("multiple of 8")
+        != std::string::npos);
+
+  // The version is the root struct's first word: after the one-segment table (8 bytes) and
+  // the root pointer (8 bytes).
+  auto other = frame_of(heartbeat_message{1});
+  const std::uint32_t version = wire_protocol_version() + 1;
+  std::memcpy(other.data() + frame_header_bytes + 16, &version, 4);
+  CHECK(refusal(other).find("protocol version " + std::to_string(version) + ", this node speaks "
+                            + std::to_string(wire_protocol_version()))
+        != std::string::npos);
+}
+
+TEST_CASE("pushes and weights are checked against the receiver's keys", "[cluster][frame]") {
+  auto unknown_shard = test_push();
+  unknown_shard.shard = 2;
+  CHECK(refusal(frame_of(unknown_shard)).find("push.shard 2 is not a shard of the plan (2 shards)")
+        != std::string::npos);
+
+  // Another plan's shapes: the receiver expects [2, 2] for key 0.
+  const wire_keys other_plan{{{{2, 2}, {5}}, {{4}}}};
+  CHECK(refusal(frame_of(test_push()), other_plan)
+          .find("value of key 0 has 24 bytes, expected 16 ([2, 2] float32)") != std::string::npos);
+
+  auto unknown_key = test_push();
+  unknown_key.shard = 1;
+  unknown_key.push.keys = {3};
+  unknown_key.push.gradients = {counting({4}, 0)};
+  CHECK(refusal(frame_of(unknown_key)).find("key 3 is not a key of its shard (1 keys)") != std::string::npos);
+
+  auto descending = test_push();
+  descending.push.keys = {1, 0};
+  descending.push.gradients = {counting({5}, 0), counting({2, 3}, 0)};
+  CHECK(refusal(frame_of(descending)).find("not ascending") != std::string::npos);
+
+  auto none = test_push();
+  none.push.keys.clear();
+  none.push.gradients.clear();
+  CHECK(refusal(frame_of(none)).find("lists no keys") != std::string::npos);
+
+  auto negative_step = test_push();
+  negative_step.push.step = -1;
+  CHECK(refusal(frame_of(negative_step)).find("push.step -1 is negative") != std::string::npos);
+  auto no_samples = test_push();
+  no_samples.push.samples = 0;
+  CHECK(refusal(frame_of(no_samples)).find("push.samples 0 is not positive") != std::string::npos);
+  auto nan_position = test_push();
+  nan_position.push.epoch_position = std::numeric_limits<double>::quiet_NaN();
+  CHECK(refusal(frame_of(nan_position)).find("epochPosition") != std::string::npos);
+  auto negative_worker = test_push();
+  negative_worker.push.worker = -4;
+  CHECK(refusal(frame_of(negative_worker)).find("push.worker -4") != std::string::npos);
+
+  weights_message w;
+  w.shard = 1;
+  w.weights.keys = {0};
+  w.weights.weights = {counting({4}, 0)};
+  w.weights.learning_rate = std::numeric_limits<float>::infinity();
+  CHECK(refusal(frame_of(w)).find("learningRate is not finite") != std::string::npos);
+  CHECK(refusal(frame_of(pull_message{1, 7})).find("pull.shard 7") != std::string::npos);
+}
+
+TEST_CASE("the encoder refuses what no decoder would accept", "[cluster][frame]") {
+  std::vector<char> out;
+  hello_message long_name;
+  long_name.name.assign(hello_message::max_name_bytes + 1, 'x');
+  CHECK_THROWS_AS(append_frame(long_name, out), std::invalid_argument);
+  CHECK_THROWS_AS(append_frame(failure_message{1, errc::internal, std::string(5000, 'y')}, out),
+                  std::invalid_argument);
+  auto mismatched = test_push();
+  mismatched.push.gradients.pop_back();
+  CHECK_THROWS_AS(append_frame(mismatched, out), std::invalid_argument);
+  CHECK(out.empty());  // nothing half-written
+}
+
+TEST_CASE("random bytes and flipped bytes never crash the decoder", "[cluster][frame]") {
+  std::mt19937_64 random(20261122);
+  const auto valid = payload_of(frame_of(test_push()));
+  int refused = 0, accepted = 0;
+  for (int trial = 0; trial < 4000; ++trial) {
+    std::shared_ptr<std::vector<char>> payload;
+    if (trial % 2 == 0) {
+      payload = std::make_shared<std::vector<char>>(8 * (1 + random() % 64));
+      for (auto& byte : *payload)
+        byte = static_cast<char>(random());
+    } else {
+      payload = std::make_shared<std::vector<char>>(*valid);
+      for (int flips = 1 + random() % 4; flips > 0; --flips)
+        (*payload)[random() % payload->size()] = static_cast<char>(random());
+    }
+    auto result = decode_payload(payload, test_keys());
+    if (!result.ok()) {
+      CHECK_FALSE(result.error.empty());
+      ++refused;
+      continue;
+    }
+    ++accepted;
+    // Whatever is accepted satisfies the checks: a push's values match its keys' shapes.
+    if (auto* push = std::get_if<push_message>(&result.message)) {
+      REQUIRE(push->push.keys.size() == push->push.gradients.size());
+      for (std::size_t i = 0; i < push->push.keys.size(); ++i)
+        CHECK(push->push.gradients[i].shape()
+              == test_keys().shards[push->shard][push->push.keys[i]]);
+    }
+  }
+  CHECK(refused + accepted == 4000);
+  CHECK(refused > 2000);  // random bytes are essentially never a valid frame
+}

@@ -9,9 +9,10 @@ find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(ZLIB REQUIRED)
 find_package(pegtl CONFIG REQUIRED)  # header-only PEG parser for the config language
 find_package(CAF REQUIRED)
-# Cap'n Proto is the wire format of the multi-node layer; found now so a missing package fails
-# at configure time.
+# Cap'n Proto is the wire format of the multi-node layer.
 find_package(CapnProto CONFIG REQUIRED)
+# OpenSSL's HMAC and random generator admit peers to a cluster (cluster/admission.cpp).
+find_package(OpenSSL REQUIRED)
 
 # CUDA is optional: AUTO builds it when nvcc is found, ON insists, OFF skips.
 set(TROUPE_HAVE_CUDA OFF)

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config git
-  libcaf-dev capnproto libcapnp-dev libtbb-dev catch2 libdnnl-dev ocl-icd-opencl-dev zlib1g-dev
+  libcaf-dev capnproto libcapnp-dev libssl-dev libtbb-dev catch2 libdnnl-dev ocl-icd-opencl-dev zlib1g-dev
   python3
   tao-pegtl-dev dataset-fashion-mnist
 )

@@ -17,6 +17,9 @@ struct local_node_options {
   /// Work-sharing scheduler (idle workers sleep) instead of CAF's work stealing (idle
   /// workers poll); see local_node.cpp.
   bool work_sharing = true;
+  /// Loads CAF's network module (caf::io::middleman) for a node that talks to other nodes
+  /// through peer links (troupe/cluster/peer_link.hpp).
+  bool network = false;
 };
 
 class local_node_config : public caf::actor_system_config {

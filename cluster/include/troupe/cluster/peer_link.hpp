@@ -1,0 +1,106 @@
+// A peer link: one TCP connection to another node, as a CAF broker. It frames and decodes
+// Cap'n Proto messages (frame_codec.hpp), admits the peer (admission.hpp) before anything
+// else, forwards this node's requests for remote shards and answers the peer's requests from
+// this node's own shards. Every outstanding request has a deadline, heartbeats flow both ways,
+// and the connection's end fails every request still waiting on it.
+//
+// Protocol (dynamically typed: a broker):
+//   (push_atom, uint32 shard, gradient_push) -> weight_set   sent to the peer's shard `shard`;
+//                                        answered when its weights come back
+//   (pull_atom, uint32 shard)           -> weight_set   the peer's shard's current weights
+//   (stats_atom)                        -> link_traffic  bytes and frames per kind, both ways
+// Requests made before admission completes wait for it (within their deadline).
+//
+// What fails, and how:
+//   - the peer's proof does not verify, its hello names another plan, a frame does not
+//     decode, a message comes out of turn: the link logs the reason naming the peer, closes
+//     the connection and quits with errc::bad_request;
+//   - the connection closes, or no frame arrives for `connection_timeout`: errc::peer_down;
+//   - a request waits longer than `request_timeout`: that request fails with errc::timeout,
+//     the link stays up;
+//   - the peer answers a request with a failure: the request fails with the peer's error.
+// On quitting, every waiting request fails with the link's error, and the observer (if any)
+// gets (link_down_atom, peer name, caf::error). Once admitted it gets (link_up_atom, peer name).
+//
+// Copies: an outgoing tensor is written once, into the connection's write buffer; an incoming
+// one is read where the frame landed (tensor views keep that buffer alive).
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/atom.hpp>
+#include <caf/expected.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include <troupe/actors/messages.hpp>
+#include <troupe/cluster/admission.hpp>
+#include <troupe/cluster/wire_messages.hpp>
+
+namespace troupe {
+
+using link_up_atom = caf::atom_constant<caf::atom("linkup")>;
+using link_down_atom = caf::atom_constant<caf::atom("linkdown")>;
+
+struct link_options {
+  /// A link needs the secret: there is no unauthenticated mode.
+  explicit link_options(cluster_secret cluster) : secret(std::move(cluster)) {}
+
+  node_role role = node_role::worker;  ///< this node's role
+  std::string name;                    ///< this node's name in the peer's logs ("worker 0")
+  std::uint64_t plan_hash = 0;         ///< 0: not known yet (the peer's hash is not checked)
+  cluster_secret secret;
+  wire_keys keys;                      ///< the plan's key shapes, to check what arrives
+  /// Shards this node serves to peers, by the plan's shard index (a null handle: not here).
+  std::vector<push_target_actor> local_shards;
+  std::chrono::milliseconds request_timeout{30000};
+  std::chrono::milliseconds heartbeat_interval{1000};
+  std::chrono::milliseconds connection_timeout{5000};
+  std::size_t max_frame_bytes = std::size_t{1} << 30;
+  caf::actor observer;  ///< gets link_up / link_down; may be null
+  /// Where a link reports refusals and losses (default: standard error, one line each). Called
+  /// from the link's thread until the link has terminated: what it refers to must live as
+  /// long (e.g. longer than the actor system).
+  std::function<void(const std::string&)> log;
+};
+
+/// Bytes and frames that crossed one link, per message kind (kind_name order), headers
+/// included.
+struct link_traffic {
+  std::array<std::uint64_t, wire_kinds> bytes_in{}, bytes_out{}, frames_in{}, frames_out{};
+  std::uint64_t total_in() const;
+  std::uint64_t total_out() const;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, link_traffic& x) {
+  return f(caf::meta::type_name("troupe.link_traffic"), x.bytes_in, x.bytes_out, x.frames_in,
+           x.frames_out);
+}
+
+/// Connects to `host:port` and returns the link once the TCP connection stands (admission
+/// follows asynchronously; requests wait for it). Blocks while connecting; the error names
+/// the address when nothing listens there.
+caf::expected<caf::actor> connect_link(caf::actor_system& system, const std::string& host,
+                                       std::uint16_t port, link_options options);
+
+/// A node's listening socket on `host:port` (port 0: any free port): every connection it
+/// accepts becomes a link with `options` (peers are admitted one by one; a refused or broken
+/// connection does not disturb the others). Answers (port_atom) -> uint16 with the bound port.
+/// Binds only `host` (127.0.0.1 unless told otherwise).
+using port_atom = caf::atom_constant<caf::atom("port")>;
+caf::expected<caf::actor> spawn_listener(caf::actor_system& system, const std::string& host,
+                                         std::uint16_t port, link_options options);
+
+/// A stand-in for shard `shard` of the peer behind `link`: a push_target_actor, so a compute
+/// actor or an aggregator cannot tell it from a local shard.
+push_target_actor spawn_remote_shard(caf::actor_system& system, caf::actor link, std::uint32_t shard,
+                                     std::chrono::milliseconds request_timeout);
+
+} // namespace troupe

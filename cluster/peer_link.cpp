@@ -1,0 +1,443 @@
+// The peer link broker (see peer_link.hpp). One connection, three stages: the peer's hello,
+// its proof, then admitted traffic. Reads alternate between an 8-byte header and a payload of
+// exactly the announced size, so each payload lands in a buffer of its own that the decoder
+// reads in place and the tensors it yields keep alive.
+#include <troupe/cluster/peer_link.hpp>
+
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+
+#include <caf/io/broker.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include <troupe/actors/actor_errors.hpp>
+#include <troupe/cluster/frame_codec.hpp>
+
+namespace troupe {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using tick_atom = caf::atom_constant<caf::atom("linktick")>;
+
+enum class stage { await_hello, await_proof, admitted, closed };
+
+struct pending_request {
+  caf::response_promise promise;
+  std::uint32_t shard = 0;
+  clock_type::time_point deadline;
+};
+
+struct link_state {
+  std::optional<link_options> options;
+  caf::io::connection_handle hdl;
+  link_side side = link_side::connecting;
+  stage at = stage::await_hello;
+  hello_message mine;
+  std::optional<hello_message> peer;
+  std::string peer_name;  // for logs: the address until the hello names the node
+  bool reading_header = true;
+  std::uint64_t next_request = 1;
+  std::unordered_map<std::uint64_t, pending_request> pending;
+  std::vector<wire_message> queued;  // requests made before admission
+  clock_type::time_point last_received, last_sent;
+  std::uint64_t heartbeats = 0;
+  link_traffic traffic;
+  static inline const char* name = "troupe.peer_link";
+};
+
+using link_pointer = caf::stateful_actor<link_state, caf::io::broker>*;
+
+void log_line(const link_state& st, const std::string& text) {
+  if (st.options->log)
+    st.options->log(text);
+  else
+    std::cerr << "troupe: " << text << '\n';
+}
+
+bool write_frame(link_pointer self, const wire_message& message) {
+  auto& st = self->state;
+  auto& out = self->wr_buf(st.hdl);
+  const auto before = out.size();
+  try {
+    append_frame(message, out);
+  } catch (...) {
+    out.resize(before);
+    throw;
+  }
+  st.traffic.bytes_out[message.index()] += out.size() - before;
+  st.traffic.frames_out[message.index()] += 1;
+  st.last_sent = clock_type::now();
+  self->flush(st.hdl);
+  return true;
+}
+
+// Ends the link: every waiting request fails with `err`, the observer hears of it.
+void close_link(link_pointer self, const caf::error& err, const std::string& why) {
+  auto& st = self->state;
+  if (st.at == stage::closed)
+    return;
+  st.at = stage::closed;
+  log_line(st, "link to " + st.peer_name + ": " + why);
+  for (auto& [id, request] : st.pending)
+    request.promise.deliver(err);
+  st.pending.clear();
+  st.queued.clear();
+  if (st.options->observer)
+    self->send(st.options->observer, link_down_atom::value, st.peer_name, err);
+  self->close(st.hdl);
+  self->quit(err);
+}
+
+void refuse_peer(link_pointer self, const std::string& why) {
+  // Tell the peer why before closing, so its error names the reason (a raw TCP client gets a
+  // frame it can ignore).
+  try {
+    write_frame(self, shutdown_message{("refused by " + self->state.options->name + ": " + why)
+                                         .substr(0, failure_message::max_text_bytes)});
+  } catch (const std::exception&) {
+    // the reason does not fit a frame: closing says enough
+  }
+  close_link(self, make_error(errc::bad_request, "link to " + self->state.peer_name + ": " + why),
+             "refused: " + why);
+}
+
+void send_request(link_pointer self, std::uint32_t shard, wire_message message,
+                  std::uint64_t id, caf::response_promise promise) {
+  auto& st = self->state;
+  st.pending.emplace(id, pending_request{std::move(promise), shard,
+                                         clock_type::now() + st.options->request_timeout});
+  if (st.at != stage::admitted) {
+    st.queued.push_back(std::move(message));
+    return;
+  }
+  try {
+    write_frame(self, message);
+  } catch (const std::exception& e) {
+    auto it = st.pending.find(id);
+    it->second.promise.deliver(make_error(errc::bad_request, std::string("link: ") + e.what()));
+    st.pending.erase(it);
+  }
+}
+
+// The peer asked one of this node's shards; its answer (or failure) goes back as a frame.
+template <typename... Ts>
+void serve(link_pointer self, std::uint64_t request, std::uint32_t shard, Ts&&... message) {
+  auto& st = self->state;
+  const auto& shards = st.options->local_shards;
+  if (shard >= shards.size() || !shards[shard]) {
+    write_frame(self, failure_message{request, errc::bad_request,
+                                      st.options->name + " holds no shard " + std::to_string(shard)});
+    return;
+  }
+  self->request(shards[shard], st.options->request_timeout, std::forward<Ts>(message)...)
+    .then(
+      [=](weight_set& ws) {
+        if (self->state.at == stage::admitted)
+          write_frame(self, weights_message{request, shard, std::move(ws)});
+      },
+      [=](caf::error& err) {
+        if (self->state.at == stage::admitted)
+          write_frame(self, failure_message{request, troupe_code(err), error_text(err).substr(0, failure_message::max_text_bytes)});
+      });
+}
+
+void answer(link_pointer self, std::uint64_t request, std::uint32_t shard, caf::message result,
+            bool failed) {
+  auto& st = self->state;
+  auto it = st.pending.find(request);
+  if (it == st.pending.end())
+    return;  // answered after its deadline: the requester already has its timeout
+  if (!failed && it->second.shard != shard)
+    return refuse_peer(self, "answered request " + std::to_string(request) + " with shard "
+                               + std::to_string(shard) + "'s weights, shard "
+                               + std::to_string(it->second.shard) + " was asked");
+  auto promise = std::move(it->second.promise);
+  st.pending.erase(it);
+  promise.deliver(std::move(result));
+}
+
+void on_admitted_message(link_pointer self, wire_message& message) {
+  auto& st = self->state;
+  std::visit(
+    [&](auto& m) {
+      using T = std::decay_t<decltype(m)>;
+      if constexpr (std::is_same_v<T, push_message>) {
+        serve(self, m.request, m.shard, push_atom::value, std::move(m.push));
+      } else if constexpr (std::is_same_v<T, pull_message>) {
+        serve(self, m.request, m.shard, pull_atom::value);
+      } else if constexpr (std::is_same_v<T, weights_message>) {
+        answer(self, m.request, m.shard, caf::make_message(std::move(m.weights)), false);
+      } else if constexpr (std::is_same_v<T, failure_message>) {
+        answer(self, m.request, 0,
+               caf::make_message(make_error(m.code, st.peer_name + ": " + m.text)), true);
+      } else if constexpr (std::is_same_v<T, heartbeat_message>) {
+        // last_received is updated for every frame
+      } else if constexpr (std::is_same_v<T, shutdown_message>) {
+        close_link(self, make_error(errc::peer_down, st.peer_name + " shut down: " + m.reason),
+                   "the peer shut down: " + m.reason);
+      } else {
+        refuse_peer(self, std::string("sent a ") + kind_name(message) + " after admission");
+      }
+    },
+    message);
+}
+
+void on_handshake_message(link_pointer self, wire_message& message) {
+  auto& st = self->state;
+  if (st.at == stage::await_hello) {
+    auto* hello = std::get_if<hello_message>(&message);
+    if (!hello)
+      return refuse_peer(self, std::string("sent a ") + kind_name(message) + " before its hello");
+    st.peer_name = std::string(to_string(hello->role)) + " '" + hello->name + "' at " + st.peer_name;
+    if (hello->plan_hash != 0 && st.mine.plan_hash != 0 && hello->plan_hash != st.mine.plan_hash)
+      return refuse_peer(self, "it runs plan " + std::to_string(hello->plan_hash) + ", this node runs plan "
+                                 + std::to_string(st.mine.plan_hash) + " (another config or version)");
+    st.peer = *hello;
+    st.at = stage::await_proof;
+    write_frame(self, proof_message{membership_proof(st.options->secret, st.side, st.mine, *st.peer)});
+    return;
+  }
+  auto* proof = std::get_if<proof_message>(&message);
+  if (!proof)
+    return refuse_peer(self, std::string("sent a ") + kind_name(message) + " instead of its proof");
+  const auto peer_side = st.side == link_side::connecting ? link_side::accepting : link_side::connecting;
+  if (!proof_is_valid(st.options->secret, peer_side, *st.peer, st.mine, proof->proof))
+    return refuse_peer(self, "its proof of the cluster secret is wrong");
+  st.at = stage::admitted;
+  if (st.options->observer)
+    self->send(st.options->observer, link_up_atom::value, st.peer_name);
+  auto queued = std::move(st.queued);
+  st.queued.clear();
+  for (auto& m : queued)
+    write_frame(self, m);
+}
+
+void on_data(link_pointer self, caf::io::new_data_msg& msg) {
+  auto& st = self->state;
+  if (st.at == stage::closed)
+    return;
+  st.last_received = clock_type::now();
+  if (st.reading_header) {
+    auto header = read_frame_header(msg.buf.data(), st.options->max_frame_bytes);
+    if (!header.error.empty())
+      return refuse_peer(self, header.error);
+    st.reading_header = false;
+    self->configure_read(st.hdl, caf::io::receive_policy::exactly(header.payload_bytes));
+    return;
+  }
+  auto payload = std::make_shared<std::vector<char>>();
+  payload->swap(msg.buf);  // the payload stays where it landed
+  st.reading_header = true;
+  self->configure_read(st.hdl, caf::io::receive_policy::exactly(frame_header_bytes));
+  auto decoded = decode_payload(payload, st.options->keys);
+  if (!decoded.ok())
+    return refuse_peer(self, "undecodable frame: " + decoded.error);
+  const auto kind = decoded.message.index();
+  st.traffic.bytes_in[kind] += frame_header_bytes + payload->size();
+  st.traffic.frames_in[kind] += 1;
+  if (st.at == stage::admitted)
+    on_admitted_message(self, decoded.message);
+  else
+    on_handshake_message(self, decoded.message);
+}
+
+void on_tick(link_pointer self) {
+  auto& st = self->state;
+  if (st.at == stage::closed)
+    return;
+  const auto now = clock_type::now();
+  const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - st.last_received);
+  if (silent >= st.options->connection_timeout)
+    return close_link(self, make_error(errc::peer_down, "no frame from " + st.peer_name + " for "
+                                                          + std::to_string(silent.count()) + " ms"),
+                      "lost: no frame for " + std::to_string(silent.count()) + " ms");
+  for (auto it = st.pending.begin(); it != st.pending.end();) {
+    if (it->second.deadline <= now) {
+      it->second.promise.deliver(make_error(
+        errc::timeout, "shard " + std::to_string(it->second.shard) + " on " + st.peer_name
+                         + " did not answer within "
+                         + std::to_string(st.options->request_timeout.count()) + " ms"));
+      it = st.pending.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (st.at == stage::admitted && now - st.last_sent >= st.options->heartbeat_interval)
+    write_frame(self, heartbeat_message{++st.heartbeats});
+}
+
+std::chrono::milliseconds tick_period(const link_options& options) {
+  return std::max(std::chrono::milliseconds{1},
+                  std::min({options.heartbeat_interval / 2, options.request_timeout / 4,
+                            options.connection_timeout / 4}));
+}
+
+caf::behavior peer_link(link_pointer self, caf::io::connection_handle hdl, link_options options,
+                        link_side side) {
+  auto& st = self->state;
+  st.options.emplace(std::move(options));
+  st.hdl = hdl;
+  st.side = side;
+  st.peer_name = self->remote_addr(hdl) + ":" + std::to_string(self->remote_port(hdl));
+  st.last_received = st.last_sent = clock_type::now();
+  st.mine.role = st.options->role;
+  st.mine.name = st.options->name;
+  st.mine.challenge = fresh_nonce();
+  st.mine.plan_hash = st.options->plan_hash;
+  self->configure_read(hdl, caf::io::receive_policy::exactly(frame_header_bytes));
+  write_frame(self, st.mine);
+  const auto period = tick_period(*st.options);
+  self->delayed_send(self, period, tick_atom::value);
+  return {
+    [=](caf::io::new_data_msg& msg) { on_data(self, msg); },
+    [=](const caf::io::connection_closed_msg&) {
+      close_link(self, make_error(errc::peer_down, "the connection to " + self->state.peer_name + " closed"),
+                 "the connection closed");
+    },
+    [=](push_atom, std::uint32_t shard, gradient_push& push) -> caf::result<weight_set> {
+      auto promise = self->make_response_promise();
+      const auto id = self->state.next_request++;
+      send_request(self, shard, push_message{id, shard, std::move(push)}, id, promise);
+      return caf::delegated<weight_set>{};
+    },
+    [=](pull_atom, std::uint32_t shard) -> caf::result<weight_set> {
+      auto promise = self->make_response_promise();
+      const auto id = self->state.next_request++;
+      send_request(self, shard, pull_message{id, shard}, id, promise);
+      return caf::delegated<weight_set>{};
+    },
+    [=](stats_atom) { return self->state.traffic; },
+    [=](tick_atom) {
+      on_tick(self);
+      if (self->state.at != stage::closed)
+        self->delayed_send(self, period, tick_atom::value);
+    },
+  };
+}
+
+struct listener_state {
+  std::optional<link_options> options;
+  std::uint16_t port = 0;
+  // The links it accepted and that still run: they end with the listener (a node that stops
+  // listening leaves no connection behind), each on its own when its peer goes.
+  std::shared_ptr<std::vector<caf::actor>> links = std::make_shared<std::vector<caf::actor>>();
+  static inline const char* name = "troupe.listener";
+};
+
+caf::behavior listener(caf::stateful_actor<listener_state, caf::io::broker>* self, std::string host,
+                       std::uint16_t port, link_options options) {
+  self->state.options.emplace(std::move(options));
+  auto bound = self->add_tcp_doorman(port, host.c_str(), true);
+  if (!bound) {
+    self->quit(make_error(errc::bad_request, "cannot listen on " + host + ":" + std::to_string(port)
+                                               + ": " + self->system().render(bound.error())));
+    return {};
+  }
+  self->state.port = bound->second;
+  auto links = self->state.links;
+  self->attach_functor([links](const caf::error&) {
+    for (auto& link : *links)
+      caf::anon_send_exit(link, caf::exit_reason::user_shutdown);
+  });
+  self->set_down_handler([=](caf::down_msg& down) {
+    auto& all = *self->state.links;
+    all.erase(std::remove_if(all.begin(), all.end(), [&](const caf::actor& a) { return a.address() == down.source; }),
+              all.end());
+  });
+  return {
+    [=](const caf::io::new_connection_msg& msg) {
+      auto link = self->fork(peer_link, msg.handle, *self->state.options, link_side::accepting);
+      self->monitor(link);
+      self->state.links->push_back(link);
+    },
+    [=](port_atom) { return self->state.port; },
+  };
+}
+
+} // namespace
+
+std::uint64_t link_traffic::total_in() const {
+  std::uint64_t sum = 0;
+  for (auto b : bytes_in)
+    sum += b;
+  return sum;
+}
+
+std::uint64_t link_traffic::total_out() const {
+  std::uint64_t sum = 0;
+  for (auto b : bytes_out)
+    sum += b;
+  return sum;
+}
+
+caf::expected<caf::actor> connect_link(caf::actor_system& system, const std::string& host,
+                                       std::uint16_t port, link_options options) {
+  auto link = system.middleman().spawn_client(peer_link, host, port, std::move(options),
+                                              link_side::connecting);
+  if (!link)
+    return make_error(errc::peer_down, "cannot connect to " + host + ":" + std::to_string(port)
+                                         + ": " + system.render(link.error()));
+  return link;
+}
+
+caf::expected<caf::actor> spawn_listener(caf::actor_system& system, const std::string& host,
+                                         std::uint16_t port, link_options options) {
+  return system.middleman().spawn_broker(listener, host, port, std::move(options));
+}
+
+struct remote_shard_state {
+  caf::error link_lost;  // why the link ended, once it has
+  std::vector<caf::typed_response_promise<weight_set>> waiting;
+  static inline const char* name = "troupe.remote_shard";
+};
+
+push_target_actor spawn_remote_shard(caf::actor_system& system, caf::actor link, std::uint32_t shard,
+                                     std::chrono::milliseconds request_timeout) {
+  // The link times requests out itself, naming the shard; the margin lets its error arrive first.
+  const auto timeout = request_timeout + request_timeout / 2 + std::chrono::milliseconds{100};
+  using pointer = push_target_actor::stateful_pointer<remote_shard_state>;
+  return system.spawn([=](pointer self) -> push_target_actor::behavior_type {
+    // A message to a broker that has terminated is dropped, not bounced (CAF 0.17): watch the
+    // link, and fail what waits on it, and everything after, with the reason it ended.
+    self->monitor(link);
+    self->set_down_handler([=](caf::down_msg& down) {
+      auto& st = self->state;
+      st.link_lost = down.reason ? down.reason
+                                 : make_error(errc::peer_down, "the link to shard " + std::to_string(shard) + " ended");
+      if (troupe_code(st.link_lost) != errc::peer_down && down.reason.category() != error_category)
+        st.link_lost = make_error(errc::peer_down, "the link to shard " + std::to_string(shard) + " ended: "
+                                                    + self->system().render(down.reason));
+      for (auto& promise : st.waiting)
+        if (promise.pending())
+          promise.deliver(st.link_lost);
+      st.waiting.clear();
+    });
+    auto forward = [=](auto... message) {
+      auto promise = self->make_response_promise<weight_set>();
+      if (self->state.link_lost) {
+        promise.deliver(self->state.link_lost);
+        return promise;
+      }
+      auto& waiting = self->state.waiting;
+      waiting.erase(std::remove_if(waiting.begin(), waiting.end(), [](auto& p) { return !p.pending(); }),
+                    waiting.end());
+      waiting.push_back(promise);
+      self->request(link, timeout, message...)
+        .then([=](weight_set& ws) mutable { if (promise.pending()) promise.deliver(std::move(ws)); },
+              [=](caf::error& err) mutable { if (promise.pending()) promise.deliver(std::move(err)); });
+      return promise;
+    };
+    return {
+      [=](push_atom, gradient_push& push) { return forward(push_atom::value, shard, std::move(push)); },
+      [=](pull_atom) { return forward(pull_atom::value, shard); },
+    };
+  });
+}
+
+} // namespace troupe

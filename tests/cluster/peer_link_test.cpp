@@ -1,0 +1,366 @@
+// Peer links on 127.0.0.1 between two actor systems in one process (a "server" node holding a
+// shard, a "worker" node reaching it through a remote-shard stand-in). Weights that come back
+// over the link equal, bit for bit, those of the same shard asked in-process; and every way a
+// link can fail ends in an error that names it, never in a wait: a wrong secret, another plan,
+// garbage from a raw TCP client (the listener keeps serving), an unknown shard, a shard that
+// does not answer in time, a peer that closes, and a peer that goes silent.
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <troupe/actors/actor_errors.hpp>
+#include <troupe/actors/param_shard_actor.hpp>
+#include <troupe/cluster/local_node.hpp>
+#include <troupe/cluster/peer_link.hpp>
+
+using namespace troupe;
+using namespace std::chrono_literals;
+
+namespace {
+
+const cluster_secret test_secret("the secret of the test cluster!!");
+
+std::vector<shard_key> two_keys() {
+  return {shard_key{"fc.weight", tensor::from_values({2, 3}, {1, 2, 3, 4, 5, 6}), true},
+          shard_key{"fc.bias", tensor::from_values({3}, {0.5f, -0.5f, 0.25f}), false}};
+}
+
+// The plan has two shards of the same shapes; the test server holds shard 0 only.
+wire_keys two_key_shapes() { return wire_keys{{{{2, 3}, {3}}, {{2, 3}, {3}}}}; }
+
+shard_options momentum_sgd() {
+  shard_options o;
+  o.sgd = sgd_options{0.9f, 1e-4f, false};
+  o.schedule.policy = lr_policy::constant;
+  o.schedule.base_lr = 0.05f;
+  return o;
+}
+
+gradient_push push_of_step(std::int64_t step) {
+  gradient_push push;
+  push.step = step;
+  push.samples = 32;
+  push.keys = {0, 1};
+  const float s = static_cast<float>(step) + 1.0f;
+  push.gradients = {tensor::from_values({2, 3}, {0.1f * s, -0.2f, 0.3f, 0.01f, 0.7f / s, -1.5f}),
+                    tensor::from_values({3}, {0.25f, -0.125f * s, 1.0f})};
+  return push;
+}
+
+// Lines the links logged, for checking what a refusal said.
+struct log_lines {
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  std::function<void(const std::string&)> sink() {
+    return [this](const std::string& line) {
+      std::lock_guard<std::mutex> lock(mutex);
+      lines.push_back(line);
+    };
+  }
+  bool any_contains(const std::string& text) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const auto& line : lines)
+      if (line.find(text) != std::string::npos)
+        return true;
+    return false;
+  }
+  // The other node logs on its own threads: give it up to 10 s to get there.
+  bool eventually_contains(const std::string& text) {
+    for (int tries = 0; tries < 1000; ++tries) {
+      if (any_contains(text))
+        return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+};
+
+link_options options_for(node_role role, std::string name, std::chrono::milliseconds request_timeout = 5000ms) {
+  link_options o(test_secret);
+  o.role = role;
+  o.name = std::move(name);
+  o.plan_hash = 1234;
+  o.keys = two_key_shapes();
+  o.request_timeout = request_timeout;
+  o.heartbeat_interval = 200ms;
+  o.connection_timeout = 2000ms;
+  return o;
+}
+
+local_node_config network_config() {
+  local_node_options o;
+  o.network = true;
+  return local_node_config(o);
+}
+
+template <class Handle>
+caf::expected<weight_set> ask(caf::scoped_actor& self, const Handle& to, caf::message message) {
+  caf::expected<weight_set> out{caf::error{}};
+  self->request(caf::actor_cast<caf::actor>(to), 20s, std::move(message))
+    .receive([&](weight_set& ws) { out = std::move(ws); }, [&](caf::error& e) { out = std::move(e); });
+  return out;
+}
+
+bool bit_identical(const weight_set& a, const weight_set& b) {
+  if (a.weights.size() != b.weights.size() || a.weights.empty() || a.keys != b.keys || a.step != b.step)
+    return false;
+  for (std::size_t i = 0; i < a.weights.size(); ++i)
+    if (a.weights[i].shape() != b.weights[i].shape() || a.weights[i].numel() == 0
+        || std::memcmp(a.weights[i].data(), b.weights[i].data(), a.weights[i].bytes()) != 0)
+      return false;
+  return true;
+}
+
+std::uint16_t port_of(caf::scoped_actor& self, const caf::actor& listener) {
+  std::uint16_t port = 0;
+  self->request(listener, 10s, port_atom::value)
+    .receive([&](std::uint16_t p) { port = p; }, [&](caf::error& e) { FAIL(error_text(e)); });
+  REQUIRE(port != 0);
+  return port;
+}
+
+// A server node: one shard behind a listener on 127.0.0.1.
+struct server_node {
+  log_lines log;  // before the system: its links may log until the system has stopped them
+  local_node_config config = network_config();
+  caf::actor_system system{config};
+  push_target_actor shard;
+  caf::actor listener;
+  std::uint16_t port = 0;
+
+  explicit server_node(push_target_actor serving = {}, std::uint64_t plan_hash = 1234) {
+    shard = serving ? serving : spawn_param_shard(system, two_keys(), momentum_sgd());
+    auto options = options_for(node_role::server, "server 0");
+    options.plan_hash = plan_hash;
+    options.local_shards = {shard, push_target_actor{}};
+    options.log = log.sink();
+    auto spawned = spawn_listener(system, "127.0.0.1", 0, options);
+    REQUIRE(spawned);
+    listener = *spawned;
+    caf::scoped_actor self{system};
+    port = port_of(self, listener);
+  }
+  ~server_node() {
+    caf::anon_send_exit(listener, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
+  }
+};
+
+// A worker node's side: a link to the server and a stand-in for its shard 0.
+struct worker_node {
+  log_lines log;  // before the system, as in server_node
+  local_node_config config = network_config();
+  caf::actor_system system{config};
+  caf::actor link;
+  push_target_actor remote;
+
+  explicit worker_node(std::uint16_t port, link_options options = options_for(node_role::worker, "worker 0")) {
+    options.log = log.sink();
+    const auto timeout = options.request_timeout;
+    auto connected = connect_link(system, "127.0.0.1", port, std::move(options));
+    REQUIRE(connected);
+    link = *connected;
+    remote = spawn_remote_shard(system, link, 0, timeout);
+  }
+  ~worker_node() {
+    caf::anon_send_exit(remote, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(link, caf::exit_reason::user_shutdown);
+  }
+};
+
+} // namespace
+
+TEST_CASE("a shard reached over a link answers exactly as the same shard in-process", "[cluster][link]") {
+  server_node server;
+  worker_node worker(server.port);
+  caf::scoped_actor self{worker.system};
+  auto local = spawn_param_shard(worker.system, two_keys(), momentum_sgd());
+
+  for (std::int64_t step = 0; step < 4; ++step) {
+    auto over_link = ask(self, worker.remote, caf::make_message(push_atom::value, push_of_step(step)));
+    auto in_process = ask(self, local, caf::make_message(push_atom::value, push_of_step(step)));
+    REQUIRE(over_link);
+    REQUIRE(in_process);
+    CHECK(over_link->step == step + 1);
+    CHECK(over_link->learning_rate == in_process->learning_rate);
+    CHECK(bit_identical(*over_link, *in_process));
+  }
+  auto pulled = ask(self, worker.remote, caf::make_message(pull_atom::value));
+  auto pulled_here = ask(self, local, caf::make_message(pull_atom::value));
+  REQUIRE(pulled);
+  REQUIRE(pulled_here);
+  CHECK(bit_identical(*pulled, *pulled_here));
+
+  // Traffic: 4 pushes and 1 pull out, 5 weight sets in, each at least its float bytes.
+  link_traffic traffic;
+  self->request(worker.link, 10s, stats_atom::value).receive([&](link_traffic& t) { traffic = t; },
+                                                             [&](caf::error& e) { FAIL(error_text(e)); });
+  const std::size_t push_kind = 2, pull_kind = 3, weights_kind = 4;
+  CHECK(traffic.frames_out[push_kind] == 4);
+  CHECK(traffic.frames_out[pull_kind] == 1);
+  CHECK(traffic.frames_in[weights_kind] == 5);
+  CHECK(traffic.bytes_out[push_kind] >= 4 * 9 * sizeof(float));
+  CHECK(traffic.bytes_in[weights_kind] >= 5 * 9 * sizeof(float));
+  self->send_exit(local, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("a peer with another secret or another plan is refused, naming why", "[cluster][link]") {
+  server_node server;
+  SECTION("wrong secret") {
+    link_options options(cluster_secret("not the secret of the test cluster"));
+    auto base = options_for(node_role::worker, "intruder");
+    options.role = base.role;
+    options.name = base.name;
+    options.plan_hash = base.plan_hash;
+    options.keys = base.keys;
+    worker_node worker(server.port, options);
+    caf::scoped_actor self{worker.system};
+    auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value));
+    REQUIRE_FALSE(answer);
+    CHECK(worker.log.any_contains("proof of the cluster secret is wrong"));
+    CHECK(server.log.eventually_contains("proof of the cluster secret is wrong"));
+  }
+  SECTION("another plan") {
+    auto options = options_for(node_role::worker, "worker 0");
+    options.plan_hash = 999;
+    worker_node worker(server.port, options);
+    caf::scoped_actor self{worker.system};
+    auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value));
+    REQUIRE_FALSE(answer);
+    CHECK(troupe_code(answer.error()) == errc::bad_request);
+    CHECK_THAT(error_text(answer.error()), Catch::Contains("runs plan"));
+  }
+  // Either way the server still serves a proper worker.
+  worker_node good(server.port);
+  caf::scoped_actor self{good.system};
+  CHECK(ask(self, good.remote, caf::make_message(pull_atom::value)));
+}
+
+TEST_CASE("garbage from a raw TCP client is refused and the listener keeps serving", "[cluster][link]") {
+  server_node server;
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(server.port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  const char garbage[] = "GET / HTTP/1.1\r\nHost: troupe\r\n\r\n";
+  REQUIRE(::write(fd, garbage, sizeof garbage) == static_cast<ssize_t>(sizeof garbage));
+  // The server closes the connection: read returns 0 (or an error) rather than blocking.
+  timeval wait{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+  char buffer[4096];
+  ssize_t got = 0;
+  while ((got = ::read(fd, buffer, sizeof buffer)) > 0) {
+  }
+  CHECK(got == 0);
+  ::close(fd);
+  CHECK(server.log.eventually_contains("not a Troupe frame"));
+
+  worker_node worker(server.port);
+  caf::scoped_actor self{worker.system};
+  CHECK(ask(self, worker.remote, caf::make_message(pull_atom::value)));
+}
+
+TEST_CASE("failures on the far side come back as errors that name them", "[cluster][link]") {
+  SECTION("a shard the server does not hold: the link stays up") {
+    server_node server;
+    worker_node worker(server.port);
+    caf::scoped_actor self{worker.system};
+    auto stray = spawn_remote_shard(worker.system, worker.link, 1, 5000ms);
+    auto answer = ask(self, stray, caf::make_message(pull_atom::value));
+    REQUIRE_FALSE(answer);
+    CHECK(troupe_code(answer.error()) == errc::bad_request);
+    CHECK_THAT(error_text(answer.error()), Catch::Contains("server 0 holds no shard 1"));
+    CHECK(ask(self, worker.remote, caf::make_message(pull_atom::value)));
+    self->send_exit(stray, caf::exit_reason::user_shutdown);
+  }
+  SECTION("a push of another plan's shapes: the server refuses the link, saying why") {
+    server_node server;
+    worker_node worker(server.port);
+    caf::scoped_actor self{worker.system};
+    auto push = push_of_step(0);
+    push.keys = {1};  // key 1 is [3]; the gradient is [2, 3]: refused by the codec on the server
+    push.gradients = {push.gradients[0]};
+    auto answer = ask(self, worker.remote, caf::make_message(push_atom::value, push));
+    REQUIRE_FALSE(answer);
+    CHECK(troupe_code(answer.error()) == errc::peer_down);
+    CHECK_THAT(error_text(answer.error()), Catch::Contains("refused by server 0"));
+    CHECK_THAT(error_text(answer.error()), Catch::Contains("value of key 1 has 24 bytes, expected 12"));
+    CHECK(server.log.eventually_contains("value of key 1 has 24 bytes"));
+  }
+}
+
+TEST_CASE("a shard that does not answer times the request out, naming it", "[cluster][link]") {
+  // Stands in for a stuck shard: takes requests and never answers them.
+  local_node_config config = network_config();
+  caf::actor_system system{config};
+  auto pending = std::make_shared<std::vector<caf::typed_response_promise<weight_set>>>();
+  push_target_actor stuck = system.spawn([pending](push_target_actor::pointer self) -> push_target_actor::behavior_type {
+    return {
+      [=](push_atom, gradient_push&) { pending->push_back(self->make_response_promise<weight_set>()); return pending->back(); },
+      [=](pull_atom) { pending->push_back(self->make_response_promise<weight_set>()); return pending->back(); },
+    };
+  });
+  server_node server(stuck);
+  worker_node worker(server.port, options_for(node_role::worker, "worker 0", 300ms));
+  caf::scoped_actor self{worker.system};
+  auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value));
+  REQUIRE_FALSE(answer);
+  CHECK(troupe_code(answer.error()) == errc::timeout);
+  CHECK_THAT(error_text(answer.error()), Catch::Contains("shard 0 on server 'server 0'"));
+  CHECK_THAT(error_text(answer.error()), Catch::Contains("300 ms"));
+}
+
+TEST_CASE("a server that goes away fails the link's requests with peer_down", "[cluster][link]") {
+  auto server = std::make_unique<server_node>();
+  worker_node worker(server->port);
+  caf::scoped_actor self{worker.system};
+  REQUIRE(ask(self, worker.remote, caf::make_message(pull_atom::value)));
+  self->monitor(worker.link);
+  server.reset();  // its listener ends, and with it every link it accepted
+  bool down = false;
+  self->receive([&](caf::down_msg& msg) { down = msg.source == worker.link.address(); },
+                caf::after(10s) >> [] {});
+  CHECK(down);
+  CHECK(worker.log.any_contains("closed"));
+  auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value));
+  REQUIRE_FALSE(answer);
+  CHECK(troupe_code(answer.error()) == errc::peer_down);
+}
+
+TEST_CASE("a peer that accepts and then stays silent is dropped after the connection timeout", "[cluster][link]") {
+  // A listening socket that never answers: like a frozen node (SIGSTOP) whose kernel still
+  // accepts connections.
+  int server = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(server >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(server, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  REQUIRE(::listen(server, 4) == 0);
+  socklen_t length = sizeof address;
+  REQUIRE(::getsockname(server, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+
+  auto options = options_for(node_role::worker, "worker 0");
+  options.connection_timeout = 600ms;
+  worker_node worker(ntohs(address.sin_port), options);
+  caf::scoped_actor self{worker.system};
+  auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value));
+  REQUIRE_FALSE(answer);
+  CHECK(troupe_code(answer.error()) == errc::peer_down);
+  CHECK_THAT(error_text(answer.error()), Catch::Contains("no frame from"));
+  ::close(server);
+}

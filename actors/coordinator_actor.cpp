@@ -54,17 +54,6 @@ void finish(coordinator_pointer self) {
     .then([=](bool) { done(); }, [=](caf::error& err) { fail(self, err); });
 }
 
-void validate_epoch(coordinator_pointer self, std::int64_t epoch) {
-  auto& st = self->state;
-  self->request(st.computes.front(), st.options.timeouts.phase, validate_atom::value, epoch)
-    .then(
-      [=](phase_report& report) {
-        record(self, report);
-        run_epoch(self, epoch + 1);
-      },
-      [=](caf::error& err) { fail(self, err); });
-}
-
 // Sums the workers' reports; the epoch took as long as its slowest worker.
 void merge(phase_report& into, const phase_report& part) {
   into.samples += part.samples;
@@ -72,6 +61,29 @@ void merge(phase_report& into, const phase_report& part) {
   into.loss_sum += part.loss_sum;
   into.seconds = std::max(into.seconds, part.seconds);
   into.step_seconds = std::max(into.step_seconds, part.step_seconds);
+}
+
+void validate_epoch(coordinator_pointer self, std::int64_t epoch) {
+  auto& st = self->state;
+  const auto& validators = st.options.validators;
+  // Merged in the listed order once all are in, as training reports are.
+  auto parts = std::make_shared<std::vector<phase_report>>(validators.size());
+  auto outstanding = std::make_shared<std::size_t>(validators.size());
+  for (std::size_t i = 0; i < validators.size(); ++i) {
+    self->request(st.computes[validators[i]], st.options.timeouts.phase, validate_atom::value, epoch)
+      .then(
+        [=](phase_report& report) {
+          (*parts)[i] = std::move(report);
+          if (--*outstanding > 0)
+            return;
+          phase_report merged = (*parts)[0];
+          for (std::size_t p = 1; p < parts->size(); ++p)
+            merge(merged, (*parts)[p]);
+          record(self, merged);
+          run_epoch(self, epoch + 1);
+        },
+        [=](caf::error& err) { fail(self, err); });
+  }
 }
 
 bool validates_after(const coordinator_options& o, std::int64_t epoch) {
@@ -171,6 +183,12 @@ coordinator_actor spawn_coordinator(caf::actor_system& system,
   if (options.validate_every < 1)
     throw std::invalid_argument("coordinator: validate_every must be at least 1, got "
                                 + std::to_string(options.validate_every));
+  if (options.validators.empty())
+    throw std::invalid_argument("coordinator: no compute actor to validate");
+  for (auto v : options.validators)
+    if (v >= computes.size())
+      throw std::invalid_argument("coordinator: validator " + std::to_string(v) + " is not one of the "
+                                  + std::to_string(computes.size()) + " compute actors");
   return system.spawn(coordinator, std::move(computes), std::move(metrics), options);
 }
 

@@ -150,6 +150,18 @@ void spawn_job(caf::actor_system& system, const training_job& job, const session
     run.spawned.erase(run.spawned.begin());
 
   std::vector<loader_actor> loaders(plan.actors.size());
+  // One compute per validation loader validates (BSP replicas are equal; a split validation
+  // set is covered once): the first compute each loader serves, by worker.
+  auto validators_of = [](const placement_plan& p) {
+    std::vector<std::size_t> validators;
+    for (auto v : p.actors_of(plan_role::validation_loader))
+      for (auto r : p.routes_from(v))
+        if (p.routes[r].carries == route_carries::validation_batches) {
+          validators.push_back(static_cast<std::size_t>(p.actors[p.routes[r].to].worker));
+          break;
+        }
+    return validators;
+  };
   std::vector<compute_actor> computes;
   loader_options loader;
   loader.prefetch_depth = job.prefetch_depth;
@@ -166,7 +178,10 @@ void spawn_job(caf::actor_system& system, const training_job& job, const session
       auto options = loader;
       std::shared_ptr<const batch_source> source;
       if (a.role == plan_role::validation_loader) {
-        source = std::make_shared<const batch_source>(validation_set, job.validation_batches);
+        auto b = job.validation_batches;
+        b.part = a.index;  // a cluster's validation loaders each take one part
+        b.parts = static_cast<int>(plan.actors_of(plan_role::validation_loader).size());
+        source = std::make_shared<const batch_source>(validation_set, b);
       } else {
         auto b = job.train_batches;
         b.part = a.worker;
@@ -207,7 +222,8 @@ void spawn_job(caf::actor_system& system, const training_job& job, const session
       wired.route(c, metrics, route_carries::reports);
     } else if (a.role == plan_role::coordinator) {
       coordinator_options co{job.epochs, 0, job.validate, job.validate_every,
-                             static_cast<std::size_t>(a.finish_after), sinks.timeouts};
+                             static_cast<std::size_t>(a.finish_after), sinks.timeouts,
+                             validators_of(plan)};
       run.coordinator = spawn_coordinator(system, computes, metrics, co);
       record(caf::actor_cast<caf::actor>(run.coordinator), a);
       for (auto& c : computes)

@@ -118,6 +118,7 @@ training_job to_training_job(const job_config& c) {
   o.validate_every = std::max<std::int64_t>(1, c.run.eval_every.value);  // 0 means none: above
   o.shards = c.cluster.shards.value;
   o.topology = topology_of(c);
+  o.nodes = cluster_nodes{c.cluster.server_nodes.value, c.cluster.worker_nodes.value};
   return o;
 }
 

@@ -56,6 +56,11 @@ void check_job(const training_job& job) {
   if (job.prefetch_depth < 0)
     throw std::invalid_argument("job: prefetch depth must not be negative, got "
                                 + std::to_string(job.prefetch_depth));
+  const auto& nodes = job.nodes;
+  if (nodes.servers < 0 || nodes.workers < 0 || (nodes.servers == 0) != (nodes.workers == 0))
+    throw std::invalid_argument("job: a cluster needs at least one server and one worker process, got "
+                                + std::to_string(nodes.servers) + " server and "
+                                + std::to_string(nodes.workers) + " worker processes");
   lr_schedule check(job.optimizer.schedule);  // throws naming the bad field
 }
 

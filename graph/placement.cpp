@@ -182,8 +182,23 @@ void plan_actors(const training_job& job, placement_plan& p) {
       a.deterministic = t.deterministic;
     }
   }
-  p.actors[add_actor(p, plan_role::validation_loader, 0, "validation_loader")].batches =
-    p.validation_batches;
+  // A cluster validates on every worker process, each on its part of the validation set, so
+  // no validation batch crosses the network; one process has one validation loader.
+  const int validation_loaders = job.nodes.single_process() ? 1 : job.nodes.workers;
+  for (int v = 0; v < validation_loaders; ++v) {
+    auto& a = p.actors[add_actor(p, plan_role::validation_loader, v,
+                                 validation_loaders == 1 ? std::string("validation_loader")
+                                                         : numbered("validation_loader_", v))];
+    a.batches = validation_loaders == 1 || p.data.validation_examples == 0
+                  ? p.validation_batches
+                  : batches_for_part(p.data.validation_examples, p.validation_batch, v,
+                                     validation_loaders, job.validation_batches.drop_last);
+    if (p.data.validation_examples > 0 && a.batches == 0)
+      fail(placement_subject::data,
+           "worker process " + std::to_string(v) + " of " + std::to_string(validation_loaders)
+             + " gets no validation batch of " + std::to_string(p.validation_batch) + " from the "
+             + std::to_string(p.data.validation_examples) + " validation examples");
+  }
   for (auto role : {plan_role::loader, plan_role::compute}) {
     for (int w = 0; w < n; ++w) {
       auto& a = p.actors[add_actor(p, role, w, std::string(to_string(role)) + numbered("_", w))];
@@ -199,6 +214,51 @@ void plan_actors(const training_job& job, placement_plan& p) {
   }
   auto& coordinator = p.actors[add_actor(p, plan_role::coordinator, 0, "coordinator")];
   coordinator.finish_after = p.mode == topology_kind::backup ? n - t.backup_workers : 0;
+}
+
+// The processes, and each actor's (see placement_plan::nodes).
+void plan_nodes(const training_job& job, placement_plan& p) {
+  const auto& nodes = job.nodes;
+  if (nodes.single_process()) {
+    p.nodes = {planned_node{node_kind::process, 0, "process"}};
+    return;
+  }
+  const int n = p.workers, servers = nodes.servers, worker_nodes = nodes.workers;
+  const int shards = static_cast<int>(p.keys.shards.size());
+  if (n % worker_nodes != 0)
+    fail(placement_subject::job, std::to_string(n) + " workers (compute actors) do not divide evenly over "
+                                   + std::to_string(worker_nodes) + " worker processes");
+  if (shards % servers != 0)
+    fail(placement_subject::job,
+         std::to_string(shards) + " parameter shards do not divide evenly over " + std::to_string(servers)
+           + " server processes"
+           + (shards != job.shards ? " (the model's keys fill " + std::to_string(shards) + " of the "
+                                       + std::to_string(job.shards) + " shards asked for)"
+                                   : std::string()));
+  if (p.mode == topology_kind::hierarchical && p.machines != worker_nodes)
+    fail(placement_subject::job, "the hierarchical topology has " + std::to_string(p.machines)
+                                   + " machines and the cluster " + std::to_string(worker_nodes)
+                                   + " worker processes: each worker process is one machine");
+  p.nodes.push_back({node_kind::scheduler, 0, "scheduler"});
+  for (int s = 0; s < servers; ++s)
+    p.nodes.push_back({node_kind::server, s, numbered("server_", s)});
+  for (int v = 0; v < worker_nodes; ++v)
+    p.nodes.push_back({node_kind::worker, v, numbered("worker_", v)});
+  const int server_of_shard = shards / servers, workers_per_node = n / worker_nodes;
+  auto server_node = [&](int shard) { return 1 + shard / server_of_shard; };
+  auto worker_node = [&](int v) { return 1 + servers + v; };
+  for (auto& a : p.actors) {
+    switch (a.role) {
+      case plan_role::coordinator:
+      case plan_role::metrics: a.node = 0; break;
+      case plan_role::shard:
+      case plan_role::aggregator: a.node = server_node(a.shard); break;
+      case plan_role::machine_aggregator: a.node = worker_node(a.machine); break;
+      case plan_role::validation_loader: a.node = worker_node(a.index); break;
+      case plan_role::loader:
+      case plan_role::compute: a.node = worker_node(a.worker / workers_per_node); break;
+    }
+  }
 }
 
 // Every route, in the order placement_plan::routes documents.
@@ -246,9 +306,11 @@ void plan_routes(placement_plan& p) {
     for (int w = 0; w < n; ++w)
       shard_route(id(plan_role::shard, k), id(plan_role::compute, w), route_carries::weights, k,
                   -1);
+  const int validation_loaders = static_cast<int>(p.actors_of(plan_role::validation_loader).size());
   for (int w = 0; w < n; ++w) {
-    auto& r = route(id(plan_role::validation_loader, 0), id(plan_role::compute, w),
-                    route_carries::validation_batches);
+    // Worker processes hold equal runs of workers (plan_nodes checks that they divide).
+    auto& r = route(id(plan_role::validation_loader, w / (n / validation_loaders)),
+                    id(plan_role::compute, w), route_carries::validation_batches);
     r.bytes = p.validation_batch * example_bytes;
     r.messages = 1;
   }
@@ -325,6 +387,16 @@ const char* to_string(route_carries carries) {
   return "?";
 }
 
+const char* to_string(node_kind kind) {
+  switch (kind) {
+    case node_kind::process: return "process";
+    case node_kind::scheduler: return "scheduler";
+    case node_kind::server: return "server";
+    case node_kind::worker: return "worker";
+  }
+  return "?";
+}
+
 placement_plan plan_placement(const training_job& job, const data_facts& data) {
   return plan_placement(job, data, {});
 }
@@ -357,6 +429,7 @@ placement_plan plan_placement(const training_job& job, const data_facts& data,
   plan_key_table(job, p);
   plan_steps(job, data, p);
   plan_actors(job, p);
+  plan_nodes(job, p);
   plan_routes(p);
   p.hash = fnv1a_64(canonical_text(p));
   return p;
@@ -445,6 +518,8 @@ std::string canonical_text(const placement_plan& p) {
     list(g.keys);
     out << " elements " << g.elements << '\n';
   }
+  for (const auto& x : p.nodes)
+    out << "node " << to_string(x.kind) << ' ' << x.rank << ' ' << x.name << '\n';
   for (const auto& a : p.actors) {
     out << "actor " << to_string(a.role) << ' ' << a.index << " node " << a.node << ' '
         << a.name << " worker " << a.worker << " machine " << a.machine << " shard " << a.shard

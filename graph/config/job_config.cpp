@@ -57,7 +57,8 @@ std::int64_t byte_count(const value_reader& r, const syntax_value& v, const std:
 void read_cluster(const value_reader& r, const syntax_statement& st, cluster_config& c) {
   require_block_only(r, st);
   keyed_values k(r, "cluster", st.assignments,
-                 {"servers", "workers", "shards", "slice_bytes", "group_bytes", "overlap"});
+                 {"servers", "workers", "shards", "slice_bytes", "group_bytes", "overlap",
+                  "server_nodes", "worker_nodes"});
   if (auto* v = k.find("servers")) {
     if (v->type == syntax_value::kind::number && v->integral && v->number == 0)
       r.fail(v->span, "servers = 0: no shard would own the model's keys (need at least 1)");
@@ -75,6 +76,14 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
     r.set(c.group_bytes, byte_count(r, *v, "group_bytes", 0, "0 = never bundle"), *v);
   if (auto* v = k.find("overlap"))
     r.set(c.overlap, r.boolean(*v, "overlap"), *v);
+  if (auto* v = k.find("server_nodes"))
+    r.set(c.server_nodes, static_cast<int>(r.integer(*v, "server_nodes", 0, 1024)), *v);
+  if (auto* v = k.find("worker_nodes"))
+    r.set(c.worker_nodes, static_cast<int>(r.integer(*v, "worker_nodes", 0, 1024)), *v);
+  if ((c.server_nodes.value == 0) != (c.worker_nodes.value == 0)) {
+    const auto& given = c.server_nodes.value == 0 ? *k.find("worker_nodes") : *k.find("server_nodes");
+    r.fail(given.span, "a cluster needs server_nodes and worker_nodes both >= 1 (or both 0 for one process)");
+  }
 }
 
 void read_augmentation(const value_reader& r, const keyed_values& k, data_config& d) {

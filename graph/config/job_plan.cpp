@@ -89,6 +89,8 @@ void print_config(std::ostream& out, const job_config& c) {
   show(out, "cluster.slice_bytes", c.cluster.slice_bytes);
   show(out, "cluster.group_bytes", c.cluster.group_bytes);
   show(out, "cluster.overlap", c.cluster.overlap);
+  show(out, "cluster.server_nodes", c.cluster.server_nodes);
+  show(out, "cluster.worker_nodes", c.cluster.worker_nodes);
   show_data(out, "train", c.train_data);
   show_data(out, "val", c.validation_data);
   show(out, "model.network", c.model.network);
@@ -202,6 +204,29 @@ void print_aggregators(std::ostream& out, const placement_plan& p) {
   }
 }
 
+// Which actors each process holds (a cluster run; one process needs no list).
+void print_nodes(std::ostream& out, const placement_plan& p) {
+  if (p.nodes.size() < 2)
+    return;
+  out << "  processes: " << p.nodes.size() << '\n';
+  for (std::size_t n = 0; n < p.nodes.size(); ++n) {
+    out << "    " << p.nodes[n].name << ":";
+    for (const auto& a : p.actors)
+      if (a.node == static_cast<int>(n))
+        out << ' ' << a.name;
+    out << '\n';
+  }
+}
+
+// " (server_0 -> worker_1)" for a route between processes, else nothing.
+std::string crossing(const placement_plan& p, const planned_route& r) {
+  const int from = p.actors[r.from].node, to = p.actors[r.to].node;
+  if (from == to)
+    return {};
+  return " (" + p.nodes[static_cast<std::size_t>(from)].name + " -> "
+         + p.nodes[static_cast<std::size_t>(to)].name + ")";
+}
+
 } // namespace
 
 void print_plan(std::ostream& out, const placement_plan& p) {
@@ -224,9 +249,10 @@ void print_plan(std::ostream& out, const placement_plan& p) {
         << human_bytes(p.shard_loads[k].bytes) << "; " << p.shard_loads[k].pushes
         << " pushes per worker per step\n";
   print_aggregators(out, p);
+  print_nodes(out, p);
   for (const auto& r : p.routes)
     out << "  " << p.actors[r.from].name << " -> " << p.actors[r.to].name << "  ["
-        << label(p, r) << "]\n";
+        << label(p, r) << "]" << crossing(p, r) << "\n";
 }
 
 std::string plan_to_dot(const placement_plan& p, const std::string& title) {
@@ -235,8 +261,17 @@ std::string plan_to_dot(const placement_plan& p, const std::string& title) {
   for (auto& ch : safe)
     ch = ch == '"' || ch == '\\' ? '_' : ch;
   out << "digraph troupe {\n  label=\"" << safe << "\";\n  rankdir=LR;\n  node [shape=box];\n";
-  for (const auto& a : p.actors)
-    out << "  " << a.name << ";\n";
+  if (p.nodes.size() < 2) {
+    for (const auto& a : p.actors)
+      out << "  " << a.name << ";\n";
+  }
+  for (std::size_t n = 0; p.nodes.size() > 1 && n < p.nodes.size(); ++n) {
+    out << "  subgraph cluster_" << p.nodes[n].name << " {\n    label=\"" << p.nodes[n].name << "\";\n";
+    for (const auto& a : p.actors)
+      if (a.node == static_cast<int>(n))
+        out << "    " << a.name << ";\n";
+    out << "  }\n";
+  }
   for (const auto& r : p.routes) {
     const bool side = r.carries == route_carries::control || r.carries == route_carries::reports;
     out << "  " << p.actors[r.from].name << " -> " << p.actors[r.to].name << " [label=\""

@@ -97,3 +97,55 @@ TEST_CASE("the coordinator's epoch report does not depend on the order replies a
   CHECK(second.samples == first.samples);
   CHECK(second.loss_sum == first.loss_sum);
 }
+
+namespace {
+
+// Answers every epoch and validation at once with `part`.
+caf::behavior prompt_reply(caf::event_based_actor*, phase_report part) {
+  return {
+    [=](train_atom, std::int64_t) { return part; },
+    [=](validate_atom, std::int64_t) {
+      auto p = part;
+      p.validation = true;
+      return p;
+    },
+    [=](end_epoch_atom, std::int64_t) {},
+  };
+}
+
+} // namespace
+
+TEST_CASE("every validator validates its part and the parts are merged") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  std::vector<compute_actor> computes;
+  for (int samples : {10, 20, 40})
+    computes.push_back(caf::actor_cast<compute_actor>(sys.spawn(prompt_reply, [&] {
+      auto p = part_with_loss(samples);
+      p.samples = samples;
+      return p;
+    }())));
+  coordinator_options o;
+  o.epochs = 1;
+  o.validators = {0, 2};  // two parts of the validation set; compute 1 shares compute 0's
+  auto coordinator = spawn_coordinator(sys, computes, metrics_sink_actor{}, o);
+  training_result result;
+  self->request(coordinator, std::chrono::seconds(30), run_atom::value)
+    .receive([&](training_result& r) { result = std::move(r); },
+             [&](caf::error& err) { FAIL(sys.render(err)); });
+  REQUIRE(result.phases.size() == 2);
+  CHECK(result.phases[0].samples == 70);  // training: every compute
+  CHECK(result.phases[1].validation);
+  CHECK(result.phases[1].samples == 50);  // validation: computes 0 and 2
+  CHECK(result.phases[1].loss_sum == 50.0);
+  for (auto& c : computes)
+    self->send_exit(c, caf::exit_reason::user_shutdown);
+
+  o.validators = {3};
+  CHECK_THROWS_WITH(spawn_coordinator(sys, computes, metrics_sink_actor{}, o),
+                    Catch::Contains("validator 3 is not one of the 3 compute actors"));
+  o.validators.clear();
+  CHECK_THROWS_WITH(spawn_coordinator(sys, computes, metrics_sink_actor{}, o),
+                    Catch::Contains("no compute actor to validate"));
+}

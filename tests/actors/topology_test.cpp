@@ -191,6 +191,26 @@ TEST_CASE("slicing, grouping, shard count and overlap do not change BSP's weight
   CHECK(bit_identical(run(cut, 2, 64), reference));
 }
 
+TEST_CASE("a cluster's plan, spawned in one process, trains the same weights") {
+  // The plan of 2 server and 2 worker processes differs from the one-process plan only in
+  // where actors live and in one validation loader per worker process; what trains is the same.
+  set_compute_threads(2);
+  auto job = synthetic_job("mlp", 600);
+  job.epochs = 1;
+  job.validate = true;
+  job.shards = 2;
+  auto reference = run(job, 4, 32);
+  auto cluster = job;
+  cluster.nodes = {2, 2};
+  auto spread = run(cluster, 4, 32);
+  CHECK(bit_identical(spread, reference));
+  REQUIRE(spread.phases.size() == 2);
+  REQUIRE(reference.phases.size() == 2);
+  CHECK(spread.phases[1].validation);
+  CHECK(spread.phases[1].samples == reference.phases[1].samples);  // both parts validated
+  CHECK(spread.phases[1].correct == reference.phases[1].correct);
+}
+
 TEST_CASE("backup workers end the straggler's epoch once the others are done") {
   set_compute_threads(2);
   auto job = synthetic_job("mlp", 2048);  // 16 steps of 32 per worker

@@ -546,4 +546,81 @@ TEST_CASE("every example config builds a plan") {
 }
 
 } // namespace
+TEST_CASE("one process: a single node holds every actor") {
+  auto p = plan_placement(mlp_job(topology_kind::bsp, 2, 2), mnist_facts());
+  REQUIRE(p.nodes.size() == 1);
+  CHECK(p.nodes[0].kind == node_kind::process);
+  CHECK(count(p, plan_role::validation_loader) == 1);
+  for (const auto& a : p.actors)
+    CHECK(a.node == 0);
+}
+
+TEST_CASE("a cluster plan puts each actor on its process") {
+  auto job = mlp_job(topology_kind::hierarchical, 4, 2, 2);
+  job.nodes = {2, 2};
+  auto p = plan_placement(job, mnist_facts());
+  REQUIRE(p.nodes.size() == 5);
+  CHECK(p.nodes[0].name == "scheduler");
+  CHECK(p.nodes[1].name == "server_0");
+  CHECK(p.nodes[2].name == "server_1");
+  CHECK(p.nodes[3].name == "worker_0");
+  CHECK(p.nodes[4].name == "worker_1");
+  auto node_of = [&](plan_role role, int index) { return p.actors[p.actor(role, index)].node; };
+  CHECK(node_of(plan_role::coordinator, 0) == 0);
+  CHECK(node_of(plan_role::metrics, 0) == 0);
+  CHECK(node_of(plan_role::shard, 0) == 1);
+  CHECK(node_of(plan_role::shard, 1) == 2);
+  CHECK(node_of(plan_role::aggregator, 1) == 2);
+  for (int w = 0; w < 4; ++w) {
+    CHECK(node_of(plan_role::compute, w) == 3 + w / 2);
+    CHECK(node_of(plan_role::loader, w) == 3 + w / 2);
+  }
+  CHECK(node_of(plan_role::machine_aggregator, 0 * 2 + 1) == 3);  // machine 0, shard 1
+  CHECK(node_of(plan_role::machine_aggregator, 1 * 2 + 0) == 4);
+  // Each worker process validates its own part, and the parts cover the validation set.
+  REQUIRE(count(p, plan_role::validation_loader) == 2);
+  CHECK(node_of(plan_role::validation_loader, 0) == 3);
+  CHECK(node_of(plan_role::validation_loader, 1) == 4);
+  std::int64_t validation_batches = 0;
+  for (auto v : p.actors_of(plan_role::validation_loader))
+    validation_batches += p.actors[v].batches;
+  CHECK(validation_batches == 20);  // 2 x 5000 examples in batches of 500
+  for (int w = 0; w < 4; ++w) {
+    for (auto r : p.routes_to(p.actor(plan_role::compute, w)))
+      if (p.routes[r].carries == route_carries::validation_batches)
+        CHECK(p.actors[p.routes[r].from].node == node_of(plan_role::compute, w));
+  }
+  // The layout is part of what peers compare.
+  auto single = job;
+  single.nodes = {};
+  CHECK(plan_placement(single, mnist_facts()).hash != p.hash);
+}
+
+TEST_CASE("a cluster that does not divide the job is refused, naming both numbers") {
+  auto uneven_workers = mlp_job(topology_kind::bsp, 4, 2);
+  uneven_workers.nodes = {1, 3};
+  CHECK_THROWS_WITH(plan_placement(uneven_workers, mnist_facts()),
+                    Catch::Contains("4 workers (compute actors) do not divide evenly over 3 worker processes"));
+  auto uneven_shards = mlp_job(topology_kind::bsp, 2, 3);
+  uneven_shards.nodes = {2, 1};
+  CHECK_THROWS_WITH(plan_placement(uneven_shards, mnist_facts()),
+                    Catch::Contains("3 parameter shards do not divide evenly over 2 server processes"));
+  auto machines = mlp_job(topology_kind::hierarchical, 4, 1, 2);
+  machines.nodes = {1, 4};
+  CHECK_THROWS_WITH(plan_placement(machines, mnist_facts()),
+                    Catch::Contains("2 machines and the cluster 4 worker processes"));
+  auto half = mlp_job(topology_kind::bsp, 2, 1);
+  half.nodes = {1, 0};
+  CHECK_THROWS_WITH(plan_placement(half, mnist_facts()),
+                    Catch::Contains("at least one server and one worker process"));
+}
+
+TEST_CASE("server_nodes and worker_nodes are read from the cluster block") {
+  auto p = plan_of("cluster { servers = 2 workers = 4 server_nodes = 2 worker_nodes = 2 }\n"
+                   "model mlp()\ntopology bsp\n");
+  CHECK(p.nodes.size() == 5);
+  CHECK_THROWS_WITH(parse("cluster { server_nodes = 1 }\nmodel mlp()\n"),
+                    Catch::Contains("server_nodes and worker_nodes both >= 1"));
+}
+
 } // namespace troupe

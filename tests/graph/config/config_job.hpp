@@ -41,6 +41,7 @@ inline training_job job_of(const job_config& c) {
   j.validate = c.validation_data.enabled;
   j.validate_every = std::max<std::int64_t>(1, c.run.eval_every.value);
   j.shards = c.cluster.shards.value;
+  j.nodes = cluster_nodes{c.cluster.server_nodes.value, c.cluster.worker_nodes.value};
   auto& t = j.topology;
   t.mode = c.topology.kind;
   t.workers = c.cluster.workers.value;

@@ -1,6 +1,8 @@
 // The coordinator actor: drives epochs. It tells the compute actors to train an epoch, waits
 // for all of them, merges their reports, then (every `validate_every` epochs, and after the
-// last) has the first one validate, and forwards every report to the metrics actor.
+// last) has the validators validate (the first compute, or one per validation loader when
+// the validation set is split, as over a cluster's worker processes), merges their reports
+// in the order listed, and forwards every report to the metrics actor.
 //
 // Protocol: coordinator_actor
 //   (run_atom) -> training_result   runs every epoch, then flushes the metrics actor and
@@ -40,10 +42,12 @@ struct coordinator_options {
   /// end theirs after the step in flight (0: everyone trains the whole epoch).
   std::size_t finish_after = 0;
   request_timeouts timeouts;
+  /// The compute actors (indices) that validate, each on its own part of the validation set.
+  std::vector<std::size_t> validators{0};
 };
 
 /// `metrics` may be invalid (no reports). Throws std::invalid_argument for no compute actors,
-/// negative epochs or validate_every < 1.
+/// negative epochs, validate_every < 1, or no validator or one that is not a compute index.
 coordinator_actor spawn_coordinator(caf::actor_system& system,
                                     std::vector<compute_actor> computes,
                                     metrics_sink_actor metrics, coordinator_options options);

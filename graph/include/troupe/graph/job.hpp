@@ -68,6 +68,21 @@ typename Inspector::result_type inspect(Inspector& f, optimizer_options& x) {
   return f(x.sgd, x.schedule);
 }
 
+/// The processes a run spans. Both 0: one process (`troupe train`). Otherwise a cluster run
+/// (`troupe node`, `troupe launch -n W -s S`): a scheduler, `servers` server processes holding
+/// the shards (and the aggregators in front of them) and `workers` worker processes holding
+/// the loaders and compute actors (and, hierarchical, one machine's aggregators each).
+struct cluster_nodes {
+  int servers = 0;
+  int workers = 0;
+  bool single_process() const { return servers == 0 && workers == 0; }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cluster_nodes& x) {
+  return f(x.servers, x.workers);
+}
+
 struct training_job {
   model_spec model;  ///< sample_shape and classes are taken from the training data
   dataset_options train_data;
@@ -81,6 +96,7 @@ struct training_job {
   std::int64_t validate_every = 1;  ///< validate after every Nth epoch, and after the last
   int shards = 1;                   ///< parameter shards (keys are spread over them)
   topology_options topology;
+  cluster_nodes nodes;              ///< processes; placement_plan puts actors on them
 };
 
 /// Every field in declaration order: what value_hash.hpp's job_hash covers and what CAF sends.
@@ -89,11 +105,12 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, training_job& x) {
   return f(x.model, x.train_data, x.validation_data, x.train_batches, x.validation_batches,
            x.optimizer, x.prefetch_depth, x.epochs, x.validate, x.validate_every, x.shards,
-           x.topology);
+           x.topology, x.nodes);
 }
 
 /// Throws std::invalid_argument naming the first value no run could use (epochs < 0,
-/// validate_every < 1, shards < 1, an inconsistent topology or schedule).
+/// validate_every < 1, shards < 1, an inconsistent topology or schedule, server or worker
+/// processes without the other, or negative).
 void check_job(const training_job& job);
 
 } // namespace troupe

@@ -55,7 +55,7 @@ data_facts expected_data_facts(const training_job& job);
 
 enum class plan_role {
   loader,             ///< training batches of one worker's data part
-  validation_loader,  ///< validation batches, shared by every compute
+  validation_loader,  ///< validation batches, shared by every compute of its node
   compute,            ///< one model replica
   machine_aggregator, ///< hierarchical: sums one machine's workers for one shard
   aggregator,         ///< sums every worker (or machine) for one shard
@@ -77,12 +77,25 @@ enum class route_carries {
 /// "batches", "validation batches", "gradients", "summed gradients", "weights", ...
 const char* to_string(route_carries carries);
 
+/// The processes of a run. A single-process run has one node (`process`); a cluster run has
+/// the scheduler (node 0), then the servers, then the workers.
+enum class node_kind { process, scheduler, server, worker };
+/// "process", "scheduler", "server", "worker".
+const char* to_string(node_kind kind);
+
+struct planned_node {
+  node_kind kind = node_kind::process;
+  int rank = 0;      ///< within its kind
+  std::string name;  ///< "process", "scheduler", "server_0", "worker_1"
+};
+
 /// One actor. Fields that do not apply to its role keep their defaults.
 struct planned_actor {
   plan_role role = plan_role::compute;
   int index = 0;     ///< within its role, in the order plan.actors lists them
-  int node = 0;      ///< the process it lives in; all 0 (one process) today
-  std::string name;  ///< loader_0, validation_loader, compute_1, aggregator_0 (of shard 0),
+  int node = 0;      ///< index into plan.nodes: the process it lives in
+  std::string name;  ///< loader_0, validation_loader (validation_loader_1 in a cluster),
+                     ///< compute_1, aggregator_0 (of shard 0),
                      ///< machine_aggregator_1_0 (machine 1, shard 0), shard_2, coordinator,
                      ///< metrics
   int worker = -1;   ///< loaders, computes: the worker, i.e. data part `worker` of plan.workers
@@ -177,6 +190,12 @@ struct placement_plan {
   std::vector<std::int64_t> worker_batches;  ///< per worker: batches of its part per epoch
   std::int64_t validation_batches = 0;       ///< per validation pass
 
+  /// The processes (job.nodes): one, or the scheduler, servers and workers of a cluster.
+  /// The scheduler holds the coordinator and metrics; server s the shards s*K/S..(s+1)*K/S-1
+  /// and their aggregators; worker process v the loaders and computes of workers
+  /// v*W/V..(v+1)*W/V-1, its machine's aggregators (hierarchical: machine v) and validation
+  /// loader v, which serves part v of the validation set to the computes beside it.
+  std::vector<planned_node> nodes;
   /// Listed in an order the session can spawn them: metrics, shards, aggregators, machine
   /// aggregators, validation loader, loaders, computes, coordinator; every actor comes after
   /// the actors it holds handles of (push targets, its loaders, metrics, the computes).

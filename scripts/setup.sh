@@ -8,6 +8,7 @@ packages=(
   libcaf-dev capnproto libcapnp-dev libssl-dev libtbb-dev catch2 libdnnl-dev ocl-icd-opencl-dev zlib1g-dev
   python3
   tao-pegtl-dev dataset-fashion-mnist
+  clang libclang-rt-14-dev  # the wire decoder's fuzz test (scripts/fuzz_frames.sh)
 )
 if [[ "${TROUPE_WITH_TORCH:-0}" == 1 ]]; then
   # OpenBLAS: without it python3-torch falls back to the slow reference BLAS.

@@ -1,4 +1,5 @@
-# Troupe's wire protocol between nodes: one Frame per message, specified in docs/protocol.md.
+# Troupe's wire protocol between nodes: one Frame per message, specified in docs/protocol.md
+# (who sends each message and what its receiver checks).
 #
 # On a connection every Frame travels as an 8-byte header (magic "TRPW", then the payload
 # length in bytes as a little-endian uint32, a multiple of 8) followed by the payload: the

@@ -9,6 +9,8 @@ namespace troupe {
 
 int train_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
+/// `troupe bench transport`: peer links against plain TCP between processes (apps/bench/).
+int transport_bench_command(const std::vector<std::string>& args);
 int devices_command(const std::vector<std::string>& args);
 /// `troupe check CONFIG`: validate a config, print resolved values and the actor plan.
 int check_command(const std::vector<std::string>& args);

@@ -1,0 +1,141 @@
+// See transport_roles.hpp. The server's actor system lives until the process exits (the
+// orchestrator ends server processes by closing their standard input).
+#include "apps/bench/transport_roles.hpp"
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <troupe/actors/actor_errors.hpp>
+#include <troupe/cluster/local_node.hpp>
+#include <troupe/cluster/peer_link.hpp>
+
+namespace troupe::bench {
+
+namespace {
+
+// A fixed secret: the benchmark's processes run on 127.0.0.1 and live for one measurement.
+const char* const bench_secret = "troupe transport benchmark secret";
+
+wire_keys keys_of(const transport_layout& layout) {
+  wire_keys keys;
+  for (int s = 0; s < layout.servers; ++s)
+    keys.shards.emplace_back(static_cast<std::size_t>(layout.keys_of(s)), shape_t{layout.key_bytes / 4});
+  return keys;
+}
+
+link_options options_of(const transport_layout& layout, node_role role) {
+  link_options o{cluster_secret(bench_secret)};
+  o.role = role;
+  o.name = to_string(role);
+  o.keys = keys_of(layout);
+  o.request_timeout = std::chrono::milliseconds{60000};
+  o.connection_timeout = std::chrono::milliseconds{60000};
+  return o;
+}
+
+// Answers a push with the weights it holds for the pushed keys, as a shard does after its
+// update (without the arithmetic: this measures the transport).
+push_target_actor spawn_reflector(caf::actor_system& system, std::vector<tensor> weights) {
+  return system.spawn([weights](push_target_actor::pointer) -> push_target_actor::behavior_type {
+    return {
+      [=](push_atom, gradient_push& push) {
+        weight_set ws;
+        ws.step = push.step + 1;
+        ws.keys = push.keys;
+        for (auto k : push.keys)
+          ws.weights.push_back(weights.at(k));
+        return ws;
+      },
+      [=](pull_atom) {
+        weight_set ws;
+        for (std::size_t k = 0; k < weights.size(); ++k) {
+          ws.keys.push_back(k);
+          ws.weights.push_back(weights[k]);
+        }
+        return ws;
+      },
+    };
+  });
+}
+
+local_node_config network_config() {
+  local_node_options o;
+  o.network = true;
+  return local_node_config(o);
+}
+
+} // namespace
+
+void troupe_serve(const transport_layout& layout, int server, std::uint16_t& port) {
+  // Held for the process's lifetime: the server answers until it is killed or told to stop.
+  static auto config = std::make_unique<local_node_config>(network_config());
+  static auto system = std::make_unique<caf::actor_system>(*config);
+  std::vector<tensor> weights;
+  for (int k = 0; k < layout.keys_of(server); ++k) {
+    weights.emplace_back(shape_t{layout.key_bytes / 4});
+    weights.back().fill(0.5f);
+  }
+  auto options = options_of(layout, node_role::server);
+  options.local_shards.resize(static_cast<std::size_t>(layout.servers));
+  options.local_shards[static_cast<std::size_t>(server)] = spawn_reflector(*system, std::move(weights));
+  auto listener = spawn_listener(*system, "127.0.0.1", 0, options);
+  if (!listener)
+    throw std::runtime_error(system->render(listener.error()));
+  caf::scoped_actor self{*system};
+  self->request(*listener, std::chrono::seconds(10), port_atom::value)
+    .receive([&](std::uint16_t p) { port = p; },
+             [&](caf::error& e) { throw std::runtime_error(system->render(e)); });
+}
+
+double troupe_worker(const transport_layout& layout, const std::vector<std::uint16_t>& ports,
+                     int warmup, int steps) {
+  auto config = network_config();
+  caf::actor_system system{config};
+  std::vector<caf::actor> links;
+  std::vector<push_target_actor> shards;
+  for (std::size_t s = 0; s < ports.size(); ++s) {
+    auto link = connect_link(system, "127.0.0.1", ports[s], options_of(layout, node_role::worker));
+    if (!link)
+      throw std::runtime_error(error_text(link.error()));
+    links.push_back(*link);
+    shards.push_back(spawn_remote_shard(system, *link, static_cast<std::uint32_t>(s),
+                                        std::chrono::milliseconds{60000}));
+  }
+  tensor gradient(shape_t{layout.key_bytes / 4});
+  gradient.fill(0.25f);
+  caf::scoped_actor self{system};
+  auto step = [&](std::int64_t number) {
+    // Every push leaves before any answer is awaited: the links carry them all at once.
+    std::vector<decltype(self->request(shards[0], caf::infinite, push_atom::value, gradient_push{}))> answers;
+    for (std::size_t s = 0; s < shards.size(); ++s) {
+      for (int k = 0; k < layout.keys_of(static_cast<int>(s)); ++k) {
+        gradient_push push;
+        push.step = number;
+        push.samples = 1;
+        push.keys = {static_cast<std::size_t>(k)};
+        push.gradients = {gradient};
+        answers.push_back(self->request(shards[s], std::chrono::seconds(60), push_atom::value, std::move(push)));
+      }
+    }
+    for (auto& answer : answers)
+      answer.receive([](weight_set&) {},
+                     [&](caf::error& e) { throw std::runtime_error(error_text(e)); });
+  };
+  for (int i = 0; i < warmup; ++i)
+    step(i);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < steps; ++i)
+    step(warmup + i);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (auto& s : shards)
+    self->send_exit(s, caf::exit_reason::user_shutdown);
+  for (auto& l : links)
+    self->send_exit(l, caf::exit_reason::user_shutdown);
+  return seconds;
+}
+
+} // namespace troupe::bench

@@ -189,7 +189,8 @@ void append_frame(const wire_message& message, std::vector<char>& out) {
   if (payload > UINT32_MAX)
     throw std::invalid_argument("frame: a message of " + std::to_string(payload)
                                 + " bytes exceeds a frame (4 GiB); slice its keys");
-  out.reserve(out.size() + frame_header_bytes + payload);
+  // No exact reserve: frames queued behind each other would reallocate (and copy) the whole
+  // buffer every time; insert grows it geometrically.
   out.insert(out.end(), magic, magic + 4);
   put_u32(out, static_cast<std::uint32_t>(payload));
   append_stream stream(out);

@@ -18,6 +18,8 @@
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/cluster/frame_codec.hpp>
 
+#include "cluster/receive_pool.hpp"
+
 namespace troupe {
 
 namespace {
@@ -42,6 +44,10 @@ struct link_state {
   std::optional<hello_message> peer;
   std::string peer_name;  // for logs: the address until the hello names the node
   bool reading_header = true;
+  // Reused receive buffers, and the one the payload announced by the last header lands in
+  // (swapped with the connection's read buffer, see on_data).
+  std::shared_ptr<receive_pool> pool;
+  std::shared_ptr<std::vector<char>> next_payload;
   std::uint64_t next_request = 1;
   std::unordered_map<std::uint64_t, pending_request> pending;
   std::vector<wire_message> queued;  // requests made before admission
@@ -228,11 +234,16 @@ void on_data(link_pointer self, caf::io::new_data_msg& msg) {
     if (!header.error.empty())
       return refuse_peer(self, header.error);
     st.reading_header = false;
+    // The connection reads the payload straight into a pooled buffer of exactly its size
+    // (a buffer of another size would be resized, zero-filling it first).
+    st.next_payload = st.pool->acquire(header.payload_bytes);
+    msg.buf.swap(*st.next_payload);
     self->configure_read(st.hdl, caf::io::receive_policy::exactly(header.payload_bytes));
     return;
   }
-  auto payload = std::make_shared<std::vector<char>>();
-  payload->swap(msg.buf);  // the payload stays where it landed
+  // The payload stays where it landed; the connection gets the header-sized buffer back.
+  msg.buf.swap(*st.next_payload);
+  auto payload = std::move(st.next_payload);
   st.reading_header = true;
   self->configure_read(st.hdl, caf::io::receive_policy::exactly(frame_header_bytes));
   auto decoded = decode_payload(payload, st.options->keys);
@@ -282,6 +293,7 @@ caf::behavior peer_link(link_pointer self, caf::io::connection_handle hdl, link_
                         link_side side) {
   auto& st = self->state;
   st.options.emplace(std::move(options));
+  st.pool = std::make_shared<receive_pool>(st.options->receive_pool_bytes);
   st.hdl = hdl;
   st.side = side;
   st.peer_name = self->remote_addr(hdl) + ":" + std::to_string(self->remote_port(hdl));

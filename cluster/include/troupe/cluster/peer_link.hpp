@@ -63,6 +63,8 @@ struct link_options {
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds connection_timeout{5000};
   std::size_t max_frame_bytes = std::size_t{1} << 30;
+  /// Idle receive buffers a link keeps for reuse (a step's worth of frames).
+  std::size_t receive_pool_bytes = std::size_t{256} << 20;
   caf::actor observer;  ///< gets link_up / link_down; may be null
   /// Where a link reports refusals and losses (default: standard error, one line each). Called
   /// from the link's thread until the link has terminated: what it refers to must live as

@@ -1,0 +1,44 @@
+// See receive_pool.hpp.
+#include "cluster/receive_pool.hpp"
+
+namespace troupe {
+
+std::shared_ptr<std::vector<char>> receive_pool::acquire(std::size_t size) {
+  std::unique_ptr<std::vector<char>> buffer;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = idle_.find(size);
+    if (it != idle_.end()) {
+      buffer = std::move(it->second);
+      idle_.erase(it);
+      idle_bytes_ -= size;
+    }
+  }
+  if (!buffer)
+    buffer = std::make_unique<std::vector<char>>(size);
+  // The deleter holds the pool weakly: a buffer outliving its link is simply freed.
+  std::weak_ptr<receive_pool> pool = weak_from_this();
+  return std::shared_ptr<std::vector<char>>(buffer.release(), [pool](std::vector<char>* b) {
+    if (auto alive = pool.lock())
+      alive->give_back(b);
+    else
+      delete b;
+  });
+}
+
+void receive_pool::give_back(std::vector<char>* buffer) {
+  std::unique_ptr<std::vector<char>> owned(buffer);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (idle_bytes_ + owned->size() > max_bytes_)
+    return;  // freed
+  idle_bytes_ += owned->size();
+  const auto size = owned->size();
+  idle_.emplace(size, std::move(owned));
+}
+
+std::size_t receive_pool::idle_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return idle_bytes_;
+}
+
+} // namespace troupe

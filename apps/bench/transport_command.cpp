@@ -193,7 +193,7 @@ int run_role(const std::string& role, const std::string& system, const bench::tr
 } // namespace
 
 int transport_bench_command(const std::vector<std::string>& args) {
-  std::string role, system = "troupe", ports, layouts = "1x1,2x2", patterns = "15x4194304,60x1000000";
+  std::string role, system = "troupe", ports, layouts = "1x1,2x2", patterns = "15x4194304,60x1048576";
   int servers = 1, keys = 15, server = 0, workers = 1, steps = 10, warmup = 3, rounds = 3;
   std::int64_t key_bytes = 4 << 20;
   flag_set f("bench transport",

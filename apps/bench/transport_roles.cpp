@@ -37,24 +37,34 @@ link_options options_of(const transport_layout& layout, node_role role) {
   return o;
 }
 
-// Answers a push with the weights it holds for the pushed keys, as a shard does after its
-// update (without the arithmetic: this measures the transport).
-push_target_actor spawn_reflector(caf::actor_system& system, std::vector<tensor> weights) {
+// A shard's work without the optimizer: adds each pushed gradient into its key (w += g, as
+// ps-lite's benchmark server does) and answers with the new weights. Weights leave by handle;
+// a key whose last answer may still be on its way is copied before it is written.
+push_target_actor spawn_summing_shard(caf::actor_system& system, std::vector<tensor> initial) {
+  auto weights = std::make_shared<std::vector<tensor>>(std::move(initial));
   return system.spawn([weights](push_target_actor::pointer) -> push_target_actor::behavior_type {
     return {
       [=](push_atom, gradient_push& push) {
         weight_set ws;
         ws.step = push.step + 1;
         ws.keys = push.keys;
-        for (auto k : push.keys)
-          ws.weights.push_back(weights.at(k));
+        for (std::size_t i = 0; i < push.keys.size(); ++i) {
+          auto& w = weights->at(push.keys[i]);
+          if (!w.unique())
+            w = w.clone();
+          float* out = w.data();
+          const float* g = push.gradients[i].data();
+          for (std::int64_t e = 0; e < w.numel(); ++e)
+            out[e] += g[e];
+          ws.weights.push_back(w);
+        }
         return ws;
       },
       [=](pull_atom) {
         weight_set ws;
-        for (std::size_t k = 0; k < weights.size(); ++k) {
+        for (std::size_t k = 0; k < weights->size(); ++k) {
           ws.keys.push_back(k);
-          ws.weights.push_back(weights[k]);
+          ws.weights.push_back((*weights)[k]);
         }
         return ws;
       },
@@ -81,7 +91,7 @@ void troupe_serve(const transport_layout& layout, int server, std::uint16_t& por
   }
   auto options = options_of(layout, node_role::server);
   options.local_shards.resize(static_cast<std::size_t>(layout.servers));
-  options.local_shards[static_cast<std::size_t>(server)] = spawn_reflector(*system, std::move(weights));
+  options.local_shards[static_cast<std::size_t>(server)] = spawn_summing_shard(*system, std::move(weights));
   auto listener = spawn_listener(*system, "127.0.0.1", 0, options);
   if (!listener)
     throw std::runtime_error(system->render(listener.error()));

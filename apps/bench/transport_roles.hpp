@@ -1,5 +1,5 @@
 // The two sides of `troupe bench transport` for Troupe's own transport: a server process
-// holding a reflector shard behind a listener, and a worker process pushing every key of a
+// holding a summing shard behind a listener, and a worker process pushing every key of a
 // step through peer links and remote-shard stand-ins, exactly the path a training step's
 // pushes and weights take between nodes.
 #pragma once
@@ -21,7 +21,8 @@ struct transport_layout {
 };
 
 /// Serves shard `server` of `layout` on 127.0.0.1 (any free port, returned via `port`) until
-/// the process ends: every push is answered with the weights of the pushed keys.
+/// the process ends: every push is added into its keys (w += g), and answered with their
+/// weights.
 void troupe_serve(const transport_layout& layout, int server, std::uint16_t& port);
 
 /// Connects to the servers on `ports`, runs `warmup` untimed and `steps` timed steps (each

@@ -152,6 +152,75 @@ struct body_writer {
     check_text(m.reason, failure_message::max_text_bytes, "a shutdown's reason");
     body.initShutdown().setReason(m.reason);
   }
+  void operator()(const join_message& m) {
+    check_text(m.host, join_message::max_host_bytes, "a join's host");
+    auto out = body.initJoin();
+    out.setRole(to_wire(m.role));
+    out.setHost(m.host);
+    out.setPort(m.port);
+    out.setPid(m.pid);
+  }
+  void operator()(const assignment_message& m) {
+    if (m.job.size() > assignment_message::max_job_bytes)
+      throw std::invalid_argument("frame: a job of " + std::to_string(m.job.size()) + " bytes exceeds "
+                                  + std::to_string(assignment_message::max_job_bytes));
+    if (m.servers.size() > assignment_message::max_servers)
+      throw std::invalid_argument("frame: more than " + std::to_string(assignment_message::max_servers) + " servers");
+    auto out = body.initAssignment();
+    out.setRank(m.rank);
+    out.setNode(m.node);
+    out.setJob(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(m.job.data()), m.job.size()));
+    out.setJobHash(m.job_hash);
+    out.setPlanHash(m.plan_hash);
+    auto facts = out.initFacts();
+    auto shape = facts.initSampleShape(static_cast<unsigned>(m.facts.sample_shape.size()));
+    for (unsigned i = 0; i < shape.size(); ++i)
+      shape.set(i, m.facts.sample_shape[i]);
+    facts.setClasses(m.facts.classes);
+    facts.setTrainExamples(m.facts.train_examples);
+    facts.setValidationExamples(m.facts.validation_examples);
+    auto servers = out.initServers(static_cast<unsigned>(m.servers.size()));
+    for (unsigned i = 0; i < servers.size(); ++i) {
+      check_text(m.servers[i].host, join_message::max_host_bytes, "a server's host");
+      servers[i].setNode(m.servers[i].node);
+      servers[i].setHost(m.servers[i].host);
+      servers[i].setPort(m.servers[i].port);
+    }
+  }
+  void operator()(const ready_message& m) { body.initReady().setNode(m.node); }
+  void operator()(const control_message& m) {
+    auto out = body.initControl();
+    out.setRequest(m.request);
+    out.setWorker(m.worker);
+    out.setKind(m.kind == control_kind::train      ? wire::ControlKind::TRAIN
+                : m.kind == control_kind::validate ? wire::ControlKind::VALIDATE
+                                                   : wire::ControlKind::END_EPOCH);
+    out.setEpoch(m.epoch);
+  }
+  void operator()(const report_message& m) {
+    const auto& r = m.report;
+    auto out = body.initReport();
+    out.setRequest(m.request);
+    out.setEpoch(r.epoch);
+    out.setValidation(r.validation);
+    out.setSamples(r.samples);
+    out.setCorrect(r.correct);
+    out.setLossSum(r.loss_sum);
+    out.setSeconds(r.seconds);
+    out.setStepSeconds(r.step_seconds);
+  }
+  void operator()(const batch_report_message& m) {
+    const auto& r = m.report;
+    auto out = body.initBatchReport();
+    out.setWorker(r.worker);
+    out.setEpoch(r.epoch);
+    out.setIndex(r.index);
+    out.setBatches(r.batches);
+    out.setSamples(r.samples);
+    out.setCorrect(r.correct);
+    out.setLossSum(r.loss_sum);
+    out.setLearningRate(r.learning_rate);
+  }
 };
 
 void put_u32(std::vector<char>& out, std::uint32_t value) {
@@ -174,8 +243,9 @@ const char* to_string(node_role role) {
 }
 
 const char* kind_name(const wire_message& message) {
-  static constexpr const char* names[] = {"hello",   "proof",   "push",      "pull",
-                                          "weights", "failure", "heartbeat", "shutdown"};
+  static constexpr const char* names[] = {
+    "hello",      "proof", "push",    "pull",   "weights", "failure",     "heartbeat",
+    "shutdown",   "join",  "assignment", "ready", "control", "report", "batch report"};
   static_assert(std::size(names) == wire_kinds);
   return names[message.index()];
 }

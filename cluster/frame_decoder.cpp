@@ -140,6 +140,109 @@ weights_message read_weights(const std::shared_ptr<std::vector<char>>& payload,
   return m;
 }
 
+void require(bool holds, const std::string& what) {
+  if (!holds)
+    refuse(what);
+}
+
+bool finite_non_negative(double x) { return std::isfinite(x) && x >= 0; }
+
+assignment_message read_assignment(wire::Assignment::Reader in) {
+  assignment_message m;
+  m.rank = in.getRank();
+  m.node = in.getNode();
+  const auto job = in.getJob();
+  require(job.size() <= assignment_message::max_job_bytes,
+          "assignment.job has " + std::to_string(job.size()) + " bytes, at most "
+            + std::to_string(assignment_message::max_job_bytes) + " are accepted");
+  m.job.assign(reinterpret_cast<const char*>(job.begin()), reinterpret_cast<const char*>(job.end()));
+  m.job_hash = in.getJobHash();
+  m.plan_hash = in.getPlanHash();
+  const auto facts = in.getFacts();
+  const auto shape = facts.getSampleShape();
+  require(shape.size() >= 1 && shape.size() <= 4,
+          "assignment.facts.sampleShape has " + std::to_string(shape.size()) + " dimensions, expected 1 to 4");
+  m.facts.sample_shape.clear();
+  for (auto d : shape) {
+    require(d >= 1 && d <= 65536, "assignment.facts.sampleShape has an extent of " + std::to_string(d));
+    m.facts.sample_shape.push_back(d);
+  }
+  m.facts.classes = facts.getClasses();
+  m.facts.train_examples = facts.getTrainExamples();
+  m.facts.validation_examples = facts.getValidationExamples();
+  require(m.facts.classes >= 1 && m.facts.classes <= 1000000,
+          "assignment.facts.classes " + std::to_string(m.facts.classes) + " is outside 1..1000000");
+  require(m.facts.train_examples >= 0 && m.facts.validation_examples >= 0,
+          "assignment.facts has a negative example count");
+  const auto servers = in.getServers();
+  require(servers.size() <= assignment_message::max_servers,
+          "assignment lists " + std::to_string(servers.size()) + " servers, at most "
+            + std::to_string(assignment_message::max_servers) + " are accepted");
+  for (auto s : servers)
+    m.servers.push_back({s.getNode(), text_of(s.getHost(), join_message::max_host_bytes, "assignment.servers.host"),
+                         s.getPort()});
+  return m;
+}
+
+control_message read_control(wire::Control::Reader in) {
+  control_message m;
+  m.request = in.getRequest();
+  m.worker = in.getWorker();
+  switch (in.getKind()) {
+    case wire::ControlKind::TRAIN: m.kind = control_kind::train; break;
+    case wire::ControlKind::VALIDATE: m.kind = control_kind::validate; break;
+    case wire::ControlKind::END_EPOCH: m.kind = control_kind::end_epoch; break;
+    default: refuse("control.kind " + std::to_string(static_cast<unsigned>(in.getKind())) + " is not a control kind");
+  }
+  m.epoch = in.getEpoch();
+  require(m.epoch >= 0, "control.epoch " + std::to_string(m.epoch) + " is negative");
+  return m;
+}
+
+// Counts a report may carry: samples >= 0, 0 <= correct <= samples, a finite loss sum.
+void check_counts(std::int64_t samples, std::int64_t correct, double loss_sum, const char* what) {
+  require(samples >= 0 && correct >= 0 && correct <= samples,
+          std::string(what) + " counts " + std::to_string(correct) + " correct of " + std::to_string(samples));
+  require(std::isfinite(loss_sum), std::string(what) + ".lossSum is not finite");
+}
+
+report_message read_report(wire::Report::Reader in) {
+  report_message m;
+  m.request = in.getRequest();
+  auto& r = m.report;
+  r.epoch = in.getEpoch();
+  r.validation = in.getValidation();
+  r.samples = in.getSamples();
+  r.correct = in.getCorrect();
+  r.loss_sum = in.getLossSum();
+  r.seconds = in.getSeconds();
+  r.step_seconds = in.getStepSeconds();
+  require(r.epoch >= 0, "report.epoch " + std::to_string(r.epoch) + " is negative");
+  check_counts(r.samples, r.correct, r.loss_sum, "report");
+  require(finite_non_negative(r.seconds) && finite_non_negative(r.step_seconds),
+          "report has a negative or non-finite time");
+  return m;
+}
+
+batch_report_message read_batch_report(wire::BatchReport::Reader in) {
+  batch_report_message m;
+  auto& r = m.report;
+  r.worker = in.getWorker();
+  r.epoch = in.getEpoch();
+  r.index = in.getIndex();
+  r.batches = in.getBatches();
+  r.samples = in.getSamples();
+  r.correct = in.getCorrect();
+  r.loss_sum = in.getLossSum();
+  r.learning_rate = in.getLearningRate();
+  require(r.worker >= 0 && r.epoch >= 0, "batchReport has a negative worker or epoch");
+  require(r.batches >= 1 && r.index >= 0 && r.index < r.batches,
+          "batchReport.index " + std::to_string(r.index) + " is outside 0.." + std::to_string(r.batches - 1));
+  check_counts(r.samples, r.correct, r.loss_sum, "batchReport");
+  require(std::isfinite(r.learning_rate), "batchReport.learningRate is not finite");
+  return m;
+}
+
 wire_message read_body(const std::shared_ptr<std::vector<char>>& payload, const wire_keys& keys,
                        wire::Frame::Body::Reader body) {
   switch (body.which()) {
@@ -173,6 +276,21 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload, const 
     case wire::Frame::Body::SHUTDOWN:
       return shutdown_message{text_of(body.getShutdown().getReason(),
                                       failure_message::max_text_bytes, "shutdown.reason")};
+    case wire::Frame::Body::JOIN: {
+      auto in = body.getJoin();
+      return join_message{role_of(in.getRole()), text_of(in.getHost(), join_message::max_host_bytes, "join.host"),
+                          in.getPort(), in.getPid()};
+    }
+    case wire::Frame::Body::ASSIGNMENT:
+      return read_assignment(body.getAssignment());
+    case wire::Frame::Body::READY:
+      return ready_message{body.getReady().getNode()};
+    case wire::Frame::Body::CONTROL:
+      return read_control(body.getControl());
+    case wire::Frame::Body::REPORT:
+      return read_report(body.getReport());
+    case wire::Frame::Body::BATCH_REPORT:
+      return read_batch_report(body.getBatchReport());
   }
   refuse("frame body " + std::to_string(static_cast<unsigned>(body.which())) + " is not a message kind");
 }

@@ -40,6 +40,12 @@ struct Frame {
     failure @6 :Failure;
     heartbeat @7 :Heartbeat;
     shutdown @8 :Shutdown;
+    join @9 :Join;
+    assignment @10 :Assignment;
+    ready @11 :Ready;
+    control @12 :Control;
+    report @13 :Report;
+    batchReport @14 :BatchReport;
   }
 }
 
@@ -99,4 +105,82 @@ struct Heartbeat {
 # The sender closes the connection after this frame; `reason` says why, for the log.
 struct Shutdown {
   reason @0 :Text;
+}
+
+# A node asks the scheduler for its place in the run (after admission).
+struct Join {
+  role @0 :Role;
+  host @1 :Text;    # where this node listens for peers (servers); empty for workers
+  port @2 :UInt16;  # 0 when it does not listen
+  pid @3 :UInt32;   # for the scheduler's log
+}
+
+# Where a server node listens.
+struct Endpoint {
+  node @0 :UInt32;  # index into the plan's nodes
+  host @1 :Text;
+  port @2 :UInt16;
+}
+
+# The facts of the job's datasets every node plans with (graph/placement.hpp data_facts).
+struct DataFacts {
+  sampleShape @0 :List(Int64);
+  classes @1 :Int32;
+  trainExamples @2 :Int64;
+  validationExamples @3 :Int64;
+}
+
+# The scheduler's answer to a Join: the node's rank and plan node, and the resolved job.
+struct Assignment {
+  rank @0 :UInt32;       # within its role
+  node @1 :UInt32;       # index into the plan's nodes
+  job @2 :Data;          # the training_job, CAF 0.17 binary serialization (graph/job.hpp inspect)
+  jobHash @3 :UInt64;    # job_hash of that job: the receiver recomputes and compares
+  planHash @4 :UInt64;   # the plan made from the job and `facts`: the receiver compares its own
+  facts @5 :DataFacts;
+  servers @6 :List(Endpoint);  # every server node (workers connect to them)
+}
+
+# A node has spawned its part of the plan (and, a worker, reached every server).
+struct Ready {
+  node @0 :UInt32;
+}
+
+enum ControlKind {
+  train @0;
+  validate @1;
+  endEpoch @2;
+}
+
+# The coordinator (on the scheduler) to compute actor `worker`: train or validate an epoch
+# (answered by a Report), or end an epoch early (no answer).
+struct Control {
+  request @0 :UInt64;
+  worker @1 :UInt32;
+  kind @2 :ControlKind;
+  epoch @3 :Int64;
+}
+
+# A compute actor's phase_report, answering Control `request`.
+struct Report {
+  request @0 :UInt64;
+  epoch @1 :Int64;
+  validation @2 :Bool;
+  samples @3 :Int64;
+  correct @4 :Int64;
+  lossSum @5 :Float64;
+  seconds @6 :Float64;
+  stepSeconds @7 :Float64;
+}
+
+# A compute actor's batch_report, one way, for the scheduler's metrics.
+struct BatchReport {
+  worker @0 :Int32;
+  epoch @1 :Int64;
+  index @2 :Int64;
+  batches @3 :Int64;
+  samples @4 :Int64;
+  correct @5 :Int64;
+  lossSum @6 :Float64;
+  learningRate @7 :Float32;
 }

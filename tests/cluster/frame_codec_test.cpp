@@ -293,3 +293,93 @@ TEST_CASE("random bytes and flipped bytes never crash the decoder", "[cluster][f
   CHECK(refused + accepted == 4000);
   CHECK(refused > 2000);  // random bytes are essentially never a valid frame
 }
+
+TEST_CASE("the scheduler's messages round-trip", "[cluster][frame]") {
+  const auto join = decoded_as<join_message>(frame_of(join_message{node_role::server, "10.0.0.2", 9091, 4242}));
+  CHECK(join.role == node_role::server);
+  CHECK(join.host == "10.0.0.2");
+  CHECK(join.port == 9091);
+  CHECK(join.pid == 4242);
+
+  assignment_message a;
+  a.rank = 1;
+  a.node = 4;
+  a.job = {'j', 'o', 'b', '\0', 'x'};
+  a.job_hash = 77;
+  a.plan_hash = 88;
+  a.facts = data_facts{{3, 32, 32}, 10, 50000, 10000};
+  a.servers = {{1, "127.0.0.1", 5000}, {2, "127.0.0.1", 5001}};
+  const auto got = decoded_as<assignment_message>(frame_of(a));
+  CHECK(got.rank == 1);
+  CHECK(got.node == 4);
+  CHECK(got.job == a.job);
+  CHECK(got.job_hash == 77);
+  CHECK(got.plan_hash == 88);
+  CHECK(got.facts.sample_shape == shape_t{3, 32, 32});
+  CHECK(got.facts.classes == 10);
+  CHECK(got.facts.train_examples == 50000);
+  CHECK(got.facts.validation_examples == 10000);
+  REQUIRE(got.servers.size() == 2);
+  CHECK(got.servers[1].node == 2);
+  CHECK(got.servers[1].port == 5001);
+
+  CHECK(decoded_as<ready_message>(frame_of(ready_message{3})).node == 3);
+
+  const auto control = decoded_as<control_message>(frame_of(control_message{9, 2, control_kind::validate, 5}));
+  CHECK(control.request == 9);
+  CHECK(control.worker == 2);
+  CHECK(control.kind == control_kind::validate);
+  CHECK(control.epoch == 5);
+
+  report_message r;
+  r.request = 9;
+  r.report = phase_report{5, true, 1000, 900, 123.25, 1.5, 0.0};
+  const auto report = decoded_as<report_message>(frame_of(r));
+  CHECK(report.request == 9);
+  CHECK(report.report.epoch == 5);
+  CHECK(report.report.validation);
+  CHECK(report.report.samples == 1000);
+  CHECK(report.report.correct == 900);
+  CHECK(report.report.loss_sum == 123.25);
+  CHECK(report.report.seconds == 1.5);
+
+  batch_report_message b;
+  b.report = batch_report{1, 2, 3, 469, 128, 100, 45.5, 0.05f};
+  const auto batch = decoded_as<batch_report_message>(frame_of(b)).report;
+  CHECK(batch.worker == 1);
+  CHECK(batch.index == 3);
+  CHECK(batch.batches == 469);
+  CHECK(batch.correct == 100);
+  CHECK(batch.learning_rate == 0.05f);
+}
+
+TEST_CASE("the scheduler's messages are checked", "[cluster][frame]") {
+  assignment_message a;
+  a.facts = data_facts{{1, 28, 28}, 0, 60000, 10000};
+  CHECK_THAT(refusal(frame_of(a)), Catch::Contains("assignment.facts.classes 0"));
+  a.facts = data_facts{{}, 10, 60000, 10000};
+  CHECK_THAT(refusal(frame_of(a)), Catch::Contains("sampleShape has 0 dimensions"));
+  a.facts = data_facts{{1, 28, 28}, 10, -1, 10000};
+  CHECK_THAT(refusal(frame_of(a)), Catch::Contains("negative example count"));
+
+  CHECK_THAT(refusal(frame_of(control_message{1, 0, control_kind::train, -2})),
+             Catch::Contains("control.epoch -2 is negative"));
+  report_message r;
+  r.report = phase_report{0, false, 10, 11, 1.0, 1.0, 0.5};
+  CHECK_THAT(refusal(frame_of(r)), Catch::Contains("report counts 11 correct of 10"));
+  r.report = phase_report{0, false, 10, 5, 1.0, -1.0, 0.5};
+  CHECK_THAT(refusal(frame_of(r)), Catch::Contains("negative or non-finite time"));
+  batch_report_message b;
+  b.report = batch_report{0, 0, 469, 469, 128, 100, 1.0, 0.1f};
+  CHECK_THAT(refusal(frame_of(b)), Catch::Contains("batchReport.index 469 is outside 0..468"));
+  b.report = batch_report{0, 0, 1, 469, 128, 100, std::numeric_limits<double>::infinity(), 0.1f};
+  CHECK_THAT(refusal(frame_of(b)), Catch::Contains("batchReport.lossSum is not finite"));
+
+  std::vector<char> out;
+  assignment_message huge;
+  huge.job.resize(assignment_message::max_job_bytes + 1);
+  CHECK_THROWS_AS(append_frame(huge, out), std::invalid_argument);
+  CHECK_THROWS_AS(append_frame(join_message{node_role::worker, std::string(300, 'h'), 0, 0}, out),
+                  std::invalid_argument);
+  CHECK(out.empty());
+}

@@ -18,6 +18,7 @@
 
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/messages.hpp>
+#include <troupe/graph/placement.hpp>
 #include <troupe/kernels/tensor.hpp>
 
 namespace troupe {
@@ -83,12 +84,70 @@ struct shutdown_message {
   std::string reason;  ///< at most failure_message::max_text_bytes
 };
 
+/// A node asks the scheduler for its place (after admission).
+struct join_message {
+  node_role role = node_role::worker;
+  std::string host;  ///< where it listens (servers), at most max_host_bytes
+  std::uint16_t port = 0;
+  std::uint32_t pid = 0;
+  static constexpr std::size_t max_host_bytes = 255;
+};
+
+/// Where server node `node` listens.
+struct endpoint {
+  std::uint32_t node = 0;
+  std::string host;
+  std::uint16_t port = 0;
+};
+
+/// The scheduler's answer to a join: rank, plan node, the job (serialized, see
+/// troupe/cluster/job_transfer.hpp) with its hash, the plan hash and the data facts to plan
+/// with, and every server's endpoint.
+struct assignment_message {
+  std::uint32_t rank = 0;
+  std::uint32_t node = 0;
+  std::vector<char> job;  ///< at most max_job_bytes
+  std::uint64_t job_hash = 0;
+  std::uint64_t plan_hash = 0;
+  data_facts facts;
+  std::vector<endpoint> servers;  ///< at most max_servers
+  static constexpr std::size_t max_job_bytes = std::size_t{16} << 20;
+  static constexpr std::size_t max_servers = 4096;
+};
+
+struct ready_message {
+  std::uint32_t node = 0;
+};
+
+enum class control_kind : std::uint8_t { train, validate, end_epoch };
+
+/// The coordinator to compute actor `worker`.
+struct control_message {
+  std::uint64_t request = 0;
+  std::uint32_t worker = 0;
+  control_kind kind = control_kind::train;
+  std::int64_t epoch = 0;
+};
+
+/// A compute actor's answer to control `request`.
+struct report_message {
+  std::uint64_t request = 0;
+  phase_report report;
+};
+
+struct batch_report_message {
+  batch_report report;
+};
+
 using wire_message = std::variant<hello_message, proof_message, push_message, pull_message,
                                   weights_message, failure_message, heartbeat_message,
-                                  shutdown_message>;
+                                  shutdown_message, join_message, assignment_message,
+                                  ready_message, control_message, report_message,
+                                  batch_report_message>;
 
-/// "hello", "proof", "push", "pull", "weights", "failure", "heartbeat", "shutdown": the kind
-/// of a message, for logs and traffic counters.
+/// "hello", "proof", "push", "pull", "weights", "failure", "heartbeat", "shutdown", "join",
+/// "assignment", "ready", "control", "report", "batch report": the kind of a message, for
+/// logs and traffic counters.
 const char* kind_name(const wire_message& message);
 constexpr std::size_t wire_kinds = std::variant_size_v<wire_message>;
 

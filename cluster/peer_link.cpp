@@ -135,13 +135,13 @@ void send_request(link_pointer self, std::uint32_t shard, wire_message message,
 template <typename... Ts>
 void serve(link_pointer self, std::uint64_t request, std::uint32_t shard, Ts&&... message) {
   auto& st = self->state;
-  const auto& shards = st.options->local_shards;
-  if (shard >= shards.size() || !shards[shard]) {
+  const auto target = st.options->local_shards->find(shard);
+  if (!target) {
     write_frame(self, failure_message{request, errc::bad_request,
                                       st.options->name + " holds no shard " + std::to_string(shard)});
     return;
   }
-  self->request(shards[shard], st.options->request_timeout, std::forward<Ts>(message)...)
+  self->request(target, st.options->request_timeout, std::forward<Ts>(message)...)
     .then(
       [=](weight_set& ws) {
         if (self->state.at == stage::admitted)
@@ -187,8 +187,13 @@ void on_admitted_message(link_pointer self, wire_message& message) {
       } else if constexpr (std::is_same_v<T, shutdown_message>) {
         close_link(self, make_error(errc::peer_down, st.peer_name + " shut down: " + m.reason),
                    "the peer shut down: " + m.reason);
-      } else {
+      } else if constexpr (std::is_same_v<T, hello_message> || std::is_same_v<T, proof_message>) {
         refuse_peer(self, std::string("sent a ") + kind_name(message) + " after admission");
+      } else if (st.options->handler) {
+        self->send(st.options->handler, wire_atom::value, caf::actor_cast<caf::actor>(self),
+                   wire_message{std::move(m)});
+      } else {
+        refuse_peer(self, std::string("sent a ") + kind_name(message) + ", which this node does not take");
       }
     },
     message);
@@ -325,6 +330,20 @@ caf::behavior peer_link(link_pointer self, caf::io::connection_handle hdl, link_
       return caf::delegated<weight_set>{};
     },
     [=](stats_atom) { return self->state.traffic; },
+    [=](send_atom, wire_message& message) {
+      auto& s = self->state;
+      if (s.at == stage::closed)
+        return;
+      if (s.at != stage::admitted) {
+        s.queued.push_back(std::move(message));
+        return;
+      }
+      try {
+        write_frame(self, message);
+      } catch (const std::exception& e) {
+        log_line(s, std::string("cannot send a ") + kind_name(message) + " to " + s.peer_name + ": " + e.what());
+      }
+    },
     [=](tick_atom) {
       on_tick(self);
       if (self->state.at != stage::closed)
@@ -373,6 +392,18 @@ caf::behavior listener(caf::stateful_actor<listener_state, caf::io::broker>* sel
 }
 
 } // namespace
+
+void shard_directory::set(std::uint32_t shard, push_target_actor target) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (targets_.size() <= shard)
+    targets_.resize(shard + std::size_t{1});
+  targets_[shard] = std::move(target);
+}
+
+push_target_actor shard_directory::find(std::uint32_t shard) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return shard < targets_.size() ? targets_[shard] : push_target_actor{};
+}
 
 std::uint64_t link_traffic::total_in() const {
   std::uint64_t sum = 0;

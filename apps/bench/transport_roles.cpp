@@ -90,8 +90,7 @@ void troupe_serve(const transport_layout& layout, int server, std::uint16_t& por
     weights.back().fill(0.5f);
   }
   auto options = options_of(layout, node_role::server);
-  options.local_shards.resize(static_cast<std::size_t>(layout.servers));
-  options.local_shards[static_cast<std::size_t>(server)] = spawn_summing_shard(*system, std::move(weights));
+  options.local_shards->set(static_cast<std::uint32_t>(server), spawn_summing_shard(*system, std::move(weights)));
   auto listener = spawn_listener(*system, "127.0.0.1", 0, options);
   if (!listener)
     throw std::runtime_error(system->render(listener.error()));

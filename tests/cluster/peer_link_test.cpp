@@ -138,12 +138,14 @@ struct server_node {
   push_target_actor shard;
   caf::actor listener;
   std::uint16_t port = 0;
+  std::shared_ptr<shard_directory> directory;
 
   explicit server_node(push_target_actor serving = {}, std::uint64_t plan_hash = 1234) {
     shard = serving ? serving : spawn_param_shard(system, two_keys(), momentum_sgd());
     auto options = options_for(node_role::server, "server 0");
     options.plan_hash = plan_hash;
-    options.local_shards = {shard, push_target_actor{}};
+    options.local_shards->set(0, shard);  // and none of shard 1
+    directory = options.local_shards;
     options.log = log.sink();
     auto spawned = spawn_listener(system, "127.0.0.1", 0, options);
     REQUIRE(spawned);
@@ -363,4 +365,80 @@ TEST_CASE("a peer that accepts and then stays silent is dropped after the connec
   CHECK(troupe_code(answer.error()) == errc::peer_down);
   CHECK_THAT(error_text(answer.error()), Catch::Contains("no frame from"));
   ::close(server);
+}
+
+namespace {
+
+// Collects node-level messages a link hands over, and answers a join with an assignment.
+caf::behavior node_handler(caf::event_based_actor* self, caf::actor observer) {
+  return {
+    [=](wire_atom, caf::actor link, wire_message& message) {
+      if (std::holds_alternative<join_message>(message)) {
+        assignment_message a;
+        a.rank = 7;
+        a.facts = data_facts{{1, 28, 28}, 10, 100, 10};
+        self->send(link, send_atom::value, wire_message{a});
+      }
+      self->send(observer, wire_atom::value, link, std::move(message));
+    },
+  };
+}
+
+} // namespace
+
+TEST_CASE("node-level messages pass through links to the node's handler", "[cluster][link]") {
+  log_lines log;
+  local_node_config config = network_config();
+  caf::actor_system system{config};
+  caf::scoped_actor self{system};
+  auto scheduler_side = system.spawn(node_handler, caf::actor_cast<caf::actor>(self));
+  auto options = options_for(node_role::scheduler, "scheduler");
+  options.handler = scheduler_side;
+  options.log = log.sink();
+  auto listener = spawn_listener(system, "127.0.0.1", 0, options);
+  REQUIRE(listener);
+  const auto port = port_of(self, *listener);
+
+  auto worker_side = system.spawn(node_handler, caf::actor_cast<caf::actor>(self));
+  auto worker_options = options_for(node_role::worker, "worker 0");
+  worker_options.handler = worker_side;
+  worker_options.log = log.sink();
+  auto link = connect_link(system, "127.0.0.1", port, worker_options);
+  REQUIRE(link);
+  // Sent before admission completes: it waits, then goes.
+  self->send(*link, send_atom::value, wire_message{join_message{node_role::worker, "", 0, 99}});
+
+  bool joined = false, assigned = false;
+  for (int i = 0; i < 2; ++i)
+    self->receive(
+      [&](wire_atom, caf::actor, wire_message& m) {
+        if (auto* j = std::get_if<join_message>(&m))
+          joined = j->pid == 99;
+        if (auto* a = std::get_if<assignment_message>(&m))
+          assigned = a->rank == 7 && a->facts.classes == 10;
+      },
+      caf::after(10s) >> [] {});
+  CHECK(joined);
+  CHECK(assigned);
+  for (auto& a : {scheduler_side, worker_side, *listener, *link})
+    self->send_exit(a, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("a link without a handler refuses node-level messages; shards may be served later", "[cluster][link]") {
+  server_node server;  // serves shard 0 only, and has no handler
+  worker_node worker(server.port);
+  caf::scoped_actor self{worker.system};
+  // Shard 1 is not served yet: a failure; once the directory has it, it answers.
+  auto second = spawn_remote_shard(worker.system, worker.link, 1, 5000ms);
+  CHECK_FALSE(ask(self, second, caf::make_message(pull_atom::value)));
+  auto late = spawn_param_shard(server.system, two_keys(), momentum_sgd());
+  // The listener's links share its directory.
+  caf::scoped_actor server_self{server.system};
+  server.directory->set(1, late);
+  CHECK(ask(self, second, caf::make_message(pull_atom::value)));
+
+  self->send(worker.link, send_atom::value, wire_message{ready_message{1}});
+  CHECK(server.log.eventually_contains("sent a ready, which this node does not take"));
+  self->send_exit(second, caf::exit_reason::user_shutdown);
+  server_self->send_exit(late, caf::exit_reason::user_shutdown);
 }

@@ -9,7 +9,13 @@
 //                                        answered when its weights come back
 //   (pull_atom, uint32 shard)           -> weight_set   the peer's shard's current weights
 //   (stats_atom)                        -> link_traffic  bytes and frames per kind, both ways
-// Requests made before admission completes wait for it (within their deadline).
+//   (send_atom, wire_message)           -> ()            writes a node-level message (join,
+//                                        assignment, ready, control, report, batch report)
+// Requests and messages made before admission completes wait for it (within their deadline).
+//
+// Node-level messages from the peer go to the handler: (wire_atom, link, wire_message), so
+// a node's own actor (the scheduler's, a worker's) speaks through the link without knowing
+// frames. A link without a handler refuses them as out of turn.
 //
 // What fails, and how:
 //   - the peer's proof does not verify, its hello names another plan, a frame does not
@@ -30,6 +36,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -46,6 +54,23 @@
 namespace troupe {
 
 using link_up_atom = caf::atom_constant<caf::atom("linkup")>;
+using send_atom = caf::atom_constant<caf::atom("send")>;
+using wire_atom = caf::atom_constant<caf::atom("wire")>;
+
+/// The push targets a node serves to its peers, by the plan's shard index (the shard, or the
+/// aggregator in front of it). Shared by a listener and every link it accepts, and filled in
+/// when the node knows its part of the plan (a server joins before it is assigned shards).
+/// Thread-safe.
+class shard_directory {
+public:
+  void set(std::uint32_t shard, push_target_actor target);
+  /// The target of `shard`, or a null handle when this node holds none.
+  push_target_actor find(std::uint32_t shard) const;
+
+private:
+  mutable std::mutex mutex_;
+  std::vector<push_target_actor> targets_;
+};
 using link_down_atom = caf::atom_constant<caf::atom("linkdown")>;
 
 struct link_options {
@@ -57,8 +82,10 @@ struct link_options {
   std::uint64_t plan_hash = 0;         ///< 0: not known yet (the peer's hash is not checked)
   cluster_secret secret;
   wire_keys keys;                      ///< the plan's key shapes, to check what arrives
-  /// Shards this node serves to peers, by the plan's shard index (a null handle: not here).
-  std::vector<push_target_actor> local_shards;
+  /// Shards this node serves to peers (shared; may be filled in later).
+  std::shared_ptr<shard_directory> local_shards = std::make_shared<shard_directory>();
+  /// Gets the peer's node-level messages: (wire_atom, link actor, wire_message). May be null.
+  caf::actor handler;
   std::chrono::milliseconds request_timeout{30000};
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds connection_timeout{5000};
@@ -106,3 +133,5 @@ push_target_actor spawn_remote_shard(caf::actor_system& system, caf::actor link,
                                      std::chrono::milliseconds request_timeout);
 
 } // namespace troupe
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::wire_message)

@@ -31,7 +31,8 @@ enum class stage { await_hello, await_proof, admitted, closed };
 
 struct pending_request {
   caf::response_promise promise;
-  std::uint32_t shard = 0;
+  std::uint32_t shard = 0;  // or the worker, for a control request
+  bool control = false;     // answered by a report, not by weights
   clock_type::time_point deadline;
 };
 
@@ -114,10 +115,10 @@ void refuse_peer(link_pointer self, const std::string& why) {
 }
 
 void send_request(link_pointer self, std::uint32_t shard, wire_message message,
-                  std::uint64_t id, caf::response_promise promise) {
+                  std::uint64_t id, caf::response_promise promise, bool control = false) {
   auto& st = self->state;
-  st.pending.emplace(id, pending_request{std::move(promise), shard,
-                                         clock_type::now() + st.options->request_timeout});
+  const auto timeout = control ? st.options->phase_timeout : st.options->request_timeout;
+  st.pending.emplace(id, pending_request{std::move(promise), shard, control, clock_type::now() + timeout});
   if (st.at != stage::admitted) {
     st.queued.push_back(std::move(message));
     return;
@@ -128,6 +129,22 @@ void send_request(link_pointer self, std::uint32_t shard, wire_message message,
     auto it = st.pending.find(id);
     it->second.promise.deliver(make_error(errc::bad_request, std::string("link: ") + e.what()));
     st.pending.erase(it);
+  }
+}
+
+// A one-way message: written at once, or queued until admission.
+void send_message(link_pointer self, wire_message message) {
+  auto& st = self->state;
+  if (st.at == stage::closed)
+    return;
+  if (st.at != stage::admitted) {
+    st.queued.push_back(std::move(message));
+    return;
+  }
+  try {
+    write_frame(self, message);
+  } catch (const std::exception& e) {
+    log_line(st, std::string("cannot send a ") + kind_name(message) + " to " + st.peer_name + ": " + e.what());
   }
 }
 
@@ -159,6 +176,8 @@ void answer(link_pointer self, std::uint64_t request, std::uint32_t shard, caf::
   auto it = st.pending.find(request);
   if (it == st.pending.end())
     return;  // answered after its deadline: the requester already has its timeout
+  if (!failed && it->second.control)
+    return refuse_peer(self, "answered control request " + std::to_string(request) + " with weights");
   if (!failed && it->second.shard != shard)
     return refuse_peer(self, "answered request " + std::to_string(request) + " with shard "
                                + std::to_string(shard) + "'s weights, shard "
@@ -166,6 +185,47 @@ void answer(link_pointer self, std::uint64_t request, std::uint32_t shard, caf::
   auto promise = std::move(it->second.promise);
   st.pending.erase(it);
   promise.deliver(std::move(result));
+}
+
+// The peer's coordinator drives one of this node's compute actors.
+void serve_control(link_pointer self, const control_message& m) {
+  auto& st = self->state;
+  const auto compute = st.options->local_computes->find(m.worker);
+  if (!compute) {
+    if (m.kind != control_kind::end_epoch)
+      write_frame(self, failure_message{m.request, errc::bad_request,
+                                        st.options->name + " holds no compute " + std::to_string(m.worker)});
+    return;
+  }
+  if (m.kind == control_kind::end_epoch) {
+    self->send(compute, end_epoch_atom::value, m.epoch);
+    return;
+  }
+  auto on_report = [=](phase_report& report) {
+    if (self->state.at == stage::admitted)
+      write_frame(self, report_message{m.request, report});
+  };
+  auto on_error = [=](caf::error& err) {
+    if (self->state.at == stage::admitted)
+      write_frame(self, failure_message{m.request, troupe_code(err),
+                                        error_text(err).substr(0, failure_message::max_text_bytes)});
+  };
+  if (m.kind == control_kind::train)
+    self->request(compute, st.options->phase_timeout, train_atom::value, m.epoch).then(on_report, on_error);
+  else
+    self->request(compute, st.options->phase_timeout, validate_atom::value, m.epoch).then(on_report, on_error);
+}
+
+void on_report(link_pointer self, report_message& m) {
+  auto& st = self->state;
+  auto it = st.pending.find(m.request);
+  if (it == st.pending.end())
+    return;  // after its deadline
+  if (!it->second.control)
+    return refuse_peer(self, "answered request " + std::to_string(m.request) + " with a report");
+  auto promise = std::move(it->second.promise);
+  st.pending.erase(it);
+  promise.deliver(std::move(m.report));
 }
 
 void on_admitted_message(link_pointer self, wire_message& message) {
@@ -187,6 +247,15 @@ void on_admitted_message(link_pointer self, wire_message& message) {
       } else if constexpr (std::is_same_v<T, shutdown_message>) {
         close_link(self, make_error(errc::peer_down, st.peer_name + " shut down: " + m.reason),
                    "the peer shut down: " + m.reason);
+      } else if constexpr (std::is_same_v<T, control_message>) {
+        serve_control(self, m);
+      } else if constexpr (std::is_same_v<T, report_message>) {
+        on_report(self, m);
+      } else if constexpr (std::is_same_v<T, batch_report_message>) {
+        if (st.options->metrics)
+          self->send(st.options->metrics, m.report);
+        else
+          refuse_peer(self, "sent a batch report, which this node does not take");
       } else if constexpr (std::is_same_v<T, hello_message> || std::is_same_v<T, proof_message>) {
         refuse_peer(self, std::string("sent a ") + kind_name(message) + " after admission");
       } else if (st.options->handler) {
@@ -275,10 +344,11 @@ void on_tick(link_pointer self) {
                       "lost: no frame for " + std::to_string(silent.count()) + " ms");
   for (auto it = st.pending.begin(); it != st.pending.end();) {
     if (it->second.deadline <= now) {
+      const auto& r = it->second;
+      const auto waited = r.control ? st.options->phase_timeout : st.options->request_timeout;
       it->second.promise.deliver(make_error(
-        errc::timeout, "shard " + std::to_string(it->second.shard) + " on " + st.peer_name
-                         + " did not answer within "
-                         + std::to_string(st.options->request_timeout.count()) + " ms"));
+        errc::timeout, std::string(r.control ? "compute " : "shard ") + std::to_string(r.shard) + " on "
+                         + st.peer_name + " did not answer within " + std::to_string(waited.count()) + " ms"));
       it = st.pending.erase(it);
     } else {
       ++it;
@@ -330,20 +400,31 @@ caf::behavior peer_link(link_pointer self, caf::io::connection_handle hdl, link_
       return caf::delegated<weight_set>{};
     },
     [=](stats_atom) { return self->state.traffic; },
-    [=](send_atom, wire_message& message) {
-      auto& s = self->state;
-      if (s.at == stage::closed)
-        return;
-      if (s.at != stage::admitted) {
-        s.queued.push_back(std::move(message));
-        return;
-      }
-      try {
-        write_frame(self, message);
-      } catch (const std::exception& e) {
-        log_line(s, std::string("cannot send a ") + kind_name(message) + " to " + s.peer_name + ": " + e.what());
-      }
+    [=](train_atom, std::uint32_t worker, std::int64_t epoch) -> caf::result<phase_report> {
+      const auto id = self->state.next_request++;
+      send_request(self, worker, control_message{id, worker, control_kind::train, epoch}, id,
+                   self->make_response_promise(), true);
+      return caf::delegated<phase_report>{};
     },
+    [=](validate_atom, std::uint32_t worker, std::int64_t epoch) -> caf::result<phase_report> {
+      const auto id = self->state.next_request++;
+      send_request(self, worker, control_message{id, worker, control_kind::validate, epoch}, id,
+                   self->make_response_promise(), true);
+      return caf::delegated<phase_report>{};
+    },
+    [=](end_epoch_atom, std::uint32_t worker, std::int64_t epoch) {
+      send_message(self, control_message{0, worker, control_kind::end_epoch, epoch});
+    },
+    [=](batch_report& report) {
+      // Written now, so it leaves before the answer its compute sends next.
+      send_message(self, batch_report_message{report});
+    },
+    [=](phase_report&) {
+      // A metrics sink also takes the coordinator's phase reports; the coordinator lives on
+      // the scheduler, beside the real metrics actor, so none arrive here.
+    },
+    [=](flush_atom) { return true; },
+    [=](send_atom, wire_message& message) { send_message(self, std::move(message)); },
     [=](tick_atom) {
       on_tick(self);
       if (self->state.at != stage::closed)
@@ -393,18 +474,6 @@ caf::behavior listener(caf::stateful_actor<listener_state, caf::io::broker>* sel
 
 } // namespace
 
-void shard_directory::set(std::uint32_t shard, push_target_actor target) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (targets_.size() <= shard)
-    targets_.resize(shard + std::size_t{1});
-  targets_[shard] = std::move(target);
-}
-
-push_target_actor shard_directory::find(std::uint32_t shard) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return shard < targets_.size() ? targets_[shard] : push_target_actor{};
-}
-
 std::uint64_t link_traffic::total_in() const {
   std::uint64_t sum = 0;
   for (auto b : bytes_in)
@@ -432,55 +501,6 @@ caf::expected<caf::actor> connect_link(caf::actor_system& system, const std::str
 caf::expected<caf::actor> spawn_listener(caf::actor_system& system, const std::string& host,
                                          std::uint16_t port, link_options options) {
   return system.middleman().spawn_broker(listener, host, port, std::move(options));
-}
-
-struct remote_shard_state {
-  caf::error link_lost;  // why the link ended, once it has
-  std::vector<caf::typed_response_promise<weight_set>> waiting;
-  static inline const char* name = "troupe.remote_shard";
-};
-
-push_target_actor spawn_remote_shard(caf::actor_system& system, caf::actor link, std::uint32_t shard,
-                                     std::chrono::milliseconds request_timeout) {
-  // The link times requests out itself, naming the shard; the margin lets its error arrive first.
-  const auto timeout = request_timeout + request_timeout / 2 + std::chrono::milliseconds{100};
-  using pointer = push_target_actor::stateful_pointer<remote_shard_state>;
-  return system.spawn([=](pointer self) -> push_target_actor::behavior_type {
-    // A message to a broker that has terminated is dropped, not bounced (CAF 0.17): watch the
-    // link, and fail what waits on it, and everything after, with the reason it ended.
-    self->monitor(link);
-    self->set_down_handler([=](caf::down_msg& down) {
-      auto& st = self->state;
-      st.link_lost = down.reason ? down.reason
-                                 : make_error(errc::peer_down, "the link to shard " + std::to_string(shard) + " ended");
-      if (troupe_code(st.link_lost) != errc::peer_down && down.reason.category() != error_category)
-        st.link_lost = make_error(errc::peer_down, "the link to shard " + std::to_string(shard) + " ended: "
-                                                    + self->system().render(down.reason));
-      for (auto& promise : st.waiting)
-        if (promise.pending())
-          promise.deliver(st.link_lost);
-      st.waiting.clear();
-    });
-    auto forward = [=](auto... message) {
-      auto promise = self->make_response_promise<weight_set>();
-      if (self->state.link_lost) {
-        promise.deliver(self->state.link_lost);
-        return promise;
-      }
-      auto& waiting = self->state.waiting;
-      waiting.erase(std::remove_if(waiting.begin(), waiting.end(), [](auto& p) { return !p.pending(); }),
-                    waiting.end());
-      waiting.push_back(promise);
-      self->request(link, timeout, message...)
-        .then([=](weight_set& ws) mutable { if (promise.pending()) promise.deliver(std::move(ws)); },
-              [=](caf::error& err) mutable { if (promise.pending()) promise.deliver(std::move(err)); });
-      return promise;
-    };
-    return {
-      [=](push_atom, gradient_push& push) { return forward(push_atom::value, shard, std::move(push)); },
-      [=](pull_atom) { return forward(pull_atom::value, shard); },
-    };
-  });
 }
 
 } // namespace troupe

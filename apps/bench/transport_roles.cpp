@@ -12,6 +12,7 @@
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/cluster/local_node.hpp>
 #include <troupe/cluster/peer_link.hpp>
+#include <troupe/cluster/remote_stand_ins.hpp>
 
 namespace troupe::bench {
 

@@ -23,6 +23,7 @@
 #include <troupe/actors/param_shard_actor.hpp>
 #include <troupe/cluster/local_node.hpp>
 #include <troupe/cluster/peer_link.hpp>
+#include <troupe/cluster/remote_stand_ins.hpp>
 
 using namespace troupe;
 using namespace std::chrono_literals;
@@ -441,4 +442,89 @@ TEST_CASE("a link without a handler refuses node-level messages; shards may be s
   CHECK(server.log.eventually_contains("sent a ready, which this node does not take"));
   self->send_exit(second, caf::exit_reason::user_shutdown);
   server_self->send_exit(late, caf::exit_reason::user_shutdown);
+}
+
+namespace {
+
+// Stands in for a worker's compute actor: reports a batch to its metrics sink, then answers
+// with a phase report; tells `probe` when an epoch is ended early.
+compute_actor::behavior_type fake_compute(compute_actor::pointer self, metrics_sink_actor metrics,
+                                          caf::actor probe) {
+  return {
+    [=](train_atom, std::int64_t epoch) {
+      self->send(metrics, batch_report{2, epoch, 0, 1, 32, 30, 3.5, 0.1f});
+      return phase_report{epoch, false, 32, 30, 3.5, 0.25, 0.2};
+    },
+    [=](validate_atom, std::int64_t epoch) { return phase_report{epoch, true, 100, 91, 20.0, 0.1, 0.0}; },
+    [=](end_epoch_atom, std::int64_t epoch) { caf::anon_send(probe, end_epoch_atom::value, epoch); },
+    [=](straggle_atom) {},
+    [=](watchdog_atom) {},
+  };
+}
+
+} // namespace
+
+TEST_CASE("a coordinator drives a compute actor on another node through a stand-in", "[cluster][link]") {
+  log_lines log;
+  local_node_config config = network_config();
+  caf::actor_system system{config};
+  caf::scoped_actor self{system};
+  // The scheduler listens; what reaches it through a link goes to the test (handler, metrics).
+  auto options = options_for(node_role::scheduler, "scheduler");
+  options.handler = caf::actor_cast<caf::actor>(self);
+  options.metrics = caf::actor_cast<metrics_sink_actor>(self);
+  options.log = log.sink();
+  auto listener = spawn_listener(system, "127.0.0.1", 0, options);
+  REQUIRE(listener);
+  const auto port = port_of(self, *listener);
+  // The worker connects; its compute 2 is served to the scheduler and reports through the link.
+  auto worker_options = options_for(node_role::worker, "worker 1");
+  worker_options.log = log.sink();
+  auto computes = worker_options.local_computes;
+  auto worker_link = connect_link(system, "127.0.0.1", port, worker_options);
+  REQUIRE(worker_link);
+  auto compute = system.spawn(fake_compute, caf::actor_cast<metrics_sink_actor>(*worker_link),
+                              caf::actor_cast<caf::actor>(self));
+  computes->set(2, compute);
+  self->send(*worker_link, send_atom::value, wire_message{join_message{node_role::worker, "", 0, 1}});
+  caf::actor scheduler_link;
+  self->receive([&](wire_atom, caf::actor link, wire_message&) { scheduler_link = link; },
+                caf::after(10s) >> [] {});
+  REQUIRE(scheduler_link);
+
+  auto remote = spawn_remote_compute(system, scheduler_link, 2, 5000ms);
+  phase_report trained;
+  self->request(remote, 10s, train_atom::value, std::int64_t{4})
+    .receive([&](phase_report& r) { trained = r; }, [&](caf::error& e) { FAIL(error_text(e)); });
+  CHECK(trained.epoch == 4);
+  CHECK(trained.samples == 32);
+  CHECK(trained.correct == 30);
+  CHECK(trained.loss_sum == 3.5);
+  batch_report reported;
+  self->receive([&](batch_report& r) { reported = r; }, caf::after(10s) >> [] {});
+  CHECK(reported.worker == 2);
+  CHECK(reported.epoch == 4);
+  CHECK(reported.samples == 32);
+
+  phase_report validated;
+  self->request(remote, 10s, validate_atom::value, std::int64_t{4})
+    .receive([&](phase_report& r) { validated = r; }, [&](caf::error& e) { FAIL(error_text(e)); });
+  CHECK(validated.validation);
+  CHECK(validated.correct == 91);
+
+  self->send(remote, end_epoch_atom::value, std::int64_t{5});
+  std::int64_t ended = -1;
+  self->receive([&](end_epoch_atom, std::int64_t epoch) { ended = epoch; }, caf::after(10s) >> [] {});
+  CHECK(ended == 5);
+
+  auto missing = spawn_remote_compute(system, scheduler_link, 7, 5000ms);
+  caf::error err;
+  self->request(missing, 10s, train_atom::value, std::int64_t{0})
+    .receive([](phase_report&) {}, [&](caf::error& e) { err = e; });
+  REQUIRE(err);
+  CHECK_THAT(error_text(err), Catch::Contains("worker 1 holds no compute 7"));
+
+  for (auto& a : {caf::actor_cast<caf::actor>(remote), caf::actor_cast<caf::actor>(missing),
+                  caf::actor_cast<caf::actor>(compute), *listener, *worker_link})
+    self->send_exit(a, caf::exit_reason::user_shutdown);
 }

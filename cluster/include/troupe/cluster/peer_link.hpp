@@ -9,8 +9,15 @@
 //                                        answered when its weights come back
 //   (pull_atom, uint32 shard)           -> weight_set   the peer's shard's current weights
 //   (stats_atom)                        -> link_traffic  bytes and frames per kind, both ways
+//   (train_atom, uint32 worker, int64 epoch)    -> phase_report   compute `worker` on the peer
+//   (validate_atom, uint32 worker, int64 epoch) -> phase_report   trains / validates an epoch
+//   (end_epoch_atom, uint32 worker, int64 epoch) -> ()            ends its epoch early
+//   (batch_report) -> ()  (phase_report) -> ()  (flush_atom) -> true
+//                                        the link is a metrics sink: compute actors of a
+//                                        worker node report to the scheduler through it, in
+//                                        order with their answers (flush: nothing is held here)
 //   (send_atom, wire_message)           -> ()            writes a node-level message (join,
-//                                        assignment, ready, control, report, batch report)
+//                                        assignment, ready)
 // Requests and messages made before admission completes wait for it (within their deadline).
 //
 // Node-level messages from the peer go to the handler: (wire_atom, link, wire_message), so
@@ -47,7 +54,9 @@
 #include <caf/expected.hpp>
 #include <caf/meta/type_name.hpp>
 
+#include <troupe/actors/compute_actor.hpp>
 #include <troupe/actors/messages.hpp>
+#include <troupe/actors/metrics_actor.hpp>
 #include <troupe/cluster/admission.hpp>
 #include <troupe/cluster/wire_messages.hpp>
 
@@ -57,20 +66,31 @@ using link_up_atom = caf::atom_constant<caf::atom("linkup")>;
 using send_atom = caf::atom_constant<caf::atom("send")>;
 using wire_atom = caf::atom_constant<caf::atom("wire")>;
 
-/// The push targets a node serves to its peers, by the plan's shard index (the shard, or the
-/// aggregator in front of it). Shared by a listener and every link it accepts, and filled in
-/// when the node knows its part of the plan (a server joins before it is assigned shards).
-/// Thread-safe.
-class shard_directory {
+/// The actors a node serves to its peers, by index: push targets by the plan's shard index
+/// (the shard, or the aggregator in front of it), compute actors by worker. Shared by a
+/// listener and every link it accepts, and filled in when the node knows its part of the plan
+/// (a server joins before it is assigned shards). Thread-safe.
+template <class Handle>
+class actor_directory {
 public:
-  void set(std::uint32_t shard, push_target_actor target);
-  /// The target of `shard`, or a null handle when this node holds none.
-  push_target_actor find(std::uint32_t shard) const;
+  void set(std::uint32_t index, Handle target) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (targets_.size() <= index)
+      targets_.resize(index + std::size_t{1});
+    targets_[index] = std::move(target);
+  }
+  /// The actor at `index`, or a null handle when this node holds none.
+  Handle find(std::uint32_t index) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return index < targets_.size() ? targets_[index] : Handle{};
+  }
 
 private:
   mutable std::mutex mutex_;
-  std::vector<push_target_actor> targets_;
+  std::vector<Handle> targets_;
 };
+using shard_directory = actor_directory<push_target_actor>;
+using compute_directory = actor_directory<compute_actor>;
 using link_down_atom = caf::atom_constant<caf::atom("linkdown")>;
 
 struct link_options {
@@ -84,6 +104,12 @@ struct link_options {
   wire_keys keys;                      ///< the plan's key shapes, to check what arrives
   /// Shards this node serves to peers (shared; may be filled in later).
   std::shared_ptr<shard_directory> local_shards = std::make_shared<shard_directory>();
+  /// Compute actors this node serves to the peer's coordinator (shared; filled in later).
+  std::shared_ptr<compute_directory> local_computes = std::make_shared<compute_directory>();
+  /// Where the peer's batch reports go (the scheduler's metrics actor); null: refused.
+  metrics_sink_actor metrics;
+  /// How long a compute may take to train or validate an epoch asked over this link.
+  std::chrono::milliseconds phase_timeout{std::chrono::hours(48)};
   /// Gets the peer's node-level messages: (wire_atom, link actor, wire_message). May be null.
   caf::actor handler;
   std::chrono::milliseconds request_timeout{30000};
@@ -126,11 +152,6 @@ caf::expected<caf::actor> connect_link(caf::actor_system& system, const std::str
 using port_atom = caf::atom_constant<caf::atom("port")>;
 caf::expected<caf::actor> spawn_listener(caf::actor_system& system, const std::string& host,
                                          std::uint16_t port, link_options options);
-
-/// A stand-in for shard `shard` of the peer behind `link`: a push_target_actor, so a compute
-/// actor or an aggregator cannot tell it from a local shard.
-push_target_actor spawn_remote_shard(caf::actor_system& system, caf::actor link, std::uint32_t shard,
-                                     std::chrono::milliseconds request_timeout);
 
 } // namespace troupe
 

@@ -236,8 +236,10 @@ batch_report_message read_batch_report(wire::BatchReport::Reader in) {
   r.loss_sum = in.getLossSum();
   r.learning_rate = in.getLearningRate();
   require(r.worker >= 0 && r.epoch >= 0, "batchReport has a negative worker or epoch");
+  // No arithmetic on the peer's numbers, not even for the message (the fuzzer found
+  // batches = INT64_MIN overflowing a "batches - 1").
   require(r.batches >= 1 && r.index >= 0 && r.index < r.batches,
-          "batchReport.index " + std::to_string(r.index) + " is outside 0.." + std::to_string(r.batches - 1));
+          "batchReport.index " + std::to_string(r.index) + " is not in [0, " + std::to_string(r.batches) + ")");
   check_counts(r.samples, r.correct, r.loss_sum, "batchReport");
   require(std::isfinite(r.learning_rate), "batchReport.learningRate is not finite");
   return m;

@@ -24,6 +24,9 @@ for layer in kernels io graph actors cluster; do includes+=(-I"$root/$layer/incl
   "$root/cluster/frame_decoder.cpp" "$build/cluster/schema/wire.capnp.c++" "$root/kernels/tensor.cpp" \
   -lcapnp -lkj -o "$work/frame_fuzzer"
 mkdir "$work/found"
+# A crashing input is kept in the build folder (fuzz-findings/) to reproduce it with
+# `frame_fuzzer FILE`; add it to tests/cluster/fuzz/corpus once fixed.
+mkdir -p "$build/fuzz-findings"
 # -max_len: a few KiB reach every field; -timeout: one input that takes a second is a finding.
 "$work/frame_fuzzer" -max_total_time="$seconds" -max_len=4096 -timeout=5 -print_final_stats=1 \
-  "$work/found" "$root/tests/cluster/fuzz/corpus"
+  -artifact_prefix="$build/fuzz-findings/" "$work/found" "$root/tests/cluster/fuzz/corpus"

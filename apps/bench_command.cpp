@@ -94,14 +94,6 @@ bench_case lookup_case(const std::string& name) {
   throw usage_error("--models: unknown model '" + name + "' (known: mlp, lenet, resnet-20)");
 }
 
-std::vector<std::string> split_names(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty())
-      out.push_back(item);
-  return out;
-}
 
 // Batches in the same order the peer script uses: the first steps*B training images, no
 // shuffling, for real data; a handful of seeded synthetic batches otherwise.

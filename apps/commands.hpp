@@ -17,6 +17,8 @@ int check_command(const std::vector<std::string>& args);
 /// `troupe graph CONFIG`: the actor plan as Graphviz DOT.
 int graph_command(const std::vector<std::string>& args);
 
+/// Splits "a,b,,c" into its non-empty items.
+std::vector<std::string> split_names(const std::string& text);
 /// Splits "5,8,12" into numbers; throws usage_error naming `flag` on a bad element.
 std::vector<double> parse_number_list(const std::string& flag, const std::string& text);
 /// Splits "3,32,32" into a shape; throws usage_error naming `flag`.

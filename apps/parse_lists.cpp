@@ -21,6 +21,15 @@ std::vector<std::string> split_commas(const std::string& text) {
 
 } // namespace
 
+std::vector<std::string> split_names(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty())
+      out.push_back(item);
+  return out;
+}
+
 std::vector<double> parse_number_list(const std::string& flag, const std::string& text) {
   std::vector<double> out;
   for (const auto& part : split_commas(text)) {

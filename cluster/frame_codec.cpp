@@ -107,11 +107,19 @@ struct body_writer {
   void operator()(const proof_message& m) {
     body.initProof().setMac(capnp::Data::Reader(m.proof.data(), m.proof.size()));
   }
+  // Keys and their tensors, one for one.
+  template <class Out>
+  void set_keyed(Out out, const std::vector<std::size_t>& keys, const std::vector<tensor>& values,
+                 const char* what) {
+    if (keys.size() != values.size())
+      throw std::invalid_argument(std::string("frame: ") + what + " lists " + std::to_string(keys.size())
+                                  + " keys and " + std::to_string(values.size()) + " tensors");
+    set_keys(out.initKeys(static_cast<unsigned>(keys.size())), keys);
+    set_values(builder, out.initValues(static_cast<unsigned>(values.size())), values);
+  }
+
   void operator()(const push_message& m) {
     const auto& push = m.push;
-    if (push.keys.size() != push.gradients.size())
-      throw std::invalid_argument("frame: a push lists " + std::to_string(push.keys.size())
-                                  + " keys and " + std::to_string(push.gradients.size()) + " gradients");
     auto out = body.initPush();
     out.setRequest(m.request);
     out.setShard(m.shard);
@@ -119,8 +127,7 @@ struct body_writer {
     out.setEpochPosition(push.epoch_position);
     out.setWorker(push.worker);
     out.setSamples(push.samples);
-    set_keys(out.initKeys(static_cast<unsigned>(push.keys.size())), push.keys);
-    set_values(builder, out.initValues(static_cast<unsigned>(push.gradients.size())), push.gradients);
+    set_keyed(out, push.keys, push.gradients, "a push");
   }
   void operator()(const pull_message& m) {
     auto out = body.initPull();
@@ -129,16 +136,12 @@ struct body_writer {
   }
   void operator()(const weights_message& m) {
     const auto& ws = m.weights;
-    if (ws.keys.size() != ws.weights.size())
-      throw std::invalid_argument("frame: a weight set lists " + std::to_string(ws.keys.size())
-                                  + " keys and " + std::to_string(ws.weights.size()) + " tensors");
     auto out = body.initWeights();
     out.setRequest(m.request);
     out.setShard(m.shard);
     out.setStep(ws.step);
     out.setLearningRate(ws.learning_rate);
-    set_keys(out.initKeys(static_cast<unsigned>(ws.keys.size())), ws.keys);
-    set_values(builder, out.initValues(static_cast<unsigned>(ws.weights.size())), ws.weights);
+    set_keyed(out, ws.keys, ws.weights, "a weight set");
   }
   void operator()(const failure_message& m) {
     check_text(m.text, failure_message::max_text_bytes, "a failure's text");

@@ -114,20 +114,29 @@ void refuse_peer(link_pointer self, const std::string& why) {
              "refused: " + why);
 }
 
+// Writes `message` now, or queues it until admission; the encoder's complaint if it refused.
+std::string write_or_queue(link_pointer self, wire_message message) {
+  auto& st = self->state;
+  if (st.at != stage::admitted) {
+    st.queued.push_back(std::move(message));
+    return {};
+  }
+  try {
+    write_frame(self, message);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+
 void send_request(link_pointer self, std::uint32_t shard, wire_message message,
                   std::uint64_t id, caf::response_promise promise, bool control = false) {
   auto& st = self->state;
   const auto timeout = control ? st.options->phase_timeout : st.options->request_timeout;
   st.pending.emplace(id, pending_request{std::move(promise), shard, control, clock_type::now() + timeout});
-  if (st.at != stage::admitted) {
-    st.queued.push_back(std::move(message));
-    return;
-  }
-  try {
-    write_frame(self, message);
-  } catch (const std::exception& e) {
+  if (auto problem = write_or_queue(self, std::move(message)); !problem.empty()) {
     auto it = st.pending.find(id);
-    it->second.promise.deliver(make_error(errc::bad_request, std::string("link: ") + e.what()));
+    it->second.promise.deliver(make_error(errc::bad_request, "link: " + problem));
     st.pending.erase(it);
   }
 }
@@ -137,15 +146,9 @@ void send_message(link_pointer self, wire_message message) {
   auto& st = self->state;
   if (st.at == stage::closed)
     return;
-  if (st.at != stage::admitted) {
-    st.queued.push_back(std::move(message));
-    return;
-  }
-  try {
-    write_frame(self, message);
-  } catch (const std::exception& e) {
-    log_line(st, std::string("cannot send a ") + kind_name(message) + " to " + st.peer_name + ": " + e.what());
-  }
+  const std::string kind = kind_name(message);
+  if (auto problem = write_or_queue(self, std::move(message)); !problem.empty())
+    log_line(st, "cannot send a " + kind + " to " + st.peer_name + ": " + problem);
 }
 
 // The peer asked one of this node's shards; its answer (or failure) goes back as a frame.

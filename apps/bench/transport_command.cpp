@@ -136,15 +136,6 @@ double run_round(const bench_case& b, const std::string& system, int warmup, int
   return slowest;
 }
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty())
-      out.push_back(item);
-  return out;
-}
-
 // "2x2" -> "2,2", for parse_number_list.
 std::string replace_x(std::string text) {
   std::replace(text.begin(), text.end(), 'x', ',');
@@ -221,8 +212,8 @@ int transport_bench_command(const std::vector<std::string>& args) {
                     warmup, steps);
 
   std::vector<bench_case> cases;
-  for (const auto& layout : split_list(layouts))
-    for (const auto& pattern : split_list(patterns)) {
+  for (const auto& layout : split_names(layouts))
+    for (const auto& pattern : split_names(patterns)) {
       auto lw = parse_number_list("layouts", replace_x(layout));
       auto pk = parse_number_list("patterns", replace_x(pattern));
       if (lw.size() != 2 || pk.size() != 2 || lw[0] < 1 || lw[1] < 1 || pk[0] < lw[1]

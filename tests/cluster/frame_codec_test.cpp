@@ -386,3 +386,25 @@ TEST_CASE("the scheduler's messages are checked", "[cluster][frame]") {
                   std::invalid_argument);
   CHECK(out.empty());
 }
+
+TEST_CASE("a frame's bytes are its values plus a bounded overhead", "[cluster][frame]") {
+  for (std::size_t keys : {1u, 2u, 15u, 60u}) {
+    for (std::int64_t floats : {3, 9, 262144}) {
+      push_message push;
+      push.push.samples = 1;
+      weights_message weights;
+      for (std::size_t k = 0; k < keys; ++k) {
+        push.push.keys.push_back(k);
+        push.push.gradients.push_back(counting({floats}, 0));
+      }
+      weights.weights.keys = push.push.keys;
+      weights.weights.weights = push.push.gradients;
+      const auto values = keys * static_cast<std::size_t>(floats) * sizeof(float);
+      for (const auto& frame : {frame_of(push), frame_of(weights)}) {
+        INFO(keys << " keys of " << floats << " floats: " << frame.size() << " bytes");
+        CHECK(frame.size() > values + frame_header_bytes);
+        CHECK(frame.size() <= values + frame_overhead_bound(keys));
+      }
+    }
+  }
+}

@@ -21,6 +21,7 @@
 
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/param_shard_actor.hpp>
+#include <troupe/cluster/frame_codec.hpp>
 #include <troupe/cluster/local_node.hpp>
 #include <troupe/cluster/peer_link.hpp>
 #include <troupe/cluster/remote_stand_ins.hpp>
@@ -205,7 +206,8 @@ TEST_CASE("a shard reached over a link answers exactly as the same shard in-proc
   REQUIRE(pulled_here);
   CHECK(bit_identical(*pulled, *pulled_here));
 
-  // Traffic: 4 pushes and 1 pull out, 5 weight sets in, each at least its float bytes.
+  // Traffic against the arithmetic: 4 pushes and 1 pull out, 5 weight sets in, each frame its
+  // values (2 keys, 9 floats) plus at most frame_overhead_bound (docs/protocol.md).
   link_traffic traffic;
   self->request(worker.link, 10s, stats_atom::value).receive([&](link_traffic& t) { traffic = t; },
                                                              [&](caf::error& e) { FAIL(error_text(e)); });
@@ -213,8 +215,13 @@ TEST_CASE("a shard reached over a link answers exactly as the same shard in-proc
   CHECK(traffic.frames_out[push_kind] == 4);
   CHECK(traffic.frames_out[pull_kind] == 1);
   CHECK(traffic.frames_in[weights_kind] == 5);
-  CHECK(traffic.bytes_out[push_kind] >= 4 * 9 * sizeof(float));
-  CHECK(traffic.bytes_in[weights_kind] >= 5 * 9 * sizeof(float));
+  const std::uint64_t values = 9 * sizeof(float);
+  CHECK(traffic.bytes_out[push_kind] >= 4 * (values + frame_header_bytes));
+  CHECK(traffic.bytes_out[push_kind] <= 4 * (values + frame_overhead_bound(2)));
+  CHECK(traffic.bytes_in[weights_kind] >= 5 * (values + frame_header_bytes));
+  CHECK(traffic.bytes_in[weights_kind] <= 5 * (values + frame_overhead_bound(2)));
+  CHECK(traffic.bytes_out[pull_kind] <= frame_overhead_bound(0));
+  CHECK(traffic.total_out() >= traffic.bytes_out[push_kind] + traffic.bytes_out[pull_kind]);
   self->send_exit(local, caf::exit_reason::user_shutdown);
 }
 

@@ -33,6 +33,11 @@ constexpr std::size_t frame_header_bytes = 8;
 /// The default cap on one frame's payload; a connection refuses larger frames.
 constexpr std::size_t default_max_frame_bytes = std::size_t{1} << 30;
 
+/// The most a push or weights frame of `keys` keys adds to its values' bytes: the header, the
+/// segment table, the message's structs and pointers, and padding of each value to 8 bytes.
+/// Traffic per step is values + this per frame (tests/cluster: frame_codec_test, peer_link_test).
+constexpr std::size_t frame_overhead_bound(std::size_t keys) { return 104 + 32 * keys; }
+
 /// Appends `message` as one frame (header and payload) to `out`.
 /// Throws std::invalid_argument for a message no decoder would accept (a value whose byte
 /// count exceeds a Data field, a name or text over its limit).

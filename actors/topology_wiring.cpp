@@ -3,6 +3,7 @@
 // that pushes to it is spawned.
 #include <troupe/actors/topology_wiring.hpp>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -34,6 +35,17 @@ push_targets spawn_push_side(caf::actor_system& system, const placement_plan& pl
                              const std::vector<tensor>& initial,
                              const optimizer_options& optimizer,
                              const request_timeouts& timeouts, const spawn_observer& spawned) {
+  return spawn_push_side_of_node(system, plan, -1, {}, initial, optimizer, timeouts, spawned);
+}
+
+push_targets spawn_push_side_of_node(caf::actor_system& system, const placement_plan& plan,
+                                     int node, const remote_push_target& remote,
+                                     const std::vector<tensor>& initial,
+                                     const optimizer_options& optimizer,
+                                     const request_timeouts& timeouts,
+                                     const spawn_observer& spawned) {
+  // node -1: every actor (one process).
+  auto here = [&](std::size_t i) { return node < 0 || plan.actors[i].node == node; };
   if (initial.size() != plan.parameters.size())
     throw std::invalid_argument("wiring: " + std::to_string(initial.size())
                                 + " start values for the plan's "
@@ -44,10 +56,22 @@ push_targets spawn_push_side(caf::actor_system& system, const placement_plan& pl
                                   + " has shape " + shape_string(initial[slot].shape())
                                   + ", the plan says " + shape_string(plan.parameters[slot].shape));
   push_targets targets(plan.actors.size());
+  // Stand-ins first, for every target on another node that an actor here pushes to.
+  for (const auto& r : plan.routes) {
+    const bool pushes = r.carries == route_carries::gradients || r.carries == route_carries::summed_gradients;
+    if (pushes && here(r.from) && !here(r.to) && !targets[r.to]) {
+      if (!remote)
+        throw std::invalid_argument("wiring: " + plan.actors[r.from].name + " pushes to "
+                                    + plan.actors[r.to].name + " on another node, and no stand-in was given");
+      targets[r.to] = remote(r.to);
+    }
+  }
   for (std::size_t i = 0; i < plan.actors.size(); ++i) {
     const auto& a = plan.actors[i];
     caf::actor downstream;
-    if (a.role == plan_role::shard) {
+    if (!here(i)) {
+      continue;
+    } else if (a.role == plan_role::shard) {
       targets[i] = spawn_planned_shard(system, plan, a, initial, optimizer);
     } else if (a.role == plan_role::aggregator || a.role == plan_role::machine_aggregator) {
       const auto& down = plan.push_route(i, a.shard);
@@ -65,6 +89,19 @@ push_targets spawn_push_side(caf::actor_system& system, const placement_plan& pl
       spawned(caf::actor_cast<caf::actor>(targets[i]), a, downstream);
   }
   return targets;
+}
+
+std::vector<std::pair<std::uint32_t, std::size_t>> entry_points(const placement_plan& plan, int node) {
+  std::vector<std::pair<std::uint32_t, std::size_t>> entries;
+  for (const auto& r : plan.routes) {
+    const bool pushes = r.carries == route_carries::gradients || r.carries == route_carries::summed_gradients;
+    if (!pushes || plan.actors[r.to].node != node || plan.actors[r.from].node == node)
+      continue;
+    const std::pair<std::uint32_t, std::size_t> entry{static_cast<std::uint32_t>(r.shard), r.to};
+    if (std::find(entries.begin(), entries.end(), entry) == entries.end())
+      entries.push_back(entry);
+  }
+  return entries;
 }
 
 std::vector<shard_route> routes_of(const placement_plan& plan, const push_targets& targets,

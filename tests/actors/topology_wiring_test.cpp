@@ -23,8 +23,9 @@ struct two_parameters {
       initial[0].data()[i] = static_cast<float>(i);
   }
   placement_plan plan(topology_kind mode, int workers, int shards, int machines = 1,
-                      key_plan_options keys = {}) const {
+                      key_plan_options keys = {}, cluster_nodes nodes = {}) const {
     training_job job;
+    job.nodes = nodes;
     job.shards = shards;
     job.topology.mode = mode;
     job.topology.workers = workers;
@@ -119,4 +120,81 @@ TEST_CASE("routes_of puts shards, aggregators or two aggregator levels in front"
   CHECK(routes_of(hier, hier_targets, 0)[0].shard == routes_of(hier, hier_targets, 1)[0].shard);
   CHECK(routes_of(hier, hier_targets, 1)[0].shard != routes_of(hier, hier_targets, 2)[0].shard);
   CHECK(routes_of(hier, hier_targets, 3)[0].source_index == 1);  // 2nd worker of machine 1
+}
+
+TEST_CASE("one node's push side: its own actors, stand-ins for the targets elsewhere") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  two_parameters p;
+  // Hierarchical, 4 workers on 2 worker processes (one machine each), 2 shards on 2 servers.
+  auto plan = p.plan(topology_kind::hierarchical, 4, 2, 2, {}, cluster_nodes{2, 2});
+  REQUIRE(plan.nodes.size() == 5);
+  auto name_of = [&](std::size_t i) { return plan.actors[i].name; };
+
+  // Server 1 (node 2): shard_1 and the aggregator in front of it; pushes enter at the aggregator.
+  spawned_actors server;
+  std::vector<std::string> server_names;
+  auto server_side = spawn_push_side_of_node(sys, plan, 2, {}, p.initial, {}, {},
+    [&](const caf::actor& a, const planned_actor& entry, const caf::actor& d) {
+      server.observer()(a, entry, d);
+      server_names.push_back(entry.name);
+    });
+  CHECK(server_names == std::vector<std::string>{"shard_1", "aggregator_1"});
+  const auto server_entries = entry_points(plan, 2);
+  REQUIRE(server_entries.size() == 1);
+  CHECK(server_entries[0].first == 1);
+  CHECK(name_of(server_entries[0].second) == "aggregator_1");
+  CHECK(server_side[server_entries[0].second]);
+
+  // Worker process 1 (node 4): machine 1's aggregators, each pushing to a stand-in for the
+  // global aggregator of its shard on a server.
+  std::vector<std::size_t> asked;
+  spawned_actors stand_ins, worker;
+  auto remote = [&](std::size_t index) {
+    asked.push_back(index);
+    auto fake = sys.spawn([](push_target_actor::pointer) -> push_target_actor::behavior_type {
+      return {[](push_atom, gradient_push&) { return weight_set{}; },
+              [](pull_atom) { return weight_set{}; }};
+    });
+    stand_ins.all.push_back(caf::actor_cast<caf::actor>(fake));
+    return fake;
+  };
+  std::vector<std::pair<std::string, caf::actor>> downstream_of;
+  auto worker_side = spawn_push_side_of_node(sys, plan, 4, remote, p.initial, {}, {},
+    [&](const caf::actor& a, const planned_actor& entry, const caf::actor& d) {
+      worker.observer()(a, entry, d);
+      downstream_of.emplace_back(entry.name, d);
+    });
+  REQUIRE(asked.size() == 2);
+  CHECK(name_of(asked[0]) == "aggregator_0");
+  CHECK(name_of(asked[1]) == "aggregator_1");
+  REQUIRE(downstream_of.size() == 2);
+  CHECK(downstream_of[0].first == "machine_aggregator_1_0");
+  CHECK(downstream_of[0].second == stand_ins.all[0]);
+  CHECK(downstream_of[1].first == "machine_aggregator_1_1");
+  CHECK(downstream_of[1].second == stand_ins.all[1]);
+  // Computes 2 and 3 (on this node) push to their machine's aggregators.
+  const auto routes = routes_of(plan, worker_side, 3);
+  REQUIRE(routes.size() == 2);
+  CHECK(caf::actor_cast<caf::actor>(routes[0].shard) == worker.all[0]);
+  CHECK(entry_points(plan, 4).empty());  // nothing pushes into a worker process
+
+  // Without stand-ins a node that pushes elsewhere cannot be wired.
+  CHECK_THROWS_WITH(spawn_push_side_of_node(sys, plan, 3, {}, p.initial, {}, {}, {}),
+                    Catch::Contains("machine_aggregator_0_0 pushes to aggregator_0 on another node"));
+}
+
+TEST_CASE("in BSP the aggregators are a server's entry points; in async the shards") {
+  two_parameters p;
+  auto bsp = p.plan(topology_kind::bsp, 2, 2, 1, {}, cluster_nodes{1, 2});
+  const auto bsp_entries = entry_points(bsp, 1);
+  REQUIRE(bsp_entries.size() == 2);
+  CHECK(bsp.actors[bsp_entries[0].second].name == "aggregator_0");
+  CHECK(bsp.actors[bsp_entries[1].second].name == "aggregator_1");
+  auto async = p.plan(topology_kind::async, 2, 2, 1, {}, cluster_nodes{2, 1});
+  const auto server0 = entry_points(async, 1), server1 = entry_points(async, 2);
+  REQUIRE(server0.size() == 1);
+  REQUIRE(server1.size() == 1);
+  CHECK(async.actors[server0[0].second].name == "shard_0");
+  CHECK(async.actors[server1[0].second].name == "shard_1");
 }

@@ -9,7 +9,9 @@
 //   async, ssp:   compute w -> shard_k (source w)
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include <caf/actor_system.hpp>
@@ -38,6 +40,27 @@ push_targets spawn_push_side(caf::actor_system& system, const placement_plan& pl
                              const std::vector<tensor>& initial,
                              const optimizer_options& optimizer,
                              const request_timeouts& timeouts, const spawn_observer& spawned);
+
+/// Gives the push target at plan actor index `actor`, which lives on another node: a stand-in
+/// reaching it (troupe/cluster/remote_stand_ins.hpp).
+using remote_push_target = std::function<push_target_actor(std::size_t actor)>;
+
+/// The push side of one process of a cluster run: the shards and aggregators the plan puts
+/// on node `node`, in plan order, spawned as spawn_push_side does. Each push target on another
+/// node that one of them (or a compute of this node) pushes to is `remote(index)`; the result
+/// holds those stand-ins at their plan index too, so routes_of works unchanged. Targets nobody
+/// here pushes to stay invalid.
+push_targets spawn_push_side_of_node(caf::actor_system& system, const placement_plan& plan,
+                                     int node, const remote_push_target& remote,
+                                     const std::vector<tensor>& initial,
+                                     const optimizer_options& optimizer,
+                                     const request_timeouts& timeouts,
+                                     const spawn_observer& spawned);
+
+/// Where pushes from other nodes enter node `node`, by shard: (shard, plan actor index) of
+/// each actor here that a route from another node pushes to (in BSP the aggregator in front
+/// of the shard, async the shard). What the node serves to peers (a link's shard_directory).
+std::vector<std::pair<std::uint32_t, std::size_t>> entry_points(const placement_plan& plan, int node);
 
 /// Compute `worker`'s routes, one per shard in shard order (push_group::shard indexes them):
 /// the actor it pushes that shard's keys to, the keys, and its source index there.

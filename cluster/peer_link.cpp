@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <unordered_map>
 
@@ -51,7 +52,8 @@ struct link_state {
   std::shared_ptr<std::vector<char>> next_payload;
   std::uint64_t next_request = 1;
   std::unordered_map<std::uint64_t, pending_request> pending;
-  std::vector<wire_message> queued;  // requests made before admission
+  // Messages made before admission, with the request each belongs to (0: one way).
+  std::vector<std::pair<wire_message, std::uint64_t>> queued;
   clock_type::time_point last_received, last_sent;
   std::uint64_t heartbeats = 0;
   link_traffic traffic;
@@ -67,7 +69,7 @@ void log_line(const link_state& st, const std::string& text) {
     std::cerr << "troupe: " << text << '\n';
 }
 
-bool write_frame(link_pointer self, const wire_message& message) {
+void write_frame(link_pointer self, const wire_message& message) {
   auto& st = self->state;
   auto& out = self->wr_buf(st.hdl);
   const auto before = out.size();
@@ -81,7 +83,6 @@ bool write_frame(link_pointer self, const wire_message& message) {
   st.traffic.frames_out[message.index()] += 1;
   st.last_sent = clock_type::now();
   self->flush(st.hdl);
-  return true;
 }
 
 // Ends the link: every waiting request fails with `err`, the observer hears of it.
@@ -114,41 +115,57 @@ void refuse_peer(link_pointer self, const std::string& why) {
              "refused: " + why);
 }
 
-// Writes `message` now, or queues it until admission; the encoder's complaint if it refused.
-std::string write_or_queue(link_pointer self, wire_message message) {
+// The failure a request ends with, as the frame that says so.
+failure_message failure_of(std::uint64_t request, const caf::error& err) {
+  return failure_message{request, troupe_code(err),
+                         error_text(err).substr(0, failure_message::max_text_bytes)};
+}
+
+// Writes `message`; when the encoder refuses it, request `request` (0: none) fails with the
+// encoder's complaint and a one-way message is logged. Both a request of this node and a reply
+// to the peer's: the peer then learns why instead of waiting for its deadline.
+void write_or_fail(link_pointer self, const wire_message& message, std::uint64_t request,
+                   bool reply = false) {
   auto& st = self->state;
-  if (st.at != stage::admitted) {
-    st.queued.push_back(std::move(message));
-    return {};
-  }
   try {
     write_frame(self, message);
+    return;
   } catch (const std::exception& e) {
-    return e.what();
-  }
-  return {};
-}
-
-void send_request(link_pointer self, std::uint32_t shard, wire_message message,
-                  std::uint64_t id, caf::response_promise promise, bool control = false) {
-  auto& st = self->state;
-  const auto timeout = control ? st.options->phase_timeout : st.options->request_timeout;
-  st.pending.emplace(id, pending_request{std::move(promise), shard, control, clock_type::now() + timeout});
-  if (auto problem = write_or_queue(self, std::move(message)); !problem.empty()) {
-    auto it = st.pending.find(id);
-    it->second.promise.deliver(make_error(errc::bad_request, "link: " + problem));
-    st.pending.erase(it);
+    const std::string problem = std::string("cannot send a ") + kind_name(message) + ": " + e.what();
+    if (reply) {
+      write_frame(self, failure_message{request, errc::bad_request,
+                                        problem.substr(0, failure_message::max_text_bytes)});
+    } else if (auto it = st.pending.find(request); request != 0 && it != st.pending.end()) {
+      it->second.promise.deliver(make_error(errc::bad_request, "link to " + st.peer_name + ": " + problem));
+      st.pending.erase(it);
+    } else {
+      log_line(st, "link to " + st.peer_name + ": " + problem);
+    }
   }
 }
 
-// A one-way message: written at once, or queued until admission.
-void send_message(link_pointer self, wire_message message) {
+// Writes `message` now, or queues it until admission (see write_or_fail for `request`).
+void send_or_queue(link_pointer self, wire_message message, std::uint64_t request = 0) {
   auto& st = self->state;
   if (st.at == stage::closed)
     return;
-  const std::string kind = kind_name(message);
-  if (auto problem = write_or_queue(self, std::move(message)); !problem.empty())
-    log_line(st, "cannot send a " + kind + " to " + st.peer_name + ": " + problem);
+  if (st.at != stage::admitted)
+    st.queued.emplace_back(std::move(message), request);
+  else
+    write_or_fail(self, message, request);
+}
+
+// A request to the peer, numbered here: `make(number)` builds its message. Its answer (or
+// failure, or timeout: `phase_timeout` for control, else `request_timeout`) answers the
+// current request of this link.
+template <class Make>
+void send_request(link_pointer self, std::uint32_t index, bool control, Make make) {
+  auto& st = self->state;
+  const auto id = st.next_request++;
+  const auto timeout = control ? st.options->phase_timeout : st.options->request_timeout;
+  st.pending.emplace(id, pending_request{self->make_response_promise(), index, control,
+                                         clock_type::now() + timeout});
+  send_or_queue(self, make(id), id);
 }
 
 // The peer asked one of this node's shards; its answer (or failure) goes back as a frame.
@@ -165,26 +182,34 @@ void serve(link_pointer self, std::uint64_t request, std::uint32_t shard, Ts&&..
     .then(
       [=](weight_set& ws) {
         if (self->state.at == stage::admitted)
-          write_frame(self, weights_message{request, shard, std::move(ws)});
+          write_or_fail(self, weights_message{request, shard, std::move(ws)}, request, true);
       },
       [=](caf::error& err) {
         if (self->state.at == stage::admitted)
-          write_frame(self, failure_message{request, troupe_code(err), error_text(err).substr(0, failure_message::max_text_bytes)});
+          write_frame(self, failure_of(request, err));
       });
 }
 
-void answer(link_pointer self, std::uint64_t request, std::uint32_t shard, caf::message result,
-            bool failed) {
+enum class answer_kind { weights, report, failure };
+
+// The peer answered request `request`: weights (of shard `shard`) and reports must answer the
+// kind of request that was made; a failure answers any. An answer after its deadline is
+// dropped: the requester already has its timeout.
+void answer(link_pointer self, std::uint64_t request, answer_kind kind, std::uint32_t shard,
+            caf::message result) {
   auto& st = self->state;
   auto it = st.pending.find(request);
   if (it == st.pending.end())
-    return;  // answered after its deadline: the requester already has its timeout
-  if (!failed && it->second.control)
+    return;
+  const auto& asked = it->second;
+  if (kind == answer_kind::weights && asked.control)
     return refuse_peer(self, "answered control request " + std::to_string(request) + " with weights");
-  if (!failed && it->second.shard != shard)
+  if (kind == answer_kind::report && !asked.control)
+    return refuse_peer(self, "answered request " + std::to_string(request) + " with a report");
+  if (kind == answer_kind::weights && asked.shard != shard)
     return refuse_peer(self, "answered request " + std::to_string(request) + " with shard "
                                + std::to_string(shard) + "'s weights, shard "
-                               + std::to_string(it->second.shard) + " was asked");
+                               + std::to_string(asked.shard) + " was asked");
   auto promise = std::move(it->second.promise);
   st.pending.erase(it);
   promise.deliver(std::move(result));
@@ -210,25 +235,12 @@ void serve_control(link_pointer self, const control_message& m) {
   };
   auto on_error = [=](caf::error& err) {
     if (self->state.at == stage::admitted)
-      write_frame(self, failure_message{m.request, troupe_code(err),
-                                        error_text(err).substr(0, failure_message::max_text_bytes)});
+      write_frame(self, failure_of(m.request, err));
   };
   if (m.kind == control_kind::train)
     self->request(compute, st.options->phase_timeout, train_atom::value, m.epoch).then(on_report, on_error);
   else
     self->request(compute, st.options->phase_timeout, validate_atom::value, m.epoch).then(on_report, on_error);
-}
-
-void on_report(link_pointer self, report_message& m) {
-  auto& st = self->state;
-  auto it = st.pending.find(m.request);
-  if (it == st.pending.end())
-    return;  // after its deadline
-  if (!it->second.control)
-    return refuse_peer(self, "answered request " + std::to_string(m.request) + " with a report");
-  auto promise = std::move(it->second.promise);
-  st.pending.erase(it);
-  promise.deliver(std::move(m.report));
 }
 
 void on_admitted_message(link_pointer self, wire_message& message) {
@@ -241,10 +253,10 @@ void on_admitted_message(link_pointer self, wire_message& message) {
       } else if constexpr (std::is_same_v<T, pull_message>) {
         serve(self, m.request, m.shard, pull_atom::value);
       } else if constexpr (std::is_same_v<T, weights_message>) {
-        answer(self, m.request, m.shard, caf::make_message(std::move(m.weights)), false);
+        answer(self, m.request, answer_kind::weights, m.shard, caf::make_message(std::move(m.weights)));
       } else if constexpr (std::is_same_v<T, failure_message>) {
-        answer(self, m.request, 0,
-               caf::make_message(make_error(m.code, st.peer_name + ": " + m.text)), true);
+        answer(self, m.request, answer_kind::failure, 0,
+               caf::make_message(make_error(m.code, st.peer_name + ": " + m.text)));
       } else if constexpr (std::is_same_v<T, heartbeat_message>) {
         // last_received is updated for every frame
       } else if constexpr (std::is_same_v<T, shutdown_message>) {
@@ -253,7 +265,7 @@ void on_admitted_message(link_pointer self, wire_message& message) {
       } else if constexpr (std::is_same_v<T, control_message>) {
         serve_control(self, m);
       } else if constexpr (std::is_same_v<T, report_message>) {
-        on_report(self, m);
+        answer(self, m.request, answer_kind::report, 0, caf::make_message(std::move(m.report)));
       } else if constexpr (std::is_same_v<T, batch_report_message>) {
         if (st.options->metrics)
           self->send(st.options->metrics, m.report);
@@ -297,8 +309,8 @@ void on_handshake_message(link_pointer self, wire_message& message) {
     self->send(st.options->observer, link_up_atom::value, st.peer_name);
   auto queued = std::move(st.queued);
   st.queued.clear();
-  for (auto& m : queued)
-    write_frame(self, m);
+  for (auto& [message, request] : queued)
+    write_or_fail(self, message, request);
 }
 
 void on_data(link_pointer self, caf::io::new_data_msg& msg) {
@@ -391,43 +403,40 @@ caf::behavior peer_link(link_pointer self, caf::io::connection_handle hdl, link_
                  "the connection closed");
     },
     [=](push_atom, std::uint32_t shard, gradient_push& push) -> caf::result<weight_set> {
-      auto promise = self->make_response_promise();
-      const auto id = self->state.next_request++;
-      send_request(self, shard, push_message{id, shard, std::move(push)}, id, promise);
+      send_request(self, shard, false,
+                   [&](std::uint64_t id) { return push_message{id, shard, std::move(push)}; });
       return caf::delegated<weight_set>{};
     },
     [=](pull_atom, std::uint32_t shard) -> caf::result<weight_set> {
-      auto promise = self->make_response_promise();
-      const auto id = self->state.next_request++;
-      send_request(self, shard, pull_message{id, shard}, id, promise);
+      send_request(self, shard, false, [&](std::uint64_t id) { return pull_message{id, shard}; });
       return caf::delegated<weight_set>{};
     },
     [=](stats_atom) { return self->state.traffic; },
     [=](train_atom, std::uint32_t worker, std::int64_t epoch) -> caf::result<phase_report> {
-      const auto id = self->state.next_request++;
-      send_request(self, worker, control_message{id, worker, control_kind::train, epoch}, id,
-                   self->make_response_promise(), true);
+      send_request(self, worker, true, [&](std::uint64_t id) {
+        return control_message{id, worker, control_kind::train, epoch};
+      });
       return caf::delegated<phase_report>{};
     },
     [=](validate_atom, std::uint32_t worker, std::int64_t epoch) -> caf::result<phase_report> {
-      const auto id = self->state.next_request++;
-      send_request(self, worker, control_message{id, worker, control_kind::validate, epoch}, id,
-                   self->make_response_promise(), true);
+      send_request(self, worker, true, [&](std::uint64_t id) {
+        return control_message{id, worker, control_kind::validate, epoch};
+      });
       return caf::delegated<phase_report>{};
     },
     [=](end_epoch_atom, std::uint32_t worker, std::int64_t epoch) {
-      send_message(self, control_message{0, worker, control_kind::end_epoch, epoch});
+      send_or_queue(self, control_message{0, worker, control_kind::end_epoch, epoch});
     },
     [=](batch_report& report) {
       // Written now, so it leaves before the answer its compute sends next.
-      send_message(self, batch_report_message{report});
+      send_or_queue(self, batch_report_message{report});
     },
     [=](phase_report&) {
       // A metrics sink also takes the coordinator's phase reports; the coordinator lives on
       // the scheduler, beside the real metrics actor, so none arrive here.
     },
     [=](flush_atom) { return true; },
-    [=](send_atom, wire_message& message) { send_message(self, std::move(message)); },
+    [=](send_atom, wire_message& message) { send_or_queue(self, std::move(message)); },
     [=](tick_atom) {
       on_tick(self);
       if (self->state.at != stage::closed)
@@ -478,17 +487,11 @@ caf::behavior listener(caf::stateful_actor<listener_state, caf::io::broker>* sel
 } // namespace
 
 std::uint64_t link_traffic::total_in() const {
-  std::uint64_t sum = 0;
-  for (auto b : bytes_in)
-    sum += b;
-  return sum;
+  return std::accumulate(bytes_in.begin(), bytes_in.end(), std::uint64_t{0});
 }
 
 std::uint64_t link_traffic::total_out() const {
-  std::uint64_t sum = 0;
-  for (auto b : bytes_out)
-    sum += b;
-  return sum;
+  return std::accumulate(bytes_out.begin(), bytes_out.end(), std::uint64_t{0});
 }
 
 caf::expected<caf::actor> connect_link(caf::actor_system& system, const std::string& host,

@@ -535,3 +535,20 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
                   caf::actor_cast<caf::actor>(compute), *listener, *worker_link})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }
+
+TEST_CASE("a request the encoder refuses fails alone, also when made before admission", "[cluster][link]") {
+  server_node server;
+  worker_node worker(server.port);
+  caf::scoped_actor self{worker.system};
+  // Sent right after connecting, so most likely queued until the handshake is done: a push
+  // whose key and tensor lists disagree cannot be encoded.
+  auto bad = push_of_step(0);
+  bad.gradients.pop_back();
+  auto answer = ask(self, worker.remote, caf::make_message(push_atom::value, bad));
+  REQUIRE_FALSE(answer);
+  CHECK(troupe_code(answer.error()) == errc::bad_request);
+  CHECK_THAT(error_text(answer.error()), Catch::Contains("cannot send a push"));
+  CHECK_THAT(error_text(answer.error()), Catch::Contains("lists 2 keys and 1 tensors"));
+  // The link is still up and serving.
+  CHECK(ask(self, worker.remote, caf::make_message(pull_atom::value)));
+}

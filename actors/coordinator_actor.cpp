@@ -63,10 +63,21 @@ void merge(phase_report& into, const phase_report& part) {
   into.step_seconds = std::max(into.step_seconds, part.step_seconds);
 }
 
+// The parts of one phase merged in the order given (not the order the replies arrived in), so
+// the loss sum does not depend on arrival (floating-point addition).
+phase_report merged_in_order(const std::vector<phase_report>& parts, std::int64_t epoch,
+                             bool validation) {
+  phase_report merged;
+  merged.epoch = epoch;
+  merged.validation = validation;
+  for (const auto& p : parts)
+    merge(merged, p);
+  return merged;
+}
+
 void validate_epoch(coordinator_pointer self, std::int64_t epoch) {
   auto& st = self->state;
   const auto& validators = st.options.validators;
-  // Merged in the listed order once all are in, as training reports are.
   auto parts = std::make_shared<std::vector<phase_report>>(validators.size());
   auto outstanding = std::make_shared<std::size_t>(validators.size());
   for (std::size_t i = 0; i < validators.size(); ++i) {
@@ -76,10 +87,7 @@ void validate_epoch(coordinator_pointer self, std::int64_t epoch) {
           (*parts)[i] = std::move(report);
           if (--*outstanding > 0)
             return;
-          phase_report merged = (*parts)[0];
-          for (std::size_t p = 1; p < parts->size(); ++p)
-            merge(merged, (*parts)[p]);
-          record(self, merged);
+          record(self, merged_in_order(*parts, epoch, true));
           run_epoch(self, epoch + 1);
         },
         [=](caf::error& err) { fail(self, err); });
@@ -97,8 +105,6 @@ void run_epoch(coordinator_pointer self, std::int64_t epoch) {
   auto& st = self->state;
   if (epoch >= st.options.first_epoch + st.options.epochs)
     return finish(self);
-  // Parts are merged in compute order once all are in, so the epoch's loss sum
-  // does not depend on which reply arrived first (floating-point addition).
   auto parts = std::make_shared<std::vector<phase_report>>(st.computes.size());
   auto outstanding = std::make_shared<std::size_t>(st.computes.size());
   const auto finish_after = st.options.finish_after;
@@ -113,11 +119,7 @@ void run_epoch(coordinator_pointer self, std::int64_t epoch) {
               self->send(c, end_epoch_atom::value, epoch);
           if (*outstanding > 0)
             return;
-          phase_report merged;
-          merged.epoch = epoch;
-          for (const auto& p : *parts)
-            merge(merged, p);
-          record(self, merged);
+          record(self, merged_in_order(*parts, epoch, false));
           if (validates_after(self->state.options, epoch))
             validate_epoch(self, epoch);
           else

@@ -58,8 +58,7 @@ push_targets spawn_push_side_of_node(caf::actor_system& system, const placement_
   push_targets targets(plan.actors.size());
   // Stand-ins first, for every target on another node that an actor here pushes to.
   for (const auto& r : plan.routes) {
-    const bool pushes = r.carries == route_carries::gradients || r.carries == route_carries::summed_gradients;
-    if (pushes && here(r.from) && !here(r.to) && !targets[r.to]) {
+    if (is_push(r.carries) && here(r.from) && !here(r.to) && !targets[r.to]) {
       if (!remote)
         throw std::invalid_argument("wiring: " + plan.actors[r.from].name + " pushes to "
                                     + plan.actors[r.to].name + " on another node, and no stand-in was given");
@@ -94,8 +93,7 @@ push_targets spawn_push_side_of_node(caf::actor_system& system, const placement_
 std::vector<std::pair<std::uint32_t, std::size_t>> entry_points(const placement_plan& plan, int node) {
   std::vector<std::pair<std::uint32_t, std::size_t>> entries;
   for (const auto& r : plan.routes) {
-    const bool pushes = r.carries == route_carries::gradients || r.carries == route_carries::summed_gradients;
-    if (!pushes || plan.actors[r.to].node != node || plan.actors[r.from].node == node)
+    if (!is_push(r.carries) || plan.actors[r.to].node != node || plan.actors[r.from].node == node)
       continue;
     const std::pair<std::uint32_t, std::size_t> entry{static_cast<std::uint32_t>(r.shard), r.to};
     if (std::find(entries.begin(), entries.end(), entry) == entries.end())

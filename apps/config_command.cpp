@@ -5,34 +5,36 @@
 // data it names, so the plan counts steps from the datasets' standard sizes
 // (expected_data_facts); a run that opens the data plans again from what it finds.
 #include <iostream>
+#include <tuple>
 
 #include "apps/commands.hpp"
 #include "apps/config_options.hpp"
+#include "apps/flags.hpp"
 #include <troupe/graph/config/job_plan.hpp>
 
 namespace troupe {
 
 namespace {
 
-// `--server-nodes N` / `--worker-nodes N` after the config: the processes of a cluster run,
-// as `troupe train` and `troupe node` take them. Returns false on anything else.
-bool apply_node_flags(const std::vector<std::string>& args, job_config& config) {
-  for (std::size_t i = 1; i < args.size(); i += 2) {
-    auto* target = args[i] == "--server-nodes"   ? &config.cluster.server_nodes
-                   : args[i] == "--worker-nodes" ? &config.cluster.worker_nodes
-                                                 : nullptr;
-    if (!target || i + 1 >= args.size())
-      return false;
-    try {
-      std::size_t used = 0;
-      const int value = std::stoi(args[i + 1], &used);
-      if (used != args[i + 1].size() || value < 0 || value > 1024)
-        return false;
-      target->value = value;
-      target->given = true;
-    } catch (const std::exception&) {
-      return false;
-    }
+// `--server-nodes N` / `--worker-nodes N` after the config (the processes of a cluster run,
+// as `troupe train` takes them), through the app's flag parser: anything else is a
+// usage_error naming it. False: --help was asked for (and printed).
+bool apply_node_flags(const char* command, const std::vector<std::string>& args, job_config& config) {
+  int server_nodes = 0, worker_nodes = 0;
+  flag_set f(command, "Checks a config and prints its plan; these flags plan it for a cluster run.");
+  f.add("server-nodes", server_nodes, "server processes of a cluster run");
+  f.add("worker-nodes", worker_nodes, "worker processes of a cluster run");
+  if (!f.parse({args.begin() + 1, args.end()})) {
+    std::cout << f.help();
+    return false;
+  }
+  for (auto [flag, value, target] : {std::tuple{"server-nodes", server_nodes, &config.cluster.server_nodes},
+                                     std::tuple{"worker-nodes", worker_nodes, &config.cluster.worker_nodes}}) {
+    if (!f.given(flag))
+      continue;
+    check_range(flag, value, 0, 1024);
+    target->value = value;
+    target->given = true;
   }
   return true;
 }
@@ -47,11 +49,8 @@ int with_config(const char* command, const std::vector<std::string>& args,
   }
   try {
     auto config = load_job_config(args[0]);
-    if (!apply_node_flags(args, config)) {
-      std::cerr << "troupe " << command << ": after the config only --server-nodes N and "
-                << "--worker-nodes N (0..1024) are taken\n";
-      return 2;
-    }
+    if (!apply_node_flags(command, args, config))
+      return 0;
     resolve_app_defaults(config);
     const auto job = to_training_job(config);
     body(config, plan_config(config, job, expected_data_facts(job)));

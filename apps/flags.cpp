@@ -128,4 +128,12 @@ std::string flag_set::help() const {
   return out.str();
 }
 
+void check_range(const char* flag, std::int64_t v, std::int64_t min, std::int64_t max,
+                 const std::string& why) {
+  if (v < min || v > max)
+    throw usage_error(std::string("--") + flag + " must be between " + std::to_string(min)
+                      + (why.empty() ? "" : " (" + why + ")") + " and " + std::to_string(max)
+                      + ", got " + std::to_string(v));
+}
+
 } // namespace troupe

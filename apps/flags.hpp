@@ -21,6 +21,11 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+/// Throws usage_error "--FLAG must be between MIN (WHY) and MAX, got V" unless MIN <= v <= MAX:
+/// the config language's range for the same value, worded for the flag.
+void check_range(const char* flag, std::int64_t v, std::int64_t min, std::int64_t max,
+                 const std::string& why = "");
+
 class flag_set {
 public:
   flag_set(std::string command, std::string summary);

@@ -98,15 +98,6 @@ void check_positive(const char* flag, double v) {
     throw usage_error(std::string("--") + flag + " must be positive, got " + std::to_string(v));
 }
 
-// The config language's range for the same value, worded for the flag.
-void check_range(const char* flag, std::int64_t v, std::int64_t min, std::int64_t max,
-                 const std::string& why = "") {
-  if (v < min || v > max)
-    throw usage_error(std::string("--") + flag + " must be between " + std::to_string(min)
-                      + (why.empty() ? "" : " (" + why + ")") + " and " + std::to_string(max)
-                      + ", got " + std::to_string(v));
-}
-
 void check_known(const char* flag, const std::string& value,
                  const std::vector<std::string>& known) {
   if (std::find(known.begin(), known.end(), value) != known.end())

@@ -387,6 +387,10 @@ const char* to_string(route_carries carries) {
   return "?";
 }
 
+bool is_push(route_carries carries) {
+  return carries == route_carries::gradients || carries == route_carries::summed_gradients;
+}
+
 const char* to_string(node_kind kind) {
   switch (kind) {
     case node_kind::process: return "process";
@@ -443,6 +447,14 @@ std::vector<std::size_t> placement_plan::actors_of(plan_role role) const {
   return found;
 }
 
+std::vector<std::size_t> placement_plan::actors_on(int node) const {
+  std::vector<std::size_t> found;
+  for (std::size_t a = 0; a < actors.size(); ++a)
+    if (actors[a].node == node)
+      found.push_back(a);
+  return found;
+}
+
 std::size_t placement_plan::actor(plan_role role, int index) const {
   for (std::size_t a = 0; a < actors.size(); ++a)
     if (actors[a].role == role && actors[a].index == index)
@@ -469,9 +481,7 @@ std::vector<std::size_t> placement_plan::routes_to(std::size_t a) const {
 
 const planned_route& placement_plan::push_route(std::size_t a, int shard) const {
   for (const auto& r : routes)
-    if (r.from == a && r.shard == shard
-        && (r.carries == route_carries::gradients
-            || r.carries == route_carries::summed_gradients))
+    if (r.from == a && r.shard == shard && is_push(r.carries))
       return r;
   throw std::out_of_range("plan: " + (a < actors.size() ? actors[a].name : std::to_string(a))
                           + " pushes nothing for shard " + std::to_string(shard));

@@ -1,6 +1,7 @@
 // See raw_transport.hpp. Deliberately plain: what a hand-written socket loop achieves is the
 // figure Troupe's links are held to.
 #include "apps/bench/raw_transport.hpp"
+#include "apps/bench/timed_steps.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -8,7 +9,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -147,7 +147,7 @@ double raw_worker(const raw_step_plan& plan, int warmup, int steps) {
   std::vector<char> payload(static_cast<std::size_t>(plan.frame_bytes), 2);
   std::vector<std::vector<char>> answers(fds.size(), std::vector<char>(payload.size()));
   const auto frame_length = static_cast<std::uint64_t>(plan.frame_bytes);
-  auto step = [&] {
+  auto step = [&](std::int64_t) {
     std::vector<std::thread> threads;
     for (std::size_t c = 0; c < fds.size(); ++c) {
       threads.emplace_back([&, c] {
@@ -169,12 +169,7 @@ double raw_worker(const raw_step_plan& plan, int warmup, int steps) {
     for (auto& t : threads)
       t.join();
   };
-  for (int i = 0; i < warmup; ++i)
-    step();
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < steps; ++i)
-    step();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = timed_steps(warmup, steps, step);
   for (int fd : fds)
     ::close(fd);
   return seconds;

@@ -2,6 +2,8 @@
 // orchestrator ends server processes by closing their standard input).
 #include "apps/bench/transport_roles.hpp"
 
+#include "apps/bench/timed_steps.hpp"
+
 #include <chrono>
 #include <memory>
 #include <stdexcept>
@@ -135,12 +137,7 @@ double troupe_worker(const transport_layout& layout, const std::vector<std::uint
       answer.receive([](weight_set&) {},
                      [&](caf::error& e) { throw std::runtime_error(error_text(e)); });
   };
-  for (int i = 0; i < warmup; ++i)
-    step(i);
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < steps; ++i)
-    step(warmup + i);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = timed_steps(warmup, steps, step);
   for (auto& s : shards)
     self->send_exit(s, caf::exit_reason::user_shutdown);
   for (auto& l : links)

@@ -211,9 +211,8 @@ void print_nodes(std::ostream& out, const placement_plan& p) {
   out << "  processes: " << p.nodes.size() << '\n';
   for (std::size_t n = 0; n < p.nodes.size(); ++n) {
     out << "    " << p.nodes[n].name << ":";
-    for (const auto& a : p.actors)
-      if (a.node == static_cast<int>(n))
-        out << ' ' << a.name;
+    for (auto a : p.actors_on(static_cast<int>(n)))
+      out << ' ' << p.actors[a].name;
     out << '\n';
   }
 }
@@ -267,9 +266,8 @@ std::string plan_to_dot(const placement_plan& p, const std::string& title) {
   }
   for (std::size_t n = 0; p.nodes.size() > 1 && n < p.nodes.size(); ++n) {
     out << "  subgraph cluster_" << p.nodes[n].name << " {\n    label=\"" << p.nodes[n].name << "\";\n";
-    for (const auto& a : p.actors)
-      if (a.node == static_cast<int>(n))
-        out << "    " << a.name << ";\n";
+    for (auto a : p.actors_on(static_cast<int>(n)))
+      out << "    " << p.actors[a].name << ";\n";
     out << "  }\n";
   }
   for (const auto& r : p.routes) {

@@ -64,8 +64,7 @@ void check_sources(const placement_plan& p) {
     const auto& actor = p.actors[a];
     std::vector<int> sources;
     for (auto r : p.routes_to(a))
-      if (p.routes[r].carries == route_carries::gradients
-          || p.routes[r].carries == route_carries::summed_gradients)
+      if (is_push(p.routes[r].carries))
         sources.push_back(p.routes[r].source);
     if (sources.empty())
       continue;

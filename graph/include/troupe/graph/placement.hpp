@@ -76,6 +76,9 @@ enum class route_carries {
 };
 /// "batches", "validation batches", "gradients", "summed gradients", "weights", ...
 const char* to_string(route_carries carries);
+/// Gradients or summed gradients: a route on which the sender pushes to the receiver (and
+/// the weights come back as the answers).
+bool is_push(route_carries carries);
 
 /// The processes of a run. A single-process run has one node (`process`); a cluster run has
 /// the scheduler (node 0), then the servers, then the workers.
@@ -207,6 +210,8 @@ struct placement_plan {
 
   /// Indices into actors of the actors of `role`, by index within the role.
   std::vector<std::size_t> actors_of(plan_role role) const;
+  /// Indices into actors of the actors that live on node `node`, in plan order.
+  std::vector<std::size_t> actors_on(int node) const;
   /// The index into actors of actor `index` of `role`; throws std::out_of_range.
   std::size_t actor(plan_role role, int index) const;
   /// Indices into routes of the routes leaving / reaching actor `a`, in route order.

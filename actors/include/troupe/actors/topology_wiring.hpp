@@ -45,6 +45,16 @@ push_targets spawn_push_side(caf::actor_system& system, const placement_plan& pl
 /// reaching it (troupe/cluster/remote_stand_ins.hpp).
 using remote_push_target = std::function<push_target_actor(std::size_t actor)>;
 
+/// Gives the compute actor at plan actor index `actor`, which lives on another node.
+using remote_compute = std::function<compute_actor(std::size_t actor)>;
+
+/// How a node reaches the actors of other nodes. Both empty for a one-process plan (a plan
+/// that needs one then is an error naming the actor).
+struct remote_actors {
+  remote_push_target push_target;
+  remote_compute compute;
+};
+
 /// The push side of one process of a cluster run: the shards and aggregators the plan puts
 /// on node `node`, in plan order, spawned as spawn_push_side does. Each push target on another
 /// node that one of them (or a compute of this node) pushes to is `remote(index)`; the result

@@ -34,6 +34,7 @@
 #include <troupe/actors/messages.hpp>
 #include <troupe/actors/metrics_actor.hpp>
 #include <troupe/actors/timeouts.hpp>
+#include <troupe/actors/topology_wiring.hpp>
 #include <troupe/graph/job.hpp>
 #include <troupe/graph/placement.hpp>
 
@@ -90,6 +91,14 @@ struct session_sinks {
   compute_spawn_options compute;
   /// Called on the session's thread after a run's actors are spawned; may be empty.
   std::function<void(const wiring_report&)> on_wired;
+  /// The scheduler of a cluster run (troupe/cluster/cluster_node.hpp): the session spawns
+  /// node `node` of the plan only (the coordinator, and the metrics actor unless `metrics` is
+  /// given) and reaches the compute actors and shards of the other nodes through `remote`.
+  /// Default (-1): every node of the plan in this process.
+  struct cluster_part {
+    int node = -1;
+    remote_actors remote;
+  } node;
 };
 
 /// Checks the job (check_job) and spawns the session; throws std::invalid_argument for a job

@@ -1,0 +1,93 @@
+// One process's part of a placement plan, spawned and wired: the actors the plan puts on node
+// `node` (in plan order), with stand-ins for the actors elsewhere that they talk to. A
+// one-process plan has a single node holding everything, which is what the training session
+// spawns; a cluster node (troupe/cluster/cluster_node.hpp) spawns its own part with stand-ins
+// reaching the other processes over peer links. What exists and who talks to whom is the
+// plan's decision (troupe/graph/placement.hpp); nothing here re-derives it.
+//
+//   node holds            it spawns                            it needs from elsewhere
+//   shards/aggregators    spawn_push_side_of_node              push targets it pushes to
+//   loaders, computes     loaders, compute replicas            push targets of their routes
+//   coordinator           coordinator (and the metrics actor)  the compute actors it drives,
+//                                                              the shards (final weights)
+//
+// Thread-safety: spawn_node_part runs on the caller's thread; the handles it returns are
+// CAF handles (thread-safe).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+#include <troupe/actors/compute_actor.hpp>
+#include <troupe/actors/coordinator_actor.hpp>
+#include <troupe/actors/messages.hpp>
+#include <troupe/actors/metrics_actor.hpp>
+#include <troupe/actors/timeouts.hpp>
+#include <troupe/actors/topology_wiring.hpp>
+#include <troupe/actors/training_session.hpp>
+#include <troupe/graph/job.hpp>
+#include <troupe/graph/placement.hpp>
+#include <troupe/io/dataset.hpp>
+
+namespace troupe {
+
+/// What the part spawns with, besides the plan.
+struct node_part_options {
+  int node = -1;  ///< -1: every node of the plan (one process runs all of it)
+  remote_actors remote;
+  /// Where this node's computes and coordinator report. Invalid: the node spawns the plan's
+  /// metrics actor, with `metrics` options, when the plan puts it here.
+  metrics_sink_actor metrics;
+  metrics_options metrics_output;
+  gradient_tap tap;
+  request_timeouts timeouts;
+  compute_spawn_options compute;
+  /// Called once the part is wired, with what it handed out (may be empty).
+  std::function<void(const wiring_report&)> on_wired;
+};
+
+/// The data a node's loaders read: null where the node has no loader (servers, scheduler).
+struct node_data {
+  std::shared_ptr<const dataset> train;
+  std::shared_ptr<const dataset> validation;
+};
+
+/// What one node spawned.
+struct node_part {
+  /// Every actor the part spawned (not the host's metrics sink), with its plan name.
+  std::vector<std::pair<caf::actor, std::string>> spawned;
+  push_targets targets;                 ///< by plan actor index: local ones and stand-ins
+  coordinator_actor coordinator;        ///< when the plan puts it here
+  metrics_sink_actor metrics;           ///< what the computes and coordinator report to
+  /// The shards (own ones or stand-ins), for pulling the final weights: filled when the
+  /// coordinator is here.
+  std::vector<shard_route> shards;
+  /// Exits every spawned actor.
+  void shut_down();
+};
+
+/// The model a job trains, with its input shape and classes from the data's facts.
+model_spec model_of(const training_job& job, const data_facts& facts);
+
+/// Parameter-shaped start values of `reference`, a model built from the job's spec (and so
+/// its seed): what the shards start from wherever they live.
+std::vector<tensor> initial_weights(model& reference);
+
+metrics_options metrics_options_of(const training_job& job, const session_output& output);
+
+/// Spawns node `options.node`'s part of `plan` into `part` (which keeps what was spawned
+/// before a throw, for the caller to shut down). `initial` as for spawn_push_side (only read
+/// when the node holds shards). Throws std::invalid_argument when the node has loaders but
+/// `data` lacks their dataset, or the plan needs a remote actor and `options.remote` gives
+/// none.
+void spawn_node_part(caf::actor_system& system, const training_job& job, const placement_plan& plan,
+                     const model_spec& spec, const std::vector<tensor>& initial, const node_data& data,
+                     const node_part_options& options, node_part& part);
+
+} // namespace troupe

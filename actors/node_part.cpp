@@ -1,0 +1,270 @@
+// The part is spawned in plan order: shards and aggregators first (spawn_push_side_of_node),
+// then metrics, loaders, computes and the coordinator as the plan lists them, so every handle
+// an actor is given exists when it is spawned. The wiring report is built from the handles
+// actually handed out, so a wiring that strays from the plan shows.
+#include <troupe/actors/node_part.hpp>
+
+#include <map>
+#include <stdexcept>
+
+#include <caf/all.hpp>
+
+#include <troupe/actors/loader_actor.hpp>
+#include <troupe/graph/zoo.hpp>
+#include <troupe/io/batch_source.hpp>
+
+namespace troupe {
+
+namespace {
+
+// Routes are looked up by the address of the actor they were given.
+class wiring_recorder {
+public:
+  void actor(const caf::actor& a, const planned_actor& entry) {
+    names_[a.address()] = entry.name;
+    report_.actors.push_back({entry.name, entry.role});
+  }
+  template <class From, class To>
+  void route(const From& from, const To& to, route_carries carries) {
+    report_.routes.push_back({name_of(caf::actor_cast<caf::actor>(from)),
+                              name_of(caf::actor_cast<caf::actor>(to)), carries});
+  }
+  void downstream(const caf::actor& from, const caf::actor& to) { down_[from.address()] = to; }
+  // Weights come back along the push chain from the shard at its end.
+  void weights(const caf::actor& pushed_to, const caf::actor& compute) {
+    caf::actor at = pushed_to;
+    for (auto d = down_.find(at.address()); d != down_.end(); d = down_.find(at.address()))
+      at = d->second;
+    route(at, compute, route_carries::weights);
+  }
+  wiring_report& report() { return report_; }
+
+private:
+  std::string name_of(const caf::actor& a) const {
+    auto it = names_.find(a.address());
+    return it == names_.end() ? "tap" : it->second;
+  }
+  std::map<caf::actor_addr, std::string> names_;
+  std::map<caf::actor_addr, caf::actor> down_;
+  wiring_report report_;
+};
+
+// One compute per validation loader validates (BSP replicas are equal; a split validation
+// set is covered once): the first compute each loader serves, by worker.
+std::vector<std::size_t> validators_of(const placement_plan& plan) {
+  std::vector<std::size_t> validators;
+  for (auto v : plan.actors_of(plan_role::validation_loader))
+    for (auto r : plan.routes_from(v))
+      if (plan.routes[r].carries == route_carries::validation_batches) {
+        validators.push_back(static_cast<std::size_t>(plan.actors[plan.routes[r].to].worker));
+        break;
+      }
+  return validators;
+}
+
+// Everything spawn_node_part carries from one actor to the next.
+struct part_builder {
+  caf::actor_system& system;
+  const training_job& job;
+  const placement_plan& plan;
+  const model_spec& spec;
+  const node_data& data;
+  const node_part_options& options;
+  node_part& part;
+  wiring_recorder wired;
+  std::vector<loader_actor> loaders;                  // by plan actor index
+  std::map<std::size_t, compute_actor> computes;      // local ones, by plan actor index
+
+  void record(const caf::actor& a, const planned_actor& entry) {
+    part.spawned.emplace_back(a, entry.name);
+    wired.actor(a, entry);
+  }
+  bool here(std::size_t i) const { return options.node < 0 || plan.actors[i].node == options.node; }
+
+  loader_actor loader_of(std::size_t compute, route_carries carries) const {
+    for (auto r : plan.routes_to(compute))
+      if (plan.routes[r].carries == carries)
+        return loaders.at(plan.routes[r].from);
+    throw std::invalid_argument("node part: the plan gives " + plan.actors[compute].name
+                                + " no " + to_string(carries) + " route");
+  }
+
+  void spawn_loader_at(std::size_t i) {
+    const auto& a = plan.actors[i];
+    loader_options loader;
+    loader.prefetch_depth = job.prefetch_depth;
+    std::shared_ptr<const batch_source> source;
+    const bool validation = a.role == plan_role::validation_loader;
+    const auto& set = validation ? data.validation : data.train;
+    if (!set)
+      throw std::invalid_argument("node part: " + a.name + " lives here but this node has no "
+                                  + (validation ? "validation" : "training") + " data");
+    if (validation) {
+      auto b = job.validation_batches;
+      b.part = a.index;  // a cluster's validation loaders each take one part
+      b.parts = static_cast<int>(plan.actors_of(plan_role::validation_loader).size());
+      source = std::make_shared<const batch_source>(set, b);
+    } else {
+      auto b = job.train_batches;
+      b.part = a.worker;
+      b.parts = plan.workers;
+      source = std::make_shared<const batch_source>(set, b);
+      loader.max_batches_per_epoch = a.batch_limit;
+    }
+    loaders[i] = spawn_loader(system, source, loader);
+    record(caf::actor_cast<caf::actor>(loaders[i]), a);
+  }
+
+  void spawn_compute_at(std::size_t i) {
+    const auto& a = plan.actors[i];
+    compute_wiring wiring;
+    wiring.worker = a.worker;
+    wiring.train_loader = loader_of(i, route_carries::batches);
+    wiring.validation_loader = loader_of(i, route_carries::validation_batches);
+    wiring.shards = routes_of(plan, part.targets, a.worker);
+    if (options.tap)
+      for (std::size_t k = 0; k < wiring.shards.size(); ++k)
+        wiring.shards[k].shard = options.tap(wiring.shards[k].shard, tap_point{a.worker, k});
+    wiring.groups = plan.keys.groups;
+    wiring.overlap = plan.overlap;
+    wiring.metrics = part.metrics;
+    wiring.batches_per_epoch = plan.steps_per_epoch;
+    wiring.timeouts = options.timeouts;
+    if (a.worker == job.topology.straggler)
+      wiring.straggle = std::chrono::milliseconds(job.topology.straggle_ms);
+    auto routes = wiring.shards;
+    auto train_loader = wiring.train_loader, validation_loader = wiring.validation_loader;
+    auto compute = spawn_compute(system, build_model(spec), std::move(wiring), options.compute);
+    computes[i] = compute;
+    const auto c = caf::actor_cast<caf::actor>(compute);
+    record(c, a);
+    wired.route(train_loader, c, route_carries::batches);
+    wired.route(validation_loader, c, route_carries::validation_batches);
+    for (const auto& route : routes) {
+      wired.route(c, route.shard, route_carries::gradients);
+      wired.weights(caf::actor_cast<caf::actor>(route.shard), c);
+    }
+    wired.route(c, part.metrics, route_carries::reports);
+  }
+
+  // The coordinator drives every compute of the plan, here or elsewhere, in worker order.
+  void spawn_coordinator_at(std::size_t i) {
+    const auto& a = plan.actors[i];
+    std::vector<compute_actor> all;
+    for (auto c : plan.actors_of(plan_role::compute)) {
+      if (here(c)) {
+        all.push_back(computes.at(c));
+        continue;
+      }
+      if (!options.remote.compute)
+        throw std::invalid_argument("node part: the coordinator drives " + plan.actors[c].name
+                                    + " on another node, and no stand-in was given");
+      all.push_back(options.remote.compute(c));
+      record(caf::actor_cast<caf::actor>(all.back()), plan.actors[c]);
+    }
+    coordinator_options co{job.epochs, 0, job.validate, job.validate_every,
+                           static_cast<std::size_t>(a.finish_after), options.timeouts,
+                           validators_of(plan)};
+    part.coordinator = spawn_coordinator(system, all, part.metrics, co);
+    record(caf::actor_cast<caf::actor>(part.coordinator), a);
+    for (auto& c : all)
+      wired.route(part.coordinator, c, route_carries::control);
+    wired.route(part.coordinator, part.metrics, route_carries::reports);
+    // The final weights are pulled from every shard, here or elsewhere.
+    for (auto s : plan.actors_of(plan_role::shard))
+      if (!part.targets[s]) {
+        if (!options.remote.push_target)
+          throw std::invalid_argument("node part: " + plan.actors[s].name
+                                      + " is on another node, and no stand-in was given");
+        part.targets[s] = options.remote.push_target(s);
+        part.spawned.emplace_back(caf::actor_cast<caf::actor>(part.targets[s]), plan.actors[s].name);
+      }
+    part.shards = shard_routes(plan, part.targets);
+  }
+};
+
+} // namespace
+
+void node_part::shut_down() {
+  for (auto& [a, name] : spawned)
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  spawned.clear();
+}
+
+model_spec model_of(const training_job& job, const data_facts& facts) {
+  auto spec = job.model;
+  spec.sample_shape = facts.sample_shape;
+  spec.classes = facts.classes;
+  return spec;
+}
+
+std::vector<tensor> initial_weights(model& reference) {
+  std::vector<tensor> initial;
+  for (const auto* p : reference.parameters())
+    initial.push_back(p->value);
+  return initial;
+}
+
+metrics_options metrics_options_of(const training_job& job, const session_output& output) {
+  metrics_options m;
+  m.out = output.log;
+  m.display_batches = output.log ? output.display_batches : 0;
+  m.progress_bar = output.log && output.progress_bar;
+  m.expect_validation = job.validate;
+  m.jsonl_path = output.metrics_path;
+  m.tags = {{"network", job.model.network},
+            {"dataset", job.train_data.name},
+            {"batch_size", std::to_string(job.train_batches.batch_size)}};
+  return m;
+}
+
+void spawn_node_part(caf::actor_system& system, const training_job& job, const placement_plan& plan,
+                     const model_spec& spec, const std::vector<tensor>& initial, const node_data& data,
+                     const node_part_options& options, node_part& part) {
+  part_builder b{system, job, plan, spec, data, options, part, {}, {}, {}};
+  b.wired.report().plan_hash = plan.hash;
+  b.loaders.resize(plan.actors.size());
+  part.metrics = options.metrics;
+  const auto metrics_at = plan.actor(plan_role::metrics, 0);
+  if (!part.metrics && b.here(metrics_at)) {
+    part.metrics = spawn_metrics(system, options.metrics_output);
+    b.record(caf::actor_cast<caf::actor>(part.metrics), plan.actors[metrics_at]);
+  } else if (part.metrics) {
+    b.wired.actor(caf::actor_cast<caf::actor>(part.metrics), plan.actors[metrics_at]);
+  }
+  part.targets = spawn_push_side_of_node(
+    system, plan, options.node, options.remote.push_target, initial, job.optimizer, options.timeouts,
+    [&](const caf::actor& a, const planned_actor& entry, const caf::actor& downstream) {
+      b.record(a, entry);
+      if (downstream) {
+        b.wired.downstream(a, downstream);
+        b.wired.route(a, downstream, route_carries::summed_gradients);
+      }
+    });
+  // Stand-ins for targets elsewhere end with the part too.
+  for (std::size_t i = 0; i < plan.actors.size(); ++i)
+    if (part.targets[i] && !b.here(i))
+      part.spawned.emplace_back(caf::actor_cast<caf::actor>(part.targets[i]), plan.actors[i].name);
+  for (std::size_t i = 0; i < plan.actors.size(); ++i) {
+    if (!b.here(i))
+      continue;
+    switch (plan.actors[i].role) {
+    case plan_role::loader:
+    case plan_role::validation_loader:
+      b.spawn_loader_at(i);
+      break;
+    case plan_role::compute:
+      b.spawn_compute_at(i);
+      break;
+    case plan_role::coordinator:
+      b.spawn_coordinator_at(i);
+      break;
+    default:
+      break;  // metrics and the push side are spawned above
+    }
+  }
+  if (options.on_wired)
+    options.on_wired(b.wired.report());
+}
+
+} // namespace troupe

@@ -136,6 +136,7 @@ struct part_builder {
     auto train_loader = wiring.train_loader, validation_loader = wiring.validation_loader;
     auto compute = spawn_compute(system, build_model(spec), std::move(wiring), options.compute);
     computes[i] = compute;
+    part.computes.emplace_back(a.worker, compute);
     const auto c = caf::actor_cast<caf::actor>(compute);
     record(c, a);
     wired.route(train_loader, c, route_carries::batches);

@@ -17,10 +17,12 @@ Troupe trains image classifiers as a dataflow of actors (loaders, compute, param
 
 commands:
   train    train a network on a dataset (Fashion-MNIST by default) and report accuracy per epoch
+  node     run one process of a training cluster (scheduler, server or worker)
   bench    measure training throughput (samples/s) of mlp, lenet and resnet-20
   devices  list compute devices (CPU threads, CUDA GPUs when built with CUDA)
   check    validate a .troupe config and print the resolved plan (docs/dsl.md)
   graph    print a .troupe config's actor graph as Graphviz DOT
+  launch   start a cluster run (scheduler, servers, workers) here or on hosts over ssh
   help     print this overview
 
 `troupe <command> --help` describes every flag of a command.
@@ -46,13 +48,17 @@ int main(int argc, char** argv) {
       return troupe::train_command(args);
     if (command == "bench")
       return troupe::bench_command(args);
+    if (command == "node")
+      return troupe::node_command(args);
     if (command == "devices")
       return troupe::devices_command(args);
     if (command == "check")
       return troupe::check_command(args);
     if (command == "graph")
       return troupe::graph_command(args);
-    std::cerr << "troupe: unknown command '" << command << "' (commands: train, bench, devices, check, graph, help)\n";
+    if (command == "launch")
+      return troupe::launch_command(args);
+    std::cerr << "troupe: unknown command '" << command << "' (commands: train, node, bench, devices, check, graph, launch, help)\n";
     return 2;
   } catch (const troupe::usage_error& e) {
     std::cerr << "troupe " << command << ": " << e.what() << '\n';

@@ -5,6 +5,7 @@
 
 #include "apps/commands.hpp"
 #include "apps/train_flags.hpp"
+#include "apps/weights_digest.hpp"
 #include <troupe/cluster/local_node.hpp>
 #include <troupe/kernels/threading.hpp>
 
@@ -21,6 +22,7 @@ int train_command(const std::vector<std::string>& args) {
   local_node_config config;
   caf::actor_system system{config};
   auto result = run_training(system, cli.job, cli.output);
+  std::cout << weights_digest_line(result) << std::endl;
   return result.phases.empty() ? 1 : 0;
 }
 

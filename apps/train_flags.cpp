@@ -292,10 +292,20 @@ void apply_straggler(const std::string& text, topology_options& t) {
 } // namespace
 
 train_command_line parse_train_flags(const std::vector<std::string>& args) {
+  return parse_train_flags(args, "train",
+                           "Trains a network with loader, compute, parameter-shard, coordinator and "
+                           "metrics actors in one process and prints MXNet-style progress.",
+                           {});
+}
+
+train_command_line parse_train_flags(const std::vector<std::string>& args, const std::string& command,
+                                     const std::string& summary,
+                                     const std::function<void(flag_set&)>& declare_own) {
   raw_flags r;
   r.threads = default_thread_count();
-  flag_set f("train", "Trains a network with loader, compute, parameter-shard, coordinator and "
-                      "metrics actors in one process and prints MXNet-style progress.");
+  flag_set f(command, summary);
+  if (declare_own)
+    declare_own(f);
   declare(f, r);
   train_command_line out;
   if (!f.parse(args)) {

@@ -11,8 +11,11 @@
 // resolved in one place.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
+
+#include "apps/flags.hpp"
 
 #include <troupe/actors/training_session.hpp>
 
@@ -30,6 +33,12 @@ struct train_command_line {
 /// Throws usage_error naming the flag for anything it cannot accept (and, with --config,
 /// carrying the config's diagnostic for a config it cannot accept).
 train_command_line parse_train_flags(const std::vector<std::string>& args);
+
+/// The same for a command that takes the training flags and flags of its own (`troupe
+/// node`): `declare_own` adds them to the flag set before parsing.
+train_command_line parse_train_flags(const std::vector<std::string>& args, const std::string& command,
+                                     const std::string& summary,
+                                     const std::function<void(flag_set&)>& declare_own);
 
 /// The compute threads a run gets when neither --threads nor the config says: as OpenMP
 /// programs do, OMP_NUM_THREADS when it is a positive integer up to 4096 (the config's limit;

@@ -153,7 +153,9 @@ struct body_writer {
   void operator()(const heartbeat_message& m) { body.initHeartbeat().setSequence(m.sequence); }
   void operator()(const shutdown_message& m) {
     check_text(m.reason, failure_message::max_text_bytes, "a shutdown's reason");
-    body.initShutdown().setReason(m.reason);
+    auto out = body.initShutdown();
+    out.setReason(m.reason);
+    out.setFinished(m.finished);
   }
   void operator()(const join_message& m) {
     check_text(m.host, join_message::max_host_bytes, "a join's host");
@@ -190,7 +192,11 @@ struct body_writer {
       servers[i].setPort(m.servers[i].port);
     }
   }
-  void operator()(const ready_message& m) { body.initReady().setNode(m.node); }
+  void operator()(const ready_message& m) {
+    auto out = body.initReady();
+    out.setNode(m.node);
+    out.setPort(m.port);
+  }
   void operator()(const control_message& m) {
     auto out = body.initControl();
     out.setRequest(m.request);

@@ -277,7 +277,8 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload, const 
       return heartbeat_message{body.getHeartbeat().getSequence()};
     case wire::Frame::Body::SHUTDOWN:
       return shutdown_message{text_of(body.getShutdown().getReason(),
-                                      failure_message::max_text_bytes, "shutdown.reason")};
+                                      failure_message::max_text_bytes, "shutdown.reason"),
+                              body.getShutdown().getFinished()};
     case wire::Frame::Body::JOIN: {
       auto in = body.getJoin();
       return join_message{role_of(in.getRole()), text_of(in.getHost(), join_message::max_host_bytes, "join.host"),
@@ -286,7 +287,7 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload, const 
     case wire::Frame::Body::ASSIGNMENT:
       return read_assignment(body.getAssignment());
     case wire::Frame::Body::READY:
-      return ready_message{body.getReady().getNode()};
+      return ready_message{body.getReady().getNode(), body.getReady().getPort()};
     case wire::Frame::Body::CONTROL:
       return read_control(body.getControl());
     case wire::Frame::Body::REPORT:

@@ -91,7 +91,8 @@ void close_link(link_pointer self, const caf::error& err, const std::string& why
   if (st.at == stage::closed)
     return;
   st.at = stage::closed;
-  log_line(st, "link to " + st.peer_name + ": " + why);
+  if (err)  // a finished run's end is not news
+    log_line(st, "link to " + st.peer_name + ": " + why);
   for (auto& [id, request] : st.pending)
     request.promise.deliver(err);
   st.pending.clear();
@@ -153,6 +154,20 @@ void send_or_queue(link_pointer self, wire_message message, std::uint64_t reques
     st.queued.emplace_back(std::move(message), request);
   else
     write_or_fail(self, message, request);
+}
+
+// This node ends the link: the peer hears why (or that the run finished) first.
+void shut_down_link(link_pointer self, const shutdown_message& m) {
+  if (self->state.at == stage::admitted) {
+    try {
+      write_frame(self, m);
+    } catch (const std::exception&) {
+      // the reason does not fit a frame: closing says enough
+    }
+  }
+  close_link(self, m.finished ? caf::error{} : make_error(errc::peer_down, "link to " + self->state.peer_name
+                                                                              + " shut down here: " + m.reason),
+             "shut down here: " + m.reason);
 }
 
 // A request to the peer, numbered here: `make(number)` builds its message. Its answer (or
@@ -260,7 +275,9 @@ void on_admitted_message(link_pointer self, wire_message& message) {
       } else if constexpr (std::is_same_v<T, heartbeat_message>) {
         // last_received is updated for every frame
       } else if constexpr (std::is_same_v<T, shutdown_message>) {
-        close_link(self, make_error(errc::peer_down, st.peer_name + " shut down: " + m.reason),
+        if (st.options->handler)
+          self->send(st.options->handler, wire_atom::value, caf::actor_cast<caf::actor>(self), wire_message{m});
+        close_link(self, m.finished ? caf::error{} : make_error(errc::peer_down, st.peer_name + " shut down: " + m.reason),
                    "the peer shut down: " + m.reason);
       } else if constexpr (std::is_same_v<T, control_message>) {
         serve_control(self, m);
@@ -436,7 +453,16 @@ caf::behavior peer_link(link_pointer self, caf::io::connection_handle hdl, link_
       // the scheduler, beside the real metrics actor, so none arrive here.
     },
     [=](flush_atom) { return true; },
-    [=](send_atom, wire_message& message) { send_or_queue(self, std::move(message)); },
+    [=](plan_atom, std::uint64_t plan_hash, wire_keys& keys) {
+      self->state.options->plan_hash = plan_hash;
+      self->state.options->keys = std::move(keys);
+    },
+    [=](send_atom, wire_message& message) {
+      if (auto* end = std::get_if<shutdown_message>(&message))
+        shut_down_link(self, *end);
+      else
+        send_or_queue(self, std::move(message));
+    },
     [=](tick_atom) {
       on_tick(self);
       if (self->state.at != stage::closed)

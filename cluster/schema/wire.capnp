@@ -105,13 +105,14 @@ struct Heartbeat {
 # The sender closes the connection after this frame; `reason` says why, for the log.
 struct Shutdown {
   reason @0 :Text;
+  finished @1 :Bool;  # the run ended as planned (the scheduler, after the final weights)
 }
 
 # A node asks the scheduler for its place in the run (after admission).
 struct Join {
   role @0 :Role;
-  host @1 :Text;    # where this node listens for peers (servers); empty for workers
-  port @2 :UInt16;  # 0 when it does not listen
+  host @1 :Text;    # the address peers reach this node at (servers listen there)
+  port @2 :UInt16;  # unused (0): a server listens once it knows its part (Ready.port)
   pid @3 :UInt32;   # for the scheduler's log
 }
 
@@ -144,6 +145,7 @@ struct Assignment {
 # A node has spawned its part of the plan (and, a worker, reached every server).
 struct Ready {
   node @0 :UInt32;
+  port @1 :UInt16;  # where a server now listens for workers (on its join's host); 0: none
 }
 
 enum ControlKind {

@@ -63,6 +63,7 @@ struct node_part {
   /// Every actor the part spawned (not the host's metrics sink), with its plan name.
   std::vector<std::pair<caf::actor, std::string>> spawned;
   push_targets targets;                 ///< by plan actor index: local ones and stand-ins
+  std::vector<std::pair<int, compute_actor>> computes;  ///< (worker, compute) spawned here
   coordinator_actor coordinator;        ///< when the plan puts it here
   metrics_sink_actor metrics;           ///< what the computes and coordinator report to
   /// The shards (own ones or stand-ins), for pulling the final weights: filled when the

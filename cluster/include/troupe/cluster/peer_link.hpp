@@ -17,12 +17,17 @@
 //                                        worker node report to the scheduler through it, in
 //                                        order with their answers (flush: nothing is held here)
 //   (send_atom, wire_message)           -> ()            writes a node-level message (join,
-//                                        assignment, ready)
+//                                        assignment, ready); a shutdown is written and then
+//                                        ends the link (quitting normally when `finished`)
+//   (plan_atom, uint64 plan hash, wire_keys) -> ()       the node learned its plan after
+//                                        connecting (a member's link to its scheduler): what
+//                                        arrives from now on is checked against these keys
 // Requests and messages made before admission completes wait for it (within their deadline).
 //
 // Node-level messages from the peer go to the handler: (wire_atom, link, wire_message), so
 // a node's own actor (the scheduler's, a worker's) speaks through the link without knowing
-// frames. A link without a handler refuses them as out of turn.
+// frames. A link without a handler refuses them as out of turn. A shutdown from the peer goes
+// to the handler too, before the link ends (normally when the peer says the run finished).
 //
 // What fails, and how:
 //   - the peer's proof does not verify, its hello names another plan, a frame does not
@@ -65,6 +70,7 @@ namespace troupe {
 using link_up_atom = caf::atom_constant<caf::atom("linkup")>;
 using send_atom = caf::atom_constant<caf::atom("send")>;
 using wire_atom = caf::atom_constant<caf::atom("wire")>;
+using plan_atom = caf::atom_constant<caf::atom("plan")>;
 
 /// The actors a node serves to its peers, by index: push targets by the plan's shard index
 /// (the shard, or the aggregator in front of it), compute actors by worker. Shared by a
@@ -156,3 +162,4 @@ caf::expected<caf::actor> spawn_listener(caf::actor_system& system, const std::s
 } // namespace troupe
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::wire_message)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::wire_keys)

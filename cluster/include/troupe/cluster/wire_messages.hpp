@@ -82,6 +82,7 @@ struct heartbeat_message {
 
 struct shutdown_message {
   std::string reason;  ///< at most failure_message::max_text_bytes
+  bool finished = false;  ///< the run ended as planned (not a failure)
 };
 
 /// A node asks the scheduler for its place (after admission).
@@ -117,6 +118,7 @@ struct assignment_message {
 
 struct ready_message {
   std::uint32_t node = 0;
+  std::uint16_t port = 0;  ///< where a server listens for workers now (join's host); 0: none
 };
 
 enum class control_kind : std::uint8_t { train, validate, end_epoch };

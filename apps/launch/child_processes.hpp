@@ -1,0 +1,120 @@
+// A supervisor for the processes of one `troupe launch`: it starts them (fork + exec, each in
+// its own process group, killed by the kernel if the launcher dies), relays their output line
+// by line with a prefix per child, and takes all of them down when one fails or the launcher
+// is told to stop. A failing child does not take the others down at once: the nodes notice a
+// peer's death themselves, and the grace period lets them say why before they are terminated.
+//
+// Not thread-safe, and one per process: while it lives it owns the handlers of SIGCHLD, SIGINT
+// and SIGTERM (and ignores SIGPIPE); it restores them when destroyed. Its destructor kills and
+// reaps every child still running, so no path leaves a process behind.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace troupe::launch {
+
+/// One process to start.
+struct child_spec {
+  /// "worker 1": its output lines start with "[worker 1] ", and log lines name it.
+  std::string name;
+  /// argv[0] is the program, looked up in PATH when it has no '/'.
+  std::vector<std::string> argv;
+  /// "KEY=VALUE" entries added to our environment (replacing ours of the same key).
+  std::vector<std::string> env;
+  /// Written to the child's standard input, which is then closed.
+  std::string input;
+};
+
+struct supervisor_options {
+  /// After the first failure, how long the others may run on before SIGTERM.
+  std::chrono::milliseconds grace{15000};
+  /// After SIGTERM, how long before SIGKILL.
+  std::chrono::milliseconds kill_delay{5000};
+  /// Where the children's standard output goes, prefixed.
+  std::ostream* out = &std::cout;
+  /// Where the children's standard error and the supervisor's own "launch: " lines go.
+  std::ostream* err = &std::cerr;
+};
+
+/// Why wait_until returned.
+enum class wait_result { ready, child_exited, stopped, timed_out };
+
+class child_processes {
+public:
+  explicit child_processes(supervisor_options options = {});
+  ~child_processes();
+  child_processes(const child_processes&) = delete;
+  child_processes& operator=(const child_processes&) = delete;
+
+  /// Starts a child; throws std::system_error if it cannot. A program that cannot be executed
+  /// is a child that says why on its stderr and exits with status 127.
+  pid_t start(const child_spec& spec);
+
+  /// Relays output until `ready()` holds, a child exits, a stop is requested or `limit`
+  /// passes; checks every ~20 ms. The children keep running whatever it returns.
+  wait_result wait_until(const std::function<bool()>& ready, std::chrono::milliseconds limit);
+
+  /// Relays output and enforces the grace and kill deadlines until every child has exited.
+  /// Returns 128 + the signal after a stop request; else 0 if every child exited 0, else the
+  /// first failing child's exit status (1 if a signal killed it).
+  int wait();
+
+  /// What the launcher does on SIGINT or SIGTERM (the handlers call it): SIGTERM to every
+  /// child's group now, SIGKILL after kill_delay, and wait() returns 128 + signal. A second
+  /// request sends SIGKILL at once.
+  void request_stop(int signal);
+
+  /// Ends the children for a reason of the launcher's own: SIGTERM now, SIGKILL after
+  /// kill_delay. Does not change what wait() returns beyond the children's statuses.
+  void terminate();
+
+  /// The pids of every child started, in order.
+  std::vector<pid_t> pids() const;
+
+private:
+  struct output_stream {
+    int fd = -1;
+    std::string pending;  // bytes after the last newline relayed
+  };
+  struct child {
+    std::string name;
+    pid_t pid = -1;
+    int input_fd = -1;
+    std::string input;  // not yet written
+    output_stream out, err;
+    bool exited = false;
+  };
+  using clock = std::chrono::steady_clock;
+
+  void step(std::chrono::milliseconds timeout);
+  void read_signals();
+  void write_input(child& c);
+  void relay(output_stream& s, const std::string& name, std::ostream& sink);
+  void close_output(output_stream& s, const std::string& name, std::ostream& sink);
+  void reap();
+  void on_exit(child& c, int status);
+  void schedule_terminate(clock::time_point at);
+  void enforce_deadlines();
+  void signal_all(int signal);
+  std::chrono::milliseconds until_next_deadline() const;
+  bool all_exited() const;
+  bool any_exited() const;
+
+  supervisor_options options_;
+  std::vector<child> children_;
+  int signal_pipe_[2] = {-1, -1};
+  std::optional<clock::time_point> term_at_;  // when SIGTERM goes to every group
+  std::optional<clock::time_point> kill_at_;  // when SIGKILL goes to every group
+  bool term_sent_ = false;
+  int stop_signal_ = 0;
+  std::optional<int> failure_status_;
+};
+
+} // namespace troupe::launch

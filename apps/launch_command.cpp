@@ -1,0 +1,255 @@
+// `troupe launch`: one cluster run from one command, in the manner of MXNet's launch.py. It
+// starts the scheduler here, waits for the port it reports, then the servers and workers, here
+// or over ssh on the hosts of a hosts file (round-robin, servers first), and supervises them
+// all (apps/launch/child_processes.hpp). Every node is this same executable running `troupe
+// node`; the cluster's shared secret reaches each one on its standard input, never in argv.
+// Remote hosts are assumed to share this machine's file system: they run the same executable
+// path in the same directory.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "apps/commands.hpp"
+#include "apps/flags.hpp"
+#include "apps/launch/child_processes.hpp"
+#include "apps/launch/hosts_file.hpp"
+
+namespace troupe {
+
+namespace {
+
+namespace fs = std::filesystem;
+using launch::child_spec;
+
+struct launch_flags {
+  int workers = 1;
+  int servers = 1;
+  std::string hostfile;
+  std::string scheduler_address = "127.0.0.1";
+  std::string secret_file;
+  int join_timeout = 120;
+  double grace = 15;
+  std::vector<std::string> node_args;  // passed unchanged to every node
+};
+
+const char* summary = R"(Starts a cluster run: a scheduler here, then servers and workers, here or over ssh on the
+hosts of --hostfile (round-robin, servers first; the ssh program is $TROUPE_SSH or ssh). Each
+is `troupe node` with the arguments after launch's own (from the first flag launch does not
+know, or after --), e.g.
+  troupe launch -n 2 -s 1 --config c.troupe --num-epochs 2
+Their output is relayed line by line, prefixed [scheduler], [server 0], [worker 1]. When one
+fails, the others get --grace seconds to notice, then SIGTERM, then SIGKILL after 5 s. Exits 0
+when every process did, else with the first failing one's status.)";
+
+// Launch's own arguments (short flags spelled long) and everything from the first argument
+// it does not know, which every node gets.
+std::vector<std::string> split_args(const std::vector<std::string>& args,
+                                    std::vector<std::string>& node_args) {
+  static const std::map<std::string, std::string> short_flags{
+    {"-n", "--num-workers"}, {"-s", "--num-servers"}, {"-H", "--hostfile"}};
+  static const std::vector<std::string> known{"num-workers", "num-servers", "hostfile",
+                                              "scheduler-address", "secret-file",
+                                              "join-timeout", "grace"};
+  std::vector<std::string> own;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--") {
+      node_args.assign(args.begin() + static_cast<long>(i) + 1, args.end());
+      break;
+    }
+    if (args[i] == "--help" || args[i] == "-h") {
+      own.push_back(args[i]);
+      continue;
+    }
+    auto s = short_flags.find(args[i]);
+    std::string flag = s != short_flags.end() ? s->second : args[i];
+    std::string name = flag.rfind("--", 0) == 0 ? flag.substr(2, flag.find('=') - 2) : "";
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      node_args.assign(args.begin() + static_cast<long>(i), args.end());
+      break;
+    }
+    own.push_back(flag);
+    if (flag.find('=') == std::string::npos && i + 1 < args.size())
+      own.push_back(args[++i]);
+  }
+  return own;
+}
+
+// Parses and checks the flags; false when --help was asked for (and printed).
+bool parse_flags(const std::vector<std::string>& args, launch_flags& l) {
+  flag_set f("launch", summary);
+  f.add("num-workers", l.workers, "worker processes (-n)");
+  f.add("num-servers", l.servers, "server processes (-s)");
+  f.add("hostfile", l.hostfile, "hosts to run servers and workers on over ssh (-H); none: all here");
+  f.add("scheduler-address", l.scheduler_address, "address the scheduler listens on");
+  f.add("secret-file", l.secret_file, "file holding the cluster secret; none: a fresh one per run");
+  f.add("join-timeout", l.join_timeout, "seconds for every node to join the scheduler");
+  f.add("grace", l.grace, "seconds the others may run on after a process fails");
+  if (!f.parse(split_args(args, l.node_args))) {
+    std::cout << f.help() << "  ARGS...                   passed to every `troupe node`\n";
+    return false;
+  }
+  check_range("num-workers", l.workers, 1, 1024);
+  check_range("num-servers", l.servers, 1, 1024);
+  check_range("join-timeout", l.join_timeout, 1, 86400);
+  if (!(l.grace >= 0 && l.grace <= 3600))
+    throw usage_error("--grace must be between 0 and 3600 seconds, got " + std::to_string(l.grace));
+  if (l.scheduler_address.empty() || l.scheduler_address.find(':') != std::string::npos)
+    throw usage_error("--scheduler-address takes a host name or IPv4 address without a port, got '"
+                      + l.scheduler_address + "'");
+  if (!l.hostfile.empty() && !f.given("scheduler-address"))
+    throw usage_error("--hostfile needs --scheduler-address: an address of this machine that the "
+                      "hosts can reach");
+  return true;
+}
+
+// 32 random bytes as 64 hex digits.
+std::string fresh_secret() {
+  std::ifstream random("/dev/urandom", std::ios::binary);
+  unsigned char bytes[32];
+  if (!random.read(reinterpret_cast<char*>(bytes), sizeof bytes))
+    throw std::runtime_error("cannot read /dev/urandom for the cluster secret");
+  std::string hex;
+  for (unsigned char b : bytes) {
+    hex += "0123456789abcdef"[b >> 4];
+    hex += "0123456789abcdef"[b & 15];
+  }
+  return hex;
+}
+
+std::string read_secret(const std::string& path) {
+  if (path.empty())
+    return fresh_secret();
+  std::ifstream in(path);
+  if (!in)
+    throw std::runtime_error("cannot open secret file " + path);
+  std::string secret((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back())))
+    secret.pop_back();
+  if (secret.empty() || secret.find('\n') != std::string::npos)
+    throw std::runtime_error("secret file " + path + " must hold the secret on one line");
+  return secret;
+}
+
+// A directory of this run's own (the scheduler's port file), removed with everything in it.
+struct temp_dir {
+  fs::path path;
+  temp_dir() {
+    std::string pattern = (fs::temp_directory_path() / "troupe-launch-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr)
+      throw std::runtime_error("cannot create a directory from " + pattern);
+    path = pattern;
+  }
+  ~temp_dir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
+// The port the scheduler wrote (atomically, by rename), or 0 while there is none.
+int read_port(const fs::path& file) {
+  std::ifstream in(file);
+  if (!in)
+    return 0;
+  int port = 0;
+  if (!(in >> port) || port < 1 || port > 65535)
+    throw std::runtime_error("the scheduler's port file " + file.string() + " holds no port");
+  return port;
+}
+
+std::string node_program() {
+  std::error_code error;
+  auto path = fs::read_symlink("/proc/self/exe", error);
+  if (error)
+    throw std::runtime_error("cannot resolve /proc/self/exe: " + error.message());
+  return path.string();
+}
+
+// The `troupe node` arguments every role shares.
+std::vector<std::string> node_argv(const std::string& program, const std::string& role,
+                                   const std::string& scheduler, const launch_flags& l) {
+  return {program, "node", "--role", role, "--scheduler", scheduler, "--secret-file", "-",
+          "--join-timeout", std::to_string(l.join_timeout)};
+}
+
+child_spec scheduler_spec(const std::string& program, const fs::path& port_file,
+                          const launch_flags& l, const std::string& secret) {
+  child_spec s{"scheduler", node_argv(program, "scheduler", l.scheduler_address + ":0", l), {},
+               secret + "\n"};
+  s.argv.insert(s.argv.end(), {"--port-file", port_file.string(), "--server-nodes",
+                               std::to_string(l.servers), "--worker-nodes", std::to_string(l.workers)});
+  s.argv.insert(s.argv.end(), l.node_args.begin(), l.node_args.end());
+  return s;
+}
+
+// Starts the servers, then the workers: over ssh when there are hosts, else here.
+void start_nodes(launch::child_processes& children, const std::string& program, int port,
+                 const std::vector<launch::host>& hosts, const launch_flags& l,
+                 const std::string& secret) {
+  const char* ssh = std::getenv("TROUPE_SSH");
+  std::string scheduler = l.scheduler_address + ":" + std::to_string(port);
+  std::string dir = fs::current_path().string();
+  for (int node = 0; node < l.servers + l.workers; ++node) {
+    bool server = node < l.servers;
+    std::string role = server ? "server" : "worker";
+    auto argv = node_argv(program, role, scheduler, l);
+    if (!hosts.empty()) {
+      const auto& h = hosts[static_cast<std::size_t>(node) % hosts.size()];
+      argv.insert(argv.end(), {"--listen", h.name});
+      argv.insert(argv.end(), l.node_args.begin(), l.node_args.end());
+      argv = launch::ssh_command(ssh != nullptr && *ssh ? ssh : "ssh", h, dir, argv);
+    } else {
+      argv.insert(argv.end(), l.node_args.begin(), l.node_args.end());
+    }
+    int index = server ? node : node - l.servers;
+    children.start({role + " " + std::to_string(index), argv, {}, secret + "\n"});
+  }
+}
+
+int run(const launch_flags& l) {
+  std::string secret = read_secret(l.secret_file);
+  // A bad hosts file fails before anything starts.
+  std::vector<launch::host> hosts;
+  if (!l.hostfile.empty())
+    hosts = launch::read_hosts_file(l.hostfile);
+  std::string program = node_program();
+  temp_dir dir;
+  launch::supervisor_options options;
+  options.grace = std::chrono::milliseconds(static_cast<long>(l.grace * 1000));
+  launch::child_processes children(options);  // destroyed before dir: nothing writes there after
+  fs::path port_file = dir.path / "scheduler.port";
+  children.start(scheduler_spec(program, port_file, l, secret));
+  int port = 0;
+  auto up = children.wait_until([&] { return (port = read_port(port_file)) != 0; },
+                                std::chrono::seconds(l.join_timeout));
+  if (up != launch::wait_result::ready) {
+    if (up == launch::wait_result::timed_out)
+      std::cerr << "launch: the scheduler reported no port within " << l.join_timeout << " s\n";
+    else if (up == launch::wait_result::child_exited)
+      std::cerr << "launch: the scheduler exited before it reported its port\n";
+    children.terminate();
+    int status = children.wait();
+    return status != 0 ? status : 1;
+  }
+  std::cerr << "launch: scheduler at " << l.scheduler_address << ':' << port << "; starting "
+            << l.servers << " server(s) and " << l.workers << " worker(s)" << std::endl;
+  start_nodes(children, program, port, hosts, l, secret);
+  return children.wait();
+}
+
+} // namespace
+
+int launch_command(const std::vector<std::string>& args) {
+  launch_flags l;
+  if (!parse_flags(args, l))
+    return 0;
+  return run(l);
+}
+
+} // namespace troupe

@@ -1,0 +1,144 @@
+// `troupe node`: one process of a training cluster (troupe/cluster/cluster_node.hpp). Its
+// place (role, scheduler, node counts) comes from flags or a launcher's environment
+// (node_identity.hpp); the job from --config and the training flags, as for `troupe train`.
+// The scheduler trains and prints what `troupe train` prints; servers and workers run until
+// the scheduler ends the run. The secret comes from --secret-file (`-`: standard input) or
+// TROUPE_SECRET, never from argv; without one the node refuses to start.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+
+#include "apps/commands.hpp"
+#include "apps/flags.hpp"
+#include "apps/node_identity.hpp"
+#include "apps/train_flags.hpp"
+#include "apps/weights_digest.hpp"
+#include <troupe/cluster/cluster_node.hpp>
+#include <troupe/cluster/local_node.hpp>
+#include <troupe/graph/value_hash.hpp>
+#include <troupe/kernels/threading.hpp>
+
+namespace troupe {
+
+namespace {
+
+struct node_command_line {
+  node_flags place;
+  std::string listen = "127.0.0.1", advertise, secret_file, port_file;
+  std::int64_t port = 0;
+  double join_timeout = 120, heartbeat = 1, peer_timeout = 5, request_timeout = 30;
+};
+
+void declare_node_flags(flag_set& f, node_command_line& n) {
+  f.add("role", n.place.role, "scheduler, server or worker (default: from DMLC_ROLE, an MPI or a Slurm rank)");
+  f.add("scheduler", n.place.scheduler, "HOST:PORT where the scheduler listens (the scheduler: port 0 = any free port)");
+  f.add("listen", n.listen, "address a server listens on for workers");
+  f.add("port", n.port, "port a server listens on for workers (0: any free port)");
+  f.add("advertise", n.advertise, "address peers reach this node at, when not --listen (multi-homed hosts, 0.0.0.0)");
+  f.add("secret-file", n.secret_file, "file holding the cluster secret (mode 600; '-': read one line from standard input); else TROUPE_SECRET");
+  f.add("port-file", n.port_file, "the scheduler writes its port here once it listens (for launchers)");
+  f.add("join-timeout", n.join_timeout, "seconds the scheduler waits for every node, and a node retries reaching it");
+  f.add("heartbeat", n.heartbeat, "seconds between heartbeats on every link");
+  f.add("peer-timeout", n.peer_timeout, "seconds of silence after which a peer counts as lost");
+  f.add("request-timeout", n.request_timeout, "seconds a push or pull may wait for its answer");
+}
+
+bool flag_given(const std::vector<std::string>& args, const std::string& name) {
+  for (const auto& a : args)
+    if (a == "--" + name || a.rfind("--" + name + "=", 0) == 0)
+      return true;
+  return false;
+}
+
+std::chrono::milliseconds seconds_flag(const char* flag, double seconds, double min, double max) {
+  if (!(seconds >= min && seconds <= max))
+    throw usage_error(std::string("--") + flag + " must be between " + std::to_string(min) + " and "
+                      + std::to_string(max) + " seconds, got " + std::to_string(seconds));
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+}
+
+cluster_secret read_secret(const std::string& file, const environment& env) {
+  if (file == "-") {
+    std::string line;
+    std::getline(std::cin, line);
+    if (line.empty())
+      throw usage_error("--secret-file -: standard input held no secret");
+    return cluster_secret(line);
+  }
+  if (!file.empty())
+    return cluster_secret::from_file(file);
+  auto it = env.find("TROUPE_SECRET");
+  if (it != env.end() && !it->second.empty())
+    return cluster_secret(it->second);
+  throw usage_error("troupe node needs the cluster secret: --secret-file FILE or TROUPE_SECRET "
+                    "(there is no unauthenticated mode)");
+}
+
+node_role role_of(const std::string& role) {
+  return role == "scheduler" ? node_role::scheduler : role == "server" ? node_role::server : node_role::worker;
+}
+
+} // namespace
+
+int node_command(const std::vector<std::string>& args) {
+  node_command_line n;
+  auto cli = parse_train_flags(args, "node",
+                               "Runs one process of a training cluster: the scheduler, a server or a worker "
+                               "(docs/operations.md).",
+                               [&](flag_set& f) { declare_node_flags(f, n); });
+  if (cli.help) {
+    std::cout << cli.help_text;
+    return 0;
+  }
+  const auto env = current_environment();
+  n.place.config_server_nodes = cli.job.nodes.servers;
+  n.place.config_worker_nodes = cli.job.nodes.workers;
+  if (flag_given(args, "server-nodes"))
+    n.place.server_nodes = cli.job.nodes.servers;
+  if (flag_given(args, "worker-nodes"))
+    n.place.worker_nodes = cli.job.nodes.workers;
+  const auto place = resolve_node_identity(n.place, env);
+  if (place.server_nodes > 0)
+    cli.job.nodes.servers = place.server_nodes;
+  if (place.worker_nodes > 0)
+    cli.job.nodes.workers = place.worker_nodes;
+  check_range("--port", n.port, 0, 65535);
+  cluster_node_options options{read_secret(n.secret_file, env)};
+  options.role = role_of(place.role);
+  options.scheduler_host = place.scheduler_host;
+  options.scheduler_port = place.scheduler_port;
+  options.listen_host = n.listen;
+  options.listen_port = static_cast<std::uint16_t>(n.port);
+  options.advertise_host = n.advertise;
+  options.port_file = n.port_file;
+  options.join_timeout = seconds_flag("join-timeout", n.join_timeout, 1, 86400);
+  options.heartbeat_interval = seconds_flag("heartbeat", n.heartbeat, 0.05, 600);
+  options.connection_timeout = seconds_flag("peer-timeout", n.peer_timeout, 0.2, 3600);
+  options.request_timeout = seconds_flag("request-timeout", n.request_timeout, 0.1, 86400);
+  if (options.connection_timeout <= options.heartbeat_interval * 2)
+    throw usage_error("--peer-timeout must exceed twice --heartbeat (a peer is lost after missing heartbeats)");
+  if (flag_given(args, "config"))
+    options.expected_job_hash = job_hash(cli.job);
+  set_compute_threads(cli.threads);
+  local_node_options node_options;
+  node_options.network = true;
+  local_node_config config{node_options};
+  caf::actor_system system{config};
+  if (options.role != node_role::scheduler) {
+    std::cerr << place.role << ": joining the scheduler at " << place.scheduler_host << ':'
+              << place.scheduler_port << " (" << place.source << ")" << std::endl;
+    run_member(system, options);
+    return 0;
+  }
+  if (cli.job.nodes.servers < 1 || cli.job.nodes.workers < 1)
+    throw usage_error("the scheduler needs the number of server and worker processes: --server-nodes and "
+                      "--worker-nodes, the config's cluster.server_nodes / worker_nodes, or a launcher's counts");
+  cli.output.log = &std::cout;
+  const auto result = run_scheduler(system, cli.job, options, cli.output);
+  std::cout << weights_digest_line(result) << std::endl;
+  return result.phases.empty() ? 1 : 0;
+}
+
+} // namespace troupe

@@ -1,0 +1,86 @@
+// A node of a training cluster: the scheduler, a server or a worker process (`troupe node`).
+//
+//   worker/server --join--> scheduler            each node connects to the scheduler and joins
+//   scheduler --assignment (job, plan node)--> servers; each spawns its shards and aggregators,
+//                                                listens for workers --ready(port)--> scheduler
+//   scheduler --assignment (+ server endpoints)--> workers; each connects to the servers,
+//                                                spawns loaders and computes --ready-->
+//   scheduler: coordinator + metrics drive the epochs through stand-ins (control, reports);
+//              pulls the final weights from the servers' shards; --shutdown(finished)--> all
+//
+// The scheduler plans the job once and sends every node the resolved job with its hash and
+// the plan hash (a node given its own config refuses a job that is not the one it holds);
+// every node plans again from the same job and data facts and checks the plan hash, so no
+// two nodes can disagree about who holds what. Ranks are given in join order per role.
+//
+// Failures: the scheduler monitors every member link (heartbeats and a connection timeout on
+// both ends), so a killed, frozen or cut-off node is noticed within `connection_timeout`;
+// the scheduler then logs which node it lost and when, sends every other node a shutdown
+// naming it, and fails. A node that loses its scheduler, a server it pushes to, or one of
+// its own actors tells the scheduler why and fails. Nothing waits without a deadline: the
+// join (`join_timeout`, during which a node retries reaching its scheduler), every request,
+// every epoch (the session's phase timeout).
+//
+// Thread-safety: run_scheduler and run_member block the calling thread until the run ends.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include <caf/actor_system.hpp>
+
+#include <troupe/actors/timeouts.hpp>
+#include <troupe/actors/training_session.hpp>
+#include <troupe/cluster/admission.hpp>
+#include <troupe/cluster/wire_messages.hpp>
+#include <troupe/graph/job.hpp>
+
+namespace troupe {
+
+struct cluster_node_options {
+  explicit cluster_node_options(cluster_secret cluster) : secret(std::move(cluster)) {}
+
+  node_role role = node_role::worker;
+  /// Where the scheduler listens (the scheduler: where to listen; port 0 = any free port).
+  std::string scheduler_host = "127.0.0.1";
+  std::uint16_t scheduler_port = 0;
+  /// Servers: where to listen for workers (port 0 = any free port).
+  std::string listen_host = "127.0.0.1";
+  std::uint16_t listen_port = 0;
+  /// The address peers reach this node at when it differs from listen_host (a multi-homed
+  /// host, or listening on 0.0.0.0). Empty: listen_host.
+  std::string advertise_host;
+  cluster_secret secret;
+  /// How long the scheduler waits for every node to join and be ready, and how long a node
+  /// retries reaching its scheduler.
+  std::chrono::milliseconds join_timeout{120000};
+  std::chrono::milliseconds request_timeout{30000};
+  std::chrono::milliseconds heartbeat_interval{1000};
+  std::chrono::milliseconds connection_timeout{5000};
+  /// The actors' own deadlines (a step, an epoch).
+  request_timeouts timeouts;
+  /// A server or worker given a config: the hash of the job it resolves to (job_hash), which
+  /// the scheduler's job must equal. 0: take the scheduler's job as it is.
+  std::uint64_t expected_job_hash = 0;
+  /// The scheduler: a file to write the bound port to once it listens (decimal and a newline,
+  /// written to a temporary file and renamed). Empty: none.
+  std::string port_file;
+  /// Start-up progress, losses and refusals, one line each (default: standard error).
+  std::function<void(const std::string&)> log;
+};
+
+/// Runs the scheduler of `job` (whose nodes name the server and worker processes): waits for
+/// them to join, assigns their parts, trains, writes `output` as `troupe train` does and
+/// returns the result with the final weights pulled from the servers. Throws troupe_error
+/// naming the node and the reason when the run fails, std::invalid_argument for a job that
+/// is not a cluster job.
+training_result run_scheduler(caf::actor_system& system, const training_job& job,
+                              const cluster_node_options& options, const session_output& output);
+
+/// Runs a server or worker (options.role) until its scheduler ends the run. Throws
+/// troupe_error naming what failed.
+void run_member(caf::actor_system& system, const cluster_node_options& options);
+
+} // namespace troupe

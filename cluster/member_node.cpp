@@ -1,0 +1,336 @@
+// A server or worker node (cluster_node.hpp). run_member reaches the scheduler (retrying
+// until the join timeout: a node may start before its scheduler), then one actor joins,
+// takes the assignment, spawns the node's part of the plan and watches it: the scheduler
+// link, the links to servers, and every actor of the part. The scheduler's shutdown ends the
+// node: normally when the run finished, else with the reason it gives.
+//
+// A server serves two directories: its entry points (what workers push to: the aggregator in
+// front of a shard in BSP, the shard itself in async) on the listener it opens for workers,
+// and its shards themselves on the scheduler link, from which the final weights are pulled.
+#include <troupe/cluster/cluster_node.hpp>
+
+#include <optional>
+#include <thread>
+#include <unistd.h>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <troupe/actors/actor_errors.hpp>
+#include <troupe/actors/node_part.hpp>
+#include <troupe/cluster/frame_codec.hpp>
+#include <troupe/cluster/job_transfer.hpp>
+#include <troupe/cluster/remote_stand_ins.hpp>
+#include <troupe/graph/zoo.hpp>
+#include <troupe/io/dataset.hpp>
+
+#include "node_common.hpp"
+
+namespace troupe {
+
+namespace {
+
+using assignment_deadline_atom = caf::atom_constant<caf::atom("assigndead")>;
+
+struct member_state {
+  std::optional<cluster_node_options> options;
+  std::string label;  // "worker (pid 42)", then "worker_1"
+  caf::actor scheduler;
+  std::vector<caf::actor> server_links;  // by plan node; invalid where none
+  caf::actor listener;
+  std::shared_ptr<shard_directory> own_shards = std::make_shared<shard_directory>();
+  std::shared_ptr<compute_directory> own_computes = std::make_shared<compute_directory>();
+  node_part part;
+  placement_plan plan;
+  bool assigned = false;
+  std::optional<shutdown_message> told;  // the scheduler's shutdown, once it came
+  caf::response_promise promise;
+  std::optional<caf::error> outcome;     // none: running; an empty error: finished
+  static inline const char* name = "troupe.member";
+};
+
+using member_actor = caf::stateful_actor<member_state>;
+
+void answer(member_actor* self) {
+  auto& st = self->state;
+  if (!st.outcome || !st.promise.pending())
+    return;
+  if (*st.outcome)
+    st.promise.deliver(*st.outcome);
+  else
+    st.promise.deliver(true);
+  self->quit();
+}
+
+// Ends the node: its part and links go; the scheduler hears why unless it is the one gone.
+void finish(member_actor* self, caf::error reason) {
+  auto& st = self->state;
+  if (st.outcome)
+    return;
+  if (reason) {
+    log_node_line(*st.options, st.label + ": " + reason_text(self->system(), reason));
+    if (st.scheduler)
+      self->send(st.scheduler, send_atom::value,
+                 wire_message{shutdown_message{reason_text(self->system(), reason), false}});
+  }
+  st.part.shut_down();
+  // The servers hear that this worker is done (and why), rather than a closed connection.
+  const shutdown_message end{reason ? reason_text(self->system(), reason) : "the run finished", !reason};
+  for (auto& link : st.server_links)
+    if (link)
+      self->send(link, send_atom::value, wire_message{end});
+  if (st.listener)
+    self->send_exit(st.listener, caf::exit_reason::user_shutdown);
+  st.outcome = std::move(reason);
+  answer(self);
+}
+
+void fail(member_actor* self, errc code, const std::string& why) { finish(self, make_error(code, why)); }
+
+std::string facts_text(const data_facts& f) {
+  return shape_string(f.sample_shape) + ", " + std::to_string(f.classes) + " classes, "
+         + std::to_string(f.train_examples) + " training and " + std::to_string(f.validation_examples)
+         + " validation examples";
+}
+
+// A worker reads its data from the job's paths; it must be the data the scheduler planned with.
+node_data open_worker_data(const training_job& job, const data_facts& planned) {
+  node_data data{open_dataset(job.train_data), open_dataset(job.validation_data)};
+  const auto mine = data_facts_of(*data.train, *data.validation);
+  if (mine.sample_shape != planned.sample_shape || mine.classes != planned.classes
+      || mine.train_examples != planned.train_examples || mine.validation_examples != planned.validation_examples)
+    throw std::invalid_argument("this node's data (" + facts_text(mine) + ") is not the scheduler's ("
+                                + facts_text(planned) + ")");
+  return data;
+}
+
+void connect_servers(member_actor* self, const assignment_message& a, const link_options& link) {
+  auto& st = self->state;
+  st.server_links.assign(st.plan.nodes.size(), caf::actor{});
+  for (const auto& server : a.servers) {
+    if (server.node >= st.plan.nodes.size() || st.plan.nodes[server.node].kind != node_kind::server)
+      throw std::invalid_argument("the assignment names node " + std::to_string(server.node)
+                                  + " as a server, which the plan does not");
+    auto connected = connect_link(self->system(), server.host, server.port, link);
+    if (!connected)
+      throw troupe_error(troupe_code(connected.error()), "server " + std::to_string(st.plan.nodes[server.node].rank)
+                                                           + ": " + error_text(connected.error()));
+    self->monitor(*connected);
+    st.server_links[server.node] = *connected;
+  }
+}
+
+// Spawns this node's part; true when it opened a listener for workers (a server).
+bool take_assignment(member_actor* self, const assignment_message& a) {
+  auto& st = self->state;
+  const auto& options = *st.options;
+  if (options.expected_job_hash != 0 && a.job_hash != options.expected_job_hash)
+    throw std::invalid_argument("the scheduler's job (hash " + std::to_string(a.job_hash)
+                                + ") is not the one this node's config resolves to (hash "
+                                + std::to_string(options.expected_job_hash)
+                                + "): start every node with the same config and flags");
+  const auto job = job_from_bytes(a.job, a.job_hash);
+  st.plan = plan_placement(job, a.facts);
+  if (st.plan.hash != a.plan_hash)
+    throw std::invalid_argument("this node plans the job as plan " + std::to_string(st.plan.hash)
+                                + ", the scheduler as plan " + std::to_string(a.plan_hash) + " (another version?)");
+  const int node = static_cast<int>(a.node);
+  if (a.node >= st.plan.nodes.size()
+      || (options.role == node_role::server) != (st.plan.nodes[a.node].kind == node_kind::server))
+    throw std::invalid_argument("the scheduler assigned node " + std::to_string(a.node) + ", which is no "
+                                + to_string(options.role) + " of the plan");
+  st.label = st.plan.nodes[a.node].name;
+  auto link = link_options_of(options, st.label);
+  link.plan_hash = st.plan.hash;
+  link.keys = wire_keys_of(st.plan);
+  // The scheduler pulls the final weights over this link: check them against the plan too.
+  self->send(st.scheduler, plan_atom::value, st.plan.hash, link.keys);
+  if (options.role == node_role::worker)
+    connect_servers(self, a, link);
+  const auto spec = model_of(job, a.facts);
+  auto reference = build_model(spec);
+  node_data data;
+  if (options.role == node_role::worker)
+    data = open_worker_data(job, a.facts);
+  node_part_options part;
+  part.node = node;
+  part.metrics = caf::actor_cast<metrics_sink_actor>(st.scheduler);
+  part.timeouts = options.timeouts;
+  const auto request_timeout = options.request_timeout;
+  auto links = st.server_links;
+  const auto plan = st.plan;
+  auto& system = self->system();
+  part.remote.push_target = [=, &system](std::size_t actor) {
+    const auto& target = plan.actors.at(actor);
+    const auto& to = links.at(static_cast<std::size_t>(target.node));
+    if (!to)
+      throw std::invalid_argument("no link to " + plan.nodes.at(static_cast<std::size_t>(target.node)).name
+                                  + ", which holds " + target.name);
+    return spawn_remote_shard(system, to, static_cast<std::uint32_t>(target.shard), request_timeout);
+  };
+  spawn_node_part(system, job, st.plan, spec, initial_weights(*reference), data, part, st.part);
+  for (auto& [actor, name] : st.part.spawned)
+    self->monitor(actor);
+  for (auto i : st.plan.actors_on(node)) {
+    const auto& entry = st.plan.actors[i];
+    if (entry.role == plan_role::shard)
+      st.own_shards->set(static_cast<std::uint32_t>(entry.shard), st.part.targets[i]);
+  }
+  for (const auto& [worker, compute] : st.part.computes)
+    st.own_computes->set(static_cast<std::uint32_t>(worker), compute);
+  if (options.role != node_role::server)
+    return false;
+  // Workers push to the entry points; they connect only after this node is ready.
+  auto entries = std::make_shared<shard_directory>();
+  for (const auto& [shard, actor] : entry_points(st.plan, node))
+    entries->set(shard, st.part.targets.at(actor));
+  link.local_shards = entries;
+  auto listener = spawn_listener(system, options.listen_host, options.listen_port, link);
+  if (!listener)
+    throw troupe_error(errc::peer_down, error_text(listener.error()));
+  st.listener = *listener;
+  self->monitor(st.listener);
+  return true;
+}
+
+void say_ready(member_actor* self, std::uint32_t node, std::uint16_t port) {
+  auto& st = self->state;
+  log_node_line(*st.options, st.label + ": ready (" + std::to_string(st.part.spawned.size()) + " actors"
+                               + (port ? ", listening on " + st.options->listen_host + ":" + std::to_string(port) : "")
+                               + ")");
+  self->send(st.scheduler, send_atom::value, wire_message{ready_message{node, port}});
+}
+
+void on_scheduler_message(member_actor* self, wire_message& message) {
+  auto& st = self->state;
+  if (auto* end = std::get_if<shutdown_message>(&message)) {
+    st.told = *end;
+    return;
+  }
+  auto* a = std::get_if<assignment_message>(&message);
+  if (!a || st.assigned)
+    return fail(self, errc::bad_request, std::string("the scheduler sent a ") + kind_name(message)
+                                           + (a ? " twice" : ", which a node does not take"));
+  st.assigned = true;
+  const auto node = a->node;
+  try {
+    if (!take_assignment(self, *a))
+      return say_ready(self, node, 0);
+    self->request(st.listener, std::chrono::seconds(30), port_atom::value)
+      .then([=](std::uint16_t port) { say_ready(self, node, port); },
+            [=](caf::error& err) {
+              fail(self, errc::peer_down, "cannot listen on " + self->state.options->listen_host + ":"
+                                            + std::to_string(self->state.options->listen_port) + ": "
+                                            + reason_text(self->system(), err));
+            });
+  } catch (const troupe_error& e) {
+    fail(self, e.code(), e.what());
+  } catch (const std::exception& e) {
+    fail(self, classify_exception(e), e.what());
+  }
+}
+
+void on_down(member_actor* self, const caf::down_msg& down) {
+  auto& st = self->state;
+  if (st.outcome)
+    return;
+  if (st.listener && down.source == st.listener.address())
+    return fail(self, errc::peer_down, "the listener for workers ended: " + reason_text(self->system(), down.reason));
+  if (down.source == st.scheduler.address()) {
+    st.scheduler = caf::actor{};
+    if (st.told && st.told->finished)
+      return finish(self, caf::error{});
+    return fail(self, errc::peer_down, "lost the scheduler at " + clock_time_now() + ": "
+                                         + (st.told ? st.told->reason : reason_text(self->system(), down.reason)));
+  }
+  for (std::size_t n = 0; n < st.server_links.size(); ++n)
+    if (st.server_links[n] && down.source == st.server_links[n].address())
+      return fail(self, errc::peer_down, "lost " + st.plan.nodes[n].name + " at " + clock_time_now() + ": "
+                                           + reason_text(self->system(), down.reason));
+  for (auto& [actor, name] : st.part.spawned)
+    if (down.source == actor.address())
+      return fail(self, errc::internal, name + " terminated: " + reason_text(self->system(), down.reason));
+}
+
+caf::behavior member(member_actor* self, cluster_node_options options, std::shared_ptr<shard_directory> shards,
+                     std::shared_ptr<compute_directory> computes) {
+  auto& st = self->state;
+  st.options.emplace(std::move(options));
+  st.own_shards = std::move(shards);
+  st.own_computes = std::move(computes);
+  st.label = std::string(to_string(st.options->role)) + " (pid " + std::to_string(::getpid()) + ")";
+  self->set_down_handler([=](caf::down_msg& down) { on_down(self, down); });
+
+  return {
+    [=](run_atom) {
+      self->state.promise = self->make_response_promise();
+      answer(self);
+      return self->state.promise;
+    },
+    [=](scheduler_link_atom, caf::actor& link) {
+      auto& st = self->state;
+      st.scheduler = link;
+      self->monitor(link);
+      join_message join{st.options->role, advertised_host(*st.options), 0, static_cast<std::uint32_t>(::getpid())};
+      self->send(link, send_atom::value, wire_message{join});
+      // The scheduler assigns once everyone joined, within its own join timeout.
+      self->delayed_send(self, st.options->join_timeout * 2 + std::chrono::seconds(5), assignment_deadline_atom::value);
+    },
+    [=](wire_atom, caf::actor&, wire_message& message) { on_scheduler_message(self, message); },
+    [=](assignment_deadline_atom) {
+      if (!self->state.assigned)
+        fail(self, errc::timeout, "no assignment from the scheduler in time");
+    },
+  };
+}
+
+} // namespace
+
+void run_member(caf::actor_system& system, const cluster_node_options& options) {
+  if (options.role == node_role::scheduler)
+    throw std::invalid_argument("run_member runs a server or a worker");
+  auto shards = std::make_shared<shard_directory>();
+  auto computes = std::make_shared<compute_directory>();
+  auto node = system.spawn<caf::detached>(member, options, shards, computes);
+  caf::scoped_actor blocking{system};
+  auto stop = [&] {
+    blocking->send_exit(node, caf::exit_reason::user_shutdown);
+    blocking->wait_for(node);
+  };
+  // Reach the scheduler, retrying: it may not listen yet.
+  auto link = link_options_of(options, std::string(to_string(options.role)) + " (pid "
+                                         + std::to_string(::getpid()) + ")");
+  link.handler = node;
+  link.local_shards = shards;
+  link.local_computes = computes;
+  const auto where = options.scheduler_host + ":" + std::to_string(options.scheduler_port);
+  const auto give_up = std::chrono::steady_clock::now() + options.join_timeout;
+  bool said = false;
+  for (;;) {
+    auto connected = connect_link(system, options.scheduler_host, options.scheduler_port, link);
+    if (connected) {
+      blocking->send(node, scheduler_link_atom::value, *connected);
+      break;
+    }
+    if (std::chrono::steady_clock::now() >= give_up) {
+      stop();
+      throw troupe_error(errc::peer_down, "no scheduler at " + where + " within "
+                                            + std::to_string(options.join_timeout.count() / 1000)
+                                            + " s (--join-timeout): " + error_text(connected.error()));
+    }
+    if (!said)
+      log_node_line(options, std::string(to_string(options.role)) + ": no scheduler at " + where
+                               + " yet; retrying until the join timeout");
+    said = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  caf::error failure;
+  const auto bound = options.join_timeout * 2 + std::chrono::hours(24 * 365);
+  blocking->request(node, bound, run_atom::value)
+    .receive([&](bool) {}, [&](caf::error& err) { failure = std::move(err); });
+  stop();
+  if (failure)
+    throw troupe_error(troupe_code(failure), error_text(failure));
+}
+
+} // namespace troupe

@@ -1,0 +1,58 @@
+#include "node_common.hpp"
+
+#include <chrono>
+#include <ctime>
+#include <cstdio>
+#include <iostream>
+
+#include <caf/actor_system.hpp>
+
+#include <troupe/actors/actor_errors.hpp>
+
+namespace troupe {
+
+link_options link_options_of(const cluster_node_options& options, const std::string& name) {
+  link_options link{options.secret};
+  link.role = options.role;
+  link.name = name;
+  link.request_timeout = options.request_timeout;
+  link.heartbeat_interval = options.heartbeat_interval;
+  link.connection_timeout = options.connection_timeout;
+  link.phase_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(options.timeouts.phase);
+  if (options.log)
+    link.log = options.log;
+  return link;
+}
+
+void log_node_line(const cluster_node_options& options, const std::string& line) {
+  if (options.log)
+    options.log(line);
+  else
+    std::cerr << line << std::endl;
+}
+
+std::string advertised_host(const cluster_node_options& options) {
+  return options.advertise_host.empty() ? options.listen_host : options.advertise_host;
+}
+
+std::string clock_time_now() {
+  const auto now = std::chrono::system_clock::now();
+  const auto seconds = std::chrono::system_clock::to_time_t(now);
+  const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[32];
+  std::snprintf(text, sizeof text, "%02d:%02d:%02d.%03d UTC", utc.tm_hour, utc.tm_min, utc.tm_sec,
+                static_cast<int>(millis));
+  return text;
+}
+
+std::string reason_text(caf::actor_system& system, const caf::error& reason) {
+  if (!reason)
+    return "it ended";
+  if (reason.category() == error_category)
+    return error_text(reason);
+  return system.render(reason);
+}
+
+} // namespace troupe

@@ -1,0 +1,35 @@
+// What the scheduler and the member nodes (cluster_node.hpp) share: link options from node
+// options, one-line logging, and the wording of a lost peer.
+#pragma once
+
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/atom.hpp>
+#include <caf/error.hpp>
+
+#include <troupe/cluster/cluster_node.hpp>
+#include <troupe/cluster/peer_link.hpp>
+
+namespace troupe {
+
+using join_deadline_atom = caf::atom_constant<caf::atom("joindead")>;
+using scheduler_link_atom = caf::atom_constant<caf::atom("schedlink")>;
+using grace_over_atom = caf::atom_constant<caf::atom("graceover")>;
+
+/// Options for a link of this node: its role, name, secret, timeouts and logging.
+link_options link_options_of(const cluster_node_options& options, const std::string& name);
+
+/// options.log, or a line on standard error.
+void log_node_line(const cluster_node_options& options, const std::string& line);
+
+/// The address peers reach the node at.
+std::string advertised_host(const cluster_node_options& options);
+
+/// The wall-clock time now as HH:MM:SS.mmm (UTC), for loss lines.
+std::string clock_time_now();
+
+/// Why a link or actor ended, in words: a troupe error's text, else CAF's rendering.
+std::string reason_text(caf::actor_system& system, const caf::error& reason);
+
+} // namespace troupe

@@ -1,0 +1,442 @@
+// The scheduler node (cluster_node.hpp). One actor keeps the run's bookkeeping: who joined,
+// which plan node each member got, who is ready; once everyone is, a training session spawns
+// the scheduler's part of the plan (coordinator, metrics) with stand-ins for the computes
+// and shards on the members. Servers are assigned first and say where they listen in their
+// ready; workers are assigned only then, with those endpoints, so a worker never pushes to a
+// server that is not serving yet.
+//
+// Every member link is monitored from its join on: a link that ends before the run has
+// finished is a lost node and ends the run. Whichever way the run ends, the members are
+// told (a shutdown frame, `finished` or with the reason) and the answer waits until their
+// links have closed (at most `grace`), so the frames are out before the process exits.
+#include <troupe/cluster/cluster_node.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <optional>
+#include <stdexcept>
+#include <unistd.h>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <troupe/actors/actor_errors.hpp>
+#include <troupe/actors/node_part.hpp>
+#include <troupe/cluster/frame_codec.hpp>
+#include <troupe/cluster/job_transfer.hpp>
+#include <troupe/cluster/remote_stand_ins.hpp>
+#include <troupe/graph/value_hash.hpp>
+#include <troupe/io/dataset.hpp>
+
+#include "node_common.hpp"
+
+namespace troupe {
+
+namespace {
+
+constexpr auto grace = std::chrono::seconds(3);
+
+struct member_entry {
+  caf::actor link;
+  node_role role = node_role::worker;
+  int rank = -1;  // within its role, in join order
+  int node = -1;  // its plan node
+  std::string host;
+  std::uint32_t pid = 0;
+  std::uint16_t port = 0;
+  bool ready = false;
+  bool gone = false;
+  std::string name() const {
+    return std::string(to_string(role)) + " " + std::to_string(rank) + " (pid " + std::to_string(pid)
+           + " on " + host + ")";
+  }
+};
+
+enum class run_phase { joining, servers_assigned, workers_assigned, training, ending };
+
+struct scheduler_state {
+  std::optional<cluster_node_options> options;
+  training_job job;
+  placement_plan plan;
+  data_facts facts;
+  std::vector<char> job_bytes;
+  std::uint64_t job_hash = 0;
+  session_output output;
+  metrics_sink_actor metrics;
+  caf::actor listener;
+  training_session_actor session;
+  std::vector<member_entry> members;
+  run_phase at = run_phase::joining;
+  caf::response_promise promise;
+  std::optional<caf::expected<training_result>> outcome;
+  static inline const char* name = "troupe.scheduler";
+};
+
+using scheduler_actor = caf::stateful_actor<scheduler_state>;
+
+int expected(const scheduler_state& st, node_role role) {
+  return role == node_role::server ? st.job.nodes.servers : st.job.nodes.workers;
+}
+
+int count(const scheduler_state& st, node_role role, bool ready_only = false) {
+  return static_cast<int>(std::count_if(st.members.begin(), st.members.end(), [&](const member_entry& m) {
+    return m.role == role && (!ready_only || m.ready);
+  }));
+}
+
+// "1/2 workers joined, 1/1 servers joined; waiting for worker 1"
+std::string progress_text(const scheduler_state& st) {
+  std::string text;
+  std::string waiting;
+  for (auto role : {node_role::server, node_role::worker}) {
+    const bool joining = st.at == run_phase::joining;
+    const int have = count(st, role, !joining), want = expected(st, role);
+    text += (text.empty() ? "" : ", ") + std::to_string(have) + "/" + std::to_string(want) + " "
+            + to_string(role) + "s " + (joining ? "joined" : "ready");
+    if (waiting.empty() && have < want)
+      waiting = std::string(to_string(role)) + " " + std::to_string(have);
+  }
+  return waiting.empty() ? text : text + "; waiting for " + waiting;
+}
+
+member_entry* member_of(scheduler_state& st, const caf::actor_addr& link) {
+  for (auto& m : st.members)
+    if (m.link.address() == link)
+      return &m;
+  return nullptr;
+}
+
+// Tells every member still there how the run ends, then answers once their links have closed
+// (or the grace is over).
+void end_run(scheduler_actor* self, caf::expected<training_result> outcome) {
+  auto& st = self->state;
+  if (st.at == run_phase::ending)
+    return;
+  st.at = run_phase::ending;
+  if (!outcome)
+    log_node_line(*st.options, "scheduler: the run failed: " + reason_text(self->system(), outcome.error()));
+  shutdown_message end;
+  end.finished = static_cast<bool>(outcome);
+  end.reason = end.finished ? "the run finished" : reason_text(self->system(), outcome.error());
+  for (auto& m : st.members)
+    if (!m.gone)
+      self->send(m.link, send_atom::value, wire_message{end});
+  if (st.session)
+    self->send_exit(st.session, caf::exit_reason::user_shutdown);
+  st.outcome = std::move(outcome);
+  self->delayed_send(self, grace, grace_over_atom::value);
+}
+
+void answer_if_done(scheduler_actor* self, bool grace_over) {
+  auto& st = self->state;
+  if (!st.outcome || !st.promise.pending())
+    return;
+  const bool all_gone = std::all_of(st.members.begin(), st.members.end(), [](auto& m) { return m.gone; });
+  if (!all_gone && !grace_over)
+    return;
+  if (*st.outcome)
+    st.promise.deliver(std::move(**st.outcome));
+  else
+    st.promise.deliver(st.outcome->error());
+  self->send_exit(st.listener, caf::exit_reason::user_shutdown);
+  self->quit();
+}
+
+void fail(scheduler_actor* self, errc code, const std::string& why) {
+  end_run(self, make_error(code, why));
+}
+
+void start_training(scheduler_actor* self) {
+  auto& st = self->state;
+  st.at = run_phase::training;
+  log_node_line(*st.options, "scheduler: every node is ready (" + progress_text(st) + "); training");
+  std::vector<caf::actor> link_of_node(st.plan.nodes.size());
+  for (auto& m : st.members)
+    link_of_node.at(static_cast<std::size_t>(m.node)) = m.link;
+  auto& system = self->system();
+  const auto request_timeout = st.options->request_timeout;
+  const auto phase_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(st.options->timeouts.phase);
+  const auto plan = st.plan;
+  session_sinks sinks;
+  sinks.output = st.output;
+  sinks.metrics = st.metrics;
+  sinks.timeouts = st.options->timeouts;
+  sinks.node.node = 0;
+  sinks.node.remote.compute = [=, &system](std::size_t actor) {
+    const auto& a = plan.actors.at(actor);
+    return spawn_remote_compute(system, link_of_node.at(static_cast<std::size_t>(a.node)),
+                                static_cast<std::uint32_t>(a.worker), phase_timeout);
+  };
+  sinks.node.remote.push_target = [=, &system](std::size_t actor) {
+    const auto& a = plan.actors.at(actor);
+    return spawn_remote_shard(system, link_of_node.at(static_cast<std::size_t>(a.node)),
+                              static_cast<std::uint32_t>(a.shard), request_timeout);
+  };
+  st.session = spawn_training_session(system, st.job, std::move(sinks));
+  self->monitor(st.session);
+  self->attach_functor([session = st.session](const caf::error&) {
+    caf::anon_send_exit(session, caf::exit_reason::user_shutdown);
+  });
+  const auto phases = std::min<std::int64_t>(st.job.epochs * 2 + 2, 1 << 20);
+  self->request(st.session, st.options->timeouts.phase * phases, run_atom::value)
+    .then([=](training_result& r) { end_run(self, std::move(r)); },
+          [=](caf::error& err) { end_run(self, std::move(err)); });
+}
+
+int plan_node_of(const placement_plan& plan, node_role role, int rank) {
+  const auto kind = role == node_role::server ? node_kind::server : node_kind::worker;
+  for (std::size_t n = 0; n < plan.nodes.size(); ++n)
+    if (plan.nodes[n].kind == kind && plan.nodes[n].rank == rank)
+      return static_cast<int>(n);
+  throw std::logic_error("scheduler: the plan has no " + std::string(to_string(role)) + " " + std::to_string(rank));
+}
+
+void assign(scheduler_actor* self, node_role role) {
+  auto& st = self->state;
+  st.at = role == node_role::server ? run_phase::servers_assigned : run_phase::workers_assigned;
+  std::vector<endpoint> servers;
+  if (role == node_role::worker)
+    for (auto& m : st.members)
+      if (m.role == node_role::server)
+        servers.push_back({static_cast<std::uint32_t>(m.node), m.host, m.port});
+  for (auto& m : st.members) {
+    if (m.role != role)
+      continue;
+    assignment_message a;
+    a.rank = static_cast<std::uint32_t>(m.rank);
+    a.node = static_cast<std::uint32_t>(m.node);
+    a.job = st.job_bytes;
+    a.job_hash = st.job_hash;
+    a.plan_hash = st.plan.hash;
+    a.facts = st.facts;
+    a.servers = servers;
+    self->send(m.link, send_atom::value, wire_message{std::move(a)});
+  }
+}
+
+void on_join(scheduler_actor* self, const caf::actor& link, const join_message& join) {
+  auto& st = self->state;
+  auto refuse = [&](const std::string& why) {
+    log_node_line(*st.options, "scheduler: refused a " + std::string(to_string(join.role)) + " (pid "
+                                 + std::to_string(join.pid) + " on " + join.host + "): " + why);
+    self->send(link, send_atom::value, wire_message{shutdown_message{"refused by the scheduler: " + why, false}});
+  };
+  if (join.role == node_role::scheduler)
+    return refuse("a scheduler cannot join another scheduler");
+  if (st.at != run_phase::joining)
+    return refuse("the run has started");
+  if (member_of(st, link.address()))
+    return refuse("it joined twice");
+  const int have = count(st, join.role), want = expected(st, join.role);
+  if (have >= want)
+    return refuse("the run has its " + std::to_string(want) + " " + to_string(join.role) + "s already");
+  member_entry m;
+  m.link = link;
+  m.role = join.role;
+  m.rank = have;
+  m.node = plan_node_of(st.plan, join.role, have);
+  m.host = join.host;
+  m.pid = join.pid;
+  self->monitor(link);
+  st.members.push_back(m);
+  log_node_line(*st.options, "scheduler: " + m.name() + " joined; " + progress_text(st));
+  if (count(st, node_role::server) == st.job.nodes.servers && count(st, node_role::worker) == st.job.nodes.workers)
+    assign(self, node_role::server);
+}
+
+void on_ready(scheduler_actor* self, const caf::actor& link, const ready_message& ready) {
+  auto& st = self->state;
+  auto* m = member_of(st, link.address());
+  const auto expected_phase = m && m->role == node_role::server ? run_phase::servers_assigned
+                                                                : run_phase::workers_assigned;
+  if (!m || m->ready || st.at != expected_phase || ready.node != static_cast<std::uint32_t>(m->node))
+    return fail(self, errc::bad_request,
+                "scheduler: " + (m ? m->name() : std::string("a node that did not join"))
+                  + " reported ready out of turn (as node " + std::to_string(ready.node) + ")");
+  if (m->role == node_role::server && ready.port == 0)
+    return fail(self, errc::bad_request, "scheduler: " + m->name() + " is ready but listens on no port");
+  m->ready = true;
+  m->port = ready.port;
+  log_node_line(*st.options, "scheduler: " + m->name() + " is ready"
+                               + (ready.port ? " (listening on port " + std::to_string(ready.port) + ")" : "")
+                               + "; " + progress_text(st));
+  if (count(st, m->role, true) < expected(st, m->role))
+    return;
+  if (m->role == node_role::server)
+    assign(self, node_role::worker);
+  else
+    start_training(self);
+}
+
+void on_member_message(scheduler_actor* self, const caf::actor& link, wire_message& message) {
+  auto& st = self->state;
+  if (st.at == run_phase::ending)
+    return;
+  if (auto* join = std::get_if<join_message>(&message))
+    return on_join(self, link, *join);
+  if (auto* ready = std::get_if<ready_message>(&message))
+    return on_ready(self, link, *ready);
+  if (auto* end = std::get_if<shutdown_message>(&message)) {
+    auto* m = member_of(st, link.address());
+    if (!m)
+      return;  // a node that never joined: nothing of the run is lost
+    m->gone = true;
+    return fail(self, errc::peer_down, "scheduler: " + m->name() + " stopped: " + end->reason);
+  }
+  log_node_line(*st.options, std::string("scheduler: a node sent a ") + kind_name(message)
+                               + ", which the scheduler does not take; ignored");
+}
+
+void on_down(scheduler_actor* self, const caf::down_msg& down) {
+  auto& st = self->state;
+  if (st.session && down.source == st.session.address())
+    return fail(self, errc::internal, "scheduler: the training session terminated: "
+                                        + reason_text(self->system(), down.reason));
+  auto* m = member_of(st, down.source);
+  if (!m)
+    return;
+  const bool was_gone = m->gone;
+  m->gone = true;
+  if (st.at == run_phase::ending)
+    return answer_if_done(self, false);
+  if (!was_gone)
+    fail(self, errc::peer_down, "scheduler: lost " + m->name() + " at " + clock_time_now() + ": "
+                                  + reason_text(self->system(), down.reason));
+}
+
+// What the scheduler starts with, planned by the caller.
+struct scheduler_setup {
+  cluster_node_options options;
+  training_job job;
+  session_output output;
+  placement_plan plan;
+  data_facts facts;
+  metrics_sink_actor metrics;
+};
+
+void write_port_file(const std::string& path, std::uint16_t port);
+
+// Listens (its links check what arrives against the plan's keys and pass node-level messages
+// here), then waits for the members until the join deadline.
+void start_listening(scheduler_actor* self) {
+  auto& st = self->state;
+  const auto& options = *st.options;
+  auto link = link_options_of(options, "scheduler");
+  link.role = node_role::scheduler;
+  link.plan_hash = st.plan.hash;
+  link.keys = wire_keys_of(st.plan);
+  link.metrics = st.metrics;
+  link.handler = caf::actor_cast<caf::actor>(self);
+  auto listener = spawn_listener(self->system(), options.scheduler_host, options.scheduler_port, link);
+  if (!listener)
+    return fail(self, errc::peer_down, "scheduler: " + reason_text(self->system(), listener.error()));
+  st.listener = *listener;
+  self->monitor(st.listener);
+  self->delayed_send(self, options.join_timeout, join_deadline_atom::value);
+  self->request(st.listener, std::chrono::seconds(30), port_atom::value)
+    .then(
+      [=](std::uint16_t port) {
+        const auto& o = *self->state.options;
+        log_node_line(o, "scheduler: listening on " + o.scheduler_host + ":" + std::to_string(port)
+                           + "; waiting for " + std::to_string(self->state.job.nodes.servers) + " server(s) and "
+                           + std::to_string(self->state.job.nodes.workers) + " worker(s) (join timeout "
+                           + std::to_string(o.join_timeout.count() / 1000) + " s)");
+        try {
+          if (!o.port_file.empty())
+            write_port_file(o.port_file, port);
+        } catch (const std::exception& e) {
+          fail(self, errc::internal, std::string("scheduler: ") + e.what());
+        }
+      },
+      [=](caf::error& err) {
+        fail(self, errc::peer_down, "scheduler: cannot listen on " + self->state.options->scheduler_host + ":"
+                                      + std::to_string(self->state.options->scheduler_port) + ": "
+                                      + reason_text(self->system(), err));
+      });
+}
+
+caf::behavior scheduler(scheduler_actor* self, scheduler_setup setup) {
+  auto& st = self->state;
+  st.options.emplace(std::move(setup.options));
+  st.job = std::move(setup.job);
+  st.output = std::move(setup.output);
+  st.plan = std::move(setup.plan);
+  st.facts = setup.facts;
+  st.metrics = std::move(setup.metrics);
+  st.job_bytes = job_bytes(st.job);
+  st.job_hash = job_hash(st.job);
+  self->set_down_handler([=](caf::down_msg& down) { on_down(self, down); });
+  start_listening(self);
+  // Whatever ends the scheduler ends its listener (and with it every member link) and the
+  // session. The functor runs after the state is gone: it holds its own handles.
+  self->attach_functor([listener = st.listener](const caf::error&) {
+    if (listener)
+      caf::anon_send_exit(listener, caf::exit_reason::user_shutdown);
+  });
+  return {
+    [=](run_atom) {
+      auto& st = self->state;
+      st.promise = self->make_response_promise();
+      if (st.outcome)  // the run ended before anyone asked
+        answer_if_done(self, true);
+      return st.promise;
+    },
+    [=](wire_atom, caf::actor& link, wire_message& message) { on_member_message(self, link, message); },
+    [=](join_deadline_atom) {
+      if (self->state.at < run_phase::training)
+        fail(self, errc::timeout, "scheduler: gave up after "
+                                    + std::to_string(self->state.options->join_timeout.count() / 1000)
+                                    + " s (--join-timeout): " + progress_text(self->state));
+    },
+    [=](grace_over_atom) { answer_if_done(self, true); },
+  };
+}
+
+// Writes the port to `path` through a temporary file and a rename, so a reader never sees half.
+void write_port_file(const std::string& path, std::uint16_t port) {
+  const auto temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << port << '\n';
+    if (!out)
+      throw std::runtime_error("cannot write the port file " + temporary);
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0)
+    throw std::runtime_error("cannot rename " + temporary + " to " + path);
+}
+
+} // namespace
+
+training_result run_scheduler(caf::actor_system& system, const training_job& job,
+                              const cluster_node_options& options, const session_output& output) {
+  check_job(job);
+  if (job.nodes.servers < 1 || job.nodes.workers < 1)
+    throw std::invalid_argument("scheduler: the job names no server and worker processes "
+                                "(cluster.server_nodes / worker_nodes, --server-nodes / --worker-nodes)");
+  // Plan before anyone joins: the assignments carry the plan's hash and data facts.
+  auto train_set = open_dataset(job.train_data);
+  auto validation_set = open_dataset(job.validation_data);
+  const auto facts = data_facts_of(*train_set, *validation_set);
+  auto plan = plan_placement(job, facts);
+  auto metrics = spawn_metrics(system, metrics_options_of(job, output));
+  auto node = system.spawn(scheduler, scheduler_setup{options, job, output, std::move(plan), facts, metrics});
+  caf::scoped_actor blocking{system};
+  // The scheduler's own deadlines (join, every epoch) end the run first; this bound only
+  // keeps a bug from hanging the process.
+  const auto epochs = std::min<std::int64_t>(job.epochs * 2 + 4, 1 << 20);
+  const auto bound = options.join_timeout * 2 + options.timeouts.phase * epochs;
+  std::optional<training_result> result;
+  caf::error failure;
+  blocking->request(node, bound, run_atom::value)
+    .receive([&](training_result& r) { result = std::move(r); },
+             [&](caf::error& err) { failure = std::move(err); });
+  blocking->send_exit(node, caf::exit_reason::user_shutdown);
+  blocking->wait_for(node);
+  blocking->send_exit(metrics, caf::exit_reason::user_shutdown);
+  blocking->wait_for(metrics);
+  if (!result)
+    throw troupe_error(troupe_code(failure), error_text(failure));
+  return std::move(*result);
+}
+
+} // namespace troupe

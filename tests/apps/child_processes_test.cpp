@@ -1,0 +1,270 @@
+// The launcher's supervisor, with /bin/sh scripts as children: prefixed and whole output
+// lines, stdin, exit statuses, the grace → SIGTERM → SIGKILL sequence, stop requests, and no
+// process (child or grandchild) left behind. Deadlines are short; the only time checks are
+// generous upper bounds that keep a broken supervisor from hanging the suite.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "apps/launch/child_processes.hpp"
+
+using namespace troupe::launch;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct captured {
+  std::ostringstream out, err;
+
+  supervisor_options options(std::chrono::milliseconds grace = 100ms,
+                             std::chrono::milliseconds kill_delay = 200ms) {
+    supervisor_options o;
+    o.grace = grace;
+    o.kill_delay = kill_delay;
+    o.out = &out;
+    o.err = &err;
+    return o;
+  }
+};
+
+child_spec sh(const std::string& name, const std::string& script, const std::string& input = "") {
+  return {name, {"/bin/sh", "-c", script}, {}, input};
+}
+
+// Our own child, reaped: no process and no zombie.
+bool reaped(pid_t pid) {
+  errno = 0;
+  return ::waitpid(pid, nullptr, WNOHANG) < 0 && errno == ECHILD && ::kill(pid, 0) < 0
+         && errno == ESRCH;
+}
+
+// Someone else's child (an orphaned grandchild): gone, or a zombie waiting for its reaper.
+bool dead(pid_t pid) {
+  for (int tries = 0; tries < 300; ++tries) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line))
+      return true;
+    if (line.substr(line.rfind(')') + 2, 1) == "Z")
+      return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  return lines;
+}
+
+// The number a child printed as "[name] N".
+pid_t printed_pid(const std::string& out, const std::string& name) {
+  std::smatch m;
+  REQUIRE(std::regex_search(out, m, std::regex("\\[" + name + "\\] ([0-9]+)")));
+  return static_cast<pid_t>(std::stoi(m[1]));
+}
+
+} // namespace
+
+TEST_CASE("each line a child writes is relayed with its prefix, a last partial line too") {
+  captured c;
+  {
+    child_processes children(c.options());
+    children.start(sh("worker 1", "printf 'one\\ntwo\\nthree'; printf 'oops\\n' >&2"));
+    CHECK(children.wait() == 0);
+  }
+  CHECK(c.out.str() == "[worker 1] one\n[worker 1] two\n[worker 1] three\n");
+  CHECK(c.err.str() == "[worker 1] oops\n");
+}
+
+TEST_CASE("two children writing at once never split each other's lines") {
+  captured c;
+  {
+    child_processes children(c.options());
+    children.start(sh("a", "for i in 1 2 3 4 5; do printf 'a%s-' $i; sleep 0.02; echo end; done"));
+    children.start(sh("b", "for i in 1 2 3 4 5; do echo b$i; sleep 0.01; done"));
+    CHECK(children.wait() == 0);
+  }
+  auto lines = lines_of(c.out.str());
+  CHECK(lines.size() == 10);
+  for (const auto& line : lines)
+    CHECK(std::regex_match(line, std::regex("\\[a\\] a[1-5]-end|\\[b\\] b[1-5]")));
+}
+
+TEST_CASE("a child reads its input on stdin, which is then closed, and gets its environment") {
+  captured c;
+  std::string big(200000, 'x');  // more than a pipe holds: written as the child reads
+  {
+    child_processes children(c.options());
+    children.start(sh("c", "cat", "secret\nline two"));
+    children.start(sh("big", "wc -c | tr -d ' '", big));
+    children.start({"env", {"/bin/sh", "-c", "echo $TROUPE_TEST_VALUE"}, {"TROUPE_TEST_VALUE=42"}, ""});
+    CHECK(children.wait() == 0);
+  }
+  auto out = c.out.str();
+  CHECK_THAT(out, Catch::Contains("[c] secret\n[c] line two\n"));
+  CHECK_THAT(out, Catch::Contains("[big] 200000\n"));
+  CHECK_THAT(out, Catch::Contains("[env] 42\n"));
+}
+
+TEST_CASE("the exit status is the first failing child's, 1 for a signal, logged by name and pid") {
+  captured c;
+  SECTION("status") {
+    child_processes children(c.options(5s));
+    auto pid = children.start(sh("worker 1", "exit 3"));
+    children.start(sh("worker 2", "sleep 0.2; exit 4"));
+    CHECK(children.wait() == 3);
+    CHECK_THAT(c.err.str(), Catch::Contains("launch: worker 1 (pid " + std::to_string(pid)
+                                            + ") exited with status 3\n"));
+    CHECK_THAT(c.err.str(), Catch::Contains("worker 2 (pid"));
+  }
+  SECTION("signal") {
+    child_processes children(c.options());
+    auto pid = children.start(sh("server 0", "kill -9 $$"));
+    CHECK(children.wait() == 1);
+    CHECK(c.err.str()
+          == "launch: server 0 (pid " + std::to_string(pid) + ") killed by signal 9\n");
+  }
+  SECTION("all zero") {
+    child_processes children(c.options());
+    children.start(sh("a", "true"));
+    children.start(sh("b", "sleep 0.05"));
+    CHECK(children.wait() == 0);
+    CHECK(c.err.str().empty());
+  }
+  SECTION("a program that cannot run") {
+    child_processes children(c.options());
+    children.start({"ghost", {"/nonexistent/program"}, {}, ""});
+    CHECK(children.wait() == 127);
+    CHECK_THAT(c.err.str(), Catch::Contains("[ghost] launch: cannot run /nonexistent/program: "));
+  }
+}
+
+TEST_CASE("after a failure the others run on for the grace, then are terminated and reaped") {
+  captured c;
+  std::vector<pid_t> pids;
+  auto begin = std::chrono::steady_clock::now();
+  {
+    child_processes children(c.options(1s));
+    children.start(sh("finisher", "sleep 0.1; echo done"));  // within the grace: not cut off
+    children.start(sh("sleeper 1", "sleep 30"));
+    children.start(sh("sleeper 2", "sleep 30"));
+    children.start(sh("failer", "exit 5"));
+    CHECK(children.wait() == 5);
+    pids = children.pids();
+  }
+  CHECK(std::chrono::steady_clock::now() - begin < 20s);
+  CHECK_THAT(c.out.str(), Catch::Contains("[finisher] done\n"));
+  CHECK_THAT(c.err.str(), Catch::Contains("sleeper 1 (pid") && Catch::Contains("killed by signal 15"));
+  for (pid_t pid : pids)
+    CHECK(reaped(pid));
+}
+
+TEST_CASE("a child that ignores SIGTERM gets SIGKILL") {
+  captured c;
+  pid_t stubborn = 0;
+  {
+    child_processes children(c.options(50ms, 100ms));
+    stubborn = children.start(sh("stubborn", "trap '' TERM; echo ready; while :; do sleep 0.05; done"));
+    auto ready = [&] { return c.out.str().find("[stubborn] ready") != std::string::npos; };
+    REQUIRE(children.wait_until(ready, 10s) == wait_result::ready);
+    children.start(sh("failer", "exit 1"));
+    CHECK(children.wait() == 1);
+  }
+  CHECK_THAT(c.err.str(), Catch::Contains("stubborn (pid " + std::to_string(stubborn)
+                                          + ") killed by signal 9"));
+  CHECK(reaped(stubborn));
+}
+
+TEST_CASE("what a child starts in its process group dies with it") {
+  captured c;
+  SECTION("terminated after a failure") {
+    {
+      child_processes children(c.options());
+      children.start(sh("parent", "sleep 30 & echo $!; sleep 30"));
+      auto started = [&] { return c.out.str().find('\n') != std::string::npos; };
+      REQUIRE(children.wait_until(started, 10s) == wait_result::ready);
+      children.start(sh("failer", "exit 2"));
+      CHECK(children.wait() == 2);
+    }
+    CHECK(dead(printed_pid(c.out.str(), "parent")));
+  }
+  SECTION("left running by a child that exited 0") {
+    {
+      child_processes children(c.options());
+      children.start(sh("parent", "sleep 30 & echo $!"));
+      CHECK(children.wait() == 0);
+    }
+    CHECK(dead(printed_pid(c.out.str(), "parent")));
+  }
+}
+
+TEST_CASE("a stop request terminates every child at once; the status is 128 + the signal") {
+  captured c;
+  std::vector<pid_t> pids;
+  auto begin = std::chrono::steady_clock::now();
+  SECTION("SIGINT") {
+    child_processes children(c.options(60s));
+    children.start(sh("a", "sleep 30"));
+    children.start(sh("b", "sleep 30"));
+    children.request_stop(SIGINT);
+    CHECK(children.wait() == 130);
+    pids = children.pids();
+  }
+  SECTION("SIGTERM, as the signal itself") {
+    child_processes children(c.options(60s));
+    children.start(sh("a", "sleep 30"));
+    ::kill(::getpid(), SIGTERM);  // the supervisor's handler catches it
+    CHECK(children.wait() == 143);
+    pids = children.pids();
+  }
+  SECTION("a second request kills what ignores SIGTERM") {
+    child_processes children(c.options(60s, 60s));
+    children.start(sh("stubborn", "trap '' TERM; echo ready; while :; do sleep 0.05; done"));
+    auto ready = [&] { return c.out.str().find("ready") != std::string::npos; };
+    REQUIRE(children.wait_until(ready, 10s) == wait_result::ready);
+    children.request_stop(SIGINT);
+    children.request_stop(SIGINT);
+    CHECK(children.wait() == 130);
+    pids = children.pids();
+  }
+  CHECK(std::chrono::steady_clock::now() - begin < 20s);
+  for (pid_t pid : pids)
+    CHECK(reaped(pid));
+}
+
+TEST_CASE("wait_until says why it returned") {
+  captured c;
+  child_processes children(c.options());
+  children.start(sh("sleeper", "sleep 30"));
+  CHECK(children.wait_until([] { return false; }, 50ms) == wait_result::timed_out);
+  CHECK(children.wait_until([] { return true; }, 50ms) == wait_result::ready);
+  children.start(sh("quick", "exit 0"));
+  CHECK(children.wait_until([] { return false; }, 10s) == wait_result::child_exited);
+  children.request_stop(SIGTERM);
+  CHECK(children.wait_until([] { return false; }, 10s) == wait_result::stopped);
+  CHECK(children.wait() == 143);
+}
+
+TEST_CASE("destroying the supervisor kills and reaps what still runs") {
+  captured c;
+  pid_t pid = 0;
+  {
+    child_processes children(c.options());
+    pid = children.start(sh("sleeper", "sleep 30"));
+  }
+  CHECK(reaped(pid));
+  child_processes again(c.options());  // the signal handlers were given back
+  CHECK_THROWS_AS(child_processes(c.options()), std::logic_error);
+}

@@ -4,6 +4,7 @@
 // The scheduler trains and prints what `troupe train` prints; servers and workers run until
 // the scheduler ends the run. The secret comes from --secret-file (`-`: standard input) or
 // TROUPE_SECRET, never from argv; without one the node refuses to start.
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -80,6 +81,39 @@ node_role role_of(const std::string& role) {
   return role == "scheduler" ? node_role::scheduler : role == "server" ? node_role::server : node_role::worker;
 }
 
+// Runs the node and ends the process. A node's process ends with its run, and it ends
+// with _Exit: after a lost peer, actors of CAF 0.17 that were waiting on it can keep
+// ~actor_system waiting for their threads forever (../docs/operations.md), and nothing is
+// left to flush by then: the scheduler has closed its metrics file, the streams are flushed
+// here.
+[[noreturn]] void end_process(int status) {
+  std::cout.flush();
+  std::cerr.flush();
+  std::_Exit(status);
+}
+
+int run_node_process(train_command_line& cli, const cluster_node_options& options, const node_identity& place) {
+  local_node_options node_options;
+  node_options.network = true;
+  local_node_config config{node_options};
+  caf::actor_system system{config};
+  try {
+    if (options.role != node_role::scheduler) {
+      std::cerr << place.role << ": joining the scheduler at " << place.scheduler_host << ':'
+                << place.scheduler_port << " (" << place.source << ")" << std::endl;
+      run_member(system, options);
+      end_process(0);
+    }
+    cli.output.log = &std::cout;
+    const auto result = run_scheduler(system, cli.job, options, cli.output);
+    std::cout << weights_digest_line(result) << std::endl;
+    end_process(result.phases.empty() ? 1 : 0);
+  } catch (const std::exception& e) {
+    std::cerr << "troupe node: error: " << e.what() << std::endl;
+    end_process(1);
+  }
+}
+
 } // namespace
 
 int node_command(const std::vector<std::string>& args) {
@@ -121,24 +155,11 @@ int node_command(const std::vector<std::string>& args) {
     throw usage_error("--peer-timeout must exceed twice --heartbeat (a peer is lost after missing heartbeats)");
   if (flag_given(args, "config"))
     options.expected_job_hash = job_hash(cli.job);
-  set_compute_threads(cli.threads);
-  local_node_options node_options;
-  node_options.network = true;
-  local_node_config config{node_options};
-  caf::actor_system system{config};
-  if (options.role != node_role::scheduler) {
-    std::cerr << place.role << ": joining the scheduler at " << place.scheduler_host << ':'
-              << place.scheduler_port << " (" << place.source << ")" << std::endl;
-    run_member(system, options);
-    return 0;
-  }
-  if (cli.job.nodes.servers < 1 || cli.job.nodes.workers < 1)
+  if (options.role == node_role::scheduler && (cli.job.nodes.servers < 1 || cli.job.nodes.workers < 1))
     throw usage_error("the scheduler needs the number of server and worker processes: --server-nodes and "
                       "--worker-nodes, the config's cluster.server_nodes / worker_nodes, or a launcher's counts");
-  cli.output.log = &std::cout;
-  const auto result = run_scheduler(system, cli.job, options, cli.output);
-  std::cout << weights_digest_line(result) << std::endl;
-  return result.phases.empty() ? 1 : 0;
+  set_compute_threads(cli.threads);
+  return run_node_process(cli, options, place);
 }
 
 } // namespace troupe

@@ -9,6 +9,7 @@
 // and its shards themselves on the scheduler link, from which the final weights are pulled.
 #include <troupe/cluster/cluster_node.hpp>
 
+#include <algorithm>
 #include <optional>
 #include <thread>
 #include <unistd.h>
@@ -31,6 +32,7 @@ namespace troupe {
 namespace {
 
 using assignment_deadline_atom = caf::atom_constant<caf::atom("assigndead")>;
+using part_down_atom = caf::atom_constant<caf::atom("partdown")>;
 
 struct member_state {
   std::optional<cluster_node_options> options;
@@ -46,14 +48,17 @@ struct member_state {
   std::optional<shutdown_message> told;  // the scheduler's shutdown, once it came
   caf::response_promise promise;
   std::optional<caf::error> outcome;     // none: running; an empty error: finished
+  std::vector<caf::actor_addr> closing;  // links told how this node ends, not closed yet
   static inline const char* name = "troupe.member";
 };
 
 using member_actor = caf::stateful_actor<member_state>;
 
-void answer(member_actor* self) {
+// Answers once the node has ended and the links it told so have closed (their peers have
+// read why), or the grace is over.
+void answer(member_actor* self, bool grace_over = false) {
   auto& st = self->state;
-  if (!st.outcome || !st.promise.pending())
+  if (!st.outcome || !st.promise.pending() || (!st.closing.empty() && !grace_over))
     return;
   if (*st.outcome)
     st.promise.deliver(*st.outcome);
@@ -69,19 +74,26 @@ void finish(member_actor* self, caf::error reason) {
     return;
   if (reason) {
     log_node_line(*st.options, st.label + ": " + reason_text(self->system(), reason));
-    if (st.scheduler)
+    if (st.scheduler) {
       self->send(st.scheduler, send_atom::value,
                  wire_message{shutdown_message{reason_text(self->system(), reason), false}});
+      st.closing.push_back(st.scheduler.address());
+    }
   }
   st.part.shut_down();
+  st.own_shards->clear();
+  st.own_computes->clear();
   // The servers hear that this worker is done (and why), rather than a closed connection.
   const shutdown_message end{reason ? reason_text(self->system(), reason) : "the run finished", !reason};
   for (auto& link : st.server_links)
-    if (link)
+    if (link) {
       self->send(link, send_atom::value, wire_message{end});
+      st.closing.push_back(link.address());
+    }
   if (st.listener)
     self->send_exit(st.listener, caf::exit_reason::user_shutdown);
   st.outcome = std::move(reason);
+  self->delayed_send(self, std::chrono::seconds(3), grace_over_atom::value);
   answer(self);
 }
 
@@ -232,24 +244,34 @@ void on_scheduler_message(member_actor* self, wire_message& message) {
 
 void on_down(member_actor* self, const caf::down_msg& down) {
   auto& st = self->state;
-  if (st.outcome)
-    return;
+  if (st.outcome) {
+    st.closing.erase(std::remove(st.closing.begin(), st.closing.end(), down.source), st.closing.end());
+    return answer(self);
+  }
   if (st.listener && down.source == st.listener.address())
     return fail(self, errc::peer_down, "the listener for workers ended: " + reason_text(self->system(), down.reason));
+  // Once the scheduler has said the run is over, whatever ends next (its link, the computes
+  // that reported through it) is the end it announced.
+  if (st.told && st.told->finished)
+    return finish(self, caf::error{});
   if (down.source == st.scheduler.address()) {
     st.scheduler = caf::actor{};
-    if (st.told && st.told->finished)
-      return finish(self, caf::error{});
     return fail(self, errc::peer_down, "lost the scheduler at " + clock_time_now() + ": "
                                          + (st.told ? st.told->reason : reason_text(self->system(), down.reason)));
   }
   for (std::size_t n = 0; n < st.server_links.size(); ++n)
-    if (st.server_links[n] && down.source == st.server_links[n].address())
+    if (st.server_links[n] && down.source == st.server_links[n].address()) {
+      st.server_links[n] = caf::actor{};
       return fail(self, errc::peer_down, "lost " + st.plan.nodes[n].name + " at " + clock_time_now() + ": "
                                            + reason_text(self->system(), down.reason));
+    }
+  // An actor of the part that ends is often the echo of a lost link (a compute whose metrics
+  // sink, the scheduler link, closed): the link's own down names the cause, so it gets a moment
+  // to arrive first.
   for (auto& [actor, name] : st.part.spawned)
     if (down.source == actor.address())
-      return fail(self, errc::internal, name + " terminated: " + reason_text(self->system(), down.reason));
+      self->delayed_send(self, std::chrono::milliseconds(300), part_down_atom::value,
+                         name + " terminated: " + reason_text(self->system(), down.reason));
 }
 
 caf::behavior member(member_actor* self, cluster_node_options options, std::shared_ptr<shard_directory> shards,
@@ -277,6 +299,8 @@ caf::behavior member(member_actor* self, cluster_node_options options, std::shar
       self->delayed_send(self, st.options->join_timeout * 2 + std::chrono::seconds(5), assignment_deadline_atom::value);
     },
     [=](wire_atom, caf::actor&, wire_message& message) { on_scheduler_message(self, message); },
+    [=](part_down_atom, const std::string& why) { fail(self, errc::internal, why); },
+    [=](grace_over_atom) { answer(self, true); },
     [=](assignment_deadline_atom) {
       if (!self->state.assigned)
         fail(self, errc::timeout, "no assignment from the scheduler in time");

@@ -57,6 +57,14 @@ struct link_state {
   clock_type::time_point last_received, last_sent;
   std::uint64_t heartbeats = 0;
   link_traffic traffic;
+  // Once this node has said goodbye (a shutdown frame): what the link ends with, and when at
+  // the latest. It waits for the peer to close the connection, so the frame is read before
+  // this process may exit (a broker's close drops what it has not written yet).
+  struct goodbye {
+    caf::error end;
+    clock_type::time_point deadline;
+  };
+  std::optional<goodbye> leaving;
   static inline const char* name = "troupe.peer_link";
 };
 
@@ -91,10 +99,10 @@ void close_link(link_pointer self, const caf::error& err, const std::string& why
   if (st.at == stage::closed)
     return;
   st.at = stage::closed;
-  if (err)  // a finished run's end is not news
+  if (err && !why.empty())  // a finished run's end is not news
     log_line(st, "link to " + st.peer_name + ": " + why);
   for (auto& [id, request] : st.pending)
-    request.promise.deliver(err);
+    request.promise.deliver(err ? err : make_error(errc::peer_down, "the link to " + st.peer_name + " closed"));
   st.pending.clear();
   st.queued.clear();
   if (st.options->observer)
@@ -103,17 +111,36 @@ void close_link(link_pointer self, const caf::error& err, const std::string& why
   self->quit(err);
 }
 
-void refuse_peer(link_pointer self, const std::string& why) {
-  // Tell the peer why before closing, so its error names the reason (a raw TCP client gets a
-  // frame it can ignore).
+// Ends a link this node said goodbye on, with the end it chose then.
+void leave(link_pointer self) { close_link(self, self->state.leaving->end, ""); }
+
+// Tells the peer how the link ends (`m`), fails what waits on the link, logs `why` when the
+// end is an error, and closes once the peer has closed (or after connection_timeout).
+void say_goodbye(link_pointer self, const shutdown_message& m, caf::error end, const std::string& why) {
+  auto& st = self->state;
+  if (st.at == stage::closed || st.leaving)
+    return;
+  if (end)
+    log_line(st, "link to " + st.peer_name + ": " + why);
+  const auto waiting = end ? end : make_error(errc::peer_down, "the link to " + st.peer_name + " closed");
+  for (auto& [id, request] : st.pending)
+    request.promise.deliver(waiting);
+  st.pending.clear();
+  st.queued.clear();
+  st.leaving = link_state::goodbye{std::move(end), clock_type::now() + st.options->connection_timeout};
   try {
-    write_frame(self, shutdown_message{("refused by " + self->state.options->name + ": " + why)
-                                         .substr(0, failure_message::max_text_bytes)});
+    write_frame(self, m);
   } catch (const std::exception&) {
-    // the reason does not fit a frame: closing says enough
+    leave(self);  // the reason does not fit a frame: closing says enough
   }
-  close_link(self, make_error(errc::bad_request, "link to " + self->state.peer_name + ": " + why),
-             "refused: " + why);
+}
+
+void refuse_peer(link_pointer self, const std::string& why) {
+  // The peer learns why, so its error names the reason (a raw TCP client gets a frame it can
+  // ignore).
+  say_goodbye(self,
+              shutdown_message{("refused by " + self->state.options->name + ": " + why).substr(0, failure_message::max_text_bytes)},
+              make_error(errc::bad_request, "link to " + self->state.peer_name + ": " + why), "refused: " + why);
 }
 
 // The failure a request ends with, as the frame that says so.
@@ -148,7 +175,7 @@ void write_or_fail(link_pointer self, const wire_message& message, std::uint64_t
 // Writes `message` now, or queues it until admission (see write_or_fail for `request`).
 void send_or_queue(link_pointer self, wire_message message, std::uint64_t request = 0) {
   auto& st = self->state;
-  if (st.at == stage::closed)
+  if (st.at == stage::closed || st.leaving)
     return;
   if (st.at != stage::admitted)
     st.queued.emplace_back(std::move(message), request);
@@ -158,16 +185,10 @@ void send_or_queue(link_pointer self, wire_message message, std::uint64_t reques
 
 // This node ends the link: the peer hears why (or that the run finished) first.
 void shut_down_link(link_pointer self, const shutdown_message& m) {
-  if (self->state.at == stage::admitted) {
-    try {
-      write_frame(self, m);
-    } catch (const std::exception&) {
-      // the reason does not fit a frame: closing says enough
-    }
-  }
-  close_link(self, m.finished ? caf::error{} : make_error(errc::peer_down, "link to " + self->state.peer_name
-                                                                              + " shut down here: " + m.reason),
-             "shut down here: " + m.reason);
+  say_goodbye(self, m,
+              m.finished ? caf::error{}
+                         : make_error(errc::peer_down, "link to " + self->state.peer_name + " shut down here: " + m.reason),
+              "shut down here: " + m.reason);
 }
 
 // A request to the peer, numbered here: `make(number)` builds its message. Its answer (or
@@ -176,6 +197,12 @@ void shut_down_link(link_pointer self, const shutdown_message& m) {
 template <class Make>
 void send_request(link_pointer self, std::uint32_t index, bool control, Make make) {
   auto& st = self->state;
+  if (st.leaving || st.at == stage::closed) {
+    auto why = st.leaving && st.leaving->end ? st.leaving->end
+                                             : make_error(errc::peer_down, "the link to " + st.peer_name + " is closing");
+    self->make_response_promise().deliver(std::move(why));
+    return;
+  }
   const auto id = st.next_request++;
   const auto timeout = control ? st.options->phase_timeout : st.options->request_timeout;
   st.pending.emplace(id, pending_request{self->make_response_promise(), index, control,
@@ -332,8 +359,8 @@ void on_handshake_message(link_pointer self, wire_message& message) {
 
 void on_data(link_pointer self, caf::io::new_data_msg& msg) {
   auto& st = self->state;
-  if (st.at == stage::closed)
-    return;
+  if (st.at == stage::closed || st.leaving)
+    return;  // after goodbye, whatever the peer still sends is dropped
   st.last_received = clock_type::now();
   if (st.reading_header) {
     auto header = read_frame_header(msg.buf.data(), st.options->max_frame_bytes);
@@ -369,6 +396,11 @@ void on_tick(link_pointer self) {
   if (st.at == stage::closed)
     return;
   const auto now = clock_type::now();
+  if (st.leaving) {
+    if (now >= st.leaving->deadline)
+      leave(self);
+    return;
+  }
   const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - st.last_received);
   if (silent >= st.options->connection_timeout)
     return close_link(self, make_error(errc::peer_down, "no frame from " + st.peer_name + " for "
@@ -416,6 +448,8 @@ caf::behavior peer_link(link_pointer self, caf::io::connection_handle hdl, link_
   return {
     [=](caf::io::new_data_msg& msg) { on_data(self, msg); },
     [=](const caf::io::connection_closed_msg&) {
+      if (self->state.leaving)
+        return leave(self);
       close_link(self, make_error(errc::peer_down, "the connection to " + self->state.peer_name + " closed"),
                  "the connection closed");
     },

@@ -35,6 +35,7 @@ namespace troupe {
 namespace {
 
 constexpr auto grace = std::chrono::seconds(3);
+using deferred_failure_atom = caf::atom_constant<caf::atom("failsoon")>;
 
 struct member_entry {
   caf::actor link;
@@ -69,6 +70,7 @@ struct scheduler_state {
   run_phase at = run_phase::joining;
   caf::response_promise promise;
   std::optional<caf::expected<training_result>> outcome;
+  bool servers_told = false;  // the servers know how the run ends
   static inline const char* name = "troupe.scheduler";
 };
 
@@ -118,9 +120,12 @@ void end_run(scheduler_actor* self, caf::expected<training_result> outcome) {
   shutdown_message end;
   end.finished = static_cast<bool>(outcome);
   end.reason = end.finished ? "the run finished" : reason_text(self->system(), outcome.error());
+  // A finished run ends the workers first: a server that left earlier would look lost to a
+  // worker that has not heard the end yet. The servers follow once the workers are gone.
   for (auto& m : st.members)
-    if (!m.gone)
+    if (!m.gone && (!end.finished || m.role == node_role::worker))
       self->send(m.link, send_atom::value, wire_message{end});
+  st.servers_told = !end.finished;
   if (st.session)
     self->send_exit(st.session, caf::exit_reason::user_shutdown);
   st.outcome = std::move(outcome);
@@ -129,21 +134,42 @@ void end_run(scheduler_actor* self, caf::expected<training_result> outcome) {
 
 void answer_if_done(scheduler_actor* self, bool grace_over) {
   auto& st = self->state;
-  if (!st.outcome || !st.promise.pending())
+  if (!st.outcome)
     return;
-  const bool all_gone = std::all_of(st.members.begin(), st.members.end(), [](auto& m) { return m.gone; });
+  auto gone = [&](node_role role) {
+    return std::all_of(st.members.begin(), st.members.end(), [&](auto& m) { return m.role != role || m.gone; });
+  };
+  if (!st.servers_told && (gone(node_role::worker) || grace_over)) {
+    st.servers_told = true;
+    for (auto& m : st.members)
+      if (!m.gone && m.role == node_role::server)
+        self->send(m.link, send_atom::value, wire_message{shutdown_message{"the run finished", true}});
+    if (grace_over)  // the servers get a grace of their own
+      return (void) self->delayed_send(self, grace, grace_over_atom::value);
+  }
+  if (!st.promise.pending())
+    return;
+  const bool all_gone = gone(node_role::worker) && gone(node_role::server);
   if (!all_gone && !grace_over)
     return;
   if (*st.outcome)
     st.promise.deliver(std::move(**st.outcome));
   else
     st.promise.deliver(st.outcome->error());
-  self->send_exit(st.listener, caf::exit_reason::user_shutdown);
+  if (st.listener)
+    self->send_exit(st.listener, caf::exit_reason::user_shutdown);
   self->quit();
 }
 
 void fail(scheduler_actor* self, errc code, const std::string& why) {
   end_run(self, make_error(code, why));
+}
+
+// For failures that are often the echo of a lost node (the session's error once a remote
+// compute fails, a member that stops because it lost a server): the lost link's own down
+// names the cause, so it gets a moment to arrive first.
+void fail_soon(scheduler_actor* self, caf::error err) {
+  self->delayed_send(self, std::chrono::milliseconds(300), deferred_failure_atom::value, std::move(err));
 }
 
 void start_training(scheduler_actor* self) {
@@ -180,7 +206,7 @@ void start_training(scheduler_actor* self) {
   const auto phases = std::min<std::int64_t>(st.job.epochs * 2 + 2, 1 << 20);
   self->request(st.session, st.options->timeouts.phase * phases, run_atom::value)
     .then([=](training_result& r) { end_run(self, std::move(r)); },
-          [=](caf::error& err) { end_run(self, std::move(err)); });
+          [=](caf::error& err) { fail_soon(self, std::move(err)); });
 }
 
 int plan_node_of(const placement_plan& plan, node_role role, int rank) {
@@ -281,7 +307,7 @@ void on_member_message(scheduler_actor* self, const caf::actor& link, wire_messa
     if (!m)
       return;  // a node that never joined: nothing of the run is lost
     m->gone = true;
-    return fail(self, errc::peer_down, "scheduler: " + m->name() + " stopped: " + end->reason);
+    return fail_soon(self, make_error(errc::peer_down, "scheduler: " + m->name() + " stopped: " + end->reason));
   }
   log_node_line(*st.options, std::string("scheduler: a node sent a ") + kind_name(message)
                                + ", which the scheduler does not take; ignored");
@@ -389,6 +415,7 @@ caf::behavior scheduler(scheduler_actor* self, scheduler_setup setup) {
                                     + " s (--join-timeout): " + progress_text(self->state));
     },
     [=](grace_over_atom) { answer_if_done(self, true); },
+    [=](deferred_failure_atom, caf::error& err) { end_run(self, std::move(err)); },
   };
 }
 

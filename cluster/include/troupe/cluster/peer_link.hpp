@@ -85,6 +85,12 @@ public:
       targets_.resize(index + std::size_t{1});
     targets_[index] = std::move(target);
   }
+  /// Forgets every actor (a node that ends drops its handles: a directory shared with links
+  /// would otherwise keep terminated actors, and the links they hold, alive).
+  void clear() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    targets_.clear();
+  }
   /// The actor at `index`, or a null handle when this node holds none.
   Handle find(std::uint32_t index) const {
     std::lock_guard<std::mutex> lock(mutex_);

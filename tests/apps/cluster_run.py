@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""Runs Troupe cluster jobs as real processes on 127.0.0.1 and checks what they must show.
+
+usage: cluster_run.py TROUPE SCENARIO CONFIG SERVERS WORKERS [extra troupe flags...]
+
+Scenarios:
+  same-weights   scheduler, servers and workers started one by one by hand train the config;
+                 every process exits 0 and the scheduler's final-weights line equals the one
+                 `troupe train` prints for the same config and flags in one process
+  learns         as above for a topology whose result depends on timing (async): every
+                 process exits 0 and the last validation accuracy is above 0.5
+  dmlc           the same-weights check with every node's place from ps-lite's variables
+                 (DMLC_ROLE, DMLC_PS_ROOT_URI/PORT, DMLC_NUM_WORKER/SERVER), no --role
+  slurm          the same from SLURM_PROCID / SLURM_NTASKS / SLURM_JOB_NODELIST
+  kill-worker, kill-server, kill-scheduler, stop-worker
+                 a long run; once training is under way, SIGKILL (or SIGSTOP) one node: every
+                 other process must exit non-zero within the bound, the scheduler (when alive)
+                 naming the lost node; a stopped worker, continued afterwards, exits too
+  wrong-secret   a node holding another secret is refused and the job, unharmed, ends with
+                 the same weights; a raw TCP client sending random bytes to the scheduler and
+                 to a server is refused too
+
+Every process runs in its own process group and is killed at the end whatever happens, so no
+test leaves a process behind; every wait has a deadline.
+"""
+import os
+import random
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+SECRET = "troupe-test-secret-0123456789abcdef"
+BOUND_S = 120  # a whole run, or a failure to spread, must finish within this
+
+
+class Cluster:
+    def __init__(self, troupe, workdir):
+        self.troupe, self.workdir = troupe, workdir
+        self.procs = {}  # name -> Popen
+
+    def start(self, name, args, env_extra=None, secret=SECRET):
+        env = dict(os.environ)
+        env["TROUPE_SECRET"] = secret
+        env.update(env_extra or {})
+        out = open(os.path.join(self.workdir, name + ".out"), "w")
+        err = open(os.path.join(self.workdir, name + ".err"), "w")
+        self.procs[name] = subprocess.Popen([self.troupe, "node"] + args, stdout=out, stderr=err, env=env,
+                                            cwd=self.workdir, start_new_session=True)
+        return self.procs[name]
+
+    def text(self, name, stream):
+        with open(os.path.join(self.workdir, f"{name}.{stream}")) as f:
+            return f.read()
+
+    def wait_for_text(self, name, stream, pattern, timeout=BOUND_S):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if re.search(pattern, self.text(name, stream)):
+                return
+            if self.procs[name].poll() is not None:
+                break
+            time.sleep(0.05)
+        self.fail(f"{name} did not print /{pattern}/ on {stream}")
+
+    def wait_all(self, timeout=BOUND_S):
+        deadline = time.time() + timeout
+        for name, p in self.procs.items():
+            try:
+                p.wait(max(0.1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                self.fail(f"{name} still runs after {timeout} s")
+        return {name: p.returncode for name, p in self.procs.items()}
+
+    def kill_all(self):
+        for p in self.procs.values():
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def dump(self):
+        for name in self.procs:
+            for stream in ("out", "err"):
+                text = self.text(name, stream)
+                if text:
+                    print(f"----- {name}.{stream}\n{text[-3000:]}")
+
+    def fail(self, why):
+        self.dump()
+        raise SystemExit(f"FAIL: {why}")
+
+
+def read_port(cluster, path):
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if os.path.exists(path):
+            return int(open(path).read())
+        if cluster.procs["scheduler"].poll() is not None:
+            cluster.fail("the scheduler ended before it listened")
+        time.sleep(0.02)
+    cluster.fail("no port file from the scheduler")
+
+
+def final_weights(text):
+    lines = [l for l in text.splitlines() if l.startswith("Final weights:")]
+    return lines[-1] if lines else None
+
+
+def in_process_weights(troupe, config, flags, workdir):
+    run = subprocess.run([troupe, "train", "--config", config] + flags, capture_output=True, text=True,
+                         cwd=workdir, timeout=BOUND_S)
+    assert run.returncode == 0, run.stderr
+    line = final_weights(run.stdout)
+    assert line and not line.startswith("Final weights: 0 tensors"), run.stdout[-2000:]
+    return line
+
+
+def start_by_hand(cluster, config, servers, workers, flags, extra=None):
+    common = ["--config", config, "--server-nodes", str(servers), "--worker-nodes", str(workers)] + flags
+    port_file = os.path.join(cluster.workdir, "scheduler.port")
+    cluster.start("scheduler", ["--role", "scheduler", "--scheduler", "127.0.0.1:0", "--port-file", port_file]
+                  + common + (extra or []))
+    port = read_port(cluster, port_file)
+    for s in range(servers):
+        cluster.start(f"server{s}", ["--role", "server", "--scheduler", f"127.0.0.1:{port}"] + common + (extra or []))
+    for w in range(workers):
+        cluster.start(f"worker{w}", ["--role", "worker", "--scheduler", f"127.0.0.1:{port}"] + common + (extra or []))
+    return port
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_from_environment(cluster, kind, config, servers, workers, flags):
+    """Every node gets the same command line; its place comes from the launcher's variables."""
+    port = free_port()  # these launchers pick the scheduler's port before starting anyone
+    args = ["--config", config] + flags
+    total = 1 + servers + workers
+    roles = ["scheduler"] + ["server"] * servers + ["worker"] * workers
+    for rank, role in enumerate(roles):
+        if kind == "dmlc":
+            env = {"DMLC_ROLE": role, "DMLC_PS_ROOT_URI": "127.0.0.1", "DMLC_PS_ROOT_PORT": str(port),
+                   "DMLC_NUM_SERVER": str(servers), "DMLC_NUM_WORKER": str(workers)}
+        else:
+            env = {"SLURM_PROCID": str(rank), "SLURM_NTASKS": str(total), "SLURM_JOB_NODELIST": "localhost",
+                   "TROUPE_SCHEDULER_PORT": str(port)}
+        name = role if role == "scheduler" else f"{role}{rank}"
+        cluster.start(name, args, env)
+
+
+def check_same_weights(cluster, troupe, config, flags, workdir):
+    codes = cluster.wait_all()
+    if any(codes.values()):
+        cluster.fail(f"exit statuses {codes}")
+    reference = in_process_weights(troupe, config, flags, workdir)
+    got = final_weights(cluster.text("scheduler", "out"))
+    if got != reference:
+        cluster.fail(f"cluster: {got}\nin one process: {reference}")
+    if "Validation-accuracy=" not in cluster.text("scheduler", "out"):
+        cluster.fail("the scheduler logged no validation accuracy")
+    print(f"ok: {len(codes)} processes exited 0; {got} in both")
+
+
+def check_learns(cluster):
+    codes = cluster.wait_all()
+    if any(codes.values()):
+        cluster.fail(f"exit statuses {codes}")
+    accuracies = re.findall(r"Validation-accuracy=([0-9.]+)", cluster.text("scheduler", "out"))
+    if not accuracies or float(accuracies[-1]) < 0.5:
+        cluster.fail(f"validation accuracies {accuracies}")
+    print(f"ok: {len(codes)} processes exited 0; validation accuracy {accuracies[-1]}")
+
+
+def check_fault(cluster, scenario):
+    cluster.wait_for_text("scheduler", "out", r"Epoch\[0\] Batch")
+    victim = {"kill-worker": "worker1", "kill-server": "server0", "kill-scheduler": "scheduler",
+              "stop-worker": "worker1"}[scenario]
+    sent_at = time.time()
+    os.killpg(cluster.procs[victim].pid, signal.SIGSTOP if scenario == "stop-worker" else signal.SIGKILL)
+    others = {n: p for n, p in cluster.procs.items() if n != victim}
+    deadline = sent_at + 30
+    for name, p in others.items():
+        try:
+            p.wait(max(0.1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            cluster.fail(f"{name} still runs 30 s after {scenario}")
+        if p.returncode == 0:
+            cluster.fail(f"{name} exited 0 after {scenario}")
+    noticed = time.time() - sent_at
+    if scenario != "kill-scheduler":
+        role = re.match(r"[a-z]+", victim).group(0)  # its rank is its place in the join order
+        if not re.search(rf"lost {role} \d+ \(pid {cluster.procs[victim].pid} ", cluster.text("scheduler", "err")):
+            cluster.fail(f"the scheduler's log does not name the {role} (pid {cluster.procs[victim].pid})")
+    else:  # each node names what it lost first: the scheduler, or a server that lost it
+        for name in others:
+            if not re.search(r"lost (the scheduler|server_\d+) at", cluster.text(name, "err")):
+                cluster.fail(f"{name} does not say what it lost")
+        if not any("lost the scheduler" in cluster.text(name, "err") for name in others):
+            cluster.fail("no node says it lost the scheduler")
+    if scenario == "stop-worker":
+        os.killpg(cluster.procs[victim].pid, signal.SIGCONT)
+        try:
+            cluster.procs[victim].wait(30)
+        except subprocess.TimeoutExpired:
+            cluster.fail("the stopped worker, continued, did not exit")
+        if cluster.procs[victim].returncode == 0:
+            cluster.fail("the stopped worker exited 0")
+    print(f"ok: {scenario}: every other process exited non-zero within {noticed:.1f} s")
+
+
+def raw_garbage(port):
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(bytes(random.getrandbits(8) for _ in range(4096)))
+        s.settimeout(5)
+        try:
+            while s.recv(4096):
+                pass
+        except (socket.timeout, ConnectionResetError):
+            pass
+
+
+def main():
+    troupe, scenario, config, servers, workers = sys.argv[1:6]
+    troupe, config = os.path.abspath(troupe), os.path.abspath(config)
+    servers, workers = int(servers), int(workers)
+    flags = sys.argv[6:]
+    workdir = tempfile.mkdtemp(prefix=f"troupe-{scenario}-")
+    cluster = Cluster(troupe, workdir)
+    try:
+        if scenario in ("same-weights", "learns"):
+            start_by_hand(cluster, config, servers, workers, flags)
+            check_same_weights(cluster, troupe, config, flags, workdir) if scenario == "same-weights" \
+                else check_learns(cluster)
+        elif scenario in ("dmlc", "slurm"):
+            start_from_environment(cluster, scenario, config, servers, workers, flags)
+            check_same_weights(cluster, troupe, config, flags, workdir)
+        elif scenario in ("kill-worker", "kill-server", "kill-scheduler", "stop-worker"):
+            start_by_hand(cluster, config, servers, workers, flags,
+                          ["--heartbeat", "0.2", "--peer-timeout", "2"])
+            check_fault(cluster, scenario)
+        elif scenario == "wrong-secret":
+            port = start_by_hand(cluster, config, servers, workers, flags)
+            cluster.wait_for_text("server0", "err", r"listening on")
+            intruder = cluster.start("intruder", ["--role", "worker", "--scheduler", f"127.0.0.1:{port}",
+                                                  "--config", config, "--join-timeout", "5"] + flags,
+                                     secret="another-secret-0123456789abcdef")
+            server_port = int(re.search(r"listening on 127\.0\.0\.1:(\d+)", cluster.text("server0", "err")).group(1))
+            raw_garbage(port)
+            raw_garbage(server_port)
+            if intruder.wait(BOUND_S) == 0:
+                cluster.fail("the node with a wrong secret exited 0")
+            if "proof of the cluster secret is wrong" not in cluster.text("intruder", "err"):
+                cluster.fail("the intruder was not told its proof is wrong")
+            del cluster.procs["intruder"]
+            check_same_weights(cluster, troupe, config, flags, workdir)
+            if "proof of the cluster secret is wrong" not in cluster.text("scheduler", "err"):
+                print(cluster.text("intruder", "err"))
+                cluster.fail("the scheduler did not log the refused proof")
+        else:
+            raise SystemExit(f"unknown scenario {scenario}")
+    finally:
+        cluster.kill_all()
+
+
+if __name__ == "__main__":
+    main()

@@ -120,10 +120,16 @@ void run_epoch(coordinator_pointer self, std::int64_t epoch) {
           if (*outstanding > 0)
             return;
           record(self, merged_in_order(*parts, epoch, false));
-          if (validates_after(self->state.options, epoch))
-            validate_epoch(self, epoch);
-          else
-            run_epoch(self, epoch + 1);
+          auto next = [=] {
+            if (validates_after(self->state.options, epoch))
+              validate_epoch(self, epoch);
+            else
+              run_epoch(self, epoch + 1);
+          };
+          if (!self->state.options.settle_epochs || !self->state.metrics)
+            return next();
+          self->request(self->state.metrics, self->state.options.timeouts.step, flush_atom::value)
+            .then([=](bool) { next(); }, [=](caf::error& err) { fail(self, err); });
         },
         [=](caf::error& err) { fail(self, err); });
   }

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <memory>
 
 #include <caf/all.hpp>
@@ -30,11 +31,13 @@ struct metrics_state {
   phase_report pending_train;
   bool have_pending_train = false;
   float learning_rate = 0;
+  // JSON values a host added to an epoch's line (annotate_atom), by epoch.
+  std::map<std::int64_t, std::vector<std::pair<std::string, std::string>>> annotations;
   std::ostream silent{nullptr};  // where lines go when the options name no stream
   static inline const char* name = "metrics";
 };
 
-using metrics_pointer = metrics_sink_actor::stateful_pointer<metrics_state>;
+using metrics_pointer = metrics_actor::stateful_pointer<metrics_state>;
 
 std::string format(const char* fmt, double a, double b = 0, double c = 0) {
   char buf[256];
@@ -119,7 +122,9 @@ void write_epoch_line(metrics_state& st, const phase_report& train, const phase_
     numbers.push_back({"val_loss", ratio(val->loss_sum, val->samples)});
     numbers.push_back({"val_time_s", val->seconds});
   }
-  st.jsonl->write(numbers, st.options.tags);
+  auto extra = std::move(st.annotations[train.epoch]);
+  st.annotations.erase(train.epoch);
+  st.jsonl->write(numbers, st.options.tags, extra);
 }
 
 // Writes the held training epoch without validation figures, if one is held.
@@ -154,7 +159,7 @@ void on_phase(metrics_state& st, const phase_report& r) {
   out.flush();
 }
 
-metrics_sink_actor::behavior_type metrics(metrics_pointer self, metrics_options options,
+metrics_actor::behavior_type metrics(metrics_pointer self, metrics_options options,
                       std::shared_ptr<jsonl_writer> jsonl) {
   self->state.options = std::move(options);
   if (self->state.options.out == nullptr)
@@ -163,6 +168,15 @@ metrics_sink_actor::behavior_type metrics(metrics_pointer self, metrics_options 
   return {
     [=](const batch_report& r) { on_batch(self->state, r); },
     [=](const phase_report& r) { on_phase(self->state, r); },
+    [=](annotate_atom, std::int64_t epoch, const std::string& key, const std::string& json,
+        const std::string& line) {
+      auto& st = self->state;
+      if (!line.empty()) {
+        clear_bar(st);
+        *st.options.out << line << '\n';
+      }
+      st.annotations[epoch].emplace_back(key, json);
+    },
     [=](flush_atom) -> caf::result<bool> {
       clear_bar(self->state);
       write_unvalidated(self->state);
@@ -174,7 +188,7 @@ metrics_sink_actor::behavior_type metrics(metrics_pointer self, metrics_options 
 
 } // namespace
 
-metrics_sink_actor spawn_metrics(caf::actor_system& system, metrics_options options) {
+metrics_actor spawn_metrics(caf::actor_system& system, metrics_options options) {
   std::shared_ptr<jsonl_writer> jsonl;
   if (!options.jsonl_path.empty())
     jsonl = std::make_shared<jsonl_writer>(options.jsonl_path);

@@ -165,7 +165,7 @@ struct part_builder {
     }
     coordinator_options co{job.epochs, 0, job.validate, job.validate_every,
                            static_cast<std::size_t>(a.finish_after), options.timeouts,
-                           validators_of(plan)};
+                           validators_of(plan), options.settle_epochs};
     part.coordinator = spawn_coordinator(system, all, part.metrics, co);
     record(caf::actor_cast<caf::actor>(part.coordinator), a);
     for (auto& c : all)

@@ -65,6 +65,7 @@ void spawn_job(caf::actor_system& system, const training_job& job, const session
   node_part_options options;
   options.node = sinks.node.node;
   options.remote = sinks.node.remote;
+  options.settle_epochs = sinks.node.settle_epochs;
   options.metrics = sinks.metrics;
   options.metrics_output = metrics_options_of(job, sinks.output);
   options.tap = sinks.tap;

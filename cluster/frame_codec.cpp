@@ -230,6 +230,29 @@ struct body_writer {
     out.setLossSum(r.loss_sum);
     out.setLearningRate(r.learning_rate);
   }
+  void operator()(const traffic_query_message& m) { body.initTrafficQuery().setEpoch(m.epoch); }
+  void operator()(const traffic_message& m) {
+    if (m.peers.size() > traffic_message::max_peers)
+      throw std::invalid_argument("a traffic report of " + std::to_string(m.peers.size()) + " peers");
+    auto out = body.initTraffic();
+    out.setEpoch(m.epoch);
+    auto peers = out.initPeers(static_cast<unsigned>(m.peers.size()));
+    for (std::size_t i = 0; i < m.peers.size(); ++i) {
+      const auto& p = m.peers[i];
+      check_text(p.peer, hello_message::max_name_bytes, "a traffic report's peer");
+      if (p.bytes_in.size() > peer_traffic::max_kinds || p.bytes_out.size() > peer_traffic::max_kinds)
+        throw std::invalid_argument("a traffic report with more than " + std::to_string(peer_traffic::max_kinds)
+                                    + " kinds");
+      auto to = peers[static_cast<unsigned>(i)];
+      to.setPeer(p.peer);
+      auto in = to.initBytesIn(static_cast<unsigned>(p.bytes_in.size()));
+      for (std::size_t k = 0; k < p.bytes_in.size(); ++k)
+        in.set(static_cast<unsigned>(k), p.bytes_in[k]);
+      auto outgoing = to.initBytesOut(static_cast<unsigned>(p.bytes_out.size()));
+      for (std::size_t k = 0; k < p.bytes_out.size(); ++k)
+        outgoing.set(static_cast<unsigned>(k), p.bytes_out[k]);
+    }
+  }
 };
 
 void put_u32(std::vector<char>& out, std::uint32_t value) {
@@ -251,13 +274,15 @@ const char* to_string(node_role role) {
   return "unknown role";
 }
 
-const char* kind_name(const wire_message& message) {
+const char* kind_name(std::size_t index) {
   static constexpr const char* names[] = {
     "hello",      "proof", "push",    "pull",   "weights", "failure",     "heartbeat",
-    "shutdown",   "join",  "assignment", "ready", "control", "report", "batch report"};
+    "shutdown",   "join",  "assignment", "ready", "control", "report", "batch report", "traffic query", "traffic"};
   static_assert(std::size(names) == wire_kinds);
-  return names[message.index()];
+  return index < wire_kinds ? names[index] : "unknown";
 }
+
+const char* kind_name(const wire_message& message) { return kind_name(message.index()); }
 
 void append_frame(const wire_message& message, std::vector<char>& out) {
   capnp::MallocMessageBuilder builder;

@@ -184,6 +184,28 @@ assignment_message read_assignment(wire::Assignment::Reader in) {
   return m;
 }
 
+traffic_message read_traffic(wire::Traffic::Reader in) {
+  traffic_message m;
+  m.epoch = in.getEpoch();
+  const auto peers = in.getPeers();
+  require(peers.size() <= traffic_message::max_peers,
+          "traffic lists " + std::to_string(peers.size()) + " peers, at most "
+            + std::to_string(traffic_message::max_peers) + " are accepted");
+  for (auto p : peers) {
+    peer_traffic t;
+    t.peer = text_of(p.getPeer(), hello_message::max_name_bytes, "traffic.peers.peer");
+    const auto in_bytes = p.getBytesIn(), out_bytes = p.getBytesOut();
+    require(in_bytes.size() <= peer_traffic::max_kinds && out_bytes.size() <= peer_traffic::max_kinds,
+            "traffic.peers lists more than " + std::to_string(peer_traffic::max_kinds) + " kinds");
+    for (auto b : in_bytes)
+      t.bytes_in.push_back(b);
+    for (auto b : out_bytes)
+      t.bytes_out.push_back(b);
+    m.peers.push_back(std::move(t));
+  }
+  return m;
+}
+
 control_message read_control(wire::Control::Reader in) {
   control_message m;
   m.request = in.getRequest();
@@ -294,6 +316,10 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload, const 
       return read_report(body.getReport());
     case wire::Frame::Body::BATCH_REPORT:
       return read_batch_report(body.getBatchReport());
+    case wire::Frame::Body::TRAFFIC_QUERY:
+      return traffic_query_message{body.getTrafficQuery().getEpoch()};
+    case wire::Frame::Body::TRAFFIC:
+      return read_traffic(body.getTraffic());
   }
   refuse("frame body " + std::to_string(static_cast<unsigned>(body.which())) + " is not a message kind");
 }

@@ -42,6 +42,7 @@ struct member_state {
   caf::actor listener;
   std::shared_ptr<shard_directory> own_shards = std::make_shared<shard_directory>();
   std::shared_ptr<compute_directory> own_computes = std::make_shared<compute_directory>();
+  std::shared_ptr<traffic_registry> traffic;  // every link of this node counts its frames here
   node_part part;
   placement_plan plan;
   bool assigned = false;
@@ -152,7 +153,7 @@ bool take_assignment(member_actor* self, const assignment_message& a) {
     throw std::invalid_argument("the scheduler assigned node " + std::to_string(a.node) + ", which is no "
                                 + to_string(options.role) + " of the plan");
   st.label = st.plan.nodes[a.node].name;
-  auto link = link_options_of(options, st.label);
+  auto link = link_options_of(options, st.label, st.traffic);
   link.plan_hash = st.plan.hash;
   link.keys = wire_keys_of(st.plan);
   // The scheduler pulls the final weights over this link: check them against the plan too.
@@ -219,6 +220,12 @@ void on_scheduler_message(member_actor* self, wire_message& message) {
     st.told = *end;
     return;
   }
+  if (auto* query = std::get_if<traffic_query_message>(&message)) {
+    traffic_message answer{query->epoch, {}};
+    for (auto& entry : st.traffic->snapshot())
+      answer.peers.push_back(std::move(entry.traffic));
+    return (void) self->send(st.scheduler, send_atom::value, wire_message{std::move(answer)});
+  }
   auto* a = std::get_if<assignment_message>(&message);
   if (!a || st.assigned)
     return fail(self, errc::bad_request, std::string("the scheduler sent a ") + kind_name(message)
@@ -275,8 +282,9 @@ void on_down(member_actor* self, const caf::down_msg& down) {
 }
 
 caf::behavior member(member_actor* self, cluster_node_options options, std::shared_ptr<shard_directory> shards,
-                     std::shared_ptr<compute_directory> computes) {
+                     std::shared_ptr<compute_directory> computes, std::shared_ptr<traffic_registry> traffic) {
   auto& st = self->state;
+  st.traffic = std::move(traffic);
   st.options.emplace(std::move(options));
   st.own_shards = std::move(shards);
   st.own_computes = std::move(computes);
@@ -315,7 +323,8 @@ void run_member(caf::actor_system& system, const cluster_node_options& options) 
     throw std::invalid_argument("run_member runs a server or a worker");
   auto shards = std::make_shared<shard_directory>();
   auto computes = std::make_shared<compute_directory>();
-  auto node = system.spawn<caf::detached>(member, options, shards, computes);
+  auto traffic = std::make_shared<traffic_registry>();
+  auto node = system.spawn<caf::detached>(member, options, shards, computes, traffic);
   caf::scoped_actor blocking{system};
   auto stop = [&] {
     blocking->send_exit(node, caf::exit_reason::user_shutdown);
@@ -323,7 +332,7 @@ void run_member(caf::actor_system& system, const cluster_node_options& options) 
   };
   // Reach the scheduler, retrying: it may not listen yet.
   auto link = link_options_of(options, std::string(to_string(options.role)) + " (pid "
-                                         + std::to_string(::getpid()) + ")");
+                                         + std::to_string(::getpid()) + ")", traffic);
   link.handler = node;
   link.local_shards = shards;
   link.local_computes = computes;

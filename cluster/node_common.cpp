@@ -11,8 +11,10 @@
 
 namespace troupe {
 
-link_options link_options_of(const cluster_node_options& options, const std::string& name) {
+link_options link_options_of(const cluster_node_options& options, const std::string& name,
+                             std::shared_ptr<traffic_registry> traffic) {
   link_options link{options.secret};
+  link.traffic = std::move(traffic);
   link.role = options.role;
   link.name = name;
   link.request_timeout = options.request_timeout;

@@ -17,8 +17,10 @@ using join_deadline_atom = caf::atom_constant<caf::atom("joindead")>;
 using scheduler_link_atom = caf::atom_constant<caf::atom("schedlink")>;
 using grace_over_atom = caf::atom_constant<caf::atom("graceover")>;
 
-/// Options for a link of this node: its role, name, secret, timeouts and logging.
-link_options link_options_of(const cluster_node_options& options, const std::string& name);
+/// Options for a link of this node: its role, name, secret, timeouts, logging, and the
+/// node's traffic registry.
+link_options link_options_of(const cluster_node_options& options, const std::string& name,
+                             std::shared_ptr<traffic_registry> traffic);
 
 /// options.log, or a line on standard error.
 void log_node_line(const cluster_node_options& options, const std::string& line);

@@ -57,6 +57,7 @@ struct link_state {
   clock_type::time_point last_received, last_sent;
   std::uint64_t heartbeats = 0;
   link_traffic traffic;
+  std::shared_ptr<traffic_registry::counters> counters;  // the node's view of this link, if kept
   // Once this node has said goodbye (a shutdown frame): what the link ends with, and when at
   // the latest. It waits for the peer to close the connection, so the frame is read before
   // this process may exit (a broker's close drops what it has not written yet).
@@ -88,6 +89,8 @@ void write_frame(link_pointer self, const wire_message& message) {
     throw;
   }
   st.traffic.bytes_out[message.index()] += out.size() - before;
+  if (st.counters)
+    st.counters->count_out(message.index(), out.size() - before);
   st.traffic.frames_out[message.index()] += 1;
   st.last_sent = clock_type::now();
   self->flush(st.hdl);
@@ -338,6 +341,8 @@ void on_handshake_message(link_pointer self, wire_message& message) {
       return refuse_peer(self, "it runs plan " + std::to_string(hello->plan_hash) + ", this node runs plan "
                                  + std::to_string(st.mine.plan_hash) + " (another config or version)");
     st.peer = *hello;
+    if (st.options->traffic)
+      st.options->traffic->rename(self->address(), hello->name);
     st.at = stage::await_proof;
     write_frame(self, proof_message{membership_proof(st.options->secret, st.side, st.mine, *st.peer)});
     return;
@@ -384,6 +389,8 @@ void on_data(link_pointer self, caf::io::new_data_msg& msg) {
     return refuse_peer(self, "undecodable frame: " + decoded.error);
   const auto kind = decoded.message.index();
   st.traffic.bytes_in[kind] += frame_header_bytes + payload->size();
+  if (st.counters)
+    st.counters->count_in(kind, frame_header_bytes + payload->size());
   st.traffic.frames_in[kind] += 1;
   if (st.at == stage::admitted)
     on_admitted_message(self, decoded.message);
@@ -437,6 +444,8 @@ caf::behavior peer_link(link_pointer self, caf::io::connection_handle hdl, link_
   st.side = side;
   st.peer_name = self->remote_addr(hdl) + ":" + std::to_string(self->remote_port(hdl));
   st.last_received = st.last_sent = clock_type::now();
+  if (st.options->traffic)
+    st.counters = st.options->traffic->add(self->address(), st.peer_name);
   st.mine.role = st.options->role;
   st.mine.name = st.options->name;
   st.mine.challenge = fresh_nonce();

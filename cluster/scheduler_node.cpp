@@ -13,6 +13,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <unistd.h>
@@ -28,6 +30,7 @@
 #include <troupe/graph/value_hash.hpp>
 #include <troupe/io/dataset.hpp>
 
+#include "epoch_traffic.hpp"
 #include "node_common.hpp"
 
 namespace troupe {
@@ -36,6 +39,7 @@ namespace {
 
 constexpr auto grace = std::chrono::seconds(3);
 using deferred_failure_atom = caf::atom_constant<caf::atom("failsoon")>;
+using traffic_due_atom = caf::atom_constant<caf::atom("trafficdue")>;
 
 struct member_entry {
   caf::actor link;
@@ -63,7 +67,16 @@ struct scheduler_state {
   std::vector<char> job_bytes;
   std::uint64_t job_hash = 0;
   session_output output;
-  metrics_sink_actor metrics;
+  metrics_actor metrics;
+  std::shared_ptr<traffic_registry> traffic = std::make_shared<traffic_registry>();
+  // Reports pass through here on their way to `metrics`. After an epoch's training they are
+  // held (in order) until every member has said what it moved, so that epoch's traffic is in
+  // its metrics line.
+  bool holding = false;
+  std::int64_t holding_epoch = 0;
+  std::vector<std::function<void()>> held;
+  std::map<int, std::vector<peer_traffic>> traffic_answers;  // by plan node
+  epoch_traffic traffic_table;
   caf::actor listener;
   training_session_actor session;
   std::vector<member_entry> members;
@@ -108,12 +121,15 @@ member_entry* member_of(scheduler_state& st, const caf::actor_addr& link) {
   return nullptr;
 }
 
+void release_traffic(scheduler_actor* self);
+
 // Tells every member still there how the run ends, then answers once their links have closed
 // (or the grace is over).
 void end_run(scheduler_actor* self, caf::expected<training_result> outcome) {
   auto& st = self->state;
   if (st.at == run_phase::ending)
     return;
+  release_traffic(self);  // whatever is held still reaches the metrics
   st.at = run_phase::ending;
   if (!outcome)
     log_node_line(*st.options, "scheduler: the run failed: " + reason_text(self->system(), outcome.error()));
@@ -185,9 +201,10 @@ void start_training(scheduler_actor* self) {
   const auto plan = st.plan;
   session_sinks sinks;
   sinks.output = st.output;
-  sinks.metrics = st.metrics;
+  sinks.metrics = caf::actor_cast<metrics_sink_actor>(self);
   sinks.timeouts = st.options->timeouts;
   sinks.node.node = 0;
+  sinks.node.settle_epochs = true;  // each epoch's traffic is read while no step runs
   sinks.node.remote.compute = [=, &system](std::size_t actor) {
     const auto& a = plan.actors.at(actor);
     return spawn_remote_compute(system, link_of_node.at(static_cast<std::size_t>(a.node)),
@@ -294,6 +311,67 @@ void on_ready(scheduler_actor* self, const caf::actor& link, const ready_message
     start_training(self);
 }
 
+// Runs `forward` now, or after the traffic of the epoch being gathered.
+void pass_on(scheduler_actor* self, std::function<void()> forward) {
+  auto& st = self->state;
+  if (st.holding)
+    st.held.push_back(std::move(forward));
+  else
+    forward();
+}
+
+int live_members(const scheduler_state& st) {
+  return static_cast<int>(std::count_if(st.members.begin(), st.members.end(), [](auto& m) { return !m.gone; }));
+}
+
+// The epoch's traffic goes to the metrics first, then everything held behind it, in order.
+void release_traffic(scheduler_actor* self) {
+  auto& st = self->state;
+  if (!st.holding)
+    return;
+  st.holding = false;
+  for (const auto& [node, peers] : st.traffic_answers)
+    st.traffic_table.add(st.plan.nodes.at(static_cast<std::size_t>(node)).name, peers);
+  std::vector<peer_traffic> mine;
+  for (auto& entry : st.traffic->snapshot()) {
+    if (auto* m = member_of(st, entry.link))
+      entry.traffic.peer = st.plan.nodes.at(static_cast<std::size_t>(m->node)).name;
+    mine.push_back(std::move(entry.traffic));
+  }
+  st.traffic_table.add("scheduler", mine);
+  auto figures = st.traffic_table.take(st.holding_epoch);
+  self->send(st.metrics, annotate_atom::value, st.holding_epoch, std::string("traffic"), figures.json, figures.line);
+  auto held = std::move(st.held);
+  st.held.clear();
+  for (auto& forward : held)
+    forward();
+}
+
+void on_phase_report(scheduler_actor* self, const phase_report& r) {
+  auto& st = self->state;
+  auto forward = [=] { self->send(self->state.metrics, r); };
+  if (st.holding || r.validation || st.at != run_phase::training || live_members(st) == 0)
+    return pass_on(self, forward);
+  st.holding = true;
+  st.holding_epoch = r.epoch;
+  st.held.push_back(forward);
+  st.traffic_answers.clear();
+  for (auto& m : st.members)
+    if (!m.gone)
+      self->send(m.link, send_atom::value, wire_message{traffic_query_message{r.epoch}});
+  self->delayed_send(self, st.options->request_timeout, traffic_due_atom::value, r.epoch);
+}
+
+void on_traffic(scheduler_actor* self, const caf::actor& link, const traffic_message& t) {
+  auto& st = self->state;
+  auto* m = member_of(st, link.address());
+  if (!m || !st.holding || t.epoch != st.holding_epoch)
+    return;  // late (after its deadline): that epoch's figures went without it
+  st.traffic_answers[m->node] = t.peers;
+  if (static_cast<int>(st.traffic_answers.size()) >= live_members(st))
+    release_traffic(self);
+}
+
 void on_member_message(scheduler_actor* self, const caf::actor& link, wire_message& message) {
   auto& st = self->state;
   if (st.at == run_phase::ending)
@@ -302,6 +380,8 @@ void on_member_message(scheduler_actor* self, const caf::actor& link, wire_messa
     return on_join(self, link, *join);
   if (auto* ready = std::get_if<ready_message>(&message))
     return on_ready(self, link, *ready);
+  if (auto* traffic = std::get_if<traffic_message>(&message))
+    return on_traffic(self, link, *traffic);
   if (auto* end = std::get_if<shutdown_message>(&message)) {
     auto* m = member_of(st, link.address());
     if (!m)
@@ -337,7 +417,7 @@ struct scheduler_setup {
   session_output output;
   placement_plan plan;
   data_facts facts;
-  metrics_sink_actor metrics;
+  metrics_actor metrics;
 };
 
 void write_port_file(const std::string& path, std::uint16_t port);
@@ -347,11 +427,11 @@ void write_port_file(const std::string& path, std::uint16_t port);
 void start_listening(scheduler_actor* self) {
   auto& st = self->state;
   const auto& options = *st.options;
-  auto link = link_options_of(options, "scheduler");
+  auto link = link_options_of(options, "scheduler", st.traffic);
   link.role = node_role::scheduler;
   link.plan_hash = st.plan.hash;
   link.keys = wire_keys_of(st.plan);
-  link.metrics = st.metrics;
+  link.metrics = caf::actor_cast<metrics_sink_actor>(self);
   link.handler = caf::actor_cast<caf::actor>(self);
   auto listener = spawn_listener(self->system(), options.scheduler_host, options.scheduler_port, link);
   if (!listener)
@@ -416,6 +496,22 @@ caf::behavior scheduler(scheduler_actor* self, scheduler_setup setup) {
     },
     [=](grace_over_atom) { answer_if_done(self, true); },
     [=](deferred_failure_atom, caf::error& err) { end_run(self, std::move(err)); },
+    // The scheduler is the session's metrics sink (and the member links'): see pass_on.
+    [=](const batch_report& r) { pass_on(self, [=] { self->send(self->state.metrics, r); }); },
+    [=](const phase_report& r) { on_phase_report(self, r); },
+    [=](flush_atom) {
+      auto promise = self->make_response_promise();
+      pass_on(self, [=]() mutable {
+        self->request(self->state.metrics, self->state.options->request_timeout, flush_atom::value)
+          .then([=](bool done) mutable { promise.deliver(done); },
+                [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
+      });
+      return promise;
+    },
+    [=](traffic_due_atom, std::int64_t epoch) {
+      if (self->state.holding && self->state.holding_epoch == epoch)
+        release_traffic(self);
+    },
   };
 }
 

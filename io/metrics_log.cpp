@@ -74,13 +74,16 @@ jsonl_writer::~jsonl_writer() {
 }
 
 void jsonl_writer::write(const std::vector<std::pair<std::string, double>>& numbers,
-                         const std::vector<std::pair<std::string, std::string>>& strings) {
+                         const std::vector<std::pair<std::string, std::string>>& strings,
+                         const std::vector<std::pair<std::string, std::string>>& json) {
   std::string line = "{";
   for (const auto& [key, value] : numbers)
     line += (line.size() > 1 ? ",\"" : "\"") + json_escape(key) + "\":" + json_number(value);
   for (const auto& [key, value] : strings)
     line += (line.size() > 1 ? ",\"" : "\"") + json_escape(key) + "\":\"" +
             json_escape(value) + "\"";
+  for (const auto& [key, value] : json)
+    line += (line.size() > 1 ? ",\"" : "\"") + json_escape(key) + "\":" + value;
   line += "}\n";
 
   std::lock_guard<std::mutex> lock(mutex_);

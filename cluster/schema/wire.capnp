@@ -46,6 +46,8 @@ struct Frame {
     control @12 :Control;
     report @13 :Report;
     batchReport @14 :BatchReport;
+    trafficQuery @15 :TrafficQuery;
+    traffic @16 :Traffic;
   }
 }
 
@@ -185,4 +187,23 @@ struct BatchReport {
   correct @5 :Int64;
   lossSum @6 :Float64;
   learningRate @7 :Float32;
+}
+
+# The scheduler asks a server or worker what it has moved so far (after epoch `epoch`'s
+# training); the node answers with Traffic. Both one-way: a late or missing answer only
+# leaves that node out of the epoch's traffic figures.
+struct TrafficQuery {
+  epoch @0 :Int64;
+}
+
+# Bytes with one peer, per message kind in Frame's body order (hello first), headers included.
+struct PeerTraffic {
+  peer @0 :Text;
+  bytesIn @1 :List(UInt64);
+  bytesOut @2 :List(UInt64);
+}
+
+struct Traffic {
+  epoch @0 :Int64;
+  peers @1 :List(PeerTraffic);
 }

@@ -16,6 +16,12 @@ Scenarios:
                  a long run; once training is under way, SIGKILL (or SIGSTOP) one node: every
                  other process must exit non-zero within the bound, the scheduler (when alive)
                  naming the lost node; a stopped worker, continued afterwards, exits too
+  traffic        the same-weights run with --metrics: each epoch's traffic per node matches the
+                 arithmetic. A worker pushes each key once per step and gets the weights back:
+                 model bytes x steps each way, plus at most the frame overhead docs/protocol.md
+                 bounds (104 bytes per push or weights frame + 32 per key), plus the whole model
+                 once when a worker pulls it (its first step). The server receives
+                 exactly what the workers sent and sends exactly what they received.
   wrong-secret   a node holding another secret is refused and the job, unharmed, ends with
                  the same weights; a raw TCP client sending random bytes to the scheduler and
                  to a server is refused too
@@ -23,6 +29,7 @@ Scenarios:
 Every process runs in its own process group and is killed at the end whatever happens, so no
 test leaves a process behind; every wait has a deadline.
 """
+import json
 import os
 import random
 import re
@@ -172,6 +179,49 @@ def check_same_weights(cluster, troupe, config, flags, workdir):
     print(f"ok: {len(codes)} processes exited 0; {got} in both")
 
 
+def check_traffic(cluster, metrics_path, workers):
+    log = cluster.text("scheduler", "out")
+    start = re.search(r"\((\d+) parameters\).* x (\d+) batches of .*; (\d+) parameter shard\(s\), (\d+) push\(es\) per step",
+                      log)
+    if not start:
+        cluster.fail("no start line with the plan's figures")
+    parameters, steps, shards, pushes = map(int, start.groups())
+    keys = int(re.search(r"Final weights: (\d+) tensors", log).group(1))
+    model_bytes = 4 * parameters
+    low = steps * model_bytes
+    high = low + steps * (104 * pushes + 32 * keys)
+    rows = [json.loads(line) for line in open(metrics_path)]
+    if not rows:
+        cluster.fail("an empty metrics file")
+    for row in rows:
+        traffic = row.get("traffic")
+        if not traffic:
+            cluster.fail(f"epoch {row['epoch']} has no traffic")
+        names = sorted(traffic)
+        worker_names = [n for n in names if n.startswith("worker_")]
+        if len(worker_names) != workers or "server_0" not in names or "scheduler" not in names:
+            cluster.fail(f"epoch {row['epoch']}: traffic of {names}")
+        sent = received = 0
+        for name in worker_names:
+            kinds = traffic[name]["kinds"]
+            push_tx, weights_rx = kinds["push"]["tx"], kinds["weights"]["rx"]
+            # a worker's first step pulls the whole model once (one pull per shard)
+            pulled = 1 if kinds.get("pull", {}).get("tx", 0) > 0 else 0
+            pull_low, pull_high = pulled * model_bytes, pulled * (model_bytes + 104 * shards + 32 * keys)
+            for what, value, lo, hi in (("push tx", push_tx, low, high),
+                                        ("weights rx", weights_rx, low + pull_low, high + pull_high)):
+                if not lo <= value <= hi:
+                    cluster.fail(f"epoch {row['epoch']} {name} {what} {value} outside [{lo}, {hi}]")
+            sent += push_tx
+            received += weights_rx
+        server = traffic["server_0"]["kinds"]
+        if server["push"]["rx"] != sent or server["weights"]["tx"] != received:
+            cluster.fail(f"epoch {row['epoch']}: server push rx {server['push']['rx']} / weights tx "
+                         f"{server['weights']['tx']}, workers sent {sent} / received {received}")
+    print(f"ok: {len(rows)} epochs; per worker and epoch push and weights within [{low}, {high}] bytes; "
+          f"the server's figures equal the workers' sums")
+
+
 def check_learns(cluster):
     codes = cluster.wait_all()
     if any(codes.values()):
@@ -242,6 +292,11 @@ def main():
             start_by_hand(cluster, config, servers, workers, flags)
             check_same_weights(cluster, troupe, config, flags, workdir) if scenario == "same-weights" \
                 else check_learns(cluster)
+        elif scenario == "traffic":
+            metrics_path = os.path.join(workdir, "metrics.jsonl")
+            start_by_hand(cluster, config, servers, workers, flags, ["--metrics", metrics_path])
+            check_same_weights(cluster, troupe, config, flags, workdir)
+            check_traffic(cluster, metrics_path, workers)
         elif scenario in ("dmlc", "slurm"):
             start_from_environment(cluster, scenario, config, servers, workers, flags)
             check_same_weights(cluster, troupe, config, flags, workdir)

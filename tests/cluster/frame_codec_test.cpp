@@ -353,6 +353,38 @@ TEST_CASE("the scheduler's messages round-trip", "[cluster][frame]") {
   CHECK(batch.learning_rate == 0.05f);
 }
 
+TEST_CASE("ready's port, shutdown's finish and traffic reports round-trip", "[cluster][frame]") {
+  const auto ready = decoded_as<ready_message>(frame_of(ready_message{3, 40123}));
+  CHECK(ready.node == 3);
+  CHECK(ready.port == 40123);
+  const auto end = decoded_as<shutdown_message>(frame_of(shutdown_message{"the run finished", true}));
+  CHECK(end.finished);
+  CHECK(end.reason == "the run finished");
+  CHECK_FALSE(decoded_as<shutdown_message>(frame_of(shutdown_message{"lost worker 1", false})).finished);
+
+  CHECK(decoded_as<traffic_query_message>(frame_of(traffic_query_message{7})).epoch == 7);
+  traffic_message t;
+  t.epoch = 7;
+  t.peers = {{"server_0", {1, 2, 3}, {4, 5}}, {"scheduler", {}, {9}}};
+  const auto got = decoded_as<traffic_message>(frame_of(t));
+  CHECK(got.epoch == 7);
+  REQUIRE(got.peers.size() == 2);
+  CHECK(got.peers[0].peer == "server_0");
+  CHECK(got.peers[0].bytes_in == std::vector<std::uint64_t>{1, 2, 3});
+  CHECK(got.peers[0].bytes_out == std::vector<std::uint64_t>{4, 5});
+  CHECK(got.peers[1].bytes_in.empty());
+  CHECK(got.peers[1].bytes_out == std::vector<std::uint64_t>{9});
+
+  std::vector<char> out;
+  traffic_message wide;
+  wide.peers = {{"worker_0", std::vector<std::uint64_t>(peer_traffic::max_kinds + 1), {}}};
+  CHECK_THROWS_AS(append_frame(wide, out), std::invalid_argument);
+  traffic_message crowded;
+  crowded.peers.resize(traffic_message::max_peers + 1);
+  CHECK_THROWS_AS(append_frame(crowded, out), std::invalid_argument);
+  CHECK(out.empty());
+}
+
 TEST_CASE("the scheduler's messages are checked", "[cluster][frame]") {
   assignment_message a;
   a.facts = data_facts{{1, 28, 28}, 0, 60000, 10000};

@@ -44,6 +44,10 @@ struct coordinator_options {
   request_timeouts timeouts;
   /// The compute actors (indices) that validate, each on its own part of the validation set.
   std::vector<std::size_t> validators{0};
+  /// After each epoch's training, wait until the metrics sink has answered a flush before
+  /// going on: no step runs meanwhile, so a cluster's scheduler (the sink there) reads every
+  /// node's traffic at the epoch's true end.
+  bool settle_epochs = false;
 };
 
 /// `metrics` may be invalid (no reports). Throws std::invalid_argument for no compute actors,

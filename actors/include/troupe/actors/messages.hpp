@@ -37,6 +37,7 @@ using validate_atom = caf::atom_constant<caf::atom("validate")>;  // coordinator
 using run_atom = caf::atom_constant<caf::atom("run")>;            // host -> session -> coordinator
 using fill_atom = caf::atom_constant<caf::atom("fill")>;          // loader -> itself: prefetch
 using flush_atom = caf::atom_constant<caf::atom("flush")>;        // metrics: finish output
+using annotate_atom = caf::atom_constant<caf::atom("annotate")>;  // host -> metrics: epoch extras
 using stats_atom = caf::atom_constant<caf::atom("stats")>;        // aggregator: counters
 using straggle_atom = caf::atom_constant<caf::atom("straggle")>;  // compute -> itself: late push
 using watchdog_atom = caf::atom_constant<caf::atom("watchdog")>;  // compute -> itself: timeouts

@@ -1,7 +1,7 @@
 // The metrics actor: turns batch and phase reports into what a user watches and keeps.
 //
-// Protocol: metrics_sink_actor (a host may supply its own actor of this type to a session and
-// receive every report itself)
+// Protocol: metrics_actor, a metrics_sink_actor (a host may supply its own actor of that type
+// to a session and receive every report itself) that also takes annotations
 //   (batch_report)  -> ()    counts a training batch; every `display_batches` batches prints
 //                            `Epoch[e] Batch [i]\tSpeed: N samples/sec\taccuracy=A` (accuracy
 //                            over the batches since the last line, as MXNet's Speedometer with
@@ -12,6 +12,10 @@
 //                            appends one JSON object to the metrics file; a training epoch
 //                            whose validation is skipped gets its line without validation
 //                            fields when the next epoch's report (or flush) arrives
+//   (annotate_atom, int64 epoch, string key, string json, string line) -> ()
+//                            adds `"key": json` to epoch `epoch`'s JSON line (json is a
+//                            well-formed value: an object, a number) and prints `line`
+//                            (unless empty) now; a cluster's scheduler adds each node's traffic
 //   (flush_atom)    -> bool  all output written and flushed
 //
 // Output goes to the given stream (stdout in the app, a string stream in tests).
@@ -43,7 +47,11 @@ struct metrics_options {
   std::vector<std::pair<std::string, std::string>> tags;
 };
 
+/// The metrics actor itself: a sink that also takes annotations.
+using metrics_actor = metrics_sink_actor::extend<
+  caf::reacts_to<annotate_atom, std::int64_t, std::string, std::string, std::string>>;
+
 /// Opens the metrics file first: throws io_error naming it if it cannot be written.
-metrics_sink_actor spawn_metrics(caf::actor_system& system, metrics_options options);
+metrics_actor spawn_metrics(caf::actor_system& system, metrics_options options);
 
 } // namespace troupe

@@ -48,6 +48,8 @@ struct node_part_options {
   gradient_tap tap;
   request_timeouts timeouts;
   compute_spawn_options compute;
+  /// The coordinator's settle_epochs (coordinator_actor.hpp).
+  bool settle_epochs = false;
   /// Called once the part is wired, with what it handed out (may be empty).
   std::function<void(const wiring_report&)> on_wired;
 };

@@ -98,6 +98,7 @@ struct session_sinks {
   struct cluster_part {
     int node = -1;
     remote_actors remote;
+    bool settle_epochs = false;  ///< the coordinator's (coordinator_actor.hpp)
   } node;
 };
 

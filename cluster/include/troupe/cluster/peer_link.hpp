@@ -63,6 +63,7 @@
 #include <troupe/actors/messages.hpp>
 #include <troupe/actors/metrics_actor.hpp>
 #include <troupe/cluster/admission.hpp>
+#include <troupe/cluster/traffic_registry.hpp>
 #include <troupe/cluster/wire_messages.hpp>
 
 namespace troupe {
@@ -131,6 +132,8 @@ struct link_options {
   /// Idle receive buffers a link keeps for reuse (a step's worth of frames).
   std::size_t receive_pool_bytes = std::size_t{256} << 20;
   caf::actor observer;  ///< gets link_up / link_down; may be null
+  /// The node's traffic registry: the link counts its frames there too (may be null).
+  std::shared_ptr<traffic_registry> traffic;
   /// Where a link reports refusals and losses (default: standard error, one line each). Called
   /// from the link's thread until the link has terminated: what it refers to must live as
   /// long (e.g. longer than the actor system).

@@ -141,16 +141,38 @@ struct batch_report_message {
   batch_report report;
 };
 
+/// The scheduler asks a node for its traffic so far (at the end of epoch `epoch`).
+struct traffic_query_message {
+  std::int64_t epoch = 0;
+};
+
+/// Bytes moved with one peer, per message kind (kind_name order), headers included.
+struct peer_traffic {
+  std::string peer;  ///< the peer's node name, at most hello_message::max_name_bytes
+  std::vector<std::uint64_t> bytes_in, bytes_out;  ///< at most max_kinds each
+  static constexpr std::size_t max_kinds = 64;
+};
+
+/// A node's answer to a traffic query: what it moved with each peer since it started.
+struct traffic_message {
+  std::int64_t epoch = 0;
+  std::vector<peer_traffic> peers;  ///< at most max_peers
+  static constexpr std::size_t max_peers = 4096;
+};
+
 using wire_message = std::variant<hello_message, proof_message, push_message, pull_message,
                                   weights_message, failure_message, heartbeat_message,
                                   shutdown_message, join_message, assignment_message,
                                   ready_message, control_message, report_message,
-                                  batch_report_message>;
+                                  batch_report_message, traffic_query_message, traffic_message>;
 
 /// "hello", "proof", "push", "pull", "weights", "failure", "heartbeat", "shutdown", "join",
-/// "assignment", "ready", "control", "report", "batch report": the kind of a message, for
+/// "assignment", "ready", "control", "report", "batch report", "traffic query", "traffic": the
+/// kind of a message, for
 /// logs and traffic counters.
 const char* kind_name(const wire_message& message);
+/// The same by variant index ("unknown" past the last kind).
+const char* kind_name(std::size_t index);
 constexpr std::size_t wire_kinds = std::variant_size_v<wire_message>;
 
 /// The shapes of every shard's keys, as the receiver's placement plan has them: shards[s][k]

@@ -34,10 +34,12 @@ public:
   jsonl_writer(const jsonl_writer&) = delete;
   jsonl_writer& operator=(const jsonl_writer&) = delete;
 
-  /// Writes one object, numbers first then strings, each in the given order, and flushes.
-  /// Throws io_error "<path>: write failed: <strerror>" when the bytes do not reach the OS.
+  /// Writes one object, numbers first, then strings, then `json` values (written as they
+  /// are: the caller's well-formed JSON), each in the given order, and flushes. Throws
+  /// io_error "<path>: write failed: <strerror>" when the bytes do not reach the OS.
   void write(const std::vector<std::pair<std::string, double>>& numbers,
-             const std::vector<std::pair<std::string, std::string>>& strings = {});
+             const std::vector<std::pair<std::string, std::string>>& strings = {},
+             const std::vector<std::pair<std::string, std::string>>& json = {});
 
   const std::string& path() const { return path_; }
 

@@ -1,0 +1,54 @@
+// The traffic of every link of one node, readable from any thread: each peer link adds its
+// counters when it starts and counts every frame it writes or reads there (bytes, headers
+// included, per message kind), so a node can say at any moment how much it moved to and from
+// each peer without asking its links. Links that have ended keep their entry: a node's totals
+// never go down.
+//
+// Thread-safety: all members are thread-safe; counters are relaxed atomics (each link is the
+// only writer of its own).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <caf/actor_addr.hpp>
+
+#include <troupe/cluster/wire_messages.hpp>
+
+namespace troupe {
+
+class traffic_registry {
+public:
+  struct counters {
+    std::array<std::atomic<std::uint64_t>, wire_kinds> bytes_in{}, bytes_out{};
+    void count_in(std::size_t kind, std::uint64_t bytes) { bytes_in[kind].fetch_add(bytes, std::memory_order_relaxed); }
+    void count_out(std::size_t kind, std::uint64_t bytes) { bytes_out[kind].fetch_add(bytes, std::memory_order_relaxed); }
+  };
+
+  /// A new entry for the link `link`, named `peer` until rename.
+  std::shared_ptr<counters> add(caf::actor_addr link, std::string peer);
+  /// The peer's own name, once its hello told it.
+  void rename(const caf::actor_addr& link, std::string peer);
+  /// Every entry's bytes per kind (kind_name order) and the link it belongs to.
+  struct entry {
+    caf::actor_addr link;
+    peer_traffic traffic;
+  };
+  std::vector<entry> snapshot() const;
+
+private:
+  struct slot {
+    caf::actor_addr link;
+    std::string peer;
+    std::shared_ptr<counters> values;
+  };
+  mutable std::mutex mutex_;
+  std::vector<slot> slots_;
+};
+
+} // namespace troupe

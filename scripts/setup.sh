@@ -9,6 +9,7 @@ packages=(
   python3
   tao-pegtl-dev dataset-fashion-mnist
   clang libclang-rt-14-dev  # the wire decoder's fuzz test (scripts/fuzz_frames.sh)
+  openmpi-bin iproute2      # cluster tests: a job under mpirun, hosts in network namespaces
 )
 if [[ "${TROUPE_WITH_TORCH:-0}" == 1 ]]; then
   # OpenBLAS: without it python3-torch falls back to the slow reference BLAS.

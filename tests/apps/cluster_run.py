@@ -12,6 +12,8 @@ Scenarios:
   dmlc           the same-weights check with every node's place from ps-lite's variables
                  (DMLC_ROLE, DMLC_PS_ROOT_URI/PORT, DMLC_NUM_WORKER/SERVER), no --role
   slurm          the same from SLURM_PROCID / SLURM_NTASKS / SLURM_JOB_NODELIST
+  mpi            the same under Open MPI's mpirun: one command line for every rank (rank 0 the
+                 scheduler, then the servers, then the workers); skipped (77) without mpirun
   kill-worker, kill-server, kill-scheduler, stop-worker
                  a long run; once training is under way, SIGKILL (or SIGSTOP) one node: every
                  other process must exit non-zero within the bound, the scheduler (when alive)
@@ -166,6 +168,42 @@ def start_from_environment(cluster, kind, config, servers, workers, flags):
         cluster.start(name, args, env)
 
 
+def run_mpi(troupe, config, servers, workers, flags, workdir):
+    import shutil
+    mpirun = shutil.which("mpirun")
+    if not mpirun:
+        print("skipped: no mpirun (Debian's openmpi-bin)")
+        raise SystemExit(77)
+    port = free_port()
+    env = dict(os.environ, TROUPE_SECRET=SECRET)
+    command = [mpirun, "--allow-run-as-root", "--oversubscribe", "-n", str(1 + servers + workers),
+               "--mca", "oob_tcp_if_include", "lo", "--mca", "btl_tcp_if_include", "lo", "-x", "TROUPE_SECRET",
+               troupe, "node", "--config", config, "--scheduler", f"127.0.0.1:{port}"] + flags
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            cwd=workdir, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=BOUND_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise SystemExit(f"FAIL: mpirun still runs after {BOUND_S} s\n{out[-3000:]}\n{err[-3000:]}")
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if proc.returncode != 0:
+        raise SystemExit(f"FAIL: mpirun exited {proc.returncode}\n{out[-3000:]}\n{err[-3000:]}")
+    got = final_weights(out)
+    reference = in_process_weights(troupe, config, flags, workdir)
+    if got != reference:
+        raise SystemExit(f"FAIL: under mpirun: {got}\nin one process: {reference}\n{err[-3000:]}")
+    ranks = re.findall(r"(server|worker): joining the scheduler at \S+ \(mpi\)", err)
+    if len(ranks) != servers + workers:
+        raise SystemExit(f"FAIL: {len(ranks)} nodes say they took their place from MPI\n{err[-3000:]}")
+    print(f"ok: mpirun -n {1 + servers + workers}: every rank exited 0; {got} in both")
+
+
 def check_same_weights(cluster, troupe, config, flags, workdir):
     codes = cluster.wait_all()
     if any(codes.values()):
@@ -297,6 +335,8 @@ def main():
             start_by_hand(cluster, config, servers, workers, flags, ["--metrics", metrics_path])
             check_same_weights(cluster, troupe, config, flags, workdir)
             check_traffic(cluster, metrics_path, workers)
+        elif scenario == "mpi":
+            run_mpi(troupe, config, servers, workers, flags, workdir)
         elif scenario in ("dmlc", "slurm"):
             start_from_environment(cluster, scenario, config, servers, workers, flags)
             check_same_weights(cluster, troupe, config, flags, workdir)

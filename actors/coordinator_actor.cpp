@@ -21,12 +21,23 @@ struct coordinator_state {
   caf::typed_response_promise<training_result> promise;
   training_result result;
   bool running = false;
+  std::vector<bool> lost;  // computes dropped after their peer was lost (drop_lost_computes)
   static inline const char* name = "coordinator";
 };
 
 using coordinator_pointer = coordinator_actor::stateful_pointer<coordinator_state>;
 
 void run_epoch(coordinator_pointer self, std::int64_t epoch);
+
+// Whether a compute's failure drops it from the run (its peer is gone and the options allow
+// going on) rather than ending the run. At least one compute must remain.
+bool drop_if_lost(coordinator_pointer self, std::size_t compute, const caf::error& err) {
+  auto& st = self->state;
+  if (!st.options.drop_lost_computes || troupe_code(err) != errc::peer_down)
+    return false;
+  st.lost[compute] = true;
+  return std::count(st.lost.begin(), st.lost.end(), false) > 0;
+}
 
 void fail(coordinator_pointer self, const caf::error& err) {
   auto& st = self->state;
@@ -77,20 +88,34 @@ phase_report merged_in_order(const std::vector<phase_report>& parts, std::int64_
 
 void validate_epoch(coordinator_pointer self, std::int64_t epoch) {
   auto& st = self->state;
-  const auto& validators = st.options.validators;
+  // A lost validator's part of the validation set is not covered any more.
+  std::vector<std::size_t> validators;
+  for (auto v : st.options.validators)
+    if (!st.lost[v])
+      validators.push_back(v);
+  if (validators.empty())
+    return run_epoch(self, epoch + 1);
   auto parts = std::make_shared<std::vector<phase_report>>(validators.size());
   auto outstanding = std::make_shared<std::size_t>(validators.size());
   for (std::size_t i = 0; i < validators.size(); ++i) {
-    self->request(st.computes[validators[i]], st.options.timeouts.phase, validate_atom::value, epoch)
-      .then(
-        [=](phase_report& report) {
-          (*parts)[i] = std::move(report);
-          if (--*outstanding > 0)
-            return;
-          record(self, merged_in_order(*parts, epoch, true));
-          run_epoch(self, epoch + 1);
-        },
-        [=](caf::error& err) { fail(self, err); });
+    auto done = [=](phase_report report) {
+      (*parts)[i] = std::move(report);
+      if (--*outstanding > 0)
+        return;
+      record(self, merged_in_order(*parts, epoch, true));
+      run_epoch(self, epoch + 1);
+    };
+    const auto v = validators[i];
+    self->request(st.computes[v], st.options.timeouts.phase, validate_atom::value, epoch)
+      .then([=](phase_report& report) { done(std::move(report)); },
+            [=](caf::error& err) {
+              if (!drop_if_lost(self, v, err))
+                return fail(self, err);
+              phase_report none;
+              none.epoch = epoch;
+              none.validation = true;
+              done(none);
+            });
   }
 }
 
@@ -106,32 +131,41 @@ void run_epoch(coordinator_pointer self, std::int64_t epoch) {
   if (epoch >= st.options.first_epoch + st.options.epochs)
     return finish(self);
   auto parts = std::make_shared<std::vector<phase_report>>(st.computes.size());
-  auto outstanding = std::make_shared<std::size_t>(st.computes.size());
+  const auto active = static_cast<std::size_t>(std::count(st.lost.begin(), st.lost.end(), false));
+  auto outstanding = std::make_shared<std::size_t>(active);
   const auto finish_after = st.options.finish_after;
   for (std::size_t i = 0; i < st.computes.size(); ++i) {
+    if (st.lost[i])
+      continue;  // its part of the data goes untrained from now on
+    auto done = [=](phase_report part) {
+      (*parts)[i] = std::move(part);
+      --*outstanding;
+      if (finish_after > 0 && active - *outstanding == finish_after)
+        for (auto& c : self->state.computes)  // the finished ones ignore it
+          self->send(c, end_epoch_atom::value, epoch);
+      if (*outstanding > 0)
+        return;
+      record(self, merged_in_order(*parts, epoch, false));
+      auto next = [=] {
+        if (validates_after(self->state.options, epoch))
+          validate_epoch(self, epoch);
+        else
+          run_epoch(self, epoch + 1);
+      };
+      if (!self->state.options.settle_epochs || !self->state.metrics)
+        return next();
+      self->request(self->state.metrics, self->state.options.timeouts.step, flush_atom::value)
+        .then([=](bool) { next(); }, [=](caf::error& err) { fail(self, err); });
+    };
     self->request(st.computes[i], st.options.timeouts.phase, train_atom::value, epoch)
-      .then(
-        [=](phase_report& part) {
-          (*parts)[i] = std::move(part);
-          --*outstanding;
-          if (finish_after > 0 && self->state.computes.size() - *outstanding == finish_after)
-            for (auto& c : self->state.computes)  // the finished ones ignore it
-              self->send(c, end_epoch_atom::value, epoch);
-          if (*outstanding > 0)
-            return;
-          record(self, merged_in_order(*parts, epoch, false));
-          auto next = [=] {
-            if (validates_after(self->state.options, epoch))
-              validate_epoch(self, epoch);
-            else
-              run_epoch(self, epoch + 1);
-          };
-          if (!self->state.options.settle_epochs || !self->state.metrics)
-            return next();
-          self->request(self->state.metrics, self->state.options.timeouts.step, flush_atom::value)
-            .then([=](bool) { next(); }, [=](caf::error& err) { fail(self, err); });
-        },
-        [=](caf::error& err) { fail(self, err); });
+      .then([=](phase_report& part) { done(std::move(part)); },
+            [=](caf::error& err) {
+              if (!drop_if_lost(self, i, err))
+                return fail(self, err);
+              phase_report none;
+              none.epoch = epoch;
+              done(none);
+            });
   }
 }
 
@@ -164,6 +198,7 @@ coordinator_actor::behavior_type coordinator(coordinator_pointer self,
   self->state.computes = std::move(computes);
   self->state.metrics = std::move(metrics);
   self->state.options = options;
+  self->state.lost.assign(self->state.computes.size(), false);
   watch_peers(self);
   return {
     [=](run_atom) -> caf::result<training_result> {

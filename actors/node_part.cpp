@@ -165,7 +165,8 @@ struct part_builder {
     }
     coordinator_options co{job.epochs, 0, job.validate, job.validate_every,
                            static_cast<std::size_t>(a.finish_after), options.timeouts,
-                           validators_of(plan), options.settle_epochs};
+                           validators_of(plan), options.settle_epochs,
+                           job.nodes.continue_on_worker_loss};
     part.coordinator = spawn_coordinator(system, all, part.metrics, co);
     record(caf::actor_cast<caf::actor>(part.coordinator), a);
     for (auto& c : all)

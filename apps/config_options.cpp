@@ -118,7 +118,12 @@ training_job to_training_job(const job_config& c) {
   o.validate_every = std::max<std::int64_t>(1, c.run.eval_every.value);  // 0 means none: above
   o.shards = c.cluster.shards.value;
   o.topology = topology_of(c);
-  o.nodes = cluster_nodes{c.cluster.server_nodes.value, c.cluster.worker_nodes.value};
+  o.nodes = cluster_nodes{c.cluster.server_nodes.value, c.cluster.worker_nodes.value,
+                          c.cluster.on_worker_loss.value == "continue"};
+  if (o.nodes.continue_on_worker_loss && o.topology.mode != topology_kind::async)
+    config_fail(c, c.cluster.on_worker_loss.span,
+                std::string("on_worker_loss = continue needs the async topology (") + to_string(o.topology.mode)
+                  + " waits for every worker, so it can only stop when one is lost)");
   return o;
 }
 

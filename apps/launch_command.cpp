@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 
 #include "apps/commands.hpp"
 #include "apps/flags.hpp"
@@ -36,10 +37,11 @@ struct launch_flags {
   std::string secret_file;
   int join_timeout = 120;
   double grace = 15;
-  std::vector<std::string> node_args;  // passed unchanged to every node
+  std::vector<std::string> node_args; // passed unchanged to every node
 };
 
-const char* summary = R"(Starts a cluster run: a scheduler here, then servers and workers, here or over ssh on the
+const char* summary =
+  R"(Starts a cluster run: a scheduler here, then servers and workers, here or over ssh on the
 hosts of --hostfile (round-robin, servers first; the ssh program is $TROUPE_SSH or ssh). Each
 is `troupe node` with the arguments after launch's own (from the first flag launch does not
 know, or after --), e.g.
@@ -54,9 +56,9 @@ std::vector<std::string> split_args(const std::vector<std::string>& args,
                                     std::vector<std::string>& node_args) {
   static const std::map<std::string, std::string> short_flags{
     {"-n", "--num-workers"}, {"-s", "--num-servers"}, {"-H", "--hostfile"}};
-  static const std::vector<std::string> known{"num-workers", "num-servers", "hostfile",
-                                              "scheduler-address", "secret-file",
-                                              "join-timeout", "grace"};
+  static const std::vector<std::string> known{
+    "num-workers", "num-servers",  "hostfile", "scheduler-address",
+    "secret-file", "join-timeout", "grace"};
   std::vector<std::string> own;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--") {
@@ -86,7 +88,8 @@ bool parse_flags(const std::vector<std::string>& args, launch_flags& l) {
   flag_set f("launch", summary);
   f.add("num-workers", l.workers, "worker processes (-n)");
   f.add("num-servers", l.servers, "server processes (-s)");
-  f.add("hostfile", l.hostfile, "hosts to run servers and workers on over ssh (-H); none: all here");
+  f.add("hostfile", l.hostfile,
+        "hosts to run servers and workers on over ssh (-H); none: all here");
   f.add("scheduler-address", l.scheduler_address, "address the scheduler listens on");
   f.add("secret-file", l.secret_file, "file holding the cluster secret; none: a fresh one per run");
   f.add("join-timeout", l.join_timeout, "seconds for every node to join the scheduler");
@@ -98,8 +101,11 @@ bool parse_flags(const std::vector<std::string>& args, launch_flags& l) {
   check_range("num-workers", l.workers, 1, 1024);
   check_range("num-servers", l.servers, 1, 1024);
   check_range("join-timeout", l.join_timeout, 1, 86400);
-  if (!(l.grace >= 0 && l.grace <= 3600))
-    throw usage_error("--grace must be between 0 and 3600 seconds, got " + std::to_string(l.grace));
+  if (!(l.grace >= 0 && l.grace <= 3600)) {
+    std::ostringstream got;
+    got << l.grace;
+    throw usage_error("--grace must be between 0 and 3600 seconds, got " + got.str());
+  }
   if (l.scheduler_address.empty() || l.scheduler_address.find(':') != std::string::npos)
     throw usage_error("--scheduler-address takes a host name or IPv4 address without a port, got '"
                       + l.scheduler_address + "'");
@@ -174,16 +180,20 @@ std::string node_program() {
 // The `troupe node` arguments every role shares.
 std::vector<std::string> node_argv(const std::string& program, const std::string& role,
                                    const std::string& scheduler, const launch_flags& l) {
-  return {program, "node", "--role", role, "--scheduler", scheduler, "--secret-file", "-",
+  return {program,          "node",
+          "--role",         role,
+          "--scheduler",    scheduler,
+          "--secret-file",  "-",
           "--join-timeout", std::to_string(l.join_timeout)};
 }
 
 child_spec scheduler_spec(const std::string& program, const fs::path& port_file,
                           const launch_flags& l, const std::string& secret) {
-  child_spec s{"scheduler", node_argv(program, "scheduler", l.scheduler_address + ":0", l), {},
-               secret + "\n"};
-  s.argv.insert(s.argv.end(), {"--port-file", port_file.string(), "--server-nodes",
-                               std::to_string(l.servers), "--worker-nodes", std::to_string(l.workers)});
+  child_spec s{
+    "scheduler", node_argv(program, "scheduler", l.scheduler_address + ":0", l), {}, secret + "\n"};
+  s.argv.insert(s.argv.end(),
+                {"--port-file", port_file.string(), "--server-nodes", std::to_string(l.servers),
+                 "--worker-nodes", std::to_string(l.workers)});
   s.argv.insert(s.argv.end(), l.node_args.begin(), l.node_args.end());
   return s;
 }
@@ -222,7 +232,7 @@ int run(const launch_flags& l) {
   temp_dir dir;
   launch::supervisor_options options;
   options.grace = std::chrono::milliseconds(static_cast<long>(l.grace * 1000));
-  launch::child_processes children(options);  // destroyed before dir: nothing writes there after
+  launch::child_processes children(options); // destroyed before dir: nothing writes there after
   fs::path port_file = dir.path / "scheduler.port";
   children.start(scheduler_spec(program, port_file, l, secret));
   int port = 0;

@@ -45,6 +45,7 @@ struct raw_flags {
   std::string config, straggler;
   int num_layers = 0, threads = 1, shards = 1, prefetch = 3, num_classes = 10;
   int server_nodes = 0, worker_nodes = 0;
+  std::string on_worker_loss = "stop";
   std::int64_t batch_size = 128, val_batch_size = 500, num_epochs = 10, disp_batches = 100;
   std::int64_t eval_every = 1;
   std::int64_t seed = 0, random_crop_pad = -1, random_mirror = -1, num_examples = 60000;
@@ -81,6 +82,7 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("prefetch", r.prefetch, "batches each loader builds ahead");
   f.add("server-nodes", r.server_nodes, "server processes of a cluster run, holding the shards (0 with --worker-nodes 0: one process)");
   f.add("worker-nodes", r.worker_nodes, "worker processes of a cluster run, holding loaders and compute actors");
+  f.add("on-worker-loss", r.on_worker_loss, "stop, or continue without a lost worker process (async only)");
   f.add("random-crop-pad", r.random_crop_pad, "random crop after zero padding (-1: 4 for cifar10, else 0)");
   f.add("random-mirror", r.random_mirror, "random horizontal flip 0/1 (-1: 1 for cifar10, else 0)");
   f.add("image-shape", r.image_shape, "synthetic data: C,H,W");
@@ -129,6 +131,8 @@ void check_values(const raw_flags& r, const flag_set& f) {
   check_positive("prefetch", r.prefetch);
   check_range("server-nodes", r.server_nodes, 0, 1024);
   check_range("worker-nodes", r.worker_nodes, 0, 1024);
+  if (r.on_worker_loss != "stop" && r.on_worker_loss != "continue")
+    throw usage_error("--on-worker-loss must be stop or continue, got " + r.on_worker_loss);
   if (f.given("lr"))
     check_positive("lr", r.lr);
   if (r.mom < 0 || r.mom >= 1)
@@ -254,6 +258,7 @@ void apply_run_flags(job_config& c, const raw_flags& r, const flag_set& f) {
   if (r.no_overlap) set_given(cluster.overlap, false);
   if (f.given("server-nodes")) set_given(cluster.server_nodes, r.server_nodes);
   if (f.given("worker-nodes")) set_given(cluster.worker_nodes, r.worker_nodes);
+  if (f.given("on-worker-loss")) set_given(cluster.on_worker_loss, r.on_worker_loss);
 }
 
 // Flags onto the config, then the one value the parser derives from values a flag may have

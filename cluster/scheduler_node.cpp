@@ -311,6 +311,28 @@ void on_ready(scheduler_actor* self, const caf::actor& link, const ready_message
     start_training(self);
 }
 
+int live_members(const scheduler_state& st) {
+  return static_cast<int>(std::count_if(st.members.begin(), st.members.end(), [](auto& m) { return !m.gone; }));
+}
+
+// Whether the run goes on without member `m` (a worker lost during training of a job that
+// says so, with another worker left); logs it if so. The coordinator drops its computes when
+// their requests fail.
+bool goes_on_without(scheduler_actor* self, const member_entry& m, const std::string& what) {
+  auto& st = self->state;
+  if (m.role != node_role::worker || !st.job.nodes.continue_on_worker_loss || st.at != run_phase::training)
+    return false;
+  const bool others = std::any_of(st.members.begin(), st.members.end(),
+                                  [](auto& o) { return o.role == node_role::worker && !o.gone; });
+  if (!others)
+    return false;
+  log_node_line(*st.options, "scheduler: " + m.name() + ": " + what
+                               + "; the run goes on without it (on_worker_loss = continue)");
+  if (st.holding && static_cast<int>(st.traffic_answers.size()) >= live_members(st))
+    release_traffic(self);
+  return true;
+}
+
 // Runs `forward` now, or after the traffic of the epoch being gathered.
 void pass_on(scheduler_actor* self, std::function<void()> forward) {
   auto& st = self->state;
@@ -318,10 +340,6 @@ void pass_on(scheduler_actor* self, std::function<void()> forward) {
     st.held.push_back(std::move(forward));
   else
     forward();
-}
-
-int live_members(const scheduler_state& st) {
-  return static_cast<int>(std::count_if(st.members.begin(), st.members.end(), [](auto& m) { return !m.gone; }));
 }
 
 // The epoch's traffic goes to the metrics first, then everything held behind it, in order.
@@ -387,6 +405,8 @@ void on_member_message(scheduler_actor* self, const caf::actor& link, wire_messa
     if (!m)
       return;  // a node that never joined: nothing of the run is lost
     m->gone = true;
+    if (goes_on_without(self, *m, "stopped: " + end->reason))
+      return;
     return fail_soon(self, make_error(errc::peer_down, "scheduler: " + m->name() + " stopped: " + end->reason));
   }
   log_node_line(*st.options, std::string("scheduler: a node sent a ") + kind_name(message)
@@ -405,9 +425,11 @@ void on_down(scheduler_actor* self, const caf::down_msg& down) {
   m->gone = true;
   if (st.at == run_phase::ending)
     return answer_if_done(self, false);
-  if (!was_gone)
-    fail(self, errc::peer_down, "scheduler: lost " + m->name() + " at " + clock_time_now() + ": "
-                                  + reason_text(self->system(), down.reason));
+  if (was_gone)
+    return;
+  const auto what = "lost " + m->name() + " at " + clock_time_now() + ": " + reason_text(self->system(), down.reason);
+  if (!goes_on_without(self, *m, what))
+    fail(self, errc::peer_down, "scheduler: " + what);
 }
 
 // What the scheduler starts with, planned by the caller.

@@ -53,7 +53,7 @@ void close_fd(int& fd) {
 struct exec_args {
   std::vector<std::string> env;
   std::vector<char*> argv, envp;
-  std::string failure;  // what the child prints if exec fails
+  std::string failure; // what the child prints if exec fails
 
   explicit exec_args(const child_spec& spec) {
     auto key = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
@@ -104,14 +104,14 @@ bool move_fd(int fd, int target) {
 // In the child, between fork and exec. Signals are blocked on entry (see start).
 [[noreturn]] void run_child(child_pipes& p, const exec_args& a, pid_t parent) {
   for (int s : handled_signals)
-    ::signal(s, SIG_DFL);  // an ignored SIGPIPE would survive exec
+    ::signal(s, SIG_DFL); // an ignored SIGPIPE would survive exec
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  ::setpgid(0, 0);  // its own group: one kill reaches everything it starts
+  ::setpgid(0, 0); // its own group: one kill reaches everything it starts
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent)
-    ::_exit(127);  // the launcher died before the death signal was armed
+    ::_exit(127); // the launcher died before the death signal was armed
   if (!move_fd(p.in[0], STDIN_FILENO) || !move_fd(p.out[1], STDOUT_FILENO)
       || !move_fd(p.err[1], STDERR_FILENO))
     ::_exit(127);
@@ -123,9 +123,20 @@ bool move_fd(int fd, int target) {
   ::_exit(127);
 }
 
-void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
+void set_nonblocking(int fd) {
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
 
-bool failed(int status) { return !WIFEXITED(status) || WEXITSTATUS(status) != 0; }
+// Signals a running child's process group; the child alone should the group not exist (it
+// could not be made), so that no child outlives the supervisor either way.
+void kill_group(pid_t pid, int signal) {
+  if (::kill(-pid, signal) != 0)
+    ::kill(pid, signal);
+}
+
+bool failed(int status) {
+  return !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+}
 
 } // namespace
 
@@ -147,7 +158,7 @@ child_processes::child_processes(supervisor_options options) : options_(options)
 child_processes::~child_processes() {
   for (auto& c : children_) {
     if (!c.exited) {
-      ::kill(-c.pid, SIGKILL);
+      kill_group(c.pid, SIGKILL);
       int status = 0;
       while (::waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
       }
@@ -183,7 +194,7 @@ pid_t child_processes::start(const child_spec& spec) {
     errno = fork_errno;
     fail("cannot start " + spec.name);
   }
-  ::setpgid(pid, pid);  // the child does the same; whichever runs first wins the race
+  ::setpgid(pid, pid); // the child does the same; whichever runs first wins the race
   close_fd(p.in[0]);
   close_fd(p.out[1]);
   close_fd(p.err[1]);
@@ -209,7 +220,7 @@ void child_processes::write_input(child& c) {
     else if (errno == EAGAIN)
       return;
     else if (errno != EINTR)
-      break;  // it closed its stdin or died: the rest has no reader
+      break; // it closed its stdin or died: the rest has no reader
   }
   close_fd(c.input_fd);
   c.input.clear();
@@ -223,15 +234,14 @@ void child_processes::relay(output_stream& s, const std::string& name, std::ostr
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0)
-      return;  // EAGAIN: nothing more for now
+      return; // EAGAIN: nothing more for now
     if (n == 0) {
       close_output(s, name, sink);
       return;
     }
     s.pending.append(buffer, static_cast<std::size_t>(n));
     std::size_t begin = 0;
-    for (std::size_t end; (end = s.pending.find('\n', begin)) != std::string::npos;
-         begin = end + 1)
+    for (std::size_t end; (end = s.pending.find('\n', begin)) != std::string::npos; begin = end + 1)
       sink << '[' << name << "] " << std::string_view(s.pending).substr(begin, end + 1 - begin);
     s.pending.erase(0, begin);
     sink.flush();
@@ -299,7 +309,8 @@ void child_processes::reap() {
 
 void child_processes::on_exit(child& c, int status) {
   c.exited = true;
-  // Whatever it started goes with it (the pgid stays reserved while any member lives).
+  // Whatever it started goes with it (the pgid stays reserved while any member lives; the
+  // pid alone is not signalled: reaped, it may already be someone else's).
   ::kill(-c.pid, SIGKILL);
   // All it wrote before exiting is in the pipes now; a grandchild's later output is not waited for.
   relay(c.out, c.name, *options_.out);
@@ -344,7 +355,7 @@ void child_processes::enforce_deadlines() {
 void child_processes::signal_all(int signal) {
   for (const auto& c : children_)
     if (!c.exited)
-      ::kill(-c.pid, signal);
+      kill_group(c.pid, signal);
 }
 
 void child_processes::request_stop(int signal) {

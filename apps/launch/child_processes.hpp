@@ -81,13 +81,13 @@ public:
 private:
   struct output_stream {
     int fd = -1;
-    std::string pending;  // bytes after the last newline relayed
+    std::string pending; // bytes after the last newline relayed
   };
   struct child {
     std::string name;
     pid_t pid = -1;
     int input_fd = -1;
-    std::string input;  // not yet written
+    std::string input; // not yet written
     output_stream out, err;
     bool exited = false;
   };
@@ -110,8 +110,8 @@ private:
   supervisor_options options_;
   std::vector<child> children_;
   int signal_pipe_[2] = {-1, -1};
-  std::optional<clock::time_point> term_at_;  // when SIGTERM goes to every group
-  std::optional<clock::time_point> kill_at_;  // when SIGKILL goes to every group
+  std::optional<clock::time_point> term_at_; // when SIGTERM goes to every group
+  std::optional<clock::time_point> kill_at_; // when SIGKILL goes to every group
   bool term_sent_ = false;
   int stop_signal_ = 0;
   std::optional<int> failure_status_;

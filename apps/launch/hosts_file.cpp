@@ -61,9 +61,11 @@ std::vector<host> parse_hosts(std::istream& in, const std::string& file) {
     hosts.push_back(parse_host(word, where));
     while (words >> word) {
       if (word.rfind("slots=", 0) != 0)
-        throw usage_error(where + ": unexpected '" + word + "' after the host (only slots=N may follow)");
+        throw usage_error(where + ": unexpected '" + word
+                          + "' after the host (only slots=N may follow)");
       if (parse_count(word.substr(6), 1 << 20) < 0)
-        throw usage_error(where + ": slots must be a positive number, got '" + word.substr(6) + "'");
+        throw usage_error(where + ": slots must be a positive number, got '" + word.substr(6)
+                          + "'");
     }
   }
   if (hosts.empty())

@@ -11,8 +11,8 @@
 namespace troupe::launch {
 
 struct host {
-  std::string name;  ///< host name or address, as ssh takes it
-  int ssh_port = 0;  ///< 0: ssh's default
+  std::string name; ///< host name or address, as ssh takes it
+  int ssh_port = 0; ///< 0: ssh's default
 };
 
 /// Parses a hosts file's text; `file` names it in errors. Throws usage_error

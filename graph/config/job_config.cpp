@@ -58,7 +58,7 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
   require_block_only(r, st);
   keyed_values k(r, "cluster", st.assignments,
                  {"servers", "workers", "shards", "slice_bytes", "group_bytes", "overlap",
-                  "server_nodes", "worker_nodes"});
+                  "server_nodes", "worker_nodes", "on_worker_loss"});
   if (auto* v = k.find("servers")) {
     if (v->type == syntax_value::kind::number && v->integral && v->number == 0)
       r.fail(v->span, "servers = 0: no shard would own the model's keys (need at least 1)");
@@ -80,6 +80,11 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
     r.set(c.server_nodes, static_cast<int>(r.integer(*v, "server_nodes", 0, 1024)), *v);
   if (auto* v = k.find("worker_nodes"))
     r.set(c.worker_nodes, static_cast<int>(r.integer(*v, "worker_nodes", 0, 1024)), *v);
+  if (auto* v = k.find("on_worker_loss")) {
+    r.set(c.on_worker_loss, r.name(*v, "on_worker_loss"), *v);
+    if (c.on_worker_loss.value != "stop" && c.on_worker_loss.value != "continue")
+      r.fail(v->span, "on_worker_loss must be stop or continue, got " + c.on_worker_loss.value);
+  }
   if ((c.server_nodes.value == 0) != (c.worker_nodes.value == 0)) {
     const auto& given = c.server_nodes.value == 0 ? *k.find("worker_nodes") : *k.find("server_nodes");
     r.fail(given.span, "a cluster needs server_nodes and worker_nodes both >= 1 (or both 0 for one process)");

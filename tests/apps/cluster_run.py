@@ -24,6 +24,10 @@ Scenarios:
                  bounds (104 bytes per push or weights frame + 32 per key), plus the whole model
                  once when a worker pulls it (its first step). The server receives
                  exactly what the workers sent and sends exactly what they received.
+  continue-after-kill
+                 an async run with --on-worker-loss continue: SIGKILL of a worker mid-run; the
+                 scheduler logs that it goes on without it, and every other process finishes
+                 the run and exits 0, with validation accuracy still logged at the end
   wrong-secret   a node holding another secret is refused and the job, unharmed, ends with
                  the same weights; a raw TCP client sending random bytes to the scheduler and
                  to a server is refused too
@@ -307,6 +311,26 @@ def check_fault(cluster, scenario):
     print(f"ok: {scenario}: every other process exited non-zero within {noticed:.1f} s")
 
 
+def check_continue(cluster):
+    cluster.wait_for_text("scheduler", "out", r"Epoch\[0\] Batch")
+    victim = cluster.procs["worker1"]
+    os.killpg(victim.pid, signal.SIGKILL)
+    others = {n: p for n, p in cluster.procs.items() if n != "worker1"}
+    for name, p in others.items():
+        try:
+            p.wait(BOUND_S)
+        except subprocess.TimeoutExpired:
+            cluster.fail(f"{name} still runs {BOUND_S} s after the worker was killed")
+        if p.returncode != 0:
+            cluster.fail(f"{name} exited {p.returncode}; the run should have gone on")
+    if not re.search(rf"lost worker \d+ \(pid {victim.pid} .*the run goes on without it", cluster.text("scheduler", "err")):
+        cluster.fail("the scheduler does not say it goes on without the killed worker")
+    epochs = re.findall(r"Epoch\[(\d+)\] Validation-accuracy=", cluster.text("scheduler", "out"))
+    if not epochs:
+        cluster.fail("no validation after the loss")
+    print(f"ok: the run went on without the killed worker to epoch {epochs[-1]}; every other process exited 0")
+
+
 def raw_garbage(port):
     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
         s.sendall(bytes(random.getrandbits(8) for _ in range(4096)))
@@ -344,6 +368,10 @@ def main():
             start_by_hand(cluster, config, servers, workers, flags,
                           ["--heartbeat", "0.2", "--peer-timeout", "2"])
             check_fault(cluster, scenario)
+        elif scenario == "continue-after-kill":
+            start_by_hand(cluster, config, servers, workers, flags + ["--on-worker-loss", "continue"],
+                          ["--heartbeat", "0.2", "--peer-timeout", "2"])
+            check_continue(cluster)
         elif scenario == "wrong-secret":
             port = start_by_hand(cluster, config, servers, workers, flags)
             cluster.wait_for_text("server0", "err", r"listening on")

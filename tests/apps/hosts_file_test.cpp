@@ -30,9 +30,9 @@ std::string shell_output(const std::string& command) {
   return out;
 }
 
-const std::vector<std::string> nasty{"it's",  "a b",  "$HOME", "`id`", "\"q\"",  "back\\slash",
-                                     "",      "new\nline", "*",   "-n",   ";rm x", "a=b",
-                                     "'",     "''",   "!x",    "~",    "plain-arg_1.0"};
+const std::vector<std::string> nasty{
+  "it's", "a b",   "$HOME", "`id`", "\"q\"", "back\\slash", "",  "new\nline",    "*",
+  "-n",   ";rm x", "a=b",   "'",    "''",    "!x",          "~", "plain-arg_1.0"};
 
 } // namespace
 
@@ -53,7 +53,7 @@ TEST_CASE("a hosts file lists hosts with optional ssh ports; slots, comments, bl
   CHECK(hosts[2].ssh_port == 0);
   CHECK(hosts[3].name == "node4");
   CHECK(hosts[3].ssh_port == 22);
-  CHECK(hosts[4].name == "fe80::1");  // several colons: an IPv6 address, no port
+  CHECK(hosts[4].name == "fe80::1"); // several colons: an IPv6 address, no port
   CHECK(hosts[4].ssh_port == 0);
 }
 
@@ -67,7 +67,8 @@ TEST_CASE("a bad hosts file line is a usage error naming file and line") {
   CHECK_THROWS_WITH(parse("a slots=0"), Contains("hosts.txt:1: slots must be a positive number"));
   CHECK_THROWS_WITH(parse("a\na slots=x"), Contains("hosts.txt:2: slots must be"));
   CHECK_THROWS_WITH(parse("a b"), Contains("hosts.txt:1: unexpected 'b' after the host"));
-  CHECK_THROWS_WITH(parse("-oProxyCommand=x"), Contains("hosts.txt:1: a host name cannot start with '-'"));
+  CHECK_THROWS_WITH(parse("-oProxyCommand=x"),
+                    Contains("hosts.txt:1: a host name cannot start with '-'"));
   CHECK_THROWS_WITH(parse("# nothing\n\n"), Contains("hosts.txt: no hosts"));
   CHECK_THROWS_AS(parse("a:x"), usage_error);
   CHECK_THROWS_WITH(read_hosts_file("/nonexistent/hosts"),
@@ -89,13 +90,15 @@ TEST_CASE("shell_quote makes any argument one word that a shell gives back uncha
 
 TEST_CASE("the ssh command runs the node's argv unchanged in the directory on the host") {
   auto plain = ssh_command("ssh", {"node1", 0}, "/work", {"troupe", "node"});
-  CHECK(plain == std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "-o",
-                                          "StrictHostKeyChecking=accept-new", "node1",
-                                          "cd /work && exec troupe node"});
+  CHECK(plain
+        == std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "-o",
+                                    "StrictHostKeyChecking=accept-new", "node1",
+                                    "cd /work && exec troupe node"});
   auto ported = ssh_command("/usr/bin/fake-ssh", {"node2", 2222}, "/", {"x"});
-  CHECK(ported == std::vector<std::string>{"/usr/bin/fake-ssh", "-o", "BatchMode=yes", "-o",
-                                           "StrictHostKeyChecking=accept-new", "-p", "2222",
-                                           "node2", "cd / && exec x"});
+  CHECK(ported
+        == std::vector<std::string>{"/usr/bin/fake-ssh", "-o", "BatchMode=yes", "-o",
+                                    "StrictHostKeyChecking=accept-new", "-p", "2222", "node2",
+                                    "cd / && exec x"});
 
   // What a remote shell does with the last word: run printf with every nasty argument.
   std::vector<std::string> argv{"printf", "%s\\0"};

@@ -120,6 +120,7 @@ std::vector<std::pair<std::string, std::function<void(training_job&)>>> single_f
     {"topology.straggle_ms", [](job& j) { j.topology.straggle_ms = 10; }},
     {"nodes.servers", [](job& j) { j.nodes.servers = 1; }},
     {"nodes.workers", [](job& j) { j.nodes.workers = 1; }},
+    {"nodes.continue_on_worker_loss", [](job& j) { j.nodes.continue_on_worker_loss = true; }},
   };
   // The two data sets and the two batch sources have the same fields each.
   for (auto [prefix, data] : {std::pair{"train_data", &job::train_data},
@@ -159,8 +160,8 @@ std::vector<std::pair<std::string, std::function<void(training_job&)>>> single_f
 
 TEST_CASE("changing any single field of a training_job changes job_hash") {
   const auto changes = single_field_changes();
-  // 5 model + 2 x 7 data + 2 x 10 batches + 3 sgd + 8 schedule + 5 job + 11 topology + 2 nodes.
-  REQUIRE(changes.size() == 68);
+  // 5 model + 2 x 7 data + 2 x 10 batches + 3 sgd + 8 schedule + 5 job + 11 topology + 3 nodes.
+  REQUIRE(changes.size() == 69);
   const auto base = job_hash(training_job{});
   std::set<std::uint64_t> seen{base};
   for (const auto& [field, change] : changes) {

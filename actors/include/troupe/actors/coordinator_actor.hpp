@@ -48,6 +48,10 @@ struct coordinator_options {
   /// going on: no step runs meanwhile, so a cluster's scheduler (the sink there) reads every
   /// node's traffic at the epoch's true end.
   bool settle_epochs = false;
+  /// A compute whose request fails with errc::peer_down (its node was lost) is dropped: its
+  /// part of the epoch counts as empty and it gets no further requests; the run fails only
+  /// when none is left. Off: any failure ends the run.
+  bool drop_lost_computes = false;
 };
 
 /// `metrics` may be invalid (no reports). Throws std::invalid_argument for no compute actors,

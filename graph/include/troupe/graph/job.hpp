@@ -75,12 +75,15 @@ typename Inspector::result_type inspect(Inspector& f, optimizer_options& x) {
 struct cluster_nodes {
   int servers = 0;
   int workers = 0;
+  /// A worker process lost during training: the run stops (false), or goes on with the
+  /// others (true; async only: every other topology waits for each worker).
+  bool continue_on_worker_loss = false;
   bool single_process() const { return servers == 0 && workers == 0; }
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_nodes& x) {
-  return f(x.servers, x.workers);
+  return f(x.servers, x.workers, x.continue_on_worker_loss);
 }
 
 struct training_job {

@@ -42,6 +42,8 @@ struct cluster_config {
   /// Processes of a cluster run (training_job::nodes); both 0: one process.
   located<int> server_nodes{0};
   located<int> worker_nodes{0};
+  /// `stop` or `continue` (async only): what a lost worker process does to the run.
+  located<std::string> on_worker_loss{"stop"};
 };
 
 struct data_config {

@@ -154,7 +154,7 @@ int node_command(const std::vector<std::string>& args) {
   if (options.connection_timeout <= options.heartbeat_interval * 2)
     throw usage_error("--peer-timeout must exceed twice --heartbeat (a peer is lost after missing heartbeats)");
   if (flag_given(args, "config"))
-    options.expected_job_hash = job_hash(cli.job);
+    options.own_job = cli.job;
   if (options.role == node_role::scheduler && (cli.job.nodes.servers < 1 || cli.job.nodes.workers < 1))
     throw usage_error("the scheduler needs the number of server and worker processes: --server-nodes and "
                       "--worker-nodes, the config's cluster.server_nodes / worker_nodes, or a launcher's counts");

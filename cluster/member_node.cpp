@@ -22,6 +22,7 @@
 #include <troupe/cluster/frame_codec.hpp>
 #include <troupe/cluster/job_transfer.hpp>
 #include <troupe/cluster/remote_stand_ins.hpp>
+#include <troupe/graph/value_hash.hpp>
 #include <troupe/graph/zoo.hpp>
 #include <troupe/io/dataset.hpp>
 
@@ -137,12 +138,16 @@ void connect_servers(member_actor* self, const assignment_message& a, const link
 bool take_assignment(member_actor* self, const assignment_message& a) {
   auto& st = self->state;
   const auto& options = *st.options;
-  if (options.expected_job_hash != 0 && a.job_hash != options.expected_job_hash)
-    throw std::invalid_argument("the scheduler's job (hash " + std::to_string(a.job_hash)
-                                + ") is not the one this node's config resolves to (hash "
-                                + std::to_string(options.expected_job_hash)
-                                + "): start every node with the same config and flags");
   const auto job = job_from_bytes(a.job, a.job_hash);
+  if (options.own_job) {
+    auto mine = *options.own_job;
+    mine.nodes = job.nodes;
+    if (job_hash(mine) != a.job_hash)
+      throw std::invalid_argument("the scheduler's job (hash " + std::to_string(a.job_hash)
+                                  + ") is not the one this node's config resolves to (hash "
+                                  + std::to_string(job_hash(mine))
+                                  + "): start every node with the same config and flags");
+  }
   st.plan = plan_placement(job, a.facts);
   if (st.plan.hash != a.plan_hash)
     throw std::invalid_argument("this node plans the job as plan " + std::to_string(st.plan.hash)

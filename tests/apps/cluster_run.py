@@ -9,6 +9,9 @@ Scenarios:
                  `troupe train` prints for the same config and flags in one process
   learns         as above for a topology whose result depends on timing (async): every
                  process exits 0 and the last validation accuracy is above 0.5
+  launch         the same-weights check with `troupe launch -n WORKERS -s SERVERS` starting the
+                 processes; its output carries a prefix per node; then SIGINT to a second launch
+                 mid-run: it exits 130 and leaves no process behind
   dmlc           the same-weights check with every node's place from ps-lite's variables
                  (DMLC_ROLE, DMLC_PS_ROOT_URI/PORT, DMLC_NUM_WORKER/SERVER), no --role
   slurm          the same from SLURM_PROCID / SLURM_NTASKS / SLURM_JOB_NODELIST
@@ -208,6 +211,64 @@ def run_mpi(troupe, config, servers, workers, flags, workdir):
     print(f"ok: mpirun -n {1 + servers + workers}: every rank exited 0; {got} in both")
 
 
+def descendants(pid):
+    """Every process whose ancestry leads to pid (from /proc)."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {p for p, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def run_launch(troupe, config, servers, workers, flags, workdir):
+    command = [troupe, "launch", "-n", str(workers), "-s", str(servers), "--config", config] + flags
+    run = subprocess.run(command, capture_output=True, text=True, cwd=workdir, timeout=BOUND_S)
+    if run.returncode != 0:
+        raise SystemExit(f"FAIL: launch exited {run.returncode}\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
+    got = final_weights("\n".join(l.removeprefix("[scheduler] ") for l in run.stdout.splitlines()))
+    reference = in_process_weights(troupe, config, flags, workdir)
+    if got != reference:
+        raise SystemExit(f"FAIL: launched: {got}\nin one process: {reference}")
+    for prefix in ["[scheduler]"] + [f"[server {s}]" for s in range(servers)] + [f"[worker {w}]" for w in range(workers)]:
+        if prefix not in run.stdout + run.stderr:
+            raise SystemExit(f"FAIL: no output prefixed {prefix}")
+    # Ctrl-C of a long launch: exit status 130, and nothing it started survives.
+    # (the flags of this scenario must not hold --num-epochs: a flag is given once)
+    proc = subprocess.Popen(command + ["--num-epochs", "1000"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, cwd=workdir, start_new_session=True)
+    try:
+        deadline = time.time() + BOUND_S
+        seen = ""
+        while "Epoch[0] Batch" not in seen and time.time() < deadline:
+            seen += proc.stdout.readline()
+        children = descendants(proc.pid)
+        if len(children) < 1 + servers + workers:
+            raise SystemExit(f"FAIL: launch runs {len(children)} processes, expected {1 + servers + workers}")
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=30)
+        if proc.returncode != 130:
+            raise SystemExit(f"FAIL: launch exited {proc.returncode} after SIGINT, expected 130\n{rest[-2000:]}")
+        alive = [p for p in children if os.path.exists(f"/proc/{p}") and
+                 open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"]
+        if alive:
+            raise SystemExit(f"FAIL: processes {alive} survived the launch's SIGINT")
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    print(f"ok: launch -n {workers} -s {servers}: {got} as in one process; SIGINT: exit 130, "
+          f"{len(children)} processes gone")
+
+
 def check_same_weights(cluster, troupe, config, flags, workdir):
     codes = cluster.wait_all()
     if any(codes.values()):
@@ -359,6 +420,8 @@ def main():
             start_by_hand(cluster, config, servers, workers, flags, ["--metrics", metrics_path])
             check_same_weights(cluster, troupe, config, flags, workdir)
             check_traffic(cluster, metrics_path, workers)
+        elif scenario == "launch":
+            run_launch(troupe, config, servers, workers, flags, workdir)
         elif scenario == "mpi":
             run_mpi(troupe, config, servers, workers, flags, workdir)
         elif scenario in ("dmlc", "slurm"):

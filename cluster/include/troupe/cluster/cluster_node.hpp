@@ -27,6 +27,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include <caf/actor_system.hpp>
@@ -61,9 +62,10 @@ struct cluster_node_options {
   std::chrono::milliseconds connection_timeout{5000};
   /// The actors' own deadlines (a step, an epoch).
   request_timeouts timeouts;
-  /// A server or worker given a config: the hash of the job it resolves to (job_hash), which
-  /// the scheduler's job must equal. 0: take the scheduler's job as it is.
-  std::uint64_t expected_job_hash = 0;
+  /// A server or worker given a config: the job it resolves to, which the scheduler's must
+  /// equal in everything but the process counts (those are the scheduler's, or a launcher's,
+  /// to say). Empty: take the scheduler's job as it is.
+  std::optional<training_job> own_job;
   /// The scheduler: a file to write the bound port to once it listens (decimal and a newline,
   /// written to a temporary file and renamed). Empty: none.
   std::string port_file;

@@ -126,6 +126,17 @@ int node_command(const std::vector<std::string>& args) {
     std::cout << cli.help_text;
     return 0;
   }
+  // The config's network settings, unless a flag said otherwise.
+  auto from_config = [&](const char* flag, auto& value, const auto& configured) {
+    if (!flag_given(args, flag))
+      value = configured;
+  };
+  from_config("scheduler", n.place.scheduler, cli.network.scheduler);
+  from_config("listen", n.listen, cli.network.listen);
+  from_config("join-timeout", n.join_timeout, cli.network.join_timeout);
+  from_config("heartbeat", n.heartbeat, cli.network.heartbeat);
+  from_config("peer-timeout", n.peer_timeout, cli.network.peer_timeout);
+  from_config("request-timeout", n.request_timeout, cli.network.request_timeout);
   const auto env = current_environment();
   n.place.config_server_nodes = cli.job.nodes.servers;
   n.place.config_worker_nodes = cli.job.nodes.workers;

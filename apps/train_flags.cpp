@@ -327,6 +327,9 @@ train_command_line parse_train_flags(const std::vector<std::string>& args, const
     out.job = to_training_job(config);
     out.output = session_output_of(config);
     out.threads = config.run.threads.value;
+    const auto& k = config.cluster;
+    out.network = cluster_network{k.scheduler.value, k.listen.value, k.join_timeout.value, k.heartbeat.value,
+                                  k.peer_timeout.value, k.request_timeout.value};
   } catch (const config_error& e) {
     throw usage_error(e.what());
   }

@@ -21,9 +21,18 @@
 
 namespace troupe {
 
+/// How a cluster's processes reach each other, as the config says (`troupe node` flags
+/// override each).
+struct cluster_network {
+  std::string scheduler;  ///< "HOST:PORT"; empty: not said
+  std::string listen = "127.0.0.1";
+  double join_timeout = 120, heartbeat = 1, peer_timeout = 5, request_timeout = 30;  ///< seconds
+};
+
 struct train_command_line {
   training_job job;
   session_output output;
+  cluster_network network;
   /// Compute threads: --threads, else the config's train.threads, else default_thread_count().
   int threads = 1;
   bool help = false;

@@ -58,7 +58,8 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
   require_block_only(r, st);
   keyed_values k(r, "cluster", st.assignments,
                  {"servers", "workers", "shards", "slice_bytes", "group_bytes", "overlap",
-                  "server_nodes", "worker_nodes", "on_worker_loss"});
+                  "server_nodes", "worker_nodes", "on_worker_loss", "scheduler", "listen",
+                  "join_timeout", "heartbeat", "peer_timeout", "request_timeout"});
   if (auto* v = k.find("servers")) {
     if (v->type == syntax_value::kind::number && v->integral && v->number == 0)
       r.fail(v->span, "servers = 0: no shard would own the model's keys (need at least 1)");
@@ -84,6 +85,22 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
     r.set(c.on_worker_loss, r.name(*v, "on_worker_loss"), *v);
     if (c.on_worker_loss.value != "stop" && c.on_worker_loss.value != "continue")
       r.fail(v->span, "on_worker_loss must be stop or continue, got " + c.on_worker_loss.value);
+  }
+  if (auto* v = k.find("scheduler"))
+    r.set(c.scheduler, r.string(*v, "scheduler"), *v);
+  if (auto* v = k.find("listen"))
+    r.set(c.listen, r.string(*v, "listen"), *v);
+  if (auto* v = k.find("join_timeout"))
+    r.set(c.join_timeout, r.real(*v, "join_timeout", 1, true, 86400), *v);
+  if (auto* v = k.find("heartbeat"))
+    r.set(c.heartbeat, r.real(*v, "heartbeat", 0.05, true, 600), *v);
+  if (auto* v = k.find("peer_timeout"))
+    r.set(c.peer_timeout, r.real(*v, "peer_timeout", 0.2, true, 3600), *v);
+  if (auto* v = k.find("request_timeout"))
+    r.set(c.request_timeout, r.real(*v, "request_timeout", 0.1, true, 86400), *v);
+  if (c.peer_timeout.value <= 2 * c.heartbeat.value) {
+    const auto& at = k.find("peer_timeout") ? *k.find("peer_timeout") : *k.find("heartbeat");
+    r.fail(at.span, "peer_timeout must exceed twice heartbeat (a peer is lost after missing heartbeats)");
   }
   if ((c.server_nodes.value == 0) != (c.worker_nodes.value == 0)) {
     const auto& given = c.server_nodes.value == 0 ? *k.find("worker_nodes") : *k.find("server_nodes");

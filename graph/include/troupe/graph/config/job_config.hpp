@@ -44,6 +44,14 @@ struct cluster_config {
   located<int> worker_nodes{0};
   /// `stop` or `continue` (async only): what a lost worker process does to the run.
   located<std::string> on_worker_loss{"stop"};
+  /// How the processes of a cluster run reach each other (`troupe node`; flags override).
+  /// Not part of the job: two runs of one job may use other addresses and timeouts.
+  located<std::string> scheduler;   ///< "HOST:PORT" where the scheduler listens
+  located<std::string> listen{"127.0.0.1"};  ///< where a server listens for workers
+  located<double> join_timeout{120};  ///< seconds
+  located<double> heartbeat{1};
+  located<double> peer_timeout{5};
+  located<double> request_timeout{30};
 };
 
 struct data_config {

@@ -242,7 +242,8 @@ void spawn_node_part(caf::actor_system& system, const training_job& job, const p
         b.wired.downstream(a, downstream);
         b.wired.route(a, downstream, route_carries::summed_gradients);
       }
-    });
+    },
+    job.epochs * plan.steps_per_epoch);
   // Stand-ins for targets elsewhere end with the part too.
   for (std::size_t i = 0; i < plan.actors.size(); ++i)
     if (part.targets[i] && !b.here(i))

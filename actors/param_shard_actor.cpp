@@ -12,6 +12,7 @@
 #include <troupe/actors/param_shard_actor.hpp>
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 
 #include <caf/all.hpp>
@@ -36,6 +37,8 @@ struct shard_state {
   sgd_options sgd;
   lr_schedule schedule{lr_schedule_options{}};
   std::int64_t step = 0;  // pushes applied
+  std::int64_t step_limit = 0;
+  std::map<int, std::int64_t> last_steps;  // by source: the step of its last push
   float last_lr = 0;
   // stale-synchronous bookkeeping
   int staleness = -1;
@@ -98,6 +101,13 @@ std::string check_push(const shard_state& st, const gradient_push& push) {
   }
   if (!(push.epoch_position >= 0))
     return "param_shard: push at invalid epoch position " + std::to_string(push.epoch_position);
+  if (push.step < 0 || (st.step_limit > 0 && push.step >= st.step_limit))
+    return "param_shard: push of step " + std::to_string(push.step) + " from source " + std::to_string(push.worker)
+           + " is not a step of this run (0.." + std::to_string(st.step_limit - 1) + "): a step from the future";
+  const auto last = st.last_steps.find(push.worker);
+  if (last != st.last_steps.end() && push.step < last->second)
+    return "param_shard: push of step " + std::to_string(push.step) + " from source " + std::to_string(push.worker)
+           + ", which already pushed step " + std::to_string(last->second) + ": a replay";
   return {};
 }
 
@@ -143,6 +153,7 @@ caf::result<weight_set> apply_push(shard_pointer self, const gradient_push& push
   if (st.staleness >= 0 && (push.worker < 0 || push.worker >= static_cast<int>(st.worker_steps.size())))
     return make_error(errc::bad_request, "param_shard: push from worker " + std::to_string(push.worker)
                              + ", expected 0.." + std::to_string(st.worker_steps.size() - 1));
+  st.last_steps[push.worker] = push.step;
   const float lr = st.schedule.at(push.epoch_position);
   for (std::size_t i = 0; i < push.keys.size(); ++i) {
     auto& key = st.keys[push.keys[i]];
@@ -169,6 +180,7 @@ param_shard_actor::behavior_type param_shard(shard_pointer self, std::vector<sha
   st.schedule = lr_schedule(options.schedule);
   st.last_lr = st.schedule.at(0);
   st.staleness = options.staleness;
+  st.step_limit = options.step_limit;
   st.worker_steps.assign(static_cast<std::size_t>(std::max(1, options.workers)), -1);
   for (auto& k : keys) {
     key_state key;

@@ -13,7 +13,7 @@ namespace {
 
 param_shard_actor spawn_planned_shard(caf::actor_system& system, const placement_plan& plan,
                                       const planned_actor& a, const std::vector<tensor>& initial,
-                                      const optimizer_options& optimizer) {
+                                      const optimizer_options& optimizer, std::int64_t step_limit) {
   std::vector<shard_key> keys;
   for (auto k : a.keys) {
     const auto& key = plan.key_table.at(k);
@@ -26,6 +26,7 @@ param_shard_actor spawn_planned_shard(caf::actor_system& system, const placement
   options.schedule = optimizer.schedule;
   options.workers = a.workers;
   options.staleness = a.staleness;
+  options.step_limit = step_limit;
   return spawn_param_shard(system, std::move(keys), std::move(options));
 }
 
@@ -34,8 +35,9 @@ param_shard_actor spawn_planned_shard(caf::actor_system& system, const placement
 push_targets spawn_push_side(caf::actor_system& system, const placement_plan& plan,
                              const std::vector<tensor>& initial,
                              const optimizer_options& optimizer,
-                             const request_timeouts& timeouts, const spawn_observer& spawned) {
-  return spawn_push_side_of_node(system, plan, -1, {}, initial, optimizer, timeouts, spawned);
+                             const request_timeouts& timeouts, const spawn_observer& spawned,
+                             std::int64_t step_limit) {
+  return spawn_push_side_of_node(system, plan, -1, {}, initial, optimizer, timeouts, spawned, step_limit);
 }
 
 push_targets spawn_push_side_of_node(caf::actor_system& system, const placement_plan& plan,
@@ -43,7 +45,7 @@ push_targets spawn_push_side_of_node(caf::actor_system& system, const placement_
                                      const std::vector<tensor>& initial,
                                      const optimizer_options& optimizer,
                                      const request_timeouts& timeouts,
-                                     const spawn_observer& spawned) {
+                                     const spawn_observer& spawned, std::int64_t step_limit) {
   // node -1: every actor (one process).
   auto here = [&](std::size_t i) { return node < 0 || plan.actors[i].node == node; };
   if (initial.size() != plan.parameters.size())
@@ -71,7 +73,7 @@ push_targets spawn_push_side_of_node(caf::actor_system& system, const placement_
     if (!here(i)) {
       continue;
     } else if (a.role == plan_role::shard) {
-      targets[i] = spawn_planned_shard(system, plan, a, initial, optimizer);
+      targets[i] = spawn_planned_shard(system, plan, a, initial, optimizer, step_limit);
     } else if (a.role == plan_role::aggregator || a.role == plan_role::machine_aggregator) {
       const auto& down = plan.push_route(i, a.shard);
       if (!targets[down.to])

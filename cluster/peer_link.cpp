@@ -219,6 +219,8 @@ void serve(link_pointer self, std::uint64_t request, std::uint32_t shard, Ts&&..
   auto& st = self->state;
   const auto target = st.options->local_shards->find(shard);
   if (!target) {
+    log_line(st, "link to " + st.peer_name + ": refused its request to shard " + std::to_string(shard)
+                   + ", which this node does not hold");
     write_frame(self, failure_message{request, errc::bad_request,
                                       st.options->name + " holds no shard " + std::to_string(shard)});
     return;
@@ -230,7 +232,13 @@ void serve(link_pointer self, std::uint64_t request, std::uint32_t shard, Ts&&..
           write_or_fail(self, weights_message{request, shard, std::move(ws)}, request, true);
       },
       [=](caf::error& err) {
-        if (self->state.at == stage::admitted)
+        auto& st = self->state;
+        // A request the shard refuses (a bad key, a step from the future) is the peer's
+        // fault: logged here naming the peer, and the peer's request fails with the reason.
+        if (troupe_code(err) == errc::bad_request)
+          log_line(st, "link to " + st.peer_name + ": refused its request to shard " + std::to_string(shard)
+                         + ": " + error_text(err));
+        if (st.at == stage::admitted)
           write_frame(self, failure_of(request, err));
       });
 }

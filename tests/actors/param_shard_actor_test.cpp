@@ -193,3 +193,33 @@ TEST_CASE("param shard holds a worker more than staleness steps ahead until the 
   CHECK(error_text(err) == "param_shard: push from worker 2, expected 0..1");
   self->send_exit(shard, caf::exit_reason::user_shutdown);
 }
+
+TEST_CASE("param shard refuses a step from the future and a replayed step, and keeps its state") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto opts = plain_sgd(1.0f, 0.0f, 0.0f);
+  opts.step_limit = 10;  // e.g. 2 epochs of 5 steps
+  auto shard = spawn_param_shard(sys, {shard_key{"w", tensor::from_values({1}, {0}), false}}, opts);
+  auto push_of = [](int worker, std::int64_t step) {
+    gradient_push p;
+    p.keys = {0};
+    p.gradients = {tensor::from_values({1}, {-1})};
+    p.worker = worker;
+    p.step = step;
+    return caf::make_message(push_atom::value, p);
+  };
+  CHECK(ask<weight_set>(self, shard, push_of(0, 3)).weights[0].data()[0] == 1.0f);
+  CHECK(ask<weight_set>(self, shard, push_of(0, 3)).weights[0].data()[0] == 2.0f);  // a second group
+  caf::error err;
+  ask<weight_set>(self, shard, push_of(0, 10), &err);
+  CHECK(troupe_code(err) == errc::bad_request);
+  CHECK_THAT(error_text(err), Catch::Contains("step 10 from source 0 is not a step of this run (0..9): a step from the future"));
+  ask<weight_set>(self, shard, push_of(0, 2), &err);
+  CHECK_THAT(error_text(err), Catch::Contains("already pushed step 3: a replay"));
+  ask<weight_set>(self, shard, push_of(1, -1), &err);
+  CHECK_THAT(error_text(err), Catch::Contains("a step from the future"));
+  // Nothing refused was applied; another source's own order is its own.
+  CHECK(ask<weight_set>(self, shard, push_of(1, 0)).weights[0].data()[0] == 3.0f);
+  CHECK(ask<weight_set>(self, shard, caf::make_message(pull_atom::value)).step == 3);
+}

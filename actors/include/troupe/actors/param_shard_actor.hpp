@@ -7,7 +7,8 @@
 //                                              the new weights of those keys; an unknown or
 //                                              repeated key, a wrong count or shape is an
 //                                              errc::bad_request naming the key, and nothing
-//                                              is applied
+//                                              is applied; so is a step beyond the run or
+//                                              before the pusher's last (a replay)
 //   (pull_atom)                -> weight_set   the current weights of every key
 //
 // With a staleness bound (SSP) the answer to a push may be held back: the update is applied
@@ -48,6 +49,9 @@ struct shard_options {
   /// slowest worker's last push gets its answer only once the slowest catches up. -1: none.
   int staleness = -1;
   int workers = 1;  ///< pushing workers (their `worker` fields are 0..workers-1) for staleness
+  /// Steps of the whole run (epochs x steps per epoch): a push of a later step is from the
+  /// future and refused, as is one of an earlier step than its pusher's last. 0: no limit.
+  std::int64_t step_limit = 0;
 };
 
 /// Throws std::invalid_argument if the schedule is invalid or `keys` is empty.

@@ -36,10 +36,13 @@ using push_targets = std::vector<push_target_actor>;
 /// Spawns every shard and aggregator of `plan` in plan order. Each shard's keys are cut from
 /// `initial` (parameter-shaped start values by slot; each shard copies its keys) and named by
 /// the plan. Throws std::invalid_argument if `initial` does not match the plan's parameters.
+/// `step_limit`: the run's steps (epochs x plan.steps_per_epoch), which the shards refuse
+/// pushes beyond (shard_options::step_limit); 0: no limit.
 push_targets spawn_push_side(caf::actor_system& system, const placement_plan& plan,
                              const std::vector<tensor>& initial,
                              const optimizer_options& optimizer,
-                             const request_timeouts& timeouts, const spawn_observer& spawned);
+                             const request_timeouts& timeouts, const spawn_observer& spawned,
+                             std::int64_t step_limit = 0);
 
 /// Gives the push target at plan actor index `actor`, which lives on another node: a stand-in
 /// reaching it (troupe/cluster/remote_stand_ins.hpp).
@@ -65,7 +68,7 @@ push_targets spawn_push_side_of_node(caf::actor_system& system, const placement_
                                      const std::vector<tensor>& initial,
                                      const optimizer_options& optimizer,
                                      const request_timeouts& timeouts,
-                                     const spawn_observer& spawned);
+                                     const spawn_observer& spawned, std::int64_t step_limit = 0);
 
 /// Where pushes from other nodes enter node `node`, by shard: (shard, plan actor index) of
 /// each actor here that a route from another node pushes to (in BSP the aggregator in front

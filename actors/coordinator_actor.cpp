@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <type_traits>
 
 #include <caf/all.hpp>
 
@@ -86,6 +87,23 @@ phase_report merged_in_order(const std::vector<phase_report>& parts, std::int64_
   return merged;
 }
 
+// Asks compute `compute` to train or validate `epoch`; `done` gets its report, or an empty one
+// when the compute is dropped as lost (drop_if_lost). Any other failure ends the run.
+template <class Atom, class Done>
+void ask_phase(coordinator_pointer self, std::size_t compute, Atom phase, std::int64_t epoch, Done done) {
+  auto& st = self->state;
+  self->request(st.computes[compute], st.options.timeouts.phase, phase, epoch)
+    .then([=](phase_report& report) { done(std::move(report)); },
+          [=](caf::error& err) {
+            if (!drop_if_lost(self, compute, err))
+              return fail(self, err);
+            phase_report none;
+            none.epoch = epoch;
+            none.validation = std::is_same<Atom, validate_atom>::value;
+            done(none);
+          });
+}
+
 void validate_epoch(coordinator_pointer self, std::int64_t epoch) {
   auto& st = self->state;
   // A lost validator's part of the validation set is not covered any more.
@@ -105,17 +123,7 @@ void validate_epoch(coordinator_pointer self, std::int64_t epoch) {
       record(self, merged_in_order(*parts, epoch, true));
       run_epoch(self, epoch + 1);
     };
-    const auto v = validators[i];
-    self->request(st.computes[v], st.options.timeouts.phase, validate_atom::value, epoch)
-      .then([=](phase_report& report) { done(std::move(report)); },
-            [=](caf::error& err) {
-              if (!drop_if_lost(self, v, err))
-                return fail(self, err);
-              phase_report none;
-              none.epoch = epoch;
-              none.validation = true;
-              done(none);
-            });
+    ask_phase(self, validators[i], validate_atom::value, epoch, done);
   }
 }
 
@@ -157,15 +165,7 @@ void run_epoch(coordinator_pointer self, std::int64_t epoch) {
       self->request(self->state.metrics, self->state.options.timeouts.step, flush_atom::value)
         .then([=](bool) { next(); }, [=](caf::error& err) { fail(self, err); });
     };
-    self->request(st.computes[i], st.options.timeouts.phase, train_atom::value, epoch)
-      .then([=](phase_report& part) { done(std::move(part)); },
-            [=](caf::error& err) {
-              if (!drop_if_lost(self, i, err))
-                return fail(self, err);
-              phase_report none;
-              none.epoch = epoch;
-              done(none);
-            });
+    ask_phase(self, i, train_atom::value, epoch, done);
   }
 }
 

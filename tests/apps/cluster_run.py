@@ -53,6 +53,13 @@ SECRET = "troupe-test-secret-0123456789abcdef"
 BOUND_S = 120  # a whole run, or a failure to spread, must finish within this
 
 
+def kill_group(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 class Cluster:
     def __init__(self, troupe, workdir):
         self.troupe, self.workdir = troupe, workdir
@@ -93,10 +100,7 @@ class Cluster:
 
     def kill_all(self):
         for p in self.procs.values():
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            kill_group(p.pid)
             try:
                 p.wait(10)
             except subprocess.TimeoutExpired:
@@ -195,10 +199,7 @@ def run_mpi(troupe, config, servers, workers, flags, workdir):
         out, err = proc.communicate()
         raise SystemExit(f"FAIL: mpirun still runs after {BOUND_S} s\n{out[-3000:]}\n{err[-3000:]}")
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        kill_group(proc.pid)
     if proc.returncode != 0:
         raise SystemExit(f"FAIL: mpirun exited {proc.returncode}\n{out[-3000:]}\n{err[-3000:]}")
     got = final_weights(out)
@@ -261,10 +262,7 @@ def run_launch(troupe, config, servers, workers, flags, workdir):
         if alive:
             raise SystemExit(f"FAIL: processes {alive} survived the launch's SIGINT")
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        kill_group(proc.pid)
     print(f"ok: launch -n {workers} -s {servers}: {got} as in one process; SIGINT: exit 130, "
           f"{len(children)} processes gone")
 

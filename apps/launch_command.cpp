@@ -208,7 +208,9 @@ void start_nodes(launch::child_processes& children, const std::string& program, 
   for (int node = 0; node < l.servers + l.workers; ++node) {
     bool server = node < l.servers;
     std::string role = server ? "server" : "worker";
+    int index = server ? node : node - l.servers;
     auto argv = node_argv(program, role, scheduler, l);
+    argv.insert(argv.end(), {"--rank", std::to_string(index)});  // so that [worker 1] is worker_1
     if (!hosts.empty()) {
       const auto& h = hosts[static_cast<std::size_t>(node) % hosts.size()];
       argv.insert(argv.end(), {"--listen", h.name});
@@ -217,7 +219,6 @@ void start_nodes(launch::child_processes& children, const std::string& program, 
     } else {
       argv.insert(argv.end(), l.node_args.begin(), l.node_args.end());
     }
-    int index = server ? node : node - l.servers;
     children.start({role + " " + std::to_string(index), argv, {}, secret + "\n"});
   }
 }

@@ -28,13 +28,14 @@ namespace {
 struct node_command_line {
   node_flags place;
   std::string listen = "127.0.0.1", advertise, secret_file, port_file;
-  std::int64_t port = 0;
+  std::int64_t port = 0, rank = -1;
   double join_timeout = 120, heartbeat = 1, peer_timeout = 5, request_timeout = 30;
 };
 
 void declare_node_flags(flag_set& f, node_command_line& n) {
   f.add("role", n.place.role, "scheduler, server or worker (default: from DMLC_ROLE, an MPI or a Slurm rank)");
   f.add("scheduler", n.place.scheduler, "HOST:PORT where the scheduler listens (the scheduler: port 0 = any free port)");
+  f.add("rank", n.rank, "this node's rank among the servers or the workers (-1: any free one; an MPI or Slurm rank gives it)");
   f.add("listen", n.listen, "address a server listens on for workers");
   f.add("port", n.port, "port a server listens on for workers (0: any free port)");
   f.add("advertise", n.advertise, "address peers reach this node at, when not --listen (multi-homed hosts, 0.0.0.0)");
@@ -152,6 +153,10 @@ int node_command(const std::vector<std::string>& args) {
   check_range("--port", n.port, 0, 65535);
   cluster_node_options options{read_secret(n.secret_file, env)};
   options.role = role_of(place.role);
+  check_range("--rank", n.rank, -1, 1023);
+  options.rank = static_cast<int>(n.rank);
+  if (options.rank < 0 && place.rank > 0 && cli.job.nodes.servers > 0)  // 0 the scheduler, then servers, then workers
+    options.rank = options.role == node_role::server ? place.rank - 1 : place.rank - 1 - cli.job.nodes.servers;
   options.scheduler_host = place.scheduler_host;
   options.scheduler_port = place.scheduler_port;
   options.listen_host = n.listen;

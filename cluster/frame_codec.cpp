@@ -164,6 +164,7 @@ struct body_writer {
     out.setHost(m.host);
     out.setPort(m.port);
     out.setPid(m.pid);
+    out.setRank(m.rank);
   }
   void operator()(const assignment_message& m) {
     if (m.job.size() > assignment_message::max_job_bytes)

@@ -303,8 +303,9 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload, const 
                               body.getShutdown().getFinished()};
     case wire::Frame::Body::JOIN: {
       auto in = body.getJoin();
+      require(in.getRank() >= -1, "join.rank " + std::to_string(in.getRank()) + " is below -1");
       return join_message{role_of(in.getRole()), text_of(in.getHost(), join_message::max_host_bytes, "join.host"),
-                          in.getPort(), in.getPid()};
+                          in.getPort(), in.getPid(), in.getRank()};
     }
     case wire::Frame::Body::ASSIGNMENT:
       return read_assignment(body.getAssignment());

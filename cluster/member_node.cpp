@@ -306,7 +306,8 @@ caf::behavior member(member_actor* self, cluster_node_options options, std::shar
       auto& st = self->state;
       st.scheduler = link;
       self->monitor(link);
-      join_message join{st.options->role, advertised_host(*st.options), 0, static_cast<std::uint32_t>(::getpid())};
+      join_message join{st.options->role, advertised_host(*st.options), 0, static_cast<std::uint32_t>(::getpid()),
+                        st.options->rank};
       self->send(link, send_atom::value, wire_message{join});
       // The scheduler assigns once everyone joined, within its own join timeout.
       self->delayed_send(self, st.options->join_timeout * 2 + std::chrono::seconds(5), assignment_deadline_atom::value);

@@ -108,8 +108,13 @@ std::string progress_text(const scheduler_state& st) {
     const int have = count(st, role, !joining), want = expected(st, role);
     text += (text.empty() ? "" : ", ") + std::to_string(have) + "/" + std::to_string(want) + " "
             + to_string(role) + "s " + (joining ? "joined" : "ready");
-    if (waiting.empty() && have < want)
-      waiting = std::string(to_string(role)) + " " + std::to_string(have);
+    for (int rank = 0; waiting.empty() && rank < want; ++rank) {
+      const bool there = std::any_of(st.members.begin(), st.members.end(), [&](const member_entry& m) {
+        return m.role == role && m.rank == rank && (joining || m.ready);
+      });
+      if (!there)
+        waiting = std::string(to_string(role)) + " " + std::to_string(rank);
+    }
   }
   return waiting.empty() ? text : text + "; waiting for " + waiting;
 }
@@ -273,11 +278,27 @@ void on_join(scheduler_actor* self, const caf::actor& link, const join_message& 
   const int have = count(st, join.role), want = expected(st, join.role);
   if (have >= want)
     return refuse("the run has its " + std::to_string(want) + " " + to_string(join.role) + "s already");
+  auto taken_by = [&](int rank) -> const member_entry* {
+    for (auto& m : st.members)
+      if (m.role == join.role && m.rank == rank)
+        return &m;
+    return nullptr;
+  };
+  int rank = join.rank;
+  if (rank >= want)
+    return refuse(std::string(to_string(join.role)) + " rank " + std::to_string(rank) + " is not in 0.."
+                  + std::to_string(want - 1));
+  if (rank >= 0 && taken_by(rank))
+    return refuse(std::string(to_string(join.role)) + " rank " + std::to_string(rank) + " is taken by "
+                  + taken_by(rank)->name());
+  // Without a rank of its own a node takes the lowest free one (join order).
+  for (rank = std::max(rank, 0); join.rank < 0 && taken_by(rank); ++rank) {
+  }
   member_entry m;
   m.link = link;
   m.role = join.role;
-  m.rank = have;
-  m.node = plan_node_of(st.plan, join.role, have);
+  m.rank = rank;
+  m.node = plan_node_of(st.plan, join.role, rank);
   m.host = join.host;
   m.pid = join.pid;
   self->monitor(link);

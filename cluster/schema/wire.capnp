@@ -116,6 +116,7 @@ struct Join {
   host @1 :Text;    # the address peers reach this node at (servers listen there)
   port @2 :UInt16;  # unused (0): a server listens once it knows its part (Ready.port)
   pid @3 :UInt32;   # for the scheduler's log
+  rank @4 :Int32 = -1;  # the rank within its role a launcher gave it (MPI, Slurm, troupe launch); -1: any
 }
 
 # Where a server node listens.

@@ -31,6 +31,9 @@ Scenarios:
                  an async run with --on-worker-loss continue: SIGKILL of a worker mid-run; the
                  scheduler logs that it goes on without it, and every other process finishes
                  the run and exits 0, with validation accuracy still logged at the end
+  ranks          workers started by hand with --rank in reverse order get those ranks; one asking
+                 for a rank already taken is refused naming the holder; the job ends with the
+                 same weights
   wrong-secret   a node holding another secret is refused and the job, unharmed, ends with
                  the same weights; a raw TCP client sending random bytes to the scheduler and
                  to a server is refused too
@@ -433,6 +436,27 @@ def main():
             start_by_hand(cluster, config, servers, workers, flags + ["--on-worker-loss", "continue"],
                           ["--heartbeat", "0.2", "--peer-timeout", "2"])
             check_continue(cluster)
+        elif scenario == "ranks":
+            common = ["--config", config, "--server-nodes", str(servers), "--worker-nodes", str(workers)] + flags
+            port_file = os.path.join(workdir, "scheduler.port")
+            cluster.start("scheduler", ["--role", "scheduler", "--scheduler", "127.0.0.1:0", "--port-file", port_file]
+                          + common)
+            port = read_port(cluster, port_file)
+            at = ["--scheduler", f"127.0.0.1:{port}"]
+            first = cluster.start("worker0", ["--role", "worker", "--rank", str(workers - 1)] + at + common)
+            cluster.wait_for_text("scheduler", "err", rf"worker {workers - 1} \(pid {first.pid} ")
+            twin = cluster.start("twin", ["--role", "worker", "--rank", str(workers - 1), "--join-timeout", "5"] + at + common)
+            if twin.wait(BOUND_S) == 0:
+                cluster.fail("a worker asking for a taken rank exited 0")
+            if not re.search(rf"worker rank {workers - 1} is taken by worker {workers - 1} \(pid {first.pid} ",
+                             cluster.text("twin", "err")):
+                cluster.fail("the refused worker is not told who holds its rank")
+            del cluster.procs["twin"]
+            for w in range(workers - 1):
+                cluster.start(f"worker{w + 1}", ["--role", "worker", "--rank", str(workers - 2 - w)] + at + common)
+            for s_ in range(servers):
+                cluster.start(f"server{s_}", ["--role", "server"] + at + common)
+            check_same_weights(cluster, troupe, config, flags, workdir)
         elif scenario == "wrong-secret":
             port = start_by_hand(cluster, config, servers, workers, flags)
             cluster.wait_for_text("server0", "err", r"listening on")

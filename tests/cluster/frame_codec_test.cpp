@@ -300,6 +300,8 @@ TEST_CASE("the scheduler's messages round-trip", "[cluster][frame]") {
   CHECK(join.host == "10.0.0.2");
   CHECK(join.port == 9091);
   CHECK(join.pid == 4242);
+  CHECK(join.rank == -1);  // none asked for
+  CHECK(decoded_as<join_message>(frame_of(join_message{node_role::worker, "h", 0, 1, 3})).rank == 3);
 
   assignment_message a;
   a.rank = 1;

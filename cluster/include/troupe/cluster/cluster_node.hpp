@@ -11,7 +11,8 @@
 // The scheduler plans the job once and sends every node the resolved job with its hash and
 // the plan hash (a node given its own config refuses a job that is not the one it holds);
 // every node plans again from the same job and data facts and checks the plan hash, so no
-// two nodes can disagree about who holds what. Ranks are given in join order per role.
+// two nodes can disagree about who holds what. A node's rank within its role is the one its
+// launcher gave it, else the lowest free one in join order.
 //
 // Failures: the scheduler monitors every member link (heartbeats and a connection timeout on
 // both ends), so a killed, frozen or cut-off node is noticed within `connection_timeout`;
@@ -47,6 +48,9 @@ struct cluster_node_options {
   /// Where the scheduler listens (the scheduler: where to listen; port 0 = any free port).
   std::string scheduler_host = "127.0.0.1";
   std::uint16_t scheduler_port = 0;
+  /// The rank within its role this node asks for (a launcher's: MPI, Slurm, troupe launch);
+  /// -1: any free one (join order). The scheduler refuses a rank that is taken.
+  int rank = -1;
   /// Servers: where to listen for workers (port 0 = any free port).
   std::string listen_host = "127.0.0.1";
   std::uint16_t listen_port = 0;

@@ -91,6 +91,7 @@ struct join_message {
   std::string host;  ///< where it listens (servers), at most max_host_bytes
   std::uint16_t port = 0;
   std::uint32_t pid = 0;
+  std::int32_t rank = -1;  ///< the rank within its role its launcher gave it; -1: any free one
   static constexpr std::size_t max_host_bytes = 255;
 };
 

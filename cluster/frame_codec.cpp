@@ -165,6 +165,7 @@ struct body_writer {
     out.setPort(m.port);
     out.setPid(m.pid);
     out.setRank(m.rank);
+    out.setJobHash(m.job_hash);
   }
   void operator()(const assignment_message& m) {
     if (m.job.size() > assignment_message::max_job_bytes)

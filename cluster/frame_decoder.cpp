@@ -305,7 +305,7 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload, const 
       auto in = body.getJoin();
       require(in.getRank() >= -1, "join.rank " + std::to_string(in.getRank()) + " is below -1");
       return join_message{role_of(in.getRole()), text_of(in.getHost(), join_message::max_host_bytes, "join.host"),
-                          in.getPort(), in.getPid(), in.getRank()};
+                          in.getPort(), in.getPid(), in.getRank(), in.getJobHash()};
     }
     case wire::Frame::Body::ASSIGNMENT:
       return read_assignment(body.getAssignment());

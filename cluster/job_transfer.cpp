@@ -38,4 +38,10 @@ training_job job_from_bytes(const std::vector<char>& bytes, std::uint64_t expect
   return job;
 }
 
+std::uint64_t job_hash_without_counts(training_job job) {
+  job.nodes.servers = 0;
+  job.nodes.workers = 0;
+  return job_hash(job);
+}
+
 } // namespace troupe

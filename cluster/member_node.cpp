@@ -139,15 +139,9 @@ bool take_assignment(member_actor* self, const assignment_message& a) {
   auto& st = self->state;
   const auto& options = *st.options;
   const auto job = job_from_bytes(a.job, a.job_hash);
-  if (options.own_job) {
-    auto mine = *options.own_job;
-    mine.nodes = job.nodes;
-    if (job_hash(mine) != a.job_hash)
-      throw std::invalid_argument("the scheduler's job (hash " + std::to_string(a.job_hash)
-                                  + ") is not the one this node's config resolves to (hash "
-                                  + std::to_string(job_hash(mine))
-                                  + "): start every node with the same config and flags");
-  }
+  if (options.own_job && job_hash_without_counts(*options.own_job) != job_hash_without_counts(job))
+    throw std::invalid_argument("the scheduler's job is not the one this node's config resolves to"
+                                ": start every node with the same config and flags");
   st.plan = plan_placement(job, a.facts);
   if (st.plan.hash != a.plan_hash)
     throw std::invalid_argument("this node plans the job as plan " + std::to_string(st.plan.hash)
@@ -307,7 +301,8 @@ caf::behavior member(member_actor* self, cluster_node_options options, std::shar
       st.scheduler = link;
       self->monitor(link);
       join_message join{st.options->role, advertised_host(*st.options), 0, static_cast<std::uint32_t>(::getpid()),
-                        st.options->rank};
+                        st.options->rank,
+                        st.options->own_job ? job_hash_without_counts(*st.options->own_job) : 0};
       self->send(link, send_atom::value, wire_message{join});
       // The scheduler assigns once everyone joined, within its own join timeout.
       self->delayed_send(self, st.options->join_timeout * 2 + std::chrono::seconds(5), assignment_deadline_atom::value);

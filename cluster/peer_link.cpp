@@ -531,16 +531,13 @@ struct listener_state {
   static inline const char* name = "troupe.listener";
 };
 
-caf::behavior listener(caf::stateful_actor<listener_state, caf::io::broker>* self, std::string host,
-                       std::uint16_t port, link_options options) {
+// The socket is bound before the broker exists (spawn_listener), so a port in use is the
+// caller's error at once, not a listener that quits on its own later.
+caf::behavior listener(caf::stateful_actor<listener_state, caf::io::broker>* self, caf::io::doorman_ptr socket,
+                       link_options options) {
   self->state.options.emplace(std::move(options));
-  auto bound = self->add_tcp_doorman(port, host.c_str(), true);
-  if (!bound) {
-    self->quit(make_error(errc::bad_request, "cannot listen on " + host + ":" + std::to_string(port)
-                                               + ": " + self->system().render(bound.error())));
-    return {};
-  }
-  self->state.port = bound->second;
+  self->state.port = socket->port();
+  self->add_doorman(std::move(socket));
   auto links = self->state.links;
   self->attach_functor([links](const caf::error&) {
     for (auto& link : *links)
@@ -583,7 +580,11 @@ caf::expected<caf::actor> connect_link(caf::actor_system& system, const std::str
 
 caf::expected<caf::actor> spawn_listener(caf::actor_system& system, const std::string& host,
                                          std::uint16_t port, link_options options) {
-  return system.middleman().spawn_broker(listener, host, port, std::move(options));
+  auto socket = system.middleman().backend().new_tcp_doorman(port, host.c_str(), true);
+  if (!socket)
+    return make_error(errc::bad_request, "cannot listen on " + host + ":" + std::to_string(port) + ": "
+                                           + system.render(socket.error()));
+  return system.middleman().spawn_broker(listener, std::move(*socket), std::move(options));
 }
 
 } // namespace troupe

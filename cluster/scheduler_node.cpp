@@ -127,6 +127,7 @@ member_entry* member_of(scheduler_state& st, const caf::actor_addr& link) {
 }
 
 void release_traffic(scheduler_actor* self);
+void answer_if_done(scheduler_actor* self, bool grace_over);
 
 // Tells every member still there how the run ends, then answers once their links have closed
 // (or the grace is over).
@@ -151,6 +152,7 @@ void end_run(scheduler_actor* self, caf::expected<training_result> outcome) {
     self->send_exit(st.session, caf::exit_reason::user_shutdown);
   st.outcome = std::move(outcome);
   self->delayed_send(self, grace, grace_over_atom::value);
+  answer_if_done(self, false);  // at once when no member is left to hear it
 }
 
 void answer_if_done(scheduler_actor* self, bool grace_over) {
@@ -275,6 +277,10 @@ void on_join(scheduler_actor* self, const caf::actor& link, const join_message& 
     return refuse("the run has started");
   if (member_of(st, link.address()))
     return refuse("it joined twice");
+  if (join.job_hash != 0 && join.job_hash != job_hash_without_counts(st.job))
+    return refuse("its config resolves to another job (hash " + std::to_string(join.job_hash)
+                  + ", the scheduler's " + std::to_string(job_hash_without_counts(st.job))
+                  + "): start every node with the same config and flags");
   const int have = count(st, join.role), want = expected(st, join.role);
   if (have >= want)
     return refuse("the run has its " + std::to_string(want) + " " + to_string(join.role) + "s already");

@@ -117,6 +117,7 @@ struct Join {
   port @2 :UInt16;  # unused (0): a server listens once it knows its part (Ready.port)
   pid @3 :UInt32;   # for the scheduler's log
   rank @4 :Int32 = -1;  # the rank within its role a launcher gave it (MPI, Slurm, troupe launch); -1: any
+  jobHash @5 :UInt64;   # the job its own config resolves to, process counts left out; 0: none
 }
 
 # Where a server node listens.

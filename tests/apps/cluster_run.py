@@ -34,6 +34,9 @@ Scenarios:
   ranks          workers started by hand with --rank in reverse order get those ranks; one asking
                  for a rank already taken is refused naming the holder; the job ends with the
                  same weights
+  start-errors   each a clear line and a non-zero exit within its timeout: a node with no
+                 scheduler (join timeout 2 s); a scheduler nobody joins (2 s); a scheduler on a
+                 port in use; a worker whose own config is another job than the scheduler's
   wrong-secret   a node holding another secret is refused and the job, unharmed, ends with
                  the same weights; a raw TCP client sending random bytes to the scheduler and
                  to a server is refused too
@@ -393,6 +396,49 @@ def check_continue(cluster):
     print(f"ok: the run went on without the killed worker to epoch {epochs[-1]}; every other process exited 0")
 
 
+def expect_failure(cluster, name, args, pattern, within):
+    started = time.time()
+    p = cluster.start(name, args)
+    try:
+        p.wait(within + 30)
+    except subprocess.TimeoutExpired:
+        cluster.fail(f"{name} still runs {within + 30} s after it started")
+    if p.returncode == 0:
+        cluster.fail(f"{name} exited 0")
+    if not re.search(pattern, cluster.text(name, "err")):
+        cluster.fail(f"{name}'s error does not match /{pattern}/")
+    return time.time() - started
+
+
+def check_start_errors(cluster, config, flags):
+    common = ["--config", config] + flags
+    port = free_port()
+    took = expect_failure(cluster, "orphan", ["--role", "worker", "--scheduler", f"127.0.0.1:{port}",
+                                              "--join-timeout", "2"] + common,
+                          rf"no scheduler at 127\.0\.0\.1:{port} within 2 s \(--join-timeout\)", 2)
+    lonely = expect_failure(cluster, "lonely", ["--role", "scheduler", "--scheduler", "127.0.0.1:0",
+                                                "--join-timeout", "2"] + common,
+                            r"gave up after 2 s \(--join-timeout\): 0/1 servers joined, 0/2 workers joined; "
+                            r"waiting for server 0", 2)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        expect_failure(cluster, "taken", ["--role", "scheduler", "--scheduler", f"127.0.0.1:{taken}",
+                                          "--join-timeout", "5"] + common,
+                       rf"cannot listen on 127\.0\.0\.1:{taken}", 5)
+    port_file = os.path.join(cluster.workdir, "scheduler.port")
+    cluster.start("scheduler", ["--role", "scheduler", "--scheduler", "127.0.0.1:0", "--port-file", port_file,
+                                "--join-timeout", "20"] + common)
+    port = read_port(cluster, port_file)
+    expect_failure(cluster, "other", ["--role", "worker", "--scheduler", f"127.0.0.1:{port}"] + common
+                   + ["--lr", "0.5"], r"refused by the scheduler: its config resolves to another job \(hash \d+, "
+                                      r"the scheduler's \d+\): start every node with the same config", 20)
+    cluster.kill_all()
+    print(f"ok: no scheduler ({took:.1f} s), nobody joining ({lonely:.1f} s), a port in use and another job: "
+          f"one clear line each and a non-zero exit")
+
+
 def raw_garbage(port):
     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
         s.sendall(bytes(random.getrandbits(8) for _ in range(4096)))
@@ -457,6 +503,8 @@ def main():
             for s_ in range(servers):
                 cluster.start(f"server{s_}", ["--role", "server"] + at + common)
             check_same_weights(cluster, troupe, config, flags, workdir)
+        elif scenario == "start-errors":
+            check_start_errors(cluster, config, flags)
         elif scenario == "wrong-secret":
             port = start_by_hand(cluster, config, servers, workers, flags)
             cluster.wait_for_text("server0", "err", r"listening on")

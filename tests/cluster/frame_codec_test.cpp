@@ -301,7 +301,9 @@ TEST_CASE("the scheduler's messages round-trip", "[cluster][frame]") {
   CHECK(join.port == 9091);
   CHECK(join.pid == 4242);
   CHECK(join.rank == -1);  // none asked for
-  CHECK(decoded_as<join_message>(frame_of(join_message{node_role::worker, "h", 0, 1, 3})).rank == 3);
+  const auto ranked = decoded_as<join_message>(frame_of(join_message{node_role::worker, "h", 0, 1, 3, 77}));
+  CHECK(ranked.rank == 3);
+  CHECK(ranked.job_hash == 77);
 
   assignment_message a;
   a.rank = 1;

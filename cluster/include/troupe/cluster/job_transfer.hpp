@@ -19,4 +19,8 @@ std::vector<char> job_bytes(const training_job& job);
 /// Throws std::invalid_argument naming the problem (and both hashes when they differ).
 training_job job_from_bytes(const std::vector<char>& bytes, std::uint64_t expected_hash);
 
+/// job_hash of `job` with its process counts left out (they are the scheduler's, or a
+/// launcher's, to say): what a node's own config must agree on with the scheduler's job.
+std::uint64_t job_hash_without_counts(training_job job);
+
 } // namespace troupe

@@ -92,6 +92,7 @@ struct join_message {
   std::uint16_t port = 0;
   std::uint32_t pid = 0;
   std::int32_t rank = -1;  ///< the rank within its role its launcher gave it; -1: any free one
+  std::uint64_t job_hash = 0;  ///< its own config's job (job_hash_without_counts); 0: none
   static constexpr std::size_t max_host_bytes = 255;
 };
 

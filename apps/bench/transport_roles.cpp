@@ -140,8 +140,16 @@ double troupe_worker(const transport_layout& layout, const std::vector<std::uint
   const double seconds = timed_steps(warmup, steps, step);
   for (auto& s : shards)
     self->send_exit(s, caf::exit_reason::user_shutdown);
-  for (auto& l : links)
-    self->send_exit(l, caf::exit_reason::user_shutdown);
+  // The servers hear that the worker is done (not a closed connection); each link ends once
+  // its server has read that.
+  for (auto& l : links) {
+    self->monitor(l);
+    self->send(l, send_atom::value, wire_message{shutdown_message{"the benchmark finished", true}});
+  }
+  for (std::size_t closed = 0; closed < links.size(); ++closed)
+    self->receive([](const caf::down_msg&) {}, caf::after(std::chrono::seconds(10)) >> [&] {
+      closed = links.size();  // a server that does not close: leave it
+    });
   return seconds;
 }
 

@@ -441,11 +441,13 @@ def check_start_errors(cluster, config, flags):
 
 def raw_garbage(port):
     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-        s.sendall(bytes(random.getrandbits(8) for _ in range(4096)))
-        s.settimeout(5)
         try:
-            while s.recv(4096):
-                pass
+            s.sendall(bytes(random.getrandbits(8) for _ in range(4096)))
+        except (ConnectionResetError, BrokenPipeError):
+            return  # refused before it read everything: what should happen
+        s.settimeout(2)
+        try:
+            s.recv(4096)  # the node's goodbye (a Shutdown frame), or its close
         except (socket.timeout, ConnectionResetError):
             pass
 
@@ -512,8 +514,11 @@ def main():
                                                   "--config", config, "--join-timeout", "5"] + flags,
                                      secret="another-secret-0123456789abcdef")
             server_port = int(re.search(r"listening on 127\.0\.0\.1:(\d+)", cluster.text("server0", "err")).group(1))
-            raw_garbage(port)
-            raw_garbage(server_port)
+            for target in (port, server_port):
+                try:
+                    raw_garbage(target)
+                except OSError as e:
+                    cluster.fail(f"cannot reach port {target}: {e}")
             if intruder.wait(BOUND_S) == 0:
                 cluster.fail("the node with a wrong secret exited 0")
             if "proof of the cluster secret is wrong" not in cluster.text("intruder", "err"):

@@ -1,0 +1,367 @@
+#!/usr/bin/env python3
+"""Runs a Troupe cluster job across Linux network namespaces, one per emulated host.
+
+usage: cluster_netns.py TROUPE SCENARIO CONFIG
+
+Setup: a bridge trbr<N> in the root namespace (N = pid % 10000, or the next free number), and four
+namespaces (scheduler, server, worker0, worker1), each joined to the bridge by a veth pair and holding
+one address of a private /24 (10.a.b.1-4) that overlaps no address or route of this machine. So the
+nodes have different addresses and reach each other only over the bridge. Everything is torn down at
+the end whatever happens (processes killed first, then namespaces, veths, bridge).
+
+Scenarios (CONFIG: 1 server and 2 worker processes, e.g. tests/apps/configs/cluster_bsp.troupe):
+  weights  the job with --num-epochs 2: every process exits 0, the scheduler's join lines show each
+           node at its own namespace's address, and its final-weights line equals the one
+           `troupe train --num-epochs 2` prints in one process
+  cut      a long run (--num-epochs 1000, --heartbeat 0.2, --peer-timeout 2); once training is under
+           way, worker1's bridge-side veth is set down: the scheduler exits non-zero within 15 s
+           naming the lost worker (its pid), the server and the other worker exit non-zero within
+           15 s, and the cut-off worker exits non-zero by itself within 15 s once its links time out
+
+Skipped (exit 77, one line why) when not root, without `ip`, or when a namespace cannot be created.
+Every process runs in its own session and is killed at the end; every wait has a deadline.
+"""
+import ipaddress
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+SECRET = "troupe-test-secret-0123456789abcdef"
+BOUND_S = 120   # a whole run must finish within this
+CUT_BOUND_S = 15
+HOSTS = ["scheduler", "server0", "worker0", "worker1"]  # host i has address .i+1
+SKIP = 77
+
+
+def skip(why):
+    print(f"skipped: {why}")
+    raise SystemExit(SKIP)
+
+
+def ip(*args, timeout=20):
+    """Runs `ip ARGS`; returns (returncode, stdout + stderr)."""
+    try:
+        run = subprocess.run(["ip"] + list(args), capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return 124, f"ip {' '.join(args)}: still runs after {timeout} s"
+    return run.returncode, (run.stdout + run.stderr).strip()
+
+
+def ip_ok(*args):
+    code, out = ip(*args)
+    if code != 0:
+        raise SystemExit(f"FAIL: ip {' '.join(args)}: {out}")
+    return out
+
+
+def used_networks():
+    """Every IPv4 network this machine's root namespace has an address or a route in."""
+    nets = []
+    _, addrs = ip("-o", "-4", "addr")
+    for cidr in re.findall(r"\binet (\S+)", addrs):
+        nets.append(ipaddress.ip_interface(cidr).network)
+    _, routes = ip("-o", "-4", "route", "show", "table", "all")
+    kinds = {"unicast", "local", "broadcast", "multicast", "unreachable", "blackhole", "prohibit", "throw",
+             "nat", "anycast"}
+    for line in routes.splitlines():
+        words = line.split()
+        if words and words[0] in kinds:
+            words = words[1:]
+        if not words or words[0] == "default":
+            continue
+        try:
+            nets.append(ipaddress.ip_network(words[0], strict=False))
+        except ValueError:
+            pass
+    return nets
+
+
+def pick_subnet(seed):
+    used = used_networks()
+    for k in range(200 * 256):
+        n = (seed + k) % (200 * 256)
+        net = ipaddress.ip_network(f"10.{40 + n // 256}.{n % 256}.0/24")
+        if not any(net.overlaps(u) for u in used):
+            return net
+    raise SystemExit("FAIL: no free 10.x.y.0/24 on this machine")
+
+
+def kill_group(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+class Net:
+    """The bridge, the namespaces and the veth pairs of one run."""
+
+    def __init__(self):
+        self.bridge, self.namespaces, self.veths = None, [], []
+        self.subnet, self.addr, self.ns, self.outer = None, {}, {}, {}
+
+    def create(self):
+        # The bridge's name is the lock: the first free number from pid % 10000 on is ours.
+        base = os.getpid() % 10000
+        for k in range(100):
+            n = (base + k) % 10000
+            code, out = ip("link", "add", f"trbr{n}", "type", "bridge")
+            if code == 0:
+                break
+            if "exists" not in out:
+                skip(f"cannot create a bridge ({out})")
+        else:
+            raise SystemExit("FAIL: no free bridge name trbr<N>")
+        self.bridge = f"trbr{n}"
+        self.subnet = pick_subnet(os.getpid())
+        hosts = list(self.subnet.hosts())
+        for i, host in enumerate(HOSTS):
+            ns, outer, inner = f"troupe{n}-{host}", f"trv{n}h{i}", f"trp{n}h{i}"
+            # leftovers of a run with our number that was SIGKILLed: ours now, so clear them
+            if os.path.exists(f"/run/netns/{ns}"):
+                ip("netns", "del", ns)
+            ip("link", "del", outer)
+            code, out = ip("netns", "add", ns)
+            if code != 0:
+                if i == 0:
+                    skip(f"cannot create a network namespace ({out})")
+                raise SystemExit(f"FAIL: ip netns add {ns}: {out}")
+            self.namespaces.append(ns)
+            ip_ok("link", "add", outer, "type", "veth", "peer", "name", inner, "netns", ns)
+            self.veths.append(outer)
+            ip_ok("link", "set", outer, "master", self.bridge)
+            ip_ok("link", "set", outer, "up")
+            ip_ok("-n", ns, "link", "set", "lo", "up")
+            ip_ok("-n", ns, "addr", "add", f"{hosts[i]}/{self.subnet.prefixlen}", "dev", inner)
+            ip_ok("-n", ns, "link", "set", inner, "up")
+            self.addr[host], self.ns[host], self.outer[host] = str(hosts[i]), ns, outer
+        ip_ok("link", "set", self.bridge, "up")
+
+    def destroy(self):
+        left = []
+        for ns in self.namespaces:  # deleting a namespace deletes the veth end inside, so the pair
+            code, out = ip("netns", "del", ns)
+            if code != 0:
+                left.append(f"namespace {ns} ({out})")
+        for veth in self.veths:
+            if ip("link", "show", veth)[0] == 0:
+                ip("link", "del", veth)
+        if self.bridge:
+            code, out = ip("link", "del", self.bridge)
+            if code != 0:
+                left.append(f"bridge {self.bridge} ({out})")
+        for veth in self.veths:
+            if ip("link", "show", veth)[0] == 0:
+                left.append(f"veth {veth}")
+        return left
+
+
+class Cluster:
+    def __init__(self, troupe, workdir, net):
+        self.troupe, self.workdir, self.net = troupe, workdir, net
+        self.procs = {}  # name -> Popen
+
+    def start(self, name, args):
+        env = dict(os.environ, TROUPE_SECRET=SECRET)
+        out = open(os.path.join(self.workdir, name + ".out"), "w")
+        err = open(os.path.join(self.workdir, name + ".err"), "w")
+        # `ip netns exec` enters the namespace and execs the command: the pid is troupe's own
+        command = ["ip", "netns", "exec", self.net.ns[name], self.troupe, "node"] + args
+        self.procs[name] = subprocess.Popen(command, stdout=out, stderr=err, env=env, cwd=self.workdir,
+                                            start_new_session=True)
+        out.close()
+        err.close()
+        return self.procs[name]
+
+    def text(self, name, stream):
+        with open(os.path.join(self.workdir, f"{name}.{stream}")) as f:
+            return f.read()
+
+    def wait_exit(self, name, deadline, what):
+        try:
+            self.procs[name].wait(max(0.1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            self.fail(f"{name} still runs {what}")
+        return self.procs[name].returncode
+
+    def kill_all(self):
+        for p in self.procs.values():
+            kill_group(p.pid)
+        for p in self.procs.values():
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
+        return [f"{name} (pid {p.pid})" for name, p in self.procs.items() if alive(p.pid)]
+
+    def dump(self):
+        for name in self.procs:
+            for stream in ("out", "err"):
+                text = self.text(name, stream)
+                if text:
+                    print(f"----- {name}.{stream}\n{text[-3000:]}")
+
+    def fail(self, why):
+        self.dump()
+        raise SystemExit(f"FAIL: {why}")
+
+
+def final_weights(text):
+    lines = [l for l in text.splitlines() if l.startswith("Final weights:")]
+    return lines[-1] if lines else None
+
+
+def start_job(cluster, config, flags):
+    net = cluster.net
+    common = ["--config", config, "--server-nodes", "1", "--worker-nodes", "2"] + flags
+    port_file = os.path.join(cluster.workdir, "scheduler.port")
+    cluster.start("scheduler", ["--role", "scheduler", "--scheduler", f"{net.addr['scheduler']}:0",
+                                "--port-file", port_file] + common)
+    deadline = time.time() + 30
+    while not os.path.exists(port_file) or not open(port_file).read().strip():
+        if cluster.procs["scheduler"].poll() is not None:
+            cluster.fail("the scheduler ended before it listened")
+        if time.time() > deadline:
+            cluster.fail("no port file from the scheduler within 30 s")
+        time.sleep(0.02)
+    at = ["--scheduler", f"{net.addr['scheduler']}:{int(open(port_file).read())}"]
+    cluster.start("server0", ["--role", "server", "--listen", net.addr["server0"]] + at + common)
+    for w in ("worker0", "worker1"):
+        cluster.start(w, ["--role", "worker", "--advertise", net.addr[w]] + at + common)
+
+
+def check_hosts(cluster):
+    """The scheduler saw each node join from its own namespace's address."""
+    log = cluster.text("scheduler", "err")
+    seen = []
+    for name in ("server0", "worker0", "worker1"):
+        role, pid, addr = re.match(r"[a-z]+", name).group(0), cluster.procs[name].pid, cluster.net.addr[name]
+        found = re.search(rf"{role} \d+ \(pid {pid} on (\S+)\) joined", log)
+        if not found:
+            cluster.fail(f"the scheduler logged no join of {name} (pid {pid})")
+        if found.group(1) != addr:
+            cluster.fail(f"{name} (pid {pid}) joined from {found.group(1)}, expected {addr}")
+        seen.append(f"{name}@{addr}")
+    listening = re.search(r"listening on (\S+):\d+", log)
+    if not listening or listening.group(1) != cluster.net.addr["scheduler"]:
+        cluster.fail(f"the scheduler listens on {listening and listening.group(1)}, "
+                     f"expected {cluster.net.addr['scheduler']}")
+    return seen
+
+
+def run_weights(cluster, troupe, config):
+    flags = ["--num-epochs", "2"]
+    start_job(cluster, config, flags)
+    deadline = time.time() + BOUND_S
+    codes = {name: cluster.wait_exit(name, deadline, f"after {BOUND_S} s") for name in list(cluster.procs)}
+    if any(codes.values()):
+        cluster.fail(f"exit statuses {codes}")
+    seen = check_hosts(cluster)
+    reference = subprocess.run([troupe, "train", "--config", config] + flags, capture_output=True, text=True,
+                               cwd=cluster.workdir, timeout=BOUND_S)
+    if reference.returncode != 0:
+        cluster.fail(f"troupe train exited {reference.returncode}\n{reference.stderr[-2000:]}")
+    want, got = final_weights(reference.stdout), final_weights(cluster.text("scheduler", "out"))
+    if not want or want.startswith("Final weights: 0 tensors"):
+        cluster.fail(f"troupe train printed no weights\n{reference.stdout[-2000:]}")
+    if got != want:
+        cluster.fail(f"across namespaces: {got}\nin one process: {want}")
+    print(f"ok: weights: scheduler@{cluster.net.addr['scheduler']}, {', '.join(seen)}: 4 processes exited 0; "
+          f"{got} as in one process")
+
+
+def run_cut(cluster, config):
+    start_job(cluster, config, ["--num-epochs", "1000", "--heartbeat", "0.2", "--peer-timeout", "2"])
+    deadline, ready_at = time.time() + BOUND_S, None
+    while True:
+        if re.search(r"Epoch\[0\] Batch", cluster.text("scheduler", "out")):
+            break
+        if ready_at is None and "every node is ready" in cluster.text("scheduler", "err"):
+            ready_at = time.time()
+        if ready_at is not None and time.time() > ready_at + 1:
+            break
+        ended = [n for n, p in cluster.procs.items() if p.poll() is not None]
+        if ended:
+            cluster.fail(f"{ended} ended before the cut")
+        if time.time() > deadline:
+            cluster.fail(f"training not under way after {BOUND_S} s")
+        time.sleep(0.05)
+    check_hosts(cluster)
+    victim, veth = cluster.procs["worker1"], cluster.net.outer["worker1"]
+    cut_at = time.time()
+    ip_ok("link", "set", veth, "down")
+    bound = cut_at + CUT_BOUND_S
+    took = {}
+    for name in ("scheduler", "server0", "worker0"):
+        code = cluster.wait_exit(name, bound, f"{CUT_BOUND_S} s after the cut")
+        took[name] = time.time() - cut_at
+        if code == 0:
+            cluster.fail(f"{name} exited 0 after the cut")
+    addr = cluster.net.addr["worker1"]
+    lost = re.search(rf"scheduler: lost worker \d+ \(pid {victim.pid} on {re.escape(addr)}\) at [^\n]*",
+                     cluster.text("scheduler", "err"))
+    if not lost:
+        cluster.fail(f"the scheduler's log does not name the lost worker (pid {victim.pid} on {addr})")
+    # the cut-off worker hears nothing more: it must give up by itself once its links time out
+    code = cluster.wait_exit("worker1", bound, f"{CUT_BOUND_S} s after its link was cut")
+    took["worker1"] = time.time() - cut_at
+    if code == 0:
+        cluster.fail("the cut-off worker exited 0")
+    print(f"ok: cut: {veth} (worker1 at {addr}) down; {lost.group(0)}; exits "
+          + ", ".join(f"{n} {cluster.procs[n].returncode} after {t:.1f} s" for n, t in took.items()))
+
+
+def main():
+    if len(sys.argv) != 4 or sys.argv[2] not in ("weights", "cut"):
+        raise SystemExit(__doc__)
+    troupe, scenario, config = os.path.abspath(sys.argv[1]), sys.argv[2], os.path.abspath(sys.argv[3])
+    if os.geteuid() != 0:
+        skip(f"network namespaces need root (euid {os.geteuid()})")
+    if not shutil.which("ip"):
+        skip("no `ip` command (iproute2)")
+    # a SIGTERM (a test driver's) or a hangup tears down as Ctrl-C does
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, frame: sys.exit(128 + signum))
+    workdir = tempfile.mkdtemp(prefix=f"troupe-netns-{scenario}-")
+    net, cluster, outcome = Net(), None, "fail"
+    try:
+        net.create()
+        cluster = Cluster(troupe, workdir, net)
+        if scenario == "weights":
+            run_weights(cluster, troupe, config)
+        else:
+            run_cut(cluster, config)
+        outcome = "pass"
+    except SystemExit as e:
+        if e.code == SKIP:
+            outcome = "skip"
+        raise
+    finally:
+        survivors = cluster.kill_all() if cluster else []
+        left = net.destroy()
+        if survivors or left:
+            print(f"FAIL: left behind: {', '.join(survivors + left)}")
+            outcome = "fail"
+        if outcome == "fail":
+            print(f"(logs in {workdir})")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    if outcome != "pass":
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -31,7 +31,10 @@ import sys
 import tempfile
 import time
 
-SECRET = "troupe-test-secret-0123456789abcdef"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cluster_run  # noqa: E402  (its process handling, shared)
+from cluster_run import alive, final_weights, kill_group  # noqa: E402
+
 BOUND_S = 120   # a whole run must finish within this
 CUT_BOUND_S = 15
 HOSTS = ["scheduler", "server0", "worker0", "worker1"]  # host i has address .i+1
@@ -89,21 +92,6 @@ def pick_subnet(seed):
         if not any(net.overlaps(u) for u in used):
             return net
     raise SystemExit("FAIL: no free 10.x.y.0/24 on this machine")
-
-
-def kill_group(pid):
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 class Net:
@@ -169,26 +157,16 @@ class Net:
         return left
 
 
-class Cluster:
+class Cluster(cluster_run.Cluster):
+    """cluster_run's processes, each in its own namespace."""
+
     def __init__(self, troupe, workdir, net):
-        self.troupe, self.workdir, self.net = troupe, workdir, net
-        self.procs = {}  # name -> Popen
+        super().__init__(troupe, workdir)
+        self.net = net
 
-    def start(self, name, args):
-        env = dict(os.environ, TROUPE_SECRET=SECRET)
-        out = open(os.path.join(self.workdir, name + ".out"), "w")
-        err = open(os.path.join(self.workdir, name + ".err"), "w")
+    def launcher(self, name):
         # `ip netns exec` enters the namespace and execs the command: the pid is troupe's own
-        command = ["ip", "netns", "exec", self.net.ns[name], self.troupe, "node"] + args
-        self.procs[name] = subprocess.Popen(command, stdout=out, stderr=err, env=env, cwd=self.workdir,
-                                            start_new_session=True)
-        out.close()
-        err.close()
-        return self.procs[name]
-
-    def text(self, name, stream):
-        with open(os.path.join(self.workdir, f"{name}.{stream}")) as f:
-            return f.read()
+        return ["ip", "netns", "exec", self.net.ns[name]]
 
     def wait_exit(self, name, deadline, what):
         try:
@@ -196,32 +174,6 @@ class Cluster:
         except subprocess.TimeoutExpired:
             self.fail(f"{name} still runs {what}")
         return self.procs[name].returncode
-
-    def kill_all(self):
-        for p in self.procs.values():
-            kill_group(p.pid)
-        for p in self.procs.values():
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                pass
-        return [f"{name} (pid {p.pid})" for name, p in self.procs.items() if alive(p.pid)]
-
-    def dump(self):
-        for name in self.procs:
-            for stream in ("out", "err"):
-                text = self.text(name, stream)
-                if text:
-                    print(f"----- {name}.{stream}\n{text[-3000:]}")
-
-    def fail(self, why):
-        self.dump()
-        raise SystemExit(f"FAIL: {why}")
-
-
-def final_weights(text):
-    lines = [l for l in text.splitlines() if l.startswith("Final weights:")]
-    return lines[-1] if lines else None
 
 
 def start_job(cluster, config, flags):

@@ -66,10 +66,22 @@ def kill_group(pid):
         pass
 
 
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 class Cluster:
     def __init__(self, troupe, workdir):
         self.troupe, self.workdir = troupe, workdir
         self.procs = {}  # name -> Popen
+
+    def launcher(self, name):
+        """What runs node `name`'s command (cluster_netns.py: `ip netns exec NS`)."""
+        return []
 
     def start(self, name, args, env_extra=None, secret=SECRET):
         env = dict(os.environ)
@@ -77,8 +89,10 @@ class Cluster:
         env.update(env_extra or {})
         out = open(os.path.join(self.workdir, name + ".out"), "w")
         err = open(os.path.join(self.workdir, name + ".err"), "w")
-        self.procs[name] = subprocess.Popen([self.troupe, "node"] + args, stdout=out, stderr=err, env=env,
-                                            cwd=self.workdir, start_new_session=True)
+        self.procs[name] = subprocess.Popen(self.launcher(name) + [self.troupe, "node"] + args, stdout=out,
+                                            stderr=err, env=env, cwd=self.workdir, start_new_session=True)
+        out.close()
+        err.close()
         return self.procs[name]
 
     def text(self, name, stream):
@@ -105,12 +119,15 @@ class Cluster:
         return {name: p.returncode for name, p in self.procs.items()}
 
     def kill_all(self):
+        """Kills every process group; returns the processes that survived, if any."""
         for p in self.procs.values():
             kill_group(p.pid)
+        for p in self.procs.values():
             try:
                 p.wait(10)
             except subprocess.TimeoutExpired:
                 pass
+        return [f"{name} (pid {p.pid})" for name, p in self.procs.items() if alive(p.pid)]
 
     def dump(self):
         for name in self.procs:

@@ -30,8 +30,8 @@
 #include <troupe/graph/value_hash.hpp>
 #include <troupe/io/dataset.hpp>
 
-#include "epoch_traffic.hpp"
 #include "node_common.hpp"
+#include "scheduler_state.hpp"
 
 namespace troupe {
 
@@ -39,55 +39,6 @@ namespace {
 
 constexpr auto grace = std::chrono::seconds(3);
 using deferred_failure_atom = caf::atom_constant<caf::atom("failsoon")>;
-using traffic_due_atom = caf::atom_constant<caf::atom("trafficdue")>;
-
-struct member_entry {
-  caf::actor link;
-  node_role role = node_role::worker;
-  int rank = -1;  // within its role, in join order
-  int node = -1;  // its plan node
-  std::string host;
-  std::uint32_t pid = 0;
-  std::uint16_t port = 0;
-  bool ready = false;
-  bool gone = false;
-  std::string name() const {
-    return std::string(to_string(role)) + " " + std::to_string(rank) + " (pid " + std::to_string(pid)
-           + " on " + host + ")";
-  }
-};
-
-enum class run_phase { joining, servers_assigned, workers_assigned, training, ending };
-
-struct scheduler_state {
-  std::optional<cluster_node_options> options;
-  training_job job;
-  placement_plan plan;
-  data_facts facts;
-  std::vector<char> job_bytes;
-  std::uint64_t job_hash = 0;
-  session_output output;
-  metrics_actor metrics;
-  std::shared_ptr<traffic_registry> traffic = std::make_shared<traffic_registry>();
-  // Reports pass through here on their way to `metrics`. After an epoch's training they are
-  // held (in order) until every member has said what it moved, so that epoch's traffic is in
-  // its metrics line.
-  bool holding = false;
-  std::int64_t holding_epoch = 0;
-  std::vector<std::function<void()>> held;
-  std::map<int, std::vector<peer_traffic>> traffic_answers;  // by plan node
-  epoch_traffic traffic_table;
-  caf::actor listener;
-  training_session_actor session;
-  std::vector<member_entry> members;
-  run_phase at = run_phase::joining;
-  caf::response_promise promise;
-  std::optional<caf::expected<training_result>> outcome;
-  bool servers_told = false;  // the servers know how the run ends
-  static inline const char* name = "troupe.scheduler";
-};
-
-using scheduler_actor = caf::stateful_actor<scheduler_state>;
 
 int expected(const scheduler_state& st, node_role role) {
   return role == node_role::server ? st.job.nodes.servers : st.job.nodes.workers;
@@ -119,14 +70,6 @@ std::string progress_text(const scheduler_state& st) {
   return waiting.empty() ? text : text + "; waiting for " + waiting;
 }
 
-member_entry* member_of(scheduler_state& st, const caf::actor_addr& link) {
-  for (auto& m : st.members)
-    if (m.link.address() == link)
-      return &m;
-  return nullptr;
-}
-
-void release_traffic(scheduler_actor* self);
 void answer_if_done(scheduler_actor* self, bool grace_over);
 
 // Tells every member still there how the run ends, then answers once their links have closed
@@ -338,10 +281,6 @@ void on_ready(scheduler_actor* self, const caf::actor& link, const ready_message
     start_training(self);
 }
 
-int live_members(const scheduler_state& st) {
-  return static_cast<int>(std::count_if(st.members.begin(), st.members.end(), [](auto& m) { return !m.gone; }));
-}
-
 // Whether the run goes on without member `m` (a worker lost during training of a job that
 // says so, with another worker left); logs it if so. The coordinator drops its computes when
 // their requests fail.
@@ -358,63 +297,6 @@ bool goes_on_without(scheduler_actor* self, const member_entry& m, const std::st
   if (st.holding && static_cast<int>(st.traffic_answers.size()) >= live_members(st))
     release_traffic(self);
   return true;
-}
-
-// Runs `forward` now, or after the traffic of the epoch being gathered.
-void pass_on(scheduler_actor* self, std::function<void()> forward) {
-  auto& st = self->state;
-  if (st.holding)
-    st.held.push_back(std::move(forward));
-  else
-    forward();
-}
-
-// The epoch's traffic goes to the metrics first, then everything held behind it, in order.
-void release_traffic(scheduler_actor* self) {
-  auto& st = self->state;
-  if (!st.holding)
-    return;
-  st.holding = false;
-  for (const auto& [node, peers] : st.traffic_answers)
-    st.traffic_table.add(st.plan.nodes.at(static_cast<std::size_t>(node)).name, peers);
-  std::vector<peer_traffic> mine;
-  for (auto& entry : st.traffic->snapshot()) {
-    if (auto* m = member_of(st, entry.link))
-      entry.traffic.peer = st.plan.nodes.at(static_cast<std::size_t>(m->node)).name;
-    mine.push_back(std::move(entry.traffic));
-  }
-  st.traffic_table.add("scheduler", mine);
-  auto figures = st.traffic_table.take(st.holding_epoch);
-  self->send(st.metrics, annotate_atom::value, st.holding_epoch, std::string("traffic"), figures.json, figures.line);
-  auto held = std::move(st.held);
-  st.held.clear();
-  for (auto& forward : held)
-    forward();
-}
-
-void on_phase_report(scheduler_actor* self, const phase_report& r) {
-  auto& st = self->state;
-  auto forward = [=] { self->send(self->state.metrics, r); };
-  if (st.holding || r.validation || st.at != run_phase::training || live_members(st) == 0)
-    return pass_on(self, forward);
-  st.holding = true;
-  st.holding_epoch = r.epoch;
-  st.held.push_back(forward);
-  st.traffic_answers.clear();
-  for (auto& m : st.members)
-    if (!m.gone)
-      self->send(m.link, send_atom::value, wire_message{traffic_query_message{r.epoch}});
-  self->delayed_send(self, st.options->request_timeout, traffic_due_atom::value, r.epoch);
-}
-
-void on_traffic(scheduler_actor* self, const caf::actor& link, const traffic_message& t) {
-  auto& st = self->state;
-  auto* m = member_of(st, link.address());
-  if (!m || !st.holding || t.epoch != st.holding_epoch)
-    return;  // late (after its deadline): that epoch's figures went without it
-  st.traffic_answers[m->node] = t.peers;
-  if (static_cast<int>(st.traffic_answers.size()) >= live_members(st))
-    release_traffic(self);
 }
 
 void on_member_message(scheduler_actor* self, const caf::actor& link, wire_message& message) {

@@ -100,8 +100,10 @@ int run_node_process(train_command_line& cli, const cluster_node_options& option
   caf::actor_system system{config};
   try {
     if (options.role != node_role::scheduler) {
-      std::cerr << place.role << ": joining the scheduler at " << place.scheduler_host << ':'
-                << place.scheduler_port << " (" << place.source << ")" << std::endl;
+      // One write per line: processes under one launcher may share the stream (mpirun).
+      std::cerr << (place.role + ": joining the scheduler at " + place.scheduler_host + ":"
+                    + std::to_string(place.scheduler_port) + " (" + place.source + ")\n")
+                << std::flush;
       run_member(system, options);
       end_process(0);
     }
@@ -110,7 +112,7 @@ int run_node_process(train_command_line& cli, const cluster_node_options& option
     std::cout << weights_digest_line(result) << std::endl;
     end_process(result.phases.empty() ? 1 : 0);
   } catch (const std::exception& e) {
-    std::cerr << "troupe node: error: " << e.what() << std::endl;
+    std::cerr << ("troupe node: error: " + std::string(e.what()) + "\n") << std::flush;
     end_process(1);
   }
 }

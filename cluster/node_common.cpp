@@ -30,7 +30,7 @@ void log_node_line(const cluster_node_options& options, const std::string& line)
   if (options.log)
     options.log(line);
   else
-    std::cerr << line << std::endl;
+    std::cerr << (line + "\n") << std::flush;  // one write: processes may share the stream
 }
 
 std::string advertised_host(const cluster_node_options& options) {

@@ -75,7 +75,7 @@ void log_line(const link_state& st, const std::string& text) {
   if (st.options->log)
     st.options->log(text);
   else
-    std::cerr << "troupe: " << text << '\n';
+    std::cerr << ("troupe: " + text + "\n");  // one write: processes may share the stream
 }
 
 void write_frame(link_pointer self, const wire_message& message) {

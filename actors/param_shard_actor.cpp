@@ -12,6 +12,7 @@
 #include <troupe/actors/param_shard_actor.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <stdexcept>
 
@@ -38,11 +39,13 @@ struct shard_state {
   lr_schedule schedule{lr_schedule_options{}};
   std::int64_t step = 0;  // pushes applied
   std::int64_t step_limit = 0;
-  std::map<int, std::int64_t> last_steps;  // by source: the step of its last push
+  // By source: the step of its last push (a step arrives as several pushes, one per group;
+  // a step before the last is refused, so this is also each worker's furthest step).
+  std::map<int, std::int64_t> last_steps;
   float last_lr = 0;
   // stale-synchronous bookkeeping
   int staleness = -1;
-  std::vector<std::int64_t> worker_steps;  // last step each worker pushed, -1 before any
+  int workers = 1;  // the pushing workers whose steps the bound compares
   struct held_reply {
     std::int64_t step;
     std::vector<std::size_t> keys;
@@ -129,8 +132,14 @@ weight_set all_weights(const shard_state& st) {
   return current_weights(st, keys);
 }
 
+// The step of the worker furthest behind (-1 while one has not pushed yet).
 std::int64_t slowest(const shard_state& st) {
-  return *std::min_element(st.worker_steps.begin(), st.worker_steps.end());
+  std::int64_t floor = std::numeric_limits<std::int64_t>::max();
+  for (int w = 0; w < st.workers; ++w) {
+    const auto seen = st.last_steps.find(w);
+    floor = std::min(floor, seen == st.last_steps.end() ? std::int64_t{-1} : seen->second);
+  }
+  return floor;
 }
 
 // Answers every held push that is now within the staleness bound, with the newest weights.
@@ -150,9 +159,9 @@ caf::result<weight_set> apply_push(shard_pointer self, const gradient_push& push
   auto& st = self->state;
   if (auto problem = check_push(st, push); !problem.empty())
     return make_error(errc::bad_request, problem);
-  if (st.staleness >= 0 && (push.worker < 0 || push.worker >= static_cast<int>(st.worker_steps.size())))
+  if (st.staleness >= 0 && (push.worker < 0 || push.worker >= st.workers))
     return make_error(errc::bad_request, "param_shard: push from worker " + std::to_string(push.worker)
-                             + ", expected 0.." + std::to_string(st.worker_steps.size() - 1));
+                             + ", expected 0.." + std::to_string(st.workers - 1));
   st.last_steps[push.worker] = push.step;
   const float lr = st.schedule.at(push.epoch_position);
   for (std::size_t i = 0; i < push.keys.size(); ++i) {
@@ -165,8 +174,6 @@ caf::result<weight_set> apply_push(shard_pointer self, const gradient_push& push
   st.last_lr = lr;
   if (st.staleness < 0)
     return current_weights(st, push.keys);
-  auto& seen = st.worker_steps[static_cast<std::size_t>(push.worker)];
-  seen = std::max(seen, push.step);  // a step arrives as several pushes, one per group
   release_held(st);
   if (push.step - slowest(st) <= st.staleness)
     return current_weights(st, push.keys);
@@ -181,7 +188,7 @@ param_shard_actor::behavior_type param_shard(shard_pointer self, std::vector<sha
   st.last_lr = st.schedule.at(0);
   st.staleness = options.staleness;
   st.step_limit = options.step_limit;
-  st.worker_steps.assign(static_cast<std::size_t>(std::max(1, options.workers)), -1);
+  st.workers = std::max(1, options.workers);
   for (auto& k : keys) {
     key_state key;
     key.name = std::move(k.name);

@@ -47,13 +47,6 @@ void declare_node_flags(flag_set& f, node_command_line& n) {
   f.add("request-timeout", n.request_timeout, "seconds a push or pull may wait for its answer");
 }
 
-bool flag_given(const std::vector<std::string>& args, const std::string& name) {
-  for (const auto& a : args)
-    if (a == "--" + name || a.rfind("--" + name + "=", 0) == 0)
-      return true;
-  return false;
-}
-
 std::chrono::milliseconds seconds_flag(const char* flag, double seconds, double min, double max) {
   if (!(seconds >= min && seconds <= max))
     throw usage_error(std::string("--") + flag + " must be between " + std::to_string(min) + " and "
@@ -131,7 +124,7 @@ int node_command(const std::vector<std::string>& args) {
   }
   // The config's network settings, unless a flag said otherwise.
   auto from_config = [&](const char* flag, auto& value, const auto& configured) {
-    if (!flag_given(args, flag))
+    if (!cli.given.count(flag))
       value = configured;
   };
   from_config("scheduler", n.place.scheduler, cli.network.scheduler);
@@ -143,9 +136,9 @@ int node_command(const std::vector<std::string>& args) {
   const auto env = current_environment();
   n.place.config_server_nodes = cli.job.nodes.servers;
   n.place.config_worker_nodes = cli.job.nodes.workers;
-  if (flag_given(args, "server-nodes"))
+  if (cli.given.count("server-nodes"))
     n.place.server_nodes = cli.job.nodes.servers;
-  if (flag_given(args, "worker-nodes"))
+  if (cli.given.count("worker-nodes"))
     n.place.worker_nodes = cli.job.nodes.workers;
   const auto place = resolve_node_identity(n.place, env);
   if (place.server_nodes > 0)
@@ -171,7 +164,7 @@ int node_command(const std::vector<std::string>& args) {
   options.request_timeout = seconds_flag("request-timeout", n.request_timeout, 0.1, 86400);
   if (options.connection_timeout <= options.heartbeat_interval * 2)
     throw usage_error("--peer-timeout must exceed twice --heartbeat (a peer is lost after missing heartbeats)");
-  if (flag_given(args, "config"))
+  if (cli.given.count("config"))
     options.own_job = cli.job;
   if (options.role == node_role::scheduler && (cli.job.nodes.servers < 1 || cli.job.nodes.workers < 1))
     throw usage_error("the scheduler needs the number of server and worker processes: --server-nodes and "

@@ -319,6 +319,7 @@ train_command_line parse_train_flags(const std::vector<std::string>& args, const
     return out;
   }
   check_values(r, f);
+  out.given = f.given_flags();
   const bool progress_bar = progress_wanted(r.progress);
   try {
     auto config = base_config(r, f);

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,8 @@ struct train_command_line {
   int threads = 1;
   bool help = false;
   std::string help_text;
+  /// The flags the user gave (a command's own too), to tell a value given from a default.
+  std::set<std::string> given;
 };
 
 /// Throws usage_error naming the flag for anything it cannot accept (and, with --config,

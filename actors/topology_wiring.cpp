@@ -48,11 +48,14 @@ push_targets spawn_push_side_of_node(caf::actor_system& system, const placement_
                                      const spawn_observer& spawned, std::int64_t step_limit) {
   // node -1: every actor (one process).
   auto here = [&](std::size_t i) { return node < 0 || plan.actors[i].node == node; };
-  if (initial.size() != plan.parameters.size())
+  // Start values matter only to a node that holds shards (a worker may pass none).
+  const auto shards = plan.actors_of(plan_role::shard);
+  const bool holds_shards = std::any_of(shards.begin(), shards.end(), here);
+  if (holds_shards && initial.size() != plan.parameters.size())
     throw std::invalid_argument("wiring: " + std::to_string(initial.size())
                                 + " start values for the plan's "
                                 + std::to_string(plan.parameters.size()) + " parameters");
-  for (std::size_t slot = 0; slot < initial.size(); ++slot)
+  for (std::size_t slot = 0; holds_shards && slot < initial.size(); ++slot)
     if (initial[slot].shape() != plan.parameters[slot].shape)
       throw std::invalid_argument("wiring: start value of " + plan.parameters[slot].name
                                   + " has shape " + shape_string(initial[slot].shape())

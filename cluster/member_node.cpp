@@ -160,7 +160,11 @@ bool take_assignment(member_actor* self, const assignment_message& a) {
   if (options.role == node_role::worker)
     connect_servers(self, a, link);
   const auto spec = model_of(job, a.facts);
-  auto reference = build_model(spec);
+  // Only a server's shards start from the job's reference model; a worker's replicas are
+  // built by its computes.
+  std::vector<tensor> initial;
+  if (options.role == node_role::server)
+    initial = initial_weights(*build_model(spec));
   node_data data;
   if (options.role == node_role::worker)
     data = open_worker_data(job, a.facts);
@@ -180,7 +184,7 @@ bool take_assignment(member_actor* self, const assignment_message& a) {
                                   + ", which holds " + target.name);
     return spawn_remote_shard(system, to, static_cast<std::uint32_t>(target.shard), request_timeout);
   };
-  spawn_node_part(system, job, st.plan, spec, initial_weights(*reference), data, part, st.part);
+  spawn_node_part(system, job, st.plan, spec, initial, data, part, st.part);
   for (auto& [actor, name] : st.part.spawned)
     self->monitor(actor);
   for (auto i : st.plan.actors_on(node)) {

@@ -85,8 +85,8 @@ std::vector<tensor> initial_weights(model& reference);
 metrics_options metrics_options_of(const training_job& job, const session_output& output);
 
 /// Spawns node `options.node`'s part of `plan` into `part` (which keeps what was spawned
-/// before a throw, for the caller to shut down). `initial` as for spawn_push_side (only read
-/// when the node holds shards). Throws std::invalid_argument when the node has loaders but
+/// before a throw, for the caller to shut down). `initial` as for spawn_push_side (only read,
+/// and only needed, when the node holds shards). Throws std::invalid_argument when the node has loaders but
 /// `data` lacks their dataset, or the plan needs a remote actor and `options.remote` gives
 /// none.
 void spawn_node_part(caf::actor_system& system, const training_job& job, const placement_plan& plan,

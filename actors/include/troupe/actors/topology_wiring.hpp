@@ -35,7 +35,8 @@ using push_targets = std::vector<push_target_actor>;
 
 /// Spawns every shard and aggregator of `plan` in plan order. Each shard's keys are cut from
 /// `initial` (parameter-shaped start values by slot; each shard copies its keys) and named by
-/// the plan. Throws std::invalid_argument if `initial` does not match the plan's parameters.
+/// the plan. Throws std::invalid_argument if `initial` does not match the plan's parameters
+/// (only read where shards are spawned: a node without shards may pass none).
 /// `step_limit`: the run's steps (epochs x plan.steps_per_epoch), which the shards refuse
 /// pushes beyond (shard_options::step_limit); 0: no limit.
 push_targets spawn_push_side(caf::actor_system& system, const placement_plan& plan,

@@ -39,8 +39,9 @@ struct run_actors {
 // spawned before the throw.
 void spawn_job(caf::actor_system& system, const training_job& job, const session_sinks& sinks,
                run_actors& run) {
-  auto train_set = open_dataset(job.train_data);
-  auto validation_set = open_dataset(job.validation_data);
+  auto train_set = sinks.node.train_data ? sinks.node.train_data : open_dataset(job.train_data);
+  auto validation_set = sinks.node.validation_data ? sinks.node.validation_data
+                                                   : open_dataset(job.validation_data);
   const auto facts = data_facts_of(*train_set, *validation_set);
   const auto plan = plan_placement(job, facts);
   run.plan_hash = plan.hash;

@@ -155,6 +155,8 @@ void start_training(scheduler_actor* self) {
   sinks.timeouts = st.options->timeouts;
   sinks.node.node = 0;
   sinks.node.settle_epochs = true;  // each epoch's traffic is read while no step runs
+  sinks.node.train_data = st.train_set;
+  sinks.node.validation_data = st.validation_set;
   sinks.node.remote.compute = [=, &system](std::size_t actor) {
     const auto& a = plan.actors.at(actor);
     return spawn_remote_compute(system, link_of_node.at(static_cast<std::size_t>(a.node)),
@@ -349,6 +351,7 @@ struct scheduler_setup {
   placement_plan plan;
   data_facts facts;
   metrics_actor metrics;
+  std::shared_ptr<const dataset> train_set, validation_set;  // opened to plan; the session reuses them
 };
 
 void write_port_file(const std::string& path, std::uint16_t port);
@@ -400,6 +403,8 @@ caf::behavior scheduler(scheduler_actor* self, scheduler_setup setup) {
   st.plan = std::move(setup.plan);
   st.facts = setup.facts;
   st.metrics = std::move(setup.metrics);
+  st.train_set = std::move(setup.train_set);
+  st.validation_set = std::move(setup.validation_set);
   st.job_bytes = job_bytes(st.job);
   st.job_hash = job_hash(st.job);
   self->set_down_handler([=](caf::down_msg& down) { on_down(self, down); });
@@ -473,7 +478,8 @@ training_result run_scheduler(caf::actor_system& system, const training_job& job
   const auto facts = data_facts_of(*train_set, *validation_set);
   auto plan = plan_placement(job, facts);
   auto metrics = spawn_metrics(system, metrics_options_of(job, output));
-  auto node = system.spawn(scheduler, scheduler_setup{options, job, output, std::move(plan), facts, metrics});
+  auto node = system.spawn(scheduler, scheduler_setup{options, job, output, std::move(plan), facts, metrics,
+                                                      train_set, validation_set});
   caf::scoped_actor blocking{system};
   // The scheduler's own deadlines (join, every epoch) end the run first; this bound only
   // keeps a bug from hanging the process.

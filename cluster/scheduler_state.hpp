@@ -52,6 +52,7 @@ struct scheduler_state {
   std::uint64_t job_hash = 0;
   session_output output;
   metrics_actor metrics;
+  std::shared_ptr<const dataset> train_set, validation_set;  // opened to plan; the session reuses them
   std::shared_ptr<traffic_registry> traffic = std::make_shared<traffic_registry>();
   // Reports pass through here on their way to `metrics`. After an epoch's training they are
   // held (in order) until every member has said what it moved, so that epoch's traffic is in

@@ -37,6 +37,7 @@
 #include <troupe/actors/topology_wiring.hpp>
 #include <troupe/graph/job.hpp>
 #include <troupe/graph/placement.hpp>
+#include <troupe/io/dataset.hpp>
 
 namespace troupe {
 
@@ -99,6 +100,9 @@ struct session_sinks {
     int node = -1;
     remote_actors remote;
     bool settle_epochs = false;  ///< the coordinator's (coordinator_actor.hpp)
+    /// The job's data, when the host has opened it already (the scheduler plans with it):
+    /// the session then does not open it again. Null: the session opens it.
+    std::shared_ptr<const dataset> train_data, validation_data;
   } node;
 };
 

@@ -56,8 +56,8 @@ struct link_state {
   std::vector<std::pair<wire_message, std::uint64_t>> queued;
   clock_type::time_point last_received, last_sent;
   std::uint64_t heartbeats = 0;
-  link_traffic traffic;
-  std::shared_ptr<traffic_registry::counters> counters;  // the node's view of this link, if kept
+  // This link's traffic: its entry in the node's registry, or its own without one.
+  std::shared_ptr<traffic_registry::counters> counters = std::make_shared<traffic_registry::counters>();
   // Once this node has said goodbye (a shutdown frame): what the link ends with, and when at
   // the latest. It waits for the peer to close the connection, so the frame is read before
   // this process may exit (a broker's close drops what it has not written yet).
@@ -88,10 +88,7 @@ void write_frame(link_pointer self, const wire_message& message) {
     out.resize(before);
     throw;
   }
-  st.traffic.bytes_out[message.index()] += out.size() - before;
-  if (st.counters)
-    st.counters->count_out(message.index(), out.size() - before);
-  st.traffic.frames_out[message.index()] += 1;
+  st.counters->count_out(message.index(), out.size() - before);
   st.last_sent = clock_type::now();
   self->flush(st.hdl);
 }
@@ -396,10 +393,7 @@ void on_data(link_pointer self, caf::io::new_data_msg& msg) {
   if (!decoded.ok())
     return refuse_peer(self, "undecodable frame: " + decoded.error);
   const auto kind = decoded.message.index();
-  st.traffic.bytes_in[kind] += frame_header_bytes + payload->size();
-  if (st.counters)
-    st.counters->count_in(kind, frame_header_bytes + payload->size());
-  st.traffic.frames_in[kind] += 1;
+  st.counters->count_in(kind, frame_header_bytes + payload->size());
   if (st.at == stage::admitted)
     on_admitted_message(self, decoded.message);
   else
@@ -479,7 +473,17 @@ caf::behavior peer_link(link_pointer self, caf::io::connection_handle hdl, link_
       send_request(self, shard, false, [&](std::uint64_t id) { return pull_message{id, shard}; });
       return caf::delegated<weight_set>{};
     },
-    [=](stats_atom) { return self->state.traffic; },
+    [=](stats_atom) {
+      const auto& c = *self->state.counters;
+      link_traffic t;
+      for (std::size_t k = 0; k < wire_kinds; ++k) {
+        t.bytes_in[k] = c.bytes_in[k].load(std::memory_order_relaxed);
+        t.bytes_out[k] = c.bytes_out[k].load(std::memory_order_relaxed);
+        t.frames_in[k] = c.frames_in[k].load(std::memory_order_relaxed);
+        t.frames_out[k] = c.frames_out[k].load(std::memory_order_relaxed);
+      }
+      return t;
+    },
     [=](train_atom, std::uint32_t worker, std::int64_t epoch) -> caf::result<phase_report> {
       send_request(self, worker, true, [&](std::uint64_t id) {
         return control_message{id, worker, control_kind::train, epoch};

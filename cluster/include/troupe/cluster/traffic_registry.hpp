@@ -24,10 +24,17 @@ namespace troupe {
 
 class traffic_registry {
 public:
+  /// One link's frames and bytes per kind (a link keeps its own when there is no registry).
   struct counters {
-    std::array<std::atomic<std::uint64_t>, wire_kinds> bytes_in{}, bytes_out{};
-    void count_in(std::size_t kind, std::uint64_t bytes) { bytes_in[kind].fetch_add(bytes, std::memory_order_relaxed); }
-    void count_out(std::size_t kind, std::uint64_t bytes) { bytes_out[kind].fetch_add(bytes, std::memory_order_relaxed); }
+    std::array<std::atomic<std::uint64_t>, wire_kinds> bytes_in{}, bytes_out{}, frames_in{}, frames_out{};
+    void count_in(std::size_t kind, std::uint64_t bytes) {
+      bytes_in[kind].fetch_add(bytes, std::memory_order_relaxed);
+      frames_in[kind].fetch_add(1, std::memory_order_relaxed);
+    }
+    void count_out(std::size_t kind, std::uint64_t bytes) {
+      bytes_out[kind].fetch_add(bytes, std::memory_order_relaxed);
+      frames_out[kind].fetch_add(1, std::memory_order_relaxed);
+    }
   };
 
   /// A new entry for the link `link`, named `peer` until rename.

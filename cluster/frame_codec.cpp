@@ -1,6 +1,6 @@
 // Frames to and from Cap'n Proto (see frame_codec.hpp). Encoding references a tensor's bytes
 // from the message builder where Cap'n Proto allows it (8-byte aligned, a whole number of
-// words), so the only copy is the one into the output buffer. Decoding reads every field once,
+// words), so a frame's pieces point into the tensors themselves. Decoding reads every field once,
 // checks it, and turns each Data field into a tensor view of the payload buffer.
 #include <troupe/cluster/frame_codec.hpp>
 
@@ -25,20 +25,6 @@ namespace {
 
 constexpr char magic[4] = {'T', 'R', 'P', 'W'};
 constexpr std::size_t largest_data_bytes = (std::size_t{1} << 29) - 1;  // Cap'n Proto's Data cap
-
-// Appends whatever Cap'n Proto writes to a std::vector (a connection's write buffer keeps its
-// capacity, so steady-state frames allocate nothing).
-class append_stream final : public kj::OutputStream {
-public:
-  explicit append_stream(std::vector<char>& out) : out_(out) {}
-  void write(const void* buffer, size_t size) override {
-    const auto* bytes = static_cast<const char*>(buffer);
-    out_.insert(out_.end(), bytes, bytes + size);
-  }
-
-private:
-  std::vector<char>& out_;
-};
 
 void check_text(const std::string& text, std::size_t limit, const char* what) {
   if (text.size() > limit)
@@ -286,21 +272,56 @@ const char* kind_name(std::size_t index) {
 
 const char* kind_name(const wire_message& message) { return kind_name(message.index()); }
 
-void append_frame(const wire_message& message, std::vector<char>& out) {
+struct encoded_frame::owned {
+  wire_message message;
   capnp::MallocMessageBuilder builder;
-  auto frame = builder.initRoot<wire::Frame>();
-  frame.setVersion(wire::PROTOCOL_VERSION);
-  std::visit(body_writer{builder, frame.initBody()}, message);
-  const std::size_t payload = capnp::computeSerializedSizeInWords(builder) * sizeof(capnp::word);
+  // The frame header, then the segment table (its count, each segment's size in words,
+  // padded to a whole word), as Cap'n Proto's stream format lays them out.
+  std::vector<char> head;
+};
+
+encoded_frame::encoded_frame() = default;
+encoded_frame::encoded_frame(encoded_frame&&) noexcept = default;
+encoded_frame& encoded_frame::operator=(encoded_frame&&) noexcept = default;
+encoded_frame::~encoded_frame() = default;
+
+encoded_frame encode_frame(wire_message message) {
+  encoded_frame frame;
+  frame.owned_ = std::make_unique<encoded_frame::owned>();
+  auto& own = *frame.owned_;
+  own.message = std::move(message);
+  frame.kind_ = own.message.index();
+  auto root = own.builder.initRoot<wire::Frame>();
+  root.setVersion(wire::PROTOCOL_VERSION);
+  std::visit(body_writer{own.builder, root.initBody()}, own.message);
+  const auto segments = own.builder.getSegmentsForOutput();
+  const std::size_t table_words = (segments.size() + 2) / 2;  // count + sizes, in uint32s
+  std::size_t payload = table_words * sizeof(capnp::word);
+  for (const auto& segment : segments)
+    payload += segment.size() * sizeof(capnp::word);
   if (payload > UINT32_MAX)
     throw std::invalid_argument("frame: a message of " + std::to_string(payload)
                                 + " bytes exceeds a frame (4 GiB); slice its keys");
-  // No exact reserve: frames queued behind each other would reallocate (and copy) the whole
-  // buffer every time; insert grows it geometrically.
-  out.insert(out.end(), magic, magic + 4);
-  put_u32(out, static_cast<std::uint32_t>(payload));
-  append_stream stream(out);
-  capnp::writeMessage(stream, builder);
+  own.head.reserve(frame_header_bytes + table_words * sizeof(capnp::word));
+  own.head.insert(own.head.end(), magic, magic + 4);
+  put_u32(own.head, static_cast<std::uint32_t>(payload));
+  put_u32(own.head, static_cast<std::uint32_t>(segments.size() - 1));
+  for (const auto& segment : segments)
+    put_u32(own.head, static_cast<std::uint32_t>(segment.size()));
+  if (segments.size() % 2 == 0)
+    put_u32(own.head, 0);
+  frame.pieces_.reserve(segments.size() + 1);
+  frame.pieces_.push_back({own.head.data(), own.head.size()});
+  for (const auto& segment : segments)
+    frame.pieces_.push_back({reinterpret_cast<const char*>(segment.begin()), segment.size() * sizeof(capnp::word)});
+  frame.bytes_ = frame_header_bytes + payload;
+  return frame;
+}
+
+void append_frame(const wire_message& message, std::vector<char>& out) {
+  const auto frame = encode_frame(message);
+  for (const auto& piece : frame.pieces())
+    out.insert(out.end(), piece.data, piece.data + piece.size);
 }
 
 frame_header_result read_frame_header(const char* header, std::size_t max_payload) {

@@ -1,7 +1,7 @@
-// The peer link broker (see peer_link.hpp). One connection, three stages: the peer's hello,
-// its proof, then admitted traffic. Reads alternate between an 8-byte header and a payload of
-// exactly the announced size, so each payload lands in a buffer of its own that the decoder
-// reads in place and the tensors it yields keep alive.
+// The peer link actor (see peer_link.hpp). One connection, three stages: the peer's hello,
+// its proof, then admitted traffic. The connection's own threads (frame_socket.hpp) read each
+// payload into a buffer of its own, which the decoder reads in place and the tensors it yields
+// keep alive, and write each frame's pieces straight from its tensors.
 #include <troupe/cluster/peer_link.hpp>
 
 #include <algorithm>
@@ -11,14 +11,13 @@
 #include <optional>
 #include <unordered_map>
 
-#include <caf/io/broker.hpp>
-#include <caf/io/middleman.hpp>
+#include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
-#include <caf/typed_event_based_actor.hpp>
 
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/cluster/frame_codec.hpp>
 
+#include "cluster/frame_socket.hpp"
 #include "cluster/receive_pool.hpp"
 
 namespace troupe {
@@ -39,17 +38,14 @@ struct pending_request {
 
 struct link_state {
   std::optional<link_options> options;
-  caf::io::connection_handle hdl;
+  std::shared_ptr<frame_socket> socket;
   link_side side = link_side::connecting;
   stage at = stage::await_hello;
   hello_message mine;
   std::optional<hello_message> peer;
   std::string peer_name;  // for logs: the address until the hello names the node
-  bool reading_header = true;
-  // Reused receive buffers, and the one the payload announced by the last header lands in
-  // (swapped with the connection's read buffer, see on_data).
+  // Reused receive buffers (the socket's reader fills them).
   std::shared_ptr<receive_pool> pool;
-  std::shared_ptr<std::vector<char>> next_payload;
   std::uint64_t next_request = 1;
   std::unordered_map<std::uint64_t, pending_request> pending;
   // Messages made before admission, with the request each belongs to (0: one way).
@@ -60,7 +56,7 @@ struct link_state {
   std::shared_ptr<traffic_registry::counters> counters = std::make_shared<traffic_registry::counters>();
   // Once this node has said goodbye (a shutdown frame): what the link ends with, and when at
   // the latest. It waits for the peer to close the connection, so the frame is read before
-  // this process may exit (a broker's close drops what it has not written yet).
+  // this process may exit (closing drops what is not written yet).
   struct goodbye {
     caf::error end;
     clock_type::time_point deadline;
@@ -69,7 +65,7 @@ struct link_state {
   static inline const char* name = "troupe.peer_link";
 };
 
-using link_pointer = caf::stateful_actor<link_state, caf::io::broker>*;
+using link_pointer = caf::stateful_actor<link_state>*;
 
 void log_line(const link_state& st, const std::string& text) {
   if (st.options->log)
@@ -78,19 +74,13 @@ void log_line(const link_state& st, const std::string& text) {
     std::cerr << ("troupe: " + text + "\n");  // one write: processes may share the stream
 }
 
-void write_frame(link_pointer self, const wire_message& message) {
+// Queues `message` on the connection (throws as encode_frame does, queuing nothing).
+void write_frame(link_pointer self, wire_message message) {
   auto& st = self->state;
-  auto& out = self->wr_buf(st.hdl);
-  const auto before = out.size();
-  try {
-    append_frame(message, out);
-  } catch (...) {
-    out.resize(before);
-    throw;
-  }
-  st.counters->count_out(message.index(), out.size() - before);
+  auto frame = encode_frame(std::move(message));
+  st.counters->count_out(frame.kind(), frame.bytes());
   st.last_sent = clock_type::now();
-  self->flush(st.hdl);
+  st.socket->send(std::move(frame));
 }
 
 // Ends the link: every waiting request fails with `err`, the observer hears of it.
@@ -107,7 +97,7 @@ void close_link(link_pointer self, const caf::error& err, const std::string& why
   st.queued.clear();
   if (st.options->observer)
     self->send(st.options->observer, link_down_atom::value, st.peer_name, err);
-  self->close(st.hdl);
+  st.socket->close();
   self->quit(err);
 }
 
@@ -152,14 +142,15 @@ failure_message failure_of(std::uint64_t request, const caf::error& err) {
 // Writes `message`; when the encoder refuses it, request `request` (0: none) fails with the
 // encoder's complaint and a one-way message is logged. Both a request of this node and a reply
 // to the peer's: the peer then learns why instead of waiting for its deadline.
-void write_or_fail(link_pointer self, const wire_message& message, std::uint64_t request,
+void write_or_fail(link_pointer self, wire_message message, std::uint64_t request,
                    bool reply = false) {
   auto& st = self->state;
+  const auto kind = message.index();
   try {
-    write_frame(self, message);
+    write_frame(self, std::move(message));
     return;
   } catch (const std::exception& e) {
-    const std::string problem = std::string("cannot send a ") + kind_name(message) + ": " + e.what();
+    const std::string problem = std::string("cannot send a ") + kind_name(kind) + ": " + e.what();
     if (reply) {
       write_frame(self, failure_message{request, errc::bad_request,
                                         problem.substr(0, failure_message::max_text_bytes)});
@@ -180,7 +171,7 @@ void send_or_queue(link_pointer self, wire_message message, std::uint64_t reques
   if (st.at != stage::admitted)
     st.queued.emplace_back(std::move(message), request);
   else
-    write_or_fail(self, message, request);
+    write_or_fail(self, std::move(message), request);
 }
 
 // This node ends the link: the peer hears why (or that the run finished) first.
@@ -364,31 +355,15 @@ void on_handshake_message(link_pointer self, wire_message& message) {
   auto queued = std::move(st.queued);
   st.queued.clear();
   for (auto& [message, request] : queued)
-    write_or_fail(self, message, request);
+    write_or_fail(self, std::move(message), request);
 }
 
-void on_data(link_pointer self, caf::io::new_data_msg& msg) {
+void on_payload(link_pointer self, received_payload& in) {
   auto& st = self->state;
   if (st.at == stage::closed || st.leaving)
     return;  // after goodbye, whatever the peer still sends is dropped
   st.last_received = clock_type::now();
-  if (st.reading_header) {
-    auto header = read_frame_header(msg.buf.data(), st.options->max_frame_bytes);
-    if (!header.error.empty())
-      return refuse_peer(self, header.error);
-    st.reading_header = false;
-    // The connection reads the payload straight into a pooled buffer of exactly its size
-    // (a buffer of another size would be resized, zero-filling it first).
-    st.next_payload = st.pool->acquire(header.payload_bytes);
-    msg.buf.swap(*st.next_payload);
-    self->configure_read(st.hdl, caf::io::receive_policy::exactly(header.payload_bytes));
-    return;
-  }
-  // The payload stays where it landed; the connection gets the header-sized buffer back.
-  msg.buf.swap(*st.next_payload);
-  auto payload = std::move(st.next_payload);
-  st.reading_header = true;
-  self->configure_read(st.hdl, caf::io::receive_policy::exactly(frame_header_bytes));
+  auto payload = std::move(in.bytes);
   auto decoded = decode_payload(payload, st.options->keys);
   if (!decoded.ok())
     return refuse_peer(self, "undecodable frame: " + decoded.error);
@@ -437,14 +412,14 @@ std::chrono::milliseconds tick_period(const link_options& options) {
                             options.connection_timeout / 4}));
 }
 
-caf::behavior peer_link(link_pointer self, caf::io::connection_handle hdl, link_options options,
+caf::behavior peer_link(link_pointer self, std::shared_ptr<frame_socket> socket, link_options options,
                         link_side side) {
   auto& st = self->state;
   st.options.emplace(std::move(options));
   st.pool = std::make_shared<receive_pool>(st.options->receive_pool_bytes);
-  st.hdl = hdl;
+  st.socket = std::move(socket);
   st.side = side;
-  st.peer_name = self->remote_addr(hdl) + ":" + std::to_string(self->remote_port(hdl));
+  st.peer_name = st.socket->peer();
   st.last_received = st.last_sent = clock_type::now();
   if (st.options->traffic)
     st.counters = st.options->traffic->add(self->address(), st.peer_name);
@@ -452,17 +427,22 @@ caf::behavior peer_link(link_pointer self, caf::io::connection_handle hdl, link_
   st.mine.name = st.options->name;
   st.mine.challenge = fresh_nonce();
   st.mine.plan_hash = st.options->plan_hash;
-  self->configure_read(hdl, caf::io::receive_policy::exactly(frame_header_bytes));
+  st.socket->start(caf::actor_cast<caf::actor>(self), st.options->max_frame_bytes, st.pool);
   write_frame(self, st.mine);
   const auto period = tick_period(*st.options);
   self->delayed_send(self, period, tick_atom::value);
   return {
-    [=](caf::io::new_data_msg& msg) { on_data(self, msg); },
-    [=](const caf::io::connection_closed_msg&) {
+    [=](frame_in_atom, received_payload& payload) { on_payload(self, payload); },
+    [=](frame_error_atom, const std::string& why) {
+      auto& st = self->state;
+      if (st.at != stage::closed && !st.leaving)
+        refuse_peer(self, why);
+    },
+    [=](socket_closed_atom, const std::string& why) {
       if (self->state.leaving)
         return leave(self);
       close_link(self, make_error(errc::peer_down, "the connection to " + self->state.peer_name + " closed"),
-                 "the connection closed");
+                 "the connection closed (" + why + ")");
     },
     [=](push_atom, std::uint32_t shard, gradient_push& push) -> caf::result<weight_set> {
       send_request(self, shard, false,
@@ -526,38 +506,53 @@ caf::behavior peer_link(link_pointer self, caf::io::connection_handle hdl, link_
   };
 }
 
+using accepted_atom = caf::atom_constant<caf::atom("accepted")>;
+
+// The links a listener accepted and that still run: they end with the listener (a node that
+// stops listening leaves no connection behind), each on its own when its peer goes. Shared
+// with the accepting thread.
+struct accepted_links {
+  std::mutex mutex;
+  std::vector<caf::actor> running;
+};
+
 struct listener_state {
-  std::optional<link_options> options;
   std::uint16_t port = 0;
-  // The links it accepted and that still run: they end with the listener (a node that stops
-  // listening leaves no connection behind), each on its own when its peer goes.
-  std::shared_ptr<std::vector<caf::actor>> links = std::make_shared<std::vector<caf::actor>>();
   static inline const char* name = "troupe.listener";
 };
 
-// The socket is bound before the broker exists (spawn_listener), so a port in use is the
-// caller's error at once, not a listener that quits on its own later.
-caf::behavior listener(caf::stateful_actor<listener_state, caf::io::broker>* self, caf::io::doorman_ptr socket,
+// The socket is bound before the listener exists (spawn_listener), so a port in use is the
+// caller's error at once, not a listener that quits on its own later. Its accepting thread
+// holds the listener (as CAF's network thread holds a broker): it runs until told to quit.
+caf::behavior listener(caf::stateful_actor<listener_state>* self, std::shared_ptr<listening_socket> socket,
                        link_options options) {
-  self->state.options.emplace(std::move(options));
   self->state.port = socket->port();
-  self->add_doorman(std::move(socket));
-  auto links = self->state.links;
-  self->attach_functor([links](const caf::error&) {
-    for (auto& link : *links)
+  auto links = std::make_shared<accepted_links>();
+  self->attach_functor([socket, links](const caf::error&) {
+    socket->stop();  // no link is added after this
+    std::lock_guard<std::mutex> lock(links->mutex);
+    for (auto& link : links->running)
       caf::anon_send_exit(link, caf::exit_reason::user_shutdown);
+    links->running.clear();
   });
   self->set_down_handler([=](caf::down_msg& down) {
-    auto& all = *self->state.links;
+    std::lock_guard<std::mutex> lock(links->mutex);
+    auto& all = links->running;
     all.erase(std::remove_if(all.begin(), all.end(), [&](const caf::actor& a) { return a.address() == down.source; }),
               all.end());
   });
+  auto& system = self->system();
+  socket->start([&system, links, options = std::move(options),
+                 me = caf::actor_cast<caf::actor>(self)](std::shared_ptr<frame_socket> connection) {
+    auto link = system.spawn(peer_link, std::move(connection), options, link_side::accepting);
+    {
+      std::lock_guard<std::mutex> lock(links->mutex);
+      links->running.push_back(link);
+    }
+    caf::anon_send(me, accepted_atom::value, link);
+  });
   return {
-    [=](const caf::io::new_connection_msg& msg) {
-      auto link = self->fork(peer_link, msg.handle, *self->state.options, link_side::accepting);
-      self->monitor(link);
-      self->state.links->push_back(link);
-    },
+    [=](accepted_atom, const caf::actor& link) { self->monitor(link); },
     [=](port_atom) { return self->state.port; },
   };
 }
@@ -574,21 +569,18 @@ std::uint64_t link_traffic::total_out() const {
 
 caf::expected<caf::actor> connect_link(caf::actor_system& system, const std::string& host,
                                        std::uint16_t port, link_options options) {
-  auto link = system.middleman().spawn_client(peer_link, host, port, std::move(options),
-                                              link_side::connecting);
-  if (!link)
-    return make_error(errc::peer_down, "cannot connect to " + host + ":" + std::to_string(port)
-                                         + ": " + system.render(link.error()));
-  return link;
+  auto socket = frame_socket::connect(host, port, options.connection_timeout);
+  if (!socket)
+    return std::move(socket.error());
+  return system.spawn(peer_link, std::move(*socket), std::move(options), link_side::connecting);
 }
 
 caf::expected<caf::actor> spawn_listener(caf::actor_system& system, const std::string& host,
                                          std::uint16_t port, link_options options) {
-  auto socket = system.middleman().backend().new_tcp_doorman(port, host.c_str(), true);
+  auto socket = listening_socket::bind(host, port);
   if (!socket)
-    return make_error(errc::bad_request, "cannot listen on " + host + ":" + std::to_string(port) + ": "
-                                           + system.render(socket.error()));
-  return system.middleman().spawn_broker(listener, std::move(*socket), std::move(options));
+    return std::move(socket.error());
+  return system.spawn(listener, std::shared_ptr<listening_socket>(std::move(*socket)), std::move(options));
 }
 
 } // namespace troupe

@@ -6,9 +6,11 @@
 // and oversized frames before it allocates anything, and lets it read each payload into a
 // buffer of exactly its size, where the decoder then reads it in place.
 //
-// Copies: append_frame writes the tensors' bytes once, into the caller's output buffer (a
-// connection's write buffer); decode_payload copies none: tensors are views into the payload
-// buffer, which they keep alive.
+// Copies: encode_frame copies no tensor bytes: its pieces point into the tensors (8-byte
+// aligned, whole words; smaller odd-sized values are copied into the message), and the frame
+// keeps them alive until written (a connection writes the pieces with one writev).
+// append_frame copies the pieces into a buffer (tests, fuzz seeds). decode_payload copies
+// none: tensors are views into the payload buffer, which they keep alive.
 //
 // Decoding trusts nothing: every message is checked (version, enum values, sizes, shard and key
 // indices, value byte counts against the receiver's key table, finite numbers) and a message
@@ -38,9 +40,45 @@ constexpr std::size_t default_max_frame_bytes = std::size_t{1} << 30;
 /// Traffic per step is values + this per frame (tests/cluster: frame_codec_test, peer_link_test).
 constexpr std::size_t frame_overhead_bound(std::size_t keys) { return 104 + 32 * keys; }
 
-/// Appends `message` as one frame (header and payload) to `out`.
+/// One contiguous piece of an encoded frame.
+struct frame_piece {
+  const char* data = nullptr;
+  std::size_t size = 0;
+};
+
+/// A frame ready to be written: its pieces, in order, are the frame header with Cap'n Proto's
+/// segment table, then the message's segments, whose tensor values point into the message's
+/// own tensors. The frame owns the message, so those bytes stay alive (and, tensors being
+/// copy-on-write, unchanged) until the frame is destroyed. Move-only.
+class encoded_frame {
+public:
+  encoded_frame();
+  encoded_frame(encoded_frame&&) noexcept;
+  encoded_frame& operator=(encoded_frame&&) noexcept;
+  ~encoded_frame();
+
+  const std::vector<frame_piece>& pieces() const { return pieces_; }
+  /// Header and payload bytes: what the frame adds to a connection's traffic.
+  std::size_t bytes() const { return bytes_; }
+  /// The message kind (wire_message's index), for traffic counts.
+  std::size_t kind() const { return kind_; }
+
+private:
+  friend encoded_frame encode_frame(wire_message message);
+  struct owned;  // the message, its builder and the header bytes
+  std::unique_ptr<owned> owned_;
+  std::vector<frame_piece> pieces_;
+  std::size_t bytes_ = 0;
+  std::size_t kind_ = 0;
+};
+
+/// Encodes `message` as one frame (header and payload) without copying its tensors.
 /// Throws std::invalid_argument for a message no decoder would accept (a value whose byte
 /// count exceeds a Data field, a name or text over its limit).
+encoded_frame encode_frame(wire_message message);
+
+/// Appends `message` as one frame (header and payload) to `out` (encode_frame's pieces,
+/// copied); throws as encode_frame does.
 void append_frame(const wire_message& message, std::vector<char>& out);
 
 /// The payload length a frame header announces, or an error text: a wrong magic ("not a

@@ -1,0 +1,350 @@
+// See frame_socket.hpp. Plain POSIX sockets: blocking reads and writes on threads of their own,
+// woken for good by shutdown(2).
+#include "cluster/frame_socket.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <caf/send.hpp>
+
+#include <troupe/actors/actor_errors.hpp>
+
+namespace troupe {
+
+namespace {
+
+std::string errno_text(int code) { return std::strerror(code); }
+
+std::string address_of(const sockaddr* address) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  std::uint16_t port = 0;
+  if (address->sa_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(address);
+    ::inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+    port = ntohs(in->sin_port);
+  } else if (address->sa_family == AF_INET6) {
+    const auto* in = reinterpret_cast<const sockaddr_in6*>(address);
+    ::inet_ntop(AF_INET6, &in->sin6_addr, host, sizeof host);
+    port = ntohs(in->sin6_port);
+  }
+  return std::string(host) + ":" + std::to_string(port);
+}
+
+std::string peer_of(int fd) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
+    return "an unknown peer";
+  return address_of(reinterpret_cast<const sockaddr*>(&address));
+}
+
+// The addresses `host:port` resolves to (numeric port), or the resolver's complaint.
+struct resolved {
+  addrinfo* list = nullptr;
+  std::string error;
+  ~resolved() {
+    if (list)
+      ::freeaddrinfo(list);
+  }
+};
+
+void resolve(resolved& out, const std::string& host, std::uint16_t port, bool passive) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
+  const auto code = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &out.list);
+  if (code != 0)
+    out.error = std::string("cannot resolve '") + host + "': " + ::gai_strerror(code);
+}
+
+// Reads exactly `size` bytes: 1 when read, 0 at the end of the stream before all of them came,
+// -1 on an error (errno says which).
+int read_exactly(int fd, char* into, std::size_t size) {
+  while (size > 0) {
+    const auto got = ::recv(fd, into, size, MSG_WAITALL);
+    if (got > 0) {
+      into += got;
+      size -= static_cast<std::size_t>(got);
+    } else if (got == 0) {
+      return 0;
+    } else if (errno != EINTR) {
+      return -1;
+    }
+  }
+  return 1;
+}
+
+// Connects `fd` to `address` within `timeout`: 0, or the errno of the failure.
+int connect_within(int fd, const addrinfo& address, std::chrono::milliseconds timeout) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  int result = ::connect(fd, address.ai_addr, address.ai_addrlen) == 0 ? 0 : errno;
+  if (result == EINPROGRESS) {
+    pollfd waiting{fd, POLLOUT, 0};
+    const auto ready = ::poll(&waiting, 1, static_cast<int>(std::min<std::int64_t>(timeout.count(), INT_MAX)));
+    if (ready == 0) {
+      result = ETIMEDOUT;
+    } else if (ready < 0) {
+      result = errno;
+    } else {
+      socklen_t length = sizeof result;
+      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &result, &length);
+    }
+  }
+  ::fcntl(fd, F_SETFL, flags);
+  return result;
+}
+
+void join_or_detach(std::thread& thread) {
+  if (!thread.joinable())
+    return;
+  // The last handle to the owner may go on one of the socket's own threads, destroying the
+  // socket there: that thread is on its way out and cannot join itself.
+  if (thread.get_id() == std::this_thread::get_id())
+    thread.detach();
+  else
+    thread.join();
+}
+
+} // namespace
+
+frame_socket::frame_socket(int fd) : fd_(fd), peer_(peer_of(fd)) {
+  int one = 1;
+  ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+frame_socket::~frame_socket() {
+  close();
+  join_or_detach(reader_);
+  join_or_detach(writer_);
+  ::close(fd_);
+}
+
+caf::expected<std::shared_ptr<frame_socket>> frame_socket::connect(const std::string& host, std::uint16_t port,
+                                                                   std::chrono::milliseconds timeout) {
+  const auto where = host + ":" + std::to_string(port);
+  resolved addresses;
+  resolve(addresses, host, port, false);
+  if (!addresses.error.empty())
+    return make_error(errc::peer_down, "cannot connect to " + where + ": " + addresses.error);
+  std::string why = "no address";
+  for (const auto* a = addresses.list; a != nullptr; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      why = errno_text(errno);
+      continue;
+    }
+    const int failed = connect_within(fd, *a, timeout);
+    if (failed == 0)
+      return std::make_shared<frame_socket>(fd);
+    why = failed == ETIMEDOUT ? "no answer within " + std::to_string(timeout.count()) + " ms" : errno_text(failed);
+    ::close(fd);
+  }
+  return make_error(errc::peer_down, "cannot connect to " + where + ": " + why);
+}
+
+void frame_socket::start(caf::actor owner, std::size_t max_payload, std::shared_ptr<receive_pool> pool) {
+  writer_ = std::thread([this] {
+    ::pthread_setname_np(::pthread_self(), "troupe.write");  // as profilers and top show it
+    write_loop();
+  });
+  reader_ = std::thread([this, owner = std::move(owner), max_payload, pool = std::move(pool)]() mutable {
+    ::pthread_setname_np(::pthread_self(), "troupe.read");
+    read_loop(std::move(owner), max_payload, std::move(pool));
+  });
+}
+
+void frame_socket::read_loop(caf::actor owner, std::size_t max_payload, std::shared_ptr<receive_pool> pool) {
+  auto closed = [&](int status, const char* when) {
+    const int error = errno;
+    const auto why = status == 0 ? std::string("the peer closed the connection") + when
+                                 : "reading failed" + std::string(when) + ": " + errno_text(error);
+    caf::anon_send(owner, socket_closed_atom::value, why);
+  };
+  char header[frame_header_bytes];
+  for (;;) {
+    if (const int status = read_exactly(fd_, header, sizeof header); status != 1)
+      return closed(status, "");
+    const auto announced = read_frame_header(header, max_payload);
+    if (!announced.error.empty()) {
+      caf::anon_send(owner, frame_error_atom::value, announced.error);
+      // The stream cannot be framed again: what follows is read and dropped until the peer
+      // (or this node, after saying why) closes.
+      char sink[4096];
+      for (;;) {
+        const auto got = ::recv(fd_, sink, sizeof sink, 0);
+        if (got == 0 || (got < 0 && errno != EINTR))
+          break;
+      }
+      return closed(0, "");
+    }
+    auto payload = pool->acquire(announced.payload_bytes);
+    if (const int status = read_exactly(fd_, payload->data(), payload->size()); status != 1)
+      return closed(status, " in the middle of a frame");
+    caf::anon_send(owner, frame_in_atom::value, received_payload{std::move(payload)});
+  }
+}
+
+void frame_socket::write_loop() {
+  std::vector<encoded_frame> batch;
+  std::vector<iovec> pieces;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_writer_.wait(lock, [&] { return closed_ || !queue_.empty(); });
+      if (closed_)
+        return;
+      // Everything queued goes out in as few system calls as the pieces allow.
+      while (!queue_.empty()) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    pieces.clear();
+    for (const auto& frame : batch)
+      for (const auto& piece : frame.pieces())
+        pieces.push_back(iovec{const_cast<char*>(piece.data), piece.size});
+    std::size_t next = 0;
+    while (next < pieces.size()) {
+      msghdr message{};
+      message.msg_iov = pieces.data() + next;
+      message.msg_iovlen = std::min<std::size_t>(pieces.size() - next, IOV_MAX);
+      const auto sent = ::sendmsg(fd_, &message, MSG_NOSIGNAL);
+      if (sent < 0) {
+        if (errno == EINTR)
+          continue;
+        // The reader sees the shut-down connection and reports it to the owner.
+        close();
+        return;
+      }
+      // Skips what was written: whole pieces, then the front of a partly written one.
+      auto left = static_cast<std::size_t>(sent);
+      while (next < pieces.size() && left >= pieces[next].iov_len)
+        left -= pieces[next++].iov_len;
+      if (left > 0) {
+        pieces[next].iov_base = static_cast<char*>(pieces[next].iov_base) + left;
+        pieces[next].iov_len -= left;
+      }
+    }
+    batch.clear();  // the frames' tensors are released here, once written
+  }
+}
+
+void frame_socket::send(encoded_frame frame) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_)
+      return;
+    queue_.push_back(std::move(frame));
+  }
+  wake_writer_.notify_one();
+}
+
+void frame_socket::close() {
+  std::deque<encoded_frame> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_)
+      return;
+    closed_ = true;
+    dropped.swap(queue_);
+  }
+  wake_writer_.notify_one();
+  ::shutdown(fd_, SHUT_RDWR);
+}
+
+caf::expected<std::unique_ptr<listening_socket>> listening_socket::bind(const std::string& host, std::uint16_t port) {
+  const auto where = host + ":" + std::to_string(port);
+  resolved addresses;
+  resolve(addresses, host, port, true);
+  if (!addresses.error.empty())
+    return make_error(errc::bad_request, "cannot listen on " + where + ": " + addresses.error);
+  std::string why = "no address";
+  for (const auto* a = addresses.list; a != nullptr; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      why = errno_text(errno);
+      continue;
+    }
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, SOMAXCONN) == 0) {
+      sockaddr_storage bound{};
+      socklen_t length = sizeof bound;
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length);
+      const auto* b = reinterpret_cast<const sockaddr*>(&bound);
+      const auto bound_port = b->sa_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6*>(b)->sin6_port
+                                                       : reinterpret_cast<const sockaddr_in*>(b)->sin_port;
+      return std::unique_ptr<listening_socket>(new listening_socket(fd, ntohs(bound_port)));
+    }
+    why = errno_text(errno);
+    ::close(fd);
+  }
+  return make_error(errc::bad_request, "cannot listen on " + where + ": " + why);
+}
+
+listening_socket::~listening_socket() {
+  stop();
+  ::close(fd_);
+}
+
+void listening_socket::start(std::function<void(std::shared_ptr<frame_socket>)> accepted) {
+  acceptor_ = std::thread([this, accepted = std::move(accepted)] {
+    ::pthread_setname_np(::pthread_self(), "troupe.accept");
+    for (;;) {
+      const int fd = accept_one();
+      if (fd < 0)
+        return;
+      accepted(std::make_shared<frame_socket>(fd));
+    }
+  });
+}
+
+void listening_socket::stop() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!stopped_) {
+    stopped_ = true;
+    ::shutdown(fd_, SHUT_RDWR);  // a blocked accept returns EINVAL
+  }
+  join_or_detach(acceptor_);
+}
+
+int listening_socket::accept_one() {
+  for (;;) {
+    const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0)
+      return fd;
+    switch (errno) {
+      case EINTR:
+      case ECONNABORTED:
+      case EPROTO:
+        continue;  // a client that gave up before it was accepted
+      case EMFILE:
+      case ENFILE:
+      case ENOBUFS:
+      case ENOMEM:
+        // Out of descriptors or memory for now: the connection waits in the backlog.
+        ::usleep(100 * 1000);
+        continue;
+      default:
+        return -1;  // shut down (EINVAL), or a socket that cannot accept any more
+    }
+  }
+}
+
+} // namespace troupe

@@ -1,0 +1,125 @@
+// A TCP connection that carries frames (frame_codec.hpp), with a reader and a writer thread of
+// its own. A peer link (an actor) owns one: the reader hands it every payload, the writer
+// writes the frames it queues. The threads keep the data path off CAF's single network thread
+// (the multiplexer, which would read and write every connection of a process in turn) and let
+// every connection of a node move bytes both ways at once, as the kernel allows.
+//
+// What the reader sends its owner (in order; nothing after `closed`):
+//   (frame_in_atom, received_payload)  a payload of exactly the announced size, in a pooled
+//                                      buffer (8-byte aligned) the decoder reads in place
+//   (frame_error_atom, std::string)    the stream broke the framing (wrong magic, a length
+//                                      over the limit): the reader reads nothing more into
+//                                      frames and discards the rest until the peer closes
+//   (socket_closed_atom, std::string)  the peer closed, or reading failed (the text says how)
+// The writer writes each frame's pieces with writev, straight from the tensors (no copy of
+// their bytes in user space). A write error shuts the socket down, so the reader reports it.
+//
+// Copies per tensor: none in user space either way (the kernel's own copy remains).
+// Thread-safety: send() and close() from any thread.
+//
+// Private to the cluster layer.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+#include <caf/expected.hpp>
+
+#include <troupe/cluster/frame_codec.hpp>
+
+#include "cluster/receive_pool.hpp"
+
+namespace troupe {
+
+using frame_in_atom = caf::atom_constant<caf::atom("framein")>;
+using frame_error_atom = caf::atom_constant<caf::atom("frameerr")>;
+using socket_closed_atom = caf::atom_constant<caf::atom("sockclose")>;
+
+/// One payload as it arrived (the frame header stripped).
+struct received_payload {
+  std::shared_ptr<std::vector<char>> bytes;
+};
+
+class frame_socket {
+public:
+  /// Takes a connected TCP socket (sets TCP_NODELAY on it).
+  explicit frame_socket(int fd);
+  /// Closes the socket and waits for both threads.
+  ~frame_socket();
+  frame_socket(const frame_socket&) = delete;
+  frame_socket& operator=(const frame_socket&) = delete;
+
+  /// Connects to `host:port` within `timeout`; the error names the address and the reason.
+  static caf::expected<std::shared_ptr<frame_socket>> connect(const std::string& host, std::uint16_t port,
+                                                              std::chrono::milliseconds timeout);
+
+  /// The peer's address, "host:port".
+  const std::string& peer() const { return peer_; }
+
+  /// Starts both threads: payloads of at most `max_payload` bytes go to `owner`, read into
+  /// buffers of `pool`. Call once.
+  void start(caf::actor owner, std::size_t max_payload, std::shared_ptr<receive_pool> pool);
+
+  /// Queues `frame` behind the frames queued before it. After a write error or close(), frames
+  /// are dropped.
+  void send(encoded_frame frame);
+
+  /// Shuts the connection down both ways (blocked reads and writes return), drops what is not
+  /// written yet. The threads end on their own; the destructor joins them.
+  void close();
+
+private:
+  void read_loop(caf::actor owner, std::size_t max_payload, std::shared_ptr<receive_pool> pool);
+  void write_loop();
+
+  const int fd_;
+  std::string peer_;
+  std::mutex mutex_;
+  std::condition_variable wake_writer_;
+  std::deque<encoded_frame> queue_;
+  bool closed_ = false;
+  std::thread reader_, writer_;
+};
+
+/// A listening TCP socket, bound at once (so a port in use is the caller's error right away),
+/// accepting on a thread of its own once started.
+class listening_socket {
+public:
+  /// Binds `host:port` (port 0: any free port) and listens; the error names the address.
+  static caf::expected<std::unique_ptr<listening_socket>> bind(const std::string& host, std::uint16_t port);
+  /// Stops accepting (as stop()) and closes the socket.
+  ~listening_socket();
+  listening_socket(const listening_socket&) = delete;
+  listening_socket& operator=(const listening_socket&) = delete;
+
+  std::uint16_t port() const { return port_; }
+  /// Hands every accepted connection to `accepted`, on the accepting thread, until stop().
+  /// Call once.
+  void start(std::function<void(std::shared_ptr<frame_socket>)> accepted);
+  /// Stops accepting; when it returns, `accepted` runs no more. Thread-safe, idempotent.
+  void stop();
+
+private:
+  listening_socket(int fd, std::uint16_t port) : fd_(fd), port_(port) {}
+  int accept_one();
+  const int fd_;
+  const std::uint16_t port_;
+  std::mutex mutex_;
+  bool stopped_ = false;
+  std::thread acceptor_;
+};
+
+} // namespace troupe
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::received_payload)

@@ -88,7 +88,6 @@ node_role role_of(const std::string& role) {
 
 int run_node_process(train_command_line& cli, const cluster_node_options& options, const node_identity& place) {
   local_node_options node_options;
-  node_options.network = true;
   local_node_config config{node_options};
   caf::actor_system system{config};
   try {

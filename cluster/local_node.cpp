@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include <caf/io/middleman.hpp>
-
 #include <troupe/actors/actor_errors.hpp>
 
 namespace troupe {
@@ -18,8 +16,6 @@ local_node_config::local_node_config(local_node_options options) {
   set("logger.verbosity", caf::atom("quiet"));
   set("logger.console", caf::atom("none"));
   troupe::add_error_category(*this);
-  if (options.network)
-    load<caf::io::middleman>();
 }
 
 } // namespace troupe

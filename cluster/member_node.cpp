@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include <caf/all.hpp>
-#include <caf/io/all.hpp>
 
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/node_part.hpp>

@@ -1,14 +1,19 @@
 // See receive_pool.hpp.
 #include "cluster/receive_pool.hpp"
 
+#include <iterator>
+
 namespace troupe {
 
 std::shared_ptr<std::vector<char>> receive_pool::acquire(std::size_t size) {
   std::unique_ptr<std::vector<char>> buffer;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = idle_.find(size);
-    if (it != idle_.end()) {
+    // The buffer given back last: its bytes are the likeliest still in cache (a shard that
+    // consumed a gradient returns its buffer just before the next frame of that size lands).
+    auto [first, last] = idle_.equal_range(size);
+    if (first != last) {
+      auto it = std::prev(last);
       buffer = std::move(it->second);
       idle_.erase(it);
       idle_bytes_ -= size;

@@ -21,7 +21,7 @@ public:
   explicit receive_pool(std::size_t max_bytes) : max_bytes_(max_bytes) {}
 
   /// A buffer of `size` bytes (contents unspecified), returned to this pool when the last
-  /// handle to it goes.
+  /// handle to it goes. Of several idle ones, the one given back last (still in cache).
   std::shared_ptr<std::vector<char>> acquire(std::size_t size);
 
   /// Idle bytes held, for tests.

@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include <caf/all.hpp>
-#include <caf/io/all.hpp>
 
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/node_part.hpp>

@@ -9,7 +9,6 @@
 #include <stdexcept>
 
 #include <caf/all.hpp>
-#include <caf/io/all.hpp>
 
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/cluster/local_node.hpp>
@@ -75,11 +74,7 @@ push_target_actor spawn_summing_shard(caf::actor_system& system, std::vector<ten
   });
 }
 
-local_node_config network_config() {
-  local_node_options o;
-  o.network = true;
-  return local_node_config(o);
-}
+local_node_config network_config() { return local_node_config(local_node_options{}); }
 
 } // namespace
 

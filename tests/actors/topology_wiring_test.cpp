@@ -184,7 +184,7 @@ TEST_CASE("one node's push side: its own actors, stand-ins for the targets elsew
                     Catch::Contains("machine_aggregator_0_0 pushes to aggregator_0 on another node"));
 }
 
-TEST_CASE("in BSP the aggregators are a server's entry points; in async the shards") {
+TEST_CASE("in BSP the aggregators are a server's entry points, in async the shards") {
   two_parameters p;
   auto bsp = p.plan(topology_kind::bsp, 2, 2, 1, {}, cluster_nodes{1, 2});
   const auto bsp_entries = entry_points(bsp, 1);

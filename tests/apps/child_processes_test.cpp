@@ -220,7 +220,7 @@ TEST_CASE("what a child starts in its process group dies with it") {
   }
 }
 
-TEST_CASE("a stop request terminates every child at once; the status is 128 + the signal") {
+TEST_CASE("a stop request terminates every child at once, the status is 128 + the signal") {
   captured c;
   std::vector<pid_t> pids;
   auto begin = std::chrono::steady_clock::now();

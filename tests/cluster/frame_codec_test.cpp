@@ -444,3 +444,56 @@ TEST_CASE("a frame's bytes are its values plus a bounded overhead", "[cluster][f
     }
   }
 }
+
+TEST_CASE("an encoded frame points into aligned tensors instead of copying them", "[cluster][frame]") {
+  const auto sent = test_push();  // one aligned [2, 3] tensor (24 bytes), one odd slice
+  const auto frame = encode_frame(sent);
+  REQUIRE(frame.pieces().size() >= 2);  // the header with segment table, then segments
+  CHECK(frame.kind() == wire_message(sent).index());
+  std::size_t total = 0;
+  int aligned_in_place = 0, slice_in_place = 0;
+  for (const auto& piece : frame.pieces()) {
+    total += piece.size;
+    if (piece.data == reinterpret_cast<const char*>(sent.push.gradients[0].data()))
+      ++aligned_in_place;
+    if (piece.data == reinterpret_cast<const char*>(sent.push.gradients[1].data()))
+      ++slice_in_place;
+  }
+  CHECK(aligned_in_place == 1);  // the tensor's own bytes are a piece of the frame
+  CHECK(slice_in_place == 0);    // 20 bytes at an odd offset: copied into the message
+  CHECK(total == frame.bytes());
+  // The pieces, laid end to end, are exactly append_frame's bytes and decode to the push.
+  std::vector<char> joined;
+  for (const auto& piece : frame.pieces())
+    joined.insert(joined.end(), piece.data, piece.data + piece.size);
+  REQUIRE(joined.size() == frame_of(sent).size());
+  CHECK(joined == frame_of(sent));
+  const auto got = decoded_as<push_message>(joined);
+  REQUIRE(got.push.gradients.size() == 2);
+  CHECK(same_values(got.push.gradients[0], sent.push.gradients[0]));
+  CHECK(same_values(got.push.gradients[1], sent.push.gradients[1]));
+}
+
+TEST_CASE("an encoded frame keeps its tensors alive and unchanged until it is gone", "[cluster][frame]") {
+  weights_message m;
+  m.request = 5;
+  m.shard = 1;
+  m.weights.keys = {0};
+  m.weights.weights = {counting({4}, 2.0f)};
+  const auto* bytes = m.weights.weights[0].data();
+  auto frame = encode_frame(m);
+  // The frame holds a handle: a copy-on-write writer (a shard's update) sees the tensor shared
+  // and writes elsewhere, so the bytes in flight cannot change under the socket's writer.
+  CHECK_FALSE(m.weights.weights[0].unique());
+  m = weights_message{};
+  bool found = false;
+  for (const auto& piece : frame.pieces())
+    found = found || piece.data == reinterpret_cast<const char*>(bytes);
+  CHECK(found);
+  std::vector<char> joined;
+  for (const auto& piece : frame.pieces())
+    joined.insert(joined.end(), piece.data, piece.data + piece.size);
+  const auto got = decoded_as<weights_message>(joined);
+  REQUIRE(got.weights.weights.size() == 1);
+  CHECK(same_values(got.weights.weights[0], counting({4}, 2.0f)));
+}

@@ -17,7 +17,6 @@
 #include <thread>
 
 #include <caf/all.hpp>
-#include <caf/io/all.hpp>
 
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/param_shard_actor.hpp>
@@ -100,11 +99,7 @@ link_options options_for(node_role role, std::string name, std::chrono::millisec
   return o;
 }
 
-local_node_config network_config() {
-  local_node_options o;
-  o.network = true;
-  return local_node_config(o);
-}
+local_node_config network_config() { return local_node_config(local_node_options{}); }
 
 template <class Handle>
 caf::expected<weight_set> ask(caf::scoped_actor& self, const Handle& to, caf::message message) {
@@ -432,7 +427,7 @@ TEST_CASE("node-level messages pass through links to the node's handler", "[clus
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 
-TEST_CASE("a link without a handler refuses node-level messages; shards may be served later", "[cluster][link]") {
+TEST_CASE("a link without a handler refuses node-level messages, and shards may be served later", "[cluster][link]") {
   server_node server;  // serves shard 0 only, and has no handler
   worker_node worker(server.port);
   caf::scoped_actor self{worker.system};

@@ -46,3 +46,18 @@ TEST_CASE("buffers do not keep their pool alive", "[cluster][pool]") {
   CHECK(buffer->size() == 100);
   buffer.reset();
 }
+
+TEST_CASE("of several idle buffers of a size, the one given back last comes first", "[cluster][pool]") {
+  auto pool = std::make_shared<receive_pool>(1 << 20);
+  auto a = pool->acquire(1024);
+  auto b = pool->acquire(1024);
+  auto c = pool->acquire(1024);
+  REQUIRE(a->data() != b->data());
+  const char* last_given_back = b->data();
+  a.reset();
+  c.reset();
+  b.reset();
+  CHECK(pool->idle_bytes() == 3 * 1024);
+  auto again = pool->acquire(1024);
+  CHECK(again->data() == last_given_back);
+}

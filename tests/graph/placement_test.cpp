@@ -176,7 +176,7 @@ TEST_CASE("every topology spawns its roles and wires every compute to every shar
   }
 }
 
-TEST_CASE("machine m aggregates workers [m*W/M, (m+1)*W/M), as the wiring splits them") {
+TEST_CASE("machine m aggregates workers m*W/M up to (m+1)*W/M, as the wiring splits them") {
   auto p = plan_placement(mlp_job(topology_kind::hierarchical, 5, 2, 2), mnist_facts());
   CHECK(p.machines == 2);
   const std::vector<int> machine_of{0, 0, 1, 1, 1}, source_of{0, 1, 0, 1, 2};
@@ -312,7 +312,7 @@ TEST_CASE("expected data facts are what opening the datasets finds") {
   CHECK(cifar.validation_examples == 10000);
 }
 
-TEST_CASE("unknown examples leave the steps unknown; too few examples are a data error") {
+TEST_CASE("unknown examples leave the steps unknown, too few examples are a data error") {
   auto p = plan_placement(mlp_job(topology_kind::bsp, 2, 1), mnist_facts(0, 0));
   CHECK(p.steps_per_epoch == 0);
   CHECK(p.worker_batches == std::vector<std::int64_t>{0, 0});
@@ -329,7 +329,7 @@ TEST_CASE("unknown examples leave the steps unknown; too few examples are a data
   }
 }
 
-TEST_CASE("the model is built for the data's shape; a network that cannot take it fails") {
+TEST_CASE("the model is built for the data's shape, a network that cannot take it fails") {
   auto job = mlp_job(topology_kind::bsp, 1, 1);
   job.model.network = "resnet";
   auto p = plan_placement(job, {{3, 32, 32}, 10, 50000, 10000});

@@ -1,6 +1,7 @@
 // The in-process node: the CAF actor system configuration for running every actor of a job
-// in one process (the embedded default). The multi-node layer builds on the same settings and
-// adds the network module.
+// in one process (the embedded default). The multi-node layer builds on the same settings: its
+// peer links are sockets with threads of their own (cluster/frame_socket.hpp), not CAF's
+// network module.
 //
 // Thread budget: CAF's scheduler gets `scheduler_threads` workers (2 by default: one runs the
 // compute actor's step, the other the loaders, shards and metrics meanwhile). Kernels have
@@ -17,9 +18,6 @@ struct local_node_options {
   /// Work-sharing scheduler (idle workers sleep) instead of CAF's work stealing (idle
   /// workers poll); see local_node.cpp.
   bool work_sharing = true;
-  /// Loads CAF's network module (caf::io::middleman) for a node that talks to other nodes
-  /// through peer links (troupe/cluster/peer_link.hpp).
-  bool network = false;
 };
 
 class local_node_config : public caf::actor_system_config {

@@ -1,10 +1,11 @@
-// A peer link: one TCP connection to another node, as a CAF broker. It frames and decodes
+// A peer link: one TCP connection to another node, as an actor whose connection has a reader
+// and a writer thread of its own (cluster/frame_socket.hpp). It frames and decodes
 // Cap'n Proto messages (frame_codec.hpp), admits the peer (admission.hpp) before anything
 // else, forwards this node's requests for remote shards and answers the peer's requests from
 // this node's own shards. Every outstanding request has a deadline, heartbeats flow both ways,
 // and the connection's end fails every request still waiting on it.
 //
-// Protocol (dynamically typed: a broker):
+// Protocol (dynamically typed):
 //   (push_atom, uint32 shard, gradient_push) -> weight_set   sent to the peer's shard `shard`;
 //                                        answered when its weights come back
 //   (pull_atom, uint32 shard)           -> weight_set   the peer's shard's current weights
@@ -40,8 +41,9 @@
 // On quitting, every waiting request fails with the link's error, and the observer (if any)
 // gets (link_down_atom, peer name, caf::error). Once admitted it gets (link_up_atom, peer name).
 //
-// Copies: an outgoing tensor is written once, into the connection's write buffer; an incoming
-// one is read where the frame landed (tensor views keep that buffer alive).
+// Copies: none in user space. An outgoing tensor is written from its own bytes (one sendmsg of
+// the frame's pieces); an incoming one is read where the frame landed (tensor views keep that
+// buffer alive).
 #pragma once
 
 #include <array>

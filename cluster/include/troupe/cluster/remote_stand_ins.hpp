@@ -2,8 +2,8 @@
 // stands for and forwards to the peer link that reaches it, so the actors beside it (a compute
 // actor pushing to a shard, the coordinator driving computes) cannot tell that the peer is
 // remote. Each watches its link: once the link has ended, every waiting request and every
-// later one fails at once with the reason (a message to a terminated CAF 0.17 broker is
-// dropped, not bounced).
+// later one fails at once with the link's reason (a request to a terminated actor would only
+// fail with CAF's generic receiver-down error).
 //
 //   spawn_remote_shard:   push_target_actor   (push, pull) -> the link -> the peer's shard
 //   spawn_remote_compute: compute_actor       (train, validate, end epoch) -> the peer's compute

@@ -1,0 +1,247 @@
+// Frame sockets on 127.0.0.1: frames of every size arrive whole and in order (a large one takes
+// many partial writes and reads), and every way a connection goes wrong reaches the owner as a
+// message naming it: broken framing, a peer that closes in the middle of a frame, nothing
+// listening, a port in use. Closing wakes a writer that a non-reading peer has blocked.
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include <troupe/actors/actor_errors.hpp>
+#include <troupe/cluster/frame_codec.hpp>
+
+#include "cluster/frame_socket.hpp"
+
+using namespace troupe;
+using namespace std::chrono_literals;
+
+namespace {
+
+// One [n] key per shard index n in the test's frames: shard 0 holds keys of the sizes below.
+const std::vector<std::int64_t> sizes = {1, 7, 1024, 3, 10 << 20, 64, 255};
+
+wire_keys keys_for_test() {
+  wire_keys keys;
+  keys.shards.resize(1);
+  for (auto n : sizes)
+    keys.shards[0].push_back(shape_t{n});
+  return keys;
+}
+
+tensor filled(std::int64_t n, float start) {
+  tensor t(shape_t{n});
+  for (std::int64_t i = 0; i < n; ++i)
+    t.data()[i] = start + static_cast<float>(i % 1000);
+  return t;
+}
+
+weights_message frame_number(std::size_t key, std::uint64_t request) {
+  weights_message m;
+  m.request = request;
+  m.shard = 0;
+  m.weights.keys = {key};
+  m.weights.weights = {filled(sizes[key], static_cast<float>(request))};
+  return m;
+}
+
+// A listener on 127.0.0.1 whose first accepted connection is handed over through a future.
+struct accepting {
+  std::unique_ptr<listening_socket> listener;
+  std::promise<std::shared_ptr<frame_socket>> first;
+  accepting() {
+    auto bound = listening_socket::bind("127.0.0.1", 0);
+    REQUIRE(bound);
+    listener = std::move(*bound);
+    auto done = std::make_shared<bool>(false);
+    listener->start([this, done](std::shared_ptr<frame_socket> s) {
+      if (!*done) {
+        *done = true;
+        first.set_value(std::move(s));
+      }
+    });
+  }
+  std::shared_ptr<frame_socket> accepted() {
+    auto future = first.get_future();
+    REQUIRE(future.wait_for(10s) == std::future_status::ready);
+    return future.get();
+  }
+};
+
+// A plain client socket connected to 127.0.0.1:port.
+int plain_client(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  return fd;
+}
+
+// What the owner hears next: its kind and text (payloads decoded against the test's keys).
+struct heard {
+  std::string kind;  // "frame", "error", "closed", or "nothing" after 10 s
+  std::string text;
+  wire_message message;
+};
+
+heard next_event(caf::scoped_actor& self) {
+  heard h{"nothing", "", {}};
+  self->receive(
+    [&](frame_in_atom, received_payload& p) {
+      auto decoded = decode_payload(p.bytes, keys_for_test());
+      h.kind = decoded.ok() ? "frame" : "undecodable";
+      h.text = decoded.error;
+      h.message = std::move(decoded.message);
+    },
+    [&](frame_error_atom, const std::string& why) { h = {"error", why, {}}; },
+    [&](socket_closed_atom, const std::string& why) { h = {"closed", why, {}}; },
+    caf::after(10s) >> [] {});
+  return h;
+}
+
+} // namespace
+
+TEST_CASE("frames of every size cross a frame socket whole and in order", "[cluster][socket]") {
+  caf::actor_system_config config;
+  caf::actor_system system{config};
+  caf::scoped_actor self{system};
+  accepting server;
+  auto client = frame_socket::connect("127.0.0.1", server.listener->port(), 5s);
+  REQUIRE(client);
+  auto served = server.accepted();
+  served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(64 << 20));
+  auto sink = std::make_shared<receive_pool>(1 << 20);
+  (*client)->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, sink);
+  CHECK((*client)->peer() == "127.0.0.1:" + std::to_string(server.listener->port()));
+  // Three rounds over every key size, the 40 MiB one far beyond a socket's buffers.
+  std::vector<std::pair<std::size_t, std::uint64_t>> expected;
+  for (std::uint64_t round = 0; round < 3; ++round)
+    for (std::size_t key = 0; key < sizes.size(); ++key) {
+      const auto request = round * 100 + key;
+      (*client)->send(encode_frame(frame_number(key, request)));
+      expected.emplace_back(key, request);
+    }
+  for (const auto& [key, request] : expected) {
+    auto h = next_event(self);
+    INFO(h.kind << ": " << h.text);
+    REQUIRE(h.kind == "frame");
+    const auto& got = std::get<weights_message>(h.message);
+    CHECK(got.request == request);
+    REQUIRE(got.weights.weights.size() == 1);
+    const auto want = frame_number(key, request).weights.weights[0];
+    REQUIRE(got.weights.weights[0].numel() == want.numel());
+    CHECK(std::memcmp(got.weights.weights[0].data(), want.data(), want.bytes()) == 0);
+  }
+  // The client closes: its own reader and the server's both report the end.
+  (*client)->close();
+  CHECK(next_event(self).kind == "closed");
+  CHECK(next_event(self).kind == "closed");
+}
+
+TEST_CASE("a stream that breaks the framing is reported once, then its end", "[cluster][socket]") {
+  caf::actor_system_config config;
+  caf::actor_system system{config};
+  caf::scoped_actor self{system};
+  accepting server;
+  const int raw = plain_client(server.listener->port());
+  auto served = server.accepted();
+  served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(1 << 20));
+  const std::string garbage = "GET / HTTP/1.1\r\nHost: x\r\n\r\n and more bytes after it";
+  REQUIRE(::write(raw, garbage.data(), garbage.size()) == static_cast<ssize_t>(garbage.size()));
+  auto h = next_event(self);
+  CHECK(h.kind == "error");
+  CHECK(h.text.find("not a Troupe frame") != std::string::npos);
+  ::close(raw);
+  h = next_event(self);
+  CHECK(h.kind == "closed");
+}
+
+TEST_CASE("a frame over the limit is refused by its header alone", "[cluster][socket]") {
+  caf::actor_system_config config;
+  caf::actor_system system{config};
+  caf::scoped_actor self{system};
+  accepting server;
+  const int raw = plain_client(server.listener->port());
+  auto served = server.accepted();
+  served->start(caf::actor_cast<caf::actor>(self), 4096, std::make_shared<receive_pool>(1 << 20));
+  std::vector<char> frame;
+  append_frame(frame_number(2, 1), frame);  // 4 KiB of values plus the message: over 4096
+  REQUIRE(::write(raw, frame.data(), frame_header_bytes) == static_cast<ssize_t>(frame_header_bytes));
+  auto h = next_event(self);
+  CHECK(h.kind == "error");
+  CHECK(h.text.find("over the limit of 4096") != std::string::npos);
+  ::close(raw);
+  CHECK(next_event(self).kind == "closed");
+}
+
+TEST_CASE("a peer that closes in the middle of a frame is reported as such", "[cluster][socket]") {
+  caf::actor_system_config config;
+  caf::actor_system system{config};
+  caf::scoped_actor self{system};
+  accepting server;
+  const int raw = plain_client(server.listener->port());
+  auto served = server.accepted();
+  served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(1 << 20));
+  std::vector<char> frame;
+  append_frame(frame_number(2, 1), frame);
+  REQUIRE(::write(raw, frame.data(), 100) == 100);
+  ::close(raw);
+  auto h = next_event(self);
+  CHECK(h.kind == "closed");
+  CHECK(h.text.find("in the middle of a frame") != std::string::npos);
+}
+
+TEST_CASE("connecting where nothing listens and listening on a taken port name the address", "[cluster][socket]") {
+  std::uint16_t port = 0;
+  {
+    auto bound = listening_socket::bind("127.0.0.1", 0);
+    REQUIRE(bound);
+    port = (*bound)->port();
+    REQUIRE(port != 0);
+    auto again = listening_socket::bind("127.0.0.1", port);
+    REQUIRE_FALSE(again);
+    const auto text = error_text(again.error());
+    CHECK(text.find("cannot listen on 127.0.0.1:" + std::to_string(port)) != std::string::npos);
+    CHECK(text.find("in use") != std::string::npos);
+  }
+  auto connected = frame_socket::connect("127.0.0.1", port, 5s);  // closed again above
+  REQUIRE_FALSE(connected);
+  const auto text = error_text(connected.error());
+  CHECK(text.find("cannot connect to 127.0.0.1:" + std::to_string(port)) != std::string::npos);
+  CHECK(text.find("refused") != std::string::npos);
+}
+
+TEST_CASE("closing wakes a writer that a peer which does not read has blocked", "[cluster][socket]") {
+  caf::actor_system_config config;
+  caf::actor_system system{config};
+  caf::scoped_actor self{system};
+  accepting server;  // accepts, and never reads from the connection
+  auto client = frame_socket::connect("127.0.0.1", server.listener->port(), 5s);
+  REQUIRE(client);
+  auto never_read = server.accepted();
+  (*client)->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(1 << 20));
+  // 160 MiB queued: far more than the kernel buffers, so the writer blocks in sendmsg.
+  for (int i = 0; i < 4; ++i)
+    (*client)->send(encode_frame(frame_number(4, static_cast<std::uint64_t>(i))));
+  std::this_thread::sleep_for(200ms);
+  // Destroying the socket closes it and joins both threads; a writer left blocked would hang
+  // here, so the destruction runs beside a bound.
+  auto socket = std::move(*client);
+  auto ended = std::async(std::launch::async, [s = std::move(socket)]() mutable { s.reset(); });
+  REQUIRE(ended.wait_for(30s) == std::future_status::ready);
+  CHECK(next_event(self).kind == "closed");
+}

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include <caf/all.hpp>
@@ -46,6 +47,7 @@ struct shard_state {
   // stale-synchronous bookkeeping
   int staleness = -1;
   int workers = 1;  // the pushing workers whose steps the bound compares
+  std::set<int> forgotten;  // workers gone for good (forget_atom): not compared, refused
   struct held_reply {
     std::int64_t step;
     std::vector<std::size_t> keys;
@@ -132,10 +134,13 @@ weight_set all_weights(const shard_state& st) {
   return current_weights(st, keys);
 }
 
-// The step of the worker furthest behind (-1 while one has not pushed yet).
+// The step of the worker furthest behind (-1 while one has not pushed yet), among those not
+// forgotten; with none left, the largest step (nothing is behind, so nothing waits).
 std::int64_t slowest(const shard_state& st) {
   std::int64_t floor = std::numeric_limits<std::int64_t>::max();
   for (int w = 0; w < st.workers; ++w) {
+    if (st.forgotten.count(w) > 0)
+      continue;
     const auto seen = st.last_steps.find(w);
     floor = std::min(floor, seen == st.last_steps.end() ? std::int64_t{-1} : seen->second);
   }
@@ -147,10 +152,13 @@ void release_held(shard_state& st) {
   const auto floor = slowest(st);
   auto keep = st.held.begin();
   for (auto& h : st.held) {
-    if (h.step - floor <= st.staleness)
+    if (h.step - floor <= st.staleness) {
       h.promise.deliver(current_weights(st, h.keys));
-    else
-      *keep++ = std::move(h);
+    } else {
+      if (&*keep != &h)  // never onto itself: a self-moved key list may come out empty
+        *keep = std::move(h);
+      ++keep;
+    }
   }
   st.held.erase(keep, st.held.end());
 }
@@ -159,6 +167,9 @@ caf::result<weight_set> apply_push(shard_pointer self, const gradient_push& push
   auto& st = self->state;
   if (auto problem = check_push(st, push); !problem.empty())
     return make_error(errc::bad_request, problem);
+  if (st.forgotten.count(push.worker) > 0)
+    return make_error(errc::bad_request, "param_shard: push from worker " + std::to_string(push.worker)
+                                           + ", which this shard was told is gone (its process was lost)");
   if (st.staleness >= 0 && (push.worker < 0 || push.worker >= st.workers))
     return make_error(errc::bad_request, "param_shard: push from worker " + std::to_string(push.worker)
                              + ", expected 0.." + std::to_string(st.workers - 1));
@@ -202,6 +213,12 @@ param_shard_actor::behavior_type param_shard(shard_pointer self, std::vector<sha
       return apply_push(self, push);
     },
     [=](pull_atom) -> caf::result<weight_set> { return all_weights(self->state); },
+    [=](forget_atom, const std::vector<std::int32_t>& workers) {
+      auto& st = self->state;
+      st.forgotten.insert(workers.begin(), workers.end());
+      if (st.staleness >= 0)
+        release_held(st);
+    },
   };
 }
 

@@ -120,9 +120,10 @@ training_job to_training_job(const job_config& c) {
   o.topology = topology_of(c);
   o.nodes = cluster_nodes{c.cluster.server_nodes.value, c.cluster.worker_nodes.value,
                           c.cluster.on_worker_loss.value == "continue"};
-  if (o.nodes.continue_on_worker_loss && o.topology.mode != topology_kind::async)
+  if (o.nodes.continue_on_worker_loss && o.topology.mode != topology_kind::async
+      && o.topology.mode != topology_kind::ssp)
     config_fail(c, c.cluster.on_worker_loss.span,
-                std::string("on_worker_loss = continue needs the async topology (") + to_string(o.topology.mode)
+                std::string("on_worker_loss = continue needs the async or ssp topology (") + to_string(o.topology.mode)
                   + " waits for every worker, so it can only stop when one is lost)");
   return o;
 }

@@ -82,7 +82,7 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("prefetch", r.prefetch, "batches each loader builds ahead");
   f.add("server-nodes", r.server_nodes, "server processes of a cluster run, holding the shards (0 with --worker-nodes 0: one process)");
   f.add("worker-nodes", r.worker_nodes, "worker processes of a cluster run, holding loaders and compute actors");
-  f.add("on-worker-loss", r.on_worker_loss, "stop, or continue without a lost worker process (async only)");
+  f.add("on-worker-loss", r.on_worker_loss, "stop, or continue without a lost worker process (async and ssp only)");
   f.add("random-crop-pad", r.random_crop_pad, "random crop after zero padding (-1: 4 for cifar10, else 0)");
   f.add("random-mirror", r.random_mirror, "random horizontal flip 0/1 (-1: 1 for cifar10, else 0)");
   f.add("image-shape", r.image_shape, "synthetic data: C,H,W");

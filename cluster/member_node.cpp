@@ -7,9 +7,16 @@
 // A server serves two directories: its entry points (what workers push to: the aggregator in
 // front of a shard in BSP, the shard itself in async) on the listener it opens for workers,
 // and its shards themselves on the scheduler link, from which the final weights are pulled.
+//
+// A server watches the links its workers open. When one goes down before the run has ended
+// and the job goes on without lost workers (on_worker_loss = continue), the server tells its
+// shards to forget the computes of that worker node: an SSP shard would otherwise hold every
+// other worker once it is `staleness` steps ahead of the lost one's last push. Whether the run
+// goes on is the scheduler's decision; if it stops instead, its shutdown follows.
 #include <troupe/cluster/cluster_node.hpp>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <thread>
 #include <unistd.h>
@@ -18,6 +25,7 @@
 
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/node_part.hpp>
+#include <troupe/actors/param_shard_actor.hpp>
 #include <troupe/cluster/frame_codec.hpp>
 #include <troupe/cluster/job_transfer.hpp>
 #include <troupe/cluster/remote_stand_ins.hpp>
@@ -45,11 +53,15 @@ struct member_state {
   std::shared_ptr<traffic_registry> traffic;  // every link of this node counts its frames here
   node_part part;
   placement_plan plan;
+  int part_node = -1;  // this node's index in the plan, once assigned
   bool assigned = false;
   std::optional<shutdown_message> told;  // the scheduler's shutdown, once it came
   caf::response_promise promise;
   std::optional<caf::error> outcome;     // none: running; an empty error: finished
   std::vector<caf::actor_addr> closing;  // links told how this node ends, not closed yet
+  bool continue_on_worker_loss = false;  // the job's on_worker_loss = continue
+  // A server's admitted links from workers: the plan node name each one's hello gave.
+  std::map<caf::actor_addr, std::string> worker_links;
   static inline const char* name = "troupe.member";
 };
 
@@ -142,6 +154,7 @@ bool take_assignment(member_actor* self, const assignment_message& a) {
     throw std::invalid_argument("the scheduler's job is not the one this node's config resolves to"
                                 ": start every node with the same config and flags");
   st.plan = plan_placement(job, a.facts);
+  st.part_node = static_cast<int>(a.node);
   if (st.plan.hash != a.plan_hash)
     throw std::invalid_argument("this node plans the job as plan " + std::to_string(st.plan.hash)
                                 + ", the scheduler as plan " + std::to_string(a.plan_hash) + " (another version?)");
@@ -151,6 +164,7 @@ bool take_assignment(member_actor* self, const assignment_message& a) {
     throw std::invalid_argument("the scheduler assigned node " + std::to_string(a.node) + ", which is no "
                                 + to_string(options.role) + " of the plan");
   st.label = st.plan.nodes[a.node].name;
+  st.continue_on_worker_loss = job.nodes.continue_on_worker_loss;
   auto link = link_options_of(options, st.label, st.traffic);
   link.plan_hash = st.plan.hash;
   link.keys = wire_keys_of(st.plan);
@@ -200,12 +214,73 @@ bool take_assignment(member_actor* self, const assignment_message& a) {
   for (const auto& [shard, actor] : entry_points(st.plan, node))
     entries->set(shard, st.part.targets.at(actor));
   link.local_shards = entries;
+  link.observer = self;  // link_up / link_down of every worker link (on_worker_link_down)
   auto listener = spawn_listener(system, options.listen_host, options.listen_port, link);
   if (!listener)
     throw troupe_error(errc::peer_down, error_text(listener.error()));
   st.listener = *listener;
   self->monitor(st.listener);
   return true;
+}
+
+// The computes of worker node `lost` as this server's shards know them: (shard actor, the
+// `worker` fields of their pushes there), from the plan's routes.
+std::vector<std::pair<std::size_t, std::vector<std::int32_t>>> sources_on(const placement_plan& plan,
+                                                                         int server, int lost) {
+  std::vector<std::pair<std::size_t, std::vector<std::int32_t>>> out;
+  for (auto i : plan.actors_on(server)) {
+    if (plan.actors[i].role != plan_role::shard)
+      continue;
+    std::vector<std::int32_t> sources;
+    for (auto c : plan.actors_on(lost)) {
+      if (plan.actors[c].role != plan_role::compute)
+        continue;
+      const auto& route = plan.gradient_route(plan.actors[c].worker, plan.actors[i].shard);
+      if (route.to == i)  // async, ssp: the compute pushes to the shard itself
+        sources.push_back(route.source);
+    }
+    if (!sources.empty())
+      out.emplace_back(i, std::move(sources));
+  }
+  return out;
+}
+
+// A worker link went down: when it is a lost worker node (not one that finished) and the run
+// goes on without it, this server's shards stop waiting for its computes. The link is known
+// by the name its hello gave, which is the plan node name the worker was assigned ("worker_1"),
+// recorded only once the link was admitted (its link_up): a peer refused for a wrong secret
+// never counts, whatever name it claimed. (The name in the link's messages is a log phrase
+// with the address in it; the traffic registry keeps the hello's name as it came.)
+void on_worker_link_down(member_actor* self, const caf::actor_addr& link, const caf::error& why) {
+  auto& st = self->state;
+  const auto known = st.worker_links.find(link);
+  if (known == st.worker_links.end())
+    return;
+  const auto name = known->second;
+  st.worker_links.erase(known);
+  if (!why || !st.continue_on_worker_loss || st.outcome || (st.told && st.told->finished))
+    return;
+  int lost = -1;
+  for (std::size_t n = 0; n < st.plan.nodes.size(); ++n)
+    if (st.plan.nodes[n].kind == node_kind::worker && st.plan.nodes[n].name == name)
+      lost = static_cast<int>(n);
+  if (lost < 0)
+    return;
+  const auto shards = sources_on(st.plan, st.part_node, lost);
+  if (shards.empty())
+    return;  // its computes push to none of this node's shards
+  for (const auto& [shard, sources] : shards) {
+    // The plan puts this shard here, so spawn_push_side_of_node spawned it with
+    // spawn_param_shard: the handle it keeps as a push target is a param_shard_actor.
+    self->send(caf::actor_cast<param_shard_actor>(st.part.targets.at(shard)), forget_atom::value, sources);
+  }
+  std::string computes;
+  for (auto c : st.plan.actors_on(lost))
+    if (st.plan.actors[c].role == plan_role::compute)
+      computes += (computes.empty() ? "" : ", ") + st.plan.actors[c].name;
+  log_node_line(*st.options, st.label + ": lost " + name + " at " + clock_time_now() + ": "
+                               + reason_text(self->system(), why) + "; the shards here no longer wait for "
+                               + computes + " (on_worker_loss = continue)");
 }
 
 void say_ready(member_actor* self, std::uint32_t node, std::uint16_t port) {
@@ -313,6 +388,13 @@ caf::behavior member(member_actor* self, cluster_node_options options, std::shar
     [=](wire_atom, caf::actor&, wire_message& message) { on_scheduler_message(self, message); },
     [=](part_down_atom, const std::string& why) { fail(self, errc::internal, why); },
     [=](grace_over_atom) { answer(self, true); },
+    [=](link_up_atom, const std::string&) {
+      const auto link = caf::actor_cast<caf::actor_addr>(self->current_sender());
+      self->state.worker_links[link] = self->state.traffic->peer_of(link);
+    },
+    [=](link_down_atom, const std::string&, const caf::error& why) {
+      on_worker_link_down(self, caf::actor_cast<caf::actor_addr>(self->current_sender()), why);
+    },
     [=](assignment_deadline_atom) {
       if (!self->state.assigned)
         fail(self, errc::timeout, "no assignment from the scheduler in time");

@@ -16,6 +16,14 @@ void traffic_registry::rename(const caf::actor_addr& link, std::string peer) {
       s.peer = peer;
 }
 
+std::string traffic_registry::peer_of(const caf::actor_addr& link) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& s : slots_)
+    if (s.link == link)
+      return s.peer;
+  return {};
+}
+
 std::vector<traffic_registry::entry> traffic_registry::snapshot() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<entry> out;

@@ -61,8 +61,9 @@ void check_job(const training_job& job) {
     throw std::invalid_argument("job: a cluster needs at least one server and one worker process, got "
                                 + std::to_string(nodes.servers) + " server and "
                                 + std::to_string(nodes.workers) + " worker processes");
-  if (nodes.continue_on_worker_loss && job.topology.mode != topology_kind::async)
-    throw std::invalid_argument(std::string("job: on_worker_loss = continue needs the async topology (")
+  if (nodes.continue_on_worker_loss && job.topology.mode != topology_kind::async
+      && job.topology.mode != topology_kind::ssp)
+    throw std::invalid_argument(std::string("job: on_worker_loss = continue needs the async or ssp topology (")
                                 + to_string(job.topology.mode)
                                 + " waits for every worker, so it can only stop when one is lost)");
   lr_schedule check(job.optimizer.schedule);  // throws naming the bad field

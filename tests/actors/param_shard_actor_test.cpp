@@ -194,6 +194,66 @@ TEST_CASE("param shard holds a worker more than staleness steps ahead until the 
   self->send_exit(shard, caf::exit_reason::user_shutdown);
 }
 
+TEST_CASE("param shard stops waiting for forgotten workers and refuses their pushes") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto opts = plain_sgd(1.0f, 0.0f, 0.0f);
+  opts.staleness = 1;
+  opts.workers = 3;
+  auto shard = spawn_param_shard(sys, {shard_key{"w", tensor::from_values({1}, {0}), false}}, opts);
+  const auto target = caf::actor_cast<caf::actor>(shard);
+  auto push_of = [](int worker, std::int64_t step) {
+    gradient_push p;
+    p.worker = worker;
+    p.step = step;
+    p.keys = {0};
+    p.gradients = {tensor::from_values({1}, {-1})};  // each update adds 1 at lr 1
+    return caf::make_message(push_atom::value, p);
+  };
+  // Worker 2 never pushes, so it stays the slowest at -1: step 0 is within the bound (1),
+  // step 1 of workers 0 and 1 is not, and both answers are held.
+  CHECK(ask<weight_set>(self, shard, push_of(0, 0)).weights[0].data()[0] == 1.0f);
+  CHECK(ask<weight_set>(self, shard, push_of(1, 0)).weights[0].data()[0] == 2.0f);
+  std::vector<float> released;
+  auto collect = [&](auto held) {
+    // The timeout only guards against a hang: a held answer fails the check below instead.
+    held.receive([&](weight_set& ws) { released.push_back(ws.weights.at(0).data()[0]); },
+                 [&](caf::error& e) { FAIL_CHECK("held push failed: " << error_text(e)); });
+  };
+  auto held0 = self->request(target, std::chrono::seconds(30), push_of(0, 1));
+  auto held1 = self->request(target, std::chrono::seconds(30), push_of(1, 1));
+  // Both pushes were applied, their answers held: the pull is answered after them, and an
+  // answer the shard sent before it would already be waiting here (messages keep their order).
+  CHECK(ask<weight_set>(self, shard, caf::make_message(pull_atom::value)).step == 4);
+  CHECK(self->mailbox().empty());
+  self->send(shard, forget_atom::value, std::vector<std::int32_t>{2});
+  collect(std::move(held0));
+  collect(std::move(held1));
+  REQUIRE(released.size() == 2);
+  CHECK(released[0] == 4.0f);  // both released with the newest weights
+  CHECK(released[1] == 4.0f);
+  // The slowest of the two left is now at step 1: step 2 is within the bound, at once.
+  CHECK(ask<weight_set>(self, shard, push_of(0, 2)).weights[0].data()[0] == 5.0f);
+  caf::error err;
+  ask<weight_set>(self, shard, push_of(2, 0), &err);
+  CHECK(troupe_code(err) == errc::bad_request);
+  CHECK_THAT(error_text(err), Catch::Contains("push from worker 2, which this shard was told is gone"));
+  CHECK(ask<weight_set>(self, shard, caf::make_message(pull_atom::value)).step == 5);  // not applied
+  // Worker 0's step 3 is 2 ahead of worker 1's step 1: held. Once every worker is forgotten
+  // nothing is held (the bound compares against nobody), so it is released.
+  auto held3 = self->request(target, std::chrono::seconds(30), push_of(0, 3));
+  CHECK(ask<weight_set>(self, shard, caf::make_message(pull_atom::value)).step == 6);
+  CHECK(self->mailbox().empty());
+  self->send(shard, forget_atom::value, std::vector<std::int32_t>{0, 1});
+  collect(std::move(held3));
+  REQUIRE(released.size() == 3);
+  CHECK(released[2] == 6.0f);
+  ask<weight_set>(self, shard, push_of(1, 5), &err);
+  CHECK_THAT(error_text(err), Catch::Contains("push from worker 1, which this shard was told is gone"));
+  self->send_exit(shard, caf::exit_reason::user_shutdown);
+}
+
 TEST_CASE("param shard refuses a step from the future and a replayed step, and keeps its state") {
   local_node_config cfg;
   caf::actor_system sys{cfg};

@@ -31,6 +31,10 @@ Scenarios:
                  an async run with --on-worker-loss continue: SIGKILL of a worker mid-run; the
                  scheduler logs that it goes on without it, and every other process finishes
                  the run and exits 0, with validation accuracy still logged at the end
+  continue-after-kill-ssp
+                 the same for an SSP run: besides, the server says its shards no longer wait
+                 for the killed worker's compute (else the others would be held for good once
+                 they are `staleness` steps ahead of it)
   ranks          workers started by hand with --rank in reverse order get those ranks; one asking
                  for a rank already taken is refused naming the holder; the job ends with the
                  same weights
@@ -394,7 +398,7 @@ def check_fault(cluster, scenario):
     print(f"ok: {scenario}: every other process exited non-zero within {noticed:.1f} s")
 
 
-def check_continue(cluster):
+def check_continue(cluster, ssp=False):
     cluster.wait_for_text("scheduler", "out", r"Epoch\[0\] Batch")
     victim = cluster.procs["worker1"]
     os.killpg(victim.pid, signal.SIGKILL)
@@ -406,8 +410,15 @@ def check_continue(cluster):
             cluster.fail(f"{name} still runs {BOUND_S} s after the worker was killed")
         if p.returncode != 0:
             cluster.fail(f"{name} exited {p.returncode}; the run should have gone on")
+    try:
+        victim.wait(10)
+    except subprocess.TimeoutExpired:
+        cluster.fail("the killed worker is still there")
     if not re.search(rf"lost worker \d+ \(pid {victim.pid} .*the run goes on without it", cluster.text("scheduler", "err")):
         cluster.fail("the scheduler does not say it goes on without the killed worker")
+    if ssp and not re.search(r"lost worker_\d+ at .*the shards here no longer wait for compute_\d+",
+                             cluster.text("server0", "err")):
+        cluster.fail("the server does not say its shards stopped waiting for the killed worker")
     epochs = re.findall(r"Epoch\[(\d+)\] Validation-accuracy=", cluster.text("scheduler", "out"))
     if not epochs:
         cluster.fail("no validation after the loss")
@@ -498,10 +509,10 @@ def main():
             start_by_hand(cluster, config, servers, workers, flags,
                           ["--heartbeat", "0.2", "--peer-timeout", "2"])
             check_fault(cluster, scenario)
-        elif scenario == "continue-after-kill":
+        elif scenario in ("continue-after-kill", "continue-after-kill-ssp"):
             start_by_hand(cluster, config, servers, workers, flags + ["--on-worker-loss", "continue"],
                           ["--heartbeat", "0.2", "--peer-timeout", "2"])
-            check_continue(cluster)
+            check_continue(cluster, ssp=scenario.endswith("-ssp"))
         elif scenario == "ranks":
             common = ["--config", config, "--server-nodes", str(servers), "--worker-nodes", str(workers)] + flags
             port_file = os.path.join(workdir, "scheduler.port")

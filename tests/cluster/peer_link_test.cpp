@@ -138,7 +138,7 @@ struct server_node {
   std::shared_ptr<shard_directory> directory;
 
   explicit server_node(push_target_actor serving = {}, std::uint64_t plan_hash = 1234) {
-    shard = serving ? serving : spawn_param_shard(system, two_keys(), momentum_sgd());
+    shard = serving ? serving : push_target_actor{spawn_param_shard(system, two_keys(), momentum_sgd())};
     auto options = options_for(node_role::server, "server 0");
     options.plan_hash = plan_hash;
     options.local_shards->set(0, shard);  // and none of shard 1

@@ -1,7 +1,7 @@
 // The parameter shard actor: owns the weights of a set of keys (model parameters), applies
 // the optimizer to pushed gradients, and serves the weights.
 //
-// Protocol: param_shard_actor = push_target_actor (troupe/actors/messages.hpp)
+// Protocol: param_shard_actor = push_target_actor (troupe/actors/messages.hpp), extended by
 //   (push_atom, gradient_push) -> weight_set   one SGD step on each key the push lists (a push
 //                                              group: some or all of the shard's keys), then
 //                                              the new weights of those keys; an unknown or
@@ -10,10 +10,22 @@
 //                                              is applied; so is a step beyond the run or
 //                                              before the pusher's last (a replay)
 //   (pull_atom)                -> weight_set   the current weights of every key
+//   (forget_atom, vector<int32> workers) -> ()  these workers (`worker` fields of pushes) are
+//                                              gone for good (their process was lost and the
+//                                              run goes on without it): they no longer count
+//                                              as the slowest, held answers now within the
+//                                              bound are released at once, and a later push
+//                                              from one of them is an errc::bad_request
+//                                              naming it
 //
 // With a staleness bound (SSP) the answer to a push may be held back: the update is applied
-// at once, but a worker more than `staleness` steps ahead of the slowest waits for its weights
-// (and gets the newest ones when released).
+// at once, but a worker more than `staleness` steps ahead of the slowest (of the workers not
+// forgotten) waits for its weights (and gets the newest ones when released). With every
+// worker forgotten nothing is held.
+//
+// Only a shard takes forget_atom, not every push target (aggregators and remote stand-ins
+// speak push_target_actor alone): a handle kept as push_target_actor, where the plan says the
+// actor is a shard spawned on this node, reaches it after caf::actor_cast<param_shard_actor>.
 //
 // Weights leave the actor by handle. The optimizer never writes a buffer that a reader still
 // holds: each key keeps a small pool of buffers and the update goes into one nobody else sees
@@ -21,10 +33,14 @@
 // allocated per step.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include <caf/actor_system.hpp>
+#include <caf/atom.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
 #include <troupe/actors/messages.hpp>
 
@@ -34,7 +50,10 @@
 
 namespace troupe {
 
-using param_shard_actor = push_target_actor;
+using forget_atom = caf::atom_constant<caf::atom("forget")>;  // server node -> shard: lost workers
+
+using param_shard_actor
+  = push_target_actor::extend<caf::reacts_to<forget_atom, std::vector<std::int32_t>>>;
 
 struct shard_key {
   std::string name;          ///< key name, e.g. "conv1.weight" or "fc6.weight[0:1048576]"
@@ -49,6 +68,7 @@ struct shard_options {
   /// slowest worker's last push gets its answer only once the slowest catches up. -1: none.
   int staleness = -1;
   int workers = 1;  ///< pushing workers (their `worker` fields are 0..workers-1) for staleness
+                    ///< (forget_atom takes some of them out)
   /// Steps of the whole run (epochs x steps per epoch): a push of a later step is from the
   /// future and refused, as is one of an earlier step than its pusher's last. 0: no limit.
   std::int64_t step_limit = 0;

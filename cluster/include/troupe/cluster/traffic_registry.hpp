@@ -41,6 +41,9 @@ public:
   std::shared_ptr<counters> add(caf::actor_addr link, std::string peer);
   /// The peer's own name, once its hello told it.
   void rename(const caf::actor_addr& link, std::string peer);
+  /// The name of link `link`'s peer: the one its hello gave, or its address before that;
+  /// empty for a link not registered here.
+  std::string peer_of(const caf::actor_addr& link) const;
   /// Every entry's bytes per kind (kind_name order) and the link it belongs to.
   struct entry {
     caf::actor_addr link;

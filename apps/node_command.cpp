@@ -168,6 +168,8 @@ int node_command(const std::vector<std::string>& args) {
   if (options.role == node_role::scheduler && (cli.job.nodes.servers < 1 || cli.job.nodes.workers < 1))
     throw usage_error("the scheduler needs the number of server and worker processes: --server-nodes and "
                       "--worker-nodes, the config's cluster.server_nodes / worker_nodes, or a launcher's counts");
+  if (options.role == node_role::worker)
+    require_compute_devices(cli.devices);  // the computes live on workers
   set_compute_threads(cli.threads);
   return run_node_process(cli, options, place);
 }

@@ -17,6 +17,7 @@ int train_command(const std::vector<std::string>& args) {
     std::cout << cli.help_text;
     return 0;
   }
+  require_compute_devices(cli.devices);
   set_compute_threads(cli.threads);
   cli.output.log = &std::cout;
   local_node_config config;

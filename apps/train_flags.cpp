@@ -18,6 +18,7 @@
 #include "apps/commands.hpp"
 #include "apps/config_options.hpp"
 #include "apps/flags.hpp"
+#include <troupe/kernels/device_info.hpp>
 
 namespace troupe {
 
@@ -42,7 +43,7 @@ struct raw_flags {
   std::string network = "lenet", dataset = "fashion-mnist", data_dir, metrics;
   std::string lr_step_epochs, lr_schedule = "multi-step", progress = "auto";
   std::string image_shape = "1,28,28";
-  std::string config, straggler;
+  std::string config, straggler, devices;
   int num_layers = 0, threads = 1, shards = 1, prefetch = 3, num_classes = 10;
   int server_nodes = 0, worker_nodes = 0;
   std::string on_worker_loss = "stop";
@@ -91,6 +92,7 @@ void declare(flag_set& f, raw_flags& r) {
   f.add_switch("no-validation", r.no_validation, "skip the validation pass after each epoch");
   f.add("eval-every", r.eval_every, "validate after every Nth epoch and after the last");
   f.add("metrics", r.metrics, "write one JSON object per epoch to this file");
+  f.add("devices", r.devices, "where the compute actors run: cpu, or gpu:0,gpu:1,... (compute i on device i mod count); default: the CPU");
   f.add("disp-batches", r.disp_batches, "print speed and accuracy every N batches (0: never)");
   f.add("progress", r.progress, "progress bar: auto (when stdout is a terminal) | on | off");
 }
@@ -251,6 +253,13 @@ void apply_run_flags(job_config& c, const raw_flags& r, const flag_set& f) {
   if (f.given("prefetch")) set_given(run.prefetch, r.prefetch);
   if (f.given("disp-batches")) set_given(run.display, r.disp_batches);
   if (f.given("metrics")) set_given(run.metrics, r.metrics);
+  if (f.given("devices")) {
+    try {
+      set_given(run.devices, parse_compute_devices(r.devices));
+    } catch (const std::invalid_argument& e) {
+      throw usage_error(std::string("--devices: ") + e.what());
+    }
+  }
   auto& cluster = c.cluster;
   if (f.given("shards")) set_given(cluster.shards, r.shards);
   if (f.given("slice-bytes")) set_given(cluster.slice_bytes, r.slice_bytes);
@@ -328,6 +337,7 @@ train_command_line parse_train_flags(const std::vector<std::string>& args, const
     out.job = to_training_job(config);
     out.output = session_output_of(config);
     out.threads = config.run.threads.value;
+    out.devices = config.run.devices.value;
     const auto& k = config.cluster;
     out.network = cluster_network{k.scheduler.value, k.listen.value, k.join_timeout.value, k.heartbeat.value,
                                   k.peer_timeout.value, k.request_timeout.value};
@@ -337,6 +347,14 @@ train_command_line parse_train_flags(const std::vector<std::string>& args, const
   out.output.progress_bar = progress_bar;
   apply_straggler(r.straggler, out.job.topology);
   return out;
+}
+
+void require_compute_devices(const std::vector<compute_device>& devices) {
+  require_devices(devices, query_devices());
+  for (const auto& device : devices)
+    if (device.kind != device_kind::cpu)
+      throw std::runtime_error("device " + to_string(device) + " is here, but GPU compute actors are not "
+                               "built yet (the CUDA kernels are, unverified on a GPU): run on the CPU");
 }
 
 } // namespace troupe

@@ -19,6 +19,7 @@
 #include "apps/flags.hpp"
 
 #include <troupe/actors/training_session.hpp>
+#include <troupe/kernels/compute_device.hpp>
 
 namespace troupe {
 
@@ -36,6 +37,8 @@ struct train_command_line {
   cluster_network network;
   /// Compute threads: --threads, else the config's train.threads, else default_thread_count().
   int threads = 1;
+  /// --devices, else the config's train.devices; empty: the CPU.
+  std::vector<compute_device> devices;
   bool help = false;
   std::string help_text;
   /// The flags the user gave (a command's own too), to tell a value given from a default.
@@ -51,6 +54,12 @@ train_command_line parse_train_flags(const std::vector<std::string>& args);
 train_command_line parse_train_flags(const std::vector<std::string>& args, const std::string& command,
                                      const std::string& summary,
                                      const std::function<void(flag_set&)>& declare_own);
+
+/// Checks, before anything starts, that this process has the devices the run asks for:
+/// std::runtime_error naming a GPU it lacks (or a build without CUDA). GPU compute actors are
+/// not built yet (issue 9: the CUDA kernels are, untested on a GPU), so a GPU that is there is
+/// refused too, saying so.
+void require_compute_devices(const std::vector<compute_device>& devices);
 
 /// The compute threads a run gets when neither --threads nor the config says: as OpenMP
 /// programs do, OMP_NUM_THREADS when it is a positive integer up to 4096 (the config's limit;

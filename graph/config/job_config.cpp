@@ -215,7 +215,7 @@ void read_schedule(const value_reader& r, const syntax_statement& st, schedule_c
 void read_run(const value_reader& r, const syntax_statement& st, run_config& t) {
   require_block_only(r, st);
   keyed_values k(r, "train", st.assignments,
-                 {"epochs", "eval_every", "seed", "threads", "prefetch", "display", "metrics"});
+                 {"epochs", "eval_every", "seed", "threads", "prefetch", "display", "metrics", "devices"});
   if (auto* v = k.find("epochs"))
     r.set(t.epochs, r.integer(*v, "epochs", 1, big), *v);
   if (auto* v = k.find("eval_every"))
@@ -230,6 +230,21 @@ void read_run(const value_reader& r, const syntax_statement& st, run_config& t) 
     r.set(t.display, r.integer(*v, "display", 0, big), *v);
   if (auto* v = k.find("metrics"))
     r.set(t.metrics, r.string(*v, "metrics"), *v);
+  if (auto* v = k.find("devices")) {
+    if (v->type != syntax_value::kind::list || v->items.empty())
+      r.fail(v->span, "devices must be a list such as [\"gpu:0\", \"gpu:1\"] (or [\"cpu\"])");
+    std::vector<compute_device> devices;
+    for (const auto& item : v->items) {
+      if (item.type != syntax_value::kind::string && item.type != syntax_value::kind::name)
+        r.fail(item.span, "a device is a string, \"cpu\" or \"gpu:N\"");
+      try {
+        devices.push_back(parse_compute_device(item.text));
+      } catch (const std::invalid_argument& e) {
+        r.fail(item.span, e.what());
+      }
+    }
+    r.set(t.devices, std::move(devices), *v);
+  }
 }
 
 } // namespace

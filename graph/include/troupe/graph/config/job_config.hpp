@@ -17,6 +17,7 @@
 #include <troupe/graph/config/key_assignment.hpp>
 #include <troupe/graph/job.hpp>
 #include <troupe/graph/zoo.hpp>
+#include <troupe/kernels/compute_device.hpp>
 
 namespace troupe {
 
@@ -122,6 +123,9 @@ struct run_config {
   located<int> prefetch{3};
   located<std::int64_t> display{100};
   located<std::string> metrics;
+  /// Where the compute actors run (`devices = ["gpu:0", "gpu:1"]`): compute i on
+  /// devices[i % size]; empty: the CPU.
+  located<std::vector<compute_device>> devices;
 };
 
 struct job_config {

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "kernels/device_memory.hpp"
+
 namespace troupe {
 
 namespace {
@@ -101,7 +103,49 @@ const float* tensor::data() const {
   return storage_.get();
 }
 
+tensor tensor::on_gpu(shape_t shape, int device) {
+  if (device < 0)
+    throw std::invalid_argument("tensor::on_gpu: GPU index " + std::to_string(device));
+  tensor t;
+  t.numel_ = shape_numel(shape);
+  t.shape_ = std::move(shape);
+  t.device_ = device_kind::cuda;
+  t.device_index_ = device;
+  if (t.numel_ > 0)
+    t.storage_ = device_memory::allocate(device, t.numel_, true);
+  return t;
+}
+
+float* tensor::device_data() {
+  if (type_ != dtype::f32)
+    throw std::logic_error("tensor: float32 access to a tensor of another type");
+  return storage_.get();
+}
+
+const float* tensor::device_data() const { return const_cast<tensor*>(this)->device_data(); }
+
+tensor tensor::to_host() const {
+  if (device_ == device_kind::cpu)
+    return *this;
+  tensor host(shape_, false);
+  host.copy_from(*this);
+  return host;
+}
+
+tensor tensor::to_gpu(int device) const {
+  if (device_ == device_kind::cuda && device_index_ == device)
+    return *this;
+  tensor there = on_gpu(shape_, device);
+  there.copy_from(*this);
+  return there;
+}
+
 tensor tensor::clone() const {
+  if (device_ == device_kind::cuda) {
+    tensor copy = on_gpu(shape_, device_index_);
+    copy.copy_from(*this);
+    return copy;
+  }
   tensor copy(shape_, false);
   if (numel_ > 0)
     std::memcpy(copy.storage_.get(), storage_.get(), bytes());
@@ -135,9 +179,11 @@ tensor tensor::flat_slice(std::int64_t offset, std::int64_t length) const {
     throw std::out_of_range("tensor::flat_slice: elements [" + std::to_string(offset) + ", "
                             + std::to_string(offset + length) + ") of a tensor of "
                             + std::to_string(numel_));
-  require_f32_cpu();
+  if (type_ != dtype::f32)
+    throw std::logic_error("tensor::flat_slice: float32 only");
   tensor view = *this;
-  // The aliasing constructor: same control block (one reference count), offset pointer.
+  // The aliasing constructor: same control block (one reference count), offset pointer (a
+  // device address works the same: nothing is read here).
   view.storage_ = std::shared_ptr<float>(storage_, storage_.get() + offset);
   view.shape_ = {length};
   view.numel_ = length;
@@ -145,6 +191,8 @@ tensor tensor::flat_slice(std::int64_t offset, std::int64_t length) const {
 }
 
 void tensor::fill(float value) {
+  if (device_ == device_kind::cuda)
+    return device_memory::fill(device_data(), numel_, value, device_index_);
   std::fill_n(data(), numel_, value);
 }
 
@@ -152,8 +200,13 @@ void tensor::copy_from(const tensor& src) {
   if (src.numel() != numel_)
     throw std::invalid_argument("tensor::copy_from: " + shape_string(src.shape()) + " into "
                                 + shape_string(shape_));
-  if (numel_ > 0)
+  if (numel_ == 0)
+    return;
+  if (device_ == device_kind::cpu && src.device() == device_kind::cpu)
     std::memcpy(data(), src.data(), bytes());
+  else
+    device_memory::copy(device_data(), device_, src.device_data(), src.device(), bytes(),
+                        device_ == device_kind::cuda ? device_index_ : src.device_index());
 }
 
 } // namespace troupe

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include <troupe/kernels/device_info.hpp>
 #include <troupe/kernels/tensor.hpp>
 
 using namespace troupe;
@@ -75,4 +76,19 @@ TEST_CASE("from_values and copy_from check sizes", "[tensor]") {
   REQUIRE_THROWS_WITH(c.copy_from(b), Catch::Contains("[3, 2]") && Catch::Contains("[5]"));
   a.fill(2.5f);
   CHECK(a.data()[4] == 2.5f);
+}
+
+TEST_CASE("a CPU tensor's host copy is itself, and a GPU the process lacks is refused") {
+  tensor t = tensor::from_values({2}, {1.0f, 2.0f});
+  CHECK(t.device() == device_kind::cpu);
+  CHECK(t.device_index() == 0);
+  CHECK(t.device_data() == t.data());
+  const tensor host = t.to_host();
+  CHECK(host.shares_storage_with(t));  // no copy
+  CHECK_THROWS_AS(tensor::on_gpu({4}, -1), std::invalid_argument);
+  if (query_devices().gpus.empty()) {
+    // A build without CUDA, or no GPU or driver here: the error says so, nothing is made.
+    CHECK_THROWS_AS(tensor::on_gpu({4}, 0), std::runtime_error);
+    CHECK_THROWS_AS(t.to_gpu(0), std::runtime_error);
+  }
 }

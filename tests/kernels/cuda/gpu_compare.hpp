@@ -28,6 +28,9 @@ inline cuda::device_buffer upload(const tensor& t) {
   cuda::device_buffer buffer(t.bytes());
   if (t.bytes() > 0)
     TROUPE_CUDA_CHECK(cudaMemcpy(buffer.get(), t.data(), t.bytes(), cudaMemcpyHostToDevice));
+  // From pageable memory cudaMemcpy may return before the DMA has landed, and the ops run on
+  // a non-blocking stream that does not wait for the legacy default stream.
+  TROUPE_CUDA_CHECK(cudaDeviceSynchronize());
   return buffer;
 }
 

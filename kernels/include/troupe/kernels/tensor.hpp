@@ -5,8 +5,10 @@
 // bytes. `clone()` makes a deep copy. `unique()` tells whether any other handle still sees the
 // buffer, so a writer can copy-on-write instead of racing a reader in another actor.
 //
-// Element types: float32 today; the enum leaves room for float16/bfloat16 and the device tag
-// for CUDA memory, so kernels check both and refuse what they do not implement.
+// Element types: float32 today; the enum leaves room for float16/bfloat16. A tensor lives on
+// the CPU or on one GPU (`on_gpu`, `to_gpu`: device memory, in a CUDA build); kernels check
+// type and device and refuse what they do not implement. Copies between host and device
+// here (to_host, to_gpu, clone, copy_from) are explicit and synchronous.
 //
 // Thread-safety: handles may be copied across threads (the count is atomic); concurrent
 // writes to the elements are the caller's business.
@@ -48,6 +50,10 @@ public:
   /// handle. `first` must be 4-byte aligned; throws std::invalid_argument if it is not or if
   /// `owner` is null.
   static tensor view_of(std::shared_ptr<void> owner, float* first, shape_t shape);
+  /// A zero-filled float32 tensor on GPU `device`; throws std::runtime_error in a build
+  /// without CUDA, troupe::cuda's error naming the call (and, out of memory, what was asked
+  /// and what is free) when the device cannot give it.
+  static tensor on_gpu(shape_t shape, int device);
 
   const shape_t& shape() const { return shape_; }
   std::size_t rank() const { return shape_.size(); }
@@ -57,13 +63,24 @@ public:
   std::size_t bytes() const { return static_cast<std::size_t>(numel_) * dtype_size(type_); }
   dtype type() const { return type_; }
   device_kind device() const { return device_; }
+  /// The GPU's index for a tensor on a GPU; 0 on the CPU.
+  int device_index() const { return device_index_; }
   bool empty() const { return numel_ == 0; }
 
   /// Element access for float32 CPU tensors; throws std::logic_error otherwise.
   float* data();
   const float* data() const;
 
-  /// A deep copy with its own storage.
+  /// The float32 elements wherever they are (host or device address): what GPU ops take.
+  /// Throws std::logic_error for another element type.
+  float* device_data();
+  const float* device_data() const;
+  /// A copy on the CPU (itself when already there: no copy).
+  tensor to_host() const;
+  /// A copy on GPU `device` (itself when already there: no copy).
+  tensor to_gpu(int device) const;
+
+  /// A deep copy with its own storage, on the same device.
   tensor clone() const;
   /// A view of the same storage with another shape of equal numel; throws if they differ.
   tensor reshaped(shape_t shape) const;
@@ -79,7 +96,8 @@ public:
   }
 
   void fill(float value);
-  /// Copies the elements of `src` (same numel) into this tensor's storage.
+  /// Copies the elements of `src` (same numel; either may be on the CPU or a GPU) into this
+  /// tensor's storage.
   void copy_from(const tensor& src);
 
 private:
@@ -91,6 +109,7 @@ private:
   std::int64_t numel_ = 0;
   dtype type_ = dtype::f32;
   device_kind device_ = device_kind::cpu;
+  int device_index_ = 0;
 };
 
 /// The shape, then the elements as a std::vector<float> (float32 CPU tensors only: data()
@@ -106,7 +125,8 @@ private:
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, tensor& x) {
   if constexpr (Inspector::reads_state) {
-    const float* first = x.data();
+    const tensor host = x.to_host();  // a GPU tensor is saved as its values
+    const float* first = host.data();
     std::vector<float> values(first, first + x.numel());
     return f(x.shape(), values);
   } else {

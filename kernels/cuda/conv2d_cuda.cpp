@@ -184,16 +184,13 @@ struct conv2d_cuda::impl {
 };
 
 conv2d_cuda::conv2d_cuda(conv2d_params params, conv2d_cuda_options options)
-    : params_(params), options_(options), impl_(std::make_unique<impl>()) {
-  if (params.stride_h < 1 || params.stride_w < 1 || params.pad_h < 0 || params.pad_w < 0
-      || params.groups < 1 || params.stride_h > INT_MAX || params.stride_w > INT_MAX
-      || params.pad_h > INT_MAX || params.pad_w > INT_MAX || params.groups > INT_MAX)
-    throw std::invalid_argument(
-      "conv2d_cuda: strides and groups must be in [1, INT_MAX] and padding in [0, INT_MAX] "
-      "(stride "
-      + std::to_string(params.stride_h) + "x" + std::to_string(params.stride_w) + ", pad "
-      + std::to_string(params.pad_h) + "x" + std::to_string(params.pad_w) + ", groups "
-      + std::to_string(params.groups) + ")");
+    : params_(params), options_(options), rules_(params), impl_(std::make_unique<impl>()) {
+  if (params.stride_h > INT_MAX || params.stride_w > INT_MAX || params.pad_h > INT_MAX || params.pad_w > INT_MAX
+      || params.groups > INT_MAX)
+    throw std::invalid_argument("conv2d_cuda: cuDNN takes strides, padding and groups up to INT_MAX (stride "
+                                + std::to_string(params.stride_h) + "x" + std::to_string(params.stride_w) + ", pad "
+                                + std::to_string(params.pad_h) + "x" + std::to_string(params.pad_w) + ", groups "
+                                + std::to_string(params.groups) + ")");
 }
 
 conv2d_cuda::~conv2d_cuda() = default;
@@ -202,27 +199,12 @@ conv2d_cuda& conv2d_cuda::operator=(conv2d_cuda&&) noexcept = default;
 
 // conv2d_op::output_shape's rules, plus cuDNN's: every extent must fit an int.
 shape_t conv2d_cuda::output_shape(const shape_t& x, const shape_t& w) const {
-  auto fail = [&](const std::string& why) {
-    throw std::invalid_argument("conv2d_cuda: input " + shape_string(x) + " and weights "
-                                + shape_string(w) + " do not fit: " + why);
-  };
-  if (x.size() != 4 || w.size() != 4)
-    fail("both must be rank 4 (NCHW and OIHW)");
-  for (std::size_t i = 0; i < 4; ++i)
-    if (x[i] > INT_MAX || w[i] > INT_MAX)
-      fail("cuDNN takes extents up to INT_MAX");
-  const auto& p = params_;
-  if (x[1] % p.groups != 0 || w[0] % p.groups != 0)
-    fail("channels are not divisible by groups = " + std::to_string(p.groups));
-  if (w[1] * p.groups != x[1])
-    fail("weights expect " + std::to_string(w[1] * p.groups) + " input channels");
-  std::int64_t span_h = x[2] + 2 * p.pad_h - w[2];
-  std::int64_t span_w = x[3] + 2 * p.pad_w - w[3];
-  if (span_h < 0 || span_w < 0)
-    fail("the kernel is larger than the padded input");
-  if (x[0] < 1 || w[0] < 1 || w[2] < 1 || w[3] < 1)
-    fail("empty batch, kernel or no output channels");
-  return {x[0], w[0], span_h / p.stride_h + 1, span_w / p.stride_w + 1};
+  for (const auto* shape : {&x, &w})
+    for (auto d : *shape)
+      if (d > INT_MAX)
+        throw std::invalid_argument("conv2d_cuda: input " + shape_string(x) + " and weights " + shape_string(w)
+                                    + " do not fit: cuDNN takes extents up to INT_MAX");
+  return rules_.output_shape(x, w);
 }
 
 void conv2d_cuda::forward(cuda_context& context, const shape_t& x_shape, const shape_t& w_shape,

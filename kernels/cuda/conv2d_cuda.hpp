@@ -56,6 +56,7 @@ private:
   struct impl;
   conv2d_params params_;
   conv2d_cuda_options options_;
+  conv2d_op rules_;  // the CPU op: its parameter and shape rules are this op's too
   std::unique_ptr<impl> impl_;
 };
 

@@ -3,6 +3,7 @@
 // and writes both the output and the one-byte mask; the backward reads the mask back. Every
 // decision depends on (key, index) alone, so the launch shape cannot change the mask.
 #include "kernels/cuda/dropout_cuda.hpp"
+#include "kernels/cuda/op_checks.hpp"
 
 #include <cmath>
 #include <stdexcept>
@@ -34,18 +35,6 @@ void require_probability(const char* op, float p) {
   if (!(p >= 0.0f && p < 1.0f))
     throw std::invalid_argument(std::string(op) + ": probability must be in [0, 1), got "
                                 + std::to_string(p));
-}
-
-void require_count(const char* op, std::int64_t n) {
-  if (n < 0)
-    throw std::invalid_argument(std::string(op) + ": element count " + std::to_string(n)
-                                + " is negative");
-}
-
-void require_memory(const char* op, const char* name, const void* pointer, std::int64_t n) {
-  if (n > 0 && pointer == nullptr)
-    throw std::invalid_argument(std::string(op) + ": " + name + " is null for " + std::to_string(n)
-                                + " elements");
 }
 
 } // namespace

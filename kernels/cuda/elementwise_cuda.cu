@@ -7,6 +7,7 @@
 // division per element is the shortcut's split of a plane index into row and column.
 // Concatenation launches once per input; the models we run concatenate two to four.
 #include "kernels/cuda/elementwise_cuda.hpp"
+#include "kernels/cuda/op_checks.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -17,18 +18,6 @@
 namespace troupe::cuda {
 
 namespace {
-
-void require_count(const char* op, std::int64_t n) {
-  if (n < 0)
-    throw std::invalid_argument(std::string(op) + ": element count " + std::to_string(n)
-                                + " is negative");
-}
-
-void require_memory(const char* op, const char* name, const void* pointer, std::int64_t n) {
-  if (n > 0 && pointer == nullptr)
-    throw std::invalid_argument(std::string(op) + ": " + name + " is null for " + std::to_string(n)
-                                + " elements");
-}
 
 // A grid of `outer` rows (capped at the 65535 a grid's y allows) by enough blocks to cover
 // `inner` elements, the total capped as grid_for caps it: both loops stride past the cap.

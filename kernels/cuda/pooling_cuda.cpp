@@ -37,17 +37,6 @@ window window_of(const pool2d_params& p, const shape_t& x) {
   return {p.kernel_h, p.kernel_w, p.stride_h, p.stride_w, p.pad_h, p.pad_w};
 }
 
-// pool2d_op's extent: floor((in + 2 pad - k) / s) + 1, or the ceiling in ceil mode, less one
-// when the last window would start in the right padding.
-std::int64_t pooled_extent(std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t pad,
-                           bool ceil_mode) {
-  std::int64_t span = in + 2 * pad - k;
-  std::int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
-  if (ceil_mode && (out - 1) * s >= in + pad)
-    --out;
-  return out;
-}
-
 // The cuDNN mode that computes what pool2d_op computes for input x and output y (see above).
 cudnnPoolingMode_t pooling_mode(const pool2d_params& p, const window& g, const shape_t& x,
                                 const shape_t& y) {
@@ -109,47 +98,31 @@ struct pool2d_cuda::impl {
   }
 };
 
-pool2d_cuda::pool2d_cuda(pool2d_params params) : params_(params), impl_(std::make_unique<impl>()) {
-  if (params.kind == pool_kind::global_average)
-    return;
-  if (params.kernel_h < 1 || params.kernel_w < 1 || params.stride_h < 1 || params.stride_w < 1
-      || params.kernel_h > INT_MAX || params.kernel_w > INT_MAX || params.stride_h > INT_MAX
-      || params.stride_w > INT_MAX)
-    throw std::invalid_argument(
-      "pool2d_cuda: kernel and stride must be in [1, INT_MAX] (kernel "
-      + std::to_string(params.kernel_h) + "x" + std::to_string(params.kernel_w) + ", stride "
-      + std::to_string(params.stride_h) + "x" + std::to_string(params.stride_w) + ")");
-  if (params.pad_h < 0 || params.pad_w < 0 || 2 * params.pad_h > params.kernel_h
-      || 2 * params.pad_w > params.kernel_w)
-    throw std::invalid_argument("pool2d_cuda: padding must be in [0, kernel / 2] (pad "
-                                + std::to_string(params.pad_h) + "x" + std::to_string(params.pad_w)
-                                + ", kernel " + std::to_string(params.kernel_h) + "x"
-                                + std::to_string(params.kernel_w) + ")");
+pool2d_cuda::pool2d_cuda(pool2d_params params)
+    : params_(params), rules_(params), impl_(std::make_unique<impl>()) {
+  if (params.kind != pool_kind::global_average
+      && (params.kernel_h > INT_MAX || params.kernel_w > INT_MAX || params.stride_h > INT_MAX
+          || params.stride_w > INT_MAX))
+    throw std::invalid_argument("pool2d_cuda: cuDNN takes kernels and strides up to INT_MAX (kernel "
+                                + std::to_string(params.kernel_h) + "x" + std::to_string(params.kernel_w)
+                                + ", stride " + std::to_string(params.stride_h) + "x"
+                                + std::to_string(params.stride_w) + ")");
 }
 
 pool2d_cuda::~pool2d_cuda() = default;
 pool2d_cuda::pool2d_cuda(pool2d_cuda&&) noexcept = default;
 pool2d_cuda& pool2d_cuda::operator=(pool2d_cuda&&) noexcept = default;
 
+// pool2d_op::output_shape's rules, plus cuDNN's: extents fit an int, and the average's
+// divisor has a cuDNN mode (pooling_mode).
 shape_t pool2d_cuda::output_shape(const shape_t& x) const {
-  if (x.size() != 4 || shape_numel(x) == 0)
-    throw std::invalid_argument("pool2d_cuda: input " + shape_string(x)
-                                + " must be a non-empty [N, C, H, W]");
   for (auto d : x)
     if (d > INT_MAX)
       throw std::invalid_argument("pool2d_cuda: input " + shape_string(x)
                                   + " has an extent beyond INT_MAX, which cuDNN cannot take");
-  const auto& p = params_;
-  if (p.kind == pool_kind::global_average)
-    return {x[0], x[1], 1, 1};
-  if (x[2] + 2 * p.pad_h < p.kernel_h || x[3] + 2 * p.pad_w < p.kernel_w)
-    throw std::invalid_argument("pool2d_cuda: window " + std::to_string(p.kernel_h) + "x"
-                                + std::to_string(p.kernel_w) + " does not fit input "
-                                + shape_string(x) + " with padding " + std::to_string(p.pad_h) + "x"
-                                + std::to_string(p.pad_w));
-  shape_t y = {x[0], x[1], pooled_extent(x[2], p.kernel_h, p.stride_h, p.pad_h, p.ceil_mode),
-               pooled_extent(x[3], p.kernel_w, p.stride_w, p.pad_w, p.ceil_mode)};
-  pooling_mode(p, window_of(p, x), x, y); // throws where cuDNN cannot match the op
+  shape_t y = rules_.output_shape(x);
+  if (params_.kind != pool_kind::global_average)
+    pooling_mode(params_, window_of(params_, x), x, y);  // throws where cuDNN cannot match the op
   return y;
 }
 

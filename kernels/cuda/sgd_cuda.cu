@@ -3,6 +3,7 @@
 // is a template parameter, so the loop holds no per-element branch. Weights and out may alias:
 // each element is read before it is written, by the same thread.
 #include "kernels/cuda/sgd_cuda.hpp"
+#include "kernels/cuda/op_checks.hpp"
 
 #include <stdexcept>
 #include <string>
@@ -24,23 +25,16 @@ __global__ void sgd_kernel(const float* w, const float* g, float* v, float* out,
   }
 }
 
-void require_memory(const char* name, const void* pointer, std::int64_t n) {
-  if (n > 0 && pointer == nullptr)
-    throw std::invalid_argument(std::string("sgd_update: ") + name + " is null for "
-                                + std::to_string(n) + " elements");
-}
-
 } // namespace
 
 void sgd_update(cuda_context& context, const sgd_options& options, float lr, const float* weights,
                 const float* grad, float* velocity, float* out, std::int64_t n,
                 bool apply_weight_decay) {
-  if (n < 0)
-    throw std::invalid_argument("sgd_update: element count " + std::to_string(n) + " is negative");
-  require_memory("weights", weights, n);
-  require_memory("grad", grad, n);
-  require_memory("velocity", velocity, n);
-  require_memory("out", out, n);
+  require_count("sgd_update", n);
+  require_memory("sgd_update", "weights", weights, n);
+  require_memory("sgd_update", "grad", grad, n);
+  require_memory("sgd_update", "velocity", velocity, n);
+  require_memory("sgd_update", "out", out, n);
   if (n == 0)
     return;
   const float wd = apply_weight_decay ? options.weight_decay : 0.0f;

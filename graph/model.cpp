@@ -12,6 +12,11 @@
 // one in forward order) writes the gradient buffer directly; every other consumer writes into
 // its own scratch tensor, which is then added on with `accumulate`. That is decided once, in
 // `plan_backward`, so the step itself has no bookkeeping.
+//
+// On a GPU (after `to_device`) the sweeps are the same code: tensors are allocated through the
+// device runtime and each layer call, the loss and the accumulation go to it instead of the CPU
+// ops (graph/device_runtime.hpp). A step ends by waiting for the device, so a caller never sees
+// a result still being written.
 #include <troupe/graph/model.hpp>
 
 #include <iomanip>
@@ -20,6 +25,8 @@
 
 #include <troupe/graph/value_hash.hpp>
 #include <troupe/kernels/elementwise.hpp>
+
+#include "graph/device_runtime.hpp"
 
 namespace troupe {
 
@@ -51,8 +58,8 @@ std::string batch_shape_string(const shape_t& shape) {
   return "[N" + (comma == std::string::npos ? std::string("]") : text.substr(comma));
 }
 
-/// Makes `t` a tensor of `shape` that only this model sees, keeping its storage when it can.
-void ensure_private(tensor& t, const shape_t& shape) {
+/// Makes `t` a CPU tensor of `shape` that only this model sees, keeping its storage when it can.
+void ensure_private_on_host(tensor& t, const shape_t& shape) {
   if (t.shape() != shape || !t.unique())
     t = tensor::uninitialized(shape);
 }
@@ -176,8 +183,9 @@ void model::plan_backward() {
 }
 
 const tensor& model::forward(const tensor& x, bool training) {
-  const tensor& logits = run_forward(x, training);
+  const tensor& logits = run_forward(stage_input(x), training);
   release_views(true);
+  finish_step(x);
   return logits;
 }
 
@@ -189,8 +197,8 @@ const tensor& model::run_forward(const tensor& x, bool training) {
                                 + " does not match [N, " + shape_string(sample_shape_).substr(1));
   release_views(false);
   const std::int64_t batch = x.dim(0);
-  for (auto& np : nodes_) {
-    node& n = *np;
+  for (std::size_t j = 0; j < nodes_.size(); ++j) {
+    node& n = *nodes_[j];
     for (std::size_t k = 0; k < n.inputs.size(); ++k)
       n.input_ptrs[k] = n.inputs[k] == input ? &x : &nodes_[n.inputs[k]]->output;
     shape_t expected = with_batch(n.output_shape, batch);
@@ -200,7 +208,10 @@ const tensor& model::run_forward(const tensor& x, bool training) {
       for (auto& b : n.op->buffers())
         if (!b.value.unique())
           b.value = b.value.clone();
-    n.op->forward(n.input_ptrs, n.output, training);
+    if (runtime_)
+      runtime_->forward(j, n.input_ptrs, n.output, training);
+    else
+      n.op->forward(n.input_ptrs, n.output, training);
     for (const tensor* in : n.input_ptrs)
       n.output_is_view = n.output_is_view || n.output.shares_storage_with(*in);
     if (n.output.shape() != expected)
@@ -237,11 +248,19 @@ void model::run_backward(const tensor& x,
     }
     for (auto& p : n.op->parameters())
       ensure_private(p.grad, p.value.shape());
-    if (needed)
+    if (needed && runtime_)
+      runtime_->backward(j, n.input_ptrs, n.output, doutput, n.dinput_ptrs);
+    else if (needed)
       n.op->backward(n.input_ptrs, n.output, doutput, n.dinput_ptrs);
     for (std::size_t k = 0; k < n.inputs.size(); ++k)
-      if (n.inputs[k] != input && !n.writes_grad[k])
-        accumulate(n.edge_grads[k], nodes_[n.inputs[k]]->grad);
+      if (n.inputs[k] != input && !n.writes_grad[k]) {
+        if (runtime_)
+          runtime_->accumulate(n.edge_grads[k], nodes_[n.inputs[k]]->grad);
+        else
+          accumulate(n.edge_grads[k], nodes_[n.inputs[k]]->grad);
+      }
+    if (on_gradient_ready && runtime_ && !n.op->parameters().empty())
+      runtime_->synchronize(); // the caller may read the gradients at once
     if (on_gradient_ready)
       for (std::size_t i = n.op->parameters().size(); i-- > 0;)
         on_gradient_ready(n.first_parameter + i);
@@ -250,28 +269,106 @@ void model::run_backward(const tensor& x,
 
 loss_result model::train_step(const tensor& x, const std::vector<std::int32_t>& labels,
                               const std::function<void(std::size_t)>& on_gradient_ready) {
-  const tensor& logits = run_forward(x, true);
-  if (static_cast<std::int64_t>(labels.size()) != logits.dim(0))
-    throw std::invalid_argument("model '" + name_ + "': " + std::to_string(labels.size())
-                                + " labels for a batch of " + std::to_string(logits.dim(0)));
-  ensure_private(probabilities_, logits.shape());
-  loss_result result = softmax_cross_entropy_forward(logits, labels, probabilities_);
-  ensure_private(dlogits_, logits.shape());
-  softmax_cross_entropy_backward(probabilities_, labels, dlogits_);
-  run_backward(x, on_gradient_ready);
+  const tensor& staged = stage_input(x);
+  run_forward(staged, true);
+  loss_result result = compute_loss(labels, true);
+  run_backward(staged, on_gradient_ready);
   release_views(false);
+  finish_step(x);
   return result;
 }
 
 loss_result model::evaluate(const tensor& x, const std::vector<std::int32_t>& labels) {
-  const tensor& logits = run_forward(x, false);
+  run_forward(stage_input(x), false);
+  loss_result result = compute_loss(labels, false);
+  release_views(false);
+  finish_step(x);
+  return result;
+}
+
+loss_result model::compute_loss(const std::vector<std::int32_t>& labels, bool with_gradient) {
+  const tensor& logits = nodes_.back()->output;
   if (static_cast<std::int64_t>(labels.size()) != logits.dim(0))
     throw std::invalid_argument("model '" + name_ + "': " + std::to_string(labels.size())
                                 + " labels for a batch of " + std::to_string(logits.dim(0)));
   ensure_private(probabilities_, logits.shape());
+  if (with_gradient)
+    ensure_private(dlogits_, logits.shape());
+  if (runtime_)
+    return runtime_->loss(logits, labels, probabilities_, with_gradient ? &dlogits_ : nullptr);
   loss_result result = softmax_cross_entropy_forward(logits, labels, probabilities_);
-  release_views(false);
+  if (with_gradient)
+    softmax_cross_entropy_backward(probabilities_, labels, dlogits_);
   return result;
+}
+
+const tensor& model::stage_input(const tensor& x) {
+  if (!runtime_)
+    return x;
+  for (const parameter* p : parameters_)
+    if (p->value.device() != device_kind::cuda || p->value.device_index() != device().index)
+      throw std::logic_error("model '" + name_ + "' on " + to_string(device()) + ": parameter '"
+                             + p->name + "' was replaced by a tensor on another device");
+  runtime_->upload(x, device_input_);
+  return device_input_;
+}
+
+void model::finish_step(const tensor& x) {
+  if (!runtime_)
+    return;
+  runtime_->synchronize();
+  if (device_input_.shares_storage_with(x))
+    device_input_ = tensor(); // the caller's own device batch: not held past the call
+}
+
+void model::ensure_private(tensor& t, const shape_t& shape) {
+  if (!runtime_) {
+    ensure_private_on_host(t, shape);
+    return;
+  }
+  const compute_device here = runtime_->device();
+  if (t.shape() != shape || !t.unique() || t.device() != here.kind
+      || t.device_index() != here.index)
+    t = runtime_->allocate(shape);
+}
+
+void model::to_device(const compute_device& device) {
+  require_finalized("to_device");
+  if (device == this->device())
+    return;
+  if (runtime_ || device.kind == device_kind::cpu)
+    throw std::logic_error("model '" + name_ + "': moving from " + to_string(this->device())
+                           + " to " + to_string(device) + " is not supported yet");
+  std::vector<std::pair<std::string, layer*>> layers;
+  for (auto& n : nodes_)
+    layers.emplace_back(n->name, n->op.get());
+  auto runtime = make_device_runtime(device, name_, layers); // first: it throws without CUDA
+  // Copy everything before changing anything, so a failed copy leaves the model on the CPU.
+  std::vector<tensor> values, buffer_values;
+  for (const parameter* p : parameters_)
+    values.push_back(p->value.to_gpu(device.index));
+  for (const buffer* b : buffers_)
+    buffer_values.push_back(b->value.to_gpu(device.index));
+  for (std::size_t slot = 0; slot < parameters_.size(); ++slot) {
+    parameters_[slot]->value = std::move(values[slot]);
+    parameters_[slot]->grad = tensor();
+  }
+  for (std::size_t i = 0; i < buffers_.size(); ++i)
+    buffers_[i]->value = std::move(buffer_values[i]);
+  // Activations and gradients of CPU steps: reallocated on the device by the next step.
+  for (auto& n : nodes_) {
+    n->output = tensor();
+    n->grad = tensor();
+    for (auto& g : n->edge_grads)
+      g = tensor();
+  }
+  probabilities_ = tensor();
+  dlogits_ = tensor();
+  runtime_ = std::move(runtime);
+}
+
+compute_device model::device() const {
+  return runtime_ ? runtime_->device() : compute_device{};
 }
 
 std::size_t model::parameter_index(const std::string& name) const {

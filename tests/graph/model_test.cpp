@@ -118,6 +118,26 @@ TEST_CASE("model finalize checks the output and that every layer feeds it", "[gr
   CHECK_THROWS_WITH(early.train_step(tensor({3, 6}), {0, 1}), Catch::Contains("2 labels"));
 }
 
+TEST_CASE("model to_device is a no-op to the CPU; a GPU needs a finalized model and CUDA",
+          "[graph][model]") {
+  model m("net", {6}, 2);
+  m.add("fc", std::make_unique<fully_connected_layer>(2), {model::input});
+  const compute_device gpu0{device_kind::cuda, 0};
+  CHECK_THROWS_AS(m.to_device(gpu0), std::logic_error);
+  m.finalize(0);
+  const tensor before = m.parameters()[0]->value;
+  m.to_device(compute_device{});
+  CHECK(m.device() == compute_device{});
+  CHECK(m.parameters()[0]->value.shares_storage_with(before));
+#ifndef TROUPE_HAVE_CUDA
+  CHECK_THROWS_WITH(m.to_device(gpu0),
+                    Catch::Contains("'net'") && Catch::Contains("gpu:0")
+                      && Catch::Contains("built without CUDA"));
+  CHECK(m.device() == compute_device{});
+  CHECK(m.parameters()[0]->value.shares_storage_with(before));
+#endif
+}
+
 TEST_CASE("model parameters are listed in node order with unique names", "[graph][model]") {
   auto m = tiny_dag(1);
   auto& params = m->parameters();

@@ -8,6 +8,9 @@
 // names; `parameter_index` maps a name to its slot. That order is what the compute and
 // parameter-shard actors agree on.
 //
+// A model runs on the CPU until `to_device` moves it to a GPU; from then on its parameters,
+// buffers, activations and gradients live in that GPU's memory and every step runs there.
+//
 // Thread-safety: a model replica is used by one actor at a time.
 #pragma once
 
@@ -18,9 +21,12 @@
 #include <vector>
 
 #include <troupe/graph/layer.hpp>
+#include <troupe/kernels/compute_device.hpp>
 #include <troupe/kernels/softmax_cross_entropy.hpp>
 
 namespace troupe {
+
+class device_runtime; // graph/device_runtime.hpp: how a model reaches a GPU (private)
 
 class model {
 public:
@@ -54,6 +60,19 @@ public:
   /// Total number of trainable scalars.
   std::int64_t parameter_count() const;
 
+  /// Moves the finalized model to `device`: parameters and buffers are copied into its memory
+  /// (parameter gradients are dropped, and reallocated there by the next train_step), and every
+  /// later forward / train_step / evaluate runs there. Inputs given on the host are uploaded at
+  /// the start of a step; results (logits, `grad`s) stay on the device: read them with
+  /// tensor::to_host. Each call returns once the device has finished its work, and
+  /// `on_gradient_ready(slot)` is called once that gradient is in device memory. Moving to the
+  /// device the model is on does nothing; moving a model off a GPU throws std::logic_error
+  /// (not supported yet). Throws std::runtime_error in a build without CUDA or when the GPU
+  /// cannot be used, std::invalid_argument for a layer with no GPU implementation.
+  void to_device(const compute_device& device);
+  /// Where the model runs: the CPU unless `to_device` moved it.
+  compute_device device() const;
+
   /// Logits [N, classes] for x [N, sample_shape...]. The reference stays valid until the next
   /// forward call.
   const tensor& forward(const tensor& x, bool training);
@@ -84,6 +103,14 @@ private:
   /// again and can be reused, and the caller's batch is not held past the call.
   void release_views(bool keep_output);
   void require_finalized(const char* operation) const;
+  /// x itself on the CPU; on a GPU, x uploaded into device_input_.
+  const tensor& stage_input(const tensor& x);
+  /// On a GPU: waits for the step's work and lets go of a batch the caller passed on the GPU.
+  void finish_step(const tensor& x);
+  /// Makes `t` a tensor of `shape` on the model's device that only this model sees.
+  void ensure_private(tensor& t, const shape_t& shape);
+  /// The loss of the last forward's logits; dlogits_ too when `with_gradient`.
+  loss_result compute_loss(const std::vector<std::int32_t>& labels, bool with_gradient);
 
   std::string name_;
   shape_t sample_shape_;
@@ -93,7 +120,10 @@ private:
   std::vector<buffer*> buffers_;
   tensor probabilities_;
   tensor dlogits_;
+  tensor device_input_; ///< the uploaded batch, on a GPU
   bool finalized_ = false;
+  /// Null on the CPU. Declared after nodes_: it refers to their layers, so it goes first.
+  std::unique_ptr<device_runtime> runtime_;
 };
 
 } // namespace troupe

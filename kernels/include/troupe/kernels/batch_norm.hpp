@@ -38,6 +38,8 @@ public:
   void backward(const tensor& x, const tensor& gamma, const tensor& dy, tensor& dx,
                 tensor& dgamma, tensor& dbeta);
 
+  const batch_norm_params& params() const { return params_; }
+
 private:
   struct impl;
   batch_norm_params params_;

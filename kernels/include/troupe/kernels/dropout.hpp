@@ -20,6 +20,9 @@ public:
   void backward(const tensor& dy, tensor& dx);
 
   float probability() const { return p_; }
+  std::uint64_t seed() const { return seed_; }
+  /// Training forwards so far (the call number the next one draws its mask with).
+  std::uint64_t calls() const { return calls_; }
 
 private:
   float p_;

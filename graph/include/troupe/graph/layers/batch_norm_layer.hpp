@@ -22,6 +22,8 @@ public:
   void backward(const std::vector<const tensor*>& inputs, const tensor& output,
                 const tensor& doutput, const std::vector<tensor*>& dinputs) override;
 
+  const batch_norm_params& params() const { return op_.params(); }
+
 private:
   batch_norm_op op_;
   /// dx when the model does not need it (batch norm right on the model input): the kernel

@@ -25,6 +25,9 @@ public:
                 const tensor& doutput, const std::vector<tensor*>& dinputs) override;
   void set_seed(std::uint64_t seed) override;
 
+  /// The CPU op: its probability, seed and call count (what a GPU twin continues from).
+  const dropout_op& op() const { return op_; }
+
 private:
   dropout_op op_;
 };

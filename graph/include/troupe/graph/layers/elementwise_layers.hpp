@@ -70,6 +70,8 @@ public:
   void backward(const std::vector<const tensor*>& inputs, const tensor& output,
                 const tensor& doutput, const std::vector<tensor*>& dinputs) override;
 
+  std::int64_t stride() const { return stride_; }
+
 private:
   std::int64_t out_channels_;
   std::int64_t stride_;

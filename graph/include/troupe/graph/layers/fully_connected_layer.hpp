@@ -26,6 +26,8 @@ public:
   void backward(const std::vector<const tensor*>& inputs, const tensor& output,
                 const tensor& doutput, const std::vector<tensor*>& dinputs) override;
 
+  bool has_bias() const { return bias_; }
+
 private:
   std::int64_t outputs_;
   init_kind weight_init_;

@@ -27,6 +27,8 @@ public:
   void backward(const std::vector<const tensor*>& inputs, const tensor& output,
                 const tensor& doutput, const std::vector<tensor*>& dinputs) override;
 
+  const pool2d_params& params() const { return op_.params(); }
+
 private:
   pool2d_op op_;
 };

@@ -64,6 +64,9 @@ struct compute_state {
   std::map<std::uint64_t, std::pair<std::string, clock_type::time_point>> pending;
   std::uint64_t requests_made = 0;
   bool watchdog_armed = false;
+  // A replica on a GPU: each slot's gradient copied to the host, where the pushes read it
+  bool on_gpu = false;
+  std::vector<tensor> host_gradients;
   static inline const char* name = "compute";
 };
 
@@ -127,7 +130,10 @@ std::string install(compute_state& st, const shard_route& route, weight_set& ws)
     if (key.whole && ws.weights[i].shape() != value.shape())
       return "compute: shard answered shape " + shape_string(ws.weights[i].shape()) + " for "
              + params[key.slot]->name + " of shape " + shape_string(value.shape());
-    place_key(value, key, std::move(ws.weights[i]));
+    if (st.on_gpu)
+      key_view(value, key).copy_from(ws.weights[i]);  // into the replica's device memory
+    else
+      place_key(value, key, std::move(ws.weights[i]));
   }
   st.learning_rate = ws.learning_rate;
   return {};
@@ -185,7 +191,9 @@ void send_group(compute_pointer self, std::size_t g) {
   push.samples = st.header.samples;
   push.worker = route.source_index;
   push.keys = group.keys;
-  push.gradients = group_gradients(route, group, [&](std::size_t slot) { return params[slot]->grad; });
+  push.gradients = group_gradients(route, group, [&](std::size_t slot) {
+    return st.on_gpu ? st.host_gradients[slot] : params[slot]->grad;
+  });
   ask(self, group.shard, [=] { next_training_batch(self); }, push_atom::value, std::move(push));
 }
 
@@ -196,8 +204,21 @@ void send_unsent(compute_pointer self) {
     send_group(self, g);
 }
 
+// A GPU replica's gradient leaves the device once, as soon as it is final: one copy into the
+// slot's host buffer, which the step's pushes then view. The buffer is reused while no push
+// of an earlier step still holds it (the shard has summed it), else replaced.
+void stage_gradient(compute_state& st, std::size_t slot) {
+  const auto& grad = st.replica->parameters()[slot]->grad;
+  auto& host = st.host_gradients[slot];
+  if (!host.unique() || host.shape() != grad.shape())
+    host = tensor::uninitialized(grad.shape());
+  host.copy_from(grad);
+}
+
 void on_gradient_ready(compute_pointer self, std::size_t slot) {
   auto& st = self->state;
+  if (st.on_gpu && slot < st.host_gradients.size())
+    stage_gradient(st, slot);
   st.tracker.slot_ready(slot, [&](std::size_t g) {
     if (st.wiring.overlap && st.wiring.straggle.count() == 0)
       send_group(self, g);
@@ -385,6 +406,9 @@ compute_actor::behavior_type compute(compute_pointer self, std::shared_ptr<model
   st.replica = std::move(replica);
   st.wiring = std::move(wiring);
   st.tracker = push_tracker(st.wiring.shards, st.wiring.groups, st.replica->parameters().size());
+  st.on_gpu = st.replica->device().kind != device_kind::cpu;
+  if (st.on_gpu)
+    st.host_gradients.resize(st.replica->parameters().size());
   watch_peers(self);
   return {
     [=](train_atom, std::int64_t epoch) -> caf::result<phase_report> {

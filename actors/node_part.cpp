@@ -115,6 +115,17 @@ struct part_builder {
     record(caf::actor_cast<caf::actor>(loaders[i]), a);
   }
 
+  // The replica of the next compute spawned here, on its device (node_part_options::devices).
+  std::unique_ptr<model> replica_for_next_compute() {
+    auto replica = build_model(spec);
+    if (!options.devices.empty()) {
+      const auto& device = options.devices[part.computes.size() % options.devices.size()];
+      if (device.kind != device_kind::cpu)
+        replica->to_device(device);
+    }
+    return replica;
+  }
+
   void spawn_compute_at(std::size_t i) {
     const auto& a = plan.actors[i];
     compute_wiring wiring;
@@ -134,7 +145,7 @@ struct part_builder {
       wiring.straggle = std::chrono::milliseconds(job.topology.straggle_ms);
     auto routes = wiring.shards;
     auto train_loader = wiring.train_loader, validation_loader = wiring.validation_loader;
-    auto compute = spawn_compute(system, build_model(spec), std::move(wiring), options.compute);
+    auto compute = spawn_compute(system, replica_for_next_compute(), std::move(wiring), options.compute);
     computes[i] = compute;
     part.computes.emplace_back(a.worker, compute);
     const auto c = caf::actor_cast<caf::actor>(compute);

@@ -72,6 +72,7 @@ void spawn_job(caf::actor_system& system, const training_job& job, const session
   options.tap = sinks.tap;
   options.timeouts = sinks.timeouts;
   options.compute = sinks.compute;
+  options.devices = sinks.devices;
   options.on_wired = sinks.on_wired;
   spawn_node_part(system, job, plan, spec, initial, {train_set, validation_set}, options, run.part);
   if (!run.part.coordinator)
@@ -215,9 +216,11 @@ training_session_actor spawn_training_session(caf::actor_system& system, trainin
 }
 
 training_result run_training(caf::actor_system& system, const training_job& job,
-                             const session_output& output) {
+                             const session_output& output,
+                             const std::vector<compute_device>& devices) {
   session_sinks sinks;
   sinks.output = output;
+  sinks.devices = devices;
   auto session = spawn_training_session(system, job, sinks);
   caf::scoped_actor self{system};
   training_result result;

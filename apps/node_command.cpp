@@ -157,6 +157,7 @@ int node_command(const std::vector<std::string>& args) {
   options.listen_port = static_cast<std::uint16_t>(n.port);
   options.advertise_host = n.advertise;
   options.port_file = n.port_file;
+  options.devices = cli.devices;
   options.join_timeout = seconds_flag("join-timeout", n.join_timeout, 1, 86400);
   options.heartbeat_interval = seconds_flag("heartbeat", n.heartbeat, 0.05, 600);
   options.connection_timeout = seconds_flag("peer-timeout", n.peer_timeout, 0.2, 3600);

@@ -22,7 +22,7 @@ int train_command(const std::vector<std::string>& args) {
   cli.output.log = &std::cout;
   local_node_config config;
   caf::actor_system system{config};
-  auto result = run_training(system, cli.job, cli.output);
+  auto result = run_training(system, cli.job, cli.output, cli.devices);
   std::cout << weights_digest_line(result) << std::endl;
   return result.phases.empty() ? 1 : 0;
 }

@@ -56,9 +56,7 @@ train_command_line parse_train_flags(const std::vector<std::string>& args, const
                                      const std::function<void(flag_set&)>& declare_own);
 
 /// Checks, before anything starts, that this process has the devices the run asks for:
-/// std::runtime_error naming a GPU it lacks (or a build without CUDA). GPU compute actors are
-/// not built yet (issue 9: the CUDA kernels are, untested on a GPU), so a GPU that is there is
-/// refused too, saying so.
+/// std::runtime_error naming a GPU it lacks (or a build without CUDA).
 void require_compute_devices(const std::vector<compute_device>& devices);
 
 /// The compute threads a run gets when neither --threads nor the config says: as OpenMP

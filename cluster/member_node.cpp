@@ -185,6 +185,7 @@ bool take_assignment(member_actor* self, const assignment_message& a) {
   part.node = node;
   part.metrics = caf::actor_cast<metrics_sink_actor>(st.scheduler);
   part.timeouts = options.timeouts;
+  part.devices = options.devices;
   const auto request_timeout = options.request_timeout;
   auto links = st.server_links;
   const auto plan = st.plan;

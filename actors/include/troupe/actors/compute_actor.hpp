@@ -37,6 +37,12 @@
 // not the replica's own initialization, are what trains. A step starts only when the weights
 // of the previous step have arrived for every group (synchronous within one worker).
 //
+// A replica on a GPU (model::to_device before spawning) keeps its weights and gradients in
+// device memory: each gradient is copied to a host buffer of its slot once it is final (one
+// device-to-host copy per parameter per step, the buffer reused across steps), pushes view
+// those buffers as below, and answered weights are copied into the device parameters (one
+// host-to-device copy per key). The copies are synchronous and from pageable memory.
+//
 // Keys that are whole parameters travel by handle both ways. A parameter cut into slices is
 // pushed as views of the gradient buffer (no copy) and its answered slices are copied into the
 // replica's own buffer (one contiguous tensor is what the kernels read).

@@ -33,6 +33,7 @@
 #include <troupe/actors/training_session.hpp>
 #include <troupe/graph/job.hpp>
 #include <troupe/graph/placement.hpp>
+#include <troupe/kernels/compute_device.hpp>
 #include <troupe/io/dataset.hpp>
 
 namespace troupe {
@@ -48,6 +49,9 @@ struct node_part_options {
   gradient_tap tap;
   request_timeouts timeouts;
   compute_spawn_options compute;
+  /// Where this node's compute actors run: the k-th compute spawned here on devices[k % size]
+  /// (its replica moved there before it is spawned). Empty: the CPU.
+  std::vector<compute_device> devices;
   /// The coordinator's settle_epochs (coordinator_actor.hpp).
   bool settle_epochs = false;
   /// Called once the part is wired, with what it handed out (may be empty).

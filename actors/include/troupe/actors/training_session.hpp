@@ -90,6 +90,8 @@ struct session_sinks {
   gradient_tap tap;
   request_timeouts timeouts;
   compute_spawn_options compute;
+  /// Where the compute actors of this process run (node_part_options::devices). Empty: CPU.
+  std::vector<compute_device> devices;
   /// Called on the session's thread after a run's actors are spawned; may be empty.
   std::function<void(const wiring_report&)> on_wired;
   /// The scheduler of a cluster run (troupe/cluster/cluster_node.hpp): the session spawns
@@ -113,7 +115,9 @@ training_session_actor spawn_training_session(caf::actor_system& system, trainin
 
 /// Spawns a session, runs it and waits. Throws troupe_error with the first failure's category
 /// and text (std::invalid_argument for a job check_job refuses).
+/// `devices` as session_sinks::devices.
 training_result run_training(caf::actor_system& system, const training_job& job,
-                             const session_output& output = {});
+                             const session_output& output = {},
+                             const std::vector<compute_device>& devices = {});
 
 } // namespace troupe

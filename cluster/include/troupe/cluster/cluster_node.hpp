@@ -66,6 +66,8 @@ struct cluster_node_options {
   std::chrono::milliseconds connection_timeout{5000};
   /// The actors' own deadlines (a step, an epoch).
   request_timeouts timeouts;
+  /// A worker's: where its compute actors run (node_part_options::devices). Empty: the CPU.
+  std::vector<compute_device> devices;
   /// A server or worker given a config: the job it resolves to, which the scheduler's must
   /// equal in everything but the process counts (those are the scheduler's, or a launcher's,
   /// to say). Empty: take the scheduler's job as it is.

@@ -39,6 +39,7 @@
 #include <troupe/io/batch_source.hpp>
 #include <troupe/io/dataset.hpp>
 #include <troupe/io/normalization.hpp>
+#include <troupe/kernels/device_info.hpp>
 #include <troupe/kernels/sgd.hpp>
 #include <troupe/kernels/threading.hpp>
 
@@ -91,7 +92,27 @@ bench_case lookup_case(const std::string& name) {
     return {name, {"resnet", 20, {3, 32, 32}, 10, 0}, 40, false,
             {"--network", "resnet", "--num-layers", "20", "--dataset", "synthetic",
              "--image-shape", "3,32,32", "--num-examples", "2560"}};
-  throw usage_error("--models: unknown model '" + name + "' (known: mlp, lenet, resnet-20)");
+  // The GPU rows of issue 9 (CIFAR-sized input; scripts/bench_pytorch_gpu.py builds the same
+  // networks in PyTorch): a few synthetic batches, as for resnet-20.
+  const auto cifar = [&](const char* network, int depth, std::int64_t steps) {
+    std::vector<std::string> flags{"--network", network, "--dataset", "synthetic", "--image-shape",
+                                   "3,32,32", "--num-examples", "2560"};
+    if (depth > 0) {
+      flags.emplace_back("--num-layers");
+      flags.push_back(std::to_string(depth));
+    }
+    return bench_case{name, {network, depth, {3, 32, 32}, 10, 0}, steps, false, flags};
+  };
+  if (name == "resnet-110")
+    return cifar("resnet", 110, 20);
+  if (name == "resnet-50")
+    return cifar("resnet", 50, 20);
+  if (name == "vgg-16")
+    return cifar("vgg", 16, 20);
+  if (name == "inception-bn")
+    return cifar("inception-bn", 0, 20);
+  throw usage_error("--models: unknown model '" + name
+                    + "' (known: mlp, lenet, resnet-20, resnet-110, resnet-50, vgg-16, inception-bn)");
 }
 
 
@@ -134,7 +155,8 @@ bench_figures time_steps(model& m, const std::vector<batch>& batches, const sgd_
                          std::int64_t steps, std::int64_t warmup) {
   std::vector<tensor> velocity;
   for (auto* p : m.parameters())
-    velocity.emplace_back(p->value.shape());
+    velocity.push_back(m.device().kind == device_kind::cpu ? tensor(p->value.shape())
+                                                           : tensor(p->value.shape()).to_gpu(m.device().index));
   std::int64_t images = 0;
   auto step = [&](std::int64_t i) {
     const auto& b = batches[static_cast<std::size_t>(i) % batches.size()];
@@ -155,10 +177,19 @@ bench_figures time_steps(model& m, const std::vector<batch>& batches, const sgd_
   return {images / seconds, 1000.0 * seconds / steps, m.parameter_count(), usage_mark::now() - before};
 }
 
+// On a GPU the model, its velocity and the batches live in device memory before the clock
+// starts (as the PyTorch script keeps its batch on the GPU): the figure is the step's kernels
+// and launches, the loss coming back, and the SGD update (one synchronized call per parameter,
+// kernels/device_sgd.hpp).
 bench_figures run_case(const bench_case& c, std::int64_t batch_size, std::int64_t steps,
-                       std::int64_t warmup, const std::string& data_dir) {
+                       std::int64_t warmup, const std::string& data_dir, const compute_device& device) {
   auto m = build_model(c.spec);
   auto batches = make_batches(c, batch_size, c.real_data ? steps + warmup : 4, data_dir);
+  if (device.kind != device_kind::cpu) {
+    m->to_device(device);
+    for (auto& b : batches)
+      b.images = b.images.to_gpu(device.index);
+  }
   return time_steps(*m, batches, sgd_options{0.9f, 0.0f, false}, steps, warmup);
 }
 
@@ -172,10 +203,10 @@ std::string usage_text(const usage_mark& u, std::int64_t steps) {
 }
 
 void print_bare(const bench_case& c, const char* mode, std::int64_t batch_size, int threads,
-                std::int64_t steps, const bench_figures& r) {
-  std::printf("RESULT model=%s mode=%s batch=%lld threads=%d params=%lld steps=%lld "
+                std::int64_t steps, const bench_figures& r, const compute_device& device = {}) {
+  std::printf("RESULT model=%s mode=%s device=%s batch=%lld threads=%d params=%lld steps=%lld "
               "imgs_per_s=%.1f step_ms=%.3f %s  (= %lld steps x %lld images / %.3f s)\n",
-              c.name.c_str(), mode, static_cast<long long>(batch_size), threads,
+              c.name.c_str(), mode, to_string(device).c_str(), static_cast<long long>(batch_size), threads,
               static_cast<long long>(r.parameters), static_cast<long long>(steps),
               r.images_per_second, r.step_ms, usage_text(r.used, steps).c_str(),
               static_cast<long long>(steps),
@@ -190,6 +221,7 @@ struct session_settings {
   std::string train_flags;  // more `troupe train` flags, space-separated
   bool detached = compute_spawn_options{}.detached;
   local_node_options node;
+  compute_device device;  // of the compute actor, and of the bare step beside it
 };
 
 train_command_line session_job(const bench_case& c, std::int64_t batch_size, int threads,
@@ -223,8 +255,10 @@ Figures median_by_rate(std::vector<Figures> figures) {
 // The bare step on the session's own first batches (shuffled as the session shuffles them,
 // same normalization): `repeats` runs of `steps` steps (as many as the session's timed
 // epochs), the median; `load_ms` is how long building one of those batches took.
+// On a GPU the batches stay on the host and each step uploads its own, as the session's
+// compute actor does.
 bench_figures bare_on_job(const training_job& job, std::int64_t steps, std::int64_t warmup,
-                          std::int64_t repeats, double& load_ms) {
+                          std::int64_t repeats, const compute_device& device, double& load_ms) {
   batch_source source(open_dataset(job.train_data), job.train_batches);
   const auto count = std::min(steps + warmup, source.batches_per_epoch());
   std::vector<batch> batches;
@@ -236,6 +270,8 @@ bench_figures bare_on_job(const training_job& job, std::int64_t steps, std::int6
   spec.sample_shape = source.data().sample_shape();
   spec.classes = source.data().classes();
   auto m = build_model(spec);
+  if (device.kind != device_kind::cpu)
+    m->to_device(device);
   std::vector<bench_figures> runs;
   for (std::int64_t r = 0; r < std::max<std::int64_t>(1, repeats); ++r)
     runs.push_back(time_steps(*m, batches, job.optimizer.sgd, steps, r == 0 ? warmup : 0));
@@ -276,6 +312,7 @@ session_figures run_session(const training_job& job, const session_settings& s) 
   caf::actor_system system{config};
   session_sinks sinks;
   sinks.compute.detached = s.detached;
+  sinks.devices = {s.device};
   auto marks = std::make_shared<std::vector<usage_mark>>();
   sinks.metrics = system.spawn(usage_sink, marks, job.epochs - 1);
   auto session = spawn_training_session(system, job, sinks);
@@ -330,21 +367,22 @@ void run_end_to_end(const bench_case& c, std::int64_t batch_size, int threads,
   std::exception_ptr failure;
   std::thread([&] {
     try {
-      bare = bare_on_job(cli.job, steps, warmup, cli.job.epochs - 1, load_ms);
+      bare = bare_on_job(cli.job, steps, warmup, cli.job.epochs - 1, s.device, load_ms);
     } catch (...) {
       failure = std::current_exception();
     }
   }).join();
   if (failure)
     std::rethrow_exception(failure);
-  print_bare(c, "bare", batch_size, threads, steps, bare);
+  print_bare(c, "bare", batch_size, threads, steps, bare, s.device);
   auto e2e = run_session(cli.job, s);
-  std::printf("RESULT model=%s mode=session compute=%s scheduler_threads=%d batch=%lld "
+  std::printf("RESULT model=%s mode=session device=%s compute=%s scheduler_threads=%d batch=%lld "
               "threads=%d steps=%lld imgs_per_s=%.1f step_ms=%.3f compute_ms=%.3f "
               "waiting_ms=%.3f %s  (median of %lld timed epochs: %lld steps / %.3f s; "
               "compute = in the compute actor's steps, waiting = for weights and batches; "
               "usage per step of all timed epochs)\n",
-              c.name.c_str(), s.detached ? "detached" : "scheduled", s.node.scheduler_threads,
+              c.name.c_str(), to_string(s.device).c_str(), s.detached ? "detached" : "scheduled",
+              s.node.scheduler_threads,
               static_cast<long long>(batch_size), threads, static_cast<long long>(e2e.steps),
               e2e.images_per_second, e2e.step_ms, e2e.compute_ms, e2e.step_ms - e2e.compute_ms,
               usage_text(e2e.used, e2e.timed_steps).c_str(),
@@ -375,7 +413,10 @@ int bench_command(const std::vector<std::string>& args) {
   flag_set f("bench", "Measures training images/s (forward + backward + SGD momentum update) per "
                       "model, after warm-up steps, on `--threads` compute threads; with "
                       "--end-to-end, beside the same job trained through the actors.");
-  f.add("models", models, "comma-separated: mlp, lenet, resnet-20");
+  std::string device = "cpu";
+  f.add("models", models, "comma-separated: mlp, lenet, resnet-20, resnet-110, resnet-50, vgg-16, "
+                          "inception-bn (the last four: 3x32x32 synthetic input)");
+  f.add("device", device, "cpu or gpu:N: where the model trains (--end-to-end: the compute actor too)");
   f.add("batch-size", batch_size, "images per step");
   f.add("threads", threads, "compute threads");
   f.add("steps", steps, "timed steps (0: 500 mlp, 50 lenet, 40 resnet-20; --end-to-end: one "
@@ -404,6 +445,12 @@ int bench_command(const std::vector<std::string>& args) {
   if (compute != "detached" && compute != "scheduled")
     throw usage_error("--compute: '" + compute + "' is not one of detached, scheduled");
   session.detached = compute == "detached";
+  try {
+    session.device = parse_compute_device(device);
+  } catch (const std::invalid_argument& e) {
+    throw usage_error(std::string("--device: ") + e.what());
+  }
+  require_devices({session.device}, query_devices());
   std::vector<bench_case> cases;
   for (const auto& name : split_names(models))
     cases.push_back(lookup_case(name));
@@ -416,7 +463,8 @@ int bench_command(const std::vector<std::string>& args) {
       continue;
     }
     auto n = steps > 0 ? steps : c.default_steps;
-    print_bare(c, "train", batch_size, threads, n, run_case(c, batch_size, n, warmup, data_dir));
+    print_bare(c, "train", batch_size, threads, n,
+               run_case(c, batch_size, n, warmup, data_dir, session.device), session.device);
   }
   return 0;
 }

@@ -78,3 +78,25 @@ TEST_CASE("cuda sgd_update argument errors throw before anything is queued", "[c
                   std::invalid_argument);
   CHECK(relative_error(download(v, s), sentinel) == 0); // the velocity was not touched
 }
+
+TEST_CASE("the public sgd_update runs on the GPU when its tensors are there", "[cuda]") {
+  const shape_t s{4099};
+  const sgd_options options{0.9f, 5e-4f, true};
+  tensor weights = random_tensor(s, 1), velocity(s);
+  auto gweights = weights.to_gpu(0), gvelocity = velocity.to_gpu(0);
+  for (std::uint32_t step = 0; step < 3; ++step) {
+    const tensor grad = random_tensor(s, 20 + step);
+    const auto ggrad = grad.to_gpu(0);
+    sgd_update(options, 0.1f, weights, grad, velocity, weights);
+    sgd_update(options, 0.1f, gweights, ggrad, gvelocity, gweights);
+    REQUIRE(gweights.device() == device_kind::cuda);
+    CHECK(relative_error(gweights.to_host(), weights) <= tolerance);
+    CHECK(relative_error(gvelocity.to_host(), velocity) <= tolerance);
+  }
+  // Mixed devices: refused before anything runs.
+  const tensor host_grad = random_tensor(s, 30);
+  const auto before = gweights.to_host();
+  CHECK_THROWS_WITH(sgd_update(options, 0.1f, gweights, host_grad, gvelocity, gweights),
+                    Catch::Contains("must be on one device"));
+  CHECK(relative_error(gweights.to_host(), before) == 0);
+}

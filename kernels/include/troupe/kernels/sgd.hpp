@@ -25,7 +25,9 @@ typename Inspector::result_type inspect(Inspector& f, sgd_options& x) {
 
 /// Updates `weights` in place and `velocity` (same shape, zero at start) from `grad`.
 /// `out` receives the new weights; it may be `weights` itself (in place) or another buffer of
-/// the same shape (copy-on-write when readers still hold the old weights).
+/// the same shape (copy-on-write when readers still hold the old weights). All four on the CPU,
+/// or all on one GPU (then the update runs there and has finished when this returns); mixed
+/// devices throw std::invalid_argument.
 void sgd_update(const sgd_options& options, float lr, const tensor& weights,
                 const tensor& grad, tensor& velocity, tensor& out, bool apply_weight_decay = true);
 

@@ -16,6 +16,7 @@
 #include <troupe/actors/compute_actor.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <optional>
@@ -248,6 +249,15 @@ void on_training_batch(compute_pointer self, loader_item& item) {
     return fail_phase(self, make_error(classify_exception(e), std::string("compute: ") + e.what()));
   }
   st.phase.step_seconds += std::chrono::duration<double>(clock_type::now() - step_start).count();
+  // Training on from a NaN or infinite loss only spreads it into every weight: the run stops
+  // here, saying where, rather than ending "successfully" with garbage.
+  if (!std::isfinite(loss.loss_sum))
+    return fail_phase(self, make_error(errc::bad_data, "the training loss became "
+                                                         + std::string(std::isnan(loss.loss_sum) ? "nan" : "inf")
+                                                         + " in epoch " + std::to_string(item.data.epoch)
+                                                         + ", batch " + std::to_string(item.data.index + 1)
+                                                         + " (a learning rate too high for the model? try a "
+                                                           "lower --lr or a longer --warmup-epochs)"));
   fetch_training_batch(self);  // batch i + 1 travels while step i's weights come back
   st.phase.samples += loss.count;
   st.phase.correct += loss.correct;

@@ -10,10 +10,20 @@
 
 #include <caf/all.hpp>
 
+#include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/messages.hpp>
 #include <troupe/io/metrics_log.hpp>
 
 namespace troupe {
+
+std::string run_position::text() const {
+  const auto e = std::to_string(epoch.load());
+  if (validating)
+    return "epoch " + e + " at validation";
+  if (batch < 0)
+    return "epoch " + e + " before its first batch";
+  return "epoch " + e + " at batch " + std::to_string(batch.load() + 1) + " of " + std::to_string(batches.load());
+}
 
 namespace {
 
@@ -52,15 +62,28 @@ void clear_bar(metrics_state& st) {
   }
 }
 
+// The bar's line is "Epoch[e] [===>   ] i/n": the bar takes what the counters leave of the
+// terminal's width, at most 30 columns, and the line stays one column short of the width so
+// a terminal never wraps it (a wrapped line would not be redrawn by '\r').
 void draw_bar(metrics_state& st, const batch_report& r) {
-  constexpr int width = 30;
   const auto total = std::max<std::int64_t>(1, r.batches);
+  const std::string head = "Epoch[" + std::to_string(r.epoch) + "] [";
+  const std::string tail = "] " + std::to_string(r.index + 1) + "/" + std::to_string(r.batches);
+  const int room = st.options.terminal_columns - 1 - static_cast<int>(head.size() + tail.size());
+  const int width = std::min(30, room);
+  if (width < 2) {  // too narrow for a bar: the counters alone, if they fit
+    const auto counters = tail.substr(2);
+    if (static_cast<int>(counters.size()) < st.options.terminal_columns) {
+      *st.options.out << "\r\033[K" << counters << std::flush;
+      st.bar_drawn = true;
+    }
+    return;
+  }
   const int filled = static_cast<int>(width * (r.index + 1) / total);
   std::string bar(filled, '=');
   if (filled < width)
     bar += '>' + std::string(width - filled - 1, ' ');
-  *st.options.out << "\rEpoch[" << r.epoch << "] [" << bar << "] " << (r.index + 1) << '/'
-                  << r.batches << std::flush;
+  *st.options.out << "\r" << head << bar << tail << std::flush;
   st.bar_drawn = true;
 }
 
@@ -69,6 +92,12 @@ void draw_bar(metrics_state& st, const batch_report& r) {
 void on_batch(metrics_state& st, const batch_report& r) {
   auto now = clock_type::now();
   st.learning_rate = r.learning_rate;
+  if (st.options.position && r.worker == 0) {
+    st.options.position->epoch = r.epoch;
+    st.options.position->batch = r.index;
+    st.options.position->batches = r.batches;
+    st.options.position->validating = false;
+  }
   if (r.worker != 0) {
     st.window_samples += r.samples;
     st.window_correct += r.correct;
@@ -117,6 +146,8 @@ void write_epoch_line(metrics_state& st, const phase_report& train, const phase_
     {"train_samples", static_cast<double>(train.samples)},
     {"learning_rate", st.learning_rate},
   };
+  for (const auto& [key, value] : st.options.number_tags)
+    numbers.push_back({key, value});
   if (val) {
     numbers.push_back({"val_accuracy", ratio(val->correct, val->samples)});
     numbers.push_back({"val_loss", ratio(val->loss_sum, val->samples)});
@@ -141,8 +172,12 @@ void on_phase(metrics_state& st, const phase_report& r) {
   const char* prefix = r.validation ? "Validation" : "Train";
   out << "Epoch[" << r.epoch << "] " << prefix << "-accuracy="
       << format("%.6f", ratio(r.correct, r.samples)) << '\n';
-  out << "Epoch[" << r.epoch << "] " << prefix << "-cross-entropy="
+  out << "Epoch[" << r.epoch << "] " << prefix << "-cross-entropy: "
       << format("%.6f", ratio(r.loss_sum, r.samples)) << '\n';
+  if (!r.validation && st.options.position && st.options.expect_validation) {
+    st.options.position->epoch = r.epoch;
+    st.options.position->validating = true;
+  }
   if (!r.validation) {
     out << "Epoch[" << r.epoch << "] Time cost=" << format("%.3f", r.seconds) << '\n';
     write_unvalidated(st);  // the previous epoch had no validation (validate_every > 1)
@@ -167,7 +202,13 @@ metrics_actor::behavior_type metrics(metrics_pointer self, metrics_options optio
   self->state.jsonl = std::move(jsonl);
   return {
     [=](const batch_report& r) { on_batch(self->state, r); },
-    [=](const phase_report& r) { on_phase(self->state, r); },
+    [=](const phase_report& r) {
+      try {
+        on_phase(self->state, r);
+      } catch (const std::exception& e) {
+        self->quit(make_error(errc::bad_data, std::string("metrics: ") + e.what()));
+      }
+    },
     [=](annotate_atom, std::int64_t epoch, const std::string& key, const std::string& json,
         const std::string& line) {
       auto& st = self->state;
@@ -179,7 +220,11 @@ metrics_actor::behavior_type metrics(metrics_pointer self, metrics_options optio
     },
     [=](flush_atom) -> caf::result<bool> {
       clear_bar(self->state);
-      write_unvalidated(self->state);
+      try {
+        write_unvalidated(self->state);
+      } catch (const std::exception& e) {
+        return make_error(errc::bad_data, std::string("metrics: ") + e.what());
+      }
       self->state.options.out->flush();
       return true;
     },
@@ -189,8 +234,8 @@ metrics_actor::behavior_type metrics(metrics_pointer self, metrics_options optio
 } // namespace
 
 metrics_actor spawn_metrics(caf::actor_system& system, metrics_options options) {
-  std::shared_ptr<jsonl_writer> jsonl;
-  if (!options.jsonl_path.empty())
+  std::shared_ptr<jsonl_writer> jsonl = options.jsonl;
+  if (!jsonl && !options.jsonl_path.empty())
     jsonl = std::make_shared<jsonl_writer>(options.jsonl_path);
   return system.spawn(metrics, std::move(options), std::move(jsonl));
 }

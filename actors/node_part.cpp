@@ -225,9 +225,11 @@ metrics_options metrics_options_of(const training_job& job, const session_output
   m.progress_bar = output.log && output.progress_bar;
   m.expect_validation = job.validate;
   m.jsonl_path = output.metrics_path;
-  m.tags = {{"network", job.model.network},
-            {"dataset", job.train_data.name},
-            {"batch_size", std::to_string(job.train_batches.batch_size)}};
+  m.jsonl = output.metrics_file;
+  m.position = output.position;
+  m.terminal_columns = output.terminal_columns;
+  m.tags = {{"network", job.model.network}, {"dataset", job.train_data.name}};
+  m.number_tags = {{"batch_size", static_cast<double>(job.train_batches.batch_size)}};
   return m;
 }
 

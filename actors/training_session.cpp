@@ -58,8 +58,11 @@ void spawn_job(caf::actor_system& system, const training_job& job, const session
     *log << "Start training " << reference->name() << " (" << plan.parameter_count
          << " parameters) on " << train_set->description() << ": " << train_set->size()
          << " examples, " << plan.workers << " worker(s) x " << plan.steps_per_epoch
-         << " batches of " << plan.train_batch << "; validation on "
-         << validation_set->description() << " (" << validation_set->size() << " examples); "
+         << " batches of " << plan.train_batch << "; "
+         << (job.validate ? "validation on " + validation_set->description() + " ("
+                              + std::to_string(validation_set->size()) + " examples)"
+                          : std::string("no validation"))
+         << "; "
          << plan.keys.shards.size() << " parameter shard(s), " << plan.pushes_per_step
          << " push(es) per step" << (plan.overlap ? " during backward" : " after backward")
          << "; plan " << std::hex << plan.hash << std::dec << std::endl;

@@ -4,6 +4,7 @@
 // compiler-style diagnostic and exit 2. Neither opens data files: a config is checked, not the
 // data it names, so the plan counts steps from the datasets' standard sizes
 // (expected_data_facts); a run that opens the data plans again from what it finds.
+#include <algorithm>
 #include <iostream>
 #include <tuple>
 
@@ -16,18 +17,32 @@ namespace troupe {
 
 namespace {
 
+struct node_counts {
+  int server_nodes = 0, worker_nodes = 0;
+};
+
+flag_set node_flag_set(const std::string& command, node_counts& n) {
+  flag_set f(command, command == "check"
+                        ? "Checks a .troupe config (docs/dsl.md) and prints every resolved value and "
+                          "the actor plan a run would spawn."
+                        : "Prints the actor plan of a .troupe config (docs/dsl.md) as Graphviz DOT.");
+  f.set_operands("CONFIG");
+  f.add("server-nodes", n.server_nodes, "server processes of a cluster run to plan for");
+  f.add("worker-nodes", n.worker_nodes, "worker processes of a cluster run to plan for");
+  return f;
+}
+
 // `--server-nodes N` / `--worker-nodes N` after the config (the processes of a cluster run,
 // as `troupe train` takes them), through the app's flag parser: anything else is a
 // usage_error naming it. False: --help was asked for (and printed).
 bool apply_node_flags(const char* command, const std::vector<std::string>& args, job_config& config) {
-  int server_nodes = 0, worker_nodes = 0;
-  flag_set f(command, "Checks a config and prints its plan; these flags plan it for a cluster run.");
-  f.add("server-nodes", server_nodes, "server processes of a cluster run");
-  f.add("worker-nodes", worker_nodes, "worker processes of a cluster run");
+  node_counts n;
+  auto f = node_flag_set(command, n);
   if (!f.parse({args.begin() + 1, args.end()})) {
     std::cout << f.help();
     return false;
   }
+  const int server_nodes = n.server_nodes, worker_nodes = n.worker_nodes;
   for (auto [flag, value, target] : {std::tuple{"server-nodes", server_nodes, &config.cluster.server_nodes},
                                      std::tuple{"worker-nodes", worker_nodes, &config.cluster.worker_nodes}}) {
     if (!f.given(flag))
@@ -41,12 +56,16 @@ bool apply_node_flags(const char* command, const std::vector<std::string>& args,
 
 int with_config(const char* command, const std::vector<std::string>& args,
                 void (*body)(const job_config&, const placement_plan&)) {
-  const bool help = !args.empty() && (args[0] == "--help" || args[0] == "-h");
-  if (args.empty() || help || args[0].rfind("-", 0) == 0) {
-    std::cerr << "usage: troupe " << command
-              << " CONFIG [--server-nodes S --worker-nodes W]   (see docs/dsl.md)\n";
-    return help ? 0 : 2;
+  const bool help = std::find(args.begin(), args.end(), "--help") != args.end()
+                    || std::find(args.begin(), args.end(), "-h") != args.end();
+  if (help) {
+    node_counts n;
+    std::cout << node_flag_set(command, n).help();
+    return 0;
   }
+  if (args.empty() || args[0].rfind("-", 0) == 0)
+    throw usage_error("needs a config file first: troupe " + std::string(command)
+                      + " CONFIG [--server-nodes N --worker-nodes N]");
   try {
     auto config = load_job_config(args[0]);
     if (!apply_node_flags(command, args, config))

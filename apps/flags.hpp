@@ -1,10 +1,13 @@
 // A small command-line flag parser for the `troupe` subcommands.
 //
 // Flags are declared with a target variable, a default (the variable's current value) and a
-// help line; `--name value` and `--name=value` both work, booleans take no value. Unknown
-// flags, missing values and values that do not parse are `usage_error`s naming the flag, which
-// the app prints as one line before exiting with status 2. Only apps/ reads the command line;
-// what it parses is handed down as typed options objects.
+// help line; `--name value` and `--name=value` both work, booleans take no value. A flag given
+// twice takes its last value, as argparse does, so a wrapper script's defaults can be
+// overridden by appending flags. Unknown flags (with the nearest known one suggested), missing
+// values and values that do not parse are `usage_error`s naming the flag, which the app prints
+// as one line before exiting with status 2. Help goes to stdout, wrapped to 100 columns, with
+// a placeholder naming each value's type (N, X, TEXT by default; FILE, RATE, ... when set).
+// Only apps/ reads the command line; what it parses is handed down as typed options objects.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +28,12 @@ public:
 /// the config language's range for the same value, worded for the flag.
 void check_range(const char* flag, std::int64_t v, std::int64_t min, std::int64_t max,
                  const std::string& why = "");
+/// The same for a real value (printed in its shortest form: 1e+09, 0.5, 3).
+void check_real_range(const char* flag, double v, double min, double max, const std::string& why = "");
+/// A number as people write it: integers without a fraction, others in the shortest form.
+std::string number_text(double v);
+/// Levenshtein distance, for "did you mean" suggestions.
+std::size_t edit_distance(const std::string& a, const std::string& b);
 
 class flag_set {
 public:
@@ -37,6 +46,10 @@ public:
   void add(const std::string& name, float& target, const std::string& help);
   /// A switch: present means true.
   void add_switch(const std::string& name, bool& target, const std::string& help);
+  /// What the command takes besides flags, for the usage line ("CONFIG").
+  void set_operands(std::string operands) { operands_ = std::move(operands); }
+  /// The word help shows for the flag's value (`--metrics FILE`) instead of its type's.
+  void set_placeholder(const std::string& name, const std::string& placeholder);
 
   /// Parses `args` (without the command name). Returns false if --help was given (and the
   /// caller should print help()). Throws usage_error on anything else it cannot accept.
@@ -54,11 +67,15 @@ private:
     std::string help;
     bool is_switch = false;
     std::function<void(const std::string&)> assign;
+    std::string placeholder;
   };
   const flag* find(const std::string& name) const;
+  /// "unknown flag --NAME", with the nearest declared flag when one is close.
+  std::string unknown_flag(const std::string& name) const;
 
   std::string command_;
   std::string summary_;
+  std::string operands_;
   std::vector<flag> flags_;
   std::set<std::string> given_;
 };

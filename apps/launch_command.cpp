@@ -94,8 +94,13 @@ bool parse_flags(const std::vector<std::string>& args, launch_flags& l) {
   f.add("secret-file", l.secret_file, "file holding the cluster secret; none: a fresh one per run");
   f.add("join-timeout", l.join_timeout, "seconds for every node to join the scheduler");
   f.add("grace", l.grace, "seconds the others may run on after a process fails");
+  f.set_placeholder("hostfile", "FILE");
+  f.set_placeholder("secret-file", "FILE");
+  f.set_placeholder("scheduler-address", "HOST");
+  f.set_placeholder("join-timeout", "SECONDS");
+  f.set_placeholder("grace", "SECONDS");
   if (!f.parse(split_args(args, l.node_args))) {
-    std::cout << f.help() << "  ARGS...                   passed to every `troupe node`\n";
+    std::cout << f.help() << "  ARGS...\n        passed to every `troupe node`\n";
     return false;
   }
   check_range("num-workers", l.workers, 1, 1024);

@@ -1,5 +1,8 @@
 // `troupe`: the command-line entry point. Dispatches to a subcommand; every error that
-// reaches here is printed as one line and turned into a non-zero exit status.
+// reaches here is printed as one line and turned into a non-zero exit status: 2 for a usage
+// error (a flag, a config), 1 for a failure while running (data, files, the run itself).
+// Asked for help (`troupe help`, `troupe help COMMAND`, `COMMAND --help`), it prints to stdout
+// and exits 0; a bare `troupe` is a usage error: a short usage on stderr, exit 2.
 #include <troupe/kernels/cpu_support.hpp>
 #include <troupe/version.hpp>
 #include <iostream>
@@ -23,18 +26,27 @@ commands:
   check    validate a .troupe config and print the resolved plan (docs/dsl.md)
   graph    print a .troupe config's actor graph as Graphviz DOT
   launch   start a cluster run (scheduler, servers, workers) here or on hosts over ssh
-  help     print this overview
+  help     print this overview; `troupe help COMMAND` prints a command's help
 
 `troupe <command> --help` describes every flag of a command.
 )";
+
+const char* short_usage = "usage: troupe <command> [flags]   (commands: train, node, bench, devices, "
+                          "check, graph, launch, help; `troupe help` says more)\n";
 
 } // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+  if (args.empty()) {
+    std::cerr << short_usage;
+    return 2;
+  }
+  if (args[0] == "help" && args.size() > 1)
+    args = {args[1], "--help"};  // `troupe help train` is `troupe train --help`
+  else if (args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
     std::cout << overview;
-    return args.empty() ? 2 : 0;
+    return 0;
   }
   if (args[0] == "--version") {
     std::cout << "troupe " TROUPE_VERSION_STRING << (TROUPE_WITH_CUDA ? " (CUDA)" : "") << " for "

@@ -1,9 +1,13 @@
-// `troupe train`: parse flags, size the thread pools, start an in-process node, run the job.
+// `troupe train`: parse flags, open the metrics file, size the thread pools, start an
+// in-process node, run the job. Everything that can be refused (flags, config, devices, the
+// metrics file) is refused before the actor system starts, so no failure waits for an epoch.
 #include <iostream>
 
 #include <caf/actor_system.hpp>
 
 #include "apps/commands.hpp"
+#include "apps/interrupt_watch.hpp"
+#include "apps/run_output.hpp"
 #include "apps/train_flags.hpp"
 #include "apps/weights_digest.hpp"
 #include <troupe/cluster/local_node.hpp>
@@ -18,8 +22,14 @@ int train_command(const std::vector<std::string>& args) {
     return 0;
   }
   require_compute_devices(cli.devices);
+  if (!cli.output.metrics_path.empty())
+    cli.output.metrics_file = open_metrics_file(cli.output.metrics_path, run_record(args, cli.job, cli.threads));
   set_compute_threads(cli.threads);
   cli.output.log = &std::cout;
+  cli.output.position = std::make_shared<run_position>();
+  cli.output.terminal_columns = terminal_columns();
+  std::cout << argument_lines(args, cli.job, cli.threads) << std::flush;
+  interrupt_watch interrupts(cli.output.position);  // before the actor system's threads start
   local_node_config config;
   caf::actor_system system{config};
   auto result = run_training(system, cli.job, cli.output, cli.devices);

@@ -18,6 +18,8 @@
 #include "apps/commands.hpp"
 #include "apps/config_options.hpp"
 #include "apps/flags.hpp"
+#include <troupe/graph/config/job_plan.hpp>
+#include <troupe/graph/placement.hpp>
 #include <troupe/kernels/device_info.hpp>
 
 namespace troupe {
@@ -52,7 +54,7 @@ struct raw_flags {
   std::int64_t seed = 0, random_crop_pad = -1, random_mirror = -1, num_examples = 60000;
   std::int64_t slice_bytes = key_plan_options{}.slice_bytes;
   std::int64_t group_bytes = key_plan_options{}.group_bytes;
-  double lr = -1, lr_factor = 0.1, mom = 0.9, wd = 1e-4, warmup_epochs = 1;
+  double lr = -1, lr_factor = 0.1, mom = 0.9, wd = 1e-4, warmup_epochs = -1;
   bool nesterov = false, no_validation = false, no_overlap = false;
 };
 
@@ -69,7 +71,7 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("lr-schedule", r.lr_schedule, "multi-step | cosine | constant");
   f.add("lr-step-epochs", r.lr_step_epochs, "epochs where the lr is multiplied by --lr-factor, e.g. 5,8 (\"\": 50% and 75% of --num-epochs)");
   f.add("lr-factor", r.lr_factor, "multi-step lr multiplier");
-  f.add("warmup-epochs", r.warmup_epochs, "linear lr warm-up from 0 over this many epochs (keeps lenet stable at lr 0.05)");
+  f.add("warmup-epochs", r.warmup_epochs, "linear lr warm-up from 0 over this many epochs, keeping lenet stable at lr 0.05 (-1: a tenth of --num-epochs, at most 1)");
   f.add("mom", r.mom, "SGD momentum");
   f.add_switch("nesterov", r.nesterov, "use Nesterov momentum");
   f.add("wd", r.wd, "weight decay (L2) on weights; biases and batch-norm scale/shift are exempt");
@@ -84,7 +86,7 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("server-nodes", r.server_nodes, "server processes of a cluster run, holding the shards (0 with --worker-nodes 0: one process)");
   f.add("worker-nodes", r.worker_nodes, "worker processes of a cluster run, holding loaders and compute actors");
   f.add("on-worker-loss", r.on_worker_loss, "stop, or continue without a lost worker process (async and ssp only)");
-  f.add("random-crop-pad", r.random_crop_pad, "random crop after zero padding (-1: 4 for cifar10, else 0)");
+  f.add("random-crop-pad", r.random_crop_pad, "random crop after zero padding, 0 to 64 (-1: 4 for cifar10, else 0)");
   f.add("random-mirror", r.random_mirror, "random horizontal flip 0/1 (-1: 1 for cifar10, else 0)");
   f.add("image-shape", r.image_shape, "synthetic data: C,H,W");
   f.add("num-classes", r.num_classes, "synthetic data: classes");
@@ -97,9 +99,23 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("progress", r.progress, "progress bar: auto (when stdout is a terminal) | on | off");
 }
 
+// Words for the values in help (`--lr RATE`); flags not listed show their type (N, X, TEXT).
+void name_placeholders(flag_set& f) {
+  const std::pair<const char*, const char*> words[] = {
+    {"config", "FILE"},        {"metrics", "FILE"},        {"data-dir", "DIR"},
+    {"lr", "RATE"},            {"lr-factor", "FACTOR"},    {"lr-schedule", "POLICY"},
+    {"lr-step-epochs", "EPOCHS"}, {"warmup-epochs", "EPOCHS"}, {"network", "NAME"},
+    {"dataset", "NAME"},       {"image-shape", "C,H,W"},   {"slice-bytes", "BYTES"},
+    {"group-bytes", "BYTES"},  {"straggler", "W:MS"},      {"devices", "LIST"},
+    {"progress", "MODE"},      {"on-worker-loss", "POLICY"}, {"random-mirror", "0|1"},
+    {"mom", "X"},              {"wd", "X"}};
+  for (const auto& [flag, word] : words)
+    f.set_placeholder(flag, word);
+}
+
 void check_positive(const char* flag, double v) {
   if (!(v > 0))
-    throw usage_error(std::string("--") + flag + " must be positive, got " + std::to_string(v));
+    throw usage_error(std::string("--") + flag + " must be positive, got " + number_text(v));
 }
 
 void check_known(const char* flag, const std::string& value,
@@ -123,30 +139,44 @@ bool progress_wanted(const std::string& mode) {
   throw usage_error("--progress: '" + mode + "' is not one of auto, on, off");
 }
 
+// More compute threads than this only oversubscribe the cores (the config allows 4096, for a
+// config written on a bigger machine; a flag is typed here and now).
+int max_threads() {
+  return static_cast<int>(std::min<unsigned>(4096, std::max(64u, 4 * std::thread::hardware_concurrency())));
+}
+
 void check_values(const raw_flags& r, const flag_set& f) {
   check_positive("batch-size", static_cast<double>(r.batch_size));
   check_positive("val-batch-size", static_cast<double>(r.val_batch_size));
   check_positive("num-epochs", static_cast<double>(r.num_epochs));
-  check_positive("threads", r.threads);
-  check_positive("shards", r.shards);
+  if (r.threads < 1 || r.threads > max_threads())
+    throw usage_error("--threads must be between 1 and " + std::to_string(max_threads())
+                      + " (4 per hardware thread, at least 64), got " + std::to_string(r.threads));
+  check_range("shards", r.shards, 1, 1024);
   check_positive("eval-every", static_cast<double>(r.eval_every));
   check_positive("prefetch", r.prefetch);
   check_range("server-nodes", r.server_nodes, 0, 1024);
   check_range("worker-nodes", r.worker_nodes, 0, 1024);
   if (r.on_worker_loss != "stop" && r.on_worker_loss != "continue")
     throw usage_error("--on-worker-loss must be stop or continue, got " + r.on_worker_loss);
-  if (f.given("lr"))
-    check_positive("lr", r.lr);
+  // The config language's ranges for the same values (graph/config/job_config.cpp).
+  if (f.given("lr") && !(r.lr > 0 && r.lr <= 100))
+    throw usage_error("--lr must be above 0 and at most 100, got " + number_text(r.lr));
   if (r.mom < 0 || r.mom >= 1)
-    throw usage_error("--mom must be in [0, 1), got " + std::to_string(r.mom));
-  if (r.wd < 0)
-    throw usage_error("--wd must not be negative");
+    throw usage_error("--mom must be in [0, 1), got " + number_text(r.mom));
+  check_real_range("wd", r.wd, 0, 1);
+  if (f.given("lr-factor") && !(r.lr_factor > 0 && r.lr_factor <= 1))
+    throw usage_error("--lr-factor must be above 0 and at most 1, got " + number_text(r.lr_factor));
+  if (f.given("warmup-epochs"))
+    check_real_range("warmup-epochs", r.warmup_epochs, 0, 1e6);
   if (r.disp_batches < 0)
     throw usage_error("--disp-batches must not be negative");
   if (r.seed < 0)
     throw usage_error("--seed must not be negative");
-  check_range("random-crop-pad", r.random_crop_pad, -1, 64, "the dataset's default");
-  check_range("random-mirror", r.random_mirror, -1, 1, "the dataset's default");
+  check_range("random-crop-pad", r.random_crop_pad, -1, 64, "-1: the dataset's default");
+  if (r.random_mirror < -1 || r.random_mirror > 1)
+    throw usage_error("--random-mirror must be 0 or 1 (-1: the dataset's default), got "
+                      + std::to_string(r.random_mirror));
   constexpr std::int64_t ceiling = key_plan_options::max_bytes;
   check_range("slice-bytes", r.slice_bytes, 4, ceiling, "a slice holds at least one float");
   check_range("group-bytes", r.group_bytes, 0, ceiling, "0 = never bundle");
@@ -155,6 +185,39 @@ void check_values(const raw_flags& r, const flag_set& f) {
   if (r.lr_schedule != "multi-step" && r.lr_schedule != "cosine" && r.lr_schedule != "constant")
     throw usage_error("--lr-schedule: '" + r.lr_schedule
                       + "' is not one of multi-step, cosine, constant");
+}
+
+// What only the resolved config can tell (a config may set the policy or the epochs): flags
+// that have no effect under the schedule, and multi-step boundaries outside the run.
+void check_schedule_flags(const job_config& c, const flag_set& f) {
+  const auto& s = c.schedule;
+  if (s.policy.value != "multi_step") {
+    for (const char* flag : {"lr-factor", "lr-step-epochs"})
+      if (f.given(flag))
+        throw usage_error(std::string("--") + flag + " applies to the multi-step schedule only, not "
+                          + (s.policy.value == "cosine" ? "cosine" : "constant"));
+    return;
+  }
+  const auto epochs = c.run.epochs.value;
+  for (double step : s.steps.value)
+    if (s.steps.given && !(step > 0 && step < static_cast<double>(epochs)))
+      throw usage_error(std::string(f.given("lr-step-epochs") ? "--lr-step-epochs" : "the config's schedule steps")
+                        + ": " + number_text(step) + " is not inside the run's " + std::to_string(epochs)
+                        + " epochs (--num-epochs): a step there never applies");
+  for (std::size_t i = 1; i < s.steps.value.size(); ++i)
+    if (!(s.steps.value[i] > s.steps.value[i - 1]))
+      throw usage_error("--lr-step-epochs must increase, but " + number_text(s.steps.value[i]) + " follows "
+                        + number_text(s.steps.value[i - 1]));
+}
+
+// A shard needs a key to own: more shards than the plan has keys is refused, not shrunk
+// (plan_keys drops empty shards).
+void check_shards(const training_job& job) {
+  const auto plan = plan_placement(job, expected_data_facts(job));
+  if (plan.keys.shards.size() < static_cast<std::size_t>(job.shards))
+    throw usage_error("--shards " + std::to_string(job.shards) + ": only "
+                      + std::to_string(plan.keys.shards.size()) + " shards get a parameter key to own "
+                      + "(fewer keys than shards; --slice-bytes cuts large parameters into more)");
 }
 
 // Flag spellings use '-', the config language '_' (inception-bn, fashion_mnist, multi_step).
@@ -270,20 +333,14 @@ void apply_run_flags(job_config& c, const raw_flags& r, const flag_set& f) {
   if (f.given("on-worker-loss")) set_given(cluster.on_worker_loss, r.on_worker_loss);
 }
 
-// Flags onto the config, then the one value the parser derives from values a flag may have
-// changed: unless written, the multi-step boundaries sit at 50% and 75% of the epochs (and
-// other policies have none).
+// Flags onto the config, then the values the parser derives from the run's length, which a
+// flag may have changed (warm-up, multi-step boundaries: resolve_schedule_defaults).
 void apply_flags(job_config& c, const raw_flags& r, const flag_set& f) {
   apply_data_flags(c, r, f);
   apply_model_and_optimizer_flags(c, r, f);
   apply_run_flags(c, r, f);
-  auto& s = c.schedule;
-  if (s.policy.value != "multi_step") {
-    s.steps.value.clear();  // a --lr-step-epochs beside another policy has no effect
-  } else if (!s.steps.given) {
-    const auto epochs = static_cast<double>(c.run.epochs.value);
-    s.steps.value = {0.5 * epochs, 0.75 * epochs};
-  }
+  check_schedule_flags(c, f);
+  resolve_schedule_defaults(c);
 }
 
 // "--straggler W:MS" onto the topology, checked against the worker count. The config language
@@ -321,6 +378,7 @@ train_command_line parse_train_flags(const std::vector<std::string>& args, const
   if (declare_own)
     declare_own(f);
   declare(f, r);
+  name_placeholders(f);
   train_command_line out;
   if (!f.parse(args)) {
     out.help = true;
@@ -335,6 +393,8 @@ train_command_line parse_train_flags(const std::vector<std::string>& args, const
     apply_flags(config, r, f);
     resolve_app_defaults(config);
     out.job = to_training_job(config);
+    if (f.given("shards"))
+      check_shards(out.job);
     out.output = session_output_of(config);
     out.threads = config.run.threads.value;
     out.devices = config.run.devices.value;

@@ -11,6 +11,8 @@
 #include <cstring>
 
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <troupe/io/dataset.hpp>
@@ -61,11 +63,28 @@ std::string json_number(double value) {
   return text;
 }
 
+// Truncation waits until the lock is held: a second run must not empty the file of the run
+// that holds it. The lock goes with the descriptor, so it lasts exactly as long as the writer.
 jsonl_writer::jsonl_writer(const std::string& path, bool append) : path_(path) {
-  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC);
-  descriptor_ = ::open(path.c_str(), flags, 0644);
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
+    throw io_error(path + ": cannot open for writing: it is a directory");
+  descriptor_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_APPEND, 0644);
   if (descriptor_ < 0)
     throw io_error(path + ": cannot open for writing: " + std::strerror(errno));
+  if (::flock(descriptor_, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    ::close(descriptor_);
+    throw io_error(path + (error == EWOULDBLOCK ? std::string(": another run is writing it (locked)")
+                                                : ": cannot lock: " + std::string(std::strerror(error))));
+  }
+  struct stat opened {};
+  const bool regular = ::fstat(descriptor_, &opened) == 0 && S_ISREG(opened.st_mode);
+  if (!append && regular && ::ftruncate(descriptor_, 0) != 0) {
+    const int error = errno;
+    ::close(descriptor_);
+    throw io_error(path + ": cannot truncate: " + std::strerror(error));
+  }
 }
 
 jsonl_writer::~jsonl_writer() {

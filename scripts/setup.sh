@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
   libcaf-dev capnproto libcapnp-dev libssl-dev libtbb-dev catch2 libdnnl-dev ocl-icd-opencl-dev zlib1g-dev
-  python3
+  python3 python3-matplotlib  # scripts/plot_metrics.py
   tao-pegtl-dev dataset-fashion-mnist
   clang libclang-rt-14-dev  # the wire decoder's fuzz test (scripts/fuzz_frames.sh)
   openmpi-bin iproute2      # cluster tests: a job under mpirun, hosts in network namespaces

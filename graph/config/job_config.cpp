@@ -5,6 +5,11 @@
 // classes follow the data) are filled in after every section is read.
 #include <troupe/graph/config/job_config.hpp>
 
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -302,11 +307,12 @@ void check_data_agree(const value_reader& r, job_config& c) {
     r.fail(c.model.classes.span, "model has " + std::to_string(c.model.classes.value)
                                    + " classes but the training data has "
                                    + std::to_string(t.classes.value));
-  if (c.train_data.batch.value > 0 && c.cluster.workers.value > 0 && !c.schedule.steps.given
-      && c.schedule.policy.value == "multi_step") {
-    auto e = static_cast<double>(c.run.epochs.value);
-    c.schedule.steps.value = {0.5 * e, 0.75 * e};
-  }
+  const auto& steps = c.schedule.steps;
+  for (std::size_t i = 0; steps.given && i < steps.value.size(); ++i)
+    if (steps.value[i] >= static_cast<double>(c.run.epochs.value))
+      r.fail(steps.span, "steps must fall inside the run's " + std::to_string(c.run.epochs.value)
+                           + " epochs (a step at or after the last epoch never applies)");
+  resolve_schedule_defaults(c);
 }
 
 // Reads one statement into its section; `seen` catches repeated sections.
@@ -340,6 +346,17 @@ void dispatch(const value_reader& r, const syntax_statement& st, job_config& c,
 
 } // namespace
 
+void resolve_schedule_defaults(job_config& c) {
+  auto& s = c.schedule;
+  const auto epochs = static_cast<double>(c.run.epochs.value);
+  if (!s.warmup.given)
+    s.warmup.value = std::min(1.0, 0.1 * epochs);
+  if (s.policy.value != "multi_step")
+    s.steps.value.clear();
+  else if (!s.steps.given)
+    s.steps.value = {0.5 * epochs, 0.75 * epochs};
+}
+
 job_config parse_job_config(const std::string& path, const std::string& text) {
   auto file = parse_syntax(path, text);
   value_reader r(file);
@@ -358,13 +375,26 @@ job_config parse_job_config(const std::string& path, const std::string& text) {
   return c;
 }
 
+// A directory opens as a stream on Linux and reads as empty, which would be the default job:
+// refused by name, as are unreadable files (with the system's reason) and binary files.
 job_config load_job_config(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0)
+    throw_config_error(path, "", source_span{}, std::string("cannot open config file: ") + std::strerror(errno));
+  if (S_ISDIR(info.st_mode))
+    throw_config_error(path, "", source_span{}, "cannot read config file: it is a directory");
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw_config_error(path, "", source_span{}, "cannot open config file");
+    throw_config_error(path, "", source_span{}, std::string("cannot open config file: ")
+                                                  + std::strerror(errno ? errno : EACCES));
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_job_config(path, text.str());
+  const auto bytes = text.str();
+  if (auto nul = bytes.find('\0'); nul != std::string::npos)
+    throw_config_error(path, "", source_span{}, "not a text file (a NUL byte at offset "
+                                                  + std::to_string(nul) + ")");
+  return parse_job_config(path, bytes);
 }
 
 std::string zoo_network_name(const std::string& dsl_name) {

@@ -50,7 +50,7 @@ TEST_CASE("metrics prints MXNet-style lines and one JSON object per epoch") {
   CHECK_THAT(text, Catch::Contains("Epoch[0] Batch [2]\tSpeed: "));
   CHECK_THAT(text, Catch::Contains("samples/sec\taccuracy=0.500000"));
   CHECK_THAT(text, Catch::Contains("Epoch[0] Train-accuracy=0.750000"));
-  CHECK_THAT(text, Catch::Contains("Epoch[0] Train-cross-entropy=0.500000"));
+  CHECK_THAT(text, Catch::Contains("Epoch[0] Train-cross-entropy: 0.500000"));
   CHECK_THAT(text, Catch::Contains("Epoch[0] Time cost=2.000"));
   CHECK_THAT(text, Catch::Contains("Epoch[0] Validation-accuracy=0.900000"));
   self->send_exit(metrics, caf::exit_reason::user_shutdown);

@@ -5,7 +5,10 @@ import json
 import sys
 
 path, epochs, bound = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
-rows = [json.loads(line) for line in open(path)]
+lines = [json.loads(line) for line in open(path)]
+# `troupe train` opens the file with one record of the run's configuration.
+assert "config" in lines[0] and all("config" not in r for r in lines[1:]), lines[:2]
+rows = lines[1:]
 required = {"epoch", "train_accuracy", "val_accuracy", "train_loss", "time_s", "samples_per_s"}
 assert len(rows) == epochs, f"{len(rows)} epochs in {path}, expected {epochs}"
 for i, row in enumerate(rows):

@@ -118,12 +118,19 @@ private:
 };
 
 // The --help line of one flag.
+// The flag's entry in train's help: its line and the description under it, as one line.
 std::string help_line(const std::string& flag) {
   std::istringstream help(parse_train_flags({"--help"}).help_text);
-  for (std::string line; std::getline(help, line);)
-    if (line.rfind("  --" + flag + " ", 0) == 0)
-      return line;
-  return "";
+  std::string entry;
+  for (std::string line; std::getline(help, line);) {
+    if (!entry.empty() && line.rfind("        ", 0) != 0)
+      break;
+    if (!entry.empty())
+      entry += " " + line.substr(8);
+    else if (line.rfind("  --" + flag + " ", 0) == 0 || line == "  --" + flag)
+      entry = line;
+  }
+  return entry;
 }
 
 } // namespace
@@ -139,7 +146,7 @@ TEST_CASE("train defaults: LeNet on Fashion-MNIST, network-dependent lr, steps a
   CHECK(o.epochs == 10);
   CHECK(o.optimizer.schedule.base_lr == Approx(0.05f));
   CHECK(o.optimizer.schedule.policy == lr_policy::multi_step);
-  CHECK(o.optimizer.schedule.warmup_epochs == 1);
+  CHECK(o.optimizer.schedule.warmup_epochs == 1);  // a tenth of 10 epochs
   CHECK(o.optimizer.schedule.step_epochs == std::vector<double>{5, 7.5});
   CHECK(o.train_batches.augment.mean.size() == 1);
   CHECK(o.train_batches.augment.pad_crop == 0);
@@ -353,13 +360,13 @@ TEST_CASE("random crop and mirror at -1 mean the dataset's default, also with --
   CHECK_THROWS_WITH(parse_train_flags({"--random-crop-pad", "-2"}),
                     Catch::Contains("--random-crop-pad must be between -1"));
   CHECK_THROWS_WITH(parse_train_flags({"--random-mirror", "2"}),
-                    Catch::Contains("--random-mirror must be between -1"));
+                    Catch::Contains("--random-mirror must be 0 or 1 (-1: the dataset's default), got 2"));
 }
 
 TEST_CASE("with --config, flag values are checked as without it") {
   temp_config config("checked", "model lenet\n");
   CHECK_THROWS_WITH(parse_train_flags({"--config", config.path(), "--lr", "-0.5"}),
-                    Catch::Contains("--lr must be positive"));
+                    Catch::Contains("--lr must be above 0"));
   CHECK_THROWS_WITH(parse_train_flags({"--config", config.path(), "--lr-schedule", "poly"}),
                     Catch::Contains("poly"));
   for (auto [structural, value] : {std::pair{"--dataset", "mnist"}, {"--image-shape", "1,8,8"},
@@ -417,5 +424,24 @@ TEST_CASE("train help lists every flag") {
         "group-bytes", "no-overlap", "prefetch", "random-crop-pad", "random-mirror", "image-shape",
         "num-classes", "num-examples", "no-validation", "eval-every", "metrics", "disp-batches",
         "progress"})
-    CHECK_THAT(help, Catch::Contains(std::string("  --") + flag + " "));
+    CHECK_THAT(help, Catch::Contains(std::string("  --") + flag + "\n")
+                       || Catch::Contains(std::string("  --") + flag + " "));
+}
+
+TEST_CASE("an empty config trains the job of no config at all, at any length") {
+  temp_config empty("empty", "");
+  CHECK(describe(parse_train_flags({})) == describe(parse_train_flags({"--config", empty.path()})));
+  for (const char* epochs : {"1", "3", "30"})
+    CHECK(describe(parse_train_flags({"--num-epochs", epochs}))
+          == describe(parse_train_flags({"--config", empty.path(), "--num-epochs", epochs})));
+}
+
+TEST_CASE("the default warm-up is a tenth of the run, at most an epoch, and ends before any decay") {
+  for (const char* epochs : {"1", "2", "5", "10", "90"}) {
+    const auto s = parse_train_flags({"--num-epochs", epochs}).job.optimizer.schedule;
+    const double n = std::stod(epochs);
+    CHECK(s.warmup_epochs == Approx(std::min(1.0, n / 10)));
+    REQUIRE(s.step_epochs.size() == 2);
+    CHECK(s.warmup_epochs < s.step_epochs[0]);
+  }
 }

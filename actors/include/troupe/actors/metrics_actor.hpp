@@ -6,8 +6,11 @@
 //                            `Epoch[e] Batch [i]\tSpeed: N samples/sec\taccuracy=A` (accuracy
 //                            over the batches since the last line, as MXNet's Speedometer with
 //                            auto-reset); on a terminal redraws a progress bar
-//   (phase_report)  -> ()    prints `Epoch[e] Train-accuracy=`, `Train-cross-entropy=`,
-//                            `Time cost=` or `Validation-accuracy=`, `Validation-cross-entropy=`;
+//   (phase_report)  -> ()    prints `Epoch[e] Train-accuracy=A`, `Train-cross-entropy: L`,
+//                            `Time cost=T` or `Validation-accuracy=A`, `Validation-cross-entropy: L`
+//                            (accuracy and time after '=', the loss after ':': MXNet's
+//                            tools/parse_log.py averages every `Epoch[e] Train...=V` line as
+//                            accuracy, so only accuracy may be written that way);
 //                            after an epoch's validation (or its training, with no validation)
 //                            appends one JSON object to the metrics file; a training epoch
 //                            whose validation is skipped gets its line without validation
@@ -18,10 +21,14 @@
 //                            (unless empty) now; a cluster's scheduler adds each node's traffic
 //   (flush_atom)    -> bool  all output written and flushed
 //
-// Output goes to the given stream (stdout in the app, a string stream in tests).
+// Output goes to the given stream (stdout in the app, a string stream in tests). The progress
+// bar fits `terminal_columns`. A metrics file that fails to take a line ends the actor with
+// errc::bad_data naming the file (the session then ends the run).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -37,14 +44,32 @@ using metrics_sink_actor = caf::typed_actor<caf::reacts_to<batch_report>,
                                             caf::reacts_to<phase_report>,
                                             caf::replies_to<flush_atom>::with<bool>>;
 
+class jsonl_writer;
+
+/// Where a run is, for a host that must say so from another thread (an interrupted run):
+/// the metrics actor stores worker 0's last batch report here. Thread-safe.
+struct run_position {
+  std::atomic<std::int64_t> epoch{0}, batch{-1}, batches{0};
+  std::atomic<bool> validating{false};
+  /// "epoch 3 at batch 120 of 469" or "epoch 3 at validation".
+  std::string text() const;
+};
+
 struct metrics_options {
   std::ostream* out = nullptr;    ///< where log lines go (must outlive the actor); null: none
   std::int64_t display_batches = 100;  ///< 0: no per-batch lines
   bool progress_bar = false;
   bool expect_validation = true;
   std::string jsonl_path;         ///< empty: no metrics file
-  /// Constant fields copied into every JSON line (network, batch_size, ...).
+  /// An already open metrics file (the app opens it before anything starts); used instead
+  /// of opening `jsonl_path`.
+  std::shared_ptr<jsonl_writer> jsonl;
+  std::shared_ptr<run_position> position;  ///< null: not kept
+  int terminal_columns = 80;      ///< the progress bar's line stays shorter than this
+  /// Constant fields copied into every JSON line: text (network, dataset) and numbers
+  /// (batch_size).
   std::vector<std::pair<std::string, std::string>> tags;
+  std::vector<std::pair<std::string, double>> number_tags;
 };
 
 /// The metrics actor itself: a sink that also takes annotations.

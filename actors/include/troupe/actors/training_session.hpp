@@ -49,6 +49,11 @@ struct session_output {
   std::int64_t display_batches = 100;
   bool progress_bar = false;
   std::string metrics_path;     ///< JSON lines, one per epoch; empty: none
+  /// The metrics file, opened by the host before the run (so a file that cannot be written
+  /// stops nothing half-way); used instead of opening `metrics_path`.
+  std::shared_ptr<jsonl_writer> metrics_file;
+  std::shared_ptr<run_position> position;  ///< kept up to date when set (metrics_actor.hpp)
+  int terminal_columns = 80;    ///< width the progress bar fits
 };
 
 /// Where a gradient tap sits: between compute actor `worker` and what it pushes the keys of

@@ -27,8 +27,9 @@ std::string json_number(double value);
 
 class jsonl_writer {
 public:
-  /// Opens (truncates, or appends to when `append`) `path`; throws io_error
-  /// "<path>: cannot open for writing: <strerror>".
+  /// Opens `path`, takes an exclusive flock on it (held as long as the writer lives), then
+  /// truncates it unless `append`. Throws io_error "<path>: cannot open for writing:
+  /// <strerror>", or "<path>: another run is writing it (locked)" when another writer holds it.
   explicit jsonl_writer(const std::string& path, bool append = false);
   ~jsonl_writer();
   jsonl_writer(const jsonl_writer&) = delete;

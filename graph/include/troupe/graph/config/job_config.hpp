@@ -89,7 +89,7 @@ struct schedule_config {
   located<std::string> policy{"multi_step"};  ///< multi_step | cosine | constant
   located<std::vector<double>> steps;         ///< multi_step: epochs where lr *= factor
   located<double> factor{0.1};
-  located<double> warmup{1};
+  located<double> warmup{1};                  ///< epochs; default min(1, epochs / 10)
   located<double> final_lr{0};                ///< cosine end value
 };
 
@@ -143,8 +143,14 @@ struct job_config {
 
 /// Parses and checks a config. Throws config_error.
 job_config parse_job_config(const std::string& path, const std::string& text);
-/// Reads `path` and parses it. Throws config_error (also when the file cannot be read).
+/// Reads `path` and parses it. Throws config_error (also when the file cannot be read, is a
+/// directory or holds NUL bytes).
 job_config load_job_config(const std::string& path);
+
+/// The schedule values that follow from the run's length unless written: warm-up over a tenth
+/// of the epochs, at most one; multi-step boundaries at 50% and 75% of the epochs (none for the
+/// other policies). Called by the parser, and again after flags change the epochs.
+void resolve_schedule_defaults(job_config& config);
 
 /// The zoo's name for a DSL network name ("inception_bn" -> "inception-bn").
 std::string zoo_network_name(const std::string& dsl_name);

@@ -1,0 +1,47 @@
+// The SIGINT watcher (interrupt_watch.hpp).
+#include "apps/interrupt_watch.hpp"
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <iostream>
+#include <pthread.h>
+
+namespace troupe {
+
+namespace {
+
+sigset_t interrupt_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+
+} // namespace
+
+interrupt_watch::interrupt_watch(std::shared_ptr<run_position> position) : position_(std::move(position)) {
+  const sigset_t set = interrupt_set();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  watcher_ = std::thread([this, set] {
+    const timespec poll{0, 100'000'000};  // how soon the watcher notices stop_
+    while (!stop_) {
+      if (sigtimedwait(&set, nullptr, &poll) != SIGINT)
+        continue;
+      std::cout.flush();
+      std::cerr << "\ntroupe train: interrupted in " << position_->text()
+                << "; the metrics file holds every epoch finished before it" << std::endl;
+      std::_Exit(128 + SIGINT);
+    }
+  });
+}
+
+interrupt_watch::~interrupt_watch() {
+  stop_ = true;
+  watcher_.join();
+  const sigset_t set = interrupt_set();
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+}
+
+} // namespace troupe

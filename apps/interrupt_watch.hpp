@@ -1,0 +1,36 @@
+// Ctrl-C during `troupe train`: the run stops with a line saying where it was, its metrics
+// file complete up to the last whole record, and exit status 130 (128 + SIGINT, as shells do).
+//
+// SIGINT is blocked in every thread (the mask is set before the actor system starts its
+// threads, which inherit it) and taken by one watcher thread with sigtimedwait, so no code runs
+// in a signal handler. The metrics file needs no flushing of its own: every record is written
+// whole with one write(2) as it is made (io/metrics_log.hpp), so what is on disk at the signal
+// is valid JSON Lines. The watcher prints the line and ends the process with _Exit, without
+// waiting for a training step in flight.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <thread>
+
+#include <troupe/actors/metrics_actor.hpp>
+
+namespace troupe {
+
+class interrupt_watch {
+public:
+  /// Blocks SIGINT in the calling thread (and so in threads it starts later) and starts the
+  /// watcher, which reports `position` when the signal comes.
+  explicit interrupt_watch(std::shared_ptr<run_position> position);
+  /// Stops the watcher and unblocks SIGINT again.
+  ~interrupt_watch();
+  interrupt_watch(const interrupt_watch&) = delete;
+  interrupt_watch& operator=(const interrupt_watch&) = delete;
+
+private:
+  std::shared_ptr<run_position> position_;
+  std::atomic<bool> stop_{false};
+  std::thread watcher_;
+};
+
+} // namespace troupe

@@ -1,0 +1,110 @@
+// The run's opening lines and configuration record (run_output.hpp). The record and the
+// "Resolved:" line are made from one list of values, so they cannot disagree.
+#include "apps/run_output.hpp"
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <utility>
+
+namespace troupe {
+
+namespace {
+
+struct resolved_value {
+  std::string key;
+  std::string json;  ///< the value as JSON
+  std::string text;  ///< the value as the log shows it
+};
+
+// A float as the decimal it was written as (0.03, not 0.029999999329447746): the shortest
+// form that reads back to the same float.
+double as_written(float x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.7g", static_cast<double>(x));
+  return std::strtod(text, nullptr);
+}
+
+const char* policy_name(lr_policy p) {
+  return p == lr_policy::cosine ? "cosine" : p == lr_policy::constant ? "constant" : "multi-step";
+}
+
+std::vector<resolved_value> resolved(const training_job& job, int threads) {
+  std::vector<resolved_value> v;
+  auto number = [&v](const std::string& key, double x) {
+    v.push_back({key, json_number(x), json_number(x)});
+  };
+  auto name = [&v](const std::string& key, const std::string& x) {
+    v.push_back({key, "\"" + json_escape(x) + "\"", x});
+  };
+  const auto& s = job.optimizer.schedule;
+  name("network", job.model.network);
+  number("num_layers", job.model.num_layers);
+  name("dataset", job.train_data.name);
+  number("seed", static_cast<double>(job.model.seed));
+  number("lr", as_written(s.base_lr));
+  name("lr_schedule", policy_name(s.policy));
+  std::string steps_json = "[", steps_text;
+  for (double step : s.step_epochs) {
+    steps_json += (steps_json.size() > 1 ? "," : "") + json_number(step);
+    steps_text += (steps_text.empty() ? "" : ",") + json_number(step);
+  }
+  v.push_back({"lr_step_epochs", steps_json + "]", steps_text.empty() ? "none" : steps_text});
+  number("lr_factor", as_written(s.factor));
+  number("warmup_epochs", s.warmup_epochs);
+  number("momentum", as_written(job.optimizer.sgd.momentum));
+  number("wd", as_written(job.optimizer.sgd.weight_decay));
+  number("batch_size", static_cast<double>(job.train_batches.batch_size));
+  number("epochs", static_cast<double>(job.epochs));
+  number("workers", job.topology.workers);
+  name("topology", to_string(job.topology.mode));
+  number("shards", job.shards);
+  number("threads", threads);
+  v.push_back({"validation", job.validate ? "true" : "false", job.validate ? "on" : "off"});
+  return v;
+}
+
+} // namespace
+
+std::string argument_lines(const std::vector<std::string>& args, const training_job& job, int threads) {
+  std::string out = "Arguments:";
+  for (const auto& a : args)
+    out += " " + a;
+  out += "\nResolved:";
+  for (const auto& r : resolved(job, threads))
+    out += " " + r.key + "=" + r.text;
+  return out + "\n";
+}
+
+std::string run_record(const std::vector<std::string>& args, const training_job& job, int threads) {
+  std::string out = "{";
+  for (const auto& r : resolved(job, threads))
+    out += (out.size() > 1 ? ",\"" : "\"") + r.key + "\":" + r.json;
+  std::string argv = "[";
+  for (const auto& a : args)
+    argv += (argv.size() > 1 ? ",\"" : "\"") + json_escape(a) + "\"";
+  return out + ",\"argv\":" + argv + "]}";
+}
+
+std::shared_ptr<jsonl_writer> open_metrics_file(const std::string& path, const std::string& record) {
+  auto file = std::make_shared<jsonl_writer>(path);
+  file->write({}, {}, {{"config", record}});
+  return file;
+}
+
+int terminal_columns() {
+  if (const char* text = std::getenv("COLUMNS")) {
+    char* end = nullptr;
+    const long v = std::strtol(text, &end, 10);
+    if (end != text && *end == '\0' && v > 0 && v < 100000)
+      return static_cast<int>(v);
+  }
+  winsize size{};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0)
+    return size.ws_col;
+  return 80;
+}
+
+} // namespace troupe

@@ -1,0 +1,34 @@
+// What `troupe train` writes before its first step: the arguments it was given, the resolved
+// values a run is told apart by, and the metrics file, opened (and locked) up front.
+//
+// A run's metrics file starts with one record of its configuration, {"config": {...}} (seed, lr,
+// batch size, workers, topology, network, ... as numbers and names), before the epoch records,
+// so files of several runs can be told apart and plotted side by side. Writing it at once also
+// proves the file takes bytes (a full disk, /dev/full) before any work is done.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <troupe/graph/job.hpp>
+#include <troupe/io/metrics_log.hpp>
+
+namespace troupe {
+
+/// "Arguments: --network mlp ..." (the command line as given) and "Resolved: seed=0 lr=0.05
+/// ..." (every value the record holds), two lines.
+std::string argument_lines(const std::vector<std::string>& args, const training_job& job, int threads);
+
+/// The configuration record's object (without the {"config": ...} around it).
+std::string run_record(const std::vector<std::string>& args, const training_job& job, int threads);
+
+/// Opens and locks `path` and writes the configuration record; io_error naming the file and
+/// the system's reason when it cannot (another run holds it, no directory, a full disk).
+std::shared_ptr<jsonl_writer> open_metrics_file(const std::string& path, const std::string& record);
+
+/// Columns of the terminal on stdout: COLUMNS when a positive number, else the terminal's
+/// own size (TIOCGWINSZ), else 80.
+int terminal_columns();
+
+} // namespace troupe

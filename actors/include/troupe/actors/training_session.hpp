@@ -12,6 +12,10 @@
 //                                   a request that times out) ends the run and is the answer,
 //                                   as a caf::error of a troupe errc (troupe/actors/actor_errors.hpp).
 //                                   A session can run again; each run spawns afresh.
+//                                   With output.checkpoint.load_epoch set, the checkpoint is
+//                                   read and checked against the job (check_resumable) before
+//                                   anything is spawned: a missing, damaged or unfitting file
+//                                   is the answer (errc::bad_data naming it).
 //
 // A host embeds it from its own actors: `self->request(session, timeout, run_atom::value)
 // .then(...)`. Nothing here blocks a scheduler thread: the session actor runs detached (set-up
@@ -43,12 +47,23 @@ namespace troupe {
 
 using training_session_actor = run_actor;
 
+/// A run's checkpoints (docs/checkpoints.md): files PREFIX-EEEE.safetensors, EEEE the epochs
+/// completed. Process-local, like the output: where files go is not part of the job.
+struct checkpoint_options {
+  std::string prefix;            ///< empty: no checkpoints are written or read
+  std::int64_t save_period = 1;  ///< save after every Nth epoch, and after the last
+  /// Resume from PREFIX-<load_epoch>: its state replaces the job's starting point and the run
+  /// trains epochs load_epoch .. epochs - 1. -1: start afresh.
+  std::int64_t load_epoch = -1;
+};
+
 /// Where a session's own output goes. Process-local: never part of the job.
 struct session_output {
   std::ostream* log = nullptr;  ///< MXNet-style lines; null: silent. Must outlive the run.
   std::int64_t display_batches = 100;
   bool progress_bar = false;
   std::string metrics_path;     ///< JSON lines, one per epoch; empty: none
+  checkpoint_options checkpoint;
 };
 
 /// Where a gradient tap sits: between compute actor `worker` and what it pushes the keys of

@@ -27,6 +27,7 @@
 
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/messages.hpp>
+#include <troupe/graph/model_state.hpp>
 
 namespace troupe {
 
@@ -71,7 +72,7 @@ struct compute_state {
   static inline const char* name = "compute";
 };
 
-using compute_pointer = compute_actor::stateful_pointer<compute_state>;
+using compute_pointer = local_compute_actor::stateful_pointer<compute_state>;
 
 void arm_watchdog(compute_pointer self) {
   auto& st = self->state;
@@ -410,7 +411,30 @@ void watch_peers(compute_pointer self) {
   });
 }
 
-compute_actor::behavior_type compute(compute_pointer self, std::shared_ptr<model> replica,
+// The replica's own state for a checkpoint (model_state.hpp), only between phases.
+caf::result<replica_state> snapshot_replica(compute_pointer self) {
+  if (self->state.busy)
+    return make_error(errc::bad_request, "compute: snapshot asked while a phase is running");
+  try {
+    return capture_replica_state(*self->state.replica);
+  } catch (const std::exception& e) {
+    return make_error(classify_exception(e), std::string("compute: snapshot: ") + e.what());
+  }
+}
+
+caf::result<bool> restore_replica(compute_pointer self, const replica_state& state) {
+  if (self->state.busy)
+    return make_error(errc::bad_request, "compute: restore asked while a phase is running");
+  try {
+    restore_replica_state(*self->state.replica, state);
+  } catch (const std::exception& e) {
+    return make_error(errc::bad_request, "compute " + std::to_string(self->state.wiring.worker)
+                                           + ": restore: " + e.what());
+  }
+  return true;
+}
+
+local_compute_actor::behavior_type compute(compute_pointer self, std::shared_ptr<model> replica,
                                      compute_wiring wiring) {
   auto& st = self->state;
   st.replica = std::move(replica);
@@ -445,6 +469,8 @@ compute_actor::behavior_type compute(compute_pointer self, std::shared_ptr<model
         send_unsent(self);
     },
     [=](watchdog_atom) { check_pending(self); },
+    [=](snapshot_atom) { return snapshot_replica(self); },
+    [=](restore_atom, const replica_state& state) { return restore_replica(self, state); },
     [=](validate_atom, std::int64_t epoch) -> caf::result<phase_report> {
       if (!begin_phase(self, epoch, true))
         return caf::delegated<phase_report>();
@@ -515,7 +541,7 @@ push_tracker::push_tracker(const std::vector<shard_route>& routes,
   missing_ = slots_per_group_;
 }
 
-compute_actor spawn_compute(caf::actor_system& system, std::unique_ptr<model> replica,
+local_compute_actor spawn_compute(caf::actor_system& system, std::unique_ptr<model> replica,
                             compute_wiring wiring, compute_spawn_options options) {
   if (!replica)
     throw std::invalid_argument("compute: no model replica");

@@ -104,6 +104,22 @@ void ask_phase(coordinator_pointer self, std::size_t compute, Atom phase, std::i
           });
 }
 
+bool saves_after(const coordinator_options& o, std::int64_t epoch) {
+  if (!o.checkpoint || o.save_period <= 0)
+    return false;
+  return (epoch + 1) % o.save_period == 0 || epoch + 1 == o.first_epoch + o.epochs;
+}
+
+// The end of epoch `epoch`: a checkpoint when one is due, then the next epoch.
+void after_epoch(coordinator_pointer self, std::int64_t epoch) {
+  auto& st = self->state;
+  if (!saves_after(st.options, epoch))
+    return run_epoch(self, epoch + 1);
+  self->request(st.options.checkpoint, st.options.timeouts.phase, save_atom::value, epoch + 1)
+    .then([=](const std::string&) { run_epoch(self, epoch + 1); },
+          [=](caf::error& err) { fail(self, err); });
+}
+
 void validate_epoch(coordinator_pointer self, std::int64_t epoch) {
   auto& st = self->state;
   // A lost validator's part of the validation set is not covered any more.
@@ -112,7 +128,7 @@ void validate_epoch(coordinator_pointer self, std::int64_t epoch) {
     if (!st.lost[v])
       validators.push_back(v);
   if (validators.empty())
-    return run_epoch(self, epoch + 1);
+    return after_epoch(self, epoch);
   auto parts = std::make_shared<std::vector<phase_report>>(validators.size());
   auto outstanding = std::make_shared<std::size_t>(validators.size());
   for (std::size_t i = 0; i < validators.size(); ++i) {
@@ -121,17 +137,18 @@ void validate_epoch(coordinator_pointer self, std::int64_t epoch) {
       if (--*outstanding > 0)
         return;
       record(self, merged_in_order(*parts, epoch, true));
-      run_epoch(self, epoch + 1);
+      after_epoch(self, epoch);
     };
     ask_phase(self, validators[i], validate_atom::value, epoch, done);
   }
 }
 
+// Counted from epoch 0, not from first_epoch, so a resumed run validates after the same
+// epochs as the run it continues.
 bool validates_after(const coordinator_options& o, std::int64_t epoch) {
   if (!o.validate)
     return false;
-  const std::int64_t done = epoch - o.first_epoch + 1;
-  return done % o.validate_every == 0 || done == o.epochs;
+  return (epoch + 1) % o.validate_every == 0 || epoch + 1 == o.first_epoch + o.epochs;
 }
 
 void run_epoch(coordinator_pointer self, std::int64_t epoch) {
@@ -158,7 +175,7 @@ void run_epoch(coordinator_pointer self, std::int64_t epoch) {
         if (validates_after(self->state.options, epoch))
           validate_epoch(self, epoch);
         else
-          run_epoch(self, epoch + 1);
+          after_epoch(self, epoch);
       };
       if (!self->state.options.settle_epochs || !self->state.metrics)
         return next();
@@ -208,7 +225,13 @@ coordinator_actor::behavior_type coordinator(coordinator_pointer self,
       st.running = true;
       st.result = training_result{};
       st.promise = self->make_response_promise<training_result>();
-      run_epoch(self, st.options.first_epoch);
+      if (!st.options.restore) {
+        run_epoch(self, st.options.first_epoch);
+        return caf::delegated<training_result>();
+      }
+      self->request(st.options.checkpoint, st.options.timeouts.phase, restore_atom::value)
+        .then([=](bool) { run_epoch(self, self->state.options.first_epoch); },
+              [=](caf::error& err) { fail(self, err); });
       return caf::delegated<training_result>();
     },
   };
@@ -228,6 +251,10 @@ coordinator_actor spawn_coordinator(caf::actor_system& system,
                                 + std::to_string(options.validate_every));
   if (options.validators.empty())
     throw std::invalid_argument("coordinator: no compute actor to validate");
+  if (options.save_period < 0)
+    throw std::invalid_argument("coordinator: negative save period");
+  if ((options.save_period > 0 || options.restore) && !options.checkpoint)
+    throw std::invalid_argument("coordinator: checkpoints asked for without a checkpoint actor");
   for (auto v : options.validators)
     if (v >= computes.size())
       throw std::invalid_argument("coordinator: validator " + std::to_string(v) + " is not one of the "

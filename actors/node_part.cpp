@@ -73,7 +73,7 @@ struct part_builder {
   node_part& part;
   wiring_recorder wired;
   std::vector<loader_actor> loaders;                  // by plan actor index
-  std::map<std::size_t, compute_actor> computes;      // local ones, by plan actor index
+  std::map<std::size_t, local_compute_actor> computes;  // local ones, by plan actor index
 
   void record(const caf::actor& a, const planned_actor& entry) {
     part.spawned.emplace_back(a, entry.name);
@@ -174,15 +174,6 @@ struct part_builder {
       all.push_back(options.remote.compute(c));
       record(caf::actor_cast<caf::actor>(all.back()), plan.actors[c]);
     }
-    coordinator_options co{job.epochs, 0, job.validate, job.validate_every,
-                           static_cast<std::size_t>(a.finish_after), options.timeouts,
-                           validators_of(plan), options.settle_epochs,
-                           job.nodes.continue_on_worker_loss};
-    part.coordinator = spawn_coordinator(system, all, part.metrics, co);
-    record(caf::actor_cast<caf::actor>(part.coordinator), a);
-    for (auto& c : all)
-      wired.route(part.coordinator, c, route_carries::control);
-    wired.route(part.coordinator, part.metrics, route_carries::reports);
     // The final weights are pulled from every shard, here or elsewhere.
     for (auto s : plan.actors_of(plan_role::shard))
       if (!part.targets[s]) {
@@ -193,6 +184,48 @@ struct part_builder {
         part.spawned.emplace_back(caf::actor_cast<caf::actor>(part.targets[s]), plan.actors[s].name);
       }
     part.shards = shard_routes(plan, part.targets);
+    coordinator_options co{job.epochs, 0, job.validate, job.validate_every,
+                           static_cast<std::size_t>(a.finish_after), options.timeouts,
+                           validators_of(plan), options.settle_epochs,
+                           job.nodes.continue_on_worker_loss};
+    if (!options.checkpoint_prefix.empty() || options.resume)
+      spawn_checkpoint_at(co);
+    part.coordinator = spawn_coordinator(system, all, part.metrics, co);
+    record(caf::actor_cast<caf::actor>(part.coordinator), a);
+    for (auto& c : all)
+      wired.route(part.coordinator, c, route_carries::control);
+    wired.route(part.coordinator, part.metrics, route_carries::reports);
+  }
+
+  // The checkpoint actor (not a plan actor: it exists only in runs with checkpoints), and the
+  // coordinator options that use it. Every shard and compute is in this process.
+  void spawn_checkpoint_at(coordinator_options& co) {
+    if (options.node >= 0)
+      throw std::invalid_argument("checkpoints are not supported in runs across processes yet");
+    checkpoint_wiring w;
+    w.prefix = options.checkpoint_prefix;
+    for (const auto& route : part.shards)
+      w.shards.push_back({caf::actor_cast<param_shard_actor>(route.shard), route.keys});
+    w.replicas.resize(static_cast<std::size_t>(plan.workers));
+    for (const auto& [index, compute] : computes)
+      w.replicas.at(static_cast<std::size_t>(plan.actors[index].worker)) = compute;
+    for (const auto& p : plan.parameters) {
+      w.parameter_names.push_back(p.name);
+      w.parameter_shapes.push_back(p.shape);
+    }
+    w.network = job.model.network;
+    w.steps_per_epoch = plan.steps_per_epoch;
+    w.resume = options.resume;
+    w.timeout = options.timeouts.phase;
+    part.checkpoint = spawn_checkpoint(system, std::move(w));
+    part.spawned.emplace_back(caf::actor_cast<caf::actor>(part.checkpoint), "checkpoint");
+    co.checkpoint = part.checkpoint;
+    co.save_period = options.checkpoint_prefix.empty() ? 0 : options.save_period;
+    co.restore = options.resume != nullptr;
+    if (options.resume) {
+      co.first_epoch = options.resume->epoch;
+      co.epochs = job.epochs - options.resume->epoch;
+    }
   }
 };
 

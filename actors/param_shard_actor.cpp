@@ -192,6 +192,40 @@ caf::result<weight_set> apply_push(shard_pointer self, const gradient_push& push
   return caf::delegated<weight_set>();
 }
 
+shard_snapshot snapshot_of(const shard_state& st) {
+  shard_snapshot out;
+  for (const auto& key : st.keys) {
+    out.weights.push_back(key.current);  // never written in place: the handle is a snapshot
+    out.momentum.push_back(key.velocity.clone());
+  }
+  out.counters.step = st.step;
+  out.counters.last_learning_rate = st.last_lr;
+  out.counters.last_steps = st.last_steps;
+  return out;
+}
+
+caf::result<bool> restore(shard_state& st, const shard_snapshot& s) {
+  auto refuse = [](const std::string& why) { return make_error(errc::bad_request, "param_shard: restore: " + why); };
+  if (st.step != 0 || !st.last_steps.empty())
+    return refuse("the shard has applied pushes already");
+  if (s.weights.size() != st.keys.size() || s.momentum.size() != st.keys.size())
+    return refuse("the snapshot holds " + std::to_string(s.weights.size()) + " keys, the shard owns "
+                  + std::to_string(st.keys.size()));
+  for (std::size_t k = 0; k < st.keys.size(); ++k)
+    if (s.weights[k].shape() != st.keys[k].current.shape() || s.momentum[k].shape() != st.keys[k].current.shape())
+      return refuse("key '" + st.keys[k].name + "' has shape " + shape_string(st.keys[k].current.shape())
+                    + ", the snapshot " + shape_string(s.weights[k].shape()));
+  for (std::size_t k = 0; k < st.keys.size(); ++k) {
+    st.keys[k].current = s.weights[k].clone();
+    st.keys[k].velocity = s.momentum[k].clone();
+    st.keys[k].spare.clear();
+  }
+  st.step = s.counters.step;
+  st.last_lr = s.counters.last_learning_rate;
+  st.last_steps = s.counters.last_steps;
+  return true;
+}
+
 param_shard_actor::behavior_type param_shard(shard_pointer self, std::vector<shard_key> keys, shard_options options) {
   auto& st = self->state;
   st.sgd = options.sgd;
@@ -213,6 +247,8 @@ param_shard_actor::behavior_type param_shard(shard_pointer self, std::vector<sha
       return apply_push(self, push);
     },
     [=](pull_atom) -> caf::result<weight_set> { return all_weights(self->state); },
+    [=](snapshot_atom) -> shard_snapshot { return snapshot_of(self->state); },
+    [=](restore_atom, const shard_snapshot& s) -> caf::result<bool> { return restore(self->state, s); },
     [=](forget_atom, const std::vector<std::int32_t>& workers) {
       auto& st = self->state;
       st.forgotten.insert(workers.begin(), workers.end());

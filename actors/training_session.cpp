@@ -18,6 +18,7 @@
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/node_part.hpp>
 #include <troupe/graph/zoo.hpp>
+#include <troupe/io/checkpoint_file.hpp>
 #include <troupe/io/dataset.hpp>
 
 namespace troupe {
@@ -32,6 +33,43 @@ struct run_actors {
   std::uint64_t plan_hash = 0;
   void shut_down() { part.shut_down(); }
 };
+
+// Checkpoint options onto the part's; a checkpoint to resume from is read and checked here,
+// before anything is spawned. Throws io_error naming the file, std::invalid_argument for
+// options no run can follow.
+void set_up_checkpoints(const training_job& job, const placement_plan& plan, model& reference,
+                        const session_sinks& sinks, node_part_options& options) {
+  const auto& c = sinks.output.checkpoint;
+  if (c.prefix.empty() && c.load_epoch < 0)
+    return;
+  if (c.prefix.empty())
+    throw std::invalid_argument("checkpoints: resuming from epoch " + std::to_string(c.load_epoch)
+                                + " needs the model prefix the checkpoint was saved under");
+  if (sinks.node.node >= 0)
+    throw std::invalid_argument("checkpoints are not supported in runs across processes yet "
+                                "(troupe node / troupe launch): train in one process to save them");
+  if (c.save_period < 1)
+    throw std::invalid_argument("checkpoints: the save period must be at least 1 epoch, got "
+                                + std::to_string(c.save_period));
+  options.checkpoint_prefix = c.prefix;
+  options.save_period = c.save_period;
+  if (c.load_epoch < 0)
+    return;
+  if (c.load_epoch >= job.epochs)
+    throw std::invalid_argument("checkpoints: resuming after epoch " + std::to_string(c.load_epoch)
+                                + " leaves nothing to train of the job's " + std::to_string(job.epochs)
+                                + " epochs");
+  const auto path = checkpoint_path(c.prefix, c.load_epoch);
+  auto loaded = std::make_shared<training_checkpoint>(read_checkpoint(path));
+  if (loaded->epoch != c.load_epoch)
+    throw io_error(path + ": holds the state after epoch " + std::to_string(loaded->epoch) + ", not "
+                   + std::to_string(c.load_epoch) + " (a renamed file?)");
+  check_resumable(*loaded, path, reference, plan.workers, plan.keys.shards.size(), plan.steps_per_epoch);
+  options.resume = std::move(loaded);
+  if (auto* log = sinks.output.log)
+    *log << "Resuming from " << path << ": epochs " << c.load_epoch << " to " << job.epochs - 1
+         << std::endl;
+}
 
 // Opens the data, plans the run and spawns this process's part of it: every actor of a
 // plan (sinks.node.node -1), or the scheduler's part of a cluster plan, in plan order.
@@ -67,6 +105,7 @@ void spawn_job(caf::actor_system& system, const training_job& job, const session
          << " push(es) per step" << (plan.overlap ? " during backward" : " after backward")
          << "; plan " << std::hex << plan.hash << std::dec << std::endl;
   node_part_options options;
+  set_up_checkpoints(job, plan, *reference, sinks, options);
   options.node = sinks.node.node;
   options.remote = sinks.node.remote;
   options.settle_epochs = sinks.node.settle_epochs;

@@ -9,6 +9,8 @@ namespace troupe {
 
 int train_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
+/// `troupe eval`: a saved checkpoint's accuracy, top-k and loss on a dataset.
+int eval_command(const std::vector<std::string>& args);
 /// `troupe bench transport`: peer links against plain TCP between processes (apps/bench/).
 int transport_bench_command(const std::vector<std::string>& args);
 /// `troupe node`: one process (scheduler, server or worker) of a training cluster.

@@ -129,9 +129,14 @@ training_job to_training_job(const job_config& c) {
 }
 
 session_output session_output_of(const job_config& c) {
+  if (c.run.load_epoch.value >= 0 && c.run.model_prefix.value.empty())
+    config_fail(c, c.run.load_epoch.span, "load_epoch needs model_prefix (the checkpoint's PREFIX)");
   session_output o;
   o.display_batches = c.run.display.value;
   o.metrics_path = c.run.metrics.value;
+  o.checkpoint.prefix = c.run.model_prefix.value;
+  o.checkpoint.save_period = c.run.save_period.value;
+  o.checkpoint.load_epoch = c.run.load_epoch.value;
   return o;
 }
 

@@ -23,7 +23,8 @@ void resolve_app_defaults(job_config& config);
 
 /// Throws config_error (e.g. cifar10 without a dir) with the position in the config.
 training_job to_training_job(const job_config& config);
-/// The config's output settings (display, metrics file).
+/// The config's output settings (display, metrics file, checkpoints); throws config_error for
+/// load_epoch without model_prefix.
 session_output session_output_of(const job_config& config);
 
 } // namespace troupe

@@ -20,6 +20,7 @@ Troupe trains image classifiers as a dataflow of actors (loaders, compute, param
 
 commands:
   train    train a network on a dataset (Fashion-MNIST by default) and report accuracy per epoch
+  eval     evaluate a saved checkpoint on a dataset: accuracy, top-k, loss, per class
   node     run one process of a training cluster (scheduler, server or worker)
   bench    measure training throughput (samples/s) of mlp, lenet and resnet-20
   devices  list compute devices (CPU threads, CUDA GPUs when built with CUDA)
@@ -58,6 +59,8 @@ int main(int argc, char** argv) {
   try {
     if (command == "train")
       return troupe::train_command(args);
+    if (command == "eval")
+      return troupe::eval_command(args);
     if (command == "bench")
       return troupe::bench_command(args);
     if (command == "node")
@@ -70,7 +73,7 @@ int main(int argc, char** argv) {
       return troupe::graph_command(args);
     if (command == "launch")
       return troupe::launch_command(args);
-    std::cerr << "troupe: unknown command '" << command << "' (commands: train, node, bench, devices, check, graph, launch, help)\n";
+    std::cerr << "troupe: unknown command '" << command << "' (commands: train, eval, node, bench, devices, check, graph, launch, help)\n";
     return 2;
   } catch (const troupe::usage_error& e) {
     std::cerr << "troupe " << command << ": " << e.what() << '\n';

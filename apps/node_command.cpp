@@ -121,6 +121,9 @@ int node_command(const std::vector<std::string>& args) {
     std::cout << cli.help_text;
     return 0;
   }
+  if (!cli.output.checkpoint.prefix.empty() || cli.output.checkpoint.load_epoch >= 0)
+    throw usage_error("checkpoints (--model-prefix, --load-epoch, train.model_prefix) are not supported in "
+                      "cluster runs yet: train in one process (troupe train) to save or resume them");
   // The config's network settings, unless a flag said otherwise.
   auto from_config = [&](const char* flag, auto& value, const auto& configured) {
     if (!cli.given.count(flag))

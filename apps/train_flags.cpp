@@ -51,6 +51,8 @@ struct raw_flags {
   std::string on_worker_loss = "stop";
   std::int64_t batch_size = 128, val_batch_size = 500, num_epochs = 10, disp_batches = 100;
   std::int64_t eval_every = 1;
+  std::string model_prefix;
+  std::int64_t save_period = 1, load_epoch = -1;
   std::int64_t seed = 0, random_crop_pad = -1, random_mirror = -1, num_examples = 60000;
   std::int64_t slice_bytes = key_plan_options{}.slice_bytes;
   std::int64_t group_bytes = key_plan_options{}.group_bytes;
@@ -94,6 +96,9 @@ void declare(flag_set& f, raw_flags& r) {
   f.add_switch("no-validation", r.no_validation, "skip the validation pass after each epoch");
   f.add("eval-every", r.eval_every, "validate after every Nth epoch and after the last");
   f.add("metrics", r.metrics, "write one JSON object per epoch to this file");
+  f.add("model-prefix", r.model_prefix, "save checkpoints as PREFIX-EEEE.safetensors (docs/checkpoints.md)");
+  f.add("save-period", r.save_period, "save a checkpoint every N epochs and after the last");
+  f.add("load-epoch", r.load_epoch, "resume from the --model-prefix checkpoint of this epoch");
   f.add("devices", r.devices, "where the compute actors run: cpu, or gpu:0,gpu:1,... (compute i on device i mod count); default: the CPU");
   f.add("disp-batches", r.disp_batches, "print speed and accuracy every N batches (0: never)");
   f.add("progress", r.progress, "progress bar: auto (when stdout is a terminal) | on | off");
@@ -173,6 +178,9 @@ void check_values(const raw_flags& r, const flag_set& f) {
     throw usage_error("--disp-batches must not be negative");
   if (r.seed < 0)
     throw usage_error("--seed must not be negative");
+  check_range("save-period", r.save_period, 1, std::int64_t{1} << 40);
+  if (f.given("load-epoch"))
+    check_range("load-epoch", r.load_epoch, 0, std::int64_t{1} << 40);
   check_range("random-crop-pad", r.random_crop_pad, -1, 64, "-1: the dataset's default");
   if (r.random_mirror < -1 || r.random_mirror > 1)
     throw usage_error("--random-mirror must be 0 or 1 (-1: the dataset's default), got "
@@ -316,6 +324,9 @@ void apply_run_flags(job_config& c, const raw_flags& r, const flag_set& f) {
   if (f.given("prefetch")) set_given(run.prefetch, r.prefetch);
   if (f.given("disp-batches")) set_given(run.display, r.disp_batches);
   if (f.given("metrics")) set_given(run.metrics, r.metrics);
+  if (f.given("model-prefix")) set_given(run.model_prefix, r.model_prefix);
+  if (f.given("save-period")) set_given(run.save_period, r.save_period);
+  if (f.given("load-epoch")) set_given(run.load_epoch, r.load_epoch);
   if (f.given("devices")) {
     try {
       set_given(run.devices, parse_compute_devices(r.devices));

@@ -378,6 +378,35 @@ std::size_t model::parameter_index(const std::string& name) const {
   throw std::out_of_range("model '" + name_ + "' has no parameter '" + name + "'");
 }
 
+std::vector<std::pair<std::string, std::uint64_t>> model::stream_positions() const {
+  if (runtime_)
+    throw std::logic_error("model '" + name_ + "': random-stream positions are not tracked on a GPU yet");
+  std::vector<std::pair<std::string, std::uint64_t>> out;
+  for (const auto& n : nodes_)
+    if (const auto position = n->op->stream_position(); position != 0)
+      out.emplace_back(n->name, position);
+  return out;
+}
+
+void model::seek_streams(const std::vector<std::pair<std::string, std::uint64_t>>& positions) {
+  if (runtime_)
+    throw std::logic_error("model '" + name_ + "': random streams cannot be moved on a GPU yet");
+  std::vector<std::uint64_t> target(nodes_.size(), 0);
+  for (const auto& [name, position] : positions) {
+    std::size_t i = 0;
+    while (i < nodes_.size() && nodes_[i]->name != name)
+      ++i;
+    if (i == nodes_.size())
+      throw std::invalid_argument("model '" + name_ + "' has no layer '" + name + "' to seek");
+    if (position != 0 && !nodes_[i]->op->has_random_stream())
+      throw std::invalid_argument("model '" + name_ + "': layer '" + name + "' ("
+                                  + nodes_[i]->op->kind() + ") has no random stream");
+    target[i] = position;
+  }
+  for (std::size_t i = 0; i < nodes_.size(); ++i)
+    nodes_[i]->op->seek_stream(target[i]);
+}
+
 std::int64_t model::parameter_count() const {
   std::int64_t count = 0;
   for (const auto& n : nodes_)

@@ -220,7 +220,8 @@ void read_schedule(const value_reader& r, const syntax_statement& st, schedule_c
 void read_run(const value_reader& r, const syntax_statement& st, run_config& t) {
   require_block_only(r, st);
   keyed_values k(r, "train", st.assignments,
-                 {"epochs", "eval_every", "seed", "threads", "prefetch", "display", "metrics", "devices"});
+                 {"epochs", "eval_every", "seed", "threads", "prefetch", "display", "metrics", "devices",
+                  "model_prefix", "save_period", "load_epoch"});
   if (auto* v = k.find("epochs"))
     r.set(t.epochs, r.integer(*v, "epochs", 1, big), *v);
   if (auto* v = k.find("eval_every"))
@@ -235,6 +236,12 @@ void read_run(const value_reader& r, const syntax_statement& st, run_config& t) 
     r.set(t.display, r.integer(*v, "display", 0, big), *v);
   if (auto* v = k.find("metrics"))
     r.set(t.metrics, r.string(*v, "metrics"), *v);
+  if (auto* v = k.find("model_prefix"))
+    r.set(t.model_prefix, r.string(*v, "model_prefix"), *v);
+  if (auto* v = k.find("save_period"))
+    r.set(t.save_period, r.integer(*v, "save_period", 1, big), *v);
+  if (auto* v = k.find("load_epoch"))
+    r.set(t.load_epoch, r.integer(*v, "load_epoch", 0, big), *v);
   if (auto* v = k.find("devices")) {
     if (v->type != syntax_value::kind::list || v->items.empty())
       r.fail(v->span, "devices must be a list such as [\"gpu:0\", \"gpu:1\"] (or [\"cpu\"])");

@@ -445,3 +445,37 @@ TEST_CASE("the default warm-up is a tenth of the run, at most an epoch, and ends
     CHECK(s.warmup_epochs < s.step_epochs[0]);
   }
 }
+
+TEST_CASE("checkpoint flags and train keys reach the session's checkpoint options") {
+  const auto none = parse_train_flags({}).output.checkpoint;
+  CHECK(none.prefix.empty());
+  CHECK(none.save_period == 1);
+  CHECK(none.load_epoch == -1);
+  const auto flags = parse_train_flags(
+    {"--model-prefix", "runs/m", "--save-period", "3", "--load-epoch", "2"}).output.checkpoint;
+  CHECK(flags.prefix == "runs/m");
+  CHECK(flags.save_period == 3);
+  CHECK(flags.load_epoch == 2);
+  temp_config config("checkpoint_keys",
+                     "train { model_prefix = \"c/m\"  save_period = 2  load_epoch = 1 }\n");
+  const auto from_config = parse_train_flags({"--config", config.path()}).output.checkpoint;
+  CHECK(from_config.prefix == "c/m");
+  CHECK(from_config.save_period == 2);
+  CHECK(from_config.load_epoch == 1);
+  const auto overridden =
+    parse_train_flags({"--config", config.path(), "--model-prefix", "f/m", "--load-epoch", "4"})
+      .output.checkpoint;
+  CHECK(overridden.prefix == "f/m");
+  CHECK(overridden.save_period == 2);
+  CHECK(overridden.load_epoch == 4);
+}
+
+TEST_CASE("bad checkpoint values are refused naming the flag or key") {
+  CHECK_THROWS_WITH(parse_train_flags({"--save-period", "0"}), Catch::Contains("--save-period"));
+  CHECK_THROWS_WITH(parse_train_flags({"--load-epoch", "-1"}), Catch::Contains("--load-epoch"));
+  CHECK_THROWS_WITH(parse_train_flags({"--load-epoch", "1"}),
+                    Catch::Contains("load_epoch needs model_prefix"));
+  temp_config zero("checkpoint_zero_period", "train { save_period = 0 }\n");
+  CHECK_THROWS_WITH(parse_train_flags({"--config", zero.path()}),
+                    Catch::Contains("save_period must be"));
+}

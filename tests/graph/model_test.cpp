@@ -9,6 +9,7 @@
 
 #include <troupe/graph/layers/batch_norm_layer.hpp>
 #include <troupe/graph/layers/conv2d_layer.hpp>
+#include <troupe/graph/layers/dropout_layer.hpp>
 #include <troupe/graph/layers/elementwise_layers.hpp>
 #include <troupe/graph/layers/fully_connected_layer.hpp>
 #include <troupe/graph/layers/pool_layer.hpp>
@@ -354,4 +355,46 @@ TEST_CASE("train_step with plain SGD lowers the loss on a synthetic problem", "[
   INFO("loss " << first << " -> " << last);
   CHECK(last < 0.3 * first);
   CHECK(m.evaluate(x, labels).correct >= n * 9 / 10);
+}
+
+TEST_CASE("model stream positions record dropout's draws and seeking replays them",
+          "[graph][model]") {
+  auto build = [] {
+    auto m = std::make_unique<model>("drop", shape_t{6}, 2);
+    auto id = m->add("fc1", std::make_unique<fully_connected_layer>(8), {model::input});
+    id = m->add("drop1", std::make_unique<dropout_layer>(0.5f), {id});
+    m->add("fc2", std::make_unique<fully_connected_layer>(2), {id});
+    m->finalize(3);
+    return m;
+  };
+  const auto x = test::random_tensor({4, 6}, 5);
+  const std::vector<std::int32_t> labels{0, 1, 1, 0};
+  auto uninterrupted = build();
+  CHECK(uninterrupted->stream_positions().empty());
+  uninterrupted->train_step(x, labels);
+  uninterrupted->train_step(x, labels);
+  uninterrupted->evaluate(x, labels);  // inference draws no mask
+  const auto positions = uninterrupted->stream_positions();
+  CHECK(positions == std::vector<std::pair<std::string, std::uint64_t>>{{"drop1", 2}});
+  uninterrupted->train_step(x, labels);
+  const tensor expected = uninterrupted->parameters()[0]->grad.clone();
+
+  auto resumed = build();  // a fresh replica moved to where the first one stood
+  resumed->seek_streams(positions);
+  resumed->train_step(x, labels);
+  const tensor& got = resumed->parameters()[0]->grad;
+  for (std::int64_t i = 0; i < got.numel(); ++i)
+    REQUIRE(got.data()[i] == expected.data()[i]);
+
+  auto unseeked = build();  // without the seek it draws call 0's mask: another gradient
+  unseeked->train_step(x, labels);
+  bool differs = false;
+  for (std::int64_t i = 0; i < got.numel(); ++i)
+    differs = differs || unseeked->parameters()[0]->grad.data()[i] != expected.data()[i];
+  CHECK(differs);
+
+  CHECK_THROWS_WITH(resumed->seek_streams({{"nope", 1}}), Catch::Contains("no layer 'nope'"));
+  CHECK_THROWS_WITH(resumed->seek_streams({{"fc1", 1}}), Catch::Contains("has no random stream"));
+  resumed->seek_streams({});
+  CHECK(resumed->stream_positions().empty());
 }

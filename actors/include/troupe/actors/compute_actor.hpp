@@ -16,6 +16,17 @@
 //                                                 waited longer than its timeout (below)
 // Sends (batch_report) to the metrics actor after every training batch.
 //
+// A compute actor of this process (local_compute_actor) also answers, for checkpoints, between
+// phases only (a phase in flight makes both an errc::bad_request):
+//   (snapshot_atom)                -> replica_state  copies of the replica's buffers (batch-
+//                                                    norm running statistics) and the
+//                                                    positions of its random streams (dropout)
+//   (restore_atom, replica_state)  -> bool           takes them over; buffers of other names or
+//                                                    shapes, or a stream the model lacks, are
+//                                                    an errc::bad_request and change nothing
+// The weights are not part of it: the shards hold them, and a replica pulls them before its
+// first step.
+//
 // Step ids are epoch * batches_per_epoch + batch index, not a running count, so a worker that
 // skipped batches (an ended epoch) is back in line with the others at the next epoch.
 //
@@ -70,6 +81,11 @@ using compute_actor = caf::typed_actor<
   caf::reacts_to<end_epoch_atom, std::int64_t>,
   caf::reacts_to<straggle_atom>,
   caf::reacts_to<watchdog_atom>>;
+
+/// A compute actor spawned in this process: the coordinator's protocol plus snapshot/restore.
+using local_compute_actor
+  = compute_actor::extend<caf::replies_to<snapshot_atom>::with<replica_state>,
+                          caf::replies_to<restore_atom, replica_state>::with<bool>>;
 
 /// Which keys (parameters or slices of them) a shard owns, in the order the shard keeps them.
 struct shard_route {
@@ -142,7 +158,7 @@ std::vector<tensor> group_gradients(const shard_route& route, const push_group& 
 
 /// Throws std::invalid_argument if the wiring has no shard, or groups that do not cover every
 /// key of every route exactly once, or keys outside the replica's parameters.
-compute_actor spawn_compute(caf::actor_system& system, std::unique_ptr<model> replica,
+local_compute_actor spawn_compute(caf::actor_system& system, std::unique_ptr<model> replica,
                             compute_wiring wiring, compute_spawn_options options = {});
 
 } // namespace troupe

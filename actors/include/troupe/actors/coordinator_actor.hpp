@@ -12,6 +12,10 @@
 // errc::peer_down. Each epoch request has the `phase` timeout, the flush the `step` one.
 // Sends (end_epoch_atom, epoch) to the compute actors still training once `finish_after` of
 // them have finished (backup workers: the stragglers' remaining batches are skipped).
+// With a checkpoint actor (checkpoint_actor.hpp), it sends (restore_atom) before the first
+// epoch of a resumed run and (save_atom, e + 1) at the end of epoch e (after its validation)
+// when a save is due, and goes on only once the answer is there, so a checkpoint holds the
+// state between two epochs exactly; a failed restore or save ends the run.
 //
 // The coordinator never touches tensors: epochs and reports are all it sees, which is what lets
 // the same actor drive one process or, later, many nodes.
@@ -22,6 +26,7 @@
 
 #include <caf/actor_system.hpp>
 
+#include <troupe/actors/checkpoint_actor.hpp>
 #include <troupe/actors/compute_actor.hpp>
 #include <troupe/actors/messages.hpp>
 #include <troupe/actors/metrics_actor.hpp>
@@ -52,10 +57,17 @@ struct coordinator_options {
   /// part of the epoch counts as empty and it gets no further requests; the run fails only
   /// when none is left. Off: any failure ends the run.
   bool drop_lost_computes = false;
+  /// Where checkpoints are saved and restored; invalid: none.
+  checkpoint_actor checkpoint;
+  /// Save after every epoch e with (e + 1) a multiple of this, and after the last. 0: never.
+  std::int64_t save_period = 0;
+  /// Restore the checkpoint actor's loaded checkpoint before the first epoch.
+  bool restore = false;
 };
 
 /// `metrics` may be invalid (no reports). Throws std::invalid_argument for no compute actors,
-/// negative epochs, validate_every < 1, or no validator or one that is not a compute index.
+/// negative epochs, validate_every < 1, no validator or one that is not a compute index, a
+/// negative save_period, or saving or restoring without a checkpoint actor.
 coordinator_actor spawn_coordinator(caf::actor_system& system,
                                     std::vector<compute_actor> computes,
                                     metrics_sink_actor metrics, coordinator_options options);

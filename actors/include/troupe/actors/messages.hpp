@@ -3,8 +3,10 @@
 //
 // Tensors travel as `tensor` handles: a message carries a reference to the storage, never a
 // copy of the bytes (see troupe/kernels/tensor.hpp). The per-step messages (loader_item,
-// gradient_push, weight_set) are local-only CAF message types: crossing a process boundary is
-// the cluster layer's job, which encodes them as Cap'n Proto and never hands CAF a raw tensor.
+// gradient_push, weight_set) and the checkpoint's snapshots (shard_snapshot, replica_state)
+// are local-only CAF message types: crossing a process boundary is the cluster layer's job,
+// which encodes them as Cap'n Proto and never hands CAF a raw tensor (checkpoints do not
+// cross processes yet).
 // Reports and results (batch_report, phase_report, training_result) are small or rare and
 // have `inspect` overloads, so CAF itself can carry them to another process.
 //
@@ -24,6 +26,7 @@
 #include <caf/typed_actor.hpp>
 
 #include <troupe/io/batch_source.hpp>
+#include <troupe/io/checkpoint_file.hpp>
 #include <troupe/kernels/tensor.hpp>
 
 namespace troupe {
@@ -42,6 +45,9 @@ using stats_atom = caf::atom_constant<caf::atom("stats")>;        // aggregator:
 using straggle_atom = caf::atom_constant<caf::atom("straggle")>;  // compute -> itself: late push
 using watchdog_atom = caf::atom_constant<caf::atom("watchdog")>;  // compute -> itself: timeouts
 using end_epoch_atom = caf::atom_constant<caf::atom("endepoch")>; // coordinator -> compute: stop
+using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;  // checkpoint -> shard, compute
+using restore_atom = caf::atom_constant<caf::atom("restore")>;    // checkpoint -> shard, compute
+using save_atom = caf::atom_constant<caf::atom("save")>;          // coordinator -> checkpoint
 
 /// A batch from a loader, or the mark that the epoch has no more batches (`end == true`).
 struct loader_item {
@@ -70,6 +76,14 @@ struct weight_set {
   std::vector<std::size_t> keys;  ///< indices into the shard's key list, as in the push
   std::vector<tensor> weights;    ///< one per key, in `keys` order
   float learning_rate = 0;        ///< the rate used for the last update (for the logs)
+};
+
+/// A parameter shard's whole state, for a checkpoint: one tensor per key of the shard, in its
+/// key order, and its counters. Taken and restored between steps only.
+struct shard_snapshot {
+  std::vector<tensor> weights;
+  std::vector<tensor> momentum;  ///< the optimizer's velocity per key
+  shard_counters counters;
 };
 
 /// What a compute actor measured over one training batch.
@@ -143,3 +157,5 @@ typename Inspector::result_type inspect(Inspector& f, training_result& x) {
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::loader_item)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::gradient_push)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::weight_set)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::shard_snapshot)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::replica_state)

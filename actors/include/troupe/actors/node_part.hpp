@@ -54,6 +54,11 @@ struct node_part_options {
   std::vector<compute_device> devices;
   /// The coordinator's settle_epochs (coordinator_actor.hpp).
   bool settle_epochs = false;
+  /// Checkpoints: with a prefix or a checkpoint to resume, the part spawns a checkpoint actor
+  /// beside the coordinator (one-process runs only: node must be -1).
+  std::string checkpoint_prefix;
+  std::int64_t save_period = 1;
+  std::shared_ptr<const training_checkpoint> resume;  ///< checked with check_resumable
   /// Called once the part is wired, with what it handed out (may be empty).
   std::function<void(const wiring_report&)> on_wired;
 };
@@ -71,6 +76,7 @@ struct node_part {
   push_targets targets;                 ///< by plan actor index: local ones and stand-ins
   std::vector<std::pair<int, compute_actor>> computes;  ///< (worker, compute) spawned here
   coordinator_actor coordinator;        ///< when the plan puts it here
+  checkpoint_actor checkpoint;          ///< beside the coordinator, in a run with checkpoints
   metrics_sink_actor metrics;           ///< what the computes and coordinator report to
   /// The shards (own ones or stand-ins), for pulling the final weights: filled when the
   /// coordinator is here.

@@ -17,13 +17,22 @@
 //                                              bound are released at once, and a later push
 //                                              from one of them is an errc::bad_request
 //                                              naming it
+//   (snapshot_atom)            -> shard_snapshot  every key's weights and momentum (copies of
+//                                              the momentum, which updates change in place)
+//                                              and the counters, for a checkpoint; asked
+//                                              between epochs, when no push is in flight
+//   (restore_atom, shard_snapshot) -> bool     takes a snapshot's state (copies it) before
+//                                              the first push; a snapshot of other keys
+//                                              (count or shapes) or a shard that has applied
+//                                              a push already is an errc::bad_request, and
+//                                              nothing changes
 //
 // With a staleness bound (SSP) the answer to a push may be held back: the update is applied
 // at once, but a worker more than `staleness` steps ahead of the slowest (of the workers not
 // forgotten) waits for its weights (and gets the newest ones when released). With every
 // worker forgotten nothing is held.
 //
-// Only a shard takes forget_atom, not every push target (aggregators and remote stand-ins
+// Only a shard takes forget_atom, snapshot_atom and restore_atom, not every push target (aggregators and remote stand-ins
 // speak push_target_actor alone): a handle kept as push_target_actor, where the plan says the
 // actor is a shard spawned on this node, reaches it after caf::actor_cast<param_shard_actor>.
 //
@@ -53,7 +62,9 @@ namespace troupe {
 using forget_atom = caf::atom_constant<caf::atom("forget")>;  // server node -> shard: lost workers
 
 using param_shard_actor
-  = push_target_actor::extend<caf::reacts_to<forget_atom, std::vector<std::int32_t>>>;
+  = push_target_actor::extend<caf::reacts_to<forget_atom, std::vector<std::int32_t>>,
+                              caf::replies_to<snapshot_atom>::with<shard_snapshot>,
+                              caf::replies_to<restore_atom, shard_snapshot>::with<bool>>;
 
 struct shard_key {
   std::string name;          ///< key name, e.g. "conv1.weight" or "fc6.weight[0:1048576]"

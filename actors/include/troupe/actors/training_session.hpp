@@ -12,6 +12,10 @@
 //                                   a request that times out) ends the run and is the answer,
 //                                   as a caf::error of a troupe errc (troupe/actors/actor_errors.hpp).
 //                                   A session can run again; each run spawns afresh.
+//                                   With output.checkpoint.load_epoch set, the checkpoint is
+//                                   read and checked against the job (check_resumable) before
+//                                   anything is spawned: a missing, damaged or unfitting file
+//                                   is the answer (errc::bad_data naming it).
 //
 // A host embeds it from its own actors: `self->request(session, timeout, run_atom::value)
 // .then(...)`. Nothing here blocks a scheduler thread: the session actor runs detached (set-up
@@ -43,6 +47,16 @@ namespace troupe {
 
 using training_session_actor = run_actor;
 
+/// A run's checkpoints (docs/checkpoints.md): files PREFIX-EEEE.safetensors, EEEE the epochs
+/// completed. Process-local, like the output: where files go is not part of the job.
+struct checkpoint_options {
+  std::string prefix;            ///< empty: no checkpoints are written or read
+  std::int64_t save_period = 1;  ///< save after every Nth epoch, and after the last
+  /// Resume from PREFIX-<load_epoch>: its state replaces the job's starting point and the run
+  /// trains epochs load_epoch .. epochs - 1. -1: start afresh.
+  std::int64_t load_epoch = -1;
+};
+
 /// Where a session's own output goes. Process-local: never part of the job.
 struct session_output {
   std::ostream* log = nullptr;  ///< MXNet-style lines; null: silent. Must outlive the run.
@@ -54,6 +68,7 @@ struct session_output {
   std::shared_ptr<jsonl_writer> metrics_file;
   std::shared_ptr<run_position> position;  ///< kept up to date when set (metrics_actor.hpp)
   int terminal_columns = 80;    ///< width the progress bar fits
+  checkpoint_options checkpoint;
 };
 
 /// Where a gradient tap sits: between compute actor `worker` and what it pushes the keys of

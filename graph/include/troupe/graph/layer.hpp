@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,17 @@ public:
   /// Gives a layer with randomness (dropout) its stream; `model::finalize` passes a seed mixed
   /// from the model seed and the layer name, so masks do not depend on the other layers.
   virtual void set_seed(std::uint64_t seed) {}
+  /// How far the layer's random stream has advanced (dropout: its training forwards so far);
+  /// 0 for a layer without randomness. Checkpoints record it, so a resumed run draws the masks
+  /// the uninterrupted run would have drawn.
+  virtual bool has_random_stream() const { return false; }
+  virtual std::uint64_t stream_position() const { return 0; }
+  /// Continues the stream from `position`. A layer without randomness accepts only 0 and
+  /// throws std::invalid_argument for anything else.
+  virtual void seek_stream(std::uint64_t position) {
+    if (position != 0)
+      throw std::invalid_argument(kind() + " layer has no random stream to seek");
+  }
 
   std::vector<parameter>& parameters() { return parameters_; }
   std::vector<buffer>& buffers() { return buffers_; }

@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <troupe/graph/layer.hpp>
@@ -57,6 +58,14 @@ public:
   std::vector<buffer*>& buffers() { return buffers_; }
   /// Slot of a parameter by name; throws std::out_of_range naming it.
   std::size_t parameter_index(const std::string& name) const;
+  /// The random streams that have advanced (dropout layers after training forwards), as
+  /// (node name, position), in node order. Throws std::logic_error on a GPU (the GPU twins
+  /// keep their own counters).
+  std::vector<std::pair<std::string, std::uint64_t>> stream_positions() const;
+  /// Puts every layer's stream where `positions` says, and the streams it does not name at 0.
+  /// Throws std::invalid_argument naming a node the model lacks or a layer without a stream
+  /// (nothing is changed then), std::logic_error on a GPU.
+  void seek_streams(const std::vector<std::pair<std::string, std::uint64_t>>& positions);
   /// Total number of trainable scalars.
   std::int64_t parameter_count() const;
 

@@ -23,6 +23,9 @@ public:
   std::uint64_t seed() const { return seed_; }
   /// Training forwards so far (the call number the next one draws its mask with).
   std::uint64_t calls() const { return calls_; }
+  /// Makes the next training forward draw call `calls`'s mask: a run resumed from a
+  /// checkpoint continues the stream where the interrupted run left it.
+  void seek(std::uint64_t calls) { calls_ = calls; }
 
 private:
   float p_;

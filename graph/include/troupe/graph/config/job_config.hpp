@@ -123,6 +123,11 @@ struct run_config {
   located<int> prefetch{3};
   located<std::int64_t> display{100};
   located<std::string> metrics;
+  /// Checkpoints (docs/checkpoints.md): PREFIX of PREFIX-EEEE.safetensors ("": none), saved
+  /// every save_period epochs and after the last; load_epoch >= 0 resumes from that one.
+  located<std::string> model_prefix;
+  located<std::int64_t> save_period{1};
+  located<std::int64_t> load_epoch{-1};
   /// Where the compute actors run (`devices = ["gpu:0", "gpu:1"]`): compute i on
   /// devices[i % size]; empty: the CPU.
   located<std::vector<compute_device>> devices;

@@ -24,6 +24,9 @@ public:
   void backward(const std::vector<const tensor*>& inputs, const tensor& output,
                 const tensor& doutput, const std::vector<tensor*>& dinputs) override;
   void set_seed(std::uint64_t seed) override;
+  bool has_random_stream() const override { return true; }
+  std::uint64_t stream_position() const override { return op_.calls(); }
+  void seek_stream(std::uint64_t position) override { op_.seek(position); }
 
   /// The CPU op: its probability, seed and call count (what a GPU twin continues from).
   const dropout_op& op() const { return op_; }

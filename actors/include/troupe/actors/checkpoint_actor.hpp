@@ -1,0 +1,81 @@
+// The checkpoint actor: writes a run's state to PREFIX-EEEE.safetensors when the coordinator
+// asks at an epoch boundary, and puts a loaded checkpoint back into the shards and compute
+// actors before the first epoch of a resumed run (docs/checkpoints.md).
+//
+// Protocol: checkpoint_actor
+//   (save_atom, int64 epochs_done) -> string   asks every shard and every compute actor for a
+//                                              snapshot (snapshot_atom), joins the shards'
+//                                              keys into parameter-shaped weights and momentum,
+//                                              writes checkpoint_path(prefix, epochs_done)
+//                                              atomically and answers with that path
+//   (restore_atom)                 -> bool     sends each shard its keys' part of the loaded
+//                                              checkpoint and each compute actor its worker's
+//                                              replica state (restore_atom); answers once all
+//                                              have taken it
+// The first failure (a refused snapshot or restore, a request past the `timeout`, a file that
+// cannot be written) is the answer, as a troupe errc with the text. It runs detached: writing
+// and fsyncing a file takes its own thread, never a scheduler thread.
+//
+// The coordinator sends (save) only between epochs, when no step is in flight, so every
+// snapshot belongs to the same moment; (restore) before the first epoch, before any pull.
+//
+// The actor is not part of the placement plan: it exists only in a run with checkpoints, in
+// one process, beside the coordinator (node_part.hpp). Multi-process runs refuse checkpoints.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+
+#include <troupe/actors/compute_actor.hpp>
+#include <troupe/actors/messages.hpp>
+#include <troupe/actors/param_shard_actor.hpp>
+#include <troupe/graph/model.hpp>
+#include <troupe/io/checkpoint_file.hpp>
+
+namespace troupe {
+
+using checkpoint_actor =
+  caf::typed_actor<caf::replies_to<save_atom, std::int64_t>::with<std::string>,
+                   caf::replies_to<restore_atom>::with<bool>>;
+
+/// One shard and the keys it owns, in its key order.
+struct checkpoint_shard {
+  param_shard_actor shard;
+  std::vector<key_slice> keys;
+};
+
+struct checkpoint_wiring {
+  std::string prefix; ///< saves go to checkpoint_path(prefix, epoch); empty: (save) is refused
+  std::vector<checkpoint_shard> shards;      ///< by shard index
+  std::vector<local_compute_actor> replicas; ///< by worker
+  std::vector<std::string> parameter_names;  ///< by parameter slot
+  std::vector<shape_t> parameter_shapes;
+  std::string network;
+  std::int64_t steps_per_epoch = 0;
+  /// What (restore) installs, checked with check_resumable; null: (restore) is refused.
+  std::shared_ptr<const training_checkpoint> resume;
+  caf::timespan timeout = std::chrono::seconds(60); ///< per snapshot or restore request
+};
+
+/// Throws std::invalid_argument for no shard or no replica, or parameter names and shapes of
+/// different counts.
+checkpoint_actor spawn_checkpoint(caf::actor_system& system, checkpoint_wiring wiring);
+
+/// Checks that `checkpoint` (read from `path`) holds `reference`'s parameters (names and
+/// shapes, slot by slot) and buffers. Throws io_error starting with `path` and naming the
+/// first difference.
+void check_checkpoint_model(const training_checkpoint& checkpoint, const std::string& path,
+                            model& reference);
+
+/// check_checkpoint_model, and that the run about to resume from it has the same numbers of
+/// workers and shards and the same steps per epoch (io_error as above).
+void check_resumable(const training_checkpoint& checkpoint, const std::string& path,
+                     model& reference, int workers, std::size_t shards,
+                     std::int64_t steps_per_epoch);
+
+} // namespace troupe

@@ -1,0 +1,70 @@
+// Arg-max is the first largest logit (count_correct's rule); a label is in the top k when
+// fewer than k logits are strictly larger than its own, so ties never push it out.
+#include "apps/classification_scores.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <troupe/kernels/softmax_cross_entropy.hpp>
+
+namespace troupe {
+
+namespace {
+
+double ratio(double part, std::int64_t whole) {
+  return whole > 0 ? part / static_cast<double>(whole) : 0.0;
+}
+
+} // namespace
+
+classification_scores::classification_scores(int classes, int top_k)
+    : classes_(classes), top_k_(top_k),
+      class_examples_(static_cast<std::size_t>(std::max(classes, 0))),
+      class_correct_(class_examples_.size()) {
+  if (classes < 1 || top_k < 1 || top_k > classes)
+    throw std::invalid_argument("scores: top-k " + std::to_string(top_k)
+                                + " must be between 1 and the " + std::to_string(classes)
+                                + " classes");
+}
+
+void classification_scores::add(const tensor& logits, const std::vector<std::int32_t>& labels) {
+  const auto rows = static_cast<std::int64_t>(labels.size());
+  if (logits.shape() != shape_t{rows, classes_})
+    throw std::invalid_argument("scores: logits of shape " + shape_string(logits.shape()) + " for "
+                                + std::to_string(rows) + " labels of " + std::to_string(classes_)
+                                + " classes");
+  tensor probabilities(logits.shape());
+  const auto loss = softmax_cross_entropy_forward(logits, labels, probabilities); // checks labels
+  loss_sum_ += loss.loss_sum;
+  correct_ += loss.correct;
+  examples_ += rows;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const float* row = logits.data() + i * classes_;
+    const auto label = labels[static_cast<std::size_t>(i)];
+    int larger = 0, first_max = 0;
+    for (int c = 0; c < classes_; ++c) {
+      larger += row[c] > row[label] ? 1 : 0;
+      first_max = row[c] > row[first_max] ? c : first_max;
+    }
+    top_k_correct_ += larger < top_k_ ? 1 : 0;
+    ++class_examples_[static_cast<std::size_t>(label)];
+    class_correct_[static_cast<std::size_t>(label)] += first_max == label ? 1 : 0;
+  }
+}
+
+double classification_scores::accuracy() const {
+  return ratio(static_cast<double>(correct_), examples_);
+}
+double classification_scores::top_k_accuracy() const {
+  return ratio(static_cast<double>(top_k_correct_), examples_);
+}
+double classification_scores::mean_loss() const {
+  return ratio(loss_sum_, examples_);
+}
+
+double classification_scores::class_accuracy(int label) const {
+  const auto l = static_cast<std::size_t>(label);
+  return ratio(static_cast<double>(class_correct_.at(l)), class_examples_.at(l));
+}
+
+} // namespace troupe

@@ -1,0 +1,21 @@
+// Replacing a file so that a crash at any moment leaves either the old file or the whole new
+// one, never a torn mix: the bytes go to a temporary file in the same directory (rename is
+// atomic only within one file system), which is flushed to the disk (fsync) and renamed over
+// the target; then the directory itself is fsynced, so the rename survives a power loss.
+// A failure removes the temporary file and throws io_error naming the path and the step.
+//
+// Thread-safety: concurrent calls for different paths are independent; for one path, the
+// last rename wins.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+/// Writes `bytes` to `path` atomically as described above. The temporary file is
+/// `path` + ".tmp." + the process id, created exclusively.
+void write_file_atomically(const std::string& path, const std::vector<std::uint8_t>& bytes);
+
+} // namespace troupe

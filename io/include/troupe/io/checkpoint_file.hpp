@@ -1,0 +1,70 @@
+// A training checkpoint as a value, and its file: one safetensors file per saved epoch,
+// PREFIX-EEEE.safetensors (EEEE the epochs completed, four digits at least, as MXNet's
+// PREFIX-EEEE.params), written atomically (atomic_file.hpp) and checksummed. docs/checkpoints.md
+// specifies the file; in short:
+//
+//   tensors   "<parameter>"            the weights, by the model's parameter names
+//             "<buffer>"               worker 0's buffers (batch-norm running statistics)
+//             "momentum/<parameter>"   the optimizer's momentum, parameter-shaped
+//             "worker<w>/<buffer>"     worker w's buffers, w >= 1
+//   metadata  troupe.format = "1", troupe.epoch, troupe.network, troupe.steps_per_epoch,
+//             troupe.parameters / troupe.buffers (names, one per line), troupe.shard.<r>
+//             (push counters), troupe.worker.<w>.streams (random-stream positions),
+//             troupe.crc32 (CRC-32 of the whole file with these 8 hex digits read as '0')
+//
+// Loading a checkpoint with PyTorch needs nothing but the file (scripts/load_checkpoint.py):
+// names without a '/' are the model's state.
+//
+// Thread-safety: plain values and functions without shared state.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <troupe/io/safetensors.hpp>
+
+namespace troupe {
+
+/// What a parameter shard counts besides its tensors.
+struct shard_counters {
+  std::int64_t step = 0;                  ///< pushes applied
+  float last_learning_rate = 0;           ///< the rate of the last update (for the logs)
+  std::map<int, std::int64_t> last_steps; ///< by pushing source: the step of its last push
+};
+
+/// What one worker's model replica holds that the shards do not.
+struct replica_state {
+  std::vector<named_tensor> buffers; ///< in the model's buffer order
+  /// Positions of the random streams of the replica's layers (dropout: masks drawn so far),
+  /// by layer name; layers at position 0 may be left out.
+  std::vector<std::pair<std::string, std::uint64_t>> streams;
+};
+
+struct training_checkpoint {
+  std::int64_t epoch = 0; ///< epochs completed; a resumed run starts with epoch index `epoch`
+  std::string network;
+  std::int64_t steps_per_epoch = 0;
+  std::vector<named_tensor> parameters; ///< by parameter slot
+  std::vector<tensor> momentum;         ///< by parameter slot, each its parameter's shape
+  std::vector<shard_counters> shards;   ///< by shard index
+  std::vector<replica_state> replicas;  ///< by worker; every replica has the same buffers
+};
+
+/// "PREFIX-0003.safetensors" for epoch 3. Throws std::invalid_argument for an empty prefix
+/// or a negative epoch.
+std::string checkpoint_path(const std::string& prefix, std::int64_t epoch);
+
+/// Writes the checkpoint to `path` atomically. Throws std::invalid_argument for an
+/// inconsistent value (momentum shapes, replicas with different buffers), io_error for the
+/// file.
+void write_checkpoint(const std::string& path, const training_checkpoint& checkpoint);
+
+/// Reads and checks a checkpoint. Every failure is an io_error that starts with the path and
+/// says what is wrong: missing, truncated, not safetensors, checksum mismatch (corrupted),
+/// not a Troupe checkpoint, or inconsistent.
+training_checkpoint read_checkpoint(const std::string& path);
+
+} // namespace troupe

@@ -263,6 +263,7 @@ void on_training_batch(compute_pointer self, loader_item& item) {
   st.phase.samples += loss.count;
   st.phase.correct += loss.correct;
   st.phase.loss_sum += loss.loss_sum;
+  st.phase.skipped += item.data.skipped;
   if (st.wiring.metrics)
     self->send(st.wiring.metrics, batch_report{st.wiring.worker, item.data.epoch, item.data.index,
                                                st.wiring.batches_per_epoch, loss.count,
@@ -327,6 +328,7 @@ void next_validation_batch(compute_pointer self) {
         st.phase.samples += r.count;
         st.phase.correct += r.correct;
         st.phase.loss_sum += r.loss_sum;
+        st.phase.skipped += item.data.skipped;
       } catch (const std::exception& e) {
         return fail_phase(self, make_error(classify_exception(e), std::string("compute: ") + e.what()));
       }

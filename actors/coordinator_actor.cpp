@@ -71,6 +71,7 @@ void merge(phase_report& into, const phase_report& part) {
   into.samples += part.samples;
   into.correct += part.correct;
   into.loss_sum += part.loss_sum;
+  into.skipped += part.skipped;
   into.seconds = std::max(into.seconds, part.seconds);
   into.step_seconds = std::max(into.step_seconds, part.step_seconds);
 }

@@ -144,6 +144,7 @@ void write_epoch_line(metrics_state& st, const phase_report& train, const phase_
     {"time_s", train.seconds},
     {"samples_per_s", train.seconds > 0 ? train.samples / train.seconds : 0.0},
     {"train_samples", static_cast<double>(train.samples)},
+    {"train_skipped", static_cast<double>(train.skipped)},
     {"learning_rate", st.learning_rate},
   };
   for (const auto& [key, value] : st.options.number_tags)
@@ -174,6 +175,8 @@ void on_phase(metrics_state& st, const phase_report& r) {
       << format("%.6f", ratio(r.correct, r.samples)) << '\n';
   out << "Epoch[" << r.epoch << "] " << prefix << "-cross-entropy: "
       << format("%.6f", ratio(r.loss_sum, r.samples)) << '\n';
+  if (r.skipped > 0)
+    out << "Epoch[" << r.epoch << "] " << prefix << "-skipped-records=" << r.skipped << '\n';
   if (!r.validation && st.options.position && st.options.expect_validation) {
     st.options.position->epoch = r.epoch;
     st.options.position->validating = true;

@@ -403,6 +403,8 @@ void run_end_to_end(const bench_case& c, std::int64_t batch_size, int threads,
 int bench_command(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "transport")
     return transport_bench_command({args.begin() + 1, args.end()});
+  if (!args.empty() && args[0] == "decode")
+    return decode_bench_command({args.begin() + 1, args.end()});
   std::string models = "mlp,lenet,resnet-20";
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   std::string compute = compute_spawn_options{}.detached ? "detached" : "scheduled";

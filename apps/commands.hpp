@@ -13,6 +13,8 @@ int bench_command(const std::vector<std::string>& args);
 int eval_command(const std::vector<std::string>& args);
 /// `troupe bench transport`: peer links against plain TCP between processes (apps/bench/).
 int transport_bench_command(const std::vector<std::string>& args);
+/// `troupe bench decode`: RecordIO JPEG decoding + augmentation images/s (apps/bench/).
+int decode_bench_command(const std::vector<std::string>& args);
 /// `troupe node`: one process (scheduler, server or worker) of a training cluster.
 int node_command(const std::vector<std::string>& args);
 int devices_command(const std::vector<std::string>& args);
@@ -23,6 +25,8 @@ int graph_command(const std::vector<std::string>& args);
 /// `troupe launch`: start a scheduler, servers and workers (`troupe node`), here or over ssh,
 /// and supervise them; exits with the first failing process's status (apps/launch/).
 int launch_command(const std::vector<std::string>& args);
+/// `troupe im2rec PREFIX ROOT`: pack JPEGs into MXNet RecordIO files (PREFIX.rec, .idx, .lst).
+int im2rec_command(const std::vector<std::string>& args);
 
 /// Splits "a,b,,c" into its non-empty items.
 std::vector<std::string> split_names(const std::string& text);

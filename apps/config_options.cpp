@@ -2,6 +2,7 @@
 #include "apps/config_options.hpp"
 
 #include <algorithm>
+#include <filesystem>
 
 #include <troupe/io/normalization.hpp>
 
@@ -23,6 +24,24 @@ std::string default_data_dir(const std::string& dataset) {
 
 namespace {
 
+// The index MXNet's tools write beside a .rec: PREFIX.idx for PREFIX.rec, used when present.
+std::string index_beside(const std::string& record_file) {
+  namespace fs = std::filesystem;
+  fs::path index(record_file);
+  index.replace_extension(".idx");
+  std::error_code error;
+  return index.string() != record_file && fs::is_regular_file(index, error) ? index.string() : "";
+}
+
+void record_options(const job_config& c, const data_config& d, dataset_options& o) {
+  if (o.dir.empty())
+    config_fail(c, d.span, "recordio needs its .rec file: recordio(\"/path/to/train.rec\")");
+  o.record_index = d.index.given ? d.index.value : index_beside(o.dir);
+  o.record_shape = shape_t(d.shape.value.begin(), d.shape.value.end());
+  o.record_classes = d.classes.value;
+  o.skip_bad_records = d.skip_bad_records.value;
+}
+
 dataset_options data_options(const job_config& c, const data_config& d, split which) {
   dataset_options o;
   o.name = io_dataset_name(d.dataset.value);
@@ -33,6 +52,8 @@ dataset_options data_options(const job_config& c, const data_config& d, split wh
     o.synthetic_classes = d.classes.value;
     o.synthetic_size = d.examples.value;
     o.synthetic_seed = static_cast<std::uint64_t>(c.run.seed.value);
+  } else if (o.name == "recordio") {
+    record_options(c, d, o);
   } else if (o.dir.empty()) {
     config_fail(c, d.span, d.dataset.value + " needs a directory: " + d.dataset.value
                              + "(\"/path/to/data\")");
@@ -45,13 +66,30 @@ batch_source_options batch_options(const job_config& c, const data_config& d) {
   b.batch_size = d.batch.value;
   b.shuffle = d.shuffle.value;
   b.seed = static_cast<std::uint64_t>(c.run.seed.value);
+  const bool recordio = d.dataset.value == "recordio";
   if (d.normalize.value) {
-    auto [mean, stdev] = standard_normalization(io_dataset_name(d.dataset.value));
+    auto [mean, stdev] = standard_normalization(recordio ? "imagenet"
+                                                         : io_dataset_name(d.dataset.value));
+    // rgb_mean / rgb_std are in pixel units, as MXNet's flags; augment's in [0, 1].
+    if (recordio && d.rgb_mean.given)
+      for (std::size_t ch = 0; ch < 3; ++ch)
+        mean[ch] = static_cast<float>(d.rgb_mean.value[ch] / 255.0);
+    if (recordio && d.rgb_std.given)
+      for (std::size_t ch = 0; ch < 3; ++ch)
+        stdev[ch] = static_cast<float>(d.rgb_std.value[ch] / 255.0);
     b.augment.mean = mean;
     b.augment.stdev = stdev;
   }
-  b.augment.pad_crop = d.crop_pad.value;
+  b.augment.pad_crop = recordio ? 0 : d.crop_pad.value;
   b.augment.mirror = d.mirror.value;
+  if (recordio) {
+    b.augment.random_resized_crop = d.random_crop.value;
+    b.augment.crop_scale_min = d.scale.value[0];
+    b.augment.crop_scale_max = d.scale.value[1];
+    b.augment.crop_ratio_min = d.ratio.value[0];
+    b.augment.crop_ratio_max = d.ratio.value[1];
+    b.augment.resize_shorter = d.resize.value;
+  }
   return b;
 }
 

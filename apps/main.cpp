@@ -27,6 +27,7 @@ commands:
   check    validate a .troupe config and print the resolved plan (docs/dsl.md)
   graph    print a .troupe config's actor graph as Graphviz DOT
   launch   start a cluster run (scheduler, servers, workers) here or on hosts over ssh
+  im2rec   pack a folder of JPEGs (or a .lst) into MXNet RecordIO files for --data-train
   help     print this overview; `troupe help COMMAND` prints a command's help
 
 `troupe <command> --help` describes every flag of a command.
@@ -73,7 +74,9 @@ int main(int argc, char** argv) {
       return troupe::graph_command(args);
     if (command == "launch")
       return troupe::launch_command(args);
-    std::cerr << "troupe: unknown command '" << command << "' (commands: train, eval, node, bench, devices, check, graph, launch, help)\n";
+    if (command == "im2rec")
+      return troupe::im2rec_command(args);
+    std::cerr << "troupe: unknown command '" << command << "' (commands: train, eval, node, bench, devices, check, graph, launch, im2rec, help)\n";
     return 2;
   } catch (const troupe::usage_error& e) {
     std::cerr << "troupe " << command << ": " << e.what() << '\n';

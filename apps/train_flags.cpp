@@ -2,8 +2,9 @@
 // onto a job_config (see train_flags.hpp for why the config is the meeting point).
 //
 // Without --config the config the flags are written onto is the one an empty file gives,
-// except for the data statement: --dataset, --image-shape, --num-classes and --num-examples
-// *are* that statement (which is why they are refused beside --config), so they are spelled as
+// except for the data statements: --dataset, --image-shape, --num-classes and --num-examples
+// (and for RecordIO data --data-train, --data-val, their -idx, --rgb-mean, --rgb-std)
+// *are* those statements (which is why they are refused beside --config), so they are spelled as
 // one (`data train = synthetic(shape = [3, 32, 32])`) and parsed with the rest, and the
 // parser derives what follows from the dataset (validation data, crop and mirror, shape,
 // classes) exactly as it does for a file.
@@ -20,6 +21,7 @@
 #include "apps/flags.hpp"
 #include <troupe/graph/config/job_plan.hpp>
 #include <troupe/graph/placement.hpp>
+#include "apps/record_flags.hpp"
 #include <troupe/kernels/device_info.hpp>
 
 namespace troupe {
@@ -46,6 +48,7 @@ struct raw_flags {
   std::string lr_step_epochs, lr_schedule = "multi-step", progress = "auto";
   std::string image_shape = "1,28,28";
   std::string config, straggler, devices;
+  record_flags record;  ///< --data-train, --data-val, ... (apps/record_flags.cpp)
   int num_layers = 0, threads = 1, shards = 1, prefetch = 3, num_classes = 10;
   int server_nodes = 0, worker_nodes = 0;
   std::string on_worker_loss = "stop";
@@ -90,8 +93,9 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("on-worker-loss", r.on_worker_loss, "stop, or continue without a lost worker process (async and ssp only)");
   f.add("random-crop-pad", r.random_crop_pad, "random crop after zero padding, 0 to 64 (-1: 4 for cifar10, else 0)");
   f.add("random-mirror", r.random_mirror, "random horizontal flip 0/1 (-1: 1 for cifar10, else 0)");
-  f.add("image-shape", r.image_shape, "synthetic data: C,H,W");
-  f.add("num-classes", r.num_classes, "synthetic data: classes");
+  r.record.declare(f);
+  f.add("image-shape", r.image_shape, "synthetic data and RecordIO batches: C,H,W");
+  f.add("num-classes", r.num_classes, "synthetic data and RecordIO: classes");
   f.add("num-examples", r.num_examples, "synthetic data: training examples");
   f.add_switch("no-validation", r.no_validation, "skip the validation pass after each epoch");
   f.add("eval-every", r.eval_every, "validate after every Nth epoch and after the last");
@@ -185,6 +189,7 @@ void check_values(const raw_flags& r, const flag_set& f) {
   if (r.random_mirror < -1 || r.random_mirror > 1)
     throw usage_error("--random-mirror must be 0 or 1 (-1: the dataset's default), got "
                       + std::to_string(r.random_mirror));
+  check_record_flags(r.record, f);
   constexpr std::int64_t ceiling = key_plan_options::max_bytes;
   check_range("slice-bytes", r.slice_bytes, 4, ceiling, "a slice holds at least one float");
   check_range("group-bytes", r.group_bytes, 0, ceiling, "0 = never bundle");
@@ -238,6 +243,8 @@ std::string config_spelling(std::string name) {
 // only what was given is written, so the rest stays marked as the language's default. The
 // synthetic keys mean nothing for file datasets and are ignored there.
 std::string data_statement(const raw_flags& r, const flag_set& f) {
+  if (!r.record.train.empty() || (f.given("dataset") && r.dataset == "recordio"))
+    return record_statements(r.record, f, r.dataset, r.image_shape, r.num_classes);
   if (!f.given("dataset"))
     return "";
   std::string keys;
@@ -268,9 +275,11 @@ std::string data_statement(const raw_flags& r, const flag_set& f) {
 job_config base_config(const raw_flags& r, const flag_set& f) {
   if (!f.given("config"))
     return parse_job_config("command line", data_statement(r, f));
-  for (const char* structural : {"dataset", "image-shape", "num-classes", "num-examples"})
-    if (f.given(structural))
-      throw usage_error(std::string("--") + structural + " cannot be combined with --config: "
+  std::vector<std::string> structural{"dataset", "image-shape", "num-classes", "num-examples"};
+  structural.insert(structural.end(), record_statement_flags.begin(), record_statement_flags.end());
+  for (const auto& flag : structural)
+    if (f.given(flag))
+      throw usage_error("--" + flag + " cannot be combined with --config: "
                         "edit the config's data statement");
   return load_job_config(r.config);
 }
@@ -295,6 +304,7 @@ void apply_data_flags(job_config& c, const raw_flags& r, const flag_set& f) {
   if (f.given("val-batch-size")) set_given(val.batch, r.val_batch_size);
   if (r.random_crop_pad >= 0) set_given(train.crop_pad, r.random_crop_pad);
   if (r.random_mirror >= 0) set_given(train.mirror, r.random_mirror != 0);
+  apply_record_flags(r.record, f, train, val);
   if (r.no_validation) val.enabled = false;
 }
 

@@ -205,6 +205,7 @@ struct body_writer {
     out.setLossSum(r.loss_sum);
     out.setSeconds(r.seconds);
     out.setStepSeconds(r.step_seconds);
+    out.setSkipped(r.skipped);
   }
   void operator()(const batch_report_message& m) {
     const auto& r = m.report;

@@ -239,8 +239,10 @@ report_message read_report(wire::Report::Reader in) {
   r.loss_sum = in.getLossSum();
   r.seconds = in.getSeconds();
   r.step_seconds = in.getStepSeconds();
+  r.skipped = in.getSkipped();
   require(r.epoch >= 0, "report.epoch " + std::to_string(r.epoch) + " is negative");
   check_counts(r.samples, r.correct, r.loss_sum, "report");
+  require(r.skipped >= 0, "report.skipped " + std::to_string(r.skipped) + " is negative");
   require(finite_non_negative(r.seconds) && finite_non_negative(r.step_seconds),
           "report has a negative or non-finite time");
   return m;

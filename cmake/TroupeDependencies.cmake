@@ -7,6 +7,7 @@ find_package(TBB CONFIG REQUIRED)
 find_package(dnnl CONFIG REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(ZLIB REQUIRED)
+find_package(JPEG REQUIRED)  # libjpeg-turbo: the JPEG images of RecordIO sets
 find_package(pegtl CONFIG REQUIRED)  # header-only PEG parser for the config language
 find_package(CAF REQUIRED)
 # Cap'n Proto is the wire format of the multi-node layer.

@@ -20,6 +20,8 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include <troupe/io/image_augment.hpp>
+
 #include "io/random_streams.hpp"
 
 namespace troupe {
@@ -76,6 +78,15 @@ void validate_options(const batch_source_options& options, std::int64_t channels
   if (augment.pad_crop < 0)
     throw std::invalid_argument(
         invalid("augment.pad_crop must be >= 0, got " + std::to_string(augment.pad_crop)));
+  if (augment.resize_shorter < 0 || augment.resize_shorter > 65535)
+    throw std::invalid_argument(invalid("augment.resize_shorter must be in 0..65535, got "
+                                        + std::to_string(augment.resize_shorter)));
+  try {
+    check_resized_crop({augment.crop_scale_min, augment.crop_scale_max, augment.crop_ratio_min,
+                        augment.crop_ratio_max});
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(invalid(std::string("augment: ") + e.what()));
+  }
 }
 
 // Pixel byte -> normalized float for every channel, computed once with the exact formula
@@ -129,6 +140,10 @@ batch_source::batch_source(std::shared_ptr<const dataset> data, batch_source_opt
     throw std::invalid_argument(invalid("dataset is null"));
   const std::int64_t channels = data_->sample_shape()[0];
   validate_options(options_, channels);
+  if (data_->records() && options_.augment.pad_crop > 0)
+    throw std::invalid_argument(invalid("augment.pad_crop applies to in-memory images; "
+                                        + data_->description() + " is streamed (use the random "
+                                        "resized crop)"));
 
   const std::int64_t size = data_->size();
   const int parts = options_.parts, part = options_.part;
@@ -231,6 +246,8 @@ batch batch_source::make(std::int64_t epoch, std::int64_t index, tensor reuse) c
     throw std::out_of_range("batch_source::make: epoch " + std::to_string(epoch) +
                             ", batch " + std::to_string(index) + " is outside epoch >= 0, [0, " +
                             std::to_string(batches_) + ")");
+  if (data_->records())
+    return make_from_records(epoch, index, std::move(reuse));
   const auto& shape = data_->sample_shape();
   const std::int64_t first = index * options_.batch_size;
   const std::int64_t count = std::min(options_.batch_size, samples_ - first);

@@ -11,6 +11,7 @@
 
 #include <troupe/io/cifar10_reader.hpp>
 #include <troupe/io/idx_reader.hpp>
+#include <troupe/io/record_dataset.hpp>
 #include <troupe/io/synthetic.hpp>
 
 namespace troupe {
@@ -63,10 +64,28 @@ dataset::dataset(std::string description, shape_t sample_shape, int classes,
     throw io_error(message.str());
   }
   check_labels(description_, labels_, classes_);
+  size_ = static_cast<std::int64_t>(labels_.size());
+}
+
+dataset::dataset(std::string description, shape_t sample_shape, int classes,
+                 std::shared_ptr<const image_records> records)
+    : description_(std::move(description)),
+      sample_shape_(std::move(sample_shape)),
+      sample_numel_(0),
+      classes_(classes),
+      records_(std::move(records)) {
+  check_sample_shape(description_, sample_shape_);
+  sample_numel_ = shape_numel(sample_shape_);
+  if (classes_ <= 0)
+    throw io_error(description_ + ": class count " + std::to_string(classes_)
+                   + " must be positive");
+  if (!records_)
+    throw io_error(description_ + ": no records given");
+  size_ = records_->size();
 }
 
 std::vector<std::string> dataset_names() {
-  return {"fashion-mnist", "mnist", "cifar10", "synthetic"};
+  return {"fashion-mnist", "mnist", "cifar10", "synthetic", "recordio"};
 }
 
 std::shared_ptr<const dataset> open_dataset(const dataset_options& options) {
@@ -81,6 +100,15 @@ std::shared_ptr<const dataset> open_dataset(const dataset_options& options) {
     synthetic.train_size = options.synthetic_size;
     synthetic.seed = options.synthetic_seed;
     return make_synthetic(synthetic, options.which);
+  }
+  if (options.name == "recordio") {
+    record_dataset_options records;
+    records.path = options.dir;
+    records.index_path = options.record_index;
+    records.image_shape = options.record_shape;
+    records.classes = options.record_classes;
+    records.skip_bad_records = options.skip_bad_records;
+    return open_record_dataset(records);
   }
   std::string valid;
   for (const auto& name : dataset_names())

@@ -6,7 +6,9 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
   libcaf-dev capnproto libcapnp-dev libssl-dev libtbb-dev catch2 libdnnl-dev ocl-icd-opencl-dev zlib1g-dev
+  libjpeg62-turbo-dev       # JPEG decoding of RecordIO image sets (io/jpeg_codec.cpp)
   python3 python3-matplotlib  # scripts/plot_metrics.py
+  python3-pil               # the RecordIO CLI tests generate JPEGs with it (skipped without)
   tao-pegtl-dev dataset-fashion-mnist
   clang libclang-rt-14-dev  # the wire decoder's fuzz test (scripts/fuzz_frames.sh)
   openmpi-bin iproute2      # cluster tests: a job under mpirun, hosts in network namespaces

@@ -177,6 +177,7 @@ struct Report {
   lossSum @5 :Float64;
   seconds @6 :Float64;
   stepSeconds @7 :Float64;
+  skipped @8 :Int64;  # bad records the worker's loader left out (skip_bad_records)
 }
 
 # A compute actor's batch_report, one way, for the scheduler's metrics.

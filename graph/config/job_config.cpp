@@ -14,6 +14,7 @@
 #include <map>
 #include <sstream>
 
+#include "graph/config/recordio_keys.hpp"
 #include "graph/config/value_reader.hpp"
 
 namespace troupe {
@@ -22,7 +23,8 @@ namespace {
 
 const std::vector<std::string> sections{"cluster", "data", "model", "optimizer",
                                         "schedule", "topology", "train"};
-const std::vector<std::string> datasets{"fashion_mnist", "mnist", "cifar10", "synthetic"};
+const std::vector<std::string> datasets{"fashion_mnist", "mnist", "cifar10", "synthetic",
+                                        "recordio"};
 const std::vector<std::string> networks{"mlp", "lenet", "resnet", "inception_bn", "vgg"};
 const std::vector<std::string> schedules{"multi_step", "cosine", "constant"};
 constexpr std::int64_t big = 1'000'000'000;
@@ -137,13 +139,20 @@ void read_data(const value_reader& r, const syntax_statement& st, data_config& d
   check_name(r, call, "dataset", datasets);
   r.set(d.dataset, call.text, call);
   const bool synthetic = call.text == "synthetic";
-  std::vector<std::string> keys{"split", "batch", "crop_pad", "mirror", "normalize", "shuffle"};
+  const bool recordio = call.text == "recordio";
+  std::vector<std::string> keys{"batch", "mirror", "normalize", "shuffle"};
+  if (!recordio)
+    keys.insert(keys.end(), {"split", "crop_pad"});
   if (synthetic)
     keys.insert(keys.end(), {"shape", "classes", "examples"});
+  else if (recordio)
+    keys.insert(keys.end(), recordio_keys.begin(), recordio_keys.end());
   else
     keys.push_back("dir");
   keyed_values k(r, call.text, call.arguments, keys,
-                 synthetic ? std::vector<std::string>{} : std::vector<std::string>{"dir"});
+                 synthetic  ? std::vector<std::string>{}
+                 : recordio ? std::vector<std::string>{"path"}
+                            : std::vector<std::string>{"dir"});
   if (auto* v = k.find("dir"))
     r.set(d.dir, r.string(*v, "dir"), *v);
   if (auto* v = k.find("split")) {
@@ -164,6 +173,8 @@ void read_data(const value_reader& r, const syntax_statement& st, data_config& d
     r.set(d.examples, r.integer(*v, "examples", 6, big), *v);
   if (synthetic)
     d.normalize.value = false;
+  if (recordio)
+    read_recordio_keys(r, k, d);
   read_augmentation(r, k, d);
 }
 
@@ -266,7 +277,7 @@ namespace {
 std::vector<std::int64_t> implied_shape(const data_config& d) {
   if (d.dataset.value == "cifar10")
     return {3, 32, 32};
-  if (d.dataset.value == "synthetic")
+  if (d.dataset.value == "synthetic" || d.dataset.value == "recordio")
     return d.shape.value;
   return {1, 28, 28};
 }
@@ -278,11 +289,17 @@ void fill_data_defaults(job_config& c, bool validation_written) {
   if (!t.split.given)
     t.split.value = "train";
   const bool cifar = t.dataset.value == "cifar10";
+  const bool recordio = t.dataset.value == "recordio";
   if (!t.crop_pad.given)
     t.crop_pad.value = cifar ? 4 : 0;
   if (!t.mirror.given)
-    t.mirror.value = cifar;
+    t.mirror.value = cifar || recordio;
+  if (!t.random_crop.given)
+    t.random_crop.value = recordio;
   auto& v = c.validation_data;
+  // A RecordIO training file has no test split beside it: validation needs its own file.
+  if (!validation_written && recordio)
+    v.enabled = false;
   if (!validation_written) {
     v.dataset = t.dataset;
     v.dir = t.dir;

@@ -68,12 +68,27 @@ void show_data(std::ostream& out, const std::string& name, const data_config& d)
     show(out, p + "shape", d.shape);
     show(out, p + "classes", d.classes);
     show(out, p + "examples", d.examples);
+  } else if (d.dataset.value == "recordio") {
+    show(out, p + "path", d.dir);
+    show(out, p + "index", d.index);
+    show(out, p + "shape", d.shape);
+    show(out, p + "classes", d.classes);
+    show(out, p + "random_crop", d.random_crop);
+    show(out, p + "scale", d.scale);
+    show(out, p + "ratio", d.ratio);
+    show(out, p + "resize", d.resize);
+    show(out, p + "rgb_mean", d.rgb_mean);
+    show(out, p + "rgb_std", d.rgb_std);
+    show(out, p + "skip_bad_records", d.skip_bad_records);
   } else {
     show(out, p + "dir", d.dir);
   }
-  show(out, p + "split", d.split);
+  const bool recordio = d.dataset.value == "recordio";
+  if (!recordio)
+    show(out, p + "split", d.split);
   show(out, p + "batch", d.batch);
-  show(out, p + "crop_pad", d.crop_pad);
+  if (!recordio)
+    show(out, p + "crop_pad", d.crop_pad);
   show(out, p + "mirror", d.mirror);
   show(out, p + "normalize", d.normalize);
   show(out, p + "shuffle", d.shuffle);

@@ -172,6 +172,58 @@ TEST_CASE("train flags for CIFAR-10 turn on crop and mirror, synthetic parses it
   CHECK(syn.job.validation_data.which == split::test);
 }
 
+TEST_CASE("RecordIO: --data-train and --data-val are data statements with MXNet's flag names") {
+  auto rec = parse_train_flags({"--data-train", "/d/train.rec", "--data-val", "/d/val.rec",
+                                "--data-val-idx", "/d/v.idx", "--network", "resnet",
+                                "--num-layers", "20", "--image-shape", "3,32,32", "--num-classes", "4",
+                                "--rgb-mean", "127.5,127.5,127.5", "--skip-bad-records"});
+  const auto& train = rec.job.train_data;
+  CHECK(train.name == "recordio");
+  CHECK(train.dir == "/d/train.rec");
+  CHECK(train.record_index.empty());  // no /d/train.idx here
+  CHECK(train.record_shape == shape_t{3, 32, 32});
+  CHECK(train.record_classes == 4);
+  CHECK(train.skip_bad_records);
+  CHECK(rec.job.validate);
+  CHECK(rec.job.validation_data.dir == "/d/val.rec");
+  CHECK(rec.job.validation_data.record_index == "/d/v.idx");
+  CHECK(rec.job.validation_data.skip_bad_records);
+  CHECK(rec.job.model.sample_shape == shape_t{3, 32, 32});
+  CHECK(rec.job.model.classes == 4);
+  const auto& augment = rec.job.train_batches.augment;
+  CHECK(augment.random_resized_crop);
+  CHECK(augment.mirror);
+  CHECK(augment.crop_scale_min == 0.08);
+  CHECK(augment.mean == std::vector<float>{0.5f, 0.5f, 0.5f});
+  CHECK(augment.stdev == std::vector<float>{0.229f, 0.224f, 0.225f});  // ImageNet's, not given
+  CHECK_FALSE(rec.job.validation_batches.augment.random_resized_crop);
+  CHECK_FALSE(rec.job.validation_batches.augment.mirror);
+  CHECK(rec.job.validation_batches.augment.mean == augment.mean);
+
+  // Without --data-val there is no validation (a .rec has no test split beside it).
+  auto alone = parse_train_flags({"--data-train", "t.rec", "--random-crop", "0",
+                                  "--min-random-area", "0.25"});
+  CHECK_FALSE(alone.job.validate);
+  CHECK(alone.job.train_data.record_shape == shape_t{3, 224, 224});
+  CHECK_FALSE(alone.job.train_batches.augment.random_resized_crop);
+  CHECK(alone.job.train_batches.augment.crop_scale_min == 0.25);
+}
+
+TEST_CASE("RecordIO flags refuse what cannot go together") {
+  auto refuses = [](std::vector<std::string> args, const std::string& text) {
+    CHECK_THROWS_WITH(parse_train_flags(args), Catch::Contains(text));
+  };
+  refuses({"--data-val", "v.rec"}, "--data-val needs --data-train");
+  refuses({"--data-train", "t.rec", "--dataset", "cifar10"}, "cannot be combined with --dataset cifar10");
+  refuses({"--data-train", "t.rec", "--data-dir", "/d"}, "--data-dir cannot be combined with --data-train");
+  refuses({"--data-train", "t.rec", "--image-shape", "1,32,32"}, "C must be 3");
+  refuses({"--data-train", "t.rec", "--rgb-mean", "1,2"}, "--rgb-mean: expected 3 values");
+  refuses({"--data-train", "t.rec", "--min-random-area", "0"}, "--min-random-area must be in (0, 1]");
+  refuses({"--dataset", "recordio"}, "give the files with --data-train");
+  temp_config config("recordio_structural", "data train = recordio(\"t.rec\")\n");
+  refuses({"--config", config.path(), "--data-train", "x.rec"}, "--data-train cannot be combined with --config");
+}
+
 TEST_CASE("train flags reject bad values with the flag's name") {
   CHECK_THROWS_WITH(parse_train_flags({"--network", "alexnet"}),
                     Catch::Contains("--network") && Catch::Contains("alexnet"));
@@ -423,7 +475,8 @@ TEST_CASE("train help lists every flag") {
         "mom", "nesterov", "wd", "num-epochs", "seed", "threads", "shards", "slice-bytes",
         "group-bytes", "no-overlap", "prefetch", "random-crop-pad", "random-mirror", "image-shape",
         "num-classes", "num-examples", "no-validation", "eval-every", "metrics", "disp-batches",
-        "progress"})
+        "progress", "data-train", "data-train-idx", "data-val", "data-val-idx", "rgb-mean",
+        "rgb-std", "skip-bad-records", "random-crop", "min-random-area", "max-random-area"})
     CHECK_THAT(help, Catch::Contains(std::string("  --") + flag + "\n")
                        || Catch::Contains(std::string("  --") + flag + " "));
 }

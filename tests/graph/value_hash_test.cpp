@@ -63,8 +63,9 @@ TEST_CASE("job_hash of the default training_job is pinned") {
   // encoding changed: processes built before and after no longer agree on a job's hash. Update
   // the literal only when that is intended. (The first literal was cross-checked against an
   // encoder written apart, in Python, when the default job was 521 bytes of encoding; this one
-  // follows the multi-node fields issue 8 added, e.g. on_worker_loss.)
-  CHECK(job_hash(training_job{}) == 0x3a4c1caff12040caULL);
+  // follows the multi-node fields issue 8 added, e.g. on_worker_loss, and the RecordIO
+  // dataset and augmentation fields of issue 10.)
+  CHECK(job_hash(training_job{}) == 0x83cc8c8ef3c29b88ULL);
 }
 
 TEST_CASE("job_hash is equal for equal jobs and matches value_hash") {
@@ -137,6 +138,10 @@ std::vector<std::pair<std::string, std::function<void(training_job&)>>> single_f
     add("synthetic_classes", [](dataset_options& d) { d.synthetic_classes = 11; });
     add("synthetic_size", [](dataset_options& d) { d.synthetic_size = 60001; });
     add("synthetic_seed", [](dataset_options& d) { d.synthetic_seed = 7; });
+    add("record_index", [](dataset_options& d) { d.record_index = "/tmp/a.idx"; });
+    add("record_shape", [](dataset_options& d) { d.record_shape = {3, 224, 225}; });
+    add("record_classes", [](dataset_options& d) { d.record_classes = 999; });
+    add("skip_bad_records", [](dataset_options& d) { d.skip_bad_records = true; });
   }
   for (auto [prefix, batches] : {std::pair{"train_batches", &job::train_batches},
                                  std::pair{"validation_batches", &job::validation_batches}}) {
@@ -155,14 +160,20 @@ std::vector<std::pair<std::string, std::function<void(training_job&)>>> single_f
     add("augment.stdev", [](batch_source_options& b) { b.augment.stdev = {0.25f}; });
     add("augment.pad_crop", [](batch_source_options& b) { b.augment.pad_crop = 4; });
     add("augment.mirror", [](batch_source_options& b) { b.augment.mirror = true; });
+    add("augment.random_resized_crop", [](batch_source_options& b) { b.augment.random_resized_crop = true; });
+    add("augment.crop_scale_min", [](batch_source_options& b) { b.augment.crop_scale_min = 0.1; });
+    add("augment.crop_scale_max", [](batch_source_options& b) { b.augment.crop_scale_max = 0.9; });
+    add("augment.crop_ratio_min", [](batch_source_options& b) { b.augment.crop_ratio_min = 0.5; });
+    add("augment.crop_ratio_max", [](batch_source_options& b) { b.augment.crop_ratio_max = 2; });
+    add("augment.resize_shorter", [](batch_source_options& b) { b.augment.resize_shorter = 256; });
   }
   return changes;
 }
 
 TEST_CASE("changing any single field of a training_job changes job_hash") {
   const auto changes = single_field_changes();
-  // 5 model + 2 x 7 data + 2 x 10 batches + 3 sgd + 8 schedule + 5 job + 11 topology + 3 nodes.
-  REQUIRE(changes.size() == 69);
+  // 5 model + 2 x 11 data + 2 x 16 batches + 3 sgd + 8 schedule + 5 job + 11 topology + 3 nodes.
+  REQUIRE(changes.size() == 89);
   const auto base = job_hash(training_job{});
   std::set<std::uint64_t> seen{base};
   for (const auto& [field, change] : changes) {

@@ -45,7 +45,7 @@ TEST_CASE("dataset rejects a bad sample shape or class count", "[io][dataset]") 
 
 TEST_CASE("dataset_names lists every name open_dataset accepts", "[io][dataset]") {
   CHECK(dataset_names() ==
-        std::vector<std::string>{"fashion-mnist", "mnist", "cifar10", "synthetic"});
+        std::vector<std::string>{"fashion-mnist", "mnist", "cifar10", "synthetic", "recordio"});
 }
 
 TEST_CASE("open_dataset rejects an unknown name and lists the valid ones", "[io][dataset]") {

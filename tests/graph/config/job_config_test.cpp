@@ -52,6 +52,37 @@ TEST_CASE("cifar10 turns on crop and mirror and implies 3x32x32") {
   CHECK(c.model.layers.value == 20);
 }
 
+TEST_CASE("recordio reads its file, index and image keys; validation needs its own file") {
+  auto c = parse("data train = recordio(\"/d/t.rec\", index = \"/d/t.idx\", shape = [3, 64, 48], "
+                 "classes = 100, rgb_mean = [123.68, 116.78, 103.94], scale = [0.2, 0.9], "
+                 "ratio = [0.5, 2], skip_bad_records = true, batch = 16)\n"
+                 "data val = recordio(\"/d/v.rec\", shape = [3, 64, 48], classes = 100, resize = 72)\n");
+  const auto& t = c.train_data;
+  CHECK(t.dataset.value == "recordio");
+  CHECK(t.dir.value == "/d/t.rec");
+  CHECK(t.index.value == "/d/t.idx");
+  CHECK(t.shape.value == std::vector<std::int64_t>{3, 64, 48});
+  CHECK(t.rgb_mean.value == std::vector<double>{123.68, 116.78, 103.94});
+  CHECK(t.scale.value == std::vector<double>{0.2, 0.9});
+  CHECK(t.ratio.value == std::vector<double>{0.5, 2});
+  CHECK(t.skip_bad_records.value);
+  CHECK(t.random_crop.value);  // training default
+  CHECK(t.mirror.value);
+  CHECK(c.model.classes.value == 100);
+  CHECK(c.validation_data.enabled);
+  CHECK(c.validation_data.resize.value == 72);
+  CHECK_FALSE(c.validation_data.random_crop.value);
+  CHECK_FALSE(c.validation_data.mirror.value);
+
+  auto alone = parse("data train = recordio(\"/d/t.rec\")\n");
+  CHECK(alone.train_data.shape.value == std::vector<std::int64_t>{3, 224, 224});
+  CHECK_FALSE(alone.validation_data.enabled);
+  CHECK_THROWS_WITH(parse("data train = recordio(\"t.rec\", split = \"test\")\n"),
+                    Catch::Contains("split"));
+  CHECK_THROWS_WITH(parse("data train = recordio(\"t.rec\", rgb_std = [0, 1, 1])\n"),
+                    Catch::Contains("rgb_std values must be in (0, 255]"));
+}
+
 TEST_CASE("synthetic data sets shape and classes and the model follows") {
   auto c = parse("data train = synthetic(shape = [1, 12, 12], classes = 5, examples = 600)\nmodel mlp");
   CHECK(c.model.classes.value == 5);

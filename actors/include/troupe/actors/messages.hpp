@@ -109,6 +109,8 @@ struct phase_report {
   /// Of `seconds`, the time in training steps (forward, backward, pushes sent); the rest is
   /// waiting for weights and batches. 0 for validation.
   double step_seconds = 0;
+  /// Bad records the loaders left out (RecordIO data with skip_bad_records).
+  std::int64_t skipped = 0;
 };
 
 /// Everything a finished run measured, in the order the phases ran.
@@ -141,7 +143,7 @@ typename Inspector::result_type inspect(Inspector& f, batch_report& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, phase_report& x) {
   return f(caf::meta::type_name("troupe.phase_report"), x.epoch, x.validation, x.samples,
-           x.correct, x.loss_sum, x.seconds, x.step_seconds);
+           x.correct, x.loss_sum, x.seconds, x.step_seconds, x.skipped);
 }
 
 /// The final weights cross as plain floats (tensor's inspect): a result crosses once per run.

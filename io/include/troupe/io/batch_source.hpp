@@ -1,6 +1,8 @@
 // Cuts a dataset into training or validation batches: seeded shuffling, "part i of n"
 // partitioning for workers, per-channel mean/std normalization, random crop with zero padding
-// and horizontal mirroring.
+// and horizontal mirroring. For a streamed dataset (RecordIO images) a batch reads and
+// decodes its records and resamples each to the sample shape: a random resized crop for
+// training, the shorter side resized then a centre crop for validation (image_augment.hpp).
 //
 // `make(epoch, index)` is a pure function of (seed, epoch, index): any thread may build any
 // batch in any order and gets the same bytes, which is what lets loader actors prefetch ahead
@@ -25,6 +27,9 @@ struct batch {
   std::vector<std::int32_t> labels;  ///< B labels
   std::int64_t epoch = 0;
   std::int64_t index = 0;            ///< batch number within the epoch (and part)
+  /// Bad records left out of this batch (streamed data with skip_bad_records); images and
+  /// labels then hold that many fewer examples than the batch size.
+  std::int64_t skipped = 0;
 };
 
 struct augment_options {
@@ -34,12 +39,20 @@ struct augment_options {
   /// before normalization, as in the usual CIFAR recipe, so it becomes -mean/stdev.
   std::int64_t pad_crop = 0;
   bool mirror = false;        ///< random horizontal flip with probability 1/2
+  /// Streamed (decoded) images only. Training: a random resized crop with these ranges.
+  /// Otherwise the shorter side is resized to `resize_shorter` (0: the sample's shorter
+  /// side) and the centre cropped.
+  bool random_resized_crop = false;
+  double crop_scale_min = 0.08, crop_scale_max = 1.0;
+  double crop_ratio_min = 3.0 / 4.0, crop_ratio_max = 4.0 / 3.0;
+  std::int64_t resize_shorter = 0;
 };
 
 /// Fields in declaration order, for CAF's serializers and graph's value_hash (no CAF here).
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, augment_options& x) {
-  return f(x.mean, x.stdev, x.pad_crop, x.mirror);
+  return f(x.mean, x.stdev, x.pad_crop, x.mirror, x.random_resized_crop, x.crop_scale_min,
+           x.crop_scale_max, x.crop_ratio_min, x.crop_ratio_max, x.resize_shorter);
 }
 
 struct batch_source_options {
@@ -83,7 +96,10 @@ public:
   const batch_source_options& options() const { return options_; }
 
   /// Builds batch `index` (0 <= index < batches_per_epoch) of `epoch` (>= 0); throws
-  /// std::out_of_range otherwise. Uses oneTBB across the examples of the batch.
+  /// std::out_of_range otherwise. Uses oneTBB across the examples of the batch. Streamed
+  /// data: a bad record throws its io_error (the lowest such example of the batch, whatever
+  /// the threads did), or with skip_bad_records is left out and counted in `skipped`; a batch
+  /// whose records are all bad throws even then.
   batch make(std::int64_t epoch, std::int64_t index) const;
   /// The same batch, written into `reuse` when it has the batch's shape and no other handle
   /// sees it (a loader's recycled buffer: no allocation, no fresh pages to fault in);
@@ -95,6 +111,12 @@ private:
 
   /// The epoch's permutation of all example indices (shuffle only); cached, see .cpp.
   std::shared_ptr<const std::vector<std::int64_t>> epoch_order(std::int64_t epoch) const;
+  /// The example (dataset index) at `position` of the epoch's order.
+  std::int64_t example_at(const std::vector<std::int64_t>* order, std::int64_t position) const {
+    return order ? (*order)[std::size_t(position)] : position;
+  }
+  /// make() for a streamed dataset (record_batches.cpp).
+  batch make_from_records(std::int64_t epoch, std::int64_t index, tensor reuse) const;
   /// Writes one augmented, normalized example ([C, H, W] floats) to `out`.
   void fill_example(const std::uint8_t* pixels, std::int64_t epoch, std::int64_t position,
                     float* out) const;

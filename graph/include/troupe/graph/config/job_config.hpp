@@ -57,8 +57,8 @@ struct cluster_config {
 
 struct data_config {
   bool enabled = true;                  ///< `data val = none` turns validation off
-  located<std::string> dataset{"fashion_mnist"};  ///< DSL name (fashion_mnist, mnist, cifar10, synthetic)
-  located<std::string> dir;
+  located<std::string> dataset{"fashion_mnist"};  ///< DSL name (fashion_mnist, mnist, cifar10, synthetic, recordio)
+  located<std::string> dir;             ///< recordio: the .rec file (key `path`)
   located<std::string> split;           ///< "train" or "test"
   located<std::int64_t> batch{128};     ///< per compute actor
   located<std::int64_t> crop_pad{0};
@@ -68,6 +68,15 @@ struct data_config {
   located<std::vector<std::int64_t>> shape{{1, 28, 28}};  ///< synthetic only (else implied)
   located<int> classes{10};             ///< synthetic only (else implied)
   located<std::int64_t> examples{60000};  ///< synthetic only
+  // recordio only (docs/data.md):
+  located<std::string> index;           ///< the .idx; "" = PATH with .idx if it exists
+  located<std::vector<double>> rgb_mean;  ///< pixel units (0..255); empty = ImageNet's
+  located<std::vector<double>> rgb_std;
+  located<bool> random_crop{false};     ///< random resized crop (train default), else centre
+  located<std::vector<double>> scale{{0.08, 1.0}};       ///< crop area fraction [min, max]
+  located<std::vector<double>> ratio{{3.0 / 4.0, 4.0 / 3.0}};  ///< crop width/height range
+  located<std::int64_t> resize{0};      ///< centre crop: shorter side first resized to this
+  located<bool> skip_bad_records{false};
   source_span span;
 };
 

@@ -1,0 +1,127 @@
+// RecordIO flags -> data statements and key overrides (see record_flags.hpp). Paths are
+// written as config string literals and parsed with the rest, so a flag and the same key in a
+// file are checked by the same code.
+#include "apps/record_flags.hpp"
+
+#include "apps/commands.hpp"
+
+namespace troupe {
+
+namespace {
+
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '\n' || c == '\r')
+      throw usage_error("a path with a line break cannot be used: '" + text + "'");
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string rgb_key(const char* flag, const std::string& text) {
+  const auto values = parse_number_list(flag, text);
+  if (values.size() != 3)
+    throw usage_error(std::string("--") + flag + ": expected 3 values r,g,b, got '" + text + "'");
+  std::string out;
+  for (double v : values)
+    out += (out.empty() ? "" : ", ") + std::to_string(v);
+  return "[" + out + "]";
+}
+
+template <typename T>
+void set_given(located<T>& target, T value) {
+  target.value = std::move(value);
+  target.span = source_span{};
+  target.given = true;
+}
+
+} // namespace
+
+const std::vector<std::string> record_statement_flags{"data-train", "data-train-idx", "data-val",
+                                                      "data-val-idx", "rgb-mean", "rgb-std"};
+
+void record_flags::declare(flag_set& f) {
+  f.add("data-train", train, "RecordIO training images (.rec, MXNet's format; see docs/data.md)");
+  f.add("data-train-idx", train_index, "its .idx (\"\": PREFIX.idx beside PREFIX.rec if present, else the .rec is walked)");
+  f.add("data-val", val, "RecordIO validation images (.rec); without it no validation");
+  f.add("data-val-idx", val_index, "its .idx (\"\": as for --data-train-idx)");
+  f.add("rgb-mean", rgb_mean, "RecordIO: per-channel mean in pixel units, e.g. 123.68,116.779,103.939 (\"\": ImageNet's)");
+  f.add("rgb-std", rgb_std, "RecordIO: per-channel standard deviation in pixel units (\"\": ImageNet's)");
+  f.add_switch("skip-bad-records", skip_bad_records, "RecordIO: drop corrupt records, undecodable images and out-of-range labels, counting them per epoch, instead of stopping");
+  f.add("random-crop", random_crop, "RecordIO training: random resized crop 0/1 (-1: 1); 0 resizes and centre-crops as validation does");
+  f.add("min-random-area", min_area, "RecordIO: smallest crop area fraction of the random resized crop (-1: 0.08)");
+  f.add("max-random-area", max_area, "RecordIO: largest crop area fraction (-1: 1)");
+}
+
+void check_record_flags(const record_flags& r, const flag_set& f) {
+  check_range("random-crop", r.random_crop, -1, 1, "the dataset's default");
+  for (auto [flag, value] : {std::pair{"min-random-area", r.min_area},
+                             std::pair{"max-random-area", r.max_area}})
+    if (f.given(flag) && !(value > 0 && value <= 1))
+      throw usage_error(std::string("--") + flag + " must be in (0, 1], got " + std::to_string(value));
+  if (r.train.empty())
+    for (const auto& flag : record_statement_flags)
+      if (f.given(flag) && flag != "data-train")
+        throw usage_error("--" + flag + " needs --data-train (RecordIO data)");
+}
+
+std::string record_statements(const record_flags& r, const flag_set& f, const std::string& dataset,
+                              const std::string& image_shape, int num_classes) {
+  if (r.train.empty())
+    throw usage_error("--dataset recordio: give the files with --data-train (and --data-val)");
+  if (f.given("dataset") && dataset != "recordio")
+    throw usage_error("--data-train is RecordIO data; it cannot be combined with --dataset " + dataset);
+  if (f.given("data-dir"))
+    throw usage_error("--data-dir cannot be combined with --data-train: RecordIO data is named by its files");
+  std::string common;
+  if (f.given("image-shape")) {
+    auto shape = parse_shape("image-shape", image_shape);
+    for (auto extent : shape)
+      check_range("image-shape", extent, 1, 65535);
+    if (shape[0] != 3)
+      throw usage_error("--image-shape: RecordIO images are RGB, so C must be 3, got " + image_shape);
+    common += ", shape = [" + std::to_string(shape[0]) + ", " + std::to_string(shape[1]) + ", "
+              + std::to_string(shape[2]) + "]";
+  }
+  if (f.given("num-classes")) {
+    check_range("num-classes", num_classes, 2, 100000);
+    common += ", classes = " + std::to_string(num_classes);
+  }
+  if (!r.rgb_mean.empty())
+    common += ", rgb_mean = " + rgb_key("rgb-mean", r.rgb_mean);
+  if (!r.rgb_std.empty())
+    common += ", rgb_std = " + rgb_key("rgb-std", r.rgb_std);
+  auto statement = [&](const char* binding, const std::string& path, const std::string& index) {
+    return std::string("data ") + binding + " = recordio(" + quoted(path)
+           + (index.empty() ? "" : ", index = " + quoted(index)) + common + ")\n";
+  };
+  std::string text = statement("train", r.train, r.train_index);
+  if (!r.val.empty())
+    text += statement("val", r.val, r.val_index);
+  return text;
+}
+
+void apply_record_flags(const record_flags& r, const flag_set& f, data_config& train,
+                        data_config& val) {
+  if (r.random_crop >= 0)
+    set_given(train.random_crop, r.random_crop != 0);
+  if (f.given("min-random-area") || f.given("max-random-area")) {
+    auto scale = train.scale.value;
+    if (f.given("min-random-area"))
+      scale[0] = r.min_area;
+    if (f.given("max-random-area"))
+      scale[1] = r.max_area;
+    if (scale[0] > scale[1])
+      throw usage_error("--min-random-area must not exceed --max-random-area");
+    set_given(train.scale, scale);
+  }
+  if (r.skip_bad_records) {
+    set_given(train.skip_bad_records, true);
+    set_given(val.skip_bad_records, true);
+  }
+}
+
+} // namespace troupe

@@ -1,0 +1,226 @@
+// RecordIO random access (see recordio_reader.hpp). One routine, check_record, walks the
+// frames of one record and either measures it (opening without an index) or also copies the
+// payload out (read), so the two paths cannot disagree on what a valid record is.
+#include <troupe/io/recordio_reader.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+#include <troupe/io/recordio.hpp>
+
+namespace troupe {
+
+namespace {
+
+// A framing problem of one record, before the file and record are added to the message.
+struct frame_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::string hex32(std::uint32_t v) {
+  char text[16];
+  std::snprintf(text, sizeof text, "0x%08x", v);
+  return text;
+}
+
+std::string kind_name(recordio::frame_kind kind) {
+  static const char* const names[] = {"whole record", "first part", "middle part", "last part"};
+  const auto value = static_cast<std::uint32_t>(kind);
+  return std::to_string(value) + " (" + (value < 4 ? names[value] : "not a flag") + ")";
+}
+
+} // namespace
+
+recordio_reader::recordio_reader(std::string path, recordio_reader_options options)
+    : path_(std::move(path)) {
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0)
+    throw io_error(path_ + ": cannot open: " + std::strerror(errno));
+  struct stat info {};
+  if (::fstat(fd_, &info) != 0) {
+    const int error = errno;
+    ::close(fd_);
+    throw io_error(path_ + ": cannot stat: " + std::strerror(error));
+  }
+  file_size_ = static_cast<std::uint64_t>(info.st_size);
+  try {
+    if (options.index_path.empty())
+      walk(options.skip_bad_records);
+    else
+      read_index(options.index_path);
+  } catch (...) {
+    ::close(fd_);
+    throw;
+  }
+}
+
+recordio_reader::~recordio_reader() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+std::string recordio_reader::where(std::int64_t record, std::uint64_t offset) const {
+  return path_ + ": record " + std::to_string(record) + " at offset " + std::to_string(offset)
+         + ": ";
+}
+
+void recordio_reader::read_exactly(std::uint64_t offset, std::uint8_t* out,
+                                   std::size_t bytes) const {
+  while (bytes > 0) {
+    const ssize_t got = ::pread(fd_, out, bytes, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0)
+      throw frame_error(std::string("read failed: ") + std::strerror(errno));
+    if (got == 0)
+      throw frame_error("the file ended while reading (it shrank after opening?)");
+    out += got;
+    offset += static_cast<std::uint64_t>(got);
+    bytes -= static_cast<std::size_t>(got);
+  }
+}
+
+std::uint64_t recordio_reader::check_record(std::uint64_t offset,
+                                            std::vector<std::uint8_t>* payload) const {
+  if (payload)
+    payload->clear();
+  bool inside = false;  // after a first part, before the last
+  for (std::uint64_t at = offset;;) {
+    const std::string frame = at == offset ? "" : "frame at offset " + std::to_string(at) + ": ";
+    if (file_size_ - at < recordio::header_bytes)
+      throw frame_error(frame + "the file ends inside a record header ("
+                        + std::to_string(file_size_ - at) + " of 8 bytes left; truncated file?)");
+    std::uint8_t header[recordio::header_bytes];
+    read_exactly(at, header, sizeof header);
+    const std::uint32_t word = recordio::load_u32(header);
+    if (word != recordio::magic)
+      throw frame_error(frame + "bad magic " + hex32(word) + " (expected "
+                        + hex32(recordio::magic) + ")");
+    const std::uint32_t lrecord = recordio::load_u32(header + 4);
+    const auto kind = recordio::kind_of(lrecord);
+    const std::uint32_t length = recordio::length_of(lrecord);
+    const bool opens = kind == recordio::frame_kind::whole || kind == recordio::frame_kind::first;
+    if (opens == inside || static_cast<std::uint32_t>(kind) > 3)
+      throw frame_error(frame + "continuation flag " + kind_name(kind)
+                        + (inside ? " inside a record split into parts"
+                                  : " where a record starts"));
+    const std::uint64_t body = at + recordio::header_bytes;
+    if (length > file_size_ - body)
+      throw frame_error(frame + "length " + std::to_string(length) + " runs past the end of the file ("
+                        + std::to_string(file_size_ - body) + " bytes left; bad length or truncated file)");
+    if (payload) {
+      if (inside) {
+        const std::size_t joint = payload->size();
+        payload->resize(joint + 4);
+        recordio::store_u32(payload->data() + joint, recordio::magic);
+      }
+      const std::size_t start = payload->size();
+      payload->resize(start + length);
+      read_exactly(body, payload->data() + start, length);
+    }
+    // The last frame's padding may be missing at the very end of a file MXNet would still
+    // read to the payload's end; anything shorter was caught above.
+    at = std::min(file_size_, body + recordio::padded(length));
+    if (kind == recordio::frame_kind::whole || kind == recordio::frame_kind::last)
+      return at;
+    inside = true;
+  }
+}
+
+std::uint64_t recordio_reader::resync(std::uint64_t from) const {
+  constexpr std::size_t chunk = 1 << 16;
+  std::vector<std::uint8_t> buffer(chunk + 8);
+  for (std::uint64_t at = recordio::padded(from); at + recordio::header_bytes <= file_size_;
+       at += chunk) {
+    const std::size_t bytes =
+      static_cast<std::size_t>(std::min<std::uint64_t>(chunk + 8, file_size_ - at));
+    read_exactly(at, buffer.data(), bytes);
+    for (std::size_t i = 0; i + recordio::header_bytes <= bytes && i < chunk; i += 4) {
+      const auto kind = recordio::kind_of(recordio::load_u32(buffer.data() + i + 4));
+      if (recordio::load_u32(buffer.data() + i) == recordio::magic
+          && (kind == recordio::frame_kind::whole || kind == recordio::frame_kind::first))
+        return at + i;
+    }
+  }
+  return file_size_;
+}
+
+void recordio_reader::walk(bool skip_bad_records) {
+  std::uint64_t at = 0;
+  while (at < file_size_) {
+    const std::int64_t record = size();
+    offsets_.push_back(at);
+    try {
+      at = check_record(at, nullptr);
+    } catch (const frame_error& e) {
+      if (!skip_bad_records)
+        throw io_error(where(record, at) + e.what());
+      bad_.push_back({record, e.what()});
+      at = resync(at + 4);
+    }
+  }
+}
+
+void recordio_reader::read_index(const std::string& index_path) {
+  std::ifstream in(index_path);
+  if (!in)
+    throw io_error(index_path + ": cannot open the index of " + path_ + ": "
+                   + std::strerror(errno));
+  std::string line;
+  for (std::int64_t number = 1; std::getline(in, line); ++number) {
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    if (line.empty())
+      continue;
+    const auto tab = line.find('\t');
+    const std::string offset_text = tab == std::string::npos ? "" : line.substr(tab + 1);
+    std::size_t used = 0;
+    unsigned long long offset = 0;
+    bool ok = tab != 0 && !offset_text.empty() && std::isdigit((unsigned char)offset_text[0]);
+    if (ok) {
+      try {
+        offset = std::stoull(offset_text, &used);
+      } catch (const std::exception&) {
+        ok = false;
+      }
+    }
+    if (!ok || used != offset_text.size())
+      throw io_error(index_path + ": line " + std::to_string(number)
+                     + ": expected 'key<TAB>byte offset', got '" + line + "'");
+    if (offset >= file_size_ || offset % 4 != 0)
+      throw io_error(index_path + ": line " + std::to_string(number) + ": offset "
+                     + std::to_string(offset) + " is " + (offset % 4 ? "not 4-byte aligned"
+                     : "past the end of " + path_ + " (" + std::to_string(file_size_) + " bytes)"));
+    offsets_.push_back(offset);
+  }
+  if (in.bad())
+    throw io_error(index_path + ": read failed");
+}
+
+std::vector<std::uint8_t> recordio_reader::read(std::int64_t i) const {
+  if (i < 0 || i >= size())
+    throw std::out_of_range(path_ + ": record " + std::to_string(i) + " is outside [0, "
+                            + std::to_string(size()) + ")");
+  const auto bad = std::lower_bound(bad_.begin(), bad_.end(), i,
+                                    [](const bad_entry& e, std::int64_t r) { return e.record < r; });
+  if (bad != bad_.end() && bad->record == i)
+    throw io_error(where(i, offset(i)) + bad->message);
+  std::vector<std::uint8_t> payload;
+  try {
+    check_record(offset(i), &payload);
+  } catch (const frame_error& e) {
+    throw io_error(where(i, offset(i)) + e.what());
+  }
+  return payload;
+}
+
+} // namespace troupe

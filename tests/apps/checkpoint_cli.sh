@@ -73,7 +73,7 @@ resume-config)
     || fail "resumed digest $(digest_of "$work/resumed.log") differs from $(digest_of "$work/whole.log")"
   ;;
 refused)
-  train whole train "${job[@]}" --num-epochs 2 --model-prefix "$work/m"
+  train whole train "${job[@]}" --num-epochs 2 --lr-step-epochs 1.5 --model-prefix "$work/m"
   ckpt="$work/m-0001.safetensors"
   refused "$work/m-0003.safetensors" "cannot open" "${model[@]}" --model-prefix "$work/m" --load-epoch 3
   refused "$ckpt" "another model or shape" --network mlp --image-shape 1,10,10 --model-prefix "$work/m" --load-epoch 1
@@ -87,7 +87,7 @@ refused)
   refused "$ckpt" "too short" "${model[@]}" --model-prefix "$work/m" --load-epoch 1
   ;;
 torch)
-  train whole train "${job[@]}" --num-epochs 2 --model-prefix "$work/m"
+  train whole train "${job[@]}" --num-epochs 2 --lr-step-epochs 1.5 --model-prefix "$work/m"
   # Debian's python3-torch belongs to the system interpreter, which another python3 on the
   # PATH (a pyenv shim) may hide.
   python=
@@ -111,7 +111,8 @@ eval)
   grep -q '^Epoch\[2\] Validation-accuracy=0\.[0-8]' "$work/whole.log" || fail "accuracy too high to tell: $(cat "$work/whole.log")"
   train eval eval "${slow[@]}" --model-prefix "$work/m" --load-epoch 3 --per-class
   for metric in accuracy cross-entropy; do
-    trained=$(grep "^Epoch\[2\] Validation-$metric=" "$work/whole.log" | sed 's/.*=//')
+    # training prints cross-entropy after a colon (MXNet parse_log reads it so), eval after =
+    trained=$(grep -E "^Epoch\[2\] Validation-$metric[=:]" "$work/whole.log" | sed -E 's/.*[=:] *//')
     evaluated=$(grep "^Validation-$metric=" "$work/eval.log" | sed 's/.*=//')
     [[ -n "$trained" && "$trained" == "$evaluated" ]] || fail "eval's $metric '$evaluated' is not training's '$trained'"
   done

@@ -237,6 +237,19 @@ void batch_source::fill_example(const std::uint8_t* pixels, std::int64_t epoch,
   }
 }
 
+batch batch_source::start_batch(std::int64_t epoch, std::int64_t index, std::int64_t count,
+                                const shape_t& sample, tensor reuse) {
+  batch result;
+  const shape_t images_shape{count, sample[0], sample[1], sample[2]};
+  result.images = reuse.unique() && reuse.shape() == images_shape
+                    ? std::move(reuse)
+                    : tensor::uninitialized(images_shape);
+  result.labels.resize(std::size_t(count));
+  result.epoch = epoch;
+  result.index = index;
+  return result;
+}
+
 batch batch_source::make(std::int64_t epoch, std::int64_t index) const {
   return make(epoch, index, tensor{});
 }
@@ -254,14 +267,7 @@ batch batch_source::make(std::int64_t epoch, std::int64_t index, tensor reuse) c
   const std::int64_t numel = data_->sample_numel();
   const auto order = options_.shuffle ? epoch_order(epoch) : nullptr;
 
-  batch result;
-  const shape_t images_shape{count, shape[0], shape[1], shape[2]};
-  result.images = reuse.unique() && reuse.shape() == images_shape
-                    ? std::move(reuse)
-                    : tensor::uninitialized(images_shape);
-  result.labels.resize(std::size_t(count));
-  result.epoch = epoch;
-  result.index = index;
+  batch result = start_batch(epoch, index, count, shape, std::move(reuse));
   float* images = result.images.data();
   const std::int64_t grain = std::max<std::int64_t>(1, pixels_per_task / std::max<std::int64_t>(1, numel));
   tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, count, grain),

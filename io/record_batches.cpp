@@ -60,14 +60,7 @@ batch batch_source::make_from_records(std::int64_t epoch, std::int64_t index,
   float scale[3], shift[3];
   affine_of(augment, scale, shift);
 
-  batch result;
-  const shape_t images_shape{count, shape[0], shape[1], shape[2]};
-  result.images = reuse.unique() && reuse.shape() == images_shape
-                    ? std::move(reuse)
-                    : tensor::uninitialized(images_shape);
-  result.labels.resize(std::size_t(count));
-  result.epoch = epoch;
-  result.index = index;
+  batch result = start_batch(epoch, index, count, shape, std::move(reuse));
   std::vector<std::optional<io_error>> failures(static_cast<std::size_t>(count));
   float* images = result.images.data();
   tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, count, 1),

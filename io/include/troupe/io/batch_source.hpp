@@ -115,6 +115,10 @@ private:
   std::int64_t example_at(const std::vector<std::int64_t>* order, std::int64_t position) const {
     return order ? (*order)[std::size_t(position)] : position;
   }
+  /// A batch of `count` examples of `sample` shape, labels sized, images in `reuse` when only
+  /// the caller holds it and the shape fits (else new storage, uninitialized).
+  static batch start_batch(std::int64_t epoch, std::int64_t index, std::int64_t count,
+                           const shape_t& sample, tensor reuse);
   /// make() for a streamed dataset (record_batches.cpp).
   batch make_from_records(std::int64_t epoch, std::int64_t index, tensor reuse) const;
   /// Writes one augmented, normalized example ([C, H, W] floats) to `out`.

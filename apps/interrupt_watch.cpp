@@ -21,7 +21,8 @@ sigset_t interrupt_set() {
 
 } // namespace
 
-interrupt_watch::interrupt_watch(std::shared_ptr<run_position> position) : position_(std::move(position)) {
+interrupt_watch::interrupt_watch(std::shared_ptr<run_position> position, std::string command)
+  : position_(std::move(position)), command_(std::move(command)) {
   const sigset_t set = interrupt_set();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   watcher_ = std::thread([this, set] {
@@ -30,7 +31,7 @@ interrupt_watch::interrupt_watch(std::shared_ptr<run_position> position) : posit
       if (sigtimedwait(&set, nullptr, &poll) != SIGINT)
         continue;
       std::cout.flush();
-      std::cerr << "\ntroupe train: interrupted in " << position_->text()
+      std::cerr << "\n" << command_ << ": interrupted in " << position_->text()
                 << "; the metrics file holds every epoch finished before it" << std::endl;
       std::_Exit(128 + SIGINT);
     }

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include <troupe/actors/metrics_actor.hpp>
@@ -21,7 +22,8 @@ class interrupt_watch {
 public:
   /// Blocks SIGINT in the calling thread (and so in threads it starts later) and starts the
   /// watcher, which reports `position` when the signal comes.
-  explicit interrupt_watch(std::shared_ptr<run_position> position);
+  /// `command` names the process in that line ("troupe train", "troupe node").
+  explicit interrupt_watch(std::shared_ptr<run_position> position, std::string command = "troupe train");
   /// Stops the watcher and unblocks SIGINT again.
   ~interrupt_watch();
   interrupt_watch(const interrupt_watch&) = delete;
@@ -29,6 +31,7 @@ public:
 
 private:
   std::shared_ptr<run_position> position_;
+  std::string command_;
   std::atomic<bool> stop_{false};
   std::thread watcher_;
 };

@@ -6,6 +6,7 @@
 // TROUPE_SECRET, never from argv; without one the node refuses to start.
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,7 +14,9 @@
 
 #include "apps/commands.hpp"
 #include "apps/flags.hpp"
+#include "apps/interrupt_watch.hpp"
 #include "apps/node_identity.hpp"
+#include "apps/run_output.hpp"
 #include "apps/train_flags.hpp"
 #include "apps/weights_digest.hpp"
 #include <troupe/cluster/cluster_node.hpp>
@@ -87,6 +90,11 @@ node_role role_of(const std::string& role) {
 }
 
 int run_node_process(train_command_line& cli, const cluster_node_options& options, const node_identity& place) {
+  // The scheduler stops on Ctrl-C as `troupe train` does (saying where, exit 130); the other
+  // nodes then lose their scheduler and exit. Set before the actor system starts its threads.
+  std::optional<interrupt_watch> interrupts;
+  if (options.role == node_role::scheduler)
+    interrupts.emplace(cli.output.position, "troupe node");
   local_node_options node_options;
   local_node_config config{node_options};
   caf::actor_system system{config};
@@ -175,6 +183,13 @@ int node_command(const std::vector<std::string>& args) {
   if (options.role == node_role::worker)
     require_compute_devices(cli.devices);  // the computes live on workers
   set_compute_threads(cli.threads);
+  if (options.role == node_role::scheduler) {  // what `troupe train` writes before its first step
+    if (!cli.output.metrics_path.empty())
+      cli.output.metrics_file = open_metrics_file(cli.output.metrics_path, run_record(args, cli.job, cli.threads));
+    cli.output.position = std::make_shared<run_position>();
+    cli.output.terminal_columns = terminal_columns();
+    std::cout << argument_lines(args, cli.job, cli.threads) << std::flush;
+  }
   return run_node_process(cli, options, place);
 }
 

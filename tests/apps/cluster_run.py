@@ -35,6 +35,10 @@ Scenarios:
                  the same for an SSP run: besides, the server says its shards no longer wait
                  for the killed worker's compute (else the others would be held for good once
                  they are `staleness` steps ahead of it)
+  interrupt-scheduler
+                 a long run with --metrics; Ctrl-C (SIGINT) to the scheduler once an epoch is
+                 recorded: it says where the run was and exits 130, its metrics file holds the
+                 config record and whole epoch records, and every other node exits non-zero
   ranks          workers started by hand with --rank in reverse order get those ranks; one asking
                  for a rank already taken is refused naming the holder; the job ends with the
                  same weights
@@ -320,8 +324,11 @@ def check_traffic(cluster, metrics_path, workers):
     low = steps * model_bytes
     high = low + steps * (104 * pushes + 32 * keys)
     rows = [json.loads(line) for line in open(metrics_path)]
+    if not rows or "config" not in rows[0]:
+        cluster.fail("the metrics file does not open with the run's config record")
+    rows = rows[1:]
     if not rows:
-        cluster.fail("an empty metrics file")
+        cluster.fail("no epoch in the metrics file")
     for row in rows:
         traffic = row.get("traffic")
         if not traffic:
@@ -396,6 +403,29 @@ def check_fault(cluster, scenario):
         if cluster.procs[victim].returncode == 0:
             cluster.fail("the stopped worker exited 0")
     print(f"ok: {scenario}: every other process exited non-zero within {noticed:.1f} s")
+
+
+def check_interrupt(cluster, metrics_path):
+    cluster.wait_for_text("scheduler", "out", r"Epoch\[1\] Batch")  # epoch 0 is recorded
+    scheduler = cluster.procs["scheduler"]
+    os.kill(scheduler.pid, signal.SIGINT)
+    deadline = time.time() + 30
+    for name, p in cluster.procs.items():
+        try:
+            p.wait(max(0.1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            cluster.fail(f"{name} still runs 30 s after the scheduler's Ctrl-C")
+        if name == "scheduler" and p.returncode != 130:
+            cluster.fail(f"the interrupted scheduler exited {p.returncode}, not 130")
+        if name != "scheduler" and p.returncode == 0:
+            cluster.fail(f"{name} exited 0 after its scheduler was interrupted")
+    if not re.search(r"troupe node: interrupted in epoch \d+", cluster.text("scheduler", "err")):
+        cluster.fail("the scheduler does not say where the run was interrupted")
+    lines = open(metrics_path).read().splitlines()
+    rows = [json.loads(line) for line in lines]  # every line whole JSON
+    if len(rows) < 2 or "config" not in rows[0] or "epoch" not in rows[1]:
+        cluster.fail(f"the metrics file holds {len(rows)} lines, not the config record and an epoch")
+    print(f"ok: interrupt-scheduler: exit 130, {len(rows) - 1} epoch record(s) kept, every node ended")
 
 
 def check_continue(cluster, ssp=False):
@@ -509,6 +539,11 @@ def main():
             start_by_hand(cluster, config, servers, workers, flags,
                           ["--heartbeat", "0.2", "--peer-timeout", "2"])
             check_fault(cluster, scenario)
+        elif scenario == "interrupt-scheduler":
+            metrics_path = os.path.join(workdir, "metrics.jsonl")
+            start_by_hand(cluster, config, servers, workers, flags,
+                          ["--heartbeat", "0.2", "--peer-timeout", "2", "--metrics", metrics_path])
+            check_interrupt(cluster, metrics_path)
         elif scenario in ("continue-after-kill", "continue-after-kill-ssp"):
             start_by_hand(cluster, config, servers, workers, flags + ["--on-worker-loss", "continue"],
                           ["--heartbeat", "0.2", "--peer-timeout", "2"])

@@ -262,12 +262,14 @@ void on_training_batch(compute_pointer self, loader_item& item) {
   fetch_training_batch(self);  // batch i + 1 travels while step i's weights come back
   st.phase.samples += loss.count;
   st.phase.correct += loss.correct;
+  st.phase.top_k_correct += loss.top_k_correct;
   st.phase.loss_sum += loss.loss_sum;
   st.phase.skipped += item.data.skipped;
   if (st.wiring.metrics)
-    self->send(st.wiring.metrics, batch_report{st.wiring.worker, item.data.epoch, item.data.index,
-                                               st.wiring.batches_per_epoch, loss.count,
-                                               loss.correct, loss.loss_sum, st.learning_rate});
+    self->send(st.wiring.metrics,
+               batch_report{st.wiring.worker, item.data.epoch, item.data.index,
+                            st.wiring.batches_per_epoch, loss.count, loss.correct, loss.loss_sum,
+                            st.learning_rate, st.replica->top_k(), loss.top_k_correct});
   if (st.unsent.empty())
     return;
   if (st.wiring.straggle.count() > 0)
@@ -327,6 +329,7 @@ void next_validation_batch(compute_pointer self) {
         auto r = st.replica->evaluate(item.data.images, item.data.labels);
         st.phase.samples += r.count;
         st.phase.correct += r.correct;
+        st.phase.top_k_correct += r.top_k_correct;
         st.phase.loss_sum += r.loss_sum;
         st.phase.skipped += item.data.skipped;
       } catch (const std::exception& e) {
@@ -375,6 +378,7 @@ bool begin_phase(compute_pointer self, std::int64_t epoch, bool validation) {
   st.between_steps = false;
   st.phase.epoch = epoch;
   st.phase.validation = validation;
+  st.phase.top_k = st.replica->top_k();
   st.phase_start = clock_type::now();
   return true;
 }

@@ -70,6 +70,8 @@ void finish(coordinator_pointer self) {
 void merge(phase_report& into, const phase_report& part) {
   into.samples += part.samples;
   into.correct += part.correct;
+  into.top_k_correct += part.top_k_correct;
+  into.top_k = std::max(into.top_k, part.top_k);  // a dropped worker's empty report has 0
   into.loss_sum += part.loss_sum;
   into.skipped += part.skipped;
   into.seconds = std::max(into.seconds, part.seconds);

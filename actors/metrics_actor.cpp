@@ -36,6 +36,7 @@ struct metrics_state {
   clock_type::time_point window_start;
   std::int64_t window_samples = 0;
   std::int64_t window_correct = 0;
+  std::int64_t window_top_k_correct = 0;
   std::int64_t window_batches = 0;
   bool bar_drawn = false;
   phase_report pending_train;
@@ -87,6 +88,12 @@ void draw_bar(metrics_state& st, const batch_report& r) {
   st.bar_drawn = true;
 }
 
+void count_in_window(metrics_state& st, const batch_report& r) {
+  st.window_samples += r.samples;
+  st.window_correct += r.correct;
+  st.window_top_k_correct += r.top_k_correct;
+}
+
 // With several workers every worker reports; worker 0's reports pace the window and the
 // lines, the others' samples count towards the speed and accuracy.
 void on_batch(metrics_state& st, const batch_report& r) {
@@ -99,21 +106,19 @@ void on_batch(metrics_state& st, const batch_report& r) {
     st.options.position->validating = false;
   }
   if (r.worker != 0) {
-    st.window_samples += r.samples;
-    st.window_correct += r.correct;
+    count_in_window(st, r);
     return;
   }
   if (r.index == 0 || st.window_batches == 0) {
     // The first batch of an epoch opens the window; its own time is not measured.
     st.window_start = now;
-    st.window_samples = st.window_correct = st.window_batches = 0;
+    st.window_samples = st.window_correct = st.window_top_k_correct = st.window_batches = 0;
     if (r.index == 0) {
       st.window_batches = 1;
       return;
     }
   }
-  st.window_samples += r.samples;
-  st.window_correct += r.correct;
+  count_in_window(st, r);
   ++st.window_batches;
   const auto shown = st.options.display_batches;
   if (shown > 0 && (r.index + 1) % shown == 0 && st.window_samples > 0) {
@@ -122,9 +127,13 @@ void on_batch(metrics_state& st, const batch_report& r) {
     *st.options.out << "Epoch[" << r.epoch << "] Batch [" << (r.index + 1) << "]\tSpeed: "
                     << format("%.2f", st.window_samples / std::max(seconds, 1e-9))
                     << " samples/sec\taccuracy="
-                    << format("%.6f", double(st.window_correct) / st.window_samples) << '\n';
+                    << format("%.6f", double(st.window_correct) / st.window_samples);
+    if (r.top_k > 0)  // as MXNet's Speedometer prints every metric: NAME=VALUE
+      *st.options.out << "\ttop_k_accuracy_" << r.top_k << '='
+                      << format("%.6f", double(st.window_top_k_correct) / st.window_samples);
+    *st.options.out << '\n';
     st.window_start = now;
-    st.window_samples = st.window_correct = 0;
+    st.window_samples = st.window_correct = st.window_top_k_correct = 0;
   }
   if (st.options.progress_bar)
     draw_bar(st, r);
@@ -147,12 +156,18 @@ void write_epoch_line(metrics_state& st, const phase_report& train, const phase_
     {"train_skipped", static_cast<double>(train.skipped)},
     {"learning_rate", st.learning_rate},
   };
+  if (train.top_k > 0) {
+    numbers.push_back({"top_k", static_cast<double>(train.top_k)});
+    numbers.push_back({"train_top_k_accuracy", ratio(train.top_k_correct, train.samples)});
+  }
   for (const auto& [key, value] : st.options.number_tags)
     numbers.push_back({key, value});
   if (val) {
     numbers.push_back({"val_accuracy", ratio(val->correct, val->samples)});
     numbers.push_back({"val_loss", ratio(val->loss_sum, val->samples)});
     numbers.push_back({"val_time_s", val->seconds});
+    if (val->top_k > 0)
+      numbers.push_back({"val_top_k_accuracy", ratio(val->top_k_correct, val->samples)});
   }
   auto extra = std::move(st.annotations[train.epoch]);
   st.annotations.erase(train.epoch);
@@ -175,6 +190,9 @@ void on_phase(metrics_state& st, const phase_report& r) {
       << format("%.6f", ratio(r.correct, r.samples)) << '\n';
   out << "Epoch[" << r.epoch << "] " << prefix << "-cross-entropy: "
       << format("%.6f", ratio(r.loss_sum, r.samples)) << '\n';
+  if (r.top_k > 0)  // after a colon too, or parse_log would average it into the accuracy
+    out << "Epoch[" << r.epoch << "] " << prefix << "-top_k_accuracy_" << r.top_k << ": "
+        << format("%.6f", ratio(r.top_k_correct, r.samples)) << '\n';
   if (r.skipped > 0)
     out << "Epoch[" << r.epoch << "] " << prefix << "-skipped-records=" << r.skipped << '\n';
   if (!r.validation && st.options.position && st.options.expect_validation) {

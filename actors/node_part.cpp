@@ -118,6 +118,7 @@ struct part_builder {
   // The replica of the next compute spawned here, on its device (node_part_options::devices).
   std::unique_ptr<model> replica_for_next_compute() {
     auto replica = build_model(spec);
+    replica->set_top_k(job.top_k);  // its reports then carry the top-k counts
     if (!options.devices.empty()) {
       const auto& device = options.devices[part.computes.size() % options.devices.size()];
       if (device.kind != device_kind::cpu)

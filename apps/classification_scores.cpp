@@ -1,5 +1,6 @@
-// Arg-max is the first largest logit (count_correct's rule); a label is in the top k when
-// fewer than k logits are strictly larger than its own, so ties never push it out.
+// Accuracy, top-k and loss come from the kernel training uses (softmax_cross_entropy.hpp, whose
+// header states the tie rule: top-1 is the arg-max, the first largest logit); only the
+// per-class tallies are counted here.
 #include "apps/classification_scores.hpp"
 
 #include <algorithm>
@@ -34,21 +35,18 @@ void classification_scores::add(const tensor& logits, const std::vector<std::int
                                 + std::to_string(rows) + " labels of " + std::to_string(classes_)
                                 + " classes");
   tensor probabilities(logits.shape());
-  const auto loss = softmax_cross_entropy_forward(logits, labels, probabilities); // checks labels
+  // The kernel checks the labels.
+  const auto loss = softmax_cross_entropy_forward(logits, labels, probabilities, top_k_);
   loss_sum_ += loss.loss_sum;
   correct_ += loss.correct;
+  top_k_correct_ += loss.top_k_correct;
   examples_ += rows;
   for (std::int64_t i = 0; i < rows; ++i) {
     const float* row = logits.data() + i * classes_;
     const auto label = labels[static_cast<std::size_t>(i)];
-    int larger = 0, first_max = 0;
-    for (int c = 0; c < classes_; ++c) {
-      larger += row[c] > row[label] ? 1 : 0;
-      first_max = row[c] > row[first_max] ? c : first_max;
-    }
-    top_k_correct_ += larger < top_k_ ? 1 : 0;
     ++class_examples_[static_cast<std::size_t>(label)];
-    class_correct_[static_cast<std::size_t>(label)] += first_max == label ? 1 : 0;
+    const bool correct = label_in_top_k(row, classes_, label, 1);  // the arg-max
+    class_correct_[static_cast<std::size_t>(label)] += correct ? 1 : 0;
   }
 }
 

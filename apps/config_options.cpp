@@ -156,6 +156,7 @@ training_job to_training_job(const job_config& c) {
   o.validate_every = std::max<std::int64_t>(1, c.run.eval_every.value);  // 0 means none: above
   o.shards = c.cluster.shards.value;
   o.topology = topology_of(c);
+  o.top_k = c.run.top_k.value;
   o.nodes = cluster_nodes{c.cluster.server_nodes.value, c.cluster.worker_nodes.value,
                           c.cluster.on_worker_loss.value == "continue"};
   if (o.nodes.continue_on_worker_loss && o.topology.mode != topology_kind::async

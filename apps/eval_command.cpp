@@ -68,12 +68,8 @@ void print_scores(const classification_scores& s, bool per_class) {
 } // namespace
 
 int eval_command(const std::vector<std::string>& args) {
-  std::int64_t top_k = 0;
   bool per_class = false;
   auto cli = parse_train_flags(args, "eval", summary, [&](flag_set& f) {
-    f.add("top-k", top_k,
-          "also count a label within the K largest logits (0: 5 when there are more than 5 "
-          "classes, else 1)");
     f.add_switch("per-class", per_class, "print the accuracy of every class");
   });
   if (cli.help) {
@@ -82,13 +78,15 @@ int eval_command(const std::vector<std::string>& args) {
   }
   set_compute_threads(cli.threads);
   const auto data = open_dataset(cli.job.validation_data);
+  // --top-k is the training flag (checked against the classes there); its "off" means
+  // MXNet score.py's habit here.
+  int top_k = cli.job.top_k;
   if (top_k == 0)
     top_k = data->classes() > 5 ? 5 : 1;
-  check_range("top-k", top_k, 1, data->classes());
   std::string path;
   auto m = load_model(cli, *data, path);
   batch_source source(data, cli.job.validation_batches);
-  classification_scores scores(data->classes(), static_cast<int>(top_k));
+  classification_scores scores(data->classes(), top_k);
   for (std::int64_t i = 0; i < source.batches_per_epoch(); ++i) {
     const auto b = source.make(cli.output.checkpoint.load_epoch, i);
     scores.add(m->forward(b.images, false), b.labels);

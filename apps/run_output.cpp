@@ -62,6 +62,7 @@ std::vector<resolved_value> resolved(const training_job& job, int threads) {
   name("topology", to_string(job.topology.mode));
   number("shards", job.shards);
   number("threads", threads);
+  number("top_k", job.top_k);
   v.push_back({"validation", job.validate ? "true" : "false", job.validate ? "on" : "off"});
   return v;
 }

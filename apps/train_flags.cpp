@@ -50,7 +50,7 @@ struct raw_flags {
   std::string config, straggler, devices;
   record_flags record;  ///< --data-train, --data-val, ... (apps/record_flags.cpp)
   int num_layers = 0, threads = 1, shards = 1, prefetch = 3, num_classes = 10;
-  int server_nodes = 0, worker_nodes = 0;
+  int server_nodes = 0, worker_nodes = 0, top_k = 0;
   std::string on_worker_loss = "stop";
   std::int64_t batch_size = 128, val_batch_size = 500, num_epochs = 10, disp_batches = 100;
   std::int64_t eval_every = 1;
@@ -100,6 +100,7 @@ void declare(flag_set& f, raw_flags& r) {
   f.add_switch("no-validation", r.no_validation, "skip the validation pass after each epoch");
   f.add("eval-every", r.eval_every, "validate after every Nth epoch and after the last");
   f.add("metrics", r.metrics, "write one JSON object per epoch to this file");
+  f.add("top-k", r.top_k, "also report top-K accuracy, training and validation, 1 to the classes (0: off; troupe eval: 0 means 5 when there are more than 5 classes, else 1)");
   f.add("model-prefix", r.model_prefix, "save checkpoints as PREFIX-EEEE.safetensors (docs/checkpoints.md)");
   f.add("save-period", r.save_period, "save a checkpoint every N epochs and after the last");
   f.add("load-epoch", r.load_epoch, "resume from the --model-prefix checkpoint of this epoch");
@@ -117,7 +118,7 @@ void name_placeholders(flag_set& f) {
     {"dataset", "NAME"},       {"image-shape", "C,H,W"},   {"slice-bytes", "BYTES"},
     {"group-bytes", "BYTES"},  {"straggler", "W:MS"},      {"devices", "LIST"},
     {"progress", "MODE"},      {"on-worker-loss", "POLICY"}, {"random-mirror", "0|1"},
-    {"mom", "X"},              {"wd", "X"}};
+    {"mom", "X"},              {"wd", "X"},                {"top-k", "K"}};
   for (const auto& [flag, word] : words)
     f.set_placeholder(flag, word);
 }
@@ -178,6 +179,8 @@ void check_values(const raw_flags& r, const flag_set& f) {
     throw usage_error("--lr-factor must be above 0 and at most 1, got " + number_text(r.lr_factor));
   if (f.given("warmup-epochs"))
     check_real_range("warmup-epochs", r.warmup_epochs, 0, 1e6);
+  if (r.top_k < 0)
+    throw usage_error("--top-k must not be negative (0: off), got " + std::to_string(r.top_k));
   if (r.disp_batches < 0)
     throw usage_error("--disp-batches must not be negative");
   if (r.seed < 0)
@@ -334,6 +337,12 @@ void apply_run_flags(job_config& c, const raw_flags& r, const flag_set& f) {
   if (f.given("prefetch")) set_given(run.prefetch, r.prefetch);
   if (f.given("disp-batches")) set_given(run.display, r.disp_batches);
   if (f.given("metrics")) set_given(run.metrics, r.metrics);
+  if (f.given("top-k")) {
+    if (r.top_k > c.model.classes.value)
+      throw usage_error("--top-k must be at most the " + std::to_string(c.model.classes.value)
+                        + " classes, got " + std::to_string(r.top_k));
+    set_given(run.top_k, r.top_k);
+  }
   if (f.given("model-prefix")) set_given(run.model_prefix, r.model_prefix);
   if (f.given("save-period")) set_given(run.save_period, r.save_period);
   if (f.given("load-epoch")) set_given(run.load_epoch, r.load_epoch);

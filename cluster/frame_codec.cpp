@@ -206,6 +206,8 @@ struct body_writer {
     out.setSeconds(r.seconds);
     out.setStepSeconds(r.step_seconds);
     out.setSkipped(r.skipped);
+    out.setTopK(r.top_k);
+    out.setTopKCorrect(r.top_k_correct);
   }
   void operator()(const batch_report_message& m) {
     const auto& r = m.report;
@@ -218,6 +220,8 @@ struct body_writer {
     out.setCorrect(r.correct);
     out.setLossSum(r.loss_sum);
     out.setLearningRate(r.learning_rate);
+    out.setTopK(r.top_k);
+    out.setTopKCorrect(r.top_k_correct);
   }
   void operator()(const traffic_query_message& m) { body.initTrafficQuery().setEpoch(m.epoch); }
   void operator()(const traffic_message& m) {

@@ -228,6 +228,15 @@ void check_counts(std::int64_t samples, std::int64_t correct, double loss_sum, c
   require(std::isfinite(loss_sum), std::string(what) + ".lossSum is not finite");
 }
 
+// Top-k counts: k >= 0, none counted without a k, 0 <= topKCorrect <= samples.
+void check_top_k(std::int32_t top_k, std::int64_t top_k_correct, std::int64_t samples,
+                 const char* what) {
+  require(top_k >= 0, std::string(what) + ".topK " + std::to_string(top_k) + " is negative");
+  require(top_k_correct >= 0 && top_k_correct <= samples && (top_k > 0 || top_k_correct == 0),
+          std::string(what) + " counts " + std::to_string(top_k_correct) + " in the top "
+            + std::to_string(top_k) + " of " + std::to_string(samples));
+}
+
 report_message read_report(wire::Report::Reader in) {
   report_message m;
   m.request = in.getRequest();
@@ -240,8 +249,11 @@ report_message read_report(wire::Report::Reader in) {
   r.seconds = in.getSeconds();
   r.step_seconds = in.getStepSeconds();
   r.skipped = in.getSkipped();
+  r.top_k = in.getTopK();
+  r.top_k_correct = in.getTopKCorrect();
   require(r.epoch >= 0, "report.epoch " + std::to_string(r.epoch) + " is negative");
   check_counts(r.samples, r.correct, r.loss_sum, "report");
+  check_top_k(r.top_k, r.top_k_correct, r.samples, "report");
   require(r.skipped >= 0, "report.skipped " + std::to_string(r.skipped) + " is negative");
   require(finite_non_negative(r.seconds) && finite_non_negative(r.step_seconds),
           "report has a negative or non-finite time");
@@ -259,12 +271,15 @@ batch_report_message read_batch_report(wire::BatchReport::Reader in) {
   r.correct = in.getCorrect();
   r.loss_sum = in.getLossSum();
   r.learning_rate = in.getLearningRate();
+  r.top_k = in.getTopK();
+  r.top_k_correct = in.getTopKCorrect();
   require(r.worker >= 0 && r.epoch >= 0, "batchReport has a negative worker or epoch");
   // No arithmetic on the peer's numbers, not even for the message (the fuzzer found
   // batches = INT64_MIN overflowing a "batches - 1").
   require(r.batches >= 1 && r.index >= 0 && r.index < r.batches,
           "batchReport.index " + std::to_string(r.index) + " is not in [0, " + std::to_string(r.batches) + ")");
   check_counts(r.samples, r.correct, r.loss_sum, "batchReport");
+  check_top_k(r.top_k, r.top_k_correct, r.samples, "batchReport");
   require(std::isfinite(r.learning_rate), "batchReport.learningRate is not finite");
   return m;
 }

@@ -46,10 +46,10 @@ public:
   /// y += x (same numel).
   virtual void accumulate(const tensor& x, tensor& y) = 0;
   /// Softmax cross-entropy of logits [N, K] against labels (uploaded as int32): writes
-  /// probabilities [N, K], and dlogits [N, K] when not null. Waits for the stream (the loss
-  /// comes back to the host).
+  /// probabilities [N, K], and dlogits [N, K] when not null; counts top_k_correct when
+  /// top_k > 0. Waits for the stream (the loss and the counts come back to the host).
   virtual loss_result loss(const tensor& logits, const std::vector<std::int32_t>& labels,
-                           tensor& probabilities, tensor* dlogits) = 0;
+                           tensor& probabilities, tensor* dlogits, int top_k) = 0;
   /// Waits until everything queued has run; throws if any of it failed.
   virtual void synchronize() = 0;
 };

@@ -53,6 +53,9 @@ void check_job(const training_job& job) {
   if (job.shards < 1)
     throw std::invalid_argument("job: shards must be at least 1, got "
                                 + std::to_string(job.shards));
+  if (job.top_k < 0)
+    throw std::invalid_argument("job: top_k must not be negative (0: off), got "
+                                + std::to_string(job.top_k));
   if (job.prefetch_depth < 0)
     throw std::invalid_argument("job: prefetch depth must not be negative, got "
                                 + std::to_string(job.prefetch_depth));

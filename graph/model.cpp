@@ -286,6 +286,13 @@ loss_result model::evaluate(const tensor& x, const std::vector<std::int32_t>& la
   return result;
 }
 
+void model::set_top_k(int k) {
+  if (k < 0 || k > classes_)
+    throw std::invalid_argument("model '" + name_ + "': top-k " + std::to_string(k)
+                                + " is outside [0, " + std::to_string(classes_) + "] (0: off)");
+  top_k_ = k;
+}
+
 loss_result model::compute_loss(const std::vector<std::int32_t>& labels, bool with_gradient) {
   const tensor& logits = nodes_.back()->output;
   if (static_cast<std::int64_t>(labels.size()) != logits.dim(0))
@@ -295,8 +302,9 @@ loss_result model::compute_loss(const std::vector<std::int32_t>& labels, bool wi
   if (with_gradient)
     ensure_private(dlogits_, logits.shape());
   if (runtime_)
-    return runtime_->loss(logits, labels, probabilities_, with_gradient ? &dlogits_ : nullptr);
-  loss_result result = softmax_cross_entropy_forward(logits, labels, probabilities_);
+    return runtime_->loss(logits, labels, probabilities_, with_gradient ? &dlogits_ : nullptr,
+                          top_k_);
+  loss_result result = softmax_cross_entropy_forward(logits, labels, probabilities_, top_k_);
   if (with_gradient)
     softmax_cross_entropy_backward(probabilities_, labels, dlogits_);
   return result;

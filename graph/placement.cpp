@@ -46,6 +46,9 @@ void plan_model(const training_job& job, const data_facts& data, placement_plan&
   } catch (const std::exception& e) {
     throw placement_error(placement_subject::model, e.what());  // the zoo's words, unprefixed
   }
+  if (job.top_k > data.classes)
+    fail(placement_subject::job, "top_k " + std::to_string(job.top_k) + " is above the "
+                                   + std::to_string(data.classes) + " classes");
   p.parameter_count = m->parameter_count();
   for (const auto* param : m->parameters())
     p.parameters.push_back(

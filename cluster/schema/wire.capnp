@@ -178,6 +178,8 @@ struct Report {
   seconds @6 :Float64;
   stepSeconds @7 :Float64;
   skipped @8 :Int64;  # bad records the worker's loader left out (skip_bad_records)
+  topK @9 :Int32;         # the k of topKCorrect; 0: top-k not counted (the job's top_k)
+  topKCorrect @10 :Int64; # samples whose label ranks among the top k logits
 }
 
 # A compute actor's batch_report, one way, for the scheduler's metrics.
@@ -190,6 +192,8 @@ struct BatchReport {
   correct @5 :Int64;
   lossSum @6 :Float64;
   learningRate @7 :Float32;
+  topK @8 :Int32;        # as in Report
+  topKCorrect @9 :Int64;
 }
 
 # The scheduler asks a server or worker what it has moved so far (after epoch `epoch`'s

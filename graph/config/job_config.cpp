@@ -231,8 +231,8 @@ void read_schedule(const value_reader& r, const syntax_statement& st, schedule_c
 void read_run(const value_reader& r, const syntax_statement& st, run_config& t) {
   require_block_only(r, st);
   keyed_values k(r, "train", st.assignments,
-                 {"epochs", "eval_every", "seed", "threads", "prefetch", "display", "metrics", "devices",
-                  "model_prefix", "save_period", "load_epoch"});
+                 {"epochs", "eval_every", "seed", "threads", "prefetch", "display", "metrics",
+                  "top_k", "devices", "model_prefix", "save_period", "load_epoch"});
   if (auto* v = k.find("epochs"))
     r.set(t.epochs, r.integer(*v, "epochs", 1, big), *v);
   if (auto* v = k.find("eval_every"))
@@ -247,6 +247,8 @@ void read_run(const value_reader& r, const syntax_statement& st, run_config& t) 
     r.set(t.display, r.integer(*v, "display", 0, big), *v);
   if (auto* v = k.find("metrics"))
     r.set(t.metrics, r.string(*v, "metrics"), *v);
+  if (auto* v = k.find("top_k"))  // at most the classes: checked once the data is known
+    r.set(t.top_k, static_cast<int>(r.integer(*v, "top_k", 0, 100000)), *v);
   if (auto* v = k.find("model_prefix"))
     r.set(t.model_prefix, r.string(*v, "model_prefix"), *v);
   if (auto* v = k.find("save_period"))
@@ -331,6 +333,9 @@ void check_data_agree(const value_reader& r, job_config& c) {
     r.fail(c.model.classes.span, "model has " + std::to_string(c.model.classes.value)
                                    + " classes but the training data has "
                                    + std::to_string(t.classes.value));
+  if (c.run.top_k.value > c.model.classes.value)
+    r.fail(c.run.top_k.span, "top_k must be at most the " + std::to_string(c.model.classes.value)
+                               + " classes, got " + std::to_string(c.run.top_k.value));
   const auto& steps = c.schedule.steps;
   for (std::size_t i = 0; steps.given && i < steps.value.size(); ++i)
     if (steps.value[i] >= static_cast<double>(c.run.epochs.value))

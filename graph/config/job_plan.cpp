@@ -139,6 +139,7 @@ void print_config(std::ostream& out, const job_config& c) {
   show(out, "train.prefetch", c.run.prefetch);
   show(out, "train.display", c.run.display);
   show(out, "train.metrics", c.run.metrics);
+  show(out, "train.top_k", c.run.top_k);
   show(out, "train.model_prefix", c.run.model_prefix);
   show(out, "train.save_period", c.run.save_period);
   show(out, "train.load_epoch", c.run.load_epoch);

@@ -68,7 +68,7 @@ public:
   }
 
   loss_result loss(const tensor& logits, const std::vector<std::int32_t>& labels,
-                   tensor& probabilities, tensor* dlogits) override {
+                   tensor& probabilities, tensor* dlogits, int top_k) override {
     const std::int64_t rows = logits.dim(0), classes = logits.dim(1);
     const std::size_t bytes = labels.size() * sizeof(std::int32_t);
     if (labels_.bytes() < bytes)
@@ -81,6 +81,9 @@ public:
     const auto* device_labels = labels_.as<std::int32_t>();
     loss_result result = cuda::softmax_cross_entropy_forward(
       context_, logits.device_data(), device_labels, rows, classes, probabilities.device_data());
+    if (top_k > 0)
+      result.top_k_correct =
+        cuda::count_top_k(context_, logits.device_data(), device_labels, rows, classes, top_k);
     if (dlogits != nullptr)
       cuda::softmax_cross_entropy_backward(context_, probabilities.device_data(), device_labels,
                                            rows, classes, dlogits->device_data());

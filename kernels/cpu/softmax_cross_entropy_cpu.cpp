@@ -30,6 +30,13 @@ void check_logits(const char* op, const tensor& logits, const std::vector<std::i
                               + std::to_string(classes) + ")");
 }
 
+void check_top_k(const char* op, int top_k, std::int64_t classes, int lowest) {
+  if (top_k < lowest || top_k > classes)
+    throw std::invalid_argument(std::string(op) + ": top-k " + std::to_string(top_k)
+                                + " is outside [" + std::to_string(lowest) + ", "
+                                + std::to_string(classes) + "] (the classes)");
+}
+
 std::int64_t arg_max(const float* row, std::int64_t k) {
   return std::max_element(row, row + k) - row;
 }
@@ -52,10 +59,19 @@ constexpr std::int64_t row_grain_elements = 1 << 14;
 
 } // namespace
 
+bool label_in_top_k(const float* row, std::int64_t classes, std::int32_t label, std::int64_t k) {
+  const float own = row[label];
+  std::int64_t rank = 0;
+  for (std::int64_t j = 0; j < classes; ++j)
+    rank += row[j] > own || (row[j] == own && j < label) ? 1 : 0;
+  return rank < k;
+}
+
 loss_result softmax_cross_entropy_forward(const tensor& logits,
                                           const std::vector<std::int32_t>& labels,
-                                          tensor& probabilities) {
+                                          tensor& probabilities, int top_k) {
   check_logits("softmax_cross_entropy_forward", logits, labels);
+  check_top_k("softmax_cross_entropy_forward", top_k, logits.dim(1), 0);
   if (probabilities.shape() != logits.shape())
     throw std::invalid_argument("softmax_cross_entropy_forward: probabilities "
                                 + shape_string(probabilities.shape()) + " and logits "
@@ -65,11 +81,14 @@ loss_result softmax_cross_entropy_forward(const tensor& logits,
   float* p = probabilities.data();
   std::vector<double> row_loss(static_cast<std::size_t>(n));
   std::vector<std::uint8_t> row_correct(static_cast<std::size_t>(n));
+  std::vector<std::uint8_t> row_top_k(top_k > 0 ? static_cast<std::size_t>(n) : 0);
   cpu::parallel_range(n,
                       std::max<std::int64_t>(1, row_grain_elements / std::max<std::int64_t>(1, k)),
                       [&](std::int64_t b, std::int64_t e) {
                         for (std::int64_t i = b; i < e; ++i) {
                           row_correct[i] = arg_max(x + i * k, k) == labels[i];
+                          if (top_k > 0)
+                            row_top_k[i] = label_in_top_k(x + i * k, k, labels[i], top_k);
                           row_loss[i] = softmax_row(x + i * k, k, labels[i], p + i * k);
                         }
                       });
@@ -78,6 +97,8 @@ loss_result softmax_cross_entropy_forward(const tensor& logits,
     result.loss_sum += row_loss[i];
     result.correct += row_correct[i];
   }
+  for (auto in_top_k : row_top_k)
+    result.top_k_correct += in_top_k;
   result.count = n;
   return result;
 }
@@ -111,6 +132,16 @@ std::int64_t count_correct(const tensor& logits, const std::vector<std::int32_t>
   for (std::int64_t i = 0; i < n; ++i)
     correct += arg_max(x + i * k, k) == labels[i];
   return correct;
+}
+
+std::int64_t count_top_k(const tensor& logits, const std::vector<std::int32_t>& labels, int k) {
+  check_logits("count_top_k", logits, labels);
+  check_top_k("count_top_k", k, logits.dim(1), 1);
+  const std::int64_t n = logits.dim(0), classes = logits.dim(1);
+  std::int64_t in_top_k = 0;
+  for (std::int64_t i = 0; i < n; ++i)
+    in_top_k += label_in_top_k(logits.data() + i * classes, classes, labels[i], k) ? 1 : 0;
+  return in_top_k;
 }
 
 } // namespace troupe

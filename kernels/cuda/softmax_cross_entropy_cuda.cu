@@ -144,6 +144,31 @@ __global__ void count_correct_kernel(const float* logits, const std::int32_t* la
   }
 }
 
+// The label's rank as label_in_top_k counts it (softmax_cross_entropy.hpp): logits above its
+// own, plus equal ones at a lower index; each lane counts its stride, a butterfly adds them up.
+__global__ void count_top_k_kernel(const float* logits, const std::int32_t* labels,
+                                   std::int64_t rows, std::int64_t k, std::int64_t top_k,
+                                   std::uint8_t* status) {
+  const int lane = threadIdx.x % warp_size;
+  for (std::int64_t r = first_row(); r < rows; r += row_step()) {
+    const std::int32_t label = labels[r];
+    if (label_outside(label, k)) {
+      if (lane == 0)
+        status[r] = row_bad_label;
+      continue;
+    }
+    const float* x = logits + r * k;
+    const float own = x[label];
+    unsigned long long rank = 0;
+    for (std::int64_t j = lane; j < k; j += warp_size)
+      rank += x[j] > own || (x[j] == own && j < label) ? 1 : 0;
+    for (int offset = warp_size / 2; offset > 0; offset /= 2)
+      rank += __shfl_xor_sync(full_warp, rank, offset);
+    if (lane == 0)
+      status[r] = rank < static_cast<unsigned long long>(top_k) ? row_correct : row_wrong;
+  }
+}
+
 // d = p * (1/N), then d[label] -= 1/N: two roundings, as the CPU op (__fmul_rn is never fused
 // with the subtraction into one multiply-add).
 __global__ void softmax_backward_kernel(const float* probabilities, const std::int32_t* labels,
@@ -284,6 +309,23 @@ std::int64_t count_correct(cuda_context& context, const float* logits, const std
   const row_scratch scratch = scratch_for(context, rows);
   count_correct_kernel<<<grid_for_rows(rows), block_threads, 0, context.stream()>>>(
     logits, labels, rows, classes, scratch.status);
+  TROUPE_CUDA_CHECK(cudaGetLastError());
+  return static_cast<std::int64_t>(
+    summarize(op, context, scratch, false, labels, rows, classes).correct);
+}
+
+std::int64_t count_top_k(cuda_context& context, const float* logits, const std::int32_t* labels,
+                         std::int64_t rows, std::int64_t classes, int k) {
+  const char* op = "count_top_k";
+  check_arguments(op, "logits", logits, labels, rows, classes);
+  if (k < 1 || k > classes)
+    throw std::invalid_argument(std::string(op) + ": top-k " + std::to_string(k) + " is outside [1, "
+                                + std::to_string(classes) + "] (the classes)");
+  if (rows == 0)
+    return 0;
+  const row_scratch scratch = scratch_for(context, rows);
+  count_top_k_kernel<<<grid_for_rows(rows), block_threads, 0, context.stream()>>>(
+    logits, labels, rows, classes, k, scratch.status);
   TROUPE_CUDA_CHECK(cudaGetLastError());
   return static_cast<std::int64_t>(
     summarize(op, context, scratch, false, labels, rows, classes).correct);

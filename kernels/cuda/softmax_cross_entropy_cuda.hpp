@@ -1,7 +1,8 @@
 // Softmax followed by cross-entropy against integer labels (troupe/kernels/
 // softmax_cross_entropy.hpp) on device memory: logits, labels and probabilities stay on the
-// device; the loss sum and the correct count come back to the host, so the forward and
-// count_correct wait for the stream (a copy of three numbers and a stream synchronize).
+// device; the loss sum and the correct count come back to the host, so the forward,
+// count_correct and count_top_k wait for the stream (a copy of three numbers and a stream
+// synchronize).
 //
 // Labels are checked on the device: a label outside [0, K) throws std::out_of_range naming the
 // first such row and its value, worded as the CPU op ("label 12 in row 3 is outside [0, 10)"),
@@ -32,5 +33,9 @@ void softmax_cross_entropy_backward(cuda_context& context, const float* probabil
 /// Rows of logits [rows, classes] whose arg-max (the first, on ties) equals the label.
 std::int64_t count_correct(cuda_context& context, const float* logits, const std::int32_t* labels,
                            std::int64_t rows, std::int64_t classes);
+/// Rows of logits [rows, classes] whose label ranks among the top k (troupe::label_in_top_k's
+/// order: larger logit first, then lower index); 1 <= k <= classes, else std::invalid_argument.
+std::int64_t count_top_k(cuda_context& context, const float* logits, const std::int32_t* labels,
+                         std::int64_t rows, std::int64_t classes, int k);
 
 } // namespace troupe::cuda

@@ -66,6 +66,46 @@ TEST_CASE("metrics prints MXNet-style lines and one JSON object per epoch") {
   CHECK_THAT(line, Catch::Contains("\"samples_per_s\":20"));
   CHECK_THAT(line, Catch::Contains("\"network\":\"mlp\""));
   CHECK_FALSE(std::getline(in, line));  // exactly one epoch
+  CHECK_THAT(text + line, !Catch::Contains("top_k"));  // top-k not counted: not mentioned
+}
+
+TEST_CASE("metrics reports top-k per batch, per phase after a colon, and in the JSON line") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  std::ostringstream log;
+  auto path = temp_path("troupe_metrics_top_k_test.jsonl");
+  std::remove(path.c_str());
+  metrics_options o;
+  o.out = &log;
+  o.display_batches = 2;
+  o.jsonl_path = path;
+  auto metrics = spawn_metrics(sys, o);
+  for (std::int64_t i = 0; i < 4; ++i)  // 5 of 10 correct, 8 of 10 in the top 3
+    self->send(metrics, batch_report{0, 0, i, 4, 10, 5, 6.0, 0.1f, 3, 8});
+  phase_report train{0, false, 40, 30, 20.0, 2.0};
+  train.top_k = 3;
+  train.top_k_correct = 36;
+  phase_report validation{0, true, 10, 9, 1.0, 0.5};
+  validation.top_k = 3;
+  validation.top_k_correct = 10;
+  self->send(metrics, train);
+  self->send(metrics, validation);
+  flush(self, metrics);
+  self->send_exit(metrics, caf::exit_reason::user_shutdown);
+  const auto text = log.str();
+  CHECK_THAT(text, Catch::Contains("\taccuracy=0.500000\ttop_k_accuracy_3=0.800000\n"));
+  CHECK_THAT(text, Catch::Contains("Epoch[0] Train-top_k_accuracy_3: 0.900000\n"));
+  CHECK_THAT(text, Catch::Contains("Epoch[0] Validation-top_k_accuracy_3: 1.000000\n"));
+  CHECK_THAT(text, !Catch::Contains("-top_k_accuracy_3="));  // parse_log would take it
+  CHECK_THAT(text, Catch::Contains("Epoch[0] Train-accuracy=0.750000"));
+  std::ifstream in(path);
+  std::string line;
+  REQUIRE(std::getline(in, line));
+  CHECK_THAT(line, Catch::Contains("\"top_k\":3"));
+  CHECK_THAT(line, Catch::Contains("\"train_top_k_accuracy\":0.9"));
+  CHECK_THAT(line, Catch::Contains("\"val_top_k_accuracy\":1"));
+  CHECK_THAT(line, Catch::Contains("\"train_accuracy\":0.75"));
 }
 
 TEST_CASE("metrics writes an epoch whose validation was skipped without validation fields") {

@@ -1,5 +1,6 @@
 // A whole single-process run through the actors on small synthetic data: it learns, it is
-// deterministic, and the number of shards does not change the result.
+// deterministic, the number of shards does not change the result, and top-k counts reach the
+// phase reports.
 #include <catch2/catch.hpp>
 
 #include <caf/all.hpp>
@@ -113,6 +114,39 @@ TEST_CASE("validate_every 2 validates after epochs 2 and 4 and after the last on
   CHECK(kinds == std::vector<std::string>{"T0", "T1", "V1", "T2", "T3", "V3", "T4", "V4"});
   job.validate_every = 0;
   CHECK_THROWS_WITH(run_training(sys, job), Catch::Contains("validate_every must be at least 1"));
+}
+
+TEST_CASE("top-k reaches every phase report, merged over workers, and changes nothing else") {
+  set_compute_threads(2);
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  auto job = small_job();
+  job.epochs = 2;
+  job.topology.workers = 2;  // the coordinator merges two workers' reports
+  const auto plain = run_training(sys, job);
+  job.top_k = 2;  // of 4 classes
+  const auto counted = run_training(sys, job);
+  REQUIRE(counted.phases.size() == plain.phases.size());
+  for (std::size_t i = 0; i < counted.phases.size(); ++i) {
+    const auto& p = counted.phases[i];
+    INFO("phase " << i);
+    CHECK(p.top_k == 2);
+    CHECK(p.top_k_correct >= p.correct);  // the arg-max is always in the top 2
+    CHECK(p.top_k_correct <= p.samples);
+    CHECK(p.correct == plain.phases[i].correct);
+    CHECK(p.loss_sum == plain.phases[i].loss_sum);
+    CHECK(plain.phases[i].top_k == 0);
+    CHECK(plain.phases[i].top_k_correct == 0);
+  }
+  // The first epoch's training starts from random weights: some of its misses are runners-up.
+  CHECK(counted.phases[0].top_k_correct > counted.phases[0].correct);
+  job.top_k = 4;
+  for (const auto& p : run_training(sys, job).phases)
+    CHECK(p.top_k_correct == p.samples);
+  job.top_k = 5;
+  CHECK_THROWS_WITH(run_training(sys, job), Catch::Contains("top_k 5 is above the 4 classes"));
+  job.top_k = -1;
+  CHECK_THROWS_WITH(run_training(sys, job), Catch::Contains("top_k must not be negative"));
 }
 
 // ---- the session as an actor a host embeds -------------------------------------------------

@@ -26,7 +26,11 @@ Scenarios:
                  model bytes x steps each way, plus at most the frame overhead docs/protocol.md
                  bounds (104 bytes per push or weights frame + 32 per key), plus the whole model
                  once when a worker pulls it (its first step). The server receives
-                 exactly what the workers sent and sends exactly what they received.
+                 exactly what the workers sent and sends exactly what they received. With
+                 --top-k K among the flags, the workers' top-k counts cross the wire too: every
+                 epoch's line has top_k K and a training top-k accuracy at least the accuracy,
+                 equal to the scheduler's `Train-top_k_accuracy_K:` line, and the scheduler
+                 logs a validation top-k at least the validation accuracy
   continue-after-kill
                  an async run with --on-worker-loss continue: SIGKILL of a worker mid-run; the
                  scheduler logs that it goes on without it, and every other process finishes
@@ -358,6 +362,29 @@ def check_traffic(cluster, metrics_path, workers):
           f"the server's figures equal the workers' sums")
 
 
+def check_top_k(cluster, metrics_path, flags):
+    # A cluster's metrics file has no val_* fields yet (the coordinator's per-epoch settle flush
+    # writes the training line before validation), so validation is checked in the log.
+    k = int(flags[flags.index("--top-k") + 1])
+    log = cluster.text("scheduler", "out")
+    def logged(name, sep):
+        return {(int(e), phase): float(v) for e, phase, v in
+                re.findall(rf"^Epoch\[(\d+)\] (Train|Validation)-{name}{sep}([.\d]+)$", log, re.M)}
+    top, accuracy = logged(f"top_k_accuracy_{k}", ": "), logged("accuracy", "=")
+    rows = [r for r in (json.loads(line) for line in open(metrics_path)) if "epoch" in r]
+    for row in rows:
+        e = row["epoch"]
+        if row.get("top_k") != k or not row["train_accuracy"] <= row.get("train_top_k_accuracy", -1) <= 1:
+            cluster.fail(f"epoch {e}: top_k {row.get('top_k')}, train top-k {row.get('train_top_k_accuracy')}, "
+                         f"accuracy {row['train_accuracy']}")
+        if abs(top.get((e, "Train"), -1) - row["train_top_k_accuracy"]) > 5e-6:
+            cluster.fail(f"epoch {e}: train top-k logged {top.get((e, 'Train'))}, metrics {row['train_top_k_accuracy']}")
+        if not accuracy.get((e, "Validation"), 2) <= top.get((e, "Validation"), -1) <= 1:
+            cluster.fail(f"epoch {e}: validation top-k {top.get((e, 'Validation'))}, "
+                         f"accuracy {accuracy.get((e, 'Validation'))}")
+    print(f"ok: {len(rows)} epochs carry top-{k} accuracies from the workers")
+
+
 def check_learns(cluster):
     codes = cluster.wait_all()
     if any(codes.values()):
@@ -528,6 +555,8 @@ def main():
             start_by_hand(cluster, config, servers, workers, flags, ["--metrics", metrics_path])
             check_same_weights(cluster, troupe, config, flags, workdir)
             check_traffic(cluster, metrics_path, workers)
+            if "--top-k" in flags:
+                check_top_k(cluster, metrics_path, flags)
         elif scenario == "launch":
             run_launch(troupe, config, servers, workers, flags, workdir)
         elif scenario == "mpi":

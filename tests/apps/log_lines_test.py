@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What a run writes for the tools people point at it (issue 10, "Plots and logs").
 
-usage: log_lines_test.py TROUPE_BINARY CASE   (cases: parse_log, run_record)
+usage: log_lines_test.py TROUPE_BINARY CASE   (cases: parse_log, run_record, top_k)
 
 parse_log: MXNet's tools/parse_log.py reads a log by regular expressions. Its older form uses
 three patterns, `Epoch[N] Train...=V`, `Epoch[N] Valid...=V`, `Epoch[N] Time...=V`, and
@@ -12,6 +12,12 @@ description and run on our log; the accuracies and times they report must be the
 figures from its metrics file. Since the older form takes every `Epoch[N] Train...=V` line for
 accuracy, loss lines carry their value after a colon (`Train-cross-entropy: V`), and
 must read back as the metrics file's loss.
+
+top_k: `--top-k 3` prints `Epoch[N] Train-top_k_accuracy_3: V` and the Validation line (after a
+colon, like the loss, so neither parse_log form takes it for accuracy), appends
+`top_k_accuracy_3=V` to the batch lines (MXNet's Speedometer prints every metric so; parse_log
+reads no batch line), and writes top_k, train_top_k_accuracy and val_top_k_accuracy into the
+metrics file; values beyond the classes or negative are refused naming the flag.
 """
 import json
 import os
@@ -102,6 +108,38 @@ def case_run_record():
     assert config["workers"] == 1 and config["topology"] == "bsp" and config["network"] == "mlp", config
     assert config["epochs"] == 2 and isinstance(config["argv"], list), config
     assert all("config" not in r for r in rows[1:]), rows
+
+
+def case_top_k():
+    out, rows = train("--top-k", "3", "--disp-batches", "4")
+    lines = out.splitlines(keepends=True)
+    epochs = [r for r in rows if "epoch" in r]
+    assert len(epochs) == 2, rows
+    top = {(int(e), phase): float(v) for e, phase, v in
+           re.findall(r"^Epoch\[(\d+)\] (Train|Validation)-top_k_accuracy_3: ([.\d]+)$", out, re.M)}
+    old = old_parse_log(lines)
+    new = new_parse_log(lines, ["accuracy"])
+    for r in epochs:
+        e = r["epoch"]
+        assert r["top_k"] == 3, r
+        assert r["train_top_k_accuracy"] >= r["train_accuracy"], r
+        assert r["val_top_k_accuracy"] >= r["val_accuracy"], r
+        assert close(top.get((e, "Train")), r["train_top_k_accuracy"]), (e, top, r)
+        assert close(top.get((e, "Validation")), r["val_top_k_accuracy"]), (e, top, r)
+        # The top-k lines leave both parse_log forms reading the accuracy alone.
+        assert close(old[e][0], r["train_accuracy"]) and close(old[e][1], r["val_accuracy"]), (e, old[e], r)
+        assert close(new[e][0], r["train_accuracy"]) and close(new[e][1], r["val_accuracy"]), (e, new[e], r)
+    batch_lines = [line for line in lines if "] Batch [" in line]
+    assert batch_lines and all(re.search(r"\taccuracy=[.\d]+\ttop_k_accuracy_3=[.\d]+$", line)
+                               for line in batch_lines), batch_lines
+    assert [r for r in rows if "config" in r][0]["config"]["top_k"] == 3, rows[0]
+    for value, words in (("11", "--top-k must be at most the 10 classes, got 11"),
+                         ("-1", "--top-k must not be negative")):
+        done = subprocess.run([troupe, "train", *tiny, "--top-k", value], capture_output=True, text=True)
+        assert done.returncode == 2 and words in done.stderr, (value, done.returncode, done.stderr)
+    plain, plain_rows = train()
+    assert "top_k_accuracy" not in plain and "top_k=0" in plain, plain  # off unless asked
+    assert all("top_k" not in r for r in plain_rows[1:]), plain_rows
 
 
 if __name__ == "__main__":

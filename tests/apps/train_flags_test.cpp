@@ -474,9 +474,10 @@ TEST_CASE("train help lists every flag") {
         "val-batch-size", "lr", "lr-schedule", "lr-step-epochs", "lr-factor", "warmup-epochs",
         "mom", "nesterov", "wd", "num-epochs", "seed", "threads", "shards", "slice-bytes",
         "group-bytes", "no-overlap", "prefetch", "random-crop-pad", "random-mirror", "image-shape",
-        "num-classes", "num-examples", "no-validation", "eval-every", "metrics", "disp-batches",
-        "progress", "data-train", "data-train-idx", "data-val", "data-val-idx", "rgb-mean",
-        "rgb-std", "skip-bad-records", "random-crop", "min-random-area", "max-random-area"})
+        "num-classes", "num-examples", "no-validation", "eval-every", "metrics", "top-k",
+        "disp-batches", "progress", "data-train", "data-train-idx", "data-val", "data-val-idx",
+        "rgb-mean", "rgb-std", "skip-bad-records", "random-crop", "min-random-area",
+        "max-random-area"})
     CHECK_THAT(help, Catch::Contains(std::string("  --") + flag + "\n")
                        || Catch::Contains(std::string("  --") + flag + " "));
 }
@@ -531,4 +532,21 @@ TEST_CASE("bad checkpoint values are refused naming the flag or key") {
   temp_config zero("checkpoint_zero_period", "train { save_period = 0 }\n");
   CHECK_THROWS_WITH(parse_train_flags({"--config", zero.path()}),
                     Catch::Contains("save_period must be"));
+}
+
+TEST_CASE("the top-k flag and the train top_k key reach the job, 0 is off, beyond the classes is refused") {
+  CHECK(parse_train_flags({}).job.top_k == 0);
+  CHECK(parse_train_flags({"--top-k", "5"}).job.top_k == 5);
+  CHECK(parse_train_flags({"--top-k", "10"}).job.top_k == 10);  // fashion-mnist: 10 classes
+  CHECK(parse_train_flags({"--top-k", "0"}).job.top_k == 0);
+  CHECK_THROWS_WITH(parse_train_flags({"--top-k", "11"}),
+                    "--top-k must be at most the 10 classes, got 11");
+  CHECK_THROWS_WITH(parse_train_flags({"--top-k", "-1"}),
+                    "--top-k must not be negative (0: off), got -1");
+  CHECK_THROWS_WITH(parse_train_flags({"--dataset", "synthetic", "--num-classes", "3",
+                                       "--top-k", "4"}),
+                    "--top-k must be at most the 3 classes, got 4");
+  temp_config config("top_k_key", "train { top_k = 3 }\n");
+  CHECK(parse_train_flags({"--config", config.path()}).job.top_k == 3);
+  CHECK(parse_train_flags({"--config", config.path(), "--top-k", "0"}).job.top_k == 0);
 }

@@ -338,6 +338,8 @@ TEST_CASE("the scheduler's messages round-trip", "[cluster][frame]") {
   report_message r;
   r.request = 9;
   r.report = phase_report{5, true, 1000, 900, 123.25, 1.5, 0.0};
+  r.report.top_k = 5;
+  r.report.top_k_correct = 990;
   const auto report = decoded_as<report_message>(frame_of(r));
   CHECK(report.request == 9);
   CHECK(report.report.epoch == 5);
@@ -346,15 +348,19 @@ TEST_CASE("the scheduler's messages round-trip", "[cluster][frame]") {
   CHECK(report.report.correct == 900);
   CHECK(report.report.loss_sum == 123.25);
   CHECK(report.report.seconds == 1.5);
+  CHECK(report.report.top_k == 5);
+  CHECK(report.report.top_k_correct == 990);
 
   batch_report_message b;
-  b.report = batch_report{1, 2, 3, 469, 128, 100, 45.5, 0.05f};
+  b.report = batch_report{1, 2, 3, 469, 128, 100, 45.5, 0.05f, 3, 120};
   const auto batch = decoded_as<batch_report_message>(frame_of(b)).report;
   CHECK(batch.worker == 1);
   CHECK(batch.index == 3);
   CHECK(batch.batches == 469);
   CHECK(batch.correct == 100);
   CHECK(batch.learning_rate == 0.05f);
+  CHECK(batch.top_k == 3);
+  CHECK(batch.top_k_correct == 120);
 }
 
 TEST_CASE("ready's port, shutdown's finish and traffic reports round-trip", "[cluster][frame]") {
@@ -405,7 +411,19 @@ TEST_CASE("the scheduler's messages are checked", "[cluster][frame]") {
   CHECK_THAT(refusal(frame_of(r)), Catch::Contains("report counts 11 correct of 10"));
   r.report = phase_report{0, false, 10, 5, 1.0, -1.0, 0.5};
   CHECK_THAT(refusal(frame_of(r)), Catch::Contains("negative or non-finite time"));
+  r.report = phase_report{0, false, 10, 5, 1.0, 1.0, 0.5};
+  r.report.top_k = 3;
+  r.report.top_k_correct = 11;
+  CHECK_THAT(refusal(frame_of(r)), Catch::Contains("report counts 11 in the top 3 of 10"));
+  r.report.top_k = 0;
+  r.report.top_k_correct = 1;  // counted without a k
+  CHECK_THAT(refusal(frame_of(r)), Catch::Contains("report counts 1 in the top 0 of 10"));
+  r.report.top_k = -2;
+  r.report.top_k_correct = 0;
+  CHECK_THAT(refusal(frame_of(r)), Catch::Contains("report.topK -2 is negative"));
   batch_report_message b;
+  b.report = batch_report{0, 0, 1, 469, 128, 100, 1.0, 0.1f, 5, -1};
+  CHECK_THAT(refusal(frame_of(b)), Catch::Contains("batchReport counts -1 in the top 5 of 128"));
   b.report = batch_report{0, 0, 469, 469, 128, 100, 1.0, 0.1f};
   CHECK_THAT(refusal(frame_of(b)), Catch::Contains("batchReport.index 469 is not in [0, 469)"));
   // Found by the fuzzer: no arithmetic on the peer's numbers, even in the error text.

@@ -262,6 +262,30 @@ TEST_CASE("model handles a change of batch size", "[graph][model]") {
   }
 }
 
+TEST_CASE("model counts top-k beside accuracy once asked", "[graph][model]") {
+  auto m = tiny_dag(8);  // 3 classes
+  const std::int64_t n = 24;
+  const tensor x = test::random_tensor({n, 2, 5, 5}, 9);
+  const auto labels = labels_for(n, 3);
+  CHECK(m->evaluate(x, labels).top_k_correct == 0);  // off by default
+  m->set_top_k(2);
+  CHECK(m->top_k() == 2);
+  const loss_result e = m->evaluate(x, labels);
+  CHECK(e.top_k_correct == count_top_k(m->forward(x, false), labels, 2));  // on these logits
+  CHECK(e.top_k_correct >= e.correct);
+  CHECK(e.top_k_correct > 0);
+  const loss_result t = m->train_step(x, labels);
+  CHECK(t.top_k_correct >= t.correct);
+  CHECK(t.top_k_correct <= n);
+  m->set_top_k(1);
+  CHECK(m->evaluate(x, labels).top_k_correct == m->evaluate(x, labels).correct);
+  m->set_top_k(3);
+  CHECK(m->train_step(x, labels).top_k_correct == n);
+  CHECK_THROWS_WITH(m->set_top_k(4), Catch::Contains("top-k 4 is outside [0, 3]"));
+  CHECK_THROWS_AS(m->set_top_k(-1), std::invalid_argument);
+  CHECK(m->top_k() == 3);
+}
+
 TEST_CASE("model init is seeded per parameter name", "[graph][model]") {
   auto a = tiny_dag(42), b = tiny_dag(42), c = tiny_dag(43);
   bool any_differs = false;

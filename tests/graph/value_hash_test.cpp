@@ -64,8 +64,9 @@ TEST_CASE("job_hash of the default training_job is pinned") {
   // the literal only when that is intended. (The first literal was cross-checked against an
   // encoder written apart, in Python, when the default job was 521 bytes of encoding; this one
   // follows the multi-node fields issue 8 added, e.g. on_worker_loss, and the RecordIO
-  // dataset and augmentation fields of issue 10.)
-  CHECK(job_hash(training_job{}) == 0x83cc8c8ef3c29b88ULL);
+  // dataset and augmentation fields of issue 10, and training_job::top_k: the previous hash,
+  // 0x83cc8c8ef3c29b88, times the FNV prime four times for top_k's four zero bytes.)
+  CHECK(job_hash(training_job{}) == 0xb6f4abc4de99f808ULL);
 }
 
 TEST_CASE("job_hash is equal for equal jobs and matches value_hash") {
@@ -123,6 +124,7 @@ std::vector<std::pair<std::string, std::function<void(training_job&)>>> single_f
     {"nodes.servers", [](job& j) { j.nodes.servers = 1; }},
     {"nodes.workers", [](job& j) { j.nodes.workers = 1; }},
     {"nodes.continue_on_worker_loss", [](job& j) { j.nodes.continue_on_worker_loss = true; }},
+    {"top_k", [](job& j) { j.top_k = 5; }},
   };
   // The two data sets and the two batch sources have the same fields each.
   for (auto [prefix, data] : {std::pair{"train_data", &job::train_data},
@@ -172,8 +174,8 @@ std::vector<std::pair<std::string, std::function<void(training_job&)>>> single_f
 
 TEST_CASE("changing any single field of a training_job changes job_hash") {
   const auto changes = single_field_changes();
-  // 5 model + 2 x 11 data + 2 x 16 batches + 3 sgd + 8 schedule + 5 job + 11 topology + 3 nodes.
-  REQUIRE(changes.size() == 89);
+  // 5 model + 2 x 11 data + 2 x 16 batches + 3 sgd + 8 schedule + 6 job + 11 topology + 3 nodes.
+  REQUIRE(changes.size() == 90);
   const auto base = job_hash(training_job{});
   std::set<std::uint64_t> seen{base};
   for (const auto& [field, change] : changes) {

@@ -1,6 +1,11 @@
 // Fused softmax + cross-entropy against a double-precision reference, stability with huge
-// logits, the gradient of the mean loss by finite differences, accuracy counting, and errors.
+// logits, the gradient of the mean loss by finite differences, accuracy and top-k counting
+// (against a sort-based reference, ties included), and errors.
 #include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <numeric>
+#include <set>
 
 #include <troupe/kernels/softmax_cross_entropy.hpp>
 #include "test_util.hpp"
@@ -35,6 +40,31 @@ double reference_loss_sum(const tensor& logits, const std::vector<std::int32_t>&
     total += -(logits.data()[i * k + labels[i]] - top - std::log(sum));
   }
   return total;
+}
+
+// Top-k hits by sorting each row's classes, larger logit first and lower index on ties (a
+// stable sort of the indices), and looking for the label among the first k.
+std::int64_t reference_top_k(const tensor& logits, const std::vector<std::int32_t>& labels,
+                             std::int64_t k) {
+  const std::int64_t n = logits.dim(0), classes = logits.dim(1);
+  std::int64_t hits = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float* row = logits.data() + i * classes;
+    std::vector<std::int32_t> order(static_cast<std::size_t>(classes));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return row[a] > row[b]; });
+    hits += std::find(order.begin(), order.begin() + k, labels[i]) != order.begin() + k;
+  }
+  return hits;
+}
+
+// Logits drawn from a few integer values, so most rows hold ties, some around the label.
+tensor tied_logits(std::int64_t n, std::int64_t k, std::uint64_t seed) {
+  tensor t = tensor::uninitialized({n, k});
+  std::mt19937_64 gen(seed);
+  for (std::int64_t i = 0; i < t.numel(); ++i)
+    t.data()[i] = static_cast<float>(gen() % 4);
+  return t;
 }
 
 } // namespace
@@ -96,4 +126,55 @@ TEST_CASE("softmax cross-entropy rejects bad input", "[softmax][errors]") {
   REQUIRE_THROWS_WITH(count_correct(flat, {0}), Catch::Contains("[6]"));
   REQUIRE_THROWS_WITH(softmax_cross_entropy_backward(logits, {0, 1}, p_bad),
                       Catch::Contains("[3, 2]"));
+}
+
+TEST_CASE("top-k counts the labels among the k largest logits, ties by lower index", "[softmax]") {
+  // Row 0: class 1 and 2 tie for the largest; class 1 comes first. Row 1: a four-way tie.
+  const tensor logits = tensor::from_values({2, 4}, {1, 3, 3, 0, 2, 2, 2, 2});
+  CHECK(count_top_k(logits, {1, 0}, 1) == 2);  // the first of the tied maxima is the top 1
+  CHECK(count_top_k(logits, {2, 3}, 1) == 0);
+  CHECK(count_top_k(logits, {2, 2}, 2) == 1);  // row 0: rank 1 < 2; row 1: rank 2
+  CHECK(count_top_k(logits, {2, 2}, 3) == 2);
+  CHECK(count_top_k(logits, {3, 3}, 3) == 0);
+  CHECK(count_top_k(logits, {3, 3}, 4) == 2);
+  CHECK(label_in_top_k(logits.data(), 4, 0, 3));
+  CHECK_FALSE(label_in_top_k(logits.data(), 4, 0, 2));
+}
+
+TEST_CASE("top-k agrees with a sorted reference, top-1 with accuracy, top-K with every row",
+          "[softmax]") {
+  for (const shape_t& s : {shape_t{257, 10}, shape_t{9, 1000}, shape_t{5, 1}}) {
+    for (const tensor& logits : {tied_logits(s[0], s[1], 11), random_tensor(s, 12, -3.0f, 3.0f)}) {
+      const auto labels = make_labels(s[0], s[1], 13);
+      tensor p(s);
+      std::set<std::int64_t> ks{s[1], s[1] / 2 + 1};  // every small k, a middle one, all
+      for (std::int64_t k = 1; k <= std::min<std::int64_t>(s[1], 12); ++k)
+        ks.insert(k);
+      std::int64_t previous = 0;
+      for (const auto k : ks) {
+        const auto hits = count_top_k(logits, labels, static_cast<int>(k));
+        CHECK(hits == reference_top_k(logits, labels, k));
+        CHECK(hits >= previous);  // a larger k never loses a hit
+        previous = hits;
+        const auto r = softmax_cross_entropy_forward(logits, labels, p, static_cast<int>(k));
+        CHECK(r.top_k_correct == hits);
+        if (k == 1)
+          CHECK(hits == r.correct);
+        if (k == s[1])
+          CHECK(hits == s[0]);
+      }
+      CHECK(softmax_cross_entropy_forward(logits, labels, p).top_k_correct == 0);  // not asked
+    }
+  }
+}
+
+TEST_CASE("top-k refuses a k outside the classes", "[softmax][errors]") {
+  const tensor logits({2, 3});
+  tensor p({2, 3});
+  REQUIRE_THROWS_WITH(count_top_k(logits, {0, 1}, 0), Catch::Contains("top-k 0 is outside [1, 3]"));
+  REQUIRE_THROWS_AS(count_top_k(logits, {0, 1}, 4), std::invalid_argument);
+  REQUIRE_THROWS_WITH(softmax_cross_entropy_forward(logits, {0, 1}, p, 4),
+                      Catch::Contains("top-k 4 is outside [0, 3]"));
+  REQUIRE_THROWS_AS(softmax_cross_entropy_forward(logits, {0, 1}, p, -1), std::invalid_argument);
+  REQUIRE_THROWS_AS(count_top_k(logits, {0, 3}, 1), std::out_of_range);
 }

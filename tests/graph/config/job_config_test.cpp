@@ -95,6 +95,17 @@ TEST_CASE("data val none and eval_every 0 disable validation") {
   CHECK_FALSE(parse("train { eval_every = 0 }").validation_data.enabled);
 }
 
+TEST_CASE("train top_k is off by default and at most the data's classes") {
+  CHECK(parse("").run.top_k.value == 0);
+  CHECK(parse("train { top_k = 5 }").run.top_k.value == 5);
+  CHECK(parse("train { top_k = 10 }").run.top_k.value == 10);  // fashion_mnist: 10 classes
+  CHECK(error_of("train { top_k = 11 }")
+        == "t.troupe:1:17: top_k must be at most the 10 classes, got 11");
+  CHECK(error_of("data train = synthetic(classes = 3)\ntrain { top_k = 4 }")
+        == "t.troupe:2:17: top_k must be at most the 3 classes, got 4");
+  CHECK(error_of("train { top_k = -1 }").find("t.troupe:1:17: top_k must be between 0 and") == 0);
+}
+
 TEST_CASE("optimizer and schedule keys") {
   auto c = parse("optimizer sgd(0.2, momentum = 0.5, wd = 0, nesterov = true)\n"
                  "schedule cosine(final_lr = 0.001, warmup = 0)");

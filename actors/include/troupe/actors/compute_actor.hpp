@@ -14,7 +14,8 @@
 //   (straggle_atom)               -> ()           internal: a straggler's delayed pushes leave
 //   (watchdog_atom)               -> ()           internal: the check that no request has
 //                                                 waited longer than its timeout (below)
-// Sends (batch_report) to the metrics actor after every training batch.
+// Sends (batch_report) to the metrics actor after every training batch. Both reports carry
+// top-k counts when the replica counts them (model::set_top_k; the node part sets the job's).
 //
 // A compute actor of this process (local_compute_actor) also answers, for checkpoints, between
 // phases only (a phase in flight makes both an errc::bad_request):

@@ -96,6 +96,8 @@ struct batch_report {
   std::int64_t correct = 0;
   double loss_sum = 0;
   float learning_rate = 0;
+  int top_k = 0;                   ///< the k of top_k_correct; 0: top-k is not counted
+  std::int64_t top_k_correct = 0;  ///< samples whose label ranks among the top k logits
 };
 
 /// One phase (training or validation) of one epoch, as the coordinator reports it.
@@ -111,6 +113,8 @@ struct phase_report {
   double step_seconds = 0;
   /// Bad records the loaders left out (RecordIO data with skip_bad_records).
   std::int64_t skipped = 0;
+  int top_k = 0;                   ///< the k of top_k_correct; 0: top-k is not counted
+  std::int64_t top_k_correct = 0;  ///< samples whose label ranks among the top k logits
 };
 
 /// Everything a finished run measured, in the order the phases ran.
@@ -137,13 +141,14 @@ using push_target_actor
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, batch_report& x) {
   return f(caf::meta::type_name("troupe.batch_report"), x.worker, x.epoch, x.index, x.batches,
-           x.samples, x.correct, x.loss_sum, x.learning_rate);
+           x.samples, x.correct, x.loss_sum, x.learning_rate, x.top_k, x.top_k_correct);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, phase_report& x) {
   return f(caf::meta::type_name("troupe.phase_report"), x.epoch, x.validation, x.samples,
-           x.correct, x.loss_sum, x.seconds, x.step_seconds, x.skipped);
+           x.correct, x.loss_sum, x.seconds, x.step_seconds, x.skipped, x.top_k,
+           x.top_k_correct);
 }
 
 /// The final weights cross as plain floats (tensor's inspect): a result crosses once per run.

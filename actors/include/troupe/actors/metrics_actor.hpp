@@ -5,12 +5,15 @@
 //   (batch_report)  -> ()    counts a training batch; every `display_batches` batches prints
 //                            `Epoch[e] Batch [i]\tSpeed: N samples/sec\taccuracy=A` (accuracy
 //                            over the batches since the last line, as MXNet's Speedometer with
-//                            auto-reset); on a terminal redraws a progress bar
+//                            auto-reset), `\ttop_k_accuracy_K=T` after it when the report
+//                            counts top-k; on a terminal redraws a progress bar
 //   (phase_report)  -> ()    prints `Epoch[e] Train-accuracy=A`, `Train-cross-entropy: L`,
-//                            `Time cost=T` or `Validation-accuracy=A`, `Validation-cross-entropy: L`
-//                            (accuracy and time after '=', the loss after ':': MXNet's
-//                            tools/parse_log.py averages every `Epoch[e] Train...=V` line as
-//                            accuracy, so only accuracy may be written that way);
+//                            `Train-top_k_accuracy_K: T` (when counted), `Time cost=T` or the
+//                            same three `Validation-` lines (accuracy and time after '=', loss
+//                            and top-k after ':': MXNet's tools/parse_log.py averages every
+//                            `Epoch[e] Train...=V` line as accuracy, so only accuracy may be
+//                            written that way); the metrics file gets `top_k`,
+//                            `train_top_k_accuracy` and `val_top_k_accuracy` then;
 //                            after an epoch's validation (or its training, with no validation)
 //                            appends one JSON object to the metrics file; a training epoch
 //                            whose validation is skipped gets its line without validation

@@ -100,6 +100,8 @@ struct training_job {
   int shards = 1;                   ///< parameter shards (keys are spread over them)
   topology_options topology;
   cluster_nodes nodes;              ///< processes; placement_plan puts actors on them
+  /// Also count top-k accuracy, training and validation (MXNet's --top-k): 1..classes; 0: off.
+  int top_k = 0;
 };
 
 /// Every field in declaration order: what value_hash.hpp's job_hash covers and what CAF sends.
@@ -108,12 +110,13 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, training_job& x) {
   return f(x.model, x.train_data, x.validation_data, x.train_batches, x.validation_batches,
            x.optimizer, x.prefetch_depth, x.epochs, x.validate, x.validate_every, x.shards,
-           x.topology, x.nodes);
+           x.topology, x.nodes, x.top_k);
 }
 
 /// Throws std::invalid_argument naming the first value no run could use (epochs < 0,
 /// validate_every < 1, shards < 1, an inconsistent topology or schedule, server or worker
-/// processes without the other, or negative).
+/// processes without the other, or negative, top_k < 0; top_k above the classes is the
+/// plan's to refuse, which knows them).
 void check_job(const training_job& job);
 
 } // namespace troupe

@@ -96,6 +96,12 @@ public:
   /// Forward in inference mode and the loss / accuracy, without gradients.
   loss_result evaluate(const tensor& x, const std::vector<std::int32_t>& labels);
 
+  /// From now on train_step and evaluate also count loss_result::top_k_correct, the rows whose
+  /// label ranks among the k largest logits (ties: softmax_cross_entropy.hpp); 0 stops it.
+  /// Throws std::invalid_argument unless 0 <= k <= classes().
+  void set_top_k(int k);
+  int top_k() const { return top_k_; }
+
   /// One line per node: name, kind, output shape, parameter count.
   std::string summary() const;
 
@@ -124,6 +130,7 @@ private:
   std::string name_;
   shape_t sample_shape_;
   int classes_;
+  int top_k_ = 0;
   std::vector<std::unique_ptr<node>> nodes_;
   std::vector<parameter*> parameters_;
   std::vector<buffer*> buffers_;

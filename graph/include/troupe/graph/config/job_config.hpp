@@ -132,6 +132,8 @@ struct run_config {
   located<int> prefetch{3};
   located<std::int64_t> display{100};
   located<std::string> metrics;
+  /// Also report top-k accuracy (MXNet's --top-k): 1..classes; 0: off.
+  located<int> top_k{0};
   /// Checkpoints (docs/checkpoints.md): PREFIX of PREFIX-EEEE.safetensors ("": none), saved
   /// every save_period epochs and after the last; load_epoch >= 0 resumes from that one.
   located<std::string> model_prefix;

@@ -59,6 +59,8 @@ struct scheduler_state {
   // its metrics line.
   bool holding = false;
   std::int64_t holding_epoch = 0;
+  /// The last phase report passed on was an epoch's training (see the flush handler).
+  bool after_training_report = false;
   std::vector<std::function<void()>> held;
   std::map<int, std::vector<peer_traffic>> traffic_answers;  // by plan node
   epoch_traffic traffic_table;

@@ -41,6 +41,7 @@ void release_traffic(scheduler_actor* self) {
 
 void on_phase_report(scheduler_actor* self, const phase_report& r) {
   auto& st = self->state;
+  st.after_training_report = !r.validation;
   auto forward = [=] { self->send(self->state.metrics, r); };
   if (st.holding || r.validation || st.at != run_phase::training || live_members(st) == 0)
     return pass_on(self, forward);

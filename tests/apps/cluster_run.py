@@ -363,8 +363,6 @@ def check_traffic(cluster, metrics_path, workers):
 
 
 def check_top_k(cluster, metrics_path, flags):
-    # A cluster's metrics file has no val_* fields yet (the coordinator's per-epoch settle flush
-    # writes the training line before validation), so validation is checked in the log.
     k = int(flags[flags.index("--top-k") + 1])
     log = cluster.text("scheduler", "out")
     def logged(name, sep):
@@ -382,6 +380,11 @@ def check_top_k(cluster, metrics_path, flags):
         if not accuracy.get((e, "Validation"), 2) <= top.get((e, "Validation"), -1) <= 1:
             cluster.fail(f"epoch {e}: validation top-k {top.get((e, 'Validation'))}, "
                          f"accuracy {accuracy.get((e, 'Validation'))}")
+        # the epoch's record carries its validation, as troupe train's does
+        for name, logged_value in (("val_accuracy", accuracy.get((e, "Validation"))),
+                                   ("val_top_k_accuracy", top.get((e, "Validation")))):
+            if logged_value is None or abs(row.get(name, -1) - logged_value) > 5e-6:
+                cluster.fail(f"epoch {e}: metrics {name} {row.get(name)}, log {logged_value}")
     print(f"ok: {len(rows)} epochs carry top-{k} accuracies from the workers")
 
 

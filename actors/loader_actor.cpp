@@ -28,6 +28,8 @@ struct loader_state {
   // Image buffers of batches handed out; one that no other handle sees any more (the compute
   // actor and its model let go) is written again instead of allocating a new one.
   std::vector<tensor> spare;
+  // Why a batch could not be built: every asker from then on gets it (see the header).
+  caf::error failure;
   static inline const char* name = "loader";
 };
 
@@ -88,18 +90,18 @@ tensor take_spare(loader_state& st) {
 void fill_one(loader_pointer self) {
   auto& st = self->state;
   st.fill_armed = false;
-  if (epoch_exhausted(st) || static_cast<int>(st.ready.size()) >= st.options.prefetch_depth)
+  if (st.failure || epoch_exhausted(st)
+      || static_cast<int>(st.ready.size()) >= st.options.prefetch_depth)
     return;
   try {
     st.ready.push_back(st.source->make(st.epoch, st.next_to_build, take_spare(st)));
     if (static_cast<int>(st.spare.size()) < st.options.prefetch_depth + spare_in_use)
       st.spare.push_back(st.ready.back().images);
   } catch (const std::exception& e) {
-    auto err = make_error(classify_exception(e), std::string("loader: ") + e.what());
+    st.failure = make_error(classify_exception(e), std::string("loader: ") + e.what());
     for (auto& promise : st.waiting)
-      promise.deliver(err);
+      promise.deliver(st.failure);
     st.waiting.clear();
-    self->quit(err);
     return;
   }
   ++st.next_to_build;
@@ -123,6 +125,8 @@ loader_actor::behavior_type loader(loader_pointer self, std::shared_ptr<const ba
     },
     [=](next_atom) -> caf::result<loader_item> {
       auto& st = self->state;
+      if (st.failure)
+        return st.failure;
       if (st.waiting.empty() && !st.ready.empty()) {
         loader_item item{std::move(st.ready.front()), false};
         st.ready.pop_front();

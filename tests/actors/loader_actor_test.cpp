@@ -2,6 +2,8 @@
 // then the end mark; a new epoch starts over.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+#include <fstream>
 #include <set>
 
 #include <caf/all.hpp>
@@ -10,6 +12,9 @@
 #include <troupe/actors/messages.hpp>
 #include <troupe/cluster/local_node.hpp>
 #include <troupe/io/dataset.hpp>
+#include <troupe/actors/actor_errors.hpp>
+
+#include "tests/io/record_files.hpp"
 
 using namespace troupe;
 
@@ -117,4 +122,49 @@ TEST_CASE("loader never writes into a batch its receiver still holds, and reuses
   }
   CHECK(recycled == 2);
   self->send_exit(loader, caf::exit_reason::user_shutdown);
+}
+
+// A .rec whose record 1 is not a JPEG (tests/io/record_files.hpp writes it from the format).
+std::string corrupt_record_file() {
+  const std::string path = "troupe_loader_corrupt_test.rec";
+  troupe::test::bytes file;
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    const auto image = i == 1 ? troupe::test::bytes(64, 0x5a)
+                              : troupe::test::solid_jpeg(8, 8, 10, 20, 30);
+    troupe::test::append(file, troupe::test::frame(0, troupe::test::image_payload({float(i % 2)}, i, image)));
+  }
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(file.data()),
+                                              std::streamsize(file.size()));
+  return path;
+}
+
+TEST_CASE("a batch that cannot be built: every later `next` gets the reason; the loader stays up") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  dataset_options d;
+  d.name = "recordio";
+  d.dir = corrupt_record_file();
+  d.record_shape = {3, 8, 8};
+  d.record_classes = 2;
+  batch_source_options b;
+  b.batch_size = 2;
+  b.shuffle = false;
+  auto loader = spawn_loader(sys, std::make_shared<const batch_source>(open_dataset(d), b), {});
+  self->monitor(loader);
+  self->send(loader, epoch_atom::value, std::int64_t{0});
+  // Asked after the failed build (prefetch fails at once) and once more: both times the reason,
+  // never CAF's request_receiver_down, which a loader that quit would give a late asker.
+  for (int ask = 0; ask < 2; ++ask) {
+    caf::error reason;
+    self->request(loader, std::chrono::seconds(10), next_atom::value)
+      .receive([&](loader_item&) { FAIL("a batch holding a corrupt record was served"); },
+               [&](caf::error& err) { reason = std::move(err); });
+    REQUIRE(reason);
+    CHECK(troupe_code(reason) == errc::bad_data);
+    CHECK_THAT(error_text(reason), Catch::Contains("record 1"));
+  }
+  self->send_exit(loader, caf::exit_reason::user_shutdown);
+  self->receive([&](caf::down_msg& down) { CHECK(down.reason == caf::exit_reason::user_shutdown); });
+  std::remove(d.dir.c_str());
 }

@@ -12,8 +12,10 @@
 // building runs on the loader's own scheduler thread while the compute actor runs its step on
 // another, which is the overlap. A `next` that finds the queue empty is answered as soon as
 // the batch it waits for is built (a response promise), never with a blocking wait. A batch
-// that cannot be built (a corrupt record) answers every waiting asker with errc::bad_data and
-// ends the loader with that error.
+// that cannot be built (a corrupt record) answers every waiting asker, and every later `next`,
+// with errc::bad_data naming the record; the loader stays up and builds nothing more. Quitting
+// instead would race: a compute asking just after would get CAF's request_receiver_down, not
+// the reason, whenever its request beat the loader's down message.
 #pragma once
 
 #include <memory>

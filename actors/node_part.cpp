@@ -185,10 +185,15 @@ struct part_builder {
         part.spawned.emplace_back(caf::actor_cast<caf::actor>(part.targets[s]), plan.actors[s].name);
       }
     part.shards = shard_routes(plan, part.targets);
-    coordinator_options co{job.epochs, 0, job.validate, job.validate_every,
-                           static_cast<std::size_t>(a.finish_after), options.timeouts,
-                           validators_of(plan), options.settle_epochs,
-                           job.nodes.continue_on_worker_loss};
+    coordinator_options co;
+    co.epochs = job.epochs;
+    co.validate = job.validate;
+    co.validate_every = job.validate_every;
+    co.finish_after = static_cast<std::size_t>(a.finish_after);
+    co.timeouts = options.timeouts;
+    co.validators = validators_of(plan);
+    co.settle_epochs = options.settle_epochs;
+    co.drop_lost_computes = job.nodes.continue_on_worker_loss;
     if (!options.checkpoint_prefix.empty() || options.resume)
       spawn_checkpoint_at(co);
     part.coordinator = spawn_coordinator(system, all, part.metrics, co);

@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <memory>
 
 #include <sys/stat.h>
@@ -45,6 +46,22 @@ bool gzip_magic_at(const std::vector<std::uint8_t>& bytes, std::size_t at) {
 }
 
 } // namespace
+
+void for_each_text_line(const std::string& path, const std::string& what,
+                        const std::function<void(std::int64_t, const std::string&)>& on_line) {
+  std::ifstream in(path);
+  if (!in)
+    throw io_error(path + ": cannot open " + what + ": " + std::strerror(errno));
+  std::string line;
+  for (std::int64_t number = 1; std::getline(in, line); ++number) {
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    if (!line.empty())
+      on_line(number, line);
+  }
+  if (in.bad())
+    throw io_error(path + ": read failed");
+}
 
 std::vector<std::uint8_t> read_raw_file(const std::string& path) {
   std::unique_ptr<std::FILE, file_closer> file(std::fopen(path.c_str(), "rb"));

@@ -9,12 +9,19 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include <troupe/io/dataset.hpp>
 
 namespace troupe {
+
+/// Calls on_line(number, line) for each non-blank line of a text file (numbers from 1, a
+/// trailing '\r' removed). Throws io_error "<path>: cannot open <what>: <strerror>" or
+/// "<path>: read failed"; whatever on_line throws passes through.
+void for_each_text_line(const std::string& path, const std::string& what,
+                        const std::function<void(std::int64_t, const std::string&)>& on_line);
 
 /// Reads the file as stored. Throws io_error "<path>: cannot open: <strerror>" and the like.
 std::vector<std::uint8_t> read_raw_file(const std::string& path);

@@ -12,6 +12,8 @@
 
 #include <troupe/io/dataset.hpp>
 
+#include "io/file_bytes.hpp"
+
 namespace troupe {
 
 namespace {
@@ -65,16 +67,8 @@ std::vector<image_list_entry> list_image_folder(const std::string& root) {
 }
 
 std::vector<image_list_entry> read_image_list(const std::string& path) {
-  std::ifstream in(path);
-  if (!in)
-    throw io_error(path + ": cannot open the image list");
   std::vector<image_list_entry> entries;
-  std::string line;
-  for (std::int64_t number = 1; std::getline(in, line); ++number) {
-    if (!line.empty() && line.back() == '\r')
-      line.pop_back();
-    if (line.empty())
-      continue;
+  for_each_text_line(path, "the image list", [&](std::int64_t number, const std::string& line) {
     std::vector<std::string> fields;
     std::stringstream split(line);
     for (std::string field; std::getline(split, field, '\t');)
@@ -102,7 +96,7 @@ std::vector<image_list_entry> read_image_list(const std::string& path) {
       }
     }
     entries.push_back(std::move(entry));
-  }
+  });
   return entries;
 }
 

@@ -17,6 +17,8 @@
 
 #include <troupe/io/recordio.hpp>
 
+#include "io/file_bytes.hpp"
+
 namespace troupe {
 
 namespace {
@@ -171,16 +173,8 @@ void recordio_reader::walk(bool skip_bad_records) {
 }
 
 void recordio_reader::read_index(const std::string& index_path) {
-  std::ifstream in(index_path);
-  if (!in)
-    throw io_error(index_path + ": cannot open the index of " + path_ + ": "
-                   + std::strerror(errno));
-  std::string line;
-  for (std::int64_t number = 1; std::getline(in, line); ++number) {
-    if (!line.empty() && line.back() == '\r')
-      line.pop_back();
-    if (line.empty())
-      continue;
+  for_each_text_line(index_path, "the index of " + path_, [&](std::int64_t number,
+                                                             const std::string& line) {
     const auto tab = line.find('\t');
     const std::string offset_text = tab == std::string::npos ? "" : line.substr(tab + 1);
     std::size_t used = 0;
@@ -201,9 +195,7 @@ void recordio_reader::read_index(const std::string& index_path) {
                      + std::to_string(offset) + " is " + (offset % 4 ? "not 4-byte aligned"
                      : "past the end of " + path_ + " (" + std::to_string(file_size_) + " bytes)"));
     offsets_.push_back(offset);
-  }
-  if (in.bad())
-    throw io_error(index_path + ": read failed");
+  });
 }
 
 std::vector<std::uint8_t> recordio_reader::read(std::int64_t i) const {

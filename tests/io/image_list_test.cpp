@@ -82,3 +82,9 @@ TEST_CASE("read_image_list names the line it cannot read", "[io][image_list]") {
   CHECK_THROWS_WITH(read("0\tone\ta.jpg\n"), Contains("label 'one' is not a number"));
   CHECK_THROWS_WITH(read_image_list(dir.file("none.lst")), Contains("cannot open"));
 }
+
+TEST_CASE("read_image_list names the file and the system's reason when it cannot open it",
+          "[io][image_list]") {
+  CHECK_THROWS_WITH(read_image_list("/nonexistent/troupe/train.lst"),
+                    Contains("/nonexistent/troupe/train.lst: cannot open the image list: No such file"));
+}

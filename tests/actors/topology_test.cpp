@@ -12,27 +12,13 @@
 #include <troupe/cluster/local_node.hpp>
 #include <troupe/kernels/threading.hpp>
 
+#include "tests/actors/synthetic_job.hpp"
+
 using namespace troupe;
 
 namespace {
 
-training_job synthetic_job(const std::string& network, std::int64_t examples) {
-  training_job o;
-  o.model.network = network;
-  o.train_data.name = "synthetic";
-  o.train_data.synthetic_shape = {1, 28, 28};
-  o.train_data.synthetic_size = examples;
-  o.validation_data = o.train_data;
-  o.validation_data.which = split::test;
-  o.validation_batches.batch_size = 256;
-  o.validation_batches.shuffle = false;
-  o.optimizer.sgd = sgd_options{0.9f, 1e-4f, false};
-  o.optimizer.schedule.policy = lr_policy::constant;
-  o.optimizer.schedule.base_lr = 0.01f;
-  o.epochs = 2;
-  o.validate = false;
-  return o;
-}
+using test::synthetic_job;
 
 training_result run(training_job o, int workers, std::int64_t batch, topology_kind mode = topology_kind::bsp) {
   local_node_config cfg;

@@ -16,6 +16,8 @@
 #include <troupe/actors/training_session.hpp>
 #include <troupe/cluster/local_node.hpp>
 
+#include "tests/actors/synthetic_job.hpp"
+
 using namespace troupe;
 
 namespace {
@@ -23,20 +25,9 @@ namespace {
 constexpr double weight_tolerance = 2e-3;
 const compute_device gpu0{device_kind::cuda, 0};
 
+// The topology tests' job with validation on, 768 examples: 12 steps of 64 per epoch.
 training_job synthetic_job(const std::string& network) {
-  training_job o;
-  o.model.network = network;
-  o.train_data.name = "synthetic";
-  o.train_data.synthetic_shape = {1, 28, 28};
-  o.train_data.synthetic_size = 768;
-  o.validation_data = o.train_data;
-  o.validation_data.which = split::test;
-  o.validation_batches.batch_size = 256;
-  o.validation_batches.shuffle = false;
-  o.optimizer.sgd = sgd_options{0.9f, 1e-4f, false};
-  o.optimizer.schedule.policy = lr_policy::constant;
-  o.optimizer.schedule.base_lr = 0.01f;
-  o.epochs = 2;
+  auto o = test::synthetic_job(network, 768);
   o.validate = true;
   return o;
 }

@@ -42,9 +42,14 @@ void use_preset(topology_options& t, topology_kind kind, int argument) {
       t.machines = argument < 0 ? 2 : argument;
       t.levels = {{aggregation_scope::machine, 0}, {aggregation_scope::all, 0}};
       break;
-    case topology_kind::backup:
-      t.levels = {{aggregation_scope::all, t.workers - (argument < 0 ? 1 : argument)}};
+    case topology_kind::backup: {
+      const int backups = argument < 0 ? 1 : argument;
+      if (backups >= t.workers)  // need 0 would read as "all": refuse rather than run bsp
+        throw std::invalid_argument("topology: backup(" + std::to_string(backups)
+                                    + ") needs fewer backups than workers (" + std::to_string(t.workers) + ")");
+      t.levels = {{aggregation_scope::all, t.workers - backups}};
       break;
+    }
   }
 }
 

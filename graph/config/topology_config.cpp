@@ -18,7 +18,7 @@ namespace troupe {
 
 namespace {
 
-using role = actor_role;
+using role = plan_role;
 const std::vector<std::string> presets{"bsp", "async", "ssp", "hierarchical", "backup"};
 
 std::optional<topology_kind> preset_of(const std::string& name) {
@@ -101,7 +101,14 @@ endpoint read_endpoint(const value_reader& r, const syntax_value& v) {
   return e;
 }
 
-std::string role_text(role which) { return to_string(which); }
+// How the language writes an endpoint.
+std::string role_text(role which) {
+  switch (which) {
+    case role::machine_aggregator: return "aggregate(machine)";
+    case role::aggregator: return "aggregate(all)";
+    default: return to_string(which);
+  }
+}
 
 // The written routes (chains become consecutive pairs), with the rules that concern one route.
 struct written_routes {
@@ -346,14 +353,11 @@ std::string to_string(const wiring_route& w) {
   if (w.need != 0) args.push_back("need = " + std::to_string(w.need));
   if (w.staleness >= 0) args.push_back("staleness = " + std::to_string(w.staleness));
   std::string target = w.to == role::machine_aggregator || w.to == role::aggregator ? "aggregate"
-                                                                                      : to_string(w.to);
+                                                                                      : role_text(w.to);
   std::string joined;
   for (const auto& a : args)
     joined += (joined.empty() ? "" : ", ") + a;
-  const std::string from = w.from == role::machine_aggregator ? "aggregate(machine)"
-                           : w.from == role::aggregator      ? "aggregate(all)"
-                                                             : to_string(w.from);
-  return from + " -> " + target + (joined.empty() ? "" : "(" + joined + ")");
+  return role_text(w.from) + " -> " + target + (joined.empty() ? "" : "(" + joined + ")");
 }
 
 void resolve_topology(job_config& c, const syntax_statement* st) {
@@ -415,17 +419,6 @@ void resolve_topology(job_config& c, const syntax_statement* st) {
   t.levels = got.levels;
   t.staleness = got.staleness;
   t.routes = routes_of(t.levels, t.staleness);
-}
-
-const char* to_string(actor_role role) {
-  switch (role) {
-    case actor_role::loader: return "loader";
-    case actor_role::compute: return "compute";
-    case actor_role::machine_aggregator: return "aggregate(machine)";
-    case actor_role::aggregator: return "aggregate(all)";
-    case actor_role::shard: return "shard";
-  }
-  return "?";
 }
 
 } // namespace troupe

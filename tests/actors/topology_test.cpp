@@ -150,8 +150,9 @@ TEST_CASE("bad topologies are refused before anything starts") {
   job.topology.workers = 0;
   CHECK_THROWS_WITH(run_training(sys, job), Catch::Contains("workers must be at least 1"));
   job.topology.workers = 2;
-  use_preset(job.topology, topology_kind::backup, 2);
-  CHECK_THROWS_WITH(run_training(sys, job), Catch::Contains("need = 0"));
+  CHECK_THROWS_WITH(use_preset(job.topology, topology_kind::backup, 2), Catch::Contains("backup(2)"));
+  job.topology.levels = {{aggregation_scope::all, 3}};  // a barrier of 3 among 2 workers
+  CHECK_THROWS_WITH(run_training(sys, job), Catch::Contains("need = 3"));
   use_preset(job.topology, topology_kind::hierarchical, 3);
   CHECK_THROWS_WITH(run_training(sys, job), Catch::Contains("machines"));
 }

@@ -82,7 +82,7 @@ struct topology_options {
 /// Sets `t`'s routes (name, levels, staleness, machines) to preset `kind`'s. `argument` is the
 /// preset's one parameter (ssp: staleness, default 2; hierarchical: machines, default 2;
 /// backup: backup workers, default 1), negative for its default; t.workers must be set first
-/// (backup's need is workers - backups).
+/// (backup's need is workers - backups). Throws std::invalid_argument for backups >= workers.
 void use_preset(topology_options& t, topology_kind kind, int argument = -1);
 
 /// Fields in declaration order, for CAF's serializers and value_hash.hpp (no CAF here).

@@ -35,6 +35,7 @@
 
 #include <troupe/graph/config/key_assignment.hpp>
 #include <troupe/graph/job.hpp>
+#include <troupe/graph/roles.hpp>
 #include <troupe/graph/value_hash.hpp>
 #include <troupe/io/dataset.hpp>
 
@@ -57,17 +58,6 @@ data_facts data_facts_of(const dataset& train, const dataset& validation);
 /// dataset name it does not know: the job's model input and classes, examples unknown (0).
 data_facts expected_data_facts(const training_job& job);
 
-enum class plan_role {
-  loader,             ///< training batches of one worker's data part
-  validation_loader,  ///< validation batches, shared by every compute of its node
-  compute,            ///< one model replica
-  machine_aggregator, ///< hierarchical: sums one machine's workers for one shard
-  aggregator,         ///< sums every worker (or machine) for one shard
-  shard,              ///< owns some keys and applies the optimizer to them
-  coordinator,        ///< drives the epochs
-  metrics,            ///< reports
-};
-const char* to_string(plan_role role);
 
 enum class route_carries {
   batches,             ///< loader -> compute, one batch per step

@@ -17,6 +17,7 @@
 #include <troupe/graph/config/diagnostics.hpp>
 #include <troupe/graph/config/key_assignment.hpp>
 #include <troupe/graph/job.hpp>
+#include <troupe/graph/roles.hpp>
 #include <troupe/graph/zoo.hpp>
 #include <troupe/kernels/compute_device.hpp>
 
@@ -103,14 +104,10 @@ struct schedule_config {
   located<double> final_lr{0};                ///< cosine end value
 };
 
-/// What a topology endpoint names: `loader`, `compute`, `aggregate(machine)`,
-/// `aggregate(all)` or `shard`.
-enum class actor_role { loader, compute, machine_aggregator, aggregator, shard };
-
 /// One route `from -> to` with the properties written on its ends: what the `topology`
 /// statement's block holds (a chain `a -> b -> c` is two routes), or what a preset expands to.
 struct wiring_route {
-  actor_role from, to;
+  plan_role from, to;  ///< loader, compute, machine_aggregator, aggregator or shard
   std::string fan;     ///< into compute: "all" (broadcast) or "sender" (reply); else ""
   int need = 0;        ///< into an aggregate: contributions that complete its step; 0: all
   int staleness = -1;  ///< out of a shard: SSP bound on its answers; -1: none
@@ -194,6 +191,5 @@ key_plan_options key_options_of(const job_config& config);
 struct syntax_statement;
 void resolve_topology(job_config& config, const syntax_statement* statement);
 
-const char* to_string(actor_role role);
 
 } // namespace troupe

@@ -296,7 +296,8 @@ TEST_CASE("eval_every from the config or --eval-every sets how often validation 
   std::filesystem::remove(path);
   CHECK(parse_train_flags({}).job.validate_every == 1);
   CHECK(parse_train_flags({"--eval-every", "4"}).job.validate_every == 4);
-  CHECK_THROWS_WITH(parse_train_flags({"--eval-every", "0"}), Catch::Contains("--eval-every must be positive"));
+  CHECK_FALSE(parse_train_flags({"--eval-every", "0"}).job.validate);  // as eval_every = 0
+  CHECK_THROWS_WITH(parse_train_flags({"--eval-every", "-1"}), Catch::Contains("--eval-every must be between 0"));
 }
 
 TEST_CASE("flags alone and the same job written as a config plus flags train the same job") {

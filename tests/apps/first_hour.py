@@ -141,7 +141,7 @@ def case_messages():
     expect(run("check", write("big.troupe", "train { epochs = 10000000000 }\n")), 2,
            r"epochs must be between 1 and 1000000000, got 10000000000$")
     done = run("node", "--role", "worker", "--scheduler", "127.0.0.1:1", "--heartbeat", "0.01",
-               env=dict(env, TROUPE_SECRET="s"))
+               env=dict(env, TROUPE_SECRET="a-test-secret-of-32-characters!!"))
     expect(done, 2, r"--heartbeat must be between 0\.05 and 600 seconds, got 0\.01$")
     # Bare troupe names every command.
     bare = run()
@@ -153,7 +153,7 @@ def case_messages():
     images = os.path.join(work, "images", "class0")
     os.makedirs(images, exist_ok=True)
     open(os.path.join(images, "a.jpg"), "wb").close()
-    expect(run("im2rec", "--list-only", "/nonexistent/out", os.path.join(work, "images")), 1,
+    expect(run("im2rec", "/nonexistent/out", os.path.join(work, "images"), "--list-only"), 1,
            r"/nonexistent/out.lst: cannot write the image list: No such file or directory")
     # Usage errors found by planning exit 2: a depth the network does not take, an uneven split.
     expect(run("train", "--network", "mlp", "--num-layers", "7"), 2, r"layers|depth")

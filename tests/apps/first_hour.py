@@ -130,11 +130,19 @@ def case_many_epochs():
         epoch_line_appears(epochs)
 
 
-def case_messages():
-    env = {k: v for k, v in os.environ.items() if k != "TROUPE_SECRET"}
+def no_secret():
+    return {k: v for k, v in os.environ.items() if k != "TROUPE_SECRET"}
+
+
+def case_node_prefix():
+    env = no_secret()
     done = run("node", "--role", "worker", "--scheduler", "127.0.0.1:1", env=env)
     expect(done, 2, r"^troupe node: the cluster secret is missing")
     assert "troupe node: troupe node" not in done.stderr, done.stderr
+
+
+def case_numbers_in_messages():
+    env = no_secret()
     # Whole numbers out of range are out of range, printed in full; reals in their shortest form.
     expect(run("check", write("huge.troupe", "train { epochs = 1e30 }\n")), 2,
            r"epochs must be between 1 and 1000000000, got 1e\+30")
@@ -143,10 +151,16 @@ def case_messages():
     done = run("node", "--role", "worker", "--scheduler", "127.0.0.1:1", "--heartbeat", "0.01",
                env=dict(env, TROUPE_SECRET="a-test-secret-of-32-characters!!"))
     expect(done, 2, r"--heartbeat must be between 0\.05 and 600 seconds, got 0\.01$")
+
+
+def case_bare_usage():
     # Bare troupe names every command.
     bare = run()
     for command in ("train", "eval", "node", "bench", "devices", "check", "graph", "launch", "im2rec"):
         assert re.search(rf"\b{command}\b", bare.stderr), (command, bare.stderr)
+
+
+def case_os_reasons():
     # The system's reason when a file cannot be opened or written.
     expect(run("launch", "-n", "2", "-s", "1", "-H", "/nonexistent/hosts", "--scheduler-address", "10.0.0.1",
                "--config", "c.troupe"), 2, r"cannot open hosts file /nonexistent/hosts: No such file or directory")
@@ -155,11 +169,17 @@ def case_messages():
     open(os.path.join(images, "a.jpg"), "wb").close()
     expect(run("im2rec", "/nonexistent/out", os.path.join(work, "images"), "--list-only"), 1,
            r"/nonexistent/out.lst: cannot write the image list: No such file or directory")
+
+
+def case_planning_is_usage():
     # Usage errors found by planning exit 2: a depth the network does not take, an uneven split.
     expect(run("train", "--network", "mlp", "--num-layers", "7"), 2, r"layers|depth")
     bsp = os.path.join(here, "..", "..", "examples", "fashion_bsp.troupe")
     expect(run("train", "--config", bsp, "--server-nodes", "1", "--worker-nodes", "3"), 2,
            r"4 workers \(compute actors\) do not divide evenly over 3 worker processes")
+
+
+def case_straggler_hidden():
     # --straggler is a test knob: not in help, still working.
     done = run("train", "--help")
     assert done.returncode == 0 and "--straggler" not in done.stdout, done.stdout

@@ -49,7 +49,7 @@ SHORTEN = {
     r"^build/apps/troupe_bench_messaging$": ["--workers", "1,2", "--steps", "3", "--step-ms", "5",
                                              "--model-mb", "0.2", "--keys", "4"],
     r"^build/apps/troupe_bench_host_latency$": ["--steps", "4", "--rounds", "1"],
-    r"^scripts/bench_session.py$": ["--models", "mlp", "--rounds", "1"],
+    r"^scripts/bench_session.py$": ["--models", "lenet", "--rounds", "1"],  # synthetic data, 60 steps
     r"^scripts/bench_vs_torch.py$": ["--models", "mlp", "--rounds", "1"],
 }
 

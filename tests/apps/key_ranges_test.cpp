@@ -96,7 +96,7 @@ TEST_CASE("a flag and the config key it overrides accept the same values") {
     }
 }
 
-TEST_CASE("--eval-every 0 means no validation, as eval_every = 0 does") {
+TEST_CASE("eval-every 0 on the command line means no validation, as eval_every = 0 does") {
   CHECK_FALSE(parse_train_flags({"--eval-every", "0"}).job.validate);
   CHECK(parse_train_flags({"--eval-every", "3"}).job.validate);
 }

@@ -139,6 +139,8 @@ def case_node_prefix():
     done = run("node", "--role", "worker", "--scheduler", "127.0.0.1:1", env=env)
     expect(done, 2, r"^troupe node: the cluster secret is missing")
     assert "troupe node: troupe node" not in done.stderr, done.stderr
+    done = run("node", "--role", "worker", "--scheduler", "127.0.0.1:1", "--port", "70000", env=env)
+    expect(done, 2, r"^troupe node: --port must be between 0 and 65535, got 70000$")
 
 
 def case_numbers_in_messages():

@@ -188,6 +188,16 @@ def case_straggler_hidden():
     expect(run("train", "--straggler", "1:x"), 2, r"--straggler: 'x'")
 
 
+def case_prefix_folder():
+    # The README's `--model-prefix runs/mlp` in a fresh checkout: the folder is made first.
+    done = run("train", *tiny, "--num-epochs", "1", "--model-prefix", "runs/deeper/m")
+    assert done.returncode == 0, done.stderr
+    assert os.path.exists(os.path.join(work, "runs", "deeper", "m-0001.safetensors")), os.listdir(work)
+    open(os.path.join(work, "file"), "w").close()
+    expect(run("train", *tiny, "--num-epochs", "1", "--model-prefix", "file/m"), 1,
+           r"^troupe train: error: --model-prefix file/m: cannot create the folder file: ")
+
+
 def case_eval_and_im2rec_output():
     # eval prints the loss as train does (a colon: parse_log.py averages `=` values as accuracy).
     done = run("train", *tiny, "--num-epochs", "1", "--model-prefix", "m")

@@ -189,8 +189,7 @@ void collect_weights(session_pointer self) {
 }
 
 caf::timespan run_timeout(const session_state& st) {
-  const auto phases = std::min<std::int64_t>(st.job.epochs * 2 + 1, 1 << 20);
-  return st.sinks.timeouts.phase * phases;
+  return phases_limit(st.sinks.timeouts, st.job.epochs * 2 + 1);
 }
 
 caf::result<training_result> start_run(session_pointer self) {
@@ -267,7 +266,7 @@ training_result run_training(caf::actor_system& system, const training_job& job,
   caf::scoped_actor self{system};
   training_result result;
   caf::error failure;
-  const auto limit = sinks.timeouts.phase * (std::min<std::int64_t>(job.epochs, 1 << 20) * 2 + 2);
+  const auto limit = phases_limit(sinks.timeouts, job.epochs * 2 + 2);
   self->request(session, limit, run_atom::value)
     .receive([&](training_result& r) { result = std::move(r); },
              [&](caf::error& err) { failure = std::move(err); });

@@ -57,7 +57,7 @@ std::unique_ptr<model> load_model(const train_command_line& cli, const dataset& 
 void print_scores(const classification_scores& s, bool per_class) {
   std::cout << "Validation-accuracy=" << fixed(s.accuracy()) << '\n'
             << "Validation-top_k_accuracy_" << s.top_k() << '=' << fixed(s.top_k_accuracy()) << '\n'
-            << "Validation-cross-entropy=" << fixed(s.mean_loss()) << '\n';
+            << "Validation-cross-entropy: " << fixed(s.mean_loss()) << '\n';
   if (!per_class)
     return;
   for (int c = 0; c < s.classes(); ++c)

@@ -3,6 +3,8 @@
 // columns whatever a help string's length.
 #include "apps/flags.hpp"
 
+#include <troupe/graph/config/key_ranges.hpp>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -60,13 +62,7 @@ std::string wrap(const std::string& text, std::size_t indent, std::size_t width)
 
 } // namespace
 
-std::string number_text(double v) {
-  if (v == static_cast<double>(static_cast<long long>(v)) && std::fabs(v) < 1e15)
-    return std::to_string(static_cast<long long>(v));
-  std::ostringstream out;
-  out << v;
-  return out.str();
-}
+std::string number_text(double v) { return shortest_number(v); }
 
 std::size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<std::size_t> row(b.size() + 1);
@@ -127,11 +123,17 @@ void flag_set::set_placeholder(const std::string& name, const std::string& place
       f.placeholder = placeholder;
 }
 
+void flag_set::hide(const std::string& name) {
+  for (auto& f : flags_)
+    if (f.name == name)
+      f.hidden = true;
+}
+
 std::string flag_set::unknown_flag(const std::string& name) const {
   const flag* nearest = nullptr;
   std::size_t best = std::max<std::size_t>(2, name.size() / 4) + 1;
   for (const auto& f : flags_)
-    if (auto d = edit_distance(name, f.name); d < best) {
+    if (auto d = edit_distance(name, f.name); !f.hidden && d < best) {
       best = d;
       nearest = &f;
     }
@@ -182,6 +184,8 @@ std::string flag_set::help() const {
                     + " [flags]\n\n" + wrap(summary_, 0, help_width)
                     + "\nflags:\n";
   for (const auto& f : flags_) {
+    if (f.hidden)
+      continue;
     out += "  --" + f.name + (f.is_switch ? "" : " " + f.placeholder) + "\n";
     const bool shown = !f.is_switch && !f.default_text.empty();
     out += wrap(f.help + (shown ? " (default: " + f.default_text + ")" : ""), help_indent, help_width);

@@ -50,6 +50,9 @@ public:
   void set_operands(std::string operands) { operands_ = std::move(operands); }
   /// The word help shows for the flag's value (`--metrics FILE`) instead of its type's.
   void set_placeholder(const std::string& name, const std::string& placeholder);
+  /// Leaves the flag out of help and of "did you mean": a knob for tests and experiments,
+  /// which keeps working for those who know it.
+  void hide(const std::string& name);
 
   /// Parses `args` (without the command name). Returns false if --help was given (and the
   /// caller should print help()). Throws usage_error on anything else it cannot accept.
@@ -68,6 +71,7 @@ private:
     bool is_switch = false;
     std::function<void(const std::string&)> assign;
     std::string placeholder;
+    bool hidden = false;
   };
   const flag* find(const std::string& name) const;
   /// "unknown flag --NAME", with the nearest declared flag when one is close.

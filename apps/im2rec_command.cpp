@@ -154,7 +154,8 @@ int im2rec_command(const std::vector<std::string>& args) {
     entries = read_image_list(o.list);
   }
   const auto packed = pack(o, entries);
-  std::cout << "im2rec: " << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
+  std::cout << "im2rec: packed " << packed << " of " << entries.size() << " images in "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
             << " s\n";
   return packed > 0 ? 0 : 1;
 }

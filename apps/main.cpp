@@ -33,8 +33,8 @@ commands:
 `troupe <command> --help` describes every flag of a command.
 )";
 
-const char* short_usage = "usage: troupe <command> [flags]   (commands: train, node, bench, devices, "
-                          "check, graph, launch, help; `troupe help` says more)\n";
+const char* short_usage = "usage: troupe <command> [flags]   (commands: train, eval, node, bench, devices, "
+                          "check, graph, launch, im2rec, help; `troupe help` says more)\n";
 
 } // namespace
 

@@ -21,6 +21,7 @@
 #include "apps/weights_digest.hpp"
 #include <troupe/cluster/cluster_node.hpp>
 #include <troupe/cluster/local_node.hpp>
+#include <troupe/graph/config/key_ranges.hpp>
 #include <troupe/graph/value_hash.hpp>
 #include <troupe/kernels/threading.hpp>
 
@@ -50,10 +51,12 @@ void declare_node_flags(flag_set& f, node_command_line& n) {
   f.add("request-timeout", n.request_timeout, "seconds a push or pull may wait for its answer");
 }
 
-std::chrono::milliseconds seconds_flag(const char* flag, double seconds, double min, double max) {
-  if (!(seconds >= min && seconds <= max))
-    throw usage_error(std::string("--") + flag + " must be between " + std::to_string(min) + " and "
-                      + std::to_string(max) + " seconds, got " + std::to_string(seconds));
+// Seconds in the range the config's key of the same name has (graph/config/key_ranges.hpp).
+std::chrono::milliseconds seconds_flag(const char* flag, double seconds) {
+  const auto& range = *range_of_flag(flag);
+  if (!range.contains(seconds))
+    throw usage_error(std::string("--") + flag + " must be " + range_text(range) + " seconds, got "
+                      + shortest_number(seconds));
   return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
 }
 
@@ -70,7 +73,7 @@ cluster_secret read_secret(const std::string& file, const environment& env) {
   auto it = env.find("TROUPE_SECRET");
   if (it != env.end() && !it->second.empty())
     return cluster_secret(it->second);
-  throw usage_error("troupe node needs the cluster secret: --secret-file FILE or TROUPE_SECRET "
+  throw usage_error("the cluster secret is missing: give --secret-file FILE or set TROUPE_SECRET "
                     "(there is no unauthenticated mode)");
 }
 
@@ -155,10 +158,10 @@ int node_command(const std::vector<std::string>& args) {
     cli.job.nodes.servers = place.server_nodes;
   if (place.worker_nodes > 0)
     cli.job.nodes.workers = place.worker_nodes;
-  check_range("--port", n.port, 0, 65535);
+  check_range("port", n.port, 0, 65535);
   cluster_node_options options{read_secret(n.secret_file, env)};
   options.role = role_of(place.role);
-  check_range("--rank", n.rank, -1, 1023);
+  check_range("rank", n.rank, -1, 1023);
   options.rank = static_cast<int>(n.rank);
   if (options.rank < 0 && place.rank > 0 && cli.job.nodes.servers > 0)  // 0 the scheduler, then servers, then workers
     options.rank = options.role == node_role::server ? place.rank - 1 : place.rank - 1 - cli.job.nodes.servers;
@@ -169,10 +172,10 @@ int node_command(const std::vector<std::string>& args) {
   options.advertise_host = n.advertise;
   options.port_file = n.port_file;
   options.devices = cli.devices;
-  options.join_timeout = seconds_flag("join-timeout", n.join_timeout, 1, 86400);
-  options.heartbeat_interval = seconds_flag("heartbeat", n.heartbeat, 0.05, 600);
-  options.connection_timeout = seconds_flag("peer-timeout", n.peer_timeout, 0.2, 3600);
-  options.request_timeout = seconds_flag("request-timeout", n.request_timeout, 0.1, 86400);
+  options.join_timeout = seconds_flag("join-timeout", n.join_timeout);
+  options.heartbeat_interval = seconds_flag("heartbeat", n.heartbeat);
+  options.connection_timeout = seconds_flag("peer-timeout", n.peer_timeout);
+  options.request_timeout = seconds_flag("request-timeout", n.request_timeout);
   if (options.connection_timeout <= options.heartbeat_interval * 2)
     throw usage_error("--peer-timeout must exceed twice --heartbeat (a peer is lost after missing heartbeats)");
   if (cli.given.count("config"))

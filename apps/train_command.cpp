@@ -1,7 +1,9 @@
 // `troupe train`: parse flags, open the metrics file, size the thread pools, start an
 // in-process node, run the job. Everything that can be refused (flags, config, devices, the
 // metrics file) is refused before the actor system starts, so no failure waits for an epoch.
+#include <filesystem>
 #include <iostream>
+#include <stdexcept>
 
 #include <caf/actor_system.hpp>
 
@@ -15,6 +17,23 @@
 
 namespace troupe {
 
+namespace {
+
+// `--model-prefix runs/mlp` in a fresh checkout: the folder is made before the run starts (as
+// MXNet's fit does), not found missing when the first epoch's checkpoint is written.
+void make_prefix_folder(const std::string& prefix) {
+  const auto folder = std::filesystem::path(prefix).parent_path();
+  if (prefix.empty() || folder.empty())
+    return;
+  std::error_code error;
+  std::filesystem::create_directories(folder, error);
+  if (error)
+    throw std::runtime_error("--model-prefix " + prefix + ": cannot create the folder " + folder.string()
+                             + ": " + error.message());
+}
+
+} // namespace
+
 int train_command(const std::vector<std::string>& args) {
   auto cli = parse_train_flags(args);
   if (cli.help) {
@@ -22,6 +41,7 @@ int train_command(const std::vector<std::string>& args) {
     return 0;
   }
   require_compute_devices(cli.devices);
+  make_prefix_folder(cli.output.checkpoint.prefix);
   if (!cli.output.metrics_path.empty())
     cli.output.metrics_file = open_metrics_file(cli.output.metrics_path, run_record(args, cli.job, cli.threads));
   set_compute_threads(cli.threads);

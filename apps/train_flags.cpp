@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <thread>
 
@@ -20,6 +21,7 @@
 #include "apps/config_options.hpp"
 #include "apps/flags.hpp"
 #include <troupe/graph/config/job_plan.hpp>
+#include <troupe/graph/config/key_ranges.hpp>
 #include <troupe/graph/placement.hpp>
 #include "apps/record_flags.hpp"
 #include <troupe/kernels/device_info.hpp>
@@ -74,7 +76,7 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("val-batch-size", r.val_batch_size, "validation batch size");
   f.add("lr", r.lr, "initial learning rate (-1: 0.1 for mlp/resnet, 0.05 for lenet/vgg/inception-bn)");
   f.add("lr-schedule", r.lr_schedule, "multi-step | cosine | constant");
-  f.add("lr-step-epochs", r.lr_step_epochs, "epochs where the lr is multiplied by --lr-factor, e.g. 5,8 (\"\": 50% and 75% of --num-epochs)");
+  f.add("lr-step-epochs", r.lr_step_epochs, "epochs where the lr is multiplied by --lr-factor: epochs (5,7.5) or shares of the run (50%,75%); \"\": 50% and 75% of --num-epochs, also over a config's steps");
   f.add("lr-factor", r.lr_factor, "multi-step lr multiplier");
   f.add("warmup-epochs", r.warmup_epochs, "linear lr warm-up from 0 over this many epochs, keeping lenet stable at lr 0.05 (-1: a tenth of --num-epochs, at most 1)");
   f.add("mom", r.mom, "SGD momentum");
@@ -98,7 +100,7 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("num-classes", r.num_classes, "synthetic data and RecordIO: classes");
   f.add("num-examples", r.num_examples, "synthetic data: training examples");
   f.add_switch("no-validation", r.no_validation, "skip the validation pass after each epoch");
-  f.add("eval-every", r.eval_every, "validate after every Nth epoch and after the last");
+  f.add("eval-every", r.eval_every, "validate after every Nth epoch and after the last (0: no validation)");
   f.add("metrics", r.metrics, "write one JSON object per epoch to this file");
   f.add("top-k", r.top_k, "also report top-K accuracy, training and validation, 1 to the classes (0: off; troupe eval: 0 means 5 when there are more than 5 classes, else 1)");
   f.add("model-prefix", r.model_prefix, "save checkpoints as PREFIX-EEEE.safetensors (docs/checkpoints.md)");
@@ -121,11 +123,16 @@ void name_placeholders(flag_set& f) {
     {"mom", "X"},              {"wd", "X"},                {"top-k", "K"}};
   for (const auto& [flag, word] : words)
     f.set_placeholder(flag, word);
+  f.hide("straggler");  // a test knob (tests/actors), not a training setting
 }
 
-void check_positive(const char* flag, double v) {
-  if (!(v > 0))
-    throw usage_error(std::string("--") + flag + " must be positive, got " + number_text(v));
+// A flag's value against the one range it shares with its config key
+// (graph/config/key_ranges.hpp): what `train { threads = N }` accepts, --threads N accepts.
+void check_flag(const char* flag, double v) {
+  const auto* range = range_of_flag(flag);
+  if (range != nullptr && !range->contains(v))
+    throw usage_error(std::string("--") + flag + " must be " + range_text(*range) + ", got "
+                      + shortest_number(v));
 }
 
 void check_known(const char* flag, const std::string& value,
@@ -149,53 +156,45 @@ bool progress_wanted(const std::string& mode) {
   throw usage_error("--progress: '" + mode + "' is not one of auto, on, off");
 }
 
-// More compute threads than this only oversubscribe the cores (the config allows 4096, for a
-// config written on a bigger machine; a flag is typed here and now).
-int max_threads() {
-  return static_cast<int>(std::min<unsigned>(4096, std::max(64u, 4 * std::thread::hardware_concurrency())));
-}
-
 void check_values(const raw_flags& r, const flag_set& f) {
-  check_positive("batch-size", static_cast<double>(r.batch_size));
-  check_positive("val-batch-size", static_cast<double>(r.val_batch_size));
-  check_positive("num-epochs", static_cast<double>(r.num_epochs));
-  if (r.threads < 1 || r.threads > max_threads())
-    throw usage_error("--threads must be between 1 and " + std::to_string(max_threads())
-                      + " (4 per hardware thread, at least 64), got " + std::to_string(r.threads));
-  check_range("shards", r.shards, 1, 1024);
-  check_positive("eval-every", static_cast<double>(r.eval_every));
-  check_positive("prefetch", r.prefetch);
-  check_range("server-nodes", r.server_nodes, 0, 1024);
-  check_range("worker-nodes", r.worker_nodes, 0, 1024);
+  check_flag("batch-size", static_cast<double>(r.batch_size));
+  check_flag("val-batch-size", static_cast<double>(r.val_batch_size));
+  check_flag("num-epochs", static_cast<double>(r.num_epochs));
+  check_flag("threads", r.threads);
+  check_flag("shards", r.shards);
+  check_flag("eval-every", static_cast<double>(r.eval_every));
+  check_flag("prefetch", r.prefetch);
+  check_flag("server-nodes", r.server_nodes);
+  check_flag("worker-nodes", r.worker_nodes);
   if (r.on_worker_loss != "stop" && r.on_worker_loss != "continue")
     throw usage_error("--on-worker-loss must be stop or continue, got " + r.on_worker_loss);
-  // The config language's ranges for the same values (graph/config/job_config.cpp).
-  if (f.given("lr") && !(r.lr > 0 && r.lr <= 100))
-    throw usage_error("--lr must be above 0 and at most 100, got " + number_text(r.lr));
-  if (r.mom < 0 || r.mom >= 1)
-    throw usage_error("--mom must be in [0, 1), got " + number_text(r.mom));
-  check_real_range("wd", r.wd, 0, 1);
-  if (f.given("lr-factor") && !(r.lr_factor > 0 && r.lr_factor <= 1))
-    throw usage_error("--lr-factor must be above 0 and at most 1, got " + number_text(r.lr_factor));
-  if (f.given("warmup-epochs"))
-    check_real_range("warmup-epochs", r.warmup_epochs, 0, 1e6);
+  // -1 (or unset) means "the default the config derives" for these: checked when given.
+  for (const auto& [flag, value] : {std::pair<const char*, double>{"lr", r.lr}, {"lr-factor", r.lr_factor},
+                                    {"warmup-epochs", r.warmup_epochs},
+                                    {"load-epoch", static_cast<double>(r.load_epoch)}})
+    if (f.given(flag))
+      check_flag(flag, value);
+  check_flag("mom", r.mom);
+  check_flag("wd", r.wd);
   if (r.top_k < 0)
     throw usage_error("--top-k must not be negative (0: off), got " + std::to_string(r.top_k));
-  if (r.disp_batches < 0)
-    throw usage_error("--disp-batches must not be negative");
-  if (r.seed < 0)
-    throw usage_error("--seed must not be negative");
-  check_range("save-period", r.save_period, 1, std::int64_t{1} << 40);
-  if (f.given("load-epoch"))
-    check_range("load-epoch", r.load_epoch, 0, std::int64_t{1} << 40);
-  check_range("random-crop-pad", r.random_crop_pad, -1, 64, "-1: the dataset's default");
+  check_flag("top-k", r.top_k);
+  check_flag("disp-batches", static_cast<double>(r.disp_batches));
+  check_flag("seed", static_cast<double>(r.seed));
+  check_flag("save-period", static_cast<double>(r.save_period));
+  if (f.given("num-layers") && r.num_layers != 0) {  // 0: the network's default depth
+    const auto& layers = range_of_key("model.layers");
+    check_range("num-layers", r.num_layers, static_cast<std::int64_t>(layers.min),
+                static_cast<std::int64_t>(layers.max), "0 = the network's default");
+  }
+  check_range("random-crop-pad", r.random_crop_pad, -1,
+              static_cast<std::int64_t>(range_of_key("data.crop_pad").max), "-1: the dataset's default");
   if (r.random_mirror < -1 || r.random_mirror > 1)
     throw usage_error("--random-mirror must be 0 or 1 (-1: the dataset's default), got "
                       + std::to_string(r.random_mirror));
   check_record_flags(r.record, f);
-  constexpr std::int64_t ceiling = key_plan_options::max_bytes;
-  check_range("slice-bytes", r.slice_bytes, 4, ceiling, "a slice holds at least one float");
-  check_range("group-bytes", r.group_bytes, 0, ceiling, "0 = never bundle");
+  check_flag("slice-bytes", static_cast<double>(r.slice_bytes));
+  check_flag("group-bytes", static_cast<double>(r.group_bytes));
   check_known("network", r.network, zoo_networks());
   check_known("dataset", r.dataset, dataset_names());
   if (r.lr_schedule != "multi-step" && r.lr_schedule != "cosine" && r.lr_schedule != "constant")
@@ -203,8 +202,30 @@ void check_values(const raw_flags& r, const flag_set& f) {
                       + "' is not one of multi-step, cosine, constant");
 }
 
+// --lr-step-epochs: epochs (5,7.5) or shares of the run (50%,75%), as the config's `steps`.
+std::vector<schedule_step> parse_steps_flag(const std::string& text) {
+  std::vector<schedule_step> steps;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    auto end = std::min(text.find(',', begin), text.size());
+    auto item = text.substr(begin, end - begin);
+    const bool share = !item.empty() && item.back() == '%';
+    const auto number = share ? item.substr(0, item.size() - 1) : item;
+    char* stop = nullptr;
+    const double v = std::strtod(number.c_str(), &stop);
+    if (number.empty() || *stop != '\0' || !std::isfinite(v))
+      throw usage_error("--lr-step-epochs: '" + item + "' in '" + text
+                        + "' is not an epoch (5, 7.5) or a share of the run (50%)");
+    steps.push_back({share ? v / 100 : v, share, source_span{}});
+    begin = end + 1;
+  }
+  return steps;
+}
+
 // What only the resolved config can tell (a config may set the policy or the epochs): flags
-// that have no effect under the schedule, and multi-step boundaries outside the run.
+// that have no effect under the schedule, and multi-step boundaries outside the run. Steps the
+// config wrote are checked by the config's rules at their position, naming --num-epochs when
+// that flag shortened the run under them.
 void check_schedule_flags(const job_config& c, const flag_set& f) {
   const auto& s = c.schedule;
   if (s.policy.value != "multi_step") {
@@ -215,22 +236,32 @@ void check_schedule_flags(const job_config& c, const flag_set& f) {
     return;
   }
   const auto epochs = c.run.epochs.value;
-  for (double step : s.steps.value)
-    if (s.steps.given && !(step > 0 && step < static_cast<double>(epochs)))
-      throw usage_error(std::string(f.given("lr-step-epochs") ? "--lr-step-epochs" : "the config's schedule steps")
-                        + ": " + number_text(step) + " is not inside the run's " + std::to_string(epochs)
-                        + " epochs (--num-epochs): a step there never applies");
-  for (std::size_t i = 1; i < s.steps.value.size(); ++i)
-    if (!(s.steps.value[i] > s.steps.value[i - 1]))
-      throw usage_error("--lr-step-epochs must increase, but " + number_text(s.steps.value[i]) + " follows "
+  if (!(f.given("lr-step-epochs") && s.written_steps.given)) {
+    check_schedule_steps(c, f.given("num-epochs") ? "--num-epochs " + std::to_string(epochs) : "");
+    return;
+  }
+  for (std::size_t i = 0; i < s.written_steps.value.size(); ++i) {
+    const auto& written = s.written_steps.value[i];
+    const double at = s.steps.value[i];
+    if (written.share && !(written.value > 0 && written.value < 1))
+      throw usage_error("--lr-step-epochs: " + number_text(written.value * 100)
+                        + "% is not a share of the run above 0% and below 100%");
+    if (!written.share && !(at > 0 && at < static_cast<double>(epochs)))
+      throw usage_error("--lr-step-epochs: " + number_text(at) + " is not inside the run's "
+                        + std::to_string(epochs) + " epochs (--num-epochs): a step there never applies");
+    if (i > 0 && !(at > s.steps.value[i - 1]))
+      throw usage_error("--lr-step-epochs must increase, but " + number_text(at) + " follows "
                         + number_text(s.steps.value[i - 1]));
+  }
 }
 
-// A shard needs a key to own: more shards than the plan has keys is refused, not shrunk
-// (plan_keys drops empty shards).
-void check_shards(const training_job& job) {
-  const auto plan = plan_placement(job, expected_data_facts(job));
-  if (plan.keys.shards.size() < static_cast<std::size_t>(job.shards))
+// The plan the session will build, built now so that what it refuses (a network that takes no
+// --num-layers 7, workers that do not divide over the worker processes) is a usage error
+// before anything starts, as `troupe check` says. A shard needs a key to own: more shards than
+// the plan has keys is refused, not shrunk (plan_keys drops empty shards).
+void check_plan(const job_config& config, const training_job& job, const flag_set& f) {
+  const auto plan = plan_config(config, job, expected_data_facts(job));
+  if (f.given("shards") && plan.keys.shards.size() < static_cast<std::size_t>(job.shards))
     throw usage_error("--shards " + std::to_string(job.shards) + ": only "
                       + std::to_string(plan.keys.shards.size()) + " shards get a parameter key to own "
                       + "(fewer keys than shards; --slice-bytes cuts large parameters into more)");
@@ -256,16 +287,16 @@ std::string data_statement(const raw_flags& r, const flag_set& f) {
     if (f.given("image-shape")) {
       auto shape = parse_shape("image-shape", r.image_shape);
       for (auto extent : shape)
-        check_range("image-shape", extent, 1, 4096);
+        check_flag("image-shape", static_cast<double>(extent));
       add("shape = [" + std::to_string(shape[0]) + ", " + std::to_string(shape[1]) + ", "
           + std::to_string(shape[2]) + "]");
     }
     if (f.given("num-classes")) {
-      check_range("num-classes", r.num_classes, 2, 100000);
+      check_flag("num-classes", r.num_classes);
       add("classes = " + std::to_string(r.num_classes));
     }
     if (f.given("num-examples")) {
-      check_range("num-examples", r.num_examples, 6, 1'000'000'000, "the test split is a sixth of it");
+      check_flag("num-examples", static_cast<double>(r.num_examples));
       add("examples = " + std::to_string(r.num_examples));
     }
   } else if (r.data_dir.empty() && default_data_dir(r.dataset).empty()) {
@@ -321,8 +352,12 @@ void apply_model_and_optimizer_flags(job_config& c, const raw_flags& r, const fl
   if (r.nesterov) set_given(o.nesterov, true);
   auto& s = c.schedule;
   if (f.given("lr-schedule")) set_given(s.policy, config_spelling(r.lr_schedule));
-  if (!r.lr_step_epochs.empty())
-    set_given(s.steps, parse_number_list("lr-step-epochs", r.lr_step_epochs));
+  if (f.given("lr-step-epochs")) {
+    if (r.lr_step_epochs.empty())  // "": 50% and 75% of the run, whatever the config wrote
+      s.written_steps = {};
+    else
+      set_given(s.written_steps, parse_steps_flag(r.lr_step_epochs));
+  }
   if (f.given("lr-factor")) set_given(s.factor, r.lr_factor);
   if (f.given("warmup-epochs")) set_given(s.warmup, r.warmup_epochs);
 }
@@ -330,7 +365,11 @@ void apply_model_and_optimizer_flags(job_config& c, const raw_flags& r, const fl
 void apply_run_flags(job_config& c, const raw_flags& r, const flag_set& f) {
   auto& run = c.run;
   if (f.given("num-epochs")) set_given(run.epochs, r.num_epochs);
-  if (f.given("eval-every")) set_given(run.eval_every, r.eval_every);
+  if (f.given("eval-every")) {
+    set_given(run.eval_every, r.eval_every);
+    if (r.eval_every == 0)  // as `train { eval_every = 0 }`: no validation
+      c.validation_data.enabled = false;
+  }
   if (f.given("seed")) set_given(run.seed, r.seed);
   if (f.given("threads")) set_given(run.threads, r.threads);
   else if (!run.threads.given) run.threads.value = r.threads;  // default_thread_count()
@@ -369,8 +408,8 @@ void apply_flags(job_config& c, const raw_flags& r, const flag_set& f) {
   apply_data_flags(c, r, f);
   apply_model_and_optimizer_flags(c, r, f);
   apply_run_flags(c, r, f);
-  check_schedule_flags(c, f);
   resolve_schedule_defaults(c);
+  check_schedule_flags(c, f);
 }
 
 // "--straggler W:MS" onto the topology, checked against the worker count. The config language
@@ -423,8 +462,7 @@ train_command_line parse_train_flags(const std::vector<std::string>& args, const
     apply_flags(config, r, f);
     resolve_app_defaults(config);
     out.job = to_training_job(config);
-    if (f.given("shards"))
-      check_shards(out.job);
+    check_plan(config, out.job, f);
     out.output = session_output_of(config);
     out.threads = config.run.threads.value;
     out.devices = config.run.devices.value;

@@ -4,6 +4,8 @@
 #include <troupe/io/image_list.hpp>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
@@ -101,7 +103,10 @@ std::vector<image_list_entry> read_image_list(const std::string& path) {
 }
 
 void write_image_list(const std::string& path, const std::vector<image_list_entry>& entries) {
+  errno = 0;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out)
+    throw io_error(path + ": cannot write the image list: " + std::strerror(errno ? errno : EACCES));
   for (const auto& entry : entries) {
     out << entry.index << '\t';
     for (float label : entry.labels) {
@@ -111,9 +116,10 @@ void write_image_list(const std::string& path, const std::vector<image_list_entr
     }
     out << entry.path << '\n';
   }
+  errno = 0;
   out.flush();
   if (!out)
-    throw io_error(path + ": cannot write the image list");
+    throw io_error(path + ": cannot write the image list: " + std::strerror(errno ? errno : EIO));
 }
 
 } // namespace troupe

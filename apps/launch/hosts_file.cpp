@@ -2,6 +2,8 @@
 #include "apps/launch/hosts_file.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cctype>
 #include <fstream>
 #include <sstream>
@@ -74,9 +76,10 @@ std::vector<host> parse_hosts(std::istream& in, const std::string& file) {
 }
 
 std::vector<host> read_hosts_file(const std::string& path) {
+  errno = 0;
   std::ifstream in(path);
   if (!in)
-    throw usage_error("cannot open hosts file " + path);
+    throw usage_error("cannot open hosts file " + path + ": " + std::strerror(errno ? errno : EACCES));
   return parse_hosts(in, path);
 }
 

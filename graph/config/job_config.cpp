@@ -14,6 +14,8 @@
 #include <map>
 #include <sstream>
 
+#include <troupe/graph/config/key_ranges.hpp>
+
 #include "graph/config/recordio_keys.hpp"
 #include "graph/config/value_reader.hpp"
 
@@ -27,7 +29,6 @@ const std::vector<std::string> datasets{"fashion_mnist", "mnist", "cifar10", "sy
                                         "recordio"};
 const std::vector<std::string> networks{"mlp", "lenet", "resnet", "inception_bn", "vgg"};
 const std::vector<std::string> schedules{"multi_step", "cosine", "constant"};
-constexpr std::int64_t big = 1'000'000'000;
 
 // The call (or bare name) a section needs; error when it is missing or a block was given.
 const syntax_value& head_of(const value_reader& r, const syntax_statement& st,
@@ -70,13 +71,13 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
   if (auto* v = k.find("servers")) {
     if (v->type == syntax_value::kind::number && v->integral && v->number == 0)
       r.fail(v->span, "servers = 0: no shard would own the model's keys (need at least 1)");
-    r.set(c.servers, static_cast<int>(r.integer(*v, "servers", 1, 1024)), *v);
+    r.set(c.servers, static_cast<int>(r.integer(*v, "servers", range_of_key("cluster.servers"))), *v);
   }
   if (auto* v = k.find("workers"))
-    r.set(c.workers, static_cast<int>(r.integer(*v, "workers", 1, 1024)), *v);
+    r.set(c.workers, static_cast<int>(r.integer(*v, "workers", range_of_key("cluster.workers"))), *v);
   c.shards.value = c.servers.value;
   if (auto* v = k.find("shards"))
-    r.set(c.shards, static_cast<int>(r.integer(*v, "shards", 1, 1024)), *v);
+    r.set(c.shards, static_cast<int>(r.integer(*v, "shards", range_of_key("cluster.shards"))), *v);
   if (auto* v = k.find("slice_bytes"))
     r.set(c.slice_bytes, byte_count(r, *v, "slice_bytes", 4, "a slice holds at least one float"),
           *v);
@@ -85,9 +86,9 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
   if (auto* v = k.find("overlap"))
     r.set(c.overlap, r.boolean(*v, "overlap"), *v);
   if (auto* v = k.find("server_nodes"))
-    r.set(c.server_nodes, static_cast<int>(r.integer(*v, "server_nodes", 0, 1024)), *v);
+    r.set(c.server_nodes, static_cast<int>(r.integer(*v, "server_nodes", range_of_key("cluster.server_nodes"))), *v);
   if (auto* v = k.find("worker_nodes"))
-    r.set(c.worker_nodes, static_cast<int>(r.integer(*v, "worker_nodes", 0, 1024)), *v);
+    r.set(c.worker_nodes, static_cast<int>(r.integer(*v, "worker_nodes", range_of_key("cluster.worker_nodes"))), *v);
   if (auto* v = k.find("on_worker_loss")) {
     r.set(c.on_worker_loss, r.name(*v, "on_worker_loss"), *v);
     if (c.on_worker_loss.value != "stop" && c.on_worker_loss.value != "continue")
@@ -98,13 +99,13 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
   if (auto* v = k.find("listen"))
     r.set(c.listen, r.string(*v, "listen"), *v);
   if (auto* v = k.find("join_timeout"))
-    r.set(c.join_timeout, r.real(*v, "join_timeout", 1, true, 86400), *v);
+    r.set(c.join_timeout, r.real(*v, "join_timeout", range_of_key("cluster.join_timeout")), *v);
   if (auto* v = k.find("heartbeat"))
-    r.set(c.heartbeat, r.real(*v, "heartbeat", 0.05, true, 600), *v);
+    r.set(c.heartbeat, r.real(*v, "heartbeat", range_of_key("cluster.heartbeat")), *v);
   if (auto* v = k.find("peer_timeout"))
-    r.set(c.peer_timeout, r.real(*v, "peer_timeout", 0.2, true, 3600), *v);
+    r.set(c.peer_timeout, r.real(*v, "peer_timeout", range_of_key("cluster.peer_timeout")), *v);
   if (auto* v = k.find("request_timeout"))
-    r.set(c.request_timeout, r.real(*v, "request_timeout", 0.1, true, 86400), *v);
+    r.set(c.request_timeout, r.real(*v, "request_timeout", range_of_key("cluster.request_timeout")), *v);
   if (c.peer_timeout.value <= 2 * c.heartbeat.value) {
     const auto& at = k.find("peer_timeout") ? *k.find("peer_timeout") : *k.find("heartbeat");
     r.fail(at.span, "peer_timeout must exceed twice heartbeat (a peer is lost after missing heartbeats)");
@@ -117,7 +118,7 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
 
 void read_augmentation(const value_reader& r, const keyed_values& k, data_config& d) {
   if (auto* v = k.find("crop_pad"))
-    r.set(d.crop_pad, r.integer(*v, "crop_pad", 0, 64), *v);
+    r.set(d.crop_pad, r.integer(*v, "crop_pad", range_of_key("data.crop_pad")), *v);
   if (auto* v = k.find("mirror"))
     r.set(d.mirror, r.boolean(*v, "mirror"), *v);
   if (auto* v = k.find("normalize")) {
@@ -161,16 +162,16 @@ void read_data(const value_reader& r, const syntax_statement& st, data_config& d
       r.fail(v->span, "split must be \"train\" or \"test\", got \"" + d.split.value + "\"");
   }
   if (auto* v = k.find("batch"))
-    r.set(d.batch, r.integer(*v, "batch", 1, big), *v);
+    r.set(d.batch, r.integer(*v, "batch", range_of_key("data.batch")), *v);
   if (auto* v = k.find("shape")) {
-    r.set(d.shape, r.integers(*v, "shape", 1, 4096), *v);
+    r.set(d.shape, r.integers(*v, "shape", 1, static_cast<std::int64_t>(range_of_key("data.shape").max)), *v);
     if (d.shape.value.size() != 3)
       r.fail(v->span, "shape must have 3 elements [channels, height, width]");
   }
   if (auto* v = k.find("classes"))
-    r.set(d.classes, static_cast<int>(r.integer(*v, "classes", 2, 100000)), *v);
+    r.set(d.classes, static_cast<int>(r.integer(*v, "classes", range_of_key("data.classes"))), *v);
   if (auto* v = k.find("examples"))
-    r.set(d.examples, r.integer(*v, "examples", 6, big), *v);
+    r.set(d.examples, r.integer(*v, "examples", range_of_key("data.examples")), *v);
   if (synthetic)
     d.normalize.value = false;
   if (recordio)
@@ -185,9 +186,9 @@ void read_model(const value_reader& r, const syntax_statement& st, model_config&
   m.span = call.span;
   keyed_values k(r, call.text, call.arguments, {"layers", "classes"}, {});
   if (auto* v = k.find("layers"))
-    r.set(m.layers, static_cast<int>(r.integer(*v, "layers", 1, 1000)), *v);
+    r.set(m.layers, static_cast<int>(r.integer(*v, "layers", range_of_key("model.layers"))), *v);
   if (auto* v = k.find("classes"))
-    r.set(m.classes, static_cast<int>(r.integer(*v, "classes", 2, 100000)), *v);
+    r.set(m.classes, static_cast<int>(r.integer(*v, "classes", range_of_key("data.classes"))), *v);
 }
 
 void read_optimizer(const value_reader& r, const syntax_statement& st, optimizer_config& o) {
@@ -195,13 +196,39 @@ void read_optimizer(const value_reader& r, const syntax_statement& st, optimizer
   check_name(r, call, "optimizer", {"sgd"});
   keyed_values k(r, "sgd", call.arguments, {"lr", "momentum", "wd", "nesterov"}, {"lr"});
   if (auto* v = k.find("lr"))
-    r.set(o.lr, r.real(*v, "lr", 0, false, 100), *v);
+    r.set(o.lr, r.real(*v, "lr", range_of_key("optimizer.lr")), *v);
   if (auto* v = k.find("momentum"))
-    r.set(o.momentum, r.real(*v, "momentum", 0, true, 0.999999), *v);
+    r.set(o.momentum, r.real(*v, "momentum", range_of_key("optimizer.momentum")), *v);
   if (auto* v = k.find("wd"))
-    r.set(o.wd, r.real(*v, "wd", 0, true, 1), *v);
+    r.set(o.wd, r.real(*v, "wd", range_of_key("optimizer.wd")), *v);
   if (auto* v = k.find("nesterov"))
     r.set(o.nesterov, r.boolean(*v, "nesterov"), *v);
+}
+
+// `steps = [5, 7.5]` (epochs) or `[50%, 75%]` (shares of the run, which follow --num-epochs).
+// Elements of one kind must increase here; a mixed list is checked once the epochs are known.
+std::vector<schedule_step> read_steps(const value_reader& r, const syntax_value& v) {
+  if (v.type != syntax_value::kind::list)
+    r.fail(v.span, "steps must be a list such as [50%, 75%] (shares of the run) or [5, 7.5] (epochs)");
+  std::vector<schedule_step> steps;
+  for (const auto& item : v.items) {
+    if (item.type != syntax_value::kind::number)
+      r.fail(item.span, "a step is an epoch (5, 7.5) or a share of the run (50%)");
+    if (item.percent && !(item.number > 0 && item.number < 100))
+      r.fail(item.span, "a step written as a share of the run must be above 0% and below 100%, got "
+                          + shortest_number(item.number) + "%");
+    if (!item.percent && item.number < 0)
+      r.fail(item.span, "steps element must be at least 0, got " + shortest_number(item.number));
+    schedule_step step{item.percent ? item.number / 100 : item.number, item.percent, item.span};
+    for (auto it = steps.rbegin(); it != steps.rend(); ++it)
+      if (it->share == step.share) {
+        if (step.value <= it->value)
+          r.fail(item.span, "steps must increase");
+        break;
+      }
+    steps.push_back(step);
+  }
+  return steps;
 }
 
 void read_schedule(const value_reader& r, const syntax_statement& st, schedule_config& s) {
@@ -214,18 +241,14 @@ void read_schedule(const value_reader& r, const syntax_statement& st, schedule_c
   if (call.text == "cosine")
     keys.push_back("final_lr");
   keyed_values k(r, call.text, call.arguments, keys, {});
-  if (auto* v = k.find("steps")) {
-    r.set(s.steps, r.reals(*v, "steps", 0), *v);
-    for (std::size_t i = 1; i < s.steps.value.size(); ++i)
-      if (s.steps.value[i] <= s.steps.value[i - 1])
-        r.fail(v->items[i].span, "steps must increase");
-  }
+  if (auto* v = k.find("steps"))
+    r.set(s.written_steps, read_steps(r, *v), *v);
   if (auto* v = k.find("factor"))
-    r.set(s.factor, r.real(*v, "factor", 0, false, 1), *v);
+    r.set(s.factor, r.real(*v, "factor", range_of_key("schedule.factor")), *v);
   if (auto* v = k.find("warmup"))
-    r.set(s.warmup, r.real(*v, "warmup", 0, true), *v);
+    r.set(s.warmup, r.real(*v, "warmup", range_of_key("schedule.warmup")), *v);
   if (auto* v = k.find("final_lr"))
-    r.set(s.final_lr, r.real(*v, "final_lr", 0, true), *v);
+    r.set(s.final_lr, r.real(*v, "final_lr", range_of_key("schedule.final_lr")), *v);
 }
 
 void read_run(const value_reader& r, const syntax_statement& st, run_config& t) {
@@ -234,27 +257,27 @@ void read_run(const value_reader& r, const syntax_statement& st, run_config& t) 
                  {"epochs", "eval_every", "seed", "threads", "prefetch", "display", "metrics",
                   "top_k", "devices", "model_prefix", "save_period", "load_epoch"});
   if (auto* v = k.find("epochs"))
-    r.set(t.epochs, r.integer(*v, "epochs", 1, big), *v);
+    r.set(t.epochs, r.integer(*v, "epochs", range_of_key("train.epochs")), *v);
   if (auto* v = k.find("eval_every"))
-    r.set(t.eval_every, r.integer(*v, "eval_every", 0, big), *v);
+    r.set(t.eval_every, r.integer(*v, "eval_every", range_of_key("train.eval_every")), *v);
   if (auto* v = k.find("seed"))
-    r.set(t.seed, r.integer(*v, "seed", 0, std::int64_t{1} << 53), *v);
+    r.set(t.seed, r.integer(*v, "seed", range_of_key("train.seed")), *v);
   if (auto* v = k.find("threads"))
-    r.set(t.threads, static_cast<int>(r.integer(*v, "threads", 1, 4096)), *v);
+    r.set(t.threads, static_cast<int>(r.integer(*v, "threads", range_of_key("train.threads"))), *v);
   if (auto* v = k.find("prefetch"))
-    r.set(t.prefetch, static_cast<int>(r.integer(*v, "prefetch", 1, 1024)), *v);
+    r.set(t.prefetch, static_cast<int>(r.integer(*v, "prefetch", range_of_key("train.prefetch"))), *v);
   if (auto* v = k.find("display"))
-    r.set(t.display, r.integer(*v, "display", 0, big), *v);
+    r.set(t.display, r.integer(*v, "display", range_of_key("train.display")), *v);
   if (auto* v = k.find("metrics"))
     r.set(t.metrics, r.string(*v, "metrics"), *v);
   if (auto* v = k.find("top_k"))  // at most the classes: checked once the data is known
-    r.set(t.top_k, static_cast<int>(r.integer(*v, "top_k", 0, 100000)), *v);
+    r.set(t.top_k, static_cast<int>(r.integer(*v, "top_k", range_of_key("train.top_k"))), *v);
   if (auto* v = k.find("model_prefix"))
     r.set(t.model_prefix, r.string(*v, "model_prefix"), *v);
   if (auto* v = k.find("save_period"))
-    r.set(t.save_period, r.integer(*v, "save_period", 1, big), *v);
+    r.set(t.save_period, r.integer(*v, "save_period", range_of_key("train.save_period")), *v);
   if (auto* v = k.find("load_epoch"))
-    r.set(t.load_epoch, r.integer(*v, "load_epoch", 0, big), *v);
+    r.set(t.load_epoch, r.integer(*v, "load_epoch", range_of_key("train.load_epoch")), *v);
   if (auto* v = k.find("devices")) {
     if (v->type != syntax_value::kind::list || v->items.empty())
       r.fail(v->span, "devices must be a list such as [\"gpu:0\", \"gpu:1\"] (or [\"cpu\"])");
@@ -336,12 +359,8 @@ void check_data_agree(const value_reader& r, job_config& c) {
   if (c.run.top_k.value > c.model.classes.value)
     r.fail(c.run.top_k.span, "top_k must be at most the " + std::to_string(c.model.classes.value)
                                + " classes, got " + std::to_string(c.run.top_k.value));
-  const auto& steps = c.schedule.steps;
-  for (std::size_t i = 0; steps.given && i < steps.value.size(); ++i)
-    if (steps.value[i] >= static_cast<double>(c.run.epochs.value))
-      r.fail(steps.span, "steps must fall inside the run's " + std::to_string(c.run.epochs.value)
-                           + " epochs (a step at or after the last epoch never applies)");
   resolve_schedule_defaults(c);
+  check_schedule_steps(c);
 }
 
 // Reads one statement into its section; `seen` catches repeated sections.
@@ -380,10 +399,38 @@ void resolve_schedule_defaults(job_config& c) {
   const auto epochs = static_cast<double>(c.run.epochs.value);
   if (!s.warmup.given)
     s.warmup.value = std::min(1.0, 0.1 * epochs);
+  s.steps.value.clear();
+  s.steps.given = s.written_steps.given;
+  s.steps.span = s.written_steps.span;
   if (s.policy.value != "multi_step")
-    s.steps.value.clear();
-  else if (!s.steps.given)
-    s.steps.value = {0.5 * epochs, 0.75 * epochs};
+    return;
+  const std::vector<schedule_step> shares{{0.5, true}, {0.75, true}};
+  for (const auto& step : s.written_steps.given ? s.written_steps.value : shares)
+    s.steps.value.push_back(step.share ? step.value * epochs : step.value);
+}
+
+void check_schedule_steps(const job_config& c, const std::string& epochs_origin) {
+  const auto& s = c.schedule;
+  if (s.policy.value != "multi_step" || !s.written_steps.given)
+    return;
+  const auto epochs = c.run.epochs.value;
+  const auto& written = s.written_steps.value;
+  for (std::size_t i = 0; i < written.size() && i < s.steps.value.size(); ++i) {
+    if (written[i].span.line == 0)
+      continue;
+    if (!written[i].share && s.steps.value[i] >= static_cast<double>(epochs))
+      config_fail(c, written[i].span,
+                  "step " + shortest_number(written[i].value) + " is not inside the run's "
+                    + std::to_string(epochs) + " epochs"
+                    + (epochs_origin.empty() ? "" : " (" + epochs_origin + ")")
+                    + ": a step at or after the last epoch never applies; write steps as shares "
+                      "of the run (steps = [50%, 75%]) to follow its length"
+                    + (epochs_origin.empty() ? "" : ", or give --lr-step-epochs"));
+    if (i > 0 && !(s.steps.value[i] > s.steps.value[i - 1]))
+      config_fail(c, written[i].span,
+                  "steps must increase, but this one falls at epoch " + shortest_number(s.steps.value[i])
+                    + ", not after epoch " + shortest_number(s.steps.value[i - 1]));
+  }
 }
 
 job_config parse_job_config(const std::string& path, const std::string& text) {

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include <troupe/graph/config/key_ranges.hpp>
+
 namespace troupe {
 
 placement_plan plan_config(const job_config& c, const training_job& job, const data_facts& data) {
@@ -55,6 +57,25 @@ void show(std::ostream& out, const std::string& key, const located<std::vector<T
     list << (i ? ", " : "") << v.value[i];
   located<std::string> text{"[" + list.str() + "]", v.span, v.given};
   show(out, key, text);
+}
+
+// The boundaries in epochs, and what they follow: `50%, 75% of the run` unless all were
+// written as epochs (which stay put when flags change the run's length).
+void show_steps(std::ostream& out, const schedule_config& s) {
+  std::ostringstream epochs, written;
+  const std::vector<schedule_step> shares{{0.5, true}, {0.75, true}};
+  const auto& marks = s.written_steps.given ? s.written_steps.value : shares;
+  bool any_share = false;
+  for (std::size_t i = 0; i < s.steps.value.size(); ++i) {
+    epochs << (i ? ", " : "") << s.steps.value[i];
+    if (i < marks.size()) {
+      written << (i ? ", " : "") << (marks[i].share ? shortest_number(100 * marks[i].value) + "%" : shortest_number(marks[i].value));
+      any_share = any_share || marks[i].share;
+    }
+  }
+  out << "  schedule.steps = [" << epochs.str() << "]  # "
+      << (s.written_steps.given ? "line " + std::to_string(s.written_steps.span.line) : std::string("default"))
+      << (any_share ? ": " + written.str() + " of the run" : std::string()) << '\n';
 }
 
 void show_data(std::ostream& out, const std::string& name, const data_config& d) {
@@ -117,7 +138,7 @@ void print_config(std::ostream& out, const job_config& c) {
   show(out, "optimizer.nesterov", c.optimizer.nesterov);
   show(out, "schedule.policy", c.schedule.policy);
   if (c.schedule.policy.value == "multi_step") {
-    show(out, "schedule.steps", c.schedule.steps);
+    show_steps(out, c.schedule);
     show(out, "schedule.factor", c.schedule.factor);
   }
   if (c.schedule.policy.value == "cosine")

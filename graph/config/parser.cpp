@@ -30,7 +30,7 @@ struct name_text : identifier {};
 struct exponent_digits : plus<digit> {};
 struct number : seq<opt<one<'+', '-'>>,
                     sor<seq<plus<digit>, opt<one<'.'>, star<digit>>>, seq<one<'.'>, plus<digit>>>,
-                    opt<one<'e', 'E'>, opt<one<'+', '-'>>, exponent_digits>> {};
+                    opt<one<'e', 'E'>, opt<one<'+', '-'>>, exponent_digits>, opt<one<'%'>>> {};
 struct escape_char : one<'"', '\\', 'n', 't'> {};
 struct escaped : seq<one<'\\'>, escape_char> {};
 struct string_close : one<'"'> {};
@@ -184,6 +184,7 @@ struct translator {
     if (errno == ERANGE || !std::isfinite(v.number))
       fail(n, "number '" + s + "' is out of range");
     v.integral = s.find_first_of(".eE") == std::string::npos;
+    v.percent = s.back() == '%';  // a share of something (schedule steps: of the run)
     return v;
   }
 

@@ -25,6 +25,7 @@ struct syntax_value {
   source_span span;
   double number = 0;
   bool integral = false;              ///< number written without '.' or exponent
+  bool percent = false;               ///< written with a trailing '%' (`number` holds 50 for 50%)
   bool boolean = false;
   std::string text;                   ///< string contents, or the name / call name
   std::vector<syntax_value> items;    ///< list elements

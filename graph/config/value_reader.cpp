@@ -6,6 +6,8 @@
 #include <cmath>
 #include <sstream>
 
+#include <troupe/graph/config/key_ranges.hpp>
+
 namespace troupe {
 
 namespace {
@@ -22,11 +24,7 @@ const char* kind_name(syntax_value::kind k) {
   return "a value";
 }
 
-std::string number_text(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
+std::string number_text(double v) { return shortest_number(v); }
 
 } // namespace
 
@@ -41,20 +39,51 @@ void value_reader::fail(const source_span& span, const std::string& message) con
   throw_config_error(file_.path, file_.text, span, message);
 }
 
+void value_reader::refuse_percent(const syntax_value& v, const std::string& key) const {
+  if (v.type == syntax_value::kind::number && v.percent)
+    fail(v.span, key + " takes a plain number, not a percentage");
+}
+
 std::int64_t value_reader::integer(const syntax_value& v, const std::string& key,
-                                   std::int64_t min, std::int64_t max) const {
-  if (v.type != syntax_value::kind::number || !v.integral)
-    fail(v.span, key + " must be a whole number, got "
-                   + (v.type == syntax_value::kind::number ? "'" + number_text(v.number) + "'"
-                                                          : std::string(kind_name(v.type))));
+                                   std::int64_t min, std::int64_t max, const std::string& why) const {
+  refuse_percent(v, key);
+  const bool number = v.type == syntax_value::kind::number;
+  // A whole value out of range says so, however written (`epochs = 1e30` is too many, not a
+  // fraction); a value in range must still be written as an integer.
+  if (number && v.number == std::floor(v.number)
+      && (v.number < static_cast<double>(min) || v.number > static_cast<double>(max)))
+    fail(v.span, key + " must be between " + std::to_string(min) + " and " + std::to_string(max)
+                   + (why.empty() ? "" : " (" + why + ")") + ", got " + number_text(v.number));
+  if (!number || !v.integral)
+    fail(v.span, key + " must be a whole number"
+                   + std::string(number && v.number == std::floor(v.number) ? " written without '.' or exponent" : "")
+                   + ", got " + (number ? "'" + number_text(v.number) + "'" : std::string(kind_name(v.type))));
   if (v.number < static_cast<double>(min) || v.number > static_cast<double>(max))
     fail(v.span, key + " must be between " + std::to_string(min) + " and " + std::to_string(max)
-                   + ", got " + number_text(v.number));
+                   + (why.empty() ? "" : " (" + why + ")") + ", got " + number_text(v.number));
   return static_cast<std::int64_t>(v.number);
+}
+
+std::int64_t value_reader::integer(const syntax_value& v, const std::string& key,
+                                   const key_range& range) const {
+  return integer(v, key, static_cast<std::int64_t>(range.min), static_cast<std::int64_t>(range.max),
+                 range.why);
+}
+
+double value_reader::real(const syntax_value& v, const std::string& key, const key_range& range) const {
+  refuse_percent(v, key);
+  if (v.type != syntax_value::kind::number)
+    fail(v.span, key + " must be a number, got " + kind_name(v.type));
+  if (!range.contains(v.number))
+    fail(v.span, key + " must be " + (range.min_open ? "greater than " : "at least ")
+                   + number_text(range.min) + (range.max_open ? " and below " : " and at most ")
+                   + number_text(range.max) + ", got " + number_text(v.number));
+  return v.number;
 }
 
 double value_reader::real(const syntax_value& v, const std::string& key, double min,
                           bool min_inclusive, double max) const {
+  refuse_percent(v, key);
   if (v.type != syntax_value::kind::number)
     fail(v.span, key + " must be a number, got " + kind_name(v.type));
   bool low = min_inclusive ? v.number < min : v.number <= min;

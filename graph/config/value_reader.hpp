@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <troupe/graph/config/job_config.hpp>
+#include <troupe/graph/config/key_ranges.hpp>
 #include "graph/config/syntax.hpp"
 
 namespace troupe {
@@ -24,7 +25,10 @@ public:
   [[noreturn]] void fail(const source_span& span, const std::string& message) const;
 
   std::int64_t integer(const syntax_value& v, const std::string& key, std::int64_t min,
-                       std::int64_t max) const;
+                       std::int64_t max, const std::string& why = "") const;
+  /// The same with the range the key shares with its flag (key_ranges.hpp).
+  std::int64_t integer(const syntax_value& v, const std::string& key, const key_range& range) const;
+  double real(const syntax_value& v, const std::string& key, const key_range& range) const;
   double real(const syntax_value& v, const std::string& key, double min, bool min_inclusive,
               double max = 1e300) const;
   bool boolean(const syntax_value& v, const std::string& key) const;
@@ -43,6 +47,8 @@ public:
   }
 
 private:
+  /// A number written with '%' where the key wants a plain number.
+  void refuse_percent(const syntax_value& v, const std::string& key) const;
   const syntax_file& file_;
 };
 

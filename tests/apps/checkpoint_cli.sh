@@ -111,9 +111,10 @@ eval)
   grep -q '^Epoch\[2\] Validation-accuracy=0\.[0-8]' "$work/whole.log" || fail "accuracy too high to tell: $(cat "$work/whole.log")"
   train eval eval "${slow[@]}" --model-prefix "$work/m" --load-epoch 3 --per-class
   for metric in accuracy cross-entropy; do
-    # training prints cross-entropy after a colon (MXNet parse_log reads it so), eval after =
+    # cross-entropy comes after a colon (MXNet parse_log averages `=` values as accuracy), in
+    # training's log and eval's alike
     trained=$(grep -E "^Epoch\[2\] Validation-$metric[=:]" "$work/whole.log" | sed -E 's/.*[=:] *//')
-    evaluated=$(grep "^Validation-$metric=" "$work/eval.log" | sed 's/.*=//')
+    evaluated=$(grep -E "^Validation-$metric[=:]" "$work/eval.log" | sed -E 's/.*[=:] *//')
     [[ -n "$trained" && "$trained" == "$evaluated" ]] || fail "eval's $metric '$evaluated' is not training's '$trained'"
   done
   grep -q '^Validation-top_k_accuracy_5=' "$work/eval.log" || fail "no top-5 line"

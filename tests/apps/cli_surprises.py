@@ -162,7 +162,7 @@ def case_messages():
     expect(done, 2, r"^troupe train: unknown flag --bogus")
     assert "train: train:" not in done.stderr and "troupe train: train" not in done.stderr, done.stderr
     expect(run("train", "--batch-sise", "3"), 2, r"did you mean --batch-size\?")
-    expect(run("train", "--batch-size", "-3"), 2, r"--batch-size must be positive, got -3$")
+    expect(run("train", "--batch-size", "-3"), 2, r"--batch-size must be between 1 and 1000000000, got -3$")
     expect(run("train", "--lr-step-epochs", "5,3"), 2, r"--lr-step-epochs")
     expect(run("train", "--config", "/nonexistent.troupe"), 2, r"/nonexistent.troupe.*No such file or directory")
     binary = write("binary.troupe", b"\x00\x01\xff\xfe model lenet\x80\x81\n".decode("latin-1"), "w")

@@ -96,9 +96,22 @@ struct optimizer_config {
   located<bool> nesterov{false};
 };
 
+/// A multi-step boundary as written: an epoch (`5`, `7.5`) or a share of the run (`50%`,
+/// held as 0.5), which follows the run's length when flags change the epochs.
+struct schedule_step {
+  double value = 0;
+  bool share = false;
+  source_span span{};  ///< the element's text; line 0 when a flag gave it
+};
+
 struct schedule_config {
   located<std::string> policy{"multi_step"};  ///< multi_step | cosine | constant
-  located<std::vector<double>> steps;         ///< multi_step: epochs where lr *= factor
+  /// multi_step: the boundaries as the config or --lr-step-epochs wrote them; not given:
+  /// 50% and 75% of the run.
+  located<std::vector<schedule_step>> written_steps;
+  /// multi_step: the epochs where lr *= factor, resolved from written_steps for the run's
+  /// epochs (resolve_schedule_defaults); `given` and `span` follow written_steps.
+  located<std::vector<double>> steps;
   located<double> factor{0.1};
   located<double> warmup{1};                  ///< epochs; default min(1, epochs / 10)
   located<double> final_lr{0};                ///< cosine end value
@@ -174,6 +187,12 @@ job_config load_job_config(const std::string& path);
 /// of the epochs, at most one; multi-step boundaries at 50% and 75% of the epochs (none for the
 /// other policies). Called by the parser, and again after flags change the epochs.
 void resolve_schedule_defaults(job_config& config);
+/// Checks the resolved multi-step boundaries a config wrote against the run's epochs: each
+/// inside the run, increasing. A boundary written as an epoch at or after the last epoch is an
+/// error at that element; `epochs_origin` names what set the epochs when not the config (a
+/// flag, "--num-epochs 3"), so the message says which flag shortened the run. Boundaries a
+/// flag gave (span line 0) are the flag's to check.
+void check_schedule_steps(const job_config& config, const std::string& epochs_origin = "");
 
 /// The zoo's name for a DSL network name ("inception_bn" -> "inception-bn").
 std::string zoo_network_name(const std::string& dsl_name);

@@ -11,7 +11,8 @@ Scenarios:
                  process exits 0 and the last validation accuracy is above 0.5
   launch         the same-weights check with `troupe launch -n WORKERS -s SERVERS` starting the
                  processes; its output carries a prefix per node; then SIGINT to a second launch
-                 mid-run: it exits 130 and leaves no process behind
+                 mid-run: it exits 130, leaves no process behind, and every node says it was
+                 interrupted (launch passes the signal on; none is killed by SIGTERM)
   dmlc           the same-weights check with every node's place from ps-lite's variables
                  (DMLC_ROLE, DMLC_PS_ROOT_URI/PORT, DMLC_NUM_WORKER/SERVER), no --role
   slurm          the same from SLURM_PROCID / SLURM_NTASKS / SLURM_JOB_NODELIST
@@ -49,6 +50,9 @@ Scenarios:
   start-errors   each a clear line and a non-zero exit within its timeout: a node with no
                  scheduler (join timeout 2 s); a scheduler nobody joins (2 s); a scheduler on a
                  port in use; a worker whose own config is another job than the scheduler's
+                 (the refusal names the key that differs, hashes as `troupe check` prints them);
+                 a server advertising an address it does not listen on (the worker's error
+                 names --listen and --advertise)
   wrong-secret   a node holding another secret is refused and the job, unharmed, ends with
                  the same weights; a raw TCP client sending random bytes to the scheduler and
                  to a server is refused too

@@ -60,7 +60,8 @@ Scenarios:
   threads        CONFIG without a thread count: the scheduler alone is given --threads 1, the
                  server and workers none; each worker says its computes run on 1 thread, the
                  scheduler's summary names each worker's count, and the weights equal
-                 `troupe train --threads 1`. Then `troupe launch` with no count: each worker
+                 `troupe train --threads 1`; a worker given --threads 2 beside that scheduler
+                 is refused naming both counts. Then `troupe launch` with no count: each worker
                  takes its share of this host (hardware threads / workers, at least 1), says
                  so, and the weights equal `troupe train --threads SHARE`
   launch-network `troupe launch -n WORKERS -s SERVERS --network mlp` without a config: one
@@ -608,6 +609,22 @@ def run_threads(troupe, config, servers, workers, flags, workdir):
         reference = in_process_weights(troupe, config, flags + ["--threads", "1"], workdir)
         if got != reference:
             cluster.fail(f"by hand, --threads 1 to the scheduler: {got}\nin one process: {reference}")
+        # A worker given another count than the scheduler's is refused, naming both.
+        cluster.procs.clear()
+        port_file = os.path.join(workdir, "scheduler2.port")
+        small = ["--server-nodes", "1", "--worker-nodes", "1", "--workers", "1", "--join-timeout", "20"]
+        cluster.start("scheduler", ["--role", "scheduler", "--scheduler", "127.0.0.1:0", "--port-file", port_file,
+                                    "--threads", "1", "--config", config] + small + flags)
+        at = ["--scheduler", f"127.0.0.1:{read_port(cluster, port_file)}", "--config", config] + small + flags
+        cluster.start("server0", ["--role", "server"] + at)
+        cluster.start("worker0", ["--role", "worker", "--threads", "2"] + at)
+        codes = cluster.wait_all()
+        if not all(codes.values()):
+            cluster.fail(f"exit statuses {codes}: a worker with another thread count must end the run")
+        refusal = r"this node was given 2 compute threads \(--threads or train\.threads\), the scheduler 1"
+        for name in ("worker0", "scheduler"):
+            if not re.search(refusal, cluster.text(name, "err")):
+                cluster.fail(f"{name} does not say the worker's thread count is not the scheduler's")
     finally:
         cluster.kill_all()
     share = max(1, (os.cpu_count() or 1) // workers)

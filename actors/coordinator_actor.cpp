@@ -3,6 +3,7 @@
 #include <troupe/actors/coordinator_actor.hpp>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <type_traits>
 
@@ -154,6 +155,27 @@ bool validates_after(const coordinator_options& o, std::int64_t epoch) {
   return (epoch + 1) % o.validate_every == 0 || epoch + 1 == o.first_epoch + o.epochs;
 }
 
+// Backup workers: whether enough computes finished the epoch for the rest to end theirs.
+bool enough_finished(const coordinator_state& st, const std::vector<bool>& finished) {
+  const auto& o = st.options;
+  if (o.finish_after == 0 && o.finish_groups_needed == 0)
+    return false;
+  if (o.finish_groups.empty())
+    return static_cast<std::size_t>(std::count(finished.begin(), finished.end(), true))
+           >= o.finish_after;
+  std::map<int, std::pair<std::size_t, std::size_t>> groups;  // group -> (finished, members)
+  for (std::size_t i = 0; i < finished.size(); ++i) {
+    auto& g = groups[o.finish_groups[i]];
+    g.first += finished[i] ? 1 : 0;
+    g.second += 1;
+  }
+  std::size_t full = 0;
+  for (const auto& [group, count] : groups)
+    if (count.first >= (o.finish_after == 0 ? count.second : o.finish_after))
+      ++full;
+  return full >= (o.finish_groups_needed == 0 ? groups.size() : o.finish_groups_needed);
+}
+
 void run_epoch(coordinator_pointer self, std::int64_t epoch) {
   auto& st = self->state;
   if (epoch >= st.options.first_epoch + st.options.epochs)
@@ -161,16 +183,20 @@ void run_epoch(coordinator_pointer self, std::int64_t epoch) {
   auto parts = std::make_shared<std::vector<phase_report>>(st.computes.size());
   const auto active = static_cast<std::size_t>(std::count(st.lost.begin(), st.lost.end(), false));
   auto outstanding = std::make_shared<std::size_t>(active);
-  const auto finish_after = st.options.finish_after;
+  auto finished = std::make_shared<std::vector<bool>>(st.computes.size(), false);
+  auto ended = std::make_shared<bool>(false);
   for (std::size_t i = 0; i < st.computes.size(); ++i) {
     if (st.lost[i])
       continue;  // its part of the data goes untrained from now on
     auto done = [=](phase_report part) {
       (*parts)[i] = std::move(part);
       --*outstanding;
-      if (finish_after > 0 && active - *outstanding == finish_after)
+      (*finished)[i] = true;
+      if (!*ended && *outstanding > 0 && enough_finished(self->state, *finished)) {
+        *ended = true;
         for (auto& c : self->state.computes)  // the finished ones ignore it
           self->send(c, end_epoch_atom::value, epoch);
+      }
       if (*outstanding > 0)
         return;
       record(self, merged_in_order(*parts, epoch, false));
@@ -258,6 +284,9 @@ coordinator_actor spawn_coordinator(caf::actor_system& system,
     throw std::invalid_argument("coordinator: negative save period");
   if ((options.save_period > 0 || options.restore) && !options.checkpoint)
     throw std::invalid_argument("coordinator: checkpoints asked for without a checkpoint actor");
+  if (!options.finish_groups.empty() && options.finish_groups.size() != computes.size())
+    throw std::invalid_argument("coordinator: finish groups name " + std::to_string(options.finish_groups.size())
+                                + " computes, there are " + std::to_string(computes.size()));
   for (auto v : options.validators)
     if (v >= computes.size())
       throw std::invalid_argument("coordinator: validator " + std::to_string(v) + " is not one of the "

@@ -190,6 +190,11 @@ struct part_builder {
     co.validate = job.validate;
     co.validate_every = job.validate_every;
     co.finish_after = static_cast<std::size_t>(a.finish_after);
+    if (a.finish_machines > 0) {
+      co.finish_groups_needed = static_cast<std::size_t>(a.finish_machines);
+      for (auto c : plan.actors_of(plan_role::compute))
+        co.finish_groups.push_back(plan.actors[c].machine);
+    }
     co.timeouts = options.timeouts;
     co.validators = validators_of(plan);
     co.settle_epochs = options.settle_epochs;

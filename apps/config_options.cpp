@@ -113,11 +113,11 @@ lr_schedule_options schedule_options(const job_config& c) {
 topology_options topology_of(const job_config& c) {
   topology_options t;
   const auto& k = c.topology;
-  t.mode = k.kind;
+  t.name = k.name.value;
   t.workers = c.cluster.workers.value;
-  t.staleness = k.staleness.value;
-  t.backup_workers = k.backup_workers.value;
-  t.machines = k.machines.value;
+  t.levels = k.levels;
+  t.staleness = k.staleness;
+  t.machines = t.level(aggregation_scope::machine) ? k.machines.value : 1;
   t.deterministic = k.deterministic.value;
   t.overlap = c.cluster.overlap.value;
   t.keys = key_options_of(c);
@@ -159,11 +159,11 @@ training_job to_training_job(const job_config& c) {
   o.top_k = c.run.top_k.value;
   o.nodes = cluster_nodes{c.cluster.server_nodes.value, c.cluster.worker_nodes.value,
                           c.cluster.on_worker_loss.value == "continue"};
-  if (o.nodes.continue_on_worker_loss && o.topology.mode != topology_kind::async
-      && o.topology.mode != topology_kind::ssp)
+  if (o.nodes.continue_on_worker_loss && o.topology.synchronous())
     config_fail(c, c.cluster.on_worker_loss.span,
-                std::string("on_worker_loss = continue needs the async or ssp topology (") + to_string(o.topology.mode)
-                  + " waits for every worker, so it can only stop when one is lost)");
+                "on_worker_loss = continue needs computes that push straight to the shards "
+                "(async or ssp); topology " + o.topology.name + " waits at an aggregator for "
+                "every worker, so it can only stop when one is lost");
   return o;
 }
 

@@ -59,7 +59,7 @@ std::vector<resolved_value> resolved(const training_job& job, int threads) {
   number("batch_size", static_cast<double>(job.train_batches.batch_size));
   number("epochs", static_cast<double>(job.epochs));
   number("workers", job.topology.workers);
-  name("topology", to_string(job.topology.mode));
+  name("topology", job.topology.name);
   number("shards", job.shards);
   number("threads", threads);
   number("top_k", job.top_k);

@@ -18,28 +18,71 @@ const char* to_string(topology_kind kind) {
   return "?";
 }
 
-bool synchronous(topology_kind kind) {
-  return kind == topology_kind::bsp || kind == topology_kind::backup
-         || kind == topology_kind::hierarchical;
+const char* to_string(aggregation_scope scope) {
+  return scope == aggregation_scope::machine ? "machine" : "all";
 }
 
+const aggregation_level* topology_options::level(aggregation_scope scope) const {
+  for (const auto& l : levels)
+    if (l.scope == scope)
+      return &l;
+  return nullptr;
+}
+
+void use_preset(topology_options& t, topology_kind kind, int argument) {
+  t.name = to_string(kind);
+  t.levels.clear();
+  t.staleness = -1;
+  t.machines = 1;
+  switch (kind) {
+    case topology_kind::bsp: t.levels = {{aggregation_scope::all, 0}}; break;
+    case topology_kind::async: break;
+    case topology_kind::ssp: t.staleness = argument < 0 ? 2 : argument; break;
+    case topology_kind::hierarchical:
+      t.machines = argument < 0 ? 2 : argument;
+      t.levels = {{aggregation_scope::machine, 0}, {aggregation_scope::all, 0}};
+      break;
+    case topology_kind::backup:
+      t.levels = {{aggregation_scope::all, t.workers - (argument < 0 ? 1 : argument)}};
+      break;
+  }
+}
+
+namespace {
+
+// The sources of a level: computes (of a machine, or all), or machines for `all` after a
+// machine level.
+int sources_of(const topology_options& t, std::size_t level) {
+  if (t.levels[level].scope == aggregation_scope::machine)
+    return t.workers / t.machines;  // the smallest machine (machines hold W/M or W/M + 1)
+  return level > 0 ? t.machines : t.workers;
+}
+
+} // namespace
+
 void check_topology(const topology_options& t) {
+  auto fail = [](const std::string& why) { throw std::invalid_argument("topology: " + why); };
   if (t.workers < 1)
-    throw std::invalid_argument("topology: workers must be at least 1, got "
-                                + std::to_string(t.workers));
-  if (t.mode == topology_kind::backup && (t.backup_workers < 0 || t.backup_workers >= t.workers))
-    throw std::invalid_argument("topology: backup(" + std::to_string(t.backup_workers)
-                                + ") needs 0 <= backups < workers (" + std::to_string(t.workers)
-                                + ")");
-  if (t.mode == topology_kind::ssp && t.staleness < 0)
-    throw std::invalid_argument("topology: ssp staleness must not be negative");
-  if (t.mode == topology_kind::hierarchical && (t.machines < 1 || t.machines > t.workers))
-    throw std::invalid_argument("topology: hierarchical needs 1 <= machines <= workers, got "
-                                + std::to_string(t.machines) + " machines for "
-                                + std::to_string(t.workers) + " workers");
+    fail("workers must be at least 1, got " + std::to_string(t.workers));
+  if (t.levels.size() > 2 || (t.levels.size() == 2 && (t.levels[0].scope != aggregation_scope::machine
+                                                       || t.levels[1].scope != aggregation_scope::all)))
+    fail("gradients pass at most aggregate(machine), then aggregate(all), on their way to a shard");
+  if (t.level(aggregation_scope::machine) && (t.machines < 1 || t.machines > t.workers))
+    fail("aggregate(machine) needs 1 <= machines <= workers, got " + std::to_string(t.machines)
+         + " machines for " + std::to_string(t.workers) + " workers");
+  for (std::size_t i = 0; i < t.levels.size(); ++i) {
+    const int sources = sources_of(t, i), need = t.levels[i].need;
+    if (need < 0 || need > sources)
+      fail(std::string("aggregate(") + to_string(t.levels[i].scope) + ", need = " + std::to_string(need)
+           + ") needs 0 <= need <= its " + std::to_string(sources) + " sources");
+  }
+  if (t.staleness < -1)
+    fail("staleness must not be negative, got " + std::to_string(t.staleness));
+  if (t.staleness >= 0 && !t.levels.empty() && t.levels.back().scope == aggregation_scope::all)
+    fail("a staleness bound needs several sources at the shard, and aggregate(all) is its one");
   if (t.straggler >= t.workers)
-    throw std::invalid_argument("topology: straggler " + std::to_string(t.straggler)
-                                + " is not one of the " + std::to_string(t.workers) + " workers");
+    fail("straggler " + std::to_string(t.straggler) + " is not one of the "
+         + std::to_string(t.workers) + " workers");
 }
 
 void check_job(const training_job& job) {
@@ -64,11 +107,11 @@ void check_job(const training_job& job) {
     throw std::invalid_argument("job: a cluster needs at least one server and one worker process, got "
                                 + std::to_string(nodes.servers) + " server and "
                                 + std::to_string(nodes.workers) + " worker processes");
-  if (nodes.continue_on_worker_loss && job.topology.mode != topology_kind::async
-      && job.topology.mode != topology_kind::ssp)
-    throw std::invalid_argument(std::string("job: on_worker_loss = continue needs the async or ssp topology (")
-                                + to_string(job.topology.mode)
-                                + " waits for every worker, so it can only stop when one is lost)");
+  if (nodes.continue_on_worker_loss && job.topology.synchronous())
+    throw std::invalid_argument("job: on_worker_loss = continue needs computes that push straight to "
+                                "the shards (async or ssp); topology " + job.topology.name
+                                + " waits at an aggregator for every worker, so it can only stop "
+                                "when one is lost");
   lr_schedule check(job.optimizer.schedule);  // throws naming the bad field
 }
 

@@ -111,7 +111,7 @@ void plan_steps(const training_job& job, const data_facts& data, placement_plan&
       const auto [low, high] = std::minmax_element(p.worker_batches.begin(),
                                                    p.worker_batches.end());
       // Synchronous topologies need every worker to take the same number of steps.
-      p.steps_per_epoch = synchronous(p.mode) ? *low : *high;
+      p.steps_per_epoch = p.synchronous() ? *low : *high;
     }
     if (data.validation_examples > 0) {
       p.validation_batches = batches_for_part(data.validation_examples, p.validation_batch, 0,
@@ -145,7 +145,39 @@ std::string numbered(const char* prefix, int i) { return prefix + std::to_string
 // out and the worker pushes straight to the shards (two hops and a thread wake-up fewer per
 // push; the shard's answer is the same weights the aggregator would have passed back).
 bool sums_one_source(const placement_plan& p) {
-  return synchronous(p.mode) && p.mode != topology_kind::hierarchical && p.workers == 1;
+  return p.levels.size() == 1 && p.levels[0].scope == aggregation_scope::all && p.workers == 1;
+}
+
+const aggregation_level* level_of(const placement_plan& p, aggregation_scope scope) {
+  for (const auto& l : p.levels)
+    if (l.scope == scope)
+      return &l;
+  return nullptr;
+}
+
+// A level's need as the plan writes it: the sources when every one is needed.
+int need_of(const aggregation_level& l, int sources) {
+  return l.need > 0 && l.need < sources ? l.need : sources;
+}
+
+// When backup workers let an epoch end before every compute finished it. Without a machine
+// level: once aggregate(all)'s need of computes finished. With one: once finish_machines
+// machines each had finish_after of their computes finish (0: all of them), which is when
+// every barrier of the last step has filled.
+void plan_finish(placement_plan& p, planned_actor& coordinator,
+                 const aggregation_level* machine_level, const aggregation_level* all_level) {
+  if (!machine_level) {
+    if (all_level && need_of(*all_level, p.workers) < p.workers)
+      coordinator.finish_after = all_level->need;
+    return;
+  }
+  const int smallest = p.workers / p.machines;
+  const bool machine_backups = machine_level->need > 0 && machine_level->need < smallest;
+  const bool global_backups = all_level && need_of(*all_level, p.machines) < p.machines;
+  if (!machine_backups && !global_backups)
+    return;
+  coordinator.finish_after = machine_backups ? machine_level->need : 0;
+  coordinator.finish_machines = global_backups ? all_level->need : p.machines;
 }
 
 // Every actor, in spawn order (see placement_plan::actors).
@@ -153,7 +185,9 @@ void plan_actors(const training_job& job, placement_plan& p) {
   const auto& t = job.topology;
   const int n = p.workers, machines = p.machines;
   const int shards = static_cast<int>(p.keys.shards.size());
-  const bool hierarchical = p.mode == topology_kind::hierarchical;
+  const auto* machine_level = level_of(p, aggregation_scope::machine);
+  const auto* all_level = level_of(p, aggregation_scope::all);
+  const bool hierarchical = machine_level != nullptr;
   add_actor(p, plan_role::metrics, 0, "metrics");
   std::size_t next_key = 0;
   for (int k = 0; k < shards; ++k) {
@@ -161,15 +195,18 @@ void plan_actors(const training_job& job, placement_plan& p) {
     a.shard = k;
     for (std::size_t i = 0; i < p.keys.shards[static_cast<std::size_t>(k)].size(); ++i)
       a.keys.push_back(next_key++);
-    a.workers = n;
-    a.staleness = p.mode == topology_kind::ssp ? t.staleness : -1;
+    // The sources whose pushes it tells apart (for staleness): the machines when their
+    // aggregators push to it, else the computes (behind aggregate(all) only its position 0
+    // pushes, and the count is unused).
+    a.workers = hierarchical && !all_level ? machines : n;
+    a.staleness = t.staleness;
   }
-  if (synchronous(p.mode) && !sums_one_source(p)) {
+  if (all_level && !sums_one_source(p)) {
     for (int k = 0; k < shards; ++k) {
       auto& a = p.actors[add_actor(p, plan_role::aggregator, k, numbered("aggregator_", k))];
       a.shard = k;
       a.sources = hierarchical ? machines : n;
-      a.need = p.mode == topology_kind::backup ? n - t.backup_workers : a.sources;
+      a.need = need_of(*all_level, a.sources);
       a.deterministic = t.deterministic;
     }
   }
@@ -180,7 +217,7 @@ void plan_actors(const training_job& job, placement_plan& p) {
       a.machine = m;
       a.shard = k;
       a.sources = first_worker_of(m + 1, n, machines) - first_worker_of(m, n, machines);
-      a.need = a.sources;
+      a.need = need_of(*machine_level, a.sources);
       a.position = m;
       a.deterministic = t.deterministic;
     }
@@ -209,14 +246,14 @@ void plan_actors(const training_job& job, placement_plan& p) {
       a.machine = hierarchical ? machine_of(w, n, machines) : -1;
       if (role == plan_role::loader) {
         a.batches = p.worker_batches[static_cast<std::size_t>(w)];
-        a.batch_limit = synchronous(p.mode) ? p.steps_per_epoch : 0;
+        a.batch_limit = p.levels.empty() ? 0 : p.steps_per_epoch;
       } else {
         a.batches = p.steps_per_epoch;  // its step ids count epochs in these
       }
     }
   }
   auto& coordinator = p.actors[add_actor(p, plan_role::coordinator, 0, "coordinator")];
-  coordinator.finish_after = p.mode == topology_kind::backup ? n - t.backup_workers : 0;
+  plan_finish(p, coordinator, machine_level, all_level);
 }
 
 // The processes, and each actor's (see placement_plan::nodes).
@@ -238,9 +275,9 @@ void plan_nodes(const training_job& job, placement_plan& p) {
            + (shards != job.shards ? " (the model's keys fill " + std::to_string(shards) + " of the "
                                        + std::to_string(job.shards) + " shards asked for)"
                                    : std::string()));
-  if (p.mode == topology_kind::hierarchical && p.machines != worker_nodes)
-    fail(placement_subject::job, "the hierarchical topology has " + std::to_string(p.machines)
-                                   + " machines and the cluster " + std::to_string(worker_nodes)
+  if (level_of(p, aggregation_scope::machine) && p.machines != worker_nodes)
+    fail(placement_subject::job, "the topology's aggregate(machine) groups " + std::to_string(p.machines)
+                                   + " machines and the cluster has " + std::to_string(worker_nodes)
                                    + " worker processes: each worker process is one machine");
   p.nodes.push_back({node_kind::scheduler, 0, "scheduler"});
   for (int s = 0; s < servers; ++s)
@@ -268,7 +305,8 @@ void plan_nodes(const training_job& job, placement_plan& p) {
 void plan_routes(placement_plan& p) {
   const int n = p.workers;
   const int shards = static_cast<int>(p.keys.shards.size());
-  const bool hierarchical = p.mode == topology_kind::hierarchical;
+  const bool hierarchical = level_of(p, aggregation_scope::machine) != nullptr;
+  const bool global = level_of(p, aggregation_scope::all) != nullptr && !sums_one_source(p);
   std::int64_t example_bytes = 4;  // float32 pixels and an int32 label
   for (auto d : p.data.sample_shape)
     example_bytes *= d;
@@ -291,9 +329,9 @@ void plan_routes(placement_plan& p) {
   for (int w = 0; w < n; ++w) {
     const int m = hierarchical ? machine_of(w, n, p.machines) : 0;
     for (int k = 0; k < shards; ++k) {
-      const auto to = !synchronous(p.mode) || sums_one_source(p) ? id(plan_role::shard, k)
-                      : hierarchical       ? id(plan_role::machine_aggregator, m * shards + k)
-                                           : id(plan_role::aggregator, k);
+      const auto to = hierarchical ? id(plan_role::machine_aggregator, m * shards + k)
+                      : global     ? id(plan_role::aggregator, k)
+                                   : id(plan_role::shard, k);
       const int source = hierarchical ? w - first_worker_of(m, n, p.machines) : w;
       shard_route(id(plan_role::compute, w), to, route_carries::gradients, k, source);
     }
@@ -301,8 +339,9 @@ void plan_routes(placement_plan& p) {
   for (int m = 0; hierarchical && m < p.machines; ++m)
     for (int k = 0; k < shards; ++k)
       shard_route(id(plan_role::machine_aggregator, m * shards + k),
-                  id(plan_role::aggregator, k), route_carries::summed_gradients, k, m);
-  for (int k = 0; k < shards && synchronous(p.mode) && !sums_one_source(p); ++k)
+                  global ? id(plan_role::aggregator, k) : id(plan_role::shard, k),
+                  route_carries::summed_gradients, k, m);
+  for (int k = 0; k < shards && global; ++k)
     shard_route(id(plan_role::aggregator, k), id(plan_role::shard, k),
                 route_carries::summed_gradients, k, 0);
   for (int k = 0; k < shards; ++k)
@@ -416,9 +455,10 @@ placement_plan plan_placement(const training_job& job, const data_facts& data,
     fail(placement_subject::job, e.what());
   }
   placement_plan p;
-  p.mode = job.topology.mode;
+  p.topology = job.topology.name;
+  p.levels = job.topology.levels;
   p.workers = job.topology.workers;
-  p.machines = p.mode == topology_kind::hierarchical ? job.topology.machines : 1;
+  p.machines = job.topology.level(aggregation_scope::machine) ? job.topology.machines : 1;
   p.overlap = job.topology.overlap;
   p.key_options = job.topology.keys;
   p.train_batch = job.train_batches.batch_size;
@@ -504,7 +544,7 @@ std::string canonical_text(const placement_plan& p) {
     out << ']';
   };
   out << "troupe placement plan 1\n"
-      << "topology " << to_string(p.mode) << " workers " << p.workers << " machines "
+      << "topology " << p.topology << " workers " << p.workers << " machines "
       << p.machines << " overlap " << p.overlap << '\n'
       << "keys slice_bytes " << p.key_options.slice_bytes << " group_bytes "
       << p.key_options.group_bytes << '\n'
@@ -540,7 +580,10 @@ std::string canonical_text(const placement_plan& p) {
         << " deterministic " << a.deterministic << " keys ";
     list(a.keys);
     out << " workers " << a.workers << " staleness " << a.staleness << " batches " << a.batches
-        << " limit " << a.batch_limit << " finish_after " << a.finish_after << '\n';
+        << " limit " << a.batch_limit << " finish_after " << a.finish_after;
+    if (a.finish_machines > 0)  // only route sets with backups inside machines have it
+      out << " finish_machines " << a.finish_machines;
+    out << '\n';
   }
   for (const auto& r : p.routes)
     out << "route " << r.from << ' ' << r.to << ' ' << to_string(r.carries) << " shard "

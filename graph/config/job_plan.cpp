@@ -123,15 +123,16 @@ void print_config(std::ostream& out, const job_config& c) {
   if (c.schedule.policy.value == "cosine")
     show(out, "schedule.final_lr", c.schedule.final_lr);
   show(out, "schedule.warmup", c.schedule.warmup);
-  out << "  topology = " << to_string(c.topology.kind)
-      << (c.topology.explicit_wiring ? "  # explicit wiring\n" : "  # preset routes\n");
-  show(out, "topology.staleness", c.topology.staleness);
-  show(out, "topology.backups", c.topology.backup_workers);
-  show(out, "topology.machines", c.topology.machines);
-  show(out, "topology.deterministic", c.topology.deterministic);
+  out << "  topology = " << c.topology.name.value
+      << (c.topology.explicit_wiring ? "  # routes as written, compiled:\n"
+                                     : "  # preset, expands to:\n");
   for (const auto& w : c.topology.routes)
-    out << "  route " << to_string(w.from) << " -> " << to_string(w.to)
-        << (w.fan.empty() ? "" : "(" + w.fan + ")") << '\n';
+    out << "    " << to_string(w) << '\n';
+  if (std::any_of(c.topology.levels.begin(), c.topology.levels.end(),
+                  [](const aggregation_level& l) { return l.scope == aggregation_scope::machine; }))
+    show(out, "topology.machines", c.topology.machines);
+  if (!c.topology.levels.empty())
+    show(out, "topology.deterministic", c.topology.deterministic);
   show(out, "train.epochs", c.run.epochs);
   show(out, "train.eval_every", c.run.eval_every);
   show(out, "train.seed", c.run.seed);
@@ -187,7 +188,7 @@ void print_steps(std::ostream& out, const placement_plan& p) {
     const char* rule = ")\n";
     if (*low != *high) {
       batches += " to " + std::to_string(*high);
-      rule = synchronous(p.mode) ? "; synchronous: every worker takes the fewest)\n"
+      rule = p.synchronous() ? "; synchronous: every worker takes the fewest)\n"
                                  : "; asynchronous: step ids count up to the most)\n";
     }
     out << "  steps per epoch: " << p.steps_per_epoch << " (" << p.data.train_examples
@@ -201,7 +202,8 @@ void print_steps(std::ostream& out, const placement_plan& p) {
 
 // The aggregators' sums: how many sources, how many a step needs, where they go.
 void print_aggregators(std::ostream& out, const placement_plan& p) {
-  if (synchronous(p.mode) && p.actors_of(plan_role::aggregator).empty())
+  if (p.synchronous() && p.actors_of(plan_role::aggregator).empty()
+      && p.actors_of(plan_role::machine_aggregator).empty())
     out << "  no aggregators: one worker's gradients are the sum, it pushes to the shards\n";
   for (const auto& a : p.actors) {
     if (a.role != plan_role::aggregator && a.role != plan_role::machine_aggregator)

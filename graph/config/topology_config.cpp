@@ -1,8 +1,12 @@
-// The `topology` statement: a preset name with its arguments, optionally followed by explicit
-// wiring. Presets expand to their canonical routes; explicit routes are checked for what makes
-// training impossible (no batches, no weights, a gradient path that never reaches a shard, a
-// cycle without a shard) and then classified, and the class must match the preset's name so
-// that the first word of the statement always says what runs.
+// The `topology` statement compiles its routes into the route program the plan wires
+// (topology_options: aggregation levels, their needs, the shard's staleness bound). A preset
+// name without a block expands to its routes; a block is compiled as written. Every route set
+// the grammar accepts either compiles or is refused at the route that makes it untrainable:
+// a loader feeding anything but compute, a push path that forks, loops or never reaches a
+// shard, aggregates in an order that sums nothing, an answer that does not go back the way the
+// gradients came, a barrier that can never fill. A preset name above a block is a promise: the
+// block must compile to the preset's program, or the statement is refused (a route set of
+// one's own takes a name of one's own), so the first word never misstates what runs.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -17,91 +21,67 @@ namespace {
 using role = actor_role;
 const std::vector<std::string> presets{"bsp", "async", "ssp", "hierarchical", "backup"};
 
-std::vector<wiring_route> preset_routes(topology_kind kind) {
-  std::vector<wiring_route> r{{role::loader, role::compute, "", {}}};
-  if (kind == topology_kind::async || kind == topology_kind::ssp) {
-    r.push_back({role::compute, role::shard, "", {}});
-    r.push_back({role::shard, role::compute, "sender", {}});
-    return r;
-  }
-  if (kind == topology_kind::hierarchical) {
-    r.push_back({role::compute, role::machine_aggregator, "", {}});
-    r.push_back({role::machine_aggregator, role::aggregator, "", {}});
-  } else {
-    r.push_back({role::compute, role::aggregator, "", {}});
-  }
-  r.push_back({role::aggregator, role::shard, "", {}});
-  r.push_back({role::shard, role::compute, "all", {}});
-  return r;
+std::optional<topology_kind> preset_of(const std::string& name) {
+  auto at = std::find(presets.begin(), presets.end(), name);
+  if (at == presets.end())
+    return std::nullopt;
+  return static_cast<topology_kind>(at - presets.begin());
 }
 
-void read_preset(const value_reader& r, const syntax_value& head, job_config& c) {
-  auto& t = c.topology;
-  auto kind = static_cast<topology_kind>(std::find(presets.begin(), presets.end(), head.text)
-                                         - presets.begin());
-  t.kind = kind;
-  std::vector<std::string> keys, positional;
-  if (kind == topology_kind::ssp) keys = positional = {"staleness"};
-  if (kind == topology_kind::hierarchical) keys = positional = {"machines"};
-  if (kind == topology_kind::backup) keys = positional = {"backups"};
-  if (kind != topology_kind::async && kind != topology_kind::ssp)
-    keys.push_back("deterministic");
-  keyed_values k(r, head.text, head.arguments, keys, positional);
-  const int workers = c.cluster.workers.value;
-  if (kind == topology_kind::ssp) {
-    t.staleness.value = 2;
-    if (auto* v = k.find("staleness"))
-      r.set(t.staleness, static_cast<int>(r.integer(*v, "staleness", 1, 1000000)), *v);
+// The canonical routes of a compiled program: loader, the push chain, the answer.
+std::vector<wiring_route> routes_of(const std::vector<aggregation_level>& levels, int staleness) {
+  std::vector<wiring_route> out{{role::loader, role::compute, "", 0, -1, {}}};
+  role from = role::compute;
+  for (const auto& l : levels) {
+    const role to = l.scope == aggregation_scope::machine ? role::machine_aggregator : role::aggregator;
+    out.push_back({from, to, "", l.need, -1, {}});
+    from = to;
   }
-  if (kind == topology_kind::hierarchical) {
-    t.machines.value = 2;
-    if (auto* v = k.find("machines"))
-      r.set(t.machines, static_cast<int>(r.integer(*v, "machines", 1, 1024)), *v);
-    if (workers % t.machines.value != 0)
-      r.fail(t.machines.given ? t.machines.span : head.span,
-             "hierarchical needs workers (" + std::to_string(workers)
-               + ") to split evenly over machines (" + std::to_string(t.machines.value) + ")");
-  }
-  if (kind == topology_kind::backup) {
-    t.backup_workers.value = 1;
-    if (auto* v = k.find("backups"))
-      r.set(t.backup_workers, static_cast<int>(r.integer(*v, "backups", 1, 1024)), *v);
-    if (t.backup_workers.value >= workers)
-      r.fail(t.backup_workers.given ? t.backup_workers.span : head.span,
-             "backup workers (" + std::to_string(t.backup_workers.value)
-               + ") must be fewer than workers (" + std::to_string(workers) + ")");
-  }
-  if (auto* v = k.find("deterministic"))
-    r.set(t.deterministic, r.boolean(*v, "deterministic"), *v);
+  out.push_back({from, role::shard, "", 0, -1, {}});
+  if (from == role::aggregator)
+    out.push_back({role::shard, role::compute, "all", 0, -1, {}});
+  else if (from == role::machine_aggregator)
+    out.push_back({role::shard, role::machine_aggregator, "", 0, staleness, {}});
+  else
+    out.push_back({role::shard, role::compute, "sender", 0, staleness, {}});
+  return out;
 }
 
 struct endpoint {
-  role which;
+  role which = role::loader;
   std::string fan;
-  int need = 0;  ///< aggregate(all, need = N) / aggregate(first = N); 0: all workers
+  int need = 0;
+  int staleness = -1;
   source_span span;
+  source_span staleness_span, need_span;
 };
 
-endpoint read_endpoint(const value_reader& r, const syntax_value& v, bool is_target) {
+endpoint read_endpoint(const value_reader& r, const syntax_value& v) {
   static const std::vector<std::string> actors{"loader", "compute", "aggregate", "shard"};
   if (std::find(actors.begin(), actors.end(), v.text) == actors.end())
     r.fail(v.span, "unknown actor '" + v.text + "' (actors: " + join_names(actors) + ")");
-  endpoint e{role::loader, "", 0, v.span};
+  endpoint e;
+  e.span = v.span;
+  auto read_staleness = [&](const keyed_values& k) {
+    if (auto* s = k.find("staleness")) {
+      e.staleness = static_cast<int>(r.integer(*s, "staleness", 0, 1000000));
+      e.staleness_span = s->span;
+    }
+  };
   if (v.text == "loader" || v.text == "shard") {
     keyed_values(r, v.text, v.arguments, {}, {});
     e.which = v.text == "loader" ? role::loader : role::shard;
   } else if (v.text == "compute") {
     e.which = role::compute;
-    keyed_values k(r, "compute", v.arguments, is_target ? std::vector<std::string>{"fan"}
-                                                        : std::vector<std::string>{},
-                   is_target ? std::vector<std::string>{"fan"} : std::vector<std::string>{});
+    keyed_values k(r, "compute", v.arguments, {"fan", "staleness"}, {"fan"});
     if (auto* f = k.find("fan")) {
       e.fan = r.name(*f, "compute's fan");
       if (e.fan != "all" && e.fan != "sender")
         r.fail(f->span, "compute(...) takes all (broadcast) or sender (reply), got '" + e.fan + "'");
     }
+    read_staleness(k);
   } else {
-    keyed_values k(r, "aggregate", v.arguments, {"scope", "need", "first"}, {"scope"});
+    keyed_values k(r, "aggregate", v.arguments, {"scope", "need", "first", "staleness"}, {"scope"});
     e.which = role::aggregator;
     if (auto* s = k.find("scope")) {
       auto scope = r.name(*s, "aggregate's scope");
@@ -111,191 +91,330 @@ endpoint read_endpoint(const value_reader& r, const syntax_value& v, bool is_tar
     }
     for (const char* key : {"need", "first"})
       if (auto* n = k.find(key)) {
-        if (e.need != 0 || e.which != role::aggregator)
-          r.fail(n->span, std::string(key) + " applies once, to aggregate(all)");
+        if (e.need != 0)
+          r.fail(n->span, "need and first say the same: write one");
         e.need = static_cast<int>(r.integer(*n, key, 1, 1024));
+        e.need_span = n->span;
       }
+    read_staleness(k);
   }
   return e;
 }
 
-} // namespace
+std::string role_text(role which) { return to_string(which); }
 
-namespace {
+// The written routes (chains become consecutive pairs), with the rules that concern one route.
+struct written_routes {
+  std::vector<wiring_route> routes;
+  std::vector<endpoint> targets;  // routes[i]'s target as written
+  std::vector<endpoint> sources;  // routes[i]'s source as written
+};
 
-// Reads the written routes (chains become consecutive pairs) and applies the per-route rules.
-std::vector<wiring_route> read_routes(const value_reader& r, const syntax_statement& st,
-                                      int& need) {
-  std::vector<wiring_route> out;
+written_routes read_routes(const value_reader& r, const syntax_statement& st) {
+  written_routes out;
   std::set<std::pair<role, role>> seen;
   for (const auto& written : st.routes) {
-    auto from = read_endpoint(r, written.endpoints[0], false);
+    auto from = read_endpoint(r, written.endpoints[0]);
     for (std::size_t i = 1; i < written.endpoints.size(); ++i) {
-      auto to = read_endpoint(r, written.endpoints[i], true);
+      auto to = read_endpoint(r, written.endpoints[i]);
       if (to.which == role::loader)
         r.fail(to.span, "nothing can send to a loader: it only reads data");
       if (from.which == role::loader && to.which != role::compute)
         r.fail(to.span, "a loader sends batches only to compute");
-      if (from.which == role::shard && to.which != role::compute)
-        r.fail(to.span, "a shard sends weights only to compute");
+      if (from.which == role::loader && (!to.fan.empty() || to.staleness >= 0))
+        r.fail(to.span, "loader i feeds compute i: write 'loader -> compute'");
+      if (from.which == role::shard && to.which != role::compute && to.which != role::machine_aggregator)
+        r.fail(to.span, "a shard answers compute(all), compute(sender) or aggregate(machine): "
+                        "weights go back the way the gradients came");
       if (to.which == role::compute && from.which != role::loader && to.fan.empty())
         r.fail(to.span, "say compute(all) to broadcast or compute(sender) to reply to the sender");
-      if (from.which == role::loader && !to.fan.empty())
-        r.fail(to.span, "loader i feeds compute i: write 'loader -> compute'");
+      if (to.which == role::compute && from.which != role::loader && from.which != role::shard)
+        r.fail(to.span, "only a shard sends weights to compute; " + role_text(from.which)
+                          + " sends its sums on toward a shard (and passes the answer back)");
+      if (to.staleness >= 0 && from.which != role::shard)
+        r.fail(to.staleness_span, "staleness bounds a shard's answers: write it on the shard's "
+                                  "route, e.g. 'shard -> compute(sender, staleness = 2)'");
+      if (from.which == role::shard && to.need != 0)
+        r.fail(to.need_span, "need belongs to the aggregate's gradient route, not to the answer");
       if (!seen.insert({from.which, to.which}).second)
-        r.fail(written.span, "duplicate route " + std::string(to_string(from.which)) + " -> "
-                               + to_string(to.which));
-      for (const auto* e : {&from, &to})
-        if (e->need != 0) {
-          if (need != 0 && need != e->need)
-            r.fail(e->span, "aggregate(all) is given two different need values");
-          need = e->need;
-        }
-      out.push_back({from.which, to.which, to.fan, written.span});
+        r.fail(written.span, "duplicate route " + role_text(from.which) + " -> " + role_text(to.which));
+      out.routes.push_back({from.which, to.which, to.fan,
+                            from.which == role::shard ? 0 : to.need, to.staleness, written.span});
+      out.sources.push_back(from);
+      out.targets.push_back(to);
       from = to;
     }
   }
   return out;
 }
 
-bool has_route(const std::vector<wiring_route>& routes, role from, role to) {
-  return std::any_of(routes.begin(), routes.end(),
-                     [&](const wiring_route& w) { return w.from == from && w.to == to; });
+// What the checked routes compile to.
+struct compiled {
+  std::vector<aggregation_level> levels;
+  int staleness = -1;
+};
+
+int sources_of_level(const std::vector<aggregation_level>& levels, std::size_t i, int workers,
+                     int machines) {
+  if (levels[i].scope == aggregation_scope::machine)
+    return workers / machines;  // the smallest machine
+  return i > 0 ? machines : workers;
 }
 
-// Whether `from` reaches a shard following routes; and cycle detection that avoids shards.
-bool reaches_shard(const std::vector<wiring_route>& routes, role from, std::set<role> visiting = {}) {
-  if (from == role::shard)
-    return true;
-  if (!visiting.insert(from).second)
-    return false;
-  for (const auto& w : routes)
-    if (w.from == from && reaches_shard(routes, w.to, visiting))
-      return true;
-  return false;
-}
-
-const wiring_route* cycle_without_shard(const std::vector<wiring_route>& routes, role at,
-                                        std::vector<role>& path) {
-  for (const auto& w : routes) {
-    if (w.from != at || w.to == role::shard)
-      continue;
-    if (std::find(path.begin(), path.end(), w.to) != path.end())
-      return &w;
-    path.push_back(w.to);
-    if (auto* found = cycle_without_shard(routes, w.to, path))
-      return found;
-    path.pop_back();
-  }
-  return nullptr;
-}
-
-void check_wiring(const value_reader& r, const syntax_statement& st,
-                  const std::vector<wiring_route>& routes) {
-  for (role start : {role::compute, role::machine_aggregator, role::aggregator}) {
-    std::vector<role> path{start};
-    if (auto* w = cycle_without_shard(routes, start, path))
-      r.fail(w->span, "this route closes a cycle without a shard: gradients would circulate "
-                      "without ever being applied");
-  }
-  if (!has_route(routes, role::loader, role::compute))
+compiled compile(const value_reader& r, const syntax_statement& st, const written_routes& w,
+                 int workers, int machines) {
+  const auto& routes = w.routes;
+  auto find = [&](role from, std::vector<std::size_t>& out) {
+    out.clear();
+    for (std::size_t i = 0; i < routes.size(); ++i)
+      if (routes[i].from == from && from != role::loader)
+        out.push_back(i);
+  };
+  auto reached_by = [&](role which) {
+    std::size_t i = 0;
+    while (i + 1 < routes.size() && routes[i].to != which)
+      ++i;
+    return i;
+  };
+  bool fed = false;
+  for (const auto& x : routes)
+    fed = fed || (x.from == role::loader && x.to == role::compute);
+  if (!fed)
     r.fail(st.block_span, "no 'loader -> compute' route: compute actors would get no batches");
-  if (!has_route(routes, role::shard, role::compute))
+  // Follow the gradients from compute: each hop must be the only way on.
+  compiled out;
+  std::vector<std::size_t> next;
+  std::vector<role> path{role::compute};
+  role at = role::compute;
+  while (at != role::shard) {
+    find(at, next);
+    if (next.empty())
+      r.fail(at == role::compute ? st.block_span : routes[reached_by(at)].span,
+             at == role::compute
+               ? std::string("compute's gradients go nowhere: add 'compute -> shard' or "
+                             "'compute -> aggregate(all) -> shard'")
+               : role_text(at) + " never reaches a shard: the gradients it sums would never be applied");
+    if (next.size() > 1)
+      r.fail(routes[next[1]].span, role_text(at) + " sends gradients both to "
+                                     + role_text(routes[next[0]].to) + " and to "
+                                     + role_text(routes[next[1]].to) + ": choose one path");
+    const auto& hop = routes[next[0]];
+    if (std::find(path.begin(), path.end(), hop.to) != path.end())
+      r.fail(hop.span, "this route closes a cycle without a shard: gradients would circulate "
+                       "without ever being applied");
+    if (hop.to == role::machine_aggregator && at == role::aggregator)
+      r.fail(hop.span, "aggregate(machine) after aggregate(all) would sum a single source: "
+                       "sum each machine first, then all of them");
+    if (hop.to == role::aggregator || hop.to == role::machine_aggregator) {
+      const auto scope = hop.to == role::aggregator ? aggregation_scope::all : aggregation_scope::machine;
+      out.levels.push_back({scope, hop.need});
+      // A need may also be written where the aggregate starts the next route.
+      for (std::size_t i = 0; i < routes.size(); ++i)
+        if (routes[i].from == hop.to && w.sources[i].need != 0) {
+          if (out.levels.back().need != 0 && out.levels.back().need != w.sources[i].need)
+            r.fail(w.sources[i].need_span, role_text(hop.to) + " is given two different need values");
+          out.levels.back().need = w.sources[i].need;
+        }
+    }
+    path.push_back(hop.to);
+    at = hop.to;
+  }
+  // Needs: a barrier that can never fill is refused.
+  for (std::size_t i = 0; i < out.levels.size(); ++i) {
+    const int sources = sources_of_level(out.levels, i, workers, machines);
+    if (out.levels[i].need > sources) {
+      source_span where = st.block_span;
+      for (std::size_t j = 0; j < routes.size(); ++j)
+        for (const auto* e : {&w.sources[j], &w.targets[j]})
+          if (e->need == out.levels[i].need && e->need_span.line != 0)
+            where = e->need_span;
+      r.fail(where, std::string("aggregate(") + to_string(out.levels[i].scope) + ") needs "
+                      + std::to_string(out.levels[i].need) + " contributions per step but has only "
+                      + std::to_string(sources) + (out.levels[i].scope == aggregation_scope::machine
+                                                       ? " computes on a machine" : " sources")
+                      + ": the barrier could never fill");
+    }
+  }
+  // The answer: one route from the shard, back the way the gradients came.
+  find(role::shard, next);
+  if (next.empty())
     r.fail(st.block_span, "no route brings weights to compute: add 'shard -> compute(all)' "
                           "or 'shard -> compute(sender)'");
-  // Aggregators first: when one is a dead end, that is the route to point at.
-  auto sorted = routes;
-  std::stable_partition(sorted.begin(), sorted.end(), [](const wiring_route& w) {
-    return w.from == role::aggregator || w.from == role::machine_aggregator;
-  });
-  for (const auto& w : routes)
-    if ((w.to == role::aggregator || w.to == role::machine_aggregator)
-        && !reaches_shard(routes, w.to))
-      r.fail(w.span, std::string(to_string(w.to)) + " never reaches a shard: the gradients "
-                       "it sums would never be applied");
-  for (const auto& w : sorted)
-    if (w.from != role::loader && w.from != role::shard && !reaches_shard(routes, w.from))
-      r.fail(w.span, std::string(to_string(w.from)) + " never reaches a shard: its gradients "
-                       "would never be applied");
-  if (!reaches_shard(routes, role::compute))
-    r.fail(st.block_span, "compute's gradients never reach a shard");
+  if (next.size() > 1)
+    r.fail(routes[next[1]].span, "a shard answers once, whoever pushed to it: keep one route from shard");
+  const auto& answer = routes[next[0]];
+  const role last = path[path.size() - 2];
+  const char* expected = last == role::aggregator         ? "shard -> compute(all)"
+                         : last == role::machine_aggregator ? "shard -> aggregate(machine)"
+                                                            : "shard -> compute(sender)";
+  const bool matches = last == role::aggregator ? answer.to == role::compute && answer.fan == "all"
+                       : last == role::machine_aggregator ? answer.to == role::machine_aggregator
+                                                          : answer.to == role::compute && answer.fan == "sender";
+  if (!matches)
+    r.fail(answer.span, std::string("the shard answers whoever pushed to it, here ") + role_text(last)
+                          + ": write '" + expected + "'");
+  if (answer.staleness >= 0 && last == role::aggregator)
+    r.fail(w.targets[next[0]].staleness_span, "aggregate(all) is the shard's one source: a staleness "
+                                              "bound needs several (computes or machines)");
+  // Every aggregate written must lie on the path.
+  for (std::size_t i = 0; i < routes.size(); ++i)
+    for (role end : {routes[i].from, routes[i].to})
+      if ((end == role::aggregator || end == role::machine_aggregator)
+          && std::find(path.begin(), path.end(), end) == path.end())
+        r.fail(routes[i].span, role_text(end) + " receives no gradients: no route from compute "
+                                 "leads to it");
+  out.staleness = answer.staleness;
+  return out;
 }
 
-// What the checked routes amount to; must agree with the preset name written.
-topology_kind classify(const value_reader& r, const syntax_statement& st,
-                       const std::vector<wiring_route>& routes, int need, job_config& c) {
-  const bool direct = has_route(routes, role::compute, role::shard);
-  const bool machine = has_route(routes, role::compute, role::machine_aggregator);
-  const bool global = has_route(routes, role::compute, role::aggregator) || machine;
-  if (direct && global)
-    r.fail(st.block_span, "compute sends gradients both to a shard and to an aggregator: "
-                          "choose one path");
-  std::string fan;
-  for (const auto& w : routes)
-    if (w.from == role::shard)
-      fan = w.to == role::compute ? w.fan : fan;
-  if (direct && fan != "sender")
-    r.fail(st.block_span, "without an aggregator each push is answered alone: use "
-                          "'shard -> compute(sender)'");
-  if (!direct && fan != "all")
-    r.fail(st.block_span, "after aggregation every worker needs the new weights: use "
-                          "'shard -> compute(all)'");
+// The preset's head arguments and defaults; the user's own name takes machines and
+// deterministic.
+struct head_values {
+  int argument = -1;  // ssp: staleness, hierarchical: machines, backup: backups
+  bool argument_given = false;
+};
+
+head_values read_head(const value_reader& r, const syntax_value& head, job_config& c) {
+  auto& t = c.topology;
+  head_values h;
+  std::vector<std::string> keys, positional;
+  const auto kind = t.preset;
+  if (kind == topology_kind::ssp) keys = positional = {"staleness"};
+  if (kind == topology_kind::hierarchical) keys = positional = {"machines"};
+  if (kind == topology_kind::backup) keys = positional = {"backups"};
+  if (!kind)
+    keys = {"machines"};
+  if (kind != topology_kind::async && kind != topology_kind::ssp)
+    keys.push_back("deterministic");
+  keyed_values k(r, head.text, head.arguments, keys, positional);
   const int workers = c.cluster.workers.value;
-  if (need > workers)
-    r.fail(st.block_span, "aggregate(all) needs " + std::to_string(need) + " contributions but "
-                          "there are only " + std::to_string(workers) + " workers");
-  if (direct)
-    return c.topology.kind == topology_kind::ssp ? topology_kind::ssp : topology_kind::async;
-  if (machine)
-    return topology_kind::hierarchical;
-  if (need != 0 && need < workers) {
-    c.topology.backup_workers.value = workers - need;
-    c.topology.backup_workers.given = true;
-    return topology_kind::backup;
+  if (auto* v = k.find("staleness")) {
+    h.argument = static_cast<int>(r.integer(*v, "staleness", 0, 1000000));
+    h.argument_given = true;
   }
-  return topology_kind::bsp;
+  t.machines.value = kind == topology_kind::hierarchical || !kind ? 2 : 1;
+  if (auto* v = k.find("machines")) {
+    r.set(t.machines, static_cast<int>(r.integer(*v, "machines", 1, 1024)), *v);
+    h.argument = t.machines.value;
+    h.argument_given = true;
+  }
+  if (auto* v = k.find("backups")) {
+    h.argument = static_cast<int>(r.integer(*v, "backups", 1, 1024));
+    h.argument_given = true;
+    if (h.argument >= workers)
+      r.fail(v->span, "backup workers (" + std::to_string(h.argument) + ") must be fewer than workers ("
+                        + std::to_string(workers) + ")");
+  }
+  if (kind == topology_kind::backup && !h.argument_given && workers < 2)
+    r.fail(head.span, "backup workers (1) must be fewer than workers (" + std::to_string(workers) + ")");
+  if (auto* v = k.find("deterministic"))
+    r.set(t.deterministic, r.boolean(*v, "deterministic"), *v);
+  return h;
+}
+
+void check_machines(const value_reader& r, const syntax_value& head, const job_config& c,
+                    const std::vector<aggregation_level>& levels) {
+  const auto& t = c.topology;
+  const bool machine_level = std::any_of(levels.begin(), levels.end(), [](const aggregation_level& l) {
+    return l.scope == aggregation_scope::machine;
+  });
+  const int workers = c.cluster.workers.value;
+  if (machine_level && workers % t.machines.value != 0)
+    r.fail(t.machines.given ? t.machines.span : head.span,
+           "aggregate(machine) needs workers (" + std::to_string(workers)
+             + ") to split evenly over machines (" + std::to_string(t.machines.value) + ")");
+  if (!machine_level && t.machines.given && t.preset != topology_kind::hierarchical)
+    r.fail(t.machines.span, "machines group computes for aggregate(machine), which no route names");
+}
+
+// Where a written program differs from the preset its name promises.
+std::string difference(const topology_options& want, const compiled& got) {
+  std::string text;
+  for (const auto& x : routes_of(want.levels, want.staleness))
+    text += (text.empty() ? "" : ", ") + to_string(x);
+  return "these routes are not the preset's, which is: " + text
+         + " (give a route set of your own a name of your own, e.g. 'topology mine { ... }')";
 }
 
 } // namespace
 
+std::string to_string(const wiring_route& w) {
+  std::vector<std::string> args;
+  if (w.to == role::machine_aggregator) args.push_back("machine");
+  if (w.to == role::aggregator) args.push_back("all");
+  if (!w.fan.empty()) args.push_back(w.fan);
+  if (w.need != 0) args.push_back("need = " + std::to_string(w.need));
+  if (w.staleness >= 0) args.push_back("staleness = " + std::to_string(w.staleness));
+  std::string target = w.to == role::machine_aggregator || w.to == role::aggregator ? "aggregate"
+                                                                                      : to_string(w.to);
+  std::string joined;
+  for (const auto& a : args)
+    joined += (joined.empty() ? "" : ", ") + a;
+  const std::string from = w.from == role::machine_aggregator ? "aggregate(machine)"
+                           : w.from == role::aggregator      ? "aggregate(all)"
+                                                             : to_string(w.from);
+  return from + " -> " + target + (joined.empty() ? "" : "(" + joined + ")");
+}
+
 void resolve_topology(job_config& c, const syntax_statement* st) {
   auto& t = c.topology;
+  const int workers = c.cluster.workers.value;
+  auto expand = [&](topology_kind kind, int argument) {
+    topology_options o;
+    o.workers = workers;
+    use_preset(o, kind, argument);
+    t.levels = o.levels;
+    t.staleness = o.staleness;
+    t.routes = routes_of(t.levels, t.staleness);
+    return o;
+  };
   if (!st) {
-    t.kind = topology_kind::bsp;
-    t.routes = preset_routes(t.kind);
+    t.preset = topology_kind::bsp;
+    expand(topology_kind::bsp, -1);
     return;
   }
   syntax_file file{c.path, c.text, {}};
   value_reader r(file);
   if (!st->head)
-    r.fail(st->section_span, "topology needs a preset name: " + join_names(presets));
-  if (std::find(presets.begin(), presets.end(), st->head->text) == presets.end())
-    r.fail(st->head->span, "unknown topology '" + st->head->text + "' (presets: "
-                             + join_names(presets) + ")");
+    r.fail(st->section_span, "topology needs a name: a preset (" + join_names(presets)
+                               + ") or, before a block of routes, a name of your own");
   if (!st->assignments.empty())
     r.fail(st->assignments.front().key_span, "a topology body holds routes 'a -> b', not keys");
   t.span = st->head->span;
-  r.set(t.preset, st->head->text, *st->head);
-  const int backups_written = [&] { read_preset(r, *st->head, c); return t.backup_workers.value; }();
+  t.preset = preset_of(st->head->text);
+  if (!t.preset && !st->has_block)
+    r.fail(st->head->span, "unknown topology '" + st->head->text + "' (presets: " + join_names(presets)
+                             + "; a topology of your own writes its routes in a block)");
+  r.set(t.name, st->head->text, *st->head);
+  const auto head = read_head(r, *st->head, c);
   if (!st->has_block) {
-    t.routes = preset_routes(t.kind);
+    const auto want = expand(*t.preset, head.argument);
+    check_machines(r, *st->head, c, want.levels);
     return;
   }
   t.explicit_wiring = true;
-  int need = 0;
-  t.routes = read_routes(r, *st, need);
-  check_wiring(r, *st, t.routes);
-  auto kind = classify(r, *st, t.routes, need, c);
-  if (kind != t.kind)
-    r.fail(st->head->span, std::string("the wiring below is ") + to_string(kind)
-                             + ", but the topology says " + st->head->text);
-  if (kind == topology_kind::backup && t.backup_workers.value != backups_written
-      && st->head->arguments.size() > 0)
-    r.fail(st->head->span, "backup(" + std::to_string(backups_written) + ") disagrees with "
-                             "aggregate's need (" + std::to_string(t.backup_workers.value)
-                             + " backups)");
-  if (kind == topology_kind::hierarchical && t.machines.value < 2 && c.cluster.workers.value > 1)
-    r.fail(st->head->span, "hierarchical wiring needs machines >= 2");
+  const auto written = read_routes(r, *st);
+  auto got = compile(r, *st, written, workers, t.machines.value);
+  check_machines(r, *st->head, c, got.levels);
+  if (got.levels.empty() && (t.deterministic.given))
+    r.fail(t.deterministic.span, "deterministic orders an aggregate's sum, and no route names one");
+  if (t.preset) {
+    topology_options want;
+    want.workers = workers;
+    use_preset(want, *t.preset, head.argument);
+    // The head's argument fills what the block leaves unwritten (ssp(2): the staleness).
+    if (got.staleness < 0 && want.staleness >= 0)
+      got.staleness = want.staleness;
+    if (got.levels.size() == want.levels.size())
+      for (std::size_t i = 0; i < got.levels.size(); ++i)
+        if (got.levels[i].scope == want.levels[i].scope && got.levels[i].need == 0)
+          got.levels[i].need = want.levels[i].need;
+    if (got.levels != want.levels || got.staleness != want.staleness)
+      r.fail(st->head->span, difference(want, got));
+  }
+  t.levels = got.levels;
+  t.staleness = got.staleness;
+  t.routes = routes_of(t.levels, t.staleness);
 }
 
 const char* to_string(actor_role role) {

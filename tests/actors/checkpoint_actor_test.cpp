@@ -101,12 +101,11 @@ TEST_CASE("resumed bsp with 2 workers and 2 shards over sliced keys ends bit-ide
 
 TEST_CASE("resumed hierarchical and one-worker async runs end bit-identical") {
   auto job = small_job();
-  job.topology.mode = topology_kind::hierarchical;
   job.topology.workers = 4;
-  job.topology.machines = 2;
+  use_preset(job.topology, topology_kind::hierarchical, 2);
   check_resume_is_exact(job);
   job = small_job();
-  job.topology.mode = topology_kind::async;
+  use_preset(job.topology, topology_kind::async);
   check_resume_is_exact(job);
 }
 

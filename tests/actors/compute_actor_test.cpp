@@ -82,7 +82,7 @@ struct async_mlp {
       initial.push_back(p->value);
     }
     training_job job;
-    job.topology.mode = topology_kind::async;
+    use_preset(job.topology, topology_kind::async);
     job.topology.keys = key_plan_options{4 << 20, group_bytes};
     job.optimizer.schedule.base_lr = 0.01f;
     plan = plan_placement(job, data_facts{}, params);

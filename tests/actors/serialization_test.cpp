@@ -73,9 +73,8 @@ training_job non_default_job() {
   job.validate = false;
   job.validate_every = 3;
   job.shards = 2;
-  job.topology.mode = topology_kind::hierarchical;
   job.topology.workers = 4;
-  job.topology.machines = 2;
+  use_preset(job.topology, topology_kind::hierarchical, 2);
   job.topology.deterministic = false;
   job.topology.keys = key_plan_options{1 << 20, 0};
   job.topology.straggler = 1;
@@ -100,7 +99,8 @@ TEST_CASE("a training_job round-trips through CAF's binary serializer") {
   CHECK(loaded.validation_data.which == split::test);
   CHECK(loaded.optimizer.schedule.policy == lr_policy::multi_step);
   CHECK(loaded.optimizer.schedule.step_epochs == std::vector<double>{80, 120.5});
-  CHECK(loaded.topology.mode == topology_kind::hierarchical);
+  CHECK(loaded.topology.name == "hierarchical");
+  CHECK(loaded.topology.levels == job.topology.levels);
   CHECK(loaded.topology.keys.group_bytes == 0);
   CHECK(loaded.train_batches.augment.stdev == std::vector<float>{0.25f, 0.24f, 0.26f});
 }

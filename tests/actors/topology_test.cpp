@@ -20,11 +20,12 @@ namespace {
 
 using test::synthetic_job;
 
-training_result run(training_job o, int workers, std::int64_t batch, topology_kind mode = topology_kind::bsp) {
+training_result run(training_job o, int workers, std::int64_t batch, topology_kind mode = topology_kind::bsp,
+                    int argument = -1) {
   local_node_config cfg;
   caf::actor_system sys{cfg};
-  o.topology.mode = mode;
   o.topology.workers = workers;
+  use_preset(o.topology, mode, argument);
   o.train_batches.batch_size = batch;
   return run_training(sys, o);
 }
@@ -133,11 +134,7 @@ TEST_CASE("async, ssp, hierarchical and backup topologies all train") {
   job.optimizer.sgd.momentum = 0.0f;
   job.optimizer.schedule.base_lr = 0.01f;
   for (auto mode : {topology_kind::async, topology_kind::ssp, topology_kind::hierarchical, topology_kind::backup}) {
-    auto o = job;
-    o.topology.staleness = 1;
-    o.topology.machines = 2;
-    o.topology.backup_workers = 1;
-    auto r = run(o, 4, 32, mode);
+    auto r = run(job, 4, 32, mode, mode == topology_kind::hierarchical ? 2 : 1);
     REQUIRE(r.phases.size() == 10);
     const auto& last = r.phases.back();
     INFO("mode " << static_cast<int>(mode));
@@ -153,11 +150,9 @@ TEST_CASE("bad topologies are refused before anything starts") {
   job.topology.workers = 0;
   CHECK_THROWS_WITH(run_training(sys, job), Catch::Contains("workers must be at least 1"));
   job.topology.workers = 2;
-  job.topology.mode = topology_kind::backup;
-  job.topology.backup_workers = 2;
-  CHECK_THROWS_WITH(run_training(sys, job), Catch::Contains("backup(2)"));
-  job.topology.mode = topology_kind::hierarchical;
-  job.topology.machines = 3;
+  use_preset(job.topology, topology_kind::backup, 2);
+  CHECK_THROWS_WITH(run_training(sys, job), Catch::Contains("need = 0"));
+  use_preset(job.topology, topology_kind::hierarchical, 3);
   CHECK_THROWS_WITH(run_training(sys, job), Catch::Contains("machines"));
 }
 
@@ -202,14 +197,97 @@ TEST_CASE("backup workers end the straggler's epoch once the others are done") {
   auto job = synthetic_job("mlp", 2048);  // 16 steps of 32 per worker
   job.epochs = 2;
   job.optimizer.sgd.momentum = 0.0f;
-  job.topology.backup_workers = 1;
   job.topology.straggler = 3;
   job.topology.straggle_ms = 50;  // 16 steps would take the straggler at least 800 ms
-  auto r = run(job, 4, 32, topology_kind::backup);
+  auto r = run(job, 4, 32, topology_kind::backup, 1);
   REQUIRE(r.phases.size() == 2);
   for (const auto& p : r.phases) {
     INFO("epoch " << p.epoch);
     CHECK(p.samples >= 3 * 16 * 32);  // the three fast workers ran their whole epoch
     CHECK(p.samples < 4 * 16 * 32);   // the straggler stopped early
+  }
+}
+
+namespace {
+
+// A route program no preset names, on `workers` computes of batch `batch`.
+training_result run_routes(training_job o, int workers, std::int64_t batch, int machines,
+                           std::vector<aggregation_level> levels, int staleness = -1) {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  o.topology.name = "routes";
+  o.topology.workers = workers;
+  o.topology.machines = machines;
+  o.topology.levels = std::move(levels);
+  o.topology.staleness = staleness;
+  o.train_batches.batch_size = batch;
+  return run_training(sys, o);
+}
+
+const aggregation_level machine_level{aggregation_scope::machine, 0};
+const aggregation_level all_level{aggregation_scope::all, 0};
+
+} // namespace
+
+TEST_CASE("machines pushing straight to the shard: one machine is BSP bit for bit, two are neither BSP nor async") {
+  set_compute_threads(2);
+  auto job = synthetic_job("mlp", 1000);
+  job.optimizer.sgd.momentum = 0.0f;
+  auto bsp = run(job, 4, 32);
+  // One machine of four computes: its aggregate sums them in order and is the shard's one
+  // source, which is exactly what aggregate(all) does.
+  auto one_machine = run_routes(job, 4, 32, 1, {machine_level});
+  CHECK(bit_identical(one_machine, bsp));
+  // Two machines: BSP inside each, async between them.
+  auto local_sync = run_routes(job, 4, 32, 2, {machine_level});
+  auto async = run(job, 4, 32, topology_kind::async);
+  REQUIRE(local_sync.final_weights.size() == bsp.final_weights.size());
+  CHECK(max_relative_difference(local_sync, bsp) > 1e-6);
+  CHECK(max_relative_difference(local_sync, async) > 1e-6);
+  CHECK(local_sync.phases[0].samples == bsp.phases[0].samples);
+}
+
+TEST_CASE("route sets no preset names train: local sync, hierarchical SSP, backups inside machines") {
+  set_compute_threads(2);
+  auto job = synthetic_job("mlp", 2048);
+  job.validate = true;
+  job.epochs = 5;
+  job.optimizer.sgd.momentum = 0.0f;
+  struct shape {
+    const char* name;
+    int workers;
+    std::vector<aggregation_level> levels;
+    int staleness;
+  };
+  const std::vector<shape> shapes{
+    {"local sync", 4, {machine_level}, -1},
+    {"hierarchical ssp(1)", 4, {machine_level}, 1},
+    {"backups inside machines", 6, {{aggregation_scope::machine, 2}, all_level}, -1},
+  };
+  for (const auto& s : shapes) {
+    INFO(s.name);
+    auto r = run_routes(job, s.workers, 32, 2, s.levels, s.staleness);
+    REQUIRE(r.phases.size() == 10);
+    const auto& last = r.phases.back();
+    CHECK(last.validation);
+    CHECK(double(last.correct) / last.samples > 0.6);  // 10 classes: chance is 0.1
+  }
+}
+
+TEST_CASE("backups inside machines end the straggler's epoch once each machine has enough") {
+  set_compute_threads(2);
+  auto job = synthetic_job("mlp", 2048);  // 6 workers: parts of 341 or 342, 11 steps of 32
+  job.epochs = 2;
+  job.optimizer.sgd.momentum = 0.0f;
+  job.topology.straggler = 5;
+  job.topology.straggle_ms = 50;
+  auto r = run_routes(job, 6, 32, 2, {{aggregation_scope::machine, 2}, all_level});
+  REQUIRE(r.phases.size() == 2);
+  for (const auto& p : r.phases) {
+    // Every compute but the straggler trains all its batches; the straggler (machine 1)
+    // trains fewer, and the epoch ends without waiting for it.
+    INFO("epoch " << p.epoch);
+    CHECK(p.samples < 2048);
+    CHECK(p.samples >= 2048 - 342);
   }
 }

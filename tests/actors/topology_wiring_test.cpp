@@ -27,9 +27,8 @@ struct two_parameters {
     training_job job;
     job.nodes = nodes;
     job.shards = shards;
-    job.topology.mode = mode;
     job.topology.workers = workers;
-    job.topology.machines = machines;
+    use_preset(job.topology, mode, mode == topology_kind::hierarchical ? machines : -1);
     job.topology.keys = keys;
     return plan_placement(job, data_facts{}, params);
   }

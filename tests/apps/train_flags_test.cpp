@@ -82,8 +82,8 @@ std::string describe(const train_command_line& c) {
       << " total=" << s.total_epochs << " final_lr=" << s.final_lr << " warmup=" << s.warmup_epochs
       << " warmup_begin=" << s.warmup_begin_factor << "\nrun: prefetch=" << j.prefetch_depth
       << " epochs=" << j.epochs << " validate=" << j.validate << " every=" << j.validate_every
-      << " shards=" << j.shards << "\ntopology: " << to_string(t.mode) << " workers=" << t.workers
-      << " staleness=" << t.staleness << " backup=" << t.backup_workers
+      << " shards=" << j.shards << "\ntopology: " << t.name << " workers=" << t.workers
+      << " staleness=" << t.staleness << " levels=" << t.levels.size()
       << " machines=" << t.machines << " deterministic=" << t.deterministic
       << " overlap=" << t.overlap << " slice=" << t.keys.slice_bytes
       << " group=" << t.keys.group_bytes << " straggler=" << t.straggler << ":" << t.straggle_ms

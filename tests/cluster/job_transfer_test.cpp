@@ -16,9 +16,8 @@ training_job sample_job() {
   job.model.network = "lenet";
   job.epochs = 3;
   job.shards = 2;
-  job.topology.mode = topology_kind::hierarchical;
   job.topology.workers = 4;
-  job.topology.machines = 2;
+  use_preset(job.topology, topology_kind::hierarchical, 2);
   job.nodes = {2, 2};
   job.train_batches.augment.mean = {0.286f};
   job.train_batches.augment.stdev = {0.353f};

@@ -29,11 +29,12 @@ training_job mlp_job(topology_kind mode, int workers, int shards, int machines =
   job.train_batches.batch_size = 32;
   job.validation_batches.batch_size = 500;
   job.shards = shards;
-  job.topology.mode = mode;
   job.topology.workers = workers;
-  job.topology.machines = machines;
-  job.topology.backup_workers = backups;
-  job.topology.staleness = mode == topology_kind::ssp ? 2 : 0;
+  use_preset(job.topology, mode,
+             mode == topology_kind::hierarchical ? machines
+             : mode == topology_kind::backup     ? backups
+             : mode == topology_kind::ssp        ? 2
+                                                 : -1);
   return job;
 }
 
@@ -74,8 +75,10 @@ void check_sources(const placement_plan& p) {
       CHECK(sources[i] == static_cast<int>(i));
     if (actor.role == plan_role::aggregator || actor.role == plan_role::machine_aggregator)
       CHECK(static_cast<int>(sources.size()) == actor.sources);
-    else  // a shard: one source per worker (async) or its aggregator alone
-      CHECK(sources.size() == (synchronous(p.mode) ? 1u : std::size_t(p.workers)));
+    else  // a shard: its aggregator alone, one source per machine, or one per worker (async)
+      CHECK(sources.size() == (!p.actors_of(plan_role::aggregator).empty()           ? 1u
+                               : !p.actors_of(plan_role::machine_aggregator).empty() ? std::size_t(p.machines)
+                                                                                      : std::size_t(p.workers)));
   }
 }
 
@@ -154,7 +157,7 @@ TEST_CASE("every topology spawns its roles and wires every compute to every shar
     CHECK(count(p, plan_role::metrics) == 1);
     CHECK(count(p, plan_role::shard) == k);
     const bool one_source = !hierarchical && s.workers == 1;  // nothing to sum
-    CHECK(count(p, plan_role::aggregator) == (synchronous(s.mode) && !one_source ? k : 0));
+    CHECK(count(p, plan_role::aggregator) == (s.mode != topology_kind::async && s.mode != topology_kind::ssp && !one_source ? k : 0));
     CHECK(count(p, plan_role::machine_aggregator)
           == (hierarchical ? k * static_cast<std::size_t>(s.machines) : 0));
     for (auto a : p.actors_of(plan_role::shard)) {
@@ -266,11 +269,11 @@ TEST_CASE("steps per epoch: the fewest batches when synchronous, the most when n
     auto p = plan_placement(job, mnist_facts(9, 3));
     INFO(to_string(mode));
     CHECK(p.worker_batches == std::vector<std::int64_t>{3, 2});
-    CHECK(p.steps_per_epoch == (synchronous(mode) ? 2 : 3));
+    CHECK(p.steps_per_epoch == (job.topology.synchronous() ? 2 : 3));
     CHECK(p.validation_batches == 1);
     const auto& loader = p.actors[p.actor(plan_role::loader, 0)];
     CHECK(loader.batches == 3);
-    CHECK(loader.batch_limit == (synchronous(mode) ? 2 : 0));
+    CHECK(loader.batch_limit == (job.topology.synchronous() ? 2 : 0));
     CHECK(p.actors[p.actor(plan_role::compute, 1)].batches == p.steps_per_epoch);
   }
   auto async = mlp_job(topology_kind::async, 2, 1);
@@ -393,16 +396,10 @@ TEST_CASE("the hash is equal for equal jobs and differs when the plan does") {
   hashes.insert(changed([](training_job& j) { j.shards = 3; }));
   hashes.insert(changed([](training_job& j) { j.topology.keys.slice_bytes = 65536; }));
   hashes.insert(changed([](training_job& j) { j.topology.keys.group_bytes = 0; }));
-  hashes.insert(changed([](training_job& j) { j.topology.mode = topology_kind::async; }));
-  hashes.insert(changed([](training_job& j) { j.topology.mode = topology_kind::ssp; }));
-  hashes.insert(changed([](training_job& j) {
-    j.topology.mode = topology_kind::hierarchical;
-    j.topology.machines = 2;
-  }));
-  hashes.insert(changed([](training_job& j) {
-    j.topology.mode = topology_kind::backup;
-    j.topology.backup_workers = 1;
-  }));
+  hashes.insert(changed([](training_job& j) { use_preset(j.topology, topology_kind::async); }));
+  hashes.insert(changed([](training_job& j) { use_preset(j.topology, topology_kind::ssp); }));
+  hashes.insert(changed([](training_job& j) { use_preset(j.topology, topology_kind::hierarchical, 2); }));
+  hashes.insert(changed([](training_job& j) { use_preset(j.topology, topology_kind::backup, 1); }));
   hashes.insert(changed([](training_job& j) { j.train_batches.batch_size = 64; }));
   CHECK(hashes.size() == 10);
   CHECK(plan_placement(base, mnist_facts(50000)).hash != hash);
@@ -533,7 +530,8 @@ TEST_CASE("every example config builds a plan") {
     auto c = load_job_config(entry.path().string());
     auto job = test::job_of(c);
     auto p = plan_config(c, job, expected_data_facts(job));
-    CHECK(p.mode == c.topology.kind);
+    CHECK(p.topology == c.topology.name.value);
+    CHECK(p.levels == c.topology.levels);
     CHECK(static_cast<int>(p.actors_of(plan_role::compute).size()) == c.cluster.workers.value);
     CHECK(p.steps_per_epoch > 0);
     CHECK(p.hash != 0);
@@ -607,7 +605,7 @@ TEST_CASE("a cluster that does not divide the job is refused, naming both number
   auto machines = mlp_job(topology_kind::hierarchical, 4, 1, 2);
   machines.nodes = {1, 4};
   CHECK_THROWS_WITH(plan_placement(machines, mnist_facts()),
-                    Catch::Contains("2 machines and the cluster 4 worker processes"));
+                    Catch::Contains("aggregate(machine) groups 2 machines and the cluster has 4 worker processes"));
   auto half = mlp_job(topology_kind::bsp, 2, 1);
   half.nodes = {1, 0};
   CHECK_THROWS_WITH(plan_placement(half, mnist_facts()),
@@ -622,4 +620,119 @@ TEST_CASE("server_nodes and worker_nodes are read from the cluster block") {
                     Catch::Contains("server_nodes and worker_nodes both >= 1"));
 }
 
+} // namespace troupe
+
+namespace troupe {
+namespace {
+
+placement_plan plan_of_example(const std::string& name, cluster_nodes nodes = {}) {
+  auto c = load_job_config(std::string(TROUPE_EXAMPLES_DIR) + "/" + name);
+  auto job = test::job_of(c);
+  job.nodes = nodes;
+  return plan_placement(job, expected_data_facts(job));
+}
+
+TEST_CASE("fashion_local_sync compiles to machine aggregators answered by the shard") {
+  for (auto nodes : {cluster_nodes{}, cluster_nodes{1, 2}}) {
+    auto p = plan_of_example("fashion_local_sync.troupe", nodes);
+    INFO("worker processes " << nodes.workers);
+    CHECK(p.topology == "local_sync");
+    REQUIRE(p.actors_of(plan_role::machine_aggregator).size() == 2);  // 2 machines x 1 shard
+    CHECK(p.actors_of(plan_role::aggregator).empty());                // no global barrier
+    for (auto a : p.actors_of(plan_role::machine_aggregator)) {
+      const auto& agg = p.actors[a];
+      CHECK(agg.sources == 2);
+      CHECK(agg.need == 2);
+      const auto& down = p.push_route(a, agg.shard);
+      CHECK(p.actors[down.to].role == plan_role::shard);  // the machine pushes straight to it
+      CHECK(down.source == agg.machine);
+      CHECK(down.carries == route_carries::summed_gradients);
+      if (!nodes.single_process())
+        CHECK(p.nodes[static_cast<std::size_t>(agg.node)].kind == node_kind::worker);
+    }
+    for (auto s : p.actors_of(plan_role::shard)) {
+      CHECK(p.actors[s].workers == 2);  // its sources are the two machines
+      CHECK(p.actors[s].staleness == -1);
+    }
+    for (int w = 0; w < 4; ++w) {
+      const auto& r = p.gradient_route(w, 0);
+      CHECK(p.actors[r.to].role == plan_role::machine_aggregator);
+      CHECK(p.actors[r.to].machine == w / 2);
+      CHECK(r.source == w % 2);
+    }
+    CHECK(p.synchronous());  // the computes of a machine step together
+    CHECK(p.actors[p.actor(plan_role::coordinator, 0)].finish_after == 0);
+  }
+}
+
+TEST_CASE("fashion_hierarchical_ssp bounds the machines' lead at the shard") {
+  auto p = plan_of_example("fashion_hierarchical_ssp.troupe");
+  REQUIRE(p.actors_of(plan_role::machine_aggregator).size() == 2);
+  CHECK(p.actors_of(plan_role::aggregator).empty());
+  for (auto s : p.actors_of(plan_role::shard)) {
+    CHECK(p.actors[s].workers == 2);
+    CHECK(p.actors[s].staleness == 2);
+  }
+}
+
+TEST_CASE("fashion_hierarchical_backup needs 2 of 3 per machine and ends epochs per machine") {
+  auto p = plan_of_example("fashion_hierarchical_backup.troupe", cluster_nodes{1, 2});
+  REQUIRE(p.actors_of(plan_role::machine_aggregator).size() == 2);
+  for (auto a : p.actors_of(plan_role::machine_aggregator)) {
+    CHECK(p.actors[a].sources == 3);
+    CHECK(p.actors[a].need == 2);
+    CHECK(p.actors[p.push_route(a, 0).to].role == plan_role::aggregator);
+  }
+  for (auto a : p.actors_of(plan_role::aggregator)) {
+    CHECK(p.actors[a].sources == 2);
+    CHECK(p.actors[a].need == 2);
+  }
+  const auto& coordinator = p.actors[p.actor(plan_role::coordinator, 0)];
+  CHECK(coordinator.finish_after == 2);
+  CHECK(coordinator.finish_machines == 2);
+  CHECK(canonical_text(p).find("finish_after 2 finish_machines 2") != std::string::npos);
+}
+
+TEST_CASE("a preset and the same routes written under another name plan the same actors and routes") {
+  auto preset = parse_job_config("a.troupe", "cluster { workers = 4 }\ntopology hierarchical(machines = 2)");
+  auto written = parse_job_config("b.troupe", "cluster { workers = 4 }\ntopology mine(machines = 2) {\n"
+                                  " loader -> compute\n compute -> aggregate(machine) -> aggregate(all) -> shard\n"
+                                  " shard -> compute(all)\n}");
+  auto a = plan_placement(test::job_of(preset), mnist_facts());
+  auto b = plan_placement(test::job_of(written), mnist_facts());
+  auto body = [](const placement_plan& p) {
+    auto text = canonical_text(p);
+    return text.substr(text.find('\n', text.find("topology ")));  // all but the name's line
+  };
+  CHECK(body(a) == body(b));
+  CHECK(a.hash != b.hash);  // the name is part of the plan's text
+}
+
+} // namespace
+} // namespace troupe
+
+namespace troupe {
+namespace {
+
+TEST_CASE("the presets plan what they planned before routes were compiled") {
+  // Plan hashes printed by `troupe check` at 0f462c1, when the plan was derived from the
+  // preset's kind; the presets now expand to routes and must plan the same actors and routes.
+  const std::string head = "cluster   { servers = 1  workers = 4  shards = 2 }\n"
+                           "data      train = synthetic(shape = [1, 28, 28], classes = 10, examples = 6000)\n"
+                           "model     mlp\noptimizer sgd(lr = 0.05, momentum = 0.9)\n"
+                           "train     { epochs = 2  threads = 2 }\ntopology  ";
+  const std::vector<std::pair<std::string, std::uint64_t>> pinned{
+    {"bsp", 0xc05116edfc7c5b76ULL},          {"hierarchical", 0xa362ecf96caeeb43ULL},
+    {"backup(1)", 0xcfd979cd2d7c342aULL},    {"async", 0x005376f84e08efabULL},
+    {"ssp(2)", 0xe6ed186a63c26457ULL},
+  };
+  for (const auto& [topology, hash] : pinned) {
+    INFO(topology);
+    auto c = parse_job_config("pinned.troupe", head + topology + "\n");
+    auto job = test::job_of(c);
+    CHECK(plan_config(c, job, expected_data_facts(job)).hash == hash);
+  }
+}
+
+} // namespace
 } // namespace troupe

@@ -65,15 +65,17 @@ TEST_CASE("job_hash of the default training_job is pinned") {
   // encoder written apart, in Python, when the default job was 521 bytes of encoding; this one
   // follows the multi-node fields issue 8 added, e.g. on_worker_loss, and the RecordIO
   // dataset and augmentation fields of issue 10, and training_job::top_k: the previous hash,
-  // 0x83cc8c8ef3c29b88, times the FNV prime four times for top_k's four zero bytes.)
-  CHECK(job_hash(training_job{}) == 0xb6f4abc4de99f808ULL);
+  // 0x83cc8c8ef3c29b88, times the FNV prime four times for top_k's four zero bytes; then the
+  // topology became its route program (issue 18): name, machines, levels and staleness in
+  // place of the preset's kind, staleness, backups and machines.)
+  CHECK(job_hash(training_job{}) == 0xe92954f1461c2f6aULL);
 }
 
 TEST_CASE("job_hash is equal for equal jobs and matches value_hash") {
   training_job a;
   a.model.network = "resnet";
   a.optimizer.schedule.step_epochs = {30, 60};
-  a.topology.mode = topology_kind::hierarchical;
+  use_preset(a.topology, topology_kind::hierarchical);
   training_job b = a;
   CHECK(job_hash(a) == job_hash(b));
   CHECK(job_hash(a) == value_hash(a));
@@ -110,11 +112,13 @@ std::vector<std::pair<std::string, std::function<void(training_job&)>>> single_f
     {"validate", [](job& j) { j.validate = false; }},
     {"validate_every", [](job& j) { j.validate_every = 2; }},
     {"shards", [](job& j) { j.shards = 2; }},
-    {"topology.mode", [](job& j) { j.topology.mode = topology_kind::async; }},
+    {"topology.name", [](job& j) { j.topology.name = "mine"; }},
     {"topology.workers", [](job& j) { j.topology.workers = 2; }},
-    {"topology.staleness", [](job& j) { j.topology.staleness = 1; }},
-    {"topology.backup_workers", [](job& j) { j.topology.backup_workers = 1; }},
     {"topology.machines", [](job& j) { j.topology.machines = 2; }},
+    {"topology.levels", [](job& j) { j.topology.levels.clear(); }},
+    {"topology.levels.need", [](job& j) { j.topology.levels[0].need = 1; }},
+    {"topology.levels.scope", [](job& j) { j.topology.levels[0].scope = aggregation_scope::machine; }},
+    {"topology.staleness", [](job& j) { j.topology.staleness = 1; }},
     {"topology.deterministic", [](job& j) { j.topology.deterministic = false; }},
     {"topology.overlap", [](job& j) { j.topology.overlap = false; }},
     {"topology.keys.slice_bytes", [](job& j) { j.topology.keys.slice_bytes = 1 << 20; }},
@@ -174,8 +178,8 @@ std::vector<std::pair<std::string, std::function<void(training_job&)>>> single_f
 
 TEST_CASE("changing any single field of a training_job changes job_hash") {
   const auto changes = single_field_changes();
-  // 5 model + 2 x 11 data + 2 x 16 batches + 3 sgd + 8 schedule + 6 job + 11 topology + 3 nodes.
-  REQUIRE(changes.size() == 90);
+  // 5 model + 2 x 11 data + 2 x 16 batches + 3 sgd + 8 schedule + 6 job + 13 topology + 3 nodes.
+  REQUIRE(changes.size() == 92);
   const auto base = job_hash(training_job{});
   std::set<std::uint64_t> seen{base};
   for (const auto& [field, change] : changes) {

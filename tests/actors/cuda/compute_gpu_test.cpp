@@ -36,7 +36,7 @@ training_result run(training_job o, int workers, std::int64_t batch,
                     const std::vector<compute_device>& devices) {
   local_node_config cfg;
   caf::actor_system sys{cfg};
-  o.topology.mode = topology_kind::bsp;
+  use_preset(o.topology, topology_kind::bsp);
   o.topology.workers = workers;
   o.train_batches.batch_size = batch;
   return run_training(sys, o, {}, devices);

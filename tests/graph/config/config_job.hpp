@@ -43,11 +43,11 @@ inline training_job job_of(const job_config& c) {
   j.shards = c.cluster.shards.value;
   j.nodes = cluster_nodes{c.cluster.server_nodes.value, c.cluster.worker_nodes.value};
   auto& t = j.topology;
-  t.mode = c.topology.kind;
+  t.name = c.topology.name.value;
   t.workers = c.cluster.workers.value;
-  t.staleness = c.topology.staleness.value;
-  t.backup_workers = c.topology.backup_workers.value;
-  t.machines = c.topology.machines.value;
+  t.levels = c.topology.levels;
+  t.staleness = c.topology.staleness;
+  t.machines = t.level(aggregation_scope::machine) ? c.topology.machines.value : 1;
   t.deterministic = c.topology.deterministic.value;
   t.overlap = c.cluster.overlap.value;
   t.keys = key_options_of(c);

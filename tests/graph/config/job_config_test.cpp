@@ -1,4 +1,5 @@
-// Semantic tests: defaults, every section's keys, presets and explicit wiring classification.
+// Semantic tests: defaults, every section's keys, presets and the routes they expand to, and
+// written routes compiled or refused at the route that cannot train.
 // The plan a config leads to is tested in ../placement_test.cpp.
 #include <catch2/catch.hpp>
 
@@ -29,7 +30,8 @@ TEST_CASE("an empty config is the default job") {
   CHECK(c.train_data.batch.value == 128);
   CHECK(c.validation_data.batch.value == 500);
   CHECK(c.validation_data.split.value == "test");
-  CHECK(c.topology.kind == topology_kind::bsp);
+  CHECK(c.topology.preset == topology_kind::bsp);
+  CHECK(c.topology.levels == std::vector<aggregation_level>{{aggregation_scope::all, 0}});
   CHECK(c.cluster.workers.value == 1);
   CHECK(c.schedule.steps.value == std::vector<double>{5, 7.5});
   CHECK_FALSE(c.optimizer.lr.given);
@@ -116,29 +118,140 @@ TEST_CASE("optimizer and schedule keys") {
   CHECK(parse("schedule constant").schedule.policy.value == "constant");
 }
 
-TEST_CASE("presets resolve kind and parameters") {
-  CHECK(parse("topology async").topology.kind == topology_kind::async);
+using levels = std::vector<aggregation_level>;
+const aggregation_level machine{aggregation_scope::machine, 0};
+const aggregation_level all{aggregation_scope::all, 0};
+
+std::string routes_text(const topology_config& t) {
+  std::string out;
+  for (const auto& r : t.routes)
+    out += (out.empty() ? "" : "; ") + to_string(r);
+  return out;
+}
+
+TEST_CASE("presets expand to their routes") {
+  auto a = parse("topology async").topology;
+  CHECK(a.preset == topology_kind::async);
+  CHECK(a.levels.empty());
+  CHECK(a.staleness == -1);
+  CHECK(routes_text(a) == "loader -> compute; compute -> shard; shard -> compute(sender)");
   auto ssp = parse("topology ssp(3)").topology;
-  CHECK(ssp.kind == topology_kind::ssp);
-  CHECK(ssp.staleness.value == 3);
+  CHECK(ssp.preset == topology_kind::ssp);
+  CHECK(ssp.staleness == 3);
+  CHECK(routes_text(ssp) == "loader -> compute; compute -> shard; shard -> compute(sender, staleness = 3)");
   auto h = parse("cluster { workers = 4 }\ntopology hierarchical(machines = 2)").topology;
-  CHECK(h.kind == topology_kind::hierarchical);
   CHECK(h.machines.value == 2);
+  CHECK(h.levels == levels{machine, all});
+  CHECK(routes_text(h) == "loader -> compute; compute -> aggregate(machine); "
+                          "aggregate(machine) -> aggregate(all); aggregate(all) -> shard; shard -> compute(all)");
   auto b = parse("cluster { workers = 4 }\ntopology backup(1)").topology;
-  CHECK(b.backup_workers.value == 1);
+  CHECK(b.levels == levels{{aggregation_scope::all, 3}});
+  CHECK(routes_text(b) == "loader -> compute; compute -> aggregate(all, need = 3); "
+                          "aggregate(all) -> shard; shard -> compute(all)");
+  CHECK(parse("topology bsp").topology.levels == levels{all});
   CHECK_FALSE(parse("topology bsp(deterministic = false)").topology.deterministic.value);
 }
 
-TEST_CASE("explicit wiring is classified") {
+TEST_CASE("a preset above a block must be what the block compiles to") {
   auto b = parse("cluster { workers = 4 }\ntopology backup {\n loader -> compute\n"
                  " compute -> aggregate(first = 3) -> shard\n shard -> compute(all)\n}");
-  CHECK(b.topology.kind == topology_kind::backup);
-  CHECK(b.topology.backup_workers.value == 1);
+  CHECK(b.topology.preset == topology_kind::backup);
+  CHECK(b.topology.levels == levels{{aggregation_scope::all, 3}});
+  // The head's argument fills what the block leaves unwritten.
   auto s = parse("topology ssp(2) {\n loader -> compute\n compute -> shard\n shard -> compute(sender)\n}");
-  CHECK(s.topology.kind == topology_kind::ssp);
+  CHECK(s.topology.staleness == 2);
   CHECK(s.topology.explicit_wiring);
   CHECK(error_of("topology bsp {\n loader -> compute\n compute -> shard -> compute(sender)\n}")
-        == "t.troupe:1:10: the wiring below is async, but the topology says bsp");
+        == "t.troupe:1:10: these routes are not the preset's, which is: loader -> compute, "
+           "compute -> aggregate(all), aggregate(all) -> shard, shard -> compute(all) (give a route "
+           "set of your own a name of your own, e.g. 'topology mine { ... }')");
+  // What was written and what ran could differ before routes compiled: this ran a global
+  // aggregate nobody wrote.
+  CHECK(error_of("cluster { workers = 4 }\ntopology hierarchical(machines = 2) {\n loader -> compute\n"
+                 " compute -> aggregate(machine) -> shard\n shard -> aggregate(machine)\n}")
+          .rfind("t.troupe:2:10: these routes are not the preset's", 0) == 0);
+  CHECK(error_of("cluster { workers = 4 }\ntopology backup(2) {\n loader -> compute\n"
+                 " compute -> aggregate(all, need = 3) -> shard\n shard -> compute(all)\n}")
+          .rfind("t.troupe:2:10: these routes are not the preset's", 0) == 0);
+}
+
+TEST_CASE("route sets no preset names compile into their own programs") {
+  auto local = parse("cluster { workers = 4 }\ntopology local_sync(machines = 2) {\n loader -> compute\n"
+                     " compute -> aggregate(machine) -> shard\n shard -> aggregate(machine)\n}").topology;
+  CHECK_FALSE(local.preset);
+  CHECK(local.name.value == "local_sync");
+  CHECK(local.levels == levels{machine});
+  CHECK(local.staleness == -1);
+  CHECK(routes_text(local) == "loader -> compute; compute -> aggregate(machine); "
+                              "aggregate(machine) -> shard; shard -> aggregate(machine)");
+  auto ssp = parse("cluster { workers = 4 }\ntopology mine {\n loader -> compute\n"
+                   " compute -> aggregate(machine) -> shard\n shard -> aggregate(machine, staleness = 2)\n}")
+               .topology;
+  CHECK(ssp.machines.value == 2);  // the default
+  CHECK(ssp.levels == levels{machine});
+  CHECK(ssp.staleness == 2);
+  auto backup = parse("cluster { workers = 6 }\ntopology mine(machines = 2) {\n loader -> compute\n"
+                      " compute -> aggregate(machine, need = 2) -> aggregate(all) -> shard\n"
+                      " shard -> compute(all)\n}").topology;
+  CHECK(backup.levels == levels{{aggregation_scope::machine, 2}, all});
+  // Backups at the machine level of aggregation, need written where the aggregate starts.
+  auto later = parse("cluster { workers = 6 }\ntopology mine(machines = 3) {\n loader -> compute\n"
+                     " compute -> aggregate(machine)\n aggregate(machine) -> aggregate(all, need = 2)\n"
+                     " aggregate(all) -> shard\n shard -> compute(all)\n}").topology;
+  CHECK(later.levels == levels{machine, {aggregation_scope::all, 2}});
+  // An async route set spelled out under a name of its own.
+  auto plain = parse("topology free {\n loader -> compute\n compute -> shard\n shard -> compute(sender, staleness = 0)\n}")
+                 .topology;
+  CHECK(plain.levels.empty());
+  CHECK(plain.staleness == 0);
+}
+
+TEST_CASE("route sets that cannot train are refused at the route") {
+  const std::string head = "cluster { workers = 4 }\ntopology mine {\n loader -> compute\n";
+  // The answer must go back the way the gradients came.
+  CHECK(error_of(head + " compute -> aggregate(machine) -> shard\n shard -> compute(all)\n}")
+        == "t.troupe:5:2: the shard answers whoever pushed to it, here aggregate(machine): write "
+           "'shard -> aggregate(machine)'");
+  CHECK(error_of(head + " compute -> shard\n shard -> compute(all)\n}")
+        == "t.troupe:5:2: the shard answers whoever pushed to it, here compute: write "
+           "'shard -> compute(sender)'");
+  // A staleness bound with one source at the shard.
+  CHECK(error_of(head + " compute -> aggregate(all) -> shard\n shard -> compute(all, staleness = 2)\n}")
+        == "t.troupe:5:36: aggregate(all) is the shard's one source: a staleness bound needs "
+           "several (computes or machines)");
+  CHECK(error_of(head + " compute -> aggregate(all, staleness = 1) -> shard\n shard -> compute(all)\n}")
+        == "t.troupe:4:40: staleness bounds a shard's answers: write it on the shard's route, "
+           "e.g. 'shard -> compute(sender, staleness = 2)'");
+  // Aggregates in an order that sums a single source.
+  CHECK(error_of(head + " compute -> aggregate(all) -> aggregate(machine) -> shard\n shard -> compute(all)\n}")
+        == "t.troupe:4:2: aggregate(machine) after aggregate(all) would sum a single source: sum "
+           "each machine first, then all of them");
+  // A barrier that can never fill, pointed at the need.
+  CHECK(error_of(head + " compute -> aggregate(machine, need = 3) -> shard\n shard -> aggregate(machine)\n}")
+        == "t.troupe:4:39: aggregate(machine) needs 3 contributions per step but has only 2 "
+           "computes on a machine: the barrier could never fill");
+  // Two ways on for the gradients; an aggregate nothing feeds; a second answer.
+  CHECK(error_of(head + " compute -> shard\n compute -> aggregate(all)\n aggregate -> shard\n"
+                        " shard -> compute(sender)\n}")
+        == "t.troupe:5:2: compute sends gradients both to shard and to aggregate(all): choose one path");
+  CHECK(error_of(head + " compute -> shard\n aggregate(machine) -> shard\n shard -> compute(sender)\n}")
+        == "t.troupe:5:2: aggregate(machine) receives no gradients: no route from compute leads to it");
+  CHECK(error_of(head + " compute -> shard\n shard -> compute(sender)\n shard -> aggregate(machine)\n}")
+        == "t.troupe:6:2: a shard answers once, whoever pushed to it: keep one route from shard");
+  CHECK(error_of(head + " compute -> aggregate(all) -> aggregate(all)\n shard -> compute(all)\n}")
+        == "t.troupe:4:2: this route closes a cycle without a shard: gradients would circulate "
+           "without ever being applied");
+  CHECK(error_of(head + " compute -> shard\n compute -> shard\n shard -> compute(sender)\n}")
+        == "t.troupe:5:2: duplicate route compute -> shard");
+  // Only a shard sends weights; machines need a machine route; a preset-less name needs routes.
+  CHECK(error_of(head + " compute -> aggregate(all) -> compute(all)\n shard -> compute(all)\n}")
+        == "t.troupe:4:31: only a shard sends weights to compute; aggregate(all) sends its sums on "
+           "toward a shard (and passes the answer back)");
+  CHECK(error_of("topology mine(machines = 2) {\n loader -> compute\n compute -> shard\n shard -> compute(sender)\n}")
+        == "t.troupe:1:26: machines group computes for aggregate(machine), which no route names");
+  CHECK(error_of("topology mine")
+        == "t.troupe:1:10: unknown topology 'mine' (presets: bsp, async, ssp, hierarchical or "
+           "backup; a topology of your own writes its routes in a block)");
 }
 
 TEST_CASE("wiring mistakes point at the route") {

@@ -11,7 +11,8 @@
 // It monitors the compute actors and the metrics sink: one that terminates ends the run with
 // errc::peer_down. Each epoch request has the `phase` timeout, the flush the `step` one.
 // Sends (end_epoch_atom, epoch) to the compute actors still training once `finish_after` of
-// them have finished (backup workers: the stragglers' remaining batches are skipped).
+// them have finished (backup workers: the stragglers' remaining batches are skipped), or,
+// with groups, once enough groups (machines) each had enough of theirs finish.
 // With a checkpoint actor (checkpoint_actor.hpp), it sends (restore_atom) before the first
 // epoch of a resumed run and (save_atom, e + 1) at the end of epoch e (after its validation)
 // when a save is due, and goes on only once the answer is there, so a checkpoint holds the
@@ -44,8 +45,14 @@ struct coordinator_options {
   bool validate = true;
   std::int64_t validate_every = 1;  ///< validate after every Nth epoch, and after the last
   /// Backup workers: once this many compute actors finished an epoch, the others are told to
-  /// end theirs after the step in flight (0: everyone trains the whole epoch).
+  /// end theirs after the step in flight (0: everyone trains the whole epoch). With
+  /// finish_groups, the count is per group (0: every compute of the group).
   std::size_t finish_after = 0;
+  /// Backups inside machines: the group (machine) of each compute actor, by index; the epoch
+  /// ends early once finish_groups_needed groups each had finish_after computes finish it.
+  /// Empty: one group of all computes.
+  std::vector<int> finish_groups;
+  std::size_t finish_groups_needed = 0;
   request_timeouts timeouts;
   /// The compute actors (indices) that validate, each on its own part of the validation set.
   std::vector<std::size_t> validators{0};

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <troupe/graph/config/key_assignment.hpp>
 #include <troupe/graph/zoo.hpp>
@@ -19,40 +20,78 @@
 
 namespace troupe {
 
-/// How the workers' gradients reach the parameter shards. One type for the config language
-/// (`topology bsp {...}`) and the wiring.
-///   bsp:          all workers -> aggregator (sums, in worker order) -> shard -> all workers
-///   async:        each worker -> shard directly; each push applied on arrival
-///   ssp:          async, but a worker may be at most `staleness` steps ahead of the slowest
-///   hierarchical: workers -> per-machine aggregator -> global aggregator -> shard
-///   backup:       bsp whose aggregator takes the first workers - backup_workers contributions
-enum class topology_kind { bsp, async, ssp, hierarchical, backup };
+/// How the workers' gradients reach the parameter shards and how the weights come back: the
+/// route program the config language's `topology` statement compiles to (graph/config/
+/// topology_config.cpp), and the one thing the placement plan reads to wire a run.
+///
+/// A push travels compute -> levels[0] -> levels[1] ... -> shard. Each level is a barrier of
+/// aggregators: `machine` sums the computes of one machine (computes split evenly over
+/// `machines`), `all` sums every compute, or every machine when a machine level comes first.
+/// A level completes a step with `need` contributions (0: all its sources; fewer: backup
+/// workers, the late ones dropped). The shard answers whoever pushed to it (a compute, a
+/// machine's aggregator, or the global aggregator), and answers fan back down the chain; a
+/// shard with several sources applies each push on arrival (async between them) and, with
+/// `staleness` >= 0, holds an answer to a source more than that many steps ahead of the
+/// slowest (SSP). No level: async (or SSP). One `all` level: BSP.
+enum class aggregation_scope { machine, all };
+const char* to_string(aggregation_scope scope);  ///< "machine", "all"
 
+struct aggregation_level {
+  aggregation_scope scope = aggregation_scope::all;
+  int need = 0;  ///< contributions that complete a step; 0: every source of the level
+  bool operator==(const aggregation_level& o) const { return scope == o.scope && need == o.need; }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, aggregation_level& x) {
+  return f(x.scope, x.need);
+}
+
+/// The shipped presets, each a name for one route program (use_preset). The config language
+/// expands them to route text (`troupe check` prints it).
+///   bsp:          compute -> aggregate(all) -> shard -> compute(all)
+///   async:        compute -> shard -> compute(sender)
+///   ssp(s):       async, the shard answering no compute more than s steps ahead of the slowest
+///   hierarchical: compute -> aggregate(machine) -> aggregate(all) -> shard -> compute(all)
+///   backup(b):    bsp whose aggregate(all) needs workers - b contributions
+enum class topology_kind { bsp, async, ssp, hierarchical, backup };
 const char* to_string(topology_kind kind);
-/// bsp, backup and hierarchical: every worker takes part in every step.
-bool synchronous(topology_kind kind);
 
 struct topology_options {
-  topology_kind mode = topology_kind::bsp;
+  /// What the config calls this topology: a preset's name, or the user's own for a route set
+  /// no preset names. Printing and the plan's text only; the routes below decide.
+  std::string name = "bsp";
   int workers = 1;            ///< compute actors, each with its own replica and data part
-  int staleness = 0;          ///< ssp bound
-  int backup_workers = 0;     ///< backup: contributions that may be dropped per step
-  int machines = 1;           ///< hierarchical: workers are split evenly over machines
-  bool deterministic = true;  ///< aggregators sum in worker order (bit-identical reruns)
+  int machines = 1;           ///< machine groups of computes (for machine-scope levels)
+  std::vector<aggregation_level> levels{aggregation_level{}};  ///< compute -> ... -> shard
+  int staleness = -1;         ///< SSP bound of a shard with several sources; -1: none
+  bool deterministic = true;  ///< aggregators sum in source order (bit-identical reruns)
   bool overlap = true;        ///< push each group during backward, as soon as it is ready
   key_plan_options keys;      ///< slicing of big tensors, grouping of small ones
   /// Experiment knob: worker `straggler` waits `straggle_ms` after every backward. -1: none.
   int straggler = -1;
   int straggle_ms = 0;
+
+  /// Whether a barrier stands anywhere between the computes and the shards: every compute
+  /// then takes the same number of steps per epoch.
+  bool synchronous() const { return !levels.empty(); }
+  /// The level of `scope`, or null.
+  const aggregation_level* level(aggregation_scope scope) const;
 };
 
+/// Sets `t`'s routes (name, levels, staleness, machines) to preset `kind`'s. `argument` is the
+/// preset's one parameter (ssp: staleness, default 2; hierarchical: machines, default 2;
+/// backup: backup workers, default 1), negative for its default; t.workers must be set first
+/// (backup's need is workers - backups).
+void use_preset(topology_options& t, topology_kind kind, int argument = -1);
+
 /// Fields in declaration order, for CAF's serializers and value_hash.hpp (no CAF here).
-/// `topology_kind` needs no overload: CAF 0.17 and value_hash write an enum as its underlying
-/// integer (an `inspect` for an enum would make CAF's data_processor::apply ambiguous).
+/// Enums need no overload: CAF 0.17 and value_hash write an enum as its underlying integer
+/// (an `inspect` for an enum would make CAF's data_processor::apply ambiguous).
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, topology_options& x) {
-  return f(x.mode, x.workers, x.staleness, x.backup_workers, x.machines, x.deterministic,
-           x.overlap, x.keys, x.straggler, x.straggle_ms);
+  return f(x.name, x.workers, x.machines, x.levels, x.staleness, x.deterministic, x.overlap,
+           x.keys, x.straggler, x.straggle_ms);
 }
 
 /// Throws std::invalid_argument naming the first inconsistent value.
@@ -76,7 +115,8 @@ struct cluster_nodes {
   int servers = 0;
   int workers = 0;
   /// A worker process lost during training: the run stops (false), or goes on with the
-  /// others (true; async only: every other topology waits for each worker).
+  /// others (true; only where computes push straight to the shards, async or ssp: any
+  /// aggregation level waits for each worker).
   bool continue_on_worker_loss = false;
   bool single_process() const { return servers == 0 && workers == 0; }
 };

@@ -9,14 +9,18 @@
 // shows are the ones that travel. Its `hash` (FNV-1a 64 over canonical_text) lets peers check
 // that they planned the same job before they talk.
 //
-// The wiring (as actors/topology_wiring.cpp spawns it):
+// The wiring (as actors/topology_wiring.cpp spawns it) follows the topology's route program
+// (topology_options::levels), for each shard k:
 //   loader w feeds compute w (data part w of W); one validation loader serves every compute.
-//   bsp, backup:  compute w -> aggregator_k (source w) -> shard_k, for each shard k; with a
-//                 single worker there is nothing to sum: compute 0 -> shard_k (no aggregators)
-//   hierarchical: machine m holds workers [m*W/M, (m+1)*W/M); compute w ->
-//                 machine_aggregator_m_k (source w - m*W/M) -> aggregator_k (source m) -> shard_k
-//   async, ssp:   compute w -> shard_k (source w)
-//   shard_k answers every push with the weights of its keys (route shard_k -> compute w).
+//   no level:          compute w -> shard_k (source w)                       (async, ssp)
+//   all:               compute w -> aggregator_k (source w) -> shard_k       (bsp, backup); with
+//                      a single worker there is nothing to sum: compute 0 -> shard_k
+//   machine:           machine m holds workers [m*W/M, (m+1)*W/M); compute w ->
+//                      machine_aggregator_m_k (source w - m*W/M) -> shard_k (source m)
+//   machine, all:      ... machine_aggregator_m_k -> aggregator_k (source m) -> shard_k
+//                      (hierarchical)
+//   shard_k answers every push with the weights of its keys; the answers travel back along
+//   the chain (route shard_k -> compute w).
 //   The coordinator drives the computes (control) and reports to metrics; computes report to
 //   metrics after every step.
 //
@@ -122,6 +126,10 @@ struct planned_actor {
   /// Coordinator: compute actors whose finished epoch ends it for all (backup: workers -
   /// backups; 0: every compute trains the whole epoch).
   int finish_after = 0;
+  /// Coordinator, with aggregate(machine) and backups: the epoch ends once this many machines
+  /// each had `finish_after` computes (0: all of theirs) finish it. 0: finish_after counts
+  /// computes over all machines.
+  int finish_machines = 0;
 };
 
 /// One message route. Per-step figures are for one training step (validation batches: one
@@ -169,9 +177,10 @@ struct shard_load {
 
 struct placement_plan {
   // The job's shape, as planned.
-  topology_kind mode = topology_kind::bsp;
+  std::string topology = "bsp";  ///< the topology's name (topology_options::name)
+  std::vector<aggregation_level> levels;  ///< the route program: compute -> levels -> shard
   int workers = 1;
-  int machines = 1;          ///< hierarchical: machine aggregator groups; otherwise 1
+  int machines = 1;          ///< with aggregate(machine): machine groups; otherwise 1
   bool overlap = true;       ///< pushes leave during backward
   key_plan_options key_options;
   std::int64_t train_batch = 0, validation_batch = 0;  ///< examples per batch
@@ -207,6 +216,9 @@ struct placement_plan {
   /// then validation batches, control and reports.
   std::vector<planned_route> routes;
   std::uint64_t hash = 0;  ///< fnv1a_64(canonical_text(*this))
+
+  /// A barrier stands between computes and shards: every compute takes steps_per_epoch steps.
+  bool synchronous() const { return !levels.empty(); }
 
   /// Indices into actors of the actors of `role`, by index within the role.
   std::vector<std::size_t> actors_of(plan_role role) const;

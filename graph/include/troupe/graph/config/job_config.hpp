@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -106,21 +107,30 @@ struct schedule_config {
 /// `aggregate(all)` or `shard`.
 enum class actor_role { loader, compute, machine_aggregator, aggregator, shard };
 
+/// One route `from -> to` with the properties written on its ends: what the `topology`
+/// statement's block holds (a chain `a -> b -> c` is two routes), or what a preset expands to.
 struct wiring_route {
   actor_role from, to;
   std::string fan;     ///< into compute: "all" (broadcast) or "sender" (reply); else ""
-  source_span span;    ///< the route's text
+  int need = 0;        ///< into an aggregate: contributions that complete its step; 0: all
+  int staleness = -1;  ///< out of a shard: SSP bound on its answers; -1: none
+  source_span span;    ///< the route's text (none for an expanded preset)
 };
+/// "compute -> aggregate(all, need = 3)", as the language writes it.
+std::string to_string(const wiring_route& route);
 
 struct topology_config {
-  located<std::string> preset{"bsp"};
-  topology_kind kind = topology_kind::bsp;
-  located<int> staleness{0};
-  located<int> backup_workers{0};
+  /// The first word: a preset's name, or the user's own name for a route set of theirs.
+  located<std::string> name{"bsp"};
+  std::optional<topology_kind> preset;  ///< set when `name` is a preset's
   located<int> machines{1};
   located<bool> deterministic{true};
-  bool explicit_wiring = false;
-  std::vector<wiring_route> routes;  ///< the preset's routes, or the written ones
+  bool explicit_wiring = false;      ///< a block of routes was written
+  /// The compiled routes, as they run: the preset's expansion or the written block, in the
+  /// language's canonical order (loader, the gradient chain, the answer).
+  std::vector<wiring_route> routes;
+  std::vector<aggregation_level> levels;  ///< compiled: compute -> levels... -> shard
+  int staleness = -1;                     ///< compiled: the shard's SSP bound
   source_span span;
 };
 

@@ -149,10 +149,13 @@ int run_node_process(train_command_line& cli, const cluster_node_options& option
 
 int node_command(const std::vector<std::string>& args) {
   node_command_line n;
-  auto cli = parse_train_flags(args, "node",
-                               "Runs one process of a training cluster: the scheduler, a server or a worker "
-                               "(docs/operations.md).",
-                               [&](flag_set& f) { declare_node_flags(f, n); });
+  auto parse = [&n](const std::vector<std::string>& flags) {
+    return parse_train_flags(flags, "node",
+                             "Runs one process of a training cluster: the scheduler, a server or a worker "
+                             "(docs/operations.md).",
+                             [&](flag_set& f) { declare_node_flags(f, n); });
+  };
+  auto cli = parse(args);
   if (cli.help) {
     std::cout << cli.help_text;
     return 0;
@@ -179,14 +182,19 @@ int node_command(const std::vector<std::string>& args) {
   if (cli.given.count("worker-nodes"))
     n.place.worker_nodes = cli.job.nodes.workers;
   const auto place = resolve_node_identity(n.place, env);
+  // One compute per worker process unless --workers or the config says (`troupe launch -n 2
+  // --network mlp` trains two computes, not one that cannot be split over two processes):
+  // the job is made again as if --workers had been given, since what the topology derives
+  // from the compute count (a backup level's need) must follow it.
+  if (!cli.workers_given && place.worker_nodes > 0 && place.worker_nodes != cli.job.topology.workers) {
+    auto with_workers = args;
+    with_workers.insert(with_workers.end(), {"--workers", std::to_string(place.worker_nodes)});
+    cli = parse(with_workers);
+  }
   if (place.server_nodes > 0)
     cli.job.nodes.servers = place.server_nodes;
   if (place.worker_nodes > 0)
     cli.job.nodes.workers = place.worker_nodes;
-  // One compute per worker process unless --workers or the config says (`troupe launch -n 2
-  // --network mlp` trains two computes, not one that cannot be split over two processes).
-  if (!cli.workers_given && cli.job.nodes.workers > 0)
-    cli.job.topology.workers = cli.job.nodes.workers;
   check_range("--port", n.port, 0, 65535);
   cluster_node_options options{read_secret(n.secret_file, env)};
   options.role = role_of(place.role);

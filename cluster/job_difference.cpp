@@ -118,10 +118,10 @@ std::vector<std::string> job_differences(const training_job& theirs_in, const tr
   d.field("train eval_every", a.validate_every, b.validate_every);
   d.field("cluster shards", a.shards, b.shards);
   const auto &at = a.topology, &bt = b.topology;
-  d.field("topology", at.mode, bt.mode);
+  d.field("topology", at.name, bt.name);
   d.field("cluster workers", at.workers, bt.workers);
+  d.named("topology routes (aggregation levels)", value_hash(at.levels), value_hash(bt.levels));
   d.field("topology staleness", at.staleness, bt.staleness);
-  d.field("topology backup_workers", at.backup_workers, bt.backup_workers);
   d.field("topology machines", at.machines, bt.machines);
   d.field("topology deterministic", at.deterministic, bt.deterministic);
   d.field("cluster overlap", at.overlap, bt.overlap);

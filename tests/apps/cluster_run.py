@@ -317,7 +317,7 @@ def run_launch(troupe, config, servers, workers, flags, workdir):
         if alive:
             raise SystemExit(f"FAIL: processes {alive} survived the launch's SIGINT")
         # launch passes Ctrl-C on: each node stops saying where it was, none is terminated
-        said = {"[scheduler]": r"\[scheduler\] troupe node: interrupted in epoch \d+ at batch \d+"}
+        said = {"[scheduler]": r"\[scheduler\] troupe node: interrupted in epoch \d+ (at|before)"}
         said.update({f"[server {s_}]": rf"\[server {s_}\] troupe node \(server\): interrupted" for s_ in range(servers)})
         said.update({f"[worker {w}]": rf"\[worker {w}\] troupe node \(worker\): interrupted (in epoch \d+|before)"
                      for w in range(workers)})
@@ -673,7 +673,7 @@ def check_interrupt_worker(cluster):
         cluster.fail("the interrupted worker still runs 30 s after SIGINT")
     if worker.returncode != 130:
         cluster.fail(f"the interrupted worker exited {worker.returncode}, not 130")
-    if not re.search(r"troupe node \(worker\): interrupted in epoch \d+ at (batch \d+ of \d+|validation)",
+    if not re.search(r"troupe node \(worker\): interrupted in epoch \d+ (at batch \d+ of \d+|at validation|before its first batch)",
                      cluster.text("worker1", "err")):
         cluster.fail("the interrupted worker does not say where it was")
     deadline = time.time() + 30

@@ -93,9 +93,9 @@ struct join_message {
   std::uint32_t pid = 0;
   std::int32_t rank = -1;  ///< the rank within its role its launcher gave it; -1: any free one
   std::uint64_t job_hash = 0;  ///< its own config's job (job_hash_without_counts); 0: none
-  std::vector<char> job;       ///< that job serialized (job_transfer.hpp), at most max_job_bytes; empty: none
+  std::vector<char> job{};     ///< that job serialized (job_transfer.hpp), at most max_job_bytes; empty: none
   /// Not on the wire: the address the connection came from, as the receiving link saw it.
-  std::string seen_from;
+  std::string seen_from{};
   static constexpr std::size_t max_host_bytes = 255;
   static constexpr std::size_t max_job_bytes = std::size_t{16} << 20;
 };

@@ -22,17 +22,27 @@ sigset_t interrupt_set() {
 } // namespace
 
 interrupt_watch::interrupt_watch(std::shared_ptr<run_position> position, std::string command)
-  : position_(std::move(position)), command_(std::move(command)) {
+  : command_(std::move(command)) {
+  start([position] {
+    return "interrupted in " + position->text() + "; the metrics file holds every epoch finished before it";
+  });
+}
+
+interrupt_watch::interrupt_watch(std::function<std::string()> where, std::string command)
+  : command_(std::move(command)) {
+  start([where = std::move(where)] { return "interrupted " + where(); });
+}
+
+void interrupt_watch::start(std::function<std::string()> line) {
   const sigset_t set = interrupt_set();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  watcher_ = std::thread([this, set] {
+  watcher_ = std::thread([this, set, line = std::move(line)] {
     const timespec poll{0, 100'000'000};  // how soon the watcher notices stop_
     while (!stop_) {
       if (sigtimedwait(&set, nullptr, &poll) != SIGINT)
         continue;
       std::cout.flush();
-      std::cerr << "\n" << command_ << ": interrupted in " << position_->text()
-                << "; the metrics file holds every epoch finished before it" << std::endl;
+      std::cerr << ("\n" + command_ + ": " + line() + "\n") << std::flush;  // one write
       std::_Exit(128 + SIGINT);
     }
   });

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -24,13 +25,18 @@ public:
   /// watcher, which reports `position` when the signal comes.
   /// `command` names the process in that line ("troupe train", "troupe node").
   explicit interrupt_watch(std::shared_ptr<run_position> position, std::string command = "troupe train");
+  /// The same for a process that is no training run itself (a cluster's server or worker):
+  /// `where` says where it was ("epoch 3 at batch 12 of 40"); the line then says nothing of
+  /// a metrics file, which such a process does not write.
+  interrupt_watch(std::function<std::string()> where, std::string command);
   /// Stops the watcher and unblocks SIGINT again.
   ~interrupt_watch();
   interrupt_watch(const interrupt_watch&) = delete;
   interrupt_watch& operator=(const interrupt_watch&) = delete;
 
 private:
-  std::shared_ptr<run_position> position_;
+  void start(std::function<std::string()> line);
+
   std::string command_;
   std::atomic<bool> stop_{false};
   std::thread watcher_;

@@ -46,9 +46,11 @@ hosts of --hostfile (round-robin, servers first; the ssh program is $TROUPE_SSH 
 is `troupe node` with the arguments after launch's own (from the first flag launch does not
 know, or after --), e.g.
   troupe launch -n 2 -s 1 --config c.troupe --num-epochs 2
-Their output is relayed line by line, prefixed [scheduler], [server 0], [worker 1]. When one
-fails, the others get --grace seconds to notice, then SIGTERM, then SIGKILL after 5 s. Exits 0
-when every process did, else with the first failing one's status.)";
+Their output is relayed line by line, prefixed [scheduler], [server 0], [worker 1]. Without a
+thread count (--threads, train.threads, OMP_NUM_THREADS) the workers split each host's hardware
+threads (--host-share). When one fails, the others get --grace seconds to notice, then SIGTERM,
+then SIGKILL after 5 s. Ctrl-C is passed on: every node stops saying where it was (exit 130).
+Exits 0 when every process did, else with the first failing one's status.)";
 
 // Launch's own arguments (short flags spelled long) and everything from the first argument
 // it does not know, which every node gets.
@@ -189,16 +191,32 @@ std::vector<std::string> node_argv(const std::string& program, const std::string
           "--role",         role,
           "--scheduler",    scheduler,
           "--secret-file",  "-",
-          "--join-timeout", std::to_string(l.join_timeout)};
+          "--join-timeout", std::to_string(l.join_timeout),
+          "--server-nodes", std::to_string(l.servers),  // every node: the compute count defaults to them
+          "--worker-nodes", std::to_string(l.workers)};
+}
+
+// The share of its host's hardware threads each node computes with when the run names no
+// thread count (`troupe node --host-share`): the workers, which hold the computes, split
+// their host's threads; servers beside workers and the scheduler take one; servers on a host
+// of their own split it. Node n runs on hosts[n % hosts] (one host: here).
+std::vector<int> host_shares(const launch_flags& l, std::size_t hosts) {
+  hosts = std::max<std::size_t>(hosts, 1);
+  std::vector<int> workers(hosts, 0), servers(hosts, 0), shares;
+  for (int node = 0; node < l.servers + l.workers; ++node)
+    ++(node < l.servers ? servers : workers)[static_cast<std::size_t>(node) % hosts];
+  for (int node = 0; node < l.servers + l.workers; ++node) {
+    const auto h = static_cast<std::size_t>(node) % hosts;
+    shares.push_back(node >= l.servers ? workers[h] : workers[h] > 0 ? 0 : servers[h]);
+  }
+  return shares;
 }
 
 child_spec scheduler_spec(const std::string& program, const fs::path& port_file,
                           const launch_flags& l, const std::string& secret) {
   child_spec s{
     "scheduler", node_argv(program, "scheduler", l.scheduler_address + ":0", l), {}, secret + "\n"};
-  s.argv.insert(s.argv.end(),
-                {"--port-file", port_file.string(), "--server-nodes", std::to_string(l.servers),
-                 "--worker-nodes", std::to_string(l.workers)});
+  s.argv.insert(s.argv.end(), {"--port-file", port_file.string(), "--host-share", "0"});
   s.argv.insert(s.argv.end(), l.node_args.begin(), l.node_args.end());
   return s;
 }
@@ -210,12 +228,14 @@ void start_nodes(launch::child_processes& children, const std::string& program, 
   const char* ssh = std::getenv("TROUPE_SSH");
   std::string scheduler = l.scheduler_address + ":" + std::to_string(port);
   std::string dir = fs::current_path().string();
+  const auto shares = host_shares(l, hosts.size());
   for (int node = 0; node < l.servers + l.workers; ++node) {
     bool server = node < l.servers;
     std::string role = server ? "server" : "worker";
     int index = server ? node : node - l.servers;
     auto argv = node_argv(program, role, scheduler, l);
-    argv.insert(argv.end(), {"--rank", std::to_string(index)});  // so that [worker 1] is worker_1
+    argv.insert(argv.end(), {"--rank", std::to_string(index),  // so that [worker 1] is worker_1
+                             "--host-share", std::to_string(shares[static_cast<std::size_t>(node)])});
     if (!hosts.empty()) {
       const auto& h = hosts[static_cast<std::size_t>(node) % hosts.size()];
       argv.insert(argv.end(), {"--listen", h.name});

@@ -76,13 +76,14 @@ int main(int argc, char** argv) {
       return troupe::launch_command(args);
     if (command == "im2rec")
       return troupe::im2rec_command(args);
-    std::cerr << "troupe: unknown command '" << command << "' (commands: train, eval, node, bench, devices, check, graph, launch, im2rec, help)\n";
+    std::cerr << ("troupe: unknown command '" + command + "' (commands: train, eval, node, bench, devices, check, graph, launch, im2rec, help)\n");
     return 2;
   } catch (const troupe::usage_error& e) {
-    std::cerr << "troupe " << command << ": " << e.what() << '\n';
+    // One write per line: processes under one launcher (mpirun) may share the stream.
+    std::cerr << ("troupe " + command + ": " + e.what() + "\n") << std::flush;
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "troupe " << command << ": error: " << e.what() << '\n';
+    std::cerr << ("troupe " + command + ": error: " + e.what() + "\n") << std::flush;
     return 1;
   }
 }

@@ -4,10 +4,12 @@
 // The scheduler trains and prints what `troupe train` prints; servers and workers run until
 // the scheduler ends the run. The secret comes from --secret-file (`-`: standard input) or
 // TROUPE_SECRET, never from argv; without one the node refuses to start.
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <caf/actor_system.hpp>
@@ -20,6 +22,7 @@
 #include "apps/train_flags.hpp"
 #include "apps/weights_digest.hpp"
 #include <troupe/cluster/cluster_node.hpp>
+#include <troupe/cluster/launcher_rank.hpp>
 #include <troupe/cluster/local_node.hpp>
 #include <troupe/graph/config/key_ranges.hpp>
 #include <troupe/graph/value_hash.hpp>
@@ -32,7 +35,7 @@ namespace {
 struct node_command_line {
   node_flags place;
   std::string listen = "127.0.0.1", advertise, secret_file, port_file;
-  std::int64_t port = 0, rank = -1;
+  std::int64_t port = 0, rank = -1, host_share = -1;
   double join_timeout = 120, heartbeat = 1, peer_timeout = 5, request_timeout = 30;
 };
 
@@ -49,6 +52,27 @@ void declare_node_flags(flag_set& f, node_command_line& n) {
   f.add("heartbeat", n.heartbeat, "seconds between heartbeats on every link");
   f.add("peer-timeout", n.peer_timeout, "seconds of silence after which a peer counts as lost");
   f.add("request-timeout", n.request_timeout, "seconds a push or pull may wait for its answer");
+  f.add("host-share", n.host_share, "without a thread count (--threads, train.threads, OMP_NUM_THREADS): this node's "
+        "compute threads are the hardware threads / N, at least 1; 0: one (troupe launch sets it; -1: all)");
+}
+
+// The compute threads a node uses when it is given no count: its share of the host's
+// hardware threads (troupe launch says how many share them), unless OMP_NUM_THREADS says.
+int default_node_threads(std::int64_t host_share) {
+  const char* omp = std::getenv("OMP_NUM_THREADS");
+  if (host_share < 0 || (omp != nullptr && *omp != '\0'))
+    return default_thread_count();
+  if (host_share == 0)
+    return 1;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency() / host_share));
+}
+
+// Where a server or worker is, for its interrupt line: what its computes were doing, as the
+// scheduler's requests and their batch reports say.
+std::string member_position(const std::shared_ptr<run_position>& at, const std::string& role) {
+  if (at->epoch == 0 && at->batch < 0 && !at->validating)
+    return role == "worker" ? "before training" : "while serving";
+  return "in " + at->text();
 }
 
 // Seconds in the range the config's key of the same name has (graph/config/key_ranges.hpp).
@@ -93,11 +117,15 @@ node_role role_of(const std::string& role) {
 }
 
 int run_node_process(train_command_line& cli, const cluster_node_options& options, const node_identity& place) {
-  // The scheduler stops on Ctrl-C as `troupe train` does (saying where, exit 130); the other
-  // nodes then lose their scheduler and exit. Set before the actor system starts its threads.
+  // Every node stops on Ctrl-C as `troupe train` does, saying where, with exit status 130:
+  // the scheduler where the run was, a worker where its computes were (troupe launch passes
+  // the signal on to every node). Set before the actor system starts its threads.
   std::optional<interrupt_watch> interrupts;
   if (options.role == node_role::scheduler)
     interrupts.emplace(cli.output.position, "troupe node");
+  else
+    interrupts.emplace([at = options.position, role = place.role] { return member_position(at, role); },
+                       "troupe node (" + place.role + ")");
   local_node_options node_options;
   local_node_config config{node_options};
   caf::actor_system system{config};
@@ -124,10 +152,13 @@ int run_node_process(train_command_line& cli, const cluster_node_options& option
 
 int node_command(const std::vector<std::string>& args) {
   node_command_line n;
-  auto cli = parse_train_flags(args, "node",
-                               "Runs one process of a training cluster: the scheduler, a server or a worker "
-                               "(docs/operations.md).",
-                               [&](flag_set& f) { declare_node_flags(f, n); });
+  auto parse = [&n](const std::vector<std::string>& flags) {
+    return parse_train_flags(flags, "node",
+                             "Runs one process of a training cluster: the scheduler, a server or a worker "
+                             "(docs/operations.md).",
+                             [&](flag_set& f) { declare_node_flags(f, n); });
+  };
+  auto cli = parse(args);
   if (cli.help) {
     std::cout << cli.help_text;
     return 0;
@@ -154,6 +185,15 @@ int node_command(const std::vector<std::string>& args) {
   if (cli.given.count("worker-nodes"))
     n.place.worker_nodes = cli.job.nodes.workers;
   const auto place = resolve_node_identity(n.place, env);
+  // One compute per worker process unless --workers or the config says (`troupe launch -n 2
+  // --network mlp` trains two computes, not one that cannot be split over two processes):
+  // the job is made again as if --workers had been given, since what the topology derives
+  // from the compute count (a backup level's need) must follow it.
+  if (!cli.workers_given && place.worker_nodes > 0 && place.worker_nodes != cli.job.topology.workers) {
+    auto with_workers = args;
+    with_workers.insert(with_workers.end(), {"--workers", std::to_string(place.worker_nodes)});
+    cli = parse(with_workers);
+  }
   if (place.server_nodes > 0)
     cli.job.nodes.servers = place.server_nodes;
   if (place.worker_nodes > 0)
@@ -163,8 +203,8 @@ int node_command(const std::vector<std::string>& args) {
   options.role = role_of(place.role);
   check_range("rank", n.rank, -1, 1023);
   options.rank = static_cast<int>(n.rank);
-  if (options.rank < 0 && place.rank > 0 && cli.job.nodes.servers > 0)  // 0 the scheduler, then servers, then workers
-    options.rank = options.role == node_role::server ? place.rank - 1 : place.rank - 1 - cli.job.nodes.servers;
+  if (options.rank < 0 && place.rank > 0 && cli.job.nodes.servers > 0 && cli.job.nodes.workers > 0)
+    options.rank = place_of_launcher_rank(place.rank, cli.job.nodes.servers, cli.job.nodes.workers).rank;
   options.scheduler_host = place.scheduler_host;
   options.scheduler_port = place.scheduler_port;
   options.listen_host = n.listen;
@@ -185,7 +225,18 @@ int node_command(const std::vector<std::string>& args) {
                       "--worker-nodes, the config's cluster.server_nodes / worker_nodes, or a launcher's counts");
   if (options.role == node_role::worker)
     require_compute_devices(cli.devices);  // the computes live on workers
-  set_compute_threads(cli.threads);
+  // Threads: a count given here (flag or config) goes to every node with the assignment; a
+  // node given none takes the scheduler's, else its share of its host (docs/threads.md).
+  check_range("host-share", n.host_share, -1, 4096);
+  options.threads = cli.threads_given ? cli.threads : 0;
+  options.default_threads = default_node_threads(n.host_share);
+  if (options.role == node_role::scheduler) {
+    cli.threads = cli.threads_given ? cli.threads : options.default_threads;
+    set_compute_threads(cli.threads);
+  } else {
+    options.use_threads = [](int threads) { set_compute_threads(threads); };
+    options.position = std::make_shared<run_position>();
+  }
   if (options.role == node_role::scheduler) {  // what `troupe train` writes before its first step
     if (!cli.output.metrics_path.empty())
       cli.output.metrics_file = open_metrics_file(cli.output.metrics_path, run_record(args, cli.job, cli.threads));

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "apps/flags.hpp"
+#include <troupe/cluster/launcher_rank.hpp>
 
 namespace troupe {
 
@@ -263,7 +264,7 @@ node_identity from_launcher(const char* source, const launcher_rank& r, const no
   std::string cluster = "1 scheduler + " + plural(s, "server") + " + " + plural(w, "worker");
   if (r.rank > s + w)
     throw usage_error(r.rank_text() + " is beyond " + cluster);
-  id.role = r.rank == 0 ? "scheduler" : r.rank <= s ? "server" : "worker";
+  id.role = to_string(place_of_launcher_rank(r.rank, s, w).role);
   if (!f.role.empty() && f.role != id.role)
     throw usage_error("--role " + f.role + " contradicts " + r.rank_text() + ", a " + id.role
                       + " among " + cluster);

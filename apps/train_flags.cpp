@@ -52,7 +52,7 @@ struct raw_flags {
   std::string config, straggler, devices;
   record_flags record;  ///< --data-train, --data-val, ... (apps/record_flags.cpp)
   int num_layers = 0, threads = 1, shards = 1, prefetch = 3, num_classes = 10;
-  int server_nodes = 0, worker_nodes = 0, top_k = 0;
+  int server_nodes = 0, worker_nodes = 0, top_k = 0, workers = 1;
   std::string on_worker_loss = "stop";
   std::int64_t batch_size = 128, val_batch_size = 500, num_epochs = 10, disp_batches = 100;
   std::int64_t eval_every = 1;
@@ -85,6 +85,7 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("num-epochs", r.num_epochs, "epochs to train");
   f.add("seed", r.seed, "seed for initialization, shuffling, augmentation and synthetic data");
   f.add("threads", r.threads, "compute threads, shared by oneDNN/OpenMP and oneTBB; without it a config's train.threads, else OMP_NUM_THREADS, else the hardware's threads");
+  f.add("workers", r.workers, "compute actors, each with its own model replica and part of the data (troupe node, troupe launch: default one per worker process)");
   f.add("shards", r.shards, "parameter shard actors the weights are spread over");
   f.add("slice-bytes", r.slice_bytes, "parameters above this many bytes are cut into slices spread over the shards (>= 4)");
   f.add("group-bytes", r.group_bytes, "keys below this many bytes are bundled into one push per shard (0: never bundle)");
@@ -162,6 +163,7 @@ void check_values(const raw_flags& r, const flag_set& f) {
   check_flag("num-epochs", static_cast<double>(r.num_epochs));
   check_flag("threads", r.threads);
   check_flag("shards", r.shards);
+  check_flag("workers", r.workers);
   check_flag("eval-every", static_cast<double>(r.eval_every));
   check_flag("prefetch", r.prefetch);
   check_flag("server-nodes", r.server_nodes);
@@ -393,6 +395,7 @@ void apply_run_flags(job_config& c, const raw_flags& r, const flag_set& f) {
     }
   }
   auto& cluster = c.cluster;
+  if (f.given("workers")) set_given(cluster.workers, r.workers);
   if (f.given("shards")) set_given(cluster.shards, r.shards);
   if (f.given("slice-bytes")) set_given(cluster.slice_bytes, r.slice_bytes);
   if (f.given("group-bytes")) set_given(cluster.group_bytes, r.group_bytes);
@@ -465,6 +468,8 @@ train_command_line parse_train_flags(const std::vector<std::string>& args, const
     check_plan(config, out.job, f);
     out.output = session_output_of(config);
     out.threads = config.run.threads.value;
+    out.threads_given = config.run.threads.given;
+    out.workers_given = config.cluster.workers.given;
     out.devices = config.run.devices.value;
     const auto& k = config.cluster;
     out.network = cluster_network{k.scheduler.value, k.listen.value, k.join_timeout.value, k.heartbeat.value,

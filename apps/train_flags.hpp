@@ -37,6 +37,10 @@ struct train_command_line {
   cluster_network network;
   /// Compute threads: --threads, else the config's train.threads, else default_thread_count().
   int threads = 1;
+  /// Whether --threads or the config's train.threads said so (else threads is the default).
+  bool threads_given = false;
+  /// Whether --workers or the config's cluster.workers set the compute actors (else 1).
+  bool workers_given = false;
   /// --devices, else the config's train.devices; empty: the CPU.
   std::vector<compute_device> devices;
   bool help = false;

@@ -152,6 +152,10 @@ struct body_writer {
     out.setPid(m.pid);
     out.setRank(m.rank);
     out.setJobHash(m.job_hash);
+    if (m.job.size() > join_message::max_job_bytes)
+      throw std::invalid_argument("frame: a join's job of " + std::to_string(m.job.size()) + " bytes exceeds "
+                                  + std::to_string(join_message::max_job_bytes));
+    out.setJob(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(m.job.data()), m.job.size()));
   }
   void operator()(const assignment_message& m) {
     if (m.job.size() > assignment_message::max_job_bytes)
@@ -179,11 +183,13 @@ struct body_writer {
       servers[i].setHost(m.servers[i].host);
       servers[i].setPort(m.servers[i].port);
     }
+    out.setThreads(m.threads);
   }
   void operator()(const ready_message& m) {
     auto out = body.initReady();
     out.setNode(m.node);
     out.setPort(m.port);
+    out.setThreads(m.threads);
   }
   void operator()(const control_message& m) {
     auto out = body.initControl();

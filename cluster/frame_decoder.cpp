@@ -181,6 +181,20 @@ assignment_message read_assignment(wire::Assignment::Reader in) {
   for (auto s : servers)
     m.servers.push_back({s.getNode(), text_of(s.getHost(), join_message::max_host_bytes, "assignment.servers.host"),
                          s.getPort()});
+  m.threads = in.getThreads();
+  require(m.threads <= 4096, "assignment.threads " + std::to_string(m.threads) + " is above 4096");
+  return m;
+}
+
+join_message read_join(wire::Join::Reader in) {
+  require(in.getRank() >= -1, "join.rank " + std::to_string(in.getRank()) + " is below -1");
+  join_message m{role_of(in.getRole()), text_of(in.getHost(), join_message::max_host_bytes, "join.host"),
+                 in.getPort(), in.getPid(), in.getRank(), in.getJobHash()};
+  const auto job = in.getJob();
+  require(job.size() <= join_message::max_job_bytes,
+          "join.job has " + std::to_string(job.size()) + " bytes, at most "
+            + std::to_string(join_message::max_job_bytes) + " are accepted");
+  m.job.assign(reinterpret_cast<const char*>(job.begin()), reinterpret_cast<const char*>(job.end()));
   return m;
 }
 
@@ -318,16 +332,12 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload, const 
       return shutdown_message{text_of(body.getShutdown().getReason(),
                                       failure_message::max_text_bytes, "shutdown.reason"),
                               body.getShutdown().getFinished()};
-    case wire::Frame::Body::JOIN: {
-      auto in = body.getJoin();
-      require(in.getRank() >= -1, "join.rank " + std::to_string(in.getRank()) + " is below -1");
-      return join_message{role_of(in.getRole()), text_of(in.getHost(), join_message::max_host_bytes, "join.host"),
-                          in.getPort(), in.getPid(), in.getRank(), in.getJobHash()};
-    }
+    case wire::Frame::Body::JOIN:
+      return read_join(body.getJoin());
     case wire::Frame::Body::ASSIGNMENT:
       return read_assignment(body.getAssignment());
     case wire::Frame::Body::READY:
-      return ready_message{body.getReady().getNode(), body.getReady().getPort()};
+      return ready_message{body.getReady().getNode(), body.getReady().getPort(), body.getReady().getThreads()};
     case wire::Frame::Body::CONTROL:
       return read_control(body.getControl());
     case wire::Frame::Body::REPORT:

@@ -27,6 +27,7 @@
 #include <troupe/actors/node_part.hpp>
 #include <troupe/actors/param_shard_actor.hpp>
 #include <troupe/cluster/frame_codec.hpp>
+#include <troupe/cluster/job_difference.hpp>
 #include <troupe/cluster/job_transfer.hpp>
 #include <troupe/cluster/remote_stand_ins.hpp>
 #include <troupe/graph/value_hash.hpp>
@@ -54,6 +55,7 @@ struct member_state {
   node_part part;
   placement_plan plan;
   int part_node = -1;  // this node's index in the plan, once assigned
+  int threads = 0;     // its compute threads, once assigned
   bool assigned = false;
   std::optional<shutdown_message> told;  // the scheduler's shutdown, once it came
   caf::response_promise promise;
@@ -138,11 +140,29 @@ void connect_servers(member_actor* self, const assignment_message& a, const link
                                   + " as a server, which the plan does not");
     auto connected = connect_link(self->system(), server.host, server.port, link);
     if (!connected)
-      throw troupe_error(troupe_code(connected.error()), "server " + std::to_string(st.plan.nodes[server.node].rank)
-                                                           + ": " + error_text(connected.error()));
+      throw troupe_error(troupe_code(connected.error()),
+                         st.plan.nodes[server.node].name + ": " + error_text(connected.error()) + " (where "
+                           + st.plan.nodes[server.node].name + " said it listens: start the server with --listen "
+                           "or --advertise an address this worker can reach)");
     self->monitor(*connected);
     st.server_links[server.node] = *connected;
   }
+}
+
+// The compute threads of this node: the scheduler's count when it was given one, else this
+// node's own, else its default (its share of the host). Two given counts must agree: the
+// weights a run ends with depend on each compute's thread count.
+int threads_of(const cluster_node_options& options, std::uint32_t scheduler_threads) {
+  const int theirs = static_cast<int>(scheduler_threads);
+  if (theirs > 0 && options.threads > 0 && theirs != options.threads)
+    throw std::invalid_argument("this node was given " + std::to_string(options.threads)
+                                + " compute threads (--threads or train.threads), the scheduler "
+                                + std::to_string(theirs) + ": give the count to the scheduler alone, or the same to "
+                                "every node");
+  const int threads = theirs > 0 ? theirs : options.threads > 0 ? options.threads : options.default_threads;
+  if (options.use_threads)
+    options.use_threads(threads);
+  return threads;
 }
 
 // Spawns this node's part; true when it opened a listener for workers (a server).
@@ -151,8 +171,10 @@ bool take_assignment(member_actor* self, const assignment_message& a) {
   const auto& options = *st.options;
   const auto job = job_from_bytes(a.job, a.job_hash);
   if (options.own_job && job_hash_without_counts(*options.own_job) != job_hash_without_counts(job))
-    throw std::invalid_argument("the scheduler's job is not the one this node's config resolves to"
-                                ": start every node with the same config and flags");
+    throw std::invalid_argument("the scheduler's job is not the one this node's config resolves to ("
+                                + difference_text(job_differences(*options.own_job, job, "the scheduler's"))
+                                + "): start every node with the same config and flags");
+  st.threads = threads_of(options, a.threads);
   st.plan = plan_placement(job, a.facts);
   st.part_node = static_cast<int>(a.node);
   if (st.plan.hash != a.plan_hash)
@@ -286,10 +308,16 @@ void on_worker_link_down(member_actor* self, const caf::actor_addr& link, const 
 
 void say_ready(member_actor* self, std::uint32_t node, std::uint16_t port) {
   auto& st = self->state;
+  const auto computes = st.part.computes.size();
+  const auto threads = std::to_string(st.threads) + " thread" + (st.threads == 1 ? "" : "s");
   log_node_line(*st.options, st.label + ": ready (" + std::to_string(st.part.spawned.size()) + " actors"
                                + (port ? ", listening on " + st.options->listen_host + ":" + std::to_string(port) : "")
+                               + (computes ? ", " + std::to_string(computes) + " compute" + (computes == 1 ? "" : "s")
+                                               + " on " + threads + (computes == 1 ? "" : " each")
+                                           : ", kernels on " + threads)
                                + ")");
-  self->send(st.scheduler, send_atom::value, wire_message{ready_message{node, port}});
+  self->send(st.scheduler, send_atom::value,
+             wire_message{ready_message{node, port, static_cast<std::uint32_t>(st.threads)}});
 }
 
 void on_scheduler_message(member_actor* self, wire_message& message) {
@@ -382,6 +410,8 @@ caf::behavior member(member_actor* self, cluster_node_options options, std::shar
       join_message join{st.options->role, advertised_host(*st.options), 0, static_cast<std::uint32_t>(::getpid()),
                         st.options->rank,
                         st.options->own_job ? job_hash_without_counts(*st.options->own_job) : 0};
+      if (st.options->own_job)  // so that a refusal can name the keys that differ
+        join.job = job_bytes(*st.options->own_job);
       self->send(link, send_atom::value, wire_message{join});
       // The scheduler assigns once everyone joined, within its own join timeout.
       self->delayed_send(self, st.options->join_timeout * 2 + std::chrono::seconds(5), assignment_deadline_atom::value);

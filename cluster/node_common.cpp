@@ -15,6 +15,7 @@ link_options link_options_of(const cluster_node_options& options, const std::str
                              std::shared_ptr<traffic_registry> traffic) {
   link_options link{options.secret};
   link.traffic = std::move(traffic);
+  link.position = options.position;
   link.role = options.role;
   link.name = name;
   link.request_timeout = options.request_timeout;
@@ -35,6 +36,19 @@ void log_node_line(const cluster_node_options& options, const std::string& line)
 
 std::string advertised_host(const cluster_node_options& options) {
   return options.advertise_host.empty() ? options.listen_host : options.advertise_host;
+}
+
+std::string host_of_address(const std::string& address) {
+  const auto colon = address.rfind(':');
+  return colon == std::string::npos ? address : address.substr(0, colon);
+}
+
+bool is_loopback_host(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0 || host.rfind("::ffff:127.", 0) == 0;
+}
+
+bool is_wildcard_host(const std::string& host) {
+  return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]";
 }
 
 std::string clock_time_now() {

@@ -28,6 +28,14 @@ void log_node_line(const cluster_node_options& options, const std::string& line)
 /// The address peers reach the node at.
 std::string advertised_host(const cluster_node_options& options);
 
+/// The host of "HOST:PORT" (as a socket's peer is written; an IPv6 host unbracketed).
+std::string host_of_address(const std::string& address);
+
+/// Whether peers on other hosts cannot reach `host`: a loopback address (127.0.0.0/8, ::1,
+/// localhost), or a wildcard one (0.0.0.0, ::, empty), which names no host at all.
+bool is_loopback_host(const std::string& host);
+bool is_wildcard_host(const std::string& host);
+
 /// The wall-clock time now as HH:MM:SS.mmm (UTC), for loss lines.
 std::string clock_time_now();
 

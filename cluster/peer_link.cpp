@@ -270,6 +270,11 @@ void serve_control(link_pointer self, const control_message& m) {
     self->send(compute, end_epoch_atom::value, m.epoch);
     return;
   }
+  if (auto& at = st.options->position) {
+    at->epoch = m.epoch;
+    at->batch = -1;
+    at->validating = m.kind == control_kind::validate;
+  }
   auto on_report = [=](phase_report& report) {
     if (self->state.at == stage::admitted)
       write_frame(self, report_message{m.request, report});
@@ -317,6 +322,8 @@ void on_admitted_message(link_pointer self, wire_message& message) {
       } else if constexpr (std::is_same_v<T, hello_message> || std::is_same_v<T, proof_message>) {
         refuse_peer(self, std::string("sent a ") + kind_name(message) + " after admission");
       } else if (st.options->handler) {
+        if constexpr (std::is_same_v<T, join_message>)
+          m.seen_from = st.socket->peer();  // where the node really is, whatever it says
         self->send(st.options->handler, wire_atom::value, caf::actor_cast<caf::actor>(self),
                    wire_message{std::move(m)});
       } else {
@@ -332,7 +339,10 @@ void on_handshake_message(link_pointer self, wire_message& message) {
     auto* hello = std::get_if<hello_message>(&message);
     if (!hello)
       return refuse_peer(self, std::string("sent a ") + kind_name(message) + " before its hello");
-    st.peer_name = std::string(to_string(hello->role)) + " '" + hello->name + "' at " + st.peer_name;
+    // A node names itself after its role ("worker (pid 42)", "worker_1"): the role is said once.
+    const std::string role = to_string(hello->role);
+    st.peer_name = (hello->name.rfind(role, 0) == 0 ? hello->name : role + " '" + hello->name + "'") + " at "
+                   + st.peer_name;
     if (hello->plan_hash != 0 && st.mine.plan_hash != 0 && hello->plan_hash != st.mine.plan_hash)
       return refuse_peer(self, "it runs plan " + std::to_string(hello->plan_hash) + ", this node runs plan "
                                  + std::to_string(st.mine.plan_hash) + " (another config or version)");
@@ -480,6 +490,10 @@ caf::behavior peer_link(link_pointer self, std::shared_ptr<frame_socket> socket,
       send_or_queue(self, control_message{0, worker, control_kind::end_epoch, epoch});
     },
     [=](batch_report& report) {
+      if (auto& at = self->state.options->position) {
+        at->batch = report.index;
+        at->batches = report.batches;
+      }
       // Written now, so it leaves before the answer its compute sends next.
       send_or_queue(self, batch_report_message{report});
     },

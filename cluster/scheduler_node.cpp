@@ -24,6 +24,7 @@
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/node_part.hpp>
 #include <troupe/cluster/frame_codec.hpp>
+#include <troupe/cluster/job_difference.hpp>
 #include <troupe/cluster/job_transfer.hpp>
 #include <troupe/cluster/remote_stand_ins.hpp>
 #include <troupe/graph/value_hash.hpp>
@@ -79,8 +80,13 @@ void end_run(scheduler_actor* self, caf::expected<training_result> outcome) {
     return;
   release_traffic(self);  // whatever is held still reaches the metrics
   st.at = run_phase::ending;
-  if (!outcome)
-    log_node_line(*st.options, "scheduler: the run failed: " + reason_text(self->system(), outcome.error()));
+  if (!outcome) {
+    // Most reasons already name the scheduler ("scheduler: lost worker 1 ..."): said once.
+    auto why = reason_text(self->system(), outcome.error());
+    if (why.rfind("scheduler: ", 0) == 0)
+      why.erase(0, 11);
+    log_node_line(*st.options, "scheduler: the run failed: " + why);
+  }
   shutdown_message end;
   end.finished = static_cast<bool>(outcome);
   end.reason = end.finished ? "the run finished" : reason_text(self->system(), outcome.error());
@@ -137,10 +143,24 @@ void fail_soon(scheduler_actor* self, caf::error err) {
   self->delayed_send(self, std::chrono::milliseconds(300), deferred_failure_atom::value, std::move(err));
 }
 
+// "compute threads: worker_0 2, worker_1 2 (as the scheduler was given)": what each worker's
+// computes run on, which the final weights depend on (docs/threads.md).
+std::string threads_text(const scheduler_state& st) {
+  std::string text;
+  for (const auto& m : st.members)
+    if (m.role == node_role::worker)
+      text += (text.empty() ? "" : ", ") + st.plan.nodes.at(static_cast<std::size_t>(m.node)).name + " "
+              + std::to_string(m.threads);
+  return "compute threads: " + text
+         + (st.options->threads > 0 ? " (--threads or train.threads given to the scheduler)"
+                                    : " (each worker's own or its share of its host)");
+}
+
 void start_training(scheduler_actor* self) {
   auto& st = self->state;
   st.at = run_phase::training;
-  log_node_line(*st.options, "scheduler: every node is ready (" + progress_text(st) + "); training");
+  log_node_line(*st.options, "scheduler: every node is ready (" + progress_text(st) + "); " + threads_text(st)
+                               + "; training");
   std::vector<caf::actor> link_of_node(st.plan.nodes.size());
   for (auto& m : st.members)
     link_of_node.at(static_cast<std::size_t>(m.node)) = m.link;
@@ -204,8 +224,54 @@ void assign(scheduler_actor* self, node_role role) {
     a.plan_hash = st.plan.hash;
     a.facts = st.facts;
     a.servers = servers;
+    a.threads = static_cast<std::uint32_t>(std::max(0, st.options->threads));
     self->send(m.link, send_atom::value, wire_message{std::move(a)});
   }
+}
+
+// Why a node's own config is not the scheduler's job: the keys that differ when its join
+// carried the job, the hashes as `troupe check` prints them.
+std::string other_job_text(const training_job& ours, const join_message& join) {
+  std::string text = "its config resolves to another job (hash " + hash_text(join.job_hash) + ", the scheduler's "
+                     + hash_text(job_hash_without_counts(ours)) + ")";
+  if (!join.job.empty()) {
+    try {
+      text += ": " + difference_text(job_differences(joined_job_from_bytes(join.job, join.job_hash), ours, "the scheduler's"));
+    } catch (const std::exception& e) {
+      text += std::string(" (its job does not read: ") + e.what() + ")";
+    }
+  }
+  return text + "; start every node with the same config and flags";
+}
+
+// Whether two members run on one host, as far as the addresses their connections came from
+// tell: the same address, or both this host's loopback.
+bool same_host(const member_entry& a, const member_entry& b) {
+  const auto x = host_of_address(a.seen_from), y = host_of_address(b.seen_from);
+  return x == y || (is_loopback_host(x) && is_loopback_host(y));
+}
+
+// Where workers reach `server`: the address it advertised. A wildcard one (--listen 0.0.0.0
+// without --advertise) becomes the address its connection came from when that is no loopback.
+// Returns why a worker cannot reach it (an address of another host's loopback, or a wildcard
+// seen only through loopback), or "".
+std::string settle_server_host(const cluster_node_options& options, const std::vector<member_entry>& members,
+                               member_entry& server) {
+  const auto seen = host_of_address(server.seen_from);
+  if (is_wildcard_host(server.host) && !seen.empty() && !is_loopback_host(seen)) {
+    log_node_line(options, "scheduler: " + server.name() + " listens on " + (server.host.empty() ? "any address" : server.host)
+                             + "; workers will reach it at " + seen + ", the address it came from");
+    server.host = seen;
+    return "";
+  }
+  if (!is_wildcard_host(server.host) && !is_loopback_host(server.host))
+    return "";
+  for (const auto& worker : members)
+    if (worker.role == node_role::worker && !same_host(worker, server))
+      return server.name() + " said it listens on " + (server.host.empty() ? "no address" : server.host)
+             + ", which " + worker.name() + ", on another host, cannot reach: start the server with --listen ADDRESS "
+               "(an address of its host the workers reach, or 0.0.0.0 for all of them) or --advertise ADDRESS";
+  return "";
 }
 
 void on_join(scheduler_actor* self, const caf::actor& link, const join_message& join) {
@@ -222,9 +288,7 @@ void on_join(scheduler_actor* self, const caf::actor& link, const join_message& 
   if (member_of(st, link.address()))
     return refuse("it joined twice");
   if (join.job_hash != 0 && join.job_hash != job_hash_without_counts(st.job))
-    return refuse("its config resolves to another job (hash " + std::to_string(join.job_hash)
-                  + ", the scheduler's " + std::to_string(job_hash_without_counts(st.job))
-                  + "): start every node with the same config and flags");
+    return refuse(other_job_text(st.job, join));
   const int have = count(st, join.role), want = expected(st, join.role);
   if (have >= want)
     return refuse("the run has its " + std::to_string(want) + " " + to_string(join.role) + "s already");
@@ -250,12 +314,22 @@ void on_join(scheduler_actor* self, const caf::actor& link, const join_message& 
   m.rank = rank;
   m.node = plan_node_of(st.plan, join.role, rank);
   m.host = join.host;
+  m.seen_from = join.seen_from;
   m.pid = join.pid;
   self->monitor(link);
   st.members.push_back(m);
-  log_node_line(*st.options, "scheduler: " + m.name() + " joined; " + progress_text(st));
-  if (count(st, node_role::server) == st.job.nodes.servers && count(st, node_role::worker) == st.job.nodes.workers)
+  log_node_line(*st.options, "scheduler: " + m.name() + " joined"
+                               + (m.role == node_role::server ? " (to listen for workers on " + m.host + ")" : "")
+                               + "; " + progress_text(st));
+  if (count(st, node_role::server) == st.job.nodes.servers && count(st, node_role::worker) == st.job.nodes.workers) {
+    for (auto& server : st.members)
+      if (server.role == node_role::server) {
+        const auto why = settle_server_host(*st.options, st.members, server);
+        if (!why.empty())
+          return fail(self, errc::bad_request, "scheduler: " + why);
+      }
     assign(self, node_role::server);
+  }
 }
 
 void on_ready(scheduler_actor* self, const caf::actor& link, const ready_message& ready) {
@@ -271,8 +345,11 @@ void on_ready(scheduler_actor* self, const caf::actor& link, const ready_message
     return fail(self, errc::bad_request, "scheduler: " + m->name() + " is ready but listens on no port");
   m->ready = true;
   m->port = ready.port;
+  m->threads = static_cast<int>(ready.threads);
   log_node_line(*st.options, "scheduler: " + m->name() + " is ready"
-                               + (ready.port ? " (listening on port " + std::to_string(ready.port) + ")" : "")
+                               + (ready.port ? " (listening on " + m->host + ":" + std::to_string(ready.port) + ")"
+                                             : " (computes on " + std::to_string(ready.threads) + " thread"
+                                                 + (ready.threads == 1 ? "" : "s") + ")")
                                + "; " + progress_text(st));
   if (count(st, m->role, true) < expected(st, m->role))
     return;

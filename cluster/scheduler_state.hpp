@@ -20,6 +20,7 @@
 #include <troupe/graph/placement.hpp>
 
 #include "epoch_traffic.hpp"
+#include "node_common.hpp"
 
 namespace troupe {
 
@@ -30,14 +31,16 @@ struct member_entry {
   node_role role = node_role::worker;
   int rank = -1;  // within its role
   int node = -1;  // its plan node
-  std::string host;
+  std::string host;       // where it says peers reach it (its join)
+  std::string seen_from;  // the address its connection came from, as this node saw it
   std::uint32_t pid = 0;
   std::uint16_t port = 0;
+  int threads = 0;        // the compute threads it uses (its ready)
   bool ready = false;
   bool gone = false;
   std::string name() const {
     return std::string(to_string(role)) + " " + std::to_string(rank) + " (pid " + std::to_string(pid)
-           + " on " + host + ")";
+           + (seen_from.empty() ? " on " + host : " from " + host_of_address(seen_from)) + ")";
   }
 };
 

@@ -320,6 +320,8 @@ void child_processes::on_exit(child& c, int status) {
   close_fd(c.input_fd);
   if (!failed(status))
     return;
+  if (stop_signal_ != 0 && WIFEXITED(status) && WEXITSTATUS(status) == 128 + stop_signal_)
+    return;  // it stopped as asked (a node interrupted says where itself)
   auto& log = *options_.err;
   log << "launch: " << c.name << " (pid " << c.pid << ") ";
   if (WIFEXITED(status))
@@ -359,10 +361,21 @@ void child_processes::signal_all(int signal) {
 }
 
 void child_processes::request_stop(int signal) {
-  if (stop_signal_ != 0)
+  if (stop_signal_ != 0) {
     kill_at_ = clock::now();
-  else
+  } else if (signal == SIGINT) {
+    // Ctrl-C is passed on, so each child stops as it would at a terminal (saying where it
+    // was); SIGTERM follows only for those still running after the grace. Last started
+    // first: the first child (a scheduler) is the one whose end the others would notice.
     stop_signal_ = signal;
+    for (auto c = children_.rbegin(); c != children_.rend(); ++c)
+      if (!c->exited)
+        kill_group(c->pid, SIGINT);
+    schedule_terminate(clock::now() + options_.grace);
+    return;
+  } else {
+    stop_signal_ = signal;
+  }
   schedule_terminate(clock::now());
   enforce_deadlines();
 }

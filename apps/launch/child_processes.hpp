@@ -66,9 +66,10 @@ public:
   /// first failing child's exit status (1 if a signal killed it).
   int wait();
 
-  /// What the launcher does on SIGINT or SIGTERM (the handlers call it): SIGTERM to every
-  /// child's group now, SIGKILL after kill_delay, and wait() returns 128 + signal. A second
-  /// request sends SIGKILL at once.
+  /// What the launcher does on SIGINT or SIGTERM (the handlers call it), and wait() then
+  /// returns 128 + signal. SIGINT is passed on to every child's group (the last started
+  /// first), SIGTERM follows after the grace for those still running; SIGTERM goes to every
+  /// group at once. SIGKILL follows SIGTERM after kill_delay; a second request sends it at once.
   void request_stop(int signal);
 
   /// Ends the children for a reason of the launcher's own: SIGTERM now, SIGKILL after

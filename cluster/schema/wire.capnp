@@ -118,6 +118,7 @@ struct Join {
   pid @3 :UInt32;   # for the scheduler's log
   rank @4 :Int32 = -1;  # the rank within its role a launcher gave it (MPI, Slurm, troupe launch); -1: any
   jobHash @5 :UInt64;   # the job its own config resolves to, process counts left out; 0: none
+  job @6 :Data;         # that job (as Assignment.job), so a refusal can name the keys that differ; empty: none
 }
 
 # Where a server node listens.
@@ -144,12 +145,14 @@ struct Assignment {
   planHash @4 :UInt64;   # the plan made from the job and `facts`: the receiver compares its own
   facts @5 :DataFacts;
   servers @6 :List(Endpoint);  # every server node (workers connect to them)
+  threads @7 :UInt32;    # compute threads the scheduler was given (flag or config); 0: none, each node picks
 }
 
 # A node has spawned its part of the plan (and, a worker, reached every server).
 struct Ready {
   node @0 :UInt32;
   port @1 :UInt16;  # where a server now listens for workers (on its join's host); 0: none
+  threads @2 :UInt32;  # the compute threads this node uses (a worker: each of its computes)
 }
 
 enum ControlKind {

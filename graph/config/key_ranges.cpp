@@ -45,7 +45,7 @@ std::vector<key_range> build_table() {
     whole("data.shape", "image-shape", 1, 4096),
     whole("model.layers", "", 1, 1000),
     whole("cluster.servers", "", 1, 1024),
-    whole("cluster.workers", "", 1, 1024),
+    whole("cluster.workers", "workers", 1, 1024),
     whole("cluster.shards", "shards", 1, 1024),
     whole("cluster.slice_bytes", "slice-bytes", 4, ceiling, "a slice holds at least one float"),
     whole("cluster.group_bytes", "group-bytes", 0, ceiling, "0 = never bundle"),

@@ -186,7 +186,7 @@ TEST_CASE("a child that ignores SIGTERM gets SIGKILL") {
   {
     child_processes children(c.options(50ms, 100ms));
     stubborn =
-      children.start(sh("stubborn", "trap '' TERM; echo ready; while :; do sleep 0.05; done"));
+      children.start(sh("stubborn", "trap '' INT TERM; echo ready; while :; do sleep 0.05; done"));
     auto ready = [&] { return c.out.str().find("[stubborn] ready") != std::string::npos; };
     REQUIRE(children.wait_until(ready, 10s) == wait_result::ready);
     children.start(sh("failer", "exit 1"));
@@ -241,7 +241,7 @@ TEST_CASE("a stop request terminates every child at once, the status is 128 + th
   }
   SECTION("a second request kills what ignores SIGTERM") {
     child_processes children(c.options(60s, 60s));
-    children.start(sh("stubborn", "trap '' TERM; echo ready; while :; do sleep 0.05; done"));
+    children.start(sh("stubborn", "trap '' INT TERM; echo ready; while :; do sleep 0.05; done"));
     auto ready = [&] { return c.out.str().find("ready") != std::string::npos; };
     REQUIRE(children.wait_until(ready, 10s) == wait_result::ready);
     children.request_stop(SIGINT);
@@ -252,6 +252,27 @@ TEST_CASE("a stop request terminates every child at once, the status is 128 + th
   CHECK(std::chrono::steady_clock::now() - begin < 20s);
   for (pid_t pid : pids)
     CHECK(reaped(pid));
+}
+
+TEST_CASE("SIGINT is passed on: children stop as at a terminal, before any SIGTERM") {
+  // Each child says it was interrupted and exits 130, as a troupe node does; with a grace of
+  // 60 s a SIGTERM in its place would be seen as the child's death by signal 15 instead.
+  captured c;
+  child_processes children(c.options(60s));
+  for (const char* name : {"scheduler", "worker"})
+    children.start(sh(name, std::string("trap 'echo ") + name + " interrupted; exit 130' INT; trap 'echo "
+                              + name + " terminated; exit 143' TERM; echo ready; while :; do sleep 0.05; done"));
+  auto ready = [&] {
+    const auto out = c.out.str();
+    return out.find("[scheduler] ready") != std::string::npos && out.find("[worker] ready") != std::string::npos;
+  };
+  REQUIRE(children.wait_until(ready, 10s) == wait_result::ready);
+  children.request_stop(SIGINT);
+  CHECK(children.wait() == 130);
+  CHECK_THAT(c.out.str(), Catch::Contains("[scheduler] scheduler interrupted"));
+  CHECK_THAT(c.out.str(), Catch::Contains("[worker] worker interrupted"));
+  CHECK_THAT(c.out.str(), !Catch::Contains("terminated"));
+  CHECK_THAT(c.err.str(), !Catch::Contains("killed by signal"));
 }
 
 TEST_CASE("wait_until says why it returned") {

@@ -17,6 +17,11 @@ Scenarios (CONFIG: 1 server and 2 worker processes, e.g. tests/apps/configs/clus
            way, worker1's bridge-side veth is set down: the scheduler exits non-zero within 15 s
            naming the lost worker (its pid), the server and the other worker exit non-zero within
            15 s, and the cut-off worker exits non-zero by itself within 15 s once its links time out
+  loopback a server started without --listen (so on 127.0.0.1): the scheduler refuses to hand
+           that address to workers on other hosts, saying so with --listen and --advertise, and
+           every process exits non-zero within the bound (not a worker's `cannot connect`)
+  wildcard a server with --listen 0.0.0.0 and no --advertise: the scheduler hands the workers the
+           address the server's connection came from; the job trains to the in-process weights
 
 Skipped (exit 77, one line why) when not root, without `ip`, or when a namespace cannot be created.
 Every process runs in its own session and is killed at the end; every wait has a deadline.
@@ -176,7 +181,7 @@ class Cluster(cluster_run.Cluster):
         return self.procs[name].returncode
 
 
-def start_job(cluster, config, flags):
+def start_job(cluster, config, flags, server_listen=None):
     net = cluster.net
     common = ["--config", config, "--server-nodes", "1", "--worker-nodes", "2"] + flags
     port_file = os.path.join(cluster.workdir, "scheduler.port")
@@ -190,7 +195,8 @@ def start_job(cluster, config, flags):
             cluster.fail("no port file from the scheduler within 30 s")
         time.sleep(0.02)
     at = ["--scheduler", f"{net.addr['scheduler']}:{int(open(port_file).read())}"]
-    cluster.start("server0", ["--role", "server", "--listen", net.addr["server0"]] + at + common)
+    listen = ["--listen", net.addr["server0"]] if server_listen is None else server_listen
+    cluster.start("server0", ["--role", "server"] + listen + at + common)
     for w in ("worker0", "worker1"):
         cluster.start(w, ["--role", "worker", "--advertise", net.addr[w]] + at + common)
 
@@ -201,7 +207,7 @@ def check_hosts(cluster):
     seen = []
     for name in ("server0", "worker0", "worker1"):
         role, pid, addr = re.match(r"[a-z]+", name).group(0), cluster.procs[name].pid, cluster.net.addr[name]
-        found = re.search(rf"{role} \d+ \(pid {pid} on (\S+)\) joined", log)
+        found = re.search(rf"{role} \d+ \(pid {pid} from (\S+)\) joined", log)
         if not found:
             cluster.fail(f"the scheduler logged no join of {name} (pid {pid})")
         if found.group(1) != addr:
@@ -214,9 +220,25 @@ def check_hosts(cluster):
     return seen
 
 
-def run_weights(cluster, troupe, config):
+def run_loopback(cluster, config):
+    start_job(cluster, config, ["--num-epochs", "2"], server_listen=[])
+    deadline = time.time() + BOUND_S
+    codes = {name: cluster.wait_exit(name, deadline, f"after {BOUND_S} s") for name in list(cluster.procs)}
+    if not all(codes.values()):
+        cluster.fail(f"exit statuses {codes}: every process should have failed")
+    pattern = (r"server 0 \(pid \d+ from [\d.]+\) said it listens on 127\.0\.0\.1, which worker \d+ \(pid \d+ from "
+               r"[\d.]+\), on another host, cannot reach: start the server with --listen ADDRESS .* or --advertise ADDRESS")
+    for name in ("scheduler", "worker0", "worker1", "server0"):
+        if not re.search(pattern, cluster.text(name, "err")):
+            cluster.fail(f"{name} does not say why the server's address is refused")
+    if any("cannot connect" in cluster.text(name, "err") for name in cluster.procs):
+        cluster.fail("a worker tried the loopback address")
+    print(f"ok: loopback: the scheduler refused server0's 127.0.0.1 naming --listen/--advertise; exits {codes}")
+
+
+def run_weights(cluster, troupe, config, server_listen=None):
     flags = ["--num-epochs", "2"]
-    start_job(cluster, config, flags)
+    start_job(cluster, config, flags, server_listen)
     deadline = time.time() + BOUND_S
     codes = {name: cluster.wait_exit(name, deadline, f"after {BOUND_S} s") for name in list(cluster.procs)}
     if any(codes.values()):
@@ -231,6 +253,10 @@ def run_weights(cluster, troupe, config):
         cluster.fail(f"troupe train printed no weights\n{reference.stdout[-2000:]}")
     if got != want:
         cluster.fail(f"across namespaces: {got}\nin one process: {want}")
+    if server_listen is not None:  # 0.0.0.0: the workers were given the address it came from
+        said = rf"listens on 0\.0\.0\.0; workers will reach it at {re.escape(cluster.net.addr['server0'])}, the address it came from"
+        if not re.search(said, cluster.text("scheduler", "err")):
+            cluster.fail("the scheduler does not say where the workers reach the server listening on 0.0.0.0")
     print(f"ok: weights: scheduler@{cluster.net.addr['scheduler']}, {', '.join(seen)}: 4 processes exited 0; "
           f"{got} as in one process")
 
@@ -263,7 +289,7 @@ def run_cut(cluster, config):
         if code == 0:
             cluster.fail(f"{name} exited 0 after the cut")
     addr = cluster.net.addr["worker1"]
-    lost = re.search(rf"scheduler: lost worker \d+ \(pid {victim.pid} on {re.escape(addr)}\) at [^\n]*",
+    lost = re.search(rf"scheduler: lost worker \d+ \(pid {victim.pid} from {re.escape(addr)}\) at [^\n]*",
                      cluster.text("scheduler", "err"))
     if not lost:
         cluster.fail(f"the scheduler's log does not name the lost worker (pid {victim.pid} on {addr})")
@@ -277,7 +303,7 @@ def run_cut(cluster, config):
 
 
 def main():
-    if len(sys.argv) != 4 or sys.argv[2] not in ("weights", "cut"):
+    if len(sys.argv) != 4 or sys.argv[2] not in ("weights", "cut", "loopback", "wildcard"):
         raise SystemExit(__doc__)
     troupe, scenario, config = os.path.abspath(sys.argv[1]), sys.argv[2], os.path.abspath(sys.argv[3])
     if os.geteuid() != 0:
@@ -294,6 +320,10 @@ def main():
         cluster = Cluster(troupe, workdir, net)
         if scenario == "weights":
             run_weights(cluster, troupe, config)
+        elif scenario == "wildcard":
+            run_weights(cluster, troupe, config, server_listen=["--listen", "0.0.0.0"])
+        elif scenario == "loopback":
+            run_loopback(cluster, config)
         else:
             run_cut(cluster, config)
         outcome = "pass"

@@ -11,7 +11,8 @@ Scenarios:
                  process exits 0 and the last validation accuracy is above 0.5
   launch         the same-weights check with `troupe launch -n WORKERS -s SERVERS` starting the
                  processes; its output carries a prefix per node; then SIGINT to a second launch
-                 mid-run: it exits 130 and leaves no process behind
+                 mid-run: it exits 130, leaves no process behind, and every node says it was
+                 interrupted (launch passes the signal on; none is killed by SIGTERM)
   dmlc           the same-weights check with every node's place from ps-lite's variables
                  (DMLC_ROLE, DMLC_PS_ROOT_URI/PORT, DMLC_NUM_WORKER/SERVER), no --role
   slurm          the same from SLURM_PROCID / SLURM_NTASKS / SLURM_JOB_NODELIST
@@ -49,9 +50,27 @@ Scenarios:
   start-errors   each a clear line and a non-zero exit within its timeout: a node with no
                  scheduler (join timeout 2 s); a scheduler nobody joins (2 s); a scheduler on a
                  port in use; a worker whose own config is another job than the scheduler's
+                 (the refusal names the key that differs, hashes as `troupe check` prints them);
+                 a server advertising an address it does not listen on (the worker's error
+                 names --listen and --advertise)
   wrong-secret   a node holding another secret is refused and the job, unharmed, ends with
                  the same weights; a raw TCP client sending random bytes to the scheduler and
                  to a server is refused too
+
+  threads        CONFIG without a thread count: the scheduler alone is given --threads 1, the
+                 server and workers none; each worker says its computes run on 1 thread, the
+                 scheduler's summary names each worker's count, and the weights equal
+                 `troupe train --threads 1`; a worker given --threads 2 beside that scheduler
+                 is refused naming both counts. Then `troupe launch` with no count: each worker
+                 takes its share of this host (hardware threads / workers, at least 1), says
+                 so, and the weights equal `troupe train --threads SHARE`
+  launch-network `troupe launch -n WORKERS -s SERVERS --network mlp` without a config: one
+                 compute per worker process, the weights of `troupe train --workers WORKERS`
+  interrupt-worker
+                 Ctrl-C (SIGINT) to a worker started by hand once training is under way: it
+                 says where it was and exits 130; every other node exits non-zero
+  one-write      usage errors of `troupe node` are written one line per write (processes under
+                 mpirun share a stream): stderr is a datagram socket, so each write arrives whole
 
 Every process runs in its own process group and is killed at the end whatever happens, so no
 test leaves a process behind; every wait has a deadline.
@@ -297,6 +316,16 @@ def run_launch(troupe, config, servers, workers, flags, workdir):
                  open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"]
         if alive:
             raise SystemExit(f"FAIL: processes {alive} survived the launch's SIGINT")
+        # launch passes Ctrl-C on: each node stops saying where it was, none is terminated
+        said = {"[scheduler]": r"\[scheduler\] troupe node: interrupted in epoch \d+ (at|before)"}
+        said.update({f"[server {s_}]": rf"\[server {s_}\] troupe node \(server\): interrupted" for s_ in range(servers)})
+        said.update({f"[worker {w}]": rf"\[worker {w}\] troupe node \(worker\): interrupted (in epoch \d+|before)"
+                     for w in range(workers)})
+        for node, pattern in said.items():
+            if not re.search(pattern, rest):
+                raise SystemExit(f"FAIL: {node} does not say it was interrupted (/{pattern}/)\n{rest[-3000:]}")
+        if "killed by signal" in rest:
+            raise SystemExit(f"FAIL: a node was killed after launch's SIGINT\n{rest[-3000:]}")
     finally:
         kill_group(proc.pid)
     print(f"ok: launch -n {workers} -s {servers}: {got} as in one process; SIGINT: exit 130, "
@@ -414,6 +443,8 @@ def check_fault(cluster, scenario):
         if p.returncode == 0:
             cluster.fail(f"{name} exited 0 after {scenario}")
     noticed = time.time() - sent_at
+    if scenario != "kill-scheduler" and "the run failed: scheduler:" in cluster.text("scheduler", "err"):
+        cluster.fail("the scheduler's failure line says 'scheduler:' twice")
     if scenario != "kill-scheduler":
         role = re.match(r"[a-z]+", victim).group(0)  # its rank is its place in the join order
         if not re.search(rf"lost {role} \d+ \(pid {cluster.procs[victim].pid} ", cluster.text("scheduler", "err")):
@@ -521,11 +552,168 @@ def check_start_errors(cluster, config, flags):
                                 "--join-timeout", "20"] + common)
     port = read_port(cluster, port_file)
     expect_failure(cluster, "other", ["--role", "worker", "--scheduler", f"127.0.0.1:{port}"] + common
-                   + ["--lr", "0.5"], r"refused by the scheduler: its config resolves to another job \(hash \d+, "
-                                      r"the scheduler's \d+\): start every node with the same config", 20)
+                   + ["--lr", "0.5"], r"refused by the scheduler: its config resolves to another job \(hash [0-9a-f]{16}, "
+                                      r"the scheduler's [0-9a-f]{16}\): optimizer lr 0\.5 \(the scheduler's 0\.02\); "
+                                      r"start every node with the same config", 20)
+    cluster.kill_all()
+    # A server that says it listens where it does not: the worker's error names the flags.
+    cluster.procs.clear()
+    port_file = os.path.join(cluster.workdir, "scheduler2.port")
+    cluster.start("scheduler", ["--role", "scheduler", "--scheduler", "127.0.0.1:0", "--port-file", port_file,
+                                "--join-timeout", "20", "--server-nodes", "1", "--worker-nodes", "1",
+                                "--workers", "1"] + common)
+    port = read_port(cluster, port_file)
+    at = ["--scheduler", f"127.0.0.1:{port}", "--server-nodes", "1", "--worker-nodes", "1", "--workers", "1"]
+    cluster.start("server0", ["--role", "server", "--advertise", "127.0.0.2"] + at + common)
+    expect_failure(cluster, "worker0", ["--role", "worker"] + at + common,
+                   r"server_0: cannot connect to 127\.0\.0\.2:\d+.*start the server with --listen or --advertise", 20)
     cluster.kill_all()
     print(f"ok: no scheduler ({took:.1f} s), nobody joining ({lonely:.1f} s), a port in use and another job: "
           f"one clear line each and a non-zero exit")
+
+
+def no_omp_environment():
+    """Our environment without OMP_NUM_THREADS, which would be a thread count of its own."""
+    return {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+
+
+def check_worker_threads(text_of, names, threads):
+    """Each worker's log says its computes run on `threads` threads."""
+    for name in names:
+        if not re.search(rf"worker_\d+: ready \(.*computes? on {threads} threads?", text_of(name)):
+            raise SystemExit(f"FAIL: {name} does not say its computes run on {threads} thread(s)\n{text_of(name)[-2000:]}")
+
+
+def run_threads(troupe, config, servers, workers, flags, workdir):
+    """The scheduler's --threads reaches every worker; without one, launch splits the host."""
+    os.environ.pop("OMP_NUM_THREADS", None)  # every node and run below inherits this
+    cluster = Cluster(troupe, workdir)
+    try:
+        common = ["--config", config, "--server-nodes", str(servers), "--worker-nodes", str(workers)] + flags
+        port_file = os.path.join(workdir, "scheduler.port")
+        cluster.start("scheduler", ["--role", "scheduler", "--scheduler", "127.0.0.1:0", "--port-file", port_file,
+                                    "--threads", "1"] + common)
+        port = read_port(cluster, port_file)
+        for s_ in range(servers):
+            cluster.start(f"server{s_}", ["--role", "server", "--scheduler", f"127.0.0.1:{port}"] + common)
+        for w in range(workers):
+            cluster.start(f"worker{w}", ["--role", "worker", "--scheduler", f"127.0.0.1:{port}"] + common)
+        codes = cluster.wait_all()
+        if any(codes.values()):
+            cluster.fail(f"exit statuses {codes}")
+        check_worker_threads(lambda n: cluster.text(n, "err"), [f"worker{w}" for w in range(workers)], 1)
+        summary = ", ".join(f"worker_{w} 1" for w in range(workers))
+        if f"compute threads: {summary}" not in cluster.text("scheduler", "err"):
+            cluster.fail(f"the scheduler's summary does not say 'compute threads: {summary}'")
+        got = final_weights(cluster.text("scheduler", "out"))
+        reference = in_process_weights(troupe, config, flags + ["--threads", "1"], workdir)
+        if got != reference:
+            cluster.fail(f"by hand, --threads 1 to the scheduler: {got}\nin one process: {reference}")
+        # A worker given another count than the scheduler's is refused, naming both.
+        cluster.procs.clear()
+        port_file = os.path.join(workdir, "scheduler2.port")
+        small = ["--server-nodes", "1", "--worker-nodes", "1", "--workers", "1", "--join-timeout", "20"]
+        cluster.start("scheduler", ["--role", "scheduler", "--scheduler", "127.0.0.1:0", "--port-file", port_file,
+                                    "--threads", "1", "--config", config] + small + flags)
+        at = ["--scheduler", f"127.0.0.1:{read_port(cluster, port_file)}", "--config", config] + small + flags
+        cluster.start("server0", ["--role", "server"] + at)
+        cluster.start("worker0", ["--role", "worker", "--threads", "2"] + at)
+        codes = cluster.wait_all()
+        if not all(codes.values()):
+            cluster.fail(f"exit statuses {codes}: a worker with another thread count must end the run")
+        refusal = r"this node was given 2 compute threads \(--threads or train\.threads\), the scheduler 1"
+        for name in ("worker0", "scheduler"):
+            if not re.search(refusal, cluster.text(name, "err")):
+                cluster.fail(f"{name} does not say the worker's thread count is not the scheduler's")
+    finally:
+        cluster.kill_all()
+    share = max(1, (os.cpu_count() or 1) // workers)
+    command = [troupe, "launch", "-n", str(workers), "-s", str(servers), "--config", config] + flags
+    run = subprocess.run(command, capture_output=True, text=True, cwd=workdir, timeout=BOUND_S)
+    if run.returncode != 0:
+        raise SystemExit(f"FAIL: launch exited {run.returncode}\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
+    lines = run.stdout + run.stderr
+    check_worker_threads(lambda n: "\n".join(l for l in lines.splitlines() if l.startswith(f"[{n}]")),
+                         [f"worker {w}" for w in range(workers)], share)
+    launched = final_weights("\n".join(l.removeprefix("[scheduler] ") for l in run.stdout.splitlines()))
+    reference = in_process_weights(troupe, config, flags + ["--threads", str(share)], workdir)
+    if launched != reference:
+        raise SystemExit(f"FAIL: launched with {share} thread(s) per worker: {launched}\n"
+                         f"troupe train --threads {share}: {reference}")
+    print(f"ok: --threads 1 to the scheduler reached {workers} workers ({got}); launch gave each worker "
+          f"{share} of {os.cpu_count()} hardware threads ({launched}); both as in one process")
+
+
+def run_launch_network(troupe, servers, workers, flags, workdir):
+    """launch without a config: one compute per worker process, as `troupe train --workers N`."""
+    os.environ.pop("OMP_NUM_THREADS", None)
+    job = ["--network", "mlp", "--dataset", "synthetic", "--image-shape", "1,12,12", "--num-examples", "256",
+           "--num-epochs", "1", "--batch-size", "32", "--progress", "off"] + flags
+    run = subprocess.run([troupe, "launch", "-n", str(workers), "-s", str(servers)] + job, capture_output=True,
+                         text=True, cwd=workdir, timeout=BOUND_S)
+    if run.returncode != 0:
+        raise SystemExit(f"FAIL: launch --network mlp exited {run.returncode}\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
+    got = final_weights("\n".join(l.removeprefix("[scheduler] ") for l in run.stdout.splitlines()))
+    share = max(1, (os.cpu_count() or 1) // workers)
+    reference = subprocess.run([troupe, "train", "--workers", str(workers), "--threads", str(share)] + job,
+                               capture_output=True, text=True, cwd=workdir, timeout=BOUND_S)
+    if reference.returncode != 0 or final_weights(reference.stdout) != got:
+        raise SystemExit(f"FAIL: launched: {got}\ntroupe train --workers {workers}: {final_weights(reference.stdout)}\n"
+                         f"{reference.stderr[-2000:]}")
+    print(f"ok: launch -n {workers} -s {servers} --network mlp trained {workers} computes: {got} as in one process")
+
+
+def check_interrupt_worker(cluster):
+    cluster.wait_for_text("scheduler", "out", r"Epoch\[0\] Batch")
+    worker = cluster.procs["worker1"]
+    os.kill(worker.pid, signal.SIGINT)
+    try:
+        worker.wait(30)
+    except subprocess.TimeoutExpired:
+        cluster.fail("the interrupted worker still runs 30 s after SIGINT")
+    if worker.returncode != 130:
+        cluster.fail(f"the interrupted worker exited {worker.returncode}, not 130")
+    if not re.search(r"troupe node \(worker\): interrupted in epoch \d+ (at batch \d+ of \d+|at validation|before its first batch)",
+                     cluster.text("worker1", "err")):
+        cluster.fail("the interrupted worker does not say where it was")
+    deadline = time.time() + 30
+    for name, p in cluster.procs.items():
+        try:
+            p.wait(max(0.1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            cluster.fail(f"{name} still runs 30 s after a worker's Ctrl-C")
+        if name != "worker1" and p.returncode == 0:
+            cluster.fail(f"{name} exited 0 after a worker was interrupted")
+    print("ok: interrupt-worker: the worker said where it was and exited 130; every other node ended")
+
+
+def run_one_write(troupe, workdir):
+    """Each line of a usage error is one write(2): read from a datagram socket, a line cut into
+    several writes arrives as several datagrams."""
+    cases = [["node", "--role", "worker", "--scheduler", "127.0.0.1:1", "--bogus-flag"],
+             ["node", "--role", "worker", "--scheduler", "127.0.0.1:1", "--port", "70000"],
+             ["node", "--role", "worker", "--scheduler", "127.0.0.1:1"]]  # no secret
+    env = {k: v for k, v in os.environ.items() if k != "TROUPE_SECRET"}
+    for args in cases:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            proc = subprocess.run([troupe] + args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=theirs.fileno(), cwd=workdir, env=env, timeout=30)
+            theirs.close()
+            ours.settimeout(5)
+            writes = []
+            while True:
+                chunk = ours.recv(65536)
+                if not chunk:
+                    break
+                writes.append(chunk.decode())
+        finally:
+            ours.close()
+        if proc.returncode != 2:
+            raise SystemExit(f"FAIL: troupe {' '.join(args)} exited {proc.returncode}, expected 2")
+        if not writes or any(not w.endswith("\n") for w in writes):
+            raise SystemExit(f"FAIL: troupe {' '.join(args)} wrote its error in pieces: {writes}")
+    print(f"ok: {len(cases)} usage errors, each line one write")
 
 
 def raw_garbage(port):
@@ -562,6 +750,15 @@ def main():
                 check_top_k(cluster, metrics_path, flags)
         elif scenario == "launch":
             run_launch(troupe, config, servers, workers, flags, workdir)
+        elif scenario == "threads":
+            run_threads(troupe, config, servers, workers, flags, workdir)
+        elif scenario == "launch-network":
+            run_launch_network(troupe, servers, workers, flags, workdir)
+        elif scenario == "interrupt-worker":
+            start_by_hand(cluster, config, servers, workers, flags, ["--heartbeat", "0.2", "--peer-timeout", "2"])
+            check_interrupt_worker(cluster)
+        elif scenario == "one-write":
+            run_one_write(troupe, workdir)
         elif scenario == "mpi":
             run_mpi(troupe, config, servers, workers, flags, workdir)
         elif scenario in ("dmlc", "slurm"):

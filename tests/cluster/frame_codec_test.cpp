@@ -304,6 +304,13 @@ TEST_CASE("the scheduler's messages round-trip", "[cluster][frame]") {
   const auto ranked = decoded_as<join_message>(frame_of(join_message{node_role::worker, "h", 0, 1, 3, 77}));
   CHECK(ranked.rank == 3);
   CHECK(ranked.job_hash == 77);
+  CHECK(ranked.job.empty());
+  join_message with_job{node_role::worker, "h", 0, 1, -1, 77};
+  with_job.job = {'j', '\0', 'b'};
+  with_job.seen_from = "10.0.0.9:4000";  // the receiver's, never sent
+  const auto carried = decoded_as<join_message>(frame_of(with_job));
+  CHECK(carried.job == with_job.job);
+  CHECK(carried.seen_from.empty());
 
   assignment_message a;
   a.rank = 1;
@@ -313,7 +320,9 @@ TEST_CASE("the scheduler's messages round-trip", "[cluster][frame]") {
   a.plan_hash = 88;
   a.facts = data_facts{{3, 32, 32}, 10, 50000, 10000};
   a.servers = {{1, "127.0.0.1", 5000}, {2, "127.0.0.1", 5001}};
+  a.threads = 3;
   const auto got = decoded_as<assignment_message>(frame_of(a));
+  CHECK(got.threads == 3);
   CHECK(got.rank == 1);
   CHECK(got.node == 4);
   CHECK(got.job == a.job);
@@ -364,9 +373,10 @@ TEST_CASE("the scheduler's messages round-trip", "[cluster][frame]") {
 }
 
 TEST_CASE("ready's port, shutdown's finish and traffic reports round-trip", "[cluster][frame]") {
-  const auto ready = decoded_as<ready_message>(frame_of(ready_message{3, 40123}));
+  const auto ready = decoded_as<ready_message>(frame_of(ready_message{3, 40123, 2}));
   CHECK(ready.node == 3);
   CHECK(ready.port == 40123);
+  CHECK(ready.threads == 2);
   const auto end = decoded_as<shutdown_message>(frame_of(shutdown_message{"the run finished", true}));
   CHECK(end.finished);
   CHECK(end.reason == "the run finished");

@@ -66,6 +66,16 @@ struct cluster_node_options {
   std::chrono::milliseconds connection_timeout{5000};
   /// The actors' own deadlines (a step, an epoch).
   request_timeouts timeouts;
+  /// Compute threads this node was given (--threads, the config's train.threads); 0: none.
+  /// The scheduler sends its count to every node in the assignment; a node given a count of
+  /// its own must agree with it.
+  int threads = 0;
+  /// A server's or worker's compute threads when neither it nor the scheduler was given a
+  /// count (its share of its host: docs/threads.md).
+  int default_threads = 1;
+  /// Called with the compute threads this node settles on, once assigned and before any of
+  /// its actors runs a kernel (the app caps its kernels there). May be empty.
+  std::function<void(int)> use_threads;
   /// A worker's: where its compute actors run (node_part_options::devices). Empty: the CPU.
   std::vector<compute_device> devices;
   /// A server or worker given a config: the job it resolves to, which the scheduler's must
@@ -75,6 +85,9 @@ struct cluster_node_options {
   /// The scheduler: a file to write the bound port to once it listens (decimal and a newline,
   /// written to a temporary file and renamed). Empty: none.
   std::string port_file;
+  /// A worker's: kept up to date with the epoch and batch its computes are at (its link to
+  /// the scheduler, peer_link.hpp). May be null.
+  std::shared_ptr<run_position> position;
   /// Start-up progress, losses and refusals, one line each (default: standard error).
   std::function<void(const std::string&)> log;
 };

@@ -134,6 +134,10 @@ struct link_options {
   /// Idle receive buffers a link keeps for reuse (a step's worth of frames).
   std::size_t receive_pool_bytes = std::size_t{256} << 20;
   caf::actor observer;  ///< gets link_up / link_down; may be null
+  /// Where the computes this link serves are (a worker's link to its scheduler): the epochs
+  /// asked over it and the batch reports it carries keep it up to date, so the worker can say
+  /// where it was when interrupted. May be null.
+  std::shared_ptr<run_position> position;
   /// The node's traffic registry: the link counts its frames there too (may be null).
   std::shared_ptr<traffic_registry> traffic;
   /// Where a link reports refusals and losses (default: standard error, one line each). Called

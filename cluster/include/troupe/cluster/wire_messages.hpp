@@ -93,7 +93,11 @@ struct join_message {
   std::uint32_t pid = 0;
   std::int32_t rank = -1;  ///< the rank within its role its launcher gave it; -1: any free one
   std::uint64_t job_hash = 0;  ///< its own config's job (job_hash_without_counts); 0: none
+  std::vector<char> job{};     ///< that job serialized (job_transfer.hpp), at most max_job_bytes; empty: none
+  /// Not on the wire: the address the connection came from, as the receiving link saw it.
+  std::string seen_from{};
   static constexpr std::size_t max_host_bytes = 255;
+  static constexpr std::size_t max_job_bytes = std::size_t{16} << 20;
 };
 
 /// Where server node `node` listens.
@@ -114,6 +118,9 @@ struct assignment_message {
   std::uint64_t plan_hash = 0;
   data_facts facts;
   std::vector<endpoint> servers;  ///< at most max_servers
+  /// The compute threads the scheduler was given (--threads or train.threads); 0: none given,
+  /// each node uses its own default (docs/threads.md).
+  std::uint32_t threads = 0;
   static constexpr std::size_t max_job_bytes = std::size_t{16} << 20;
   static constexpr std::size_t max_servers = 4096;
 };
@@ -121,6 +128,7 @@ struct assignment_message {
 struct ready_message {
   std::uint32_t node = 0;
   std::uint16_t port = 0;  ///< where a server listens for workers now (join's host); 0: none
+  std::uint32_t threads = 0;  ///< the compute threads the node uses
 };
 
 enum class control_kind : std::uint8_t { train, validate, end_epoch };

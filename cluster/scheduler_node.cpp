@@ -22,6 +22,7 @@
 #include <caf/all.hpp>
 
 #include <troupe/actors/actor_errors.hpp>
+#include <troupe/actors/timeouts.hpp>
 #include <troupe/actors/node_part.hpp>
 #include <troupe/cluster/frame_codec.hpp>
 #include <troupe/cluster/job_difference.hpp>
@@ -191,8 +192,8 @@ void start_training(scheduler_actor* self) {
   self->attach_functor([session = st.session](const caf::error&) {
     caf::anon_send_exit(session, caf::exit_reason::user_shutdown);
   });
-  const auto phases = std::min<std::int64_t>(st.job.epochs * 2 + 2, 1 << 20);
-  self->request(st.session, st.options->timeouts.phase * phases, run_atom::value)
+  // Saturating: 48 h times the phases of a long run passes what a timespan holds.
+  self->request(st.session, phases_limit(st.options->timeouts, st.job.epochs * 2 + 2), run_atom::value)
     .then([=](training_result& r) { end_run(self, std::move(r)); },
           [=](caf::error& err) { fail_soon(self, std::move(err)); });
 }
@@ -567,8 +568,7 @@ training_result run_scheduler(caf::actor_system& system, const training_job& job
   caf::scoped_actor blocking{system};
   // The scheduler's own deadlines (join, every epoch) end the run first; this bound only
   // keeps a bug from hanging the process.
-  const auto epochs = std::min<std::int64_t>(job.epochs * 2 + 4, 1 << 20);
-  const auto bound = options.join_timeout * 2 + options.timeouts.phase * epochs;
+  const auto bound = options.join_timeout * 2 + phases_limit(options.timeouts, job.epochs * 2 + 4);
   std::optional<training_result> result;
   caf::error failure;
   blocking->request(node, bound, run_atom::value)

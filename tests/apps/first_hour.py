@@ -124,10 +124,34 @@ def epoch_line_appears(epochs):
         child.wait()
 
 
+def launched_epoch_line_appears(epochs):
+    """The same across processes: the scheduler's own run limit wrapped around too."""
+    child = subprocess.Popen([troupe, "launch", "-n", "1", "-s", "1", *tiny, "--num-epochs", str(epochs),
+                              "--disp-batches", "0"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=work,
+                             start_new_session=True)
+    seen = []
+    try:
+        for line in child.stdout:
+            seen.append(line)
+            if "Epoch[0] Validation-accuracy=" in line:
+                return
+        raise AssertionError(f"launch --num-epochs {epochs}: no epoch finished: {''.join(seen[-20:])}")
+    finally:
+        child.send_signal(signal.SIGINT)  # launch passes it on to every node and waits for them
+        try:
+            child.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+
+
 def case_many_epochs():
     # 48 h per phase times the phases of 40000 epochs once wrapped around to a negative limit.
     for epochs in (40000, 36000, 50000, 100000000, 1000000000):
         epoch_line_appears(epochs)
+    for epochs in (40000, 1000000000):
+        launched_epoch_line_appears(epochs)
 
 
 def no_secret():

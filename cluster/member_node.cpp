@@ -33,14 +33,13 @@
 #include <troupe/graph/zoo.hpp>
 #include <troupe/io/dataset.hpp>
 
+#include "member_node.hpp"
 #include "node_common.hpp"
 
 namespace troupe {
 
 namespace {
 
-using assignment_deadline_atom = caf::atom_constant<caf::atom("assigndead")>;
-using part_down_atom = caf::atom_constant<caf::atom("partdown")>;
 
 struct member_state {
   std::optional<cluster_node_options> options;
@@ -54,9 +53,9 @@ struct member_state {
   node_part part;
   placement_plan plan;
   int part_node = -1;  // this node's index in the plan, once assigned
-  bool assigned = false;
+  member_phase at = member_phase::joining;
   std::optional<shutdown_message> told;  // the scheduler's shutdown, once it came
-  caf::response_promise promise;
+  caf::typed_response_promise<bool> promise;
   std::optional<caf::error> outcome;     // none: running; an empty error: finished
   std::vector<caf::actor_addr> closing;  // links told how this node ends, not closed yet
   bool continue_on_worker_loss = false;  // the job's on_worker_loss = continue
@@ -65,11 +64,11 @@ struct member_state {
   static inline const char* name = "troupe.member";
 };
 
-using member_actor = caf::stateful_actor<member_state>;
+using member_actor = member_node_actor::stateful_pointer<member_state>;
 
 // Answers once the node has ended and the links it told so have closed (their peers have
 // read why), or the grace is over.
-void answer(member_actor* self, bool grace_over = false) {
+void answer(member_actor self, bool grace_over = false) {
   auto& st = self->state;
   if (!st.outcome || !st.promise.pending() || (!st.closing.empty() && !grace_over))
     return;
@@ -80,16 +79,18 @@ void answer(member_actor* self, bool grace_over = false) {
   self->quit();
 }
 
-// Ends the node: its part and links go; the scheduler hears why unless it is the one gone.
-void finish(member_actor* self, caf::error reason) {
+// Ends the node: its part and links go; the scheduler hears why unless it is the one gone
+// (with the plan node whose loss is the cause, `lost_node`, when it is a lost peer).
+void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
   auto& st = self->state;
   if (st.outcome)
     return;
+  st.at = member_phase::ending;
   if (reason) {
     log_node_line(*st.options, st.label + ": " + reason_text(self->system(), reason));
     if (st.scheduler) {
       self->send(st.scheduler, send_atom::value,
-                 wire_message{shutdown_message{reason_text(self->system(), reason), false}});
+                 wire_message{shutdown_message{reason_text(self->system(), reason), false, lost_node}});
       st.closing.push_back(st.scheduler.address());
     }
   }
@@ -106,11 +107,11 @@ void finish(member_actor* self, caf::error reason) {
   if (st.listener)
     self->send_exit(st.listener, caf::exit_reason::user_shutdown);
   st.outcome = std::move(reason);
-  self->delayed_send(self, std::chrono::seconds(3), grace_over_atom::value);
+  self->delayed_send(self, goodbye_grace, grace_over_atom::value);
   answer(self);
 }
 
-void fail(member_actor* self, errc code, const std::string& why) { finish(self, make_error(code, why)); }
+void fail(member_actor self, errc code, const std::string& why) { finish(self, make_error(code, why)); }
 
 std::string facts_text(const data_facts& f) {
   return shape_string(f.sample_shape) + ", " + std::to_string(f.classes) + " classes, "
@@ -129,7 +130,7 @@ node_data open_worker_data(const training_job& job, const data_facts& planned) {
   return data;
 }
 
-void connect_servers(member_actor* self, const assignment_message& a, const link_options& link) {
+void connect_servers(member_actor self, const assignment_message& a, const link_options& link) {
   auto& st = self->state;
   st.server_links.assign(st.plan.nodes.size(), caf::actor{});
   for (const auto& server : a.servers) {
@@ -146,7 +147,7 @@ void connect_servers(member_actor* self, const assignment_message& a, const link
 }
 
 // Spawns this node's part; true when it opened a listener for workers (a server).
-bool take_assignment(member_actor* self, const assignment_message& a) {
+bool take_assignment(member_actor self, const assignment_message& a) {
   auto& st = self->state;
   const auto& options = *st.options;
   const auto job = job_from_bytes(a.job, a.job_hash);
@@ -166,6 +167,7 @@ bool take_assignment(member_actor* self, const assignment_message& a) {
   st.label = st.plan.nodes[a.node].name;
   st.continue_on_worker_loss = job.nodes.continue_on_worker_loss;
   auto link = link_options_of(options, st.label, st.traffic);
+  link.member_node = self;  // its links to servers, and a server's links from workers
   link.plan_hash = st.plan.hash;
   link.keys = wire_keys_of(st.plan);
   // The scheduler pulls the final weights over this link: check them against the plan too.
@@ -215,7 +217,6 @@ bool take_assignment(member_actor* self, const assignment_message& a) {
   for (const auto& [shard, actor] : entry_points(st.plan, node))
     entries->set(shard, st.part.targets.at(actor));
   link.local_shards = entries;
-  link.observer = self;  // link_up / link_down of every worker link (on_worker_link_down)
   auto listener = spawn_listener(system, options.listen_host, options.listen_port, link);
   if (!listener)
     throw troupe_error(errc::peer_down, error_text(listener.error()));
@@ -252,7 +253,7 @@ std::vector<std::pair<std::size_t, std::vector<std::int32_t>>> sources_on(const 
 // recorded only once the link was admitted (its link_up): a peer refused for a wrong secret
 // never counts, whatever name it claimed. (The name in the link's messages is a log phrase
 // with the address in it; the traffic registry keeps the hello's name as it came.)
-void on_worker_link_down(member_actor* self, const caf::actor_addr& link, const caf::error& why) {
+void on_worker_link_down(member_actor self, const caf::actor_addr& link, const caf::error& why) {
   auto& st = self->state;
   const auto known = st.worker_links.find(link);
   if (known == st.worker_links.end())
@@ -284,34 +285,27 @@ void on_worker_link_down(member_actor* self, const caf::actor_addr& link, const 
                                + computes + " (on_worker_loss = continue)");
 }
 
-void say_ready(member_actor* self, std::uint32_t node, std::uint16_t port) {
+void say_ready(member_actor self, std::uint32_t node, std::uint16_t port) {
   auto& st = self->state;
   log_node_line(*st.options, st.label + ": ready (" + std::to_string(st.part.spawned.size()) + " actors"
                                + (port ? ", listening on " + st.options->listen_host + ":" + std::to_string(port) : "")
                                + ")");
+  if (st.at != member_phase::starting)
+    return;  // ended while its listener started
+  st.at = member_phase::running;
   self->send(st.scheduler, send_atom::value, wire_message{ready_message{node, port}});
 }
 
-void on_scheduler_message(member_actor* self, wire_message& message) {
+// The scheduler's assignment: spawn this node's part, then say ready (a server once its
+// listener for workers has its port).
+void on_assignment(member_actor self, const assignment_message& a) {
   auto& st = self->state;
-  if (auto* end = std::get_if<shutdown_message>(&message)) {
-    st.told = *end;
-    return;
-  }
-  if (auto* query = std::get_if<traffic_query_message>(&message)) {
-    traffic_message answer{query->epoch, {}};
-    for (auto& entry : st.traffic->snapshot())
-      answer.peers.push_back(std::move(entry.traffic));
-    return (void) self->send(st.scheduler, send_atom::value, wire_message{std::move(answer)});
-  }
-  auto* a = std::get_if<assignment_message>(&message);
-  if (!a || st.assigned)
-    return fail(self, errc::bad_request, std::string("the scheduler sent a ") + kind_name(message)
-                                           + (a ? " twice" : ", which a node does not take"));
-  st.assigned = true;
-  const auto node = a->node;
+  if (st.at != member_phase::joining)
+    return fail(self, errc::bad_request, "the scheduler sent an assignment twice");
+  st.at = member_phase::starting;
+  const auto node = a.node;
   try {
-    if (!take_assignment(self, *a))
+    if (!take_assignment(self, a))
       return say_ready(self, node, 0);
     self->request(st.listener, std::chrono::seconds(30), port_atom::value)
       .then([=](std::uint16_t port) { say_ready(self, node, port); },
@@ -327,7 +321,47 @@ void on_scheduler_message(member_actor* self, wire_message& message) {
   }
 }
 
-void on_down(member_actor* self, const caf::down_msg& down) {
+// What this node has moved so far, with each peer.
+void on_traffic_query(member_actor self, const traffic_query_message& query) {
+  auto& st = self->state;
+  traffic_message answer{query.epoch, {}};
+  for (auto& entry : st.traffic->snapshot())
+    answer.peers.push_back(std::move(entry.traffic));
+  self->send(st.scheduler, send_atom::value, wire_message{std::move(answer)});
+}
+
+// Link `link` ended (`why`; empty: normally). Links report this before they fail anything,
+// so a loss is seen here before whatever it makes fail (a compute whose push failed).
+void on_link_lost(member_actor self, const caf::actor_addr& link, const caf::error& why) {
+  auto& st = self->state;
+  if (st.outcome) {
+    st.closing.erase(std::remove(st.closing.begin(), st.closing.end(), link), st.closing.end());
+    return answer(self);
+  }
+  if (st.worker_links.count(link))
+    return on_worker_link_down(self, link, why);
+  const bool scheduler = st.scheduler && link == st.scheduler.address();
+  std::size_t server = st.server_links.size();
+  for (std::size_t n = 0; n < st.server_links.size(); ++n)
+    if (st.server_links[n] && link == st.server_links[n].address())
+      server = n;
+  if (!scheduler && server == st.server_links.size())
+    return;  // a link this node no longer uses (or a refused peer's)
+  // Once the scheduler has said the run is over, whatever ends next is the end it announced.
+  if (st.told && st.told->finished)
+    return finish(self, caf::error{});
+  if (scheduler) {
+    st.scheduler = caf::actor{};
+    return fail(self, errc::peer_down, "lost the scheduler at " + clock_time_now() + ": "
+                                         + (st.told ? st.told->reason : reason_text(self->system(), why)));
+  }
+  st.server_links[server] = caf::actor{};
+  finish(self, make_error(errc::peer_down, "lost " + st.plan.nodes[server].name + " at " + clock_time_now() + ": "
+                                             + reason_text(self->system(), why)),
+         static_cast<std::int32_t>(server));
+}
+
+void on_down(member_actor self, const caf::down_msg& down) {
   auto& st = self->state;
   if (st.outcome) {
     st.closing.erase(std::remove(st.closing.begin(), st.closing.end(), down.source), st.closing.end());
@@ -335,32 +369,21 @@ void on_down(member_actor* self, const caf::down_msg& down) {
   }
   if (st.listener && down.source == st.listener.address())
     return fail(self, errc::peer_down, "the listener for workers ended: " + reason_text(self->system(), down.reason));
-  // Once the scheduler has said the run is over, whatever ends next (its link, the computes
-  // that reported through it) is the end it announced.
   if (st.told && st.told->finished)
     return finish(self, caf::error{});
-  if (down.source == st.scheduler.address()) {
-    st.scheduler = caf::actor{};
-    return fail(self, errc::peer_down, "lost the scheduler at " + clock_time_now() + ": "
-                                         + (st.told ? st.told->reason : reason_text(self->system(), down.reason)));
-  }
-  for (std::size_t n = 0; n < st.server_links.size(); ++n)
-    if (st.server_links[n] && down.source == st.server_links[n].address()) {
-      st.server_links[n] = caf::actor{};
-      return fail(self, errc::peer_down, "lost " + st.plan.nodes[n].name + " at " + clock_time_now() + ": "
-                                           + reason_text(self->system(), down.reason));
-    }
-  // An actor of the part that ends is often the echo of a lost link (a compute whose metrics
-  // sink, the scheduler link, closed): the link's own down names the cause, so it gets a moment
-  // to arrive first.
+  // An actor of the part ended. When a lost link made it fail, that loss reached this actor
+  // first (on_link_lost) and ended the node already.
   for (auto& [actor, name] : st.part.spawned)
     if (down.source == actor.address())
-      self->delayed_send(self, std::chrono::milliseconds(300), part_down_atom::value,
-                         name + " terminated: " + reason_text(self->system(), down.reason));
+      return fail(self, errc::internal, name + " terminated: " + reason_text(self->system(), down.reason));
+  // A link that ended without saying so (killed): its down is the loss.
+  on_link_lost(self, down.source, down.reason);
 }
 
-caf::behavior member(member_actor* self, cluster_node_options options, std::shared_ptr<shard_directory> shards,
-                     std::shared_ptr<compute_directory> computes, std::shared_ptr<traffic_registry> traffic) {
+member_node_actor::behavior_type member(member_actor self, cluster_node_options options,
+                                        std::shared_ptr<shard_directory> shards,
+                                        std::shared_ptr<compute_directory> computes,
+                                        std::shared_ptr<traffic_registry> traffic) {
   auto& st = self->state;
   st.traffic = std::move(traffic);
   st.options.emplace(std::move(options));
@@ -368,12 +391,25 @@ caf::behavior member(member_actor* self, cluster_node_options options, std::shar
   st.own_computes = std::move(computes);
   st.label = std::string(to_string(st.options->role)) + " (pid " + std::to_string(::getpid()) + ")";
   self->set_down_handler([=](caf::down_msg& down) { on_down(self, down); });
-
+  self->set_default_handler([=](caf::scheduled_actor*, caf::message_view& x) -> caf::result<caf::message> {
+    log_node_line(*self->state.options, self->state.label + ": ignored a message outside the node-control protocol: "
+                                          + caf::to_string(x.content()));
+    return caf::none;
+  });
+  // Only the scheduler's link may assign or query: a server's links from workers reach this
+  // actor too (for their losses).
+  auto from_scheduler = [=](const caf::actor& link, const char* what) {
+    if (self->state.scheduler && link == self->state.scheduler)
+      return true;
+    log_node_line(*self->state.options, self->state.label + ": ignored a " + what + " from a link other than the scheduler's");
+    return false;
+  };
   return {
-    [=](run_atom) {
-      self->state.promise = self->make_response_promise();
+    [=](run_atom) -> caf::result<bool> {
+      self->state.promise = self->make_response_promise<bool>();
+      auto promise = self->state.promise;
       answer(self);
-      return self->state.promise;
+      return promise;
     },
     [=](scheduler_link_atom, caf::actor& link) {
       auto& st = self->state;
@@ -386,18 +422,28 @@ caf::behavior member(member_actor* self, cluster_node_options options, std::shar
       // The scheduler assigns once everyone joined, within its own join timeout.
       self->delayed_send(self, st.options->join_timeout * 2 + std::chrono::seconds(5), assignment_deadline_atom::value);
     },
-    [=](wire_atom, caf::actor&, wire_message& message) { on_scheduler_message(self, message); },
-    [=](part_down_atom, const std::string& why) { fail(self, errc::internal, why); },
+    [=](assignment_atom, caf::actor& link, assignment_message& a) {
+      if (!self->state.outcome && from_scheduler(link, "assignment"))
+        on_assignment(self, a);
+    },
+    [=](traffic_query_atom, caf::actor& link, traffic_query_message& query) {
+      if (!self->state.outcome && from_scheduler(link, "traffic query"))
+        on_traffic_query(self, query);
+    },
+    [=](goodbye_atom, caf::actor& link, shutdown_message& end) {
+      // The scheduler's says how the run ends; the link's end follows (on_link_lost). A
+      // server's or worker's goodbye is followed by its link's end, which names it.
+      if (self->state.scheduler && link == self->state.scheduler)
+        self->state.told = end;
+    },
+    [=](link_up_atom, caf::actor& link, const std::string&) {
+      if (self->state.options->role == node_role::server && !self->state.outcome && link != self->state.scheduler)
+        self->state.worker_links[link.address()] = self->state.traffic->peer_of(link.address());
+    },
+    [=](link_lost_atom, caf::actor& link, caf::error& why) { on_link_lost(self, link.address(), why); },
     [=](grace_over_atom) { answer(self, true); },
-    [=](link_up_atom, const std::string&) {
-      const auto link = caf::actor_cast<caf::actor_addr>(self->current_sender());
-      self->state.worker_links[link] = self->state.traffic->peer_of(link);
-    },
-    [=](link_down_atom, const std::string&, const caf::error& why) {
-      on_worker_link_down(self, caf::actor_cast<caf::actor_addr>(self->current_sender()), why);
-    },
     [=](assignment_deadline_atom) {
-      if (!self->state.assigned)
+      if (self->state.at == member_phase::joining)
         fail(self, errc::timeout, "no assignment from the scheduler in time");
     },
   };
@@ -405,13 +451,22 @@ caf::behavior member(member_actor* self, cluster_node_options options, std::shar
 
 } // namespace
 
+member_node_actor spawn_member_node(caf::actor_system& system, const cluster_node_options& options,
+                                    std::shared_ptr<shard_directory> shards,
+                                    std::shared_ptr<compute_directory> computes,
+                                    std::shared_ptr<traffic_registry> traffic, bool detached) {
+  if (!detached)
+    return system.spawn(member, options, std::move(shards), std::move(computes), std::move(traffic));
+  return system.spawn<caf::detached>(member, options, std::move(shards), std::move(computes), std::move(traffic));
+}
+
 void run_member(caf::actor_system& system, const cluster_node_options& options) {
   if (options.role == node_role::scheduler)
     throw std::invalid_argument("run_member runs a server or a worker");
   auto shards = std::make_shared<shard_directory>();
   auto computes = std::make_shared<compute_directory>();
   auto traffic = std::make_shared<traffic_registry>();
-  auto node = system.spawn<caf::detached>(member, options, shards, computes, traffic);
+  auto node = spawn_member_node(system, options, shards, computes, traffic);
   caf::scoped_actor blocking{system};
   auto stop = [&] {
     blocking->send_exit(node, caf::exit_reason::user_shutdown);
@@ -420,7 +475,7 @@ void run_member(caf::actor_system& system, const cluster_node_options& options) 
   // Reach the scheduler, retrying: it may not listen yet.
   auto link = link_options_of(options, std::string(to_string(options.role)) + " (pid "
                                          + std::to_string(::getpid()) + ")", traffic);
-  link.handler = node;
+  link.member_node = node;
   link.local_shards = shards;
   link.local_computes = computes;
   const auto where = options.scheduler_host + ":" + std::to_string(options.scheduler_port);

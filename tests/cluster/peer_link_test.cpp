@@ -372,39 +372,59 @@ TEST_CASE("a peer that accepts and then stays silent is dropped after the connec
 
 namespace {
 
-// Collects node-level messages a link hands over, and answers a join with an assignment.
-caf::behavior node_handler(caf::event_based_actor* self, caf::actor observer) {
+// The scheduler's side of the node-control protocol: passes every message on to `observer`,
+// and answers a join with an assignment when `assign`.
+scheduler_inbox::behavior_type scheduler_side(scheduler_inbox::pointer self, caf::actor observer, bool assign) {
   return {
-    [=](wire_atom, caf::actor link, wire_message& message) {
-      if (std::holds_alternative<join_message>(message)) {
-        assignment_message a;
-        a.rank = 7;
-        a.facts = data_facts{{1, 28, 28}, 10, 100, 10};
-        self->send(link, send_atom::value, wire_message{a});
-      }
-      self->send(observer, wire_atom::value, link, std::move(message));
+    [=](join_atom, caf::actor link, join_message& join) {
+      if (!assign)
+        return self->send(observer, join_atom::value, link, std::move(join));
+      assignment_message a;
+      a.rank = 7;
+      a.facts = data_facts{{1, 28, 28}, 10, 100, 10};
+      self->send(link, send_atom::value, wire_message{a});
+      self->send(observer, join_atom::value, link, std::move(join));
     },
+    [=](ready_atom, caf::actor link, ready_message& m) { self->send(observer, ready_atom::value, link, m); },
+    [=](traffic_atom, caf::actor link, traffic_message& m) { self->send(observer, traffic_atom::value, link, m); },
+    [=](goodbye_atom, caf::actor link, shutdown_message& m) { self->send(observer, goodbye_atom::value, link, m); },
+    [=](link_lost_atom, caf::actor link, caf::error& e) { self->send(observer, link_lost_atom::value, link, e); },
+  };
+}
+
+// A member's side: passes every message on to `observer`.
+member_inbox::behavior_type member_side(member_inbox::pointer self, caf::actor observer) {
+  return {
+    [=](assignment_atom, caf::actor link, assignment_message& m) {
+      self->send(observer, assignment_atom::value, link, std::move(m));
+    },
+    [=](traffic_query_atom, caf::actor link, traffic_query_message& m) {
+      self->send(observer, traffic_query_atom::value, link, m);
+    },
+    [=](goodbye_atom, caf::actor link, shutdown_message& m) { self->send(observer, goodbye_atom::value, link, m); },
+    [=](link_up_atom, caf::actor link, std::string& peer) { self->send(observer, link_up_atom::value, link, peer); },
+    [=](link_lost_atom, caf::actor link, caf::error& e) { self->send(observer, link_lost_atom::value, link, e); },
   };
 }
 
 } // namespace
 
-TEST_CASE("node-level messages pass through links to the node's handler", "[cluster][link]") {
+TEST_CASE("node-level messages pass through links to the node, typed", "[cluster][link]") {
   log_lines log;
   local_node_config config = network_config();
   caf::actor_system system{config};
   caf::scoped_actor self{system};
-  auto scheduler_side = system.spawn(node_handler, caf::actor_cast<caf::actor>(self));
+  auto scheduler_node = system.spawn(scheduler_side, caf::actor_cast<caf::actor>(self), true);
   auto options = options_for(node_role::scheduler, "scheduler");
-  options.handler = scheduler_side;
+  options.scheduler_node = scheduler_node;
   options.log = log.sink();
   auto listener = spawn_listener(system, "127.0.0.1", 0, options);
   REQUIRE(listener);
   const auto port = port_of(self, *listener);
 
-  auto worker_side = system.spawn(node_handler, caf::actor_cast<caf::actor>(self));
+  auto worker_node = system.spawn(member_side, caf::actor_cast<caf::actor>(self));
   auto worker_options = options_for(node_role::worker, "worker 0");
-  worker_options.handler = worker_side;
+  worker_options.member_node = worker_node;
   worker_options.log = log.sink();
   auto link = connect_link(system, "127.0.0.1", port, worker_options);
   REQUIRE(link);
@@ -412,23 +432,21 @@ TEST_CASE("node-level messages pass through links to the node's handler", "[clus
   self->send(*link, send_atom::value, wire_message{join_message{node_role::worker, "", 0, 99}});
 
   bool joined = false, assigned = false;
-  for (int i = 0; i < 2; ++i)
-    self->receive(
-      [&](wire_atom, caf::actor, wire_message& m) {
-        if (auto* j = std::get_if<join_message>(&m))
-          joined = j->pid == 99;
-        if (auto* a = std::get_if<assignment_message>(&m))
-          assigned = a->rank == 7 && a->facts.classes == 10;
-      },
-      caf::after(10s) >> [] {});
+  for (int i = 0; i < 3 && !(joined && assigned); ++i)
+    self->receive([&](join_atom, caf::actor, join_message& j) { joined = j.pid == 99; },
+                  [&](assignment_atom, caf::actor, assignment_message& a) {
+                    assigned = a.rank == 7 && a.facts.classes == 10;
+                  },
+                  [&](link_up_atom, caf::actor, std::string&) {}, caf::after(10s) >> [] {});
   CHECK(joined);
   CHECK(assigned);
-  for (auto& a : {scheduler_side, worker_side, *listener, *link})
+  for (auto& a : {caf::actor_cast<caf::actor>(scheduler_node), caf::actor_cast<caf::actor>(worker_node),
+                  *listener, *link})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 
-TEST_CASE("a link without a handler refuses node-level messages, and shards may be served later", "[cluster][link]") {
-  server_node server;  // serves shard 0 only, and has no handler
+TEST_CASE("a link without a node refuses node-level messages, and shards may be served later", "[cluster][link]") {
+  server_node server;  // serves shard 0 only, and has no node
   worker_node worker(server.port);
   caf::scoped_actor self{worker.system};
   // Shard 1 is not served yet: a failure; once the directory has it, it answers.
@@ -473,7 +491,8 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
   caf::scoped_actor self{system};
   // The scheduler listens; what reaches it through a link goes to the test (handler, metrics).
   auto options = options_for(node_role::scheduler, "scheduler");
-  options.handler = caf::actor_cast<caf::actor>(self);
+  auto scheduler_node = system.spawn(scheduler_side, caf::actor_cast<caf::actor>(self), false);
+  options.scheduler_node = scheduler_node;
   options.metrics = caf::actor_cast<metrics_sink_actor>(self);
   options.log = log.sink();
   auto listener = spawn_listener(system, "127.0.0.1", 0, options);
@@ -490,7 +509,7 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
   computes->set(2, compute);
   self->send(*worker_link, send_atom::value, wire_message{join_message{node_role::worker, "", 0, 1}});
   caf::actor scheduler_link;
-  self->receive([&](wire_atom, caf::actor link, wire_message&) { scheduler_link = link; },
+  self->receive([&](join_atom, caf::actor link, join_message&) { scheduler_link = link; },
                 caf::after(10s) >> [] {});
   REQUIRE(scheduler_link);
 
@@ -527,7 +546,8 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
   CHECK_THAT(error_text(err), Catch::Contains("worker 1 holds no compute 7"));
 
   for (auto& a : {caf::actor_cast<caf::actor>(remote), caf::actor_cast<caf::actor>(missing),
-                  caf::actor_cast<caf::actor>(compute), *listener, *worker_link})
+                  caf::actor_cast<caf::actor>(compute), caf::actor_cast<caf::actor>(scheduler_node), *listener,
+                  *worker_link})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 

@@ -89,7 +89,7 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
   if (reason) {
     log_node_line(*st.options, st.label + ": " + reason_text(self->system(), reason));
     if (st.scheduler) {
-      self->send(st.scheduler, send_atom::value,
+      caf::anon_send(st.scheduler, send_atom::value,
                  wire_message{shutdown_message{reason_text(self->system(), reason), false, lost_node}});
       st.closing.push_back(st.scheduler.address());
     }
@@ -101,7 +101,7 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
   const shutdown_message end{reason ? reason_text(self->system(), reason) : "the run finished", !reason};
   for (auto& link : st.server_links)
     if (link) {
-      self->send(link, send_atom::value, wire_message{end});
+      caf::anon_send(link, send_atom::value, wire_message{end});
       st.closing.push_back(link.address());
     }
   if (st.listener)
@@ -171,7 +171,7 @@ bool take_assignment(member_actor self, const assignment_message& a) {
   link.plan_hash = st.plan.hash;
   link.keys = wire_keys_of(st.plan);
   // The scheduler pulls the final weights over this link: check them against the plan too.
-  self->send(st.scheduler, plan_atom::value, st.plan.hash, link.keys);
+  caf::anon_send(st.scheduler, plan_atom::value, st.plan.hash, link.keys);
   if (options.role == node_role::worker)
     connect_servers(self, a, link);
   const auto spec = model_of(job, a.facts);
@@ -293,7 +293,7 @@ void say_ready(member_actor self, std::uint32_t node, std::uint16_t port) {
   if (st.at != member_phase::starting)
     return;  // ended while its listener started
   st.at = member_phase::running;
-  self->send(st.scheduler, send_atom::value, wire_message{ready_message{node, port}});
+  caf::anon_send(st.scheduler, send_atom::value, wire_message{ready_message{node, port}});
 }
 
 // The scheduler's assignment: spawn this node's part, then say ready (a server once its
@@ -327,7 +327,7 @@ void on_traffic_query(member_actor self, const traffic_query_message& query) {
   traffic_message answer{query.epoch, {}};
   for (auto& entry : st.traffic->snapshot())
     answer.peers.push_back(std::move(entry.traffic));
-  self->send(st.scheduler, send_atom::value, wire_message{std::move(answer)});
+  caf::anon_send(st.scheduler, send_atom::value, wire_message{std::move(answer)});
 }
 
 // Link `link` ended (`why`; empty: normally). Links report this before they fail anything,
@@ -401,7 +401,7 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
   auto from_scheduler = [=](const caf::actor& link, const char* what) {
     if (self->state.scheduler && link == self->state.scheduler)
       return true;
-    log_node_line(*self->state.options, self->state.label + ": ignored a " + what + " from a link other than the scheduler's");
+    log_node_line(*self->state.options, self->state.label + ": ignored " + what + " from a link other than the scheduler's");
     return false;
   };
   return {
@@ -418,16 +418,16 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
       join_message join{st.options->role, advertised_host(*st.options), 0, static_cast<std::uint32_t>(::getpid()),
                         st.options->rank,
                         st.options->own_job ? job_hash_without_counts(*st.options->own_job) : 0};
-      self->send(link, send_atom::value, wire_message{join});
+      caf::anon_send(link, send_atom::value, wire_message{join});
       // The scheduler assigns once everyone joined, within its own join timeout.
       self->delayed_send(self, st.options->join_timeout * 2 + std::chrono::seconds(5), assignment_deadline_atom::value);
     },
     [=](assignment_atom, caf::actor& link, assignment_message& a) {
-      if (!self->state.outcome && from_scheduler(link, "assignment"))
+      if (!self->state.outcome && from_scheduler(link, "an assignment"))
         on_assignment(self, a);
     },
     [=](traffic_query_atom, caf::actor& link, traffic_query_message& query) {
-      if (!self->state.outcome && from_scheduler(link, "traffic query"))
+      if (!self->state.outcome && from_scheduler(link, "a traffic query"))
         on_traffic_query(self, query);
     },
     [=](goodbye_atom, caf::actor& link, shutdown_message& end) {

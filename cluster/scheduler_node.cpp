@@ -92,7 +92,7 @@ void end_run(scheduler_actor self, caf::expected<training_result> outcome) {
   // worker that has not heard the end yet. The servers follow once the workers are gone.
   for (auto& m : st.members)
     if (!m.gone && (!end.finished || m.role == node_role::worker))
-      self->send(m.link, send_atom::value, wire_message{end});
+      caf::anon_send(m.link, send_atom::value, wire_message{end});
   st.servers_told = !end.finished;
   if (st.session)
     self->send_exit(st.session, caf::exit_reason::user_shutdown);
@@ -112,7 +112,7 @@ void answer_if_done(scheduler_actor self, bool grace_over) {
     st.servers_told = true;
     for (auto& m : st.members)
       if (!m.gone && m.role == node_role::server)
-        self->send(m.link, send_atom::value, wire_message{shutdown_message{"the run finished", true}});
+        caf::anon_send(m.link, send_atom::value, wire_message{shutdown_message{"the run finished", true}});
     if (grace_over)  // the servers get a grace of their own
       return (void) self->delayed_send(self, goodbye_grace, grace_over_atom::value);
   }
@@ -223,7 +223,7 @@ void assign(scheduler_actor self, node_role role) {
     a.plan_hash = st.plan.hash;
     a.facts = st.facts;
     a.servers = servers;
-    self->send(m.link, send_atom::value, wire_message{std::move(a)});
+    caf::anon_send(m.link, send_atom::value, wire_message{std::move(a)});
   }
 }
 
@@ -232,7 +232,7 @@ void on_join(scheduler_actor self, const caf::actor& link, const join_message& j
   auto refuse = [&](const std::string& why) {
     log_node_line(*st.options, "scheduler: refused a " + std::string(to_string(join.role)) + " (pid "
                                  + std::to_string(join.pid) + " on " + join.host + "): " + why);
-    self->send(link, send_atom::value, wire_message{shutdown_message{"refused by the scheduler: " + why, false}});
+    caf::anon_send(link, send_atom::value, wire_message{shutdown_message{"refused by the scheduler: " + why, false}});
   };
   if (join.role == node_role::scheduler)
     return refuse("a scheduler cannot join another scheduler");

@@ -51,7 +51,7 @@ void on_phase_report(scheduler_actor self, const phase_report& r) {
   st.traffic_answers.clear();
   for (auto& m : st.members)
     if (!m.gone)
-      self->send(m.link, send_atom::value, wire_message{traffic_query_message{r.epoch}});
+      caf::anon_send(m.link, send_atom::value, wire_message{traffic_query_message{r.epoch}});
   self->delayed_send(self, st.options->request_timeout, traffic_due_atom::value, r.epoch);
 }
 

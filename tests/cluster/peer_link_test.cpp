@@ -378,17 +378,17 @@ scheduler_inbox::behavior_type scheduler_side(scheduler_inbox::pointer self, caf
   return {
     [=](join_atom, caf::actor link, join_message& join) {
       if (!assign)
-        return self->send(observer, join_atom::value, link, std::move(join));
+        return caf::anon_send(observer, join_atom::value, link, std::move(join));
       assignment_message a;
       a.rank = 7;
       a.facts = data_facts{{1, 28, 28}, 10, 100, 10};
-      self->send(link, send_atom::value, wire_message{a});
-      self->send(observer, join_atom::value, link, std::move(join));
+      caf::anon_send(link, send_atom::value, wire_message{a});
+      caf::anon_send(observer, join_atom::value, link, std::move(join));
     },
-    [=](ready_atom, caf::actor link, ready_message& m) { self->send(observer, ready_atom::value, link, m); },
-    [=](traffic_atom, caf::actor link, traffic_message& m) { self->send(observer, traffic_atom::value, link, m); },
-    [=](goodbye_atom, caf::actor link, shutdown_message& m) { self->send(observer, goodbye_atom::value, link, m); },
-    [=](link_lost_atom, caf::actor link, caf::error& e) { self->send(observer, link_lost_atom::value, link, e); },
+    [=](ready_atom, caf::actor link, ready_message& m) { caf::anon_send(observer, ready_atom::value, link, m); },
+    [=](traffic_atom, caf::actor link, traffic_message& m) { caf::anon_send(observer, traffic_atom::value, link, m); },
+    [=](goodbye_atom, caf::actor link, shutdown_message& m) { caf::anon_send(observer, goodbye_atom::value, link, m); },
+    [=](link_lost_atom, caf::actor link, caf::error& e) { caf::anon_send(observer, link_lost_atom::value, link, e); },
   };
 }
 
@@ -396,14 +396,14 @@ scheduler_inbox::behavior_type scheduler_side(scheduler_inbox::pointer self, caf
 member_inbox::behavior_type member_side(member_inbox::pointer self, caf::actor observer) {
   return {
     [=](assignment_atom, caf::actor link, assignment_message& m) {
-      self->send(observer, assignment_atom::value, link, std::move(m));
+      caf::anon_send(observer, assignment_atom::value, link, std::move(m));
     },
     [=](traffic_query_atom, caf::actor link, traffic_query_message& m) {
-      self->send(observer, traffic_query_atom::value, link, m);
+      caf::anon_send(observer, traffic_query_atom::value, link, m);
     },
-    [=](goodbye_atom, caf::actor link, shutdown_message& m) { self->send(observer, goodbye_atom::value, link, m); },
-    [=](link_up_atom, caf::actor link, std::string& peer) { self->send(observer, link_up_atom::value, link, peer); },
-    [=](link_lost_atom, caf::actor link, caf::error& e) { self->send(observer, link_lost_atom::value, link, e); },
+    [=](goodbye_atom, caf::actor link, shutdown_message& m) { caf::anon_send(observer, goodbye_atom::value, link, m); },
+    [=](link_up_atom, caf::actor link, std::string& peer) { caf::anon_send(observer, link_up_atom::value, link, peer); },
+    [=](link_lost_atom, caf::actor link, caf::error& e) { caf::anon_send(observer, link_lost_atom::value, link, e); },
   };
 }
 
@@ -566,4 +566,78 @@ TEST_CASE("a request the encoder refuses fails alone, also when made before admi
   CHECK_THAT(error_text(answer.error()), Catch::Contains("lists 2 keys and 1 tensors"));
   // The link is still up and serving.
   CHECK(ask(self, worker.remote, caf::make_message(pull_atom::value)));
+}
+
+namespace {
+
+using go_atom = caf::atom_constant<caf::atom("testgo")>;
+using recording_node = member_inbox::extend<caf::reacts_to<go_atom, caf::actor>>;
+
+// A member node that, told its link, asks it for shard 0's weights, and records in order what
+// it hears: the link's loss and the request's failure; tells `observer` once it has both.
+recording_node::behavior_type recording_member(recording_node::pointer self, caf::actor observer,
+                                               std::shared_ptr<std::vector<std::string>> heard) {
+  auto done = [=] {
+    if (heard->size() == 2)
+      caf::anon_send(observer, std::string("heard both"));
+  };
+  return {
+    [=](go_atom, caf::actor link) {
+      self->request(link, std::chrono::seconds(30), pull_atom::value, std::uint32_t{0})
+        .then([=](weight_set&) { heard->push_back("weights"), done(); },
+              [=](caf::error& err) { heard->push_back("failed: " + error_text(err)), done(); });
+      caf::anon_send(observer, go_atom::value, link);  // the request is in the link's mailbox
+    },
+    [=](assignment_atom, caf::actor, assignment_message&) {},
+    [=](traffic_query_atom, caf::actor, traffic_query_message&) {},
+    [=](goodbye_atom, caf::actor, shutdown_message&) {},
+    [=](link_up_atom, caf::actor, std::string&) {},
+    [=](link_lost_atom, caf::actor, caf::error& why) { heard->push_back("lost: " + error_text(why)), done(); },
+  };
+}
+
+} // namespace
+
+TEST_CASE("a link tells its node it is lost before it fails the requests waiting on it", "[cluster][link]") {
+  // A peer that accepts and closes at once: the request made meanwhile is waiting on the link.
+  int server = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(server >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(server, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  REQUIRE(::listen(server, 4) == 0);
+  socklen_t length = sizeof address;
+  REQUIRE(::getsockname(server, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+
+  log_lines log;
+  local_node_config config = network_config();
+  caf::actor_system system{config};
+  caf::scoped_actor self{system};
+  auto heard = std::make_shared<std::vector<std::string>>();
+  auto node = system.spawn(recording_member, caf::actor_cast<caf::actor>(self), heard);
+  auto options = options_for(node_role::worker, "worker 0");
+  options.member_node = node;
+  options.log = log.sink();
+  auto link = connect_link(system, "127.0.0.1", ntohs(address.sin_port), options);
+  REQUIRE(link);
+  self->send(node, go_atom::value, *link);
+  bool requested = false;
+  self->receive([&](go_atom, caf::actor&) { requested = true; }, caf::after(30s) >> [] {});
+  REQUIRE(requested);
+  // The link takes its mailbox in order: once it answers this, the pull waits on it.
+  bool counted = false;
+  self->request(*link, 10s, stats_atom::value).receive([&](link_traffic&) { counted = true; }, [](caf::error&) {});
+  REQUIRE(counted);
+  const int accepted = ::accept(server, nullptr, nullptr);
+  REQUIRE(accepted >= 0);
+  ::close(accepted);
+  bool both = false;
+  self->receive([&](std::string&) { both = true; }, caf::after(30s) >> [] {});
+  REQUIRE(both);
+  REQUIRE(heard->size() == 2);
+  CHECK_THAT((*heard)[0], Catch::StartsWith("lost: "));
+  CHECK_THAT((*heard)[1], Catch::StartsWith("failed: "));
+  self->send_exit(node, caf::exit_reason::user_shutdown);
+  ::close(server);
 }

@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <thread>
 #include <unistd.h>
 
 #include <caf/all.hpp>
@@ -53,7 +52,9 @@ struct member_state {
   node_part part;
   placement_plan plan;
   int part_node = -1;  // this node's index in the plan, once assigned
-  member_phase at = member_phase::joining;
+  member_phase at = member_phase::connecting;
+  caf::error unreachable;  // why the last try to reach the scheduler failed (connecting)
+  bool retrying = false;   // said so once
   std::optional<shutdown_message> told;  // the scheduler's shutdown, once it came
   caf::typed_response_promise<bool> promise;
   std::optional<caf::error> outcome;     // none: running; an empty error: finished
@@ -380,6 +381,53 @@ void on_down(member_actor self, const caf::down_msg& down) {
   on_link_lost(self, down.source, down.reason);
 }
 
+// How often a node tries again to reach a scheduler that does not listen yet (a node may start
+// before its scheduler): a retry period, not an ordering of events.
+constexpr auto connect_retry = std::chrono::milliseconds(200);
+
+std::string scheduler_address(const cluster_node_options& o) {
+  return o.scheduler_host + ":" + std::to_string(o.scheduler_port);
+}
+
+// Joins over the link to the scheduler.
+void join_over(member_actor self, const caf::actor& link) {
+  auto& st = self->state;
+  if (st.at != member_phase::connecting)
+    return;
+  st.at = member_phase::joining;
+  st.scheduler = link;
+  self->monitor(link);
+  join_message join{st.options->role, advertised_host(*st.options), 0, static_cast<std::uint32_t>(::getpid()),
+                    st.options->rank, st.options->own_job ? job_hash_without_counts(*st.options->own_job) : 0};
+  caf::anon_send(link, send_atom::value, wire_message{join});
+  // The scheduler assigns once everyone joined, within its own join timeout.
+  self->delayed_send(self, st.options->join_timeout * 2 + std::chrono::seconds(5), assignment_deadline_atom::value);
+}
+
+// One try to reach the scheduler (blocks while connecting: the node's actor runs on a thread of
+// its own); until the join timeout, a failed try is tried again.
+void try_to_connect(member_actor self) {
+  auto& st = self->state;
+  if (st.at != member_phase::connecting)
+    return;
+  if (!st.unreachable && !st.retrying)  // the first try starts the join timeout
+    self->delayed_send(self, st.options->join_timeout, connect_deadline_atom::value);
+  auto link = link_options_of(*st.options, std::string(to_string(st.options->role)) + " (pid "
+                                             + std::to_string(::getpid()) + ")", st.traffic);
+  link.member_node = self;
+  link.local_shards = st.own_shards;
+  link.local_computes = st.own_computes;
+  auto connected = connect_link(self->system(), st.options->scheduler_host, st.options->scheduler_port, link);
+  if (connected)
+    return join_over(self, *connected);
+  st.unreachable = std::move(connected.error());
+  if (!st.retrying)
+    log_node_line(*st.options, std::string(to_string(st.options->role)) + ": no scheduler at "
+                                 + scheduler_address(*st.options) + " yet; retrying until the join timeout");
+  st.retrying = true;
+  self->delayed_send(self, connect_retry, connect_atom::value);
+}
+
 member_node_actor::behavior_type member(member_actor self, cluster_node_options options,
                                         std::shared_ptr<shard_directory> shards,
                                         std::shared_ptr<compute_directory> computes,
@@ -411,16 +459,18 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
       answer(self);
       return promise;
     },
-    [=](scheduler_link_atom, caf::actor& link) {
+    [=](scheduler_link_atom, caf::actor& link) { join_over(self, link); },
+    [=](connect_atom) { try_to_connect(self); },
+    [=](connect_deadline_atom) {
       auto& st = self->state;
-      st.scheduler = link;
-      self->monitor(link);
-      join_message join{st.options->role, advertised_host(*st.options), 0, static_cast<std::uint32_t>(::getpid()),
-                        st.options->rank,
-                        st.options->own_job ? job_hash_without_counts(*st.options->own_job) : 0};
-      caf::anon_send(link, send_atom::value, wire_message{join});
-      // The scheduler assigns once everyone joined, within its own join timeout.
-      self->delayed_send(self, st.options->join_timeout * 2 + std::chrono::seconds(5), assignment_deadline_atom::value);
+      if (st.at != member_phase::connecting)
+        return;
+      // The caller says it (run_member throws it): nothing else to tell anyone.
+      st.at = member_phase::ending;
+      st.outcome = make_error(errc::peer_down, "no scheduler at " + scheduler_address(*st.options) + " within "
+                                                 + std::to_string(st.options->join_timeout.count() / 1000)
+                                                 + " s (--join-timeout): " + error_text(st.unreachable));
+      answer(self);
     },
     [=](assignment_atom, caf::actor& link, assignment_message& a) {
       if (!self->state.outcome && from_scheduler(link, "an assignment"))
@@ -468,42 +518,13 @@ void run_member(caf::actor_system& system, const cluster_node_options& options) 
   auto traffic = std::make_shared<traffic_registry>();
   auto node = spawn_member_node(system, options, shards, computes, traffic);
   caf::scoped_actor blocking{system};
-  auto stop = [&] {
-    blocking->send_exit(node, caf::exit_reason::user_shutdown);
-    blocking->wait_for(node);
-  };
-  // Reach the scheduler, retrying: it may not listen yet.
-  auto link = link_options_of(options, std::string(to_string(options.role)) + " (pid "
-                                         + std::to_string(::getpid()) + ")", traffic);
-  link.member_node = node;
-  link.local_shards = shards;
-  link.local_computes = computes;
-  const auto where = options.scheduler_host + ":" + std::to_string(options.scheduler_port);
-  const auto give_up = std::chrono::steady_clock::now() + options.join_timeout;
-  bool said = false;
-  for (;;) {
-    auto connected = connect_link(system, options.scheduler_host, options.scheduler_port, link);
-    if (connected) {
-      blocking->send(node, scheduler_link_atom::value, *connected);
-      break;
-    }
-    if (std::chrono::steady_clock::now() >= give_up) {
-      stop();
-      throw troupe_error(errc::peer_down, "no scheduler at " + where + " within "
-                                            + std::to_string(options.join_timeout.count() / 1000)
-                                            + " s (--join-timeout): " + error_text(connected.error()));
-    }
-    if (!said)
-      log_node_line(options, std::string(to_string(options.role)) + ": no scheduler at " + where
-                               + " yet; retrying until the join timeout");
-    said = true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+  blocking->send(node, connect_atom::value);
   caf::error failure;
   const auto bound = options.join_timeout * 2 + std::chrono::hours(24 * 365);
   blocking->request(node, bound, run_atom::value)
     .receive([&](bool) {}, [&](caf::error& err) { failure = std::move(err); });
-  stop();
+  blocking->send_exit(node, caf::exit_reason::user_shutdown);
+  blocking->wait_for(node);
   if (failure)
     throw troupe_error(troupe_code(failure), error_text(failure));
 }

@@ -75,6 +75,7 @@ const char* to_string(scheduler_phase phase) {
 
 const char* to_string(member_phase phase) {
   switch (phase) {
+    case member_phase::connecting: return "connecting";
     case member_phase::joining: return "joining";
     case member_phase::starting: return "starting";
     case member_phase::running: return "running";

@@ -11,7 +11,11 @@
 #include <caf/test/dsl.hpp>
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <map>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <memory>
 #include <string>
 #include <vector>
@@ -629,6 +633,58 @@ CAF_TEST(member_gives_up_without_an_assignment) {
   lost(scheduler, "");
   CAF_CHECK(result->answered);
   CAF_CHECK(contains(result->error, "no assignment from the scheduler in time"));
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
+
+namespace {
+
+// A worker node that has yet to reach its scheduler, which does not listen (a port bound on
+// 127.0.0.1 without listening: connecting is refused at once).
+struct connecting_fixture : node_fixture {
+  member_node_actor node;
+  std::shared_ptr<outcome> result = std::make_shared<outcome>();
+  cluster_node_options options = node_options(node_role::worker, lines);
+  int closed_port_fd = -1;
+
+  connecting_fixture() {
+    closed_port_fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(closed_port_fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    socklen_t length = sizeof address;
+    ::getsockname(closed_port_fd, reinterpret_cast<sockaddr*>(&address), &length);
+    options.scheduler_port = ntohs(address.sin_port);
+    node = spawn_member_node(sys, options, std::make_shared<shard_directory>(), std::make_shared<compute_directory>(),
+                             std::make_shared<traffic_registry>(), false);
+    spawned.push_back(caf::actor_cast<caf::actor>(node));
+    caf::anon_send(node, connect_atom::value);
+    spawned.push_back(sys.spawn(host<bool>, caf::actor_cast<caf::actor>(node), result));
+    settle();
+  }
+  ~connecting_fixture() override { ::close(closed_port_fd); }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(member_connect_tests, connecting_fixture)
+
+// A node started before its scheduler tries again every retry period until the join timeout,
+// then gives up naming the address and the reason; no try blocks the node's timers.
+CAF_TEST(member_retries_until_the_join_timeout) {
+  const auto where = "127.0.0.1:" + std::to_string(options.scheduler_port);
+  CAF_CHECK(logged("worker: no scheduler at " + where + " yet; retrying until the join timeout"));
+  CAF_CHECK(!result->answered);
+  advance_time(options.join_timeout / 2);
+  settle();
+  CAF_CHECK(!result->answered);
+  CAF_CHECK_EQUAL(std::count_if(lines->begin(), lines->end(), [](auto& l) { return contains(l, "retrying"); }), 1);
+  advance_time(options.join_timeout / 2);
+  settle();
+  CAF_CHECK(result->answered);
+  CAF_CHECK(!result->ok);
+  CAF_CHECK(contains(result->error, "no scheduler at " + where + " within 120 s (--join-timeout)"));
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -78,6 +78,7 @@ const char* to_string(scheduler_phase phase);
 
 /// A server's or worker's states.
 enum class member_phase {
+  connecting,  ///< reaching its scheduler, retrying until the join timeout (it may not listen yet)
   joining,   ///< connected to the scheduler, joined, waiting for the assignment
   starting,  ///< spawning its part (a server: opening its listener)
   running,   ///< said ready; serves and trains until the scheduler ends the run

@@ -11,6 +11,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -640,4 +642,63 @@ TEST_CASE("a link tells its node it is lost before it fails the requests waiting
   CHECK_THAT((*heard)[1], Catch::StartsWith("failed: "));
   self->send_exit(node, caf::exit_reason::user_shutdown);
   ::close(server);
+}
+
+namespace {
+
+// A member node that counts what its link tells it besides link_up.
+member_inbox::behavior_type counting_member(member_inbox::pointer, std::shared_ptr<std::atomic<int>> told) {
+  return {
+    [=](assignment_atom, caf::actor, assignment_message&) { ++*told; },
+    [=](traffic_query_atom, caf::actor, traffic_query_message&) { ++*told; },
+    [=](goodbye_atom, caf::actor, shutdown_message&) { ++*told; },
+    [=](link_up_atom, caf::actor, std::string&) {},
+    [=](link_lost_atom, caf::actor, caf::error&) { ++*told; },
+  };
+}
+
+} // namespace
+
+TEST_CASE("a flood of heartbeats keeps no request alive past its deadline and never reaches the node",
+          "[cluster][link]") {
+  local_node_config config = network_config();
+  caf::actor_system system{config};
+  auto pending = std::make_shared<std::vector<caf::typed_response_promise<weight_set>>>();
+  push_target_actor stuck = system.spawn([pending](push_target_actor::pointer self) -> push_target_actor::behavior_type {
+    return {
+      [=](push_atom, gradient_push&) { pending->push_back(self->make_response_promise<weight_set>()); return pending->back(); },
+      [=](pull_atom) { pending->push_back(self->make_response_promise<weight_set>()); return pending->back(); },
+    };
+  });
+  // The server sends a heartbeat every millisecond it has sent nothing else.
+  log_lines log;
+  auto server_options = options_for(node_role::server, "server 0");
+  server_options.heartbeat_interval = 1ms;
+  server_options.local_shards->set(0, stuck);
+  server_options.log = log.sink();
+  auto listener = spawn_listener(system, "127.0.0.1", 0, server_options);
+  REQUIRE(listener);
+  caf::scoped_actor self{system};
+  const auto port = port_of(self, *listener);
+  auto told = std::make_shared<std::atomic<int>>(0);
+  auto node = system.spawn(counting_member, told);
+  auto options = options_for(node_role::worker, "worker 0", 300ms);
+  options.member_node = node;
+  options.log = log.sink();
+  auto link = connect_link(system, "127.0.0.1", port, options);
+  REQUIRE(link);
+  auto remote = spawn_remote_shard(system, *link, 0, 300ms);
+  for (int i = 0; i < 2; ++i) {  // the link stays up: the second request times out as the first
+    auto answer = ask(self, remote, caf::make_message(pull_atom::value));
+    REQUIRE_FALSE(answer);
+    CHECK(troupe_code(answer.error()) == errc::timeout);
+    CHECK_THAT(error_text(answer.error()), Catch::Contains("did not answer within 300 ms"));
+  }
+  link_traffic t;
+  self->request(*link, 10s, stats_atom::value).receive([&](link_traffic& x) { t = x; }, [](caf::error&) {});
+  CHECK(t.frames_in[wire_message(heartbeat_message{}).index()] > 10);
+  CHECK(told->load() == 0);  // heartbeats are the link's: the node heard nothing
+  for (auto& a : {caf::actor_cast<caf::actor>(remote), caf::actor_cast<caf::actor>(stuck),
+                  caf::actor_cast<caf::actor>(node), *listener, *link})
+    self->send_exit(a, caf::exit_reason::user_shutdown);
 }

@@ -23,6 +23,7 @@
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/cluster/job_transfer.hpp>
 #include <troupe/graph/placement.hpp>
+#include <troupe/graph/value_hash.hpp>
 
 #include "cluster/member_node.hpp"
 #include "cluster/scheduler_state.hpp"
@@ -685,6 +686,103 @@ CAF_TEST(member_retries_until_the_join_timeout) {
   CAF_CHECK(result->answered);
   CAF_CHECK(!result->ok);
   CAF_CHECK(contains(result->error, "no scheduler at " + where + " within 120 s (--join-timeout)"));
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
+
+namespace {
+
+// A server node given a real assignment: it spawns its shards and a listener (bound on
+// 127.0.0.1, accepting nobody) and says ready; its shards are in `shards`.
+struct server_member_fixture : node_fixture {
+  training_job job = cluster_job(1, 2);
+  placement_plan plan = plan_placement(job, facts);
+  member_node_actor node;
+  std::shared_ptr<shard_directory> shards = std::make_shared<shard_directory>();
+  std::shared_ptr<outcome> result = std::make_shared<outcome>();
+  cluster_node_options options = node_options(node_role::server, lines);
+  caf::actor scheduler;
+  sent_list to_scheduler;
+  std::uint32_t server_node = 0;
+
+  server_member_fixture() {
+    for (std::size_t n = 0; n < plan.nodes.size(); ++n)
+      if (plan.nodes[n].kind == node_kind::server)
+        server_node = static_cast<std::uint32_t>(n);
+    node = spawn_member_node(sys, options, shards, std::make_shared<compute_directory>(),
+                             std::make_shared<traffic_registry>(), false);
+    spawned.push_back(caf::actor_cast<caf::actor>(node));
+    spawned.push_back(sys.spawn(host<bool>, caf::actor_cast<caf::actor>(node), result));
+    scheduler = link(to_scheduler);
+    caf::anon_send(node, scheduler_link_atom::value, scheduler);
+    settle();
+    caf::anon_send(node, assignment_atom::value, scheduler, assignment());
+    settle();
+  }
+  ~server_member_fixture() override {
+    // A node that still runs ends as the scheduler ends a run: its part goes with it.
+    caf::anon_send(node, goodbye_atom::value, scheduler, shutdown_message{"the run finished", true, -1});
+    caf::anon_send(node, link_lost_atom::value, scheduler, caf::error{});
+    settle();
+  }
+  assignment_message assignment() const {
+    assignment_message a;
+    a.node = server_node;
+    a.job = job_bytes(job);
+    a.job_hash = job_hash(job);
+    a.plan_hash = plan.hash;
+    a.facts = facts;
+    return a;
+  }
+  void lost(const caf::actor& l, const std::string& why) {
+    caf::anon_send(node, link_lost_atom::value, l, why.empty() ? caf::error{} : make_error(errc::peer_down, why));
+    settle();
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(server_member_tests, server_member_fixture)
+
+CAF_TEST(member_server_says_ready_with_its_port) {
+  const auto* ready = last_of<ready_message>(to_scheduler);
+  CAF_REQUIRE(ready != nullptr);
+  CAF_CHECK_EQUAL(ready->node, server_node);
+  CAF_CHECK_NOT_EQUAL(ready->port, 0);
+  CAF_CHECK(shards->find(0) != nullptr);
+  CAF_CHECK(!result->answered);
+}
+
+CAF_TEST(member_assignment_twice_is_refused) {
+  caf::anon_send(node, assignment_atom::value, scheduler, assignment());
+  settle();
+  const auto* bye = last_of<shutdown_message>(to_scheduler);
+  CAF_REQUIRE(bye != nullptr);
+  CAF_CHECK(contains(bye->reason, "the scheduler sent an assignment twice"));
+}
+
+// The scheduler's link is lost, then an actor of the part ends (its echo): the node ends
+// naming the loss, and the later end changes nothing.
+CAF_TEST(member_part_down_after_a_lost_link_keeps_the_loss) {
+  lost(scheduler, "the connection to the scheduler closed");
+  caf::anon_send_exit(shards->find(0), caf::exit_reason::kill);
+  settle();
+  CAF_CHECK(result->answered);
+  CAF_CHECK(contains(result->error, "lost the scheduler at"));
+  CAF_CHECK(!contains(result->error, "terminated"));
+}
+
+// An actor of the part ends on its own: the node ends naming it, and tells the scheduler why.
+CAF_TEST(member_part_down_alone_names_the_actor) {
+  caf::anon_send_exit(shards->find(0), caf::exit_reason::kill);
+  settle();
+  const auto* bye = last_of<shutdown_message>(to_scheduler);
+  CAF_REQUIRE(bye != nullptr);
+  CAF_CHECK(contains(bye->reason, "terminated"));
+  CAF_CHECK_EQUAL(bye->lost_node, -1);
+  lost(scheduler, "");
+  CAF_CHECK(result->answered);
+  CAF_CHECK(contains(result->error, "terminated"));
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -702,3 +702,31 @@ TEST_CASE("a flood of heartbeats keeps no request alive past its deadline and ne
                   caf::actor_cast<caf::actor>(node), *listener, *link})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }
+
+TEST_CASE("a scheduler's link refuses a node-level message of a kind the scheduler does not take", "[cluster][link]") {
+  log_lines log;
+  local_node_config config = network_config();
+  caf::actor_system system{config};
+  caf::scoped_actor self{system};
+  auto scheduler_node = system.spawn(scheduler_side, caf::actor_cast<caf::actor>(self), false);
+  auto options = options_for(node_role::scheduler, "scheduler");
+  options.scheduler_node = scheduler_node;
+  options.log = log.sink();
+  auto listener = spawn_listener(system, "127.0.0.1", 0, options);
+  REQUIRE(listener);
+  const auto port = port_of(self, *listener);
+  auto worker_options = options_for(node_role::worker, "worker 0");
+  worker_options.log = log.sink();
+  auto link = connect_link(system, "127.0.0.1", port, worker_options);
+  REQUIRE(link);
+  // An assignment goes from the scheduler to its members, never the other way.
+  self->send(*link, send_atom::value, wire_message{assignment_message{}});
+  CHECK(log.eventually_contains("sent a assignment, which this node does not take"));
+  // The scheduler node heard of no assignment, only that the link ended, and why.
+  caf::error why;
+  self->receive([&](link_lost_atom, caf::actor&, caf::error& e) { why = e; }, caf::after(10s) >> [] {});
+  REQUIRE(why);
+  CHECK_THAT(error_text(why), Catch::Contains("which this node does not take"));
+  for (auto& a : {caf::actor_cast<caf::actor>(scheduler_node), *listener, *link})
+    self->send_exit(a, caf::exit_reason::user_shutdown);
+}

@@ -105,17 +105,9 @@ node_role role_of(const std::string& role) {
   return role == "scheduler" ? node_role::scheduler : role == "server" ? node_role::server : node_role::worker;
 }
 
-// Runs the node and ends the process. A node's process ends with its run, and it ends
-// with _Exit: after a lost peer, actors of CAF 0.17 that were waiting on it can keep
-// ~actor_system waiting for their threads forever (../docs/operations.md), and nothing is
-// left to flush by then: the scheduler has closed its metrics file, the streams are flushed
-// here.
-[[noreturn]] void end_process(int status) {
-  std::cout.flush();
-  std::cerr.flush();
-  std::_Exit(status);
-}
-
+// Runs the node; its exit status. The actor system ends normally: every actor of a node
+// ends with its run, also after a lost peer (a link fails what waits on it, and the fault
+// scenarios of tests/apps/cluster_run.py check that every surviving process exits).
 int run_node_process(train_command_line& cli, const cluster_node_options& options, const node_identity& place) {
   // Every node stops on Ctrl-C as `troupe train` does, saying where, with exit status 130:
   // the scheduler where the run was, a worker where its computes were (troupe launch passes
@@ -136,15 +128,15 @@ int run_node_process(train_command_line& cli, const cluster_node_options& option
                     + std::to_string(place.scheduler_port) + " (" + place.source + ")\n")
                 << std::flush;
       run_member(system, options);
-      end_process(0);
+      return 0;
     }
     cli.output.log = &std::cout;
     const auto result = run_scheduler(system, cli.job, options, cli.output);
     std::cout << weights_digest_line(result) << std::endl;
-    end_process(result.phases.empty() ? 1 : 0);
+    return result.phases.empty() ? 1 : 0;
   } catch (const std::exception& e) {
     std::cerr << ("troupe node: error: " + std::string(e.what()) + "\n") << std::flush;
-    end_process(1);
+    return 1;
   }
 }
 

@@ -142,6 +142,7 @@ struct body_writer {
     auto out = body.initShutdown();
     out.setReason(m.reason);
     out.setFinished(m.finished);
+    out.setLostNode(m.lost_node);
   }
   void operator()(const join_message& m) {
     check_text(m.host, join_message::max_host_bytes, "a join's host");

@@ -328,10 +328,12 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload, const 
     }
     case wire::Frame::Body::HEARTBEAT:
       return heartbeat_message{body.getHeartbeat().getSequence()};
-    case wire::Frame::Body::SHUTDOWN:
-      return shutdown_message{text_of(body.getShutdown().getReason(),
-                                      failure_message::max_text_bytes, "shutdown.reason"),
-                              body.getShutdown().getFinished()};
+    case wire::Frame::Body::SHUTDOWN: {
+      auto in = body.getShutdown();
+      require(in.getLostNode() >= -1, "shutdown.lostNode " + std::to_string(in.getLostNode()) + " is below -1");
+      return shutdown_message{text_of(in.getReason(), failure_message::max_text_bytes, "shutdown.reason"),
+                              in.getFinished(), in.getLostNode()};
+    }
     case wire::Frame::Body::JOIN:
       return read_join(body.getJoin());
     case wire::Frame::Body::ASSIGNMENT:

@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <thread>
 #include <unistd.h>
 
 #include <caf/all.hpp>
@@ -34,14 +33,13 @@
 #include <troupe/graph/zoo.hpp>
 #include <troupe/io/dataset.hpp>
 
+#include "member_node.hpp"
 #include "node_common.hpp"
 
 namespace troupe {
 
 namespace {
 
-using assignment_deadline_atom = caf::atom_constant<caf::atom("assigndead")>;
-using part_down_atom = caf::atom_constant<caf::atom("partdown")>;
 
 struct member_state {
   std::optional<cluster_node_options> options;
@@ -56,9 +54,11 @@ struct member_state {
   placement_plan plan;
   int part_node = -1;  // this node's index in the plan, once assigned
   int threads = 0;     // its compute threads, once assigned
-  bool assigned = false;
+  member_phase at = member_phase::connecting;
+  caf::error unreachable;  // why the last try to reach the scheduler failed (connecting)
+  bool retrying = false;   // said so once
   std::optional<shutdown_message> told;  // the scheduler's shutdown, once it came
-  caf::response_promise promise;
+  caf::typed_response_promise<bool> promise;
   std::optional<caf::error> outcome;     // none: running; an empty error: finished
   std::vector<caf::actor_addr> closing;  // links told how this node ends, not closed yet
   bool continue_on_worker_loss = false;  // the job's on_worker_loss = continue
@@ -67,11 +67,11 @@ struct member_state {
   static inline const char* name = "troupe.member";
 };
 
-using member_actor = caf::stateful_actor<member_state>;
+using member_actor = member_node_actor::stateful_pointer<member_state>;
 
 // Answers once the node has ended and the links it told so have closed (their peers have
 // read why), or the grace is over.
-void answer(member_actor* self, bool grace_over = false) {
+void answer(member_actor self, bool grace_over = false) {
   auto& st = self->state;
   if (!st.outcome || !st.promise.pending() || (!st.closing.empty() && !grace_over))
     return;
@@ -82,16 +82,18 @@ void answer(member_actor* self, bool grace_over = false) {
   self->quit();
 }
 
-// Ends the node: its part and links go; the scheduler hears why unless it is the one gone.
-void finish(member_actor* self, caf::error reason) {
+// Ends the node: its part and links go; the scheduler hears why unless it is the one gone
+// (with the plan node whose loss is the cause, `lost_node`, when it is a lost peer).
+void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
   auto& st = self->state;
   if (st.outcome)
     return;
+  st.at = member_phase::ending;
   if (reason) {
     log_node_line(*st.options, st.label + ": " + reason_text(self->system(), reason));
     if (st.scheduler) {
-      self->send(st.scheduler, send_atom::value,
-                 wire_message{shutdown_message{reason_text(self->system(), reason), false}});
+      caf::anon_send(st.scheduler, send_atom::value,
+                 wire_message{shutdown_message{reason_text(self->system(), reason), false, lost_node}});
       st.closing.push_back(st.scheduler.address());
     }
   }
@@ -102,17 +104,17 @@ void finish(member_actor* self, caf::error reason) {
   const shutdown_message end{reason ? reason_text(self->system(), reason) : "the run finished", !reason};
   for (auto& link : st.server_links)
     if (link) {
-      self->send(link, send_atom::value, wire_message{end});
+      caf::anon_send(link, send_atom::value, wire_message{end});
       st.closing.push_back(link.address());
     }
   if (st.listener)
     self->send_exit(st.listener, caf::exit_reason::user_shutdown);
   st.outcome = std::move(reason);
-  self->delayed_send(self, std::chrono::seconds(3), grace_over_atom::value);
+  self->delayed_send(self, goodbye_grace, grace_over_atom::value);
   answer(self);
 }
 
-void fail(member_actor* self, errc code, const std::string& why) { finish(self, make_error(code, why)); }
+void fail(member_actor self, errc code, const std::string& why) { finish(self, make_error(code, why)); }
 
 std::string facts_text(const data_facts& f) {
   return shape_string(f.sample_shape) + ", " + std::to_string(f.classes) + " classes, "
@@ -131,7 +133,7 @@ node_data open_worker_data(const training_job& job, const data_facts& planned) {
   return data;
 }
 
-void connect_servers(member_actor* self, const assignment_message& a, const link_options& link) {
+void connect_servers(member_actor self, const assignment_message& a, const link_options& link) {
   auto& st = self->state;
   st.server_links.assign(st.plan.nodes.size(), caf::actor{});
   for (const auto& server : a.servers) {
@@ -166,7 +168,7 @@ int threads_of(const cluster_node_options& options, std::uint32_t scheduler_thre
 }
 
 // Spawns this node's part; true when it opened a listener for workers (a server).
-bool take_assignment(member_actor* self, const assignment_message& a) {
+bool take_assignment(member_actor self, const assignment_message& a) {
   auto& st = self->state;
   const auto& options = *st.options;
   const auto job = job_from_bytes(a.job, a.job_hash);
@@ -188,10 +190,11 @@ bool take_assignment(member_actor* self, const assignment_message& a) {
   st.label = st.plan.nodes[a.node].name;
   st.continue_on_worker_loss = job.nodes.continue_on_worker_loss;
   auto link = link_options_of(options, st.label, st.traffic);
+  link.member_node = self;  // its links to servers, and a server's links from workers
   link.plan_hash = st.plan.hash;
   link.keys = wire_keys_of(st.plan);
   // The scheduler pulls the final weights over this link: check them against the plan too.
-  self->send(st.scheduler, plan_atom::value, st.plan.hash, link.keys);
+  caf::anon_send(st.scheduler, plan_atom::value, st.plan.hash, link.keys);
   if (options.role == node_role::worker)
     connect_servers(self, a, link);
   const auto spec = model_of(job, a.facts);
@@ -237,7 +240,6 @@ bool take_assignment(member_actor* self, const assignment_message& a) {
   for (const auto& [shard, actor] : entry_points(st.plan, node))
     entries->set(shard, st.part.targets.at(actor));
   link.local_shards = entries;
-  link.observer = self;  // link_up / link_down of every worker link (on_worker_link_down)
   auto listener = spawn_listener(system, options.listen_host, options.listen_port, link);
   if (!listener)
     throw troupe_error(errc::peer_down, error_text(listener.error()));
@@ -274,7 +276,7 @@ std::vector<std::pair<std::size_t, std::vector<std::int32_t>>> sources_on(const 
 // recorded only once the link was admitted (its link_up): a peer refused for a wrong secret
 // never counts, whatever name it claimed. (The name in the link's messages is a log phrase
 // with the address in it; the traffic registry keeps the hello's name as it came.)
-void on_worker_link_down(member_actor* self, const caf::actor_addr& link, const caf::error& why) {
+void on_worker_link_down(member_actor self, const caf::actor_addr& link, const caf::error& why) {
   auto& st = self->state;
   const auto known = st.worker_links.find(link);
   if (known == st.worker_links.end())
@@ -306,7 +308,7 @@ void on_worker_link_down(member_actor* self, const caf::actor_addr& link, const 
                                + computes + " (on_worker_loss = continue)");
 }
 
-void say_ready(member_actor* self, std::uint32_t node, std::uint16_t port) {
+void say_ready(member_actor self, std::uint32_t node, std::uint16_t port) {
   auto& st = self->state;
   const auto computes = st.part.computes.size();
   const auto threads = std::to_string(st.threads) + " thread" + (st.threads == 1 ? "" : "s");
@@ -316,30 +318,22 @@ void say_ready(member_actor* self, std::uint32_t node, std::uint16_t port) {
                                                + " on " + threads + (computes == 1 ? "" : " each")
                                            : ", kernels on " + threads)
                                + ")");
-  self->send(st.scheduler, send_atom::value,
-             wire_message{ready_message{node, port, static_cast<std::uint32_t>(st.threads)}});
+  if (st.at != member_phase::starting)
+    return;  // ended while its listener started
+  st.at = member_phase::running;
+  caf::anon_send(st.scheduler, send_atom::value, wire_message{ready_message{node, port, static_cast<std::uint32_t>(st.threads)}});
 }
 
-void on_scheduler_message(member_actor* self, wire_message& message) {
+// The scheduler's assignment: spawn this node's part, then say ready (a server once its
+// listener for workers has its port).
+void on_assignment(member_actor self, const assignment_message& a) {
   auto& st = self->state;
-  if (auto* end = std::get_if<shutdown_message>(&message)) {
-    st.told = *end;
-    return;
-  }
-  if (auto* query = std::get_if<traffic_query_message>(&message)) {
-    traffic_message answer{query->epoch, {}};
-    for (auto& entry : st.traffic->snapshot())
-      answer.peers.push_back(std::move(entry.traffic));
-    return (void) self->send(st.scheduler, send_atom::value, wire_message{std::move(answer)});
-  }
-  auto* a = std::get_if<assignment_message>(&message);
-  if (!a || st.assigned)
-    return fail(self, errc::bad_request, std::string("the scheduler sent a ") + kind_name(message)
-                                           + (a ? " twice" : ", which a node does not take"));
-  st.assigned = true;
-  const auto node = a->node;
+  if (st.at != member_phase::joining)
+    return fail(self, errc::bad_request, "the scheduler sent an assignment twice");
+  st.at = member_phase::starting;
+  const auto node = a.node;
   try {
-    if (!take_assignment(self, *a))
+    if (!take_assignment(self, a))
       return say_ready(self, node, 0);
     self->request(st.listener, std::chrono::seconds(30), port_atom::value)
       .then([=](std::uint16_t port) { say_ready(self, node, port); },
@@ -355,7 +349,47 @@ void on_scheduler_message(member_actor* self, wire_message& message) {
   }
 }
 
-void on_down(member_actor* self, const caf::down_msg& down) {
+// What this node has moved so far, with each peer.
+void on_traffic_query(member_actor self, const traffic_query_message& query) {
+  auto& st = self->state;
+  traffic_message answer{query.epoch, {}};
+  for (auto& entry : st.traffic->snapshot())
+    answer.peers.push_back(std::move(entry.traffic));
+  caf::anon_send(st.scheduler, send_atom::value, wire_message{std::move(answer)});
+}
+
+// Link `link` ended (`why`; empty: normally). Links report this before they fail anything,
+// so a loss is seen here before whatever it makes fail (a compute whose push failed).
+void on_link_lost(member_actor self, const caf::actor_addr& link, const caf::error& why) {
+  auto& st = self->state;
+  if (st.outcome) {
+    st.closing.erase(std::remove(st.closing.begin(), st.closing.end(), link), st.closing.end());
+    return answer(self);
+  }
+  if (st.worker_links.count(link))
+    return on_worker_link_down(self, link, why);
+  const bool scheduler = st.scheduler && link == st.scheduler.address();
+  std::size_t server = st.server_links.size();
+  for (std::size_t n = 0; n < st.server_links.size(); ++n)
+    if (st.server_links[n] && link == st.server_links[n].address())
+      server = n;
+  if (!scheduler && server == st.server_links.size())
+    return;  // a link this node no longer uses (or a refused peer's)
+  // Once the scheduler has said the run is over, whatever ends next is the end it announced.
+  if (st.told && st.told->finished)
+    return finish(self, caf::error{});
+  if (scheduler) {
+    st.scheduler = caf::actor{};
+    return fail(self, errc::peer_down, "lost the scheduler at " + clock_time_now() + ": "
+                                         + (st.told ? st.told->reason : reason_text(self->system(), why)));
+  }
+  st.server_links[server] = caf::actor{};
+  finish(self, make_error(errc::peer_down, "lost " + st.plan.nodes[server].name + " at " + clock_time_now() + ": "
+                                             + reason_text(self->system(), why)),
+         static_cast<std::int32_t>(server));
+}
+
+void on_down(member_actor self, const caf::down_msg& down) {
   auto& st = self->state;
   if (st.outcome) {
     st.closing.erase(std::remove(st.closing.begin(), st.closing.end(), down.source), st.closing.end());
@@ -363,32 +397,70 @@ void on_down(member_actor* self, const caf::down_msg& down) {
   }
   if (st.listener && down.source == st.listener.address())
     return fail(self, errc::peer_down, "the listener for workers ended: " + reason_text(self->system(), down.reason));
-  // Once the scheduler has said the run is over, whatever ends next (its link, the computes
-  // that reported through it) is the end it announced.
   if (st.told && st.told->finished)
     return finish(self, caf::error{});
-  if (down.source == st.scheduler.address()) {
-    st.scheduler = caf::actor{};
-    return fail(self, errc::peer_down, "lost the scheduler at " + clock_time_now() + ": "
-                                         + (st.told ? st.told->reason : reason_text(self->system(), down.reason)));
-  }
-  for (std::size_t n = 0; n < st.server_links.size(); ++n)
-    if (st.server_links[n] && down.source == st.server_links[n].address()) {
-      st.server_links[n] = caf::actor{};
-      return fail(self, errc::peer_down, "lost " + st.plan.nodes[n].name + " at " + clock_time_now() + ": "
-                                           + reason_text(self->system(), down.reason));
-    }
-  // An actor of the part that ends is often the echo of a lost link (a compute whose metrics
-  // sink, the scheduler link, closed): the link's own down names the cause, so it gets a moment
-  // to arrive first.
+  // An actor of the part ended. When a lost link made it fail, that loss reached this actor
+  // first (on_link_lost) and ended the node already.
   for (auto& [actor, name] : st.part.spawned)
     if (down.source == actor.address())
-      self->delayed_send(self, std::chrono::milliseconds(300), part_down_atom::value,
-                         name + " terminated: " + reason_text(self->system(), down.reason));
+      return fail(self, errc::internal, name + " terminated: " + reason_text(self->system(), down.reason));
+  // A link that ended without saying so (killed): its down is the loss.
+  on_link_lost(self, down.source, down.reason);
 }
 
-caf::behavior member(member_actor* self, cluster_node_options options, std::shared_ptr<shard_directory> shards,
-                     std::shared_ptr<compute_directory> computes, std::shared_ptr<traffic_registry> traffic) {
+// How often a node tries again to reach a scheduler that does not listen yet (a node may start
+// before its scheduler): a retry period, not an ordering of events.
+constexpr auto connect_retry = std::chrono::milliseconds(200);
+
+std::string scheduler_address(const cluster_node_options& o) {
+  return o.scheduler_host + ":" + std::to_string(o.scheduler_port);
+}
+
+// Joins over the link to the scheduler.
+void join_over(member_actor self, const caf::actor& link) {
+  auto& st = self->state;
+  if (st.at != member_phase::connecting)
+    return;
+  st.at = member_phase::joining;
+  st.scheduler = link;
+  self->monitor(link);
+  join_message join{st.options->role, advertised_host(*st.options), 0, static_cast<std::uint32_t>(::getpid()),
+                    st.options->rank, st.options->own_job ? job_hash_without_counts(*st.options->own_job) : 0};
+  if (st.options->own_job)  // so that a refusal can name the keys that differ
+    join.job = job_bytes(*st.options->own_job);
+  caf::anon_send(link, send_atom::value, wire_message{join});
+  // The scheduler assigns once everyone joined, within its own join timeout.
+  self->delayed_send(self, st.options->join_timeout * 2 + std::chrono::seconds(5), assignment_deadline_atom::value);
+}
+
+// One try to reach the scheduler (blocks while connecting: the node's actor runs on a thread of
+// its own); until the join timeout, a failed try is tried again.
+void try_to_connect(member_actor self) {
+  auto& st = self->state;
+  if (st.at != member_phase::connecting)
+    return;
+  if (!st.unreachable && !st.retrying)  // the first try starts the join timeout
+    self->delayed_send(self, st.options->join_timeout, connect_deadline_atom::value);
+  auto link = link_options_of(*st.options, std::string(to_string(st.options->role)) + " (pid "
+                                             + std::to_string(::getpid()) + ")", st.traffic);
+  link.member_node = self;
+  link.local_shards = st.own_shards;
+  link.local_computes = st.own_computes;
+  auto connected = connect_link(self->system(), st.options->scheduler_host, st.options->scheduler_port, link);
+  if (connected)
+    return join_over(self, *connected);
+  st.unreachable = std::move(connected.error());
+  if (!st.retrying)
+    log_node_line(*st.options, std::string(to_string(st.options->role)) + ": no scheduler at "
+                                 + scheduler_address(*st.options) + " yet; retrying until the join timeout");
+  st.retrying = true;
+  self->delayed_send(self, connect_retry, connect_atom::value);
+}
+
+member_node_actor::behavior_type member(member_actor self, cluster_node_options options,
+                                        std::shared_ptr<shard_directory> shards,
+                                        std::shared_ptr<compute_directory> computes,
+                                        std::shared_ptr<traffic_registry> traffic) {
   auto& st = self->state;
   st.traffic = std::move(traffic);
   st.options.emplace(std::move(options));
@@ -396,38 +468,61 @@ caf::behavior member(member_actor* self, cluster_node_options options, std::shar
   st.own_computes = std::move(computes);
   st.label = std::string(to_string(st.options->role)) + " (pid " + std::to_string(::getpid()) + ")";
   self->set_down_handler([=](caf::down_msg& down) { on_down(self, down); });
-
+  self->set_default_handler([=](caf::scheduled_actor*, caf::message_view& x) -> caf::result<caf::message> {
+    log_node_line(*self->state.options, self->state.label + ": ignored a message outside the node-control protocol: "
+                                          + caf::to_string(x.content()));
+    return caf::none;
+  });
+  // Only the scheduler's link may assign or query: a server's links from workers reach this
+  // actor too (for their losses).
+  auto from_scheduler = [=](const caf::actor& link, const char* what) {
+    if (self->state.scheduler && link == self->state.scheduler)
+      return true;
+    log_node_line(*self->state.options, self->state.label + ": ignored " + what + " from a link other than the scheduler's");
+    return false;
+  };
   return {
-    [=](run_atom) {
-      self->state.promise = self->make_response_promise();
+    [=](run_atom) -> caf::result<bool> {
+      self->state.promise = self->make_response_promise<bool>();
+      auto promise = self->state.promise;
       answer(self);
-      return self->state.promise;
+      return promise;
     },
-    [=](scheduler_link_atom, caf::actor& link) {
+    [=](scheduler_link_atom, caf::actor& link) { join_over(self, link); },
+    [=](connect_atom) { try_to_connect(self); },
+    [=](connect_deadline_atom) {
       auto& st = self->state;
-      st.scheduler = link;
-      self->monitor(link);
-      join_message join{st.options->role, advertised_host(*st.options), 0, static_cast<std::uint32_t>(::getpid()),
-                        st.options->rank,
-                        st.options->own_job ? job_hash_without_counts(*st.options->own_job) : 0};
-      if (st.options->own_job)  // so that a refusal can name the keys that differ
-        join.job = job_bytes(*st.options->own_job);
-      self->send(link, send_atom::value, wire_message{join});
-      // The scheduler assigns once everyone joined, within its own join timeout.
-      self->delayed_send(self, st.options->join_timeout * 2 + std::chrono::seconds(5), assignment_deadline_atom::value);
+      if (st.at != member_phase::connecting)
+        return;
+      // The caller says it (run_member throws it): nothing else to tell anyone.
+      st.at = member_phase::ending;
+      st.outcome = make_error(errc::peer_down, "no scheduler at " + scheduler_address(*st.options) + " within "
+                                                 + std::to_string(st.options->join_timeout.count() / 1000)
+                                                 + " s (--join-timeout): " + error_text(st.unreachable));
+      answer(self);
     },
-    [=](wire_atom, caf::actor&, wire_message& message) { on_scheduler_message(self, message); },
-    [=](part_down_atom, const std::string& why) { fail(self, errc::internal, why); },
+    [=](assignment_atom, caf::actor& link, assignment_message& a) {
+      if (!self->state.outcome && from_scheduler(link, "an assignment"))
+        on_assignment(self, a);
+    },
+    [=](traffic_query_atom, caf::actor& link, traffic_query_message& query) {
+      if (!self->state.outcome && from_scheduler(link, "a traffic query"))
+        on_traffic_query(self, query);
+    },
+    [=](goodbye_atom, caf::actor& link, shutdown_message& end) {
+      // The scheduler's says how the run ends; the link's end follows (on_link_lost). A
+      // server's or worker's goodbye is followed by its link's end, which names it.
+      if (self->state.scheduler && link == self->state.scheduler)
+        self->state.told = end;
+    },
+    [=](link_up_atom, caf::actor& link, const std::string&) {
+      if (self->state.options->role == node_role::server && !self->state.outcome && link != self->state.scheduler)
+        self->state.worker_links[link.address()] = self->state.traffic->peer_of(link.address());
+    },
+    [=](link_lost_atom, caf::actor& link, caf::error& why) { on_link_lost(self, link.address(), why); },
     [=](grace_over_atom) { answer(self, true); },
-    [=](link_up_atom, const std::string&) {
-      const auto link = caf::actor_cast<caf::actor_addr>(self->current_sender());
-      self->state.worker_links[link] = self->state.traffic->peer_of(link);
-    },
-    [=](link_down_atom, const std::string&, const caf::error& why) {
-      on_worker_link_down(self, caf::actor_cast<caf::actor_addr>(self->current_sender()), why);
-    },
     [=](assignment_deadline_atom) {
-      if (!self->state.assigned)
+      if (self->state.at == member_phase::joining)
         fail(self, errc::timeout, "no assignment from the scheduler in time");
     },
   };
@@ -435,50 +530,30 @@ caf::behavior member(member_actor* self, cluster_node_options options, std::shar
 
 } // namespace
 
+member_node_actor spawn_member_node(caf::actor_system& system, const cluster_node_options& options,
+                                    std::shared_ptr<shard_directory> shards,
+                                    std::shared_ptr<compute_directory> computes,
+                                    std::shared_ptr<traffic_registry> traffic, bool detached) {
+  if (!detached)
+    return system.spawn(member, options, std::move(shards), std::move(computes), std::move(traffic));
+  return system.spawn<caf::detached>(member, options, std::move(shards), std::move(computes), std::move(traffic));
+}
+
 void run_member(caf::actor_system& system, const cluster_node_options& options) {
   if (options.role == node_role::scheduler)
     throw std::invalid_argument("run_member runs a server or a worker");
   auto shards = std::make_shared<shard_directory>();
   auto computes = std::make_shared<compute_directory>();
   auto traffic = std::make_shared<traffic_registry>();
-  auto node = system.spawn<caf::detached>(member, options, shards, computes, traffic);
+  auto node = spawn_member_node(system, options, shards, computes, traffic);
   caf::scoped_actor blocking{system};
-  auto stop = [&] {
-    blocking->send_exit(node, caf::exit_reason::user_shutdown);
-    blocking->wait_for(node);
-  };
-  // Reach the scheduler, retrying: it may not listen yet.
-  auto link = link_options_of(options, std::string(to_string(options.role)) + " (pid "
-                                         + std::to_string(::getpid()) + ")", traffic);
-  link.handler = node;
-  link.local_shards = shards;
-  link.local_computes = computes;
-  const auto where = options.scheduler_host + ":" + std::to_string(options.scheduler_port);
-  const auto give_up = std::chrono::steady_clock::now() + options.join_timeout;
-  bool said = false;
-  for (;;) {
-    auto connected = connect_link(system, options.scheduler_host, options.scheduler_port, link);
-    if (connected) {
-      blocking->send(node, scheduler_link_atom::value, *connected);
-      break;
-    }
-    if (std::chrono::steady_clock::now() >= give_up) {
-      stop();
-      throw troupe_error(errc::peer_down, "no scheduler at " + where + " within "
-                                            + std::to_string(options.join_timeout.count() / 1000)
-                                            + " s (--join-timeout): " + error_text(connected.error()));
-    }
-    if (!said)
-      log_node_line(options, std::string(to_string(options.role)) + ": no scheduler at " + where
-                               + " yet; retrying until the join timeout");
-    said = true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+  blocking->send(node, connect_atom::value);
   caf::error failure;
   const auto bound = options.join_timeout * 2 + std::chrono::hours(24 * 365);
   blocking->request(node, bound, run_atom::value)
     .receive([&](bool) {}, [&](caf::error& err) { failure = std::move(err); });
-  stop();
+  blocking->send_exit(node, caf::exit_reason::user_shutdown);
+  blocking->wait_for(node);
   if (failure)
     throw troupe_error(troupe_code(failure), error_text(failure));
 }

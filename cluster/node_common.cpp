@@ -72,3 +72,30 @@ std::string reason_text(caf::actor_system& system, const caf::error& reason) {
 }
 
 } // namespace troupe
+
+namespace troupe {
+
+const char* to_string(scheduler_phase phase) {
+  switch (phase) {
+    case scheduler_phase::joining: return "joining";
+    case scheduler_phase::servers_assigned: return "servers assigned";
+    case scheduler_phase::workers_assigned: return "workers assigned";
+    case scheduler_phase::training: return "training";
+    case scheduler_phase::failing: return "failing";
+    case scheduler_phase::ending: return "ending";
+  }
+  return "?";
+}
+
+const char* to_string(member_phase phase) {
+  switch (phase) {
+    case member_phase::connecting: return "connecting";
+    case member_phase::joining: return "joining";
+    case member_phase::starting: return "starting";
+    case member_phase::running: return "running";
+    case member_phase::ending: return "ending";
+  }
+  return "?";
+}
+
+} // namespace troupe

@@ -9,6 +9,7 @@
 #include <caf/error.hpp>
 
 #include <troupe/cluster/cluster_node.hpp>
+#include <troupe/cluster/node_control.hpp>
 #include <troupe/cluster/peer_link.hpp>
 
 namespace troupe {

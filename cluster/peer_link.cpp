@@ -83,7 +83,18 @@ void write_frame(link_pointer self, wire_message message) {
   st.socket->send(std::move(frame));
 }
 
-// Ends the link: every waiting request fails with `err`, the observer hears of it.
+// Tells the node this link belongs to that the link ends, and why.
+void tell_node_lost(link_pointer self, const caf::error& err) {
+  auto& st = self->state;
+  const auto me = caf::actor_cast<caf::actor>(self);
+  if (st.options->scheduler_node)
+    self->send(st.options->scheduler_node, link_lost_atom::value, me, err);
+  if (st.options->member_node)
+    self->send(st.options->member_node, link_lost_atom::value, me, err);
+}
+
+// Ends the link: the node hears of it first, then every waiting request fails with `err`
+// (so the node learns the cause before any failure it causes).
 void close_link(link_pointer self, const caf::error& err, const std::string& why) {
   auto& st = self->state;
   if (st.at == stage::closed)
@@ -91,12 +102,11 @@ void close_link(link_pointer self, const caf::error& err, const std::string& why
   st.at = stage::closed;
   if (err && !why.empty())  // a finished run's end is not news
     log_line(st, "link to " + st.peer_name + ": " + why);
+  tell_node_lost(self, err);
   for (auto& [id, request] : st.pending)
     request.promise.deliver(err ? err : make_error(errc::peer_down, "the link to " + st.peer_name + " closed"));
   st.pending.clear();
   st.queued.clear();
-  if (st.options->observer)
-    self->send(st.options->observer, link_down_atom::value, st.peer_name, err);
   st.socket->close();
   self->quit(err);
 }
@@ -289,6 +299,34 @@ void serve_control(link_pointer self, const control_message& m) {
     self->request(compute, st.options->phase_timeout, validate_atom::value, m.epoch).then(on_report, on_error);
 }
 
+// Hands a node-level message to the node this link belongs to, typed; false when that node
+// does not take its kind (or the link has no node).
+template <class T>
+bool relay_to_node(link_pointer self, T& m) {
+  auto& st = self->state;
+  const auto me = caf::actor_cast<caf::actor>(self);
+  const auto& scheduler = st.options->scheduler_node;
+  const auto& member = st.options->member_node;
+  if constexpr (std::is_same_v<T, join_message>) {
+    m.seen_from = st.socket->peer();  // where the node really is, whatever it says
+    if (scheduler)
+      return self->send(scheduler, join_atom::value, me, std::move(m)), true;
+  } else if constexpr (std::is_same_v<T, ready_message>) {
+    if (scheduler)
+      return self->send(scheduler, ready_atom::value, me, std::move(m)), true;
+  } else if constexpr (std::is_same_v<T, traffic_message>) {
+    if (scheduler)
+      return self->send(scheduler, traffic_atom::value, me, std::move(m)), true;
+  } else if constexpr (std::is_same_v<T, assignment_message>) {
+    if (member)
+      return self->send(member, assignment_atom::value, me, std::move(m)), true;
+  } else if constexpr (std::is_same_v<T, traffic_query_message>) {
+    if (member)
+      return self->send(member, traffic_query_atom::value, me, std::move(m)), true;
+  }
+  return false;
+}
+
 void on_admitted_message(link_pointer self, wire_message& message) {
   auto& st = self->state;
   std::visit(
@@ -306,8 +344,11 @@ void on_admitted_message(link_pointer self, wire_message& message) {
       } else if constexpr (std::is_same_v<T, heartbeat_message>) {
         // last_received is updated for every frame
       } else if constexpr (std::is_same_v<T, shutdown_message>) {
-        if (st.options->handler)
-          self->send(st.options->handler, wire_atom::value, caf::actor_cast<caf::actor>(self), wire_message{m});
+        const auto me = caf::actor_cast<caf::actor>(self);
+        if (st.options->scheduler_node)
+          self->send(st.options->scheduler_node, goodbye_atom::value, me, m);
+        if (st.options->member_node)
+          self->send(st.options->member_node, goodbye_atom::value, me, m);
         close_link(self, m.finished ? caf::error{} : make_error(errc::peer_down, st.peer_name + " shut down: " + m.reason),
                    "the peer shut down: " + m.reason);
       } else if constexpr (std::is_same_v<T, control_message>) {
@@ -321,12 +362,7 @@ void on_admitted_message(link_pointer self, wire_message& message) {
           refuse_peer(self, "sent a batch report, which this node does not take");
       } else if constexpr (std::is_same_v<T, hello_message> || std::is_same_v<T, proof_message>) {
         refuse_peer(self, std::string("sent a ") + kind_name(message) + " after admission");
-      } else if (st.options->handler) {
-        if constexpr (std::is_same_v<T, join_message>)
-          m.seen_from = st.socket->peer();  // where the node really is, whatever it says
-        self->send(st.options->handler, wire_atom::value, caf::actor_cast<caf::actor>(self),
-                   wire_message{std::move(m)});
-      } else {
+      } else if (!relay_to_node(self, m)) {
         refuse_peer(self, std::string("sent a ") + kind_name(message) + ", which this node does not take");
       }
     },
@@ -360,8 +396,8 @@ void on_handshake_message(link_pointer self, wire_message& message) {
   if (!proof_is_valid(st.options->secret, peer_side, *st.peer, st.mine, proof->proof))
     return refuse_peer(self, "its proof of the cluster secret is wrong");
   st.at = stage::admitted;
-  if (st.options->observer)
-    self->send(st.options->observer, link_up_atom::value, st.peer_name);
+  if (st.options->member_node)
+    self->send(st.options->member_node, link_up_atom::value, caf::actor_cast<caf::actor>(self), st.peer_name);
   auto queued = std::move(st.queued);
   st.queued.clear();
   for (auto& [message, request] : queued)

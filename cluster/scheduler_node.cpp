@@ -5,10 +5,17 @@
 // ready; workers are assigned only then, with those endpoints, so a worker never pushes to a
 // server that is not serving yet.
 //
-// Every member link is monitored from its join on: a link that ends before the run has
+// The actor is a state machine (scheduler_phase, troupe/cluster/node_control.hpp) driven by
+// typed node-control messages from its links: joining -> servers_assigned -> workers_assigned
+// -> training -> ending, with `failing` between training and ending when the session fails
+// with a lost peer before the loss itself has been reported: the loss names the node and
+// when, so the run ends with it; no timing orders the two (links report a loss before they
+// fail anything, and a member that stops for a lost peer names it in its goodbye).
+//
+// Every member link is watched from its join on: a link that ends before the run has
 // finished is a lost node and ends the run. Whichever way the run ends, the members are
 // told (a shutdown frame, `finished` or with the reason) and the answer waits until their
-// links have closed (at most `grace`), so the frames are out before the process exits.
+// links have closed (at most goodbye_grace), so the frames are out before the process exits.
 #include <troupe/cluster/cluster_node.hpp>
 
 #include <algorithm>
@@ -38,9 +45,6 @@ namespace troupe {
 
 namespace {
 
-constexpr auto grace = std::chrono::seconds(3);
-using deferred_failure_atom = caf::atom_constant<caf::atom("failsoon")>;
-
 int expected(const scheduler_state& st, node_role role) {
   return role == node_role::server ? st.job.nodes.servers : st.job.nodes.workers;
 }
@@ -56,7 +60,7 @@ std::string progress_text(const scheduler_state& st) {
   std::string text;
   std::string waiting;
   for (auto role : {node_role::server, node_role::worker}) {
-    const bool joining = st.at == run_phase::joining;
+    const bool joining = st.at == scheduler_phase::joining;
     const int have = count(st, role, !joining), want = expected(st, role);
     text += (text.empty() ? "" : ", ") + std::to_string(have) + "/" + std::to_string(want) + " "
             + to_string(role) + "s " + (joining ? "joined" : "ready");
@@ -71,16 +75,16 @@ std::string progress_text(const scheduler_state& st) {
   return waiting.empty() ? text : text + "; waiting for " + waiting;
 }
 
-void answer_if_done(scheduler_actor* self, bool grace_over);
+void answer_if_done(scheduler_actor self, bool grace_over);
 
 // Tells every member still there how the run ends, then answers once their links have closed
 // (or the grace is over).
-void end_run(scheduler_actor* self, caf::expected<training_result> outcome) {
+void end_run(scheduler_actor self, caf::expected<training_result> outcome) {
   auto& st = self->state;
-  if (st.at == run_phase::ending)
+  if (st.at == scheduler_phase::ending)
     return;
   release_traffic(self);  // whatever is held still reaches the metrics
-  st.at = run_phase::ending;
+  st.at = scheduler_phase::ending;
   if (!outcome) {
     // Most reasons already name the scheduler ("scheduler: lost worker 1 ..."): said once.
     auto why = reason_text(self->system(), outcome.error());
@@ -95,16 +99,16 @@ void end_run(scheduler_actor* self, caf::expected<training_result> outcome) {
   // worker that has not heard the end yet. The servers follow once the workers are gone.
   for (auto& m : st.members)
     if (!m.gone && (!end.finished || m.role == node_role::worker))
-      self->send(m.link, send_atom::value, wire_message{end});
+      caf::anon_send(m.link, send_atom::value, wire_message{end});
   st.servers_told = !end.finished;
   if (st.session)
     self->send_exit(st.session, caf::exit_reason::user_shutdown);
   st.outcome = std::move(outcome);
-  self->delayed_send(self, grace, grace_over_atom::value);
+  self->delayed_send(self, goodbye_grace, grace_over_atom::value);
   answer_if_done(self, false);  // at once when no member is left to hear it
 }
 
-void answer_if_done(scheduler_actor* self, bool grace_over) {
+void answer_if_done(scheduler_actor self, bool grace_over) {
   auto& st = self->state;
   if (!st.outcome)
     return;
@@ -115,9 +119,9 @@ void answer_if_done(scheduler_actor* self, bool grace_over) {
     st.servers_told = true;
     for (auto& m : st.members)
       if (!m.gone && m.role == node_role::server)
-        self->send(m.link, send_atom::value, wire_message{shutdown_message{"the run finished", true}});
+        caf::anon_send(m.link, send_atom::value, wire_message{shutdown_message{"the run finished", true}});
     if (grace_over)  // the servers get a grace of their own
-      return (void) self->delayed_send(self, grace, grace_over_atom::value);
+      return (void) self->delayed_send(self, goodbye_grace, grace_over_atom::value);
   }
   if (!st.promise.pending())
     return;
@@ -133,15 +137,27 @@ void answer_if_done(scheduler_actor* self, bool grace_over) {
   self->quit();
 }
 
-void fail(scheduler_actor* self, errc code, const std::string& why) {
+// A loss that explains the failure the scheduler is waiting on (failing) ends the run with it.
+
+void fail(scheduler_actor self, errc code, const std::string& why) {
   end_run(self, make_error(code, why));
 }
 
-// For failures that are often the echo of a lost node (the session's error once a remote
-// compute fails, a member that stops because it lost a server): the lost link's own down
-// names the cause, so it gets a moment to arrive first.
-void fail_soon(scheduler_actor* self, caf::error err) {
-  self->delayed_send(self, std::chrono::milliseconds(300), deferred_failure_atom::value, std::move(err));
+// The session failed. A peer_down there is the echo of a lost link (a remote compute's
+// request failed with it); the loss itself reaches this actor too, from the scheduler's own
+// link to that node or from a member that lost it (its goodbye names it), and it names the
+// node and when. So unless a loss has been reported already, the scheduler waits for it
+// (failing), at most the connection timeout, within which every lost link is noticed.
+void on_session_failed(scheduler_actor self, caf::error err) {
+  auto& st = self->state;
+  if (st.at == scheduler_phase::ending || st.at == scheduler_phase::failing)
+    return;
+  const bool loss_known = std::any_of(st.members.begin(), st.members.end(), [](auto& m) { return m.gone; });
+  if (troupe_code(err) != errc::peer_down || loss_known)
+    return end_run(self, std::move(err));
+  st.at = scheduler_phase::failing;
+  st.unexplained = std::move(err);
+  self->delayed_send(self, st.options->connection_timeout + st.options->heartbeat_interval, cause_due_atom::value);
 }
 
 // "compute threads: worker_0 2, worker_1 2 (as the scheduler was given)": what each worker's
@@ -157,9 +173,12 @@ std::string threads_text(const scheduler_state& st) {
                                     : " (each worker's own or its share of its host)");
 }
 
-void start_training(scheduler_actor* self) {
+// A member is lost (`what` says which and why): the run goes on without it, or ends naming it.
+void on_member_lost(scheduler_actor self, member_entry& m, const std::string& what);
+
+void start_training(scheduler_actor self) {
   auto& st = self->state;
-  st.at = run_phase::training;
+  st.at = scheduler_phase::training;
   log_node_line(*st.options, "scheduler: every node is ready (" + progress_text(st) + "); " + threads_text(st)
                                + "; training");
   std::vector<caf::actor> link_of_node(st.plan.nodes.size());
@@ -171,7 +190,7 @@ void start_training(scheduler_actor* self) {
   const auto plan = st.plan;
   session_sinks sinks;
   sinks.output = st.output;
-  sinks.metrics = caf::actor_cast<metrics_sink_actor>(self);
+  sinks.metrics = metrics_sink_actor{self};
   sinks.timeouts = st.options->timeouts;
   sinks.node.node = 0;
   sinks.node.settle_epochs = true;  // each epoch's traffic is read while no step runs
@@ -187,7 +206,7 @@ void start_training(scheduler_actor* self) {
     return spawn_remote_shard(system, link_of_node.at(static_cast<std::size_t>(a.node)),
                               static_cast<std::uint32_t>(a.shard), request_timeout);
   };
-  st.session = spawn_training_session(system, st.job, std::move(sinks));
+  st.session = st.spawn_session(system, st.job, std::move(sinks));
   self->monitor(st.session);
   self->attach_functor([session = st.session](const caf::error&) {
     caf::anon_send_exit(session, caf::exit_reason::user_shutdown);
@@ -195,7 +214,7 @@ void start_training(scheduler_actor* self) {
   // Saturating: 48 h times the phases of a long run passes what a timespan holds.
   self->request(st.session, phases_limit(st.options->timeouts, st.job.epochs * 2 + 2), run_atom::value)
     .then([=](training_result& r) { end_run(self, std::move(r)); },
-          [=](caf::error& err) { fail_soon(self, std::move(err)); });
+          [=](caf::error& err) { on_session_failed(self, std::move(err)); });
 }
 
 int plan_node_of(const placement_plan& plan, node_role role, int rank) {
@@ -206,9 +225,9 @@ int plan_node_of(const placement_plan& plan, node_role role, int rank) {
   throw std::logic_error("scheduler: the plan has no " + std::string(to_string(role)) + " " + std::to_string(rank));
 }
 
-void assign(scheduler_actor* self, node_role role) {
+void assign(scheduler_actor self, node_role role) {
   auto& st = self->state;
-  st.at = role == node_role::server ? run_phase::servers_assigned : run_phase::workers_assigned;
+  st.at = role == node_role::server ? scheduler_phase::servers_assigned : scheduler_phase::workers_assigned;
   std::vector<endpoint> servers;
   if (role == node_role::worker)
     for (auto& m : st.members)
@@ -226,7 +245,7 @@ void assign(scheduler_actor* self, node_role role) {
     a.facts = st.facts;
     a.servers = servers;
     a.threads = static_cast<std::uint32_t>(std::max(0, st.options->threads));
-    self->send(m.link, send_atom::value, wire_message{std::move(a)});
+    caf::anon_send(m.link, send_atom::value, wire_message{std::move(a)});
   }
 }
 
@@ -275,16 +294,16 @@ std::string settle_server_host(const cluster_node_options& options, const std::v
   return "";
 }
 
-void on_join(scheduler_actor* self, const caf::actor& link, const join_message& join) {
+void on_join(scheduler_actor self, const caf::actor& link, const join_message& join) {
   auto& st = self->state;
   auto refuse = [&](const std::string& why) {
     log_node_line(*st.options, "scheduler: refused a " + std::string(to_string(join.role)) + " (pid "
                                  + std::to_string(join.pid) + " on " + join.host + "): " + why);
-    self->send(link, send_atom::value, wire_message{shutdown_message{"refused by the scheduler: " + why, false}});
+    caf::anon_send(link, send_atom::value, wire_message{shutdown_message{"refused by the scheduler: " + why, false}});
   };
   if (join.role == node_role::scheduler)
     return refuse("a scheduler cannot join another scheduler");
-  if (st.at != run_phase::joining)
+  if (st.at != scheduler_phase::joining)
     return refuse("the run has started");
   if (member_of(st, link.address()))
     return refuse("it joined twice");
@@ -333,11 +352,11 @@ void on_join(scheduler_actor* self, const caf::actor& link, const join_message& 
   }
 }
 
-void on_ready(scheduler_actor* self, const caf::actor& link, const ready_message& ready) {
+void on_ready(scheduler_actor self, const caf::actor& link, const ready_message& ready) {
   auto& st = self->state;
   auto* m = member_of(st, link.address());
-  const auto expected_phase = m && m->role == node_role::server ? run_phase::servers_assigned
-                                                                : run_phase::workers_assigned;
+  const auto expected_phase = m && m->role == node_role::server ? scheduler_phase::servers_assigned
+                                                                : scheduler_phase::workers_assigned;
   if (!m || m->ready || st.at != expected_phase || ready.node != static_cast<std::uint32_t>(m->node))
     return fail(self, errc::bad_request,
                 "scheduler: " + (m ? m->name() : std::string("a node that did not join"))
@@ -363,9 +382,9 @@ void on_ready(scheduler_actor* self, const caf::actor& link, const ready_message
 // Whether the run goes on without member `m` (a worker lost during training of a job that
 // says so, with another worker left); logs it if so. The coordinator drops its computes when
 // their requests fail.
-bool goes_on_without(scheduler_actor* self, const member_entry& m, const std::string& what) {
+bool goes_on_without(scheduler_actor self, const member_entry& m, const std::string& what) {
   auto& st = self->state;
-  if (m.role != node_role::worker || !st.job.nodes.continue_on_worker_loss || st.at != run_phase::training)
+  if (m.role != node_role::worker || !st.job.nodes.continue_on_worker_loss || st.at != scheduler_phase::training)
     return false;
   const bool others = std::any_of(st.members.begin(), st.members.end(),
                                   [](auto& o) { return o.role == node_role::worker && !o.gone; });
@@ -378,72 +397,70 @@ bool goes_on_without(scheduler_actor* self, const member_entry& m, const std::st
   return true;
 }
 
-void on_member_message(scheduler_actor* self, const caf::actor& link, wire_message& message) {
+// The member on `link` stops and says why. A member that stopped because it lost a peer
+// names that peer's plan node: the run ends naming the lost node, whichever report came first.
+void on_goodbye(scheduler_actor self, const caf::actor& link, const shutdown_message& end) {
   auto& st = self->state;
-  if (st.at == run_phase::ending)
-    return;
-  if (auto* join = std::get_if<join_message>(&message))
-    return on_join(self, link, *join);
-  if (auto* ready = std::get_if<ready_message>(&message))
-    return on_ready(self, link, *ready);
-  if (auto* traffic = std::get_if<traffic_message>(&message))
-    return on_traffic(self, link, *traffic);
-  if (auto* end = std::get_if<shutdown_message>(&message)) {
-    auto* m = member_of(st, link.address());
-    if (!m)
-      return;  // a node that never joined: nothing of the run is lost
+  auto* m = member_of(st, link.address());
+  if (!m || m->gone)
+    return;  // a node that never joined: nothing of the run is lost
+  if (st.at == scheduler_phase::ending) {
     m->gone = true;
-    if (goes_on_without(self, *m, "stopped: " + end->reason))
-      return;
-    return fail_soon(self, make_error(errc::peer_down, "scheduler: " + m->name() + " stopped: " + end->reason));
+    return answer_if_done(self, false);
   }
-  log_node_line(*st.options, std::string("scheduler: a node sent a ") + kind_name(message)
-                               + ", which the scheduler does not take; ignored");
+  m->gone = true;
+  if (goes_on_without(self, *m, "stopped: " + end.reason))
+    return;
+  for (auto& lost : st.members)
+    if (end.lost_node >= 0 && lost.node == end.lost_node && &lost != m)
+      return fail(self, errc::peer_down, "scheduler: lost " + lost.name() + " at " + clock_time_now() + " ("
+                                           + m->name() + " lost it: " + end.reason + ")");
+  fail(self, errc::peer_down, "scheduler: " + m->name() + " stopped: " + end.reason);
 }
 
-void on_down(scheduler_actor* self, const caf::down_msg& down) {
+void on_member_lost(scheduler_actor self, member_entry& m, const std::string& what) {
+  m.gone = true;
+  if (!goes_on_without(self, m, what))
+    fail(self, errc::peer_down, "scheduler: " + what);
+}
+
+// The link of a member ended (`why`; empty: normally), reported by the link itself before it
+// failed anything, or seen as the link actor's down.
+void on_link_lost(scheduler_actor self, const caf::actor_addr& link, const caf::error& why) {
+  auto& st = self->state;
+  auto* m = member_of(st, link);
+  if (!m)
+    return;  // a node that never joined: nothing of the run is lost
+  if (st.at == scheduler_phase::ending) {
+    m->gone = true;
+    return answer_if_done(self, false);
+  }
+  if (m->gone)
+    return;
+  on_member_lost(self, *m, "lost " + m->name() + " at " + clock_time_now() + ": " + reason_text(self->system(), why));
+}
+
+void on_down(scheduler_actor self, const caf::down_msg& down) {
   auto& st = self->state;
   if (st.session && down.source == st.session.address())
     return fail(self, errc::internal, "scheduler: the training session terminated: "
                                         + reason_text(self->system(), down.reason));
-  auto* m = member_of(st, down.source);
-  if (!m)
-    return;
-  const bool was_gone = m->gone;
-  m->gone = true;
-  if (st.at == run_phase::ending)
-    return answer_if_done(self, false);
-  if (was_gone)
-    return;
-  const auto what = "lost " + m->name() + " at " + clock_time_now() + ": " + reason_text(self->system(), down.reason);
-  if (!goes_on_without(self, *m, what))
-    fail(self, errc::peer_down, "scheduler: " + what);
+  on_link_lost(self, down.source, down.reason);
 }
-
-// What the scheduler starts with, planned by the caller.
-struct scheduler_setup {
-  cluster_node_options options;
-  training_job job;
-  session_output output;
-  placement_plan plan;
-  data_facts facts;
-  metrics_actor metrics;
-  std::shared_ptr<const dataset> train_set, validation_set;  // opened to plan; the session reuses them
-};
 
 void write_port_file(const std::string& path, std::uint16_t port);
 
 // Listens (its links check what arrives against the plan's keys and pass node-level messages
 // here), then waits for the members until the join deadline.
-void start_listening(scheduler_actor* self) {
+void start_listening(scheduler_actor self) {
   auto& st = self->state;
   const auto& options = *st.options;
   auto link = link_options_of(options, "scheduler", st.traffic);
   link.role = node_role::scheduler;
   link.plan_hash = st.plan.hash;
   link.keys = wire_keys_of(st.plan);
-  link.metrics = caf::actor_cast<metrics_sink_actor>(self);
-  link.handler = caf::actor_cast<caf::actor>(self);
+  link.metrics = metrics_sink_actor{self};
+  link.scheduler_node = scheduler_inbox{self};
   auto listener = spawn_listener(self->system(), options.scheduler_host, options.scheduler_port, link);
   if (!listener)
     return fail(self, errc::peer_down, "scheduler: " + reason_text(self->system(), listener.error()));
@@ -472,7 +489,7 @@ void start_listening(scheduler_actor* self) {
       });
 }
 
-caf::behavior scheduler(scheduler_actor* self, scheduler_setup setup) {
+scheduler_node_actor::behavior_type scheduler(scheduler_actor self, scheduler_setup setup) {
   auto& st = self->state;
   st.options.emplace(std::move(setup.options));
   st.job = std::move(setup.job);
@@ -482,10 +499,20 @@ caf::behavior scheduler(scheduler_actor* self, scheduler_setup setup) {
   st.metrics = std::move(setup.metrics);
   st.train_set = std::move(setup.train_set);
   st.validation_set = std::move(setup.validation_set);
+  st.spawn_session = std::move(setup.spawn_session);
   st.job_bytes = job_bytes(st.job);
   st.job_hash = job_hash(st.job);
   self->set_down_handler([=](caf::down_msg& down) { on_down(self, down); });
-  start_listening(self);
+  // A message outside the protocol (a bug, or a peer of another version): named, then dropped.
+  self->set_default_handler([=](caf::scheduled_actor*, caf::message_view& x) -> caf::result<caf::message> {
+    log_node_line(*self->state.options, "scheduler: ignored a message outside the node-control protocol: "
+                                          + caf::to_string(x.content()));
+    return caf::none;
+  });
+  if (setup.listen)
+    start_listening(self);
+  else
+    self->delayed_send(self, st.options->join_timeout, join_deadline_atom::value);
   // Whatever ends the scheduler ends its listener (and with it every member link) and the
   // session. The functor runs after the state is gone: it holds its own handles.
   self->attach_functor([listener = st.listener](const caf::error&) {
@@ -493,27 +520,42 @@ caf::behavior scheduler(scheduler_actor* self, scheduler_setup setup) {
       caf::anon_send_exit(listener, caf::exit_reason::user_shutdown);
   });
   return {
-    [=](run_atom) {
+    [=](run_atom) -> caf::result<training_result> {
       auto& st = self->state;
-      st.promise = self->make_response_promise();
+      st.promise = self->make_response_promise<training_result>();
+      auto promise = st.promise;
       if (st.outcome)  // the run ended before anyone asked
         answer_if_done(self, true);
-      return st.promise;
+      return promise;
     },
-    [=](wire_atom, caf::actor& link, wire_message& message) { on_member_message(self, link, message); },
+    [=](join_atom, caf::actor& link, join_message& join) {
+      if (self->state.at != scheduler_phase::ending)
+        on_join(self, link, join);
+    },
+    [=](ready_atom, caf::actor& link, ready_message& ready) {
+      if (self->state.at != scheduler_phase::ending)
+        on_ready(self, link, ready);
+    },
+    [=](traffic_atom, caf::actor& link, traffic_message& traffic) { on_traffic(self, link, traffic); },
+    [=](goodbye_atom, caf::actor& link, shutdown_message& end) { on_goodbye(self, link, end); },
+    [=](link_lost_atom, caf::actor& link, caf::error& why) { on_link_lost(self, link.address(), why); },
     [=](join_deadline_atom) {
-      if (self->state.at < run_phase::training)
+      if (self->state.at < scheduler_phase::training)
         fail(self, errc::timeout, "scheduler: gave up after "
                                     + std::to_string(self->state.options->join_timeout.count() / 1000)
                                     + " s (--join-timeout): " + progress_text(self->state));
     },
     [=](grace_over_atom) { answer_if_done(self, true); },
-    [=](deferred_failure_atom, caf::error& err) { end_run(self, std::move(err)); },
+    [=](cause_due_atom) {
+      // No loss was reported within the connection timeout: the failure stands as it came.
+      if (self->state.at == scheduler_phase::failing)
+        end_run(self, std::move(self->state.unexplained));
+    },
     // The scheduler is the session's metrics sink (and the member links'): see pass_on.
     [=](const batch_report& r) { pass_on(self, [=] { self->send(self->state.metrics, r); }); },
     [=](const phase_report& r) { on_phase_report(self, r); },
-    [=](flush_atom) {
-      auto promise = self->make_response_promise();
+    [=](flush_atom) -> caf::result<bool> {
+      auto promise = self->make_response_promise<bool>();
       // Right after an epoch's training this is the coordinator's settle (coordinator_options::
       // settle_epochs): it waits only for the epoch's traffic. The metrics actor is holding the
       // epoch's line for its validation figures; a flush would write the line without them.
@@ -551,6 +593,10 @@ void write_port_file(const std::string& path, std::uint16_t port) {
 
 } // namespace
 
+scheduler_node_actor spawn_scheduler_node(caf::actor_system& system, scheduler_setup setup) {
+  return system.spawn(scheduler, std::move(setup));
+}
+
 training_result run_scheduler(caf::actor_system& system, const training_job& job,
                               const cluster_node_options& options, const session_output& output) {
   check_job(job);
@@ -563,8 +609,8 @@ training_result run_scheduler(caf::actor_system& system, const training_job& job
   const auto facts = data_facts_of(*train_set, *validation_set);
   auto plan = plan_placement(job, facts);
   auto metrics = spawn_metrics(system, metrics_options_of(job, output));
-  auto node = system.spawn(scheduler, scheduler_setup{options, job, output, std::move(plan), facts, metrics,
-                                                      train_set, validation_set});
+  auto node = spawn_scheduler_node(system, scheduler_setup{options, job, output, std::move(plan), facts, metrics,
+                                                          train_set, validation_set});
   caf::scoped_actor blocking{system};
   // The scheduler's own deadlines (join, every epoch) end the run first; this bound only
   // keeps a bug from hanging the process.

@@ -9,7 +9,7 @@
 
 namespace troupe {
 
-void pass_on(scheduler_actor* self, std::function<void()> forward) {
+void pass_on(scheduler_actor self, std::function<void()> forward) {
   auto& st = self->state;
   if (st.holding)
     st.held.push_back(std::move(forward));
@@ -17,7 +17,7 @@ void pass_on(scheduler_actor* self, std::function<void()> forward) {
     forward();
 }
 
-void release_traffic(scheduler_actor* self) {
+void release_traffic(scheduler_actor self) {
   auto& st = self->state;
   if (!st.holding)
     return;
@@ -39,11 +39,11 @@ void release_traffic(scheduler_actor* self) {
     forward();
 }
 
-void on_phase_report(scheduler_actor* self, const phase_report& r) {
+void on_phase_report(scheduler_actor self, const phase_report& r) {
   auto& st = self->state;
   st.after_training_report = !r.validation;
   auto forward = [=] { self->send(self->state.metrics, r); };
-  if (st.holding || r.validation || st.at != run_phase::training || live_members(st) == 0)
+  if (st.holding || r.validation || st.at != scheduler_phase::training || live_members(st) == 0)
     return pass_on(self, forward);
   st.holding = true;
   st.holding_epoch = r.epoch;
@@ -51,11 +51,11 @@ void on_phase_report(scheduler_actor* self, const phase_report& r) {
   st.traffic_answers.clear();
   for (auto& m : st.members)
     if (!m.gone)
-      self->send(m.link, send_atom::value, wire_message{traffic_query_message{r.epoch}});
+      caf::anon_send(m.link, send_atom::value, wire_message{traffic_query_message{r.epoch}});
   self->delayed_send(self, st.options->request_timeout, traffic_due_atom::value, r.epoch);
 }
 
-void on_traffic(scheduler_actor* self, const caf::actor& link, const traffic_message& t) {
+void on_traffic(scheduler_actor self, const caf::actor& link, const traffic_message& t) {
   auto& st = self->state;
   auto* m = member_of(st, link.address());
   if (!m || !st.holding || t.epoch != st.holding_epoch)

@@ -108,6 +108,7 @@ struct Heartbeat {
 struct Shutdown {
   reason @0 :Text;
   finished @1 :Bool;  # the run ended as planned (the scheduler, after the final weights)
+  lostNode @2 :Int32 = -1;  # the plan node whose loss made the sender stop; -1: none (its own cause)
 }
 
 # A node asks the scheduler for its place in the run (after admission).

@@ -381,6 +381,9 @@ TEST_CASE("ready's port, shutdown's finish and traffic reports round-trip", "[cl
   CHECK(end.finished);
   CHECK(end.reason == "the run finished");
   CHECK_FALSE(decoded_as<shutdown_message>(frame_of(shutdown_message{"lost worker 1", false})).finished);
+  // The lost node a goodbye names survives the trip; none reads -1.
+  CHECK(end.lost_node == -1);
+  CHECK(decoded_as<shutdown_message>(frame_of(shutdown_message{"lost server_0", false, 2})).lost_node == 2);
 
   CHECK(decoded_as<traffic_query_message>(frame_of(traffic_query_message{7})).epoch == 7);
   traffic_message t;

@@ -11,6 +11,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -373,39 +375,59 @@ TEST_CASE("a peer that accepts and then stays silent is dropped after the connec
 
 namespace {
 
-// Collects node-level messages a link hands over, and answers a join with an assignment.
-caf::behavior node_handler(caf::event_based_actor* self, caf::actor observer) {
+// The scheduler's side of the node-control protocol: passes every message on to `observer`,
+// and answers a join with an assignment when `assign`.
+scheduler_inbox::behavior_type scheduler_side(scheduler_inbox::pointer self, caf::actor observer, bool assign) {
   return {
-    [=](wire_atom, caf::actor link, wire_message& message) {
-      if (std::holds_alternative<join_message>(message)) {
-        assignment_message a;
-        a.rank = 7;
-        a.facts = data_facts{{1, 28, 28}, 10, 100, 10};
-        self->send(link, send_atom::value, wire_message{a});
-      }
-      self->send(observer, wire_atom::value, link, std::move(message));
+    [=](join_atom, caf::actor link, join_message& join) {
+      if (!assign)
+        return caf::anon_send(observer, join_atom::value, link, std::move(join));
+      assignment_message a;
+      a.rank = 7;
+      a.facts = data_facts{{1, 28, 28}, 10, 100, 10};
+      caf::anon_send(link, send_atom::value, wire_message{a});
+      caf::anon_send(observer, join_atom::value, link, std::move(join));
     },
+    [=](ready_atom, caf::actor link, ready_message& m) { caf::anon_send(observer, ready_atom::value, link, m); },
+    [=](traffic_atom, caf::actor link, traffic_message& m) { caf::anon_send(observer, traffic_atom::value, link, m); },
+    [=](goodbye_atom, caf::actor link, shutdown_message& m) { caf::anon_send(observer, goodbye_atom::value, link, m); },
+    [=](link_lost_atom, caf::actor link, caf::error& e) { caf::anon_send(observer, link_lost_atom::value, link, e); },
+  };
+}
+
+// A member's side: passes every message on to `observer`.
+member_inbox::behavior_type member_side(member_inbox::pointer self, caf::actor observer) {
+  return {
+    [=](assignment_atom, caf::actor link, assignment_message& m) {
+      caf::anon_send(observer, assignment_atom::value, link, std::move(m));
+    },
+    [=](traffic_query_atom, caf::actor link, traffic_query_message& m) {
+      caf::anon_send(observer, traffic_query_atom::value, link, m);
+    },
+    [=](goodbye_atom, caf::actor link, shutdown_message& m) { caf::anon_send(observer, goodbye_atom::value, link, m); },
+    [=](link_up_atom, caf::actor link, std::string& peer) { caf::anon_send(observer, link_up_atom::value, link, peer); },
+    [=](link_lost_atom, caf::actor link, caf::error& e) { caf::anon_send(observer, link_lost_atom::value, link, e); },
   };
 }
 
 } // namespace
 
-TEST_CASE("node-level messages pass through links to the node's handler", "[cluster][link]") {
+TEST_CASE("node-level messages pass through links to the node, typed", "[cluster][link]") {
   log_lines log;
   local_node_config config = network_config();
   caf::actor_system system{config};
   caf::scoped_actor self{system};
-  auto scheduler_side = system.spawn(node_handler, caf::actor_cast<caf::actor>(self));
+  auto scheduler_node = system.spawn(scheduler_side, caf::actor_cast<caf::actor>(self), true);
   auto options = options_for(node_role::scheduler, "scheduler");
-  options.handler = scheduler_side;
+  options.scheduler_node = scheduler_node;
   options.log = log.sink();
   auto listener = spawn_listener(system, "127.0.0.1", 0, options);
   REQUIRE(listener);
   const auto port = port_of(self, *listener);
 
-  auto worker_side = system.spawn(node_handler, caf::actor_cast<caf::actor>(self));
+  auto worker_node = system.spawn(member_side, caf::actor_cast<caf::actor>(self));
   auto worker_options = options_for(node_role::worker, "worker 0");
-  worker_options.handler = worker_side;
+  worker_options.member_node = worker_node;
   worker_options.log = log.sink();
   auto link = connect_link(system, "127.0.0.1", port, worker_options);
   REQUIRE(link);
@@ -413,23 +435,21 @@ TEST_CASE("node-level messages pass through links to the node's handler", "[clus
   self->send(*link, send_atom::value, wire_message{join_message{node_role::worker, "", 0, 99}});
 
   bool joined = false, assigned = false;
-  for (int i = 0; i < 2; ++i)
-    self->receive(
-      [&](wire_atom, caf::actor, wire_message& m) {
-        if (auto* j = std::get_if<join_message>(&m))
-          joined = j->pid == 99;
-        if (auto* a = std::get_if<assignment_message>(&m))
-          assigned = a->rank == 7 && a->facts.classes == 10;
-      },
-      caf::after(10s) >> [] {});
+  for (int i = 0; i < 3 && !(joined && assigned); ++i)
+    self->receive([&](join_atom, caf::actor, join_message& j) { joined = j.pid == 99; },
+                  [&](assignment_atom, caf::actor, assignment_message& a) {
+                    assigned = a.rank == 7 && a.facts.classes == 10;
+                  },
+                  [&](link_up_atom, caf::actor, std::string&) {}, caf::after(10s) >> [] {});
   CHECK(joined);
   CHECK(assigned);
-  for (auto& a : {scheduler_side, worker_side, *listener, *link})
+  for (auto& a : {caf::actor_cast<caf::actor>(scheduler_node), caf::actor_cast<caf::actor>(worker_node),
+                  *listener, *link})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 
-TEST_CASE("a link without a handler refuses node-level messages, and shards may be served later", "[cluster][link]") {
-  server_node server;  // serves shard 0 only, and has no handler
+TEST_CASE("a link without a node refuses node-level messages, and shards may be served later", "[cluster][link]") {
+  server_node server;  // serves shard 0 only, and has no node
   worker_node worker(server.port);
   caf::scoped_actor self{worker.system};
   // Shard 1 is not served yet: a failure; once the directory has it, it answers.
@@ -474,7 +494,8 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
   caf::scoped_actor self{system};
   // The scheduler listens; what reaches it through a link goes to the test (handler, metrics).
   auto options = options_for(node_role::scheduler, "scheduler");
-  options.handler = caf::actor_cast<caf::actor>(self);
+  auto scheduler_node = system.spawn(scheduler_side, caf::actor_cast<caf::actor>(self), false);
+  options.scheduler_node = scheduler_node;
   options.metrics = caf::actor_cast<metrics_sink_actor>(self);
   options.log = log.sink();
   auto listener = spawn_listener(system, "127.0.0.1", 0, options);
@@ -491,7 +512,7 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
   computes->set(2, compute);
   self->send(*worker_link, send_atom::value, wire_message{join_message{node_role::worker, "", 0, 1}});
   caf::actor scheduler_link;
-  self->receive([&](wire_atom, caf::actor link, wire_message&) { scheduler_link = link; },
+  self->receive([&](join_atom, caf::actor link, join_message&) { scheduler_link = link; },
                 caf::after(10s) >> [] {});
   REQUIRE(scheduler_link);
 
@@ -528,7 +549,8 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
   CHECK_THAT(error_text(err), Catch::Contains("worker 1 holds no compute 7"));
 
   for (auto& a : {caf::actor_cast<caf::actor>(remote), caf::actor_cast<caf::actor>(missing),
-                  caf::actor_cast<caf::actor>(compute), *listener, *worker_link})
+                  caf::actor_cast<caf::actor>(compute), caf::actor_cast<caf::actor>(scheduler_node), *listener,
+                  *worker_link})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 
@@ -547,4 +569,165 @@ TEST_CASE("a request the encoder refuses fails alone, also when made before admi
   CHECK_THAT(error_text(answer.error()), Catch::Contains("lists 2 keys and 1 tensors"));
   // The link is still up and serving.
   CHECK(ask(self, worker.remote, caf::make_message(pull_atom::value)));
+}
+
+namespace {
+
+using go_atom = caf::atom_constant<caf::atom("testgo")>;
+using recording_node = member_inbox::extend<caf::reacts_to<go_atom, caf::actor>>;
+
+// A member node that, told its link, asks it for shard 0's weights, and records in order what
+// it hears: the link's loss and the request's failure; tells `observer` once it has both.
+recording_node::behavior_type recording_member(recording_node::pointer self, caf::actor observer,
+                                               std::shared_ptr<std::vector<std::string>> heard) {
+  auto done = [=] {
+    if (heard->size() == 2)
+      caf::anon_send(observer, std::string("heard both"));
+  };
+  return {
+    [=](go_atom, caf::actor link) {
+      self->request(link, std::chrono::seconds(30), pull_atom::value, std::uint32_t{0})
+        .then([=](weight_set&) { heard->push_back("weights"), done(); },
+              [=](caf::error& err) { heard->push_back("failed: " + error_text(err)), done(); });
+      caf::anon_send(observer, go_atom::value, link);  // the request is in the link's mailbox
+    },
+    [=](assignment_atom, caf::actor, assignment_message&) {},
+    [=](traffic_query_atom, caf::actor, traffic_query_message&) {},
+    [=](goodbye_atom, caf::actor, shutdown_message&) {},
+    [=](link_up_atom, caf::actor, std::string&) {},
+    [=](link_lost_atom, caf::actor, caf::error& why) { heard->push_back("lost: " + error_text(why)), done(); },
+  };
+}
+
+} // namespace
+
+TEST_CASE("a link tells its node it is lost before it fails the requests waiting on it", "[cluster][link]") {
+  // A peer that accepts and closes at once: the request made meanwhile is waiting on the link.
+  int server = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(server >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(server, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  REQUIRE(::listen(server, 4) == 0);
+  socklen_t length = sizeof address;
+  REQUIRE(::getsockname(server, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+
+  log_lines log;
+  local_node_config config = network_config();
+  caf::actor_system system{config};
+  caf::scoped_actor self{system};
+  auto heard = std::make_shared<std::vector<std::string>>();
+  auto node = system.spawn(recording_member, caf::actor_cast<caf::actor>(self), heard);
+  auto options = options_for(node_role::worker, "worker 0");
+  options.member_node = node;
+  options.log = log.sink();
+  auto link = connect_link(system, "127.0.0.1", ntohs(address.sin_port), options);
+  REQUIRE(link);
+  self->send(node, go_atom::value, *link);
+  bool requested = false;
+  self->receive([&](go_atom, caf::actor&) { requested = true; }, caf::after(30s) >> [] {});
+  REQUIRE(requested);
+  // The link takes its mailbox in order: once it answers this, the pull waits on it.
+  bool counted = false;
+  self->request(*link, 10s, stats_atom::value).receive([&](link_traffic&) { counted = true; }, [](caf::error&) {});
+  REQUIRE(counted);
+  const int accepted = ::accept(server, nullptr, nullptr);
+  REQUIRE(accepted >= 0);
+  ::close(accepted);
+  bool both = false;
+  self->receive([&](std::string&) { both = true; }, caf::after(30s) >> [] {});
+  REQUIRE(both);
+  REQUIRE(heard->size() == 2);
+  CHECK_THAT((*heard)[0], Catch::StartsWith("lost: "));
+  CHECK_THAT((*heard)[1], Catch::StartsWith("failed: "));
+  self->send_exit(node, caf::exit_reason::user_shutdown);
+  ::close(server);
+}
+
+namespace {
+
+// A member node that counts what its link tells it besides link_up.
+member_inbox::behavior_type counting_member(member_inbox::pointer, std::shared_ptr<std::atomic<int>> told) {
+  return {
+    [=](assignment_atom, caf::actor, assignment_message&) { ++*told; },
+    [=](traffic_query_atom, caf::actor, traffic_query_message&) { ++*told; },
+    [=](goodbye_atom, caf::actor, shutdown_message&) { ++*told; },
+    [=](link_up_atom, caf::actor, std::string&) {},
+    [=](link_lost_atom, caf::actor, caf::error&) { ++*told; },
+  };
+}
+
+} // namespace
+
+TEST_CASE("a flood of heartbeats keeps no request alive past its deadline and never reaches the node",
+          "[cluster][link]") {
+  local_node_config config = network_config();
+  caf::actor_system system{config};
+  auto pending = std::make_shared<std::vector<caf::typed_response_promise<weight_set>>>();
+  push_target_actor stuck = system.spawn([pending](push_target_actor::pointer self) -> push_target_actor::behavior_type {
+    return {
+      [=](push_atom, gradient_push&) { pending->push_back(self->make_response_promise<weight_set>()); return pending->back(); },
+      [=](pull_atom) { pending->push_back(self->make_response_promise<weight_set>()); return pending->back(); },
+    };
+  });
+  // The server sends a heartbeat every millisecond it has sent nothing else.
+  log_lines log;
+  auto server_options = options_for(node_role::server, "server 0");
+  server_options.heartbeat_interval = 1ms;
+  server_options.local_shards->set(0, stuck);
+  server_options.log = log.sink();
+  auto listener = spawn_listener(system, "127.0.0.1", 0, server_options);
+  REQUIRE(listener);
+  caf::scoped_actor self{system};
+  const auto port = port_of(self, *listener);
+  auto told = std::make_shared<std::atomic<int>>(0);
+  auto node = system.spawn(counting_member, told);
+  auto options = options_for(node_role::worker, "worker 0", 300ms);
+  options.member_node = node;
+  options.log = log.sink();
+  auto link = connect_link(system, "127.0.0.1", port, options);
+  REQUIRE(link);
+  auto remote = spawn_remote_shard(system, *link, 0, 300ms);
+  for (int i = 0; i < 2; ++i) {  // the link stays up: the second request times out as the first
+    auto answer = ask(self, remote, caf::make_message(pull_atom::value));
+    REQUIRE_FALSE(answer);
+    CHECK(troupe_code(answer.error()) == errc::timeout);
+    CHECK_THAT(error_text(answer.error()), Catch::Contains("did not answer within 300 ms"));
+  }
+  link_traffic t;
+  self->request(*link, 10s, stats_atom::value).receive([&](link_traffic& x) { t = x; }, [](caf::error&) {});
+  CHECK(t.frames_in[wire_message(heartbeat_message{}).index()] > 10);
+  CHECK(told->load() == 0);  // heartbeats are the link's: the node heard nothing
+  for (auto& a : {caf::actor_cast<caf::actor>(remote), caf::actor_cast<caf::actor>(stuck),
+                  caf::actor_cast<caf::actor>(node), *listener, *link})
+    self->send_exit(a, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("a scheduler's link refuses a node-level message of a kind the scheduler does not take", "[cluster][link]") {
+  log_lines log;
+  local_node_config config = network_config();
+  caf::actor_system system{config};
+  caf::scoped_actor self{system};
+  auto scheduler_node = system.spawn(scheduler_side, caf::actor_cast<caf::actor>(self), false);
+  auto options = options_for(node_role::scheduler, "scheduler");
+  options.scheduler_node = scheduler_node;
+  options.log = log.sink();
+  auto listener = spawn_listener(system, "127.0.0.1", 0, options);
+  REQUIRE(listener);
+  const auto port = port_of(self, *listener);
+  auto worker_options = options_for(node_role::worker, "worker 0");
+  worker_options.log = log.sink();
+  auto link = connect_link(system, "127.0.0.1", port, worker_options);
+  REQUIRE(link);
+  // An assignment goes from the scheduler to its members, never the other way.
+  self->send(*link, send_atom::value, wire_message{assignment_message{}});
+  CHECK(log.eventually_contains("sent a assignment, which this node does not take"));
+  // The scheduler node heard of no assignment, only that the link ended, and why.
+  caf::error why;
+  self->receive([&](link_lost_atom, caf::actor&, caf::error& e) { why = e; }, caf::after(10s) >> [] {});
+  REQUIRE(why);
+  CHECK_THAT(error_text(why), Catch::Contains("which this node does not take"));
+  for (auto& a : {caf::actor_cast<caf::actor>(scheduler_node), *listener, *link})
+    self->send_exit(a, caf::exit_reason::user_shutdown);
 }

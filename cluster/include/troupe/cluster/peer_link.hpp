@@ -25,10 +25,11 @@
 //                                        arrives from now on is checked against these keys
 // Requests and messages made before admission completes wait for it (within their deadline).
 //
-// Node-level messages from the peer go to the handler: (wire_atom, link, wire_message), so
-// a node's own actor (the scheduler's, a worker's) speaks through the link without knowing
-// frames. A link without a handler refuses them as out of turn. A shutdown from the peer goes
-// to the handler too, before the link ends (normally when the peer says the run finished).
+// Node-level messages from the peer go to the node this link belongs to, typed
+// (troupe/cluster/node_control.hpp): a link accepted by the scheduler hands join, ready,
+// traffic and goodbye to `scheduler_node`; a member's links hand assignment, traffic query and
+// goodbye to `member_node`. A message of a kind the node does not take (or a link with no
+// node) is refused as out of turn: the compiler keeps a node from missing a kind it is sent.
 //
 // What fails, and how:
 //   - the peer's proof does not verify, its hello names another plan, a frame does not
@@ -38,8 +39,9 @@
 //   - a request waits longer than `request_timeout`: that request fails with errc::timeout,
 //     the link stays up;
 //   - the peer answers a request with a failure: the request fails with the peer's error.
-// On quitting, every waiting request fails with the link's error, and the observer (if any)
-// gets (link_down_atom, peer name, caf::error). Once admitted it gets (link_up_atom, peer name).
+// On quitting, the node first hears (link_lost_atom, link, caf::error), then every waiting
+// request fails with the link's error: whatever the loss makes fail reaches the node after the
+// loss itself. A member node hears (link_up_atom, link, peer name) once the peer is admitted.
 //
 // Copies: none in user space. An outgoing tensor is written from its own bytes (one sendmsg of
 // the frame's pieces); an incoming one is read where the frame landed (tensor views keep that
@@ -65,14 +67,13 @@
 #include <troupe/actors/messages.hpp>
 #include <troupe/actors/metrics_actor.hpp>
 #include <troupe/cluster/admission.hpp>
+#include <troupe/cluster/node_control.hpp>
 #include <troupe/cluster/traffic_registry.hpp>
 #include <troupe/cluster/wire_messages.hpp>
 
 namespace troupe {
 
-using link_up_atom = caf::atom_constant<caf::atom("linkup")>;
 using send_atom = caf::atom_constant<caf::atom("send")>;
-using wire_atom = caf::atom_constant<caf::atom("wire")>;
 using plan_atom = caf::atom_constant<caf::atom("plan")>;
 
 /// The actors a node serves to its peers, by index: push targets by the plan's shard index
@@ -106,7 +107,6 @@ private:
 };
 using shard_directory = actor_directory<push_target_actor>;
 using compute_directory = actor_directory<compute_actor>;
-using link_down_atom = caf::atom_constant<caf::atom("linkdown")>;
 
 struct link_options {
   /// A link needs the secret: there is no unauthenticated mode.
@@ -125,15 +125,17 @@ struct link_options {
   metrics_sink_actor metrics;
   /// How long a compute may take to train or validate an epoch asked over this link.
   std::chrono::milliseconds phase_timeout{std::chrono::hours(48)};
-  /// Gets the peer's node-level messages: (wire_atom, link actor, wire_message). May be null.
-  caf::actor handler;
+  /// The node that takes the peer's node-level messages and hears of the link's end: the
+  /// scheduler (on its links to members), or a server or worker (on its links). At most one;
+  /// neither: node-level messages are refused.
+  scheduler_inbox scheduler_node;
+  member_inbox member_node;
   std::chrono::milliseconds request_timeout{30000};
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds connection_timeout{5000};
   std::size_t max_frame_bytes = std::size_t{1} << 30;
   /// Idle receive buffers a link keeps for reuse (a step's worth of frames).
   std::size_t receive_pool_bytes = std::size_t{256} << 20;
-  caf::actor observer;  ///< gets link_up / link_down; may be null
   /// Where the computes this link serves are (a worker's link to its scheduler): the epochs
   /// asked over it and the batch reports it carries keep it up to date, so the worker can say
   /// where it was when interrupted. May be null.

@@ -83,6 +83,9 @@ struct heartbeat_message {
 struct shutdown_message {
   std::string reason;  ///< at most failure_message::max_text_bytes
   bool finished = false;  ///< the run ended as planned (not a failure)
+  /// The plan node whose loss made the sender stop (a worker that lost a server), so the
+  /// receiver names the cause whichever report reaches it first; -1: the sender's own cause.
+  std::int32_t lost_node = -1;
 };
 
 /// A node asks the scheduler for its place (after admission).

@@ -1,0 +1,100 @@
+// The node-control protocol as typed actor interfaces: what a peer link hands the node it
+// belongs to. A link decodes a frame and, for a node-level message, sends its node one of the
+// messages below, naming itself; the compiler checks that the node takes it. The scheduler
+// and member nodes (cluster_node.hpp) implement these interfaces as state machines whose
+// states are listed here too, so a test (tests/cluster/node_control_test.cpp) drives them
+// message by message with CAF's deterministic test coordinator.
+//
+// Causes travel in messages, never in timing: a link that ends tells its node why (link_lost,
+// with the error) before it fails any request still waiting on it, so whatever a lost peer
+// makes fail later reaches the node after the loss itself. A member that stops because it
+// lost a peer names that peer's plan node in its goodbye (shutdown_message::lost_node).
+//
+//   scheduler_inbox (a link accepted by the scheduler -> the scheduler node):
+//     (join_atom, link, join_message)         a server or worker asks for its place
+//     (ready_atom, link, ready_message)       it runs its part (a server: where it listens)
+//     (traffic_atom, link, traffic_message)   its answer to a traffic query
+//     (goodbye_atom, link, shutdown_message)  it stops, and why (before the link ends)
+//     (link_lost_atom, link, caf::error)      the link ended (an empty error: normally)
+//   member_inbox (a member's links -> the member node):
+//     (assignment_atom, link, assignment_message)      the scheduler assigns the node
+//     (traffic_query_atom, link, traffic_query_message) the scheduler asks what moved
+//     (goodbye_atom, link, shutdown_message)           the peer stops, and why
+//     (link_up_atom, link, std::string peer)            a link was admitted (a server's
+//                                                      links from workers)
+//     (link_lost_atom, link, caf::error)               a link ended
+//
+// Thread-safety: plain declarations.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+#include <caf/error.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <troupe/cluster/wire_messages.hpp>
+
+namespace troupe {
+
+using join_atom = caf::atom_constant<caf::atom("join")>;
+using ready_atom = caf::atom_constant<caf::atom("ready")>;
+using traffic_atom = caf::atom_constant<caf::atom("traffic")>;
+using traffic_query_atom = caf::atom_constant<caf::atom("trafquery")>;
+using assignment_atom = caf::atom_constant<caf::atom("assignment")>;
+using goodbye_atom = caf::atom_constant<caf::atom("goodbye")>;
+using link_up_atom = caf::atom_constant<caf::atom("linkup")>;
+using link_lost_atom = caf::atom_constant<caf::atom("linklost")>;
+
+/// What the scheduler's links tell the scheduler node.
+using scheduler_inbox = caf::typed_actor<caf::reacts_to<join_atom, caf::actor, join_message>,
+                                         caf::reacts_to<ready_atom, caf::actor, ready_message>,
+                                         caf::reacts_to<traffic_atom, caf::actor, traffic_message>,
+                                         caf::reacts_to<goodbye_atom, caf::actor, shutdown_message>,
+                                         caf::reacts_to<link_lost_atom, caf::actor, caf::error>>;
+
+/// What a server's or worker's links tell their node.
+using member_inbox = caf::typed_actor<caf::reacts_to<assignment_atom, caf::actor, assignment_message>,
+                                      caf::reacts_to<traffic_query_atom, caf::actor, traffic_query_message>,
+                                      caf::reacts_to<goodbye_atom, caf::actor, shutdown_message>,
+                                      caf::reacts_to<link_up_atom, caf::actor, std::string>,
+                                      caf::reacts_to<link_lost_atom, caf::actor, caf::error>>;
+
+/// The scheduler node's states, in the order a run goes through them.
+enum class scheduler_phase {
+  joining,           ///< waiting for every server and worker to join
+  servers_assigned,  ///< the servers have their parts; waiting for them to be ready
+  workers_assigned,  ///< the workers have theirs (with the servers' endpoints)
+  training,          ///< the session trains
+  failing,           ///< a failure said a peer was lost; waiting for the loss that caused it
+  ending,            ///< the members were told how the run ends; waiting for their links
+};
+const char* to_string(scheduler_phase phase);
+
+/// A server's or worker's states.
+enum class member_phase {
+  connecting,  ///< reaching its scheduler, retrying until the join timeout (it may not listen yet)
+  joining,   ///< connected to the scheduler, joined, waiting for the assignment
+  starting,  ///< spawning its part (a server: opening its listener)
+  running,   ///< said ready; serves and trains until the scheduler ends the run
+  ending,    ///< ended; waiting for the links it told so to close
+};
+const char* to_string(member_phase phase);
+
+/// How long a node that says goodbye waits for its peers to close their ends (so the frame
+/// is read before its process exits) before it answers anyway. The one place this is set.
+constexpr std::chrono::seconds goodbye_grace{3};
+
+} // namespace troupe
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::join_message)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::ready_message)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::traffic_message)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::shutdown_message)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::assignment_message)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::traffic_query_message)

@@ -1,0 +1,40 @@
+// The server or worker node's actor (member_node.cpp), for run_member and for the tests that
+// drive it message by message (tests/cluster/node_control_test.cpp). Private to cluster/.
+#pragma once
+
+#include <memory>
+
+#include <caf/actor_system.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <troupe/cluster/cluster_node.hpp>
+#include <troupe/cluster/node_control.hpp>
+#include <troupe/cluster/peer_link.hpp>
+
+#include "node_common.hpp"
+
+namespace troupe {
+
+using assignment_deadline_atom = caf::atom_constant<caf::atom("assigndead")>;
+using connect_atom = caf::atom_constant<caf::atom("connect")>;
+using connect_deadline_atom = caf::atom_constant<caf::atom("conndead")>;
+
+/// A member node: the node-control protocol its links speak to it, the host's run request
+/// (answered true when the run finished, else with the error that ended the node), the link to
+/// its scheduler once connected, and its own deadlines.
+using member_node_actor = member_inbox::extend<caf::replies_to<run_atom>::with<bool>,
+                                               caf::reacts_to<scheduler_link_atom, caf::actor>,
+                                               caf::reacts_to<connect_atom>, caf::reacts_to<connect_deadline_atom>,
+                                               caf::reacts_to<grace_over_atom>, caf::reacts_to<assignment_deadline_atom>>;
+
+/// Spawns a member node (options.role: server or worker). `shards` and `computes` are what its
+/// scheduler link serves (filled in once assigned); every link counts its frames in `traffic`.
+/// It reaches its scheduler when told (connect_atom: connecting, retrying every
+/// connect_retry until the join timeout), or joins over a link it is given (scheduler_link_atom). Detached: on a thread of its own
+/// (a node's, so its set-up never holds up the shared scheduler); a test spawns it scheduled.
+member_node_actor spawn_member_node(caf::actor_system& system, const cluster_node_options& options,
+                                    std::shared_ptr<shard_directory> shards,
+                                    std::shared_ptr<compute_directory> computes,
+                                    std::shared_ptr<traffic_registry> traffic, bool detached = true);
+
+} // namespace troupe

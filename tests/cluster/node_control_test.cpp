@@ -1,0 +1,788 @@
+// The scheduler and member nodes' state machines, message by message, on CAF's deterministic
+// test coordinator (caf/test/dsl.hpp): no sockets, no threads, no clock but the coordinator's.
+// Links are stand-ins that record what a node sends them (send_atom, wire_message); what a
+// link would hand its node (node_control.hpp) the test sends itself, in the order a case needs,
+// so every interleaving that real links can produce is reachable, and reproducible.
+//
+// Built on CAF's own test framework (its test coordinator needs it); ctest runs each case
+// alone (tests/cluster/CMakeLists.txt).
+#define CAF_SUITE node_control
+
+#include <caf/test/dsl.hpp>
+
+#include <algorithm>
+#include <arpa/inet.h>
+#include <map>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <troupe/actors/actor_errors.hpp>
+#include <troupe/cluster/job_transfer.hpp>
+#include <troupe/graph/placement.hpp>
+#include <troupe/graph/value_hash.hpp>
+
+#include "cluster/member_node.hpp"
+#include "cluster/scheduler_state.hpp"
+#include "tests/actors/synthetic_job.hpp"
+
+using namespace troupe;
+
+namespace {
+
+using sent_list = std::shared_ptr<std::vector<wire_message>>;
+
+// A link: records what its node sends through it.
+caf::behavior fake_link(caf::event_based_actor*, sent_list sent) {
+  return {
+    [=](send_atom, wire_message& m) { sent->push_back(std::move(m)); },
+    [=](plan_atom, std::uint64_t, wire_keys&) {},
+  };
+}
+
+// The host's view of a run request: what came back, if anything.
+struct outcome {
+  bool answered = false;
+  bool ok = false;
+  std::string error;
+};
+
+template <class Result>
+caf::behavior host(caf::event_based_actor* self, caf::actor node, std::shared_ptr<outcome> out) {
+  self->request(node, caf::infinite, run_atom::value)
+    .then([=](Result&) { out->answered = out->ok = true; },
+          [=](caf::error& err) {
+            out->answered = true;
+            out->error = err.category() == error_category ? error_text(err) : std::string("caf error");
+          });
+  return {[](const std::string&) {}};
+}
+
+// The training session: answers run when the test says so (end_atom: the run finished, or
+// failed with the error given).
+using end_atom = caf::atom_constant<caf::atom("testend")>;
+using fake_session_actor = training_session_actor::extend<caf::reacts_to<end_atom>, caf::reacts_to<end_atom, caf::error>>;
+
+struct session_probe {
+  int runs = 0;
+  caf::typed_response_promise<training_result> promise;
+};
+
+fake_session_actor::behavior_type fake_session(fake_session_actor::pointer self, std::shared_ptr<session_probe> probe) {
+  return {
+    [=](run_atom) -> caf::result<training_result> {
+      ++probe->runs;
+      probe->promise = self->make_response_promise<training_result>();
+      return probe->promise;
+    },
+    [=](end_atom) { probe->promise.deliver(training_result{}); },
+    [=](end_atom, caf::error& err) { probe->promise.deliver(std::move(err)); },
+  };
+}
+
+// The metrics actor: records the traffic annotations.
+struct metrics_probe {
+  std::vector<std::pair<std::int64_t, std::string>> traffic;  // (epoch, line)
+  int reports = 0;
+};
+
+metrics_actor::behavior_type fake_metrics(metrics_actor::pointer, std::shared_ptr<metrics_probe> probe) {
+  return {
+    [=](const batch_report&) {},
+    [=](const phase_report&) { ++probe->reports; },
+    [=](flush_atom) { return true; },
+    [=](annotate_atom, std::int64_t epoch, const std::string&, const std::string&, const std::string& line) {
+      probe->traffic.emplace_back(epoch, line);
+    },
+  };
+}
+
+training_job cluster_job(int servers, int workers) {
+  auto job = test::synthetic_job("mlp", 64);
+  job.topology.workers = workers;
+  job.nodes.servers = servers;
+  job.nodes.workers = workers;
+  return job;
+}
+
+const data_facts facts{{1, 28, 28}, 10, 64, 64};
+
+cluster_node_options node_options(node_role role, std::shared_ptr<std::vector<std::string>> lines) {
+  cluster_node_options o{cluster_secret(std::string(32, 's'))};
+  o.role = role;
+  o.log = [lines](const std::string& line) { lines->push_back(line); };
+  return o;
+}
+
+template <class T>
+const T* last_of(const sent_list& sent) {
+  for (auto it = sent->rbegin(); it != sent->rend(); ++it)
+    if (auto* m = std::get_if<T>(&*it))
+      return m;
+  return nullptr;
+}
+
+template <class T>
+int count_of(const sent_list& sent) {
+  return static_cast<int>(std::count_if(sent->begin(), sent->end(), [](auto& m) { return std::holds_alternative<T>(m); }));
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+struct node_fixture : test_coordinator_fixture<> {
+  std::shared_ptr<std::vector<std::string>> lines = std::make_shared<std::vector<std::string>>();
+  std::vector<caf::actor> spawned;
+
+  ~node_fixture() override {
+    for (auto& a : spawned)
+      caf::anon_send_exit(a, caf::exit_reason::kill);
+  }
+
+  caf::actor link(sent_list& sent) {
+    sent = std::make_shared<std::vector<wire_message>>();
+    auto a = sys.spawn(fake_link, sent);
+    spawned.push_back(a);
+    return a;
+  }
+
+  bool logged(const std::string& part) const {
+    return std::any_of(lines->begin(), lines->end(), [&](auto& l) { return contains(l, part); });
+  }
+
+  void settle() { consume_messages(); }
+};
+
+// A scheduler of `servers` + `workers` nodes, with a fake session and metrics actor.
+struct scheduler_fixture : node_fixture {
+  training_job job;
+  placement_plan plan;
+  scheduler_node_actor node;
+  std::shared_ptr<session_probe> session = std::make_shared<session_probe>();
+  fake_session_actor session_actor;
+  std::shared_ptr<metrics_probe> metrics = std::make_shared<metrics_probe>();
+  std::shared_ptr<outcome> result = std::make_shared<outcome>();
+  cluster_node_options options = node_options(node_role::scheduler, lines);
+
+  void start(int servers = 1, int workers = 2, bool continue_on_loss = false) {
+    job = cluster_job(servers, workers);
+    job.nodes.continue_on_worker_loss = continue_on_loss;
+    if (continue_on_loss)
+      job.topology.mode = topology_kind::async;
+    plan = plan_placement(job, facts);
+    auto sink = sys.spawn(fake_metrics, metrics);
+    spawned.push_back(caf::actor_cast<caf::actor>(sink));
+    scheduler_setup setup{options, job, session_output{}, plan, facts, sink, nullptr, nullptr};
+    setup.listen = false;
+    auto probe = session;
+    setup.spawn_session = [this, probe](caf::actor_system& system, const training_job&, session_sinks) {
+      auto s = system.spawn(fake_session, probe);
+      spawned.push_back(caf::actor_cast<caf::actor>(s));
+      session_actor = s;
+      return training_session_actor{s};
+    };
+    node = spawn_scheduler_node(sys, std::move(setup));
+    spawned.push_back(caf::actor_cast<caf::actor>(node));
+    spawned.push_back(sys.spawn(host<training_result>, caf::actor_cast<caf::actor>(node), result));
+    settle();
+  }
+
+  void join(const caf::actor& l, node_role role, int rank = -1, std::uint32_t pid = 1) {
+    caf::anon_send(node, join_atom::value, l, join_message{role, "10.0.0.1", 0, pid, rank, 0});
+    settle();
+  }
+  void ready(const caf::actor& l, std::uint32_t plan_node, std::uint16_t port = 0) {
+    caf::anon_send(node, ready_atom::value, l, ready_message{plan_node, port});
+    settle();
+  }
+  void lost(const caf::actor& l, const std::string& why) {
+    caf::anon_send(node, link_lost_atom::value, l, why.empty() ? caf::error{} : make_error(errc::peer_down, why));
+    settle();
+  }
+
+  // The session's run ends: with `err`, or finished when it is empty.
+  void session_ends(const caf::error& err = caf::error{}) {
+    if (err)
+      caf::anon_send(session_actor, end_atom::value, err);
+    else
+      caf::anon_send(session_actor, end_atom::value);
+    settle();
+  }
+
+  // Joins one server and two workers, makes them ready: the session trains.
+  struct members {
+    caf::actor server, w0, w1;
+    sent_list server_sent, w0_sent, w1_sent;
+  };
+  members to_training() {
+    members m;
+    m.server = link(m.server_sent);
+    m.w0 = link(m.w0_sent);
+    m.w1 = link(m.w1_sent);
+    join(m.server, node_role::server, -1, 100);
+    join(m.w0, node_role::worker, -1, 200);
+    join(m.w1, node_role::worker, -1, 201);
+    ready(m.server, last_of<assignment_message>(m.server_sent)->node, 4000);
+    ready(m.w0, last_of<assignment_message>(m.w0_sent)->node);
+    ready(m.w1, last_of<assignment_message>(m.w1_sent)->node);
+    return m;
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(scheduler_node_tests, scheduler_fixture)
+
+// Every order of one server's and two workers' joins: nobody is assigned before all joined;
+// then the server alone; the workers once it is ready, with its endpoint; ranks in join order.
+CAF_TEST(joins_in_every_order) {
+  std::vector<int> order{0, 1, 2};  // 0: the server, 1 and 2: workers
+  int orders = 0;
+  do {
+    auto out = std::make_unique<scheduler_fixture>();
+    out->start();
+    std::vector<caf::actor> links(3);
+    std::vector<sent_list> sent(3);
+    for (int i = 0; i < 3; ++i)
+      links[i] = out->link(sent[i]);
+    std::vector<int> worker_order;
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      const int who = order[k];
+      for (auto& s : sent)
+        CAF_CHECK_EQUAL(count_of<assignment_message>(s), 0);
+      out->join(links[who], who == 0 ? node_role::server : node_role::worker, -1, 10 + who);
+      if (who != 0)
+        worker_order.push_back(who);
+    }
+    CAF_REQUIRE_EQUAL(count_of<assignment_message>(sent[0]), 1);
+    CAF_CHECK_EQUAL(count_of<assignment_message>(sent[1]) + count_of<assignment_message>(sent[2]), 0);
+    const auto server_node = last_of<assignment_message>(sent[0])->node;
+    CAF_CHECK(out->plan.nodes.at(server_node).kind == node_kind::server);
+    out->ready(links[0], server_node, 4000);
+    for (int w = 0; w < 2; ++w) {
+      const auto& s = sent[static_cast<std::size_t>(worker_order[static_cast<std::size_t>(w)])];
+      CAF_REQUIRE_EQUAL(count_of<assignment_message>(s), 1);
+      const auto* a = last_of<assignment_message>(s);
+      CAF_CHECK_EQUAL(a->rank, static_cast<std::uint32_t>(w));  // join order
+      CAF_REQUIRE_EQUAL(a->servers.size(), 1u);
+      CAF_CHECK_EQUAL(a->servers[0].node, server_node);
+      CAF_CHECK_EQUAL(a->servers[0].port, 4000);
+      CAF_CHECK_EQUAL(a->servers[0].host, "10.0.0.1");
+      CAF_CHECK_EQUAL(a->plan_hash, out->plan.hash);
+      CAF_CHECK_EQUAL(out->session->runs, 0);
+      out->ready(links[static_cast<std::size_t>(worker_order[static_cast<std::size_t>(w)])], a->node);
+    }
+    CAF_CHECK_EQUAL(out->session->runs, 1);
+    CAF_CHECK(!out->result->answered);
+    ++orders;
+  } while (std::next_permutation(order.begin(), order.end()));
+  CAF_CHECK_EQUAL(orders, 6);
+}
+
+// Ranks a launcher gave are kept whatever the join order.
+CAF_TEST(given_ranks_are_kept_in_any_order) {
+  start();
+  sent_list s, a, b;
+  auto server = link(s), w1 = link(a), w0 = link(b);
+  join(w1, node_role::worker, 1);
+  join(server, node_role::server, 0);
+  join(w0, node_role::worker, 0);
+  ready(server, last_of<assignment_message>(s)->node, 4000);
+  CAF_CHECK_EQUAL(last_of<assignment_message>(a)->rank, 1u);
+  CAF_CHECK_EQUAL(last_of<assignment_message>(b)->rank, 0u);
+}
+
+// A rank that is taken is refused naming its holder; the run waits for a proper node.
+CAF_TEST(duplicate_rank_is_refused) {
+  start();
+  sent_list s, a, b, c;
+  auto server = link(s), first = link(a), second = link(b), third = link(c);
+  join(server, node_role::server);
+  join(first, node_role::worker, 1, 300);
+  join(second, node_role::worker, 1, 301);
+  const auto* refusal = last_of<shutdown_message>(b);
+  CAF_REQUIRE(refusal != nullptr);
+  CAF_CHECK(!refusal->finished);
+  CAF_CHECK(contains(refusal->reason, "worker rank 1 is taken by worker 1 (pid 300"));
+  CAF_CHECK(logged("refused a worker (pid 301"));
+  CAF_CHECK_EQUAL(count_of<assignment_message>(s), 0);
+  // A refused node is no member: its link ending loses nothing.
+  lost(second, "closed");
+  CAF_CHECK(!result->answered);
+  join(third, node_role::worker, 0, 302);
+  CAF_CHECK_EQUAL(count_of<assignment_message>(s), 1);
+  // The same link joining twice is refused too.
+  join(first, node_role::worker, -1, 300);
+  CAF_CHECK(last_of<shutdown_message>(a) != nullptr);
+}
+
+// A member lost before the run started ends it, naming the node; the others are told why, and
+// the answer comes once their links have closed.
+CAF_TEST(peer_lost_during_join) {
+  start();
+  sent_list s, a;
+  auto server = link(s), w0 = link(a);
+  join(server, node_role::server, -1, 100);
+  join(w0, node_role::worker, -1, 200);
+  lost(w0, "the connection closed");
+  const auto* told = last_of<shutdown_message>(s);
+  CAF_REQUIRE(told != nullptr);
+  CAF_CHECK(!told->finished);
+  CAF_CHECK(contains(told->reason, "lost worker 0 (pid 200"));
+  CAF_CHECK(!result->answered);  // the server has not closed yet
+  lost(server, "");
+  CAF_CHECK(result->answered);
+  CAF_CHECK(!result->ok);
+  CAF_CHECK(contains(result->error, "lost worker 0 (pid 200 on 10.0.0.1)"));
+  CAF_CHECK(contains(result->error, "the connection closed"));
+}
+
+// The session fails with a lost peer (a remote compute's request failed) before the loss
+// itself reaches the scheduler: the run ends naming the lost node, not the echo.
+CAF_TEST(peer_lost_during_epoch_echo_first) {
+  start();
+  auto m = to_training();
+  CAF_REQUIRE_EQUAL(session->runs, 1);
+  session_ends(make_error(errc::peer_down, "worker_1: the link to server_0 closed"));
+  CAF_CHECK(!result->answered);
+  CAF_CHECK_EQUAL(count_of<shutdown_message>(m.w0_sent), 0);  // nothing decided yet
+  lost(m.w1, "the connection to worker 1 closed");
+  const auto* told = last_of<shutdown_message>(m.w0_sent);
+  CAF_REQUIRE(told != nullptr);
+  CAF_CHECK(contains(told->reason, "lost worker 1 (pid 201"));
+  lost(m.w0, "");
+  lost(m.server, "");
+  CAF_CHECK(result->answered);
+  CAF_CHECK(contains(result->error, "lost worker 1 (pid 201"));
+}
+
+// The same loss reported first, then its echo: the loss decides.
+CAF_TEST(peer_lost_during_epoch_loss_first) {
+  start();
+  auto m = to_training();
+  lost(m.w1, "the connection to worker 1 closed");
+  session_ends(make_error(errc::peer_down, "worker_1: the link to server_0 closed"));
+  lost(m.w0, "");
+  lost(m.server, "");
+  CAF_CHECK(result->answered);
+  CAF_CHECK(contains(result->error, "lost worker 1 (pid 201"));
+}
+
+// A peer_down whose loss is never reported (within the connection timeout) ends the run as it came.
+CAF_TEST(unexplained_loss_ends_the_run_after_the_connection_timeout) {
+  start();
+  auto m = to_training();
+  session_ends(make_error(errc::peer_down, "something closed"));
+  CAF_CHECK(!result->answered);
+  advance_time(options.connection_timeout + options.heartbeat_interval);
+  settle();
+  lost(m.w0, "");
+  lost(m.w1, "");
+  lost(m.server, "");
+  CAF_CHECK(result->answered);
+  CAF_CHECK(contains(result->error, "something closed"));
+}
+
+// During validation a server is lost; a worker that lost it says so (its goodbye names the
+// server's plan node) before the scheduler's own link to the server ends: the run names the
+// server either way.
+CAF_TEST(peer_lost_during_validation_named_by_a_worker) {
+  start();
+  auto m = to_training();
+  caf::anon_send(node, phase_report{0, false, 32, 30, 3.5, 0.2, 0.1});  // epoch 0 trained; validating
+  settle();
+  const auto server_node = static_cast<std::int32_t>(last_of<assignment_message>(m.server_sent)->node);
+  caf::anon_send(node, goodbye_atom::value, m.w0,
+                 shutdown_message{"lost server_0 at 10:00:00.000 UTC: the connection closed", false, server_node});
+  settle();
+  lost(m.w0, "worker 0 shut down");
+  session_ends(make_error(errc::peer_down, "worker_0: the link to server_0 closed"));
+  lost(m.server, "the connection closed");
+  lost(m.w1, "");
+  CAF_CHECK(result->answered);
+  CAF_CHECK(contains(result->error, "lost server 0 (pid 100"));
+  CAF_CHECK(contains(result->error, "worker 0 (pid 200 on 10.0.0.1) lost it"));
+}
+
+// With on_worker_loss = continue a lost worker is logged and the run goes on.
+CAF_TEST(lost_worker_with_continue_goes_on) {
+  start(1, 2, true);
+  auto m = to_training();
+  lost(m.w1, "no frame for 5000 ms");
+  CAF_CHECK(!result->answered);
+  CAF_CHECK(logged("the run goes on without it"));
+  CAF_CHECK_EQUAL(count_of<shutdown_message>(m.w0_sent), 0);
+}
+
+// Traffic answers after their deadline are dropped, also when they arrive while the next
+// epoch's answers are being gathered; each epoch's figures are released once.
+CAF_TEST(reply_after_deadline_is_dropped) {
+  start();
+  auto m = to_training();
+  caf::anon_send(node, phase_report{0, false, 32, 30, 3.5, 0.2, 0.1});
+  settle();
+  CAF_REQUIRE_EQUAL(count_of<traffic_query_message>(m.w0_sent), 1);
+  CAF_CHECK_EQUAL(metrics->reports, 0);  // held until the traffic is in
+  auto answer = [&](const caf::actor& l, std::int64_t epoch) {
+    caf::anon_send(node, traffic_atom::value, l, traffic_message{epoch, {}});
+    settle();
+  };
+  answer(m.server, 0);
+  answer(m.w0, 0);
+  CAF_CHECK(metrics->traffic.empty());
+  advance_time(options.request_timeout);  // worker 1 never answered in time
+  settle();
+  CAF_REQUIRE_EQUAL(metrics->traffic.size(), 1u);
+  CAF_CHECK_EQUAL(metrics->traffic[0].first, 0);
+  CAF_CHECK_EQUAL(metrics->reports, 1);
+  caf::anon_send(node, phase_report{1, false, 32, 30, 3.5, 0.2, 0.1});
+  settle();
+  answer(m.w1, 0);  // epoch 0's, late: not an answer for epoch 1
+  answer(m.server, 1);
+  answer(m.w0, 1);
+  CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
+  answer(m.w1, 1);
+  CAF_REQUIRE_EQUAL(metrics->traffic.size(), 2u);
+  CAF_CHECK_EQUAL(metrics->traffic[1].first, 1);
+  CAF_CHECK_EQUAL(metrics->reports, 2);
+}
+
+// A member that floods the scheduler with node messages out of turn (readies, traffic) does
+// not move the state machine: each is refused or dropped, the join deadline still holds.
+CAF_TEST(flood_of_messages_out_of_turn) {
+  start();
+  sent_list s;
+  auto server = link(s);
+  join(server, node_role::server, -1, 100);
+  for (int i = 0; i < 1000; ++i)
+    caf::anon_send(node, traffic_atom::value, server, traffic_message{i, {}});
+  settle();
+  CAF_CHECK(!result->answered);
+  CAF_CHECK_EQUAL(count_of<assignment_message>(s), 0);
+  advance_time(options.join_timeout);
+  settle();
+  lost(server, "");
+  CAF_CHECK(result->answered);
+  CAF_CHECK(contains(result->error, "gave up after 120 s"));
+  CAF_CHECK(contains(result->error, "waiting for worker 0"));
+}
+
+// A ready out of turn (before the node's assignment) ends the run naming the node.
+CAF_TEST(ready_out_of_turn_fails_the_run) {
+  start();
+  sent_list s, a;
+  auto server = link(s), w0 = link(a);
+  join(server, node_role::server, -1, 100);
+  join(w0, node_role::worker, -1, 200);
+  ready(w0, 1);
+  lost(server, "");
+  lost(w0, "");
+  CAF_CHECK(result->answered);
+  CAF_CHECK(contains(result->error, "worker 0 (pid 200 on 10.0.0.1) reported ready out of turn"));
+}
+
+// A message outside the protocol is named in the log and dropped; the node goes on.
+CAF_TEST(unknown_message_kind_is_ignored) {
+  start();
+  caf::anon_send(caf::actor_cast<caf::actor>(node), std::string("hello"), 42);
+  settle();
+  CAF_CHECK(logged("scheduler: ignored a message outside the node-control protocol"));
+  sent_list s, a, b;
+  auto server = link(s), w0 = link(a), w1 = link(b);
+  join(server, node_role::server);
+  join(w0, node_role::worker);
+  join(w1, node_role::worker);
+  CAF_CHECK_EQUAL(count_of<assignment_message>(s), 1);
+}
+
+// The run finished: workers are told first, servers once the workers have gone, then the answer.
+CAF_TEST(finished_run_ends_workers_then_servers) {
+  start();
+  auto m = to_training();
+  session_ends();
+  CAF_REQUIRE(last_of<shutdown_message>(m.w0_sent) != nullptr);
+  CAF_CHECK(last_of<shutdown_message>(m.w0_sent)->finished);
+  CAF_CHECK_EQUAL(count_of<shutdown_message>(m.server_sent), 0);
+  lost(m.w0, "");
+  lost(m.w1, "");
+  CAF_REQUIRE(last_of<shutdown_message>(m.server_sent) != nullptr);
+  CAF_CHECK(!result->answered);
+  lost(m.server, "");
+  CAF_CHECK(result->answered);
+  CAF_CHECK(result->ok);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
+
+namespace {
+
+// A worker node, before its assignment (spawning a part needs data and threads).
+struct member_fixture : node_fixture {
+  member_node_actor node;
+  std::shared_ptr<outcome> result = std::make_shared<outcome>();
+  std::shared_ptr<traffic_registry> traffic = std::make_shared<traffic_registry>();
+  cluster_node_options options = node_options(node_role::worker, lines);
+  caf::actor scheduler;
+  sent_list to_scheduler;
+
+  member_fixture() {
+    node = spawn_member_node(sys, options, std::make_shared<shard_directory>(), std::make_shared<compute_directory>(),
+                             traffic, false);
+    spawned.push_back(caf::actor_cast<caf::actor>(node));
+    spawned.push_back(sys.spawn(host<bool>, caf::actor_cast<caf::actor>(node), result));
+    scheduler = link(to_scheduler);
+    caf::anon_send(node, scheduler_link_atom::value, scheduler);
+    settle();
+  }
+  void lost(const caf::actor& l, const std::string& why) {
+    caf::anon_send(node, link_lost_atom::value, l, why.empty() ? caf::error{} : make_error(errc::peer_down, why));
+    settle();
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(member_node_tests, member_fixture)
+
+CAF_TEST(member_joins_on_its_scheduler_link) {
+  const auto* join = last_of<join_message>(to_scheduler);
+  CAF_REQUIRE(join != nullptr);
+  CAF_CHECK(join->role == node_role::worker);
+  CAF_CHECK_EQUAL(join->rank, -1);
+}
+
+// The scheduler is lost while the node waits for its assignment: it ends naming the loss.
+CAF_TEST(member_loses_its_scheduler_during_join) {
+  lost(scheduler, "the connection to the scheduler closed");
+  CAF_CHECK(result->answered);
+  CAF_CHECK(!result->ok);
+  CAF_CHECK(contains(result->error, "lost the scheduler at"));
+  CAF_CHECK(contains(result->error, "the connection to the scheduler closed"));
+}
+
+// The scheduler's goodbye says why; its link's end then ends the node with that reason, or
+// normally when the run finished.
+CAF_TEST(member_ends_with_the_reason_its_scheduler_gave) {
+  caf::anon_send(node, goodbye_atom::value, scheduler, shutdown_message{"lost worker 1 (pid 9)", false, -1});
+  settle();
+  CAF_CHECK(!result->answered);
+  lost(scheduler, "scheduler shut down: lost worker 1 (pid 9)");
+  CAF_CHECK(result->answered);
+  CAF_CHECK(contains(result->error, "lost the scheduler at"));
+  CAF_CHECK(contains(result->error, "lost worker 1 (pid 9)"));
+}
+
+CAF_TEST(member_finishes_after_a_finished_goodbye) {
+  caf::anon_send(node, goodbye_atom::value, scheduler, shutdown_message{"the run finished", true, -1});
+  settle();
+  lost(scheduler, "");
+  CAF_CHECK(result->answered);
+  CAF_CHECK(result->ok);
+}
+
+// An assignment that does not decode ends the node; the scheduler hears why.
+CAF_TEST(member_refuses_a_broken_assignment) {
+  assignment_message a;
+  a.job = {'x', 'y'};
+  caf::anon_send(node, assignment_atom::value, scheduler, a);
+  settle();
+  const auto* bye = last_of<shutdown_message>(to_scheduler);
+  CAF_REQUIRE(bye != nullptr);
+  CAF_CHECK(!bye->finished);
+  CAF_CHECK_EQUAL(bye->lost_node, -1);
+  CAF_CHECK(!result->answered);  // waits for the scheduler to read it
+  lost(scheduler, "");
+  CAF_CHECK(result->answered);
+  CAF_CHECK(!result->ok);
+}
+
+// Only the scheduler's link may assign: an assignment from another link is ignored.
+CAF_TEST(member_ignores_an_assignment_from_another_link) {
+  sent_list other_sent;
+  auto other = link(other_sent);
+  assignment_message a;
+  a.job = {'x', 'y'};
+  caf::anon_send(node, assignment_atom::value, other, a);
+  settle();
+  CAF_CHECK(logged("ignored an assignment from a link other than the scheduler's"));
+  CAF_CHECK_EQUAL(count_of<shutdown_message>(to_scheduler), 0);
+  CAF_CHECK(!result->answered);
+}
+
+CAF_TEST(member_answers_a_traffic_query) {
+  caf::anon_send(node, traffic_query_atom::value, scheduler, traffic_query_message{3});
+  settle();
+  const auto* t = last_of<traffic_message>(to_scheduler);
+  CAF_REQUIRE(t != nullptr);
+  CAF_CHECK_EQUAL(t->epoch, 3);
+}
+
+CAF_TEST(member_unknown_message_kind_is_ignored) {
+  caf::anon_send(caf::actor_cast<caf::actor>(node), std::string("hello"));
+  settle();
+  CAF_CHECK(logged("ignored a message outside the node-control protocol"));
+  CAF_CHECK(!result->answered);
+}
+
+// No assignment within the deadline: the node gives up and says so.
+CAF_TEST(member_gives_up_without_an_assignment) {
+  advance_time(options.join_timeout * 2 + std::chrono::seconds(5));
+  settle();
+  CAF_REQUIRE(last_of<shutdown_message>(to_scheduler) != nullptr);
+  lost(scheduler, "");
+  CAF_CHECK(result->answered);
+  CAF_CHECK(contains(result->error, "no assignment from the scheduler in time"));
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
+
+namespace {
+
+// A worker node that has yet to reach its scheduler, which does not listen (a port bound on
+// 127.0.0.1 without listening: connecting is refused at once).
+struct connecting_fixture : node_fixture {
+  member_node_actor node;
+  std::shared_ptr<outcome> result = std::make_shared<outcome>();
+  cluster_node_options options = node_options(node_role::worker, lines);
+  int closed_port_fd = -1;
+
+  connecting_fixture() {
+    closed_port_fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(closed_port_fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    socklen_t length = sizeof address;
+    ::getsockname(closed_port_fd, reinterpret_cast<sockaddr*>(&address), &length);
+    options.scheduler_port = ntohs(address.sin_port);
+    node = spawn_member_node(sys, options, std::make_shared<shard_directory>(), std::make_shared<compute_directory>(),
+                             std::make_shared<traffic_registry>(), false);
+    spawned.push_back(caf::actor_cast<caf::actor>(node));
+    caf::anon_send(node, connect_atom::value);
+    spawned.push_back(sys.spawn(host<bool>, caf::actor_cast<caf::actor>(node), result));
+    settle();
+  }
+  ~connecting_fixture() override { ::close(closed_port_fd); }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(member_connect_tests, connecting_fixture)
+
+// A node started before its scheduler tries again every retry period until the join timeout,
+// then gives up naming the address and the reason; no try blocks the node's timers.
+CAF_TEST(member_retries_until_the_join_timeout) {
+  const auto where = "127.0.0.1:" + std::to_string(options.scheduler_port);
+  CAF_CHECK(logged("worker: no scheduler at " + where + " yet; retrying until the join timeout"));
+  CAF_CHECK(!result->answered);
+  advance_time(options.join_timeout / 2);
+  settle();
+  CAF_CHECK(!result->answered);
+  CAF_CHECK_EQUAL(std::count_if(lines->begin(), lines->end(), [](auto& l) { return contains(l, "retrying"); }), 1);
+  advance_time(options.join_timeout / 2);
+  settle();
+  CAF_CHECK(result->answered);
+  CAF_CHECK(!result->ok);
+  CAF_CHECK(contains(result->error, "no scheduler at " + where + " within 120 s (--join-timeout)"));
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
+
+namespace {
+
+// A server node given a real assignment: it spawns its shards and a listener (bound on
+// 127.0.0.1, accepting nobody) and says ready; its shards are in `shards`.
+struct server_member_fixture : node_fixture {
+  training_job job = cluster_job(1, 2);
+  placement_plan plan = plan_placement(job, facts);
+  member_node_actor node;
+  std::shared_ptr<shard_directory> shards = std::make_shared<shard_directory>();
+  std::shared_ptr<outcome> result = std::make_shared<outcome>();
+  cluster_node_options options = node_options(node_role::server, lines);
+  caf::actor scheduler;
+  sent_list to_scheduler;
+  std::uint32_t server_node = 0;
+
+  server_member_fixture() {
+    for (std::size_t n = 0; n < plan.nodes.size(); ++n)
+      if (plan.nodes[n].kind == node_kind::server)
+        server_node = static_cast<std::uint32_t>(n);
+    node = spawn_member_node(sys, options, shards, std::make_shared<compute_directory>(),
+                             std::make_shared<traffic_registry>(), false);
+    spawned.push_back(caf::actor_cast<caf::actor>(node));
+    spawned.push_back(sys.spawn(host<bool>, caf::actor_cast<caf::actor>(node), result));
+    scheduler = link(to_scheduler);
+    caf::anon_send(node, scheduler_link_atom::value, scheduler);
+    settle();
+    caf::anon_send(node, assignment_atom::value, scheduler, assignment());
+    settle();
+  }
+  ~server_member_fixture() override {
+    // A node that still runs ends as the scheduler ends a run: its part goes with it.
+    caf::anon_send(node, goodbye_atom::value, scheduler, shutdown_message{"the run finished", true, -1});
+    caf::anon_send(node, link_lost_atom::value, scheduler, caf::error{});
+    settle();
+  }
+  assignment_message assignment() const {
+    assignment_message a;
+    a.node = server_node;
+    a.job = job_bytes(job);
+    a.job_hash = job_hash(job);
+    a.plan_hash = plan.hash;
+    a.facts = facts;
+    return a;
+  }
+  void lost(const caf::actor& l, const std::string& why) {
+    caf::anon_send(node, link_lost_atom::value, l, why.empty() ? caf::error{} : make_error(errc::peer_down, why));
+    settle();
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(server_member_tests, server_member_fixture)
+
+CAF_TEST(member_server_says_ready_with_its_port) {
+  const auto* ready = last_of<ready_message>(to_scheduler);
+  CAF_REQUIRE(ready != nullptr);
+  CAF_CHECK_EQUAL(ready->node, server_node);
+  CAF_CHECK_NOT_EQUAL(ready->port, 0);
+  CAF_CHECK(shards->find(0) != nullptr);
+  CAF_CHECK(!result->answered);
+}
+
+CAF_TEST(member_assignment_twice_is_refused) {
+  caf::anon_send(node, assignment_atom::value, scheduler, assignment());
+  settle();
+  const auto* bye = last_of<shutdown_message>(to_scheduler);
+  CAF_REQUIRE(bye != nullptr);
+  CAF_CHECK(contains(bye->reason, "the scheduler sent an assignment twice"));
+}
+
+// The scheduler's link is lost, then an actor of the part ends (its echo): the node ends
+// naming the loss, and the later end changes nothing.
+CAF_TEST(member_part_down_after_a_lost_link_keeps_the_loss) {
+  lost(scheduler, "the connection to the scheduler closed");
+  caf::anon_send_exit(shards->find(0), caf::exit_reason::kill);
+  settle();
+  CAF_CHECK(result->answered);
+  CAF_CHECK(contains(result->error, "lost the scheduler at"));
+  CAF_CHECK(!contains(result->error, "terminated"));
+}
+
+// An actor of the part ends on its own: the node ends naming it, and tells the scheduler why.
+CAF_TEST(member_part_down_alone_names_the_actor) {
+  caf::anon_send_exit(shards->find(0), caf::exit_reason::kill);
+  settle();
+  const auto* bye = last_of<shutdown_message>(to_scheduler);
+  CAF_REQUIRE(bye != nullptr);
+  CAF_CHECK(contains(bye->reason, "terminated"));
+  CAF_CHECK_EQUAL(bye->lost_node, -1);
+  lost(scheduler, "");
+  CAF_CHECK(result->answered);
+  CAF_CHECK(contains(result->error, "terminated"));
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()

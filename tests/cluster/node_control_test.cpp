@@ -170,7 +170,7 @@ struct scheduler_fixture : node_fixture {
     job = cluster_job(servers, workers);
     job.nodes.continue_on_worker_loss = continue_on_loss;
     if (continue_on_loss)
-      job.topology.mode = topology_kind::async;
+      use_preset(job.topology, topology_kind::async);
     plan = plan_placement(job, facts);
     auto sink = sys.spawn(fake_metrics, metrics);
     spawned.push_back(caf::actor_cast<caf::actor>(sink));

@@ -463,6 +463,17 @@ train_command_line parse_train_flags(const std::vector<std::string>& args, const
   try {
     auto config = base_config(r, f);
     apply_flags(config, r, f);
+    // A cluster's processes given and no compute count anywhere: one compute per worker
+    // process (troupe node and launch). The flags are read again with --workers, since what
+    // the topology derives from the compute count (a backup level's need) must follow it.
+    const int worker_nodes = config.cluster.worker_nodes.value;
+    if (!config.cluster.workers.given && worker_nodes > 0 && worker_nodes != config.cluster.workers.value) {
+      auto with_workers = args;
+      with_workers.insert(with_workers.end(), {"--workers", std::to_string(worker_nodes)});
+      auto again = parse_train_flags(with_workers, command, summary, declare_own);
+      again.workers_given = false;
+      return again;
+    }
     resolve_app_defaults(config);
     out.job = to_training_job(config);
     check_plan(config, out.job, f);

@@ -262,6 +262,10 @@ void check_schedule_flags(const job_config& c, const flag_set& f) {
 // before anything starts, as `troupe check` says. A shard needs a key to own: more shards than
 // the plan has keys is refused, not shrunk (plan_keys drops empty shards).
 void check_plan(const job_config& config, const training_job& job, const flag_set& f) {
+  // A node of a cluster whose other count comes from its launcher (MPI, Slurm, dmlc: only
+  // --server-nodes given) is planned by troupe node once the environment completed it.
+  if ((job.nodes.servers == 0) != (job.nodes.workers == 0))
+    return;
   const auto plan = plan_config(config, job, expected_data_facts(job));
   if (f.given("shards") && plan.keys.shards.size() < static_cast<std::size_t>(job.shards))
     throw usage_error("--shards " + std::to_string(job.shards) + ": only "

@@ -12,6 +12,7 @@ packages=(
   tao-pegtl-dev dataset-fashion-mnist
   clang libclang-rt-14-dev  # the wire decoder's fuzz test (scripts/fuzz_frames.sh)
   openmpi-bin iproute2      # cluster tests: a job under mpirun, hosts in network namespaces
+  openssl                   # the README's `openssl rand` for a cluster secret (cli:readme_commands)
 )
 if [[ "${TROUPE_WITH_TORCH:-0}" == 1 ]]; then
   # OpenBLAS: without it python3-torch falls back to the slow reference BLAS.

@@ -19,10 +19,12 @@ the test, so a new README command comes with its rule here):
     gpu:0), PyTorch (load_checkpoint.py, bench_vs_torch.py), and the user's own files the README
     only names (c.troupe, hosts). Where the thing is present the command runs (under rule 2/3).
     Without `dot`, `troupe graph ... | dot ...` runs its troupe half and must print DOT.
- 5. `mpirun -n N CMD` runs CMD once (the README's CMD names the user's c.troupe: rule 4).
+ 5. `mpirun ... CMD` runs under mpirun as written, on the tiny copy (rule 2's --data-dir; as
+    root with --allow-run-as-root, which Open MPI demands there); without mpirun it is skipped.
  6. ./scripts/train.sh and ./scripts/test.sh install packages and build the project, which a
     test must not: they are checked as shell (`bash -n`), and train.sh's own training command
     (its `exec` line) runs under rule 2 with --num-epochs 1.
+ 7. `export NAME=...` runs in bash and NAME keeps its value for the commands after it.
 """
 import gzip
 import os
@@ -76,7 +78,7 @@ def write_tiny_fashion_mnist():
 
 def readme_commands():
     """Each command line of the ```sh blocks, without trailing comments."""
-    commands, inside = [], False
+    commands, inside, pending = [], False, ""
     for line in open(readme):
         if line.startswith("```"):
             inside = line.strip() == "```sh"
@@ -84,6 +86,12 @@ def readme_commands():
         if not inside:
             continue
         code = line.split(" #")[0].strip() if not line.lstrip().startswith("#") else ""
+        if pending:  # the rest of a line that ended in a backslash
+            code = pending + " " + code
+            pending = ""
+        if code.endswith("\\"):
+            pending = code[:-1].strip()
+            continue
         if code:
             commands.append(code)
     return commands
@@ -118,8 +126,21 @@ def expect_refusal(line, status, out, err, statuses, pattern):
 
 def check(line):
     """Runs one README line under its rule; returns how it was run, for the log."""
+    if line.startswith("export "):  # rule 7: the variable holds for the commands after it
+        name = line.split()[1].split("=")[0]
+        status, out, err = run(f'{line}; printf %s "${name}"', shell=True)
+        assert status == 0 and out, f"{line}: exit {status}\n{err}"
+        os.environ[name] = out
+        return "exported"
     if line.startswith("mpirun "):  # rule 5
-        line = re.sub(r"^mpirun (-n \d+ )?", "", line)
+        if shutil.which("mpirun") is None:
+            return "skipped: no mpirun"
+        words = shlex.split(line)
+        if os.geteuid() == 0:
+            words.insert(1, "--allow-run-as-root")
+        status, out, err = run(words + ["--data-dir", tiny, "--progress", "off"])
+        assert status == 0 and "Final weights" in out, f"{line}: exit {status}\n{out[-3000:]}{err[-3000:]}"
+        return "under mpirun, --data-dir " + tiny
     words = shlex.split(line)
     program = words[0].replace("build/apps/", "")
     if words[0] in ("./scripts/train.sh", "./scripts/test.sh"):  # rule 6

@@ -8,7 +8,6 @@
 // block must compile to the preset's program, or the statement is refused (a route set of
 // one's own takes a name of one's own), so the first word never misstates what runs.
 #include <algorithm>
-#include <map>
 #include <set>
 
 #include <troupe/graph/config/job_config.hpp>
@@ -334,8 +333,8 @@ void check_machines(const value_reader& r, const syntax_value& head, const job_c
     r.fail(t.machines.span, "machines group computes for aggregate(machine), which no route names");
 }
 
-// Where a written program differs from the preset its name promises.
-std::string difference(const topology_options& want, const compiled& got) {
+// What a preset promises, for the refusal of a block that compiles to something else.
+std::string difference(const topology_options& want) {
   std::string text;
   for (const auto& x : routes_of(want.levels, want.staleness))
     text += (text.empty() ? "" : ", ") + to_string(x);
@@ -414,7 +413,7 @@ void resolve_topology(job_config& c, const syntax_statement* st) {
         if (got.levels[i].scope == want.levels[i].scope && got.levels[i].need == 0)
           got.levels[i].need = want.levels[i].need;
     if (got.levels != want.levels || got.staleness != want.staleness)
-      r.fail(st->head->span, difference(want, got));
+      r.fail(st->head->span, difference(want));
   }
   t.levels = got.levels;
   t.staleness = got.staleness;

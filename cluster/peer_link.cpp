@@ -293,10 +293,11 @@ void serve_control(link_pointer self, const control_message& m) {
     if (self->state.at == stage::admitted)
       write_frame(self, failure_of(m.request, err));
   };
+  const auto due = deadline::after(st.options->phase_timeout);
   if (m.kind == control_kind::train)
-    self->request(compute, st.options->phase_timeout, train_atom::value, m.epoch).then(on_report, on_error);
+    self->request(compute, due.left_with_grace(), train_atom::value, m.epoch, due).then(on_report, on_error);
   else
-    self->request(compute, st.options->phase_timeout, validate_atom::value, m.epoch).then(on_report, on_error);
+    self->request(compute, due.left_with_grace(), validate_atom::value, m.epoch, due).then(on_report, on_error);
 }
 
 // Hands a node-level message to the node this link belongs to, typed; false when that node
@@ -333,9 +334,10 @@ void on_admitted_message(link_pointer self, wire_message& message) {
     [&](auto& m) {
       using T = std::decay_t<decltype(m)>;
       if constexpr (std::is_same_v<T, push_message>) {
+        m.push.due = deadline::after(st.options->request_timeout);
         serve(self, m.request, m.shard, push_atom::value, std::move(m.push));
       } else if constexpr (std::is_same_v<T, pull_message>) {
-        serve(self, m.request, m.shard, pull_atom::value);
+        serve(self, m.request, m.shard, pull_atom::value, deadline::after(st.options->request_timeout));
       } else if constexpr (std::is_same_v<T, weights_message>) {
         answer(self, m.request, answer_kind::weights, m.shard, caf::make_message(std::move(m.weights)));
       } else if constexpr (std::is_same_v<T, failure_message>) {

@@ -75,7 +75,7 @@ push_target_actor spawn_remote_shard(caf::actor_system& system, caf::actor link,
       [=](push_atom, gradient_push& push) {
         return forward<weight_set>(self, link, timeout, push_atom::value, shard, std::move(push));
       },
-      [=](pull_atom) { return forward<weight_set>(self, link, timeout, pull_atom::value, shard); },
+      [=](pull_atom, deadline) { return forward<weight_set>(self, link, timeout, pull_atom::value, shard); },
     };
   });
 }
@@ -87,10 +87,10 @@ compute_actor spawn_remote_compute(caf::actor_system& system, caf::actor link, s
   return system.spawn([=](pointer self) -> compute_actor::behavior_type {
     watch_link(self, link, "compute " + std::to_string(worker));
     return {
-      [=](train_atom, std::int64_t epoch) {
+      [=](train_atom, std::int64_t epoch, deadline) {
         return forward<phase_report>(self, link, timeout, train_atom::value, worker, epoch);
       },
-      [=](validate_atom, std::int64_t epoch) {
+      [=](validate_atom, std::int64_t epoch, deadline) {
         return forward<phase_report>(self, link, timeout, validate_atom::value, worker, epoch);
       },
       [=](end_epoch_atom, std::int64_t epoch) {

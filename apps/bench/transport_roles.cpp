@@ -48,7 +48,7 @@ push_target_actor spawn_summing_shard(caf::actor_system& system, std::vector<ten
     return {
       [=](push_atom, gradient_push& push) {
         weight_set ws;
-        ws.step = push.step + 1;
+        ws.updates = push.step + 1;
         ws.keys = push.keys;
         for (std::size_t i = 0; i < push.keys.size(); ++i) {
           auto& w = weights->at(push.keys[i]);
@@ -62,7 +62,7 @@ push_target_actor spawn_summing_shard(caf::actor_system& system, std::vector<ten
         }
         return ws;
       },
-      [=](pull_atom) {
+      [=](pull_atom, deadline) {
         weight_set ws;
         for (std::size_t k = 0; k < weights->size(); ++k) {
           ws.keys.push_back(k);

@@ -112,7 +112,7 @@ caf::expected<weight_set> ask(caf::scoped_actor& self, const Handle& to, caf::me
 }
 
 bool bit_identical(const weight_set& a, const weight_set& b) {
-  if (a.weights.size() != b.weights.size() || a.weights.empty() || a.keys != b.keys || a.step != b.step)
+  if (a.weights.size() != b.weights.size() || a.weights.empty() || a.keys != b.keys || a.updates != b.updates)
     return false;
   for (std::size_t i = 0; i < a.weights.size(); ++i)
     if (a.weights[i].shape() != b.weights[i].shape() || a.weights[i].numel() == 0
@@ -193,12 +193,12 @@ TEST_CASE("a shard reached over a link answers exactly as the same shard in-proc
     auto in_process = ask(self, local, caf::make_message(push_atom::value, push_of_step(step)));
     REQUIRE(over_link);
     REQUIRE(in_process);
-    CHECK(over_link->step == step + 1);
+    CHECK(over_link->updates == step + 1);
     CHECK(over_link->learning_rate == in_process->learning_rate);
     CHECK(bit_identical(*over_link, *in_process));
   }
-  auto pulled = ask(self, worker.remote, caf::make_message(pull_atom::value));
-  auto pulled_here = ask(self, local, caf::make_message(pull_atom::value));
+  auto pulled = ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{}));
+  auto pulled_here = ask(self, local, caf::make_message(pull_atom::value, deadline{}));
   REQUIRE(pulled);
   REQUIRE(pulled_here);
   CHECK(bit_identical(*pulled, *pulled_here));
@@ -233,7 +233,7 @@ TEST_CASE("a peer with another secret or another plan is refused, naming why", "
     options.keys = base.keys;
     worker_node worker(server.port, options);
     caf::scoped_actor self{worker.system};
-    auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value));
+    auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{}));
     REQUIRE_FALSE(answer);
     CHECK(worker.log.any_contains("proof of the cluster secret is wrong"));
     CHECK(server.log.eventually_contains("proof of the cluster secret is wrong"));
@@ -243,7 +243,7 @@ TEST_CASE("a peer with another secret or another plan is refused, naming why", "
     options.plan_hash = 999;
     worker_node worker(server.port, options);
     caf::scoped_actor self{worker.system};
-    auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value));
+    auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{}));
     REQUIRE_FALSE(answer);
     CHECK(troupe_code(answer.error()) == errc::bad_request);
     CHECK_THAT(error_text(answer.error()), Catch::Contains("runs plan"));
@@ -251,7 +251,7 @@ TEST_CASE("a peer with another secret or another plan is refused, naming why", "
   // Either way the server still serves a proper worker.
   worker_node good(server.port);
   caf::scoped_actor self{good.system};
-  CHECK(ask(self, good.remote, caf::make_message(pull_atom::value)));
+  CHECK(ask(self, good.remote, caf::make_message(pull_atom::value, deadline{})));
 }
 
 TEST_CASE("garbage from a raw TCP client is refused and the listener keeps serving", "[cluster][link]") {
@@ -278,7 +278,7 @@ TEST_CASE("garbage from a raw TCP client is refused and the listener keeps servi
 
   worker_node worker(server.port);
   caf::scoped_actor self{worker.system};
-  CHECK(ask(self, worker.remote, caf::make_message(pull_atom::value)));
+  CHECK(ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{})));
 }
 
 TEST_CASE("failures on the far side come back as errors that name them", "[cluster][link]") {
@@ -287,11 +287,11 @@ TEST_CASE("failures on the far side come back as errors that name them", "[clust
     worker_node worker(server.port);
     caf::scoped_actor self{worker.system};
     auto stray = spawn_remote_shard(worker.system, worker.link, 1, 5000ms);
-    auto answer = ask(self, stray, caf::make_message(pull_atom::value));
+    auto answer = ask(self, stray, caf::make_message(pull_atom::value, deadline{}));
     REQUIRE_FALSE(answer);
     CHECK(troupe_code(answer.error()) == errc::bad_request);
     CHECK_THAT(error_text(answer.error()), Catch::Contains("server 0 holds no shard 1"));
-    CHECK(ask(self, worker.remote, caf::make_message(pull_atom::value)));
+    CHECK(ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{})));
     self->send_exit(stray, caf::exit_reason::user_shutdown);
   }
   SECTION("a push of another plan's shapes: the server refuses the link, saying why") {
@@ -318,13 +318,13 @@ TEST_CASE("a shard that does not answer times the request out, naming it", "[clu
   push_target_actor stuck = system.spawn([pending](push_target_actor::pointer self) -> push_target_actor::behavior_type {
     return {
       [=](push_atom, gradient_push&) { pending->push_back(self->make_response_promise<weight_set>()); return pending->back(); },
-      [=](pull_atom) { pending->push_back(self->make_response_promise<weight_set>()); return pending->back(); },
+      [=](pull_atom, deadline) { pending->push_back(self->make_response_promise<weight_set>()); return pending->back(); },
     };
   });
   server_node server(stuck);
   worker_node worker(server.port, options_for(node_role::worker, "worker 0", 300ms));
   caf::scoped_actor self{worker.system};
-  auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value));
+  auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{}));
   REQUIRE_FALSE(answer);
   CHECK(troupe_code(answer.error()) == errc::timeout);
   // A node named after its role is named once (not "server 'server 0'"), with its address.
@@ -336,7 +336,7 @@ TEST_CASE("a server that goes away fails the link's requests with peer_down", "[
   auto server = std::make_unique<server_node>();
   worker_node worker(server->port);
   caf::scoped_actor self{worker.system};
-  REQUIRE(ask(self, worker.remote, caf::make_message(pull_atom::value)));
+  REQUIRE(ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{})));
   self->monitor(worker.link);
   server.reset();  // its listener ends, and with it every link it accepted
   bool down = false;
@@ -344,7 +344,7 @@ TEST_CASE("a server that goes away fails the link's requests with peer_down", "[
                 caf::after(10s) >> [] {});
   CHECK(down);
   CHECK(worker.log.any_contains("closed"));
-  auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value));
+  auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{}));
   REQUIRE_FALSE(answer);
   CHECK(troupe_code(answer.error()) == errc::peer_down);
 }
@@ -366,7 +366,7 @@ TEST_CASE("a peer that accepts and then stays silent is dropped after the connec
   options.connection_timeout = 600ms;
   worker_node worker(ntohs(address.sin_port), options);
   caf::scoped_actor self{worker.system};
-  auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value));
+  auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{}));
   REQUIRE_FALSE(answer);
   CHECK(troupe_code(answer.error()) == errc::peer_down);
   CHECK_THAT(error_text(answer.error()), Catch::Contains("no frame from"));
@@ -454,12 +454,12 @@ TEST_CASE("a link without a node refuses node-level messages, and shards may be 
   caf::scoped_actor self{worker.system};
   // Shard 1 is not served yet: a failure; once the directory has it, it answers.
   auto second = spawn_remote_shard(worker.system, worker.link, 1, 5000ms);
-  CHECK_FALSE(ask(self, second, caf::make_message(pull_atom::value)));
+  CHECK_FALSE(ask(self, second, caf::make_message(pull_atom::value, deadline{})));
   auto late = spawn_param_shard(server.system, two_keys(), momentum_sgd());
   // The listener's links share its directory.
   caf::scoped_actor server_self{server.system};
   server.directory->set(1, late);
-  CHECK(ask(self, second, caf::make_message(pull_atom::value)));
+  CHECK(ask(self, second, caf::make_message(pull_atom::value, deadline{})));
 
   self->send(worker.link, send_atom::value, wire_message{ready_message{1}});
   CHECK(server.log.eventually_contains("sent a ready, which this node does not take"));
@@ -474,11 +474,11 @@ namespace {
 compute_actor::behavior_type fake_compute(compute_actor::pointer self, metrics_sink_actor metrics,
                                           caf::actor probe) {
   return {
-    [=](train_atom, std::int64_t epoch) {
+    [=](train_atom, std::int64_t epoch, deadline) {
       self->send(metrics, batch_report{2, epoch, 0, 1, 32, 30, 3.5, 0.1f});
       return phase_report{epoch, false, 32, 30, 3.5, 0.25, 0.2};
     },
-    [=](validate_atom, std::int64_t epoch) { return phase_report{epoch, true, 100, 91, 20.0, 0.1, 0.0}; },
+    [=](validate_atom, std::int64_t epoch, deadline) { return phase_report{epoch, true, 100, 91, 20.0, 0.1, 0.0}; },
     [=](end_epoch_atom, std::int64_t epoch) { caf::anon_send(probe, end_epoch_atom::value, epoch); },
     [=](straggle_atom) {},
     [=](watchdog_atom) {},
@@ -518,7 +518,7 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
 
   auto remote = spawn_remote_compute(system, scheduler_link, 2, 5000ms);
   phase_report trained;
-  self->request(remote, 10s, train_atom::value, std::int64_t{4})
+  self->request(remote, 10s, train_atom::value, std::int64_t{4}, deadline{})
     .receive([&](phase_report& r) { trained = r; }, [&](caf::error& e) { FAIL(error_text(e)); });
   CHECK(trained.epoch == 4);
   CHECK(trained.samples == 32);
@@ -531,7 +531,7 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
   CHECK(reported.samples == 32);
 
   phase_report validated;
-  self->request(remote, 10s, validate_atom::value, std::int64_t{4})
+  self->request(remote, 10s, validate_atom::value, std::int64_t{4}, deadline{})
     .receive([&](phase_report& r) { validated = r; }, [&](caf::error& e) { FAIL(error_text(e)); });
   CHECK(validated.validation);
   CHECK(validated.correct == 91);
@@ -543,7 +543,7 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
 
   auto missing = spawn_remote_compute(system, scheduler_link, 7, 5000ms);
   caf::error err;
-  self->request(missing, 10s, train_atom::value, std::int64_t{0})
+  self->request(missing, 10s, train_atom::value, std::int64_t{0}, deadline{})
     .receive([](phase_report&) {}, [&](caf::error& e) { err = e; });
   REQUIRE(err);
   CHECK_THAT(error_text(err), Catch::Contains("worker 1 holds no compute 7"));
@@ -568,7 +568,7 @@ TEST_CASE("a request the encoder refuses fails alone, also when made before admi
   CHECK_THAT(error_text(answer.error()), Catch::Contains("cannot send a push"));
   CHECK_THAT(error_text(answer.error()), Catch::Contains("lists 2 keys and 1 tensors"));
   // The link is still up and serving.
-  CHECK(ask(self, worker.remote, caf::make_message(pull_atom::value)));
+  CHECK(ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{})));
 }
 
 namespace {
@@ -668,7 +668,7 @@ TEST_CASE("a flood of heartbeats keeps no request alive past its deadline and ne
   push_target_actor stuck = system.spawn([pending](push_target_actor::pointer self) -> push_target_actor::behavior_type {
     return {
       [=](push_atom, gradient_push&) { pending->push_back(self->make_response_promise<weight_set>()); return pending->back(); },
-      [=](pull_atom) { pending->push_back(self->make_response_promise<weight_set>()); return pending->back(); },
+      [=](pull_atom, deadline) { pending->push_back(self->make_response_promise<weight_set>()); return pending->back(); },
     };
   });
   // The server sends a heartbeat every millisecond it has sent nothing else.
@@ -690,7 +690,7 @@ TEST_CASE("a flood of heartbeats keeps no request alive past its deadline and ne
   REQUIRE(link);
   auto remote = spawn_remote_shard(system, *link, 0, 300ms);
   for (int i = 0; i < 2; ++i) {  // the link stays up: the second request times out as the first
-    auto answer = ask(self, remote, caf::make_message(pull_atom::value));
+    auto answer = ask(self, remote, caf::make_message(pull_atom::value, deadline{}));
     REQUIRE_FALSE(answer);
     CHECK(troupe_code(answer.error()) == errc::timeout);
     CHECK_THAT(error_text(answer.error()), Catch::Contains("did not answer within 300 ms"));

@@ -22,11 +22,21 @@ const char* to_string(aggregation_scope scope) {
   return scope == aggregation_scope::machine ? "machine" : "all";
 }
 
-const aggregation_level* topology_options::level(aggregation_scope scope) const {
+const aggregation_level* find_level(const std::vector<aggregation_level>& levels, aggregation_scope scope) {
   for (const auto& l : levels)
     if (l.scope == scope)
       return &l;
   return nullptr;
+}
+
+int level_sources(const std::vector<aggregation_level>& levels, std::size_t i, int workers, int machines) {
+  if (levels[i].scope == aggregation_scope::machine)
+    return workers / machines;  // the smallest machine (machines hold W/M or W/M + 1)
+  return i > 0 ? machines : workers;
+}
+
+const aggregation_level* topology_options::level(aggregation_scope scope) const {
+  return find_level(levels, scope);
 }
 
 void use_preset(topology_options& t, topology_kind kind, int argument) {
@@ -53,18 +63,6 @@ void use_preset(topology_options& t, topology_kind kind, int argument) {
   }
 }
 
-namespace {
-
-// The sources of a level: computes (of a machine, or all), or machines for `all` after a
-// machine level.
-int sources_of(const topology_options& t, std::size_t level) {
-  if (t.levels[level].scope == aggregation_scope::machine)
-    return t.workers / t.machines;  // the smallest machine (machines hold W/M or W/M + 1)
-  return level > 0 ? t.machines : t.workers;
-}
-
-} // namespace
-
 void check_topology(const topology_options& t) {
   auto fail = [](const std::string& why) { throw std::invalid_argument("topology: " + why); };
   if (t.workers < 1)
@@ -76,7 +74,7 @@ void check_topology(const topology_options& t) {
     fail("aggregate(machine) needs 1 <= machines <= workers, got " + std::to_string(t.machines)
          + " machines for " + std::to_string(t.workers) + " workers");
   for (std::size_t i = 0; i < t.levels.size(); ++i) {
-    const int sources = sources_of(t, i), need = t.levels[i].need;
+    const int sources = level_sources(t.levels, i, t.workers, t.machines), need = t.levels[i].need;
     if (need < 0 || need > sources)
       fail(std::string("aggregate(") + to_string(t.levels[i].scope) + ", need = " + std::to_string(need)
            + ") needs 0 <= need <= its " + std::to_string(sources) + " sources");

@@ -148,13 +148,6 @@ bool sums_one_source(const placement_plan& p) {
   return p.levels.size() == 1 && p.levels[0].scope == aggregation_scope::all && p.workers == 1;
 }
 
-const aggregation_level* level_of(const placement_plan& p, aggregation_scope scope) {
-  for (const auto& l : p.levels)
-    if (l.scope == scope)
-      return &l;
-  return nullptr;
-}
-
 // A level's need as the plan writes it: the sources when every one is needed.
 int need_of(const aggregation_level& l, int sources) {
   return l.need > 0 && l.need < sources ? l.need : sources;
@@ -185,8 +178,8 @@ void plan_actors(const training_job& job, placement_plan& p) {
   const auto& t = job.topology;
   const int n = p.workers, machines = p.machines;
   const int shards = static_cast<int>(p.keys.shards.size());
-  const auto* machine_level = level_of(p, aggregation_scope::machine);
-  const auto* all_level = level_of(p, aggregation_scope::all);
+  const auto* machine_level = find_level(p.levels, aggregation_scope::machine);
+  const auto* all_level = find_level(p.levels, aggregation_scope::all);
   const bool hierarchical = machine_level != nullptr;
   add_actor(p, plan_role::metrics, 0, "metrics");
   std::size_t next_key = 0;
@@ -275,7 +268,7 @@ void plan_nodes(const training_job& job, placement_plan& p) {
            + (shards != job.shards ? " (the model's keys fill " + std::to_string(shards) + " of the "
                                        + std::to_string(job.shards) + " shards asked for)"
                                    : std::string()));
-  if (level_of(p, aggregation_scope::machine) && p.machines != worker_nodes)
+  if (find_level(p.levels, aggregation_scope::machine) && p.machines != worker_nodes)
     fail(placement_subject::job, "the topology's aggregate(machine) groups " + std::to_string(p.machines)
                                    + " machines and the cluster has " + std::to_string(worker_nodes)
                                    + " worker processes: each worker process is one machine");
@@ -305,8 +298,8 @@ void plan_nodes(const training_job& job, placement_plan& p) {
 void plan_routes(placement_plan& p) {
   const int n = p.workers;
   const int shards = static_cast<int>(p.keys.shards.size());
-  const bool hierarchical = level_of(p, aggregation_scope::machine) != nullptr;
-  const bool global = level_of(p, aggregation_scope::all) != nullptr && !sums_one_source(p);
+  const bool hierarchical = find_level(p.levels, aggregation_scope::machine) != nullptr;
+  const bool global = find_level(p.levels, aggregation_scope::all) != nullptr && !sums_one_source(p);
   std::int64_t example_bytes = 4;  // float32 pixels and an int32 label
   for (auto d : p.data.sample_shape)
     example_bytes *= d;

@@ -160,13 +160,6 @@ struct compiled {
   int staleness = -1;
 };
 
-int sources_of_level(const std::vector<aggregation_level>& levels, std::size_t i, int workers,
-                     int machines) {
-  if (levels[i].scope == aggregation_scope::machine)
-    return workers / machines;  // the smallest machine
-  return i > 0 ? machines : workers;
-}
-
 compiled compile(const value_reader& r, const syntax_statement& st, const written_routes& w,
                  int workers, int machines) {
   const auto& routes = w.routes;
@@ -227,7 +220,7 @@ compiled compile(const value_reader& r, const syntax_statement& st, const writte
   }
   // Needs: a barrier that can never fill is refused.
   for (std::size_t i = 0; i < out.levels.size(); ++i) {
-    const int sources = sources_of_level(out.levels, i, workers, machines);
+    const int sources = level_sources(out.levels, i, workers, machines);
     if (out.levels[i].need > sources) {
       source_span where = st.block_span;
       for (std::size_t j = 0; j < routes.size(); ++j)

@@ -79,6 +79,13 @@ struct topology_options {
   const aggregation_level* level(aggregation_scope scope) const;
 };
 
+/// The level of `scope` in `levels`, or null.
+const aggregation_level* find_level(const std::vector<aggregation_level>& levels, aggregation_scope scope);
+/// The sources of level `i` of `levels`: the computes of a machine (of the smallest, which
+/// holds workers / machines), or, for `all`, every compute, or every machine after a machine
+/// level.
+int level_sources(const std::vector<aggregation_level>& levels, std::size_t i, int workers, int machines);
+
 /// Sets `t`'s routes (name, levels, staleness, machines) to preset `kind`'s. `argument` is the
 /// preset's one parameter (ssp: staleness, default 2; hierarchical: machines, default 2;
 /// backup: backup workers, default 1), negative for its default; t.workers must be set first

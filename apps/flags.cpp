@@ -3,6 +3,8 @@
 // columns whatever a help string's length.
 #include "apps/flags.hpp"
 
+#include "apps/integer_text.hpp"
+
 #include <troupe/graph/config/key_ranges.hpp>
 
 #include <algorithm>
@@ -15,15 +17,6 @@
 namespace troupe {
 
 namespace {
-
-std::int64_t parse_integer(const std::string& flag, const std::string& text) {
-  errno = 0;
-  char* end = nullptr;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE)
-    throw usage_error("--" + flag + ": '" + text + "' is not an integer");
-  return v;
-}
 
 double parse_real(const std::string& flag, const std::string& text) {
   errno = 0;
@@ -90,15 +83,13 @@ void flag_set::add(const std::string& name, std::string& target, const std::stri
 
 void flag_set::add(const std::string& name, std::int64_t& target, const std::string& help) {
   flags_.push_back({name, to_text(target), help, false,
-                    [&target, name](const std::string& v) { target = parse_integer(name, v); }, "N"});
+                    [&target, name](const std::string& v) { target = flag_integer(name, v); }, "N"});
 }
 
 void flag_set::add(const std::string& name, int& target, const std::string& help) {
   flags_.push_back({name, to_text(target), help, false, [&target, name](const std::string& v) {
-                      auto x = parse_integer(name, v);
-                      if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max())
-                        throw usage_error("--" + name + ": " + v + " is out of range");
-                      target = static_cast<int>(x);
+                      target = static_cast<int>(flag_integer(name, v, std::numeric_limits<int>::min(),
+                                                             std::numeric_limits<int>::max()));
                     }, "N"});
 }
 

@@ -2,6 +2,8 @@
 // "Resolved:" line are made from one list of values, so they cannot disagree.
 #include "apps/run_output.hpp"
 
+#include "apps/integer_text.hpp"
+
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -101,10 +103,9 @@ std::shared_ptr<jsonl_writer> open_metrics_file(const std::string& path, const s
 
 int terminal_columns() {
   if (const char* text = std::getenv("COLUMNS")) {
-    char* end = nullptr;
-    const long v = std::strtol(text, &end, 10);
-    if (end != text && *end == '\0' && v > 0 && v < 100000)
-      return static_cast<int>(v);
+    const auto v = parse_integer(text);
+    if (v && *v > 0 && *v < 100000)
+      return static_cast<int>(*v);
   }
   winsize size{};
   if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0)

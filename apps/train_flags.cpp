@@ -15,11 +15,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "apps/commands.hpp"
 #include "apps/config_options.hpp"
 #include "apps/flags.hpp"
+#include "apps/integer_text.hpp"
 #include <troupe/graph/config/job_plan.hpp>
 #include <troupe/graph/config/key_ranges.hpp>
 #include <troupe/graph/placement.hpp>
@@ -30,13 +32,14 @@ namespace troupe {
 
 int default_thread_count() {
   if (const char* text = std::getenv("OMP_NUM_THREADS")) {
-    // OpenMP reads a list of per-level counts; the first is the outermost level's.
-    char* end = nullptr;
-    long v = std::strtol(text, &end, 10);
-    while (*end == ' ' || *end == '\t')
-      ++end;
-    if (end != text && (*end == '\0' || *end == ',') && v > 0 && v <= 4096)
-      return static_cast<int>(v);
+    // OpenMP reads a list of per-level counts; the first is the outermost level's. Blanks
+    // around it are allowed, as OpenMP runtimes allow them.
+    std::string first(text, std::strcspn(text, ","));
+    first.erase(0, first.find_first_not_of(" \t"));
+    first.erase(first.find_last_not_of(" \t") + 1);
+    const auto v = parse_integer(first);
+    if (v && *v > 0 && *v <= 4096)
+      return static_cast<int>(*v);
   }
   return std::max(1u, std::thread::hardware_concurrency());
 }

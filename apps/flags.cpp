@@ -195,8 +195,19 @@ void flag_set::refuse(const std::string& arg) const {
 }
 
 bool flag_set::parse(const std::vector<std::string>& args) {
+  // CLI11 reads `--name=` (an empty value) as `--name` and takes the next argument as the
+  // value; given as two arguments the empty value is kept (`--lr-step-epochs=`: the default).
+  // CLI11 takes the arguments reversed, last first.
+  std::vector<std::string> reversed;
+  for (auto a = args.rbegin(); a != args.rend(); ++a) {
+    const bool empty_value = a->size() > 3 && a->rfind("--", 0) == 0 && a->back() == '='
+                             && a->find('=') == a->size() - 1;
+    if (empty_value)
+      reversed.push_back("");
+    reversed.push_back(empty_value ? a->substr(0, a->size() - 1) : *a);
+  }
   try {
-    app_->parse(std::vector<std::string>(args.rbegin(), args.rend()));  // CLI11 takes them reversed
+    app_->parse(reversed);
   } catch (const CLI::CallForHelp&) {
     return false;
   } catch (const CLI::ArgumentMismatch& e) {

@@ -1,7 +1,17 @@
-// The flag parser (flags.hpp). Help text is laid out here, once, for every command: each flag on
-// its own line with its placeholder, the description wrapped under it so no line passes 100
-// columns whatever a help string's length.
+// The flags (flags.hpp) on CLI11. CLI11 parses: long names, `--name value` and `--name=value`,
+// the last value of a repeated flag (MultiOptionPolicy::TakeLast), switches that refuse a value
+// (disable_flag_override), --help. What CLI11 words or lays out differently from what the
+// project promises is customised here rather than re-parsed: values are converted by the
+// project's own readers (integer_text.hpp) so messages name the flag as they always did;
+// arguments CLI11 does not know are left to us (allow_extras) for the "did you mean" message;
+// CLI11's few parse errors are reworded; help comes from a formatter of our own, each flag on
+// its own line with its placeholder and the description wrapped under it so no line passes
+// 100 columns whatever a help string's length.
 #include "apps/flags.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include "apps/integer_text.hpp"
 
 #include <troupe/graph/config/key_ranges.hpp>
 
@@ -15,15 +25,6 @@
 namespace troupe {
 
 namespace {
-
-std::int64_t parse_integer(const std::string& flag, const std::string& text) {
-  errno = 0;
-  char* end = nullptr;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE)
-    throw usage_error("--" + flag + ": '" + text + "' is not an integer");
-  return v;
-}
 
 double parse_real(const std::string& flag, const std::string& text) {
   errno = 0;
@@ -80,119 +81,152 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+namespace {
+
+// Help as the project lays it out: usage line, summary, then each visible flag.
+std::string help_text(const flag_set::text& t, const CLI::App& app) {
+  std::string out = "usage: troupe " + t.command + (t.operands.empty() ? "" : " " + t.operands)
+                    + " [flags]\n\n" + wrap(t.summary, 0, help_width) + "\nflags:\n";
+  for (const CLI::Option* o : app.get_options()) {
+    if (o == app.get_help_ptr() || o->get_group().empty())  // the empty group: hidden
+      continue;
+    const bool is_switch = o->get_type_size() == 0;
+    out += "  --" + o->get_lnames().front() + (is_switch ? "" : " " + o->get_type_name()) + "\n";
+    const auto& default_text = o->get_default_str();
+    out += wrap(o->get_description() + (default_text.empty() ? "" : " (default: " + default_text + ")"),
+                help_indent, help_width);
+  }
+  return out + "  --help\n" + wrap("print this help and exit", help_indent, help_width);
+}
+
+// The flag a CLI11 message starts with: "--count: 1 required TEXT missing", "fast was given a
+// disallowed flag override".
+std::string flag_in(const std::string& message) {
+  auto name = message.substr(0, message.find_first_of(": "));
+  return name.rfind("--", 0) == 0 ? name : "--" + name;
+}
+
+} // namespace
+
 flag_set::flag_set(std::string command, std::string summary)
-  : command_(std::move(command)), summary_(std::move(summary)) {}
+  : app_(std::make_unique<CLI::App>()),
+    text_(std::make_shared<text>(text{std::move(command), std::move(summary), ""})) {
+  app_->allow_extras();  // unknown arguments are refused by parse(), in the project's words
+  app_->set_help_flag("-h,--help", "print this help and exit");
+  app_->formatter_fn([t = text_](const CLI::App* app, std::string, CLI::AppFormatMode) {
+    return help_text(*t, *app);
+  });
+}
+
+flag_set::~flag_set() = default;
+flag_set::flag_set(flag_set&&) noexcept = default;
+flag_set& flag_set::operator=(flag_set&&) noexcept = default;
+
+void flag_set::add_value(const std::string& name, std::string default_text, const std::string& help,
+                         std::function<void(const std::string&)> assign, const char* placeholder) {
+  app_->add_option_function<std::string>("--" + name, std::move(assign), help)
+    ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)  // a flag given again overrides
+    ->type_name(placeholder)
+    ->default_str(std::move(default_text));
+}
 
 void flag_set::add(const std::string& name, std::string& target, const std::string& help) {
-  flags_.push_back({name, target.empty() ? "" : target, help, false,
-                    [&target](const std::string& v) { target = v; }, "TEXT"});
+  add_value(name, target, help, [&target](const std::string& v) { target = v; }, "TEXT");
 }
 
 void flag_set::add(const std::string& name, std::int64_t& target, const std::string& help) {
-  flags_.push_back({name, to_text(target), help, false,
-                    [&target, name](const std::string& v) { target = parse_integer(name, v); }, "N"});
+  add_value(name, to_text(target), help,
+            [&target, name](const std::string& v) { target = flag_integer(name, v); }, "N");
 }
 
 void flag_set::add(const std::string& name, int& target, const std::string& help) {
-  flags_.push_back({name, to_text(target), help, false, [&target, name](const std::string& v) {
-                      auto x = parse_integer(name, v);
-                      if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max())
-                        throw usage_error("--" + name + ": " + v + " is out of range");
-                      target = static_cast<int>(x);
-                    }, "N"});
+  add_value(name, to_text(target), help, [&target, name](const std::string& v) {
+    target = static_cast<int>(flag_integer(name, v, std::numeric_limits<int>::min(),
+                                           std::numeric_limits<int>::max()));
+  }, "N");
 }
 
 void flag_set::add(const std::string& name, double& target, const std::string& help) {
-  flags_.push_back({name, to_text(target), help, false,
-                    [&target, name](const std::string& v) { target = parse_real(name, v); }, "X"});
+  add_value(name, to_text(target), help,
+            [&target, name](const std::string& v) { target = parse_real(name, v); }, "X");
 }
 
 void flag_set::add(const std::string& name, float& target, const std::string& help) {
-  flags_.push_back({name, to_text(target), help, false, [&target, name](const std::string& v) {
-                      target = static_cast<float>(parse_real(name, v));
-                    }, "X"});
+  add_value(name, to_text(target), help, [&target, name](const std::string& v) {
+    target = static_cast<float>(parse_real(name, v));
+  }, "X");
 }
 
 void flag_set::add_switch(const std::string& name, bool& target, const std::string& help) {
-  flags_.push_back({name, "", help, true, [&target](const std::string&) { target = true; }, ""});
+  app_->add_flag_callback("--" + name, [&target] { target = true; }, help)
+    ->disable_flag_override();  // `--fast=1` is refused: a switch takes no value
 }
 
 void flag_set::set_placeholder(const std::string& name, const std::string& placeholder) {
-  for (auto& f : flags_)
-    if (f.name == name)
-      f.placeholder = placeholder;
+  if (auto* o = app_->get_option_no_throw("--" + name))
+    o->type_name(placeholder);
 }
 
 void flag_set::hide(const std::string& name) {
-  for (auto& f : flags_)
-    if (f.name == name)
-      f.hidden = true;
+  if (auto* o = app_->get_option_no_throw("--" + name))
+    o->group("");  // CLI11's hidden group: left out of help, and of "did you mean" below
 }
 
 std::string flag_set::unknown_flag(const std::string& name) const {
-  const flag* nearest = nullptr;
+  std::string nearest;
   std::size_t best = std::max<std::size_t>(2, name.size() / 4) + 1;
-  for (const auto& f : flags_)
-    if (auto d = edit_distance(name, f.name); !f.hidden && d < best) {
+  for (const CLI::Option* o : app_->get_options()) {
+    if (o == app_->get_help_ptr() || o->get_group().empty())
+      continue;
+    const auto& known = o->get_lnames().front();
+    if (auto d = edit_distance(name, known); d < best) {
       best = d;
-      nearest = &f;
+      nearest = known;
     }
-  return "unknown flag --" + name + (nearest ? " (did you mean --" + nearest->name + "?)" : "")
-         + "; see troupe " + command_ + " --help";
+  }
+  return "unknown flag --" + name + (nearest.empty() ? "" : " (did you mean --" + nearest + "?)")
+         + "; see troupe " + text_->command + " --help";
 }
 
-const flag_set::flag* flag_set::find(const std::string& name) const {
-  for (const auto& f : flags_)
-    if (f.name == name)
-      return &f;
-  return nullptr;
+void flag_set::refuse(const std::string& arg) const {
+  if (arg.rfind("--", 0) != 0 || arg.size() == 2)
+    throw usage_error("unexpected argument '" + arg + "' (flags start with --)");
+  throw usage_error(unknown_flag(arg.substr(2, arg.find('=') - 2)));
 }
 
 bool flag_set::parse(const std::vector<std::string>& args) {
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--help" || arg == "-h")
-      return false;
-    if (arg.rfind("--", 0) != 0 || arg.size() == 2)
-      throw usage_error("unexpected argument '" + arg + "' (flags start with --)");
-    std::string name = arg.substr(2);
-    std::string value;
-    bool inline_value = false;
-    if (auto eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-      inline_value = true;
-    }
-    const flag* f = find(name);
-    if (f == nullptr)
-      throw usage_error(unknown_flag(name));
-    if (f->is_switch && inline_value)
-      throw usage_error("--" + name + " takes no value");
-    if (!f->is_switch && !inline_value) {
-      if (i + 1 >= args.size())
-        throw usage_error("--" + name + " needs a value");
-      value = args[++i];
-    }
-    f->assign(value);  // a flag given again overrides what it said before
-    given_.insert(name);
+  // CLI11 reads `--name=` (an empty value) as `--name` and takes the next argument as the
+  // value; given as two arguments the empty value is kept (`--lr-step-epochs=`: the default).
+  // CLI11 takes the arguments reversed, last first.
+  std::vector<std::string> reversed;
+  for (auto a = args.rbegin(); a != args.rend(); ++a) {
+    const bool empty_value = a->size() > 3 && a->rfind("--", 0) == 0 && a->back() == '='
+                             && a->find('=') == a->size() - 1;
+    if (empty_value)
+      reversed.push_back("");
+    reversed.push_back(empty_value ? a->substr(0, a->size() - 1) : *a);
   }
+  try {
+    app_->parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    return false;
+  } catch (const CLI::ArgumentMismatch& e) {
+    const std::string what = e.what();
+    throw usage_error(flag_in(what) + (what.find("flag override") != std::string::npos
+                                         ? " takes no value" : " needs a value"));
+  } catch (const CLI::ParseError& e) {
+    throw usage_error(e.what());
+  }
+  if (const auto extras = app_->remaining(); !extras.empty())
+    refuse(extras.front());
+  given_.clear();
+  for (const CLI::Option* o : app_->get_options())
+    if (o != app_->get_help_ptr() && o->count() > 0)
+      given_.insert(o->get_lnames().front());
   return true;
 }
 
-std::string flag_set::help() const {
-  std::string out = "usage: troupe " + command_ + (operands_.empty() ? "" : " " + operands_)
-                    + " [flags]\n\n" + wrap(summary_, 0, help_width)
-                    + "\nflags:\n";
-  for (const auto& f : flags_) {
-    if (f.hidden)
-      continue;
-    out += "  --" + f.name + (f.is_switch ? "" : " " + f.placeholder) + "\n";
-    const bool shown = !f.is_switch && !f.default_text.empty();
-    out += wrap(f.help + (shown ? " (default: " + f.default_text + ")" : ""), help_indent, help_width);
-  }
-  out += "  --help\n" + wrap("print this help and exit", help_indent, help_width);
-  return out;
-}
+std::string flag_set::help() const { return app_->help(); }
 
 void check_range(const char* flag, std::int64_t v, std::int64_t min, std::int64_t max,
                  const std::string& why) {

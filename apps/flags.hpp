@@ -1,4 +1,4 @@
-// A small command-line flag parser for the `troupe` subcommands.
+// The command-line flags of the `troupe` subcommands, parsed by CLI11 (Debian libcli11-dev).
 //
 // Flags are declared with a target variable, a default (the variable's current value) and a
 // help line; `--name value` and `--name=value` both work, booleans take no value. A flag given
@@ -8,14 +8,22 @@
 // as one line before exiting with status 2. Help goes to stdout, wrapped to 100 columns, with
 // a placeholder naming each value's type (N, X, TEXT by default; FILE, RATE, ... when set).
 // Only apps/ reads the command line; what it parses is handed down as typed options objects.
+//
+// This class is the one place that knows CLI11: it keeps the project's wording (CLI11's own
+// messages and help layout differ) and keeps CLI11 out of every other file.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+namespace CLI {
+class App;
+}
 
 namespace troupe {
 
@@ -38,6 +46,9 @@ std::size_t edit_distance(const std::string& a, const std::string& b);
 class flag_set {
 public:
   flag_set(std::string command, std::string summary);
+  ~flag_set();
+  flag_set(flag_set&&) noexcept;
+  flag_set& operator=(flag_set&&) noexcept;
 
   void add(const std::string& name, std::string& target, const std::string& help);
   void add(const std::string& name, std::int64_t& target, const std::string& help);
@@ -47,7 +58,7 @@ public:
   /// A switch: present means true.
   void add_switch(const std::string& name, bool& target, const std::string& help);
   /// What the command takes besides flags, for the usage line ("CONFIG").
-  void set_operands(std::string operands) { operands_ = std::move(operands); }
+  void set_operands(std::string operands) { text_->operands = std::move(operands); }
   /// The word help shows for the flag's value (`--metrics FILE`) instead of its type's.
   void set_placeholder(const std::string& name, const std::string& placeholder);
   /// Leaves the flag out of help and of "did you mean": a knob for tests and experiments,
@@ -63,24 +74,22 @@ public:
   const std::set<std::string>& given_flags() const { return given_; }
   std::string help() const;
 
-private:
-  struct flag {
-    std::string name;
-    std::string default_text;
-    std::string help;
-    bool is_switch = false;
-    std::function<void(const std::string&)> assign;
-    std::string placeholder;
-    bool hidden = false;
+  /// What help shows besides the flags; shared with the help formatter, which outlives moves.
+  struct text {
+    std::string command, summary, operands;
   };
-  const flag* find(const std::string& name) const;
+
+private:
+  /// A value flag: CLI11 hands over the last value given as text, `assign` converts it.
+  void add_value(const std::string& name, std::string default_text, const std::string& help,
+                 std::function<void(const std::string&)> assign, const char* placeholder);
   /// "unknown flag --NAME", with the nearest declared flag when one is close.
   std::string unknown_flag(const std::string& name) const;
+  /// The usage_error for an argument CLI11 left unparsed (an unknown flag, a stray word).
+  [[noreturn]] void refuse(const std::string& arg) const;
 
-  std::string command_;
-  std::string summary_;
-  std::string operands_;
-  std::vector<flag> flags_;
+  std::unique_ptr<CLI::App> app_;
+  std::shared_ptr<text> text_;
   std::set<std::string> given_;
 };
 

@@ -140,25 +140,12 @@ int run_node_process(train_command_line& cli, const cluster_node_options& option
   }
 }
 
-} // namespace
-
-int node_command(const std::vector<std::string>& args) {
-  node_command_line n;
-  auto parse = [&n](const std::vector<std::string>& flags) {
-    return parse_train_flags(flags, "node",
-                             "Runs one process of a training cluster: the scheduler, a server or a worker "
-                             "(docs/operations.md).",
-                             [&](flag_set& f) { declare_node_flags(f, n); });
-  };
-  auto cli = parse(args);
-  if (cli.help) {
-    std::cout << cli.help_text;
-    return 0;
-  }
+// This node's place from its flags, the config's cluster section and the launcher's
+// environment; `n` takes the config's network settings where no flag said otherwise.
+node_identity resolve_place(node_command_line& n, const train_command_line& cli, const environment& env) {
   if (!cli.output.checkpoint.prefix.empty() || cli.output.checkpoint.load_epoch >= 0)
     throw usage_error("checkpoints (--model-prefix, --load-epoch, train.model_prefix) are not supported in "
                       "cluster runs yet: train in one process (troupe train) to save or resume them");
-  // The config's network settings, unless a flag said otherwise.
   auto from_config = [&](const char* flag, auto& value, const auto& configured) {
     if (!cli.given.count(flag))
       value = configured;
@@ -169,22 +156,34 @@ int node_command(const std::vector<std::string>& args) {
   from_config("heartbeat", n.heartbeat, cli.network.heartbeat);
   from_config("peer-timeout", n.peer_timeout, cli.network.peer_timeout);
   from_config("request-timeout", n.request_timeout, cli.network.request_timeout);
-  const auto env = current_environment();
   n.place.config_server_nodes = cli.job.nodes.servers;
   n.place.config_worker_nodes = cli.job.nodes.workers;
   if (cli.given.count("server-nodes"))
     n.place.server_nodes = cli.job.nodes.servers;
   if (cli.given.count("worker-nodes"))
     n.place.worker_nodes = cli.job.nodes.workers;
-  const auto place = resolve_node_identity(n.place, env);
-  // One compute per worker process unless --workers or the config says (`troupe launch -n 2
-  // --network mlp` trains two computes, not one that cannot be split over two processes):
-  // the job is made again as if --workers had been given, since what the topology derives
-  // from the compute count (a backup level's need) must follow it.
-  if (!cli.workers_given && place.worker_nodes > 0 && place.worker_nodes != cli.job.topology.workers) {
-    auto with_workers = args;
-    with_workers.insert(with_workers.end(), {"--workers", std::to_string(place.worker_nodes)});
-    cli = parse(with_workers);
+  return resolve_node_identity(n.place, env);
+}
+
+} // namespace
+
+int node_command(const std::vector<std::string>& args) {
+  node_command_line n;
+  const auto env = current_environment();
+  node_identity place;
+  // The worker processes, which default the compute count (default_compute_count), may come
+  // from the launcher's environment: the place is resolved as soon as the flags are read.
+  auto cli = parse_train_flags(
+    args, "node",
+    "Runs one process of a training cluster: the scheduler, a server or a worker (docs/operations.md).",
+    [&](flag_set& f) { declare_node_flags(f, n); },
+    [&](const train_command_line& parsed) {
+      place = resolve_place(n, parsed, env);
+      return place.worker_nodes;
+    });
+  if (cli.help) {
+    std::cout << cli.help_text;
+    return 0;
   }
   if (place.server_nodes > 0)
     cli.job.nodes.servers = place.server_nodes;

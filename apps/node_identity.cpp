@@ -2,8 +2,9 @@
 //
 // Each launcher family has one function that reads only its own variables and checks the flags
 // against them; resolve_node_identity validates the flags, picks the family and applies the one
-// check that needs the final role (port 0). Numbers are parsed by hand rather than with strtol,
-// which accepts signs, spaces and trailing text that a mistyped variable would slip through.
+// check that needs the final role (port 0). Numbers are read by parse_integer (integer_text.hpp),
+// not strtol, which accepts signs, spaces and trailing text that a mistyped variable would slip
+// through.
 #include "apps/node_identity.hpp"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "apps/flags.hpp"
+#include "apps/integer_text.hpp"
 #include <troupe/cluster/launcher_rank.hpp>
 
 namespace troupe {
@@ -31,19 +33,15 @@ const std::string* lookup(const environment& env, const std::string& name) {
   return i == env.end() || i->second.empty() ? nullptr : &i->second;
 }
 
-// `text` as a decimal whole number in [min, max], nothing else; `what` names it in the error.
+// `text` as a whole number in [min, max] (min >= 0: no sign), nothing else; `what` names it in
+// the error.
 std::int64_t parse_whole(const std::string& what, const std::string& text, std::int64_t min,
                          std::int64_t max) {
-  bool ok = !text.empty() && text.size() <= 18;
-  std::int64_t v = 0;
-  for (char c : text) {
-    ok = ok && c >= '0' && c <= '9';
-    v = ok ? v * 10 + (c - '0') : 0;
-  }
-  if (!ok || v < min || v > max)
+  const auto v = text.empty() || text[0] == '-' ? std::nullopt : parse_integer(text);
+  if (!v || *v < min || *v > max)
     throw usage_error(what + " is not a whole number between " + std::to_string(min) + " and "
                       + std::to_string(max));
-  return v;
+  return *v;
 }
 
 int env_number(const environment& env, const std::string& name, int min, int max) {

@@ -3,6 +3,7 @@
 
 #include "apps/commands.hpp"
 #include "apps/flags.hpp"
+#include "apps/integer_text.hpp"
 
 namespace troupe {
 
@@ -45,12 +46,11 @@ std::vector<double> parse_number_list(const std::string& flag, const std::string
 std::vector<std::int64_t> parse_shape(const std::string& flag, const std::string& text) {
   std::vector<std::int64_t> out;
   for (const auto& part : split_commas(text)) {
-    char* end = nullptr;
-    long long v = std::strtoll(part.c_str(), &end, 10);
-    if (part.empty() || *end != '\0' || v <= 0)
+    const auto v = parse_integer(part);
+    if (!v || *v <= 0)
       throw usage_error("--" + flag + ": '" + part + "' in '" + text
                         + "' is not a positive integer");
-    out.push_back(v);
+    out.push_back(*v);
   }
   if (out.size() != 3)
     throw usage_error("--" + flag + ": expected C,H,W (three numbers), got '" + text + "'");

@@ -2,6 +2,8 @@
 // "Resolved:" line are made from one list of values, so they cannot disagree.
 #include "apps/run_output.hpp"
 
+#include "apps/integer_text.hpp"
+
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -9,15 +11,21 @@
 #include <cstdlib>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 namespace troupe {
 
 namespace {
 
 struct resolved_value {
   std::string key;
-  std::string json;  ///< the value as JSON
-  std::string text;  ///< the value as the log shows it
+  nlohmann::ordered_json json;  ///< the value as the record holds it
+  std::string text;             ///< the value as the log shows it
 };
+
+// A number as the metrics lines write it (json_number: integral values as integers), so the
+// record and the epoch lines that follow it agree.
+nlohmann::ordered_json number_json(double x) { return nlohmann::ordered_json::parse(json_number(x)); }
 
 // A float as the decimal it was written as (0.03, not 0.029999999329447746): the shortest
 // form that reads back to the same float.
@@ -34,11 +42,9 @@ const char* policy_name(lr_policy p) {
 std::vector<resolved_value> resolved(const training_job& job, int threads) {
   std::vector<resolved_value> v;
   auto number = [&v](const std::string& key, double x) {
-    v.push_back({key, json_number(x), json_number(x)});
+    v.push_back({key, number_json(x), json_number(x)});
   };
-  auto name = [&v](const std::string& key, const std::string& x) {
-    v.push_back({key, "\"" + json_escape(x) + "\"", x});
-  };
+  auto name = [&v](const std::string& key, const std::string& x) { v.push_back({key, x, x}); };
   const auto& s = job.optimizer.schedule;
   name("network", job.model.network);
   number("num_layers", job.model.num_layers);
@@ -46,12 +52,13 @@ std::vector<resolved_value> resolved(const training_job& job, int threads) {
   number("seed", static_cast<double>(job.model.seed));
   number("lr", as_written(s.base_lr));
   name("lr_schedule", policy_name(s.policy));
-  std::string steps_json = "[", steps_text;
+  auto steps_json = nlohmann::ordered_json::array();
+  std::string steps_text;
   for (double step : s.step_epochs) {
-    steps_json += (steps_json.size() > 1 ? "," : "") + json_number(step);
+    steps_json.push_back(number_json(step));
     steps_text += (steps_text.empty() ? "" : ",") + json_number(step);
   }
-  v.push_back({"lr_step_epochs", steps_json + "]", steps_text.empty() ? "none" : steps_text});
+  v.push_back({"lr_step_epochs", steps_json, steps_text.empty() ? "none" : steps_text});
   number("lr_factor", as_written(s.factor));
   number("warmup_epochs", s.warmup_epochs);
   number("momentum", as_written(job.optimizer.sgd.momentum));
@@ -63,7 +70,7 @@ std::vector<resolved_value> resolved(const training_job& job, int threads) {
   number("shards", job.shards);
   number("threads", threads);
   number("top_k", job.top_k);
-  v.push_back({"validation", job.validate ? "true" : "false", job.validate ? "on" : "off"});
+  v.push_back({"validation", job.validate, job.validate ? "on" : "off"});
   return v;
 }
 
@@ -80,13 +87,12 @@ std::string argument_lines(const std::vector<std::string>& args, const training_
 }
 
 std::string run_record(const std::vector<std::string>& args, const training_job& job, int threads) {
-  std::string out = "{";
+  auto record = nlohmann::ordered_json::object();
   for (const auto& r : resolved(job, threads))
-    out += (out.size() > 1 ? ",\"" : "\"") + r.key + "\":" + r.json;
-  std::string argv = "[";
-  for (const auto& a : args)
-    argv += (argv.size() > 1 ? ",\"" : "\"") + json_escape(a) + "\"";
-  return out + ",\"argv\":" + argv + "]}";
+    record[r.key] = r.json;
+  record["argv"] = args;
+  // Arguments need not be UTF-8 (a Latin-1 file name): bad bytes become U+FFFD, not bad JSON.
+  return record.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 std::shared_ptr<jsonl_writer> open_metrics_file(const std::string& path, const std::string& record) {
@@ -97,10 +103,9 @@ std::shared_ptr<jsonl_writer> open_metrics_file(const std::string& path, const s
 
 int terminal_columns() {
   if (const char* text = std::getenv("COLUMNS")) {
-    char* end = nullptr;
-    const long v = std::strtol(text, &end, 10);
-    if (end != text && *end == '\0' && v > 0 && v < 100000)
-      return static_cast<int>(v);
+    const auto v = parse_integer(text);
+    if (v && *v > 0 && *v < 100000)
+      return static_cast<int>(*v);
   }
   winsize size{};
   if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0)

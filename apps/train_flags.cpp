@@ -14,12 +14,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "apps/commands.hpp"
 #include "apps/config_options.hpp"
 #include "apps/flags.hpp"
+#include "apps/integer_text.hpp"
 #include <troupe/graph/config/job_plan.hpp>
 #include <troupe/graph/config/key_ranges.hpp>
 #include <troupe/graph/placement.hpp>
@@ -30,13 +33,14 @@ namespace troupe {
 
 int default_thread_count() {
   if (const char* text = std::getenv("OMP_NUM_THREADS")) {
-    // OpenMP reads a list of per-level counts; the first is the outermost level's.
-    char* end = nullptr;
-    long v = std::strtol(text, &end, 10);
-    while (*end == ' ' || *end == '\t')
-      ++end;
-    if (end != text && (*end == '\0' || *end == ',') && v > 0 && v <= 4096)
-      return static_cast<int>(v);
+    // OpenMP reads a list of per-level counts; the first is the outermost level's. Blanks
+    // around it are allowed, as OpenMP runtimes allow them.
+    std::string first(text, std::strcspn(text, ","));
+    first.erase(0, first.find_first_not_of(" \t"));
+    first.erase(first.find_last_not_of(" \t") + 1);
+    const auto v = parse_integer(first);
+    if (v && *v > 0 && *v <= 4096)
+      return static_cast<int>(*v);
   }
   return std::max(1u, std::thread::hardware_concurrency());
 }
@@ -261,13 +265,13 @@ void check_schedule_flags(const job_config& c, const flag_set& f) {
 // --num-layers 7, workers that do not divide over the worker processes) is a usage error
 // before anything starts, as `troupe check` says. A shard needs a key to own: more shards than
 // the plan has keys is refused, not shrunk (plan_keys drops empty shards).
-void check_plan(const job_config& config, const training_job& job, const flag_set& f) {
+void check_plan(const job_config& config, const training_job& job, bool shards_given) {
   // A node of a cluster whose other count comes from its launcher (MPI, Slurm, dmlc: only
   // --server-nodes given) is planned by troupe node once the environment completed it.
   if ((job.nodes.servers == 0) != (job.nodes.workers == 0))
     return;
   const auto plan = plan_config(config, job, expected_data_facts(job));
-  if (f.given("shards") && plan.keys.shards.size() < static_cast<std::size_t>(job.shards))
+  if (shards_given && plan.keys.shards.size() < static_cast<std::size_t>(job.shards))
     throw usage_error("--shards " + std::to_string(job.shards) + ": only "
                       + std::to_string(plan.keys.shards.size()) + " shards get a parameter key to own "
                       + "(fewer keys than shards; --slice-bytes cuts large parameters into more)");
@@ -445,9 +449,20 @@ train_command_line parse_train_flags(const std::vector<std::string>& args) {
                            {});
 }
 
-train_command_line parse_train_flags(const std::vector<std::string>& args, const std::string& command,
-                                     const std::string& summary,
-                                     const std::function<void(flag_set&)>& declare_own) {
+namespace {
+
+// One reading of the flags: the command line and the config it names (held for check_plan,
+// which must wait until the compute count is final).
+struct parsed_flags {
+  train_command_line cli;
+  job_config config;
+  bool shards_given = false;
+};
+
+parsed_flags parse_once(const std::vector<std::string>& args, const std::string& command,
+                        const std::string& summary,
+                        const std::function<void(flag_set&)>& declare_own) {
+  parsed_flags parsed;
   raw_flags r;
   r.threads = default_thread_count();
   flag_set f(command, summary);
@@ -455,32 +470,21 @@ train_command_line parse_train_flags(const std::vector<std::string>& args, const
     declare_own(f);
   declare(f, r);
   name_placeholders(f);
-  train_command_line out;
+  auto& out = parsed.cli;
   if (!f.parse(args)) {
     out.help = true;
     out.help_text = f.help();
-    return out;
+    return parsed;
   }
   check_values(r, f);
   out.given = f.given_flags();
   const bool progress_bar = progress_wanted(r.progress);
   try {
-    auto config = base_config(r, f);
+    auto& config = parsed.config;
+    config = base_config(r, f);
     apply_flags(config, r, f);
-    // A cluster's processes given and no compute count anywhere: one compute per worker
-    // process (troupe node and launch). The flags are read again with --workers, since what
-    // the topology derives from the compute count (a backup level's need) must follow it.
-    const int worker_nodes = config.cluster.worker_nodes.value;
-    if (!config.cluster.workers.given && worker_nodes > 0 && worker_nodes != config.cluster.workers.value) {
-      auto with_workers = args;
-      with_workers.insert(with_workers.end(), {"--workers", std::to_string(worker_nodes)});
-      auto again = parse_train_flags(with_workers, command, summary, declare_own);
-      again.workers_given = false;
-      return again;
-    }
     resolve_app_defaults(config);
     out.job = to_training_job(config);
-    check_plan(config, out.job, f);
     out.output = session_output_of(config);
     out.threads = config.run.threads.value;
     out.threads_given = config.run.threads.given;
@@ -494,7 +498,41 @@ train_command_line parse_train_flags(const std::vector<std::string>& args, const
   }
   out.output.progress_bar = progress_bar;
   apply_straggler(r.straggler, out.job.topology);
-  return out;
+  parsed.shards_given = f.given("shards");
+  return parsed;
+}
+
+} // namespace
+
+std::optional<int> default_compute_count(const train_command_line& cli, int worker_processes) {
+  if (cli.workers_given || worker_processes <= 0 || worker_processes == cli.job.topology.workers)
+    return std::nullopt;
+  return worker_processes;
+}
+
+train_command_line parse_train_flags(const std::vector<std::string>& args, const std::string& command,
+                                     const std::string& summary,
+                                     const std::function<void(flag_set&)>& declare_own,
+                                     const std::function<int(const train_command_line&)>& worker_processes) {
+  auto parsed = parse_once(args, command, summary, declare_own);
+  if (parsed.cli.help)
+    return parsed.cli;
+  const int processes = worker_processes ? worker_processes(parsed.cli) : parsed.cli.job.nodes.workers;
+  if (const auto computes = default_compute_count(parsed.cli, processes)) {
+    // Read again with --workers: what the config's topology derives from the compute count
+    // (a backup level's need) is compiled when the config is parsed, so it must see the count.
+    auto with_workers = args;
+    with_workers.insert(with_workers.end(), {"--workers", std::to_string(*computes)});
+    parsed = parse_once(with_workers, command, summary, declare_own);
+    parsed.cli.workers_given = false;
+    parsed.cli.given.erase("workers");
+  }
+  try {
+    check_plan(parsed.config, parsed.cli.job, parsed.shards_given);
+  } catch (const config_error& e) {
+    throw usage_error(e.what());
+  }
+  return parsed.cli;
 }
 
 void require_compute_devices(const std::vector<compute_device>& devices) {

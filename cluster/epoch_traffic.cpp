@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <numeric>
 
+#include <nlohmann/json.hpp>
+
 namespace troupe {
 
 namespace {
@@ -23,17 +25,7 @@ std::vector<std::uint64_t> minus(const std::vector<std::uint64_t>& now, const st
 
 std::uint64_t total(const std::vector<std::uint64_t>& v) { return std::accumulate(v.begin(), v.end(), std::uint64_t{0}); }
 
-std::string rx_tx(std::uint64_t rx, std::uint64_t tx) {
-  return "{\"rx\":" + std::to_string(rx) + ",\"tx\":" + std::to_string(tx) + "}";
-}
-
-// A node name or kind, as a JSON string (names are ours: letters, digits, '_', ' ').
-std::string quoted(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text)
-    out += (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) ? '_' : c;
-  return out + "\"";
-}
+nlohmann::ordered_json rx_tx(std::uint64_t rx, std::uint64_t tx) { return {{"rx", rx}, {"tx", tx}}; }
 
 } // namespace
 
@@ -62,33 +54,32 @@ void epoch_traffic::add(const std::string& node, const std::vector<peer_traffic>
 
 epoch_traffic::figures epoch_traffic::take(std::int64_t epoch) {
   figures f;
-  f.json = "{";
+  auto json = nlohmann::ordered_json::object();
   f.line = "Epoch[" + std::to_string(epoch) + "] Traffic:";
   bool first_node = true;
   for (const auto& [node, peers] : now_) {
     std::vector<std::uint64_t> kinds_in, kinds_out;
-    std::string peer_json;
+    auto peer_json = nlohmann::ordered_json::object();
     for (const auto& [peer, now] : peers) {
       const auto& before = last_[node][peer];
       const auto in = minus(now.in, before.in), out = minus(now.out, before.out);
       accumulate_into(kinds_in, in);
       accumulate_into(kinds_out, out);
-      peer_json += (peer_json.empty() ? "" : ",") + quoted(peer) + ":" + rx_tx(total(in), total(out));
+      peer_json[peer] = rx_tx(total(in), total(out));
     }
-    std::string kind_json;
+    auto kind_json = nlohmann::ordered_json::object();
     for (std::size_t k = 0; k < std::max(kinds_in.size(), kinds_out.size()); ++k) {
       const auto rx = k < kinds_in.size() ? kinds_in[k] : 0, tx = k < kinds_out.size() ? kinds_out[k] : 0;
       if (rx || tx)
-        kind_json += (kind_json.empty() ? "" : ",") + quoted(kind_name(k)) + ":" + rx_tx(rx, tx);
+        kind_json[kind_name(k)] = rx_tx(rx, tx);
     }
     const auto rx = total(kinds_in), tx = total(kinds_out);
-    f.json += (first_node ? "" : ",") + quoted(node) + ":{\"rx\":" + std::to_string(rx) + ",\"tx\":" + std::to_string(tx)
-              + ",\"kinds\":{" + kind_json + "},\"peers\":{" + peer_json + "}}";
+    json[node] = {{"rx", rx}, {"tx", tx}, {"kinds", std::move(kind_json)}, {"peers", std::move(peer_json)}};
     f.line += (first_node ? " " : "; ") + node + " rx " + bytes_text(rx) + " tx " + bytes_text(tx);
     first_node = false;
     last_[node] = peers;
   }
-  f.json += "}";
+  f.json = json.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   now_.clear();
   return f;
 }

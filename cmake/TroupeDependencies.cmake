@@ -14,6 +14,10 @@ find_package(CAF REQUIRED)
 find_package(CapnProto CONFIG REQUIRED)
 # OpenSSL's HMAC and random generator admit peers to a cluster (cluster/admission.cpp).
 find_package(OpenSSL REQUIRED)
+# nlohmann-json (header-only) reads and writes every JSON text: metrics lines, safetensors
+# headers. Used by sources only, never by a public header, and linked as a build-only
+# requirement (troupe_private_json, cmake/TroupeLibrary.cmake), so the installed package does not need it.
+find_package(nlohmann_json 3.11 CONFIG REQUIRED)
 
 # CUDA is optional: AUTO builds it when nvcc is found, ON insists, OFF skips.
 set(TROUPE_HAVE_CUDA OFF)

@@ -17,3 +17,11 @@ function(troupe_library layer)
     PRIVATE ${PROJECT_SOURCE_DIR})
   set_property(GLOBAL APPEND PROPERTY TROUPE_LIBRARIES ${target})
 endfunction()
+
+# troupe_private_json(<target>): nlohmann-json for a target's sources. Wrapped in
+# BUILD_INTERFACE because a static library's private links are still exported (as LINK_ONLY):
+# without it the installed TroupeConfig.cmake would have to find nlohmann_json, for headers no
+# installed header includes.
+function(troupe_private_json target)
+  target_link_libraries(${target} PRIVATE $<BUILD_INTERFACE:nlohmann_json::nlohmann_json>)
+endfunction()

@@ -1,4 +1,5 @@
-// JSON Lines writer (see metrics_log.hpp). A line is formatted completely before the lock is
+// JSON Lines writer (see metrics_log.hpp). Lines are built and escaped by nlohmann-json, the one
+// JSON library of the project. A line is formatted completely before the lock is
 // taken, and it goes out with write(2) on a plain descriptor: there is no user-space buffer,
 // so when write() returns the line is with the OS (that is the per-line flush), and a failed
 // write cannot leave half a line queued behind the next one.
@@ -6,62 +7,43 @@
 
 #include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
+#include <cstdint>
 #include <cstring>
+#include <stdexcept>
 
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include <troupe/io/dataset.hpp>
 
 namespace troupe {
 
-std::string json_escape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char ch : text) {
-    switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (static_cast<unsigned char>(ch) < 0x20) {
-          char escape[8];
-          std::snprintf(escape, sizeof escape, "\\u%04x", unsigned(ch));
-          out += escape;
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out;
+namespace {
+
+// A double as the metrics lines hold it: integral values below 2^53 (where every integer is exact
+// in a double) as JSON integers, so counts read as counts (`"epoch":3`, not `3.0`); others as
+// nlohmann writes doubles, the shortest decimal that reads back to the same value; NaN and
+// infinities, which JSON cannot express, as null.
+nlohmann::ordered_json number_value(double value) {
+  if (!std::isfinite(value))
+    return nullptr;
+  if (value == std::trunc(value) && std::fabs(value) < 9007199254740992.0)
+    return static_cast<std::int64_t>(value);
+  return value;
 }
 
-std::string json_number(double value) {
-  if (!std::isfinite(value))
-    return "null";
-  char text[32];
-  // Below 2^53 every integer is exact in a double, so the integer form loses nothing.
-  if (value == std::trunc(value) && std::fabs(value) < 9007199254740992.0) {
-    std::snprintf(text, sizeof text, "%lld", static_cast<long long>(value));
-    return text;
-  }
-  // 17 significant digits always round-trip; fewer often do and read better (0.1, not
-  // 0.10000000000000001).
-  for (int digits = 15; digits <= 17; ++digits) {
-    std::snprintf(text, sizeof text, "%.*g", digits, value);
-    if (std::strtod(text, nullptr) == value)
-      break;
-  }
-  return text;
+// Invalid UTF-8 (a tag taken from argv, say) is written as U+FFFD: the line stays valid JSON.
+std::string dump(const nlohmann::ordered_json& value) {
+  return value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
+
+} // namespace
+
+std::string json_number(double value) { return dump(number_value(value)); }
 
 // Truncation waits until the lock is held: a second run must not empty the file of the run
 // that holds it. The lock goes with the descriptor, so it lasts exactly as long as the writer.
@@ -95,15 +77,19 @@ jsonl_writer::~jsonl_writer() {
 void jsonl_writer::write(const std::vector<std::pair<std::string, double>>& numbers,
                          const std::vector<std::pair<std::string, std::string>>& strings,
                          const std::vector<std::pair<std::string, std::string>>& json) {
-  std::string line = "{";
+  auto object = nlohmann::ordered_json::object();
   for (const auto& [key, value] : numbers)
-    line += (line.size() > 1 ? ",\"" : "\"") + json_escape(key) + "\":" + json_number(value);
+    object[key] = number_value(value);
   for (const auto& [key, value] : strings)
-    line += (line.size() > 1 ? ",\"" : "\"") + json_escape(key) + "\":\"" +
-            json_escape(value) + "\"";
-  for (const auto& [key, value] : json)
-    line += (line.size() > 1 ? ",\"" : "\"") + json_escape(key) + "\":" + value;
-  line += "}\n";
+    object[key] = value;
+  for (const auto& [key, value] : json) {
+    try {
+      object[key] = nlohmann::ordered_json::parse(value);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw std::invalid_argument(path_ + ": the value of '" + key + "' is not JSON: " + e.what());
+    }
+  }
+  const std::string line = dump(object) + "\n";
 
   std::lock_guard<std::mutex> lock(mutex_);
   std::size_t done = 0;

@@ -9,8 +9,8 @@
 #include <stdexcept>
 
 #include <troupe/io/dataset.hpp>
-#include <troupe/io/json_value.hpp>
-#include <troupe/io/metrics_log.hpp>
+
+#include "io/strict_json.hpp"
 
 namespace troupe {
 
@@ -23,32 +23,23 @@ namespace {
 
 constexpr std::size_t buffer_alignment = 8;
 
+// The header as safetensors writers lay it out: __metadata__ first, then the tensors in their
+// order, compact, padded with spaces so the buffer starts 8-byte aligned. Names that are not
+// valid UTF-8 are written with U+FFFD in place of the bad bytes rather than as invalid JSON.
 std::string header_json(const safetensors_content& content) {
-  std::string h = "{";
-  if (!content.metadata.empty()) {
-    h += "\"__metadata__\":{";
-    bool first = true;
-    for (const auto& [key, value] : content.metadata) {
-      h += (first ? "\"" : ",\"") + json_escape(key) + "\":\"" + json_escape(value) + "\"";
-      first = false;
-    }
-    h += "}";
-  }
+  nlohmann::ordered_json h = nlohmann::ordered_json::object();
+  if (!content.metadata.empty())
+    h["__metadata__"] = content.metadata;
   std::uint64_t offset = 0;
   for (const auto& t : content.tensors) {
-    if (h.size() > 1)
-      h += ",";
-    h += "\"" + json_escape(t.name) + "\":{\"dtype\":\"F32\",\"shape\":[";
-    for (std::size_t i = 0; i < t.value.shape().size(); ++i)
-      h += (i ? "," : "") + std::to_string(t.value.shape()[i]);
     const auto end = offset + t.value.bytes();
-    h += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(end) + "]}";
+    h[t.name] = {{"dtype", "F32"}, {"shape", t.value.shape()}, {"data_offsets", {offset, end}}};
     offset = end;
   }
-  h += "}";
-  while ((8 + h.size()) % buffer_alignment != 0)
-    h += ' ';
-  return h;
+  auto text = h.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  while ((8 + text.size()) % buffer_alignment != 0)
+    text += ' ';
+  return text;
 }
 
 void check_encodable(const safetensors_content& content) {
@@ -71,40 +62,38 @@ struct entry {
   std::uint64_t begin = 0, end = 0;
 };
 
-entry read_entry(const std::string& source, const std::string& name, const json_value& v,
-                 std::uint64_t buffer) {
+entry read_entry(const std::string& source, const std::string& name,
+                 const nlohmann::ordered_json& v, std::uint64_t buffer) {
   auto bad = [&](const std::string& what) -> io_error {
     return io_error(source + ": tensor '" + name + "' " + what);
   };
-  if (v.type != json_value::kind::object)
+  if (!v.is_object())
     throw bad("is not described by an object");
-  for (const auto& [key, value] : v.members)
+  for (const auto& [key, value] : v.items())
     if (key != "dtype" && key != "shape" && key != "data_offsets")
       throw bad("has an unknown field '" + key + "'");
-  const auto* dtype = v.find("dtype");
-  const auto* shape = v.find("shape");
-  const auto* offsets = v.find("data_offsets");
-  if (!dtype || !shape || !offsets)
+  if (!v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
     throw bad("lacks dtype, shape or data_offsets");
-  if (dtype->type != json_value::kind::string || dtype->text != "F32")
-    throw bad("has dtype "
-              + (dtype->type == json_value::kind::string ? dtype->text : "(not a string)")
+  const auto& dtype = v["dtype"];
+  const auto& shape = v["shape"];
+  const auto& offsets = v["data_offsets"];
+  if (!dtype.is_string() || dtype.get<std::string>() != "F32")
+    throw bad("has dtype " + (dtype.is_string() ? dtype.get<std::string>() : "(not a string)")
               + "; Troupe reads F32 only");
-  if (shape->type != json_value::kind::array || offsets->type != json_value::kind::array
-      || offsets->items.size() != 2)
+  if (!shape.is_array() || !offsets.is_array() || offsets.size() != 2)
     throw bad("has a malformed shape or data_offsets");
   entry e{name, {}, 0, 0};
   std::uint64_t elements = 1;
   try {
-    for (const auto& extent : shape->items) {
+    for (const auto& extent : shape) {
       const auto d = json_unsigned(extent, "an extent");
       if (d != 0 && elements > (std::uint64_t{1} << 60) / d)
         throw std::invalid_argument("the shape's size overflows");
       elements *= d;
       e.shape.push_back(static_cast<std::int64_t>(d));
     }
-    e.begin = json_unsigned(offsets->items[0], "the first data offset");
-    e.end = json_unsigned(offsets->items[1], "the second data offset");
+    e.begin = json_unsigned(offsets[0], "the first data offset");
+    e.end = json_unsigned(offsets[1], "the second data offset");
   } catch (const std::invalid_argument& error) {
     throw bad(std::string("has a bad shape or offset: ") + error.what());
   }
@@ -135,13 +124,14 @@ void check_coverage(const std::string& source, std::vector<entry> entries, std::
                    + std::to_string(buffer) + " bytes");
 }
 
-void read_metadata(const std::string& source, const json_value& v, safetensors_content& out) {
-  if (v.type != json_value::kind::object)
+void read_metadata(const std::string& source, const nlohmann::ordered_json& v,
+                   safetensors_content& out) {
+  if (!v.is_object())
     throw io_error(source + ": __metadata__ is not an object");
-  for (const auto& [key, value] : v.members) {
-    if (value.type != json_value::kind::string)
+  for (const auto& [key, value] : v.items()) {
+    if (!value.is_string())
       throw io_error(source + ": __metadata__ value of '" + key + "' is not a string");
-    out.metadata[key] = value.text;
+    out.metadata[key] = value.get<std::string>();
   }
 }
 
@@ -181,16 +171,16 @@ safetensors_content decode_safetensors(const std::string& source,
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()) + 8, n);
   if (text.empty() || text[0] != '{')
     throw io_error(source + ": the header does not start with '{' (not a safetensors file)");
-  json_value header;
+  nlohmann::ordered_json header;
   try {
-    header = parse_json(text);
+    header = parse_strict_json(text);
   } catch (const std::invalid_argument& e) {
     throw io_error(source + ": the JSON header is malformed " + e.what());
   }
   const std::uint64_t buffer = bytes.size() - 8 - n;
   safetensors_content out;
   std::vector<entry> entries;
-  for (const auto& [name, value] : header.members) {
+  for (const auto& [name, value] : header.items()) {
     if (name == "__metadata__")
       read_metadata(source, value, out);
     else

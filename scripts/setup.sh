@@ -10,6 +10,8 @@ packages=(
   python3 python3-matplotlib  # scripts/plot_metrics.py
   python3-pil               # the RecordIO CLI tests generate JPEGs with it (skipped without)
   tao-pegtl-dev dataset-fashion-mnist
+  nlohmann-json3-dev        # every JSON text: metrics lines, safetensors headers
+  libcli11-dev              # the troupe command's flags (apps/flags.cpp)
   clang libclang-rt-14-dev  # the wire decoder's fuzz test (scripts/fuzz_frames.sh)
   openmpi-bin iproute2      # cluster tests: a job under mpirun, hosts in network namespaces
   openssl                   # the README's `openssl rand` for a cluster secret (cli:readme_commands)

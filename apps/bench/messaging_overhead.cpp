@@ -27,6 +27,7 @@
 #include <troupe/actors/messages.hpp>
 #include <troupe/actors/topology_wiring.hpp>
 #include "apps/flags.hpp"
+#include "apps/integer_text.hpp"
 #include <troupe/cluster/local_node.hpp>
 #include <troupe/kernels/threading.hpp>
 
@@ -260,7 +261,7 @@ int main(int argc, char** argv) {
                 "of ideal", "ms/step", "overhead ms", "weight bufs");
     std::stringstream list(workers_text);
     for (std::string item; std::getline(list, item, ',');) {
-      const int w = std::stoi(item);
+      const auto w = static_cast<int>(flag_integer("workers", item, INT32_MIN, INT32_MAX));
       if (w < 1)
         throw usage_error("--workers: each count must be at least 1, got " + item);
       for (bool overlap : {false, true}) {

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "apps/flags.hpp"
+#include "apps/integer_text.hpp"
 
 namespace troupe::launch {
 
@@ -17,11 +18,8 @@ namespace {
 
 // A positive decimal number no larger than `max`, or -1.
 long parse_count(const std::string& text, long max) {
-  if (text.empty() || text.size() > 9
-      || !std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); }))
-    return -1;
-  long v = std::stol(text);
-  return v >= 1 && v <= max ? v : -1;
+  const auto v = parse_integer(text);
+  return v && *v >= 1 && *v <= max ? static_cast<long>(*v) : -1;
 }
 
 // "HOST" or "HOST:PORT"; a name with several colons is an IPv6 address and has no port.

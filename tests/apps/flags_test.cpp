@@ -37,6 +37,41 @@ TEST_CASE("a flag given twice takes its last value, as argparse does") {
   CHECK(n == 2);
 }
 
+TEST_CASE("an empty value stays empty in both spellings, and negative numbers are values") {
+  std::string steps = "5,8";
+  std::int64_t n = 0, m = 0;
+  flag_set f("demo", "demo");
+  f.add("steps", steps, "epochs");
+  f.add("count", n, "an integer");
+  f.add("other", m, "an integer");
+  REQUIRE(f.parse({"--steps=", "--count", "-1", "--other=-2"}));
+  CHECK(steps.empty());
+  CHECK(n == -1);
+  CHECK(m == -2);
+  steps = "5";
+  flag_set g("demo", "demo");
+  g.add("steps", steps, "epochs");
+  REQUIRE(g.parse({"--steps", ""}));
+  CHECK(steps.empty());
+}
+
+TEST_CASE("hidden flags work but stay out of help and suggestions") {
+  std::string knob;
+  std::int64_t n = 0;
+  flag_set f("demo", "demo");
+  f.add("straggler", knob, "a test knob");
+  f.add("count", n, "an integer");
+  f.hide("straggler");
+  REQUIRE(f.parse({"--straggler", "0:5"}));
+  CHECK(knob == "0:5");
+  CHECK(f.given("straggler"));
+  CHECK_THAT(f.help(), !Catch::Contains("straggler"));
+  flag_set g("demo", "demo");
+  g.add("straggler", knob, "a test knob");
+  g.hide("straggler");
+  CHECK_THROWS_WITH(g.parse({"--stragler", "1"}), !Catch::Contains("did you mean"));
+}
+
 TEST_CASE("help fits 100 columns and names each value's type") {
   std::int64_t n = 1;
   std::string path;

@@ -28,14 +28,33 @@ std::vector<std::string> read_lines(const std::string& path) {
 
 } // namespace
 
-TEST_CASE("json_escape escapes quotes, backslashes and control characters", "[io][metrics]") {
-  CHECK(json_escape("plain text") == "plain text");
-  CHECK(json_escape("say \"hi\"") == "say \\\"hi\\\"");
-  CHECK(json_escape("C:\\dir") == "C:\\\\dir");
-  CHECK(json_escape("a\nb\tc\rd\be\ff") == "a\\nb\\tc\\rd\\be\\ff");
-  CHECK(json_escape(std::string("\x01\x1f", 2)) == "\\u0001\\u001f");
-  CHECK(json_escape(std::string("nul\0byte", 8)) == "nul\\u0000byte");
-  CHECK(json_escape("caf\xc3\xa9") == "caf\xc3\xa9");  // UTF-8 passes through
+TEST_CASE("jsonl_writer escapes control characters and keeps UTF-8", "[io][metrics]") {
+  test::temp_dir dir;
+  const auto path = dir.file("escapes.jsonl");
+  jsonl_writer writer(path);
+  writer.write({}, {{"quote", "say \"hi\" C:\\dir"},
+                    {"named", "a\nb\tc\rd\be\ff"},
+                    {"other", std::string("\x01\x1f nul\0byte", 11)},
+                    {"utf8", "caf\xc3\xa9 \xe2\x82\xac"},
+                    {"bad", "x\xff y"}});
+  const auto lines = read_lines(path);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0] == "{\"quote\":\"say \\\"hi\\\" C:\\\\dir\","
+                    "\"named\":\"a\\nb\\tc\\rd\\be\\ff\","
+                    "\"other\":\"\\u0001\\u001f nul\\u0000byte\","
+                    "\"utf8\":\"caf\xc3\xa9 \xe2\x82\xac\","    // UTF-8 passes through
+                    "\"bad\":\"x\xef\xbf\xbd y\"}");                  // invalid UTF-8: U+FFFD
+}
+
+TEST_CASE("jsonl_writer embeds JSON values and refuses text that is not JSON", "[io][metrics]") {
+  test::temp_dir dir;
+  const auto path = dir.file("embedded.jsonl");
+  jsonl_writer writer(path);
+  writer.write({{"epoch", 1}}, {}, {{"traffic", R"({"worker 0": {"rx": 12, "tx": 3}})"}});
+  CHECK(read_lines(path) == std::vector<std::string>{
+                              R"({"epoch":1,"traffic":{"worker 0":{"rx":12,"tx":3}}})"});
+  CHECK_THROWS_WITH(writer.write({}, {}, {{"traffic", "{\"rx\":"}}),
+                    Contains("the value of 'traffic' is not JSON"));
 }
 
 TEST_CASE("json_number prints integers as integers and others round-trip", "[io][metrics]") {

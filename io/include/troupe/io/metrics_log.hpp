@@ -3,9 +3,9 @@
 //
 // JSON Lines is what plotting scripts and `jq` read without a schema, and a line-per-record
 // file stays valid up to the last complete line when a run is killed, so every line is
-// flushed as it is written. Numbers round-trip exactly (shortest of %.15g..%.17g that reads
-// back to the same double), integral values print as integers, and NaN or infinity, which
-// JSON cannot express, print as null.
+// flushed as it is written. Numbers round-trip exactly (the shortest decimal that reads back
+// to the same double), integral values print as integers, and NaN or infinity, which JSON
+// cannot express, print as null.
 //
 // Thread-safety: write() may be called from several threads; lines never interleave.
 #pragma once
@@ -17,12 +17,8 @@
 
 namespace troupe {
 
-/// `text` with JSON string escapes applied (quotes, backslash, control characters); the
-/// surrounding quotes are not added. Bytes >= 0x80 pass through, so UTF-8 stays UTF-8.
-std::string json_escape(const std::string& text);
-
-/// A double as a JSON number: integers as integers, others as the shortest round-trip
-/// decimal form, NaN and infinities as null.
+/// A double as the metrics lines write it: integers (below 2^53) as integers, others as the
+/// shortest decimal that reads back to the same double, NaN and infinities as null.
 std::string json_number(double value);
 
 class jsonl_writer {
@@ -35,9 +31,12 @@ public:
   jsonl_writer(const jsonl_writer&) = delete;
   jsonl_writer& operator=(const jsonl_writer&) = delete;
 
-  /// Writes one object, numbers first, then strings, then `json` values (written as they
-  /// are: the caller's well-formed JSON), each in the given order, and flushes. Throws
-  /// io_error "<path>: write failed: <strerror>" when the bytes do not reach the OS.
+  /// Writes one object, numbers first, then strings, then `json` values (JSON texts, such as
+  /// an annotation's object, embedded as values), each in the given order, and flushes. A key
+  /// given twice keeps its first place and its last value. Strings are escaped as JSON requires
+  /// (control characters as \uXXXX, UTF-8 as it is, invalid UTF-8 as U+FFFD). Throws
+  /// std::invalid_argument when a `json` value is not JSON, io_error "<path>: write failed:
+  /// <strerror>" when the bytes do not reach the OS.
   void write(const std::vector<std::pair<std::string, double>>& numbers,
              const std::vector<std::pair<std::string, std::string>>& strings = {},
              const std::vector<std::pair<std::string, std::string>>& json = {});

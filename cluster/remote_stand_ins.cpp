@@ -97,8 +97,6 @@ compute_actor spawn_remote_compute(caf::actor_system& system, caf::actor link, s
         if (!self->state.link_lost)
           caf::anon_send(link, end_epoch_atom::value, worker, epoch);
       },
-      [=](straggle_atom) {},   // a compute's own timers: nothing to do for a stand-in
-      [=](watchdog_atom) {},
     };
   });
 }

@@ -480,8 +480,6 @@ compute_actor::behavior_type fake_compute(compute_actor::pointer self, metrics_s
     },
     [=](validate_atom, std::int64_t epoch) { return phase_report{epoch, true, 100, 91, 20.0, 0.1, 0.0}; },
     [=](end_epoch_atom, std::int64_t epoch) { caf::anon_send(probe, end_epoch_atom::value, epoch); },
-    [=](straggle_atom) {},
-    [=](watchdog_atom) {},
   };
 }
 

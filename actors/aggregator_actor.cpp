@@ -115,6 +115,15 @@ std::string check_contribution(const aggregator_state& st, const gradient_push& 
   return {};
 }
 
+// CAF's anonymous request_timeout, as the deadline it was: the aggregator is the hop nearest
+// a downstream in this process, so it says what did not come back in time.
+caf::error named_timeout(aggregator_pointer self, const caf::error& err, const std::string& what) {
+  if (err != caf::sec::request_timeout)
+    return err;
+  return make_error(errc::timeout, "aggregator " + std::to_string(self->state.options.position) + ": "
+                                     + what + " got no answer from downstream by its deadline");
+}
+
 void forward_step(aggregator_pointer self, std::pair<std::size_t, std::int64_t> id) {
   auto& st = self->state;
   auto node = st.steps.extract(id);
@@ -132,6 +141,10 @@ void forward_step(aggregator_pointer self, std::pair<std::size_t, std::int64_t> 
   sum.keys = order.front()->keys;
   sum.worker = st.options.position;
   sum.samples = step.samples;
+  // The sum is due when its most pressed contribution is: that source gives up then.
+  sum.due = order.front()->due;
+  for (auto* part : order)
+    sum.due = deadline::earlier(sum.due, part->due);
   if (order.size() == 1) {
     // One contribution (one source, or need 1): its weight is n / n = 1 and 1.0f * g == g
     // bit for bit, so the sum is the contribution itself. Its handles go on: no copy, no
@@ -146,7 +159,8 @@ void forward_step(aggregator_pointer self, std::pair<std::size_t, std::int64_t> 
   ++st.forwarded;
   auto waiting = std::move(step.waiting);
   const auto group_id = id.first;
-  self->request(st.downstream, st.options.timeouts.step, push_atom::value, std::move(sum))
+  const auto due = sum.due;
+  self->request(st.downstream, due.left(), push_atom::value, std::move(sum))
     .then(
       [=](weight_set& ws) mutable {
         auto& g = self->state.groups[group_id];
@@ -156,8 +170,9 @@ void forward_step(aggregator_pointer self, std::pair<std::size_t, std::int64_t> 
           promise.deliver(ws);
       },
       [=](caf::error& err) mutable {
+        const auto why = named_timeout(self, err, "step " + std::to_string(id.second) + "'s sum");
         for (auto& promise : waiting)
-          promise.deliver(err);
+          promise.deliver(why);
       });
 }
 
@@ -172,11 +187,11 @@ caf::result<weight_set> on_push(aggregator_pointer self, gradient_push& push) {
       return g->second.latest;
     auto promise = self->make_response_promise<weight_set>();  // weights on their way: ask
     auto keys = push.keys;
-    self->request(st.downstream, st.options.timeouts.step, pull_atom::value)
+    self->request(st.downstream, push.due.left(), pull_atom::value, push.due)
       .then(
         [=](weight_set& all) mutable {
           weight_set mine;
-          mine.step = all.step;
+          mine.updates = all.updates;
           mine.learning_rate = all.learning_rate;
           mine.keys = keys;
           for (auto k : keys) {
@@ -190,7 +205,7 @@ caf::result<weight_set> on_push(aggregator_pointer self, gradient_push& push) {
           }
           promise.deliver(std::move(mine));
         },
-        [=](caf::error& err) mutable { promise.deliver(err); });
+        [=](caf::error& err) mutable { promise.deliver(named_timeout(self, err, "the newest weights")); });
     return caf::delegated<weight_set>();
   }
   const std::pair<std::size_t, std::int64_t> id{group_id, push.step};
@@ -233,8 +248,8 @@ aggregator_actor::behavior_type aggregator(aggregator_pointer self, push_target_
   self->set_down_handler([=](caf::down_msg& msg) { on_downstream_down(self, msg); });
   return {
     [=](push_atom, gradient_push& push) -> caf::result<weight_set> { return on_push(self, push); },
-    [=](pull_atom) -> caf::result<weight_set> {
-      return self->delegate(self->state.downstream, pull_atom::value);
+    [=](pull_atom, deadline due) -> caf::result<weight_set> {
+      return self->delegate(self->state.downstream, pull_atom::value, due);
     },
     [=](stats_atom) -> caf::result<std::int64_t, std::int64_t> {
       return {self->state.forwarded, self->state.dropped};

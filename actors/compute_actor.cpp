@@ -49,6 +49,7 @@ struct compute_state {
   caf::typed_response_promise<phase_report> promise;
   phase_report phase;
   clock_type::time_point phase_start;
+  deadline phase_due;  // the coordinator's deadline for the phase in flight
   float learning_rate = 0;
   bool have_weights = false;
   bool busy = false;
@@ -62,8 +63,13 @@ struct compute_state {
   bool fetching = false;                    // a request to the training loader is in flight
   std::optional<loader_item> fetched;       // its answer, until the step in flight is done
   bool between_steps = false;               // the last step is done; waiting for `fetched`
-  // requests in flight, by a number of this actor's: what each waits for and since when
-  std::map<std::uint64_t, std::pair<std::string, clock_type::time_point>> pending;
+  // requests in flight, by a number of this actor's: what each waits for, since when, until when
+  struct pending_request {
+    std::string what;
+    clock_type::time_point asked;
+    deadline due;
+  };
+  std::map<std::uint64_t, pending_request> pending;
   std::uint64_t requests_made = 0;
   bool watchdog_armed = false;
   // A replica on a GPU: each slot's gradient copied to the host, where the pushes read it
@@ -87,12 +93,17 @@ void arm_watchdog(compute_pointer self) {
                      watchdog_atom::value);
 }
 
-// Registers a request about to be sent (see "Liveness" in the header); its handlers call
-// `answered` with the number returned.
-std::uint64_t expect_answer(compute_pointer self, std::string what) {
+// The deadline of a request made now: a step's worth (timeouts.hpp), never past the phase's.
+deadline request_due(const compute_state& st) {
+  return deadline::earlier(deadline::after(st.wiring.timeouts.step), st.phase_due);
+}
+
+// Registers a request about to be sent with deadline `due` (see "Liveness" in the header); its
+// handlers call `answered` with the number returned.
+std::uint64_t expect_answer(compute_pointer self, std::string what, deadline due) {
   auto& st = self->state;
   const auto id = st.requests_made++;
-  st.pending.emplace(id, std::make_pair(std::move(what), clock_type::now()));
+  st.pending.emplace(id, compute_state::pending_request{std::move(what), clock_type::now(), due});
   arm_watchdog(self);
   return id;
 }
@@ -145,14 +156,14 @@ std::string install(compute_state& st, const shard_route& route, weight_set& ws)
   return {};
 }
 
-// Sends `message` to `to` as a request the watchdog watches (what it waits for is `what`).
-// `on_answer` runs only while the phase that asked is still running; answers to a failed
-// phase are dropped. An error fails the phase that asked.
+// Sends `message` to `to` as a request the watchdog watches until `due` (what it waits for
+// is `what`). `on_answer` runs only while the phase that asked is still running; answers to a
+// failed phase are dropped. An error fails the phase that asked.
 template <typename Answer, typename Handle, typename OnAnswer, typename... Ts>
-void watched_request(compute_pointer self, const Handle& to, std::string what, OnAnswer on_answer,
-                     Ts&&... message) {
+void watched_request(compute_pointer self, const Handle& to, std::string what, deadline due,
+                     OnAnswer on_answer, Ts&&... message) {
   const auto phase = self->state.phases_begun;
-  const auto id = expect_answer(self, std::move(what));
+  const auto id = expect_answer(self, std::move(what), due);
   self->request(to, caf::infinite, std::forward<Ts>(message)...)
     .then(
       [=](Answer& answer) mutable {
@@ -167,12 +178,12 @@ void watched_request(compute_pointer self, const Handle& to, std::string what, O
       });
 }
 
-// Sends `request` to route r and installs the weights it answers; runs `then` after the last
-// outstanding answer of the step.
+// Sends `request` (due at `due`) to route r and installs the weights it answers; runs `then`
+// after the last outstanding answer of the step.
 template <typename... Ts>
-void ask(compute_pointer self, std::size_t r, std::function<void()> then, Ts&&... message) {
+void ask(compute_pointer self, std::size_t r, deadline due, std::function<void()> then, Ts&&... message) {
   watched_request<weight_set>(
-    self, self->state.wiring.shards[r].shard, "the weights of route " + std::to_string(r),
+    self, self->state.wiring.shards[r].shard, "the weights of route " + std::to_string(r), due,
     [=](weight_set& ws) {
       auto& s = self->state;
       if (auto problem = install(s, s.wiring.shards[r], ws); !problem.empty())
@@ -197,10 +208,12 @@ void send_group(compute_pointer self, std::size_t g) {
   push.samples = st.header.samples;
   push.worker = route.source_index;
   push.keys = group.keys;
+  push.due = request_due(st);
   push.gradients = group_gradients(route, group, [&](std::size_t slot) {
     return st.on_gpu ? st.host_gradients[slot] : params[slot]->grad;
   });
-  ask(self, group.shard, [=] { next_training_batch(self); }, push_atom::value, std::move(push));
+  const auto due = push.due;
+  ask(self, group.shard, due, [=] { next_training_batch(self); }, push_atom::value, std::move(push));
 }
 
 void send_unsent(compute_pointer self) {
@@ -305,7 +318,7 @@ void next_training_batch(compute_pointer self) {
 void fetch_training_batch(compute_pointer self) {
   self->state.fetching = true;
   watched_request<loader_item>(
-    self, self->state.wiring.train_loader, "a batch from its training loader",
+    self, self->state.wiring.train_loader, "a batch from its training loader", request_due(self->state),
     [=](loader_item& item) {
       auto& st = self->state;
       st.fetching = false;
@@ -318,13 +331,14 @@ void fetch_training_batch(compute_pointer self) {
 
 void pull_all(compute_pointer self, std::function<void()> then) {
   self->state.answers_missing = self->state.wiring.shards.size();
+  const auto due = request_due(self->state);
   for (std::size_t r = 0; r < self->state.wiring.shards.size(); ++r)
-    ask(self, r, then, pull_atom::value);
+    ask(self, r, due, then, pull_atom::value, due);
 }
 
 void next_validation_batch(compute_pointer self) {
   watched_request<loader_item>(
-    self, self->state.wiring.validation_loader, "a batch from the validation loader",
+    self, self->state.wiring.validation_loader, "a batch from the validation loader", request_due(self->state),
     [=](loader_item& item) {
       auto& st = self->state;
       if (item.end)
@@ -344,28 +358,30 @@ void next_validation_batch(compute_pointer self) {
     next_atom::value);
 }
 
-// Fails the phase when a request has waited `timeouts.step`; re-arms while any is pending.
+// Fails the phase once a request is answer_grace past its deadline (the hop that gave up on
+// it at the deadline has had that long to say which it was); re-arms while any is pending.
 void check_pending(compute_pointer self) {
   auto& st = self->state;
   st.watchdog_armed = false;
   if (st.pending.empty())
     return;  // the next request arms it again
-  auto oldest = st.pending.begin();  // numbers grow with time: the first waited longest
-  const auto waited = clock_type::now() - oldest->second.second;
-  if (waited >= st.wiring.timeouts.step) {
-    auto err = make_error(
-      errc::timeout, "compute " + std::to_string(st.wiring.worker) + ": no answer for "
-                       + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(waited).count())
-                       + " ms, waiting for " + oldest->second.first + " (timeout "
-                       + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(st.wiring.timeouts.step).count())
-                       + " ms)");
+  const auto now = clock_type::now();
+  for (const auto& [id, request] : st.pending) {
+    if (request.due.at == deadline::clock::time_point::max() || now < request.due.at + answer_grace)
+      continue;
+    auto ms = [](auto d) { return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()); };
+    auto err = make_error(errc::timeout, "compute " + std::to_string(st.wiring.worker) + ": no answer for "
+                                           + ms(now - request.asked) + " ms, waiting for " + request.what
+                                           + " (timeout "
+                                           + std::to_string(std::chrono::round<std::chrono::milliseconds>(request.due.at - request.asked).count())
+                                           + " ms)");
     return fail_phase(self, err);  // forgets the other requests too
   }
   arm_watchdog(self);
 }
 
 // Common start of a phase; returns false (and answers with an error) if one is running.
-bool begin_phase(compute_pointer self, std::int64_t epoch, bool validation) {
+bool begin_phase(compute_pointer self, std::int64_t epoch, bool validation, deadline due) {
   auto& st = self->state;
   if (st.busy) {
     self->make_response_promise<phase_report>().deliver(
@@ -384,6 +400,7 @@ bool begin_phase(compute_pointer self, std::int64_t epoch, bool validation) {
   st.phase.validation = validation;
   st.phase.top_k = st.replica->top_k();
   st.phase_start = clock_type::now();
+  st.phase_due = due;
   return true;
 }
 
@@ -455,8 +472,8 @@ compute_self_actor::behavior_type compute(compute_pointer self, std::shared_ptr<
     st.host_gradients.resize(st.replica->parameters().size());
   watch_peers(self);
   return {
-    [=](train_atom, std::int64_t epoch) -> caf::result<phase_report> {
-      if (!begin_phase(self, epoch, false))
+    [=](train_atom, std::int64_t epoch, deadline due) -> caf::result<phase_report> {
+      if (!begin_phase(self, epoch, false, due))
         return caf::delegated<phase_report>();
       self->send(self->state.wiring.train_loader, epoch_atom::value, epoch);
       if (self->state.have_weights) {
@@ -481,8 +498,8 @@ compute_self_actor::behavior_type compute(compute_pointer self, std::shared_ptr<
     [=](watchdog_atom) { check_pending(self); },
     [=](snapshot_atom) { return snapshot_replica(self); },
     [=](restore_atom, const replica_state& state) { return restore_replica(self, state); },
-    [=](validate_atom, std::int64_t epoch) -> caf::result<phase_report> {
-      if (!begin_phase(self, epoch, true))
+    [=](validate_atom, std::int64_t epoch, deadline due) -> caf::result<phase_report> {
+      if (!begin_phase(self, epoch, true, due))
         return caf::delegated<phase_report>();
       self->send(self->state.wiring.validation_loader, epoch_atom::value, epoch);
       next_validation_batch(self);

@@ -96,7 +96,8 @@ phase_report merged_in_order(const std::vector<phase_report>& parts, std::int64_
 template <class Atom, class Done>
 void ask_phase(coordinator_pointer self, std::size_t compute, Atom phase, std::int64_t epoch, Done done) {
   auto& st = self->state;
-  self->request(st.computes[compute], st.options.timeouts.phase, phase, epoch)
+  const auto due = deadline::after(st.options.timeouts.phase);
+  self->request(st.computes[compute], due.left_with_grace(), phase, epoch, due)
     .then([=](phase_report& report) { done(std::move(report)); },
           [=](caf::error& err) {
             if (!drop_if_lost(self, compute, err))

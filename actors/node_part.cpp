@@ -292,7 +292,7 @@ void spawn_node_part(caf::actor_system& system, const training_job& job, const p
     b.wired.actor(caf::actor_cast<caf::actor>(part.metrics), plan.actors[metrics_at]);
   }
   part.targets = spawn_push_side_of_node(
-    system, plan, options.node, options.remote.push_target, initial, job.optimizer, options.timeouts,
+    system, plan, options.node, options.remote.push_target, initial, job.optimizer,
     [&](const caf::actor& a, const planned_actor& entry, const caf::actor& downstream) {
       b.record(a, entry);
       if (downstream) {

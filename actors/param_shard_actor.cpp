@@ -38,7 +38,7 @@ struct shard_state {
   std::vector<key_state> keys;
   sgd_options sgd;
   lr_schedule schedule{lr_schedule_options{}};
-  std::int64_t step = 0;  // pushes applied
+  std::int64_t updates = 0;  // pushes applied
   std::int64_t step_limit = 0;
   // By source: the step of its last push (a step arrives as several pushes, one per group;
   // a step before the last is refused, so this is also each worker's furthest step).
@@ -118,7 +118,7 @@ std::string check_push(const shard_state& st, const gradient_push& push) {
 
 weight_set current_weights(const shard_state& st, const std::vector<std::size_t>& keys) {
   weight_set out;
-  out.step = st.step;
+  out.updates = st.updates;
   out.learning_rate = st.last_lr;
   out.keys = keys;
   out.weights.reserve(keys.size());
@@ -181,7 +181,7 @@ caf::result<weight_set> apply_push(shard_pointer self, const gradient_push& push
     update_key(st.sgd, lr, key.current, push.gradients[i], key.velocity, next, key.weight_decay);
     std::swap(next, key.current);  // the old value joins the spares once its readers let go
   }
-  ++st.step;
+  ++st.updates;
   st.last_lr = lr;
   if (st.staleness < 0)
     return current_weights(st, push.keys);
@@ -198,7 +198,7 @@ shard_snapshot snapshot_of(const shard_state& st) {
     out.weights.push_back(key.current);  // never written in place: the handle is a snapshot
     out.momentum.push_back(key.velocity.clone());
   }
-  out.counters.step = st.step;
+  out.counters.updates = st.updates;
   out.counters.last_learning_rate = st.last_lr;
   out.counters.last_steps = st.last_steps;
   return out;
@@ -206,7 +206,7 @@ shard_snapshot snapshot_of(const shard_state& st) {
 
 caf::result<bool> restore(shard_state& st, const shard_snapshot& s) {
   auto refuse = [](const std::string& why) { return make_error(errc::bad_request, "param_shard: restore: " + why); };
-  if (st.step != 0 || !st.last_steps.empty())
+  if (st.updates != 0 || !st.last_steps.empty())
     return refuse("the shard has applied pushes already");
   if (s.weights.size() != st.keys.size() || s.momentum.size() != st.keys.size())
     return refuse("the snapshot holds " + std::to_string(s.weights.size()) + " keys, the shard owns "
@@ -220,7 +220,7 @@ caf::result<bool> restore(shard_state& st, const shard_snapshot& s) {
     st.keys[k].velocity = s.momentum[k].clone();
     st.keys[k].spare.clear();
   }
-  st.step = s.counters.step;
+  st.updates = s.counters.updates;
   st.last_lr = s.counters.last_learning_rate;
   st.last_steps = s.counters.last_steps;
   return true;
@@ -246,7 +246,7 @@ param_shard_actor::behavior_type param_shard(shard_pointer self, std::vector<sha
     [=](push_atom, const gradient_push& push) -> caf::result<weight_set> {
       return apply_push(self, push);
     },
-    [=](pull_atom) -> caf::result<weight_set> { return all_weights(self->state); },
+    [=](pull_atom, deadline) -> caf::result<weight_set> { return all_weights(self->state); },  // answers at once
     [=](snapshot_atom) -> shard_snapshot { return snapshot_of(self->state); },
     [=](restore_atom, const shard_snapshot& s) -> caf::result<bool> { return restore(self->state, s); },
     [=](forget_atom, const std::vector<std::int32_t>& workers) {

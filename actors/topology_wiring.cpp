@@ -34,17 +34,15 @@ param_shard_actor spawn_planned_shard(caf::actor_system& system, const placement
 
 push_targets spawn_push_side(caf::actor_system& system, const placement_plan& plan,
                              const std::vector<tensor>& initial,
-                             const optimizer_options& optimizer,
-                             const request_timeouts& timeouts, const spawn_observer& spawned,
+                             const optimizer_options& optimizer, const spawn_observer& spawned,
                              std::int64_t step_limit) {
-  return spawn_push_side_of_node(system, plan, -1, {}, initial, optimizer, timeouts, spawned, step_limit);
+  return spawn_push_side_of_node(system, plan, -1, {}, initial, optimizer, spawned, step_limit);
 }
 
 push_targets spawn_push_side_of_node(caf::actor_system& system, const placement_plan& plan,
                                      int node, const remote_push_target& remote,
                                      const std::vector<tensor>& initial,
                                      const optimizer_options& optimizer,
-                                     const request_timeouts& timeouts,
                                      const spawn_observer& spawned, std::int64_t step_limit) {
   // node -1: every actor (one process).
   auto here = [&](std::size_t i) { return node < 0 || plan.actors[i].node == node; };
@@ -85,7 +83,7 @@ push_targets spawn_push_side_of_node(caf::actor_system& system, const placement_
       downstream = caf::actor_cast<caf::actor>(targets[down.to]);
       targets[i] = spawn_aggregator(system, targets[down.to],
                                     aggregator_options{a.sources, a.need, a.deterministic,
-                                                       a.position, timeouts});
+                                                       a.position});
     } else {
       continue;
     }

@@ -158,8 +158,9 @@ void collect_weights(session_pointer self) {
     st.result.final_weights.emplace_back(shape);
   st.result.plan_hash = st.run->plan_hash;
   st.pulls_missing = st.run->part.shards.size();
+  const auto due = deadline::after(st.sinks.timeouts.step);
   for (std::size_t r = 0; r < st.run->part.shards.size(); ++r)
-    self->request(st.run->part.shards[r].shard, st.sinks.timeouts.step, pull_atom::value)
+    self->request(st.run->part.shards[r].shard, due.left_with_grace(), pull_atom::value, due)
       .then(
         [=](weight_set& ws) {
           auto& s = self->state;

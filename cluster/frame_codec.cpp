@@ -127,7 +127,7 @@ struct body_writer {
     auto out = body.initWeights();
     out.setRequest(m.request);
     out.setShard(m.shard);
-    out.setStep(ws.step);
+    out.setUpdates(ws.updates);
     out.setLearningRate(ws.learning_rate);
     set_keyed(out, ws.keys, ws.weights, "a weight set");
   }

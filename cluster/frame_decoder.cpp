@@ -138,10 +138,10 @@ weights_message read_weights(const std::shared_ptr<std::vector<char>>& payload,
   m.request = in.getRequest();
   m.shard = in.getShard();
   const auto& shapes = shard_keys(keys, m.shard, "weights");
-  m.weights.step = in.getStep();
+  m.weights.updates = in.getUpdates();
   m.weights.learning_rate = in.getLearningRate();
-  if (m.weights.step < 0)
-    refuse("weights.step " + std::to_string(m.weights.step) + " is negative");
+  if (m.weights.updates < 0)
+    refuse("weights.updates " + std::to_string(m.weights.updates) + " is negative");
   if (!std::isfinite(m.weights.learning_rate))
     refuse("weights.learningRate is not finite");
   read_tensors(payload, shapes, in.getKeys(), in.getValues(), "weights", m.weights.keys,

@@ -214,7 +214,6 @@ bool take_assignment(member_actor self, const assignment_message& a) {
   st.serving->set_report_path(part.metrics);
   part.timeouts = options.timeouts;
   part.devices = options.devices;
-  const auto request_timeout = options.request_timeout;
   auto links = st.server_links;
   const auto plan = st.plan;
   auto& system = self->system();
@@ -224,7 +223,7 @@ bool take_assignment(member_actor self, const assignment_message& a) {
     if (!to)
       throw std::invalid_argument("no link to " + plan.nodes.at(static_cast<std::size_t>(target.node)).name
                                   + ", which holds " + target.name);
-    return spawn_push_target_proxy(system, to, static_cast<std::uint32_t>(target.shard), request_timeout);
+    return spawn_push_target_proxy(system, to, static_cast<std::uint32_t>(target.shard));
   };
   spawn_node_part(system, job, st.plan, spec, initial, data, part, st.part);
   for (auto& [actor, name] : st.part.spawned)

@@ -185,8 +185,6 @@ void start_training(scheduler_actor self) {
   for (auto& m : st.members)
     link_of_node.at(static_cast<std::size_t>(m.node)) = m.link;
   auto& system = self->system();
-  const caf::timespan request_timeout = st.options->request_timeout;
-  const auto phase_timeout = st.options->timeouts.phase;
   const auto plan = st.plan;
   session_sinks sinks;
   sinks.output = st.output;
@@ -199,12 +197,12 @@ void start_training(scheduler_actor self) {
   sinks.node.remote.compute = [=, &system](std::size_t actor) {
     const auto& a = plan.actors.at(actor);
     return spawn_compute_proxy(system, link_of_node.at(static_cast<std::size_t>(a.node)),
-                               static_cast<std::uint32_t>(a.worker), phase_timeout);
+                               static_cast<std::uint32_t>(a.worker));
   };
   sinks.node.remote.push_target = [=, &system](std::size_t actor) {
     const auto& a = plan.actors.at(actor);
     return spawn_push_target_proxy(system, link_of_node.at(static_cast<std::size_t>(a.node)),
-                                   static_cast<std::uint32_t>(a.shard), request_timeout);
+                                   static_cast<std::uint32_t>(a.shard));
   };
   st.session = st.spawn_session(system, st.job, std::move(sinks));
   self->monitor(st.session);

@@ -44,7 +44,7 @@ std::string shard_text(const shard_counters& s) {
   std::string last;
   for (const auto& [source, step] : s.last_steps)
     last += (last.empty() ? "" : ",") + std::to_string(source) + ":" + std::to_string(step);
-  return "step=" + std::to_string(s.step) + " lr=" + lr + " last=" + last;
+  return "step=" + std::to_string(s.updates) + " lr=" + lr + " last=" + last;
 }
 
 std::string streams_text(const replica_state& r) {

@@ -91,7 +91,7 @@ shard_counters read_shard(const layout_reader& r, const std::string& key) {
   if (fields.size() != 3 || fields[0].rfind("step=", 0) != 0 || fields[1].rfind("lr=", 0) != 0
       || fields[2].rfind("last=", 0) != 0 || fields[1].size() != 11)
     r.fail("metadata " + key + " has the bad value '" + value + "'");
-  s.step = r.integer(key, fields[0].substr(5), 0);
+  s.updates = r.integer(key, fields[0].substr(5), 0);
   std::uint32_t bits = 0;
   for (char c : fields[1].substr(3)) {
     if (!std::isxdigit(static_cast<unsigned char>(c)))

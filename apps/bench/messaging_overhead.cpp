@@ -181,7 +181,7 @@ figures run_once(const bench_setup& b, int workers, bool overlap) {
   job.optimizer.schedule.base_lr = 0.01f;
   const auto plan = plan_placement(job, data_facts{}, params);
   std::vector<caf::actor> actors;
-  auto targets = spawn_push_side(sys, plan, initial, job.optimizer, request_timeouts{},
+  auto targets = spawn_push_side(sys, plan, initial, job.optimizer,
                                  [&](const caf::actor& a, const planned_actor&, const caf::actor&) {
                                    actors.push_back(a);
                                  });

@@ -47,7 +47,7 @@ push_target_actor spawn_summing_shard(caf::actor_system& system, std::vector<ten
     return {
       [=](push_atom, gradient_push& push) {
         weight_set ws;
-        ws.step = push.step + 1;
+        ws.updates = push.step + 1;
         ws.keys = push.keys;
         for (std::size_t i = 0; i < push.keys.size(); ++i) {
           auto& w = weights->at(push.keys[i]);
@@ -61,7 +61,7 @@ push_target_actor spawn_summing_shard(caf::actor_system& system, std::vector<ten
         }
         return ws;
       },
-      [=](pull_atom) {
+      [=](pull_atom, deadline) {
         weight_set ws;
         for (std::size_t k = 0; k < weights->size(); ++k) {
           ws.keys.push_back(k);
@@ -108,8 +108,7 @@ double troupe_worker(const transport_layout& layout, const std::vector<std::uint
     if (!link)
       throw std::runtime_error(error_text(link.error()));
     links.push_back(*link);
-    shards.push_back(spawn_push_target_proxy(system, *link, static_cast<std::uint32_t>(s),
-                                             std::chrono::milliseconds{60000}));
+    shards.push_back(spawn_push_target_proxy(system, *link, static_cast<std::uint32_t>(s)));
   }
   tensor gradient(shape_t{layout.key_bytes / 4});
   gradient.fill(0.25f);

@@ -36,17 +36,19 @@ void serve_compute_driver(channel_pointer self, wire_message& message) {
     auto reports = self->state.options->serving->report_path();
     if (!reports)
       return write_answer(self, report_message{m.request, report}, m.request);
-    self->request(reports, due.left(), flush_atom::value)
+    self->request(reports, due.left_with_grace(), flush_atom::value)
       .then([=](bool) { write_answer(self, report_message{m.request, report}, m.request); },
             [=](caf::error& err) { write_failure(self, m.request, err); });
   };
   auto on_error = [=](caf::error& err) {
     write_failure(self, m.request, as_served(self, err, "compute " + std::to_string(m.worker)));
   };
+  // The compute gives up at the frame's deadline, naming what it waited for; this request
+  // waits answer_grace longer for that answer.
   if (m.kind == control_kind::train)
-    self->request(compute, due.left(), train_atom::value, m.epoch).then(on_report, on_error);
+    self->request(compute, due.left_with_grace(), train_atom::value, m.epoch, due).then(on_report, on_error);
   else
-    self->request(compute, due.left(), validate_atom::value, m.epoch).then(on_report, on_error);
+    self->request(compute, due.left_with_grace(), validate_atom::value, m.epoch, due).then(on_report, on_error);
 }
 
 caf::expected<phase_report> report_of(wire_message& answer) {
@@ -70,19 +72,18 @@ const interface_codec& compute_driver_codec() {
   return codec;
 }
 
-compute_actor spawn_compute_proxy(caf::actor_system& system, channel_actor channel, std::uint32_t worker,
-                                  caf::timespan limit) {
+compute_actor spawn_compute_proxy(caf::actor_system& system, channel_actor channel, std::uint32_t worker) {
   using pointer = compute_actor::stateful_pointer<proxy_state>;
   return system.spawn([=](pointer self) -> compute_actor::behavior_type {
     watch_channel(self, channel, "compute " + std::to_string(worker));
     return {
-      [=](train_atom, std::int64_t epoch) {
+      [=](train_atom, std::int64_t epoch, deadline due) {
         return call_channel<phase_report>(self, channel, control_message{0, worker, control_kind::train, epoch},
-                                          deadline::after(limit), report_of);
+                                          due, report_of);
       },
-      [=](validate_atom, std::int64_t epoch) {
+      [=](validate_atom, std::int64_t epoch, deadline due) {
         return call_channel<phase_report>(self, channel, control_message{0, worker, control_kind::validate, epoch},
-                                          deadline::after(limit), report_of);
+                                          due, report_of);
       },
       [=](end_epoch_atom, std::int64_t epoch) {
         if (!self->state.channel_lost)

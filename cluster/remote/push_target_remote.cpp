@@ -40,12 +40,15 @@ void serve_push_target(channel_pointer self, wire_message& message) {
                                  + std::to_string(shard) + ": " + error_text(err));
     write_failure(self, request, as_served(self, err, "shard " + std::to_string(shard)));
   };
+  // The target gives up at the frame's deadline (an aggregator names what it waited for);
+  // this request waits answer_grace longer for that answer.
   if (auto* push = std::get_if<push_message>(&message)) {
-    const auto due = deadline_of_frame(push->remaining_ms);
-    self->request(target, due.left(), push_atom::value, std::move(push->push)).then(on_weights, on_error);
+    push->push.due = deadline_of_frame(push->remaining_ms);
+    const auto wait = push->push.due.left_with_grace();
+    self->request(target, wait, push_atom::value, std::move(push->push)).then(on_weights, on_error);
   } else {
     const auto due = deadline_of_frame(std::get<pull_message>(message).remaining_ms);
-    self->request(target, due.left(), pull_atom::value).then(on_weights, on_error);
+    self->request(target, due.left_with_grace(), pull_atom::value, due).then(on_weights, on_error);
   }
 }
 
@@ -70,19 +73,18 @@ const interface_codec& push_target_codec() {
   return codec;
 }
 
-push_target_actor spawn_push_target_proxy(caf::actor_system& system, channel_actor channel, std::uint32_t shard,
-                                          caf::timespan limit) {
+push_target_actor spawn_push_target_proxy(caf::actor_system& system, channel_actor channel, std::uint32_t shard) {
   using pointer = push_target_actor::stateful_pointer<proxy_state>;
   return system.spawn([=](pointer self) -> push_target_actor::behavior_type {
     watch_channel(self, channel, "shard " + std::to_string(shard));
     auto answer = [=](wire_message& m) { return weights_of(m, shard); };
     return {
       [=](push_atom, gradient_push& push) {
-        return call_channel<weight_set>(self, channel, push_message{0, shard, std::move(push)},
-                                        deadline::after(limit), answer);
+        const auto due = push.due;
+        return call_channel<weight_set>(self, channel, push_message{0, shard, std::move(push)}, due, answer);
       },
-      [=](pull_atom) {
-        return call_channel<weight_set>(self, channel, pull_message{0, shard}, deadline::after(limit), answer);
+      [=](pull_atom, deadline due) {
+        return call_channel<weight_set>(self, channel, pull_message{0, shard}, due, answer);
       },
     };
   });

@@ -89,7 +89,7 @@ struct Pull {
 struct Weights {
   request @0 :UInt64;
   shard @1 :UInt32;
-  step @2 :Int64;
+  updates @2 :Int64;  # pushes applied (a step is a training step)
   keys @3 :List(UInt32);
   values @4 :List(Data);
   learningRate @5 :Float32;

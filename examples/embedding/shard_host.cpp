@@ -84,7 +84,7 @@ caf::behavior worker(caf::stateful_actor<worker_state>* self, troupe::param_shar
     self->send(parent, done_atom::value, index, false);
     self->quit(err);
   };
-  self->request(shard, timeout, troupe::pull_atom::value).then(take, fail);
+  self->request(shard, timeout, troupe::pull_atom::value, troupe::deadline{}).then(take, fail);
   return {
     [=](step_atom) {
       auto& s = self->state;
@@ -132,13 +132,13 @@ int main() {
                   caf::after(std::chrono::minutes(2)) >> [&] { workers_ok = false; });
 
   int code = 1;
-  self->request(shard, timeout, troupe::pull_atom::value)
+  self->request(shard, timeout, troupe::pull_atom::value, troupe::deadline{})
     .receive(
       [&](troupe::weight_set& ws) {
         double l =
           0.5
           * (loss(part0, ws.weights[0], ws.weights[1]) + loss(part1, ws.weights[0], ws.weights[1]));
-        std::cout << "after " << ws.step << " pushes: loss " << l << ", w = ["
+        std::cout << "after " << ws.updates << " pushes: loss " << l << ", w = ["
                   << ws.weights[0].data()[0] << ", " << ws.weights[0].data()[1] << ", "
                   << ws.weights[0].data()[2] << ", " << ws.weights[0].data()[3]
                   << "], b = " << ws.weights[1].data()[0] << "\n";

@@ -25,8 +25,9 @@ push_target_actor plain_shard(caf::actor_system& sys) {
 }
 
 caf::message push_of(int source, std::int64_t step, std::vector<std::size_t> keys,
-                     std::vector<tensor> grads, std::int64_t samples = 1) {
+                     std::vector<tensor> grads, std::int64_t samples = 1, deadline due = {}) {
   gradient_push p;
+  p.due = due;
   p.worker = source;
   p.step = step;
   p.keys = std::move(keys);
@@ -145,4 +146,41 @@ TEST_CASE("aggregator refuses impossible options before spawning") {
                     Catch::Contains("need 3 is outside [0, 2] (0: all sources)"));
   CHECK_THROWS_WITH(spawn_aggregator(f.sys, push_target_actor{}, aggregator_options{1, 0, true, 0}),
                     Catch::Contains("no downstream"));
+}
+
+TEST_CASE("a sum is due when its earliest contribution is: a silent downstream fails both pushes then") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  // A downstream that keeps every push unanswered, and records the deadline it was given.
+  auto seen = std::make_shared<std::vector<deadline>>();
+  push_target_actor silent = sys.spawn([=]() -> push_target_actor::behavior_type {
+    return {
+      [=](push_atom, gradient_push& push) -> caf::result<weight_set> {
+        seen->push_back(push.due);
+        return caf::delegated<weight_set>();
+      },
+      [=](pull_atom, deadline) -> caf::result<weight_set> { return weight_set{}; },
+    };
+  });
+  auto agg = spawn_aggregator(sys, silent, aggregator_options{2, 0, true, 0});
+  const auto near = deadline::after(std::chrono::milliseconds(200));
+  const auto far = deadline::after(std::chrono::hours(1));
+  auto to = caf::actor_cast<caf::actor>(agg);
+  std::vector<std::string> errors;
+  // The test's own wait is generous: the aggregator, not the test, must give up first.
+  auto first = self->request(to, std::chrono::seconds(30), push_of(0, 0, {0}, {tensor({2})}, 1, far));
+  auto second = self->request(to, std::chrono::seconds(30), push_of(1, 0, {0}, {tensor({2})}, 1, near));
+  for (auto* pending : {&first, &second})
+    pending->receive([&](weight_set&) { errors.push_back("(answered)"); },
+                     [&](caf::error& e) { errors.push_back(error_text(e)); });
+  REQUIRE(errors.size() == 2);
+  for (const auto& e : errors) {
+    CHECK_THAT(e, Catch::Contains("step 0's sum got no answer from downstream by its deadline"));
+  }
+  REQUIRE(seen->size() == 1);
+  CHECK(seen->front().at == near.at);  // the earlier deadline went downstream
+  CHECK(deadline::after(std::chrono::minutes(1)).at > seen->front().at);
+  self->send_exit(agg, caf::exit_reason::user_shutdown);
+  self->send_exit(silent, caf::exit_reason::user_shutdown);
 }

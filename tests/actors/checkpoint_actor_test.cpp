@@ -178,7 +178,7 @@ TEST_CASE("a shard's snapshot is a copy, and restore refuses what does not fit")
     .receive([&](shard_snapshot& s) { snap = std::move(s); },
              [](caf::error& e) { FAIL(error_text(e)); });
   REQUIRE(snap.momentum.size() == 1);
-  CHECK(snap.counters.step == 1);
+  CHECK(snap.counters.updates == 1);
   const float momentum = snap.momentum[0].data()[0];
   push.step = 1;
   self->request(shard, std::chrono::seconds(5), push_atom::value, push)

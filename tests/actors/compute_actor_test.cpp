@@ -39,7 +39,7 @@ recorder_actor::behavior_type recorder(recorder_actor::stateful_pointer<recorder
       self->state.events.push_back("push " + std::to_string(push.keys.front()));
       return self->delegate(shard, push_atom::value, std::move(push));
     },
-    [=](pull_atom) -> caf::result<weight_set> { return self->delegate(shard, pull_atom::value); },
+    [=](pull_atom, deadline due) -> caf::result<weight_set> { return self->delegate(shard, pull_atom::value, due); },
     [=](const batch_report& r) { self->state.events.push_back("report " + std::to_string(r.index)); },
     [=](const phase_report&) {},
     [=](flush_atom) -> caf::result<bool> { return true; },
@@ -86,7 +86,7 @@ struct async_mlp {
     job.topology.keys = key_plan_options{4 << 20, group_bytes};
     job.optimizer.schedule.base_lr = 0.01f;
     plan = plan_placement(job, data_facts{}, params);
-    targets = spawn_push_side(sys, plan, initial, job.optimizer, {}, {});
+    targets = spawn_push_side(sys, plan, initial, job.optimizer, {});
   }
 };
 
@@ -110,7 +110,7 @@ std::vector<std::string> events_of_one_epoch(bool overlap) {
   w.metrics = rec;
   w.batches_per_epoch = 2;
   auto compute = spawn_compute(sys, std::move(replica), w);
-  self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0})
+  self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0}, deadline{})
     .receive([](phase_report& r) { CHECK(r.samples == 64); },
              [](caf::error& e) { FAIL(error_text(e)); });
   std::vector<std::string> events;
@@ -236,7 +236,7 @@ refuse_first_push(push_target_actor::stateful_pointer<refuse_first_state> self,
       }
       return self->delegate(shard, push_atom::value, std::move(push));
     },
-    [=](pull_atom) -> caf::result<weight_set> { return self->delegate(shard, pull_atom::value); },
+    [=](pull_atom, deadline due) -> caf::result<weight_set> { return self->delegate(shard, pull_atom::value, due); },
   };
 }
 
@@ -249,7 +249,7 @@ TEST_CASE("a loader that never answers fails the phase with a timeout naming it"
   run.stop.add(compute);
   caf::error failure;
   bool answered = false;
-  run.self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0})
+  run.self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0}, deadline{})
     .receive([&](phase_report&) { answered = true; }, [&](caf::error& e) { failure = e; });
   CHECK_FALSE(answered);  // the phase cannot have trained without batches
   CHECK(troupe_code(failure) == errc::timeout);
@@ -272,14 +272,14 @@ TEST_CASE("a request left over from a failed phase does not time out the next ph
   auto compute = spawn_compute(run.sys, std::move(run.setup.replica), w);
   run.stop.add(compute);
   caf::error first;
-  run.self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0})
+  run.self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0}, deadline{})
     .receive([](phase_report&) {}, [&](caf::error& e) { first = e; });
   CHECK(troupe_code(first) == errc::bad_request);
   CHECK_THAT(error_text(first), Catch::Contains("refused on purpose"));
   phase_report second;
   caf::error second_error;
   auto started = std::chrono::steady_clock::now();
-  run.self->request(compute, std::chrono::seconds(120), train_atom::value, std::int64_t{1})
+  run.self->request(compute, std::chrono::seconds(120), train_atom::value, std::int64_t{1}, deadline{})
     .receive([&](phase_report& r) { second = r; }, [&](caf::error& e) { second_error = e; });
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   // Phase 2 must outlast the step timeout for the watchdog to look at request 2 during it

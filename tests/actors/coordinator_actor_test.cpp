@@ -27,7 +27,7 @@ struct held_reply_state {
 // answered after the report went out, so the test fixes the order the coordinator sees them in.
 caf::behavior held_reply(caf::stateful_actor<held_reply_state>* self, phase_report part) {
   return {
-    [=](train_atom, std::int64_t epoch) {
+    [=](train_atom, std::int64_t epoch, deadline) {
       self->state.asked = true;
       self->state.pending = self->make_response_promise();
       (void)epoch;
@@ -103,8 +103,8 @@ namespace {
 // Answers every epoch and validation at once with `part`.
 caf::behavior prompt_reply(caf::event_based_actor*, phase_report part) {
   return {
-    [=](train_atom, std::int64_t) { return part; },
-    [=](validate_atom, std::int64_t) {
+    [=](train_atom, std::int64_t, deadline) { return part; },
+    [=](validate_atom, std::int64_t, deadline) {
       auto p = part;
       p.validation = true;
       return p;

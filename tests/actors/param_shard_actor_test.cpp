@@ -55,7 +55,7 @@ TEST_CASE("param shard applies SGD with momentum and exempts keys from weight de
   push.gradients = {tensor::from_values({2, 2}, {1, 1, 1, 1}), tensor::from_values({2}, {1, 2})};
   auto ws = ask<weight_set>(self, shard, caf::make_message(push_atom::value, push));
   REQUIRE(ws.weights.size() == 2);
-  REQUIRE(ws.step == 1);
+  REQUIRE(ws.updates == 1);
   // w = 1 - 0.1 * (1 + 0.01 * 1) = 0.899; bias has no decay: 0.5 - 0.1 * 1 = 0.4
   CHECK(ws.weights[0].data()[0] == Approx(0.899f));
   CHECK(ws.weights[0].data()[3] == Approx(4 - 0.1f * (1 + 0.04f)));
@@ -72,7 +72,7 @@ TEST_CASE("param shard never writes into weights a reader still holds") {
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
   auto shard = spawn_param_shard(sys, two_keys(), plain_sgd(0.1f, 0.0f, 0.0f));
-  auto before = ask<weight_set>(self, shard, caf::make_message(pull_atom::value));
+  auto before = ask<weight_set>(self, shard, caf::make_message(pull_atom::value, deadline{}));
   gradient_push push;
   push.keys = {0, 1};
   push.gradients = {tensor::from_values({2, 2}, {1, 1, 1, 1}), tensor::from_values({2}, {1, 1})};
@@ -127,8 +127,8 @@ TEST_CASE("param shard rejects a push with the wrong count or shape and keeps it
   CHECK_THAT(error_text(err), Catch::Contains("'fc.bias'") && Catch::Contains("[3]")
                                 && Catch::Contains("[2]"));
 
-  auto now = ask<weight_set>(self, shard, caf::make_message(pull_atom::value));
-  CHECK(now.step == 0);
+  auto now = ask<weight_set>(self, shard, caf::make_message(pull_atom::value, deadline{}));
+  CHECK(now.updates == 0);
   CHECK(now.weights[0].data()[0] == 1.0f);  // the valid first gradient was not applied either
   self->send_exit(shard, caf::exit_reason::user_shutdown);
 }
@@ -145,7 +145,7 @@ TEST_CASE("param shard updates and answers only the keys a push group lists") {
   REQUIRE(ws.keys == std::vector<std::size_t>{1});
   REQUIRE(ws.weights.size() == 1);
   CHECK(ws.weights[0].data()[0] == Approx(0.4f));
-  auto all = ask<weight_set>(self, shard, caf::make_message(pull_atom::value));
+  auto all = ask<weight_set>(self, shard, caf::make_message(pull_atom::value, deadline{}));
   CHECK(all.keys == std::vector<std::size_t>{0, 1});
   CHECK(all.weights[0].data()[0] == 1.0f);  // the weight key was not touched
   CHECK(all.weights[1].data()[1] == Approx(-0.6f));
@@ -225,7 +225,7 @@ TEST_CASE("param shard stops waiting for forgotten workers and refuses their pus
   auto held1 = self->request(target, std::chrono::seconds(30), push_of(1, 1));
   // Both pushes were applied, their answers held: the pull is answered after them, and an
   // answer the shard sent before it would already be waiting here (messages keep their order).
-  CHECK(ask<weight_set>(self, shard, caf::make_message(pull_atom::value)).step == 4);
+  CHECK(ask<weight_set>(self, shard, caf::make_message(pull_atom::value, deadline{})).updates == 4);
   CHECK(self->mailbox().empty());
   self->send(shard, forget_atom::value, std::vector<std::int32_t>{2});
   collect(std::move(held0));
@@ -239,11 +239,11 @@ TEST_CASE("param shard stops waiting for forgotten workers and refuses their pus
   ask<weight_set>(self, shard, push_of(2, 0), &err);
   CHECK(troupe_code(err) == errc::bad_request);
   CHECK_THAT(error_text(err), Catch::Contains("push from worker 2, which this shard was told is gone"));
-  CHECK(ask<weight_set>(self, shard, caf::make_message(pull_atom::value)).step == 5);  // not applied
+  CHECK(ask<weight_set>(self, shard, caf::make_message(pull_atom::value, deadline{})).updates == 5);  // not applied
   // Worker 0's step 3 is 2 ahead of worker 1's step 1: held. Once every worker is forgotten
   // nothing is held (the bound compares against nobody), so it is released.
   auto held3 = self->request(target, std::chrono::seconds(30), push_of(0, 3));
-  CHECK(ask<weight_set>(self, shard, caf::make_message(pull_atom::value)).step == 6);
+  CHECK(ask<weight_set>(self, shard, caf::make_message(pull_atom::value, deadline{})).updates == 6);
   CHECK(self->mailbox().empty());
   self->send(shard, forget_atom::value, std::vector<std::int32_t>{0, 1});
   collect(std::move(held3));
@@ -281,5 +281,5 @@ TEST_CASE("param shard refuses a step from the future and a replayed step, and k
   CHECK_THAT(error_text(err), Catch::Contains("a step from the future"));
   // Nothing refused was applied; another source's own order is its own.
   CHECK(ask<weight_set>(self, shard, push_of(1, 0)).weights[0].data()[0] == 3.0f);
-  CHECK(ask<weight_set>(self, shard, caf::make_message(pull_atom::value)).step == 3);
+  CHECK(ask<weight_set>(self, shard, caf::make_message(pull_atom::value, deadline{})).updates == 3);
 }

@@ -18,3 +18,20 @@ TEST_CASE("a run's limit grows with its phases and saturates at the longest wait
   }
   CHECK(phases_limit(t, 0) == caf::timespan{0});
 }
+
+TEST_CASE("a deadline saturates, never reports negative time, and the earlier of two wins") {
+  const auto soon = deadline::after(std::chrono::milliseconds(50));
+  const auto later = deadline::after(std::chrono::hours(1));
+  CHECK(deadline::earlier(soon, later).at == soon.at);
+  CHECK(deadline::earlier(later, soon).at == soon.at);
+  CHECK(later.left() > std::chrono::minutes(59));
+  CHECK(later.left_with_grace() - later.left() <= answer_grace);
+  // Longer than the clock can hold, or negative: clamped, never wrapped.
+  const auto forever = deadline::after(caf::timespan::max());
+  CHECK(forever.left() == longest_wait);
+  CHECK_FALSE(forever.passed());
+  const auto past = deadline::after(std::chrono::milliseconds(-5));
+  CHECK(past.left() == caf::timespan{0});
+  CHECK(past.passed());
+  CHECK(deadline{}.left() == longest_wait);  // the default: never
+}

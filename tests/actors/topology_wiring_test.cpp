@@ -56,14 +56,14 @@ TEST_CASE("spawn_push_side cuts each shard's keys out of the start values") {
   two_parameters p;
   auto plan = p.plan(topology_kind::async, 1, 2, 1, key_plan_options{160, 0});  // big: 3 slices
   spawned_actors spawned;
-  auto targets = spawn_push_side(sys, plan, p.initial, {}, {}, spawned.observer());
+  auto targets = spawn_push_side(sys, plan, p.initial, {}, spawned.observer());
   CHECK(spawned.all.size() == 2);  // async: shards only
   auto shards = shard_routes(plan, targets);
   REQUIRE(shards.size() == 2);
   int slices = 0;
   std::int64_t elements = 0;
   for (const auto& route : shards)
-    self->request(route.shard, std::chrono::seconds(10), pull_atom::value)
+    self->request(route.shard, std::chrono::seconds(10), pull_atom::value, deadline{})
       .receive(
         [&](weight_set& ws) {
           REQUIRE(ws.weights.size() == route.keys.size());
@@ -86,7 +86,7 @@ TEST_CASE("spawn_push_side cuts each shard's keys out of the start values") {
   CHECK(elements == 103);
   auto wrong = p.initial;
   wrong[1] = tensor({4});
-  CHECK_THROWS_WITH(spawn_push_side(sys, plan, wrong, {}, {}, {}),
+  CHECK_THROWS_WITH(spawn_push_side(sys, plan, wrong, {}, {}),
                     Catch::Contains("small.bias has shape [4], the plan says [3]"));
 }
 
@@ -97,7 +97,7 @@ TEST_CASE("routes_of puts shards, aggregators or two aggregator levels in front"
   spawned_actors spawned;
 
   auto async = p.plan(topology_kind::async, 4, 2);
-  auto direct_targets = spawn_push_side(sys, async, p.initial, {}, {}, spawned.observer());
+  auto direct_targets = spawn_push_side(sys, async, p.initial, {}, spawned.observer());
   CHECK(spawned.all.size() == 2);
   auto direct = routes_of(async, direct_targets, 3);
   auto shards = shard_routes(async, direct_targets);
@@ -106,7 +106,7 @@ TEST_CASE("routes_of puts shards, aggregators or two aggregator levels in front"
   CHECK(direct[1].source_index == 3);
 
   auto bsp = p.plan(topology_kind::bsp, 4, 2);
-  auto bsp_targets = spawn_push_side(sys, bsp, p.initial, {}, {}, spawned.observer());
+  auto bsp_targets = spawn_push_side(sys, bsp, p.initial, {}, spawned.observer());
   CHECK(spawned.all.size() == 2 + 4);  // plus two shards and one aggregator per shard
   auto first = routes_of(bsp, bsp_targets, 0), last = routes_of(bsp, bsp_targets, 3);
   CHECK(first[0].shard != shard_routes(bsp, bsp_targets)[0].shard);
@@ -114,7 +114,7 @@ TEST_CASE("routes_of puts shards, aggregators or two aggregator levels in front"
   CHECK(routes_of(bsp, bsp_targets, 2)[0].source_index == 2);
 
   auto hier = p.plan(topology_kind::hierarchical, 4, 2, 2);
-  auto hier_targets = spawn_push_side(sys, hier, p.initial, {}, {}, spawned.observer());
+  auto hier_targets = spawn_push_side(sys, hier, p.initial, {}, spawned.observer());
   CHECK(spawned.all.size() == 6 + 2 * (1 + 1 + 2));  // per shard: shard, global, 2 machines
   CHECK(routes_of(hier, hier_targets, 0)[0].shard == routes_of(hier, hier_targets, 1)[0].shard);
   CHECK(routes_of(hier, hier_targets, 1)[0].shard != routes_of(hier, hier_targets, 2)[0].shard);
@@ -133,7 +133,7 @@ TEST_CASE("one node's push side: its own actors, stand-ins for the targets elsew
   // Server 1 (node 2): shard_1 and the aggregator in front of it; pushes enter at the aggregator.
   spawned_actors server;
   std::vector<std::string> server_names;
-  auto server_side = spawn_push_side_of_node(sys, plan, 2, {}, p.initial, {}, {},
+  auto server_side = spawn_push_side_of_node(sys, plan, 2, {}, p.initial, {},
     [&](const caf::actor& a, const planned_actor& entry, const caf::actor& d) {
       server.observer()(a, entry, d);
       server_names.push_back(entry.name);
@@ -153,13 +153,13 @@ TEST_CASE("one node's push side: its own actors, stand-ins for the targets elsew
     asked.push_back(index);
     auto fake = sys.spawn([](push_target_actor::pointer) -> push_target_actor::behavior_type {
       return {[](push_atom, gradient_push&) { return weight_set{}; },
-              [](pull_atom) { return weight_set{}; }};
+              [](pull_atom, deadline) { return weight_set{}; }};
     });
     stand_ins.all.push_back(caf::actor_cast<caf::actor>(fake));
     return fake;
   };
   std::vector<std::pair<std::string, caf::actor>> downstream_of;
-  auto worker_side = spawn_push_side_of_node(sys, plan, 4, remote, p.initial, {}, {},
+  auto worker_side = spawn_push_side_of_node(sys, plan, 4, remote, p.initial, {},
     [&](const caf::actor& a, const planned_actor& entry, const caf::actor& d) {
       worker.observer()(a, entry, d);
       downstream_of.emplace_back(entry.name, d);
@@ -179,7 +179,7 @@ TEST_CASE("one node's push side: its own actors, stand-ins for the targets elsew
   CHECK(entry_points(plan, 4).empty());  // nothing pushes into a worker process
 
   // Without stand-ins a node that pushes elsewhere cannot be wired.
-  CHECK_THROWS_WITH(spawn_push_side_of_node(sys, plan, 3, {}, p.initial, {}, {}, {}),
+  CHECK_THROWS_WITH(spawn_push_side_of_node(sys, plan, 3, {}, p.initial, {}, {}),
                     Catch::Contains("machine_aggregator_0_0 pushes to aggregator_0 on another node"));
 }
 

@@ -213,7 +213,7 @@ counting_tap::behavior_type tap(counting_tap::stateful_pointer<tap_state> self,
       }
       return self->delegate(downstream, push_atom::value, std::move(push));
     },
-    [=](pull_atom) -> caf::result<weight_set> { return self->delegate(downstream, pull_atom::value); },
+    [=](pull_atom, deadline due) -> caf::result<weight_set> { return self->delegate(downstream, pull_atom::value, due); },
     [=](ask_atom) -> caf::result<std::int64_t> { return self->state.pushes; },
   };
 }

@@ -111,7 +111,7 @@ caf::expected<weight_set> ask(caf::scoped_actor& self, const Handle& to, caf::me
 }
 
 bool bit_identical(const weight_set& a, const weight_set& b) {
-  if (a.weights.size() != b.weights.size() || a.weights.empty() || a.keys != b.keys || a.step != b.step)
+  if (a.weights.size() != b.weights.size() || a.weights.empty() || a.keys != b.keys || a.updates != b.updates)
     return false;
   for (std::size_t i = 0; i < a.weights.size(); ++i)
     if (a.weights[i].shape() != b.weights[i].shape() || a.weights[i].numel() == 0
@@ -165,13 +165,12 @@ struct worker_node {
   channel_actor link;
   push_target_actor remote;
 
-  explicit worker_node(std::uint16_t port, channel_options options = options_for(node_role::worker, "worker 0"),
-                       std::chrono::milliseconds limit = 5000ms) {
+  explicit worker_node(std::uint16_t port, channel_options options = options_for(node_role::worker, "worker 0")) {
     options.log = log.sink();
     auto connected = connect_channel(system, "127.0.0.1", port, std::move(options));
     REQUIRE(connected);
     link = *connected;
-    remote = spawn_push_target_proxy(system, link, 0, limit);
+    remote = spawn_push_target_proxy(system, link, 0);
   }
   ~worker_node() {
     caf::anon_send_exit(remote, caf::exit_reason::user_shutdown);
@@ -192,12 +191,12 @@ TEST_CASE("a shard reached over a link answers exactly as the same shard in-proc
     auto in_process = ask(self, local, caf::make_message(push_atom::value, push_of_step(step)));
     REQUIRE(over_link);
     REQUIRE(in_process);
-    CHECK(over_link->step == step + 1);
+    CHECK(over_link->updates == step + 1);
     CHECK(over_link->learning_rate == in_process->learning_rate);
     CHECK(bit_identical(*over_link, *in_process));
   }
-  auto pulled = ask(self, worker.remote, caf::make_message(pull_atom::value));
-  auto pulled_here = ask(self, local, caf::make_message(pull_atom::value));
+  auto pulled = ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{}));
+  auto pulled_here = ask(self, local, caf::make_message(pull_atom::value, deadline{}));
   REQUIRE(pulled);
   REQUIRE(pulled_here);
   CHECK(bit_identical(*pulled, *pulled_here));
@@ -232,7 +231,7 @@ TEST_CASE("a peer with another secret or another plan is refused, naming why", "
     options.keys = base.keys;
     worker_node worker(server.port, options);
     caf::scoped_actor self{worker.system};
-    auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value));
+    auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{}));
     REQUIRE_FALSE(answer);
     CHECK(worker.log.any_contains("proof of the cluster secret is wrong"));
     CHECK(server.log.eventually_contains("proof of the cluster secret is wrong"));
@@ -242,7 +241,7 @@ TEST_CASE("a peer with another secret or another plan is refused, naming why", "
     options.plan_hash = 999;
     worker_node worker(server.port, options);
     caf::scoped_actor self{worker.system};
-    auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value));
+    auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{}));
     REQUIRE_FALSE(answer);
     CHECK(troupe_code(answer.error()) == errc::bad_request);
     CHECK_THAT(error_text(answer.error()), Catch::Contains("runs plan"));
@@ -250,7 +249,7 @@ TEST_CASE("a peer with another secret or another plan is refused, naming why", "
   // Either way the server still serves a proper worker.
   worker_node good(server.port);
   caf::scoped_actor self{good.system};
-  CHECK(ask(self, good.remote, caf::make_message(pull_atom::value)));
+  CHECK(ask(self, good.remote, caf::make_message(pull_atom::value, deadline{})));
 }
 
 TEST_CASE("garbage from a raw TCP client is refused and the listener keeps serving", "[cluster][link]") {
@@ -277,7 +276,7 @@ TEST_CASE("garbage from a raw TCP client is refused and the listener keeps servi
 
   worker_node worker(server.port);
   caf::scoped_actor self{worker.system};
-  CHECK(ask(self, worker.remote, caf::make_message(pull_atom::value)));
+  CHECK(ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{})));
 }
 
 TEST_CASE("failures on the far side come back as errors that name them", "[cluster][link]") {
@@ -285,12 +284,12 @@ TEST_CASE("failures on the far side come back as errors that name them", "[clust
     server_node server;
     worker_node worker(server.port);
     caf::scoped_actor self{worker.system};
-    auto stray = spawn_push_target_proxy(worker.system, worker.link, 1, 5000ms);
-    auto answer = ask(self, stray, caf::make_message(pull_atom::value));
+    auto stray = spawn_push_target_proxy(worker.system, worker.link, 1);
+    auto answer = ask(self, stray, caf::make_message(pull_atom::value, deadline{}));
     REQUIRE_FALSE(answer);
     CHECK(troupe_code(answer.error()) == errc::bad_request);
     CHECK_THAT(error_text(answer.error()), Catch::Contains("server 0 serves no push target 1"));
-    CHECK(ask(self, worker.remote, caf::make_message(pull_atom::value)));
+    CHECK(ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{})));
     self->send_exit(stray, caf::exit_reason::user_shutdown);
   }
   SECTION("a push of another plan's shapes: the server refuses the link, saying why") {
@@ -317,13 +316,13 @@ TEST_CASE("a shard that does not answer times the request out, naming it", "[clu
   push_target_actor stuck = system.spawn([pending](push_target_actor::pointer self) -> push_target_actor::behavior_type {
     return {
       [=](push_atom, gradient_push&) { pending->push_back(self->make_response_promise<weight_set>()); return pending->back(); },
-      [=](pull_atom) { pending->push_back(self->make_response_promise<weight_set>()); return pending->back(); },
+      [=](pull_atom, deadline) { pending->push_back(self->make_response_promise<weight_set>()); return pending->back(); },
     };
   });
   server_node server(stuck);
-  worker_node worker(server.port, options_for(node_role::worker, "worker 0"), 300ms);
+  worker_node worker(server.port);
   caf::scoped_actor self{worker.system};
-  auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value));
+  auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value, deadline::after(300ms)));
   REQUIRE_FALSE(answer);
   CHECK(troupe_code(answer.error()) == errc::timeout);
   // A node named after its role is named once (not "server 'server 0'"), with its address.
@@ -336,7 +335,7 @@ TEST_CASE("a server that goes away fails the link's requests with peer_down", "[
   auto server = std::make_unique<server_node>();
   worker_node worker(server->port);
   caf::scoped_actor self{worker.system};
-  REQUIRE(ask(self, worker.remote, caf::make_message(pull_atom::value)));
+  REQUIRE(ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{})));
   self->monitor(worker.link);
   server.reset();  // its listener ends, and with it every link it accepted
   bool down = false;
@@ -344,7 +343,7 @@ TEST_CASE("a server that goes away fails the link's requests with peer_down", "[
                 caf::after(10s) >> [] {});
   CHECK(down);
   CHECK(worker.log.any_contains("closed"));
-  auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value));
+  auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{}));
   REQUIRE_FALSE(answer);
   CHECK(troupe_code(answer.error()) == errc::peer_down);
 }
@@ -366,7 +365,7 @@ TEST_CASE("a peer that accepts and then stays silent is dropped after the connec
   options.connection_timeout = 600ms;
   worker_node worker(ntohs(address.sin_port), options);
   caf::scoped_actor self{worker.system};
-  auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value));
+  auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{}));
   REQUIRE_FALSE(answer);
   CHECK(troupe_code(answer.error()) == errc::peer_down);
   CHECK_THAT(error_text(answer.error()), Catch::Contains("no frame from"));
@@ -453,13 +452,13 @@ TEST_CASE("a link without a node refuses node-level messages, and shards may be 
   worker_node worker(server.port);
   caf::scoped_actor self{worker.system};
   // Shard 1 is not served yet: a failure; once the directory has it, it answers.
-  auto second = spawn_push_target_proxy(worker.system, worker.link, 1, 5000ms);
-  CHECK_FALSE(ask(self, second, caf::make_message(pull_atom::value)));
+  auto second = spawn_push_target_proxy(worker.system, worker.link, 1);
+  CHECK_FALSE(ask(self, second, caf::make_message(pull_atom::value, deadline{})));
   auto late = spawn_param_shard(server.system, two_keys(), momentum_sgd());
   // The listener's links share its directory.
   caf::scoped_actor server_self{server.system};
   server.directory->set<remote_interface::push_target>(1, late);
-  CHECK(ask(self, second, caf::make_message(pull_atom::value)));
+  CHECK(ask(self, second, caf::make_message(pull_atom::value, deadline{})));
 
   self->send(worker.link, send_atom::value, wire_message{ready_message{1}});
   CHECK(server.log.eventually_contains("sent a ready, which this node does not take"));
@@ -474,11 +473,11 @@ namespace {
 compute_actor::behavior_type fake_compute(compute_actor::pointer self, metrics_sink_actor metrics,
                                           caf::actor probe) {
   return {
-    [=](train_atom, std::int64_t epoch) {
+    [=](train_atom, std::int64_t epoch, deadline) {
       self->send(metrics, batch_report{2, epoch, 0, 1, 32, 30, 3.5, 0.1f});
       return phase_report{epoch, false, 32, 30, 3.5, 0.25, 0.2};
     },
-    [=](validate_atom, std::int64_t epoch) { return phase_report{epoch, true, 100, 91, 20.0, 0.1, 0.0}; },
+    [=](validate_atom, std::int64_t epoch, deadline) { return phase_report{epoch, true, 100, 91, 20.0, 0.1, 0.0}; },
     [=](end_epoch_atom, std::int64_t epoch) { caf::anon_send(probe, end_epoch_atom::value, epoch); },
   };
 }
@@ -515,9 +514,9 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
                 caf::after(10s) >> [] {});
   REQUIRE(scheduler_link);
 
-  auto remote = spawn_compute_proxy(system, scheduler_link, 2, 5000ms);
+  auto remote = spawn_compute_proxy(system, scheduler_link, 2);
   phase_report trained;
-  self->request(remote, 10s, train_atom::value, std::int64_t{4})
+  self->request(remote, 10s, train_atom::value, std::int64_t{4}, deadline{})
     .receive([&](phase_report& r) { trained = r; }, [&](caf::error& e) { FAIL(error_text(e)); });
   CHECK(trained.epoch == 4);
   CHECK(trained.samples == 32);
@@ -530,7 +529,7 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
   CHECK(reported.samples == 32);
 
   phase_report validated;
-  self->request(remote, 10s, validate_atom::value, std::int64_t{4})
+  self->request(remote, 10s, validate_atom::value, std::int64_t{4}, deadline{})
     .receive([&](phase_report& r) { validated = r; }, [&](caf::error& e) { FAIL(error_text(e)); });
   CHECK(validated.validation);
   CHECK(validated.correct == 91);
@@ -540,9 +539,9 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
   self->receive([&](end_epoch_atom, std::int64_t epoch) { ended = epoch; }, caf::after(10s) >> [] {});
   CHECK(ended == 5);
 
-  auto missing = spawn_compute_proxy(system, scheduler_link, 7, 5000ms);
+  auto missing = spawn_compute_proxy(system, scheduler_link, 7);
   caf::error err;
-  self->request(missing, 10s, train_atom::value, std::int64_t{0})
+  self->request(missing, 10s, train_atom::value, std::int64_t{0}, deadline{})
     .receive([](phase_report&) {}, [&](caf::error& e) { err = e; });
   REQUIRE(err);
   CHECK_THAT(error_text(err), Catch::Contains("worker 1 serves no compute driver 7"));
@@ -567,7 +566,7 @@ TEST_CASE("a request the encoder refuses fails alone, also when made before admi
   CHECK_THAT(error_text(answer.error()), Catch::Contains("cannot send a push"));
   CHECK_THAT(error_text(answer.error()), Catch::Contains("lists 2 keys and 1 tensors"));
   // The link is still up and serving.
-  CHECK(ask(self, worker.remote, caf::make_message(pull_atom::value)));
+  CHECK(ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{})));
 }
 
 namespace {
@@ -668,7 +667,7 @@ TEST_CASE("a flood of heartbeats keeps no request alive past its deadline and ne
   push_target_actor stuck = system.spawn([pending](push_target_actor::pointer self) -> push_target_actor::behavior_type {
     return {
       [=](push_atom, gradient_push&) { pending->push_back(self->make_response_promise<weight_set>()); return pending->back(); },
-      [=](pull_atom) { pending->push_back(self->make_response_promise<weight_set>()); return pending->back(); },
+      [=](pull_atom, deadline) { pending->push_back(self->make_response_promise<weight_set>()); return pending->back(); },
     };
   });
   // The server sends a heartbeat every millisecond it has sent nothing else.
@@ -688,9 +687,9 @@ TEST_CASE("a flood of heartbeats keeps no request alive past its deadline and ne
   options.log = log.sink();
   auto link = connect_channel(system, "127.0.0.1", port, options);
   REQUIRE(link);
-  auto remote = spawn_push_target_proxy(system, *link, 0, 300ms);
+  auto remote = spawn_push_target_proxy(system, *link, 0);
   for (int i = 0; i < 2; ++i) {  // the link stays up: the second request times out as the first
-    auto answer = ask(self, remote, caf::make_message(pull_atom::value));
+    auto answer = ask(self, remote, caf::make_message(pull_atom::value, deadline::after(300ms)));
     REQUIRE_FALSE(answer);
     CHECK(troupe_code(answer.error()) == errc::timeout);
     CHECK_THAT(error_text(answer.error()), Catch::Contains("did not answer by its deadline"));

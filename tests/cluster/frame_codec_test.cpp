@@ -113,14 +113,14 @@ TEST_CASE("weights, pull, hello, proof, failure, heartbeat and shutdown round-tr
   weights_message w;
   w.request = 5;
   w.shard = 1;
-  w.weights.step = 40;
+  w.weights.updates = 40;
   w.weights.keys = {0};
   w.weights.weights = {counting({4}, -2.0f)};
   w.weights.learning_rate = 0.05f;
   const auto got_w = decoded_as<weights_message>(frame_of(w));
   CHECK(got_w.request == 5);
   CHECK(got_w.shard == 1);
-  CHECK(got_w.weights.step == 40);
+  CHECK(got_w.weights.updates == 40);
   CHECK(got_w.weights.learning_rate == 0.05f);
   REQUIRE(got_w.weights.weights.size() == 1);
   CHECK(same_values(got_w.weights.weights[0], w.weights.weights[0]));

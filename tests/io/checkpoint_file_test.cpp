@@ -26,7 +26,7 @@ training_checkpoint sample() {
   c.momentum = {tensor::from_values({2, 2}, {0.1f, 0.2f, 0.3f, 0.4f}),
                 tensor::from_values({2}, {9, 8})};
   shard_counters s;
-  s.step = 34;
+  s.updates = 34;
   s.last_learning_rate = 0.1f;
   s.last_steps = {{0, 33}, {1, 32}};
   c.shards = {s, shard_counters{}};
@@ -68,7 +68,7 @@ TEST_CASE("a checkpoint reads back bit for bit", "[io][checkpoint]") {
     CHECK(same_bits(back.momentum[i], c.momentum[i]));
   }
   REQUIRE(back.shards.size() == 2);
-  CHECK(back.shards[0].step == 34);
+  CHECK(back.shards[0].updates == 34);
   CHECK(back.shards[0].last_learning_rate == 0.1f);
   CHECK(back.shards[0].last_steps == c.shards[0].last_steps);
   CHECK(back.shards[1].last_steps.empty());

@@ -9,11 +9,12 @@
 //                                              step already forwarded (a late backup worker) is
 //                                              dropped, counted, and answered with the newest
 //                                              weights of its keys at once.
-//   (pull_atom)                -> weight_set   forwarded downstream
+//   (pull_atom, deadline)      -> weight_set   forwarded downstream
 //   (stats_atom)               -> int64, int64 sums forwarded, late pushes dropped
 // It monitors its downstream: if that actor terminates, every waiting push is answered with
-// errc::peer_down and the aggregator exits with the same error; a downstream that does not
-// answer within `timeouts.step` fails the waiting pushes with errc::timeout.
+// errc::peer_down and the aggregator exits with the same error. A sum is due when the earliest
+// of its contributions is (gradient_push::due): a downstream that has not answered by then
+// fails the waiting pushes with errc::timeout. The aggregator has no limit of its own.
 //
 // Each push group (the keys one push lists) is aggregated on its own: a step of a model with
 // G groups is G independent sums, forwarded as each completes, which keeps the overlap the
@@ -31,7 +32,6 @@
 #include <caf/actor_system.hpp>
 
 #include <troupe/actors/messages.hpp>
-#include <troupe/actors/timeouts.hpp>
 
 namespace troupe {
 
@@ -43,7 +43,6 @@ struct aggregator_options {
   int need = 0;             ///< contributions that complete a step; 0 means all sources
   bool deterministic = true;
   int position = 0;         ///< this aggregator's source index in its downstream aggregator
-  request_timeouts timeouts;
 };
 
 /// Throws std::invalid_argument for sources < 1, need outside [0, sources] (0: all sources)

@@ -1,13 +1,15 @@
 // The compute actor: owns one device's model replica. Batch and weights in, gradients out.
 //
 // Protocol: compute_actor
-//   (train_atom, int64 epoch)    -> phase_report  trains one epoch: for each batch from the
+//   (train_atom, int64 epoch, deadline) -> phase_report
+//                                                 trains one epoch: for each batch from the
 //                                                 training loader, forward + backward; each push
 //                                                 group goes to its shard as soon as backward
 //                                                 has produced its keys (overlap); the weights
 //                                                 each shard answers are installed; once every
 //                                                 group is answered, next batch
-//   (validate_atom, int64 epoch) -> phase_report  evaluates every validation batch with the
+//   (validate_atom, int64 epoch, deadline) -> phase_report
+//                                                 evaluates every validation batch with the
 //                                                 current weights (inference mode)
 //   (end_epoch_atom, int64 epoch) -> ()           ends training epoch `epoch` after the step in
 //                                                 flight (backup workers: the others are done)
@@ -33,10 +35,11 @@
 //
 // Liveness: the actor monitors its loaders, its routes' actors and the metrics sink. If one
 // terminates, the phase in flight fails with errc::peer_down naming it, and the actor exits
-// with that error. Every request has a timeout (errc::timeout naming what it waited for): a
-// watchdog, one message to itself every quarter of `timeouts.step` while requests are
-// pending, fails the phase once one has waited `timeouts.step` (so it expires within 1.25x
-// of it). CAF's own request timeouts would set and cancel a timer on CAF's clock thread for
+// with that error. Every request has a deadline (deadline.hpp): `timeouts.step` from when it
+// is asked, never past the phase's deadline (the coordinator's). Pushes and pulls carry it,
+// so every hop to the shard waits for the same moment. A watchdog, one message to itself
+// every quarter of `timeouts.step` while requests are pending, fails the phase
+// (errc::timeout naming what it waited for) once one is answer_grace past its deadline. CAF's own request timeouts would set and cancel a timer on CAF's clock thread for
 // every request, waking that thread twice per request, several times per step, on the cores
 // the step computes on. A failed phase forgets its requests still in flight: their answers
 // are ignored, and the next phase is never timed out on them.
@@ -77,8 +80,8 @@
 namespace troupe {
 
 using compute_actor = caf::typed_actor<
-  caf::replies_to<train_atom, std::int64_t>::with<phase_report>,
-  caf::replies_to<validate_atom, std::int64_t>::with<phase_report>,
+  caf::replies_to<train_atom, std::int64_t, deadline>::with<phase_report>,
+  caf::replies_to<validate_atom, std::int64_t, deadline>::with<phase_report>,
   caf::reacts_to<end_epoch_atom, std::int64_t>>;
 
 /// A compute actor spawned in this process: the coordinator's protocol plus snapshot/restore.

@@ -25,6 +25,7 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
+#include <troupe/actors/deadline.hpp>
 #include <troupe/io/batch_source.hpp>
 #include <troupe/io/checkpoint_file.hpp>
 #include <troupe/kernels/tensor.hpp>
@@ -67,12 +68,14 @@ struct gradient_push {
   int worker = 0;                 ///< the pusher's source index on this route (its index
                                   ///< among an aggregator's sources, or its worker number)
   std::int64_t samples = 0;       ///< examples behind the gradients (weights of an average)
+  deadline due;                   ///< when the pusher gives up on the answer (timeouts.hpp)
 };
 
 /// Weights a shard serves for some of its keys (those of the push answered, or all of them
-/// for a pull), after `step` pushes have been applied.
+/// for a pull), after `updates` pushes have been applied to them. (A "step" is always a
+/// training step: gradient_push::step.)
 struct weight_set {
-  std::int64_t step = 0;
+  std::int64_t updates = 0;
   std::vector<std::size_t> keys;  ///< indices into the shard's key list, as in the push
   std::vector<tensor> weights;    ///< one per key, in `keys` order
   float learning_rate = 0;        ///< the rate used for the last update (for the logs)
@@ -131,10 +134,12 @@ struct training_result {
 /// aggregator in front of one, a host's gradient tap, or a stand-in for a remote shard. The
 /// compiler checks that each of them offers exactly this.
 ///   (push_atom, gradient_push) -> weight_set   weights of the pushed keys after the update
-///   (pull_atom)                -> weight_set   the current weights of every key
+///   (pull_atom, deadline)      -> weight_set   the current weights of every key
+/// Both carry the deadline their originator set (the push in gradient_push::due); whoever
+/// passes them on waits for that deadline, not one of its own (timeouts.hpp).
 using push_target_actor
   = caf::typed_actor<caf::replies_to<push_atom, gradient_push>::with<weight_set>,
-                     caf::replies_to<pull_atom>::with<weight_set>>;
+                     caf::replies_to<pull_atom, deadline>::with<weight_set>>;
 
 #define TROUPE_MESSAGES_INSPECTABLE 1
 

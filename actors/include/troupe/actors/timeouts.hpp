@@ -1,15 +1,21 @@
-// How long an actor waits for an answer before it gives up with errc::timeout. Every request
-// an actor makes is bound by one of these: a peer that stops answering ends the run with an
-// error naming it instead of a hang. Dead peers are noticed sooner, by monitoring. Most
-// requests carry it as CAF's request timeout; the compute actor's per-step requests (several
-// a step) are watched by its own watchdog instead (compute_actor.hpp, "Liveness"), which
-// leaves them `caf::infinite` for CAF and expires them within 1.25x of `step`.
+// How long an actor waits for an answer before it gives up with errc::timeout: the one place
+// these limits are set, for one process and across processes alike. Every request an actor
+// makes is bound by one of them: a peer that stops answering ends the run with an error naming
+// it instead of a hang. Dead peers are noticed sooner, by monitoring.
+//
+// The originator of a request turns its limit into a deadline (deadline.hpp) and the request
+// carries it: a push's deadline in gradient_push::due, a pull's and a phase's as an argument.
+// Every hop after it (aggregator, remote proxy, channel, serving node) waits for that deadline,
+// never for a limit of its own. The compute actor's per-step requests (several a step) are
+// watched by its own watchdog (compute_actor.hpp, "Liveness") rather than by CAF timers.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 
 #include <caf/timespan.hpp>
+
+#include <troupe/actors/deadline.hpp>
 
 namespace troupe {
 
@@ -20,10 +26,6 @@ struct request_timeouts {
   /// One whole training or validation epoch (coordinator -> compute), and a whole run.
   caf::timespan phase = std::chrono::hours(48);
 };
-
-/// The longest wait a request is given: about a century. CAF adds a request's timeout to the
-/// clock's now, so a bound near the largest timespan would itself wrap around.
-inline constexpr caf::timespan longest_wait = std::chrono::hours(24 * 365 * 100);
 
 /// The limit of a request that spans `phases` phases (a whole run: two per epoch and some):
 /// `phase` times `phases`, saturating at `longest_wait`. Multiplied plainly, 48 h times the

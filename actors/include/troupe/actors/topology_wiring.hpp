@@ -41,8 +41,7 @@ using push_targets = std::vector<push_target_actor>;
 /// pushes beyond (shard_options::step_limit); 0: no limit.
 push_targets spawn_push_side(caf::actor_system& system, const placement_plan& plan,
                              const std::vector<tensor>& initial,
-                             const optimizer_options& optimizer,
-                             const request_timeouts& timeouts, const spawn_observer& spawned,
+                             const optimizer_options& optimizer, const spawn_observer& spawned,
                              std::int64_t step_limit = 0);
 
 /// Gives the push target at plan actor index `actor`, which lives on another node: a stand-in
@@ -68,7 +67,6 @@ push_targets spawn_push_side_of_node(caf::actor_system& system, const placement_
                                      int node, const remote_push_target& remote,
                                      const std::vector<tensor>& initial,
                                      const optimizer_options& optimizer,
-                                     const request_timeouts& timeouts,
                                      const spawn_observer& spawned, std::int64_t step_limit = 0);
 
 /// Where pushes from other nodes enter node `node`, by shard: (shard, plan actor index) of

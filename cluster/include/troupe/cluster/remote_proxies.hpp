@@ -13,9 +13,10 @@
 // Each watches its channel: once the channel has ended, every waiting request and every later
 // one fails at once with the channel's reason.
 //
-// Deadlines: until requests carry their originator's deadline, a proxy sets it `limit` after
-// the request arrives; the channel fails the request at that deadline (no clock of the proxy's
-// own), and the peer's skeleton asks its target with the time left.
+// Deadlines: a request carries the deadline its originator set (gradient_push::due, the pull's
+// and the phase's deadline argument); the proxy hands it to the channel, which fails the
+// request at that deadline (the proxy has no clock of its own), and the peer's skeleton asks
+// its target with the time the frame said was left.
 #pragma once
 
 #include <chrono>
@@ -32,12 +33,10 @@
 namespace troupe {
 
 /// Shard `shard` of the peer behind `channel` (or the aggregator in front of it there).
-push_target_actor spawn_push_target_proxy(caf::actor_system& system, channel_actor channel, std::uint32_t shard,
-                                          caf::timespan limit);
+push_target_actor spawn_push_target_proxy(caf::actor_system& system, channel_actor channel, std::uint32_t shard);
 
 /// Compute actor `worker` of the peer behind `channel`.
-compute_actor spawn_compute_proxy(caf::actor_system& system, channel_actor channel, std::uint32_t worker,
-                                  caf::timespan limit);
+compute_actor spawn_compute_proxy(caf::actor_system& system, channel_actor channel, std::uint32_t worker);
 
 /// The metrics actor of the peer behind `channel` (a worker's computes report to their
 /// scheduler through it). `position` (may be null) follows the batches reported, so a worker

@@ -30,7 +30,7 @@ namespace troupe {
 
 /// What a parameter shard counts besides its tensors.
 struct shard_counters {
-  std::int64_t step = 0;                  ///< pushes applied
+  std::int64_t updates = 0;               ///< pushes applied (`step=` in the file)
   float last_learning_rate = 0;           ///< the rate of the last update (for the logs)
   std::map<int, std::int64_t> last_steps; ///< by pushing source: the step of its last push
 };

@@ -78,7 +78,11 @@ struct compute_state {
   static inline const char* name = "compute";
 };
 
-using compute_pointer = local_compute_actor::stateful_pointer<compute_state>;
+// The spawned actor: the public protocol plus the messages it sends only itself. Handles given
+// out are local_compute_actor (or compute_actor), which lack these.
+using compute_self_actor
+  = local_compute_actor::extend<caf::reacts_to<straggle_atom>, caf::reacts_to<watchdog_atom>>;
+using compute_pointer = compute_self_actor::stateful_pointer<compute_state>;
 
 void arm_watchdog(compute_pointer self) {
   auto& st = self->state;
@@ -457,7 +461,7 @@ caf::result<bool> restore_replica(compute_pointer self, const replica_state& sta
   return true;
 }
 
-local_compute_actor::behavior_type compute(compute_pointer self, std::shared_ptr<model> replica,
+compute_self_actor::behavior_type compute(compute_pointer self, std::shared_ptr<model> replica,
                                      compute_wiring wiring) {
   auto& st = self->state;
   st.replica = std::move(replica);

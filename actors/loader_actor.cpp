@@ -33,7 +33,9 @@ struct loader_state {
   static inline const char* name = "loader";
 };
 
-using loader_pointer = loader_actor::stateful_pointer<loader_state>;
+// The spawned actor: loader_actor plus the prefetch message it sends only itself.
+using loader_self_actor = loader_actor::extend<caf::reacts_to<fill_atom>>;
+using loader_pointer = loader_self_actor::stateful_pointer<loader_state>;
 
 std::int64_t epoch_batches(const loader_state& st) {
   const auto all = st.source->batches_per_epoch();
@@ -109,7 +111,7 @@ void fill_one(loader_pointer self) {
   arm_fill(self);
 }
 
-loader_actor::behavior_type loader(loader_pointer self, std::shared_ptr<const batch_source> source,
+loader_self_actor::behavior_type loader(loader_pointer self, std::shared_ptr<const batch_source> source,
                      loader_options options) {
   self->state.source = std::move(source);
   self->state.options = options;

@@ -113,12 +113,14 @@ struct body_writer {
     out.setEpochPosition(push.epoch_position);
     out.setWorker(push.worker);
     out.setSamples(push.samples);
+    out.setRemainingMs(m.remaining_ms);
     set_keyed(out, push.keys, push.gradients, "a push");
   }
   void operator()(const pull_message& m) {
     auto out = body.initPull();
     out.setRequest(m.request);
     out.setShard(m.shard);
+    out.setRemainingMs(m.remaining_ms);
   }
   void operator()(const weights_message& m) {
     const auto& ws = m.weights;
@@ -200,6 +202,7 @@ struct body_writer {
                 : m.kind == control_kind::validate ? wire::ControlKind::VALIDATE
                                                    : wire::ControlKind::END_EPOCH);
     out.setEpoch(m.epoch);
+    out.setRemainingMs(m.remaining_ms);
   }
   void operator()(const report_message& m) {
     const auto& r = m.report;

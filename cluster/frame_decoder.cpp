@@ -100,6 +100,14 @@ void read_tensors(const std::shared_ptr<std::vector<char>>& payload, const std::
   }
 }
 
+// A request's time left: at least 1 ms (a request written is still awaited), at most
+// max_remaining_ms.
+std::uint64_t remaining_of(std::uint64_t ms, const char* what) {
+  if (ms < 1 || ms > max_remaining_ms)
+    refuse(std::string(what) + ".remainingMs " + std::to_string(ms) + " is outside 1.." + std::to_string(max_remaining_ms));
+  return ms;
+}
+
 push_message read_push(const std::shared_ptr<std::vector<char>>& payload, const wire_keys& keys,
                        wire::Push::Reader in) {
   push_message m;
@@ -111,6 +119,7 @@ push_message read_push(const std::shared_ptr<std::vector<char>>& payload, const 
   push.epoch_position = in.getEpochPosition();
   push.worker = in.getWorker();
   push.samples = in.getSamples();
+  m.remaining_ms = remaining_of(in.getRemainingMs(), "push");
   if (push.step < 0)
     refuse("push.step " + std::to_string(push.step) + " is negative");
   if (!std::isfinite(push.epoch_position) || push.epoch_position < 0)
@@ -232,6 +241,10 @@ control_message read_control(wire::Control::Reader in) {
   }
   m.epoch = in.getEpoch();
   require(m.epoch >= 0, "control.epoch " + std::to_string(m.epoch) + " is negative");
+  if (m.kind == control_kind::end_epoch)
+    require(in.getRemainingMs() == 0, "control.remainingMs of an end of epoch is not 0");
+  else
+    m.remaining_ms = remaining_of(in.getRemainingMs(), "control");
   return m;
 }
 
@@ -317,7 +330,7 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload, const 
     case wire::Frame::Body::PULL: {
       auto in = body.getPull();
       shard_keys(keys, in.getShard(), "pull");
-      return pull_message{in.getRequest(), in.getShard()};
+      return pull_message{in.getRequest(), in.getShard(), remaining_of(in.getRemainingMs(), "pull")};
     }
     case wire::Frame::Body::WEIGHTS:
       return read_weights(payload, keys, body.getWeights());

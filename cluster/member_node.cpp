@@ -28,7 +28,7 @@
 #include <troupe/cluster/frame_codec.hpp>
 #include <troupe/cluster/job_difference.hpp>
 #include <troupe/cluster/job_transfer.hpp>
-#include <troupe/cluster/remote_stand_ins.hpp>
+#include <troupe/cluster/remote_proxies.hpp>
 #include <troupe/graph/value_hash.hpp>
 #include <troupe/graph/zoo.hpp>
 #include <troupe/io/dataset.hpp>
@@ -44,11 +44,12 @@ namespace {
 struct member_state {
   std::optional<cluster_node_options> options;
   std::string label;  // "worker (pid 42)", then "worker_1"
-  caf::actor scheduler;
-  std::vector<caf::actor> server_links;  // by plan node; invalid where none
+  channel_actor scheduler;
+  std::vector<channel_actor> server_links;  // by plan node; invalid where none
   caf::actor listener;
-  std::shared_ptr<shard_directory> own_shards = std::make_shared<shard_directory>();
-  std::shared_ptr<compute_directory> own_computes = std::make_shared<compute_directory>();
+  // What this node serves to every channel: its control inbox, shards (or the aggregators in
+  // front of them), computes.
+  std::shared_ptr<serving_registry> serving = std::make_shared<serving_registry>();
   std::shared_ptr<traffic_registry> traffic;  // every link of this node counts its frames here
   node_part part;
   placement_plan plan;
@@ -98,8 +99,7 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
     }
   }
   st.part.shut_down();
-  st.own_shards->clear();
-  st.own_computes->clear();
+  st.serving->clear();
   // The servers hear that this worker is done (and why), rather than a closed connection.
   const shutdown_message end{reason ? reason_text(self->system(), reason) : "the run finished", !reason};
   for (auto& link : st.server_links)
@@ -133,14 +133,14 @@ node_data open_worker_data(const training_job& job, const data_facts& planned) {
   return data;
 }
 
-void connect_servers(member_actor self, const assignment_message& a, const link_options& link) {
+void connect_servers(member_actor self, const assignment_message& a, const channel_options& link) {
   auto& st = self->state;
-  st.server_links.assign(st.plan.nodes.size(), caf::actor{});
+  st.server_links.assign(st.plan.nodes.size(), channel_actor{});
   for (const auto& server : a.servers) {
     if (server.node >= st.plan.nodes.size() || st.plan.nodes[server.node].kind != node_kind::server)
       throw std::invalid_argument("the assignment names node " + std::to_string(server.node)
                                   + " as a server, which the plan does not");
-    auto connected = connect_link(self->system(), server.host, server.port, link);
+    auto connected = connect_channel(self->system(), server.host, server.port, link);
     if (!connected)
       throw troupe_error(troupe_code(connected.error()),
                          st.plan.nodes[server.node].name + ": " + error_text(connected.error()) + " (where "
@@ -189,8 +189,8 @@ bool take_assignment(member_actor self, const assignment_message& a) {
                                 + to_string(options.role) + " of the plan");
   st.label = st.plan.nodes[a.node].name;
   st.continue_on_worker_loss = job.nodes.continue_on_worker_loss;
-  auto link = link_options_of(options, st.label, st.traffic);
-  link.member_node = self;  // its links to servers, and a server's links from workers
+  auto link = channel_options_of(options, st.label, st.traffic);
+  link.serving = st.serving;  // its links to servers, and a server's links from workers
   link.plan_hash = st.plan.hash;
   link.keys = wire_keys_of(st.plan);
   // The scheduler pulls the final weights over this link: check them against the plan too.
@@ -208,10 +208,12 @@ bool take_assignment(member_actor self, const assignment_message& a) {
     data = open_worker_data(job, a.facts);
   node_part_options part;
   part.node = node;
-  part.metrics = caf::actor_cast<metrics_sink_actor>(st.scheduler);
+  // Computes report their batches to the scheduler's metrics actor through a proxy; the
+  // channel flushes it before it answers a phase (serving_registry::report_path).
+  part.metrics = spawn_metrics_sink_proxy(self->system(), st.scheduler, options.position);
+  st.serving->set_report_path(part.metrics);
   part.timeouts = options.timeouts;
   part.devices = options.devices;
-  const auto request_timeout = options.request_timeout;
   auto links = st.server_links;
   const auto plan = st.plan;
   auto& system = self->system();
@@ -221,25 +223,26 @@ bool take_assignment(member_actor self, const assignment_message& a) {
     if (!to)
       throw std::invalid_argument("no link to " + plan.nodes.at(static_cast<std::size_t>(target.node)).name
                                   + ", which holds " + target.name);
-    return spawn_remote_shard(system, to, static_cast<std::uint32_t>(target.shard), request_timeout);
+    return spawn_push_target_proxy(system, to, static_cast<std::uint32_t>(target.shard));
   };
   spawn_node_part(system, job, st.plan, spec, initial, data, part, st.part);
   for (auto& [actor, name] : st.part.spawned)
     self->monitor(actor);
+  // Each shard here is served by index: the scheduler pulls the final weights from it, and
+  // workers push to its entry point where one exists (the aggregator in front of it, which
+  // passes a pull on to the shard).
   for (auto i : st.plan.actors_on(node)) {
     const auto& entry = st.plan.actors[i];
     if (entry.role == plan_role::shard)
-      st.own_shards->set(static_cast<std::uint32_t>(entry.shard), st.part.targets[i]);
+      st.serving->set<remote_interface::push_target>(static_cast<std::uint32_t>(entry.shard), st.part.targets[i]);
   }
+  for (const auto& [shard, actor] : entry_points(st.plan, node))
+    st.serving->set<remote_interface::push_target>(shard, st.part.targets.at(actor));
   for (const auto& [worker, compute] : st.part.computes)
-    st.own_computes->set(static_cast<std::uint32_t>(worker), compute);
+    st.serving->set<remote_interface::compute_driver>(static_cast<std::uint32_t>(worker), compute);
   if (options.role != node_role::server)
     return false;
-  // Workers push to the entry points; they connect only after this node is ready.
-  auto entries = std::make_shared<shard_directory>();
-  for (const auto& [shard, actor] : entry_points(st.plan, node))
-    entries->set(shard, st.part.targets.at(actor));
-  link.local_shards = entries;
+  // Workers connect only after this node is ready.
   auto listener = spawn_listener(system, options.listen_host, options.listen_port, link);
   if (!listener)
     throw troupe_error(errc::peer_down, error_text(listener.error()));
@@ -379,11 +382,11 @@ void on_link_lost(member_actor self, const caf::actor_addr& link, const caf::err
   if (st.told && st.told->finished)
     return finish(self, caf::error{});
   if (scheduler) {
-    st.scheduler = caf::actor{};
+    st.scheduler = channel_actor{};
     return fail(self, errc::peer_down, "lost the scheduler at " + clock_time_now() + ": "
                                          + (st.told ? st.told->reason : reason_text(self->system(), why)));
   }
-  st.server_links[server] = caf::actor{};
+  st.server_links[server] = channel_actor{};
   finish(self, make_error(errc::peer_down, "lost " + st.plan.nodes[server].name + " at " + clock_time_now() + ": "
                                              + reason_text(self->system(), why)),
          static_cast<std::int32_t>(server));
@@ -417,7 +420,7 @@ std::string scheduler_address(const cluster_node_options& o) {
 }
 
 // Joins over the link to the scheduler.
-void join_over(member_actor self, const caf::actor& link) {
+void join_over(member_actor self, const channel_actor& link) {
   auto& st = self->state;
   if (st.at != member_phase::connecting)
     return;
@@ -441,12 +444,10 @@ void try_to_connect(member_actor self) {
     return;
   if (!st.unreachable && !st.retrying)  // the first try starts the join timeout
     self->delayed_send(self, st.options->join_timeout, connect_deadline_atom::value);
-  auto link = link_options_of(*st.options, std::string(to_string(st.options->role)) + " (pid "
+  auto link = channel_options_of(*st.options, std::string(to_string(st.options->role)) + " (pid "
                                              + std::to_string(::getpid()) + ")", st.traffic);
-  link.member_node = self;
-  link.local_shards = st.own_shards;
-  link.local_computes = st.own_computes;
-  auto connected = connect_link(self->system(), st.options->scheduler_host, st.options->scheduler_port, link);
+  link.serving = st.serving;
+  auto connected = connect_channel(self->system(), st.options->scheduler_host, st.options->scheduler_port, link);
   if (connected)
     return join_over(self, *connected);
   st.unreachable = std::move(connected.error());
@@ -458,14 +459,13 @@ void try_to_connect(member_actor self) {
 }
 
 member_node_actor::behavior_type member(member_actor self, cluster_node_options options,
-                                        std::shared_ptr<shard_directory> shards,
-                                        std::shared_ptr<compute_directory> computes,
+                                        std::shared_ptr<serving_registry> serving,
                                         std::shared_ptr<traffic_registry> traffic) {
   auto& st = self->state;
   st.traffic = std::move(traffic);
   st.options.emplace(std::move(options));
-  st.own_shards = std::move(shards);
-  st.own_computes = std::move(computes);
+  st.serving = std::move(serving);
+  st.serving->set<remote_interface::member_control>(0, self);
   st.label = std::string(to_string(st.options->role)) + " (pid " + std::to_string(::getpid()) + ")";
   self->set_down_handler([=](caf::down_msg& down) { on_down(self, down); });
   self->set_default_handler([=](caf::scheduled_actor*, caf::message_view& x) -> caf::result<caf::message> {
@@ -475,7 +475,7 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
   });
   // Only the scheduler's link may assign or query: a server's links from workers reach this
   // actor too (for their losses).
-  auto from_scheduler = [=](const caf::actor& link, const char* what) {
+  auto from_scheduler = [=](const channel_actor& link, const char* what) {
     if (self->state.scheduler && link == self->state.scheduler)
       return true;
     log_node_line(*self->state.options, self->state.label + ": ignored " + what + " from a link other than the scheduler's");
@@ -488,7 +488,7 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
       answer(self);
       return promise;
     },
-    [=](scheduler_link_atom, caf::actor& link) { join_over(self, link); },
+    [=](scheduler_link_atom, channel_actor& link) { join_over(self, link); },
     [=](connect_atom) { try_to_connect(self); },
     [=](connect_deadline_atom) {
       auto& st = self->state;
@@ -501,25 +501,25 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
                                                  + " s (--join-timeout): " + error_text(st.unreachable));
       answer(self);
     },
-    [=](assignment_atom, caf::actor& link, assignment_message& a) {
+    [=](assignment_atom, channel_actor& link, assignment_message& a) {
       if (!self->state.outcome && from_scheduler(link, "an assignment"))
         on_assignment(self, a);
     },
-    [=](traffic_query_atom, caf::actor& link, traffic_query_message& query) {
+    [=](traffic_query_atom, channel_actor& link, traffic_query_message& query) {
       if (!self->state.outcome && from_scheduler(link, "a traffic query"))
         on_traffic_query(self, query);
     },
-    [=](goodbye_atom, caf::actor& link, shutdown_message& end) {
+    [=](goodbye_atom, channel_actor& link, shutdown_message& end) {
       // The scheduler's says how the run ends; the link's end follows (on_link_lost). A
       // server's or worker's goodbye is followed by its link's end, which names it.
       if (self->state.scheduler && link == self->state.scheduler)
         self->state.told = end;
     },
-    [=](link_up_atom, caf::actor& link, const std::string&) {
+    [=](link_up_atom, channel_actor& link, const std::string&) {
       if (self->state.options->role == node_role::server && !self->state.outcome && link != self->state.scheduler)
         self->state.worker_links[link.address()] = self->state.traffic->peer_of(link.address());
     },
-    [=](link_lost_atom, caf::actor& link, caf::error& why) { on_link_lost(self, link.address(), why); },
+    [=](link_lost_atom, channel_actor& link, caf::error& why) { on_link_lost(self, link.address(), why); },
     [=](grace_over_atom) { answer(self, true); },
     [=](assignment_deadline_atom) {
       if (self->state.at == member_phase::joining)
@@ -531,21 +531,19 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
 } // namespace
 
 member_node_actor spawn_member_node(caf::actor_system& system, const cluster_node_options& options,
-                                    std::shared_ptr<shard_directory> shards,
-                                    std::shared_ptr<compute_directory> computes,
+                                    std::shared_ptr<serving_registry> serving,
                                     std::shared_ptr<traffic_registry> traffic, bool detached) {
   if (!detached)
-    return system.spawn(member, options, std::move(shards), std::move(computes), std::move(traffic));
-  return system.spawn<caf::detached>(member, options, std::move(shards), std::move(computes), std::move(traffic));
+    return system.spawn(member, options, std::move(serving), std::move(traffic));
+  return system.spawn<caf::detached>(member, options, std::move(serving), std::move(traffic));
 }
 
 void run_member(caf::actor_system& system, const cluster_node_options& options) {
   if (options.role == node_role::scheduler)
     throw std::invalid_argument("run_member runs a server or a worker");
-  auto shards = std::make_shared<shard_directory>();
-  auto computes = std::make_shared<compute_directory>();
+  auto serving = std::make_shared<serving_registry>();
   auto traffic = std::make_shared<traffic_registry>();
-  auto node = spawn_member_node(system, options, shards, computes, traffic);
+  auto node = spawn_member_node(system, options, serving, traffic);
   caf::scoped_actor blocking{system};
   blocking->send(node, connect_atom::value);
   caf::error failure;

@@ -9,7 +9,7 @@
 
 #include <troupe/cluster/cluster_node.hpp>
 #include <troupe/cluster/node_control.hpp>
-#include <troupe/cluster/peer_link.hpp>
+#include <troupe/cluster/channel.hpp>
 
 #include "node_common.hpp"
 
@@ -23,18 +23,18 @@ using connect_deadline_atom = caf::atom_constant<caf::atom("conndead")>;
 /// (answered true when the run finished, else with the error that ended the node), the link to
 /// its scheduler once connected, and its own deadlines.
 using member_node_actor = member_inbox::extend<caf::replies_to<run_atom>::with<bool>,
-                                               caf::reacts_to<scheduler_link_atom, caf::actor>,
+                                               caf::reacts_to<scheduler_link_atom, channel_actor>,
                                                caf::reacts_to<connect_atom>, caf::reacts_to<connect_deadline_atom>,
                                                caf::reacts_to<grace_over_atom>, caf::reacts_to<assignment_deadline_atom>>;
 
-/// Spawns a member node (options.role: server or worker). `shards` and `computes` are what its
-/// scheduler link serves (filled in once assigned); every link counts its frames in `traffic`.
+/// Spawns a member node (options.role: server or worker). `serving` is what its channels serve
+/// (it registers itself as their control inbox; shards and computes once assigned); every
+/// channel counts its frames in `traffic`.
 /// It reaches its scheduler when told (connect_atom: connecting, retrying every
 /// connect_retry until the join timeout), or joins over a link it is given (scheduler_link_atom). Detached: on a thread of its own
 /// (a node's, so its set-up never holds up the shared scheduler); a test spawns it scheduled.
 member_node_actor spawn_member_node(caf::actor_system& system, const cluster_node_options& options,
-                                    std::shared_ptr<shard_directory> shards,
-                                    std::shared_ptr<compute_directory> computes,
+                                    std::shared_ptr<serving_registry> serving,
                                     std::shared_ptr<traffic_registry> traffic, bool detached = true);
 
 } // namespace troupe

@@ -11,17 +11,15 @@
 
 namespace troupe {
 
-link_options link_options_of(const cluster_node_options& options, const std::string& name,
+channel_options channel_options_of(const cluster_node_options& options, const std::string& name,
                              std::shared_ptr<traffic_registry> traffic) {
-  link_options link{options.secret};
+  channel_options link{options.secret};
   link.traffic = std::move(traffic);
   link.position = options.position;
   link.role = options.role;
   link.name = name;
-  link.request_timeout = options.request_timeout;
   link.heartbeat_interval = options.heartbeat_interval;
   link.connection_timeout = options.connection_timeout;
-  link.phase_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(options.timeouts.phase);
   if (options.log)
     link.log = options.log;
   return link;

@@ -10,7 +10,7 @@
 
 #include <troupe/cluster/cluster_node.hpp>
 #include <troupe/cluster/node_control.hpp>
-#include <troupe/cluster/peer_link.hpp>
+#include <troupe/cluster/channel.hpp>
 
 namespace troupe {
 
@@ -20,7 +20,7 @@ using grace_over_atom = caf::atom_constant<caf::atom("graceover")>;
 
 /// Options for a link of this node: its role, name, secret, timeouts, logging, and the
 /// node's traffic registry.
-link_options link_options_of(const cluster_node_options& options, const std::string& name,
+channel_options channel_options_of(const cluster_node_options& options, const std::string& name,
                              std::shared_ptr<traffic_registry> traffic);
 
 /// options.log, or a line on standard error.

@@ -34,7 +34,7 @@
 #include <troupe/cluster/frame_codec.hpp>
 #include <troupe/cluster/job_difference.hpp>
 #include <troupe/cluster/job_transfer.hpp>
-#include <troupe/cluster/remote_stand_ins.hpp>
+#include <troupe/cluster/remote_proxies.hpp>
 #include <troupe/graph/value_hash.hpp>
 #include <troupe/io/dataset.hpp>
 
@@ -181,12 +181,10 @@ void start_training(scheduler_actor self) {
   st.at = scheduler_phase::training;
   log_node_line(*st.options, "scheduler: every node is ready (" + progress_text(st) + "); " + threads_text(st)
                                + "; training");
-  std::vector<caf::actor> link_of_node(st.plan.nodes.size());
+  std::vector<channel_actor> link_of_node(st.plan.nodes.size());
   for (auto& m : st.members)
     link_of_node.at(static_cast<std::size_t>(m.node)) = m.link;
   auto& system = self->system();
-  const auto request_timeout = st.options->request_timeout;
-  const auto phase_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(st.options->timeouts.phase);
   const auto plan = st.plan;
   session_sinks sinks;
   sinks.output = st.output;
@@ -198,13 +196,13 @@ void start_training(scheduler_actor self) {
   sinks.node.validation_data = st.validation_set;
   sinks.node.remote.compute = [=, &system](std::size_t actor) {
     const auto& a = plan.actors.at(actor);
-    return spawn_remote_compute(system, link_of_node.at(static_cast<std::size_t>(a.node)),
-                                static_cast<std::uint32_t>(a.worker), phase_timeout);
+    return spawn_compute_proxy(system, link_of_node.at(static_cast<std::size_t>(a.node)),
+                               static_cast<std::uint32_t>(a.worker));
   };
   sinks.node.remote.push_target = [=, &system](std::size_t actor) {
     const auto& a = plan.actors.at(actor);
-    return spawn_remote_shard(system, link_of_node.at(static_cast<std::size_t>(a.node)),
-                              static_cast<std::uint32_t>(a.shard), request_timeout);
+    return spawn_push_target_proxy(system, link_of_node.at(static_cast<std::size_t>(a.node)),
+                                   static_cast<std::uint32_t>(a.shard));
   };
   st.session = st.spawn_session(system, st.job, std::move(sinks));
   self->monitor(st.session);
@@ -294,7 +292,7 @@ std::string settle_server_host(const cluster_node_options& options, const std::v
   return "";
 }
 
-void on_join(scheduler_actor self, const caf::actor& link, const join_message& join) {
+void on_join(scheduler_actor self, const channel_actor& link, const join_message& join) {
   auto& st = self->state;
   auto refuse = [&](const std::string& why) {
     log_node_line(*st.options, "scheduler: refused a " + std::string(to_string(join.role)) + " (pid "
@@ -352,7 +350,7 @@ void on_join(scheduler_actor self, const caf::actor& link, const join_message& j
   }
 }
 
-void on_ready(scheduler_actor self, const caf::actor& link, const ready_message& ready) {
+void on_ready(scheduler_actor self, const channel_actor& link, const ready_message& ready) {
   auto& st = self->state;
   auto* m = member_of(st, link.address());
   const auto expected_phase = m && m->role == node_role::server ? scheduler_phase::servers_assigned
@@ -399,7 +397,7 @@ bool goes_on_without(scheduler_actor self, const member_entry& m, const std::str
 
 // The member on `link` stops and says why. A member that stopped because it lost a peer
 // names that peer's plan node: the run ends naming the lost node, whichever report came first.
-void on_goodbye(scheduler_actor self, const caf::actor& link, const shutdown_message& end) {
+void on_goodbye(scheduler_actor self, const channel_actor& link, const shutdown_message& end) {
   auto& st = self->state;
   auto* m = member_of(st, link.address());
   if (!m || m->gone)
@@ -455,12 +453,12 @@ void write_port_file(const std::string& path, std::uint16_t port);
 void start_listening(scheduler_actor self) {
   auto& st = self->state;
   const auto& options = *st.options;
-  auto link = link_options_of(options, "scheduler", st.traffic);
+  auto link = channel_options_of(options, "scheduler", st.traffic);
   link.role = node_role::scheduler;
   link.plan_hash = st.plan.hash;
   link.keys = wire_keys_of(st.plan);
-  link.metrics = metrics_sink_actor{self};
-  link.scheduler_node = scheduler_inbox{self};
+  link.serving->set<remote_interface::metrics_sink>(0, metrics_sink_actor{self});
+  link.serving->set<remote_interface::scheduler_control>(0, scheduler_inbox{self});
   auto listener = spawn_listener(self->system(), options.scheduler_host, options.scheduler_port, link);
   if (!listener)
     return fail(self, errc::peer_down, "scheduler: " + reason_text(self->system(), listener.error()));
@@ -528,17 +526,17 @@ scheduler_node_actor::behavior_type scheduler(scheduler_actor self, scheduler_se
         answer_if_done(self, true);
       return promise;
     },
-    [=](join_atom, caf::actor& link, join_message& join) {
+    [=](join_atom, channel_actor& link, join_message& join) {
       if (self->state.at != scheduler_phase::ending)
         on_join(self, link, join);
     },
-    [=](ready_atom, caf::actor& link, ready_message& ready) {
+    [=](ready_atom, channel_actor& link, ready_message& ready) {
       if (self->state.at != scheduler_phase::ending)
         on_ready(self, link, ready);
     },
-    [=](traffic_atom, caf::actor& link, traffic_message& traffic) { on_traffic(self, link, traffic); },
-    [=](goodbye_atom, caf::actor& link, shutdown_message& end) { on_goodbye(self, link, end); },
-    [=](link_lost_atom, caf::actor& link, caf::error& why) { on_link_lost(self, link.address(), why); },
+    [=](traffic_atom, channel_actor& link, traffic_message& traffic) { on_traffic(self, link, traffic); },
+    [=](goodbye_atom, channel_actor& link, shutdown_message& end) { on_goodbye(self, link, end); },
+    [=](link_lost_atom, channel_actor& link, caf::error& why) { on_link_lost(self, link.address(), why); },
     [=](join_deadline_atom) {
       if (self->state.at < scheduler_phase::training)
         fail(self, errc::timeout, "scheduler: gave up after "

@@ -15,7 +15,7 @@
 #include <troupe/actors/training_session.hpp>
 #include <troupe/cluster/cluster_node.hpp>
 #include <troupe/cluster/node_control.hpp>
-#include <troupe/cluster/peer_link.hpp>
+#include <troupe/cluster/channel.hpp>
 #include <troupe/cluster/traffic_registry.hpp>
 #include <troupe/cluster/wire_messages.hpp>
 #include <troupe/graph/placement.hpp>
@@ -36,7 +36,7 @@ using scheduler_node_actor = scheduler_inbox::extend_with<metrics_sink_actor>::e
   caf::reacts_to<grace_over_atom>, caf::reacts_to<cause_due_atom>, caf::reacts_to<traffic_due_atom, std::int64_t>>;
 
 struct member_entry {
-  caf::actor link;
+  channel_actor link;
   node_role role = node_role::worker;
   int rank = -1;  // within its role
   int node = -1;  // its plan node
@@ -108,7 +108,7 @@ void pass_on(scheduler_actor self, std::function<void()> forward);
 /// After an epoch's training: holds the reports and asks every member for its traffic.
 void on_phase_report(scheduler_actor self, const phase_report& r);
 /// A member's traffic answer; the last one releases the epoch's figures.
-void on_traffic(scheduler_actor self, const caf::actor& link, const traffic_message& t);
+void on_traffic(scheduler_actor self, const channel_actor& link, const traffic_message& t);
 /// Sends the epoch's traffic to the metrics (with what has come so far), then what was held.
 void release_traffic(scheduler_actor self);
 

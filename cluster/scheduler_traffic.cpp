@@ -55,7 +55,7 @@ void on_phase_report(scheduler_actor self, const phase_report& r) {
   self->delayed_send(self, st.options->request_timeout, traffic_due_atom::value, r.epoch);
 }
 
-void on_traffic(scheduler_actor self, const caf::actor& link, const traffic_message& t) {
+void on_traffic(scheduler_actor self, const channel_actor& link, const traffic_message& t) {
   auto& st = self->state;
   auto* m = member_of(st, link.address());
   if (!m || !st.holding || t.epoch != st.holding_epoch)

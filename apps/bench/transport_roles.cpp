@@ -12,8 +12,8 @@
 
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/cluster/local_node.hpp>
-#include <troupe/cluster/peer_link.hpp>
-#include <troupe/cluster/remote_stand_ins.hpp>
+#include <troupe/cluster/channel.hpp>
+#include <troupe/cluster/remote_proxies.hpp>
 
 namespace troupe::bench {
 
@@ -29,12 +29,11 @@ wire_keys keys_of(const transport_layout& layout) {
   return keys;
 }
 
-link_options options_of(const transport_layout& layout, node_role role) {
-  link_options o{cluster_secret(bench_secret)};
+channel_options options_of(const transport_layout& layout, node_role role) {
+  channel_options o{cluster_secret(bench_secret)};
   o.role = role;
   o.name = to_string(role);
   o.keys = keys_of(layout);
-  o.request_timeout = std::chrono::milliseconds{60000};
   o.connection_timeout = std::chrono::milliseconds{60000};
   return o;
 }
@@ -88,7 +87,7 @@ void troupe_serve(const transport_layout& layout, int server, std::uint16_t& por
     weights.back().fill(0.5f);
   }
   auto options = options_of(layout, node_role::server);
-  options.local_shards->set(static_cast<std::uint32_t>(server), spawn_summing_shard(*system, std::move(weights)));
+  options.serving->set<remote_interface::push_target>(static_cast<std::uint32_t>(server), spawn_summing_shard(*system, std::move(weights)));
   auto listener = spawn_listener(*system, "127.0.0.1", 0, options);
   if (!listener)
     throw std::runtime_error(system->render(listener.error()));
@@ -102,15 +101,14 @@ double troupe_worker(const transport_layout& layout, const std::vector<std::uint
                      int warmup, int steps) {
   auto config = network_config();
   caf::actor_system system{config};
-  std::vector<caf::actor> links;
+  std::vector<channel_actor> links;
   std::vector<push_target_actor> shards;
   for (std::size_t s = 0; s < ports.size(); ++s) {
-    auto link = connect_link(system, "127.0.0.1", ports[s], options_of(layout, node_role::worker));
+    auto link = connect_channel(system, "127.0.0.1", ports[s], options_of(layout, node_role::worker));
     if (!link)
       throw std::runtime_error(error_text(link.error()));
     links.push_back(*link);
-    shards.push_back(spawn_remote_shard(system, *link, static_cast<std::uint32_t>(s),
-                                        std::chrono::milliseconds{60000}));
+    shards.push_back(spawn_push_target_proxy(system, *link, static_cast<std::uint32_t>(s)));
   }
   tensor gradient(shape_t{layout.key_bytes / 4});
   gradient.fill(0.25f);

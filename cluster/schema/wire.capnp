@@ -12,7 +12,7 @@ using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("troupe::wire");
 
 # Raised whenever a Frame's meaning changes; a peer with another version is refused by name.
-const protocolVersion :UInt32 = 1;
+const protocolVersion :UInt32 = 2;  # 2: requests carry the time left to their deadline
 
 enum Role {
   scheduler @0;
@@ -75,12 +75,14 @@ struct Push {
   samples @5 :Int64;
   keys @6 :List(UInt32);   # indices into the shard's keys, ascending
   values @7 :List(Data);   # one per key: its length x 4 bytes of float32
+  remainingMs @8 :UInt64;  # the time left to the pusher's deadline (a duration: clocks differ)
 }
 
 # The current weights of every key of one shard.
 struct Pull {
   request @0 :UInt64;
   shard @1 :UInt32;
+  remainingMs @2 :UInt64;  # as Push's
 }
 
 # A shard's answer to a Push or a Pull (weight_set).
@@ -169,6 +171,7 @@ struct Control {
   worker @1 :UInt32;
   kind @2 :ControlKind;
   epoch @3 :Int64;
+  remainingMs @4 :UInt64;  # train, validate: as Push's; endEpoch: 0
 }
 
 # A compute actor's phase_report, answering Control `request`.

@@ -137,7 +137,6 @@ loader_actor::behavior_type silent_loader(loader_actor::stateful_pointer<silent_
       self->state.held.push_back(self->make_response_promise<loader_item>());
       return self->state.held.back();
     },
-    [](fill_atom) {},
   };
 }
 
@@ -217,7 +216,6 @@ scripted_loader(loader_actor::stateful_pointer<scripted_loader_state> self, batc
       item.data.index = st.served++;
       return item;
     },
-    [](fill_atom) {},
   };
 }
 

@@ -57,6 +57,7 @@ push_message test_push() {
   m.push.epoch_position = 1.5;
   m.push.worker = 3;
   m.push.samples = 128;
+  m.remaining_ms = 5000;
   m.push.keys = {0, 1};
   // The second is a slice at an odd offset: not 8-byte aligned, so the encoder copies it.
   m.push.gradients = {counting({2, 3}, 1.0f), counting({9}, 10.0f).flat_slice(1, 5)};
@@ -87,6 +88,7 @@ TEST_CASE("a push round-trips, its gradients viewing the received payload", "[cl
   auto result = decode_payload(payload, test_keys());
   REQUIRE(result.ok());
   const auto& got = std::get<push_message>(result.message);
+  CHECK(got.remaining_ms == 5000);
   CHECK(got.request == 77);
   CHECK(got.shard == 0);
   CHECK(got.push.step == 12);
@@ -123,7 +125,7 @@ TEST_CASE("weights, pull, hello, proof, failure, heartbeat and shutdown round-tr
   REQUIRE(got_w.weights.weights.size() == 1);
   CHECK(same_values(got_w.weights.weights[0], w.weights.weights[0]));
 
-  const auto got_pull = decoded_as<pull_message>(frame_of(pull_message{9, 1}));
+  const auto got_pull = decoded_as<pull_message>(frame_of(pull_message{9, 1, 2500}));
   CHECK(got_pull.request == 9);
   CHECK(got_pull.shard == 1);
 
@@ -244,7 +246,7 @@ TEST_CASE("pushes and weights are checked against the receiver's keys", "[cluste
   w.weights.weights = {counting({4}, 0)};
   w.weights.learning_rate = std::numeric_limits<float>::infinity();
   CHECK(refusal(frame_of(w)).find("learningRate is not finite") != std::string::npos);
-  CHECK(refusal(frame_of(pull_message{1, 7})).find("pull.shard 7") != std::string::npos);
+  CHECK(refusal(frame_of(pull_message{1, 7, 10})).find("pull.shard 7") != std::string::npos);
 }
 
 TEST_CASE("the encoder refuses what no decoder would accept", "[cluster][frame]") {
@@ -338,7 +340,7 @@ TEST_CASE("the scheduler's messages round-trip", "[cluster][frame]") {
 
   CHECK(decoded_as<ready_message>(frame_of(ready_message{3})).node == 3);
 
-  const auto control = decoded_as<control_message>(frame_of(control_message{9, 2, control_kind::validate, 5}));
+  const auto control = decoded_as<control_message>(frame_of(control_message{9, 2, control_kind::validate, 5, 60000}));
   CHECK(control.request == 9);
   CHECK(control.worker == 2);
   CHECK(control.kind == control_kind::validate);
@@ -417,7 +419,7 @@ TEST_CASE("the scheduler's messages are checked", "[cluster][frame]") {
   a.facts = data_facts{{1, 28, 28}, 10, -1, 10000};
   CHECK_THAT(refusal(frame_of(a)), Catch::Contains("negative example count"));
 
-  CHECK_THAT(refusal(frame_of(control_message{1, 0, control_kind::train, -2})),
+  CHECK_THAT(refusal(frame_of(control_message{1, 0, control_kind::train, -2, 10})),
              Catch::Contains("control.epoch -2 is negative"));
   report_message r;
   r.report = phase_report{0, false, 10, 11, 1.0, 1.0, 0.5};
@@ -527,4 +529,20 @@ TEST_CASE("an encoded frame keeps its tensors alive and unchanged until it is go
   const auto got = decoded_as<weights_message>(joined);
   REQUIRE(got.weights.weights.size() == 1);
   CHECK(same_values(got.weights.weights[0], counting({4}, 2.0f)));
+}
+
+TEST_CASE("requests carry the time left to their deadline, and the decoder checks it", "[cluster][frame]") {
+  CHECK(decoded_as<pull_message>(frame_of(pull_message{9, 1, 2500})).remaining_ms == 2500);
+  CHECK(decoded_as<control_message>(frame_of(control_message{9, 2, control_kind::train, 5, 70})).remaining_ms == 70);
+  // A request whose time is up, or one beyond any deadline, is refused naming the field.
+  CHECK(refusal(frame_of(pull_message{1, 0, 0})).find("pull.remainingMs 0") != std::string::npos);
+  auto push = test_push();
+  push.remaining_ms = max_remaining_ms + 1;
+  CHECK(refusal(frame_of(push)).find("push.remainingMs") != std::string::npos);
+  CHECK(refusal(frame_of(control_message{1, 0, control_kind::validate, 3, 0})).find("control.remainingMs 0")
+        != std::string::npos);
+  // An end of epoch is one-way: it carries no time.
+  CHECK(refusal(frame_of(control_message{1, 0, control_kind::end_epoch, 3, 5})).find("end of epoch")
+        != std::string::npos);
+  CHECK(decoded_as<control_message>(frame_of(control_message{0, 0, control_kind::end_epoch, 3, 0})).epoch == 3);
 }

@@ -1,6 +1,6 @@
 // The scheduler and member nodes' state machines, message by message, on CAF's deterministic
 // test coordinator (caf/test/dsl.hpp): no sockets, no threads, no clock but the coordinator's.
-// Links are stand-ins that record what a node sends them (send_atom, wire_message); what a
+// Channels are stand-ins that record what a node sends them (send_atom, wire_message); what a
 // link would hand its node (node_control.hpp) the test sends itself, in the order a case needs,
 // so every interleaving that real links can produce is reachable, and reproducible.
 //
@@ -35,10 +35,14 @@ namespace {
 
 using sent_list = std::shared_ptr<std::vector<wire_message>>;
 
-// A link: records what its node sends through it.
-caf::behavior fake_link(caf::event_based_actor*, sent_list sent) {
+// A channel: records what its node sends through it (a node makes no requests of it).
+channel_actor::behavior_type fake_link(channel_actor::pointer, sent_list sent) {
   return {
+    [=](call_atom, wire_message&, const deadline&) -> caf::result<wire_message> {
+      return make_error(errc::bad_request, "the test's channel takes no requests");
+    },
     [=](send_atom, wire_message& m) { sent->push_back(std::move(m)); },
+    [=](stats_atom) { return link_traffic{}; },
     [=](plan_atom, std::uint64_t, wire_keys&) {},
   };
 }
@@ -141,10 +145,10 @@ struct node_fixture : test_coordinator_fixture<> {
       caf::anon_send_exit(a, caf::exit_reason::kill);
   }
 
-  caf::actor link(sent_list& sent) {
+  channel_actor link(sent_list& sent) {
     sent = std::make_shared<std::vector<wire_message>>();
     auto a = sys.spawn(fake_link, sent);
-    spawned.push_back(a);
+    spawned.push_back(caf::actor_cast<caf::actor>(a));
     return a;
   }
 
@@ -189,15 +193,15 @@ struct scheduler_fixture : node_fixture {
     settle();
   }
 
-  void join(const caf::actor& l, node_role role, int rank = -1, std::uint32_t pid = 1) {
+  void join(const channel_actor& l, node_role role, int rank = -1, std::uint32_t pid = 1) {
     caf::anon_send(node, join_atom::value, l, join_message{role, "10.0.0.1", 0, pid, rank, 0});
     settle();
   }
-  void ready(const caf::actor& l, std::uint32_t plan_node, std::uint16_t port = 0) {
+  void ready(const channel_actor& l, std::uint32_t plan_node, std::uint16_t port = 0) {
     caf::anon_send(node, ready_atom::value, l, ready_message{plan_node, port});
     settle();
   }
-  void lost(const caf::actor& l, const std::string& why) {
+  void lost(const channel_actor& l, const std::string& why) {
     caf::anon_send(node, link_lost_atom::value, l, why.empty() ? caf::error{} : make_error(errc::peer_down, why));
     settle();
   }
@@ -213,7 +217,7 @@ struct scheduler_fixture : node_fixture {
 
   // Joins one server and two workers, makes them ready: the session trains.
   struct members {
-    caf::actor server, w0, w1;
+    channel_actor server, w0, w1;
     sent_list server_sent, w0_sent, w1_sent;
   };
   members to_training() {
@@ -243,7 +247,7 @@ CAF_TEST(joins_in_every_order) {
   do {
     auto out = std::make_unique<scheduler_fixture>();
     out->start();
-    std::vector<caf::actor> links(3);
+    std::vector<channel_actor> links(3);
     std::vector<sent_list> sent(3);
     for (int i = 0; i < 3; ++i)
       links[i] = out->link(sent[i]);
@@ -425,7 +429,7 @@ CAF_TEST(reply_after_deadline_is_dropped) {
   settle();
   CAF_REQUIRE_EQUAL(count_of<traffic_query_message>(m.w0_sent), 1);
   CAF_CHECK_EQUAL(metrics->reports, 0);  // held until the traffic is in
-  auto answer = [&](const caf::actor& l, std::int64_t epoch) {
+  auto answer = [&](const channel_actor& l, std::int64_t epoch) {
     caf::anon_send(node, traffic_atom::value, l, traffic_message{epoch, {}});
     settle();
   };
@@ -524,19 +528,18 @@ struct member_fixture : node_fixture {
   std::shared_ptr<outcome> result = std::make_shared<outcome>();
   std::shared_ptr<traffic_registry> traffic = std::make_shared<traffic_registry>();
   cluster_node_options options = node_options(node_role::worker, lines);
-  caf::actor scheduler;
+  channel_actor scheduler;
   sent_list to_scheduler;
 
   member_fixture() {
-    node = spawn_member_node(sys, options, std::make_shared<shard_directory>(), std::make_shared<compute_directory>(),
-                             traffic, false);
+    node = spawn_member_node(sys, options, std::make_shared<serving_registry>(), traffic, false);
     spawned.push_back(caf::actor_cast<caf::actor>(node));
     spawned.push_back(sys.spawn(host<bool>, caf::actor_cast<caf::actor>(node), result));
     scheduler = link(to_scheduler);
     caf::anon_send(node, scheduler_link_atom::value, scheduler);
     settle();
   }
-  void lost(const caf::actor& l, const std::string& why) {
+  void lost(const channel_actor& l, const std::string& why) {
     caf::anon_send(node, link_lost_atom::value, l, why.empty() ? caf::error{} : make_error(errc::peer_down, why));
     settle();
   }
@@ -657,7 +660,7 @@ struct connecting_fixture : node_fixture {
     socklen_t length = sizeof address;
     ::getsockname(closed_port_fd, reinterpret_cast<sockaddr*>(&address), &length);
     options.scheduler_port = ntohs(address.sin_port);
-    node = spawn_member_node(sys, options, std::make_shared<shard_directory>(), std::make_shared<compute_directory>(),
+    node = spawn_member_node(sys, options, std::make_shared<serving_registry>(),
                              std::make_shared<traffic_registry>(), false);
     spawned.push_back(caf::actor_cast<caf::actor>(node));
     caf::anon_send(node, connect_atom::value);
@@ -698,10 +701,10 @@ struct server_member_fixture : node_fixture {
   training_job job = cluster_job(1, 2);
   placement_plan plan = plan_placement(job, facts);
   member_node_actor node;
-  std::shared_ptr<shard_directory> shards = std::make_shared<shard_directory>();
+  std::shared_ptr<serving_registry> shards = std::make_shared<serving_registry>();
   std::shared_ptr<outcome> result = std::make_shared<outcome>();
   cluster_node_options options = node_options(node_role::server, lines);
-  caf::actor scheduler;
+  channel_actor scheduler;
   sent_list to_scheduler;
   std::uint32_t server_node = 0;
 
@@ -709,7 +712,7 @@ struct server_member_fixture : node_fixture {
     for (std::size_t n = 0; n < plan.nodes.size(); ++n)
       if (plan.nodes[n].kind == node_kind::server)
         server_node = static_cast<std::uint32_t>(n);
-    node = spawn_member_node(sys, options, shards, std::make_shared<compute_directory>(),
+    node = spawn_member_node(sys, options, shards,
                              std::make_shared<traffic_registry>(), false);
     spawned.push_back(caf::actor_cast<caf::actor>(node));
     spawned.push_back(sys.spawn(host<bool>, caf::actor_cast<caf::actor>(node), result));
@@ -734,7 +737,7 @@ struct server_member_fixture : node_fixture {
     a.facts = facts;
     return a;
   }
-  void lost(const caf::actor& l, const std::string& why) {
+  void lost(const channel_actor& l, const std::string& why) {
     caf::anon_send(node, link_lost_atom::value, l, why.empty() ? caf::error{} : make_error(errc::peer_down, why));
     settle();
   }
@@ -749,7 +752,7 @@ CAF_TEST(member_server_says_ready_with_its_port) {
   CAF_REQUIRE(ready != nullptr);
   CAF_CHECK_EQUAL(ready->node, server_node);
   CAF_CHECK_NOT_EQUAL(ready->port, 0);
-  CAF_CHECK(shards->find(0) != nullptr);
+  CAF_CHECK(shards->find<remote_interface::push_target>(0) != nullptr);
   CAF_CHECK(!result->answered);
 }
 
@@ -765,7 +768,7 @@ CAF_TEST(member_assignment_twice_is_refused) {
 // naming the loss, and the later end changes nothing.
 CAF_TEST(member_part_down_after_a_lost_link_keeps_the_loss) {
   lost(scheduler, "the connection to the scheduler closed");
-  caf::anon_send_exit(shards->find(0), caf::exit_reason::kill);
+  caf::anon_send_exit(shards->find<remote_interface::push_target>(0), caf::exit_reason::kill);
   settle();
   CAF_CHECK(result->answered);
   CAF_CHECK(contains(result->error, "lost the scheduler at"));
@@ -774,7 +777,7 @@ CAF_TEST(member_part_down_after_a_lost_link_keeps_the_loss) {
 
 // An actor of the part ends on its own: the node ends naming it, and tells the scheduler why.
 CAF_TEST(member_part_down_alone_names_the_actor) {
-  caf::anon_send_exit(shards->find(0), caf::exit_reason::kill);
+  caf::anon_send_exit(shards->find<remote_interface::push_target>(0), caf::exit_reason::kill);
   settle();
   const auto* bye = last_of<shutdown_message>(to_scheduler);
   CAF_REQUIRE(bye != nullptr);

@@ -13,9 +13,9 @@
 //                                                 current weights (inference mode)
 //   (end_epoch_atom, int64 epoch) -> ()           ends training epoch `epoch` after the step in
 //                                                 flight (backup workers: the others are done)
-//   (straggle_atom)               -> ()           internal: a straggler's delayed pushes leave
-//   (watchdog_atom)               -> ()           internal: the check that no request has
-//                                                 waited longer than its timeout (below)
+// Internally (the spawned actor's own type, compute_actor.cpp, never handed out) it also
+// sends itself (straggle_atom: a straggler's delayed pushes leave) and (watchdog_atom: the
+// check that no request has waited longer than its timeout, below).
 // Sends (batch_report) to the metrics actor after every training batch. Both reports carry
 // top-k counts when the replica counts them (model::set_top_k; the node part sets the job's).
 //
@@ -82,9 +82,7 @@ namespace troupe {
 using compute_actor = caf::typed_actor<
   caf::replies_to<train_atom, std::int64_t, deadline>::with<phase_report>,
   caf::replies_to<validate_atom, std::int64_t, deadline>::with<phase_report>,
-  caf::reacts_to<end_epoch_atom, std::int64_t>,
-  caf::reacts_to<straggle_atom>,
-  caf::reacts_to<watchdog_atom>>;
+  caf::reacts_to<end_epoch_atom, std::int64_t>>;
 
 /// A compute actor spawned in this process: the coordinator's protocol plus snapshot/restore.
 using local_compute_actor

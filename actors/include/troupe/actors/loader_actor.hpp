@@ -6,7 +6,8 @@
 //                                              was prefetched for another epoch is dropped
 //   (next_atom)                -> loader_item  the next batch of the epoch, or {end = true}
 //                                              once the epoch is exhausted (repeatable)
-//   internal (fill_atom)                       builds one batch ahead, then re-arms itself
+//   internal (fill_atom, to itself only; not part of loader_actor) builds one batch ahead,
+//                                              then re-arms itself
 //
 // Prefetch: after each served batch the actor keeps up to `prefetch_depth` built batches. The
 // building runs on the loader's own scheduler thread while the compute actor runs its step on
@@ -28,8 +29,7 @@
 namespace troupe {
 
 using loader_actor = caf::typed_actor<caf::reacts_to<epoch_atom, std::int64_t>,
-                                      caf::replies_to<next_atom>::with<loader_item>,
-                                      caf::reacts_to<fill_atom>>;
+                                      caf::replies_to<next_atom>::with<loader_item>>;
 
 struct loader_options {
   int prefetch_depth = 3;

@@ -45,7 +45,7 @@ push_targets spawn_push_side(caf::actor_system& system, const placement_plan& pl
                              std::int64_t step_limit = 0);
 
 /// Gives the push target at plan actor index `actor`, which lives on another node: a stand-in
-/// reaching it (troupe/cluster/remote_stand_ins.hpp).
+/// reaching it (troupe/cluster/remote_proxies.hpp).
 using remote_push_target = std::function<push_target_actor(std::size_t actor)>;
 
 /// Gives the compute actor at plan actor index `actor`, which lives on another node.
@@ -71,7 +71,7 @@ push_targets spawn_push_side_of_node(caf::actor_system& system, const placement_
 
 /// Where pushes from other nodes enter node `node`, by shard: (shard, plan actor index) of
 /// each actor here that a route from another node pushes to (in BSP the aggregator in front
-/// of the shard, async the shard). What the node serves to peers (a link's shard_directory).
+/// of the shard, async the shard). What the node serves to peers (a channel's serving_registry).
 std::vector<std::pair<std::uint32_t, std::size_t>> entry_points(const placement_plan& plan, int node);
 
 /// Compute `worker`'s routes, one per shard in shard order (push_group::shard indexes them):

@@ -86,7 +86,7 @@ struct cluster_node_options {
   /// written to a temporary file and renamed). Empty: none.
   std::string port_file;
   /// A worker's: kept up to date with the epoch and batch its computes are at (its link to
-  /// the scheduler, peer_link.hpp). May be null.
+  /// the scheduler, channel.hpp). May be null.
   std::shared_ptr<run_position> position;
   /// Start-up progress, losses and refusals, one line each (default: standard error).
   std::function<void(const std::string&)> log;

@@ -1,6 +1,8 @@
-// The node-control protocol as typed actor interfaces: what a peer link hands the node it
-// belongs to. A link decodes a frame and, for a node-level message, sends its node one of the
-// messages below, naming itself; the compiler checks that the node takes it. The scheduler
+// The node-control protocol as typed actor interfaces: what a channel (channel.hpp) hands the
+// node it belongs to. A channel decodes a frame and, for a node-level message, its skeleton
+// (cluster/remote/node_control_remote.cpp) sends the node one of the messages below, naming the
+// channel; the compiler checks that the node takes it. A node answers through that channel
+// (channel_actor.hpp: send_atom). The scheduler
 // and member nodes (cluster_node.hpp) implement these interfaces as state machines whose
 // states are listed here too, so a test (tests/cluster/node_control_test.cpp) drives them
 // message by message with CAF's deterministic test coordinator.
@@ -38,6 +40,7 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
+#include <troupe/cluster/channel_actor.hpp>
 #include <troupe/cluster/wire_messages.hpp>
 
 namespace troupe {
@@ -52,18 +55,18 @@ using link_up_atom = caf::atom_constant<caf::atom("linkup")>;
 using link_lost_atom = caf::atom_constant<caf::atom("linklost")>;
 
 /// What the scheduler's links tell the scheduler node.
-using scheduler_inbox = caf::typed_actor<caf::reacts_to<join_atom, caf::actor, join_message>,
-                                         caf::reacts_to<ready_atom, caf::actor, ready_message>,
-                                         caf::reacts_to<traffic_atom, caf::actor, traffic_message>,
-                                         caf::reacts_to<goodbye_atom, caf::actor, shutdown_message>,
-                                         caf::reacts_to<link_lost_atom, caf::actor, caf::error>>;
+using scheduler_inbox = caf::typed_actor<caf::reacts_to<join_atom, channel_actor, join_message>,
+                                         caf::reacts_to<ready_atom, channel_actor, ready_message>,
+                                         caf::reacts_to<traffic_atom, channel_actor, traffic_message>,
+                                         caf::reacts_to<goodbye_atom, channel_actor, shutdown_message>,
+                                         caf::reacts_to<link_lost_atom, channel_actor, caf::error>>;
 
 /// What a server's or worker's links tell their node.
-using member_inbox = caf::typed_actor<caf::reacts_to<assignment_atom, caf::actor, assignment_message>,
-                                      caf::reacts_to<traffic_query_atom, caf::actor, traffic_query_message>,
-                                      caf::reacts_to<goodbye_atom, caf::actor, shutdown_message>,
-                                      caf::reacts_to<link_up_atom, caf::actor, std::string>,
-                                      caf::reacts_to<link_lost_atom, caf::actor, caf::error>>;
+using member_inbox = caf::typed_actor<caf::reacts_to<assignment_atom, channel_actor, assignment_message>,
+                                      caf::reacts_to<traffic_query_atom, channel_actor, traffic_query_message>,
+                                      caf::reacts_to<goodbye_atom, channel_actor, shutdown_message>,
+                                      caf::reacts_to<link_up_atom, channel_actor, std::string>,
+                                      caf::reacts_to<link_lost_atom, channel_actor, caf::error>>;
 
 /// The scheduler node's states, in the order a run goes through them.
 enum class scheduler_phase {

@@ -50,15 +50,22 @@ struct proof_message {
 };
 
 /// A gradient_push to shard `shard` of the plan; `request` numbers it on its connection.
+/// Requests (push, pull, control) carry the milliseconds left to their originator's deadline
+/// when written: a duration, so the peer's clock need not agree (the peer's skeleton makes a
+/// local deadline of it). At most max_remaining_ms.
+constexpr std::uint64_t max_remaining_ms = std::uint64_t{100} * 365 * 24 * 3600 * 1000;
+
 struct push_message {
   std::uint64_t request = 0;
   std::uint32_t shard = 0;
   gradient_push push;
+  std::uint64_t remaining_ms = 0;
 };
 
 struct pull_message {
   std::uint64_t request = 0;
   std::uint32_t shard = 0;
+  std::uint64_t remaining_ms = 0;
 };
 
 /// A shard's answer to push or pull `request`.
@@ -142,6 +149,7 @@ struct control_message {
   std::uint32_t worker = 0;
   control_kind kind = control_kind::train;
   std::int64_t epoch = 0;
+  std::uint64_t remaining_ms = 0;  ///< train, validate; 0 for end_epoch (one way)
 };
 
 /// A compute actor's answer to control `request`.

@@ -24,8 +24,8 @@
 #include <troupe/actors/param_shard_actor.hpp>
 #include <troupe/cluster/frame_codec.hpp>
 #include <troupe/cluster/local_node.hpp>
-#include <troupe/cluster/peer_link.hpp>
-#include <troupe/cluster/remote_stand_ins.hpp>
+#include <troupe/cluster/channel.hpp>
+#include <troupe/cluster/remote_proxies.hpp>
 
 using namespace troupe;
 using namespace std::chrono_literals;
@@ -89,13 +89,12 @@ struct log_lines {
   }
 };
 
-link_options options_for(node_role role, std::string name, std::chrono::milliseconds request_timeout = 5000ms) {
-  link_options o(test_secret);
+channel_options options_for(node_role role, std::string name) {
+  channel_options o(test_secret);
   o.role = role;
   o.name = std::move(name);
   o.plan_hash = 1234;
   o.keys = two_key_shapes();
-  o.request_timeout = request_timeout;
   o.heartbeat_interval = 200ms;
   o.connection_timeout = 2000ms;
   return o;
@@ -137,14 +136,14 @@ struct server_node {
   push_target_actor shard;
   caf::actor listener;
   std::uint16_t port = 0;
-  std::shared_ptr<shard_directory> directory;
+  std::shared_ptr<serving_registry> directory;
 
   explicit server_node(push_target_actor serving = {}, std::uint64_t plan_hash = 1234) {
     shard = serving ? serving : push_target_actor{spawn_param_shard(system, two_keys(), momentum_sgd())};
     auto options = options_for(node_role::server, "server 0");
     options.plan_hash = plan_hash;
-    options.local_shards->set(0, shard);  // and none of shard 1
-    directory = options.local_shards;
+    options.serving->set<remote_interface::push_target>(0, shard);  // and none of shard 1
+    directory = options.serving;
     options.log = log.sink();
     auto spawned = spawn_listener(system, "127.0.0.1", 0, options);
     REQUIRE(spawned);
@@ -163,16 +162,15 @@ struct worker_node {
   log_lines log;  // before the system, as in server_node
   local_node_config config = network_config();
   caf::actor_system system{config};
-  caf::actor link;
+  channel_actor link;
   push_target_actor remote;
 
-  explicit worker_node(std::uint16_t port, link_options options = options_for(node_role::worker, "worker 0")) {
+  explicit worker_node(std::uint16_t port, channel_options options = options_for(node_role::worker, "worker 0")) {
     options.log = log.sink();
-    const auto timeout = options.request_timeout;
-    auto connected = connect_link(system, "127.0.0.1", port, std::move(options));
+    auto connected = connect_channel(system, "127.0.0.1", port, std::move(options));
     REQUIRE(connected);
     link = *connected;
-    remote = spawn_remote_shard(system, link, 0, timeout);
+    remote = spawn_push_target_proxy(system, link, 0);
   }
   ~worker_node() {
     caf::anon_send_exit(remote, caf::exit_reason::user_shutdown);
@@ -225,7 +223,7 @@ TEST_CASE("a shard reached over a link answers exactly as the same shard in-proc
 TEST_CASE("a peer with another secret or another plan is refused, naming why", "[cluster][link]") {
   server_node server;
   SECTION("wrong secret") {
-    link_options options(cluster_secret("not the secret of the test cluster"));
+    channel_options options(cluster_secret("not the secret of the test cluster"));
     auto base = options_for(node_role::worker, "intruder");
     options.role = base.role;
     options.name = base.name;
@@ -286,11 +284,11 @@ TEST_CASE("failures on the far side come back as errors that name them", "[clust
     server_node server;
     worker_node worker(server.port);
     caf::scoped_actor self{worker.system};
-    auto stray = spawn_remote_shard(worker.system, worker.link, 1, 5000ms);
+    auto stray = spawn_push_target_proxy(worker.system, worker.link, 1);
     auto answer = ask(self, stray, caf::make_message(pull_atom::value, deadline{}));
     REQUIRE_FALSE(answer);
     CHECK(troupe_code(answer.error()) == errc::bad_request);
-    CHECK_THAT(error_text(answer.error()), Catch::Contains("server 0 holds no shard 1"));
+    CHECK_THAT(error_text(answer.error()), Catch::Contains("server 0 serves no push target 1"));
     CHECK(ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{})));
     self->send_exit(stray, caf::exit_reason::user_shutdown);
   }
@@ -322,14 +320,15 @@ TEST_CASE("a shard that does not answer times the request out, naming it", "[clu
     };
   });
   server_node server(stuck);
-  worker_node worker(server.port, options_for(node_role::worker, "worker 0", 300ms));
+  worker_node worker(server.port);
   caf::scoped_actor self{worker.system};
-  auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{}));
+  auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value, deadline::after(300ms)));
   REQUIRE_FALSE(answer);
   CHECK(troupe_code(answer.error()) == errc::timeout);
   // A node named after its role is named once (not "server 'server 0'"), with its address.
-  CHECK_THAT(error_text(answer.error()), Catch::Contains("shard 0 on server 0 at 127.0.0.1:"));
-  CHECK_THAT(error_text(answer.error()), Catch::Contains("300 ms"));
+  // Whichever side's deadline check comes first names the shard and its node.
+  CHECK_THAT(error_text(answer.error()), Catch::Contains("shard 0 on server 0"));
+  CHECK_THAT(error_text(answer.error()), Catch::Contains("did not answer by its deadline"));
 }
 
 TEST_CASE("a server that goes away fails the link's requests with peer_down", "[cluster][link]") {
@@ -379,7 +378,7 @@ namespace {
 // and answers a join with an assignment when `assign`.
 scheduler_inbox::behavior_type scheduler_side(scheduler_inbox::pointer self, caf::actor observer, bool assign) {
   return {
-    [=](join_atom, caf::actor link, join_message& join) {
+    [=](join_atom, channel_actor link, join_message& join) {
       if (!assign)
         return caf::anon_send(observer, join_atom::value, link, std::move(join));
       assignment_message a;
@@ -388,25 +387,25 @@ scheduler_inbox::behavior_type scheduler_side(scheduler_inbox::pointer self, caf
       caf::anon_send(link, send_atom::value, wire_message{a});
       caf::anon_send(observer, join_atom::value, link, std::move(join));
     },
-    [=](ready_atom, caf::actor link, ready_message& m) { caf::anon_send(observer, ready_atom::value, link, m); },
-    [=](traffic_atom, caf::actor link, traffic_message& m) { caf::anon_send(observer, traffic_atom::value, link, m); },
-    [=](goodbye_atom, caf::actor link, shutdown_message& m) { caf::anon_send(observer, goodbye_atom::value, link, m); },
-    [=](link_lost_atom, caf::actor link, caf::error& e) { caf::anon_send(observer, link_lost_atom::value, link, e); },
+    [=](ready_atom, channel_actor link, ready_message& m) { caf::anon_send(observer, ready_atom::value, link, m); },
+    [=](traffic_atom, channel_actor link, traffic_message& m) { caf::anon_send(observer, traffic_atom::value, link, m); },
+    [=](goodbye_atom, channel_actor link, shutdown_message& m) { caf::anon_send(observer, goodbye_atom::value, link, m); },
+    [=](link_lost_atom, channel_actor link, caf::error& e) { caf::anon_send(observer, link_lost_atom::value, link, e); },
   };
 }
 
 // A member's side: passes every message on to `observer`.
 member_inbox::behavior_type member_side(member_inbox::pointer self, caf::actor observer) {
   return {
-    [=](assignment_atom, caf::actor link, assignment_message& m) {
+    [=](assignment_atom, channel_actor link, assignment_message& m) {
       caf::anon_send(observer, assignment_atom::value, link, std::move(m));
     },
-    [=](traffic_query_atom, caf::actor link, traffic_query_message& m) {
+    [=](traffic_query_atom, channel_actor link, traffic_query_message& m) {
       caf::anon_send(observer, traffic_query_atom::value, link, m);
     },
-    [=](goodbye_atom, caf::actor link, shutdown_message& m) { caf::anon_send(observer, goodbye_atom::value, link, m); },
-    [=](link_up_atom, caf::actor link, std::string& peer) { caf::anon_send(observer, link_up_atom::value, link, peer); },
-    [=](link_lost_atom, caf::actor link, caf::error& e) { caf::anon_send(observer, link_lost_atom::value, link, e); },
+    [=](goodbye_atom, channel_actor link, shutdown_message& m) { caf::anon_send(observer, goodbye_atom::value, link, m); },
+    [=](link_up_atom, channel_actor link, std::string& peer) { caf::anon_send(observer, link_up_atom::value, link, peer); },
+    [=](link_lost_atom, channel_actor link, caf::error& e) { caf::anon_send(observer, link_lost_atom::value, link, e); },
   };
 }
 
@@ -419,7 +418,7 @@ TEST_CASE("node-level messages pass through links to the node, typed", "[cluster
   caf::scoped_actor self{system};
   auto scheduler_node = system.spawn(scheduler_side, caf::actor_cast<caf::actor>(self), true);
   auto options = options_for(node_role::scheduler, "scheduler");
-  options.scheduler_node = scheduler_node;
+  options.serving->set<remote_interface::scheduler_control>(0, scheduler_node);
   options.log = log.sink();
   auto listener = spawn_listener(system, "127.0.0.1", 0, options);
   REQUIRE(listener);
@@ -427,24 +426,24 @@ TEST_CASE("node-level messages pass through links to the node, typed", "[cluster
 
   auto worker_node = system.spawn(member_side, caf::actor_cast<caf::actor>(self));
   auto worker_options = options_for(node_role::worker, "worker 0");
-  worker_options.member_node = worker_node;
+  worker_options.serving->set<remote_interface::member_control>(0, worker_node);
   worker_options.log = log.sink();
-  auto link = connect_link(system, "127.0.0.1", port, worker_options);
+  auto link = connect_channel(system, "127.0.0.1", port, worker_options);
   REQUIRE(link);
   // Sent before admission completes: it waits, then goes.
   self->send(*link, send_atom::value, wire_message{join_message{node_role::worker, "", 0, 99}});
 
   bool joined = false, assigned = false;
   for (int i = 0; i < 3 && !(joined && assigned); ++i)
-    self->receive([&](join_atom, caf::actor, join_message& j) { joined = j.pid == 99; },
-                  [&](assignment_atom, caf::actor, assignment_message& a) {
+    self->receive([&](join_atom, channel_actor, join_message& j) { joined = j.pid == 99; },
+                  [&](assignment_atom, channel_actor, assignment_message& a) {
                     assigned = a.rank == 7 && a.facts.classes == 10;
                   },
-                  [&](link_up_atom, caf::actor, std::string&) {}, caf::after(10s) >> [] {});
+                  [&](link_up_atom, channel_actor, std::string&) {}, caf::after(10s) >> [] {});
   CHECK(joined);
   CHECK(assigned);
   for (auto& a : {caf::actor_cast<caf::actor>(scheduler_node), caf::actor_cast<caf::actor>(worker_node),
-                  *listener, *link})
+                  *listener, caf::actor_cast<caf::actor>(*link)})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 
@@ -453,12 +452,12 @@ TEST_CASE("a link without a node refuses node-level messages, and shards may be 
   worker_node worker(server.port);
   caf::scoped_actor self{worker.system};
   // Shard 1 is not served yet: a failure; once the directory has it, it answers.
-  auto second = spawn_remote_shard(worker.system, worker.link, 1, 5000ms);
+  auto second = spawn_push_target_proxy(worker.system, worker.link, 1);
   CHECK_FALSE(ask(self, second, caf::make_message(pull_atom::value, deadline{})));
   auto late = spawn_param_shard(server.system, two_keys(), momentum_sgd());
   // The listener's links share its directory.
   caf::scoped_actor server_self{server.system};
-  server.directory->set(1, late);
+  server.directory->set<remote_interface::push_target>(1, late);
   CHECK(ask(self, second, caf::make_message(pull_atom::value, deadline{})));
 
   self->send(worker.link, send_atom::value, wire_message{ready_message{1}});
@@ -480,8 +479,6 @@ compute_actor::behavior_type fake_compute(compute_actor::pointer self, metrics_s
     },
     [=](validate_atom, std::int64_t epoch, deadline) { return phase_report{epoch, true, 100, 91, 20.0, 0.1, 0.0}; },
     [=](end_epoch_atom, std::int64_t epoch) { caf::anon_send(probe, end_epoch_atom::value, epoch); },
-    [=](straggle_atom) {},
-    [=](watchdog_atom) {},
   };
 }
 
@@ -495,8 +492,8 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
   // The scheduler listens; what reaches it through a link goes to the test (handler, metrics).
   auto options = options_for(node_role::scheduler, "scheduler");
   auto scheduler_node = system.spawn(scheduler_side, caf::actor_cast<caf::actor>(self), false);
-  options.scheduler_node = scheduler_node;
-  options.metrics = caf::actor_cast<metrics_sink_actor>(self);
+  options.serving->set<remote_interface::scheduler_control>(0, scheduler_node);
+  options.serving->set<remote_interface::metrics_sink>(0, metrics_sink_actor{caf::actor_cast<metrics_sink_actor>(self)});
   options.log = log.sink();
   auto listener = spawn_listener(system, "127.0.0.1", 0, options);
   REQUIRE(listener);
@@ -504,19 +501,20 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
   // The worker connects; its compute 2 is served to the scheduler and reports through the link.
   auto worker_options = options_for(node_role::worker, "worker 1");
   worker_options.log = log.sink();
-  auto computes = worker_options.local_computes;
-  auto worker_link = connect_link(system, "127.0.0.1", port, worker_options);
+  auto computes = worker_options.serving;
+  auto worker_link = connect_channel(system, "127.0.0.1", port, worker_options);
   REQUIRE(worker_link);
-  auto compute = system.spawn(fake_compute, caf::actor_cast<metrics_sink_actor>(*worker_link),
-                              caf::actor_cast<caf::actor>(self));
-  computes->set(2, compute);
+  auto reports = spawn_metrics_sink_proxy(system, *worker_link, nullptr);
+  computes->set_report_path(reports);
+  auto compute = system.spawn(fake_compute, reports, caf::actor_cast<caf::actor>(self));
+  computes->set<remote_interface::compute_driver>(2, compute);
   self->send(*worker_link, send_atom::value, wire_message{join_message{node_role::worker, "", 0, 1}});
-  caf::actor scheduler_link;
-  self->receive([&](join_atom, caf::actor link, join_message&) { scheduler_link = link; },
+  channel_actor scheduler_link;
+  self->receive([&](join_atom, channel_actor link, join_message&) { scheduler_link = link; },
                 caf::after(10s) >> [] {});
   REQUIRE(scheduler_link);
 
-  auto remote = spawn_remote_compute(system, scheduler_link, 2, 5000ms);
+  auto remote = spawn_compute_proxy(system, scheduler_link, 2);
   phase_report trained;
   self->request(remote, 10s, train_atom::value, std::int64_t{4}, deadline{})
     .receive([&](phase_report& r) { trained = r; }, [&](caf::error& e) { FAIL(error_text(e)); });
@@ -541,16 +539,16 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
   self->receive([&](end_epoch_atom, std::int64_t epoch) { ended = epoch; }, caf::after(10s) >> [] {});
   CHECK(ended == 5);
 
-  auto missing = spawn_remote_compute(system, scheduler_link, 7, 5000ms);
+  auto missing = spawn_compute_proxy(system, scheduler_link, 7);
   caf::error err;
   self->request(missing, 10s, train_atom::value, std::int64_t{0}, deadline{})
     .receive([](phase_report&) {}, [&](caf::error& e) { err = e; });
   REQUIRE(err);
-  CHECK_THAT(error_text(err), Catch::Contains("worker 1 holds no compute 7"));
+  CHECK_THAT(error_text(err), Catch::Contains("worker 1 serves no compute driver 7"));
 
   for (auto& a : {caf::actor_cast<caf::actor>(remote), caf::actor_cast<caf::actor>(missing),
                   caf::actor_cast<caf::actor>(compute), caf::actor_cast<caf::actor>(scheduler_node), *listener,
-                  *worker_link})
+                  caf::actor_cast<caf::actor>(reports), caf::actor_cast<caf::actor>(*worker_link)})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 
@@ -574,7 +572,7 @@ TEST_CASE("a request the encoder refuses fails alone, also when made before admi
 namespace {
 
 using go_atom = caf::atom_constant<caf::atom("testgo")>;
-using recording_node = member_inbox::extend<caf::reacts_to<go_atom, caf::actor>>;
+using recording_node = member_inbox::extend<caf::reacts_to<go_atom, channel_actor>>;
 
 // A member node that, told its link, asks it for shard 0's weights, and records in order what
 // it hears: the link's loss and the request's failure; tells `observer` once it has both.
@@ -585,17 +583,18 @@ recording_node::behavior_type recording_member(recording_node::pointer self, caf
       caf::anon_send(observer, std::string("heard both"));
   };
   return {
-    [=](go_atom, caf::actor link) {
-      self->request(link, std::chrono::seconds(30), pull_atom::value, std::uint32_t{0})
-        .then([=](weight_set&) { heard->push_back("weights"), done(); },
+    [=](go_atom, channel_actor link) {
+      self->request(link, std::chrono::seconds(30), call_atom::value, wire_message{pull_message{0, 0}},
+                    deadline::after(std::chrono::seconds(30)))
+        .then([=](wire_message&) { heard->push_back("weights"), done(); },
               [=](caf::error& err) { heard->push_back("failed: " + error_text(err)), done(); });
       caf::anon_send(observer, go_atom::value, link);  // the request is in the link's mailbox
     },
-    [=](assignment_atom, caf::actor, assignment_message&) {},
-    [=](traffic_query_atom, caf::actor, traffic_query_message&) {},
-    [=](goodbye_atom, caf::actor, shutdown_message&) {},
-    [=](link_up_atom, caf::actor, std::string&) {},
-    [=](link_lost_atom, caf::actor, caf::error& why) { heard->push_back("lost: " + error_text(why)), done(); },
+    [=](assignment_atom, channel_actor, assignment_message&) {},
+    [=](traffic_query_atom, channel_actor, traffic_query_message&) {},
+    [=](goodbye_atom, channel_actor, shutdown_message&) {},
+    [=](link_up_atom, channel_actor, std::string&) {},
+    [=](link_lost_atom, channel_actor, caf::error& why) { heard->push_back("lost: " + error_text(why)), done(); },
   };
 }
 
@@ -620,13 +619,13 @@ TEST_CASE("a link tells its node it is lost before it fails the requests waiting
   auto heard = std::make_shared<std::vector<std::string>>();
   auto node = system.spawn(recording_member, caf::actor_cast<caf::actor>(self), heard);
   auto options = options_for(node_role::worker, "worker 0");
-  options.member_node = node;
+  options.serving->set<remote_interface::member_control>(0, node);
   options.log = log.sink();
-  auto link = connect_link(system, "127.0.0.1", ntohs(address.sin_port), options);
+  auto link = connect_channel(system, "127.0.0.1", ntohs(address.sin_port), options);
   REQUIRE(link);
   self->send(node, go_atom::value, *link);
   bool requested = false;
-  self->receive([&](go_atom, caf::actor&) { requested = true; }, caf::after(30s) >> [] {});
+  self->receive([&](go_atom, channel_actor&) { requested = true; }, caf::after(30s) >> [] {});
   REQUIRE(requested);
   // The link takes its mailbox in order: once it answers this, the pull waits on it.
   bool counted = false;
@@ -650,11 +649,11 @@ namespace {
 // A member node that counts what its link tells it besides link_up.
 member_inbox::behavior_type counting_member(member_inbox::pointer, std::shared_ptr<std::atomic<int>> told) {
   return {
-    [=](assignment_atom, caf::actor, assignment_message&) { ++*told; },
-    [=](traffic_query_atom, caf::actor, traffic_query_message&) { ++*told; },
-    [=](goodbye_atom, caf::actor, shutdown_message&) { ++*told; },
-    [=](link_up_atom, caf::actor, std::string&) {},
-    [=](link_lost_atom, caf::actor, caf::error&) { ++*told; },
+    [=](assignment_atom, channel_actor, assignment_message&) { ++*told; },
+    [=](traffic_query_atom, channel_actor, traffic_query_message&) { ++*told; },
+    [=](goodbye_atom, channel_actor, shutdown_message&) { ++*told; },
+    [=](link_up_atom, channel_actor, std::string&) {},
+    [=](link_lost_atom, channel_actor, caf::error&) { ++*told; },
   };
 }
 
@@ -675,7 +674,7 @@ TEST_CASE("a flood of heartbeats keeps no request alive past its deadline and ne
   log_lines log;
   auto server_options = options_for(node_role::server, "server 0");
   server_options.heartbeat_interval = 1ms;
-  server_options.local_shards->set(0, stuck);
+  server_options.serving->set<remote_interface::push_target>(0, stuck);
   server_options.log = log.sink();
   auto listener = spawn_listener(system, "127.0.0.1", 0, server_options);
   REQUIRE(listener);
@@ -683,24 +682,24 @@ TEST_CASE("a flood of heartbeats keeps no request alive past its deadline and ne
   const auto port = port_of(self, *listener);
   auto told = std::make_shared<std::atomic<int>>(0);
   auto node = system.spawn(counting_member, told);
-  auto options = options_for(node_role::worker, "worker 0", 300ms);
-  options.member_node = node;
+  auto options = options_for(node_role::worker, "worker 0");
+  options.serving->set<remote_interface::member_control>(0, node);
   options.log = log.sink();
-  auto link = connect_link(system, "127.0.0.1", port, options);
+  auto link = connect_channel(system, "127.0.0.1", port, options);
   REQUIRE(link);
-  auto remote = spawn_remote_shard(system, *link, 0, 300ms);
+  auto remote = spawn_push_target_proxy(system, *link, 0);
   for (int i = 0; i < 2; ++i) {  // the link stays up: the second request times out as the first
-    auto answer = ask(self, remote, caf::make_message(pull_atom::value, deadline{}));
+    auto answer = ask(self, remote, caf::make_message(pull_atom::value, deadline::after(300ms)));
     REQUIRE_FALSE(answer);
     CHECK(troupe_code(answer.error()) == errc::timeout);
-    CHECK_THAT(error_text(answer.error()), Catch::Contains("did not answer within 300 ms"));
+    CHECK_THAT(error_text(answer.error()), Catch::Contains("did not answer by its deadline"));
   }
   link_traffic t;
   self->request(*link, 10s, stats_atom::value).receive([&](link_traffic& x) { t = x; }, [](caf::error&) {});
   CHECK(t.frames_in[wire_message(heartbeat_message{}).index()] > 10);
   CHECK(told->load() == 0);  // heartbeats are the link's: the node heard nothing
   for (auto& a : {caf::actor_cast<caf::actor>(remote), caf::actor_cast<caf::actor>(stuck),
-                  caf::actor_cast<caf::actor>(node), *listener, *link})
+                  caf::actor_cast<caf::actor>(node), *listener, caf::actor_cast<caf::actor>(*link)})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 
@@ -711,23 +710,23 @@ TEST_CASE("a scheduler's link refuses a node-level message of a kind the schedul
   caf::scoped_actor self{system};
   auto scheduler_node = system.spawn(scheduler_side, caf::actor_cast<caf::actor>(self), false);
   auto options = options_for(node_role::scheduler, "scheduler");
-  options.scheduler_node = scheduler_node;
+  options.serving->set<remote_interface::scheduler_control>(0, scheduler_node);
   options.log = log.sink();
   auto listener = spawn_listener(system, "127.0.0.1", 0, options);
   REQUIRE(listener);
   const auto port = port_of(self, *listener);
   auto worker_options = options_for(node_role::worker, "worker 0");
   worker_options.log = log.sink();
-  auto link = connect_link(system, "127.0.0.1", port, worker_options);
+  auto link = connect_channel(system, "127.0.0.1", port, worker_options);
   REQUIRE(link);
   // An assignment goes from the scheduler to its members, never the other way.
   self->send(*link, send_atom::value, wire_message{assignment_message{}});
   CHECK(log.eventually_contains("sent a assignment, which this node does not take"));
   // The scheduler node heard of no assignment, only that the link ended, and why.
   caf::error why;
-  self->receive([&](link_lost_atom, caf::actor&, caf::error& e) { why = e; }, caf::after(10s) >> [] {});
+  self->receive([&](link_lost_atom, channel_actor&, caf::error& e) { why = e; }, caf::after(10s) >> [] {});
   REQUIRE(why);
   CHECK_THAT(error_text(why), Catch::Contains("which this node does not take"));
-  for (auto& a : {caf::actor_cast<caf::actor>(scheduler_node), *listener, *link})
+  for (auto& a : {caf::actor_cast<caf::actor>(scheduler_node), *listener, caf::actor_cast<caf::actor>(*link)})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }

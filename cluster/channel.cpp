@@ -1,0 +1,527 @@
+// The channel actor (see channel.hpp). One connection, three stages: the peer's hello, its
+// proof, then admitted traffic. The connection's own threads (frame_socket.hpp) read each
+// payload into a buffer of its own, which the decoder reads in place and the tensors it yields
+// keep alive, and write each frame's pieces straight from its tensors. What an admitted frame
+// means is the interfaces' business (cluster/remote/interface_codec.hpp): requests and one-way
+// messages go to their interface's skeleton, answers to the request they answer.
+#include <troupe/cluster/channel.hpp>
+
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <type_traits>
+
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include <troupe/actors/actor_errors.hpp>
+#include <troupe/cluster/frame_codec.hpp>
+
+#include "cluster/channel_internals.hpp"
+#include "cluster/frame_socket.hpp"
+#include "cluster/receive_pool.hpp"
+#include "cluster/remote/interface_codec.hpp"
+
+namespace troupe {
+
+namespace {
+
+using stage = channel_stage;
+
+// Queues `message` on the connection (throws as encode_frame does, queuing nothing).
+void write_frame(channel_pointer self, wire_message message) {
+  auto& st = self->state;
+  auto frame = encode_frame(std::move(message));
+  st.counters->count_out(frame.kind(), frame.bytes());
+  st.last_sent = channel_clock::now();
+  st.socket->send(std::move(frame));
+}
+
+// Tells the node this channel belongs to that the channel ends, and why.
+void tell_node_lost(channel_pointer self, const caf::error& err) {
+  auto& serving = *self->state.options->serving;
+  if (auto node = serving.find<remote_interface::scheduler_control>(0))
+    self->send(node, link_lost_atom::value, channel_of(self), err);
+  if (auto node = serving.find<remote_interface::member_control>(0))
+    self->send(node, link_lost_atom::value, channel_of(self), err);
+}
+
+// Ends the channel: the node hears of it first, then every waiting request fails with `err`
+// (so the node learns the cause before any failure it causes).
+void close_link(channel_pointer self, const caf::error& err, const std::string& why) {
+  auto& st = self->state;
+  if (st.at == stage::closed)
+    return;
+  st.at = stage::closed;
+  if (err && !why.empty())  // a finished run's end is not news
+    channel_log(st, "link to " + st.peer_name + ": " + why);
+  tell_node_lost(self, err);
+  for (auto& [id, request] : st.pending)
+    request.promise.deliver(err ? err : make_error(errc::peer_down, "the link to " + st.peer_name + " closed"));
+  st.pending.clear();
+  st.queued.clear();
+  st.socket->close();
+  self->quit(err);
+}
+
+// Ends a channel this node said goodbye on, with the end it chose then.
+void leave(channel_pointer self) { close_link(self, self->state.leaving->end, ""); }
+
+// Tells the peer how the channel ends (`m`), fails what waits on it, logs `why` when the end
+// is an error, and closes once the peer has closed (or after connection_timeout).
+void say_goodbye(channel_pointer self, const shutdown_message& m, caf::error end, const std::string& why) {
+  auto& st = self->state;
+  if (st.at == stage::closed || st.leaving)
+    return;
+  if (end)
+    channel_log(st, "link to " + st.peer_name + ": " + why);
+  const auto waiting = end ? end : make_error(errc::peer_down, "the link to " + st.peer_name + " closed");
+  for (auto& [id, request] : st.pending)
+    request.promise.deliver(waiting);
+  st.pending.clear();
+  st.queued.clear();
+  st.leaving = channel_state::goodbye{std::move(end), channel_clock::now() + st.options->connection_timeout};
+  try {
+    write_frame(self, m);
+  } catch (const std::exception&) {
+    leave(self);  // the reason does not fit a frame: closing says enough
+  }
+}
+
+// The failure a request ends with, as the frame that says so.
+failure_message failure_of(std::uint64_t request, const caf::error& err) {
+  return failure_message{request, troupe_code(err),
+                         error_text(err).substr(0, failure_message::max_text_bytes)};
+}
+
+// Request kinds carry their number and the time left to their deadline (wire_messages.hpp).
+template <class T, class = void>
+struct is_request_kind : std::false_type {};
+template <class T>
+struct is_request_kind<T, std::void_t<decltype(std::declval<T&>().remaining_ms)>> : std::true_type {};
+
+// Stamps request `id` into `message` with the milliseconds left until `due` (at least 1: a
+// request written is one its originator still waits for).
+void stamp(wire_message& message, std::uint64_t id, const deadline& due) {
+  std::visit(
+    [&](auto& m) {
+      if constexpr (is_request_kind<std::decay_t<decltype(m)>>::value) {
+        m.request = id;
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(due.left()).count();
+        m.remaining_ms = static_cast<std::uint64_t>(std::max<std::int64_t>(left, 1));
+      }
+    },
+    message);
+}
+
+// Writes `message`; when the encoder refuses it, request `request` (0: none) fails with the
+// encoder's complaint and a one-way message is logged.
+void write_or_fail(channel_pointer self, wire_message message, std::uint64_t request) {
+  auto& st = self->state;
+  const auto kind = message.index();
+  if (auto it = st.pending.find(request); request != 0 && it != st.pending.end())
+    stamp(message, request, it->second.due);
+  try {
+    write_frame(self, std::move(message));
+    return;
+  } catch (const std::exception& e) {
+    const std::string problem = std::string("cannot send a ") + kind_name(kind) + ": " + e.what();
+    if (auto it = st.pending.find(request); request != 0 && it != st.pending.end()) {
+      it->second.promise.deliver(make_error(errc::bad_request, "link to " + st.peer_name + ": " + problem));
+      st.pending.erase(it);
+    } else {
+      channel_log(st, "link to " + st.peer_name + ": " + problem);
+    }
+  }
+}
+
+// Writes `message` now, or queues it until admission (see write_or_fail for `request`).
+void send_or_queue(channel_pointer self, wire_message message, std::uint64_t request = 0) {
+  auto& st = self->state;
+  if (st.at == stage::closed || st.leaving)
+    return;
+  if (st.at != stage::admitted)
+    st.queued.emplace_back(std::move(message), request);
+  else
+    write_or_fail(self, std::move(message), request);
+}
+
+// This node ends the channel: the peer hears why (or that the run finished) first.
+void shut_down_link(channel_pointer self, const shutdown_message& m) {
+  say_goodbye(self, m,
+              m.finished ? caf::error{}
+                         : make_error(errc::peer_down, "link to " + self->state.peer_name + " shut down here: " + m.reason),
+              "shut down here: " + m.reason);
+}
+
+// A proxy's request: numbered here, failed at `due` unless answered before.
+caf::result<wire_message> call(channel_pointer self, wire_message& request, const deadline& due) {
+  auto& st = self->state;
+  const auto* codec = codec_taking(request.index(), kind_role::request);
+  if (!codec)
+    return make_error(errc::bad_request, std::string("a ") + kind_name(request) + " is no request of any interface");
+  if (st.leaving || st.at == stage::closed)
+    return st.leaving && st.leaving->end ? st.leaving->end
+                                         : make_error(errc::peer_down, "the link to " + st.peer_name + " is closing");
+  const auto id = st.next_request++;
+  auto promise = self->make_response_promise<wire_message>();
+  st.pending.emplace(id, pending_call{promise, codec->interface, codec->target_of(request), channel_clock::now(), due});
+  send_or_queue(self, std::move(request), id);
+  return promise;
+}
+
+// The peer answered request `request` with `answer` (a failure answers any request; other
+// kinds must be an answer of the request's interface). An answer after the request's
+// deadline finds nothing: the requester already has its timeout, and the answer is dropped.
+void on_answer(channel_pointer self, std::uint64_t request, wire_message& answer) {
+  auto& st = self->state;
+  auto it = st.pending.find(request);
+  if (it == st.pending.end())
+    return;
+  if (auto* failure = std::get_if<failure_message>(&answer)) {
+    auto promise = std::move(it->second.promise);
+    st.pending.erase(it);
+    promise.deliver(make_error(failure->code, st.peer_name + ": " + failure->text));
+    return;
+  }
+  const auto& codec = codec_of(it->second.interface);
+  if (!codec.takes(answer.index(), kind_role::answer))
+    return refuse_peer(self, "answered request " + std::to_string(request) + " (" + to_string(codec.interface)
+                               + ") with a " + kind_name(answer));
+  auto promise = std::move(it->second.promise);
+  st.pending.erase(it);
+  promise.deliver(std::move(answer));
+}
+
+std::uint64_t request_of(const wire_message& answer) {
+  return std::visit(
+    [](const auto& m) -> std::uint64_t {
+      if constexpr (std::is_same_v<std::decay_t<decltype(m)>, weights_message>
+                    || std::is_same_v<std::decay_t<decltype(m)>, report_message>
+                    || std::is_same_v<std::decay_t<decltype(m)>, failure_message>)
+        return m.request;
+      else
+        return 0;
+    },
+    answer);
+}
+
+void on_admitted_message(channel_pointer self, wire_message& message) {
+  auto& st = self->state;
+  const auto kind = message.index();
+  if (std::holds_alternative<heartbeat_message>(message))
+    return;  // last_received is updated for every frame
+  if (auto* m = std::get_if<shutdown_message>(&message)) {
+    auto& serving = *st.options->serving;
+    if (auto node = serving.find<remote_interface::scheduler_control>(0))
+      self->send(node, goodbye_atom::value, channel_of(self), *m);
+    if (auto node = serving.find<remote_interface::member_control>(0))
+      self->send(node, goodbye_atom::value, channel_of(self), *m);
+    close_link(self, m->finished ? caf::error{} : make_error(errc::peer_down, st.peer_name + " shut down: " + m->reason),
+               "the peer shut down: " + m->reason);
+    return;
+  }
+  if (std::holds_alternative<failure_message>(message) || codec_taking(kind, kind_role::answer))
+    return on_answer(self, request_of(message), message);
+  const auto* codec = codec_taking(kind, kind_role::request);
+  if (!codec)
+    codec = codec_taking(kind, kind_role::one_way);
+  if (!codec)
+    return refuse_peer(self, std::string("sent a ") + kind_name(message) + ", which no interface takes here");
+  codec->serve(self, message);
+}
+
+void on_handshake_message(channel_pointer self, wire_message& message) {
+  auto& st = self->state;
+  if (st.at == stage::await_hello) {
+    auto* hello = std::get_if<hello_message>(&message);
+    if (!hello)
+      return refuse_peer(self, std::string("sent a ") + kind_name(message) + " before its hello");
+    // A node names itself after its role ("worker (pid 42)", "worker_1"): the role is said once.
+    const std::string role = to_string(hello->role);
+    st.peer_name = (hello->name.rfind(role, 0) == 0 ? hello->name : role + " '" + hello->name + "'") + " at "
+                   + st.peer_name;
+    if (hello->plan_hash != 0 && st.mine.plan_hash != 0 && hello->plan_hash != st.mine.plan_hash)
+      return refuse_peer(self, "it runs plan " + std::to_string(hello->plan_hash) + ", this node runs plan "
+                                 + std::to_string(st.mine.plan_hash) + " (another config or version)");
+    st.peer = *hello;
+    if (st.options->traffic)
+      st.options->traffic->rename(self->address(), hello->name);
+    st.at = stage::await_proof;
+    write_frame(self, proof_message{membership_proof(st.options->secret, st.side, st.mine, *st.peer)});
+    return;
+  }
+  auto* proof = std::get_if<proof_message>(&message);
+  if (!proof)
+    return refuse_peer(self, std::string("sent a ") + kind_name(message) + " instead of its proof");
+  const auto peer_side = st.side == link_side::connecting ? link_side::accepting : link_side::connecting;
+  if (!proof_is_valid(st.options->secret, peer_side, *st.peer, st.mine, proof->proof))
+    return refuse_peer(self, "its proof of the cluster secret is wrong");
+  st.at = stage::admitted;
+  if (auto node = st.options->serving->find<remote_interface::member_control>(0))
+    self->send(node, link_up_atom::value, channel_of(self), st.peer_name);
+  auto queued = std::move(st.queued);
+  st.queued.clear();
+  for (auto& [message, request] : queued)
+    write_or_fail(self, std::move(message), request);
+}
+
+void on_payload(channel_pointer self, received_payload& in) {
+  auto& st = self->state;
+  if (st.at == stage::closed || st.leaving)
+    return;  // after goodbye, whatever the peer still sends is dropped
+  st.last_received = channel_clock::now();
+  auto payload = std::move(in.bytes);
+  auto decoded = decode_payload(payload, st.options->keys);
+  if (!decoded.ok())
+    return refuse_peer(self, "undecodable frame: " + decoded.error);
+  const auto kind = decoded.message.index();
+  st.counters->count_in(kind, frame_header_bytes + payload->size());
+  if (st.at == stage::admitted)
+    on_admitted_message(self, decoded.message);
+  else
+    on_handshake_message(self, decoded.message);
+}
+
+// Fails every request whose deadline has passed, naming what it waited for.
+void expire_requests(channel_pointer self, channel_clock::time_point now) {
+  auto& st = self->state;
+  for (auto it = st.pending.begin(); it != st.pending.end();) {
+    if (it->second.due.at <= now) {
+      const auto& r = it->second;
+      const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - r.asked).count();
+      it->second.promise.deliver(make_error(errc::timeout, r.target + " on " + st.peer_name
+                                                             + " did not answer by its deadline (waited "
+                                                             + std::to_string(waited) + " ms)"));
+      it = st.pending.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void on_tick(channel_pointer self) {
+  auto& st = self->state;
+  if (st.at == stage::closed)
+    return;
+  const auto now = channel_clock::now();
+  if (st.leaving) {
+    if (now >= st.leaving->deadline)
+      leave(self);
+    return;
+  }
+  const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - st.last_received);
+  if (silent >= st.options->connection_timeout)
+    return close_link(self, make_error(errc::peer_down, "no frame from " + st.peer_name + " for "
+                                                          + std::to_string(silent.count()) + " ms"),
+                      "lost: no frame for " + std::to_string(silent.count()) + " ms");
+  expire_requests(self, now);
+  if (st.at == stage::admitted && now - st.last_sent >= st.options->heartbeat_interval)
+    write_frame(self, heartbeat_message{++st.heartbeats});
+}
+
+std::chrono::milliseconds tick_period(const channel_options& options) {
+  return std::max(std::chrono::milliseconds{1},
+                  std::min(options.heartbeat_interval / 2, options.connection_timeout / 4));
+}
+
+link_traffic traffic_of(const traffic_registry::counters& c) {
+  link_traffic t;
+  for (std::size_t k = 0; k < wire_kinds; ++k) {
+    t.bytes_in[k] = c.bytes_in[k].load(std::memory_order_relaxed);
+    t.bytes_out[k] = c.bytes_out[k].load(std::memory_order_relaxed);
+    t.frames_in[k] = c.frames_in[k].load(std::memory_order_relaxed);
+    t.frames_out[k] = c.frames_out[k].load(std::memory_order_relaxed);
+  }
+  return t;
+}
+
+channel_self_actor::behavior_type channel(channel_pointer self, std::shared_ptr<frame_socket> socket,
+                                     channel_options options, link_side side) {
+  auto& st = self->state;
+  st.options.emplace(std::move(options));
+  st.pool = std::make_shared<receive_pool>(st.options->receive_pool_bytes);
+  st.socket = std::move(socket);
+  st.side = side;
+  st.peer_name = st.socket->peer();
+  st.last_received = st.last_sent = channel_clock::now();
+  if (st.options->traffic)
+    st.counters = st.options->traffic->add(self->address(), st.peer_name);
+  st.mine.role = st.options->role;
+  st.mine.name = st.options->name;
+  st.mine.challenge = fresh_nonce();
+  st.mine.plan_hash = st.options->plan_hash;
+  st.socket->start(caf::actor_cast<caf::actor>(self), st.options->max_frame_bytes, st.pool);
+  write_frame(self, st.mine);
+  const auto period = tick_period(*st.options);
+  self->delayed_send(self, period, tick_atom::value);
+  return {
+    [=](call_atom, wire_message& request, const deadline& due) -> caf::result<wire_message> {
+      return call(self, request, due);
+    },
+    [=](send_atom, wire_message& message) {
+      if (auto* end = std::get_if<shutdown_message>(&message))
+        return shut_down_link(self, *end);
+      if (!codec_taking(message.index(), kind_role::one_way))
+        return channel_log(self->state, "link to " + self->state.peer_name + ": a " + kind_name(message)
+                                          + " is no one-way message of any interface: not sent");
+      send_or_queue(self, std::move(message));
+    },
+    [=](stats_atom) { return traffic_of(*self->state.counters); },
+    [=](plan_atom, std::uint64_t plan_hash, wire_keys& keys) {
+      self->state.options->plan_hash = plan_hash;
+      self->state.options->keys = std::move(keys);
+    },
+    [=](frame_in_atom, received_payload& payload) { on_payload(self, payload); },
+    [=](frame_error_atom, const std::string& why) {
+      auto& st = self->state;
+      if (st.at != stage::closed && !st.leaving)
+        refuse_peer(self, why);
+    },
+    [=](socket_closed_atom, const std::string& why) {
+      if (self->state.leaving)
+        return leave(self);
+      close_link(self, make_error(errc::peer_down, "the connection to " + self->state.peer_name + " closed"),
+                 "the connection closed (" + why + ")");
+    },
+    [=](tick_atom) {
+      on_tick(self);
+      if (self->state.at != stage::closed)
+        self->delayed_send(self, period, tick_atom::value);
+    },
+  };
+}
+
+using accepted_atom = caf::atom_constant<caf::atom("accepted")>;
+
+// The links a listener accepted and that still run: they end with the listener (a node that
+// stops listening leaves no connection behind), each on its own when its peer goes. Shared
+// with the accepting thread.
+struct accepted_links {
+  std::mutex mutex;
+  std::vector<caf::actor> running;  // the channels
+};
+
+struct listener_state {
+  std::uint16_t port = 0;
+  static inline const char* name = "troupe.listener";
+};
+
+// The socket is bound before the listener exists (spawn_listener), so a port in use is the
+// caller's error at once, not a listener that quits on its own later. Its accepting thread
+// holds the listener (as CAF's network thread holds a broker): it runs until told to quit.
+caf::behavior listener(caf::stateful_actor<listener_state>* self, std::shared_ptr<listening_socket> socket,
+                       channel_options options) {
+  self->state.port = socket->port();
+  auto links = std::make_shared<accepted_links>();
+  self->attach_functor([socket, links](const caf::error&) {
+    socket->stop();  // no link is added after this
+    std::lock_guard<std::mutex> lock(links->mutex);
+    for (auto& link : links->running)
+      caf::anon_send_exit(link, caf::exit_reason::user_shutdown);
+    links->running.clear();
+  });
+  self->set_down_handler([=](caf::down_msg& down) {
+    std::lock_guard<std::mutex> lock(links->mutex);
+    auto& all = links->running;
+    all.erase(std::remove_if(all.begin(), all.end(), [&](const caf::actor& a) { return a.address() == down.source; }),
+              all.end());
+  });
+  auto& system = self->system();
+  socket->start([&system, links, options = std::move(options),
+                 me = caf::actor_cast<caf::actor>(self)](std::shared_ptr<frame_socket> connection) {
+    auto link = caf::actor_cast<caf::actor>(system.spawn(channel, std::move(connection), options, link_side::accepting));
+    {
+      std::lock_guard<std::mutex> lock(links->mutex);
+      links->running.push_back(link);
+    }
+    caf::anon_send(me, accepted_atom::value, link);
+  });
+  return {
+    [=](accepted_atom, const caf::actor& link) { self->monitor(link); },
+    [=](port_atom) { return self->state.port; },
+  };
+}
+
+} // namespace
+
+void channel_log(const channel_state& st, const std::string& text) {
+  if (st.options->log)
+    st.options->log(text);
+  else
+    std::cerr << ("troupe: " + text + "\n");  // one write: processes may share the stream
+}
+
+void refuse_peer(channel_pointer self, const std::string& why) {
+  // The peer learns why, so its error names the reason (a raw TCP client gets a frame it can
+  // ignore).
+  say_goodbye(self,
+              shutdown_message{("refused by " + self->state.options->name + ": " + why).substr(0, failure_message::max_text_bytes)},
+              make_error(errc::bad_request, "link to " + self->state.peer_name + ": " + why), "refused: " + why);
+}
+
+void write_answer(channel_pointer self, wire_message answer, std::uint64_t request) {
+  if (self->state.at != stage::admitted || self->state.leaving)
+    return;
+  const auto kind = answer.index();
+  try {
+    write_frame(self, std::move(answer));
+  } catch (const std::exception& e) {
+    const std::string problem = std::string("cannot send a ") + kind_name(kind) + ": " + e.what();
+    write_frame(self, failure_message{request, errc::bad_request, problem.substr(0, failure_message::max_text_bytes)});
+  }
+}
+
+void write_failure(channel_pointer self, std::uint64_t request, const caf::error& err) {
+  if (self->state.at == stage::admitted && !self->state.leaving)
+    write_frame(self, failure_of(request, err));
+}
+
+void refuse_unserved(channel_pointer self, std::uint64_t request, remote_interface interface, std::uint32_t index) {
+  auto& st = self->state;
+  const std::string what = std::string(to_string(interface)) + " " + std::to_string(index);
+  channel_log(st, "link to " + st.peer_name + ": refused its " + (request != 0 ? "request" : "message") + " to "
+                    + what + ", which this node does not serve");
+  if (request != 0)
+    write_failure(self, request, make_error(errc::bad_request, st.options->name + " serves no " + what));
+}
+
+caf::error as_served(channel_pointer self, caf::error err, const std::string& target) {
+  if (err.category() == error_category || troupe_code(err) != errc::timeout)
+    return err;
+  return make_error(errc::timeout, target + " on " + self->state.options->name + " did not answer by its deadline");
+}
+
+deadline deadline_of_frame(std::uint64_t remaining_ms) {
+  return deadline::after(std::chrono::milliseconds(static_cast<std::int64_t>(remaining_ms)));
+}
+
+channel_actor channel_of(channel_pointer self) { return caf::actor_cast<channel_self_actor>(self); }
+
+std::uint64_t link_traffic::total_in() const {
+  return std::accumulate(bytes_in.begin(), bytes_in.end(), std::uint64_t{0});
+}
+
+std::uint64_t link_traffic::total_out() const {
+  return std::accumulate(bytes_out.begin(), bytes_out.end(), std::uint64_t{0});
+}
+
+caf::expected<channel_actor> connect_channel(caf::actor_system& system, const std::string& host,
+                                             std::uint16_t port, channel_options options) {
+  auto socket = frame_socket::connect(host, port, options.connection_timeout);
+  if (!socket)
+    return std::move(socket.error());
+  return system.spawn(channel, std::move(*socket), std::move(options), link_side::connecting);
+}
+
+caf::expected<caf::actor> spawn_listener(caf::actor_system& system, const std::string& host,
+                                         std::uint16_t port, channel_options options) {
+  auto socket = listening_socket::bind(host, port);
+  if (!socket)
+    return std::move(socket.error());
+  return system.spawn(listener, std::shared_ptr<listening_socket>(std::move(*socket)), std::move(options));
+}
+
+} // namespace troupe

@@ -1,0 +1,109 @@
+// A channel: one TCP connection to another node, as an actor whose connection has a reader
+// and a writer thread of its own (cluster/frame_socket.hpp). It frames and decodes Cap'n Proto
+// messages (frame_codec.hpp), admits the peer (admission.hpp) before anything else, sends
+// heartbeats, numbers requests and fails each at its deadline, and counts bytes per kind. It
+// knows no interface: what it carries is described by one codec table per interface
+// (cluster/remote/interface_codec.hpp), whose skeletons run inside the channel when a frame
+// for their interface arrives and find its target in the node's serving_registry.
+//
+//   interface (push_target_actor, compute_actor, metrics_sink_actor, node control)
+//     -> proxy (a typed_actor of that interface, cluster/remote/*, troupe/cluster/remote_proxies.hpp)
+//     -> channel (this; typed: channel_actor.hpp)  -> wire ->  channel
+//     -> skeleton (a function of the interface's codec table, inside the channel)
+//     -> the serving actor, found in the serving_registry by (interface, index)
+//
+// Deadlines: a request carries the deadline its originator set (call_atom's deadline); the
+// channel fails it with errc::timeout naming what it waited for once that deadline passes
+// (checked every tick: at most half a heartbeat interval late), and the frame carries the time
+// left, from which the peer's skeleton makes the deadline of its own request to the target.
+// The channel's own limits are about the connection (heartbeat, connection_timeout).
+//
+// What fails, and how:
+//   - the peer's proof does not verify, its hello names another plan, a frame does not
+//     decode, a message comes out of turn or of a kind no interface takes there: the channel
+//     logs the reason naming the peer, closes the connection and quits with errc::bad_request;
+//   - a request for an (interface, index) this node does not serve: answered with a failure
+//     frame naming it (the peer's request fails; the channel stays up);
+//   - the connection closes, or no frame arrives for `connection_timeout`: errc::peer_down;
+//   - the peer answers a request with a failure: the request fails with the peer's error.
+// On quitting, the node first hears (link_lost_atom, channel, caf::error), then every waiting
+// request fails with the channel's error: whatever the loss makes fail reaches the node after
+// the loss itself. A member node hears (link_up_atom, channel, peer name) once the peer is
+// admitted.
+//
+// Copies: none in user space. An outgoing tensor is written from its own bytes (one sendmsg of
+// the frame's pieces); an incoming one is read where the frame landed (tensor views keep that
+// buffer alive). Proxies and skeletons add no actor hop to the data path.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/atom.hpp>
+#include <caf/expected.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include <troupe/actors/metrics_actor.hpp>
+#include <troupe/cluster/admission.hpp>
+#include <troupe/cluster/channel_actor.hpp>
+#include <troupe/cluster/node_control.hpp>
+#include <troupe/cluster/serving_registry.hpp>
+#include <troupe/cluster/traffic_registry.hpp>
+#include <troupe/cluster/wire_messages.hpp>
+
+namespace troupe {
+
+struct channel_options {
+  /// A link needs the secret: there is no unauthenticated mode.
+  explicit channel_options(cluster_secret cluster) : secret(std::move(cluster)) {}
+
+  node_role role = node_role::worker;  ///< this node's role
+  std::string name;                    ///< this node's name in the peer's logs ("worker 0")
+  std::uint64_t plan_hash = 0;         ///< 0: not known yet (the peer's hash is not checked)
+  cluster_secret secret;
+  wire_keys keys;                      ///< the plan's key shapes, to check what arrives
+  /// What this node serves to peers: shards, computes, the metrics actor, its control inbox
+  /// (shared with a listener's other channels; may be filled in later). A node's inbox
+  /// (scheduler_control or member_control, index 0) also hears of the channel's end.
+  std::shared_ptr<serving_registry> serving = std::make_shared<serving_registry>();
+  std::chrono::milliseconds heartbeat_interval{1000};
+  std::chrono::milliseconds connection_timeout{5000};
+  std::size_t max_frame_bytes = std::size_t{1} << 30;
+  /// Idle receive buffers a link keeps for reuse (a step's worth of frames).
+  std::size_t receive_pool_bytes = std::size_t{256} << 20;
+  /// Where the computes this link serves are (a worker's link to its scheduler): the epochs
+  /// asked over it and the batch reports it carries keep it up to date, so the worker can say
+  /// where it was when interrupted. May be null.
+  std::shared_ptr<run_position> position;
+  /// The node's traffic registry: the link counts its frames there too (may be null).
+  std::shared_ptr<traffic_registry> traffic;
+  /// Where a link reports refusals and losses (default: standard error, one line each). Called
+  /// from the link's thread until the link has terminated: what it refers to must live as
+  /// long (e.g. longer than the actor system).
+  std::function<void(const std::string&)> log;
+};
+
+/// Connects to `host:port` and returns the channel once the TCP connection stands (admission
+/// follows asynchronously; requests wait for it). Blocks while connecting; the error names
+/// the address when nothing listens there.
+caf::expected<channel_actor> connect_channel(caf::actor_system& system, const std::string& host,
+                                          std::uint16_t port, channel_options options);
+
+/// A node's listening socket on `host:port` (port 0: any free port): every connection it
+/// accepts becomes a channel with `options` (peers are admitted one by one; a refused or broken
+/// connection does not disturb the others). Answers (port_atom) -> uint16 with the bound port.
+/// Binds only `host` (127.0.0.1 unless told otherwise).
+using port_atom = caf::atom_constant<caf::atom("port")>;
+caf::expected<caf::actor> spawn_listener(caf::actor_system& system, const std::string& host,
+                                            std::uint16_t port, channel_options options);
+
+} // namespace troupe
+

@@ -1,0 +1,69 @@
+// The node-control protocol (troupe/cluster/node_control.hpp) across processes: its codec
+// tables and skeletons (inside every channel). A node sends through its channel (send_atom);
+// the peer's skeleton hands the message, typed, to the inbox registered there, naming the
+// channel it came on.
+//
+//   scheduler control (member -> scheduler): join, ready, traffic   (one-way)
+//   member control (scheduler -> member):    assignment, traffic query (one-way)
+// A shutdown (goodbye) belongs to the channel itself, which tells either inbox.
+#include "cluster/remote/interface_codec.hpp"
+
+namespace troupe {
+
+namespace {
+
+void serve_scheduler_control(channel_pointer self, wire_message& message) {
+  auto& st = self->state;
+  auto node = st.options->serving->find<remote_interface::scheduler_control>(0);
+  if (!node)
+    return refuse_peer(self, std::string("sent a ") + kind_name(message) + ", which this node does not take");
+  const auto me = channel_of(self);
+  if (auto* join = std::get_if<join_message>(&message)) {
+    join->seen_from = st.socket->peer();  // where the node really is, whatever it says
+    self->send(node, join_atom::value, me, std::move(*join));
+  } else if (auto* ready = std::get_if<ready_message>(&message)) {
+    self->send(node, ready_atom::value, me, std::move(*ready));
+  } else {
+    self->send(node, traffic_atom::value, me, std::move(std::get<traffic_message>(message)));
+  }
+}
+
+void serve_member_control(channel_pointer self, wire_message& message) {
+  auto node = self->state.options->serving->find<remote_interface::member_control>(0);
+  if (!node)
+    return refuse_peer(self, std::string("sent a ") + kind_name(message) + ", which this node does not take");
+  const auto me = channel_of(self);
+  if (auto* assignment = std::get_if<assignment_message>(&message))
+    self->send(node, assignment_atom::value, me, std::move(*assignment));
+  else
+    self->send(node, traffic_query_atom::value, me, std::move(std::get<traffic_query_message>(message)));
+}
+
+std::string node_of(const wire_message&) { return "the node"; }
+
+} // namespace
+
+const interface_codec& scheduler_control_codec() {
+  static const interface_codec codec{
+    remote_interface::scheduler_control,
+    {{kind_of<join_message>(), kind_role::one_way},
+     {kind_of<ready_message>(), kind_role::one_way},
+     {kind_of<traffic_message>(), kind_role::one_way}},
+    serve_scheduler_control,
+    node_of,
+  };
+  return codec;
+}
+
+const interface_codec& member_control_codec() {
+  static const interface_codec codec{
+    remote_interface::member_control,
+    {{kind_of<assignment_message>(), kind_role::one_way},
+     {kind_of<traffic_query_message>(), kind_role::one_way}},
+    serve_member_control,
+    node_of,
+  };
+  return codec;
+}
+
+} // namespace troupe

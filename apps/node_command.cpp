@@ -69,9 +69,9 @@ int default_node_threads(std::int64_t host_share) {
 
 // Where a server or worker is, for its interrupt line: what its computes were doing, as the
 // scheduler's requests and their batch reports say.
-std::string member_position(const std::shared_ptr<run_position>& at, const std::string& role) {
+std::string member_position(const std::shared_ptr<run_position>& at, node_kind role) {
   if (at->epoch == 0 && at->batch < 0 && !at->validating)
-    return role == "worker" ? "before training" : "while serving";
+    return role == node_kind::worker ? "before training" : "while serving";
   return "in " + at->text();
 }
 
@@ -101,10 +101,6 @@ cluster_secret read_secret(const std::string& file, const environment& env) {
                     "(there is no unauthenticated mode)");
 }
 
-node_role role_of(const std::string& role) {
-  return role == "scheduler" ? node_role::scheduler : role == "server" ? node_role::server : node_role::worker;
-}
-
 // Runs the node; its exit status. The actor system ends normally: every actor of a node
 // ends with its run, also after a lost peer (a link fails what waits on it, and the fault
 // scenarios of tests/apps/cluster_run.py check that every surviving process exits).
@@ -113,18 +109,18 @@ int run_node_process(train_command_line& cli, const cluster_node_options& option
   // the scheduler where the run was, a worker where its computes were (troupe launch passes
   // the signal on to every node). Set before the actor system starts its threads.
   std::optional<interrupt_watch> interrupts;
-  if (options.role == node_role::scheduler)
+  if (options.role == node_kind::scheduler)
     interrupts.emplace(cli.output.position, "troupe node");
   else
     interrupts.emplace([at = options.position, role = place.role] { return member_position(at, role); },
-                       "troupe node (" + place.role + ")");
+                       "troupe node (" + std::string(to_string(place.role)) + ")");
   local_node_options node_options;
   local_node_config config{node_options};
   caf::actor_system system{config};
   try {
-    if (options.role != node_role::scheduler) {
+    if (options.role != node_kind::scheduler) {
       // One write per line: processes under one launcher may share the stream (mpirun).
-      std::cerr << (place.role + ": joining the scheduler at " + place.scheduler_host + ":"
+      std::cerr << (std::string(to_string(place.role)) + ": joining the scheduler at " + place.scheduler_host + ":"
                     + std::to_string(place.scheduler_port) + " (" + place.source + ")\n")
                 << std::flush;
       run_member(system, options);
@@ -191,7 +187,7 @@ int node_command(const std::vector<std::string>& args) {
     cli.job.nodes.workers = place.worker_nodes;
   check_range("port", n.port, 0, 65535);
   cluster_node_options options{read_secret(n.secret_file, env)};
-  options.role = role_of(place.role);
+  options.role = place.role;
   check_range("rank", n.rank, -1, 1023);
   options.rank = static_cast<int>(n.rank);
   if (options.rank < 0 && place.rank > 0 && cli.job.nodes.servers > 0 && cli.job.nodes.workers > 0)
@@ -211,24 +207,24 @@ int node_command(const std::vector<std::string>& args) {
     throw usage_error("--peer-timeout must exceed twice --heartbeat (a peer is lost after missing heartbeats)");
   if (cli.given.count("config"))
     options.own_job = cli.job;
-  if (options.role == node_role::scheduler && (cli.job.nodes.servers < 1 || cli.job.nodes.workers < 1))
+  if (options.role == node_kind::scheduler && (cli.job.nodes.servers < 1 || cli.job.nodes.workers < 1))
     throw usage_error("the scheduler needs the number of server and worker processes: --server-nodes and "
                       "--worker-nodes, the config's cluster.server_nodes / worker_nodes, or a launcher's counts");
-  if (options.role == node_role::worker)
+  if (options.role == node_kind::worker)
     require_compute_devices(cli.devices);  // the computes live on workers
   // Threads: a count given here (flag or config) goes to every node with the assignment; a
   // node given none takes the scheduler's, else its share of its host (docs/threads.md).
   check_range("host-share", n.host_share, -1, 4096);
   options.threads = cli.threads_given ? cli.threads : 0;
   options.default_threads = default_node_threads(n.host_share);
-  if (options.role == node_role::scheduler) {
+  if (options.role == node_kind::scheduler) {
     cli.threads = cli.threads_given ? cli.threads : options.default_threads;
     set_compute_threads(cli.threads);
   } else {
     options.use_threads = [](int threads) { set_compute_threads(threads); };
     options.position = std::make_shared<run_position>();
   }
-  if (options.role == node_role::scheduler) {  // what `troupe train` writes before its first step
+  if (options.role == node_kind::scheduler) {  // what `troupe train` writes before its first step
     if (!cli.output.metrics_path.empty())
       cli.output.metrics_file = open_metrics_file(cli.output.metrics_path, run_record(args, cli.job, cli.threads));
     cli.output.position = std::make_shared<run_position>();

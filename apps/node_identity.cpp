@@ -53,9 +53,13 @@ std::string plural(int n, const std::string& noun) {
   return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
 }
 
-bool is_role(const std::string& role) {
-  return role == "scheduler" || role == "server" || role == "worker";
+// A cluster role's name (what --role and DMLC_ROLE take): the plan's node kinds but `process`.
+std::optional<node_kind> cluster_role(const std::string& text) {
+  auto kind = node_kind_named(text);
+  return kind && *kind != node_kind::process ? kind : std::nullopt;
 }
+
+bool is_role(const std::string& role) { return cluster_role(role).has_value(); }
 
 struct address {
   std::string host;
@@ -147,15 +151,16 @@ node_identity from_dmlc(const node_flags& f, const std::optional<address>& flag,
                         const environment& env) {
   node_identity id;
   id.source = "dmlc";
-  id.role = *lookup(env, "DMLC_ROLE");
-  if (!is_role(id.role))
-    throw usage_error("DMLC_ROLE must be scheduler, server or worker, got '" + id.role + "'");
-  if (!f.role.empty() && f.role != id.role)
-    throw usage_error("--role " + f.role + " contradicts DMLC_ROLE=" + id.role);
+  const std::string role = *lookup(env, "DMLC_ROLE");
+  if (!is_role(role))
+    throw usage_error("DMLC_ROLE must be scheduler, server or worker, got '" + role + "'");
+  id.role = *cluster_role(role);
+  if (!f.role.empty() && f.role != role)
+    throw usage_error("--role " + f.role + " contradicts DMLC_ROLE=" + role);
   const auto* uri = lookup(env, "DMLC_PS_ROOT_URI");
   const auto* port = lookup(env, "DMLC_PS_ROOT_PORT");
   if (!flag && (!uri || !port))
-    throw usage_error("DMLC_ROLE=" + id.role
+    throw usage_error("DMLC_ROLE=" + role
                       + " needs DMLC_PS_ROOT_URI and DMLC_PS_ROOT_PORT "
                         "(the scheduler's address), or --scheduler HOST:PORT");
   address a = flag ? *flag : address{};
@@ -256,15 +261,15 @@ node_identity from_launcher(const char* source, const launcher_rank& r, const no
                           " cluster counts) to tell its role"
                         + (r.size == -1 ? " (" + r.rank_var + " comes without a size)"
                                         : "; with " + r.size_text() + " one of them is enough"));
-    id.role = f.role;
+    id.role = *cluster_role(f.role);
     return id;
   }
   std::string cluster = "1 scheduler + " + plural(s, "server") + " + " + plural(w, "worker");
   if (r.rank > s + w)
     throw usage_error(r.rank_text() + " is beyond " + cluster);
-  id.role = to_string(place_of_launcher_rank(r.rank, s, w).role);
-  if (!f.role.empty() && f.role != id.role)
-    throw usage_error("--role " + f.role + " contradicts " + r.rank_text() + ", a " + id.role
+  id.role = place_of_launcher_rank(r.rank, s, w).role;
+  if (!f.role.empty() && f.role != to_string(id.role))
+    throw usage_error("--role " + f.role + " contradicts " + r.rank_text() + ", a " + to_string(id.role)
                       + " among " + cluster);
   return id;
 }
@@ -306,7 +311,7 @@ node_identity from_flags(const node_flags& f, const std::optional<address>& flag
     throw usage_error(no_role);
   node_identity id;
   id.source = "flags";
-  id.role = f.role;
+  id.role = *cluster_role(f.role);
   address a = flag_or_troupe_scheduler(f, flag, env, "--role " + f.role);
   id.scheduler_host = a.host;
   id.scheduler_port = a.port;
@@ -415,11 +420,11 @@ node_identity resolve_node_identity(const node_flags& flags, const environment& 
     id = from_flags(flags, scheduler, env);
   }
   // Only --scheduler may say port 0: every environment value was parsed from port 1.
-  if (id.scheduler_port == 0 && id.role != "scheduler")
+  if (id.scheduler_port == 0 && id.role != node_kind::scheduler)
     throw usage_error("--scheduler " + flags.scheduler
                       + ": port 0 (any free port) is for the "
                         "scheduler only; a "
-                      + id.role + " must name the scheduler's port");
+                      + to_string(id.role) + " must name the scheduler's port");
   return id;
 }
 

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <troupe/graph/placement.hpp>
+
 namespace troupe {
 
 /// What the user gave on the command line (empty or -1: not given), plus the cluster counts of
@@ -29,7 +31,7 @@ struct node_flags {
 
 /// The resolved place of this process.
 struct node_identity {
-  std::string role;                         ///< "scheduler" | "server" | "worker"
+  node_kind role = node_kind::process;      ///< scheduler, server or worker once resolved
   std::string scheduler_host;               ///< without brackets for IPv6
   std::uint16_t scheduler_port = 0;         ///< 0 only for a scheduler asked to pick any free port
   int server_nodes = -1, worker_nodes = -1; ///< -1 when neither flags, launcher nor config said

@@ -68,13 +68,14 @@ wire::ErrorCode to_wire(errc code) {
   return wire::ErrorCode::INTERNAL;
 }
 
-wire::Role to_wire(node_role role) {
+wire::Role to_wire(node_kind role) {
   switch (role) {
-    case node_role::scheduler: return wire::Role::SCHEDULER;
-    case node_role::server: return wire::Role::SERVER;
-    case node_role::worker: break;
+    case node_kind::scheduler: return wire::Role::SCHEDULER;
+    case node_kind::server: return wire::Role::SERVER;
+    case node_kind::worker: return wire::Role::WORKER;
+    case node_kind::process: break;
   }
-  return wire::Role::WORKER;
+  throw std::invalid_argument("frame: a one-process node has no role on the wire");
 }
 
 // Fills the frame's body from one message; each overload sets one union member.
@@ -267,15 +268,6 @@ void put_u32(std::vector<char>& out, std::uint32_t value) {
 } // namespace
 
 std::uint32_t wire_protocol_version() { return wire::PROTOCOL_VERSION; }
-
-const char* to_string(node_role role) {
-  switch (role) {
-    case node_role::scheduler: return "scheduler";
-    case node_role::server: return "server";
-    case node_role::worker: return "worker";
-  }
-  return "unknown role";
-}
 
 const char* kind_name(std::size_t index) {
   static constexpr const char* names[] = {

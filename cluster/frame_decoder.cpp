@@ -40,11 +40,11 @@ std::array<std::uint8_t, N> fixed_bytes(capnp::Data::Reader data, const char* wh
   return out;
 }
 
-node_role role_of(wire::Role role) {
+node_kind role_of(wire::Role role) {
   switch (role) {
-    case wire::Role::SCHEDULER: return node_role::scheduler;
-    case wire::Role::SERVER: return node_role::server;
-    case wire::Role::WORKER: return node_role::worker;
+    case wire::Role::SCHEDULER: return node_kind::scheduler;
+    case wire::Role::SERVER: return node_kind::server;
+    case wire::Role::WORKER: return node_kind::worker;
   }
   refuse("hello.role " + std::to_string(static_cast<unsigned>(role)) + " is not a role");
 }

@@ -14,10 +14,10 @@ launcher_place place_of_launcher_rank(int rank, int servers, int workers) {
     throw std::out_of_range("launcher rank " + std::to_string(rank) + " is not in 0.."
                             + std::to_string(servers + workers));
   if (rank == 0)
-    return {node_role::scheduler, 0};
+    return {node_kind::scheduler, 0};
   if (rank <= servers)
-    return {node_role::server, rank - 1};
-  return {node_role::worker, rank - 1 - servers};
+    return {node_kind::server, rank - 1};
+  return {node_kind::worker, rank - 1 - servers};
 }
 
 } // namespace troupe

@@ -184,7 +184,7 @@ bool take_assignment(member_actor self, const assignment_message& a) {
                                 + ", the scheduler as plan " + std::to_string(a.plan_hash) + " (another version?)");
   const int node = static_cast<int>(a.node);
   if (a.node >= st.plan.nodes.size()
-      || (options.role == node_role::server) != (st.plan.nodes[a.node].kind == node_kind::server))
+      || (options.role == node_kind::server) != (st.plan.nodes[a.node].kind == node_kind::server))
     throw std::invalid_argument("the scheduler assigned node " + std::to_string(a.node) + ", which is no "
                                 + to_string(options.role) + " of the plan");
   st.label = st.plan.nodes[a.node].name;
@@ -195,16 +195,16 @@ bool take_assignment(member_actor self, const assignment_message& a) {
   link.keys = wire_keys_of(st.plan);
   // The scheduler pulls the final weights over this link: check them against the plan too.
   caf::anon_send(st.scheduler, plan_atom::value, st.plan.hash, link.keys);
-  if (options.role == node_role::worker)
+  if (options.role == node_kind::worker)
     connect_servers(self, a, link);
   const auto spec = model_of(job, a.facts);
   // Only a server's shards start from the job's reference model; a worker's replicas are
   // built by its computes.
   std::vector<tensor> initial;
-  if (options.role == node_role::server)
+  if (options.role == node_kind::server)
     initial = initial_weights(*build_model(spec));
   node_data data;
-  if (options.role == node_role::worker)
+  if (options.role == node_kind::worker)
     data = open_worker_data(job, a.facts);
   node_part_options part;
   part.node = node;
@@ -240,7 +240,7 @@ bool take_assignment(member_actor self, const assignment_message& a) {
     st.serving->set<remote_interface::push_target>(shard, st.part.targets.at(actor));
   for (const auto& [worker, compute] : st.part.computes)
     st.serving->set<remote_interface::compute_driver>(static_cast<std::uint32_t>(worker), compute);
-  if (options.role != node_role::server)
+  if (options.role != node_kind::server)
     return false;
   // Workers connect only after this node is ready.
   auto listener = spawn_listener(system, options.listen_host, options.listen_port, link);
@@ -516,7 +516,7 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
         self->state.told = end;
     },
     [=](link_up_atom, channel_actor& link, const std::string&) {
-      if (self->state.options->role == node_role::server && !self->state.outcome && link != self->state.scheduler)
+      if (self->state.options->role == node_kind::server && !self->state.outcome && link != self->state.scheduler)
         self->state.worker_links[link.address()] = self->state.traffic->peer_of(link.address());
     },
     [=](link_lost_atom, channel_actor& link, caf::error& why) { on_link_lost(self, link.address(), why); },
@@ -539,7 +539,7 @@ member_node_actor spawn_member_node(caf::actor_system& system, const cluster_nod
 }
 
 void run_member(caf::actor_system& system, const cluster_node_options& options) {
-  if (options.role == node_role::scheduler)
+  if (options.role == node_kind::scheduler)
     throw std::invalid_argument("run_member runs a server or a worker");
   auto serving = std::make_shared<serving_registry>();
   auto traffic = std::make_shared<traffic_registry>();

@@ -45,11 +45,11 @@ namespace troupe {
 
 namespace {
 
-int expected(const scheduler_state& st, node_role role) {
-  return role == node_role::server ? st.job.nodes.servers : st.job.nodes.workers;
+int expected(const scheduler_state& st, node_kind role) {
+  return role == node_kind::server ? st.job.nodes.servers : st.job.nodes.workers;
 }
 
-int count(const scheduler_state& st, node_role role, bool ready_only = false) {
+int count(const scheduler_state& st, node_kind role, bool ready_only = false) {
   return static_cast<int>(std::count_if(st.members.begin(), st.members.end(), [&](const member_entry& m) {
     return m.role == role && (!ready_only || m.ready);
   }));
@@ -59,7 +59,7 @@ int count(const scheduler_state& st, node_role role, bool ready_only = false) {
 std::string progress_text(const scheduler_state& st) {
   std::string text;
   std::string waiting;
-  for (auto role : {node_role::server, node_role::worker}) {
+  for (auto role : {node_kind::server, node_kind::worker}) {
     const bool joining = st.at == scheduler_phase::joining;
     const int have = count(st, role, !joining), want = expected(st, role);
     text += (text.empty() ? "" : ", ") + std::to_string(have) + "/" + std::to_string(want) + " "
@@ -98,7 +98,7 @@ void end_run(scheduler_actor self, caf::expected<training_result> outcome) {
   // A finished run ends the workers first: a server that left earlier would look lost to a
   // worker that has not heard the end yet. The servers follow once the workers are gone.
   for (auto& m : st.members)
-    if (!m.gone && (!end.finished || m.role == node_role::worker))
+    if (!m.gone && (!end.finished || m.role == node_kind::worker))
       caf::anon_send(m.link, send_atom::value, wire_message{end});
   st.servers_told = !end.finished;
   if (st.session)
@@ -112,20 +112,20 @@ void answer_if_done(scheduler_actor self, bool grace_over) {
   auto& st = self->state;
   if (!st.outcome)
     return;
-  auto gone = [&](node_role role) {
+  auto gone = [&](node_kind role) {
     return std::all_of(st.members.begin(), st.members.end(), [&](auto& m) { return m.role != role || m.gone; });
   };
-  if (!st.servers_told && (gone(node_role::worker) || grace_over)) {
+  if (!st.servers_told && (gone(node_kind::worker) || grace_over)) {
     st.servers_told = true;
     for (auto& m : st.members)
-      if (!m.gone && m.role == node_role::server)
+      if (!m.gone && m.role == node_kind::server)
         caf::anon_send(m.link, send_atom::value, wire_message{shutdown_message{"the run finished", true}});
     if (grace_over)  // the servers get a grace of their own
       return (void) self->delayed_send(self, goodbye_grace, grace_over_atom::value);
   }
   if (!st.promise.pending())
     return;
-  const bool all_gone = gone(node_role::worker) && gone(node_role::server);
+  const bool all_gone = gone(node_kind::worker) && gone(node_kind::server);
   if (!all_gone && !grace_over)
     return;
   if (*st.outcome)
@@ -165,7 +165,7 @@ void on_session_failed(scheduler_actor self, caf::error err) {
 std::string threads_text(const scheduler_state& st) {
   std::string text;
   for (const auto& m : st.members)
-    if (m.role == node_role::worker)
+    if (m.role == node_kind::worker)
       text += (text.empty() ? "" : ", ") + st.plan.nodes.at(static_cast<std::size_t>(m.node)).name + " "
               + std::to_string(m.threads);
   return "compute threads: " + text
@@ -215,21 +215,21 @@ void start_training(scheduler_actor self) {
           [=](caf::error& err) { on_session_failed(self, std::move(err)); });
 }
 
-int plan_node_of(const placement_plan& plan, node_role role, int rank) {
-  const auto kind = role == node_role::server ? node_kind::server : node_kind::worker;
+int plan_node_of(const placement_plan& plan, node_kind role, int rank) {
+  const auto kind = role == node_kind::server ? node_kind::server : node_kind::worker;
   for (std::size_t n = 0; n < plan.nodes.size(); ++n)
     if (plan.nodes[n].kind == kind && plan.nodes[n].rank == rank)
       return static_cast<int>(n);
   throw std::logic_error("scheduler: the plan has no " + std::string(to_string(role)) + " " + std::to_string(rank));
 }
 
-void assign(scheduler_actor self, node_role role) {
+void assign(scheduler_actor self, node_kind role) {
   auto& st = self->state;
-  st.at = role == node_role::server ? scheduler_phase::servers_assigned : scheduler_phase::workers_assigned;
+  st.at = role == node_kind::server ? scheduler_phase::servers_assigned : scheduler_phase::workers_assigned;
   std::vector<endpoint> servers;
-  if (role == node_role::worker)
+  if (role == node_kind::worker)
     for (auto& m : st.members)
-      if (m.role == node_role::server)
+      if (m.role == node_kind::server)
         servers.push_back({static_cast<std::uint32_t>(m.node), m.host, m.port});
   for (auto& m : st.members) {
     if (m.role != role)
@@ -285,7 +285,7 @@ std::string settle_server_host(const cluster_node_options& options, const std::v
   if (!is_wildcard_host(server.host) && !is_loopback_host(server.host))
     return "";
   for (const auto& worker : members)
-    if (worker.role == node_role::worker && !same_host(worker, server))
+    if (worker.role == node_kind::worker && !same_host(worker, server))
       return server.name() + " said it listens on " + (server.host.empty() ? "no address" : server.host)
              + ", which " + worker.name() + ", on another host, cannot reach: start the server with --listen ADDRESS "
                "(an address of its host the workers reach, or 0.0.0.0 for all of them) or --advertise ADDRESS";
@@ -299,7 +299,7 @@ void on_join(scheduler_actor self, const channel_actor& link, const join_message
                                  + std::to_string(join.pid) + " on " + join.host + "): " + why);
     caf::anon_send(link, send_atom::value, wire_message{shutdown_message{"refused by the scheduler: " + why, false}});
   };
-  if (join.role == node_role::scheduler)
+  if (join.role == node_kind::scheduler)
     return refuse("a scheduler cannot join another scheduler");
   if (st.at != scheduler_phase::joining)
     return refuse("the run has started");
@@ -337,29 +337,29 @@ void on_join(scheduler_actor self, const channel_actor& link, const join_message
   self->monitor(link);
   st.members.push_back(m);
   log_node_line(*st.options, "scheduler: " + m.name() + " joined"
-                               + (m.role == node_role::server ? " (to listen for workers on " + m.host + ")" : "")
+                               + (m.role == node_kind::server ? " (to listen for workers on " + m.host + ")" : "")
                                + "; " + progress_text(st));
-  if (count(st, node_role::server) == st.job.nodes.servers && count(st, node_role::worker) == st.job.nodes.workers) {
+  if (count(st, node_kind::server) == st.job.nodes.servers && count(st, node_kind::worker) == st.job.nodes.workers) {
     for (auto& server : st.members)
-      if (server.role == node_role::server) {
+      if (server.role == node_kind::server) {
         const auto why = settle_server_host(*st.options, st.members, server);
         if (!why.empty())
           return fail(self, errc::bad_request, "scheduler: " + why);
       }
-    assign(self, node_role::server);
+    assign(self, node_kind::server);
   }
 }
 
 void on_ready(scheduler_actor self, const channel_actor& link, const ready_message& ready) {
   auto& st = self->state;
   auto* m = member_of(st, link.address());
-  const auto expected_phase = m && m->role == node_role::server ? scheduler_phase::servers_assigned
+  const auto expected_phase = m && m->role == node_kind::server ? scheduler_phase::servers_assigned
                                                                 : scheduler_phase::workers_assigned;
   if (!m || m->ready || st.at != expected_phase || ready.node != static_cast<std::uint32_t>(m->node))
     return fail(self, errc::bad_request,
                 "scheduler: " + (m ? m->name() : std::string("a node that did not join"))
                   + " reported ready out of turn (as node " + std::to_string(ready.node) + ")");
-  if (m->role == node_role::server && ready.port == 0)
+  if (m->role == node_kind::server && ready.port == 0)
     return fail(self, errc::bad_request, "scheduler: " + m->name() + " is ready but listens on no port");
   m->ready = true;
   m->port = ready.port;
@@ -371,8 +371,8 @@ void on_ready(scheduler_actor self, const channel_actor& link, const ready_messa
                                + "; " + progress_text(st));
   if (count(st, m->role, true) < expected(st, m->role))
     return;
-  if (m->role == node_role::server)
-    assign(self, node_role::worker);
+  if (m->role == node_kind::server)
+    assign(self, node_kind::worker);
   else
     start_training(self);
 }
@@ -382,10 +382,10 @@ void on_ready(scheduler_actor self, const channel_actor& link, const ready_messa
 // their requests fail.
 bool goes_on_without(scheduler_actor self, const member_entry& m, const std::string& what) {
   auto& st = self->state;
-  if (m.role != node_role::worker || !st.job.nodes.continue_on_worker_loss || st.at != scheduler_phase::training)
+  if (m.role != node_kind::worker || !st.job.nodes.continue_on_worker_loss || st.at != scheduler_phase::training)
     return false;
   const bool others = std::any_of(st.members.begin(), st.members.end(),
-                                  [](auto& o) { return o.role == node_role::worker && !o.gone; });
+                                  [](auto& o) { return o.role == node_kind::worker && !o.gone; });
   if (!others)
     return false;
   log_node_line(*st.options, "scheduler: " + m.name() + ": " + what
@@ -454,7 +454,7 @@ void start_listening(scheduler_actor self) {
   auto& st = self->state;
   const auto& options = *st.options;
   auto link = channel_options_of(options, "scheduler", st.traffic);
-  link.role = node_role::scheduler;
+  link.role = node_kind::scheduler;
   link.plan_hash = st.plan.hash;
   link.keys = wire_keys_of(st.plan);
   link.serving->set<remote_interface::metrics_sink>(0, metrics_sink_actor{self});

@@ -37,7 +37,7 @@ using scheduler_node_actor = scheduler_inbox::extend_with<metrics_sink_actor>::e
 
 struct member_entry {
   channel_actor link;
-  node_role role = node_role::worker;
+  node_kind role = node_kind::worker;
   int rank = -1;  // within its role
   int node = -1;  // its plan node
   std::string host;       // where it says peers reach it (its join)

@@ -436,6 +436,13 @@ const char* to_string(node_kind kind) {
   return "?";
 }
 
+std::optional<node_kind> node_kind_named(const std::string& text) {
+  for (auto kind : {node_kind::process, node_kind::scheduler, node_kind::server, node_kind::worker})
+    if (text == to_string(kind))
+      return kind;
+  return std::nullopt;
+}
+
 placement_plan plan_placement(const training_job& job, const data_facts& data) {
   return plan_placement(job, data, {});
 }

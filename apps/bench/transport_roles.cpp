@@ -29,7 +29,7 @@ wire_keys keys_of(const transport_layout& layout) {
   return keys;
 }
 
-channel_options options_of(const transport_layout& layout, node_role role) {
+channel_options options_of(const transport_layout& layout, node_kind role) {
   channel_options o{cluster_secret(bench_secret)};
   o.role = role;
   o.name = to_string(role);
@@ -86,7 +86,7 @@ void troupe_serve(const transport_layout& layout, int server, std::uint16_t& por
     weights.emplace_back(shape_t{layout.key_bytes / 4});
     weights.back().fill(0.5f);
   }
-  auto options = options_of(layout, node_role::server);
+  auto options = options_of(layout, node_kind::server);
   options.serving->set<remote_interface::push_target>(static_cast<std::uint32_t>(server), spawn_summing_shard(*system, std::move(weights)));
   auto listener = spawn_listener(*system, "127.0.0.1", 0, options);
   if (!listener)
@@ -104,7 +104,7 @@ double troupe_worker(const transport_layout& layout, const std::vector<std::uint
   std::vector<channel_actor> links;
   std::vector<push_target_actor> shards;
   for (std::size_t s = 0; s < ports.size(); ++s) {
-    auto link = connect_channel(system, "127.0.0.1", ports[s], options_of(layout, node_role::worker));
+    auto link = connect_channel(system, "127.0.0.1", ports[s], options_of(layout, node_kind::worker));
     if (!link)
       throw std::runtime_error(error_text(link.error()));
     links.push_back(*link);

@@ -68,7 +68,7 @@ environment slurm(const std::string& rank) {
 
 TEST_CASE("flags alone place a node", "[node_identity]") {
   auto id = resolve_node_identity(flags("worker", "head:9000", 2, 3), {});
-  CHECK(id.role == "worker");
+  CHECK(id.role == node_kind::worker);
   CHECK(id.scheduler_host == "head");
   CHECK(id.scheduler_port == 9000);
   CHECK(id.server_nodes == 2);
@@ -140,7 +140,7 @@ TEST_CASE("flags alone: what is missing or malformed is named", "[node_identity]
 
 TEST_CASE("the dmlc tracker's variables place a node", "[node_identity]") {
   auto id = resolve_node_identity({}, dmlc);
-  CHECK(id.role == "server");
+  CHECK(id.role == node_kind::server);
   CHECK(id.scheduler_host == "10.0.0.1");
   CHECK(id.scheduler_port == 9000);
   CHECK(id.server_nodes == 2);
@@ -150,7 +150,7 @@ TEST_CASE("the dmlc tracker's variables place a node", "[node_identity]") {
 
   SECTION("flags agreeing with it are fine") {
     id = resolve_node_identity(flags("server", "10.0.0.1:9000", 2, 3), dmlc);
-    CHECK(id.role == "server");
+    CHECK(id.role == node_kind::server);
     CHECK(id.source == "dmlc");
   }
   SECTION("its counts win over the config's; without them the config's count") {
@@ -209,7 +209,7 @@ TEST_CASE("an MPI rank maps to a role at the boundaries", "[node_identity]") {
     {"0", "scheduler"}, {"1", "server"}, {"2", "server"}, {"3", "worker"}, {"5", "worker"}};
   for (auto [rank, role] : expected) {
     auto id = resolve_node_identity(f, ompi(rank, "6"));
-    CHECK(id.role == role);
+    CHECK(to_string(id.role) == std::string(role));
     CHECK(id.rank == std::stoi(rank));
     CHECK(id.server_nodes == 2);
     CHECK(id.worker_nodes == 3);
@@ -225,20 +225,20 @@ TEST_CASE("MPI: counts from flags, config or the size", "[node_identity]") {
   SECTION("one count is enough with a size") {
     auto id = resolve_node_identity(flags("", "", 2), ompi("3", "6"));
     CHECK(id.worker_nodes == 3);
-    CHECK(id.role == "worker");
+    CHECK(id.role == node_kind::worker);
     id = resolve_node_identity(flags("", "", -1, 3), ompi("2", "6"));
     CHECK(id.server_nodes == 2);
-    CHECK(id.role == "server");
+    CHECK(id.role == node_kind::server);
   }
   SECTION("the config's counts, the flags over them") {
     node_flags f;
     f.config_server_nodes = 1;
     f.config_worker_nodes = 4;
-    CHECK(resolve_node_identity(f, ompi("1", "6")).role == "server");
+    CHECK(resolve_node_identity(f, ompi("1", "6")).role == node_kind::server);
     f.server_nodes = 2; // each count on its own: 2 from the flag, 3 from the config
     f.config_worker_nodes = 3;
     auto id = resolve_node_identity(f, ompi("2", "6"));
-    CHECK(id.role == "server");
+    CHECK(id.role == node_kind::server);
     CHECK(id.server_nodes == 2);
     f.config_worker_nodes = 0; // the config's "one process": the size leaves 3
     CHECK(resolve_node_identity(f, ompi("3", "6")).worker_nodes == 3);
@@ -266,7 +266,7 @@ TEST_CASE("MPI: counts from flags, config or the size", "[node_identity]") {
 
 TEST_CASE("MPI: role flag, scheduler address and malformed values", "[node_identity]") {
   auto f = flags("", "", 2, 3);
-  CHECK(resolve_node_identity(flags("worker", "", 2, 3), ompi("3", "6")).role == "worker");
+  CHECK(resolve_node_identity(flags("worker", "", 2, 3), ompi("3", "6")).role == node_kind::worker);
   CHECK(error_of(flags("worker", "", 2, 3), ompi("2", "6"))
         == "--role worker contradicts OMPI_COMM_WORLD_RANK=2, a server among 1 scheduler + 2 "
            "servers + 3 workers");
@@ -275,7 +275,7 @@ TEST_CASE("MPI: role flag, scheduler address and malformed values", "[node_ident
            "servers + 3 workers");
   // Without counts, --role is taken as given: there is nothing to check it against.
   auto id = resolve_node_identity(flags("worker"), ompi("4", "6"));
-  CHECK(id.role == "worker");
+  CHECK(id.role == node_kind::worker);
   CHECK(id.rank == 4);
   CHECK(id.server_nodes == -1);
 
@@ -305,14 +305,14 @@ TEST_CASE("MPI: role flag, scheduler address and malformed values", "[node_ident
 TEST_CASE("MPI: PMI and PMIx ranks, and the order of the families", "[node_identity]") {
   auto f = flags("", "h:1", 2, 3);
   auto id = resolve_node_identity(f, {{"PMI_RANK", "3"}, {"PMI_SIZE", "6"}});
-  CHECK(id.role == "worker");
+  CHECK(id.role == node_kind::worker);
   CHECK(id.source == "mpi");
   CHECK(error_of(f, {{"PMI_RANK", "3"}}) == "PMI_RANK is set but PMI_SIZE is not");
   CHECK(error_of(f, {{"PMI_RANK", "6"}, {"PMI_SIZE", "6"}})
         == "PMI_RANK=6 is not below PMI_SIZE=6");
 
   SECTION("PMIx gives no size: both counts are needed, and bound the rank") {
-    CHECK(resolve_node_identity(f, {{"PMIX_RANK", "5"}}).role == "worker");
+    CHECK(resolve_node_identity(f, {{"PMIX_RANK", "5"}}).role == node_kind::worker);
     CHECK(error_of(f, {{"PMIX_RANK", "6"}})
           == "PMIX_RANK=6 is beyond 1 scheduler + 2 servers + 3 workers");
     CHECK(error_of(flags("", "h:1", 2), {{"PMIX_RANK", "1"}})
@@ -338,13 +338,13 @@ TEST_CASE("MPI: PMI and PMIx ranks, and the order of the families", "[node_ident
 TEST_CASE("Slurm places a node on its job's first host", "[node_identity]") {
   auto f = flags("", "", 2, 3);
   auto id = resolve_node_identity(f, slurm("0"));
-  CHECK(id.role == "scheduler");
+  CHECK(id.role == node_kind::scheduler);
   CHECK(id.rank == 0);
   CHECK(id.scheduler_host == "gpu07");
   CHECK(id.scheduler_port == 9091);
   CHECK(id.source == "slurm");
-  CHECK(resolve_node_identity(f, slurm("2")).role == "server");
-  CHECK(resolve_node_identity(f, slurm("3")).role == "worker");
+  CHECK(resolve_node_identity(f, slurm("2")).role == node_kind::server);
+  CHECK(resolve_node_identity(f, slurm("3")).role == node_kind::worker);
   CHECK(resolve_node_identity(flags("", "", 2), slurm("5")).worker_nodes == 3);
   CHECK(error_of(f, slurm("6")) == "SLURM_PROCID=6 is not below SLURM_NTASKS=6");
   CHECK(error_of(flags("scheduler", "", 2, 3), slurm("1"))
@@ -377,7 +377,7 @@ TEST_CASE("Slurm places a node on its job's first host", "[node_identity]") {
           == "TROUPE_SCHEDULER_PORT=0 is not a whole number between 1 and 65535");
   }
   SECTION("without SLURM_NTASKS both counts are needed") {
-    CHECK(resolve_node_identity(f, without(slurm("5"), "SLURM_NTASKS")).role == "worker");
+    CHECK(resolve_node_identity(f, without(slurm("5"), "SLURM_NTASKS")).role == node_kind::worker);
     CHECK_THAT(error_of(flags("", "", 2), without(slurm("5"), "SLURM_NTASKS")),
                Contains("SLURM_PROCID=5 needs --server-nodes and --worker-nodes"));
   }

@@ -17,7 +17,7 @@ using namespace troupe;
 
 namespace {
 
-hello_message hello_of(node_role role, std::uint64_t plan_hash) {
+hello_message hello_of(node_kind role, std::uint64_t plan_hash) {
   hello_message h;
   h.role = role;
   h.name = to_string(role);
@@ -47,7 +47,7 @@ std::string thrown_text(const std::string& path) {
 
 TEST_CASE("a proof verifies only for the same secret, direction and hellos", "[cluster][admission]") {
   const cluster_secret secret("a secret of the cluster, 40 bytes long..");
-  const auto worker = hello_of(node_role::worker, 42), server = hello_of(node_role::server, 42);
+  const auto worker = hello_of(node_kind::worker, 42), server = hello_of(node_kind::server, 42);
   const auto proof = membership_proof(secret, link_side::connecting, worker, server);
 
   CHECK(proof_is_valid(secret, link_side::connecting, worker, server, proof));
@@ -64,7 +64,7 @@ TEST_CASE("a proof verifies only for the same secret, direction and hellos", "[c
   other_plan.plan_hash = 43;
   CHECK_FALSE(proof_is_valid(secret, link_side::connecting, worker, other_plan, proof));
   auto other_role = worker;
-  other_role.role = node_role::scheduler;
+  other_role.role = node_kind::scheduler;
   CHECK_FALSE(proof_is_valid(secret, link_side::connecting, other_role, server, proof));
   auto flipped = proof;
   flipped[31] ^= 1;

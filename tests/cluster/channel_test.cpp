@@ -89,7 +89,7 @@ struct log_lines {
   }
 };
 
-channel_options options_for(node_role role, std::string name) {
+channel_options options_for(node_kind role, std::string name) {
   channel_options o(test_secret);
   o.role = role;
   o.name = std::move(name);
@@ -140,7 +140,7 @@ struct server_node {
 
   explicit server_node(push_target_actor serving = {}, std::uint64_t plan_hash = 1234) {
     shard = serving ? serving : push_target_actor{spawn_param_shard(system, two_keys(), momentum_sgd())};
-    auto options = options_for(node_role::server, "server 0");
+    auto options = options_for(node_kind::server, "server 0");
     options.plan_hash = plan_hash;
     options.serving->set<remote_interface::push_target>(0, shard);  // and none of shard 1
     directory = options.serving;
@@ -165,7 +165,7 @@ struct worker_node {
   channel_actor link;
   push_target_actor remote;
 
-  explicit worker_node(std::uint16_t port, channel_options options = options_for(node_role::worker, "worker 0")) {
+  explicit worker_node(std::uint16_t port, channel_options options = options_for(node_kind::worker, "worker 0")) {
     options.log = log.sink();
     auto connected = connect_channel(system, "127.0.0.1", port, std::move(options));
     REQUIRE(connected);
@@ -224,7 +224,7 @@ TEST_CASE("a peer with another secret or another plan is refused, naming why", "
   server_node server;
   SECTION("wrong secret") {
     channel_options options(cluster_secret("not the secret of the test cluster"));
-    auto base = options_for(node_role::worker, "intruder");
+    auto base = options_for(node_kind::worker, "intruder");
     options.role = base.role;
     options.name = base.name;
     options.plan_hash = base.plan_hash;
@@ -237,7 +237,7 @@ TEST_CASE("a peer with another secret or another plan is refused, naming why", "
     CHECK(server.log.eventually_contains("proof of the cluster secret is wrong"));
   }
   SECTION("another plan") {
-    auto options = options_for(node_role::worker, "worker 0");
+    auto options = options_for(node_kind::worker, "worker 0");
     options.plan_hash = 999;
     worker_node worker(server.port, options);
     caf::scoped_actor self{worker.system};
@@ -361,7 +361,7 @@ TEST_CASE("a peer that accepts and then stays silent is dropped after the connec
   socklen_t length = sizeof address;
   REQUIRE(::getsockname(server, reinterpret_cast<sockaddr*>(&address), &length) == 0);
 
-  auto options = options_for(node_role::worker, "worker 0");
+  auto options = options_for(node_kind::worker, "worker 0");
   options.connection_timeout = 600ms;
   worker_node worker(ntohs(address.sin_port), options);
   caf::scoped_actor self{worker.system};
@@ -417,7 +417,7 @@ TEST_CASE("node-level messages pass through links to the node, typed", "[cluster
   caf::actor_system system{config};
   caf::scoped_actor self{system};
   auto scheduler_node = system.spawn(scheduler_side, caf::actor_cast<caf::actor>(self), true);
-  auto options = options_for(node_role::scheduler, "scheduler");
+  auto options = options_for(node_kind::scheduler, "scheduler");
   options.serving->set<remote_interface::scheduler_control>(0, scheduler_node);
   options.log = log.sink();
   auto listener = spawn_listener(system, "127.0.0.1", 0, options);
@@ -425,13 +425,13 @@ TEST_CASE("node-level messages pass through links to the node, typed", "[cluster
   const auto port = port_of(self, *listener);
 
   auto worker_node = system.spawn(member_side, caf::actor_cast<caf::actor>(self));
-  auto worker_options = options_for(node_role::worker, "worker 0");
+  auto worker_options = options_for(node_kind::worker, "worker 0");
   worker_options.serving->set<remote_interface::member_control>(0, worker_node);
   worker_options.log = log.sink();
   auto link = connect_channel(system, "127.0.0.1", port, worker_options);
   REQUIRE(link);
   // Sent before admission completes: it waits, then goes.
-  self->send(*link, send_atom::value, wire_message{join_message{node_role::worker, "", 0, 99}});
+  self->send(*link, send_atom::value, wire_message{join_message{node_kind::worker, "", 0, 99}});
 
   bool joined = false, assigned = false;
   for (int i = 0; i < 3 && !(joined && assigned); ++i)
@@ -490,7 +490,7 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
   caf::actor_system system{config};
   caf::scoped_actor self{system};
   // The scheduler listens; what reaches it through a link goes to the test (handler, metrics).
-  auto options = options_for(node_role::scheduler, "scheduler");
+  auto options = options_for(node_kind::scheduler, "scheduler");
   auto scheduler_node = system.spawn(scheduler_side, caf::actor_cast<caf::actor>(self), false);
   options.serving->set<remote_interface::scheduler_control>(0, scheduler_node);
   options.serving->set<remote_interface::metrics_sink>(0, metrics_sink_actor{caf::actor_cast<metrics_sink_actor>(self)});
@@ -499,7 +499,7 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
   REQUIRE(listener);
   const auto port = port_of(self, *listener);
   // The worker connects; its compute 2 is served to the scheduler and reports through the link.
-  auto worker_options = options_for(node_role::worker, "worker 1");
+  auto worker_options = options_for(node_kind::worker, "worker 1");
   worker_options.log = log.sink();
   auto computes = worker_options.serving;
   auto worker_link = connect_channel(system, "127.0.0.1", port, worker_options);
@@ -508,7 +508,7 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
   computes->set_report_path(reports);
   auto compute = system.spawn(fake_compute, reports, caf::actor_cast<caf::actor>(self));
   computes->set<remote_interface::compute_driver>(2, compute);
-  self->send(*worker_link, send_atom::value, wire_message{join_message{node_role::worker, "", 0, 1}});
+  self->send(*worker_link, send_atom::value, wire_message{join_message{node_kind::worker, "", 0, 1}});
   channel_actor scheduler_link;
   self->receive([&](join_atom, channel_actor link, join_message&) { scheduler_link = link; },
                 caf::after(10s) >> [] {});
@@ -618,7 +618,7 @@ TEST_CASE("a link tells its node it is lost before it fails the requests waiting
   caf::scoped_actor self{system};
   auto heard = std::make_shared<std::vector<std::string>>();
   auto node = system.spawn(recording_member, caf::actor_cast<caf::actor>(self), heard);
-  auto options = options_for(node_role::worker, "worker 0");
+  auto options = options_for(node_kind::worker, "worker 0");
   options.serving->set<remote_interface::member_control>(0, node);
   options.log = log.sink();
   auto link = connect_channel(system, "127.0.0.1", ntohs(address.sin_port), options);
@@ -672,7 +672,7 @@ TEST_CASE("a flood of heartbeats keeps no request alive past its deadline and ne
   });
   // The server sends a heartbeat every millisecond it has sent nothing else.
   log_lines log;
-  auto server_options = options_for(node_role::server, "server 0");
+  auto server_options = options_for(node_kind::server, "server 0");
   server_options.heartbeat_interval = 1ms;
   server_options.serving->set<remote_interface::push_target>(0, stuck);
   server_options.log = log.sink();
@@ -682,7 +682,7 @@ TEST_CASE("a flood of heartbeats keeps no request alive past its deadline and ne
   const auto port = port_of(self, *listener);
   auto told = std::make_shared<std::atomic<int>>(0);
   auto node = system.spawn(counting_member, told);
-  auto options = options_for(node_role::worker, "worker 0");
+  auto options = options_for(node_kind::worker, "worker 0");
   options.serving->set<remote_interface::member_control>(0, node);
   options.log = log.sink();
   auto link = connect_channel(system, "127.0.0.1", port, options);
@@ -709,13 +709,13 @@ TEST_CASE("a scheduler's link refuses a node-level message of a kind the schedul
   caf::actor_system system{config};
   caf::scoped_actor self{system};
   auto scheduler_node = system.spawn(scheduler_side, caf::actor_cast<caf::actor>(self), false);
-  auto options = options_for(node_role::scheduler, "scheduler");
+  auto options = options_for(node_kind::scheduler, "scheduler");
   options.serving->set<remote_interface::scheduler_control>(0, scheduler_node);
   options.log = log.sink();
   auto listener = spawn_listener(system, "127.0.0.1", 0, options);
   REQUIRE(listener);
   const auto port = port_of(self, *listener);
-  auto worker_options = options_for(node_role::worker, "worker 0");
+  auto worker_options = options_for(node_kind::worker, "worker 0");
   worker_options.log = log.sink();
   auto link = connect_channel(system, "127.0.0.1", port, worker_options);
   REQUIRE(link);

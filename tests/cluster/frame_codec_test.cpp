@@ -130,13 +130,13 @@ TEST_CASE("weights, pull, hello, proof, failure, heartbeat and shutdown round-tr
   CHECK(got_pull.shard == 1);
 
   hello_message h;
-  h.role = node_role::server;
+  h.role = node_kind::server;
   h.name = "server 1";
   for (std::size_t i = 0; i < h.challenge.size(); ++i)
     h.challenge[i] = static_cast<std::uint8_t>(i * 7);
   h.plan_hash = 0x1234567890abcdefULL;
   const auto got_h = decoded_as<hello_message>(frame_of(h));
-  CHECK(got_h.role == node_role::server);
+  CHECK(got_h.role == node_kind::server);
   CHECK(got_h.name == "server 1");
   CHECK(got_h.challenge == h.challenge);
   CHECK(got_h.plan_hash == h.plan_hash);
@@ -259,6 +259,9 @@ TEST_CASE("the encoder refuses what no decoder would accept", "[cluster][frame]"
   auto mismatched = test_push();
   mismatched.push.gradients.pop_back();
   CHECK_THROWS_AS(append_frame(mismatched, out), std::invalid_argument);
+  hello_message one_process;  // the plan's vocabulary has a role no wire carries
+  one_process.role = node_kind::process;
+  CHECK_THROWS_WITH(append_frame(one_process, out), Catch::Contains("one-process node has no role"));
   CHECK(out.empty());  // nothing half-written
 }
 
@@ -297,17 +300,17 @@ TEST_CASE("random bytes and flipped bytes never crash the decoder", "[cluster][f
 }
 
 TEST_CASE("the scheduler's messages round-trip", "[cluster][frame]") {
-  const auto join = decoded_as<join_message>(frame_of(join_message{node_role::server, "10.0.0.2", 9091, 4242}));
-  CHECK(join.role == node_role::server);
+  const auto join = decoded_as<join_message>(frame_of(join_message{node_kind::server, "10.0.0.2", 9091, 4242}));
+  CHECK(join.role == node_kind::server);
   CHECK(join.host == "10.0.0.2");
   CHECK(join.port == 9091);
   CHECK(join.pid == 4242);
   CHECK(join.rank == -1);  // none asked for
-  const auto ranked = decoded_as<join_message>(frame_of(join_message{node_role::worker, "h", 0, 1, 3, 77}));
+  const auto ranked = decoded_as<join_message>(frame_of(join_message{node_kind::worker, "h", 0, 1, 3, 77}));
   CHECK(ranked.rank == 3);
   CHECK(ranked.job_hash == 77);
   CHECK(ranked.job.empty());
-  join_message with_job{node_role::worker, "h", 0, 1, -1, 77};
+  join_message with_job{node_kind::worker, "h", 0, 1, -1, 77};
   with_job.job = {'j', '\0', 'b'};
   with_job.seen_from = "10.0.0.9:4000";  // the receiver's, never sent
   const auto carried = decoded_as<join_message>(frame_of(with_job));
@@ -451,7 +454,7 @@ TEST_CASE("the scheduler's messages are checked", "[cluster][frame]") {
   assignment_message huge;
   huge.job.resize(assignment_message::max_job_bytes + 1);
   CHECK_THROWS_AS(append_frame(huge, out), std::invalid_argument);
-  CHECK_THROWS_AS(append_frame(join_message{node_role::worker, std::string(300, 'h'), 0, 0}, out),
+  CHECK_THROWS_AS(append_frame(join_message{node_kind::worker, std::string(300, 'h'), 0, 0}, out),
                   std::invalid_argument);
   CHECK(out.empty());
 }

@@ -7,8 +7,8 @@ using namespace troupe;
 
 TEST_CASE("launcher ranks are the scheduler, then the servers, then the workers", "[cluster][rank]") {
   const int servers = 2, workers = 3;
-  const node_role roles[] = {node_role::scheduler, node_role::server, node_role::server,
-                             node_role::worker,    node_role::worker, node_role::worker};
+  const node_kind roles[] = {node_kind::scheduler, node_kind::server, node_kind::server,
+                             node_kind::worker,    node_kind::worker, node_kind::worker};
   const int ranks[] = {0, 0, 1, 0, 1, 2};
   for (int r = 0; r < 1 + servers + workers; ++r) {
     const auto place = place_of_launcher_rank(r, servers, workers);

@@ -114,7 +114,7 @@ training_job cluster_job(int servers, int workers) {
 
 const data_facts facts{{1, 28, 28}, 10, 64, 64};
 
-cluster_node_options node_options(node_role role, std::shared_ptr<std::vector<std::string>> lines) {
+cluster_node_options node_options(node_kind role, std::shared_ptr<std::vector<std::string>> lines) {
   cluster_node_options o{cluster_secret(std::string(32, 's'))};
   o.role = role;
   o.log = [lines](const std::string& line) { lines->push_back(line); };
@@ -168,7 +168,7 @@ struct scheduler_fixture : node_fixture {
   fake_session_actor session_actor;
   std::shared_ptr<metrics_probe> metrics = std::make_shared<metrics_probe>();
   std::shared_ptr<outcome> result = std::make_shared<outcome>();
-  cluster_node_options options = node_options(node_role::scheduler, lines);
+  cluster_node_options options = node_options(node_kind::scheduler, lines);
 
   void start(int servers = 1, int workers = 2, bool continue_on_loss = false) {
     job = cluster_job(servers, workers);
@@ -193,7 +193,7 @@ struct scheduler_fixture : node_fixture {
     settle();
   }
 
-  void join(const channel_actor& l, node_role role, int rank = -1, std::uint32_t pid = 1) {
+  void join(const channel_actor& l, node_kind role, int rank = -1, std::uint32_t pid = 1) {
     caf::anon_send(node, join_atom::value, l, join_message{role, "10.0.0.1", 0, pid, rank, 0});
     settle();
   }
@@ -225,9 +225,9 @@ struct scheduler_fixture : node_fixture {
     m.server = link(m.server_sent);
     m.w0 = link(m.w0_sent);
     m.w1 = link(m.w1_sent);
-    join(m.server, node_role::server, -1, 100);
-    join(m.w0, node_role::worker, -1, 200);
-    join(m.w1, node_role::worker, -1, 201);
+    join(m.server, node_kind::server, -1, 100);
+    join(m.w0, node_kind::worker, -1, 200);
+    join(m.w1, node_kind::worker, -1, 201);
     ready(m.server, last_of<assignment_message>(m.server_sent)->node, 4000);
     ready(m.w0, last_of<assignment_message>(m.w0_sent)->node);
     ready(m.w1, last_of<assignment_message>(m.w1_sent)->node);
@@ -256,7 +256,7 @@ CAF_TEST(joins_in_every_order) {
       const int who = order[k];
       for (auto& s : sent)
         CAF_CHECK_EQUAL(count_of<assignment_message>(s), 0);
-      out->join(links[who], who == 0 ? node_role::server : node_role::worker, -1, 10 + who);
+      out->join(links[who], who == 0 ? node_kind::server : node_kind::worker, -1, 10 + who);
       if (who != 0)
         worker_order.push_back(who);
     }
@@ -290,9 +290,9 @@ CAF_TEST(given_ranks_are_kept_in_any_order) {
   start();
   sent_list s, a, b;
   auto server = link(s), w1 = link(a), w0 = link(b);
-  join(w1, node_role::worker, 1);
-  join(server, node_role::server, 0);
-  join(w0, node_role::worker, 0);
+  join(w1, node_kind::worker, 1);
+  join(server, node_kind::server, 0);
+  join(w0, node_kind::worker, 0);
   ready(server, last_of<assignment_message>(s)->node, 4000);
   CAF_CHECK_EQUAL(last_of<assignment_message>(a)->rank, 1u);
   CAF_CHECK_EQUAL(last_of<assignment_message>(b)->rank, 0u);
@@ -303,9 +303,9 @@ CAF_TEST(duplicate_rank_is_refused) {
   start();
   sent_list s, a, b, c;
   auto server = link(s), first = link(a), second = link(b), third = link(c);
-  join(server, node_role::server);
-  join(first, node_role::worker, 1, 300);
-  join(second, node_role::worker, 1, 301);
+  join(server, node_kind::server);
+  join(first, node_kind::worker, 1, 300);
+  join(second, node_kind::worker, 1, 301);
   const auto* refusal = last_of<shutdown_message>(b);
   CAF_REQUIRE(refusal != nullptr);
   CAF_CHECK(!refusal->finished);
@@ -315,10 +315,10 @@ CAF_TEST(duplicate_rank_is_refused) {
   // A refused node is no member: its link ending loses nothing.
   lost(second, "closed");
   CAF_CHECK(!result->answered);
-  join(third, node_role::worker, 0, 302);
+  join(third, node_kind::worker, 0, 302);
   CAF_CHECK_EQUAL(count_of<assignment_message>(s), 1);
   // The same link joining twice is refused too.
-  join(first, node_role::worker, -1, 300);
+  join(first, node_kind::worker, -1, 300);
   CAF_CHECK(last_of<shutdown_message>(a) != nullptr);
 }
 
@@ -328,8 +328,8 @@ CAF_TEST(peer_lost_during_join) {
   start();
   sent_list s, a;
   auto server = link(s), w0 = link(a);
-  join(server, node_role::server, -1, 100);
-  join(w0, node_role::worker, -1, 200);
+  join(server, node_kind::server, -1, 100);
+  join(w0, node_kind::worker, -1, 200);
   lost(w0, "the connection closed");
   const auto* told = last_of<shutdown_message>(s);
   CAF_REQUIRE(told != nullptr);
@@ -459,7 +459,7 @@ CAF_TEST(flood_of_messages_out_of_turn) {
   start();
   sent_list s;
   auto server = link(s);
-  join(server, node_role::server, -1, 100);
+  join(server, node_kind::server, -1, 100);
   for (int i = 0; i < 1000; ++i)
     caf::anon_send(node, traffic_atom::value, server, traffic_message{i, {}});
   settle();
@@ -478,8 +478,8 @@ CAF_TEST(ready_out_of_turn_fails_the_run) {
   start();
   sent_list s, a;
   auto server = link(s), w0 = link(a);
-  join(server, node_role::server, -1, 100);
-  join(w0, node_role::worker, -1, 200);
+  join(server, node_kind::server, -1, 100);
+  join(w0, node_kind::worker, -1, 200);
   ready(w0, 1);
   lost(server, "");
   lost(w0, "");
@@ -495,9 +495,9 @@ CAF_TEST(unknown_message_kind_is_ignored) {
   CAF_CHECK(logged("scheduler: ignored a message outside the node-control protocol"));
   sent_list s, a, b;
   auto server = link(s), w0 = link(a), w1 = link(b);
-  join(server, node_role::server);
-  join(w0, node_role::worker);
-  join(w1, node_role::worker);
+  join(server, node_kind::server);
+  join(w0, node_kind::worker);
+  join(w1, node_kind::worker);
   CAF_CHECK_EQUAL(count_of<assignment_message>(s), 1);
 }
 
@@ -527,7 +527,7 @@ struct member_fixture : node_fixture {
   member_node_actor node;
   std::shared_ptr<outcome> result = std::make_shared<outcome>();
   std::shared_ptr<traffic_registry> traffic = std::make_shared<traffic_registry>();
-  cluster_node_options options = node_options(node_role::worker, lines);
+  cluster_node_options options = node_options(node_kind::worker, lines);
   channel_actor scheduler;
   sent_list to_scheduler;
 
@@ -552,7 +552,7 @@ CAF_TEST_FIXTURE_SCOPE(member_node_tests, member_fixture)
 CAF_TEST(member_joins_on_its_scheduler_link) {
   const auto* join = last_of<join_message>(to_scheduler);
   CAF_REQUIRE(join != nullptr);
-  CAF_CHECK(join->role == node_role::worker);
+  CAF_CHECK(join->role == node_kind::worker);
   CAF_CHECK_EQUAL(join->rank, -1);
 }
 
@@ -648,7 +648,7 @@ namespace {
 struct connecting_fixture : node_fixture {
   member_node_actor node;
   std::shared_ptr<outcome> result = std::make_shared<outcome>();
-  cluster_node_options options = node_options(node_role::worker, lines);
+  cluster_node_options options = node_options(node_kind::worker, lines);
   int closed_port_fd = -1;
 
   connecting_fixture() {
@@ -703,7 +703,7 @@ struct server_member_fixture : node_fixture {
   member_node_actor node;
   std::shared_ptr<serving_registry> shards = std::make_shared<serving_registry>();
   std::shared_ptr<outcome> result = std::make_shared<outcome>();
-  cluster_node_options options = node_options(node_role::server, lines);
+  cluster_node_options options = node_options(node_kind::server, lines);
   channel_actor scheduler;
   sent_list to_scheduler;
   std::uint32_t server_node = 0;

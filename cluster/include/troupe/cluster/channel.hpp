@@ -65,7 +65,7 @@ struct channel_options {
   /// A link needs the secret: there is no unauthenticated mode.
   explicit channel_options(cluster_secret cluster) : secret(std::move(cluster)) {}
 
-  node_role role = node_role::worker;  ///< this node's role
+  node_kind role = node_kind::worker;  ///< this node's role
   std::string name;                    ///< this node's name in the peer's logs ("worker 0")
   std::uint64_t plan_hash = 0;         ///< 0: not known yet (the peer's hash is not checked)
   cluster_secret secret;

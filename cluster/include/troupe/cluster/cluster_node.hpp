@@ -44,7 +44,7 @@ namespace troupe {
 struct cluster_node_options {
   explicit cluster_node_options(cluster_secret cluster) : secret(std::move(cluster)) {}
 
-  node_role role = node_role::worker;
+  node_kind role = node_kind::worker;
   /// Where the scheduler listens (the scheduler: where to listen; port 0 = any free port).
   std::string scheduler_host = "127.0.0.1";
   std::uint16_t scheduler_port = 0;

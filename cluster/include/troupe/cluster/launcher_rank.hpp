@@ -11,7 +11,7 @@
 namespace troupe {
 
 struct launcher_place {
-  node_role role = node_role::scheduler;
+  node_kind role = node_kind::scheduler;
   int rank = 0;  ///< within its role: server 0 is launcher rank 1
 };
 

@@ -26,9 +26,8 @@ namespace troupe {
 /// The protocol version this build speaks (wire.capnp's protocolVersion).
 std::uint32_t wire_protocol_version();
 
-enum class node_role : std::uint8_t { scheduler, server, worker };
-/// "scheduler", "server", "worker".
-const char* to_string(node_role role);
+// A node's role is graph's node_kind (placement.hpp): the plan's vocabulary, one for every
+// layer. Only scheduler, server and worker cross the wire; a one-process node never connects.
 
 constexpr std::size_t nonce_bytes = 32;
 constexpr std::size_t mac_bytes = 32;
@@ -37,7 +36,7 @@ using mac = std::array<std::uint8_t, mac_bytes>;
 
 /// First frame each way on a connection.
 struct hello_message {
-  node_role role = node_role::worker;
+  node_kind role = node_kind::worker;
   std::string name;  ///< at most max_name_bytes
   nonce challenge{};
   std::uint64_t plan_hash = 0;
@@ -97,7 +96,7 @@ struct shutdown_message {
 
 /// A node asks the scheduler for its place (after admission).
 struct join_message {
-  node_role role = node_role::worker;
+  node_kind role = node_kind::worker;
   std::string host;  ///< where it listens (servers), at most max_host_bytes
   std::uint16_t port = 0;
   std::uint32_t pid = 0;

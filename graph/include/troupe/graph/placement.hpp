@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,8 @@ bool is_push(route_carries carries);
 enum class node_kind { process, scheduler, server, worker };
 /// "process", "scheduler", "server", "worker".
 const char* to_string(node_kind kind);
+/// The kind `to_string` spells `text`, or none.
+std::optional<node_kind> node_kind_named(const std::string& text);
 
 struct planned_node {
   node_kind kind = node_kind::process;

@@ -259,10 +259,12 @@ training_session_actor spawn_training_session(caf::actor_system& system, trainin
 
 training_result run_training(caf::actor_system& system, const training_job& job,
                              const session_output& output,
-                             const std::vector<compute_device>& devices) {
+                             const std::vector<compute_device>& devices,
+                             const request_timeouts& timeouts) {
   session_sinks sinks;
   sinks.output = output;
   sinks.devices = devices;
+  sinks.timeouts = timeouts;
   auto session = spawn_training_session(system, job, sinks);
   caf::scoped_actor self{system};
   training_result result;

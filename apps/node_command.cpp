@@ -36,7 +36,7 @@ struct node_command_line {
   node_flags place;
   std::string listen = "127.0.0.1", advertise, secret_file, port_file;
   std::int64_t port = 0, rank = -1, host_share = -1;
-  double join_timeout = 120, heartbeat = 1, peer_timeout = 5, request_timeout = 30;
+  double join_timeout = 120, heartbeat = 1, peer_timeout = 5, request_timeout = 600;
 };
 
 void declare_node_flags(flag_set& f, node_command_line& n) {
@@ -51,7 +51,7 @@ void declare_node_flags(flag_set& f, node_command_line& n) {
   f.add("join-timeout", n.join_timeout, "seconds the scheduler waits for every node, and a node retries reaching it");
   f.add("heartbeat", n.heartbeat, "seconds between heartbeats on every link");
   f.add("peer-timeout", n.peer_timeout, "seconds of silence after which a peer counts as lost");
-  f.add("request-timeout", n.request_timeout, "seconds a push or pull may wait for its answer");
+  f.add("request-timeout", n.request_timeout, "seconds a push, pull or batch request may wait for its answer (as in troupe train)");
   f.add("host-share", n.host_share, "without a thread count (--threads, train.threads, OMP_NUM_THREADS): this node's "
         "compute threads are the hardware threads / N, at least 1; 0: one (troupe launch sets it; -1: all)");
 }
@@ -203,6 +203,7 @@ int node_command(const std::vector<std::string>& args) {
   options.heartbeat_interval = seconds_flag("heartbeat", n.heartbeat);
   options.connection_timeout = seconds_flag("peer-timeout", n.peer_timeout);
   options.request_timeout = seconds_flag("request-timeout", n.request_timeout);
+  options.timeouts.step = options.request_timeout;  // the one limit of a step's requests
   if (options.connection_timeout <= options.heartbeat_interval * 2)
     throw usage_error("--peer-timeout must exceed twice --heartbeat (a peer is lost after missing heartbeats)");
   if (cli.given.count("config"))

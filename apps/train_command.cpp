@@ -52,7 +52,9 @@ int train_command(const std::vector<std::string>& args) {
   interrupt_watch interrupts(cli.output.position);  // before the actor system's threads start
   local_node_config config;
   caf::actor_system system{config};
-  auto result = run_training(system, cli.job, cli.output, cli.devices);
+  request_timeouts timeouts;  // the config's request_timeout, checked against its range there
+  timeouts.step = std::chrono::milliseconds(static_cast<std::int64_t>(cli.network.request_timeout * 1000));
+  auto result = run_training(system, cli.job, cli.output, cli.devices, timeouts);
   std::cout << weights_digest_line(result) << std::endl;
   return result.phases.empty() ? 1 : 0;
 }

@@ -29,7 +29,10 @@ namespace troupe {
 struct cluster_network {
   std::string scheduler;  ///< "HOST:PORT"; empty: not said
   std::string listen = "127.0.0.1";
-  double join_timeout = 120, heartbeat = 1, peer_timeout = 5, request_timeout = 30;  ///< seconds
+  double join_timeout = 120, heartbeat = 1, peer_timeout = 5;  ///< seconds
+  /// Seconds a request within a step (a push, a pull, a batch) may wait: the run's
+  /// request_timeouts::step, in one process and across processes alike.
+  double request_timeout = 600;
 };
 
 struct train_command_line {

@@ -138,6 +138,7 @@ training_session_actor spawn_training_session(caf::actor_system& system, trainin
 /// `devices` as session_sinks::devices.
 training_result run_training(caf::actor_system& system, const training_job& job,
                              const session_output& output = {},
-                             const std::vector<compute_device>& devices = {});
+                             const std::vector<compute_device>& devices = {},
+                             const request_timeouts& timeouts = {});
 
 } // namespace troupe

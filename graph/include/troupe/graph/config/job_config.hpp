@@ -54,7 +54,7 @@ struct cluster_config {
   located<double> join_timeout{120};  ///< seconds
   located<double> heartbeat{1};
   located<double> peer_timeout{5};
-  located<double> request_timeout{30};
+  located<double> request_timeout{600};
 };
 
 struct data_config {

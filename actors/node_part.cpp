@@ -215,8 +215,8 @@ struct part_builder {
       throw std::invalid_argument("checkpoints are not supported in runs across processes yet");
     checkpoint_wiring w;
     w.prefix = options.checkpoint_prefix;
-    for (const auto& route : part.shards)
-      w.shards.push_back({caf::actor_cast<param_shard_actor>(route.shard), route.keys});
+    for (auto s : plan.actors_of(plan_role::shard))
+      w.shards.push_back({part.own_shards.at(s), plan.keys.shards.at(static_cast<std::size_t>(plan.actors[s].shard))});
     w.replicas.resize(static_cast<std::size_t>(plan.workers));
     for (const auto& [index, compute] : computes)
       w.replicas.at(static_cast<std::size_t>(plan.actors[index].worker)) = compute;
@@ -291,7 +291,7 @@ void spawn_node_part(caf::actor_system& system, const training_job& job, const p
   } else if (part.metrics) {
     b.wired.actor(caf::actor_cast<caf::actor>(part.metrics), plan.actors[metrics_at]);
   }
-  part.targets = spawn_push_side_of_node(
+  auto side = spawn_push_side_of_node(
     system, plan, options.node, options.remote.push_target, initial, job.optimizer,
     [&](const caf::actor& a, const planned_actor& entry, const caf::actor& downstream) {
       b.record(a, entry);
@@ -301,6 +301,8 @@ void spawn_node_part(caf::actor_system& system, const training_job& job, const p
       }
     },
     job.epochs * plan.steps_per_epoch);
+  part.targets = std::move(side.targets);
+  part.own_shards = std::move(side.shards);
   // Stand-ins for targets elsewhere end with the part too.
   for (std::size_t i = 0; i < plan.actors.size(); ++i)
     if (part.targets[i] && !b.here(i))

@@ -36,10 +36,10 @@ push_targets spawn_push_side(caf::actor_system& system, const placement_plan& pl
                              const std::vector<tensor>& initial,
                              const optimizer_options& optimizer, const spawn_observer& spawned,
                              std::int64_t step_limit) {
-  return spawn_push_side_of_node(system, plan, -1, {}, initial, optimizer, spawned, step_limit);
+  return spawn_push_side_of_node(system, plan, -1, {}, initial, optimizer, spawned, step_limit).targets;
 }
 
-push_targets spawn_push_side_of_node(caf::actor_system& system, const placement_plan& plan,
+push_side spawn_push_side_of_node(caf::actor_system& system, const placement_plan& plan,
                                      int node, const remote_push_target& remote,
                                      const std::vector<tensor>& initial,
                                      const optimizer_options& optimizer,
@@ -58,7 +58,8 @@ push_targets spawn_push_side_of_node(caf::actor_system& system, const placement_
       throw std::invalid_argument("wiring: start value of " + plan.parameters[slot].name
                                   + " has shape " + shape_string(initial[slot].shape())
                                   + ", the plan says " + shape_string(plan.parameters[slot].shape));
-  push_targets targets(plan.actors.size());
+  push_side side{push_targets(plan.actors.size()), std::vector<param_shard_actor>(plan.actors.size())};
+  auto& targets = side.targets;
   // Stand-ins first, for every target on another node that an actor here pushes to.
   for (const auto& r : plan.routes) {
     if (is_push(r.carries) && here(r.from) && !here(r.to) && !targets[r.to]) {
@@ -74,7 +75,8 @@ push_targets spawn_push_side_of_node(caf::actor_system& system, const placement_
     if (!here(i)) {
       continue;
     } else if (a.role == plan_role::shard) {
-      targets[i] = spawn_planned_shard(system, plan, a, initial, optimizer, step_limit);
+      side.shards[i] = spawn_planned_shard(system, plan, a, initial, optimizer, step_limit);
+      targets[i] = side.shards[i];
     } else if (a.role == plan_role::aggregator || a.role == plan_role::machine_aggregator) {
       const auto& down = plan.push_route(i, a.shard);
       if (!targets[down.to])
@@ -90,7 +92,7 @@ push_targets spawn_push_side_of_node(caf::actor_system& system, const placement_
     if (spawned)
       spawned(caf::actor_cast<caf::actor>(targets[i]), a, downstream);
   }
-  return targets;
+  return side;
 }
 
 std::vector<std::pair<std::uint32_t, std::size_t>> entry_points(const placement_plan& plan, int node) {

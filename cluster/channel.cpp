@@ -432,7 +432,7 @@ caf::behavior listener(caf::stateful_actor<listener_state>* self, std::shared_pt
   auto& system = self->system();
   socket->start([&system, links, options = std::move(options),
                  me = caf::actor_cast<caf::actor>(self)](std::shared_ptr<frame_socket> connection) {
-    auto link = caf::actor_cast<caf::actor>(system.spawn(channel, std::move(connection), options, link_side::accepting));
+    auto link = caf::actor_cast<caf::actor>(spawn_channel(system, std::move(connection), options, link_side::accepting));
     {
       std::lock_guard<std::mutex> lock(links->mutex);
       links->running.push_back(link);
@@ -513,7 +513,12 @@ caf::expected<channel_actor> connect_channel(caf::actor_system& system, const st
   auto socket = frame_socket::connect(host, port, options.connection_timeout);
   if (!socket)
     return std::move(socket.error());
-  return system.spawn(channel, std::move(*socket), std::move(options), link_side::connecting);
+  return spawn_channel(system, std::move(*socket), std::move(options), link_side::connecting);
+}
+
+channel_self_actor spawn_channel(caf::actor_system& system, std::shared_ptr<frame_socket> socket,
+                                 channel_options options, link_side side) {
+  return system.spawn(channel, std::move(socket), std::move(options), side);
 }
 
 caf::expected<caf::actor> spawn_listener(caf::actor_system& system, const std::string& host,

@@ -74,6 +74,13 @@ using channel_self_actor
                           caf::reacts_to<socket_closed_atom, std::string>, caf::reacts_to<tick_atom>>;
 using channel_pointer = channel_self_actor::stateful_pointer<channel_state>;
 
+/// A channel over `socket`, a connection already made on `side` (connect_channel and the
+/// listener use it). The seam of tests/cluster/remote_test.cpp: it gives the channel one end of
+/// a socket pair and sends it, as its socket's reader would, the frames the other end "read"
+/// (frame_in_atom), on CAF's deterministic test coordinator.
+channel_self_actor spawn_channel(caf::actor_system& system, std::shared_ptr<frame_socket> socket,
+                                 channel_options options, link_side side);
+
 /// One line to the channel's log, naming nothing (callers name the peer).
 void channel_log(const channel_state& st, const std::string& text);
 /// Ends the channel because the peer misbehaved (errc::bad_request, logged with `why`).

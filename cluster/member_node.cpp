@@ -297,11 +297,9 @@ void on_worker_link_down(member_actor self, const caf::actor_addr& link, const c
   const auto shards = sources_on(st.plan, st.part_node, lost);
   if (shards.empty())
     return;  // its computes push to none of this node's shards
-  for (const auto& [shard, sources] : shards) {
-    // The plan puts this shard here, so spawn_push_side_of_node spawned it with
-    // spawn_param_shard: the handle it keeps as a push target is a param_shard_actor.
-    self->send(caf::actor_cast<param_shard_actor>(st.part.targets.at(shard)), forget_atom::value, sources);
-  }
+  for (const auto& [shard, sources] : shards)
+    if (const auto& own = st.part.own_shards.at(shard))  // the plan puts it here
+      self->send(own, forget_atom::value, sources);
   std::string computes;
   for (auto c : st.plan.actors_on(lost))
     if (st.plan.actors[c].role == plan_role::compute)

@@ -143,7 +143,11 @@ TEST_CASE("one node's push side: its own actors, stand-ins for the targets elsew
   REQUIRE(server_entries.size() == 1);
   CHECK(server_entries[0].first == 1);
   CHECK(name_of(server_entries[0].second) == "aggregator_1");
-  CHECK(server_side[server_entries[0].second]);
+  CHECK(server_side.targets[server_entries[0].second]);
+  // The shard spawned here is there with its own type too; the aggregator and the actors of
+  // other nodes are not.
+  for (std::size_t i = 0; i < plan.actors.size(); ++i)
+    CHECK(static_cast<bool>(server_side.shards[i]) == (name_of(i) == "shard_1"));
 
   // Worker process 1 (node 4): machine 1's aggregators, each pushing to a stand-in for the
   // global aggregator of its shard on a server.
@@ -173,7 +177,7 @@ TEST_CASE("one node's push side: its own actors, stand-ins for the targets elsew
   CHECK(downstream_of[1].first == "machine_aggregator_1_1");
   CHECK(downstream_of[1].second == stand_ins.all[1]);
   // Computes 2 and 3 (on this node) push to their machine's aggregators.
-  const auto routes = routes_of(plan, worker_side, 3);
+  const auto routes = routes_of(plan, worker_side.targets, 3);
   REQUIRE(routes.size() == 2);
   CHECK(caf::actor_cast<caf::actor>(routes[0].shard) == worker.all[0]);
   CHECK(entry_points(plan, 4).empty());  // nothing pushes into a worker process

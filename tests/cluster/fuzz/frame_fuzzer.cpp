@@ -3,7 +3,8 @@
 // passes is decoded against a fixed two-shard key table, and every tensor of an accepted push
 // or weight set is read to its last element, so AddressSanitizer sees any view that reaches
 // past the payload. Built and run for a bounded time by scripts/fuzz_frames.sh (ctest
-// cluster:fuzz_frames); seeds in corpus/ are frames of every kind.
+// cluster:fuzz_frames); seeds in corpus/ are frames of every kind, written by make_seeds.cpp
+// (cluster:fuzz_seeds_current checks that this build decodes them).
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

@@ -74,6 +74,9 @@ struct node_part {
   /// Every actor the part spawned (not the host's metrics sink), with its plan name.
   std::vector<std::pair<caf::actor, std::string>> spawned;
   push_targets targets;                 ///< by plan actor index: local ones and stand-ins
+  /// By plan actor index: the shards spawned here, with their own type (forget, snapshot);
+  /// null elsewhere.
+  std::vector<param_shard_actor> own_shards;
   std::vector<std::pair<int, compute_actor>> computes;  ///< (worker, compute) spawned here
   coordinator_actor coordinator;        ///< when the plan puts it here
   checkpoint_actor checkpoint;          ///< beside the coordinator, in a run with checkpoints

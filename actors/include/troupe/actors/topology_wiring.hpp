@@ -58,12 +58,21 @@ struct remote_actors {
   remote_compute compute;
 };
 
+/// What spawn_push_side_of_node spawned, by plan actor index: every push target (the node's
+/// own and the stand-ins for others), and the node's own shards once more with their own,
+/// wider type (param_shard_actor: forget, snapshot), which a push target handle must not be
+/// cast back to. Null where there is none.
+struct push_side {
+  push_targets targets;
+  std::vector<param_shard_actor> shards;
+};
+
 /// The push side of one process of a cluster run: the shards and aggregators the plan puts
 /// on node `node`, in plan order, spawned as spawn_push_side does. Each push target on another
 /// node that one of them (or a compute of this node) pushes to is `remote(index)`; the result
 /// holds those stand-ins at their plan index too, so routes_of works unchanged. Targets nobody
 /// here pushes to stay invalid.
-push_targets spawn_push_side_of_node(caf::actor_system& system, const placement_plan& plan,
+push_side spawn_push_side_of_node(caf::actor_system& system, const placement_plan& plan,
                                      int node, const remote_push_target& remote,
                                      const std::vector<tensor>& initial,
                                      const optimizer_options& optimizer,

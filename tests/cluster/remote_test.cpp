@@ -1,0 +1,494 @@
+// The remote path's layer between the node and the wire (cluster/remote/, channel.cpp), message
+// by message on CAF's deterministic test coordinator (caf/test/dsl.hpp).
+//
+// Skeletons run inside a real channel: the channel gets one end of a socket pair
+// (spawn_channel, channel_internals.hpp); the test reads what it writes from the other end and
+// hands it, as its socket's reader would, the frames the peer "sent" (frame_in_atom), so no
+// frame depends on a thread's timing. The channel's tick is sent by the test too (its clock
+// is the coordinator's, never advanced here). Proxies run over a fake channel of the typed
+// channel interface (channel_actor.hpp) that records what they ask and answers as the test
+// says.
+#define CAF_SUITE remote
+
+#include <caf/test/dsl.hpp>
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <troupe/actors/actor_errors.hpp>
+#include <troupe/cluster/admission.hpp>
+#include <troupe/cluster/frame_codec.hpp>
+#include <troupe/cluster/remote_proxies.hpp>
+
+#include "cluster/channel_internals.hpp"
+#include "cluster/remote/interface_codec.hpp"
+
+using namespace troupe;
+using namespace std::chrono_literals;
+
+namespace {
+
+const cluster_secret test_secret(std::string(32, 's'));
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::string text_of(const caf::error& err) {
+  return err.category() == error_category ? error_text(err) : std::string("caf error");
+}
+
+// Four shards of one key each.
+wire_keys four_shards() {
+  wire_keys keys;
+  keys.shards.assign(4, std::vector<shape_t>{shape_t{2}});
+  return keys;
+}
+
+// Reads exactly `n` bytes from `fd`, waiting at most 5 s for each piece (the channel's writer
+// thread writes them): false when they do not come.
+bool read_exactly(int fd, char* at, std::size_t n) {
+  while (n > 0) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 5000) != 1)
+      return false;
+    const auto got = ::read(fd, at, n);
+    if (got <= 0)
+      return false;
+    at += got;
+    n -= static_cast<std::size_t>(got);
+  }
+  return true;
+}
+
+// What the channel wrote next, decoded; a heartbeat when nothing came (no test expects one).
+struct read_result {
+  bool ok = false;
+  wire_message message;
+};
+
+read_result read_frame(int fd, const wire_keys& keys) {
+  char header[frame_header_bytes];
+  if (!read_exactly(fd, header, sizeof header))
+    return {};
+  auto announced = read_frame_header(header, default_max_frame_bytes);
+  if (!announced.error.empty())
+    return {};
+  auto payload = std::make_shared<std::vector<char>>(announced.payload_bytes);
+  if (!read_exactly(fd, payload->data(), payload->size()))
+    return {};
+  auto decoded = decode_payload(payload, keys);
+  if (!decoded.ok()) {
+    CAF_MESSAGE("the channel wrote an undecodable frame: " << decoded.error);
+    return {};
+  }
+  return {true, std::move(decoded.message)};
+}
+
+// `message` as the channel's socket reader hands it over: the payload alone.
+received_payload payload_of(const wire_message& message) {
+  std::vector<char> frame;
+  append_frame(message, frame);
+  return received_payload{std::make_shared<std::vector<char>>(frame.begin() + frame_header_bytes, frame.end())};
+}
+
+// A shard's weights as four_shards() has them (one key of 2 values), after `updates` updates.
+weight_set weights_after(std::int64_t updates) {
+  weight_set ws;
+  ws.updates = updates;
+  ws.keys = {0};
+  ws.weights = {tensor::from_values({2}, {1.0f, 2.0f})};
+  return ws;
+}
+
+// A shard: answers a pull with `updates` as its count.
+push_target_actor::behavior_type fake_shard(push_target_actor::pointer, std::int64_t updates) {
+  auto answer = [=] { return weights_after(updates); };
+  return {
+    [=](push_atom, gradient_push&) -> weight_set { return answer(); },
+    [=](pull_atom, deadline) -> weight_set { return answer(); },
+  };
+}
+
+// A compute: answers a phase with a report of its epoch; records ended epochs.
+compute_actor::behavior_type fake_compute(compute_actor::pointer, std::shared_ptr<std::vector<std::int64_t>> ended) {
+  auto report = [](std::int64_t epoch, bool validation) {
+    phase_report r;
+    r.epoch = epoch;
+    r.validation = validation;
+    r.samples = 64;
+    return r;
+  };
+  return {
+    [=](train_atom, std::int64_t epoch, deadline) { return report(epoch, false); },
+    [=](validate_atom, std::int64_t epoch, deadline) { return report(epoch, true); },
+    [=](end_epoch_atom, std::int64_t epoch) { ended->push_back(epoch); },
+  };
+}
+
+metrics_sink_actor::behavior_type fake_sink(metrics_sink_actor::pointer, std::shared_ptr<std::vector<batch_report>> got) {
+  return {
+    [=](batch_report& r) { got->push_back(r); },
+    [=](phase_report&) {},
+    [=](flush_atom) { return true; },
+  };
+}
+
+// The channel under test, admitted: the test is the peer (a scheduler, accepting side).
+struct channel_fixture : test_coordinator_fixture<> {
+  int peer_fd = -1;
+  channel_self_actor link;
+  wire_keys keys = four_shards();
+  std::shared_ptr<serving_registry> serving = std::make_shared<serving_registry>();
+  std::shared_ptr<std::vector<std::string>> lines = std::make_shared<std::vector<std::string>>();
+  hello_message peer_hello{node_kind::scheduler, "scheduler", fresh_nonce(), 0};
+
+  channel_fixture() {
+    int fds[2];
+    CAF_REQUIRE_EQUAL(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+    peer_fd = fds[1];
+    channel_options options{test_secret};
+    options.role = node_kind::worker;
+    options.name = "worker 0";
+    options.keys = keys;
+    options.serving = serving;
+    options.heartbeat_interval = 1h;  // no heartbeat, no silence: ticks come from the tests
+    options.connection_timeout = 1h;
+    options.log = [lines = lines](const std::string& line) { lines->push_back(line); };
+    link = spawn_channel(sys, std::make_shared<frame_socket>(fds[0]), options, link_side::connecting);
+    consume_messages();
+    auto hello = read_frame(peer_fd, keys);
+    CAF_REQUIRE(hello.ok && std::holds_alternative<hello_message>(hello.message));
+    const auto link_hello = std::get<hello_message>(hello.message);
+    arrive(peer_hello);
+    auto proof = read_frame(peer_fd, keys);
+    CAF_REQUIRE(proof.ok && std::holds_alternative<proof_message>(proof.message));
+    arrive(proof_message{membership_proof(test_secret, link_side::accepting, peer_hello, link_hello)});
+  }
+
+  ~channel_fixture() override {
+    // The peer closes: the channel ends (its socket's reader reports to a closed mailbox).
+    self->send(link, socket_closed_atom::value, std::string("the test is over"));
+    consume_messages();
+    ::close(peer_fd);
+  }
+
+  // The peer sent `message`.
+  void arrive(const wire_message& message) {
+    self->send(link, frame_in_atom::value, payload_of(message));
+    consume_messages();
+  }
+
+  // What the channel wrote next (fails the test when nothing came in 5 s).
+  wire_message written() {
+    auto got = read_frame(peer_fd, keys);
+    CAF_REQUIRE(got.ok);
+    return std::move(got.message);
+  }
+
+  bool logged(const std::string& part) const {
+    return std::any_of(lines->begin(), lines->end(), [&](auto& l) { return contains(l, part); });
+  }
+
+  // Frames of `kind` the channel received so far.
+  std::uint64_t frames_in(std::size_t kind) {
+    std::uint64_t frames = 0;
+    auto asked = self->request(link, caf::infinite, stats_atom::value);
+    consume_messages();
+    asked.receive(
+      [&](link_traffic& t) { frames = t.frames_in[kind]; },
+      [&](caf::error& err) { CAF_FAIL("the channel did not answer its stats: " << text_of(err)); });
+    return frames;
+  }
+};
+
+// A fake channel: records every call and one-way message; answers a call with `answer`, or
+// fails it with `failure` when that is set.
+struct fake_channel_probe {
+  std::vector<wire_message> calls;
+  std::vector<deadline> deadlines;
+  std::vector<wire_message> sent;
+  wire_message answer;
+  caf::error failure;
+};
+
+channel_actor::behavior_type fake_channel(channel_actor::pointer, std::shared_ptr<fake_channel_probe> probe) {
+  return {
+    [=](call_atom, wire_message& request, const deadline& due) -> caf::result<wire_message> {
+      probe->calls.push_back(request);
+      probe->deadlines.push_back(due);
+      if (probe->failure)
+        return probe->failure;
+      return probe->answer;
+    },
+    [=](send_atom, wire_message& message) { probe->sent.push_back(std::move(message)); },
+    [=](stats_atom) { return link_traffic{}; },
+    [=](plan_atom, std::uint64_t, wire_keys&) {},
+  };
+}
+
+struct proxy_fixture : test_coordinator_fixture<> {
+  std::shared_ptr<fake_channel_probe> probe = std::make_shared<fake_channel_probe>();
+  channel_actor channel = sys.spawn(fake_channel, probe);
+
+  ~proxy_fixture() override { caf::anon_send_exit(channel, caf::exit_reason::kill); }
+};
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Skeletons, inside a real channel.
+
+CAF_TEST_FIXTURE_SCOPE(skeleton_tests, channel_fixture)
+
+CAF_TEST(push_target_skeleton_serves_the_registered_shard_and_refuses_an_unknown_one) {
+  serving->set<remote_interface::push_target>(1, sys.spawn(fake_shard, std::int64_t{5}));
+  arrive(pull_message{7, 1, 60000});
+  auto answer = written();
+  CAF_REQUIRE(std::holds_alternative<weights_message>(answer));
+  CAF_CHECK_EQUAL(std::get<weights_message>(answer).request, 7u);
+  CAF_CHECK_EQUAL(std::get<weights_message>(answer).shard, 1u);
+  CAF_CHECK_EQUAL(std::get<weights_message>(answer).weights.updates, 5);
+  // Shard 3 is served by nobody here: the peer's request fails naming it; the channel stays.
+  arrive(pull_message{8, 3, 60000});
+  auto refusal = written();
+  CAF_REQUIRE(std::holds_alternative<failure_message>(refusal));
+  const auto& failure = std::get<failure_message>(refusal);
+  CAF_CHECK_EQUAL(failure.request, 8u);
+  CAF_CHECK(failure.code == errc::bad_request);
+  CAF_CHECK(contains(failure.text, "push target 3"));
+  CAF_CHECK(logged("push target 3, which this node does not serve"));
+  arrive(pull_message{9, 1, 60000});
+  auto again = written();
+  CAF_REQUIRE(std::holds_alternative<weights_message>(again));
+  CAF_CHECK_EQUAL(std::get<weights_message>(again).request, 9u);
+}
+
+CAF_TEST(compute_driver_skeleton_serves_the_registered_compute_and_refuses_an_unknown_one) {
+  auto ended = std::make_shared<std::vector<std::int64_t>>();
+  serving->set<remote_interface::compute_driver>(0, sys.spawn(fake_compute, ended));
+  arrive(control_message{11, 0, control_kind::validate, 4, 60000});
+  auto answer = written();
+  CAF_REQUIRE(std::holds_alternative<report_message>(answer));
+  CAF_CHECK_EQUAL(std::get<report_message>(answer).request, 11u);
+  CAF_CHECK_EQUAL(std::get<report_message>(answer).report.epoch, 4);
+  CAF_CHECK(std::get<report_message>(answer).report.validation);
+  arrive(control_message{0, 0, control_kind::end_epoch, 4, 0});
+  CAF_CHECK_EQUAL(*ended, std::vector<std::int64_t>{4});
+  arrive(control_message{12, 5, control_kind::train, 4, 60000});
+  auto refusal = written();
+  CAF_REQUIRE(std::holds_alternative<failure_message>(refusal));
+  CAF_CHECK_EQUAL(std::get<failure_message>(refusal).request, 12u);
+  CAF_CHECK(contains(std::get<failure_message>(refusal).text, "compute driver 5"));
+}
+
+CAF_TEST(metrics_sink_skeleton_hands_batch_reports_to_the_registered_sink) {
+  auto got = std::make_shared<std::vector<batch_report>>();
+  serving->set<remote_interface::metrics_sink>(0, sys.spawn(fake_sink, got));
+  batch_report r;
+  r.worker = 1;
+  r.epoch = 2;
+  r.index = 3;
+  r.batches = 10;
+  arrive(batch_report_message{r});
+  CAF_REQUIRE_EQUAL(got->size(), 1u);
+  CAF_CHECK_EQUAL(got->front().worker, 1);
+  CAF_CHECK_EQUAL(got->front().index, 3);
+}
+
+CAF_TEST(reply_after_its_deadline_is_dropped) {
+  auto asked = self->request(link, caf::infinite, call_atom::value, wire_message{pull_message{0, 2}},
+                             deadline::after(0ms));
+  consume_messages();
+  auto request = written();
+  CAF_REQUIRE(std::holds_alternative<pull_message>(request));
+  const auto id = std::get<pull_message>(request).request;
+  self->send(link, tick_atom::value);  // the deadline has passed by now
+  consume_messages();
+  bool failed = false;
+  asked.receive([&](wire_message&) { CAF_FAIL("a request past its deadline was answered"); },
+                [&](caf::error& err) {
+                  failed = true;
+                  CAF_CHECK(troupe_code(err) == errc::timeout);
+                  CAF_CHECK(contains(text_of(err), "shard 2"));
+                  CAF_CHECK(contains(text_of(err), "did not answer by its deadline"));
+                });
+  CAF_CHECK(failed);
+  // The answer arrives late: read, counted, and dropped; the channel stays up.
+  arrive(weights_message{id, 2, weights_after(1)});
+  CAF_CHECK_EQUAL(frames_in(kind_of<weights_message>()), 1u);
+  CAF_CHECK(!logged("refused"));
+}
+
+CAF_TEST(a_kind_no_interface_takes_as_a_request_is_refused) {
+  auto asked = self->request(link, caf::infinite, call_atom::value, wire_message{join_message{}}, deadline::after(1min));
+  consume_messages();
+  bool refused = false;
+  asked.receive([&](wire_message&) { CAF_FAIL("a join was taken as a request"); },
+                [&](caf::error& err) {
+                  refused = true;
+                  CAF_CHECK(troupe_code(err) == errc::bad_request);
+                  CAF_CHECK(contains(text_of(err), "no request of any interface"));
+                });
+  CAF_CHECK(refused);
+}
+
+CAF_TEST(an_answer_of_another_interface_is_refused) {
+  auto asked = self->request(link, caf::infinite, call_atom::value, wire_message{pull_message{0, 2}},
+                             deadline::after(1min));
+  consume_messages();
+  auto request = written();
+  CAF_REQUIRE(std::holds_alternative<pull_message>(request));
+  // A pull (push target) answered with a compute's report: the peer is refused.
+  arrive(report_message{std::get<pull_message>(request).request, phase_report{}});
+  auto goodbye = written();
+  CAF_REQUIRE(std::holds_alternative<shutdown_message>(goodbye));
+  CAF_CHECK(contains(std::get<shutdown_message>(goodbye).reason, "(push target) with a report"));
+  bool failed = false;
+  asked.receive([&](wire_message&) { CAF_FAIL("a report was taken as weights"); },
+                [&](caf::error& err) {
+                  failed = true;
+                  CAF_CHECK(troupe_code(err) == errc::bad_request);
+                });
+  CAF_CHECK(failed);
+}
+
+CAF_TEST(node_control_for_a_node_that_takes_none_is_refused) {
+  // This node registered no scheduler inbox: a join is not for it.
+  arrive(join_message{});
+  auto goodbye = written();
+  CAF_REQUIRE(std::holds_alternative<shutdown_message>(goodbye));
+  CAF_CHECK(contains(std::get<shutdown_message>(goodbye).reason, "sent a join, which this node does not take"));
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
+
+// ---------------------------------------------------------------------------------------------
+// Proxies, over a fake channel.
+
+CAF_TEST_FIXTURE_SCOPE(proxy_tests, proxy_fixture)
+
+CAF_TEST(push_target_proxy_forwards_push_and_pull_and_delivers_the_answer) {
+  auto proxy = spawn_push_target_proxy(sys, channel, 2);
+  weight_set ws;
+  ws.updates = 9;
+  probe->answer = weights_message{0, 2, ws};
+  gradient_push push;
+  push.step = 3;
+  push.due = deadline::after(1min);
+  auto pushed = self->request(proxy, caf::infinite, push_atom::value, push);
+  consume_messages();
+  CAF_REQUIRE_EQUAL(probe->calls.size(), 1u);
+  CAF_REQUIRE(std::holds_alternative<push_message>(probe->calls[0]));
+  CAF_CHECK_EQUAL(std::get<push_message>(probe->calls[0]).shard, 2u);
+  CAF_CHECK_EQUAL(std::get<push_message>(probe->calls[0]).push.step, 3);
+  CAF_CHECK(probe->deadlines[0].at == push.due.at);  // the originator's deadline, no new clock
+  pushed.receive([&](weight_set& got) { CAF_CHECK_EQUAL(got.updates, 9); },
+                 [&](caf::error& err) { CAF_FAIL("push failed: " << text_of(err)); });
+  const auto due = deadline::after(2min);
+  auto pulled = self->request(proxy, caf::infinite, pull_atom::value, due);
+  consume_messages();
+  CAF_REQUIRE_EQUAL(probe->calls.size(), 2u);
+  CAF_CHECK(std::holds_alternative<pull_message>(probe->calls[1]));
+  CAF_CHECK(probe->deadlines[1].at == due.at);
+  pulled.receive([&](weight_set& got) { CAF_CHECK_EQUAL(got.updates, 9); },
+                 [&](caf::error& err) { CAF_FAIL("pull failed: " << text_of(err)); });
+  // Another shard's weights are no answer to this one.
+  probe->answer = weights_message{0, 3, ws};
+  auto wrong = self->request(proxy, caf::infinite, pull_atom::value, due);
+  consume_messages();
+  wrong.receive([&](weight_set&) { CAF_FAIL("another shard's weights were taken"); },
+                [&](caf::error& err) { CAF_CHECK(troupe_code(err) == errc::bad_request); });
+  caf::anon_send_exit(proxy, caf::exit_reason::kill);
+}
+
+CAF_TEST(push_target_proxy_delivers_the_channels_failure) {
+  auto proxy = spawn_push_target_proxy(sys, channel, 0);
+  probe->failure = make_error(errc::peer_down, "server 0 shut down");
+  auto pulled = self->request(proxy, caf::infinite, pull_atom::value, deadline::after(1min));
+  consume_messages();
+  bool failed = false;
+  pulled.receive([&](weight_set&) { CAF_FAIL("a failed pull was answered"); },
+                 [&](caf::error& err) {
+                   failed = true;
+                   CAF_CHECK(troupe_code(err) == errc::peer_down);
+                   CAF_CHECK(contains(text_of(err), "server 0 shut down"));
+                 });
+  CAF_CHECK(failed);
+  caf::anon_send_exit(proxy, caf::exit_reason::kill);
+}
+
+CAF_TEST(push_target_proxy_fails_everything_once_its_channel_ends) {
+  auto proxy = spawn_push_target_proxy(sys, channel, 0);
+  consume_messages();
+  caf::anon_send_exit(channel, caf::exit_reason::kill);
+  consume_messages();
+  auto pulled = self->request(proxy, caf::infinite, pull_atom::value, deadline::after(1min));
+  consume_messages();
+  pulled.receive([&](weight_set&) { CAF_FAIL("a pull over an ended channel was answered"); },
+                 [&](caf::error& err) {
+                   CAF_CHECK(troupe_code(err) == errc::peer_down);
+                   CAF_CHECK(contains(text_of(err), "shard 0"));
+                 });
+  caf::anon_send_exit(proxy, caf::exit_reason::kill);
+}
+
+CAF_TEST(compute_proxy_forwards_phases_and_end_epoch) {
+  auto proxy = spawn_compute_proxy(sys, channel, 1);
+  phase_report report;
+  report.epoch = 3;
+  report.samples = 128;
+  probe->answer = report_message{0, report};
+  const auto due = deadline::after(1min);
+  auto trained = self->request(proxy, caf::infinite, train_atom::value, std::int64_t{3}, due);
+  consume_messages();
+  CAF_REQUIRE_EQUAL(probe->calls.size(), 1u);
+  CAF_REQUIRE(std::holds_alternative<control_message>(probe->calls[0]));
+  const auto& asked = std::get<control_message>(probe->calls[0]);
+  CAF_CHECK_EQUAL(asked.worker, 1u);
+  CAF_CHECK(asked.kind == control_kind::train);
+  CAF_CHECK_EQUAL(asked.epoch, 3);
+  CAF_CHECK(probe->deadlines[0].at == due.at);
+  trained.receive([&](phase_report& got) { CAF_CHECK_EQUAL(got.samples, 128); },
+                  [&](caf::error& err) { CAF_FAIL("train failed: " << text_of(err)); });
+  probe->failure = make_error(errc::timeout, "compute 1 did not answer by its deadline");
+  auto validated = self->request(proxy, caf::infinite, validate_atom::value, std::int64_t{3}, due);
+  consume_messages();
+  CAF_REQUIRE_EQUAL(probe->calls.size(), 2u);
+  CAF_CHECK(std::get<control_message>(probe->calls[1]).kind == control_kind::validate);
+  validated.receive([&](phase_report&) { CAF_FAIL("a failed validation was answered"); },
+                    [&](caf::error& err) { CAF_CHECK(troupe_code(err) == errc::timeout); });
+  self->send(proxy, end_epoch_atom::value, std::int64_t{3});
+  consume_messages();
+  CAF_REQUIRE_EQUAL(probe->sent.size(), 1u);
+  CAF_REQUIRE(std::holds_alternative<control_message>(probe->sent[0]));
+  CAF_CHECK(std::get<control_message>(probe->sent[0]).kind == control_kind::end_epoch);
+  CAF_CHECK_EQUAL(std::get<control_message>(probe->sent[0]).worker, 1u);
+  caf::anon_send_exit(proxy, caf::exit_reason::kill);
+}
+
+CAF_TEST(metrics_sink_proxy_sends_batch_reports_and_answers_flush) {
+  auto position = std::make_shared<run_position>();
+  auto proxy = spawn_metrics_sink_proxy(sys, channel, position);
+  batch_report r;
+  r.worker = 2;
+  r.index = 5;
+  r.batches = 10;
+  self->send(proxy, r);
+  consume_messages();
+  CAF_REQUIRE_EQUAL(probe->sent.size(), 1u);
+  CAF_REQUIRE(std::holds_alternative<batch_report_message>(probe->sent[0]));
+  CAF_CHECK_EQUAL(std::get<batch_report_message>(probe->sent[0]).report.index, 5);
+  CAF_CHECK_EQUAL(position->batch, 5);
+  auto flushed = self->request(proxy, caf::infinite, flush_atom::value);
+  consume_messages();
+  flushed.receive([&](bool ok) { CAF_CHECK(ok); },
+                  [&](caf::error& err) { CAF_FAIL("flush failed: " << text_of(err)); });
+  CAF_CHECK(probe->calls.empty());
+  caf::anon_send_exit(proxy, caf::exit_reason::kill);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()

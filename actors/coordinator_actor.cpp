@@ -177,6 +177,28 @@ bool enough_finished(const coordinator_state& st, const std::vector<bool>& finis
   return full >= (o.finish_groups_needed == 0 ? groups.size() : o.finish_groups_needed);
 }
 
+// After epoch `epoch`'s training: asks the gate between epochs, if there is one, and goes on
+// (`next`) once it has said yes. Its failure or refusal ends the run, naming the gate.
+template <class Next>
+void through_gate(coordinator_pointer self, std::int64_t epoch, Next next) {
+  const auto& gate = self->state.options.between_epochs;
+  if (!gate)
+    return next();
+  const auto due = deadline::after(self->state.options.timeouts.step);
+  const auto failed = [=](errc code, const std::string& why) {
+    fail(self, make_error(code, "coordinator: the gate between epochs failed after epoch " + std::to_string(epoch)
+                                  + ": " + why));
+  };
+  self->request(gate, due.left_with_grace(), epoch_done_atom::value, epoch, due)
+    .then(
+      [=](bool go_on) {
+        if (go_on)
+          return next();
+        failed(errc::bad_request, "it said no");
+      },
+      [=](caf::error& err) { failed(troupe_code(err), error_text(err)); });
+}
+
 void run_epoch(coordinator_pointer self, std::int64_t epoch) {
   auto& st = self->state;
   if (epoch >= st.options.first_epoch + st.options.epochs)
@@ -200,17 +222,13 @@ void run_epoch(coordinator_pointer self, std::int64_t epoch) {
       }
       if (*outstanding > 0)
         return;
-      record(self, merged_in_order(*parts, epoch, false));
-      auto next = [=] {
+      through_gate(self, epoch, [=, report = merged_in_order(*parts, epoch, false)] {
+        record(self, report);
         if (validates_after(self->state.options, epoch))
           validate_epoch(self, epoch);
         else
           after_epoch(self, epoch);
-      };
-      if (!self->state.options.settle_epochs || !self->state.metrics)
-        return next();
-      self->request(self->state.metrics, self->state.options.timeouts.step, flush_atom::value)
-        .then([=](bool) { next(); }, [=](caf::error& err) { fail(self, err); });
+      });
     };
     ask_phase(self, i, train_atom::value, epoch, done);
   }

@@ -197,7 +197,7 @@ struct part_builder {
     }
     co.timeouts = options.timeouts;
     co.validators = validators_of(plan);
-    co.settle_epochs = options.settle_epochs;
+    co.between_epochs = options.between_epochs;
     co.drop_lost_computes = job.nodes.continue_on_worker_loss;
     if (!options.checkpoint_prefix.empty() || options.resume)
       spawn_checkpoint_at(co);

@@ -108,7 +108,7 @@ void spawn_job(caf::actor_system& system, const training_job& job, const session
   set_up_checkpoints(job, plan, *reference, sinks, options);
   options.node = sinks.node.node;
   options.remote = sinks.node.remote;
-  options.settle_epochs = sinks.node.settle_epochs;
+  options.between_epochs = sinks.between_epochs;
   options.metrics = sinks.metrics;
   options.metrics_output = metrics_options_of(job, sinks.output);
   options.tap = sinks.tap;

@@ -83,7 +83,7 @@ void end_run(scheduler_actor self, caf::expected<training_result> outcome) {
   auto& st = self->state;
   if (st.at == scheduler_phase::ending)
     return;
-  release_traffic(self);  // whatever is held still reaches the metrics
+  end_gathering(self);  // the epoch's traffic so far still reaches the metrics
   st.at = scheduler_phase::ending;
   if (!outcome) {
     // Most reasons already name the scheduler ("scheduler: lost worker 1 ..."): said once.
@@ -188,10 +188,10 @@ void start_training(scheduler_actor self) {
   const auto plan = st.plan;
   session_sinks sinks;
   sinks.output = st.output;
-  sinks.metrics = metrics_sink_actor{self};
+  sinks.metrics = st.metrics;
+  sinks.between_epochs = epoch_gate_actor{self};  // each epoch's traffic is read while no step runs
   sinks.timeouts = st.options->timeouts;
   sinks.node.node = 0;
-  sinks.node.settle_epochs = true;  // each epoch's traffic is read while no step runs
   sinks.node.train_data = st.train_set;
   sinks.node.validation_data = st.validation_set;
   sinks.node.remote.compute = [=, &system](std::size_t actor) {
@@ -390,8 +390,7 @@ bool goes_on_without(scheduler_actor self, const member_entry& m, const std::str
     return false;
   log_node_line(*st.options, "scheduler: " + m.name() + ": " + what
                                + "; the run goes on without it (on_worker_loss = continue)");
-  if (st.holding && static_cast<int>(st.traffic_answers.size()) >= live_members(st))
-    release_traffic(self);
+  end_gathering_if_complete(self);  // it may have been the last one to answer
   return true;
 }
 
@@ -457,7 +456,7 @@ void start_listening(scheduler_actor self) {
   link.role = node_kind::scheduler;
   link.plan_hash = st.plan.hash;
   link.keys = wire_keys_of(st.plan);
-  link.serving->set<remote_interface::metrics_sink>(0, metrics_sink_actor{self});
+  link.serving->set<remote_interface::metrics_sink>(0, metrics_sink_actor{st.metrics});  // workers' reports
   link.serving->set<remote_interface::scheduler_control>(0, scheduler_inbox{self});
   auto listener = spawn_listener(self->system(), options.scheduler_host, options.scheduler_port, link);
   if (!listener)
@@ -549,30 +548,9 @@ scheduler_node_actor::behavior_type scheduler(scheduler_actor self, scheduler_se
       if (self->state.at == scheduler_phase::failing)
         end_run(self, std::move(self->state.unexplained));
     },
-    // The scheduler is the session's metrics sink (and the member links'): see pass_on.
-    [=](const batch_report& r) { pass_on(self, [=] { self->send(self->state.metrics, r); }); },
-    [=](const phase_report& r) { on_phase_report(self, r); },
-    [=](flush_atom) -> caf::result<bool> {
-      auto promise = self->make_response_promise<bool>();
-      // Right after an epoch's training this is the coordinator's settle (coordinator_options::
-      // settle_epochs): it waits only for the epoch's traffic. The metrics actor is holding the
-      // epoch's line for its validation figures; a flush would write the line without them.
-      // (Validation is off: the line is written already. It is on: the last epoch validates.)
-      if (self->state.after_training_report) {
-        pass_on(self, [=]() mutable { promise.deliver(true); });
-        return promise;
-      }
-      pass_on(self, [=]() mutable {
-        self->request(self->state.metrics, self->state.options->request_timeout, flush_atom::value)
-          .then([=](bool done) mutable { promise.deliver(done); },
-                [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
-      });
-      return promise;
-    },
-    [=](traffic_due_atom, std::int64_t epoch) {
-      if (self->state.holding && self->state.holding_epoch == epoch)
-        release_traffic(self);
-    },
+    // The session's gate between epochs: the epoch's traffic (scheduler_traffic.cpp).
+    [=](epoch_done_atom, std::int64_t epoch, deadline due) { return on_epoch_done(self, epoch, due); },
+    [=](traffic_due_atom, std::int64_t epoch) { on_traffic_due(self, epoch); },
   };
 }
 

@@ -28,10 +28,10 @@ namespace troupe {
 using traffic_due_atom = caf::atom_constant<caf::atom("trafficdue")>;
 using cause_due_atom = caf::atom_constant<caf::atom("causedue")>;
 
-/// The scheduler node: the node-control protocol its links speak to it, the metrics sink of
-/// its session (reports pass through it so each epoch's traffic is cut at the epoch's end),
-/// the host's run request, and its own deadlines.
-using scheduler_node_actor = scheduler_inbox::extend_with<metrics_sink_actor>::extend<
+/// The scheduler node: the node-control protocol its links speak to it, the gate between its
+/// session's epochs (where it gathers each epoch's traffic: scheduler_traffic.cpp), the host's
+/// run request, and its own deadlines.
+using scheduler_node_actor = scheduler_inbox::extend_with<epoch_gate_actor>::extend<
   caf::replies_to<run_atom>::with<training_result>, caf::reacts_to<join_deadline_atom>,
   caf::reacts_to<grace_over_atom>, caf::reacts_to<cause_due_atom>, caf::reacts_to<traffic_due_atom, std::int64_t>>;
 
@@ -54,6 +54,13 @@ struct member_entry {
 };
 
 
+/// One epoch's traffic query: the members' answers so far, and the coordinator's question.
+struct traffic_gathering {
+  std::int64_t epoch = 0;
+  std::map<int, std::vector<peer_traffic>> answers;  // by plan node
+  caf::typed_response_promise<bool> promise;
+};
+
 struct scheduler_state {
   std::optional<cluster_node_options> options;
   training_job job;
@@ -65,15 +72,9 @@ struct scheduler_state {
   metrics_actor metrics;
   std::shared_ptr<const dataset> train_set, validation_set;  // opened to plan; the session reuses them
   std::shared_ptr<traffic_registry> traffic = std::make_shared<traffic_registry>();
-  // Reports pass through here on their way to `metrics`. After an epoch's training they are
-  // held (in order) until every member has said what it moved, so that epoch's traffic is in
-  // its metrics line.
-  bool holding = false;
-  std::int64_t holding_epoch = 0;
-  /// The last phase report passed on was an epoch's training (see the flush handler).
-  bool after_training_report = false;
-  std::vector<std::function<void()>> held;
-  std::map<int, std::vector<peer_traffic>> traffic_answers;  // by plan node
+  /// The epoch whose traffic is being gathered (between the coordinator's epoch_done and the
+  /// answer to it), if any: the coordinator asks one epoch at a time.
+  std::optional<traffic_gathering> gathering;
   epoch_traffic traffic_table;
   caf::actor listener;
   training_session_actor session;
@@ -101,16 +102,20 @@ inline int live_members(const scheduler_state& st) {
   return static_cast<int>(std::count_if(st.members.begin(), st.members.end(), [](auto& m) { return !m.gone; }));
 }
 
-// The scheduler is the metrics sink of its session and of the member links: reports pass
-// through it on their way to the metrics actor (scheduler_traffic.cpp).
-/// Runs `forward` now, or after the traffic of the epoch being gathered.
-void pass_on(scheduler_actor self, std::function<void()> forward);
-/// After an epoch's training: holds the reports and asks every member for its traffic.
-void on_phase_report(scheduler_actor self, const phase_report& r);
-/// A member's traffic answer; the last one releases the epoch's figures.
+// The scheduler is its session's gate between epochs (epoch_gate_actor): after each epoch's
+// training it asks every member what it moved (scheduler_traffic.cpp).
+/// The coordinator's epoch_done: asks every member for its traffic; answers once all have
+/// (or at `due`, or the request timeout, whichever comes first).
+caf::result<bool> on_epoch_done(scheduler_actor self, std::int64_t epoch, deadline due);
+/// A member's traffic answer; the last one ends the gathering.
 void on_traffic(scheduler_actor self, const channel_actor& link, const traffic_message& t);
-/// Sends the epoch's traffic to the metrics (with what has come so far), then what was held.
-void release_traffic(scheduler_actor self);
+/// The gathering's deadline for `epoch` passed: ends it with the answers that came.
+void on_traffic_due(scheduler_actor self, std::int64_t epoch);
+/// Ends the gathering if every member still there has answered (one was lost meanwhile).
+void end_gathering_if_complete(scheduler_actor self);
+/// Sends the epoch's traffic to the metrics (with what has come so far, naming in the log who
+/// did not answer) and answers the coordinator. Nothing when no gathering is under way.
+void end_gathering(scheduler_actor self);
 
 /// What the scheduler starts with, planned by the caller.
 struct scheduler_setup {

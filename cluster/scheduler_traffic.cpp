@@ -1,28 +1,78 @@
-// How the scheduler reads each epoch's traffic at the epoch's true end: the coordinator
-// waits for its metrics sink (settle_epochs) after each epoch's training, and the sink is the
-// scheduler, which holds that report (and whatever follows it, in order) until every member
-// has answered a traffic query or the request timeout has passed. Then the epoch's bytes per
-// node, kind and peer go to the metrics actor ahead of the held reports.
+// How the scheduler reads each epoch's traffic at the epoch's true end. It is its session's
+// gate between epochs (coordinator_options::between_epochs): after an epoch's training the
+// coordinator asks it (epoch_done_atom, e, due) and waits, so no step runs while the members
+// answer a traffic query each. Once every member still there has answered, or at the
+// earlier of the coordinator's deadline and the request timeout, the epoch's bytes per node,
+// kind and peer go to the metrics actor (annotate_atom) and the coordinator gets its answer;
+// only then does it record epoch e's training report, so e's metrics line carries e's
+// traffic. Reports never pass through the scheduler: the metrics actor gets them directly.
 #include <algorithm>
 
 #include "scheduler_state.hpp"
 
 namespace troupe {
 
-void pass_on(scheduler_actor self, std::function<void()> forward) {
+namespace {
+
+bool answered(const traffic_gathering& g, const member_entry& m) { return g.answers.count(m.node) > 0; }
+
+} // namespace
+
+caf::result<bool> on_epoch_done(scheduler_actor self, std::int64_t epoch, deadline due) {
   auto& st = self->state;
-  if (st.holding)
-    st.held.push_back(std::move(forward));
-  else
-    forward();
+  end_gathering(self);  // a question the coordinator gave up on: answered with what came
+  if (st.at != scheduler_phase::training || live_members(st) == 0)
+    return true;  // nobody to ask (the run is ending)
+  auto promise = self->make_response_promise<bool>();
+  st.gathering = traffic_gathering{epoch, {}, promise};
+  for (auto& m : st.members)
+    if (!m.gone)
+      caf::anon_send(m.link, send_atom::value, wire_message{traffic_query_message{epoch}});
+  // The members' answers are the scheduler's own requests: they get the request timeout,
+  // within what the coordinator gives the whole question.
+  const auto until = deadline::earlier(due, deadline::after(st.options->request_timeout));
+  self->delayed_send(self, until.left(), traffic_due_atom::value, epoch);
+  return promise;
 }
 
-void release_traffic(scheduler_actor self) {
+void on_traffic(scheduler_actor self, const channel_actor& link, const traffic_message& t) {
   auto& st = self->state;
-  if (!st.holding)
+  auto* m = member_of(st, link.address());
+  if (!m || !st.gathering || t.epoch != st.gathering->epoch)
+    return;  // late (after its deadline): that epoch's figures went without it
+  st.gathering->answers[m->node] = t.peers;
+  end_gathering_if_complete(self);
+}
+
+void on_traffic_due(scheduler_actor self, std::int64_t epoch) {
+  auto& st = self->state;
+  if (st.gathering && st.gathering->epoch == epoch)
+    end_gathering(self);
+}
+
+void end_gathering_if_complete(scheduler_actor self) {
+  auto& st = self->state;
+  if (!st.gathering)
     return;
-  st.holding = false;
-  for (const auto& [node, peers] : st.traffic_answers)
+  const auto& g = *st.gathering;
+  if (std::all_of(st.members.begin(), st.members.end(), [&](const member_entry& m) { return m.gone || answered(g, m); }))
+    end_gathering(self);
+}
+
+void end_gathering(scheduler_actor self) {
+  auto& st = self->state;
+  if (!st.gathering)
+    return;
+  auto g = std::move(*st.gathering);
+  st.gathering.reset();
+  std::string missing;
+  for (const auto& m : st.members)
+    if (!m.gone && !answered(g, m))
+      missing += (missing.empty() ? "" : ", ") + m.name();
+  if (!missing.empty())
+    log_node_line(*st.options, "scheduler: epoch " + std::to_string(g.epoch) + "'s traffic goes without " + missing
+                                 + ": no answer by its deadline");
+  for (const auto& [node, peers] : g.answers)
     st.traffic_table.add(st.plan.nodes.at(static_cast<std::size_t>(node)).name, peers);
   std::vector<peer_traffic> mine;
   for (auto& entry : st.traffic->snapshot()) {
@@ -31,38 +81,11 @@ void release_traffic(scheduler_actor self) {
     mine.push_back(std::move(entry.traffic));
   }
   st.traffic_table.add("scheduler", mine);
-  auto figures = st.traffic_table.take(st.holding_epoch);
-  self->send(st.metrics, annotate_atom::value, st.holding_epoch, std::string("traffic"), figures.json, figures.line);
-  auto held = std::move(st.held);
-  st.held.clear();
-  for (auto& forward : held)
-    forward();
-}
-
-void on_phase_report(scheduler_actor self, const phase_report& r) {
-  auto& st = self->state;
-  st.after_training_report = !r.validation;
-  auto forward = [=] { self->send(self->state.metrics, r); };
-  if (st.holding || r.validation || st.at != scheduler_phase::training || live_members(st) == 0)
-    return pass_on(self, forward);
-  st.holding = true;
-  st.holding_epoch = r.epoch;
-  st.held.push_back(forward);
-  st.traffic_answers.clear();
-  for (auto& m : st.members)
-    if (!m.gone)
-      caf::anon_send(m.link, send_atom::value, wire_message{traffic_query_message{r.epoch}});
-  self->delayed_send(self, st.options->request_timeout, traffic_due_atom::value, r.epoch);
-}
-
-void on_traffic(scheduler_actor self, const channel_actor& link, const traffic_message& t) {
-  auto& st = self->state;
-  auto* m = member_of(st, link.address());
-  if (!m || !st.holding || t.epoch != st.holding_epoch)
-    return;  // late (after its deadline): that epoch's figures went without it
-  st.traffic_answers[m->node] = t.peers;
-  if (static_cast<int>(st.traffic_answers.size()) >= live_members(st))
-    release_traffic(self);
+  auto figures = st.traffic_table.take(g.epoch);
+  // Sent before the answer: the coordinator records the epoch's report only after it, so the
+  // metrics actor has the epoch's traffic when it writes the epoch's line.
+  self->send(st.metrics, annotate_atom::value, g.epoch, std::string("traffic"), figures.json, figures.line);
+  g.promise.deliver(true);
 }
 
 } // namespace troupe

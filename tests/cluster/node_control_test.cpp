@@ -104,6 +104,27 @@ metrics_actor::behavior_type fake_metrics(metrics_actor::pointer, std::shared_pt
   };
 }
 
+// The coordinator's side of the gate between epochs: asks (epoch_done_atom, epoch, due) and
+// records the answer, and how many traffic annotations the metrics actor had by then.
+struct gate_answer {
+  bool answered = false;
+  bool yes = false;
+  std::size_t annotations_before = 0;
+};
+
+caf::behavior ask_gate(caf::event_based_actor* self, epoch_gate_actor gate, std::int64_t epoch, deadline due,
+                       std::shared_ptr<metrics_probe> metrics, std::shared_ptr<gate_answer> out) {
+  self->request(gate, caf::infinite, epoch_done_atom::value, epoch, due)
+    .then(
+      [=](bool yes) {
+        out->answered = true;
+        out->yes = yes;
+        out->annotations_before = metrics->traffic.size();
+      },
+      [=](caf::error&) { out->answered = true; });
+  return {[](const std::string&) {}};
+}
+
 training_job cluster_job(int servers, int workers) {
   auto job = test::synthetic_job("mlp", 64);
   job.topology.workers = workers;
@@ -203,6 +224,18 @@ struct scheduler_fixture : node_fixture {
   }
   void lost(const channel_actor& l, const std::string& why) {
     caf::anon_send(node, link_lost_atom::value, l, why.empty() ? caf::error{} : make_error(errc::peer_down, why));
+    settle();
+  }
+
+  // The coordinator says epoch `epoch` trained (a deadline of `limit`); returns its answer.
+  std::shared_ptr<gate_answer> epoch_done(std::int64_t epoch, caf::timespan limit = std::chrono::hours(1)) {
+    auto out = std::make_shared<gate_answer>();
+    spawned.push_back(sys.spawn(ask_gate, epoch_gate_actor{node}, epoch, deadline::after(limit), metrics, out));
+    settle();
+    return out;
+  }
+  void traffic(const channel_actor& l, std::int64_t epoch) {
+    caf::anon_send(node, traffic_atom::value, l, traffic_message{epoch, {}});
     settle();
   }
 
@@ -395,8 +428,11 @@ CAF_TEST(unexplained_loss_ends_the_run_after_the_connection_timeout) {
 CAF_TEST(peer_lost_during_validation_named_by_a_worker) {
   start();
   auto m = to_training();
-  caf::anon_send(node, phase_report{0, false, 32, 30, 3.5, 0.2, 0.1});  // epoch 0 trained; validating
-  settle();
+  auto gate = epoch_done(0);  // epoch 0 trained; validating once every member answered
+  traffic(m.server, 0);
+  traffic(m.w0, 0);
+  traffic(m.w1, 0);
+  CAF_REQUIRE(gate->answered);
   const auto server_node = static_cast<std::int32_t>(last_of<assignment_message>(m.server_sent)->node);
   caf::anon_send(node, goodbye_atom::value, m.w0,
                  shutdown_message{"lost server_0 at 10:00:00.000 UTC: the connection closed", false, server_node});
@@ -420,37 +456,91 @@ CAF_TEST(lost_worker_with_continue_goes_on) {
   CAF_CHECK_EQUAL(count_of<shutdown_message>(m.w0_sent), 0);
 }
 
+// The scheduler answers the coordinator's epoch_done only once every member has answered
+// its traffic query, and the epoch's traffic reaches the metrics actor before that answer
+// (so it is in the epoch's metrics line).
+CAF_TEST(epoch_done_waits_for_every_member) {
+  start();
+  auto m = to_training();
+  auto gate = epoch_done(0);
+  CAF_CHECK_EQUAL(count_of<traffic_query_message>(m.server_sent), 1);
+  CAF_CHECK_EQUAL(count_of<traffic_query_message>(m.w0_sent), 1);
+  CAF_REQUIRE_EQUAL(count_of<traffic_query_message>(m.w1_sent), 1);
+  CAF_CHECK_EQUAL(last_of<traffic_query_message>(m.w1_sent)->epoch, 0);
+  traffic(m.w1, 0);
+  traffic(m.server, 0);
+  CAF_CHECK(!gate->answered);
+  CAF_CHECK(metrics->traffic.empty());
+  traffic(m.w0, 0);
+  CAF_REQUIRE(gate->answered);
+  CAF_CHECK(gate->yes);
+  CAF_CHECK_EQUAL(gate->annotations_before, 1u);
+  CAF_REQUIRE_EQUAL(metrics->traffic.size(), 1u);
+  CAF_CHECK_EQUAL(metrics->traffic[0].first, 0);
+  CAF_CHECK(contains(metrics->traffic[0].second, "Epoch[0] Traffic:"));
+  CAF_CHECK(!logged("traffic goes without"));
+}
+
+// A member that does not answer: at the coordinator's deadline (here earlier than the
+// request timeout) the scheduler answers anyway, with the traffic that came, and names the
+// silent member in its log.
+CAF_TEST(epoch_done_answers_at_its_deadline_naming_the_silent) {
+  start();
+  auto m = to_training();
+  auto gate = epoch_done(0, std::chrono::seconds(2));
+  traffic(m.server, 0);
+  traffic(m.w0, 0);
+  CAF_CHECK(!gate->answered);
+  advance_time(std::chrono::seconds(2));
+  settle();
+  CAF_REQUIRE(gate->answered);
+  CAF_CHECK(gate->yes);
+  CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
+  CAF_CHECK(logged("scheduler: epoch 0's traffic goes without worker 1 (pid 201 on 10.0.0.1): no answer by its deadline"));
+  CAF_CHECK(!logged("without worker 0"));
+  CAF_CHECK(!logged("without server 0"));
+}
+
 // Traffic answers after their deadline are dropped, also when they arrive while the next
 // epoch's answers are being gathered; each epoch's figures are released once.
 CAF_TEST(reply_after_deadline_is_dropped) {
   start();
   auto m = to_training();
-  caf::anon_send(node, phase_report{0, false, 32, 30, 3.5, 0.2, 0.1});
-  settle();
+  auto gate = epoch_done(0);
   CAF_REQUIRE_EQUAL(count_of<traffic_query_message>(m.w0_sent), 1);
-  CAF_CHECK_EQUAL(metrics->reports, 0);  // held until the traffic is in
-  auto answer = [&](const channel_actor& l, std::int64_t epoch) {
-    caf::anon_send(node, traffic_atom::value, l, traffic_message{epoch, {}});
-    settle();
-  };
-  answer(m.server, 0);
-  answer(m.w0, 0);
+  traffic(m.server, 0);
+  traffic(m.w0, 0);
   CAF_CHECK(metrics->traffic.empty());
   advance_time(options.request_timeout);  // worker 1 never answered in time
   settle();
+  CAF_REQUIRE(gate->answered);
   CAF_REQUIRE_EQUAL(metrics->traffic.size(), 1u);
   CAF_CHECK_EQUAL(metrics->traffic[0].first, 0);
-  CAF_CHECK_EQUAL(metrics->reports, 1);
-  caf::anon_send(node, phase_report{1, false, 32, 30, 3.5, 0.2, 0.1});
-  settle();
-  answer(m.w1, 0);  // epoch 0's, late: not an answer for epoch 1
-  answer(m.server, 1);
-  answer(m.w0, 1);
+  CAF_CHECK_EQUAL(metrics->reports, 0);  // reports never pass through the scheduler
+  auto next = epoch_done(1);
+  traffic(m.w1, 0);  // epoch 0's, late: not an answer for epoch 1
+  traffic(m.server, 1);
+  traffic(m.w0, 1);
+  CAF_CHECK(!next->answered);
   CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
-  answer(m.w1, 1);
+  traffic(m.w1, 1);
+  CAF_CHECK(next->answered);
   CAF_REQUIRE_EQUAL(metrics->traffic.size(), 2u);
   CAF_CHECK_EQUAL(metrics->traffic[1].first, 1);
-  CAF_CHECK_EQUAL(metrics->reports, 2);
+}
+
+// A worker lost while the epoch's traffic is gathered (on_worker_loss = continue): the
+// others' answers complete the epoch.
+CAF_TEST(epoch_done_goes_on_without_a_lost_worker) {
+  start(1, 2, true);
+  auto m = to_training();
+  auto gate = epoch_done(0);
+  traffic(m.server, 0);
+  traffic(m.w0, 0);
+  CAF_CHECK(!gate->answered);
+  lost(m.w1, "no frame for 5000 ms");
+  CAF_CHECK(gate->answered);
+  CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
 }
 
 // A member that floods the scheduler with node messages out of turn (readies, traffic) does

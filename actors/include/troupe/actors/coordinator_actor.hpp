@@ -17,6 +17,10 @@
 // epoch of a resumed run and (save_atom, e + 1) at the end of epoch e (after its validation)
 // when a save is due, and goes on only once the answer is there, so a checkpoint holds the
 // state between two epochs exactly; a failed restore or save ends the run.
+// With a gate between epochs (coordinator_options::between_epochs) it asks
+// (epoch_done_atom, e, due) once every compute has answered epoch e's training, and records
+// e's training report and starts the next phase only once the gate has answered; a gate that
+// fails or refuses ends the run, naming it.
 //
 // The coordinator never touches tensors: epochs and reports are all it sees, which is what lets
 // the same actor drive one process or, later, many nodes.
@@ -29,6 +33,7 @@
 
 #include <troupe/actors/checkpoint_actor.hpp>
 #include <troupe/actors/compute_actor.hpp>
+#include <troupe/actors/deadline.hpp>
 #include <troupe/actors/messages.hpp>
 #include <troupe/actors/metrics_actor.hpp>
 #include <troupe/actors/timeouts.hpp>
@@ -38,6 +43,17 @@ namespace troupe {
 /// Runs a whole job: (run_atom) -> training_result. The training session offers the same.
 using run_actor = caf::typed_actor<caf::replies_to<run_atom>::with<training_result>>;
 using coordinator_actor = run_actor;
+
+using epoch_done_atom = caf::atom_constant<caf::atom("epochdone")>;
+
+/// A gate between epochs: (epoch_done_atom, e, due) -> bool is asked after epoch e's training,
+/// once every compute has answered it (so all of its batch reports are on their way to the
+/// metrics actor) and before e's training report is recorded; the report and the next phase
+/// wait for the answer (true: go on; false or an error ends the run). `due` is the
+/// coordinator's deadline for the answer. Whatever the gate sends the metrics actor about
+/// epoch e (an annotate_atom) thus lands before e's report: a cluster's scheduler adds each
+/// node's traffic so. The coordinator knows nothing of what the gate does.
+using epoch_gate_actor = caf::typed_actor<caf::replies_to<epoch_done_atom, std::int64_t, deadline>::with<bool>>;
 
 struct coordinator_options {
   std::int64_t epochs = 1;
@@ -56,10 +72,9 @@ struct coordinator_options {
   request_timeouts timeouts;
   /// The compute actors (indices) that validate, each on its own part of the validation set.
   std::vector<std::size_t> validators{0};
-  /// After each epoch's training, wait until the metrics sink has answered a flush before
-  /// going on: no step runs meanwhile, so a cluster's scheduler (the sink there) reads every
-  /// node's traffic at the epoch's true end.
-  bool settle_epochs = false;
+  /// Asked after each epoch's training, with the `step` timeout (epoch_gate_actor); the run
+  /// waits for its answer, so no step runs meanwhile. Invalid: none.
+  epoch_gate_actor between_epochs;
   /// A compute whose request fails with errc::peer_down (its node was lost) is dropped: its
   /// part of the epoch counts as empty and it gets no further requests; the run fails only
   /// when none is left. Off: any failure ends the run.

@@ -52,8 +52,8 @@ struct node_part_options {
   /// Where this node's compute actors run: the k-th compute spawned here on devices[k % size]
   /// (its replica moved there before it is spawned). Empty: the CPU.
   std::vector<compute_device> devices;
-  /// The coordinator's settle_epochs (coordinator_actor.hpp).
-  bool settle_epochs = false;
+  /// The coordinator's gate between epochs (coordinator_options::between_epochs). Invalid: none.
+  epoch_gate_actor between_epochs;
   /// Checkpoints: with a prefix or a checkpoint to resume, the part spawns a checkpoint actor
   /// beside the coordinator (one-process runs only: node must be -1).
   std::string checkpoint_prefix;

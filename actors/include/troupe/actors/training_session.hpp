@@ -112,6 +112,9 @@ struct session_sinks {
   compute_spawn_options compute;
   /// Where the compute actors of this process run (node_part_options::devices). Empty: CPU.
   std::vector<compute_device> devices;
+  /// Asked by the coordinator after each epoch's training (coordinator_options::between_epochs:
+  /// a cluster's scheduler gathers the epoch's traffic there). Invalid: none.
+  epoch_gate_actor between_epochs;
   /// Called on the session's thread after a run's actors are spawned; may be empty.
   std::function<void(const wiring_report&)> on_wired;
   /// The scheduler of a cluster run (troupe/cluster/cluster_node.hpp): the session spawns
@@ -121,7 +124,6 @@ struct session_sinks {
   struct cluster_part {
     int node = -1;
     remote_actors remote;
-    bool settle_epochs = false;  ///< the coordinator's (coordinator_actor.hpp)
     /// The job's data, when the host has opened it already (the scheduler plans with it):
     /// the session then does not open it again. Null: the session opens it.
     std::shared_ptr<const dataset> train_data, validation_data;

@@ -472,18 +472,51 @@ train_command_line parse_train_flags(const std::vector<std::string>& args) {
 
 namespace {
 
-// One reading of the flags: the command line and the config it names (held for check_plan,
-// which must wait until the compute count is final).
-struct parsed_flags {
-  train_command_line cli;
-  job_config config;
-  bool shards_given = false;
-};
+cluster_network network_of(const cluster_config& k) {
+  return cluster_network{k.scheduler.value,    k.listen.value,       k.join_timeout.value,
+                         k.heartbeat.value,    k.peer_timeout.value, k.request_timeout.value};
+}
 
-parsed_flags parse_once(const std::vector<std::string>& args, const std::string& command,
-                        const std::string& summary,
-                        const std::function<void(flag_set&)>& declare_own) {
-  parsed_flags parsed;
+// The compute count when none is given: one per worker process, asked of `worker_processes`
+// with the cluster section as the flags leave it (they are applied to the config itself later,
+// with the rest).
+config_overrides::count_question compute_count_default(
+  const raw_flags& r, const flag_set& f,
+  const std::function<int(const cluster_settings&)>& worker_processes) {
+  return [&r, &f, worker_processes](const cluster_config& read) -> std::optional<int> {
+    auto cluster = read;
+    apply_cluster_flags(cluster, r, f);
+    const cluster_settings settings{network_of(cluster), cluster.server_nodes.value,
+                                    cluster.worker_nodes.value, f.given_flags()};
+    const int processes = worker_processes ? worker_processes(settings) : settings.worker_nodes;
+    if (processes <= 0)
+      return std::nullopt;
+    return processes;
+  };
+}
+
+// The command line of a parsed config with the flags on it.
+train_command_line command_line_of(job_config& config, const raw_flags& r, const flag_set& f) {
+  train_command_line out;
+  out.given = f.given_flags();
+  apply_flags(config, r, f);
+  resolve_app_defaults(config);
+  out.job = to_training_job(config);
+  out.output = session_output_of(config);
+  out.threads = config.run.threads.value;
+  out.threads_given = config.run.threads.given;
+  out.workers_given = config.cluster.workers.given;
+  out.devices = config.run.devices.value;
+  out.network = network_of(config.cluster);
+  return out;
+}
+
+} // namespace
+
+train_command_line parse_train_flags(const std::vector<std::string>& args, const std::string& command,
+                                     const std::string& summary,
+                                     const std::function<void(flag_set&)>& declare_own,
+                                     const std::function<int(const cluster_settings&)>& worker_processes) {
   raw_flags r;
   r.threads = default_thread_count();
   flag_set f(command, summary);
@@ -491,69 +524,26 @@ parsed_flags parse_once(const std::vector<std::string>& args, const std::string&
     declare_own(f);
   declare(f, r);
   name_placeholders(f);
-  auto& out = parsed.cli;
+  train_command_line out;
   if (!f.parse(args)) {
     out.help = true;
     out.help_text = f.help();
-    return parsed;
+    return out;
   }
   check_values(r, f);
-  out.given = f.given_flags();
   const bool progress_bar = progress_wanted(r.progress);
   try {
-    auto& config = parsed.config;
-    config = base_config(r, f, overrides_of(r, f));
-    apply_flags(config, r, f);
-    resolve_app_defaults(config);
-    out.job = to_training_job(config);
-    out.output = session_output_of(config);
-    out.threads = config.run.threads.value;
-    out.threads_given = config.run.threads.given;
-    out.workers_given = config.cluster.workers.given;
-    out.devices = config.run.devices.value;
-    const auto& k = config.cluster;
-    out.network = cluster_network{k.scheduler.value, k.listen.value, k.join_timeout.value, k.heartbeat.value,
-                                  k.peer_timeout.value, k.request_timeout.value};
+    auto overrides = overrides_of(r, f);
+    overrides.default_workers = compute_count_default(r, f, worker_processes);
+    auto config = base_config(r, f, overrides);
+    out = command_line_of(config, r, f);
+    apply_straggler(r.straggler, out.job.topology);
+    check_plan(config, out.job, f.given("shards"));
   } catch (const config_error& e) {
     throw usage_error(e.what());
   }
   out.output.progress_bar = progress_bar;
-  apply_straggler(r.straggler, out.job.topology);
-  parsed.shards_given = f.given("shards");
-  return parsed;
-}
-
-} // namespace
-
-std::optional<int> default_compute_count(const train_command_line& cli, int worker_processes) {
-  if (cli.workers_given || worker_processes <= 0 || worker_processes == cli.job.topology.workers)
-    return std::nullopt;
-  return worker_processes;
-}
-
-train_command_line parse_train_flags(const std::vector<std::string>& args, const std::string& command,
-                                     const std::string& summary,
-                                     const std::function<void(flag_set&)>& declare_own,
-                                     const std::function<int(const train_command_line&)>& worker_processes) {
-  auto parsed = parse_once(args, command, summary, declare_own);
-  if (parsed.cli.help)
-    return parsed.cli;
-  const int processes = worker_processes ? worker_processes(parsed.cli) : parsed.cli.job.nodes.workers;
-  if (const auto computes = default_compute_count(parsed.cli, processes)) {
-    // Read again with --workers: what the config's topology derives from the compute count
-    // (a backup level's need) is compiled when the config is parsed, so it must see the count.
-    auto with_workers = args;
-    with_workers.insert(with_workers.end(), {"--workers", std::to_string(*computes)});
-    parsed = parse_once(with_workers, command, summary, declare_own);
-    parsed.cli.workers_given = false;
-    parsed.cli.given.erase("workers");
-  }
-  try {
-    check_plan(parsed.config, parsed.cli.job, parsed.shards_given);
-  } catch (const config_error& e) {
-    throw usage_error(e.what());
-  }
-  return parsed.cli;
+  return out;
 }
 
 void require_compute_devices(const std::vector<compute_device>& devices) {

@@ -203,7 +203,8 @@ struct config_overrides {
   /// Asked once, with the cluster section as read, before the topology is compiled: the
   /// compute count when neither the text nor `workers` gives one (`troupe node`: one compute
   /// per worker process of its launcher); nothing keeps the default.
-  std::function<std::optional<int>(const cluster_config&)> default_workers;
+  using count_question = std::function<std::optional<int>(const cluster_config&)>;
+  count_question default_workers;
   /// How a refusal names a value by its key ("data.shape" -> "--image-shape"); unset: the key.
   std::function<std::string(const std::string& key)> name_of;
 };

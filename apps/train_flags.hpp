@@ -12,7 +12,6 @@
 #pragma once
 
 #include <functional>
-#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -40,7 +39,8 @@ struct train_command_line {
   int threads = 1;
   /// Whether --threads or the config's train.threads said so (else threads is the default).
   bool threads_given = false;
-  /// Whether --workers or the config's cluster.workers set the compute actors (else 1).
+  /// Whether --workers or the config's cluster.workers set the compute actors (else 1, or one
+  /// per worker process of a cluster run).
   bool workers_given = false;
   /// --devices, else the config's train.devices; empty: the CPU.
   std::vector<compute_device> devices;

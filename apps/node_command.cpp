@@ -138,10 +138,7 @@ int run_node_process(train_command_line& cli, const cluster_node_options& option
 
 // This node's place from its flags, the config's cluster section and the launcher's
 // environment; `n` takes the config's network settings where no flag said otherwise.
-node_identity resolve_place(node_command_line& n, const train_command_line& cli, const environment& env) {
-  if (!cli.output.checkpoint.prefix.empty() || cli.output.checkpoint.load_epoch >= 0)
-    throw usage_error("checkpoints (--model-prefix, --load-epoch, train.model_prefix) are not supported in "
-                      "cluster runs yet: train in one process (troupe train) to save or resume them");
+node_identity resolve_place(node_command_line& n, const cluster_settings& cli, const environment& env) {
   auto from_config = [&](const char* flag, auto& value, const auto& configured) {
     if (!cli.given.count(flag))
       value = configured;
@@ -152,12 +149,12 @@ node_identity resolve_place(node_command_line& n, const train_command_line& cli,
   from_config("heartbeat", n.heartbeat, cli.network.heartbeat);
   from_config("peer-timeout", n.peer_timeout, cli.network.peer_timeout);
   from_config("request-timeout", n.request_timeout, cli.network.request_timeout);
-  n.place.config_server_nodes = cli.job.nodes.servers;
-  n.place.config_worker_nodes = cli.job.nodes.workers;
+  n.place.config_server_nodes = cli.server_nodes;
+  n.place.config_worker_nodes = cli.worker_nodes;
   if (cli.given.count("server-nodes"))
-    n.place.server_nodes = cli.job.nodes.servers;
+    n.place.server_nodes = cli.server_nodes;
   if (cli.given.count("worker-nodes"))
-    n.place.worker_nodes = cli.job.nodes.workers;
+    n.place.worker_nodes = cli.worker_nodes;
   return resolve_node_identity(n.place, env);
 }
 
@@ -167,20 +164,23 @@ int node_command(const std::vector<std::string>& args) {
   node_command_line n;
   const auto env = current_environment();
   node_identity place;
-  // The worker processes, which default the compute count (default_compute_count), may come
-  // from the launcher's environment: the place is resolved as soon as the flags are read.
+  // The worker processes, which default the compute count (one compute each), may come from
+  // the launcher's environment: the place is resolved as soon as the cluster's settings are read.
   auto cli = parse_train_flags(
     args, "node",
     "Runs one process of a training cluster: the scheduler, a server or a worker (docs/operations.md).",
     [&](flag_set& f) { declare_node_flags(f, n); },
-    [&](const train_command_line& parsed) {
-      place = resolve_place(n, parsed, env);
+    [&](const cluster_settings& settings) {
+      place = resolve_place(n, settings, env);
       return place.worker_nodes;
     });
   if (cli.help) {
     std::cout << cli.help_text;
     return 0;
   }
+  if (!cli.output.checkpoint.prefix.empty() || cli.output.checkpoint.load_epoch >= 0)
+    throw usage_error("checkpoints (--model-prefix, --load-epoch, train.model_prefix) are not supported in "
+                      "cluster runs yet: train in one process (troupe train) to save or resume them");
   if (place.server_nodes > 0)
     cli.job.nodes.servers = place.server_nodes;
   if (place.worker_nodes > 0)

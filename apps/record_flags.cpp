@@ -1,6 +1,6 @@
-// RecordIO flags -> data statements and key overrides (see record_flags.hpp). Paths are
-// written as config string literals and parsed with the rest, so a flag and the same key in a
-// file are checked by the same code.
+// RecordIO flags -> typed data statements and key overrides (see record_flags.hpp). The
+// values are checked where the config applies them (graph/config/config_overrides.cpp), by the
+// code that checks the same keys in a file; here only the flags' text is read.
 #include "apps/record_flags.hpp"
 
 #include "apps/commands.hpp"
@@ -9,26 +9,11 @@ namespace troupe {
 
 namespace {
 
-std::string quoted(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '\n' || c == '\r')
-      throw usage_error("a path with a line break cannot be used: '" + text + "'");
-    if (c == '"' || c == '\\')
-      out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string rgb_key(const char* flag, const std::string& text) {
-  const auto values = parse_number_list(flag, text);
+std::vector<double> rgb_flag(const char* flag, const std::string& text) {
+  auto values = parse_number_list(flag, text);
   if (values.size() != 3)
     throw usage_error(std::string("--") + flag + ": expected 3 values r,g,b, got '" + text + "'");
-  std::string out;
-  for (double v : values)
-    out += (out.empty() ? "" : ", ") + std::to_string(v);
-  return "[" + out + "]";
+  return values;
 }
 
 template <typename T>
@@ -68,40 +53,34 @@ void check_record_flags(const record_flags& r, const flag_set& f) {
         throw usage_error("--" + flag + " needs --data-train (RecordIO data)");
 }
 
-std::string record_statements(const record_flags& r, const flag_set& f, const std::string& dataset,
-                              const std::string& image_shape, int num_classes) {
+void add_record_overrides(const record_flags& r, const flag_set& f, const std::string& dataset,
+                          const std::string& image_shape, int num_classes, config_overrides& o) {
   if (r.train.empty())
     throw usage_error("--dataset recordio: give the files with --data-train (and --data-val)");
   if (f.given("dataset") && dataset != "recordio")
     throw usage_error("--data-train is RecordIO data; it cannot be combined with --dataset " + dataset);
   if (f.given("data-dir"))
     throw usage_error("--data-dir cannot be combined with --data-train: RecordIO data is named by its files");
-  std::string common;
-  if (f.given("image-shape")) {
-    auto shape = parse_shape("image-shape", image_shape);
-    for (auto extent : shape)
-      check_range("image-shape", extent, 1, 65535);
-    if (shape[0] != 3)
-      throw usage_error("--image-shape: RecordIO images are RGB, so C must be 3, got " + image_shape);
-    common += ", shape = [" + std::to_string(shape[0]) + ", " + std::to_string(shape[1]) + ", "
-              + std::to_string(shape[2]) + "]";
-  }
-  if (f.given("num-classes")) {
-    check_range("num-classes", num_classes, 2, 100000);
-    common += ", classes = " + std::to_string(num_classes);
-  }
+  data_override common;
+  common.dataset = "recordio";
+  if (f.given("image-shape"))
+    common.shape = parse_shape("image-shape", image_shape);
+  if (f.given("num-classes"))
+    common.classes = num_classes;
   if (!r.rgb_mean.empty())
-    common += ", rgb_mean = " + rgb_key("rgb-mean", r.rgb_mean);
+    common.rgb_mean = rgb_flag("rgb-mean", r.rgb_mean);
   if (!r.rgb_std.empty())
-    common += ", rgb_std = " + rgb_key("rgb-std", r.rgb_std);
-  auto statement = [&](const char* binding, const std::string& path, const std::string& index) {
-    return std::string("data ") + binding + " = recordio(" + quoted(path)
-           + (index.empty() ? "" : ", index = " + quoted(index)) + common + ")\n";
+    common.rgb_std = rgb_flag("rgb-std", r.rgb_std);
+  auto statement = [&common](const std::string& path, const std::string& index) {
+    auto d = common;
+    d.dir = path;
+    if (!index.empty())
+      d.index = index;
+    return d;
   };
-  std::string text = statement("train", r.train, r.train_index);
+  o.train_data = statement(r.train, r.train_index);
   if (!r.val.empty())
-    text += statement("val", r.val, r.val_index);
-  return text;
+    o.validation_data = statement(r.val, r.val_index);
 }
 
 void apply_record_flags(const record_flags& r, const flag_set& f, data_config& train,

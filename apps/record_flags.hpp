@@ -29,11 +29,13 @@ extern const std::vector<std::string> record_statement_flags;
 /// --data-train.
 void check_record_flags(const record_flags& r, const flag_set& f);
 
-/// `data train = recordio(...)` and, with --data-val, `data val = recordio(...)`, with
-/// --image-shape and --num-classes when given. Throws usage_error for --dataset other than
-/// recordio, --data-dir, a shape that is not RGB, or --dataset recordio without --data-train.
-std::string record_statements(const record_flags& r, const flag_set& f, const std::string& dataset,
-                              const std::string& image_shape, int num_classes);
+/// `data train = recordio(...)` and, with --data-val, `data val = recordio(...)`, as typed
+/// overrides onto `o` (graph/config/job_config.hpp), with --image-shape and --num-classes when
+/// given; the values are checked where the overrides are applied. Throws usage_error for
+/// --dataset other than recordio, --data-dir, text that is not a shape or three numbers, or
+/// --dataset recordio without --data-train.
+void add_record_overrides(const record_flags& r, const flag_set& f, const std::string& dataset,
+                          const std::string& image_shape, int num_classes, config_overrides& o);
 
 /// --skip-bad-records (both statements), --random-crop and the random area (training) onto
 /// a parsed config.

@@ -4,10 +4,12 @@
 // Without --config the config the flags are written onto is the one an empty file gives,
 // except for the data statements: --dataset, --image-shape, --num-classes and --num-examples
 // (and for RecordIO data --data-train, --data-val, their -idx, --rgb-mean, --rgb-std)
-// *are* those statements (which is why they are refused beside --config), so they are spelled as
-// one (`data train = synthetic(shape = [3, 32, 32])`) and parsed with the rest, and the
-// parser derives what follows from the dataset (validation data, crop and mirror, shape,
-// classes) exactly as it does for a file.
+// *are* those statements (which is why they are refused beside --config). They reach the
+// parser as typed overrides (config_overrides), applied where the statement would be read, so
+// it checks them as it checks the keys and derives what follows from the dataset (validation
+// data, crop and mirror, shape, classes) exactly as it does for a file. So does the compute
+// count (--workers, or one compute per worker process), from which the topology is compiled:
+// everything is parsed once.
 #include "apps/train_flags.hpp"
 
 #include <unistd.h>
@@ -167,7 +169,6 @@ void check_values(const raw_flags& r, const flag_set& f) {
   check_flag("num-epochs", static_cast<double>(r.num_epochs));
   check_flag("threads", r.threads);
   check_flag("shards", r.shards);
-  check_flag("workers", r.workers);
   check_flag("eval-every", static_cast<double>(r.eval_every));
   check_flag("prefetch", r.prefetch);
   check_flag("server-nodes", r.server_nodes);
@@ -283,49 +284,65 @@ std::string config_spelling(std::string name) {
   return name;
 }
 
-// The data statement --dataset, --image-shape, --num-classes and --num-examples stand for;
-// only what was given is written, so the rest stays marked as the language's default. The
-// synthetic keys mean nothing for file datasets and are ignored there.
-std::string data_statement(const raw_flags& r, const flag_set& f) {
-  if (!r.record.train.empty() || (f.given("dataset") && r.dataset == "recordio"))
-    return record_statements(r.record, f, r.dataset, r.image_shape, r.num_classes);
-  if (!f.given("dataset"))
-    return "";
-  std::string keys;
-  auto add = [&keys](const std::string& key) { keys += (keys.empty() ? "" : ", ") + key; };
-  if (r.dataset == "synthetic") {
-    if (f.given("image-shape")) {
-      auto shape = parse_shape("image-shape", r.image_shape);
-      for (auto extent : shape)
-        check_flag("image-shape", static_cast<double>(extent));
-      add("shape = [" + std::to_string(shape[0]) + ", " + std::to_string(shape[1]) + ", "
-          + std::to_string(shape[2]) + "]");
-    }
-    if (f.given("num-classes")) {
-      check_flag("num-classes", r.num_classes);
-      add("classes = " + std::to_string(r.num_classes));
-    }
-    if (f.given("num-examples")) {
-      check_flag("num-examples", static_cast<double>(r.num_examples));
-      add("examples = " + std::to_string(r.num_examples));
-    }
-  } else if (r.data_dir.empty() && default_data_dir(r.dataset).empty()) {
-    throw usage_error("--data-dir is required for --dataset " + r.dataset);
-  }
-  return "data train = " + config_spelling(r.dataset) + (keys.empty() ? "" : "(" + keys + ")")
-         + "\n";
+// How a refusal of an override names it: by the flag that gave it (config_overrides::name_of).
+std::string flag_of_key(const std::string& key) {
+  const std::pair<const char*, const char*> unranged[] = {
+    {"data.dataset", "--dataset"}, {"data.dir", "--data-dir"}, {"data.path", "--data-train"},
+    {"data.index", "--data-train-idx"}};
+  for (const auto& [k, flag] : unranged)
+    if (key == k)
+      return flag;
+  return std::string("--") + range_of_key(key).flag;
 }
 
-job_config base_config(const raw_flags& r, const flag_set& f) {
-  if (!f.given("config"))
-    return parse_job_config("command line", data_statement(r, f));
-  std::vector<std::string> structural{"dataset", "image-shape", "num-classes", "num-examples"};
-  structural.insert(structural.end(), record_statement_flags.begin(), record_statement_flags.end());
-  for (const auto& flag : structural)
-    if (f.given(flag))
-      throw usage_error("--" + flag + " cannot be combined with --config: "
-                        "edit the config's data statement");
-  return load_job_config(r.config);
+// The data statement --dataset, --image-shape, --num-classes and --num-examples stand for;
+// only what was given is set, so the rest stays the language's default. The synthetic values
+// mean nothing for file datasets and are left out there.
+void add_data_overrides(const raw_flags& r, const flag_set& f, config_overrides& o) {
+  if (!r.record.train.empty() || (f.given("dataset") && r.dataset == "recordio"))
+    return add_record_overrides(r.record, f, r.dataset, r.image_shape, r.num_classes, o);
+  if (!f.given("dataset"))
+    return;
+  data_override d;
+  d.dataset = config_spelling(r.dataset);
+  if (d.dataset == "synthetic") {
+    if (f.given("image-shape")) d.shape = parse_shape("image-shape", r.image_shape);
+    if (f.given("num-classes")) d.classes = r.num_classes;
+    if (f.given("num-examples")) d.examples = r.num_examples;
+  }
+  o.train_data = d;
+}
+
+// What the flags say beside the config's text: the data statements (refused with --config,
+// whose data statements say so) and the compute count.
+config_overrides overrides_of(const raw_flags& r, const flag_set& f) {
+  config_overrides o;
+  o.name_of = flag_of_key;
+  if (f.given("config")) {
+    std::vector<std::string> structural{"dataset", "image-shape", "num-classes", "num-examples"};
+    structural.insert(structural.end(), record_statement_flags.begin(), record_statement_flags.end());
+    for (const auto& flag : structural)
+      if (f.given(flag))
+        throw usage_error("--" + flag + " cannot be combined with --config: "
+                          "edit the config's data statement");
+  } else {
+    add_data_overrides(r, f, o);
+  }
+  if (f.given("workers"))
+    o.workers = r.workers;
+  return o;
+}
+
+// The config the flags are written onto: --config's file, or an empty one.
+job_config base_config(const raw_flags& r, const flag_set& f, const config_overrides& o) {
+  if (f.given("config"))
+    return load_job_config(r.config, o);
+  auto config = parse_job_config("command line", "", o);
+  const auto& data = config.train_data.dataset.value;
+  if (f.given("dataset") && r.data_dir.empty() && data != "synthetic" && data != "recordio"
+      && default_data_dir(io_dataset_name(data)).empty())
+    throw usage_error("--data-dir is required for --dataset " + r.dataset);
+  return config;
 }
 
 // A value a flag set: given, at no place in the config's text.
@@ -372,6 +389,18 @@ void apply_model_and_optimizer_flags(job_config& c, const raw_flags& r, const fl
   if (f.given("warmup-epochs")) set_given(s.warmup, r.warmup_epochs);
 }
 
+// The cluster section's flags. --workers is not among them: it is an override (overrides_of),
+// applied before the topology is compiled from it.
+void apply_cluster_flags(cluster_config& cluster, const raw_flags& r, const flag_set& f) {
+  if (f.given("shards")) set_given(cluster.shards, r.shards);
+  if (f.given("slice-bytes")) set_given(cluster.slice_bytes, r.slice_bytes);
+  if (f.given("group-bytes")) set_given(cluster.group_bytes, r.group_bytes);
+  if (r.no_overlap) set_given(cluster.overlap, false);
+  if (f.given("server-nodes")) set_given(cluster.server_nodes, r.server_nodes);
+  if (f.given("worker-nodes")) set_given(cluster.worker_nodes, r.worker_nodes);
+  if (f.given("on-worker-loss")) set_given(cluster.on_worker_loss, r.on_worker_loss);
+}
+
 void apply_run_flags(job_config& c, const raw_flags& r, const flag_set& f) {
   auto& run = c.run;
   if (f.given("num-epochs")) set_given(run.epochs, r.num_epochs);
@@ -402,15 +431,7 @@ void apply_run_flags(job_config& c, const raw_flags& r, const flag_set& f) {
       throw usage_error(std::string("--devices: ") + e.what());
     }
   }
-  auto& cluster = c.cluster;
-  if (f.given("workers")) set_given(cluster.workers, r.workers);
-  if (f.given("shards")) set_given(cluster.shards, r.shards);
-  if (f.given("slice-bytes")) set_given(cluster.slice_bytes, r.slice_bytes);
-  if (f.given("group-bytes")) set_given(cluster.group_bytes, r.group_bytes);
-  if (r.no_overlap) set_given(cluster.overlap, false);
-  if (f.given("server-nodes")) set_given(cluster.server_nodes, r.server_nodes);
-  if (f.given("worker-nodes")) set_given(cluster.worker_nodes, r.worker_nodes);
-  if (f.given("on-worker-loss")) set_given(cluster.on_worker_loss, r.on_worker_loss);
+  apply_cluster_flags(c.cluster, r, f);
 }
 
 // Flags onto the config, then the values the parser derives from the run's length, which a
@@ -451,18 +472,51 @@ train_command_line parse_train_flags(const std::vector<std::string>& args) {
 
 namespace {
 
-// One reading of the flags: the command line and the config it names (held for check_plan,
-// which must wait until the compute count is final).
-struct parsed_flags {
-  train_command_line cli;
-  job_config config;
-  bool shards_given = false;
-};
+cluster_network network_of(const cluster_config& k) {
+  return cluster_network{k.scheduler.value,    k.listen.value,       k.join_timeout.value,
+                         k.heartbeat.value,    k.peer_timeout.value, k.request_timeout.value};
+}
 
-parsed_flags parse_once(const std::vector<std::string>& args, const std::string& command,
-                        const std::string& summary,
-                        const std::function<void(flag_set&)>& declare_own) {
-  parsed_flags parsed;
+// The compute count when none is given: one per worker process, asked of `worker_processes`
+// with the cluster section as the flags leave it (they are applied to the config itself later,
+// with the rest).
+config_overrides::count_question compute_count_default(
+  const raw_flags& r, const flag_set& f,
+  const std::function<int(const cluster_settings&)>& worker_processes) {
+  return [&r, &f, worker_processes](const cluster_config& read) -> std::optional<int> {
+    auto cluster = read;
+    apply_cluster_flags(cluster, r, f);
+    const cluster_settings settings{network_of(cluster), cluster.server_nodes.value,
+                                    cluster.worker_nodes.value, f.given_flags()};
+    const int processes = worker_processes ? worker_processes(settings) : settings.worker_nodes;
+    if (processes <= 0)
+      return std::nullopt;
+    return processes;
+  };
+}
+
+// The command line of a parsed config with the flags on it.
+train_command_line command_line_of(job_config& config, const raw_flags& r, const flag_set& f) {
+  train_command_line out;
+  out.given = f.given_flags();
+  apply_flags(config, r, f);
+  resolve_app_defaults(config);
+  out.job = to_training_job(config);
+  out.output = session_output_of(config);
+  out.threads = config.run.threads.value;
+  out.threads_given = config.run.threads.given;
+  out.workers_given = config.cluster.workers.given;
+  out.devices = config.run.devices.value;
+  out.network = network_of(config.cluster);
+  return out;
+}
+
+} // namespace
+
+train_command_line parse_train_flags(const std::vector<std::string>& args, const std::string& command,
+                                     const std::string& summary,
+                                     const std::function<void(flag_set&)>& declare_own,
+                                     const std::function<int(const cluster_settings&)>& worker_processes) {
   raw_flags r;
   r.threads = default_thread_count();
   flag_set f(command, summary);
@@ -470,69 +524,26 @@ parsed_flags parse_once(const std::vector<std::string>& args, const std::string&
     declare_own(f);
   declare(f, r);
   name_placeholders(f);
-  auto& out = parsed.cli;
+  train_command_line out;
   if (!f.parse(args)) {
     out.help = true;
     out.help_text = f.help();
-    return parsed;
+    return out;
   }
   check_values(r, f);
-  out.given = f.given_flags();
   const bool progress_bar = progress_wanted(r.progress);
   try {
-    auto& config = parsed.config;
-    config = base_config(r, f);
-    apply_flags(config, r, f);
-    resolve_app_defaults(config);
-    out.job = to_training_job(config);
-    out.output = session_output_of(config);
-    out.threads = config.run.threads.value;
-    out.threads_given = config.run.threads.given;
-    out.workers_given = config.cluster.workers.given;
-    out.devices = config.run.devices.value;
-    const auto& k = config.cluster;
-    out.network = cluster_network{k.scheduler.value, k.listen.value, k.join_timeout.value, k.heartbeat.value,
-                                  k.peer_timeout.value, k.request_timeout.value};
+    auto overrides = overrides_of(r, f);
+    overrides.default_workers = compute_count_default(r, f, worker_processes);
+    auto config = base_config(r, f, overrides);
+    out = command_line_of(config, r, f);
+    apply_straggler(r.straggler, out.job.topology);
+    check_plan(config, out.job, f.given("shards"));
   } catch (const config_error& e) {
     throw usage_error(e.what());
   }
   out.output.progress_bar = progress_bar;
-  apply_straggler(r.straggler, out.job.topology);
-  parsed.shards_given = f.given("shards");
-  return parsed;
-}
-
-} // namespace
-
-std::optional<int> default_compute_count(const train_command_line& cli, int worker_processes) {
-  if (cli.workers_given || worker_processes <= 0 || worker_processes == cli.job.topology.workers)
-    return std::nullopt;
-  return worker_processes;
-}
-
-train_command_line parse_train_flags(const std::vector<std::string>& args, const std::string& command,
-                                     const std::string& summary,
-                                     const std::function<void(flag_set&)>& declare_own,
-                                     const std::function<int(const train_command_line&)>& worker_processes) {
-  auto parsed = parse_once(args, command, summary, declare_own);
-  if (parsed.cli.help)
-    return parsed.cli;
-  const int processes = worker_processes ? worker_processes(parsed.cli) : parsed.cli.job.nodes.workers;
-  if (const auto computes = default_compute_count(parsed.cli, processes)) {
-    // Read again with --workers: what the config's topology derives from the compute count
-    // (a backup level's need) is compiled when the config is parsed, so it must see the count.
-    auto with_workers = args;
-    with_workers.insert(with_workers.end(), {"--workers", std::to_string(*computes)});
-    parsed = parse_once(with_workers, command, summary, declare_own);
-    parsed.cli.workers_given = false;
-    parsed.cli.given.erase("workers");
-  }
-  try {
-    check_plan(parsed.config, parsed.cli.job, parsed.shards_given);
-  } catch (const config_error& e) {
-    throw usage_error(e.what());
-  }
-  return parsed.cli;
+  return out;
 }
 
 void require_compute_devices(const std::vector<compute_device>& devices) {

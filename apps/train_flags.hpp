@@ -12,7 +12,6 @@
 #pragma once
 
 #include <functional>
-#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -43,7 +42,8 @@ struct train_command_line {
   int threads = 1;
   /// Whether --threads or the config's train.threads said so (else threads is the default).
   bool threads_given = false;
-  /// Whether --workers or the config's cluster.workers set the compute actors (else 1).
+  /// Whether --workers or the config's cluster.workers set the compute actors (else 1, or one
+  /// per worker process of a cluster run).
   bool workers_given = false;
   /// --devices, else the config's train.devices; empty: the CPU.
   std::vector<compute_device> devices;
@@ -57,21 +57,28 @@ struct train_command_line {
 /// carrying the config's diagnostic for a config it cannot accept).
 train_command_line parse_train_flags(const std::vector<std::string>& args);
 
+/// A cluster run's settings as the flags and the config's cluster section give them, before
+/// the job is made: what `troupe node` resolves its place from.
+struct cluster_settings {
+  cluster_network network;
+  int server_nodes = 0;  ///< processes; 0: not said (or one process)
+  int worker_nodes = 0;
+  /// The flags the user gave, to tell a value given from the config's.
+  std::set<std::string> given;
+};
+
 /// The same for a command that takes the training flags and flags of its own (`troupe
 /// node`): `declare_own` adds them to the flag set before parsing. `worker_processes` says
-/// how many worker processes the run has once the flags are read (troupe node asks its
-/// launcher's environment); without it, the flags' and config's --worker-nodes. Where
-/// default_compute_count gives a count, the job is made with it.
+/// how many worker processes the run has once the cluster's settings are read (troupe node
+/// asks its launcher's environment; it is asked once, also when the count is given); without
+/// it, the flags' and config's --worker-nodes. When neither --workers nor the config's
+/// cluster.workers says, the run gets one compute per worker process (`troupe launch -n 2
+/// --network mlp` trains two computes, not one that cannot be split over two processes), and
+/// the topology is compiled for that count.
 train_command_line parse_train_flags(const std::vector<std::string>& args, const std::string& command,
                                      const std::string& summary,
                                      const std::function<void(flag_set&)>& declare_own,
-                                     const std::function<int(const train_command_line&)>& worker_processes = {});
-
-/// The compute actors a cluster run gets when neither --workers nor the config's
-/// cluster.workers says: one per worker process (`troupe launch -n 2 --network mlp` trains two
-/// computes, not one that cannot be split over two processes). Nothing when a count was given,
-/// the run has no worker processes, or the job has that many computes already.
-std::optional<int> default_compute_count(const train_command_line& cli, int worker_processes);
+                                     const std::function<int(const cluster_settings&)>& worker_processes = {});
 
 /// Checks, before anything starts, that this process has the devices the run asks for:
 /// std::runtime_error naming a GPU it lacks (or a build without CUDA).

@@ -16,17 +16,19 @@
 
 #include <troupe/graph/config/key_ranges.hpp>
 
+#include "graph/config/config_overrides.hpp"
 #include "graph/config/recordio_keys.hpp"
 #include "graph/config/value_reader.hpp"
 
 namespace troupe {
 
+const std::vector<std::string> data_statement_calls{"fashion_mnist", "mnist", "cifar10", "synthetic",
+                                             "recordio"};
+
 namespace {
 
 const std::vector<std::string> sections{"cluster", "data", "model", "optimizer",
                                         "schedule", "topology", "train"};
-const std::vector<std::string> datasets{"fashion_mnist", "mnist", "cifar10", "synthetic",
-                                        "recordio"};
 const std::vector<std::string> networks{"mlp", "lenet", "resnet", "inception_bn", "vgg"};
 const std::vector<std::string> schedules{"multi_step", "cosine", "constant"};
 
@@ -137,7 +139,7 @@ void read_data(const value_reader& r, const syntax_statement& st, data_config& d
     d.enabled = false;
     return;
   }
-  check_name(r, call, "dataset", datasets);
+  check_name(r, call, "dataset", data_statement_calls);
   r.set(d.dataset, call.text, call);
   const bool synthetic = call.text == "synthetic";
   const bool recordio = call.text == "recordio";
@@ -433,7 +435,8 @@ void check_schedule_steps(const job_config& c, const std::string& epochs_origin)
   }
 }
 
-job_config parse_job_config(const std::string& path, const std::string& text) {
+job_config parse_job_config(const std::string& path, const std::string& text,
+                            const config_overrides& overrides) {
   auto file = parse_syntax(path, text);
   value_reader r(file);
   job_config c;
@@ -443,7 +446,8 @@ job_config parse_job_config(const std::string& path, const std::string& text) {
   const syntax_statement* topology = nullptr;
   for (const auto& st : file.statements)
     dispatch(r, st, c, seen, topology);
-  fill_data_defaults(c, seen["data val"]);
+  const auto overridden = apply_overrides(c, overrides);
+  fill_data_defaults(c, seen["data val"] || overridden.validation);
   check_data_agree(r, c);
   if (c.run.eval_every.given && c.run.eval_every.value == 0)
     c.validation_data.enabled = false;
@@ -453,7 +457,7 @@ job_config parse_job_config(const std::string& path, const std::string& text) {
 
 // A directory opens as a stream on Linux and reads as empty, which would be the default job:
 // refused by name, as are unreadable files (with the system's reason) and binary files.
-job_config load_job_config(const std::string& path) {
+job_config load_job_config(const std::string& path, const config_overrides& overrides) {
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0)
     throw_config_error(path, "", source_span{}, std::string("cannot open config file: ") + std::strerror(errno));
@@ -470,7 +474,7 @@ job_config load_job_config(const std::string& path) {
   if (auto nul = bytes.find('\0'); nul != std::string::npos)
     throw_config_error(path, "", source_span{}, "not a text file (a NUL byte at offset "
                                                   + std::to_string(nul) + ")");
-  return parse_job_config(path, bytes);
+  return parse_job_config(path, bytes, overrides);
 }
 
 std::string zoo_network_name(const std::string& dsl_name) {

@@ -43,6 +43,8 @@ std::vector<key_range> build_table() {
     whole("data.classes", "num-classes", 2, 100000),
     whole("data.examples", "num-examples", 6, big, "the test split is a sixth of it"),
     whole("data.shape", "image-shape", 1, 4096),
+    real("data.rgb_mean", "rgb-mean", 0, 255),  // recordio, per channel, pixel units
+    real("data.rgb_std", "rgb-std", 0, 255, true),
     whole("model.layers", "", 1, 1000),
     whole("cluster.servers", "", 1, 1024),
     whole("cluster.workers", "workers", 1, 1024),

@@ -24,19 +24,30 @@ std::vector<double> range_pair(const value_reader& r, const syntax_value& v, con
   return values;
 }
 
-// Per-channel pixel statistics: three values, in 0..255 (std positive).
-std::vector<double> rgb_values(const value_reader& r, const syntax_value& v, const std::string& key,
-                               bool positive) {
+// Per-channel pixel statistics, at the element that is wrong.
+std::vector<double> rgb_values(const value_reader& r, const syntax_value& v, const std::string& key) {
   auto values = r.reals(v, key, 0);
-  if (values.size() != 3)
-    r.fail(v.span, key + " must have 3 values [r, g, b] in pixel units (0..255)");
-  for (std::size_t i = 0; i < 3; ++i)
-    if (values[i] > 255 || (positive && !(values[i] > 0)))
-      r.fail(v.items[i].span, key + " values must be in " + (positive ? "(0" : "[0") + ", 255]");
+  std::size_t bad = 0;
+  const auto problem = rgb_problem(values, key, key, bad);
+  if (!problem.empty())
+    r.fail(bad < v.items.size() ? v.items[bad].span : v.span, problem);
   return values;
 }
 
 } // namespace
+
+std::string rgb_problem(const std::vector<double>& values, const std::string& key,
+                        const std::string& name, std::size_t& bad) {
+  bad = values.size();
+  if (values.size() != 3)
+    return name + " must have 3 values [r, g, b] in pixel units (0..255)";
+  const auto& range = range_of_key("data." + key);
+  for (bad = 0; bad < 3; ++bad)
+    if (!range.contains(values[bad]))
+      return name + " values must be in " + (range.min_open ? "(" : "[") + shortest_number(range.min)
+             + ", " + shortest_number(range.max) + "]";
+  return "";
+}
 
 void read_recordio_keys(const value_reader& r, const keyed_values& k, data_config& d) {
   if (auto* v = k.find("path"))
@@ -44,9 +55,9 @@ void read_recordio_keys(const value_reader& r, const keyed_values& k, data_confi
   if (auto* v = k.find("index"))
     r.set(d.index, r.string(*v, "index"), *v);
   if (auto* v = k.find("rgb_mean"))
-    r.set(d.rgb_mean, rgb_values(r, *v, "rgb_mean", false), *v);
+    r.set(d.rgb_mean, rgb_values(r, *v, "rgb_mean"), *v);
   if (auto* v = k.find("rgb_std"))
-    r.set(d.rgb_std, rgb_values(r, *v, "rgb_std", true), *v);
+    r.set(d.rgb_std, rgb_values(r, *v, "rgb_std"), *v);
   if (auto* v = k.find("random_crop"))
     r.set(d.random_crop, r.boolean(*v, "random_crop"), *v);
   if (auto* v = k.find("scale"))

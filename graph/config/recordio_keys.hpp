@@ -20,4 +20,11 @@ extern const std::vector<std::string> recordio_keys;
 /// Sets the shape to [3, 224, 224] unless given.
 void read_recordio_keys(const value_reader& r, const keyed_values& k, data_config& d);
 
+/// Per-channel pixel statistics (`key` "rgb_mean" or "rgb_std"), checked against the one range
+/// of data.<key> (key_ranges.hpp): "" when they are fine, else why not, naming them `name`
+/// ("rgb_std" in a config, "--rgb-std" for a flag). `bad` gets the offending element's index,
+/// or the count when the count is wrong.
+std::string rgb_problem(const std::vector<double>& values, const std::string& key,
+                        const std::string& name, std::size_t& bad);
+
 } // namespace troupe

@@ -19,7 +19,7 @@ using namespace troupe;
 namespace {
 
 struct shared_value {
-  std::vector<std::string> flags;  ///< the flags, "{}" where the value goes
+  std::vector<std::string> flags;  ///< the flags, "{}" where the value goes (also inside one: "1,{},8")
   std::string config;              ///< the config text, "{}" where the value goes
   std::vector<std::string> values;
 };
@@ -31,7 +31,7 @@ std::string filled(std::string text, const std::string& value) {
 bool flag_accepts(const shared_value& c, const std::string& value) {
   std::vector<std::string> args;
   for (const auto& a : c.flags)
-    args.push_back(a == "{}" ? value : a);
+    args.push_back(a.find("{}") != std::string::npos ? filled(a, value) : a);
   try {
     parse_train_flags(args);
     return true;
@@ -77,6 +77,17 @@ TEST_CASE("a flag and the config key it overrides accept the same values") {
      {"1", "2", "100000", "100001"}},
     {{"--dataset", "synthetic", "--num-examples", "{}"}, "data train = synthetic(examples = {})",
      {"5", "6", "1000000001"}},
+    // mlp: the flags also plan the job, and lenet's pooling needs 8 rows.
+    {{"--network", "mlp", "--dataset", "synthetic", "--image-shape", "1,{},8"},
+     "model mlp\ndata train = synthetic(shape = [1, {}, 8])",
+     {"0", "1", "4096", "4097"}},
+    {{"--network", "mlp", "--data-train", "t.rec", "--image-shape", "3,{},8"},
+     "model mlp\ndata train = recordio(\"t.rec\", shape = [3, {}, 8])",
+     {"0", "1", "4096", "4097", "65535"}},
+    {{"--data-train", "t.rec", "--rgb-mean", "{},1,1"}, "data train = recordio(\"t.rec\", rgb_mean = [{}, 1, 1])",
+     {"-1", "0", "255", "255.5"}},
+    {{"--data-train", "t.rec", "--rgb-std", "{},1,1"}, "data train = recordio(\"t.rec\", rgb_std = [{}, 1, 1])",
+     {"0", "0.5", "255", "256"}},
     {{"--lr", "{}"}, "optimizer sgd(lr = {})", {"0", "0.001", "100", "100.5"}},
     {{"--mom", "{}"}, "optimizer sgd(momentum = {})", {"-0.1", "0", "0.9999995", "1"}},
     {{"--wd", "{}"}, "optimizer sgd(wd = {})", {"-0.1", "0", "1", "1.5"}},
@@ -90,7 +101,7 @@ TEST_CASE("a flag and the config key it overrides accept the same values") {
     for (const auto& value : c.values) {
       std::string flags;
       for (const auto& a : c.flags)
-        flags += (a == "{}" ? value : a) + " ";
+        flags += (a.find("{}") != std::string::npos ? filled(a, value) : a) + " ";
       INFO(flags << " vs " << filled(c.config, value));
       CHECK(flag_accepts(c, value) == config_accepts(c, value));
     }

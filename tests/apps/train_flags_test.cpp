@@ -553,3 +553,34 @@ TEST_CASE("the top-k flag and the train top_k key reach the job, 0 is off, beyon
   CHECK(parse_train_flags({"--config", config.path()}).job.top_k == 3);
   CHECK(parse_train_flags({"--config", config.path(), "--top-k", "0"}).job.top_k == 0);
 }
+
+TEST_CASE("the worker processes default the compute count, read once, and the topology follows it") {
+  temp_config config("compute_count", "cluster { server_nodes = 1  worker_nodes = 2 }\ntopology backup(1)\n");
+  int asked = 0;
+  cluster_settings seen;
+  auto node = [&](std::vector<std::string> args, int processes) {
+    return parse_train_flags(args, "node", "test", {}, [&, processes](const cluster_settings& s) {
+      ++asked;
+      seen = s;
+      return processes;
+    });
+  };
+  // As troupe node under a launcher of 4 worker processes: 4 computes, backup(1) needs 3.
+  auto cli = node({"--config", config.path(), "--worker-nodes", "4"}, 4);
+  CHECK(asked == 1);
+  CHECK(seen.worker_nodes == 4);  // the flag over the config
+  CHECK(seen.server_nodes == 1);
+  CHECK(seen.given.count("worker-nodes") == 1);
+  CHECK(cli.job.topology.workers == 4);
+  CHECK(cli.job.topology.levels == std::vector<aggregation_level>{{aggregation_scope::all, 3}});
+  CHECK_FALSE(cli.workers_given);
+  CHECK(cli.given.count("workers") == 0);
+  // --workers stands; the place is still asked for.
+  auto given = node({"--config", config.path(), "--workers", "6"}, 2);
+  CHECK(asked == 2);
+  CHECK(given.job.topology.workers == 6);
+  CHECK(given.job.topology.levels == std::vector<aggregation_level>{{aggregation_scope::all, 5}});
+  CHECK(given.workers_given);
+  // Without the question, the flags' and config's worker processes.
+  CHECK(parse_train_flags({"--config", config.path()}).job.topology.workers == 2);
+}

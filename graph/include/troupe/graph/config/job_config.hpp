@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -177,11 +178,44 @@ struct job_config {
   run_config run;
 };
 
-/// Parses and checks a config. Throws config_error.
-job_config parse_job_config(const std::string& path, const std::string& text);
+/// A `data` statement given as typed values rather than text: `troupe train --dataset synthetic
+/// --image-shape 3,32,32` is `data train = synthetic(shape = [3, 32, 32])`. A value left unset
+/// is a key the statement leaves unwritten (its default, or what follows from the data).
+struct data_override {
+  std::string dataset;  ///< the call: fashion_mnist, mnist, cifar10, synthetic or recordio
+  std::optional<std::string> dir;    ///< file datasets: `dir`; recordio: `path`
+  std::optional<std::string> index;  ///< recordio
+  std::optional<std::vector<std::int64_t>> shape;  ///< synthetic, recordio
+  std::optional<int> classes;                      ///< synthetic, recordio
+  std::optional<std::int64_t> examples;            ///< synthetic
+  std::optional<std::vector<double>> rgb_mean, rgb_std;  ///< recordio, pixel units
+};
+
+/// Values given beside a config's text (troupe's flags), each applied where the statement or
+/// key it stands for would be read, so that what follows from it is derived as for the text:
+/// the data statements before validation data, augmentation, shape and classes follow from
+/// them, the compute count before the topology is compiled from it. Each value is checked as
+/// the language checks the key, and a refusal names it by `name_of` (the flag that gave it).
+struct config_overrides {
+  std::optional<data_override> train_data;       ///< replaces `data train = ...`
+  std::optional<data_override> validation_data;  ///< replaces `data val = ...`
+  std::optional<int> workers;                    ///< as `cluster { workers = N }`
+  /// Asked once, with the cluster section as read, before the topology is compiled: the
+  /// compute count when neither the text nor `workers` gives one (`troupe node`: one compute
+  /// per worker process of its launcher); nothing keeps the default.
+  using count_question = std::function<std::optional<int>(const cluster_config&)>;
+  count_question default_workers;
+  /// How a refusal names a value by its key ("data.shape" -> "--image-shape"); unset: the key.
+  std::function<std::string(const std::string& key)> name_of;
+};
+
+/// Parses and checks a config, with `overrides` applied as described there. Throws
+/// config_error (for an override, its message names the value by `name_of`, with no position).
+job_config parse_job_config(const std::string& path, const std::string& text,
+                            const config_overrides& overrides = {});
 /// Reads `path` and parses it. Throws config_error (also when the file cannot be read, is a
 /// directory or holds NUL bytes).
-job_config load_job_config(const std::string& path);
+job_config load_job_config(const std::string& path, const config_overrides& overrides = {});
 
 /// The schedule values that follow from the run's length unless written: warm-up over a tenth
 /// of the epochs, at most one; multi-step boundaries at 50% and 75% of the epochs (none for the

@@ -45,6 +45,7 @@ struct member_state {
   std::optional<cluster_node_options> options;
   std::string label;  // "worker (pid 42)", then "worker_1"
   channel_actor scheduler;
+  scheduler_control_actor to_scheduler;  // the one proxy every node-level message to it goes through
   std::vector<channel_actor> server_links;  // by plan node; invalid where none
   caf::actor listener;
   // What this node serves to every channel: its control inbox, shards (or the aggregators in
@@ -93,8 +94,8 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
   if (reason) {
     log_node_line(*st.options, st.label + ": " + reason_text(self->system(), reason));
     if (st.scheduler) {
-      caf::anon_send(st.scheduler, send_atom::value,
-                 wire_message{shutdown_message{reason_text(self->system(), reason), false, lost_node}});
+      caf::anon_send(st.to_scheduler, goodbye_atom::value,
+                     shutdown_message{reason_text(self->system(), reason), false, lost_node});
       st.closing.push_back(st.scheduler.address());
     }
   }
@@ -104,7 +105,7 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
   const shutdown_message end{reason ? reason_text(self->system(), reason) : "the run finished", !reason};
   for (auto& link : st.server_links)
     if (link) {
-      caf::anon_send(link, send_atom::value, wire_message{end});
+      caf::anon_send(spawn_member_control_proxy(self->system(), link), goodbye_atom::value, end);
       st.closing.push_back(link.address());
     }
   if (st.listener)
@@ -322,7 +323,7 @@ void say_ready(member_actor self, std::uint32_t node, std::uint16_t port) {
   if (st.at != member_phase::starting)
     return;  // ended while its listener started
   st.at = member_phase::running;
-  caf::anon_send(st.scheduler, send_atom::value, wire_message{ready_message{node, port, static_cast<std::uint32_t>(st.threads)}});
+  caf::anon_send(st.to_scheduler, ready_atom::value, ready_message{node, port, static_cast<std::uint32_t>(st.threads)});
 }
 
 // The scheduler's assignment: spawn this node's part, then say ready (a server once its
@@ -356,7 +357,7 @@ void on_traffic_query(member_actor self, const traffic_query_message& query) {
   traffic_message answer{query.epoch, {}};
   for (auto& entry : st.traffic->snapshot())
     answer.peers.push_back(std::move(entry.traffic));
-  caf::anon_send(st.scheduler, send_atom::value, wire_message{std::move(answer)});
+  caf::anon_send(st.to_scheduler, traffic_atom::value, std::move(answer));
 }
 
 // Link `link` ended (`why`; empty: normally). Links report this before they fail anything,
@@ -381,6 +382,7 @@ void on_link_lost(member_actor self, const caf::actor_addr& link, const caf::err
     return finish(self, caf::error{});
   if (scheduler) {
     st.scheduler = channel_actor{};
+    st.to_scheduler = scheduler_control_actor{};
     return fail(self, errc::peer_down, "lost the scheduler at " + clock_time_now() + ": "
                                          + (st.told ? st.told->reason : reason_text(self->system(), why)));
   }
@@ -424,12 +426,13 @@ void join_over(member_actor self, const channel_actor& link) {
     return;
   st.at = member_phase::joining;
   st.scheduler = link;
+  st.to_scheduler = spawn_scheduler_control_proxy(self->system(), link);
   self->monitor(link);
   join_message join{st.options->role, advertised_host(*st.options), 0, static_cast<std::uint32_t>(::getpid()),
                     st.options->rank, st.options->own_job ? job_hash_without_counts(*st.options->own_job) : 0};
   if (st.options->own_job)  // so that a refusal can name the keys that differ
     join.job = job_bytes(*st.options->own_job);
-  caf::anon_send(link, send_atom::value, wire_message{join});
+  caf::anon_send(st.to_scheduler, join_atom::value, std::move(join));
   // The scheduler assigns once everyone joined, within its own join timeout.
   self->delayed_send(self, st.options->join_timeout * 2 + std::chrono::seconds(5), assignment_deadline_atom::value);
 }

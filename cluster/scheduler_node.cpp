@@ -99,7 +99,7 @@ void end_run(scheduler_actor self, caf::expected<training_result> outcome) {
   // worker that has not heard the end yet. The servers follow once the workers are gone.
   for (auto& m : st.members)
     if (!m.gone && (!end.finished || m.role == node_kind::worker))
-      caf::anon_send(m.link, send_atom::value, wire_message{end});
+      caf::anon_send(m.to, goodbye_atom::value, end);
   st.servers_told = !end.finished;
   if (st.session)
     self->send_exit(st.session, caf::exit_reason::user_shutdown);
@@ -119,7 +119,7 @@ void answer_if_done(scheduler_actor self, bool grace_over) {
     st.servers_told = true;
     for (auto& m : st.members)
       if (!m.gone && m.role == node_kind::server)
-        caf::anon_send(m.link, send_atom::value, wire_message{shutdown_message{"the run finished", true}});
+        caf::anon_send(m.to, goodbye_atom::value, shutdown_message{"the run finished", true});
     if (grace_over)  // the servers get a grace of their own
       return (void) self->delayed_send(self, goodbye_grace, grace_over_atom::value);
   }
@@ -243,7 +243,7 @@ void assign(scheduler_actor self, node_kind role) {
     a.facts = st.facts;
     a.servers = servers;
     a.threads = static_cast<std::uint32_t>(std::max(0, st.options->threads));
-    caf::anon_send(m.link, send_atom::value, wire_message{std::move(a)});
+    caf::anon_send(m.to, assignment_atom::value, std::move(a));
   }
 }
 
@@ -297,7 +297,8 @@ void on_join(scheduler_actor self, const channel_actor& link, const join_message
   auto refuse = [&](const std::string& why) {
     log_node_line(*st.options, "scheduler: refused a " + std::string(to_string(join.role)) + " (pid "
                                  + std::to_string(join.pid) + " on " + join.host + "): " + why);
-    caf::anon_send(link, send_atom::value, wire_message{shutdown_message{"refused by the scheduler: " + why, false}});
+    caf::anon_send(spawn_member_control_proxy(self->system(), link), goodbye_atom::value,
+                   shutdown_message{"refused by the scheduler: " + why, false});
   };
   if (join.role == node_kind::scheduler)
     return refuse("a scheduler cannot join another scheduler");
@@ -328,6 +329,7 @@ void on_join(scheduler_actor self, const channel_actor& link, const join_message
   }
   member_entry m;
   m.link = link;
+  m.to = spawn_member_control_proxy(self->system(), link);
   m.role = join.role;
   m.rank = rank;
   m.node = plan_node_of(st.plan, join.role, rank);

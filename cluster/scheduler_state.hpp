@@ -15,6 +15,7 @@
 #include <troupe/actors/training_session.hpp>
 #include <troupe/cluster/cluster_node.hpp>
 #include <troupe/cluster/node_control.hpp>
+#include <troupe/cluster/node_control.hpp>
 #include <troupe/cluster/channel.hpp>
 #include <troupe/cluster/traffic_registry.hpp>
 #include <troupe/cluster/wire_messages.hpp>
@@ -37,6 +38,7 @@ using scheduler_node_actor = scheduler_inbox::extend_with<epoch_gate_actor>::ext
 
 struct member_entry {
   channel_actor link;
+  member_control_actor to;  // the one proxy every node-level message to it goes through
   node_kind role = node_kind::worker;
   int rank = -1;  // within its role
   int node = -1;  // its plan node

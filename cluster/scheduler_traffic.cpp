@@ -27,7 +27,7 @@ caf::result<bool> on_epoch_done(scheduler_actor self, std::int64_t epoch, deadli
   st.gathering = traffic_gathering{epoch, {}, promise};
   for (auto& m : st.members)
     if (!m.gone)
-      caf::anon_send(m.link, send_atom::value, wire_message{traffic_query_message{epoch}});
+      caf::anon_send(m.to, traffic_query_atom::value, traffic_query_message{epoch});
   // The members' answers are the scheduler's own requests: they get the request timeout,
   // within what the coordinator gives the whole question.
   const auto until = deadline::earlier(due, deadline::after(st.options->request_timeout));

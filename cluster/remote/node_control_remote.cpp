@@ -1,11 +1,14 @@
 // The node-control protocol (troupe/cluster/node_control.hpp) across processes: its codec
-// tables and skeletons (inside every channel). A node sends through its channel (send_atom);
-// the peer's skeleton hands the message, typed, to the inbox registered there, naming the
+// tables, skeletons (inside every channel) and proxies. A node speaks to a peer node through
+// the proxy on their channel (scheduler_control_actor / member_control_actor), which writes
+// the message; the peer's skeleton hands it, typed, to the inbox registered there, naming the
 // channel it came on.
 //
 //   scheduler control (member -> scheduler): join, ready, traffic   (one-way)
 //   member control (scheduler -> member):    assignment, traffic query (one-way)
 // A shutdown (goodbye) belongs to the channel itself, which tells either inbox.
+#include <troupe/cluster/remote_proxies.hpp>
+
 #include "cluster/remote/interface_codec.hpp"
 
 namespace troupe {
@@ -41,7 +44,39 @@ void serve_member_control(channel_pointer self, wire_message& message) {
 
 std::string node_of(const wire_message&) { return "the node"; }
 
+// A node-control proxy ends with its channel: nothing it is told after that can be written.
+template <class Self>
+void end_with(Self* self, const channel_actor& channel) {
+  self->monitor(channel);
+  self->set_down_handler([=](caf::down_msg&) { self->quit(); });
+}
+
 } // namespace
+
+scheduler_control_actor spawn_scheduler_control_proxy(caf::actor_system& system, channel_actor channel) {
+  return system.spawn([=](scheduler_control_actor::pointer self) -> scheduler_control_actor::behavior_type {
+    end_with(self, channel);
+    auto write = [=](wire_message m) { self->send(channel, send_atom::value, std::move(m)); };
+    return {
+      [=](join_atom, join_message& m) { write(std::move(m)); },
+      [=](ready_atom, ready_message& m) { write(std::move(m)); },
+      [=](traffic_atom, traffic_message& m) { write(std::move(m)); },
+      [=](goodbye_atom, shutdown_message& m) { write(std::move(m)); },
+    };
+  });
+}
+
+member_control_actor spawn_member_control_proxy(caf::actor_system& system, channel_actor channel) {
+  return system.spawn([=](member_control_actor::pointer self) -> member_control_actor::behavior_type {
+    end_with(self, channel);
+    auto write = [=](wire_message m) { self->send(channel, send_atom::value, std::move(m)); };
+    return {
+      [=](assignment_atom, assignment_message& m) { write(std::move(m)); },
+      [=](traffic_query_atom, traffic_query_message& m) { write(std::move(m)); },
+      [=](goodbye_atom, shutdown_message& m) { write(std::move(m)); },
+    };
+  });
+}
 
 const interface_codec& scheduler_control_codec() {
   static const interface_codec codec{

@@ -491,4 +491,43 @@ CAF_TEST(metrics_sink_proxy_sends_batch_reports_and_answers_flush) {
   caf::anon_send_exit(proxy, caf::exit_reason::kill);
 }
 
+
+CAF_TEST(node_control_proxies_write_what_they_are_told_in_order_and_end_with_their_channel) {
+  // The member's side: join, ready, the traffic answer and its goodbye, in the order said.
+  auto to_scheduler = spawn_scheduler_control_proxy(sys, channel);
+  self->send(to_scheduler, join_atom::value, join_message{node_kind::worker, "10.0.0.7", 0, 42});
+  self->send(to_scheduler, ready_atom::value, ready_message{3, 0, 1});
+  self->send(to_scheduler, traffic_atom::value, traffic_message{2, {}});
+  self->send(to_scheduler, goodbye_atom::value, shutdown_message{"done", true});
+  // The scheduler's side: an assignment, a traffic query, a goodbye.
+  auto to_member = spawn_member_control_proxy(sys, channel);
+  assignment_message a;
+  a.rank = 1;
+  a.node = 3;
+  self->send(to_member, assignment_atom::value, a);
+  self->send(to_member, traffic_query_atom::value, traffic_query_message{2});
+  self->send(to_member, goodbye_atom::value, shutdown_message{"the run finished", true});
+  consume_messages();
+  CAF_REQUIRE_EQUAL(probe->sent.size(), 7u);
+  CAF_CHECK(probe->calls.empty());  // node control is one-way
+  CAF_REQUIRE(std::holds_alternative<join_message>(probe->sent[0]));
+  CAF_CHECK_EQUAL(std::get<join_message>(probe->sent[0]).pid, 42u);
+  CAF_CHECK(std::holds_alternative<ready_message>(probe->sent[1]));
+  CAF_CHECK(std::holds_alternative<traffic_message>(probe->sent[2]));
+  CAF_CHECK(std::holds_alternative<shutdown_message>(probe->sent[3]));
+  CAF_REQUIRE(std::holds_alternative<assignment_message>(probe->sent[4]));
+  CAF_CHECK_EQUAL(std::get<assignment_message>(probe->sent[4]).node, 3u);
+  CAF_CHECK(std::holds_alternative<traffic_query_message>(probe->sent[5]));
+  CAF_CHECK(std::holds_alternative<shutdown_message>(probe->sent[6]));
+  // Once the channel is gone there is nobody to write to: both proxies end with it.
+  self->monitor(to_scheduler);
+  self->monitor(to_member);
+  caf::anon_send_exit(channel, caf::exit_reason::kill);
+  consume_messages();
+  int ended = 0;
+  for (int i = 0; i < 2; ++i)
+    self->receive([&](caf::down_msg&) { ++ended; }, caf::after(std::chrono::seconds(0)) >> [] {});
+  CAF_CHECK_EQUAL(ended, 2);
+}
+
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -1,8 +1,9 @@
 // The node-control protocol as typed actor interfaces: what a channel (channel.hpp) hands the
 // node it belongs to. A channel decodes a frame and, for a node-level message, its skeleton
 // (cluster/remote/node_control_remote.cpp) sends the node one of the messages below, naming the
-// channel; the compiler checks that the node takes it. A node answers through that channel
-// (channel_actor.hpp: send_atom). The scheduler
+// channel; the compiler checks that the node takes it. A node speaks to a peer node through the
+// one node-control proxy of their channel (scheduler_control_actor, member_control_actor below;
+// remote_proxies.hpp), so it cannot send a message this protocol lacks. The scheduler
 // and member nodes (cluster_node.hpp) implement these interfaces as state machines whose
 // states are listed here too, so a test (tests/cluster/node_control_test.cpp) drives them
 // message by message with CAF's deterministic test coordinator.
@@ -67,6 +68,20 @@ using member_inbox = caf::typed_actor<caf::reacts_to<assignment_atom, channel_ac
                                       caf::reacts_to<goodbye_atom, channel_actor, shutdown_message>,
                                       caf::reacts_to<link_up_atom, channel_actor, std::string>,
                                       caf::reacts_to<link_lost_atom, channel_actor, caf::error>>;
+
+/// What a server or worker says to its scheduler: the proxy on its channel to the scheduler
+/// (spawn_scheduler_control_proxy) takes exactly these, so a node cannot send the scheduler
+/// a message this protocol lacks. The scheduler's inbox hears them with the channel they came on.
+using scheduler_control_actor = caf::typed_actor<caf::reacts_to<join_atom, join_message>,
+                                                 caf::reacts_to<ready_atom, ready_message>,
+                                                 caf::reacts_to<traffic_atom, traffic_message>,
+                                                 caf::reacts_to<goodbye_atom, shutdown_message>>;
+
+/// What the scheduler says to a server or worker (and a member to a peer member: goodbye only),
+/// through the proxy on its channel to that node (spawn_member_control_proxy).
+using member_control_actor = caf::typed_actor<caf::reacts_to<assignment_atom, assignment_message>,
+                                              caf::reacts_to<traffic_query_atom, traffic_query_message>,
+                                              caf::reacts_to<goodbye_atom, shutdown_message>>;
 
 /// The scheduler node's states, in the order a run goes through them.
 enum class scheduler_phase {

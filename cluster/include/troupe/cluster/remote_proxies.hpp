@@ -10,6 +10,13 @@
 //   spawn_compute_proxy:        compute_actor      (train, validate, end epoch) -> compute `worker`
 //   spawn_metrics_sink_proxy:   metrics_sink_actor (batch reports, flush)       -> the scheduler's
 //                                                                                  metrics actor
+//   spawn_scheduler_control_proxy: scheduler_control_actor (join, ready, traffic, goodbye)
+//                                                                               -> the scheduler
+//   spawn_member_control_proxy: member_control_actor (assignment, traffic query, goodbye)
+//                                                                               -> a member node
+// A node keeps one node-control proxy per channel and sends every node-level message through
+// it: one sender, so the peer reads them in the order they were said (an assignment before
+// the goodbye that follows it). A goodbye is the channel's own end (channel_actor.hpp).
 // Each watches its channel: once the channel has ended, every waiting request and every later
 // one fails at once with the channel's reason.
 //
@@ -29,6 +36,7 @@
 #include <troupe/actors/messages.hpp>
 #include <troupe/actors/metrics_actor.hpp>
 #include <troupe/cluster/channel_actor.hpp>
+#include <troupe/cluster/node_control.hpp>
 
 namespace troupe {
 
@@ -44,5 +52,12 @@ compute_actor spawn_compute_proxy(caf::actor_system& system, channel_actor chann
 /// beside the real metrics actor; one that arrives here is logged and dropped.
 metrics_sink_actor spawn_metrics_sink_proxy(caf::actor_system& system, channel_actor channel,
                                             std::shared_ptr<run_position> position);
+
+/// The scheduler behind `channel`, as its server or worker speaks to it. The proxy ends with
+/// its channel (what is said after that has nobody to hear it).
+scheduler_control_actor spawn_scheduler_control_proxy(caf::actor_system& system, channel_actor channel);
+
+/// The server or worker behind `channel`, as the scheduler (or a peer member) speaks to it.
+member_control_actor spawn_member_control_proxy(caf::actor_system& system, channel_actor channel);
 
 } // namespace troupe

@@ -202,8 +202,7 @@ int node_command(const std::vector<std::string>& args) {
   options.join_timeout = seconds_flag("join-timeout", n.join_timeout);
   options.heartbeat_interval = seconds_flag("heartbeat", n.heartbeat);
   options.connection_timeout = seconds_flag("peer-timeout", n.peer_timeout);
-  options.request_timeout = seconds_flag("request-timeout", n.request_timeout);
-  options.timeouts.step = options.request_timeout;  // the one limit of a step's requests
+  options.timeouts.step = seconds_flag("request-timeout", n.request_timeout);  // the one step limit
   if (options.connection_timeout <= options.heartbeat_interval * 2)
     throw usage_error("--peer-timeout must exceed twice --heartbeat (a peer is lost after missing heartbeats)");
   if (cli.given.count("config"))

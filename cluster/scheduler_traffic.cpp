@@ -28,9 +28,9 @@ caf::result<bool> on_epoch_done(scheduler_actor self, std::int64_t epoch, deadli
   for (auto& m : st.members)
     if (!m.gone)
       caf::anon_send(m.to, traffic_query_atom::value, traffic_query_message{epoch});
-  // The members' answers are the scheduler's own requests: they get the request timeout,
-  // within what the coordinator gives the whole question.
-  const auto until = deadline::earlier(due, deadline::after(st.options->request_timeout));
+  // The members' answers are the scheduler's own requests: they get a step's limit
+  // (request_timeout), within what the coordinator gives the whole question.
+  const auto until = deadline::earlier(due, deadline::after(st.options->timeouts.step));
   self->delayed_send(self, until.left(), traffic_due_atom::value, epoch);
   return promise;
 }

@@ -89,6 +89,22 @@ struct log_lines {
   }
 };
 
+// A listening socket on a free loopback port that this test, not a node, owns (it never
+// answers, or closes what it accepts); `port` gets the port.
+int listen_on_loopback(std::uint16_t& port) {
+  int server = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(server >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(server, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  REQUIRE(::listen(server, 4) == 0);
+  socklen_t length = sizeof address;
+  REQUIRE(::getsockname(server, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+  port = ntohs(address.sin_port);
+  return server;
+}
+
 channel_options options_for(node_kind role, std::string name) {
   channel_options o(test_secret);
   o.role = role;
@@ -351,19 +367,12 @@ TEST_CASE("a server that goes away fails the link's requests with peer_down", "[
 TEST_CASE("a peer that accepts and then stays silent is dropped after the connection timeout", "[cluster][link]") {
   // A listening socket that never answers: like a frozen node (SIGSTOP) whose kernel still
   // accepts connections.
-  int server = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(server >= 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(server, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-  REQUIRE(::listen(server, 4) == 0);
-  socklen_t length = sizeof address;
-  REQUIRE(::getsockname(server, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+  std::uint16_t port = 0;
+  int server = listen_on_loopback(port);
 
   auto options = options_for(node_kind::worker, "worker 0");
   options.connection_timeout = 600ms;
-  worker_node worker(ntohs(address.sin_port), options);
+  worker_node worker(port, options);
   caf::scoped_actor self{worker.system};
   auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{}));
   REQUIRE_FALSE(answer);
@@ -602,15 +611,8 @@ recording_node::behavior_type recording_member(recording_node::pointer self, caf
 
 TEST_CASE("a link tells its node it is lost before it fails the requests waiting on it", "[cluster][link]") {
   // A peer that accepts and closes at once: the request made meanwhile is waiting on the link.
-  int server = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(server >= 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(server, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-  REQUIRE(::listen(server, 4) == 0);
-  socklen_t length = sizeof address;
-  REQUIRE(::getsockname(server, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+  std::uint16_t port = 0;
+  int server = listen_on_loopback(port);
 
   log_lines log;
   local_node_config config = network_config();
@@ -621,7 +623,7 @@ TEST_CASE("a link tells its node it is lost before it fails the requests waiting
   auto options = options_for(node_kind::worker, "worker 0");
   options.serving->set<remote_interface::member_control>(0, node);
   options.log = log.sink();
-  auto link = connect_channel(system, "127.0.0.1", ntohs(address.sin_port), options);
+  auto link = connect_channel(system, "127.0.0.1", port, options);
   REQUIRE(link);
   self->send(node, go_atom::value, *link);
   bool requested = false;

@@ -511,7 +511,7 @@ CAF_TEST(reply_after_deadline_is_dropped) {
   traffic(m.server, 0);
   traffic(m.w0, 0);
   CAF_CHECK(metrics->traffic.empty());
-  advance_time(options.request_timeout);  // worker 1 never answered in time
+  advance_time(options.timeouts.step);  // worker 1 never answered in time
   settle();
   CAF_REQUIRE(gate->answered);
   CAF_REQUIRE_EQUAL(metrics->traffic.size(), 1u);

@@ -61,7 +61,6 @@ struct cluster_node_options {
   /// How long the scheduler waits for every node to join and be ready, and how long a node
   /// retries reaching its scheduler.
   std::chrono::milliseconds join_timeout{120000};
-  std::chrono::milliseconds request_timeout{30000};
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds connection_timeout{5000};
   /// The actors' own deadlines (a step, an epoch).

@@ -163,7 +163,7 @@ template <typename Answer, typename Handle, typename OnAnswer, typename... Ts>
 void watched_request(compute_pointer self, const Handle& to, std::string what, deadline due,
                      OnAnswer on_answer, Ts&&... message) {
   const auto phase = self->state.phases_begun;
-  const auto id = expect_answer(self, std::move(what), due);
+  const auto id = expect_answer(self, what, due);
   self->request(to, caf::infinite, std::forward<Ts>(message)...)
     .then(
       [=](Answer& answer) mutable {
@@ -173,8 +173,14 @@ void watched_request(compute_pointer self, const Handle& to, std::string what, d
       },
       [=](caf::error& err) {
         answered(self, id);
-        if (phase == self->state.phases_begun)
-          fail_phase(self, err);
+        if (phase != self->state.phases_begun)
+          return;
+        // A request that reached an actor just terminating (or passed on to one, as a tap
+        // does) comes back as CAF's bare request_receiver_down: say what was asked.
+        if (err == caf::sec::request_receiver_down)
+          return fail_phase(self, make_error(errc::peer_down, "compute " + std::to_string(self->state.wiring.worker)
+                                                                + ": the actor asked for " + what + " terminated"));
+        fail_phase(self, err);
       });
 }
 

@@ -509,10 +509,12 @@ std::uint64_t link_traffic::total_out() const {
 }
 
 caf::expected<channel_actor> connect_channel(caf::actor_system& system, const std::string& host,
-                                             std::uint16_t port, channel_options options) {
-  auto socket = frame_socket::connect(host, port, options.connection_timeout);
+                                             std::uint16_t port, channel_options options, bool* over_local_socket) {
+  auto socket = frame_socket::connect(host, port, options.connection_timeout, options.same_host_shortcut);
   if (!socket)
     return std::move(socket.error());
+  if (over_local_socket)
+    *over_local_socket = (*socket)->local();
   return spawn_channel(system, std::move(*socket), std::move(options), link_side::connecting);
 }
 
@@ -523,7 +525,7 @@ channel_self_actor spawn_channel(caf::actor_system& system, std::shared_ptr<fram
 
 caf::expected<caf::actor> spawn_listener(caf::actor_system& system, const std::string& host,
                                          std::uint16_t port, channel_options options) {
-  auto socket = listening_socket::bind(host, port);
+  auto socket = listening_socket::bind(host, port, options.same_host_shortcut);
   if (!socket)
     return std::move(socket.error());
   return system.spawn(listener, std::shared_ptr<listening_socket>(std::move(*socket)), std::move(options));

@@ -2,6 +2,8 @@
 // woken for good by shutdown(2).
 #include "cluster/frame_socket.hpp"
 
+#include "cluster/local_socket.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -15,6 +17,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -49,6 +52,8 @@ std::string peer_of(int fd) {
   socklen_t length = sizeof address;
   if (::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
     return "an unknown peer";
+  if (address.ss_family == AF_UNIX)
+    return local_peer_of(fd);
   return address_of(reinterpret_cast<const sockaddr*>(&address));
 }
 
@@ -124,6 +129,13 @@ void join_or_detach(std::thread& thread) {
 } // namespace
 
 frame_socket::frame_socket(int fd) : fd_(fd), peer_(peer_of(fd)) {
+  sockaddr_storage mine{};
+  socklen_t length = sizeof mine;
+  local_ = ::getsockname(fd_, reinterpret_cast<sockaddr*>(&mine), &length) == 0 && mine.ss_family == AF_UNIX;
+  if (local_) {
+    widen_local_buffers(fd_);
+    return;
+  }
   int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
@@ -136,7 +148,8 @@ frame_socket::~frame_socket() {
 }
 
 caf::expected<std::shared_ptr<frame_socket>> frame_socket::connect(const std::string& host, std::uint16_t port,
-                                                                   std::chrono::milliseconds timeout) {
+                                                                   std::chrono::milliseconds timeout,
+                                                                   bool same_host_shortcut) {
   const auto where = host + ":" + std::to_string(port);
   resolved addresses;
   resolve(addresses, host, port, false);
@@ -144,6 +157,12 @@ caf::expected<std::shared_ptr<frame_socket>> frame_socket::connect(const std::st
     return make_error(errc::peer_down, "cannot connect to " + where + ": " + addresses.error);
   std::string why = "no address";
   for (const auto* a = addresses.list; a != nullptr; a = a->ai_next) {
+    if (same_host_shortcut)
+      if (const int local = connect_local(a->ai_addr); local >= 0) {
+        auto socket = std::make_shared<frame_socket>(local);
+        socket->peer_ = address_of(a->ai_addr) + " (local socket)";
+        return socket;
+      }
     const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
     if (fd < 0) {
       why = errno_text(errno);
@@ -268,7 +287,8 @@ void frame_socket::close() {
   ::shutdown(fd_, SHUT_RDWR);
 }
 
-caf::expected<std::unique_ptr<listening_socket>> listening_socket::bind(const std::string& host, std::uint16_t port) {
+caf::expected<std::unique_ptr<listening_socket>> listening_socket::bind(const std::string& host, std::uint16_t port,
+                                                                       bool same_host_twin) {
   const auto where = host + ":" + std::to_string(port);
   resolved addresses;
   resolve(addresses, host, port, true);
@@ -290,7 +310,21 @@ caf::expected<std::unique_ptr<listening_socket>> listening_socket::bind(const st
       const auto* b = reinterpret_cast<const sockaddr*>(&bound);
       const auto bound_port = b->sa_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6*>(b)->sin6_port
                                                        : reinterpret_cast<const sockaddr_in*>(b)->sin_port;
-      return std::unique_ptr<listening_socket>(new listening_socket(fd, ntohs(bound_port)));
+      const int local = same_host_twin ? listen_local(b) : -1;
+      // Non-blocking: the acceptor polls both, and a client gone between the poll and the
+      // accept must not block it (accepted sockets do not inherit the flag).
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+      if (local >= 0)
+        ::fcntl(local, F_SETFL, ::fcntl(local, F_GETFL) | O_NONBLOCK);
+      const int stop = ::eventfd(0, EFD_CLOEXEC);
+      if (stop < 0) {
+        why = errno_text(errno);
+        ::close(fd);
+        if (local >= 0)
+          ::close(local);
+        break;
+      }
+      return std::unique_ptr<listening_socket>(new listening_socket(fd, local, stop, ntohs(bound_port)));
     }
     why = errno_text(errno);
     ::close(fd);
@@ -301,6 +335,9 @@ caf::expected<std::unique_ptr<listening_socket>> listening_socket::bind(const st
 listening_socket::~listening_socket() {
   stop();
   ::close(fd_);
+  if (local_fd_ >= 0)
+    ::close(local_fd_);
+  ::close(stop_fd_);
 }
 
 void listening_socket::start(std::function<void(std::shared_ptr<frame_socket>)> accepted) {
@@ -319,18 +356,29 @@ void listening_socket::stop() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!stopped_) {
     stopped_ = true;
-    ::shutdown(fd_, SHUT_RDWR);  // a blocked accept returns EINVAL
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto written = ::write(stop_fd_, &one, sizeof one);  // wakes the acceptor's poll
   }
   join_or_detach(acceptor_);
 }
 
 int listening_socket::accept_one() {
   for (;;) {
-    const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    pollfd ready[3] = {{stop_fd_, POLLIN, 0}, {fd_, POLLIN, 0}, {local_fd_, POLLIN, 0}};
+    if (::poll(ready, local_fd_ >= 0 ? 3 : 2, -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      return -1;
+    }
+    if (ready[0].revents != 0)
+      return -1;  // stopped
+    const int from = ready[1].revents != 0 ? fd_ : local_fd_;
+    const int fd = ::accept4(from, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd >= 0)
       return fd;
     switch (errno) {
       case EINTR:
+      case EAGAIN:
       case ECONNABORTED:
       case EPROTO:
         continue;  // a client that gave up before it was accepted
@@ -342,7 +390,7 @@ int listening_socket::accept_one() {
         ::usleep(100 * 1000);
         continue;
       default:
-        return -1;  // shut down (EINVAL), or a socket that cannot accept any more
+        return -1;  // a socket that cannot accept any more
     }
   }
 }

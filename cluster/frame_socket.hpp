@@ -1,4 +1,4 @@
-// A TCP connection that carries frames (frame_codec.hpp), with a reader and a writer thread of
+// A connection (TCP, or a same-host Unix socket: local_socket.hpp) that carries frames (frame_codec.hpp), with a reader and a writer thread of
 // its own. A peer link (an actor) owns one: the reader hands it every payload, the writer
 // writes the frames it queues. The threads keep the data path off CAF's single network thread
 // (the multiplexer, which would read and write every connection of a process in turn) and let
@@ -53,7 +53,8 @@ struct received_payload {
 
 class frame_socket {
 public:
-  /// Takes a connected TCP socket (sets TCP_NODELAY on it).
+  /// Takes a connected socket: TCP (sets TCP_NODELAY on it) or a Unix stream socket
+  /// (local_socket.hpp; widens its buffers).
   explicit frame_socket(int fd);
   /// Closes the socket and waits for both threads.
   ~frame_socket();
@@ -61,11 +62,17 @@ public:
   frame_socket& operator=(const frame_socket&) = delete;
 
   /// Connects to `host:port` within `timeout`; the error names the address and the reason.
+  /// With `same_host_shortcut`, an address of this host is reached through the local socket its
+  /// listener offers (local_socket.hpp) when there is one, else over TCP.
   static caf::expected<std::shared_ptr<frame_socket>> connect(const std::string& host, std::uint16_t port,
-                                                              std::chrono::milliseconds timeout);
+                                                              std::chrono::milliseconds timeout,
+                                                              bool same_host_shortcut = false);
 
-  /// The peer's address, "host:port".
+  /// The peer's address, "host:port"; over a local socket, the address connected to (or, on
+  /// the accepting side, the peer's pid), marked "(local socket)".
   const std::string& peer() const { return peer_; }
+  /// Whether the connection is a local (Unix) socket rather than TCP.
+  bool local() const { return local_; }
 
   /// Starts both threads: payloads of at most `max_payload` bytes go to `owner`, read into
   /// buffers of `pool`. Call once.
@@ -85,6 +92,7 @@ private:
 
   const int fd_;
   std::string peer_;
+  bool local_ = false;
   std::mutex mutex_;
   std::condition_variable wake_writer_;
   std::deque<encoded_frame> queue_;
@@ -93,11 +101,15 @@ private:
 };
 
 /// A listening TCP socket, bound at once (so a port in use is the caller's error right away),
-/// accepting on a thread of its own once started.
+/// accepting on a thread of its own once started; with its same-host twin (local_socket.hpp),
+/// it accepts on both.
 class listening_socket {
 public:
-  /// Binds `host:port` (port 0: any free port) and listens; the error names the address.
-  static caf::expected<std::unique_ptr<listening_socket>> bind(const std::string& host, std::uint16_t port);
+  /// Binds `host:port` (port 0: any free port) and listens; the error names the address. With
+  /// `same_host_twin`, also offers the local socket of the bound address (skipped, TCP only,
+  /// where that name is taken).
+  static caf::expected<std::unique_ptr<listening_socket>> bind(const std::string& host, std::uint16_t port,
+                                                               bool same_host_twin = false);
   /// Stops accepting (as stop()) and closes the socket.
   ~listening_socket();
   listening_socket(const listening_socket&) = delete;
@@ -107,13 +119,18 @@ public:
   /// Hands every accepted connection to `accepted`, on the accepting thread, until stop().
   /// Call once.
   void start(std::function<void(std::shared_ptr<frame_socket>)> accepted);
+  /// Whether it also accepts on its local socket.
+  bool has_local_twin() const { return local_fd_ >= 0; }
   /// Stops accepting; when it returns, `accepted` runs no more. Thread-safe, idempotent.
   void stop();
 
 private:
-  listening_socket(int fd, std::uint16_t port) : fd_(fd), port_(port) {}
+  listening_socket(int fd, int local_fd, int stop_fd, std::uint16_t port)
+    : fd_(fd), local_fd_(local_fd), stop_fd_(stop_fd), port_(port) {}
   int accept_one();
   const int fd_;
+  const int local_fd_;  ///< -1: TCP only
+  const int stop_fd_;   ///< an eventfd: stop() wakes the acceptor through it
   const std::uint16_t port_;
   std::mutex mutex_;
   bool stopped_ = false;

@@ -47,6 +47,7 @@ struct member_state {
   channel_actor scheduler;
   scheduler_control_actor to_scheduler;  // the one proxy every node-level message to it goes through
   std::vector<channel_actor> server_links;  // by plan node; invalid where none
+  std::size_t local_server_links = 0;       // of them, over a local socket (same host)
   caf::actor listener;
   // What this node serves to every channel: its control inbox, shards (or the aggregators in
   // front of them), computes.
@@ -141,7 +142,8 @@ void connect_servers(member_actor self, const assignment_message& a, const chann
     if (server.node >= st.plan.nodes.size() || st.plan.nodes[server.node].kind != node_kind::server)
       throw std::invalid_argument("the assignment names node " + std::to_string(server.node)
                                   + " as a server, which the plan does not");
-    auto connected = connect_channel(self->system(), server.host, server.port, link);
+    bool local = false;
+    auto connected = connect_channel(self->system(), server.host, server.port, link, &local);
     if (!connected)
       throw troupe_error(troupe_code(connected.error()),
                          st.plan.nodes[server.node].name + ": " + error_text(connected.error()) + " (where "
@@ -149,6 +151,7 @@ void connect_servers(member_actor self, const assignment_message& a, const chann
                            "or --advertise an address this worker can reach)");
     self->monitor(*connected);
     st.server_links[server.node] = *connected;
+    st.local_server_links += local ? 1 : 0;
   }
 }
 
@@ -192,6 +195,7 @@ bool take_assignment(member_actor self, const assignment_message& a) {
   st.continue_on_worker_loss = job.nodes.continue_on_worker_loss;
   auto link = channel_options_of(options, st.label, st.traffic);
   link.serving = st.serving;  // its links to servers, and a server's links from workers
+  link.same_host_shortcut = options.local_sockets;
   link.plan_hash = st.plan.hash;
   link.keys = wire_keys_of(st.plan);
   // The scheduler pulls the final weights over this link: check them against the plan too.
@@ -310,6 +314,17 @@ void on_worker_link_down(member_actor self, const caf::actor_addr& link, const c
                                + computes + " (on_worker_loss = continue)");
 }
 
+// "servers over local sockets", "servers over TCP", or how many of each.
+std::string server_links_text(const member_state& st) {
+  const auto all = static_cast<std::size_t>(std::count_if(st.server_links.begin(), st.server_links.end(),
+                                                          [](const channel_actor& c) { return bool(c); }));
+  if (st.local_server_links == all)
+    return "servers over local sockets";
+  if (st.local_server_links == 0)
+    return "servers over TCP";
+  return std::to_string(st.local_server_links) + " of " + std::to_string(all) + " servers over local sockets, the others over TCP";
+}
+
 void say_ready(member_actor self, std::uint32_t node, std::uint16_t port) {
   auto& st = self->state;
   const auto computes = st.part.computes.size();
@@ -319,6 +334,7 @@ void say_ready(member_actor self, std::uint32_t node, std::uint16_t port) {
                                + (computes ? ", " + std::to_string(computes) + " compute" + (computes == 1 ? "" : "s")
                                                + " on " + threads + (computes == 1 ? "" : " each")
                                            : ", kernels on " + threads)
+                               + (st.server_links.empty() ? "" : ", " + server_links_text(st))
                                + ")");
   if (st.at != member_phase::starting)
     return;  // ended while its listener started

@@ -111,7 +111,8 @@ double run_round(const bench_case& b, const std::string& system, int warmup, int
   const auto& l = b.layout;
   std::vector<std::string> shape{"--system", system, "--servers", std::to_string(l.servers),
                                  "--keys", std::to_string(l.keys), "--key-bytes",
-                                 std::to_string(l.key_bytes), "--workers", std::to_string(b.workers)};
+                                 std::to_string(l.key_bytes), "--workers", std::to_string(b.workers),
+                                 "--local-sockets", l.local_sockets ? "on" : "off"};
   std::vector<child> servers, workers;
   std::string ports;
   for (int s = 0; s < l.servers; ++s) {
@@ -184,7 +185,8 @@ int run_role(const std::string& role, const std::string& system, const bench::tr
 } // namespace
 
 int transport_bench_command(const std::vector<std::string>& args) {
-  std::string role, system = "troupe", ports, layouts = "1x1,2x2", patterns = "15x4194304,60x1048576";
+  std::string role, system = "troupe", ports, layouts = "1x1,2x2", patterns = "15x4194304,60x1048576",
+              local_sockets = "on";
   int servers = 1, keys = 15, server = 0, workers = 1, steps = 10, warmup = 3, rounds = 3;
   std::int64_t key_bytes = 4 << 20;
   flag_set f("bench transport",
@@ -195,6 +197,8 @@ int transport_bench_command(const std::vector<std::string>& args) {
   f.add("steps", steps, "timed steps per round");
   f.add("warmup", warmup, "untimed steps first (fresh connections fault their pages in)");
   f.add("rounds", rounds, "rounds per case and system, alternating the systems");
+  f.add("local-sockets", local_sockets, "on: Troupe's workers reach the servers through Unix sockets (as troupe "
+        "node does on one host); off: TCP, as the raw system");
   f.add("role", role, "internal: server | worker");
   f.add("system", system, "internal: troupe | raw");
   f.add("servers", servers, "internal");
@@ -207,8 +211,11 @@ int transport_bench_command(const std::vector<std::string>& args) {
     std::cout << f.help();
     return 0;
   }
+  if (local_sockets != "on" && local_sockets != "off")
+    throw usage_error("bench transport: --local-sockets takes on or off, got '" + local_sockets + "'");
+  const bool local = local_sockets == "on";
   if (!role.empty())
-    return run_role(role, system, bench::transport_layout{servers, keys, key_bytes}, server, ports,
+    return run_role(role, system, bench::transport_layout{servers, keys, key_bytes, local}, server, ports,
                     warmup, steps);
 
   std::vector<bench_case> cases;
@@ -221,7 +228,7 @@ int transport_bench_command(const std::vector<std::string>& args) {
         throw usage_error("bench transport: bad case " + layout + " / " + pattern
                           + " (WORKERSxSERVERS, KEYSxBYTES with at least one key per server and bytes a multiple of 8)");
       cases.push_back({static_cast<int>(lw[0]),
-                       {static_cast<int>(lw[1]), static_cast<int>(pk[0]), static_cast<std::int64_t>(pk[1])}});
+                       {static_cast<int>(lw[1]), static_cast<int>(pk[0]), static_cast<std::int64_t>(pk[1]), local}});
     }
   std::map<std::string, std::vector<double>> rates;  // case|system -> steps/s
   std::cout << "case                          system  round  steps/s   GB/s\n";

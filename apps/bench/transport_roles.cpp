@@ -35,6 +35,7 @@ channel_options options_of(const transport_layout& layout, node_kind role) {
   o.name = to_string(role);
   o.keys = keys_of(layout);
   o.connection_timeout = std::chrono::milliseconds{60000};
+  o.same_host_shortcut = layout.local_sockets;
   return o;
 }
 

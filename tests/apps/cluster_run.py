@@ -516,6 +516,15 @@ def check_continue(cluster, ssp=False):
     print(f"ok: the run went on without the killed worker to epoch {epochs[-1]}; every other process exited 0")
 
 
+def check_transport(cluster, workers, transport):
+    # Every worker says how it reached the servers: same-host peers take local sockets unless
+    # --local-sockets off.
+    for w in range(workers):
+        if f"servers over {transport})" not in cluster.text(f"worker{w}", "err"):
+            cluster.fail(f"worker{w} did not reach the servers over {transport}")
+    print(f"ok: {workers} workers reached the servers over {transport}")
+
+
 def expect_failure(cluster, name, args, pattern, within):
     started = time.time()
     p = cluster.start(name, args)
@@ -741,6 +750,11 @@ def main():
             start_by_hand(cluster, config, servers, workers, flags)
             check_same_weights(cluster, troupe, config, flags, workdir) if scenario == "same-weights" \
                 else check_learns(cluster)
+            check_transport(cluster, workers, "local sockets")
+        elif scenario == "same-weights-tcp":
+            start_by_hand(cluster, config, servers, workers, flags, ["--local-sockets", "off"])
+            check_same_weights(cluster, troupe, config, flags, workdir)
+            check_transport(cluster, workers, "TCP")
         elif scenario == "traffic":
             metrics_path = os.path.join(workdir, "metrics.jsonl")
             start_by_hand(cluster, config, servers, workers, flags, ["--metrics", metrics_path])

@@ -1,7 +1,9 @@
 // Frame sockets on 127.0.0.1: frames of every size arrive whole and in order (a large one takes
 // many partial writes and reads), and every way a connection goes wrong reaches the owner as a
 // message naming it: broken framing, a peer that closes in the middle of a frame, nothing
-// listening, a port in use. Closing wakes a writer that a non-reading peer has blocked.
+// listening, a port in use. Closing wakes a writer that a non-reading peer has blocked. The
+// same over the same-host shortcut (local_socket.hpp), which only this host's addresses take,
+// which falls back to TCP where no local socket is offered, and which a listener's end removes.
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
@@ -23,6 +25,7 @@
 #include <troupe/cluster/frame_codec.hpp>
 
 #include "cluster/frame_socket.hpp"
+#include "cluster/local_socket.hpp"
 
 using namespace troupe;
 using namespace std::chrono_literals;
@@ -56,12 +59,13 @@ weights_message frame_number(std::size_t key, std::uint64_t request) {
   return m;
 }
 
-// A listener on 127.0.0.1 whose first accepted connection is handed over through a future.
+// A listener on `host` (with its same-host twin when `twin`) whose first accepted connection is
+// handed over through a future.
 struct accepting {
   std::unique_ptr<listening_socket> listener;
   std::promise<std::shared_ptr<frame_socket>> first;
-  accepting() {
-    auto bound = listening_socket::bind("127.0.0.1", 0);
+  explicit accepting(bool twin = false, const std::string& host = "127.0.0.1") {
+    auto bound = listening_socket::bind(host, 0, twin);
     REQUIRE(bound);
     listener = std::move(*bound);
     auto done = std::make_shared<bool>(false);
@@ -116,17 +120,22 @@ heard next_event(caf::scoped_actor& self) {
 } // namespace
 
 TEST_CASE("frames of every size cross a frame socket whole and in order", "[cluster][socket]") {
+  const bool local = GENERATE(false, true);
+  INFO((local ? "local socket" : "TCP"));
   caf::actor_system_config config;
   caf::actor_system system{config};
   caf::scoped_actor self{system};
-  accepting server;
-  auto client = frame_socket::connect("127.0.0.1", server.listener->port(), 5s);
+  accepting server{local};
+  REQUIRE(server.listener->has_local_twin() == local);
+  auto client = frame_socket::connect("127.0.0.1", server.listener->port(), 5s, local);
   REQUIRE(client);
+  CHECK((*client)->local() == local);
   auto served = server.accepted();
+  CHECK(served->local() == local);
   served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(64 << 20));
   auto sink = std::make_shared<receive_pool>(1 << 20);
   (*client)->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, sink);
-  CHECK((*client)->peer() == "127.0.0.1:" + std::to_string(server.listener->port()));
+  CHECK((*client)->peer() == "127.0.0.1:" + std::to_string(server.listener->port()) + (local ? " (local socket)" : ""));
   // Three rounds over every key size, the 40 MiB one far beyond a socket's buffers.
   std::vector<std::pair<std::size_t, std::uint64_t>> expected;
   for (std::uint64_t round = 0; round < 3; ++round)
@@ -226,12 +235,15 @@ TEST_CASE("connecting where nothing listens and listening on a taken port name t
 }
 
 TEST_CASE("closing wakes a writer that a peer which does not read has blocked", "[cluster][socket]") {
+  const bool local = GENERATE(false, true);
+  INFO((local ? "local socket" : "TCP"));
   caf::actor_system_config config;
   caf::actor_system system{config};
   caf::scoped_actor self{system};
-  accepting server;  // accepts, and never reads from the connection
-  auto client = frame_socket::connect("127.0.0.1", server.listener->port(), 5s);
+  accepting server{local};  // accepts, and never reads from the connection
+  auto client = frame_socket::connect("127.0.0.1", server.listener->port(), 5s, local);
   REQUIRE(client);
+  REQUIRE((*client)->local() == local);
   auto never_read = server.accepted();
   (*client)->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(1 << 20));
   // 160 MiB queued: far more than the kernel buffers, so the writer blocks in sendmsg.
@@ -244,4 +256,108 @@ TEST_CASE("closing wakes a writer that a peer which does not read has blocked", 
   auto ended = std::async(std::launch::async, [s = std::move(socket)]() mutable { s.reset(); });
   REQUIRE(ended.wait_for(30s) == std::future_status::ready);
   CHECK(next_event(self).kind == "closed");
+}
+
+namespace {
+
+sockaddr_in ipv4(const char* host, std::uint16_t port) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  REQUIRE(::inet_pton(AF_INET, host, &address.sin_addr) == 1);
+  return address;
+}
+
+const sockaddr* as_address(const sockaddr_in& a) { return reinterpret_cast<const sockaddr*>(&a); }
+
+} // namespace
+
+TEST_CASE("the shortcut reaches a listener over TCP where it offers no local socket, or when not asked for",
+          "[cluster][socket]") {
+  caf::actor_system_config config;
+  caf::actor_system system{config};
+  caf::scoped_actor self{system};
+  const bool twin = GENERATE(false, true);
+  accepting server{twin};
+  // Asked for where the listener has no twin; not asked for where it has one.
+  auto client = frame_socket::connect("127.0.0.1", server.listener->port(), 5s, !twin);
+  REQUIRE(client);
+  CHECK_FALSE((*client)->local());
+  CHECK((*client)->peer() == "127.0.0.1:" + std::to_string(server.listener->port()));
+  auto served = server.accepted();
+  CHECK_FALSE(served->local());
+  served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(1 << 20));
+  caf::scoped_actor client_owner{system};
+  (*client)->start(caf::actor_cast<caf::actor>(client_owner), default_max_frame_bytes, std::make_shared<receive_pool>(1 << 20));
+  (*client)->send(encode_frame(frame_number(2, 7)));
+  auto h = next_event(self);
+  REQUIRE(h.kind == "frame");
+  CHECK(std::get<weights_message>(h.message).request == 7);
+}
+
+TEST_CASE("a listener on every address offers its local socket to this host's loopback", "[cluster][socket]") {
+  accepting server{true, "0.0.0.0"};
+  REQUIRE(server.listener->has_local_twin());
+  auto client = frame_socket::connect("127.0.0.1", server.listener->port(), 5s, true);
+  REQUIRE(client);
+  CHECK((*client)->local());
+  // The accepting side knows the peer by its process: this one.
+  auto served = server.accepted();
+  CHECK(served->local());
+  CHECK(served->peer() == "pid " + std::to_string(::getpid()) + " of this host (local socket)");
+}
+
+TEST_CASE("only this host's addresses take a local socket, whoever holds one by that name", "[cluster][socket]") {
+  const auto loopback = ipv4("127.0.0.1", 1);
+  const auto elsewhere = ipv4("192.0.2.1", 4242);  // TEST-NET-1: never an address of this host
+  CHECK(is_local_address(as_address(loopback)));
+  CHECK_FALSE(is_local_address(as_address(elsewhere)));
+  CHECK(local_socket_name(as_address(elsewhere)) == "troupe/192.0.2.1/4242");
+  // A local socket named after another host's address (nothing of ours makes one: a TCP
+  // listener there cannot be bound here) does not capture connections meant for that host.
+  const int decoy = listen_local(as_address(elsewhere));
+  REQUIRE(decoy >= 0);
+  CHECK(connect_local(as_address(elsewhere)) == -1);
+  ::close(decoy);
+}
+
+TEST_CASE("a listener's end takes its local socket with it", "[cluster][socket]") {
+  std::uint16_t port = 0;
+  {
+    auto bound = listening_socket::bind("127.0.0.1", 0, true);
+    REQUIRE(bound);
+    REQUIRE((*bound)->has_local_twin());
+    port = (*bound)->port();
+    // Its name is taken while it listens: a second twin of that name is refused.
+    const auto here = ipv4("127.0.0.1", port);
+    CHECK(listen_local(as_address(here)) == -1);
+    const int reached = connect_local(as_address(here));
+    CHECK(reached >= 0);
+    ::close(reached);
+  }
+  const auto here = ipv4("127.0.0.1", port);
+  CHECK(connect_local(as_address(here)) == -1);
+  auto connected = frame_socket::connect("127.0.0.1", port, 5s, true);
+  REQUIRE_FALSE(connected);
+  CHECK(error_text(connected.error()).find("refused") != std::string::npos);
+}
+
+TEST_CASE("a peer lost over a local socket is reported as over TCP", "[cluster][socket]") {
+  caf::actor_system_config config;
+  caf::actor_system system{config};
+  caf::scoped_actor self{system};
+  accepting server{true};
+  auto client = frame_socket::connect("127.0.0.1", server.listener->port(), 5s, true);
+  REQUIRE(client);
+  REQUIRE((*client)->local());
+  auto served = server.accepted();
+  served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(1 << 20));
+  caf::scoped_actor client_owner{system};
+  (*client)->start(caf::actor_cast<caf::actor>(client_owner), default_max_frame_bytes, std::make_shared<receive_pool>(1 << 20));
+  (*client)->send(encode_frame(frame_number(2, 1)));
+  REQUIRE(next_event(self).kind == "frame");
+  client->reset();  // the peer's end: closed, its threads joined
+  auto h = next_event(self);
+  CHECK(h.kind == "closed");
+  CHECK(h.text.find("the peer closed the connection") != std::string::npos);
 }

@@ -76,6 +76,10 @@ struct channel_options {
   std::shared_ptr<serving_registry> serving = std::make_shared<serving_registry>();
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds connection_timeout{5000};
+  /// Peers on this host connect through a Unix socket instead of TCP (cluster/local_socket.hpp):
+  /// a connecting channel takes the local socket its listener offers, a listener offers one.
+  /// Off for links whose listener must see the peer's address (the scheduler's).
+  bool same_host_shortcut = false;
   std::size_t max_frame_bytes = std::size_t{1} << 30;
   /// Idle receive buffers a link keeps for reuse (a step's worth of frames).
   std::size_t receive_pool_bytes = std::size_t{256} << 20;
@@ -91,11 +95,13 @@ struct channel_options {
   std::function<void(const std::string&)> log;
 };
 
-/// Connects to `host:port` and returns the channel once the TCP connection stands (admission
+/// Connects to `host:port` and returns the channel once the connection stands (admission
 /// follows asynchronously; requests wait for it). Blocks while connecting; the error names
-/// the address when nothing listens there.
+/// the address when nothing listens there. `over_local_socket`, where given, says whether the
+/// connection took the same-host shortcut (channel_options::same_host_shortcut).
 caf::expected<channel_actor> connect_channel(caf::actor_system& system, const std::string& host,
-                                          std::uint16_t port, channel_options options);
+                                          std::uint16_t port, channel_options options,
+                                          bool* over_local_socket = nullptr);
 
 /// A node's listening socket on `host:port` (port 0: any free port): every connection it
 /// accepts becomes a channel with `options` (peers are admitted one by one; a refused or broken

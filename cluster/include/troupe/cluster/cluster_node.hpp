@@ -57,6 +57,10 @@ struct cluster_node_options {
   /// The address peers reach this node at when it differs from listen_host (a multi-homed
   /// host, or listening on 0.0.0.0). Empty: listen_host.
   std::string advertise_host;
+  /// Workers reach a server on their own host through a Unix socket rather than TCP
+  /// (cluster/local_socket.hpp); servers offer one. The scheduler's links stay TCP: it judges
+  /// hosts by the addresses connections come from.
+  bool local_sockets = true;
   cluster_secret secret;
   /// How long the scheduler waits for every node to join and be ready, and how long a node
   /// retries reaching its scheduler.

@@ -83,7 +83,9 @@ void end_run(scheduler_actor self, caf::expected<training_result> outcome) {
   auto& st = self->state;
   if (st.at == scheduler_phase::ending)
     return;
-  end_gathering(self);  // the epoch's traffic so far still reaches the metrics
+  // The epoch's traffic so far still reaches the metrics; an open question hears that the
+  // run fails, so the coordinator starts no other phase.
+  end_gathering(self, outcome ? caf::error{} : outcome.error());
   st.at = scheduler_phase::ending;
   if (!outcome) {
     // Most reasons already name the scheduler ("scheduler: lost worker 1 ..."): said once.
@@ -552,7 +554,7 @@ scheduler_node_actor::behavior_type scheduler(scheduler_actor self, scheduler_se
     },
     // The session's gate between epochs: the epoch's traffic (scheduler_traffic.cpp).
     [=](epoch_done_atom, std::int64_t epoch, deadline due) { return on_epoch_done(self, epoch, due); },
-    [=](traffic_due_atom, std::int64_t epoch) { on_traffic_due(self, epoch); },
+    [=](traffic_due_atom, std::int64_t serial) { on_traffic_due(self, serial); },
   };
 }
 

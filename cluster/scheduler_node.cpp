@@ -157,6 +157,8 @@ void on_session_failed(scheduler_actor self, caf::error err) {
   const bool loss_known = std::any_of(st.members.begin(), st.members.end(), [](auto& m) { return m.gone; });
   if (troupe_code(err) != errc::peer_down || loss_known)
     return end_run(self, std::move(err));
+  // The run is failing whatever the cause turns out to be: an open question hears it now.
+  end_gathering(self, err);
   st.at = scheduler_phase::failing;
   st.unexplained = std::move(err);
   self->delayed_send(self, st.options->connection_timeout + st.options->heartbeat_interval, cause_due_atom::value);

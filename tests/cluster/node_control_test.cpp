@@ -663,6 +663,35 @@ CAF_TEST(run_ends_while_a_traffic_query_is_open) {
   CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
 }
 
+// The session fails with a lost peer while a traffic query is open, before the loss itself
+// is reported (failing): the question fails at once with that failure, as one after it does;
+// the answers that come later are dropped; the loss, once reported, names the run's end.
+CAF_TEST(session_fails_while_a_traffic_query_is_open) {
+  start();
+  auto m = to_training();
+  auto gate = epoch_done(0);
+  traffic(m.server, 0);
+  session_ends(make_error(errc::peer_down, "worker_1: the link to server_0 closed"));
+  CAF_REQUIRE(gate->answered);
+  CAF_CHECK(!gate->yes);
+  CAF_CHECK(contains(gate->error, "the link to server_0 closed"));
+  CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
+  CAF_CHECK_EQUAL(count_of<shutdown_message>(m.w0_sent), 0);  // the cause is not known yet
+  traffic(m.w0, 0);
+  CAF_CHECK(logged("scheduler: dropped worker 0 (pid 200 on 10.0.0.1)'s traffic answer for epoch 0: no epoch's traffic is gathered"));
+  auto after = epoch_done(1);
+  CAF_REQUIRE(after->answered);
+  CAF_CHECK(contains(after->error, "the run is ending: worker_1: the link to server_0 closed"));
+  CAF_CHECK_EQUAL(count_of<traffic_query_message>(m.w0_sent), 1);
+  lost(m.w1, "the connection to worker 1 closed");
+  CAF_REQUIRE(last_of<shutdown_message>(m.w0_sent) != nullptr);
+  lost(m.w0, "");
+  lost(m.server, "");
+  CAF_REQUIRE(result->answered);
+  CAF_CHECK(contains(result->error, "lost worker 1 (pid 201"));
+  CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
+}
+
 // A member's link is lost while the epoch's traffic is gathered, and the job does not go on
 // without it: the question fails at once naming the member (not at its deadline), the
 // traffic that came reaches the metrics, and the run ends naming it.

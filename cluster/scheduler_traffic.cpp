@@ -65,7 +65,8 @@ void on_traffic(scheduler_actor self, const channel_actor& link, const traffic_m
   // An answer nobody waits for any more: that epoch's figures went without it (the member's
   // next answer carries its totals, so nothing it moved is lost, only counted later).
   auto drop = [&](const std::string& why) {
-    log_node_line(*st.options, "scheduler: dropped " + m->name() + "'s traffic answer for epoch " + epoch + ": " + why);
+    log_node_line(*st.options,
+                  "scheduler: dropped " + m->name() + "'s traffic answer for epoch " + epoch + ": " + why);
   };
   if (!st.gathering)
     return drop("no epoch's traffic is gathered"

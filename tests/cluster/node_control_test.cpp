@@ -531,7 +531,8 @@ CAF_TEST(reply_after_deadline_is_dropped) {
   CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
   auto next = epoch_done(1);
   traffic(m.w1, 0);  // epoch 0's, late: not an answer for epoch 1
-  CAF_CHECK(logged("scheduler: dropped worker 1 (pid 201 on 10.0.0.1)'s traffic answer for epoch 0: epoch 1's is gathered"));
+  CAF_CHECK(logged("scheduler: dropped worker 1 (pid 201 on 10.0.0.1)'s traffic answer for epoch 0: "
+                   "epoch 1's is gathered"));
   traffic(m.server, 1);
   traffic(m.w0, 1);
   CAF_CHECK(!next->answered);
@@ -678,7 +679,8 @@ CAF_TEST(session_fails_while_a_traffic_query_is_open) {
   CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
   CAF_CHECK_EQUAL(count_of<shutdown_message>(m.w0_sent), 0);  // the cause is not known yet
   traffic(m.w0, 0);
-  CAF_CHECK(logged("scheduler: dropped worker 0 (pid 200 on 10.0.0.1)'s traffic answer for epoch 0: no epoch's traffic is gathered"));
+  CAF_CHECK(logged("scheduler: dropped worker 0 (pid 200 on 10.0.0.1)'s traffic answer for epoch 0: "
+                   "no epoch's traffic is gathered"));
   auto after = epoch_done(1);
   CAF_REQUIRE(after->answered);
   CAF_CHECK(contains(after->error, "the run is ending: worker_1: the link to server_0 closed"));
@@ -755,8 +757,10 @@ CAF_TEST(traffic_from_a_node_that_was_not_asked_is_dropped) {
   traffic(m.w0, 0, 10);
   CAF_CHECK(!gate->answered);
   CAF_CHECK(logged("scheduler: dropped a traffic answer for epoch 0 from a node that did not join"));
-  CAF_CHECK(logged("scheduler: dropped worker 1 (pid 201 on 10.0.0.1)'s traffic answer for epoch 0: it was not asked"));
-  CAF_CHECK(logged("scheduler: dropped server 0 (pid 100 on 10.0.0.1)'s traffic answer for epoch 3: epoch 0's is gathered"));
+  CAF_CHECK(logged("scheduler: dropped worker 1 (pid 201 on 10.0.0.1)'s traffic answer for epoch 0: "
+                   "it was not asked"));
+  CAF_CHECK(logged("scheduler: dropped server 0 (pid 100 on 10.0.0.1)'s traffic answer for epoch 3: "
+                   "epoch 0's is gathered"));
   traffic(m.server, 0, 20);
   CAF_REQUIRE(gate->answered);
   CAF_CHECK(gate->yes);
@@ -778,9 +782,10 @@ CAF_TEST(flood_of_messages_out_of_turn) {
   settle();
   CAF_CHECK(!result->answered);
   // Each is dropped for what it is: no question is open (and none was late: no run yet).
-  CAF_CHECK_EQUAL(std::count_if(lines->begin(), lines->end(),
-                                [](auto& l) { return contains(l, "'s traffic answer for epoch") && contains(l, ": no epoch's traffic is gathered"); }),
-                  1000);
+  const auto dropped = std::count_if(lines->begin(), lines->end(), [](auto& l) {
+    return contains(l, "'s traffic answer for epoch") && contains(l, ": no epoch's traffic is gathered");
+  });
+  CAF_CHECK_EQUAL(dropped, 1000);
   CAF_CHECK(!logged("after its deadline"));
   CAF_CHECK_EQUAL(count_of<assignment_message>(s), 0);
   advance_time(options.join_timeout);

@@ -83,7 +83,9 @@ void end_run(scheduler_actor self, caf::expected<training_result> outcome) {
   auto& st = self->state;
   if (st.at == scheduler_phase::ending)
     return;
-  end_gathering(self);  // the epoch's traffic so far still reaches the metrics
+  // The epoch's traffic so far still reaches the metrics; an open question hears that the
+  // run fails, so the coordinator starts no other phase.
+  end_gathering(self, outcome ? caf::error{} : outcome.error());
   st.at = scheduler_phase::ending;
   if (!outcome) {
     // Most reasons already name the scheduler ("scheduler: lost worker 1 ..."): said once.
@@ -155,6 +157,8 @@ void on_session_failed(scheduler_actor self, caf::error err) {
   const bool loss_known = std::any_of(st.members.begin(), st.members.end(), [](auto& m) { return m.gone; });
   if (troupe_code(err) != errc::peer_down || loss_known)
     return end_run(self, std::move(err));
+  // The run is failing whatever the cause turns out to be: an open question hears it now.
+  end_gathering(self, err);
   st.at = scheduler_phase::failing;
   st.unexplained = std::move(err);
   self->delayed_send(self, st.options->connection_timeout + st.options->heartbeat_interval, cause_due_atom::value);
@@ -552,7 +556,7 @@ scheduler_node_actor::behavior_type scheduler(scheduler_actor self, scheduler_se
     },
     // The session's gate between epochs: the epoch's traffic (scheduler_traffic.cpp).
     [=](epoch_done_atom, std::int64_t epoch, deadline due) { return on_epoch_done(self, epoch, due); },
-    [=](traffic_due_atom, std::int64_t epoch) { on_traffic_due(self, epoch); },
+    [=](traffic_due_atom, std::int64_t serial) { on_traffic_due(self, serial); },
   };
 }
 

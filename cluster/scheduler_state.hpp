@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -56,9 +57,14 @@ struct member_entry {
 };
 
 
-/// One epoch's traffic query: the members' answers so far, and the coordinator's question.
+/// One epoch's traffic query: the members asked, their answers so far, and the
+/// coordinator's question.
 struct traffic_gathering {
   std::int64_t epoch = 0;
+  /// Which gathering this is (its deadline names it: a question asked again for the same
+  /// epoch must not end at the earlier question's deadline).
+  std::int64_t serial = 0;
+  std::set<int> asked;                               // plan nodes
   std::map<int, std::vector<peer_traffic>> answers;  // by plan node
   caf::typed_response_promise<bool> promise;
 };
@@ -77,6 +83,7 @@ struct scheduler_state {
   /// The epoch whose traffic is being gathered (between the coordinator's epoch_done and the
   /// answer to it), if any: the coordinator asks one epoch at a time.
   std::optional<traffic_gathering> gathering;
+  std::int64_t gatherings = 0;  // how many have started (the next one's serial)
   epoch_traffic traffic_table;
   caf::actor listener;
   training_session_actor session;
@@ -107,17 +114,20 @@ inline int live_members(const scheduler_state& st) {
 // The scheduler is its session's gate between epochs (epoch_gate_actor): after each epoch's
 // training it asks every member what it moved (scheduler_traffic.cpp).
 /// The coordinator's epoch_done: asks every member for its traffic; answers once all have
-/// (or at `due`, or the request timeout, whichever comes first).
+/// (or at `due`, or the request timeout, whichever comes first). A question still open is
+/// answered first, with what came; once the run is ending, no epoch passes (an error).
 caf::result<bool> on_epoch_done(scheduler_actor self, std::int64_t epoch, deadline due);
-/// A member's traffic answer; the last one ends the gathering.
+/// A member's traffic answer; the last one ends the gathering. An answer the open gathering
+/// did not ask for (another epoch, a node not asked, none open) is dropped and logged.
 void on_traffic(scheduler_actor self, const channel_actor& link, const traffic_message& t);
-/// The gathering's deadline for `epoch` passed: ends it with the answers that came.
-void on_traffic_due(scheduler_actor self, std::int64_t epoch);
+/// The deadline of gathering `serial` passed: ends it with the answers that came.
+void on_traffic_due(scheduler_actor self, std::int64_t serial);
 /// Ends the gathering if every member still there has answered (one was lost meanwhile).
 void end_gathering_if_complete(scheduler_actor self);
 /// Sends the epoch's traffic to the metrics (with what has come so far, naming in the log who
-/// did not answer) and answers the coordinator. Nothing when no gathering is under way.
-void end_gathering(scheduler_actor self);
+/// did not answer) and answers the coordinator: yes, or `run_ends` when the run ends with
+/// that failure. Nothing when no gathering is under way.
+void end_gathering(scheduler_actor self, caf::error run_ends = caf::error{});
 
 /// What the scheduler starts with, planned by the caller.
 struct scheduler_setup {

@@ -6,6 +6,11 @@
 // kind and peer go to the metrics actor (annotate_atom) and the coordinator gets its answer;
 // only then does it record epoch e's training report, so e's metrics line carries e's
 // traffic. Reports never pass through the scheduler: the metrics actor gets them directly.
+// One question is open at a time: a new one first answers the open one with what came, and
+// each has its own deadline. Only answers to the open question count; any other (late, for
+// another epoch, from a node not asked) is dropped and logged. A run that ends answers the
+// open question with its failure and lets no later one pass, so the coordinator starts no
+// phase on a run that is ending.
 #include <algorithm>
 
 #include "scheduler_state.hpp"
@@ -16,37 +21,67 @@ namespace {
 
 bool answered(const traffic_gathering& g, const member_entry& m) { return g.answers.count(m.node) > 0; }
 
+// Why no epoch passes once the run is ending: the failure it ends with, when there is one.
+caf::error run_is_ending(scheduler_actor self) {
+  auto& st = self->state;
+  const caf::error* why = st.outcome && !*st.outcome ? &st.outcome->error() : nullptr;
+  if (!why && st.at == scheduler_phase::failing)
+    why = &st.unexplained;
+  if (!why)
+    return make_error(errc::bad_request, "scheduler: the run is ending: it finished");
+  return make_error(troupe_code(*why), "scheduler: the run is ending: " + reason_text(self->system(), *why));
+}
+
 } // namespace
 
 caf::result<bool> on_epoch_done(scheduler_actor self, std::int64_t epoch, deadline due) {
   auto& st = self->state;
   end_gathering(self);  // a question the coordinator gave up on: answered with what came
+  if (st.at == scheduler_phase::ending || st.at == scheduler_phase::failing)
+    return run_is_ending(self);
   if (st.at != scheduler_phase::training || live_members(st) == 0)
-    return true;  // nobody to ask (the run is ending)
+    return true;  // nobody to ask
   auto promise = self->make_response_promise<bool>();
-  st.gathering = traffic_gathering{epoch, {}, promise};
+  st.gathering = traffic_gathering{epoch, ++st.gatherings, {}, {}, promise};
   for (auto& m : st.members)
-    if (!m.gone)
+    if (!m.gone) {
+      st.gathering->asked.insert(m.node);
       caf::anon_send(m.to, traffic_query_atom::value, traffic_query_message{epoch});
+    }
   // The members' answers are the scheduler's own requests: they get a step's limit
   // (request_timeout), within what the coordinator gives the whole question.
   const auto until = deadline::earlier(due, deadline::after(st.options->timeouts.step));
-  self->delayed_send(self, until.left(), traffic_due_atom::value, epoch);
+  self->delayed_send(self, until.left(), traffic_due_atom::value, st.gatherings);
   return promise;
 }
 
 void on_traffic(scheduler_actor self, const channel_actor& link, const traffic_message& t) {
   auto& st = self->state;
   auto* m = member_of(st, link.address());
-  if (!m || !st.gathering || t.epoch != st.gathering->epoch)
-    return;  // late (after its deadline): that epoch's figures went without it
+  const auto epoch = std::to_string(t.epoch);
+  if (!m)
+    return log_node_line(*st.options, "scheduler: dropped a traffic answer for epoch " + epoch
+                                        + " from a node that did not join");
+  // An answer nobody waits for any more: that epoch's figures went without it (the member's
+  // next answer carries its totals, so nothing it moved is lost, only counted later).
+  auto drop = [&](const std::string& why) {
+    log_node_line(*st.options,
+                  "scheduler: dropped " + m->name() + "'s traffic answer for epoch " + epoch + ": " + why);
+  };
+  if (!st.gathering)
+    return drop("no epoch's traffic is gathered"
+                + std::string(st.at == scheduler_phase::training ? " (it came after its deadline)" : ""));
+  if (t.epoch != st.gathering->epoch)
+    return drop("epoch " + std::to_string(st.gathering->epoch) + "'s is gathered");
+  if (st.gathering->asked.count(m->node) == 0)
+    return drop("it was not asked");
   st.gathering->answers[m->node] = t.peers;
   end_gathering_if_complete(self);
 }
 
-void on_traffic_due(scheduler_actor self, std::int64_t epoch) {
+void on_traffic_due(scheduler_actor self, std::int64_t serial) {
   auto& st = self->state;
-  if (st.gathering && st.gathering->epoch == epoch)
+  if (st.gathering && st.gathering->serial == serial)
     end_gathering(self);
 }
 
@@ -59,7 +94,7 @@ void end_gathering_if_complete(scheduler_actor self) {
     end_gathering(self);
 }
 
-void end_gathering(scheduler_actor self) {
+void end_gathering(scheduler_actor self, caf::error run_ends) {
   auto& st = self->state;
   if (!st.gathering)
     return;
@@ -85,7 +120,10 @@ void end_gathering(scheduler_actor self) {
   // Sent before the answer: the coordinator records the epoch's report only after it, so the
   // metrics actor has the epoch's traffic when it writes the epoch's line.
   self->send(st.metrics, annotate_atom::value, g.epoch, std::string("traffic"), figures.json, figures.line);
-  g.promise.deliver(true);
+  if (run_ends)
+    g.promise.deliver(std::move(run_ends));
+  else
+    g.promise.deliver(true);
 }
 
 } // namespace troupe

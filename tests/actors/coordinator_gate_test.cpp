@@ -182,6 +182,24 @@ CAF_TEST(coordinator_gives_up_on_a_silent_gate) {
   CAF_CHECK(error_text(result->error).find("the gate between epochs failed after epoch 0") != std::string::npos);
 }
 
+// A gate that answers after the coordinator gave up on it changes nothing: the run failed
+// naming the gate, and no phase starts, no report is recorded, no other epoch is asked.
+CAF_TEST(coordinator_ignores_a_gate_answer_after_giving_up) {
+  options.timeouts.step = std::chrono::seconds(5);
+  start(2);
+  CAF_REQUIRE_EQUAL(gate->asked.size(), 1u);
+  advance_time(options.timeouts.step + answer_grace);
+  consume_messages();
+  CAF_REQUIRE(result->answered);
+  CAF_CHECK(troupe_code(result->error) == errc::timeout);
+  caf::anon_send(gate_actor, open_atom::value, true);
+  consume_messages();
+  CAF_CHECK(compute->validated.empty());
+  CAF_CHECK_EQUAL(compute->trained, (std::vector<std::int64_t>{0}));
+  CAF_CHECK(metrics->reports.empty());
+  CAF_CHECK_EQUAL(gate->asked.size(), 1u);
+}
+
 // A gate that says no ends the run too.
 CAF_TEST(coordinator_stops_when_the_gate_says_no) {
   start(1);

@@ -109,6 +109,7 @@ metrics_actor::behavior_type fake_metrics(metrics_actor::pointer, std::shared_pt
 struct gate_answer {
   bool answered = false;
   bool yes = false;
+  std::string error;  // the failure's text, when it failed
   std::size_t annotations_before = 0;
 };
 
@@ -121,7 +122,10 @@ caf::behavior ask_gate(caf::event_based_actor* self, epoch_gate_actor gate, std:
         out->yes = yes;
         out->annotations_before = metrics->traffic.size();
       },
-      [=](caf::error&) { out->answered = true; });
+      [=](caf::error& err) {
+        out->answered = true;
+        out->error = err.category() == error_category ? error_text(err) : std::string("caf error");
+      });
   return {[](const std::string&) {}};
 }
 
@@ -234,8 +238,12 @@ struct scheduler_fixture : node_fixture {
     settle();
     return out;
   }
-  void traffic(const channel_actor& l, std::int64_t epoch) {
-    caf::anon_send(node, traffic_atom::value, l, traffic_message{epoch, {}});
+  // A member's traffic answer: `sent` bytes (its total since it started) to one peer.
+  void traffic(const channel_actor& l, std::int64_t epoch, std::uint64_t sent = 0) {
+    traffic_message t{epoch, {}};
+    if (sent > 0)
+      t.peers.push_back(peer_traffic{"peer", {0}, {sent}});
+    caf::anon_send(node, traffic_atom::value, l, std::move(t));
     settle();
   }
 
@@ -517,8 +525,14 @@ CAF_TEST(reply_after_deadline_is_dropped) {
   CAF_REQUIRE_EQUAL(metrics->traffic.size(), 1u);
   CAF_CHECK_EQUAL(metrics->traffic[0].first, 0);
   CAF_CHECK_EQUAL(metrics->reports, 0);  // reports never pass through the scheduler
+  traffic(m.w1, 0);  // late, with no question open
+  CAF_CHECK(logged("scheduler: dropped worker 1 (pid 201 on 10.0.0.1)'s traffic answer for epoch 0: no epoch's "
+                   "traffic is gathered (it came after its deadline)"));
+  CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
   auto next = epoch_done(1);
   traffic(m.w1, 0);  // epoch 0's, late: not an answer for epoch 1
+  CAF_CHECK(logged("scheduler: dropped worker 1 (pid 201 on 10.0.0.1)'s traffic answer for epoch 0: "
+                   "epoch 1's is gathered"));
   traffic(m.server, 1);
   traffic(m.w0, 1);
   CAF_CHECK(!next->answered);
@@ -543,6 +557,219 @@ CAF_TEST(epoch_done_goes_on_without_a_lost_worker) {
   CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
 }
 
+// The coordinator asks for epoch 1 while epoch 0's traffic is still gathered (it gave up on
+// that question): epoch 0's question is answered at once with what came, and its figures go
+// out once, under epoch 0; epoch 1 gathers answers of its own. Epoch 0's late answers and
+// epoch 0's deadline touch nothing of epoch 1's.
+CAF_TEST(second_epoch_done_while_a_query_is_open) {
+  start();
+  auto m = to_training();
+  auto first = epoch_done(0, std::chrono::seconds(2));
+  traffic(m.server, 0, 100);
+  CAF_CHECK(!first->answered);
+  auto second = epoch_done(1);
+  CAF_REQUIRE(first->answered);
+  CAF_CHECK(first->yes);
+  CAF_REQUIRE_EQUAL(metrics->traffic.size(), 1u);
+  CAF_CHECK_EQUAL(metrics->traffic[0].first, 0);
+  CAF_CHECK(contains(metrics->traffic[0].second, "server_0 rx 0 B tx 100 B"));
+  CAF_CHECK(logged("epoch 0's traffic goes without worker 0 (pid 200 on 10.0.0.1), worker 1 (pid 201 on 10.0.0.1)"));
+  CAF_CHECK(!second->answered);
+  CAF_REQUIRE_EQUAL(count_of<traffic_query_message>(m.w0_sent), 2);
+  CAF_CHECK_EQUAL(last_of<traffic_query_message>(m.w0_sent)->epoch, 1);
+  CAF_CHECK_EQUAL(last_of<traffic_query_message>(m.w1_sent)->epoch, 1);
+  CAF_CHECK_EQUAL(last_of<traffic_query_message>(m.server_sent)->epoch, 1);
+  traffic(m.w0, 0, 700);  // epoch 0's answers, after that question was answered
+  traffic(m.w1, 0, 700);
+  traffic(m.server, 1, 150);
+  CAF_CHECK(!second->answered);
+  advance_time(std::chrono::seconds(2));  // epoch 0's deadline
+  settle();
+  CAF_CHECK(!second->answered);
+  CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
+  traffic(m.w0, 1, 900);
+  CAF_CHECK(!second->answered);
+  traffic(m.w1, 1, 800);
+  CAF_REQUIRE(second->answered);
+  CAF_CHECK(second->yes);
+  CAF_REQUIRE_EQUAL(metrics->traffic.size(), 2u);
+  CAF_CHECK_EQUAL(metrics->traffic[1].first, 1);
+  const auto& line = metrics->traffic[1].second;
+  CAF_CHECK(contains(line, "Epoch[1] Traffic:"));
+  CAF_CHECK(contains(line, "server_0 rx 0 B tx 50 B"));  // its 150 since it started, less epoch 0's 100
+  CAF_CHECK(contains(line, "worker_0 rx 0 B tx 900 B"));
+  CAF_CHECK(contains(line, "worker_1 rx 0 B tx 800 B"));
+  CAF_CHECK(!logged("epoch 1's traffic goes without"));
+  advance_time(options.timeouts.step);  // epoch 1's deadline: released already, nothing twice
+  settle();
+  CAF_CHECK_EQUAL(metrics->traffic.size(), 2u);
+}
+
+// The same epoch asked again while its query is open: the first question is answered with
+// what came, and the second keeps its own deadline: the first one's does not cut it short.
+CAF_TEST(same_epoch_asked_again_keeps_its_own_deadline) {
+  start();
+  auto m = to_training();
+  auto first = epoch_done(0, std::chrono::seconds(2));
+  auto second = epoch_done(0);
+  CAF_REQUIRE(first->answered);
+  CAF_CHECK(first->yes);
+  CAF_CHECK(!second->answered);
+  traffic(m.server, 0);
+  advance_time(std::chrono::seconds(2));  // the first question's deadline
+  settle();
+  CAF_CHECK(!second->answered);
+  CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
+  traffic(m.w0, 0);
+  traffic(m.w1, 0);
+  CAF_REQUIRE(second->answered);
+  CAF_CHECK(second->yes);
+  CAF_CHECK_EQUAL(metrics->traffic.size(), 2u);
+}
+
+// The run ends (its session fails) while a traffic query is open: the question is answered
+// at once and says the run ends (the coordinator must not start another phase); the traffic
+// that came still reaches the metrics, once; answers after the end change nothing; a
+// question after the end is refused without asking anyone; the run's answer comes once the
+// links have closed, and no deadline left behind releases anything.
+CAF_TEST(run_ends_while_a_traffic_query_is_open) {
+  start();
+  auto m = to_training();
+  auto gate = epoch_done(0);
+  traffic(m.server, 0, 100);
+  session_ends(make_error(errc::internal, "compute 0: the loss is not a number"));
+  CAF_REQUIRE(gate->answered);
+  CAF_CHECK(!gate->yes);
+  CAF_CHECK(contains(gate->error, "compute 0: the loss is not a number"));
+  CAF_REQUIRE_EQUAL(metrics->traffic.size(), 1u);
+  CAF_CHECK(contains(metrics->traffic[0].second, "server_0 rx 0 B tx 100 B"));
+  CAF_REQUIRE(last_of<shutdown_message>(m.w0_sent) != nullptr);
+  CAF_CHECK(!last_of<shutdown_message>(m.w0_sent)->finished);
+  traffic(m.w0, 0, 5);
+  traffic(m.w1, 0, 5);
+  CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
+  auto after = epoch_done(1);
+  CAF_REQUIRE(after->answered);
+  CAF_CHECK(!after->yes);
+  CAF_CHECK(contains(after->error, "the run is ending"));
+  CAF_CHECK_EQUAL(count_of<traffic_query_message>(m.w0_sent), 1);
+  CAF_CHECK(!result->answered);
+  lost(m.w0, "");
+  lost(m.w1, "");
+  lost(m.server, "");
+  CAF_REQUIRE(result->answered);
+  CAF_CHECK(contains(result->error, "compute 0: the loss is not a number"));
+  advance_time(options.timeouts.step);
+  settle();
+  CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
+}
+
+// The session fails with a lost peer while a traffic query is open, before the loss itself
+// is reported (failing): the question fails at once with that failure, as one after it does;
+// the answers that come later are dropped; the loss, once reported, names the run's end.
+CAF_TEST(session_fails_while_a_traffic_query_is_open) {
+  start();
+  auto m = to_training();
+  auto gate = epoch_done(0);
+  traffic(m.server, 0);
+  session_ends(make_error(errc::peer_down, "worker_1: the link to server_0 closed"));
+  CAF_REQUIRE(gate->answered);
+  CAF_CHECK(!gate->yes);
+  CAF_CHECK(contains(gate->error, "the link to server_0 closed"));
+  CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
+  CAF_CHECK_EQUAL(count_of<shutdown_message>(m.w0_sent), 0);  // the cause is not known yet
+  traffic(m.w0, 0);
+  CAF_CHECK(logged("scheduler: dropped worker 0 (pid 200 on 10.0.0.1)'s traffic answer for epoch 0: "
+                   "no epoch's traffic is gathered"));
+  auto after = epoch_done(1);
+  CAF_REQUIRE(after->answered);
+  CAF_CHECK(contains(after->error, "the run is ending: worker_1: the link to server_0 closed"));
+  CAF_CHECK_EQUAL(count_of<traffic_query_message>(m.w0_sent), 1);
+  lost(m.w1, "the connection to worker 1 closed");
+  CAF_REQUIRE(last_of<shutdown_message>(m.w0_sent) != nullptr);
+  lost(m.w0, "");
+  lost(m.server, "");
+  CAF_REQUIRE(result->answered);
+  CAF_CHECK(contains(result->error, "lost worker 1 (pid 201"));
+  CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
+}
+
+// A member's link is lost while the epoch's traffic is gathered, and the job does not go on
+// without it: the question fails at once naming the member (not at its deadline), the
+// traffic that came reaches the metrics, and the run ends naming it.
+CAF_TEST(member_lost_while_a_traffic_query_is_open) {
+  start();
+  auto m = to_training();
+  auto gate = epoch_done(0);
+  traffic(m.server, 0);
+  traffic(m.w0, 0);
+  lost(m.w1, "no frame for 5000 ms");
+  CAF_REQUIRE(gate->answered);
+  CAF_CHECK(!gate->yes);
+  CAF_CHECK(contains(gate->error, "lost worker 1 (pid 201 on 10.0.0.1)"));
+  CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
+  CAF_CHECK(!logged("traffic goes without"));  // lost, not silent
+  lost(m.w0, "");
+  lost(m.server, "");
+  CAF_REQUIRE(result->answered);
+  CAF_CHECK(contains(result->error, "lost worker 1 (pid 201 on 10.0.0.1)"));
+}
+
+// A worker stops while the epoch's traffic is gathered because it lost the server (its
+// goodbye names the server's plan node): the question fails at once naming the server.
+CAF_TEST(member_stops_for_a_lost_peer_while_a_traffic_query_is_open) {
+  start();
+  auto m = to_training();
+  auto gate = epoch_done(0);
+  traffic(m.w1, 0);
+  const auto server_node = static_cast<std::int32_t>(last_of<assignment_message>(m.server_sent)->node);
+  caf::anon_send(node, goodbye_atom::value, m.w0,
+                 shutdown_message{"lost server_0 at 10:00:00.000 UTC: the connection closed", false, server_node});
+  settle();
+  CAF_REQUIRE(gate->answered);
+  CAF_CHECK(!gate->yes);
+  CAF_CHECK(contains(gate->error, "lost server 0 (pid 100"));
+  CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
+  lost(m.w0, "");
+  lost(m.w1, "");
+  lost(m.server, "the connection closed");
+  CAF_REQUIRE(result->answered);
+  CAF_CHECK(contains(result->error, "lost server 0 (pid 100"));
+}
+
+// Traffic answers from nodes that were not asked are dropped, each named in the log: a link
+// that never joined, a worker the run went on without (on_worker_loss = continue), an epoch
+// that is not being gathered. The question still waits for the members it asked, and its
+// figures hold only theirs.
+CAF_TEST(traffic_from_a_node_that_was_not_asked_is_dropped) {
+  start(1, 2, true);
+  auto m = to_training();
+  lost(m.w1, "no frame for 5000 ms");  // the run goes on without worker 1
+  CAF_REQUIRE(!result->answered);
+  sent_list stranger_sent;
+  auto stranger = link(stranger_sent);
+  auto gate = epoch_done(0);
+  CAF_CHECK_EQUAL(count_of<traffic_query_message>(m.w1_sent), 0);
+  CAF_REQUIRE_EQUAL(count_of<traffic_query_message>(m.w0_sent), 1);
+  traffic(stranger, 0, 1);
+  traffic(m.w1, 0, 1);
+  traffic(m.server, 3, 1);
+  traffic(m.w0, 0, 10);
+  CAF_CHECK(!gate->answered);
+  CAF_CHECK(logged("scheduler: dropped a traffic answer for epoch 0 from a node that did not join"));
+  CAF_CHECK(logged("scheduler: dropped worker 1 (pid 201 on 10.0.0.1)'s traffic answer for epoch 0: "
+                   "it was not asked"));
+  CAF_CHECK(logged("scheduler: dropped server 0 (pid 100 on 10.0.0.1)'s traffic answer for epoch 3: "
+                   "epoch 0's is gathered"));
+  traffic(m.server, 0, 20);
+  CAF_REQUIRE(gate->answered);
+  CAF_CHECK(gate->yes);
+  CAF_REQUIRE_EQUAL(metrics->traffic.size(), 1u);
+  CAF_CHECK(contains(metrics->traffic[0].second, "server_0 rx 0 B tx 20 B"));
+  CAF_CHECK(contains(metrics->traffic[0].second, "worker_0 rx 0 B tx 10 B"));
+  CAF_CHECK(!contains(metrics->traffic[0].second, "worker_1"));
+}
+
 // A member that floods the scheduler with node messages out of turn (readies, traffic) does
 // not move the state machine: each is refused or dropped, the join deadline still holds.
 CAF_TEST(flood_of_messages_out_of_turn) {
@@ -554,6 +781,12 @@ CAF_TEST(flood_of_messages_out_of_turn) {
     caf::anon_send(node, traffic_atom::value, server, traffic_message{i, {}});
   settle();
   CAF_CHECK(!result->answered);
+  // Each is dropped for what it is: no question is open (and none was late: no run yet).
+  const auto dropped = std::count_if(lines->begin(), lines->end(), [](auto& l) {
+    return contains(l, "'s traffic answer for epoch") && contains(l, ": no epoch's traffic is gathered");
+  });
+  CAF_CHECK_EQUAL(dropped, 1000);
+  CAF_CHECK(!logged("after its deadline"));
   CAF_CHECK_EQUAL(count_of<assignment_message>(s), 0);
   advance_time(options.join_timeout);
   settle();
@@ -704,12 +937,47 @@ CAF_TEST(member_ignores_an_assignment_from_another_link) {
   CAF_CHECK(!result->answered);
 }
 
+// The answer names the epoch asked and carries what every link of the node counted so far.
 CAF_TEST(member_answers_a_traffic_query) {
+  auto counted = traffic->add(scheduler.address(), "scheduler");
+  counted->count_out(0, 123);
+  counted->count_in(1, 45);
   caf::anon_send(node, traffic_query_atom::value, scheduler, traffic_query_message{3});
   settle();
+  CAF_REQUIRE_EQUAL(count_of<traffic_message>(to_scheduler), 1);
   const auto* t = last_of<traffic_message>(to_scheduler);
-  CAF_REQUIRE(t != nullptr);
   CAF_CHECK_EQUAL(t->epoch, 3);
+  CAF_REQUIRE_EQUAL(t->peers.size(), 1u);
+  CAF_CHECK_EQUAL(t->peers[0].peer, "scheduler");
+  CAF_REQUIRE_GREATER(t->peers[0].bytes_out.size(), 1u);
+  CAF_CHECK_EQUAL(t->peers[0].bytes_out[0], 123u);
+  CAF_CHECK_EQUAL(t->peers[0].bytes_in[1], 45u);
+}
+
+// Only the scheduler asks for traffic: a query on another link is named and not answered.
+CAF_TEST(member_ignores_a_traffic_query_from_another_link) {
+  sent_list other_sent;
+  auto other = link(other_sent);
+  caf::anon_send(node, traffic_query_atom::value, other, traffic_query_message{3});
+  settle();
+  CAF_CHECK(logged("ignored a traffic query from a link other than the scheduler's"));
+  CAF_CHECK_EQUAL(count_of<traffic_message>(to_scheduler), 0);
+  CAF_CHECK_EQUAL(count_of<traffic_message>(other_sent), 0);
+  CAF_CHECK(!result->answered);
+}
+
+// A node that has ended (here: it refused its assignment) answers no traffic query: its
+// goodbye is the last thing it says to the scheduler.
+CAF_TEST(member_answers_no_traffic_query_once_it_has_ended) {
+  assignment_message a;
+  a.job = {'x', 'y'};
+  caf::anon_send(node, assignment_atom::value, scheduler, a);
+  settle();
+  CAF_REQUIRE_EQUAL(count_of<shutdown_message>(to_scheduler), 1);
+  caf::anon_send(node, traffic_query_atom::value, scheduler, traffic_query_message{0});
+  settle();
+  CAF_CHECK_EQUAL(count_of<traffic_message>(to_scheduler), 0);
+  CAF_CHECK(std::holds_alternative<shutdown_message>(to_scheduler->back()));
 }
 
 CAF_TEST(member_unknown_message_kind_is_ignored) {

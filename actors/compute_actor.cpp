@@ -15,6 +15,8 @@
 // ended early drops the batch fetched ahead, as it would have skipped it.
 #include <troupe/actors/compute_actor.hpp>
 
+#include <troupe/kernels/threading.hpp>
+
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -582,6 +584,14 @@ local_compute_actor spawn_compute(caf::actor_system& system, std::unique_ptr<mod
   if (!wiring.train_loader || !wiring.validation_loader)
     throw std::invalid_argument("compute: no training or validation loader");
   std::shared_ptr<model> shared(std::move(replica));
+  if (options.detached && !options.cpus.empty())
+    // A detached actor builds its behaviour on its own thread: bound there, before any kernel.
+    return system.spawn<caf::detached>(
+      [cpus = options.cpus](compute_pointer self, std::shared_ptr<model> r, compute_wiring w) {
+        bind_this_thread(cpus);
+        return compute(self, std::move(r), std::move(w));
+      },
+      std::move(shared), std::move(wiring));
   if (options.detached)
     return system.spawn<caf::detached>(compute, std::move(shared), std::move(wiring));
   return system.spawn(compute, std::move(shared), std::move(wiring));

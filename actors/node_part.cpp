@@ -146,7 +146,10 @@ struct part_builder {
       wiring.straggle = std::chrono::milliseconds(job.topology.straggle_ms);
     auto routes = wiring.shards;
     auto train_loader = wiring.train_loader, validation_loader = wiring.validation_loader;
-    auto compute = spawn_compute(system, replica_for_next_compute(), std::move(wiring), options.compute);
+    auto spawn_options = options.compute;
+    if (part.computes.size() < options.compute_cpus.size())
+      spawn_options.cpus = options.compute_cpus[part.computes.size()];
+    auto compute = spawn_compute(system, replica_for_next_compute(), std::move(wiring), spawn_options);
     computes[i] = compute;
     part.computes.emplace_back(a.worker, compute);
     const auto c = caf::actor_cast<caf::actor>(compute);

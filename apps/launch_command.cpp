@@ -212,6 +212,16 @@ std::vector<int> host_shares(const launch_flags& l, std::size_t hosts) {
   return shares;
 }
 
+// Each worker's place among the workers on its host (node n on hosts[n % hosts]): 0, 1, ...
+// in start order; servers get -1.
+std::vector<int> host_slots(const launch_flags& l, std::size_t hosts) {
+  hosts = std::max<std::size_t>(hosts, 1);
+  std::vector<int> next(hosts, 0), slots;
+  for (int node = 0; node < l.servers + l.workers; ++node)
+    slots.push_back(node < l.servers ? -1 : next[static_cast<std::size_t>(node) % hosts]++);
+  return slots;
+}
+
 child_spec scheduler_spec(const std::string& program, const fs::path& port_file,
                           const launch_flags& l, const std::string& secret) {
   child_spec s{
@@ -229,6 +239,7 @@ void start_nodes(launch::child_processes& children, const std::string& program, 
   std::string scheduler = l.scheduler_address + ":" + std::to_string(port);
   std::string dir = fs::current_path().string();
   const auto shares = host_shares(l, hosts.size());
+  const auto slots = host_slots(l, hosts.size());
   for (int node = 0; node < l.servers + l.workers; ++node) {
     bool server = node < l.servers;
     std::string role = server ? "server" : "worker";
@@ -236,6 +247,8 @@ void start_nodes(launch::child_processes& children, const std::string& program, 
     auto argv = node_argv(program, role, scheduler, l);
     argv.insert(argv.end(), {"--rank", std::to_string(index),  // so that [worker 1] is worker_1
                              "--host-share", std::to_string(shares[static_cast<std::size_t>(node)])});
+    if (!server)
+      argv.insert(argv.end(), {"--host-slot", std::to_string(slots[static_cast<std::size_t>(node)])});
     if (!hosts.empty()) {
       const auto& h = hosts[static_cast<std::size_t>(node) % hosts.size()];
       argv.insert(argv.end(), {"--listen", h.name});

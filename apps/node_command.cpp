@@ -35,7 +35,7 @@ namespace {
 struct node_command_line {
   node_flags place;
   std::string listen = "127.0.0.1", advertise, secret_file, port_file, local_sockets = "on";
-  std::int64_t port = 0, rank = -1, host_share = -1;
+  std::int64_t port = 0, rank = -1, host_share = -1, host_slot = -1;
   double join_timeout = 120, heartbeat = 1, peer_timeout = 5, request_timeout = 600;
 };
 
@@ -56,6 +56,8 @@ void declare_node_flags(flag_set& f, node_command_line& n) {
   f.add("request-timeout", n.request_timeout, "seconds a push, pull or batch request may wait for its answer (as in troupe train)");
   f.add("host-share", n.host_share, "without a thread count (--threads, train.threads, OMP_NUM_THREADS): this node's "
         "compute threads are the hardware threads / N, at least 1; 0: one (troupe launch sets it; -1: all)");
+  f.add("host-slot", n.host_slot, "a worker's place K among the --host-share workers of its host: its computes are "
+        "bound to the K-th share of the CPUs when their threads come from the share (troupe launch sets it; -1: unbound)");
 }
 
 // The compute threads a node uses when it is given no count: its share of the host's
@@ -222,6 +224,11 @@ int node_command(const std::vector<std::string>& args) {
   check_range("host-share", n.host_share, -1, 4096);
   options.threads = cli.threads_given ? cli.threads : 0;
   options.default_threads = default_node_threads(n.host_share);
+  check_range("host-slot", n.host_slot, -1, 4095);
+  if (n.host_slot >= 0 && n.host_share > 0 && n.host_slot >= n.host_share)
+    throw usage_error("--host-slot " + std::to_string(n.host_slot) + " is not one of the --host-share "
+                      + std::to_string(n.host_share) + " places (0 to " + std::to_string(n.host_share - 1) + ")");
+  options.host_slot = n.host_share > 0 ? static_cast<int>(n.host_slot) : -1;
   if (options.role == node_kind::scheduler) {
     cli.threads = cli.threads_given ? cli.threads : options.default_threads;
     set_compute_threads(cli.threads);

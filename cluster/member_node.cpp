@@ -16,6 +16,7 @@
 #include <troupe/cluster/cluster_node.hpp>
 
 #include <algorithm>
+#include <thread>
 #include <map>
 #include <optional>
 #include <unistd.h>
@@ -57,6 +58,7 @@ struct member_state {
   placement_plan plan;
   int part_node = -1;  // this node's index in the plan, once assigned
   int threads = 0;     // its compute threads, once assigned
+  std::string bound_cpus;   // "CPU 0", "CPUs 2-3": where its computes are bound ("": unbound)
   member_phase at = member_phase::connecting;
   caf::error unreachable;  // why the last try to reach the scheduler failed (connecting)
   bool retrying = false;   // said so once
@@ -155,6 +157,35 @@ void connect_servers(member_actor self, const assignment_message& a, const chann
   }
 }
 
+std::size_t computes_on(const placement_plan& plan, std::uint32_t node) {
+  std::size_t n = 0;
+  for (auto actor : plan.actors_on(node))
+    n += plan.actors[actor].role == plan_role::compute ? 1 : 0;
+  return n;
+}
+
+// The CPUs of a worker's computes where it holds place `slot` among the worker processes
+// sharing its host, each compute `threads` of them: slot s takes CPUs from s x computes x
+// threads on. Empty (nothing bound) without a slot, or where the host has too few CPUs: then
+// the share was already oversubscribed, and binding would only pile threads up.
+std::vector<std::vector<int>> slot_cpus(int slot, int threads, std::size_t computes) {
+  std::vector<std::vector<int>> cpus;
+  const auto per_compute = static_cast<std::size_t>(std::max(threads, 1));
+  const auto first = static_cast<std::size_t>(std::max(slot, 0)) * computes * per_compute;
+  if (slot < 0 || computes == 0 || first + computes * per_compute > std::thread::hardware_concurrency())
+    return cpus;
+  for (std::size_t c = 0; c < computes; ++c) {
+    cpus.emplace_back();
+    for (std::size_t t = 0; t < per_compute; ++t)
+      cpus.back().push_back(static_cast<int>(first + c * per_compute + t));
+  }
+  return cpus;
+}
+
+std::string cpus_text(int first, int last) {
+  return first == last ? "CPU " + std::to_string(first) : "CPUs " + std::to_string(first) + "-" + std::to_string(last);
+}
+
 // The compute threads of this node: the scheduler's count when it was given one, else this
 // node's own, else its default (its share of the host). Two given counts must agree: the
 // weights a run ends with depend on each compute's thread count.
@@ -219,6 +250,10 @@ bool take_assignment(member_actor self, const assignment_message& a) {
   st.serving->set_report_path(part.metrics);
   part.timeouts = options.timeouts;
   part.devices = options.devices;
+  if (options.threads == 0 && a.threads == 0)  // the threads are this node's share of its host
+    part.compute_cpus = slot_cpus(options.host_slot, st.threads, computes_on(st.plan, node));
+  st.bound_cpus = part.compute_cpus.empty() ? ""
+                  : cpus_text(part.compute_cpus.front().front(), part.compute_cpus.back().back());
   auto links = st.server_links;
   const auto plan = st.plan;
   auto& system = self->system();
@@ -334,6 +369,7 @@ void say_ready(member_actor self, std::uint32_t node, std::uint16_t port) {
                                + (computes ? ", " + std::to_string(computes) + " compute" + (computes == 1 ? "" : "s")
                                                + " on " + threads + (computes == 1 ? "" : " each")
                                            : ", kernels on " + threads)
+                               + (st.bound_cpus.empty() ? "" : ", bound to " + st.bound_cpus)
                                + (st.server_links.empty() ? "" : ", " + server_links_text(st))
                                + ")");
   if (st.at != member_phase::starting)

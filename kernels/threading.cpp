@@ -13,6 +13,9 @@
 #include <string>
 #include <thread>
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <omp.h>
 #include <tbb/global_control.h>
 
@@ -65,5 +68,18 @@ openmp_thread_scope::~openmp_thread_scope() {
 }
 
 } // namespace cpu
+
+bool bind_this_thread(const std::vector<int>& cpus) {
+  if (cpus.empty())
+    return false;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int cpu : cpus) {
+    if (cpu < 0 || cpu >= CPU_SETSIZE)
+      return false;
+    CPU_SET(cpu, &set);
+  }
+  return ::pthread_setaffinity_np(::pthread_self(), sizeof set, &set) == 0;
+}
 
 } // namespace troupe

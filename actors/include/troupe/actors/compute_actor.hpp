@@ -119,6 +119,9 @@ struct compute_wiring {
 struct compute_spawn_options {
   /// Run on a thread of its own (true) or on the actor system's shared scheduler threads.
   bool detached = true;
+  /// A detached compute binds its thread (and the kernel threads it starts) to these CPUs
+  /// (kernels/threading.hpp, bind_this_thread). Empty, or not detached: no binding.
+  std::vector<int> cpus;
 };
 
 /// Which push groups backward has completed in the current step. A group waits on the distinct

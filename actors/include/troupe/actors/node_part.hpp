@@ -52,6 +52,9 @@ struct node_part_options {
   /// Where this node's compute actors run: the k-th compute spawned here on devices[k % size]
   /// (its replica moved there before it is spawned). Empty: the CPU.
   std::vector<compute_device> devices;
+  /// CPUs the k-th compute spawned here binds to (compute_spawn_options::cpus), for k below
+  /// the size; empty: none bound.
+  std::vector<std::vector<int>> compute_cpus;
   /// The coordinator's gate between epochs (coordinator_options::between_epochs). Invalid: none.
   epoch_gate_actor between_epochs;
   /// Checkpoints: with a prefix or a checkpoint to resume, the part spawns a checkpoint actor

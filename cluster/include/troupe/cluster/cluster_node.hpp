@@ -76,6 +76,10 @@ struct cluster_node_options {
   /// A server's or worker's compute threads when neither it nor the scheduler was given a
   /// count (its share of its host: docs/threads.md).
   int default_threads = 1;
+  /// A worker's place among the worker processes started on its host (troupe launch says;
+  /// -1: unknown). With threads from the host share (no count given anywhere), its computes
+  /// are bound to the CPUs of that place, so the workers of one host never queue on one core.
+  int host_slot = -1;
   /// Called with the compute threads this node settles on, once assigned and before any of
   /// its actors runs a kernel (the app caps its kernels there). May be empty.
   std::function<void(int)> use_threads;

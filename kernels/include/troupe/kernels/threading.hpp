@@ -10,6 +10,8 @@
 // mailboxes and are sized separately by the app.
 #pragma once
 
+#include <vector>
+
 namespace troupe {
 
 /// Caps oneDNN/OpenMP and the kernels' loops at `threads` (>= 1), and oneTBB's global
@@ -20,5 +22,12 @@ void set_compute_threads(int threads);
 /// The current cap: OpenMP's default thread count (OMP_NUM_THREADS, else the hardware) until
 /// set_compute_threads is called.
 int compute_threads();
+
+/// Binds the calling thread, and the threads it starts from now on (an OpenMP team it opens
+/// inherits the mask), to the CPUs `cpus` (ids as the OS numbers them). Where several
+/// processes share a host, this keeps their compute threads from queuing on one core while
+/// another idles (the OS's wakeup placement stacks them). Returns false, binding nothing,
+/// when `cpus` is empty or the OS refuses (an id this process may not use).
+bool bind_this_thread(const std::vector<int>& cpus);
 
 } // namespace troupe

@@ -11,6 +11,7 @@
 // and (release_atom, uint64) to itself: held push number N leaves.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -70,14 +71,14 @@ delaying_tap(delaying_tap_actor::stateful_pointer<delaying_tap_state> self,
   };
 }
 
-/// A session_sinks::tap that puts a delaying tap in front of every route of worker `slow`
-/// (each push held back `delay`) and leaves the other workers' routes alone. The taps it
-/// spawns are appended to `taps`, which must outlive the run; the caller stops them after it.
-inline gradient_tap slow_worker_tap(caf::actor_system& system, int slow, caf::timespan delay,
-                                    std::vector<delaying_tap_actor>& taps) {
+/// A session_sinks::tap that puts a delaying tap in front of every route of the workers in
+/// `slow` (each push held back `delay`) and leaves the other workers' routes alone. The taps
+/// it spawns are appended to `taps`, which must outlive the run; the caller stops them after.
+inline gradient_tap slow_worker_tap(caf::actor_system& system, std::vector<int> slow,
+                                    caf::timespan delay, std::vector<delaying_tap_actor>& taps) {
   return [&system, &taps, slow, delay](push_target_actor downstream,
                                        const tap_point& where) -> push_target_actor {
-    if (where.worker != slow)
+    if (std::find(slow.begin(), slow.end(), where.worker) == slow.end())
       return downstream;
     taps.push_back(system.spawn(delaying_tap, downstream, delay));
     return taps.back();

@@ -1,7 +1,7 @@
 // The delaying tap the topology tests make a straggler with (delaying_tap.hpp): a held push
 // still reaches its target and the target's answer reaches the pusher, pulls pass through,
 // a target that is gone answers the push with an error (not silence), and only the slow
-// worker's routes get a tap.
+// workers' routes get a tap.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -85,21 +85,23 @@ TEST_CASE("a delaying tap whose target is gone answers the held push with an err
   self->send_exit(tap, caf::exit_reason::user_shutdown);
 }
 
-TEST_CASE("slow_worker_tap taps only the slow worker's routes") {
+TEST_CASE("slow_worker_tap taps only the slow workers' routes") {
   local_node_config cfg;
   caf::actor_system sys{cfg};
   auto shard = push_target_actor{sys.spawn(echo_shard)};
   std::vector<test::delaying_tap_actor> taps;
-  auto tap = test::slow_worker_tap(sys, 1, std::chrono::milliseconds(5), taps);
+  auto tap = test::slow_worker_tap(sys, {1, 3}, std::chrono::milliseconds(5), taps);
   CHECK(tap(shard, tap_point{0, 0}) == shard);
   CHECK(tap(shard, tap_point{2, 1}) == shard);
   CHECK(taps.empty());
   auto a = tap(shard, tap_point{1, 0});
   auto b = tap(shard, tap_point{1, 1});
-  REQUIRE(taps.size() == 2);
+  auto c = tap(shard, tap_point{3, 0});
+  REQUIRE(taps.size() == 3);
   CHECK(a != shard);
   CHECK(a == push_target_actor{taps[0]});
   CHECK(b == push_target_actor{taps[1]});
+  CHECK(c == push_target_actor{taps[2]});
   for (auto& t : taps)
     caf::anon_send_exit(t, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);

@@ -60,7 +60,7 @@ struct compute_state {
   // the step in flight
   step_header header;
   std::size_t answers_missing = 0;          // groups whose weights have not come back
-  std::vector<std::size_t> unsent;          // groups held back (no overlap, or straggling)
+  std::vector<std::size_t> unsent;          // groups held back until backward ends (no overlap)
   // the training batch after it
   bool fetching = false;                    // a request to the training loader is in flight
   std::optional<loader_item> fetched;       // its answer, until the step in flight is done
@@ -83,7 +83,7 @@ struct compute_state {
 // The spawned actor: the public protocol plus the messages it sends only itself. Handles given
 // out are local_compute_actor (or compute_actor), which lack these.
 using compute_self_actor
-  = local_compute_actor::extend<caf::reacts_to<straggle_atom>, caf::reacts_to<watchdog_atom>>;
+  = local_compute_actor::extend<caf::reacts_to<watchdog_atom>>;
 using compute_pointer = compute_self_actor::stateful_pointer<compute_state>;
 
 void arm_watchdog(compute_pointer self) {
@@ -247,7 +247,7 @@ void on_gradient_ready(compute_pointer self, std::size_t slot) {
   if (st.on_gpu && slot < st.host_gradients.size())
     stage_gradient(st, slot);
   st.tracker.slot_ready(slot, [&](std::size_t g) {
-    if (st.wiring.overlap && st.wiring.straggle.count() == 0)
+    if (st.wiring.overlap)
       send_group(self, g);
     else
       st.unsent.push_back(g);
@@ -295,11 +295,7 @@ void on_training_batch(compute_pointer self, loader_item& item) {
                batch_report{st.wiring.worker, item.data.epoch, item.data.index,
                             st.wiring.batches_per_epoch, loss.count, loss.correct, loss.loss_sum,
                             st.learning_rate, st.replica->top_k(), loss.top_k_correct});
-  if (st.unsent.empty())
-    return;
-  if (st.wiring.straggle.count() > 0)
-    self->delayed_send(self, st.wiring.straggle, straggle_atom::value);
-  else
+  if (!st.unsent.empty())
     send_unsent(self);
 }
 
@@ -498,10 +494,6 @@ compute_self_actor::behavior_type compute(compute_pointer self, std::shared_ptr<
       auto& s = self->state;
       if (s.busy && !s.phase.validation && s.phase.epoch == epoch)
         s.end_requested = true;
-    },
-    [=](straggle_atom) {
-      if (self->state.busy)
-        send_unsent(self);
     },
     [=](watchdog_atom) { check_pending(self); },
     [=](snapshot_atom) { return snapshot_replica(self); },

@@ -142,8 +142,6 @@ struct part_builder {
     wiring.metrics = part.metrics;
     wiring.batches_per_epoch = plan.steps_per_epoch;
     wiring.timeouts = options.timeouts;
-    if (a.worker == job.topology.straggler)
-      wiring.straggle = std::chrono::milliseconds(job.topology.straggle_ms);
     auto routes = wiring.shards;
     auto train_loader = wiring.train_loader, validation_loader = wiring.validation_loader;
     auto spawn_options = options.compute;

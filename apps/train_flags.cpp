@@ -55,7 +55,7 @@ struct raw_flags {
   std::string network = "lenet", dataset = "fashion-mnist", data_dir, metrics;
   std::string lr_step_epochs, lr_schedule = "multi-step", progress = "auto";
   std::string image_shape = "1,28,28";
-  std::string config, straggler, devices;
+  std::string config, devices;
   record_flags record;  ///< --data-train, --data-val, ... (apps/record_flags.cpp)
   int num_layers = 0, threads = 1, shards = 1, prefetch = 3, num_classes = 10;
   int server_nodes = 0, worker_nodes = 0, top_k = 0, workers = 1;
@@ -73,7 +73,6 @@ struct raw_flags {
 
 void declare(flag_set& f, raw_flags& r) {
   f.add("config", r.config, "read the job from a .troupe config (docs/dsl.md); other flags given override it");
-  f.add("straggler", r.straggler, "experiment knob W:MS: worker W waits MS ms after each backward (\"\": none)");
   f.add("network", r.network, "mlp | lenet | resnet | inception-bn | vgg");
   f.add("num-layers", r.num_layers, "depth for resnet (20/32/44/56/110, 18/50); 0 = default");
   f.add("dataset", r.dataset, "fashion-mnist | mnist | cifar10 | synthetic");
@@ -125,12 +124,11 @@ void name_placeholders(flag_set& f) {
     {"lr", "RATE"},            {"lr-factor", "FACTOR"},    {"lr-schedule", "POLICY"},
     {"lr-step-epochs", "EPOCHS"}, {"warmup-epochs", "EPOCHS"}, {"network", "NAME"},
     {"dataset", "NAME"},       {"image-shape", "C,H,W"},   {"slice-bytes", "BYTES"},
-    {"group-bytes", "BYTES"},  {"straggler", "W:MS"},      {"devices", "LIST"},
+    {"group-bytes", "BYTES"},  {"devices", "LIST"},
     {"progress", "MODE"},      {"on-worker-loss", "POLICY"}, {"random-mirror", "0|1"},
     {"mom", "X"},              {"wd", "X"},                {"top-k", "K"}};
   for (const auto& [flag, word] : words)
     f.set_placeholder(flag, word);
-  f.hide("straggler");  // a test knob (tests/actors), not a training setting
 }
 
 // A flag's value against the one range it shares with its config key
@@ -444,23 +442,6 @@ void apply_flags(job_config& c, const raw_flags& r, const flag_set& f) {
   check_schedule_flags(c, f);
 }
 
-// "--straggler W:MS" onto the topology, checked against the worker count. The config language
-// has no key for it: it is an experiment knob, not part of the job a config describes.
-void apply_straggler(const std::string& text, topology_options& t) {
-  if (text.empty())
-    return;
-  auto colon = text.find(':');
-  std::vector<double> parts;
-  if (colon != std::string::npos)
-    parts = parse_number_list("straggler", text.substr(0, colon) + "," + text.substr(colon + 1));
-  if (parts.size() != 2 || parts[0] != static_cast<int>(parts[0]) || parts[0] < 0
-      || parts[0] >= t.workers || parts[1] < 0)
-    throw usage_error("--straggler: expected W:MS with 0 <= W < workers (" + std::to_string(t.workers)
-                      + ") and MS >= 0, got '" + text + "'");
-  t.straggler = static_cast<int>(parts[0]);
-  t.straggle_ms = static_cast<int>(parts[1]);
-}
-
 } // namespace
 
 train_command_line parse_train_flags(const std::vector<std::string>& args) {
@@ -537,7 +518,6 @@ train_command_line parse_train_flags(const std::vector<std::string>& args, const
     overrides.default_workers = compute_count_default(r, f, worker_processes);
     auto config = base_config(r, f, overrides);
     out = command_line_of(config, r, f);
-    apply_straggler(r.straggler, out.job.topology);
     check_plan(config, out.job, f.given("shards"));
   } catch (const config_error& e) {
     throw usage_error(e.what());

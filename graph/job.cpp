@@ -83,9 +83,6 @@ void check_topology(const topology_options& t) {
     fail("staleness must not be negative, got " + std::to_string(t.staleness));
   if (t.staleness >= 0 && !t.levels.empty() && t.levels.back().scope == aggregation_scope::all)
     fail("a staleness bound needs several sources at the shard, and aggregate(all) is its one");
-  if (t.straggler >= t.workers)
-    fail("straggler " + std::to_string(t.straggler) + " is not one of the "
-         + std::to_string(t.workers) + " workers");
 }
 
 void check_job(const training_job& job) {

@@ -77,8 +77,6 @@ training_job non_default_job() {
   use_preset(job.topology, topology_kind::hierarchical, 2);
   job.topology.deterministic = false;
   job.topology.keys = key_plan_options{1 << 20, 0};
-  job.topology.straggler = 1;
-  job.topology.straggle_ms = 25;
   return job;
 }
 

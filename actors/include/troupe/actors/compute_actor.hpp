@@ -14,8 +14,8 @@
 //   (end_epoch_atom, int64 epoch) -> ()           ends training epoch `epoch` after the step in
 //                                                 flight (backup workers: the others are done)
 // Internally (the spawned actor's own type, compute_actor.cpp, never handed out) it also
-// sends itself (straggle_atom: a straggler's delayed pushes leave) and (watchdog_atom: the
-// check that no request has waited longer than its timeout, below).
+// sends itself (watchdog_atom: the check that no request has waited longer than its timeout,
+// below).
 // Sends (batch_report) to the metrics actor after every training batch. Both reports carry
 // top-k counts when the replica counts them (model::set_top_k; the node part sets the job's).
 //
@@ -63,7 +63,6 @@
 // replica's own buffer (one contiguous tensor is what the kernels read).
 #pragma once
 
-#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -110,9 +109,6 @@ struct compute_wiring {
   bool overlap = true;
   metrics_sink_actor metrics;  ///< may be invalid: no per-batch reports
   std::int64_t batches_per_epoch = 0;
-  /// Test knob for straggler experiments: extra time this worker waits after each step's
-  /// backward before pushing (a timer, so the CPU stays free for the others). 0: none.
-  std::chrono::milliseconds straggle{0};
   request_timeouts timeouts;
 };
 

@@ -43,7 +43,6 @@ using fill_atom = caf::atom_constant<caf::atom("fill")>;          // loader -> i
 using flush_atom = caf::atom_constant<caf::atom("flush")>;        // metrics: finish output
 using annotate_atom = caf::atom_constant<caf::atom("annotate")>;  // host -> metrics: epoch extras
 using stats_atom = caf::atom_constant<caf::atom("stats")>;        // aggregator: counters
-using straggle_atom = caf::atom_constant<caf::atom("straggle")>;  // compute -> itself: late push
 using watchdog_atom = caf::atom_constant<caf::atom("watchdog")>;  // compute -> itself: timeouts
 using end_epoch_atom = caf::atom_constant<caf::atom("endepoch")>; // coordinator -> compute: stop
 using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;  // checkpoint -> shard, compute

@@ -68,9 +68,6 @@ struct topology_options {
   bool deterministic = true;  ///< aggregators sum in source order (bit-identical reruns)
   bool overlap = true;        ///< push each group during backward, as soon as it is ready
   key_plan_options keys;      ///< slicing of big tensors, grouping of small ones
-  /// Experiment knob: worker `straggler` waits `straggle_ms` after every backward. -1: none.
-  int straggler = -1;
-  int straggle_ms = 0;
 
   /// Whether a barrier stands anywhere between the computes and the shards: every compute
   /// then takes the same number of steps per epoch.
@@ -98,7 +95,7 @@ void use_preset(topology_options& t, topology_kind kind, int argument = -1);
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, topology_options& x) {
   return f(x.name, x.workers, x.machines, x.levels, x.staleness, x.deterministic, x.overlap,
-           x.keys, x.straggler, x.straggle_ms);
+           x.keys);
 }
 
 /// Throws std::invalid_argument naming the first inconsistent value.

@@ -24,6 +24,7 @@ variants=(
   "one process, --threads 1|train --config mlp.troupe --progress off --threads 1"
   "launch -n 2 -s 1|launch -n 2 -s 1 --config mlp.troupe --progress off"
   "launch -n 2 -s 1 --local-sockets off|launch -n 2 -s 1 --config mlp.troupe --progress off --local-sockets off"
+  "launch -n 2 -s 1 --host-slot -1 (unbound)|launch -n 2 -s 1 --config mlp.troupe --progress off --host-slot -1"
 )
 for ((r = 1; r <= rounds; r++)); do
   for v in "${variants[@]}"; do

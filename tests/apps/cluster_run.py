@@ -644,6 +644,18 @@ def run_threads(troupe, config, servers, workers, flags, workdir):
     lines = run.stdout + run.stderr
     check_worker_threads(lambda n: "\n".join(l for l in lines.splitlines() if l.startswith(f"[{n}]")),
                          [f"worker {w}" for w in range(workers)], share)
+    # Each launched worker's computes are bound to its own share of the CPUs: share x w on.
+    cpu_count = os.cpu_count() or 1
+    for w in range(workers):
+        first, last = w * share, w * share + share - 1
+        bound = f"bound to CPU {first}" if share == 1 else f"bound to CPUs {first}-{last}"
+        worker_lines = "\n".join(l for l in lines.splitlines() if l.startswith(f"[worker {w}]"))
+        if workers * share <= cpu_count and bound + "," not in worker_lines:
+            raise SystemExit(f"FAIL: worker {w} does not say its computes are {bound}\n{worker_lines[-2000:]}")
+    # Given a thread count, nothing is bound (the by-hand run above, --threads 1 to the scheduler).
+    for w in range(workers):
+        if "bound to CPU" in cluster.text(f"worker{w}", "err"):
+            raise SystemExit(f"FAIL: worker{w} was bound although the scheduler gave a thread count")
     launched = final_weights("\n".join(l.removeprefix("[scheduler] ") for l in run.stdout.splitlines()))
     reference = in_process_weights(troupe, config, flags + ["--threads", str(share)], workdir)
     if launched != reference:

@@ -62,9 +62,15 @@ void declare_node_flags(flag_set& f, node_command_line& n) {
 
 // The compute threads a node uses when it is given no count: its share of the host's
 // hardware threads (troupe launch says how many share them), unless OMP_NUM_THREADS says.
-int default_node_threads(std::int64_t host_share) {
+// Whether a node given no thread count takes its share of the host (else OMP_NUM_THREADS or
+// the whole host).
+bool threads_from_share(std::int64_t host_share) {
   const char* omp = std::getenv("OMP_NUM_THREADS");
-  if (host_share < 0 || (omp != nullptr && *omp != '\0'))
+  return host_share >= 0 && (omp == nullptr || *omp == '\0');
+}
+
+int default_node_threads(std::int64_t host_share) {
+  if (!threads_from_share(host_share))
     return default_thread_count();
   if (host_share == 0)
     return 1;
@@ -228,7 +234,7 @@ int node_command(const std::vector<std::string>& args) {
   if (n.host_slot >= 0 && n.host_share > 0 && n.host_slot >= n.host_share)
     throw usage_error("--host-slot " + std::to_string(n.host_slot) + " is not one of the --host-share "
                       + std::to_string(n.host_share) + " places (0 to " + std::to_string(n.host_share - 1) + ")");
-  options.host_slot = n.host_share > 0 ? static_cast<int>(n.host_slot) : -1;
+  options.host_slot = n.host_share > 0 && threads_from_share(n.host_share) ? static_cast<int>(n.host_slot) : -1;
   if (options.role == node_kind::scheduler) {
     cli.threads = cli.threads_given ? cli.threads : options.default_threads;
     set_compute_threads(cli.threads);

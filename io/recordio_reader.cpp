@@ -191,10 +191,6 @@ void recordio_reader::read_index(const std::string& index_path, bool skip_bad_re
     if (!ok || used != offset_text.size())
       throw io_error(index_path + ": line " + std::to_string(number)
                      + ": expected 'key<TAB>byte offset', got '" + line + "'");
-    if (offset >= file_size_ || offset % 4 != 0)
-      throw io_error(index_path + ": line " + std::to_string(number) + ": offset "
-                     + std::to_string(offset) + " is " + (offset % 4 ? "not 4-byte aligned"
-                     : "past the end of " + path_ + " (" + std::to_string(file_size_) + " bytes)"));
     offsets_.push_back(offset);
     lines.push_back(number);
   });
@@ -235,6 +231,9 @@ void recordio_reader::check_index(const std::string& index_path,
   for (std::size_t i = 0; i < listed.size(); ++i) {
     const std::string line = index_path + ": line " + std::to_string(lines[i]) + ": offset "
                              + std::to_string(listed[i]) + " ";
+    if (listed[i] >= file_size_ || listed[i] % 4 != 0)
+      throw io_error(line + "is " + (listed[i] % 4 ? "not 4-byte aligned"
+                     : "past the end of " + path_ + " (" + std::to_string(file_size_) + " bytes)"));
     if (i > 0 && listed[i] <= listed[i - 1])
       throw io_error(line + "does not come after the previous line's offset "
                      + std::to_string(listed[i - 1]) + " (an index lists each record of "

@@ -10,6 +10,8 @@ usage: recordio_check.py TROUPE MODE      (run in a scratch directory; ctest's b
           files; validation accuracy must be far above chance (4 colour classes: 0.25).
   bad     corrupt records: a run stops naming the file and record; --skip-bad-records trains
           on and reports the count in the epoch's log line.
+  badidx  an .idx that does not match its .rec (offsets all 0, 5 of 18 records, another
+          .rec's, empty): train exits 1 naming the .idx before training; the right one trains.
 Needs PIL (python3-pil); exits 77 (skipped) without it."""
 import os
 import struct
@@ -158,9 +160,40 @@ def check_bad(troupe):
     assert "bad.rec: record 3: image" in out or "bad.rec: record 9 at offset" in out, out
 
 
+def check_bad_index(troupe):
+    make_folder("idx", 18, 3, "32x32,36x32", seed=4)
+    make_folder("other", 12, 3, "24x24", seed=6)  # smaller: every offset inside idx.rec
+    run([troupe, "im2rec", "idx", "idx"])
+    run([troupe, "im2rec", "other", "other"])
+    good = open("idx.idx").read()
+    lines = good.splitlines(keepends=True)
+    assert len(lines) == len(read_records("idx.rec")) == 18, good
+    flags = [troupe, "train", "--data-train", "idx.rec", "--data-val", "idx.rec",
+             "--network", "resnet", "--num-layers", "20", "--image-shape", "3,32,32",
+             "--num-classes", "3", "--num-epochs", "1", "--batch-size", "6",
+             "--warmup-epochs", "0", "--lr-schedule", "constant", "--lr", "0.01",
+             "--progress", "off"]
+    cases = {
+        "zeros.idx": "".join(f"{i}\t0\n" for i in range(18)),
+        "five.idx": "".join(lines[:5]),
+        "other.idx": open("other.idx").read(),
+        "empty.idx": "",
+    }
+    expected = {"zeros.idx": "does not come after", "five.idx": "lists 5 records",
+                "other.idx": "not the start of a record", "empty.idx": "is empty but"}
+    for name, text in cases.items():
+        open(name, "w").write(text)
+        out = run(flags + ["--data-train-idx", name], expect=1)
+        assert name in out and expected[name] in out, (name, out)
+        assert "Epoch[0]" not in out, (name, out)  # refused before training
+    out = run(flags + ["--data-train-idx", "idx.idx"])
+    assert "recordio idx.rec (18 records)" in out, out
+
+
 def main():
     troupe, mode = sys.argv[1], sys.argv[2]
-    {"im2rec": check_im2rec, "train": check_train, "bad": check_bad}[mode](troupe)
+    {"im2rec": check_im2rec, "train": check_train, "bad": check_bad,
+     "badidx": check_bad_index}[mode](troupe)
     print(f"recordio_check {mode}: ok")
 
 

@@ -192,15 +192,23 @@ TEST_CASE("record datasets refuse pad-crop and non-RGB shapes", "[io][record_dat
 TEST_CASE("open_dataset opens recordio by name with its index", "[io][record_dataset]") {
   test::temp_dir dir;
   test::write_file(dir.file("a.rec"), build_file(3, 3));
-  const std::string idx = "0\t0\n";
-  test::write_file(dir.file("a.idx"), test::bytes(idx.begin(), idx.end()));
+  const std::string partial = "0\t0\n";
+  test::write_file(dir.file("p.idx"), test::bytes(partial.begin(), partial.end()));
   dataset_options d;
   d.name = "recordio";
   d.dir = dir.file("a.rec");
-  d.record_index = dir.file("a.idx");
   d.record_shape = {3, 4, 4};
   d.record_classes = 3;
+  // An index of 1 of its 3 records is refused naming the index (issue 19: it trained on 1).
+  d.record_index = dir.file("p.idx");
+  CHECK_THROWS_WITH(open_dataset(d), Contains("p.idx lists 1 record, ") && Contains("a.rec holds 3 records"));
+  recordio_reader reader(dir.file("a.rec"));
+  std::string idx;
+  for (std::int64_t i = 0; i < reader.size(); ++i)
+    idx += std::to_string(i) + "\t" + std::to_string(reader.offset(i)) + "\n";
+  test::write_file(dir.file("a.idx"), test::bytes(idx.begin(), idx.end()));
+  d.record_index = dir.file("a.idx");
   const auto data = open_dataset(d);
-  CHECK(data->size() == 1);
+  CHECK(data->size() == 3);
   CHECK(data->sample_shape() == shape_t{3, 4, 4});
 }

@@ -2,18 +2,23 @@
 // without its `.idx` index.
 //
 // Opening finds where each record starts and nothing more, so a set far larger than memory
-// (ImageNet: 140 GB) opens in the time it takes to read its index: with an `.idx` (text lines
+// (ImageNet: 140 GB) opens without reading its payloads: the file is walked header to header
+// (one 8-byte pread per frame, the payloads skipped). With an `.idx` (text lines
 // "key<TAB>byte offset", as MXNet's MXIndexedRecordIO writes it) the offsets come from it in
-// line order; without one the file is walked header to header (8 bytes read per frame, the
-// payloads skipped). read(i) then fetches and joins one record with pread, so any number of
-// threads may read at once.
+// line order, and the walk checks it against the file before anything is trained on: each
+// offset must be the start of a record, after the previous line's, and every record of the
+// file must be listed. An index of another file, a stale or partial one, or one of zeros is
+// refused naming the `.idx` and the line, never trusted. read(i) then fetches and joins one
+// record with pread, so any number of threads may read at once.
 //
 // Errors name the file, the record index and its byte offset: a bad magic, a frame whose
 // length runs past the end of the file, a file cut inside a header, continuation flags out of
 // order. When opening with skip_bad_records, a corrupt stretch found by the walk becomes one
 // bad entry (its read() throws the message) and the walk resumes at the next aligned magic
 // that starts a record, so the loss shows up where the record would have been used; without
-// it, the walk throws at once. A malformed `.idx` line is always an error.
+// it, the walk throws at once (with an index too: a corrupt file is refused when opening).
+// With an index and skipping, index entries inside a corrupt stretch are its bad entries.
+// A malformed or mismatched `.idx` is always an error.
 //
 // Thread-safety: after construction all methods are const and safe to call concurrently.
 #pragma once
@@ -34,7 +39,8 @@ struct recordio_reader_options {
 class recordio_reader {
 public:
   /// Throws io_error naming the file (missing, unreadable, corrupt without skipping) or the
-  /// index line that is malformed or points outside the file.
+  /// index: a line that is malformed, points outside the file, not at a record's start or not
+  /// after the line before; an index that leaves records of the file out, or is empty.
   recordio_reader(std::string path, recordio_reader_options options = {});
   ~recordio_reader();
   recordio_reader(const recordio_reader&) = delete;
@@ -57,7 +63,11 @@ private:
     std::string message;
   };
 
-  void read_index(const std::string& index_path);
+  void read_index(const std::string& index_path, bool skip_bad_records);
+  /// Checks offsets_ (as read from the index) against a walk of the file: throws, or keeps
+  /// them, with the walk's bad entries numbered by index entry.
+  void check_index(const std::string& index_path, const std::vector<std::int64_t>& lines,
+                   bool skip_bad_records);
   void walk(bool skip_bad_records);
   /// Ends past the record starting at `offset`, or throws a message without the prefix.
   std::uint64_t check_record(std::uint64_t offset, std::vector<std::uint8_t>* payload) const;

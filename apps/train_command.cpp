@@ -1,6 +1,7 @@
 // `troupe train`: parse flags, open the metrics file, size the thread pools, start an
 // in-process node, run the job. Everything that can be refused (flags, config, devices, the
-// metrics file, the checkpoint folder) is refused before the actor system starts, so no failure waits for an epoch.
+// metrics file, the checkpoint folder) is refused before the actor system starts, so no
+// failure waits for an epoch.
 #include <filesystem>
 #include <iostream>
 #include <stdexcept>
@@ -34,8 +35,8 @@ void check_prefix_folder(const std::string& prefix) {
   if (!folder.empty())
     std::filesystem::create_directories(folder, error);
   if (error)
-    throw io_error("--model-prefix " + prefix + ": cannot create the folder " + folder.string() + ": "
-                   + error.message());
+    throw io_error("--model-prefix " + prefix + ": cannot create the folder " + folder.string()
+                   + ": " + error.message());
   try {
     check_can_create(checkpoint_path(prefix, 0));
   } catch (const io_error& e) {

@@ -105,7 +105,8 @@ void jsonl_writer::write(const std::vector<std::pair<std::string, double>>& numb
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0) {
-      failure_ = path_ + ": write failed: " + (n < 0 ? std::string(std::strerror(errno)) : "no bytes accepted");
+      failure_ = path_ + ": write failed: "
+                 + (n < 0 ? std::string(std::strerror(errno)) : "no bytes accepted");
       if (done > 0 && (before < 0 || ::ftruncate(descriptor_, before) != 0))
         failure_ += "; the part of the line written could not be removed"
                     + (before < 0 ? std::string() : ": " + std::string(std::strerror(errno)));

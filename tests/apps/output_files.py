@@ -6,10 +6,12 @@ the run stops naming it. Each case runs the real binary and checks the files and
 
 usage: output_files.py TROUPE_BINARY CASE       (cases: the functions named case_*)
 """
+import atexit
 import json
 import os
 import re
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +19,7 @@ import tempfile
 
 troupe = sys.argv[1]
 work = tempfile.mkdtemp(prefix="troupe_outputs_")
+atexit.register(shutil.rmtree, work, ignore_errors=True)
 # 384 synthetic examples of 8x8, 12 batches of 32 per epoch: seconds, not minutes.
 tiny = ["--network", "mlp", "--dataset", "synthetic", "--image-shape", "1,8,8",
         "--num-examples", "384", "--batch-size", "32", "--progress", "off", "--threads", "1"]
@@ -53,7 +56,8 @@ def case_model_prefix_unwritable():
     done = run("train", *tiny, "--num-epochs", "1", "--model-prefix", "somefile/deeper/m")
     refused_before_training(done, r"--model-prefix somefile/deeper/m: .*somefile")
     done = run("train", *tiny, "--num-epochs", "1", "--model-prefix", "/proc/self/m")
-    refused_before_training(done, r"--model-prefix /proc/self/m: /proc/self: cannot create files in it: \S")
+    proc = r"--model-prefix /proc/self/m: /proc/self: cannot create files in it: \S"
+    refused_before_training(done, proc)
     assert open(os.path.join(work, "somefile")).read() == "not a folder\n"
     if os.geteuid() != 0:  # a read-only folder stops only those the permission bits bind
         os.mkdir(os.path.join(work, "readonly"), 0o555)

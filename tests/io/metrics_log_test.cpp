@@ -188,8 +188,9 @@ TEST_CASE("jsonl_writer writes a line whole or not at all, then stops", "[io][me
   {
     // Room for half of the next line: write(2) takes the first half, then refuses the rest.
     file_size_limit limit(first.size() + 20);
-    CHECK_THROWS_WITH(writer.write({{"epoch", 1}}, {{"phase", "train"}, {"pad", std::string(40, 'x')}}),
-                      path + ": write failed: File too large");
+    CHECK_THROWS_WITH(
+        writer.write({{"epoch", 1}}, {{"phase", "train"}, {"pad", std::string(40, 'x')}}),
+        path + ": write failed: File too large");
     CHECK(whole_file(path) == first);  // the cut line was taken back
     // A line short enough to fit is refused too: no line may follow a lost one.
     CHECK_THROWS_WITH(writer.write({{"e", 2}}), path + ": write failed: File too large");

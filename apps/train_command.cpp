@@ -1,6 +1,7 @@
 // `troupe train`: parse flags, open the metrics file, size the thread pools, start an
 // in-process node, run the job. Everything that can be refused (flags, config, devices, the
-// metrics file) is refused before the actor system starts, so no failure waits for an epoch.
+// metrics file, the checkpoint folder) is refused before the actor system starts, so no
+// failure waits for an epoch.
 #include <filesystem>
 #include <iostream>
 #include <stdexcept>
@@ -13,6 +14,9 @@
 #include "apps/train_flags.hpp"
 #include "apps/weights_digest.hpp"
 #include <troupe/cluster/local_node.hpp>
+#include <troupe/io/atomic_file.hpp>
+#include <troupe/io/checkpoint_file.hpp>
+#include <troupe/io/dataset.hpp>
 #include <troupe/kernels/threading.hpp>
 
 namespace troupe {
@@ -20,16 +24,24 @@ namespace troupe {
 namespace {
 
 // `--model-prefix runs/mlp` in a fresh checkout: the folder is made before the run starts (as
-// MXNet's fit does), not found missing when the first epoch's checkpoint is written.
-void make_prefix_folder(const std::string& prefix) {
-  const auto folder = std::filesystem::path(prefix).parent_path();
-  if (prefix.empty() || folder.empty())
+// MXNet's fit does), not found missing when the first epoch's checkpoint is written. A folder
+// that exists but takes no files (read-only, a file in the way, under /proc) is refused here
+// too, by creating the checkpoint's temporary file once, as the metrics file is opened up front.
+void check_prefix_folder(const std::string& prefix) {
+  if (prefix.empty())
     return;
+  const auto folder = std::filesystem::path(prefix).parent_path();
   std::error_code error;
-  std::filesystem::create_directories(folder, error);
+  if (!folder.empty())
+    std::filesystem::create_directories(folder, error);
   if (error)
-    throw std::runtime_error("--model-prefix " + prefix + ": cannot create the folder " + folder.string()
-                             + ": " + error.message());
+    throw io_error("--model-prefix " + prefix + ": cannot create the folder " + folder.string()
+                   + ": " + error.message());
+  try {
+    check_can_create(checkpoint_path(prefix, 0));
+  } catch (const io_error& e) {
+    throw io_error("--model-prefix " + prefix + ": " + e.what());
+  }
 }
 
 } // namespace
@@ -41,7 +53,7 @@ int train_command(const std::vector<std::string>& args) {
     return 0;
   }
   require_compute_devices(cli.devices);
-  make_prefix_folder(cli.output.checkpoint.prefix);
+  check_prefix_folder(cli.output.checkpoint.prefix);
   if (!cli.output.metrics_path.empty())
     cli.output.metrics_file = open_metrics_file(cli.output.metrics_path, run_record(args, cli.job, cli.threads));
   set_compute_threads(cli.threads);

@@ -88,4 +88,18 @@ void write_file_atomically(const std::string& path, const std::vector<std::uint8
   sync_directory(path);
 }
 
+void check_can_create(const std::string& path) {
+  const auto temporary = path + ".tmp." + std::to_string(::getpid());
+  int fd = -1;
+  for (int attempt = 0; attempt < 2 && fd < 0; ++attempt) {
+    fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && (errno != EEXIST || attempt > 0))
+      fail(directory_of(path), "create files in it", errno);
+    if (fd < 0)
+      ::unlink(temporary.c_str());  // left by a crashed writer of the same pid, as above
+  }
+  ::close(fd);
+  ::unlink(temporary.c_str());
+}
+
 } // namespace troupe

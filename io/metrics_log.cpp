@@ -2,7 +2,9 @@
 // JSON library of the project. A line is formatted completely before the lock is
 // taken, and it goes out with write(2) on a plain descriptor: there is no user-space buffer,
 // so when write() returns the line is with the OS (that is the per-line flush), and a failed
-// write cannot leave half a line queued behind the next one.
+// write cannot leave half a line queued behind the next one. The part of a line that did reach
+// a regular file before a write failed is truncated away, and the writer then refuses every
+// later line: a file never holds a line after a gap, nor the head of one.
 #include <troupe/io/metrics_log.hpp>
 
 #include <cerrno>
@@ -61,8 +63,8 @@ jsonl_writer::jsonl_writer(const std::string& path, bool append) : path_(path) {
                                                 : ": cannot lock: " + std::string(std::strerror(error))));
   }
   struct stat opened {};
-  const bool regular = ::fstat(descriptor_, &opened) == 0 && S_ISREG(opened.st_mode);
-  if (!append && regular && ::ftruncate(descriptor_, 0) != 0) {
+  regular_ = ::fstat(descriptor_, &opened) == 0 && S_ISREG(opened.st_mode);
+  if (!append && regular_ && ::ftruncate(descriptor_, 0) != 0) {
     const int error = errno;
     ::close(descriptor_);
     throw io_error(path + ": cannot truncate: " + std::strerror(error));
@@ -92,14 +94,24 @@ void jsonl_writer::write(const std::vector<std::pair<std::string, double>>& numb
   const std::string line = dump(object) + "\n";
 
   std::lock_guard<std::mutex> lock(mutex_);
+  if (!failure_.empty())
+    throw io_error(failure_);
+  // Where the line starts, so that a line cut short (a full disk, a file size limit) can be
+  // taken back: the file then ends with its last whole line, and every line parses.
+  const off_t before = regular_ ? ::lseek(descriptor_, 0, SEEK_END) : -1;
   std::size_t done = 0;
   while (done < line.size()) {
     const ssize_t n = ::write(descriptor_, line.data() + done, line.size() - done);
     if (n < 0 && errno == EINTR)
       continue;
-    if (n <= 0)
-      throw io_error(path_ + ": write failed: " +
-                     (n < 0 ? std::string(std::strerror(errno)) : "no bytes accepted"));
+    if (n <= 0) {
+      failure_ = path_ + ": write failed: "
+                 + (n < 0 ? std::string(std::strerror(errno)) : "no bytes accepted");
+      if (done > 0 && (before < 0 || ::ftruncate(descriptor_, before) != 0))
+        failure_ += "; the part of the line written could not be removed"
+                    + (before < 0 ? std::string() : ": " + std::string(std::strerror(errno)));
+      throw io_error(failure_);
+    }
     done += static_cast<std::size_t>(n);
   }
 }

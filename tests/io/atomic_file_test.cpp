@@ -60,3 +60,28 @@ TEST_CASE("write_file_atomically fails naming the path, the old file untouched",
   CHECK(files_in(dir.path()) == 1); // the temporary is gone
   CHECK(test::read_whole_file(dir.file("taken/inside")) == test::bytes{1});
 }
+
+TEST_CASE("check_can_create creates nothing that stays", "[io][atomic_file]") {
+  test::temp_dir dir;
+  check_can_create(dir.file("m-0000.safetensors"));
+  CHECK(files_in(dir.path()) == 0);
+  // A stale temporary of this process id does not make the check fail, and is gone after it.
+  test::write_file(dir.file("m-0000.safetensors.tmp." + std::to_string(::getpid())), {1});
+  check_can_create(dir.file("m-0000.safetensors"));
+  CHECK(files_in(dir.path()) == 0);
+}
+
+// Folders that take no files, whoever runs the test: root ignores permission bits, so the
+// read-only cases are a regular file in the place of the folder and /proc.
+TEST_CASE("check_can_create names a folder that takes no files, and why", "[io][atomic_file]") {
+  test::temp_dir dir;
+  CHECK_THROWS_WITH(check_can_create(dir.file("missing/m-0000.safetensors")),
+                    dir.file("missing") + ": cannot create files in it: No such file or directory");
+  test::write_file(dir.file("somefile"), {1});
+  CHECK_THROWS_WITH(check_can_create(dir.file("somefile/m-0000.safetensors")),
+                    dir.file("somefile") + ": cannot create files in it: Not a directory");
+  CHECK(test::read_whole_file(dir.file("somefile")) == test::bytes{1});
+  if (std::filesystem::is_directory("/proc/self"))
+    CHECK_THROWS_WITH(check_can_create("/proc/self/m-0000.safetensors"),
+                      Contains("/proc/self: cannot create files in it: "));
+}

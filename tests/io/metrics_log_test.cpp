@@ -1,12 +1,16 @@
 // Tests for io/metrics_log.cpp: JSON Lines output round-trips numbers exactly, escapes strings,
-// and reports files it cannot open or write.
+// reports files it cannot open or write, and never leaves part of a line behind.
 #include <troupe/io/metrics_log.hpp>
 
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <thread>
+
+#include <sys/resource.h>
 
 #include <catch2/catch.hpp>
 
@@ -140,4 +144,60 @@ TEST_CASE("jsonl_writer reports a failed write", "[io][metrics]") {
   REQUIRE_THROWS_AS(writer.write({{"x", 1}}), io_error);
   REQUIRE_THROWS_WITH(writer.write({{"x", 1}}),
                       "/dev/full: write failed: No space left on device");
+}
+
+namespace {
+
+// A file size limit for this process, with SIGXFSZ ignored so that write(2) reports EFBIG
+// instead of killing the test: the cheapest full disk there is, and it works without root.
+// Both are restored on scope exit (the limit applies to every file the process writes).
+class file_size_limit {
+public:
+  explicit file_size_limit(rlim_t bytes) {
+    ::getrlimit(RLIMIT_FSIZE, &saved_);
+    old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit limit = saved_;
+    limit.rlim_cur = bytes;
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &limit) == 0);
+  }
+  ~file_size_limit() {
+    ::setrlimit(RLIMIT_FSIZE, &saved_);
+    std::signal(SIGXFSZ, old_handler_);
+  }
+  file_size_limit(const file_size_limit&) = delete;
+  file_size_limit& operator=(const file_size_limit&) = delete;
+
+private:
+  rlimit saved_{};
+  void (*old_handler_)(int) = SIG_DFL;
+};
+
+std::string whole_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+} // namespace
+
+TEST_CASE("jsonl_writer writes a line whole or not at all, then stops", "[io][metrics]") {
+  test::temp_dir dir;
+  const auto path = dir.file("full.jsonl");
+  jsonl_writer writer(path);
+  writer.write({{"epoch", 0}}, {{"phase", "train"}});
+  const auto first = whole_file(path);
+  {
+    // Room for half of the next line: write(2) takes the first half, then refuses the rest.
+    file_size_limit limit(first.size() + 20);
+    CHECK_THROWS_WITH(
+        writer.write({{"epoch", 1}}, {{"phase", "train"}, {"pad", std::string(40, 'x')}}),
+        path + ": write failed: File too large");
+    CHECK(whole_file(path) == first);  // the cut line was taken back
+    // A line short enough to fit is refused too: no line may follow a lost one.
+    CHECK_THROWS_WITH(writer.write({{"e", 2}}), path + ": write failed: File too large");
+    CHECK(whole_file(path) == first);
+  }
+  CHECK_THROWS_WITH(writer.write({{"e", 3}}), path + ": write failed: File too large");
+  const auto lines = read_lines(path);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0] == R"({"epoch":0,"phase":"train"})");
 }

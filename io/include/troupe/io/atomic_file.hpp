@@ -18,4 +18,10 @@ namespace troupe {
 /// `path` + ".tmp." + the process id, created exclusively.
 void write_file_atomically(const std::string& path, const std::vector<std::uint8_t>& bytes);
 
+/// Checks, before a long run, that write_file_atomically(path, ...) will be able to create its
+/// temporary file: creates that file exclusively and removes it again. Permission bits alone
+/// cannot tell (root ignores them, /proc refuses root), so the check is the creation itself.
+/// Throws io_error "<directory>: cannot create files in it: <strerror>".
+void check_can_create(const std::string& path);
+
 } // namespace troupe

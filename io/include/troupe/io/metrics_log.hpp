@@ -36,7 +36,9 @@ public:
   /// given twice keeps its first place and its last value. Strings are escaped as JSON requires
   /// (control characters as \uXXXX, UTF-8 as it is, invalid UTF-8 as U+FFFD). Throws
   /// std::invalid_argument when a `json` value is not JSON, io_error "<path>: write failed:
-  /// <strerror>" when the bytes do not reach the OS.
+  /// <strerror>" when the bytes do not reach the OS. A line is written whole or not at all:
+  /// what reached a regular file of a failed line is truncated away, and after a failure every
+  /// later write throws the same error (the file ends with its last whole line).
   void write(const std::vector<std::pair<std::string, double>>& numbers,
              const std::vector<std::pair<std::string, std::string>>& strings = {},
              const std::vector<std::pair<std::string, std::string>>& json = {});
@@ -47,6 +49,8 @@ private:
   std::string path_;
   std::mutex mutex_;
   int descriptor_ = -1;  ///< a POSIX fd: one write(2) per line, no stdio buffer to go stale
+  bool regular_ = false;  ///< a regular file (not a pipe, a terminal): a cut line is truncated
+  std::string failure_;   ///< the first failed write's error; every later write repeats it
 };
 
 } // namespace troupe

@@ -531,4 +531,9 @@ caf::expected<caf::actor> spawn_listener(caf::actor_system& system, const std::s
   return system.spawn(listener, std::shared_ptr<listening_socket>(std::move(*socket)), std::move(options));
 }
 
+caf::actor spawn_listener(caf::actor_system& system, std::shared_ptr<listening_socket> bound,
+                          channel_options options) {
+  return system.spawn(listener, std::move(bound), std::move(options));
+}
+
 } // namespace troupe

@@ -34,6 +34,7 @@
 #include <troupe/graph/zoo.hpp>
 #include <troupe/io/dataset.hpp>
 
+#include "cluster/frame_socket.hpp"
 #include "member_node.hpp"
 #include "node_common.hpp"
 
@@ -50,6 +51,7 @@ struct member_state {
   std::vector<channel_actor> server_links;  // by plan node; invalid where none
   std::size_t local_server_links = 0;       // of them, over a local socket (same host)
   caf::actor listener;
+  std::shared_ptr<listening_socket> listening;  // a server's port, bound before it joined
   // What this node serves to every channel: its control inbox, shards (or the aggregators in
   // front of them), computes.
   std::shared_ptr<serving_registry> serving = std::make_shared<serving_registry>();
@@ -283,10 +285,14 @@ bool take_assignment(member_actor self, const assignment_message& a) {
   if (options.role != node_kind::server)
     return false;
   // Workers connect only after this node is ready.
-  auto listener = spawn_listener(system, options.listen_host, options.listen_port, link);
-  if (!listener)
-    throw troupe_error(errc::peer_down, error_text(listener.error()));
-  st.listener = *listener;
+  if (st.listening) {
+    st.listener = spawn_listener(system, std::move(st.listening), link);
+  } else {
+    auto listener = spawn_listener(system, options.listen_host, options.listen_port, link);
+    if (!listener)
+      throw troupe_error(errc::peer_down, error_text(listener.error()));
+    st.listener = *listener;
+  }
   self->monitor(st.listener);
   return true;
 }
@@ -513,8 +519,10 @@ void try_to_connect(member_actor self) {
 
 member_node_actor::behavior_type member(member_actor self, cluster_node_options options,
                                         std::shared_ptr<serving_registry> serving,
-                                        std::shared_ptr<traffic_registry> traffic) {
+                                        std::shared_ptr<traffic_registry> traffic,
+                                        std::shared_ptr<listening_socket> listening) {
   auto& st = self->state;
+  st.listening = std::move(listening);
   st.traffic = std::move(traffic);
   st.options.emplace(std::move(options));
   st.serving = std::move(serving);
@@ -585,18 +593,28 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
 
 member_node_actor spawn_member_node(caf::actor_system& system, const cluster_node_options& options,
                                     std::shared_ptr<serving_registry> serving,
-                                    std::shared_ptr<traffic_registry> traffic, bool detached) {
+                                    std::shared_ptr<traffic_registry> traffic, bool detached,
+                                    std::shared_ptr<listening_socket> listening) {
   if (!detached)
-    return system.spawn(member, options, std::move(serving), std::move(traffic));
-  return system.spawn<caf::detached>(member, options, std::move(serving), std::move(traffic));
+    return system.spawn(member, options, std::move(serving), std::move(traffic), std::move(listening));
+  return system.spawn<caf::detached>(member, options, std::move(serving), std::move(traffic), std::move(listening));
 }
 
 void run_member(caf::actor_system& system, const cluster_node_options& options) {
   if (options.role == node_kind::scheduler)
     throw std::invalid_argument("run_member runs a server or a worker");
+  // A server binds its port for workers now, before it joins: a port in use ends it at once,
+  // not after every node has joined and the scheduler assigned it.
+  std::shared_ptr<listening_socket> listening;
+  if (options.role == node_kind::server) {
+    auto bound = listening_socket::bind(options.listen_host, options.listen_port, options.local_sockets);
+    if (!bound)
+      throw troupe_error(errc::peer_down, error_text(bound.error()) + " (--listen, --port)");
+    listening = std::move(*bound);
+  }
   auto serving = std::make_shared<serving_registry>();
   auto traffic = std::make_shared<traffic_registry>();
-  auto node = spawn_member_node(system, options, serving, traffic);
+  auto node = spawn_member_node(system, options, serving, traffic, true, std::move(listening));
   caf::scoped_actor blocking{system};
   blocking->send(node, connect_atom::value);
   caf::error failure;

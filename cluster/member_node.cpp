@@ -71,6 +71,7 @@ struct member_state {
   bool continue_on_worker_loss = false;  // the job's on_worker_loss = continue
   // A server's admitted links from workers: the plan node name each one's hello gave.
   std::map<caf::actor_addr, std::string> worker_links;
+  std::map<caf::actor_addr, channel_actor> worker_channels;  // the same links, to say goodbye on
   static inline const char* name = "troupe.member";
 };
 
@@ -86,6 +87,8 @@ void answer(member_actor self, bool grace_over = false) {
     st.promise.deliver(*st.outcome);
   else
     st.promise.deliver(true);
+  if (st.listener)  // held open until the links from workers that heard the end closed
+    self->send_exit(st.listener, caf::exit_reason::user_shutdown);
   self->quit();
 }
 
@@ -113,7 +116,16 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
       caf::anon_send(spawn_member_control_proxy(self->system(), link), goodbye_atom::value, end);
       st.closing.push_back(link.address());
     }
-  if (st.listener)
+  // A finished run: the workers still linked here hear it from this server too, rather than
+  // a closed connection (the listener's end closes the links it accepted, racing the worker's
+  // own goodbye: "the connection closed" at the end of a good run). The listener ends once
+  // they closed (answer).
+  if (!reason)
+    for (auto& [address, link] : st.worker_channels) {
+      caf::anon_send(spawn_member_control_proxy(self->system(), link), goodbye_atom::value, end);
+      st.closing.push_back(address);
+    }
+  if (st.listener && (reason || st.worker_channels.empty()))
     self->send_exit(st.listener, caf::exit_reason::user_shutdown);
   st.outcome = std::move(reason);
   self->delayed_send(self, goodbye_grace, grace_over_atom::value);
@@ -332,6 +344,7 @@ void on_worker_link_down(member_actor self, const caf::actor_addr& link, const c
     return;
   const auto name = known->second;
   st.worker_links.erase(known);
+  st.worker_channels.erase(link);
   if (!why || !st.continue_on_worker_loss || st.outcome || (st.told && st.told->finished))
     return;
   int lost = -1;
@@ -577,8 +590,10 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
         self->state.told = end;
     },
     [=](link_up_atom, channel_actor& link, const std::string&) {
-      if (self->state.options->role == node_kind::server && !self->state.outcome && link != self->state.scheduler)
+      if (self->state.options->role == node_kind::server && !self->state.outcome && link != self->state.scheduler) {
         self->state.worker_links[link.address()] = self->state.traffic->peer_of(link.address());
+        self->state.worker_channels[link.address()] = link;
+      }
     },
     [=](link_lost_atom, channel_actor& link, caf::error& why) { on_link_lost(self, link.address(), why); },
     [=](grace_over_atom) { answer(self, true); },

@@ -141,7 +141,13 @@ void validate_epoch(coordinator_pointer self, std::int64_t epoch) {
       (*parts)[i] = std::move(report);
       if (--*outstanding > 0)
         return;
-      record(self, merged_in_order(*parts, epoch, true));
+      auto merged = merged_in_order(*parts, epoch, true);
+      // The parts not covered (lost before or during this validation) go with the report, so
+      // the log and the metrics file can say what the figures cover.
+      for (auto v : self->state.options.validators)
+        if (self->state.lost[v])
+          merged.lost_parts.push_back(static_cast<std::int32_t>(v));
+      record(self, merged);
       after_epoch(self, epoch);
     };
     ask_phase(self, validators[i], validate_atom::value, epoch, done);

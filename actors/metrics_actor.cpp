@@ -166,6 +166,9 @@ void write_epoch_line(metrics_state& st, const phase_report& train, const phase_
     numbers.push_back({"val_accuracy", ratio(val->correct, val->samples)});
     numbers.push_back({"val_loss", ratio(val->loss_sum, val->samples)});
     numbers.push_back({"val_time_s", val->seconds});
+    numbers.push_back({"val_samples", static_cast<double>(val->samples)});
+    if (st.options.validation_examples > 0)
+      numbers.push_back({"val_examples", static_cast<double>(st.options.validation_examples)});
     if (val->top_k > 0)
       numbers.push_back({"val_top_k_accuracy", ratio(val->top_k_correct, val->samples)});
   }
@@ -182,17 +185,39 @@ void write_unvalidated(metrics_state& st) {
   st.have_pending_train = false;
 }
 
+// What a validation's figures cover when it is less than the whole set (a lost worker's
+// part goes unvalidated under on_worker_loss = continue): " (on 5000 of 10000 examples:
+// worker 1 lost)"; empty when it covers the whole set (or nothing says otherwise). After the
+// value, so MXNet's parse_log still reads the number.
+std::string coverage_note(const metrics_state& st, const phase_report& r) {
+  const auto total = st.options.validation_examples;
+  if (!r.validation || (r.lost_parts.empty() && (total <= 0 || r.samples >= total)))
+    return "";
+  std::string note = " (on " + std::to_string(r.samples);
+  if (total > 0)
+    note += " of " + std::to_string(total);
+  note += " examples";
+  if (!r.lost_parts.empty()) {
+    note += r.lost_parts.size() == 1 ? ": worker " : ": workers ";
+    for (std::size_t i = 0; i < r.lost_parts.size(); ++i)
+      note += (i ? ", " : "") + std::to_string(r.lost_parts[i]);
+    note += " lost";
+  }
+  return note + ")";
+}
+
 void on_phase(metrics_state& st, const phase_report& r) {
   clear_bar(st);
   auto& out = *st.options.out;
   const char* prefix = r.validation ? "Validation" : "Train";
+  const auto note = coverage_note(st, r);
   out << "Epoch[" << r.epoch << "] " << prefix << "-accuracy="
-      << format("%.6f", ratio(r.correct, r.samples)) << '\n';
+      << format("%.6f", ratio(r.correct, r.samples)) << note << '\n';
   out << "Epoch[" << r.epoch << "] " << prefix << "-cross-entropy: "
-      << format("%.6f", ratio(r.loss_sum, r.samples)) << '\n';
+      << format("%.6f", ratio(r.loss_sum, r.samples)) << note << '\n';
   if (r.top_k > 0)  // after a colon too, or parse_log would average it into the accuracy
     out << "Epoch[" << r.epoch << "] " << prefix << "-top_k_accuracy_" << r.top_k << ": "
-        << format("%.6f", ratio(r.top_k_correct, r.samples)) << '\n';
+        << format("%.6f", ratio(r.top_k_correct, r.samples)) << note << '\n';
   if (r.skipped > 0)
     out << "Epoch[" << r.epoch << "] " << prefix << "-skipped-records=" << r.skipped << '\n';
   if (!r.validation && st.options.position && st.options.expect_validation) {

@@ -270,10 +270,18 @@ void on_handshake_message(channel_pointer self, wire_message& message) {
 
 void on_payload(channel_pointer self, received_payload& in) {
   auto& st = self->state;
-  if (st.at == stage::closed || st.leaving)
-    return;  // after goodbye, whatever the peer still sends is dropped
-  st.last_received = channel_clock::now();
+  if (st.at == stage::closed)
+    return;
   auto payload = std::move(in.bytes);
+  if (st.leaving) {
+    // After goodbye, whatever the peer still sends is dropped; but when it said goodbye too
+    // (both ended at once), neither waits for the other to close first.
+    auto decoded = decode_payload(payload, st.options->keys);
+    if (decoded.ok() && std::holds_alternative<shutdown_message>(decoded.message))
+      leave(self);
+    return;
+  }
+  st.last_received = channel_clock::now();
   auto decoded = decode_payload(payload, st.options->keys);
   if (!decoded.ok())
     return refuse_peer(self, "undecodable frame: " + decoded.error);
@@ -529,6 +537,11 @@ caf::expected<caf::actor> spawn_listener(caf::actor_system& system, const std::s
   if (!socket)
     return std::move(socket.error());
   return system.spawn(listener, std::shared_ptr<listening_socket>(std::move(*socket)), std::move(options));
+}
+
+caf::actor spawn_listener(caf::actor_system& system, std::shared_ptr<listening_socket> bound,
+                          channel_options options) {
+  return system.spawn(listener, std::move(bound), std::move(options));
 }
 
 } // namespace troupe

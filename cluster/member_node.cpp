@@ -34,6 +34,7 @@
 #include <troupe/graph/zoo.hpp>
 #include <troupe/io/dataset.hpp>
 
+#include "cluster/frame_socket.hpp"
 #include "member_node.hpp"
 #include "node_common.hpp"
 
@@ -50,6 +51,7 @@ struct member_state {
   std::vector<channel_actor> server_links;  // by plan node; invalid where none
   std::size_t local_server_links = 0;       // of them, over a local socket (same host)
   caf::actor listener;
+  std::shared_ptr<listening_socket> listening;  // a server's port, bound before it joined
   // What this node serves to every channel: its control inbox, shards (or the aggregators in
   // front of them), computes.
   std::shared_ptr<serving_registry> serving = std::make_shared<serving_registry>();
@@ -69,6 +71,7 @@ struct member_state {
   bool continue_on_worker_loss = false;  // the job's on_worker_loss = continue
   // A server's admitted links from workers: the plan node name each one's hello gave.
   std::map<caf::actor_addr, std::string> worker_links;
+  std::map<caf::actor_addr, channel_actor> worker_channels;  // the same links, to say goodbye on
   static inline const char* name = "troupe.member";
 };
 
@@ -84,6 +87,8 @@ void answer(member_actor self, bool grace_over = false) {
     st.promise.deliver(*st.outcome);
   else
     st.promise.deliver(true);
+  if (st.listener)  // held open until the links from workers that heard the end closed
+    self->send_exit(st.listener, caf::exit_reason::user_shutdown);
   self->quit();
 }
 
@@ -111,7 +116,16 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
       caf::anon_send(spawn_member_control_proxy(self->system(), link), goodbye_atom::value, end);
       st.closing.push_back(link.address());
     }
-  if (st.listener)
+  // A finished run: the workers still linked here hear it from this server too, rather than
+  // a closed connection (the listener's end closes the links it accepted, racing the worker's
+  // own goodbye: "the connection closed" at the end of a good run). The listener ends once
+  // they closed (answer).
+  if (!reason)
+    for (auto& [address, link] : st.worker_channels) {
+      caf::anon_send(spawn_member_control_proxy(self->system(), link), goodbye_atom::value, end);
+      st.closing.push_back(address);
+    }
+  if (st.listener && (reason || st.worker_channels.empty()))
     self->send_exit(st.listener, caf::exit_reason::user_shutdown);
   st.outcome = std::move(reason);
   self->delayed_send(self, goodbye_grace, grace_over_atom::value);
@@ -283,10 +297,14 @@ bool take_assignment(member_actor self, const assignment_message& a) {
   if (options.role != node_kind::server)
     return false;
   // Workers connect only after this node is ready.
-  auto listener = spawn_listener(system, options.listen_host, options.listen_port, link);
-  if (!listener)
-    throw troupe_error(errc::peer_down, error_text(listener.error()));
-  st.listener = *listener;
+  if (st.listening) {
+    st.listener = spawn_listener(system, std::move(st.listening), link);
+  } else {
+    auto listener = spawn_listener(system, options.listen_host, options.listen_port, link);
+    if (!listener)
+      throw troupe_error(errc::peer_down, error_text(listener.error()));
+    st.listener = *listener;
+  }
   self->monitor(st.listener);
   return true;
 }
@@ -326,6 +344,7 @@ void on_worker_link_down(member_actor self, const caf::actor_addr& link, const c
     return;
   const auto name = known->second;
   st.worker_links.erase(known);
+  st.worker_channels.erase(link);
   if (!why || !st.continue_on_worker_loss || st.outcome || (st.told && st.told->finished))
     return;
   int lost = -1;
@@ -513,8 +532,10 @@ void try_to_connect(member_actor self) {
 
 member_node_actor::behavior_type member(member_actor self, cluster_node_options options,
                                         std::shared_ptr<serving_registry> serving,
-                                        std::shared_ptr<traffic_registry> traffic) {
+                                        std::shared_ptr<traffic_registry> traffic,
+                                        std::shared_ptr<listening_socket> listening) {
   auto& st = self->state;
+  st.listening = std::move(listening);
   st.traffic = std::move(traffic);
   st.options.emplace(std::move(options));
   st.serving = std::move(serving);
@@ -569,8 +590,10 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
         self->state.told = end;
     },
     [=](link_up_atom, channel_actor& link, const std::string&) {
-      if (self->state.options->role == node_kind::server && !self->state.outcome && link != self->state.scheduler)
+      if (self->state.options->role == node_kind::server && !self->state.outcome && link != self->state.scheduler) {
         self->state.worker_links[link.address()] = self->state.traffic->peer_of(link.address());
+        self->state.worker_channels[link.address()] = link;
+      }
     },
     [=](link_lost_atom, channel_actor& link, caf::error& why) { on_link_lost(self, link.address(), why); },
     [=](grace_over_atom) { answer(self, true); },
@@ -585,18 +608,28 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
 
 member_node_actor spawn_member_node(caf::actor_system& system, const cluster_node_options& options,
                                     std::shared_ptr<serving_registry> serving,
-                                    std::shared_ptr<traffic_registry> traffic, bool detached) {
+                                    std::shared_ptr<traffic_registry> traffic, bool detached,
+                                    std::shared_ptr<listening_socket> listening) {
   if (!detached)
-    return system.spawn(member, options, std::move(serving), std::move(traffic));
-  return system.spawn<caf::detached>(member, options, std::move(serving), std::move(traffic));
+    return system.spawn(member, options, std::move(serving), std::move(traffic), std::move(listening));
+  return system.spawn<caf::detached>(member, options, std::move(serving), std::move(traffic), std::move(listening));
 }
 
 void run_member(caf::actor_system& system, const cluster_node_options& options) {
   if (options.role == node_kind::scheduler)
     throw std::invalid_argument("run_member runs a server or a worker");
+  // A server binds its port for workers now, before it joins: a port in use ends it at once,
+  // not after every node has joined and the scheduler assigned it.
+  std::shared_ptr<listening_socket> listening;
+  if (options.role == node_kind::server) {
+    auto bound = listening_socket::bind(options.listen_host, options.listen_port, options.local_sockets);
+    if (!bound)
+      throw troupe_error(errc::peer_down, error_text(bound.error()) + " (--listen, --port)");
+    listening = std::move(*bound);
+  }
   auto serving = std::make_shared<serving_registry>();
   auto traffic = std::make_shared<traffic_registry>();
-  auto node = spawn_member_node(system, options, serving, traffic);
+  auto node = spawn_member_node(system, options, serving, traffic, true, std::move(listening));
   caf::scoped_actor blocking{system};
   blocking->send(node, connect_atom::value);
   caf::error failure;

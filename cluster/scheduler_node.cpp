@@ -590,7 +590,9 @@ training_result run_scheduler(caf::actor_system& system, const training_job& job
   auto validation_set = open_dataset(job.validation_data);
   const auto facts = data_facts_of(*train_set, *validation_set);
   auto plan = plan_placement(job, facts);
-  auto metrics = spawn_metrics(system, metrics_options_of(job, output));
+  auto metrics_options = metrics_options_of(job, output);
+  metrics_options.validation_examples = facts.validation_examples;  // a lost worker's part goes unvalidated
+  auto metrics = spawn_metrics(system, std::move(metrics_options));
   auto node = spawn_scheduler_node(system, scheduler_setup{options, job, output, std::move(plan), facts, metrics,
                                                           train_set, validation_set});
   caf::scoped_actor blocking{system};

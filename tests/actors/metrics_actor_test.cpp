@@ -108,6 +108,80 @@ TEST_CASE("metrics reports top-k per batch, per phase after a colon, and in the 
   CHECK_THAT(line, Catch::Contains("\"train_accuracy\":0.75"));
 }
 
+// on_worker_loss = continue: a lost worker's part of the validation set goes unvalidated; the
+// figures then cover the survivors' parts only, and every validation line and the JSON line
+// say how much.
+TEST_CASE("metrics says what a validation covers when it is less than the whole set") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  std::ostringstream log;
+  auto path = temp_path("troupe_metrics_coverage_test.jsonl");
+  std::remove(path.c_str());
+  metrics_options o;
+  o.out = &log;
+  o.display_batches = 0;
+  o.jsonl_path = path;
+  o.validation_examples = 100;
+  auto metrics = spawn_metrics(sys, o);
+  self->send(metrics, phase_report{0, false, 400, 300, 200.0, 2.0});
+  self->send(metrics, phase_report{0, true, 100, 90, 10.0, 0.5});  // the whole set
+  self->send(metrics, phase_report{1, false, 200, 150, 100.0, 2.0});
+  phase_report half{1, true, 50, 40, 5.0, 0.5};
+  half.top_k = 3;
+  half.top_k_correct = 45;
+  half.lost_parts = {1};
+  self->send(metrics, half);
+  self->send(metrics, phase_report{2, false, 200, 150, 100.0, 2.0});
+  self->send(metrics, phase_report{2, true, 98, 90, 10.0, 0.5});  // fewer, nobody lost
+  phase_report none_known{3, true, 20, 10, 1.0, 0.5};
+  none_known.lost_parts = {0, 2};
+  self->send(metrics, phase_report{3, false, 200, 150, 100.0, 2.0});
+  self->send(metrics, none_known);
+  flush(self, metrics);
+  self->send_exit(metrics, caf::exit_reason::user_shutdown);
+  const auto text = log.str();
+  CHECK_THAT(text, Catch::Contains("Epoch[0] Validation-accuracy=0.900000\n"));
+  CHECK_THAT(text, Catch::Contains("Epoch[0] Validation-cross-entropy: 0.100000\n"));
+  CHECK_THAT(text, Catch::Contains("Epoch[1] Validation-accuracy=0.800000 (on 50 of 100 examples: worker 1 lost)\n"));
+  CHECK_THAT(text, Catch::Contains("Epoch[1] Validation-cross-entropy: 0.100000 (on 50 of 100 examples: worker 1 lost)\n"));
+  CHECK_THAT(text, Catch::Contains("Epoch[1] Validation-top_k_accuracy_3: 0.900000 (on 50 of 100 examples: worker 1 lost)\n"));
+  CHECK_THAT(text, Catch::Contains("Epoch[1] Train-accuracy=0.750000\n"));  // training says nothing of it
+  CHECK_THAT(text, Catch::Contains("Epoch[2] Validation-accuracy=0.918367 (on 98 of 100 examples)\n"));
+  CHECK_THAT(text, Catch::Contains("Epoch[3] Validation-accuracy=0.500000 (on 20 of 100 examples: workers 0, 2 lost)\n"));
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  REQUIRE(lines.size() == 4);
+  CHECK_THAT(lines[0], Catch::Contains("\"val_samples\":100"));
+  CHECK_THAT(lines[0], Catch::Contains("\"val_examples\":100"));
+  CHECK_THAT(lines[1], Catch::Contains("\"val_samples\":50"));
+  CHECK_THAT(lines[1], Catch::Contains("\"val_examples\":100"));
+}
+
+TEST_CASE("metrics says nothing of coverage when the set's size is not known and nobody is lost") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  std::ostringstream log;
+  metrics_options o;
+  o.out = &log;
+  o.display_batches = 0;
+  auto metrics = spawn_metrics(sys, o);
+  self->send(metrics, phase_report{0, false, 400, 300, 200.0, 2.0});
+  self->send(metrics, phase_report{0, true, 10, 9, 1.0, 0.5});
+  phase_report lost{1, true, 5, 4, 0.5, 0.5};
+  lost.lost_parts = {1};
+  self->send(metrics, phase_report{1, false, 400, 300, 200.0, 2.0});
+  self->send(metrics, lost);
+  flush(self, metrics);
+  self->send_exit(metrics, caf::exit_reason::user_shutdown);
+  const auto text = log.str();
+  CHECK_THAT(text, Catch::Contains("Epoch[0] Validation-accuracy=0.900000\n"));
+  CHECK_THAT(text, Catch::Contains("Epoch[1] Validation-accuracy=0.800000 (on 5 examples: worker 1 lost)\n"));
+}
+
 TEST_CASE("metrics writes an epoch whose validation was skipped without validation fields") {
   local_node_config cfg;
   caf::actor_system sys{cfg};

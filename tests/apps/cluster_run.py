@@ -489,7 +489,48 @@ def check_interrupt(cluster, metrics_path):
     print(f"ok: interrupt-scheduler: exit 130, {len(rows) - 1} epoch record(s) kept, every node ended")
 
 
-def check_continue(cluster, ssp=False):
+def check_coverage(cluster, victim_pid, metrics_path):
+    """After the loss, validation covers the survivors' parts only: every validation line says
+    so, naming the lost worker, and the metrics file's epoch lines carry val_samples of
+    val_examples; a validation before the loss covers the whole set and says nothing."""
+    lost = re.search(rf"lost worker (\d+) \(pid {victim_pid} ", cluster.text("scheduler", "err"))
+    if not lost:
+        cluster.fail("the scheduler does not name the killed worker's index")
+    out = cluster.text("scheduler", "out")
+    lines = re.findall(r"Epoch\[(\d+)\] Validation-(accuracy=|cross-entropy: )[0-9.]+(.*)", out)
+    note = re.compile(rf" \(on (\d+) of (\d+) examples: worker {lost.group(1)} lost\)$")
+    covered = {}  # epoch -> (samples, examples) said in the log; (None, None): the whole set
+    for epoch, kind, rest in lines:
+        said = note.match(rest)
+        if rest and not said:
+            cluster.fail(f"epoch {epoch}'s validation line ends in '{rest}', not a coverage note")
+        if said and int(said.group(1)) >= int(said.group(2)):
+            cluster.fail(f"epoch {epoch}: a coverage note of the whole set: '{rest}'")
+        covered[int(epoch)] = (int(said.group(1)), int(said.group(2))) if said else (None, None)
+    noted = [e for e, c in covered.items() if c[0] is not None]
+    if not noted or max(noted) != max(covered):
+        cluster.fail("the last validation after the loss does not say what it covers")
+    if any(covered[e][0] is None for e in covered if e > min(noted)):
+        cluster.fail("a validation after the loss says nothing of its coverage")
+    with open(metrics_path) as f:
+        records = [json.loads(l) for l in f if l.strip()]
+    for r in records:
+        if "val_accuracy" not in r:
+            continue
+        samples, examples = covered.get(int(r["epoch"]), (None, None))
+        if "val_samples" not in r or "val_examples" not in r:
+            cluster.fail(f"epoch {r['epoch']}'s metrics line lacks val_samples or val_examples: {r}")
+        if samples is None and r["val_samples"] != r["val_examples"]:
+            cluster.fail(f"epoch {r['epoch']}: {r['val_samples']} of {r['val_examples']} validated, the log says all")
+        if samples is not None and (r["val_samples"], r["val_examples"]) != (samples, examples):
+            cluster.fail(f"epoch {r['epoch']}: the metrics file says {r['val_samples']} of {r['val_examples']}, "
+                         f"the log {samples} of {examples}")
+    last = covered[max(noted)]
+    print(f"ok: validation after the loss says it covers {last[0]} of {last[1]} examples (worker "
+          f"{lost.group(1)} lost), in the log and the metrics file")
+
+
+def check_continue(cluster, ssp=False, metrics_path=None):
     cluster.wait_for_text("scheduler", "out", r"Epoch\[0\] Batch")
     victim = cluster.procs["worker1"]
     os.killpg(victim.pid, signal.SIGKILL)
@@ -513,6 +554,8 @@ def check_continue(cluster, ssp=False):
     epochs = re.findall(r"Epoch\[(\d+)\] Validation-accuracy=", cluster.text("scheduler", "out"))
     if not epochs:
         cluster.fail("no validation after the loss")
+    if metrics_path:
+        check_coverage(cluster, victim.pid, metrics_path)
     print(f"ok: the run went on without the killed worker to epoch {epochs[-1]}; every other process exited 0")
 
 
@@ -556,6 +599,13 @@ def check_start_errors(cluster, config, flags):
         expect_failure(cluster, "taken", ["--role", "scheduler", "--scheduler", f"127.0.0.1:{taken}",
                                           "--join-timeout", "5"] + common,
                        rf"cannot listen on 127\.0\.0\.1:{taken}", 5)
+        # A server's port in use: said at once, before it waits for a scheduler (none listens
+        # here: a server that waited would end with "no scheduler" instead).
+        expect_failure(cluster, "taken-server", ["--role", "server", "--scheduler", f"127.0.0.1:{port}",
+                                                 "--port", str(taken), "--join-timeout", "5"] + common,
+                       rf"cannot listen on 127\.0\.0\.1:{taken}: Address already in use \(--listen, --port\)", 5)
+        if "no scheduler" in cluster.text("taken-server", "err"):
+            cluster.fail("the server with a port in use waited for a scheduler first")
     port_file = os.path.join(cluster.workdir, "scheduler.port")
     cluster.start("scheduler", ["--role", "scheduler", "--scheduler", "127.0.0.1:0", "--port-file", port_file,
                                 "--join-timeout", "20"] + common)
@@ -800,9 +850,10 @@ def main():
                           ["--heartbeat", "0.2", "--peer-timeout", "2", "--metrics", metrics_path])
             check_interrupt(cluster, metrics_path)
         elif scenario in ("continue-after-kill", "continue-after-kill-ssp"):
+            metrics_path = os.path.join(workdir, "metrics.jsonl")
             start_by_hand(cluster, config, servers, workers, flags + ["--on-worker-loss", "continue"],
-                          ["--heartbeat", "0.2", "--peer-timeout", "2"])
-            check_continue(cluster, ssp=scenario.endswith("-ssp"))
+                          ["--heartbeat", "0.2", "--peer-timeout", "2", "--metrics", metrics_path])
+            check_continue(cluster, ssp=scenario.endswith("-ssp"), metrics_path=metrics_path)
         elif scenario == "ranks":
             common = ["--config", config, "--server-nodes", str(servers), "--worker-nodes", str(workers)] + flags
             port_file = os.path.join(workdir, "scheduler.port")

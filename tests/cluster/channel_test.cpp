@@ -456,6 +456,52 @@ TEST_CASE("node-level messages pass through links to the node, typed", "[cluster
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 
+// Both ends of a link say goodbye at once (a server ending a finished run while its worker
+// does too): each drops what the peer sends after its own goodbye, but the peer's goodbye
+// closes it at once; neither waits for the other to close first (here, an hour).
+TEST_CASE("a link whose two ends say goodbye at once closes at once", "[cluster][link]") {
+  log_lines log;
+  local_node_config config = network_config();
+  caf::actor_system system{config};
+  caf::scoped_actor self{system};
+  auto scheduler_node = system.spawn(scheduler_side, caf::actor_cast<caf::actor>(self), false);
+  auto options = options_for(node_kind::scheduler, "scheduler");
+  options.connection_timeout = std::chrono::hours(1);
+  options.serving->set<remote_interface::scheduler_control>(0, scheduler_node);
+  options.log = log.sink();
+  auto listener = spawn_listener(system, "127.0.0.1", 0, options);
+  REQUIRE(listener);
+  const auto port = port_of(self, *listener);
+  auto worker_node = system.spawn(member_side, caf::actor_cast<caf::actor>(self));
+  auto worker_options = options_for(node_kind::worker, "worker 0");
+  worker_options.connection_timeout = std::chrono::hours(1);
+  worker_options.serving->set<remote_interface::member_control>(0, worker_node);
+  worker_options.log = log.sink();
+  auto link = connect_channel(system, "127.0.0.1", port, worker_options);
+  REQUIRE(link);
+  self->send(*link, send_atom::value, wire_message{join_message{node_kind::worker, "", 0, 99}});
+  channel_actor accepted;  // the scheduler's end, as its node knows it
+  self->receive_while([&] { return !accepted; })(
+    [&](join_atom, channel_actor& from, join_message&) { accepted = from; },
+    [&](link_up_atom, channel_actor, std::string&) {}, caf::after(10s) >> [&] { FAIL("no join came through"); });
+  const shutdown_message end{"the run finished", true};
+  self->send(*link, send_atom::value, wire_message{end});
+  self->send(accepted, send_atom::value, wire_message{end});
+  int closed = 0;
+  bool timed_out = false;
+  self->receive_while([&] { return closed < 2 && !timed_out; })(
+    [&](link_lost_atom, channel_actor, caf::error& why) {
+      CHECK(!why);  // a finished run's end: no error
+      ++closed;
+    },
+    [&](goodbye_atom, channel_actor, shutdown_message&) {}, [&](link_up_atom, channel_actor, std::string&) {},
+    caf::after(30s) >> [&] { timed_out = true; });
+  CHECK(closed == 2);
+  CHECK(!log.any_contains("the connection closed"));
+  for (auto& a : {caf::actor_cast<caf::actor>(scheduler_node), caf::actor_cast<caf::actor>(worker_node), *listener})
+    self->send_exit(a, caf::exit_reason::user_shutdown);
+}
+
 TEST_CASE("a link without a node refuses node-level messages, and shards may be served later", "[cluster][link]") {
   server_node server;  // serves shard 0 only, and has no node
   worker_node worker(server.port);

@@ -25,6 +25,7 @@
 #include <troupe/graph/placement.hpp>
 #include <troupe/graph/value_hash.hpp>
 
+#include "cluster/frame_socket.hpp"
 #include "cluster/member_node.hpp"
 #include "cluster/scheduler_state.hpp"
 #include "tests/actors/synthetic_job.hpp"
@@ -1065,13 +1066,16 @@ struct server_member_fixture : node_fixture {
   channel_actor scheduler;
   sent_list to_scheduler;
   std::uint32_t server_node = 0;
+  std::uint16_t bound_port = 0;  // of the socket bound before joining, if one was given
 
-  server_member_fixture() {
+  explicit server_member_fixture(std::shared_ptr<listening_socket> listening = nullptr) {
+    if (listening)
+      bound_port = listening->port();
     for (std::size_t n = 0; n < plan.nodes.size(); ++n)
       if (plan.nodes[n].kind == node_kind::server)
         server_node = static_cast<std::uint32_t>(n);
     node = spawn_member_node(sys, options, shards,
-                             std::make_shared<traffic_registry>(), false);
+                             std::make_shared<traffic_registry>(), false, std::move(listening));
     spawned.push_back(caf::actor_cast<caf::actor>(node));
     spawned.push_back(sys.spawn(host<bool>, caf::actor_cast<caf::actor>(node), result));
     scheduler = link(to_scheduler);
@@ -1144,6 +1148,63 @@ CAF_TEST(member_part_down_alone_names_the_actor) {
   lost(scheduler, "");
   CAF_CHECK(result->answered);
   CAF_CHECK(contains(result->error, "terminated"));
+}
+
+// A finished run: the workers still linked to this server hear it say so on their links
+// (rather than a closed connection when its listener goes), and the server ends once those
+// links closed.
+CAF_TEST(member_server_says_goodbye_to_linked_workers_when_the_run_finished) {
+  sent_list to_worker;
+  auto worker = link(to_worker);
+  caf::anon_send(node, link_up_atom::value, worker, std::string("worker_0"));
+  settle();
+  caf::anon_send(node, goodbye_atom::value, scheduler, shutdown_message{"the run finished", true, -1});
+  lost(scheduler, "");
+  const auto* bye = last_of<shutdown_message>(to_worker);
+  CAF_REQUIRE(bye != nullptr);
+  CAF_CHECK(bye->finished);
+  CAF_CHECK(!result->answered);  // until the worker's link closed
+  lost(worker, "");
+  CAF_CHECK(result->answered);
+  CAF_CHECK(result->ok);
+}
+
+// A failed run: a worker linked here hears nothing from this server (its scheduler tells it).
+CAF_TEST(member_server_says_no_goodbye_to_workers_when_the_run_failed) {
+  sent_list to_worker;
+  auto worker = link(to_worker);
+  caf::anon_send(node, link_up_atom::value, worker, std::string("worker_0"));
+  settle();
+  lost(scheduler, "the connection to the scheduler closed");
+  CAF_CHECK(result->answered);
+  CAF_CHECK(last_of<shutdown_message>(to_worker) == nullptr);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
+
+namespace {
+
+// A server whose port was bound before it joined (run_member does so, so that a port in use
+// ends it at once): it listens for workers on that socket.
+struct bound_server_fixture : server_member_fixture {
+  bound_server_fixture() : server_member_fixture(bind_any()) {}
+  static std::shared_ptr<listening_socket> bind_any() {
+    auto bound = listening_socket::bind("127.0.0.1", 0);
+    if (!bound)
+      throw std::runtime_error(error_text(bound.error()));
+    return std::move(*bound);
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(bound_server_tests, bound_server_fixture)
+
+CAF_TEST(member_server_listens_on_the_socket_bound_before_joining) {
+  const auto* ready = last_of<ready_message>(to_scheduler);
+  CAF_REQUIRE(ready != nullptr);
+  CAF_CHECK_NOT_EQUAL(bound_port, 0);
+  CAF_CHECK_EQUAL(ready->port, bound_port);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

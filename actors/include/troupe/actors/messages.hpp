@@ -117,6 +117,9 @@ struct phase_report {
   std::int64_t skipped = 0;
   int top_k = 0;                   ///< the k of top_k_correct; 0: top-k is not counted
   std::int64_t top_k_correct = 0;  ///< samples whose label ranks among the top k logits
+  /// The workers (compute indices) whose part of the phase's data went uncovered because
+  /// they were lost (on_worker_loss = continue): `samples` counts the survivors' parts only.
+  std::vector<std::int32_t> lost_parts;
 };
 
 /// Everything a finished run measured, in the order the phases ran.
@@ -152,7 +155,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, phase_report& x) {
   return f(caf::meta::type_name("troupe.phase_report"), x.epoch, x.validation, x.samples,
            x.correct, x.loss_sum, x.seconds, x.step_seconds, x.skipped, x.top_k,
-           x.top_k_correct);
+           x.top_k_correct, x.lost_parts);
 }
 
 /// The final weights cross as plain floats (tensor's inspect): a result crosses once per run.

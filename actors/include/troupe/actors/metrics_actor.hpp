@@ -14,6 +14,11 @@
 //                            `Epoch[e] Train...=V` line as accuracy, so only accuracy may be
 //                            written that way); the metrics file gets `top_k`,
 //                            `train_top_k_accuracy` and `val_top_k_accuracy` then;
+//                            a validation that covers less than the whole set (a lost
+//                            worker's part: the report's lost_parts; or fewer samples than
+//                            `validation_examples`) says so after each of its lines:
+//                            ` (on 5000 of 10000 examples: worker 1 lost)`; the metrics
+//                            file gets `val_samples` always, `val_examples` when known;
 //                            after an epoch's validation (or its training, with no validation)
 //                            appends one JSON object to the metrics file; a training epoch
 //                            whose validation is skipped gets its line without validation
@@ -63,6 +68,8 @@ struct metrics_options {
   std::int64_t display_batches = 100;  ///< 0: no per-batch lines
   bool progress_bar = false;
   bool expect_validation = true;
+  /// The whole validation set's examples (0: unknown): a validation covering fewer says so.
+  std::int64_t validation_examples = 0;
   std::string jsonl_path;         ///< empty: no metrics file
   /// An already open metrics file (the app opens it before anything starts); used instead
   /// of opening `jsonl_path`.

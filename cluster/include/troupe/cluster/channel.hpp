@@ -111,5 +111,11 @@ using port_atom = caf::atom_constant<caf::atom("port")>;
 caf::expected<caf::actor> spawn_listener(caf::actor_system& system, const std::string& host,
                                             std::uint16_t port, channel_options options);
 
+class listening_socket;
+/// The same on a socket bound beforehand (listening_socket::bind, cluster/frame_socket.hpp): a
+/// server binds its port before it joins, so that a port in use ends it at once.
+caf::actor spawn_listener(caf::actor_system& system, std::shared_ptr<listening_socket> bound,
+                          channel_options options);
+
 } // namespace troupe
 

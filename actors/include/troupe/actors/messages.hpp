@@ -119,7 +119,7 @@ struct phase_report {
   std::int64_t top_k_correct = 0;  ///< samples whose label ranks among the top k logits
   /// The workers (compute indices) whose part of the phase's data went uncovered because
   /// they were lost (on_worker_loss = continue): `samples` counts the survivors' parts only.
-  std::vector<std::int32_t> lost_parts;
+  std::vector<std::int32_t> lost_parts{};
 };
 
 /// Everything a finished run measured, in the order the phases ran.

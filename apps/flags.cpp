@@ -65,6 +65,12 @@ std::string wrap(const std::string& text, std::size_t indent, std::size_t width)
 
 std::string number_text(double v) { return shortest_number(v); }
 
+bool on_off(const char* flag, const std::string& value) {
+  if (value != "on" && value != "off")
+    throw usage_error(std::string("--") + flag + ": '" + value + "' is not one of on, off");
+  return value == "on";
+}
+
 std::size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<std::size_t> row(b.size() + 1);
   for (std::size_t j = 0; j <= b.size(); ++j)

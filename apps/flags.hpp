@@ -40,6 +40,9 @@ void check_range(const char* flag, std::int64_t v, std::int64_t min, std::int64_
 void check_real_range(const char* flag, double v, double min, double max, const std::string& why = "");
 /// A number as people write it: integers without a fraction, others in the shortest form.
 std::string number_text(double v);
+/// The value of an on|off flag: true for "on", false for "off"; anything else is a
+/// usage_error "--FLAG: 'V' is not one of on, off".
+bool on_off(const char* flag, const std::string& value);
 /// Levenshtein distance, for "did you mean" suggestions.
 std::size_t edit_distance(const std::string& a, const std::string& b);
 

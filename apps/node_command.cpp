@@ -207,9 +207,7 @@ int node_command(const std::vector<std::string>& args) {
   options.listen_host = n.listen;
   options.listen_port = static_cast<std::uint16_t>(n.port);
   options.advertise_host = n.advertise;
-  if (n.local_sockets != "on" && n.local_sockets != "off")
-    throw usage_error("--local-sockets: '" + n.local_sockets + "' is not one of on, off");
-  options.local_sockets = n.local_sockets == "on";
+  options.local_sockets = on_off("local-sockets", n.local_sockets);
   options.port_file = n.port_file;
   options.devices = cli.devices;
   options.join_timeout = seconds_flag("join-timeout", n.join_timeout);

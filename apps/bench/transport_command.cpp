@@ -211,9 +211,7 @@ int transport_bench_command(const std::vector<std::string>& args) {
     std::cout << f.help();
     return 0;
   }
-  if (local_sockets != "on" && local_sockets != "off")
-    throw usage_error("bench transport: --local-sockets takes on or off, got '" + local_sockets + "'");
-  const bool local = local_sockets == "on";
+  const bool local = on_off("local-sockets", local_sockets);
   if (!role.empty())
     return run_role(role, system, bench::transport_layout{servers, keys, key_bytes, local}, server, ports,
                     warmup, steps);

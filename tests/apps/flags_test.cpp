@@ -107,3 +107,11 @@ TEST_CASE("flags reject what they cannot accept, naming the flag") {
   CHECK_THROWS_WITH(make().parse({"--zzzzzz", "1"}), !Catch::Contains("did you mean"));
   CHECK_THROWS_AS(make().parse({"--count", "99999999999999999999"}), usage_error);
 }
+
+TEST_CASE("an on|off flag takes on or off and names itself otherwise") {
+  CHECK(on_off("local-sockets", "on"));
+  CHECK_FALSE(on_off("local-sockets", "off"));
+  CHECK_THROWS_WITH(on_off("local-sockets", "maybe"), "--local-sockets: 'maybe' is not one of on, off");
+  CHECK_THROWS_WITH(on_off("local-sockets", ""), "--local-sockets: '' is not one of on, off");
+  CHECK_THROWS_WITH(on_off("local-sockets", "ON"), "--local-sockets: 'ON' is not one of on, off");
+}

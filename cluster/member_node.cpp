@@ -69,9 +69,13 @@ struct member_state {
   std::optional<caf::error> outcome;     // none: running; an empty error: finished
   std::vector<caf::actor_addr> closing;  // links told how this node ends, not closed yet
   bool continue_on_worker_loss = false;  // the job's on_worker_loss = continue
-  // A server's admitted links from workers: the plan node name each one's hello gave.
-  std::map<caf::actor_addr, std::string> worker_links;
-  std::map<caf::actor_addr, channel_actor> worker_channels;  // the same links, to say goodbye on
+  // A server's admitted links from workers: the plan node name each one's hello gave, and
+  // the channel (to say goodbye on when the run finished).
+  struct worker_link {
+    std::string name;
+    channel_actor channel;
+  };
+  std::map<caf::actor_addr, worker_link> worker_links;
   static inline const char* name = "troupe.member";
 };
 
@@ -121,11 +125,11 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
   // own goodbye: "the connection closed" at the end of a good run). The listener ends once
   // they closed (answer).
   if (!reason)
-    for (auto& [address, link] : st.worker_channels) {
-      caf::anon_send(spawn_member_control_proxy(self->system(), link), goodbye_atom::value, end);
+    for (auto& [address, link] : st.worker_links) {
+      caf::anon_send(spawn_member_control_proxy(self->system(), link.channel), goodbye_atom::value, end);
       st.closing.push_back(address);
     }
-  if (st.listener && (reason || st.worker_channels.empty()))
+  if (st.listener && (reason || st.worker_links.empty()))
     self->send_exit(st.listener, caf::exit_reason::user_shutdown);
   st.outcome = std::move(reason);
   self->delayed_send(self, goodbye_grace, grace_over_atom::value);
@@ -342,9 +346,8 @@ void on_worker_link_down(member_actor self, const caf::actor_addr& link, const c
   const auto known = st.worker_links.find(link);
   if (known == st.worker_links.end())
     return;
-  const auto name = known->second;
+  const auto name = known->second.name;
   st.worker_links.erase(known);
-  st.worker_channels.erase(link);
   if (!why || !st.continue_on_worker_loss || st.outcome || (st.told && st.told->finished))
     return;
   int lost = -1;
@@ -591,8 +594,7 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
     },
     [=](link_up_atom, channel_actor& link, const std::string&) {
       if (self->state.options->role == node_kind::server && !self->state.outcome && link != self->state.scheduler) {
-        self->state.worker_links[link.address()] = self->state.traffic->peer_of(link.address());
-        self->state.worker_channels[link.address()] = link;
+        self->state.worker_links[link.address()] = {self->state.traffic->peer_of(link.address()), link};
       }
     },
     [=](link_lost_atom, channel_actor& link, caf::error& why) { on_link_lost(self, link.address(), why); },

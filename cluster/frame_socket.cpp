@@ -3,6 +3,7 @@
 #include "cluster/frame_socket.hpp"
 
 #include "cluster/local_socket.hpp"
+#include "cluster/socket_address.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -31,21 +32,6 @@ namespace troupe {
 namespace {
 
 std::string errno_text(int code) { return std::strerror(code); }
-
-std::string address_of(const sockaddr* address) {
-  char host[INET6_ADDRSTRLEN] = "?";
-  std::uint16_t port = 0;
-  if (address->sa_family == AF_INET) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(address);
-    ::inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
-    port = ntohs(in->sin_port);
-  } else if (address->sa_family == AF_INET6) {
-    const auto* in = reinterpret_cast<const sockaddr_in6*>(address);
-    ::inet_ntop(AF_INET6, &in->sin6_addr, host, sizeof host);
-    port = ntohs(in->sin6_port);
-  }
-  return std::string(host) + ":" + std::to_string(port);
-}
 
 std::string peer_of(int fd) {
   sockaddr_storage address{};
@@ -308,8 +294,6 @@ caf::expected<std::unique_ptr<listening_socket>> listening_socket::bind(const st
       socklen_t length = sizeof bound;
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length);
       const auto* b = reinterpret_cast<const sockaddr*>(&bound);
-      const auto bound_port = b->sa_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6*>(b)->sin6_port
-                                                       : reinterpret_cast<const sockaddr_in*>(b)->sin_port;
       const int local = same_host_twin ? listen_local(b) : -1;
       // Non-blocking: the acceptor polls both, and a client gone between the poll and the
       // accept must not block it (accepted sockets do not inherit the flag).
@@ -324,7 +308,7 @@ caf::expected<std::unique_ptr<listening_socket>> listening_socket::bind(const st
           ::close(local);
         break;
       }
-      return std::unique_ptr<listening_socket>(new listening_socket(fd, local, stop, ntohs(bound_port)));
+      return std::unique_ptr<listening_socket>(new listening_socket(fd, local, stop, port_of(b)));
     }
     why = errno_text(errno);
     ::close(fd);

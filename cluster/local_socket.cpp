@@ -1,6 +1,8 @@
 // See local_socket.hpp.
 #include "cluster/local_socket.hpp"
 
+#include "cluster/socket_address.hpp"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -14,20 +16,6 @@
 namespace troupe {
 
 namespace {
-
-std::uint16_t port_of(const sockaddr* address) {
-  return ntohs(address->sa_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6*>(address)->sin6_port
-                                              : reinterpret_cast<const sockaddr_in*>(address)->sin_port);
-}
-
-std::string numeric_host(const sockaddr* address) {
-  char host[INET6_ADDRSTRLEN] = "?";
-  if (address->sa_family == AF_INET)
-    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(address)->sin_addr, host, sizeof host);
-  else if (address->sa_family == AF_INET6)
-    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr, host, sizeof host);
-  return host;
-}
 
 // An abstract address: a leading NUL, then the name (no file to create or remove).
 socklen_t abstract_address(const std::string& name, sockaddr_un& out) {

@@ -210,10 +210,21 @@ struct part_builder {
   }
 
   // The checkpoint actor (not a plan actor: it exists only in runs with checkpoints), and the
-  // coordinator options that use it. Every shard and compute is in this process.
+  // coordinator options that use it: in one process it takes every shard and compute here, in
+  // a cluster it asks the members' parts.
   void spawn_checkpoint_at(coordinator_options& co) {
-    if (options.node >= 0)
-      throw std::invalid_argument("checkpoints are not supported in runs across processes yet");
+    part.checkpoint = options.node >= 0 ? spawn_manifest() : spawn_single_file();
+    part.spawned.emplace_back(caf::actor_cast<caf::actor>(part.checkpoint), "checkpoint");
+    co.checkpoint = part.checkpoint;
+    co.save_period = options.checkpoint_prefix.empty() ? 0 : options.save_period;
+    co.restore = options.resume != nullptr;
+    if (options.resume) {
+      co.first_epoch = options.resume->epoch;
+      co.epochs = job.epochs - options.resume->epoch;
+    }
+  }
+
+  checkpoint_actor spawn_single_file() {
     checkpoint_wiring w;
     w.prefix = options.checkpoint_prefix;
     for (auto s : plan.actors_of(plan_role::shard))
@@ -229,15 +240,61 @@ struct part_builder {
     w.steps_per_epoch = plan.steps_per_epoch;
     w.resume = options.resume;
     w.timeout = options.timeouts.phase;
-    part.checkpoint = spawn_checkpoint(system, std::move(w));
-    part.spawned.emplace_back(caf::actor_cast<caf::actor>(part.checkpoint), "checkpoint");
-    co.checkpoint = part.checkpoint;
-    co.save_period = options.checkpoint_prefix.empty() ? 0 : options.save_period;
-    co.restore = options.resume != nullptr;
-    if (options.resume) {
-      co.first_epoch = options.resume->epoch;
-      co.epochs = job.epochs - options.resume->epoch;
+    return spawn_checkpoint(system, std::move(w));
+  }
+
+  // Every member holding shards or computes saves and restores its own part.
+  checkpoint_actor spawn_manifest() {
+    if (!options.remote.checkpoint_part)
+      throw std::invalid_argument("node part: checkpoints in a cluster need the members' parts, and no "
+                                  "stand-in was given");
+    manifest_checkpoint_wiring w;
+    w.prefix = options.checkpoint_prefix;
+    for (std::size_t n = 0; n < plan.nodes.size(); ++n)
+      if (holds_state(static_cast<int>(n)))
+        w.parts.push_back({plan.nodes[n].name, options.remote.checkpoint_part(static_cast<int>(n))});
+    w.header.network = job.model.network;
+    w.header.steps_per_epoch = plan.steps_per_epoch;
+    for (const auto& p : plan.parameters) {
+      w.header.parameter_names.push_back(p.name);
+      w.header.parameter_shapes.push_back(p.shape);
     }
+    w.header.workers = plan.workers;
+    w.header.shards = plan.keys.shards.size();
+    w.resume_epoch = options.resume ? options.resume->epoch : -1;
+    w.timeout = options.timeouts.phase;
+    return spawn_manifest_checkpoint(system, std::move(w));
+  }
+
+  // Whether plan node `n` holds shards or computes, the state a checkpoint saves.
+  bool holds_state(int n) const {
+    for (auto i : plan.actors_on(n))
+      if (plan.actors[i].role == plan_role::shard || plan.actors[i].role == plan_role::compute)
+        return true;
+    return false;
+  }
+
+  // A member's part of a cluster checkpoint, over the shards and computes spawned here.
+  void spawn_part_of_checkpoint() {
+    if (options.node < 0 || !holds_state(options.node))
+      return;
+    checkpoint_part_wiring w;
+    for (auto s : plan.actors_on(options.node))
+      if (plan.actors[s].role == plan_role::shard) {
+        const auto index = static_cast<std::size_t>(plan.actors[s].shard);
+        w.shards.push_back({index, part.own_shards.at(s), plan.keys.shards.at(index)});
+      }
+    for (const auto& [index, compute] : computes)
+      w.replicas.emplace_back(plan.actors[index].worker, compute);
+    for (const auto& p : plan.parameters) {
+      w.parameter_names.push_back(p.name);
+      w.parameter_shapes.push_back(p.shape);
+    }
+    w.run_shards = plan.keys.shards.size();
+    w.run_workers = plan.workers;
+    w.steps_per_epoch = plan.steps_per_epoch;
+    part.checkpoint_part = spawn_checkpoint_part(system, std::move(w));
+    part.spawned.emplace_back(caf::actor_cast<caf::actor>(part.checkpoint_part), "checkpoint_part");
   }
 };
 
@@ -326,6 +383,7 @@ void spawn_node_part(caf::actor_system& system, const training_job& job, const p
       break;  // metrics and the push side are spawned above
     }
   }
+  b.spawn_part_of_checkpoint();
   if (options.on_wired)
     options.on_wired(b.wired.report());
 }

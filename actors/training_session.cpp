@@ -45,9 +45,6 @@ void set_up_checkpoints(const training_job& job, const placement_plan& plan, mod
   if (c.prefix.empty())
     throw std::invalid_argument("checkpoints: resuming from epoch " + std::to_string(c.load_epoch)
                                 + " needs the model prefix the checkpoint was saved under");
-  if (sinks.node.node >= 0)
-    throw std::invalid_argument("checkpoints are not supported in runs across processes yet "
-                                "(troupe node / troupe launch): train in one process to save them");
   if (c.save_period < 1)
     throw std::invalid_argument("checkpoints: the save period must be at least 1 epoch, got "
                                 + std::to_string(c.save_period));

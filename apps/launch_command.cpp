@@ -294,21 +294,10 @@ int run(const launch_flags& l) {
 
 } // namespace
 
-// Checkpoints are refused here, before any process starts (each node would refuse them too,
-// and a config's train.model_prefix is left to them).
-void refuse_checkpoint_flags(const std::vector<std::string>& node_args) {
-  for (const auto& arg : node_args)
-    for (const char* flag : {"--model-prefix", "--load-epoch", "--save-period"})
-      if (arg == flag || arg.rfind(std::string(flag) + "=", 0) == 0)
-        throw usage_error(std::string(flag) + ": checkpoints are not supported in cluster runs yet; "
-                          "train in one process (troupe train) to save or resume them");
-}
-
 int launch_command(const std::vector<std::string>& args) {
   launch_flags l;
   if (!parse_flags(args, l))
     return 0;
-  refuse_checkpoint_flags(l.node_args);
   return run(l);
 }
 

@@ -188,9 +188,6 @@ int node_command(const std::vector<std::string>& args) {
     std::cout << cli.help_text;
     return 0;
   }
-  if (!cli.output.checkpoint.prefix.empty() || cli.output.checkpoint.load_epoch >= 0)
-    throw usage_error("checkpoints (--model-prefix, --load-epoch, train.model_prefix) are not supported in "
-                      "cluster runs yet: train in one process (troupe train) to save or resume them");
   if (place.server_nodes > 0)
     cli.job.nodes.servers = place.server_nodes;
   if (place.worker_nodes > 0)
@@ -240,6 +237,11 @@ int node_command(const std::vector<std::string>& args) {
     options.use_threads = [](int threads) { set_compute_threads(threads); };
     options.position = std::make_shared<run_position>();
   }
+  // Checkpoints are the scheduler's: it names every part's file in its requests, so a server
+  // or worker ignores --model-prefix / --load-epoch (troupe launch gives every node the same
+  // flags).
+  if (options.role == node_kind::scheduler)
+    check_prefix_folder(cli.output.checkpoint.prefix);
   if (options.role == node_kind::scheduler) {  // what `troupe train` writes before its first step
     if (!cli.output.metrics_path.empty())
       cli.output.metrics_file = open_metrics_file(cli.output.metrics_path, run_record(args, cli.job, cli.threads));

@@ -27,6 +27,11 @@ std::string run_record(const std::vector<std::string>& args, const training_job&
 /// the system's reason when it cannot (another run holds it, no directory, a full disk).
 std::shared_ptr<jsonl_writer> open_metrics_file(const std::string& path, const std::string& record);
 
+/// `--model-prefix PREFIX`: makes PREFIX's folder when missing and checks that files can be
+/// created in it, before the run starts (troupe train, and the scheduler of a cluster run).
+/// Throws io_error naming the prefix and the reason. An empty prefix: nothing to check.
+void check_prefix_folder(const std::string& prefix);
+
 /// Columns of the terminal on stdout: COLUMNS when a positive number, else the terminal's
 /// own size (TIOCGWINSZ), else 80.
 int terminal_columns();

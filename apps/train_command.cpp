@@ -21,31 +21,6 @@
 
 namespace troupe {
 
-namespace {
-
-// `--model-prefix runs/mlp` in a fresh checkout: the folder is made before the run starts (as
-// MXNet's fit does), not found missing when the first epoch's checkpoint is written. A folder
-// that exists but takes no files (read-only, a file in the way, under /proc) is refused here
-// too, by creating the checkpoint's temporary file once, as the metrics file is opened up front.
-void check_prefix_folder(const std::string& prefix) {
-  if (prefix.empty())
-    return;
-  const auto folder = std::filesystem::path(prefix).parent_path();
-  std::error_code error;
-  if (!folder.empty())
-    std::filesystem::create_directories(folder, error);
-  if (error)
-    throw io_error("--model-prefix " + prefix + ": cannot create the folder " + folder.string()
-                   + ": " + error.message());
-  try {
-    check_can_create(checkpoint_path(prefix, 0));
-  } catch (const io_error& e) {
-    throw io_error("--model-prefix " + prefix + ": " + e.what());
-  }
-}
-
-} // namespace
-
 int train_command(const std::vector<std::string>& args) {
   auto cli = parse_train_flags(args);
   if (cli.help) {

@@ -235,6 +235,24 @@ struct body_writer {
     out.setTopKCorrect(r.top_k_correct);
   }
   void operator()(const traffic_query_message& m) { body.initTrafficQuery().setEpoch(m.epoch); }
+  void operator()(const checkpoint_message& m) {
+    check_text(m.path, checkpoint_message::max_path_bytes, "a checkpoint's path");
+    auto out = body.initCheckpoint();
+    out.setRequest(m.request);
+    out.setKind(m.kind == checkpoint_kind::save ? wire::CheckpointKind::SAVE : wire::CheckpointKind::RESTORE);
+    out.setEpoch(m.epoch);
+    out.setPath(m.path);
+    out.setRemainingMs(m.remaining_ms);
+  }
+  void operator()(const checkpoint_done_message& m) {
+    check_text(m.file, checkpoint_message::max_path_bytes, "a checkpoint part's file");
+    check_text(m.checksum, checkpoint_done_message::max_checksum_bytes, "a checkpoint part's checksum");
+    auto out = body.initCheckpointDone();
+    out.setRequest(m.request);
+    out.setFile(m.file);
+    out.setBytes(m.bytes);
+    out.setChecksum(m.checksum);
+  }
   void operator()(const traffic_message& m) {
     if (m.peers.size() > traffic_message::max_peers)
       throw std::invalid_argument("a traffic report of " + std::to_string(m.peers.size()) + " peers");
@@ -272,7 +290,8 @@ std::uint32_t wire_protocol_version() { return wire::PROTOCOL_VERSION; }
 const char* kind_name(std::size_t index) {
   static constexpr const char* names[] = {
     "hello",      "proof", "push",    "pull",   "weights", "failure",     "heartbeat",
-    "shutdown",   "join",  "assignment", "ready", "control", "report", "batch report", "traffic query", "traffic"};
+    "shutdown",   "join",  "assignment", "ready", "control", "report", "batch report", "traffic query", "traffic",
+    "checkpoint", "checkpoint done"};
   static_assert(std::size(names) == wire_kinds);
   return index < wire_kinds ? names[index] : "unknown";
 }

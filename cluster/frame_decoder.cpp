@@ -248,6 +248,32 @@ control_message read_control(wire::Control::Reader in) {
   return m;
 }
 
+checkpoint_message read_checkpoint_request(wire::Checkpoint::Reader in) {
+  checkpoint_message m;
+  m.request = in.getRequest();
+  switch (in.getKind()) {
+    case wire::CheckpointKind::SAVE: m.kind = checkpoint_kind::save; break;
+    case wire::CheckpointKind::RESTORE: m.kind = checkpoint_kind::restore; break;
+    default:
+      refuse("checkpoint.kind " + std::to_string(static_cast<unsigned>(in.getKind())) + " is not a checkpoint kind");
+  }
+  m.epoch = in.getEpoch();
+  require(m.epoch >= 0, "checkpoint.epoch " + std::to_string(m.epoch) + " is negative");
+  m.path = text_of(in.getPath(), checkpoint_message::max_path_bytes, "checkpoint.path");
+  require(!m.path.empty(), "checkpoint.path is empty");
+  m.remaining_ms = remaining_of(in.getRemainingMs(), "checkpoint");
+  return m;
+}
+
+checkpoint_done_message read_checkpoint_done(wire::CheckpointDone::Reader in) {
+  checkpoint_done_message m;
+  m.request = in.getRequest();
+  m.file = text_of(in.getFile(), checkpoint_message::max_path_bytes, "checkpointDone.file");
+  m.bytes = in.getBytes();
+  m.checksum = text_of(in.getChecksum(), checkpoint_done_message::max_checksum_bytes, "checkpointDone.checksum");
+  return m;
+}
+
 // Counts a report may carry: samples >= 0, 0 <= correct <= samples, a finite loss sum.
 void check_counts(std::int64_t samples, std::int64_t correct, double loss_sum, const char* what) {
   require(samples >= 0 && correct >= 0 && correct <= samples,
@@ -363,6 +389,10 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload, const 
       return traffic_query_message{body.getTrafficQuery().getEpoch()};
     case wire::Frame::Body::TRAFFIC:
       return read_traffic(body.getTraffic());
+    case wire::Frame::Body::CHECKPOINT:
+      return read_checkpoint_request(body.getCheckpoint());
+    case wire::Frame::Body::CHECKPOINT_DONE:
+      return read_checkpoint_done(body.getCheckpointDone());
   }
   refuse("frame body " + std::to_string(static_cast<unsigned>(body.which())) + " is not a message kind");
 }

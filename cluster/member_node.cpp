@@ -298,6 +298,8 @@ bool take_assignment(member_actor self, const assignment_message& a) {
     st.serving->set<remote_interface::push_target>(shard, st.part.targets.at(actor));
   for (const auto& [worker, compute] : st.part.computes)
     st.serving->set<remote_interface::compute_driver>(static_cast<std::uint32_t>(worker), compute);
+  if (st.part.checkpoint_part)  // the scheduler's checkpoints ask it to save or restore this node's state
+    st.serving->set<remote_interface::checkpoint_part>(0, st.part.checkpoint_part);
   if (options.role != node_kind::server)
     return false;
   // Workers connect only after this node is ready.

@@ -208,6 +208,9 @@ void start_training(scheduler_actor self) {
     return spawn_push_target_proxy(system, link_of_node.at(static_cast<std::size_t>(a.node)),
                                    static_cast<std::uint32_t>(a.shard));
   };
+  sinks.node.remote.checkpoint_part = [=, &system](int node) {
+    return spawn_checkpoint_part_proxy(system, link_of_node.at(static_cast<std::size_t>(node)));
+  };
   st.session = st.spawn_session(system, st.job, std::move(sinks));
   self->monitor(st.session);
   self->attach_functor([session = st.session](const caf::error&) {

@@ -10,6 +10,8 @@
 //   metrics_sink_remote.cpp   batch report one-way                  (metrics_sink_actor)
 //   node_control_remote.cpp   join, ready, traffic one-way          (scheduler_inbox)
 //                             assignment, traffic query one-way     (member_inbox)
+//   checkpoint_part_remote.cpp checkpoint(save) -> checkpoint done,  (checkpoint_part_actor)
+//                             checkpoint(restore) -> checkpoint done
 // Hello, proof, heartbeat, shutdown and failure belong to the channel itself.
 //
 // Thread-safety: constant tables.
@@ -59,6 +61,7 @@ const interface_codec& compute_driver_codec();
 const interface_codec& metrics_sink_codec();
 const interface_codec& scheduler_control_codec();
 const interface_codec& member_control_codec();
+const interface_codec& checkpoint_part_codec();
 
 /// The interface whose table lists `kind` as `role`, or null: none takes it.
 const interface_codec* codec_taking(std::size_t kind, kind_role role);

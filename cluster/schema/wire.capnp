@@ -12,7 +12,7 @@ using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("troupe::wire");
 
 # Raised whenever a Frame's meaning changes; a peer with another version is refused by name.
-const protocolVersion :UInt32 = 2;  # 2: requests carry the time left to their deadline
+const protocolVersion :UInt32 = 3;  # 2: requests carry the time left to their deadline; 3: checkpoints
 
 enum Role {
   scheduler @0;
@@ -48,6 +48,8 @@ struct Frame {
     batchReport @14 :BatchReport;
     trafficQuery @15 :TrafficQuery;
     traffic @16 :Traffic;
+    checkpoint @17 :Checkpoint;
+    checkpointDone @18 :CheckpointDone;
   }
 }
 
@@ -220,4 +222,28 @@ struct PeerTraffic {
 struct Traffic {
   epoch @0 :Int64;
   peers @1 :List(PeerTraffic);
+}
+
+enum CheckpointKind {
+  save @0;
+  restore @1;
+}
+# The scheduler's checkpoint actor to a server's or worker's part of a cluster checkpoint
+# (docs/checkpoints.md): save the node's part after epoch `epoch` to the file `path`, or put
+# back the node's share of the checkpoint of epoch `epoch` saved under the prefix `path`.
+# Answered by a CheckpointDone or a Failure.
+struct Checkpoint {
+  request @0 :UInt64;
+  kind @1 :CheckpointKind;
+  epoch @2 :Int64;
+  path @3 :Text;
+  remainingMs @4 :UInt64;  # as Push's
+}
+# A part written (save: its file, size and checksum, as the manifest records them) or a
+# restore done (restore: the file empty, bytes 0).
+struct CheckpointDone {
+  request @0 :UInt64;
+  file @1 :Text;
+  bytes @2 :UInt64;
+  checksum @3 :Text;
 }

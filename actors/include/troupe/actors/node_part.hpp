@@ -58,7 +58,8 @@ struct node_part_options {
   /// The coordinator's gate between epochs (coordinator_options::between_epochs). Invalid: none.
   epoch_gate_actor between_epochs;
   /// Checkpoints: with a prefix or a checkpoint to resume, the part spawns a checkpoint actor
-  /// beside the coordinator (one-process runs only: node must be -1).
+  /// beside the coordinator: in one process the one that writes a single file, in a cluster
+  /// the manifest checkpoint asking every member's part (remote.checkpoint_part).
   std::string checkpoint_prefix;
   std::int64_t save_period = 1;
   std::shared_ptr<const training_checkpoint> resume;  ///< checked with check_resumable
@@ -83,6 +84,9 @@ struct node_part {
   std::vector<std::pair<int, compute_actor>> computes;  ///< (worker, compute) spawned here
   coordinator_actor coordinator;        ///< when the plan puts it here
   checkpoint_actor checkpoint;          ///< beside the coordinator, in a run with checkpoints
+  /// A server's or worker's part of a cluster checkpoint (its shards and computes), which it
+  /// serves to the scheduler; null in one process and where the node holds neither.
+  checkpoint_part_actor checkpoint_part;
   metrics_sink_actor metrics;           ///< what the computes and coordinator report to
   /// The shards (own ones or stand-ins), for pulling the final weights: filled when the
   /// coordinator is here.

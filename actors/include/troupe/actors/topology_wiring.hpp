@@ -17,6 +17,7 @@
 #include <caf/actor_system.hpp>
 
 #include <troupe/actors/aggregator_actor.hpp>
+#include <troupe/actors/checkpoint_part_actor.hpp>
 #include <troupe/actors/compute_actor.hpp>
 #include <troupe/actors/param_shard_actor.hpp>
 #include <troupe/actors/timeouts.hpp>
@@ -51,11 +52,15 @@ using remote_push_target = std::function<push_target_actor(std::size_t actor)>;
 /// Gives the compute actor at plan actor index `actor`, which lives on another node.
 using remote_compute = std::function<compute_actor(std::size_t actor)>;
 
-/// How a node reaches the actors of other nodes. Both empty for a one-process plan (a plan
+/// Gives the part of a cluster checkpoint that plan node `node` (a server or worker) keeps.
+using remote_checkpoint_part = std::function<checkpoint_part_actor(int node)>;
+
+/// How a node reaches the actors of other nodes. All empty for a one-process plan (a plan
 /// that needs one then is an error naming the actor).
 struct remote_actors {
   remote_push_target push_target;
   remote_compute compute;
+  remote_checkpoint_part checkpoint_part;  ///< the scheduler's, in a run with checkpoints
 };
 
 /// What spawn_push_side_of_node spawned, by plan actor index: every push target (the node's

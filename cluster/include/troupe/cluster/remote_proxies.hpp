@@ -14,6 +14,8 @@
 //                                                                               -> the scheduler
 //   spawn_member_control_proxy: member_control_actor (assignment, traffic query, goodbye)
 //                                                                               -> a member node
+//   spawn_checkpoint_part_proxy: checkpoint_part_actor (save, restore)         -> a member's part
+//                                                                                  of a checkpoint
 // A node keeps one node-control proxy per channel and sends every node-level message through
 // it: one sender, so the peer reads them in the order they were said (an assignment before
 // the goodbye that follows it). A goodbye is the channel's own end (channel_actor.hpp).
@@ -32,6 +34,7 @@
 
 #include <caf/actor_system.hpp>
 
+#include <troupe/actors/checkpoint_part_actor.hpp>
 #include <troupe/actors/compute_actor.hpp>
 #include <troupe/actors/messages.hpp>
 #include <troupe/actors/metrics_actor.hpp>
@@ -56,6 +59,10 @@ metrics_sink_actor spawn_metrics_sink_proxy(caf::actor_system& system, channel_a
 /// The scheduler behind `channel`, as its server or worker speaks to it. The proxy ends with
 /// its channel (what is said after that has nobody to hear it).
 scheduler_control_actor spawn_scheduler_control_proxy(caf::actor_system& system, channel_actor channel);
+
+/// The part of a cluster checkpoint that the server or worker behind `channel` saves and
+/// restores (checkpoint_part_actor.hpp).
+checkpoint_part_actor spawn_checkpoint_part_proxy(caf::actor_system& system, channel_actor channel);
 
 /// The server or worker behind `channel`, as the scheduler (or a peer member) speaks to it.
 member_control_actor spawn_member_control_proxy(caf::actor_system& system, channel_actor channel);

@@ -2,7 +2,8 @@
 // the actor a peer's frame is for. A channel decodes a frame, its interface's skeleton
 // (cluster/remote/) names the (interface, index) it addresses, and the registry gives the
 // actor of this node that serves it: a shard or the aggregator in front of it by shard index,
-// a compute actor by worker, the scheduler's metrics actor, the node's control inbox.
+// a compute actor by worker, the scheduler's metrics actor, the node's control inbox, its
+// part of a checkpoint.
 //
 // Each interface has one handle type (served<I>::handle), so set and find are checked by the
 // compiler: nothing is cast. Filled in when the node knows its part of the plan (a server
@@ -19,6 +20,7 @@
 
 #include <caf/allowed_unsafe_message_type.hpp>
 
+#include <troupe/actors/checkpoint_part_actor.hpp>
 #include <troupe/actors/compute_actor.hpp>
 #include <troupe/actors/messages.hpp>
 #include <troupe/actors/metrics_actor.hpp>
@@ -33,9 +35,11 @@ enum class remote_interface : std::uint8_t {
   metrics_sink,       ///< metrics_sink_actor: a worker's batch reports; index 0
   scheduler_control,  ///< what members tell their scheduler (scheduler_inbox); index 0
   member_control,     ///< what a scheduler or peer tells a member (member_inbox); index 0
+  checkpoint_part,    ///< a member's part of a cluster checkpoint (save, restore); index 0
 };
-constexpr std::size_t remote_interfaces = 5;
-/// "push target", "compute driver", "metrics sink", "scheduler control", "member control".
+constexpr std::size_t remote_interfaces = 6;
+/// "push target", "compute driver", "metrics sink", "scheduler control", "member control",
+/// "checkpoint part".
 const char* to_string(remote_interface interface);
 
 template <remote_interface I>
@@ -50,6 +54,8 @@ template <>
 struct served<remote_interface::scheduler_control> { using handle = scheduler_inbox; };
 template <>
 struct served<remote_interface::member_control> { using handle = member_inbox; };
+template <>
+struct served<remote_interface::checkpoint_part> { using handle = checkpoint_part_actor; };
 
 /// The actors a node serves to its peers, keyed by (interface, index).
 class serving_registry {
@@ -89,7 +95,8 @@ public:
 
 private:
   // In remote_interface order.
-  using entry = std::variant<push_target_actor, compute_actor, metrics_sink_actor, scheduler_inbox, member_inbox>;
+  using entry = std::variant<push_target_actor, compute_actor, metrics_sink_actor, scheduler_inbox, member_inbox,
+                             checkpoint_part_actor>;
   mutable std::mutex mutex_;
   std::map<std::pair<remote_interface, std::uint32_t>, entry> targets_;
   metrics_sink_actor reports_;

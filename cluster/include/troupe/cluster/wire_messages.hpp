@@ -180,16 +180,40 @@ struct traffic_message {
   static constexpr std::size_t max_peers = 4096;
 };
 
+enum class checkpoint_kind : std::uint8_t { save, restore };
+
+/// The scheduler's checkpoint actor to a member's part of a cluster checkpoint: save the
+/// node's part after epoch `epoch` to file `path`, or restore the node's share of the
+/// checkpoint of epoch `epoch` saved under prefix `path`.
+struct checkpoint_message {
+  std::uint64_t request = 0;
+  checkpoint_kind kind = checkpoint_kind::save;
+  std::int64_t epoch = 0;
+  std::string path;  ///< at most max_path_bytes
+  std::uint64_t remaining_ms = 0;
+  static constexpr std::size_t max_path_bytes = 4096;
+};
+
+/// The answer to checkpoint `request`: the part written (file name, size, checksum, as the
+/// manifest records them), or for a restore an empty file and 0 bytes.
+struct checkpoint_done_message {
+  std::uint64_t request = 0;
+  std::string file;      ///< at most checkpoint_message::max_path_bytes
+  std::uint64_t bytes = 0;
+  std::string checksum;  ///< at most max_checksum_bytes
+  static constexpr std::size_t max_checksum_bytes = 256;
+};
+
 using wire_message = std::variant<hello_message, proof_message, push_message, pull_message,
                                   weights_message, failure_message, heartbeat_message,
                                   shutdown_message, join_message, assignment_message,
                                   ready_message, control_message, report_message,
-                                  batch_report_message, traffic_query_message, traffic_message>;
+                                  batch_report_message, traffic_query_message, traffic_message,
+                                  checkpoint_message, checkpoint_done_message>;
 
 /// "hello", "proof", "push", "pull", "weights", "failure", "heartbeat", "shutdown", "join",
-/// "assignment", "ready", "control", "report", "batch report", "traffic query", "traffic": the
-/// kind of a message, for
-/// logs and traffic counters.
+/// "assignment", "ready", "control", "report", "batch report", "traffic query", "traffic",
+/// "checkpoint", "checkpoint done": the kind of a message, for logs and traffic counters.
 const char* kind_name(const wire_message& message);
 /// The same by variant index ("unknown" past the last kind).
 const char* kind_name(std::size_t index);

@@ -63,7 +63,8 @@ void sync_directory(const std::string& path) {
 
 } // namespace
 
-void write_file_atomically(const std::string& path, const std::vector<std::uint8_t>& bytes) {
+void write_file_atomically(const std::string& path, const std::vector<std::uint8_t>& bytes,
+                           const std::string& displaced) {
   const auto temporary = path + ".tmp." + std::to_string(::getpid());
   const int fd = create_temporary(temporary);
   bool open = true;
@@ -79,6 +80,11 @@ void write_file_atomically(const std::string& path, const std::vector<std::uint8
       ::close(fd);
     ::unlink(temporary.c_str());
     throw;
+  }
+  if (!displaced.empty() && ::unlink(displaced.c_str()) != 0 && errno != ENOENT) {
+    const int error = errno;
+    ::unlink(temporary.c_str());
+    fail(displaced, "remove it before writing " + path, error);
   }
   if (::rename(temporary.c_str(), path.c_str()) != 0) {
     const int error = errno;

@@ -1,17 +1,13 @@
-// The checkpoint <-> safetensors mapping (names and metadata keys in checkpoint_file.hpp) and
-// the file's checksum. The checksum sits inside the header it covers, so it is computed with
-// its own eight hex digits read as '0': the writer encodes with "00000000", sums the whole
-// file and patches the digits in; the reader zeroes them in a copy and sums again. Nothing
-// else in a header this writer makes can contain the quoted key followed by ':"'.
+// The checkpoint -> safetensors mapping (names and metadata keys in checkpoint_file.hpp); the
+// way back is checkpoint_layout.cpp, the checksum checkpoint_codec.cpp. Writing one replaces
+// a cluster checkpoint (manifest) of the same epoch, so an epoch has one kind only.
 #include <troupe/io/checkpoint_file.hpp>
 
 #include <cinttypes>
 #include <cstdio>
-#include <cstring>
 #include <stdexcept>
 
-#include <zlib.h>
-
+#include "io/checkpoint_codec.hpp"
 #include "io/checkpoint_layout.hpp"
 #include "io/file_bytes.hpp"
 #include <troupe/io/atomic_file.hpp>
@@ -22,56 +18,6 @@ namespace troupe {
 namespace {
 
 const std::string format_version = "1";
-const std::string crc_key = "troupe.crc32";
-const std::string crc_marker = "\"" + crc_key + "\":\"";
-
-std::string join_lines(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names)
-    out += (out.empty() ? "" : "\n") + n;
-  return out;
-}
-
-std::uint32_t float_bits(float f) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
-  return bits;
-}
-
-std::string shard_text(const shard_counters& s) {
-  char lr[16];
-  std::snprintf(lr, sizeof lr, "%08" PRIx32, float_bits(s.last_learning_rate));
-  std::string last;
-  for (const auto& [source, step] : s.last_steps)
-    last += (last.empty() ? "" : ",") + std::to_string(source) + ":" + std::to_string(step);
-  return "step=" + std::to_string(s.updates) + " lr=" + lr + " last=" + last;
-}
-
-std::string streams_text(const replica_state& r) {
-  std::string out;
-  for (const auto& [layer, position] : r.streams)
-    out += (out.empty() ? "" : ",") + layer + "=" + std::to_string(position);
-  return out;
-}
-
-// CRC-32 of `bytes` with the eight at `digits_at` read as '0', in three runs (no copy).
-std::uint32_t file_crc(const std::vector<std::uint8_t>& bytes, std::size_t digits_at) {
-  static const unsigned char zeros[8] = {'0', '0', '0', '0', '0', '0', '0', '0'};
-  auto crc = crc32_z(0L, bytes.data(), digits_at);
-  crc = crc32_z(crc, zeros, sizeof zeros);
-  const auto after = digits_at + sizeof zeros;
-  return static_cast<std::uint32_t>(crc32_z(crc, bytes.data() + after, bytes.size() - after));
-}
-
-// Where the checksum's eight digits are: after the marker inside the header.
-std::size_t crc_digits_at(const std::string& path, const std::vector<std::uint8_t>& bytes,
-                          std::size_t header_end) {
-  const std::string_view header(reinterpret_cast<const char*>(bytes.data()), header_end);
-  const auto at = header.find(crc_marker);
-  if (at == std::string_view::npos || at + crc_marker.size() + 8 > header_end)
-    throw io_error(path + ": no " + crc_key + " in the header (not a Troupe checkpoint)");
-  return at + crc_marker.size();
-}
 
 void check_consistent(const training_checkpoint& c) {
   if (c.momentum.size() != c.parameters.size())
@@ -125,7 +71,7 @@ safetensors_content to_content(const training_checkpoint& c) {
     m["troupe.shard." + std::to_string(r)] = shard_text(c.shards[r]);
   for (std::size_t w = 0; w < c.replicas.size(); ++w)
     m["troupe.worker." + std::to_string(w) + ".streams"] = streams_text(c.replicas[w]);
-  m[crc_key] = "00000000";
+  m[checkpoint_crc_key] = checkpoint_crc_placeholder;
   return out;
 }
 
@@ -143,33 +89,18 @@ std::string checkpoint_path(const std::string& prefix, std::int64_t epoch) {
 
 void write_checkpoint(const std::string& path, const training_checkpoint& checkpoint) {
   check_consistent(checkpoint);
-  auto bytes = encode_safetensors(to_content(checkpoint));
-  std::uint64_t header = 0;
-  for (int i = 7; i >= 0; --i)
-    header = (header << 8) | bytes[static_cast<std::size_t>(i)];
-  const auto digits = crc_digits_at(path, bytes, 8 + header);
-  char hex[9];
-  std::snprintf(hex, sizeof hex, "%08" PRIx32, file_crc(bytes, digits));
-  std::memcpy(bytes.data() + digits, hex, 8);
-  write_file_atomically(path, bytes);
+  // PREFIX-EEEE.safetensors displaces PREFIX-EEEE.manifest.json (checkpoint_parts.hpp).
+  const std::string suffix = ".safetensors";
+  const bool numbered = path.size() > suffix.size()
+                        && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  const auto manifest =
+    numbered ? path.substr(0, path.size() - suffix.size()) + ".manifest.json" : std::string();
+  write_file_atomically(path, encode_checksummed(path, to_content(checkpoint)), manifest);
 }
 
 training_checkpoint read_checkpoint(const std::string& path) {
   const auto bytes = read_raw_file(path);
-  auto content = decode_safetensors(path, bytes);
-  std::uint64_t header = 0;
-  for (int i = 7; i >= 0; --i)
-    header = (header << 8) | bytes[static_cast<std::size_t>(i)];
-  const auto stated = content.metadata.find(crc_key);
-  if (stated == content.metadata.end())
-    throw io_error(path + ": no " + crc_key + " in the metadata (not a Troupe checkpoint)");
-  char actual[9];
-  std::snprintf(actual, sizeof actual, "%08" PRIx32,
-                file_crc(bytes, crc_digits_at(path, bytes, 8 + header)));
-  if (stated->second != actual)
-    throw io_error(path + ": checksum mismatch (the file says " + stated->second
-                   + ", its bytes give " + actual + "): the checkpoint is corrupted");
-  return checkpoint_of(path, std::move(content));
+  return checkpoint_of(path, decode_checksummed(path, bytes));
 }
 
 } // namespace troupe

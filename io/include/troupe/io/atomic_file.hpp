@@ -15,8 +15,11 @@
 namespace troupe {
 
 /// Writes `bytes` to `path` atomically as described above. The temporary file is
-/// `path` + ".tmp." + the process id, created exclusively.
-void write_file_atomically(const std::string& path, const std::vector<std::uint8_t>& bytes);
+/// `path` + ".tmp." + the process id, created exclusively. A non-empty `displaced` is removed
+/// (when it exists) once the new bytes are durable and just before the rename: a file that
+/// must not stand beside `path` (the other kind of checkpoint of the same epoch).
+void write_file_atomically(const std::string& path, const std::vector<std::uint8_t>& bytes,
+                           const std::string& displaced = {});
 
 /// Checks, before a long run, that write_file_atomically(path, ...) will be able to create its
 /// temporary file: creates that file exclusively and removes it again. Permission bits alone

@@ -101,6 +101,10 @@ void write_checkpoint_manifest(const std::string& prefix, const checkpoint_heade
 /// manifest (strict JSON: io/strict_json.hpp), unknown format version; both kinds present; none.
 training_checkpoint read_any_checkpoint(const std::string& prefix, std::int64_t epoch);
 
+/// The manifest's path when PREFIX-EEEE.manifest.json exists, else checkpoint_path(prefix,
+/// epoch): the file to name in messages about the checkpoint of `epoch`.
+std::string existing_checkpoint_path(const std::string& prefix, std::int64_t epoch);
+
 /// Reads a manifest given by its path (what read_any_checkpoint does once it found one), for
 /// tools handed the file itself.
 training_checkpoint read_checkpoint_manifest(const std::string& manifest_path);

@@ -1,0 +1,146 @@
+// A cluster checkpoint part to and from safetensors (checkpoint_part_file.hpp). The reader is
+// as strict as the one-process file's: every tensor must be claimed by the metadata and every
+// metadata value well formed, so a part read alone is checked as a whole.
+#include "io/checkpoint_part_file.hpp"
+
+#include <set>
+#include <stdexcept>
+
+#include "io/checkpoint_codec.hpp"
+
+namespace troupe {
+
+namespace {
+
+const std::string format_version = "1";
+
+std::string key_name(std::size_t slot, std::int64_t offset) {
+  return std::to_string(slot) + "@" + std::to_string(offset);
+}
+
+std::string worker_prefix(int worker) { return "worker" + std::to_string(worker) + "/"; }
+
+template <class Indices> std::string comma_list(const Indices& indices) {
+  std::string out;
+  for (const auto& i : indices)
+    out += (out.empty() ? "" : ",") + std::to_string(i);
+  return out;
+}
+
+void check_part(const checkpoint_part& part) {
+  auto refuse = [](const std::string& what) {
+    throw std::invalid_argument("checkpoint part: " + what);
+  };
+  if (part.shards.empty() && part.replicas.empty())
+    refuse("holds no shard and no replica");
+  std::set<std::size_t> shards;
+  for (const auto& s : part.shards) {
+    if (!shards.insert(s.index).second)
+      refuse("shard " + std::to_string(s.index) + " given twice");
+    for (const auto& k : s.keys)
+      if (k.offset < 0 || k.weights.empty() || k.momentum.shape() != k.weights.shape())
+        refuse("key " + key_name(k.slot, k.offset) + " of shard " + std::to_string(s.index)
+               + " has no weights, a negative offset or momentum of shape "
+               + shape_string(k.momentum.shape()) + " for weights "
+               + shape_string(k.weights.shape()));
+  }
+  std::set<int> workers;
+  for (const auto& [worker, state] : part.replicas)
+    if (worker < 0 || !workers.insert(worker).second)
+      refuse("worker " + std::to_string(worker) + " negative or given twice");
+}
+
+} // namespace
+
+std::vector<std::uint8_t> encode_checkpoint_part(const std::string& path, std::int64_t epoch,
+                                                 const checkpoint_part& part) {
+  check_part(part);
+  safetensors_content out;
+  auto& m = out.metadata;
+  m["format"] = "pt";
+  m["troupe.format"] = format_version;
+  m["troupe.kind"] = "part";
+  m["troupe.epoch"] = std::to_string(epoch);
+  std::vector<std::size_t> shard_indices;
+  for (const auto& s : part.shards) {
+    std::vector<std::string> keys;
+    for (const auto& k : s.keys) {
+      keys.push_back(key_name(k.slot, k.offset));
+      out.tensors.push_back({"key/" + keys.back(), k.weights});
+      out.tensors.push_back({"momentum/" + keys.back(), k.momentum});
+    }
+    shard_indices.push_back(s.index);
+    const auto prefix = "troupe.shard." + std::to_string(s.index);
+    m[prefix] = shard_text(s.counters);
+    std::string key_list;
+    for (const auto& k : keys)
+      key_list += (key_list.empty() ? "" : ",") + k;
+    m[prefix + ".keys"] = key_list;
+  }
+  std::vector<int> worker_indices;
+  for (const auto& [worker, state] : part.replicas) {
+    std::vector<std::string> names;
+    for (const auto& b : state.buffers) {
+      names.push_back(b.name);
+      out.tensors.push_back({worker_prefix(worker) + b.name, b.value});
+    }
+    worker_indices.push_back(worker);
+    const auto prefix = "troupe.worker." + std::to_string(worker);
+    m[prefix + ".buffers"] = join_lines(names);
+    m[prefix + ".streams"] = streams_text(state);
+  }
+  m["troupe.part.shards"] = comma_list(shard_indices);
+  m["troupe.part.workers"] = comma_list(worker_indices);
+  m[checkpoint_crc_key] = checkpoint_crc_placeholder;
+  return encode_checksummed(path, out);
+}
+
+decoded_part decode_checkpoint_part(const std::string& path,
+                                    const std::vector<std::uint8_t>& bytes) {
+  auto content = decode_checksummed(path, bytes);
+  layout_reader r(path, content);
+  if (!r.has("troupe.kind") || r.text("troupe.kind") != "part")
+    r.fail("not a part of a cluster checkpoint (no troupe.kind = part)");
+  if (r.text("troupe.format") != format_version)
+    r.fail("part format " + r.text("troupe.format") + " is not one this Troupe reads ("
+           + format_version + ")");
+  decoded_part out;
+  out.epoch = r.integer("troupe.epoch", 0);
+  for (const auto& index : split_on(r.text("troupe.part.shards"), ',')) {
+    shard_part s;
+    s.index = static_cast<std::size_t>(r.integer("troupe.part.shards", index, 0));
+    const auto prefix = "troupe.shard." + index;
+    s.counters = read_shard(r, prefix);
+    for (const auto& key : split_on(r.text(prefix + ".keys"), ',')) {
+      const auto at = key.find('@');
+      if (at == std::string::npos)
+        r.fail("metadata " + prefix + ".keys has the bad entry '" + key + "'");
+      key_part k;
+      k.slot = static_cast<std::size_t>(r.integer(prefix + ".keys", key.substr(0, at), 0));
+      k.offset = r.integer(prefix + ".keys", key.substr(at + 1), 0);
+      k.weights = r.take("key/" + key);
+      k.momentum = r.take("momentum/" + key);
+      if (k.momentum.shape() != k.weights.shape())
+        r.fail("momentum/" + key + " has shape " + shape_string(k.momentum.shape())
+               + ", its key " + shape_string(k.weights.shape()));
+      s.keys.push_back(std::move(k));
+    }
+    out.part.shards.push_back(std::move(s));
+  }
+  for (const auto& index : split_on(r.text("troupe.part.workers"), ',')) {
+    const auto worker_index = r.integer("troupe.part.workers", index, 0);
+    if (worker_index > (1 << 20))
+      r.fail("metadata troupe.part.workers names worker " + index);
+    const auto worker = static_cast<int>(worker_index);
+    const auto prefix = "troupe.worker." + index;
+    replica_state state;
+    for (const auto& name : lines(r.text(prefix + ".buffers")))
+      state.buffers.push_back({name, r.take(worker_prefix(worker) + name)});
+    state.streams = read_streams(r, prefix + ".streams");
+    out.part.replicas.emplace_back(worker, std::move(state));
+  }
+  r.require_all_taken();
+  return out;
+}
+
+} // namespace troupe

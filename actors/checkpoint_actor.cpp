@@ -11,6 +11,7 @@
 
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/graph/model_state.hpp>
+#include <troupe/io/checkpoint_parts.hpp>
 #include <troupe/io/dataset.hpp>
 
 namespace troupe {
@@ -119,14 +120,16 @@ caf::result<std::string> save(checkpoint_pointer self, std::int64_t epoch) {
   return promise;
 }
 
+// The checkpoint holds whole parameters, so this run's key plan cuts them whatever plan saved
+// them; the counters come from resumed_counters (by index, or equal ones when re-sharded).
 shard_snapshot snapshot_for(const training_checkpoint& c, const checkpoint_shard& route,
-                            std::size_t index) {
+                            std::size_t index, std::size_t shards) {
   shard_snapshot s;
   for (const auto& key : route.keys) {
     s.weights.push_back(key_view(c.parameters[key.slot].value, key));
     s.momentum.push_back(key_view(c.momentum[key.slot], key));
   }
-  s.counters = c.shards.at(index);
+  s.counters = resumed_counters(c, index, shards, "the checkpoint to restore");
   return s;
 }
 
@@ -140,11 +143,17 @@ caf::result<bool> restore(checkpoint_pointer self) {
   auto done = [=]() mutable { promise.deliver(true); };
   auto ok = [=](bool) mutable { answered(r, done); };
   auto bad = [=](caf::error& err) mutable { failed(r, promise, std::move(err)); };
-  for (std::size_t i = 0; i < w.shards.size(); ++i)
-    self
-      ->request(w.shards[i].shard, w.timeout, restore_atom::value,
-                snapshot_for(*w.resume, w.shards[i], i))
+  for (std::size_t i = 0; i < w.shards.size(); ++i) {
+    shard_snapshot snapshot;
+    try {
+      snapshot = snapshot_for(*w.resume, w.shards[i], i, w.shards.size());
+    } catch (const std::exception& e) { // checked by check_resumable before the run: not expected
+      failed(r, promise, make_error(classify_exception(e), std::string("checkpoint: ") + e.what()));
+      return promise;
+    }
+    self->request(w.shards[i].shard, w.timeout, restore_atom::value, std::move(snapshot))
       .then(ok, bad);
+  }
   for (std::size_t worker = 0; worker < w.replicas.size(); ++worker)
     self->request(w.replicas[worker], w.timeout, restore_atom::value, w.resume->replicas.at(worker))
       .then(ok, bad);
@@ -203,9 +212,8 @@ void check_resumable(const training_checkpoint& c, const std::string& path, mode
   if (c.replicas.size() != static_cast<std::size_t>(workers))
     refuse("was written by a run of " + std::to_string(c.replicas.size())
            + " worker(s), this run has " + std::to_string(workers));
-  if (c.shards.size() != shards)
-    refuse("was written by a run of " + std::to_string(c.shards.size()) + " shard(s), this run has "
-           + std::to_string(shards));
+  // Another shard count re-shards the keys; the counters must allow it (resumed_counters).
+  resumed_counters(c, 0, shards, path);
   if (c.steps_per_epoch != steps_per_epoch)
     refuse("was written by a run of " + std::to_string(c.steps_per_epoch)
            + " steps per epoch, this run has " + std::to_string(steps_per_epoch)

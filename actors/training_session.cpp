@@ -18,7 +18,7 @@
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/node_part.hpp>
 #include <troupe/graph/zoo.hpp>
-#include <troupe/io/checkpoint_file.hpp>
+#include <troupe/io/checkpoint_parts.hpp>
 #include <troupe/io/dataset.hpp>
 
 namespace troupe {
@@ -56,8 +56,9 @@ void set_up_checkpoints(const training_job& job, const placement_plan& plan, mod
     throw std::invalid_argument("checkpoints: resuming after epoch " + std::to_string(c.load_epoch)
                                 + " leaves nothing to train of the job's " + std::to_string(job.epochs)
                                 + " epochs");
-  const auto path = checkpoint_path(c.prefix, c.load_epoch);
-  auto loaded = std::make_shared<training_checkpoint>(read_checkpoint(path));
+  // The one-process file or a cluster run's manifest and parts, whichever the epoch has.
+  const auto path = existing_checkpoint_path(c.prefix, c.load_epoch);
+  auto loaded = std::make_shared<training_checkpoint>(read_any_checkpoint(c.prefix, c.load_epoch));
   if (loaded->epoch != c.load_epoch)
     throw io_error(path + ": holds the state after epoch " + std::to_string(loaded->epoch) + ", not "
                    + std::to_string(c.load_epoch) + " (a renamed file?)");

@@ -1,6 +1,7 @@
 // `troupe eval`: scores a saved checkpoint on a dataset without training, in the manner of
 // MXNet's score.py: the model is built from the same flags (or config) as `troupe train`, the
-// weights and worker 0's buffers come from PREFIX-EEEE.safetensors, and the validation data
+// weights and worker 0's buffers come from PREFIX-EEEE.safetensors or a cluster run's
+// PREFIX-EEEE.manifest.json and its parts (read_any_checkpoint), and the validation data
 // (the dataset's test split unless the config names another) is cut into the same batches
 // validation uses, so the accuracy equals the training run's validation accuracy after that
 // epoch.
@@ -15,7 +16,7 @@
 #include <troupe/graph/model_state.hpp>
 #include <troupe/graph/zoo.hpp>
 #include <troupe/io/batch_source.hpp>
-#include <troupe/io/checkpoint_file.hpp>
+#include <troupe/io/checkpoint_parts.hpp>
 #include <troupe/kernels/threading.hpp>
 
 namespace troupe {
@@ -23,7 +24,8 @@ namespace troupe {
 namespace {
 
 const char* summary =
-  "Evaluates a checkpoint (--model-prefix PREFIX --load-epoch E: PREFIX-EEEE.safetensors) on the "
+  "Evaluates a checkpoint (--model-prefix PREFIX --load-epoch E: PREFIX-EEEE.safetensors, or a "
+  "cluster run's PREFIX-EEEE.manifest.json and its parts) on the "
   "validation data the training flags describe: accuracy, top-k accuracy, cross-entropy, and with "
   "--per-class the accuracy of each class. Training flags that do not shape the model or the data "
   "are accepted and ignored.";
@@ -44,8 +46,8 @@ std::unique_ptr<model> load_model(const train_command_line& cli, const dataset& 
   spec.sample_shape = data.sample_shape();
   spec.classes = data.classes();
   auto m = build_model(spec);
-  path = checkpoint_path(ck.prefix, ck.load_epoch);
-  const auto c = read_checkpoint(path);
+  path = existing_checkpoint_path(ck.prefix, ck.load_epoch);
+  const auto c = read_any_checkpoint(ck.prefix, ck.load_epoch);
   check_checkpoint_model(c, path, *m);
   auto& params = m->parameters();
   for (std::size_t slot = 0; slot < params.size(); ++slot)

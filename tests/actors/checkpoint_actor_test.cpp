@@ -2,8 +2,9 @@
 // uninterrupted run's weights bit for bit (one and several workers and shards, sliced keys,
 // bsp, hierarchical, async with one worker, a model with batch norm), and the comparison is
 // sensitive: a checkpoint with its momentum or its batch-norm statistics zeroed resumes into
-// other weights. A checkpoint that does not fit the job is refused before training, naming
-// the file; the actors' own snapshot/restore messages refuse what they cannot take.
+// other weights. A checkpoint resumes with another number of shards (keys re-sharded), and a
+// cluster run's manifest and parts resume in one process, both bit-identical. A checkpoint that
+// does not fit the job is refused before training, naming the file; the actors' own snapshot/restore messages refuse what they cannot take.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -14,8 +15,11 @@
 #include <troupe/actors/param_shard_actor.hpp>
 #include <troupe/actors/training_session.hpp>
 #include <troupe/cluster/local_node.hpp>
+#include <troupe/graph/config/key_assignment.hpp>
 #include <troupe/io/checkpoint_file.hpp>
+#include <troupe/io/checkpoint_parts.hpp>
 
+#include "tests/io/checkpoint_split.hpp"
 #include "tests/io/test_files.hpp"
 
 using namespace troupe;
@@ -147,9 +151,14 @@ TEST_CASE("a checkpoint that does not fit the job is refused before training, na
   other = job;
   other.topology.workers = 2;
   CHECK_THROWS_WITH(run(other, prefix, 1), Contains("1 worker(s), this run has 2"));
-  other = job;
-  other.shards = 2;
-  CHECK_THROWS_WITH(run(other, prefix, 1), Contains("1 shard(s), this run has 2"));
+  // Shards whose counters differ (async/ssp) cannot be re-sharded: their own count only.
+  auto uneven = read_checkpoint(checkpoint_path(prefix, 1));
+  uneven.shards = {uneven.shards[0], uneven.shards[0]};
+  uneven.shards[1].updates += 1;
+  write_checkpoint(checkpoint_path(dir.file("uneven"), 1), uneven);
+  CHECK_THROWS_WITH(run(job, dir.file("uneven"), 1),
+                    Contains(dir.file("uneven") + "-0001.safetensors")
+                    && Contains("counters differ (async/ssp): resume with 2 shards"));
   other = job;
   other.train_batches.batch_size = 64;
   CHECK_THROWS_WITH(run(other, prefix, 1), Contains("8 steps per epoch, this run has 4"));
@@ -157,6 +166,54 @@ TEST_CASE("a checkpoint that does not fit the job is refused before training, na
   CHECK_THROWS_WITH(run(job, "", 1), Contains("needs the model prefix"));
   std::filesystem::rename(checkpoint_path(prefix, 2), checkpoint_path(prefix, 3));
   CHECK_THROWS_WITH(run(job, prefix, 3), Contains("holds the state after epoch 2, not 3"));
+}
+
+TEST_CASE("a checkpoint resumes with another number of shards, bit-identical (keys re-sharded)") {
+  for (auto kind : {topology_kind::bsp, topology_kind::hierarchical}) {
+    auto job = small_job();
+    job.topology.workers = 4;
+    use_preset(job.topology, kind, 2);
+    job.shards = 2;
+    job.topology.keys.slice_bytes = 4096;
+    test::temp_dir dir;
+    const auto whole = run(job, dir.file("m"));
+    for (int shards : {1, 3}) {
+      auto other = job;
+      other.shards = shards;
+      CHECK(same_weights(whole, run(other, dir.file("m"), 2)));
+    }
+  }
+}
+
+TEST_CASE("a cluster checkpoint (manifest and parts) resumes in one process, bit-identical") {
+  auto job = small_job();
+  job.topology.workers = 2;
+  job.shards = 2;
+  job.topology.keys.slice_bytes = 4096;
+  test::temp_dir dir;
+  const auto whole = run(job, dir.file("m"));
+  // Epoch 2 rewritten as a 3-shard cluster run's files: 2 servers, 2 worker nodes.
+  const auto single = read_checkpoint(checkpoint_path(dir.file("m"), 2));
+  std::vector<std::int64_t> sizes;
+  for (const auto& p : single.parameters)
+    sizes.push_back(p.value.numel());
+  std::vector<std::vector<test::split_key>> shards;
+  for (const auto& keys : plan_keys(sizes, 3, job.topology.keys).shards) {
+    shards.emplace_back();
+    for (const auto& k : keys)
+      shards.back().push_back({k.slot, k.offset, k.length, k.whole});
+  }
+  REQUIRE(shards.size() == 3);
+  test::write_split(dir.file("m"), single, shards, 2, 2);
+  REQUIRE_FALSE(std::filesystem::exists(checkpoint_path(dir.file("m"), 2)));
+  const auto resumed = run(job, dir.file("m"), 2);
+  CHECK(same_weights(whole, resumed));
+  // A corrupt part stops the resume before training, naming the part.
+  const auto part = checkpoint_part_path(dir.file("m"), 2, "server_1");
+  auto bytes = test::read_whole_file(part);
+  bytes[bytes.size() / 2] ^= 0x01;
+  test::write_file(part, bytes);
+  CHECK_THROWS_WITH(run(job, dir.file("m"), 2), Contains(part + ": checksum"));
 }
 
 TEST_CASE("a shard's snapshot is a copy, and restore refuses what does not fit") {

@@ -72,8 +72,10 @@ checkpoint_actor spawn_checkpoint(caf::actor_system& system, checkpoint_wiring w
 void check_checkpoint_model(const training_checkpoint& checkpoint, const std::string& path,
                             model& reference);
 
-/// check_checkpoint_model, and that the run about to resume from it has the same numbers of
-/// workers and shards and the same steps per epoch (io_error as above).
+/// check_checkpoint_model, and that the run about to resume from it has the same number of
+/// workers and the same steps per epoch (io_error as above). Another number of shards is
+/// allowed (the keys are re-sharded) when the saved shards' counters allow it
+/// (resumed_counters, checkpoint_parts.hpp).
 void check_resumable(const training_checkpoint& checkpoint, const std::string& path,
                      model& reference, int workers, std::size_t shards,
                      std::int64_t steps_per_epoch);

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Checkpoints of cluster runs, through real processes (docs/checkpoints.md).
+
+usage: cluster_checkpoint.py TROUPE CONFIG SCENARIO
+
+CONFIG is a bsp job of 2 epochs with 2 workers and 2 servers (cluster { servers = 2 ... }).
+
+Scenarios:
+  resume    `troupe launch -n 2 -s 2 --model-prefix` writes, after each epoch, one part per
+            server and worker and a manifest naming them with their sizes and checksums, and
+            ends with the weights of `troupe train`; then each of these resumes from epoch 1
+            and ends with the same weights, bit for bit:
+              the cluster checkpoint in one process (troupe train --load-epoch 1),
+              a one-process checkpoint by a cluster of 2 servers,
+              the 2-server checkpoint by a cluster of 1 server (keys re-sharded),
+            and `troupe eval` scores the cluster checkpoint.
+  refused   a cluster checkpoint with a part missing, a part truncated, a byte of a part
+            flipped, or a manifest naming a part with another checksum: `troupe launch
+            --load-epoch 1` exits non-zero before any training step, naming the file at fault,
+            and leaves no process behind.
+
+Every launch runs in its own process group, killed at the end whatever happens; every wait
+has a deadline.
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+BOUND_S = 180
+
+
+def kill_group(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def run(command, workdir):
+    """Runs `command` in a process group of its own; returns (exit status, output)."""
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=workdir,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=BOUND_S)
+    except subprocess.TimeoutExpired:
+        kill_group(proc.pid)
+        raise SystemExit(f"FAIL: {' '.join(command)} ran past {BOUND_S} s")
+    finally:
+        kill_group(proc.pid)
+    return proc.returncode, out
+
+
+def digest(out):
+    found = re.findall(r"Final weights: \d+ tensors, \d+ bytes, digest ([0-9a-f]{16})", out)
+    return found[-1] if found else None
+
+
+def expect_digest(what, command, workdir, expected):
+    status, out = run(command, workdir)
+    got = digest(out)
+    if status != 0 or got is None:
+        raise SystemExit(f"FAIL: {what}: exit {status}\n{out[-3000:]}")
+    if expected is not None and got != expected:
+        raise SystemExit(f"FAIL: {what}: digest {got}, the uninterrupted run's is {expected}\n{out[-2000:]}")
+    print(f"ok: {what}: digest {got}")
+    return got, out
+
+
+def with_servers(config, servers, workdir):
+    """A copy of CONFIG run by `servers` server processes holding `servers` shards."""
+    text = open(config).read()
+    text, n = re.subn(r"servers = \d+  workers = 2  server_nodes = \d+",
+                      f"servers = {servers}  workers = 2  server_nodes = {servers}", text)
+    if n != 1:
+        raise SystemExit(f"FAIL: {config} does not hold the cluster line this test rewrites")
+    path = os.path.join(workdir, f"servers{servers}.troupe")
+    open(path, "w").write(text)
+    return path
+
+
+def launch(troupe, config, servers, flags):
+    return [troupe, "launch", "-n", "2", "-s", str(servers), "--config", config] + flags
+
+
+def check_parts(prefix, epoch):
+    manifest = f"{prefix}-{epoch:04d}.manifest.json"
+    if not os.path.exists(manifest):
+        raise SystemExit(f"FAIL: no manifest {manifest}")
+    text = open(manifest).read()
+    for node in ["server_0", "server_1", "worker_0", "worker_1"]:
+        part = f"{prefix}-{epoch:04d}.{node}.safetensors"
+        if not os.path.exists(part) or os.path.getsize(part) == 0:
+            raise SystemExit(f"FAIL: no part {part}")
+        if os.path.basename(part) not in text or f'"bytes": {os.path.getsize(part)}' not in text:
+            raise SystemExit(f"FAIL: the manifest does not record {part} with its size\n{text}")
+    if os.path.exists(f"{prefix}-{epoch:04d}.safetensors"):
+        raise SystemExit(f"FAIL: a one-process file beside the manifest of epoch {epoch}")
+
+
+def scenario_resume(troupe, config, workdir):
+    two = with_servers(config, 2, workdir)
+    one = with_servers(config, 1, workdir)
+    whole, _ = expect_digest("troupe train", [troupe, "train", "--config", two], workdir, None)
+    cluster = os.path.join(workdir, "cluster", "m")
+    expect_digest("launch -s 2 saving", launch(troupe, two, 2, ["--model-prefix", cluster]), workdir, whole)
+    for epoch in (1, 2):
+        check_parts(cluster, epoch)
+    _, out = expect_digest("the cluster checkpoint resumed in one process",
+                           [troupe, "train", "--config", two, "--model-prefix", cluster, "--load-epoch", "1"],
+                           workdir, whole)
+    if "Resuming from " + cluster + "-0001.manifest.json" not in out:
+        raise SystemExit(f"FAIL: the resumed run does not name the manifest\n{out[-2000:]}")
+    single = os.path.join(workdir, "single", "m")
+    expect_digest("troupe train saving", [troupe, "train", "--config", two, "--model-prefix", single], workdir, whole)
+    expect_digest("a one-process checkpoint resumed by 2 servers",
+                  launch(troupe, two, 2, ["--model-prefix", single, "--load-epoch", "1"]), workdir, whole)
+    expect_digest("the 2-server checkpoint resumed by 1 server",
+                  launch(troupe, one, 1, ["--model-prefix", cluster, "--load-epoch", "1"]), workdir, whole)
+    status, out = run([troupe, "eval", "--config", two, "--model-prefix", cluster, "--load-epoch", "2"], workdir)
+    if status != 0 or not re.search(r"accuracy", out, re.I):
+        raise SystemExit(f"FAIL: troupe eval of the cluster checkpoint: exit {status}\n{out[-2000:]}")
+    print("ok: troupe eval reads the cluster checkpoint")
+
+
+def damaged_copy(source, target, damage):
+    shutil.rmtree(os.path.dirname(target), ignore_errors=True)
+    os.makedirs(os.path.dirname(target))
+    for name in os.listdir(os.path.dirname(source)):
+        if name.startswith(os.path.basename(source) + "-0001."):
+            shutil.copy(os.path.join(os.path.dirname(source), name), os.path.dirname(target))
+    return damage(target)
+
+
+def scenario_refused(troupe, config, workdir):
+    two = with_servers(config, 2, workdir)
+    cluster = os.path.join(workdir, "cluster", "m")
+    status, out = run(launch(troupe, two, 2, ["--model-prefix", cluster, "--num-epochs", "1"]), workdir)
+    if status != 0:
+        raise SystemExit(f"FAIL: launch saving: exit {status}\n{out[-3000:]}")
+    check_parts(cluster, 1)
+
+    def part(prefix):
+        return f"{prefix}-0001.server_1.safetensors"
+
+    def missing(prefix):
+        os.remove(part(prefix))
+        return part(prefix)
+
+    def truncated(prefix):
+        data = open(part(prefix), "rb").read()
+        open(part(prefix), "wb").write(data[: len(data) // 2])
+        return part(prefix)
+
+    def flipped(prefix):
+        data = bytearray(open(part(prefix), "rb").read())
+        data[len(data) - 5] ^= 0x40
+        open(part(prefix), "wb").write(bytes(data))
+        return part(prefix)
+
+    def other_checksum(prefix):
+        manifest = f"{prefix}-0001.manifest.json"
+        text = open(manifest).read()
+        start = text.index("sha256:", text.index("server_1"))
+        digit = text[start + 7]
+        text = text[: start + 7] + ("0" if digit != "0" else "1") + text[start + 8:]
+        open(manifest, "w").write(text)
+        return part(prefix)
+
+    for name, damage in [("missing", missing), ("truncated", truncated), ("flipped", flipped),
+                         ("other-checksum", other_checksum)]:
+        prefix = os.path.join(workdir, name, "m")
+        at_fault = damaged_copy(cluster, prefix, damage)
+        status, out = run(launch(troupe, two, 2, ["--model-prefix", prefix, "--load-epoch", "1"]), workdir)
+        if status == 0:
+            raise SystemExit(f"FAIL: a checkpoint with a {name} part resumed\n{out[-2000:]}")
+        if at_fault not in out:
+            raise SystemExit(f"FAIL: the refusal of a {name} part does not name {at_fault}\n{out[-3000:]}")
+        if re.search(r"Epoch\[1\] Batch", out):
+            raise SystemExit(f"FAIL: a {name} part was found only after training had started\n{out[-3000:]}")
+        print(f"ok: {name} part refused before training, naming {os.path.relpath(at_fault, workdir)}")
+
+
+def main():
+    troupe, config, scenario = sys.argv[1:4]
+    with tempfile.TemporaryDirectory(prefix="troupe-cluster-checkpoint-") as workdir:
+        {"resume": scenario_resume, "refused": scenario_refused}[scenario](os.path.abspath(troupe),
+                                                                         os.path.abspath(config), workdir)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,259 @@
+// The two actors of a cluster checkpoint, in one process: each node's part saves its own
+// shards' keys (sliced keys too) and the manifest checkpoint writes the manifest only once every
+// part is written; what they saved reads back as the shards held it, and restores into shards
+// keyed another way (re-sharded). A part that fails (its shard gone, the part itself gone, a
+// checkpoint of another model) fails the whole save or restore naming the node or the file,
+// and no manifest is written. Whole runs through processes: tests/apps/cluster_checkpoint.py.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <filesystem>
+
+#include <caf/all.hpp>
+
+#include <troupe/actors/actor_errors.hpp>
+#include <troupe/actors/checkpoint_part_actor.hpp>
+#include <troupe/actors/loader_actor.hpp>
+#include <troupe/cluster/local_node.hpp>
+#include <troupe/graph/config/key_assignment.hpp>
+#include <troupe/graph/zoo.hpp>
+#include <troupe/io/batch_source.hpp>
+#include <troupe/io/dataset.hpp>
+
+#include "tests/io/test_files.hpp"
+
+using namespace troupe;
+using Catch::Contains;
+
+namespace {
+
+// Parameters "a" [4] and "b" [2, 3]; shard 0 holds a and b[0:2], shard 1 holds b[2:6].
+const std::vector<std::string> names{"a", "b"};
+const std::vector<shape_t> shapes{{4}, {2, 3}};
+const std::vector<float> a_values{1, 2, 3, 4}, b_values{5, 6, 7, 8, 9, 10};
+
+param_shard_actor shard_of(caf::actor_system& sys, std::vector<std::pair<std::string, tensor>> keys) {
+  std::vector<shard_key> k;
+  for (auto& [name, value] : keys)
+    k.push_back({name, value});
+  shard_options o;
+  o.sgd = sgd_options{0.9f, 0, false};
+  o.schedule.base_lr = 0.1f;
+  return spawn_param_shard(sys, std::move(k), o);
+}
+
+tensor flat(std::vector<float> values) {
+  const auto n = static_cast<std::int64_t>(values.size());
+  return tensor::from_values({n}, values);
+}
+
+struct two_shards {
+  param_shard_actor first, second;
+  std::vector<key_slice> first_keys{{0, 0, 4, true}, {1, 0, 2, false}};
+  std::vector<key_slice> second_keys{{1, 2, 4, false}};
+  explicit two_shards(caf::actor_system& sys)
+      : first(shard_of(sys, {{"a", tensor::from_values({4}, a_values)}, {"b[0:2]", flat({5, 6})}})),
+        second(shard_of(sys, {{"b[2:6]", flat({7, 8, 9, 10})}})) {}
+};
+
+checkpoint_part_wiring part_wiring(std::vector<part_shard> shards) {
+  checkpoint_part_wiring w;
+  w.shards = std::move(shards);
+  w.parameter_names = names;
+  w.parameter_shapes = shapes;
+  w.run_shards = 2;
+  w.run_workers = 1;
+  w.steps_per_epoch = 8;
+  return w;
+}
+
+manifest_checkpoint_wiring manifest_wiring(const std::string& prefix, std::vector<manifest_part> parts) {
+  manifest_checkpoint_wiring w;
+  w.prefix = prefix;
+  w.parts = std::move(parts);
+  w.header.network = "test";
+  w.header.steps_per_epoch = 8;
+  w.header.parameter_names = names;
+  w.header.parameter_shapes = shapes;
+  w.header.workers = 1;
+  w.header.shards = 2;
+  w.timeout = std::chrono::seconds(30);
+  return w;
+}
+
+// A worker's part: a real compute actor (an MLP replica, which has no buffers) as worker 0.
+struct worker_part {
+  caf::actor loader;
+  param_shard_actor shard;
+  local_compute_actor compute;
+  checkpoint_part_actor part;
+  explicit worker_part(caf::actor_system& sys) {
+    dataset_options d;
+    d.name = "synthetic";
+    d.synthetic_shape = {1, 4, 4};
+    d.synthetic_size = 8;
+    batch_source_options b;
+    b.batch_size = 4;
+    auto batches = spawn_loader(sys, std::make_shared<const batch_source>(open_dataset(d), b));
+    loader = caf::actor_cast<caf::actor>(batches);
+    model_spec spec;
+    spec.sample_shape = {1, 4, 4};
+    auto replica = build_model(spec);
+    std::vector<std::int64_t> sizes;
+    for (auto* p : replica->parameters())
+      sizes.push_back(p->value.numel());
+    const auto keys = plan_keys(sizes, 1);
+    std::vector<shard_key> values;
+    for (auto* p : replica->parameters())
+      values.push_back({p->name, p->value});
+    shard = spawn_param_shard(sys, std::move(values), shard_options{});
+    compute_wiring w;
+    w.shards = {shard_route{shard, keys.shards.front(), 0}};
+    w.groups = keys.groups;
+    w.train_loader = batches;
+    w.validation_loader = batches;
+    w.batches_per_epoch = 2;
+    compute = spawn_compute(sys, std::move(replica), w);
+    checkpoint_part_wiring p;
+    p.replicas = {{0, compute}};
+    p.parameter_names = names;
+    p.parameter_shapes = shapes;
+    p.run_shards = 2;
+    p.run_workers = 1;
+    p.steps_per_epoch = 8;
+    part = spawn_checkpoint_part(sys, p);
+  }
+  ~worker_part() {
+    for (auto a : {loader, caf::actor_cast<caf::actor>(shard), caf::actor_cast<caf::actor>(compute),
+                   caf::actor_cast<caf::actor>(part)})
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  }
+};
+
+std::vector<float> values_of(const tensor& t) { return std::vector<float>(t.data(), t.data() + t.numel()); }
+
+// Saves epoch 1 through a manifest over parts of `shards`; the answer or the error.
+caf::expected<std::string> save(caf::actor_system& sys, const std::string& prefix, std::vector<manifest_part> parts) {
+  auto manifest = spawn_manifest_checkpoint(sys, manifest_wiring(prefix, std::move(parts)));
+  caf::scoped_actor self{sys};
+  caf::expected<std::string> result{std::string()};
+  self->request(manifest, std::chrono::seconds(60), save_atom::value, std::int64_t{1})
+    .receive([&](std::string& path) { result = path; }, [&](caf::error& err) { result = err; });
+  self->send_exit(manifest, caf::exit_reason::user_shutdown);
+  return result;
+}
+
+} // namespace
+
+TEST_CASE("every part saves its own shards' keys, and the manifest names them") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  test::temp_dir dir;
+  two_shards s(sys);
+  worker_part worker(sys);
+  auto server_0 = spawn_checkpoint_part(sys, part_wiring({{0, s.first, s.first_keys}}));
+  auto server_1 = spawn_checkpoint_part(sys, part_wiring({{1, s.second, s.second_keys}}));
+  const auto prefix = dir.file("m");
+  auto saved = save(sys, prefix, {{"server_0", server_0}, {"server_1", server_1}, {"worker_0", worker.part}});
+  REQUIRE(saved);
+  CHECK(*saved == checkpoint_manifest_path(prefix, 1));
+  CHECK(std::filesystem::exists(checkpoint_part_path(prefix, 1, "server_0")));
+  CHECK(std::filesystem::exists(checkpoint_part_path(prefix, 1, "server_1")));
+  CHECK(std::filesystem::exists(checkpoint_part_path(prefix, 1, "worker_0")));
+  const auto c = read_any_checkpoint(prefix, 1);
+  REQUIRE(c.parameters.size() == 2);
+  CHECK(c.parameters[0].name == "a");
+  CHECK(values_of(c.parameters[0].value) == a_values);
+  CHECK(c.parameters[1].value.shape() == shape_t{2, 3});
+  CHECK(values_of(c.parameters[1].value) == b_values);
+  REQUIRE(c.shards.size() == 2);
+  REQUIRE(c.replicas.size() == 1);
+
+  SECTION("and restores them into one shard keyed another way") {
+    auto whole = shard_of(sys, {{"a", tensor(shape_t{4})}, {"b", tensor(shape_t{2, 3})}});
+    auto w = part_wiring({{0, whole, {{0, 0, 4, true}, {1, 0, 6, true}}}});
+    w.run_shards = 1;
+    auto part = spawn_checkpoint_part(sys, w);
+    caf::scoped_actor self{sys};
+    bool restored = false;
+    self->request(part, std::chrono::seconds(60), restore_atom::value, std::int64_t{1}, prefix,
+                  deadline::after(std::chrono::seconds(30)))
+      .receive([&](bool ok) { restored = ok; }, [&](caf::error& err) { FAIL(error_text(err)); });
+    REQUIRE(restored);
+    self->request(whole, std::chrono::seconds(30), pull_atom::value, deadline::after(std::chrono::seconds(20)))
+      .receive(
+        [&](weight_set& w) {
+          REQUIRE(w.weights.size() == 2);
+          CHECK(values_of(w.weights[0]) == a_values);
+          CHECK(values_of(w.weights[1]) == b_values);
+        },
+        [&](caf::error& err) { FAIL(error_text(err)); });
+    self->send_exit(part, caf::exit_reason::user_shutdown);
+    self->send_exit(whole, caf::exit_reason::user_shutdown);
+  }
+  for (auto a : {caf::actor_cast<caf::actor>(server_0), caf::actor_cast<caf::actor>(server_1),
+                 caf::actor_cast<caf::actor>(s.first), caf::actor_cast<caf::actor>(s.second)})
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("a part that cannot save fails the save naming its node, and no manifest is written") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  test::temp_dir dir;
+  two_shards s(sys);
+  worker_part worker(sys);
+  auto server_0 = spawn_checkpoint_part(sys, part_wiring({{0, s.first, s.first_keys}}));
+  auto server_1 = spawn_checkpoint_part(sys, part_wiring({{1, s.second, s.second_keys}}));
+  const auto prefix = dir.file("m");
+  SECTION("its shard is gone") {
+    caf::scoped_actor self{sys};
+    self->monitor(s.second);
+    self->send_exit(s.second, caf::exit_reason::kill);
+    self->receive([](caf::down_msg&) {});
+    auto saved = save(sys, prefix, {{"server_0", server_0}, {"server_1", server_1}, {"worker_0", worker.part}});
+    REQUIRE_FALSE(saved);
+    CHECK_THAT(error_text(saved.error()), Contains("server_1"));
+  }
+  SECTION("the part itself is gone (its node lost)") {
+    caf::scoped_actor self{sys};
+    self->monitor(server_1);
+    self->send_exit(server_1, caf::exit_reason::kill);
+    self->receive([](caf::down_msg&) {});
+    auto saved = save(sys, prefix, {{"server_0", server_0}, {"server_1", server_1}, {"worker_0", worker.part}});
+    REQUIRE_FALSE(saved);
+    CHECK_THAT(error_text(saved.error()), Contains("server_1"));
+  }
+  CHECK_FALSE(std::filesystem::exists(checkpoint_manifest_path(prefix, 1)));
+  for (auto a : {caf::actor_cast<caf::actor>(server_0), caf::actor_cast<caf::actor>(server_1),
+                 caf::actor_cast<caf::actor>(s.first), caf::actor_cast<caf::actor>(s.second)})
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("a part refuses to restore a checkpoint of another model, naming the file") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  test::temp_dir dir;
+  two_shards s(sys);
+  worker_part worker(sys);
+  auto server_0 = spawn_checkpoint_part(sys, part_wiring({{0, s.first, s.first_keys}}));
+  auto server_1 = spawn_checkpoint_part(sys, part_wiring({{1, s.second, s.second_keys}}));
+  const auto prefix = dir.file("m");
+  REQUIRE(save(sys, prefix, {{"server_0", server_0}, {"server_1", server_1}, {"worker_0", worker.part}}));
+  auto other = shard_of(sys, {{"a", tensor(shape_t{5})}});
+  auto w = part_wiring({{0, other, {{0, 0, 5, true}}}});
+  w.parameter_names = {"a"};
+  w.parameter_shapes = {{5}};
+  w.run_shards = 1;
+  auto part = spawn_checkpoint_part(sys, w);
+  caf::scoped_actor self{sys};
+  std::string refusal;
+  self->request(part, std::chrono::seconds(60), restore_atom::value, std::int64_t{1}, prefix,
+                deadline::after(std::chrono::seconds(30)))
+    .receive([&](bool) { FAIL("a checkpoint of another model was restored"); },
+             [&](caf::error& err) { refusal = error_text(err); });
+  CHECK_THAT(refusal, Contains(checkpoint_manifest_path(prefix, 1)));
+  CHECK_THAT(refusal, Contains("2 parameters"));
+  for (auto a : {caf::actor_cast<caf::actor>(server_0), caf::actor_cast<caf::actor>(server_1), caf::actor_cast<caf::actor>(part),
+                 caf::actor_cast<caf::actor>(s.first), caf::actor_cast<caf::actor>(s.second), caf::actor_cast<caf::actor>(other)})
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+}

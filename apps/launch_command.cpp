@@ -21,6 +21,7 @@
 #include "apps/flags.hpp"
 #include "apps/launch/child_processes.hpp"
 #include "apps/launch/hosts_file.hpp"
+#include "apps/launch/restart_point.hpp"
 
 namespace troupe {
 
@@ -37,6 +38,7 @@ struct launch_flags {
   std::string secret_file;
   int join_timeout = 120;
   double grace = 15;
+  int max_restarts = 0;
   std::vector<std::string> node_args; // passed unchanged to every node
 };
 
@@ -50,6 +52,8 @@ Their output is relayed line by line, prefixed [scheduler], [server 0], [worker 
 thread count (--threads, train.threads, OMP_NUM_THREADS) the workers split each host's hardware
 threads (--host-share). When one fails, the others get --grace seconds to notice, then SIGTERM,
 then SIGKILL after 5 s. Ctrl-C is passed on: every node stops saying where it was (exit 130).
+With --max-restarts N and --model-prefix, a failed job is started again, up to N times, from
+the newest checkpoint saved under the prefix (or from the start when there is none).
 Exits 0 when every process did, else with the first failing one's status.)";
 
 // Launch's own arguments (short flags spelled long) and everything from the first argument
@@ -60,7 +64,7 @@ std::vector<std::string> split_args(const std::vector<std::string>& args,
     {"-n", "--num-workers"}, {"-s", "--num-servers"}, {"-H", "--hostfile"}};
   static const std::vector<std::string> known{
     "num-workers", "num-servers",  "hostfile", "scheduler-address",
-    "secret-file", "join-timeout", "grace"};
+    "secret-file", "join-timeout", "grace", "max-restarts"};
   std::vector<std::string> own;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--") {
@@ -96,6 +100,8 @@ bool parse_flags(const std::vector<std::string>& args, launch_flags& l) {
   f.add("secret-file", l.secret_file, "file holding the cluster secret; none: a fresh one per run");
   f.add("join-timeout", l.join_timeout, "seconds for every node to join the scheduler");
   f.add("grace", l.grace, "seconds the others may run on after a process fails");
+  f.add("max-restarts", l.max_restarts,
+        "times a failed job is started again from its newest checkpoint (needs --model-prefix)");
   f.set_placeholder("hostfile", "FILE");
   f.set_placeholder("secret-file", "FILE");
   f.set_placeholder("scheduler-address", "HOST");
@@ -108,6 +114,10 @@ bool parse_flags(const std::vector<std::string>& args, launch_flags& l) {
   check_range("num-workers", l.workers, 1, 1024);
   check_range("num-servers", l.servers, 1, 1024);
   check_range("join-timeout", l.join_timeout, 1, 86400);
+  check_range("max-restarts", l.max_restarts, 0, 1000);
+  if (l.max_restarts > 0 && !launch::model_prefix_of(l.node_args))
+    throw usage_error("--max-restarts needs --model-prefix PREFIX among the nodes' flags: the checkpoints a "
+                      "restart resumes from");
   if (!(l.grace >= 0 && l.grace <= 3600)) {
     std::ostringstream got;
     got << l.grace;
@@ -292,13 +302,29 @@ int run(const launch_flags& l) {
   return children.wait();
 }
 
+// Whether a job that ended with `status` is worth starting again: not when it finished, was
+// interrupted (Ctrl-C: 130) or was refused its flags or config (2), which a restart repeats.
+bool restartable(int status) { return status != 0 && status != 130 && status != 2; }
+
 } // namespace
 
 int launch_command(const std::vector<std::string>& args) {
   launch_flags l;
   if (!parse_flags(args, l))
     return 0;
-  return run(l);
+  const auto given = l.node_args;
+  for (int restart = 1;; ++restart) {
+    const int status = run(l);
+    if (!restartable(status) || restart > l.max_restarts)
+      return status;
+    const auto saved = launch::newest_checkpoint(*launch::model_prefix_of(given));
+    l.node_args = saved ? launch::resuming_from(given, saved->epoch) : given;
+    std::cerr << "launch: the job failed (exit " << status << "); restart " << restart << " of "
+              << l.max_restarts << ", "
+              << (saved ? "from " + saved->file + " (epoch " + std::to_string(saved->epoch) + ")"
+                        : std::string("from the start (no checkpoint saved yet)"))
+              << std::endl;
+  }
 }
 
 } // namespace troupe

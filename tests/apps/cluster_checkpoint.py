@@ -14,6 +14,10 @@ Scenarios:
               a one-process checkpoint by a cluster of 2 servers,
               the 2-server checkpoint by a cluster of 1 server (keys re-sharded),
             and `troupe eval` scores the cluster checkpoint.
+  restart   `troupe launch --max-restarts 1 --model-prefix P` of 3 epochs; once the checkpoint
+            of epoch 1 is saved, every process of the job is killed (SIGKILL): the launcher
+            says it restarts from that checkpoint, and the job ends exit 0 with the weights of
+            `troupe train` (torchrun-style restart of the whole job)
   refused   a cluster checkpoint with a part missing, a part truncated, a byte of a part
             flipped, or a manifest naming a part with another checksum: `troupe launch
             --load-epoch 1` exits non-zero before any training step, naming the file at fault,
@@ -29,6 +33,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 BOUND_S = 180
 
@@ -82,8 +88,9 @@ def with_servers(config, servers, workdir):
     return path
 
 
-def launch(troupe, config, servers, flags):
-    return [troupe, "launch", "-n", "2", "-s", str(servers), "--config", config] + flags
+def launch(troupe, config, servers, flags, own=()):
+    """`troupe launch` with its own flags `own`, then the nodes' flags."""
+    return [troupe, "launch", "-n", "2", "-s", str(servers)] + list(own) + ["--config", config] + flags
 
 
 def check_parts(prefix, epoch):
@@ -184,10 +191,70 @@ def scenario_refused(troupe, config, workdir):
         print(f"ok: {name} part refused before training, naming {os.path.relpath(at_fault, workdir)}")
 
 
+def descendants(pid):
+    """Every live process below `pid`."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if stat[0] != "Z":
+                children.setdefault(int(stat[1]), []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def scenario_restart(troupe, config, workdir):
+    two = with_servers(config, 2, workdir)
+    flags = ["--num-epochs", "3"]
+    whole, _ = expect_digest("troupe train", [troupe, "train", "--config", two] + flags, workdir, None)
+    prefix = os.path.join(workdir, "restart", "m")
+    proc = subprocess.Popen(launch(troupe, two, 2, ["--model-prefix", prefix] + flags, own=["--max-restarts", "1"]),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=workdir,
+                            start_new_session=True)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
+    try:
+        # The manifest is written last: once it is there, epoch 1's checkpoint is whole.
+        deadline = time.time() + BOUND_S
+        while not os.path.exists(f"{prefix}-0001.manifest.json"):
+            if time.time() > deadline or proc.poll() is not None:
+                raise SystemExit("FAIL: no checkpoint of epoch 1 appeared\n" + "".join(lines)[-3000:])
+            time.sleep(0.05)
+        nodes = descendants(proc.pid)
+        if len(nodes) < 5:
+            raise SystemExit(f"FAIL: the launch runs {len(nodes)} processes, expected 5")
+        for pid in nodes:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        status = proc.wait(timeout=BOUND_S)
+        reader.join(timeout=BOUND_S)
+    finally:
+        kill_group(proc.pid)
+    out = "".join(lines)
+    restarted = re.search(r"launch: the job failed \(exit \d+\); restart 1 of 1, from (\S+) \(epoch (\d+)\)", out)
+    if not restarted:
+        raise SystemExit(f"FAIL: the launcher does not say it restarts from a checkpoint\n{out[-4000:]}")
+    got = digest(out)
+    if status != 0 or got != whole:
+        raise SystemExit(f"FAIL: the restarted job: exit {status}, digest {got}, expected {whole}\n{out[-3000:]}")
+    print(f"ok: every process killed after epoch {restarted.group(2)}'s checkpoint; restarted from "
+          f"{os.path.basename(restarted.group(1))}; exit 0, digest {got}")
+
+
 def main():
     troupe, config, scenario = sys.argv[1:4]
     with tempfile.TemporaryDirectory(prefix="troupe-cluster-checkpoint-") as workdir:
-        {"resume": scenario_resume, "refused": scenario_refused}[scenario](os.path.abspath(troupe),
+        {"resume": scenario_resume, "restart": scenario_restart, "refused": scenario_refused}[scenario](os.path.abspath(troupe),
                                                                          os.path.abspath(config), workdir)
 
 

@@ -26,6 +26,7 @@
 #include <troupe/cluster/local_node.hpp>
 #include <troupe/graph/config/key_ranges.hpp>
 #include <troupe/graph/value_hash.hpp>
+#include <troupe/io/checkpoint_parts.hpp>
 #include <troupe/kernels/threading.hpp>
 
 namespace troupe {
@@ -240,8 +241,13 @@ int node_command(const std::vector<std::string>& args) {
   // Checkpoints are the scheduler's: it names every part's file in its requests, so a server
   // or worker ignores --model-prefix / --load-epoch (troupe launch gives every node the same
   // flags).
-  if (options.role == node_kind::scheduler)
+  if (options.role == node_kind::scheduler) {
     check_prefix_folder(cli.output.checkpoint.prefix);
+    // A checkpoint to resume from is read here, before any node is let in: a damaged one ends
+    // the run before the others start (its fit to the model is checked when training starts).
+    if (cli.output.checkpoint.load_epoch >= 0 && !cli.output.checkpoint.prefix.empty())
+      read_any_checkpoint(cli.output.checkpoint.prefix, cli.output.checkpoint.load_epoch);
+  }
   if (options.role == node_kind::scheduler) {  // what `troupe train` writes before its first step
     if (!cli.output.metrics_path.empty())
       cli.output.metrics_file = open_metrics_file(cli.output.metrics_path, run_record(args, cli.job, cli.threads));

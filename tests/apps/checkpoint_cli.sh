@@ -107,7 +107,7 @@ cluster)
   ;;
 cluster-torch)
   python=$(torch_python) || exit 77
-  train whole train "${sharded[@]}" --num-epochs 2 --shards 2 --model-prefix "$work/m"
+  train whole train "${sharded[@]}" --num-epochs 2 --lr-step-epochs 1.5 --shards 2 --model-prefix "$work/m"
   "$python" "$source_dir/scripts/load_checkpoint.py" "$work/m-0002.safetensors" --all > "$work/single.txt" \
     || fail "load_checkpoint.py on the one-process file"
   "$split_tool" "$work/m" 2 3 2 2 16384 > "$work/split.log" || fail "split: $(cat "$work/split.log")"

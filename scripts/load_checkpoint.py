@@ -133,8 +133,10 @@ def load_manifest(path):
 def checkpoint_file(prefix, epoch):
     """PREFIX-EEEE.manifest.json when it exists, else PREFIX-EEEE.safetensors."""
     stem = f"{prefix}-{epoch:04d}"
-    manifest = stem + ".manifest.json"
-    return manifest if os.path.exists(manifest) else stem + ".safetensors"
+    manifest, single = stem + ".manifest.json", stem + ".safetensors"
+    if os.path.exists(manifest) and os.path.exists(single):
+        raise ValueError(f"{single} and {manifest}: two checkpoints of epoch {epoch}")
+    return manifest if os.path.exists(manifest) else single
 
 
 def digest(names, tensors):
@@ -157,14 +159,15 @@ def main():
         return 2
     show_all = "--all" in args
     args = [a for a in args if a != "--all"]
+    if not args:
+        print(__doc__)
+        return 2
     if args[0] == "--prefix":
         if len(args) != 4 or args[2] != "--epoch" or not args[3].isdigit():
             print("load_checkpoint.py: expected --prefix PREFIX --epoch E", file=sys.stderr)
             return 2
-        path = checkpoint_file(args[1], int(args[3]))
-    else:
-        path = args[0]
     try:
+        path = checkpoint_file(args[1], int(args[3])) if args[0] == "--prefix" else args[0]
         tensors, metadata = load_manifest(path) if path.endswith(".manifest.json") else load(path)
     except (OSError, ValueError, KeyError, RuntimeError) as e:
         print(f"load_checkpoint.py: {e}", file=sys.stderr)

@@ -25,7 +25,8 @@
 #                 figures as for the one-process file; a corrupt, truncated or missing part is
 #                 refused before training, naming the part
 #   cluster-torch load_checkpoint.py prints the same names, shapes and digest for the manifest
-#                 (given as the file, and as --prefix/--epoch) as for the one-process file
+#                 (given as the file, and as --prefix/--epoch) as for the one-process file, and
+#                 refuses a truncated part naming it
 # usage adds SPLIT_TOOL (tests/apps/checkpoint_split_tool.cpp) for the cluster scenarios.
 set -u
 troupe=$1; source_dir=$2; scenario=$3; split_tool=${4:-}
@@ -119,6 +120,11 @@ cluster-torch)
   diff "$work/single.txt" "$work/prefix.txt" || fail "--prefix/--epoch prints otherwise than the file"
   [[ "$(tail -1 "$work/manifest.txt")" == "$(digest_of "$work/whole.log")" ]] \
     || fail "the manifest's digest '$(tail -1 "$work/manifest.txt")' is not troupe's '$(digest_of "$work/whole.log")'"
+  part="$work/m-0002.server_0.safetensors"
+  truncate -s -8 "$part"
+  out=$("$python" "$source_dir/scripts/load_checkpoint.py" "$work/m-0002.manifest.json" 2>&1)
+  [[ $? -eq 1 ]] && grep -q "$part: has .* bytes where the manifest" <<<"$out" \
+    || fail "load_checkpoint.py took a truncated part: $out"
   ;;
 resume)
   train whole train "${job[@]}" --num-epochs 4 --model-prefix "$work/m"

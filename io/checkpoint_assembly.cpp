@@ -137,7 +137,7 @@ private:
       fail(file, "key " + name + " (" + parameter + ") has shape "
                    + shape_string(k.weights.shape()) + ": neither flat nor the parameter's "
                    + shape_string(target.shape()));
-    if (k.offset + k.weights.numel() > target.numel())
+    if (k.weights.numel() > target.numel() || k.offset > target.numel() - k.weights.numel())
       fail(file, "key " + name + " (" + parameter + ") of " + std::to_string(k.weights.numel())
                    + " elements runs past the parameter's " + std::to_string(target.numel()));
     std::memcpy(target.data() + k.offset, k.weights.data(), k.weights.bytes());

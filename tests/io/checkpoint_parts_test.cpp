@@ -224,6 +224,34 @@ TEST_CASE("keys that overlap or leave elements uncovered are refused", "[io][che
   }
 }
 
+TEST_CASE("a key outside its parameter, or of an odd shape, is refused naming its part",
+          "[io][checkpoint]") {
+  test::temp_dir dir;
+  const auto prefix = dir.file("m");
+  const auto c = sample();
+  auto parts = test::split_checkpoint(c, sliced, 2, 2);
+  auto& key = parts[1].second.shards[0].keys[0]; // fc.weight@3, one element
+  std::string fault;
+  SECTION("past the end") {
+    key.weights = key.momentum = tensor({2});
+    fault = "runs past the parameter's 4";
+  }
+  SECTION("another slot") {
+    key.slot = 7;
+    fault = "key 7@3 is of parameter slot 7, the manifest names 2";
+  }
+  SECTION("neither flat nor the parameter's shape") {
+    key.weights = key.momentum = tensor({1, 1});
+    fault = "has shape [1, 1]: neither flat nor the parameter's [2, 2]";
+  }
+  std::vector<part_record> records;
+  for (const auto& [node, part] : parts)
+    records.push_back(write_checkpoint_part(checkpoint_part_path(prefix, 3, node), 3, part));
+  write_checkpoint_manifest(prefix, test::header_of(c, 2), records);
+  CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3),
+                    Contains(checkpoint_part_path(prefix, 3, "server_1") + ": key ") && Contains(fault));
+}
+
 TEST_CASE("a worker or shard missing or given twice is refused", "[io][checkpoint]") {
   test::temp_dir dir;
   const auto prefix = dir.file("m");

@@ -13,6 +13,7 @@
 #include <troupe/io/dataset.hpp>
 
 #include "io/checkpoint_codec.hpp"
+#include "io/checkpoint_part_file.hpp"
 #include "tests/io/checkpoint_sample.hpp"
 #include "tests/io/checkpoint_split.hpp"
 #include "tests/io/test_files.hpp"
@@ -336,6 +337,30 @@ TEST_CASE("a malformed manifest or one of another version is refused naming it",
     write_text(manifest, "{}");
     CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3), Contains(manifest + ": the manifest lacks \"format\""));
   }
+}
+
+TEST_CASE("a part read alone: another format version, or not a part, is refused",
+          "[io][checkpoint]") {
+  test::temp_dir dir;
+  safetensors_content newer;
+  newer.metadata = {{"troupe.kind", "part"}, {"troupe.format", "2"},
+                    {checkpoint_crc_key, checkpoint_crc_placeholder}};
+  CHECK_THROWS_WITH(decode_checkpoint_part("p", encode_checksummed("p", newer)),
+                    Contains("p: part format 2 is not one this Troupe reads (1)"));
+  const auto single = checkpoint_path(dir.file("m"), 3);
+  write_checkpoint(single, sample());
+  CHECK_THROWS_WITH(decode_checkpoint_part(single, test::read_whole_file(single)),
+                    Contains(single + ": not a part of a cluster checkpoint"));
+  auto parts = test::split_checkpoint(sample(), sliced, 2, 2);
+  const auto path = dir.file("p.safetensors");
+  write_checkpoint_part(path, 3, parts[0].second);
+  const auto back = decode_checkpoint_part(path, test::read_whole_file(path));
+  CHECK(back.epoch == 3);
+  REQUIRE(back.part.shards.size() == 1);
+  REQUIRE(back.part.shards[0].keys.size() == 2);
+  CHECK(back.part.shards[0].keys[1].slot == 1);
+  CHECK(back.part.shards[0].keys[1].weights.shape() == shape_t{2});
+  CHECK(back.part.shards[0].counters.updates == 34);
 }
 
 TEST_CASE("an inconsistent part or manifest is not written", "[io][checkpoint]") {

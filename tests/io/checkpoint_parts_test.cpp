@@ -363,6 +363,30 @@ TEST_CASE("a part read alone: another format version, or not a part, is refused"
   CHECK(back.part.shards[0].counters.updates == 34);
 }
 
+TEST_CASE("any flipped byte of a manifest is read as a manifest or refused as io_error",
+          "[io][checkpoint]") {
+  test::temp_dir dir;
+  const auto prefix = dir.file("m");
+  test::write_split(prefix, sample(), sliced, 2, 2);
+  const auto manifest = checkpoint_manifest_path(prefix, 3);
+  const auto good = text_of(manifest);
+  std::size_t refused = 0;
+  for (std::size_t at = 0; at < good.size(); ++at) {
+    for (char bit : {'\x01', '\x40'}) {
+      auto text = good;
+      text[at] = static_cast<char>(text[at] ^ bit);
+      write_text(manifest, text);
+      try {
+        read_any_checkpoint(prefix, 3); // e.g. another network name: only messages use it
+      } catch (const io_error& e) {
+        ++refused;
+        CHECK_THAT(e.what(), Contains(dir.path()));
+      }
+    }
+  }
+  CHECK(refused > good.size()); // most flips break the JSON, a record or a name
+}
+
 TEST_CASE("an inconsistent part or manifest is not written", "[io][checkpoint]") {
   test::temp_dir dir;
   const auto path = dir.file("p.safetensors");

@@ -64,9 +64,10 @@ public:
   assembly(const std::string& manifest, const checkpoint_header& header)
       : manifest_(manifest), header_(header), spans_(header.parameter_shapes.size()),
         shard_files_(header.shards), worker_files_(static_cast<std::size_t>(header.workers)) {
+    // Unset at first: finish() refuses any element no key wrote.
     for (const auto& shape : header.parameter_shapes) {
-      weights_.emplace_back(shape);
-      momentum_.emplace_back(shape);
+      weights_.push_back(tensor::uninitialized(shape));
+      momentum_.push_back(tensor::uninitialized(shape));
     }
     shards_.resize(header.shards);
     replicas_.resize(worker_files_.size());
@@ -137,7 +138,7 @@ private:
       fail(file, "key " + name + " (" + parameter + ") has shape "
                    + shape_string(k.weights.shape()) + ": neither flat nor the parameter's "
                    + shape_string(target.shape()));
-    if (k.offset + k.weights.numel() > target.numel())
+    if (k.weights.numel() > target.numel() || k.offset > target.numel() - k.weights.numel())
       fail(file, "key " + name + " (" + parameter + ") of " + std::to_string(k.weights.numel())
                    + " elements runs past the parameter's " + std::to_string(target.numel()));
     std::memcpy(target.data() + k.offset, k.weights.data(), k.weights.bytes());

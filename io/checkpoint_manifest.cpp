@@ -129,7 +129,20 @@ std::string encode_checkpoint_manifest(const checkpoint_header& header,
       refuse("part " + p.file + " has the checksum '" + p.checksum + "' (not sha256:<hex>)");
     doc["parts"].push_back({{"file", p.file}, {"bytes", p.bytes}, {"checksum", p.checksum}});
   }
-  return doc.dump(2) + "\n";
+  // One member per line, and one parameter or part per line: readable and diffable.
+  std::string text = "{";
+  for (const auto& [key, value] : doc.items()) {
+    text += (text.size() > 1 ? ",\n  " : "\n  ") + json(key).dump() + ": ";
+    if (!value.is_array()) {
+      text += value.dump();
+      continue;
+    }
+    text += "[";
+    for (std::size_t i = 0; i < value.size(); ++i)
+      text += (i ? ",\n    " : "\n    ") + value[i].dump();
+    text += "\n  ]";
+  }
+  return text + "\n}\n";
 }
 
 checkpoint_manifest decode_checkpoint_manifest(const std::string& path, const std::string& text) {

@@ -3,8 +3,6 @@
 // Putting the parts together is checkpoint_assembly.cpp.
 #include <troupe/io/checkpoint_parts.hpp>
 
-#include <cinttypes>
-#include <cstdio>
 #include <stdexcept>
 
 #include <sys/stat.h>

@@ -17,8 +17,19 @@
 #                 the weights digest troupe printed (77: no PyTorch, the test is skipped)
 #   eval          troupe eval on the last checkpoint prints the training run's last validation
 #                 accuracy and cross-entropy
+#   reshard       2 workers and 2 shards over sliced keys, saved each epoch; resumed from epoch 2
+#                 with 1 and with 3 shards (keys re-sharded): the uninterrupted run's digest
+#   cluster       the epoch-2 checkpoint rewritten as a cluster run's files (3 shards on 2
+#                 servers, 2 worker nodes) by SPLIT_TOOL: resumed in one process with 2 shards
+#                 it ends with the uninterrupted run's digest; troupe eval prints the same
+#                 figures as for the one-process file; a corrupt, truncated or missing part is
+#                 refused before training, naming the part
+#   cluster-torch load_checkpoint.py prints the same names, shapes and digest for the manifest
+#                 (given as the file, and as --prefix/--epoch) as for the one-process file, and
+#                 refuses a truncated part naming it
+# usage adds SPLIT_TOOL (tests/apps/checkpoint_split_tool.cpp) for the cluster scenarios.
 set -u
-troupe=$1; source_dir=$2; scenario=$3
+troupe=$1; source_dir=$2; scenario=$3; split_tool=${4:-}
 work=$(mktemp -d "${TMPDIR:-/tmp}/troupe_checkpoint_XXXXXX")
 trap 'rm -rf "$work"' EXIT
 data=(--dataset synthetic --num-examples 1024 --batch-size 32 --lr 0.05 --mom 0.9 --lr-step-epochs 2.5
@@ -49,7 +60,72 @@ refused() {
   return 0
 }
 
+# The python3 that has torch (Debian's python3-torch belongs to the system interpreter, which
+# another python3 on the PATH, a pyenv shim, may hide); exits 77 (skipped) when none has.
+torch_python() {
+  for candidate in python3 /usr/bin/python3; do
+    "$candidate" -c 'import torch' 2>/dev/null && { echo "$candidate"; return; }
+  done
+  echo "no python3 with torch: skipped" >&2
+  exit 77
+}
+
+# The uninterrupted 4-epoch run of 2 workers and 2 shards over sliced keys, saving every epoch.
+sharded=("${job[@]}" --workers 2 --slice-bytes 16384)
+train_sharded_whole() { train whole train "${sharded[@]}" --num-epochs 4 --shards 2 --model-prefix "$work/m"; }
+
 case $scenario in
+reshard)
+  train_sharded_whole
+  for shards in 1 3; do
+    train "resumed$shards" train "${sharded[@]}" --num-epochs 4 --shards $shards --model-prefix "$work/m" --load-epoch 2
+    grep -q "$shards parameter shard(s)" "$work/resumed$shards.log" || fail "not a run of $shards shards"
+    [[ "$(digest_of "$work/whole.log")" == "$(digest_of "$work/resumed$shards.log")" ]] \
+      || fail "resumed with $shards shards: $(digest_of "$work/resumed$shards.log"), not $(digest_of "$work/whole.log")"
+  done
+  ;;
+cluster)
+  train_sharded_whole
+  train eval_single eval "${sharded[@]}" --model-prefix "$work/m" --load-epoch 2
+  "$split_tool" "$work/m" 2 3 2 2 16384 > "$work/split.log" || fail "split: $(cat "$work/split.log")"
+  [[ -f "$work/m-0002.manifest.json" && ! -f "$work/m-0002.safetensors" ]] || fail "no manifest instead of the file: $(ls "$work")"
+  train resumed train "${sharded[@]}" --num-epochs 4 --shards 2 --model-prefix "$work/m" --load-epoch 2
+  grep -q 'Resuming from .*m-0002.manifest.json' "$work/resumed.log" || fail "no resume line naming the manifest"
+  [[ "$(digest_of "$work/whole.log")" == "$(digest_of "$work/resumed.log")" ]] \
+    || fail "resumed from the cluster checkpoint: $(digest_of "$work/resumed.log"), not $(digest_of "$work/whole.log")"
+  train eval_cluster eval "${sharded[@]}" --model-prefix "$work/m" --load-epoch 2
+  grep -q '^Evaluated .*m-0002.manifest.json' "$work/eval_cluster.log" || fail "eval did not read the manifest"
+  diff <(grep '^Validation' "$work/eval_single.log") <(grep '^Validation' "$work/eval_cluster.log") \
+    || fail "eval of the cluster checkpoint differs from the one-process file's"
+  part="$work/m-0002.server_1.safetensors"
+  cp "$part" "$work/good"
+  python3 -c "import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[len(b)//2]^=0x10; open(p,'wb').write(b)" "$part"
+  refused "$part" "checksum sha256:.* differs from the manifest" "${model[@]}" --workers 2 --slice-bytes 16384 --model-prefix "$work/m" --load-epoch 2
+  cp "$work/good" "$part"; truncate -s -100 "$part"
+  refused "$part" "bytes where the manifest" "${model[@]}" --workers 2 --slice-bytes 16384 --model-prefix "$work/m" --load-epoch 2
+  rm "$part"
+  refused "$part" "cannot open" "${model[@]}" --workers 2 --slice-bytes 16384 --model-prefix "$work/m" --load-epoch 2
+  ;;
+cluster-torch)
+  python=$(torch_python) || exit 77
+  train whole train "${sharded[@]}" --num-epochs 2 --lr-step-epochs 1.5 --shards 2 --model-prefix "$work/m"
+  "$python" "$source_dir/scripts/load_checkpoint.py" "$work/m-0002.safetensors" --all > "$work/single.txt" \
+    || fail "load_checkpoint.py on the one-process file"
+  "$split_tool" "$work/m" 2 3 2 2 16384 > "$work/split.log" || fail "split: $(cat "$work/split.log")"
+  "$python" "$source_dir/scripts/load_checkpoint.py" "$work/m-0002.manifest.json" --all > "$work/manifest.txt" \
+    || fail "load_checkpoint.py on the manifest"
+  "$python" "$source_dir/scripts/load_checkpoint.py" --prefix "$work/m" --epoch 2 --all > "$work/prefix.txt" \
+    || fail "load_checkpoint.py --prefix --epoch"
+  diff "$work/single.txt" "$work/manifest.txt" || fail "the manifest prints otherwise than the one-process file"
+  diff "$work/single.txt" "$work/prefix.txt" || fail "--prefix/--epoch prints otherwise than the file"
+  [[ "$(tail -1 "$work/manifest.txt")" == "$(digest_of "$work/whole.log")" ]] \
+    || fail "the manifest's digest '$(tail -1 "$work/manifest.txt")' is not troupe's '$(digest_of "$work/whole.log")'"
+  part="$work/m-0002.server_0.safetensors"
+  truncate -s -8 "$part"
+  out=$("$python" "$source_dir/scripts/load_checkpoint.py" "$work/m-0002.manifest.json" 2>&1)
+  [[ $? -eq 1 ]] && grep -q "$part: has .* bytes where the manifest" <<<"$out" \
+    || fail "load_checkpoint.py took a truncated part: $out"
+  ;;
 resume)
   train whole train "${job[@]}" --num-epochs 4 --model-prefix "$work/m"
   for e in 1 2 3 4; do [[ -f "$work/m-000$e.safetensors" ]] || fail "no checkpoint after epoch $e"; done

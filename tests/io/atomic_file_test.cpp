@@ -61,6 +61,25 @@ TEST_CASE("write_file_atomically fails naming the path, the old file untouched",
   CHECK(test::read_whole_file(dir.file("taken/inside")) == test::bytes{1});
 }
 
+TEST_CASE("a displaced file is removed before the rename, or the write fails naming it",
+          "[io][atomic_file]") {
+  test::temp_dir dir;
+  const auto path = dir.file("m-0003.manifest.json");
+  const auto other = dir.file("m-0003.safetensors");
+  test::write_file(other, {1});
+  write_file_atomically(path, {2}, other);
+  CHECK_FALSE(std::filesystem::exists(other));
+  write_file_atomically(path, {3}, other); // nothing to displace: fine
+  CHECK(test::read_whole_file(path) == test::bytes{3});
+  // A displaced path that cannot be removed (a non-empty folder): the old file stays as it was.
+  std::filesystem::create_directory(other);
+  test::write_file(other + "/inside", {1});
+  CHECK_THROWS_WITH(write_file_atomically(path, {4}, other),
+                    Contains(other + ": cannot remove it before writing " + path));
+  CHECK(test::read_whole_file(path) == test::bytes{3});
+  CHECK(files_in(dir.path()) == 2); // no temporary left
+}
+
 TEST_CASE("check_can_create creates nothing that stays", "[io][atomic_file]") {
   test::temp_dir dir;
   check_can_create(dir.file("m-0000.safetensors"));

@@ -13,6 +13,8 @@
 #include <troupe/io/dataset.hpp>
 
 #include "io/checkpoint_codec.hpp"
+#include "io/checkpoint_part_file.hpp"
+#include "tests/io/checkpoint_sample.hpp"
 #include "tests/io/checkpoint_split.hpp"
 #include "tests/io/test_files.hpp"
 
@@ -21,33 +23,12 @@ using Catch::Contains;
 
 namespace {
 
-training_checkpoint sample() {
-  training_checkpoint c;
-  c.epoch = 3;
-  c.network = "mlp";
-  c.steps_per_epoch = 17;
-  c.parameters = {{"fc.weight", tensor::from_values({2, 3}, {1, 2, 3, 4, 5, 6})},
-                  {"fc.bias", tensor::from_values({2}, {0.5f, -0.5f})}};
-  c.momentum = {tensor::from_values({2, 3}, {.1f, .2f, .3f, .4f, .5f, .6f}),
-                tensor::from_values({2}, {9, 8})};
-  shard_counters s;
-  s.updates = 51;
-  s.last_learning_rate = 0.1f;
-  s.last_steps = {{0, 50}, {1, 49}};
-  c.shards = {s, shard_counters{}};
-  for (float base : {1.0f, 2.0f}) {
-    replica_state r;
-    r.buffers = {{"bn.running_mean", tensor::from_values({2}, {base, base + 1})}};
-    r.streams = {{"drop1", static_cast<std::uint64_t>(base * 10)}};
-    c.replicas.push_back(r);
-  }
-  return c;
-}
+training_checkpoint sample() { return test::sample_checkpoint(3); }
 
 using test::split_key;
 // fc.weight cut in two slices over both shards, fc.bias whole on shard 0.
-const std::vector<std::vector<split_key>> sliced = {{{0, 0, 4, false}, {1, 0, 2, true}},
-                                                     {{0, 4, 2, false}}};
+const std::vector<std::vector<split_key>> sliced = {{{0, 0, 3, false}, {1, 0, 2, true}},
+                                                     {{0, 3, 1, false}}};
 
 bool same_bits(const tensor& a, const tensor& b) {
   return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
@@ -91,7 +72,7 @@ TEST_CASE("parts and a manifest read back as the checkpoint they came from", "[i
   CHECK(existing_checkpoint_path(prefix, 3) == checkpoint_manifest_path(prefix, 3));
   const auto back = read_any_checkpoint(prefix, 3);
   CHECK(back.epoch == 3);
-  CHECK(back.network == "mlp");
+  CHECK(back.network == "lenet");
   CHECK(back.steps_per_epoch == 17);
   REQUIRE(back.parameters.size() == c.parameters.size());
   REQUIRE(back.momentum.size() == c.momentum.size());
@@ -118,10 +99,13 @@ TEST_CASE("parts and a manifest read back as the checkpoint they came from", "[i
 TEST_CASE("a node may hold shards and replicas in one part", "[io][checkpoint]") {
   test::temp_dir dir;
   const auto c = sample();
-  test::write_split(dir.file("m"), c, sliced, 1, 0 + 1);
+  const auto records = test::write_split(dir.file("m"), c, sliced, 1, 0);
+  REQUIRE(records.size() == 1);
   const auto back = read_any_checkpoint(dir.file("m"), 3);
   REQUIRE(back.parameters.size() == 2);
+  REQUIRE(back.replicas.size() == 2);
   CHECK(same_bits(back.parameters[0].value, c.parameters[0].value));
+  CHECK(same_bits(back.replicas[1].buffers[0].value, c.replicas[1].buffers[0].value));
 }
 
 TEST_CASE("an epoch has one kind of checkpoint", "[io][checkpoint]") {
@@ -221,24 +205,52 @@ TEST_CASE("keys that overlap or leave elements uncovered are refused", "[io][che
   test::temp_dir dir;
   const auto prefix = dir.file("m");
   SECTION("overlap") {
-    test::write_split(prefix, sample(), {{{0, 0, 4, false}, {1, 0, 2, true}}, {{0, 3, 3, false}}}, 2, 2);
+    test::write_split(prefix, sample(), {{{0, 0, 3, false}, {1, 0, 2, true}}, {{0, 2, 2, false}}}, 2, 2);
     CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3),
-                      Contains(checkpoint_part_path(prefix, 3, "server_1") + ": key 0@3 (fc.weight) overlaps")
+                      Contains(checkpoint_part_path(prefix, 3, "server_1") + ": key 0@2 (fc.weight) overlaps")
                       && Contains("server_0"));
   }
   SECTION("the same key twice") {
-    test::write_split(prefix, sample(), {{{0, 0, 6, true}, {1, 0, 2, true}}, {{1, 0, 2, true}}}, 2, 2);
+    test::write_split(prefix, sample(), {{{0, 0, 4, true}, {1, 0, 2, true}}, {{1, 0, 2, true}}}, 2, 2);
     CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3), Contains("key 1@0 (fc.bias) overlaps"));
   }
   SECTION("a gap") {
-    test::write_split(prefix, sample(), {{{0, 0, 4, false}, {1, 0, 2, true}}, {{0, 5, 1, false}}}, 2, 2);
+    test::write_split(prefix, sample(), {{{0, 0, 2, false}, {1, 0, 2, true}}, {{0, 3, 1, false}}}, 2, 2);
     CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3),
-                      Contains(checkpoint_manifest_path(prefix, 3) + ": elements [4, 5) of fc.weight are in no part"));
+                      Contains(checkpoint_manifest_path(prefix, 3) + ": elements [2, 3) of fc.weight are in no part"));
   }
   SECTION("a parameter no key covers") {
-    test::write_split(prefix, sample(), {{{0, 0, 4, false}}, {{0, 4, 2, false}}}, 2, 2);
+    test::write_split(prefix, sample(), {{{0, 0, 3, false}}, {{0, 3, 1, false}}}, 2, 2);
     CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3), Contains("elements [0, 2) of fc.bias are in no part"));
   }
+}
+
+TEST_CASE("a key outside its parameter, or of an odd shape, is refused naming its part",
+          "[io][checkpoint]") {
+  test::temp_dir dir;
+  const auto prefix = dir.file("m");
+  const auto c = sample();
+  auto parts = test::split_checkpoint(c, sliced, 2, 2);
+  auto& key = parts[1].second.shards[0].keys[0]; // fc.weight@3, one element
+  std::string fault;
+  SECTION("past the end") {
+    key.weights = key.momentum = tensor({2});
+    fault = "runs past the parameter's 4";
+  }
+  SECTION("another slot") {
+    key.slot = 7;
+    fault = "key 7@3 is of parameter slot 7, the manifest names 2";
+  }
+  SECTION("neither flat nor the parameter's shape") {
+    key.weights = key.momentum = tensor({1, 1});
+    fault = "has shape [1, 1]: neither flat nor the parameter's [2, 2]";
+  }
+  std::vector<part_record> records;
+  for (const auto& [node, part] : parts)
+    records.push_back(write_checkpoint_part(checkpoint_part_path(prefix, 3, node), 3, part));
+  write_checkpoint_manifest(prefix, test::header_of(c, 2), records);
+  CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3),
+                    Contains(checkpoint_part_path(prefix, 3, "server_1") + ": key ") && Contains(fault));
 }
 
 TEST_CASE("a worker or shard missing or given twice is refused", "[io][checkpoint]") {
@@ -327,6 +339,54 @@ TEST_CASE("a malformed manifest or one of another version is refused naming it",
   }
 }
 
+TEST_CASE("a part read alone: another format version, or not a part, is refused",
+          "[io][checkpoint]") {
+  test::temp_dir dir;
+  safetensors_content newer;
+  newer.metadata = {{"troupe.kind", "part"}, {"troupe.format", "2"},
+                    {checkpoint_crc_key, checkpoint_crc_placeholder}};
+  CHECK_THROWS_WITH(decode_checkpoint_part("p", encode_checksummed("p", newer)),
+                    Contains("p: part format 2 is not one this Troupe reads (1)"));
+  const auto single = checkpoint_path(dir.file("m"), 3);
+  write_checkpoint(single, sample());
+  CHECK_THROWS_WITH(decode_checkpoint_part(single, test::read_whole_file(single)),
+                    Contains(single + ": not a part of a cluster checkpoint"));
+  auto parts = test::split_checkpoint(sample(), sliced, 2, 2);
+  const auto path = dir.file("p.safetensors");
+  write_checkpoint_part(path, 3, parts[0].second);
+  const auto back = decode_checkpoint_part(path, test::read_whole_file(path));
+  CHECK(back.epoch == 3);
+  REQUIRE(back.part.shards.size() == 1);
+  REQUIRE(back.part.shards[0].keys.size() == 2);
+  CHECK(back.part.shards[0].keys[1].slot == 1);
+  CHECK(back.part.shards[0].keys[1].weights.shape() == shape_t{2});
+  CHECK(back.part.shards[0].counters.updates == 34);
+}
+
+TEST_CASE("any flipped byte of a manifest is read as a manifest or refused as io_error",
+          "[io][checkpoint]") {
+  test::temp_dir dir;
+  const auto prefix = dir.file("m");
+  test::write_split(prefix, sample(), sliced, 2, 2);
+  const auto manifest = checkpoint_manifest_path(prefix, 3);
+  const auto good = text_of(manifest);
+  std::size_t refused = 0;
+  for (std::size_t at = 0; at < good.size(); ++at) {
+    for (char bit : {'\x01', '\x40'}) {
+      auto text = good;
+      text[at] = static_cast<char>(text[at] ^ bit);
+      write_text(manifest, text);
+      try {
+        read_any_checkpoint(prefix, 3); // e.g. another network name: only messages use it
+      } catch (const io_error& e) {
+        ++refused;
+        CHECK_THAT(e.what(), Contains(dir.path()));
+      }
+    }
+  }
+  CHECK(refused > good.size()); // most flips break the JSON, a record or a name
+}
+
 TEST_CASE("an inconsistent part or manifest is not written", "[io][checkpoint]") {
   test::temp_dir dir;
   const auto path = dir.file("p.safetensors");
@@ -349,7 +409,7 @@ TEST_CASE("an inconsistent part or manifest is not written", "[io][checkpoint]")
 TEST_CASE("resumed_counters: by index, or equal counters across another shard count",
           "[io][checkpoint]") {
   auto c = sample();
-  CHECK(resumed_counters(c, 0, 2, "f").updates == 51);
+  CHECK(resumed_counters(c, 0, 2, "f").updates == 34);
   CHECK(resumed_counters(c, 1, 2, "f").updates == 0);
   CHECK_THROWS_WITH(resumed_counters(c, 0, 3, "f"),
                     Contains("f: was written by a run of 2 shard(s) and its shards' counters differ "
@@ -358,7 +418,7 @@ TEST_CASE("resumed_counters: by index, or equal counters across another shard co
   for (std::size_t shards : {1, 3}) {
     for (std::size_t i = 0; i < shards; ++i) {
       const auto r = resumed_counters(c, i, shards, "f");
-      CHECK(r.updates == 51);
+      CHECK(r.updates == 34);
       CHECK(r.last_learning_rate == 0.1f);
       CHECK(r.last_steps == c.shards[0].last_steps);
     }

@@ -1,5 +1,6 @@
 // Test helper: cuts a one-process training_checkpoint into the parts a cluster run would write
-// (shard s on server s % servers, worker w's replica on worker node w % worker_nodes) and
+// (shard s on server s % servers, worker w's replica on worker node w % worker_nodes, or with
+// no worker nodes on server w % servers, as a process that is both would write them) and
 // writes them with a manifest. Used by tests/io/checkpoint_parts_test.cpp with hand-made keys
 // and by tests/apps/checkpoint_split_tool.cpp with a real key plan, so cluster checkpoints can
 // be tested before (and independently of) the cluster side that writes them.
@@ -45,8 +46,10 @@ split_checkpoint(const training_checkpoint& c, const std::vector<std::vector<spl
     }
     out[s % servers].second.shards.push_back(std::move(shard));
   }
-  for (std::size_t w = 0; w < c.replicas.size(); ++w)
-    out[servers + w % worker_nodes].second.replicas.emplace_back(static_cast<int>(w), c.replicas[w]);
+  for (std::size_t w = 0; w < c.replicas.size(); ++w) {
+    const auto node = worker_nodes == 0 ? w % servers : servers + w % worker_nodes;
+    out[node].second.replicas.emplace_back(static_cast<int>(w), c.replicas[w]);
+  }
   return out;
 }
 

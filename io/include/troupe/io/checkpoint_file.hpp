@@ -57,9 +57,10 @@ struct training_checkpoint {
 /// or a negative epoch.
 std::string checkpoint_path(const std::string& prefix, std::int64_t epoch);
 
-/// Writes the checkpoint to `path` atomically. Throws std::invalid_argument for an
-/// inconsistent value (momentum shapes, replicas with different buffers), io_error for the
-/// file.
+/// Writes the checkpoint to `path` atomically; a `path` named PREFIX-EEEE.safetensors first
+/// displaces a cluster checkpoint's PREFIX-EEEE.manifest.json (one kind per epoch:
+/// checkpoint_parts.hpp). Throws std::invalid_argument for an inconsistent value (momentum
+/// shapes, replicas with different buffers), io_error for the file.
 void write_checkpoint(const std::string& path, const training_checkpoint& checkpoint);
 
 /// Reads and checks a checkpoint. Every failure is an io_error that starts with the path and

@@ -27,6 +27,7 @@ Scenarios:
 Every launch runs in its own process group, killed at the end whatever happens; every wait
 has a deadline.
 """
+import json
 import os
 import re
 import shutil
@@ -98,13 +99,16 @@ def check_parts(prefix, epoch):
     manifest = f"{prefix}-{epoch:04d}.manifest.json"
     if not os.path.exists(manifest):
         raise SystemExit(f"FAIL: no manifest {manifest}")
-    text = open(manifest).read()
-    for node in ["server_0", "server_1", "worker_0", "worker_1"]:
+    recorded = {p["file"]: p["bytes"] for p in json.load(open(manifest))["parts"]}
+    nodes = ["server_0", "server_1", "worker_0", "worker_1"]
+    if len(recorded) != len(nodes):
+        raise SystemExit(f"FAIL: the manifest records {sorted(recorded)}, expected a part of each of {nodes}")
+    for node in nodes:
         part = f"{prefix}-{epoch:04d}.{node}.safetensors"
         if not os.path.exists(part) or os.path.getsize(part) == 0:
             raise SystemExit(f"FAIL: no part {part}")
-        if os.path.basename(part) not in text or f'"bytes": {os.path.getsize(part)}' not in text:
-            raise SystemExit(f"FAIL: the manifest does not record {part} with its size\n{text}")
+        if recorded.get(os.path.basename(part)) != os.path.getsize(part):
+            raise SystemExit(f"FAIL: the manifest does not record {part} with its size: {recorded}")
     if os.path.exists(f"{prefix}-{epoch:04d}.safetensors"):
         raise SystemExit(f"FAIL: a one-process file beside the manifest of epoch {epoch}")
 

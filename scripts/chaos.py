@@ -291,8 +291,8 @@ def check(trial, outcome, t, pids, codes, reference):
     sched_out = t.text("scheduler", "out")
     problems = []
 
-    def finished():
-        bad = {n: c for n, c in codes.items() if c != 0}
+    def finished():  # (a victim killed as the run ended need not have exited 0)
+        bad = {n: c for n, c in codes.items() if c != 0 and (n != victim or way == "none")}
         if bad:
             return [f"exit statuses {bad}, expected 0"]
         got = cluster_run.final_weights(sched_out)
@@ -328,6 +328,19 @@ def check(trial, outcome, t, pids, codes, reference):
         problems += stopped()
     elif outcome == "finishes-or-stops":
         a, b = finished(), stopped()
+        if a and b and codes.get("scheduler") == 0 and victim != "scheduler":
+            # The scheduler finished (its digest checked), and a node that lost the victim
+            # before it heard so says what it lost: the fault came as the run ended.
+            a = [p for p in finished() if not p.startswith("exit statuses")]
+            for name, code in codes.items():
+                if name not in ("scheduler", victim) and code != 0 and not names_victim(
+                        error_line(t.text(name, "err")), victim, pids[victim]):
+                    a.append(f"{name} exited {code} without naming {victim}")
+        elif a and b and codes.get("scheduler") == 0 and victim == "scheduler":
+            a = [p for p in finished() if not p.startswith("exit statuses")]
+            for name, code in codes.items():
+                if name != "scheduler" and code != 0 and not names_victim(error_line(t.text(name, "err")), victim, 0):
+                    a.append(f"{name} exited {code} without naming the scheduler")
         if a and b:
             problems += [f"neither finished ({'; '.join(a)}) nor stopped ({'; '.join(b)})"]
     elif outcome == "goes-on":

@@ -113,6 +113,10 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
   }
   st.part.shut_down();
   st.serving->clear();
+  // Its links still tell it when they close: it waits for those it says goodbye on below (a
+  // server's links from workers, which it does not monitor, had no other way to say so, and
+  // the server waited the whole grace).
+  st.serving->set<remote_interface::member_control>(0, self);
   // The servers hear that this worker is done (and why), rather than a closed connection.
   const shutdown_message end{reason ? reason_text(self->system(), reason) : "the run finished", !reason};
   for (auto& link : st.server_links)

@@ -1191,6 +1191,23 @@ CAF_TEST(member_server_tells_linked_workers_why_the_run_failed) {
   CAF_CHECK(contains(result->error, "lost worker 1 (pid 9 from 10.0.0.3)"));
 }
 
+// A node that ends still hears its links close: their channels find it where they always did
+// (found by scripts/chaos.py: the registry was cleared with the part, so a server's links from
+// workers could not say they closed and a failing server waited the whole grace).
+CAF_TEST(member_server_still_hears_its_links_while_it_ends) {
+  sent_list to_worker;
+  auto worker = link(to_worker);
+  caf::anon_send(node, link_up_atom::value, worker, std::string("worker_0"));
+  settle();
+  lost(scheduler, "the connection to the scheduler closed");
+  CAF_CHECK(!result->answered);
+  auto inbox = shards->find<remote_interface::member_control>(0);
+  CAF_REQUIRE(inbox != nullptr);
+  caf::anon_send(inbox, link_lost_atom::value, worker, caf::error{});
+  settle();
+  CAF_CHECK(result->answered);
+}
+
 // A worker frozen (its link neither talks nor closes) holds a failing server at most the grace.
 CAF_TEST(member_server_ends_after_the_grace_when_a_worker_does_not_close) {
   sent_list to_worker;

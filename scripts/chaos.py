@@ -271,6 +271,21 @@ def start_nodes(t, variant, config, net):
     return None
 
 
+def wait_exits(t, names, since, deadline, codes):
+    """Waits until each of `names` has exited or the deadline; returns the seconds from `since`
+    at which each was seen gone (polled, so every exit is timed, not only the last)."""
+    exits = {}
+    while time.time() < deadline:
+        for name in names:
+            if name not in exits and t.procs[name].poll() is not None:
+                codes[name] = t.procs[name].returncode
+                exits[name] = round(time.time() - since, 2)
+        if len(exits) == len(names):
+            break
+        time.sleep(POLL_S)
+    return exits
+
+
 def error_line(text):
     lines = [l for l in text.splitlines() if l.startswith("troupe node: error:")]
     return lines[-1] if lines else None
@@ -416,15 +431,14 @@ def run_trial(troupe, trial, references, keep):
             else:
                 cluster_netns.ip_ok("link", "set", net.outer[trial["victim"]], "down")
             result["landed"] = moment_landed(trial, t.text)
-            deadline = fault_at + DETECT_BOUND_S
-            for name, p in t.procs.items():
-                if name == trial["victim"] and trial["way"] != "kill":
-                    continue  # a stopped or cut-off victim is waited for below
-                try:
-                    codes[name] = p.wait(max(0.1, deadline - time.time()))
-                except subprocess.TimeoutExpired:
+            # a stopped or cut-off victim is waited for below
+            others = [n for n in t.procs if n != trial["victim"] or trial["way"] == "kill"]
+            exits = wait_exits(t, others, fault_at, fault_at + DETECT_BOUND_S, codes)
+            result["exits"] = exits
+            for name in others:
+                if name not in codes:
                     problems.append(f"{name} still runs {DETECT_BOUND_S} s after the fault (a hang)")
-            result["seconds"] = round(time.time() - fault_at, 2)  # detection: the fault to the others gone
+            result["seconds"] = max(exits.values(), default=0.0)  # detection: the fault to the others gone
             if trial["way"] == "cut":
                 try:
                     codes[trial["victim"]] = victim.wait(max(0.1, fault_at + DETECT_BOUND_S + VICTIM_BOUND_S
@@ -517,6 +531,7 @@ def main():
     ap.add_argument("--moments", default="join,mid-epoch,validation,boundary,ending,checkpoint,promotion")
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--keep", action="store_true", help="keep the logs of passing trials too")
+    ap.add_argument("--verbose", action="store_true", help="print when each process was gone")
     ap.add_argument("--json", help="write every trial's result here (one JSON object a line)")
     a = ap.parse_args()
     troupe = os.path.abspath(a.troupe)
@@ -552,6 +567,8 @@ def main():
         print(describe(r), flush=True)
         for p in r["problems"]:
             print(f"    {p}")
+        if r.get("exits") and (r["status"] == "fail" or a.verbose):
+            print("    gone after: " + ", ".join(f"{n} {s:.2f} s" for n, s in sorted(r["exits"].items(), key=lambda e: e[1])))
         if r["status"] == "fail":
             print(f"    logs: {r['workdir']}; replay: {sys.argv[0]} {a.troupe} --seed {seed} --trial {k}{flags}")
         if a.json:

@@ -7,7 +7,10 @@ usage: chaos.py TROUPE [--trials N] [--seed S] [--trial K] [--ways W,..] [--role
 
 Each trial draws, from random.Random("S:K") (so `--seed S --trial K` replays trial K alone):
   variant  a job configuration (the VARIANTS table): the BSP job with the default policy
-           (on_worker_loss = stop), or async with on_worker_loss = continue. Configurations that
+           (on_worker_loss = stop), its nodes started by hand (each `troupe node` with --rank)
+           or by one `troupe launch` (its output split by prefix; a node's pid from the
+           scheduler's join line; its exit status from launch's line), or async with
+           on_worker_loss = continue. Configurations that
            need what Troupe does not do yet (--replicas 2, --spares 1, on_worker_loss = adopt,
            --max-restarts) are in the table too and taken only when the binary supports them
            (found from `troupe node --help` / `troupe launch --help`)
@@ -106,19 +109,23 @@ def features(troupe):
 # ---- the tables ------------------------------------------------------------------------------
 
 # A job configuration: its config, node flags, and the features it needs (else it is never drawn).
-# `starter` is how its nodes start: "hand" (each `troupe node` by this script, with --rank);
-# spares and restarts are launch's business and will need a launch starter when they arrive.
+# `starter` is how its nodes start: "hand" (the default: each `troupe node` by this script, with
+# --rank; a link cut needs it, as each node runs in its namespace) or "launch" (one `troupe
+# launch`, with `launch_flags`; its nodes found from its prefixed output and the scheduler's
+# join lines).
 VARIANTS = {
     "bsp-stop": dict(config="chaos_bsp.troupe", flags=[], needs=set(), deterministic=True),
+    "bsp-launch": dict(config="chaos_bsp.troupe", flags=[], needs=set(), deterministic=True, starter="launch"),
     "async-continue": dict(config="chaos_async.troupe", flags=["--on-worker-loss", "continue"], needs=set(),
                            deterministic=False),
     "bsp-replicas": dict(config="chaos_bsp.troupe", flags=["--replicas", "2"], needs={"replicas"},
                          deterministic=True),
     "bsp-adopt": dict(config="chaos_bsp.troupe", flags=["--on-worker-loss", "adopt"], needs={"adopt"},
                       deterministic=True),
-    "bsp-spare": dict(config="chaos_bsp.troupe", flags=[], needs={"spares", "launch-starter"}, deterministic=True),
-    "bsp-restarts": dict(config="chaos_bsp.troupe", flags=["--save-period", "1"],
-                         needs={"max-restarts", "checkpoints", "launch-starter"}, deterministic=True),
+    "bsp-spare": dict(config="chaos_bsp.troupe", flags=[], needs={"spares"}, deterministic=True, starter="launch",
+                      launch_flags=["--spares", "1"]),
+    "bsp-restarts": dict(config="chaos_bsp.troupe", flags=["--save-period", "1"], needs={"max-restarts", "checkpoints"},
+                         deterministic=True, starter="launch", launch_flags=["--max-restarts", "1"]),
 }
 
 EPOCHS = 3  # the chaos configs' epochs
@@ -173,7 +180,8 @@ def draw(seed, k, allowed, have):
     variants = [v for v in allowed["variants"] if VARIANTS[v]["needs"] <= have]
     variant = rng.choice(variants)
     victim = rng.choice([n for n in NODES if role_of(n) in allowed["roles"]])
-    way = rng.choices(allowed["ways"], weights=[1 if w == "none" else 3 for w in allowed["ways"]])[0]
+    ways = [w for w in allowed["ways"] if not (w == "cut" and VARIANTS[variant].get("starter") == "launch")] or ["none"]
+    way = rng.choices(ways, weights=[1 if w == "none" else 3 for w in ways])[0]
     moments = [m for m in allowed["moments"] if MOMENTS[m] <= have]
     moment = rng.choice(moments)
     epoch = rng.randrange(EPOCHS - 1 if moment == "boundary" else EPOCHS)
@@ -189,7 +197,8 @@ def moment_trigger(trial, pids):
         if victim == "scheduler":
             return "scheduler", "err", r"\(pid \d+ from [^)]*\) joined"
         role, index = victim.split("_")
-        return "scheduler", "err", rf"{role} {index} \(pid {pids[victim]} from [^)]*\) joined"
+        pid = pids.get(victim) or r"\d+"  # (under launch a node's pid is known from its join line)
+        return "scheduler", "err", rf"{role} {index} \(pid {pid} from [^)]*\) joined"
     if m == "mid-epoch":
         return "scheduler", "out", rf"Epoch\[{k}\] Batch \[{trial['batch']}\]"
     if m == "validation":
@@ -249,7 +258,124 @@ class Trial(cluster_run.Cluster):
         return left
 
 
+class LaunchedNode:
+    """A node `troupe launch` started, as far as Trial's users need a Popen: pid, poll, wait."""
+
+    def __init__(self, owner, name):
+        self.owner, self.name, self.returncode = owner, name, None
+
+    @property
+    def pid(self):
+        return self.owner.pid_of(self.name)
+
+    def poll(self):
+        if self.returncode is not None:
+            return self.returncode
+        pid = self.pid
+        if pid is not None and cluster_run.alive(pid):
+            return None
+        if pid is None and self.owner.launch.poll() is None:
+            return None  # not started yet, or not yet known
+        self.returncode = self.owner.exit_code(self.name)
+        return self.returncode
+
+    def wait(self, timeout):
+        deadline = time.time() + timeout
+        while self.poll() is None:
+            if time.time() > deadline:
+                raise subprocess.TimeoutExpired(self.name, timeout)
+            time.sleep(POLL_S)
+        return self.returncode
+
+
+class LaunchTrial:
+    """One `troupe launch` of the trial's job: a node's text is its prefixed lines (both streams)."""
+
+    def __init__(self, troupe, workdir):
+        self.troupe, self.workdir, self.launch = troupe, workdir, None
+        self.procs = {name: LaunchedNode(self, name) for name in NODES}
+        self.known = {}  # name -> pid
+
+    @staticmethod
+    def label(name):
+        return name.replace("_", " ")
+
+    def start(self, variant, config, common):
+        out = open(os.path.join(self.workdir, "launch.out"), "w")
+        command = [self.troupe, "launch", "-n", str(WORKERS), "-s", str(SERVERS), "--join-timeout", JOIN_TIMEOUT,
+                   "--grace", "5"] + variant.get("launch_flags", []) + ["--"] + common
+        self.launch = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=self.workdir,
+                                       start_new_session=True)
+        out.close()
+
+    def all_text(self):
+        with open(os.path.join(self.workdir, "launch.out"), errors="replace") as f:
+            return f.read()
+
+    def text(self, name, stream):
+        prefix = f"[{self.label(name)}] "
+        return "\n".join(l[len(prefix):] for l in self.all_text().splitlines() if l.startswith(prefix))
+
+    def pid_of(self, name):
+        if name not in self.known:
+            if name == "scheduler":
+                for pid in cluster_run.descendants(self.launch.pid):
+                    try:
+                        with open(f"/proc/{pid}/cmdline", "rb") as f:
+                            if b"\0--role\0scheduler\0" in f.read():
+                                self.known[name] = pid
+                    except OSError:
+                        pass
+            else:
+                found = re.search(rf"{self.label(name)} \(pid (\d+) from", self.text("scheduler", "err"))
+                if found:
+                    self.known[name] = int(found.group(1))
+        return self.known.get(name)
+
+    def exit_code(self, name):
+        """From launch's line for it (a node that exited 0 has none); waits a moment for the line."""
+        pattern = rf"^launch: {self.label(name)} \(pid \d+\) (exited with status (\d+)|killed by signal (\d+))"
+        deadline = time.time() + 1
+        while True:
+            found = re.search(pattern, self.all_text(), re.M)
+            if found:
+                return int(found.group(2)) if found.group(2) else -int(found.group(3))
+            if self.launch.poll() is not None or time.time() > deadline:
+                return 0
+            time.sleep(POLL_S)
+
+    def sessions_left(self):
+        gone = [] if self.launch.poll() is not None else [self.launch.pid]
+        nodes = [p for p in (self.pid_of(n) for n in NODES) if p is not None and cluster_run.alive(p)]
+        return gone + nodes + [p for p in cluster_run.descendants(self.launch.pid) if p not in nodes]
+
+    def kill_all(self):
+        cluster_run.kill_group(self.launch.pid)
+        for pid in [p for p in (self.known.get(n) for n in NODES) if p]:
+            for sig in (signal.SIGKILL, signal.SIGCONT):
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+        try:
+            self.launch.wait(10)
+        except subprocess.TimeoutExpired:
+            return [f"troupe launch (pid {self.launch.pid})"]
+        return []
+
+
+def signal_node(pid, sig):
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
+
+
 def start_nodes(t, variant, config, net):
+    if isinstance(t, LaunchTrial):
+        t.start(variant, config, ["--config", config, "--heartbeat", HEARTBEAT, "--peer-timeout", PEER_TIMEOUT,
+                                  "--num-epochs", str(EPOCHS)] + variant["flags"])
+        return None
     common = ["--config", config, "--server-nodes", str(SERVERS), "--worker-nodes", str(WORKERS),
               "--heartbeat", HEARTBEAT, "--peer-timeout", PEER_TIMEOUT, "--join-timeout", JOIN_TIMEOUT,
               "--num-epochs", str(EPOCHS)] + variant["flags"]
@@ -398,12 +524,12 @@ def run_trial(troupe, trial, references, keep):
                 result["status"] = "skip"
                 problems.append(f"no network namespaces here (cluster_netns exited {e.code})")
                 return result
-        t = Trial(troupe, workdir, net)
+        t = LaunchTrial(troupe, workdir) if variant.get("starter") == "launch" else Trial(troupe, workdir, net)
         failed_start = start_nodes(t, variant, config, net)
         if failed_start:
             problems.append(failed_start)
             return result
-        pids = {n: p.pid for n, p in t.procs.items()}
+        pids = {n: p.pid for n, p in t.procs.items()}  # (under launch: those known yet)
         codes = {}
         if trial["way"] == "none":
             fault_at = time.time()
@@ -427,11 +553,14 @@ def run_trial(troupe, trial, references, keep):
                     return result
                 time.sleep(POLL_S)
             victim = t.procs[trial["victim"]]
+            if victim.pid is None:
+                problems.append(f"no pid for {trial['victim']} at the moment")
+                return result
             fault_at = time.time()
             if trial["way"] == "kill":
-                os.killpg(victim.pid, signal.SIGKILL)
+                signal_node(victim.pid, signal.SIGKILL)
             elif trial["way"] == "stop":
-                os.killpg(victim.pid, signal.SIGSTOP)
+                signal_node(victim.pid, signal.SIGSTOP)
             else:
                 cluster_netns.ip_ok("link", "set", net.outer[trial["victim"]], "down")
             result["landed"] = moment_landed(trial, t.text)
@@ -451,13 +580,21 @@ def run_trial(troupe, trial, references, keep):
                     problems.append(f"the cut-off {trial['victim']} still runs "
                                     f"{DETECT_BOUND_S + VICTIM_BOUND_S} s after the cut")
             if trial["way"] == "stop":
-                os.killpg(victim.pid, signal.SIGCONT)
+                signal_node(victim.pid, signal.SIGCONT)
                 try:
                     codes[trial["victim"]] = victim.wait(VICTIM_BOUND_S)
                 except subprocess.TimeoutExpired:
                     problems.append(f"the stopped {trial['victim']}, continued, still runs after {VICTIM_BOUND_S} s")
         if result["seconds"] is None:
             result["seconds"] = round(time.time() - fault_at, 2)
+        if isinstance(t, LaunchTrial):  # launch ends with its nodes, with the first failing one's status
+            try:
+                code = t.launch.wait(max(0.1, fault_at + DETECT_BOUND_S + VICTIM_BOUND_S - time.time()))
+                if (code == 0) != all(c == 0 for n, c in codes.items() if n != trial["victim"] or trial["way"] == "none"):
+                    problems.append(f"troupe launch exited {code} after its nodes exited {codes}")
+            except subprocess.TimeoutExpired:
+                problems.append("troupe launch still runs after its nodes ended")
+            pids = {n: t.pid_of(n) for n in NODES}
         result["codes"] = codes
         if not problems:
             reference = None
@@ -465,7 +602,12 @@ def run_trial(troupe, trial, references, keep):
                 reference = references(trial["variant"], config, variant)
             problems += check(trial, outcome, t, pids, codes, reference)
     finally:
-        if t is not None:
+        if isinstance(t, LaunchTrial):
+            left = t.sessions_left()
+            if left:
+                problems.append(f"processes left behind: {left}")
+            problems += [f"{p} survives SIGKILL" for p in t.kill_all()]
+        elif t is not None:
             left = t.sessions_left()
             if left:
                 problems.append(f"processes left behind: {left}")

@@ -456,7 +456,7 @@ def check(trial, outcome, t, pids, codes, reference):
             role, rank = (name.split("_") + [""])[:2]
             if not re.search(rf"\b{role} {rank} \(pid {pids[name]} ", t.text("scheduler", "err")) and line and \
                     re.search(r"no scheduler at \S+ within \d+ s \(--join-timeout\)|"
-                              r"lost the scheduler at [^:]*: the connection to scheduler at \S+ closed$", line):
+                              r"lost the scheduler at [\d:.]+ UTC: the connection to scheduler at \S+ closed$", line):
                 # it had not joined (not yet connected, or its join not yet read) when the scheduler
                 # ended the run: it hears no reason (docs/operations.md, "Chaos runs")
                 continue

@@ -131,7 +131,9 @@ void on_batch(metrics_state& st, const batch_report& r) {
     if (r.top_k > 0)  // as MXNet's Speedometer prints every metric: NAME=VALUE
       *st.options.out << "\ttop_k_accuracy_" << r.top_k << '='
                       << format("%.6f", double(st.window_top_k_correct) / st.window_samples);
-    *st.options.out << '\n';
+    // Flushed now, not at the epoch's end: a pipe (troupe launch's relay, tee, a log
+    // collector, scripts/chaos.py finding its moments) sees the line when the batch is done.
+    *st.options.out << '\n' << std::flush;
     st.window_start = now;
     st.window_samples = st.window_correct = st.window_top_k_correct = 0;
   }

@@ -113,6 +113,10 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
   }
   st.part.shut_down();
   st.serving->clear();
+  // Its links still tell it when they close: it waits for those it says goodbye on below (a
+  // server's links from workers, which it does not monitor, had no other way to say so, and
+  // the server waited the whole grace).
+  st.serving->set<remote_interface::member_control>(0, self);
   // The servers hear that this worker is done (and why), rather than a closed connection.
   const shutdown_message end{reason ? reason_text(self->system(), reason) : "the run finished", !reason};
   for (auto& link : st.server_links)
@@ -120,16 +124,17 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
       caf::anon_send(spawn_member_control_proxy(self->system(), link), goodbye_atom::value, end);
       st.closing.push_back(link.address());
     }
-  // A finished run: the workers still linked here hear it from this server too, rather than
-  // a closed connection (the listener's end closes the links it accepted, racing the worker's
-  // own goodbye: "the connection closed" at the end of a good run). The listener ends once
-  // they closed (answer).
-  if (!reason)
-    for (auto& [address, link] : st.worker_links) {
-      caf::anon_send(spawn_member_control_proxy(self->system(), link.channel), goodbye_atom::value, end);
-      st.closing.push_back(address);
-    }
-  if (st.listener && (reason || st.worker_links.empty()))
+  // The workers still linked here hear how the run ends from this server too, rather than a
+  // closed connection (the listener's end closes the links it accepted). At the end of a good
+  // run that close raced the worker's own goodbye ("the connection closed"); at the end of a
+  // failed one it raced the scheduler's word, and a worker that read the close first named
+  // this server as the node lost (found by scripts/chaos.py). The listener ends once they
+  // closed (answer), or the grace is over.
+  for (auto& [address, link] : st.worker_links) {
+    caf::anon_send(spawn_member_control_proxy(self->system(), link.channel), goodbye_atom::value, end);
+    st.closing.push_back(address);
+  }
+  if (st.listener && st.worker_links.empty())
     self->send_exit(st.listener, caf::exit_reason::user_shutdown);
   st.outcome = std::move(reason);
   self->delayed_send(self, goodbye_grace, grace_over_atom::value);

@@ -1,10 +1,12 @@
 // The metrics actor's log lines and JSON lines, fed with hand-made reports.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <caf/all.hpp>
 
@@ -67,6 +69,42 @@ TEST_CASE("metrics prints MXNet-style lines and one JSON object per epoch") {
   CHECK_THAT(line, Catch::Contains("\"network\":\"mlp\""));
   CHECK_FALSE(std::getline(in, line));  // exactly one epoch
   CHECK_THAT(text + line, !Catch::Contains("top_k"));  // top-k not counted: not mentioned
+}
+
+// A stream buffer that keeps what had been written at each flush (sync), as a pipe's reader
+// would have it then.
+class flush_recorder : public std::stringbuf {
+public:
+  std::vector<std::string> flushed;
+
+protected:
+  int sync() override {
+    flushed.push_back(str());
+    return 0;
+  }
+};
+
+// Found by scripts/chaos.py: batch lines reached a pipe (troupe launch's relay) only with the
+// epoch's phase lines, so nothing reading the log could tell where in an epoch a run was.
+TEST_CASE("metrics flushes each batch line as it writes it") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  flush_recorder buffer;
+  std::ostream log(&buffer);
+  metrics_options o;
+  o.out = &log;
+  o.display_batches = 2;
+  auto metrics = spawn_metrics(sys, o);
+  for (std::int64_t i = 0; i < 4; ++i)
+    self->send(metrics, batch_report{0, 0, i, 4, 10, 5, 6.0, 0.1f});
+  flush(self, metrics);
+  self->send_exit(metrics, caf::exit_reason::user_shutdown);
+  // some flush held the first batch line as the last one written, before the second was
+  auto at_first_line = std::find_if(buffer.flushed.begin(), buffer.flushed.end(), [](const std::string& s) {
+    return s.find("Epoch[0] Batch [2]") != std::string::npos && s.find("Batch [4]") == std::string::npos;
+  });
+  CHECK(at_first_line != buffer.flushed.end());
 }
 
 TEST_CASE("metrics reports top-k per batch, per phase after a colon, and in the JSON line") {

@@ -102,7 +102,8 @@ def pick_subnet(seed):
 class Net:
     """The bridge, the namespaces and the veth pairs of one run."""
 
-    def __init__(self):
+    def __init__(self, hosts=None):
+        self.hosts = list(hosts or HOSTS)  # scripts/chaos.py names one host per node of its job
         self.bridge, self.namespaces, self.veths = None, [], []
         self.subnet, self.addr, self.ns, self.outer = None, {}, {}, {}
 
@@ -121,7 +122,7 @@ class Net:
         self.bridge = f"trbr{n}"
         self.subnet = pick_subnet(os.getpid())
         hosts = list(self.subnet.hosts())
-        for i, host in enumerate(HOSTS):
+        for i, host in enumerate(self.hosts):
             ns, outer, inner = f"troupe{n}-{host}", f"trv{n}h{i}", f"trp{n}h{i}"
             # leftovers of a run with our number that was SIGKILLed: ours now, so clear them
             if os.path.exists(f"/run/netns/{ns}"):

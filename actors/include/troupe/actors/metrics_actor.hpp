@@ -6,7 +6,8 @@
 //                            `Epoch[e] Batch [i]\tSpeed: N samples/sec\taccuracy=A` (accuracy
 //                            over the batches since the last line, as MXNet's Speedometer with
 //                            auto-reset), `\ttop_k_accuracy_K=T` after it when the report
-//                            counts top-k; on a terminal redraws a progress bar
+//                            counts top-k; on a terminal redraws a progress bar; each
+//                            line is flushed as it is written (a pipe sees it at once)
 //   (phase_report)  -> ()    prints `Epoch[e] Train-accuracy=A`, `Train-cross-entropy: L`,
 //                            `Train-top_k_accuracy_K: T` (when counted), `Time cost=T` or the
 //                            same three `Validation-` lines (accuracy and time after '=', loss

@@ -1,0 +1,743 @@
+#!/usr/bin/env python3
+"""Chaos runs (issue 19, item 5): a small BSP job across real processes, and per trial one node
+lost in one way at one moment; the outcome is checked against what the job's policy says.
+
+usage: chaos.py TROUPE [--trials N] [--seed S] [--trial K] [--ways W,..] [--roles R,..]
+                       [--moments M,..] [--variants V,..] [--keep] [--json FILE]
+
+Each trial draws, from random.Random("S:K") (so `--seed S --trial K` replays trial K alone):
+  variant  a job configuration (the VARIANTS table): the BSP job with the default policy
+           (on_worker_loss = stop), its nodes started by hand (each `troupe node` with --rank)
+           or by one `troupe launch` (its output split by prefix; a node's pid from the
+           scheduler's join line; its exit status from launch's line), or async with
+           on_worker_loss = continue. Configurations that
+           need what Troupe does not do yet (--replicas 2, --spares 1, on_worker_loss = adopt,
+           --max-restarts) are in the table too and taken only when the binary supports them
+           (found from `troupe node --help` / `troupe launch --help`)
+  victim   the scheduler, a server (server_0, server_1) or a worker (worker_0, worker_1)
+  way      none (nothing is lost: the control trial), kill (SIGKILL), stop (SIGSTOP held until
+           every other process has gone, or the bound; then SIGCONT: it must exit by itself),
+           cut (the victim's veth set down, every node in its own network namespace, through
+           tests/apps/cluster_netns.py; only as root, otherwise the trial is skipped, saying so)
+  moment   join (the victim's join line; for the scheduler, the first join), mid-epoch (a batch
+           line of epoch k), validation (epoch k's time-cost line: validation runs next),
+           boundary (epoch k's last validation line: the next epoch starts), ending (the last
+           epoch's validation: the final weights are pulled and the run ends); `checkpoint` and
+           `promotion` wait for the features they need (the MOMENTS table)
+A moment is found from the processes' log lines as they are written, never by sleeping; the
+log at the fault says whether it landed where meant (printed as `landed` or `late`).
+
+The expected outcome comes from the first row of the EXPECT table that matches the trial:
+  finishes      every process exits 0 and the scheduler's final weights digest equals
+                `troupe train`'s for the same config in one process
+  stops         every process but the victim exits non-zero within DETECT_BOUND_S of the fault,
+                and each one's error line names the victim (server_1 / worker_0 as the members
+                say it, `server 1 (pid P` as the scheduler says it, or `the scheduler`); a stopped
+                or cut-off victim exits non-zero by itself once it runs or hears nothing again
+  goes-on       (on_worker_loss = continue) the others finish the run and exit 0, the scheduler
+                saying it goes on without the lost worker
+  finishes-or-stops  (the ending moment) either of the first two, whichever the run reached
+Besides, no process of a trial may be left: every node runs in its own session; after the
+trial any process still in one of them is killed and the trial FAILS. Every wait is bounded.
+
+Prints one line per trial (seed, trial, variant, victim, way, moment, outcome, seconds from
+the fault to the last process gone) and a tally; exits 1 if a trial failed, 0 otherwise.
+"""
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tests", "apps"))
+import cluster_run  # noqa: E402  (process handling shared with the cluster tests)
+import cluster_netns  # noqa: E402  (network namespaces)
+
+CONFIGS = os.path.join(REPO, "tests", "apps", "configs")
+HEARTBEAT, PEER_TIMEOUT, JOIN_TIMEOUT = "0.2", "2", "30"
+START_BOUND_S = 60    # from the start to the moment
+DETECT_BOUND_S = 45   # from the fault to every other process gone (peer timeout + goodbye grace + slack;
+                     # a node that never joined: its join timeout)
+RUN_BOUND_S = 120     # a run nothing is lost in
+VICTIM_BOUND_S = 20   # a stopped victim, continued, or a cut-off one, to exit by itself
+POLL_S = 0.005
+
+SERVERS, WORKERS = 2, 2
+NODES = ["scheduler"] + [f"server_{i}" for i in range(SERVERS)] + [f"worker_{i}" for i in range(WORKERS)]
+
+
+# ---- what the binary supports ----------------------------------------------------------------
+
+def features(troupe):
+    """Which fault-tolerance features this binary has, from its help texts."""
+    def help_of(*command):
+        try:
+            run = subprocess.run([troupe] + list(command) + ["--help"], capture_output=True, text=True, timeout=30)
+            return run.stdout + run.stderr
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+    node, launch = help_of("node"), help_of("launch")
+    found = set()
+    if "--replicas" in node or "--replicas" in launch:
+        found.add("replicas")
+    if "--spares" in launch:
+        found.add("spares")
+    if "--max-restarts" in launch:
+        found.add("max-restarts")
+    if re.search(r"on-worker-loss[^\n]*\n[^\n]*adopt", node):
+        found.add("adopt")
+    if "--scheduler-timeout" in node:
+        found.add("scheduler-restart")
+    try:  # checkpoints: launch refuses them, before starting anything, while they are not supported
+        run = subprocess.run([troupe, "launch", "-n", "1", "-s", "1", "--join-timeout", "1", "--",
+                              "--config", "/nonexistent/chaos.troupe", "--model-prefix", "/nonexistent/m"],
+                             capture_output=True, text=True, timeout=30)
+        if "not supported in cluster runs" not in run.stdout + run.stderr:
+            found.add("checkpoints")
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return found
+
+
+# ---- the tables ------------------------------------------------------------------------------
+
+# A job configuration: its config, node flags, and the features it needs (else it is never drawn).
+# `starter` is how its nodes start: "hand" (the default: each `troupe node` by this script, with
+# --rank; a link cut needs it, as each node runs in its namespace) or "launch" (one `troupe
+# launch`, with `launch_flags`; its nodes found from its prefixed output and the scheduler's
+# join lines).
+VARIANTS = {
+    "bsp-stop": dict(config="chaos_bsp.troupe", flags=[], needs=set(), deterministic=True),
+    "bsp-launch": dict(config="chaos_bsp.troupe", flags=[], needs=set(), deterministic=True, starter="launch"),
+    "async-continue": dict(config="chaos_async.troupe", flags=["--on-worker-loss", "continue"], needs=set(),
+                           deterministic=False),
+    "bsp-replicas": dict(config="chaos_bsp.troupe", flags=["--replicas", "2"], needs={"replicas"},
+                         deterministic=True),
+    "bsp-adopt": dict(config="chaos_bsp.troupe", flags=["--on-worker-loss", "adopt"], needs={"adopt"},
+                      deterministic=True),
+    "bsp-spare": dict(config="chaos_bsp.troupe", flags=[], needs={"spares"}, deterministic=True, starter="launch",
+                      launch_flags=["--spares", "1"]),
+    "bsp-restarts": dict(config="chaos_bsp.troupe", flags=["--save-period", "1"], needs={"max-restarts", "checkpoints"},
+                         deterministic=True, starter="launch", launch_flags=["--max-restarts", "1"]),
+}
+
+EPOCHS = 3  # the chaos configs' epochs
+
+
+def role_of(node):
+    return node.split("_")[0]
+
+
+# Moments: (name, needs, picks its parameter from the rng). The trigger and the check of where
+# the fault landed are in moment_trigger / moment_landed below.
+MOMENTS = {
+    "join": set(),
+    "mid-epoch": set(),
+    "validation": set(),
+    "boundary": set(),
+    "ending": set(),
+    "checkpoint": {"checkpoints"},   # while a checkpoint is written (the save line names it)
+    "promotion": {"replicas"},       # a server lost first, the victim while its backup is promoted
+}
+
+WAYS = ["none", "kill", "stop", "cut"]
+
+# The expected outcome: the first row whose test holds. A row: (why, test(trial), outcome).
+EXPECT = [
+    ("nothing lost", lambda t: t["way"] == "none", "finishes"),
+    ("the run ends as it is lost", lambda t: t["moment"] == "ending", "finishes-or-stops"),
+    ("a lost worker is adopted", lambda t: role_of(t["victim"]) == "worker" and t["variant"] in ("bsp-adopt", "bsp-spare"),
+     "finishes"),
+    ("a lost server's shards are promoted", lambda t: role_of(t["victim"]) == "server" and t["variant"] == "bsp-replicas",
+     "finishes"),
+    ("the job restarts from its last checkpoint", lambda t: t["variant"] == "bsp-restarts", "finishes"),
+    ("async goes on without a lost worker once training",
+     lambda t: t["variant"] == "async-continue" and role_of(t["victim"]) == "worker"
+     and t["moment"] in ("mid-epoch", "validation", "boundary"), "goes-on"),
+    ("any other loss stops the run, naming the node", lambda t: True, "stops"),
+]
+
+
+def expected(trial):
+    for why, test, outcome in EXPECT:
+        if test(trial):
+            return outcome, why
+    raise AssertionError("EXPECT has a catch-all row")
+
+
+# ---- one trial -------------------------------------------------------------------------------
+
+def draw(seed, k, allowed, have):
+    """Trial k of seed: every choice from its own RNG, so it replays alone."""
+    rng = random.Random(f"{seed}:{k}")
+    variants = [v for v in allowed["variants"] if VARIANTS[v]["needs"] <= have]
+    variant = rng.choice(variants)
+    victim = rng.choice([n for n in NODES if role_of(n) in allowed["roles"]])
+    ways = [w for w in allowed["ways"] if not (w == "cut" and VARIANTS[variant].get("starter") == "launch")] or ["none"]
+    way = rng.choices(ways, weights=[1 if w == "none" else 3 for w in ways])[0]
+    moments = [m for m in allowed["moments"] if MOMENTS[m] <= have]
+    moment = rng.choice(moments)
+    epoch = rng.randrange(EPOCHS - 1 if moment == "boundary" else EPOCHS)
+    batch = 4 * rng.randrange(1, 23)  # 96 batches per worker and epoch; a line every 4
+    return dict(seed=seed, trial=k, variant=variant, victim=victim, way=way, moment=moment, epoch=epoch,
+                batch=batch)
+
+
+def moment_trigger(trial, pids):
+    """(node, stream, regex): the fault fires once that node's stream shows the regex."""
+    m, k, victim = trial["moment"], trial["epoch"], trial["victim"]
+    if m == "join":
+        if victim == "scheduler":
+            return "scheduler", "err", r"\(pid \d+ from [^)]*\) joined"
+        role, index = victim.split("_")
+        pid = pids.get(victim) or r"\d+"  # (under launch a node's pid is known from its join line)
+        return "scheduler", "err", rf"{role} {index} \(pid {pid} from [^)]*\) joined"
+    if m == "mid-epoch":
+        return "scheduler", "out", rf"Epoch\[{k}\] Batch \[{trial['batch']}\]"
+    if m == "validation":
+        return "scheduler", "out", rf"Epoch\[{k}\] Time cost="
+    if m == "boundary":
+        return "scheduler", "out", rf"Epoch\[{k}\] Validation-cross-entropy"
+    if m == "ending":
+        return "scheduler", "out", rf"Epoch\[{EPOCHS - 1}\] Validation-cross-entropy"
+    if m == "checkpoint":
+        return "scheduler", "err", r"(?i)checkpoint"
+    if m == "promotion":
+        return "scheduler", "err", r"(?i)promot"
+    raise AssertionError(m)
+
+
+def moment_landed(trial, log):
+    """Whether the scheduler's log at the fault says the run was still where the moment means."""
+    m, k = trial["moment"], trial["epoch"]
+    out, err = log("scheduler", "out"), log("scheduler", "err")
+    if m == "join":
+        return "every node is ready" not in err
+    if m == "mid-epoch":
+        return f"Epoch[{k}] Traffic" not in out
+    if m == "validation":
+        return f"Epoch[{k}] Validation-accuracy" not in out
+    if m == "boundary":
+        return f"Epoch[{k + 1}] Batch" not in out
+    if m == "ending":
+        return "Final weights" not in out
+    return True
+
+
+class Trial(cluster_run.Cluster):
+    """The processes of one trial, by plan name; with a Net, each in its own namespace."""
+
+    def __init__(self, troupe, workdir, net=None):
+        super().__init__(troupe, workdir)
+        self.net = net
+
+    def launcher(self, name):
+        return ["ip", "netns", "exec", self.net.ns[name]] if self.net else []
+
+    def sessions_left(self):
+        """Processes still in one of this trial's sessions (each node leads its own)."""
+        ours = {p.pid for p in self.procs.values()}
+        left = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if fields[0] != "Z" and int(fields[3]) in ours:
+                left.append(int(entry))
+        return left
+
+
+class LaunchedNode:
+    """A node `troupe launch` started, as far as Trial's users need a Popen: pid, poll, wait."""
+
+    def __init__(self, owner, name):
+        self.owner, self.name, self.returncode = owner, name, None
+
+    @property
+    def pid(self):
+        return self.owner.pid_of(self.name)
+
+    def poll(self):
+        if self.returncode is not None:
+            return self.returncode
+        pid = self.pid
+        if pid is not None and cluster_run.alive(pid):
+            return None
+        if pid is None and self.owner.launch.poll() is None:
+            return None  # not started yet, or not yet known
+        self.returncode = self.owner.exit_code(self.name)
+        return self.returncode
+
+    def wait(self, timeout):
+        deadline = time.time() + timeout
+        while self.poll() is None:
+            if time.time() > deadline:
+                raise subprocess.TimeoutExpired(self.name, timeout)
+            time.sleep(POLL_S)
+        return self.returncode
+
+
+class LaunchTrial:
+    """One `troupe launch` of the trial's job: a node's text is its prefixed lines (both streams)."""
+
+    def __init__(self, troupe, workdir):
+        self.troupe, self.workdir, self.launch = troupe, workdir, None
+        self.procs = {name: LaunchedNode(self, name) for name in NODES}
+        self.known = {}  # name -> pid
+
+    @staticmethod
+    def label(name):
+        return name.replace("_", " ")
+
+    def start(self, variant, config, common):
+        out = open(os.path.join(self.workdir, "launch.out"), "w")
+        command = [self.troupe, "launch", "-n", str(WORKERS), "-s", str(SERVERS), "--join-timeout", JOIN_TIMEOUT,
+                   "--grace", "5"] + variant.get("launch_flags", []) + ["--"] + common
+        self.launch = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=self.workdir,
+                                       start_new_session=True)
+        out.close()
+
+    def all_text(self):
+        with open(os.path.join(self.workdir, "launch.out"), errors="replace") as f:
+            return f.read()
+
+    def text(self, name, stream):
+        prefix = f"[{self.label(name)}] "
+        return "\n".join(l[len(prefix):] for l in self.all_text().splitlines() if l.startswith(prefix))
+
+    def pid_of(self, name):
+        if name not in self.known:
+            if name == "scheduler":
+                for pid in cluster_run.descendants(self.launch.pid):
+                    try:
+                        with open(f"/proc/{pid}/cmdline", "rb") as f:
+                            if b"\0--role\0scheduler\0" in f.read():
+                                self.known[name] = pid
+                    except OSError:
+                        pass
+            else:
+                found = re.search(rf"{self.label(name)} \(pid (\d+) from", self.text("scheduler", "err"))
+                if found:
+                    self.known[name] = int(found.group(1))
+        return self.known.get(name)
+
+    def exit_code(self, name):
+        """From launch's line for it (a node that exited 0 has none); waits a moment for the line."""
+        pattern = rf"^launch: {self.label(name)} \(pid \d+\) (exited with status (\d+)|killed by signal (\d+))"
+        deadline = time.time() + 1
+        while True:
+            found = re.search(pattern, self.all_text(), re.M)
+            if found:
+                return int(found.group(2)) if found.group(2) else -int(found.group(3))
+            if self.launch.poll() is not None or time.time() > deadline:
+                return 0
+            time.sleep(POLL_S)
+
+    def sessions_left(self):
+        gone = [] if self.launch.poll() is not None else [self.launch.pid]
+        nodes = [p for p in (self.pid_of(n) for n in NODES) if p is not None and cluster_run.alive(p)]
+        return gone + nodes + [p for p in cluster_run.descendants(self.launch.pid) if p not in nodes]
+
+    def kill_all(self):
+        cluster_run.kill_group(self.launch.pid)
+        for pid in [p for p in (self.known.get(n) for n in NODES) if p]:
+            for sig in (signal.SIGKILL, signal.SIGCONT):
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+        try:
+            self.launch.wait(10)
+        except subprocess.TimeoutExpired:
+            return [f"troupe launch (pid {self.launch.pid})"]
+        return []
+
+
+def signal_node(pid, sig):
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
+
+
+def start_nodes(t, variant, config, net):
+    if isinstance(t, LaunchTrial):
+        t.start(variant, config, ["--config", config, "--heartbeat", HEARTBEAT, "--peer-timeout", PEER_TIMEOUT,
+                                  "--num-epochs", str(EPOCHS)] + variant["flags"])
+        return None
+    common = ["--config", config, "--server-nodes", str(SERVERS), "--worker-nodes", str(WORKERS),
+              "--heartbeat", HEARTBEAT, "--peer-timeout", PEER_TIMEOUT, "--join-timeout", JOIN_TIMEOUT,
+              "--num-epochs", str(EPOCHS)] + variant["flags"]
+    host = net.addr["scheduler"] if net else "127.0.0.1"
+    port_file = os.path.join(t.workdir, "scheduler.port")
+    t.start("scheduler", ["--role", "scheduler", "--scheduler", f"{host}:0", "--port-file", port_file] + common)
+    deadline = time.time() + START_BOUND_S
+    while not (os.path.exists(port_file) and open(port_file).read().strip()):
+        if t.procs["scheduler"].poll() is not None or time.time() > deadline:
+            return "the scheduler ended or wrote no port file before it listened"
+        time.sleep(POLL_S)
+    at = ["--scheduler", f"{host}:{int(open(port_file).read())}"]
+    for name in NODES[1:]:
+        role, rank = name.split("_")
+        where = []
+        if net:
+            where = ["--listen", net.addr[name]] if role == "server" else ["--advertise", net.addr[name]]
+        t.start(name, ["--role", role, "--rank", rank] + where + at + common)
+    return None
+
+
+def wait_exits(t, names, since, deadline, codes):
+    """Waits until each of `names` has exited or the deadline; returns the seconds from `since`
+    at which each was seen gone (polled, so every exit is timed, not only the last)."""
+    exits = {}
+    while time.time() < deadline:
+        for name in names:
+            if name not in exits and t.procs[name].poll() is not None:
+                codes[name] = t.procs[name].returncode
+                exits[name] = round(time.time() - since, 2)
+        if len(exits) == len(names):
+            break
+        time.sleep(POLL_S)
+    return exits
+
+
+def error_line(text):
+    lines = [l for l in text.splitlines() if l.startswith("troupe node: error:")]
+    return lines[-1] if lines else None
+
+
+def names_victim(line, victim, pid):
+    if line is None:
+        return False
+    if victim == "scheduler":
+        return "the scheduler" in line
+    role, index = victim.split("_")
+    return victim in line or re.search(rf"\b{role} {index} \(pid {pid}\b", line) is not None
+
+
+def check(trial, outcome, t, pids, codes, reference):
+    """Problems with the trial's outcome against the expected one ([] when it is as it should be)."""
+    victim, way = trial["victim"], trial["way"]
+    sched_out = t.text("scheduler", "out")
+    problems = []
+
+    def finished():  # (a victim killed as the run ended need not have exited 0)
+        bad = {n: c for n, c in codes.items() if c != 0 and (n != victim or way == "none")}
+        if bad:
+            return [f"exit statuses {bad}, expected 0"]
+        got = cluster_run.final_weights(sched_out)
+        if reference is not None and got != reference:
+            return [f"weights {got}, in one process {reference}"]
+        return []
+
+    def stopped():
+        found = []
+        for name, code in codes.items():
+            if name == victim:
+                if way in ("stop", "cut") and code == 0:
+                    found.append(f"the {way} victim {name} exited 0")
+                continue
+            if code == 0:
+                found.append(f"{name} exited 0")
+                continue
+            line = error_line(t.text(name, "err"))
+            role, rank = (name.split("_") + [""])[:2]
+            if not re.search(rf"\b{role} {rank} \(pid {pids[name]} ", t.text("scheduler", "err")) and line and \
+                    re.search(r"no scheduler at \S+ within \d+ s \(--join-timeout\)|"
+                              r"lost the scheduler at [\d:.]+ UTC: the connection to scheduler at \S+ closed$", line):
+                # it had not joined (not yet connected, or its join not yet read) when the scheduler
+                # ended the run: it hears no reason (docs/operations.md, "Chaos runs")
+                continue
+            if victim == "scheduler":
+                # a member may name the server it shared the lost scheduler with (docs/operations.md)
+                if line is None or not re.search(r"the scheduler|server_\d", line):
+                    found.append(f"{name}'s error line does not say what it lost: {line}")
+            elif not names_victim(line, victim, pids[victim]):
+                found.append(f"{name}'s error line does not name {victim}: {line}")
+        if victim == "scheduler" and not any(
+                names_victim(error_line(t.text(n, "err")), victim, 0) for n in codes if n != victim):
+            found.append("no node's error line names the scheduler")
+        return found
+
+    if outcome == "finishes":
+        problems += finished()
+    elif outcome == "stops":
+        problems += stopped()
+    elif outcome == "finishes-or-stops":
+        a, b = finished(), stopped()
+        if a and b and codes.get("scheduler") == 0 and victim != "scheduler":
+            # The scheduler finished (its digest checked), and a node that lost the victim
+            # before it heard so says what it lost: the fault came as the run ended.
+            a = [p for p in finished() if not p.startswith("exit statuses")]
+            for name, code in codes.items():
+                if name not in ("scheduler", victim) and code != 0 and not names_victim(
+                        error_line(t.text(name, "err")), victim, pids[victim]):
+                    a.append(f"{name} exited {code} without naming {victim}")
+        elif a and b and codes.get("scheduler") == 0 and victim == "scheduler":
+            a = [p for p in finished() if not p.startswith("exit statuses")]
+            for name, code in codes.items():
+                if name != "scheduler" and code != 0 and not names_victim(error_line(t.text(name, "err")), victim, 0):
+                    a.append(f"{name} exited {code} without naming the scheduler")
+        if a and b:
+            problems += [f"neither finished ({'; '.join(a)}) nor stopped ({'; '.join(b)})"]
+    elif outcome == "goes-on":
+        others = {n: c for n, c in codes.items() if n != victim and c != 0}
+        if others:
+            problems.append(f"exit statuses {others}, expected 0 (the run goes on)")
+        if "the run goes on without it" not in t.text("scheduler", "err"):
+            problems.append("the scheduler does not say the run goes on without the lost worker")
+    return problems
+
+
+def run_trial(troupe, trial, references, keep):
+    variant = VARIANTS[trial["variant"]]
+    config = os.path.join(CONFIGS, variant["config"])
+    outcome, why = expected(trial)
+    result = dict(trial, expected=outcome, why=why, problems=[], landed=None, seconds=None)
+    if trial["way"] == "cut":
+        if os.geteuid() != 0:
+            result["status"] = "skip"
+            result["problems"] = [f"a link cut needs network namespaces, so root (euid {os.geteuid()})"]
+            return result
+        if not shutil.which("ip"):
+            result["status"] = "skip"
+            result["problems"] = ["a link cut needs `ip` (iproute2)"]
+            return result
+    workdir = tempfile.mkdtemp(prefix=f"troupe-chaos-{trial['seed']}-{trial['trial']}-")
+    net = None
+    t = None
+    problems = result["problems"]
+    try:
+        if trial["way"] == "cut":
+            net = cluster_netns.Net(NODES)
+            try:
+                net.create()
+            except SystemExit as e:  # cluster_netns skips (77) where namespaces cannot be made
+                result["status"] = "skip"
+                problems.append(f"no network namespaces here (cluster_netns exited {e.code})")
+                return result
+        t = LaunchTrial(troupe, workdir) if variant.get("starter") == "launch" else Trial(troupe, workdir, net)
+        failed_start = start_nodes(t, variant, config, net)
+        if failed_start:
+            problems.append(failed_start)
+            return result
+        pids = {n: p.pid for n, p in t.procs.items()}  # (under launch: those known yet)
+        codes = {}
+        if trial["way"] == "none":
+            fault_at = time.time()
+            deadline = fault_at + RUN_BOUND_S
+            for name, p in t.procs.items():
+                try:
+                    codes[name] = p.wait(max(0.1, deadline - time.time()))
+                except subprocess.TimeoutExpired:
+                    problems.append(f"{name} still runs after {RUN_BOUND_S} s (a hang)")
+            result["landed"] = True
+        else:
+            node, stream, pattern = moment_trigger(trial, pids)
+            deadline = time.time() + START_BOUND_S
+            while not re.search(pattern, t.text(node, stream)):
+                ended = [n for n, p in t.procs.items() if p.poll() is not None]
+                if ended:
+                    problems.append(f"{', '.join(ended)} ended before the moment (/{pattern}/ in {node}'s {stream})")
+                    return result
+                if time.time() > deadline:
+                    problems.append(f"no /{pattern}/ in {node}'s {stream} within {START_BOUND_S} s")
+                    return result
+                time.sleep(POLL_S)
+            victim = t.procs[trial["victim"]]
+            if victim.pid is None:
+                problems.append(f"no pid for {trial['victim']} at the moment")
+                return result
+            fault_at = time.time()
+            if trial["way"] == "kill":
+                signal_node(victim.pid, signal.SIGKILL)
+            elif trial["way"] == "stop":
+                signal_node(victim.pid, signal.SIGSTOP)
+            else:
+                cluster_netns.ip_ok("link", "set", net.outer[trial["victim"]], "down")
+            result["landed"] = moment_landed(trial, t.text)
+            # a stopped or cut-off victim is waited for below
+            others = [n for n in t.procs if n != trial["victim"] or trial["way"] == "kill"]
+            exits = wait_exits(t, others, fault_at, fault_at + DETECT_BOUND_S, codes)
+            result["exits"] = exits
+            for name in others:
+                if name not in codes:
+                    problems.append(f"{name} still runs {DETECT_BOUND_S} s after the fault (a hang)")
+            result["seconds"] = max(exits.values(), default=0.0)  # detection: the fault to the others gone
+            if trial["way"] == "cut":
+                try:
+                    codes[trial["victim"]] = victim.wait(max(0.1, fault_at + DETECT_BOUND_S + VICTIM_BOUND_S
+                                                             - time.time()))
+                except subprocess.TimeoutExpired:
+                    problems.append(f"the cut-off {trial['victim']} still runs "
+                                    f"{DETECT_BOUND_S + VICTIM_BOUND_S} s after the cut")
+            if trial["way"] == "stop":
+                signal_node(victim.pid, signal.SIGCONT)
+                try:
+                    codes[trial["victim"]] = victim.wait(VICTIM_BOUND_S)
+                except subprocess.TimeoutExpired:
+                    problems.append(f"the stopped {trial['victim']}, continued, still runs after {VICTIM_BOUND_S} s")
+        if result["seconds"] is None:
+            result["seconds"] = round(time.time() - fault_at, 2)
+        if isinstance(t, LaunchTrial):  # launch ends with its nodes, with the first failing one's status
+            try:
+                code = t.launch.wait(max(0.1, fault_at + DETECT_BOUND_S + VICTIM_BOUND_S - time.time()))
+                if (code == 0) != all(c == 0 for c in codes.values()):  # (a killed victim counts too)
+                    problems.append(f"troupe launch exited {code} after its nodes exited {codes}")
+            except subprocess.TimeoutExpired:
+                problems.append("troupe launch still runs after its nodes ended")
+            pids = {n: t.pid_of(n) for n in NODES}
+        result["codes"] = codes
+        if not problems:
+            reference = None
+            if outcome in ("finishes", "finishes-or-stops") and variant["deterministic"]:
+                reference = references(trial["variant"], config, variant)
+            problems += check(trial, outcome, t, pids, codes, reference)
+    finally:
+        if isinstance(t, LaunchTrial):
+            left = t.sessions_left()
+            if left:
+                problems.append(f"processes left behind: {left}")
+            problems += [f"{p} survives SIGKILL" for p in t.kill_all()]
+        elif t is not None:
+            left = t.sessions_left()
+            if left:
+                problems.append(f"processes left behind: {left}")
+            for p in t.procs.values():
+                cluster_run.kill_group(p.pid)
+                try:
+                    os.killpg(p.pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            for p in t.procs.values():
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    problems.append(f"pid {p.pid} survives SIGKILL")
+        if net is not None:
+            gone = net.destroy()
+            if gone:
+                problems.append(f"network left behind: {', '.join(gone)}")
+        result.setdefault("status", "fail" if problems else "pass")
+        result["workdir"] = workdir
+        if result["status"] == "pass" and not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return result
+
+
+def reference_digests(troupe):
+    cache = {}
+
+    def get(name, config, variant):
+        if name not in cache:
+            flags = ["--num-epochs", str(EPOCHS)] + [f for f in variant["flags"] if f not in ("--replicas",)]
+            workdir = tempfile.mkdtemp(prefix="troupe-chaos-reference-")
+            try:
+                cache[name] = cluster_run.in_process_weights(troupe, config, flags, workdir)
+            finally:
+                shutil.rmtree(workdir, ignore_errors=True)
+        return cache[name]
+    return get
+
+
+def describe(r):
+    where = r["moment"]
+    if r["moment"] in ("mid-epoch",):
+        where += f" {r['epoch']} batch {r['batch']}"
+    elif r["moment"] in ("validation", "boundary"):
+        where += f" {r['epoch']}"
+    landed = "" if r["landed"] in (None, True) else " (late)"
+    took = f" {r['seconds']:.1f} s" if r.get("seconds") is not None else ""
+    what = "nothing lost" if r["way"] == "none" else f"{r['way']} {r['victim']} at {where}{landed}"
+    return (f"seed {r['seed']} trial {r['trial']}: {r['variant']} {what}"
+            f" -> expected {r['expected']}: {r['status'].upper()}{took}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("troupe")
+    ap.add_argument("--trials", type=int, default=10)
+    ap.add_argument("--seed", type=int, default=None, help="default: from the clock (printed)")
+    ap.add_argument("--trial", type=int, default=None, help="replay this trial of --seed alone")
+    ap.add_argument("--ways", default=",".join(WAYS))
+    ap.add_argument("--roles", default="scheduler,server,worker")
+    ap.add_argument("--moments", default="join,mid-epoch,validation,boundary,ending,checkpoint,promotion")
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--keep", action="store_true", help="keep the logs of passing trials too")
+    ap.add_argument("--verbose", action="store_true", help="print when each process was gone")
+    ap.add_argument("--json", help="write every trial's result here (one JSON object a line)")
+    a = ap.parse_args()
+    troupe = os.path.abspath(a.troupe)
+    seed = a.seed if a.seed is not None else int(time.time()) % 100000
+    allowed = dict(ways=a.ways.split(","), roles=a.roles.split(","), moments=a.moments.split(","),
+                   variants=a.variants.split(","))
+    for key, known in (("ways", WAYS), ("roles", ["scheduler", "server", "worker"]), ("moments", list(MOMENTS)),
+                       ("variants", list(VARIANTS))):
+        bad = [x for x in allowed[key] if x not in known]
+        if bad:
+            raise SystemExit(f"chaos.py: unknown {key} {bad}; known: {', '.join(known)}")
+    have = features(troupe) | set()
+    print(f"chaos: seed {seed}; {troupe} supports: {', '.join(sorted(have)) or 'none of the recovery features'}")
+    for name, v in VARIANTS.items():
+        if name in allowed["variants"] and not v["needs"] <= have:
+            print(f"chaos: variant {name} not drawn: needs {', '.join(sorted(v['needs'] - have))}")
+    if not [v for v in allowed["variants"] if VARIANTS[v]["needs"] <= have]:
+        raise SystemExit("chaos.py: no variant this binary supports among --variants")
+    for m in allowed["moments"]:
+        if not MOMENTS[m] <= have:
+            print(f"chaos: moment {m} not drawn: needs {', '.join(sorted(MOMENTS[m] - have))}")
+    flags = "".join(f" --{k} {getattr(a, k)}" for k in ("ways", "roles", "moments", "variants")
+                    if getattr(a, k) != ap.get_default(k))
+    trials = [a.trial] if a.trial is not None else range(a.trials)
+    references = reference_digests(troupe)
+    results = []
+    # a SIGTERM (ctest's timeout) tears down as Ctrl-C does: the trial's finally kills its processes
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    for k in trials:
+        trial = draw(seed, k, allowed, have)
+        r = run_trial(troupe, trial, references, a.keep)
+        results.append(r)
+        print(describe(r), flush=True)
+        for p in r["problems"]:
+            print(f"    {p}")
+        if r.get("exits") and (r["status"] == "fail" or a.verbose):
+            print("    gone after: " + ", ".join(f"{n} {s:.2f} s" for n, s in sorted(r["exits"].items(), key=lambda e: e[1])))
+        if r["status"] == "fail":
+            print(f"    logs: {r['workdir']}; replay: {sys.argv[0]} {a.troupe} --seed {seed} --trial {k}{flags}")
+        if a.json:
+            with open(a.json, "a") as f:
+                f.write(json.dumps(r) + "\n")
+    tally = {s: sum(1 for r in results if r["status"] == s) for s in ("pass", "fail", "skip")}
+    print(f"chaos: {len(results)} trials: {tally['pass']} passed, {tally['fail']} failed, {tally['skip']} skipped")
+    by = {}
+    for r in results:
+        if r["status"] == "pass" and r["way"] != "none" and r["expected"] == "stops":
+            by.setdefault((role_of(r["victim"]), r["way"]), []).append(r["seconds"])
+    for (role, way), secs in sorted(by.items()):
+        print(f"chaos: {way} {role}: fault to every process gone, median {statistics.median(secs):.2f} s "
+              f"over {len(secs)} trial(s)")
+    if tally["fail"]:
+        raise SystemExit(1)
+    if tally["skip"] == len(results):
+        raise SystemExit(77)
+
+
+if __name__ == "__main__":
+    main()

@@ -148,12 +148,11 @@ def write_config(path, args, workers, servers):
                 f"  worker_nodes = {workers} }}\n"
                 f"data      train = synthetic(shape = [{', '.join(map(str, shape))}], classes = {classes}, "
                 f"examples = {examples}, batch = {args.batch})\n"
-                f"data      val = none\n"
                 f"model     {line}\n"
                 f"optimizer sgd(lr = 0.001, momentum = 0.9)\n"
                 f"schedule  constant(warmup = 0)\n"
                 f"topology  bsp\n"
-                f"train     {{ epochs = {args.epochs}  display = 0  threads = 1 }}\n")
+                f"train     {{ epochs = {args.epochs}  display = 0  threads = 1  eval_every = 0 }}\n")
 
 
 def run_row(args, troupe, link, workers, workdir):
@@ -266,6 +265,7 @@ def print_table(args, link, model_bytes, rows, worst):
               f"{r['ratio']:.2f} | {mib(r['worker_tx'])}, {mib(r['worker_rx'])} ({mib(w_exp)}) | "
               f"{mib(r['server_rx'])}, {mib(r['server_tx'])} ({mib(s_exp)}) | {r['host_cpu'] * 100:.0f}% ({r['nodes_cpu'] * 100:.0f}%){mark} | "
               f"{r['rss_mib']:.0f} |")
+    print(f"(over every row, CPU-bound ones included: {min(r['ratio'] for r in rows):.2f})")
     print(f"scaling/floor: {worst:.2f}" if worst is not None else "scaling/floor: n/a (every row CPU-bound)")
 
 

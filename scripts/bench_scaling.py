@@ -165,7 +165,10 @@ def run_row(args, troupe, link, workers, workdir):
         hosts += [f"server{i}" for i in range(servers)]
     host_of_server = (lambda i: f"worker{i}") if colocated else (lambda i: f"server{i}")
     env = dict(os.environ, TROUPE_SECRET=os.urandom(16).hex())
-    common = ["--config", config, "--progress", "off", "--join-timeout", "120", "--request-timeout", "300"]
+    # A peer timeout well above the default 5 s: at 1 Gbit a pull of a big model (VGG-16: 528 MiB, 4.4 s)
+    # is one frame, and the heartbeats queue behind it on the same connection.
+    common = ["--config", config, "--progress", "off", "--join-timeout", "120", "--request-timeout", "300",
+              "--heartbeat", "2", "--peer-timeout", "60"]
     logs = {}
 
     def start(hostset, host, name, argv):

@@ -15,7 +15,7 @@
 //                                                 flight (backup workers: the others are done)
 // Internally (the spawned actor's own type, compute_actor.cpp, never handed out) it also
 // sends itself (watchdog_atom: the check that no request has waited longer than its timeout,
-// below).
+// below) and, as a stand-in, (stand_in_atom, phase, step, group): a push group's timer (below).
 // Sends (batch_report) to the metrics actor after every training batch. Both reports carry
 // top-k counts when the replica counts them (model::set_top_k; the node part sets the job's).
 //

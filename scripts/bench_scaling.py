@@ -83,7 +83,7 @@ def judge_rows(rows):
         r["efficiency"] = r["speedup"] / r["workers"] if base else float("nan")
         r["bound_s"] = max(r["compute_s"], r["floor_s"])
         r["ratio"] = r["bound_s"] / r["step_s"]
-        r["cpu_bound"] = r["host_cpu"] >= CPU_BOUND
+        r["cpu_bound"] = not r["host_cpu"] < CPU_BOUND  # unmeasured (nan) counts as bound
         if not r["cpu_bound"]:
             worst = r["ratio"] if worst is None else min(worst, r["ratio"])
     return worst
@@ -208,7 +208,7 @@ def run_row(args, troupe, link, workers, workdir):
             elif mark is not None and all(p.poll() is None for p in everyone):
                 end = sample
             rss = max([rss] + [peak_rss_kib(p.pid) for n, p in procs.items() if n.startswith("worker")])
-            time.sleep(0.2)
+            time.sleep(0.1)
         for name, p in procs.items():
             try:
                 p.wait(60)
@@ -220,11 +220,13 @@ def run_row(args, troupe, link, workers, workdir):
     text = read(logs["scheduler"])
     times, traffic = parse_epochs(text)
     timed = [e for e in sorted(times) if e >= 1]
-    if not timed or mark is None or end is None:
+    if not timed:
         raise BenchError(f"{workers} worker(s): no timed epoch in the scheduler's output: {tail(logs['scheduler'])}")
-    total, idle = end[0][0] - mark[0][0], end[0][1] - mark[0][1]
-    cores = os.cpu_count() or 1
-    nodes_cpu = (end[1] - mark[1]) / os.sysconf("SC_CLK_TCK") / max(1e-9, end[2] - mark[2]) / cores
+    host_cpu = nodes_cpu = float("nan")  # a run shorter than two samples: unmeasured, counted CPU-bound
+    if mark is not None and end is not None and end[2] > mark[2]:
+        total, idle = end[0][0] - mark[0][0], end[0][1] - mark[0][1]
+        host_cpu = (total - idle) / total if total else float("nan")
+        nodes_cpu = (end[1] - mark[1]) / os.sysconf("SC_CLK_TCK") / (end[2] - mark[2]) / (os.cpu_count() or 1)
     step_s = statistics.median(times[e] for e in timed) / args.steps
 
     def per_step(prefix, which):
@@ -233,7 +235,7 @@ def run_row(args, troupe, link, workers, workdir):
 
     return {"workers": workers, "servers": servers, "colocated": colocated, "step_s": step_s,
             "samples_s": workers * args.batch / step_s, "compute_s": args.compute_ms / 1000.0,
-            "host_cpu": (total - idle) / total if total else 0.0, "nodes_cpu": nodes_cpu, "rss_mib": rss / 1024.0,
+            "host_cpu": host_cpu, "nodes_cpu": nodes_cpu, "rss_mib": rss / 1024.0,
             "worker_tx": per_step("worker", 1), "worker_rx": per_step("worker", 0),
             "server_rx": per_step("server", 0), "server_tx": per_step("server", 1)}
 

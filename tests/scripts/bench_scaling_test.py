@@ -63,6 +63,9 @@ def check_arithmetic():
     if [r["cpu_bound"] for r in rows] != [False, False, True]:
         fail(f"CPU-bound marks {[r['cpu_bound'] for r in rows]}")
     close(worst, 0.9, "scaling/floor: the worst row not CPU-bound")
+    unmeasured = dict(rows[0], host_cpu=float("nan"))
+    if bs.judge_rows([unmeasured]) is not None or not unmeasured["cpu_bound"]:
+        fail("a row whose CPU was not measured must count as CPU-bound")
     if bs.judge_rows([dict(rows[2])]) is not None:
         fail("scaling/floor over CPU-bound rows only must be none")
     line = ("Epoch[1] Traffic: scheduler rx 8.50 KiB tx 2.90 KiB; server_0 rx 3.37 MiB tx 1.5 GiB; "

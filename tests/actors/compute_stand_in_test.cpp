@@ -123,7 +123,7 @@ struct stand_in_fixture : test_coordinator_fixture<> {
 
   // A ResNet-20 replica (CIFAR shapes), one key per parameter, one push group per key in
   // backward order (last parameter first); two steps per epoch.
-  void start() {
+  void start(bool overlap = true) {
     model_spec spec{"resnet", 20, {3, 32, 32}, 10, 0};
     auto replica = build_model(spec);
     compute_wiring w;
@@ -146,6 +146,7 @@ struct stand_in_fixture : test_coordinator_fixture<> {
     auto m = sys.spawn(recording_metrics, metrics);
     w.metrics = m;
     w.batches_per_epoch = 2;
+    w.overlap = overlap;
     compute_spawn_options options;
     options.detached = false;  // on the test coordinator
     options.stand_in = compute_stand_in{step_time, samples, seed};
@@ -195,6 +196,24 @@ CAF_TEST(pushes_leave_on_their_timers_and_the_loader_is_never_asked) {
   CAF_CHECK_EQUAL(result->report.samples, 2 * samples);
   CAF_CHECK_EQUAL(metrics->batches.back().samples, samples);
   CAF_CHECK_EQUAL(loader->asked, 0);
+  CAF_CHECK_EQUAL(shard->pushes.size(), 2 * groups);
+}
+
+// Without overlap nothing leaves before the step's time is up, and then every group at once.
+CAF_TEST(without_overlap_every_push_leaves_when_the_step_time_is_up) {
+  start(false);
+  advance_time(step_time - caf::timespan{1});
+  consume_messages();
+  CAF_CHECK_EQUAL(shard->pushes.size(), 0u);
+  CAF_CHECK(metrics->batches.empty());
+  advance_time(caf::timespan{1});
+  consume_messages();
+  CAF_CHECK_EQUAL(shard->pushes.size(), groups);
+  CAF_CHECK_EQUAL(metrics->batches.size(), 1u);
+  advance_time(step_time);
+  consume_messages();
+  CAF_REQUIRE(result->answered);
+  CAF_CHECK(!result->error);
   CAF_CHECK_EQUAL(shard->pushes.size(), 2 * groups);
 }
 

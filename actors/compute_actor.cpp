@@ -29,6 +29,7 @@
 
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/messages.hpp>
+#include <troupe/actors/stand_in_gradients.hpp>
 #include <troupe/graph/model_state.hpp>
 
 namespace troupe {
@@ -77,13 +78,21 @@ struct compute_state {
   // A replica on a GPU: each slot's gradient copied to the host, where the pushes read it
   bool on_gpu = false;
   std::vector<tensor> host_gradients;
+  // A stand-in (compute_stand_in): its gradients, and the index in the epoch of its next step
+  compute_stand_in stand_in;
+  stand_in_gradients stand_in_values;
+  std::int64_t stand_in_index = 0;
   static inline const char* name = "compute";
 };
 
 // The spawned actor: the public protocol plus the messages it sends only itself. Handles given
 // out are local_compute_actor (or compute_actor), which lack these.
+// A stand-in's timer: (phase, step, group) is due to be pushed.
+using stand_in_atom = caf::atom_constant<caf::atom("standin")>;
+
 using compute_self_actor
-  = local_compute_actor::extend<caf::reacts_to<watchdog_atom>>;
+  = local_compute_actor::extend<caf::reacts_to<watchdog_atom>,
+                                caf::reacts_to<stand_in_atom, std::uint64_t, std::int64_t, std::size_t>>;
 using compute_pointer = compute_self_actor::stateful_pointer<compute_state>;
 
 void arm_watchdog(compute_pointer self) {
@@ -204,6 +213,15 @@ void ask(compute_pointer self, std::size_t r, deadline due, std::function<void()
 
 void next_training_batch(compute_pointer self);
 void fetch_training_batch(compute_pointer self);
+void next_stand_in_step(compute_pointer self);
+
+// Every group of the step answered: the next step.
+void step_answered(compute_pointer self) {
+  if (self->state.stand_in.active())
+    next_stand_in_step(self);
+  else
+    next_training_batch(self);
+}
 
 void send_group(compute_pointer self, std::size_t g) {
   auto& st = self->state;
@@ -218,10 +236,12 @@ void send_group(compute_pointer self, std::size_t g) {
   push.keys = group.keys;
   push.due = request_due(st);
   push.gradients = group_gradients(route, group, [&](std::size_t slot) {
+    if (st.stand_in.active())
+      return st.stand_in_values.gradient(slot, st.header.step);
     return st.on_gpu ? st.host_gradients[slot] : params[slot]->grad;
   });
   const auto due = push.due;
-  ask(self, group.shard, due, [=] { next_training_batch(self); }, push_atom::value, std::move(push));
+  ask(self, group.shard, due, [=] { step_answered(self); }, push_atom::value, std::move(push));
 }
 
 void send_unsent(compute_pointer self) {
@@ -331,6 +351,46 @@ void fetch_training_batch(compute_pointer self) {
         next_training_batch(self);
     },
     next_atom::value);
+}
+
+// A stand-in's step: no batch, no arithmetic; the groups' timers (see "Stand-in" in the header).
+void next_stand_in_step(compute_pointer self) {
+  auto& st = self->state;
+  if (st.end_requested || st.stand_in_index >= st.wiring.batches_per_epoch)
+    return finish_phase(self);
+  const auto epoch = st.phase.epoch;
+  st.header.samples = st.stand_in.samples;
+  st.header.step = epoch * st.wiring.batches_per_epoch + st.stand_in_index;
+  st.header.epoch_position = static_cast<double>(epoch)
+                             + static_cast<double>(st.stand_in_index)
+                                 / static_cast<double>(std::max<std::int64_t>(1, st.wiring.batches_per_epoch));
+  st.answers_missing = st.wiring.groups.size();
+  const auto step = st.stand_in.step;
+  const auto groups = st.wiring.groups.size();
+  for (std::size_t g = 0; g < groups; ++g) {
+    // forward: the first third; backward: the rest, group g final after (g + 1) / groups of it
+    auto at = st.wiring.overlap ? step / 3 + (step - step / 3) * static_cast<std::int64_t>(g + 1)
+                                                / static_cast<std::int64_t>(groups)
+                                : step;
+    self->delayed_send(self, at, stand_in_atom::value, st.phases_begun, st.header.step, g);
+  }
+}
+
+// Group g of the stand-in's step is final: push it; the last one ends the step's compute.
+void stand_in_group_due(compute_pointer self, std::uint64_t phase, std::int64_t step, std::size_t g) {
+  auto& st = self->state;
+  if (!st.busy || phase != st.phases_begun || step != st.header.step || g >= st.wiring.groups.size())
+    return;  // a timer of a phase that failed or ended
+  send_group(self, g);
+  if (g + 1 != st.wiring.groups.size())
+    return;
+  const auto index = st.stand_in_index++;
+  st.phase.step_seconds += std::chrono::duration<double>(st.stand_in.step).count();
+  st.phase.samples += st.stand_in.samples;
+  if (st.wiring.metrics)
+    self->send(st.wiring.metrics,
+               batch_report{st.wiring.worker, st.phase.epoch, index, st.wiring.batches_per_epoch,
+                            st.stand_in.samples, 0, 0.0, st.learning_rate, st.replica->top_k(), 0});
 }
 
 void pull_all(compute_pointer self, std::function<void()> then) {
@@ -466,10 +526,17 @@ caf::result<bool> restore_replica(compute_pointer self, const replica_state& sta
 }
 
 compute_self_actor::behavior_type compute(compute_pointer self, std::shared_ptr<model> replica,
-                                     compute_wiring wiring) {
+                                     compute_wiring wiring, compute_stand_in stand_in) {
   auto& st = self->state;
   st.replica = std::move(replica);
   st.wiring = std::move(wiring);
+  st.stand_in = stand_in;
+  if (stand_in.active()) {
+    std::vector<shape_t> shapes;
+    for (auto* p : st.replica->parameters())
+      shapes.push_back(p->value.shape());
+    st.stand_in_values = stand_in_gradients(std::move(shapes), stand_in.seed, st.wiring.worker);
+  }
   st.tracker = push_tracker(st.wiring.shards, st.wiring.groups, st.replica->parameters().size());
   st.on_gpu = st.replica->device().kind != device_kind::cpu;
   if (st.on_gpu)
@@ -479,6 +546,18 @@ compute_self_actor::behavior_type compute(compute_pointer self, std::shared_ptr<
     [=](train_atom, std::int64_t epoch, deadline due) -> caf::result<phase_report> {
       if (!begin_phase(self, epoch, false, due))
         return caf::delegated<phase_report>();
+      if (self->state.stand_in.active()) {
+        self->state.stand_in_index = 0;
+        auto start = [=] { next_stand_in_step(self); };
+        if (self->state.have_weights)
+          start();
+        else
+          pull_all(self, [=] {
+            self->state.have_weights = true;
+            start();
+          });
+        return caf::delegated<phase_report>();
+      }
       self->send(self->state.wiring.train_loader, epoch_atom::value, epoch);
       if (self->state.have_weights) {
         next_training_batch(self);
@@ -496,11 +575,18 @@ compute_self_actor::behavior_type compute(compute_pointer self, std::shared_ptr<
         s.end_requested = true;
     },
     [=](watchdog_atom) { check_pending(self); },
+    [=](stand_in_atom, std::uint64_t phase, std::int64_t step, std::size_t g) {
+      stand_in_group_due(self, phase, step, g);
+    },
     [=](snapshot_atom) { return snapshot_replica(self); },
     [=](restore_atom, const replica_state& state) { return restore_replica(self, state); },
     [=](validate_atom, std::int64_t epoch, deadline due) -> caf::result<phase_report> {
       if (!begin_phase(self, epoch, true, due))
         return caf::delegated<phase_report>();
+      if (self->state.stand_in.active()) {  // nothing to evaluate
+        finish_phase(self);
+        return caf::delegated<phase_report>();
+      }
       self->send(self->state.wiring.validation_loader, epoch_atom::value, epoch);
       next_validation_batch(self);
       return caf::delegated<phase_report>();
@@ -575,18 +661,21 @@ local_compute_actor spawn_compute(caf::actor_system& system, std::unique_ptr<mod
   check_wiring(*replica, wiring);
   if (!wiring.train_loader || !wiring.validation_loader)
     throw std::invalid_argument("compute: no training or validation loader");
+  if (options.stand_in.step.count() < 0 || options.stand_in.samples < 0)
+    throw std::invalid_argument("compute: a stand-in needs a step time and samples >= 0");
   std::shared_ptr<model> shared(std::move(replica));
   if (options.detached && !options.cpus.empty())
     // A detached actor builds its behaviour on its own thread: bound there, before any kernel.
     return system.spawn<caf::detached>(
-      [cpus = options.cpus](compute_pointer self, std::shared_ptr<model> r, compute_wiring w) {
+      [cpus = options.cpus](compute_pointer self, std::shared_ptr<model> r, compute_wiring w,
+                            compute_stand_in s) {
         bind_this_thread(cpus);
-        return compute(self, std::move(r), std::move(w));
+        return compute(self, std::move(r), std::move(w), s);
       },
-      std::move(shared), std::move(wiring));
+      std::move(shared), std::move(wiring), options.stand_in);
   if (options.detached)
-    return system.spawn<caf::detached>(compute, std::move(shared), std::move(wiring));
-  return system.spawn(compute, std::move(shared), std::move(wiring));
+    return system.spawn<caf::detached>(compute, std::move(shared), std::move(wiring), options.stand_in);
+  return system.spawn(compute, std::move(shared), std::move(wiring), options.stand_in);
 }
 
 } // namespace troupe

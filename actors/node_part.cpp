@@ -119,7 +119,7 @@ struct part_builder {
   std::unique_ptr<model> replica_for_next_compute() {
     auto replica = build_model(spec);
     replica->set_top_k(job.top_k);  // its reports then carry the top-k counts
-    if (!options.devices.empty()) {
+    if (!options.devices.empty() && !options.compute.stand_in.active()) {  // a stand-in computes nowhere
       const auto& device = options.devices[part.computes.size() % options.devices.size()];
       if (device.kind != device_kind::cpu)
         replica->to_device(device);
@@ -147,6 +147,8 @@ struct part_builder {
     auto spawn_options = options.compute;
     if (part.computes.size() < options.compute_cpus.size())
       spawn_options.cpus = options.compute_cpus[part.computes.size()];
+    if (spawn_options.stand_in.active() && spawn_options.stand_in.samples == 0)
+      spawn_options.stand_in.samples = job.train_batches.batch_size;
     auto compute = spawn_compute(system, replica_for_next_compute(), std::move(wiring), spawn_options);
     computes[i] = compute;
     part.computes.emplace_back(a.worker, compute);

@@ -405,6 +405,8 @@ int bench_command(const std::vector<std::string>& args) {
     return transport_bench_command({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "decode")
     return decode_bench_command({args.begin() + 1, args.end()});
+  if (!args.empty() && args[0] == "scaling")
+    return scaling_bench_command({args.begin() + 1, args.end()});
   std::string models = "mlp,lenet,resnet-20";
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   std::string compute = compute_spawn_options{}.detached ? "detached" : "scheduled";

@@ -15,6 +15,8 @@ int eval_command(const std::vector<std::string>& args);
 int transport_bench_command(const std::vector<std::string>& args);
 /// `troupe bench decode`: RecordIO JPEG decoding + augmentation images/s (apps/bench/).
 int decode_bench_command(const std::vector<std::string>& args);
+/// `troupe bench scaling`: samples/s against workers on emulated hosts (scripts/bench_scaling.py).
+int scaling_bench_command(const std::vector<std::string>& args);
 /// `troupe node`: one process (scheduler, server or worker) of a training cluster.
 int node_command(const std::vector<std::string>& args);
 int devices_command(const std::vector<std::string>& args);

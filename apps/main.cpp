@@ -22,7 +22,8 @@ commands:
   train    train a network on a dataset (Fashion-MNIST by default) and report accuracy per epoch
   eval     evaluate a saved checkpoint on a dataset: accuracy, top-k, loss, per class
   node     run one process of a training cluster (scheduler, server or worker)
-  bench    measure training throughput (samples/s) of mlp, lenet and resnet-20
+  bench    measure training throughput (samples/s) of mlp, lenet and resnet-20; `bench transport`,
+           `bench decode`, `bench scaling` (workers on emulated hosts, root)
   devices  list compute devices (CPU threads, CUDA GPUs when built with CUDA)
   check    validate a .troupe config and print the resolved plan (docs/dsl.md)
   graph    print a .troupe config's actor graph as Graphviz DOT

@@ -38,6 +38,7 @@ struct node_command_line {
   std::string listen = "127.0.0.1", advertise, secret_file, port_file, local_sockets = "on";
   std::int64_t port = 0, rank = -1, host_share = -1, host_slot = -1;
   double join_timeout = 120, heartbeat = 1, peer_timeout = 5, request_timeout = 600;
+  double compute_stand_in_ms = 0;
 };
 
 void declare_node_flags(flag_set& f, node_command_line& n) {
@@ -55,6 +56,9 @@ void declare_node_flags(flag_set& f, node_command_line& n) {
   f.add("heartbeat", n.heartbeat, "seconds between heartbeats on every link");
   f.add("peer-timeout", n.peer_timeout, "seconds of silence after which a peer counts as lost");
   f.add("request-timeout", n.request_timeout, "seconds a push, pull or batch request may wait for its answer (as in troupe train)");
+  f.add("compute-stand-in-ms", n.compute_stand_in_ms, "a worker's computes take this many milliseconds per batch "
+        "instead of computing, pushing gradients of the model's shapes (benchmarks of the communication: "
+        "troupe bench scaling); 0: compute");
   f.add("host-share", n.host_share, "without a thread count (--threads, train.threads, OMP_NUM_THREADS): this node's "
         "compute threads are the hardware threads / N, at least 1; 0: one (troupe launch sets it; -1: all)");
   f.add("host-slot", n.host_slot, "a worker's place K among the --host-share workers of its host: its computes are "
@@ -208,6 +212,12 @@ int node_command(const std::vector<std::string>& args) {
   options.local_sockets = on_off("local-sockets", n.local_sockets);
   options.port_file = n.port_file;
   options.devices = cli.devices;
+  if (n.compute_stand_in_ms < 0 || n.compute_stand_in_ms > 3600e3)
+    throw usage_error("--compute-stand-in-ms must be 0 to 3600000 milliseconds, got "
+                      + std::to_string(n.compute_stand_in_ms));
+  options.stand_in.step = std::chrono::duration_cast<caf::timespan>(
+    std::chrono::duration<double, std::milli>(n.compute_stand_in_ms));
+  options.stand_in.seed = cli.job.train_batches.seed;
   options.join_timeout = seconds_flag("join-timeout", n.join_timeout);
   options.heartbeat_interval = seconds_flag("heartbeat", n.heartbeat);
   options.connection_timeout = seconds_flag("peer-timeout", n.peer_timeout);

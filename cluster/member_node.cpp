@@ -273,6 +273,7 @@ bool take_assignment(member_actor self, const assignment_message& a) {
   st.serving->set_report_path(part.metrics);
   part.timeouts = options.timeouts;
   part.devices = options.devices;
+  part.compute.stand_in = options.stand_in;
   if (options.threads == 0 && a.threads == 0)  // the threads are this node's share of its host
     part.compute_cpus = slot_cpus(options.host_slot, st.threads, computes_on(st.plan, node));
   st.bound_cpus = part.compute_cpus.empty() ? ""

@@ -3,9 +3,10 @@
 
 usage: cluster_netns.py TROUPE SCENARIO CONFIG
 
-Setup: a bridge trbr<N> in the root namespace (N = pid % 10000, or the next free number), and four
-namespaces (scheduler, server, worker0, worker1), each joined to the bridge by a veth pair and holding
-one address of a private /24 (10.a.b.1-4) that overlaps no address or route of this machine. So the
+Setup (scripts/emulated_hosts.py, unshaped links): a bridge teb<N> in the root namespace (N = pid % 10000,
+or the next free number), and four namespaces (scheduler, server, worker0, worker1), each joined to the
+bridge by a veth pair and holding one address of a private /24 (10.a.b.1-4) that overlaps no address or
+route of this machine. So the
 nodes have different addresses and reach each other only over the bridge. Everything is torn down at
 the end whatever happens (processes killed first, then namespaces, veths, bridge).
 
@@ -26,7 +27,6 @@ Scenarios (CONFIG: 1 server and 2 worker processes, e.g. tests/apps/configs/clus
 Skipped (exit 77, one line why) when not root, without `ip`, or when a namespace cannot be created.
 Every process runs in its own session and is killed at the end; every wait has a deadline.
 """
-import ipaddress
 import os
 import re
 import shutil
@@ -37,7 +37,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 import cluster_run  # noqa: E402  (its process handling, shared)
+import emulated_hosts  # noqa: E402  (the namespaces, bridge and veths, shared with troupe bench scaling)
 from cluster_run import alive, final_weights, kill_group  # noqa: E402
 
 BOUND_S = 120   # a whole run must finish within this
@@ -67,100 +69,22 @@ def ip_ok(*args):
     return out
 
 
-def used_networks():
-    """Every IPv4 network this machine's root namespace has an address or a route in."""
-    nets = []
-    _, addrs = ip("-o", "-4", "addr")
-    for cidr in re.findall(r"\binet (\S+)", addrs):
-        nets.append(ipaddress.ip_interface(cidr).network)
-    _, routes = ip("-o", "-4", "route", "show", "table", "all")
-    kinds = {"unicast", "local", "broadcast", "multicast", "unreachable", "blackhole", "prohibit", "throw",
-             "nat", "anycast"}
-    for line in routes.splitlines():
-        words = line.split()
-        if words and words[0] in kinds:
-            words = words[1:]
-        if not words or words[0] == "default":
-            continue
-        try:
-            nets.append(ipaddress.ip_network(words[0], strict=False))
-        except ValueError:
-            pass
-    return nets
-
-
-def pick_subnet(seed):
-    used = used_networks()
-    for k in range(200 * 256):
-        n = (seed + k) % (200 * 256)
-        net = ipaddress.ip_network(f"10.{40 + n // 256}.{n % 256}.0/24")
-        if not any(net.overlaps(u) for u in used):
-            return net
-    raise SystemExit("FAIL: no free 10.x.y.0/24 on this machine")
-
-
-class Net:
-    """The bridge, the namespaces and the veth pairs of one run."""
+class Net(emulated_hosts.EmulatedHosts):
+    """The bridge, the namespaces and the veth pairs of one run (scripts/emulated_hosts.py), unshaped."""
 
     def __init__(self, hosts=None):
-        self.hosts = list(hosts or HOSTS)  # scripts/chaos.py names one host per node of its job
-        self.bridge, self.namespaces, self.veths = None, [], []
-        self.subnet, self.addr, self.ns, self.outer = None, {}, {}, {}
+        super().__init__(list(hosts or HOSTS))  # scripts/chaos.py names one host per node of its job
 
     def create(self):
-        # The bridge's name is the lock: the first free number from pid % 10000 on is ours.
-        base = os.getpid() % 10000
-        for k in range(100):
-            n = (base + k) % 10000
-            code, out = ip("link", "add", f"trbr{n}", "type", "bridge")
-            if code == 0:
-                break
-            if "exists" not in out:
-                skip(f"cannot create a bridge ({out})")
-        else:
-            raise SystemExit("FAIL: no free bridge name trbr<N>")
-        self.bridge = f"trbr{n}"
-        self.subnet = pick_subnet(os.getpid())
-        hosts = list(self.subnet.hosts())
-        for i, host in enumerate(self.hosts):
-            ns, outer, inner = f"troupe{n}-{host}", f"trv{n}h{i}", f"trp{n}h{i}"
-            # leftovers of a run with our number that was SIGKILLed: ours now, so clear them
-            if os.path.exists(f"/run/netns/{ns}"):
-                ip("netns", "del", ns)
-            ip("link", "del", outer)
-            code, out = ip("netns", "add", ns)
-            if code != 0:
-                if i == 0:
-                    skip(f"cannot create a network namespace ({out})")
-                raise SystemExit(f"FAIL: ip netns add {ns}: {out}")
-            self.namespaces.append(ns)
-            ip_ok("link", "add", outer, "type", "veth", "peer", "name", inner, "netns", ns)
-            self.veths.append(outer)
-            ip_ok("link", "set", outer, "master", self.bridge)
-            ip_ok("link", "set", outer, "up")
-            ip_ok("-n", ns, "link", "set", "lo", "up")
-            ip_ok("-n", ns, "addr", "add", f"{hosts[i]}/{self.subnet.prefixlen}", "dev", inner)
-            ip_ok("-n", ns, "link", "set", inner, "up")
-            self.addr[host], self.ns[host], self.outer[host] = str(hosts[i]), ns, outer
-        ip_ok("link", "set", self.bridge, "up")
+        try:
+            super().create()
+        except RuntimeError as e:
+            if not self.namespaces_made():
+                skip(f"cannot create a bridge or a network namespace ({e})")
+            raise SystemExit(f"FAIL: {e}")
 
-    def destroy(self):
-        left = []
-        for ns in self.namespaces:  # deleting a namespace deletes the veth end inside, so the pair
-            code, out = ip("netns", "del", ns)
-            if code != 0:
-                left.append(f"namespace {ns} ({out})")
-        for veth in self.veths:
-            if ip("link", "show", veth)[0] == 0:
-                ip("link", "del", veth)
-        if self.bridge:
-            code, out = ip("link", "del", self.bridge)
-            if code != 0:
-                left.append(f"bridge {self.bridge} ({out})")
-        for veth in self.veths:
-            if ip("link", "show", veth)[0] == 0:
-                left.append(f"veth {veth}")
-        return left
+    def namespaces_made(self):
+        return bool(self.ns)
 
 
 class Cluster(cluster_run.Cluster):

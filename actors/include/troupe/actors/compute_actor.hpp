@@ -15,7 +15,7 @@
 //                                                 flight (backup workers: the others are done)
 // Internally (the spawned actor's own type, compute_actor.cpp, never handed out) it also
 // sends itself (watchdog_atom: the check that no request has waited longer than its timeout,
-// below).
+// below) and, as a stand-in, (stand_in_atom, phase, step, group): a push group's timer (below).
 // Sends (batch_report) to the metrics actor after every training batch. Both reports carry
 // top-k counts when the replica counts them (model::set_top_k; the node part sets the job's).
 //
@@ -58,6 +58,17 @@
 // those buffers as below, and answered weights are copied into the device parameters (one
 // host-to-device copy per key). The copies are synchronous and from pageable memory.
 //
+// Stand-in (compute_spawn_options::stand_in, for benchmarks of the communication): the actor
+// computes nothing. A training step takes `step` of the clock: after a third of it (forward)
+// the push groups leave one by one, evenly over the remaining two thirds (backward, in the
+// groups' order; without overlap all at the end), each triggered by a timer (delayed_send, so
+// no thread busy-waits or sleeps). Its gradients have the model's shapes and pseudo-random
+// values fixed by (seed, worker, step, parameter) (stand_in_gradients.hpp); the weights that
+// come back are installed as in training, and the next step starts once every group is
+// answered. The loaders are never asked (no batch is built; no activation is allocated); a
+// step counts `samples` samples and reports a zero loss. Validation answers at once with no
+// samples.
+//
 // Keys that are whole parameters travel by handle both ways. A parameter cut into slices is
 // pushed as views of the gradient buffer (no copy) and its answered slices are copied into the
 // replica's own buffer (one contiguous tensor is what the kernels read).
@@ -68,6 +79,7 @@
 #include <vector>
 
 #include <caf/actor_system.hpp>
+#include <caf/timespan.hpp>
 
 #include <troupe/actors/loader_actor.hpp>
 #include <troupe/actors/messages.hpp>
@@ -112,9 +124,20 @@ struct compute_wiring {
   request_timeouts timeouts;
 };
 
+/// A compute that takes a fixed time per batch instead of computing (see "Stand-in" above): a
+/// GPU of a given speed, so a cluster's communication runs as in training on any model.
+struct compute_stand_in {
+  caf::timespan step{0};      ///< time per training batch; 0: compute for real
+  std::int64_t samples = 0;   ///< samples one batch counts (the job's batch size)
+  std::uint64_t seed = 0;     ///< with the worker and step, fixes the gradients' values
+  bool active() const { return step.count() > 0; }
+};
+
 struct compute_spawn_options {
   /// Run on a thread of its own (true) or on the actor system's shared scheduler threads.
   bool detached = true;
+  /// Inactive (the default): a real compute.
+  compute_stand_in stand_in;
   /// A detached compute binds its thread (and the kernel threads it starts) to these CPUs
   /// (kernels/threading.hpp, bind_this_thread). Empty, or not detached: no binding.
   std::vector<int> cpus;

@@ -85,6 +85,9 @@ struct cluster_node_options {
   std::function<void(int)> use_threads;
   /// A worker's: where its compute actors run (node_part_options::devices). Empty: the CPU.
   std::vector<compute_device> devices;
+  /// A worker's: its computes take this time per batch instead of computing (benchmarks of the
+  /// communication; compute_stand_in in troupe/actors/compute_actor.hpp). Inactive: they compute.
+  compute_stand_in stand_in;
   /// A server or worker given a config: the job it resolves to, which the scheduler's must
   /// equal in everything but the process counts (those are the scheduler's, or a launcher's,
   /// to say). Empty: take the scheduler's job as it is.

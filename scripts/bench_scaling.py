@@ -1,0 +1,338 @@
+#!/usr/bin/env python3
+"""`troupe bench scaling`: how training throughput scales with workers over an emulated network.
+
+usage: troupe bench scaling --model M --link RATE[,LATENCY] --workers 1,2,4,8 --servers S|equal|colocated
+                            --compute-ms T [--batch 32] [--steps 10] [--epochs 3]
+
+Every row is one BSP cluster run (scheduler, S servers, W workers: `troupe node`), each node on an emulated
+host of its own (scripts/emulated_hosts.py: a network namespace, the link shaped with tc tbf at RATE both
+ways), the workers' computes replaced by stand-ins that take T ms per batch and push gradients of the
+model's real shapes (`--compute-stand-in-ms`). `--servers equal`: as many servers as workers, on hosts of
+their own; a number: that many server hosts; `colocated`: server i on worker i's host (as many as workers).
+
+The physical limit of a parameter-server step, with M the model's bytes and B the link's rate per
+direction: every worker pushes M and pulls M (at once: links are full duplex), every server takes in
+W*M/S, so a step moves its bytes no faster than floor = max(M/B, W*M/(S*B)) on separate hosts; colocated,
+each host sends the other W-1 servers their shares and answers the other W-1 workers from its own share:
+floor = 2*M*(W-1)/(W*B). A step cannot take less than max(compute, floor).
+
+Per row it prints: samples/s (W*batch / step), speed-up and efficiency against the one-worker row, the
+measured step (median of the epochs after the first, epoch time / steps) beside max(compute, floor) and
+their ratio, bytes per worker and per server per step measured (the scheduler's Traffic lines) beside the
+arithmetic (M each way per worker; W*M/S each way per server), the host machine's CPU use during the timed
+epochs (all cores, /proc/stat; in parentheses the share of it the run's own processes took) and the workers' peak resident memory. A row is marked CPU-bound when the
+host's cores were at least 90% busy: there the machine, not the emulated network, was the limit. The last
+line is `scaling/floor: R`, the worst ratio max(compute, floor) / step over the rows not CPU-bound.
+
+Needs root (namespaces, tc): refuses otherwise, saying so (exit 77).
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import emulated_hosts  # noqa: E402
+
+# name -> (config's model line, sample shape, classes)
+MODELS = {
+    "resnet-50": ("resnet(layers = 50)", (3, 224, 224), 1000),
+    "vgg-16": ("vgg(layers = 16)", (3, 224, 224), 1000),
+    "inception-bn": ("inception_bn", (3, 224, 224), 1000),
+    "resnet-110": ("resnet(layers = 110)", (3, 32, 32), 10),
+    "lenet": ("lenet", (1, 28, 28), 10),
+    "mlp": ("mlp", (1, 28, 28), 10),
+}
+CPU_BOUND = 0.90  # share of the host's cores busy from which a row counts as CPU-bound
+ROW_BOUND_S = 600  # a row must end within this
+UNITS = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
+
+
+class BenchError(Exception):
+    pass
+
+
+# --- the arithmetic (pure; tests/scripts/bench_scaling_test.py) -------------------------------------------
+def floor_seconds(model_bytes, rate_bits, workers, servers, colocated=False):
+    """The shortest a step's communication can take (module docstring)."""
+    per_s = rate_bits / 8.0
+    if colocated:
+        return 2.0 * model_bytes * (workers - 1) / (workers * per_s)
+    return max(model_bytes / per_s, workers * model_bytes / (servers * per_s))
+
+
+def expected_bytes_per_step(model_bytes, workers, servers):
+    """Bytes each way per step that a worker and a server node move: (worker, server). A worker pushes
+    and pulls the whole model; a server takes in and answers its share from every worker. Colocated, a
+    node moves the same bytes (its host's link carries less: the share for its own host goes through a
+    local socket)."""
+    return float(model_bytes), workers * model_bytes / servers
+
+
+def judge_rows(rows):
+    """Adds speed-up, efficiency, ratio and the CPU-bound mark to each row (dicts with workers, samples_s,
+    step_s, compute_s, floor_s, host_cpu); returns scaling/floor over rows not CPU-bound (None if none)."""
+    base = next((r for r in rows if r["workers"] == 1), None)
+    worst = None
+    for r in rows:
+        r["speedup"] = r["samples_s"] / base["samples_s"] if base else float("nan")
+        r["efficiency"] = r["speedup"] / r["workers"] if base else float("nan")
+        r["bound_s"] = max(r["compute_s"], r["floor_s"])
+        r["ratio"] = r["bound_s"] / r["step_s"]
+        r["cpu_bound"] = not r["host_cpu"] < CPU_BOUND  # unmeasured (nan) counts as bound
+        if not r["cpu_bound"]:
+            worst = r["ratio"] if worst is None else min(worst, r["ratio"])
+    return worst
+
+
+def parse_traffic(line):
+    """'Epoch[1] Traffic: scheduler rx 8.50 KiB tx 2.90 KiB; server_0 rx ...' -> {node: (rx, tx) bytes}."""
+    out = {}
+    for node, rx, ru, tx, tu in re.findall(r"(\w+) rx ([\d.]+) (B|KiB|MiB|GiB) tx ([\d.]+) (B|KiB|MiB|GiB)", line):
+        out[node] = (float(rx) * UNITS[ru], float(tx) * UNITS[tu])
+    return out
+
+
+def parse_epochs(text):
+    """The scheduler's output -> {epoch: seconds}, {epoch: traffic}."""
+    times = {int(e): float(s) for e, s in re.findall(r"Epoch\[(\d+)\] Time cost=([\d.]+)", text)}
+    traffic = {int(e): parse_traffic(rest) for e, rest in re.findall(r"Epoch\[(\d+)\] Traffic: (.*)", text)}
+    return times, traffic
+
+
+# --- measuring ---------------------------------------------------------------------------------------------
+def cpu_ticks():
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields), idle
+
+
+def peak_rss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            m = re.search(r"VmHWM:\s+(\d+) kB", f.read())
+        return int(m.group(1)) if m else 0
+    except OSError:
+        return 0
+
+
+def process_ticks(pid):
+    """utime + stime of a process, in clock ticks (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def model_bytes_of(troupe, config):
+    run = subprocess.run([troupe, "check", config], capture_output=True, text=True, timeout=600)
+    m = re.search(r"plan: .* (\d+) parameters", run.stdout)
+    if run.returncode != 0 or not m:
+        raise BenchError(f"`troupe check` could not read the model: {run.stdout[-500:]}{run.stderr[-500:]}")
+    return 4 * int(m.group(1))
+
+
+def write_config(path, args, workers, servers):
+    line, shape, classes = MODELS[args.model]
+    examples = args.batch * workers * args.steps
+    with open(path, "w") as f:
+        f.write(f"# troupe bench scaling: {args.model}, {workers} worker(s), {servers} server(s)\n"
+                f"cluster   {{ servers = {servers}  workers = {workers}  server_nodes = {servers}"
+                f"  worker_nodes = {workers} }}\n"
+                f"data      train = synthetic(shape = [{', '.join(map(str, shape))}], classes = {classes}, "
+                f"examples = {examples}, batch = {args.batch})\n"
+                f"model     {line}\n"
+                f"optimizer sgd(lr = 0.001, momentum = 0.9)\n"
+                f"schedule  constant(warmup = 0)\n"
+                f"topology  bsp\n"
+                f"train     {{ epochs = {args.epochs}  display = 0  threads = 1  eval_every = 0 }}\n")
+
+
+def run_row(args, troupe, link, workers, workdir):
+    colocated = args.servers == "colocated"
+    servers = workers if args.servers in ("equal", "colocated") else int(args.servers)
+    config = os.path.join(workdir, f"w{workers}.troupe")
+    write_config(config, args, workers, servers)
+    hosts = ["scheduler"] + [f"worker{i}" for i in range(workers)]
+    if not colocated:
+        hosts += [f"server{i}" for i in range(servers)]
+    host_of_server = (lambda i: f"worker{i}") if colocated else (lambda i: f"server{i}")
+    env = dict(os.environ, TROUPE_SECRET=os.urandom(16).hex())
+    # A peer timeout well above the default 5 s: at 1 Gbit a pull of a big model (VGG-16: 528 MiB, 4.4 s)
+    # is one frame, and the heartbeats queue behind it on the same connection.
+    common = ["--config", config, "--progress", "off", "--join-timeout", "120", "--request-timeout", "300",
+              "--heartbeat", "2", "--peer-timeout", "60"]
+    logs = {}
+
+    def start(hostset, host, name, argv):
+        logs[name] = open(os.path.join(workdir, f"w{workers}-{name}.log"), "w+")
+        return hostset.start(host, [troupe, "node"] + argv + common, stdout=logs[name], stderr=subprocess.STDOUT,
+                             env=env)
+
+    with emulated_hosts.EmulatedHosts(hosts, link) as net:
+        port_file = os.path.join(workdir, f"w{workers}.port")
+        sched = start(net, "scheduler", "scheduler",
+                      ["--role", "scheduler", "--scheduler", f"{net.addr['scheduler']}:0", "--port-file", port_file])
+        deadline = time.time() + 60
+        while not (os.path.exists(port_file) and open(port_file).read().strip()):
+            if sched.poll() is not None or time.time() > deadline:
+                raise BenchError(f"the scheduler did not listen: {tail(logs['scheduler'])}")
+            time.sleep(0.05)
+        at = ["--scheduler", f"{net.addr['scheduler']}:{int(open(port_file).read())}"]
+        procs = {}
+        for i in range(servers):
+            addr = net.addr[host_of_server(i)]
+            procs[f"server{i}"] = start(net, host_of_server(i), f"server{i}",
+                                        ["--role", "server", "--rank", str(i), "--listen", addr] + at)
+        for i in range(workers):
+            procs[f"worker{i}"] = start(net, f"worker{i}", f"worker{i}",
+                                        ["--role", "worker", "--rank", str(i), "--advertise", net.addr[f"worker{i}"],
+                                         "--compute-stand-in-ms", f"{args.compute_ms:g}"] + at)
+        # the host's CPU from the end of epoch 0 (connections warm) to the end of the run
+        # (and our nodes' own CPU, sampled while they all run: the host's may include other work)
+        deadline, mark, rss, end = time.time() + ROW_BOUND_S, None, 0, None
+        everyone = list(procs.values()) + [sched]
+        while sched.poll() is None:
+            if time.time() > deadline:
+                raise BenchError(f"{workers} worker(s): the run did not end within {ROW_BOUND_S} s")
+            sample = (cpu_ticks(), sum(process_ticks(p.pid) for p in everyone), time.time())
+            if mark is None and "Epoch[0] Time cost" in read(logs["scheduler"]):
+                mark = sample
+            elif mark is not None and all(p.poll() is None for p in everyone):
+                end = sample
+            rss = max([rss] + [peak_rss_kib(p.pid) for n, p in procs.items() if n.startswith("worker")])
+            time.sleep(0.1)
+        for name, p in procs.items():
+            try:
+                p.wait(60)
+            except subprocess.TimeoutExpired:
+                raise BenchError(f"{name} still runs 60 s after the scheduler ended")
+        failed = {n: p.returncode for n, p in list(procs.items()) + [("scheduler", sched)] if p.returncode}
+        if failed:
+            raise BenchError(f"{workers} worker(s): exit statuses {failed}; scheduler: {tail(logs['scheduler'])}")
+    text = read(logs["scheduler"])
+    times, traffic = parse_epochs(text)
+    timed = [e for e in sorted(times) if e >= 1]
+    if not timed:
+        raise BenchError(f"{workers} worker(s): no timed epoch in the scheduler's output: {tail(logs['scheduler'])}")
+    host_cpu = nodes_cpu = float("nan")  # a run shorter than two samples: unmeasured, counted CPU-bound
+    if mark is not None and end is not None and end[2] > mark[2]:
+        total, idle = end[0][0] - mark[0][0], end[0][1] - mark[0][1]
+        host_cpu = (total - idle) / total if total else float("nan")
+        nodes_cpu = (end[1] - mark[1]) / os.sysconf("SC_CLK_TCK") / (end[2] - mark[2]) / (os.cpu_count() or 1)
+    step_s = statistics.median(times[e] for e in timed) / args.steps
+
+    def per_step(prefix, which):
+        vals = [v[which] for e in timed for n, v in traffic.get(e, {}).items() if n.startswith(prefix)]
+        return statistics.mean(vals) / args.steps if vals else float("nan")
+
+    return {"workers": workers, "servers": servers, "colocated": colocated, "step_s": step_s,
+            "samples_s": workers * args.batch / step_s, "compute_s": args.compute_ms / 1000.0,
+            "host_cpu": host_cpu, "nodes_cpu": nodes_cpu, "rss_mib": rss / 1024.0,
+            "worker_tx": per_step("worker", 1), "worker_rx": per_step("worker", 0),
+            "server_rx": per_step("server", 0), "server_tx": per_step("server", 1)}
+
+
+def read(f):
+    f.flush()
+    with open(f.name) as g:
+        return g.read()
+
+
+def tail(f, n=1500):
+    return read(f)[-n:]
+
+
+def mib(x):
+    return f"{x / 2 ** 20:.1f}"
+
+
+def print_table(args, link, model_bytes, rows, worst):
+    print(f"model {args.model}: {mib(model_bytes)} MiB; link {link} per direction; stand-in {args.compute_ms:g} ms "
+          f"per batch of {args.batch}; servers {args.servers}; {args.steps} steps per epoch, median of epochs "
+          f"1..{args.epochs - 1}")
+    print("| workers | servers | samples/s | speed-up | efficiency | step ms | max(compute, floor) ms | ratio | "
+          "worker MiB/step tx, rx (expected) | server MiB/step rx, tx (expected) | host CPU (nodes) | worker RSS MiB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        w_exp, s_exp = expected_bytes_per_step(model_bytes, r["workers"], r["servers"])
+        mark = " CPU-bound" if r["cpu_bound"] else ""
+        print(f"| {r['workers']} | {r['servers']}{' colocated' if r['colocated'] else ''} | {r['samples_s']:.1f} | "
+              f"{r['speedup']:.2f} | {r['efficiency']:.2f} | {r['step_s'] * 1e3:.0f} | "
+              f"max({r['compute_s'] * 1e3:.0f}, {r['floor_s'] * 1e3:.0f}) = {r['bound_s'] * 1e3:.0f} | "
+              f"{r['ratio']:.2f} | {mib(r['worker_tx'])}, {mib(r['worker_rx'])} ({mib(w_exp)}) | "
+              f"{mib(r['server_rx'])}, {mib(r['server_tx'])} ({mib(s_exp)}) | {r['host_cpu'] * 100:.0f}% ({r['nodes_cpu'] * 100:.0f}%){mark} | "
+              f"{r['rss_mib']:.0f} |")
+    print(f"(over every row, CPU-bound ones included: {min(r['ratio'] for r in rows):.2f})")
+    print(f"scaling/floor: {worst:.2f}" if worst is not None else "scaling/floor: n/a (every row CPU-bound)")
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="troupe bench scaling", description=__doc__.split("\n\n", 1)[1],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--troupe", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--model", required=True, choices=sorted(MODELS), help="a zoo model")
+    p.add_argument("--link", required=True, help="RATE[,LATENCY] of every host's link, e.g. 1gbit or 10gbit")
+    p.add_argument("--workers", default="1,2,4", help="worker hosts per row, e.g. 1,2,4,8 (default 1,2,4)")
+    p.add_argument("--servers", default="equal", help="server hosts: a number, equal (as many as workers) or "
+                   "colocated (one on each worker's host) (default equal)")
+    p.add_argument("--compute-ms", type=float, required=True, help="the stand-in's time per batch")
+    p.add_argument("--batch", type=int, default=32, help="samples per batch per worker (default 32)")
+    p.add_argument("--steps", type=int, default=10, help="steps per epoch (default 10)")
+    p.add_argument("--epochs", type=int, default=3, help="epochs per row; the first is not timed (default 3)")
+    args = p.parse_args(argv)
+    try:
+        args.worker_counts = [int(x) for x in args.workers.split(",") if x.strip()]
+    except ValueError:
+        p.error(f"--workers '{args.workers}': expected numbers, e.g. 1,2,4")
+    if not args.worker_counts or min(args.worker_counts) < 1 or max(args.worker_counts) > 64:
+        p.error(f"--workers '{args.workers}': each 1 to 64")
+    if args.servers not in ("equal", "colocated") and not (args.servers.isdigit() and int(args.servers) >= 1):
+        p.error(f"--servers '{args.servers}': a number >= 1, equal or colocated")
+    if args.compute_ms <= 0 or args.batch < 1 or args.steps < 1 or args.epochs < 2:
+        p.error("--compute-ms must be > 0, --batch and --steps >= 1, --epochs >= 2 (the first is not timed)")
+    try:
+        args.link_value = emulated_hosts.parse_link(args.link)
+    except ValueError as e:
+        p.error(f"--link: {e}")
+    return args
+
+
+def main(argv):
+    args = parse_args(argv)
+    troupe = os.path.abspath(args.troupe or "troupe")
+    if os.geteuid() != 0:
+        print("troupe bench scaling: needs root: every node runs on an emulated host (a network namespace "
+              f"with a tc-shaped link; scripts/emulated_hosts.py); euid is {os.geteuid()}", file=sys.stderr)
+        return emulated_hosts.SKIP
+    emulated_hosts.need_root()
+    workdir = tempfile.mkdtemp(prefix="troupe-bench-scaling-")
+    try:
+        write_config(os.path.join(workdir, "model.troupe"), args, 1, 1)
+        model_bytes = model_bytes_of(troupe, os.path.join(workdir, "model.troupe"))
+        rows = []
+        for w in args.worker_counts:
+            row = run_row(args, troupe, args.link_value, w, workdir)
+            row["floor_s"] = floor_seconds(model_bytes, args.link_value.rate_bits, w, row["servers"], row["colocated"])
+            rows.append(row)
+            print(f"# {w} worker(s): step {row['step_s'] * 1e3:.0f} ms, host CPU {row['host_cpu'] * 100:.0f}%",
+                  file=sys.stderr, flush=True)
+        worst = judge_rows(rows)
+        print_table(args, args.link_value, model_bytes, rows, worst)
+    except (BenchError, RuntimeError) as e:
+        print(f"troupe bench scaling: {e} (logs in {workdir})", file=sys.stderr)
+        return 1
+    import shutil
+    shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,384 @@
+#!/usr/bin/env python3
+"""Emulated hosts: each named host in a Linux network namespace of its own, on a private bridge, its link
+shaped with tc, so several Troupe nodes on one machine talk as if over a real network.
+
+Layout (root only): a bridge `teb<N>` in the root namespace (N: the first free number from pid % 10000,
+which is also what makes two runs not collide), and per host a namespace `troupe-emu<N>-<host>` joined to
+the bridge by a veth pair `tev<N>h<i>` (bridge side) / `tep<N>h<i>` (inside), holding address i+1 of a
+private /24 (10.x.y.0, one no address or route of this machine overlaps). Shaping, when a rate is given:
+tbf on both ends of every host's veth pair, so a host sends at most RATE (its inner end) and receives at
+most RATE (the bridge end, whose egress is towards the host): full duplex, as an Ethernet port is. A
+latency adds netem on the inner end only, so host to host one way is that latency. A server that W
+workers push to is therefore held to RATE in, as the floor arithmetic of `troupe bench scaling` assumes.
+
+Use it as a context manager; everything it made is deleted on exit, also on an exception, Ctrl-C,
+SIGTERM or SIGHUP (processes started with `start` are killed first, by process group):
+
+    with EmulatedHosts(["a", "b"], link=parse_link("1gbit,1ms")) as hosts:
+        hosts.start("b", ["python3", "-c", "..."])
+        hosts.run("a", ["ip", "addr"])
+
+Command line (root): `emulated_hosts.py measure [--link 1gbit[,LAT]] [--seconds 3] [--streams 1]` prints
+the TCP throughput between two emulated hosts; `emulated_hosts.py leftovers` lists namespaces and links
+of emulated hosts that are not deleted (exit 1 if any).
+"""
+import argparse
+import ipaddress
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+SKIP = 77                      # ctest's SKIP_RETURN_CODE for tests that need root
+NS_PREFIX = "troupe-emu"       # namespaces: troupe-emu<N>-<host>
+LINK_PREFIXES = ("teb", "tev")  # bridges teb<N>, bridge-side veths tev<N>h<i> (inner ends die with their namespace)
+_UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12}
+
+
+class Link:
+    """How every emulated host's link is shaped: rate in bits/s (0: unshaped), one-way latency in ms."""
+
+    def __init__(self, rate_bits=0.0, latency_ms=0.0):
+        self.rate_bits, self.latency_ms = float(rate_bits), float(latency_ms)
+
+    def __repr__(self):
+        text = format_rate(self.rate_bits) if self.rate_bits else "unshaped"
+        return text + (f",{self.latency_ms:g}ms" if self.latency_ms else "")
+
+
+def parse_rate(text):
+    """'1gbit' -> 1e9 bits/s (tc's units: bit, kbit, mbit, gbit, tbit)."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kmgt]?bit)\s*", text.lower())
+    if not m or float(m.group(1)) <= 0:
+        raise ValueError(f"link rate '{text}': expected a positive number and a unit (bit, kbit, mbit, gbit), "
+                         "e.g. 1gbit")
+    return float(m.group(1)) * _UNITS[m.group(2)]
+
+
+def parse_link(text):
+    """'RATE[,LATENCY]', e.g. '1gbit' or '10gbit,0.5ms' -> Link. Raises ValueError naming what is wrong."""
+    parts = text.split(",")
+    if len(parts) > 2 or not parts[0].strip():
+        raise ValueError(f"link '{text}': expected RATE[,LATENCY], e.g. 1gbit or 1gbit,2ms")
+    latency = 0.0
+    if len(parts) == 2:
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(us|ms|s)\s*", parts[1].lower())
+        if not m:
+            raise ValueError(f"link '{text}': latency '{parts[1]}' must be a number with us, ms or s, e.g. 2ms")
+        latency = float(m.group(1)) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(2)]
+    return Link(parse_rate(parts[0]), latency)
+
+
+def format_rate(bits):
+    for unit, scale in (("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3)):
+        if bits >= scale:
+            return f"{bits / scale:g}{unit}"
+    return f"{bits:g}bit"
+
+
+def tbf_burst_bytes(rate_bits):
+    """tbf's bucket: a millisecond of traffic, at least 128 KiB (notes/cluster.md: 128kb at 1gbit gave
+    951 Mbit/s, 1mb at 10gbit 9.38 Gbit/s; a smaller bucket starves the sender between ticks)."""
+    return max(128 * 1024, int(rate_bits / 8 / 1000))
+
+
+def need_root():
+    """Exits 77 (skipped) with one line why, unless this can make namespaces (root, `ip` and `tc`)."""
+    if os.geteuid() != 0:
+        print(f"skipped: emulated hosts need root (network namespaces, tc); euid is {os.geteuid()}")
+        raise SystemExit(SKIP)
+    for tool in ("ip", "tc"):
+        if not shutil.which(tool):
+            print(f"skipped: no `{tool}` command (iproute2)")
+            raise SystemExit(SKIP)
+
+
+def _cmd(argv, timeout=20):
+    try:
+        run = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return 124, f"{' '.join(argv)}: still runs after {timeout} s"
+    return run.returncode, (run.stdout + run.stderr).strip()
+
+
+def _ok(*argv):
+    code, out = _cmd(list(argv))
+    if code != 0:
+        raise RuntimeError(f"emulated hosts: `{' '.join(argv)}` failed: {out}")
+    return out
+
+
+def _used_networks():
+    """Every IPv4 network the root namespace has an address or a route in."""
+    nets = []
+    _, addrs = _cmd(["ip", "-o", "-4", "addr"])
+    for cidr in re.findall(r"\binet (\S+)", addrs):
+        nets.append(ipaddress.ip_interface(cidr).network)
+    _, routes = _cmd(["ip", "-o", "-4", "route", "show", "table", "all"])
+    for line in routes.splitlines():
+        words = [w for w in line.split() if w not in ("unicast", "local", "broadcast", "multicast")]
+        if not words or words[0] == "default":
+            continue
+        try:
+            nets.append(ipaddress.ip_network(words[0], strict=False))
+        except ValueError:
+            pass
+    return nets
+
+
+def _free_subnet(seed):
+    used = _used_networks()
+    for k in range(200 * 256):
+        n = (seed + k) % (200 * 256)
+        net = ipaddress.ip_network(f"10.{40 + n // 256}.{n % 256}.0/24")
+        if not any(net.overlaps(u) for u in used):
+            return net
+    raise RuntimeError("emulated hosts: no free 10.x.y.0/24 on this machine")
+
+
+def leftovers(number=None):
+    """Namespaces and links of emulated hosts that still exist (of run `number`, or of any run)."""
+    tag = "" if number is None else str(number)
+    found = []
+    _, names = _cmd(["ip", "netns", "list"])
+    for line in names.splitlines():
+        name = line.split()[0] if line.split() else ""
+        if re.fullmatch(rf"{NS_PREFIX}{tag}{'' if tag else '[0-9]+'}-.+", name):
+            found.append(f"namespace {name}")
+    _, links = _cmd(["ip", "-o", "link"])
+    for name in re.findall(r"^\d+: ([^:@]+)", links, re.M):
+        if re.fullmatch(rf"(teb{tag}|tev{tag}h\d+)" if tag else r"(teb\d+|tev\d+h\d+)", name):
+            found.append(f"link {name}")
+    return found
+
+
+class EmulatedHosts:
+    """The bridge, namespaces, veth pairs and shaping of one set of emulated hosts, and the processes
+    started in them. Attributes after create(): addr[host] (its IPv4 address), ns[host] (namespace),
+    outer[host] (bridge-side veth), inner[host] (the host's own interface), number (N)."""
+
+    def __init__(self, names, link=None):
+        if len(set(names)) != len(names) or not names:
+            raise ValueError(f"emulated hosts: names must be distinct and non-empty, got {names}")
+        if len(names) > 250:
+            raise ValueError(f"emulated hosts: at most 250 hosts on one /24, got {len(names)}")
+        self.names, self.link = list(names), link or Link()
+        self.number, self.bridge, self.subnet = None, None, None
+        self.addr, self.ns, self.outer, self.inner = {}, {}, {}, {}
+        self._namespaces, self._veths, self._procs = [], [], []
+        self._old_handlers = {}
+
+    # --- life cycle -------------------------------------------------------------------------------
+    def __enter__(self):
+        self._catch_signals()
+        try:
+            self.create()
+        except BaseException:
+            self.__exit__(*sys.exc_info())
+            raise
+        return self
+
+    def __exit__(self, kind, value, trace):
+        left = self.destroy()
+        self._restore_signals()
+        if left and kind is None:
+            raise RuntimeError(f"emulated hosts: left behind: {', '.join(left)}")
+        if left:
+            print(f"emulated hosts: left behind: {', '.join(left)}", file=sys.stderr)
+        return False
+
+    def _catch_signals(self):
+        # SIGTERM (a test driver's timeout) and SIGHUP unwind as Ctrl-C does, so `finally` deletes.
+        if threading_main():
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                self._old_handlers[sig] = signal.signal(sig, _exit_on_signal)
+
+    def _restore_signals(self):
+        for sig, handler in self._old_handlers.items():
+            signal.signal(sig, handler)
+        self._old_handlers = {}
+
+    def create(self):
+        base = os.getpid() % 10000
+        for k in range(100):  # the bridge's name is the lock: the first free number is ours
+            n = (base + k) % 10000
+            code, out = _cmd(["ip", "link", "add", f"teb{n}", "type", "bridge"])
+            if code == 0:
+                break
+            if "exists" not in out:
+                raise RuntimeError(f"emulated hosts: cannot create a bridge: {out}")
+        else:
+            raise RuntimeError("emulated hosts: no free bridge name teb<N>")
+        self.number, self.bridge = n, f"teb{n}"
+        self.subnet = _free_subnet(os.getpid())
+        addresses = list(self.subnet.hosts())
+        for i, host in enumerate(self.names):
+            ns, outer, inner = f"{NS_PREFIX}{n}-{host}", f"tev{n}h{i}", f"tep{n}h{i}"
+            if os.path.exists(f"/run/netns/{ns}"):  # a SIGKILLed run with our number: ours now
+                _cmd(["ip", "netns", "del", ns])
+            _cmd(["ip", "link", "del", outer])
+            _ok("ip", "netns", "add", ns)
+            self._namespaces.append(ns)
+            _ok("ip", "link", "add", outer, "type", "veth", "peer", "name", inner, "netns", ns)
+            self._veths.append(outer)
+            _ok("ip", "link", "set", outer, "master", self.bridge)
+            _ok("ip", "link", "set", outer, "up")
+            _ok("ip", "-n", ns, "link", "set", "lo", "up")
+            _ok("ip", "-n", ns, "addr", "add", f"{addresses[i]}/{self.subnet.prefixlen}", "dev", inner)
+            _ok("ip", "-n", ns, "link", "set", inner, "up")
+            self.addr[host], self.ns[host], self.outer[host], self.inner[host] = str(addresses[i]), ns, outer, inner
+            self._shape(ns, inner, outer)
+        _ok("ip", "link", "set", self.bridge, "up")
+
+    def _shape(self, ns, inner, outer):
+        if not self.link.rate_bits:
+            return
+        rate = f"{int(self.link.rate_bits)}bit"
+        tbf = ["tbf", "rate", rate, "burst", str(tbf_burst_bytes(self.link.rate_bits)), "latency", "20ms"]
+        _ok("tc", "qdisc", "add", "dev", outer, "root", *tbf)  # what the host receives
+        if self.link.latency_ms:
+            _ok("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", inner, "root", "handle", "1:", *tbf)
+            code, out = _cmd(["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", inner, "parent", "1:1",
+                              "handle", "10:", "netem", "delay", f"{self.link.latency_ms:g}ms", "limit", "100000"])
+            if code != 0:
+                why = ("this kernel has no netem (sch_netem)" if "unknown" in out else out)
+                raise RuntimeError(f"emulated hosts: cannot add {self.link.latency_ms:g} ms of latency: {why}; "
+                                   "give the link a rate alone (e.g. 1gbit)")
+        else:
+            _ok("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", inner, "root", *tbf)  # what it sends
+
+    def destroy(self):
+        """Kills the processes started here, deletes namespaces, veths and bridge; returns what is left."""
+        left = self.kill_all()
+        for ns in self._namespaces:  # deleting a namespace deletes the veth end inside, so the pair
+            code, out = _cmd(["ip", "netns", "del", ns])
+            if code != 0:
+                left.append(f"namespace {ns} ({out})")
+        for veth in self._veths:
+            if _cmd(["ip", "link", "show", veth])[0] == 0:
+                _cmd(["ip", "link", "del", veth])
+        if self.bridge:
+            code, out = _cmd(["ip", "link", "del", self.bridge])
+            if code != 0:
+                left.append(f"bridge {self.bridge} ({out})")
+        if self.number is not None:
+            left += [x for x in leftovers(self.number) if x not in left]
+        self._namespaces, self._veths, self.bridge = [], [], None
+        return left
+
+    # --- processes ---------------------------------------------------------------------------------
+    def command(self, host, argv):
+        """argv run inside `host`'s namespace (`ip netns exec` execs it: the pid is the command's own)."""
+        return ["ip", "netns", "exec", self.ns[host]] + list(argv)
+
+    def start(self, host, argv, **popen_args):
+        """Starts argv in `host` in a session of its own (killed with its group at the end)."""
+        proc = subprocess.Popen(self.command(host, argv), start_new_session=True, **popen_args)
+        self._procs.append(proc)
+        return proc
+
+    def run(self, host, argv, timeout=60, **run_args):
+        return subprocess.run(self.command(host, argv), timeout=timeout, **run_args)
+
+    def kill_all(self):
+        """SIGKILLs every process group started here that still runs; names any that will not die."""
+        left = []
+        for proc in self._procs:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    left.append(f"process {proc.pid}")
+        self._procs = [p for p in self._procs if p.poll() is None]
+        return left
+
+
+def threading_main():
+    import threading
+    return threading.current_thread() is threading.main_thread()
+
+
+def _exit_on_signal(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+# --- host-to-host throughput -------------------------------------------------------------------------
+_RECEIVER = r"""
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], 0)); s.listen(16); print(s.getsockname()[1], flush=True)
+streams = int(sys.argv[2]); conns = [s.accept()[0] for _ in range(streams)]
+import selectors
+sel = selectors.DefaultSelector()
+for c in conns: sel.register(c, selectors.EVENT_READ)
+buf = bytearray(1 << 20); total = 0; first = None; open_ = streams
+while open_:
+    for key, _ in sel.select():
+        n = key.fileobj.recv_into(buf)
+        if n == 0:
+            sel.unregister(key.fileobj); open_ -= 1; continue
+        if first is None: first = time.monotonic()
+        total += n
+print(total, time.monotonic() - first, flush=True)
+"""
+
+_SENDER = r"""
+import socket, sys, time, threading
+host, port, seconds, streams = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+chunk = memoryview(bytearray(4 << 20))
+def send():
+    c = socket.create_connection((host, port)); end = time.monotonic() + seconds
+    while time.monotonic() < end: c.sendall(chunk)
+    c.close()
+ts = [threading.Thread(target=send) for _ in range(streams)]
+[t.start() for t in ts]; [t.join() for t in ts]
+"""
+
+
+def measure_throughput(hosts, sender, receiver, seconds=3.0, streams=1):
+    """TCP bits/s from `sender` to `receiver` (python3 sockets, `streams` connections at once)."""
+    rx = hosts.start(receiver, [sys.executable, "-c", _RECEIVER, hosts.addr[receiver], str(streams)],
+                     stdout=subprocess.PIPE, text=True)
+    port = rx.stdout.readline().strip()
+    if not port:
+        raise RuntimeError("throughput probe: the receiver did not start")
+    hosts.run(sender, [sys.executable, "-c", _SENDER, hosts.addr[receiver], port, str(seconds), str(streams)],
+              timeout=seconds + 30, check=True)
+    out, _ = rx.communicate(timeout=30)
+    total, elapsed = out.split()
+    return int(total) * 8 / float(elapsed)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    m = sub.add_parser("measure", help="TCP throughput between two emulated hosts")
+    m.add_argument("--link", default="1gbit", help="RATE[,LATENCY], e.g. 1gbit or 10gbit,1ms")
+    m.add_argument("--seconds", type=float, default=3.0)
+    m.add_argument("--streams", type=int, default=1)
+    sub.add_parser("leftovers", help="namespaces and links of emulated hosts still there (exit 1 if any)")
+    args = parser.parse_args()
+    need_root()
+    if args.what == "leftovers":
+        found = leftovers()
+        print("\n".join(found) if found else "none")
+        raise SystemExit(1 if found else 0)
+    try:
+        link = parse_link(args.link)
+    except ValueError as e:
+        raise SystemExit(f"emulated_hosts.py: --link: {e}")
+    with EmulatedHosts(["a", "b"], link) as hosts:
+        bits = measure_throughput(hosts, "a", "b", args.seconds, args.streams)
+        print(f"link {link}: {bits / 1e6:.0f} Mbit/s from {hosts.addr['a']} to {hosts.addr['b']} "
+              f"({args.streams} TCP stream(s), {args.seconds:g} s)")
+
+
+if __name__ == "__main__":
+    main()

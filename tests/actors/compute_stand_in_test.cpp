@@ -1,0 +1,276 @@
+// The compute stand-in (compute_stand_in, compute_actor.hpp) message by message on CAF's
+// deterministic test coordinator (caf/test/dsl.hpp): the clock moves only when the test says,
+// so "no push before its timer" and "every push once the step's time is up" are checked facts.
+// A recording shard answers pushes and pulls; a recording loader shows it is never asked (no
+// batch, so no forward pass and no activation). The gradients pushed have the model's shapes,
+// are not constant, change with the step and equal what stand_in_gradients gives for (seed,
+// worker, step, slot). ctest runs each case alone.
+#define CAF_SUITE compute_stand_in
+#define CAF_TEST_UNIT_TEST_IMPL
+
+#include <caf/test/dsl.hpp>
+#include <caf/test/unit_test_impl.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <troupe/actors/actor_errors.hpp>
+#include <troupe/actors/compute_actor.hpp>
+#include <troupe/actors/stand_in_gradients.hpp>
+#include <troupe/graph/zoo.hpp>
+
+using namespace troupe;
+
+namespace {
+
+struct shard_probe {
+  std::vector<gradient_push> pushes;
+  int pulls = 0;
+  bool wrong_shape = false;  // answer pushes with weights of the wrong shape
+};
+
+// Answers a pull with every key's weights (the model's shapes, zeros) and a push with the
+// pushed keys' weights; records the pushes.
+push_target_actor::behavior_type recording_shard(push_target_actor::pointer, std::shared_ptr<shard_probe> probe,
+                                                 std::vector<shape_t> shapes) {
+  return {
+    [=](push_atom, gradient_push& push) {
+      weight_set ws;
+      ws.keys = push.keys;
+      for (auto k : push.keys)
+        ws.weights.push_back(tensor(probe->wrong_shape ? shape_t{1, 2, 3} : shapes[k]));
+      probe->pushes.push_back(std::move(push));
+      return ws;
+    },
+    [=](pull_atom, deadline) {
+      ++probe->pulls;
+      weight_set ws;
+      for (std::size_t k = 0; k < shapes.size(); ++k) {
+        ws.keys.push_back(k);
+        ws.weights.push_back(tensor(shapes[k]));
+      }
+      return ws;
+    },
+  };
+}
+
+struct loader_probe {
+  int asked = 0;
+};
+
+loader_actor::behavior_type recording_loader(loader_actor::pointer, std::shared_ptr<loader_probe> probe) {
+  return {
+    [=](epoch_atom, std::int64_t) { ++probe->asked; },
+    [=](next_atom) -> caf::result<loader_item> {
+      ++probe->asked;
+      return make_error(errc::bad_request, "a stand-in asked for a batch");
+    },
+  };
+}
+
+struct metrics_probe {
+  std::vector<batch_report> batches;
+};
+
+metrics_sink_actor::behavior_type recording_metrics(metrics_sink_actor::pointer, std::shared_ptr<metrics_probe> probe) {
+  return {
+    [=](const batch_report& r) { probe->batches.push_back(r); },
+    [=](const phase_report&) {},
+    [=](flush_atom) { return true; },
+  };
+}
+
+struct outcome {
+  bool answered = false;
+  phase_report report;
+  caf::error error;
+};
+
+caf::behavior host(caf::event_based_actor* self, compute_actor compute, std::shared_ptr<outcome> out) {
+  self->request(compute, caf::infinite, train_atom::value, std::int64_t{0}, deadline{})
+    .then(
+      [=](phase_report& r) {
+        out->answered = true;
+        out->report = r;
+      },
+      [=](caf::error& err) {
+        out->answered = true;
+        out->error = std::move(err);
+      });
+  return {[](const std::string&) {}};
+}
+
+constexpr std::int64_t samples = 32;
+constexpr std::uint64_t seed = 7;
+constexpr int worker = 3;
+const caf::timespan step_time = std::chrono::milliseconds(300);
+
+struct stand_in_fixture : test_coordinator_fixture<> {
+  std::shared_ptr<shard_probe> shard = std::make_shared<shard_probe>();
+  std::shared_ptr<loader_probe> loader = std::make_shared<loader_probe>();
+  std::shared_ptr<metrics_probe> metrics = std::make_shared<metrics_probe>();
+  std::shared_ptr<outcome> result = std::make_shared<outcome>();
+  std::vector<shape_t> shapes;
+  std::size_t groups = 0;
+  std::vector<caf::actor> spawned;
+
+  ~stand_in_fixture() override {
+    for (auto& a : spawned)
+      caf::anon_send_exit(a, caf::exit_reason::kill);
+  }
+
+  // A ResNet-20 replica (CIFAR shapes), one key per parameter, one push group per key in
+  // backward order (last parameter first); two steps per epoch.
+  void start(bool overlap = true) {
+    model_spec spec{"resnet", 20, {3, 32, 32}, 10, 0};
+    auto replica = build_model(spec);
+    compute_wiring w;
+    w.worker = worker;
+    shard_route route;
+    route.source_index = worker;
+    for (std::size_t slot = 0; slot < replica->parameters().size(); ++slot) {
+      const auto& value = replica->parameters()[slot]->value;
+      shapes.push_back(value.shape());
+      route.keys.push_back(key_slice{slot, 0, value.numel(), true});
+    }
+    groups = shapes.size();
+    for (std::size_t k = groups; k-- > 0;)
+      w.groups.push_back(push_group{0, {k}, shape_numel(shapes[k])});
+    auto s = sys.spawn(recording_shard, shard, shapes);
+    route.shard = s;
+    w.shards = {route};
+    auto l = sys.spawn(recording_loader, loader);
+    w.train_loader = w.validation_loader = l;
+    auto m = sys.spawn(recording_metrics, metrics);
+    w.metrics = m;
+    w.batches_per_epoch = 2;
+    w.overlap = overlap;
+    compute_spawn_options options;
+    options.detached = false;  // on the test coordinator
+    options.stand_in = compute_stand_in{step_time, samples, seed};
+    auto c = spawn_compute(sys, std::move(replica), w, options);
+    spawned = {caf::actor_cast<caf::actor>(s), caf::actor_cast<caf::actor>(l), caf::actor_cast<caf::actor>(m),
+               caf::actor_cast<caf::actor>(c)};
+    spawned.push_back(sys.spawn(host, caf::actor_cast<compute_actor>(c), result));
+    consume_messages();
+  }
+
+  // When group g (0-based, in push order) of a step is due, from the step's start.
+  caf::timespan due(std::size_t g) const {
+    return step_time / 3 + (step_time - step_time / 3) * static_cast<std::int64_t>(g + 1)
+                             / static_cast<std::int64_t>(groups);
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(compute_stand_in_tests, stand_in_fixture)
+
+// Each group leaves when its timer fires, not before; the step's batch report comes with the
+// last one; the next step starts only once every group is answered; two steps end the phase.
+CAF_TEST(pushes_leave_on_their_timers_and_the_loader_is_never_asked) {
+  start();
+  CAF_REQUIRE_EQUAL(shard->pulls, 1);  // the weights first
+  CAF_CHECK_EQUAL(shard->pushes.size(), 0u);
+  for (std::int64_t step = 0; step < 2; ++step) {
+    const auto before = shard->pushes.size();
+    caf::timespan now{0};
+    for (std::size_t g = 0; g < groups; ++g) {
+      advance_time(due(g) - now - caf::timespan{1});  // a nanosecond early: not yet
+      consume_messages();
+      CAF_REQUIRE_EQUAL(shard->pushes.size(), before + g);
+      advance_time(caf::timespan{1});
+      consume_messages();
+      now = due(g);
+      CAF_REQUIRE_EQUAL(shard->pushes.size(), before + g + 1);
+      CAF_CHECK_EQUAL(shard->pushes.back().step, step);
+      CAF_CHECK_EQUAL(shard->pushes.back().keys, (std::vector<std::size_t>{groups - 1 - g}));
+      CAF_CHECK_EQUAL(metrics->batches.size(), static_cast<std::size_t>(step + (g + 1 == groups ? 1 : 0)));
+    }
+    CAF_CHECK_EQUAL(now, step_time);
+  }
+  CAF_REQUIRE(result->answered);
+  CAF_REQUIRE(!result->error);
+  CAF_CHECK_EQUAL(result->report.samples, 2 * samples);
+  CAF_CHECK_EQUAL(metrics->batches.back().samples, samples);
+  CAF_CHECK_EQUAL(loader->asked, 0);
+  CAF_CHECK_EQUAL(shard->pushes.size(), 2 * groups);
+}
+
+// Without overlap nothing leaves before the step's time is up, and then every group at once.
+CAF_TEST(without_overlap_every_push_leaves_when_the_step_time_is_up) {
+  start(false);
+  advance_time(step_time - caf::timespan{1});
+  consume_messages();
+  CAF_CHECK_EQUAL(shard->pushes.size(), 0u);
+  CAF_CHECK(metrics->batches.empty());
+  advance_time(caf::timespan{1});
+  consume_messages();
+  CAF_CHECK_EQUAL(shard->pushes.size(), groups);
+  CAF_CHECK_EQUAL(metrics->batches.size(), 1u);
+  advance_time(step_time);
+  consume_messages();
+  CAF_REQUIRE(result->answered);
+  CAF_CHECK(!result->error);
+  CAF_CHECK_EQUAL(shard->pushes.size(), 2 * groups);
+}
+
+// Every pushed gradient has its parameter's shape, is not constant, equals what
+// stand_in_gradients gives for (seed, worker, step, slot) (so a rerun pushes the same), and
+// differs between the two steps.
+CAF_TEST(gradients_have_the_model_shapes_and_reproducible_varying_values) {
+  start();
+  advance_time(2 * step_time);
+  consume_messages();
+  advance_time(2 * step_time);
+  consume_messages();
+  CAF_REQUIRE(result->answered);
+  CAF_REQUIRE_EQUAL(shard->pushes.size(), 2 * groups);
+  stand_in_gradients expected(shapes, seed, worker);
+  std::int64_t elements = 0, model_elements = 0;
+  for (const auto& s : shapes)
+    model_elements += shape_numel(s);
+  for (const auto& push : shard->pushes) {
+    CAF_REQUIRE_EQUAL(push.gradients.size(), 1u);
+    CAF_CHECK_EQUAL(push.samples, samples);
+    CAF_CHECK_EQUAL(push.worker, worker);
+    const auto slot = push.keys.front();
+    const auto& g = push.gradients.front();
+    CAF_REQUIRE(g.shape() == shapes[slot]);
+    const auto want = expected.gradient(slot, push.step);
+    CAF_REQUIRE(std::equal(g.data(), g.data() + g.numel(), want.data()));
+    if (g.numel() > 1) {
+      const auto [lo, hi] = std::minmax_element(g.data(), g.data() + g.numel());
+      CAF_CHECK(*lo < *hi);
+    }
+    if (push.step == 0)
+      elements += g.numel();
+  }
+  CAF_CHECK_EQUAL(elements, model_elements);  // one step pushes the whole model once
+  const auto largest = std::max_element(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) {
+    return shape_numel(a) < shape_numel(b);
+  }) - shapes.begin();
+  const auto a = expected.gradient(static_cast<std::size_t>(largest), 0);
+  const auto b = expected.gradient(static_cast<std::size_t>(largest), 1);
+  CAF_CHECK(!std::equal(a.data(), a.data() + a.numel(), b.data()));
+  stand_in_gradients other_worker(shapes, seed, worker + 1);
+  CAF_CHECK(expected.offset(static_cast<std::size_t>(largest), 0) != other_worker.offset(static_cast<std::size_t>(largest), 0)
+            || expected.offset(0, 0) != other_worker.offset(0, 0));
+}
+
+// The weights a shard answers are installed as in training: an answer of the wrong shape
+// fails the phase naming it (the install check of a real compute).
+CAF_TEST(answered_weights_are_installed_and_checked) {
+  shard->wrong_shape = true;
+  start();
+  advance_time(step_time);
+  consume_messages();
+  CAF_REQUIRE(result->answered);
+  CAF_REQUIRE(result->error);
+  CAF_CHECK(troupe_code(result->error) == errc::bad_request);
+  CAF_CHECK(error_text(result->error).find("compute: shard answered 6 elements for key") != std::string::npos);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()

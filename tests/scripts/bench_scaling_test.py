@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Tests of scripts/bench_scaling.py (`troupe bench scaling`).
+
+usage: bench_scaling_test.py arithmetic
+       bench_scaling_test.py run TROUPE
+
+  arithmetic  the floor and the bytes expected per step for worked examples (separate and colocated
+              servers), the speed-up / efficiency / ratio / CPU-bound judgement and scaling/floor, the
+              parsing of the scheduler's Traffic and Time lines, and flag refusals naming the flag
+  run         `troupe bench scaling` with a tiny model (mlp), 1 and 2 workers on emulated 1 Gbit hosts,
+              2 short epochs: a table of two rows and `scaling/floor:` last; the bytes each worker and
+              server moved per step equal the arithmetic within the frames' overhead; nothing of the
+              emulated hosts is left. Skipped (77) without root; without root the bench refuses, saying so
+"""
+import math
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
+import bench_scaling as bs  # noqa: E402
+import emulated_hosts  # noqa: E402
+
+MIB = 2 ** 20
+
+
+def fail(why):
+    print(f"FAIL: {why}")
+    raise SystemExit(1)
+
+
+def close(a, b, what):
+    if not math.isclose(a, b, rel_tol=1e-9):
+        fail(f"{what}: {a} != {b}")
+
+
+def check_arithmetic():
+    # 100 MB over 1 Gbit/s (125 MB/s per direction): a worker's own link needs 0.8 s per step
+    close(bs.floor_seconds(100e6, 1e9, 1, 1), 0.8, "1 worker, 1 server")
+    close(bs.floor_seconds(100e6, 1e9, 4, 4), 0.8, "4 workers, 4 servers")
+    close(bs.floor_seconds(100e6, 1e9, 4, 2), 1.6, "4 workers, 2 servers: the servers' links")
+    close(bs.floor_seconds(100e6, 1e9, 2, 4), 0.8, "2 workers, 4 servers: the workers' links")
+    close(bs.floor_seconds(100e6, 1e10, 8, 1), 0.64, "8 workers, 1 server at 10 Gbit/s")
+    close(bs.floor_seconds(100e6, 1e9, 1, 1, colocated=True), 0.0, "colocated, 1 host: nothing crosses")
+    close(bs.floor_seconds(100e6, 1e9, 4, 4, colocated=True), 1.2, "colocated, 4 hosts: 2 * 3/4 of M each way")
+    w, s = bs.expected_bytes_per_step(100e6, 4, 2)
+    close(w, 100e6, "worker bytes")
+    close(s, 200e6, "server bytes, 4 workers on 2 servers")
+    w, s = bs.expected_bytes_per_step(100e6, 4, 4)
+    close(s, 100e6, "server bytes, 4 workers on 4 servers")
+    rows = [
+        {"workers": 1, "samples_s": 100.0, "step_s": 0.32, "compute_s": 0.3, "floor_s": 0.1, "host_cpu": 0.5},
+        {"workers": 2, "samples_s": 160.0, "step_s": 0.40, "compute_s": 0.3, "floor_s": 0.36, "host_cpu": 0.7},
+        {"workers": 4, "samples_s": 200.0, "step_s": 0.64, "compute_s": 0.3, "floor_s": 0.2, "host_cpu": 0.95},
+    ]
+    worst = bs.judge_rows(rows)
+    close(rows[1]["speedup"], 1.6, "speed-up")
+    close(rows[1]["efficiency"], 0.8, "efficiency")
+    close(rows[0]["ratio"], 0.3 / 0.32, "ratio (compute bound)")
+    close(rows[1]["ratio"], 0.36 / 0.40, "ratio (floor bound)")
+    if [r["cpu_bound"] for r in rows] != [False, False, True]:
+        fail(f"CPU-bound marks {[r['cpu_bound'] for r in rows]}")
+    close(worst, 0.9, "scaling/floor: the worst row not CPU-bound")
+    unmeasured = dict(rows[0], host_cpu=float("nan"))
+    if bs.judge_rows([unmeasured]) is not None or not unmeasured["cpu_bound"]:
+        fail("a row whose CPU was not measured must count as CPU-bound")
+    if bs.judge_rows([dict(rows[2])]) is not None:
+        fail("scaling/floor over CPU-bound rows only must be none")
+    line = ("Epoch[1] Traffic: scheduler rx 8.50 KiB tx 2.90 KiB; server_0 rx 3.37 MiB tx 1.5 GiB; "
+            "worker_0 rx 12 B tx 1.68 MiB")
+    traffic = bs.parse_traffic(line)
+    if traffic != {"scheduler": (8.5 * 1024, 2.9 * 1024), "server_0": (3.37 * MIB, 1.5 * 2 ** 30),
+                   "worker_0": (12.0, 1.68 * MIB)}:
+        fail(f"traffic parsed as {traffic}")
+    times, per_epoch = bs.parse_epochs(line + "\nEpoch[1] Time cost=0.823\nEpoch[0] Time cost=1.5\n")
+    if times != {0: 1.5, 1: 0.823} or set(per_epoch) != {1}:
+        fail(f"epochs parsed as {times}, {per_epoch}")
+    for argv, says in ((["--model", "nope", "--link", "1gbit", "--compute-ms", "1"], "--model"),
+                       (["--model", "mlp", "--link", "1gb", "--compute-ms", "1"], "--link"),
+                       (["--model", "mlp", "--link", "1gbit", "--compute-ms", "1", "--workers", "1,x"], "--workers"),
+                       (["--model", "mlp", "--link", "1gbit", "--compute-ms", "1", "--servers", "some"], "--servers"),
+                       (["--model", "mlp", "--link", "1gbit", "--compute-ms", "0"], "--compute-ms"),
+                       (["--model", "mlp", "--link", "1gbit", "--compute-ms", "1", "--epochs", "1"], "--epochs")):
+        run = subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "scripts", "bench_scaling.py")] + argv,
+                             capture_output=True, text=True, timeout=60)
+        if run.returncode != 2 or says not in run.stderr:
+            fail(f"{argv}: exit {run.returncode}, not a usage error naming {says}: {run.stderr[-300:]}")
+    print("ok: arithmetic: floors, bytes, judgement, parsing and refusals")
+
+
+def check_run(troupe):
+    if os.geteuid() != 0:
+        run = subprocess.run([troupe, "bench", "scaling", "--model", "mlp", "--link", "1gbit", "--compute-ms", "10"],
+                             capture_output=True, text=True, timeout=60)
+        if "needs root" not in run.stderr:
+            fail(f"without root the bench does not refuse saying so: {run.stderr}")
+        print("skipped: needs root (the bench refused, saying so)")
+        raise SystemExit(77)
+    before = set(emulated_hosts.leftovers())
+    run = subprocess.run([troupe, "bench", "scaling", "--model", "mlp", "--link", "1gbit", "--workers", "1,2",
+                          "--servers", "equal", "--compute-ms", "20", "--steps", "4", "--epochs", "2"],
+                         capture_output=True, text=True, timeout=600)
+    if run.returncode != 0:
+        fail(f"exit {run.returncode}: {run.stdout[-2000:]}{run.stderr[-2000:]}")
+    lines = run.stdout.strip().splitlines()
+    if not re.fullmatch(r"scaling/floor: (\d+\.\d+|n/a \(every row CPU-bound\))", lines[-1]):
+        fail(f"last line: {lines[-1]}")
+    rows = [l for l in lines if re.match(r"\| \d+ \|", l)]
+    if len(rows) != 2:
+        fail(f"{len(rows)} rows:\n{run.stdout}")
+    model = float(re.search(r"model mlp: ([\d.]+) MiB", run.stdout).group(1))
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        workers = int(cells[0])
+        w_tx, w_rx, w_exp = map(float, re.fullmatch(r"([\d.]+), ([\d.]+) \(([\d.]+)\)", cells[8]).groups())
+        s_rx, s_tx, s_exp = map(float, re.fullmatch(r"([\d.]+), ([\d.]+) \(([\d.]+)\)", cells[9]).groups())
+        if abs(w_exp - model) > 0.05 or abs(s_exp - model) > 0.05:  # equal servers: W*M/S = M
+            fail(f"{workers} worker(s): expected {w_exp}, {s_exp} MiB per step, the model is {model} MiB")
+        # frames add at most a little (docs/protocol.md: 112 bytes per frame + 32 per key), and the
+        # table rounds to 0.1 MiB
+        for what, got, want in (("worker tx", w_tx, w_exp), ("worker rx", w_rx, w_exp),
+                                ("server rx", s_rx, s_exp), ("server tx", s_tx, s_exp)):
+            if not (want - 0.1 <= got <= want * 1.01 + 0.1):
+                fail(f"{workers} worker(s): {what} {got} MiB per step, expected {want}")
+    left = set(emulated_hosts.leftovers()) - before
+    if left:
+        fail(f"left behind: {sorted(left)}")
+    print(f"ok: run: two rows, bytes per step as the arithmetic says, {lines[-1]}")
+    print("\n".join(lines[-5:]))
+
+
+def main():
+    if len(sys.argv) == 2 and sys.argv[1] == "arithmetic":
+        check_arithmetic()
+    elif len(sys.argv) == 3 and sys.argv[1] == "run":
+        check_run(os.path.abspath(sys.argv[2]))
+    else:
+        raise SystemExit(__doc__)
+
+
+if __name__ == "__main__":
+    main()

@@ -142,6 +142,7 @@ struct part_builder {
     wiring.metrics = part.metrics;
     wiring.batches_per_epoch = plan.steps_per_epoch;
     wiring.timeouts = options.timeouts;
+    wiring.adopted = options.adopted;
     auto routes = wiring.shards;
     auto train_loader = wiring.train_loader, validation_loader = wiring.validation_loader;
     auto spawn_options = options.compute;

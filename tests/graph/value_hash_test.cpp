@@ -129,6 +129,7 @@ std::vector<std::pair<std::string, std::function<void(training_job&)>>> single_f
     {"nodes.servers", [](job& j) { j.nodes.servers = 1; }},
     {"nodes.workers", [](job& j) { j.nodes.workers = 1; }},
     {"nodes.continue_on_worker_loss", [](job& j) { j.nodes.continue_on_worker_loss = true; }},
+    {"nodes.adopt_on_worker_loss", [](job& j) { j.nodes.adopt_on_worker_loss = true; }},
     {"top_k", [](job& j) { j.top_k = 5; }},
   };
   // The two data sets and the two batch sources have the same fields each.

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""A worker process killed mid-run is adopted, and the run ends with the weights of a run that
+lost nothing (on_worker_loss = adopt; docs/operations.md, "A lost worker").
+
+usage: adopt_run.py TROUPE CONFIG SERVERS WORKERS KILL_EPOCH [--spares K] [troupe flags...]
+
+Runs `troupe launch -n WORKERS -s SERVERS --config CONFIG --on-worker-loss adopt [flags]`,
+waits until the scheduler logs a batch past the middle of epoch KILL_EPOCH (its progress lines,
+`Epoch[E] Batch [B/N]`), then SIGKILLs the last worker process (its pid from the scheduler's
+`worker R (pid P ...) joined` line). It must: exit 0; the scheduler must name the lost worker
+and the adopter (`adopts compute_...`) and say when the adopter serves them; the final weights
+line must equal `troupe train --config CONFIG [flags]` in one process. Every wait has a
+deadline, moments come from log lines (no sleeps ordering events), and the launch's process
+group is killed at the end whatever happens, so no process is left behind.
+
+It prints the seconds from the kill to the adopter serving the computes (the scheduler's
+`... s after the loss was seen` plus detection, measured here from the kill to that line).
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+BOUND_S = 300
+
+
+def final_weights(text):
+    lines = [l for l in text.splitlines() if "Final weights:" in l]
+    return lines[-1][lines[-1].index("Final weights:"):] if lines else None
+
+
+def kill_group(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def main():
+    troupe, config, servers, workers, kill_epoch = sys.argv[1:6]
+    rest = sys.argv[6:]
+    launch_only = []
+    if rest[:1] == ["--spares"]:
+        launch_only, rest = rest[:2], rest[2:]
+    workdir = tempfile.mkdtemp(prefix="troupe-adopt-")
+    command = [troupe, "launch", "-n", workers, "-s", servers, "--config", config, "--on-worker-loss", "adopt"] \
+        + launch_only + rest
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=workdir,
+                            start_new_session=True)
+    seen = []
+    try:
+        deadline = time.time() + BOUND_S
+        victim_rank = int(workers) - 1
+        victim = None
+        killed_at = None
+        served_at = None
+        progress = re.compile(rf"Epoch\[{kill_epoch}\] Batch \[(\d+)/(\d+)\]")
+        while time.time() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            m = re.search(rf"scheduler: worker {victim_rank} \(pid (\d+)", line)
+            if m and victim is None:
+                victim = int(m.group(1))
+            m = progress.search(line)
+            if m and killed_at is None and int(m.group(1)) * 2 >= int(m.group(2)):
+                if victim is None:
+                    raise SystemExit("FAIL: no pid of worker %d in the scheduler's log" % victim_rank)
+                os.kill(victim, signal.SIGKILL)
+                killed_at = time.time()
+                print(f"killed worker {victim_rank} (pid {victim}) at {line.strip()}")
+            if killed_at and served_at is None and "serves the computes of" in line:
+                served_at = time.time()
+        proc.wait(max(1, deadline - time.time()))
+        out = "".join(seen)
+        if proc.returncode != 0:
+            raise SystemExit(f"FAIL: launch exited {proc.returncode}\n{out[-5000:]}")
+        if killed_at is None:
+            raise SystemExit(f"FAIL: the run ended before the kill\n{out[-3000:]}")
+        for pattern in (rf"lost worker {victim_rank} \(pid {victim}", r"adopts compute_", r"serves the computes of worker_",
+                        r"adopted worker_"):
+            if not re.search(pattern, out):
+                raise SystemExit(f"FAIL: no /{pattern}/ in the log\n{out[-5000:]}")
+        got = final_weights(out)
+        run = subprocess.run([troupe, "train", "--config", config] + rest, capture_output=True, text=True,
+                             cwd=workdir, timeout=BOUND_S)
+        if run.returncode != 0:
+            raise SystemExit(f"FAIL: troupe train exited {run.returncode}\n{run.stderr[-2000:]}")
+        reference = final_weights(run.stdout)
+        if not got or got != reference:
+            raise SystemExit(f"FAIL: adopted run: {got}\nin one process: {reference}\n{out[-5000:]}")
+        for line in out.splitlines():
+            if re.search(r"lost worker|adopt|serves the computes", line):
+                print(line)
+        print(f"kill to adopter serving: {served_at - killed_at:.3f} s")
+        print(f"ok: worker {victim_rank} killed in epoch {kill_epoch}, adopted; exit 0; {got} as in one process")
+    finally:
+        kill_group(proc.pid)
+
+
+if __name__ == "__main__":
+    main()

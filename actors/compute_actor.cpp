@@ -364,6 +364,8 @@ void settle_rewind(compute_pointer self, std::shared_ptr<std::vector<weight_set>
       if (auto problem = install(s, s.wiring.shards[r], (*answers)[r]); !problem.empty())
         return fail_phase(self, make_error(errc::bad_request, problem));
     s.resume_from = step;
+    if (s.wiring.on_rewound)
+      s.wiring.on_rewound(step);
     then();
   };
   if (*missing == 0)

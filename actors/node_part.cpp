@@ -143,6 +143,8 @@ struct part_builder {
     wiring.batches_per_epoch = plan.steps_per_epoch;
     wiring.timeouts = options.timeouts;
     wiring.adopted = options.adopted;
+    if (options.on_rewound)
+      wiring.on_rewound = [tell = options.on_rewound, worker = a.worker](std::int64_t step) { tell(worker, step); };
     auto routes = wiring.shards;
     auto train_loader = wiring.train_loader, validation_loader = wiring.validation_loader;
     auto spawn_options = options.compute;

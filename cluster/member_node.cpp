@@ -477,6 +477,12 @@ void on_adopt(member_actor self, const adopt_message& a) {
   options.adopted = true;
   options.compute_cpus.clear();  // its computes share this node's CPUs
   options.on_wired = nullptr;
+  options.on_rewound = [log = *st.options, label = st.label, steps = st.plan.steps_per_epoch](int worker, std::int64_t step) {
+    log_node_line(log, label + ": compute_" + std::to_string(worker) + " (adopted) recomputes from step " + std::to_string(step)
+                         + " (epoch " + std::to_string(step / std::max<std::int64_t>(1, steps)) + ", batch "
+                         + std::to_string(step % std::max<std::int64_t>(1, steps)) + " of " + std::to_string(steps)
+                         + "), the step in flight");
+  };
   auto& part = st.adopted.emplace_back();
   try {
     spawn_node_part(self->system(), *st.job, st.plan, st.spec, {}, st.data, options, part);

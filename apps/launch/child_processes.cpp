@@ -202,6 +202,7 @@ pid_t child_processes::start(const child_spec& spec) {
     set_nonblocking(fd);
   child c;
   c.name = spec.name;
+  c.expendable = spec.expendable;
   c.pid = pid;
   c.input_fd = p.in[1];
   c.input = spec.input;
@@ -328,6 +329,10 @@ void child_processes::on_exit(child& c, int status) {
     log << "exited with status " << WEXITSTATUS(status) << std::endl;
   else
     log << "killed by signal " << WTERMSIG(status) << std::endl;
+  if (c.expendable && !term_sent_ && !term_at_) {
+    log << "launch: the run goes on if the scheduler can do without " << c.name << " (on_worker_loss)" << std::endl;
+    return;
+  }
   if (!failure_status_)
     failure_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
   schedule_terminate(clock::now() + options_.grace);

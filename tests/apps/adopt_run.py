@@ -6,15 +6,15 @@ usage: adopt_run.py TROUPE CONFIG SERVERS WORKERS KILL_EPOCH [--spares K] [troup
 
 Runs `troupe launch -n WORKERS -s SERVERS --config CONFIG --on-worker-loss adopt [flags]`,
 waits until the scheduler logs a batch past the middle of epoch KILL_EPOCH (its progress lines,
-`Epoch[E] Batch [B/N]`), then SIGKILLs the last worker process (its pid from the scheduler's
+`Epoch[E] Batch [B]` past half the `x N batches` the start line names), then SIGKILLs the last worker process (its pid from the scheduler's
 `worker R (pid P ...) joined` line). It must: exit 0; the scheduler must name the lost worker
 and the adopter (`adopts compute_...`) and say when the adopter serves them; the final weights
 line must equal `troupe train --config CONFIG [flags]` in one process. Every wait has a
 deadline, moments come from log lines (no sleeps ordering events), and the launch's process
 group is killed at the end whatever happens, so no process is left behind.
 
-It prints the seconds from the kill to the adopter serving the computes (the scheduler's
-`... s after the loss was seen` plus detection, measured here from the kill to that line).
+It prints the seconds from the kill to training again: to the adopter's line saying where its
+adopted compute recomputes from (detection, adoption, and the rewind of the weights).
 """
 import os
 import re
@@ -48,7 +48,9 @@ def main():
     workdir = tempfile.mkdtemp(prefix="troupe-adopt-")
     command = [troupe, "launch", "-n", workers, "-s", servers, "--config", config, "--on-worker-loss", "adopt"] \
         + launch_only + rest
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=workdir,
+    # Line-buffered output (stdbuf's setting reaches the nodes through the environment), so
+    # the scheduler's progress lines arrive while the epoch runs.
+    proc = subprocess.Popen(["stdbuf", "-oL"] + command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=workdir,
                             start_new_session=True)
     seen = []
     try:
@@ -57,7 +59,8 @@ def main():
         victim = None
         killed_at = None
         served_at = None
-        progress = re.compile(rf"Epoch\[{kill_epoch}\] Batch \[(\d+)/(\d+)\]")
+        progress = re.compile(rf"Epoch\[{kill_epoch}\] Batch \[(\d+)\]")
+        batches = None
         while time.time() < deadline:
             line = proc.stdout.readline()
             if not line:
@@ -66,14 +69,17 @@ def main():
             m = re.search(rf"scheduler: worker {victim_rank} \(pid (\d+)", line)
             if m and victim is None:
                 victim = int(m.group(1))
+            m = re.search(r"worker\(s\) x (\d+) batches", line)
+            if m:
+                batches = int(m.group(1))
             m = progress.search(line)
-            if m and killed_at is None and int(m.group(1)) * 2 >= int(m.group(2)):
+            if m and killed_at is None and batches and int(m.group(1)) * 2 >= batches:
                 if victim is None:
                     raise SystemExit("FAIL: no pid of worker %d in the scheduler's log" % victim_rank)
                 os.kill(victim, signal.SIGKILL)
                 killed_at = time.time()
                 print(f"killed worker {victim_rank} (pid {victim}) at {line.strip()}")
-            if killed_at and served_at is None and "serves the computes of" in line:
+            if killed_at and served_at is None and "recomputes from step" in line:
                 served_at = time.time()
         proc.wait(max(1, deadline - time.time()))
         out = "".join(seen)
@@ -81,6 +87,11 @@ def main():
             raise SystemExit(f"FAIL: launch exited {proc.returncode}\n{out[-5000:]}")
         if killed_at is None:
             raise SystemExit(f"FAIL: the run ended before the kill\n{out[-3000:]}")
+        m = re.search(r"recomputes from step (\d+) \(epoch (\d+), batch (\d+) of (\d+)\)", out)
+        if not m:
+            raise SystemExit(f"FAIL: no adopted compute says where it recomputes from\n{out[-5000:]}")
+        if m.group(2) != kill_epoch or not 0 < int(m.group(3)) < int(m.group(4)):
+            raise SystemExit(f"FAIL: the kill did not land inside epoch {kill_epoch}'s training: {m.group(0)}")
         for pattern in (rf"lost worker {victim_rank} \(pid {victim}", r"adopts compute_", r"serves the computes of worker_",
                         r"adopted worker_"):
             if not re.search(pattern, out):
@@ -94,9 +105,9 @@ def main():
         if not got or got != reference:
             raise SystemExit(f"FAIL: adopted run: {got}\nin one process: {reference}\n{out[-5000:]}")
         for line in out.splitlines():
-            if re.search(r"lost worker|adopt|serves the computes", line):
+            if re.search(r"lost worker|adopt|serves the computes|killed by signal", line):
                 print(line)
-        print(f"kill to adopter serving: {served_at - killed_at:.3f} s")
+        print(f"kill to training again: {served_at - killed_at:.3f} s")
         print(f"ok: worker {victim_rank} killed in epoch {kill_epoch}, adopted; exit 0; {got} as in one process")
     finally:
         kill_group(proc.pid)

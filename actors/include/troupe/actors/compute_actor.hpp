@@ -66,6 +66,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -119,6 +120,8 @@ struct compute_wiring {
   /// batches before it are skipped (their contributions are summed already). Before a
   /// validation with no step trained yet it pulls the current weights.
   bool adopted = false;
+  /// Adopted: called (on the compute's thread) with the step it recomputes from, once known.
+  std::function<void(std::int64_t step)> on_rewound;
 };
 
 struct compute_spawn_options {

@@ -190,7 +190,7 @@ TEST_CASE("a sum is due when its earliest contribution is: a silent downstream f
 // Adopted workers: a rank's contribution to (step, group) is taken once. The lost process's
 // push arrived; the adopter's repeat of it (equal gradients) is dropped and waits for the same
 // sum; a repeat after the sum went downstream gets the weights after that step.
-TEST_CASE("aggregator takes a source's contribution to a step once; a repeat gets the same weights") {
+TEST_CASE("aggregator takes a source contribution to a step once, a repeat gets the same weights") {
   fixture f;
   auto agg = spawn_aggregator(f.sys, f.shard, aggregator_options{2, 0, true, 0});
   auto to = caf::actor_cast<caf::actor>(agg);

@@ -50,9 +50,9 @@ Their output is relayed line by line, prefixed [scheduler], [server 0], [worker 
 thread count (--threads, train.threads, OMP_NUM_THREADS) the workers split each host's hardware
 threads (--host-share). When one fails, the others get --grace seconds to notice, then SIGTERM,
 then SIGKILL after 5 s. Ctrl-C is passed on: every node stops saying where it was (exit 130).
-A worker's own failure is left to the scheduler, which goes on without it or ends the run
-(cluster.on_worker_loss). Exits 0 when every process did (a worker the run went on without
-aside), else with the first failing one's status.)";
+A worker killed by a signal is left to the scheduler, which goes on without it or ends the
+run (cluster.on_worker_loss). Exits 0 when every process did (a worker the run went on
+without aside), else with the first failing one's status.)";
 
 // Launch's own arguments (short flags spelled long) and everything from the first argument
 // it does not know, which every node gets.

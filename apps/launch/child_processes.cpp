@@ -329,7 +329,10 @@ void child_processes::on_exit(child& c, int status) {
     log << "exited with status " << WEXITSTATUS(status) << std::endl;
   else
     log << "killed by signal " << WTERMSIG(status) << std::endl;
-  if (c.expendable && !term_sent_ && !term_at_) {
+  // Killed by a signal (SIGKILL, the OOM killer): a lost worker the scheduler may adopt. A
+  // worker that exits with a status of its own (a bad flag, a refusal) still ends the launch:
+  // the scheduler would otherwise wait for it until its join timeout.
+  if (c.expendable && WIFSIGNALED(status) && !term_sent_ && !term_at_) {
     log << "launch: the run goes on if the scheduler can do without " << c.name << " (on_worker_loss)" << std::endl;
     return;
   }

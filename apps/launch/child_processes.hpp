@@ -30,9 +30,9 @@ struct child_spec {
   std::vector<std::string> env;
   /// Written to the child's standard input, which is then closed.
   std::string input;
-  /// Its failure alone does not end the others (a worker: whether the run goes on without it
-  /// is the scheduler's call, which ends the run when it cannot, on_worker_loss); it is
-  /// logged, and wait() does not count it.
+  /// Its death by a signal alone does not end the others (a worker: whether the run goes on
+  /// without it is the scheduler's call, which ends the run when it cannot, on_worker_loss);
+  /// it is logged, and wait() does not count it. An exit with a status still does.
   bool expendable = false;
 };
 

@@ -7,6 +7,7 @@
 #include <troupe/actors/aggregator_actor.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <stdexcept>
 
@@ -31,6 +32,13 @@ struct group_state {
   std::int64_t forwarded_through = -1;  // highest step already sent downstream
   weight_set latest;                    // the newest weights downstream answered with
   bool have_latest = false;
+  std::int64_t latest_step = -1;        // the step whose sum `latest` answered
+  // The answer before `latest` (the weights before step latest_step): an adopted compute
+  // recomputing the step in flight starts from them (rewind). Handles, no copy.
+  weight_set previous;
+  std::int64_t previous_step = -1;  // -1: none
+  // Repeats of a step already forwarded whose answer has not come back: answered with it.
+  std::vector<std::pair<std::int64_t, caf::typed_response_promise<weight_set>>> after_answer;
   std::vector<std::vector<tensor>> pool;  // sum buffers, reused once downstream lets go
 };
 
@@ -41,6 +49,7 @@ struct aggregator_state {
   std::map<std::size_t, group_state> groups;
   std::int64_t forwarded = 0;
   std::int64_t dropped = 0;
+  std::int64_t repeats = 0;  // contributions a source sent again (an adopter), dropped
   static inline const char* name = "aggregator";
 };
 
@@ -107,10 +116,6 @@ std::string check_contribution(const aggregator_state& st, const gradient_push& 
                + std::to_string(push.keys[i]) + " with shape "
                + shape_string(push.gradients[i].shape()) + ", others "
                + shape_string(first.gradients[i].shape());
-    for (const auto& p : step->parts)
-      if (p.worker == push.worker)
-        return "aggregator: source " + std::to_string(push.worker) + " pushed step "
-               + std::to_string(push.step) + " twice";
   }
   return {};
 }
@@ -164,15 +169,33 @@ void forward_step(aggregator_pointer self, std::pair<std::size_t, std::int64_t> 
     .then(
       [=](weight_set& ws) mutable {
         auto& g = self->state.groups[group_id];
+        if (g.have_latest && g.latest_step == id.second - 1) {
+          g.previous = std::move(g.latest);
+          g.previous_step = g.latest_step;
+        } else {
+          g.previous_step = -1;  // the weights before this step are not known here
+        }
         g.latest = ws;
         g.have_latest = true;
+        g.latest_step = id.second;
         for (auto& promise : waiting)
           promise.deliver(ws);
+        auto later = std::move(g.after_answer);
+        g.after_answer.clear();
+        for (auto& [step, promise] : later) {
+          if (step <= id.second)
+            promise.deliver(ws);
+          else
+            g.after_answer.emplace_back(step, std::move(promise));
+        }
       },
       [=](caf::error& err) mutable {
         const auto why = named_timeout(self, err, "step " + std::to_string(id.second) + "'s sum");
         for (auto& promise : waiting)
           promise.deliver(why);
+        for (auto& [step, promise] : self->state.groups[group_id].after_answer)
+          promise.deliver(why);
+        self->state.groups[group_id].after_answer.clear();
       });
 }
 
@@ -183,8 +206,15 @@ caf::result<weight_set> on_push(aggregator_pointer self, gradient_push& push) {
       !push.keys.empty() && g != st.groups.end() && push.step <= g->second.forwarded_through) {
     // A late contribution (backup workers): its step already went downstream.
     ++st.dropped;
-    if (g->second.have_latest && g->second.latest.keys == push.keys)
-      return g->second.latest;
+    if (g->second.latest.keys == push.keys || !g->second.have_latest) {
+      if (g->second.have_latest && g->second.latest_step >= push.step)
+        return g->second.latest;
+      // Its sum is on its way downstream: answered with what comes back (an adopter's repeat
+      // of the step in flight must get the weights after that step, not before).
+      auto promise = self->make_response_promise<weight_set>();
+      g->second.after_answer.emplace_back(g->second.forwarded_through, promise);
+      return promise;
+    }
     auto promise = self->make_response_promise<weight_set>();  // weights on their way: ask
     auto keys = push.keys;
     self->request(st.downstream, push.due.left(), pull_atom::value, push.due)
@@ -214,6 +244,16 @@ caf::result<weight_set> on_push(aggregator_pointer self, gradient_push& push) {
       !problem.empty())
     return make_error(errc::bad_request, problem);
   auto& step = st.steps[id];
+  for (const auto& p : step.parts)
+    if (p.worker == push.worker) {
+      // Accepted once per (source, step, group): a source that pushes again (a compute
+      // adopted after its process was lost, recomputing the step in flight) waits for the
+      // same sum; its gradients, equal to the first ones, are dropped.
+      ++st.repeats;
+      auto promise = self->make_response_promise<weight_set>();
+      step.waiting.push_back(promise);
+      return promise;
+    }
   step.samples += push.samples;
   step.epoch_position = push.epoch_position;
   step.parts.push_back(std::move(push));
@@ -223,6 +263,65 @@ caf::result<weight_set> on_push(aggregator_pointer self, gradient_push& push) {
   if (static_cast<int>(step.parts.size()) >= need)
     forward_step(self, id);
   return caf::delegated<weight_set>();
+}
+
+// The weights before step `step` (-1: the earliest step some group has not forwarded yet):
+// downstream's current ones, each group's replaced by the answer before its latest where it
+// has forwarded `step` already. Groups are at most one step apart in a synchronous topology
+// (each forward waits for every source), so one step back is all that is kept.
+caf::result<weight_set> rewind(aggregator_pointer self, std::int64_t step, deadline due) {
+  auto promise = self->make_response_promise<weight_set>();
+  self->request(self->state.downstream, due.left(), pull_atom::value, due)
+    .then(
+      [=](weight_set& all) mutable {
+        auto& st = self->state;
+        std::vector<bool> grouped(all.keys.size(), false);
+        std::int64_t in_flight = std::numeric_limits<std::int64_t>::max();
+        for (const auto& [first, g] : st.groups) {
+          in_flight = std::min(in_flight, g.forwarded_through + 1);
+          for (auto k : g.latest.keys)
+            for (std::size_t i = 0; i < all.keys.size(); ++i)
+              if (all.keys[i] == k)
+                grouped[i] = true;
+        }
+        // A key no group here has forwarded has never changed: the run is at step 0 there.
+        if (st.groups.empty() || std::find(grouped.begin(), grouped.end(), false) != grouped.end())
+          in_flight = 0;
+        const auto before = step < 0 ? in_flight : step;
+        for (const auto& [first, g] : st.groups) {
+          if (g.forwarded_through < before - 1 || g.forwarded_through > before) {
+            promise.deliver(make_error(errc::bad_request, "aggregator " + std::to_string(st.options.position)
+                                                            + ": cannot give the weights before step " + std::to_string(before)
+                                                            + ": the group of key " + std::to_string(first) + " has summed through step "
+                                                            + std::to_string(g.forwarded_through)));
+            return;
+          }
+          const weight_set* use = nullptr;  // null: downstream's current weights are right
+          if (g.forwarded_through == before) {
+            if (g.have_latest && g.latest_step == before - 1)
+              use = &g.latest;
+            else if (g.have_latest && g.latest_step == before && g.previous_step == before - 1)
+              use = &g.previous;
+            else {
+              promise.deliver(make_error(errc::bad_request, "aggregator " + std::to_string(st.options.position)
+                                                              + ": the weights before step " + std::to_string(before)
+                                                              + " of the group of key " + std::to_string(first)
+                                                              + " are not kept here"));
+              return;
+            }
+          }
+          if (!use)
+            continue;
+          for (std::size_t j = 0; j < use->keys.size(); ++j)
+            for (std::size_t i = 0; i < all.keys.size(); ++i)
+              if (all.keys[i] == use->keys[j])
+                all.weights[i] = use->weights[j];
+        }
+        all.before_step = before;
+        promise.deliver(std::move(all));
+      },
+      [=](caf::error& err) mutable { promise.deliver(named_timeout(self, err, "a rewind's weights")); });
+  return promise;
 }
 
 // Downstream is gone: nobody waiting will ever get weights from it.
@@ -237,6 +336,9 @@ void on_downstream_down(aggregator_pointer self, const caf::down_msg& msg) {
     for (auto& promise : step.waiting)
       promise.deliver(err);
   st.steps.clear();
+  for (auto& [id, group] : st.groups)
+    for (auto& [step, promise] : group.after_answer)
+      promise.deliver(err);
   self->quit(err);
 }
 
@@ -254,6 +356,8 @@ aggregator_actor::behavior_type aggregator(aggregator_pointer self, push_target_
     [=](stats_atom) -> caf::result<std::int64_t, std::int64_t> {
       return {self->state.forwarded, self->state.dropped};
     },
+    [=](rewind_atom, std::int64_t step, deadline due) { return rewind(self, step, due); },
+    [=](repeats_atom) { return self->state.repeats; },
   };
 }
 

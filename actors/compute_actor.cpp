@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -55,6 +56,7 @@ struct compute_state {
   deadline phase_due;  // the coordinator's deadline for the phase in flight
   float learning_rate = 0;
   bool have_weights = false;
+  std::int64_t resume_from = 0;  // adopted: the first step to train (the step in flight)
   bool busy = false;
   std::uint64_t phases_begun = 0;  // names the phase a loader answer was asked for
   bool end_requested = false;  // the coordinator ended this training epoch early
@@ -336,6 +338,8 @@ void next_training_batch(compute_pointer self) {
   st.between_steps = false;
   auto item = std::move(*st.fetched);
   st.fetched.reset();
+  if (!item.end && item.data.epoch * st.wiring.batches_per_epoch + item.data.index < st.resume_from)
+    return next_training_batch(self);  // adopted: summed already, before the step in flight
   on_training_batch(self, item);
 }
 
@@ -398,6 +402,70 @@ void pull_all(compute_pointer self, std::function<void()> then) {
   const auto due = request_due(self->state);
   for (std::size_t r = 0; r < self->state.wiring.shards.size(); ++r)
     ask(self, r, due, then, pull_atom::value, due);
+}
+
+// An adopted compute's first weights: every route's weights before the step in flight. Each
+// route answers for the earliest step it has not summed (before_step); routes can be one step
+// apart (one summed the lost rank's last push, another had not got it), so the earliest of
+// them is the step in flight, and a route that answered for a later one is asked again for it.
+void rewind_all(compute_pointer self, std::function<void()> then);
+
+void settle_rewind(compute_pointer self, std::shared_ptr<std::vector<weight_set>> answers, std::function<void()> then) {
+  auto& st = self->state;
+  std::int64_t step = std::numeric_limits<std::int64_t>::max();
+  for (const auto& ws : *answers)
+    step = std::min(step, ws.before_step);
+  auto missing = std::make_shared<std::size_t>(0);
+  for (std::size_t r = 0; r < answers->size(); ++r)
+    *missing += (*answers)[r].before_step != step ? 1 : 0;
+  auto install_all = [=] {
+    auto& s = self->state;
+    for (std::size_t r = 0; r < answers->size(); ++r)
+      if (auto problem = install(s, s.wiring.shards[r], (*answers)[r]); !problem.empty())
+        return fail_phase(self, make_error(errc::bad_request, problem));
+    s.resume_from = step;
+    if (s.wiring.on_rewound)
+      s.wiring.on_rewound(step);
+    then();
+  };
+  if (*missing == 0)
+    return install_all();
+  const auto due = request_due(st);
+  for (std::size_t r = 0; r < answers->size(); ++r) {
+    if ((*answers)[r].before_step == step)
+      continue;
+    watched_request<weight_set>(
+      self, caf::actor_cast<rewind_target_actor>(st.wiring.shards[r].shard),
+      "the weights of route " + std::to_string(r) + " before step " + std::to_string(step), due,
+      [=](weight_set& ws) {
+        if (ws.before_step != step)
+          return fail_phase(self, make_error(errc::bad_request, "compute " + std::to_string(self->state.wiring.worker)
+                                                                  + ": route " + std::to_string(r) + " answered the weights before step "
+                                                                  + std::to_string(ws.before_step) + " for step " + std::to_string(step)));
+        (*answers)[r] = std::move(ws);
+        if (--*missing == 0)
+          install_all();
+      },
+      rewind_atom::value, step, due);
+  }
+}
+
+void rewind_all(compute_pointer self, std::function<void()> then) {
+  auto& st = self->state;
+  const auto routes = st.wiring.shards.size();
+  auto answers = std::make_shared<std::vector<weight_set>>(routes);
+  auto missing = std::make_shared<std::size_t>(routes);
+  const auto due = request_due(st);
+  for (std::size_t r = 0; r < routes; ++r)
+    watched_request<weight_set>(
+      self, caf::actor_cast<rewind_target_actor>(st.wiring.shards[r].shard),
+      "the weights of route " + std::to_string(r) + " before the step in flight", due,
+      [=](weight_set& ws) {
+        (*answers)[r] = std::move(ws);
+        if (--*missing == 0)
+          settle_rewind(self, answers, then);
+      },
+      rewind_atom::value, std::int64_t{-1}, due);
 }
 
 void next_validation_batch(compute_pointer self) {
@@ -561,6 +629,11 @@ compute_self_actor::behavior_type compute(compute_pointer self, std::shared_ptr<
       self->send(self->state.wiring.train_loader, epoch_atom::value, epoch);
       if (self->state.have_weights) {
         next_training_batch(self);
+      } else if (self->state.wiring.adopted) {
+        rewind_all(self, [=] {
+          self->state.have_weights = true;
+          next_training_batch(self);
+        });
       } else {
         pull_all(self, [=] {
           self->state.have_weights = true;
@@ -588,6 +661,15 @@ compute_self_actor::behavior_type compute(compute_pointer self, std::shared_ptr<
         return caf::delegated<phase_report>();
       }
       self->send(self->state.wiring.validation_loader, epoch_atom::value, epoch);
+      if (self->state.wiring.adopted && !self->state.have_weights) {
+        // Adopted between an epoch's training and its validation: the weights are the
+        // shards' current ones (no step is in flight).
+        pull_all(self, [=] {
+          self->state.have_weights = true;
+          next_validation_batch(self);
+        });
+        return caf::delegated<phase_report>();
+      }
       next_validation_batch(self);
       return caf::delegated<phase_report>();
     },

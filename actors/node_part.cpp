@@ -142,6 +142,9 @@ struct part_builder {
     wiring.metrics = part.metrics;
     wiring.batches_per_epoch = plan.steps_per_epoch;
     wiring.timeouts = options.timeouts;
+    wiring.adopted = options.adopted;
+    if (options.on_rewound)
+      wiring.on_rewound = [tell = options.on_rewound, worker = a.worker](std::int64_t step) { tell(worker, step); };
     auto routes = wiring.shards;
     auto train_loader = wiring.train_loader, validation_loader = wiring.validation_loader;
     auto spawn_options = options.compute;

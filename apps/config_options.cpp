@@ -158,7 +158,11 @@ training_job to_training_job(const job_config& c) {
   o.topology = topology_of(c);
   o.top_k = c.run.top_k.value;
   o.nodes = cluster_nodes{c.cluster.server_nodes.value, c.cluster.worker_nodes.value,
-                          c.cluster.on_worker_loss.value == "continue"};
+                          c.cluster.on_worker_loss.value == "continue", c.cluster.on_worker_loss.value == "adopt"};
+  if (o.nodes.adopt_on_worker_loss && !o.topology.synchronous())
+    config_fail(c, c.cluster.on_worker_loss.span,
+                "on_worker_loss = adopt is implemented for synchronous topologies (bsp) only; topology "
+                + o.topology.name + " keeps stop or continue");
   if (o.nodes.continue_on_worker_loss && o.topology.synchronous())
     config_fail(c, c.cluster.on_worker_loss.span,
                 "on_worker_loss = continue needs computes that push straight to the shards "

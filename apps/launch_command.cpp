@@ -54,7 +54,9 @@ threads (--host-share). When one fails, the others get --grace seconds to notice
 then SIGKILL after 5 s. Ctrl-C is passed on: every node stops saying where it was (exit 130).
 With --max-restarts N and --model-prefix, a failed job is started again, up to N times, from
 the newest checkpoint saved under the prefix (or from the start when there is none).
-Exits 0 when every process did, else with the first failing one's status.)";
+A worker killed by a signal is left to the scheduler, which goes on without it or ends the
+run (cluster.on_worker_loss). Exits 0 when every process did (a worker the run went on
+without aside), else with the first failing one's status.)";
 
 // Launch's own arguments (short flags spelled long) and everything from the first argument
 // it does not know, which every node gets.
@@ -267,7 +269,7 @@ void start_nodes(launch::child_processes& children, const std::string& program, 
     } else {
       argv.insert(argv.end(), l.node_args.begin(), l.node_args.end());
     }
-    children.start({role + " " + std::to_string(index), argv, {}, secret + "\n"});
+    children.start({role + " " + std::to_string(index), argv, {}, secret + "\n", !server});
   }
 }
 

@@ -98,7 +98,7 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("prefetch", r.prefetch, "batches each loader builds ahead");
   f.add("server-nodes", r.server_nodes, "server processes of a cluster run, holding the shards (0 with --worker-nodes 0: one process)");
   f.add("worker-nodes", r.worker_nodes, "worker processes of a cluster run, holding loaders and compute actors");
-  f.add("on-worker-loss", r.on_worker_loss, "stop, or continue without a lost worker process (async and ssp only)");
+  f.add("on-worker-loss", r.on_worker_loss, "stop, continue without a lost worker process (async and ssp only), or adopt its computes on another worker process (bsp)");
   f.add("random-crop-pad", r.random_crop_pad, "random crop after zero padding, 0 to 64 (-1: 4 for cifar10, else 0)");
   f.add("random-mirror", r.random_mirror, "random horizontal flip 0/1 (-1: 1 for cifar10, else 0)");
   r.record.declare(f);
@@ -171,8 +171,8 @@ void check_values(const raw_flags& r, const flag_set& f) {
   check_flag("prefetch", r.prefetch);
   check_flag("server-nodes", r.server_nodes);
   check_flag("worker-nodes", r.worker_nodes);
-  if (r.on_worker_loss != "stop" && r.on_worker_loss != "continue")
-    throw usage_error("--on-worker-loss must be stop or continue, got " + r.on_worker_loss);
+  if (r.on_worker_loss != "stop" && r.on_worker_loss != "continue" && r.on_worker_loss != "adopt")
+    throw usage_error("--on-worker-loss must be stop, continue or adopt, got " + r.on_worker_loss);
   // -1 (or unset) means "the default the config derives" for these: checked when given.
   for (const auto& [flag, value] : {std::pair<const char*, double>{"lr", r.lr}, {"lr-factor", r.lr_factor},
                                     {"warmup-epochs", r.warmup_epochs},

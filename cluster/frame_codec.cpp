@@ -122,6 +122,8 @@ struct body_writer {
     out.setRequest(m.request);
     out.setShard(m.shard);
     out.setRemainingMs(m.remaining_ms);
+    out.setRewind(m.rewind);
+    out.setBeforeStep(m.before_step);
   }
   void operator()(const weights_message& m) {
     const auto& ws = m.weights;
@@ -130,6 +132,7 @@ struct body_writer {
     out.setShard(m.shard);
     out.setUpdates(ws.updates);
     out.setLearningRate(ws.learning_rate);
+    out.setBeforeStep(ws.before_step);
     set_keyed(out, ws.keys, ws.weights, "a weight set");
   }
   void operator()(const failure_message& m) {
@@ -253,6 +256,7 @@ struct body_writer {
     out.setBytes(m.bytes);
     out.setChecksum(m.checksum);
   }
+  void operator()(const adopt_message& m) { body.initAdopt().setNode(m.node); }
   void operator()(const traffic_message& m) {
     if (m.peers.size() > traffic_message::max_peers)
       throw std::invalid_argument("a traffic report of " + std::to_string(m.peers.size()) + " peers");
@@ -291,7 +295,7 @@ const char* kind_name(std::size_t index) {
   static constexpr const char* names[] = {
     "hello",      "proof", "push",    "pull",   "weights", "failure",     "heartbeat",
     "shutdown",   "join",  "assignment", "ready", "control", "report", "batch report", "traffic query", "traffic",
-    "checkpoint", "checkpoint done"};
+    "checkpoint", "checkpoint done", "adopt"};
   static_assert(std::size(names) == wire_kinds);
   return index < wire_kinds ? names[index] : "unknown";
 }

@@ -140,6 +140,9 @@ weights_message read_weights(const std::shared_ptr<std::vector<char>>& payload,
   const auto& shapes = shard_keys(keys, m.shard, "weights");
   m.weights.updates = in.getUpdates();
   m.weights.learning_rate = in.getLearningRate();
+  m.weights.before_step = in.getBeforeStep();
+  if (m.weights.before_step < -1)
+    refuse("weights.beforeStep " + std::to_string(m.weights.before_step) + " is below -1");
   if (m.weights.updates < 0)
     refuse("weights.updates " + std::to_string(m.weights.updates) + " is negative");
   if (!std::isfinite(m.weights.learning_rate))
@@ -356,7 +359,9 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload, const 
     case wire::Frame::Body::PULL: {
       auto in = body.getPull();
       shard_keys(keys, in.getShard(), "pull");
-      return pull_message{in.getRequest(), in.getShard(), remaining_of(in.getRemainingMs(), "pull")};
+      require(in.getBeforeStep() >= -1, "pull.beforeStep " + std::to_string(in.getBeforeStep()) + " is below -1");
+      return pull_message{in.getRequest(), in.getShard(), remaining_of(in.getRemainingMs(), "pull"), in.getRewind(),
+                          in.getBeforeStep()};
     }
     case wire::Frame::Body::WEIGHTS:
       return read_weights(payload, keys, body.getWeights());
@@ -393,6 +398,8 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload, const 
       return read_checkpoint_request(body.getCheckpoint());
     case wire::Frame::Body::CHECKPOINT_DONE:
       return read_checkpoint_done(body.getCheckpointDone());
+    case wire::Frame::Body::ADOPT:
+      return adopt_message{body.getAdopt().getNode()};
   }
   refuse("frame body " + std::to_string(static_cast<unsigned>(body.which())) + " is not a message kind");
 }

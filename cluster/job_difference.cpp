@@ -127,7 +127,7 @@ std::vector<std::string> job_differences(const training_job& theirs_in, const tr
   d.field("cluster overlap", at.overlap, bt.overlap);
   d.field("cluster slice_bytes", at.keys.slice_bytes, bt.keys.slice_bytes);
   d.field("cluster group_bytes", at.keys.group_bytes, bt.keys.group_bytes);
-  d.field("cluster on_worker_loss", a.nodes.continue_on_worker_loss, b.nodes.continue_on_worker_loss);
+  d.field("cluster on_worker_loss", std::string(worker_loss_policy(a.nodes)), std::string(worker_loss_policy(b.nodes)));
   d.field("train top_k", a.top_k, b.top_k);
   if (d.lines.empty() && job_hash(theirs) != job_hash(ours))
     d.lines.push_back("a field this build does not name (job hash " + hash_text(job_hash(theirs)) + ", "

@@ -13,6 +13,12 @@
 // shards to forget the computes of that worker node: an SSP shard would otherwise hold every
 // other worker once it is `staleness` steps ahead of the lost one's last push. Whether the run
 // goes on is the scheduler's decision; if it stops instead, its shutdown follows.
+//
+// A worker told to adopt a lost worker node (on_worker_loss = adopt) spawns that node's part
+// of the plan beside its own, with the same stand-ins for the servers and the scheduler's
+// metrics, its computes adopted (compute_wiring::adopted: they recompute from the step in
+// flight), serves them on its scheduler link and says ready naming the adopted node.
+#include <list>
 #include <troupe/cluster/cluster_node.hpp>
 
 #include <algorithm>
@@ -57,6 +63,14 @@ struct member_state {
   std::shared_ptr<serving_registry> serving = std::make_shared<serving_registry>();
   std::shared_ptr<traffic_registry> traffic;  // every link of this node counts its frames here
   node_part part;
+  // What spawned the part, kept for a part adopted later (on_adopt): the job, its model, the
+  // data, and the options (stand-ins for the servers, the metrics proxy).
+  std::optional<training_job> job;
+  model_spec spec;
+  node_data data;
+  node_part_options part_options;
+  std::list<node_part> adopted;   // parts of lost worker nodes this worker adopted
+  std::vector<int> adopted_nodes;  // their plan nodes
   placement_plan plan;
   int part_node = -1;  // this node's index in the plan, once assigned
   int threads = 0;     // its compute threads, once assigned
@@ -112,6 +126,8 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
     }
   }
   st.part.shut_down();
+  for (auto& part : st.adopted)
+    part.shut_down();
   st.serving->clear();
   // Its links still tell it when they close: it waits for those it says goodbye on below (a
   // server's links from workers, which it does not monitor, had no other way to say so, and
@@ -289,6 +305,10 @@ bool take_assignment(member_actor self, const assignment_message& a) {
                                   + ", which holds " + target.name);
     return spawn_push_target_proxy(system, to, static_cast<std::uint32_t>(target.shard));
   };
+  st.job = job;
+  st.spec = spec;
+  st.data = data;
+  st.part_options = part;
   spawn_node_part(system, job, st.plan, spec, initial, data, part, st.part);
   for (auto& [actor, name] : st.part.spawned)
     self->monitor(actor);
@@ -433,6 +453,65 @@ void on_assignment(member_actor self, const assignment_message& a) {
   }
 }
 
+// Why this worker cannot adopt plan node `node` ("" if it can): a worker node of the plan,
+// not its own or one adopted already, holding loaders and computes only (a hierarchical
+// machine's aggregators are not adopted yet).
+std::string adoption_refused(const member_state& st, std::uint32_t node) {
+  if (st.options->role != node_kind::worker || st.at != member_phase::running || !st.job)
+    return "this node is no running worker";
+  if (node >= st.plan.nodes.size() || st.plan.nodes[node].kind != node_kind::worker)
+    return "plan node " + std::to_string(node) + " is no worker node";
+  if (static_cast<int>(node) == st.part_node
+      || std::find(st.adopted_nodes.begin(), st.adopted_nodes.end(), static_cast<int>(node)) != st.adopted_nodes.end())
+    return st.plan.nodes[node].name + " runs here already";
+  for (auto i : st.plan.actors_on(node)) {
+    const auto role = st.plan.actors[i].role;
+    if (role != plan_role::loader && role != plan_role::validation_loader && role != plan_role::compute)
+      return st.plan.nodes[node].name + " holds " + st.plan.actors[i].name
+             + ", which a worker does not adopt (only loaders and computes: on_worker_loss = adopt covers bsp)";
+  }
+  return "";
+}
+
+// The scheduler's adopt: spawns the lost node's loaders and computes here, serves the computes
+// on the scheduler link, and says ready naming that node.
+void on_adopt(member_actor self, const adopt_message& a) {
+  auto& st = self->state;
+  if (auto why = adoption_refused(st, a.node); !why.empty())
+    return fail(self, errc::bad_request, "cannot adopt as the scheduler asked: " + why);
+  const auto lost = static_cast<int>(a.node);
+  auto options = st.part_options;
+  options.node = lost;
+  options.adopted = true;
+  options.compute_cpus.clear();  // its computes share this node's CPUs
+  options.on_wired = nullptr;
+  options.on_rewound = [log = *st.options, label = st.label, steps = st.plan.steps_per_epoch](int worker, std::int64_t step) {
+    log_node_line(log, label + ": compute_" + std::to_string(worker) + " (adopted) recomputes from step " + std::to_string(step)
+                         + " (epoch " + std::to_string(step / std::max<std::int64_t>(1, steps)) + ", batch "
+                         + std::to_string(step % std::max<std::int64_t>(1, steps)) + " of " + std::to_string(steps)
+                         + "), the step in flight");
+  };
+  auto& part = st.adopted.emplace_back();
+  try {
+    spawn_node_part(self->system(), *st.job, st.plan, st.spec, {}, st.data, options, part);
+  } catch (const std::exception& e) {
+    return fail(self, classify_exception(e), "cannot adopt " + st.plan.nodes[a.node].name + ": " + e.what());
+  }
+  st.adopted_nodes.push_back(lost);
+  for (auto& [actor, name] : part.spawned)
+    self->monitor(actor);
+  std::string computes;
+  for (const auto& [worker, compute] : part.computes) {
+    st.serving->set<remote_interface::compute_driver>(static_cast<std::uint32_t>(worker), compute);
+    computes += (computes.empty() ? "compute_" : ", compute_") + std::to_string(worker);
+  }
+  log_node_line(*st.options, st.label + ": adopted " + st.plan.nodes[a.node].name + " (" + computes
+                               + ", with their loaders) at " + clock_time_now()
+                               + "; they recompute from the step in flight");
+  caf::anon_send(st.to_scheduler, ready_atom::value,
+                 ready_message{a.node, 0, static_cast<std::uint32_t>(st.threads)});
+}
+
 // What this node has moved so far, with each peer.
 void on_traffic_query(member_actor self, const traffic_query_message& query) {
   auto& st = self->state;
@@ -489,6 +568,10 @@ void on_down(member_actor self, const caf::down_msg& down) {
   for (auto& [actor, name] : st.part.spawned)
     if (down.source == actor.address())
       return fail(self, errc::internal, name + " terminated: " + reason_text(self->system(), down.reason));
+  for (auto& part : st.adopted)
+    for (auto& [actor, name] : part.spawned)
+      if (down.source == actor.address())
+        return fail(self, errc::internal, name + " (adopted) terminated: " + reason_text(self->system(), down.reason));
   // A link that ended without saying so (killed): its down is the loss.
   on_link_lost(self, down.source, down.reason);
 }
@@ -593,6 +676,10 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
     [=](traffic_query_atom, channel_actor& link, traffic_query_message& query) {
       if (!self->state.outcome && from_scheduler(link, "a traffic query"))
         on_traffic_query(self, query);
+    },
+    [=](adopt_atom, channel_actor& link, adopt_message& a) {
+      if (!self->state.outcome && from_scheduler(link, "an adopt"))
+        on_adopt(self, a);
     },
     [=](goodbye_atom, channel_actor& link, shutdown_message& end) {
       // The scheduler's says how the run ends; the link's end follows (on_link_lost). A

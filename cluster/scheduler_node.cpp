@@ -198,8 +198,18 @@ void start_training(scheduler_actor self) {
   sinks.node.node = 0;
   sinks.node.train_data = st.train_set;
   sinks.node.validation_data = st.validation_set;
-  sinks.node.remote.compute = [=, &system](std::size_t actor) {
+  // With on_worker_loss = adopt the coordinator drives each remote compute through a relay
+  // the scheduler can re-point (scheduler_adoption.cpp); spawned here, before the session asks.
+  if (st.job.nodes.adopt_on_worker_loss)
+    for (auto c : plan.actors_of(plan_role::compute)) {
+      const auto& a = plan.actors.at(c);
+      st.relays[c] = spawn_compute_relay(system, spawn_compute_proxy(system, link_of_node.at(static_cast<std::size_t>(a.node)),
+                                                                     static_cast<std::uint32_t>(a.worker)));
+    }
+  sinks.node.remote.compute = [=, &system, relays = st.relays](std::size_t actor) -> compute_actor {
     const auto& a = plan.actors.at(actor);
+    if (auto relay = relays.find(actor); relay != relays.end())
+      return relay->second;
     return spawn_compute_proxy(system, link_of_node.at(static_cast<std::size_t>(a.node)),
                                static_cast<std::uint32_t>(a.worker));
   };
@@ -213,8 +223,10 @@ void start_training(scheduler_actor self) {
   };
   st.session = st.spawn_session(system, st.job, std::move(sinks));
   self->monitor(st.session);
-  self->attach_functor([session = st.session](const caf::error&) {
+  self->attach_functor([session = st.session, relays = st.relays](const caf::error&) {
     caf::anon_send_exit(session, caf::exit_reason::user_shutdown);
+    for (const auto& [actor, relay] : relays)
+      caf::anon_send_exit(relay, caf::exit_reason::user_shutdown);
   });
   // Saturating: 48 h times the phases of a long run passes what a timespan holds.
   self->request(st.session, phases_limit(st.options->timeouts, st.job.epochs * 2 + 2), run_atom::value)
@@ -362,6 +374,8 @@ void on_join(scheduler_actor self, const channel_actor& link, const join_message
 void on_ready(scheduler_actor self, const channel_actor& link, const ready_message& ready) {
   auto& st = self->state;
   auto* m = member_of(st, link.address());
+  if (m && !m->gone && on_adopted(self, *m, ready))
+    return;
   const auto expected_phase = m && m->role == node_kind::server ? scheduler_phase::servers_assigned
                                                                 : scheduler_phase::workers_assigned;
   if (!m || m->ready || st.at != expected_phase || ready.node != static_cast<std::uint32_t>(m->node))
@@ -426,8 +440,12 @@ void on_goodbye(scheduler_actor self, const channel_actor& link, const shutdown_
 
 void on_member_lost(scheduler_actor self, member_entry& m, const std::string& what) {
   m.gone = true;
-  if (!goes_on_without(self, m, what))
-    fail(self, errc::peer_down, "scheduler: " + what);
+  if (goes_on_without(self, m, what))
+    return;
+  const auto not_adopted = adopt_lost_worker(self, m, what);
+  if (not_adopted.empty())
+    return;
+  fail(self, errc::peer_down, "scheduler: " + what + (not_adopted == "stop" ? "" : "; not adopted: " + not_adopted));
 }
 
 // The link of a member ended (`why`; empty: normally), reported by the link itself before it

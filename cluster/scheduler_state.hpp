@@ -2,6 +2,7 @@
 // (scheduler_traffic.cpp) does with it. Private to cluster/.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -28,6 +29,12 @@
 namespace troupe {
 
 using traffic_due_atom = caf::atom_constant<caf::atom("trafficdue")>;
+using repoint_atom = caf::atom_constant<caf::atom("repoint")>;
+
+/// What the coordinator drives a remote compute through when lost workers are adopted
+/// (scheduler_adoption.cpp): compute_actor, plus (repoint_atom, compute) from the scheduler,
+/// which gives it the compute's new home; phases stalled by the loss are asked there again.
+using compute_relay_actor = compute_actor::extend<caf::reacts_to<repoint_atom, compute_actor>>;
 using cause_due_atom = caf::atom_constant<caf::atom("causedue")>;
 
 /// The scheduler node: the node-control protocol its links speak to it, the gate between its
@@ -50,6 +57,8 @@ struct member_entry {
   int threads = 0;        // the compute threads it uses (its ready)
   bool ready = false;
   bool gone = false;
+  std::vector<int> adopted_nodes;  // lost worker nodes whose computes it runs (on_worker_loss = adopt)
+  std::vector<int> adopting;       // told to adopt, not ready with them yet
   std::string name() const {
     return std::string(to_string(role)) + " " + std::to_string(rank) + " (pid " + std::to_string(pid)
            + (seen_from.empty() ? " on " + host : " from " + host_of_address(seen_from)) + ")";
@@ -89,6 +98,9 @@ struct scheduler_state {
   training_session_actor session;
   std::function<training_session_actor(caf::actor_system&, const training_job&, session_sinks)> spawn_session;
   std::vector<member_entry> members;
+  /// The relays the coordinator drives remote computes through, by plan actor (adopt only).
+  std::map<std::size_t, compute_relay_actor> relays;
+  std::chrono::steady_clock::time_point lost_at;  // when the last adopted loss was seen
   scheduler_phase at = scheduler_phase::joining;
   /// In `failing`: the failure that said a peer was lost, ended with once the loss is named.
   caf::error unexplained;
@@ -128,6 +140,21 @@ void end_gathering_if_complete(scheduler_actor self);
 /// did not answer) and answers the coordinator: yes, or `run_ends` when the run ends with
 /// that failure. Nothing when no gathering is under way.
 void end_gathering(scheduler_actor self, caf::error run_ends = caf::error{});
+
+// Adopted workers (scheduler_adoption.cpp).
+compute_relay_actor spawn_compute_relay(caf::actor_system& system, compute_actor target);
+/// The computes `m` runs: its own node's, those it adopted and those it is adopting.
+std::size_t computes_run_by(const scheduler_state& st, const member_entry& m);
+/// The worker still there that runs the fewest computes, the lowest rank among equals; null
+/// when none is left.
+const member_entry* choose_adopter(const scheduler_state& st);
+/// Worker `m` was lost (`what` says so): with on_worker_loss = adopt during training, tells
+/// the chosen adopter to adopt its node (and those it had adopted) and returns ""; else
+/// returns why not ("stop" where adoption is not the policy), and the run stops.
+std::string adopt_lost_worker(scheduler_actor self, member_entry& m, const std::string& what);
+/// A ready from `m` during training naming a node it was adopting: re-points that node's
+/// computes' relays at `m`. False when the ready is no such answer.
+bool on_adopted(scheduler_actor self, member_entry& m, const ready_message& ready);
 
 /// What the scheduler starts with, planned by the caller.
 struct scheduler_setup {

@@ -112,6 +112,9 @@ void check_job(const training_job& job) {
                                 "the shards (async or ssp); topology " + job.topology.name
                                 + " waits at an aggregator for every worker, so it can only stop "
                                 "when one is lost");
+  if (nodes.adopt_on_worker_loss && (nodes.continue_on_worker_loss || !job.topology.synchronous()))
+    throw std::invalid_argument("job: on_worker_loss = adopt is implemented for synchronous topologies (bsp) only; "
+                                "topology " + job.topology.name + " keeps stop or continue");
   lr_schedule check(job.optimizer.schedule);  // throws naming the bad field
 }
 

@@ -18,7 +18,8 @@ Each trial draws, from random.Random("S:K") (so `--seed S --trial K` replays tri
   way      none (nothing is lost: the control trial), kill (SIGKILL), stop (SIGSTOP held until
            every other process has gone, or the bound; then SIGCONT: it must exit by itself),
            cut (the victim's veth set down, every node in its own network namespace, through
-           tests/apps/cluster_netns.py; only as root, otherwise the trial is skipped, saying so)
+           tests/apps/cluster_netns.py; only as root, otherwise the trial is skipped, saying so),
+           all (every process of the job SIGKILLed: only for jobs that restart)
   moment   join (the victim's join line; for the scheduler, the first join), mid-epoch (a batch
            line of epoch k), validation (epoch k's time-cost line: validation runs next),
            boundary (epoch k's last validation line: the next epoch starts), ending (the last
@@ -663,9 +664,16 @@ def describe(r):
         where += f" {r['epoch']} batch {r['batch']}"
     elif r["moment"] in ("validation", "boundary"):
         where += f" {r['epoch']}"
+    elif r["moment"] == "checkpoint":
+        where += f" of epoch {r['epoch'] + 1}"
+    elif r["moment"] == "resume":
+        where += f" of epoch {chaos_restarts.resume_epoch(r, EPOCHS)}"
     landed = "" if r["landed"] in (None, True) else " (late)"
     took = f" {r['seconds']:.1f} s" if r.get("seconds") is not None else ""
-    what = "nothing lost" if r["way"] == "none" else f"{r['way']} {r['victim']} at {where}{landed}"
+    victim = "every process" if r["way"] == "all" else r["victim"]
+    what = "nothing lost" if r["way"] == "none" else f"{r['way']} {victim} at {where}{landed}"
+    if r.get("training_again_s") is not None:
+        took += f" (restart line {r['restart_s']:.1f} s, training again {r['training_again_s']:.1f} s)"
     return (f"seed {r['seed']} trial {r['trial']}: {r['variant']} {what}"
             f" -> expected {r['expected']}: {r['status'].upper()}{took}")
 
@@ -733,6 +741,10 @@ def main():
     for (role, way), secs in sorted(by.items()):
         print(f"chaos: {way} {role}: fault to every process gone, median {statistics.median(secs):.2f} s "
               f"over {len(secs)} trial(s)")
+    again = [r["training_again_s"] for r in results if r["status"] == "pass" and r.get("training_again_s") is not None]
+    if again:
+        print(f"chaos: under --max-restarts: fault to training again (detection + restart + resume), median "
+              f"{statistics.median(again):.2f} s over {len(again)} trial(s) (min {min(again):.2f}, max {max(again):.2f})")
     if tally["fail"]:
         raise SystemExit(1)
     if tally["skip"] == len(results):

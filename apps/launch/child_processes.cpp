@@ -202,6 +202,7 @@ pid_t child_processes::start(const child_spec& spec) {
     set_nonblocking(fd);
   child c;
   c.name = spec.name;
+  c.expendable = spec.expendable;
   c.pid = pid;
   c.input_fd = p.in[1];
   c.input = spec.input;
@@ -328,6 +329,13 @@ void child_processes::on_exit(child& c, int status) {
     log << "exited with status " << WEXITSTATUS(status) << std::endl;
   else
     log << "killed by signal " << WTERMSIG(status) << std::endl;
+  // Killed by a signal (SIGKILL, the OOM killer): a lost worker the scheduler may adopt. A
+  // worker that exits with a status of its own (a bad flag, a refusal) still ends the launch:
+  // the scheduler would otherwise wait for it until its join timeout.
+  if (c.expendable && WIFSIGNALED(status) && !term_sent_ && !term_at_) {
+    log << "launch: the run goes on if the scheduler can do without " << c.name << " (on_worker_loss)" << std::endl;
+    return;
+  }
   if (!failure_status_)
     failure_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
   schedule_terminate(clock::now() + options_.grace);

@@ -30,6 +30,10 @@ struct child_spec {
   std::vector<std::string> env;
   /// Written to the child's standard input, which is then closed.
   std::string input;
+  /// Its death by a signal alone does not end the others (a worker: whether the run goes on
+  /// without it is the scheduler's call, which ends the run when it cannot, on_worker_loss);
+  /// it is logged, and wait() does not count it. An exit with a status still does.
+  bool expendable = false;
 };
 
 struct supervisor_options {
@@ -62,8 +66,8 @@ public:
   wait_result wait_until(const std::function<bool()>& ready, std::chrono::milliseconds limit);
 
   /// Relays output and enforces the grace and kill deadlines until every child has exited.
-  /// Returns 128 + the signal after a stop request; else 0 if every child exited 0, else the
-  /// first failing child's exit status (1 if a signal killed it).
+  /// Returns 128 + the signal after a stop request; else 0 if every child exited 0 (expendable
+  /// ones aside), else the first failing child's exit status (1 if a signal killed it).
   int wait();
 
   /// What the launcher does on SIGINT or SIGTERM (the handlers call it), and wait() then
@@ -91,6 +95,7 @@ private:
     std::string input; // not yet written
     output_stream out, err;
     bool exited = false;
+    bool expendable = false;
   };
   using clock = std::chrono::steady_clock;
 

@@ -50,6 +50,7 @@ struct Frame {
     traffic @16 :Traffic;
     checkpoint @17 :Checkpoint;
     checkpointDone @18 :CheckpointDone;
+    adopt @19 :Adopt;
   }
 }
 
@@ -85,6 +86,9 @@ struct Pull {
   request @0 :UInt64;
   shard @1 :UInt32;
   remainingMs @2 :UInt64;  # as Push's
+  rewind @3 :Bool;         # the weights as they were before step `beforeStep` (an adopter
+                           # recomputing a lost worker's step in flight), not the current ones
+  beforeStep @4 :Int64 = -1;  # with rewind: the step; -1: the step in flight at the answerer
 }
 
 # A shard's answer to a Push or a Pull (weight_set).
@@ -95,6 +99,7 @@ struct Weights {
   keys @3 :List(UInt32);
   values @4 :List(Data);
   learningRate @5 :Float32;
+  beforeStep @6 :Int64 = -1;  # answering a rewinding Pull: the step these weights precede
 }
 
 # A request that failed; the error travels as a value.
@@ -246,4 +251,10 @@ struct CheckpointDone {
   file @1 :Text;
   bytes @2 :UInt64;
   checksum @3 :Text;
+}
+# The scheduler tells a surviving (or spare) worker to adopt the compute ranks of plan node
+# `node`, a worker node that was lost: it spawns that node's loaders and computes beside its
+# own and says Ready with `node` once they are served (docs/operations.md, "A lost worker").
+struct Adopt {
+  node @0 :UInt32;  # index into the plan's nodes: the lost worker node
 }

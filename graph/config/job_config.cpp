@@ -93,8 +93,8 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
     r.set(c.worker_nodes, static_cast<int>(r.integer(*v, "worker_nodes", range_of_key("cluster.worker_nodes"))), *v);
   if (auto* v = k.find("on_worker_loss")) {
     r.set(c.on_worker_loss, r.name(*v, "on_worker_loss"), *v);
-    if (c.on_worker_loss.value != "stop" && c.on_worker_loss.value != "continue")
-      r.fail(v->span, "on_worker_loss must be stop or continue, got " + c.on_worker_loss.value);
+    if (c.on_worker_loss.value != "stop" && c.on_worker_loss.value != "continue" && c.on_worker_loss.value != "adopt")
+      r.fail(v->span, "on_worker_loss must be stop, continue or adopt, got " + c.on_worker_loss.value);
   }
   if (auto* v = k.find("scheduler"))
     r.set(c.scheduler, r.string(*v, "scheduler"), *v);

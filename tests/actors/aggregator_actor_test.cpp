@@ -126,7 +126,8 @@ TEST_CASE("aggregator rejects malformed pushes with the source and keys named") 
   CHECK(refusal(f.self, agg, push_of(0, 0, {0, 1}, g()))
         == "aggregator: push from source 0 carries 1 gradients for 2 keys");
   auto pending = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10), push_of(0, 0, {0}, g()));
-  CHECK(refusal(f.self, agg, push_of(0, 0, {0}, g())) == "aggregator: source 0 pushed step 0 twice");
+  // A repeat of (source 0, step 0, group 0) is no error: it waits for the same sum (below).
+  auto repeat = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10), push_of(0, 0, {0}, g()));
   CHECK(refusal(f.self, agg, push_of(1, 0, {0, 1}, {tensor({2}), tensor({1})}))
         == "aggregator: source 1 pushed keys [0, 1] for step 0, others pushed [0]");
   CHECK(refusal(f.self, agg, push_of(1, 0, {0}, {tensor({3})}))
@@ -135,6 +136,7 @@ TEST_CASE("aggregator rejects malformed pushes with the source and keys named") 
   auto done = answer(f.self, agg, push_of(1, 0, {0}, g()));
   CHECK(done.weights[0].data()[0] == -1.0f);
   pending.receive([](weight_set&) {}, [&](caf::error& e) { FAIL(error_text(e)); });
+  repeat.receive([](weight_set& ws) { CHECK(ws.weights[0].data()[0] == -1.0f); }, [&](caf::error& e) { FAIL(error_text(e)); });
   f.self->send_exit(agg, caf::exit_reason::user_shutdown);
 }
 
@@ -183,4 +185,58 @@ TEST_CASE("a sum is due when its earliest contribution is: a silent downstream f
   CHECK(deadline::after(std::chrono::minutes(1)).at > seen->front().at);
   self->send_exit(agg, caf::exit_reason::user_shutdown);
   self->send_exit(silent, caf::exit_reason::user_shutdown);
+}
+
+// Adopted workers: a rank's contribution to (step, group) is taken once. The lost process's
+// push arrived; the adopter's repeat of it (equal gradients) is dropped and waits for the same
+// sum; a repeat after the sum went downstream gets the weights after that step.
+TEST_CASE("aggregator takes a source contribution to a step once, a repeat gets the same weights") {
+  fixture f;
+  auto agg = spawn_aggregator(f.sys, f.shard, aggregator_options{2, 0, true, 0});
+  auto to = caf::actor_cast<caf::actor>(agg);
+  auto first = f.self->request(to, std::chrono::seconds(10), push_of(1, 0, {0}, {tensor::from_values({2}, {4, 4})}));
+  auto repeat = f.self->request(to, std::chrono::seconds(10), push_of(1, 0, {0}, {tensor::from_values({2}, {4, 4})}));
+  auto other = answer(f.self, agg, push_of(0, 0, {0}, {tensor::from_values({2}, {2, 2})}));
+  CHECK(other.weights[0].data()[0] == -3.0f);  // (2 + 4) / 2 once, not (2 + 4 + 4) / 3
+  for (auto* pending : {&first, &repeat})
+    pending->receive([](weight_set& ws) { CHECK(ws.weights[0].data()[0] == -3.0f); },
+                     [&](caf::error& e) { FAIL(error_text(e)); });
+  auto late = answer(f.self, agg, push_of(1, 0, {0}, {tensor::from_values({2}, {4, 4})}));
+  CHECK(late.weights[0].data()[0] == -3.0f);
+  std::int64_t repeats = -1;
+  f.self->request(to, std::chrono::seconds(10), repeats_atom::value)
+    .receive([&](std::int64_t n) { repeats = n; }, [&](caf::error& e) { FAIL(error_text(e)); });
+  CHECK(repeats == 1);
+  f.self->send_exit(agg, caf::exit_reason::user_shutdown);
+}
+
+// Rewind: the weights before the step in flight, one step back where a group has summed it.
+TEST_CASE("aggregator rewinds to the weights before the step in flight") {
+  fixture f;
+  auto agg = spawn_aggregator(f.sys, f.shard, aggregator_options{1, 0, true, 0});
+  auto to = caf::actor_cast<caf::actor>(agg);
+  auto rewind_to = [&](std::int64_t step) {
+    weight_set out;
+    f.self->request(to, std::chrono::seconds(10), rewind_atom::value, step, deadline::after(std::chrono::seconds(10)))
+      .receive([&](weight_set& ws) { out = std::move(ws); }, [&](caf::error& e) { FAIL(error_text(e)); });
+    return out;
+  };
+  auto start = rewind_to(-1);  // nothing summed: step 0, the initial weights
+  CHECK(start.before_step == 0);
+  REQUIRE(start.keys.size() == 2);
+  CHECK(start.weights[0].data()[0] == 0.0f);
+  answer(f.self, agg, push_of(0, 0, {0}, {tensor::from_values({2}, {1, 1})}));  // group of key 0: step 0
+  answer(f.self, agg, push_of(0, 0, {1}, {tensor::from_values({1}, {1})}));     // group of key 1: step 0
+  answer(f.self, agg, push_of(0, 1, {0}, {tensor::from_values({2}, {1, 1})}));  // key 0 alone: step 1
+  // Step 1 is in flight (key 1's group has not summed it); key 0 is rewound one step.
+  auto in_flight = rewind_to(-1);
+  CHECK(in_flight.before_step == 1);
+  CHECK(in_flight.weights[0].data()[0] == -1.0f);  // after step 0, not -2 after step 1
+  CHECK(in_flight.weights[1].data()[0] == -1.0f);
+  auto two_back = f.self->request(to, std::chrono::seconds(10), rewind_atom::value, std::int64_t{0},
+                                  deadline::after(std::chrono::seconds(10)));
+  std::string refused;
+  two_back.receive([](weight_set&) {}, [&](caf::error& e) { refused = error_text(e); });
+  CHECK_THAT(refused, Catch::Contains("cannot give the weights before step 0"));
+  f.self->send_exit(agg, caf::exit_reason::user_shutdown);
 }

@@ -127,6 +127,32 @@ TEST_CASE("a child reads its input on stdin, which is then closed, and gets its 
   CHECK(lines_from(c.out.str(), "env") == "[env] 42\n");
 }
 
+// A worker killed by a signal is the scheduler's to judge (on_worker_loss): the others run on
+// and the launch can end 0; a worker that exits with a status of its own still fails it.
+TEST_CASE("an expendable child killed by a signal ends nobody; one exiting with a status does") {
+  captured c;
+  SECTION("killed") {
+    child_processes children(c.options(100ms));
+    auto worker = sh("worker 1", "kill -9 $$");
+    worker.expendable = true;
+    children.start(worker);
+    children.start(sh("scheduler", "sleep 1; echo finished"));  // outlives the grace by far
+    CHECK(children.wait() == 0);
+    CHECK(lines_from(c.out.str(), "scheduler") == "[scheduler] finished\n");
+    CHECK_THAT(c.err.str(), Catch::Contains("launch: worker 1 (pid "));
+    CHECK_THAT(c.err.str(), Catch::Contains("killed by signal 9"));
+    CHECK_THAT(c.err.str(), Catch::Contains("the run goes on if the scheduler can do without worker 1"));
+  }
+  SECTION("exited") {
+    child_processes children(c.options(100ms));
+    auto worker = sh("worker 1", "exit 3");
+    worker.expendable = true;
+    children.start(worker);
+    children.start(sh("scheduler", "sleep 30"));
+    CHECK(children.wait() == 3);
+  }
+}
+
 TEST_CASE("the exit status is the first failing child's, 1 for a signal, logged by name and pid") {
   captured c;
   SECTION("status") {

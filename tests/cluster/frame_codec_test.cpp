@@ -128,6 +128,17 @@ TEST_CASE("weights, pull, hello, proof, failure, heartbeat and shutdown round-tr
   const auto got_pull = decoded_as<pull_message>(frame_of(pull_message{9, 1, 2500}));
   CHECK(got_pull.request == 9);
   CHECK(got_pull.shard == 1);
+  CHECK_FALSE(got_pull.rewind);
+  CHECK(got_pull.before_step == -1);
+  CHECK(got_w.weights.before_step == -1);
+
+  // Adopted workers: a rewinding pull, the step its weights precede, and the adopt frame.
+  const auto rewind = decoded_as<pull_message>(frame_of(pull_message{10, 1, 2500, true, 768}));
+  CHECK(rewind.rewind);
+  CHECK(rewind.before_step == 768);
+  w.weights.before_step = 768;
+  CHECK(decoded_as<weights_message>(frame_of(w)).weights.before_step == 768);
+  CHECK(decoded_as<adopt_message>(frame_of(adopt_message{4})).node == 4);
 
   hello_message h;
   h.role = node_kind::server;

@@ -48,6 +48,41 @@ channel_actor::behavior_type fake_link(channel_actor::pointer, sent_list sent) {
   };
 }
 
+// A channel that also takes requests (a compute proxy's phases): records them and answers
+// each with an empty phase report, or, once `*down` is set, fails it as a link that ended does
+// (errc::peer_down).
+channel_actor::behavior_type answering_link(channel_actor::pointer, sent_list sent, std::shared_ptr<bool> down) {
+  return {
+    [=](call_atom, wire_message& m, const deadline&) -> caf::result<wire_message> {
+      sent->push_back(std::move(m));
+      if (*down)
+        return make_error(errc::peer_down, "the connection closed");
+      return wire_message{report_message{0, phase_report{}}};
+    },
+    [=](send_atom, wire_message& m) { sent->push_back(std::move(m)); },
+    [=](stats_atom) { return link_traffic{}; },
+    [=](plan_atom, std::uint64_t, wire_keys&) {},
+  };
+}
+
+// Asks a compute (the coordinator's handle: a relay) to train `epoch`; records the answer.
+struct phase_answer {
+  bool answered = false;
+  std::string error;
+};
+
+caf::behavior ask_train(caf::event_based_actor* self, compute_actor compute, std::int64_t epoch,
+                        std::shared_ptr<phase_answer> out) {
+  const auto due = deadline::after(std::chrono::hours(1));
+  self->request(compute, caf::infinite, train_atom::value, epoch, due)
+    .then([=](phase_report&) { out->answered = true; },
+          [=](caf::error& err) {
+            out->answered = true;
+            out->error = err.category() == error_category ? error_text(err) : std::string("caf error");
+          });
+  return {[](const std::string&) {}};
+}
+
 // The host's view of a run request: what came back, if anything.
 struct outcome {
   bool answered = false;
@@ -196,9 +231,12 @@ struct scheduler_fixture : node_fixture {
   std::shared_ptr<outcome> result = std::make_shared<outcome>();
   cluster_node_options options = node_options(node_kind::scheduler, lines);
 
-  void start(int servers = 1, int workers = 2, bool continue_on_loss = false) {
+  session_sinks sinks;  // what the scheduler gave its session (the relays, with adopt)
+
+  void start(int servers = 1, int workers = 2, bool continue_on_loss = false, bool adopt = false) {
     job = cluster_job(servers, workers);
     job.nodes.continue_on_worker_loss = continue_on_loss;
+    job.nodes.adopt_on_worker_loss = adopt;
     if (continue_on_loss)
       use_preset(job.topology, topology_kind::async);
     plan = plan_placement(job, facts);
@@ -207,7 +245,8 @@ struct scheduler_fixture : node_fixture {
     scheduler_setup setup{options, job, session_output{}, plan, facts, sink, nullptr, nullptr};
     setup.listen = false;
     auto probe = session;
-    setup.spawn_session = [this, probe](caf::actor_system& system, const training_job&, session_sinks) {
+    setup.spawn_session = [this, probe](caf::actor_system& system, const training_job&, session_sinks given) {
+      sinks = std::move(given);
       auto s = system.spawn(fake_session, probe);
       spawned.push_back(caf::actor_cast<caf::actor>(s));
       session_actor = s;
@@ -255,6 +294,49 @@ struct scheduler_fixture : node_fixture {
     else
       caf::anon_send(session_actor, end_atom::value);
     settle();
+  }
+
+  // A link that answers the requests made over it (answering_link).
+  std::map<caf::actor_addr, std::shared_ptr<bool>> down;  // by answering link: it fails requests
+  channel_actor holding(sent_list& sent) {
+    sent = std::make_shared<std::vector<wire_message>>();
+    auto is_down = std::make_shared<bool>(false);
+    auto a = sys.spawn(answering_link, sent, is_down);
+    down[a.address()] = is_down;
+    spawned.push_back(caf::actor_cast<caf::actor>(a));
+    return a;
+  }
+  // Plan node of worker `rank`, and the plan actor of its (first) compute.
+  int worker_node(int rank) const {
+    for (std::size_t n = 0; n < plan.nodes.size(); ++n)
+      if (plan.nodes[n].kind == node_kind::worker && plan.nodes[n].rank == rank)
+        return static_cast<int>(n);
+    return -1;
+  }
+  std::size_t compute_on(int plan_node) const {
+    for (auto c : plan.actors_of(plan_role::compute))
+      if (plan.actors[c].node == plan_node)
+        return c;
+    return plan.actors.size();
+  }
+  // The worker's link fails what is asked over it from now on, and the scheduler hears it ended.
+  void killed(const channel_actor& l) {
+    *down.at(l.address()) = true;
+    lost(l, "the connection closed");
+  }
+
+  // Joins one server and `workers.size()` workers on the links given, makes them ready.
+  void to_training(const channel_actor& server, sent_list& server_sent, const std::vector<channel_actor>& workers,
+                   const std::vector<sent_list>& worker_sent) {
+    join(server, node_kind::server, -1, 100);
+    for (std::size_t w = 0; w < workers.size(); ++w)
+      join(workers[w], node_kind::worker, static_cast<int>(w), 200 + static_cast<std::uint32_t>(w));
+    ready(server, last_of<assignment_message>(server_sent)->node, 4000);
+    for (std::size_t w = 0; w < workers.size(); ++w)
+      ready(workers[w], last_of<assignment_message>(worker_sent[w])->node);
+    // The relays the scheduler made end with the test (the scheduler's own end only asks them to).
+    for (auto c : plan.actors_of(plan_role::compute))
+      spawned.push_back(caf::actor_cast<caf::actor>(sinks.node.remote.compute(c)));
   }
 
   // Joins one server and two workers, makes them ready: the session trains.
@@ -842,6 +924,104 @@ CAF_TEST(finished_run_ends_workers_then_servers) {
   CAF_CHECK(result->ok);
 }
 
+// on_worker_loss = adopt: a worker lost mid-phase. The scheduler picks the survivor with the
+// fewest computes (lowest rank among equals), tells it to adopt the lost node (an adopt frame
+// naming that plan node), and re-points the lost compute's relay only once the adopter says
+// ready for that node: the phase the relay held is asked again there, the coordinator never
+// sees the loss.
+CAF_TEST(lost_worker_is_adopted_and_its_phase_asked_again) {
+  start(1, 3, false, true);
+  sent_list server_sent;
+  std::vector<sent_list> ws(3);
+  auto server = link(server_sent);
+  std::vector<channel_actor> workers{holding(ws[0]), holding(ws[1]), holding(ws[2])};
+  to_training(server, server_sent, workers, ws);
+  CAF_REQUIRE_EQUAL(session->runs, 1);
+  const int lost_node = worker_node(2);
+  const auto compute = compute_on(lost_node);
+  CAF_REQUIRE(compute < plan.actors.size());
+  auto relay = sinks.node.remote.compute(compute);
+  *down.at(workers[2].address()) = true;  // its process is gone: what is asked there fails
+  auto phase = std::make_shared<phase_answer>();
+  spawned.push_back(sys.spawn(ask_train, relay, 0, phase));
+  settle();
+  CAF_REQUIRE_EQUAL(count_of<control_message>(ws[2]), 1);  // asked where it lived
+  killed(workers[2]);
+  CAF_CHECK(!result->answered);
+  CAF_CHECK(!phase->answered);  // held by the relay, not failed
+  CAF_CHECK(logged("lost worker 2 (pid 202"));
+  CAF_CHECK(logged("worker 0 (pid 200 on 10.0.0.1) adopts compute_2 of worker_2 (the worker running the fewest computes, 1"));
+  CAF_REQUIRE_EQUAL(count_of<adopt_message>(ws[0]), 1);
+  CAF_CHECK_EQUAL(count_of<adopt_message>(ws[1]), 0);
+  CAF_CHECK_EQUAL(last_of<adopt_message>(ws[0])->node, static_cast<std::uint32_t>(lost_node));
+  CAF_CHECK_EQUAL(count_of<control_message>(ws[0]), 0);  // not before the adopter is ready
+  ready(workers[0], static_cast<std::uint32_t>(lost_node));
+  CAF_REQUIRE_EQUAL(count_of<control_message>(ws[0]), 1);
+  const auto* again = last_of<control_message>(ws[0]);
+  CAF_CHECK_EQUAL(again->worker, static_cast<std::uint32_t>(plan.actors[compute].worker));
+  CAF_CHECK_EQUAL(again->epoch, 0);
+  CAF_CHECK(again->kind == control_kind::train);
+  CAF_CHECK(logged("worker 0 (pid 200 on 10.0.0.1) serves the computes of worker_2"));
+  // The adopter's answer is the coordinator's answer.
+  CAF_CHECK(phase->answered);
+  CAF_CHECK_EQUAL(phase->error, "");
+  // The next loss goes to the worker with the fewest computes: worker 1 (1), not worker 0 (2),
+  // and worker 0's adopted node goes with it when it is the one lost.
+  lost(workers[0], "the connection closed");
+  CAF_CHECK(!result->answered);
+  CAF_REQUIRE_EQUAL(count_of<adopt_message>(ws[1]), 2);
+  CAF_CHECK(logged("worker 1 (pid 201 on 10.0.0.1) adopts compute_0, compute_2 of worker_0, worker_2"));
+}
+
+// A second worker lost while an adoption is under way stops the run naming both.
+CAF_TEST(second_loss_during_an_adoption_stops_naming_both) {
+  start(1, 3, false, true);
+  sent_list server_sent;
+  std::vector<sent_list> ws(3);
+  auto server = link(server_sent);
+  std::vector<channel_actor> workers{holding(ws[0]), holding(ws[1]), holding(ws[2])};
+  to_training(server, server_sent, workers, ws);
+  killed(workers[2]);
+  CAF_REQUIRE_EQUAL(count_of<adopt_message>(ws[0]), 1);
+  killed(workers[1]);  // before worker 0 said ready for worker_2
+  session_ends(make_error(errc::peer_down, "the run ends"));
+  lost(workers[0], "");
+  lost(server, "");
+  CAF_REQUIRE(result->answered);
+  CAF_CHECK(contains(result->error, "lost worker 1 (pid 201"));
+  CAF_CHECK(contains(result->error, "while worker 0 (pid 200 on 10.0.0.1) was adopting worker_2"));
+  CAF_CHECK(contains(result->error, "a second loss during an adoption stops the run"));
+}
+
+// The adopter itself lost before it said ready: the run stops naming it and the node it was
+// adopting (no survivor is left to take both here).
+CAF_TEST(no_worker_left_to_adopt_stops_naming_the_lost_worker) {
+  start(1, 2, false, true);
+  auto m = to_training();
+  lost(m.w1, "the connection closed");
+  CAF_REQUIRE_EQUAL(count_of<adopt_message>(m.w0_sent), 1);
+  lost(m.w0, "the connection closed");
+  session_ends(make_error(errc::peer_down, "the run ends"));
+  lost(m.server, "");
+  CAF_REQUIRE(result->answered);
+  CAF_CHECK(contains(result->error, "scheduler: lost worker 0 (pid 200"));
+  CAF_CHECK(contains(result->error, "not adopted: no worker is left to adopt its computes"));
+}
+
+// Without adopt (the default stop) a lost worker stops the run as before, and nothing is adopted.
+CAF_TEST(lost_worker_with_stop_is_not_adopted) {
+  start(1, 2);
+  auto m = to_training();
+  lost(m.w1, "the connection closed");
+  CAF_CHECK_EQUAL(count_of<adopt_message>(m.w0_sent), 0);
+  session_ends(make_error(errc::peer_down, "the run ends"));
+  lost(m.w0, "");
+  lost(m.server, "");
+  CAF_REQUIRE(result->answered);
+  CAF_CHECK(contains(result->error, "scheduler: lost worker 1 (pid 201"));
+  CAF_CHECK(!contains(result->error, "adopt"));
+}
+
 CAF_TEST_FIXTURE_SCOPE_END()
 
 namespace {
@@ -872,6 +1052,20 @@ struct member_fixture : node_fixture {
 } // namespace
 
 CAF_TEST_FIXTURE_SCOPE(member_node_tests, member_fixture)
+
+// An adopt from another link is ignored; one from the scheduler before the node runs its own
+// part is refused, and the node ends naming why (the scheduler adopts only with running workers).
+CAF_TEST(member_refuses_an_adopt_before_it_runs) {
+  sent_list other_sent;
+  auto other = link(other_sent);
+  caf::anon_send(node, adopt_atom::value, other, adopt_message{2});
+  settle();
+  CAF_CHECK(!result->answered);
+  CAF_CHECK(logged("ignored an adopt from a link other than the scheduler's"));
+  caf::anon_send(node, adopt_atom::value, scheduler, adopt_message{2});
+  settle();
+  CAF_CHECK(contains(last_of<shutdown_message>(to_scheduler)->reason, "cannot adopt as the scheduler asked: this node is no running worker"));
+}
 
 CAF_TEST(member_joins_on_its_scheduler_link) {
   const auto* join = last_of<join_message>(to_scheduler);

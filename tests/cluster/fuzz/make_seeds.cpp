@@ -92,6 +92,8 @@ std::vector<std::pair<std::string, wire_message>> seeds() {
     {"report", report_message{3, phase}},
     {"batch_report", batch_report_message{batch}},
     {"traffic_query", traffic_query_message{2}},
+    {"adopt", adopt_message{3}},
+    {"pull_rewind", pull_message{8, 1, 30000, true, 5}},
     {"traffic", traffic},
     // Found by the fuzzer (bac6a18): the refusal of batches = INT64_MIN overflowed.
     {"regression_batch_report_int64_min", batch_report_message{int64_min}},

@@ -11,6 +11,15 @@
 //                                              weights of its keys at once.
 //   (pull_atom, deadline)      -> weight_set   forwarded downstream
 //   (stats_atom)               -> int64, int64 sums forwarded, late pushes dropped
+//   (rewind_atom, step, deadline) -> weight_set  every key's weights before `step` (-1: the
+//                                              step in flight here), as rewind_target_actor
+//                                              (messages.hpp) says; each group keeps its
+//                                              weights one step back for it
+//   (repeats_atom)             -> int64        contributions a source sent again, dropped
+// A rank's contribution to a step is accepted once, by (source, step, group): a source that
+// pushes a step again (a compute adopted after its worker process was lost, recomputing the
+// step in flight) is answered with that step's weights (waiting for them if its sum is not
+// back yet) and its gradients, equal to the first ones, are dropped.
 // It monitors its downstream: if that actor terminates, every waiting push is answered with
 // errc::peer_down and the aggregator exits with the same error. A sum is due when the earliest
 // of its contributions is (gradient_push::due): a downstream that has not answered by then
@@ -35,8 +44,12 @@
 
 namespace troupe {
 
+using repeats_atom = caf::atom_constant<caf::atom("repeats")>;
+
 using aggregator_actor = push_target_actor::extend<
-  caf::replies_to<stats_atom>::with<std::int64_t, std::int64_t>>;
+  caf::replies_to<stats_atom>::with<std::int64_t, std::int64_t>,
+  caf::replies_to<rewind_atom, std::int64_t, deadline>::with<weight_set>,
+  caf::replies_to<repeats_atom>::with<std::int64_t>>;
 
 struct aggregator_options {
   int sources = 1;          ///< contributors per step

@@ -48,6 +48,8 @@
 // milliseconds to seconds. Spawned `detached` (the session's default) the actor has a thread of
 // its own, so a host's other actors on the shared scheduler never wait behind a step.
 //
+// An adopted compute (compute_wiring::adopted) rewinds instead of pulling: see there.
+//
 // Before its first step the actor pulls the weights from every shard, so the shards' values,
 // not the replica's own initialization, are what trains. A step starts only when the weights
 // of the previous step have arrived for every group (synchronous within one worker).
@@ -75,6 +77,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -122,6 +125,15 @@ struct compute_wiring {
   metrics_sink_actor metrics;  ///< may be invalid: no per-batch reports
   std::int64_t batches_per_epoch = 0;
   request_timeouts timeouts;
+  /// Adopted: spawned on another worker process after this rank's own was lost, in a run in
+  /// flight. Before its first step it asks every route for the weights before the step in
+  /// flight (rewind_target_actor: the earliest step some route has not summed yet, the same
+  /// for all routes) rather than the current ones, and starts its epoch at that step: the
+  /// batches before it are skipped (their contributions are summed already). Before a
+  /// validation with no step trained yet it pulls the current weights.
+  bool adopted = false;
+  /// Adopted: called (on the compute's thread) with the step it recomputes from, once known.
+  std::function<void(std::int64_t step)> on_rewound;
 };
 
 /// A compute that takes a fixed time per batch instead of computing (see "Stand-in" above): a

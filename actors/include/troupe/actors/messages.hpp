@@ -78,6 +78,7 @@ struct weight_set {
   std::vector<std::size_t> keys;  ///< indices into the shard's key list, as in the push
   std::vector<tensor> weights;    ///< one per key, in `keys` order
   float learning_rate = 0;        ///< the rate used for the last update (for the logs)
+  std::int64_t before_step = -1;  ///< answering a rewind: the step these weights precede
 };
 
 /// A parameter shard's whole state, for a checkpoint: one tensor per key of the shard, in its
@@ -142,6 +143,20 @@ struct training_result {
 using push_target_actor
   = caf::typed_actor<caf::replies_to<push_atom, gradient_push>::with<weight_set>,
                      caf::replies_to<pull_atom, deadline>::with<weight_set>>;
+
+using rewind_atom = caf::atom_constant<caf::atom("rewind")>;
+
+/// A push target that can answer with the weights as they were before a step: an aggregator
+/// of a synchronous topology, which keeps each group's weights one step back, and a remote
+/// stand-in for one. A compute adopted after its worker process was lost asks it, so it
+/// recomputes the step in flight from the weights that step started from.
+///   (rewind_atom, int64 step, deadline) -> weight_set   every key's weights before `step`
+///                                        (-1: the earliest step not yet summed for every
+///                                        group here); weight_set::before_step says which.
+///                                        A step whose weights are gone (more than one step
+///                                        back) is an errc::bad_request naming it.
+using rewind_target_actor
+  = caf::typed_actor<caf::replies_to<rewind_atom, std::int64_t, deadline>::with<weight_set>>;
 
 #define TROUPE_MESSAGES_INSPECTABLE 1
 

@@ -41,6 +41,11 @@ namespace troupe {
 /// What the part spawns with, besides the plan.
 struct node_part_options {
   int node = -1;  ///< -1: every node of the plan (one process runs all of it)
+  /// The part of a lost worker node, spawned by the worker process that adopts it in a run in
+  /// flight: its computes are adopted (compute_wiring::adopted).
+  bool adopted = false;
+  /// With `adopted`: told (on the compute's thread) which step compute `worker` recomputes from.
+  std::function<void(int worker, std::int64_t step)> on_rewound;
   remote_actors remote;
   /// Where this node's computes and coordinator report. Invalid: the node spawns the plan's
   /// metrics actor, with `metrics` options, when the plan puts it here.

@@ -22,6 +22,10 @@
 //   member_inbox (a member's links -> the member node):
 //     (assignment_atom, link, assignment_message)      the scheduler assigns the node
 //     (traffic_query_atom, link, traffic_query_message) the scheduler asks what moved
+//     (adopt_atom, link, adopt_message)               the scheduler asks it to adopt the
+//                                                      computes of a lost worker node; it
+//                                                      spawns them and says ready naming
+//                                                      that node (on_worker_loss = adopt)
 //     (goodbye_atom, link, shutdown_message)           the peer stops, and why
 //     (link_up_atom, link, std::string peer)            a link was admitted (a server's
 //                                                      links from workers)
@@ -54,6 +58,7 @@ using assignment_atom = caf::atom_constant<caf::atom("assignment")>;
 using goodbye_atom = caf::atom_constant<caf::atom("goodbye")>;
 using link_up_atom = caf::atom_constant<caf::atom("linkup")>;
 using link_lost_atom = caf::atom_constant<caf::atom("linklost")>;
+using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
 
 /// What the scheduler's links tell the scheduler node.
 using scheduler_inbox = caf::typed_actor<caf::reacts_to<join_atom, channel_actor, join_message>,
@@ -65,6 +70,7 @@ using scheduler_inbox = caf::typed_actor<caf::reacts_to<join_atom, channel_actor
 /// What a server's or worker's links tell their node.
 using member_inbox = caf::typed_actor<caf::reacts_to<assignment_atom, channel_actor, assignment_message>,
                                       caf::reacts_to<traffic_query_atom, channel_actor, traffic_query_message>,
+                                      caf::reacts_to<adopt_atom, channel_actor, adopt_message>,
                                       caf::reacts_to<goodbye_atom, channel_actor, shutdown_message>,
                                       caf::reacts_to<link_up_atom, channel_actor, std::string>,
                                       caf::reacts_to<link_lost_atom, channel_actor, caf::error>>;
@@ -81,6 +87,7 @@ using scheduler_control_actor = caf::typed_actor<caf::reacts_to<join_atom, join_
 /// through the proxy on its channel to that node (spawn_member_control_proxy).
 using member_control_actor = caf::typed_actor<caf::reacts_to<assignment_atom, assignment_message>,
                                               caf::reacts_to<traffic_query_atom, traffic_query_message>,
+                                              caf::reacts_to<adopt_atom, adopt_message>,
                                               caf::reacts_to<goodbye_atom, shutdown_message>>;
 
 /// The scheduler node's states, in the order a run goes through them.
@@ -116,3 +123,4 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::traffic_message)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::shutdown_message)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::assignment_message)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::traffic_query_message)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::adopt_message)

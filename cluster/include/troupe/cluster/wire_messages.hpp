@@ -65,6 +65,10 @@ struct pull_message {
   std::uint64_t request = 0;
   std::uint32_t shard = 0;
   std::uint64_t remaining_ms = 0;
+  /// The weights before step `before_step` (-1: the step in flight there) rather than the
+  /// current ones (rewind_target_actor, messages.hpp).
+  bool rewind = false;
+  std::int64_t before_step = -1;
 };
 
 /// A shard's answer to push or pull `request`.
@@ -166,6 +170,11 @@ struct traffic_query_message {
   std::int64_t epoch = 0;
 };
 
+/// The scheduler tells a worker to adopt the computes of lost worker node `node`.
+struct adopt_message {
+  std::uint32_t node = 0;
+};
+
 /// Bytes moved with one peer, per message kind (kind_name order), headers included.
 struct peer_traffic {
   std::string peer;  ///< the peer's node name, at most hello_message::max_name_bytes
@@ -209,11 +218,11 @@ using wire_message = std::variant<hello_message, proof_message, push_message, pu
                                   shutdown_message, join_message, assignment_message,
                                   ready_message, control_message, report_message,
                                   batch_report_message, traffic_query_message, traffic_message,
-                                  checkpoint_message, checkpoint_done_message>;
+                                  checkpoint_message, checkpoint_done_message, adopt_message>;
 
 /// "hello", "proof", "push", "pull", "weights", "failure", "heartbeat", "shutdown", "join",
 /// "assignment", "ready", "control", "report", "batch report", "traffic query", "traffic",
-/// "checkpoint", "checkpoint done": the kind of a message, for logs and traffic counters.
+/// "checkpoint", "checkpoint done", "adopt": the kind of a message, for logs and traffic counters.
 const char* kind_name(const wire_message& message);
 /// The same by variant index ("unknown" past the last kind).
 const char* kind_name(std::size_t index);

@@ -122,12 +122,21 @@ struct cluster_nodes {
   /// others (true; only where computes push straight to the shards, async or ssp: any
   /// aggregation level waits for each worker).
   bool continue_on_worker_loss = false;
+  /// A worker process lost during training of a bsp job: another worker process adopts its
+  /// compute ranks and recomputes the step in flight (on_worker_loss = adopt), so the run ends
+  /// with the weights of a run that lost nothing.
+  bool adopt_on_worker_loss = false;
   bool single_process() const { return servers == 0 && workers == 0; }
 };
 
+/// The config value of on_worker_loss the fields say: "stop", "continue" or "adopt".
+inline const char* worker_loss_policy(const cluster_nodes& x) {
+  return x.adopt_on_worker_loss ? "adopt" : x.continue_on_worker_loss ? "continue" : "stop";
+}
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_nodes& x) {
-  return f(x.servers, x.workers, x.continue_on_worker_loss);
+  return f(x.servers, x.workers, x.continue_on_worker_loss, x.adopt_on_worker_loss);
 }
 
 struct training_job {

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""A worker process killed mid-run is adopted, and the run ends with the weights of a run that
+lost nothing (on_worker_loss = adopt; docs/operations.md, "A lost worker").
+
+usage: adopt_run.py TROUPE CONFIG SERVERS WORKERS KILL_EPOCH [--spares K] [troupe flags...]
+
+Runs `troupe launch -n WORKERS -s SERVERS --config CONFIG --on-worker-loss adopt [flags]`,
+waits until the scheduler logs a batch past the middle of epoch KILL_EPOCH (its progress lines,
+`Epoch[E] Batch [B]` past half the `x N batches` the start line names), then SIGKILLs the last worker process (its pid from the scheduler's
+`worker R (pid P ...) joined` line). It must: exit 0; the scheduler must name the lost worker
+and the adopter (`adopts compute_...`) and say when the adopter serves them; the final weights
+line must equal `troupe train --config CONFIG [flags]` in one process. Every wait has a
+deadline, moments come from log lines (no sleeps ordering events), and the launch's process
+group is killed at the end whatever happens, so no process is left behind.
+
+It prints the seconds from the kill to training again: to the adopter's line saying where its
+adopted compute recomputes from (detection, adoption, and the rewind of the weights).
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+BOUND_S = 300
+
+
+def final_weights(text):
+    lines = [l for l in text.splitlines() if "Final weights:" in l]
+    return lines[-1][lines[-1].index("Final weights:"):] if lines else None
+
+
+def kill_group(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def main():
+    troupe, config, servers, workers, kill_epoch = sys.argv[1:6]
+    rest = sys.argv[6:]
+    launch_only = []
+    if rest[:1] == ["--spares"]:
+        launch_only, rest = rest[:2], rest[2:]
+    workdir = tempfile.mkdtemp(prefix="troupe-adopt-")
+    command = [troupe, "launch", "-n", workers, "-s", servers, "--config", config, "--on-worker-loss", "adopt"] \
+        + launch_only + rest
+    # Line-buffered output (stdbuf's setting reaches the nodes through the environment), so
+    # the scheduler's progress lines arrive while the epoch runs.
+    proc = subprocess.Popen(["stdbuf", "-oL"] + command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=workdir,
+                            start_new_session=True)
+    seen = []
+    try:
+        deadline = time.time() + BOUND_S
+        victim_rank = int(workers) - 1
+        victim = None
+        killed_at = None
+        served_at = None
+        progress = re.compile(rf"Epoch\[{kill_epoch}\] Batch \[(\d+)\]")
+        batches = None
+        while time.time() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            m = re.search(rf"scheduler: worker {victim_rank} \(pid (\d+)", line)
+            if m and victim is None:
+                victim = int(m.group(1))
+            m = re.search(r"worker\(s\) x (\d+) batches", line)
+            if m:
+                batches = int(m.group(1))
+            m = progress.search(line)
+            if m and killed_at is None and batches and int(m.group(1)) * 2 >= batches:
+                if victim is None:
+                    raise SystemExit("FAIL: no pid of worker %d in the scheduler's log" % victim_rank)
+                os.kill(victim, signal.SIGKILL)
+                killed_at = time.time()
+                print(f"killed worker {victim_rank} (pid {victim}) at {line.strip()}")
+            if killed_at and served_at is None and "recomputes from step" in line:
+                served_at = time.time()
+        proc.wait(max(1, deadline - time.time()))
+        out = "".join(seen)
+        if proc.returncode != 0:
+            raise SystemExit(f"FAIL: launch exited {proc.returncode}\n{out[-5000:]}")
+        if killed_at is None:
+            raise SystemExit(f"FAIL: the run ended before the kill\n{out[-3000:]}")
+        m = re.search(r"recomputes from step (\d+) \(epoch (\d+), batch (\d+) of (\d+)\)", out)
+        if not m:
+            raise SystemExit(f"FAIL: no adopted compute says where it recomputes from\n{out[-5000:]}")
+        if m.group(2) != kill_epoch or not 0 < int(m.group(3)) < int(m.group(4)):
+            raise SystemExit(f"FAIL: the kill did not land inside epoch {kill_epoch}'s training: {m.group(0)}")
+        for pattern in (rf"lost worker {victim_rank} \(pid {victim}", r"adopts compute_", r"serves the computes of worker_",
+                        r"adopted worker_"):
+            if not re.search(pattern, out):
+                raise SystemExit(f"FAIL: no /{pattern}/ in the log\n{out[-5000:]}")
+        got = final_weights(out)
+        run = subprocess.run([troupe, "train", "--config", config] + rest, capture_output=True, text=True,
+                             cwd=workdir, timeout=BOUND_S)
+        if run.returncode != 0:
+            raise SystemExit(f"FAIL: troupe train exited {run.returncode}\n{run.stderr[-2000:]}")
+        reference = final_weights(run.stdout)
+        if not got or got != reference:
+            raise SystemExit(f"FAIL: adopted run: {got}\nin one process: {reference}\n{out[-5000:]}")
+        for line in out.splitlines():
+            if re.search(r"lost worker|adopt|serves the computes|killed by signal", line):
+                print(line)
+        print(f"kill to training again: {served_at - killed_at:.3f} s")
+        print(f"ok: worker {victim_rank} killed in epoch {kill_epoch}, adopted; exit 0; {got} as in one process")
+    finally:
+        kill_group(proc.pid)
+
+
+if __name__ == "__main__":
+    main()

@@ -18,7 +18,8 @@ Each trial draws, from random.Random("S:K") (so `--seed S --trial K` replays tri
   way      none (nothing is lost: the control trial), kill (SIGKILL), stop (SIGSTOP held until
            every other process has gone, or the bound; then SIGCONT: it must exit by itself),
            cut (the victim's veth set down, every node in its own network namespace, through
-           tests/apps/cluster_netns.py; only as root, otherwise the trial is skipped, saying so)
+           tests/apps/cluster_netns.py; only as root, otherwise the trial is skipped, saying so),
+           all (every process of the job SIGKILLed: only for jobs that restart)
   moment   join (the victim's join line; for the scheduler, the first join), mid-epoch (a batch
            line of epoch k), validation (epoch k's time-cost line: validation runs next),
            boundary (epoch k's last validation line: the next epoch starts), ending (the last
@@ -60,6 +61,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests", "apps"))
 import cluster_run  # noqa: E402  (process handling shared with the cluster tests)
 import cluster_netns  # noqa: E402  (network namespaces)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chaos_restarts  # noqa: E402  (the trials of jobs that restart)
 
 CONFIGS = os.path.join(REPO, "tests", "apps", "configs")
 HEARTBEAT, PEER_TIMEOUT, JOIN_TIMEOUT = "0.2", "2", "30"
@@ -125,8 +128,13 @@ VARIANTS = {
                       deterministic=True),
     "bsp-spare": dict(config="chaos_bsp.troupe", flags=[], needs={"spares"}, deterministic=True, starter="launch",
                       launch_flags=["--spares", "1"]),
+    # Jobs that save every epoch under the trial's folder (`saves`): with one restart, run by
+    # scripts/chaos_restarts.py (the `resume` moment takes two); with none, a loss still stops them.
     "bsp-restarts": dict(config="chaos_bsp.troupe", flags=["--save-period", "1"], needs={"max-restarts", "checkpoints"},
-                         deterministic=True, starter="launch", launch_flags=["--max-restarts", "1"]),
+                         deterministic=True, starter="launch", restarts=1, saves=True),
+    "bsp-no-restarts": dict(config="chaos_bsp.troupe", flags=["--save-period", "1"],
+                            needs={"max-restarts", "checkpoints"}, deterministic=True, starter="launch",
+                            launch_flags=["--max-restarts", "0"], saves=True),
 }
 
 EPOCHS = 3  # the chaos configs' epochs
@@ -146,19 +154,37 @@ MOMENTS = {
     "ending": set(),
     "checkpoint": {"checkpoints"},   # while a checkpoint is written (the save line names it)
     "promotion": {"replicas"},       # a server lost first, the victim while its backup is promoted
+    "resume": {"max-restarts", "checkpoints"},  # the restarted job's restore (chaos_restarts.py)
 }
 
-WAYS = ["none", "kill", "stop", "cut"]
+WAYS = ["none", "kill", "stop", "cut", "all"]  # all: every process of the job killed (restarts only)
+
+
+def fits(variant, way=None, moment=None):
+    """Whether a way or moment can be drawn for a variant: a link cut needs nodes by hand, the
+    loss of every process a job that restarts, a checkpoint moment one that saves, a resume one
+    that restarts."""
+    v = VARIANTS[variant]
+    if way == "cut":
+        return v.get("starter") != "launch"
+    if way == "all":
+        return bool(v.get("restarts"))
+    if moment == "checkpoint":
+        return bool(v.get("saves"))
+    if moment == "resume":
+        return bool(v.get("restarts"))
+    return True
 
 # The expected outcome: the first row whose test holds. A row: (why, test(trial), outcome).
 EXPECT = [
     ("nothing lost", lambda t: t["way"] == "none", "finishes"),
+    ("the job restarts from its last whole checkpoint (the launcher says so)",
+     lambda t: VARIANTS[t["variant"]].get("restarts"), "finishes"),
     ("the run ends as it is lost", lambda t: t["moment"] == "ending", "finishes-or-stops"),
     ("a lost worker is adopted", lambda t: role_of(t["victim"]) == "worker" and t["variant"] in ("bsp-adopt", "bsp-spare"),
      "finishes"),
     ("a lost server's shards are promoted", lambda t: role_of(t["victim"]) == "server" and t["variant"] == "bsp-replicas",
      "finishes"),
-    ("the job restarts from its last checkpoint", lambda t: t["variant"] == "bsp-restarts", "finishes"),
     ("async goes on without a lost worker once training",
      lambda t: t["variant"] == "async-continue" and role_of(t["victim"]) == "worker"
      and t["moment"] in ("mid-epoch", "validation", "boundary"), "goes-on"),
@@ -181,9 +207,9 @@ def draw(seed, k, allowed, have):
     variants = [v for v in allowed["variants"] if VARIANTS[v]["needs"] <= have]
     variant = rng.choice(variants)
     victim = rng.choice([n for n in NODES if role_of(n) in allowed["roles"]])
-    ways = [w for w in allowed["ways"] if not (w == "cut" and VARIANTS[variant].get("starter") == "launch")] or ["none"]
+    ways = [w for w in allowed["ways"] if fits(variant, way=w)] or ["none"]
     way = rng.choices(ways, weights=[1 if w == "none" else 3 for w in ways])[0]
-    moments = [m for m in allowed["moments"] if MOMENTS[m] <= have]
+    moments = [m for m in allowed["moments"] if MOMENTS[m] <= have and fits(variant, moment=m)]
     moment = rng.choice(moments)
     epoch = rng.randrange(EPOCHS - 1 if moment == "boundary" else EPOCHS)
     batch = 4 * rng.randrange(1, 23)  # 96 batches per worker and epoch; a line every 4
@@ -209,7 +235,7 @@ def moment_trigger(trial, pids):
     if m == "ending":
         return "scheduler", "out", rf"Epoch\[{EPOCHS - 1}\] Validation-cross-entropy"
     if m == "checkpoint":
-        return "scheduler", "err", r"(?i)checkpoint"
+        return "scheduler", "err", rf"checkpoint: saving epoch {k + 1} "
     if m == "promotion":
         return "scheduler", "err", r"(?i)promot"
     raise AssertionError(m)
@@ -229,6 +255,8 @@ def moment_landed(trial, log):
         return f"Epoch[{k + 1}] Batch" not in out
     if m == "ending":
         return "Final weights" not in out
+    if m == "checkpoint":
+        return f"-{k + 1:04d}.manifest.json" not in err
     return True
 
 
@@ -366,16 +394,28 @@ class LaunchTrial:
 
 
 def signal_node(pid, sig):
+    """Signals a node's group (or the node alone); a node gone already is left be: under
+    launch, a stopped victim is killed by the launcher once its grace is over."""
     try:
         os.killpg(pid, sig)
     except (ProcessLookupError, PermissionError):
-        os.kill(pid, sig)
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def launch_node_flags(config, variant):
+    return ["--config", config, "--heartbeat", HEARTBEAT, "--peer-timeout", PEER_TIMEOUT,
+            "--num-epochs", str(EPOCHS)] + variant["flags"]
 
 
 def start_nodes(t, variant, config, net):
     if isinstance(t, LaunchTrial):
-        t.start(variant, config, ["--config", config, "--heartbeat", HEARTBEAT, "--peer-timeout", PEER_TIMEOUT,
-                                  "--num-epochs", str(EPOCHS)] + variant["flags"])
+        saving = ["--model-prefix", chaos_restarts.prefix_of(t.workdir)] if variant.get("saves") else []
+        if saving:
+            os.makedirs(os.path.dirname(saving[1]), exist_ok=True)
+        t.start(variant, config, launch_node_flags(config, variant) + saving)
         return None
     common = ["--config", config, "--server-nodes", str(SERVERS), "--worker-nodes", str(WORKERS),
               "--heartbeat", HEARTBEAT, "--peer-timeout", PEER_TIMEOUT, "--join-timeout", JOIN_TIMEOUT,
@@ -516,6 +556,17 @@ def run_trial(troupe, trial, references, keep):
             result["problems"] = ["a link cut needs `ip` (iproute2)"]
             return result
     workdir = tempfile.mkdtemp(prefix=f"troupe-chaos-{trial['seed']}-{trial['trial']}-")
+    if variant.get("restarts"):
+        try:
+            chaos_restarts.run_restart_trial(troupe, trial, variant, config, launch_node_flags(config, variant),
+                                             references(trial["variant"], config, variant), workdir,
+                                             sys.modules[__name__], result)
+        finally:
+            result.setdefault("status", "fail" if result["problems"] else "pass")
+            result["workdir"] = workdir
+            if result["status"] == "pass" and not keep:
+                shutil.rmtree(workdir, ignore_errors=True)
+        return result
     net = None
     t = None
     problems = result["problems"]
@@ -647,7 +698,12 @@ def reference_digests(troupe):
 
     def get(name, config, variant):
         if name not in cache:
-            flags = ["--num-epochs", str(EPOCHS)] + [f for f in variant["flags"] if f not in ("--replicas",)]
+            # the cluster-only flags and their values left out (a save changes no weight)
+            flags, given = ["--num-epochs", str(EPOCHS)], list(variant["flags"])
+            while given:
+                flag, value = given.pop(0), given.pop(0)
+                if flag not in ("--replicas", "--save-period"):
+                    flags += [flag, value]
             workdir = tempfile.mkdtemp(prefix="troupe-chaos-reference-")
             try:
                 cache[name] = cluster_run.in_process_weights(troupe, config, flags, workdir)
@@ -663,9 +719,16 @@ def describe(r):
         where += f" {r['epoch']} batch {r['batch']}"
     elif r["moment"] in ("validation", "boundary"):
         where += f" {r['epoch']}"
+    elif r["moment"] == "checkpoint":
+        where += f" of epoch {r['epoch'] + 1}"
+    elif r["moment"] == "resume":
+        where += f" of epoch {chaos_restarts.resume_epoch(r, EPOCHS)}"
     landed = "" if r["landed"] in (None, True) else " (late)"
     took = f" {r['seconds']:.1f} s" if r.get("seconds") is not None else ""
-    what = "nothing lost" if r["way"] == "none" else f"{r['way']} {r['victim']} at {where}{landed}"
+    victim = "every process" if r["way"] == "all" else r["victim"]
+    what = "nothing lost" if r["way"] == "none" else f"{r['way']} {victim} at {where}{landed}"
+    if r.get("training_again_s") is not None:
+        took += f" (restart line {r['restart_s']:.1f} s, training again {r['training_again_s']:.1f} s)"
     return (f"seed {r['seed']} trial {r['trial']}: {r['variant']} {what}"
             f" -> expected {r['expected']}: {r['status'].upper()}{took}")
 
@@ -733,6 +796,10 @@ def main():
     for (role, way), secs in sorted(by.items()):
         print(f"chaos: {way} {role}: fault to every process gone, median {statistics.median(secs):.2f} s "
               f"over {len(secs)} trial(s)")
+    again = [r["training_again_s"] for r in results if r["status"] == "pass" and r.get("training_again_s") is not None]
+    if again:
+        print(f"chaos: under --max-restarts: fault to training again (detection + restart + resume), median "
+              f"{statistics.median(again):.2f} s over {len(again)} trial(s) (min {min(again):.2f}, max {max(again):.2f})")
     if tally["fail"]:
         raise SystemExit(1)
     if tally["skip"] == len(results):

@@ -727,6 +727,8 @@ def describe(r):
     took = f" {r['seconds']:.1f} s" if r.get("seconds") is not None else ""
     victim = "every process" if r["way"] == "all" else r["victim"]
     what = "nothing lost" if r["way"] == "none" else f"{r['way']} {victim} at {where}{landed}"
+    if r.get("restarted_from"):
+        took += " from epoch " + ", ".join(str(e) for e in r["restarted_from"])
     if r.get("training_again_s") is not None:
         took += f" (restart line {r['restart_s']:.1f} s, training again {r['training_again_s']:.1f} s)"
     return (f"seed {r['seed']} trial {r['trial']}: {r['variant']} {what}"

@@ -272,6 +272,7 @@ def watch_restarts(job, since, runs, bound, result):
 def check(trial, code, text, seen, expect_runs, restarts, result, reference, job, epochs):
     problems = []
     lines = RESTART_LINE.findall(text)
+    result["restarted_from"] = [int(epoch or 0) for _, _, _, _, epoch in lines]
     if code != 0:
         problems.append(f"troupe launch exited {code}, expected 0 (the job restarts)")
     got = cluster_run.final_weights(job.node_text(job.run_text(len(lines)), "scheduler"))

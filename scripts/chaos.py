@@ -11,9 +11,11 @@ Each trial draws, from random.Random("S:K") (so `--seed S --trial K` replays tri
            or by one `troupe launch` (its output split by prefix; a node's pid from the
            scheduler's join line; its exit status from launch's line), or async with
            on_worker_loss = continue. Configurations that
-           need what Troupe does not do yet (--replicas 2, --spares 1, on_worker_loss = adopt,
-           --max-restarts) are in the table too and taken only when the binary supports them
-           (found from `troupe node --help` / `troupe launch --help`)
+           need what Troupe does not do yet (--replicas 2, --spares 1, on_worker_loss = adopt)
+           are in the table too and taken only when the binary supports them (found from
+           `troupe node --help` / `troupe launch --help`). Jobs that save every epoch under
+           launch with --max-restarts 1 (bsp-restarts, run by scripts/chaos_restarts.py: read
+           its docstring) or 0 (bsp-no-restarts: a loss stops them as without checkpoints)
   victim   the scheduler, a server (server_0, server_1) or a worker (worker_0, worker_1)
   way      none (nothing is lost: the control trial), kill (SIGKILL), stop (SIGSTOP held until
            every other process has gone, or the bound; then SIGCONT: it must exit by itself),
@@ -23,8 +25,9 @@ Each trial draws, from random.Random("S:K") (so `--seed S --trial K` replays tri
   moment   join (the victim's join line; for the scheduler, the first join), mid-epoch (a batch
            line of epoch k), validation (epoch k's time-cost line: validation runs next),
            boundary (epoch k's last validation line: the next epoch starts), ending (the last
-           epoch's validation: the final weights are pulled and the run ends); `checkpoint` and
-           `promotion` wait for the features they need (the MOMENTS table)
+           epoch's validation: the final weights are pulled and the run ends); checkpoint
+           (epoch k+1's save under way: jobs that save), resume (the restarted job's restore:
+           jobs that restart); `promotion` waits for --replicas (the MOMENTS table)
 A moment is found from the processes' log lines as they are written, never by sleeping; the
 log at the fault says whether it landed where meant (printed as `landed` or `late`).
 

@@ -7,6 +7,7 @@
 #include <troupe/actors/checkpoint_part_actor.hpp>
 
 #include <filesystem>
+#include <iostream>
 #include <stdexcept>
 
 #include <caf/all.hpp>
@@ -165,6 +166,17 @@ struct manifest_state {
 
 using manifest_pointer = checkpoint_actor::stateful_pointer<manifest_state>;
 
+void log_line(const manifest_checkpoint_wiring& w, const std::string& line) {
+  if (w.log)
+    w.log(line);
+  else
+    std::cerr << (line + "\n") << std::flush;  // one write: processes may share the stream
+}
+
+std::string parts_count(const manifest_checkpoint_wiring& w) {
+  return std::to_string(w.parts.size()) + (w.parts.size() == 1 ? " part" : " parts");
+}
+
 // `err`, with the node it came from in its text.
 caf::error from_node(const std::string& node, const caf::error& err) {
   return make_error(troupe_code(err), "checkpoint: " + node + ": " + error_text(err));
@@ -186,8 +198,11 @@ caf::result<std::string> save_manifest(manifest_pointer self, std::int64_t epoch
     } catch (const std::exception& e) {
       return round_failed(r, promise, make_error(classify_exception(e), std::string("checkpoint: ") + e.what()));
     }
-    promise.deliver(checkpoint_manifest_path(self->state.wiring.prefix, epoch));
+    const auto manifest = checkpoint_manifest_path(self->state.wiring.prefix, epoch);
+    log_line(self->state.wiring, "checkpoint: saved " + manifest);
+    promise.deliver(manifest);
   };
+  log_line(w, "checkpoint: saving epoch " + std::to_string(epoch) + " (" + parts_count(w) + ")");
   const auto due = deadline::after(w.timeout);
   for (std::size_t i = 0; i < w.parts.size(); ++i) {
     const auto& node = w.parts[i].node;
@@ -211,7 +226,11 @@ caf::result<bool> restore_manifest(manifest_pointer self) {
   auto promise = self->make_response_promise<bool>();
   auto r = std::make_shared<request_round>();
   r->missing = w.parts.size();
-  auto done = [=]() mutable { promise.deliver(true); };
+  auto done = [=]() mutable {
+    log_line(self->state.wiring, "checkpoint: restored epoch " + std::to_string(self->state.wiring.resume_epoch));
+    promise.deliver(true);
+  };
+  log_line(w, "checkpoint: restoring epoch " + std::to_string(w.resume_epoch) + " (" + parts_count(w) + ")");
   const auto due = deadline::after(w.timeout);
   for (const auto& p : w.parts)
     self->request(p.part, due.left_with_grace(), restore_atom::value, w.resume_epoch, w.prefix, due)

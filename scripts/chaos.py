@@ -11,9 +11,11 @@ Each trial draws, from random.Random("S:K") (so `--seed S --trial K` replays tri
            or by one `troupe launch` (its output split by prefix; a node's pid from the
            scheduler's join line; its exit status from launch's line), or async with
            on_worker_loss = continue. Configurations that
-           need what Troupe does not do yet (--replicas 2, --spares 1, on_worker_loss = adopt,
-           --max-restarts) are in the table too and taken only when the binary supports them
-           (found from `troupe node --help` / `troupe launch --help`)
+           need what Troupe does not do yet (--replicas 2, --spares 1, on_worker_loss = adopt)
+           are in the table too and taken only when the binary supports them (found from
+           `troupe node --help` / `troupe launch --help`). Jobs that save every epoch under
+           launch with --max-restarts 1 (bsp-restarts, run by scripts/chaos_restarts.py: read
+           its docstring) or 0 (bsp-no-restarts: a loss stops them as without checkpoints)
   victim   the scheduler, a server (server_0, server_1) or a worker (worker_0, worker_1)
   way      none (nothing is lost: the control trial), kill (SIGKILL), stop (SIGSTOP held until
            every other process has gone, or the bound; then SIGCONT: it must exit by itself),
@@ -23,8 +25,9 @@ Each trial draws, from random.Random("S:K") (so `--seed S --trial K` replays tri
   moment   join (the victim's join line; for the scheduler, the first join), mid-epoch (a batch
            line of epoch k), validation (epoch k's time-cost line: validation runs next),
            boundary (epoch k's last validation line: the next epoch starts), ending (the last
-           epoch's validation: the final weights are pulled and the run ends); `checkpoint` and
-           `promotion` wait for the features they need (the MOMENTS table)
+           epoch's validation: the final weights are pulled and the run ends); checkpoint
+           (epoch k+1's save under way: jobs that save), resume (the restarted job's restore:
+           jobs that restart); `promotion` waits for --replicas (the MOMENTS table)
 A moment is found from the processes' log lines as they are written, never by sleeping; the
 log at the fault says whether it landed where meant (printed as `landed` or `late`).
 
@@ -61,6 +64,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests", "apps"))
 import cluster_run  # noqa: E402  (process handling shared with the cluster tests)
 import cluster_netns  # noqa: E402  (network namespaces)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chaos_restarts  # noqa: E402  (the trials of jobs that restart)
 
 CONFIGS = os.path.join(REPO, "tests", "apps", "configs")
 HEARTBEAT, PEER_TIMEOUT, JOIN_TIMEOUT = "0.2", "2", "30"
@@ -126,8 +131,13 @@ VARIANTS = {
                       deterministic=True),
     "bsp-spare": dict(config="chaos_bsp.troupe", flags=[], needs={"spares"}, deterministic=True, starter="launch",
                       launch_flags=["--spares", "1"]),
+    # Jobs that save every epoch under the trial's folder (`saves`): with one restart, run by
+    # scripts/chaos_restarts.py (the `resume` moment takes two); with none, a loss still stops them.
     "bsp-restarts": dict(config="chaos_bsp.troupe", flags=["--save-period", "1"], needs={"max-restarts", "checkpoints"},
-                         deterministic=True, starter="launch", launch_flags=["--max-restarts", "1"]),
+                         deterministic=True, starter="launch", restarts=1, saves=True),
+    "bsp-no-restarts": dict(config="chaos_bsp.troupe", flags=["--save-period", "1"],
+                            needs={"max-restarts", "checkpoints"}, deterministic=True, starter="launch",
+                            launch_flags=["--max-restarts", "0"], saves=True),
 }
 
 EPOCHS = 3  # the chaos configs' epochs
@@ -147,19 +157,40 @@ MOMENTS = {
     "ending": set(),
     "checkpoint": {"checkpoints"},   # while a checkpoint is written (the save line names it)
     "promotion": {"replicas"},       # a server lost first, the victim while its backup is promoted
+    "resume": {"max-restarts", "checkpoints"},  # the restarted job's restore (chaos_restarts.py)
 }
 
-WAYS = ["none", "kill", "stop", "cut"]
+WAYS = ["none", "kill", "stop", "cut", "all"]  # all: every process of the job killed (restarts only)
+
+
+def fits(variant, way=None, moment=None):
+    """Whether a way or moment can be drawn for a variant: a link cut needs nodes by hand, the
+    loss of every process a job that restarts, a checkpoint moment one that saves, a resume one
+    that restarts."""
+    v = VARIANTS[variant]
+    if way == "cut":
+        return v.get("starter") != "launch"
+    if way == "all":
+        return bool(v.get("restarts"))
+    if moment == "checkpoint":
+        return bool(v.get("saves"))
+    if moment == "resume":
+        return bool(v.get("restarts"))
+    return True
 
 # The expected outcome: the first row whose test holds. A row: (why, test(trial), outcome).
 EXPECT = [
     ("nothing lost", lambda t: t["way"] == "none", "finishes"),
-    ("the run ends as it is lost", lambda t: t["moment"] == "ending", "finishes-or-stops"),
+    ("the job restarts from its last whole checkpoint (the launcher says so)",
+     lambda t: VARIANTS[t["variant"]].get("restarts"), "finishes"),
+    # (the last epoch's validation is the run's end too: a fault that lands a moment late, a
+    # SIGSTOP as the last validation line is written, finds the run finished)
+    ("the run ends as it is lost", lambda t: t["moment"] == "ending"
+     or (t["moment"] == "validation" and t["epoch"] == EPOCHS - 1), "finishes-or-stops"),
     ("a lost worker is adopted", lambda t: role_of(t["victim"]) == "worker" and t["variant"] in ("bsp-adopt", "bsp-spare"),
      "finishes"),
     ("a lost server's shards are promoted", lambda t: role_of(t["victim"]) == "server" and t["variant"] == "bsp-replicas",
      "finishes"),
-    ("the job restarts from its last checkpoint", lambda t: t["variant"] == "bsp-restarts", "finishes"),
     ("async goes on without a lost worker once training",
      lambda t: t["variant"] == "async-continue" and role_of(t["victim"]) == "worker"
      and t["moment"] in ("mid-epoch", "validation", "boundary"), "goes-on"),
@@ -182,9 +213,9 @@ def draw(seed, k, allowed, have):
     variants = [v for v in allowed["variants"] if VARIANTS[v]["needs"] <= have]
     variant = rng.choice(variants)
     victim = rng.choice([n for n in NODES if role_of(n) in allowed["roles"]])
-    ways = [w for w in allowed["ways"] if not (w == "cut" and VARIANTS[variant].get("starter") == "launch")] or ["none"]
+    ways = [w for w in allowed["ways"] if fits(variant, way=w)] or ["none"]
     way = rng.choices(ways, weights=[1 if w == "none" else 3 for w in ways])[0]
-    moments = [m for m in allowed["moments"] if MOMENTS[m] <= have]
+    moments = [m for m in allowed["moments"] if MOMENTS[m] <= have and fits(variant, moment=m)]
     moment = rng.choice(moments)
     epoch = rng.randrange(EPOCHS - 1 if moment == "boundary" else EPOCHS)
     batch = 4 * rng.randrange(1, 23)  # 96 batches per worker and epoch; a line every 4
@@ -210,7 +241,7 @@ def moment_trigger(trial, pids):
     if m == "ending":
         return "scheduler", "out", rf"Epoch\[{EPOCHS - 1}\] Validation-cross-entropy"
     if m == "checkpoint":
-        return "scheduler", "err", r"(?i)checkpoint"
+        return "scheduler", "err", rf"checkpoint: saving epoch {k + 1} "
     if m == "promotion":
         return "scheduler", "err", r"(?i)promot"
     raise AssertionError(m)
@@ -230,6 +261,8 @@ def moment_landed(trial, log):
         return f"Epoch[{k + 1}] Batch" not in out
     if m == "ending":
         return "Final weights" not in out
+    if m == "checkpoint":
+        return f"-{k + 1:04d}.manifest.json" not in err
     return True
 
 
@@ -367,16 +400,28 @@ class LaunchTrial:
 
 
 def signal_node(pid, sig):
+    """Signals a node's group (or the node alone); a node gone already is left be: under
+    launch, a stopped victim is killed by the launcher once its grace is over."""
     try:
         os.killpg(pid, sig)
     except (ProcessLookupError, PermissionError):
-        os.kill(pid, sig)
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def launch_node_flags(config, variant):
+    return ["--config", config, "--heartbeat", HEARTBEAT, "--peer-timeout", PEER_TIMEOUT,
+            "--num-epochs", str(EPOCHS)] + variant["flags"]
 
 
 def start_nodes(t, variant, config, net):
     if isinstance(t, LaunchTrial):
-        t.start(variant, config, ["--config", config, "--heartbeat", HEARTBEAT, "--peer-timeout", PEER_TIMEOUT,
-                                  "--num-epochs", str(EPOCHS)] + variant["flags"])
+        saving = ["--model-prefix", chaos_restarts.prefix_of(t.workdir)] if variant.get("saves") else []
+        if saving:
+            os.makedirs(os.path.dirname(saving[1]), exist_ok=True)
+        t.start(variant, config, launch_node_flags(config, variant) + saving)
         return None
     common = ["--config", config, "--server-nodes", str(SERVERS), "--worker-nodes", str(WORKERS),
               "--heartbeat", HEARTBEAT, "--peer-timeout", PEER_TIMEOUT, "--join-timeout", JOIN_TIMEOUT,
@@ -517,6 +562,17 @@ def run_trial(troupe, trial, references, keep):
             result["problems"] = ["a link cut needs `ip` (iproute2)"]
             return result
     workdir = tempfile.mkdtemp(prefix=f"troupe-chaos-{trial['seed']}-{trial['trial']}-")
+    if variant.get("restarts"):
+        try:
+            chaos_restarts.run_restart_trial(troupe, trial, variant, config, launch_node_flags(config, variant),
+                                             references(trial["variant"], config, variant), workdir,
+                                             sys.modules[__name__], result)
+        finally:
+            result.setdefault("status", "fail" if result["problems"] else "pass")
+            result["workdir"] = workdir
+            if result["status"] == "pass" and not keep:
+                shutil.rmtree(workdir, ignore_errors=True)
+        return result
     net = None
     t = None
     problems = result["problems"]
@@ -648,7 +704,12 @@ def reference_digests(troupe):
 
     def get(name, config, variant):
         if name not in cache:
-            flags = ["--num-epochs", str(EPOCHS)] + [f for f in variant["flags"] if f not in ("--replicas",)]
+            # the cluster-only flags and their values left out (a save changes no weight)
+            flags, given = ["--num-epochs", str(EPOCHS)], list(variant["flags"])
+            while given:
+                flag, value = given.pop(0), given.pop(0)
+                if flag not in ("--replicas", "--save-period"):
+                    flags += [flag, value]
             workdir = tempfile.mkdtemp(prefix="troupe-chaos-reference-")
             try:
                 cache[name] = cluster_run.in_process_weights(troupe, config, flags, workdir)
@@ -672,6 +733,8 @@ def describe(r):
     took = f" {r['seconds']:.1f} s" if r.get("seconds") is not None else ""
     victim = "every process" if r["way"] == "all" else r["victim"]
     what = "nothing lost" if r["way"] == "none" else f"{r['way']} {victim} at {where}{landed}"
+    if r.get("restarted_from"):
+        took += " from epoch " + ", ".join(str(e) for e in r["restarted_from"])
     if r.get("training_again_s") is not None:
         took += f" (restart line {r['restart_s']:.1f} s, training again {r['training_again_s']:.1f} s)"
     return (f"seed {r['seed']} trial {r['trial']}: {r['variant']} {what}"

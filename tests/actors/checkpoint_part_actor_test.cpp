@@ -8,6 +8,8 @@
 
 #include <cstring>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 
 #include <caf/all.hpp>
 
@@ -132,9 +134,28 @@ struct worker_part {
 
 std::vector<float> values_of(const tensor& t) { return std::vector<float>(t.data(), t.data() + t.numel()); }
 
+// Lines logged from the manifest's own thread.
+struct log_lines {
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  void add(const std::string& line) {
+    std::lock_guard<std::mutex> lock(mutex);
+    lines.push_back(line);
+  }
+  std::vector<std::string> get() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return lines;
+  }
+};
+
 // Saves epoch 1 through a manifest over parts of `shards`; the answer or the error.
-caf::expected<std::string> save(caf::actor_system& sys, const std::string& prefix, std::vector<manifest_part> parts) {
-  auto manifest = spawn_manifest_checkpoint(sys, manifest_wiring(prefix, std::move(parts)));
+// With `lines`, the manifest's progress lines are collected there (else they go to stderr).
+caf::expected<std::string> save(caf::actor_system& sys, const std::string& prefix, std::vector<manifest_part> parts,
+                                std::shared_ptr<log_lines> lines = nullptr) {
+  auto w = manifest_wiring(prefix, std::move(parts));
+  if (lines)
+    w.log = [lines](const std::string& line) { lines->add(line); };
+  auto manifest = spawn_manifest_checkpoint(sys, std::move(w));
   caf::scoped_actor self{sys};
   caf::expected<std::string> result{std::string()};
   self->request(manifest, std::chrono::seconds(60), save_atom::value, std::int64_t{1})
@@ -214,6 +235,15 @@ TEST_CASE("a part that cannot save fails the save naming its node, and no manife
     REQUIRE_FALSE(saved);
     CHECK_THAT(error_text(saved.error()), Contains("server_1"));
   }
+  SECTION("it says it saves, and never that it saved") {
+    caf::scoped_actor self{sys};
+    self->monitor(server_1);
+    self->send_exit(server_1, caf::exit_reason::kill);
+    self->receive([](caf::down_msg&) {});
+    auto lines = std::make_shared<log_lines>();
+    REQUIRE_FALSE(save(sys, prefix, {{"server_0", server_0}, {"server_1", server_1}}, lines));
+    CHECK(lines->get() == std::vector<std::string>{"checkpoint: saving epoch 1 (2 parts)"});
+  }
   SECTION("the part itself is gone (its node lost)") {
     caf::scoped_actor self{sys};
     self->monitor(server_1);
@@ -255,5 +285,35 @@ TEST_CASE("a part refuses to restore a checkpoint of another model, naming the f
   CHECK_THAT(refusal, Contains("2 parameters"));
   for (auto a : {caf::actor_cast<caf::actor>(server_0), caf::actor_cast<caf::actor>(server_1), caf::actor_cast<caf::actor>(part),
                  caf::actor_cast<caf::actor>(s.first), caf::actor_cast<caf::actor>(s.second), caf::actor_cast<caf::actor>(other)})
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("the manifest says when a save and a restore start and end, so a save in progress is seen") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  test::temp_dir dir;
+  two_shards s(sys);
+  auto server_0 = spawn_checkpoint_part(sys, part_wiring({{0, s.first, s.first_keys}}));
+  auto server_1 = spawn_checkpoint_part(sys, part_wiring({{1, s.second, s.second_keys}}));
+  const auto prefix = dir.file("m");
+  worker_part worker(sys);
+  auto lines = std::make_shared<log_lines>();
+  REQUIRE(save(sys, prefix, {{"server_0", server_0}, {"server_1", server_1}, {"worker_0", worker.part}}, lines));
+  CHECK(lines->get() == std::vector<std::string>{"checkpoint: saving epoch 1 (3 parts)",
+                                                 "checkpoint: saved " + checkpoint_manifest_path(prefix, 1)});
+
+  auto w = manifest_wiring(prefix, {{"server_0", server_0}, {"server_1", server_1}});
+  w.resume_epoch = 1;
+  auto restored_lines = std::make_shared<log_lines>();
+  w.log = [restored_lines](const std::string& line) { restored_lines->add(line); };
+  auto manifest = spawn_manifest_checkpoint(sys, std::move(w));
+  caf::scoped_actor self{sys};
+  self->request(manifest, std::chrono::seconds(60), restore_atom::value)
+    .receive([](bool) {}, [&](caf::error& err) { FAIL(error_text(err)); });
+  CHECK(restored_lines->get() == std::vector<std::string>{"checkpoint: restoring epoch 1 (2 parts)",
+                                                          "checkpoint: restored epoch 1"});
+  for (auto a : {caf::actor_cast<caf::actor>(server_0), caf::actor_cast<caf::actor>(server_1),
+                 caf::actor_cast<caf::actor>(manifest), caf::actor_cast<caf::actor>(s.first),
+                 caf::actor_cast<caf::actor>(s.second)})
     caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }

@@ -18,9 +18,11 @@
 // coordinator of a cluster run
 //   (save_atom, int64 epochs_done) -> string   asks every part for its save (files
 //          PREFIX-EEEE.<node>.safetensors), then writes PREFIX-EEEE.manifest.json naming them
-//          with their sizes and checksums, and answers with the manifest's path
+//          with their sizes and checksums, and answers with the manifest's path; logs
+//          `checkpoint: saving epoch E (N parts)` before and `checkpoint: saved PATH` after
 //   (restore_atom)                 -> bool     asks every part to restore the checkpoint the
-//          run resumes from (checked by the session before anything was spawned)
+//          run resumes from (checked by the session before anything was spawned); logs
+//          `checkpoint: restoring epoch E (N parts)` before and `checkpoint: restored epoch E`
 //
 // The first failure (a refused snapshot or restore, a lost node, a request past its deadline,
 // a file that cannot be written) is the answer, naming the node. Both run detached: reading,
@@ -29,6 +31,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -85,6 +88,10 @@ struct manifest_checkpoint_wiring {
   checkpoint_header header;   ///< the run's; each save sets the epoch
   std::int64_t resume_epoch = -1;  ///< the checkpoint (restore) puts back; -1: (restore) is refused
   caf::timespan timeout = std::chrono::seconds(60);  ///< per part's save or restore
+  /// Where its progress lines go (`checkpoint: saving epoch E ...` before any part is asked,
+  /// `checkpoint: saved MANIFEST` once the manifest is written, the same for restores), so an
+  /// operator, or a chaos trial, sees a save in progress; empty: standard error, one write each.
+  std::function<void(const std::string&)> log;
 };
 
 /// A checkpoint_actor for a run whose shards and computes live in other processes. Throws

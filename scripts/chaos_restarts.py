@@ -1,0 +1,304 @@
+"""Chaos trials of jobs that restart (scripts/chaos.py's variants with `restarts`): one
+`troupe launch --max-restarts R --model-prefix <trial dir>/ckpt/m` saving every epoch, a node
+lost (or every process of the job) at a moment found from its log, and the job expected to
+come back by itself: the launcher's restart line, exit 0 and the uninterrupted in-process
+run's final weights digest, with no process left.
+
+Besides chaos.py's moments, two belong to restarts:
+  checkpoint  a part of epoch E's checkpoint on disk (its temporary file or the part), or the
+              scheduler's `checkpoint: saving epoch E` line, whichever is seen first: parts are
+              being written and the manifest is not; the restart must resume from the newest whole checkpoint (E-1,
+              or E when the manifest was written after all, or the start), never a torn one
+  resume      a first SIGKILL of the victim once epoch E's checkpoint is saved, then the fault
+              (the trial's way) on the restarted job's victim at its `checkpoint: restoring
+              epoch E` line, while it restores; R = 2, so two restart lines are expected
+The way `all` kills every process of the job (SIGKILL) at the moment, as a lost host would.
+
+Measured per trial: seconds from the fault to the launcher's restart line, and to the restarted
+job's first batch line (training again: detection + restart + resume).
+"""
+import os
+import re
+import signal
+import subprocess
+import time
+
+import cluster_run  # noqa: E402  (on sys.path through chaos.py)
+
+RESTART_LINE = re.compile(r"^launch: the job failed \(exit (\d+)\); restart (\d+) of (\d+), "
+                          r"from (?:(\S+) \(epoch (\d+)\)|the start)", re.M)
+
+
+def prefix_of(workdir):
+    return os.path.join(workdir, "ckpt", "m")
+
+
+def manifest(prefix, epoch):
+    return f"{prefix}-{epoch:04d}.manifest.json"
+
+
+def newest_manifest(prefix):
+    folder, stem = os.path.split(prefix)
+    found = [int(m.group(1)) for m in (re.fullmatch(re.escape(stem) + r"-(\d{4})\.manifest\.json", f)
+                                       for f in (os.listdir(folder) if os.path.isdir(folder) else [])) if m]
+    return max(found, default=0)
+
+
+class RestartJob:
+    """One `troupe launch` whose job may run several times: its text, and the text of its latest run."""
+
+    def __init__(self, troupe, workdir, nodes):
+        self.troupe, self.workdir, self.nodes, self.launch = troupe, workdir, nodes, None
+
+    def start(self, command):
+        out = open(os.path.join(self.workdir, "launch.out"), "w")
+        self.launch = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=self.workdir,
+                                       start_new_session=True)
+        out.close()
+
+    def all_text(self):
+        with open(os.path.join(self.workdir, "launch.out"), errors="replace") as f:
+            return f.read()
+
+    def run_text(self, run):
+        """Launch's output from the start of run `run` (0: the first; k: after the k-th restart line)."""
+        text = self.all_text()
+        if run == 0:
+            return text
+        starts = [m.end() for m in RESTART_LINE.finditer(text)]
+        return text[starts[run - 1]:] if len(starts) >= run else ""
+
+    @staticmethod
+    def node_text(text, name):
+        prefix = f"[{name.replace('_', ' ')}] "
+        return "\n".join(l[len(prefix):] for l in text.splitlines() if l.startswith(prefix))
+
+    def pid_in_run(self, name, run):
+        """The pid of node `name` in run `run`: the scheduler from /proc (the only one running
+        --role scheduler under launch), the others from the scheduler's join lines."""
+        if name == "scheduler":
+            for pid in cluster_run.descendants(self.launch.pid):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        if b"\0--role\0scheduler\0" in f.read() and cluster_run.alive(pid):
+                            return pid
+                except OSError:
+                    pass
+            return None
+        label = name.replace("_", " ")
+        found = re.search(rf"{label} \(pid (\d+) from", self.node_text(self.run_text(run), "scheduler"))
+        return int(found.group(1)) if found else None
+
+    def processes(self):
+        return [p for p in cluster_run.descendants(self.launch.pid) if cluster_run.alive(p)]
+
+    def kill_all(self):
+        """Kills launch and every process under it; returns what survives SIGKILL."""
+        left = self.processes()
+        cluster_run.kill_group(self.launch.pid)
+        for pid in left:
+            for sig in (signal.SIGKILL, signal.SIGCONT):
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+        try:
+            self.launch.wait(10)
+        except subprocess.TimeoutExpired:
+            return [f"troupe launch (pid {self.launch.pid})"]
+        return [f"pid {p}" for p in left if cluster_run.alive(p)]
+
+
+def trigger(trial, epochs, chaos):
+    """(regex on the scheduler's text of the run, run index) at which the fault fires."""
+    m, k = trial["moment"], trial["epoch"]
+    if m == "checkpoint":
+        return rf"checkpoint: saving epoch {k + 1} ", 0
+    if m == "resume":
+        return rf"checkpoint: restoring epoch {resume_epoch(trial, epochs)} ", 1
+    if m == "join" and trial["victim"] != "scheduler":
+        role, index = trial["victim"].split("_")
+        return rf"{role} {index} \(pid \d+ from [^)]*\) joined", 0
+    _, _, pattern = chaos.moment_trigger(trial, {})
+    return pattern, 0
+
+
+def resume_epoch(trial, epochs):
+    """The checkpoint a `resume` trial's first kill follows (1 .. epochs-1, so the restarted
+    job has an epoch left to train)."""
+    return min(trial["epoch"] + 1, epochs - 1)
+
+
+def landed(trial, text, prefix, epochs, chaos):
+    """Whether the job was still where the moment means when the fault fired."""
+    m, k = trial["moment"], trial["epoch"]
+    if m == "checkpoint":
+        return not os.path.exists(manifest(prefix, k + 1))
+    if m == "resume":
+        return "checkpoint: restored epoch" not in text
+    return chaos.moment_landed(trial, lambda node, stream: text)
+
+
+def fault(job, trial, run, problems):
+    """The trial's way, on its victim in run `run` (or on every process); the fault's time."""
+    way = trial["way"]
+    if way == "all":
+        victims = job.processes()
+        if len(victims) < len(job.nodes):
+            problems.append(f"the job runs {len(victims)} processes at the moment, expected {len(job.nodes)}")
+        at = time.time()
+        for pid in victims:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return at
+    pid = job.pid_in_run(trial["victim"], run)
+    if pid is None:
+        problems.append(f"no pid for {trial['victim']} at the moment")
+        return None
+    at = time.time()
+    try:
+        os.kill(pid, signal.SIGKILL if way == "kill" else signal.SIGSTOP)
+    except ProcessLookupError:
+        problems.append(f"{trial['victim']} (pid {pid}) was gone at the moment")
+    return at
+
+
+def run_restart_trial(troupe, trial, variant, config, common, reference, workdir, chaos, result):
+    """Runs one trial of a restarting variant into `result` (problems, landed, seconds, ...)."""
+    problems = result["problems"]
+    epochs = chaos.EPOCHS
+    prefix = prefix_of(workdir)
+    os.makedirs(os.path.dirname(prefix))
+    restarts = 2 if trial["moment"] == "resume" else variant["restarts"]
+    command = [troupe, "launch", "-n", str(chaos.WORKERS), "-s", str(chaos.SERVERS), "--join-timeout",
+               chaos.JOIN_TIMEOUT, "--grace", "5", "--max-restarts", str(restarts), "--"] + common + \
+        ["--model-prefix", prefix]
+    job = RestartJob(troupe, workdir, chaos.NODES)
+    job.start(command)
+    fault_at = None
+    try:
+        if trial["way"] != "none":
+            if trial["moment"] == "resume":  # the first loss, once epoch E is saved
+                first = rf"checkpoint: saved \S+-{resume_epoch(trial, epochs):04d}\.manifest\.json"
+                if not wait_for(job, first, 0, problems, chaos):
+                    return
+                kill = dict(trial, way="kill")
+                if fault(job, kill, 0, problems) is None:
+                    return
+            pattern, run = trigger(trial, epochs, chaos)
+            saving = None
+            if trial["moment"] == "checkpoint":  # a part of the epoch on disk (or being written), no manifest
+                saving = (prefix, trial["epoch"] + 1)
+            if not wait_for(job, pattern, run, problems, chaos, saving):
+                return
+            fault_at = fault(job, trial, run, problems)
+            if fault_at is None:
+                return
+            result["landed"] = landed(trial, job.node_text(job.run_text(run), "scheduler"), prefix, epochs, chaos)
+            result["newest_at_fault"] = newest_manifest(prefix)
+        else:
+            fault_at = time.time()
+        expect_runs = 0 if trial["way"] == "none" else (2 if trial["moment"] == "resume" else 1)
+        seen = watch_restarts(job, fault_at, expect_runs, chaos.RUN_BOUND_S + chaos.DETECT_BOUND_S, result)
+        try:
+            code = job.launch.wait(max(0.1, fault_at + chaos.RUN_BOUND_S + chaos.DETECT_BOUND_S - time.time()))
+        except subprocess.TimeoutExpired:
+            problems.append(f"troupe launch still runs {chaos.RUN_BOUND_S + chaos.DETECT_BOUND_S} s after the fault")
+            return
+        result["codes"] = {"launch": code}
+        text = job.all_text()
+        problems += check(trial, code, text, seen, expect_runs, restarts, result, reference, job, epochs)
+    finally:
+        left = job.processes()
+        if job.launch.poll() is None:
+            left = [job.launch.pid] + left
+        if left:
+            problems.append(f"processes left behind: {left}")
+        problems += [f"{p} survives SIGKILL" for p in job.kill_all()]
+        if fault_at is not None and result.get("seconds") is None:
+            result["seconds"] = round(time.time() - fault_at, 2)
+
+
+def part_written(prefix, epoch):
+    """Whether a part of `epoch`'s checkpoint is on disk, whole or still being written (its
+    temporary file): seen straight from the file system, sooner than the scheduler's save line,
+    which reaches us through the launcher's relay."""
+    folder, stem = os.path.split(prefix)
+    start = f"{stem}-{epoch:04d}."
+    try:
+        return any(f.startswith(start) and ".manifest." not in f for f in os.listdir(folder))
+    except OSError:
+        return False
+
+
+def wait_for(job, pattern, run, problems, chaos, saving=None):
+    """Until the scheduler's text of run `run` shows `pattern` (or, with `saving` = (prefix,
+    epoch), a part of that epoch is on disk); False, with the problem, if the job ends first."""
+    deadline = time.time() + chaos.START_BOUND_S + (chaos.RUN_BOUND_S if run else 0)
+    while not ((saving and part_written(*saving)) or re.search(pattern, job.node_text(job.run_text(run), "scheduler"))):
+        if job.launch.poll() is not None:
+            problems.append(f"the job ended before the moment (/{pattern}/ in run {run}'s scheduler)")
+            return False
+        if time.time() > deadline:
+            problems.append(f"no /{pattern}/ in run {run}'s scheduler within the bound")
+            return False
+        time.sleep(0.001 if saving else chaos.POLL_S)
+    return True
+
+
+def watch_restarts(job, since, runs, bound, result):
+    """Until launch exits: when each restart line and each restarted run's first batch line
+    came, in seconds from `since` (the restart's cost: detection + restart + resume)."""
+    seen = []  # (restart line's seconds, training again's seconds or None) per restart
+    deadline = since + bound
+    while time.time() < deadline:
+        text = job.all_text()
+        restarts = len(RESTART_LINE.findall(text))
+        while len(seen) < restarts:
+            seen.append([round(time.time() - since, 2), None])
+        for k, entry in enumerate(seen):
+            if entry[1] is None and re.search(r"Epoch\[\d+\] Batch \[", job.node_text(job.run_text(k + 1), "scheduler")):
+                entry[1] = round(time.time() - since, 2)
+        if job.launch.poll() is not None:
+            break
+        time.sleep(0.02)
+    if seen:
+        result["restart_s"], result["training_again_s"] = seen[-1]
+    return seen
+
+
+def check(trial, code, text, seen, expect_runs, restarts, result, reference, job, epochs):
+    problems = []
+    lines = RESTART_LINE.findall(text)
+    result["restarted_from"] = [int(epoch or 0) for _, _, _, _, epoch in lines]
+    if code != 0:
+        problems.append(f"troupe launch exited {code}, expected 0 (the job restarts)")
+    got = cluster_run.final_weights(job.node_text(job.run_text(len(lines)), "scheduler"))
+    if got != reference:
+        problems.append(f"weights {got}, in one process {reference}")
+    if trial["moment"] == "ending" and trial["way"] != "none":
+        expect_runs = len(lines) if len(lines) <= 1 else 1  # the job may have finished as it was lost
+    if len(lines) != expect_runs:
+        problems.append(f"{len(lines)} restart line(s), expected {expect_runs}")
+    for k, (status, number, of, path, epoch) in enumerate(lines[:expect_runs]):
+        if int(number) != k + 1 or int(of) != restarts:
+            problems.append(f"restart line {k + 1} says restart {number} of {of}, expected {k + 1} of {restarts}")
+    if lines and trial["moment"] == "checkpoint" and trial["way"] != "none":
+        saving = trial["epoch"] + 1
+        epoch = int(lines[0][4] or 0)
+        # the newest whole checkpoint: the one before the save that was under way, or that save
+        # itself when its manifest was written after all; never a torn one (the launcher reads
+        # only manifests, written last)
+        if not result["newest_at_fault"] <= epoch <= saving:
+            problems.append(f"restarted from epoch {epoch}; whole checkpoints at the fault went to epoch "
+                            f"{result['newest_at_fault']}, the save under way was epoch {saving}")
+    if trial["moment"] == "resume" and len(lines) >= 2:
+        if int(lines[1][4] or 0) < resume_epoch(trial, epochs):
+            problems.append(f"the second restart resumes from epoch {lines[1][4] or 0}, older than the "
+                            f"first's {resume_epoch(trial, epochs)}")
+    for k, (restart_s, again_s) in enumerate(seen):
+        if again_s is None and k < len(lines) and int(lines[k][4] or 0) < epochs:
+            problems.append(f"restart {k + 1}: no batch line in the restarted job")
+    return problems

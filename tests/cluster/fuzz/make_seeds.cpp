@@ -95,6 +95,10 @@ std::vector<std::pair<std::string, wire_message>> seeds() {
     {"adopt", adopt_message{3}},
     {"pull_rewind", pull_message{8, 1, 30000, true, 5}},
     {"traffic", traffic},
+    {"checkpoint_save", checkpoint_message{4, checkpoint_kind::save, 1, "runs/m-0001.server_0.safetensors", 30000}},
+    {"checkpoint_restore", checkpoint_message{5, checkpoint_kind::restore, 1, "runs/m", 30000}},
+    {"checkpoint_done", checkpoint_done_message{4, "m-0001.server_0.safetensors", 147864,
+                                                "sha256:1ca5b6a8d0e1372825d314437db0b0816f1bfb6a37081db09799e5aad0411660"}},
     // Found by the fuzzer (bac6a18): the refusal of batches = INT64_MIN overflowed.
     {"regression_batch_report_int64_min", batch_report_message{int64_min}},
   };

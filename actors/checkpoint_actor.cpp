@@ -1,5 +1,5 @@
 // Implementation notes: a save or a restore is one fan-out of requests and a count of the
-// answers (the `round` below); the actor handles one at a time, which the coordinator
+// answers (request_round.hpp); the actor handles one at a time, which the coordinator
 // guarantees by waiting for each answer. Shards answer in their key order, so a key's place in
 // the parameter-shaped tensors is its key_slice, the same arithmetic that puts the final
 // weights together (place_key).
@@ -14,16 +14,11 @@
 #include <troupe/io/checkpoint_parts.hpp>
 #include <troupe/io/dataset.hpp>
 
+#include "actors/request_round.hpp"
+
 namespace troupe {
 
 namespace {
-
-// One save or restore in flight: answers still missing, and whether it has failed already.
-struct round {
-  std::size_t missing = 0;
-  bool failed = false;
-  training_checkpoint gathered; // a save's snapshots, put together
-};
 
 struct checkpoint_state {
   checkpoint_wiring wiring;
@@ -60,37 +55,20 @@ void place_shard(training_checkpoint& c, const checkpoint_shard& route, std::siz
   c.shards[index] = s.counters;
 }
 
-// Counts one answer of `r`; runs `done` after the last, unless the round failed.
-template <class Done> void answered(const std::shared_ptr<round>& r, Done& done) {
-  if (r->failed)
-    return;
-  if (--r->missing == 0)
-    done();
-}
-
-// The round's first failure is its answer; later ones are dropped.
-template <class Promise>
-void failed(const std::shared_ptr<round>& r, Promise promise, caf::error err) {
-  if (r->failed)
-    return;
-  r->failed = true;
-  promise.deliver(std::move(err));
-}
-
 caf::result<std::string> save(checkpoint_pointer self, std::int64_t epoch) {
   const auto& w = self->state.wiring;
   if (w.prefix.empty())
     return make_error(errc::bad_request, "checkpoint: no model prefix to save to");
   auto promise = self->make_response_promise<std::string>();
-  auto r = std::make_shared<round>();
+  auto r = std::make_shared<request_round>();
   r->missing = w.shards.size() + w.replicas.size();
-  r->gathered = empty_checkpoint(w, epoch);
+  auto gathered = std::make_shared<training_checkpoint>(empty_checkpoint(w, epoch));  // the snapshots, put together
   auto write = [=]() mutable {
     const auto path = checkpoint_path(self->state.wiring.prefix, epoch);
     try {
-      write_checkpoint(path, r->gathered);
+      write_checkpoint(path, *gathered);
     } catch (const std::exception& e) {
-      return failed(r, promise,
+      return round_failed(r, promise,
                     make_error(classify_exception(e), std::string("checkpoint: ") + e.what()));
     }
     promise.deliver(path);
@@ -101,36 +79,23 @@ caf::result<std::string> save(checkpoint_pointer self, std::int64_t epoch) {
         [=](shard_snapshot& s) mutable {
           try {
             if (!r->failed)
-              place_shard(r->gathered, self->state.wiring.shards[i], i, s);
+              place_shard(*gathered, self->state.wiring.shards[i], i, s);
           } catch (const std::exception& e) {
-            return failed(r, promise, make_error(errc::bad_request, e.what()));
+            return round_failed(r, promise, make_error(errc::bad_request, e.what()));
           }
           answered(r, write);
         },
-        [=](caf::error& err) mutable { failed(r, promise, std::move(err)); });
+        [=](caf::error& err) mutable { round_failed(r, promise, std::move(err)); });
   for (std::size_t worker = 0; worker < w.replicas.size(); ++worker)
     self->request(w.replicas[worker], w.timeout, snapshot_atom::value)
       .then(
         [=](replica_state& state) mutable {
           if (!r->failed)
-            r->gathered.replicas[worker] = std::move(state);
+            gathered->replicas[worker] = std::move(state);
           answered(r, write);
         },
-        [=](caf::error& err) mutable { failed(r, promise, std::move(err)); });
+        [=](caf::error& err) mutable { round_failed(r, promise, std::move(err)); });
   return promise;
-}
-
-// The checkpoint holds whole parameters, so this run's key plan cuts them whatever plan saved
-// them; the counters come from resumed_counters (by index, or equal ones when re-sharded).
-shard_snapshot snapshot_for(const training_checkpoint& c, const checkpoint_shard& route,
-                            std::size_t index, std::size_t shards) {
-  shard_snapshot s;
-  for (const auto& key : route.keys) {
-    s.weights.push_back(key_view(c.parameters[key.slot].value, key));
-    s.momentum.push_back(key_view(c.momentum[key.slot], key));
-  }
-  s.counters = resumed_counters(c, index, shards, "the checkpoint to restore");
-  return s;
 }
 
 caf::result<bool> restore(checkpoint_pointer self) {
@@ -138,17 +103,17 @@ caf::result<bool> restore(checkpoint_pointer self) {
   if (!w.resume)
     return make_error(errc::bad_request, "checkpoint: no checkpoint was loaded to restore");
   auto promise = self->make_response_promise<bool>();
-  auto r = std::make_shared<round>();
+  auto r = std::make_shared<request_round>();
   r->missing = w.shards.size() + w.replicas.size();
   auto done = [=]() mutable { promise.deliver(true); };
   auto ok = [=](bool) mutable { answered(r, done); };
-  auto bad = [=](caf::error& err) mutable { failed(r, promise, std::move(err)); };
+  auto bad = [=](caf::error& err) mutable { round_failed(r, promise, std::move(err)); };
   for (std::size_t i = 0; i < w.shards.size(); ++i) {
     shard_snapshot snapshot;
     try {
-      snapshot = snapshot_for(*w.resume, w.shards[i], i, w.shards.size());
+      snapshot = snapshot_for(*w.resume, w.shards[i].keys, i, w.shards.size(), "the checkpoint to restore");
     } catch (const std::exception& e) { // checked by check_resumable before the run: not expected
-      failed(r, promise, make_error(classify_exception(e), std::string("checkpoint: ") + e.what()));
+      round_failed(r, promise, make_error(classify_exception(e), std::string("checkpoint: ") + e.what()));
       return promise;
     }
     self->request(w.shards[i].shard, w.timeout, restore_atom::value, std::move(snapshot))
@@ -218,6 +183,19 @@ void check_resumable(const training_checkpoint& c, const std::string& path, mode
     refuse("was written by a run of " + std::to_string(c.steps_per_epoch)
            + " steps per epoch, this run has " + std::to_string(steps_per_epoch)
            + " (another batch size or data set)");
+}
+
+// The checkpoint holds whole parameters, so this run's key plan cuts them whatever plan saved
+// them; the counters come from resumed_counters (by index, or equal ones when re-sharded).
+shard_snapshot snapshot_for(const training_checkpoint& c, const std::vector<key_slice>& keys,
+                            std::size_t index, std::size_t shards, const std::string& file) {
+  shard_snapshot s;
+  for (const auto& key : keys) {
+    s.weights.push_back(key_view(c.parameters[key.slot].value, key));
+    s.momentum.push_back(key_view(c.momentum[key.slot], key));
+  }
+  s.counters = resumed_counters(c, index, shards, file);
+  return s;
 }
 
 checkpoint_actor spawn_checkpoint(caf::actor_system& system, checkpoint_wiring wiring) {

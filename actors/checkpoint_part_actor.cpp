@@ -6,14 +6,12 @@
 // checkpoint saved by another number of shards.
 #include <troupe/actors/checkpoint_part_actor.hpp>
 
-#include <filesystem>
 #include <iostream>
 #include <stdexcept>
 
 #include <caf/all.hpp>
 
 #include <troupe/actors/actor_errors.hpp>
-#include <troupe/graph/config/key_assignment.hpp>
 #include <troupe/io/dataset.hpp>
 
 #include "actors/request_round.hpp"
@@ -86,12 +84,6 @@ caf::result<part_record> save_part(part_pointer self, std::int64_t epoch, const 
   return promise;
 }
 
-// The file a checkpoint of `epoch` under `prefix` was read from, for messages.
-std::string file_of(const std::string& prefix, std::int64_t epoch) {
-  const auto single = checkpoint_path(prefix, epoch);
-  return std::filesystem::exists(single) ? single : checkpoint_manifest_path(prefix, epoch);
-}
-
 // Checks that `c` fits this run's model and shape (the scheduler checked the same file
 // against the model before anything was spawned; this guards a file changed since).
 void check_fits(const training_checkpoint& c, const checkpoint_part_wiring& w, const std::string& file) {
@@ -120,15 +112,10 @@ caf::result<bool> restore_part(part_pointer self, std::int64_t epoch, const std:
   std::vector<replica_state> states(w.replicas.size());
   try {
     const auto c = read_any_checkpoint(prefix, epoch);
-    const auto file = file_of(prefix, epoch);
+    const auto file = existing_checkpoint_path(prefix, epoch);
     check_fits(c, w, file);
-    for (std::size_t i = 0; i < w.shards.size(); ++i) {
-      for (const auto& key : w.shards[i].keys) {
-        shares[i].weights.push_back(key_view(c.parameters[key.slot].value, key));
-        shares[i].momentum.push_back(key_view(c.momentum[key.slot], key));
-      }
-      shares[i].counters = resumed_counters(c, w.shards[i].index, w.run_shards, file);
-    }
+    for (std::size_t i = 0; i < w.shards.size(); ++i)
+      shares[i] = snapshot_for(c, w.shards[i].keys, w.shards[i].index, w.run_shards, file);
     for (std::size_t i = 0; i < w.replicas.size(); ++i)
       states[i] = c.replicas.at(static_cast<std::size_t>(w.replicas[i].first));
   } catch (const std::exception& e) {

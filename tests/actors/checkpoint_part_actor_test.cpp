@@ -164,18 +164,40 @@ caf::expected<std::string> save(caf::actor_system& sys, const std::string& prefi
   return result;
 }
 
-} // namespace
 
-TEST_CASE("every part saves its own shards' keys, and the manifest names them") {
+// Two servers' parts (shard 0 and shard 1 of two_shards) and a worker's, in one actor system;
+// every actor is shut down at the end.
+struct three_parts {
   local_node_config cfg;
   caf::actor_system sys{cfg};
   test::temp_dir dir;
-  two_shards s(sys);
-  worker_part worker(sys);
-  auto server_0 = spawn_checkpoint_part(sys, part_wiring({{0, s.first, s.first_keys}}));
-  auto server_1 = spawn_checkpoint_part(sys, part_wiring({{1, s.second, s.second_keys}}));
-  const auto prefix = dir.file("m");
-  auto saved = save(sys, prefix, {{"server_0", server_0}, {"server_1", server_1}, {"worker_0", worker.part}});
+  two_shards s{sys};
+  worker_part worker{sys};
+  checkpoint_part_actor server_0 = spawn_checkpoint_part(sys, part_wiring({{0, s.first, s.first_keys}}));
+  checkpoint_part_actor server_1 = spawn_checkpoint_part(sys, part_wiring({{1, s.second, s.second_keys}}));
+  const std::string prefix = dir.file("m");
+  std::vector<manifest_part> all() const {
+    return {{"server_0", server_0}, {"server_1", server_1}, {"worker_0", worker.part}};
+  }
+  // Kills `a` and returns once it is down.
+  template <class Handle>
+  void kill(const Handle& a) {
+    caf::scoped_actor self{sys};
+    self->monitor(a);
+    self->send_exit(a, caf::exit_reason::kill);
+    self->receive([](caf::down_msg&) {});
+  }
+  ~three_parts() {
+    for (auto a : {caf::actor_cast<caf::actor>(server_0), caf::actor_cast<caf::actor>(server_1),
+                   caf::actor_cast<caf::actor>(s.first), caf::actor_cast<caf::actor>(s.second)})
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  }
+};
+
+} // namespace
+
+TEST_CASE_METHOD(three_parts, "every part saves its own shards' keys, and the manifest names them") {
+  auto saved = save(sys, prefix, all());
   REQUIRE(saved);
   CHECK(*saved == checkpoint_manifest_path(prefix, 1));
   CHECK(std::filesystem::exists(checkpoint_part_path(prefix, 1, "server_0")));
@@ -212,63 +234,32 @@ TEST_CASE("every part saves its own shards' keys, and the manifest names them") 
     self->send_exit(part, caf::exit_reason::user_shutdown);
     self->send_exit(whole, caf::exit_reason::user_shutdown);
   }
-  for (auto a : {caf::actor_cast<caf::actor>(server_0), caf::actor_cast<caf::actor>(server_1),
-                 caf::actor_cast<caf::actor>(s.first), caf::actor_cast<caf::actor>(s.second)})
-    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
 
-TEST_CASE("a part that cannot save fails the save naming its node, and no manifest is written") {
-  local_node_config cfg;
-  caf::actor_system sys{cfg};
-  test::temp_dir dir;
-  two_shards s(sys);
-  worker_part worker(sys);
-  auto server_0 = spawn_checkpoint_part(sys, part_wiring({{0, s.first, s.first_keys}}));
-  auto server_1 = spawn_checkpoint_part(sys, part_wiring({{1, s.second, s.second_keys}}));
-  const auto prefix = dir.file("m");
+TEST_CASE_METHOD(three_parts, "a part that cannot save fails the save naming its node, and no manifest is written") {
   SECTION("its shard is gone") {
-    caf::scoped_actor self{sys};
-    self->monitor(s.second);
-    self->send_exit(s.second, caf::exit_reason::kill);
-    self->receive([](caf::down_msg&) {});
-    auto saved = save(sys, prefix, {{"server_0", server_0}, {"server_1", server_1}, {"worker_0", worker.part}});
+    kill(s.second);
+    auto saved = save(sys, prefix, all());
     REQUIRE_FALSE(saved);
     CHECK_THAT(error_text(saved.error()), Contains("server_1"));
   }
   SECTION("it says it saves, and never that it saved") {
-    caf::scoped_actor self{sys};
-    self->monitor(server_1);
-    self->send_exit(server_1, caf::exit_reason::kill);
-    self->receive([](caf::down_msg&) {});
+    kill(server_1);
     auto lines = std::make_shared<log_lines>();
     REQUIRE_FALSE(save(sys, prefix, {{"server_0", server_0}, {"server_1", server_1}}, lines));
     CHECK(lines->get() == std::vector<std::string>{"checkpoint: saving epoch 1 (2 parts)"});
   }
   SECTION("the part itself is gone (its node lost)") {
-    caf::scoped_actor self{sys};
-    self->monitor(server_1);
-    self->send_exit(server_1, caf::exit_reason::kill);
-    self->receive([](caf::down_msg&) {});
-    auto saved = save(sys, prefix, {{"server_0", server_0}, {"server_1", server_1}, {"worker_0", worker.part}});
+    kill(server_1);
+    auto saved = save(sys, prefix, all());
     REQUIRE_FALSE(saved);
     CHECK_THAT(error_text(saved.error()), Contains("server_1"));
   }
   CHECK_FALSE(std::filesystem::exists(checkpoint_manifest_path(prefix, 1)));
-  for (auto a : {caf::actor_cast<caf::actor>(server_0), caf::actor_cast<caf::actor>(server_1),
-                 caf::actor_cast<caf::actor>(s.first), caf::actor_cast<caf::actor>(s.second)})
-    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
 
-TEST_CASE("a part refuses to restore a checkpoint of another model, naming the file") {
-  local_node_config cfg;
-  caf::actor_system sys{cfg};
-  test::temp_dir dir;
-  two_shards s(sys);
-  worker_part worker(sys);
-  auto server_0 = spawn_checkpoint_part(sys, part_wiring({{0, s.first, s.first_keys}}));
-  auto server_1 = spawn_checkpoint_part(sys, part_wiring({{1, s.second, s.second_keys}}));
-  const auto prefix = dir.file("m");
-  REQUIRE(save(sys, prefix, {{"server_0", server_0}, {"server_1", server_1}, {"worker_0", worker.part}}));
+TEST_CASE_METHOD(three_parts, "a part refuses to restore a checkpoint of another model, naming the file") {
+  REQUIRE(save(sys, prefix, all()));
   auto other = shard_of(sys, {{"a", tensor(shape_t{5})}});
   auto w = part_wiring({{0, other, {{0, 0, 5, true}}}});
   w.parameter_names = {"a"};
@@ -283,22 +274,13 @@ TEST_CASE("a part refuses to restore a checkpoint of another model, naming the f
              [&](caf::error& err) { refusal = error_text(err); });
   CHECK_THAT(refusal, Contains(checkpoint_manifest_path(prefix, 1)));
   CHECK_THAT(refusal, Contains("2 parameters"));
-  for (auto a : {caf::actor_cast<caf::actor>(server_0), caf::actor_cast<caf::actor>(server_1), caf::actor_cast<caf::actor>(part),
-                 caf::actor_cast<caf::actor>(s.first), caf::actor_cast<caf::actor>(s.second), caf::actor_cast<caf::actor>(other)})
+  for (auto a : {caf::actor_cast<caf::actor>(part), caf::actor_cast<caf::actor>(other)})
     caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
 
-TEST_CASE("the manifest says when a save and a restore start and end, so a save in progress is seen") {
-  local_node_config cfg;
-  caf::actor_system sys{cfg};
-  test::temp_dir dir;
-  two_shards s(sys);
-  auto server_0 = spawn_checkpoint_part(sys, part_wiring({{0, s.first, s.first_keys}}));
-  auto server_1 = spawn_checkpoint_part(sys, part_wiring({{1, s.second, s.second_keys}}));
-  const auto prefix = dir.file("m");
-  worker_part worker(sys);
+TEST_CASE_METHOD(three_parts, "the manifest says when a save and a restore start and end, so a save in progress is seen") {
   auto lines = std::make_shared<log_lines>();
-  REQUIRE(save(sys, prefix, {{"server_0", server_0}, {"server_1", server_1}, {"worker_0", worker.part}}, lines));
+  REQUIRE(save(sys, prefix, all(), lines));
   CHECK(lines->get() == std::vector<std::string>{"checkpoint: saving epoch 1 (3 parts)",
                                                  "checkpoint: saved " + checkpoint_manifest_path(prefix, 1)});
 
@@ -312,8 +294,5 @@ TEST_CASE("the manifest says when a save and a restore start and end, so a save 
     .receive([](bool) {}, [&](caf::error& err) { FAIL(error_text(err)); });
   CHECK(restored_lines->get() == std::vector<std::string>{"checkpoint: restoring epoch 1 (2 parts)",
                                                           "checkpoint: restored epoch 1"});
-  for (auto a : {caf::actor_cast<caf::actor>(server_0), caf::actor_cast<caf::actor>(server_1),
-                 caf::actor_cast<caf::actor>(manifest), caf::actor_cast<caf::actor>(s.first),
-                 caf::actor_cast<caf::actor>(s.second)})
-    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  self->send_exit(manifest, caf::exit_reason::user_shutdown);
 }

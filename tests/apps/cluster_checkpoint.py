@@ -38,14 +38,10 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cluster_run import descendants, kill_group  # noqa: E402  (the same process handling as the other cluster tests)
+
 BOUND_S = 180
-
-
-def kill_group(pid):
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def run(command, workdir):
@@ -194,25 +190,6 @@ def scenario_refused(troupe, config, workdir):
         if re.search(r"Epoch\[1\] Batch", out) or "starting 2 server(s)" in out:
             raise SystemExit(f"FAIL: a {name} part was found only after the nodes had started\n{out[-3000:]}")
         print(f"ok: {name} part refused before training, naming {os.path.relpath(at_fault, workdir)}")
-
-
-def descendants(pid):
-    """Every live process below `pid`."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if stat[0] != "Z":
-                children.setdefault(int(stat[1]), []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
 
 
 def scenario_restart(troupe, config, workdir):

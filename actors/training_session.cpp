@@ -58,7 +58,8 @@ void set_up_checkpoints(const training_job& job, const placement_plan& plan, mod
                                 + " epochs");
   // The one-process file or a cluster run's manifest and parts, whichever the epoch has.
   const auto path = existing_checkpoint_path(c.prefix, c.load_epoch);
-  auto loaded = std::make_shared<training_checkpoint>(read_any_checkpoint(c.prefix, c.load_epoch));
+  auto loaded = c.loaded ? c.loaded
+                         : std::make_shared<const training_checkpoint>(read_any_checkpoint(c.prefix, c.load_epoch));
   if (loaded->epoch != c.load_epoch)
     throw io_error(path + ": holds the state after epoch " + std::to_string(loaded->epoch) + ", not "
                    + std::to_string(c.load_epoch) + " (a renamed file?)");

@@ -254,9 +254,11 @@ int node_command(const std::vector<std::string>& args) {
   if (options.role == node_kind::scheduler) {
     check_prefix_folder(cli.output.checkpoint.prefix);
     // A checkpoint to resume from is read here, before any node is let in: a damaged one ends
-    // the run before the others start (its fit to the model is checked when training starts).
-    if (cli.output.checkpoint.load_epoch >= 0 && !cli.output.checkpoint.prefix.empty())
-      read_any_checkpoint(cli.output.checkpoint.prefix, cli.output.checkpoint.load_epoch);
+    // the run before the others start. The session takes it from here (its fit to the model is
+    // checked when training starts).
+    auto& c = cli.output.checkpoint;
+    if (c.load_epoch >= 0 && !c.prefix.empty())
+      c.loaded = std::make_shared<const training_checkpoint>(read_any_checkpoint(c.prefix, c.load_epoch));
   }
   if (options.role == node_kind::scheduler) {  // what `troupe train` writes before its first step
     if (!cli.output.metrics_path.empty())

@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <ostream>
 #include <string>
 
@@ -41,6 +42,7 @@
 #include <troupe/actors/topology_wiring.hpp>
 #include <troupe/graph/job.hpp>
 #include <troupe/graph/placement.hpp>
+#include <troupe/io/checkpoint_file.hpp>
 #include <troupe/io/dataset.hpp>
 
 namespace troupe {
@@ -55,6 +57,9 @@ struct checkpoint_options {
   /// Resume from PREFIX-<load_epoch>: its state replaces the job's starting point and the run
   /// trains epochs load_epoch .. epochs - 1. -1: start afresh.
   std::int64_t load_epoch = -1;
+  /// That checkpoint, when the caller read it already (a cluster's scheduler reads it before
+  /// any node joins); null: the session reads it.
+  std::shared_ptr<const training_checkpoint> loaded;
 };
 
 /// Where a session's own output goes. Process-local: never part of the job.

@@ -206,14 +206,19 @@ caf::result<weight_set> on_push(aggregator_pointer self, gradient_push& push) {
       !push.keys.empty() && g != st.groups.end() && push.step <= g->second.forwarded_through) {
     // A late contribution (backup workers): its step already went downstream.
     ++st.dropped;
-    if (g->second.latest.keys == push.keys || !g->second.have_latest) {
-      if (g->second.have_latest && g->second.latest_step >= push.step)
-        return g->second.latest;
-      // Its sum is on its way downstream: answered with what comes back (an adopter's repeat
-      // of the step in flight must get the weights after that step, not before).
-      auto promise = self->make_response_promise<weight_set>();
-      g->second.after_answer.emplace_back(g->second.forwarded_through, promise);
-      return promise;
+    auto& group = g->second;
+    if (group.latest.keys == push.keys || !group.have_latest) {
+      if (group.have_latest && group.latest_step >= push.step)
+        return group.latest;
+      if (group.latest_step < push.step) {
+        // Its sum is on its way downstream: answered with what comes back (an adopter's
+        // repeat of the step in flight must get the weights after that step, not before).
+        auto promise = self->make_response_promise<weight_set>();
+        group.after_answer.emplace_back(group.forwarded_through, promise);
+        return promise;
+      }
+      // Seeded (a promoted backup): answered before this aggregator, so the weights after
+      // that step are downstream's current ones (the next cannot be summed without this source).
     }
     auto promise = self->make_response_promise<weight_set>();  // weights on their way: ask
     auto keys = push.keys;
@@ -358,6 +363,15 @@ aggregator_actor::behavior_type aggregator(aggregator_pointer self, push_target_
     },
     [=](rewind_atom, std::int64_t step, deadline due) { return rewind(self, step, due); },
     [=](repeats_atom) { return self->state.repeats; },
+    [=](seed_atom, const std::vector<applied_group>& applied) {
+      for (const auto& a : applied) {
+        if (a.keys.empty() || a.source != self->state.options.position)  // another pusher's
+          continue;
+        auto& g = self->state.groups[a.keys.front()];
+        g.forwarded_through = std::max(g.forwarded_through, a.step);
+        g.latest_step = std::max(g.latest_step, a.step);
+      }
+    },
   };
 }
 

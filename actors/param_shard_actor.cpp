@@ -43,6 +43,10 @@ struct shard_state {
   // By source: the step of its last push (a step arrives as several pushes, one per group;
   // a step before the last is refused, so this is also each worker's furthest step).
   std::map<int, std::int64_t> last_steps;
+  // By (source, first key of the group): the group's keys and the last step applied, so a
+  // retried push of a group and step applied already is answered, not applied twice.
+  std::map<std::pair<int, std::size_t>, applied_group> applied;
+  shard_backup_actor backup;  // replicas = 2: every applied push goes here first
   float last_lr = 0;
   // stale-synchronous bookkeeping
   int staleness = -1;
@@ -163,17 +167,24 @@ void release_held(shard_state& st) {
   st.held.erase(keep, st.held.end());
 }
 
-caf::result<weight_set> apply_push(shard_pointer self, const gradient_push& push) {
-  auto& st = self->state;
+// Whether `push` repeats a group and step its source had applied here already.
+bool applied_before(const shard_state& st, const gradient_push& push) {
+  const auto at = st.applied.find({push.worker, push.keys.front()});
+  return at != st.applied.end() && at->second.keys == push.keys && push.step <= at->second.step;
+}
+
+// Checks `push` and applies it; a message when it is refused (nothing applied then).
+std::string apply(shard_state& st, const gradient_push& push) {
   if (auto problem = check_push(st, push); !problem.empty())
-    return make_error(errc::bad_request, problem);
+    return problem;
   if (st.forgotten.count(push.worker) > 0)
-    return make_error(errc::bad_request, "param_shard: push from worker " + std::to_string(push.worker)
-                                           + ", which this shard was told is gone (its process was lost)");
+    return "param_shard: push from worker " + std::to_string(push.worker)
+           + ", which this shard was told is gone (its process was lost)";
   if (st.staleness >= 0 && (push.worker < 0 || push.worker >= st.workers))
-    return make_error(errc::bad_request, "param_shard: push from worker " + std::to_string(push.worker)
-                             + ", expected 0.." + std::to_string(st.workers - 1));
+    return "param_shard: push from worker " + std::to_string(push.worker) + ", expected 0.."
+           + std::to_string(st.workers - 1);
   st.last_steps[push.worker] = push.step;
+  st.applied[{push.worker, push.keys.front()}] = applied_group{push.worker, push.keys, push.step};
   const float lr = st.schedule.at(push.epoch_position);
   for (std::size_t i = 0; i < push.keys.size(); ++i) {
     auto& key = st.keys[push.keys[i]];
@@ -183,13 +194,53 @@ caf::result<weight_set> apply_push(shard_pointer self, const gradient_push& push
   }
   ++st.updates;
   st.last_lr = lr;
-  if (st.staleness < 0)
-    return current_weights(st, push.keys);
+  return {};
+}
+
+// The answer to an applied push of `step`: at once, or held while its pusher is more than
+// `staleness` steps ahead of the slowest.
+void answer_applied(shard_state& st, std::int64_t step, const std::vector<std::size_t>& keys,
+                    caf::typed_response_promise<weight_set> promise) {
+  if (st.staleness < 0) {
+    promise.deliver(current_weights(st, keys));
+    return;
+  }
   release_held(st);
-  if (push.step - slowest(st) <= st.staleness)
+  if (step - slowest(st) <= st.staleness)
+    promise.deliver(current_weights(st, keys));
+  else
+    st.held.push_back({step, keys, std::move(promise)});
+}
+
+caf::result<weight_set> apply_push(shard_pointer self, const gradient_push& push) {
+  auto& st = self->state;
+  if (!push.keys.empty() && applied_before(st, push))
     return current_weights(st, push.keys);
-  st.held.push_back({push.step, push.keys, self->make_response_promise<weight_set>()});
-  return caf::delegated<weight_set>();
+  if (auto problem = apply(st, push); !problem.empty())
+    return make_error(errc::bad_request, problem);
+  auto promise = self->make_response_promise<weight_set>();
+  if (!st.backup) {
+    answer_applied(st, push.step, push.keys, promise);
+    return promise;
+  }
+  // The pusher hears only once the backup holds the step too: a promoted backup then has
+  // every step some pusher saw answered.
+  const auto step = push.step;
+  const auto keys = push.keys;
+  const auto to = st.backup;
+  self->request(to, push.due.left(), replicate_atom::value, push)
+    .then([=](std::int64_t) mutable { answer_applied(self->state, step, keys, promise); },
+          [=](caf::error& err) mutable {
+            if (troupe_code(err) != errc::peer_down && err != caf::sec::request_receiver_down) {
+              promise.deliver(make_error(troupe_code(err), "param_shard: its backup failed step " + std::to_string(step) + ": "
+                                           + error_text(err)));
+              return;
+            }
+            if (self->state.backup == to)  // lost: the run goes on with this copy alone
+              self->state.backup = shard_backup_actor{};
+            answer_applied(self->state, step, keys, promise);
+          });
+  return promise;
 }
 
 shard_snapshot snapshot_of(const shard_state& st) {
@@ -249,6 +300,23 @@ param_shard_actor::behavior_type param_shard(shard_pointer self, std::vector<sha
     [=](pull_atom, deadline) -> caf::result<weight_set> { return all_weights(self->state); },  // answers at once
     [=](snapshot_atom) -> shard_snapshot { return snapshot_of(self->state); },
     [=](restore_atom, const shard_snapshot& s) -> caf::result<bool> { return restore(self->state, s); },
+    [=](replicate_atom, const gradient_push& push) -> caf::result<std::int64_t> {
+      auto& st = self->state;
+      if (!push.keys.empty() && applied_before(st, push))
+        return st.updates;
+      if (auto problem = apply(st, push); !problem.empty())
+        return make_error(errc::bad_request, "replicated " + problem);
+      if (st.staleness >= 0)
+        release_held(st);
+      return st.updates;
+    },
+    [=](backup_atom, shard_backup_actor& backup) { self->state.backup = std::move(backup); },
+    [=](applied_atom) {
+      std::vector<applied_group> out;
+      for (const auto& [id, group] : self->state.applied)
+        out.push_back(group);
+      return out;
+    },
     [=](forget_atom, const std::vector<std::int32_t>& workers) {
       auto& st = self->state;
       st.forgotten.insert(workers.begin(), workers.end());

@@ -158,7 +158,12 @@ training_job to_training_job(const job_config& c) {
   o.topology = topology_of(c);
   o.top_k = c.run.top_k.value;
   o.nodes = cluster_nodes{c.cluster.server_nodes.value, c.cluster.worker_nodes.value,
-                          c.cluster.on_worker_loss.value == "continue", c.cluster.on_worker_loss.value == "adopt"};
+                          c.cluster.on_worker_loss.value == "continue", c.cluster.on_worker_loss.value == "adopt",
+                          c.cluster.replicas.value};
+  if (o.nodes.replicas == 2 && !o.nodes.single_process() && o.nodes.servers < 2)
+    config_fail(c, c.cluster.replicas.span,
+                "replicas = 2 keeps each server's shards on another server process too, and this run has "
+                + std::to_string(o.nodes.servers) + " (server_nodes, --server-nodes, launch -s): give it at least 2");
   if (o.nodes.adopt_on_worker_loss && !o.topology.synchronous())
     config_fail(c, c.cluster.on_worker_loss.span,
                 "on_worker_loss = adopt is implemented for synchronous topologies (bsp) only; topology "

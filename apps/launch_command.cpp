@@ -54,8 +54,9 @@ threads (--host-share). When one fails, the others get --grace seconds to notice
 then SIGKILL after 5 s. Ctrl-C is passed on: every node stops saying where it was (exit 130).
 With --max-restarts N and --model-prefix, a failed job is started again, up to N times, from
 the newest checkpoint saved under the prefix (or from the start when there is none).
-A worker killed by a signal is left to the scheduler, which goes on without it or ends the
-run (cluster.on_worker_loss). Exits 0 when every process did (a worker the run went on
+A server or worker killed by a signal is left to the scheduler, which goes on without it (a
+server's shard backups promoted, cluster.replicas; a worker adopted or dropped,
+cluster.on_worker_loss) or ends the run. Exits 0 when every process did (a node the run went on
 without aside), else with the first failing one's status.)";
 
 // Launch's own arguments (short flags spelled long) and everything from the first argument
@@ -269,7 +270,9 @@ void start_nodes(launch::child_processes& children, const std::string& program, 
     } else {
       argv.insert(argv.end(), l.node_args.begin(), l.node_args.end());
     }
-    children.start({role + " " + std::to_string(index), argv, {}, secret + "\n", !server});
+    // A server or worker killed by a signal is the scheduler's to replace (replicas,
+    // on_worker_loss) or to end the run over.
+    children.start({role + " " + std::to_string(index), argv, {}, secret + "\n", true});
   }
 }
 

@@ -58,7 +58,7 @@ struct raw_flags {
   std::string config, devices;
   record_flags record;  ///< --data-train, --data-val, ... (apps/record_flags.cpp)
   int num_layers = 0, threads = 1, shards = 1, prefetch = 3, num_classes = 10;
-  int server_nodes = 0, worker_nodes = 0, top_k = 0, workers = 1;
+  int server_nodes = 0, worker_nodes = 0, top_k = 0, workers = 1, replicas = 1;
   std::string on_worker_loss = "stop";
   std::int64_t batch_size = 128, val_batch_size = 500, num_epochs = 10, disp_batches = 100;
   std::int64_t eval_every = 1;
@@ -98,6 +98,7 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("prefetch", r.prefetch, "batches each loader builds ahead");
   f.add("server-nodes", r.server_nodes, "server processes of a cluster run, holding the shards (0 with --worker-nodes 0: one process)");
   f.add("worker-nodes", r.worker_nodes, "worker processes of a cluster run, holding loaders and compute actors");
+  f.add("replicas", r.replicas, "copies of each server process's shards: 1, or 2 for a backup on the next server process, promoted when the server is lost");
   f.add("on-worker-loss", r.on_worker_loss, "stop, continue without a lost worker process (async and ssp only), or adopt its computes on another worker process (bsp)");
   f.add("random-crop-pad", r.random_crop_pad, "random crop after zero padding, 0 to 64 (-1: 4 for cifar10, else 0)");
   f.add("random-mirror", r.random_mirror, "random horizontal flip 0/1 (-1: 1 for cifar10, else 0)");
@@ -171,6 +172,7 @@ void check_values(const raw_flags& r, const flag_set& f) {
   check_flag("prefetch", r.prefetch);
   check_flag("server-nodes", r.server_nodes);
   check_flag("worker-nodes", r.worker_nodes);
+  check_flag("replicas", r.replicas);
   if (r.on_worker_loss != "stop" && r.on_worker_loss != "continue" && r.on_worker_loss != "adopt")
     throw usage_error("--on-worker-loss must be stop, continue or adopt, got " + r.on_worker_loss);
   // -1 (or unset) means "the default the config derives" for these: checked when given.
@@ -397,6 +399,7 @@ void apply_cluster_flags(cluster_config& cluster, const raw_flags& r, const flag
   if (f.given("server-nodes")) set_given(cluster.server_nodes, r.server_nodes);
   if (f.given("worker-nodes")) set_given(cluster.worker_nodes, r.worker_nodes);
   if (f.given("on-worker-loss")) set_given(cluster.on_worker_loss, r.on_worker_loss);
+  if (f.given("replicas")) set_given(cluster.replicas, r.replicas);
 }
 
 void apply_run_flags(job_config& c, const raw_flags& r, const flag_set& f) {

@@ -201,6 +201,7 @@ std::uint64_t request_of(const wire_message& answer) {
       if constexpr (std::is_same_v<std::decay_t<decltype(m)>, weights_message>
                     || std::is_same_v<std::decay_t<decltype(m)>, report_message>
                     || std::is_same_v<std::decay_t<decltype(m)>, checkpoint_done_message>
+                    || std::is_same_v<std::decay_t<decltype(m)>, replicated_message>
                     || std::is_same_v<std::decay_t<decltype(m)>, failure_message>)
         return m.request;
       else

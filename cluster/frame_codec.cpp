@@ -105,18 +105,18 @@ struct body_writer {
     set_values(builder, out.initValues(static_cast<unsigned>(values.size())), values);
   }
 
-  void operator()(const push_message& m) {
-    const auto& push = m.push;
-    auto out = body.initPush();
-    out.setRequest(m.request);
-    out.setShard(m.shard);
+  void put_push(wire::Push::Builder out, std::uint64_t request, std::uint32_t shard, const gradient_push& push,
+                std::uint64_t remaining_ms) {
+    out.setRequest(request);
+    out.setShard(shard);
     out.setStep(push.step);
     out.setEpochPosition(push.epoch_position);
     out.setWorker(push.worker);
     out.setSamples(push.samples);
-    out.setRemainingMs(m.remaining_ms);
+    out.setRemainingMs(remaining_ms);
     set_keyed(out, push.keys, push.gradients, "a push");
   }
+  void operator()(const push_message& m) { put_push(body.initPush(), m.request, m.shard, m.push, m.remaining_ms); }
   void operator()(const pull_message& m) {
     auto out = body.initPull();
     out.setRequest(m.request);
@@ -257,6 +257,19 @@ struct body_writer {
     out.setChecksum(m.checksum);
   }
   void operator()(const adopt_message& m) { body.initAdopt().setNode(m.node); }
+  void operator()(const replicate_message& m) {
+    put_push(body.initReplicate(), m.request, m.shard, m.push, m.remaining_ms);
+  }
+  void operator()(const replicated_message& m) {
+    auto out = body.initReplicated();
+    out.setRequest(m.request);
+    out.setUpdates(m.updates);
+  }
+  void operator()(const promote_message& m) {
+    auto out = body.initPromote();
+    out.setNode(m.node);
+    out.setServer(m.server);
+  }
   void operator()(const traffic_message& m) {
     if (m.peers.size() > traffic_message::max_peers)
       throw std::invalid_argument("a traffic report of " + std::to_string(m.peers.size()) + " peers");
@@ -295,7 +308,7 @@ const char* kind_name(std::size_t index) {
   static constexpr const char* names[] = {
     "hello",      "proof", "push",    "pull",   "weights", "failure",     "heartbeat",
     "shutdown",   "join",  "assignment", "ready", "control", "report", "batch report", "traffic query", "traffic",
-    "checkpoint", "checkpoint done", "adopt"};
+    "checkpoint", "checkpoint done", "adopt", "replicate", "replicated", "promote"};
   static_assert(std::size(names) == wire_kinds);
   return index < wire_kinds ? names[index] : "unknown";
 }

@@ -110,7 +110,7 @@ std::uint64_t remaining_of(std::uint64_t ms, const char* what) {
 
 push_message read_push(const std::shared_ptr<std::vector<char>>& payload, const wire_keys& keys,
                        wire::Push::Reader in) {
-  push_message m;
+  push_message m;  // a Replicate is read as a Push too: its checks are the same
   m.request = in.getRequest();
   m.shard = in.getShard();
   const auto& shapes = shard_keys(keys, m.shard, "push");
@@ -400,6 +400,14 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload, const 
       return read_checkpoint_done(body.getCheckpointDone());
     case wire::Frame::Body::ADOPT:
       return adopt_message{body.getAdopt().getNode()};
+    case wire::Frame::Body::REPLICATE: {
+      auto m = read_push(payload, keys, body.getReplicate());
+      return replicate_message{m.request, m.shard, std::move(m.push), m.remaining_ms};
+    }
+    case wire::Frame::Body::REPLICATED:
+      return replicated_message{body.getReplicated().getRequest(), body.getReplicated().getUpdates()};
+    case wire::Frame::Body::PROMOTE:
+      return promote_message{body.getPromote().getNode(), body.getPromote().getServer()};
   }
   refuse("frame body " + std::to_string(static_cast<unsigned>(body.which())) + " is not a message kind");
 }

@@ -41,7 +41,7 @@
 #include <troupe/io/dataset.hpp>
 
 #include "cluster/frame_socket.hpp"
-#include "member_node.hpp"
+#include "member_state.hpp"
 #include "node_common.hpp"
 
 namespace troupe {
@@ -49,51 +49,6 @@ namespace troupe {
 namespace {
 
 
-struct member_state {
-  std::optional<cluster_node_options> options;
-  std::string label;  // "worker (pid 42)", then "worker_1"
-  channel_actor scheduler;
-  scheduler_control_actor to_scheduler;  // the one proxy every node-level message to it goes through
-  std::vector<channel_actor> server_links;  // by plan node; invalid where none
-  std::size_t local_server_links = 0;       // of them, over a local socket (same host)
-  caf::actor listener;
-  std::shared_ptr<listening_socket> listening;  // a server's port, bound before it joined
-  // What this node serves to every channel: its control inbox, shards (or the aggregators in
-  // front of them), computes.
-  std::shared_ptr<serving_registry> serving = std::make_shared<serving_registry>();
-  std::shared_ptr<traffic_registry> traffic;  // every link of this node counts its frames here
-  node_part part;
-  // What spawned the part, kept for a part adopted later (on_adopt): the job, its model, the
-  // data, and the options (stand-ins for the servers, the metrics proxy).
-  std::optional<training_job> job;
-  model_spec spec;
-  node_data data;
-  node_part_options part_options;
-  std::list<node_part> adopted;   // parts of lost worker nodes this worker adopted
-  std::vector<int> adopted_nodes;  // their plan nodes
-  placement_plan plan;
-  int part_node = -1;  // this node's index in the plan, once assigned
-  int threads = 0;     // its compute threads, once assigned
-  std::string bound_cpus;   // "CPU 0", "CPUs 2-3": where its computes are bound ("": unbound)
-  member_phase at = member_phase::connecting;
-  caf::error unreachable;  // why the last try to reach the scheduler failed (connecting)
-  bool retrying = false;   // said so once
-  std::optional<shutdown_message> told;  // the scheduler's shutdown, once it came
-  caf::typed_response_promise<bool> promise;
-  std::optional<caf::error> outcome;     // none: running; an empty error: finished
-  std::vector<caf::actor_addr> closing;  // links told how this node ends, not closed yet
-  bool continue_on_worker_loss = false;  // the job's on_worker_loss = continue
-  // A server's admitted links from workers: the plan node name each one's hello gave, and
-  // the channel (to say goodbye on when the run finished).
-  struct worker_link {
-    std::string name;
-    channel_actor channel;
-  };
-  std::map<caf::actor_addr, worker_link> worker_links;
-  static inline const char* name = "troupe.member";
-};
-
-using member_actor = member_node_actor::stateful_pointer<member_state>;
 
 // Answers once the node has ended and the links it told so have closed (their peers have
 // read why), or the grace is over.
@@ -128,6 +83,12 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
   st.part.shut_down();
   for (auto& part : st.adopted)
     part.shut_down();
+  for (auto& [actor, name] : st.replicas.backup_actors)
+    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+  st.replicas.backup_actors.clear();
+  for (auto& [actor, relay] : *st.replicas.relays)
+    caf::anon_send_exit(relay, caf::exit_reason::user_shutdown);
+  st.replicas.relays->clear();
   st.serving->clear();
   // Its links still tell it when they close: it waits for those it says goodbye on below (a
   // server's links from workers, which it does not monitor, had no other way to say so, and
@@ -135,7 +96,9 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
   st.serving->set<remote_interface::member_control>(0, self);
   // The servers hear that this worker is done (and why), rather than a closed connection.
   const shutdown_message end{reason ? reason_text(self->system(), reason) : "the run finished", !reason};
-  for (auto& link : st.server_links)
+  auto links = st.server_links;
+  links.push_back(st.replicas.backup_link);  // a server: the link to the one holding its backups
+  for (auto& link : links)
     if (link) {
       caf::anon_send(spawn_member_control_proxy(self->system(), link), goodbye_atom::value, end);
       st.closing.push_back(link.address());
@@ -157,7 +120,11 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
   answer(self);
 }
 
+} // namespace
+
 void fail(member_actor self, errc code, const std::string& why) { finish(self, make_error(code, why)); }
+
+namespace {
 
 std::string facts_text(const data_facts& f) {
   return shape_string(f.sample_shape) + ", " + std::to_string(f.classes) + " classes, "
@@ -263,6 +230,7 @@ bool take_assignment(member_actor self, const assignment_message& a) {
                                 + to_string(options.role) + " of the plan");
   st.label = st.plan.nodes[a.node].name;
   st.continue_on_worker_loss = job.nodes.continue_on_worker_loss;
+  st.replicas.copies = job.nodes.replicas;
   auto link = channel_options_of(options, st.label, st.traffic);
   link.serving = st.serving;  // its links to servers, and a server's links from workers
   link.same_host_shortcut = options.local_sockets;
@@ -297,13 +265,13 @@ bool take_assignment(member_actor self, const assignment_message& a) {
   auto links = st.server_links;
   const auto plan = st.plan;
   auto& system = self->system();
-  part.remote.push_target = [=, &system](std::size_t actor) {
+  part.remote.push_target = [=, &system, relays = st.replicas.relays, relayed = job.nodes.replicas > 1](std::size_t actor) {
     const auto& target = plan.actors.at(actor);
     const auto& to = links.at(static_cast<std::size_t>(target.node));
     if (!to)
       throw std::invalid_argument("no link to " + plan.nodes.at(static_cast<std::size_t>(target.node)).name
                                   + ", which holds " + target.name);
-    return spawn_push_target_proxy(system, to, static_cast<std::uint32_t>(target.shard));
+    return remote_shard(system, relays, relayed, plan, actor, to);
   };
   st.job = job;
   st.spec = spec;
@@ -328,6 +296,8 @@ bool take_assignment(member_actor self, const assignment_message& a) {
     st.serving->set<remote_interface::checkpoint_part>(0, st.part.checkpoint_part);
   if (options.role != node_kind::server)
     return false;
+  if (st.replicas.copies > 1)
+    spawn_backups(self, job, initial);
   // Workers connect only after this node is ready.
   if (st.listening) {
     st.listener = spawn_listener(system, std::move(st.listening), link);
@@ -338,6 +308,8 @@ bool take_assignment(member_actor self, const assignment_message& a) {
     st.listener = *listener;
   }
   self->monitor(st.listener);
+  if (st.replicas.copies > 1)  // its own listener runs first: the next server may link here at once
+    link_to_backups(self, a, link);
   return true;
 }
 
@@ -536,6 +508,8 @@ void on_link_lost(member_actor self, const caf::actor_addr& link, const caf::err
   for (std::size_t n = 0; n < st.server_links.size(); ++n)
     if (st.server_links[n] && link == st.server_links[n].address())
       server = n;
+  if (!scheduler && !(st.told && st.told->finished) && on_replica_link_lost(self, link, why))
+    return;  // replicas = 2: a lost server is the scheduler's to replace
   if (!scheduler && server == st.server_links.size())
     return;  // a link this node no longer uses (or a refused peer's)
   // Once the scheduler has said the run is over, whatever ends next is the end it announced.
@@ -572,6 +546,8 @@ void on_down(member_actor self, const caf::down_msg& down) {
     for (auto& [actor, name] : part.spawned)
       if (down.source == actor.address())
         return fail(self, errc::internal, name + " (adopted) terminated: " + reason_text(self->system(), down.reason));
+  if (auto name = backup_actor_name(st, down.source); !name.empty())
+    return fail(self, errc::internal, name + " terminated: " + reason_text(self->system(), down.reason));
   // A link that ended without saying so (killed): its down is the loss.
   on_link_lost(self, down.source, down.reason);
 }
@@ -593,7 +569,10 @@ void join_over(member_actor self, const channel_actor& link) {
   st.scheduler = link;
   st.to_scheduler = spawn_scheduler_control_proxy(self->system(), link);
   self->monitor(link);
-  join_message join{st.options->role, advertised_host(*st.options), 0, static_cast<std::uint32_t>(::getpid()),
+  // A server bound its port before it joined: the scheduler can tell the other servers where
+  // it listens (replicas = 2) before any is ready.
+  const std::uint16_t port = st.listening ? st.listening->port() : 0;
+  join_message join{st.options->role, advertised_host(*st.options), port, static_cast<std::uint32_t>(::getpid()),
                     st.options->rank, st.options->own_job ? job_hash_without_counts(*st.options->own_job) : 0};
   if (st.options->own_job)  // so that a refusal can name the keys that differ
     join.job = job_bytes(*st.options->own_job);
@@ -680,6 +659,10 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
     [=](adopt_atom, channel_actor& link, adopt_message& a) {
       if (!self->state.outcome && from_scheduler(link, "an adopt"))
         on_adopt(self, a);
+    },
+    [=](promote_atom, channel_actor& link, promote_message& p) {
+      if (!self->state.outcome && from_scheduler(link, "a promote"))
+        on_promote(self, p);
     },
     [=](goodbye_atom, channel_actor& link, shutdown_message& end) {
       // The scheduler's says how the run ends; the link's end follows (on_link_lost). A

@@ -213,8 +213,19 @@ void start_training(scheduler_actor self) {
     return spawn_compute_proxy(system, link_of_node.at(static_cast<std::size_t>(a.node)),
                                static_cast<std::uint32_t>(a.worker));
   };
-  sinks.node.remote.push_target = [=, &system](std::size_t actor) {
+  // With replicas = 2 the session reaches each shard through a relay the scheduler can
+  // re-point at the shard's promoted backup (scheduler_promotion.cpp).
+  if (st.job.nodes.replicas > 1)
+    for (auto s : plan.actors_of(plan_role::shard)) {
+      const auto& a = plan.actors.at(s);
+      st.shard_relays[s] = spawn_push_relay(system, spawn_push_target_proxy(system, link_of_node.at(static_cast<std::size_t>(a.node)),
+                                                                            static_cast<std::uint32_t>(a.shard)),
+                                            a.name);
+    }
+  sinks.node.remote.push_target = [=, &system, relays = st.shard_relays](std::size_t actor) -> push_target_actor {
     const auto& a = plan.actors.at(actor);
+    if (auto relay = relays.find(actor); relay != relays.end())
+      return caf::actor_cast<push_target_actor>(relay->second);
     return spawn_push_target_proxy(system, link_of_node.at(static_cast<std::size_t>(a.node)),
                                    static_cast<std::uint32_t>(a.shard));
   };
@@ -223,9 +234,11 @@ void start_training(scheduler_actor self) {
   };
   st.session = st.spawn_session(system, st.job, std::move(sinks));
   self->monitor(st.session);
-  self->attach_functor([session = st.session, relays = st.relays](const caf::error&) {
+  self->attach_functor([session = st.session, relays = st.relays, shard_relays = st.shard_relays](const caf::error&) {
     caf::anon_send_exit(session, caf::exit_reason::user_shutdown);
     for (const auto& [actor, relay] : relays)
+      caf::anon_send_exit(relay, caf::exit_reason::user_shutdown);
+    for (const auto& [actor, relay] : shard_relays)
       caf::anon_send_exit(relay, caf::exit_reason::user_shutdown);
   });
   // Saturating: 48 h times the phases of a long run passes what a timespan holds.
@@ -245,11 +258,17 @@ int plan_node_of(const placement_plan& plan, node_kind role, int rank) {
 void assign(scheduler_actor self, node_kind role) {
   auto& st = self->state;
   st.at = role == node_kind::server ? scheduler_phase::servers_assigned : scheduler_phase::workers_assigned;
+  // Workers learn where every server listens; with replicas = 2 the servers too, from their
+  // joins, since each links to the next (member_replicas.cpp).
   std::vector<endpoint> servers;
-  if (role == node_kind::worker)
+  if (role == node_kind::worker || st.job.nodes.replicas > 1)
     for (auto& m : st.members)
-      if (m.role == node_kind::server)
+      if (m.role == node_kind::server) {
+        if (m.port == 0)
+          return fail(self, errc::bad_request, "scheduler: " + m.name() + " said no port when it joined, and with "
+                                                 "replicas = 2 the other servers link to it before it is ready");
         servers.push_back({static_cast<std::uint32_t>(m.node), m.host, m.port});
+      }
   for (auto& m : st.members) {
     if (m.role != role)
       continue;
@@ -353,6 +372,7 @@ void on_join(scheduler_actor self, const channel_actor& link, const join_message
   m.rank = rank;
   m.node = plan_node_of(st.plan, join.role, rank);
   m.host = join.host;
+  m.port = join.port;  // a server's port bound before it joined (0: it listens once assigned)
   m.seen_from = join.seen_from;
   m.pid = join.pid;
   self->monitor(link);
@@ -374,7 +394,7 @@ void on_join(scheduler_actor self, const channel_actor& link, const join_message
 void on_ready(scheduler_actor self, const channel_actor& link, const ready_message& ready) {
   auto& st = self->state;
   auto* m = member_of(st, link.address());
-  if (m && !m->gone && on_adopted(self, *m, ready))
+  if (m && !m->gone && (on_adopted(self, *m, ready) || on_promoted(self, *m, ready)))
     return;
   const auto expected_phase = m && m->role == node_kind::server ? scheduler_phase::servers_assigned
                                                                 : scheduler_phase::workers_assigned;
@@ -442,10 +462,10 @@ void on_member_lost(scheduler_actor self, member_entry& m, const std::string& wh
   m.gone = true;
   if (goes_on_without(self, m, what))
     return;
-  const auto not_adopted = adopt_lost_worker(self, m, what);
+  const auto not_adopted = m.role == node_kind::server ? promote_lost_server(self, m, what) : adopt_lost_worker(self, m, what);
   if (not_adopted.empty())
     return;
-  fail(self, errc::peer_down, "scheduler: " + what + (not_adopted == "stop" ? "" : "; not adopted: " + not_adopted));
+  fail(self, errc::peer_down, "scheduler: " + what + (not_adopted == "stop" ? "" : (m.role == node_kind::server ? "; not promoted: " : "; not adopted: ") + not_adopted));
 }
 
 // The link of a member ended (`why`; empty: normally), reported by the link itself before it

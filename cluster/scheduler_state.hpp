@@ -17,7 +17,7 @@
 #include <troupe/actors/training_session.hpp>
 #include <troupe/cluster/cluster_node.hpp>
 #include <troupe/cluster/node_control.hpp>
-#include <troupe/cluster/node_control.hpp>
+#include <troupe/cluster/push_relay.hpp>
 #include <troupe/cluster/channel.hpp>
 #include <troupe/cluster/traffic_registry.hpp>
 #include <troupe/cluster/wire_messages.hpp>
@@ -29,7 +29,6 @@
 namespace troupe {
 
 using traffic_due_atom = caf::atom_constant<caf::atom("trafficdue")>;
-using repoint_atom = caf::atom_constant<caf::atom("repoint")>;
 
 /// What the coordinator drives a remote compute through when lost workers are adopted
 /// (scheduler_adoption.cpp): compute_actor, plus (repoint_atom, compute) from the scheduler,
@@ -59,6 +58,8 @@ struct member_entry {
   bool gone = false;
   std::vector<int> adopted_nodes;  // lost worker nodes whose computes it runs (on_worker_loss = adopt)
   std::vector<int> adopting;       // told to adopt, not ready with them yet
+  std::vector<int> promoted_nodes;  // lost server nodes whose shards it serves (replicas = 2)
+  int promoting = -1;               // the lost server node it was told to promote, not ready yet
   std::string name() const {
     return std::string(to_string(role)) + " " + std::to_string(rank) + " (pid " + std::to_string(pid)
            + (seen_from.empty() ? " on " + host : " from " + host_of_address(seen_from)) + ")";
@@ -101,6 +102,9 @@ struct scheduler_state {
   /// The relays the coordinator drives remote computes through, by plan actor (adopt only).
   std::map<std::size_t, compute_relay_actor> relays;
   std::chrono::steady_clock::time_point lost_at;  // when the last adopted loss was seen
+  /// The relays the session reaches remote shards through, by plan actor (replicas = 2).
+  std::map<std::size_t, push_relay_actor> shard_relays;
+  std::chrono::steady_clock::time_point server_lost_at;  // when the last promoted loss was seen
   scheduler_phase at = scheduler_phase::joining;
   /// In `failing`: the failure that said a peer was lost, ended with once the loss is named.
   caf::error unexplained;
@@ -155,6 +159,15 @@ std::string adopt_lost_worker(scheduler_actor self, member_entry& m, const std::
 /// A ready from `m` during training naming a node it was adopting: re-points that node's
 /// computes' relays at `m`. False when the ready is no such answer.
 bool on_adopted(scheduler_actor self, member_entry& m, const ready_message& ready);
+
+// Replicated shards (scheduler_promotion.cpp).
+/// Server `m` was lost (`what` says so): with replicas = 2 during training, tells the server
+/// holding its backups to promote them and returns ""; else returns why not ("stop" where
+/// the run keeps no replicas), and the run stops.
+std::string promote_lost_server(scheduler_actor self, member_entry& m, const std::string& what);
+/// A ready from server `m` during training naming the node it was promoting: tells every
+/// worker, and re-points the session's own relays, at `m`. False when the ready is no such answer.
+bool on_promoted(scheduler_actor self, member_entry& m, const ready_message& ready);
 
 /// What the scheduler starts with, planned by the caller.
 struct scheduler_setup {

@@ -65,7 +65,10 @@ void plan_key_table(const training_job& job, placement_plan& p) {
       p.parameter_count += param.numel;
   }
   try {
-    p.keys = plan_keys(sizes, job.shards, job.topology.keys);
+    // A cluster has at least one shard per server process: `launch -s 2` with a config of one
+    // shard spreads the keys over two rather than leaving a server empty. The sums and updates
+    // are element-wise, so the weights do not depend on the shard count.
+    p.keys = plan_keys(sizes, std::max(job.shards, job.nodes.servers), job.topology.keys);
   } catch (const std::invalid_argument& e) {
     fail(placement_subject::job, e.what());
   }

@@ -329,11 +329,13 @@ void child_processes::on_exit(child& c, int status) {
     log << "exited with status " << WEXITSTATUS(status) << std::endl;
   else
     log << "killed by signal " << WTERMSIG(status) << std::endl;
-  // Killed by a signal (SIGKILL, the OOM killer): a lost worker the scheduler may adopt. A
-  // worker that exits with a status of its own (a bad flag, a refusal) still ends the launch:
-  // the scheduler would otherwise wait for it until its join timeout.
+  // Killed by a signal (SIGKILL, the OOM killer): a lost node the scheduler may replace (a
+  // worker adopted, a server's backups promoted). One that exits with a status of its own (a
+  // bad flag, a refusal) still ends the launch: the scheduler would otherwise wait for it
+  // until its join timeout.
   if (c.expendable && WIFSIGNALED(status) && !term_sent_ && !term_at_) {
-    log << "launch: the run goes on if the scheduler can do without " << c.name << " (on_worker_loss)" << std::endl;
+    log << "launch: the run goes on if the scheduler can do without " << c.name << " (on_worker_loss, replicas)"
+        << std::endl;
     return;
   }
   if (!failure_status_)

@@ -13,7 +13,7 @@ namespace {
 
 std::array<const interface_codec*, remote_interfaces> all_codecs() {
   return {&push_target_codec(), &compute_driver_codec(), &metrics_sink_codec(), &scheduler_control_codec(),
-          &member_control_codec(), &checkpoint_part_codec()};
+          &member_control_codec(), &checkpoint_part_codec(), &shard_backup_codec()};
 }
 
 } // namespace
@@ -39,6 +39,7 @@ const char* to_string(remote_interface interface) {
     case remote_interface::scheduler_control: return "scheduler control";
     case remote_interface::member_control: return "member control";
     case remote_interface::checkpoint_part: return "checkpoint part";
+    case remote_interface::shard_backup: return "shard backup";
   }
   return "unknown interface";
 }

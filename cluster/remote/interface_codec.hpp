@@ -12,6 +12,7 @@
 //                             assignment, traffic query one-way     (member_inbox)
 //   checkpoint_part_remote.cpp checkpoint(save) -> checkpoint done,  (checkpoint_part_actor)
 //                             checkpoint(restore) -> checkpoint done
+//   shard_backup_remote.cpp   replicate -> replicated               (shard_backup_actor)
 // Hello, proof, heartbeat, shutdown and failure belong to the channel itself.
 //
 // Thread-safety: constant tables.
@@ -62,6 +63,7 @@ const interface_codec& metrics_sink_codec();
 const interface_codec& scheduler_control_codec();
 const interface_codec& member_control_codec();
 const interface_codec& checkpoint_part_codec();
+const interface_codec& shard_backup_codec();
 
 /// The interface whose table lists `kind` as `role`, or null: none takes it.
 const interface_codec* codec_taking(std::size_t kind, kind_role role);

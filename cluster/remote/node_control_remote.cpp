@@ -5,7 +5,7 @@
 // channel it came on.
 //
 //   scheduler control (member -> scheduler): join, ready, traffic   (one-way)
-//   member control (scheduler -> member):    assignment, traffic query, adopt (one-way)
+//   member control (scheduler -> member):    assignment, traffic query, adopt, promote (one-way)
 // A shutdown (goodbye) belongs to the channel itself, which tells either inbox.
 #include <troupe/cluster/remote_proxies.hpp>
 
@@ -40,6 +40,8 @@ void serve_member_control(channel_pointer self, wire_message& message) {
     self->send(node, assignment_atom::value, me, std::move(*assignment));
   else if (auto* adopt = std::get_if<adopt_message>(&message))
     self->send(node, adopt_atom::value, me, *adopt);
+  else if (auto* promote = std::get_if<promote_message>(&message))
+    self->send(node, promote_atom::value, me, *promote);
   else
     self->send(node, traffic_query_atom::value, me, std::move(std::get<traffic_query_message>(message)));
 }
@@ -76,6 +78,7 @@ member_control_actor spawn_member_control_proxy(caf::actor_system& system, chann
       [=](assignment_atom, assignment_message& m) { write(std::move(m)); },
       [=](traffic_query_atom, traffic_query_message& m) { write(std::move(m)); },
       [=](adopt_atom, adopt_message& m) { write(m); },
+      [=](promote_atom, promote_message& m) { write(m); },
       [=](goodbye_atom, shutdown_message& m) { write(std::move(m)); },
     };
   });
@@ -98,7 +101,8 @@ const interface_codec& member_control_codec() {
     remote_interface::member_control,
     {{kind_of<assignment_message>(), kind_role::one_way},
      {kind_of<traffic_query_message>(), kind_role::one_way},
-     {kind_of<adopt_message>(), kind_role::one_way}},
+     {kind_of<adopt_message>(), kind_role::one_way},
+     {kind_of<promote_message>(), kind_role::one_way}},
     serve_member_control,
     node_of,
   };

@@ -12,7 +12,7 @@ using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("troupe::wire");
 
 # Raised whenever a Frame's meaning changes; a peer with another version is refused by name.
-const protocolVersion :UInt32 = 3;  # 2: requests carry the time left to their deadline; 3: checkpoints
+const protocolVersion :UInt32 = 4;  # 2: requests carry the time left to their deadline; 3: checkpoints; 4: replicas
 
 enum Role {
   scheduler @0;
@@ -51,6 +51,9 @@ struct Frame {
     checkpoint @17 :Checkpoint;
     checkpointDone @18 :CheckpointDone;
     adopt @19 :Adopt;
+    replicate @20 :Push;
+    replicated @21 :Replicated;
+    promote @22 :Promote;
   }
 }
 
@@ -257,4 +260,18 @@ struct CheckpointDone {
 # own and says Ready with `node` once they are served (docs/operations.md, "A lost worker").
 struct Adopt {
   node @0 :UInt32;  # index into the plan's nodes: the lost worker node
+}
+# A backup shard's answer to a Replicate (a Push its primary applied and passes on, replicas =
+# 2): the pushes it has applied, so the primary answers its pushers knowing the backup has it.
+struct Replicated {
+  request @0 :UInt64;
+  updates @1 :Int64;
+}
+# The scheduler, when server node `node` was lost in a run with replicas = 2: the shards of
+# `node` are now served by server node `server`, which holds their backups. Sent first to that
+# server, which promotes them and says Ready with `node`; then to every worker, which sends
+# those shards' pushes there (docs/operations.md, "A lost server").
+struct Promote {
+  node @0 :UInt32;    # index into the plan's nodes: the lost server node
+  server @1 :UInt32;  # the server node holding the backups
 }

@@ -68,7 +68,7 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
   require_block_only(r, st);
   keyed_values k(r, "cluster", st.assignments,
                  {"servers", "workers", "shards", "slice_bytes", "group_bytes", "overlap",
-                  "server_nodes", "worker_nodes", "on_worker_loss", "scheduler", "listen",
+                  "server_nodes", "worker_nodes", "on_worker_loss", "replicas", "scheduler", "listen",
                   "join_timeout", "heartbeat", "peer_timeout", "request_timeout"});
   if (auto* v = k.find("servers")) {
     if (v->type == syntax_value::kind::number && v->integral && v->number == 0)
@@ -96,6 +96,8 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
     if (c.on_worker_loss.value != "stop" && c.on_worker_loss.value != "continue" && c.on_worker_loss.value != "adopt")
       r.fail(v->span, "on_worker_loss must be stop, continue or adopt, got " + c.on_worker_loss.value);
   }
+  if (auto* v = k.find("replicas"))
+    r.set(c.replicas, static_cast<int>(r.integer(*v, "replicas", range_of_key("cluster.replicas"))), *v);
   if (auto* v = k.find("scheduler"))
     r.set(c.scheduler, r.string(*v, "scheduler"), *v);
   if (auto* v = k.find("listen"))

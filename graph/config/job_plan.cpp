@@ -127,6 +127,7 @@ void print_config(std::ostream& out, const job_config& c) {
   show(out, "cluster.overlap", c.cluster.overlap);
   show(out, "cluster.server_nodes", c.cluster.server_nodes);
   show(out, "cluster.worker_nodes", c.cluster.worker_nodes);
+  show(out, "cluster.replicas", c.cluster.replicas);
   show_data(out, "train", c.train_data);
   show_data(out, "val", c.validation_data);
   show(out, "model.network", c.model.network);

@@ -53,6 +53,7 @@ std::vector<key_range> build_table() {
     whole("cluster.group_bytes", "group-bytes", 0, ceiling, "0 = never bundle"),
     whole("cluster.server_nodes", "server-nodes", 0, 1024),
     whole("cluster.worker_nodes", "worker-nodes", 0, 1024),
+    whole("cluster.replicas", "replicas", 1, 2),
     real("cluster.join_timeout", "join-timeout", 1, 86400),
     real("cluster.heartbeat", "heartbeat", 0.05, 600),
     real("cluster.peer_timeout", "peer-timeout", 0.2, 3600),

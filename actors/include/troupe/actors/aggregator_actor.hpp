@@ -16,6 +16,13 @@
 //                                              (messages.hpp) says; each group keeps its
 //                                              weights one step back for it
 //   (repeats_atom)             -> int64        contributions a source sent again, dropped
+//   (seed_atom, vector<applied_group>) -> ()     a promoted backup's aggregator (replicas = 2)
+//                                              starts where its downstream is: each group
+//                                              listed counts as summed and answered through
+//                                              its step, so a source repeating that step (its
+//                                              answer was lost with the primary) gets the
+//                                              downstream's current weights of the group,
+//                                              and the next step is summed as usual
 // A rank's contribution to a step is accepted once, by (source, step, group): a source that
 // pushes a step again (a compute adopted after its worker process was lost, recomputing the
 // step in flight) is answered with that step's weights (waiting for them if its sum is not
@@ -45,11 +52,13 @@
 namespace troupe {
 
 using repeats_atom = caf::atom_constant<caf::atom("repeats")>;
+using seed_atom = caf::atom_constant<caf::atom("seed")>;
 
 using aggregator_actor = push_target_actor::extend<
   caf::replies_to<stats_atom>::with<std::int64_t, std::int64_t>,
   caf::replies_to<rewind_atom, std::int64_t, deadline>::with<weight_set>,
-  caf::replies_to<repeats_atom>::with<std::int64_t>>;
+  caf::replies_to<repeats_atom>::with<std::int64_t>,
+  caf::reacts_to<seed_atom, std::vector<applied_group>>>;
 
 struct aggregator_options {
   int sources = 1;          ///< contributors per step

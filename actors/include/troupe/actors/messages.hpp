@@ -90,6 +90,13 @@ struct shard_snapshot {
 };
 
 /// What a compute actor measured over one training batch.
+/// A push group's last step a shard applied from one source (param_shard_actor's applied).
+struct applied_group {
+  std::int32_t source = 0;
+  std::vector<std::size_t> keys;  ///< the group's keys (ascending)
+  std::int64_t step = -1;
+};
+
 struct batch_report {
   int worker = 0;
   std::int64_t epoch = 0;
@@ -161,6 +168,11 @@ using rewind_target_actor
 #define TROUPE_MESSAGES_INSPECTABLE 1
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, applied_group& x) {
+  return f(caf::meta::type_name("troupe.applied_group"), x.source, x.keys, x.step);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, batch_report& x) {
   return f(caf::meta::type_name("troupe.batch_report"), x.worker, x.epoch, x.index, x.batches,
            x.samples, x.correct, x.loss_sum, x.learning_rate, x.top_k, x.top_k_correct);
@@ -187,4 +199,5 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::loader_item)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::gradient_push)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::weight_set)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::shard_snapshot)
+
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::replica_state)

@@ -26,6 +26,26 @@
 //                                              (count or shapes) or a shard that has applied
 //                                              a push already is an errc::bad_request, and
 //                                              nothing changes
+//   (replicate_atom, gradient_push) -> int64   a backup's side of replication (replicas = 2):
+//                                              the primary's push, applied as a push is
+//                                              (same checks, same update), answered with the
+//                                              count of pushes applied rather than weights
+//   (backup_atom, shard_backup_actor) -> ()    from now on every applied push is first
+//                                              replicated to this backup, and its pusher
+//                                              answered only once the backup has it; an
+//                                              invalid handle: no backup (it was lost)
+//   (applied_atom) -> vector<applied_group>    each push group's last step applied, by source
+//                                              (a promoted backup's aggregator starts from it)
+//
+// A source's push of a group it has applied that step already (a request retried after its
+// first target, a lost primary, had passed it on to this backup) is answered with the current
+// weights of its keys and applied no second time.
+//
+// Replication forwards the summed gradient, not the new values: the backup runs the same
+// deterministic update on it, so its weights and momentum stay equal to the primary's bit for
+// bit, at the bytes of one gradient per step (new values with momentum would be twice that).
+// A backup that answers with errc::peer_down (its process was lost) is dropped and the pushes
+// are answered anyway; any other failure of the backup fails the push.
 //
 // With a staleness bound (SSP) the answer to a push may be held back: the update is applied
 // at once, but a worker more than `staleness` steps ahead of the slowest (of the workers not
@@ -60,11 +80,20 @@
 namespace troupe {
 
 using forget_atom = caf::atom_constant<caf::atom("forget")>;  // server node -> shard: lost workers
+using replicate_atom = caf::atom_constant<caf::atom("replicate")>;  // primary -> backup shard
+using backup_atom = caf::atom_constant<caf::atom("backup")>;        // server node -> shard
+using applied_atom = caf::atom_constant<caf::atom("applied")>;      // server node -> backup shard
+
+/// What a primary shard replicates to (a backup shard, or its stand-in on another process).
+using shard_backup_actor = caf::typed_actor<caf::replies_to<replicate_atom, gradient_push>::with<std::int64_t>>;
 
 using param_shard_actor
   = push_target_actor::extend<caf::reacts_to<forget_atom, std::vector<std::int32_t>>,
                               caf::replies_to<snapshot_atom>::with<shard_snapshot>,
-                              caf::replies_to<restore_atom, shard_snapshot>::with<bool>>;
+                              caf::replies_to<restore_atom, shard_snapshot>::with<bool>,
+                              caf::replies_to<replicate_atom, gradient_push>::with<std::int64_t>,
+                              caf::reacts_to<backup_atom, shard_backup_actor>,
+                              caf::replies_to<applied_atom>::with<std::vector<applied_group>>>;
 
 struct shard_key {
   std::string name;          ///< key name, e.g. "conv1.weight" or "fc6.weight[0:1048576]"

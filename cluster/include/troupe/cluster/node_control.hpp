@@ -26,6 +26,11 @@
 //                                                      computes of a lost worker node; it
 //                                                      spawns them and says ready naming
 //                                                      that node (on_worker_loss = adopt)
+//     (promote_atom, link, promote_message)           lost server node `node`'s shards are
+//                                                      served by server `server` now (replicas
+//                                                      = 2): that server promotes their
+//                                                      backups and says ready naming `node`;
+//                                                      a worker sends their pushes there
 //     (goodbye_atom, link, shutdown_message)           the peer stops, and why
 //     (link_up_atom, link, std::string peer)            a link was admitted (a server's
 //                                                      links from workers)
@@ -59,6 +64,7 @@ using goodbye_atom = caf::atom_constant<caf::atom("goodbye")>;
 using link_up_atom = caf::atom_constant<caf::atom("linkup")>;
 using link_lost_atom = caf::atom_constant<caf::atom("linklost")>;
 using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
+using promote_atom = caf::atom_constant<caf::atom("promote")>;
 
 /// What the scheduler's links tell the scheduler node.
 using scheduler_inbox = caf::typed_actor<caf::reacts_to<join_atom, channel_actor, join_message>,
@@ -71,6 +77,7 @@ using scheduler_inbox = caf::typed_actor<caf::reacts_to<join_atom, channel_actor
 using member_inbox = caf::typed_actor<caf::reacts_to<assignment_atom, channel_actor, assignment_message>,
                                       caf::reacts_to<traffic_query_atom, channel_actor, traffic_query_message>,
                                       caf::reacts_to<adopt_atom, channel_actor, adopt_message>,
+                                      caf::reacts_to<promote_atom, channel_actor, promote_message>,
                                       caf::reacts_to<goodbye_atom, channel_actor, shutdown_message>,
                                       caf::reacts_to<link_up_atom, channel_actor, std::string>,
                                       caf::reacts_to<link_lost_atom, channel_actor, caf::error>>;
@@ -88,6 +95,7 @@ using scheduler_control_actor = caf::typed_actor<caf::reacts_to<join_atom, join_
 using member_control_actor = caf::typed_actor<caf::reacts_to<assignment_atom, assignment_message>,
                                               caf::reacts_to<traffic_query_atom, traffic_query_message>,
                                               caf::reacts_to<adopt_atom, adopt_message>,
+                                              caf::reacts_to<promote_atom, promote_message>,
                                               caf::reacts_to<goodbye_atom, shutdown_message>>;
 
 /// The scheduler node's states, in the order a run goes through them.
@@ -124,3 +132,4 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::shutdown_message)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::assignment_message)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::traffic_query_message)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::adopt_message)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::promote_message)

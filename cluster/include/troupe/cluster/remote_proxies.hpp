@@ -16,6 +16,7 @@
 //                                                                               -> a member node
 //   spawn_checkpoint_part_proxy: checkpoint_part_actor (save, restore)         -> a member's part
 //                                                                                  of a checkpoint
+//   spawn_shard_backup_proxy:   shard_backup_actor (replicate)                  -> a backup shard
 // A node keeps one node-control proxy per channel and sends every node-level message through
 // it: one sender, so the peer reads them in the order they were said (an assignment before
 // the goodbye that follows it). A goodbye is the channel's own end (channel_actor.hpp).
@@ -35,6 +36,7 @@
 #include <caf/actor_system.hpp>
 
 #include <troupe/actors/checkpoint_part_actor.hpp>
+#include <troupe/actors/param_shard_actor.hpp>
 #include <troupe/actors/compute_actor.hpp>
 #include <troupe/actors/messages.hpp>
 #include <troupe/actors/metrics_actor.hpp>
@@ -63,6 +65,10 @@ scheduler_control_actor spawn_scheduler_control_proxy(caf::actor_system& system,
 /// The part of a cluster checkpoint that the server or worker behind `channel` saves and
 /// restores (checkpoint_part_actor.hpp).
 checkpoint_part_actor spawn_checkpoint_part_proxy(caf::actor_system& system, channel_actor channel);
+
+/// The backup of shard `shard` held by the server behind `channel` (replicas = 2): what the
+/// primary shard replicates each applied push to (param_shard_actor.hpp).
+shard_backup_actor spawn_shard_backup_proxy(caf::actor_system& system, channel_actor channel, std::uint32_t shard);
 
 /// The server or worker behind `channel`, as the scheduler (or a peer member) speaks to it.
 member_control_actor spawn_member_control_proxy(caf::actor_system& system, channel_actor channel);

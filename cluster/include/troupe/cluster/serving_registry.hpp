@@ -24,6 +24,7 @@
 #include <troupe/actors/compute_actor.hpp>
 #include <troupe/actors/messages.hpp>
 #include <troupe/actors/metrics_actor.hpp>
+#include <troupe/actors/param_shard_actor.hpp>
 #include <troupe/cluster/node_control.hpp>
 
 namespace troupe {
@@ -36,10 +37,11 @@ enum class remote_interface : std::uint8_t {
   scheduler_control,  ///< what members tell their scheduler (scheduler_inbox); index 0
   member_control,     ///< what a scheduler or peer tells a member (member_inbox); index 0
   checkpoint_part,    ///< a member's part of a cluster checkpoint (save, restore); index 0
+  shard_backup,       ///< a backup shard another server's primary replicates to, by shard index
 };
-constexpr std::size_t remote_interfaces = 6;
+constexpr std::size_t remote_interfaces = 7;
 /// "push target", "compute driver", "metrics sink", "scheduler control", "member control",
-/// "checkpoint part".
+/// "checkpoint part", "shard backup".
 const char* to_string(remote_interface interface);
 
 template <remote_interface I>
@@ -56,6 +58,8 @@ template <>
 struct served<remote_interface::member_control> { using handle = member_inbox; };
 template <>
 struct served<remote_interface::checkpoint_part> { using handle = checkpoint_part_actor; };
+template <>
+struct served<remote_interface::shard_backup> { using handle = shard_backup_actor; };
 
 /// The actors a node serves to its peers, keyed by (interface, index).
 class serving_registry {
@@ -96,7 +100,7 @@ public:
 private:
   // In remote_interface order.
   using entry = std::variant<push_target_actor, compute_actor, metrics_sink_actor, scheduler_inbox, member_inbox,
-                             checkpoint_part_actor>;
+                             checkpoint_part_actor, shard_backup_actor>;
   mutable std::mutex mutex_;
   std::map<std::pair<remote_interface, std::uint32_t>, entry> targets_;
   metrics_sink_actor reports_;

@@ -175,6 +175,28 @@ struct adopt_message {
   std::uint32_t node = 0;
 };
 
+/// A primary shard's applied push passed on to its backup on another server (replicas = 2):
+/// the fields of a push_message, answered by a replicated_message.
+struct replicate_message {
+  std::uint64_t request = 0;
+  std::uint32_t shard = 0;
+  gradient_push push;
+  std::uint64_t remaining_ms = 0;
+};
+
+/// The backup's answer to replicate `request`: the pushes it has applied.
+struct replicated_message {
+  std::uint64_t request = 0;
+  std::int64_t updates = 0;
+};
+
+/// The shards of lost server node `node` are now served by server node `server` (their
+/// backups, promoted): to that server first, then to every worker.
+struct promote_message {
+  std::uint32_t node = 0;
+  std::uint32_t server = 0;
+};
+
 /// Bytes moved with one peer, per message kind (kind_name order), headers included.
 struct peer_traffic {
   std::string peer;  ///< the peer's node name, at most hello_message::max_name_bytes
@@ -218,11 +240,12 @@ using wire_message = std::variant<hello_message, proof_message, push_message, pu
                                   shutdown_message, join_message, assignment_message,
                                   ready_message, control_message, report_message,
                                   batch_report_message, traffic_query_message, traffic_message,
-                                  checkpoint_message, checkpoint_done_message, adopt_message>;
+                                  checkpoint_message, checkpoint_done_message, adopt_message,
+                                  replicate_message, replicated_message, promote_message>;
 
 /// "hello", "proof", "push", "pull", "weights", "failure", "heartbeat", "shutdown", "join",
 /// "assignment", "ready", "control", "report", "batch report", "traffic query", "traffic",
-/// "checkpoint", "checkpoint done", "adopt": the kind of a message, for logs and traffic counters.
+/// "checkpoint", "checkpoint done", "adopt", "replicate", "replicated", "promote": the kind of a message, for logs and traffic counters.
 const char* kind_name(const wire_message& message);
 /// The same by variant index ("unknown" past the last kind).
 const char* kind_name(std::size_t index);

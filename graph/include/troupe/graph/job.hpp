@@ -126,6 +126,9 @@ struct cluster_nodes {
   /// compute ranks and recomputes the step in flight (on_worker_loss = adopt), so the run ends
   /// with the weights of a run that lost nothing.
   bool adopt_on_worker_loss = false;
+  /// Copies of every shard across server processes (cluster.replicas): 1, or 2 for a backup of
+  /// each server's shards on the next server process, promoted when that server is lost.
+  int replicas = 1;
   bool single_process() const { return servers == 0 && workers == 0; }
 };
 
@@ -136,7 +139,7 @@ inline const char* worker_loss_policy(const cluster_nodes& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_nodes& x) {
-  return f(x.servers, x.workers, x.continue_on_worker_loss, x.adopt_on_worker_loss);
+  return f(x.servers, x.workers, x.continue_on_worker_loss, x.adopt_on_worker_loss, x.replicas);
 }
 
 struct training_job {

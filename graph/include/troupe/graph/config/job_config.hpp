@@ -48,6 +48,8 @@ struct cluster_config {
   located<int> worker_nodes{0};
   /// `stop` or `continue` (async only): what a lost worker process does to the run.
   located<std::string> on_worker_loss{"stop"};
+  /// 1, or 2: a backup of each server process's shards on the next one (promoted on its loss).
+  located<int> replicas{1};
   /// How the processes of a cluster run reach each other (`troupe node`; flags override).
   /// Not part of the job: two runs of one job may use other addresses and timeouts.
   located<std::string> scheduler;   ///< "HOST:PORT" where the scheduler listens

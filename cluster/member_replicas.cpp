@@ -1,0 +1,244 @@
+// A server or worker node's side of replicated shards (replicas = 2; member_state.hpp).
+//
+// The server nodes form a ring in plan order: each holds the backups of the previous one's
+// shards (that node's push side, its shards and the aggregators in front of them, spawned
+// again here) and links to the next one, which holds its own backups. A primary shard passes
+// every applied push to its backup over that link before it answers (param_shard_actor.hpp),
+// so a backup holds every step a worker has seen answered.
+//
+// When a server is lost, the scheduler sends promote{lost node, server holding its backups}:
+// that server seeds each backup aggregator with the steps its shard has applied (a pusher
+// whose answer was lost with the primary asks for that step again and gets the weights after
+// it), serves the backups where the lost server's shards were served, and says ready naming
+// the lost node. Then the scheduler sends the same promote to every worker, whose computes
+// reach each remote shard through a relay (push_relay.hpp): the relays of the lost node's
+// shards are re-pointed at the promoting server, and the pushes they held since the loss are
+// asked there again.
+//
+// A server whose backup holder is lost goes on with its shards alone (they drop their backup
+// when a replication fails with peer_down) and says so; a worker that loses a server link
+// waits for the scheduler's word, which is a promote or the end of the run.
+#include <algorithm>
+#include <stdexcept>
+
+#include <caf/all.hpp>
+
+#include <troupe/actors/actor_errors.hpp>
+#include <troupe/actors/aggregator_actor.hpp>
+#include <troupe/cluster/remote_proxies.hpp>
+
+#include "member_state.hpp"
+#include "node_common.hpp"
+
+namespace troupe {
+
+namespace {
+
+std::vector<int> server_nodes(const placement_plan& plan) {
+  std::vector<int> out;
+  for (std::size_t n = 0; n < plan.nodes.size(); ++n)
+    if (plan.nodes[n].kind == node_kind::server)
+      out.push_back(static_cast<int>(n));
+  return out;
+}
+
+// "shard_0, shard_1": the shards plan node `node` holds.
+std::string shard_names(const placement_plan& plan, int node) {
+  std::string text;
+  for (auto i : plan.actors_on(node))
+    if (plan.actors[i].role == plan_role::shard)
+      text += (text.empty() ? "" : ", ") + plan.actors[i].name;
+  return text.empty() ? "no shard" : text;
+}
+
+const std::string& node_name(const placement_plan& plan, int node) {
+  return plan.nodes.at(static_cast<std::size_t>(node)).name;
+}
+
+// The promoted backups of `node` serve its shards here: where workers push (the aggregator in
+// front of a shard, or the shard) and where the scheduler pulls.
+void serve_promoted(member_actor self, int node) {
+  auto& st = self->state;
+  auto& r = st.replicas;
+  for (auto i : st.plan.actors_on(node))
+    if (st.plan.actors[i].role == plan_role::shard)
+      st.serving->set<remote_interface::push_target>(static_cast<std::uint32_t>(st.plan.actors[i].shard),
+                                                     r.backups.targets.at(i));
+  for (const auto& [shard, actor] : entry_points(st.plan, node))
+    st.serving->set<remote_interface::push_target>(shard, r.backups.targets.at(actor));
+  r.promoted.push_back(node);
+  log_node_line(*st.options, st.label + ": promoted the backups of " + node_name(st.plan, node) + " at "
+                               + clock_time_now() + ": " + shard_names(st.plan, node)
+                               + " served here from now on, without a backup of their own");
+  caf::anon_send(st.to_scheduler, ready_atom::value,
+                 ready_message{static_cast<std::uint32_t>(node), 0, static_cast<std::uint32_t>(st.threads)});
+}
+
+void promote_backups(member_actor self, int node) {
+  auto& st = self->state;
+  auto& r = st.replicas;
+  std::vector<std::size_t> shards;
+  for (auto i : st.plan.actors_on(node))
+    if (st.plan.actors[i].role == plan_role::shard)
+      shards.push_back(i);
+  if (shards.empty())
+    return serve_promoted(self, node);
+  auto left = std::make_shared<std::size_t>(shards.size());
+  for (auto i : shards) {
+    // Each aggregator in front of the shard starts from the steps the shard applied.
+    self->request(r.backups.shards.at(i), st.options->timeouts.phase, applied_atom::value)
+      .then(
+        [=](std::vector<applied_group>& applied) {
+          auto& s = self->state;
+          for (auto a : s.plan.actors_on(node))
+            if (s.plan.actors[a].role == plan_role::aggregator && s.plan.actors[a].shard == s.plan.actors[i].shard)
+              self->send(caf::actor_cast<aggregator_actor>(s.replicas.backups.targets.at(a)), seed_atom::value, applied);
+          if (--*left == 0)
+            serve_promoted(self, node);
+        },
+        [=](caf::error& err) {
+          fail(self, troupe_code(err), "cannot promote the backup of " + self->state.plan.actors[i].name + ": "
+                                         + error_text(err));
+        });
+  }
+}
+
+} // namespace
+
+void spawn_backups(member_actor self, const training_job& job, const std::vector<tensor>& initial) {
+  auto& st = self->state;
+  auto& r = st.replicas;
+  const auto servers = server_nodes(st.plan);
+  const auto at = std::find(servers.begin(), servers.end(), st.part_node);
+  if (servers.size() < 2 || at == servers.end())
+    throw std::invalid_argument("replicas = 2 needs at least 2 server processes, and the plan has "
+                                + std::to_string(servers.size()));
+  const auto mine = static_cast<std::size_t>(at - servers.begin());
+  r.backed_node = servers[(mine + servers.size() - 1) % servers.size()];
+  r.backup_node = servers[(mine + 1) % servers.size()];
+  const auto& plan = st.plan;
+  auto remote = [&](std::size_t actor) -> push_target_actor {
+    throw std::invalid_argument("the backups of " + node_name(plan, r.backed_node) + " would push to "
+                                + plan.actors.at(actor).name + " on another node; replicas = 2 keeps the "
+                                "shards and the aggregators in front of them only");
+  };
+  r.backups = spawn_push_side_of_node(
+    self->system(), plan, r.backed_node, remote, initial, job.optimizer,
+    [&](const caf::actor& a, const planned_actor& entry, const caf::actor&) {
+      r.backup_actors.emplace_back(a, entry.name + " (backup)");
+      self->monitor(a);
+    },
+    job.epochs * plan.steps_per_epoch);
+  for (auto i : plan.actors_on(r.backed_node))
+    if (plan.actors[i].role == plan_role::shard)
+      st.serving->set<remote_interface::shard_backup>(static_cast<std::uint32_t>(plan.actors[i].shard),
+                                                      caf::actor_cast<shard_backup_actor>(r.backups.shards.at(i)));
+  log_node_line(*st.options, st.label + ": holds the backups of " + node_name(plan, r.backed_node) + " ("
+                               + shard_names(plan, r.backed_node) + "; replicas = 2)");
+}
+
+void link_to_backups(member_actor self, const assignment_message& a, const channel_options& link) {
+  auto& st = self->state;
+  auto& r = st.replicas;
+  const auto to = std::find_if(a.servers.begin(), a.servers.end(),
+                               [&](const endpoint& e) { return static_cast<int>(e.node) == r.backup_node; });
+  const auto& name = node_name(st.plan, r.backup_node);
+  if (to == a.servers.end() || to->port == 0)
+    throw std::invalid_argument("the assignment says not where " + name + " listens, which holds the backups of "
+                                "this server's shards (replicas = 2)");
+  auto connected = connect_channel(self->system(), to->host, to->port, link);
+  if (!connected)
+    throw troupe_error(troupe_code(connected.error()), name + " (which holds the backups of this server's shards): "
+                                                         + error_text(connected.error()));
+  self->monitor(*connected);
+  r.backup_link = *connected;
+  for (auto i : st.plan.actors_on(st.part_node))
+    if (st.plan.actors[i].role == plan_role::shard)
+      self->send(st.part.own_shards.at(i), backup_atom::value,
+                 spawn_shard_backup_proxy(self->system(), r.backup_link,
+                                          static_cast<std::uint32_t>(st.plan.actors[i].shard)));
+}
+
+push_target_actor remote_shard(caf::actor_system& system, const std::shared_ptr<std::map<std::size_t, push_relay_actor>>& relays,
+                               bool relayed, const placement_plan& plan, std::size_t actor, const channel_actor& link) {
+  const auto shard = static_cast<std::uint32_t>(plan.actors.at(actor).shard);
+  if (!relayed)
+    return spawn_push_target_proxy(system, link, shard);
+  auto known = relays->find(actor);
+  if (known == relays->end())
+    known = relays->emplace(actor, spawn_push_relay(system, spawn_push_target_proxy(system, link, shard),
+                                                    plan.actors.at(actor).name))
+              .first;
+  return caf::actor_cast<push_target_actor>(known->second);
+}
+
+bool on_replica_link_lost(member_actor self, const caf::actor_addr& link, const caf::error& why) {
+  auto& st = self->state;
+  auto& r = st.replicas;
+  if (r.copies < 2 || st.at != member_phase::running)
+    return false;
+  if (r.backup_link && link == r.backup_link.address()) {
+    r.backup_link = channel_actor{};
+    for (auto i : st.plan.actors_on(st.part_node))
+      if (st.plan.actors[i].role == plan_role::shard)
+        self->send(st.part.own_shards.at(i), backup_atom::value, shard_backup_actor{});
+    log_node_line(*st.options, st.label + ": lost " + node_name(st.plan, r.backup_node) + " at " + clock_time_now()
+                                 + ", which held the backups of " + shard_names(st.plan, st.part_node) + ": "
+                                 + reason_text(self->system(), why) + "; they go on without a backup");
+    return true;
+  }
+  for (std::size_t n = 0; n < st.server_links.size(); ++n)
+    if (st.server_links[n] && link == st.server_links[n].address()) {
+      st.server_links[n] = channel_actor{};
+      log_node_line(*st.options, st.label + ": lost " + st.plan.nodes[n].name + " at " + clock_time_now() + ": "
+                                   + reason_text(self->system(), why) + "; its pushes wait for the scheduler to "
+                                   "promote the backups of " + shard_names(st.plan, static_cast<int>(n)) + " (replicas = 2)");
+      return true;
+    }
+  return false;
+}
+
+void on_promote(member_actor self, const promote_message& p) {
+  auto& st = self->state;
+  auto& r = st.replicas;
+  const auto lost = static_cast<int>(p.node), server = static_cast<int>(p.server);
+  auto is_server = [&](int n) {
+    return n >= 0 && static_cast<std::size_t>(n) < st.plan.nodes.size() && st.plan.nodes[n].kind == node_kind::server;
+  };
+  if (r.copies < 2 || st.at != member_phase::running || !is_server(lost) || !is_server(server))
+    return fail(self, errc::bad_request, "the scheduler asked for a promotion this node cannot take (replicas "
+                                           + std::to_string(r.copies) + ", nodes " + std::to_string(p.node) + " and "
+                                           + std::to_string(p.server) + ")");
+  if (st.options->role == node_kind::server) {
+    if (server != st.part_node || lost != r.backed_node
+        || std::find(r.promoted.begin(), r.promoted.end(), lost) != r.promoted.end())
+      return fail(self, errc::bad_request, "the scheduler asked it to promote the backups of "
+                                             + node_name(st.plan, lost) + "; this server holds those of "
+                                             + node_name(st.plan, r.backed_node)
+                                             + (r.promoted.empty() ? "" : ", promoted already"));
+    return promote_backups(self, lost);
+  }
+  const auto& to = st.server_links.at(static_cast<std::size_t>(server));
+  if (!to)
+    return fail(self, errc::peer_down, "the scheduler moved the shards of " + node_name(st.plan, lost) + " to "
+                                         + node_name(st.plan, server) + ", which this worker has no link to");
+  std::size_t moved = 0;
+  for (auto& [actor, relay] : *r.relays)
+    if (st.plan.actors[actor].node == lost) {
+      self->send(relay, repoint_atom::value,
+                 spawn_push_target_proxy(self->system(), to, static_cast<std::uint32_t>(st.plan.actors[actor].shard)));
+      ++moved;
+    }
+  log_node_line(*st.options, st.label + ": pushes for " + shard_names(st.plan, lost) + " go to "
+                               + node_name(st.plan, server) + " now (their backups, promoted; "
+                               + std::to_string(moved) + " route" + (moved == 1 ? "" : "s") + " re-pointed)");
+}
+
+std::string backup_actor_name(const member_state& st, const caf::actor_addr& source) {
+  for (const auto& [actor, name] : st.replicas.backup_actors)
+    if (actor.address() == source)
+      return name;
+  return "";
+}
+
+} // namespace troupe

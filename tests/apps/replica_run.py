@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""A server process killed mid-run is replaced by the backups of its shards, and the run ends
+with the weights of a run that lost nothing (replicas = 2; docs/operations.md, "A lost server").
+
+usage: replica_run.py TROUPE CONFIG SERVERS WORKERS KILL_EPOCH [--victim RANK] [troupe flags...]
+
+Runs `troupe launch -n WORKERS -s SERVERS --replicas 2 --config CONFIG [flags]`, waits until the
+scheduler logs a batch past the middle of epoch KILL_EPOCH (its `Epoch[E] Batch [B]` progress
+lines past half the `x N batches` of the start line), then SIGKILLs server RANK (default 0; its
+pid from the scheduler's `server R (pid P ...) joined` line). It must: exit 0; the scheduler
+must name the lost server, the promotion (`promoting them`) and the server that serves its
+shards now; the final weights line must equal `troupe train --config CONFIG [flags]` in one
+process. Every wait has a deadline, moments come from log lines (no sleeps ordering events),
+and the launch's process group is killed at the end whatever happens, so no process is left
+behind.
+
+It prints the seconds from the kill to the promotion done (the scheduler's `serves the shards
+of` line) and to the next progress line of the scheduler.
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+BOUND_S = 300
+
+
+def final_weights(text):
+    lines = [l for l in text.splitlines() if "Final weights:" in l]
+    return lines[-1][lines[-1].index("Final weights:"):] if lines else None
+
+
+def kill_group(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def main():
+    troupe, config, servers, workers, kill_epoch = sys.argv[1:6]
+    rest = sys.argv[6:]
+    victim_rank = 0
+    if rest[:1] == ["--victim"]:
+        victim_rank, rest = int(rest[1]), rest[2:]
+    workdir = tempfile.mkdtemp(prefix="troupe-replica-")
+    command = [troupe, "launch", "-n", workers, "-s", servers, "--replicas", "2", "--config", config] + rest
+    # Line-buffered output (stdbuf's setting reaches the nodes through the environment), so
+    # the scheduler's progress lines arrive while the epoch runs.
+    proc = subprocess.Popen(["stdbuf", "-oL"] + command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=workdir, start_new_session=True)
+    seen = []
+    try:
+        deadline = time.time() + BOUND_S
+        victim = None
+        killed_at = promoted_at = training_at = None
+        progress = re.compile(r"\[scheduler\] Epoch\[(\d+)\] Batch \[(\d+)\]")
+        batches = None
+        while time.time() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            m = re.search(rf"scheduler: server {victim_rank} \(pid (\d+)", line)
+            if m and victim is None:
+                victim = int(m.group(1))
+            m = re.search(r"worker\(s\) x (\d+) batches", line)
+            if m:
+                batches = int(m.group(1))
+            m = progress.search(line)
+            if m and killed_at is None and batches and m.group(1) == kill_epoch and int(m.group(2)) * 2 >= batches:
+                if victim is None:
+                    raise SystemExit("FAIL: no pid of server %d in the scheduler's log" % victim_rank)
+                os.kill(victim, signal.SIGKILL)
+                killed_at = time.time()
+                print(f"killed server {victim_rank} (pid {victim}) at {line.strip()}")
+            elif m and promoted_at and training_at is None:
+                training_at = time.time()
+            if killed_at and promoted_at is None and "serves the shards of" in line:
+                promoted_at = time.time()
+        proc.wait(max(1, deadline - time.time()))
+        out = "".join(seen)
+        if proc.returncode != 0:
+            raise SystemExit(f"FAIL: launch exited {proc.returncode}\n{out[-5000:]}")
+        if killed_at is None:
+            raise SystemExit(f"FAIL: the run ended before the kill\n{out[-3000:]}")
+        for pattern in (rf"lost server {victim_rank} \(pid {victim}", r"promoting them \(replicas = 2\)",
+                        rf"serves the shards of server_{victim_rank}", r"promoted the backups of server_",
+                        r"pushes for shard_\d+(, shard_\d+)* go to server_"):
+            if not re.search(pattern, out):
+                raise SystemExit(f"FAIL: no /{pattern}/ in the log\n{out[-5000:]}")
+        got = final_weights(out)
+        run = subprocess.run([troupe, "train", "--config", config] + rest, capture_output=True, text=True,
+                             cwd=workdir, timeout=BOUND_S)
+        if run.returncode != 0:
+            raise SystemExit(f"FAIL: troupe train exited {run.returncode}\n{run.stderr[-2000:]}")
+        reference = final_weights(run.stdout)
+        if not got or got != reference:
+            raise SystemExit(f"FAIL: replicated run: {got}\nin one process: {reference}\n{out[-5000:]}")
+        for line in out.splitlines():
+            if re.search(r"lost server|promot|serves the shards|go to server|without a backup|killed by signal", line):
+                print(line)
+        print(f"kill to promotion done: {promoted_at - killed_at:.3f} s")
+        if training_at:
+            print(f"kill to the next progress line: {training_at - killed_at:.3f} s")
+        print(f"ok: server {victim_rank} killed in epoch {kill_epoch}, its backups promoted; exit 0; {got} as in one process")
+    finally:
+        kill_group(proc.pid)
+
+
+if __name__ == "__main__":
+    main()

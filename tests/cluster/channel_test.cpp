@@ -413,6 +413,7 @@ member_inbox::behavior_type member_side(member_inbox::pointer self, caf::actor o
       caf::anon_send(observer, traffic_query_atom::value, link, m);
     },
     [=](adopt_atom, channel_actor link, adopt_message& m) { caf::anon_send(observer, adopt_atom::value, link, m); },
+    [=](promote_atom, channel_actor link, promote_message& m) { caf::anon_send(observer, promote_atom::value, link, m); },
     [=](goodbye_atom, channel_actor link, shutdown_message& m) { caf::anon_send(observer, goodbye_atom::value, link, m); },
     [=](link_up_atom, channel_actor link, std::string& peer) { caf::anon_send(observer, link_up_atom::value, link, peer); },
     [=](link_lost_atom, channel_actor link, caf::error& e) { caf::anon_send(observer, link_lost_atom::value, link, e); },
@@ -649,6 +650,7 @@ recording_node::behavior_type recording_member(recording_node::pointer self, caf
     [=](assignment_atom, channel_actor, assignment_message&) {},
     [=](traffic_query_atom, channel_actor, traffic_query_message&) {},
     [=](adopt_atom, channel_actor, adopt_message&) {},
+    [=](promote_atom, channel_actor, promote_message&) {},
     [=](goodbye_atom, channel_actor, shutdown_message&) {},
     [=](link_up_atom, channel_actor, std::string&) {},
     [=](link_lost_atom, channel_actor, caf::error& why) { heard->push_back("lost: " + error_text(why)), done(); },
@@ -702,6 +704,7 @@ member_inbox::behavior_type counting_member(member_inbox::pointer, std::shared_p
     [=](assignment_atom, channel_actor, assignment_message&) { ++*told; },
     [=](traffic_query_atom, channel_actor, traffic_query_message&) { ++*told; },
     [=](adopt_atom, channel_actor, adopt_message&) {},
+    [=](promote_atom, channel_actor, promote_message&) {},
     [=](goodbye_atom, channel_actor, shutdown_message&) { ++*told; },
     [=](link_up_atom, channel_actor, std::string&) {},
     [=](link_lost_atom, channel_actor, caf::error&) { ++*told; },

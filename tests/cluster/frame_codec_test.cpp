@@ -140,6 +140,26 @@ TEST_CASE("weights, pull, hello, proof, failure, heartbeat and shutdown round-tr
   CHECK(decoded_as<weights_message>(frame_of(w)).weights.before_step == 768);
   CHECK(decoded_as<adopt_message>(frame_of(adopt_message{4})).node == 4);
 
+  // Replicated shards: a primary's push passed to its backup reads back as the push it was
+  // (its keys and values checked against the shard's table as a push's are), the backup's
+  // count, and the scheduler's promote.
+  const auto pushed = test_push();
+  const auto replicated = decoded_as<replicate_message>(frame_of(replicate_message{11, 0, pushed.push, 2500}));
+  CHECK(replicated.request == 11);
+  CHECK(replicated.shard == 0);
+  CHECK(replicated.remaining_ms == 2500);
+  CHECK(replicated.push.step == pushed.push.step);
+  CHECK(replicated.push.worker == pushed.push.worker);
+  REQUIRE(replicated.push.gradients.size() == pushed.push.gradients.size());
+  REQUIRE_FALSE(replicated.push.gradients.empty());
+  CHECK(same_values(replicated.push.gradients[0], pushed.push.gradients[0]));
+  const auto ack = decoded_as<replicated_message>(frame_of(replicated_message{11, 1877}));
+  CHECK(ack.request == 11);
+  CHECK(ack.updates == 1877);
+  const auto promote = decoded_as<promote_message>(frame_of(promote_message{1, 2}));
+  CHECK(promote.node == 1);
+  CHECK(promote.server == 2);
+
   hello_message h;
   h.role = node_kind::server;
   h.name = "server 1";

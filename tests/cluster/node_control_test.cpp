@@ -54,9 +54,13 @@ channel_actor::behavior_type fake_link(channel_actor::pointer, sent_list sent) {
 channel_actor::behavior_type answering_link(channel_actor::pointer, sent_list sent, std::shared_ptr<bool> down) {
   return {
     [=](call_atom, wire_message& m, const deadline&) -> caf::result<wire_message> {
+      const auto* pull = std::get_if<pull_message>(&m);
+      const auto shard = pull ? pull->shard : 0;
       sent->push_back(std::move(m));
       if (*down)
         return make_error(errc::peer_down, "the connection closed");
+      if (pull)  // a shard's weights (none: the test counts the pulls)
+        return wire_message{weights_message{0, shard, weight_set{}}};
       return wire_message{report_message{0, phase_report{}}};
     },
     [=](send_atom, wire_message& m) { sent->push_back(std::move(m)); },
@@ -233,10 +237,11 @@ struct scheduler_fixture : node_fixture {
 
   session_sinks sinks;  // what the scheduler gave its session (the relays, with adopt)
 
-  void start(int servers = 1, int workers = 2, bool continue_on_loss = false, bool adopt = false) {
+  void start(int servers = 1, int workers = 2, bool continue_on_loss = false, bool adopt = false, int replicas = 1) {
     job = cluster_job(servers, workers);
     job.nodes.continue_on_worker_loss = continue_on_loss;
     job.nodes.adopt_on_worker_loss = adopt;
+    job.nodes.replicas = replicas;
     if (continue_on_loss)
       use_preset(job.topology, topology_kind::async);
     plan = plan_placement(job, facts);
@@ -1067,6 +1072,21 @@ CAF_TEST(member_refuses_an_adopt_before_it_runs) {
   CAF_CHECK(contains(last_of<shutdown_message>(to_scheduler)->reason, "cannot adopt as the scheduler asked: this node is no running worker"));
 }
 
+// A promote from another link is ignored; one from the scheduler before the node runs (or in
+// a run without replicas) is refused, and the node ends naming why.
+CAF_TEST(member_refuses_a_promote_before_it_runs) {
+  sent_list other_sent;
+  auto other = link(other_sent);
+  caf::anon_send(node, promote_atom::value, other, promote_message{1, 2});
+  settle();
+  CAF_CHECK(!result->answered);
+  CAF_CHECK(logged("ignored a promote from a link other than the scheduler's"));
+  caf::anon_send(node, promote_atom::value, scheduler, promote_message{1, 2});
+  settle();
+  CAF_CHECK(contains(last_of<shutdown_message>(to_scheduler)->reason,
+                     "the scheduler asked for a promotion this node cannot take (replicas 1, nodes 1 and 2)"));
+}
+
 CAF_TEST(member_joins_on_its_scheduler_link) {
   const auto* join = last_of<join_message>(to_scheduler);
   CAF_REQUIRE(join != nullptr);
@@ -1442,6 +1462,183 @@ CAF_TEST(member_server_listens_on_the_socket_bound_before_joining) {
   CAF_REQUIRE(ready != nullptr);
   CAF_CHECK_NOT_EQUAL(bound_port, 0);
   CAF_CHECK_EQUAL(ready->port, bound_port);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
+
+namespace {
+
+// Pulls the weights through `target` (the session's handle on a shard: a relay with
+// replicas); records the answer.
+caf::behavior ask_pull(caf::event_based_actor* self, push_target_actor target, std::shared_ptr<phase_answer> out) {
+  self->request(target, caf::infinite, pull_atom::value, deadline::after(std::chrono::hours(1)))
+    .then([=](weight_set&) { out->answered = true; },
+          [=](caf::error& err) {
+            out->answered = true;
+            out->error = err.category() == error_category ? error_text(err) : std::string("caf error");
+          });
+  return {[](const std::string&) {}};
+}
+
+// Two servers and two workers of a job with replicas = 2, training; the servers joined with
+// the ports they bound.
+struct replicated : scheduler_fixture {
+  std::vector<sent_list> ss{2}, ws{2};
+  std::vector<channel_actor> servers, workers;
+  void to_replicated_training() {
+    start(2, 2, false, false, 2);
+    for (int s = 0; s < 2; ++s) {
+      servers.push_back(holding(ss[static_cast<std::size_t>(s)]));
+      caf::anon_send(node, join_atom::value, servers.back(),
+                     join_message{node_kind::server, "10.0.0.1", static_cast<std::uint16_t>(4000 + s),
+                                  static_cast<std::uint32_t>(100 + s), s, 0});
+      settle();
+    }
+    for (int w = 0; w < 2; ++w) {
+      workers.push_back(holding(ws[static_cast<std::size_t>(w)]));
+      join(workers.back(), node_kind::worker, w, 200 + static_cast<std::uint32_t>(w));
+    }
+    for (int s = 0; s < 2; ++s)
+      ready(servers[static_cast<std::size_t>(s)], last_of<assignment_message>(ss[static_cast<std::size_t>(s)])->node,
+            static_cast<std::uint16_t>(4000 + s));
+    for (int w = 0; w < 2; ++w)
+      ready(workers[static_cast<std::size_t>(w)], last_of<assignment_message>(ws[static_cast<std::size_t>(w)])->node);
+  }
+  int server_node(int rank) const {
+    for (std::size_t n = 0; n < plan.nodes.size(); ++n)
+      if (plan.nodes[n].kind == node_kind::server && plan.nodes[n].rank == rank)
+        return static_cast<int>(n);
+    return -1;
+  }
+  std::size_t shard_on(int plan_node) const {
+    for (auto s : plan.actors_of(plan_role::shard))
+      if (plan.actors[s].node == plan_node)
+        return s;
+    return plan.actors.size();
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(replica_tests, replicated)
+
+// replicas = 2: the servers' assignments say where every server listens (from their joins);
+// a server lost in training has its backups promoted on the next server, and only once that
+// server says ready for the lost node are the workers told and the session's pull, held by
+// its relay since the loss, asked there.
+CAF_TEST(lost_server_is_promoted_on_the_next_and_workers_told_after) {
+  to_replicated_training();
+  CAF_REQUIRE_EQUAL(session->runs, 1);
+  for (int s = 0; s < 2; ++s) {
+    const auto* a = last_of<assignment_message>(ss[static_cast<std::size_t>(s)]);
+    CAF_REQUIRE(a != nullptr);
+    CAF_REQUIRE_EQUAL(a->servers.size(), 2u);
+    CAF_CHECK_EQUAL(a->servers[0].port + a->servers[1].port, 8001);
+  }
+  const int lost_node = server_node(0), holder = server_node(1);
+  const auto shard = shard_on(lost_node);
+  CAF_REQUIRE(shard < plan.actors.size());
+  auto relay = sinks.node.remote.push_target(shard);
+  spawned.push_back(caf::actor_cast<caf::actor>(relay));
+  *down.at(servers[0].address()) = true;
+  auto pulled = std::make_shared<phase_answer>();
+  spawned.push_back(sys.spawn(ask_pull, relay, pulled));
+  settle();
+  CAF_REQUIRE_EQUAL(count_of<pull_message>(ss[0]), 1);
+  killed(servers[0]);
+  CAF_CHECK(!result->answered);
+  CAF_CHECK(!pulled->answered);  // held, not failed
+  CAF_CHECK(logged("lost server 0 (pid 100"));
+  CAF_CHECK(logged("server 1 (pid 101 on 10.0.0.1) holds the backups of its shards (" + plan.actors[shard].name
+                   + "): promoting them (replicas = 2)"));
+  CAF_REQUIRE_EQUAL(count_of<promote_message>(ss[1]), 1);
+  CAF_CHECK_EQUAL(last_of<promote_message>(ss[1])->node, static_cast<std::uint32_t>(lost_node));
+  CAF_CHECK_EQUAL(last_of<promote_message>(ss[1])->server, static_cast<std::uint32_t>(holder));
+  for (auto& w : ws)
+    CAF_CHECK_EQUAL(count_of<promote_message>(w), 0);  // not before the holder serves them
+  CAF_CHECK_EQUAL(count_of<pull_message>(ss[1]), 0);
+  ready(servers[1], static_cast<std::uint32_t>(lost_node));
+  for (auto& w : ws) {
+    CAF_REQUIRE_EQUAL(count_of<promote_message>(w), 1);
+    CAF_CHECK_EQUAL(last_of<promote_message>(w)->server, static_cast<std::uint32_t>(holder));
+  }
+  CAF_REQUIRE_EQUAL(count_of<pull_message>(ss[1]), 1);
+  CAF_CHECK_EQUAL(last_of<pull_message>(ss[1])->shard, static_cast<std::uint32_t>(plan.actors[shard].shard));
+  CAF_CHECK(pulled->answered);
+  CAF_CHECK_EQUAL(pulled->error, "");
+  CAF_CHECK(logged("server 1 (pid 101 on 10.0.0.1) serves the shards of server_0"));
+  CAF_CHECK(!result->answered);
+}
+
+// The server serving promoted backups is lost too: their only copy is gone, the run stops
+// naming it.
+CAF_TEST(losing_the_promoted_copy_stops_the_run) {
+  to_replicated_training();
+  killed(servers[0]);
+  ready(servers[1], static_cast<std::uint32_t>(server_node(0)));
+  killed(servers[1]);
+  session_ends(make_error(errc::peer_down, "the run ends"));
+  for (auto& w : workers)
+    lost(w, "");
+  CAF_REQUIRE(result->answered);
+  CAF_CHECK(contains(result->error, "lost server 1 (pid 101"));
+  CAF_CHECK(contains(result->error, "not promoted: it served the promoted backups of server_0, their only copy left"));
+}
+
+// A second server lost while a promotion is under way stops the run naming both.
+CAF_TEST(second_server_lost_during_a_promotion_stops_naming_both) {
+  to_replicated_training();
+  killed(servers[0]);
+  CAF_REQUIRE_EQUAL(count_of<promote_message>(ss[1]), 1);
+  killed(servers[1]);
+  session_ends(make_error(errc::peer_down, "the run ends"));
+  for (auto& w : workers)
+    lost(w, "");
+  CAF_REQUIRE(result->answered);
+  CAF_CHECK(contains(result->error, "lost server 1 (pid 101"));
+  CAF_CHECK(contains(result->error, "served the promoted backups of server_0"));
+}
+
+// Without replicas a lost server stops the run, naming it; nothing is promoted.
+CAF_TEST(lost_server_without_replicas_stops) {
+  start(2, 2);
+  sent_list s0, s1, w0, w1;
+  std::vector<channel_actor> servers{link(s0), link(s1)};
+  std::vector<channel_actor> workers{link(w0), link(w1)};
+  for (int s = 0; s < 2; ++s)
+    join(servers[static_cast<std::size_t>(s)], node_kind::server, s, 100 + static_cast<std::uint32_t>(s));
+  for (int w = 0; w < 2; ++w)
+    join(workers[static_cast<std::size_t>(w)], node_kind::worker, w, 200 + static_cast<std::uint32_t>(w));
+  CAF_CHECK(last_of<assignment_message>(s0)->servers.empty());  // servers learn of no other server
+  ready(servers[0], last_of<assignment_message>(s0)->node, 4000);
+  ready(servers[1], last_of<assignment_message>(s1)->node, 4001);
+  ready(workers[0], last_of<assignment_message>(w0)->node);
+  ready(workers[1], last_of<assignment_message>(w1)->node);
+  lost(servers[0], "the connection closed");
+  CAF_CHECK_EQUAL(count_of<promote_message>(s1), 0);
+  session_ends(make_error(errc::peer_down, "the run ends"));
+  lost(servers[1], "");
+  for (auto& w : workers)
+    lost(w, "");
+  CAF_REQUIRE(result->answered);
+  CAF_CHECK(contains(result->error, "lost server 0 (pid 100"));
+  CAF_CHECK(!contains(result->error, "promot"));
+}
+
+// With replicas a server that said no port when it joined cannot be linked to by the others:
+// the scheduler ends the run naming it before any server is assigned.
+CAF_TEST(replicas_need_each_servers_port_at_join) {
+  start(2, 2, false, false, 2);
+  sent_list s0, s1, w0, w1;
+  auto a = link(s0), b = link(s1);
+  join(a, node_kind::server, 0, 100);  // port 0
+  caf::anon_send(node, join_atom::value, b, join_message{node_kind::server, "10.0.0.1", 4001, 101, 1, 0});
+  settle();
+  join(link(w0), node_kind::worker, 0, 200);
+  join(link(w1), node_kind::worker, 1, 201);
+  CAF_CHECK_EQUAL(count_of<assignment_message>(s0), 0);
+  CAF_CHECK_EQUAL(count_of<assignment_message>(s1), 0);
+  CAF_CHECK(logged("server 0 (pid 100 on 10.0.0.1) said no port when it joined"));
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -71,8 +71,9 @@ TEST_CASE("job_hash of the default training_job is pinned") {
   // topology.straggler / straggle_ms left the job: 0xe92954f1461c2f6a with FNV undone, byte
   // by byte, over the 13 zero bytes after them (nodes, top_k) and their 8 bytes ff ff ff ff
   // 00 00 00 00, and the 13 zero bytes fed again; then cluster_nodes::adopt_on_worker_loss
-  // (on_worker_loss = adopt, issue 19) added one byte after continue_on_worker_loss.)
-  CHECK(job_hash(training_job{}) == 0xf4081c41a6913c22ULL);
+  // (on_worker_loss = adopt, issue 19) added one byte after continue_on_worker_loss; then
+  // cluster_nodes::replicas (issue 19) four bytes, 01 00 00 00, after it.)
+  CHECK(job_hash(training_job{}) == 0xd403fddfea655163ULL);
 }
 
 TEST_CASE("job_hash is equal for equal jobs and matches value_hash") {
@@ -131,6 +132,7 @@ std::vector<std::pair<std::string, std::function<void(training_job&)>>> single_f
     {"nodes.workers", [](job& j) { j.nodes.workers = 1; }},
     {"nodes.continue_on_worker_loss", [](job& j) { j.nodes.continue_on_worker_loss = true; }},
     {"nodes.adopt_on_worker_loss", [](job& j) { j.nodes.adopt_on_worker_loss = true; }},
+    {"nodes.replicas", [](job& j) { j.nodes.replicas = 2; }},
     {"top_k", [](job& j) { j.top_k = 5; }},
   };
   // The two data sets and the two batch sources have the same fields each.

@@ -47,6 +47,15 @@ struct shard_state {
   // retried push of a group and step applied already is answered, not applied twice.
   std::map<std::pair<int, std::size_t>, applied_group> applied;
   shard_backup_actor backup;  // replicas = 2: every applied push goes here first
+  // Applied pushes whose replication failed with peer_down: answered once told the backup is
+  // gone for good (backup_atom with no backup), never before (the backup would fall behind a
+  // step a pusher saw, were its process alive behind a broken link).
+  struct unreplicated {
+    std::int64_t step;
+    std::vector<std::size_t> keys;
+    caf::typed_response_promise<weight_set> promise;
+  };
+  std::vector<unreplicated> unreplicated_pushes;
   float last_lr = 0;
   // stale-synchronous bookkeeping
   int staleness = -1;
@@ -167,10 +176,11 @@ void release_held(shard_state& st) {
   st.held.erase(keep, st.held.end());
 }
 
-// Whether `push` repeats a group and step its source had applied here already.
+// Whether `push` repeats the group and step its source applied last (a retried request; an
+// earlier step is a replay, refused by check_push).
 bool applied_before(const shard_state& st, const gradient_push& push) {
   const auto at = st.applied.find({push.worker, push.keys.front()});
-  return at != st.applied.end() && at->second.keys == push.keys && push.step <= at->second.step;
+  return at != st.applied.end() && at->second.keys == push.keys && push.step == at->second.step;
 }
 
 // Checks `push` and applies it; a message when it is refused (nothing applied then).
@@ -236,9 +246,12 @@ caf::result<weight_set> apply_push(shard_pointer self, const gradient_push& push
                                            + error_text(err)));
               return;
             }
-            if (self->state.backup == to)  // lost: the run goes on with this copy alone
-              self->state.backup = shard_backup_actor{};
-            answer_applied(self->state, step, keys, promise);
+            auto& st = self->state;
+            if (st.backup != to) {  // told meanwhile that the backup is gone
+              answer_applied(st, step, keys, promise);
+              return;
+            }
+            st.unreplicated_pushes.push_back({step, keys, promise});
           });
   return promise;
 }
@@ -310,7 +323,16 @@ param_shard_actor::behavior_type param_shard(shard_pointer self, std::vector<sha
         release_held(st);
       return st.updates;
     },
-    [=](backup_atom, shard_backup_actor& backup) { self->state.backup = std::move(backup); },
+    [=](backup_atom, shard_backup_actor& backup) {
+      auto& st = self->state;
+      st.backup = std::move(backup);
+      if (st.backup)
+        return;
+      auto held = std::move(st.unreplicated_pushes);  // the backup is gone: this copy goes on alone
+      st.unreplicated_pushes.clear();
+      for (auto& h : held)
+        answer_applied(st, h.step, h.keys, std::move(h.promise));
+    },
     [=](applied_atom) {
       std::vector<applied_group> out;
       for (const auto& [id, group] : self->state.applied)

@@ -43,6 +43,16 @@ std::vector<int> server_nodes(const placement_plan& plan) {
 }
 
 // "shard_0, shard_1": the shards plan node `node` holds.
+// What a shard replicates to when its backup's server could not be reached: every replication
+// fails as a lost link's would (errc::peer_down), so the shard holds its answers.
+shard_backup_actor unreachable_backup(caf::actor_system& system, std::string why) {
+  return system.spawn([why](shard_backup_actor::pointer) -> shard_backup_actor::behavior_type {
+    return {[=](replicate_atom, gradient_push&) -> caf::result<std::int64_t> {
+      return make_error(errc::peer_down, "cannot reach " + why);
+    }};
+  });
+}
+
 std::string shard_names(const placement_plan& plan, int node) {
   std::string text;
   for (auto i : plan.actors_on(node))
@@ -147,9 +157,18 @@ void link_to_backups(member_actor self, const assignment_message& a, const chann
     throw std::invalid_argument("the assignment says not where " + name + " listens, which holds the backups of "
                                 "this server's shards (replicas = 2)");
   auto connected = connect_channel(self->system(), to->host, to->port, link);
-  if (!connected)
-    throw troupe_error(troupe_code(connected.error()), name + " (which holds the backups of this server's shards): "
-                                                         + error_text(connected.error()));
+  if (!connected) {
+    // As when that server is lost later: the shards here hold their answers until the
+    // scheduler, which sees every loss, says it is gone (or ends the run: its port is closed
+    // when its run ends, which a refused connection here may only be the first to see).
+    const auto why = name + " (which holds the backups of " + shard_names(st.plan, st.part_node)
+                     + "): " + error_text(connected.error());
+    log_node_line(*st.options, st.label + ": cannot reach " + why + "; their answers wait for the scheduler's word");
+    for (auto i : st.plan.actors_on(st.part_node))
+      if (st.plan.actors[i].role == plan_role::shard)
+        self->send(st.part.own_shards.at(i), backup_atom::value, unreachable_backup(self->system(), why));
+    return;
+  }
   self->monitor(*connected);
   r.backup_link = *connected;
   for (auto i : st.plan.actors_on(st.part_node))
@@ -178,13 +197,12 @@ bool on_replica_link_lost(member_actor self, const caf::actor_addr& link, const 
   if (r.copies < 2 || st.at != member_phase::running)
     return false;
   if (r.backup_link && link == r.backup_link.address()) {
+    // Only the link is known to be gone: the shards hold their answers until the scheduler
+    // says the server is (on_promote), so the backups never fall behind a step a worker saw.
     r.backup_link = channel_actor{};
-    for (auto i : st.plan.actors_on(st.part_node))
-      if (st.plan.actors[i].role == plan_role::shard)
-        self->send(st.part.own_shards.at(i), backup_atom::value, shard_backup_actor{});
     log_node_line(*st.options, st.label + ": lost " + node_name(st.plan, r.backup_node) + " at " + clock_time_now()
-                                 + ", which held the backups of " + shard_names(st.plan, st.part_node) + ": "
-                                 + reason_text(self->system(), why) + "; they go on without a backup");
+                                 + ", which holds the backups of " + shard_names(st.plan, st.part_node) + ": "
+                                 + reason_text(self->system(), why) + "; their answers wait for the scheduler's word");
     return true;
   }
   for (std::size_t n = 0; n < st.server_links.size(); ++n)
@@ -210,8 +228,18 @@ void on_promote(member_actor self, const promote_message& p) {
                                            + std::to_string(r.copies) + ", nodes " + std::to_string(p.node) + " and "
                                            + std::to_string(p.server) + ")");
   if (st.options->role == node_kind::server) {
-    if (server != st.part_node || lost != r.backed_node
-        || std::find(r.promoted.begin(), r.promoted.end(), lost) != r.promoted.end())
+    if (lost == r.backup_node && r.backup_node != st.part_node) {
+      // The scheduler saw the server holding this one's backups lost: the shards here go on alone.
+      for (auto i : st.plan.actors_on(st.part_node))
+        if (st.plan.actors[i].role == plan_role::shard)
+          self->send(st.part.own_shards.at(i), backup_atom::value, shard_backup_actor{});
+      r.backup_node = -1;
+      log_node_line(*st.options, st.label + ": " + node_name(st.plan, lost) + " is lost, the scheduler says: "
+                                   + shard_names(st.plan, st.part_node) + " go on without a backup");
+    }
+    if (server != st.part_node)
+      return;  // another server promotes
+    if (lost != r.backed_node || std::find(r.promoted.begin(), r.promoted.end(), lost) != r.promoted.end())
       return fail(self, errc::bad_request, "the scheduler asked it to promote the backups of "
                                              + node_name(st.plan, lost) + "; this server holds those of "
                                              + node_name(st.plan, r.backed_node)

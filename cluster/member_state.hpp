@@ -97,7 +97,8 @@ void fail(member_actor self, errc code, const std::string& why);
 /// A server: spawns the backups of the previous server node's shards and serves them to it.
 void spawn_backups(member_actor self, const training_job& job, const std::vector<tensor>& initial);
 /// A server: links to the next server node (from the assignment's endpoints), which holds its
-/// shards' backups, and gives each shard here its backup there.
+/// shards' backups, and gives each shard here its backup there; when that server cannot be
+/// reached, says so and goes on without (as when it is lost later).
 void link_to_backups(member_actor self, const assignment_message& a, const channel_options& link);
 /// How a worker's computes reach a remote push target: through a relay when the run keeps
 /// replicas, else the proxy itself.

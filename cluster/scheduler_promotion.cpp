@@ -88,9 +88,11 @@ bool on_promoted(scheduler_actor self, member_entry& m, const ready_message& rea
     return false;
   m.promoting = -1;
   m.promoted_nodes.push_back(node);
+  // The workers send the lost node's pushes to `m` now; the other servers hear it too (the one
+  // whose backups the lost node held lets its shards go on alone: they held their answers).
   const promote_message moved{static_cast<std::uint32_t>(node), static_cast<std::uint32_t>(m.node)};
   for (auto& w : st.members)
-    if (w.role == node_kind::worker && !w.gone)
+    if (&w != &m && !w.gone)
       caf::anon_send(w.to, promote_atom::value, moved);
   for (auto& [actor, relay] : st.shard_relays)
     if (st.plan.actors.at(actor).node == node)

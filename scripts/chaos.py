@@ -27,7 +27,9 @@ Each trial draws, from random.Random("S:K") (so `--seed S --trial K` replays tri
            boundary (epoch k's last validation line: the next epoch starts), ending (the last
            epoch's validation: the final weights are pulled and the run ends); checkpoint
            (epoch k+1's save under way: jobs that save), resume (the restarted job's restore:
-           jobs that restart); `promotion` waits for --replicas (the MOMENTS table)
+           jobs that restart), promotion (jobs with --replicas 2: another server SIGKILLed at
+           epoch k's batch line first, the victim faulted once the scheduler says it promotes
+           that server's backups: a second loss, which stops the run)
 A moment is found from the processes' log lines as they are written, never by sleeping; the
 log at the fault says whether it landed where meant (printed as `landed` or `late`).
 
@@ -160,6 +162,8 @@ MOMENTS = {
     "resume": {"max-restarts", "checkpoints"},  # the restarted job's restore (chaos_restarts.py)
 }
 
+TRAINING = ("mid-epoch", "validation", "boundary")  # moments a run in training survives a loss at
+
 WAYS = ["none", "kill", "stop", "cut", "all"]  # all: every process of the job killed (restarts only)
 
 
@@ -174,6 +178,8 @@ def fits(variant, way=None, moment=None):
         return bool(v.get("restarts"))
     if moment == "checkpoint":
         return bool(v.get("saves"))
+    if moment == "promotion":
+        return "--replicas" in v["flags"]
     if moment == "resume":
         return bool(v.get("restarts"))
     return True
@@ -187,10 +193,12 @@ EXPECT = [
     # SIGSTOP as the last validation line is written, finds the run finished)
     ("the run ends as it is lost", lambda t: t["moment"] == "ending"
      or (t["moment"] == "validation" and t["epoch"] == EPOCHS - 1), "finishes-or-stops"),
-    ("a lost worker is adopted", lambda t: role_of(t["victim"]) == "worker" and t["variant"] in ("bsp-adopt", "bsp-spare"),
-     "finishes"),
-    ("a lost server's shards are promoted", lambda t: role_of(t["victim"]) == "server" and t["variant"] == "bsp-replicas",
-     "finishes"),
+    # (a server lost first, the victim during or right after the promotion: a second loss)
+    ("a loss during a promotion stops the run", lambda t: t["moment"] == "promotion", "stops"),
+    ("a lost worker is adopted once training", lambda t: role_of(t["victim"]) == "worker"
+     and t["variant"] in ("bsp-adopt", "bsp-spare") and t["moment"] in TRAINING, "finishes"),
+    ("a lost server's shards are promoted once training", lambda t: role_of(t["victim"]) == "server"
+     and t["variant"] == "bsp-replicas" and t["moment"] in TRAINING, "finishes"),
     ("async goes on without a lost worker once training",
      lambda t: t["variant"] == "async-continue" and role_of(t["victim"]) == "worker"
      and t["moment"] in ("mid-epoch", "validation", "boundary"), "goes-on"),
@@ -219,8 +227,11 @@ def draw(seed, k, allowed, have):
     moment = rng.choice(moments)
     epoch = rng.randrange(EPOCHS - 1 if moment == "boundary" else EPOCHS)
     batch = 4 * rng.randrange(1, 23)  # 96 batches per worker and epoch; a line every 4
-    return dict(seed=seed, trial=k, variant=variant, victim=victim, way=way, moment=moment, epoch=epoch,
-                batch=batch)
+    trial = dict(seed=seed, trial=k, variant=variant, victim=victim, way=way, moment=moment, epoch=epoch,
+                 batch=batch)
+    if moment == "promotion":  # the server SIGKILLed first, at the batch: not the victim
+        trial["first"] = "server_1" if victim == "server_0" else "server_0"
+    return trial
 
 
 def moment_trigger(trial, pids):
@@ -242,8 +253,8 @@ def moment_trigger(trial, pids):
         return "scheduler", "out", rf"Epoch\[{EPOCHS - 1}\] Validation-cross-entropy"
     if m == "checkpoint":
         return "scheduler", "err", rf"checkpoint: saving epoch {k + 1} "
-    if m == "promotion":
-        return "scheduler", "err", r"(?i)promot"
+    if m == "promotion":  # (after the first loss: kill_first)
+        return "scheduler", "err", r"promoting them \(replicas = 2\)"
     raise AssertionError(m)
 
 
@@ -263,6 +274,8 @@ def moment_landed(trial, log):
         return "Final weights" not in out
     if m == "checkpoint":
         return f"-{k + 1:04d}.manifest.json" not in err
+    if m == "promotion":  # the backups not yet serving (later: the second loss came after it)
+        return "serves the shards of" not in err
     return True
 
 
@@ -491,6 +504,8 @@ def check(trial, outcome, t, pids, codes, reference):
     def stopped():
         found = []
         for name, code in codes.items():
+            if name == trial.get("first"):  # killed first: its error line says nothing
+                continue
             if name == victim:
                 if way in ("stop", "cut") and code == 0:
                     found.append(f"the {way} victim {name} exited 0")
@@ -545,6 +560,25 @@ def check(trial, outcome, t, pids, codes, reference):
         if "the run goes on without it" not in t.text("scheduler", "err"):
             problems.append("the scheduler does not say the run goes on without the lost worker")
     return problems
+
+
+def kill_first(t, trial):
+    """The promotion moment's first loss: SIGKILLs trial["first"] (a server) at the trial's
+    batch line; a problem text when that moment never came."""
+    pattern = rf"Epoch\[{trial['epoch']}\] Batch \[{trial['batch']}\]"
+    deadline = time.time() + START_BOUND_S
+    while not re.search(pattern, t.text("scheduler", "out")):
+        ended = [n for n, p in t.procs.items() if p.poll() is not None]
+        if ended:
+            return f"{', '.join(ended)} ended before the first loss (/{pattern}/ in scheduler's out)"
+        if time.time() > deadline:
+            return f"no /{pattern}/ in scheduler's out within {START_BOUND_S} s"
+        time.sleep(POLL_S)
+    first = t.procs[trial["first"]]
+    if first.pid is None:
+        return f"no pid for {trial['first']} at the first loss"
+    signal_node(first.pid, signal.SIGKILL)
+    return None
 
 
 def run_trial(troupe, trial, references, keep):
@@ -602,10 +636,16 @@ def run_trial(troupe, trial, references, keep):
                     problems.append(f"{name} still runs after {RUN_BOUND_S} s (a hang)")
             result["landed"] = True
         else:
+            first = trial.get("first")
+            if first:  # the promotion moment: a server lost first, at the batch
+                problem = kill_first(t, trial)
+                if problem:
+                    problems.append(problem)
+                    return result
             node, stream, pattern = moment_trigger(trial, pids)
             deadline = time.time() + START_BOUND_S
             while not re.search(pattern, t.text(node, stream)):
-                ended = [n for n, p in t.procs.items() if p.poll() is not None]
+                ended = [n for n, p in t.procs.items() if p.poll() is not None and n != first]
                 if ended:
                     problems.append(f"{', '.join(ended)} ended before the moment (/{pattern}/ in {node}'s {stream})")
                     return result

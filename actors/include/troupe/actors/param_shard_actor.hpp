@@ -33,7 +33,9 @@
 //   (backup_atom, shard_backup_actor) -> ()    from now on every applied push is first
 //                                              replicated to this backup, and its pusher
 //                                              answered only once the backup has it; an
-//                                              invalid handle: no backup (it was lost)
+//                                              invalid handle: no backup (its process was
+//                                              lost, as the scheduler says), and the pushes
+//                                              held for it are answered
 //   (applied_atom) -> vector<applied_group>    each push group's last step applied, by source
 //                                              (a promoted backup's aggregator starts from it)
 //
@@ -44,8 +46,11 @@
 // Replication forwards the summed gradient, not the new values: the backup runs the same
 // deterministic update on it, so its weights and momentum stay equal to the primary's bit for
 // bit, at the bytes of one gradient per step (new values with momentum would be twice that).
-// A backup that answers with errc::peer_down (its process was lost) is dropped and the pushes
-// are answered anyway; any other failure of the backup fails the push.
+// A replication that fails with errc::peer_down (the link to the backup ended) holds its
+// push's answer until the shard is told the backup is gone (backup_atom with none: the
+// scheduler saw its process lost); a broken link between two live servers therefore stalls
+// the run rather than letting the backup fall behind a step a pusher saw. Any other failure
+// of the backup fails the push.
 //
 // With a staleness bound (SSP) the answer to a push may be held back: the update is applied
 // at once, but a worker more than `staleness` steps ahead of the slowest (of the workers not

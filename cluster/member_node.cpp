@@ -615,6 +615,22 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
   st.serving->set<remote_interface::member_control>(0, self);
   st.label = std::string(to_string(st.options->role)) + " (pid " + std::to_string(::getpid()) + ")";
   self->set_down_handler([=](caf::down_msg& down) { on_down(self, down); });
+  // A defect that throws here must still end the node with a word, not leave its host waiting
+  // on a promise nobody keeps.
+  self->set_exception_handler([=](caf::scheduled_actor*, std::exception_ptr& thrown) -> caf::error {
+    std::string what = "an unknown exception";
+    try {
+      std::rethrow_exception(thrown);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    auto err = make_error(errc::internal, self->state.label + ": internal error: " + what);
+    log_node_line(*self->state.options, error_text(err));
+    if (self->state.promise.pending())
+      self->state.promise.deliver(err);
+    return err;
+  });
   self->set_default_handler([=](caf::scheduled_actor*, caf::message_view& x) -> caf::result<caf::message> {
     log_node_line(*self->state.options, self->state.label + ": ignored a message outside the node-control protocol: "
                                           + caf::to_string(x.content()));

@@ -228,12 +228,12 @@ void on_promote(member_actor self, const promote_message& p) {
                                            + std::to_string(r.copies) + ", nodes " + std::to_string(p.node) + " and "
                                            + std::to_string(p.server) + ")");
   if (st.options->role == node_kind::server) {
-    if (lost == r.backup_node && r.backup_node != st.part_node) {
+    if (lost == r.backup_node && r.backup_node != st.part_node && !r.backup_gone) {
+      r.backup_gone = true;
       // The scheduler saw the server holding this one's backups lost: the shards here go on alone.
       for (auto i : st.plan.actors_on(st.part_node))
         if (st.plan.actors[i].role == plan_role::shard)
           self->send(st.part.own_shards.at(i), backup_atom::value, shard_backup_actor{});
-      r.backup_node = -1;
       log_node_line(*st.options, st.label + ": " + node_name(st.plan, lost) + " is lost, the scheduler says: "
                                    + shard_names(st.plan, st.part_node) + " go on without a backup");
     }

@@ -37,6 +37,7 @@ struct replica_side {
   // A server: the link to the next server node, which holds this one's backups.
   int backup_node = -1;
   channel_actor backup_link;
+  bool backup_gone = false;  ///< the scheduler said backup_node is lost: the shards here go on alone
   // A worker (and what it adopts): its computes' pushes to each remote shard go through a
   // relay, by plan actor index, re-pointed when that shard's backup is promoted.
   std::shared_ptr<std::map<std::size_t, push_relay_actor>> relays

@@ -39,6 +39,7 @@ struct launch_flags {
   int join_timeout = 120;
   double grace = 15;
   int max_restarts = 0;
+  int spares = 0;  // idle workers that take over a lost worker's place (on_worker_loss = adopt)
   std::vector<std::string> node_args; // passed unchanged to every node
 };
 
@@ -54,7 +55,9 @@ threads (--host-share). When one fails, the others get --grace seconds to notice
 then SIGKILL after 5 s. Ctrl-C is passed on: every node stops saying where it was (exit 130).
 With --max-restarts N and --model-prefix, a failed job is started again, up to N times, from
 the newest checkpoint saved under the prefix (or from the start when there is none).
-A server or worker killed by a signal is left to the scheduler, which goes on without it (a
+With --spares K, K more workers start idle (troupe node --spare): under on_worker_loss = adopt the
+first worker lost in training is replaced by a spare, which takes its computes and recomputes
+the step in flight. A server or worker killed by a signal is left to the scheduler, which goes on without it (a
 server's shard backups promoted, cluster.replicas; a worker adopted or dropped,
 cluster.on_worker_loss) or ends the run. Exits 0 when every process did (a node the run went on
 without aside), else with the first failing one's status.)";
@@ -67,7 +70,7 @@ std::vector<std::string> split_args(const std::vector<std::string>& args,
     {"-n", "--num-workers"}, {"-s", "--num-servers"}, {"-H", "--hostfile"}};
   static const std::vector<std::string> known{
     "num-workers", "num-servers",  "hostfile", "scheduler-address",
-    "secret-file", "join-timeout", "grace", "max-restarts"};
+    "secret-file", "join-timeout", "grace", "max-restarts", "spares"};
   std::vector<std::string> own;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--") {
@@ -105,6 +108,9 @@ bool parse_flags(const std::vector<std::string>& args, launch_flags& l) {
   f.add("grace", l.grace, "seconds the others may run on after a process fails");
   f.add("max-restarts", l.max_restarts,
         "times a failed job is started again from its newest checkpoint (needs --model-prefix)");
+  f.add("spares", l.spares,
+        "idle worker processes (troupe node --spare) that take over the place of a worker lost in training "
+        "(on_worker_loss = adopt)");
   f.set_placeholder("hostfile", "FILE");
   f.set_placeholder("secret-file", "FILE");
   f.set_placeholder("scheduler-address", "HOST");
@@ -118,6 +124,7 @@ bool parse_flags(const std::vector<std::string>& args, launch_flags& l) {
   check_range("num-servers", l.servers, 1, 1024);
   check_range("join-timeout", l.join_timeout, 1, 86400);
   check_range("max-restarts", l.max_restarts, 0, 1000);
+  check_range("spares", l.spares, 0, 1024);
   if (l.max_restarts > 0 && !launch::model_prefix_of(l.node_args))
     throw usage_error("--max-restarts needs --model-prefix PREFIX among the nodes' flags: the checkpoints a "
                       "restart resumes from");
@@ -273,6 +280,20 @@ void start_nodes(launch::child_processes& children, const std::string& program, 
     // A server or worker killed by a signal is the scheduler's to replace (replicas,
     // on_worker_loss) or to end the run over.
     children.start({role + " " + std::to_string(index), argv, {}, secret + "\n", true});
+  }
+  // Spares: workers without a rank or a slot of their own, on the hosts after the workers'.
+  for (int k = 0; k < l.spares; ++k) {
+    auto argv = node_argv(program, "worker", scheduler, l);
+    argv.insert(argv.end(), {"--spare", "--host-share", std::to_string(shares.back())});
+    if (!hosts.empty()) {
+      const auto& h = hosts[static_cast<std::size_t>(l.servers + l.workers + k) % hosts.size()];
+      argv.insert(argv.end(), {"--listen", h.name});
+      argv.insert(argv.end(), l.node_args.begin(), l.node_args.end());
+      argv = launch::ssh_command(ssh != nullptr && *ssh ? ssh : "ssh", h, dir, argv);
+    } else {
+      argv.insert(argv.end(), l.node_args.begin(), l.node_args.end());
+    }
+    children.start({"spare " + std::to_string(k), argv, {}, secret + "\n", true});
   }
 }
 

@@ -39,12 +39,15 @@ struct node_command_line {
   std::int64_t port = 0, rank = -1, host_share = -1, host_slot = -1;
   double join_timeout = 120, heartbeat = 1, peer_timeout = 5, request_timeout = 600;
   double compute_stand_in_ms = 0;
+  bool spare = false;
 };
 
 void declare_node_flags(flag_set& f, node_command_line& n) {
   f.add("role", n.place.role, "scheduler, server or worker (default: from DMLC_ROLE, an MPI or a Slurm rank)");
   f.add("scheduler", n.place.scheduler, "HOST:PORT where the scheduler listens (the scheduler: port 0 = any free port)");
   f.add("rank", n.rank, "this node's rank among the servers or the workers (-1: any free one; an MPI or Slurm rank gives it)");
+  f.add_switch("spare", n.spare, "a worker that waits, unassigned, to take over the place of a worker lost in training "
+               "(on_worker_loss = adopt; a worker that joins a run already training is one anyway)");
   f.add("listen", n.listen, "address a server listens on for workers");
   f.add("port", n.port, "port a server listens on for workers (0: any free port)");
   f.add("advertise", n.advertise, "address peers reach this node at, when not --listen (multi-homed hosts, 0.0.0.0)");
@@ -202,7 +205,12 @@ int node_command(const std::vector<std::string>& args) {
   options.role = place.role;
   check_range("rank", n.rank, -1, 1023);
   options.rank = static_cast<int>(n.rank);
-  if (options.rank < 0 && place.rank > 0 && cli.job.nodes.servers > 0 && cli.job.nodes.workers > 0)
+  if (n.spare && place.role != node_kind::worker)
+    throw usage_error("--spare is for a worker (--role worker), not a " + std::string(to_string(place.role)));
+  if (n.spare && n.rank >= 0)
+    throw usage_error("--spare takes no --rank: a spare takes the rank of the worker it replaces");
+  options.spare = n.spare;
+  if (!n.spare && options.rank < 0 && place.rank > 0 && cli.job.nodes.servers > 0 && cli.job.nodes.workers > 0)
     options.rank = place_of_launcher_rank(place.rank, cli.job.nodes.servers, cli.job.nodes.workers).rank;
   options.scheduler_host = place.scheduler_host;
   options.scheduler_port = place.scheduler_port;

@@ -159,6 +159,7 @@ struct body_writer {
     out.setPid(m.pid);
     out.setRank(m.rank);
     out.setJobHash(m.job_hash);
+    out.setSpare(m.spare);
     if (m.job.size() > join_message::max_job_bytes)
       throw std::invalid_argument("frame: a join's job of " + std::to_string(m.job.size()) + " bytes exceeds "
                                   + std::to_string(join_message::max_job_bytes));
@@ -191,6 +192,7 @@ struct body_writer {
       servers[i].setPort(m.servers[i].port);
     }
     out.setThreads(m.threads);
+    out.setAdopt(m.adopt);
   }
   void operator()(const ready_message& m) {
     auto out = body.initReady();

@@ -195,6 +195,7 @@ assignment_message read_assignment(wire::Assignment::Reader in) {
                          s.getPort()});
   m.threads = in.getThreads();
   require(m.threads <= 4096, "assignment.threads " + std::to_string(m.threads) + " is above 4096");
+  m.adopt = in.getAdopt();
   return m;
 }
 
@@ -207,6 +208,7 @@ join_message read_join(wire::Join::Reader in) {
           "join.job has " + std::to_string(job.size()) + " bytes, at most "
             + std::to_string(join_message::max_job_bytes) + " are accepted");
   m.job.assign(reinterpret_cast<const char*>(job.begin()), reinterpret_cast<const char*>(job.end()));
+  m.spare = in.getSpare();
   return m;
 }
 

@@ -208,6 +208,17 @@ int threads_of(const cluster_node_options& options, std::uint32_t scheduler_thre
   return threads;
 }
 
+// Says where an adopted compute recomputes from (node_part_options::on_rewound).
+std::function<void(int, std::int64_t)> rewound_logger(const cluster_node_options& log, const std::string& label,
+                                                      std::int64_t steps) {
+  steps = std::max<std::int64_t>(1, steps);
+  return [log, label, steps](int worker, std::int64_t step) {
+    log_node_line(log, label + ": compute_" + std::to_string(worker) + " (adopted) recomputes from step " + std::to_string(step)
+                         + " (epoch " + std::to_string(step / steps) + ", batch " + std::to_string(step % steps) + " of "
+                         + std::to_string(steps) + "), the step in flight");
+  };
+}
+
 // Spawns this node's part; true when it opened a listener for workers (a server).
 bool take_assignment(member_actor self, const assignment_message& a) {
   auto& st = self->state;
@@ -251,6 +262,14 @@ bool take_assignment(member_actor self, const assignment_message& a) {
     data = open_worker_data(job, a.facts);
   node_part_options part;
   part.node = node;
+  if (a.adopt) {  // a spare taking a lost worker's node: its computes recompute the step in flight
+    if (options.role != node_kind::worker || !options.spare)
+      throw std::invalid_argument("the scheduler handed this node a lost worker's place, and it is no spare worker");
+    part.adopted = true;
+    part.on_rewound = rewound_logger(*st.options, st.plan.nodes[a.node].name, st.plan.steps_per_epoch);
+  } else if (options.spare) {
+    throw std::invalid_argument("the scheduler assigned this spare a place of its own, not a lost worker's");
+  }
   // Computes report their batches to the scheduler's metrics actor through a proxy; the
   // channel flushes it before it answers a phase (serving_registry::report_path).
   part.metrics = spawn_metrics_sink_proxy(self->system(), st.scheduler, options.position);
@@ -409,8 +428,17 @@ void on_assignment(member_actor self, const assignment_message& a) {
   st.at = member_phase::starting;
   const auto node = a.node;
   try {
-    if (!take_assignment(self, a))
+    if (!take_assignment(self, a)) {
+      if (a.adopt) {
+        std::string computes;
+        for (const auto& [worker, compute] : st.part.computes)
+          computes += (computes.empty() ? "compute_" : ", compute_") + std::to_string(worker);
+        log_node_line(*st.options, st.label + ": adopted " + st.plan.nodes[node].name + " (" + computes
+                                     + ", with their loaders) as a spare at " + clock_time_now()
+                                     + "; they recompute from the step in flight");
+      }
       return say_ready(self, node, 0);
+    }
     self->request(st.listener, std::chrono::seconds(30), port_atom::value)
       .then([=](std::uint16_t port) { say_ready(self, node, port); },
             [=](caf::error& err) {
@@ -457,12 +485,7 @@ void on_adopt(member_actor self, const adopt_message& a) {
   options.adopted = true;
   options.compute_cpus.clear();  // its computes share this node's CPUs
   options.on_wired = nullptr;
-  options.on_rewound = [log = *st.options, label = st.label, steps = st.plan.steps_per_epoch](int worker, std::int64_t step) {
-    log_node_line(log, label + ": compute_" + std::to_string(worker) + " (adopted) recomputes from step " + std::to_string(step)
-                         + " (epoch " + std::to_string(step / std::max<std::int64_t>(1, steps)) + ", batch "
-                         + std::to_string(step % std::max<std::int64_t>(1, steps)) + " of " + std::to_string(steps)
-                         + "), the step in flight");
-  };
+  options.on_rewound = rewound_logger(*st.options, st.label, st.plan.steps_per_epoch);
   auto& part = st.adopted.emplace_back();
   try {
     spawn_node_part(self->system(), *st.job, st.plan, st.spec, {}, st.data, options, part);
@@ -576,9 +599,14 @@ void join_over(member_actor self, const channel_actor& link) {
                     st.options->rank, st.options->own_job ? job_hash_without_counts(*st.options->own_job) : 0};
   if (st.options->own_job)  // so that a refusal can name the keys that differ
     join.job = job_bytes(*st.options->own_job);
+  join.spare = st.options->spare;
   caf::anon_send(st.to_scheduler, join_atom::value, std::move(join));
-  // The scheduler assigns once everyone joined, within its own join timeout.
-  self->delayed_send(self, st.options->join_timeout * 2 + std::chrono::seconds(5), assignment_deadline_atom::value);
+  // The scheduler assigns once everyone joined, within its own join timeout; a spare waits
+  // for a loss, however long (the scheduler's end ends it too).
+  if (!st.options->spare)
+    self->delayed_send(self, st.options->join_timeout * 2 + std::chrono::seconds(5), assignment_deadline_atom::value);
+  else
+    log_node_line(*st.options, st.label + ": joined as a spare; it waits to take over a worker lost in training");
 }
 
 // One try to reach the scheduler (blocks while connecting: the node's actor runs on a thread of
@@ -613,7 +641,8 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
   st.options.emplace(std::move(options));
   st.serving = std::move(serving);
   st.serving->set<remote_interface::member_control>(0, self);
-  st.label = std::string(to_string(st.options->role)) + " (pid " + std::to_string(::getpid()) + ")";
+  st.label = std::string(to_string(st.options->role)) + (st.options->spare ? " (spare, pid " : " (pid ")
+             + std::to_string(::getpid()) + ")";
   self->set_down_handler([=](caf::down_msg& down) { on_down(self, down); });
   // A defect that throws here must still end the node with a word, not leave its host waiting
   // on a promise nobody keeps.

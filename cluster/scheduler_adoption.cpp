@@ -116,6 +116,31 @@ std::string node_names(const placement_plan& plan, const std::vector<int>& nodes
   return text;
 }
 
+// A spare takes lost worker `lost`'s place: its node in an assignment (adopt: its computes
+// recompute the step in flight), and what the lost one had adopted in adopt frames after it.
+std::string hand_to_spare(scheduler_actor self, member_entry& lost, member_entry& spare, const std::vector<int>& nodes,
+                          const std::string& what) {
+  auto& st = self->state;
+  std::vector<endpoint> servers;
+  for (const auto& s : st.members)
+    if (s.role == node_kind::server && s.node >= 0)
+      servers.push_back({static_cast<std::uint32_t>(s.node), s.host, s.port});
+  spare.node = lost.node;
+  spare.rank = lost.rank;
+  spare.adopting = nodes;
+  st.lost_at = std::chrono::steady_clock::now();
+  log_node_line(*st.options, "scheduler: " + what + "; " + spare.name() + " adopts " + compute_names(st.plan, nodes)
+                               + " of " + node_names(st.plan, nodes)
+                               + " (a spare, idle until now; on_worker_loss = adopt)");
+  auto a = assignment_for(st, spare, std::move(servers));
+  a.adopt = true;
+  caf::anon_send(spare.to, assignment_atom::value, std::move(a));
+  for (std::size_t i = 1; i < nodes.size(); ++i)
+    caf::anon_send(spare.to, adopt_atom::value, adopt_message{static_cast<std::uint32_t>(nodes[i])});
+  end_gathering_if_complete(self);
+  return "";
+}
+
 } // namespace
 
 compute_relay_actor spawn_compute_relay(caf::actor_system& system, compute_actor target) {
@@ -161,6 +186,10 @@ std::string adopt_lost_worker(scheduler_actor self, member_entry& m, const std::
         return st.plan.nodes.at(static_cast<std::size_t>(node)).name + " holds " + st.plan.actors[a].name
                + ", which no worker adopts (on_worker_loss = adopt covers bsp)";
     }
+  if (auto spare = std::find_if(st.members.begin(), st.members.end(),
+                                [](const member_entry& e) { return e.spare && e.node < 0 && !e.gone; });
+      spare != st.members.end())
+    return hand_to_spare(self, m, *spare, nodes, what);
   auto* chosen = const_cast<member_entry*>(choose_adopter(st));
   if (!chosen)
     return "no worker is left to adopt its computes";
@@ -184,7 +213,10 @@ bool on_adopted(scheduler_actor self, member_entry& m, const ready_message& read
   if (st.at != scheduler_phase::training || at == m.adopting.end())
     return false;
   m.adopting.erase(at);
-  m.adopted_nodes.push_back(node);
+  if (node != m.node)  // (a spare's first is its own node now)
+    m.adopted_nodes.push_back(node);
+  else
+    m.ready = true;
   for (auto a : st.plan.actors_on(node)) {
     if (st.plan.actors[a].role != plan_role::compute)
       continue;

@@ -51,7 +51,7 @@ int expected(const scheduler_state& st, node_kind role) {
 
 int count(const scheduler_state& st, node_kind role, bool ready_only = false) {
   return static_cast<int>(std::count_if(st.members.begin(), st.members.end(), [&](const member_entry& m) {
-    return m.role == role && (!ready_only || m.ready);
+    return m.role == role && !m.spare && (!ready_only || m.ready);
   }));
 }
 
@@ -169,7 +169,7 @@ void on_session_failed(scheduler_actor self, caf::error err) {
 std::string threads_text(const scheduler_state& st) {
   std::string text;
   for (const auto& m : st.members)
-    if (m.role == node_kind::worker)
+    if (m.role == node_kind::worker && m.node >= 0)  // (a spare has no node)
       text += (text.empty() ? "" : ", ") + st.plan.nodes.at(static_cast<std::size_t>(m.node)).name + " "
               + std::to_string(m.threads);
   return "compute threads: " + text
@@ -187,7 +187,8 @@ void start_training(scheduler_actor self) {
                                + "; training");
   std::vector<channel_actor> link_of_node(st.plan.nodes.size());
   for (auto& m : st.members)
-    link_of_node.at(static_cast<std::size_t>(m.node)) = m.link;
+    if (m.node >= 0)  // (a spare has no node)
+      link_of_node.at(static_cast<std::size_t>(m.node)) = m.link;
   auto& system = self->system();
   const auto plan = st.plan;
   session_sinks sinks;
@@ -269,21 +270,27 @@ void assign(scheduler_actor self, node_kind role) {
                                                  "replicas = 2 the other servers link to it before it is ready");
         servers.push_back({static_cast<std::uint32_t>(m.node), m.host, m.port});
       }
-  for (auto& m : st.members) {
-    if (m.role != role)
-      continue;
-    assignment_message a;
-    a.rank = static_cast<std::uint32_t>(m.rank);
-    a.node = static_cast<std::uint32_t>(m.node);
-    a.job = st.job_bytes;
-    a.job_hash = st.job_hash;
-    a.plan_hash = st.plan.hash;
-    a.facts = st.facts;
-    a.servers = servers;
-    a.threads = static_cast<std::uint32_t>(std::max(0, st.options->threads));
-    caf::anon_send(m.to, assignment_atom::value, std::move(a));
-  }
+  for (auto& m : st.members)
+    if (m.role == role && !m.spare)
+      caf::anon_send(m.to, assignment_atom::value, assignment_for(st, m, servers));
 }
+
+} // namespace
+
+assignment_message assignment_for(const scheduler_state& st, const member_entry& m, std::vector<endpoint> servers) {
+  assignment_message a;
+  a.rank = static_cast<std::uint32_t>(m.rank);
+  a.node = static_cast<std::uint32_t>(m.node);
+  a.job = st.job_bytes;
+  a.job_hash = st.job_hash;
+  a.plan_hash = st.plan.hash;
+  a.facts = st.facts;
+  a.servers = std::move(servers);
+  a.threads = static_cast<std::uint32_t>(std::max(0, st.options->threads));
+  return a;
+}
+
+namespace {
 
 // Why a node's own config is not the scheduler's job: the keys that differ when its join
 // carried the job, the hashes as `troupe check` prints them.
@@ -330,6 +337,35 @@ std::string settle_server_host(const cluster_node_options& options, const std::v
   return "";
 }
 
+// A spare worker (launch --spares, node --spare, or any worker joining a run in training): kept
+// unassigned until a worker is lost, when it takes the lost node (scheduler_adoption.cpp).
+template <class Refuse>
+void join_spare(scheduler_actor self, const channel_actor& link, const join_message& join, Refuse refuse) {
+  auto& st = self->state;
+  if (st.at != scheduler_phase::joining && st.at != scheduler_phase::servers_assigned
+      && st.at != scheduler_phase::workers_assigned && st.at != scheduler_phase::training)
+    return refuse("the run is ending");
+  if (member_of(st, link.address()))
+    return refuse("it joined twice");
+  if (join.job_hash != 0 && join.job_hash != job_hash_without_counts(st.job))
+    return refuse(other_job_text(st.job, join));
+  member_entry m;
+  m.link = link;
+  m.to = spawn_member_control_proxy(self->system(), link);
+  m.role = node_kind::worker;
+  m.spare = true;
+  m.host = join.host;
+  m.seen_from = join.seen_from;
+  m.pid = join.pid;
+  self->monitor(link);
+  st.members.push_back(m);
+  log_node_line(*st.options, "scheduler: " + m.name() + " joined as a spare; "
+                               + (st.job.nodes.adopt_on_worker_loss
+                                    ? "it takes the place of the first worker lost in training (on_worker_loss = adopt)"
+                                    : std::string("it stays idle: on_worker_loss is ") + worker_loss_policy(st.job.nodes)
+                                        + ", not adopt"));
+}
+
 void on_join(scheduler_actor self, const channel_actor& link, const join_message& join) {
   auto& st = self->state;
   auto refuse = [&](const std::string& why) {
@@ -340,6 +376,8 @@ void on_join(scheduler_actor self, const channel_actor& link, const join_message
   };
   if (join.role == node_kind::scheduler)
     return refuse("a scheduler cannot join another scheduler");
+  if (join.role == node_kind::worker && (join.spare || st.at == scheduler_phase::training))
+    return join_spare(self, link, join, refuse);
   if (st.at != scheduler_phase::joining)
     return refuse("the run has started");
   if (member_of(st, link.address()))
@@ -449,6 +487,10 @@ void on_goodbye(scheduler_actor self, const channel_actor& link, const shutdown_
     return answer_if_done(self, false);
   }
   m->gone = true;
+  if (m->spare && m->node < 0) {
+    log_node_line(*st.options, "scheduler: " + m->name() + " stopped: " + end.reason + "; a spare, it held nothing: the run goes on");
+    return;
+  }
   if (goes_on_without(self, *m, "stopped: " + end.reason))
     return;
   for (auto& lost : st.members)
@@ -460,6 +502,10 @@ void on_goodbye(scheduler_actor self, const channel_actor& link, const shutdown_
 
 void on_member_lost(scheduler_actor self, member_entry& m, const std::string& what) {
   m.gone = true;
+  if (m.spare && m.node < 0) {  // it held nothing
+    log_node_line(*self->state.options, "scheduler: " + what + "; a spare, it held nothing: the run goes on");
+    return;
+  }
   if (goes_on_without(self, m, what))
     return;
   const auto not_adopted = m.role == node_kind::server ? promote_lost_server(self, m, what) : adopt_lost_worker(self, m, what);

@@ -56,13 +56,17 @@ struct member_entry {
   int threads = 0;        // the compute threads it uses (its ready)
   bool ready = false;
   bool gone = false;
+  /// A spare worker (join_message::spare): no node until it takes over a lost worker's (then
+  /// `node` and `rank` are that worker's).
+  bool spare = false;
   std::vector<int> adopted_nodes;  // lost worker nodes whose computes it runs (on_worker_loss = adopt)
   std::vector<int> adopting;       // told to adopt, not ready with them yet
   std::vector<int> promoted_nodes;  // lost server nodes whose shards it serves (replicas = 2)
   int promoting = -1;               // the lost server node it was told to promote, not ready yet
   std::string name() const {
-    return std::string(to_string(role)) + " " + std::to_string(rank) + " (pid " + std::to_string(pid)
-           + (seen_from.empty() ? " on " + host : " from " + host_of_address(seen_from)) + ")";
+    return (spare ? "spare " : "") + std::string(to_string(role)) + (rank >= 0 ? " " + std::to_string(rank) : "")
+           + " (pid " + std::to_string(pid) + (seen_from.empty() ? " on " + host : " from " + host_of_address(seen_from))
+           + ")";
   }
 };
 
@@ -144,6 +148,9 @@ void end_gathering_if_complete(scheduler_actor self);
 /// did not answer) and answers the coordinator: yes, or `run_ends` when the run ends with
 /// that failure. Nothing when no gathering is under way.
 void end_gathering(scheduler_actor self, caf::error run_ends = caf::error{});
+
+/// Member `m`'s assignment: its rank and node, the job, the plan's hash and facts, `servers`.
+assignment_message assignment_for(const scheduler_state& st, const member_entry& m, std::vector<endpoint> servers);
 
 // Adopted workers (scheduler_adoption.cpp).
 compute_relay_actor spawn_compute_relay(caf::actor_system& system, compute_actor target);

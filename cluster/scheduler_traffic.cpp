@@ -19,7 +19,10 @@ namespace troupe {
 
 namespace {
 
-bool answered(const traffic_gathering& g, const member_entry& m) { return g.answers.count(m.node) > 0; }
+// (A member not asked, a spare without a node, is no answer missing.)
+bool answered(const traffic_gathering& g, const member_entry& m) {
+  return m.node < 0 || g.asked.count(m.node) == 0 || g.answers.count(m.node) > 0;
+}
 
 // Why no epoch passes once the run is ending: the failure it ends with, when there is one.
 caf::error run_is_ending(scheduler_actor self) {
@@ -44,7 +47,7 @@ caf::result<bool> on_epoch_done(scheduler_actor self, std::int64_t epoch, deadli
   auto promise = self->make_response_promise<bool>();
   st.gathering = traffic_gathering{epoch, ++st.gatherings, {}, {}, promise};
   for (auto& m : st.members)
-    if (!m.gone) {
+    if (!m.gone && m.node >= 0) {  // (a spare has no node, and moved nothing)
       st.gathering->asked.insert(m.node);
       caf::anon_send(m.to, traffic_query_atom::value, traffic_query_message{epoch});
     }
@@ -111,8 +114,9 @@ void end_gathering(scheduler_actor self, caf::error run_ends) {
     st.traffic_table.add(st.plan.nodes.at(static_cast<std::size_t>(node)).name, peers);
   std::vector<peer_traffic> mine;
   for (auto& entry : st.traffic->snapshot()) {
-    if (auto* m = member_of(st, entry.link))
-      entry.traffic.peer = st.plan.nodes.at(static_cast<std::size_t>(m->node)).name;
+    if (auto* m = member_of(st, entry.link))  // (a spare without a node by its pid)
+      entry.traffic.peer = m->node >= 0 ? st.plan.nodes.at(static_cast<std::size_t>(m->node)).name
+                                        : "spare_pid_" + std::to_string(m->pid);
     mine.push_back(std::move(entry.traffic));
   }
   st.traffic_table.add("scheduler", mine);

@@ -127,11 +127,12 @@ struct Shutdown {
 struct Join {
   role @0 :Role;
   host @1 :Text;    # the address peers reach this node at (servers listen there)
-  port @2 :UInt16;  # unused (0): a server listens once it knows its part (Ready.port)
+  port @2 :UInt16;  # where a server listens (it binds before it joins); 0: a worker
   pid @3 :UInt32;   # for the scheduler's log
   rank @4 :Int32 = -1;  # the rank within its role a launcher gave it (MPI, Slurm, troupe launch); -1: any
   jobHash @5 :UInt64;   # the job its own config resolves to, process counts left out; 0: none
   job @6 :Data;         # that job (as Assignment.job), so a refusal can name the keys that differ; empty: none
+  spare @7 :Bool;       # a worker that waits, unassigned, to take over a lost worker's place (launch --spares)
 }
 
 # Where a server node listens.
@@ -159,6 +160,7 @@ struct Assignment {
   facts @5 :DataFacts;
   servers @6 :List(Endpoint);  # every server node (workers connect to them)
   threads @7 :UInt32;    # compute threads the scheduler was given (flag or config); 0: none, each node picks
+  adopt @8 :Bool;        # a spare given a lost worker's node during training: its computes recompute the step in flight
 }
 
 # A node has spawned its part of the plan (and, a worker, reached every server).

@@ -4,6 +4,8 @@ lost nothing (on_worker_loss = adopt; docs/operations.md, "A lost worker").
 
 usage: adopt_run.py TROUPE CONFIG SERVERS WORKERS KILL_EPOCH [--spares K] [troupe flags...]
 
+With --spares K (given to troupe launch) the spare must be the one that takes the place.
+
 Runs `troupe launch -n WORKERS -s SERVERS --config CONFIG --on-worker-loss adopt [flags]`,
 waits until the scheduler logs a batch past the middle of epoch KILL_EPOCH (its progress lines,
 `Epoch[E] Batch [B]` past half the `x N batches` the start line names), then SIGKILLs the last worker process (its pid from the scheduler's
@@ -46,8 +48,8 @@ def main():
     if rest[:1] == ["--spares"]:
         launch_only, rest = rest[:2], rest[2:]
     workdir = tempfile.mkdtemp(prefix="troupe-adopt-")
-    command = [troupe, "launch", "-n", workers, "-s", servers, "--config", config, "--on-worker-loss", "adopt"] \
-        + launch_only + rest
+    command = [troupe, "launch", "-n", workers, "-s", servers] + launch_only \
+        + ["--config", config, "--on-worker-loss", "adopt"] + rest
     # Line-buffered output (stdbuf's setting reaches the nodes through the environment), so
     # the scheduler's progress lines arrive while the epoch runs.
     proc = subprocess.Popen(["stdbuf", "-oL"] + command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=workdir,
@@ -92,8 +94,13 @@ def main():
             raise SystemExit(f"FAIL: no adopted compute says where it recomputes from\n{out[-5000:]}")
         if m.group(2) != kill_epoch or not 0 < int(m.group(3)) < int(m.group(4)):
             raise SystemExit(f"FAIL: the kill did not land inside epoch {kill_epoch}'s training: {m.group(0)}")
-        for pattern in (rf"lost worker {victim_rank} \(pid {victim}", r"adopts compute_", r"serves the computes of worker_",
-                        r"adopted worker_"):
+        patterns = [rf"lost worker {victim_rank} \(pid {victim}", r"adopts compute_", r"serves the computes of worker_",
+                    r"adopted worker_"]
+        if launch_only:  # the spare, not a survivor, takes the place
+            patterns += [r"spare worker \(pid \d+ [^)]*\) joined as a spare",
+                         r"spare worker \d+ \(pid \d+ [^)]*\) adopts compute_.* \(a spare, idle until now",
+                         r"\[spare 0\] worker_\d+: adopted worker_\d+ \(.*\) as a spare"]
+        for pattern in patterns:
             if not re.search(pattern, out):
                 raise SystemExit(f"FAIL: no /{pattern}/ in the log\n{out[-5000:]}")
         got = final_weights(out)

@@ -1642,3 +1642,61 @@ CAF_TEST(replicas_need_each_servers_port_at_join) {
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()
+
+CAF_TEST_FIXTURE_SCOPE(spare_tests, scheduler_fixture)
+
+// A spare worker (join_message::spare) joins beside the plan's workers: it is not counted, gets
+// no assignment while the run starts, and its loss before a worker's costs nothing. When a
+// worker is lost in training (adopt), the spare gets the lost node's assignment with `adopt`,
+// and the lost compute's relay is re-pointed at the spare's link once it says ready.
+CAF_TEST(a_spare_takes_a_lost_workers_node) {
+  start(1, 2, false, true);
+  sent_list server_sent, spare_sent, idle_sent;
+  std::vector<sent_list> ws(2);
+  auto server = link(server_sent);
+  std::vector<channel_actor> workers{holding(ws[0]), holding(ws[1])};
+  auto spare = holding(spare_sent);
+  auto idle = link(idle_sent);
+  join_message as_spare{node_kind::worker, "10.0.0.2", 0, 300, -1, 0};
+  as_spare.spare = true;
+  caf::anon_send(node, join_atom::value, spare, as_spare);
+  settle();
+  CAF_CHECK(logged("spare worker (pid 300 on 10.0.0.2) joined as a spare; it takes the place of the first worker lost"));
+  to_training(server, server_sent, workers, ws);
+  CAF_REQUIRE_EQUAL(session->runs, 1);
+  CAF_CHECK_EQUAL(count_of<assignment_message>(spare_sent), 0);
+  // A second spare joins during training (any worker joining then is one), and is lost idle.
+  caf::anon_send(node, join_atom::value, idle, join_message{node_kind::worker, "10.0.0.3", 0, 301, -1, 0});
+  settle();
+  CAF_CHECK(logged("spare worker (pid 301 on 10.0.0.3) joined as a spare"));
+  lost(idle, "the connection closed");
+  CAF_CHECK(!result->answered);
+  CAF_CHECK(logged("a spare, it held nothing: the run goes on"));
+  // Worker 1 is lost mid-phase: the spare takes its node.
+  const int lost_node = worker_node(1);
+  const auto compute = compute_on(lost_node);
+  auto relay = sinks.node.remote.compute(compute);
+  *down.at(workers[1].address()) = true;
+  auto phase = std::make_shared<phase_answer>();
+  spawned.push_back(sys.spawn(ask_train, relay, 0, phase));
+  settle();
+  killed(workers[1]);
+  CAF_CHECK(!result->answered);
+  CAF_CHECK(!phase->answered);
+  CAF_REQUIRE_EQUAL(count_of<assignment_message>(spare_sent), 1);
+  const auto* a = last_of<assignment_message>(spare_sent);
+  CAF_CHECK(a->adopt);
+  CAF_CHECK_EQUAL(a->node, static_cast<std::uint32_t>(lost_node));
+  CAF_CHECK_EQUAL(a->rank, 1u);
+  CAF_CHECK_EQUAL(a->servers.size(), 1u);
+  CAF_CHECK_EQUAL(count_of<adopt_message>(ws[0]), 0);  // not the surviving worker
+  CAF_CHECK(logged("spare worker 1 (pid 300 on 10.0.0.2) adopts compute_1 of worker_1 (a spare, idle until now"));
+  CAF_CHECK_EQUAL(count_of<control_message>(spare_sent), 0);
+  ready(spare, static_cast<std::uint32_t>(lost_node));
+  CAF_REQUIRE_EQUAL(count_of<control_message>(spare_sent), 1);
+  CAF_CHECK(phase->answered);
+  CAF_CHECK_EQUAL(phase->error, "");
+  CAF_CHECK(logged("spare worker 1 (pid 300 on 10.0.0.2) serves the computes of worker_1"));
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()

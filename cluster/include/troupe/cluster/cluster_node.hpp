@@ -80,6 +80,9 @@ struct cluster_node_options {
   /// -1: unknown). With threads from the host share (no count given anywhere), its computes
   /// are bound to the CPUs of that place, so the workers of one host never queue on one core.
   int host_slot = -1;
+  /// A worker that joins as a spare: unassigned until it takes over a lost worker's node
+  /// (join_message::spare).
+  bool spare = false;
   /// Called with the compute threads this node settles on, once assigned and before any of
   /// its actors runs a kernel (the app caps its kernels there). May be empty.
   std::function<void(int)> use_threads;

@@ -109,6 +109,9 @@ struct join_message {
   std::vector<char> job{};     ///< that job serialized (job_transfer.hpp), at most max_job_bytes; empty: none
   /// Not on the wire: the address the connection came from, as the receiving link saw it.
   std::string seen_from{};
+  /// A worker that waits, unassigned, to take over a lost worker's node (troupe launch --spares,
+  /// troupe node --spare); a worker joining a run in training is one too.
+  bool spare = false;
   static constexpr std::size_t max_host_bytes = 255;
   static constexpr std::size_t max_job_bytes = std::size_t{16} << 20;
 };
@@ -134,6 +137,9 @@ struct assignment_message {
   /// The compute threads the scheduler was given (--threads or train.threads); 0: none given,
   /// each node uses its own default (docs/threads.md).
   std::uint32_t threads = 0;
+  /// A spare given the node of a lost worker during training: its computes are adopted
+  /// (they recompute the step in flight) and it says ready naming that node.
+  bool adopt = false;
   static constexpr std::size_t max_job_bytes = std::size_t{16} << 20;
   static constexpr std::size_t max_servers = 4096;
 };

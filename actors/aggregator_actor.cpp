@@ -169,7 +169,7 @@ void forward_step(aggregator_pointer self, std::pair<std::size_t, std::int64_t> 
     .then(
       [=](weight_set& ws) mutable {
         auto& g = self->state.groups[group_id];
-        if (g.have_latest && g.latest_step == id.second - 1) {
+        if (self->state.options.keep_previous && g.have_latest && g.latest_step == id.second - 1) {
           g.previous = std::move(g.latest);
           g.previous_step = g.latest_step;
         } else {
@@ -311,7 +311,8 @@ caf::result<weight_set> rewind(aggregator_pointer self, std::int64_t step, deadl
               promise.deliver(make_error(errc::bad_request, "aggregator " + std::to_string(st.options.position)
                                                               + ": the weights before step " + std::to_string(before)
                                                               + " of the group of key " + std::to_string(first)
-                                                              + " are not kept here"));
+                                                              + " are not kept here"
+                                                              + (st.options.keep_previous ? "" : " (it keeps none: on_worker_loss is not adopt)")));
               return;
             }
           }

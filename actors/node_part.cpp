@@ -363,7 +363,7 @@ void spawn_node_part(caf::actor_system& system, const training_job& job, const p
         b.wired.route(a, downstream, route_carries::summed_gradients);
       }
     },
-    job.epochs * plan.steps_per_epoch);
+    job.epochs * plan.steps_per_epoch, job.nodes.adopt_on_worker_loss);
   part.targets = std::move(side.targets);
   part.own_shards = std::move(side.shards);
   // Stand-ins for targets elsewhere end with the part too.

@@ -35,15 +35,16 @@ param_shard_actor spawn_planned_shard(caf::actor_system& system, const placement
 push_targets spawn_push_side(caf::actor_system& system, const placement_plan& plan,
                              const std::vector<tensor>& initial,
                              const optimizer_options& optimizer, const spawn_observer& spawned,
-                             std::int64_t step_limit) {
-  return spawn_push_side_of_node(system, plan, -1, {}, initial, optimizer, spawned, step_limit).targets;
+                             std::int64_t step_limit, bool rewindable) {
+  return spawn_push_side_of_node(system, plan, -1, {}, initial, optimizer, spawned, step_limit, rewindable).targets;
 }
 
 push_side spawn_push_side_of_node(caf::actor_system& system, const placement_plan& plan,
                                      int node, const remote_push_target& remote,
                                      const std::vector<tensor>& initial,
                                      const optimizer_options& optimizer,
-                                     const spawn_observer& spawned, std::int64_t step_limit) {
+                                     const spawn_observer& spawned, std::int64_t step_limit,
+                                     bool rewindable) {
   // node -1: every actor (one process).
   auto here = [&](std::size_t i) { return node < 0 || plan.actors[i].node == node; };
   // Start values matter only to a node that holds shards (a worker may pass none).
@@ -85,7 +86,7 @@ push_side spawn_push_side_of_node(caf::actor_system& system, const placement_pla
       downstream = caf::actor_cast<caf::actor>(targets[down.to]);
       targets[i] = spawn_aggregator(system, targets[down.to],
                                     aggregator_options{a.sources, a.need, a.deterministic,
-                                                       a.position});
+                                                       a.position, rewindable});
     } else {
       continue;
     }

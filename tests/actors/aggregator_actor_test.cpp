@@ -213,7 +213,7 @@ TEST_CASE("aggregator takes a source contribution to a step once, a repeat gets 
 // Rewind: the weights before the step in flight, one step back where a group has summed it.
 TEST_CASE("aggregator rewinds to the weights before the step in flight") {
   fixture f;
-  auto agg = spawn_aggregator(f.sys, f.shard, aggregator_options{1, 0, true, 0});
+  auto agg = spawn_aggregator(f.sys, f.shard, aggregator_options{1, 0, true, 0, true});
   auto to = caf::actor_cast<caf::actor>(agg);
   auto rewind_to = [&](std::int64_t step) {
     weight_set out;
@@ -238,5 +238,29 @@ TEST_CASE("aggregator rewinds to the weights before the step in flight") {
   std::string refused;
   two_back.receive([](weight_set&) {}, [&](caf::error& e) { refused = error_text(e); });
   CHECK_THAT(refused, Catch::Contains("cannot give the weights before step 0"));
+  f.self->send_exit(agg, caf::exit_reason::user_shutdown);
+}
+
+// Without keep_previous (every run but on_worker_loss = adopt) no weights are kept one step
+// back: a rewind that needs them is refused, saying why; once every group summed the step, the
+// weights before the next are downstream's own and are given.
+TEST_CASE("aggregator without keep_previous refuses a rewind one step back, naming why") {
+  fixture f;
+  auto agg = spawn_aggregator(f.sys, f.shard, aggregator_options{1, 0, true, 0});
+  auto to = caf::actor_cast<caf::actor>(agg);
+  answer(f.self, agg, push_of(0, 0, {0}, {tensor::from_values({2}, {1, 1})}));
+  answer(f.self, agg, push_of(0, 0, {1}, {tensor::from_values({1}, {1})}));
+  answer(f.self, agg, push_of(0, 1, {0}, {tensor::from_values({2}, {1, 1})}));
+  std::string refused;
+  f.self->request(to, std::chrono::seconds(10), rewind_atom::value, std::int64_t{-1}, deadline::after(std::chrono::seconds(10)))
+    .receive([](weight_set&) {}, [&](caf::error& e) { refused = error_text(e); });
+  CHECK_THAT(refused, Catch::Contains("are not kept here (it keeps none: on_worker_loss is not adopt)"));
+  answer(f.self, agg, push_of(0, 1, {1}, {tensor::from_values({1}, {1})}));  // step 1 whole: nothing to rewind
+  weight_set after;
+  f.self->request(to, std::chrono::seconds(10), rewind_atom::value, std::int64_t{-1}, deadline::after(std::chrono::seconds(10)))
+    .receive([&](weight_set& ws) { after = std::move(ws); }, [&](caf::error& e) { FAIL(error_text(e)); });
+  CHECK(after.before_step == 2);
+  REQUIRE(after.weights.size() == 2);
+  CHECK(after.weights[0].data()[0] == -2.0f);
   f.self->send_exit(agg, caf::exit_reason::user_shutdown);
 }

@@ -13,8 +13,8 @@
 //   (stats_atom)               -> int64, int64 sums forwarded, late pushes dropped
 //   (rewind_atom, step, deadline) -> weight_set  every key's weights before `step` (-1: the
 //                                              step in flight here), as rewind_target_actor
-//                                              (messages.hpp) says; each group keeps its
-//                                              weights one step back for it
+//                                              (messages.hpp) says; with keep_previous each
+//                                              group keeps its weights one step back for it
 //   (repeats_atom)             -> int64        contributions a source sent again, dropped
 //   (seed_atom, vector<applied_group>) -> ()     a promoted backup's aggregator (replicas = 2)
 //                                              starts where its downstream is: each group
@@ -65,6 +65,10 @@ struct aggregator_options {
   int need = 0;             ///< contributions that complete a step; 0 means all sources
   bool deterministic = true;
   int position = 0;         ///< this aggregator's source index in its downstream aggregator
+  /// Keep each group's weights one step back (a model-sized set of handles, which holds one
+  /// more buffer per key at the shard), so that an adopted compute can rewind to the step in
+  /// flight (on_worker_loss = adopt); without, a rewind before the latest step is refused.
+  bool keep_previous = false;
 };
 
 /// Throws std::invalid_argument for sources < 1, need outside [0, sources] (0: all sources)

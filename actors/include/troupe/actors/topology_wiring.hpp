@@ -39,11 +39,13 @@ using push_targets = std::vector<push_target_actor>;
 /// the plan. Throws std::invalid_argument if `initial` does not match the plan's parameters
 /// (only read where shards are spawned: a node without shards may pass none).
 /// `step_limit`: the run's steps (epochs x plan.steps_per_epoch), which the shards refuse
-/// pushes beyond (shard_options::step_limit); 0: no limit.
+/// pushes beyond (shard_options::step_limit); 0: no limit. `rewindable`: the aggregators keep
+/// each group's weights one step back, for adopted computes (aggregator_options::keep_previous;
+/// on_worker_loss = adopt).
 push_targets spawn_push_side(caf::actor_system& system, const placement_plan& plan,
                              const std::vector<tensor>& initial,
                              const optimizer_options& optimizer, const spawn_observer& spawned,
-                             std::int64_t step_limit = 0);
+                             std::int64_t step_limit = 0, bool rewindable = false);
 
 /// Gives the push target at plan actor index `actor`, which lives on another node: a stand-in
 /// reaching it (troupe/cluster/remote_proxies.hpp).
@@ -81,7 +83,8 @@ push_side spawn_push_side_of_node(caf::actor_system& system, const placement_pla
                                      int node, const remote_push_target& remote,
                                      const std::vector<tensor>& initial,
                                      const optimizer_options& optimizer,
-                                     const spawn_observer& spawned, std::int64_t step_limit = 0);
+                                     const spawn_observer& spawned, std::int64_t step_limit = 0,
+                                     bool rewindable = false);
 
 /// Where pushes from other nodes enter node `node`, by shard: (shard, plan actor index) of
 /// each actor here that a route from another node pushes to (in BSP the aggregator in front

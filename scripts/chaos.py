@@ -131,8 +131,8 @@ VARIANTS = {
                          deterministic=True),
     "bsp-adopt": dict(config="chaos_bsp.troupe", flags=["--on-worker-loss", "adopt"], needs={"adopt"},
                       deterministic=True),
-    "bsp-spare": dict(config="chaos_bsp.troupe", flags=[], needs={"spares"}, deterministic=True, starter="launch",
-                      launch_flags=["--spares", "1"]),
+    "bsp-spare": dict(config="chaos_bsp.troupe", flags=["--on-worker-loss", "adopt"], needs={"spares", "adopt"},
+                      deterministic=True, starter="launch", launch_flags=["--spares", "1"]),
     # Jobs that save every epoch under the trial's folder (`saves`): with one restart, run by
     # scripts/chaos_restarts.py (the `resume` moment takes two); with none, a loss still stops them.
     "bsp-restarts": dict(config="chaos_bsp.troupe", flags=["--save-period", "1"], needs={"max-restarts", "checkpoints"},
@@ -515,11 +515,13 @@ def check(trial, outcome, t, pids, codes, reference):
                 continue
             line = error_line(t.text(name, "err"))
             role, rank = (name.split("_") + [""])[:2]
-            if not re.search(rf"\b{role} {rank} \(pid {pids[name]} ", t.text("scheduler", "err")) and line and \
+            if not re.search(rf"\b{role} {rank} \(pid {pids[name]} ", t.text("scheduler", "err")) and (
+                    line is None or
                     re.search(r"no scheduler at \S+ within \d+ s \(--join-timeout\)|"
-                              r"lost the scheduler at [\d:.]+ UTC: the connection to scheduler at \S+ closed$", line):
+                              r"lost the scheduler at [\d:.]+ UTC: the connection to scheduler at \S+ closed$", line)):
                 # it had not joined (not yet connected, or its join not yet read) when the scheduler
-                # ended the run: it hears no reason (docs/operations.md, "Chaos runs")
+                # ended the run: it hears no reason (docs/operations.md, "Chaos runs"); under launch,
+                # still retrying, it is ended by the launcher's SIGTERM and says nothing
                 continue
             if victim == "scheduler":
                 # a member may name the server it shared the lost scheduler with (docs/operations.md)
@@ -697,7 +699,9 @@ def run_trial(troupe, trial, references, keep):
         if isinstance(t, LaunchTrial):  # launch ends with its nodes, with the first failing one's status
             try:
                 code = t.launch.wait(max(0.1, fault_at + DETECT_BOUND_S + VICTIM_BOUND_S - time.time()))
-                if (code == 0) != all(c == 0 for c in codes.values()):  # (a killed victim counts too)
+                # (a victim killed by a signal is the scheduler's to replace: launch exits 0 when
+                # the run goes on without it; any other status counts)
+                if (code == 0) != all(c == 0 for n, c in codes.items() if not (n == trial["victim"] and c < 0)):
                     problems.append(f"troupe launch exited {code} after its nodes exited {codes}")
             except subprocess.TimeoutExpired:
                 problems.append("troupe launch still runs after its nodes ended")

@@ -52,10 +52,12 @@ void set_up_checkpoints(const training_job& job, const placement_plan& plan, mod
   options.save_period = c.save_period;
   if (c.load_epoch < 0)
     return;
-  if (c.load_epoch >= job.epochs)
+  // After the last epoch (a job restarted by `troupe launch --max-restarts` that failed once
+  // its final checkpoint was saved) nothing is trained: the run restores and reports the
+  // checkpoint's weights as the final ones.
+  if (c.load_epoch > job.epochs)
     throw std::invalid_argument("checkpoints: resuming after epoch " + std::to_string(c.load_epoch)
-                                + " leaves nothing to train of the job's " + std::to_string(job.epochs)
-                                + " epochs");
+                                + " goes past the job's " + std::to_string(job.epochs) + " epochs");
   // The one-process file or a cluster run's manifest and parts, whichever the epoch has.
   const auto path = existing_checkpoint_path(c.prefix, c.load_epoch);
   auto loaded = c.loaded ? c.loaded
@@ -65,9 +67,13 @@ void set_up_checkpoints(const training_job& job, const placement_plan& plan, mod
                    + std::to_string(c.load_epoch) + " (a renamed file?)");
   check_resumable(*loaded, path, reference, plan.workers, plan.keys.shards.size(), plan.steps_per_epoch);
   options.resume = std::move(loaded);
-  if (auto* log = sinks.output.log)
-    *log << "Resuming from " << path << ": epochs " << c.load_epoch << " to " << job.epochs - 1
-         << std::endl;
+  if (auto* log = sinks.output.log) {
+    if (c.load_epoch == job.epochs)
+      *log << "Resuming from " << path << ": every epoch of the job was trained; its weights are the final ones"
+           << std::endl;
+    else
+      *log << "Resuming from " << path << ": epochs " << c.load_epoch << " to " << job.epochs - 1 << std::endl;
+  }
 }
 
 // Opens the data, plans the run and spawns this process's part of it: every actor of a

@@ -135,6 +135,19 @@ TEST_CASE("the resumed weights depend on the restored momentum and batch-norm st
   CHECK(resumed.phases[1].loss_sum != whole.phases[5].loss_sum);
 }
 
+// The checkpoint of the job's last epoch (a job that failed once its final checkpoint was
+// saved, restarted by troupe launch --max-restarts): nothing is trained, and the final
+// weights are those of the run that saved it.
+TEST_CASE("resuming after the last epoch trains nothing and ends with the saved weights") {
+  test::temp_dir dir;
+  auto job = small_job();
+  const auto whole = run(job, dir.file("m"));
+  const auto resumed = run(job, dir.file("m"), job.epochs);
+  REQUIRE_FALSE(whole.final_weights.empty());
+  CHECK(resumed.phases.empty());
+  CHECK(same_weights(whole, resumed));
+}
+
 TEST_CASE("a checkpoint that does not fit the job is refused before training, naming the file") {
   test::temp_dir dir;
   const auto prefix = dir.file("m");
@@ -162,7 +175,7 @@ TEST_CASE("a checkpoint that does not fit the job is refused before training, na
   other = job;
   other.train_batches.batch_size = 64;
   CHECK_THROWS_WITH(run(other, prefix, 1), Contains("8 steps per epoch, this run has 4"));
-  CHECK_THROWS_WITH(run(job, prefix, 4), Contains("leaves nothing to train"));
+  CHECK_THROWS_WITH(run(job, prefix, 5), Contains("resuming after epoch 5 goes past the job's 4 epochs"));
   CHECK_THROWS_WITH(run(job, "", 1), Contains("needs the model prefix"));
   std::filesystem::rename(checkpoint_path(prefix, 2), checkpoint_path(prefix, 3));
   CHECK_THROWS_WITH(run(job, prefix, 3), Contains("holds the state after epoch 2, not 3"));

@@ -10,10 +10,9 @@ Each trial draws, from random.Random("S:K") (so `--seed S --trial K` replays tri
            (on_worker_loss = stop), its nodes started by hand (each `troupe node` with --rank)
            or by one `troupe launch` (its output split by prefix; a node's pid from the
            scheduler's join line; its exit status from launch's line), or async with
-           on_worker_loss = continue. Configurations that
-           need what Troupe does not do yet (--replicas 2, --spares 1, on_worker_loss = adopt)
-           are in the table too and taken only when the binary supports them (found from
-           `troupe node --help` / `troupe launch --help`). Jobs that save every epoch under
+           on_worker_loss = continue; bsp-replicas (--replicas 2), bsp-adopt (on_worker_loss =
+           adopt) and bsp-spare (adopt, under launch --spares 1), taken only when the binary
+           supports them (found from `troupe node --help` / `troupe launch --help`). Jobs that save every epoch under
            launch with --max-restarts 1 (bsp-restarts, run by scripts/chaos_restarts.py: read
            its docstring) or 0 (bsp-no-restarts: a loss stops them as without checkpoints)
   victim   the scheduler, a server (server_0, server_1) or a worker (worker_0, worker_1)

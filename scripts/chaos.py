@@ -698,9 +698,11 @@ def run_trial(troupe, trial, references, keep):
         if isinstance(t, LaunchTrial):  # launch ends with its nodes, with the first failing one's status
             try:
                 code = t.launch.wait(max(0.1, fault_at + DETECT_BOUND_S + VICTIM_BOUND_S - time.time()))
-                # (a victim killed by a signal is the scheduler's to replace: launch exits 0 when
-                # the run goes on without it; any other status counts)
-                if (code == 0) != all(c == 0 for n, c in codes.items() if not (n == trial["victim"] and c < 0)):
+                # (a server or worker killed by a signal is the scheduler's to replace: launch
+                # exits 0 when the run goes on without it; any other status counts, and a killed
+                # scheduler always does)
+                if (code == 0) != all(c == 0 for n, c in codes.items()
+                                      if not (n == trial["victim"] and c < 0 and n != "scheduler")):
                     problems.append(f"troupe launch exited {code} after its nodes exited {codes}")
             except subprocess.TimeoutExpired:
                 problems.append("troupe launch still runs after its nodes ended")

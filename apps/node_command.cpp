@@ -265,6 +265,13 @@ int node_command(const std::vector<std::string>& args) {
     // the run before the others start. The session takes it from here (its fit to the model is
     // checked when training starts).
     auto& c = cli.output.checkpoint;
+    // A resumed run restores the primaries only: backups that started from the job's initial
+    // weights would, once promoted, train on wrong weights without a word. Refused until the
+    // parts restore the backups too.
+    if (c.load_epoch >= 0 && cli.job.nodes.replicas > 1)
+      throw usage_error("--load-epoch with --replicas 2 (cluster.replicas): a resumed run restores the primary "
+                        "shards only, and a promoted backup would hold the job's initial weights; resume with "
+                        "--replicas 1 (docs/operations.md, \"A lost server\")");
     if (c.load_epoch >= 0 && !c.prefix.empty())
       c.loaded = std::make_shared<const training_checkpoint>(read_any_checkpoint(c.prefix, c.load_epoch));
   }

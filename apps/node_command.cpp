@@ -260,18 +260,18 @@ int node_command(const std::vector<std::string>& args) {
   // or worker ignores --model-prefix / --load-epoch (troupe launch gives every node the same
   // flags).
   if (options.role == node_kind::scheduler) {
-    check_prefix_folder(cli.output.checkpoint.prefix);
-    // A checkpoint to resume from is read here, before any node is let in: a damaged one ends
-    // the run before the others start. The session takes it from here (its fit to the model is
-    // checked when training starts).
     auto& c = cli.output.checkpoint;
     // A resumed run restores the primaries only: backups that started from the job's initial
-    // weights would, once promoted, train on wrong weights without a word. Refused until the
-    // parts restore the backups too.
+    // weights would, once promoted, train on wrong weights without a word. Refused (before the
+    // prefix's folder is made) until the parts restore the backups too.
     if (c.load_epoch >= 0 && cli.job.nodes.replicas > 1)
       throw usage_error("--load-epoch with --replicas 2 (cluster.replicas): a resumed run restores the primary "
                         "shards only, and a promoted backup would hold the job's initial weights; resume with "
                         "--replicas 1 (docs/operations.md, \"A lost server\")");
+    check_prefix_folder(c.prefix);
+    // A checkpoint to resume from is read here, before any node is let in: a damaged one ends
+    // the run before the others start. The session takes it from here (its fit to the model is
+    // checked when training starts).
     if (c.load_epoch >= 0 && !c.prefix.empty())
       c.loaded = std::make_shared<const training_checkpoint>(read_any_checkpoint(c.prefix, c.load_epoch));
   }

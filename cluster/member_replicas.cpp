@@ -28,21 +28,13 @@
 #include <troupe/cluster/remote_proxies.hpp>
 
 #include "member_state.hpp"
+#include "replica_ring.hpp"
 #include "node_common.hpp"
 
 namespace troupe {
 
 namespace {
 
-std::vector<int> server_nodes(const placement_plan& plan) {
-  std::vector<int> out;
-  for (std::size_t n = 0; n < plan.nodes.size(); ++n)
-    if (plan.nodes[n].kind == node_kind::server)
-      out.push_back(static_cast<int>(n));
-  return out;
-}
-
-// "shard_0, shard_1": the shards plan node `node` holds.
 // What a shard replicates to when its backup's server could not be reached: every replication
 // fails as a lost link's would (errc::peer_down), so the shard holds its answers.
 shard_backup_actor unreachable_backup(caf::actor_system& system, std::string why) {
@@ -51,14 +43,6 @@ shard_backup_actor unreachable_backup(caf::actor_system& system, std::string why
       return make_error(errc::peer_down, "cannot reach " + why);
     }};
   });
-}
-
-std::string shard_names(const placement_plan& plan, int node) {
-  std::string text;
-  for (auto i : plan.actors_on(node))
-    if (plan.actors[i].role == plan_role::shard)
-      text += (text.empty() ? "" : ", ") + plan.actors[i].name;
-  return text.empty() ? "no shard" : text;
 }
 
 const std::string& node_name(const placement_plan& plan, int node) {
@@ -118,14 +102,12 @@ void promote_backups(member_actor self, int node) {
 void spawn_backups(member_actor self, const training_job& job, const std::vector<tensor>& initial) {
   auto& st = self->state;
   auto& r = st.replicas;
-  const auto servers = server_nodes(st.plan);
-  const auto at = std::find(servers.begin(), servers.end(), st.part_node);
-  if (servers.size() < 2 || at == servers.end())
+  r.backed_node = previous_server(st.plan, st.part_node);
+  r.backup_node = next_server(st.plan, st.part_node);
+  if (r.backed_node < 0 || r.backup_node < 0)
     throw std::invalid_argument("replicas = 2 needs at least 2 server processes, and the plan has "
-                                + std::to_string(servers.size()));
-  const auto mine = static_cast<std::size_t>(at - servers.begin());
-  r.backed_node = servers[(mine + servers.size() - 1) % servers.size()];
-  r.backup_node = servers[(mine + 1) % servers.size()];
+                                + std::to_string(std::count_if(st.plan.nodes.begin(), st.plan.nodes.end(),
+                                                               [](const auto& n) { return n.kind == node_kind::server; })));
   const auto& plan = st.plan;
   auto remote = [&](std::size_t actor) -> push_target_actor {
     throw std::invalid_argument("the backups of " + node_name(plan, r.backed_node) + " would push to "

@@ -20,38 +20,10 @@
 
 #include <troupe/cluster/remote_proxies.hpp>
 
+#include "replica_ring.hpp"
 #include "scheduler_state.hpp"
 
 namespace troupe {
-
-namespace {
-
-std::vector<int> server_ring(const placement_plan& plan) {
-  std::vector<int> out;
-  for (std::size_t n = 0; n < plan.nodes.size(); ++n)
-    if (plan.nodes[n].kind == node_kind::server)
-      out.push_back(static_cast<int>(n));
-  return out;
-}
-
-// The server node holding the backups of server node `node`: the next one in the ring.
-int backup_holder(const placement_plan& plan, int node) {
-  const auto ring = server_ring(plan);
-  const auto at = std::find(ring.begin(), ring.end(), node);
-  if (ring.size() < 2 || at == ring.end())
-    return -1;
-  return ring[(static_cast<std::size_t>(at - ring.begin()) + 1) % ring.size()];
-}
-
-std::string shard_names(const placement_plan& plan, int node) {
-  std::string text;
-  for (auto i : plan.actors_on(node))
-    if (plan.actors[i].role == plan_role::shard)
-      text += (text.empty() ? "" : ", ") + plan.actors[i].name;
-  return text.empty() ? "no shard" : text;
-}
-
-} // namespace
 
 std::string promote_lost_server(scheduler_actor self, member_entry& m, const std::string& what) {
   auto& st = self->state;
@@ -65,7 +37,7 @@ std::string promote_lost_server(scheduler_actor self, member_entry& m, const std
     if (&other != &m && other.promoting >= 0)
       return "it was lost while " + other.name() + " was promoting the backups of "
              + plan.nodes.at(static_cast<std::size_t>(other.promoting)).name + "; a second loss during a promotion stops the run";
-  const int holder = backup_holder(plan, m.node);
+  const int holder = next_server(plan, m.node);
   auto backup = std::find_if(st.members.begin(), st.members.end(),
                              [&](const member_entry& e) { return e.node == holder && e.role == node_kind::server; });
   if (backup == st.members.end() || backup->gone)

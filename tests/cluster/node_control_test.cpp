@@ -311,17 +311,18 @@ struct scheduler_fixture : node_fixture {
     spawned.push_back(caf::actor_cast<caf::actor>(a));
     return a;
   }
-  // Plan node of worker `rank`, and the plan actor of its (first) compute.
-  int worker_node(int rank) const {
+  // Plan node of the server or worker of rank `rank`, and the first plan actor of a role on
+  // a plan node (its compute, its shard).
+  int plan_node(node_kind kind, int rank) const {
     for (std::size_t n = 0; n < plan.nodes.size(); ++n)
-      if (plan.nodes[n].kind == node_kind::worker && plan.nodes[n].rank == rank)
+      if (plan.nodes[n].kind == kind && plan.nodes[n].rank == rank)
         return static_cast<int>(n);
     return -1;
   }
-  std::size_t compute_on(int plan_node) const {
-    for (auto c : plan.actors_of(plan_role::compute))
-      if (plan.actors[c].node == plan_node)
-        return c;
+  std::size_t first_actor(plan_role role, int on_node) const {
+    for (auto a : plan.actors_of(role))
+      if (plan.actors[a].node == on_node)
+        return a;
     return plan.actors.size();
   }
   // The worker's link fails what is asked over it from now on, and the scheduler hears it ended.
@@ -942,8 +943,8 @@ CAF_TEST(lost_worker_is_adopted_and_its_phase_asked_again) {
   std::vector<channel_actor> workers{holding(ws[0]), holding(ws[1]), holding(ws[2])};
   to_training(server, server_sent, workers, ws);
   CAF_REQUIRE_EQUAL(session->runs, 1);
-  const int lost_node = worker_node(2);
-  const auto compute = compute_on(lost_node);
+  const int lost_node = plan_node(node_kind::worker, 2);
+  const auto compute = first_actor(plan_role::compute, lost_node);
   CAF_REQUIRE(compute < plan.actors.size());
   auto relay = sinks.node.remote.compute(compute);
   *down.at(workers[2].address()) = true;  // its process is gone: what is asked there fails
@@ -1504,18 +1505,6 @@ struct replicated : scheduler_fixture {
     for (int w = 0; w < 2; ++w)
       ready(workers[static_cast<std::size_t>(w)], last_of<assignment_message>(ws[static_cast<std::size_t>(w)])->node);
   }
-  int server_node(int rank) const {
-    for (std::size_t n = 0; n < plan.nodes.size(); ++n)
-      if (plan.nodes[n].kind == node_kind::server && plan.nodes[n].rank == rank)
-        return static_cast<int>(n);
-    return -1;
-  }
-  std::size_t shard_on(int plan_node) const {
-    for (auto s : plan.actors_of(plan_role::shard))
-      if (plan.actors[s].node == plan_node)
-        return s;
-    return plan.actors.size();
-  }
 };
 
 } // namespace
@@ -1535,8 +1524,8 @@ CAF_TEST(lost_server_is_promoted_on_the_next_and_workers_told_after) {
     CAF_REQUIRE_EQUAL(a->servers.size(), 2u);
     CAF_CHECK_EQUAL(a->servers[0].port + a->servers[1].port, 8001);
   }
-  const int lost_node = server_node(0), holder = server_node(1);
-  const auto shard = shard_on(lost_node);
+  const int lost_node = plan_node(node_kind::server, 0), holder = plan_node(node_kind::server, 1);
+  const auto shard = first_actor(plan_role::shard, lost_node);
   CAF_REQUIRE(shard < plan.actors.size());
   auto relay = sinks.node.remote.push_target(shard);
   spawned.push_back(caf::actor_cast<caf::actor>(relay));
@@ -1575,7 +1564,7 @@ CAF_TEST(lost_server_is_promoted_on_the_next_and_workers_told_after) {
 CAF_TEST(losing_the_promoted_copy_stops_the_run) {
   to_replicated_training();
   killed(servers[0]);
-  ready(servers[1], static_cast<std::uint32_t>(server_node(0)));
+  ready(servers[1], static_cast<std::uint32_t>(plan_node(node_kind::server, 0)));
   killed(servers[1]);
   session_ends(make_error(errc::peer_down, "the run ends"));
   for (auto& w : workers)
@@ -1673,8 +1662,8 @@ CAF_TEST(a_spare_takes_a_lost_workers_node) {
   CAF_CHECK(!result->answered);
   CAF_CHECK(logged("a spare, it held nothing: the run goes on"));
   // Worker 1 is lost mid-phase: the spare takes its node.
-  const int lost_node = worker_node(1);
-  const auto compute = compute_on(lost_node);
+  const int lost_node = plan_node(node_kind::worker, 1);
+  const auto compute = first_actor(plan_role::compute, lost_node);
   auto relay = sinks.node.remote.compute(compute);
   *down.at(workers[1].address()) = true;
   auto phase = std::make_shared<phase_answer>();

@@ -26,19 +26,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cluster_run import final_weights, in_process_weights, kill_group  # noqa: E402  (shared with the other cluster tests)
+
 BOUND_S = 300
-
-
-def final_weights(text):
-    lines = [l for l in text.splitlines() if "Final weights:" in l]
-    return lines[-1][lines[-1].index("Final weights:"):] if lines else None
-
-
-def kill_group(pid):
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def main():
@@ -104,11 +95,7 @@ def main():
             if not re.search(pattern, out):
                 raise SystemExit(f"FAIL: no /{pattern}/ in the log\n{out[-5000:]}")
         got = final_weights(out)
-        run = subprocess.run([troupe, "train", "--config", config] + rest, capture_output=True, text=True,
-                             cwd=workdir, timeout=BOUND_S)
-        if run.returncode != 0:
-            raise SystemExit(f"FAIL: troupe train exited {run.returncode}\n{run.stderr[-2000:]}")
-        reference = final_weights(run.stdout)
+        reference = in_process_weights(troupe, config, rest, workdir)
         if not got or got != reference:
             raise SystemExit(f"FAIL: adopted run: {got}\nin one process: {reference}\n{out[-5000:]}")
         for line in out.splitlines():

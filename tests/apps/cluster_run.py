@@ -184,7 +184,8 @@ def read_port(cluster, path):
 
 
 def final_weights(text):
-    lines = [l for l in text.splitlines() if l.startswith("Final weights:")]
+    """The last `Final weights: ...` line of a log, without a launcher's `[scheduler] ` prefix."""
+    lines = [l[l.index("Final weights:"):] for l in text.splitlines() if "Final weights:" in l]
     return lines[-1] if lines else None
 
 

@@ -404,7 +404,7 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload, const 
       return adopt_message{body.getAdopt().getNode()};
     case wire::Frame::Body::REPLICATE: {
       auto m = read_push(payload, keys, body.getReplicate());
-      return replicate_message{m.request, m.shard, std::move(m.push), m.remaining_ms};
+      return replicate_message{std::move(m)};
     }
     case wire::Frame::Body::REPLICATED:
       return replicated_message{body.getReplicated().getRequest(), body.getReplicated().getUpdates()};

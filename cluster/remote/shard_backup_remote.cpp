@@ -56,7 +56,7 @@ shard_backup_actor spawn_shard_backup_proxy(caf::actor_system& system, channel_a
     return {
       [=](replicate_atom, gradient_push& push) {
         const auto due = push.due;
-        return call_channel<std::int64_t>(self, channel, replicate_message{0, shard, std::move(push)}, due,
+        return call_channel<std::int64_t>(self, channel, replicate_message{{0, shard, std::move(push)}}, due,
                                           [](wire_message& answer) -> caf::expected<std::int64_t> {
                                             auto* r = std::get_if<replicated_message>(&answer);
                                             if (!r)

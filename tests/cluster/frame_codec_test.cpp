@@ -144,7 +144,7 @@ TEST_CASE("weights, pull, hello, proof, failure, heartbeat and shutdown round-tr
   // (its keys and values checked against the shard's table as a push's are), the backup's
   // count, and the scheduler's promote.
   const auto pushed = test_push();
-  const auto replicated = decoded_as<replicate_message>(frame_of(replicate_message{11, 0, pushed.push, 2500}));
+  const auto replicated = decoded_as<replicate_message>(frame_of(replicate_message{{11, 0, pushed.push, 2500}}));
   CHECK(replicated.request == 11);
   CHECK(replicated.shard == 0);
   CHECK(replicated.remaining_ms == 2500);

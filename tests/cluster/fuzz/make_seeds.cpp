@@ -93,7 +93,7 @@ std::vector<std::pair<std::string, wire_message>> seeds() {
     {"batch_report", batch_report_message{batch}},
     {"traffic_query", traffic_query_message{2}},
     {"adopt", adopt_message{3}},
-    {"replicate", replicate_message{6, 0, push, 30000}},
+    {"replicate", replicate_message{{6, 0, push, 30000}}},
     {"replicated", replicated_message{6, 42}},
     {"promote", promote_message{1, 2}},
     {"pull_rewind", pull_message{8, 1, 30000, true, 5}},

@@ -182,13 +182,8 @@ struct adopt_message {
 };
 
 /// A primary shard's applied push passed on to its backup on another server (replicas = 2):
-/// the fields of a push_message, answered by a replicated_message.
-struct replicate_message {
-  std::uint64_t request = 0;
-  std::uint32_t shard = 0;
-  gradient_push push;
-  std::uint64_t remaining_ms = 0;
-};
+/// a push_message's fields (its own type: it is answered by a replicated_message).
+struct replicate_message : push_message {};
 
 /// The backup's answer to replicate `request`: the pushes it has applied.
 struct replicated_message {

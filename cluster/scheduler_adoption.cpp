@@ -121,10 +121,6 @@ std::string node_names(const placement_plan& plan, const std::vector<int>& nodes
 std::string hand_to_spare(scheduler_actor self, member_entry& lost, member_entry& spare, const std::vector<int>& nodes,
                           const std::string& what) {
   auto& st = self->state;
-  std::vector<endpoint> servers;
-  for (const auto& s : st.members)
-    if (s.role == node_kind::server && s.node >= 0)
-      servers.push_back({static_cast<std::uint32_t>(s.node), s.host, s.port});
   spare.node = lost.node;
   spare.rank = lost.rank;
   spare.adopting = nodes;
@@ -132,7 +128,7 @@ std::string hand_to_spare(scheduler_actor self, member_entry& lost, member_entry
   log_node_line(*st.options, "scheduler: " + what + "; " + spare.name() + " adopts " + compute_names(st.plan, nodes)
                                + " of " + node_names(st.plan, nodes)
                                + " (a spare, idle until now; on_worker_loss = adopt)");
-  auto a = assignment_for(st, spare, std::move(servers));
+  auto a = assignment_for(st, spare, server_endpoints(st));
   a.adopt = true;
   caf::anon_send(spare.to, assignment_atom::value, std::move(a));
   for (std::size_t i = 1; i < nodes.size(); ++i)

@@ -262,20 +262,27 @@ void assign(scheduler_actor self, node_kind role) {
   // Workers learn where every server listens; with replicas = 2 the servers too, from their
   // joins, since each links to the next (member_replicas.cpp).
   std::vector<endpoint> servers;
-  if (role == node_kind::worker || st.job.nodes.replicas > 1)
+  if (role == node_kind::worker || st.job.nodes.replicas > 1) {
     for (auto& m : st.members)
-      if (m.role == node_kind::server) {
-        if (m.port == 0)
-          return fail(self, errc::bad_request, "scheduler: " + m.name() + " said no port when it joined, and with "
-                                                 "replicas = 2 the other servers link to it before it is ready");
-        servers.push_back({static_cast<std::uint32_t>(m.node), m.host, m.port});
-      }
+      if (m.role == node_kind::server && m.port == 0)
+        return fail(self, errc::bad_request, "scheduler: " + m.name() + " said no port when it joined, and with "
+                                               "replicas = 2 the other servers link to it before it is ready");
+    servers = server_endpoints(st);
+  }
   for (auto& m : st.members)
     if (m.role == role && !m.spare)
       caf::anon_send(m.to, assignment_atom::value, assignment_for(st, m, servers));
 }
 
 } // namespace
+
+std::vector<endpoint> server_endpoints(const scheduler_state& st) {
+  std::vector<endpoint> servers;
+  for (const auto& m : st.members)
+    if (m.role == node_kind::server)
+      servers.push_back({static_cast<std::uint32_t>(m.node), m.host, m.port});
+  return servers;
+}
 
 assignment_message assignment_for(const scheduler_state& st, const member_entry& m, std::vector<endpoint> servers) {
   assignment_message a;

@@ -149,6 +149,8 @@ void end_gathering_if_complete(scheduler_actor self);
 /// that failure. Nothing when no gathering is under way.
 void end_gathering(scheduler_actor self, caf::error run_ends = caf::error{});
 
+/// Where every server member listens (its node, host and port).
+std::vector<endpoint> server_endpoints(const scheduler_state& st);
 /// Member `m`'s assignment: its rank and node, the job, the plan's hash and facts, `servers`.
 assignment_message assignment_for(const scheduler_state& st, const member_entry& m, std::vector<endpoint> servers);
 

@@ -346,26 +346,42 @@ std::string settle_server_host(const cluster_node_options& options, const std::v
 
 // A spare worker (launch --spares, node --spare, or any worker joining a run in training): kept
 // unassigned until a worker is lost, when it takes the lost node (scheduler_adoption.cpp).
+// Why a join on `link` is refused whatever the role and phase ("" if it is not): a second join
+// on one link, or another job than the scheduler's.
+std::string refusal_of_join(scheduler_state& st, const channel_actor& link, const join_message& join) {
+  if (member_of(st, link.address()))
+    return "it joined twice";
+  if (join.job_hash != 0 && join.job_hash != job_hash_without_counts(st.job))
+    return other_job_text(st.job, join);
+  return "";
+}
+
+// A member for a join on `link` (no rank nor node yet), watched and listed.
+member_entry& add_member(scheduler_actor self, const channel_actor& link, const join_message& join) {
+  auto& st = self->state;
+  member_entry m;
+  m.link = link;
+  m.to = spawn_member_control_proxy(self->system(), link);
+  m.role = join.role;
+  m.host = join.host;
+  m.port = join.port;  // a server's port bound before it joined (0: it listens once assigned)
+  m.seen_from = join.seen_from;
+  m.pid = join.pid;
+  self->monitor(link);
+  st.members.push_back(m);
+  return st.members.back();
+}
+
 template <class Refuse>
 void join_spare(scheduler_actor self, const channel_actor& link, const join_message& join, Refuse refuse) {
   auto& st = self->state;
   if (st.at != scheduler_phase::joining && st.at != scheduler_phase::servers_assigned
       && st.at != scheduler_phase::workers_assigned && st.at != scheduler_phase::training)
     return refuse("the run is ending");
-  if (member_of(st, link.address()))
-    return refuse("it joined twice");
-  if (join.job_hash != 0 && join.job_hash != job_hash_without_counts(st.job))
-    return refuse(other_job_text(st.job, join));
-  member_entry m;
-  m.link = link;
-  m.to = spawn_member_control_proxy(self->system(), link);
-  m.role = node_kind::worker;
+  if (auto why = refusal_of_join(st, link, join); !why.empty())
+    return refuse(why);
+  auto& m = add_member(self, link, join);
   m.spare = true;
-  m.host = join.host;
-  m.seen_from = join.seen_from;
-  m.pid = join.pid;
-  self->monitor(link);
-  st.members.push_back(m);
   log_node_line(*st.options, "scheduler: " + m.name() + " joined as a spare; "
                                + (st.job.nodes.adopt_on_worker_loss
                                     ? "it takes the place of the first worker lost in training (on_worker_loss = adopt)"
@@ -387,10 +403,8 @@ void on_join(scheduler_actor self, const channel_actor& link, const join_message
     return join_spare(self, link, join, refuse);
   if (st.at != scheduler_phase::joining)
     return refuse("the run has started");
-  if (member_of(st, link.address()))
-    return refuse("it joined twice");
-  if (join.job_hash != 0 && join.job_hash != job_hash_without_counts(st.job))
-    return refuse(other_job_text(st.job, join));
+  if (auto why = refusal_of_join(st, link, join); !why.empty())
+    return refuse(why);
   const int have = count(st, join.role), want = expected(st, join.role);
   if (have >= want)
     return refuse("the run has its " + std::to_string(want) + " " + to_string(join.role) + "s already");
@@ -410,18 +424,9 @@ void on_join(scheduler_actor self, const channel_actor& link, const join_message
   // Without a rank of its own a node takes the lowest free one (join order).
   for (rank = std::max(rank, 0); join.rank < 0 && taken_by(rank); ++rank) {
   }
-  member_entry m;
-  m.link = link;
-  m.to = spawn_member_control_proxy(self->system(), link);
-  m.role = join.role;
+  auto& m = add_member(self, link, join);
   m.rank = rank;
   m.node = plan_node_of(st.plan, join.role, rank);
-  m.host = join.host;
-  m.port = join.port;  // a server's port bound before it joined (0: it listens once assigned)
-  m.seen_from = join.seen_from;
-  m.pid = join.pid;
-  self->monitor(link);
-  st.members.push_back(m);
   log_node_line(*st.options, "scheduler: " + m.name() + " joined"
                                + (m.role == node_kind::server ? " (to listen for workers on " + m.host + ")" : "")
                                + "; " + progress_text(st));

@@ -50,8 +50,13 @@ struct compute_state {
   std::shared_ptr<model> replica;
   compute_wiring wiring;
   push_tracker tracker;  // which groups backward has completed this step
-  caf::typed_response_promise<phase_report> promise;
+  // Every request for the phase in flight: the one that began it, and the same phase asked
+  // again (by a scheduler restarted while it ran).
+  std::vector<caf::typed_response_promise<phase_report>> answers;
   phase_report phase;
+  // The last finished training and validation phase, answered again when asked again.
+  std::optional<phase_report> trained, validated;
+  std::int64_t latest_train_epoch = -1;  // the latest epoch this compute was asked to train
   clock_type::time_point phase_start;
   deadline phase_due;  // the coordinator's deadline for the phase in flight
   float learning_rate = 0;
@@ -127,7 +132,10 @@ void finish_phase(compute_pointer self) {
   auto& st = self->state;
   st.phase.seconds = std::chrono::duration<double>(clock_type::now() - st.phase_start).count();
   st.busy = false;
-  st.promise.deliver(st.phase);
+  (st.phase.validation ? st.validated : st.trained) = st.phase;
+  for (auto& answer : st.answers)
+    answer.deliver(st.phase);
+  st.answers.clear();
 }
 
 void fail_phase(compute_pointer self, const caf::error& err) {
@@ -138,7 +146,9 @@ void fail_phase(compute_pointer self, const caf::error& err) {
     return;  // a second failure of the same phase: the first one was answered
   st.busy = false;
   st.fetched.reset();
-  st.promise.deliver(err);
+  for (auto& answer : st.answers)
+    answer.deliver(err);
+  st.answers.clear();
 }
 
 // Puts one shard's answered weights into the replica: whole keys by handle, slices by copy.
@@ -515,12 +525,24 @@ void check_pending(compute_pointer self) {
 // Common start of a phase; returns false (and answers with an error) if one is running.
 bool begin_phase(compute_pointer self, std::int64_t epoch, bool validation, deadline due) {
   auto& st = self->state;
+  // The phase in flight, or the last one of its kind, asked again: a scheduler restarted
+  // while it ran (docs/operations.md) gets the same answer, and nothing runs twice.
+  if (st.busy && st.phase.epoch == epoch && st.phase.validation == validation) {
+    st.answers.push_back(self->make_response_promise<phase_report>());
+    return false;
+  }
+  if (const auto& done = validation ? st.validated : st.trained; !st.busy && done && done->epoch == epoch) {
+    self->make_response_promise<phase_report>().deliver(*done);
+    return false;
+  }
   if (st.busy) {
     self->make_response_promise<phase_report>().deliver(
       make_error(errc::bad_request, "compute: a phase is already running"));
     return false;
   }
-  st.promise = self->make_response_promise<phase_report>();
+  if (!validation)
+    st.latest_train_epoch = std::max(st.latest_train_epoch, epoch);
+  st.answers.assign(1, self->make_response_promise<phase_report>());
   st.busy = true;
   st.end_requested = false;
   st.phase = phase_report{};
@@ -652,6 +674,7 @@ compute_self_actor::behavior_type compute(compute_pointer self, std::shared_ptr<
       stand_in_group_due(self, phase, step, g);
     },
     [=](snapshot_atom) { return snapshot_replica(self); },
+    [=](position_atom) { return self->state.latest_train_epoch; },
     [=](restore_atom, const replica_state& state) { return restore_replica(self, state); },
     [=](validate_atom, std::int64_t epoch, deadline due) -> caf::result<phase_report> {
       if (!begin_phase(self, epoch, true, due))

@@ -207,6 +207,14 @@ struct part_builder {
     co.drop_lost_computes = job.nodes.continue_on_worker_loss;
     if (!options.checkpoint_prefix.empty() || options.resume)
       spawn_checkpoint_at(co);
+    if (options.resume_at_epoch >= 0) {  // a restarted scheduler: the run goes on where the computes are
+      if (options.resume_at_epoch >= job.epochs)
+        throw std::invalid_argument("node part: the run goes on at epoch " + std::to_string(options.resume_at_epoch)
+                                    + ", past the job's " + std::to_string(job.epochs) + " epochs");
+      co.first_epoch = options.resume_at_epoch;
+      co.epochs = job.epochs - options.resume_at_epoch;
+      co.restore = false;
+    }
     part.coordinator = spawn_coordinator(system, all, part.metrics, co);
     record(caf::actor_cast<caf::actor>(part.coordinator), a);
     for (auto& c : all)

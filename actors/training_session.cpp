@@ -50,7 +50,7 @@ void set_up_checkpoints(const training_job& job, const placement_plan& plan, mod
                                 + std::to_string(c.save_period));
   options.checkpoint_prefix = c.prefix;
   options.save_period = c.save_period;
-  if (c.load_epoch < 0)
+  if (c.load_epoch < 0 || sinks.node.resume_at_epoch >= 0)  // a restarted scheduler's run restores nothing
     return;
   // After the last epoch (a job restarted by `troupe launch --max-restarts` that failed once
   // its final checkpoint was saved) nothing is trained: the run restores and reports the
@@ -112,6 +112,7 @@ void spawn_job(caf::actor_system& system, const training_job& job, const session
   node_part_options options;
   set_up_checkpoints(job, plan, *reference, sinks, options);
   options.node = sinks.node.node;
+  options.resume_at_epoch = sinks.node.resume_at_epoch;
   options.remote = sinks.node.remote;
   options.between_epochs = sinks.between_epochs;
   options.metrics = sinks.metrics;

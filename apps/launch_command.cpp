@@ -40,6 +40,7 @@ struct launch_flags {
   double grace = 15;
   int max_restarts = 0;
   int spares = 0;  // idle workers that take over a lost worker's place (on_worker_loss = adopt)
+  int scheduler_restarts = 3;  // a scheduler killed by a signal is started again with --resume
   std::vector<std::string> node_args; // passed unchanged to every node
 };
 
@@ -55,6 +56,8 @@ threads (--host-share). When one fails, the others get --grace seconds to notice
 then SIGKILL after 5 s. Ctrl-C is passed on: every node stops saying where it was (exit 130).
 With --max-restarts N and --model-prefix, a failed job is started again, up to N times, from
 the newest checkpoint saved under the prefix (or from the start when there is none).
+A scheduler killed by a signal is started again with --resume at the same address, up to
+--scheduler-restarts times: the servers and workers train on meanwhile and rejoin it.
 With --spares K, K more workers start idle (troupe node --spare): under on_worker_loss = adopt the
 first worker lost in training is replaced by a spare, which takes its computes and recomputes
 the step in flight. A server or worker killed by a signal is left to the scheduler, which goes on without it (a
@@ -70,7 +73,7 @@ std::vector<std::string> split_args(const std::vector<std::string>& args,
     {"-n", "--num-workers"}, {"-s", "--num-servers"}, {"-H", "--hostfile"}};
   static const std::vector<std::string> known{
     "num-workers", "num-servers",  "hostfile", "scheduler-address",
-    "secret-file", "join-timeout", "grace", "max-restarts", "spares"};
+    "secret-file", "join-timeout", "grace", "max-restarts", "spares", "scheduler-restarts"};
   std::vector<std::string> own;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--") {
@@ -111,6 +114,9 @@ bool parse_flags(const std::vector<std::string>& args, launch_flags& l) {
   f.add("spares", l.spares,
         "idle worker processes (troupe node --spare) that take over the place of a worker lost in training "
         "(on_worker_loss = adopt)");
+  f.add("scheduler-restarts", l.scheduler_restarts,
+        "times a scheduler killed by a signal is started again with --resume, at the same address: the servers "
+        "and workers train on meanwhile and rejoin it (--scheduler-timeout); 0: a killed scheduler ends the job");
   f.set_placeholder("hostfile", "FILE");
   f.set_placeholder("secret-file", "FILE");
   f.set_placeholder("scheduler-address", "HOST");
@@ -125,6 +131,7 @@ bool parse_flags(const std::vector<std::string>& args, launch_flags& l) {
   check_range("join-timeout", l.join_timeout, 1, 86400);
   check_range("max-restarts", l.max_restarts, 0, 1000);
   check_range("spares", l.spares, 0, 1024);
+  check_range("scheduler-restarts", l.scheduler_restarts, 0, 1000);
   if (l.max_restarts > 0 && !launch::model_prefix_of(l.node_args))
     throw usage_error("--max-restarts needs --model-prefix PREFIX among the nodes' flags: the checkpoints a "
                       "restart resumes from");
@@ -322,6 +329,11 @@ int run(const launch_flags& l) {
     int status = children.wait();
     return status != 0 ? status : 1;
   }
+  // Killed, it comes back where the others look for it, and takes the run over from them.
+  auto again = scheduler_spec(program, port_file, l, secret).argv;
+  std::replace(again.begin(), again.end(), l.scheduler_address + ":0", l.scheduler_address + ":" + std::to_string(port));
+  again.push_back("--resume");
+  children.set_restart(children.pids().front(), std::move(again), l.scheduler_restarts);
   std::cerr << "launch: scheduler at " << l.scheduler_address << ':' << port << "; starting "
             << l.servers << " server(s) and " << l.workers << " worker(s)" << std::endl;
   start_nodes(children, program, port, hosts, l, secret);

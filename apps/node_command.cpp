@@ -39,7 +39,9 @@ struct node_command_line {
   std::int64_t port = 0, rank = -1, host_share = -1, host_slot = -1;
   double join_timeout = 120, heartbeat = 1, peer_timeout = 5, request_timeout = 600;
   double compute_stand_in_ms = 0;
+  double scheduler_timeout = 30;
   bool spare = false;
+  bool resume = false;
 };
 
 void declare_node_flags(flag_set& f, node_command_line& n) {
@@ -48,6 +50,11 @@ void declare_node_flags(flag_set& f, node_command_line& n) {
   f.add("rank", n.rank, "this node's rank among the servers or the workers (-1: any free one; an MPI or Slurm rank gives it)");
   f.add_switch("spare", n.spare, "a worker that waits, unassigned, to take over the place of a worker lost in training "
                "(on_worker_loss = adopt; a worker that joins a run already training is one anyway)");
+  f.add_switch("resume", n.resume, "the scheduler: take over a run in training whose scheduler was lost, at the same "
+               "--scheduler address: its servers and workers rejoin, and training goes on where their computes are "
+               "(troupe launch restarts a killed scheduler so)");
+  f.add("scheduler-timeout", n.scheduler_timeout, "seconds a server or worker that lost its scheduler in training "
+        "trains on, retrying to reach one restarted with --resume (0: it stops at once)");
   f.add("listen", n.listen, "address a server listens on for workers");
   f.add("port", n.port, "port a server listens on for workers (0: any free port)");
   f.add("advertise", n.advertise, "address peers reach this node at, when not --listen (multi-homed hosts, 0.0.0.0)");
@@ -210,6 +217,13 @@ int node_command(const std::vector<std::string>& args) {
   if (n.spare && n.rank >= 0)
     throw usage_error("--spare takes no --rank: a spare takes the rank of the worker it replaces");
   options.spare = n.spare;
+  if (n.resume && place.role != node_kind::scheduler)
+    throw usage_error("--resume is for the scheduler (--role scheduler): a server or worker rejoins a restarted "
+                      "scheduler by itself (--scheduler-timeout)");
+  options.resume = n.resume;
+  if (!(n.scheduler_timeout >= 0 && n.scheduler_timeout <= 86400))
+    throw usage_error("--scheduler-timeout must be 0 to 86400 seconds, got " + shortest_number(n.scheduler_timeout));
+  options.scheduler_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(n.scheduler_timeout * 1000));
   if (!n.spare && options.rank < 0 && place.rank > 0 && cli.job.nodes.servers > 0 && cli.job.nodes.workers > 0)
     options.rank = place_of_launcher_rank(place.rank, cli.job.nodes.servers, cli.job.nodes.workers).rank;
   options.scheduler_host = place.scheduler_host;
@@ -276,8 +290,10 @@ int node_command(const std::vector<std::string>& args) {
       c.loaded = std::make_shared<const training_checkpoint>(read_any_checkpoint(c.prefix, c.load_epoch));
   }
   if (options.role == node_kind::scheduler) {  // what `troupe train` writes before its first step
+    // A restarted scheduler appends to its lost one's metrics file, marking where it took over.
     if (!cli.output.metrics_path.empty())
-      cli.output.metrics_file = open_metrics_file(cli.output.metrics_path, run_record(args, cli.job, cli.threads));
+      cli.output.metrics_file = open_metrics_file(cli.output.metrics_path, run_record(args, cli.job, cli.threads),
+                                                  options.resume);
     cli.output.position = std::make_shared<run_position>();
     cli.output.terminal_columns = terminal_columns();
     std::cout << argument_lines(args, cli.job, cli.threads) << std::flush;

@@ -99,9 +99,9 @@ std::string run_record(const std::vector<std::string>& args, const training_job&
   return record.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
-std::shared_ptr<jsonl_writer> open_metrics_file(const std::string& path, const std::string& record) {
-  auto file = std::make_shared<jsonl_writer>(path);
-  file->write({}, {}, {{"config", record}});
+std::shared_ptr<jsonl_writer> open_metrics_file(const std::string& path, const std::string& record, bool resumed) {
+  auto file = std::make_shared<jsonl_writer>(path, resumed);
+  file->write({}, {}, {{resumed ? "resumed" : "config", record}});
   return file;
 }
 

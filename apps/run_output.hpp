@@ -25,7 +25,9 @@ std::string run_record(const std::vector<std::string>& args, const training_job&
 
 /// Opens and locks `path` and writes the configuration record; io_error naming the file and
 /// the system's reason when it cannot (another run holds it, no directory, a full disk).
-std::shared_ptr<jsonl_writer> open_metrics_file(const std::string& path, const std::string& record);
+/// `resumed` (a scheduler restarted with --resume): appends, the record as {"resumed": ...}.
+std::shared_ptr<jsonl_writer> open_metrics_file(const std::string& path, const std::string& record,
+                                               bool resumed = false);
 
 /// `--model-prefix PREFIX`: makes PREFIX's folder when missing and checks that files can be
 /// created in it, before the run starts (troupe train, and the scheduler of a cluster run).

@@ -164,6 +164,22 @@ struct body_writer {
       throw std::invalid_argument("frame: a join's job of " + std::to_string(m.job.size()) + " bytes exceeds "
                                   + std::to_string(join_message::max_job_bytes));
     out.setJob(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(m.job.data()), m.job.size()));
+    if (!m.rejoin)
+      return;
+    const auto& r = *m.rejoin;
+    if (r.adopted.size() > rejoin_message::max_nodes || r.promoted.size() > rejoin_message::max_nodes)
+      throw std::invalid_argument("frame: a rejoin names more than " + std::to_string(rejoin_message::max_nodes) + " nodes");
+    auto rejoin = out.initRejoin();
+    rejoin.setNode(r.node);
+    rejoin.setThreads(r.threads);
+    rejoin.setEpoch(r.epoch);
+    rejoin.setAppliedStep(r.applied_step);
+    auto adopted = rejoin.initAdopted(static_cast<unsigned>(r.adopted.size()));
+    for (unsigned i = 0; i < r.adopted.size(); ++i)
+      adopted.set(i, r.adopted[i]);
+    auto promoted = rejoin.initPromoted(static_cast<unsigned>(r.promoted.size()));
+    for (unsigned i = 0; i < r.promoted.size(); ++i)
+      promoted.set(i, r.promoted[i]);
   }
   void operator()(const assignment_message& m) {
     if (m.job.size() > assignment_message::max_job_bytes)

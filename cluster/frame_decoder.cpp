@@ -209,6 +209,29 @@ join_message read_join(wire::Join::Reader in) {
             + std::to_string(join_message::max_job_bytes) + " are accepted");
   m.job.assign(reinterpret_cast<const char*>(job.begin()), reinterpret_cast<const char*>(job.end()));
   m.spare = in.getSpare();
+  if (!in.hasRejoin())
+    return m;
+  const auto r = in.getRejoin();
+  rejoin_message rejoin;
+  rejoin.node = r.getNode();
+  rejoin.threads = r.getThreads();
+  require(rejoin.threads <= 4096, "join.rejoin.threads " + std::to_string(rejoin.threads) + " is above 4096");
+  rejoin.epoch = r.getEpoch();
+  require(rejoin.epoch >= -1, "join.rejoin.epoch " + std::to_string(rejoin.epoch) + " is below -1");
+  rejoin.applied_step = r.getAppliedStep();
+  require(rejoin.applied_step >= -1, "join.rejoin.appliedStep " + std::to_string(rejoin.applied_step) + " is below -1");
+  const auto nodes = [](capnp::List<std::uint32_t>::Reader list, const char* name) {
+    require(list.size() <= rejoin_message::max_nodes, std::string("join.rejoin.") + name + " names "
+                                                        + std::to_string(list.size()) + " nodes, at most "
+                                                        + std::to_string(rejoin_message::max_nodes) + " are accepted");
+    std::vector<std::uint32_t> out;
+    for (auto n : list)
+      out.push_back(n);
+    return out;
+  };
+  rejoin.adopted = nodes(r.getAdopted(), "adopted");
+  rejoin.promoted = nodes(r.getPromoted(), "promoted");
+  m.rejoin = std::move(rejoin);
   return m;
 }
 

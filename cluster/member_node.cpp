@@ -89,6 +89,8 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
   for (auto& [actor, relay] : *st.replicas.relays)
     caf::anon_send_exit(relay, caf::exit_reason::user_shutdown);
   st.replicas.relays->clear();
+  if (st.reports)
+    caf::anon_send_exit(st.reports, caf::exit_reason::user_shutdown);
   st.serving->clear();
   // Its links still tell it when they close: it waits for those it says goodbye on below (a
   // server's links from workers, which it does not monitor, had no other way to say so, and
@@ -272,7 +274,13 @@ bool take_assignment(member_actor self, const assignment_message& a) {
   }
   // Computes report their batches to the scheduler's metrics actor through a proxy; the
   // channel flushes it before it answers a phase (serving_registry::report_path).
-  part.metrics = spawn_metrics_sink_proxy(self->system(), st.scheduler, options.position);
+  // The relay outlives this scheduler: one restarted with --resume is reached through it.
+  st.reports = spawn_metrics_relay(self->system(), spawn_metrics_sink_proxy(self->system(), st.scheduler, options.position),
+                                   [log = options, label = st.label](std::int64_t dropped) {
+                                     log_node_line(log, label + ": " + std::to_string(dropped)
+                                                          + " batch report(s) made while the scheduler was away went unlogged");
+                                   });
+  part.metrics = caf::actor_cast<metrics_sink_actor>(st.reports);
   st.serving->set_report_path(part.metrics);
   part.timeouts = options.timeouts;
   part.devices = options.devices;
@@ -416,6 +424,7 @@ void say_ready(member_actor self, std::uint32_t node, std::uint16_t port) {
   if (st.at != member_phase::starting)
     return;  // ended while its listener started
   st.at = member_phase::running;
+  st.ready_port = port;
   caf::anon_send(st.to_scheduler, ready_atom::value, ready_message{node, port, static_cast<std::uint32_t>(st.threads)});
 }
 
@@ -538,6 +547,8 @@ void on_link_lost(member_actor self, const caf::actor_addr& link, const caf::err
   // Once the scheduler has said the run is over, whatever ends next is the end it announced.
   if (st.told && st.told->finished)
     return finish(self, caf::error{});
+  if (scheduler && train_on_without_scheduler(self, why))
+    return;  // a scheduler restarted with --resume takes the run over
   if (scheduler) {
     st.scheduler = channel_actor{};
     st.to_scheduler = scheduler_control_actor{};
@@ -583,7 +594,8 @@ std::string scheduler_address(const cluster_node_options& o) {
   return o.scheduler_host + ":" + std::to_string(o.scheduler_port);
 }
 
-// Joins over the link to the scheduler.
+} // namespace
+
 void join_over(member_actor self, const channel_actor& link) {
   auto& st = self->state;
   if (st.at != member_phase::connecting)
@@ -609,21 +621,31 @@ void join_over(member_actor self, const channel_actor& link) {
     log_node_line(*st.options, st.label + ": joined as a spare; it waits to take over a worker lost in training");
 }
 
+namespace {
+
 // One try to reach the scheduler (blocks while connecting: the node's actor runs on a thread of
 // its own); until the join timeout, a failed try is tried again.
 void try_to_connect(member_actor self) {
   auto& st = self->state;
-  if (st.at != member_phase::connecting)
+  if (st.at != member_phase::connecting && !(st.at == member_phase::rejoining && !st.scheduler))
     return;
-  if (!st.unreachable && !st.retrying)  // the first try starts the join timeout
+  if (st.at == member_phase::connecting && !st.unreachable && !st.retrying)  // the first try starts the join timeout
     self->delayed_send(self, st.options->join_timeout, connect_deadline_atom::value);
   auto link = channel_options_of(*st.options, std::string(to_string(st.options->role)) + " (pid "
                                              + std::to_string(::getpid()) + ")", st.traffic);
   link.serving = st.serving;
+  if (st.at == member_phase::rejoining && st.part_node >= 0) {  // its plan node's name, as on its other links
+    link = channel_options_of(*st.options, st.label, st.traffic);
+    link.serving = st.serving;
+    link.plan_hash = st.plan.hash;
+    link.keys = wire_keys_of(st.plan);
+  }
   auto connected = connect_channel(self->system(), st.options->scheduler_host, st.options->scheduler_port, link);
   if (connected)
-    return join_over(self, *connected);
+    return st.at == member_phase::rejoining ? rejoin_over(self, *connected) : join_over(self, *connected);
   st.unreachable = std::move(connected.error());
+  if (st.at == member_phase::rejoining)  // its deadline is the scheduler timeout, said when it was lost
+    return (void) self->delayed_send(self, connect_retry, connect_atom::value);
   if (!st.retrying)
     log_node_line(*st.options, std::string(to_string(st.options->role)) + ": no scheduler at "
                                  + scheduler_address(*st.options) + " yet; retrying until the join timeout");
@@ -722,6 +744,7 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
     },
     [=](link_lost_atom, channel_actor& link, caf::error& why) { on_link_lost(self, link.address(), why); },
     [=](grace_over_atom) { answer(self, true); },
+    [=](rejoin_deadline_atom, std::uint64_t serial) { on_rejoin_deadline(self, serial); },
     [=](assignment_deadline_atom) {
       if (self->state.at == member_phase::joining)
         fail(self, errc::timeout, "no assignment from the scheduler in time");

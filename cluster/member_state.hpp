@@ -15,6 +15,7 @@
 #include <troupe/actors/node_part.hpp>
 #include <troupe/actors/topology_wiring.hpp>
 #include <troupe/cluster/cluster_node.hpp>
+#include <troupe/cluster/metrics_relay.hpp>
 #include <troupe/cluster/push_relay.hpp>
 #include <troupe/cluster/serving_registry.hpp>
 #include <troupe/cluster/traffic_registry.hpp>
@@ -70,9 +71,13 @@ struct member_state {
   placement_plan plan;
   int part_node = -1;  // this node's index in the plan, once assigned
   int threads = 0;     // its compute threads, once assigned
+  std::uint16_t ready_port = 0;  // a server: where it listens for workers, once ready
   std::string bound_cpus;   // "CPU 0", "CPUs 2-3": where its computes are bound ("": unbound)
   member_phase at = member_phase::connecting;
-  caf::error unreachable;  // why the last try to reach the scheduler failed (connecting)
+  caf::error unreachable;  // why the last try to reach the scheduler failed (connecting, rejoining)
+  // A worker's computes report their batches here; re-pointed at a restarted scheduler.
+  metrics_relay_actor reports;
+  std::uint64_t scheduler_losses = 0;  // names the deadline of each absence (rejoining)
   bool retrying = false;   // said so once
   std::optional<shutdown_message> told;  // the scheduler's shutdown, once it came
   caf::typed_response_promise<bool> promise;
@@ -93,6 +98,19 @@ using member_actor = member_node_actor::stateful_pointer<member_state>;
 
 /// Ends the node naming why (member_node.cpp).
 void fail(member_actor self, errc code, const std::string& why);
+
+// A lost scheduler (member_rejoin.cpp).
+/// The scheduler's link was lost (`why`) with no word from it: in training, with a scheduler
+/// timeout, the node trains on and retries reaching a restarted scheduler (rejoining), and
+/// true; else false (the node stops, naming the scheduler).
+bool train_on_without_scheduler(member_actor self, const caf::error& why);
+/// Reached a scheduler again over `link` (rejoining): asks its computes and shards where
+/// they stand, then rejoins with that.
+void rejoin_over(member_actor self, const channel_actor& link);
+/// Joins over the link to the scheduler (member_node.cpp).
+void join_over(member_actor self, const channel_actor& link);
+/// Absence `serial` lasted the scheduler timeout: the node stops, naming the scheduler.
+void on_rejoin_deadline(member_actor self, std::uint64_t serial);
 
 // replicas = 2 (member_replicas.cpp).
 /// A server: spawns the backups of the previous server node's shards and serves them to it.

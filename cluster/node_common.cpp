@@ -91,6 +91,7 @@ const char* to_string(member_phase phase) {
     case member_phase::joining: return "joining";
     case member_phase::starting: return "starting";
     case member_phase::running: return "running";
+    case member_phase::rejoining: return "rejoining";
     case member_phase::ending: return "ending";
   }
   return "?";

@@ -180,15 +180,27 @@ std::string threads_text(const scheduler_state& st) {
 // A member is lost (`what` says which and why): the run goes on without it, or ends naming it.
 void on_member_lost(scheduler_actor self, member_entry& m, const std::string& what);
 
+} // namespace
+
 void start_training(scheduler_actor self) {
   auto& st = self->state;
   st.at = scheduler_phase::training;
-  log_node_line(*st.options, "scheduler: every node is ready (" + progress_text(st) + "); " + threads_text(st)
-                               + "; training");
+  if (st.options->resume)
+    log_node_line(*st.options, "scheduler: " + threads_text(st) + "; training");
+  else
+    log_node_line(*st.options, "scheduler: every node is ready (" + progress_text(st) + "); " + threads_text(st)
+                                 + "; training");
+  // Each plan node's link: its member's, or (a scheduler restarted after losses) the member's
+  // that adopted its computes or promoted its shards.
   std::vector<channel_actor> link_of_node(st.plan.nodes.size());
-  for (auto& m : st.members)
+  for (auto& m : st.members) {
     if (m.node >= 0)  // (a spare has no node)
       link_of_node.at(static_cast<std::size_t>(m.node)) = m.link;
+    for (auto n : m.adopted_nodes)
+      link_of_node.at(static_cast<std::size_t>(n)) = m.link;
+    for (auto n : m.promoted_nodes)
+      link_of_node.at(static_cast<std::size_t>(n)) = m.link;
+  }
   auto& system = self->system();
   const auto plan = st.plan;
   session_sinks sinks;
@@ -199,6 +211,7 @@ void start_training(scheduler_actor self) {
   sinks.node.node = 0;
   sinks.node.train_data = st.train_set;
   sinks.node.validation_data = st.validation_set;
+  sinks.node.resume_at_epoch = st.resume_epoch;
   // With on_worker_loss = adopt the coordinator drives each remote compute through a relay
   // the scheduler can re-point (scheduler_adoption.cpp); spawned here, before the session asks.
   if (st.job.nodes.adopt_on_worker_loss)
@@ -247,6 +260,8 @@ void start_training(scheduler_actor self) {
     .then([=](training_result& r) { end_run(self, std::move(r)); },
           [=](caf::error& err) { on_session_failed(self, std::move(err)); });
 }
+
+namespace {
 
 int plan_node_of(const placement_plan& plan, node_kind role, int rank) {
   const auto kind = role == node_kind::server ? node_kind::server : node_kind::worker;
@@ -344,8 +359,8 @@ std::string settle_server_host(const cluster_node_options& options, const std::v
   return "";
 }
 
-// A spare worker (launch --spares, node --spare, or any worker joining a run in training): kept
-// unassigned until a worker is lost, when it takes the lost node (scheduler_adoption.cpp).
+} // namespace
+
 // Why a join on `link` is refused whatever the role and phase ("" if it is not): a second join
 // on one link, or another job than the scheduler's.
 std::string refusal_of_join(scheduler_state& st, const channel_actor& link, const join_message& join) {
@@ -372,6 +387,10 @@ member_entry& add_member(scheduler_actor self, const channel_actor& link, const 
   return st.members.back();
 }
 
+namespace {
+
+// A spare worker (launch --spares, node --spare, or any worker joining a run in training): kept
+// unassigned until a worker is lost, when it takes the lost node (scheduler_adoption.cpp).
 template <class Refuse>
 void join_spare(scheduler_actor self, const channel_actor& link, const join_message& join, Refuse refuse) {
   auto& st = self->state;
@@ -399,6 +418,12 @@ void on_join(scheduler_actor self, const channel_actor& link, const join_message
   };
   if (join.role == node_kind::scheduler)
     return refuse("a scheduler cannot join another scheduler");
+  if (join.rejoin || st.options->resume) {
+    if (auto why = refusal_of_rejoin(st, link, join); !why.empty())
+      return refuse(why);
+    if (join.rejoin)
+      return on_rejoin(self, link, join);
+  }
   if (join.role == node_kind::worker && (join.spare || st.at == scheduler_phase::training))
     return join_spare(self, link, join, refuse);
   if (st.at != scheduler_phase::joining)
@@ -573,10 +598,15 @@ void start_listening(scheduler_actor self) {
     .then(
       [=](std::uint16_t port) {
         const auto& o = *self->state.options;
-        log_node_line(o, "scheduler: listening on " + o.scheduler_host + ":" + std::to_string(port)
-                           + "; waiting for " + std::to_string(self->state.job.nodes.servers) + " server(s) and "
-                           + std::to_string(self->state.job.nodes.workers) + " worker(s) (join timeout "
-                           + std::to_string(o.join_timeout.count() / 1000) + " s)");
+        if (o.resume)
+          log_node_line(o, "scheduler: restarted (--resume), listening on " + o.scheduler_host + ":" + std::to_string(port)
+                             + "; waiting for the run's servers and workers to rejoin (join timeout "
+                             + std::to_string(o.join_timeout.count() / 1000) + " s)");
+        else
+          log_node_line(o, "scheduler: listening on " + o.scheduler_host + ":" + std::to_string(port)
+                             + "; waiting for " + std::to_string(self->state.job.nodes.servers) + " server(s) and "
+                             + std::to_string(self->state.job.nodes.workers) + " worker(s) (join timeout "
+                             + std::to_string(o.join_timeout.count() / 1000) + " s)");
         try {
           if (!o.port_file.empty())
             write_port_file(o.port_file, port);
@@ -645,7 +675,8 @@ scheduler_node_actor::behavior_type scheduler(scheduler_actor self, scheduler_se
       if (self->state.at < scheduler_phase::training)
         fail(self, errc::timeout, "scheduler: gave up after "
                                     + std::to_string(self->state.options->join_timeout.count() / 1000)
-                                    + " s (--join-timeout): " + progress_text(self->state));
+                                    + " s (--join-timeout): "
+                                    + (self->state.options->resume ? rejoin_progress(self->state) : progress_text(self->state)));
     },
     [=](grace_over_atom) { answer_if_done(self, true); },
     [=](cause_due_atom) {

@@ -115,6 +115,10 @@ struct scheduler_state {
   caf::typed_response_promise<training_result> promise;
   std::optional<caf::expected<training_result>> outcome;
   bool servers_told = false;  // the servers know how the run ends
+  // A scheduler restarted in training (options->resume): where the rejoined members say the run
+  // is (the latest epoch their computes were asked to train; the shards' last applied step).
+  std::int64_t resume_epoch = -1;
+  std::int64_t resume_applied_step = -1;
   static inline const char* name = "troupe.scheduler";
 };
 
@@ -177,6 +181,26 @@ std::string promote_lost_server(scheduler_actor self, member_entry& m, const std
 /// A ready from server `m` during training naming the node it was promoting: tells every
 /// worker, and re-points the session's own relays, at `m`. False when the ready is no such answer.
 bool on_promoted(scheduler_actor self, member_entry& m, const ready_message& ready);
+
+/// Why a join on `link` is refused whatever the role and phase ("" if it is not): a second join
+/// on one link, or another job than the scheduler's (scheduler_node.cpp).
+std::string refusal_of_join(scheduler_state& st, const channel_actor& link, const join_message& join);
+/// A member for a join on `link` (no rank nor node yet), watched and listed.
+member_entry& add_member(scheduler_actor self, const channel_actor& link, const join_message& join);
+/// Spawns the session (its coordinator, metrics) and trains; a restarted scheduler's goes on
+/// at resume_epoch.
+void start_training(scheduler_actor self);
+
+// A scheduler restarted in training (scheduler_resume.cpp).
+/// Why a join is refused by the rules of rejoining ("" if it is not): a rejoin to a scheduler
+/// not started with --resume, a first join (not a spare's) to one that was, a rejoin once the
+/// run went on, or one naming a node that is not its role's or is back already.
+std::string refusal_of_rejoin(const scheduler_state& st, const channel_actor& link, const join_message& join);
+/// A member of the run rejoins (refusal_of_rejoin said yes): listed, ready, with the nodes it
+/// adopted or promoted; once every plan node is back, training goes on.
+void on_rejoin(scheduler_actor self, const channel_actor& link, const join_message& join);
+/// "3 of 4 plan nodes back; waiting for worker_1" (a restarted scheduler's join progress).
+std::string rejoin_progress(const scheduler_state& st);
 
 /// What the scheduler starts with, planned by the caller.
 struct scheduler_setup {

@@ -203,6 +203,7 @@ pid_t child_processes::start(const child_spec& spec) {
   child c;
   c.name = spec.name;
   c.expendable = spec.expendable;
+  c.spec = spec;
   c.pid = pid;
   c.input_fd = p.in[1];
   c.input = spec.input;
@@ -306,6 +307,13 @@ void child_processes::reap() {
     if (r == c.pid)
       on_exit(c, status);
   }
+  // Started only now: on_exit ran on a reference into children_, which a start may move.
+  auto due = std::move(due_restarts_);
+  due_restarts_.clear();
+  for (const auto& [spec, restarted] : due) {
+    start(spec);
+    children_.back().restarted = restarted;
+  }
 }
 
 void child_processes::on_exit(child& c, int status) {
@@ -333,6 +341,18 @@ void child_processes::on_exit(child& c, int status) {
   // worker adopted, a server's backups promoted). One that exits with a status of its own (a
   // bad flag, a refusal) still ends the launch: the scheduler would otherwise wait for it
   // until its join timeout.
+  // A child that has a way back (a scheduler: --resume) is started again, its output under
+  // the same name.
+  if (!c.spec.restart_argv.empty() && c.spec.restarts > 0 && WIFSIGNALED(status) && !term_sent_ && !term_at_
+      && stop_signal_ == 0) {
+    auto again = c.spec;
+    again.argv = c.spec.restart_argv;
+    again.restarts = c.spec.restarts - 1;
+    log << "launch: starting " << c.name << " again (restart " << c.restarted + 1 << " of "
+        << c.restarted + c.spec.restarts << ")" << std::endl;
+    due_restarts_.push_back({std::move(again), c.restarted + 1});
+    return;
+  }
   if (c.expendable && WIFSIGNALED(status) && !term_sent_ && !term_at_) {
     log << "launch: the run goes on if the scheduler can do without " << c.name << " (on_worker_loss, replicas)"
         << std::endl;
@@ -419,6 +439,14 @@ int child_processes::wait() {
   if (stop_signal_ != 0)
     return 128 + stop_signal_;
   return failure_status_.value_or(0);
+}
+
+void child_processes::set_restart(pid_t pid, std::vector<std::string> argv, int restarts) {
+  for (auto& c : children_)
+    if (c.pid == pid) {
+      c.spec.restart_argv = std::move(argv);
+      c.spec.restarts = restarts;
+    }
 }
 
 std::vector<pid_t> child_processes::pids() const {

@@ -15,6 +15,7 @@
 #include <functional>
 #include <iostream>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,11 @@ struct child_spec {
   /// without it is the scheduler's call, which ends the run when it cannot, on_worker_loss);
   /// it is logged, and wait() does not count it. An exit with a status still does.
   bool expendable = false;
+  /// Killed by a signal (not by the launcher), it is started again with these arguments, at
+  /// most `restarts` times over the launch (a scheduler: with --resume, which its servers and
+  /// workers rejoin). Empty: never.
+  std::vector<std::string> restart_argv;
+  int restarts = 0;
 };
 
 struct supervisor_options {
@@ -80,6 +86,10 @@ public:
   /// kill_delay. Does not change what wait() returns beyond the children's statuses.
   void terminate();
 
+  /// From now on child `pid`, if killed by a signal, is started again with `argv`, at most
+  /// `restarts` times (child_spec::restart_argv: known only once it runs, as a scheduler's port).
+  void set_restart(pid_t pid, std::vector<std::string> argv, int restarts);
+
   /// The pids of every child started, in order.
   std::vector<pid_t> pids() const;
 
@@ -96,6 +106,8 @@ private:
     output_stream out, err;
     bool exited = false;
     bool expendable = false;
+    child_spec spec;  // as started (a restart starts from it)
+    int restarted = 0;  // times its name was started again before this one
   };
   using clock = std::chrono::steady_clock;
 
@@ -121,6 +133,7 @@ private:
   bool term_sent_ = false;
   int stop_signal_ = 0;
   std::optional<int> failure_status_;
+  std::vector<std::pair<child_spec, int>> due_restarts_;  // started after the reaping that found them killed
 };
 
 } // namespace troupe::launch

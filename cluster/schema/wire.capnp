@@ -12,7 +12,7 @@ using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("troupe::wire");
 
 # Raised whenever a Frame's meaning changes; a peer with another version is refused by name.
-const protocolVersion :UInt32 = 4;  # 2: requests carry the time left to their deadline; 3: checkpoints; 4: replicas
+const protocolVersion :UInt32 = 5;  # 2: requests carry the time left to their deadline; 3: checkpoints; 4: replicas; 5: rejoin
 
 enum Role {
   scheduler @0;
@@ -133,6 +133,18 @@ struct Join {
   jobHash @5 :UInt64;   # the job its own config resolves to, process counts left out; 0: none
   job @6 :Data;         # that job (as Assignment.job), so a refusal can name the keys that differ; empty: none
   spare @7 :Bool;       # a worker that waits, unassigned, to take over a lost worker's place (launch --spares)
+  rejoin @8 :Rejoin;    # a member of a run in training whose scheduler was lost, joining the scheduler
+                        # restarted with --resume; absent: a first join
+}
+
+# Where a member stands in the run it kept running while its scheduler was away.
+struct Rejoin {
+  node @0 :UInt32;             # its plan node (a spare that took a lost worker's place: that node)
+  threads @1 :UInt32;          # the compute threads it uses
+  epoch @2 :Int64 = -1;        # a worker: the latest epoch any of its computes was asked to train; -1: none
+  appliedStep @3 :Int64 = -1;  # a server: the last step its shards applied; -1: none yet
+  adopted @4 :List(UInt32);    # lost worker nodes whose computes it runs (on_worker_loss = adopt)
+  promoted @5 :List(UInt32);   # lost server nodes whose shards it serves (replicas = 2)
 }
 
 # Where a server node listens.

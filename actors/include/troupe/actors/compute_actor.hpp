@@ -28,7 +28,15 @@
 //                                                    shapes, or a stream the model lacks, are
 //                                                    an errc::bad_request and change nothing
 // The weights are not part of it: the shards hold them, and a replica pulls them before its
-// first step.
+// first step. And, at any time:
+//   (position_atom)                -> int64          the latest epoch it was asked to train
+//                                                    (-1: none yet): where a restarted
+//                                                    scheduler's run goes on from
+//
+// A phase asked again (the same epoch, training or validation) while it runs is answered
+// with it, to every asker; asked again once it finished (the last of its kind), it is
+// answered with the same report at once. A scheduler restarted mid-epoch (docs/operations.md)
+// so picks the run up where its computes are, and no batch is trained twice.
 //
 // Step ids are epoch * batches_per_epoch + batch index, not a running count, so a worker that
 // skipped batches (an ended epoch) is back in line with the others at the next epoch.
@@ -101,7 +109,8 @@ using compute_actor = caf::typed_actor<
 /// A compute actor spawned in this process: the coordinator's protocol plus snapshot/restore.
 using local_compute_actor
   = compute_actor::extend<caf::replies_to<snapshot_atom>::with<replica_state>,
-                          caf::replies_to<restore_atom, replica_state>::with<bool>>;
+                          caf::replies_to<restore_atom, replica_state>::with<bool>,
+                          caf::replies_to<position_atom>::with<std::int64_t>>;
 
 /// Which keys (parameters or slices of them) a shard owns, in the order the shard keeps them.
 struct shard_route {

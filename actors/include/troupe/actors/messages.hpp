@@ -48,6 +48,7 @@ using end_epoch_atom = caf::atom_constant<caf::atom("endepoch")>; // coordinator
 using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;  // checkpoint -> shard, compute
 using restore_atom = caf::atom_constant<caf::atom("restore")>;    // checkpoint -> shard, compute
 using save_atom = caf::atom_constant<caf::atom("save")>;          // coordinator -> checkpoint
+using position_atom = caf::atom_constant<caf::atom("position")>;  // node -> compute: its epoch
 
 /// A batch from a loader, or the mark that the epoch has no more batches (`end == true`).
 struct loader_item {

@@ -68,6 +68,9 @@ struct node_part_options {
   std::string checkpoint_prefix;
   std::int64_t save_period = 1;
   std::shared_ptr<const training_checkpoint> resume;  ///< checked with check_resumable
+  /// A cluster's scheduler restarted in training: the coordinator starts at this epoch and
+  /// restores nothing (the members' computes and shards hold the run's state). -1: none.
+  std::int64_t resume_at_epoch = -1;
   /// Called once the part is wired, with what it handed out (may be empty).
   std::function<void(const wiring_report&)> on_wired;
 };

@@ -17,8 +17,10 @@
 // Failures: the scheduler monitors every member link (heartbeats and a connection timeout on
 // both ends), so a killed, frozen or cut-off node is noticed within `connection_timeout`;
 // the scheduler then logs which node it lost and when, sends every other node a shutdown
-// naming it, and fails. A node that loses its scheduler, a server it pushes to, or one of
-// its own actors tells the scheduler why and fails. Nothing waits without a deadline: the
+// naming it, and fails. A node that loses a server it pushes to, or one of its own actors,
+// tells the scheduler why and fails. One that loses its scheduler in training trains on and
+// rejoins a scheduler restarted with `resume` within `scheduler_timeout` (docs/operations.md,
+// "A lost scheduler"), else fails naming it. Nothing waits without a deadline: the
 // join (`join_timeout`, during which a node retries reaching its scheduler), every request,
 // every epoch (the session's phase timeout).
 //
@@ -83,6 +85,14 @@ struct cluster_node_options {
   /// A worker that joins as a spare: unassigned until it takes over a lost worker's node
   /// (join_message::spare).
   bool spare = false;
+  /// A server or worker that loses its scheduler in training keeps its part running this
+  /// long, retrying to reach a scheduler restarted with --resume at the same address, and
+  /// rejoins it (join_message::rejoin); 0: it stops at once, naming the scheduler.
+  std::chrono::milliseconds scheduler_timeout{30000};
+  /// The scheduler: it takes over a run in training whose scheduler was lost. It plans as the
+  /// lost one did, takes rejoins only, and once every plan node is back trains on from the
+  /// epoch the workers' computes are in, restoring nothing.
+  bool resume = false;
   /// Called with the compute threads this node settles on, once assigned and before any of
   /// its actors runs a kernel (the app caps its kernels there). May be empty.
   std::function<void(int)> use_threads;

@@ -115,6 +115,7 @@ enum class member_phase {
   joining,   ///< connected to the scheduler, joined, waiting for the assignment
   starting,  ///< spawning its part (a server: opening its listener)
   running,   ///< said ready; serves and trains until the scheduler ends the run
+  rejoining, ///< lost its scheduler in training: trains on, retrying to reach a restarted one
   ending,    ///< ended; waiting for the links it told so to close
 };
 const char* to_string(member_phase phase);

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -99,6 +100,18 @@ struct shutdown_message {
 };
 
 /// A node asks the scheduler for its place (after admission).
+/// Where a member stands in the run it kept running while its scheduler was away (a join to
+/// a scheduler restarted with --resume).
+struct rejoin_message {
+  std::uint32_t node = 0;  ///< its plan node
+  std::uint32_t threads = 0;
+  std::int64_t epoch = -1;         ///< a worker: the latest epoch its computes were asked to train
+  std::int64_t applied_step = -1;  ///< a server: the last step its shards applied
+  std::vector<std::uint32_t> adopted;   ///< lost worker nodes whose computes it runs; at most max_nodes
+  std::vector<std::uint32_t> promoted;  ///< lost server nodes whose shards it serves; at most max_nodes
+  static constexpr std::size_t max_nodes = 4096;
+};
+
 struct join_message {
   node_kind role = node_kind::worker;
   std::string host;  ///< where it listens (servers), at most max_host_bytes
@@ -112,6 +125,8 @@ struct join_message {
   /// A worker that waits, unassigned, to take over a lost worker's node (troupe launch --spares,
   /// troupe node --spare); a worker joining a run in training is one too.
   bool spare = false;
+  /// A member of a run in training joining its restarted scheduler; none: a first join.
+  std::optional<rejoin_message> rejoin{};
   static constexpr std::size_t max_host_bytes = 255;
   static constexpr std::size_t max_job_bytes = std::size_t{16} << 20;
 };

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""The scheduler killed mid-epoch: `troupe launch` starts it again with --resume, the servers
+and workers (which trained on) rejoin it, and the run ends with the weights of a run that lost
+nothing (docs/operations.md, "A lost scheduler").
+
+usage: scheduler_restart_run.py TROUPE CONFIG SERVERS WORKERS KILL_EPOCH [--at validation] [troupe flags...]
+
+Runs `troupe launch -n WORKERS -s SERVERS --config CONFIG [flags]`, waits until the scheduler
+logs a batch past the middle of epoch KILL_EPOCH (its `Epoch[E] Batch [B]` progress lines past
+half the `x N batches` of the start line), or with `--at validation` its `Epoch[E] Train-
+accuracy` line (the epoch trained, its validation under way), then SIGKILLs the scheduler (the
+launch's child running `--role scheduler`). It must: exit 0; the launcher must say it starts
+the scheduler again; the restarted scheduler must say where the run goes on (`the run goes on
+at epoch`), every member that it rejoined; the final weights line must equal `troupe train
+--config CONFIG [flags]` in one process. Every wait has a deadline, moments come from log lines
+(no sleeps ordering events), and the launch's process group is killed at the end whatever
+happens, so no process is left behind.
+
+It prints the seconds from the kill to the run going on (the restarted scheduler's `goes on`
+line) and to its next progress line.
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cluster_run import final_weights, in_process_weights, kill_group  # noqa: E402  (shared with the other cluster tests)
+
+BOUND_S = 300
+
+
+def scheduler_pid(session):
+    """The pid of the launch's child that runs `troupe node --role scheduler` (in its session)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            if os.getsid(int(entry)) != session:
+                continue
+        except (OSError, ProcessLookupError):
+            continue
+        if b"node" in argv and b"--role" in argv and argv[argv.index(b"--role") + 1] == b"scheduler":
+            return int(entry)
+    return None
+
+
+def main():
+    troupe, config, servers, workers, kill_epoch = sys.argv[1:6]
+    rest = sys.argv[6:]
+    at_validation = rest[:2] == ["--at", "validation"]
+    if at_validation:
+        rest = rest[2:]
+    workdir = tempfile.mkdtemp(prefix="troupe-scheduler-restart-")
+    command = [troupe, "launch", "-n", workers, "-s", servers, "--config", config] + rest
+    # Line-buffered output (stdbuf's setting reaches the nodes through the environment), so
+    # the scheduler's progress lines arrive while the epoch runs.
+    proc = subprocess.Popen(["stdbuf", "-oL"] + command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=workdir, start_new_session=True)
+    seen = []
+    try:
+        deadline = time.time() + BOUND_S
+        killed_at = going_on_at = training_at = None
+        progress = re.compile(r"\[scheduler\] Epoch\[(\d+)\] Batch \[(\d+)\]")
+        trained = re.compile(r"\[scheduler\] Epoch\[(\d+)\] Train-accuracy")
+        batches = None
+        while time.time() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            m = re.search(r"worker\(s\) x (\d+) batches", line)
+            if m:
+                batches = int(m.group(1))
+            m = progress.search(line)
+            moment = (trained.search(line) if at_validation
+                      else m if m and batches and int(m.group(2)) * 2 >= batches else None)
+            if moment and killed_at is None and moment.group(1) == kill_epoch:
+                victim = scheduler_pid(proc.pid)
+                if victim is None:
+                    raise SystemExit("FAIL: no process runs the scheduler")
+                os.kill(victim, signal.SIGKILL)
+                killed_at = time.time()
+                print(f"killed the scheduler (pid {victim}) at {line.strip()}")
+            elif m and going_on_at and training_at is None:
+                training_at = time.time()
+            if killed_at and going_on_at is None and "the run goes on at epoch" in line:
+                going_on_at = time.time()
+        proc.wait(max(1, deadline - time.time()))
+        out = "".join(seen)
+        if proc.returncode != 0:
+            raise SystemExit(f"FAIL: launch exited {proc.returncode}\n{out[-5000:]}")
+        if killed_at is None:
+            raise SystemExit(f"FAIL: the run ended before the kill\n{out[-3000:]}")
+        patterns = [r"launch: scheduler \(pid \d+\) killed by signal 9", r"launch: starting scheduler again",
+                    r"scheduler: restarted \(--resume\)", rf"the run goes on at epoch {kill_epoch}\b",
+                    r"lost the scheduler at .*training goes on here"]
+        patterns += [rf"rejoined as server_{r}\b" for r in range(int(servers))]
+        patterns += [rf"rejoined as worker_{r}\b" for r in range(int(workers))]
+        for pattern in patterns:
+            if not re.search(pattern, out):
+                raise SystemExit(f"FAIL: no /{pattern}/ in the log\n{out[-5000:]}")
+        got = final_weights(out)
+        reference = in_process_weights(troupe, config, rest, workdir)
+        if not got or got != reference:
+            raise SystemExit(f"FAIL: restarted scheduler's run: {got}\nin one process: {reference}\n{out[-5000:]}")
+        for line in out.splitlines():
+            if re.search(r"lost the scheduler|again|restarted|rejoined|goes on at|unlogged|killed by signal", line):
+                print(line)
+        print(f"kill to the run going on: {going_on_at - killed_at:.3f} s")
+        if training_at:
+            print(f"kill to the next progress line: {training_at - killed_at:.3f} s")
+        print(f"ok: the scheduler killed in epoch {kill_epoch}, restarted and rejoined; exit 0; {got} as in one process")
+    finally:
+        kill_group(proc.pid)
+
+
+if __name__ == "__main__":
+    main()

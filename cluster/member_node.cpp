@@ -702,7 +702,12 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
       answer(self);
       return promise;
     },
-    [=](scheduler_link_atom, channel_actor& link) { join_over(self, link); },
+    [=](scheduler_link_atom, channel_actor& link) {
+      if (self->state.at == member_phase::rejoining && !self->state.scheduler)
+        rejoin_over(self, link);
+      else
+        join_over(self, link);
+    },
     [=](connect_atom) { try_to_connect(self); },
     [=](connect_deadline_atom) {
       auto& st = self->state;

@@ -33,7 +33,8 @@ using member_node_actor = member_inbox::extend<caf::replies_to<run_atom>::with<b
 /// (it registers itself as their control inbox; shards and computes once assigned); every
 /// channel counts its frames in `traffic`.
 /// It reaches its scheduler when told (connect_atom: connecting, retrying every
-/// connect_retry until the join timeout), or joins over a link it is given (scheduler_link_atom). Detached: on a thread of its own
+/// connect_retry until the join timeout), or joins over a link it is given (scheduler_link_atom;
+/// rejoining, once it lost its scheduler in training: it rejoins over it). Detached: on a thread of its own
 /// (a node's, so its set-up never holds up the shared scheduler); a test spawns it scheduled.
 /// A server given `listening` (its port bound before it joined: run_member) listens for
 /// workers on it; without, it binds options.listen_host:listen_port once assigned.

@@ -347,3 +347,72 @@ TEST_CASE("compute refuses wiring that misses or repeats or invents keys") {
   CHECK_THROWS_WITH(spawn_compute(sys, small_mlp(), bad_group), Catch::Contains("names route 7"));
   CHECK_THROWS_WITH(spawn_compute(sys, nullptr, wiring_of(plan)), Catch::Contains("no model replica"));
 }
+
+// A scheduler restarted mid-epoch asks the phases of its lost one again (docs/operations.md,
+// "A lost scheduler"): the phase in flight answers every asker, a finished one is answered
+// again from its report, and no batch trains twice; the position says the latest epoch asked.
+TEST_CASE("a phase asked again is answered with the same report and trains nothing twice") {
+  set_compute_threads(1);
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  async_mlp setup(sys, 0);
+  auto shards = routes_of(setup.plan, setup.targets, 0);
+  auto rec = sys.spawn(recorder, shards.front().shard);
+  compute_wiring w;
+  w.train_loader = spawn_loader(sys, synthetic_batches());
+  w.validation_loader = spawn_loader(sys, synthetic_batches());
+  w.shards = {shard_route{rec, shards.front().keys, 0}};
+  w.groups = setup.plan.keys.groups;
+  w.metrics = rec;
+  w.batches_per_epoch = 2;
+  auto compute = spawn_compute(sys, std::move(setup.replica), w);
+  auto position = [&] {
+    std::int64_t at = -2;
+    self->request(compute, std::chrono::seconds(30), position_atom::value)
+      .receive([&](std::int64_t e) { at = e; }, [](caf::error& e) { FAIL(error_text(e)); });
+    return at;
+  };
+  auto batch_reports = [&] {
+    std::vector<std::string> events;
+    self->request(rec, std::chrono::seconds(10), log_atom::value)
+      .receive([&](std::vector<std::string>& e) { events = std::move(e); }, [](caf::error& e) { FAIL(error_text(e)); });
+    return std::count_if(events.begin(), events.end(), [](auto& e) { return e.rfind("report", 0) == 0; });
+  };
+  CHECK(position() == -1);
+  // Two askers of epoch 0, the second while the first's phase runs or once it finished: both
+  // get the same report.
+  auto first = self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0}, deadline{});
+  auto second = self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0}, deadline{});
+  std::vector<phase_report> answers;
+  for (auto* asked : {&first, &second})
+    asked->receive([&](phase_report& r) { answers.push_back(r); }, [](caf::error& e) { FAIL(error_text(e)); });
+  REQUIRE(answers.size() == 2);
+  CHECK(answers[0].samples == 64);
+  CHECK(answers[1].samples == answers[0].samples);
+  CHECK(answers[1].loss_sum == answers[0].loss_sum);
+  CHECK(answers[1].seconds == answers[0].seconds);
+  CHECK(batch_reports() == 2);
+  CHECK(position() == 0);
+  // Validation, then training epoch 0 asked again: its stored report, nothing trained.
+  phase_report validated;
+  self->request(compute, std::chrono::seconds(30), validate_atom::value, std::int64_t{0}, deadline{})
+    .receive([&](phase_report& r) { validated = r; }, [](caf::error& e) { FAIL(error_text(e)); });
+  CHECK(validated.validation);
+  CHECK(validated.samples == 64);
+  self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0}, deadline{})
+    .receive([&](phase_report& r) { CHECK(r.loss_sum == answers[0].loss_sum); CHECK(!r.validation); },
+             [](caf::error& e) { FAIL(error_text(e)); });
+  self->request(compute, std::chrono::seconds(30), validate_atom::value, std::int64_t{0}, deadline{})
+    .receive([&](phase_report& r) { CHECK(r.seconds == validated.seconds); }, [](caf::error& e) { FAIL(error_text(e)); });
+  CHECK(batch_reports() == 2);
+  // The next epoch trains.
+  self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{1}, deadline{})
+    .receive([](phase_report& r) { CHECK(r.epoch == 1); CHECK(r.samples == 64); }, [](caf::error& e) { FAIL(error_text(e)); });
+  CHECK(batch_reports() == 4);
+  CHECK(position() == 1);
+  for (auto& a : {caf::actor_cast<caf::actor>(compute), caf::actor_cast<caf::actor>(rec),
+                  caf::actor_cast<caf::actor>(shards.front().shard), caf::actor_cast<caf::actor>(w.train_loader),
+                  caf::actor_cast<caf::actor>(w.validation_loader)})
+    self->send_exit(a, caf::exit_reason::user_shutdown);
+}

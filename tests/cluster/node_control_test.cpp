@@ -1283,7 +1283,9 @@ struct server_member_fixture : node_fixture {
   std::uint32_t server_node = 0;
   std::uint16_t bound_port = 0;  // of the socket bound before joining, if one was given
 
-  explicit server_member_fixture(std::shared_ptr<listening_socket> listening = nullptr) {
+  explicit server_member_fixture(std::shared_ptr<listening_socket> listening = nullptr,
+                                 std::chrono::milliseconds scheduler_timeout = std::chrono::seconds(30)) {
+    options.scheduler_timeout = scheduler_timeout;
     if (listening)
       bound_port = listening->port();
     for (std::size_t n = 0; n < plan.nodes.size(); ++n)
@@ -1318,6 +1320,13 @@ struct server_member_fixture : node_fixture {
     caf::anon_send(node, link_lost_atom::value, l, why.empty() ? caf::error{} : make_error(errc::peer_down, why));
     settle();
   }
+  // The scheduler on `l` ends the run as finished: the node ends, and with it its part.
+  void finished_over(const channel_actor& l) {
+    caf::anon_send(node, goodbye_atom::value, l, shutdown_message{"the run finished", true, -1});
+    lost(l, "");
+    CAF_CHECK(result->answered);
+    CAF_CHECK(result->ok);
+  }
 };
 
 } // namespace
@@ -1339,17 +1348,6 @@ CAF_TEST(member_assignment_twice_is_refused) {
   const auto* bye = last_of<shutdown_message>(to_scheduler);
   CAF_REQUIRE(bye != nullptr);
   CAF_CHECK(contains(bye->reason, "the scheduler sent an assignment twice"));
-}
-
-// The scheduler's link is lost, then an actor of the part ends (its echo): the node ends
-// naming the loss, and the later end changes nothing.
-CAF_TEST(member_part_down_after_a_lost_link_keeps_the_loss) {
-  lost(scheduler, "the connection to the scheduler closed");
-  caf::anon_send_exit(shards->find<remote_interface::push_target>(0), caf::exit_reason::kill);
-  settle();
-  CAF_CHECK(result->answered);
-  CAF_CHECK(contains(result->error, "lost the scheduler at"));
-  CAF_CHECK(!contains(result->error, "terminated"));
 }
 
 // An actor of the part ends on its own: the node ends naming it, and tells the scheduler why.
@@ -1406,6 +1404,97 @@ CAF_TEST(member_server_tells_linked_workers_why_the_run_failed) {
   CAF_CHECK(contains(result->error, "lost worker 1 (pid 9 from 10.0.0.3)"));
 }
 
+
+// The scheduler's link is lost in training: the server keeps its part (its shards still
+// serve) and, once a scheduler is reached again, rejoins it saying where it stands: its plan
+// node, its port, its shards' last applied step (none yet).
+CAF_TEST(member_server_trains_on_without_its_scheduler_and_rejoins_a_restarted_one) {
+  lost(scheduler, "the connection to the scheduler closed");
+  CAF_CHECK(!result->answered);
+  CAF_CHECK(logged("lost the scheduler at"));
+  CAF_CHECK(logged("training goes on here"));
+  CAF_CHECK(shards->find<remote_interface::push_target>(0) != nullptr);
+  const auto* first_ready = last_of<ready_message>(to_scheduler);
+  CAF_REQUIRE(first_ready != nullptr);
+  sent_list to_restarted;
+  auto restarted = link(to_restarted);
+  caf::anon_send(node, scheduler_link_atom::value, restarted);
+  settle();
+  const auto* join = last_of<join_message>(to_restarted);
+  CAF_REQUIRE(join != nullptr);
+  CAF_REQUIRE(join->rejoin.has_value());
+  CAF_CHECK_EQUAL(join->role, node_kind::server);
+  CAF_CHECK_EQUAL(join->rejoin->node, server_node);
+  CAF_CHECK_EQUAL(join->port, first_ready->port);
+  CAF_CHECK_EQUAL(join->rejoin->applied_step, -1);
+  CAF_CHECK_EQUAL(join->job_hash, job_hash_without_counts(job));
+  CAF_CHECK(join->rejoin->promoted.empty());
+  CAF_CHECK(!result->answered);
+  // The restarted scheduler is its scheduler now: its traffic query is answered there.
+  caf::anon_send(node, traffic_query_atom::value, restarted, traffic_query_message{0});
+  settle();
+  CAF_CHECK(last_of<traffic_message>(to_restarted) != nullptr);
+  finished_over(restarted);
+}
+
+// No scheduler comes back within the scheduler timeout: the node stops, naming the scheduler
+// and the timeout.
+CAF_TEST(member_server_stops_when_no_scheduler_comes_back_in_time) {
+  lost(scheduler, "the connection to the scheduler closed");
+  CAF_CHECK(!result->answered);
+  advance_time(options.scheduler_timeout);
+  settle();
+  CAF_CHECK(result->answered);
+  CAF_CHECK(contains(result->error, "lost the scheduler, and no scheduler came back at"));
+  CAF_CHECK(contains(result->error, "(--scheduler-timeout)"));
+}
+
+// A restarted scheduler that is lost before the rejoin is sent (or one reached while it was
+// dying): the node retries within the same timeout, and rejoins the next one.
+CAF_TEST(member_server_rejoins_after_a_second_loss_within_the_timeout) {
+  lost(scheduler, "the connection to the scheduler closed");
+  sent_list to_dying;
+  auto dying = link(to_dying);
+  caf::anon_send(node, scheduler_link_atom::value, dying);
+  settle();
+  CAF_CHECK(last_of<join_message>(to_dying) != nullptr);
+  lost(dying, "the connection closed");
+  CAF_CHECK(!result->answered);
+  sent_list to_restarted;
+  auto restarted = link(to_restarted);
+  caf::anon_send(node, scheduler_link_atom::value, restarted);
+  settle();
+  const auto* join = last_of<join_message>(to_restarted);
+  CAF_REQUIRE(join != nullptr);
+  CAF_CHECK(join->rejoin.has_value());
+  CAF_CHECK(!result->answered);
+  finished_over(restarted);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
+
+namespace {
+
+// A server that stops at once when it loses its scheduler (--scheduler-timeout 0).
+struct impatient_server_fixture : server_member_fixture {
+  impatient_server_fixture() : server_member_fixture(nullptr, std::chrono::milliseconds(0)) {}
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(impatient_server_tests, impatient_server_fixture)
+
+// The scheduler's link is lost, then an actor of the part ends (its echo): the node ends
+// naming the loss, and the later end changes nothing.
+CAF_TEST(member_part_down_after_a_lost_link_keeps_the_loss) {
+  lost(scheduler, "the connection to the scheduler closed");
+  caf::anon_send_exit(shards->find<remote_interface::push_target>(0), caf::exit_reason::kill);
+  settle();
+  CAF_CHECK(result->answered);
+  CAF_CHECK(contains(result->error, "lost the scheduler at"));
+  CAF_CHECK(!contains(result->error, "terminated"));
+}
+
 // A node that ends still hears its links close: their channels find it where they always did
 // (found by scripts/chaos.py: the registry was cleared with the part, so a server's links from
 // workers could not say they closed and a failing server waited the whole grace).
@@ -1436,6 +1525,14 @@ CAF_TEST(member_server_ends_after_the_grace_when_a_worker_does_not_close) {
   settle();
   CAF_CHECK(result->answered);
   CAF_CHECK(contains(result->error, "lost the scheduler at"));
+}
+
+// With no scheduler timeout a lost scheduler ends the node at once, naming it.
+CAF_TEST(member_server_without_a_scheduler_timeout_stops_at_once) {
+  lost(scheduler, "the connection to the scheduler closed");
+  CAF_CHECK(result->answered);
+  CAF_CHECK(contains(result->error, "lost the scheduler at"));
+  CAF_CHECK(!logged("training goes on here"));
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()
@@ -1686,6 +1783,147 @@ CAF_TEST(a_spare_takes_a_lost_workers_node) {
   CAF_CHECK(phase->answered);
   CAF_CHECK_EQUAL(phase->error, "");
   CAF_CHECK(logged("spare worker 1 (pid 300 on 10.0.0.2) serves the computes of worker_1"));
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
+
+CAF_TEST_FIXTURE_SCOPE(resume_tests, scheduler_fixture)
+
+namespace {
+
+// A member's rejoin to a restarted scheduler (join_message::rejoin).
+join_message rejoin_of(node_kind role, std::uint32_t plan_node, std::uint32_t pid, std::uint64_t job_hash,
+                       std::int64_t epoch, std::int64_t applied_step, std::uint16_t port = 0) {
+  join_message j{role, "10.0.0.1", port, pid, -1, job_hash};
+  j.rejoin = rejoin_message{plan_node, 2, epoch, applied_step, {}, {}};
+  return j;
+}
+
+} // namespace
+
+// A scheduler restarted with --resume takes rejoins only; it sends no assignment, and once
+// every plan node is back the session starts at the latest epoch any compute was asked to
+// train, with each member's link serving its node.
+CAF_TEST(resumed_scheduler_goes_on_once_every_plan_node_rejoined) {
+  options.resume = true;
+  start(1, 2);
+  sent_list server_sent;
+  std::vector<sent_list> ws(2);
+  auto server = link(server_sent);
+  std::vector<channel_actor> workers{holding(ws[0]), holding(ws[1])};
+  const auto hash = job_hash_without_counts(job);
+  auto send = [&](const channel_actor& l, join_message j) {
+    caf::anon_send(node, join_atom::value, l, std::move(j));
+    settle();
+  };
+  send(server, rejoin_of(node_kind::server, static_cast<std::uint32_t>(plan_node(node_kind::server, 0)), 100, hash, -1, 140, 4000));
+  send(workers[0], rejoin_of(node_kind::worker, static_cast<std::uint32_t>(plan_node(node_kind::worker, 0)), 200, hash, 1, -1));
+  CAF_CHECK_EQUAL(session->runs, 0);
+  CAF_CHECK(logged("rejoined as server_0; its shards applied step 140 last; 1 of 3 plan nodes back; waiting for worker_0"));
+  CAF_CHECK(logged("rejoined as worker_0; its computes were last asked to train epoch 1; 2 of 3 plan nodes back; waiting for worker_1"));
+  send(workers[1], rejoin_of(node_kind::worker, static_cast<std::uint32_t>(plan_node(node_kind::worker, 1)), 201, hash, 2, -1));
+  CAF_REQUIRE_EQUAL(session->runs, 1);
+  CAF_CHECK_EQUAL(sinks.node.resume_at_epoch, 2);
+  CAF_CHECK(logged("every plan node is back; the run goes on at epoch 2"));
+  CAF_CHECK(logged("(the shards applied step 140 last)"));
+  for (auto* sent : {&server_sent, &ws[0], &ws[1]})
+    CAF_CHECK_EQUAL(count_of<assignment_message>(*sent), 0);
+  // The session's stand-in for worker 1's compute asks over worker 1's link.
+  auto compute = sinks.node.remote.compute(first_actor(plan_role::compute, plan_node(node_kind::worker, 1)));
+  spawned.push_back(caf::actor_cast<caf::actor>(compute));
+  auto phase = std::make_shared<phase_answer>();
+  spawned.push_back(sys.spawn(ask_train, compute, 2, phase));
+  settle();
+  CAF_CHECK(phase->answered);
+  CAF_CHECK_EQUAL(count_of<control_message>(ws[1]), 1);
+  CAF_CHECK_EQUAL(count_of<control_message>(ws[0]), 0);
+  session_ends();
+  CAF_CHECK(!result->answered);
+}
+
+// A member that had adopted a lost worker's computes before the scheduler was lost rejoins
+// holding that node: the session reaches the adopted computes over the adopter's link.
+CAF_TEST(resumed_scheduler_reaches_an_adopted_node_through_its_adopter) {
+  options.resume = true;
+  start(1, 2, false, true);
+  sent_list server_sent, w0_sent;
+  auto server = link(server_sent);
+  auto w0 = holding(w0_sent);
+  const auto hash = job_hash_without_counts(job);
+  caf::anon_send(node, join_atom::value, server,
+                 rejoin_of(node_kind::server, static_cast<std::uint32_t>(plan_node(node_kind::server, 0)), 100, hash, -1, 7, 4000));
+  auto adopter = rejoin_of(node_kind::worker, static_cast<std::uint32_t>(plan_node(node_kind::worker, 0)), 200, hash, 0, -1);
+  adopter.rejoin->adopted = {static_cast<std::uint32_t>(plan_node(node_kind::worker, 1))};
+  caf::anon_send(node, join_atom::value, w0, adopter);
+  settle();
+  CAF_REQUIRE_EQUAL(session->runs, 1);
+  CAF_CHECK(logged("holding worker_1 (adopted)"));
+  auto compute = sinks.node.remote.compute(first_actor(plan_role::compute, plan_node(node_kind::worker, 1)));
+  spawned.push_back(caf::actor_cast<caf::actor>(compute));
+  auto phase = std::make_shared<phase_answer>();
+  spawned.push_back(sys.spawn(ask_train, compute, 0, phase));
+  settle();
+  CAF_CHECK(phase->answered);
+  CAF_CHECK_EQUAL(count_of<control_message>(w0_sent), 1);
+}
+
+// What a restarted scheduler refuses, each naming why on the member's link: a first join (not
+// a spare's), a node of another role, a node back already, another job; a scheduler not
+// started with --resume refuses a rejoin.
+CAF_TEST(resumed_scheduler_refuses_what_cannot_rejoin) {
+  options.resume = true;
+  start(1, 2);
+  const auto hash = job_hash_without_counts(job);
+  const auto w0_node = static_cast<std::uint32_t>(plan_node(node_kind::worker, 0));
+  auto refusal = [&](join_message j) {
+    sent_list sent;
+    auto l = link(sent);
+    caf::anon_send(node, join_atom::value, l, std::move(j));
+    settle();
+    const auto* bye = last_of<shutdown_message>(sent);
+    return bye ? bye->reason : std::string("(no refusal)");
+  };
+  CAF_CHECK(contains(refusal(join_message{node_kind::worker, "10.0.0.1", 0, 300, 0, hash}),
+                     "this scheduler was started with --resume"));
+  CAF_CHECK(contains(refusal(rejoin_of(node_kind::server, w0_node, 301, hash, -1, 3, 4000)),
+                     "worker_0 is no server node of the plan"));
+  CAF_CHECK(contains(refusal(rejoin_of(node_kind::worker, w0_node, 302, hash + 1, 0, -1)), "it trains another job"));
+  CAF_CHECK_EQUAL(refusal(rejoin_of(node_kind::worker, w0_node, 303, hash, 0, -1)), "(no refusal)");
+  CAF_CHECK(contains(refusal(rejoin_of(node_kind::worker, w0_node, 304, hash, 0, -1)), "worker_0 is back already"));
+  CAF_CHECK_EQUAL(session->runs, 0);
+  CAF_CHECK(!result->answered);
+}
+
+CAF_TEST(scheduler_not_resumed_refuses_a_rejoin) {
+  start(1, 2);
+  sent_list sent;
+  auto l = link(sent);
+  caf::anon_send(node, join_atom::value, l,
+                 rejoin_of(node_kind::worker, static_cast<std::uint32_t>(plan_node(node_kind::worker, 0)), 300,
+                           job_hash_without_counts(job), 0, -1));
+  settle();
+  const auto* bye = last_of<shutdown_message>(sent);
+  CAF_REQUIRE(bye != nullptr);
+  CAF_CHECK(contains(bye->reason, "this scheduler runs a run of its own"));
+}
+
+// A plan node that never comes back (lost for good before the scheduler was): the restarted
+// scheduler gives up at its join deadline, naming the node it waits for.
+CAF_TEST(resumed_scheduler_gives_up_naming_the_node_that_did_not_rejoin) {
+  options.resume = true;
+  start(1, 2);
+  const auto hash = job_hash_without_counts(job);
+  sent_list s, w;
+  caf::anon_send(node, join_atom::value, link(s),
+                 rejoin_of(node_kind::server, static_cast<std::uint32_t>(plan_node(node_kind::server, 0)), 100, hash, -1, 3, 4000));
+  caf::anon_send(node, join_atom::value, link(w),
+                 rejoin_of(node_kind::worker, static_cast<std::uint32_t>(plan_node(node_kind::worker, 0)), 200, hash, 0, -1));
+  settle();
+  advance_time(options.join_timeout);
+  settle();
+  CAF_CHECK_EQUAL(session->runs, 0);
+  CAF_CHECK(logged("the run failed: gave up after"));
+  CAF_CHECK(logged("2 of 3 plan nodes back; waiting for worker_1"));
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -347,6 +347,27 @@ TEST_CASE("the scheduler's messages round-trip", "[cluster][frame]") {
   const auto carried = decoded_as<join_message>(frame_of(with_job));
   CHECK(carried.job == with_job.job);
   CHECK(carried.seen_from.empty());
+  CHECK(!carried.rejoin);  // a first join
+  join_message rejoining{node_kind::worker, "h", 0, 1, -1, 77};
+  rejoining.spare = true;
+  rejoining.rejoin = rejoin_message{5, 2, 3, -1, {6, 7}, {}};
+  const auto back = decoded_as<join_message>(frame_of(rejoining));
+  REQUIRE(back.rejoin.has_value());
+  CHECK(back.spare);
+  CHECK(back.rejoin->node == 5);
+  CHECK(back.rejoin->threads == 2);
+  CHECK(back.rejoin->epoch == 3);
+  CHECK(back.rejoin->applied_step == -1);
+  REQUIRE(back.rejoin->adopted.size() == 2);
+  CHECK(back.rejoin->adopted == std::vector<std::uint32_t>{6, 7});
+  CHECK(back.rejoin->promoted.empty());
+  join_message server_rejoin{node_kind::server, "h", 4000, 1, -1, 77};
+  server_rejoin.rejoin = rejoin_message{1, 1, -1, 1234, {}, {2}};
+  const auto server_back = decoded_as<join_message>(frame_of(server_rejoin));
+  REQUIRE(server_back.rejoin.has_value());
+  CHECK(server_back.rejoin->applied_step == 1234);
+  REQUIRE(server_back.rejoin->promoted.size() == 1);
+  CHECK(server_back.rejoin->promoted.front() == 2);
 
   assignment_message a;
   a.rank = 1;
@@ -481,7 +502,17 @@ TEST_CASE("the scheduler's messages are checked", "[cluster][frame]") {
   b.report = batch_report{0, 0, 1, 469, 128, 100, std::numeric_limits<double>::infinity(), 0.1f};
   CHECK_THAT(refusal(frame_of(b)), Catch::Contains("batchReport.lossSum is not finite"));
 
+  join_message rejoin{node_kind::worker, "h", 0, 1, -1, 77};
+  rejoin.rejoin = rejoin_message{1, 2, -2, -1, {}, {}};
+  CHECK_THAT(refusal(frame_of(rejoin)), Catch::Contains("join.rejoin.epoch -2 is below -1"));
+  rejoin.rejoin = rejoin_message{1, 2, 0, -7, {}, {}};
+  CHECK_THAT(refusal(frame_of(rejoin)), Catch::Contains("join.rejoin.appliedStep -7 is below -1"));
+  rejoin.rejoin = rejoin_message{1, 5000, 0, -1, {}, {}};
+  CHECK_THAT(refusal(frame_of(rejoin)), Catch::Contains("join.rejoin.threads 5000 is above 4096"));
+
   std::vector<char> out;
+  rejoin.rejoin = rejoin_message{1, 2, 0, -1, std::vector<std::uint32_t>(rejoin_message::max_nodes + 1, 3), {}};
+  CHECK_THROWS_AS(append_frame(rejoin, out), std::invalid_argument);
   assignment_message huge;
   huge.job.resize(assignment_message::max_job_bytes + 1);
   CHECK_THROWS_AS(append_frame(huge, out), std::invalid_argument);

@@ -73,6 +73,8 @@ std::vector<std::pair<std::string, wire_message>> seeds() {
   phase.loss_sum = 3.0;
   phase.seconds = 1.0;
   traffic_message traffic{2, {peer_traffic{"server 0", {1, 2, 3}, {4, 5, 6}}}};
+  join_message rejoin{node_kind::worker, "127.0.0.1", 0, 4243, 1, 11, {}};
+  rejoin.rejoin = rejoin_message{3, 2, 1, -1, {4}, {}};
   batch_report int64_min{0, 0, 0, std::numeric_limits<std::int64_t>::min(), 128, 100, 1.0, 0.1f};
   return {
     {"hello", hello_message{node_kind::worker, "worker 0", challenge, 42}},
@@ -85,6 +87,7 @@ std::vector<std::pair<std::string, wire_message>> seeds() {
     {"shutdown", shutdown_message{"server 0 shut down", false, 1}},
     {"shutdown_finished", shutdown_message{"the run finished", true}},
     {"join", join_message{node_kind::server, "127.0.0.1", 45095, 4242, 0, 11, {}}},
+    {"rejoin", rejoin},
     {"assignment", assignment},
     {"ready", ready_message{2, 0, 2}},
     {"ready_with_port", ready_message{1, 45095, 2}},

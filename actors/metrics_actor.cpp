@@ -148,6 +148,10 @@ double ratio(double a, std::int64_t b) {
 void write_epoch_line(metrics_state& st, const phase_report& train, const phase_report* val) {
   if (!st.jsonl)
     return;
+  if (train.epoch <= st.options.written_through) {  // in the file already (a restarted scheduler)
+    st.annotations.erase(train.epoch);
+    return;
+  }
   std::vector<std::pair<std::string, double>> numbers{
     {"epoch", static_cast<double>(train.epoch)},
     {"train_accuracy", ratio(train.correct, train.samples)},

@@ -341,6 +341,7 @@ metrics_options metrics_options_of(const training_job& job, const session_output
   m.expect_validation = job.validate;
   m.jsonl_path = output.metrics_path;
   m.jsonl = output.metrics_file;
+  m.written_through = output.metrics_written_through;
   m.position = output.position;
   m.terminal_columns = output.terminal_columns;
   m.tags = {{"network", job.model.network}, {"dataset", job.train_data.name}};

@@ -291,9 +291,12 @@ int node_command(const std::vector<std::string>& args) {
   }
   if (options.role == node_kind::scheduler) {  // what `troupe train` writes before its first step
     // A restarted scheduler appends to its lost one's metrics file, marking where it took over.
-    if (!cli.output.metrics_path.empty())
+    if (!cli.output.metrics_path.empty()) {
+      if (options.resume)
+        cli.output.metrics_written_through = last_epoch_written(cli.output.metrics_path);
       cli.output.metrics_file = open_metrics_file(cli.output.metrics_path, run_record(args, cli.job, cli.threads),
                                                   options.resume);
+    }
     cli.output.position = std::make_shared<run_position>();
     cli.output.terminal_columns = terminal_columns();
     std::cout << argument_lines(args, cli.job, cli.threads) << std::flush;

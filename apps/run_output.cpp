@@ -4,6 +4,7 @@
 
 #include "apps/integer_text.hpp"
 
+#include <fstream>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -97,6 +98,17 @@ std::string run_record(const std::vector<std::string>& args, const training_job&
   record["argv"] = args;
   // Arguments need not be UTF-8 (a Latin-1 file name): bad bytes become U+FFFD, not bad JSON.
   return record.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+std::int64_t last_epoch_written(const std::string& path) {
+  std::ifstream in(path);
+  std::int64_t last = -1;
+  for (std::string line; std::getline(in, line);) {
+    const auto record = nlohmann::json::parse(line, nullptr, false);
+    if (record.is_object() && record.contains("epoch") && record["epoch"].is_number_integer())
+      last = std::max(last, record["epoch"].get<std::int64_t>());
+  }
+  return last;
 }
 
 std::shared_ptr<jsonl_writer> open_metrics_file(const std::string& path, const std::string& record, bool resumed) {

@@ -26,6 +26,9 @@ std::string run_record(const std::vector<std::string>& args, const training_job&
 /// Opens and locks `path` and writes the configuration record; io_error naming the file and
 /// the system's reason when it cannot (another run holds it, no directory, a full disk).
 /// `resumed` (a scheduler restarted with --resume): appends, the record as {"resumed": ...}.
+/// The last epoch whose line `path` holds (-1: none, or no such file), which a restarted
+/// scheduler does not write again (metrics_options::written_through).
+std::int64_t last_epoch_written(const std::string& path);
 std::shared_ptr<jsonl_writer> open_metrics_file(const std::string& path, const std::string& record,
                                                bool resumed = false);
 

@@ -743,6 +743,8 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
         self->state.told = end;
     },
     [=](link_up_atom, channel_actor& link, const std::string&) {
+      if (link == self->state.scheduler)
+        self->state.scheduler_admitted = true;
       if (self->state.options->role == node_kind::server && !self->state.outcome && link != self->state.scheduler) {
         self->state.worker_links[link.address()] = {self->state.traffic->peer_of(link.address()), link};
       }

@@ -58,27 +58,34 @@ void send_rejoin(member_actor self, const channel_actor& link, const rejoin_mess
 
 bool train_on_without_scheduler(member_actor self, const caf::error& why) {
   auto& st = self->state;
-  if (st.at == member_phase::rejoining && !st.told) {  // the restarted one was lost before the rejoin: again
+  // The restarted one was lost before the rejoin was sent, or before its link was ever
+  // admitted (a frozen scheduler's port still takes connections): again, within the same
+  // timeout.
+  const bool unassigned = st.at == member_phase::joining;
+  const bool unconfirmed = (st.at == member_phase::running || unassigned) && st.scheduler_losses > 0 && !st.scheduler_admitted;
+  if ((st.at == member_phase::rejoining || unconfirmed) && !st.told) {
+    st.at = member_phase::rejoining;
     st.scheduler = channel_actor{};
     st.to_scheduler = scheduler_control_actor{};
     st.unreachable = why;
     self->send(self, connect_atom::value);
     return true;
   }
-  // A spare not yet given a place waits for the restarted scheduler too (and joins it as a
-  // spare again).
-  const bool idle_spare = st.at == member_phase::joining && st.options->spare;
-  if ((st.at != member_phase::running && !idle_spare) || st.options->scheduler_timeout.count() <= 0 || st.told)
+  // A node not yet given a place (a spare, or one lost its scheduler before training) waits for
+  // the restarted scheduler too, and joins it again as it joined the lost one.
+  if ((st.at != member_phase::running && !unassigned) || st.options->scheduler_timeout.count() <= 0 || st.told)
     return false;
   st.at = member_phase::rejoining;
   st.scheduler = channel_actor{};
   st.to_scheduler = scheduler_control_actor{};
+  st.scheduler_admitted = false;
   st.unreachable = caf::error{};
   if (st.reports)
     caf::anon_send(st.reports, repoint_atom::value, metrics_sink_actor{});
   const auto serial = ++st.scheduler_losses;
   log_node_line(*st.options, st.label + ": lost the scheduler at " + clock_time_now() + ": "
-                               + reason_text(self->system(), why) + "; training goes on here, and for "
+                               + reason_text(self->system(), why)
+                               + (unassigned ? "; it has no place yet, and for " : "; training goes on here, and for ")
                                + seconds_text(st.options->scheduler_timeout)
                                + " (--scheduler-timeout) it retries reaching a scheduler restarted at "
                                + st.options->scheduler_host + ":" + std::to_string(st.options->scheduler_port)
@@ -90,7 +97,7 @@ bool train_on_without_scheduler(member_actor self, const caf::error& why) {
 
 void rejoin_over(member_actor self, const channel_actor& link) {
   auto& st = self->state;
-  if (st.part_node < 0) {  // a spare with no place: it joins as one again
+  if (st.part_node < 0) {  // no place yet (a spare, or lost before training): it joins as before
     st.at = member_phase::connecting;
     return join_over(self, link);
   }
@@ -151,8 +158,11 @@ void rejoin_over(member_actor self, const channel_actor& link) {
 
 void on_rejoin_deadline(member_actor self, std::uint64_t serial) {
   auto& st = self->state;
-  if (st.at != member_phase::rejoining || serial != st.scheduler_losses || st.outcome)
+  if (serial != st.scheduler_losses || st.outcome)
     return;
+  const bool waiting = st.at == member_phase::running || st.at == member_phase::joining;
+  if (st.at != member_phase::rejoining && (!waiting || st.scheduler_admitted))
+    return;  // rejoined in time
   fail(self, errc::peer_down, "lost the scheduler, and no scheduler came back at " + st.options->scheduler_host + ":"
                                 + std::to_string(st.options->scheduler_port) + " within "
                                 + seconds_text(st.options->scheduler_timeout) + " (--scheduler-timeout)"

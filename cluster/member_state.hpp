@@ -78,6 +78,9 @@ struct member_state {
   // A worker's computes report their batches here; re-pointed at a restarted scheduler.
   metrics_relay_actor reports;
   std::uint64_t scheduler_losses = 0;  // names the deadline of each absence (rejoining)
+  // The link to the scheduler was admitted (its link_up): a rejoin over a link that never was
+  // (a frozen scheduler's port still takes connections) does not end the absence.
+  bool scheduler_admitted = false;
   bool retrying = false;   // said so once
   std::optional<shutdown_message> told;  // the scheduler's shutdown, once it came
   caf::typed_response_promise<bool> promise;

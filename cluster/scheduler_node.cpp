@@ -185,7 +185,7 @@ void on_member_lost(scheduler_actor self, member_entry& m, const std::string& wh
 void start_training(scheduler_actor self) {
   auto& st = self->state;
   st.at = scheduler_phase::training;
-  if (st.options->resume)
+  if (st.resumed_run)
     log_node_line(*st.options, "scheduler: " + threads_text(st) + "; training");
   else
     log_node_line(*st.options, "scheduler: every node is ready (" + progress_text(st) + "); " + threads_text(st)
@@ -449,6 +449,11 @@ void on_join(scheduler_actor self, const channel_actor& link, const join_message
   // Without a rank of its own a node takes the lowest free one (join order).
   for (rank = std::max(rank, 0); join.rank < 0 && taken_by(rank); ++rank) {
   }
+  if (st.options->resume && !st.fresh_run) {
+    st.fresh_run = true;
+    log_node_line(*st.options, "scheduler: a node that had not begun training joined before any member of a run in "
+                               "training rejoined: the run starts afresh (its scheduler was lost before training)");
+  }
   auto& m = add_member(self, link, join);
   m.rank = rank;
   m.node = plan_node_of(st.plan, join.role, rank);
@@ -676,7 +681,7 @@ scheduler_node_actor::behavior_type scheduler(scheduler_actor self, scheduler_se
         fail(self, errc::timeout, "scheduler: gave up after "
                                     + std::to_string(self->state.options->join_timeout.count() / 1000)
                                     + " s (--join-timeout): "
-                                    + (self->state.options->resume ? rejoin_progress(self->state) : progress_text(self->state)));
+                                    + (self->state.resumed_run ? rejoin_progress(self->state) : progress_text(self->state)));
     },
     [=](grace_over_atom) { answer_if_done(self, true); },
     [=](cause_due_atom) {

@@ -10,6 +10,10 @@
 //
 // A plan node lost for good earlier (on_worker_loss = continue) never rejoins: the restarted
 // scheduler waits for it until its join timeout and names it.
+//
+// A scheduler lost before training leaves members with no place yet: they join the restarted
+// one as they joined the lost one, and when such a first join comes before any rejoin, the
+// restarted scheduler runs the job afresh, as the lost one would have (fresh_run).
 #include <algorithm>
 #include <string>
 
@@ -75,14 +79,17 @@ std::string rejoin_progress(const scheduler_state& st) {
 
 std::string refusal_of_rejoin(const scheduler_state& st, const channel_actor& link, const join_message& join) {
   if (!join.rejoin) {
-    if (join.spare)
-      return "";  // a spare joins a restarted scheduler as any other
-    return "this scheduler was started with --resume: it takes over a run in training from the members that "
-           "rejoin it, and this node joins as a new one (start it with the run's scheduler, or as a --spare)";
+    if (join.spare || !st.resumed_run)
+      return "";  // a spare joins as any other; a first join before any rejoin starts the run afresh
+    return "this scheduler was started with --resume and takes over the run its members kept training, and this "
+           "node joins as a new one (a node that lost its scheduler before training; start it again with the "
+           "whole job, or as a --spare)";
   }
   if (!st.options->resume)
     return "it rejoins a run in training, and this scheduler runs a run of its own (a restarted scheduler "
            "takes rejoins with --resume)";
+  if (st.fresh_run)
+    return "this restarted scheduler starts the run afresh: a node that had not begun training joined it first";
   if (st.at != scheduler_phase::joining)
     return "the run went on already (every plan node was back)";
   if (member_of(const_cast<scheduler_state&>(st), link.address()))
@@ -109,6 +116,7 @@ std::string refusal_of_rejoin(const scheduler_state& st, const channel_actor& li
 void on_rejoin(scheduler_actor self, const channel_actor& link, const join_message& join) {
   auto& st = self->state;
   const auto& r = *join.rejoin;
+  st.resumed_run = true;
   auto& m = add_member(self, link, join);
   m.node = static_cast<int>(r.node);
   m.rank = st.plan.nodes[r.node].rank;

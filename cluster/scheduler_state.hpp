@@ -119,6 +119,11 @@ struct scheduler_state {
   // is (the latest epoch their computes were asked to train; the shards' last applied step).
   std::int64_t resume_epoch = -1;
   std::int64_t resume_applied_step = -1;
+  // Which run a restarted scheduler takes, decided by the first join it accepts (a spare's
+  // aside): a rejoin, the run its members kept training; a first join (its scheduler was lost
+  // before training), the run started afresh.
+  bool resumed_run = false;
+  bool fresh_run = false;
   static inline const char* name = "troupe.scheduler";
 };
 

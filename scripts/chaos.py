@@ -70,6 +70,8 @@ import chaos_restarts  # noqa: E402  (the trials of jobs that restart)
 
 CONFIGS = os.path.join(REPO, "tests", "apps", "configs")
 HEARTBEAT, PEER_TIMEOUT, JOIN_TIMEOUT = "0.2", "2", "30"
+SCHEDULER_TIMEOUT = "8"  # a member that lost its scheduler trains on and waits this long for a restarted one
+FEATURES = set()  # what the binary supports (features()), set by main
 START_BOUND_S = 60    # from the start to the moment
 DETECT_BOUND_S = 45   # from the fault to every other process gone (peer timeout + goodbye grace + slack;
                      # a node that never joined: its join timeout)
@@ -188,6 +190,11 @@ EXPECT = [
     ("nothing lost", lambda t: t["way"] == "none", "finishes"),
     ("the job restarts from its last whole checkpoint (the launcher says so)",
      lambda t: VARIANTS[t["variant"]].get("restarts"), "finishes"),
+    # (launch starts a killed scheduler again with --resume; the members, training on, rejoin it;
+    # killed as the nodes join, they join the restarted one and the run starts afresh)
+    ("a killed scheduler is started again by launch", lambda t: t.get("scheduler_restart")
+     and t["victim"] == "scheduler" and t["way"] == "kill" and VARIANTS[t["variant"]].get("starter") == "launch"
+     and t["moment"] in TRAINING + ("checkpoint", "join"), "finishes"),
     # (the last epoch's validation is the run's end too: a fault that lands a moment late, a
     # SIGSTOP as the last validation line is written, finds the run finished)
     ("the run ends as it is lost", lambda t: t["moment"] == "ending"
@@ -227,7 +234,7 @@ def draw(seed, k, allowed, have):
     epoch = rng.randrange(EPOCHS - 1 if moment == "boundary" else EPOCHS)
     batch = 4 * rng.randrange(1, 23)  # 96 batches per worker and epoch; a line every 4
     trial = dict(seed=seed, trial=k, variant=variant, victim=victim, way=way, moment=moment, epoch=epoch,
-                 batch=batch)
+                 batch=batch, scheduler_restart="scheduler-restart" in have)
     if moment == "promotion":  # the server SIGKILLed first, at the batch: not the victim
         trial["first"] = "server_1" if victim == "server_0" else "server_0"
     return trial
@@ -423,9 +430,14 @@ def signal_node(pid, sig):
             pass
 
 
+def scheduler_wait_flags():
+    """How long a member waits for a restarted scheduler, where the binary has one."""
+    return ["--scheduler-timeout", SCHEDULER_TIMEOUT] if "scheduler-restart" in FEATURES else []
+
+
 def launch_node_flags(config, variant):
     return ["--config", config, "--heartbeat", HEARTBEAT, "--peer-timeout", PEER_TIMEOUT,
-            "--num-epochs", str(EPOCHS)] + variant["flags"]
+            "--num-epochs", str(EPOCHS)] + scheduler_wait_flags() + variant["flags"]
 
 
 def start_nodes(t, variant, config, net):
@@ -437,7 +449,7 @@ def start_nodes(t, variant, config, net):
         return None
     common = ["--config", config, "--server-nodes", str(SERVERS), "--worker-nodes", str(WORKERS),
               "--heartbeat", HEARTBEAT, "--peer-timeout", PEER_TIMEOUT, "--join-timeout", JOIN_TIMEOUT,
-              "--num-epochs", str(EPOCHS)] + variant["flags"]
+              "--num-epochs", str(EPOCHS)] + scheduler_wait_flags() + variant["flags"]
     host = net.addr["scheduler"] if net else "127.0.0.1"
     port_file = os.path.join(t.workdir, "scheduler.port")
     t.start("scheduler", ["--role", "scheduler", "--scheduler", f"{host}:0", "--port-file", port_file] + common)
@@ -700,9 +712,10 @@ def run_trial(troupe, trial, references, keep):
                 code = t.launch.wait(max(0.1, fault_at + DETECT_BOUND_S + VICTIM_BOUND_S - time.time()))
                 # (a server or worker killed by a signal is the scheduler's to replace: launch
                 # exits 0 when the run goes on without it; any other status counts, and a killed
-                # scheduler always does)
+                # scheduler does unless launch started it again: then the restarted one's counts)
+                restarted = "launch: starting scheduler again" in t.all_text()
                 if (code == 0) != all(c == 0 for n, c in codes.items()
-                                      if not (n == trial["victim"] and c < 0 and n != "scheduler")):
+                                      if not (n == trial["victim"] and c < 0 and (n != "scheduler" or restarted))):
                     problems.append(f"troupe launch exited {code} after its nodes exited {codes}")
             except subprocess.TimeoutExpired:
                 problems.append("troupe launch still runs after its nodes ended")
@@ -816,6 +829,7 @@ def main():
         if bad:
             raise SystemExit(f"chaos.py: unknown {key} {bad}; known: {', '.join(known)}")
     have = features(troupe) | set()
+    FEATURES.update(have)
     print(f"chaos: seed {seed}; {troupe} supports: {', '.join(sorted(have)) or 'none of the recovery features'}")
     for name, v in VARIANTS.items():
         if name in allowed["variants"] and not v["needs"] <= have:

@@ -173,7 +173,8 @@ def run_restart_trial(troupe, trial, variant, config, common, reference, workdir
     os.makedirs(os.path.dirname(prefix))
     restarts = 2 if trial["moment"] == "resume" else variant["restarts"]
     command = [troupe, "launch", "-n", str(chaos.WORKERS), "-s", str(chaos.SERVERS), "--join-timeout",
-               chaos.JOIN_TIMEOUT, "--grace", "5", "--max-restarts", str(restarts), "--"] + common + \
+               chaos.JOIN_TIMEOUT, "--grace", "5", "--max-restarts", str(restarts)] + \
+        (["--scheduler-restarts", "0"] if "scheduler-restart" in chaos.FEATURES else []) + ["--"] + common + \
         ["--model-prefix", prefix]
     job = RestartJob(troupe, workdir, chaos.NODES)
     job.start(command)

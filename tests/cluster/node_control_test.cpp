@@ -1041,7 +1041,8 @@ struct member_fixture : node_fixture {
   channel_actor scheduler;
   sent_list to_scheduler;
 
-  member_fixture() {
+  explicit member_fixture(std::chrono::milliseconds scheduler_timeout = std::chrono::seconds(30)) {
+    options.scheduler_timeout = scheduler_timeout;
     node = spawn_member_node(sys, options, std::make_shared<serving_registry>(), traffic, false);
     spawned.push_back(caf::actor_cast<caf::actor>(node));
     spawned.push_back(sys.spawn(host<bool>, caf::actor_cast<caf::actor>(node), result));
@@ -1096,12 +1097,20 @@ CAF_TEST(member_joins_on_its_scheduler_link) {
 }
 
 // The scheduler is lost while the node waits for its assignment: it ends naming the loss.
+// A node with no place yet whose scheduler is lost joins a restarted one as it joined the
+// lost one (a first join, not a rejoin).
 CAF_TEST(member_loses_its_scheduler_during_join) {
   lost(scheduler, "the connection to the scheduler closed");
-  CAF_CHECK(result->answered);
-  CAF_CHECK(!result->ok);
-  CAF_CHECK(contains(result->error, "lost the scheduler at"));
-  CAF_CHECK(contains(result->error, "the connection to the scheduler closed"));
+  CAF_CHECK(!result->answered);
+  CAF_CHECK(logged("it has no place yet"));
+  sent_list to_restarted;
+  auto restarted = link(to_restarted);
+  caf::anon_send(node, scheduler_link_atom::value, restarted);
+  settle();
+  const auto* join = last_of<join_message>(to_restarted);
+  CAF_REQUIRE(join != nullptr);
+  CAF_CHECK(!join->rejoin);
+  CAF_CHECK_EQUAL(join->role, node_kind::worker);
 }
 
 // The scheduler's goodbye says why; its link's end then ends the node with that reason, or
@@ -1211,6 +1220,27 @@ CAF_TEST(member_gives_up_without_an_assignment) {
   lost(scheduler, "");
   CAF_CHECK(result->answered);
   CAF_CHECK(contains(result->error, "no assignment from the scheduler in time"));
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
+
+namespace {
+
+struct impatient_member_fixture : member_fixture {
+  impatient_member_fixture() : member_fixture(std::chrono::milliseconds(0)) {}
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(impatient_member_tests, impatient_member_fixture)
+
+// With no scheduler timeout a node that loses its scheduler while it joins stops at once.
+CAF_TEST(member_without_a_scheduler_timeout_stops_when_its_scheduler_is_lost_during_join) {
+  lost(scheduler, "the connection to the scheduler closed");
+  CAF_CHECK(result->answered);
+  CAF_CHECK(!result->ok);
+  CAF_CHECK(contains(result->error, "lost the scheduler at"));
+  CAF_CHECK(contains(result->error, "the connection to the scheduler closed"));
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()
@@ -1447,6 +1477,39 @@ CAF_TEST(member_server_stops_when_no_scheduler_comes_back_in_time) {
   CAF_CHECK(result->answered);
   CAF_CHECK(contains(result->error, "lost the scheduler, and no scheduler came back at"));
   CAF_CHECK(contains(result->error, "(--scheduler-timeout)"));
+}
+
+// A rejoin over a link that is never admitted (a frozen scheduler's port still takes
+// connections) does not end the absence: at the timeout the node stops. Once the link is
+// admitted, the timeout passes without a word.
+CAF_TEST(member_server_stops_when_its_rejoin_is_never_admitted) {
+  lost(scheduler, "the connection to the scheduler closed");
+  sent_list to_frozen;
+  auto frozen = link(to_frozen);
+  caf::anon_send(node, scheduler_link_atom::value, frozen);
+  settle();
+  CAF_CHECK(last_of<join_message>(to_frozen) != nullptr);
+  advance_time(options.scheduler_timeout);
+  settle();
+  const auto* bye = last_of<shutdown_message>(to_frozen);
+  CAF_REQUIRE(bye != nullptr);
+  CAF_CHECK(contains(bye->reason, "no scheduler came back"));
+  lost(frozen, "the connection closed");
+  CAF_CHECK(result->answered);
+  CAF_CHECK(contains(result->error, "no scheduler came back"));
+}
+
+CAF_TEST(member_server_rejoined_once_its_link_is_admitted) {
+  lost(scheduler, "the connection to the scheduler closed");
+  sent_list to_restarted;
+  auto restarted = link(to_restarted);
+  caf::anon_send(node, scheduler_link_atom::value, restarted);
+  caf::anon_send(node, link_up_atom::value, restarted, std::string("scheduler"));
+  settle();
+  advance_time(options.scheduler_timeout);
+  settle();
+  CAF_CHECK(!result->answered);
+  finished_over(restarted);
 }
 
 // A restarted scheduler that is lost before the rejoin is sent (or one reached while it was
@@ -1883,14 +1946,38 @@ CAF_TEST(resumed_scheduler_refuses_what_cannot_rejoin) {
     const auto* bye = last_of<shutdown_message>(sent);
     return bye ? bye->reason : std::string("(no refusal)");
   };
-  CAF_CHECK(contains(refusal(join_message{node_kind::worker, "10.0.0.1", 0, 300, 0, hash}),
-                     "this scheduler was started with --resume"));
   CAF_CHECK(contains(refusal(rejoin_of(node_kind::server, w0_node, 301, hash, -1, 3, 4000)),
                      "worker_0 is no server node of the plan"));
   CAF_CHECK(contains(refusal(rejoin_of(node_kind::worker, w0_node, 302, hash + 1, 0, -1)), "it trains another job"));
   CAF_CHECK_EQUAL(refusal(rejoin_of(node_kind::worker, w0_node, 303, hash, 0, -1)), "(no refusal)");
   CAF_CHECK(contains(refusal(rejoin_of(node_kind::worker, w0_node, 304, hash, 0, -1)), "worker_0 is back already"));
+  // Once a member rejoined, the run is the one it kept training: a first join is refused.
+  CAF_CHECK(contains(refusal(join_message{node_kind::worker, "10.0.0.1", 0, 300, 1, hash}),
+                     "this scheduler was started with --resume and takes over the run its members kept training"));
   CAF_CHECK_EQUAL(session->runs, 0);
+  CAF_CHECK(!result->answered);
+}
+
+// A scheduler lost before training: its members had no place, and join the restarted one as
+// they joined the lost one. The first join decides: the run starts afresh (assignments as
+// usual), and a rejoin is refused from then on.
+CAF_TEST(resumed_scheduler_starts_afresh_when_a_first_join_comes_first) {
+  options.resume = true;
+  start(1, 2);
+  sent_list server_sent, w0_sent, w1_sent, late_sent;
+  auto server = link(server_sent);
+  join(server, node_kind::server, 0, 100);
+  CAF_CHECK(logged("the run starts afresh"));
+  caf::anon_send(node, join_atom::value, link(late_sent),
+                 rejoin_of(node_kind::worker, static_cast<std::uint32_t>(plan_node(node_kind::worker, 0)), 300,
+                           job_hash_without_counts(job), 0, -1));
+  settle();
+  const auto* bye = last_of<shutdown_message>(late_sent);
+  CAF_REQUIRE(bye != nullptr);
+  CAF_CHECK(contains(bye->reason, "starts the run afresh"));
+  join(link(w0_sent), node_kind::worker, 0, 200);
+  join(link(w1_sent), node_kind::worker, 1, 201);
+  CAF_CHECK_EQUAL(count_of<assignment_message>(server_sent), 1);
   CAF_CHECK(!result->answered);
 }
 

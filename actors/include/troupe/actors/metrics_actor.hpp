@@ -75,6 +75,10 @@ struct metrics_options {
   /// An already open metrics file (the app opens it before anything starts); used instead
   /// of opening `jsonl_path`.
   std::shared_ptr<jsonl_writer> jsonl;
+  /// Epochs up to this one have their lines in the metrics file already (a scheduler restarted
+  /// with --resume appends to its lost one's file, and may be asked an epoch again): their
+  /// lines are not written twice. -1: none.
+  std::int64_t written_through = -1;
   std::shared_ptr<run_position> position;  ///< null: not kept
   int terminal_columns = 80;      ///< the progress bar's line stays shorter than this
   /// Constant fields copied into every JSON line: text (network, dataset) and numbers

@@ -71,6 +71,7 @@ struct session_output {
   /// The metrics file, opened by the host before the run (so a file that cannot be written
   /// stops nothing half-way); used instead of opening `metrics_path`.
   std::shared_ptr<jsonl_writer> metrics_file;
+  std::int64_t metrics_written_through = -1;  ///< metrics_options::written_through
   std::shared_ptr<run_position> position;  ///< kept up to date when set (metrics_actor.hpp)
   int terminal_columns = 80;    ///< width the progress bar fits
   checkpoint_options checkpoint;

@@ -3,7 +3,7 @@
 and workers (which trained on) rejoin it, and the run ends with the weights of a run that lost
 nothing (docs/operations.md, "A lost scheduler").
 
-usage: scheduler_restart_run.py TROUPE CONFIG SERVERS WORKERS KILL_EPOCH [--at validation] [troupe flags...]
+usage: scheduler_restart_run.py TROUPE CONFIG SERVERS WORKERS KILL_EPOCH [--at validation] [--by-hand] [troupe flags...]
 
 Runs `troupe launch -n WORKERS -s SERVERS --config CONFIG [flags]`, waits until the scheduler
 logs a batch past the middle of epoch KILL_EPOCH (its `Epoch[E] Batch [B]` progress lines past
@@ -15,6 +15,10 @@ at epoch`), every member that it rejoined; the final weights line must equal `tr
 --config CONFIG [flags]` in one process. Every wait has a deadline, moments come from log lines
 (no sleeps ordering events), and the launch's process group is killed at the end whatever
 happens, so no process is left behind.
+
+With `--by-hand` every node is a `troupe node` started by this script (no launcher), and after
+the kill the script starts the scheduler again itself, as a user would: the same flags with
+`--resume` at the same `--scheduler` address. Every node but the killed scheduler must exit 0.
 
 It prints the seconds from the kill to the run going on (the restarted scheduler's `goes on`
 line) and to its next progress line.
@@ -28,7 +32,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_run import final_weights, in_process_weights, kill_group  # noqa: E402  (shared with the other cluster tests)
+from cluster_run import (Cluster, final_weights, in_process_weights, kill_group,  # noqa: E402  (shared with the
+                         start_by_hand)                                            # other cluster tests)
 
 BOUND_S = 300
 
@@ -50,16 +55,79 @@ def scheduler_pid(session):
     return None
 
 
+def moment_of(line, kill_epoch, at_validation, batches):
+    """Whether scheduler output `line` is the moment to kill: a batch past the middle of epoch
+    KILL_EPOCH, or (at validation) its training accuracy line."""
+    if at_validation:
+        m = re.search(r"Epoch\[(\d+)\] Train-accuracy", line)
+    else:
+        m = re.search(r"Epoch\[(\d+)\] Batch \[(\d+)\]", line)
+        m = m if m and batches and int(m.group(2)) * 2 >= batches else None
+    return m is not None and m.group(1) == kill_epoch
+
+
+def by_hand(troupe, config, servers, workers, kill_epoch, at_validation, rest, workdir):
+    cluster = Cluster(troupe, workdir)
+    try:
+        port = start_by_hand(cluster, config, int(servers), int(workers), rest)
+        deadline = time.time() + BOUND_S
+        killed_at = None
+        while killed_at is None and time.time() < deadline:
+            out = cluster.text("scheduler", "out")
+            m = re.search(r"worker\(s\) x (\d+) batches", out)
+            batches = int(m.group(1)) if m else None
+            if any(moment_of(line, kill_epoch, at_validation, batches) for line in out.splitlines()):
+                os.kill(cluster.procs["scheduler"].pid, signal.SIGKILL)
+                killed_at = time.time()
+                print(f"killed the scheduler (pid {cluster.procs['scheduler'].pid}) by hand")
+                break
+            if cluster.procs["scheduler"].poll() is not None:
+                cluster.fail("the run ended before the kill")
+            time.sleep(0.005)
+        if killed_at is None:
+            cluster.fail("no moment to kill within the bound")
+        cluster.procs["scheduler"].wait(10)
+        cluster.start("restarted", ["--role", "scheduler", "--scheduler", f"127.0.0.1:{port}", "--resume", "--config",
+                                    config, "--server-nodes", servers, "--worker-nodes", workers] + rest)
+        codes = cluster.wait_all()
+        bad = {n: c for n, c in codes.items() if c != 0 and n != "scheduler"}
+        if bad:
+            cluster.fail(f"exit statuses {bad}, expected 0 but for the killed scheduler")
+        restarted = cluster.text("restarted", "err")
+        for pattern in [r"restarted \(--resume\)", rf"the run goes on at epoch {kill_epoch}\b"]:
+            if not re.search(pattern, restarted):
+                cluster.fail(f"no /{pattern}/ in the restarted scheduler's log")
+        for name in cluster.procs:
+            if name not in ("scheduler", "restarted") and "rejoined the scheduler at" not in cluster.text(name, "err"):
+                cluster.fail(f"{name} does not say it rejoined")
+        got = final_weights(cluster.text("restarted", "out"))
+        reference = in_process_weights(troupe, config, rest, workdir)
+        if not got or got != reference:
+            cluster.fail(f"restarted scheduler's run: {got}\nin one process: {reference}")
+        print(f"ok: the scheduler killed in epoch {kill_epoch} and restarted by hand with --resume; every other node "
+              f"exits 0; {got} as in one process")
+    finally:
+        left = cluster.kill_all()
+        if left:
+            raise SystemExit(f"FAIL: processes survive SIGKILL: {left}")
+
+
 def main():
     troupe, config, servers, workers, kill_epoch = sys.argv[1:6]
     rest = sys.argv[6:]
     at_validation = rest[:2] == ["--at", "validation"]
     if at_validation:
         rest = rest[2:]
+    hand = rest[:1] == ["--by-hand"]
+    if hand:
+        rest = rest[1:]
     workdir = tempfile.mkdtemp(prefix="troupe-scheduler-restart-")
+    if hand:
+        return by_hand(troupe, config, servers, workers, kill_epoch, at_validation, rest, workdir)
     command = [troupe, "launch", "-n", workers, "-s", servers, "--config", config] + rest
     # Line-buffered output (stdbuf's setting reaches the nodes through the environment), so
     # the scheduler's progress lines arrive while the epoch runs.
+    started = time.time()
     proc = subprocess.Popen(["stdbuf", "-oL"] + command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             cwd=workdir, start_new_session=True)
     seen = []
@@ -92,6 +160,7 @@ def main():
             if killed_at and going_on_at is None and "the run goes on at epoch" in line:
                 going_on_at = time.time()
         proc.wait(max(1, deadline - time.time()))
+        wall = time.time() - started
         out = "".join(seen)
         if proc.returncode != 0:
             raise SystemExit(f"FAIL: launch exited {proc.returncode}\n{out[-5000:]}")
@@ -113,6 +182,7 @@ def main():
             if re.search(r"lost the scheduler|again|restarted|rejoined|goes on at|unlogged|killed by signal", line):
                 print(line)
         print(f"kill to the run going on: {going_on_at - killed_at:.3f} s")
+        print(f"launch, start to exit: {wall:.3f} s")
         if training_at:
             print(f"kill to the next progress line: {training_at - killed_at:.3f} s")
         print(f"ok: the scheduler killed in epoch {kill_epoch}, restarted and rejoined; exit 0; {got} as in one process")

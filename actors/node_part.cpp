@@ -372,7 +372,8 @@ void spawn_node_part(caf::actor_system& system, const training_job& job, const p
         b.wired.route(a, downstream, route_carries::summed_gradients);
       }
     },
-    job.epochs * plan.steps_per_epoch, job.nodes.adopt_on_worker_loss);
+    // (one process loses no worker: its aggregators keep nothing for adopters)
+    job.epochs * plan.steps_per_epoch, job.nodes.adopt_on_worker_loss && options.node >= 0);
   part.targets = std::move(side.targets);
   part.own_shards = std::move(side.shards);
   // Stand-ins for targets elsewhere end with the part too.

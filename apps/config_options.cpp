@@ -157,8 +157,11 @@ training_job to_training_job(const job_config& c) {
   o.shards = c.cluster.shards.value;
   o.topology = topology_of(c);
   o.top_k = c.run.top_k.value;
-  o.nodes = cluster_nodes{c.cluster.server_nodes.value, c.cluster.worker_nodes.value,
-                          c.cluster.on_worker_loss.value == "continue", c.cluster.on_worker_loss.value == "adopt",
+  // Not given: a lost worker is adopted where one aggregation level sums every worker's push
+  // (bsp), which is what adoption covers; elsewhere the run stops, as it must be told otherwise.
+  const auto& policy = c.cluster.on_worker_loss.value;
+  const bool adopt = policy == "adopt" || (policy.empty() && o.topology.levels.size() == 1);
+  o.nodes = cluster_nodes{c.cluster.server_nodes.value, c.cluster.worker_nodes.value, policy == "continue", adopt,
                           c.cluster.replicas.value};
   if (o.nodes.replicas == 2 && !o.nodes.single_process() && o.nodes.servers < 2)
     config_fail(c, c.cluster.replicas.span,

@@ -99,7 +99,7 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("server-nodes", r.server_nodes, "server processes of a cluster run, holding the shards (0 with --worker-nodes 0: one process)");
   f.add("worker-nodes", r.worker_nodes, "worker processes of a cluster run, holding loaders and compute actors");
   f.add("replicas", r.replicas, "copies of each server process's shards: 1, or 2 for a backup on the next server process, promoted when the server is lost");
-  f.add("on-worker-loss", r.on_worker_loss, "stop, continue without a lost worker process (async and ssp only), or adopt its computes on another worker process (bsp)");
+  f.add("on-worker-loss", r.on_worker_loss, "stop, continue without a lost worker process (async and ssp only), or adopt its computes on another worker process (bsp; its default)");
   f.add("random-crop-pad", r.random_crop_pad, "random crop after zero padding, 0 to 64 (-1: 4 for cifar10, else 0)");
   f.add("random-mirror", r.random_mirror, "random horizontal flip 0/1 (-1: 1 for cifar10, else 0)");
   r.record.declare(f);

@@ -19,6 +19,7 @@ using assignment_deadline_atom = caf::atom_constant<caf::atom("assigndead")>;
 using connect_atom = caf::atom_constant<caf::atom("connect")>;
 using connect_deadline_atom = caf::atom_constant<caf::atom("conndead")>;
 using rejoin_deadline_atom = caf::atom_constant<caf::atom("rejoindead")>;
+using assignment_failed_atom = caf::atom_constant<caf::atom("assignfail")>;
 
 /// A member node: the node-control protocol its links speak to it, the host's run request
 /// (answered true when the run finished, else with the error that ended the node), the link to
@@ -27,7 +28,8 @@ using member_node_actor = member_inbox::extend<caf::replies_to<run_atom>::with<b
                                                caf::reacts_to<scheduler_link_atom, channel_actor>,
                                                caf::reacts_to<connect_atom>, caf::reacts_to<connect_deadline_atom>,
                                                caf::reacts_to<grace_over_atom>, caf::reacts_to<assignment_deadline_atom>,
-                                               caf::reacts_to<rejoin_deadline_atom, std::uint64_t>>;
+                                               caf::reacts_to<rejoin_deadline_atom, std::uint64_t>,
+                                               caf::reacts_to<assignment_failed_atom, caf::error>>;
 
 /// Spawns a member node (options.role: server or worker). `serving` is what its channels serve
 /// (it registers itself as their control inbox; shards and computes once assigned); every

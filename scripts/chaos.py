@@ -6,8 +6,8 @@ usage: chaos.py TROUPE [--trials N] [--seed S] [--trial K] [--ways W,..] [--role
                        [--moments M,..] [--variants V,..] [--keep] [--json FILE]
 
 Each trial draws, from random.Random("S:K") (so `--seed S --trial K` replays trial K alone):
-  variant  a job configuration (the VARIANTS table): the BSP job with the default policy
-           (on_worker_loss = stop), its nodes started by hand (each `troupe node` with --rank)
+  variant  a job configuration (the VARIANTS table): the BSP job with on_worker_loss = stop
+           (given: bsp's default is adopt), its nodes started by hand (each `troupe node` with --rank)
            or by one `troupe launch` (its output split by prefix; a node's pid from the
            scheduler's join line; its exit status from launch's line), or async with
            on_worker_loss = continue; bsp-replicas (--replicas 2), bsp-adopt (on_worker_loss =
@@ -123,12 +123,13 @@ def features(troupe):
 # --rank; a link cut needs it, as each node runs in its namespace) or "launch" (one `troupe
 # launch`, with `launch_flags`; its nodes found from its prefixed output and the scheduler's
 # join lines).
+STOP = ["--on-worker-loss", "stop"]  # a lost worker stops the run (bsp adopts it when not told)
 VARIANTS = {
-    "bsp-stop": dict(config="chaos_bsp.troupe", flags=[], needs=set(), deterministic=True),
-    "bsp-launch": dict(config="chaos_bsp.troupe", flags=[], needs=set(), deterministic=True, starter="launch"),
+    "bsp-stop": dict(config="chaos_bsp.troupe", flags=STOP, needs=set(), deterministic=True),
+    "bsp-launch": dict(config="chaos_bsp.troupe", flags=STOP, needs=set(), deterministic=True, starter="launch"),
     "async-continue": dict(config="chaos_async.troupe", flags=["--on-worker-loss", "continue"], needs=set(),
                            deterministic=False),
-    "bsp-replicas": dict(config="chaos_bsp.troupe", flags=["--replicas", "2"], needs={"replicas"},
+    "bsp-replicas": dict(config="chaos_bsp.troupe", flags=["--replicas", "2"] + STOP, needs={"replicas"},
                          deterministic=True),
     "bsp-adopt": dict(config="chaos_bsp.troupe", flags=["--on-worker-loss", "adopt"], needs={"adopt"},
                       deterministic=True),
@@ -136,9 +137,9 @@ VARIANTS = {
                       deterministic=True, starter="launch", launch_flags=["--spares", "1"]),
     # Jobs that save every epoch under the trial's folder (`saves`): with one restart, run by
     # scripts/chaos_restarts.py (the `resume` moment takes two); with none, a loss still stops them.
-    "bsp-restarts": dict(config="chaos_bsp.troupe", flags=["--save-period", "1"], needs={"max-restarts", "checkpoints"},
+    "bsp-restarts": dict(config="chaos_bsp.troupe", flags=["--save-period", "1"] + STOP, needs={"max-restarts", "checkpoints"},
                          deterministic=True, starter="launch", restarts=1, saves=True),
-    "bsp-no-restarts": dict(config="chaos_bsp.troupe", flags=["--save-period", "1"],
+    "bsp-no-restarts": dict(config="chaos_bsp.troupe", flags=["--save-period", "1"] + STOP,
                             needs={"max-restarts", "checkpoints"}, deterministic=True, starter="launch",
                             launch_flags=["--max-restarts", "0"], saves=True),
 }
@@ -529,10 +530,13 @@ def check(trial, outcome, t, pids, codes, reference):
             if not re.search(rf"\b{role} {rank} \(pid {pids[name]} ", t.text("scheduler", "err")) and (
                     line is None or
                     re.search(r"no scheduler at \S+ within \d+ s \(--join-timeout\)|"
-                              r"lost the scheduler at [\d:.]+ UTC: the connection to scheduler at \S+ closed$", line)):
+                              r"lost the scheduler at [\d:.]+ UTC: the connection to scheduler at \S+ closed$|"
+                              r"lost the scheduler, and no scheduler came back at \S+ within \d+ s "
+                              r"\(--scheduler-timeout\)", line)):
                 # it had not joined (not yet connected, or its join not yet read) when the scheduler
-                # ended the run: it hears no reason (docs/operations.md, "Chaos runs"); under launch,
-                # still retrying, it is ended by the launcher's SIGTERM and says nothing
+                # ended the run: it hears no reason (docs/operations.md, "Chaos runs"), and waits
+                # for a restarted scheduler as for a lost one; under launch, still retrying, it is
+                # ended by the launcher's SIGTERM and says nothing
                 continue
             if victim == "scheduler":
                 # a member may name the server it shared the lost scheduler with (docs/operations.md)

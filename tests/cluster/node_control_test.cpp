@@ -1133,6 +1133,35 @@ CAF_TEST(member_finishes_after_a_finished_goodbye) {
   CAF_CHECK(result->ok);
 }
 
+// An assignment whose server cannot be reached, with the scheduler's goodbye already behind it
+// in the mailbox (it ended the run, having lost that server): the node ends with the
+// scheduler's reason, not its own echo of it (found by scripts/chaos.py).
+CAF_TEST(member_that_cannot_reach_a_server_names_the_schedulers_reason_when_it_came) {
+  const auto job = cluster_job(1, 2);
+  const auto plan = plan_placement(job, facts);
+  assignment_message a;
+  for (std::size_t n = 0; n < plan.nodes.size(); ++n)
+    if (plan.nodes[n].kind == node_kind::worker && plan.nodes[n].rank == 0)
+      a.node = static_cast<std::uint32_t>(n);
+  a.job = job_bytes(job);
+  a.job_hash = job_hash(job);
+  a.plan_hash = plan.hash;
+  a.facts = facts;
+  for (std::size_t n = 0; n < plan.nodes.size(); ++n)
+    if (plan.nodes[n].kind == node_kind::server)
+      a.servers.push_back({static_cast<std::uint32_t>(n), "127.0.0.1", 1});  // nothing listens on port 1
+  caf::anon_send(node, assignment_atom::value, scheduler, a);
+  caf::anon_send(node, goodbye_atom::value, scheduler, shutdown_message{"scheduler: lost server 0 (pid 9)", false, -1});
+  settle();
+  const auto* bye = last_of<shutdown_message>(to_scheduler);
+  CAF_REQUIRE(bye != nullptr);
+  lost(scheduler, "");
+  CAF_CHECK(result->answered);
+  CAF_CHECK(contains(result->error, "lost the scheduler at"));
+  CAF_CHECK(contains(result->error, "lost server 0 (pid 9)"));
+  CAF_CHECK(!contains(result->error, "cannot connect"));
+}
+
 // An assignment that does not decode ends the node; the scheduler hears why.
 CAF_TEST(member_refuses_a_broken_assignment) {
   assignment_message a;

@@ -46,8 +46,10 @@ struct cluster_config {
   /// Processes of a cluster run (training_job::nodes); both 0: one process.
   located<int> server_nodes{0};
   located<int> worker_nodes{0};
-  /// `stop` or `continue` (async only): what a lost worker process does to the run.
-  located<std::string> on_worker_loss{"stop"};
+  /// `stop`, `continue` (async, ssp) or `adopt` (bsp): what a lost worker process does to the
+  /// run. Empty (not given): `adopt` where one aggregation level sums every worker's push (bsp),
+  /// else `stop`.
+  located<std::string> on_worker_loss{""};
   /// 1, or 2: a backup of each server process's shards on the next one (promoted on its loss).
   located<int> replicas{1};
   /// How the processes of a cluster run reach each other (`troupe node`; flags override).

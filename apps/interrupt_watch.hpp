@@ -24,7 +24,10 @@ public:
   /// Blocks SIGINT in the calling thread (and so in threads it starts later) and starts the
   /// watcher, which reports `position` when the signal comes.
   /// `command` names the process in that line ("troupe train", "troupe node").
-  explicit interrupt_watch(std::shared_ptr<run_position> position, std::string command = "troupe train");
+  /// `before_exit`, when given, runs on the watcher's thread before the line and the exit (a
+  /// scheduler tells its members why it ends).
+  explicit interrupt_watch(std::shared_ptr<run_position> position, std::string command = "troupe train",
+                           std::function<void()> before_exit = nullptr);
   /// The same for a process that is no training run itself (a cluster's server or worker):
   /// `where` says where it was ("epoch 3 at batch 12 of 40"); the line then says nothing of
   /// a metrics file, which such a process does not write.
@@ -35,7 +38,7 @@ public:
   interrupt_watch& operator=(const interrupt_watch&) = delete;
 
 private:
-  void start(std::function<std::string()> line);
+  void start(std::function<std::string()> line, std::function<void()> before_exit = nullptr);
 
   std::string command_;
   std::atomic<bool> stop_{false};

@@ -24,6 +24,7 @@
 #include <troupe/cluster/cluster_node.hpp>
 #include <troupe/cluster/launcher_rank.hpp>
 #include <troupe/cluster/local_node.hpp>
+#include <troupe/cluster/node_control.hpp>
 #include <troupe/graph/config/key_ranges.hpp>
 #include <troupe/graph/value_hash.hpp>
 #include <troupe/io/checkpoint_parts.hpp>
@@ -134,8 +135,11 @@ int run_node_process(train_command_line& cli, const cluster_node_options& option
   // the scheduler where the run was, a worker where its computes were (troupe launch passes
   // the signal on to every node). Set before the actor system starts its threads.
   std::optional<interrupt_watch> interrupts;
-  if (options.role == node_kind::scheduler)
-    interrupts.emplace(cli.output.position, "troupe node");
+  if (options.role == node_kind::scheduler)  // its members hear why it ended, not a lost scheduler
+    interrupts.emplace(cli.output.position, "troupe node",
+                       [stop = options.interrupt, at = cli.output.position] {
+                         stop->interrupt("interrupted (Ctrl-C) in " + at->text(), goodbye_grace + std::chrono::seconds(1));
+                       });
   else
     interrupts.emplace([at = options.position, role = place.role] { return member_position(at, role); },
                        "troupe node (" + std::string(to_string(place.role)) + ")");
@@ -210,6 +214,7 @@ int node_command(const std::vector<std::string>& args) {
   check_range("port", n.port, 0, 65535);
   cluster_node_options options{read_secret(n.secret_file, env)};
   options.role = place.role;
+  options.interrupt = std::make_shared<scheduler_interrupt>();
   check_range("rank", n.rank, -1, 1023);
   options.rank = static_cast<int>(n.rank);
   if (n.spare && place.role != node_kind::worker)

@@ -24,6 +24,7 @@
 #include <map>
 #include <optional>
 #include <stdexcept>
+#include <thread>
 #include <unistd.h>
 
 #include <caf/all.hpp>
@@ -692,6 +693,8 @@ scheduler_node_actor::behavior_type scheduler(scheduler_actor self, scheduler_se
     // The session's gate between epochs: the epoch's traffic (scheduler_traffic.cpp).
     [=](epoch_done_atom, std::int64_t epoch, deadline due) { return on_epoch_done(self, epoch, due); },
     [=](traffic_due_atom, std::int64_t serial) { on_traffic_due(self, serial); },
+    // The host was interrupted (Ctrl-C): every member hears why in its goodbye.
+    [=](interrupt_atom, std::string& why) { fail(self, errc::peer_down, "scheduler: " + why); },
   };
 }
 
@@ -709,6 +712,40 @@ void write_port_file(const std::string& path, std::uint16_t port) {
 }
 
 } // namespace
+
+void scheduler_interrupt::arm(caf::actor_system& system, caf::actor scheduler) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  system_ = &system;
+  scheduler_ = std::move(scheduler);
+}
+
+void scheduler_interrupt::disarm() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  system_ = nullptr;
+  scheduler_ = caf::actor{};
+}
+
+bool scheduler_interrupt::interrupted() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return interrupted_;
+}
+
+void scheduler_interrupt::interrupt(const std::string& why, std::chrono::milliseconds bound) {
+  caf::actor scheduler;
+  caf::actor_system* system = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    interrupted_ = true;
+    scheduler = scheduler_;
+    system = system_;
+  }
+  if (!scheduler || !system)
+    return;
+  caf::scoped_actor waiting{*system};
+  waiting->monitor(scheduler);
+  waiting->send(scheduler, interrupt_atom::value, why);
+  waiting->receive([](const caf::down_msg&) {}, caf::after(bound) >> [] {});
+}
 
 scheduler_node_actor spawn_scheduler_node(caf::actor_system& system, scheduler_setup setup) {
   return system.spawn(scheduler, std::move(setup));
@@ -731,6 +768,8 @@ training_result run_scheduler(caf::actor_system& system, const training_job& job
   auto node = spawn_scheduler_node(system, scheduler_setup{options, job, output, std::move(plan), facts, metrics,
                                                           train_set, validation_set});
   caf::scoped_actor blocking{system};
+  if (options.interrupt)
+    options.interrupt->arm(system, caf::actor_cast<caf::actor>(node));
   // The scheduler's own deadlines (join, every epoch) end the run first; this bound only
   // keeps a bug from hanging the process.
   const auto bound = options.join_timeout * 2 + phases_limit(options.timeouts, job.epochs * 2 + 4);
@@ -743,6 +782,13 @@ training_result run_scheduler(caf::actor_system& system, const training_job& job
   blocking->wait_for(node);
   blocking->send_exit(metrics, caf::exit_reason::user_shutdown);
   blocking->wait_for(metrics);
+  if (options.interrupt) {
+    options.interrupt->disarm();
+    // Interrupted: the interrupting thread says where the run was and ends the process
+    // (interrupt returns once this scheduler has ended); this one must not exit first.
+    if (options.interrupt->interrupted())
+      std::this_thread::sleep_for(std::chrono::minutes(1));
+  }
   if (!result)
     throw troupe_error(troupe_code(failure), error_text(failure));
   return std::move(*result);

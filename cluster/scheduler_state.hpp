@@ -35,13 +35,15 @@ using traffic_due_atom = caf::atom_constant<caf::atom("trafficdue")>;
 /// which gives it the compute's new home; phases stalled by the loss are asked there again.
 using compute_relay_actor = compute_actor::extend<caf::reacts_to<repoint_atom, compute_actor>>;
 using cause_due_atom = caf::atom_constant<caf::atom("causedue")>;
+using interrupt_atom = caf::atom_constant<caf::atom("interrupt")>;
 
 /// The scheduler node: the node-control protocol its links speak to it, the gate between its
 /// session's epochs (where it gathers each epoch's traffic: scheduler_traffic.cpp), the host's
 /// run request, and its own deadlines.
 using scheduler_node_actor = scheduler_inbox::extend_with<epoch_gate_actor>::extend<
   caf::replies_to<run_atom>::with<training_result>, caf::reacts_to<join_deadline_atom>,
-  caf::reacts_to<grace_over_atom>, caf::reacts_to<cause_due_atom>, caf::reacts_to<traffic_due_atom, std::int64_t>>;
+  caf::reacts_to<grace_over_atom>, caf::reacts_to<cause_due_atom>, caf::reacts_to<traffic_due_atom, std::int64_t>,
+  caf::reacts_to<interrupt_atom, std::string>>;
 
 struct member_entry {
   channel_actor link;

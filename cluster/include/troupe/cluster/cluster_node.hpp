@@ -30,9 +30,12 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
+#include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 
 #include <troupe/actors/timeouts.hpp>
@@ -42,6 +45,29 @@
 #include <troupe/graph/job.hpp>
 
 namespace troupe {
+
+/// Lets a host end a scheduler's run from another thread (Ctrl-C) so that every member hears
+/// why: a closed connection alone looks like a lost scheduler, for which members train on and
+/// wait (scheduler_timeout).
+class scheduler_interrupt {
+public:
+  /// Ends the run as interrupted (`why`, in every member's goodbye) and returns once the
+  /// scheduler has ended, its members told and their links closed, or `bound` passed; at
+  /// once when no scheduler runs. Thread-safe.
+  void interrupt(const std::string& why, std::chrono::milliseconds bound);
+  /// Whether interrupt() was called: the run that ends then is the interrupted one, and the
+  /// thread that interrupted it ends the process (run_scheduler waits for that).
+  bool interrupted() const;
+  // run_scheduler's: the scheduler to interrupt while it runs.
+  void arm(caf::actor_system& system, caf::actor scheduler);
+  void disarm();
+
+private:
+  mutable std::mutex mutex_;
+  caf::actor_system* system_ = nullptr;
+  caf::actor scheduler_;
+  bool interrupted_ = false;
+};
 
 struct cluster_node_options {
   explicit cluster_node_options(cluster_secret cluster) : secret(std::move(cluster)) {}
@@ -89,6 +115,8 @@ struct cluster_node_options {
   /// long, retrying to reach a scheduler restarted with --resume at the same address, and
   /// rejoins it (join_message::rejoin); 0: it stops at once, naming the scheduler.
   std::chrono::milliseconds scheduler_timeout{30000};
+  /// The scheduler: how its host interrupts it (Ctrl-C). May be null.
+  std::shared_ptr<scheduler_interrupt> interrupt;
   /// The scheduler: it takes over a run in training whose scheduler was lost. It plans as the
   /// lost one did, takes rejoins only, and once every plan node is back trains on from the
   /// epoch the workers' computes are in, restoring nothing.

@@ -314,10 +314,40 @@ void child_processes::reap() {
     start(spec);
     children_.back().restarted = restarted;
   }
+  end_restarted_without_peers();
+}
+
+// A child started again (a scheduler, --resume) takes over from the others. Once every other
+// child has exited and one of them failed (killed with it, as a lost host's processes are),
+// there is no one to take over from, and waiting for them would last its join timeout: it is
+// ended and the launch fails, so that --max-restarts may start the job again. (Others that all
+// finished are the run ending under the restarted child, which then ends by itself.)
+void child_processes::end_restarted_without_peers() {
+  if (term_sent_ || term_at_)
+    return;
+  for (auto& c : children_) {
+    if (c.exited || c.restarted == 0)
+      continue;
+    bool others_gone = true, others_failed = false;
+    for (const auto& o : children_) {
+      if (&o == &c || (o.name == c.name && o.exited))
+        continue;  // itself, and the earlier runs of its name
+      others_gone = others_gone && o.exited;
+      others_failed = others_failed || (o.exited && o.status != 0);
+    }
+    if (!others_gone || !others_failed)
+      continue;
+    *options_.err << "launch: every other process is gone; the restarted " << c.name
+                  << " has no one to take over from" << std::endl;
+    if (!failure_status_)
+      failure_status_ = 1;
+    schedule_terminate(clock::now());
+  }
 }
 
 void child_processes::on_exit(child& c, int status) {
   c.exited = true;
+  c.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   // Whatever it started goes with it (the pgid stays reserved while any member lives; the
   // pid alone is not signalled: reaped, it may already be someone else's).
   ::kill(-c.pid, SIGKILL);

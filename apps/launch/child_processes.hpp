@@ -108,6 +108,7 @@ private:
     bool expendable = false;
     child_spec spec;  // as started (a restart starts from it)
     int restarted = 0;  // times its name was started again before this one
+    int status = -1;    // once exited: its exit status, or 128 + the signal that killed it
   };
   using clock = std::chrono::steady_clock;
 
@@ -117,6 +118,7 @@ private:
   void relay(output_stream& s, const std::string& name, std::ostream& sink);
   void close_output(output_stream& s, const std::string& name, std::ostream& sink);
   void reap();
+  void end_restarted_without_peers();
   void on_exit(child& c, int status);
   void schedule_terminate(clock::time_point at);
   void enforce_deadlines();

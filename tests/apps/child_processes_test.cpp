@@ -153,6 +153,77 @@ TEST_CASE("an expendable child killed by a signal ends nobody; one exiting with 
   }
 }
 
+// A scheduler killed by a signal is started again with its restart arguments (--resume), under
+// the same name, as many times as it may; the others run on meanwhile.
+TEST_CASE("a child with a way back is started again when a signal kills it, as often as it may") {
+  captured c;
+  SECTION("restarted once, then finishing") {
+    child_processes children(c.options(100ms));
+    auto scheduler = sh("scheduler", "kill -9 $$");
+    scheduler.restart_argv = {"/bin/sh", "-c", "sleep 0.2; echo resumed"};
+    scheduler.restarts = 1;
+    children.start(scheduler);
+    children.start(sh("worker 0", "sleep 1; echo done"));
+    CHECK(children.wait() == 0);
+    CHECK_THAT(c.err.str(), Catch::Contains("launch: starting scheduler again (restart 1 of 1)"));
+    CHECK(lines_from(c.out.str(), "scheduler") == "[scheduler] resumed\n");
+    CHECK(lines_from(c.out.str(), "worker 0") == "[worker 0] done\n");
+    CHECK(children.pids().size() == 3);
+  }
+  SECTION("killed again with no restart left") {
+    child_processes children(c.options(100ms));
+    auto scheduler = sh("scheduler", "kill -9 $$");
+    scheduler.restart_argv = {"/bin/sh", "-c", "kill -9 $$"};
+    scheduler.restarts = 1;
+    children.start(scheduler);
+    children.start(sh("worker 0", "sleep 30"));
+    CHECK(children.wait() == 1);
+    CHECK_THAT(c.err.str(), Catch::Contains("restart 1 of 1"));
+    CHECK(children.pids().size() == 3);
+  }
+  SECTION("exiting with a status is no loss: not restarted") {
+    child_processes children(c.options(100ms));
+    auto scheduler = sh("scheduler", "exit 4");
+    scheduler.restart_argv = {"/bin/sh", "-c", "echo resumed"};
+    scheduler.restarts = 1;
+    children.start(scheduler);
+    CHECK(children.wait() == 4);
+    CHECK(children.pids().size() == 1);
+  }
+}
+
+// The restarted child takes over from the others; once they are all gone, killed with it, it
+// has no one to take over from, and is ended at once rather than left to its join timeout. Others
+// that finished are the run ending under it: it ends by itself.
+TEST_CASE("a restarted child whose others were all killed is ended, and the job fails") {
+  captured c;
+  SECTION("the others finished") {
+    child_processes children(c.options(100ms));
+    auto scheduler = sh("scheduler", "kill -9 $$");
+    scheduler.restart_argv = {"/bin/sh", "-c", "sleep 1; echo took over"};
+    scheduler.restarts = 1;
+    children.start(scheduler);
+    children.start(sh("worker 0", "sleep 0.5"));
+    CHECK(children.wait() == 0);
+    CHECK(lines_from(c.out.str(), "scheduler") == "[scheduler] took over\n");
+    CHECK_THAT(c.err.str(), !Catch::Contains("no one to take over from"));
+  }
+  SECTION("the others were killed with it") {
+    child_processes children(c.options(100ms));
+    auto scheduler = sh("scheduler", "sleep 0.2; kill -9 $$");
+    scheduler.restart_argv = {"/bin/sh", "-c", "sleep 30"};
+    scheduler.restarts = 1;
+    children.start(scheduler);
+    auto worker = sh("worker 0", "sleep 0.4; kill -9 $$");
+    worker.expendable = true;
+    children.start(worker);
+    const auto start = std::chrono::steady_clock::now();
+    CHECK(children.wait() == 1);
+    CHECK(std::chrono::steady_clock::now() - start < 20s);
+    CHECK_THAT(c.err.str(), Catch::Contains("every other process is gone; the restarted scheduler has no one to take over from"));
+  }
+}
+
 TEST_CASE("the exit status is the first failing child's, 1 for a signal, logged by name and pid") {
   captured c;
   SECTION("status") {

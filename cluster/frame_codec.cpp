@@ -79,6 +79,29 @@ wire::Role to_wire(node_kind role) {
 }
 
 // Fills the frame's body from one message; each overload sets one union member.
+// A traffic answer (also inside a rejoin: its last answer).
+void write_traffic(wire::Traffic::Builder out, const traffic_message& m) {
+  if (m.peers.size() > traffic_message::max_peers)
+    throw std::invalid_argument("a traffic report of " + std::to_string(m.peers.size()) + " peers");
+  out.setEpoch(m.epoch);
+  auto peers = out.initPeers(static_cast<unsigned>(m.peers.size()));
+  for (std::size_t i = 0; i < m.peers.size(); ++i) {
+    const auto& p = m.peers[i];
+    check_text(p.peer, hello_message::max_name_bytes, "a traffic report's peer");
+    if (p.bytes_in.size() > peer_traffic::max_kinds || p.bytes_out.size() > peer_traffic::max_kinds)
+      throw std::invalid_argument("a traffic report with more than " + std::to_string(peer_traffic::max_kinds)
+                                  + " kinds");
+    auto to = peers[static_cast<unsigned>(i)];
+    to.setPeer(p.peer);
+    auto in = to.initBytesIn(static_cast<unsigned>(p.bytes_in.size()));
+    for (std::size_t k = 0; k < p.bytes_in.size(); ++k)
+      in.set(static_cast<unsigned>(k), p.bytes_in[k]);
+    auto outgoing = to.initBytesOut(static_cast<unsigned>(p.bytes_out.size()));
+    for (std::size_t k = 0; k < p.bytes_out.size(); ++k)
+      outgoing.set(static_cast<unsigned>(k), p.bytes_out[k]);
+  }
+}
+
 struct body_writer {
   capnp::MessageBuilder& builder;
   wire::Frame::Body::Builder body;
@@ -180,6 +203,8 @@ struct body_writer {
     auto promoted = rejoin.initPromoted(static_cast<unsigned>(r.promoted.size()));
     for (unsigned i = 0; i < r.promoted.size(); ++i)
       promoted.set(i, r.promoted[i]);
+    if (r.counted)
+      write_traffic(rejoin.initCounted(), *r.counted);
   }
   void operator()(const assignment_message& m) {
     if (m.job.size() > assignment_message::max_job_bytes)
@@ -288,28 +313,7 @@ struct body_writer {
     out.setNode(m.node);
     out.setServer(m.server);
   }
-  void operator()(const traffic_message& m) {
-    if (m.peers.size() > traffic_message::max_peers)
-      throw std::invalid_argument("a traffic report of " + std::to_string(m.peers.size()) + " peers");
-    auto out = body.initTraffic();
-    out.setEpoch(m.epoch);
-    auto peers = out.initPeers(static_cast<unsigned>(m.peers.size()));
-    for (std::size_t i = 0; i < m.peers.size(); ++i) {
-      const auto& p = m.peers[i];
-      check_text(p.peer, hello_message::max_name_bytes, "a traffic report's peer");
-      if (p.bytes_in.size() > peer_traffic::max_kinds || p.bytes_out.size() > peer_traffic::max_kinds)
-        throw std::invalid_argument("a traffic report with more than " + std::to_string(peer_traffic::max_kinds)
-                                    + " kinds");
-      auto to = peers[static_cast<unsigned>(i)];
-      to.setPeer(p.peer);
-      auto in = to.initBytesIn(static_cast<unsigned>(p.bytes_in.size()));
-      for (std::size_t k = 0; k < p.bytes_in.size(); ++k)
-        in.set(static_cast<unsigned>(k), p.bytes_in[k]);
-      auto outgoing = to.initBytesOut(static_cast<unsigned>(p.bytes_out.size()));
-      for (std::size_t k = 0; k < p.bytes_out.size(); ++k)
-        outgoing.set(static_cast<unsigned>(k), p.bytes_out[k]);
-    }
-  }
+  void operator()(const traffic_message& m) { write_traffic(body.initTraffic(), m); }
 };
 
 void put_u32(std::vector<char>& out, std::uint32_t value) {

@@ -199,6 +199,28 @@ assignment_message read_assignment(wire::Assignment::Reader in) {
   return m;
 }
 
+traffic_message read_traffic(wire::Traffic::Reader in) {
+  traffic_message m;
+  m.epoch = in.getEpoch();
+  const auto peers = in.getPeers();
+  require(peers.size() <= traffic_message::max_peers,
+          "traffic lists " + std::to_string(peers.size()) + " peers, at most "
+            + std::to_string(traffic_message::max_peers) + " are accepted");
+  for (auto p : peers) {
+    peer_traffic t;
+    t.peer = text_of(p.getPeer(), hello_message::max_name_bytes, "traffic.peers.peer");
+    const auto in_bytes = p.getBytesIn(), out_bytes = p.getBytesOut();
+    require(in_bytes.size() <= peer_traffic::max_kinds && out_bytes.size() <= peer_traffic::max_kinds,
+            "traffic.peers lists more than " + std::to_string(peer_traffic::max_kinds) + " kinds");
+    for (auto b : in_bytes)
+      t.bytes_in.push_back(b);
+    for (auto b : out_bytes)
+      t.bytes_out.push_back(b);
+    m.peers.push_back(std::move(t));
+  }
+  return m;
+}
+
 join_message read_join(wire::Join::Reader in) {
   require(in.getRank() >= -1, "join.rank " + std::to_string(in.getRank()) + " is below -1");
   join_message m{role_of(in.getRole()), text_of(in.getHost(), join_message::max_host_bytes, "join.host"),
@@ -231,31 +253,12 @@ join_message read_join(wire::Join::Reader in) {
   };
   rejoin.adopted = nodes(r.getAdopted(), "adopted");
   rejoin.promoted = nodes(r.getPromoted(), "promoted");
+  if (r.hasCounted())
+    rejoin.counted = read_traffic(r.getCounted());
   m.rejoin = std::move(rejoin);
   return m;
 }
 
-traffic_message read_traffic(wire::Traffic::Reader in) {
-  traffic_message m;
-  m.epoch = in.getEpoch();
-  const auto peers = in.getPeers();
-  require(peers.size() <= traffic_message::max_peers,
-          "traffic lists " + std::to_string(peers.size()) + " peers, at most "
-            + std::to_string(traffic_message::max_peers) + " are accepted");
-  for (auto p : peers) {
-    peer_traffic t;
-    t.peer = text_of(p.getPeer(), hello_message::max_name_bytes, "traffic.peers.peer");
-    const auto in_bytes = p.getBytesIn(), out_bytes = p.getBytesOut();
-    require(in_bytes.size() <= peer_traffic::max_kinds && out_bytes.size() <= peer_traffic::max_kinds,
-            "traffic.peers lists more than " + std::to_string(peer_traffic::max_kinds) + " kinds");
-    for (auto b : in_bytes)
-      t.bytes_in.push_back(b);
-    for (auto b : out_bytes)
-      t.bytes_out.push_back(b);
-    m.peers.push_back(std::move(t));
-  }
-  return m;
-}
 
 control_message read_control(wire::Control::Reader in) {
   control_message m;

@@ -540,6 +540,7 @@ void on_traffic_query(member_actor self, const traffic_query_message& query) {
   traffic_message answer{query.epoch, {}};
   for (auto& entry : st.traffic->snapshot())
     answer.peers.push_back(std::move(entry.traffic));
+  st.last_traffic_answer = answer;
   caf::anon_send(st.to_scheduler, traffic_atom::value, std::move(answer));
 }
 

@@ -115,6 +115,7 @@ void rejoin_over(member_actor self, const channel_actor& link) {
     where.adopted.push_back(static_cast<std::uint32_t>(node));
   for (auto node : st.replicas.promoted)
     where.promoted.push_back(static_cast<std::uint32_t>(node));
+  where.counted = st.last_traffic_answer;
   std::vector<local_compute_actor> computes;
   for (const auto& [worker, compute] : st.part.computes)
     computes.push_back(caf::actor_cast<local_compute_actor>(compute));

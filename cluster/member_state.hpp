@@ -81,6 +81,9 @@ struct member_state {
   // The link to the scheduler was admitted (its link_up): a rejoin over a link that never was
   // (a frozen scheduler's port still takes connections) does not end the absence.
   bool scheduler_admitted = false;
+  // Its answer to the last traffic query (the end of the previous epoch), told to a restarted
+  // scheduler, which counts the epoch's traffic from there.
+  std::optional<traffic_message> last_traffic_answer;
   bool retrying = false;   // said so once
   std::optional<shutdown_message> told;  // the scheduler's shutdown, once it came
   caf::typed_response_promise<bool> promise;

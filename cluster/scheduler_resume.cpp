@@ -127,6 +127,10 @@ void on_rejoin(scheduler_actor self, const channel_actor& link, const join_messa
     m.adopted_nodes.push_back(static_cast<int>(n));
   for (auto n : r.promoted)
     m.promoted_nodes.push_back(static_cast<int>(n));
+  // Where its traffic stood at the previous epoch's end: the epoch the run goes on in is
+  // counted from there, not from the node's start.
+  if (r.counted)
+    st.traffic_table.add(st.plan.nodes[r.node].name, r.counted->peers);
   st.resume_epoch = std::max(st.resume_epoch, r.epoch);
   st.resume_applied_step = std::max(st.resume_applied_step, r.applied_step);
   std::string holds;
@@ -150,6 +154,7 @@ void on_rejoin(scheduler_actor self, const channel_actor& link, const join_messa
                                                  + ", which the workers' computes were last asked to train"
                                              : std::string("no epoch had begun: the run starts as its job says"))
                                + " (the shards applied step " + std::to_string(st.resume_applied_step) + " last)");
+  st.traffic_table.take(-1);  // the baseline: what the members had moved by the previous epoch's end
   start_training(self);
 }
 

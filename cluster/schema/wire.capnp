@@ -145,6 +145,8 @@ struct Rejoin {
   appliedStep @3 :Int64 = -1;  # a server: the last step its shards applied; -1: none yet
   adopted @4 :List(UInt32);    # lost worker nodes whose computes it runs (on_worker_loss = adopt)
   promoted @5 :List(UInt32);   # lost server nodes whose shards it serves (replicas = 2)
+  counted @6 :Traffic;         # its answer to the last traffic query (the previous epoch's end), from
+                               # which a restarted scheduler counts the epoch's traffic; absent: none
 }
 
 # Where a server node listens.

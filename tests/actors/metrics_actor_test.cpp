@@ -280,3 +280,35 @@ TEST_CASE("metrics draws a progress bar and clears it before a log line") {
   CHECK_THAT(text, Catch::Contains("\r\033[KEpoch[1] Train-accuracy=0.500000"));
   self->send_exit(metrics, caf::exit_reason::user_shutdown);
 }
+
+// A scheduler restarted with --resume appends to the lost one's metrics file, and may be asked
+// epoch phases the lost one had recorded: their lines are not written twice (written_through),
+// the later epochs' are, and the log still shows every phase.
+TEST_CASE("metrics writes no line for an epoch the file holds already") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  std::ostringstream log;
+  auto path = temp_path("troupe_metrics_written_through_test.jsonl");
+  std::remove(path.c_str());
+  metrics_options o;
+  o.out = &log;
+  o.display_batches = 0;
+  o.jsonl_path = path;
+  o.written_through = 1;
+  auto metrics = spawn_metrics(sys, o);
+  self->send(metrics, phase_report{1, false, 40, 30, 20.0, 2.0});
+  self->send(metrics, phase_report{1, true, 10, 9, 1.0, 0.5});
+  self->send(metrics, phase_report{2, false, 40, 36, 10.0, 2.0});
+  self->send(metrics, phase_report{2, true, 10, 8, 1.0, 0.5});
+  flush(self, metrics);
+  self->send_exit(metrics, caf::exit_reason::user_shutdown);
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  REQUIRE(lines.size() == 1);
+  CHECK_THAT(lines[0], Catch::Contains("\"epoch\":2"));
+  CHECK_THAT(log.str(), Catch::Contains("Epoch[1] Validation-accuracy=0.9"));
+  CHECK_THAT(log.str(), Catch::Contains("Epoch[2] Validation-accuracy=0.8"));
+}

@@ -112,6 +112,20 @@ def by_hand(troupe, config, servers, workers, kill_epoch, at_validation, rest, w
             raise SystemExit(f"FAIL: processes survive SIGKILL: {left}")
 
 
+def check_metrics(path, out):
+    """The metrics file the lost scheduler began and the restarted one appended to: whole JSON
+    lines, the config record, one `resumed` record, and each epoch's line exactly once."""
+    import json
+    rows = [json.loads(line) for line in open(path).read().splitlines()]
+    if not rows or "config" not in rows[0]:
+        raise SystemExit(f"FAIL: {path} does not start with the config record\n{out[-3000:]}")
+    resumed = [r for r in rows if "resumed" in r]
+    epochs = [int(r["epoch"]) for r in rows if "epoch" in r]
+    if len(resumed) != 1 or not epochs or sorted(epochs) != list(range(len(epochs))):
+        raise SystemExit(f"FAIL: {path}: {len(resumed)} resumed record(s), epoch lines {epochs}\n{out[-3000:]}")
+    print(f"metrics file: the config record, one resumed record, epochs {epochs} once each")
+
+
 def main():
     troupe, config, servers, workers, kill_epoch = sys.argv[1:6]
     rest = sys.argv[6:]
@@ -174,6 +188,8 @@ def main():
         for pattern in patterns:
             if not re.search(pattern, out):
                 raise SystemExit(f"FAIL: no /{pattern}/ in the log\n{out[-5000:]}")
+        if "--metrics" in rest:  # appended to by the restarted scheduler: every epoch's line once
+            check_metrics(os.path.join(workdir, rest[rest.index("--metrics") + 1]), out)
         got = final_weights(out)
         reference = in_process_weights(troupe, config, rest, workdir)
         if not got or got != reference:

@@ -354,6 +354,7 @@ TEST_CASE("the scheduler's messages round-trip", "[cluster][frame]") {
   const auto back = decoded_as<join_message>(frame_of(rejoining));
   REQUIRE(back.rejoin.has_value());
   CHECK(back.spare);
+  CHECK(!back.rejoin->counted);
   CHECK(back.rejoin->node == 5);
   CHECK(back.rejoin->threads == 2);
   CHECK(back.rejoin->epoch == 3);
@@ -363,8 +364,14 @@ TEST_CASE("the scheduler's messages round-trip", "[cluster][frame]") {
   CHECK(back.rejoin->promoted.empty());
   join_message server_rejoin{node_kind::server, "h", 4000, 1, -1, 77};
   server_rejoin.rejoin = rejoin_message{1, 1, -1, 1234, {}, {2}};
+  server_rejoin.rejoin->counted = traffic_message{3, {peer_traffic{"worker_0", {1, 2}, {3, 4}}}};
   const auto server_back = decoded_as<join_message>(frame_of(server_rejoin));
   REQUIRE(server_back.rejoin.has_value());
+  REQUIRE(server_back.rejoin->counted.has_value());
+  CHECK(server_back.rejoin->counted->epoch == 3);
+  REQUIRE(server_back.rejoin->counted->peers.size() == 1);
+  CHECK(server_back.rejoin->counted->peers[0].peer == "worker_0");
+  CHECK(server_back.rejoin->counted->peers[0].bytes_out == std::vector<std::uint64_t>{3, 4});
   CHECK(server_back.rejoin->applied_step == 1234);
   REQUIRE(server_back.rejoin->promoted.size() == 1);
   CHECK(server_back.rejoin->promoted.front() == 2);

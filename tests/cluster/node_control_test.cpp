@@ -1933,6 +1933,34 @@ CAF_TEST(resumed_scheduler_goes_on_once_every_plan_node_rejoined) {
   CAF_CHECK(!result->answered);
 }
 
+// The epoch the run goes on in is counted from where each member's traffic stood at the
+// previous epoch's end (its last traffic answer, in its rejoin), not from the member's start.
+CAF_TEST(resumed_scheduler_counts_the_epochs_traffic_from_the_previous_epochs_end) {
+  options.resume = true;
+  start(1, 2);
+  const auto hash = job_hash_without_counts(job);
+  std::vector<sent_list> sent(3);
+  std::vector<channel_actor> links{link(sent[0]), link(sent[1]), link(sent[2])};
+  const std::vector<std::uint32_t> nodes{static_cast<std::uint32_t>(plan_node(node_kind::server, 0)),
+                                         static_cast<std::uint32_t>(plan_node(node_kind::worker, 0)),
+                                         static_cast<std::uint32_t>(plan_node(node_kind::worker, 1))};
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    auto j = rejoin_of(i == 0 ? node_kind::server : node_kind::worker, nodes[i], 100 + static_cast<std::uint32_t>(i),
+                       hash, i == 0 ? -1 : 1, i == 0 ? 100 : -1, i == 0 ? 4000 : 0);
+    j.rejoin->counted = traffic_message{0, {peer_traffic{"peer", {0}, {1000}}}};
+    caf::anon_send(node, join_atom::value, links[i], j);
+  }
+  settle();
+  CAF_REQUIRE_EQUAL(session->runs, 1);
+  auto gate = epoch_done(1);
+  for (auto& l : links)
+    traffic(l, 1, 1500);
+  CAF_REQUIRE(gate->answered);
+  CAF_REQUIRE_EQUAL(metrics->traffic.size(), 1u);
+  CAF_CHECK(contains(metrics->traffic[0].second, "server_0 rx 0 B tx 500 B"));
+  CAF_CHECK(contains(metrics->traffic[0].second, "worker_1 rx 0 B tx 500 B"));
+}
+
 // A member that had adopted a lost worker's computes before the scheduler was lost rejoins
 // holding that node: the session reaches the adopted computes over the adopter's link.
 CAF_TEST(resumed_scheduler_reaches_an_adopted_node_through_its_adopter) {

@@ -100,6 +100,20 @@ struct shutdown_message {
 };
 
 /// A node asks the scheduler for its place (after admission).
+/// Bytes moved with one peer, per message kind (kind_name order), headers included.
+struct peer_traffic {
+  std::string peer;  ///< the peer's node name, at most hello_message::max_name_bytes
+  std::vector<std::uint64_t> bytes_in, bytes_out;  ///< at most max_kinds each
+  static constexpr std::size_t max_kinds = 64;
+};
+
+/// A node's answer to a traffic query: what it moved with each peer since it started.
+struct traffic_message {
+  std::int64_t epoch = 0;
+  std::vector<peer_traffic> peers;  ///< at most max_peers
+  static constexpr std::size_t max_peers = 4096;
+};
+
 /// Where a member stands in the run it kept running while its scheduler was away (a join to
 /// a scheduler restarted with --resume).
 struct rejoin_message {
@@ -109,6 +123,9 @@ struct rejoin_message {
   std::int64_t applied_step = -1;  ///< a server: the last step its shards applied
   std::vector<std::uint32_t> adopted;   ///< lost worker nodes whose computes it runs; at most max_nodes
   std::vector<std::uint32_t> promoted;  ///< lost server nodes whose shards it serves; at most max_nodes
+  /// Its answer to the last traffic query (the previous epoch's end), from which a restarted
+  /// scheduler counts the epoch's traffic; none: it answered none.
+  std::optional<traffic_message> counted{};
   static constexpr std::size_t max_nodes = 4096;
 };
 
@@ -211,20 +228,6 @@ struct replicated_message {
 struct promote_message {
   std::uint32_t node = 0;
   std::uint32_t server = 0;
-};
-
-/// Bytes moved with one peer, per message kind (kind_name order), headers included.
-struct peer_traffic {
-  std::string peer;  ///< the peer's node name, at most hello_message::max_name_bytes
-  std::vector<std::uint64_t> bytes_in, bytes_out;  ///< at most max_kinds each
-  static constexpr std::size_t max_kinds = 64;
-};
-
-/// A node's answer to a traffic query: what it moved with each peer since it started.
-struct traffic_message {
-  std::int64_t epoch = 0;
-  std::vector<peer_traffic> peers;  ///< at most max_peers
-  static constexpr std::size_t max_peers = 4096;
 };
 
 enum class checkpoint_kind : std::uint8_t { save, restore };

@@ -53,6 +53,7 @@ torch is imported only after the arguments are parsed, so --help works without i
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -487,7 +488,9 @@ def main(argv=None):
         device_name = torch.cuda.get_device_name(device)
     else:
         import platform
-        device_name = platform.processor() or platform.machine() or "cpu"
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import torch_blas  # on the CPU, never time PyTorch on the reference BLAS
+        device_name = (platform.processor() or platform.machine() or "cpu") + ", " + torch_blas.check_here(torch)
     torch.backends.cudnn.benchmark = not a.no_cudnn_benchmark
     tf32_setting = set_tf32(torch, a.tf32)
     cudnn_version = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None

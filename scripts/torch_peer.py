@@ -5,7 +5,8 @@
 Models: mlp (784-128-64-10), lenet (conv5x5x32 pad 2, pool, conv5x5x64 pad 2, pool, fc1024,
 fc10) and resnet-20 (CIFAR, option-A shortcuts, batch norm). SGD momentum 0.9, lr 0.05.
 Prints one line: RESULT model=... imgs_per_s=... step_ms=...
-Run with Debian's /usr/bin/python3 (python3-torch).
+Run with Debian's /usr/bin/python3 (python3-torch). Refuses to time PyTorch on the reference
+BLAS (scripts/torch_blas.py).
 """
 import argparse
 import gzip
@@ -17,6 +18,10 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+import sys  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_blas  # noqa: E402  (which BLAS PyTorch runs on)
 
 
 def read_idx_gz(path):
@@ -98,6 +103,7 @@ def main():
     a = ap.parse_args()
     steps = a.steps or {"mlp": 500, "lenet": 50, "resnet-20": 40}[a.model]
     torch.set_num_threads(a.threads)
+    torch_blas.check_here(torch)
     torch.manual_seed(0)
     model = MODELS[a.model]()
     B, n = a.batch_size, a.warmup + steps

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <chrono>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include <caf/all.hpp>
@@ -50,6 +52,11 @@ struct aggregator_state {
   std::int64_t forwarded = 0;
   std::int64_t dropped = 0;
   std::int64_t repeats = 0;  // contributions a source sent again (an adopter), dropped
+  // Stragglers: when each source's first contribution to a step came (by step, by source), and
+  // what the barrier waited for each source (seconds, steps it came last in).
+  std::map<std::int64_t, std::vector<std::optional<std::chrono::steady_clock::time_point>>> arrivals;
+  std::vector<double> waited;
+  std::vector<std::int64_t> came_last;
   static inline const char* name = "aggregator";
 };
 
@@ -199,6 +206,41 @@ void forward_step(aggregator_pointer self, std::pair<std::size_t, std::int64_t> 
       });
 }
 
+// Source `source`'s first contribution to `step` came now. Once every source's has, the step
+// waited for the last one from the second-to-last's arrival on: that wait is the last one's.
+// Steps some source never reaches (a backup worker's skipped batches, a lost worker) are
+// forgotten once eight steps newer have come.
+void note_arrival(aggregator_state& st, int source, std::int64_t step) {
+  const auto sources = static_cast<std::size_t>(st.options.sources);
+  if (sources < 2 || source < 0 || static_cast<std::size_t>(source) >= sources)
+    return;
+  auto& came = st.arrivals[step];
+  if (came.empty())
+    came.resize(sources);
+  auto& at = came[static_cast<std::size_t>(source)];
+  if (at)
+    return;  // its first contribution to the step came already (another group)
+  at = std::chrono::steady_clock::now();
+  if (std::any_of(came.begin(), came.end(), [](const auto& t) { return !t; })) {
+    while (!st.arrivals.empty() && st.arrivals.begin()->first < step - 8)
+      st.arrivals.erase(st.arrivals.begin());
+    return;
+  }
+  std::size_t last = 0;
+  for (std::size_t i = 1; i < sources; ++i)
+    if (*came[i] > *came[last])
+      last = i;
+  auto second = std::chrono::steady_clock::time_point::min();
+  for (std::size_t i = 0; i < sources; ++i)
+    if (i != last)
+      second = std::max(second, *came[i]);
+  st.waited.resize(sources, 0.0);
+  st.came_last.resize(sources, 0);
+  st.waited[last] += std::chrono::duration<double>(*came[last] - second).count();
+  ++st.came_last[last];
+  st.arrivals.erase(step);
+}
+
 caf::result<weight_set> on_push(aggregator_pointer self, gradient_push& push) {
   auto& st = self->state;
   const std::size_t group_id = push.keys.empty() ? 0 : push.keys.front();
@@ -259,6 +301,7 @@ caf::result<weight_set> on_push(aggregator_pointer self, gradient_push& push) {
       step.waiting.push_back(promise);
       return promise;
     }
+  note_arrival(st, push.worker, push.step);
   step.samples += push.samples;
   step.epoch_position = push.epoch_position;
   step.parts.push_back(std::move(push));
@@ -364,6 +407,12 @@ aggregator_actor::behavior_type aggregator(aggregator_pointer self, push_target_
     },
     [=](rewind_atom, std::int64_t step, deadline due) { return rewind(self, step, due); },
     [=](repeats_atom) { return self->state.repeats; },
+    [=](waits_atom) -> caf::result<std::vector<double>, std::vector<std::int64_t>> {
+      auto& st = self->state;
+      st.waited.resize(static_cast<std::size_t>(st.options.sources), 0.0);
+      st.came_last.resize(static_cast<std::size_t>(st.options.sources), 0);
+      return {st.waited, st.came_last};
+    },
     [=](seed_atom, const std::vector<applied_group>& applied) {
       for (const auto& a : applied) {
         if (a.keys.empty() || a.source != self->state.options.position)  // another pusher's

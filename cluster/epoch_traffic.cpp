@@ -1,5 +1,6 @@
 #include "epoch_traffic.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <numeric>
 
@@ -52,6 +53,38 @@ void epoch_traffic::add(const std::string& node, const std::vector<peer_traffic>
   }
 }
 
+void epoch_traffic::add_waits(const std::vector<node_wait>& waits) {
+  for (const auto& w : waits) {
+    auto& now = now_waits_[w.node];
+    now.node = w.node;
+    now.seconds = std::max(now.seconds, w.seconds);
+    now.steps = std::max(now.steps, w.steps);
+  }
+}
+
+namespace {
+
+// The epoch's share of the waits: totals now less totals at the last take (a node that
+// reports less than before, restarted, counts from zero).
+std::vector<node_wait> waits_since(const std::map<std::string, node_wait>& now,
+                                   const std::map<std::string, node_wait>& last) {
+  std::vector<node_wait> share;
+  for (const auto& [node, w] : now) {
+    node_wait d = w;
+    if (auto before = last.find(node); before != last.end() && before->second.steps <= w.steps
+                                       && before->second.seconds <= w.seconds) {
+      d.seconds -= before->second.seconds;
+      d.steps -= before->second.steps;
+    }
+    if (d.steps > 0)
+      share.push_back(d);
+  }
+  std::stable_sort(share.begin(), share.end(), [](const node_wait& a, const node_wait& b) { return a.seconds > b.seconds; });
+  return share;
+}
+
+} // namespace
+
 epoch_traffic::figures epoch_traffic::take(std::int64_t epoch) {
   figures f;
   auto json = nlohmann::ordered_json::object();
@@ -81,6 +114,23 @@ epoch_traffic::figures epoch_traffic::take(std::int64_t epoch) {
   }
   f.json = json.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   now_.clear();
+  const auto share = waits_since(now_waits_, last_waits_);
+  if (!share.empty()) {
+    auto waits = nlohmann::ordered_json::object();
+    f.waits_line = "Epoch[" + std::to_string(epoch) + "] Waited for:";
+    for (std::size_t i = 0; i < share.size(); ++i) {
+      const auto& w = share[i];
+      waits[w.node] = {{"seconds", w.seconds}, {"steps", w.steps}};
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%.3f", w.seconds);
+      f.waits_line += std::string(i == 0 ? " " : ", ") + w.node + " " + seconds + " s (last in " + std::to_string(w.steps)
+                      + " step" + (w.steps == 1 ? "" : "s") + ")";
+    }
+    f.waits_json = waits.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  }
+  for (const auto& [node, w] : now_waits_)
+    last_waits_[node] = w;
+  now_waits_.clear();
   return f;
 }
 

@@ -100,6 +100,19 @@ void write_traffic(wire::Traffic::Builder out, const traffic_message& m) {
     for (std::size_t k = 0; k < p.bytes_out.size(); ++k)
       outgoing.set(static_cast<unsigned>(k), p.bytes_out[k]);
   }
+  if (m.waits.size() > traffic_message::max_peers)
+    throw std::invalid_argument("a traffic report of " + std::to_string(m.waits.size()) + " waits");
+  auto waits = out.initWaits(static_cast<unsigned>(m.waits.size()));
+  for (std::size_t i = 0; i < m.waits.size(); ++i) {
+    const auto& w = m.waits[i];
+    check_text(w.node, hello_message::max_name_bytes, "a traffic report's waited-for node");
+    if (!std::isfinite(w.seconds) || w.seconds < 0)
+      throw std::invalid_argument("a traffic report's wait of " + std::to_string(w.seconds) + " s");
+    auto to = waits[static_cast<unsigned>(i)];
+    to.setNode(w.node);
+    to.setSeconds(w.seconds);
+    to.setSteps(w.steps);
+  }
 }
 
 struct body_writer {

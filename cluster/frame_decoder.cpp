@@ -218,6 +218,18 @@ traffic_message read_traffic(wire::Traffic::Reader in) {
       t.bytes_out.push_back(b);
     m.peers.push_back(std::move(t));
   }
+  const auto waits = in.getWaits();
+  require(waits.size() <= traffic_message::max_peers,
+          "traffic lists " + std::to_string(waits.size()) + " waits, at most "
+            + std::to_string(traffic_message::max_peers) + " are accepted");
+  for (auto w : waits) {
+    node_wait wait;
+    wait.node = text_of(w.getNode(), hello_message::max_name_bytes, "traffic.waits.node");
+    wait.seconds = w.getSeconds();
+    require(std::isfinite(wait.seconds) && wait.seconds >= 0, "traffic.waits.seconds is negative or not finite");
+    wait.steps = w.getSteps();
+    m.waits.push_back(std::move(wait));
+  }
   return m;
 }
 

@@ -534,15 +534,6 @@ void on_adopt(member_actor self, const adopt_message& a) {
                  ready_message{a.node, 0, static_cast<std::uint32_t>(st.threads)});
 }
 
-// What this node has moved so far, with each peer.
-void on_traffic_query(member_actor self, const traffic_query_message& query) {
-  auto& st = self->state;
-  traffic_message answer{query.epoch, {}};
-  for (auto& entry : st.traffic->snapshot())
-    answer.peers.push_back(std::move(entry.traffic));
-  st.last_traffic_answer = answer;
-  caf::anon_send(st.to_scheduler, traffic_atom::value, std::move(answer));
-}
 
 // Link `link` ended (`why`; empty: normally). Links report this before they fail anything,
 // so a loss is seen here before whatever it makes fail (a compute whose push failed).

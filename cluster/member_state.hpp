@@ -102,6 +102,10 @@ struct member_state {
 
 using member_actor = member_node_actor::stateful_pointer<member_state>;
 
+/// The scheduler's traffic query (member_traffic.cpp): answered with what this node has moved
+/// with each peer so far and what its barriers waited for, by source node.
+void on_traffic_query(member_actor self, const traffic_query_message& query);
+
 /// Ends the node naming why (member_node.cpp).
 void fail(member_actor self, errc code, const std::string& why);
 

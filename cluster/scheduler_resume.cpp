@@ -129,8 +129,10 @@ void on_rejoin(scheduler_actor self, const channel_actor& link, const join_messa
     m.promoted_nodes.push_back(static_cast<int>(n));
   // Where its traffic stood at the previous epoch's end: the epoch the run goes on in is
   // counted from there, not from the node's start.
-  if (r.counted)
+  if (r.counted) {
     st.traffic_table.add(st.plan.nodes[r.node].name, r.counted->peers);
+    st.traffic_table.add_waits(r.counted->waits);
+  }
   st.resume_epoch = std::max(st.resume_epoch, r.epoch);
   st.resume_applied_step = std::max(st.resume_applied_step, r.applied_step);
   std::string holds;

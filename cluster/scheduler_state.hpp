@@ -83,6 +83,7 @@ struct traffic_gathering {
   std::set<int> asked;                               // plan nodes
   std::map<int, std::vector<peer_traffic>> answers;  // by plan node
   caf::typed_response_promise<bool> promise;
+  std::map<int, std::vector<node_wait>> waits;  // by plan node: what its barriers waited for
 };
 
 struct scheduler_state {

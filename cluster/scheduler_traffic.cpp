@@ -79,6 +79,7 @@ void on_traffic(scheduler_actor self, const channel_actor& link, const traffic_m
   if (st.gathering->asked.count(m->node) == 0)
     return drop("it was not asked");
   st.gathering->answers[m->node] = t.peers;
+  st.gathering->waits[m->node] = t.waits;
   end_gathering_if_complete(self);
 }
 
@@ -112,6 +113,8 @@ void end_gathering(scheduler_actor self, caf::error run_ends) {
                                  + ": no answer by its deadline");
   for (const auto& [node, peers] : g.answers)
     st.traffic_table.add(st.plan.nodes.at(static_cast<std::size_t>(node)).name, peers);
+  for (const auto& [node, waits] : g.waits)
+    st.traffic_table.add_waits(waits);
   std::vector<peer_traffic> mine;
   for (auto& entry : st.traffic->snapshot()) {
     if (auto* m = member_of(st, entry.link))  // (a spare without a node by its pid)
@@ -124,6 +127,10 @@ void end_gathering(scheduler_actor self, caf::error run_ends) {
   // Sent before the answer: the coordinator records the epoch's report only after it, so the
   // metrics actor has the epoch's traffic when it writes the epoch's line.
   self->send(st.metrics, annotate_atom::value, g.epoch, std::string("traffic"), figures.json, figures.line);
+  // And who made the barriers wait (issue 20: stragglers named), when anyone did.
+  if (!figures.waits_line.empty())
+    self->send(st.metrics, annotate_atom::value, g.epoch, std::string("waited_for"), figures.waits_json,
+               figures.waits_line);
   if (run_ends)
     g.promise.deliver(std::move(run_ends));
   else

@@ -3,7 +3,9 @@
 
 Panels: accuracy per epoch (train dashed, validation solid), loss per epoch, samples/s per
 epoch, learning rate per epoch, and, when the files carry a `traffic` object (cluster runs
-write one per node and epoch), bytes received and sent per node and epoch. Each run is one
+write one per node and epoch), bytes received and sent per node and epoch; and when they carry
+a `waited_for` object (cluster runs whose barriers waited for a straggler), the seconds the
+barriers waited for each node per epoch. Each run is one
 colour across all panels and is labelled by LABEL=FILE, or by the file's name.
 
 The output format follows the file name: .svg or .png. Needs Debian's python3-matplotlib
@@ -70,13 +72,36 @@ def plot_traffic(axis, runs, colours, nodes):
     axis.set_ylabel("MiB per epoch")
 
 
+def waited_nodes(runs):
+    nodes = set()
+    for _, rows in runs:
+        for r in rows:
+            if isinstance(r.get("waited_for"), dict):
+                nodes.update(r["waited_for"].keys())
+    return sorted(nodes)
+
+
+def plot_waits(axis, runs, colours, nodes):
+    styles = ["-", "--", ":", "-."]
+    for (label, rows), colour in zip(runs, colours):
+        for i, node in enumerate(nodes):
+            points = [(r["epoch"], r["waited_for"][node].get("seconds", 0)) for r in rows
+                      if isinstance(r.get("waited_for"), dict) and node in r["waited_for"]]
+            if points:
+                axis.plot([p[0] for p in points], [p[1] for p in points], styles[i % len(styles)], color=colour,
+                          marker="o", label=f"{label} {node}")
+    axis.set_title("stragglers: what the barriers waited for")
+    axis.set_ylabel("seconds per epoch")
+
+
 def plot(runs, output):
     import matplotlib
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
 
     nodes = traffic_nodes(runs)
-    panels = 5 if nodes else 4
+    waited = waited_nodes(runs)
+    panels = 4 + (1 if nodes else 0) + (1 if waited else 0)
     figure, axes = plt.subplots(panels, 1, figsize=(8, 3 * panels), sharex=True)
     colours = [f"C{i % 10}" for i in range(len(runs))]
     for (label, rows), colour in zip(runs, colours):
@@ -99,6 +124,8 @@ def plot(runs, output):
         axis.set_ylabel(unit)
     if nodes:
         plot_traffic(axes[4], runs, colours, nodes)
+    if waited:
+        plot_waits(axes[5 if nodes else 4], runs, colours, waited)
     for axis in axes:
         axis.grid(True, alpha=0.3)
         if axis.get_legend_handles_labels()[0]:

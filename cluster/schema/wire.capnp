@@ -12,7 +12,7 @@ using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("troupe::wire");
 
 # Raised whenever a Frame's meaning changes; a peer with another version is refused by name.
-const protocolVersion :UInt32 = 5;  # 2: requests carry the time left to their deadline; 3: checkpoints; 4: replicas; 5: rejoin
+const protocolVersion :UInt32 = 5;  # 2: requests carry the time left to their deadline; 3: checkpoints; 4: replicas; 5: rejoin, barrier waits
 
 enum Role {
   scheduler @0;
@@ -246,6 +246,16 @@ struct PeerTraffic {
 struct Traffic {
   epoch @0 :Int64;
   peers @1 :List(PeerTraffic);
+  waits @2 :List(NodeWait);  # what the barriers (aggregators) here waited for, by source node
+}
+
+# How long the barriers of a node waited for one source node's contributions, once every other
+# source of a step had come: the longest of its barriers (they wait at once), totals since the
+# node started.
+struct NodeWait {
+  node @0 :Text;        # a plan node ("worker_1"), at most a hello name's bytes
+  seconds @1 :Float64;  # finite, >= 0
+  steps @2 :UInt64;     # steps it came last in
 }
 
 enum CheckpointKind {

@@ -264,3 +264,58 @@ TEST_CASE("aggregator without keep_previous refuses a rewind one step back, nami
   CHECK(after.weights[0].data()[0] == -2.0f);
   f.self->send_exit(agg, caf::exit_reason::user_shutdown);
 }
+
+// Stragglers: the barrier counts, by source, the steps it came last in (its first contribution
+// to the step after every other source's) and the time it waited for it then; a source's
+// second group of a step, and a late repeat, change nothing.
+TEST_CASE("aggregator counts who it waited for last, step by step") {
+  fixture f;
+  auto agg = spawn_aggregator(f.sys, f.shard, aggregator_options{2, 0, true, 0});
+  auto waits = [&] {
+    std::pair<std::vector<double>, std::vector<std::int64_t>> out;
+    f.self->request(agg, std::chrono::seconds(10), waits_atom::value)
+      .receive([&](std::vector<double>& s, std::vector<std::int64_t>& n) { out = {s, n}; },
+               [&](caf::error& e) { FAIL(error_text(e)); });
+    return out;
+  };
+  auto before = waits();
+  REQUIRE(before.first.size() == 2);
+  REQUIRE(before.second.size() == 2);
+  CHECK(before.second == std::vector<std::int64_t>{0, 0});
+  // Step 0: source 0 first (both groups), source 1 last.
+  auto a = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10), push_of(0, 0, {0}, {tensor({2})}));
+  auto b = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10), push_of(0, 0, {1}, {tensor({1})}));
+  answer(f.self, agg, push_of(1, 0, {0}, {tensor({2})}));
+  answer(f.self, agg, push_of(1, 0, {1}, {tensor({1})}));
+  for (auto* r : {&a, &b})
+    r->receive([](weight_set&) {}, [](caf::error& e) { FAIL(error_text(e)); });
+  // Step 1: source 1 first, source 0 last.
+  auto c = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10), push_of(1, 1, {0}, {tensor({2})}));
+  answer(f.self, agg, push_of(0, 1, {0}, {tensor({2})}));
+  c.receive([](weight_set&) {}, [](caf::error& e) { FAIL(error_text(e)); });
+  // Step 2: source 1 last again.
+  auto d = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10), push_of(0, 2, {0}, {tensor({2})}));
+  answer(f.self, agg, push_of(1, 2, {0}, {tensor({2})}));
+  d.receive([](weight_set&) {}, [](caf::error& e) { FAIL(error_text(e)); });
+  auto after = waits();
+  REQUIRE(after.second.size() == 2);
+  CHECK(after.second == std::vector<std::int64_t>{1, 2});
+  CHECK(after.first[0] >= 0);
+  CHECK(after.first[1] >= 0);
+  f.self->send_exit(agg, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("an aggregator of one source waits for no one") {
+  fixture f;
+  auto agg = spawn_aggregator(f.sys, f.shard, aggregator_options{1, 0, true, 0});
+  answer(f.self, agg, push_of(0, 0, {0}, {tensor({2})}));
+  f.self->request(agg, std::chrono::seconds(10), waits_atom::value)
+    .receive(
+      [&](std::vector<double>& s, std::vector<std::int64_t>& n) {
+        REQUIRE(n.size() == 1);
+        CHECK(n[0] == 0);
+        CHECK(s[0] == 0.0);
+      },
+      [&](caf::error& e) { FAIL(error_text(e)); });
+  f.self->send_exit(agg, caf::exit_reason::user_shutdown);
+}

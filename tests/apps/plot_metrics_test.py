@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """scripts/plot_metrics.py on two real runs' metrics: the SVG must parse as XML with an <svg>
 root, the PNG must start with the PNG signature and an IHDR chunk whose size is the figure's;
-a cluster-style `traffic` object adds the traffic panel. Exits 77 (skipped) without matplotlib.
+a cluster-style `traffic` object adds the traffic panel, a `waited_for` object the stragglers'
+panel. Exits 77 (skipped) without matplotlib.
 
 usage: plot_metrics_test.py TROUPE_BINARY SCRIPTS_DIR
 """
@@ -48,6 +49,7 @@ with open(runs[1], "w") as f:
         if "epoch" in row:
             row["traffic"] = {"server0": {"rx": 3 << 20, "tx": 1 << 20},
                               "worker0": {"rx": 1 << 20, "tx": 3 << 20}}
+            row["waited_for"] = {"worker_7": {"seconds": 1.5, "steps": 40}}
         f.write(json.dumps(row) + "\n")
 
 svg, png = os.path.join(work, "runs.svg"), os.path.join(work, "runs.png")
@@ -62,7 +64,7 @@ for output in (svg, png):
 root = ET.parse(svg).getroot()
 assert root.tag.endswith("svg"), root.tag
 svg_bytes = open(svg).read()
-for label in ("fast", "slow", "server0", "worker0"):
+for label in ("fast", "slow", "server0", "worker0", "worker_7", "stragglers"):
     assert label in svg_bytes, f"{label} not in the SVG"
 
 data = open(png, "rb").read()
@@ -70,8 +72,8 @@ assert data[:8] == b"\x89PNG\r\n\x1a\n", data[:8]
 length, kind = struct.unpack(">I4s", data[8:16])
 assert kind == b"IHDR" and length == 13, (kind, length)
 width, height = struct.unpack(">II", data[16:24])
-# 8 x 3 inches per panel at matplotlib's default 100 dpi, five panels with traffic.
-assert (width, height) == (800, 1500), (width, height)
+# 8 x 3 inches per panel at matplotlib's default 100 dpi, six panels with traffic and waits.
+assert (width, height) == (800, 1800), (width, height)
 
 # A file that is not metrics is refused with its name and line, not a traceback.
 bad = os.path.join(work, "bad.jsonl")
@@ -79,4 +81,4 @@ open(bad, "w").write("{\"epoch\": 0}\nnot json\n")
 done = subprocess.run([python, plot, bad, "-o", os.path.join(work, "x.svg")],
                       capture_output=True, text=True)
 assert done.returncode != 0 and "bad.jsonl:2" in done.stderr, done.stderr
-print("ok: svg and png of two runs, traffic panel present")
+print("ok: svg and png of two runs, traffic and stragglers' panels present")

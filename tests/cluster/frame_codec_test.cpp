@@ -461,6 +461,14 @@ TEST_CASE("ready's port, shutdown's finish and traffic reports round-trip", "[cl
   CHECK(got.peers[0].bytes_out == std::vector<std::uint64_t>{4, 5});
   CHECK(got.peers[1].bytes_in.empty());
   CHECK(got.peers[1].bytes_out == std::vector<std::uint64_t>{9});
+  CHECK(got.waits.empty());
+  t.waits = {{"worker_1", 2.5, 40}, {"worker_0", 0.0, 0}};
+  const auto waited = decoded_as<traffic_message>(frame_of(t));
+  REQUIRE(waited.waits.size() == 2);
+  CHECK(waited.waits[0].node == "worker_1");
+  CHECK(waited.waits[0].seconds == 2.5);
+  CHECK(waited.waits[0].steps == 40);
+  CHECK(waited.waits[1].node == "worker_0");
 
   std::vector<char> out;
   traffic_message wide;
@@ -469,6 +477,9 @@ TEST_CASE("ready's port, shutdown's finish and traffic reports round-trip", "[cl
   traffic_message crowded;
   crowded.peers.resize(traffic_message::max_peers + 1);
   CHECK_THROWS_AS(append_frame(crowded, out), std::invalid_argument);
+  traffic_message negative;
+  negative.waits = {{"worker_1", -1.0, 3}};
+  CHECK_THROWS_AS(append_frame(negative, out), std::invalid_argument);
   CHECK(out.empty());
 }
 

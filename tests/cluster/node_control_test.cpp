@@ -578,6 +578,36 @@ CAF_TEST(epoch_done_waits_for_every_member) {
   CAF_CHECK(!logged("traffic goes without"));
 }
 
+// Stragglers (issue 20): the members' barriers say, by source node, how long they waited for
+// it (totals); the scheduler takes each epoch's share, the longest of the nodes reporting the
+// same source, and names them, the longest first, in a line and the metrics (`waited_for`).
+CAF_TEST(epoch_done_names_who_the_barriers_waited_for) {
+  start();
+  auto m = to_training();
+  auto answer = [&](const channel_actor& l, std::int64_t epoch, std::vector<node_wait> waits) {
+    traffic_message t{epoch, {}};
+    t.waits = std::move(waits);
+    caf::anon_send(node, traffic_atom::value, l, std::move(t));
+    settle();
+  };
+  auto gate = epoch_done(0);
+  answer(m.server, 0, {{"worker_1", 2.0, 30}, {"worker_0", 0.5, 2}});
+  answer(m.w0, 0, {});
+  answer(m.w1, 0, {});
+  CAF_REQUIRE(gate->answered);
+  CAF_REQUIRE_EQUAL(metrics->traffic.size(), 2u);
+  CAF_CHECK(contains(metrics->traffic[1].second, "Epoch[0] Waited for: worker_1 2.000 s (last in 30 steps), worker_0 0.500 s (last in 2 steps)"));
+  // Epoch 1: the totals grew by worker_0's share only; worker_1 is not named.
+  gate = epoch_done(1);
+  answer(m.server, 1, {{"worker_1", 2.0, 30}, {"worker_0", 1.75, 12}});
+  answer(m.w0, 1, {});
+  answer(m.w1, 1, {});
+  CAF_REQUIRE(gate->answered);
+  CAF_REQUIRE_EQUAL(metrics->traffic.size(), 4u);
+  CAF_CHECK(contains(metrics->traffic[3].second, "Epoch[1] Waited for: worker_0 1.250 s (last in 10 steps)"));
+  CAF_CHECK(!contains(metrics->traffic[3].second, "worker_1"));
+}
+
 // A member that does not answer: at the coordinator's deadline (here earlier than the
 // request timeout) the scheduler answers anyway, with the traffic that came, and names the
 // silent member in its log.

@@ -16,6 +16,12 @@
 //                                              (messages.hpp) says; with keep_previous each
 //                                              group keeps its weights one step back for it
 //   (repeats_atom)             -> int64        contributions a source sent again, dropped
+//   (waits_atom)               -> vector<double>, vector<int64>
+//                                              by source: the seconds this barrier waited for
+//                                              it while every other source of a step had come
+//                                              (its first contribution to the step after the
+//                                              second-to-last source's), and the steps it came
+//                                              last in; totals since the aggregator started
 //   (seed_atom, vector<applied_group>) -> ()     a promoted backup's aggregator (replicas = 2)
 //                                              starts where its downstream is: each group
 //                                              listed counts as summed and answered through
@@ -53,11 +59,13 @@ namespace troupe {
 
 using repeats_atom = caf::atom_constant<caf::atom("repeats")>;
 using seed_atom = caf::atom_constant<caf::atom("seed")>;
+using waits_atom = caf::atom_constant<caf::atom("waits")>;
 
 using aggregator_actor = push_target_actor::extend<
   caf::replies_to<stats_atom>::with<std::int64_t, std::int64_t>,
   caf::replies_to<rewind_atom, std::int64_t, deadline>::with<weight_set>,
   caf::replies_to<repeats_atom>::with<std::int64_t>,
+  caf::replies_to<waits_atom>::with<std::vector<double>, std::vector<std::int64_t>>,
   caf::reacts_to<seed_atom, std::vector<applied_group>>>;
 
 struct aggregator_options {

@@ -107,10 +107,20 @@ struct peer_traffic {
   static constexpr std::size_t max_kinds = 64;
 };
 
-/// A node's answer to a traffic query: what it moved with each peer since it started.
+/// How long a node's barriers (aggregators) waited for one source node's contributions once
+/// every other source of a step had come: the longest of its barriers, totals since it started.
+struct node_wait {
+  std::string node;  ///< a plan node name, at most hello_message::max_name_bytes
+  double seconds = 0;
+  std::uint64_t steps = 0;  ///< steps it came last in
+};
+
+/// A node's answer to a traffic query: what it moved with each peer since it started, and what
+/// its barriers waited for.
 struct traffic_message {
   std::int64_t epoch = 0;
   std::vector<peer_traffic> peers;  ///< at most max_peers
+  std::vector<node_wait> waits{};   ///< at most max_peers
   static constexpr std::size_t max_peers = 4096;
 };
 

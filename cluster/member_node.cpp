@@ -641,12 +641,15 @@ void try_to_connect(member_actor self) {
     return;
   if (st.at == member_phase::connecting && !st.unreachable && !st.retrying)  // the first try starts the join timeout
     self->delayed_send(self, st.options->join_timeout, connect_deadline_atom::value);
-  auto link = channel_options_of(*st.options, std::string(to_string(st.options->role)) + " (pid "
-                                             + std::to_string(::getpid()) + ")", st.traffic);
+  // A node rejoining with its place goes by its plan node's name, as on its other links, and
+  // checks frames against its plan from the start.
+  const bool placed = st.at == member_phase::rejoining && st.part_node >= 0;
+  auto link = channel_options_of(*st.options,
+                                 placed ? st.label
+                                        : std::string(to_string(st.options->role)) + " (pid " + std::to_string(::getpid()) + ")",
+                                 st.traffic);
   link.serving = st.serving;
-  if (st.at == member_phase::rejoining && st.part_node >= 0) {  // its plan node's name, as on its other links
-    link = channel_options_of(*st.options, st.label, st.traffic);
-    link.serving = st.serving;
+  if (placed) {
     link.plan_hash = st.plan.hash;
     link.keys = wire_keys_of(st.plan);
   }

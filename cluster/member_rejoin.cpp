@@ -18,6 +18,7 @@
 #include <troupe/actors/param_shard_actor.hpp>
 #include <troupe/cluster/job_transfer.hpp>
 #include <troupe/cluster/remote_proxies.hpp>
+#include <troupe/graph/config/key_ranges.hpp>
 #include <troupe/graph/value_hash.hpp>
 
 #include "member_state.hpp"
@@ -27,9 +28,7 @@ namespace troupe {
 
 namespace {
 
-std::string seconds_text(std::chrono::milliseconds t) {
-  return std::to_string(t.count() / 1000) + (t.count() % 1000 ? "." + std::to_string(t.count() % 1000 / 100) : "") + " s";
-}
+std::string seconds_text(std::chrono::milliseconds t) { return shortest_number(static_cast<double>(t.count()) / 1000) + " s"; }
 
 // Sends the rejoin once every compute and shard asked has answered.
 struct rejoin_gathering {

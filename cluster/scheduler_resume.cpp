@@ -77,7 +77,7 @@ std::string rejoin_progress(const scheduler_state& st) {
          + (waiting.empty() ? "" : "; waiting for " + waiting);
 }
 
-std::string refusal_of_rejoin(const scheduler_state& st, const channel_actor& link, const join_message& join) {
+std::string refusal_of_rejoin(scheduler_state& st, const channel_actor& link, const join_message& join) {
   if (!join.rejoin) {
     if (join.spare || !st.resumed_run)
       return "";  // a spare joins as any other; a first join before any rejoin starts the run afresh
@@ -92,7 +92,7 @@ std::string refusal_of_rejoin(const scheduler_state& st, const channel_actor& li
     return "this restarted scheduler starts the run afresh: a node that had not begun training joined it first";
   if (st.at != scheduler_phase::joining)
     return "the run went on already (every plan node was back)";
-  if (member_of(const_cast<scheduler_state&>(st), link.address()))
+  if (member_of(st, link.address()))
     return "it joined twice";
   if (join.job_hash != job_hash_without_counts(st.job))
     return "it trains another job (hash " + hash_text(join.job_hash) + ", this scheduler's "

@@ -203,7 +203,7 @@ void start_training(scheduler_actor self);
 /// Why a join is refused by the rules of rejoining ("" if it is not): a rejoin to a scheduler
 /// not started with --resume, a first join (not a spare's) to one that was, a rejoin once the
 /// run went on, or one naming a node that is not its role's or is back already.
-std::string refusal_of_rejoin(const scheduler_state& st, const channel_actor& link, const join_message& join);
+std::string refusal_of_rejoin(scheduler_state& st, const channel_actor& link, const join_message& join);
 /// A member of the run rejoins (refusal_of_rejoin said yes): listed, ready, with the nodes it
 /// adopted or promoted; once every plan node is back, training goes on.
 void on_rejoin(scheduler_actor self, const channel_actor& link, const join_message& join);

@@ -47,51 +47,28 @@ def series(rows, key):
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
-def traffic_nodes(runs):
+def nodes_in(runs, key):
+    """The node names of the per-node objects under `key` (traffic, waited_for) in any run."""
     nodes = set()
     for _, rows in runs:
         for r in rows:
-            if isinstance(r.get("traffic"), dict):
-                nodes.update(r["traffic"].keys())
+            if isinstance(r.get(key), dict):
+                nodes.update(r[key].keys())
     return sorted(nodes)
 
 
-def plot_traffic(axis, runs, colours, nodes):
+def plot_per_node(axis, runs, colours, nodes, key, value, title, unit):
+    """One line per run and node: value(the node's object under `key`) by epoch."""
     styles = ["-", "--", ":", "-."]
     for (label, rows), colour in zip(runs, colours):
         for i, node in enumerate(nodes):
-            points = [(r["epoch"], r["traffic"][node]) for r in rows
-                      if isinstance(r.get("traffic"), dict) and node in r["traffic"]]
-            if not points:
-                continue
-            epochs = [p[0] for p in points]
-            total = [(p[1].get("rx", 0) + p[1].get("tx", 0)) / 2**20 for p in points]
-            axis.plot(epochs, total, styles[i % len(styles)], color=colour, marker="o",
-                      label=f"{label} {node}")
-    axis.set_title("traffic per node (rx + tx)")
-    axis.set_ylabel("MiB per epoch")
-
-
-def waited_nodes(runs):
-    nodes = set()
-    for _, rows in runs:
-        for r in rows:
-            if isinstance(r.get("waited_for"), dict):
-                nodes.update(r["waited_for"].keys())
-    return sorted(nodes)
-
-
-def plot_waits(axis, runs, colours, nodes):
-    styles = ["-", "--", ":", "-."]
-    for (label, rows), colour in zip(runs, colours):
-        for i, node in enumerate(nodes):
-            points = [(r["epoch"], r["waited_for"][node].get("seconds", 0)) for r in rows
-                      if isinstance(r.get("waited_for"), dict) and node in r["waited_for"]]
+            points = [(r["epoch"], value(r[key][node])) for r in rows
+                      if isinstance(r.get(key), dict) and node in r[key]]
             if points:
                 axis.plot([p[0] for p in points], [p[1] for p in points], styles[i % len(styles)], color=colour,
                           marker="o", label=f"{label} {node}")
-    axis.set_title("stragglers: what the barriers waited for")
-    axis.set_ylabel("seconds per epoch")
+    axis.set_title(title)
+    axis.set_ylabel(unit)
 
 
 def plot(runs, output):
@@ -99,8 +76,8 @@ def plot(runs, output):
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
 
-    nodes = traffic_nodes(runs)
-    waited = waited_nodes(runs)
+    nodes = nodes_in(runs, "traffic")
+    waited = nodes_in(runs, "waited_for")
     panels = 4 + (1 if nodes else 0) + (1 if waited else 0)
     figure, axes = plt.subplots(panels, 1, figsize=(8, 3 * panels), sharex=True)
     colours = [f"C{i % 10}" for i in range(len(runs))]
@@ -123,9 +100,11 @@ def plot(runs, output):
         axis.set_title(title)
         axis.set_ylabel(unit)
     if nodes:
-        plot_traffic(axes[4], runs, colours, nodes)
+        plot_per_node(axes[4], runs, colours, nodes, "traffic", lambda t: (t.get("rx", 0) + t.get("tx", 0)) / 2**20,
+                      "traffic per node (rx + tx)", "MiB per epoch")
     if waited:
-        plot_waits(axes[5 if nodes else 4], runs, colours, waited)
+        plot_per_node(axes[5 if nodes else 4], runs, colours, waited, "waited_for", lambda w: w.get("seconds", 0),
+                      "stragglers: what the barriers waited for", "seconds per epoch")
     for axis in axes:
         axis.grid(True, alpha=0.3)
         if axis.get_legend_handles_labels()[0]:

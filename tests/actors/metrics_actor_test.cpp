@@ -28,6 +28,15 @@ std::string temp_path(const char* name) {
   return (std::filesystem::temp_directory_path() / name).string();
 }
 
+// The lines of a metrics file.
+std::vector<std::string> lines_of(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  return lines;
+}
+
 } // namespace
 
 TEST_CASE("metrics prints MXNet-style lines and one JSON object per epoch") {
@@ -187,10 +196,7 @@ TEST_CASE("metrics says what a validation covers when it is less than the whole 
   CHECK_THAT(text, Catch::Contains("Epoch[1] Train-accuracy=0.750000\n"));  // training says nothing of it
   CHECK_THAT(text, Catch::Contains("Epoch[2] Validation-accuracy=0.918367 (on 98 of 100 examples)\n"));
   CHECK_THAT(text, Catch::Contains("Epoch[3] Validation-accuracy=0.500000 (on 20 of 100 examples: workers 0, 2 lost)\n"));
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);)
-    lines.push_back(line);
+  const auto lines = lines_of(path);
   REQUIRE(lines.size() == 4);
   CHECK_THAT(lines[0], Catch::Contains("\"val_samples\":100"));
   CHECK_THAT(lines[0], Catch::Contains("\"val_examples\":100"));
@@ -238,10 +244,7 @@ TEST_CASE("metrics writes an epoch whose validation was skipped without validati
   self->send(metrics, phase_report{2, false, 40, 38, 8.0, 2.0});  // nor after 2 (flush ends it)
   flush(self, metrics);
   self->send_exit(metrics, caf::exit_reason::user_shutdown);
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);)
-    lines.push_back(line);
+  const auto lines = lines_of(path);
   REQUIRE(lines.size() == 3);
   CHECK_THAT(lines[0], Catch::Contains("\"epoch\":0"));
   CHECK_THAT(lines[0], !Catch::Contains("val_accuracy"));
@@ -303,10 +306,7 @@ TEST_CASE("metrics writes no line for an epoch the file holds already") {
   self->send(metrics, phase_report{2, true, 10, 8, 1.0, 0.5});
   flush(self, metrics);
   self->send_exit(metrics, caf::exit_reason::user_shutdown);
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);)
-    lines.push_back(line);
+  const auto lines = lines_of(path);
   REQUIRE(lines.size() == 1);
   CHECK_THAT(lines[0], Catch::Contains("\"epoch\":2"));
   CHECK_THAT(log.str(), Catch::Contains("Epoch[1] Validation-accuracy=0.9"));

@@ -21,13 +21,12 @@ adopted compute recomputes from (detection, adoption, and the rewind of the weig
 import os
 import re
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_run import final_weights, in_process_weights, kill_group  # noqa: E402  (shared with the other cluster tests)
+from cluster_run import kill_group, require_in_log, require_one_process_weights, start_launch  # noqa: E402  (shared)
 
 BOUND_S = 300
 
@@ -41,10 +40,7 @@ def main():
     workdir = tempfile.mkdtemp(prefix="troupe-adopt-")
     command = [troupe, "launch", "-n", workers, "-s", servers] + launch_only \
         + ["--config", config, "--on-worker-loss", "adopt"] + rest
-    # Line-buffered output (stdbuf's setting reaches the nodes through the environment), so
-    # the scheduler's progress lines arrive while the epoch runs.
-    proc = subprocess.Popen(["stdbuf", "-oL"] + command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=workdir,
-                            start_new_session=True)
+    proc = start_launch(command, workdir)
     seen = []
     try:
         deadline = time.time() + BOUND_S
@@ -91,13 +87,8 @@ def main():
             patterns += [r"spare worker \(pid \d+ [^)]*\) joined as a spare",
                          r"spare worker \d+ \(pid \d+ [^)]*\) adopts compute_.* \(a spare, idle until now",
                          r"\[spare 0\] worker_\d+: adopted worker_\d+ \(.*\) as a spare"]
-        for pattern in patterns:
-            if not re.search(pattern, out):
-                raise SystemExit(f"FAIL: no /{pattern}/ in the log\n{out[-5000:]}")
-        got = final_weights(out)
-        reference = in_process_weights(troupe, config, rest, workdir)
-        if not got or got != reference:
-            raise SystemExit(f"FAIL: adopted run: {got}\nin one process: {reference}\n{out[-5000:]}")
+        require_in_log(out, patterns)
+        got = require_one_process_weights(troupe, config, rest, workdir, out, "adopted run")
         for line in out.splitlines():
             if re.search(r"lost worker|adopt|serves the computes|killed by signal", line):
                 print(line)

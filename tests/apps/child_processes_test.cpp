@@ -39,6 +39,15 @@ child_spec sh(const std::string& name, const std::string& script, const std::str
   return {name, {"/bin/sh", "-c", script}, {}, input};
 }
 
+// A child running `script` that, killed by a signal, is started again once with `again` (a
+// scheduler and its --resume).
+child_spec restartable(const std::string& name, const std::string& script, const std::string& again) {
+  auto spec = sh(name, script);
+  spec.restart_argv = {"/bin/sh", "-c", again};
+  spec.restarts = 1;
+  return spec;
+}
+
 // Our own child, reaped: no process and no zombie.
 bool reaped(pid_t pid) {
   errno = 0;
@@ -159,10 +168,7 @@ TEST_CASE("a child with a way back is started again when a signal kills it, as o
   captured c;
   SECTION("restarted once, then finishing") {
     child_processes children(c.options(100ms));
-    auto scheduler = sh("scheduler", "kill -9 $$");
-    scheduler.restart_argv = {"/bin/sh", "-c", "sleep 0.2; echo resumed"};
-    scheduler.restarts = 1;
-    children.start(scheduler);
+    children.start(restartable("scheduler", "kill -9 $$", "sleep 0.2; echo resumed"));
     children.start(sh("worker 0", "sleep 1; echo done"));
     CHECK(children.wait() == 0);
     CHECK_THAT(c.err.str(), Catch::Contains("launch: starting scheduler again (restart 1 of 1)"));
@@ -172,10 +178,7 @@ TEST_CASE("a child with a way back is started again when a signal kills it, as o
   }
   SECTION("killed again with no restart left") {
     child_processes children(c.options(100ms));
-    auto scheduler = sh("scheduler", "kill -9 $$");
-    scheduler.restart_argv = {"/bin/sh", "-c", "kill -9 $$"};
-    scheduler.restarts = 1;
-    children.start(scheduler);
+    children.start(restartable("scheduler", "kill -9 $$", "kill -9 $$"));
     children.start(sh("worker 0", "sleep 30"));
     CHECK(children.wait() == 1);
     CHECK_THAT(c.err.str(), Catch::Contains("restart 1 of 1"));
@@ -183,10 +186,7 @@ TEST_CASE("a child with a way back is started again when a signal kills it, as o
   }
   SECTION("exiting with a status is no loss: not restarted") {
     child_processes children(c.options(100ms));
-    auto scheduler = sh("scheduler", "exit 4");
-    scheduler.restart_argv = {"/bin/sh", "-c", "echo resumed"};
-    scheduler.restarts = 1;
-    children.start(scheduler);
+    children.start(restartable("scheduler", "exit 4", "echo resumed"));
     CHECK(children.wait() == 4);
     CHECK(children.pids().size() == 1);
   }
@@ -199,10 +199,7 @@ TEST_CASE("a restarted child whose others were all killed is ended, and the job 
   captured c;
   SECTION("the others finished") {
     child_processes children(c.options(100ms));
-    auto scheduler = sh("scheduler", "kill -9 $$");
-    scheduler.restart_argv = {"/bin/sh", "-c", "sleep 1; echo took over"};
-    scheduler.restarts = 1;
-    children.start(scheduler);
+    children.start(restartable("scheduler", "kill -9 $$", "sleep 1; echo took over"));
     children.start(sh("worker 0", "sleep 0.5"));
     CHECK(children.wait() == 0);
     CHECK(lines_from(c.out.str(), "scheduler") == "[scheduler] took over\n");
@@ -210,10 +207,7 @@ TEST_CASE("a restarted child whose others were all killed is ended, and the job 
   }
   SECTION("the others were killed with it") {
     child_processes children(c.options(100ms));
-    auto scheduler = sh("scheduler", "sleep 0.2; kill -9 $$");
-    scheduler.restart_argv = {"/bin/sh", "-c", "sleep 30"};
-    scheduler.restarts = 1;
-    children.start(scheduler);
+    children.start(restartable("scheduler", "sleep 0.2; kill -9 $$", "sleep 30"));
     auto worker = sh("worker 0", "sleep 0.4; kill -9 $$");
     worker.expendable = true;
     children.start(worker);

@@ -189,6 +189,30 @@ def final_weights(text):
     return lines[-1] if lines else None
 
 
+def start_launch(command, workdir):
+    """`troupe launch ...` in a session of its own, its output merged and line-buffered (stdbuf's
+    setting reaches the nodes through the environment), so the scheduler's progress lines arrive
+    while the epoch runs; kill_group(proc.pid) ends it and everything it started."""
+    return subprocess.Popen(["stdbuf", "-oL"] + command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=workdir, start_new_session=True)
+
+
+def require_in_log(out, patterns):
+    """Every pattern is found in `out`; else the test fails naming the first one missing."""
+    for pattern in patterns:
+        if not re.search(pattern, out):
+            raise SystemExit(f"FAIL: no /{pattern}/ in the log\n{out[-5000:]}")
+
+
+def require_one_process_weights(troupe, config, flags, workdir, out, what):
+    """The final weights line of `out` equals `troupe train`'s in one process; returns it."""
+    got = final_weights(out)
+    reference = in_process_weights(troupe, config, flags, workdir)
+    if not got or got != reference:
+        raise SystemExit(f"FAIL: {what}: {got}\nin one process: {reference}\n{out[-5000:]}")
+    return got
+
+
 def in_process_weights(troupe, config, flags, workdir):
     run = subprocess.run([troupe, "train", "--config", config] + flags, capture_output=True, text=True,
                          cwd=workdir, timeout=BOUND_S)

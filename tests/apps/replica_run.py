@@ -20,13 +20,12 @@ of` line) and to the next progress line of the scheduler.
 import os
 import re
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_run import final_weights, in_process_weights, kill_group  # noqa: E402  (shared with the other cluster tests)
+from cluster_run import kill_group, require_in_log, require_one_process_weights, start_launch  # noqa: E402  (shared)
 
 BOUND_S = 300
 
@@ -39,10 +38,7 @@ def main():
         victim_rank, rest = int(rest[1]), rest[2:]
     workdir = tempfile.mkdtemp(prefix="troupe-replica-")
     command = [troupe, "launch", "-n", workers, "-s", servers, "--replicas", "2", "--config", config] + rest
-    # Line-buffered output (stdbuf's setting reaches the nodes through the environment), so
-    # the scheduler's progress lines arrive while the epoch runs.
-    proc = subprocess.Popen(["stdbuf", "-oL"] + command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            cwd=workdir, start_new_session=True)
+    proc = start_launch(command, workdir)
     seen = []
     try:
         deadline = time.time() + BOUND_S
@@ -78,15 +74,10 @@ def main():
             raise SystemExit(f"FAIL: launch exited {proc.returncode}\n{out[-5000:]}")
         if killed_at is None:
             raise SystemExit(f"FAIL: the run ended before the kill\n{out[-3000:]}")
-        for pattern in (rf"lost server {victim_rank} \(pid {victim}", r"promoting them \(replicas = 2\)",
-                        rf"serves the shards of server_{victim_rank}", r"promoted the backups of server_",
-                        r"pushes for shard_\d+(, shard_\d+)* go to server_"):
-            if not re.search(pattern, out):
-                raise SystemExit(f"FAIL: no /{pattern}/ in the log\n{out[-5000:]}")
-        got = final_weights(out)
-        reference = in_process_weights(troupe, config, rest, workdir)
-        if not got or got != reference:
-            raise SystemExit(f"FAIL: replicated run: {got}\nin one process: {reference}\n{out[-5000:]}")
+        require_in_log(out, [rf"lost server {victim_rank} \(pid {victim}", r"promoting them \(replicas = 2\)",
+                             rf"serves the shards of server_{victim_rank}", r"promoted the backups of server_",
+                             r"pushes for shard_\d+(, shard_\d+)* go to server_"])
+        got = require_one_process_weights(troupe, config, rest, workdir, out, "replicated run")
         for line in out.splitlines():
             if re.search(r"lost server|promot|serves the shards|go to server|without a backup|killed by signal", line):
                 print(line)

@@ -26,14 +26,14 @@ line) and to its next progress line.
 import os
 import re
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_run import (Cluster, final_weights, in_process_weights, kill_group,  # noqa: E402  (shared with the
-                         start_by_hand)                                            # other cluster tests)
+                         require_in_log, require_one_process_weights, start_by_hand,  # other cluster tests)
+                         start_launch)
 
 BOUND_S = 300
 
@@ -139,17 +139,13 @@ def main():
     if hand:
         return by_hand(troupe, config, servers, workers, kill_epoch, at_validation, rest, workdir)
     command = [troupe, "launch", "-n", workers, "-s", servers, "--config", config] + rest
-    # Line-buffered output (stdbuf's setting reaches the nodes through the environment), so
-    # the scheduler's progress lines arrive while the epoch runs.
     started = time.time()
-    proc = subprocess.Popen(["stdbuf", "-oL"] + command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            cwd=workdir, start_new_session=True)
+    proc = start_launch(command, workdir)
     seen = []
     try:
         deadline = time.time() + BOUND_S
         killed_at = going_on_at = training_at = None
         progress = re.compile(r"\[scheduler\] Epoch\[(\d+)\] Batch \[(\d+)\]")
-        trained = re.compile(r"\[scheduler\] Epoch\[(\d+)\] Train-accuracy")
         batches = None
         while time.time() < deadline:
             line = proc.stdout.readline()
@@ -160,9 +156,8 @@ def main():
             if m:
                 batches = int(m.group(1))
             m = progress.search(line)
-            moment = (trained.search(line) if at_validation
-                      else m if m and batches and int(m.group(2)) * 2 >= batches else None)
-            if moment and killed_at is None and moment.group(1) == kill_epoch:
+            scheduler_says = line.startswith("[scheduler] ")
+            if killed_at is None and scheduler_says and moment_of(line, kill_epoch, at_validation, batches):
                 victim = scheduler_pid(proc.pid)
                 if victim is None:
                     raise SystemExit("FAIL: no process runs the scheduler")
@@ -185,15 +180,10 @@ def main():
                     r"lost the scheduler at .*training goes on here"]
         patterns += [rf"rejoined as server_{r}\b" for r in range(int(servers))]
         patterns += [rf"rejoined as worker_{r}\b" for r in range(int(workers))]
-        for pattern in patterns:
-            if not re.search(pattern, out):
-                raise SystemExit(f"FAIL: no /{pattern}/ in the log\n{out[-5000:]}")
+        require_in_log(out, patterns)
         if "--metrics" in rest:  # appended to by the restarted scheduler: every epoch's line once
             check_metrics(os.path.join(workdir, rest[rest.index("--metrics") + 1]), out)
-        got = final_weights(out)
-        reference = in_process_weights(troupe, config, rest, workdir)
-        if not got or got != reference:
-            raise SystemExit(f"FAIL: restarted scheduler's run: {got}\nin one process: {reference}\n{out[-5000:]}")
+        got = require_one_process_weights(troupe, config, rest, workdir, out, "restarted scheduler's run")
         for line in out.splitlines():
             if re.search(r"lost the scheduler|again|restarted|rejoined|goes on at|unlogged|killed by signal", line):
                 print(line)

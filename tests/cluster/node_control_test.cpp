@@ -217,6 +217,15 @@ struct node_fixture : test_coordinator_fixture<> {
     return a;
   }
 
+  // A scheduler that member `member` reaches again after losing the first (a restarted one):
+  // it (re)joins over the link, whose frames land in `sent`.
+  channel_actor reached_again(const member_node_actor& member, sent_list& sent) {
+    auto l = link(sent);
+    caf::anon_send(member, scheduler_link_atom::value, l);
+    settle();
+    return l;
+  }
+
   bool logged(const std::string& part) const {
     return std::any_of(lines->begin(), lines->end(), [&](auto& l) { return contains(l, part); });
   }
@@ -1134,9 +1143,7 @@ CAF_TEST(member_loses_its_scheduler_during_join) {
   CAF_CHECK(!result->answered);
   CAF_CHECK(logged("it has no place yet"));
   sent_list to_restarted;
-  auto restarted = link(to_restarted);
-  caf::anon_send(node, scheduler_link_atom::value, restarted);
-  settle();
+  auto restarted = reached_again(node, to_restarted);
   const auto* join = last_of<join_message>(to_restarted);
   CAF_REQUIRE(join != nullptr);
   CAF_CHECK(!join->rejoin);
@@ -1506,9 +1513,7 @@ CAF_TEST(member_server_trains_on_without_its_scheduler_and_rejoins_a_restarted_o
   const auto* first_ready = last_of<ready_message>(to_scheduler);
   CAF_REQUIRE(first_ready != nullptr);
   sent_list to_restarted;
-  auto restarted = link(to_restarted);
-  caf::anon_send(node, scheduler_link_atom::value, restarted);
-  settle();
+  auto restarted = reached_again(node, to_restarted);
   const auto* join = last_of<join_message>(to_restarted);
   CAF_REQUIRE(join != nullptr);
   CAF_REQUIRE(join->rejoin.has_value());
@@ -1544,9 +1549,7 @@ CAF_TEST(member_server_stops_when_no_scheduler_comes_back_in_time) {
 CAF_TEST(member_server_stops_when_its_rejoin_is_never_admitted) {
   lost(scheduler, "the connection to the scheduler closed");
   sent_list to_frozen;
-  auto frozen = link(to_frozen);
-  caf::anon_send(node, scheduler_link_atom::value, frozen);
-  settle();
+  auto frozen = reached_again(node, to_frozen);
   CAF_CHECK(last_of<join_message>(to_frozen) != nullptr);
   advance_time(options.scheduler_timeout);
   settle();
@@ -1561,8 +1564,7 @@ CAF_TEST(member_server_stops_when_its_rejoin_is_never_admitted) {
 CAF_TEST(member_server_rejoined_once_its_link_is_admitted) {
   lost(scheduler, "the connection to the scheduler closed");
   sent_list to_restarted;
-  auto restarted = link(to_restarted);
-  caf::anon_send(node, scheduler_link_atom::value, restarted);
+  auto restarted = reached_again(node, to_restarted);
   caf::anon_send(node, link_up_atom::value, restarted, std::string("scheduler"));
   settle();
   advance_time(options.scheduler_timeout);
@@ -1576,16 +1578,12 @@ CAF_TEST(member_server_rejoined_once_its_link_is_admitted) {
 CAF_TEST(member_server_rejoins_after_a_second_loss_within_the_timeout) {
   lost(scheduler, "the connection to the scheduler closed");
   sent_list to_dying;
-  auto dying = link(to_dying);
-  caf::anon_send(node, scheduler_link_atom::value, dying);
-  settle();
+  auto dying = reached_again(node, to_dying);
   CAF_CHECK(last_of<join_message>(to_dying) != nullptr);
   lost(dying, "the connection closed");
   CAF_CHECK(!result->answered);
   sent_list to_restarted;
-  auto restarted = link(to_restarted);
-  caf::anon_send(node, scheduler_link_atom::value, restarted);
-  settle();
+  auto restarted = reached_again(node, to_restarted);
   const auto* join = last_of<join_message>(to_restarted);
   CAF_REQUIRE(join != nullptr);
   CAF_CHECK(join->rejoin.has_value());

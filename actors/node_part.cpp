@@ -133,7 +133,7 @@ struct part_builder {
     wiring.worker = a.worker;
     wiring.train_loader = loader_of(i, route_carries::batches);
     wiring.validation_loader = loader_of(i, route_carries::validation_batches);
-    wiring.shards = routes_of(plan, part.targets, a.worker);
+    wiring.shards = compressing_routes(system, plan, routes_of(plan, part.targets, a.worker), a.worker);
     if (options.tap)
       for (std::size_t k = 0; k < wiring.shards.size(); ++k)
         wiring.shards[k].shard = options.tap(wiring.shards[k].shard, tap_point{a.worker, k});

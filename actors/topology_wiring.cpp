@@ -4,6 +4,8 @@
 #include <troupe/actors/topology_wiring.hpp>
 
 #include <algorithm>
+
+#include <troupe/actors/compression_link.hpp>
 #include <stdexcept>
 #include <string>
 
@@ -84,12 +86,23 @@ push_side spawn_push_side_of_node(caf::actor_system& system, const placement_pla
         throw std::invalid_argument("wiring: " + a.name + " pushes to "
                                     + plan.actors[down.to].name + ", listed after it");
       downstream = caf::actor_cast<caf::actor>(targets[down.to]);
-      targets[i] = spawn_aggregator(system, targets[down.to],
+      auto to = down.compression.active()
+                  ? spawn_compressing_sender(system, targets[down.to], down.compression,
+                                             a.name + " -> " + plan.actors[down.to].name)
+                  : targets[down.to];
+      targets[i] = spawn_aggregator(system, to,
                                     aggregator_options{a.sources, a.need, a.deterministic,
                                                        a.position, rewindable});
     } else {
       continue;
     }
+    // A compressed hop into this actor: its receiving end stands in front of it.
+    for (const auto& r : plan.routes)
+      if (r.to == i && is_push(r.carries) && r.compression.active()) {
+        const auto inner = targets[i];
+        targets[i] = spawn_compressing_receiver(system, inner, r.compression, "the hop into " + a.name);
+        break;
+      }
     if (spawned)
       spawned(caf::actor_cast<caf::actor>(targets[i]), a, downstream);
   }
@@ -114,6 +127,17 @@ std::vector<shard_route> routes_of(const placement_plan& plan, const push_target
   for (std::size_t k = 0; k < plan.keys.shards.size(); ++k) {
     const auto& r = plan.gradient_route(worker, static_cast<int>(k));
     routes.push_back(shard_route{targets.at(r.to), plan.keys.shards[k], r.source});
+  }
+  return routes;
+}
+
+std::vector<shard_route> compressing_routes(caf::actor_system& system, const placement_plan& plan,
+                                           std::vector<shard_route> routes, int worker) {
+  for (std::size_t k = 0; k < routes.size(); ++k) {
+    const auto& r = plan.gradient_route(worker, static_cast<int>(k));
+    if (r.compression.active())
+      routes[k].shard = spawn_compressing_sender(system, routes[k].shard, r.compression,
+                                                 plan.actors[r.from].name + " -> " + plan.actors[r.to].name);
   }
   return routes;
 }

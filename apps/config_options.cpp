@@ -121,6 +121,7 @@ topology_options topology_of(const job_config& c) {
   t.deterministic = k.deterministic.value;
   t.overlap = c.cluster.overlap.value;
   t.keys = key_options_of(c);
+  t.compression = k.compression;
   return t;
 }
 
@@ -159,14 +160,31 @@ training_job to_training_job(const job_config& c) {
   o.top_k = c.run.top_k.value;
   // Not given: a lost worker is adopted where one aggregation level sums every worker's push
   // (bsp), which is what adoption covers; elsewhere the run stops, as it must be told otherwise.
+  // Compression keeps state per worker (residuals, the weights it holds) that an adopter
+  // cannot recover, so a compressed run stops unless told otherwise.
+  bool compressed = false;
+  for (const auto& hop : o.topology.compression)
+    compressed = compressed || hop.active();
   const auto& policy = c.cluster.on_worker_loss.value;
-  const bool adopt = policy == "adopt" || (policy.empty() && o.topology.levels.size() == 1);
+  if (compressed && policy == "adopt")
+    config_fail(c, c.cluster.on_worker_loss.span,
+                "on_worker_loss = adopt recomputes a lost worker's step, and a compressed route's residuals "
+                "and held weights were lost with it, so the weights would not be a run's that lost nothing: "
+                "keep stop, or turn compression off");
+  const bool adopt = policy == "adopt" || (policy.empty() && o.topology.levels.size() == 1 && !compressed);
   o.nodes = cluster_nodes{c.cluster.server_nodes.value, c.cluster.worker_nodes.value, policy == "continue", adopt,
                           c.cluster.replicas.value};
   if (o.nodes.replicas == 2 && !o.nodes.single_process() && o.nodes.servers < 2)
     config_fail(c, c.cluster.replicas.span,
                 "replicas = 2 keeps each server's shards on another server process too, and this run has "
                 + std::to_string(o.nodes.servers) + " (server_nodes, --server-nodes, launch -s): give it at least 2");
+  bool compressed_answers = false;
+  for (const auto& hop : o.topology.compression)
+    compressed_answers = compressed_answers || hop.answers != value_encoding::none;
+  if (o.nodes.replicas == 2 && compressed_answers)
+    config_fail(c, c.cluster.replicas.span,
+                "replicas = 2 promotes a backup whose compressed answers would start from weights the workers "
+                "do not hold; compress pushes only (push:...) with replicas");
   if (o.nodes.adopt_on_worker_loss && !o.topology.synchronous())
     config_fail(c, c.cluster.on_worker_loss.span,
                 "on_worker_loss = adopt is implemented for synchronous topologies (bsp) only; topology "

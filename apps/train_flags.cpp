@@ -60,6 +60,7 @@ struct raw_flags {
   int num_layers = 0, threads = 1, shards = 1, prefetch = 3, num_classes = 10;
   int server_nodes = 0, worker_nodes = 0, top_k = 0, workers = 1, replicas = 1;
   std::string on_worker_loss = "stop";
+  std::string compression = "none";
   std::int64_t batch_size = 128, val_batch_size = 500, num_epochs = 10, disp_batches = 100;
   std::int64_t eval_every = 1;
   std::string model_prefix;
@@ -95,6 +96,7 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("slice-bytes", r.slice_bytes, "parameters above this many bytes are cut into slices spread over the shards (>= 4)");
   f.add("group-bytes", r.group_bytes, "keys below this many bytes are bundled into one push per shard (0: never bundle)");
   f.add_switch("no-overlap", r.no_overlap, "send all pushes after backward instead of each as soon as backward produced it");
+  f.add("compression", r.compression, "none | fp16 | bf16 | 2bit[:THRESHOLD] (error feedback): compress the gradients where they leave their machine, and the answers as deltas; push:C compresses the pushes only; replaces every route's compress");
   f.add("prefetch", r.prefetch, "batches each loader builds ahead");
   f.add("server-nodes", r.server_nodes, "server processes of a cluster run, holding the shards (0 with --worker-nodes 0: one process)");
   f.add("worker-nodes", r.worker_nodes, "worker processes of a cluster run, holding loaders and compute actors");
@@ -175,6 +177,9 @@ void check_values(const raw_flags& r, const flag_set& f) {
   check_flag("replicas", r.replicas);
   if (r.on_worker_loss != "stop" && r.on_worker_loss != "continue" && r.on_worker_loss != "adopt")
     throw usage_error("--on-worker-loss must be stop, continue or adopt, got " + r.on_worker_loss);
+  std::string why;
+  if (!parse_compression(r.compression, why))
+    throw usage_error("--compression: " + why);
   // -1 (or unset) means "the default the config derives" for these: checked when given.
   for (const auto& [flag, value] : {std::pair<const char*, double>{"lr", r.lr}, {"lr-factor", r.lr_factor},
                                     {"warmup-epochs", r.warmup_epochs},
@@ -391,6 +396,20 @@ void apply_model_and_optimizer_flags(job_config& c, const raw_flags& r, const fl
 
 // The cluster section's flags. --workers is not among them: it is an override (overrides_of),
 // applied before the topology is compiled from it.
+// --compression on a topology whose machine exit answers its sources at different steps
+// (async, ssp, backup) can compress only the pushes: refused naming the flag.
+void check_compression_flag(const topology_config& t, const compression_spec& spec) {
+  if (spec.answers == value_encoding::none)
+    return;
+  const auto hop = machine_exit_hop(t.levels);
+  const bool shared = hop < t.levels.size() ? t.levels[hop].need == 0
+                                            : !t.levels.empty() && t.levels.back().scope == aggregation_scope::all;
+  if (!shared)
+    throw usage_error("--compression " + to_string(spec) + " also compresses the answers, as deltas against what "
+                      "every source holds, and topology " + t.name.value + " answers its sources at different "
+                      "steps: use --compression push:" + to_string(spec) + " to compress the pushes only");
+}
+
 void apply_cluster_flags(cluster_config& cluster, const raw_flags& r, const flag_set& f) {
   if (f.given("shards")) set_given(cluster.shards, r.shards);
   if (f.given("slice-bytes")) set_given(cluster.slice_bytes, r.slice_bytes);
@@ -433,6 +452,12 @@ void apply_run_flags(job_config& c, const raw_flags& r, const flag_set& f) {
     }
   }
   apply_cluster_flags(c.cluster, r, f);
+  if (f.given("compression")) {
+    std::string why;
+    const auto spec = *parse_compression(r.compression, why);  // checked in check_values
+    compress_machine_exit(c.topology, spec);
+    check_compression_flag(c.topology, spec);
+  }
 }
 
 // Flags onto the config, then the values the parser derives from the run's length, which a

@@ -57,6 +57,33 @@ void set_values(capnp::MessageBuilder& builder, capnp::List<capnp::Data>::Builde
   }
 }
 
+// Compressed values are packed into the frame's own memory (a copy, 2 bytes or 2 bits each).
+void set_packed_values(capnp::List<capnp::Data>::Builder out, const std::vector<tensor>& values,
+                       value_encoding encoding, const std::vector<float>& scales, const char* what) {
+  for (unsigned i = 0; i < values.size(); ++i) {
+    const auto n = static_cast<std::size_t>(values[i].numel());
+    const std::size_t size = encoded_bytes(encoding, n);
+    if (size > largest_data_bytes)
+      throw std::invalid_argument("frame: a packed tensor of " + std::to_string(size) + " bytes exceeds a Data field");
+    auto packed = out.init(i, static_cast<unsigned>(size));
+    try {
+      encode_values(encoding, scales.empty() ? 0.0f : scales[i], values[i].data(), n, packed.begin());
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("frame: ") + what + " tensor " + std::to_string(i) + ": " + e.what());
+    }
+  }
+}
+
+wire::Encoding to_wire(value_encoding encoding) {
+  switch (encoding) {
+    case value_encoding::none: return wire::Encoding::FLOAT32;
+    case value_encoding::fp16: return wire::Encoding::FP16;
+    case value_encoding::bf16: return wire::Encoding::BF16;
+    case value_encoding::two_bit: return wire::Encoding::TWO_BIT;
+  }
+  throw std::invalid_argument("frame: unknown value encoding " + std::to_string(static_cast<int>(encoding)));
+}
+
 wire::ErrorCode to_wire(errc code) {
   switch (code) {
     case errc::bad_request: return wire::ErrorCode::BAD_REQUEST;
@@ -130,15 +157,26 @@ struct body_writer {
   void operator()(const proof_message& m) {
     body.initProof().setMac(capnp::Data::Reader(m.proof.data(), m.proof.size()));
   }
-  // Keys and their tensors, one for one.
+  // Keys and their tensors, one for one, packed as `encoding` says (float32 by reference).
   template <class Out>
   void set_keyed(Out out, const std::vector<std::size_t>& keys, const std::vector<tensor>& values,
-                 const char* what) {
+                 value_encoding encoding, const std::vector<float>& scales, const char* what) {
     if (keys.size() != values.size())
       throw std::invalid_argument(std::string("frame: ") + what + " lists " + std::to_string(keys.size())
                                   + " keys and " + std::to_string(values.size()) + " tensors");
     set_keys(out.initKeys(static_cast<unsigned>(keys.size())), keys);
-    set_values(builder, out.initValues(static_cast<unsigned>(values.size())), values);
+    out.setEncoding(to_wire(encoding));
+    const std::size_t want_scales = encoding == value_encoding::two_bit ? keys.size() : 0;
+    if (scales.size() != want_scales)
+      throw std::invalid_argument(std::string("frame: ") + what + " encoded " + to_string(encoding) + " has "
+                                  + std::to_string(scales.size()) + " scales, expected " + std::to_string(want_scales));
+    auto scale_list = out.initScales(static_cast<unsigned>(scales.size()));
+    for (unsigned i = 0; i < scales.size(); ++i)
+      scale_list.set(i, scales[i]);
+    if (encoding == value_encoding::none)
+      set_values(builder, out.initValues(static_cast<unsigned>(values.size())), values);
+    else
+      set_packed_values(out.initValues(static_cast<unsigned>(values.size())), values, encoding, scales, what);
   }
 
   void put_push(wire::Push::Builder out, std::uint64_t request, std::uint32_t shard, const gradient_push& push,
@@ -150,7 +188,7 @@ struct body_writer {
     out.setWorker(push.worker);
     out.setSamples(push.samples);
     out.setRemainingMs(remaining_ms);
-    set_keyed(out, push.keys, push.gradients, "a push");
+    set_keyed(out, push.keys, push.gradients, push.encoding, push.scales, "a push");
   }
   void operator()(const push_message& m) { put_push(body.initPush(), m.request, m.shard, m.push, m.remaining_ms); }
   void operator()(const pull_message& m) {
@@ -169,7 +207,7 @@ struct body_writer {
     out.setUpdates(ws.updates);
     out.setLearningRate(ws.learning_rate);
     out.setBeforeStep(ws.before_step);
-    set_keyed(out, ws.keys, ws.weights, "a weight set");
+    set_keyed(out, ws.keys, ws.weights, ws.encoding, ws.scales, "a weight set");
   }
   void operator()(const failure_message& m) {
     check_text(m.text, failure_message::max_text_bytes, "a failure's text");

@@ -69,8 +69,34 @@ const std::vector<shape_t>& shard_keys(const wire_keys& keys, std::uint32_t shar
 
 // Keys (ascending, each a key of the shard) and their values as views of the payload, each
 // exactly its key's size.
+// The encoding a frame names, and its scales: one per key for twoBit (each finite, >= 0),
+// none otherwise.
+value_encoding read_encoding(wire::Encoding in, capnp::List<float>::Reader scales, std::size_t keys,
+                             const char* what, std::vector<float>& scales_out) {
+  value_encoding e;
+  switch (in) {
+    case wire::Encoding::FLOAT32: e = value_encoding::none; break;
+    case wire::Encoding::FP16: e = value_encoding::fp16; break;
+    case wire::Encoding::BF16: e = value_encoding::bf16; break;
+    case wire::Encoding::TWO_BIT: e = value_encoding::two_bit; break;
+    default:
+      refuse(std::string(what) + ".encoding " + std::to_string(static_cast<unsigned>(in)) + " is not an encoding");
+  }
+  const std::size_t want = e == value_encoding::two_bit ? keys : 0;
+  if (scales.size() != want)
+    refuse(std::string(what) + " encoded " + to_string(e) + " carries " + std::to_string(scales.size())
+           + " scales, expected " + std::to_string(want));
+  for (unsigned i = 0; i < scales.size(); ++i) {
+    if (!std::isfinite(scales[i]) || scales[i] < 0)
+      refuse(std::string(what) + " scale " + std::to_string(i) + " is not a finite number >= 0");
+    scales_out.push_back(scales[i]);
+  }
+  return e;
+}
+
 void read_tensors(const std::shared_ptr<std::vector<char>>& payload, const std::vector<shape_t>& shapes,
                   capnp::List<std::uint32_t>::Reader keys, capnp::List<capnp::Data>::Reader values,
+                  value_encoding encoding, const std::vector<float>& scales,
                   const char* what, std::vector<std::size_t>& keys_out, std::vector<tensor>& values_out) {
   if (keys.size() == 0)
     refuse(std::string(what) + " lists no keys");
@@ -89,14 +115,26 @@ void read_tensors(const std::shared_ptr<std::vector<char>>& payload, const std::
       refuse(std::string(what) + " keys are not ascending: " + std::to_string(key) + " after "
              + std::to_string(keys_out.back()));
     const auto data = values[i];
-    const auto expected = static_cast<std::size_t>(shape_numel(shapes[key])) * sizeof(float);
+    const auto numel = static_cast<std::size_t>(shape_numel(shapes[key]));
+    const auto expected = encoded_bytes(encoding, numel);
     if (data.size() != expected)
       refuse(std::string(what) + " value of key " + std::to_string(key) + " has "
              + std::to_string(data.size()) + " bytes, expected " + std::to_string(expected) + " ("
-             + shape_string(shapes[key]) + " float32)");
-    auto* first = reinterpret_cast<float*>(const_cast<capnp::byte*>(data.begin()));
+             + shape_string(shapes[key]) + " " + (encoding == value_encoding::none ? "float32" : to_string(encoding)) + ")");
     keys_out.push_back(key);
-    values_out.push_back(tensor::view_of(owner, first, shapes[key]));
+    if (encoding == value_encoding::none) {
+      auto* first = reinterpret_cast<float*>(const_cast<capnp::byte*>(data.begin()));
+      values_out.push_back(tensor::view_of(owner, first, shapes[key]));
+      continue;
+    }
+    auto unpacked = tensor::uninitialized(shapes[key]);
+    try {
+      decode_values(encoding, scales.empty() ? 0.0f : scales[i], data.begin(), data.size(),
+                    unpacked.data(), numel);
+    } catch (const std::invalid_argument& e) {
+      refuse(std::string(what) + " value of key " + std::to_string(key) + ": " + e.what());
+    }
+    values_out.push_back(std::move(unpacked));
   }
 }
 
@@ -128,7 +166,9 @@ push_message read_push(const std::shared_ptr<std::vector<char>>& payload, const 
     refuse("push.worker " + std::to_string(push.worker) + " is negative");
   if (push.samples < 1)
     refuse("push.samples " + std::to_string(push.samples) + " is not positive");
-  read_tensors(payload, shapes, in.getKeys(), in.getValues(), "push", push.keys, push.gradients);
+  push.encoding = read_encoding(in.getEncoding(), in.getScales(), in.getKeys().size(), "push", push.scales);
+  read_tensors(payload, shapes, in.getKeys(), in.getValues(), push.encoding, push.scales, "push", push.keys,
+               push.gradients);
   return m;
 }
 
@@ -147,8 +187,10 @@ weights_message read_weights(const std::shared_ptr<std::vector<char>>& payload,
     refuse("weights.updates " + std::to_string(m.weights.updates) + " is negative");
   if (!std::isfinite(m.weights.learning_rate))
     refuse("weights.learningRate is not finite");
-  read_tensors(payload, shapes, in.getKeys(), in.getValues(), "weights", m.weights.keys,
-               m.weights.weights);
+  m.weights.encoding = read_encoding(in.getEncoding(), in.getScales(), in.getKeys().size(), "weights",
+                                     m.weights.scales);
+  read_tensors(payload, shapes, in.getKeys(), in.getValues(), m.weights.encoding, m.weights.scales,
+               "weights", m.weights.keys, m.weights.weights);
   return m;
 }
 

@@ -83,6 +83,34 @@ void check_topology(const topology_options& t) {
     fail("staleness must not be negative, got " + std::to_string(t.staleness));
   if (t.staleness >= 0 && !t.levels.empty() && t.levels.back().scope == aggregation_scope::all)
     fail("a staleness bound needs several sources at the shard, and aggregate(all) is its one");
+  if (!t.compression.empty() && t.compression.size() != t.levels.size() + 1)
+    fail(std::to_string(t.compression.size()) + " compression settings for the push path's "
+         + std::to_string(t.levels.size() + 1) + " hops");
+  for (std::size_t hop = 0; hop < t.compression.size(); ++hop) {
+    const auto& c = t.compression[hop];
+    if (c.pushes == value_encoding::two_bit && !(c.threshold > 0 && c.threshold < 1e30f))
+      fail("a 2bit threshold must be a finite number above 0");
+    if (c.answers == value_encoding::none)
+      continue;
+    const bool into_shard = hop == t.levels.size();
+    const bool shared_answers = into_shard ? !t.levels.empty() && t.levels.back().scope == aggregation_scope::all
+                                           : t.levels[hop].need == 0;
+    if (!shared_answers)
+      fail("compressed answers (" + to_string(c) + ") are deltas against what every source of the hop holds, so the "
+           "hop must answer all its sources the same weights at the same step (an aggregate without need); "
+           "compress this hop's pushes only (push:" + to_string(c.pushes) + ")");
+  }
+}
+
+compression_spec topology_options::hop_compression(std::size_t hop) const {
+  return hop < compression.size() ? compression[hop] : compression_spec{};
+}
+
+std::size_t machine_exit_hop(const std::vector<aggregation_level>& levels) {
+  for (std::size_t i = 0; i < levels.size(); ++i)
+    if (levels[i].scope == aggregation_scope::all)
+      return i;
+  return levels.size();
 }
 
 void check_job(const training_job& job) {

@@ -297,6 +297,25 @@ void plan_nodes(const training_job& job, placement_plan& p) {
   }
 }
 
+// A push hop's compression (topology_options::compression), by the roles at its ends. A bsp
+// plan of one worker has no aggregator: its compute -> shard hop is the one into aggregate(all).
+compression_spec compression_into(const placement_plan& p, plan_role from, plan_role to) {
+  auto level_index = [&](aggregation_scope scope) {
+    for (std::size_t i = 0; i < p.levels.size(); ++i)
+      if (p.levels[i].scope == scope)
+        return i;
+    return p.levels.size();
+  };
+  auto hop = [&](std::size_t i) { return i < p.compression.size() ? p.compression[i] : compression_spec{}; };
+  if (to == plan_role::machine_aggregator)
+    return hop(level_index(aggregation_scope::machine));
+  if (to == plan_role::aggregator)
+    return hop(level_index(aggregation_scope::all));
+  if (from == plan_role::compute && sums_one_source(p))
+    return hop(0);
+  return hop(p.levels.size());
+}
+
 // Every route, in the order placement_plan::routes documents.
 void plan_routes(placement_plan& p) {
   const int n = p.workers;
@@ -340,6 +359,9 @@ void plan_routes(placement_plan& p) {
   for (int k = 0; k < shards && global; ++k)
     shard_route(id(plan_role::aggregator, k), id(plan_role::shard, k),
                 route_carries::summed_gradients, k, 0);
+  for (auto& r : p.routes)
+    if (is_push(r.carries))
+      r.compression = compression_into(p, p.actors[r.from].role, p.actors[r.to].role);
   for (int k = 0; k < shards; ++k)
     for (int w = 0; w < n; ++w)
       shard_route(id(plan_role::shard, k), id(plan_role::compute, w), route_carries::weights, k,
@@ -463,6 +485,7 @@ placement_plan plan_placement(const training_job& job, const data_facts& data,
   p.workers = job.topology.workers;
   p.machines = job.topology.level(aggregation_scope::machine) ? job.topology.machines : 1;
   p.overlap = job.topology.overlap;
+  p.compression = job.topology.compression;
   p.key_options = job.topology.keys;
   p.train_batch = job.train_batches.batch_size;
   p.validation_batch = job.validation_batches.batch_size;
@@ -591,7 +614,8 @@ std::string canonical_text(const placement_plan& p) {
   for (const auto& r : p.routes)
     out << "route " << r.from << ' ' << r.to << ' ' << to_string(r.carries) << " shard "
         << r.shard << " source " << r.source << " keys " << r.keys << " bytes " << r.bytes
-        << " messages " << r.messages << '\n';
+        << " messages " << r.messages
+        << (r.compression.active() ? " compress " + to_string(r.compression) : std::string()) << '\n';
   return out.str();
 }
 

@@ -12,12 +12,22 @@ using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("troupe::wire");
 
 # Raised whenever a Frame's meaning changes; a peer with another version is refused by name.
-const protocolVersion :UInt32 = 5;  # 2: requests carry the time left to their deadline; 3: checkpoints; 4: replicas; 5: rejoin, barrier waits
+const protocolVersion :UInt32 = 6;  # 2: requests carry the time left to their deadline; 3: checkpoints; 4: replicas; 5: rejoin, barrier waits; 6: compressed values
 
 enum Role {
   scheduler @0;
   server @1;
   worker @2;
+}
+
+# How a Push's or Weights' values are packed (gradient_codec.hpp). The values were quantized
+# for the encoding before they were sent, so packing loses nothing.
+enum Encoding {
+  float32 @0;  # 4 bytes per value, little-endian float32
+  fp16 @1;     # 2 bytes per value, IEEE half
+  bf16 @2;     # 2 bytes per value, the upper half of a float32
+  twoBit @3;   # 4 values per byte, lowest bits first: 0 is 0, 1 is +scale, 2 is -scale (3 is
+               # refused), pad bits zero; the scale of each value list in `scales`
 }
 
 # Why a request failed (troupe::errc across the wire).
@@ -80,8 +90,10 @@ struct Push {
   worker @4 :Int32;
   samples @5 :Int64;
   keys @6 :List(UInt32);   # indices into the shard's keys, ascending
-  values @7 :List(Data);   # one per key: its length x 4 bytes of float32
+  values @7 :List(Data);   # one per key: its length's values, packed as `encoding` says
   remainingMs @8 :UInt64;  # the time left to the pusher's deadline (a duration: clocks differ)
+  encoding @9 :Encoding;   # a compressed route's pushes; float32 elsewhere
+  scales @10 :List(Float32);  # twoBit: one per key (the threshold); otherwise empty
 }
 
 # The current weights of every key of one shard.
@@ -103,6 +115,8 @@ struct Weights {
   values @4 :List(Data);
   learningRate @5 :Float32;
   beforeStep @6 :Int64 = -1;  # answering a rewinding Pull: the step these weights precede
+  encoding @7 :Encoding;      # float32: the weights; otherwise deltas to what the worker holds
+  scales @8 :List(Float32);   # twoBit: one per key; otherwise empty
 }
 
 # A request that failed; the error travels as a value.

@@ -28,15 +28,18 @@ std::optional<topology_kind> preset_of(const std::string& name) {
 }
 
 // The canonical routes of a compiled program: loader, the push chain, the answer.
-std::vector<wiring_route> routes_of(const std::vector<aggregation_level>& levels, int staleness) {
+std::vector<wiring_route> routes_of(const std::vector<aggregation_level>& levels, int staleness,
+                                    const std::vector<compression_spec>& compression = {}) {
+  auto hop = [&](std::size_t i) { return i < compression.size() ? compression[i] : compression_spec{}; };
   std::vector<wiring_route> out{{role::loader, role::compute, "", 0, -1, {}}};
   role from = role::compute;
-  for (const auto& l : levels) {
+  for (std::size_t i = 0; i < levels.size(); ++i) {
+    const auto& l = levels[i];
     const role to = l.scope == aggregation_scope::machine ? role::machine_aggregator : role::aggregator;
-    out.push_back({from, to, "", l.need, -1, {}});
+    out.push_back({from, to, "", l.need, -1, {}, hop(i)});
     from = to;
   }
-  out.push_back({from, role::shard, "", 0, -1, {}});
+  out.push_back({from, role::shard, "", 0, -1, {}, hop(levels.size())});
   if (from == role::aggregator)
     out.push_back({role::shard, role::compute, "all", 0, -1, {}});
   else if (from == role::machine_aggregator)
@@ -51,8 +54,9 @@ struct endpoint {
   std::string fan;
   int need = 0;
   int staleness = -1;
+  compression_spec compression;  // compress = "..." on the hop into this endpoint
   source_span span;
-  source_span staleness_span, need_span;
+  source_span staleness_span, need_span, compress_span;
 };
 
 endpoint read_endpoint(const value_reader& r, const syntax_value& v) {
@@ -67,12 +71,27 @@ endpoint read_endpoint(const value_reader& r, const syntax_value& v) {
       e.staleness_span = s->span;
     }
   };
-  if (v.text == "loader" || v.text == "shard") {
+  auto read_compress = [&](const keyed_values& k) {
+    if (auto* c = k.find("compress")) {
+      std::string why;
+      const auto spec = parse_compression(r.string(*c, "compress"), why);
+      if (!spec)
+        r.fail(c->span, why);
+      e.compression = *spec;
+      e.compress_span = c->span;
+    }
+  };
+  if (v.text == "loader") {
     keyed_values(r, v.text, v.arguments, {}, {});
-    e.which = v.text == "loader" ? role::loader : role::shard;
+    e.which = role::loader;
+  } else if (v.text == "shard") {
+    keyed_values k(r, v.text, v.arguments, {"compress"}, {});
+    e.which = role::shard;
+    read_compress(k);
   } else if (v.text == "compute") {
     e.which = role::compute;
-    keyed_values k(r, "compute", v.arguments, {"fan", "staleness"}, {"fan"});
+    keyed_values k(r, "compute", v.arguments, {"fan", "staleness", "compress"}, {"fan"});
+    read_compress(k);
     if (auto* f = k.find("fan")) {
       e.fan = r.name(*f, "compute's fan");
       if (e.fan != "all" && e.fan != "sender")
@@ -80,7 +99,8 @@ endpoint read_endpoint(const value_reader& r, const syntax_value& v) {
     }
     read_staleness(k);
   } else {
-    keyed_values k(r, "aggregate", v.arguments, {"scope", "need", "first", "staleness"}, {"scope"});
+    keyed_values k(r, "aggregate", v.arguments, {"scope", "need", "first", "staleness", "compress"}, {"scope"});
+    read_compress(k);
     e.which = role::aggregator;
     if (auto* s = k.find("scope")) {
       auto scope = r.name(*s, "aggregate's scope");
@@ -142,10 +162,17 @@ written_routes read_routes(const value_reader& r, const syntax_statement& st) {
                                   "route, e.g. 'shard -> compute(sender, staleness = 2)'");
       if (from.which == role::shard && to.need != 0)
         r.fail(to.need_span, "need belongs to the aggregate's gradient route, not to the answer");
+      if (from.which == role::shard && to.compress_span.line != 0)
+        r.fail(to.compress_span, "compress belongs on a gradient route ('compute -> aggregate(all, compress = "
+                                 "\"2bit\")'): it compresses that hop's pushes and, unless push:, its answers, "
+                                 "which travel back the same hop");
+      if (from.which == role::loader && to.compress_span.line != 0)
+        r.fail(to.compress_span, "batches are not compressed: compress belongs on a gradient route "
+                                 "('compute -> aggregate(all, compress = \"2bit\")')");
       if (!seen.insert({from.which, to.which}).second)
         r.fail(written.span, "duplicate route " + role_text(from.which) + " -> " + role_text(to.which));
-      out.routes.push_back({from.which, to.which, to.fan,
-                            from.which == role::shard ? 0 : to.need, to.staleness, written.span});
+      out.routes.push_back({from.which, to.which, to.fan, from.which == role::shard ? 0 : to.need,
+                            to.staleness, written.span, to.compression});
       out.sources.push_back(from);
       out.targets.push_back(to);
       from = to;
@@ -158,6 +185,7 @@ written_routes read_routes(const value_reader& r, const syntax_statement& st) {
 struct compiled {
   std::vector<aggregation_level> levels;
   int staleness = -1;
+  std::vector<compression_spec> compression;  // by hop; empty: none written
 };
 
 compiled compile(const value_reader& r, const syntax_statement& st, const written_routes& w,
@@ -184,6 +212,7 @@ compiled compile(const value_reader& r, const syntax_statement& st, const writte
   compiled out;
   std::vector<std::size_t> next;
   std::vector<role> path{role::compute};
+  std::vector<std::size_t> hops;  // the route of each hop of the path, in order
   role at = role::compute;
   while (at != role::shard) {
     find(at, next);
@@ -217,7 +246,26 @@ compiled compile(const value_reader& r, const syntax_statement& st, const writte
     }
     path.push_back(hop.to);
     at = hop.to;
+    hops.push_back(next[0]);
   }
+  // Compressed answers need a hop that answers all its sources alike (check_topology says why).
+  bool compressed = false;
+  for (std::size_t h = 0; h < hops.size(); ++h) {
+    const auto& spec = w.targets[hops[h]].compression;
+    compressed = compressed || spec.active();
+    out.compression.push_back(spec);
+    if (spec.answers == value_encoding::none)
+      continue;
+    const bool shared = h < out.levels.size() ? out.levels[h].need == 0
+                                              : !out.levels.empty() && out.levels.back().scope == aggregation_scope::all;
+    if (!shared)
+      r.fail(w.targets[hops[h]].compress_span,
+             "compressed answers are deltas against what every source of the hop holds, and " + role_text(routes[hops[h]].to)
+               + (h < out.levels.size() ? " with need" : "") + " answers its sources at different steps: write \"push:"
+               + to_string(spec.pushes) + "\" to compress the pushes only");
+  }
+  if (!compressed)
+    out.compression.clear();
   // Needs: a barrier that can never fill is refused.
   for (std::size_t i = 0; i < out.levels.size(); ++i) {
     const int sources = level_sources(out.levels, i, workers, machines);
@@ -344,6 +392,7 @@ std::string to_string(const wiring_route& w) {
   if (!w.fan.empty()) args.push_back(w.fan);
   if (w.need != 0) args.push_back("need = " + std::to_string(w.need));
   if (w.staleness >= 0) args.push_back("staleness = " + std::to_string(w.staleness));
+  if (w.compression.active()) args.push_back("compress = \"" + to_string(w.compression) + "\"");
   std::string target = w.to == role::machine_aggregator || w.to == role::aggregator ? "aggregate"
                                                                                       : role_text(w.to);
   std::string joined;
@@ -410,7 +459,17 @@ void resolve_topology(job_config& c, const syntax_statement* st) {
   }
   t.levels = got.levels;
   t.staleness = got.staleness;
-  t.routes = routes_of(t.levels, t.staleness);
+  t.compression = got.compression;
+  t.routes = routes_of(t.levels, t.staleness, t.compression);
+}
+
+void compress_machine_exit(topology_config& t, const compression_spec& spec) {
+  t.compression.clear();
+  if (spec.active()) {
+    t.compression.assign(t.levels.size() + 1, compression_spec{});
+    t.compression[machine_exit_hop(t.levels)] = spec;
+  }
+  t.routes = routes_of(t.levels, t.staleness, t.compression);
 }
 
 } // namespace troupe

@@ -629,3 +629,98 @@ TEST_CASE("requests carry the time left to their deadline, and the decoder check
         != std::string::npos);
   CHECK(decoded_as<control_message>(frame_of(control_message{0, 0, control_kind::end_epoch, 3, 0})).epoch == 3);
 }
+
+namespace {
+
+// test_push() quantized for 2-bit at `t`: key 0 all +t, the slice mixed.
+push_message two_bit_push(float t) {
+  auto m = test_push();
+  tensor a({2, 3}), b({5});
+  a.fill(t);
+  const float mixed[5] = {t, 0, -t, t, 0};
+  std::memcpy(b.data(), mixed, sizeof mixed);
+  m.push.gradients = {a, b};
+  m.push.encoding = value_encoding::two_bit;
+  m.push.scales = {t, t};
+  return m;
+}
+
+// The first place `bytes` occur in `frame`, which must hold them exactly once.
+std::size_t only_place(const std::vector<char>& frame, const std::vector<char>& bytes) {
+  std::size_t found = frame.size(), count = 0;
+  for (std::size_t i = 0; i + bytes.size() <= frame.size(); ++i)
+    if (std::equal(bytes.begin(), bytes.end(), frame.begin() + static_cast<std::ptrdiff_t>(i))) {
+      found = i;
+      ++count;
+    }
+  REQUIRE(count == 1);
+  return found;
+}
+
+} // namespace
+
+TEST_CASE("compressed pushes and answers cross packed, and arrive bit for bit", "[cluster][frame]") {
+  const auto sent = two_bit_push(0.25f);
+  const auto frame = frame_of(sent);
+  auto got = decoded_as<push_message>(frame);
+  CHECK(got.push.encoding == value_encoding::two_bit);
+  CHECK(got.push.scales == std::vector<float>{0.25f, 0.25f});
+  REQUIRE(got.push.gradients.size() == 2);
+  CHECK(same_values(got.push.gradients[0], sent.push.gradients[0]));
+  CHECK(same_values(got.push.gradients[1], sent.push.gradients[1]));
+  // 11 values in 2 bits each: 4 bytes packed instead of 44 as float32.
+  CHECK(frame.size() + 40 <= frame_of(test_push()).size());
+
+  weights_message w;
+  w.shard = 1;
+  w.weights.keys = {0};
+  w.weights.weights = {tensor::from_values({4}, {0.5f, -1.25f, 3.0f, 0.0f})};  // all exact in fp16
+  w.weights.encoding = value_encoding::fp16;
+  auto back = decoded_as<weights_message>(frame_of(w));
+  CHECK(back.weights.encoding == value_encoding::fp16);
+  CHECK(back.weights.scales.empty());
+  REQUIRE(back.weights.weights.size() == 1);
+  CHECK(same_values(back.weights.weights[0], w.weights.weights[0]));
+  w.weights.encoding = value_encoding::bf16;
+  CHECK(same_values(decoded_as<weights_message>(frame_of(w)).weights.weights[0], w.weights.weights[0]));
+}
+
+TEST_CASE("the encoder refuses values or scales its encoding cannot carry", "[cluster][frame]") {
+  std::vector<char> out;
+  auto unquantized = test_push();
+  unquantized.push.encoding = value_encoding::fp16;  // 1..6 are exact in fp16, the slice's 11.. too
+  CHECK_NOTHROW(append_frame(unquantized, out));
+  unquantized.push.gradients[0].data()[0] = 1.0f / 3.0f;
+  out.clear();
+  CHECK_THROWS_WITH(append_frame(unquantized, out), Catch::Contains("not exactly representable in fp16"));
+  auto scales = two_bit_push(0.5f);
+  scales.push.scales.pop_back();
+  CHECK_THROWS_WITH(append_frame(scales, out), Catch::Contains("encoded 2bit has 1 scales, expected 2"));
+  auto off_scale = two_bit_push(0.5f);
+  off_scale.push.scales = {0.5f, 0.25f};
+  CHECK_THROWS_WITH(append_frame(off_scale, out), Catch::Contains("tensor 1: value 0 (0.5) is not exactly representable in 2bit"));
+}
+
+TEST_CASE("the decoder refuses packed values that break their encoding", "[cluster][frame]") {
+  const auto frame = frame_of(two_bit_push(0.5f));
+  // Key 0's six +t are codes 1: bytes 0x55 then 0x05 (two values, then zero pad bits).
+  const auto at = only_place(frame, {'\x55', '\x05'});
+  auto unused_code = frame;
+  unused_code[at] = '\x57';
+  CHECK(refusal(unused_code).find("push value of key 0: 2bit value 0 has the unused code 3") != std::string::npos);
+  auto pad = frame;
+  pad[at + 1] = '\x45';
+  CHECK(refusal(pad).find("push value of key 0: 2bit padding after value 5 is not zero") != std::string::npos);
+  // Another plan's shapes: 4 values of 2 bits are 1 byte, not 2.
+  const wire_keys other_plan{{{{2, 2}, {5}}, {{4}}}};
+  CHECK(refusal(frame, other_plan).find("value of key 0 has 2 bytes, expected 1 ([2, 2] 2bit)") != std::string::npos);
+  // A negative scale: the two scales are the frame's only 0.5f pair.
+  auto negative = frame;
+  const float half = 0.5f, minus = -0.5f;
+  std::vector<char> pair(8);
+  std::memcpy(pair.data(), &half, 4);
+  std::memcpy(pair.data() + 4, &half, 4);
+  const auto scale_at = only_place(frame, pair);
+  std::memcpy(negative.data() + scale_at, &minus, 4);
+  CHECK(refusal(negative).find("push scale 0 is not a finite number >= 0") != std::string::npos);
+}

@@ -28,6 +28,7 @@
 #include <troupe/actors/deadline.hpp>
 #include <troupe/io/batch_source.hpp>
 #include <troupe/io/checkpoint_file.hpp>
+#include <troupe/kernels/gradient_codec.hpp>
 #include <troupe/kernels/tensor.hpp>
 
 namespace troupe {
@@ -69,6 +70,11 @@ struct gradient_push {
                                   ///< among an aggregator's sources, or its worker number)
   std::int64_t samples = 0;       ///< examples behind the gradients (weights of an average)
   deadline due;                   ///< when the pusher gives up on the answer (timeouts.hpp)
+  /// What the gradients were quantized for on a compressed route (gradient_codec.hpp): each
+  /// value is one the encoding holds exactly, so the wire packs it without loss. 2-bit: the
+  /// threshold per tensor in `scales`; otherwise `scales` is empty.
+  value_encoding encoding = value_encoding::none;
+  std::vector<float> scales;
 };
 
 /// Weights a shard serves for some of its keys (those of the push answered, or all of them
@@ -80,6 +86,11 @@ struct weight_set {
   std::vector<tensor> weights;    ///< one per key, in `keys` order
   float learning_rate = 0;        ///< the rate used for the last update (for the logs)
   std::int64_t before_step = -1;  ///< answering a rewind: the step these weights precede
+  /// none: `weights` are the weights. Otherwise (a compressed answer, compression_link.hpp)
+  /// they are deltas to add to what the receiver holds, quantized for this encoding; 2-bit:
+  /// the scale per tensor in `scales`.
+  value_encoding encoding = value_encoding::none;
+  std::vector<float> scales;
 };
 
 /// A parameter shard's whole state, for a checkpoint: one tensor per key of the shard, in its

@@ -38,7 +38,7 @@ constexpr std::size_t default_max_frame_bytes = std::size_t{1} << 30;
 /// The most a push or weights frame of `keys` keys adds to its values' bytes: the header, the
 /// segment table, the message's structs and pointers, and padding of each value to 8 bytes.
 /// Traffic per step is values + this per frame (tests/cluster: frame_codec_test, channel_test).
-constexpr std::size_t frame_overhead_bound(std::size_t keys) { return 112 + 32 * keys; }
+constexpr std::size_t frame_overhead_bound(std::size_t keys) { return 128 + 32 * keys; }
 
 /// One contiguous piece of an encoded frame.
 struct frame_piece {

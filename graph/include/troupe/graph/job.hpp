@@ -15,6 +15,7 @@
 #include <troupe/graph/zoo.hpp>
 #include <troupe/io/batch_source.hpp>
 #include <troupe/io/dataset.hpp>
+#include <troupe/kernels/gradient_codec.hpp>
 #include <troupe/kernels/lr_schedule.hpp>
 #include <troupe/kernels/sgd.hpp>
 
@@ -68,13 +69,23 @@ struct topology_options {
   bool deterministic = true;  ///< aggregators sum in source order (bit-identical reruns)
   bool overlap = true;        ///< push each group during backward, as soon as it is ready
   key_plan_options keys;      ///< slicing of big tensors, grouping of small ones
+  /// By hop of the push path: [i] compresses the hop into levels[i], [levels.size()] the hop
+  /// into the shard (compression_link.hpp). Empty: no hop is compressed. A hop that compresses
+  /// answers must lead into a level without `need` (it answers all its sources alike).
+  std::vector<compression_spec> compression;
 
   /// Whether a barrier stands anywhere between the computes and the shards: every compute
   /// then takes the same number of steps per epoch.
   bool synchronous() const { return !levels.empty(); }
   /// The level of `scope`, or null.
   const aggregation_level* level(aggregation_scope scope) const;
+  /// Hop `hop`'s compression (none where `compression` is empty).
+  compression_spec hop_compression(std::size_t hop) const;
 };
+
+/// The hop where gradients leave their machine: the one into the first aggregate(all), or into
+/// the shard where there is none (`--compression` compresses it).
+std::size_t machine_exit_hop(const std::vector<aggregation_level>& levels);
 
 /// The level of `scope` in `levels`, or null.
 const aggregation_level* find_level(const std::vector<aggregation_level>& levels, aggregation_scope scope);
@@ -95,7 +106,7 @@ void use_preset(topology_options& t, topology_kind kind, int argument = -1);
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, topology_options& x) {
   return f(x.name, x.workers, x.machines, x.levels, x.staleness, x.deterministic, x.overlap,
-           x.keys);
+           x.keys, x.compression);
 }
 
 /// Throws std::invalid_argument naming the first inconsistent value.

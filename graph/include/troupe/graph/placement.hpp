@@ -136,6 +136,9 @@ struct planned_route {
   std::int64_t keys = 0;      ///< keys (whole parameters or slices) per step; 0 for batches
   std::int64_t bytes = 0;     ///< bytes per step
   std::int64_t messages = 0;  ///< messages per step (pushes, or their weight answers)
+  /// Gradient routes: how the hop compresses its pushes and answers (compression_link.hpp);
+  /// `bytes` stays the uncompressed figure.
+  compression_spec compression{};
 };
 
 /// A model parameter, in slot order.
@@ -175,6 +178,7 @@ struct placement_plan {
   int workers = 1;
   int machines = 1;          ///< with aggregate(machine): machine groups; otherwise 1
   bool overlap = true;       ///< pushes leave during backward
+  std::vector<compression_spec> compression;  ///< by push hop (topology_options::compression)
   key_plan_options key_options;
   std::int64_t train_batch = 0, validation_batch = 0;  ///< examples per batch
   bool drop_last = false;    ///< training batches

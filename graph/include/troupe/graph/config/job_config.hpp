@@ -130,6 +130,8 @@ struct wiring_route {
   int need = 0;        ///< into an aggregate: contributions that complete its step; 0: all
   int staleness = -1;  ///< out of a shard: SSP bound on its answers; -1: none
   source_span span;    ///< the route's text (none for an expanded preset)
+  /// A gradient route's `compress = "..."` (written on its target): the hop's compression.
+  compression_spec compression{};
 };
 /// "compute -> aggregate(all, need = 3)", as the language writes it.
 std::string to_string(const wiring_route& route);
@@ -146,8 +148,14 @@ struct topology_config {
   std::vector<wiring_route> routes;
   std::vector<aggregation_level> levels;  ///< compiled: compute -> levels... -> shard
   int staleness = -1;                     ///< compiled: the shard's SSP bound
+  /// compiled: by hop of the push path (topology_options::compression); empty: none
+  std::vector<compression_spec> compression;
   source_span span;
 };
+
+/// `--compression`: the hop where gradients leave their machine (machine_exit_hop) compresses
+/// as `spec`, and no other hop does (none: no hop); the routes are rewritten to say so.
+void compress_machine_exit(topology_config& topology, const compression_spec& spec);
 
 struct run_config {
   located<std::int64_t> epochs{10};

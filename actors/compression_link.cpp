@@ -1,0 +1,264 @@
+// Both ends of a compressed hop (compression_link.hpp). Buffers: each key keeps what this end
+// must remember (the sender's residual and held weights, the receiver's held weights) and a
+// small pool for what it hands out; a pooled buffer is written only when nobody else holds it
+// (tensor::unique), as the shard does with its weights.
+#include <troupe/actors/compression_link.hpp>
+
+#include <map>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include <troupe/actors/actor_errors.hpp>
+
+namespace troupe {
+
+namespace {
+
+// A buffer of `like`'s shape that no one else holds: one of the key's pool, or a new one.
+tensor& free_buffer(std::vector<tensor>& pool, const tensor& like) {
+  for (auto& t : pool)
+    if (t.unique() && t.shape() == like.shape())
+      return t;
+  pool.push_back(tensor::uninitialized(like.shape()));
+  return pool.back();
+}
+
+std::string key_list(const std::vector<std::size_t>& keys) {
+  std::string text;
+  for (std::size_t i = 0; i < keys.size() && i < 4; ++i)
+    text += (i ? ", " : "") + std::to_string(keys[i]);
+  return text + (keys.size() > 4 ? ", ..." : "");
+}
+
+caf::error named(const std::string& route, const caf::error& err, const char* what) {
+  if (err != caf::sec::request_timeout)
+    return err;
+  return make_error(errc::timeout, route + ": " + what + " got no answer by its deadline");
+}
+
+void check_spec(const compression_spec& spec, const char* end) {
+  if (!spec.active())
+    throw std::invalid_argument(std::string(end) + " of a compressed route with nothing to compress");
+}
+
+// Delivers an expected answer: its value, or its error.
+void deliver(caf::typed_response_promise<weight_set>& promise, caf::expected<weight_set> answer) {
+  if (answer)
+    promise.deliver(std::move(*answer));
+  else
+    promise.deliver(answer.error());
+}
+
+// ---- the sender's end ----
+
+struct sender_state {
+  push_target_actor downstream;
+  compression_spec spec;
+  std::string route;
+  std::map<std::size_t, tensor> residual;            // by key: what pushes have not sent yet
+  std::map<std::size_t, tensor> held;                // by key: the weights the sender holds
+  std::map<std::size_t, std::vector<tensor>> sent_pool, weights_pool;
+  static inline const char* name = "compressing_sender";
+};
+
+using sender_pointer = push_target_actor::stateful_pointer<sender_state>;
+
+// The push as the route sends it: quantized, with its residual kept here.
+gradient_push quantized(sender_state& st, gradient_push push) {
+  if (st.spec.pushes == value_encoding::none)
+    return push;
+  for (std::size_t i = 0; i < push.keys.size(); ++i) {
+    const auto key = push.keys[i];
+    const auto& g = push.gradients[i];
+    auto& r = st.residual[key];
+    if (r.shape() != g.shape())
+      r = tensor(g.shape());  // zeros: nothing owed yet
+    auto& out = free_buffer(st.sent_pool[key], g);
+    quantize_push(st.spec.pushes, st.spec.threshold, g.data(), r.data(), out.data(),
+                  static_cast<std::size_t>(g.numel()));
+    push.gradients[i] = out;
+  }
+  push.encoding = st.spec.pushes;
+  push.scales.assign(st.spec.pushes == value_encoding::two_bit ? push.keys.size() : 0, st.spec.threshold);
+  return push;
+}
+
+// An answer's deltas added to what the sender holds; the sums are the weights it gets.
+caf::expected<weight_set> installed(sender_state& st, weight_set ws) {
+  if (st.spec.answers == value_encoding::none && ws.encoding == value_encoding::none)
+    return ws;
+  if (ws.encoding != st.spec.answers)
+    return make_error(errc::bad_data, st.route + ": an answer for keys " + key_list(ws.keys) + " came encoded "
+                                        + to_string(ws.encoding) + ", and this route's answers are "
+                                        + to_string(st.spec.answers));
+  for (std::size_t i = 0; i < ws.keys.size(); ++i) {
+    const auto key = ws.keys[i];
+    auto at = st.held.find(key);
+    if (at == st.held.end() || at->second.shape() != ws.weights[i].shape())
+      return make_error(errc::bad_request, st.route + ": a compressed answer for key " + std::to_string(key)
+                                             + ", whose weights were never pulled through this route");
+    auto& sum = free_buffer(st.weights_pool[key], at->second);
+    const float* held = at->second.data();
+    const float* delta = ws.weights[i].data();
+    float* out = sum.data();
+    for (std::int64_t j = 0; j < sum.numel(); ++j)
+      out[j] = held[j] + delta[j];
+    at->second = sum;
+    ws.weights[i] = sum;
+  }
+  ws.encoding = value_encoding::none;
+  ws.scales.clear();
+  return ws;
+}
+
+push_target_actor::behavior_type compressing_sender(sender_pointer self, push_target_actor downstream,
+                                                     compression_spec spec, std::string route) {
+  self->state.downstream = downstream;
+  self->state.spec = spec;
+  self->state.route = std::move(route);
+  self->monitor(downstream);
+  self->set_down_handler([=](caf::down_msg& m) { self->quit(m.reason); });
+  return {
+    [=](push_atom, gradient_push& push) -> caf::result<weight_set> {
+      auto promise = self->make_response_promise<weight_set>();
+      const auto due = push.due;
+      self->request(self->state.downstream, due.left_with_grace(), push_atom::value,
+                    quantized(self->state, std::move(push)))
+        .then([=](weight_set& ws) mutable { deliver(promise, installed(self->state, std::move(ws))); },
+              [=](caf::error& err) mutable { promise.deliver(named(self->state.route, err, "a push")); });
+      return promise;
+    },
+    [=](pull_atom, deadline due) -> caf::result<weight_set> {
+      auto promise = self->make_response_promise<weight_set>();
+      self->request(self->state.downstream, due.left_with_grace(), pull_atom::value, due)
+        .then(
+          [=](weight_set& ws) mutable {
+            for (std::size_t i = 0; i < ws.keys.size(); ++i)
+              self->state.held[ws.keys[i]] = ws.weights[i];  // never written: sums go to pooled buffers
+            promise.deliver(std::move(ws));
+          },
+          [=](caf::error& err) mutable { promise.deliver(named(self->state.route, err, "a pull")); });
+      return promise;
+    },
+  };
+}
+
+// ---- the receiver's end ----
+
+struct receiver_state {
+  push_target_actor target;
+  compression_spec spec;
+  std::string route;
+  std::map<std::size_t, tensor> held;  // by key: what every sender holds (written in place)
+  struct group_answer {
+    std::int64_t updates = -1;
+    weight_set answer;
+  };
+  std::map<std::size_t, group_answer> last;  // by a group's first key: its latest answer
+  std::map<std::size_t, std::vector<tensor>> delta_pool;
+  static inline const char* name = "compressing_receiver";
+};
+
+using receiver_pointer = push_target_actor::stateful_pointer<receiver_state>;
+
+// The step's weights as a delta against what the senders hold, once per step and group.
+caf::expected<weight_set> compressed(receiver_state& st, weight_set ws) {
+  if (st.spec.answers == value_encoding::none || ws.keys.empty())
+    return ws;
+  auto& cached = st.last[ws.keys.front()];
+  if (cached.updates == ws.updates && cached.answer.keys == ws.keys)
+    return cached.answer;  // another source of the same step
+  for (auto key : ws.keys)
+    if (st.held.find(key) == st.held.end())
+      return make_error(errc::bad_request, st.route + ": no weights are held for key " + std::to_string(key)
+                                             + ": compressed answers start from a pull through this route");
+  weight_set out = ws;
+  out.encoding = st.spec.answers;
+  out.scales.clear();
+  for (std::size_t i = 0; i < ws.keys.size(); ++i) {
+    auto& held = st.held[ws.keys[i]];
+    const auto& target = ws.weights[i];
+    if (held.shape() != target.shape())
+      return make_error(errc::bad_request, st.route + ": key " + std::to_string(ws.keys[i])
+                                             + " changed shape since it was pulled");
+    auto& delta = free_buffer(st.delta_pool[ws.keys[i]], target);
+    float scale;
+    try {
+      scale = quantize_answer(st.spec.answers, target.data(), held.data(), delta.data(),
+                              static_cast<std::size_t>(target.numel()));
+    } catch (const std::domain_error& e) {
+      return make_error(errc::bad_data, st.route + ": key " + std::to_string(ws.keys[i]) + ": " + e.what());
+    }
+    out.weights[i] = delta;
+    if (st.spec.answers == value_encoding::two_bit)
+      out.scales.push_back(scale);
+  }
+  cached.updates = ws.updates;
+  cached.answer = out;
+  return out;
+}
+
+push_target_actor::behavior_type compressing_receiver(receiver_pointer self, push_target_actor target,
+                                                       compression_spec spec, std::string route) {
+  self->state.target = target;
+  self->state.spec = spec;
+  self->state.route = std::move(route);
+  self->monitor(target);
+  self->set_down_handler([=](caf::down_msg& m) { self->quit(m.reason); });
+  return {
+    [=](push_atom, gradient_push& push) -> caf::result<weight_set> {
+      auto& st = self->state;
+      if (push.encoding != st.spec.pushes)
+        return make_error(errc::bad_request, st.route + ": a push of source " + std::to_string(push.worker)
+                                               + " for keys " + key_list(push.keys) + " came encoded "
+                                               + to_string(push.encoding) + ", and this route's pushes are "
+                                               + to_string(st.spec.pushes));
+      push.encoding = value_encoding::none;  // plain floats from here on: sums are not quantized
+      push.scales.clear();
+      auto promise = self->make_response_promise<weight_set>();
+      const auto due = push.due;
+      self->request(st.target, due.left_with_grace(), push_atom::value, std::move(push))
+        .then([=](weight_set& ws) mutable { deliver(promise, compressed(self->state, std::move(ws))); },
+              [=](caf::error& err) mutable { promise.deliver(named(self->state.route, err, "a push")); });
+      return promise;
+    },
+    [=](pull_atom, deadline due) -> caf::result<weight_set> {
+      auto promise = self->make_response_promise<weight_set>();
+      self->request(self->state.target, due.left_with_grace(), pull_atom::value, due)
+        .then(
+          [=](weight_set& ws) mutable {
+            auto& st = self->state;
+            if (st.spec.answers != value_encoding::none)
+              for (std::size_t i = 0; i < ws.keys.size(); ++i)
+                if (st.held.find(ws.keys[i]) == st.held.end())
+                  st.held[ws.keys[i]] = ws.weights[i].clone();  // written in place from now on
+            promise.deliver(std::move(ws));
+          },
+          [=](caf::error& err) mutable { promise.deliver(named(self->state.route, err, "a pull")); });
+      return promise;
+    },
+  };
+}
+
+} // namespace
+
+push_target_actor spawn_compressing_sender(caf::actor_system& system, push_target_actor downstream,
+                                           compression_spec spec, std::string route) {
+  check_spec(spec, "the sender's end");
+  if (!downstream)
+    throw std::invalid_argument("the sender's end of " + route + " has no downstream");
+  return system.spawn(compressing_sender, std::move(downstream), spec, std::move(route));
+}
+
+push_target_actor spawn_compressing_receiver(caf::actor_system& system, push_target_actor target,
+                                             compression_spec spec, std::string route) {
+  check_spec(spec, "the receiver's end");
+  if (!target)
+    throw std::invalid_argument("the receiver's end of " + route + " has no target");
+  return system.spawn(compressing_receiver, std::move(target), spec, std::move(route));
+}
+
+} // namespace troupe

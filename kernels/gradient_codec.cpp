@@ -1,0 +1,290 @@
+// Quantizers and packers of troupe/kernels/gradient_codec.hpp. Plain loops the compiler
+// vectorizes (x86-64-v3 has F16C for the fp16 conversions); bf16 is bit arithmetic.
+#include <troupe/kernels/gradient_codec.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+namespace troupe {
+
+namespace {
+
+constexpr float fp16_max = 65504.0f;
+
+float round_fp16(float v) {
+  if (std::isnan(v))
+    return v;
+  const float clamped = std::fmin(std::fmax(v, -fp16_max), fp16_max);
+  return static_cast<float>(static_cast<_Float16>(clamped));
+}
+
+std::uint16_t bf16_bits(float v) {
+  std::uint32_t u;
+  std::memcpy(&u, &v, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u)  // NaN: keep it a (quiet) NaN
+    return static_cast<std::uint16_t>((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
+float from_bf16_bits(std::uint16_t b) {
+  const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
+  float v;
+  std::memcpy(&v, &u, 4);
+  return v;
+}
+
+float round_bf16(float v) { return from_bf16_bits(bf16_bits(v)); }
+
+// The shortest decimal that reads back as `v` (0.01f prints as 0.01, not 0.00999999978).
+std::string value_text(float v) {
+  for (int digits = 1; digits <= 9; ++digits) {
+    std::ostringstream out;
+    out.precision(digits);
+    out << v;
+    if (std::strtof(out.str().c_str(), nullptr) == v || digits == 9)
+      return out.str();
+  }
+  return {};
+}
+
+[[noreturn]] void not_representable(value_encoding encoding, std::size_t i, float v) {
+  throw std::invalid_argument(std::string("value ") + std::to_string(i) + " (" + value_text(v)
+                              + ") is not exactly representable in " + to_string(encoding)
+                              + ": it was not quantized for this encoding");
+}
+
+} // namespace
+
+const char* to_string(value_encoding encoding) {
+  switch (encoding) {
+    case value_encoding::none: return "none";
+    case value_encoding::fp16: return "fp16";
+    case value_encoding::bf16: return "bf16";
+    case value_encoding::two_bit: return "2bit";
+  }
+  return "unknown";
+}
+
+std::optional<compression_spec> parse_compression(const std::string& text, std::string& why) {
+  compression_spec spec;
+  std::string rest = text;
+  bool push_only = false;
+  if (rest.rfind("push:", 0) == 0) {
+    push_only = true;
+    rest = rest.substr(5);
+  }
+  value_encoding e;
+  const auto colon = rest.find(':');
+  const std::string name = rest.substr(0, colon);
+  if (name == "none") e = value_encoding::none;
+  else if (name == "fp16") e = value_encoding::fp16;
+  else if (name == "bf16") e = value_encoding::bf16;
+  else if (name == "2bit") e = value_encoding::two_bit;
+  else {
+    why = "unknown compression '" + text + "' (none, fp16, bf16, 2bit, 2bit:THRESHOLD; push:C for pushes only)";
+    return std::nullopt;
+  }
+  if (colon != std::string::npos) {
+    const std::string t = rest.substr(colon + 1);
+    if (e != value_encoding::two_bit) {
+      why = "compression '" + text + "': only 2bit takes a threshold";
+      return std::nullopt;
+    }
+    char* end = nullptr;
+    const float value = t.empty() ? 0.0f : std::strtof(t.c_str(), &end);
+    if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(value) || value <= 0) {
+      why = "compression '" + text + "': the 2bit threshold must be a finite number above 0, got '" + t + "'";
+      return std::nullopt;
+    }
+    spec.threshold = value;
+  }
+  if (push_only && e == value_encoding::none) {
+    why = "compression '" + text + "': push:none compresses nothing; write none";
+    return std::nullopt;
+  }
+  spec.pushes = e;
+  spec.answers = push_only ? value_encoding::none : e;
+  return spec;
+}
+
+std::string to_string(const compression_spec& spec) {
+  const auto e = spec.pushes;
+  std::string text = to_string(e);
+  if (e == value_encoding::two_bit && spec.threshold != 0.5f)
+    text += ":" + value_text(spec.threshold);
+  if (e != value_encoding::none && spec.answers == value_encoding::none)
+    return "push:" + text;
+  return text;
+}
+
+void quantize_push(value_encoding encoding, float threshold, const float* in, float* residual,
+                   float* sent, std::size_t n) {
+  switch (encoding) {
+    case value_encoding::none:
+      for (std::size_t i = 0; i < n; ++i) {
+        sent[i] = in[i] + residual[i];
+        residual[i] = 0;
+      }
+      return;
+    case value_encoding::fp16:
+      for (std::size_t i = 0; i < n; ++i) {
+        const float v = in[i] + residual[i];
+        const float q = round_fp16(v);
+        residual[i] = v - q;
+        sent[i] = q;
+      }
+      return;
+    case value_encoding::bf16:
+      for (std::size_t i = 0; i < n; ++i) {
+        const float v = in[i] + residual[i];
+        const float q = round_bf16(v);
+        residual[i] = v - q;
+        sent[i] = q;
+      }
+      return;
+    case value_encoding::two_bit:
+      for (std::size_t i = 0; i < n; ++i) {
+        const float v = in[i] + residual[i];
+        const float q = v >= threshold ? threshold : (v <= -threshold ? -threshold : 0.0f);
+        residual[i] = v - q;
+        sent[i] = q;
+      }
+      return;
+  }
+}
+
+float quantize_answer(value_encoding encoding, const float* target, float* held, float* sent,
+                      std::size_t n) {
+  float scale = 0;
+  if (encoding == value_encoding::two_bit) {
+    double sum = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      sum += std::fabs(static_cast<double>(target[i]) - held[i]);
+    scale = n == 0 ? 0.0f : static_cast<float>(sum / static_cast<double>(n));
+    if (!std::isfinite(scale))
+      throw std::domain_error("a 2bit answer's scale is not finite: the weights are not finite numbers");
+  }
+  switch (encoding) {
+    case value_encoding::none:
+      for (std::size_t i = 0; i < n; ++i)
+        sent[i] = target[i] - held[i];
+      break;
+    case value_encoding::fp16:
+      for (std::size_t i = 0; i < n; ++i)
+        sent[i] = round_fp16(target[i] - held[i]);
+      break;
+    case value_encoding::bf16:
+      for (std::size_t i = 0; i < n; ++i)
+        sent[i] = round_bf16(target[i] - held[i]);
+      break;
+    case value_encoding::two_bit: {
+      const float half = scale / 2;
+      for (std::size_t i = 0; i < n; ++i) {
+        const float d = target[i] - held[i];
+        sent[i] = scale > 0 && d > half ? scale : (scale > 0 && d < -half ? -scale : 0.0f);
+      }
+      break;
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    held[i] += sent[i];
+  return scale;
+}
+
+std::size_t encoded_bytes(value_encoding encoding, std::size_t n) {
+  switch (encoding) {
+    case value_encoding::none: return n * 4;
+    case value_encoding::fp16:
+    case value_encoding::bf16: return n * 2;
+    case value_encoding::two_bit: return (n + 3) / 4;
+  }
+  throw std::invalid_argument("unknown value encoding " + std::to_string(static_cast<int>(encoding)));
+}
+
+// 2-bit codes: 0 is 0, 1 is +scale, 2 is -scale; 3 is never written.
+void encode_values(value_encoding encoding, float scale, const float* values, std::size_t n,
+                   unsigned char* out) {
+  switch (encoding) {
+    case value_encoding::none:
+      std::memcpy(out, values, n * 4);
+      return;
+    case value_encoding::fp16:
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto h = static_cast<_Float16>(values[i]);
+        if (static_cast<float>(h) != values[i] && !std::isnan(values[i]))
+          not_representable(encoding, i, values[i]);
+        std::memcpy(out + 2 * i, &h, 2);
+      }
+      return;
+    case value_encoding::bf16:
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto b = bf16_bits(values[i]);
+        if (from_bf16_bits(b) != values[i] && !std::isnan(values[i]))
+          not_representable(encoding, i, values[i]);
+        std::memcpy(out + 2 * i, &b, 2);
+      }
+      return;
+    case value_encoding::two_bit:
+      std::memset(out, 0, encoded_bytes(encoding, n));
+      for (std::size_t i = 0; i < n; ++i) {
+        const float v = values[i];
+        unsigned code;
+        if (v == 0) code = 0;
+        else if (v == scale && scale > 0) code = 1;
+        else if (v == -scale && scale > 0) code = 2;
+        else not_representable(encoding, i, v);
+        out[i / 4] = static_cast<unsigned char>(out[i / 4] | (code << (2 * (i % 4))));
+      }
+      return;
+  }
+  throw std::invalid_argument("unknown value encoding " + std::to_string(static_cast<int>(encoding)));
+}
+
+void decode_values(value_encoding encoding, float scale, const unsigned char* in, std::size_t bytes,
+                   float* values, std::size_t n) {
+  const std::size_t want = encoded_bytes(encoding, n);
+  if (bytes != want)
+    throw std::invalid_argument(std::to_string(bytes) + " bytes for " + std::to_string(n) + " values in "
+                                + to_string(encoding) + ", which take " + std::to_string(want));
+  switch (encoding) {
+    case value_encoding::none:
+      std::memcpy(values, in, n * 4);
+      return;
+    case value_encoding::fp16:
+      for (std::size_t i = 0; i < n; ++i) {
+        _Float16 h;
+        std::memcpy(&h, in + 2 * i, 2);
+        values[i] = static_cast<float>(h);
+      }
+      return;
+    case value_encoding::bf16:
+      for (std::size_t i = 0; i < n; ++i) {
+        std::uint16_t b;
+        std::memcpy(&b, in + 2 * i, 2);
+        values[i] = from_bf16_bits(b);
+      }
+      return;
+    case value_encoding::two_bit: {
+      if (!std::isfinite(scale) || scale < 0)
+        throw std::invalid_argument("a 2bit scale of " + value_text(scale) + " (must be a finite number >= 0)");
+      const float table[3] = {0.0f, scale, -scale};
+      for (std::size_t i = 0; i < n; ++i) {
+        const unsigned code = (in[i / 4] >> (2 * (i % 4))) & 3u;
+        if (code == 3)
+          throw std::invalid_argument("2bit value " + std::to_string(i) + " has the unused code 3");
+        values[i] = table[code];
+      }
+      if (n % 4 != 0 && (in[n / 4] >> (2 * (n % 4))) != 0)
+        throw std::invalid_argument("2bit padding after value " + std::to_string(n - 1) + " is not zero");
+      return;
+    }
+  }
+  throw std::invalid_argument("unknown value encoding " + std::to_string(static_cast<int>(encoding)));
+}
+
+} // namespace troupe

@@ -1,0 +1,196 @@
+// The gradient codec: spec parsing, error feedback (sent + residual is the input, exactly),
+// answer deltas (held follows the target), lossless packing of quantized values in every
+// encoding, and the decoder's refusals (wrong length, unused code, pad bits, bad scale,
+// values that were never quantized).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <troupe/kernels/gradient_codec.hpp>
+
+using namespace troupe;
+
+namespace {
+
+// Gradient-like values spanning many magnitudes, with exact zeros and both signs.
+std::vector<float> mixed_values(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-30, 12);
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = i % 17 == 0 ? 0.0f : normal(rng) * std::ldexp(1.0f, exponent(rng));
+  return v;
+}
+
+const value_encoding all_lossy[] = {value_encoding::fp16, value_encoding::bf16, value_encoding::two_bit};
+
+} // namespace
+
+TEST_CASE("parse_compression reads every form and names what is wrong", "[gradient_codec]") {
+  std::string why;
+  auto two = parse_compression("2bit", why);
+  REQUIRE(two);
+  CHECK(two->pushes == value_encoding::two_bit);
+  CHECK(two->answers == value_encoding::two_bit);
+  CHECK(two->threshold == 0.5f);
+  auto push = parse_compression("push:2bit:0.25", why);
+  REQUIRE(push);
+  CHECK(push->pushes == value_encoding::two_bit);
+  CHECK(push->answers == value_encoding::none);
+  CHECK(push->threshold == 0.25f);
+  CHECK(to_string(*push) == "push:2bit:0.25");
+  auto half = parse_compression("fp16", why);
+  REQUIRE(half);
+  CHECK(half->answers == value_encoding::fp16);
+  CHECK(to_string(*half) == "fp16");
+  auto none = parse_compression("none", why);
+  REQUIRE(none);
+  CHECK_FALSE(none->active());
+  for (const char* bad : {"3bit", "fp16:2", "2bit:0", "2bit:-1", "2bit:x", "2bit:", "push:none", "2bit:inf"}) {
+    INFO(bad);
+    why.clear();
+    CHECK_FALSE(parse_compression(bad, why));
+    CHECK(why.find(bad) != std::string::npos);
+  }
+}
+
+TEST_CASE("push quantizers keep what they did not send: sent + residual equals the input exactly",
+          "[gradient_codec]") {
+  const std::size_t n = 4099;
+  for (auto e : all_lossy) {
+    INFO(to_string(e));
+    const float t = 0.5f;
+    auto grad = mixed_values(n, 7);
+    auto residual = mixed_values(n, 8);
+    for (auto& r : residual)
+      r *= 0.01f;
+    std::vector<float> input(n), sent(n), res = residual;
+    for (std::size_t i = 0; i < n; ++i)
+      input[i] = grad[i] + residual[i];
+    quantize_push(e, t, grad.data(), res.data(), sent.data(), n);
+    REQUIRE(sent.size() == n);
+    std::size_t nonzero = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      INFO("value " << i << ": " << input[i]);
+      REQUIRE(sent[i] + res[i] == input[i]);
+      nonzero += sent[i] != 0 ? 1 : 0;
+    }
+    CHECK(nonzero > n / 10);  // something was sent
+    if (e == value_encoding::two_bit)
+      for (float s : sent)
+        REQUIRE((s == 0 || s == t || s == -t));
+  }
+}
+
+TEST_CASE("2-bit error feedback sends, over steps, what a constant gradient adds up to", "[gradient_codec]") {
+  // A gradient of 0.2 below a threshold of 0.5: nothing goes until the residual passes 0.5.
+  std::vector<float> g{0.2f, -0.2f, 0.0f}, residual(3, 0.0f), sent(3);
+  std::vector<float> total(3, 0.0f);
+  std::vector<float> first;
+  for (int step = 0; step < 10; ++step) {
+    quantize_push(value_encoding::two_bit, 0.5f, g.data(), residual.data(), sent.data(), 3);
+    if (step == 0)
+      first = sent;
+    for (int i = 0; i < 3; ++i)
+      total[i] += sent[i];
+  }
+  CHECK(first == std::vector<float>{0, 0, 0});
+  // 10 steps of 0.2 are 2.0: four sends of 0.5, residual ~0.
+  CHECK(total[0] == 2.0f);
+  CHECK(total[1] == -2.0f);
+  CHECK(total[2] == 0.0f);
+  CHECK(std::fabs(residual[0]) < 1e-5f);
+}
+
+TEST_CASE("answer deltas move what receivers hold toward the weights", "[gradient_codec]") {
+  const std::size_t n = 1000;
+  for (auto e : all_lossy) {
+    INFO(to_string(e));
+    auto target = mixed_values(n, 3);
+    for (auto& v : target)
+      v = std::tanh(v);  // weights-sized
+    std::vector<float> held(n, 0.0f), sent(n);
+    double first_gap = 0, last_gap = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      first_gap += std::fabs(target[i] - held[i]);
+    for (int step = 0; step < 40; ++step) {
+      std::vector<float> before = held;
+      const float scale = quantize_answer(e, target.data(), held.data(), sent.data(), n);
+      for (std::size_t i = 0; i < n; ++i)
+        REQUIRE(held[i] == before[i] + sent[i]);  // held is what a receiver computes
+      if (e == value_encoding::two_bit)
+        for (float s : sent)
+          REQUIRE((s == 0 || s == scale || s == -scale));
+      else
+        CHECK(scale == 0);
+    }
+    for (std::size_t i = 0; i < n; ++i)
+      last_gap += std::fabs(target[i] - held[i]);
+    CHECK(last_gap < first_gap * 0.05);
+  }
+}
+
+TEST_CASE("quantized values cross the wire bit for bit in every encoding", "[gradient_codec]") {
+  for (std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{4}, std::size_t{1001}}) {
+    for (auto e : {value_encoding::none, value_encoding::fp16, value_encoding::bf16, value_encoding::two_bit}) {
+      INFO(to_string(e) << " n=" << n);
+      auto grad = mixed_values(n, 11);
+      std::vector<float> residual(n, 0.0f), sent(n);
+      float scale = 0;
+      if (e == value_encoding::none) {
+        sent = grad;
+      } else {
+        quantize_push(e, 0.25f, grad.data(), residual.data(), sent.data(), n);
+        scale = 0.25f;
+      }
+      std::vector<unsigned char> bytes(encoded_bytes(e, n));
+      encode_values(e, scale, sent.data(), n, bytes.data());
+      std::vector<float> back(n, 99.0f);
+      decode_values(e, scale, bytes.data(), bytes.size(), back.data(), n);
+      REQUIRE(back.size() == sent.size());
+      CHECK(std::memcmp(back.data(), sent.data(), n * 4) == 0);
+    }
+  }
+  CHECK(encoded_bytes(value_encoding::two_bit, 1001) == 251);
+  CHECK(encoded_bytes(value_encoding::fp16, 1001) == 2002);
+}
+
+TEST_CASE("the encoder refuses values its encoding does not hold", "[gradient_codec]") {
+  unsigned char out[16];
+  const float third = 1.0f / 3.0f;
+  CHECK_THROWS_WITH(encode_values(value_encoding::fp16, 0, &third, 1, out),
+                    Catch::Contains("not exactly representable in fp16"));
+  CHECK_THROWS_WITH(encode_values(value_encoding::bf16, 0, &third, 1, out),
+                    Catch::Contains("not exactly representable in bf16"));
+  const float v[2] = {0.5f, 0.25f};
+  CHECK_THROWS_WITH(encode_values(value_encoding::two_bit, 0.5f, v, 2, out),
+                    Catch::Contains("value 1 (0.25)"));
+}
+
+TEST_CASE("the decoder refuses wrong lengths, the unused code, pad bits and bad scales", "[gradient_codec]") {
+  std::vector<float> out(5);
+  const unsigned char ok[2] = {0x19, 0x00};  // codes 1,2,1,0 then 0
+  CHECK_NOTHROW(decode_values(value_encoding::two_bit, 0.5f, ok, 2, out.data(), 5));
+  CHECK(out == std::vector<float>{0.5f, -0.5f, 0.5f, 0.0f, 0.0f});
+  CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, 0.5f, ok, 1, out.data(), 5),
+                    Catch::Contains("1 bytes for 5 values in 2bit, which take 2"));
+  const unsigned char unused[2] = {0x03, 0x00};
+  CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, 0.5f, unused, 2, out.data(), 5),
+                    Catch::Contains("unused code 3"));
+  const unsigned char padded[2] = {0x00, 0x04};
+  CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, 0.5f, padded, 2, out.data(), 5),
+                    Catch::Contains("padding"));
+  CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, std::nanf(""), ok, 2, out.data(), 5),
+                    Catch::Contains("2bit scale"));
+  CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, -1.0f, ok, 2, out.data(), 5),
+                    Catch::Contains("2bit scale"));
+  const unsigned char half[4] = {0, 0, 0, 0};
+  CHECK_THROWS_WITH(decode_values(value_encoding::fp16, 0, half, 4, out.data(), 5),
+                    Catch::Contains("4 bytes for 5 values in fp16"));
+  CHECK_THROWS_WITH(decode_values(static_cast<value_encoding>(9), 0, half, 4, out.data(), 1),
+                    Catch::Contains("unknown value encoding 9"));
+}

@@ -125,6 +125,16 @@ std::vector<std::string> job_differences(const training_job& theirs_in, const tr
   d.field("topology machines", at.machines, bt.machines);
   d.field("topology deterministic", at.deterministic, bt.deterministic);
   d.field("cluster overlap", at.overlap, bt.overlap);
+  if (value_hash(at.compression) != value_hash(bt.compression)) {
+    auto text = [](const std::vector<compression_spec>& hops) {
+      std::string out;
+      for (const auto& h : hops)
+        out += (out.empty() ? "" : ", ") + to_string(h);
+      return "[" + out + "]";
+    };
+    d.lines.push_back("compression by hop (--compression, compress) " + text(at.compression) + " ("
+                      + d.ours_name + " " + text(bt.compression) + ")");
+  }
   d.field("cluster slice_bytes", at.keys.slice_bytes, bt.keys.slice_bytes);
   d.field("cluster group_bytes", at.keys.group_bytes, bt.keys.group_bytes);
   d.field("cluster on_worker_loss", std::string(worker_loss_policy(a.nodes)), std::string(worker_loss_policy(b.nodes)));

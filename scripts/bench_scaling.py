@@ -65,6 +65,27 @@ def floor_seconds(model_bytes, rate_bits, workers, servers, colocated=False):
     return max(model_bytes / per_s, workers * model_bytes / (servers * per_s))
 
 
+# Bytes a value takes on the wire in each encoding, against float32 (docs/protocol.md, "Encoding").
+ENCODING_SHARE = {"none": 1.0, "fp16": 0.5, "bf16": 0.5, "2bit": 1.0 / 16}
+
+
+def compression_shares(text):
+    """(pushes, answers): the share of float32 bytes each direction moves under --compression TEXT, as
+    troupe reads it (none, fp16, bf16, 2bit[:T], push:C). Raises ValueError naming what is wrong."""
+    push_only = text.startswith("push:")
+    name, _, threshold = (text[5:] if push_only else text).partition(":")
+    if name not in ENCODING_SHARE or (threshold and name != "2bit") or (push_only and name == "none"):
+        raise ValueError(f"'{text}': expected none, fp16, bf16, 2bit[:THRESHOLD] or push:C")
+    if threshold:
+        try:
+            if not float(threshold) > 0:
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"'{text}': the 2bit threshold must be a number above 0") from None
+    share = ENCODING_SHARE[name]
+    return share, (1.0 if push_only else share)
+
+
 def expected_bytes_per_step(model_bytes, workers, servers):
     """Bytes each way per step that a worker and a server node move: (worker, server). A worker pushes
     and pulls the whole model; a server takes in and answers its share from every worker. Colocated, a
@@ -168,7 +189,7 @@ def run_row(args, troupe, link, workers, workdir):
     # A peer timeout well above the default 5 s: at 1 Gbit a pull of a big model (VGG-16: 528 MiB, 4.4 s)
     # is one frame, and the heartbeats queue behind it on the same connection.
     common = ["--config", config, "--progress", "off", "--join-timeout", "120", "--request-timeout", "300",
-              "--heartbeat", "2", "--peer-timeout", "60"]
+              "--heartbeat", "2", "--peer-timeout", "60", "--compression", args.compression]
     logs = {}
 
     def start(hostset, host, name, argv):
@@ -256,19 +277,22 @@ def mib(x):
 
 def print_table(args, link, model_bytes, rows, worst):
     print(f"model {args.model}: {mib(model_bytes)} MiB; link {link} per direction; stand-in {args.compute_ms:g} ms "
-          f"per batch of {args.batch}; servers {args.servers}; {args.steps} steps per epoch, median of epochs "
-          f"1..{args.epochs - 1}")
+          f"per batch of {args.batch}; servers {args.servers}; compression {args.compression}; {args.steps} steps "
+          f"per epoch, median of epochs 1..{args.epochs - 1}")
     print("| workers | servers | samples/s | speed-up | efficiency | step ms | max(compute, floor) ms | ratio | "
           "worker MiB/step tx, rx (expected) | server MiB/step rx, tx (expected) | host CPU (nodes) | worker RSS MiB |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         w_exp, s_exp = expected_bytes_per_step(model_bytes, r["workers"], r["servers"])
+        push, answer = args.push_share, args.answer_share
+        w_exp = f"{mib(w_exp * push)}" + ("" if push == answer else f", {mib(w_exp * answer)}")
+        s_exp = f"{mib(s_exp * push)}" + ("" if push == answer else f", {mib(s_exp * answer)}")
         mark = " CPU-bound" if r["cpu_bound"] else ""
         print(f"| {r['workers']} | {r['servers']}{' colocated' if r['colocated'] else ''} | {r['samples_s']:.1f} | "
               f"{r['speedup']:.2f} | {r['efficiency']:.2f} | {r['step_s'] * 1e3:.0f} | "
               f"max({r['compute_s'] * 1e3:.0f}, {r['floor_s'] * 1e3:.0f}) = {r['bound_s'] * 1e3:.0f} | "
-              f"{r['ratio']:.2f} | {mib(r['worker_tx'])}, {mib(r['worker_rx'])} ({mib(w_exp)}) | "
-              f"{mib(r['server_rx'])}, {mib(r['server_tx'])} ({mib(s_exp)}) | {r['host_cpu'] * 100:.0f}% ({r['nodes_cpu'] * 100:.0f}%){mark} | "
+              f"{r['ratio']:.2f} | {mib(r['worker_tx'])}, {mib(r['worker_rx'])} ({w_exp}) | "
+              f"{mib(r['server_rx'])}, {mib(r['server_tx'])} ({s_exp}) | {r['host_cpu'] * 100:.0f}% ({r['nodes_cpu'] * 100:.0f}%){mark} | "
               f"{r['rss_mib']:.0f} |")
     print(f"(over every row, CPU-bound ones included: {min(r['ratio'] for r in rows):.2f})")
     print(f"scaling/floor: {worst:.2f}" if worst is not None else "scaling/floor: n/a (every row CPU-bound)")
@@ -287,7 +311,14 @@ def parse_args(argv):
     p.add_argument("--batch", type=int, default=32, help="samples per batch per worker (default 32)")
     p.add_argument("--steps", type=int, default=10, help="steps per epoch (default 10)")
     p.add_argument("--epochs", type=int, default=3, help="epochs per row; the first is not timed (default 3)")
+    p.add_argument("--compression", default="none",
+                   help="none, fp16, bf16, 2bit[:T] or push:C, passed to every node (docs/dsl.md, \"Compression\"); "
+                        "the floor and the expected bytes count the encoded sizes")
     args = p.parse_args(argv)
+    try:
+        args.push_share, args.answer_share = compression_shares(args.compression)
+    except ValueError as e:
+        p.error(f"--compression {e}")
     try:
         args.worker_counts = [int(x) for x in args.workers.split(",") if x.strip()]
     except ValueError:
@@ -320,7 +351,9 @@ def main(argv):
         rows = []
         for w in args.worker_counts:
             row = run_row(args, troupe, args.link_value, w, workdir)
-            row["floor_s"] = floor_seconds(model_bytes, args.link_value.rate_bits, w, row["servers"], row["colocated"])
+            # Links are full duplex: the direction with more bytes sets the floor.
+            wire_bytes = model_bytes * max(args.push_share, args.answer_share)
+            row["floor_s"] = floor_seconds(wire_bytes, args.link_value.rate_bits, w, row["servers"], row["colocated"])
             rows.append(row)
             print(f"# {w} worker(s): step {row['step_s'] * 1e3:.0f} ms, host CPU {row['host_cpu'] * 100:.0f}%",
                   file=sys.stderr, flush=True)

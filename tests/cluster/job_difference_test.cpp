@@ -4,6 +4,7 @@
 
 #include <troupe/cluster/job_difference.hpp>
 #include <troupe/cluster/job_transfer.hpp>
+#include <troupe/graph/value_hash.hpp>
 
 using namespace troupe;
 
@@ -55,4 +56,17 @@ TEST_CASE("a structure is named without its values; long lists are cut", "[clust
 TEST_CASE("hashes are 16 hexadecimal digits", "[cluster][job]") {
   CHECK(hash_text(0x1a2bULL) == "0000000000001a2b");
   CHECK(hash_text(~0ULL) == "ffffffffffffffff");
+}
+
+TEST_CASE("another compression is named with both settings, and it travels with the job", "[cluster][job]") {
+  auto theirs = sample_job();
+  std::string why;
+  theirs.topology.compression = {*parse_compression("2bit:0.05", why), compression_spec{}};
+  const auto lines = job_differences(theirs, sample_job(), "the scheduler's");
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0] == "compression by hop (--compression, compress) [2bit:0.05, none] (the scheduler's [])");
+  // The job that crosses to the nodes keeps it: a node compresses as its scheduler planned.
+  const auto back = job_from_bytes(job_bytes(theirs), job_hash(theirs));
+  REQUIRE(back.topology.compression.size() == 2);
+  CHECK(back.topology.compression[0] == theirs.topology.compression[0]);
 }

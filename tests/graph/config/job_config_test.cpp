@@ -317,3 +317,56 @@ TEST_CASE("bad slice_bytes, group_bytes and overlap point at the value") {
 
 } // namespace
 } // namespace troupe
+
+namespace troupe {
+
+TEST_CASE("compress on a route sets that hop's compression, and the routes print it back") {
+  auto c = parse_job_config("t.troupe",
+                            "cluster { workers = 4 }\n"
+                            "topology hierarchical(machines = 2) {\n"
+                            "  loader -> compute\n"
+                            "  compute -> aggregate(machine, compress = \"push:fp16\")\n"
+                            "  aggregate(machine) -> aggregate(all, compress = \"2bit:0.01\")\n"
+                            "  aggregate(all) -> shard\n"
+                            "  shard -> compute(all)\n"
+                            "}\n");
+  const auto& t = c.topology;
+  REQUIRE(t.levels.size() == 2);
+  REQUIRE(t.compression.size() == 3);  // one per hop: into each level, then into the shard
+  CHECK(t.compression[0].pushes == value_encoding::fp16);
+  CHECK(t.compression[0].answers == value_encoding::none);
+  CHECK(t.compression[1].pushes == value_encoding::two_bit);
+  CHECK(t.compression[1].answers == value_encoding::two_bit);
+  CHECK(t.compression[1].threshold == 0.01f);
+  CHECK_FALSE(t.compression[2].active());
+  std::vector<std::string> printed;
+  for (const auto& r : t.routes)
+    printed.push_back(to_string(r));
+  CHECK(std::find(printed.begin(), printed.end(),
+                  "aggregate(machine) -> aggregate(all, compress = \"2bit:0.01\")") != printed.end());
+  CHECK(std::find(printed.begin(), printed.end(), "compute -> aggregate(machine, compress = \"push:fp16\")")
+        != printed.end());
+}
+
+TEST_CASE("--compression compresses the hop where gradients leave their machine, and only it") {
+  std::string why;
+  const auto two = *parse_compression("2bit", why);
+  auto bsp = parse_job_config("t.troupe", "cluster { workers = 4 }\ntopology bsp\n");
+  compress_machine_exit(bsp.topology, two);
+  REQUIRE(bsp.topology.compression.size() == 2);
+  CHECK(bsp.topology.compression[0] == two);  // compute -> aggregate(all)
+  CHECK_FALSE(bsp.topology.compression[1].active());
+  auto hier = parse_job_config("t.troupe", "cluster { workers = 4 }\ntopology hierarchical(machines = 2)\n");
+  compress_machine_exit(hier.topology, two);
+  REQUIRE(hier.topology.compression.size() == 3);
+  CHECK_FALSE(hier.topology.compression[0].active());
+  CHECK(hier.topology.compression[1] == two);  // aggregate(machine) -> aggregate(all)
+  auto async = parse_job_config("t.troupe", "cluster { workers = 2 }\ntopology async\n");
+  compress_machine_exit(async.topology, *parse_compression("push:fp16", why));
+  REQUIRE(async.topology.compression.size() == 1);
+  CHECK(async.topology.compression[0].pushes == value_encoding::fp16);
+  compress_machine_exit(async.topology, compression_spec{});
+  CHECK(async.topology.compression.empty());
+}
+
+} // namespace troupe

@@ -1,0 +1,124 @@
+// A compressed hop message by message on CAF's deterministic test coordinator: a sender's push
+// waits at the barrier behind its receiving end until every source of the step has pushed; then
+// every source is answered in the same message round, each through its own sending end, with
+// the same weights bit for bit (one delta per step and group, added to each sender's copy).
+// ctest runs each case alone.
+#define CAF_SUITE compression_link
+#define CAF_TEST_UNIT_TEST_IMPL
+
+#include <caf/test/dsl.hpp>
+#include <caf/test/unit_test_impl.hpp>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include <troupe/actors/aggregator_actor.hpp>
+#include <troupe/actors/compression_link.hpp>
+#include <troupe/actors/param_shard_actor.hpp>
+
+using namespace troupe;
+
+namespace {
+
+std::vector<shard_key> keys() {
+  return {shard_key{"fc.weight", tensor::from_values({2, 3}, {1, 2, 3, 4, 5, 6}), true},
+          shard_key{"fc.bias", tensor::from_values({2}, {0.5f, -0.5f}), false}};
+}
+
+gradient_push push_of(std::int64_t step, int source) {
+  gradient_push p;
+  p.step = step;
+  p.worker = source;
+  p.samples = 8;
+  p.keys = {0, 1};
+  const float s = 0.25f * static_cast<float>(step + 1) + 0.5f * static_cast<float>(source);
+  p.gradients = {tensor::from_values({2, 3}, {s, -s, 2 * s, 0.1f, -0.3f * s, 1}),
+                 tensor::from_values({2}, {s, -2 * s})};
+  return p;
+}
+
+bool same_bits(const tensor& a, const tensor& b) {
+  return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), static_cast<std::size_t>(a.numel()) * 4) == 0;
+}
+
+struct answer {
+  bool answered = false;
+  weight_set weights;
+  caf::error error;
+};
+
+struct fixture : test_coordinator_fixture<> {
+  std::vector<caf::actor> spawned;
+  ~fixture() override {
+    for (auto& a : spawned)
+      caf::anon_send_exit(a, caf::exit_reason::kill);
+    consume_messages();
+  }
+  template <class Handle>
+  Handle keep(Handle h) {
+    spawned.push_back(caf::actor_cast<caf::actor>(h));
+    return h;
+  }
+  // Asks `to` (a push or a pull) from an actor of its own and records the answer.
+  std::shared_ptr<answer> ask(push_target_actor to, caf::message msg) {
+    auto out = std::make_shared<answer>();
+    keep(sys.spawn([=](caf::event_based_actor* self) -> caf::behavior {
+      self->request(caf::actor_cast<caf::actor>(to), caf::infinite, msg)
+        .then(
+          [=](weight_set& ws) {
+            out->answered = true;
+            out->weights = std::move(ws);
+          },
+          [=](caf::error& err) {
+            out->answered = true;
+            out->error = std::move(err);
+          });
+      return {[](const std::string&) {}};
+    }));
+    consume_messages();
+    return out;
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(compression_link_tests, fixture)
+
+CAF_TEST(every_source_of_a_step_gets_the_same_weights_once_the_last_has_pushed) {
+  std::string why;
+  const auto spec = *parse_compression("2bit:0.25", why);
+  shard_options o;
+  o.sgd = sgd_options{0.9f, 1e-4f, false};
+  o.schedule.policy = lr_policy::constant;
+  o.schedule.base_lr = 0.05f;
+  auto shard = keep(spawn_param_shard(sys, keys(), o));
+  auto agg = keep(spawn_aggregator(sys, shard, aggregator_options{2, 0, true, 0}));
+  auto receiver = keep(spawn_compressing_receiver(sys, agg, spec, "the hop into aggregator_0"));
+  std::vector<push_target_actor> senders{keep(spawn_compressing_sender(sys, receiver, spec, "compute 0 hop")),
+                                         keep(spawn_compressing_sender(sys, receiver, spec, "compute 1 hop"))};
+  for (auto& s : senders) {
+    auto pulled = ask(s, caf::make_message(pull_atom::value, deadline{}));
+    CAF_REQUIRE(pulled->answered && !pulled->error);
+    CAF_REQUIRE_EQUAL(pulled->weights.encoding, value_encoding::none);
+  }
+  for (std::int64_t step = 0; step < 4; ++step) {
+    auto first = ask(senders[0], caf::make_message(push_atom::value, push_of(step, 0)));
+    CAF_CHECK(!first->answered);  // the barrier waits for source 1
+    auto second = ask(senders[1], caf::make_message(push_atom::value, push_of(step, 1)));
+    CAF_REQUIRE(first->answered && second->answered);
+    CAF_REQUIRE(!first->error && !second->error);
+    CAF_REQUIRE_EQUAL(first->weights.weights.size(), 2u);
+    CAF_REQUIRE_EQUAL(second->weights.weights.size(), 2u);
+    CAF_CHECK_EQUAL(first->weights.encoding, value_encoding::none);  // summed into the weights held
+    for (std::size_t k = 0; k < 2; ++k) {
+      CAF_CHECK(same_bits(first->weights.weights[k], second->weights.weights[k]));
+      // each sending end holds its own copy: the senders' replicas never share a buffer
+      CAF_CHECK(!first->weights.weights[k].shares_storage_with(second->weights.weights[k]));
+    }
+    if (step == 0)
+      CAF_CHECK(!same_bits(first->weights.weights[0], keys()[0].initial));  // something arrived
+  }
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()

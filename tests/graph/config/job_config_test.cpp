@@ -348,7 +348,7 @@ TEST_CASE("compress on a route sets that hop's compression, and the routes print
         != printed.end());
 }
 
-TEST_CASE("--compression compresses the hop where gradients leave their machine, and only it") {
+TEST_CASE("the compression flag compresses the hop where gradients leave their machine, and only it") {
   std::string why;
   const auto two = *parse_compression("2bit", why);
   auto bsp = parse_job_config("t.troupe", "cluster { workers = 4 }\ntopology bsp\n");

@@ -1,5 +1,5 @@
-// Quantizers and packers of troupe/kernels/gradient_codec.hpp. Plain loops the compiler
-// vectorizes (x86-64-v3 has F16C for the fp16 conversions); bf16 is bit arithmetic.
+// Quantizers and packers of troupe/kernels/gradient_codec.hpp. Plain loops; fp16 and bf16 are
+// bit arithmetic.
 #include <troupe/kernels/gradient_codec.hpp>
 
 #include <cmath>
@@ -15,11 +15,52 @@ namespace {
 
 constexpr float fp16_max = 65504.0f;
 
+// IEEE half conversions by bit arithmetic, round to nearest even: every compiler and target
+// gives the same bits (_Float16 is not everywhere, e.g. clang 14 on x86).
+std::uint16_t fp16_bits(float f) {
+  std::uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const std::uint32_t sign = (x >> 16) & 0x8000u, magnitude = x & 0x7fffffffu;
+  if (magnitude >= 0x7f800000u)  // inf, NaN (kept quiet)
+    return static_cast<std::uint16_t>(sign | (magnitude > 0x7f800000u ? 0x7e00u : 0x7c00u));
+  if (magnitude >= 0x477ff000u)  // rounds beyond 65504
+    return static_cast<std::uint16_t>(sign | 0x7c00u);
+  if (magnitude < 0x38800000u) {  // below 2^-14: a subnormal half (or zero), in units of 2^-24
+    float scaled;
+    std::memcpy(&scaled, &magnitude, 4);
+    return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(std::nearbyint(scaled * 16777216.0f)));
+  }
+  const std::uint32_t mantissa = magnitude & 0x7fffffu;
+  std::uint32_t h = ((((magnitude >> 23) - 127 + 15) << 10) | (mantissa >> 13));
+  const std::uint32_t rest = mantissa & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
+    ++h;  // a carry into the exponent is the right rounding too
+  return static_cast<std::uint16_t>(sign | h);
+}
+
+float from_fp16_bits(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  std::uint32_t x;
+  if (exponent == 0) {
+    const float v = static_cast<float>(mantissa) * (1.0f / 16777216.0f);  // exact
+    std::memcpy(&x, &v, 4);
+    x |= sign;
+  } else if (exponent == 31) {
+    x = sign | 0x7f800000u | (mantissa << 13);
+  } else {
+    x = sign | ((exponent - 15 + 127) << 23) | (mantissa << 13);
+  }
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
 float round_fp16(float v) {
   if (std::isnan(v))
     return v;
   const float clamped = std::fmin(std::fmax(v, -fp16_max), fp16_max);
-  return static_cast<float>(static_cast<_Float16>(clamped));
+  return from_fp16_bits(fp16_bits(clamped));
 }
 
 std::uint16_t bf16_bits(float v) {
@@ -215,8 +256,8 @@ void encode_values(value_encoding encoding, float scale, const float* values, st
       return;
     case value_encoding::fp16:
       for (std::size_t i = 0; i < n; ++i) {
-        const auto h = static_cast<_Float16>(values[i]);
-        if (static_cast<float>(h) != values[i] && !std::isnan(values[i]))
+        const auto h = fp16_bits(values[i]);
+        if (from_fp16_bits(h) != values[i] && !std::isnan(values[i]))
           not_representable(encoding, i, values[i]);
         std::memcpy(out + 2 * i, &h, 2);
       }
@@ -257,9 +298,9 @@ void decode_values(value_encoding encoding, float scale, const unsigned char* in
       return;
     case value_encoding::fp16:
       for (std::size_t i = 0; i < n; ++i) {
-        _Float16 h;
+        std::uint16_t h;
         std::memcpy(&h, in + 2 * i, 2);
-        values[i] = static_cast<float>(h);
+        values[i] = from_fp16_bits(h);
       }
       return;
     case value_encoding::bf16:

@@ -22,6 +22,7 @@ for layer in kernels io graph actors cluster; do includes+=(-I"$root/$layer/incl
   "${includes[@]}" -I"$build/include" -I"$build/cluster" -I"$root" \
   "$root/tests/cluster/fuzz/frame_fuzzer.cpp" "$root/cluster/frame_codec.cpp" \
   "$root/cluster/frame_decoder.cpp" "$build/cluster/schema/wire.capnp.c++" "$root/kernels/tensor.cpp" \
+  "$root/kernels/gradient_codec.cpp" \
   "$root/kernels/cpu/device_memory_none.cpp" \
   -lcapnp -lkj -o "$work/frame_fuzzer"
 mkdir "$work/found"

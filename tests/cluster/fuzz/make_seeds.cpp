@@ -51,11 +51,19 @@ std::vector<std::pair<std::string, wire_message>> seeds() {
   push.gradients = {counting({2, 3}), counting({5})};
   push.worker = 1;
   push.samples = 64;
+  gradient_push two_bit = push;  // a compressed route's push: 2 bits a value, a scale per key
+  two_bit.gradients = {tensor::from_values({2, 3}, {0.5f, 0, -0.5f, 0.5f, 0, 0}),
+                       tensor::from_values({5}, {0, 0.5f, 0.5f, -0.5f, 0})};
+  two_bit.encoding = value_encoding::two_bit;
+  two_bit.scales = {0.5f, 0.5f};
   weight_set weights;
   weights.updates = 4;
   weights.keys = {0};
   weights.weights = {counting({4})};
   weights.learning_rate = 0.1f;
+  weight_set fp16_weights = weights;  // a compressed answer: deltas, 2 bytes a value
+  fp16_weights.weights = {tensor::from_values({4}, {0.5f, -0.25f, 0, 2})};
+  fp16_weights.encoding = value_encoding::fp16;
   assignment_message assignment;
   assignment.rank = 1;
   assignment.node = 2;
@@ -82,6 +90,8 @@ std::vector<std::pair<std::string, wire_message>> seeds() {
     {"push", push_message{1, 0, push, 30000}},
     {"pull", pull_message{2, 1, 30000}},
     {"weights", weights_message{1, 1, weights}},
+    {"push_2bit", push_message{1, 0, two_bit, 30000}},
+    {"weights_fp16", weights_message{1, 1, fp16_weights}},
     {"failure", failure_message{1, errc::timeout, "shard 1 did not answer by its deadline"}},
     {"heartbeat", heartbeat_message{7}},
     {"shutdown", shutdown_message{"server 0 shut down", false, 1}},

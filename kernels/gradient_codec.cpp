@@ -1,13 +1,18 @@
-// Quantizers and packers of troupe/kernels/gradient_codec.hpp. Plain loops; fp16 and bf16 are
-// bit arithmetic.
+// Quantizers and packers of troupe/kernels/gradient_codec.hpp. Plain loops; fp16 through F16C
+// where the build has it (bit arithmetic otherwise), bf16 by bit arithmetic.
 #include <troupe/kernels/gradient_codec.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
+
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
 
 namespace troupe {
 
@@ -56,20 +61,53 @@ float from_fp16_bits(std::uint16_t h) {
   return f;
 }
 
-float round_fp16(float v) {
-  if (std::isnan(v))
-    return v;
-  const float clamped = std::fmin(std::fmax(v, -fp16_max), fp16_max);
-  return from_fp16_bits(fp16_bits(clamped));
+// Bulk conversions: F16C's 8-wide instructions where the build has them (the kernels' x86-64-v3
+// baseline), which round the same way (to nearest even, subnormals kept); the bit arithmetic
+// above for the rest, and everywhere else.
+void to_fp16(const float* in, std::uint16_t* out, std::size_t n) {
+  std::size_t i = 0;
+#ifdef __F16C__
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+  for (; i < n; ++i)
+    out[i] = fp16_bits(in[i]);
 }
 
+void from_fp16(const std::uint16_t* in, float* out, std::size_t n) {
+  std::size_t i = 0;
+#ifdef __F16C__
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+#endif
+  for (; i < n; ++i)
+    out[i] = from_fp16_bits(in[i]);
+}
+
+// out[i] = in[i] rounded to fp16 (saturating at +-65504), in blocks on the stack.
+void round_fp16_block(const float* in, float* out, std::size_t n) {
+  constexpr std::size_t block = 512;
+  float clamped[block];
+  std::uint16_t half[block];
+  for (std::size_t at = 0; at < n; at += block) {
+    const std::size_t m = std::min(block, n - at);
+    for (std::size_t i = 0; i < m; ++i) {
+      const float v = in[at + i];
+      clamped[i] = v > fp16_max ? fp16_max : (v < -fp16_max ? -fp16_max : v);  // NaN passes
+    }
+    to_fp16(clamped, half, m);
+    from_fp16(half, out + at, m);
+  }
+}
+
+// Written as selects, not branches, so the loops over it vectorize.
 std::uint16_t bf16_bits(float v) {
   std::uint32_t u;
   std::memcpy(&u, &v, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u)  // NaN: keep it a (quiet) NaN
-    return static_cast<std::uint16_t>((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
-  return static_cast<std::uint16_t>(u >> 16);
+  const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;  // to nearest even
+  const std::uint32_t quiet_nan = (u >> 16) | 0x40u;                      // NaN stays a NaN
+  return static_cast<std::uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
 }
 
 float from_bf16_bits(std::uint16_t b) {
@@ -172,14 +210,15 @@ void quantize_push(value_encoding encoding, float threshold, const float* in, fl
         residual[i] = 0;
       }
       return;
-    case value_encoding::fp16:
-      for (std::size_t i = 0; i < n; ++i) {
-        const float v = in[i] + residual[i];
-        const float q = round_fp16(v);
-        residual[i] = v - q;
-        sent[i] = q;
-      }
+    case value_encoding::fp16: {
+      // v goes into residual first, then residual = v - Q(v): sent may alias in.
+      for (std::size_t i = 0; i < n; ++i)
+        residual[i] += in[i];
+      round_fp16_block(residual, sent, n);
+      for (std::size_t i = 0; i < n; ++i)
+        residual[i] -= sent[i];
       return;
+    }
     case value_encoding::bf16:
       for (std::size_t i = 0; i < n; ++i) {
         const float v = in[i] + residual[i];
@@ -191,7 +230,9 @@ void quantize_push(value_encoding encoding, float threshold, const float* in, fl
     case value_encoding::two_bit:
       for (std::size_t i = 0; i < n; ++i) {
         const float v = in[i] + residual[i];
-        const float q = v >= threshold ? threshold : (v <= -threshold ? -threshold : 0.0f);
+        // two selects (threshold > 0: at most one is not 0), which vectorize where nested
+        // conditions would branch on every value
+        const float q = (v >= threshold ? threshold : 0.0f) + (v <= -threshold ? -threshold : 0.0f);
         residual[i] = v - q;
         sent[i] = q;
       }
@@ -217,17 +258,19 @@ float quantize_answer(value_encoding encoding, const float* target, float* held,
       break;
     case value_encoding::fp16:
       for (std::size_t i = 0; i < n; ++i)
-        sent[i] = round_fp16(target[i] - held[i]);
+        sent[i] = target[i] - held[i];
+      round_fp16_block(sent, sent, n);
       break;
     case value_encoding::bf16:
       for (std::size_t i = 0; i < n; ++i)
         sent[i] = round_bf16(target[i] - held[i]);
       break;
     case value_encoding::two_bit: {
+      // scale 0: d is 0 everywhere, and so is what is sent
       const float half = scale / 2;
       for (std::size_t i = 0; i < n; ++i) {
         const float d = target[i] - held[i];
-        sent[i] = scale > 0 && d > half ? scale : (scale > 0 && d < -half ? -scale : 0.0f);
+        sent[i] = (d > half ? scale : 0.0f) + (d < -half ? -scale : 0.0f);
       }
       break;
     }
@@ -254,14 +297,21 @@ void encode_values(value_encoding encoding, float scale, const float* values, st
     case value_encoding::none:
       std::memcpy(out, values, n * 4);
       return;
-    case value_encoding::fp16:
-      for (std::size_t i = 0; i < n; ++i) {
-        const auto h = fp16_bits(values[i]);
-        if (from_fp16_bits(h) != values[i] && !std::isnan(values[i]))
-          not_representable(encoding, i, values[i]);
-        std::memcpy(out + 2 * i, &h, 2);
+    case value_encoding::fp16: {
+      constexpr std::size_t block = 512;
+      std::uint16_t half[block];
+      float back[block];
+      for (std::size_t at = 0; at < n; at += block) {
+        const std::size_t m = std::min(block, n - at);
+        to_fp16(values + at, half, m);
+        from_fp16(half, back, m);
+        for (std::size_t i = 0; i < m; ++i)
+          if (back[i] != values[at + i] && !std::isnan(values[at + i]))
+            not_representable(encoding, at + i, values[at + i]);
+        std::memcpy(out + 2 * at, half, 2 * m);
       }
       return;
+    }
     case value_encoding::bf16:
       for (std::size_t i = 0; i < n; ++i) {
         const auto b = bf16_bits(values[i]);
@@ -270,18 +320,34 @@ void encode_values(value_encoding encoding, float scale, const float* values, st
         std::memcpy(out + 2 * i, &b, 2);
       }
       return;
-    case value_encoding::two_bit:
-      std::memset(out, 0, encoded_bytes(encoding, n));
-      for (std::size_t i = 0; i < n; ++i) {
-        const float v = values[i];
-        unsigned code;
-        if (v == 0) code = 0;
-        else if (v == scale && scale > 0) code = 1;
-        else if (v == -scale && scale > 0) code = 2;
-        else not_representable(encoding, i, v);
-        out[i / 4] = static_cast<unsigned char>(out[i / 4] | (code << (2 * (i % 4))));
+    case value_encoding::two_bit: {
+      // Codes without branches; a value that is none of 0, +scale, -scale is looked for only
+      // once one was seen.
+      const float plus = scale > 0 ? scale : std::numeric_limits<float>::quiet_NaN();
+      unsigned bad = 0;
+      auto code_of = [&](float v) {
+        const unsigned code = static_cast<unsigned>(v == plus) | (static_cast<unsigned>(v == -plus) << 1);
+        bad |= static_cast<unsigned>(code == 0 && v != 0);
+        return code;
+      };
+      const std::size_t whole = n / 4;
+      for (std::size_t b = 0; b < whole; ++b) {
+        const float* v = values + 4 * b;
+        out[b] = static_cast<unsigned char>(code_of(v[0]) | (code_of(v[1]) << 2) | (code_of(v[2]) << 4)
+                                            | (code_of(v[3]) << 6));
       }
+      if (whole * 4 < n) {
+        unsigned last = 0;
+        for (std::size_t i = whole * 4; i < n; ++i)
+          last |= code_of(values[i]) << (2 * (i % 4));
+        out[whole] = static_cast<unsigned char>(last);
+      }
+      if (bad)
+        for (std::size_t i = 0; i < n; ++i)
+          if (values[i] != 0 && values[i] != plus && values[i] != -plus)
+            not_representable(encoding, i, values[i]);
       return;
+    }
   }
   throw std::invalid_argument("unknown value encoding " + std::to_string(static_cast<int>(encoding)));
 }
@@ -297,12 +363,16 @@ void decode_values(value_encoding encoding, float scale, const unsigned char* in
       std::memcpy(values, in, n * 4);
       return;
     case value_encoding::fp16:
-      for (std::size_t i = 0; i < n; ++i) {
-        std::uint16_t h;
-        std::memcpy(&h, in + 2 * i, 2);
-        values[i] = from_fp16_bits(h);
+    {
+      constexpr std::size_t block = 512;
+      std::uint16_t half[block];
+      for (std::size_t at = 0; at < n; at += block) {
+        const std::size_t m = std::min(block, n - at);
+        std::memcpy(half, in + 2 * at, 2 * m);
+        from_fp16(half, values + at, m);
       }
       return;
+    }
     case value_encoding::bf16:
       for (std::size_t i = 0; i < n; ++i) {
         std::uint16_t b;

@@ -82,11 +82,27 @@ def check_arithmetic():
                        (["--model", "mlp", "--link", "1gbit", "--compute-ms", "1", "--workers", "1,x"], "--workers"),
                        (["--model", "mlp", "--link", "1gbit", "--compute-ms", "1", "--servers", "some"], "--servers"),
                        (["--model", "mlp", "--link", "1gbit", "--compute-ms", "0"], "--compute-ms"),
-                       (["--model", "mlp", "--link", "1gbit", "--compute-ms", "1", "--epochs", "1"], "--epochs")):
+                       (["--model", "mlp", "--link", "1gbit", "--compute-ms", "1", "--epochs", "1"], "--epochs"),
+                       (["--model", "mlp", "--link", "1gbit", "--compute-ms", "1", "--compression", "3bit"],
+                        "--compression"),
+                       (["--model", "mlp", "--link", "1gbit", "--compute-ms", "1", "--compression", "fp16:2"],
+                        "--compression")):
         run = subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "scripts", "bench_scaling.py")] + argv,
                              capture_output=True, text=True, timeout=60)
         if run.returncode != 2 or says not in run.stderr:
             fail(f"{argv}: exit {run.returncode}, not a usage error naming {says}: {run.stderr[-300:]}")
+    # Compression: the share of float32 bytes each direction moves.
+    for text, want in (("none", (1.0, 1.0)), ("fp16", (0.5, 0.5)), ("bf16", (0.5, 0.5)),
+                       ("2bit", (1 / 16, 1 / 16)), ("2bit:0.05", (1 / 16, 1 / 16)), ("push:2bit", (1 / 16, 1.0)),
+                       ("push:fp16", (0.5, 1.0))):
+        if bs.compression_shares(text) != want:
+            fail(f"compression {text}: shares {bs.compression_shares(text)}, expected {want}")
+    for bad in ("push:none", "2bit:-1", "2bit:x", "zip"):
+        try:
+            bs.compression_shares(bad)
+            fail(f"compression {bad} was accepted")
+        except ValueError:
+            pass
     print("ok: arithmetic: floors, bytes, judgement, parsing and refusals")
 
 

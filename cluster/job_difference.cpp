@@ -125,6 +125,7 @@ std::vector<std::string> job_differences(const training_job& theirs_in, const tr
   d.field("topology machines", at.machines, bt.machines);
   d.field("topology deterministic", at.deterministic, bt.deterministic);
   d.field("cluster overlap", at.overlap, bt.overlap);
+  d.field("cluster priority", at.priority, bt.priority);
   d.field("cluster slice_bytes", at.keys.slice_bytes, bt.keys.slice_bytes);
   d.field("cluster group_bytes", at.keys.group_bytes, bt.keys.group_bytes);
   d.field("cluster on_worker_loss", std::string(worker_loss_policy(a.nodes)), std::string(worker_loss_policy(b.nodes)));

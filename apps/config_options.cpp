@@ -120,6 +120,7 @@ topology_options topology_of(const job_config& c) {
   t.machines = t.level(aggregation_scope::machine) ? k.machines.value : 1;
   t.deterministic = k.deterministic.value;
   t.overlap = c.cluster.overlap.value;
+  t.priority = c.cluster.priority.value;
   t.keys = key_options_of(c);
   t.compression = k.compression;
   return t;

@@ -70,6 +70,7 @@ struct raw_flags {
   std::int64_t group_bytes = key_plan_options{}.group_bytes;
   double lr = -1, lr_factor = 0.1, mom = 0.9, wd = 1e-4, warmup_epochs = -1;
   bool nesterov = false, no_validation = false, no_overlap = false;
+  bool no_priority = false;
 };
 
 void declare(flag_set& f, raw_flags& r) {
@@ -97,6 +98,7 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("group-bytes", r.group_bytes, "keys below this many bytes are bundled into one push per shard (0: never bundle)");
   f.add_switch("no-overlap", r.no_overlap, "send all pushes after backward instead of each as soon as backward produced it");
   f.add("compression", r.compression, "none | fp16 | bf16 | 2bit[:THRESHOLD] (error feedback): compress the gradients where they leave their machine, and the answers as deltas; push:C compresses the pushes only; replaces every route's compress");
+  f.add_switch("no-priority", r.no_priority, "cluster links write pushes and their answers in backward's order (last layer first) instead of the order the next forward needs them");
   f.add("prefetch", r.prefetch, "batches each loader builds ahead");
   f.add("server-nodes", r.server_nodes, "server processes of a cluster run, holding the shards (0 with --worker-nodes 0: one process)");
   f.add("worker-nodes", r.worker_nodes, "worker processes of a cluster run, holding loaders and compute actors");
@@ -415,6 +417,7 @@ void apply_cluster_flags(cluster_config& cluster, const raw_flags& r, const flag
   if (f.given("slice-bytes")) set_given(cluster.slice_bytes, r.slice_bytes);
   if (f.given("group-bytes")) set_given(cluster.group_bytes, r.group_bytes);
   if (r.no_overlap) set_given(cluster.overlap, false);
+  if (r.no_priority) set_given(cluster.priority, false);
   if (f.given("server-nodes")) set_given(cluster.server_nodes, r.server_nodes);
   if (f.given("worker-nodes")) set_given(cluster.worker_nodes, r.worker_nodes);
   if (f.given("on-worker-loss")) set_given(cluster.on_worker_loss, r.on_worker_loss);

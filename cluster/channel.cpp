@@ -30,13 +30,15 @@ namespace {
 
 using stage = channel_stage;
 
-// Queues `message` on the connection (throws as encode_frame does, queuing nothing).
+// Queues `message` on the connection (throws as encode_frame does, queuing nothing), ranked
+// for a writer with priority on (frame_priority.hpp).
 void write_frame(channel_pointer self, wire_message message) {
   auto& st = self->state;
+  const auto rank = st.options->priority ? frame_rank(message, st.options->order) : control_rank;
   auto frame = encode_frame(std::move(message));
   st.counters->count_out(frame.kind(), frame.bytes());
   st.last_sent = channel_clock::now();
-  st.socket->send(std::move(frame));
+  st.socket->send(std::move(frame), rank);
 }
 
 // Tells the node this channel belongs to that the channel ends, and why.
@@ -266,6 +268,9 @@ void on_handshake_message(channel_pointer self, wire_message& message) {
     self->send(node, link_up_atom::value, channel_of(self), st.peer_name);
   auto queued = std::move(st.queued);
   st.queued.clear();
+  // What waited for admission is ordered as a whole (with priority: first layers first), not
+  // by which frame the writer happened to take before the next was queued.
+  frame_socket::holding held(*st.socket);
   for (auto& [message, request] : queued)
     write_or_fail(self, std::move(message), request);
 }
@@ -363,7 +368,8 @@ channel_self_actor::behavior_type channel(channel_pointer self, std::shared_ptr<
   st.mine.name = st.options->name;
   st.mine.challenge = fresh_nonce();
   st.mine.plan_hash = st.options->plan_hash;
-  st.socket->start(caf::actor_cast<caf::actor>(self), st.options->max_frame_bytes, st.pool);
+  st.socket->start(caf::actor_cast<caf::actor>(self), st.options->max_frame_bytes, st.pool,
+                   st.options->priority ? write_order::by_rank : write_order::fifo);
   write_frame(self, st.mine);
   const auto period = tick_period(*st.options);
   self->delayed_send(self, period, tick_atom::value);

@@ -163,7 +163,12 @@ caf::expected<std::shared_ptr<frame_socket>> frame_socket::connect(const std::st
   return make_error(errc::peer_down, "cannot connect to " + where + ": " + why);
 }
 
-void frame_socket::start(caf::actor owner, std::size_t max_payload, std::shared_ptr<receive_pool> pool) {
+void frame_socket::start(caf::actor owner, std::size_t max_payload, std::shared_ptr<receive_pool> pool,
+                         write_order order) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    order_ = order;
+  }
   writer_ = std::thread([this] {
     ::pthread_setname_np(::pthread_self(), "troupe.write");  // as profilers and top show it
     write_loop();
@@ -211,13 +216,20 @@ void frame_socket::write_loop() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_writer_.wait(lock, [&] { return closed_ || !queue_.empty(); });
+      wake_writer_.wait(lock, [&] { return closed_ || (!queue_.empty() && holds_ == 0); });
       if (closed_)
         return;
-      // Everything queued goes out in as few system calls as the pieces allow.
+      // fifo: everything queued goes out in as few system calls as the pieces allow. by_rank:
+      // the lowest ranks, up to ranked_batch_bytes, so that a frame of a lower rank queued
+      // while this batch is written waits for little more than one frame.
+      std::size_t bytes = 0;
       while (!queue_.empty()) {
-        batch.push_back(std::move(queue_.front()));
-        queue_.pop_front();
+        auto first = queue_.begin();
+        if (order_ == write_order::by_rank && !batch.empty() && bytes + first->second.bytes() > ranked_batch_bytes)
+          break;
+        bytes += first->second.bytes();
+        batch.push_back(std::move(first->second));
+        queue_.erase(first);
       }
     }
     pieces.clear();
@@ -250,18 +262,33 @@ void frame_socket::write_loop() {
   }
 }
 
-void frame_socket::send(encoded_frame frame) {
+void frame_socket::send(encoded_frame frame, std::uint64_t rank) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closed_)
       return;
-    queue_.push_back(std::move(frame));
+    // A multimap inserts at the end of its equal range: equal ranks keep their queuing order,
+    // and under fifo every frame has the same rank.
+    queue_.emplace(order_ == write_order::by_rank ? rank : 0, std::move(frame));
   }
   wake_writer_.notify_one();
 }
 
+frame_socket::holding::holding(frame_socket& socket) : socket_(socket) {
+  std::lock_guard<std::mutex> lock(socket_.mutex_);
+  ++socket_.holds_;
+}
+
+frame_socket::holding::~holding() {
+  {
+    std::lock_guard<std::mutex> lock(socket_.mutex_);
+    --socket_.holds_;
+  }
+  socket_.wake_writer_.notify_one();
+}
+
 void frame_socket::close() {
-  std::deque<encoded_frame> dropped;
+  std::multimap<std::uint64_t, encoded_frame> dropped;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closed_)

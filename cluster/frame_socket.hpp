@@ -14,6 +14,12 @@
 // The writer writes each frame's pieces with writev, straight from the tensors (no copy of
 // their bytes in user space). A write error shuts the socket down, so the reader reports it.
 //
+// Which queued frame goes next (write_order, given to start()): fifo writes them as queued,
+// every waiting frame in one system call; by_rank writes the lowest rank first, equal ranks as
+// queued (frame_priority.hpp says which frame gets which rank), and takes at most
+// ranked_batch_bytes into one system call (one frame at least), so a frame queued meanwhile
+// waits for little more than the frame being written. A frame begun is always finished.
+//
 // Copies per tensor: none in user space either way (the kernel's own copy remains).
 // Thread-safety: send() and close() from any thread.
 //
@@ -23,7 +29,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
+#include <map>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -51,6 +57,12 @@ struct received_payload {
   std::shared_ptr<std::vector<char>> bytes;
 };
 
+enum class write_order { fifo, by_rank };
+
+/// by_rank: the most bytes of frames one system call writes, unless one frame is bigger: at
+/// 1 Gbit a frame queued behind such a batch waits about 2 ms.
+constexpr std::size_t ranked_batch_bytes = std::size_t{256} << 10;
+
 class frame_socket {
 public:
   /// Takes a connected socket: TCP (sets TCP_NODELAY on it) or a Unix stream socket
@@ -75,12 +87,27 @@ public:
   bool local() const { return local_; }
 
   /// Starts both threads: payloads of at most `max_payload` bytes go to `owner`, read into
-  /// buffers of `pool`. Call once.
-  void start(caf::actor owner, std::size_t max_payload, std::shared_ptr<receive_pool> pool);
+  /// buffers of `pool`; the writer writes in `order`. Call once, before send().
+  void start(caf::actor owner, std::size_t max_payload, std::shared_ptr<receive_pool> pool,
+             write_order order = write_order::fifo);
 
-  /// Queues `frame` behind the frames queued before it. After a write error or close(), frames
-  /// are dropped.
-  void send(encoded_frame frame);
+  /// Queues `frame` behind the frames queued before it (by_rank: before those of a higher
+  /// rank). After a write error or close(), frames are dropped.
+  void send(encoded_frame frame, std::uint64_t rank = 0);
+
+  /// While a holding lives, the writer starts no new frame (it finishes the one it writes):
+  /// frames sent meanwhile are ordered among each other as if queued at once. A channel holds
+  /// its writer while it writes what waited for admission; tests, to see the order.
+  class holding {
+  public:
+    explicit holding(frame_socket& socket);
+    ~holding();
+    holding(const holding&) = delete;
+    holding& operator=(const holding&) = delete;
+
+  private:
+    frame_socket& socket_;
+  };
 
   /// Shuts the connection down both ways (blocked reads and writes return), drops what is not
   /// written yet. The threads end on their own; the destructor joins them.
@@ -95,7 +122,9 @@ private:
   bool local_ = false;
   std::mutex mutex_;
   std::condition_variable wake_writer_;
-  std::deque<encoded_frame> queue_;
+  std::multimap<std::uint64_t, encoded_frame> queue_;  // by rank; equal ranks as queued
+  write_order order_ = write_order::fifo;
+  int holds_ = 0;
   bool closed_ = false;
   std::thread reader_, writer_;
 };

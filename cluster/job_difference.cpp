@@ -125,6 +125,7 @@ std::vector<std::string> job_differences(const training_job& theirs_in, const tr
   d.field("topology machines", at.machines, bt.machines);
   d.field("topology deterministic", at.deterministic, bt.deterministic);
   d.field("cluster overlap", at.overlap, bt.overlap);
+  d.field("cluster priority", at.priority, bt.priority);
   if (value_hash(at.compression) != value_hash(bt.compression)) {
     auto text = [](const std::vector<compression_spec>& hops) {
       std::string out;

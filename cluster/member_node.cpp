@@ -249,6 +249,10 @@ bool take_assignment(member_actor self, const assignment_message& a) {
   link.same_host_shortcut = options.local_sockets;
   link.plan_hash = st.plan.hash;
   link.keys = wire_keys_of(st.plan);
+  // Its links to servers, a server's links from workers and to its backups: a step's tensors
+  // leave first layers first unless the job says otherwise (frame_priority.hpp).
+  link.priority = job.topology.priority;
+  link.order = forward_order_of(st.plan);
   // The scheduler pulls the final weights over this link: check them against the plan too.
   caf::anon_send(st.scheduler, plan_atom::value, st.plan.hash, link.keys);
   if (options.role == node_kind::worker)

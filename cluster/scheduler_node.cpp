@@ -592,6 +592,8 @@ void start_listening(scheduler_actor self) {
   link.role = node_kind::scheduler;
   link.plan_hash = st.plan.hash;
   link.keys = wire_keys_of(st.plan);
+  link.priority = st.job.topology.priority;
+  link.order = forward_order_of(st.plan);
   link.serving->set<remote_interface::metrics_sink>(0, metrics_sink_actor{st.metrics});  // workers' reports
   link.serving->set<remote_interface::scheduler_control>(0, scheduler_inbox{self});
   auto listener = spawn_listener(self->system(), options.scheduler_host, options.scheduler_port, link);

@@ -2,13 +2,15 @@
 """`troupe bench scaling`: how training throughput scales with workers over an emulated network.
 
 usage: troupe bench scaling --model M --link RATE[,LATENCY] --workers 1,2,4,8 --servers S|equal|colocated
-                            --compute-ms T [--batch 32] [--steps 10] [--epochs 3]
+                            --compute-ms T [--batch 32] [--steps 10] [--epochs 3] [--no-priority]
 
 Every row is one BSP cluster run (scheduler, S servers, W workers: `troupe node`), each node on an emulated
 host of its own (scripts/emulated_hosts.py: a network namespace, the link shaped with tc tbf at RATE both
 ways), the workers' computes replaced by stand-ins that take T ms per batch and push gradients of the
 model's real shapes (`--compute-stand-in-ms`). `--servers equal`: as many servers as workers, on hosts of
 their own; a number: that many server hosts; `colocated`: server i on worker i's host (as many as workers).
+`--no-priority`: the links write pushes and answers in backward's order (cluster.priority = false), to compare
+with the default, first layers first (docs/protocol.md, "Priority").
 
 The physical limit of a parameter-server step, with M the model's bytes and B the link's rate per
 direction: every worker pushes M and pulls M (at once: links are full duplex), every server takes in
@@ -166,7 +168,7 @@ def write_config(path, args, workers, servers):
     with open(path, "w") as f:
         f.write(f"# troupe bench scaling: {args.model}, {workers} worker(s), {servers} server(s)\n"
                 f"cluster   {{ servers = {servers}  workers = {workers}  server_nodes = {servers}"
-                f"  worker_nodes = {workers} }}\n"
+                f"  worker_nodes = {workers}{'  priority = false' if args.no_priority else ''} }}\n"
                 f"data      train = synthetic(shape = [{', '.join(map(str, shape))}], classes = {classes}, "
                 f"examples = {examples}, batch = {args.batch})\n"
                 f"model     {line}\n"
@@ -278,7 +280,7 @@ def mib(x):
 def print_table(args, link, model_bytes, rows, worst):
     print(f"model {args.model}: {mib(model_bytes)} MiB; link {link} per direction; stand-in {args.compute_ms:g} ms "
           f"per batch of {args.batch}; servers {args.servers}; compression {args.compression}; {args.steps} steps "
-          f"per epoch, median of epochs 1..{args.epochs - 1}")
+          f"per epoch, median of epochs 1..{args.epochs - 1}; priority {'off (backward order)' if args.no_priority else 'on (forward order)'}")
     print("| workers | servers | samples/s | speed-up | efficiency | step ms | max(compute, floor) ms | ratio | "
           "worker MiB/step tx, rx (expected) | server MiB/step rx, tx (expected) | host CPU (nodes) | worker RSS MiB |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -314,6 +316,8 @@ def parse_args(argv):
     p.add_argument("--compression", default="none",
                    help="none, fp16, bf16, 2bit[:T] or push:C, passed to every node (docs/dsl.md, \"Compression\"); "
                         "the floor and the expected bytes count the encoded sizes")
+    p.add_argument("--no-priority", action="store_true", help="links write pushes and answers in backward's "
+                   "order, not first layers first (cluster.priority = false)")
     args = p.parse_args(argv)
     try:
         args.push_share, args.answer_share = compression_shares(args.compression)

@@ -67,7 +67,7 @@ std::int64_t byte_count(const value_reader& r, const syntax_value& v, const std:
 void read_cluster(const value_reader& r, const syntax_statement& st, cluster_config& c) {
   require_block_only(r, st);
   keyed_values k(r, "cluster", st.assignments,
-                 {"servers", "workers", "shards", "slice_bytes", "group_bytes", "overlap",
+                 {"servers", "workers", "shards", "slice_bytes", "group_bytes", "overlap", "priority",
                   "server_nodes", "worker_nodes", "on_worker_loss", "replicas", "scheduler", "listen",
                   "join_timeout", "heartbeat", "peer_timeout", "request_timeout"});
   if (auto* v = k.find("servers")) {
@@ -87,6 +87,8 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
     r.set(c.group_bytes, byte_count(r, *v, "group_bytes", 0, "0 = never bundle"), *v);
   if (auto* v = k.find("overlap"))
     r.set(c.overlap, r.boolean(*v, "overlap"), *v);
+  if (auto* v = k.find("priority"))
+    r.set(c.priority, r.boolean(*v, "priority"), *v);
   if (auto* v = k.find("server_nodes"))
     r.set(c.server_nodes, static_cast<int>(r.integer(*v, "server_nodes", range_of_key("cluster.server_nodes"))), *v);
   if (auto* v = k.find("worker_nodes"))

@@ -125,6 +125,7 @@ void print_config(std::ostream& out, const job_config& c) {
   show(out, "cluster.slice_bytes", c.cluster.slice_bytes);
   show(out, "cluster.group_bytes", c.cluster.group_bytes);
   show(out, "cluster.overlap", c.cluster.overlap);
+  show(out, "cluster.priority", c.cluster.priority);
   show(out, "cluster.server_nodes", c.cluster.server_nodes);
   show(out, "cluster.worker_nodes", c.cluster.worker_nodes);
   show(out, "cluster.replicas", c.cluster.replicas);

@@ -252,6 +252,19 @@ TEST_CASE("slice, group and overlap flags reach the topology options") {
   CHECK(parse_train_flags({"--slice-bytes", "4"}).job.topology.keys.slice_bytes == 4);
 }
 
+TEST_CASE("the no-priority flag and the config's priority key reach the topology options") {
+  CHECK(parse_train_flags({}).job.topology.priority);
+  CHECK_FALSE(parse_train_flags({"--no-priority"}).job.topology.priority);
+  CHECK_THROWS_AS(parse_train_flags({"--no-priority=1"}), usage_error);
+  auto path = (std::filesystem::temp_directory_path() / "troupe_train_flags_priority.troupe").string();
+  std::ofstream(path) << "cluster { workers = 2  priority = false }\n";
+  CHECK_FALSE(parse_train_flags({"--config", path}).job.topology.priority);
+  std::ofstream(path) << "cluster { workers = 2 }\n";
+  CHECK(parse_train_flags({"--config", path}).job.topology.priority);
+  CHECK_FALSE(parse_train_flags({"--config", path, "--no-priority"}).job.topology.priority);
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("slice and group flags reject values plan_keys cannot use") {
   CHECK_THROWS_WITH(parse_train_flags({"--slice-bytes", "2"}),
                     Catch::Contains("--slice-bytes must be between 4") && Catch::Contains("got 2"));
@@ -478,7 +491,7 @@ TEST_CASE("train help lists every flag, and the old test knob --straggler is no 
        {"config", "network", "num-layers", "dataset", "data-dir", "batch-size",
         "val-batch-size", "lr", "lr-schedule", "lr-step-epochs", "lr-factor", "warmup-epochs",
         "mom", "nesterov", "wd", "num-epochs", "seed", "threads", "shards", "slice-bytes",
-        "group-bytes", "no-overlap", "prefetch", "random-crop-pad", "random-mirror", "image-shape",
+        "group-bytes", "no-overlap", "no-priority", "prefetch", "random-crop-pad", "random-mirror", "image-shape",
         "num-classes", "num-examples", "no-validation", "eval-every", "metrics", "top-k",
         "disp-batches", "progress", "data-train", "data-train-idx", "data-val", "data-val-idx",
         "rgb-mean", "rgb-std", "skip-bad-records", "random-crop", "min-random-area",

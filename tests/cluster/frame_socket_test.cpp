@@ -4,6 +4,7 @@
 // listening, a port in use. Closing wakes a writer that a non-reading peer has blocked. The
 // same over the same-host shortcut (local_socket.hpp), which only this host's addresses take,
 // which falls back to TCP where no local socket is offered, and which a listener's end removes.
+// The writer's order: as queued (fifo), or lowest rank first with ties as queued (by_rank).
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
@@ -156,6 +157,65 @@ TEST_CASE("frames of every size cross a frame socket whole and in order", "[clus
     CHECK(std::memcmp(got.weights.weights[0].data(), want.data(), want.bytes()) == 0);
   }
   // The client closes: its own reader and the server's both report the end.
+  (*client)->close();
+  CHECK(next_event(self).kind == "closed");
+  CHECK(next_event(self).kind == "closed");
+}
+
+// What a frame of the ordering test is: "h<sequence>" for a heartbeat, "w<request>" for weights.
+std::string label_of(const wire_message& m) {
+  if (auto* h = std::get_if<heartbeat_message>(&m))
+    return "h" + std::to_string(h->sequence);
+  if (auto* w = std::get_if<weights_message>(&m))
+    return "w" + std::to_string(w->request);
+  return "other";
+}
+
+TEST_CASE("a held writer writes by rank, ties as queued, or exactly as queued under fifo", "[cluster][socket]") {
+  const auto order = GENERATE(write_order::fifo, write_order::by_rank);
+  INFO((order == write_order::fifo ? "fifo" : "by_rank"));
+  caf::actor_system_config config;
+  caf::actor_system system{config};
+  caf::scoped_actor self{system};
+  accepting server;
+  auto client = frame_socket::connect("127.0.0.1", server.listener->port(), 5s);
+  REQUIRE(client);
+  auto served = server.accepted();
+  served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(64 << 20));
+  (*client)->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(1 << 20),
+                   order);
+  // Heartbeats at rank 0 (control frames), weights at the ranks a channel would give them;
+  // w4 is the 40 MiB key, more than one batch of the writer.
+  struct queued {
+    wire_message message;
+    std::uint64_t rank;
+  };
+  std::vector<queued> frames;
+  frames.push_back({frame_number(2, 1), 30});
+  frames.push_back({heartbeat_message{1}, 0});
+  frames.push_back({frame_number(0, 2), 10});
+  frames.push_back({frame_number(6, 3), 30});
+  frames.push_back({heartbeat_message{2}, 0});
+  frames.push_back({frame_number(4, 4), 20});
+  frames.push_back({frame_number(1, 5), 10});
+  frames.push_back({frame_number(3, 6), 5});
+  {
+    frame_socket::holding held(**client);
+    for (auto& f : frames)
+      (*client)->send(encode_frame(f.message), f.rank);
+  }
+  const std::vector<std::string> expected = order == write_order::fifo
+    ? std::vector<std::string>{"w1", "h1", "w2", "w3", "h2", "w4", "w5", "w6"}
+    : std::vector<std::string>{"h1", "h2", "w6", "w2", "w5", "w4", "w1", "w3"};
+  std::vector<std::string> arrived;
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    auto h = next_event(self);
+    INFO(h.kind << ": " << h.text);
+    REQUIRE(h.kind == "frame");
+    arrived.push_back(label_of(h.message));
+  }
+  REQUIRE(arrived.size() == expected.size());
+  CHECK(arrived == expected);
   (*client)->close();
   CHECK(next_event(self).kind == "closed");
   CHECK(next_event(self).kind == "closed");

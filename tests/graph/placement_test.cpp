@@ -474,6 +474,7 @@ TEST_CASE("check prints the hash, steps, slices, pushes per worker and keys per 
   print_plan(plan, p);
   CHECK(config.str().find("cluster.slice_bytes = 65536  # line 1") != std::string::npos);
   CHECK(config.str().find("cluster.overlap = false  # line 1") != std::string::npos);
+  CHECK(config.str().find("cluster.priority = true  # default") != std::string::npos);
   const auto text = plan.str();
   CHECK(text.rfind("plan: ", 0) == 0);
   char hash[17];
@@ -491,6 +492,7 @@ TEST_CASE("check prints the hash, steps, slices, pushes per worker and keys per 
   CHECK(text.find("shard_1 owns " + std::to_string(p.shard_loads[1].keys) + " keys")
         != std::string::npos);
 }
+
 
 // CIFAR VGG-16: its 512-channel 3x3 convolutions (4.5 and 9 MiB) exceed the default 4 MiB slices.
 TEST_CASE("vgg's big convolutions are sliced and spread evenly over the shards") {

@@ -73,8 +73,9 @@ TEST_CASE("job_hash of the default training_job is pinned") {
   // 00 00 00 00, and the 13 zero bytes fed again; then cluster_nodes::adopt_on_worker_loss
   // (on_worker_loss = adopt, issue 19) added one byte after continue_on_worker_loss; then
   // cluster_nodes::replicas (issue 19) four bytes, 01 00 00 00, after it; then
-  // topology_options::compression (issue 20), an empty list after topology.keys: its length.)
-  CHECK(job_hash(training_job{}) == 0x2398c01f51dd4da3ULL);
+  // topology_options::priority (issue 20, item 5) one byte, 01, after overlap; and
+  // topology_options::compression (issue 20, item 4), an empty list after topology.keys: its length.)
+  CHECK(job_hash(training_job{}) == 0xa72ea1e6ff5d0ceeULL);
 }
 
 TEST_CASE("job_hash is equal for equal jobs and matches value_hash") {
@@ -127,6 +128,7 @@ std::vector<std::pair<std::string, std::function<void(training_job&)>>> single_f
     {"topology.staleness", [](job& j) { j.topology.staleness = 1; }},
     {"topology.deterministic", [](job& j) { j.topology.deterministic = false; }},
     {"topology.overlap", [](job& j) { j.topology.overlap = false; }},
+    {"topology.priority", [](job& j) { j.topology.priority = false; }},
     {"topology.keys.slice_bytes", [](job& j) { j.topology.keys.slice_bytes = 1 << 20; }},
     {"topology.keys.group_bytes", [](job& j) { j.topology.keys.group_bytes = 0; }},
     {"nodes.servers", [](job& j) { j.nodes.servers = 1; }},
@@ -185,7 +187,7 @@ std::vector<std::pair<std::string, std::function<void(training_job&)>>> single_f
 TEST_CASE("changing any single field of a training_job changes job_hash") {
   const auto changes = single_field_changes();
   // 5 model + 2 x 11 data + 2 x 16 batches + 3 sgd + 8 schedule + 6 job + 11 topology + 3 nodes.
-  REQUIRE(changes.size() == 92);
+  REQUIRE(changes.size() == 93);
   const auto base = job_hash(training_job{});
   std::set<std::uint64_t> seen{base};
   for (const auto& [field, change] : changes) {

@@ -6,7 +6,8 @@ usage: bench_scaling_test.py arithmetic
 
   arithmetic  the floor and the bytes expected per step for worked examples (separate and colocated
               servers), the speed-up / efficiency / ratio / CPU-bound judgement and scaling/floor, the
-              parsing of the scheduler's Traffic and Time lines, and flag refusals naming the flag
+              parsing of the scheduler's Traffic and Time lines, flag refusals naming the flag, and
+              --no-priority's line in the config every node reads
   run         `troupe bench scaling` with a tiny model (mlp), 1 and 2 workers on emulated 1 Gbit hosts,
               2 short epochs: a table of two rows and `scaling/floor:` last; the bytes each worker and
               server moved per step equal the arithmetic within the frames' overhead; nothing of the
@@ -17,6 +18,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
@@ -103,7 +105,15 @@ def check_arithmetic():
             fail(f"compression {bad} was accepted")
         except ValueError:
             pass
-    print("ok: arithmetic: floors, bytes, judgement, parsing and refusals")
+    # --no-priority reaches every node through the config they all read
+    with tempfile.TemporaryDirectory() as tmp:
+        for argv, want in (([], None), (["--no-priority"], "priority = false")):
+            args = bs.parse_args(["--model", "mlp", "--link", "1gbit", "--compute-ms", "1"] + argv)
+            bs.write_config(os.path.join(tmp, "c.troupe"), args, 1, 1)
+            cluster = next(l for l in open(os.path.join(tmp, "c.troupe")) if l.startswith("cluster"))
+            if (want is None and "priority" in cluster) or (want is not None and want not in cluster):
+                fail(f"{argv}: the config's cluster line is {cluster!r}")
+    print("ok: arithmetic: floors, bytes, judgement, parsing, refusals and --no-priority")
 
 
 def check_run(troupe):

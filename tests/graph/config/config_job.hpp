@@ -50,6 +50,7 @@ inline training_job job_of(const job_config& c) {
   t.machines = t.level(aggregation_scope::machine) ? c.topology.machines.value : 1;
   t.deterministic = c.topology.deterministic.value;
   t.overlap = c.cluster.overlap.value;
+  t.priority = c.cluster.priority.value;
   t.keys = key_options_of(c);
   return j;
 }

@@ -292,6 +292,19 @@ TEST_CASE("cluster reads slice_bytes, group_bytes and overlap") {
           .cluster.group_bytes.value == std::int64_t{1} << 40);
 }
 
+TEST_CASE("cluster priority defaults to true and reads false") {
+  auto c = parse("");
+  CHECK(c.cluster.priority.value);
+  CHECK_FALSE(c.cluster.priority.given);
+  auto off = parse("cluster {\n  priority = false\n}");
+  CHECK_FALSE(off.cluster.priority.value);
+  CHECK(off.cluster.priority.given);
+  CHECK(off.cluster.priority.span.line == 2);
+  CHECK(error_of("cluster { priority = 0 }") == "t.troupe:1:22: priority must be true or false, got a number");
+  CHECK(error_of("cluster { priority = true priority = true }")
+        == "t.troupe:1:27: duplicate key 'priority' in cluster");
+}
+
 TEST_CASE("bad slice_bytes, group_bytes and overlap point at the value") {
   CHECK(error_of("cluster { slice_bytes = 3 }")
         == "t.troupe:1:25: slice_bytes must be at least 4 (a slice holds at least one float), "

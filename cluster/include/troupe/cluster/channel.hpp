@@ -54,6 +54,7 @@
 #include <troupe/actors/metrics_actor.hpp>
 #include <troupe/cluster/admission.hpp>
 #include <troupe/cluster/channel_actor.hpp>
+#include <troupe/cluster/frame_priority.hpp>
 #include <troupe/cluster/node_control.hpp>
 #include <troupe/cluster/serving_registry.hpp>
 #include <troupe/cluster/traffic_registry.hpp>
@@ -70,6 +71,10 @@ struct channel_options {
   std::uint64_t plan_hash = 0;         ///< 0: not known yet (the peer's hash is not checked)
   cluster_secret secret;
   wire_keys keys;                      ///< the plan's key shapes, to check what arrives
+  /// Write control frames first, then tensor frames first layers first (frame_priority.hpp);
+  /// off: every frame as queued. `order` ranks the tensor frames (the plan's keys).
+  bool priority = false;
+  forward_order order;
   /// What this node serves to peers: shards, computes, the metrics actor, its control inbox
   /// (shared with a listener's other channels; may be filled in later). A node's inbox
   /// (scheduler_control or member_control, index 0) also hears of the channel's end.

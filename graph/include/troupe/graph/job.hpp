@@ -68,6 +68,9 @@ struct topology_options {
   int staleness = -1;         ///< SSP bound of a shard with several sources; -1: none
   bool deterministic = true;  ///< aggregators sum in source order (bit-identical reruns)
   bool overlap = true;        ///< push each group during backward, as soon as it is ready
+  /// Links write tensor frames (pushes, their answers, replicas) first layers first, the order
+  /// the next forward needs them, rather than in the order backward made them (cluster runs).
+  bool priority = true;
   key_plan_options keys;      ///< slicing of big tensors, grouping of small ones
   /// By hop of the push path: [i] compresses the hop into levels[i], [levels.size()] the hop
   /// into the shard (compression_link.hpp). Empty: no hop is compressed. A hop that compresses
@@ -106,7 +109,7 @@ void use_preset(topology_options& t, topology_kind kind, int argument = -1);
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, topology_options& x) {
   return f(x.name, x.workers, x.machines, x.levels, x.staleness, x.deterministic, x.overlap,
-           x.keys, x.compression);
+           x.priority, x.keys, x.compression);
 }
 
 /// Throws std::invalid_argument naming the first inconsistent value.

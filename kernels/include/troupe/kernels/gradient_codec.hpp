@@ -12,9 +12,10 @@
 //     is MXNet's: +t where v >= t, -t where v <= -t, else 0, t the route's threshold.
 //   answers (deltas against what the receivers hold): d = weights - held; sent = Q(d);
 //     held += sent. `weights - held` is the server-side residual: what was not sent yet, sent
-//     later. 2-bit answers round each element to the nearest of {-s, 0, +s} with s the mean
-//     |d| of the tensor (weights move by learning-rate-sized steps, which a fixed gradient
-//     threshold would swamp), and s travels with the values.
+//     later. 2-bit answers round each element to the nearest of {-s, 0, +s}, s fitted to the
+//     tensor's d (Lloyd's iteration from the mean |d|: s is the mean |d| of what is sent;
+//     weights move by learning-rate-sized steps, which a fixed gradient threshold would
+//     swamp), and s travels with the values.
 // Exactness: sent + residual == v in float arithmetic whenever v - sent is representable,
 // which holds for fp16/bf16 (Sterbenz: sent is within a factor 2 of v) and for 2-bit while
 // |v| < 2^24 ulp(t) (t = 0.5: |v| < 8388608).

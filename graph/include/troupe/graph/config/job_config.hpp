@@ -43,6 +43,8 @@ struct cluster_config {
   located<std::int64_t> group_bytes{key_plan_options{}.group_bytes};
   /// Compute actors push each group during backward as soon as it is ready.
   located<bool> overlap{true};
+  /// Links write pushes and their answers first layers first (false: in backward's order).
+  located<bool> priority{true};
   /// Processes of a cluster run (training_job::nodes); both 0: one process.
   located<int> server_nodes{0};
   located<int> worker_nodes{0};

@@ -1,0 +1,67 @@
+// See frame_priority.hpp. The rank is computed per frame as it is queued: a handful of keys per
+// push, so a scan, not an index.
+#include <troupe/cluster/frame_priority.hpp>
+
+#include <algorithm>
+#include <tuple>
+#include <type_traits>
+
+namespace troupe {
+
+forward_order forward_order_of(const placement_plan& plan) {
+  const auto& shards = plan.keys.shards;
+  struct where {
+    std::size_t shard, key;
+  };
+  std::vector<where> all;
+  for (std::size_t s = 0; s < shards.size(); ++s)
+    for (std::size_t k = 0; k < shards[s].size(); ++k)
+      all.push_back({s, k});
+  // Slot order is the model's forward order (placement_plan::parameters); a sliced parameter's
+  // slices are needed front to back.
+  std::stable_sort(all.begin(), all.end(), [&](const where& a, const where& b) {
+    const auto& x = shards[a.shard][a.key];
+    const auto& y = shards[b.shard][b.key];
+    return std::tie(x.slot, x.offset) < std::tie(y.slot, y.offset);
+  });
+  forward_order order;
+  order.position.resize(shards.size());
+  for (std::size_t s = 0; s < shards.size(); ++s)
+    order.position[s].resize(shards[s].size());
+  for (std::size_t i = 0; i < all.size(); ++i)
+    order.position[all[i].shard][all[i].key] = i;
+  return order;
+}
+
+namespace {
+
+std::uint64_t rank_of_keys(std::uint32_t shard, const std::vector<std::size_t>& keys, const forward_order& order) {
+  if (shard >= order.position.size() || keys.empty())
+    return unranked;
+  const auto& positions = order.position[shard];
+  std::uint64_t first = unranked;
+  for (auto k : keys) {
+    if (k >= positions.size())
+      return unranked;
+    first = std::min(first, positions[k] + 1);
+  }
+  return first;
+}
+
+} // namespace
+
+std::uint64_t frame_rank(const wire_message& message, const forward_order& order) {
+  return std::visit(
+    [&](const auto& m) -> std::uint64_t {
+      using kind = std::decay_t<decltype(m)>;
+      if constexpr (std::is_base_of_v<push_message, kind>)  // a push or a replicate
+        return rank_of_keys(m.shard, m.push.keys, order);
+      else if constexpr (std::is_same_v<kind, weights_message>)
+        return rank_of_keys(m.shard, m.weights.keys, order);
+      else
+        return control_rank;
+    },
+    message);
+}
+
+} // namespace troupe

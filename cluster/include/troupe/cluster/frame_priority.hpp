@@ -1,0 +1,46 @@
+// Which frame a link writes next when several wait (issue 20, item 5: priority). Backward
+// makes gradients last layer first, and pushes leave as their groups complete; but the next
+// forward needs the first layers' weights first. So a link with priority on writes, of the
+// frames waiting for its writer, control frames first (heartbeats, hellos, failures, joins:
+// small, and a heartbeat stuck behind a step's tensors makes a live peer look lost), then
+// tensor frames (pushes, the weights that answer them, replicas) by the forward position of
+// their first key: the lowest parameter slot, then the lowest slice offset. A frame already
+// being written is never cut short: big parameters are sliced (cluster.slice_bytes), so a
+// frame that jumps the queue waits at most one slice.
+//
+// A frame's rank is this node's business only: nothing of it travels, and both ends plan the
+// same keys, so a worker's pushes and the server's answers follow the same order.
+//
+// Thread-safety: plain values and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include <troupe/cluster/wire_messages.hpp>
+#include <troupe/graph/placement.hpp>
+
+namespace troupe {
+
+/// Every key's place in forward order: `position[shard][key]` (the shard's own key index) is
+/// the key's index when all the plan's keys are sorted by (parameter slot, slice offset).
+struct forward_order {
+  std::vector<std::vector<std::uint64_t>> position;
+};
+
+/// The forward order of `plan`'s keys.
+forward_order forward_order_of(const placement_plan& plan);
+
+/// Ranks of frames: a writer with priority on writes the lowest first, equal ranks in the
+/// order they were queued.
+constexpr std::uint64_t control_rank = 0;
+/// A tensor frame of keys `order` does not know (a link without the plan's order).
+constexpr std::uint64_t unranked = std::numeric_limits<std::uint64_t>::max();
+
+/// control_rank for a frame that carries no tensor; for a push, a replicate or a weights
+/// frame, 1 + the forward position of its first key in forward order (unranked when `order`
+/// lacks its shard or a key).
+std::uint64_t frame_rank(const wire_message& message, const forward_order& order);
+
+} // namespace troupe

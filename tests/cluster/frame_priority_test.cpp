@@ -1,0 +1,214 @@
+// Frame ranks (frame_priority.hpp) and what they do on a real link: an MLP's keys get their
+// places in forward order (slot, then slice offset); control frames rank before every tensor
+// frame, pushes, replicas and weights by their first key; and the pushes of a step, queued in
+// backward's order on a worker's link, reach the server first layers first with priority on,
+// in backward's order with it off.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <tuple>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include <troupe/actors/actor_errors.hpp>
+#include <troupe/cluster/channel.hpp>
+#include <troupe/cluster/frame_codec.hpp>
+#include <troupe/cluster/frame_priority.hpp>
+#include <troupe/cluster/local_node.hpp>
+#include <troupe/graph/placement.hpp>
+
+#include "cluster/frame_socket.hpp"
+#include "tests/actors/synthetic_job.hpp"
+
+using namespace troupe;
+using namespace std::chrono_literals;
+
+namespace {
+
+const data_facts facts{{1, 28, 28}, 10, 64, 64};
+
+// An MLP on one server, its first weight cut into slices and no key bundled with another:
+// each key is a push group of its own, so a step is several pushes over one link.
+placement_plan sliced_mlp(int shards) {
+  auto job = test::synthetic_job("mlp", 64);
+  job.shards = shards;
+  job.nodes.servers = 1;
+  job.nodes.workers = 1;
+  job.topology.keys = key_plan_options{64 << 10, 0};
+  return plan_placement(job, facts);
+}
+
+const key_slice& key_at(const placement_plan& plan, std::size_t shard, std::size_t key) {
+  return plan.keys.shards.at(shard).at(key);
+}
+
+gradient_push push_of(const placement_plan& plan, const push_group& group) {
+  gradient_push push;
+  push.step = 0;
+  push.samples = 1;
+  push.keys = group.keys;
+  for (auto k : group.keys)
+    push.gradients.push_back(tensor(shape_t{key_at(plan, group.shard, k).length}));
+  return push;
+}
+
+} // namespace
+
+TEST_CASE("forward order sorts every key by slot, then slice offset", "[cluster][priority]") {
+  const auto plan = sliced_mlp(2);
+  REQUIRE(plan.keys.shards.size() == 2);
+  REQUIRE_FALSE(plan.sliced.empty());
+  const auto order = forward_order_of(plan);
+  REQUIRE(order.position.size() == plan.keys.shards.size());
+  std::vector<std::tuple<std::uint64_t, std::size_t, std::int64_t>> by_position;
+  for (std::size_t s = 0; s < plan.keys.shards.size(); ++s) {
+    REQUIRE(order.position[s].size() == plan.keys.shards[s].size());
+    for (std::size_t k = 0; k < plan.keys.shards[s].size(); ++k)
+      by_position.emplace_back(order.position[s][k], key_at(plan, s, k).slot, key_at(plan, s, k).offset);
+  }
+  std::sort(by_position.begin(), by_position.end());
+  for (std::size_t i = 0; i < by_position.size(); ++i) {
+    CHECK(std::get<0>(by_position[i]) == i);  // every place once
+    if (i > 0)
+      CHECK(std::make_pair(std::get<1>(by_position[i - 1]), std::get<2>(by_position[i - 1]))
+            < std::make_pair(std::get<1>(by_position[i]), std::get<2>(by_position[i])));
+  }
+}
+
+TEST_CASE("control frames rank first, tensor frames by their first key in forward order", "[cluster][priority]") {
+  const auto plan = sliced_mlp(2);
+  const auto order = forward_order_of(plan);
+  CHECK(frame_rank(heartbeat_message{7}, order) == control_rank);
+  CHECK(frame_rank(pull_message{1, 0}, order) == control_rank);
+  CHECK(frame_rank(failure_message{1, errc::timeout, "late"}, order) == control_rank);
+  CHECK(frame_rank(shutdown_message{"done", true}, order) == control_rank);
+  // A push of two keys ranks by the earlier of them; a replicate and a weights frame alike.
+  REQUIRE(plan.keys.shards[1].size() >= 2);
+  const std::uint64_t a = order.position[1][0], b = order.position[1][1];
+  push_message push;
+  push.shard = 1;
+  push.push.keys = {0, 1};
+  CHECK(frame_rank(push, order) == 1 + std::min(a, b));
+  replicate_message replicate;
+  static_cast<push_message&>(replicate) = push;
+  CHECK(frame_rank(replicate, order) == 1 + std::min(a, b));
+  weights_message weights;
+  weights.shard = 1;
+  weights.weights.keys = {1};
+  CHECK(frame_rank(weights, order) == 1 + b);
+  // Keys the order does not know (a link without the plan's order) rank after all others.
+  push.shard = 2;
+  CHECK(frame_rank(push, order) == unranked);
+  push.shard = 1;
+  push.push.keys = {plan.keys.shards[1].size()};
+  CHECK(frame_rank(push, order) == unranked);
+  CHECK(frame_rank(push, forward_order{}) == unranked);
+}
+
+namespace {
+
+// A shard that notes the first key of every push in the order pushes reach it, and answers
+// with the pushed values.
+struct arrivals {
+  std::mutex mutex;
+  std::vector<std::size_t> first_keys;
+};
+
+push_target_actor::behavior_type noting_shard(std::shared_ptr<arrivals> seen) {
+  return {
+    [seen](push_atom, const gradient_push& push) {
+      {
+        std::lock_guard<std::mutex> lock(seen->mutex);
+        seen->first_keys.push_back(push.keys.front());
+      }
+      weight_set w;
+      w.keys = push.keys;
+      w.weights = push.gradients;
+      return w;
+    },
+    [](pull_atom, deadline) { return weight_set{}; },
+  };
+}
+
+// The first keys of a step's pushes as they reach the server when the worker's link is
+// `priority`: the pushes are queued in backward's order while the link waits for admission (the
+// server has not accepted yet), so the writer sees them all before it writes the first.
+std::vector<std::size_t> arrival_order(const placement_plan& plan, bool priority) {
+  const cluster_secret secret("the secret of the test cluster!!");
+  auto options_of = [&](node_kind role, const std::string& name) {
+    channel_options o(secret);
+    o.role = role;
+    o.name = name;
+    o.plan_hash = plan.hash;
+    o.keys = wire_keys_of(plan);
+    o.priority = priority;
+    o.order = forward_order_of(plan);
+    o.log = [](const std::string&) {};  // the links' ends at the test's end are no news
+    return o;
+  };
+  auto seen = std::make_shared<arrivals>();
+  local_node_config server_config{local_node_options{}}, worker_config{local_node_options{}};
+  caf::actor_system server_system{server_config}, worker_system{worker_config};
+  auto bound = listening_socket::bind("127.0.0.1", 0);
+  REQUIRE(bound);
+  const auto port = (*bound)->port();
+  std::shared_ptr<listening_socket> listening = std::move(*bound);
+  auto connected = connect_channel(worker_system, "127.0.0.1", port, options_of(node_kind::worker, "worker 0"));
+  REQUIRE(connected);
+  const auto link = caf::actor_cast<caf::actor>(*connected);
+  caf::scoped_actor self{worker_system};
+  const auto due = deadline::after(60s);
+  for (const auto& group : plan.keys.groups)
+    self->send(link, call_atom::value, wire_message{push_message{0, 0, push_of(plan, group)}}, due);
+  // The link has taken every push (one sender's messages arrive in order) before it can be
+  // admitted: the server starts accepting only now.
+  self->request(link, 10s, stats_atom::value).receive([](link_traffic&) {}, [](caf::error& e) { FAIL(error_text(e)); });
+  auto shard = server_system.spawn(noting_shard, seen);
+  auto server_options = options_of(node_kind::server, "server 0");
+  server_options.serving->set<remote_interface::push_target>(0, push_target_actor{shard});
+  auto listener = spawn_listener(server_system, listening, server_options);
+  // Every push answered: the shard has seen them all.
+  for (std::size_t i = 0; i < plan.keys.groups.size(); ++i)
+    self->receive([](wire_message& answer) { CHECK(std::holds_alternative<weights_message>(answer)); },
+                  [](caf::error& e) { FAIL(error_text(e)); }, caf::after(20s) >> [] { FAIL("a push was not answered"); });
+  caf::anon_send_exit(link, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(listener, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
+  std::lock_guard<std::mutex> lock(seen->mutex);
+  return seen->first_keys;
+}
+
+} // namespace
+
+TEST_CASE("a step's pushes reach the server first layers first, or in backward's order without priority",
+          "[cluster][priority]") {
+  const auto plan = sliced_mlp(1);
+  const auto& groups = plan.keys.groups;
+  REQUIRE(groups.size() >= 4);
+  // Backward's order is not forward order, so the two runs below can tell them apart.
+  std::vector<std::size_t> backward;
+  for (const auto& g : groups) {
+    REQUIRE(g.shard == 0);
+    backward.push_back(g.keys.front());
+  }
+  auto by_forward = [&](std::size_t a, std::size_t b) {
+    const auto& x = key_at(plan, 0, a);
+    const auto& y = key_at(plan, 0, b);
+    return std::make_pair(x.slot, x.offset) < std::make_pair(y.slot, y.offset);
+  };
+  auto forward = backward;
+  std::sort(forward.begin(), forward.end(), by_forward);
+  REQUIRE(forward != backward);
+  CHECK(key_at(plan, 0, backward.front()).slot > key_at(plan, 0, backward.back()).slot);  // last layer first
+
+  const auto with = arrival_order(plan, true);
+  REQUIRE(with.size() == forward.size());
+  CHECK(with == forward);
+  const auto without = arrival_order(plan, false);
+  REQUIRE(without.size() == backward.size());
+  CHECK(without == backward);
+}

@@ -52,6 +52,18 @@ void deliver(caf::typed_response_promise<weight_set>& promise, caf::expected<wei
     promise.deliver(answer.error());
 }
 
+// Asks `to` (push or pull, `due` its deadline) on behalf of the request being handled and
+// answers that with `then(answer)`, or with the error, a timeout named after `what`.
+template <class Self, class Then, class... Ts>
+caf::result<weight_set> pass_on(Self self, const push_target_actor& to, deadline due, const char* what,
+                                Then then, Ts&&... xs) {
+  auto promise = self->template make_response_promise<weight_set>();
+  self->request(to, due.left_with_grace(), std::forward<Ts>(xs)...)
+    .then([=](weight_set& ws) mutable { deliver(promise, then(std::move(ws))); },
+          [=](caf::error& err) mutable { promise.deliver(named(self->state.route, err, what)); });
+  return promise;
+}
+
 // ---- the sender's end ----
 
 struct sender_state {
@@ -123,25 +135,21 @@ push_target_actor::behavior_type compressing_sender(sender_pointer self, push_ta
   self->set_down_handler([=](caf::down_msg& m) { self->quit(m.reason); });
   return {
     [=](push_atom, gradient_push& push) -> caf::result<weight_set> {
-      auto promise = self->make_response_promise<weight_set>();
       const auto due = push.due;
-      self->request(self->state.downstream, due.left_with_grace(), push_atom::value,
-                    quantized(self->state, std::move(push)))
-        .then([=](weight_set& ws) mutable { deliver(promise, installed(self->state, std::move(ws))); },
-              [=](caf::error& err) mutable { promise.deliver(named(self->state.route, err, "a push")); });
-      return promise;
+      return pass_on(
+        self, self->state.downstream, due, "a push",
+        [=](weight_set ws) { return installed(self->state, std::move(ws)); }, push_atom::value,
+        quantized(self->state, std::move(push)));
     },
     [=](pull_atom, deadline due) -> caf::result<weight_set> {
-      auto promise = self->make_response_promise<weight_set>();
-      self->request(self->state.downstream, due.left_with_grace(), pull_atom::value, due)
-        .then(
-          [=](weight_set& ws) mutable {
-            for (std::size_t i = 0; i < ws.keys.size(); ++i)
-              self->state.held[ws.keys[i]] = ws.weights[i];  // never written: sums go to pooled buffers
-            promise.deliver(std::move(ws));
-          },
-          [=](caf::error& err) mutable { promise.deliver(named(self->state.route, err, "a pull")); });
-      return promise;
+      return pass_on(
+        self, self->state.downstream, due, "a pull",
+        [=](weight_set ws) -> caf::expected<weight_set> {
+          for (std::size_t i = 0; i < ws.keys.size(); ++i)
+            self->state.held[ws.keys[i]] = ws.weights[i];  // never written: sums go to pooled buffers
+          return ws;
+        },
+        pull_atom::value, due);
     },
   };
 }
@@ -218,27 +226,23 @@ push_target_actor::behavior_type compressing_receiver(receiver_pointer self, pus
                                                + to_string(st.spec.pushes));
       push.encoding = value_encoding::none;  // plain floats from here on: sums are not quantized
       push.scales.clear();
-      auto promise = self->make_response_promise<weight_set>();
       const auto due = push.due;
-      self->request(st.target, due.left_with_grace(), push_atom::value, std::move(push))
-        .then([=](weight_set& ws) mutable { deliver(promise, compressed(self->state, std::move(ws))); },
-              [=](caf::error& err) mutable { promise.deliver(named(self->state.route, err, "a push")); });
-      return promise;
+      return pass_on(
+        self, st.target, due, "a push", [=](weight_set ws) { return compressed(self->state, std::move(ws)); },
+        push_atom::value, std::move(push));
     },
     [=](pull_atom, deadline due) -> caf::result<weight_set> {
-      auto promise = self->make_response_promise<weight_set>();
-      self->request(self->state.target, due.left_with_grace(), pull_atom::value, due)
-        .then(
-          [=](weight_set& ws) mutable {
-            auto& st = self->state;
-            if (st.spec.answers != value_encoding::none)
-              for (std::size_t i = 0; i < ws.keys.size(); ++i)
-                if (st.held.find(ws.keys[i]) == st.held.end())
-                  st.held[ws.keys[i]] = ws.weights[i].clone();  // written in place from now on
-            promise.deliver(std::move(ws));
-          },
-          [=](caf::error& err) mutable { promise.deliver(named(self->state.route, err, "a pull")); });
-      return promise;
+      return pass_on(
+        self, self->state.target, due, "a pull",
+        [=](weight_set ws) -> caf::expected<weight_set> {
+          auto& st = self->state;
+          if (st.spec.answers != value_encoding::none)
+            for (std::size_t i = 0; i < ws.keys.size(); ++i)
+              if (st.held.find(ws.keys[i]) == st.held.end())
+                st.held[ws.keys[i]] = ws.weights[i].clone();  // written in place from now on
+          return ws;
+        },
+        pull_atom::value, due);
     },
   };
 }

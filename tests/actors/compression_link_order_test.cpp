@@ -16,31 +16,15 @@
 #include <troupe/actors/aggregator_actor.hpp>
 #include <troupe/actors/compression_link.hpp>
 #include <troupe/actors/param_shard_actor.hpp>
+#include "tests/actors/two_key_pushes.hpp"
 
 using namespace troupe;
 
 namespace {
 
-std::vector<shard_key> keys() {
-  return {shard_key{"fc.weight", tensor::from_values({2, 3}, {1, 2, 3, 4, 5, 6}), true},
-          shard_key{"fc.bias", tensor::from_values({2}, {0.5f, -0.5f}), false}};
-}
-
-gradient_push push_of(std::int64_t step, int source) {
-  gradient_push p;
-  p.step = step;
-  p.worker = source;
-  p.samples = 8;
-  p.keys = {0, 1};
-  const float s = 0.25f * static_cast<float>(step + 1) + 0.5f * static_cast<float>(source);
-  p.gradients = {tensor::from_values({2, 3}, {s, -s, 2 * s, 0.1f, -0.3f * s, 1}),
-                 tensor::from_values({2}, {s, -2 * s})};
-  return p;
-}
-
-bool same_bits(const tensor& a, const tensor& b) {
-  return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), static_cast<std::size_t>(a.numel()) * 4) == 0;
-}
+using test::push_of;
+using test::same_bits;
+using test::two_keys;
 
 struct answer {
   bool answered = false;
@@ -92,7 +76,7 @@ CAF_TEST(every_source_of_a_step_gets_the_same_weights_once_the_last_has_pushed) 
   o.sgd = sgd_options{0.9f, 1e-4f, false};
   o.schedule.policy = lr_policy::constant;
   o.schedule.base_lr = 0.05f;
-  auto shard = keep(spawn_param_shard(sys, keys(), o));
+  auto shard = keep(spawn_param_shard(sys, two_keys(), o));
   auto agg = keep(spawn_aggregator(sys, shard, aggregator_options{2, 0, true, 0}));
   auto receiver = keep(spawn_compressing_receiver(sys, agg, spec, "the hop into aggregator_0"));
   std::vector<push_target_actor> senders{keep(spawn_compressing_sender(sys, receiver, spec, "compute 0 hop")),
@@ -117,7 +101,7 @@ CAF_TEST(every_source_of_a_step_gets_the_same_weights_once_the_last_has_pushed) 
       CAF_CHECK(!first->weights.weights[k].shares_storage_with(second->weights.weights[k]));
     }
     if (step == 0)
-      CAF_CHECK(!same_bits(first->weights.weights[0], keys()[0].initial));  // something arrived
+      CAF_CHECK(!same_bits(first->weights.weights[0], two_keys()[0].initial));  // something arrived
   }
 }
 

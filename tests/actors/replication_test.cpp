@@ -19,6 +19,7 @@
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/aggregator_actor.hpp>
 #include <troupe/actors/param_shard_actor.hpp>
+#include "tests/actors/two_key_pushes.hpp"
 
 using namespace troupe;
 
@@ -32,27 +33,9 @@ shard_options momentum_sgd() {
   return o;
 }
 
-std::vector<shard_key> keys() {
-  return {shard_key{"fc.weight", tensor::from_values({2, 3}, {1, 2, 3, 4, 5, 6}), true},
-          shard_key{"fc.bias", tensor::from_values({2}, {0.5f, -0.5f}), false}};
-}
-
-// Step `step`'s push of both keys from `source`: values that change with step and source.
-gradient_push push_of(std::int64_t step, int source = 0, std::int64_t samples = 8) {
-  gradient_push p;
-  p.step = step;
-  p.worker = source;
-  p.samples = samples;
-  p.keys = {0, 1};
-  const float s = 0.25f * static_cast<float>(step + 1) + 0.5f * static_cast<float>(source);
-  p.gradients = {tensor::from_values({2, 3}, {s, -s, 2 * s, 0.1f, -0.3f * s, 1}),
-                 tensor::from_values({2}, {s, -2 * s})};
-  return p;
-}
-
-bool same_bits(const tensor& a, const tensor& b) {
-  return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), static_cast<std::size_t>(a.numel()) * 4) == 0;
-}
+using test::push_of;
+using test::same_bits;
+using test::two_keys;
 
 struct backup_probe {
   std::vector<gradient_push> received;
@@ -122,7 +105,7 @@ struct fixture : test_coordinator_fixture<> {
     spawned.push_back(caf::actor_cast<caf::actor>(h));
     return h;
   }
-  param_shard_actor shard(shard_options o = momentum_sgd()) { return keep(spawn_param_shard(sys, keys(), o)); }
+  param_shard_actor shard(shard_options o = momentum_sgd()) { return keep(spawn_param_shard(sys, two_keys(), o)); }
   std::shared_ptr<answer> push(push_target_actor to, gradient_push p) {
     auto out = std::make_shared<answer>();
     keep(sys.spawn([=](caf::event_based_actor* self) -> caf::behavior {
@@ -194,7 +177,7 @@ CAF_TEST(a_backup_shard_keeps_the_primarys_weights_and_momentum_bit_for_bit) {
     CAF_CHECK(same_bits(a.weights[k], b.weights[k]));
     CAF_CHECK(same_bits(a.momentum[k], b.momentum[k]));
   }
-  CAF_CHECK(!same_bits(a.weights[0], keys()[0].initial));  // it trained
+  CAF_CHECK(!same_bits(a.weights[0], two_keys()[0].initial));  // it trained
 }
 
 // The link to the backup ends: the push in flight, and one after it, are held (the backup's

@@ -403,10 +403,7 @@ void apply_model_and_optimizer_flags(job_config& c, const raw_flags& r, const fl
 void check_compression_flag(const topology_config& t, const compression_spec& spec) {
   if (spec.answers == value_encoding::none)
     return;
-  const auto hop = machine_exit_hop(t.levels);
-  const bool shared = hop < t.levels.size() ? t.levels[hop].need == 0
-                                            : !t.levels.empty() && t.levels.back().scope == aggregation_scope::all;
-  if (!shared)
+  if (!answers_sources_alike(t.levels, machine_exit_hop(t.levels)))
     throw usage_error("--compression " + to_string(spec) + " also compresses the answers, as deltas against what "
                       "every source holds, and topology " + t.name.value + " answers its sources at different "
                       "steps: use --compression push:" + to_string(spec) + " to compress the pushes only");

@@ -92,10 +92,7 @@ void check_topology(const topology_options& t) {
       fail("a 2bit threshold must be a finite number above 0");
     if (c.answers == value_encoding::none)
       continue;
-    const bool into_shard = hop == t.levels.size();
-    const bool shared_answers = into_shard ? !t.levels.empty() && t.levels.back().scope == aggregation_scope::all
-                                           : t.levels[hop].need == 0;
-    if (!shared_answers)
+    if (!answers_sources_alike(t.levels, hop))
       fail("compressed answers (" + to_string(c) + ") are deltas against what every source of the hop holds, so the "
            "hop must answer all its sources the same weights at the same step (an aggregate without need); "
            "compress this hop's pushes only (push:" + to_string(c.pushes) + ")");
@@ -104,6 +101,12 @@ void check_topology(const topology_options& t) {
 
 compression_spec topology_options::hop_compression(std::size_t hop) const {
   return hop < compression.size() ? compression[hop] : compression_spec{};
+}
+
+bool answers_sources_alike(const std::vector<aggregation_level>& levels, std::size_t hop) {
+  if (hop < levels.size())
+    return levels[hop].need == 0;
+  return !levels.empty() && levels.back().scope == aggregation_scope::all;
 }
 
 std::size_t machine_exit_hop(const std::vector<aggregation_level>& levels) {

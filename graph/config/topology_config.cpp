@@ -256,9 +256,7 @@ compiled compile(const value_reader& r, const syntax_statement& st, const writte
     out.compression.push_back(spec);
     if (spec.answers == value_encoding::none)
       continue;
-    const bool shared = h < out.levels.size() ? out.levels[h].need == 0
-                                              : !out.levels.empty() && out.levels.back().scope == aggregation_scope::all;
-    if (!shared)
+    if (!answers_sources_alike(out.levels, h))
       r.fail(w.targets[hops[h]].compress_span,
              "compressed answers are deltas against what every source of the hop holds, and " + role_text(routes[hops[h]].to)
                + (h < out.levels.size() ? " with need" : "") + " answers its sources at different steps: write \"push:"

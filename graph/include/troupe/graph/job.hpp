@@ -86,6 +86,11 @@ struct topology_options {
   compression_spec hop_compression(std::size_t hop) const;
 };
 
+/// Whether push hop `hop` (as topology_options::compression counts them) answers all its
+/// sources the same weights at the same step, which compressed answers need: the hop into a
+/// level without `need`, or into the shard from aggregate(all) (its one source).
+bool answers_sources_alike(const std::vector<aggregation_level>& levels, std::size_t hop);
+
 /// The hop where gradients leave their machine: the one into the first aggregate(all), or into
 /// the shard where there is none (`--compression` compresses it).
 std::size_t machine_exit_hop(const std::vector<aggregation_level>& levels);

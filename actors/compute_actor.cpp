@@ -89,17 +89,28 @@ struct compute_state {
   compute_stand_in stand_in;
   stand_in_gradients stand_in_values;
   std::int64_t stand_in_index = 0;
+  // Its forward, one segment per push group in forward order (see "Stand-in" in the header):
+  // which groups' weights of the previous step are installed, the next segment, whether a
+  // segment's timer runs, and whether the phase has no step left (it ends once all answered).
+  std::vector<char> stand_in_current;
+  std::size_t stand_in_segment = 0;
+  bool stand_in_timer = false;
+  bool stand_in_backward = false;
+  bool stand_in_ended = false;
   static inline const char* name = "compute";
 };
 
 // The spawned actor: the public protocol plus the messages it sends only itself. Handles given
 // out are local_compute_actor (or compute_actor), which lack these.
-// A stand-in's timer: (phase, step, group) is due to be pushed.
+// A stand-in's timers: (phase, step, group) is due to be pushed; (phase, step, segment) of
+// the forward is done.
 using stand_in_atom = caf::atom_constant<caf::atom("standin")>;
+using stand_in_forward_atom = caf::atom_constant<caf::atom("standinfw")>;
 
 using compute_self_actor
   = local_compute_actor::extend<caf::reacts_to<watchdog_atom>,
-                                caf::reacts_to<stand_in_atom, std::uint64_t, std::int64_t, std::size_t>>;
+                                caf::reacts_to<stand_in_atom, std::uint64_t, std::int64_t, std::size_t>,
+                                caf::reacts_to<stand_in_forward_atom, std::uint64_t, std::int64_t, std::size_t>>;
 using compute_pointer = compute_self_actor::stateful_pointer<compute_state>;
 
 void arm_watchdog(compute_pointer self) {
@@ -207,16 +218,19 @@ void watched_request(compute_pointer self, const Handle& to, std::string what, d
       });
 }
 
-// Sends `request` (due at `due`) to route r and installs the weights it answers; runs `then`
-// after the last outstanding answer of the step.
+// Sends `request` (due at `due`) to route r and installs the weights it answers; runs `each`
+// (if any) after installing them and `then` after the last outstanding answer of the step.
 template <typename... Ts>
-void ask(compute_pointer self, std::size_t r, deadline due, std::function<void()> then, Ts&&... message) {
+void ask(compute_pointer self, std::size_t r, deadline due, std::function<void()> each, std::function<void()> then,
+         Ts&&... message) {
   watched_request<weight_set>(
     self, self->state.wiring.shards[r].shard, "the weights of route " + std::to_string(r), due,
     [=](weight_set& ws) {
       auto& s = self->state;
       if (auto problem = install(s, s.wiring.shards[r], ws); !problem.empty())
         return fail_phase(self, make_error(errc::bad_request, problem));
+      if (each)
+        each();
       if (--s.answers_missing == 0)
         then();
     },
@@ -226,13 +240,16 @@ void ask(compute_pointer self, std::size_t r, deadline due, std::function<void()
 void next_training_batch(compute_pointer self);
 void fetch_training_batch(compute_pointer self);
 void next_stand_in_step(compute_pointer self);
+void stand_in_forward(compute_pointer self);
 
-// Every group of the step answered: the next step.
+// Every group of the step answered: the next step (a stand-in's forward has gone on group by
+// group already; it ends the phase here when no step is left).
 void step_answered(compute_pointer self) {
-  if (self->state.stand_in.active())
-    next_stand_in_step(self);
-  else
+  auto& st = self->state;
+  if (!st.stand_in.active())
     next_training_batch(self);
+  else if (st.stand_in_ended)
+    finish_phase(self);
 }
 
 void send_group(compute_pointer self, std::size_t g) {
@@ -253,7 +270,13 @@ void send_group(compute_pointer self, std::size_t g) {
     return st.on_gpu ? st.host_gradients[slot] : params[slot]->grad;
   });
   const auto due = push.due;
-  ask(self, group.shard, due, [=] { step_answered(self); }, push_atom::value, std::move(push));
+  std::function<void()> each;
+  if (st.stand_in.active())
+    each = [=] {  // this group's layers are current: the forward waiting on them goes on
+      self->state.stand_in_current[g] = 1;
+      stand_in_forward(self);
+    };
+  ask(self, group.shard, due, std::move(each), [=] { step_answered(self); }, push_atom::value, std::move(push));
 }
 
 void send_unsent(compute_pointer self) {
@@ -367,30 +390,72 @@ void fetch_training_batch(compute_pointer self) {
     next_atom::value);
 }
 
-// A stand-in's step: no batch, no arithmetic; the groups' timers (see "Stand-in" in the header).
+// A stand-in's step: no batch, no arithmetic; timers (see "Stand-in" in the header). Runs at
+// the phase's start and when the previous step's backward has ended (its last push left).
 void next_stand_in_step(compute_pointer self) {
   auto& st = self->state;
-  if (st.end_requested || st.stand_in_index >= st.wiring.batches_per_epoch)
-    return finish_phase(self);
+  if (st.end_requested || st.stand_in_index >= st.wiring.batches_per_epoch) {
+    st.stand_in_ended = true;
+    if (st.answers_missing == 0)
+      finish_phase(self);
+    return;  // else the last answer ends the phase (step_answered)
+  }
   const auto epoch = st.phase.epoch;
   st.header.samples = st.stand_in.samples;
   st.header.step = epoch * st.wiring.batches_per_epoch + st.stand_in_index;
   st.header.epoch_position = static_cast<double>(epoch)
                              + static_cast<double>(st.stand_in_index)
                                  / static_cast<double>(std::max<std::int64_t>(1, st.wiring.batches_per_epoch));
-  st.answers_missing = st.wiring.groups.size();
-  const auto step = st.stand_in.step;
+  st.stand_in_segment = 0;
+  st.stand_in_backward = false;
+  stand_in_forward(self);
+}
+
+// The forward goes on: the next segment's timer when its group's weights are current, or
+// nothing (its answer calls this again); after the last segment, backward's timers: group g
+// final after (g + 1) / groups of backward's time (without overlap all at its end).
+void stand_in_forward(compute_pointer self) {
+  auto& st = self->state;
+  if (st.stand_in_timer || st.stand_in_backward || st.stand_in_ended)
+    return;
   const auto groups = st.wiring.groups.size();
+  const auto forward = st.stand_in.step / 3;
+  const auto n = static_cast<std::int64_t>(groups);
+  while (st.stand_in_segment < groups) {
+    const auto k = st.stand_in_segment;
+    if (!st.stand_in_current[groups - 1 - k])
+      return;  // waits for the weights of the layers this segment runs
+    const auto lasts = forward * static_cast<std::int64_t>(k + 1) / n - forward * static_cast<std::int64_t>(k) / n;
+    if (lasts.count() > 0) {
+      st.stand_in_timer = true;
+      self->delayed_send(self, lasts, stand_in_forward_atom::value, st.phases_begun, st.header.step, k);
+      return;
+    }
+    ++st.stand_in_segment;
+  }
+  st.stand_in_backward = true;
+  st.answers_missing = groups;
+  std::fill(st.stand_in_current.begin(), st.stand_in_current.end(), 0);
+  const auto backward = st.stand_in.step - forward;
   for (std::size_t g = 0; g < groups; ++g) {
-    // forward: the first third; backward: the rest, group g final after (g + 1) / groups of it
-    auto at = st.wiring.overlap ? step / 3 + (step - step / 3) * static_cast<std::int64_t>(g + 1)
-                                                / static_cast<std::int64_t>(groups)
-                                : step;
+    auto at = st.wiring.overlap ? backward * static_cast<std::int64_t>(g + 1) / n : backward;
     self->delayed_send(self, at, stand_in_atom::value, st.phases_begun, st.header.step, g);
   }
 }
 
-// Group g of the stand-in's step is final: push it; the last one ends the step's compute.
+// Segment k of the stand-in's forward is done: the next one.
+void stand_in_segment_done(compute_pointer self, std::uint64_t phase, std::int64_t step, std::size_t k) {
+  auto& st = self->state;
+  if (!st.busy || phase != st.phases_begun || step != st.header.step || k != st.stand_in_segment
+      || !st.stand_in_timer)
+    return;  // a timer of a phase that failed or ended
+  st.stand_in_timer = false;
+  ++st.stand_in_segment;
+  stand_in_forward(self);
+}
+
+// Group g of the stand-in's step is final: push it; the last one ends the step's backward,
+// and the next step's forward starts.
 void stand_in_group_due(compute_pointer self, std::uint64_t phase, std::int64_t step, std::size_t g) {
   auto& st = self->state;
   if (!st.busy || phase != st.phases_begun || step != st.header.step || g >= st.wiring.groups.size())
@@ -405,13 +470,14 @@ void stand_in_group_due(compute_pointer self, std::uint64_t phase, std::int64_t 
     self->send(st.wiring.metrics,
                batch_report{st.wiring.worker, st.phase.epoch, index, st.wiring.batches_per_epoch,
                             st.stand_in.samples, 0, 0.0, st.learning_rate, st.replica->top_k(), 0});
+  next_stand_in_step(self);
 }
 
 void pull_all(compute_pointer self, std::function<void()> then) {
   self->state.answers_missing = self->state.wiring.shards.size();
   const auto due = request_due(self->state);
   for (std::size_t r = 0; r < self->state.wiring.shards.size(); ++r)
-    ask(self, r, due, then, pull_atom::value, due);
+    ask(self, r, due, nullptr, then, pull_atom::value, due);
 }
 
 // An adopted compute's first weights: every route's weights before the step in flight. Each
@@ -637,15 +703,21 @@ compute_self_actor::behavior_type compute(compute_pointer self, std::shared_ptr<
       if (!begin_phase(self, epoch, false, due))
         return caf::delegated<phase_report>();
       if (self->state.stand_in.active()) {
-        self->state.stand_in_index = 0;
+        auto& st = self->state;
+        st.stand_in_index = 0;
+        st.stand_in_timer = st.stand_in_ended = false;
+        st.stand_in_current.assign(st.wiring.groups.size(), 1);  // the weights are pulled, or the
+                                                                  // last phase's answers all came
         auto start = [=] { next_stand_in_step(self); };
-        if (self->state.have_weights)
+        if (self->state.have_weights) {
+          st.answers_missing = 0;  // a failed phase's answers are dropped
           start();
-        else
+        } else {
           pull_all(self, [=] {
             self->state.have_weights = true;
             start();
           });
+        }
         return caf::delegated<phase_report>();
       }
       self->send(self->state.wiring.train_loader, epoch_atom::value, epoch);
@@ -672,6 +744,9 @@ compute_self_actor::behavior_type compute(compute_pointer self, std::shared_ptr<
     [=](watchdog_atom) { check_pending(self); },
     [=](stand_in_atom, std::uint64_t phase, std::int64_t step, std::size_t g) {
       stand_in_group_due(self, phase, step, g);
+    },
+    [=](stand_in_forward_atom, std::uint64_t phase, std::int64_t step, std::size_t k) {
+      stand_in_segment_done(self, phase, step, k);
     },
     [=](snapshot_atom) { return snapshot_replica(self); },
     [=](position_atom) { return self->state.latest_train_epoch; },

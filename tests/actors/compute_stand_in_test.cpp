@@ -4,7 +4,8 @@
 // A recording shard answers pushes and pulls; a recording loader shows it is never asked (no
 // batch, so no forward pass and no activation). The gradients pushed have the model's shapes,
 // are not constant, change with the step and equal what stand_in_gradients gives for (seed,
-// worker, step, slot). ctest runs each case alone.
+// worker, step, slot). The next step's forward waits, segment by segment, for the weights of
+// the layers it runs (a shard that holds its answers shows it). ctest runs each case alone.
 #define CAF_SUITE compute_stand_in
 #define CAF_TEST_UNIT_TEST_IMPL
 
@@ -29,20 +30,35 @@ struct shard_probe {
   std::vector<gradient_push> pushes;
   int pulls = 0;
   bool wrong_shape = false;  // answer pushes with weights of the wrong shape
+  bool hold = false;         // keep push answers until the test delivers them
+  struct held_answer {
+    std::size_t key;
+    caf::typed_response_promise<weight_set> promise;
+    weight_set weights;
+  };
+  std::vector<held_answer> held;
 };
+
+// A recording shard also takes (release_atom, key): it answers the held push of that key.
+using release_atom = caf::atom_constant<caf::atom("release")>;
+using recording_shard_actor = push_target_actor::extend<caf::reacts_to<release_atom, std::size_t>>;
 
 // Answers a pull with every key's weights (the model's shapes, zeros) and a push with the
 // pushed keys' weights; records the pushes.
-push_target_actor::behavior_type recording_shard(push_target_actor::pointer, std::shared_ptr<shard_probe> probe,
+recording_shard_actor::behavior_type recording_shard(recording_shard_actor::pointer self, std::shared_ptr<shard_probe> probe,
                                                  std::vector<shape_t> shapes) {
   return {
-    [=](push_atom, gradient_push& push) {
+    [=](push_atom, gradient_push& push) -> caf::result<weight_set> {
       weight_set ws;
       ws.keys = push.keys;
       for (auto k : push.keys)
         ws.weights.push_back(tensor(probe->wrong_shape ? shape_t{1, 2, 3} : shapes[k]));
+      const auto key = push.keys.front();
       probe->pushes.push_back(std::move(push));
-      return ws;
+      if (!probe->hold)
+        return ws;
+      probe->held.push_back({key, self->make_response_promise<weight_set>(), std::move(ws)});
+      return caf::delegated<weight_set>();  // the test delivers it (deliver_held)
     },
     [=](pull_atom, deadline) {
       ++probe->pulls;
@@ -52,6 +68,13 @@ push_target_actor::behavior_type recording_shard(push_target_actor::pointer, std
         ws.weights.push_back(tensor(shapes[k]));
       }
       return ws;
+    },
+    [=](release_atom, std::size_t key) {
+      auto at = std::find_if(probe->held.begin(), probe->held.end(), [&](const auto& h) { return h.key == key; });
+      if (at == probe->held.end())
+        return;
+      at->promise.deliver(std::move(at->weights));
+      probe->held.erase(at);
     },
   };
 }
@@ -115,6 +138,8 @@ struct stand_in_fixture : test_coordinator_fixture<> {
   std::vector<shape_t> shapes;
   std::size_t groups = 0;
   std::vector<caf::actor> spawned;
+  caf::actor_clock::time_point begin = sched.clock().current_time;
+  recording_shard_actor shard_actor;
 
   ~stand_in_fixture() override {
     for (auto& a : spawned)
@@ -139,7 +164,8 @@ struct stand_in_fixture : test_coordinator_fixture<> {
     for (std::size_t k = groups; k-- > 0;)
       w.groups.push_back(push_group{0, {k}, shape_numel(shapes[k])});
     auto s = sys.spawn(recording_shard, shard, shapes);
-    route.shard = s;
+    shard_actor = s;
+    route.shard = caf::actor_cast<push_target_actor>(s);
     w.shards = {route};
     auto l = sys.spawn(recording_loader, loader);
     w.train_loader = w.validation_loader = l;
@@ -157,6 +183,29 @@ struct stand_in_fixture : test_coordinator_fixture<> {
     consume_messages();
   }
 
+  // Runs every timer due up to `t` after the fixture started, each at its own time (timers
+  // that timers set included: the forward's segments chain), then sets the clock to `t`.
+  void run_until(caf::timespan t) {
+    auto& clock = sched.clock();
+    const auto target = begin + t;
+    consume_messages();
+    while (clock.has_pending_timeout() && clock.schedule().begin()->first <= target) {
+      sched.trigger_timeout();
+      consume_messages();
+    }
+    if (clock.current_time < target)
+      sched.advance_time(target - clock.current_time);
+    consume_messages();
+  }
+
+  // Answers the held push of `key` (the shard holds them: shard_probe::hold).
+  void deliver_held(std::size_t key) {
+    const auto before = shard->held.size();
+    caf::anon_send(shard_actor, release_atom::value, key);
+    consume_messages();
+    CAF_REQUIRE_EQUAL(shard->held.size() + 1, before);
+  }
+
   // When group g (0-based, in push order) of a step is due, from the step's start.
   caf::timespan due(std::size_t g) const {
     return step_time / 3 + (step_time - step_time / 3) * static_cast<std::int64_t>(g + 1)
@@ -169,27 +218,24 @@ struct stand_in_fixture : test_coordinator_fixture<> {
 CAF_TEST_FIXTURE_SCOPE(compute_stand_in_tests, stand_in_fixture)
 
 // Each group leaves when its timer fires, not before; the step's batch report comes with the
-// last one; the next step starts only once every group is answered; two steps end the phase.
+// last one; the next step's forward starts then (every answer is in at once here); two steps
+// end the phase.
 CAF_TEST(pushes_leave_on_their_timers_and_the_loader_is_never_asked) {
   start();
   CAF_REQUIRE_EQUAL(shard->pulls, 1);  // the weights first
   CAF_CHECK_EQUAL(shard->pushes.size(), 0u);
   for (std::int64_t step = 0; step < 2; ++step) {
     const auto before = shard->pushes.size();
-    caf::timespan now{0};
     for (std::size_t g = 0; g < groups; ++g) {
-      advance_time(due(g) - now - caf::timespan{1});  // a nanosecond early: not yet
-      consume_messages();
+      run_until(step * step_time + due(g) - caf::timespan{1});  // a nanosecond early: not yet
       CAF_REQUIRE_EQUAL(shard->pushes.size(), before + g);
-      advance_time(caf::timespan{1});
-      consume_messages();
-      now = due(g);
+      run_until(step * step_time + due(g));
       CAF_REQUIRE_EQUAL(shard->pushes.size(), before + g + 1);
       CAF_CHECK_EQUAL(shard->pushes.back().step, step);
       CAF_CHECK_EQUAL(shard->pushes.back().keys, (std::vector<std::size_t>{groups - 1 - g}));
       CAF_CHECK_EQUAL(metrics->batches.size(), static_cast<std::size_t>(step + (g + 1 == groups ? 1 : 0)));
     }
-    CAF_CHECK_EQUAL(now, step_time);
+    CAF_CHECK_EQUAL(due(groups - 1), step_time);
   }
   CAF_REQUIRE(result->answered);
   CAF_REQUIRE(!result->error);
@@ -202,19 +248,70 @@ CAF_TEST(pushes_leave_on_their_timers_and_the_loader_is_never_asked) {
 // Without overlap nothing leaves before the step's time is up, and then every group at once.
 CAF_TEST(without_overlap_every_push_leaves_when_the_step_time_is_up) {
   start(false);
-  advance_time(step_time - caf::timespan{1});
-  consume_messages();
+  run_until(step_time - caf::timespan{1});
   CAF_CHECK_EQUAL(shard->pushes.size(), 0u);
   CAF_CHECK(metrics->batches.empty());
-  advance_time(caf::timespan{1});
-  consume_messages();
+  run_until(step_time);
   CAF_CHECK_EQUAL(shard->pushes.size(), groups);
   CAF_CHECK_EQUAL(metrics->batches.size(), 1u);
-  advance_time(step_time);
-  consume_messages();
+  run_until(2 * step_time);
   CAF_REQUIRE(result->answered);
   CAF_CHECK(!result->error);
   CAF_CHECK_EQUAL(shard->pushes.size(), 2 * groups);
+}
+
+// The next step's forward waits for the first layers' weights (key 0, pushed last by backward):
+// with every other answer in, nothing of step 1 leaves however long it waits; once key 0 is
+// answered, the whole forward runs and step 1's first push leaves a step's due(0) later.
+CAF_TEST(the_next_forward_waits_for_the_first_layers_weights) {
+  shard->hold = true;
+  start();
+  run_until(step_time);
+  CAF_REQUIRE_EQUAL(shard->pushes.size(), groups);
+  CAF_REQUIRE_EQUAL(shard->held.size(), groups);
+  for (std::size_t k = 1; k < groups; ++k)
+    deliver_held(k);
+  run_until(10 * step_time);
+  CAF_CHECK_EQUAL(shard->pushes.size(), groups);  // step 1's forward waits on key 0
+  deliver_held(0);
+  run_until(10 * step_time + due(0) - caf::timespan{1});
+  CAF_CHECK_EQUAL(shard->pushes.size(), groups);
+  run_until(10 * step_time + due(0));
+  CAF_REQUIRE_EQUAL(shard->pushes.size(), groups + 1);
+  CAF_CHECK_EQUAL(shard->pushes.back().step, 1);
+  // the phase ends only once step 1's answers are in
+  run_until(12 * step_time);
+  CAF_CHECK_EQUAL(shard->pushes.size(), 2 * groups);
+  CAF_CHECK(!result->answered);
+  for (std::size_t k = 0; k < groups; ++k)
+    deliver_held(k);
+  CAF_REQUIRE(result->answered);
+  CAF_REQUIRE(!result->error);
+  CAF_CHECK_EQUAL(result->report.samples, 2 * samples);
+}
+
+// The forward runs the segments whose weights are in before waiting: with only key 1 (the
+// second layers) missing, the first segment runs at once, and the rest of the forward, once
+// key 1 is answered, takes what is left of the forward's time.
+CAF_TEST(the_forward_runs_up_to_the_first_layer_still_missing) {
+  shard->hold = true;
+  start();
+  run_until(step_time);
+  CAF_REQUIRE_EQUAL(shard->held.size(), groups);
+  for (std::size_t k = 0; k < groups; ++k)
+    if (k != 1)
+      deliver_held(k);
+  run_until(10 * step_time);
+  CAF_CHECK_EQUAL(shard->pushes.size(), groups);
+  deliver_held(1);
+  const auto forward = step_time / 3;
+  const auto n = static_cast<std::int64_t>(groups);
+  const auto first_push = forward - forward / n + (step_time - forward) / n;  // segments 1.. and backward's first share
+  run_until(10 * step_time + first_push - caf::timespan{1});
+  CAF_CHECK_EQUAL(shard->pushes.size(), groups);
+  run_until(10 * step_time + first_push);
+  CAF_REQUIRE_EQUAL(shard->pushes.size(), groups + 1);
+  CAF_CHECK(first_push < due(0));  // the first segment ran while key 1 was missing
 }
 
 // Every pushed gradient has its parameter's shape, is not constant, equals what
@@ -222,10 +319,7 @@ CAF_TEST(without_overlap_every_push_leaves_when_the_step_time_is_up) {
 // differs between the two steps.
 CAF_TEST(gradients_have_the_model_shapes_and_reproducible_varying_values) {
   start();
-  advance_time(2 * step_time);
-  consume_messages();
-  advance_time(2 * step_time);
-  consume_messages();
+  run_until(4 * step_time);
   CAF_REQUIRE(result->answered);
   CAF_REQUIRE_EQUAL(shard->pushes.size(), 2 * groups);
   stand_in_gradients expected(shapes, seed, worker);
@@ -265,8 +359,7 @@ CAF_TEST(gradients_have_the_model_shapes_and_reproducible_varying_values) {
 CAF_TEST(answered_weights_are_installed_and_checked) {
   shard->wrong_shape = true;
   start();
-  advance_time(step_time);
-  consume_messages();
+  run_until(step_time);
   CAF_REQUIRE(result->answered);
   CAF_REQUIRE(result->error);
   CAF_CHECK(troupe_code(result->error) == errc::bad_request);

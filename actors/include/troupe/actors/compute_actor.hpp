@@ -15,7 +15,8 @@
 //                                                 flight (backup workers: the others are done)
 // Internally (the spawned actor's own type, compute_actor.cpp, never handed out) it also
 // sends itself (watchdog_atom: the check that no request has waited longer than its timeout,
-// below) and, as a stand-in, (stand_in_atom, phase, step, group): a push group's timer (below).
+// below) and, as a stand-in, (stand_in_atom, phase, step, group): a push group's timer, and
+// (stand_in_forward_atom, phase, step, segment): a forward segment's (below).
 // Sends (batch_report) to the metrics actor after every training batch. Both reports carry
 // top-k counts when the replica counts them (model::set_top_k; the node part sets the job's).
 //
@@ -69,15 +70,19 @@
 // host-to-device copy per key). The copies are synchronous and from pageable memory.
 //
 // Stand-in (compute_spawn_options::stand_in, for benchmarks of the communication): the actor
-// computes nothing. A training step takes `step` of the clock: after a third of it (forward)
-// the push groups leave one by one, evenly over the remaining two thirds (backward, in the
-// groups' order; without overlap all at the end), each triggered by a timer (delayed_send, so
-// no thread busy-waits or sleeps). Its gradients have the model's shapes and pseudo-random
-// values fixed by (seed, worker, step, parameter) (stand_in_gradients.hpp); the weights that
-// come back are installed as in training, and the next step starts once every group is
-// answered. The loaders are never asked (no batch is built; no activation is allocated); a
-// step counts `samples` samples and reports a zero loss. Validation answers at once with no
-// samples.
+// computes nothing. A training step takes `step` of the clock, on timers (delayed_send, so no
+// thread busy-waits or sleeps): a third of it forward, the rest backward. The forward runs in
+// one segment per push group, in forward order (the last group first), each a 1/groups share
+// of the forward's time, and a segment starts only once its group's weights of the previous
+// step are installed: as a device whose forward waits per layer for its weights (MXNet's
+// dependency engine does this), so answers that come first layers first (priority) let the
+// next forward start before the last layers' weights are back. After the forward the push
+// groups leave one by one, evenly over backward's time (in the groups' order; without overlap
+// all at its end), and the next step's forward starts when the last has left. Its gradients
+// have the model's shapes and pseudo-random values fixed by (seed, worker, step, parameter)
+// (stand_in_gradients.hpp). The loaders are never asked (no batch is built; no activation is
+// allocated); a step counts `samples` samples and reports a zero loss. Validation answers at
+// once with no samples. A real compute still starts a step only once every group is answered.
 //
 // Keys that are whole parameters travel by handle both ways. A parameter cut into slices is
 // pushed as views of the gradient buffer (no copy) and its answered slices are copied into the

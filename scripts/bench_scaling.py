@@ -3,6 +3,8 @@
 
 usage: troupe bench scaling --model M --link RATE[,LATENCY] --workers 1,2,4,8 --servers S|equal|colocated
                             --compute-ms T [--batch 32] [--steps 10] [--epochs 3] [--no-priority]
+                            [--compression C] [--computes-per-worker N] [--topology bsp|async]
+                            [--epoch-examples E]
 
 Every row is one BSP cluster run (scheduler, S servers, W workers: `troupe node`), each node on an emulated
 host of its own (scripts/emulated_hosts.py: a network namespace, the link shaped with tc tbf at RATE both
@@ -11,6 +13,13 @@ model's real shapes (`--compute-stand-in-ms`). `--servers equal`: as many server
 their own; a number: that many server hosts; `colocated`: server i on worker i's host (as many as workers).
 `--no-priority`: the links write pushes and answers in backward's order (cluster.priority = false), to compare
 with the default, first layers first (docs/protocol.md, "Priority").
+`--computes-per-worker N`: N stand-in computes (devices) on each worker host, summed on the host before
+they push, as MXNet's kvstore sums a machine's GPUs: `hierarchical(machines = W)` under `--topology bsp`
+(dist_sync), and under `--topology async` (dist_async) the host's sum pushed straight to the shards, which
+answer each host on its own (the local_sync route set of examples/fashion_local_sync.troupe); with N = 1,
+async is the `async` preset. A host's bytes per step are the model's either way.
+`--epoch-examples E`: also print, per row, the time and the bytes per node of an epoch of E examples
+(E / (W * N * batch) steps, rounded up), the measured step scaled, beside the arithmetic.
 
 The physical limit of a parameter-server step, with M the model's bytes and B the link's rate per
 direction: every worker pushes M and pulls M (at once: links are full duplex), every server takes in
@@ -29,6 +38,7 @@ line is `scaling/floor: R`, the worst ratio max(compute, floor) / step over the 
 Needs root (namespaces, tc): refuses otherwise, saying so (exit 77).
 """
 import argparse
+import math
 import os
 import re
 import statistics
@@ -44,6 +54,7 @@ import emulated_hosts  # noqa: E402
 MODELS = {
     "resnet-50": ("resnet(layers = 50)", (3, 224, 224), 1000),
     "vgg-16": ("vgg(layers = 16)", (3, 224, 224), 1000),
+    "vgg-16-cifar": ("vgg(layers = 16)", (3, 32, 32), 10),
     "inception-bn": ("inception_bn", (3, 224, 224), 1000),
     "resnet-110": ("resnet(layers = 110)", (3, 32, 32), 10),
     "lenet": ("lenet", (1, 28, 28), 10),
@@ -162,19 +173,32 @@ def model_bytes_of(troupe, config):
     return 4 * int(m.group(1))
 
 
+def topology_text(topology, hosts, per_host):
+    """The config's topology statement for `hosts` worker hosts of `per_host` computes each (module
+    docstring): bsp or async, summed per host when a host has several computes."""
+    if per_host == 1:
+        return topology
+    if topology == "bsp":
+        return f"hierarchical(machines = {hosts})"
+    return (f"dist_async(machines = {hosts}) {{ loader -> compute  compute -> aggregate(machine) -> shard  "
+            f"shard -> aggregate(machine) }}")
+
+
 def write_config(path, args, workers, servers):
     line, shape, classes = MODELS[args.model]
-    examples = args.batch * workers * args.steps
+    computes = workers * args.computes_per_worker
+    examples = args.batch * computes * args.steps
     with open(path, "w") as f:
-        f.write(f"# troupe bench scaling: {args.model}, {workers} worker(s), {servers} server(s)\n"
-                f"cluster   {{ servers = {servers}  workers = {workers}  server_nodes = {servers}"
+        f.write(f"# troupe bench scaling: {args.model}, {workers} worker host(s) of {args.computes_per_worker} "
+                f"compute(s), {servers} server(s)\n"
+                f"cluster   {{ servers = {servers}  workers = {computes}  server_nodes = {servers}"
                 f"  worker_nodes = {workers}{'  priority = false' if args.no_priority else ''} }}\n"
                 f"data      train = synthetic(shape = [{', '.join(map(str, shape))}], classes = {classes}, "
                 f"examples = {examples}, batch = {args.batch})\n"
                 f"model     {line}\n"
                 f"optimizer sgd(lr = 0.001, momentum = 0.9)\n"
                 f"schedule  constant(warmup = 0)\n"
-                f"topology  bsp\n"
+                f"topology  {topology_text(args.topology, workers, args.computes_per_worker)}\n"
                 f"train     {{ epochs = {args.epochs}  display = 0  threads = 1  eval_every = 0 }}\n")
 
 
@@ -257,7 +281,8 @@ def run_row(args, troupe, link, workers, workdir):
         return statistics.mean(vals) / args.steps if vals else float("nan")
 
     return {"workers": workers, "servers": servers, "colocated": colocated, "step_s": step_s,
-            "samples_s": workers * args.batch / step_s, "compute_s": args.compute_ms / 1000.0,
+            "samples_s": workers * args.computes_per_worker * args.batch / step_s,
+            "compute_s": args.compute_ms / 1000.0,
             "host_cpu": host_cpu, "nodes_cpu": nodes_cpu, "rss_mib": rss / 1024.0,
             "worker_tx": per_step("worker", 1), "worker_rx": per_step("worker", 0),
             "server_rx": per_step("server", 0), "server_tx": per_step("server", 1)}
@@ -277,25 +302,39 @@ def mib(x):
     return f"{x / 2 ** 20:.1f}"
 
 
+def epoch_steps(examples, workers, per_host, batch):
+    """Steps of an epoch of `examples` examples: every compute takes `batch` per step."""
+    return math.ceil(examples / (workers * per_host * batch))
+
+
 def print_table(args, link, model_bytes, rows, worst):
+    per_host = f", {args.computes_per_worker} computes per worker host" if args.computes_per_worker > 1 else ""
     print(f"model {args.model}: {mib(model_bytes)} MiB; link {link} per direction; stand-in {args.compute_ms:g} ms "
-          f"per batch of {args.batch}; servers {args.servers}; compression {args.compression}; {args.steps} steps "
-          f"per epoch, median of epochs 1..{args.epochs - 1}; priority {'off (backward order)' if args.no_priority else 'on (forward order)'}")
+          f"per batch of {args.batch}; servers {args.servers}; topology {args.topology}{per_host}; compression "
+          f"{args.compression}; {args.steps} steps per epoch, median of epochs 1..{args.epochs - 1}; priority "
+          f"{'off (backward order)' if args.no_priority else 'on (forward order)'}")
+    epoch = args.epoch_examples is not None
     print("| workers | servers | samples/s | speed-up | efficiency | step ms | max(compute, floor) ms | ratio | "
-          "worker MiB/step tx, rx (expected) | server MiB/step rx, tx (expected) | host CPU (nodes) | worker RSS MiB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "worker MiB/step tx, rx (expected) | server MiB/step rx, tx (expected) | host CPU (nodes) | worker RSS MiB |"
+          + (f" epoch of {args.epoch_examples} s | server GiB/epoch rx + tx (expected) |" if epoch else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if epoch else ""))
     for r in rows:
-        w_exp, s_exp = expected_bytes_per_step(model_bytes, r["workers"], r["servers"])
+        w_bytes, s_bytes = expected_bytes_per_step(model_bytes, r["workers"], r["servers"])
         push, answer = args.push_share, args.answer_share
-        w_exp = f"{mib(w_exp * push)}" + ("" if push == answer else f", {mib(w_exp * answer)}")
-        s_exp = f"{mib(s_exp * push)}" + ("" if push == answer else f", {mib(s_exp * answer)}")
+        w_exp = f"{mib(w_bytes * push)}" + ("" if push == answer else f", {mib(w_bytes * answer)}")
+        s_exp = f"{mib(s_bytes * push)}" + ("" if push == answer else f", {mib(s_bytes * answer)}")
         mark = " CPU-bound" if r["cpu_bound"] else ""
+        extra = ""
+        if epoch:
+            n = epoch_steps(args.epoch_examples, r["workers"], args.computes_per_worker, args.batch)
+            extra = (f" {r['step_s'] * n:.0f} | {(r['server_rx'] + r['server_tx']) * n / 2 ** 30:.1f} "
+                     f"({s_bytes * (push + answer) * n / 2 ** 30:.1f}) |")
         print(f"| {r['workers']} | {r['servers']}{' colocated' if r['colocated'] else ''} | {r['samples_s']:.1f} | "
               f"{r['speedup']:.2f} | {r['efficiency']:.2f} | {r['step_s'] * 1e3:.0f} | "
               f"max({r['compute_s'] * 1e3:.0f}, {r['floor_s'] * 1e3:.0f}) = {r['bound_s'] * 1e3:.0f} | "
               f"{r['ratio']:.2f} | {mib(r['worker_tx'])}, {mib(r['worker_rx'])} ({w_exp}) | "
               f"{mib(r['server_rx'])}, {mib(r['server_tx'])} ({s_exp}) | {r['host_cpu'] * 100:.0f}% ({r['nodes_cpu'] * 100:.0f}%){mark} | "
-              f"{r['rss_mib']:.0f} |")
+              f"{r['rss_mib']:.0f} |{extra}")
     print(f"(over every row, CPU-bound ones included: {min(r['ratio'] for r in rows):.2f})")
     print(f"scaling/floor: {worst:.2f}" if worst is not None else "scaling/floor: n/a (every row CPU-bound)")
 
@@ -318,7 +357,17 @@ def parse_args(argv):
                         "the floor and the expected bytes count the encoded sizes")
     p.add_argument("--no-priority", action="store_true", help="links write pushes and answers in backward's "
                    "order, not first layers first (cluster.priority = false)")
+    p.add_argument("--computes-per-worker", type=int, default=1,
+                   help="stand-in computes (devices) per worker host, summed on the host (default 1)")
+    p.add_argument("--topology", default="bsp", choices=("bsp", "async"),
+                   help="bsp (dist_sync) or async (dist_async) between worker hosts (default bsp)")
+    p.add_argument("--epoch-examples", type=int, default=None,
+                   help="also print the time and the server bytes of an epoch of this many examples")
     args = p.parse_args(argv)
+    if not 1 <= args.computes_per_worker <= 16:
+        p.error(f"--computes-per-worker {args.computes_per_worker}: 1 to 16")
+    if args.epoch_examples is not None and args.epoch_examples < 1:
+        p.error(f"--epoch-examples {args.epoch_examples}: at least 1")
     try:
         args.push_share, args.answer_share = compression_shares(args.compression)
     except ValueError as e:

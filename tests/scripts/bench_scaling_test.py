@@ -10,8 +10,9 @@ usage: bench_scaling_test.py arithmetic
               --no-priority's line in the config every node reads
   run         `troupe bench scaling` with a tiny model (mlp), 1 and 2 workers on emulated 1 Gbit hosts,
               2 short epochs: a table of two rows and `scaling/floor:` last; the bytes each worker and
-              server moved per step equal the arithmetic within the frames' overhead; nothing of the
-              emulated hosts is left. Skipped (77) without root; without root the bench refuses, saying so
+              server moved per step equal the arithmetic within the frames' overhead; then 2 hosts of 2
+              computes each, async, servers colocated: every compute's samples count and a host pushes
+              the model's bytes once per step; nothing of the emulated hosts is left. Skipped (77) without root; without root the bench refuses, saying so
 """
 import math
 import os
@@ -88,7 +89,12 @@ def check_arithmetic():
                        (["--model", "mlp", "--link", "1gbit", "--compute-ms", "1", "--compression", "3bit"],
                         "--compression"),
                        (["--model", "mlp", "--link", "1gbit", "--compute-ms", "1", "--compression", "fp16:2"],
-                        "--compression")):
+                        "--compression"),
+                       (["--model", "mlp", "--link", "1gbit", "--compute-ms", "1", "--computes-per-worker", "0"],
+                        "--computes-per-worker"),
+                       (["--model", "mlp", "--link", "1gbit", "--compute-ms", "1", "--topology", "ring"], "--topology"),
+                       (["--model", "mlp", "--link", "1gbit", "--compute-ms", "1", "--epoch-examples", "0"],
+                        "--epoch-examples")):
         run = subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "scripts", "bench_scaling.py")] + argv,
                              capture_output=True, text=True, timeout=60)
         if run.returncode != 2 or says not in run.stderr:
@@ -113,7 +119,28 @@ def check_arithmetic():
             cluster = next(l for l in open(os.path.join(tmp, "c.troupe")) if l.startswith("cluster"))
             if (want is None and "priority" in cluster) or (want is not None and want not in cluster):
                 fail(f"{argv}: the config's cluster line is {cluster!r}")
-    print("ok: arithmetic: floors, bytes, judgement, parsing, refusals and --no-priority")
+    # Several computes per host: summed on the host (dist_sync: hierarchical; dist_async: the host's sum
+    # pushed straight to the shards, answered per host); one compute per host: the preset itself.
+    if bs.topology_text("bsp", 3, 1) != "bsp" or bs.topology_text("async", 3, 1) != "async":
+        fail("one compute per host must use the bsp and async presets")
+    if bs.topology_text("bsp", 3, 2) != "hierarchical(machines = 3)":
+        fail(f"bsp with 2 computes per host: {bs.topology_text('bsp', 3, 2)}")
+    routes = bs.topology_text("async", 3, 2)
+    for want in ("(machines = 3)", "compute -> aggregate(machine) -> shard", "shard -> aggregate(machine)"):
+        if want not in routes:
+            fail(f"async with 2 computes per host: {routes!r} lacks {want!r}")
+    with tempfile.TemporaryDirectory() as tmp:
+        args = bs.parse_args(["--model", "mlp", "--link", "1gbit", "--compute-ms", "1", "--computes-per-worker", "2",
+                              "--steps", "5"])
+        bs.write_config(os.path.join(tmp, "c.troupe"), args, 3, 3)
+        text = open(os.path.join(tmp, "c.troupe")).read()
+        for want in ("workers = 6", "worker_nodes = 3", "examples = 960"):  # 6 computes x 32 x 5 steps
+            if want not in text:
+                fail(f"2 computes on each of 3 hosts: the config lacks {want!r}:\n{text}")
+    # an epoch of E examples: every compute takes a batch per step
+    if bs.epoch_steps(50000, 3, 1, 32) != 521 or bs.epoch_steps(96, 3, 1, 32) != 1 or bs.epoch_steps(1000, 2, 2, 32) != 8:
+        fail("epoch steps")
+    print("ok: arithmetic: floors, bytes, judgement, parsing, refusals, --no-priority and computes per host")
 
 
 def check_run(troupe):
@@ -150,10 +177,30 @@ def check_run(troupe):
                                 ("server rx", s_rx, s_exp), ("server tx", s_tx, s_exp)):
             if not (want - 0.1 <= got <= want * 1.01 + 0.1):
                 fail(f"{workers} worker(s): {what} {got} MiB per step, expected {want}")
+    # two worker hosts of two computes each, servers on the workers' hosts, dist_async: the host's sum is
+    # what leaves it (the model's bytes per step), and every compute's samples count
+    run2 = subprocess.run([troupe, "bench", "scaling", "--model", "mlp", "--link", "1gbit", "--workers", "2",
+                           "--servers", "colocated", "--computes-per-worker", "2", "--topology", "async",
+                           "--compute-ms", "20", "--steps", "4", "--epochs", "2", "--epoch-examples", "1000"],
+                          capture_output=True, text=True, timeout=600)
+    if run2.returncode != 0:
+        fail(f"2 computes per host, async: exit {run2.returncode}: {run2.stdout[-2000:]}{run2.stderr[-2000:]}")
+    rows2 = [l for l in run2.stdout.splitlines() if re.match(r"\| \d+ \|", l)]
+    if len(rows2) != 1 or "topology async, 2 computes per worker host" not in run2.stdout:
+        fail(f"2 computes per host, async:\n{run2.stdout}")
+    cells = [c.strip() for c in rows2[0].strip("|").split("|")]
+    step_ms, samples_s = float(cells[5]), float(cells[2])
+    if not math.isclose(samples_s, 4 * 32 / (step_ms / 1000), rel_tol=0.02):
+        fail(f"samples/s {samples_s} is not 4 computes x 32 per {step_ms} ms step")
+    w_tx = float(re.fullmatch(r"([\d.]+), ([\d.]+) \(([\d.]+)\)", cells[8]).group(1))
+    if not model - 0.1 <= w_tx <= model * 1.01 + 0.1:
+        fail(f"a host of 2 computes pushed {w_tx} MiB per step, the model is {model} MiB")
+    if len(cells) != 14:
+        fail(f"--epoch-examples: expected 14 columns, got {len(cells)}: {rows2[0]}")
     left = set(emulated_hosts.leftovers()) - before
     if left:
         fail(f"left behind: {sorted(left)}")
-    print(f"ok: run: two rows, bytes per step as the arithmetic says, {lines[-1]}")
+    print(f"ok: run: two rows, bytes per step as the arithmetic says, {lines[-1]}; 2 computes per host, async")
     print("\n".join(lines[-5:]))
 
 

@@ -45,7 +45,7 @@ caf::result<bool> on_epoch_done(scheduler_actor self, std::int64_t epoch, deadli
   if (st.at != scheduler_phase::training || live_members(st) == 0)
     return true;  // nobody to ask
   auto promise = self->make_response_promise<bool>();
-  st.gathering = traffic_gathering{epoch, ++st.gatherings, {}, {}, promise};
+  st.gathering = traffic_gathering{epoch, ++st.gatherings, {}, {}, promise, {}};
   for (auto& m : st.members)
     if (!m.gone && m.node >= 0) {  // (a spare has no node, and moved nothing)
       st.gathering->asked.insert(m.node);

@@ -327,7 +327,10 @@ void on_tick(channel_pointer self) {
       leave(self);
     return;
   }
-  const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - st.last_received);
+  // Heard: the last whole frame, or the last bytes of one still arriving (a big frame on a
+  // slow link takes seconds, and the heartbeats queue behind it).
+  const auto heard = st.socket ? std::max(st.last_received, st.socket->last_bytes_at()) : st.last_received;
+  const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - heard);
   if (silent >= st.options->connection_timeout)
     return close_link(self, make_error(errc::peer_down, "no frame from " + st.peer_name + " for "
                                                           + std::to_string(silent.count()) + " ms"),

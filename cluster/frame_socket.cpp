@@ -169,6 +169,7 @@ void frame_socket::start(caf::actor owner, std::size_t max_payload, std::shared_
     std::lock_guard<std::mutex> lock(mutex_);
     order_ = order;
   }
+  note_bytes();
   writer_ = std::thread([this] {
     ::pthread_setname_np(::pthread_self(), "troupe.write");  // as profilers and top show it
     write_loop();
@@ -178,6 +179,8 @@ void frame_socket::start(caf::actor owner, std::size_t max_payload, std::shared_
     read_loop(std::move(owner), max_payload, std::move(pool));
   });
 }
+
+void frame_socket::note_bytes() { last_bytes_.store(std::chrono::steady_clock::now().time_since_epoch().count()); }
 
 void frame_socket::read_loop(caf::actor owner, std::size_t max_payload, std::shared_ptr<receive_pool> pool) {
   auto closed = [&](int status, const char* when) {
@@ -203,9 +206,15 @@ void frame_socket::read_loop(caf::actor owner, std::size_t max_payload, std::sha
       }
       return closed(0, "");
     }
+    note_bytes();
     auto payload = pool->acquire(announced.payload_bytes);
-    if (const int status = read_exactly(fd_, payload->data(), payload->size()); status != 1)
-      return closed(status, " in the middle of a frame");
+    for (std::size_t at = 0; at < payload->size();) {
+      const auto piece = std::min(read_piece_bytes, payload->size() - at);
+      if (const int status = read_exactly(fd_, payload->data() + at, piece); status != 1)
+        return closed(status, " in the middle of a frame");
+      at += piece;
+      note_bytes();
+    }
     caf::anon_send(owner, frame_in_atom::value, received_payload{std::move(payload)});
   }
 }

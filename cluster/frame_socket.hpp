@@ -21,11 +21,17 @@
 // waits for little more than the frame being written. A frame begun is always finished.
 //
 // Copies per tensor: none in user space either way (the kernel's own copy remains).
-// Thread-safety: send() and close() from any thread.
+//
+// Liveness: the reader reads a payload in pieces of at most read_piece_bytes and notes the
+// time of every piece (last_bytes_at), so a peer whose one big frame takes longer than a
+// connection timeout to arrive (a whole model answered at 1 Gbit: seconds) is seen to be
+// alive while its bytes come, not only when the frame is complete.
+// Thread-safety: send(), close() and last_bytes_at() from any thread.
 //
 // Private to the cluster layer.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -62,6 +68,10 @@ enum class write_order { fifo, by_rank };
 /// by_rank: the most bytes of frames one system call writes, unless one frame is bigger: at
 /// 1 Gbit a frame queued behind such a batch waits about 2 ms.
 constexpr std::size_t ranked_batch_bytes = std::size_t{256} << 10;
+
+/// The most bytes one read of a payload waits for (about 8 ms at 1 Gbit; at loopback speeds a
+/// system call per MiB costs ~1% of the copy).
+constexpr std::size_t read_piece_bytes = std::size_t{1} << 20;
 
 class frame_socket {
 public:
@@ -113,9 +123,16 @@ public:
   /// written yet. The threads end on their own; the destructor joins them.
   void close();
 
+  /// When the reader last got bytes from the peer (a header or a piece of a payload); the
+  /// time start() was called before any came.
+  std::chrono::steady_clock::time_point last_bytes_at() const {
+    return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(last_bytes_.load()));
+  }
+
 private:
   void read_loop(caf::actor owner, std::size_t max_payload, std::shared_ptr<receive_pool> pool);
   void write_loop();
+  void note_bytes();  // the reader got bytes now (last_bytes_at)
 
   const int fd_;
   std::string peer_;
@@ -127,6 +144,7 @@ private:
   int holds_ = 0;
   bool closed_ = false;
   std::thread reader_, writer_;
+  std::atomic<std::chrono::steady_clock::rep> last_bytes_{0};
 };
 
 /// A listening TCP socket, bound at once (so a port in use is the caller's error right away),

@@ -274,6 +274,49 @@ TEST_CASE("a peer that closes in the middle of a frame is reported as such", "[c
   CHECK(h.text.find("in the middle of a frame") != std::string::npos);
 }
 
+// A frame still arriving counts as hearing from the peer: its bytes move last_bytes_at, piece by
+// piece, long before the frame is whole (a channel's connection timeout reads it).
+TEST_CASE("the bytes of a frame still arriving count as heard from the peer", "[cluster][socket]") {
+  caf::actor_system_config config;
+  caf::actor_system system{config};
+  caf::scoped_actor self{system};
+  accepting server;
+  const int raw = plain_client(server.listener->port());
+  auto served = server.accepted();
+  served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(64 << 20));
+  std::vector<char> frame;
+  append_frame(frame_number(4, 9), frame);  // the 40 MiB key
+  REQUIRE(frame.size() > 3 * read_piece_bytes);
+  // Waits (at most 10 s) until the reader notes bytes after `mark`.
+  auto heard_after = [&](std::chrono::steady_clock::time_point mark) {
+    const auto until = std::chrono::steady_clock::now() + 10s;
+    while (served->last_bytes_at() <= mark && std::chrono::steady_clock::now() < until)
+      std::this_thread::yield();
+    return served->last_bytes_at() > mark;
+  };
+  std::size_t written = 0;
+  auto write_up_to = [&](std::size_t end) {
+    while (written < end) {
+      const auto n = ::write(raw, frame.data() + written, end - written);
+      REQUIRE(n > 0);
+      written += static_cast<std::size_t>(n);
+    }
+  };
+  for (std::size_t piece = 1; piece <= 3; ++piece) {
+    const auto mark = served->last_bytes_at();
+    write_up_to(frame_header_bytes + piece * read_piece_bytes);
+    CHECK(heard_after(mark));  // a piece of the payload, not a whole frame, moved it
+  }
+  bool early = false;
+  self->receive([&](frame_in_atom, received_payload&) { early = true; }, caf::after(0s) >> [] {});
+  CHECK_FALSE(early);  // the frame itself is not whole yet
+  write_up_to(frame.size());
+  auto h = next_event(self);
+  REQUIRE(h.kind == "frame");
+  CHECK(std::get<weights_message>(h.message).request == 9);
+  ::close(raw);
+}
+
 TEST_CASE("connecting where nothing listens and listening on a taken port name the address", "[cluster][socket]") {
   std::uint16_t port = 0;
   {

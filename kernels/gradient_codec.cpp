@@ -1,14 +1,22 @@
-// Quantizers and packers of troupe/kernels/gradient_codec.hpp. Plain loops; fp16 through F16C
-// where the build has it (bit arithmetic otherwise), bf16 by bit arithmetic.
+// Quantizers and packers of troupe/kernels/gradient_codec.hpp. Loops over fixed chunks of
+// values, the chunks in parallel (oneTBB); fp16 through F16C where the build has it (bit
+// arithmetic otherwise), bf16 by bit arithmetic. Sums are taken chunk by chunk and the chunks'
+// sums added in order, so every result is the same number with any number of threads (what
+// BSP's determinism across runs and processes needs). A refused value is looked for again
+// in order, so the error names the first one whichever thread saw one.
 #include <troupe/kernels/gradient_codec.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
+
+#include <tbb/parallel_for.h>
 
 #ifdef __F16C__
 #include <immintrin.h>
@@ -19,6 +27,37 @@ namespace troupe {
 namespace {
 
 constexpr float fp16_max = 65504.0f;
+
+// Values per chunk: 256 KiB of floats, a multiple of 4 (2-bit codes fill whole bytes) and
+// of the fp16 blocks below. A tensor of one chunk or less runs on the calling thread.
+constexpr std::size_t chunk_values = std::size_t{1} << 16;
+
+std::size_t chunks_of(std::size_t n) { return (n + chunk_values - 1) / chunk_values; }
+
+// f(begin, end) for every chunk of [0, n), in parallel.
+template <typename F>
+void for_chunks(std::size_t n, const F& f) {
+  const auto chunks = chunks_of(n);
+  if (chunks <= 1) {
+    if (n > 0)
+      f(std::size_t{0}, n);
+    return;
+  }
+  tbb::parallel_for(std::size_t{0}, chunks, [&](std::size_t c) {
+    f(c * chunk_values, std::min(n, (c + 1) * chunk_values));
+  });
+}
+
+// The sum over chunks of f(begin, end) (a double), added in the chunks' order.
+template <typename F>
+double sum_chunks(std::size_t n, const F& f) {
+  std::vector<double> partial(chunks_of(n), 0.0);
+  for_chunks(n, [&](std::size_t b, std::size_t e) { partial[b / chunk_values] = f(b, e); });
+  double total = 0;
+  for (auto p : partial)
+    total += p;
+  return total;
+}
 
 // IEEE half conversions by bit arithmetic, round to nearest even: every compiler and target
 // gives the same bits (_Float16 is not everywhere, e.g. clang 14 on x86).
@@ -203,95 +242,119 @@ std::string to_string(const compression_spec& spec) {
 
 void quantize_push(value_encoding encoding, float threshold, const float* in, float* residual,
                    float* sent, std::size_t n) {
-  switch (encoding) {
-    case value_encoding::none:
-      for (std::size_t i = 0; i < n; ++i) {
-        sent[i] = in[i] + residual[i];
-        residual[i] = 0;
-      }
-      return;
-    case value_encoding::fp16: {
-      // v goes into residual first, then residual = v - Q(v): sent may alias in.
-      for (std::size_t i = 0; i < n; ++i)
-        residual[i] += in[i];
-      round_fp16_block(residual, sent, n);
-      for (std::size_t i = 0; i < n; ++i)
-        residual[i] -= sent[i];
-      return;
+  for_chunks(n, [&](std::size_t b, std::size_t e) {
+    switch (encoding) {
+      case value_encoding::none:
+        for (std::size_t i = b; i < e; ++i) {
+          sent[i] = in[i] + residual[i];
+          residual[i] = 0;
+        }
+        return;
+      case value_encoding::fp16:
+        // v goes into residual first, then residual = v - Q(v): sent may alias in.
+        for (std::size_t i = b; i < e; ++i)
+          residual[i] += in[i];
+        round_fp16_block(residual + b, sent + b, e - b);
+        for (std::size_t i = b; i < e; ++i)
+          residual[i] -= sent[i];
+        return;
+      case value_encoding::bf16:
+        for (std::size_t i = b; i < e; ++i) {
+          const float v = in[i] + residual[i];
+          const float q = round_bf16(v);
+          residual[i] = v - q;
+          sent[i] = q;
+        }
+        return;
+      case value_encoding::two_bit:
+        for (std::size_t i = b; i < e; ++i) {
+          const float v = in[i] + residual[i];
+          // two selects (threshold > 0: at most one is not 0), which vectorize where nested
+          // conditions would branch on every value
+          const float q = (v >= threshold ? threshold : 0.0f) + (v <= -threshold ? -threshold : 0.0f);
+          residual[i] = v - q;
+          sent[i] = q;
+        }
+        return;
     }
-    case value_encoding::bf16:
-      for (std::size_t i = 0; i < n; ++i) {
-        const float v = in[i] + residual[i];
-        const float q = round_bf16(v);
-        residual[i] = v - q;
-        sent[i] = q;
-      }
-      return;
-    case value_encoding::two_bit:
-      for (std::size_t i = 0; i < n; ++i) {
-        const float v = in[i] + residual[i];
-        // two selects (threshold > 0: at most one is not 0), which vectorize where nested
-        // conditions would branch on every value
-        const float q = (v >= threshold ? threshold : 0.0f) + (v <= -threshold ? -threshold : 0.0f);
-        residual[i] = v - q;
-        sent[i] = q;
-      }
-      return;
-  }
+  });
 }
+
+namespace {
+
+// The ternary scale that fits d = target - held best (Lloyd's iteration: s is the mean |d| of
+// the values it sends, those above s/2), from the mean |d|, three rounds. A scale as small as
+// the mean alone lets the fastest-moving weights fall further behind every step.
+float two_bit_answer_scale(const float* target, const float* held, std::size_t n) {
+  if (n == 0)
+    return 0;
+  double s = sum_chunks(n, [&](std::size_t b, std::size_t e) {
+               double sum = 0;
+               for (std::size_t i = b; i < e; ++i)
+                 sum += std::fabs(static_cast<double>(target[i]) - held[i]);
+               return sum;
+             })
+             / static_cast<double>(n);
+  for (int round = 0; round < 3 && s > 0; ++round) {
+    const double half = s / 2;
+    std::vector<double> above(chunks_of(n), 0.0), count(chunks_of(n), 0.0);
+    for_chunks(n, [&](std::size_t b, std::size_t e) {
+      double a = 0, c = 0;
+      for (std::size_t i = b; i < e; ++i) {
+        const double d = std::fabs(static_cast<double>(target[i]) - held[i]);
+        const bool sent = d > half;
+        a += sent ? d : 0.0;
+        c += sent ? 1.0 : 0.0;
+      }
+      above[b / chunk_values] = a;
+      count[b / chunk_values] = c;
+    });
+    double a = 0, c = 0;
+    for (std::size_t k = 0; k < above.size(); ++k) {
+      a += above[k];
+      c += count[k];
+    }
+    s = c > 0 ? a / c : s;
+  }
+  const auto scale = static_cast<float>(s);
+  if (!std::isfinite(scale))
+    throw std::domain_error("a 2bit answer's scale is not finite: the weights are not finite numbers");
+  return scale;
+}
+
+} // namespace
 
 float quantize_answer(value_encoding encoding, const float* target, float* held, float* sent,
                       std::size_t n) {
-  float scale = 0;
-  if (encoding == value_encoding::two_bit) {
-    // The ternary scale that fits d best (Lloyd's iteration: s is the mean |d| of the values
-    // it sends, those above s/2), from the mean |d|, three rounds. A scale as small as the mean
-    // alone lets the fastest-moving weights fall further behind every step.
-    double sum = 0;
-    for (std::size_t i = 0; i < n; ++i)
-      sum += std::fabs(static_cast<double>(target[i]) - held[i]);
-    double s = n == 0 ? 0.0 : sum / static_cast<double>(n);
-    for (int round = 0; round < 3 && s > 0; ++round) {
-      double above = 0;
-      std::size_t count = 0;
-      for (std::size_t i = 0; i < n; ++i) {
-        const double d = std::fabs(static_cast<double>(target[i]) - held[i]);
-        const bool sent = d > s / 2;
-        above += sent ? d : 0.0;
-        count += sent ? 1 : 0;
+  const float scale = encoding == value_encoding::two_bit ? two_bit_answer_scale(target, held, n) : 0.0f;
+  for_chunks(n, [&](std::size_t b, std::size_t e) {
+    switch (encoding) {
+      case value_encoding::none:
+        for (std::size_t i = b; i < e; ++i)
+          sent[i] = target[i] - held[i];
+        break;
+      case value_encoding::fp16:
+        for (std::size_t i = b; i < e; ++i)
+          sent[i] = target[i] - held[i];
+        round_fp16_block(sent + b, sent + b, e - b);
+        break;
+      case value_encoding::bf16:
+        for (std::size_t i = b; i < e; ++i)
+          sent[i] = round_bf16(target[i] - held[i]);
+        break;
+      case value_encoding::two_bit: {
+        // scale 0: d is 0 everywhere, and so is what is sent
+        const float half = scale / 2;
+        for (std::size_t i = b; i < e; ++i) {
+          const float d = target[i] - held[i];
+          sent[i] = (d > half ? scale : 0.0f) + (d < -half ? -scale : 0.0f);
+        }
+        break;
       }
-      s = count ? above / static_cast<double>(count) : s;
     }
-    scale = static_cast<float>(s);
-    if (!std::isfinite(scale))
-      throw std::domain_error("a 2bit answer's scale is not finite: the weights are not finite numbers");
-  }
-  switch (encoding) {
-    case value_encoding::none:
-      for (std::size_t i = 0; i < n; ++i)
-        sent[i] = target[i] - held[i];
-      break;
-    case value_encoding::fp16:
-      for (std::size_t i = 0; i < n; ++i)
-        sent[i] = target[i] - held[i];
-      round_fp16_block(sent, sent, n);
-      break;
-    case value_encoding::bf16:
-      for (std::size_t i = 0; i < n; ++i)
-        sent[i] = round_bf16(target[i] - held[i]);
-      break;
-    case value_encoding::two_bit: {
-      // scale 0: d is 0 everywhere, and so is what is sent
-      const float half = scale / 2;
-      for (std::size_t i = 0; i < n; ++i) {
-        const float d = target[i] - held[i];
-        sent[i] = (d > half ? scale : 0.0f) + (d < -half ? -scale : 0.0f);
-      }
-      break;
-    }
-  }
-  for (std::size_t i = 0; i < n; ++i)
-    held[i] += sent[i];
+    for (std::size_t i = b; i < e; ++i)
+      held[i] += sent[i];
+  });
   return scale;
 }
 
@@ -308,56 +371,83 @@ std::size_t encoded_bytes(value_encoding encoding, std::size_t n) {
 // 2-bit codes: 0 is 0, 1 is +scale, 2 is -scale; 3 is never written.
 void encode_values(value_encoding encoding, float scale, const float* values, std::size_t n,
                    unsigned char* out) {
+  std::atomic<bool> refused{false};  // some value is not representable: found again in order below
   switch (encoding) {
     case value_encoding::none:
       std::memcpy(out, values, n * 4);
       return;
-    case value_encoding::fp16: {
-      constexpr std::size_t block = 512;
-      std::uint16_t half[block];
-      float back[block];
-      for (std::size_t at = 0; at < n; at += block) {
-        const std::size_t m = std::min(block, n - at);
-        to_fp16(values + at, half, m);
-        from_fp16(half, back, m);
-        for (std::size_t i = 0; i < m; ++i)
-          if (back[i] != values[at + i] && !std::isnan(values[at + i]))
-            not_representable(encoding, at + i, values[at + i]);
-        std::memcpy(out + 2 * at, half, 2 * m);
-      }
+    case value_encoding::fp16:
+      for_chunks(n, [&](std::size_t b, std::size_t e) {
+        constexpr std::size_t block = 512;
+        std::uint16_t half[block];
+        float back[block];
+        bool bad = false;
+        for (std::size_t at = b; at < e; at += block) {
+          const std::size_t m = std::min(block, e - at);
+          to_fp16(values + at, half, m);
+          from_fp16(half, back, m);
+          for (std::size_t i = 0; i < m; ++i)
+            bad |= back[i] != values[at + i] && !std::isnan(values[at + i]);
+          std::memcpy(out + 2 * at, half, 2 * m);
+        }
+        if (bad)
+          refused = true;
+      });
+      if (refused)
+        for (std::size_t i = 0; i < n; ++i) {
+          std::uint16_t h;
+          float back;
+          to_fp16(values + i, &h, 1);
+          from_fp16(&h, &back, 1);
+          if (back != values[i] && !std::isnan(values[i]))
+            not_representable(encoding, i, values[i]);
+        }
       return;
-    }
     case value_encoding::bf16:
-      for (std::size_t i = 0; i < n; ++i) {
-        const auto b = bf16_bits(values[i]);
-        if (from_bf16_bits(b) != values[i] && !std::isnan(values[i]))
-          not_representable(encoding, i, values[i]);
-        std::memcpy(out + 2 * i, &b, 2);
-      }
+      for_chunks(n, [&](std::size_t b, std::size_t e) {
+        bool bad = false;
+        for (std::size_t i = b; i < e; ++i) {
+          const auto h = bf16_bits(values[i]);
+          bad |= from_bf16_bits(h) != values[i] && !std::isnan(values[i]);
+          std::memcpy(out + 2 * i, &h, 2);
+        }
+        if (bad)
+          refused = true;
+      });
+      if (refused)
+        for (std::size_t i = 0; i < n; ++i)
+          if (from_bf16_bits(bf16_bits(values[i])) != values[i] && !std::isnan(values[i]))
+            not_representable(encoding, i, values[i]);
       return;
     case value_encoding::two_bit: {
       // Codes without branches; a value that is none of 0, +scale, -scale is looked for only
       // once one was seen.
       const float plus = scale > 0 ? scale : std::numeric_limits<float>::quiet_NaN();
-      unsigned bad = 0;
-      auto code_of = [&](float v) {
+      auto code_of = [plus](float v, unsigned& bad) {
         const unsigned code = static_cast<unsigned>(v == plus) | (static_cast<unsigned>(v == -plus) << 1);
         bad |= static_cast<unsigned>(code == 0 && v != 0);
         return code;
       };
-      const std::size_t whole = n / 4;
-      for (std::size_t b = 0; b < whole; ++b) {
-        const float* v = values + 4 * b;
-        out[b] = static_cast<unsigned char>(code_of(v[0]) | (code_of(v[1]) << 2) | (code_of(v[2]) << 4)
-                                            | (code_of(v[3]) << 6));
-      }
-      if (whole * 4 < n) {
-        unsigned last = 0;
-        for (std::size_t i = whole * 4; i < n; ++i)
-          last |= code_of(values[i]) << (2 * (i % 4));
-        out[whole] = static_cast<unsigned char>(last);
-      }
-      if (bad)
+      // chunks of values are whole bytes (chunk_values is a multiple of 4); the last byte may
+      // hold fewer than 4, the rest of it zero
+      for_chunks(n, [&](std::size_t b, std::size_t e) {
+        unsigned bad = 0;
+        std::size_t i = b;
+        for (; i + 4 <= e; i += 4) {
+          const float* v = values + i;
+          out[i / 4] = static_cast<unsigned char>(code_of(v[0], bad) | (code_of(v[1], bad) << 2)
+                                                  | (code_of(v[2], bad) << 4) | (code_of(v[3], bad) << 6));
+        }
+        if (i < e) {
+          unsigned last = 0;
+          for (; i < e; ++i)
+            last |= code_of(values[i], bad) << (2 * (i % 4));
+          out[(e - 1) / 4] = static_cast<unsigned char>(last);
+        }
+        if (bad)
+          refused = true;
+      });
+      if (refused)
         for (std::size_t i = 0; i < n; ++i)
           if (values[i] != 0 && values[i] != plus && values[i] != -plus)
             not_representable(encoding, i, values[i]);
@@ -378,33 +468,44 @@ void decode_values(value_encoding encoding, float scale, const unsigned char* in
       std::memcpy(values, in, n * 4);
       return;
     case value_encoding::fp16:
-    {
-      constexpr std::size_t block = 512;
-      std::uint16_t half[block];
-      for (std::size_t at = 0; at < n; at += block) {
-        const std::size_t m = std::min(block, n - at);
-        std::memcpy(half, in + 2 * at, 2 * m);
-        from_fp16(half, values + at, m);
-      }
+      for_chunks(n, [&](std::size_t b, std::size_t e) {
+        constexpr std::size_t block = 512;
+        std::uint16_t half[block];
+        for (std::size_t at = b; at < e; at += block) {
+          const std::size_t m = std::min(block, e - at);
+          std::memcpy(half, in + 2 * at, 2 * m);
+          from_fp16(half, values + at, m);
+        }
+      });
       return;
-    }
     case value_encoding::bf16:
-      for (std::size_t i = 0; i < n; ++i) {
-        std::uint16_t b;
-        std::memcpy(&b, in + 2 * i, 2);
-        values[i] = from_bf16_bits(b);
-      }
+      for_chunks(n, [&](std::size_t b, std::size_t e) {
+        for (std::size_t i = b; i < e; ++i) {
+          std::uint16_t h;
+          std::memcpy(&h, in + 2 * i, 2);
+          values[i] = from_bf16_bits(h);
+        }
+      });
       return;
     case value_encoding::two_bit: {
       if (!std::isfinite(scale) || scale < 0)
         throw std::invalid_argument("a 2bit scale of " + value_text(scale) + " (must be a finite number >= 0)");
-      const float table[3] = {0.0f, scale, -scale};
-      for (std::size_t i = 0; i < n; ++i) {
-        const unsigned code = (in[i / 4] >> (2 * (i % 4))) & 3u;
-        if (code == 3)
-          throw std::invalid_argument("2bit value " + std::to_string(i) + " has the unused code 3");
-        values[i] = table[code];
-      }
+      const float table[4] = {0.0f, scale, -scale, 0.0f};
+      std::atomic<bool> unused_code{false};
+      for_chunks(n, [&](std::size_t b, std::size_t e) {
+        unsigned threes = 0;
+        for (std::size_t i = b; i < e; ++i) {
+          const unsigned code = (in[i / 4] >> (2 * (i % 4))) & 3u;
+          threes |= static_cast<unsigned>(code == 3);
+          values[i] = table[code];
+        }
+        if (threes)
+          unused_code = true;
+      });
+      if (unused_code)
+        for (std::size_t i = 0; i < n; ++i)
+          if (((in[i / 4] >> (2 * (i % 4))) & 3u) == 3)
+            throw std::invalid_argument("2bit value " + std::to_string(i) + " has the unused code 3");
       if (n % 4 != 0 && (in[n / 4] >> (2 * (n % 4))) != 0)
         throw std::invalid_argument("2bit padding after value " + std::to_string(n - 1) + " is not zero");
       return;

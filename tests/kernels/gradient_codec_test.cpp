@@ -9,6 +9,8 @@
 #include <random>
 #include <vector>
 
+#include <tbb/global_control.h>
+
 #include <troupe/kernels/gradient_codec.hpp>
 
 using namespace troupe;
@@ -193,6 +195,67 @@ TEST_CASE("the decoder refuses wrong lengths, the unused code, pad bits and bad 
                     Catch::Contains("4 bytes for 5 values in fp16"));
   CHECK_THROWS_WITH(decode_values(static_cast<value_encoding>(9), 0, half, 4, out.data(), 1),
                     Catch::Contains("unknown value encoding 9"));
+}
+
+// The codec works over chunks of values in parallel: over several chunks (not a multiple of 4
+// values either), every result is the same bits on one thread as on many: pushes, residuals,
+// answers, held weights, the 2-bit scale (a sum over all values) and the packed bytes; and a
+// refused value in a later chunk is named, the first one.
+TEST_CASE("results over many chunks are the same bits on one thread as on many", "[gradient_codec]") {
+  const std::size_t n = 5 * 65536 + 7;
+  auto run = [&](value_encoding e) {
+    auto grad = mixed_values(n, 21);
+    auto target = mixed_values(n, 22);
+    for (auto& v : target)
+      v = std::tanh(v);
+    std::vector<float> residual(n, 0.0f), sent(n), held(n, 0.0f), answer(n);
+    std::vector<float> out;
+    float scale = 0;
+    for (int step = 0; step < 3; ++step) {
+      quantize_push(e, 0.01f, grad.data(), residual.data(), sent.data(), n);
+      scale = quantize_answer(e, target.data(), held.data(), answer.data(), n);
+    }
+    std::vector<unsigned char> bytes(encoded_bytes(e, n));
+    encode_values(e, scale, answer.data(), n, bytes.data());
+    std::vector<float> back(n);
+    decode_values(e, scale, bytes.data(), bytes.size(), back.data(), n);
+    REQUIRE(std::memcmp(back.data(), answer.data(), n * 4) == 0);
+    out.insert(out.end(), sent.begin(), sent.end());
+    out.insert(out.end(), residual.begin(), residual.end());
+    out.insert(out.end(), held.begin(), held.end());
+    out.push_back(scale);
+    return std::make_pair(out, bytes);
+  };
+  for (auto e : all_lossy) {
+    INFO(to_string(e));
+    std::pair<std::vector<float>, std::vector<unsigned char>> one, many;
+    {
+      tbb::global_control single(tbb::global_control::max_allowed_parallelism, 1);
+      one = run(e);
+    }
+    {
+      tbb::global_control several(tbb::global_control::max_allowed_parallelism, 4);
+      many = run(e);
+    }
+    REQUIRE(one.first.size() == 3 * n + 1);
+    REQUIRE(one.first.size() == many.first.size());
+    CHECK(std::memcmp(one.first.data(), many.first.data(), one.first.size() * 4) == 0);
+    REQUIRE(one.second.size() == many.second.size());
+    CHECK(one.second == many.second);
+    if (e == value_encoding::two_bit)
+      CHECK(one.first.back() > 0);
+  }
+  std::vector<float> quantized(n, 0.0f);
+  quantized[4 * 65536 + 3] = 0.3f;  // not +-0.5: refused, named
+  quantized[n - 1] = 0.2f;
+  std::vector<unsigned char> bytes(encoded_bytes(value_encoding::two_bit, n));
+  CHECK_THROWS_WITH(encode_values(value_encoding::two_bit, 0.5f, quantized.data(), n, bytes.data()),
+                    Catch::Contains("value " + std::to_string(4 * 65536 + 3) + " (0.3)"));
+  std::vector<unsigned char> codes(encoded_bytes(value_encoding::two_bit, n), 0);
+  codes[3 * 16384 + 1] = 0x30;  // value 3 * 65536 + 6 has the unused code
+  std::vector<float> back(n);
+  CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, 0.5f, codes.data(), codes.size(), back.data(), n),
+                    Catch::Contains("2bit value " + std::to_string(3 * 65536 + 6) + " has the unused code 3"));
 }
 
 TEST_CASE("fp16 rounding is IEEE's round to nearest even, subnormals and saturation included", "[gradient_codec]") {

@@ -2,8 +2,9 @@
 """ps-lite beside `troupe bench scaling`: the same model's parameter traffic on the same emulated hosts.
 
 usage: bench_pslite.py --model M --link RATE[,LATENCY] --workers 1,2,4 --servers equal|colocated|S
-                       --compute-ms T [--rounds 2] [--steps 8] [--epochs 3] [--pslite-steps 10]
-                       [--pslite-warmup 3] [--requests groups|keys] [--troupe PATH] [--pslite PATH]
+                       --compute-ms T [--rounds 2] [--modes pull[,pushpull]] [--steps 8] [--epochs 3]
+                       [--pslite-steps 10] [--pslite-warmup 3] [--requests groups|keys] [--troupe PATH]
+                       [--pslite PATH]
 
 For each round and each worker count W it runs, back to back on emulated hosts of the same layout
 (scripts/emulated_hosts.py: a scheduler host, W worker hosts, S server hosts or servers on the
@@ -13,7 +14,9 @@ workers' hosts, every link shaped with tc tbf at RATE both ways):
      these servers (`troupe check --push-groups`: the same slicing at 4 MiB, the same bundling of small
      keys, each group on the server Troupe's plan puts its shard on), or with --requests keys one
      request per key (as MXNet pushes); it reports the median step after its warm-up (the slowest
-     worker's);
+     worker's). --modes: `pull` sends a group's pull once its push is answered (MXNet's engine
+     order), `pushpull` one ZPushPull per group (answered with the weights, as Troupe's push is);
+     with both, both rows run, in that order;
   2. the matching `troupe bench scaling` row (scripts/bench_scaling.py's run_row: median of the epochs
      after the first, epoch time / steps).
 Then a markdown table per worker count: both systems' ms per step (the median over the rounds, each
@@ -101,29 +104,38 @@ def parse_pslite_output(text):
 
 
 def summarize(rows, bound_s):
-    """Rounds of one worker count ({troupe_s, pslite_s, load}) -> medians and each one's ratio
-    bound / step (1.0: at the bound), and whether any row started contended."""
-    troupe = statistics.median(r["troupe_s"] for r in rows)
-    pslite = statistics.median(r["pslite_s"] for r in rows)
-    return {"troupe_s": troupe, "pslite_s": pslite, "bound_s": bound_s,
-            "troupe_ratio": bound_s / troupe, "pslite_ratio": bound_s / pslite,
-            "contended": any(max(r["load"]) > CONTENDED_LOAD for r in rows)}
+    """Rounds of one worker count ({"troupe": s, mode: s..., "load": {system: load}}) -> per system
+    (Troupe and each ps-lite mode) the median step over the rounds and bound / median (1.0: at the
+    bound), and whether any row started contended (1-minute load average above 1.5)."""
+    systems = [k for k in rows[0] if k not in ("load", "cpu")]
+    out = {"bound_s": bound_s, "contended": any(v > CONTENDED_LOAD for r in rows for v in r["load"].values())}
+    for name in systems:
+        median = statistics.median(r[name] for r in rows)
+        out[name] = (median, bound_s / median)
+    return out
 
 
-def format_row(workers, servers, rows, summary):
-    def each(key):
-        return " / ".join(f"{r[key] * 1e3:.0f}" for r in rows)
-    loads = ", ".join(f"{a:.1f}/{b:.1f}" for r in rows for a, b in [r["load"]])
-    cpu = ", ".join(f"{r['pslite_cpu'] * 100:.0f}/{r['troupe_cpu'] * 100:.0f}" for r in rows)
-    return (f"| {workers} | {servers} | {summary['troupe_s'] * 1e3:.0f} [{each('troupe_s')}] | "
-            f"{summary['pslite_s'] * 1e3:.0f} [{each('pslite_s')}] | {summary['bound_s'] * 1e3:.0f} | "
-            f"{summary['troupe_ratio']:.2f} | {summary['pslite_ratio']:.2f} | {loads}"
-            f"{' contended' if summary['contended'] else ''} | {cpu} |")
+def format_row(workers, servers, rows, summary, systems):
+    """One table row: per system `median [round / round ...]` and its ratio, then the loads and CPU."""
+    cells = [str(workers), servers]
+    for name in systems:
+        cells.append(f"{summary[name][0] * 1e3:.0f} [{' / '.join(f'{r[name] * 1e3:.0f}' for r in rows)}]")
+    cells.append(f"{summary['bound_s'] * 1e3:.0f}")
+    cells += [f"{summary[name][1]:.2f}" for name in systems]
+    cells.append(", ".join("/".join(f"{r['load'][n]:.1f}" for n in systems) for r in rows)
+                 + (" contended" if summary["contended"] else ""))
+    cells.append(", ".join("/".join(f"{r['cpu'][n] * 100:.0f}" for n in systems) for r in rows))
+    return "| " + " | ".join(cells) + " |"
 
 
-TABLE_HEAD = ("| workers | servers | Troupe ms/step [rounds] | ps-lite ms/step [rounds] | max(compute, floor) ms | "
-              "bound/Troupe | bound/ps-lite | load at start, ps-lite/Troupe | host CPU %, ps-lite/Troupe |\n"
-              "|---|---|---|---|---|---|---|---|---|")
+NAMES = {"troupe": "Troupe", "pull": "ps-lite push, pull", "pushpull": "ps-lite pushpull"}
+
+
+def table_head(systems):
+    names = [NAMES[n] for n in systems]
+    head = (["workers", "servers"] + [f"{n} ms/step [rounds]" for n in names] + ["max(compute, floor) ms"]
+            + [f"bound/{n}" for n in names] + ["load at start, " + "/".join(names), "host CPU %, " + "/".join(names)])
+    return "| " + " | ".join(head) + " |\n" + "|---" * len(head) + "|"
 
 
 # --- running ----------------------------------------------------------------------------------------------
@@ -142,7 +154,7 @@ def host_busy(before, after):
     return (total - idle) / total if total else float("nan")
 
 
-def run_pslite_row(args, plan_path, link, workers, servers, workdir):
+def run_pslite_row(args, plan_path, link, workers, servers, workdir, mode):
     """One ps-lite run on emulated hosts -> (slowest worker's median step s, elements, host CPU busy)."""
     colocated = args.servers == "colocated"
     hosts = ["scheduler"] + [f"worker{i}" for i in range(workers)]
@@ -150,7 +162,7 @@ def run_pslite_row(args, plan_path, link, workers, servers, workdir):
         hosts += [f"server{i}" for i in range(servers)]
     host_of_server = (lambda i: f"worker{i}") if colocated else (lambda i: f"server{i}")
     argv = [args.pslite, plan_path, f"{args.compute_ms:g}", str(args.pslite_warmup), str(args.pslite_steps),
-            str(args.step_timeout)]
+            str(args.step_timeout), mode]
     outs, logs, procs = {}, {}, {}
     cpu_before = bench_scaling.cpu_ticks()
     with emulated_hosts.EmulatedHosts(hosts, link) as net:
@@ -160,8 +172,8 @@ def run_pslite_row(args, plan_path, link, workers, servers, workdir):
         def start(host, name, role):
             env = dict(os.environ, **base, DMLC_ROLE=role, DMLC_NODE_HOST=net.addr[host],
                        DMLC_INTERFACE=net.inner[host])
-            outs[name] = open(os.path.join(workdir, f"pslite-w{workers}-{name}.out"), "w+")
-            logs[name] = open(os.path.join(workdir, f"pslite-w{workers}-{name}.log"), "w+")
+            outs[name] = open(os.path.join(workdir, f"pslite-{mode}-w{workers}-{name}.out"), "w+")
+            logs[name] = open(os.path.join(workdir, f"pslite-{mode}-w{workers}-{name}.log"), "w+")
             procs[name] = net.start(host, argv, stdout=outs[name], stderr=logs[name], env=env)
 
         start("scheduler", "scheduler", "scheduler")
@@ -207,6 +219,9 @@ def parse_args(argv):
     p.add_argument("--batch", type=int, default=32, help="Troupe: samples per batch per worker (default 32)")
     p.add_argument("--pslite-steps", type=int, default=10, help="ps-lite: timed steps (default 10)")
     p.add_argument("--pslite-warmup", type=int, default=3, help="ps-lite: steps before the timed ones (default 3)")
+    p.add_argument("--modes", default="pull",
+                   help="ps-lite rows per round, comma-separated: pull (a group's pull sent once its push is "
+                        "answered, MXNet's order) and/or pushpull (one ZPushPull per group) (default pull)")
     p.add_argument("--requests", choices=("groups", "keys"), default="groups",
                    help="ps-lite: one request per Troupe push group (default) or per key (as MXNet)")
     p.add_argument("--step-timeout", type=float, default=120, help="ps-lite: seconds a step may take (default 120)")
@@ -222,6 +237,10 @@ def parse_args(argv):
         p.error(f"--workers '{args.workers}': each 1 to 64")
     if args.servers not in ("equal", "colocated") and not (args.servers.isdigit() and int(args.servers) >= 1):
         p.error(f"--servers '{args.servers}': a number >= 1, equal or colocated")
+    args.mode_list = [m for m in args.modes.split(",") if m]
+    if not args.mode_list or any(m not in ("pull", "pushpull") for m in args.mode_list) \
+            or len(set(args.mode_list)) != len(args.mode_list):
+        p.error(f"--modes '{args.modes}': pull and/or pushpull, comma-separated, each once")
     if args.compute_ms <= 0:
         p.error(f"--compute-ms {args.compute_ms:g}: must be > 0")
     for flag, value, low in (("--rounds", args.rounds, 1), ("--steps", args.steps, 1), ("--epochs", args.epochs, 2),
@@ -274,31 +293,37 @@ def main(argv):
                 f.write(plan_text(groups, args.requests))
             model_bytes = 4 * sum(sum(lens) for _, lens in groups)
         results = {w: [] for w in args.worker_counts}
+        systems = ["troupe"] + args.mode_list
         for rnd in range(args.rounds):
             for w in args.worker_counts:
                 s = servers_for(args, w)
-                load_p = os.getloadavg()[0]
-                pslite_s, elements, pslite_cpu = run_pslite_row(args, plans[s], args.link_value, w, s, workdir)
-                if 4 * elements != model_bytes:
-                    raise BenchError(f"ps-lite moved {4 * elements} bytes per step, the model has {model_bytes}")
-                load_t = os.getloadavg()[0]
+                r = {"load": {}, "cpu": {}}
+                for mode in args.mode_list:
+                    r["load"][mode] = os.getloadavg()[0]
+                    r[mode], elements, r["cpu"][mode] = run_pslite_row(args, plans[s], args.link_value, w, s,
+                                                                       workdir, mode)
+                    if 4 * elements != model_bytes:
+                        raise BenchError(f"ps-lite moved {4 * elements} bytes per step, the model has {model_bytes}")
+                r["load"]["troupe"] = os.getloadavg()[0]
                 row = bench_scaling.run_row(args.scaling, troupe, args.link_value, w, workdir)
-                results[w].append({"pslite_s": pslite_s, "troupe_s": row["step_s"], "load": (load_p, load_t),
-                                   "pslite_cpu": pslite_cpu, "troupe_cpu": row["host_cpu"]})
-                print(f"# round {rnd + 1}, {w} worker(s): ps-lite {pslite_s * 1e3:.0f} ms (load {load_p:.1f}), "
-                      f"Troupe {row['step_s'] * 1e3:.0f} ms (load {load_t:.1f})", file=sys.stderr, flush=True)
+                r["troupe"], r["cpu"]["troupe"] = row["step_s"], row["host_cpu"]
+                results[w].append(r)
+                print(f"# round {rnd + 1}, {w} worker(s): " + ", ".join(
+                    f"{NAMES[n]} {r[n] * 1e3:.0f} ms (load {r['load'][n]:.1f})" for n in systems),
+                    file=sys.stderr, flush=True)
         print(f"model {args.model}: {bench_scaling.mib(model_bytes)} MiB; link {args.link_value} per direction; "
               f"stand-in {args.compute_ms:g} ms per step; servers {args.servers}; ps-lite requests: "
-              f"{args.requests}; {args.rounds} round(s), ps-lite then Troupe each; Troupe: median of epochs "
+              f"{args.requests}; {args.rounds} round(s), each ps-lite ({args.modes}) then Troupe; Troupe: median of epochs "
               f"1..{args.epochs - 1} of {args.steps} steps; ps-lite: median of {args.pslite_steps} steps after "
               f"{args.pslite_warmup}")
-        print(TABLE_HEAD)
+        print(table_head(systems))
         for w in args.worker_counts:
             s = servers_for(args, w)
             colocated = args.servers == "colocated"
             bound = max(args.compute_ms / 1e3,
                         bench_scaling.floor_seconds(model_bytes, args.link_value.rate_bits, w, s, colocated))
-            print(format_row(w, f"{s}{' colocated' if colocated else ''}", results[w], summarize(results[w], bound)))
+            print(format_row(w, f"{s}{' colocated' if colocated else ''}", results[w], summarize(results[w], bound),
+                             systems))
     except (BenchError, bench_scaling.BenchError, RuntimeError, subprocess.TimeoutExpired) as e:
         print(f"bench_pslite.py: {e} (logs in {workdir})", file=sys.stderr)
         return 1

@@ -3,7 +3,7 @@
 // it, so scripts/bench_pslite.py can time both on the same emulated hosts. Built outside the
 // project by scripts/pslite/build.sh; ps-lite is not a dependency of Troupe.
 //
-//   model_step PLAN COMPUTE_MS WARMUP TIMED [STEP_TIMEOUT_S=300]
+//   model_step PLAN COMPUTE_MS WARMUP TIMED [STEP_TIMEOUT_S=300] [MODE=pull]
 //
 // One binary for every role; ps-lite's DMLC_ROLE (and the other DMLC_* variables) pick it.
 // PLAN (written by bench_pslite.py from `troupe check --push-groups`): one line per request a
@@ -20,11 +20,14 @@
 // COMPUTE_MS; group g (of G) is pushed at COMPUTE_MS/3 + (2/3 COMPUTE_MS)(g+1)/G from the
 // step's start; its pull is sent when its push is answered (MXNet's engine order: the pull
 // depends on the push); the step ends when every pull has come back, and the next starts.
+// MODE pushpull instead sends each group as one ZPushPull (push and pull in one request, the
+// server answering it with the weights once the W-th push applied the sum), as Troupe's push is
+// answered with the weights: no pull request waits behind pushes on the worker's connection.
 // Check: worker r pushes the value r+1 everywhere, so after step s (1-based) every pulled
 // weight is s * W(W+1)/2 exactly; the first and last value of every group and all of one
 // group (in turn) are checked every step, and a wrong value ends the worker with an error.
 //
-// Output (worker, stdout), one line: `pslite_model_step workers=W servers=S groups=G
+// Output (worker, stdout), one line: `pslite_model_step mode=MODE workers=W servers=S groups=G
 // elements=N compute_ms=C step_ms_median=X min=Y max=Z worker=R` over the TIMED steps after
 // WARMUP; each step's time goes to stderr. Every wait is bounded by STEP_TIMEOUT_S: a step
 // that takes longer ends the worker with an error (exit 1), never a hang.
@@ -100,6 +103,7 @@ class sync_server {
  private:
   struct group_state {
     std::vector<float> w, sum;
+    ps::SArray<ps::Key> keys;
     ps::SArray<int> lens;
     int pushes = 0;                 // of the current step
     std::vector<ps::KVMeta> held;   // their requests, answered once the W-th arrived
@@ -113,6 +117,7 @@ class sync_server {
     if (meta.push && meta.cmd == kInit) {
       g.w.assign(req.vals.begin(), req.vals.end());
       g.sum.assign(g.w.size(), 0.f);
+      g.keys.CopyFrom(req.keys);
       g.lens.CopyFrom(req.lens);
       srv->Response(meta);
       return;
@@ -138,16 +143,20 @@ class sync_server {
       for (size_t i = 0; i < n; ++i)
         w[i] += s[i];
       for (const auto& m : g.held)
-        srv->Response(m);
+        srv->Response(m, m.pull ? weights(g) : ps::KVPairs<float>());
       g.held.clear();
       g.pushes = 0;
       return;
     }
+    srv->Response(meta, weights(g));
+  }
+
+  static ps::KVPairs<float> weights(const group_state& g) {
     ps::KVPairs<float> res;
-    res.keys = req.keys;
+    res.keys = g.keys;
     res.vals.CopyFrom(g.w.data(), g.w.size());  // a copy: w changes with the next step
     res.lens = g.lens;
-    srv->Response(meta, res);
+    return res;
   }
 
   ps::KVServer<float> server_;
@@ -168,7 +177,7 @@ double ms_between(clock_type::time_point a, clock_type::time_point b) {
 }
 
 void run_worker(const std::vector<group_plan>& plan, double compute_ms, int warmup, int timed,
-                double step_timeout_s) {
+                double step_timeout_s, bool pushpull) {
   const int rank = ps::MyRank(), workers = ps::NumWorkers(), servers = ps::NumServers();
   const auto& ranges = ps::Postoffice::Get()->GetServerKeyRanges();
   const size_t groups = plan.size();
@@ -251,6 +260,16 @@ void run_worker(const std::vector<group_plan>& plan, double compute_ms, int warm
       const auto now = clock_type::now();
       for (; next_push < groups && now >= push_at[next_push]; ++next_push) {
         const size_t g = next_push;
+        if (pushpull) {
+          // ZPushPull sends the lens it is given to fill: they must be the request's own
+          pulled_lens[g].CopyFrom(lens[g]);
+          kv.ZPushPull(keys[g], grads[g], &weights[g], &pulled_lens[g], 0, [&a] {
+            std::lock_guard<std::mutex> lock(a.mu);
+            ++a.pulled;
+            a.cv.notify_all();
+          });
+          continue;
+        }
         kv.ZPush(keys[g], grads[g], lens[g], 0, [&a, g] {
           std::lock_guard<std::mutex> lock(a.mu);
           a.pushed.push_back(g);
@@ -284,8 +303,8 @@ void run_worker(const std::vector<group_plan>& plan, double compute_ms, int warm
   std::sort(s.begin(), s.end());
   const size_t n = s.size();
   const double median = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-  std::printf("pslite_model_step workers=%d servers=%d groups=%zu elements=%zu compute_ms=%g "
-              "step_ms_median=%.1f min=%.1f max=%.1f worker=%d\n",
+  std::printf("pslite_model_step mode=%s workers=%d servers=%d groups=%zu elements=%zu compute_ms=%g "
+              "step_ms_median=%.1f min=%.1f max=%.1f worker=%d\n", pushpull ? "pushpull" : "pull",
               workers, servers, groups, elements, compute_ms, median, s.front(), s.back(), rank);
   std::fflush(stdout);
 }
@@ -301,8 +320,9 @@ double number(const char* text, const char* what, double low) {
 }  // namespace
 
 int main(int argc, char* argv[]) {
-  if (argc < 5 || argc > 6) {
-    std::fprintf(stderr, "usage: %s PLAN COMPUTE_MS WARMUP TIMED [STEP_TIMEOUT_S=300]\n", argv[0]);
+  if (argc < 5 || argc > 7) {
+    std::fprintf(stderr, "usage: %s PLAN COMPUTE_MS WARMUP TIMED [STEP_TIMEOUT_S=300] [MODE=pull|pushpull]\n",
+                 argv[0]);
     return 2;
   }
   const auto plan = read_plan(argv[1]);
@@ -310,10 +330,13 @@ int main(int argc, char* argv[]) {
   const int warmup = static_cast<int>(number(argv[3], "WARMUP", 0));
   const int timed = static_cast<int>(number(argv[4], "TIMED", 1));
   const double step_timeout_s = argc > 5 ? number(argv[5], "STEP_TIMEOUT_S", 1) : 300;
+  const std::string mode = argc > 6 ? argv[6] : "pull";
+  if (mode != "pull" && mode != "pushpull")
+    die("MODE '" + mode + "': expected pull or pushpull");
   ps::Start(0, argv[0]);
   sync_server* server = ps::IsServer() ? new sync_server() : nullptr;
   if (ps::IsWorker())
-    run_worker(plan, compute_ms, warmup, timed, step_timeout_s);
+    run_worker(plan, compute_ms, warmup, timed, step_timeout_s, mode == "pushpull");
   ps::Finalize(0, true);  // a barrier of every node: servers and the scheduler wait for the workers
   delete server;
   return 0;

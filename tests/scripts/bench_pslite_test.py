@@ -72,26 +72,29 @@ def check_pure():
         except ValueError as e:
             if says not in str(e):
                 fail(f"refused as '{e}', not naming {says}")
-    rounds = [{"troupe_s": 1.0, "pslite_s": 0.9, "load": (0.5, 1.2), "pslite_cpu": 0.2, "troupe_cpu": 0.3},
-              {"troupe_s": 1.2, "pslite_s": 0.7, "load": (1.0, 1.4), "pslite_cpu": 0.2, "troupe_cpu": 0.3},
-              {"troupe_s": 0.8, "pslite_s": 1.0, "load": (0.1, 0.2), "pslite_cpu": 0.2, "troupe_cpu": 0.3}]
+    rounds = [{"troupe": 1.0, "pull": 0.9, "load": {"troupe": 1.2, "pull": 0.5}, "cpu": {"troupe": 0.3, "pull": 0.2}},
+              {"troupe": 1.2, "pull": 0.7, "load": {"troupe": 1.4, "pull": 1.0}, "cpu": {"troupe": 0.3, "pull": 0.2}},
+              {"troupe": 0.8, "pull": 1.0, "load": {"troupe": 0.2, "pull": 0.1}, "cpu": {"troupe": 0.3, "pull": 0.2}}]
     s = bp.summarize(rounds, 0.8)
-    for key, want in (("troupe_s", 1.0), ("pslite_s", 0.9), ("troupe_ratio", 0.8), ("pslite_ratio", 0.8 / 0.9)):
-        if not math.isclose(s[key], want):
+    for key, want in (("troupe", (1.0, 0.8)), ("pull", (0.9, 0.8 / 0.9))):
+        if not all(math.isclose(a, b) for a, b in zip(s[key], want)):
             fail(f"summary {key}: {s[key]}, expected {want}")
     if s["contended"]:
         fail("rows started below a load of 1.5 marked contended")
-    if not bp.summarize(rounds + [dict(rounds[0], load=(1.6, 0.1))], 0.8)["contended"]:
+    if not bp.summarize(rounds + [dict(rounds[0], load={"troupe": 0.1, "pull": 1.6})], 0.8)["contended"]:
         fail("a row started at a load of 1.6 not marked contended")
-    row = bp.format_row(4, "4", rounds, s)
-    if not row.startswith("| 4 | 4 | 1000 [1000 / 1200 / 800] | 900 [900 / 700 / 1000] | 800 | 0.80 | 0.89 |"):
+    row = bp.format_row(4, "4", rounds, s, ["troupe", "pull"])
+    if row != ("| 4 | 4 | 1000 [1000 / 1200 / 800] | 900 [900 / 700 / 1000] | 800 | 0.80 | 0.89 | "
+               "1.2/0.5, 1.4/1.0, 0.2/0.1 | 30/20, 30/20, 30/20 |"):
         fail(f"table row: {row}")
+    if bp.table_head(["troupe", "pull"]).count("|---") != len(row.strip("|").split("|")):
+        fail(f"the table's head and rows have different columns: {bp.table_head(['troupe', 'pull'])}")
     base = ["--model", "mlp", "--link", "1gbit", "--compute-ms", "10"]
     for argv, says in ((["--model", "nope", "--link", "1gbit", "--compute-ms", "1"], "--model"),
                        (base[:4] + ["--compute-ms", "0"], "--compute-ms"),
                        (base + ["--workers", "1,x"], "--workers"), (base + ["--servers", "some"], "--servers"),
                        (base + ["--rounds", "0"], "--rounds"), (base + ["--epochs", "1"], "--epochs"),
-                       (base + ["--requests", "bytes"], "--requests"), (["--model", "mlp", "--link", "1gb",
+                       (base + ["--requests", "bytes"], "--requests"), (base + ["--modes", "pull,x"], "--modes"), (["--model", "mlp", "--link", "1gb",
                                                                          "--compute-ms", "1"], "--link")):
         run = subprocess.run([sys.executable, SCRIPT] + argv, capture_output=True, text=True, timeout=60)
         if run.returncode != 2 or says not in run.stderr:

@@ -305,7 +305,10 @@ def main(argv):
                     if 4 * elements != model_bytes:
                         raise BenchError(f"ps-lite moved {4 * elements} bytes per step, the model has {model_bytes}")
                 r["load"]["troupe"] = os.getloadavg()[0]
-                row = bench_scaling.run_row(args.scaling, troupe, args.link_value, w, workdir)
+                # a directory per round: run_row's port file of an earlier round would be read as this one's
+                rounddir = os.path.join(workdir, f"round{rnd + 1}")
+                os.makedirs(rounddir, exist_ok=True)
+                row = bench_scaling.run_row(args.scaling, troupe, args.link_value, w, rounddir)
                 r["troupe"], r["cpu"]["troupe"] = row["step_s"], row["host_cpu"]
                 results[w].append(r)
                 print(f"# round {rnd + 1}, {w} worker(s): " + ", ".join(

@@ -128,7 +128,7 @@ def format_row(workers, servers, rows, summary, systems):
     return "| " + " | ".join(cells) + " |"
 
 
-NAMES = {"troupe": "Troupe", "pull": "ps-lite push, pull", "pushpull": "ps-lite pushpull"}
+NAMES = {"troupe": "Troupe", "pull": "ps-lite pull", "pushpull": "ps-lite pushpull"}
 
 
 def table_head(systems):

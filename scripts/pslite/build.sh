@@ -27,6 +27,8 @@ command -v protoc >/dev/null || { echo "build.sh: no protoc: apt-get install -y 
 
 cmake -S "$src" -B "$build/pslite" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
       -DFETCHCONTENT_FULLY_DISCONNECTED=ON
+grep -q '^ZMQ_LIBRARY:FILEPATH=/' "$build/pslite/CMakeCache.txt" ||
+  { echo "build.sh: ps-lite's CMake did not find the system's libzmq (see $build/pslite/CMakeCache.txt)" >&2; exit 1; }
 cmake --build "$build/pslite" -j"${JOBS:-2}" --target pslite
 
 # The driver: C++17, ps-lite's public headers and its generated protobuf header (meta.pb.h).

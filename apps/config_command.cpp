@@ -4,6 +4,8 @@
 // compiler-style diagnostic and exit 2. Neither opens data files: a config is checked, not the
 // data it names, so the plan counts steps from the datasets' standard sizes
 // (expected_data_facts); a run that opens the data plans again from what it finds.
+// `troupe check CONFIG --push-groups` prints only the push groups, one line each, for tools that
+// move the same messages with another system (scripts/bench_pslite.py).
 #include <algorithm>
 #include <iostream>
 #include <tuple>
@@ -19,6 +21,7 @@ namespace {
 
 struct node_counts {
   int server_nodes = 0, worker_nodes = 0;
+  bool push_groups = false;  // check only: print the push groups, nothing else
 };
 
 flag_set node_flag_set(const std::string& command, node_counts& n) {
@@ -29,14 +32,18 @@ flag_set node_flag_set(const std::string& command, node_counts& n) {
   f.set_operands("CONFIG");
   f.add("server-nodes", n.server_nodes, "server processes of a cluster run to plan for");
   f.add("worker-nodes", n.worker_nodes, "worker processes of a cluster run to plan for");
+  if (command == "check")
+    f.add_switch("push-groups", n.push_groups,
+                 "print only the pushes a worker sends per step, in backward order, one line each: "
+                 "`push_group G shard S node NODE elements N` and every key as NAME=ELEMENTS");
   return f;
 }
 
 // `--server-nodes N` / `--worker-nodes N` after the config (the processes of a cluster run,
 // as `troupe train` takes them), through the app's flag parser: anything else is a
 // usage_error naming it. False: --help was asked for (and printed).
-bool apply_node_flags(const char* command, const std::vector<std::string>& args, job_config& config) {
-  node_counts n;
+bool apply_node_flags(const char* command, const std::vector<std::string>& args, job_config& config,
+                      node_counts& n) {
   auto f = node_flag_set(command, n);
   if (!f.parse({args.begin() + 1, args.end()})) {
     std::cout << f.help();
@@ -55,7 +62,7 @@ bool apply_node_flags(const char* command, const std::vector<std::string>& args,
 }
 
 int with_config(const char* command, const std::vector<std::string>& args,
-                void (*body)(const job_config&, const placement_plan&)) {
+                void (*body)(const job_config&, const placement_plan&, const node_counts&)) {
   const bool help = std::find(args.begin(), args.end(), "--help") != args.end()
                     || std::find(args.begin(), args.end(), "-h") != args.end();
   if (help) {
@@ -68,11 +75,12 @@ int with_config(const char* command, const std::vector<std::string>& args,
                       + " CONFIG [--server-nodes N --worker-nodes N]");
   try {
     auto config = load_job_config(args[0]);
-    if (!apply_node_flags(command, args, config))
+    node_counts n;
+    if (!apply_node_flags(command, args, config, n))
       return 0;
     resolve_app_defaults(config);
     const auto job = to_training_job(config);
-    body(config, plan_config(config, job, expected_data_facts(job)));
+    body(config, plan_config(config, job, expected_data_facts(job)), n);
     return 0;
   } catch (const config_error& e) {
     std::cerr << e.what() << '\n';
@@ -82,15 +90,34 @@ int with_config(const char* command, const std::vector<std::string>& args,
 
 } // namespace
 
+// The push groups in the order backward completes them (the stand-in's order); NODE is the
+// process holding the group's shard ("-" in one process).
+void print_push_groups(std::ostream& out, const placement_plan& p) {
+  for (std::size_t g = 0; g < p.keys.groups.size(); ++g) {
+    const auto& group = p.keys.groups[g];
+    const auto& shard = p.actors[p.actor(plan_role::shard, static_cast<int>(group.shard))];
+    out << "push_group " << g << " shard " << group.shard << " node "
+        << (p.nodes.size() > 1 ? p.nodes[static_cast<std::size_t>(shard.node)].name : "-")
+        << " elements " << group.elements;
+    for (auto k : group.keys)
+      for (const auto& key : p.key_table)
+        if (key.shard == group.shard && key.index == k)
+          out << ' ' << key.name << '=' << key.slice.length;
+    out << '\n';
+  }
+}
+
 int check_command(const std::vector<std::string>& args) {
-  return with_config("check", args, [](const job_config& c, const placement_plan& p) {
+  return with_config("check", args, [](const job_config& c, const placement_plan& p, const node_counts& n) {
+    if (n.push_groups)
+      return print_push_groups(std::cout, p);
     print_config(std::cout, c);
     print_plan(std::cout, p);
   });
 }
 
 int graph_command(const std::vector<std::string>& args) {
-  return with_config("graph", args, [](const job_config& c, const placement_plan& p) {
+  return with_config("graph", args, [](const job_config& c, const placement_plan& p, const node_counts&) {
     std::cout << plan_to_dot(p, c.path);
   });
 }

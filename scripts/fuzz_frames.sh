@@ -24,7 +24,7 @@ for layer in kernels io graph actors cluster; do includes+=(-I"$root/$layer/incl
   "$root/cluster/frame_decoder.cpp" "$build/cluster/schema/wire.capnp.c++" "$root/kernels/tensor.cpp" \
   "$root/kernels/gradient_codec.cpp" \
   "$root/kernels/cpu/device_memory_none.cpp" \
-  -lcapnp -lkj -o "$work/frame_fuzzer"
+  -lcapnp -lkj -ltbb -o "$work/frame_fuzzer"
 mkdir "$work/found"
 # A crashing input is kept in the build folder (fuzz-findings/) to reproduce it with
 # `frame_fuzzer FILE`; add it to tests/cluster/fuzz/corpus once fixed.

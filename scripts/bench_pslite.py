@@ -229,14 +229,7 @@ def parse_args(argv):
     p.add_argument("--pslite", default="/tmp/pslite-build/model_step",
                    help="model_step built by scripts/pslite/build.sh (default /tmp/pslite-build/model_step)")
     args = p.parse_args(argv)
-    try:
-        args.worker_counts = [int(x) for x in args.workers.split(",") if x.strip()]
-    except ValueError:
-        p.error(f"--workers '{args.workers}': expected numbers, e.g. 1,2,4")
-    if not args.worker_counts or min(args.worker_counts) < 1 or max(args.worker_counts) > 64:
-        p.error(f"--workers '{args.workers}': each 1 to 64")
-    if args.servers not in ("equal", "colocated") and not (args.servers.isdigit() and int(args.servers) >= 1):
-        p.error(f"--servers '{args.servers}': a number >= 1, equal or colocated")
+    bench_scaling.check_layout(p, args)
     args.mode_list = [m for m in args.modes.split(",") if m]
     if not args.mode_list or any(m not in ("pull", "pushpull") for m in args.mode_list) \
             or len(set(args.mode_list)) != len(args.mode_list):

@@ -339,6 +339,19 @@ def print_table(args, link, model_bytes, rows, worst):
     print(f"scaling/floor: {worst:.2f}" if worst is not None else "scaling/floor: n/a (every row CPU-bound)")
 
 
+def check_layout(p, args):
+    """Reads --workers into args.worker_counts and checks --servers, as a usage error of parser p
+    naming the flag (also bench_pslite.py's)."""
+    try:
+        args.worker_counts = [int(x) for x in args.workers.split(",") if x.strip()]
+    except ValueError:
+        p.error(f"--workers '{args.workers}': expected numbers, e.g. 1,2,4")
+    if not args.worker_counts or min(args.worker_counts) < 1 or max(args.worker_counts) > 64:
+        p.error(f"--workers '{args.workers}': each 1 to 64")
+    if args.servers not in ("equal", "colocated") and not (args.servers.isdigit() and int(args.servers) >= 1):
+        p.error(f"--servers '{args.servers}': a number >= 1, equal or colocated")
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="troupe bench scaling", description=__doc__.split("\n\n", 1)[1],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -372,14 +385,7 @@ def parse_args(argv):
         args.push_share, args.answer_share = compression_shares(args.compression)
     except ValueError as e:
         p.error(f"--compression {e}")
-    try:
-        args.worker_counts = [int(x) for x in args.workers.split(",") if x.strip()]
-    except ValueError:
-        p.error(f"--workers '{args.workers}': expected numbers, e.g. 1,2,4")
-    if not args.worker_counts or min(args.worker_counts) < 1 or max(args.worker_counts) > 64:
-        p.error(f"--workers '{args.workers}': each 1 to 64")
-    if args.servers not in ("equal", "colocated") and not (args.servers.isdigit() and int(args.servers) >= 1):
-        p.error(f"--servers '{args.servers}': a number >= 1, equal or colocated")
+    check_layout(p, args)
     if args.compute_ms <= 0 or args.batch < 1 or args.steps < 1 or args.epochs < 2:
         p.error("--compute-ms must be > 0, --batch and --steps >= 1, --epochs >= 2 (the first is not timed)")
     try:

@@ -4,7 +4,7 @@
 usage: troupe bench scaling --model M --link RATE[,LATENCY] --workers 1,2,4,8 --servers S|equal|colocated
                             --compute-ms T [--batch 32] [--steps 10] [--epochs 3] [--no-priority]
                             [--compression C] [--computes-per-worker N] [--topology bsp|async]
-                            [--epoch-examples E]
+                            [--epoch-examples E] [--slice-bytes N]
 
 Every row is one BSP cluster run (scheduler, S servers, W workers: `troupe node`), each node on an emulated
 host of its own (scripts/emulated_hosts.py: a network namespace, the link shaped with tc tbf at RATE both
@@ -18,6 +18,7 @@ they push, as MXNet's kvstore sums a machine's GPUs: `hierarchical(machines = W)
 (dist_sync), and under `--topology async` (dist_async) the host's sum pushed straight to the shards, which
 answer each host on its own (the local_sync route set of examples/fashion_local_sync.troupe); with N = 1,
 async is the `async` preset. A host's bytes per step are the model's either way.
+`--slice-bytes N`: parameters above N bytes travel in slices of at most N (default 1 MiB; see SLICE_BYTES).
 `--epoch-examples E`: also print, per row, the time and the bytes per node of an epoch of E examples
 (E / (W * N * batch) steps, rounded up), the measured step scaled, beside the arithmetic.
 
@@ -60,6 +61,11 @@ MODELS = {
     "lenet": ("lenet", (1, 28, 28), 10),
     "mlp": ("mlp", (1, 28, 28), 10),
 }
+# The bench's slices: 1 MiB, not a config's default 4 MiB. A server answers a slice only once all of it has
+# come, so while the largest slice crosses a link the answers lag the pushes by it; the lag is the link's idle
+# time at the end of every step (the worker waits for the last answers). ResNet-50, 1 worker, 1 Gbit: 979 ms a
+# step with 4 MiB slices, 919 with 1 MiB (docs/benchmarks.md).
+SLICE_BYTES = 1 << 20
 CPU_BOUND = 0.90  # share of the host's cores busy from which a row counts as CPU-bound
 ROW_BOUND_S = 600  # a row must end within this
 UNITS = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
@@ -192,7 +198,8 @@ def write_config(path, args, workers, servers):
         f.write(f"# troupe bench scaling: {args.model}, {workers} worker host(s) of {args.computes_per_worker} "
                 f"compute(s), {servers} server(s)\n"
                 f"cluster   {{ servers = {servers}  workers = {computes}  server_nodes = {servers}"
-                f"  worker_nodes = {workers}{'  priority = false' if args.no_priority else ''} }}\n"
+                f"  worker_nodes = {workers}{'  priority = false' if args.no_priority else ''}"
+                f"  slice_bytes = {args.slice_bytes} }}\n"
                 f"data      train = synthetic(shape = [{', '.join(map(str, shape))}], classes = {classes}, "
                 f"examples = {examples}, batch = {args.batch})\n"
                 f"model     {line}\n"
@@ -370,6 +377,9 @@ def parse_args(argv):
                         "the floor and the expected bytes count the encoded sizes")
     p.add_argument("--no-priority", action="store_true", help="links write pushes and answers in backward's "
                    "order, not first layers first (cluster.priority = false)")
+    p.add_argument("--slice-bytes", type=int, default=SLICE_BYTES,
+                   help="parameters above this many bytes travel in slices of at most this (cluster.slice_bytes; "
+                        f"default {SLICE_BYTES}, 1 MiB: see the module's text)")
     p.add_argument("--computes-per-worker", type=int, default=1,
                    help="stand-in computes (devices) per worker host, summed on the host (default 1)")
     p.add_argument("--topology", default="bsp", choices=("bsp", "async"),
@@ -377,6 +387,8 @@ def parse_args(argv):
     p.add_argument("--epoch-examples", type=int, default=None,
                    help="also print the time and the server bytes of an epoch of this many examples")
     args = p.parse_args(argv)
+    if args.slice_bytes < 4:
+        p.error(f"--slice-bytes {args.slice_bytes}: at least 4 (one float)")
     if not 1 <= args.computes_per_worker <= 16:
         p.error(f"--computes-per-worker {args.computes_per_worker}: 1 to 16")
     if args.epoch_examples is not None and args.epoch_examples < 1:

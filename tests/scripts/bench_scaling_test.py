@@ -14,6 +14,8 @@ usage: bench_scaling_test.py arithmetic
               computes each, async, servers colocated: every compute's samples count and a host pushes
               the model's bytes once per step; nothing of the emulated hosts is left. Skipped (77) without root; without root the bench refuses, saying so
 """
+import contextlib
+import io
 import math
 import os
 import re
@@ -119,6 +121,21 @@ def check_arithmetic():
             cluster = next(l for l in open(os.path.join(tmp, "c.troupe")) if l.startswith("cluster"))
             if (want is None and "priority" in cluster) or (want is not None and want not in cluster):
                 fail(f"{argv}: the config's cluster line is {cluster!r}")
+    # the bench's slices reach every node through the config; a size below one float is refused
+    with tempfile.TemporaryDirectory() as tmp:
+        for argv, want in (([], f"slice_bytes = {1 << 20}"), (["--slice-bytes", "4194304"], "slice_bytes = 4194304")):
+            args = bs.parse_args(["--model", "mlp", "--link", "1gbit", "--compute-ms", "1"] + argv)
+            bs.write_config(os.path.join(tmp, "c.troupe"), args, 1, 1)
+            cluster = next(l for l in open(os.path.join(tmp, "c.troupe")) if l.startswith("cluster"))
+            if want not in cluster:
+                fail(f"{argv}: the config's cluster line is {cluster!r}, expected {want!r}")
+    try:
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            bs.parse_args(["--model", "mlp", "--link", "1gbit", "--compute-ms", "1", "--slice-bytes", "3"])
+        fail("--slice-bytes 3 was accepted")
+    except SystemExit:
+        if "--slice-bytes 3" not in err.getvalue():
+            fail(f"--slice-bytes 3 refused without naming it: {err.getvalue()!r}")
     # Several computes per host: summed on the host (dist_sync: hierarchical; dist_async: the host's sum
     # pushed straight to the shards, answered per host); one compute per host: the preset itself.
     if bs.topology_text("bsp", 3, 1) != "bsp" or bs.topology_text("async", 3, 1) != "async":
@@ -140,7 +157,7 @@ def check_arithmetic():
     # an epoch of E examples: every compute takes a batch per step
     if bs.epoch_steps(50000, 3, 1, 32) != 521 or bs.epoch_steps(96, 3, 1, 32) != 1 or bs.epoch_steps(1000, 2, 2, 32) != 8:
         fail("epoch steps")
-    print("ok: arithmetic: floors, bytes, judgement, parsing, refusals, --no-priority and computes per host")
+    print("ok: arithmetic: floors, bytes, judgement, parsing, refusals, --no-priority, slices and computes per host")
 
 
 def check_run(troupe):

@@ -318,7 +318,8 @@ def print_table(args, link, model_bytes, rows, worst):
     per_host = f", {args.computes_per_worker} computes per worker host" if args.computes_per_worker > 1 else ""
     print(f"model {args.model}: {mib(model_bytes)} MiB; link {link} per direction; stand-in {args.compute_ms:g} ms "
           f"per batch of {args.batch}; servers {args.servers}; topology {args.topology}{per_host}; compression "
-          f"{args.compression}; {args.steps} steps per epoch, median of epochs 1..{args.epochs - 1}; priority "
+          f"{args.compression}; {args.steps} steps per epoch, median of epochs 1..{args.epochs - 1}; slices of at most "
+          f"{args.slice_bytes} bytes; priority "
           f"{'off (backward order)' if args.no_priority else 'on (forward order)'}")
     epoch = args.epoch_examples is not None
     print("| workers | servers | samples/s | speed-up | efficiency | step ms | max(compute, floor) ms | ratio | "

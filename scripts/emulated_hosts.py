@@ -18,8 +18,9 @@ SIGTERM or SIGHUP (processes started with `start` are killed first, by process g
         hosts.start("b", ["python3", "-c", "..."])
         hosts.run("a", ["ip", "addr"])
 
-Command line (root): `emulated_hosts.py measure [--link 1gbit[,LAT]] [--seconds 3] [--streams 1]` prints
-the TCP throughput between two emulated hosts; `emulated_hosts.py leftovers` lists namespaces and links
+Command line (root): `emulated_hosts.py measure [--link 1gbit[,LAT]] [--seconds 3] [--streams 1] [--both-ways]`
+prints the TCP throughput between two emulated hosts (`--both-ways`: each direction of one connection
+that sends both ways at once); `emulated_hosts.py leftovers` lists namespaces and links
 of emulated hosts that are not deleted (exit 1 if any).
 """
 import argparse
@@ -342,6 +343,48 @@ ts = [threading.Thread(target=send) for _ in range(streams)]
 """
 
 
+# Both ways at once on one connection (as a peer link carries pushes one way and answers the other):
+# each end sends for SECONDS while it reads, then prints what it received per second.
+_BOTH_WAYS = r"""
+import socket, sys, threading, time
+role, host, port, seconds = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+if role == "listen":
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((host, 0)); s.listen(1); print(s.getsockname()[1], flush=True); c = s.accept()[0]
+else:
+    c = socket.create_connection((host, port))
+got = [0, None, None]
+def receive():
+    buf = bytearray(1 << 20)
+    while True:
+        n = c.recv_into(buf)
+        if n == 0: break
+        now = time.monotonic(); got[0] += n; got[2] = now
+        if got[1] is None: got[1] = now
+t = threading.Thread(target=receive); t.start()
+chunk = memoryview(bytearray(4 << 20)); end = time.monotonic() + seconds
+while time.monotonic() < end: c.sendall(chunk)
+c.shutdown(socket.SHUT_WR); t.join()
+print(got[0] * 8 / (got[2] - got[1]) if got[0] and got[2] > got[1] else 0, flush=True)
+"""
+
+
+def measure_both_ways(hosts, a, b, seconds=3.0):
+    """TCP bits/s (a to b, b to a) on one connection that carries both directions at once."""
+    lis = hosts.start(b, [sys.executable, "-c", _BOTH_WAYS, "listen", hosts.addr[b], "0", str(seconds)],
+                      stdout=subprocess.PIPE, text=True)
+    port = lis.stdout.readline().strip()
+    if not port:
+        raise RuntimeError("both-ways probe: the listening end did not start")
+    con = hosts.start(a, [sys.executable, "-c", _BOTH_WAYS, "connect", hosts.addr[b], port, str(seconds)],
+                      stdout=subprocess.PIPE, text=True)
+    a_got, _ = con.communicate(timeout=seconds + 30)
+    b_got, _ = lis.communicate(timeout=30)
+    if con.returncode or lis.returncode:
+        raise RuntimeError(f"both-ways probe: exit statuses {con.returncode}, {lis.returncode}")
+    return float(b_got), float(a_got)
+
+
 def measure_throughput(hosts, sender, receiver, seconds=3.0, streams=1):
     """TCP bits/s from `sender` to `receiver` (python3 sockets, `streams` connections at once)."""
     rx = hosts.start(receiver, [sys.executable, "-c", _RECEIVER, hosts.addr[receiver], str(streams)],
@@ -363,6 +406,8 @@ def main():
     m.add_argument("--link", default="1gbit", help="RATE[,LATENCY], e.g. 1gbit or 10gbit,1ms")
     m.add_argument("--seconds", type=float, default=3.0)
     m.add_argument("--streams", type=int, default=1)
+    m.add_argument("--both-ways", action="store_true",
+                   help="one connection sending both ways at once (as a link carries pushes and answers)")
     sub.add_parser("leftovers", help="namespaces and links of emulated hosts still there (exit 1 if any)")
     args = parser.parse_args()
     need_root()
@@ -375,6 +420,11 @@ def main():
     except ValueError as e:
         raise SystemExit(f"emulated_hosts.py: --link: {e}")
     with EmulatedHosts(["a", "b"], link) as hosts:
+        if args.both_ways:
+            there, back = measure_both_ways(hosts, "a", "b", args.seconds)
+            print(f"link {link}: {there / 1e6:.0f} Mbit/s from {hosts.addr['a']} to {hosts.addr['b']} and "
+                  f"{back / 1e6:.0f} Mbit/s back at once (one TCP connection, {args.seconds:g} s)")
+            return
         bits = measure_throughput(hosts, "a", "b", args.seconds, args.streams)
         print(f"link {link}: {bits / 1e6:.0f} Mbit/s from {hosts.addr['a']} to {hosts.addr['b']} "
               f"({args.streams} TCP stream(s), {args.seconds:g} s)")

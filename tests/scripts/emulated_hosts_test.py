@@ -73,8 +73,11 @@ def check_hosts():
         bits = eh.measure_throughput(hosts, "worker0", "server0", seconds=0.5)
         if bits <= 0:
             fail("no bytes crossed from worker0 to server0")
-        print(f"ok: hosts: {hosts.addr}; tbf 1Gbit at both ends; worker0 -> server0 {bits / 1e6:.0f} Mbit/s "
-              "(not judged)")
+        there, back = eh.measure_both_ways(hosts, "worker0", "server0", seconds=0.5)
+        if there <= 0 or back <= 0:
+            fail(f"both ways at once: {there} and {back} bits/s: a direction moved nothing")
+        print(f"ok: hosts: {hosts.addr}; tbf 1Gbit at both ends; worker0 -> server0 {bits / 1e6:.0f} Mbit/s, "
+              f"both ways at once {there / 1e6:.0f} and {back / 1e6:.0f} Mbit/s (not judged)")
     left = eh.leftovers(number)
     if left:
         fail(f"left behind after a normal exit: {left}")

@@ -3,17 +3,17 @@
 
 usage: bench_pslite.py --model M --link RATE[,LATENCY] --workers 1,2,4 --servers equal|colocated|S
                        --compute-ms T [--rounds 2] [--modes pull[,pushpull]] [--steps 8] [--epochs 3]
-                       [--pslite-steps 10] [--pslite-warmup 3] [--requests groups|keys] [--troupe PATH]
-                       [--pslite PATH]
+                       [--pslite-steps 10] [--pslite-warmup 3] [--requests groups|keys] [--slice-bytes N]
+                       [--troupe PATH] [--pslite PATH]
 
 For each round and each worker count W it runs, back to back on emulated hosts of the same layout
 (scripts/emulated_hosts.py: a scheduler host, W worker hosts, S server hosts or servers on the
 workers' hosts, every link shaped with tc tbf at RATE both ways):
   1. a ps-lite row: scripts/pslite/model_step (built by scripts/pslite/build.sh, outside the project)
      as scheduler, S servers and W workers. Its requests are Troupe's push groups for this model and
-     these servers (`troupe check --push-groups`: the same slicing at 4 MiB, the same bundling of small
-     keys, each group on the server Troupe's plan puts its shard on), or with --requests keys one
-     request per key (as MXNet pushes); it reports the median step after its warm-up (the slowest
+     these servers (`troupe check --push-groups`: the same slicing, at the Troupe row's --slice-bytes,
+     1 MiB unless given; the same bundling of small keys; each group on the server Troupe's plan puts
+     its shard on), or with --requests keys one request per key (as MXNet pushes); it reports the median step after its warm-up (the slowest
      worker's). --modes: `pull` sends a group's pull once its push is answered (MXNet's engine
      order), `pushpull` one ZPushPull per group (answered with the weights, as Troupe's push is);
      with both, both rows run, in that order;
@@ -224,6 +224,9 @@ def parse_args(argv):
                         "answered, MXNet's order) and/or pushpull (one ZPushPull per group) (default pull)")
     p.add_argument("--requests", choices=("groups", "keys"), default="groups",
                    help="ps-lite: one request per Troupe push group (default) or per key (as MXNet)")
+    p.add_argument("--slice-bytes", type=int, default=bench_scaling.SLICE_BYTES,
+                   help=f"both systems: parameters above this many bytes travel in slices of at most this "
+                        f"(default {bench_scaling.SLICE_BYTES})")
     p.add_argument("--step-timeout", type=float, default=120, help="ps-lite: seconds a step may take (default 120)")
     p.add_argument("--troupe", default="troupe", help="the troupe binary (default: troupe on PATH)")
     p.add_argument("--pslite", default="/tmp/pslite-build/model_step",
@@ -249,7 +252,7 @@ def parse_args(argv):
     args.scaling = bench_scaling.parse_args(
         ["--model", args.model, "--link", args.link, "--workers", args.workers, "--servers", args.servers,
          "--compute-ms", f"{args.compute_ms:g}", "--steps", str(args.steps), "--epochs", str(args.epochs),
-         "--batch", str(args.batch)])
+         "--batch", str(args.batch), "--slice-bytes", str(args.slice_bytes)])
     return args
 
 

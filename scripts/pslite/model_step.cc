@@ -17,15 +17,21 @@
 // Worker rank 0 first sends every group's initial weights (zeros, command kInit); all workers
 // then meet at a ps-lite barrier, once. A worker's step, as Troupe's stand-in
 // (actors/include/troupe/actors/compute_actor.hpp, "Stand-in"): forward is the first third of
-// COMPUTE_MS; group g (of G) is pushed at COMPUTE_MS/3 + (2/3 COMPUTE_MS)(g+1)/G from the
-// step's start; its pull is sent when its push is answered (MXNet's engine order: the pull
-// depends on the push); the step ends when every pull has come back, and the next starts.
-// MODE pushpull instead sends each group as one ZPushPull (push and pull in one request, the
-// server answering it with the weights once the W-th push applied the sum), as Troupe's push is
-// answered with the weights: no pull request waits behind pushes on the worker's connection.
+// COMPUTE_MS, run in one segment per group in forward order (the plan's last group first), each
+// a 1/G share of it, and a segment starts only once its group's weights of the previous step are
+// back (a device whose forward waits per layer, as MXNet's dependency engine runs it); backward
+// is the rest, group g (of G) pushed at (2/3 COMPUTE_MS)(g+1)/G after the forward ended; the next
+// step's forward starts once the last group was pushed. A step's time is from one forward's start
+// to the next's. In MODE pull a group's pull is sent when its push is answered (MXNet's engine
+// order: the pull depends on the push); MODE pushpull instead sends each group as one ZPushPull
+// (push and pull in one request, the server answering it with the weights once the W-th push
+// applied the sum), as Troupe's push is answered with the weights: no pull request waits behind
+// pushes on the worker's connection. ps-lite sends a connection's requests in the order they
+// were made (backward's): it has no priority.
 // Check: worker r pushes the value r+1 everywhere, so after step s (1-based) every pulled
-// weight is s * W(W+1)/2 exactly; the first and last value of every group and all of one
-// group (in turn) are checked every step, and a wrong value ends the worker with an error.
+// weight is s * W(W+1)/2 exactly; when a forward segment reads a group's weights, their first
+// and last value are checked, and all of one group (in turn) every step, and after the last step
+// every group's; a wrong value ends the worker with an error.
 //
 // Output (worker, stdout), one line: `pslite_model_step mode=MODE workers=W servers=S groups=G
 // elements=N compute_ms=C step_ms_median=X min=Y max=Z worker=R` over the TIMED steps after
@@ -38,6 +44,7 @@
 #include <cstdlib>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -168,8 +175,8 @@ class sync_server {
 struct answers {
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<size_t> pushed;  // groups whose push was answered, pull not yet sent
-  size_t pulled = 0;          // groups whose pull came back this step
+  std::deque<size_t> pushed;  // pull mode: groups whose push was answered, pull not yet sent
+  std::vector<char> in;       // per group: its weights of the last step pushed are back
 };
 
 double ms_between(clock_type::time_point a, clock_type::time_point b) {
@@ -219,85 +226,109 @@ void run_worker(const std::vector<group_plan>& plan, double compute_ms, int warm
   ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup);
 
   const double expected_per_step = workers * (workers + 1) / 2.0;
-  std::vector<double> times;
-  for (int step = 0; step < warmup + timed; ++step) {
-    const auto t0 = clock_type::now();
-    const auto deadline = t0 + std::chrono::duration_cast<clock_type::duration>(
-                                   std::chrono::duration<double>(step_timeout_s));
-    std::vector<clock_type::time_point> push_at(groups);
-    for (size_t g = 0; g < groups; ++g)
-      push_at[g] = t0 + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double, std::milli>(
-                            compute_ms / 3 + (compute_ms - compute_ms / 3) * double(g + 1) / double(groups)));
-    size_t next_push = 0;
-    {
-      std::lock_guard<std::mutex> lock(a.mu);
-      a.pulled = 0;
-      a.pushed.clear();
+  // The weights of `group` after `steps` steps: every value must be the pushes' sum so far.
+  auto check = [&](size_t g, int steps) {
+    const float want = static_cast<float>(expected_per_step * steps);
+    const auto& w = weights[g];
+    const bool whole = g == static_cast<size_t>(steps) % groups || steps == warmup + timed;
+    const size_t n = whole ? w.size() : 2;
+    for (size_t j = 0; j < n; ++j) {
+      const size_t i = whole ? j : (j == 0 ? 0 : w.size() - 1);
+      if (w[i] != want)
+        die("after step " + std::to_string(steps) + ": group " + std::to_string(g) + " value " + std::to_string(i)
+            + " is " + std::to_string(w[i]) + ", expected " + std::to_string(want)
+            + " (the sum of every worker's pushes so far)");
     }
+    for (size_t k = 0; k < lens[g].size(); ++k)
+      if (pulled_lens[g][k] != lens[g][k])
+        die("after step " + std::to_string(steps) + ": group " + std::to_string(g)
+            + " came back with key lengths other than pushed");
+  };
+  auto issue_pull = [&](size_t g) {
+    kv.ZPull(keys[g], &weights[g], &pulled_lens[g], 0, [&a, g] {
+      std::lock_guard<std::mutex> lock(a.mu);
+      a.in[g] = 1;
+      a.cv.notify_all();
+    });
+  };
+  // Sends the pulls of answered pushes until `ready()` (read under the lock) holds, or `until`
+  // has come, whichever is first; true when ready. Past `deadline` the worker dies: no wait is
+  // without an end. ps-lite's calls lock its own mutex: never call them holding ours.
+  auto serve_until = [&](clock_type::time_point until, clock_type::time_point deadline, int step,
+                         const std::function<bool()>& ready) {
     for (;;) {
       std::vector<size_t> to_pull;
+      bool done;
       {
         std::unique_lock<std::mutex> lock(a.mu);
-        const auto until = next_push < groups ? std::min(push_at[next_push], deadline) : deadline;
-        a.cv.wait_until(lock, until, [&] {
-          return !a.pushed.empty() || a.pulled == groups
-                 || (next_push < groups && clock_type::now() >= push_at[next_push]);
-        });
-        if (a.pulled == groups)
-          break;
+        a.cv.wait_until(lock, std::min(until, deadline), [&] { return ready() || !a.pushed.empty(); });
+        done = ready();
         to_pull.assign(a.pushed.begin(), a.pushed.end());
         a.pushed.clear();
       }
-      if (clock_type::now() > deadline)
-        die("step " + std::to_string(step) + " did not end within " + std::to_string(step_timeout_s) + " s");
-      // ps-lite's calls lock its own mutex: never call them holding ours
       for (size_t g : to_pull)
-        kv.ZPull(keys[g], &weights[g], &pulled_lens[g], 0, [&a] {
-          std::lock_guard<std::mutex> lock(a.mu);
-          ++a.pulled;
-          a.cv.notify_all();
-        });
+        issue_pull(g);
+      if (done)
+        return true;
       const auto now = clock_type::now();
-      for (; next_push < groups && now >= push_at[next_push]; ++next_push) {
-        const size_t g = next_push;
-        if (pushpull) {
-          // ZPushPull sends the lens it is given to fill: they must be the request's own
-          pulled_lens[g].CopyFrom(lens[g]);
-          kv.ZPushPull(keys[g], grads[g], &weights[g], &pulled_lens[g], 0, [&a] {
-            std::lock_guard<std::mutex> lock(a.mu);
-            ++a.pulled;
-            a.cv.notify_all();
-          });
-          continue;
-        }
-        kv.ZPush(keys[g], grads[g], lens[g], 0, [&a, g] {
+      if (now >= deadline)
+        die("step " + std::to_string(step) + " did not end within " + std::to_string(step_timeout_s) + " s");
+      if (now >= until)
+        return false;
+    }
+  };
+  auto after_ms = [](clock_type::time_point t, double ms) {
+    return t + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double, std::milli>(ms));
+  };
+  const auto never = [] { return false; };
+  a.in.assign(groups, 1);  // the initial weights: step 0's forward waits for nothing
+  std::vector<double> times;
+  auto step_start = clock_type::now();
+  for (int step = 0; step < warmup + timed; ++step) {
+    const auto deadline = after_ms(clock_type::now(), step_timeout_s * 1e3);
+    for (size_t k = 0; k < groups; ++k) {  // forward, first layers first
+      const size_t g = groups - 1 - k;
+      serve_until(deadline, deadline, step, [&] { return a.in[g] != 0; });
+      if (step > 0)
+        check(g, step);
+      serve_until(after_ms(clock_type::now(), compute_ms / 3 / double(groups)), deadline, step, never);
+    }
+    const auto backward_start = clock_type::now();
+    for (size_t g = 0; g < groups; ++g) {  // backward, last layers first
+      serve_until(after_ms(backward_start, (compute_ms - compute_ms / 3) * double(g + 1) / double(groups)),
+                  deadline, step, never);
+      {
+        std::lock_guard<std::mutex> lock(a.mu);
+        a.in[g] = 0;
+      }
+      if (pushpull) {
+        // ZPushPull sends the lens it is given to fill: they must be the request's own
+        pulled_lens[g].CopyFrom(lens[g]);
+        kv.ZPushPull(keys[g], grads[g], &weights[g], &pulled_lens[g], 0, [&a, g] {
           std::lock_guard<std::mutex> lock(a.mu);
-          a.pushed.push_back(g);
+          a.in[g] = 1;
           a.cv.notify_all();
         });
+        continue;
       }
+      kv.ZPush(keys[g], grads[g], lens[g], 0, [&a, g] {
+        std::lock_guard<std::mutex> lock(a.mu);
+        a.pushed.push_back(g);
+        a.cv.notify_all();
+      });
     }
-    const double ms = ms_between(t0, clock_type::now());
+    const auto now = clock_type::now();
+    const double ms = ms_between(step_start, now);
+    step_start = now;
     std::fprintf(stderr, "# worker=%d step=%d ms=%.1f\n", rank, step, ms);
     if (step >= warmup)
       times.push_back(ms);
-    const float want = static_cast<float>(expected_per_step * (step + 1));
-    const size_t whole = static_cast<size_t>(step) % groups;
-    for (size_t g = 0; g < groups; ++g) {
-      const auto& w = weights[g];
-      const size_t n = g == whole ? w.size() : 2;
-      for (size_t j = 0; j < n; ++j) {
-        const size_t i = g == whole ? j : (j == 0 ? 0 : w.size() - 1);
-        if (w[i] != want)
-          die("step " + std::to_string(step) + ": group " + std::to_string(g) + " value " + std::to_string(i)
-              + " is " + std::to_string(w[i]) + ", expected " + std::to_string(want)
-              + " (the sum of every worker's pushes so far)");
-      }
-      for (size_t k = 0; k < lens[g].size(); ++k)
-        if (pulled_lens[g][k] != lens[g][k])
-          die("step " + std::to_string(step) + ": group " + std::to_string(g) + " came back with key lengths "
-              "other than pushed");
-    }
+  }
+  // The last step's answers: every group's weights back and whole.
+  const auto deadline = after_ms(clock_type::now(), step_timeout_s * 1e3);
+  for (size_t g = 0; g < groups; ++g) {
+    serve_until(deadline, deadline, warmup + timed, [&] { return a.in[g] != 0; });
+    check(g, warmup + timed);
   }
   std::vector<double> s = times;
   std::sort(s.begin(), s.end());

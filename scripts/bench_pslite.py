@@ -13,10 +13,10 @@ workers' hosts, every link shaped with tc tbf at RATE both ways):
      as scheduler, S servers and W workers. Its requests are Troupe's push groups for this model and
      these servers (`troupe check --push-groups`: the same slicing, at the Troupe row's --slice-bytes,
      1 MiB unless given; the same bundling of small keys; each group on the server Troupe's plan puts
-     its shard on), or with --requests keys one request per key (as MXNet pushes); it reports the median step after its warm-up (the slowest
-     worker's). --modes: `pull` sends a group's pull once its push is answered (MXNet's engine
-     order), `pushpull` one ZPushPull per group (answered with the weights, as Troupe's push is);
-     with both, both rows run, in that order;
+     its shard on), or with --requests keys one request per key (as MXNet pushes); it reports the
+     median step after its warm-up (the slowest worker's). --modes: `pull` sends a group's pull once
+     its push is answered (MXNet's engine order), `pushpull` one ZPushPull per group (answered with
+     the weights, as Troupe's push is); with both, both rows run, in that order;
   2. the matching `troupe bench scaling` row (scripts/bench_scaling.py's run_row: median of the epochs
      after the first, epoch time / steps).
 Then a markdown table per worker count: both systems' ms per step (the median over the rounds, each

@@ -113,29 +113,30 @@ def check_arithmetic():
             fail(f"compression {bad} was accepted")
         except ValueError:
             pass
-    # --no-priority reaches every node through the config they all read
+    # --no-priority and the slices reach every node through the config they all read
     with tempfile.TemporaryDirectory() as tmp:
-        for argv, want in (([], None), (["--no-priority"], "priority = false")):
+        def cluster_line(argv):
             args = bs.parse_args(["--model", "mlp", "--link", "1gbit", "--compute-ms", "1"] + argv)
             bs.write_config(os.path.join(tmp, "c.troupe"), args, 1, 1)
-            cluster = next(l for l in open(os.path.join(tmp, "c.troupe")) if l.startswith("cluster"))
+            return next(l for l in open(os.path.join(tmp, "c.troupe")) if l.startswith("cluster"))
+
+        for argv, want in (([], None), (["--no-priority"], "priority = false")):
+            cluster = cluster_line(argv)
             if (want is None and "priority" in cluster) or (want is not None and want not in cluster):
                 fail(f"{argv}: the config's cluster line is {cluster!r}")
-    # the bench's slices reach every node through the config; a size below one float is refused
-    with tempfile.TemporaryDirectory() as tmp:
         for argv, want in (([], f"slice_bytes = {1 << 20}"), (["--slice-bytes", "4194304"], "slice_bytes = 4194304")):
-            args = bs.parse_args(["--model", "mlp", "--link", "1gbit", "--compute-ms", "1"] + argv)
-            bs.write_config(os.path.join(tmp, "c.troupe"), args, 1, 1)
-            cluster = next(l for l in open(os.path.join(tmp, "c.troupe")) if l.startswith("cluster"))
+            cluster = cluster_line(argv)
             if want not in cluster:
                 fail(f"{argv}: the config's cluster line is {cluster!r}, expected {want!r}")
+    # a slice below one float is refused, naming the flag
     try:
         with contextlib.redirect_stderr(io.StringIO()) as err:
             bs.parse_args(["--model", "mlp", "--link", "1gbit", "--compute-ms", "1", "--slice-bytes", "3"])
-        fail("--slice-bytes 3 was accepted")
     except SystemExit:
         if "--slice-bytes 3" not in err.getvalue():
             fail(f"--slice-bytes 3 refused without naming it: {err.getvalue()!r}")
+    else:
+        fail("--slice-bytes 3 was accepted")
     # Several computes per host: summed on the host (dist_sync: hierarchical; dist_async: the host's sum
     # pushed straight to the shards, answered per host); one compute per host: the preset itself.
     if bs.topology_text("bsp", 3, 1) != "bsp" or bs.topology_text("async", 3, 1) != "async":

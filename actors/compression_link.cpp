@@ -78,10 +78,13 @@ struct sender_state {
 
 using sender_pointer = push_target_actor::stateful_pointer<sender_state>;
 
-// The push as the route sends it: quantized, with its residual kept here.
-gradient_push quantized(sender_state& st, gradient_push push) {
+// The push as the route sends it: quantized, with its residual kept here. An errc::bad_data
+// when a fitted 2-bit scale is not finite (the gradients are not finite numbers).
+caf::expected<gradient_push> quantized(sender_state& st, gradient_push push) {
   if (st.spec.pushes == value_encoding::none)
     return push;
+  const bool two_bit = st.spec.pushes == value_encoding::two_bit;
+  std::vector<float> scales;
   for (std::size_t i = 0; i < push.keys.size(); ++i) {
     const auto key = push.keys[i];
     const auto& g = push.gradients[i];
@@ -89,12 +92,18 @@ gradient_push quantized(sender_state& st, gradient_push push) {
     if (r.shape() != g.shape())
       r = tensor(g.shape());  // zeros: nothing owed yet
     auto& out = free_buffer(st.sent_pool[key], g);
-    quantize_push(st.spec.pushes, st.spec.threshold, g.data(), r.data(), out.data(),
-                  static_cast<std::size_t>(g.numel()));
+    const auto n = static_cast<std::size_t>(g.numel());
+    const auto at = scales.size();
+    scales.resize(at + (two_bit ? two_bit_scales(n) : 0));
+    try {
+      quantize_push(st.spec, g.data(), r.data(), out.data(), scales.data() + at, n);
+    } catch (const std::domain_error& e) {
+      return make_error(errc::bad_data, st.route + ": the push of key " + std::to_string(key) + ": " + e.what());
+    }
     push.gradients[i] = out;
   }
   push.encoding = st.spec.pushes;
-  push.scales.assign(st.spec.pushes == value_encoding::two_bit ? push.keys.size() : 0, st.spec.threshold);
+  push.scales = std::move(scales);
   return push;
 }
 
@@ -136,10 +145,13 @@ push_target_actor::behavior_type compressing_sender(sender_pointer self, push_ta
   return {
     [=](push_atom, gradient_push& push) -> caf::result<weight_set> {
       const auto due = push.due;
+      auto sent = quantized(self->state, std::move(push));
+      if (!sent)
+        return std::move(sent.error());
       return pass_on(
         self, self->state.downstream, due, "a push",
         [=](weight_set ws) { return installed(self->state, std::move(ws)); }, push_atom::value,
-        quantized(self->state, std::move(push)));
+        std::move(*sent));
     },
     [=](pull_atom, deadline due) -> caf::result<weight_set> {
       return pass_on(
@@ -193,16 +205,15 @@ caf::expected<weight_set> compressed(receiver_state& st, weight_set ws) {
       return make_error(errc::bad_request, st.route + ": key " + std::to_string(ws.keys[i])
                                              + " changed shape since it was pulled");
     auto& delta = free_buffer(st.delta_pool[ws.keys[i]], target);
-    float scale;
+    const auto n = static_cast<std::size_t>(target.numel());
+    const auto at = out.scales.size();
+    out.scales.resize(at + (st.spec.answers == value_encoding::two_bit ? two_bit_scales(n) : 0));
     try {
-      scale = quantize_answer(st.spec.answers, target.data(), held.data(), delta.data(),
-                              static_cast<std::size_t>(target.numel()));
+      quantize_answer(st.spec.answers, target.data(), held.data(), delta.data(), out.scales.data() + at, n);
     } catch (const std::domain_error& e) {
       return make_error(errc::bad_data, st.route + ": key " + std::to_string(ws.keys[i]) + ": " + e.what());
     }
     out.weights[i] = delta;
-    if (st.spec.answers == value_encoding::two_bit)
-      out.scales.push_back(scale);
   }
   cached.updates = ws.updates;
   cached.answer = out;

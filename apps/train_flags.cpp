@@ -97,7 +97,7 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("slice-bytes", r.slice_bytes, "parameters above this many bytes are cut into slices spread over the shards (>= 4)");
   f.add("group-bytes", r.group_bytes, "keys below this many bytes are bundled into one push per shard (0: never bundle)");
   f.add_switch("no-overlap", r.no_overlap, "send all pushes after backward instead of each as soon as backward produced it");
-  f.add("compression", r.compression, "none | fp16 | bf16 | 2bit[:THRESHOLD] (error feedback): compress the gradients where they leave their machine, and the answers as deltas; push:C compresses the pushes only; replaces every route's compress");
+  f.add("compression", r.compression, "none | fp16 | bf16 | 2bit[:THRESHOLD] | 2bit:fit (error feedback): compress the gradients where they leave their machine, and the answers as deltas; push:C compresses the pushes only; replaces every route's compress");
   f.add_switch("no-priority", r.no_priority, "cluster links write pushes and their answers in backward's order (last layer first) instead of the order the next forward needs them");
   f.add("prefetch", r.prefetch, "batches each loader builds ahead");
   f.add("server-nodes", r.server_nodes, "server processes of a cluster run, holding the shards (0 with --worker-nodes 0: one process)");

@@ -60,14 +60,18 @@ void set_values(capnp::MessageBuilder& builder, capnp::List<capnp::Data>::Builde
 // Compressed values are packed into the frame's own memory (a copy, 2 bytes or 2 bits each).
 void set_packed_values(capnp::List<capnp::Data>::Builder out, const std::vector<tensor>& values,
                        value_encoding encoding, const std::vector<float>& scales, const char* what) {
+  std::size_t first_scale = 0;  // of tensor i: 2-bit scales are the tensors' blocks in order
   for (unsigned i = 0; i < values.size(); ++i) {
     const auto n = static_cast<std::size_t>(values[i].numel());
     const std::size_t size = encoded_bytes(encoding, n);
     if (size > largest_data_bytes)
       throw std::invalid_argument("frame: a packed tensor of " + std::to_string(size) + " bytes exceeds a Data field");
     auto packed = out.init(i, static_cast<unsigned>(size));
+    const float* tensor_scales = scales.data() + first_scale;
+    if (encoding == value_encoding::two_bit)
+      first_scale += two_bit_scales(n);
     try {
-      encode_values(encoding, scales.empty() ? 0.0f : scales[i], values[i].data(), n, packed.begin());
+      encode_values(encoding, tensor_scales, values[i].data(), n, packed.begin());
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(std::string("frame: ") + what + " tensor " + std::to_string(i) + ": " + e.what());
     }
@@ -166,7 +170,10 @@ struct body_writer {
                                   + " keys and " + std::to_string(values.size()) + " tensors");
     set_keys(out.initKeys(static_cast<unsigned>(keys.size())), keys);
     out.setEncoding(to_wire(encoding));
-    const std::size_t want_scales = encoding == value_encoding::two_bit ? keys.size() : 0;
+    std::size_t want_scales = 0;
+    if (encoding == value_encoding::two_bit)
+      for (const auto& v : values)
+        want_scales += two_bit_scales(static_cast<std::size_t>(v.numel()));
     if (scales.size() != want_scales)
       throw std::invalid_argument(std::string("frame: ") + what + " encoded " + to_string(encoding) + " has "
                                   + std::to_string(scales.size()) + " scales, expected " + std::to_string(want_scales));

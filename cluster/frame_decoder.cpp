@@ -67,12 +67,9 @@ const std::vector<shape_t>& shard_keys(const wire_keys& keys, std::uint32_t shar
   return keys.shards[shard];
 }
 
-// Keys (ascending, each a key of the shard) and their values as views of the payload, each
-// exactly its key's size.
-// The encoding a frame names, and its scales: one per key for twoBit (each finite, >= 0),
-// none otherwise.
-value_encoding read_encoding(wire::Encoding in, capnp::List<float>::Reader scales, std::size_t keys,
-                             const char* what, std::vector<float>& scales_out) {
+// The encoding a frame names, and its scales (each finite, >= 0; how many read_tensors checks).
+value_encoding read_encoding(wire::Encoding in, capnp::List<float>::Reader scales, const char* what,
+                             std::vector<float>& scales_out) {
   value_encoding e;
   switch (in) {
     case wire::Encoding::FLOAT32: e = value_encoding::none; break;
@@ -82,10 +79,9 @@ value_encoding read_encoding(wire::Encoding in, capnp::List<float>::Reader scale
     default:
       refuse(std::string(what) + ".encoding " + std::to_string(static_cast<unsigned>(in)) + " is not an encoding");
   }
-  const std::size_t want = e == value_encoding::two_bit ? keys : 0;
-  if (scales.size() != want)
+  if (e != value_encoding::two_bit && scales.size() != 0)
     refuse(std::string(what) + " encoded " + to_string(e) + " carries " + std::to_string(scales.size())
-           + " scales, expected " + std::to_string(want));
+           + " scales, expected 0");
   for (unsigned i = 0; i < scales.size(); ++i) {
     if (!std::isfinite(scales[i]) || scales[i] < 0)
       refuse(std::string(what) + " scale " + std::to_string(i) + " is not a finite number >= 0");
@@ -94,6 +90,9 @@ value_encoding read_encoding(wire::Encoding in, capnp::List<float>::Reader scale
   return e;
 }
 
+// Keys (ascending, each a key of the shard) and their values, each exactly its key's size:
+// float32 as views of the payload, the rest unpacked (2-bit: the scales of each key's blocks
+// in order, all of them used).
 void read_tensors(const std::shared_ptr<std::vector<char>>& payload, const std::vector<shape_t>& shapes,
                   capnp::List<std::uint32_t>::Reader keys, capnp::List<capnp::Data>::Reader values,
                   value_encoding encoding, const std::vector<float>& scales,
@@ -103,9 +102,19 @@ void read_tensors(const std::shared_ptr<std::vector<char>>& payload, const std::
   if (keys.size() != values.size())
     refuse(std::string(what) + " lists " + std::to_string(keys.size()) + " keys and "
            + std::to_string(values.size()) + " values");
+  if (encoding == value_encoding::two_bit) {
+    std::size_t want = 0;
+    for (unsigned i = 0; i < keys.size(); ++i)
+      if (keys[i] < shapes.size())  // a key outside the shard is refused below, by name
+        want += two_bit_scales(static_cast<std::size_t>(shape_numel(shapes[keys[i]])));
+    if (scales.size() != want)
+      refuse(std::string(what) + " encoded 2bit carries " + std::to_string(scales.size()) + " scales, expected "
+             + std::to_string(want) + " (one per " + std::to_string(two_bit_block) + " values of each key)");
+  }
   keys_out.reserve(keys.size());
   values_out.reserve(keys.size());
   std::shared_ptr<void> owner = payload;
+  std::size_t first_scale = 0;
   for (unsigned i = 0; i < keys.size(); ++i) {
     const std::uint32_t key = keys[i];
     if (key >= shapes.size())
@@ -128,9 +137,11 @@ void read_tensors(const std::shared_ptr<std::vector<char>>& payload, const std::
       continue;
     }
     auto unpacked = tensor::uninitialized(shapes[key]);
+    const float* key_scales = scales.data() + first_scale;
+    if (encoding == value_encoding::two_bit)
+      first_scale += two_bit_scales(numel);
     try {
-      decode_values(encoding, scales.empty() ? 0.0f : scales[i], data.begin(), data.size(),
-                    unpacked.data(), numel);
+      decode_values(encoding, key_scales, data.begin(), data.size(), unpacked.data(), numel);
     } catch (const std::invalid_argument& e) {
       refuse(std::string(what) + " value of key " + std::to_string(key) + ": " + e.what());
     }
@@ -166,7 +177,7 @@ push_message read_push(const std::shared_ptr<std::vector<char>>& payload, const 
     refuse("push.worker " + std::to_string(push.worker) + " is negative");
   if (push.samples < 1)
     refuse("push.samples " + std::to_string(push.samples) + " is not positive");
-  push.encoding = read_encoding(in.getEncoding(), in.getScales(), in.getKeys().size(), "push", push.scales);
+  push.encoding = read_encoding(in.getEncoding(), in.getScales(), "push", push.scales);
   read_tensors(payload, shapes, in.getKeys(), in.getValues(), push.encoding, push.scales, "push", push.keys,
                push.gradients);
   return m;
@@ -187,8 +198,7 @@ weights_message read_weights(const std::shared_ptr<std::vector<char>>& payload,
     refuse("weights.updates " + std::to_string(m.weights.updates) + " is negative");
   if (!std::isfinite(m.weights.learning_rate))
     refuse("weights.learningRate is not finite");
-  m.weights.encoding = read_encoding(in.getEncoding(), in.getScales(), in.getKeys().size(), "weights",
-                                     m.weights.scales);
+  m.weights.encoding = read_encoding(in.getEncoding(), in.getScales(), "weights", m.weights.scales);
   read_tensors(payload, shapes, in.getKeys(), in.getValues(), m.weights.encoding, m.weights.scales,
                "weights", m.weights.keys, m.weights.weights);
   return m;

@@ -1,8 +1,8 @@
 // Quantizers and packers of troupe/kernels/gradient_codec.hpp. Loops over fixed chunks of
 // values, the chunks in parallel (oneTBB); fp16 through F16C where the build has it (bit
-// arithmetic otherwise), bf16 by bit arithmetic. Sums are taken chunk by chunk and the chunks'
-// sums added in order, so every result is the same number with any number of threads (what
-// BSP's determinism across runs and processes needs). A refused value is looked for again
+// arithmetic otherwise), bf16 by bit arithmetic. 2-bit scales are fitted block by block, each
+// block inside one chunk, so every result is the same number with any number of threads
+// (what BSP's determinism across runs and processes needs). A refused value is looked for again
 // in order, so the error names the first one whichever thread saw one.
 #include <troupe/kernels/gradient_codec.hpp>
 
@@ -28,9 +28,10 @@ namespace {
 
 constexpr float fp16_max = 65504.0f;
 
-// Values per chunk: 256 KiB of floats, a multiple of 4 (2-bit codes fill whole bytes) and
-// of the fp16 blocks below. A tensor of one chunk or less runs on the calling thread.
+// Values per chunk: 256 KiB of floats, a multiple of 4 (2-bit codes fill whole bytes), of the
+// 2-bit scale blocks and of the fp16 blocks below. A tensor of one chunk or less runs on the calling thread.
 constexpr std::size_t chunk_values = std::size_t{1} << 16;
+static_assert(chunk_values % two_bit_block == 0, "a 2-bit block never straddles two chunks");
 
 std::size_t chunks_of(std::size_t n) { return (n + chunk_values - 1) / chunk_values; }
 
@@ -46,17 +47,6 @@ void for_chunks(std::size_t n, const F& f) {
   tbb::parallel_for(std::size_t{0}, chunks, [&](std::size_t c) {
     f(c * chunk_values, std::min(n, (c + 1) * chunk_values));
   });
-}
-
-// The sum over chunks of f(begin, end) (a double), added in the chunks' order.
-template <typename F>
-double sum_chunks(std::size_t n, const F& f) {
-  std::vector<double> partial(chunks_of(n), 0.0);
-  for_chunks(n, [&](std::size_t b, std::size_t e) { partial[b / chunk_values] = f(b, e); });
-  double total = 0;
-  for (auto p : partial)
-    total += p;
-  return total;
 }
 
 // IEEE half conversions by bit arithmetic, round to nearest even: every compiler and target
@@ -204,7 +194,7 @@ std::optional<compression_spec> parse_compression(const std::string& text, std::
   else if (name == "bf16") e = value_encoding::bf16;
   else if (name == "2bit") e = value_encoding::two_bit;
   else {
-    why = "unknown compression '" + text + "' (none, fp16, bf16, 2bit, 2bit:THRESHOLD; push:C for pushes only)";
+    why = "unknown compression '" + text + "' (none, fp16, bf16, 2bit, 2bit:THRESHOLD, 2bit:fit; push:C for pushes only)";
     return std::nullopt;
   }
   if (colon != std::string::npos) {
@@ -213,10 +203,15 @@ std::optional<compression_spec> parse_compression(const std::string& text, std::
       why = "compression '" + text + "': only 2bit takes a threshold";
       return std::nullopt;
     }
+  }
+  if (colon != std::string::npos && rest.substr(colon + 1) == "fit") {
+    spec.fitted = true;
+  } else if (colon != std::string::npos) {
+    const std::string t = rest.substr(colon + 1);
     char* end = nullptr;
     const float value = t.empty() ? 0.0f : std::strtof(t.c_str(), &end);
     if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(value) || value <= 0) {
-      why = "compression '" + text + "': the 2bit threshold must be a finite number above 0, got '" + t + "'";
+      why = "compression '" + text + "': the 2bit threshold must be a finite number above 0 (or fit), got '" + t + "'";
       return std::nullopt;
     }
     spec.threshold = value;
@@ -233,17 +228,76 @@ std::optional<compression_spec> parse_compression(const std::string& text, std::
 std::string to_string(const compression_spec& spec) {
   const auto e = spec.pushes;
   std::string text = to_string(e);
-  if (e == value_encoding::two_bit && spec.threshold != 0.5f)
+  if (e == value_encoding::two_bit && spec.fitted)
+    text += ":fit";
+  else if (e == value_encoding::two_bit && spec.threshold != 0.5f)
     text += ":" + value_text(spec.threshold);
   if (e != value_encoding::none && spec.answers == value_encoding::none)
     return "push:" + text;
   return text;
 }
 
-void quantize_push(value_encoding encoding, float threshold, const float* in, float* residual,
-                   float* sent, std::size_t n) {
+namespace {
+
+// The ternary scale that fits the block x[0, n) (n <= two_bit_block) best: Lloyd's iteration
+// from the mean |x|, three rounds (s becomes the mean |x| of the values it sends, those above
+// s/2), cut to 16 significant bits (gradient_codec.hpp: what makes fitted error feedback
+// exact). A scale as small as the mean alone lets the largest values fall further behind.
+float fitted_scale(const float* x, std::size_t n) {
+  // Sums in 8 lanes, added in a fixed order: the loops vectorize, and the result is the same
+  // number on every run. f(value) is what a value adds to its lane.
+  constexpr std::size_t lanes = 8;
+  auto lanes_sum = [&](auto f) {
+    float lane[lanes] = {};
+    std::size_t i = 0;
+    for (; i + lanes <= n; i += lanes)
+      for (std::size_t l = 0; l < lanes; ++l)
+        lane[l] += f(x[i + l]);
+    for (; i < n; ++i)
+      lane[i % lanes] += f(x[i]);
+    float total = 0;
+    for (float v : lane)
+      total += v;
+    return total;
+  };
+  float s = lanes_sum([](float v) { return std::fabs(v); }) / static_cast<float>(n);
+  for (int round = 0; round < 3 && s > 0; ++round) {
+    const float half = s / 2;
+    const float above = lanes_sum([half](float v) { return std::fabs(v) > half ? std::fabs(v) : 0.0f; });
+    const float count = lanes_sum([half](float v) { return std::fabs(v) > half ? 1.0f : 0.0f; });
+    s = count > 0 ? above / count : s;
+  }
+  if (!std::isfinite(s))
+    throw std::domain_error("a 2bit scale is not finite: the values are not finite numbers");
+  std::uint32_t bits;
+  std::memcpy(&bits, &s, 4);
+  bits &= ~std::uint32_t{0xff};
+  std::memcpy(&s, &bits, 4);
+  return s;
+}
+
+// sent = the nearest of {-s, 0, +s} to each x, in blocks of two_bit_block from `begin` (a
+// multiple of it), s fitted to each block and written to scales[block]. Returns through
+// `sent` only; the callers keep their residuals.
+void round_fitted(const float* x, float* sent, float* scales, std::size_t begin, std::size_t end) {
+  for (std::size_t b = begin; b < end; b += two_bit_block) {
+    const std::size_t e = std::min(end, b + two_bit_block);
+    const float s = fitted_scale(x + b, e - b), half = s / 2;
+    scales[b / two_bit_block] = s;
+    for (std::size_t i = b; i < e; ++i)
+      sent[i] = (x[i] > half ? s : 0.0f) + (x[i] < -half ? -s : 0.0f);
+  }
+}
+
+} // namespace
+
+void quantize_push(const compression_spec& spec, const float* in, float* residual, float* sent,
+                   float* scales, std::size_t n) {
+  const float threshold = spec.threshold;
+  if (spec.pushes == value_encoding::two_bit && !spec.fitted)
+    std::fill(scales, scales + two_bit_scales(n), threshold);
   for_chunks(n, [&](std::size_t b, std::size_t e) {
-    switch (encoding) {
+    switch (spec.pushes) {
       case value_encoding::none:
         for (std::size_t i = b; i < e; ++i) {
           sent[i] = in[i] + residual[i];
@@ -267,6 +321,15 @@ void quantize_push(value_encoding encoding, float threshold, const float* in, fl
         }
         return;
       case value_encoding::two_bit:
+        if (spec.fitted) {
+          // v into residual, sent fitted to it, residual = v - sent (sent may alias in)
+          for (std::size_t i = b; i < e; ++i)
+            residual[i] += in[i];
+          round_fitted(residual, sent, scales, b, e);
+          for (std::size_t i = b; i < e; ++i)
+            residual[i] -= sent[i];
+          return;
+        }
         for (std::size_t i = b; i < e; ++i) {
           const float v = in[i] + residual[i];
           // two selects (threshold > 0: at most one is not 0), which vectorize where nested
@@ -280,82 +343,29 @@ void quantize_push(value_encoding encoding, float threshold, const float* in, fl
   });
 }
 
-namespace {
 
-// The ternary scale that fits d = target - held best (Lloyd's iteration: s is the mean |d| of
-// the values it sends, those above s/2), from the mean |d|, three rounds. A scale as small as
-// the mean alone lets the fastest-moving weights fall further behind every step.
-float two_bit_answer_scale(const float* target, const float* held, std::size_t n) {
-  if (n == 0)
-    return 0;
-  double s = sum_chunks(n, [&](std::size_t b, std::size_t e) {
-               double sum = 0;
-               for (std::size_t i = b; i < e; ++i)
-                 sum += std::fabs(static_cast<double>(target[i]) - held[i]);
-               return sum;
-             })
-             / static_cast<double>(n);
-  for (int round = 0; round < 3 && s > 0; ++round) {
-    const double half = s / 2;
-    std::vector<double> above(chunks_of(n), 0.0), count(chunks_of(n), 0.0);
-    for_chunks(n, [&](std::size_t b, std::size_t e) {
-      double a = 0, c = 0;
-      for (std::size_t i = b; i < e; ++i) {
-        const double d = std::fabs(static_cast<double>(target[i]) - held[i]);
-        const bool sent = d > half;
-        a += sent ? d : 0.0;
-        c += sent ? 1.0 : 0.0;
-      }
-      above[b / chunk_values] = a;
-      count[b / chunk_values] = c;
-    });
-    double a = 0, c = 0;
-    for (std::size_t k = 0; k < above.size(); ++k) {
-      a += above[k];
-      c += count[k];
-    }
-    s = c > 0 ? a / c : s;
-  }
-  const auto scale = static_cast<float>(s);
-  if (!std::isfinite(scale))
-    throw std::domain_error("a 2bit answer's scale is not finite: the weights are not finite numbers");
-  return scale;
-}
-
-} // namespace
-
-float quantize_answer(value_encoding encoding, const float* target, float* held, float* sent,
-                      std::size_t n) {
-  const float scale = encoding == value_encoding::two_bit ? two_bit_answer_scale(target, held, n) : 0.0f;
+void quantize_answer(value_encoding encoding, const float* target, float* held, float* sent, float* scales,
+                     std::size_t n) {
   for_chunks(n, [&](std::size_t b, std::size_t e) {
+    for (std::size_t i = b; i < e; ++i)
+      sent[i] = target[i] - held[i];
     switch (encoding) {
       case value_encoding::none:
-        for (std::size_t i = b; i < e; ++i)
-          sent[i] = target[i] - held[i];
         break;
       case value_encoding::fp16:
-        for (std::size_t i = b; i < e; ++i)
-          sent[i] = target[i] - held[i];
         round_fp16_block(sent + b, sent + b, e - b);
         break;
       case value_encoding::bf16:
         for (std::size_t i = b; i < e; ++i)
-          sent[i] = round_bf16(target[i] - held[i]);
+          sent[i] = round_bf16(sent[i]);
         break;
-      case value_encoding::two_bit: {
-        // scale 0: d is 0 everywhere, and so is what is sent
-        const float half = scale / 2;
-        for (std::size_t i = b; i < e; ++i) {
-          const float d = target[i] - held[i];
-          sent[i] = (d > half ? scale : 0.0f) + (d < -half ? -scale : 0.0f);
-        }
+      case value_encoding::two_bit:
+        round_fitted(sent, sent, scales, b, e);  // block by block: each block read before written
         break;
-      }
     }
     for (std::size_t i = b; i < e; ++i)
       held[i] += sent[i];
   });
-  return scale;
 }
 
 std::size_t encoded_bytes(value_encoding encoding, std::size_t n) {
@@ -369,7 +379,7 @@ std::size_t encoded_bytes(value_encoding encoding, std::size_t n) {
 }
 
 // 2-bit codes: 0 is 0, 1 is +scale, 2 is -scale; 3 is never written.
-void encode_values(value_encoding encoding, float scale, const float* values, std::size_t n,
+void encode_values(value_encoding encoding, const float* scales, const float* values, std::size_t n,
                    unsigned char* out) {
   std::atomic<bool> refused{false};  // some value is not representable: found again in order below
   switch (encoding) {
@@ -420,44 +430,54 @@ void encode_values(value_encoding encoding, float scale, const float* values, st
             not_representable(encoding, i, values[i]);
       return;
     case value_encoding::two_bit: {
-      // Codes without branches; a value that is none of 0, +scale, -scale is looked for only
-      // once one was seen.
-      const float plus = scale > 0 ? scale : std::numeric_limits<float>::quiet_NaN();
-      auto code_of = [plus](float v, unsigned& bad) {
+      // Codes without branches; a value that is none of 0, +scale, -scale of its block is
+      // looked for only once one was seen. A block's scale of 0 matches no value but 0.
+      auto plus_of = [scales](std::size_t block) {
+        const float s = scales[block];
+        return s > 0 ? s : std::numeric_limits<float>::quiet_NaN();
+      };
+      auto code_of = [](float v, float plus, unsigned& bad) {
         const unsigned code = static_cast<unsigned>(v == plus) | (static_cast<unsigned>(v == -plus) << 1);
         bad |= static_cast<unsigned>(code == 0 && v != 0);
         return code;
       };
-      // chunks of values are whole bytes (chunk_values is a multiple of 4); the last byte may
-      // hold fewer than 4, the rest of it zero
+      // chunks and blocks of values are whole bytes (multiples of 4); the last byte may hold
+      // fewer than 4, the rest of it zero
       for_chunks(n, [&](std::size_t b, std::size_t e) {
         unsigned bad = 0;
-        std::size_t i = b;
-        for (; i + 4 <= e; i += 4) {
-          const float* v = values + i;
-          out[i / 4] = static_cast<unsigned char>(code_of(v[0], bad) | (code_of(v[1], bad) << 2)
-                                                  | (code_of(v[2], bad) << 4) | (code_of(v[3], bad) << 6));
-        }
-        if (i < e) {
-          unsigned last = 0;
-          for (; i < e; ++i)
-            last |= code_of(values[i], bad) << (2 * (i % 4));
-          out[(e - 1) / 4] = static_cast<unsigned char>(last);
+        for (std::size_t block_begin = b; block_begin < e; block_begin += two_bit_block) {
+          const std::size_t block_end = std::min(e, block_begin + two_bit_block);
+          const float plus = plus_of(block_begin / two_bit_block);
+          std::size_t i = block_begin;
+          for (; i + 4 <= block_end; i += 4) {
+            const float* v = values + i;
+            out[i / 4] = static_cast<unsigned char>(code_of(v[0], plus, bad) | (code_of(v[1], plus, bad) << 2)
+                                                    | (code_of(v[2], plus, bad) << 4)
+                                                    | (code_of(v[3], plus, bad) << 6));
+          }
+          if (i < block_end) {
+            unsigned last = 0;
+            for (; i < block_end; ++i)
+              last |= code_of(values[i], plus, bad) << (2 * (i % 4));
+            out[(block_end - 1) / 4] = static_cast<unsigned char>(last);
+          }
         }
         if (bad)
           refused = true;
       });
       if (refused)
-        for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t i = 0; i < n; ++i) {
+          const float plus = plus_of(i / two_bit_block);
           if (values[i] != 0 && values[i] != plus && values[i] != -plus)
             not_representable(encoding, i, values[i]);
+        }
       return;
     }
   }
   throw std::invalid_argument("unknown value encoding " + std::to_string(static_cast<int>(encoding)));
 }
 
-void decode_values(value_encoding encoding, float scale, const unsigned char* in, std::size_t bytes,
+void decode_values(value_encoding encoding, const float* scales, const unsigned char* in, std::size_t bytes,
                    float* values, std::size_t n) {
   const std::size_t want = encoded_bytes(encoding, n);
   if (bytes != want)
@@ -488,16 +508,21 @@ void decode_values(value_encoding encoding, float scale, const unsigned char* in
       });
       return;
     case value_encoding::two_bit: {
-      if (!std::isfinite(scale) || scale < 0)
-        throw std::invalid_argument("a 2bit scale of " + value_text(scale) + " (must be a finite number >= 0)");
-      const float table[4] = {0.0f, scale, -scale, 0.0f};
+      for (std::size_t block = 0; block < two_bit_scales(n); ++block)
+        if (!std::isfinite(scales[block]) || scales[block] < 0)
+          throw std::invalid_argument("the 2bit scale of values " + std::to_string(block * two_bit_block) + ".. is "
+                                      + value_text(scales[block]) + " (must be a finite number >= 0)");
       std::atomic<bool> unused_code{false};
       for_chunks(n, [&](std::size_t b, std::size_t e) {
         unsigned threes = 0;
-        for (std::size_t i = b; i < e; ++i) {
-          const unsigned code = (in[i / 4] >> (2 * (i % 4))) & 3u;
-          threes |= static_cast<unsigned>(code == 3);
-          values[i] = table[code];
+        for (std::size_t block_begin = b; block_begin < e; block_begin += two_bit_block) {
+          const float scale = scales[block_begin / two_bit_block];
+          const float table[4] = {0.0f, scale, -scale, 0.0f};
+          for (std::size_t i = block_begin; i < std::min(e, block_begin + two_bit_block); ++i) {
+            const unsigned code = (in[i / 4] >> (2 * (i % 4))) & 3u;
+            threes |= static_cast<unsigned>(code == 3);
+            values[i] = table[code];
+          }
         }
         if (threes)
           unused_code = true;

@@ -84,18 +84,20 @@ def floor_seconds(model_bytes, rate_bits, workers, servers, colocated=False):
     return max(model_bytes / per_s, workers * model_bytes / (servers * per_s))
 
 
-# Bytes a value takes on the wire in each encoding, against float32 (docs/protocol.md, "Encoding").
-ENCODING_SHARE = {"none": 1.0, "fp16": 0.5, "bf16": 0.5, "2bit": 1.0 / 16}
+# Bytes a value takes on the wire in each encoding, against float32 (docs/protocol.md, "Encoding"):
+# 2-bit is a quarter byte a value plus a 4-byte scale per block of 256 values.
+ENCODING_SHARE = {"none": 1.0, "fp16": 0.5, "bf16": 0.5, "2bit": 1.0 / 16 + 1.0 / 256}
 
 
 def compression_shares(text):
     """(pushes, answers): the share of float32 bytes each direction moves under --compression TEXT, as
-    troupe reads it (none, fp16, bf16, 2bit[:T], push:C). Raises ValueError naming what is wrong."""
+    troupe reads it (none, fp16, bf16, 2bit[:T], 2bit:fit, push:C). Raises ValueError naming what is
+    wrong."""
     push_only = text.startswith("push:")
     name, _, threshold = (text[5:] if push_only else text).partition(":")
     if name not in ENCODING_SHARE or (threshold and name != "2bit") or (push_only and name == "none"):
-        raise ValueError(f"'{text}': expected none, fp16, bf16, 2bit[:THRESHOLD] or push:C")
-    if threshold:
+        raise ValueError(f"'{text}': expected none, fp16, bf16, 2bit[:THRESHOLD], 2bit:fit or push:C")
+    if threshold and threshold != "fit":
         try:
             if not float(threshold) > 0:
                 raise ValueError
@@ -374,7 +376,7 @@ def parse_args(argv):
     p.add_argument("--steps", type=int, default=10, help="steps per epoch (default 10)")
     p.add_argument("--epochs", type=int, default=3, help="epochs per row; the first is not timed (default 3)")
     p.add_argument("--compression", default="none",
-                   help="none, fp16, bf16, 2bit[:T] or push:C, passed to every node (docs/dsl.md, \"Compression\"); "
+                   help="none, fp16, bf16, 2bit[:T], 2bit:fit or push:C, passed to every node (docs/dsl.md, \"Compression\"); "
                         "the floor and the expected bytes count the encoded sizes")
     p.add_argument("--no-priority", action="store_true", help="links write pushes and answers in backward's "
                    "order, not first layers first (cluster.priority = false)")

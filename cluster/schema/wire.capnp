@@ -12,7 +12,7 @@ using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("troupe::wire");
 
 # Raised whenever a Frame's meaning changes; a peer with another version is refused by name.
-const protocolVersion :UInt32 = 6;  # 2: requests carry the time left to their deadline; 3: checkpoints; 4: replicas; 5: rejoin, barrier waits; 6: compressed values
+const protocolVersion :UInt32 = 7;  # 2: requests carry the time left to their deadline; 3: checkpoints; 4: replicas; 5: rejoin, barrier waits; 6: compressed values; 7: a 2-bit scale per block of 256 values
 
 enum Role {
   scheduler @0;
@@ -27,7 +27,8 @@ enum Encoding {
   fp16 @1;     # 2 bytes per value, IEEE half
   bf16 @2;     # 2 bytes per value, the upper half of a float32
   twoBit @3;   # 4 values per byte, lowest bits first: 0 is 0, 1 is +scale, 2 is -scale (3 is
-               # refused), pad bits zero; the scale of each value list in `scales`
+               # refused), pad bits zero; each block of 256 values of a list (the last
+               # may be shorter) has its own scale in `scales`
 }
 
 # Why a request failed (troupe::errc across the wire).
@@ -93,7 +94,8 @@ struct Push {
   values @7 :List(Data);   # one per key: its length's values, packed as `encoding` says
   remainingMs @8 :UInt64;  # the time left to the pusher's deadline (a duration: clocks differ)
   encoding @9 :Encoding;   # a compressed route's pushes; float32 elsewhere
-  scales @10 :List(Float32);  # twoBit: one per key (the threshold); otherwise empty
+  scales @10 :List(Float32);  # twoBit: one per block of 256 values, key after key (the
+                              # threshold, or fitted scales); otherwise empty
 }
 
 # The current weights of every key of one shard.
@@ -116,7 +118,7 @@ struct Weights {
   learningRate @5 :Float32;
   beforeStep @6 :Int64 = -1;  # answering a rewinding Pull: the step these weights precede
   encoding @7 :Encoding;      # float32: the weights; otherwise deltas to what the worker holds
-  scales @8 :List(Float32);   # twoBit: one per key; otherwise empty
+  scales @8 :List(Float32);   # twoBit: one per block of 256 values, key after key; otherwise empty
 }
 
 # A request that failed; the error travels as a value.

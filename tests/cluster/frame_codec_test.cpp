@@ -724,3 +724,44 @@ TEST_CASE("the decoder refuses packed values that break their encoding", "[clust
   std::memcpy(negative.data() + scale_at, &minus, 4);
   CHECK(refusal(negative).find("push scale 0 is not a finite number >= 0") != std::string::npos);
 }
+
+TEST_CASE("2-bit keys of several blocks carry a scale per block, checked against the plan's shapes",
+          "[cluster][frame]") {
+  // Shard 0's keys: 600 values (3 blocks: 256, 256, 88) and 5 (1 block).
+  const wire_keys keys{{{{600}, {5}}}};
+  push_message m;
+  m.request = 7;
+  m.remaining_ms = 1000;
+  m.push.step = 2;
+  m.push.worker = 1;
+  m.push.samples = 32;
+  m.push.keys = {0, 1};
+  tensor big({600}), small({5});
+  const float scales[4] = {0.5f, 0.125f, 2.0f, 0.25f};
+  for (std::int64_t i = 0; i < 600; ++i)
+    big.data()[i] = i % 3 == 0 ? 0.0f : (i % 3 == 1 ? 1.0f : -1.0f) * scales[i / 256];
+  small.fill(-0.25f);
+  m.push.gradients = {big, small};
+  m.push.encoding = value_encoding::two_bit;
+  m.push.scales = {0.5f, 0.125f, 2.0f, 0.25f};
+  const auto frame = frame_of(m);
+  auto got = decoded_as<push_message>(frame, keys);
+  CHECK(got.push.scales == m.push.scales);
+  REQUIRE(got.push.gradients.size() == 2);
+  CHECK(same_values(got.push.gradients[0], big));
+  CHECK(same_values(got.push.gradients[1], small));
+  // One scale short: the encoder refuses to send it, naming the count per block.
+  auto short_of_one = m;
+  short_of_one.push.scales.pop_back();
+  std::vector<char> out;
+  CHECK_THROWS_WITH(append_frame(short_of_one, out), Catch::Contains("has 3 scales, expected 4"));
+  // A plan whose first key is one block: the frame's 4 scales are refused, counted.
+  const wire_keys smaller{{{{200}, {5}}}};
+  CHECK(refusal(frame, smaller).find("push encoded 2bit carries 4 scales, expected 2 (one per 256 values of each key)")
+        != std::string::npos);
+  // A value of block 1 at block 0's scale does not pack.
+  auto off_block = m;
+  off_block.push.gradients[0] = big.clone();
+  off_block.push.gradients[0].data()[257] = 0.5f;
+  CHECK_THROWS_WITH(append_frame(off_block, out), Catch::Contains("tensor 0: value 257 (0.5)"));
+}

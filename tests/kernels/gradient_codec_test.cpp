@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -30,6 +31,26 @@ std::vector<float> mixed_values(std::size_t n, unsigned seed) {
 
 const value_encoding all_lossy[] = {value_encoding::fp16, value_encoding::bf16, value_encoding::two_bit};
 
+// A push spec: `e` both ways, 2-bit at threshold t or fitted.
+compression_spec spec_of(value_encoding e, float t = 0.5f, bool fitted = false) {
+  compression_spec spec;
+  spec.pushes = spec.answers = e;
+  spec.threshold = t;
+  spec.fitted = fitted;
+  return spec;
+}
+
+// Every lossy push quantizer: fp16, bf16, 2-bit at threshold 0.5, 2-bit fitted.
+std::vector<compression_spec> lossy_pushes() {
+  return {spec_of(value_encoding::fp16), spec_of(value_encoding::bf16), spec_of(value_encoding::two_bit),
+          spec_of(value_encoding::two_bit, 0.5f, true)};
+}
+
+// The scales a 2-bit quantizer of n values writes (none for the other encodings).
+std::vector<float> scales_for(value_encoding e, std::size_t n) {
+  return std::vector<float>(e == value_encoding::two_bit ? two_bit_scales(n) : 0, -1.0f);
+}
+
 } // namespace
 
 TEST_CASE("parse_compression reads every form and names what is wrong", "[gradient_codec]") {
@@ -49,10 +70,23 @@ TEST_CASE("parse_compression reads every form and names what is wrong", "[gradie
   REQUIRE(half);
   CHECK(half->answers == value_encoding::fp16);
   CHECK(to_string(*half) == "fp16");
+  CHECK_FALSE(push->fitted);
+  auto fit = parse_compression("push:2bit:fit", why);
+  REQUIRE(fit);
+  CHECK(fit->pushes == value_encoding::two_bit);
+  CHECK(fit->answers == value_encoding::none);
+  CHECK(fit->fitted);
+  CHECK(to_string(*fit) == "push:2bit:fit");
+  auto both_fit = parse_compression("2bit:fit", why);
+  REQUIRE(both_fit);
+  CHECK(both_fit->answers == value_encoding::two_bit);
+  CHECK(to_string(*both_fit) == "2bit:fit");
+  CHECK(*both_fit != *two);
   auto none = parse_compression("none", why);
   REQUIRE(none);
   CHECK_FALSE(none->active());
-  for (const char* bad : {"3bit", "fp16:2", "2bit:0", "2bit:-1", "2bit:x", "2bit:", "push:none", "2bit:inf"}) {
+  for (const char* bad : {"3bit", "fp16:2", "2bit:0", "2bit:-1", "2bit:x", "2bit:", "push:none", "2bit:inf",
+                          "fp16:fit", "2bit:fits", "2bit:fit:0.5"}) {
     INFO(bad);
     why.clear();
     CHECK_FALSE(parse_compression(bad, why));
@@ -62,18 +96,18 @@ TEST_CASE("parse_compression reads every form and names what is wrong", "[gradie
 
 TEST_CASE("push quantizers keep what they did not send: sent + residual equals the input exactly",
           "[gradient_codec]") {
-  const std::size_t n = 4099;
-  for (auto e : all_lossy) {
-    INFO(to_string(e));
-    const float t = 0.5f;
+  const std::size_t n = 4099;  // 16 whole blocks and a short one
+  for (const auto& spec : lossy_pushes()) {
+    INFO(to_string(spec));
     auto grad = mixed_values(n, 7);
     auto residual = mixed_values(n, 8);
     for (auto& r : residual)
       r *= 0.01f;
     std::vector<float> input(n), sent(n), res = residual;
+    auto scales = scales_for(spec.pushes, n);
     for (std::size_t i = 0; i < n; ++i)
       input[i] = grad[i] + residual[i];
-    quantize_push(e, t, grad.data(), res.data(), sent.data(), n);
+    quantize_push(spec, grad.data(), res.data(), sent.data(), scales.data(), n);
     REQUIRE(sent.size() == n);
     std::size_t nonzero = 0;
     for (std::size_t i = 0; i < n; ++i) {
@@ -81,11 +115,69 @@ TEST_CASE("push quantizers keep what they did not send: sent + residual equals t
       REQUIRE(sent[i] + res[i] == input[i]);
       nonzero += sent[i] != 0 ? 1 : 0;
     }
-    CHECK(nonzero > n / 10);  // something was sent
-    if (e == value_encoding::two_bit)
-      for (float s : sent)
-        REQUIRE((s == 0 || s == t || s == -t));
+    if (spec.pushes != value_encoding::two_bit) {
+      CHECK(nonzero > n / 10);  // something was sent
+      continue;
+    }
+    REQUIRE(scales.size() == 17);
+    // Each block sends something: MXNet's threshold the values above it (many, at these
+    // magnitudes); a fitted block at least its largest value (its scale is never above it).
+    for (std::size_t block = 0; block < 17; ++block) {
+      std::size_t sent_here = 0;
+      for (std::size_t i = block * two_bit_block; i < std::min(n, (block + 1) * two_bit_block); ++i)
+        sent_here += sent[i] != 0 ? 1 : 0;
+      INFO("block " << block);
+      CHECK(sent_here > 0);
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      const float s = scales[i / two_bit_block];
+      REQUIRE((sent[i] == 0 || sent[i] == s || sent[i] == -s));
+    }
+    if (!spec.fitted)
+      for (float s : scales)
+        REQUIRE(s == 0.5f);
   }
+}
+
+TEST_CASE("a fitted 2-bit scale follows each block's size; a threshold does not", "[gradient_codec]") {
+  // Block 0 holds values of about 1e-3, block 1 of about 10, block 2 only zeros.
+  const std::size_t n = 3 * two_bit_block;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> grad(n, 0.0f);
+  for (std::size_t i = 0; i < two_bit_block; ++i) {
+    grad[i] = 1e-3f * normal(rng);
+    grad[two_bit_block + i] = 10.0f * normal(rng);
+  }
+  auto share_sent = [&](const std::vector<float>& sent, std::size_t block) {
+    std::size_t k = 0;
+    for (std::size_t i = block * two_bit_block; i < (block + 1) * two_bit_block; ++i)
+      k += sent[i] != 0 ? 1 : 0;
+    return static_cast<double>(k) / two_bit_block;
+  };
+  std::vector<float> residual(n, 0.0f), sent(n), scales(3);
+  quantize_push(spec_of(value_encoding::two_bit, 0.5f, true), grad.data(), residual.data(), sent.data(),
+                scales.data(), n);
+  CHECK(scales[0] > 3e-4f);
+  CHECK(scales[0] < 5e-3f);
+  CHECK(scales[1] > 3.0f);
+  CHECK(scales[1] < 50.0f);
+  CHECK(scales[2] == 0.0f);
+  CHECK(share_sent(sent, 0) > 0.25);  // about half of a normal block goes, every step
+  CHECK(share_sent(sent, 1) > 0.25);
+  CHECK(share_sent(sent, 2) == 0.0);
+  double left = 0;  // what the large block keeps back: less than its scale per value
+  for (std::size_t i = two_bit_block; i < 2 * two_bit_block; ++i)
+    left = std::max(left, static_cast<double>(std::fabs(residual[i])));
+  CHECK(left < 2 * scales[1]);
+  // MXNet's threshold of 0.5 sends nothing of block 0 and clips block 1 to 0.5 a value.
+  std::fill(residual.begin(), residual.end(), 0.0f);
+  quantize_push(spec_of(value_encoding::two_bit, 0.5f), grad.data(), residual.data(), sent.data(), scales.data(), n);
+  CHECK(share_sent(sent, 0) == 0.0);
+  double kept = 0;
+  for (std::size_t i = two_bit_block; i < 2 * two_bit_block; ++i)
+    kept = std::max(kept, static_cast<double>(std::fabs(residual[i])));
+  CHECK(kept > 5.0);
 }
 
 TEST_CASE("2-bit error feedback sends, over steps, what a constant gradient adds up to", "[gradient_codec]") {
@@ -93,8 +185,9 @@ TEST_CASE("2-bit error feedback sends, over steps, what a constant gradient adds
   std::vector<float> g{0.2f, -0.2f, 0.0f}, residual(3, 0.0f), sent(3);
   std::vector<float> total(3, 0.0f);
   std::vector<float> first;
+  std::vector<float> scales(1);
   for (int step = 0; step < 10; ++step) {
-    quantize_push(value_encoding::two_bit, 0.5f, g.data(), residual.data(), sent.data(), 3);
+    quantize_push(spec_of(value_encoding::two_bit), g.data(), residual.data(), sent.data(), scales.data(), 3);
     if (step == 0)
       first = sent;
     for (int i = 0; i < 3; ++i)
@@ -121,14 +214,18 @@ TEST_CASE("answer deltas move what receivers hold toward the weights", "[gradien
       first_gap += std::fabs(target[i] - held[i]);
     for (int step = 0; step < 40; ++step) {
       std::vector<float> before = held;
-      const float scale = quantize_answer(e, target.data(), held.data(), sent.data(), n);
+      auto scales = scales_for(e, n);
+      quantize_answer(e, target.data(), held.data(), sent.data(), scales.data(), n);
       for (std::size_t i = 0; i < n; ++i)
         REQUIRE(held[i] == before[i] + sent[i]);  // held is what a receiver computes
-      if (e == value_encoding::two_bit)
-        for (float s : sent)
-          REQUIRE((s == 0 || s == scale || s == -scale));
-      else
-        CHECK(scale == 0);
+      if (e == value_encoding::two_bit) {
+        REQUIRE(scales.size() == 4);
+        for (std::size_t i = 0; i < n; ++i) {
+          const float s = scales[i / two_bit_block];
+          REQUIRE(s >= 0);
+          REQUIRE((sent[i] == 0 || sent[i] == s || sent[i] == -s));
+        }
+      }
     }
     for (std::size_t i = 0; i < n; ++i)
       last_gap += std::fabs(target[i] - held[i]);
@@ -138,123 +235,153 @@ TEST_CASE("answer deltas move what receivers hold toward the weights", "[gradien
 
 TEST_CASE("quantized values cross the wire bit for bit in every encoding", "[gradient_codec]") {
   for (std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{4}, std::size_t{1001}}) {
-    for (auto e : {value_encoding::none, value_encoding::fp16, value_encoding::bf16, value_encoding::two_bit}) {
-      INFO(to_string(e) << " n=" << n);
+    for (auto spec : lossy_pushes()) {
+      INFO(to_string(spec) << " n=" << n);
+      const auto e = spec.pushes;
+      spec.threshold = 0.25f;
       auto grad = mixed_values(n, 11);
       std::vector<float> residual(n, 0.0f), sent(n);
-      float scale = 0;
-      if (e == value_encoding::none) {
-        sent = grad;
-      } else {
-        quantize_push(e, 0.25f, grad.data(), residual.data(), sent.data(), n);
-        scale = 0.25f;
-      }
+      auto scales = scales_for(e, n);
+      quantize_push(spec, grad.data(), residual.data(), sent.data(), scales.data(), n);
       std::vector<unsigned char> bytes(encoded_bytes(e, n));
-      encode_values(e, scale, sent.data(), n, bytes.data());
+      encode_values(e, scales.data(), sent.data(), n, bytes.data());
       std::vector<float> back(n, 99.0f);
-      decode_values(e, scale, bytes.data(), bytes.size(), back.data(), n);
+      decode_values(e, scales.data(), bytes.data(), bytes.size(), back.data(), n);
       REQUIRE(back.size() == sent.size());
       CHECK(std::memcmp(back.data(), sent.data(), n * 4) == 0);
     }
   }
+  std::vector<float> plain = mixed_values(5, 12), back(5);
+  std::vector<unsigned char> bytes(encoded_bytes(value_encoding::none, 5));
+  encode_values(value_encoding::none, nullptr, plain.data(), 5, bytes.data());
+  decode_values(value_encoding::none, nullptr, bytes.data(), bytes.size(), back.data(), 5);
+  CHECK(std::memcmp(back.data(), plain.data(), 5 * 4) == 0);
   CHECK(encoded_bytes(value_encoding::two_bit, 1001) == 251);
+  CHECK(two_bit_scales(1001) == 4);
+  CHECK(two_bit_scales(256) == 1);
+  CHECK(two_bit_scales(0) == 0);
   CHECK(encoded_bytes(value_encoding::fp16, 1001) == 2002);
 }
 
 TEST_CASE("the encoder refuses values its encoding does not hold", "[gradient_codec]") {
   unsigned char out[16];
   const float third = 1.0f / 3.0f;
-  CHECK_THROWS_WITH(encode_values(value_encoding::fp16, 0, &third, 1, out),
+  CHECK_THROWS_WITH(encode_values(value_encoding::fp16, nullptr, &third, 1, out),
                     Catch::Contains("not exactly representable in fp16"));
-  CHECK_THROWS_WITH(encode_values(value_encoding::bf16, 0, &third, 1, out),
+  CHECK_THROWS_WITH(encode_values(value_encoding::bf16, nullptr, &third, 1, out),
                     Catch::Contains("not exactly representable in bf16"));
   const float v[2] = {0.5f, 0.25f};
-  CHECK_THROWS_WITH(encode_values(value_encoding::two_bit, 0.5f, v, 2, out),
+  const float half = 0.5f;
+  CHECK_THROWS_WITH(encode_values(value_encoding::two_bit, &half, v, 2, out),
                     Catch::Contains("value 1 (0.25)"));
+  // Each block answers to its own scale: 0.5 is block 0's, not block 1's.
+  std::vector<float> blocks(two_bit_block + 2, 0.0f);
+  blocks[0] = 0.5f;
+  blocks[two_bit_block] = -0.25f;
+  blocks[two_bit_block + 1] = 0.5f;
+  const float scales[2] = {0.5f, 0.25f};
+  std::vector<unsigned char> packed(encoded_bytes(value_encoding::two_bit, blocks.size()));
+  CHECK_THROWS_WITH(encode_values(value_encoding::two_bit, scales, blocks.data(), blocks.size(), packed.data()),
+                    Catch::Contains("value " + std::to_string(two_bit_block + 1) + " (0.5)"));
+  const float zero_scales[2] = {0.5f, 0.0f};  // a block of scale 0 holds only zeros
+  blocks[two_bit_block + 1] = 0.0f;
+  CHECK_THROWS_WITH(encode_values(value_encoding::two_bit, zero_scales, blocks.data(), blocks.size(), packed.data()),
+                    Catch::Contains("value " + std::to_string(two_bit_block) + " (-0.25)"));
 }
 
 TEST_CASE("the decoder refuses wrong lengths, the unused code, pad bits and bad scales", "[gradient_codec]") {
   std::vector<float> out(5);
+  const float half = 0.5f;
   const unsigned char ok[2] = {0x19, 0x00};  // codes 1,2,1,0 then 0
-  CHECK_NOTHROW(decode_values(value_encoding::two_bit, 0.5f, ok, 2, out.data(), 5));
+  CHECK_NOTHROW(decode_values(value_encoding::two_bit, &half, ok, 2, out.data(), 5));
   CHECK(out == std::vector<float>{0.5f, -0.5f, 0.5f, 0.0f, 0.0f});
-  CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, 0.5f, ok, 1, out.data(), 5),
+  CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, &half, ok, 1, out.data(), 5),
                     Catch::Contains("1 bytes for 5 values in 2bit, which take 2"));
   const unsigned char unused[2] = {0x03, 0x00};
-  CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, 0.5f, unused, 2, out.data(), 5),
+  CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, &half, unused, 2, out.data(), 5),
                     Catch::Contains("unused code 3"));
   const unsigned char padded[2] = {0x00, 0x04};
-  CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, 0.5f, padded, 2, out.data(), 5),
+  CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, &half, padded, 2, out.data(), 5),
                     Catch::Contains("padding"));
-  CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, std::nanf(""), ok, 2, out.data(), 5),
+  const float nan = std::nanf(""), negative = -1.0f;
+  CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, &nan, ok, 2, out.data(), 5),
                     Catch::Contains("2bit scale"));
-  CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, -1.0f, ok, 2, out.data(), 5),
+  CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, &negative, ok, 2, out.data(), 5),
                     Catch::Contains("2bit scale"));
-  const unsigned char half[4] = {0, 0, 0, 0};
-  CHECK_THROWS_WITH(decode_values(value_encoding::fp16, 0, half, 4, out.data(), 5),
+  // The second block's scale is the bad one: named by where its values start.
+  std::vector<unsigned char> two_blocks(encoded_bytes(value_encoding::two_bit, two_bit_block + 1), 0);
+  std::vector<float> wide(two_bit_block + 1);
+  const float scales[2] = {0.5f, std::numeric_limits<float>::infinity()};
+  CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, scales, two_blocks.data(), two_blocks.size(), wide.data(),
+                                  wide.size()),
+                    Catch::Contains("2bit scale of values " + std::to_string(two_bit_block) + ".. is inf"));
+  const unsigned char half_bytes[4] = {0, 0, 0, 0};
+  CHECK_THROWS_WITH(decode_values(value_encoding::fp16, nullptr, half_bytes, 4, out.data(), 5),
                     Catch::Contains("4 bytes for 5 values in fp16"));
-  CHECK_THROWS_WITH(decode_values(static_cast<value_encoding>(9), 0, half, 4, out.data(), 1),
+  CHECK_THROWS_WITH(decode_values(static_cast<value_encoding>(9), nullptr, half_bytes, 4, out.data(), 1),
                     Catch::Contains("unknown value encoding 9"));
 }
 
 // The codec works over chunks of values in parallel: over several chunks (not a multiple of 4
 // values either), every result is the same bits on one thread as on many: pushes, residuals,
-// answers, held weights, the 2-bit scale (a sum over all values) and the packed bytes; and a
-// refused value in a later chunk is named, the first one.
+// answers, held weights, the 2-bit scales and the packed bytes; and a refused value in a later
+// chunk is named, the first one.
 TEST_CASE("results over many chunks are the same bits on one thread as on many", "[gradient_codec]") {
   const std::size_t n = 5 * 65536 + 7;
-  auto run = [&](value_encoding e) {
+  auto run = [&](compression_spec spec) {
+    const auto e = spec.pushes;
     auto grad = mixed_values(n, 21);
     auto target = mixed_values(n, 22);
     for (auto& v : target)
       v = std::tanh(v);
     std::vector<float> residual(n, 0.0f), sent(n), held(n, 0.0f), answer(n);
+    auto push_scales = scales_for(e, n), answer_scales = scales_for(e, n);
     std::vector<float> out;
-    float scale = 0;
     for (int step = 0; step < 3; ++step) {
-      quantize_push(e, 0.01f, grad.data(), residual.data(), sent.data(), n);
-      scale = quantize_answer(e, target.data(), held.data(), answer.data(), n);
+      quantize_push(spec, grad.data(), residual.data(), sent.data(), push_scales.data(), n);
+      quantize_answer(e, target.data(), held.data(), answer.data(), answer_scales.data(), n);
     }
     std::vector<unsigned char> bytes(encoded_bytes(e, n));
-    encode_values(e, scale, answer.data(), n, bytes.data());
+    encode_values(e, answer_scales.data(), answer.data(), n, bytes.data());
     std::vector<float> back(n);
-    decode_values(e, scale, bytes.data(), bytes.size(), back.data(), n);
+    decode_values(e, answer_scales.data(), bytes.data(), bytes.size(), back.data(), n);
     REQUIRE(std::memcmp(back.data(), answer.data(), n * 4) == 0);
-    out.insert(out.end(), sent.begin(), sent.end());
-    out.insert(out.end(), residual.begin(), residual.end());
-    out.insert(out.end(), held.begin(), held.end());
-    out.push_back(scale);
+    for (const auto* part : {&sent, &residual, &held, &push_scales, &answer_scales})
+      out.insert(out.end(), part->begin(), part->end());
     return std::make_pair(out, bytes);
   };
-  for (auto e : all_lossy) {
-    INFO(to_string(e));
+  for (auto spec : lossy_pushes()) {
+    INFO(to_string(spec));
+    spec.threshold = 0.01f;
     std::pair<std::vector<float>, std::vector<unsigned char>> one, many;
     {
       tbb::global_control single(tbb::global_control::max_allowed_parallelism, 1);
-      one = run(e);
+      one = run(spec);
     }
     {
       tbb::global_control several(tbb::global_control::max_allowed_parallelism, 4);
-      many = run(e);
+      many = run(spec);
     }
-    REQUIRE(one.first.size() == 3 * n + 1);
+    const std::size_t scales = spec.pushes == value_encoding::two_bit ? 2 * two_bit_scales(n) : 0;
+    REQUIRE(one.first.size() == 3 * n + scales);
     REQUIRE(one.first.size() == many.first.size());
     CHECK(std::memcmp(one.first.data(), many.first.data(), one.first.size() * 4) == 0);
     REQUIRE(one.second.size() == many.second.size());
     CHECK(one.second == many.second);
-    if (e == value_encoding::two_bit)
+    if (spec.pushes == value_encoding::two_bit)
       CHECK(one.first.back() > 0);
   }
   std::vector<float> quantized(n, 0.0f);
   quantized[4 * 65536 + 3] = 0.3f;  // not +-0.5: refused, named
   quantized[n - 1] = 0.2f;
+  std::vector<float> halves(two_bit_scales(n), 0.5f);
   std::vector<unsigned char> bytes(encoded_bytes(value_encoding::two_bit, n));
-  CHECK_THROWS_WITH(encode_values(value_encoding::two_bit, 0.5f, quantized.data(), n, bytes.data()),
+  CHECK_THROWS_WITH(encode_values(value_encoding::two_bit, halves.data(), quantized.data(), n, bytes.data()),
                     Catch::Contains("value " + std::to_string(4 * 65536 + 3) + " (0.3)"));
   std::vector<unsigned char> codes(encoded_bytes(value_encoding::two_bit, n), 0);
   codes[3 * 16384 + 1] = 0x30;  // value 3 * 65536 + 6 has the unused code
   std::vector<float> back(n);
-  CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, 0.5f, codes.data(), codes.size(), back.data(), n),
+  CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, halves.data(), codes.data(), codes.size(), back.data(), n),
                     Catch::Contains("2bit value " + std::to_string(3 * 65536 + 6) + " has the unused code 3"));
 }
 
@@ -266,16 +393,16 @@ TEST_CASE("fp16 rounding is IEEE's round to nearest even, subnormals and saturat
       continue;  // inf and NaN
     const auto h = static_cast<std::uint16_t>(bits);
     float v = 0;
-    decode_values(value_encoding::fp16, 0, reinterpret_cast<const unsigned char*>(&h), 2, &v, 1);
+    decode_values(value_encoding::fp16, nullptr, reinterpret_cast<const unsigned char*>(&h), 2, &v, 1);
     std::uint16_t back = 0;
-    encode_values(value_encoding::fp16, 0, &v, 1, reinterpret_cast<unsigned char*>(&back));
+    encode_values(value_encoding::fp16, nullptr, &v, 1, reinterpret_cast<unsigned char*>(&back));
     REQUIRE(back == h);
     ++checked;
   }
   CHECK(checked == 63488);
   auto rounded = [](float v) {
     float residual = 0, sent = 0;
-    quantize_push(value_encoding::fp16, 0, &v, &residual, &sent, 1);
+    quantize_push(spec_of(value_encoding::fp16), &v, &residual, &sent, nullptr, 1);
     return sent;
   };
   CHECK(rounded(65504.0f) == 65504.0f);

@@ -103,11 +103,12 @@ def check_arithmetic():
             fail(f"{argv}: exit {run.returncode}, not a usage error naming {says}: {run.stderr[-300:]}")
     # Compression: the share of float32 bytes each direction moves.
     for text, want in (("none", (1.0, 1.0)), ("fp16", (0.5, 0.5)), ("bf16", (0.5, 0.5)),
-                       ("2bit", (1 / 16, 1 / 16)), ("2bit:0.05", (1 / 16, 1 / 16)), ("push:2bit", (1 / 16, 1.0)),
-                       ("push:fp16", (0.5, 1.0))):
+                       ("2bit", (17 / 256, 17 / 256)), ("2bit:0.05", (17 / 256, 17 / 256)),
+                       ("2bit:fit", (17 / 256, 17 / 256)), ("push:2bit", (17 / 256, 1.0)),
+                       ("push:2bit:fit", (17 / 256, 1.0)), ("push:fp16", (0.5, 1.0))):
         if bs.compression_shares(text) != want:
             fail(f"compression {text}: shares {bs.compression_shares(text)}, expected {want}")
-    for bad in ("push:none", "2bit:-1", "2bit:x", "zip"):
+    for bad in ("push:none", "2bit:-1", "2bit:x", "fp16:fit", "zip"):
         try:
             bs.compression_shares(bad)
             fail(f"compression {bad} was accepted")

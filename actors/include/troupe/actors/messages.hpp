@@ -72,7 +72,8 @@ struct gradient_push {
   deadline due;                   ///< when the pusher gives up on the answer (timeouts.hpp)
   /// What the gradients were quantized for on a compressed route (gradient_codec.hpp): each
   /// value is one the encoding holds exactly, so the wire packs it without loss. 2-bit: the
-  /// threshold per tensor in `scales`; otherwise `scales` is empty.
+  /// scale of every block of two_bit_block values in `scales`, tensor after tensor (the
+  /// threshold, or the fitted scales); otherwise `scales` is empty.
   value_encoding encoding = value_encoding::none;
   std::vector<float> scales;
 };
@@ -88,7 +89,7 @@ struct weight_set {
   std::int64_t before_step = -1;  ///< answering a rewind: the step these weights precede
   /// none: `weights` are the weights. Otherwise (a compressed answer, compression_link.hpp)
   /// they are deltas to add to what the receiver holds, quantized for this encoding; 2-bit:
-  /// the scale per tensor in `scales`.
+  /// the scale of every block of two_bit_block values in `scales`, tensor after tensor.
   value_encoding encoding = value_encoding::none;
   std::vector<float> scales;
 };

@@ -359,6 +359,23 @@ TEST_CASE("compress on a route sets that hop's compression, and the routes print
                   "aggregate(machine) -> aggregate(all, compress = \"2bit:0.01\")") != printed.end());
   CHECK(std::find(printed.begin(), printed.end(), "compute -> aggregate(machine, compress = \"push:fp16\")")
         != printed.end());
+  // A fitted 2-bit route reads and prints back as fitted.
+  auto fit = parse_job_config("t.troupe",
+                              "cluster { workers = 4 }\n"
+                              "topology bsp {\n"
+                              "  loader -> compute\n"
+                              "  compute -> aggregate(all, compress = \"2bit:fit\")\n"
+                              "  aggregate -> shard\n"
+                              "  shard -> compute(all)\n"
+                              "}\n");
+  REQUIRE(fit.topology.compression.size() == 2);
+  CHECK(fit.topology.compression[0].fitted);
+  CHECK(fit.topology.compression[0].answers == value_encoding::two_bit);
+  printed.clear();
+  for (const auto& r : fit.topology.routes)
+    printed.push_back(to_string(r));
+  CHECK(std::find(printed.begin(), printed.end(), "compute -> aggregate(all, compress = \"2bit:fit\")")
+        != printed.end());
 }
 
 TEST_CASE("the compression flag compresses the hop where gradients leave their machine, and only it") {

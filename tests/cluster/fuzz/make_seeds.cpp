@@ -51,7 +51,7 @@ std::vector<std::pair<std::string, wire_message>> seeds() {
   push.gradients = {counting({2, 3}), counting({5})};
   push.worker = 1;
   push.samples = 64;
-  gradient_push two_bit = push;  // a compressed route's push: 2 bits a value, a scale per key
+  gradient_push two_bit = push;  // a compressed route's push: 2 bits a value, a scale per 256 (here per key)
   two_bit.gradients = {tensor::from_values({2, 3}, {0.5f, 0, -0.5f, 0.5f, 0, 0}),
                        tensor::from_values({5}, {0, 0.5f, 0.5f, -0.5f, 0})};
   two_bit.encoding = value_encoding::two_bit;

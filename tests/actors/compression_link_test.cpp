@@ -4,6 +4,8 @@
 // push in another encoding, an answer in another encoding, an answer before any pull.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -133,8 +135,82 @@ TEST_CASE("a compressed push reaches the shard quantized, and its residual goes 
   f.self->send_exit(sender, caf::exit_reason::user_shutdown);
 }
 
+namespace {
+
+// A target that answers every push with what it received, scales included (weights whole:
+// the route compresses pushes only), so a test sees the push as the sending end sent it.
+push_target_actor::behavior_type echo_target() {
+  return {
+    [](push_atom, gradient_push& p) {
+      weight_set ws;
+      ws.keys = p.keys;
+      ws.weights = p.gradients;
+      ws.scales = p.scales;
+      return ws;
+    },
+    [](pull_atom, deadline) { return weight_set{}; },
+  };
+}
+
+} // namespace
+
+TEST_CASE("a fitted 2-bit push carries a scale per block, and over steps sends what the gradients add to") {
+  fixture f;
+  auto spec = spec_of("push:2bit:fit");
+  auto sender = spawn_compressing_sender(f.sys, f.sys.spawn(echo_target), spec, "test hop");
+  // Key 0 of 600 values (blocks of 256, 256, 88), each block at its own size; key 1 of 5.
+  tensor big({600}), small({5});
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (std::int64_t i = 0; i < 600; ++i)
+    big.data()[i] = normal(rng) * (i < 256 ? 1e-3f : (i < 512 ? 1.0f : 30.0f));
+  for (std::int64_t i = 0; i < 5; ++i)
+    small.data()[i] = normal(rng);
+  const int steps = 20;
+  std::vector<double> total(605, 0.0);
+  float largest_scale = 0;
+  for (int step = 0; step < steps; ++step) {
+    gradient_push p;
+    p.due = deadline::after(std::chrono::seconds(10));
+    p.step = step;
+    p.keys = {0, 1};
+    p.gradients = {big, small};
+    p.samples = 1;
+    auto echoed = ask(f.self, sender, caf::make_message(push_atom::value, std::move(p)));
+    REQUIRE(echoed);
+    REQUIRE(echoed->weights.size() == 2);
+    REQUIRE(echoed->scales.size() == 4);  // 3 blocks of key 0, 1 of key 1
+    if (step == 0) {
+      CHECK(echoed->scales[0] < 0.01f);   // each block's scale is of its own size
+      CHECK(echoed->scales[1] > 0.1f);
+      CHECK(echoed->scales[2] > 3.0f);
+    }
+    for (std::size_t k = 0; k < 2; ++k)
+      for (std::int64_t i = 0; i < echoed->weights[k].numel(); ++i) {
+        const float v = echoed->weights[k].data()[i];
+        const float s = echoed->scales[k == 0 ? static_cast<std::size_t>(i) / two_bit_block : 3];
+        REQUIRE((v == 0 || v == s || v == -s));
+        total[k * 600 + static_cast<std::size_t>(i)] += v;
+        largest_scale = std::max(largest_scale, s);
+      }
+  }
+  // What was sent trails steps x the gradient by what the residual holds: less than a few of
+  // its block's scales, against a total of 20 gradients.
+  for (int block = 0; block < 3; ++block) {
+    double owed = 0, added = 0;
+    for (std::int64_t i = block * 256; i < std::min<std::int64_t>(600, (block + 1) * 256); ++i) {
+      owed += std::fabs(steps * static_cast<double>(big.data()[i]) - total[static_cast<std::size_t>(i)]);
+      added += std::fabs(steps * static_cast<double>(big.data()[i]));
+    }
+    INFO("block " << block << ": owed " << owed << " of " << added);
+    CHECK(owed < 0.1 * added);  // sending nothing would owe all of it
+  }
+  CHECK(largest_scale > 0);
+  f.self->send_exit(sender, caf::exit_reason::user_shutdown);
+}
+
 TEST_CASE("compressed answers leave every sender with the same weights, close to the shard's") {
-  for (const char* text : {"fp16", "bf16", "2bit:0.25"}) {
+  for (const char* text : {"fp16", "bf16", "2bit:0.25", "2bit:fit"}) {
     INFO(text);
     fixture f;
     const auto spec = spec_of(text);

@@ -170,13 +170,7 @@ TEST_CASE("a fitted 2-bit push carries a scale per block, and over steps sends w
   std::vector<double> total(605, 0.0);
   float largest_scale = 0;
   for (int step = 0; step < steps; ++step) {
-    gradient_push p;
-    p.due = deadline::after(std::chrono::seconds(10));
-    p.step = step;
-    p.keys = {0, 1};
-    p.gradients = {big, small};
-    p.samples = 1;
-    auto echoed = ask(f.self, sender, caf::make_message(push_atom::value, std::move(p)));
+    auto echoed = ask(f.self, sender, push_of(0, step, {big, small}));
     REQUIRE(echoed);
     REQUIRE(echoed->weights.size() == 2);
     REQUIRE(echoed->scales.size() == 4);  // 3 blocks of key 0, 1 of key 1

@@ -729,13 +729,7 @@ TEST_CASE("2-bit keys of several blocks carry a scale per block, checked against
           "[cluster][frame]") {
   // Shard 0's keys: 600 values (3 blocks: 256, 256, 88) and 5 (1 block).
   const wire_keys keys{{{{600}, {5}}}};
-  push_message m;
-  m.request = 7;
-  m.remaining_ms = 1000;
-  m.push.step = 2;
-  m.push.worker = 1;
-  m.push.samples = 32;
-  m.push.keys = {0, 1};
+  auto m = test_push();  // keys 0 and 1 of shard 0, values set below
   tensor big({600}), small({5});
   const float scales[4] = {0.5f, 0.125f, 2.0f, 0.25f};
   for (std::int64_t i = 0; i < 600; ++i)

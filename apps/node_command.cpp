@@ -158,7 +158,7 @@ int run_node_process(train_command_line& cli, const cluster_node_options& option
     cli.output.log = &std::cout;
     const auto result = run_scheduler(system, cli.job, options, cli.output);
     std::cout << weights_digest_line(result) << std::endl;
-    return result.phases.empty() ? 1 : 0;
+    return finished_run_status(result, std::cerr);
   } catch (const std::exception& e) {
     std::cerr << ("troupe node: error: " + std::string(e.what()) + "\n") << std::flush;
     return 1;

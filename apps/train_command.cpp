@@ -43,7 +43,7 @@ int train_command(const std::vector<std::string>& args) {
   timeouts.step = std::chrono::milliseconds(static_cast<std::int64_t>(cli.network.request_timeout * 1000));
   auto result = run_training(system, cli.job, cli.output, cli.devices, timeouts);
   std::cout << weights_digest_line(result) << std::endl;
-  return result.phases.empty() ? 1 : 0;
+  return finished_run_status(result, std::cerr);
 }
 
 } // namespace troupe

@@ -46,4 +46,11 @@ std::string weights_digest_line(const training_result& result) {
          + std::to_string(value_bytes(result)) + " bytes, digest " + digest;
 }
 
+int finished_run_status(const training_result& result, std::ostream& err) {
+  if (!result.final_weights.empty())
+    return 0;
+  err << "error: the run ended without final weights\n" << std::flush;
+  return 1;
+}
+
 } // namespace troupe

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 
 #include <troupe/actors/messages.hpp>
@@ -16,5 +17,10 @@ std::uint64_t weights_digest(const training_result& result);
 
 /// "Final weights: T tensors, B bytes, digest 0123456789abcdef".
 std::string weights_digest_line(const training_result& result);
+
+/// The exit status of a run that ended without an error: 0 when it has final weights, also
+/// when it trained no epoch (a run resumed from the checkpoint of its last epoch, as `troupe
+/// launch --max-restarts` does when a job failed after saving it); else 1, saying why on `err`.
+int finished_run_status(const training_result& result, std::ostream& err);
 
 } // namespace troupe

@@ -13,10 +13,14 @@ Scenarios:
               the cluster checkpoint in one process (troupe train --load-epoch 1),
               a one-process checkpoint by a cluster of 2 servers,
               the 2-server checkpoint by a cluster of 1 server (keys re-sharded),
+            the checkpoint of the last epoch resumed in one process and by the cluster trains
+            nothing and ends exit 0 with the same weights,
             and `troupe eval` scores the cluster checkpoint.
-  restart   `troupe launch --max-restarts 1 --model-prefix P` of 3 epochs; once the checkpoint
+  restart   `troupe launch --max-restarts 1 --model-prefix P` of 6 epochs; once the checkpoint
             of epoch 1 is saved, every process of the job is killed (SIGKILL): the launcher
-            says it restarts from that checkpoint, and the job ends exit 0 with the weights of
+            says it restarts from the last checkpoint saved (epoch 1 or, on a machine slow to
+            deliver the kill, a later one, up to the last: the job's 5 other epochs are the slack
+            that keeps the kill ahead of the job's end), and the job ends exit 0 with the weights of
             `troupe train` (torchrun-style restart of the whole job)
   refused   a cluster checkpoint with a part missing, a part truncated, a byte of a part
             flipped, or a manifest naming a part with another checksum: `troupe launch
@@ -128,6 +132,15 @@ def scenario_resume(troupe, config, workdir):
                   launch(troupe, two, 2, ["--model-prefix", single, "--load-epoch", "1"]), workdir, whole)
     expect_digest("the 2-server checkpoint resumed by 1 server",
                   launch(troupe, one, 1, ["--model-prefix", cluster, "--load-epoch", "1"]), workdir, whole)
+    # The checkpoint of the last epoch (what a job restarted after saving it resumes from):
+    # nothing is left to train, and the run ends exit 0 with the saved weights.
+    for what, command in [("the last epoch's cluster checkpoint resumed in one process",
+                           [troupe, "train", "--config", two, "--model-prefix", cluster, "--load-epoch", "2"]),
+                          ("the last epoch's cluster checkpoint resumed by 2 servers",
+                           launch(troupe, two, 2, ["--model-prefix", cluster, "--load-epoch", "2"]))]:
+        _, out = expect_digest(what, command, workdir, whole)
+        if "every epoch of the job was trained" not in out or re.search(r"Epoch\[\d+\] Batch", out):
+            raise SystemExit(f"FAIL: {what}: trained again or did not say it had nothing to train\n{out[-2000:]}")
     status, out = run([troupe, "eval", "--config", two, "--model-prefix", cluster, "--load-epoch", "2"], workdir)
     if status != 0 or not re.search(r"accuracy", out, re.I):
         raise SystemExit(f"FAIL: troupe eval of the cluster checkpoint: exit {status}\n{out[-2000:]}")
@@ -194,7 +207,7 @@ def scenario_refused(troupe, config, workdir):
 
 def scenario_restart(troupe, config, workdir):
     two = with_servers(config, 2, workdir)
-    flags = ["--num-epochs", "3"]
+    flags = ["--num-epochs", "6"]
     whole, _ = expect_digest("troupe train", [troupe, "train", "--config", two] + flags, workdir, None)
     prefix = os.path.join(workdir, "restart", "m")
     proc = subprocess.Popen(launch(troupe, two, 2, ["--model-prefix", prefix] + flags, own=["--max-restarts", "1"]),

@@ -121,14 +121,19 @@ def judge_rows(rows):
     base = next((r for r in rows if r["workers"] == 1), None)
     worst = None
     for r in rows:
-        r["speedup"] = r["samples_s"] / base["samples_s"] if base else float("nan")
-        r["efficiency"] = r["speedup"] / r["workers"] if base else float("nan")
+        r["speedup"] = r["samples_s"] / base["samples_s"] if base else None  # None: no 1-worker row to compare
+        r["efficiency"] = r["speedup"] / r["workers"] if base else None
         r["bound_s"] = max(r["compute_s"], r["floor_s"])
         r["ratio"] = r["bound_s"] / r["step_s"]
         r["cpu_bound"] = not r["host_cpu"] < CPU_BOUND  # unmeasured (nan) counts as bound
         if not r["cpu_bound"]:
             worst = r["ratio"] if worst is None else min(worst, r["ratio"])
     return worst
+
+
+def against_one(value):
+    """A speed-up or efficiency as printed: '-' when the run has no one-worker row to compare with."""
+    return "-" if value is None else f"{value:.2f}"
 
 
 def parse_traffic(line):
@@ -340,7 +345,7 @@ def print_table(args, link, model_bytes, rows, worst):
             extra = (f" {r['step_s'] * n:.0f} | {(r['server_rx'] + r['server_tx']) * n / 2 ** 30:.1f} "
                      f"({s_bytes * (push + answer) * n / 2 ** 30:.1f}) |")
         print(f"| {r['workers']} | {r['servers']}{' colocated' if r['colocated'] else ''} | {r['samples_s']:.1f} | "
-              f"{r['speedup']:.2f} | {r['efficiency']:.2f} | {r['step_s'] * 1e3:.0f} | "
+              f"{against_one(r['speedup'])} | {against_one(r['efficiency'])} | {r['step_s'] * 1e3:.0f} | "
               f"max({r['compute_s'] * 1e3:.0f}, {r['floor_s'] * 1e3:.0f}) = {r['bound_s'] * 1e3:.0f} | "
               f"{r['ratio']:.2f} | {mib(r['worker_tx'])}, {mib(r['worker_rx'])} ({w_exp}) | "
               f"{mib(r['server_rx'])}, {mib(r['server_tx'])} ({s_exp}) | {r['host_cpu'] * 100:.0f}% ({r['nodes_cpu'] * 100:.0f}%){mark} | "

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <sstream>
 #include <vector>
 
 #include <caf/all.hpp>
@@ -166,10 +167,15 @@ TEST_CASE("async, ssp, hierarchical and backup topologies all train") {
   job.optimizer.sgd.momentum = 0.0f;
   job.optimizer.schedule.base_lr = 0.01f;
   for (auto mode : {topology_kind::async, topology_kind::ssp, topology_kind::hierarchical, topology_kind::backup}) {
+    INFO("topology " << to_string(mode));
     auto r = run(job, 4, 32, mode, mode == topology_kind::hierarchical ? 2 : 1);
+    std::ostringstream epochs;  // every epoch's accuracy and loss, should the floor fail
+    for (const auto& p : r.phases)
+      epochs << (p.validation ? " validation " : " train ") << p.correct << "/" << p.samples << " (loss sum "
+             << p.loss_sum << ")";
+    INFO("phases:" << epochs.str());
     REQUIRE(r.phases.size() == 10);
     const auto& last = r.phases.back();
-    INFO("mode " << static_cast<int>(mode));
     CHECK(last.validation);
     CHECK(double(last.correct) / last.samples > 0.6);  // 10 classes: chance is 0.1
   }

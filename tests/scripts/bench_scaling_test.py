@@ -73,6 +73,10 @@ def check_arithmetic():
         fail("a row whose CPU was not measured must count as CPU-bound")
     if bs.judge_rows([dict(rows[2])]) is not None:
         fail("scaling/floor over CPU-bound rows only must be none")
+    alone = dict(rows[1])  # a run without a one-worker row has nothing to compare with
+    bs.judge_rows([alone])
+    if alone["speedup"] is not None or bs.against_one(alone["efficiency"]) != "-" or bs.against_one(1.6) != "1.60":
+        fail(f"without a one-worker row speed-up and efficiency print '-': {alone}")
     line = ("Epoch[1] Traffic: scheduler rx 8.50 KiB tx 2.90 KiB; server_0 rx 3.37 MiB tx 1.5 GiB; "
             "worker_0 rx 12 B tx 1.68 MiB")
     traffic = bs.parse_traffic(line)

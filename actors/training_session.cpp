@@ -34,6 +34,12 @@ struct run_actors {
   void shut_down() { part.shut_down(); }
 };
 
+// Whether any hop of the push path compresses (its ends keep residuals).
+bool compresses(const topology_options& topology) {
+  return std::any_of(topology.compression.begin(), topology.compression.end(),
+                     [](const compression_spec& c) { return c.active(); });
+}
+
 // Checkpoint options onto the part's; a checkpoint to resume from is read and checked here,
 // before anything is spawned. Throws io_error naming the file, std::invalid_argument for
 // options no run can follow.
@@ -73,6 +79,11 @@ void set_up_checkpoints(const training_job& job, const placement_plan& plan, mod
            << std::endl;
     else
       *log << "Resuming from " << path << ": epochs " << c.load_epoch << " to " << job.epochs - 1 << std::endl;
+    if (c.load_epoch < job.epochs && compresses(job.topology))
+      *log << "Resuming a compressed run: checkpoints do not keep the compressed routes' residuals (what "
+              "earlier steps had not sent yet), so they start from zero and the weights will not equal an "
+              "uninterrupted run's bit for bit (docs/checkpoints.md)"
+           << std::endl;
   }
 }
 

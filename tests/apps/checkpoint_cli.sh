@@ -19,6 +19,10 @@
 #                 accuracy and cross-entropy
 #   reshard       2 workers and 2 shards over sliced keys, saved each epoch; resumed from epoch 2
 #                 with 1 and with 3 shards (keys re-sharded): the uninterrupted run's digest
+#   compressed    2 workers with --compression 2bit:fit, resumed from epoch 1: the run says that
+#                 checkpoints do not keep the residuals (so it is not bit-identical), trains
+#                 epochs 1 and 2 and reaches 0.5 validation accuracy; resumed from the last
+#                 epoch it says nothing of residuals and ends with the saved weights
 #   cluster       the epoch-2 checkpoint rewritten as a cluster run's files (3 shards on 2
 #                 servers, 2 worker nodes) by SPLIT_TOOL: resumed in one process with 2 shards
 #                 it ends with the uninterrupted run's digest; troupe eval prints the same
@@ -84,6 +88,25 @@ reshard)
       || fail "resumed with $shards shards: $(digest_of "$work/resumed$shards.log"), not $(digest_of "$work/whole.log")"
   done
   ;;
+compressed)
+  # Residuals are not in checkpoints: the resumed run says so, trains on, and learns.
+  squeezed=("${job[@]}" --workers 2 --compression 2bit:fit --num-epochs 3)
+  train whole train "${squeezed[@]}" --model-prefix "$work/m"
+  # The last epoch's checkpoint (before the resumed run below saves over it) trains nothing more: nothing is lost, so no such line.
+  train last train "${squeezed[@]}" --model-prefix "$work/m" --load-epoch 3
+  grep -q 'Resuming a compressed run' "$work/last.log" && fail "a run with nothing left to train warned of residuals"
+  [[ "$(digest_of "$work/whole.log")" == "$(digest_of "$work/last.log")" ]] \
+    || fail "the last epoch's checkpoint: $(digest_of "$work/last.log"), not $(digest_of "$work/whole.log")"
+  train resumed train "${squeezed[@]}" --model-prefix "$work/m" --load-epoch 1
+  grep -q 'Resuming a compressed run: checkpoints do not keep .* residuals' "$work/resumed.log" \
+    || fail "the resumed compressed run does not say its residuals start from zero: $(cat "$work/resumed.log")"
+  grep -q 'Epoch\[0\]' "$work/resumed.log" && fail "the resumed run trained epoch 0 again"
+  [[ -n "$(digest_of "$work/resumed.log")" ]] || fail "the resumed run printed no final weights"
+  accuracy=$(grep -o 'Epoch\[2\] Validation-accuracy=[0-9.]*' "$work/resumed.log" | cut -d= -f2)
+  [[ -n "$accuracy" ]] || fail "no validation accuracy after epoch 2: $(cat "$work/resumed.log")"
+  python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.5 else 1)" "$accuracy" \
+    || fail "the resumed compressed run reached $accuracy after epoch 2 (10 classes; the floor is 0.5)"
+  ;;
 cluster)
   train_sharded_whole
   train eval_single eval "${sharded[@]}" --model-prefix "$work/m" --load-epoch 2
@@ -133,6 +156,7 @@ resume)
   train resumed train "${job[@]}" --num-epochs 4 --model-prefix "$work/m" --load-epoch 2
   grep -q 'Resuming from .*m-0002.safetensors' "$work/resumed.log" || fail "no resume line"
   grep -q 'Epoch\[1\]' "$work/resumed.log" && fail "the resumed run trained epoch 1 again"
+  grep -q 'Resuming a compressed run' "$work/resumed.log" && fail "an uncompressed run warned of residuals"
   [[ "$(digest_of "$work/whole.log")" == "$(digest_of "$work/resumed.log")" ]] \
     || fail "resumed digest $(digest_of "$work/resumed.log") differs from $(digest_of "$work/whole.log")"
   train period train "${job[@]}" --num-epochs 4 --model-prefix "$work/p" --save-period 3

@@ -70,13 +70,19 @@ bool same_bits(const tensor& a, const tensor& b) {
   return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
 }
 
+// An answer that hands a push's gradients back as its weights, key for key.
+weight_set echo_of(const gradient_push& p) {
+  weight_set ws;
+  ws.keys = p.keys;
+  ws.weights = p.gradients;
+  return ws;
+}
+
 // A target that answers every push with deltas encoded fp16, whatever the route says.
 push_target_actor::behavior_type fp16_answerer() {
   return {
     [](push_atom, gradient_push& p) {
-      weight_set ws;
-      ws.keys = p.keys;
-      ws.weights = p.gradients;
+      auto ws = echo_of(p);
       ws.encoding = value_encoding::fp16;
       return ws;
     },
@@ -86,6 +92,19 @@ push_target_actor::behavior_type fp16_answerer() {
       ws.weights = {tensor({6}), tensor({3})};
       return ws;
     },
+  };
+}
+
+// A target that answers every push with what it received, scales included (weights whole:
+// the route compresses pushes only), so a test sees the push as the sending end sent it.
+push_target_actor::behavior_type echo_target() {
+  return {
+    [](push_atom, gradient_push& p) {
+      auto ws = echo_of(p);
+      ws.scales = p.scales;
+      return ws;
+    },
+    [](pull_atom, deadline) { return weight_set{}; },
   };
 }
 
@@ -134,25 +153,6 @@ TEST_CASE("a compressed push reaches the shard quantized, and its residual goes 
   CHECK(second->weights[0].data()[5] == 0.0f);
   f.self->send_exit(sender, caf::exit_reason::user_shutdown);
 }
-
-namespace {
-
-// A target that answers every push with what it received, scales included (weights whole:
-// the route compresses pushes only), so a test sees the push as the sending end sent it.
-push_target_actor::behavior_type echo_target() {
-  return {
-    [](push_atom, gradient_push& p) {
-      weight_set ws;
-      ws.keys = p.keys;
-      ws.weights = p.gradients;
-      ws.scales = p.scales;
-      return ws;
-    },
-    [](pull_atom, deadline) { return weight_set{}; },
-  };
-}
-
-} // namespace
 
 TEST_CASE("a fitted 2-bit push carries a scale per block, and over steps sends what the gradients add to") {
   fixture f;

@@ -92,7 +92,8 @@ compressed)
   # Residuals are not in checkpoints: the resumed run says so, trains on, and learns.
   squeezed=("${job[@]}" --workers 2 --compression 2bit:fit --num-epochs 3)
   train whole train "${squeezed[@]}" --model-prefix "$work/m"
-  # The last epoch's checkpoint (before the resumed run below saves over it) trains nothing more: nothing is lost, so no such line.
+  # The last epoch's checkpoint (read before the resumed run below saves over it) trains
+  # nothing more: nothing is lost, so no such line.
   train last train "${squeezed[@]}" --model-prefix "$work/m" --load-epoch 3
   grep -q 'Resuming a compressed run' "$work/last.log" && fail "a run with nothing left to train warned of residuals"
   [[ "$(digest_of "$work/whole.log")" == "$(digest_of "$work/last.log")" ]] \

@@ -4,11 +4,11 @@
 # and runs, writing each log into OUT_DIR:
 #   1. cuda_tests.log   the CUDA test suite (kernels:cuda)
 #   2. train_gpu.log    LeNet on Fashion-MNIST, 10 epochs, defaults, --devices gpu:0
-#      bsp.log          BSP in one process: 1 compute at batch 64, then 2 computes sharing
-#                       gpu:0 at batch 32 (compare the weights digests)
+#      bsp_1x64.log / bsp_2x32.log  BSP in one process: 1 compute at batch 64 against 2
+#                       computes sharing gpu:0 at batch 32 (compare the weights digests)
 #   3. bench_troupe.log troupe's step on the GPU for the zoo's CIFAR models at batch 128 and 512
 #      bench_torch.log  PyTorch eager on the same models, fp32 (scripts/bench_pytorch_gpu.py)
-# Seven logs at most, so that all of them fit what a device call brings back.
+# Eight logs at most, so that all of them fit what a device call brings back.
 #   4. e2e.log          ResNet-20 trained through the actors on the GPU beside the bare step
 # Usage: gpu_verify.sh BUNDLE.tar.xz OUT_DIR [PARTS]   (PARTS: e.g. "1 2", default "1 2 3 4")
 #
@@ -85,12 +85,12 @@ CONFIG
 pids=()
 for part in $parts; do
   case "$part" in
-  1) run 200 cuda_tests.log "$home/bin/troupe_cuda_tests" --durations yes & pids+=($!) ;;
-  2) run 200 train_gpu.log "$troupe" train --devices gpu:0 $data --progress off & pids+=($!)
+  1) run 240 cuda_tests.log "$home/bin/troupe_cuda_tests" --durations yes & pids+=($!) ;;
+  2) run 240 train_gpu.log "$troupe" train --devices gpu:0 $data --progress off & pids+=($!)
      # The BSP pair (the property itself, to float32 rounding, is tested in kernels:cuda:
      # tests/actors/cuda/compute_gpu_test.cpp); here the logs give both runs' accuracy.
-     ( run 100 bsp.log "$troupe" train --config "$(bsp_config 1 64)" --progress off
-       run 100 bsp.log "$troupe" train --config "$(bsp_config 2 32)" --progress off ) & pids+=($!) ;;
+     run 240 bsp_1x64.log "$troupe" train --config "$(bsp_config 1 64)" --progress off & pids+=($!)
+     run 240 bsp_2x32.log "$troupe" train --config "$(bsp_config 2 32)" --progress off & pids+=($!) ;;
   3|4) ;;
   *) echo "gpu_verify: unknown part '$part' (1-4)" >&2; exit 2 ;;
   esac

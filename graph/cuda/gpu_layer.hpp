@@ -31,8 +31,8 @@ public:
 /// layer's kind for a layer type with no GPU implementation.
 std::unique_ptr<gpu_layer> make_gpu_layer(layer& l, const std::string& where);
 
-/// A fresh tensor of `shape` on GPU `device` whose zero fill has landed (tensor::on_gpu fills
-/// on the legacy default stream, which a context's non-blocking stream does not wait for).
+/// A fresh tensor of `shape` on GPU `device` whose zero fill has landed, so a context's
+/// non-blocking stream may read it at once.
 tensor fresh_gpu_tensor(const shape_t& shape, int device);
 
 /// dst = src (same numel, both on the context's device), queued on the context's stream.

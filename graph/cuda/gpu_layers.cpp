@@ -314,9 +314,8 @@ std::unique_ptr<gpu_layer> make_gpu_layer(layer& l, const std::string& where) {
 }
 
 tensor fresh_gpu_tensor(const shape_t& shape, int device) {
-  tensor t = tensor::on_gpu(shape, device);
-  TROUPE_CUDA_CHECK(cudaDeviceSynchronize());
-  return t;
+  // on_gpu's zeros have landed when it returns (device_memory waits for its own stream only).
+  return tensor::on_gpu(shape, device);
 }
 
 void copy_on_stream(cuda::cuda_context& context, const tensor& src, tensor& dst) {

@@ -10,12 +10,18 @@
 // the workspace limit and runs in FMA math. FMA because CUDNN_DEFAULT_MATH lets cuDNN use TF32
 // tensor cores for float32 on Ampere and later: inputs rounded to a 10-bit mantissa, ~1e-3
 // relative error, far outside the float32 tolerance the CPU op is held to. The descriptor asks
-// for CUDNN_FMA_MATH and results in any other math type are refused.
+// for CUDNN_FMA_MATH and results in any other math type are refused. For the same reason the
+// FFT and non-fused Winograd algorithms are passed over unless the options allow them: they
+// transform the data and lose precision doing it (on an H100, LeNet's 5x5 backward-data by
+// FFT/Winograd was 2.9e-3 off the CPU op, and a whole LeNet step's weight gradients 2e-2).
+//
+// cudnnFind* runs under cuda::algorithm_search_lock() held exclusively (cuda_check.hpp).
 #include "kernels/cuda/conv2d_cuda.hpp"
 #include "kernels/cuda/cudnn_descriptor.hpp"
 
 #include <algorithm>
 #include <climits>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -79,18 +85,39 @@ public:
   std::optional<chosen_algorithm<cudnnConvolutionBwdFilterAlgo_t>> backward_filter;
 };
 
-// The first of cuDNN's results (sorted fastest first) that ran, fits and computes in FMA math;
-// `search(count, &returned, results)` is cudnnFind* or cudnnGet*_v7 for one direction and
-// `workspace(algo, &bytes)` its cudnnGet*WorkspaceSize.
+} // namespace
+
+bool transforms_data(cudnnConvolutionFwdAlgo_t algo) {
+  return algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT || algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING
+         || algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+bool transforms_data(cudnnConvolutionBwdDataAlgo_t algo) {
+  return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING
+         || algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+}
+bool transforms_data(cudnnConvolutionBwdFilterAlgo_t algo) {
+  return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING
+         || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
+
+namespace {
+
+// The first of cuDNN's results (sorted fastest first) that ran, fits, computes in FMA math and
+// (unless `o` allows them) does not transform the data; `search(count, &returned, results)` is
+// cudnnFind* or cudnnGet*_v7 for one direction and `workspace(algo, &bytes)` its
+// cudnnGet*WorkspaceSize.
 template <class Perf, class Search, class Workspace>
-auto choose(const char* direction, const conv2d_plan& plan, std::size_t limit, int max_count,
-            Search search, Workspace workspace) {
+auto choose(const char* direction, const conv2d_plan& plan, const conv2d_cuda_options& o,
+            int max_count, Search search, Workspace workspace) {
+  const std::size_t limit = o.workspace_limit;
   std::vector<Perf> results(static_cast<std::size_t>(std::max(max_count, 1)));
   int returned = 0;
   search(static_cast<int>(results.size()), &returned, results.data());
   for (int i = 0; i < returned; ++i) {
     const Perf& r = results[static_cast<std::size_t>(i)];
     if (r.status != CUDNN_STATUS_SUCCESS || r.mathType != CUDNN_FMA_MATH || r.memory > limit)
+      continue;
+    if (!o.transforming_algorithms && transforms_data(r.algo))
       continue;
     std::size_t bytes = 0;
     workspace(r.algo, &bytes);
@@ -100,19 +127,20 @@ auto choose(const char* direction, const conv2d_plan& plan, std::size_t limit, i
   throw cuda_error(std::string("conv2d_cuda: none of cuDNN's ") + std::to_string(returned) + " "
                    + direction + " algorithms for " + plan.shapes
                    + " runs in FMA math within the workspace limit of " + std::to_string(limit)
-                   + " bytes");
+                   + " bytes" + (o.transforming_algorithms ? "" : " without FFT or non-fused Winograd"));
 }
 
 void choose_forward(cudnnHandle_t h, conv2d_plan& p, const conv2d_cuda_options& o) {
   int max_count = 0;
   TROUPE_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_count));
   p.forward = choose<cudnnConvolutionFwdAlgoPerf_t>(
-    "forward", p, o.workspace_limit, max_count,
+    "forward", p, o, max_count,
     [&](int count, int* returned, cudnnConvolutionFwdAlgoPerf_t* results) {
-      if (o.benchmark)
+      if (o.benchmark) {
+        std::unique_lock<std::shared_mutex> searching(algorithm_search_lock());
         TROUPE_CUDA_CHECK(cudnnFindConvolutionForwardAlgorithm(h, p.x_desc, p.w_desc, p.conv_desc,
                                                                p.y_desc, count, returned, results));
-      else
+      } else
         TROUPE_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
           h, p.x_desc, p.w_desc, p.conv_desc, p.y_desc, count, returned, results));
     },
@@ -126,12 +154,13 @@ void choose_backward_data(cudnnHandle_t h, conv2d_plan& p, const conv2d_cuda_opt
   int max_count = 0;
   TROUPE_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_count));
   p.backward_data = choose<cudnnConvolutionBwdDataAlgoPerf_t>(
-    "backward-data", p, o.workspace_limit, max_count,
+    "backward-data", p, o, max_count,
     [&](int count, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* results) {
-      if (o.benchmark)
+      if (o.benchmark) {
+        std::unique_lock<std::shared_mutex> searching(algorithm_search_lock());
         TROUPE_CUDA_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(
           h, p.w_desc, p.y_desc, p.conv_desc, p.x_desc, count, returned, results));
-      else
+      } else
         TROUPE_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
           h, p.w_desc, p.y_desc, p.conv_desc, p.x_desc, count, returned, results));
     },
@@ -145,12 +174,13 @@ void choose_backward_filter(cudnnHandle_t h, conv2d_plan& p, const conv2d_cuda_o
   int max_count = 0;
   TROUPE_CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max_count));
   p.backward_filter = choose<cudnnConvolutionBwdFilterAlgoPerf_t>(
-    "backward-filter", p, o.workspace_limit, max_count,
+    "backward-filter", p, o, max_count,
     [&](int count, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* results) {
-      if (o.benchmark)
+      if (o.benchmark) {
+        std::unique_lock<std::shared_mutex> searching(algorithm_search_lock());
         TROUPE_CUDA_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(
           h, p.x_desc, p.y_desc, p.conv_desc, p.w_desc, count, returned, results));
-      else
+      } else
         TROUPE_CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
           h, p.x_desc, p.y_desc, p.conv_desc, p.w_desc, count, returned, results));
     },
@@ -196,6 +226,19 @@ conv2d_cuda::conv2d_cuda(conv2d_params params, conv2d_cuda_options options)
 conv2d_cuda::~conv2d_cuda() = default;
 conv2d_cuda::conv2d_cuda(conv2d_cuda&&) noexcept = default;
 conv2d_cuda& conv2d_cuda::operator=(conv2d_cuda&&) noexcept = default;
+
+conv2d_algorithms conv2d_cuda::algorithms(const shape_t& x_shape, const shape_t& w_shape) const {
+  conv2d_algorithms chosen;
+  if (const conv2d_plan* plan = impl_->plans.find(cpu::make_shape_key(x_shape, w_shape))) {
+    if (plan->forward)
+      chosen.forward = plan->forward->algo;
+    if (plan->backward_data)
+      chosen.backward_data = plan->backward_data->algo;
+    if (plan->backward_filter)
+      chosen.backward_filter = plan->backward_filter->algo;
+  }
+  return chosen;
+}
 
 // conv2d_op::output_shape's rules, plus cuDNN's: every extent must fit an int.
 shape_t conv2d_cuda::output_shape(const shape_t& x, const shape_t& w) const {

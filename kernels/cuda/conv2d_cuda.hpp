@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 
 #include <troupe/kernels/conv2d.hpp>
 
@@ -28,6 +29,23 @@ struct conv2d_cuda_options {
   /// blocks the host and allocates its own trial buffers); false: take cuDNN's heuristic
   /// ranking (cudnnGet*_v7) without running anything.
   bool benchmark = true;
+  /// false: pass over the FFT and non-fused Winograd algorithms, whose error is far outside
+  /// float32's (conv2d_cuda.cpp); true: take them when they are fastest, as PyTorch's
+  /// cudnn.benchmark does.
+  bool transforming_algorithms = false;
+};
+
+/// Whether an algorithm computes through a transform of the data (FFT, non-fused Winograd).
+bool transforms_data(cudnnConvolutionFwdAlgo_t algo);
+bool transforms_data(cudnnConvolutionBwdDataAlgo_t algo);
+bool transforms_data(cudnnConvolutionBwdFilterAlgo_t algo);
+
+/// The algorithms a conv2d_cuda chose for one input shape; empty where that direction has not
+/// run yet.
+struct conv2d_algorithms {
+  std::optional<cudnnConvolutionFwdAlgo_t> forward;
+  std::optional<cudnnConvolutionBwdDataAlgo_t> backward_data;
+  std::optional<cudnnConvolutionBwdFilterAlgo_t> backward_filter;
 };
 
 class conv2d_cuda {
@@ -51,6 +69,9 @@ public:
                 const float* x, const float* w, const float* dy, float* dx, float* dw, float* db);
 
   const conv2d_params& params() const { return params_; }
+
+  /// What was chosen for input `x_shape` and weights `w_shape` (tests, diagnostics).
+  conv2d_algorithms algorithms(const shape_t& x_shape, const shape_t& w_shape) const;
 
 private:
   struct impl;

@@ -33,9 +33,18 @@ void check(cublasStatus_t status, const char* call, const char* file, int line) 
     fail(call, file, line, cublas_text(status));
 }
 
+std::shared_mutex& algorithm_search_lock() {
+  static std::shared_mutex lock;
+  return lock;
+}
+
 void* device_alloc(std::size_t bytes, const char* file, int line) {
   void* pointer = nullptr;
-  const auto status = cudaMalloc(&pointer, bytes);
+  cudaError_t status;
+  {
+    std::shared_lock<std::shared_mutex> no_search(algorithm_search_lock());
+    status = cudaMalloc(&pointer, bytes);
+  }
   if (status == cudaSuccess)
     return pointer;
   cudaGetLastError();
@@ -49,8 +58,10 @@ void* device_alloc(std::size_t bytes, const char* file, int line) {
 }
 
 void device_free(void* pointer) noexcept {
-  if (pointer)
+  if (pointer) {
+    std::shared_lock<std::shared_mutex> no_search(algorithm_search_lock());
     cudaFree(pointer);
+  }
 }
 
 } // namespace troupe::cuda

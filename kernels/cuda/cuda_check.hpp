@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <shared_mutex>
 #include <stdexcept>
 #include <string>
 
@@ -35,6 +36,14 @@ inline void check(cudnnStatus_t status, const char* call, const char* file, int 
     fail(call, file, line, cudnnGetErrorString(status));
 }
 void check(cublasStatus_t status, const char* call, const char* file, int line);
+
+/// Keeps cuDNN's algorithm search (cudnnFind*) apart from calls that wait on the whole device.
+/// Seen on an H100 (cuDNN 9.14): with two compute actors on one GPU, one actor's
+/// cudaDeviceSynchronize failed with cudaErrorStreamCaptureUnsupported while the other ran
+/// cudnnFind for a new input shape, which captures work on its stream; any call that waits on
+/// every stream of the device (cudaDeviceSynchronize, cudaFree, cudaMalloc, the legacy stream)
+/// may fail then. A search holds this lock exclusively, device_alloc and device_free shared.
+std::shared_mutex& algorithm_search_lock();
 
 /// `bytes` of device memory on the current device; cuda_error on failure ("cudaMalloc of 4096
 /// MiB at file:line: out of memory, 1024 MiB free of 80 GiB").

@@ -16,6 +16,8 @@
 # (seconds per part below, GPU_VERIFY_SCALE multiplies them all), parts 1 and 2 only check
 # results, so they run side by side; parts 3 and 4 time things and run alone, after them.
 # The last lines printed sum up every log (exit statuses, accuracies, tails).
+# GPU_VERIFY_TEST_ARGS: more arguments for the CUDA test executable (e.g. -s to print every
+# assertion's values, or a test name).
 set -uo pipefail
 bundle="$1"
 out="$2"
@@ -85,7 +87,7 @@ CONFIG
 pids=()
 for part in $parts; do
   case "$part" in
-  1) run 240 cuda_tests.log "$home/bin/troupe_cuda_tests" --durations yes & pids+=($!) ;;
+  1) run 240 cuda_tests.log "$home/bin/troupe_cuda_tests" --durations yes ${GPU_VERIFY_TEST_ARGS:-} & pids+=($!) ;;
   2) run 240 train_gpu.log "$troupe" train --devices gpu:0 $data --progress off & pids+=($!)
      # The BSP pair (the property itself, to float32 rounding, is tested in kernels:cuda:
      # tests/actors/cuda/compute_gpu_test.cpp); here the logs give both runs' accuracy.

@@ -43,6 +43,10 @@ const conv_case cases[] = {
   {"ResNet-20, 3x3 stride 1 pad 1", {4, 16, 32, 32}, {16, 16, 3, 3}, {1, 1, 1, 1, 1}},
   {"ResNet-20, 3x3 stride 2 pad 1", {4, 16, 32, 32}, {32, 16, 3, 3}, {2, 2, 1, 1, 1}},
   {"ResNet-20 shortcut, 1x1 stride 2", {4, 16, 32, 32}, {32, 16, 1, 1}, {2, 2, 0, 0, 1}},
+  // Stage 3's transition and body: on an H100 the ResNet-20 model's gradients upstream of
+  // stage 3 were 1-2.5e-3 off the CPU's (model_cuda_test), stage 3's own below 1e-3.
+  {"ResNet-20 stage 3, 3x3 stride 2 pad 1", {4, 32, 16, 16}, {64, 32, 3, 3}, {2, 2, 1, 1, 1}},
+  {"ResNet-20 stage 3, 3x3 stride 1 pad 1", {4, 64, 8, 8}, {64, 64, 3, 3}, {1, 1, 1, 1, 1}},
   {"VGG, 3x3 pad 1, 64 -> 128", {2, 64, 16, 16}, {128, 64, 3, 3}, {1, 1, 1, 1, 1}},
   {"VGG, 3x3 pad 1, 256 -> 256", {2, 256, 8, 8}, {256, 256, 3, 3}, {1, 1, 1, 1, 1}},
   {"grouped, 3x3 pad 1, 2 groups", {2, 8, 10, 10}, {8, 4, 3, 3}, {1, 1, 1, 1, 2}},
@@ -141,7 +145,7 @@ TEST_CASE("conv2d_cuda with no workspace takes an algorithm that needs none", "[
   cuda::conv2d_cuda_options none;
   none.workspace_limit = 0;
   check_against_cpu(cases[2], none, true);
-  check_against_cpu(cases[6], none, true);
+  check_against_cpu(cases[8], none, true);  // VGG, 256 -> 256
 }
 
 TEST_CASE("conv2d_cuda keeps one plan per input shape", "[cuda]") {

@@ -152,6 +152,7 @@ TEST_CASE("cuda shortcut_pad forward and backward equal the CPU op", "[cuda]") {
   };
   const pad_case cases[] = {
     {{4, 16, 32, 32}, 32, 2},   // ResNet-20 stage change
+    {{4, 32, 16, 16}, 64, 2},   // ResNet-20 stage 3 (the model test missed upstream of it)
     {{2, 3, 7, 5}, 8, 2},       // odd extents, uneven padding (front 2, back 3)
     {{3, 4, 5, 5}, 4, 1},       // identity
     {{2, 2, 7, 8}, 6, 3},       // stride 3

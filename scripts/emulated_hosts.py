@@ -20,7 +20,10 @@ SIGTERM or SIGHUP (processes started with `start` are killed first, by process g
 
 Command line (root): `emulated_hosts.py measure [--link 1gbit[,LAT]] [--seconds 3] [--streams 1] [--both-ways]`
 prints the TCP throughput between two emulated hosts (`--both-ways`: each direction of one connection
-that sends both ways at once); `emulated_hosts.py leftovers` lists namespaces and links
+that sends both ways at once); `emulated_hosts.py exchange --workers W --servers S --bytes M` times one
+parameter-server step's bytes over raw TCP (each worker sends M/S to and receives M/S from each server, all
+at once, one connection per pair) against the floor of `troupe bench scaling`, the network's own ratio;
+`emulated_hosts.py leftovers` lists namespaces and links
 of emulated hosts that are not deleted (exit 1 if any).
 """
 import argparse
@@ -399,6 +402,75 @@ def measure_throughput(hosts, sender, receiver, seconds=3.0, streams=1):
     return int(total) * 8 / float(elapsed)
 
 
+# One parameter-server step's bytes with nothing but TCP: every worker sends M/S bytes to every server
+# while every server sends M/S bytes back to every worker, all at once, on one connection per pair
+# (as the peer links are). Each process waits for "go AT" on stdin (AT: a time.monotonic() instant,
+# which every network namespace shares), starts at AT, and prints when its last byte came in.
+_EXCHANGE = r"""
+import socket, sys, threading, time
+role, me, nbytes = sys.argv[1], sys.argv[2], int(sys.argv[3])
+peers = sys.argv[4:]          # workers: server addresses; servers: the number of workers
+if role == "server":
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((me, 0)); s.listen(64); print(s.getsockname()[1], flush=True)
+    conns = [s.accept()[0] for _ in range(int(peers[0]))]
+else:
+    conns = [socket.create_connection((a.split(":")[0], int(a.split(":")[1]))) for a in peers]
+print("ready", flush=True)
+chunk = memoryview(bytearray(4 << 20))
+def send(c):
+    left = nbytes
+    while left:
+        n = min(left, len(chunk)); c.sendall(chunk[:n]); left -= n
+def receive(c, done):
+    buf = bytearray(1 << 20); left = nbytes
+    while left:
+        n = c.recv_into(buf, min(left, len(buf)))
+        if n == 0: raise SystemExit("exchange: a peer closed early")
+        left -= n
+    done.append(time.monotonic())
+for line in sys.stdin:
+    if not line.startswith("go "): break
+    at = float(line.split()[1]); time.sleep(max(0.0, at - time.monotonic()))
+    done = []
+    ts = [threading.Thread(target=f, args=a) for c in conns for f, a in ((send, (c,)), (receive, (c, done)))]
+    [t.start() for t in ts]; [t.join() for t in ts]
+    print(max(done), flush=True)
+"""
+
+
+def measure_exchange(hosts, workers, servers, nbytes, rounds=3):
+    """Seconds per round for the exchange pattern (_EXCHANGE) between hosts named in `workers` and
+    `servers`, each pair moving `nbytes` each way; the list of `rounds` timings."""
+    procs, addresses = [], []
+    for s in servers:
+        p = hosts.start(s, [sys.executable, "-c", _EXCHANGE, "server", hosts.addr[s], str(nbytes), str(len(workers))],
+                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        port = p.stdout.readline().strip()
+        if not port:
+            raise RuntimeError(f"exchange: server {s} did not start")
+        procs.append(p)
+        addresses.append(f"{hosts.addr[s]}:{port}")
+    for w in workers:
+        procs.append(hosts.start(w, [sys.executable, "-c", _EXCHANGE, "worker", hosts.addr[w], str(nbytes)] + addresses,
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+    for p in procs:
+        if p.stdout.readline().strip() != "ready":
+            raise RuntimeError("exchange: a process did not connect")
+    timings = []
+    for _ in range(rounds):
+        at = time.monotonic() + 0.2
+        for p in procs:
+            p.stdin.write(f"go {at}\n")
+            p.stdin.flush()
+        ends = [float(p.stdout.readline()) for p in procs]
+        timings.append(max(ends) - at)
+    for p in procs:
+        p.stdin.close()
+        p.wait(30)
+    return timings
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="what", required=True)
@@ -408,6 +480,14 @@ def main():
     m.add_argument("--streams", type=int, default=1)
     m.add_argument("--both-ways", action="store_true",
                    help="one connection sending both ways at once (as a link carries pushes and answers)")
+    x = sub.add_parser("exchange", help="one parameter-server step's bytes over raw TCP: the network's own "
+                       "step time against the floor of `troupe bench scaling`")
+    x.add_argument("--link", default="1gbit", help="RATE[,LATENCY]")
+    x.add_argument("--workers", type=int, default=2)
+    x.add_argument("--servers", type=int, default=2)
+    x.add_argument("--bytes", type=float, required=True, help="model size M in bytes (each worker pushes M "
+                   "and pulls M, M/S to and from each server)")
+    x.add_argument("--rounds", type=int, default=5)
     sub.add_parser("leftovers", help="namespaces and links of emulated hosts still there (exit 1 if any)")
     args = parser.parse_args()
     need_root()
@@ -419,6 +499,22 @@ def main():
         link = parse_link(args.link)
     except ValueError as e:
         raise SystemExit(f"emulated_hosts.py: --link: {e}")
+    if args.what == "exchange":
+        if args.workers < 1 or args.servers < 1 or args.bytes <= 0 or args.rounds < 1 or not link.rate_bits:
+            raise SystemExit("emulated_hosts.py exchange: --workers, --servers, --bytes and --rounds must be "
+                             "positive and --link must have a rate")
+        workers = [f"w{i}" for i in range(args.workers)]
+        servers = [f"s{i}" for i in range(args.servers)]
+        per_pair = int(args.bytes / args.servers)
+        with EmulatedHosts(workers + servers, link) as hosts:
+            timings = measure_exchange(hosts, workers, servers, per_pair, args.rounds)
+        floor = max(args.bytes, args.workers * args.bytes / args.servers) * 8 / link.rate_bits
+        ms = sorted(t * 1000 for t in timings)
+        median = ms[len(ms) // 2]
+        print(f"exchange {args.workers} worker(s) x {args.servers} server(s), M = {args.bytes:.0f} bytes, link {link}: "
+              f"{', '.join(f'{t:.0f}' for t in ms)} ms (median {median:.0f}); floor {floor * 1000:.0f} ms; "
+              f"floor/median {floor * 1000 / median:.3f}")
+        return
     with EmulatedHosts(["a", "b"], link) as hosts:
         if args.both_ways:
             there, back = measure_both_ways(hosts, "a", "b", args.seconds)

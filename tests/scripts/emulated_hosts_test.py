@@ -6,7 +6,8 @@ usage: emulated_hosts_test.py parse|hosts|leftovers
   parse      link text -> rate and latency, and the refusals naming what is wrong (no root needed)
   hosts      three shaped hosts: each namespace holds its own address on the bridge, both ends of
              every host's veth pair carry tbf at the rate asked, hosts reach each other over TCP (the
-             throughput is printed, not judged), and nothing of the run is left after it
+             throughput is printed, not judged), one step's exchange pattern completes every round
+             and no faster than the link allows, and nothing of the run is left after it
   leftovers  everything is deleted when the body raises, and when a process holding hosts gets SIGINT,
              SIGTERM or SIGHUP in the middle (it signals it is ready on a pipe, no sleeps)
 
@@ -78,10 +79,24 @@ def check_hosts():
             fail(f"both ways at once: {there} and {back} bits/s: a direction moved nothing")
         print(f"ok: hosts: {hosts.addr}; tbf 1Gbit at both ends; worker0 -> server0 {bits / 1e6:.0f} Mbit/s, "
               f"both ways at once {there / 1e6:.0f} and {back / 1e6:.0f} Mbit/s (not judged)")
+        # One step's bytes over raw TCP: worker0 with two servers, 2 MB each way per pair. worker0's
+        # uplink carries 4 MB a round, which 1 Gbit cannot move in less than 32 ms (less tbf's bucket).
+        rounds = eh.measure_exchange(hosts, ["worker0"], ["server0", "scheduler"], 2_000_000, rounds=2)
+        if len(rounds) != 2:
+            fail(f"exchange: {len(rounds)} timings for 2 rounds")
+        if min(rounds) < 0.8 * 4e6 * 8 / 1e9:
+            fail(f"exchange: a round took {min(rounds) * 1000:.1f} ms, faster than the 1 Gbit link allows")
+        print(f"ok: hosts: exchange rounds {', '.join(f'{t * 1000:.0f}' for t in rounds)} ms (not judged)")
     left = eh.leftovers(number)
     if left:
         fail(f"left behind after a normal exit: {left}")
     print(f"ok: hosts: nothing of run {number} left")
+    script = os.path.join(HERE, "..", "..", "scripts", "emulated_hosts.py")
+    for bad in (["--bytes", "0"], ["--bytes", "1e6", "--servers", "0"], ["--bytes", "1e6", "--link", "0gbit"]):
+        run = subprocess.run([sys.executable, script, "exchange"] + bad, capture_output=True, text=True, timeout=30)
+        if run.returncode == 0 or not re.search(r"positive|--link", run.stderr):
+            fail(f"exchange {' '.join(bad)}: exit {run.returncode}, {run.stderr.strip()!r}")
+    print("ok: hosts: exchange refuses sizes, counts and links that are not positive")
 
 
 HOLDER = r"""

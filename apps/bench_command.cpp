@@ -417,10 +417,11 @@ int bench_command(const std::vector<std::string>& args) {
   flag_set f("bench", "Measures training images/s (forward + backward + SGD momentum update) per "
                       "model, after warm-up steps, on `--threads` compute threads; with "
                       "--end-to-end, beside the same job trained through the actors.");
-  std::string device = "cpu";
+  std::string device = "cpu", cudnn_algorithms = "exact";
   f.add("models", models, "comma-separated: mlp, lenet, resnet-20, resnet-110, resnet-50, vgg-16, "
                           "inception-bn (the last four: 3x32x32 synthetic input)");
   f.add("device", device, "cpu or gpu:N: where the model trains (--end-to-end: the compute actor too)");
+  f.add("cudnn-algorithms", cudnn_algorithms, "GPU convolutions: exact | fastest (as troupe train)");
   f.add("batch-size", batch_size, "images per step");
   f.add("threads", threads, "compute threads");
   f.add("steps", steps, "timed steps (0: 500 mlp, 50 lenet, 40 resnet-20; --end-to-end: one "
@@ -455,6 +456,11 @@ int bench_command(const std::vector<std::string>& args) {
     throw usage_error(std::string("--device: ") + e.what());
   }
   require_devices({session.device}, query_devices());
+  try {
+    set_convolution_algorithms(parse_convolution_algorithms(cudnn_algorithms));
+  } catch (const std::invalid_argument& e) {
+    throw usage_error(std::string("--cudnn-algorithms: ") + e.what());
+  }
   std::vector<bench_case> cases;
   for (const auto& name : split_names(models))
     cases.push_back(lookup_case(name));

@@ -257,7 +257,7 @@ int node_command(const std::vector<std::string>& args) {
     throw usage_error("the scheduler needs the number of server and worker processes: --server-nodes and "
                       "--worker-nodes, the config's cluster.server_nodes / worker_nodes, or a launcher's counts");
   if (options.role == node_kind::worker)
-    require_compute_devices(cli.devices);  // the computes live on workers
+    require_compute_devices(cli.devices, cli.convolutions);  // the computes live on workers
   // Threads: a count given here (flag or config) goes to every node with the assignment; a
   // node given none takes the scheduler's, else its share of its host (docs/threads.md).
   check_range("host-share", n.host_share, -1, 4096);

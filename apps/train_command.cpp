@@ -27,7 +27,7 @@ int train_command(const std::vector<std::string>& args) {
     std::cout << cli.help_text;
     return 0;
   }
-  require_compute_devices(cli.devices);
+  require_compute_devices(cli.devices, cli.convolutions);
   check_prefix_folder(cli.output.checkpoint.prefix);
   if (!cli.output.metrics_path.empty())
     cli.output.metrics_file = open_metrics_file(cli.output.metrics_path, run_record(args, cli.job, cli.threads));

@@ -55,7 +55,7 @@ struct raw_flags {
   std::string network = "lenet", dataset = "fashion-mnist", data_dir, metrics;
   std::string lr_step_epochs, lr_schedule = "multi-step", progress = "auto";
   std::string image_shape = "1,28,28";
-  std::string config, devices;
+  std::string config, devices, cudnn_algorithms = "exact";
   record_flags record;  ///< --data-train, --data-val, ... (apps/record_flags.cpp)
   int num_layers = 0, threads = 1, shards = 1, prefetch = 3, num_classes = 10;
   int server_nodes = 0, worker_nodes = 0, top_k = 0, workers = 1, replicas = 1;
@@ -118,6 +118,7 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("save-period", r.save_period, "save a checkpoint every N epochs and after the last");
   f.add("load-epoch", r.load_epoch, "resume from the --model-prefix checkpoint of this epoch");
   f.add("devices", r.devices, "where the compute actors run: cpu, or gpu:0,gpu:1,... (compute i on device i mod count); default: the CPU");
+  f.add("cudnn-algorithms", r.cudnn_algorithms, "GPU convolutions: exact (no FFT or non-fused Winograd: float32 results) | fastest (whatever cuDNN times fastest, ~1e-3 off; docs/gpu.md)");
   f.add("disp-batches", r.disp_batches, "print speed and accuracy every N batches (0: never)");
   f.add("progress", r.progress, "progress bar: auto (when stdout is a terminal) | on | off");
 }
@@ -129,7 +130,7 @@ void name_placeholders(flag_set& f) {
     {"lr", "RATE"},            {"lr-factor", "FACTOR"},    {"lr-schedule", "POLICY"},
     {"lr-step-epochs", "EPOCHS"}, {"warmup-epochs", "EPOCHS"}, {"network", "NAME"},
     {"dataset", "NAME"},       {"image-shape", "C,H,W"},   {"slice-bytes", "BYTES"},
-    {"group-bytes", "BYTES"},  {"devices", "LIST"},
+    {"group-bytes", "BYTES"},  {"devices", "LIST"},     {"cudnn-algorithms", "exact|fastest"},
     {"progress", "MODE"},      {"on-worker-loss", "POLICY"}, {"random-mirror", "0|1"},
     {"mom", "X"},              {"wd", "X"},                {"top-k", "K"}};
   for (const auto& [flag, word] : words)
@@ -516,6 +517,11 @@ train_command_line command_line_of(job_config& config, const raw_flags& r, const
   out.threads_given = config.run.threads.given;
   out.workers_given = config.cluster.workers.given;
   out.devices = config.run.devices.value;
+  try {
+    out.convolutions = parse_convolution_algorithms(r.cudnn_algorithms);
+  } catch (const std::invalid_argument& e) {
+    throw usage_error(std::string("--cudnn-algorithms: ") + e.what());
+  }
   out.network = network_of(config.cluster);
   return out;
 }
@@ -552,6 +558,11 @@ train_command_line parse_train_flags(const std::vector<std::string>& args, const
   }
   out.output.progress_bar = progress_bar;
   return out;
+}
+
+void require_compute_devices(const std::vector<compute_device>& devices, convolution_algorithms convolutions) {
+  require_compute_devices(devices);
+  set_convolution_algorithms(convolutions);
 }
 
 void require_compute_devices(const std::vector<compute_device>& devices) {

@@ -47,6 +47,8 @@ struct train_command_line {
   bool workers_given = false;
   /// --devices, else the config's train.devices; empty: the CPU.
   std::vector<compute_device> devices;
+  /// --cudnn-algorithms (require_compute_devices makes it the process's choice).
+  convolution_algorithms convolutions = convolution_algorithms::exact;
   bool help = false;
   std::string help_text;
   /// The flags the user gave (a command's own too), to tell a value given from a default.
@@ -83,6 +85,9 @@ train_command_line parse_train_flags(const std::vector<std::string>& args, const
 /// Checks, before anything starts, that this process has the devices the run asks for:
 /// std::runtime_error naming a GPU it lacks (or a build without CUDA).
 void require_compute_devices(const std::vector<compute_device>& devices);
+/// The same, and makes `convolutions` the process's choice of cuDNN algorithms: what a command
+/// runs before its GPU models are built.
+void require_compute_devices(const std::vector<compute_device>& devices, convolution_algorithms convolutions);
 
 /// The compute threads a run gets when neither --threads nor the config says: as OpenMP
 /// programs do, OMP_NUM_THREADS when it is a positive integer up to 4096 (the config's limit;

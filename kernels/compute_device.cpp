@@ -1,6 +1,7 @@
 // See compute_device.hpp.
 #include <troupe/kernels/compute_device.hpp>
 
+#include <atomic>
 #include <cctype>
 #include <stdexcept>
 
@@ -53,6 +54,22 @@ std::vector<compute_device> parse_compute_devices(const std::string& text) {
       return devices;
     start = comma + 1;
   }
+}
+
+namespace {
+std::atomic<convolution_algorithms> chosen_convolution_algorithms{convolution_algorithms::exact};
+} // namespace
+
+void set_convolution_algorithms(convolution_algorithms choice) { chosen_convolution_algorithms = choice; }
+
+convolution_algorithms current_convolution_algorithms() { return chosen_convolution_algorithms; }
+
+convolution_algorithms parse_convolution_algorithms(const std::string& text) {
+  if (text == "exact")
+    return convolution_algorithms::exact;
+  if (text == "fastest")
+    return convolution_algorithms::fastest;
+  throw std::invalid_argument("'" + text + "' is not one of exact, fastest");
 }
 
 std::string to_string(const compute_device& device) {

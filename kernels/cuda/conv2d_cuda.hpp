@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 
+#include <troupe/kernels/compute_device.hpp>
 #include <troupe/kernels/conv2d.hpp>
 
 #include "kernels/cuda/cuda_context.hpp"
@@ -31,8 +32,8 @@ struct conv2d_cuda_options {
   bool benchmark = true;
   /// false: pass over the FFT and non-fused Winograd algorithms, whose error is far outside
   /// float32's (conv2d_cuda.cpp); true: take them when they are fastest, as PyTorch's
-  /// cudnn.benchmark does.
-  bool transforming_algorithms = false;
+  /// cudnn.benchmark does. By default what the process chose (`--cudnn-algorithms`).
+  bool transforming_algorithms = current_convolution_algorithms() == convolution_algorithms::fastest;
 };
 
 /// Whether an algorithm computes through a transform of the data (FFT, non-fused Winograd).

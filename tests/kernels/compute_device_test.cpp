@@ -40,3 +40,15 @@ TEST_CASE("a GPU the machine does not have is refused naming it and what there i
   CHECK_THROWS_WITH(require_devices(wanted, cpu_build), Catch::Contains("built without CUDA"));
   CHECK_NOTHROW(require_devices({compute_device{}}, cpu_build));  // the CPU is always there
 }
+
+TEST_CASE("the choice of cuDNN convolution algorithms is read, kept and refused by name", "[kernels]") {
+  CHECK(parse_convolution_algorithms("exact") == convolution_algorithms::exact);
+  CHECK(parse_convolution_algorithms("fastest") == convolution_algorithms::fastest);
+  CHECK_THROWS_WITH(parse_convolution_algorithms("fast"), "'fast' is not one of exact, fastest");
+  CHECK_THROWS_AS(parse_convolution_algorithms(""), std::invalid_argument);
+  REQUIRE(current_convolution_algorithms() == convolution_algorithms::exact);  // the default
+  set_convolution_algorithms(convolution_algorithms::fastest);
+  CHECK(current_convolution_algorithms() == convolution_algorithms::fastest);
+  set_convolution_algorithms(convolution_algorithms::exact);
+  CHECK(current_convolution_algorithms() == convolution_algorithms::exact);
+}

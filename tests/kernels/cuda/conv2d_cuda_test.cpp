@@ -131,6 +131,14 @@ TEST_CASE("conv2d_cuda with FFT and non-fused Winograd allowed stays within 1e-2
     check_against_cpu(c, fastest, true, nullptr, 1, 1e-2);
 }
 
+TEST_CASE("conv2d_cuda's options follow the process's --cudnn-algorithms", "[cuda]") {
+  CHECK_FALSE(cuda::conv2d_cuda_options{}.transforming_algorithms);  // exact by default
+  set_convolution_algorithms(convolution_algorithms::fastest);
+  CHECK(cuda::conv2d_cuda_options{}.transforming_algorithms);
+  set_convolution_algorithms(convolution_algorithms::exact);
+  CHECK_FALSE(cuda::conv2d_cuda_options{}.transforming_algorithms);
+}
+
 TEST_CASE("conv2d_cuda names FFT and non-fused Winograd as transforming the data", "[cuda]") {
   CHECK(cuda::transforms_data(CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING));
   CHECK(cuda::transforms_data(CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED));

@@ -38,6 +38,17 @@ std::vector<compute_device> parse_compute_devices(const std::string& text);
 /// "cpu" or "gpu:N".
 std::string to_string(const compute_device& device);
 
+/// Which cuDNN convolution algorithms a GPU model may take (`--cudnn-algorithms`).
+/// exact: never FFT or non-fused Winograd, whose results are ~1e-3 off float32's (measured on an
+/// H100: docs/gpu.md); fastest: whichever cudnnFind times fastest, as PyTorch's cudnn.benchmark
+/// takes (VGG-16 and Inception-BN 11-42% faster on an H100). Process-wide: set it before a model
+/// moves to a GPU; convolutions built later take it. A CPU-only build keeps it and ignores it.
+enum class convolution_algorithms { exact, fastest };
+void set_convolution_algorithms(convolution_algorithms choice);
+convolution_algorithms current_convolution_algorithms();
+/// "exact" or "fastest"; throws std::invalid_argument naming the text and the accepted words.
+convolution_algorithms parse_convolution_algorithms(const std::string& text);
+
 /// Throws std::runtime_error when a device of `wanted` is not on this machine: a GPU index
 /// beyond the report's list, any GPU in a build without CUDA; the message names the device
 /// and lists what there is (or why there is no GPU).

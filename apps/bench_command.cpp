@@ -455,12 +455,7 @@ int bench_command(const std::vector<std::string>& args) {
   } catch (const std::invalid_argument& e) {
     throw usage_error(std::string("--device: ") + e.what());
   }
-  require_devices({session.device}, query_devices());
-  try {
-    set_convolution_algorithms(parse_convolution_algorithms(cudnn_algorithms));
-  } catch (const std::invalid_argument& e) {
-    throw usage_error(std::string("--cudnn-algorithms: ") + e.what());
-  }
+  require_compute_devices({session.device}, convolution_algorithms_flag(cudnn_algorithms));
   std::vector<bench_case> cases;
   for (const auto& name : split_names(models))
     cases.push_back(lookup_case(name));

@@ -517,11 +517,7 @@ train_command_line command_line_of(job_config& config, const raw_flags& r, const
   out.threads_given = config.run.threads.given;
   out.workers_given = config.cluster.workers.given;
   out.devices = config.run.devices.value;
-  try {
-    out.convolutions = parse_convolution_algorithms(r.cudnn_algorithms);
-  } catch (const std::invalid_argument& e) {
-    throw usage_error(std::string("--cudnn-algorithms: ") + e.what());
-  }
+  out.convolutions = convolution_algorithms_flag(r.cudnn_algorithms);
   out.network = network_of(config.cluster);
   return out;
 }
@@ -558,6 +554,14 @@ train_command_line parse_train_flags(const std::vector<std::string>& args, const
   }
   out.output.progress_bar = progress_bar;
   return out;
+}
+
+convolution_algorithms convolution_algorithms_flag(const std::string& text) {
+  try {
+    return parse_convolution_algorithms(text);
+  } catch (const std::invalid_argument& e) {
+    throw usage_error(std::string("--cudnn-algorithms: ") + e.what());
+  }
 }
 
 void require_compute_devices(const std::vector<compute_device>& devices, convolution_algorithms convolutions) {

@@ -88,6 +88,8 @@ void require_compute_devices(const std::vector<compute_device>& devices);
 /// The same, and makes `convolutions` the process's choice of cuDNN algorithms: what a command
 /// runs before its GPU models are built.
 void require_compute_devices(const std::vector<compute_device>& devices, convolution_algorithms convolutions);
+/// --cudnn-algorithms's value; usage_error naming the flag when it is not exact or fastest.
+convolution_algorithms convolution_algorithms_flag(const std::string& text);
 
 /// The compute threads a run gets when neither --threads nor the config says: as OpenMP
 /// programs do, OMP_NUM_THREADS when it is a positive integer up to 4096 (the config's limit;

@@ -416,6 +416,7 @@ if role == "server":
     conns = [s.accept()[0] for _ in range(int(peers[0]))]
 else:
     conns = [socket.create_connection((a.split(":")[0], int(a.split(":")[1]))) for a in peers]
+for c in conns: c.settimeout(120)   # a stalled peer ends this process, not the run
 print("ready", flush=True)
 chunk = memoryview(bytearray(4 << 20))
 def send(c):
@@ -463,8 +464,10 @@ def measure_exchange(hosts, workers, servers, nbytes, rounds=3):
         for p in procs:
             p.stdin.write(f"go {at}\n")
             p.stdin.flush()
-        ends = [float(p.stdout.readline()) for p in procs]
-        timings.append(max(ends) - at)
+        lines = [p.stdout.readline().strip() for p in procs]
+        if not all(lines):
+            raise RuntimeError("exchange: a process ended before its round did (a peer stalled or closed)")
+        timings.append(max(float(t) for t in lines) - at)
     for p in procs:
         p.stdin.close()
         p.wait(30)
@@ -508,7 +511,8 @@ def main():
         per_pair = int(args.bytes / args.servers)
         with EmulatedHosts(workers + servers, link) as hosts:
             timings = measure_exchange(hosts, workers, servers, per_pair, args.rounds)
-        floor = max(args.bytes, args.workers * args.bytes / args.servers) * 8 / link.rate_bits
+        from bench_scaling import floor_seconds  # the floor that `troupe bench scaling` reports
+        floor = floor_seconds(args.bytes, link.rate_bits, args.workers, args.servers)
         ms = sorted(t * 1000 for t in timings)
         median = ms[len(ms) // 2]
         print(f"exchange {args.workers} worker(s) x {args.servers} server(s), M = {args.bytes:.0f} bytes, link {link}: "

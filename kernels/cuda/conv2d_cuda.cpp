@@ -112,7 +112,13 @@ auto choose(const char* direction, const conv2d_plan& plan, const conv2d_cuda_op
   const std::size_t limit = o.workspace_limit;
   std::vector<Perf> results(static_cast<std::size_t>(std::max(max_count, 1)));
   int returned = 0;
-  search(static_cast<int>(results.size()), &returned, results.data());
+  {
+    // Timing runs (cudnnFind*) keep other threads' allocations out (cuda_check.hpp).
+    std::unique_lock<std::shared_mutex> searching(algorithm_search_lock(), std::defer_lock);
+    if (o.benchmark)
+      searching.lock();
+    search(static_cast<int>(results.size()), &returned, results.data());
+  }
   for (int i = 0; i < returned; ++i) {
     const Perf& r = results[static_cast<std::size_t>(i)];
     if (r.status != CUDNN_STATUS_SUCCESS || r.mathType != CUDNN_FMA_MATH || r.memory > limit)
@@ -136,11 +142,10 @@ void choose_forward(cudnnHandle_t h, conv2d_plan& p, const conv2d_cuda_options& 
   p.forward = choose<cudnnConvolutionFwdAlgoPerf_t>(
     "forward", p, o, max_count,
     [&](int count, int* returned, cudnnConvolutionFwdAlgoPerf_t* results) {
-      if (o.benchmark) {
-        std::unique_lock<std::shared_mutex> searching(algorithm_search_lock());
+      if (o.benchmark)
         TROUPE_CUDA_CHECK(cudnnFindConvolutionForwardAlgorithm(h, p.x_desc, p.w_desc, p.conv_desc,
                                                                p.y_desc, count, returned, results));
-      } else
+      else
         TROUPE_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
           h, p.x_desc, p.w_desc, p.conv_desc, p.y_desc, count, returned, results));
     },
@@ -156,11 +161,10 @@ void choose_backward_data(cudnnHandle_t h, conv2d_plan& p, const conv2d_cuda_opt
   p.backward_data = choose<cudnnConvolutionBwdDataAlgoPerf_t>(
     "backward-data", p, o, max_count,
     [&](int count, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* results) {
-      if (o.benchmark) {
-        std::unique_lock<std::shared_mutex> searching(algorithm_search_lock());
+      if (o.benchmark)
         TROUPE_CUDA_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(
           h, p.w_desc, p.y_desc, p.conv_desc, p.x_desc, count, returned, results));
-      } else
+      else
         TROUPE_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
           h, p.w_desc, p.y_desc, p.conv_desc, p.x_desc, count, returned, results));
     },
@@ -176,11 +180,10 @@ void choose_backward_filter(cudnnHandle_t h, conv2d_plan& p, const conv2d_cuda_o
   p.backward_filter = choose<cudnnConvolutionBwdFilterAlgoPerf_t>(
     "backward-filter", p, o, max_count,
     [&](int count, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* results) {
-      if (o.benchmark) {
-        std::unique_lock<std::shared_mutex> searching(algorithm_search_lock());
+      if (o.benchmark)
         TROUPE_CUDA_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(
           h, p.x_desc, p.y_desc, p.conv_desc, p.w_desc, count, returned, results));
-      } else
+      else
         TROUPE_CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
           h, p.x_desc, p.y_desc, p.conv_desc, p.w_desc, count, returned, results));
     },

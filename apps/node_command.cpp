@@ -25,6 +25,7 @@
 #include <troupe/cluster/launcher_rank.hpp>
 #include <troupe/cluster/local_node.hpp>
 #include <troupe/cluster/node_control.hpp>
+#include <troupe/cluster/tcp_congestion.hpp>
 #include <troupe/graph/config/key_ranges.hpp>
 #include <troupe/graph/value_hash.hpp>
 #include <troupe/io/checkpoint_parts.hpp>
@@ -37,6 +38,7 @@ namespace {
 struct node_command_line {
   node_flags place;
   std::string listen = "127.0.0.1", advertise, secret_file, port_file, local_sockets = "on";
+  std::string tcp_congestion = "auto";
   std::int64_t port = 0, rank = -1, host_share = -1, host_slot = -1;
   double join_timeout = 120, heartbeat = 1, peer_timeout = 5, request_timeout = 600;
   double compute_stand_in_ms = 0;
@@ -61,6 +63,9 @@ void declare_node_flags(flag_set& f, node_command_line& n) {
   f.add("advertise", n.advertise, "address peers reach this node at, when not --listen (multi-homed hosts, 0.0.0.0)");
   f.add("local-sockets", n.local_sockets, "on: a worker reaches a server on its own host through a Unix socket, not TCP "
         "(same frames and admission; a third of the CPU per byte); off: TCP always");
+  f.add("tcp-congestion", n.tcp_congestion, "congestion control of this node's TCP links: auto (cubic where this "
+        "process may set it, else the host's default), system (the host's default) or an algorithm's name "
+        "(docs/operations.md says why)");
   f.add("secret-file", n.secret_file, "file holding the cluster secret (mode 600; '-': read one line from standard input); else TROUPE_SECRET");
   f.add("port-file", n.port_file, "the scheduler writes its port here once it listens (for launchers)");
   f.add("join-timeout", n.join_timeout, "seconds the scheduler waits for every node, and a node retries reaching it");
@@ -178,6 +183,7 @@ node_identity resolve_place(node_command_line& n, const cluster_settings& cli, c
   from_config("heartbeat", n.heartbeat, cli.network.heartbeat);
   from_config("peer-timeout", n.peer_timeout, cli.network.peer_timeout);
   from_config("request-timeout", n.request_timeout, cli.network.request_timeout);
+  from_config("tcp-congestion", n.tcp_congestion, cli.network.tcp_congestion);
   n.place.config_server_nodes = cli.server_nodes;
   n.place.config_worker_nodes = cli.worker_nodes;
   if (cli.given.count("server-nodes"))
@@ -237,6 +243,14 @@ int node_command(const std::vector<std::string>& args) {
   options.listen_port = static_cast<std::uint16_t>(n.port);
   options.advertise_host = n.advertise;
   options.local_sockets = on_off("local-sockets", n.local_sockets);
+  try {
+    const auto congestion = choose_tcp_congestion(n.tcp_congestion);
+    options.tcp_congestion = congestion.algorithm;
+    if (!congestion.note.empty())
+      std::cerr << ("troupe node: " + congestion.note + "\n") << std::flush;
+  } catch (const std::invalid_argument& e) {
+    throw usage_error("--tcp-congestion (cluster.tcp_congestion): " + std::string(e.what()));
+  }
   options.port_file = n.port_file;
   options.devices = cli.devices;
   if (n.compute_stand_in_ms < 0 || n.compute_stand_in_ms > 3600e3)

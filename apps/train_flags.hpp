@@ -32,6 +32,8 @@ struct cluster_network {
   /// Seconds a request within a step (a push, a pull, a batch) may wait: the run's
   /// request_timeouts::step, in one process and across processes alike.
   double request_timeout = 600;
+  /// cluster.tcp_congestion: auto, system or an algorithm (cluster/tcp_congestion.hpp).
+  std::string tcp_congestion = "auto";
 };
 
 struct train_command_line {

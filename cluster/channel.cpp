@@ -7,6 +7,8 @@
 #include <troupe/cluster/channel.hpp>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <numeric>
@@ -371,6 +373,11 @@ channel_self_actor::behavior_type channel(channel_pointer self, std::shared_ptr<
   st.mine.name = st.options->name;
   st.mine.challenge = fresh_nonce();
   st.mine.plan_hash = st.options->plan_hash;
+  // Before the first frame: the algorithm shapes how this link shares the hosts' links.
+  if (!st.socket->local() && !st.options->tcp_congestion.empty()
+      && !st.socket->set_congestion(st.options->tcp_congestion))
+    channel_log(st, "link with " + st.peer_name + ": TCP congestion control " + st.options->tcp_congestion
+                      + " refused (" + std::strerror(errno) + "); it keeps the host's default");
   st.socket->start(caf::actor_cast<caf::actor>(self), st.options->max_frame_bytes, st.pool,
                    st.options->priority ? write_order::by_rank : write_order::fifo);
   write_frame(self, st.mine);

@@ -4,6 +4,7 @@
 
 #include "cluster/local_socket.hpp"
 #include "cluster/socket_address.hpp"
+#include <troupe/cluster/tcp_congestion.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -125,6 +126,12 @@ frame_socket::frame_socket(int fd) : fd_(fd), peer_(peer_of(fd)) {
   int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
+
+bool frame_socket::set_congestion(const std::string& algorithm) {
+  return !local_ && set_tcp_congestion(fd_, algorithm);
+}
+
+std::string frame_socket::congestion() const { return local_ ? std::string() : tcp_congestion_of(fd_); }
 
 frame_socket::~frame_socket() {
   close();

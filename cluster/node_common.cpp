@@ -20,6 +20,7 @@ channel_options channel_options_of(const cluster_node_options& options, const st
   link.name = name;
   link.heartbeat_interval = options.heartbeat_interval;
   link.connection_timeout = options.connection_timeout;
+  link.tcp_congestion = options.tcp_congestion;
   if (options.log)
     link.log = options.log;
   return link;

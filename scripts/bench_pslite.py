@@ -227,6 +227,10 @@ def parse_args(argv):
     p.add_argument("--slice-bytes", type=int, default=bench_scaling.SLICE_BYTES,
                    help=f"both systems: parameters above this many bytes travel in slices of at most this "
                         f"(default {bench_scaling.SLICE_BYTES})")
+    p.add_argument("--tcp-congestion", default="system",
+                   help="Troupe's links' congestion control (cluster.tcp_congestion). Default system: the host's, "
+                        "which is all ps-lite's ZMQ sockets can run, so both systems run the same; auto gives "
+                        "Troupe its own default (cubic where it may be set)")
     p.add_argument("--step-timeout", type=float, default=120, help="ps-lite: seconds a step may take (default 120)")
     p.add_argument("--troupe", default="troupe", help="the troupe binary (default: troupe on PATH)")
     p.add_argument("--pslite", default="/tmp/pslite-build/model_step",
@@ -252,7 +256,8 @@ def parse_args(argv):
     args.scaling = bench_scaling.parse_args(
         ["--model", args.model, "--link", args.link, "--workers", args.workers, "--servers", args.servers,
          "--compute-ms", f"{args.compute_ms:g}", "--steps", str(args.steps), "--epochs", str(args.epochs),
-         "--batch", str(args.batch), "--slice-bytes", str(args.slice_bytes)])
+         "--batch", str(args.batch), "--slice-bytes", str(args.slice_bytes),
+         "--tcp-congestion", args.tcp_congestion])
     return args
 
 

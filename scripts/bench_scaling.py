@@ -4,7 +4,7 @@
 usage: troupe bench scaling --model M --link RATE[,LATENCY] --workers 1,2,4,8 --servers S|equal|colocated
                             --compute-ms T [--batch 32] [--steps 10] [--epochs 3] [--no-priority]
                             [--compression C] [--computes-per-worker N] [--topology bsp|async]
-                            [--epoch-examples E] [--slice-bytes N]
+                            [--epoch-examples E] [--slice-bytes N] [--tcp-congestion auto|system|NAME]
 
 Every row is one BSP cluster run (scheduler, S servers, W workers: `troupe node`), each node on an emulated
 host of its own (scripts/emulated_hosts.py: a network namespace, the link shaped with tc tbf at RATE both
@@ -19,6 +19,8 @@ they push, as MXNet's kvstore sums a machine's GPUs: `hierarchical(machines = W)
 answer each host on its own (the local_sync route set of examples/fashion_local_sync.troupe); with N = 1,
 async is the `async` preset. A host's bytes per step are the model's either way.
 `--slice-bytes N`: parameters above N bytes travel in slices of at most N (default 1 MiB; see SLICE_BYTES).
+`--tcp-congestion X`: the links' TCP congestion control (cluster.tcp_congestion; default auto: cubic where the
+nodes may set it; docs/operations.md says why), printed in the table's header as it resolved.
 `--epoch-examples E`: also print, per row, the time and the bytes per node of an epoch of E examples
 (E / (W * N * batch) steps, rounded up), the measured step scaled, beside the arithmetic.
 
@@ -42,6 +44,7 @@ import argparse
 import math
 import os
 import re
+import socket
 import statistics
 import subprocess
 import sys
@@ -206,7 +209,7 @@ def write_config(path, args, workers, servers):
                 f"compute(s), {servers} server(s)\n"
                 f"cluster   {{ servers = {servers}  workers = {computes}  server_nodes = {servers}"
                 f"  worker_nodes = {workers}{'  priority = false' if args.no_priority else ''}"
-                f"  slice_bytes = {args.slice_bytes} }}\n"
+                f"  slice_bytes = {args.slice_bytes}  tcp_congestion = {args.tcp_congestion} }}\n"
                 f"data      train = synthetic(shape = [{', '.join(map(str, shape))}], classes = {classes}, "
                 f"examples = {examples}, batch = {args.batch})\n"
                 f"model     {line}\n"
@@ -321,13 +324,32 @@ def epoch_steps(examples, workers, per_host, batch):
     return math.ceil(examples / (workers * per_host * batch))
 
 
+def congestion_text(setting):
+    """The links' congestion control as the nodes resolve `setting` (cluster/tcp_congestion.hpp), tried on a
+    socket of this process, which runs the nodes with its own privileges."""
+    def host_default():
+        with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+            return f.read().strip()
+    if setting == "system":
+        return f"system ({host_default()})"
+    if setting != "auto":
+        return setting
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"cubic")
+            return "auto (cubic)"
+        except OSError:
+            return f"auto (the host's {host_default()}: cubic not allowed)"
+
+
 def print_table(args, link, model_bytes, rows, worst):
     per_host = f", {args.computes_per_worker} computes per worker host" if args.computes_per_worker > 1 else ""
     print(f"model {args.model}: {mib(model_bytes)} MiB; link {link} per direction; stand-in {args.compute_ms:g} ms "
           f"per batch of {args.batch}; servers {args.servers}; topology {args.topology}{per_host}; compression "
           f"{args.compression}; {args.steps} steps per epoch, median of epochs 1..{args.epochs - 1}; slices of at most "
           f"{args.slice_bytes} bytes; priority "
-          f"{'off (backward order)' if args.no_priority else 'on (forward order)'}")
+          f"{'off (backward order)' if args.no_priority else 'on (forward order)'}; TCP congestion control "
+          f"{congestion_text(args.tcp_congestion)}")
     epoch = args.epoch_examples is not None
     print("| workers | servers | samples/s | speed-up | efficiency | step ms | max(compute, floor) ms | ratio | "
           "worker MiB/step tx, rx (expected) | server MiB/step rx, tx (expected) | host CPU (nodes) | worker RSS MiB |"
@@ -388,6 +410,9 @@ def parse_args(argv):
     p.add_argument("--slice-bytes", type=int, default=SLICE_BYTES,
                    help="parameters above this many bytes travel in slices of at most this (cluster.slice_bytes; "
                         f"default {SLICE_BYTES}, 1 MiB: see the module's text)")
+    p.add_argument("--tcp-congestion", default="auto",
+                   help="TCP congestion control of the links (cluster.tcp_congestion): auto (default: cubic where it "
+                        "may be set), system (the host's default) or an algorithm's name")
     p.add_argument("--computes-per-worker", type=int, default=1,
                    help="stand-in computes (devices) per worker host, summed on the host (default 1)")
     p.add_argument("--topology", default="bsp", choices=("bsp", "async"),

@@ -69,7 +69,7 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
   keyed_values k(r, "cluster", st.assignments,
                  {"servers", "workers", "shards", "slice_bytes", "group_bytes", "overlap", "priority",
                   "server_nodes", "worker_nodes", "on_worker_loss", "replicas", "scheduler", "listen",
-                  "join_timeout", "heartbeat", "peer_timeout", "request_timeout"});
+                  "join_timeout", "heartbeat", "peer_timeout", "request_timeout", "tcp_congestion"});
   if (auto* v = k.find("servers")) {
     if (v->type == syntax_value::kind::number && v->integral && v->number == 0)
       r.fail(v->span, "servers = 0: no shard would own the model's keys (need at least 1)");
@@ -112,6 +112,16 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
     r.set(c.peer_timeout, r.real(*v, "peer_timeout", range_of_key("cluster.peer_timeout")), *v);
   if (auto* v = k.find("request_timeout"))
     r.set(c.request_timeout, r.real(*v, "request_timeout", range_of_key("cluster.request_timeout")), *v);
+  if (auto* v = k.find("tcp_congestion")) {
+    r.set(c.tcp_congestion, r.name(*v, "tcp_congestion"), *v);
+    const auto& t = c.tcp_congestion.value;
+    const bool well_formed = !t.empty() && t.size() < 16 && std::all_of(t.begin(), t.end(), [](char ch) {
+      return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-';
+    });
+    if (!well_formed)
+      r.fail(v->span, "tcp_congestion must be auto, system or a congestion control's name (lower case, e.g. cubic), got "
+                        + t);
+  }
   if (c.peer_timeout.value <= 2 * c.heartbeat.value) {
     const auto& at = k.find("peer_timeout") ? *k.find("peer_timeout") : *k.find("heartbeat");
     r.fail(at.span, "peer_timeout must exceed twice heartbeat (a peer is lost after missing heartbeats)");

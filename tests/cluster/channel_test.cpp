@@ -14,6 +14,8 @@
 #include <atomic>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -26,6 +28,7 @@
 #include <troupe/cluster/local_node.hpp>
 #include <troupe/cluster/channel.hpp>
 #include <troupe/cluster/remote_proxies.hpp>
+#include <troupe/cluster/tcp_congestion.hpp>
 
 using namespace troupe;
 using namespace std::chrono_literals;
@@ -154,10 +157,11 @@ struct server_node {
   std::uint16_t port = 0;
   std::shared_ptr<serving_registry> directory;
 
-  explicit server_node(push_target_actor serving = {}, std::uint64_t plan_hash = 1234) {
+  explicit server_node(push_target_actor serving = {}, std::uint64_t plan_hash = 1234, std::string congestion = {}) {
     shard = serving ? serving : push_target_actor{spawn_param_shard(system, two_keys(), momentum_sgd())};
     auto options = options_for(node_kind::server, "server 0");
     options.plan_hash = plan_hash;
+    options.tcp_congestion = std::move(congestion);
     options.serving->set<remote_interface::push_target>(0, shard);  // and none of shard 1
     directory = options.serving;
     options.log = log.sink();
@@ -194,7 +198,67 @@ struct worker_node {
   }
 };
 
+// The congestion control of every TCP socket of this process connected with port `port` on
+// the given end (`peer`: the far end's port is `port`, else this end's), found in /proc/self/fd.
+std::vector<std::string> congestion_of_sockets(std::uint16_t port, bool peer) {
+  std::vector<std::string> found;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    const int fd = std::stoi(entry.path().filename().string());
+    sockaddr_in far{}, near{};
+    socklen_t far_length = sizeof far, near_length = sizeof near;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&far), &far_length) != 0 || far.sin_family != AF_INET
+        || ::getsockname(fd, reinterpret_cast<sockaddr*>(&near), &near_length) != 0)
+      continue;
+    if (ntohs(peer ? far.sin_port : near.sin_port) == port)
+      found.push_back(tcp_congestion_of(fd));
+  }
+  return found;
+}
+
+std::string host_default_congestion() {
+  std::ifstream in("/proc/sys/net/ipv4/tcp_congestion_control");
+  std::string name;
+  in >> name;
+  return name;
+}
+
 } // namespace
+
+TEST_CASE("a link runs the congestion control its options name, on both ends", "[cluster][link]") {
+  // reno: built into every Linux kernel and allowed to every user.
+  server_node server({}, 1234, "reno");
+  auto options = options_for(node_kind::worker, "worker 0");
+  options.tcp_congestion = "reno";
+  worker_node worker(server.port, options);
+  caf::scoped_actor self{worker.system};
+  REQUIRE(ask(self, worker.remote, caf::make_message(push_atom::value, push_of_step(0))));  // admitted, both started
+  const auto workers_end = congestion_of_sockets(server.port, true);
+  const auto servers_end = congestion_of_sockets(server.port, false);
+  REQUIRE(workers_end.size() == 1);
+  REQUIRE(servers_end.size() == 1);
+  CHECK(workers_end[0] == "reno");
+  CHECK(servers_end[0] == "reno");
+}
+
+TEST_CASE("a link without a congestion control keeps the host's default, and a refused one is logged", "[cluster][link]") {
+  server_node server;  // none named
+  auto options = options_for(node_kind::worker, "worker 0");
+  options.tcp_congestion = "no-such-algorithm";
+  worker_node worker(server.port, options);
+  caf::scoped_actor self{worker.system};
+  auto answer = ask(self, worker.remote, caf::make_message(push_atom::value, push_of_step(0)));
+  REQUIRE(answer);  // the link works on with the host's default
+  CHECK(answer->updates == 1);
+  const auto servers_end = congestion_of_sockets(server.port, false);
+  const auto workers_end = congestion_of_sockets(server.port, true);
+  REQUIRE(servers_end.size() == 1);
+  REQUIRE(workers_end.size() == 1);
+  const auto host = host_default_congestion();
+  REQUIRE(!host.empty());
+  CHECK(servers_end[0] == host);
+  CHECK(workers_end[0] == host);
+  CHECK(worker.log.any_contains("TCP congestion control no-such-algorithm refused"));
+}
 
 TEST_CASE("a shard reached over a link answers exactly as the same shard in-process", "[cluster][link]") {
   server_node server;

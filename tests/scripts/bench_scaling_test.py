@@ -133,6 +133,14 @@ def check_arithmetic():
             cluster = cluster_line(argv)
             if want not in cluster:
                 fail(f"{argv}: the config's cluster line is {cluster!r}, expected {want!r}")
+        for argv, want in (([], "tcp_congestion = auto"), (["--tcp-congestion", "reno"], "tcp_congestion = reno")):
+            cluster = cluster_line(argv)
+            if want not in cluster:
+                fail(f"{argv}: the config's cluster line is {cluster!r}, expected {want!r}")
+    # the header says what the congestion control resolved to
+    for setting, want in (("reno", "reno"), ("system", "system ("), ("auto", "auto (")):
+        if not bs.congestion_text(setting).startswith(want):
+            fail(f"--tcp-congestion {setting}: the header says {bs.congestion_text(setting)!r}")
     # a slice below one float is refused, naming the flag
     try:
         with contextlib.redirect_stderr(io.StringIO()) as err:
@@ -163,7 +171,7 @@ def check_arithmetic():
     # an epoch of E examples: every compute takes a batch per step
     if bs.epoch_steps(50000, 3, 1, 32) != 521 or bs.epoch_steps(96, 3, 1, 32) != 1 or bs.epoch_steps(1000, 2, 2, 32) != 8:
         fail("epoch steps")
-    print("ok: arithmetic: floors, bytes, judgement, parsing, refusals, --no-priority, slices and computes per host")
+    print("ok: arithmetic: floors, bytes, judgement, parsing, refusals, --no-priority, slices, congestion control and computes per host")
 
 
 def check_run(troupe):

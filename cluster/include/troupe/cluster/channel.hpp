@@ -75,6 +75,9 @@ struct channel_options {
   /// off: every frame as queued. `order` ranks the tensor frames (the plan's keys).
   bool priority = false;
   forward_order order;
+  /// The congestion control a TCP link runs (tcp_congestion.hpp, choose_tcp_congestion's
+  /// algorithm); empty: the host's default. Same-host Unix sockets have none.
+  std::string tcp_congestion;
   /// What this node serves to peers: shards, computes, the metrics actor, its control inbox
   /// (shared with a listener's other channels; may be filled in later). A node's inbox
   /// (scheduler_control or member_control, index 0) also hears of the channel's end.

@@ -89,6 +89,9 @@ struct cluster_node_options {
   /// (cluster/local_socket.hpp); servers offer one. The scheduler's links stay TCP: it judges
   /// hosts by the addresses connections come from.
   bool local_sockets = true;
+  /// The congestion control of every TCP link of this node (tcp_congestion.hpp: what
+  /// choose_tcp_congestion resolved); empty: the host's default.
+  std::string tcp_congestion;
   cluster_secret secret;
   /// How long the scheduler waits for every node to join and be ready, and how long a node
   /// retries reaching its scheduler.

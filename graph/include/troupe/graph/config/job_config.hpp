@@ -62,6 +62,9 @@ struct cluster_config {
   located<double> heartbeat{1};
   located<double> peer_timeout{5};
   located<double> request_timeout{600};
+  /// TCP congestion control of the links between hosts: auto (cubic where it may be set),
+  /// system (the host's default) or an algorithm's name (cluster/tcp_congestion.hpp).
+  located<std::string> tcp_congestion{"auto"};
 };
 
 struct data_config {

@@ -7,7 +7,7 @@
 // 200 ms about every 10 s (PROBE_RTT) to measure the round trip; with its ACKs queued behind
 // pushes, an answer stream then carries almost nothing for 90-170 ms, and a synchronous step
 // waits for it. Measured on emulated 1 Gbit hosts (docs/benchmarks.md, "Seventh look"): one
-// step in about ten 90-170 ms longer under bbr, none under cubic, which has no such phase.
+// step in about ten 80-290 ms longer under bbr, none under cubic, which has no such phase.
 //
 // Settings: "auto" (the default) uses cubic where this process may set it (root, or cubic in
 // net.ipv4.tcp_allowed_congestion_control) and the host's default otherwise; "system" always

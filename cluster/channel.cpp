@@ -375,9 +375,11 @@ channel_self_actor::behavior_type channel(channel_pointer self, std::shared_ptr<
   st.mine.plan_hash = st.options->plan_hash;
   // Before the first frame: the algorithm shapes how this link shares the hosts' links.
   if (!st.socket->local() && !st.options->tcp_congestion.empty()
-      && !st.socket->set_congestion(st.options->tcp_congestion))
+      && !st.socket->set_congestion(st.options->tcp_congestion)) {
+    const int why = errno;  // before the text's allocations
     channel_log(st, "link with " + st.peer_name + ": TCP congestion control " + st.options->tcp_congestion
-                      + " refused (" + std::strerror(errno) + "); it keeps the host's default");
+                      + " refused (" + std::strerror(why) + "); it keeps the host's default");
+  }
   st.socket->start(caf::actor_cast<caf::actor>(self), st.options->max_frame_bytes, st.pool,
                    st.options->priority ? write_order::by_rank : write_order::fifo);
   write_frame(self, st.mine);

@@ -131,8 +131,6 @@ bool frame_socket::set_congestion(const std::string& algorithm) {
   return !local_ && set_tcp_congestion(fd_, algorithm);
 }
 
-std::string frame_socket::congestion() const { return local_ ? std::string() : tcp_congestion_of(fd_); }
-
 frame_socket::~frame_socket() {
   close();
   join_or_detach(reader_);

@@ -96,9 +96,8 @@ public:
   /// Whether the connection is a local (Unix) socket rather than TCP.
   bool local() const { return local_; }
   /// TCP: runs congestion control `algorithm` (tcp_congestion.hpp); false (errno says why)
-  /// when the kernel refuses. congestion(): what it runs (empty for a local socket).
+  /// when the kernel refuses, or for a local socket.
   bool set_congestion(const std::string& algorithm);
-  std::string congestion() const;
 
   /// Starts both threads: payloads of at most `max_payload` bytes go to `owner`, read into
   /// buffers of `pool`; the writer writes in `order`. Call once, before send().

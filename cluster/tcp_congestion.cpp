@@ -1,12 +1,13 @@
 // See tcp_congestion.hpp.
 #include <troupe/cluster/tcp_congestion.hpp>
 
+#include <troupe/graph/config/job_config.hpp>
+
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -70,11 +71,7 @@ tcp_congestion_choice choose_tcp_congestion(const std::string& setting) {
                   + "), so links keep the host's default, "
                   + first_line("/proc/sys/net/ipv4/tcp_congestion_control")};
   }
-  const bool well_formed = !setting.empty() && setting.size() < name_max
-                           && std::all_of(setting.begin(), setting.end(), [](char c) {
-                                return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-                              });
-  if (!well_formed)
+  if (!congestion_control_name(setting))
     throw std::invalid_argument("tcp_congestion '" + setting
                                 + "': give auto, system or an algorithm's name (lower case, e.g. cubic)");
   if (!settable(setting, error))

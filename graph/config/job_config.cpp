@@ -114,13 +114,9 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
     r.set(c.request_timeout, r.real(*v, "request_timeout", range_of_key("cluster.request_timeout")), *v);
   if (auto* v = k.find("tcp_congestion")) {
     r.set(c.tcp_congestion, r.name(*v, "tcp_congestion"), *v);
-    const auto& t = c.tcp_congestion.value;
-    const bool well_formed = !t.empty() && t.size() < 16 && std::all_of(t.begin(), t.end(), [](char ch) {
-      return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-';
-    });
-    if (!well_formed)
+    if (!congestion_control_name(c.tcp_congestion.value))
       r.fail(v->span, "tcp_congestion must be auto, system or a congestion control's name (lower case, e.g. cubic), got "
-                        + t);
+                        + c.tcp_congestion.value);
   }
   if (c.peer_timeout.value <= 2 * c.heartbeat.value) {
     const auto& at = k.find("peer_timeout") ? *k.find("peer_timeout") : *k.find("heartbeat");
@@ -493,6 +489,12 @@ job_config load_job_config(const std::string& path, const config_overrides& over
 
 std::string zoo_network_name(const std::string& dsl_name) {
   return dsl_name == "inception_bn" ? "inception-bn" : dsl_name;
+}
+
+bool congestion_control_name(const std::string& name) {
+  return !name.empty() && name.size() < 16 && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
 }
 
 std::string io_dataset_name(const std::string& dsl_name) {

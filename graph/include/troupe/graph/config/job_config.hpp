@@ -249,6 +249,9 @@ void check_schedule_steps(const job_config& config, const std::string& epochs_or
 std::string zoo_network_name(const std::string& dsl_name);
 /// io's name for a DSL dataset name ("fashion_mnist" -> "fashion-mnist").
 std::string io_dataset_name(const std::string& dsl_name);
+/// Whether `name` can name a TCP congestion control (cluster.tcp_congestion): 1 to 15 of a-z,
+/// 0-9, '_' and '-' (the kernel's limit is 16 with the terminating zero).
+bool congestion_control_name(const std::string& name);
 /// The model input and class count a config implies, for build_model.
 model_spec model_spec_of(const job_config& config);
 /// The key plan options (slicing, grouping) the cluster section sets.

@@ -39,7 +39,8 @@ std::int64_t stand_in_gradients::offset(std::size_t slot, std::int64_t step) con
   h = mix(h ^ static_cast<std::uint64_t>(rank_));
   h = mix(h ^ static_cast<std::uint64_t>(step));
   h = mix(h ^ static_cast<std::uint64_t>(slot));
-  return static_cast<std::int64_t>(h % static_cast<std::uint64_t>(window));
+  constexpr auto starts = static_cast<std::uint64_t>(window / alignment);
+  return static_cast<std::int64_t>(h % starts) * alignment;
 }
 
 tensor stand_in_gradients::gradient(std::size_t slot, std::int64_t step) const {

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -315,7 +316,8 @@ CAF_TEST(the_forward_runs_up_to_the_first_layer_still_missing) {
 }
 
 // Every pushed gradient has its parameter's shape, is not constant, equals what
-// stand_in_gradients gives for (seed, worker, step, slot) (so a rerun pushes the same), and
+// stand_in_gradients gives for (seed, worker, step, slot) (so a rerun pushes the same), starts
+// 64-byte aligned as a real tensor does (so a frame references it rather than copying), and
 // differs between the two steps.
 CAF_TEST(gradients_have_the_model_shapes_and_reproducible_varying_values) {
   start();
@@ -335,6 +337,7 @@ CAF_TEST(gradients_have_the_model_shapes_and_reproducible_varying_values) {
     CAF_REQUIRE(g.shape() == shapes[slot]);
     const auto want = expected.gradient(slot, push.step);
     CAF_REQUIRE(std::equal(g.data(), g.data() + g.numel(), want.data()));
+    CAF_CHECK_EQUAL(reinterpret_cast<std::uintptr_t>(g.data()) % 64, 0u);
     if (g.numel() > 1) {
       const auto [lo, hi] = std::minmax_element(g.data(), g.data() + g.numel());
       CAF_CHECK(*lo < *hi);
@@ -349,6 +352,15 @@ CAF_TEST(gradients_have_the_model_shapes_and_reproducible_varying_values) {
   const auto a = expected.gradient(static_cast<std::size_t>(largest), 0);
   const auto b = expected.gradient(static_cast<std::size_t>(largest), 1);
   CAF_CHECK(!std::equal(a.data(), a.data() + a.numel(), b.data()));
+  // Aligned starts still vary: over 64 steps the largest parameter's view takes many of them.
+  std::set<std::int64_t> starts;
+  for (std::int64_t step = 0; step < 64; ++step) {
+    const auto at = expected.offset(static_cast<std::size_t>(largest), step);
+    CAF_CHECK_EQUAL(at % stand_in_gradients::alignment, 0);
+    CAF_CHECK(at >= 0 && at < stand_in_gradients::window);
+    starts.insert(at);
+  }
+  CAF_CHECK_GREATER(starts.size(), 48u);
   stand_in_gradients other_worker(shapes, seed, worker + 1);
   CAF_CHECK(expected.offset(static_cast<std::size_t>(largest), 0) != other_worker.offset(static_cast<std::size_t>(largest), 0)
             || expected.offset(0, 0) != other_worker.offset(0, 0));

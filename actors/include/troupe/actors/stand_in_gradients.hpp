@@ -6,7 +6,10 @@
 // parameter holds, plus a window); a parameter's gradient at a step is a view of the pool
 // starting at an offset hashed from (seed, rank, step, slot). So a step costs no arithmetic
 // and no copy, the values change from step to step and from worker to worker, and a rerun
-// sees the same ones. Views share the pool's storage: a receiver that would write into a
+// sees the same ones. Offsets are multiples of 16 floats, so every view starts 64-byte aligned
+// as a tensor's own storage does: a frame references aligned values in place but copies
+// unaligned ones (frame_codec), and a stand-in must cost the sender what a real gradient does
+// (VGG-16's 392 MiB fc6 copied in about half the steps took the sender's CPU for seconds). Views share the pool's storage: a receiver that would write into a
 // pushed gradient sees it shared (tensor::unique() is false) and copies first.
 //
 // Thread-safety: immutable after construction; gradient() may be called from any thread.
@@ -22,8 +25,11 @@ namespace troupe {
 
 class stand_in_gradients {
 public:
-  /// How many different starting offsets a gradient's view can take.
+  /// The pool holds this many values beyond the largest parameter; a view starts in it.
   static constexpr std::int64_t window = 1 << 16;
+  /// Every view's offset is a multiple of this many floats (64 bytes): window / alignment
+  /// different starts.
+  static constexpr std::int64_t alignment = 16;
 
   stand_in_gradients() = default;
   stand_in_gradients(std::vector<shape_t> shapes, std::uint64_t seed, int rank);

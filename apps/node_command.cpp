@@ -42,6 +42,8 @@ struct node_command_line {
   std::int64_t port = 0, rank = -1, host_share = -1, host_slot = -1;
   double join_timeout = 120, heartbeat = 1, peer_timeout = 5, request_timeout = 600;
   double compute_stand_in_ms = 0;
+  std::int64_t link_mbit = 0;
+  double backward_ms = -1;
   double scheduler_timeout = 30;
   bool spare = false;
   bool resume = false;
@@ -66,6 +68,11 @@ void declare_node_flags(flag_set& f, node_command_line& n) {
   f.add("tcp-congestion", n.tcp_congestion, "congestion control of this node's TCP links: auto (cubic where this "
         "process may set it, else the host's default), system (the host's default) or an algorithm's name "
         "(docs/operations.md says why)");
+  f.add("link-mbit", n.link_mbit, "the rate of each host's link per direction, in Mbit/s (0: not stated): a server's "
+        "or worker's TCP links pace themselves at an equal share of it, and a worker writes each step's pushes in "
+        "one fixed order, the same on every worker (docs/operations.md)");
+  f.add("backward-ms", n.backward_ms, "with --link-mbit: milliseconds a step's backward takes, which sets how much of "
+        "the last layers goes first (-1: the compute stand-in's backward, two thirds of its step; else 0)");
   f.add("secret-file", n.secret_file, "file holding the cluster secret (mode 600; '-': read one line from standard input); else TROUPE_SECRET");
   f.add("port-file", n.port_file, "the scheduler writes its port here once it listens (for launchers)");
   f.add("join-timeout", n.join_timeout, "seconds the scheduler waits for every node, and a node retries reaching it");
@@ -253,6 +260,11 @@ int node_command(const std::vector<std::string>& args) {
   }
   options.port_file = n.port_file;
   options.devices = cli.devices;
+  check_range("link-mbit", n.link_mbit, 0, 10000000);
+  options.link_mbit = n.link_mbit;
+  if (!(n.backward_ms == -1 || (n.backward_ms >= 0 && n.backward_ms <= 3600e3)))
+    throw usage_error("--backward-ms must be -1 or 0 to 3600000 milliseconds, got " + shortest_number(n.backward_ms));
+  options.backward = std::chrono::milliseconds(static_cast<std::int64_t>(n.backward_ms));
   if (n.compute_stand_in_ms < 0 || n.compute_stand_in_ms > 3600e3)
     throw usage_error("--compute-stand-in-ms must be 0 to 3600000 milliseconds, got "
                       + std::to_string(n.compute_stand_in_ms));

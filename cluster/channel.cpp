@@ -7,6 +7,7 @@
 #include <troupe/cluster/channel.hpp>
 
 #include <algorithm>
+#include <variant>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
@@ -37,10 +38,11 @@ using stage = channel_stage;
 void write_frame(channel_pointer self, wire_message message) {
   auto& st = self->state;
   const auto rank = st.options->priority ? frame_rank(message, st.options->order) : control_rank;
+  const bool sequenced = std::holds_alternative<push_message>(message) && rank != unranked;
   auto frame = encode_frame(std::move(message));
   st.counters->count_out(frame.kind(), frame.bytes());
   st.last_sent = channel_clock::now();
-  st.socket->send(std::move(frame), rank);
+  st.socket->send(std::move(frame), rank, sequenced);
 }
 
 // Tells the node this channel belongs to that the channel ends, and why.
@@ -380,6 +382,14 @@ channel_self_actor::behavior_type channel(channel_pointer self, std::shared_ptr<
     channel_log(st, "link with " + st.peer_name + ": TCP congestion control " + st.options->tcp_congestion
                       + " refused (" + std::strerror(why) + "); it keeps the host's default");
   }
+  if (!st.socket->local() && st.options->pacing_bytes_per_second > 0
+      && !st.socket->set_pacing(st.options->pacing_bytes_per_second)) {
+    const int why = errno;
+    channel_log(st, "link with " + st.peer_name + ": pacing at " + std::to_string(st.options->pacing_bytes_per_second)
+                      + " bytes/s refused (" + std::strerror(why) + "); it is not paced");
+  }
+  if (st.options->priority && !st.options->push_sequence.empty())
+    st.socket->set_sequence(st.options->push_sequence, st.options->sequence_patience);
   st.socket->start(caf::actor_cast<caf::actor>(self), st.options->max_frame_bytes, st.pool,
                    st.options->priority ? write_order::by_rank : write_order::fifo);
   write_frame(self, st.mine);

@@ -131,6 +131,69 @@ bool frame_socket::set_congestion(const std::string& algorithm) {
   return !local_ && set_tcp_congestion(fd_, algorithm);
 }
 
+bool frame_socket::set_pacing(std::uint64_t bytes_per_second) {
+  if (local_)
+    return false;
+  unsigned long rate = bytes_per_second == 0 ? ~0UL : static_cast<unsigned long>(bytes_per_second);
+  return ::setsockopt(fd_, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, sizeof rate) == 0;
+}
+
+std::uint64_t frame_socket::pacing() const {
+  if (local_)
+    return 0;
+  unsigned long rate = 0;
+  socklen_t length = sizeof rate;
+  if (::getsockopt(fd_, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, &length) != 0 || rate == ~0UL)
+    return 0;
+  return rate;
+}
+
+void frame_socket::set_sequence(std::vector<std::uint64_t> ranks, std::chrono::milliseconds patience) {
+  std::map<std::uint64_t, std::size_t> places;
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    if (!places.emplace(ranks[i], i).second)
+      throw std::invalid_argument("a push sequence lists rank " + std::to_string(ranks[i]) + " twice");
+  std::lock_guard<std::mutex> lock(mutex_);
+  sequence_ = std::move(ranks);
+  place_in_sequence_ = std::move(places);
+  written_in_cycle_.assign(sequence_.size(), false);
+  next_place_ = 0;
+  patience_ = patience;
+}
+
+std::size_t frame_socket::sequence_skips() const { return skips_.load(); }
+
+// The sequenced push that may go now: the sequence's next, else one of a rank this cycle has
+// written (a second source's). Called with the mutex held.
+std::multimap<std::uint64_t, encoded_frame>::iterator frame_socket::next_sequenced() {
+  if (sequenced_.empty())
+    return sequenced_.end();
+  auto next = sequenced_.find(sequence_[next_place_]);
+  if (next != sequenced_.end())
+    return next;
+  for (auto it = sequenced_.begin(); it != sequenced_.end(); ++it)
+    if (written_in_cycle_[place_in_sequence_.at(it->first)])
+      return it;
+  return sequenced_.end();
+}
+
+// Moves the sequence on past a push taken from sequenced_ (a second source's leaves it where it
+// is). Called with the mutex held; `it` stays valid (the caller erases it).
+void frame_socket::take_sequenced(std::multimap<std::uint64_t, encoded_frame>::iterator it) {
+  const auto place = place_in_sequence_.at(it->first);
+  if (written_in_cycle_[place])
+    return;
+  written_in_cycle_[place] = true;
+  next_place_ = place + 1;
+  while (next_place_ < sequence_.size() && written_in_cycle_[next_place_])
+    ++next_place_;
+  if (next_place_ >= sequence_.size()) {  // the cycle is complete: the next step's begins
+    written_in_cycle_.assign(sequence_.size(), false);
+    next_place_ = 0;
+  }
+  awaited_since_ = std::chrono::steady_clock::now();
+}
+
 frame_socket::~frame_socket() {
   close();
   join_or_detach(reader_);
@@ -230,20 +293,48 @@ void frame_socket::write_loop() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_writer_.wait(lock, [&] { return closed_ || (!queue_.empty() && holds_ == 0); });
-      if (closed_)
-        return;
+      for (;;) {
+        if (closed_)
+          return;
+        if (holds_ == 0 && (!queue_.empty() || next_sequenced() != sequenced_.end()))
+          break;
+        if (holds_ > 0 || sequenced_.empty()) {
+          wake_writer_.wait(lock);
+          continue;
+        }
+        // Pushes wait, but not the sequence's next: wait for it, within the patience.
+        if (wake_writer_.wait_until(lock, awaited_since_ + patience_) == std::cv_status::timeout && !closed_
+            && holds_ == 0 && queue_.empty() && next_sequenced() == sequenced_.end() && !sequenced_.empty()) {
+          // Go on with the first waiting push after the awaited one in the sequence (every place
+          // before the awaited one this cycle has written): the skipped ones, when they come,
+          // go at once, as a repeat would.
+          std::size_t place = next_place_;
+          while (place + 1 < sequence_.size() && sequenced_.count(sequence_[place]) == 0)
+            written_in_cycle_[place++] = true;
+          next_place_ = place;
+          ++skips_;
+        }
+      }
       // fifo: everything queued goes out in as few system calls as the pieces allow. by_rank:
       // the lowest ranks, up to ranked_batch_bytes, so that a frame of a lower rank queued
-      // while this batch is written waits for little more than one frame.
+      // while this batch is written waits for little more than one frame; frames not in the
+      // sequence before the sequence's pushes.
       std::size_t bytes = 0;
-      while (!queue_.empty()) {
+      for (;;) {
         auto first = queue_.begin();
+        const bool sequenced = first == queue_.end();
+        if (sequenced && (first = next_sequenced()) == sequenced_.end())
+          break;
         if (order_ == write_order::by_rank && !batch.empty() && bytes + first->second.bytes() > ranked_batch_bytes)
           break;
         bytes += first->second.bytes();
         batch.push_back(std::move(first->second));
-        queue_.erase(first);
+        if (sequenced) {
+          take_sequenced(first);
+          sequenced_.erase(first);
+        } else {
+          queue_.erase(first);
+        }
       }
     }
     pieces.clear();
@@ -276,14 +367,20 @@ void frame_socket::write_loop() {
   }
 }
 
-void frame_socket::send(encoded_frame frame, std::uint64_t rank) {
+void frame_socket::send(encoded_frame frame, std::uint64_t rank, bool sequenced) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closed_)
       return;
-    // A multimap inserts at the end of its equal range: equal ranks keep their queuing order,
-    // and under fifo every frame has the same rank.
-    queue_.emplace(order_ == write_order::by_rank ? rank : 0, std::move(frame));
+    if (sequenced && order_ == write_order::by_rank && place_in_sequence_.count(rank) != 0) {
+      if (sequenced_.empty())  // the first push of a step: the patience counts from here
+        awaited_since_ = std::chrono::steady_clock::now();
+      sequenced_.emplace(rank, std::move(frame));
+    } else {
+      // A multimap inserts at the end of its equal range: equal ranks keep their queuing
+      // order, and under fifo every frame has the same rank.
+      queue_.emplace(order_ == write_order::by_rank ? rank : 0, std::move(frame));
+    }
   }
   wake_writer_.notify_one();
 }
@@ -309,6 +406,7 @@ void frame_socket::close() {
       return;
     closed_ = true;
     dropped.swap(queue_);
+    dropped.merge(sequenced_);
   }
   wake_writer_.notify_one();
   ::shutdown(fd_, SHUT_RDWR);

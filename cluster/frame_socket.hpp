@@ -20,6 +20,18 @@
 // ranked_batch_bytes into one system call (one frame at least), so a frame queued meanwhile
 // waits for little more than the frame being written. A frame begun is always finished.
 //
+// A fixed push order (set_sequence, by_rank only): frames sent as sequenced whose rank the
+// sequence lists wait for their turn: after every frame that is not (control frames, other
+// tensor frames) the writer writes the sequence's next push, and waits for it when it is not
+// queued yet, so a step's pushes leave in the sequence's order whatever order they came in
+// (frame_priority.hpp, fixed_push_order, says why). A push of a rank this cycle of the
+// sequence has already written (a second source of the same keys) goes at once. If the next
+// push has not come within the patience while others wait, the writer goes on with the next
+// of the sequence that is there (a source that skips a push must not stop the link).
+//
+// Pacing (set_pacing): the kernel spreads the connection's packets at most at a given rate
+// (SO_MAX_PACING_RATE), so that connections sharing a host's link get equal shares.
+//
 // Copies per tensor: none in user space either way (the kernel's own copy remains).
 //
 // Liveness: the reader reads a payload in pieces of at most read_piece_bytes and notes the
@@ -104,9 +116,21 @@ public:
   void start(caf::actor owner, std::size_t max_payload, std::shared_ptr<receive_pool> pool,
              write_order order = write_order::fifo);
 
+  /// by_rank: sequenced pushes go in the order of `ranks` (one cycle, repeated), waiting at
+  /// most `patience` for one that has not come while others wait. Call before start(); throws
+  /// std::invalid_argument for a rank listed twice. An empty list: by rank alone.
+  void set_sequence(std::vector<std::uint64_t> ranks, std::chrono::milliseconds patience);
+  /// TCP: paces the connection at most at `bytes_per_second` (0: no limit); false (errno
+  /// says why) when the kernel refuses, or for a local socket.
+  bool set_pacing(std::uint64_t bytes_per_second);
+  /// The pacing limit the kernel holds for the connection (for tests); 0 for a local socket.
+  std::uint64_t pacing() const;
+  /// How many times the writer stopped waiting for the sequence's next push (patience).
+  std::size_t sequence_skips() const;
   /// Queues `frame` behind the frames queued before it (by_rank: before those of a higher
-  /// rank). After a write error or close(), frames are dropped.
-  void send(encoded_frame frame, std::uint64_t rank = 0);
+  /// rank; `sequenced`: a push that the sequence orders, if it lists its rank). After a write
+  /// error or close(), frames are dropped.
+  void send(encoded_frame frame, std::uint64_t rank = 0, bool sequenced = false);
 
   /// While a holding lives, the writer starts no new frame (it finishes the one it writes):
   /// frames sent meanwhile are ordered among each other as if queued at once. A channel holds
@@ -143,6 +167,19 @@ private:
   std::mutex mutex_;
   std::condition_variable wake_writer_;
   std::multimap<std::uint64_t, encoded_frame> queue_;  // by rank; equal ranks as queued
+  // The fixed push order: the cycle's ranks, each rank's place in it, the pushes waiting for
+  // their turn, the place whose push is next, the ranks this cycle wrote, since when the
+  // next push is awaited.
+  std::vector<std::uint64_t> sequence_;
+  std::map<std::uint64_t, std::size_t> place_in_sequence_;
+  std::multimap<std::uint64_t, encoded_frame> sequenced_;
+  std::size_t next_place_ = 0;
+  std::vector<bool> written_in_cycle_;
+  std::chrono::milliseconds patience_{0};
+  std::chrono::steady_clock::time_point awaited_since_;
+  std::atomic<std::size_t> skips_{0};
+  std::multimap<std::uint64_t, encoded_frame>::iterator next_sequenced();  // end(): none may go
+  void take_sequenced(std::multimap<std::uint64_t, encoded_frame>::iterator it);
   write_order order_ = write_order::fifo;
   int holds_ = 0;
   bool closed_ = false;

@@ -145,13 +145,37 @@ node_data open_worker_data(const training_job& job, const data_facts& planned) {
   return data;
 }
 
-void connect_servers(member_actor self, const assignment_message& a, const channel_options& link) {
+// The bytes per second of this node's share of its host's link (cluster_node_options::
+// link_mbit): a worker's links to the servers share it, as do a server's links to the workers.
+std::uint64_t link_share(const cluster_node_options& options, const placement_plan& plan) {
+  if (options.link_mbit <= 0)
+    return 0;
+  std::uint64_t peers = 0;
+  const auto other = options.role == node_kind::worker ? node_kind::server : node_kind::worker;
+  for (const auto& node : plan.nodes)
+    peers += node.kind == other ? 1 : 0;
+  return static_cast<std::uint64_t>(static_cast<double>(options.link_mbit) * 1e6 / 8) / std::max<std::uint64_t>(peers, 1);
+}
+
+// What a worker's paced link carries while backward runs (the fixed order's backward part).
+std::int64_t backward_bytes(const cluster_node_options& options, std::uint64_t share) {
+  auto backward = std::chrono::duration<double>(options.backward).count();
+  if (options.backward.count() < 0)
+    backward = options.stand_in.active() ? std::chrono::duration<double>(options.stand_in.step).count() * 2 / 3 : 0;
+  return static_cast<std::int64_t>(static_cast<double>(share) * backward);
+}
+
+void connect_servers(member_actor self, const assignment_message& a, const channel_options& options) {
   auto& st = self->state;
   st.server_links.assign(st.plan.nodes.size(), channel_actor{});
   for (const auto& server : a.servers) {
     if (server.node >= st.plan.nodes.size() || st.plan.nodes[server.node].kind != node_kind::server)
       throw std::invalid_argument("the assignment names node " + std::to_string(server.node)
                                   + " as a server, which the plan does not");
+    auto link = options;
+    if (link.priority && link.pacing_bytes_per_second > 0)  // a paced link's pushes go in a fixed order
+      link.push_sequence = fixed_push_order(pushes_to_node(st.plan, link.order, static_cast<int>(server.node)),
+                                            backward_bytes(*st.options, link.pacing_bytes_per_second));
     bool local = false;
     auto connected = connect_channel(self->system(), server.host, server.port, link, &local);
     if (!connected)
@@ -253,6 +277,7 @@ bool take_assignment(member_actor self, const assignment_message& a) {
   // leave first layers first unless the job says otherwise (frame_priority.hpp).
   link.priority = job.topology.priority;
   link.order = forward_order_of(st.plan);
+  link.pacing_bytes_per_second = link_share(options, st.plan);
   // The scheduler pulls the final weights over this link: check them against the plan too.
   caf::anon_send(st.scheduler, plan_atom::value, st.plan.hash, link.keys);
   if (options.role == node_kind::worker)

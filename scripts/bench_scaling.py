@@ -2,7 +2,7 @@
 """`troupe bench scaling`: how training throughput scales with workers over an emulated network.
 
 usage: troupe bench scaling --model M --link RATE[,LATENCY] --workers 1,2,4,8 --servers S|equal|colocated
-                            --compute-ms T [--batch 32] [--steps 10] [--epochs 3] [--no-priority]
+                            --compute-ms T [--batch 32] [--steps 10] [--epochs 3] [--no-priority] [--no-pace]
                             [--compression C] [--computes-per-worker N] [--topology bsp|async]
                             [--epoch-examples E] [--slice-bytes N] [--tcp-congestion auto|system|NAME]
 
@@ -13,6 +13,9 @@ model's real shapes (`--compute-stand-in-ms`). `--servers equal`: as many server
 their own; a number: that many server hosts; `colocated`: server i on worker i's host (as many as workers).
 `--no-priority`: the links write pushes and answers in backward's order (cluster.priority = false), to compare
 with the default, first layers first (docs/protocol.md, "Priority").
+The nodes are told the link's rate (`troupe node --link-mbit`): each paces its links at an equal share of it,
+and the workers write each step's pushes in one fixed order, the same on every worker (docs/protocol.md,
+"A fixed push order"); `--no-pace` leaves that out, to compare.
 `--computes-per-worker N`: N stand-in computes (devices) on each worker host, summed on the host before
 they push, as MXNet's kvstore sums a machine's GPUs: `hierarchical(machines = W)` under `--topology bsp`
 (dist_sync), and under `--topology async` (dist_async) the host's sum pushed straight to the shards, which
@@ -234,6 +237,8 @@ def run_row(args, troupe, link, workers, workdir):
     common = ["--config", config, "--progress", "off", "--join-timeout", "120", "--request-timeout", "300",
               "--heartbeat", "2", "--peer-timeout", "60", "--compression", args.compression]
     logs = {}
+    # the nodes pace their links at their share of the emulated link (and order pushes by plan)
+    pace = [] if args.no_pace or not link.rate_bits else ["--link-mbit", str(max(1, round(link.rate_bits / 1e6)))]
 
     def start(hostset, host, name, argv):
         logs[name] = open(os.path.join(workdir, f"w{workers}-{name}.log"), "w+")
@@ -254,11 +259,11 @@ def run_row(args, troupe, link, workers, workdir):
         for i in range(servers):
             addr = net.addr[host_of_server(i)]
             procs[f"server{i}"] = start(net, host_of_server(i), f"server{i}",
-                                        ["--role", "server", "--rank", str(i), "--listen", addr] + at)
+                                        ["--role", "server", "--rank", str(i), "--listen", addr] + at + pace)
         for i in range(workers):
             procs[f"worker{i}"] = start(net, f"worker{i}", f"worker{i}",
                                         ["--role", "worker", "--rank", str(i), "--advertise", net.addr[f"worker{i}"],
-                                         "--compute-stand-in-ms", f"{args.compute_ms:g}"] + at)
+                                         "--compute-stand-in-ms", f"{args.compute_ms:g}"] + at + pace)
         # the host's CPU from the end of epoch 0 (connections warm) to the end of the run
         # (and our nodes' own CPU, sampled while they all run: the host's may include other work)
         deadline, mark, rss, end = time.time() + ROW_BOUND_S, None, 0, None
@@ -348,7 +353,9 @@ def print_table(args, link, model_bytes, rows, worst):
           f"per batch of {args.batch}; servers {args.servers}; topology {args.topology}{per_host}; compression "
           f"{args.compression}; {args.steps} steps per epoch, median of epochs 1..{args.epochs - 1}; slices of at most "
           f"{args.slice_bytes} bytes; priority "
-          f"{'off (backward order)' if args.no_priority else 'on (forward order)'}; TCP congestion control "
+          f"{'off (backward order)' if args.no_priority else 'on (forward order)'}; links "
+          f"{'not paced' if args.no_pace else 'paced at their share' + ('' if args.no_priority else ', pushes in a fixed order')}"
+          f"; TCP congestion control "
           f"{congestion_text(args.tcp_congestion)}")
     epoch = args.epoch_examples is not None
     print("| workers | servers | samples/s | speed-up | efficiency | step ms | max(compute, floor) ms | ratio | "
@@ -407,6 +414,8 @@ def parse_args(argv):
                         "the floor and the expected bytes count the encoded sizes")
     p.add_argument("--no-priority", action="store_true", help="links write pushes and answers in backward's "
                    "order, not first layers first (cluster.priority = false)")
+    p.add_argument("--no-pace", action="store_true", help="the nodes are not told the link's rate (troupe node "
+                   "--link-mbit): links not paced, pushes by priority alone")
     p.add_argument("--slice-bytes", type=int, default=SLICE_BYTES,
                    help="parameters above this many bytes travel in slices of at most this (cluster.slice_bytes; "
                         f"default {SLICE_BYTES}, 1 MiB: see the module's text)")

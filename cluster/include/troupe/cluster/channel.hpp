@@ -75,6 +75,14 @@ struct channel_options {
   /// off: every frame as queued. `order` ranks the tensor frames (the plan's keys).
   bool priority = false;
   forward_order order;
+  /// With priority: the order this link writes a step's pushes in (fixed_push_order in
+  /// frame_priority.hpp; frame_socket's set_sequence), waiting at most `sequence_patience` for
+  /// the next. Empty: pushes by rank like every other tensor frame.
+  std::vector<std::uint64_t> push_sequence;
+  std::chrono::milliseconds sequence_patience{2000};
+  /// TCP: the most bytes per second the link sends (its share of the host's link, so that the
+  /// connections sharing it keep equal shares); 0: no limit.
+  std::uint64_t pacing_bytes_per_second = 0;
   /// The congestion control a TCP link runs (tcp_congestion.hpp, choose_tcp_congestion's
   /// algorithm); empty: the host's default. Same-host Unix sockets have none.
   std::string tcp_congestion;

@@ -43,4 +43,28 @@ constexpr std::uint64_t unranked = std::numeric_limits<std::uint64_t>::max();
 /// lacks its shard or a key).
 std::uint64_t frame_rank(const wire_message& message, const forward_order& order);
 
+// A fixed order for a step's pushes (a paced link: cluster/frame_socket.hpp, set_sequence).
+// With several workers a server answers a key only once every worker's push of it has come;
+// if each worker's link picks whichever push backward has finished when it is free, the
+// workers' orders differ with their timing, and every answer waits for the later of them. So a
+// paced link writes its pushes in one order that depends on the plan only, the same on every
+// worker: first the last layers whose bytes the link carries while backward runs (backward
+// makes them first), then the rest first layers first (the next forward needs them first).
+
+/// One push a link carries per step: its rank (frame_rank) and its values' bytes.
+struct ranked_push {
+  std::uint64_t rank = 0;
+  std::int64_t bytes = 0;
+};
+
+/// The push groups of `plan` whose shards live on node `node` (what a worker's link to that
+/// server carries per step), ranked by `order`, in ascending rank. Empty for a node without
+/// shards.
+std::vector<ranked_push> pushes_to_node(const placement_plan& plan, const forward_order& order, int node);
+
+/// The ranks of `pushes` in the order a paced link writes them: from the highest rank down
+/// until their bytes reach `backward_bytes` (none when 0), then the others in ascending rank.
+/// Throws std::invalid_argument for a rank listed twice or unranked, or negative bytes.
+std::vector<std::uint64_t> fixed_push_order(std::vector<ranked_push> pushes, std::int64_t backward_bytes);
+
 } // namespace troupe

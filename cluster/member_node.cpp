@@ -168,14 +168,22 @@ std::int64_t backward_bytes(const cluster_node_options& options, std::uint64_t s
 void connect_servers(member_actor self, const assignment_message& a, const channel_options& options) {
   auto& st = self->state;
   st.server_links.assign(st.plan.nodes.size(), channel_actor{});
+  std::size_t late = 0, sequenced = 0;
+  std::int64_t backward = 0;
   for (const auto& server : a.servers) {
     if (server.node >= st.plan.nodes.size() || st.plan.nodes[server.node].kind != node_kind::server)
       throw std::invalid_argument("the assignment names node " + std::to_string(server.node)
                                   + " as a server, which the plan does not");
     auto link = options;
-    if (link.priority && link.pacing_bytes_per_second > 0)  // a paced link's pushes go in a fixed order
-      link.push_sequence = fixed_push_order(pushes_to_node(st.plan, link.order, static_cast<int>(server.node)),
-                                            backward_bytes(*st.options, link.pacing_bytes_per_second));
+    if (link.priority && link.pacing_bytes_per_second > 0) {  // a paced link's pushes go in a fixed order
+      const auto pushes = pushes_to_node(st.plan, link.order, static_cast<int>(server.node));
+      backward = backward_bytes(*st.options, link.pacing_bytes_per_second);
+      link.push_sequence = fixed_push_order(pushes, backward);
+      // The backward part: the sequence's pushes before its lowest rank.
+      for (std::size_t i = 0; !pushes.empty() && i < link.push_sequence.size() && link.push_sequence[i] != pushes.front().rank; ++i)
+        ++late;
+      sequenced += pushes.size();
+    }
     bool local = false;
     auto connected = connect_channel(self->system(), server.host, server.port, link, &local);
     if (!connected)
@@ -187,6 +195,9 @@ void connect_servers(member_actor self, const assignment_message& a, const chann
     st.server_links[server.node] = *connected;
     st.local_server_links += local ? 1 : 0;
   }
+  if (sequenced > 0)
+    st.pacing_text += ", pushes in a fixed order (" + std::to_string(late) + " of " + std::to_string(sequenced)
+                      + " last layers first: " + std::to_string(backward) + " bytes in backward's time per link)";
 }
 
 std::size_t computes_on(const placement_plan& plan, std::uint32_t node) {
@@ -278,6 +289,8 @@ bool take_assignment(member_actor self, const assignment_message& a) {
   link.priority = job.topology.priority;
   link.order = forward_order_of(st.plan);
   link.pacing_bytes_per_second = link_share(options, st.plan);
+  if (link.pacing_bytes_per_second > 0)
+    st.pacing_text = ", TCP links paced at " + std::to_string(link.pacing_bytes_per_second) + " bytes/s each";
   // The scheduler pulls the final weights over this link: check them against the plan too.
   caf::anon_send(st.scheduler, plan_atom::value, st.plan.hash, link.keys);
   if (options.role == node_kind::worker)
@@ -449,7 +462,7 @@ void say_ready(member_actor self, std::uint32_t node, std::uint16_t port) {
                                            : ", kernels on " + threads)
                                + (st.bound_cpus.empty() ? "" : ", bound to " + st.bound_cpus)
                                + (st.server_links.empty() ? "" : ", " + server_links_text(st))
-                               + ")");
+                               + st.pacing_text + ")");
   if (st.at != member_phase::starting)
     return;  // ended while its listener started
   st.at = member_phase::running;

@@ -53,6 +53,7 @@ struct member_state {
   scheduler_control_actor to_scheduler;  // the one proxy every node-level message to it goes through
   std::vector<channel_actor> server_links;  // by plan node; invalid where none
   std::size_t local_server_links = 0;       // of them, over a local socket (same host)
+  std::string pacing_text;                  // how its TCP links are paced and pushes ordered, for its ready line
   caf::actor listener;
   std::shared_ptr<listening_socket> listening;  // a server's port, bound before it joined
   // What this node serves to every channel: its control inbox, shards (or the aggregators in

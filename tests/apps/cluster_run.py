@@ -7,6 +7,7 @@ Scenarios:
   same-weights   scheduler, servers and workers started one by one by hand train the config;
                  every process exits 0 and the scheduler's final-weights line equals the one
                  `troupe train` prints for the same config and flags in one process
+                 (same-weights-paced: over TCP, told a link rate: paced links, pushes in a fixed order)
   learns         as above for a topology whose result depends on timing (async): every
                  process exits 0 and the last validation accuracy is above 0.5
   launch         the same-weights check with `troupe launch -n WORKERS -s SERVERS` starting the
@@ -593,6 +594,18 @@ def check_transport(cluster, workers, transport):
     print(f"ok: {workers} workers reached the servers over {transport}")
 
 
+def check_paced(cluster, servers, workers, mbit):
+    # Each node says its share of the link (workers: rate / servers, servers: rate / workers) and
+    # each worker that its pushes go in a fixed order.
+    for name, peers in [(f"server{s}", workers) for s in range(servers)] + [(f"worker{w}", servers) for w in range(workers)]:
+        share = int(mbit * 1e6 / 8) // peers
+        if f"TCP links paced at {share} bytes/s each" not in cluster.text(name, "err"):
+            cluster.fail(f"{name} does not say its links are paced at {share} bytes/s")
+        if name.startswith("worker") and "pushes in a fixed order (" not in cluster.text(name, "err"):
+            cluster.fail(f"{name} does not say its pushes go in a fixed order")
+    print(f"ok: {servers + workers} nodes paced their links at their share of {mbit} Mbit/s")
+
+
 def expect_failure(cluster, name, args, pattern, within):
     started = time.time()
     p = cluster.start(name, args)
@@ -842,6 +855,11 @@ def main():
             start_by_hand(cluster, config, servers, workers, flags, ["--local-sockets", "off"])
             check_same_weights(cluster, troupe, config, flags, workdir)
             check_transport(cluster, workers, "TCP")
+        elif scenario == "same-weights-paced":
+            # Links paced at a share of a stated link, pushes in a fixed order: the same weights.
+            start_by_hand(cluster, config, servers, workers, flags, ["--local-sockets", "off", "--link-mbit", "10000"])
+            check_same_weights(cluster, troupe, config, flags, workdir)
+            check_paced(cluster, servers, workers, 10000)
         elif scenario == "traffic":
             metrics_path = os.path.join(workdir, "metrics.jsonl")
             start_by_hand(cluster, config, servers, workers, flags, ["--metrics", metrics_path])

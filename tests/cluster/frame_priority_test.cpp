@@ -212,3 +212,73 @@ TEST_CASE("a step's pushes reach the server first layers first, or in backward's
   REQUIRE(without.size() == backward.size());
   CHECK(without == backward);
 }
+
+TEST_CASE("a fixed push order: the last layers backward's bytes cover, then first layers first", "[cluster][priority]") {
+  // Given out of order: the order depends on the ranks and bytes only.
+  const std::vector<ranked_push> pushes = {{3, 300}, {1, 100}, {5, 500}, {2, 200}, {4, 400}};
+  using ranks = std::vector<std::uint64_t>;
+  CHECK(fixed_push_order(pushes, 0) == ranks{1, 2, 3, 4, 5});            // nothing during backward
+  CHECK(fixed_push_order(pushes, 1) == ranks{5, 1, 2, 3, 4});            // one push reaches 1 byte
+  CHECK(fixed_push_order(pushes, 500) == ranks{5, 1, 2, 3, 4});          // exactly the last push
+  CHECK(fixed_push_order(pushes, 501) == ranks{5, 4, 1, 2, 3});          // its bytes fall short: one more
+  CHECK(fixed_push_order(pushes, 1 << 30) == ranks{5, 4, 3, 2, 1});      // all of it: backward's order
+  CHECK(fixed_push_order({}, 100).empty());
+}
+
+TEST_CASE("a fixed push order refuses a rank twice, an unranked push or negative bytes", "[cluster][priority]") {
+  auto refused = [](std::vector<ranked_push> pushes) -> std::string {
+    try {
+      fixed_push_order(std::move(pushes), 10);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  CHECK(refused({{2, 1}, {1, 1}, {2, 5}}) == "a fixed push order lists rank 2 twice");
+  CHECK(refused({{1, 1}, {unranked, 1}}).find("needs every push ranked") != std::string::npos);
+  CHECK(refused({{control_rank, 1}}).find("needs every push ranked") != std::string::npos);
+  CHECK(refused({{7, -1}}) == "a fixed push order's push of rank 7 has negative bytes");
+}
+
+TEST_CASE("each server node's pushes are the groups of its shards, every group once", "[cluster][priority]") {
+  auto job = test::synthetic_job("mlp", 64);
+  job.shards = 4;
+  job.nodes.servers = 2;
+  job.nodes.workers = 2;
+  job.topology.workers = 2;
+  job.topology.keys = key_plan_options{64 << 10, 0};
+  const auto plan = plan_placement(job, facts);
+  const auto order = forward_order_of(plan);
+  std::vector<int> servers;
+  for (std::size_t n = 0; n < plan.nodes.size(); ++n)
+    if (plan.nodes[n].kind == node_kind::server)
+      servers.push_back(static_cast<int>(n));
+  REQUIRE(servers.size() == 2);
+  std::vector<std::uint64_t> all;
+  std::int64_t bytes = 0;
+  for (auto node : servers) {
+    const auto pushes = pushes_to_node(plan, order, node);
+    CHECK_FALSE(pushes.empty());  // four shards over two servers: each holds some
+    for (std::size_t i = 0; i < pushes.size(); ++i) {
+      CHECK(pushes[i].rank != unranked);
+      CHECK(pushes[i].bytes > 0);
+      if (i > 0)
+        CHECK(pushes[i - 1].rank < pushes[i].rank);
+      all.push_back(pushes[i].rank);
+      bytes += pushes[i].bytes;
+    }
+  }
+  // Together: one push per group of the plan, the model's bytes once.
+  REQUIRE(all.size() == plan.keys.groups.size());
+  std::sort(all.begin(), all.end());
+  CHECK(std::adjacent_find(all.begin(), all.end()) == all.end());
+  CHECK(bytes == plan.parameter_count * 4);
+  // The ranks are those a channel gives the pushes of those groups.
+  for (const auto& group : plan.keys.groups) {
+    push_message m;
+    m.shard = static_cast<std::uint32_t>(group.shard);
+    m.push = push_of(plan, group);
+    CHECK(std::binary_search(all.begin(), all.end(), frame_rank(m, order)));
+  }
+  CHECK(pushes_to_node(plan, order, 0).empty());  // the scheduler holds no shard
+}

@@ -464,3 +464,146 @@ TEST_CASE("a peer lost over a local socket is reported as over TCP", "[cluster][
   CHECK(h.kind == "closed");
   CHECK(h.text.find("the peer closed the connection") != std::string::npos);
 }
+
+namespace {
+
+// A TCP pair with the client's writer by rank under `sequence` (patience as given): what the
+// sequence tests write through, reading on `self`.
+struct sequenced_pair {
+  accepting server;
+  std::shared_ptr<frame_socket> client, served;
+  sequenced_pair(caf::scoped_actor& self, std::vector<std::uint64_t> sequence, std::chrono::milliseconds patience) {
+    auto connected = frame_socket::connect("127.0.0.1", server.listener->port(), 5s);
+    REQUIRE(connected);
+    client = std::move(*connected);
+    served = server.accepted();
+    served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(64 << 20));
+    client->set_sequence(std::move(sequence), patience);
+    client->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(1 << 20),
+                  write_order::by_rank);
+  }
+  // A push stand-in of rank `rank` labelled "w<request>" (the socket orders frames, whatever they hold).
+  void push(std::uint64_t rank, std::uint64_t request) {
+    client->send(encode_frame(frame_number(0, request)), rank, true);
+  }
+};
+
+std::vector<std::string> arrivals(caf::scoped_actor& self, std::size_t n) {
+  std::vector<std::string> labels;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto h = next_event(self);
+    INFO(h.kind << ": " << h.text);
+    REQUIRE(h.kind == "frame");
+    labels.push_back(label_of(h.message));
+  }
+  return labels;
+}
+
+// Whether a frame arrives within `wait` (a check that one does not: it can only miss a frame
+// that comes later, never report one that did not come).
+bool arrives_within(caf::scoped_actor& self, std::chrono::milliseconds wait) {
+  bool arrived = false;
+  self->receive([&](frame_in_atom, received_payload&) { arrived = true; }, caf::after(wait) >> [] {});
+  return arrived;
+}
+
+} // namespace
+
+TEST_CASE("sequenced pushes go in the sequence's order after every other frame, whatever order they came in",
+          "[cluster][socket][sequence]") {
+  caf::actor_system_config config;
+  caf::actor_system system{config};
+  caf::scoped_actor self{system};
+  // The last layer first (what backward's time carries), then first layers first.
+  sequenced_pair link(self, {5, 1, 2, 3, 4}, 60s);
+  {
+    frame_socket::holding held(*link.client);
+    for (std::uint64_t rank = 5; rank >= 1; --rank)  // backward's order, as a compute pushes
+      link.push(rank, rank);
+    link.client->send(encode_frame(heartbeat_message{1}), 0);  // a control frame's rank
+    link.client->send(encode_frame(frame_number(1, 9)), 3);  // a tensor frame not sequenced: by rank
+  }
+  const std::vector<std::string> expected = {"h1", "w9", "w5", "w1", "w2", "w3", "w4"};
+  const auto arrived = arrivals(self, expected.size());
+  REQUIRE(arrived.size() == expected.size());
+  CHECK(arrived == expected);
+  // The next step: the same order again, the frames coming one by one as backward makes them.
+  for (std::uint64_t rank = 5; rank >= 1; --rank)
+    link.push(rank, 10 + rank);
+  const std::vector<std::string> again = {"w15", "w11", "w12", "w13", "w14"};
+  CHECK(arrivals(self, again.size()) == again);
+  CHECK(link.client->sequence_skips() == 0);
+  link.client->close();
+}
+
+TEST_CASE("the writer waits for the sequence's next push while later ones wait, and a repeat goes at once",
+          "[cluster][socket][sequence]") {
+  caf::actor_system_config config;
+  caf::actor_system system{config};
+  caf::scoped_actor self{system};
+  sequenced_pair link(self, {1, 2, 3}, 60s);
+  link.push(1, 1);
+  link.push(3, 3);
+  link.push(1, 4);  // a second source's push of rank 1: this cycle wrote rank 1
+  CHECK(arrivals(self, 2) == std::vector<std::string>{"w1", "w4"});
+  CHECK_FALSE(arrives_within(self, 300ms));  // rank 3 waits for rank 2
+  link.push(2, 2);
+  CHECK(arrivals(self, 2) == std::vector<std::string>{"w2", "w3"});
+  CHECK(link.client->sequence_skips() == 0);
+  link.client->close();
+}
+
+TEST_CASE("a push that does not come within the patience is skipped, and goes at once when it comes",
+          "[cluster][socket][sequence]") {
+  caf::actor_system_config config;
+  caf::actor_system system{config};
+  caf::scoped_actor self{system};
+  sequenced_pair link(self, {1, 2, 3}, 100ms);
+  {
+    frame_socket::holding held(*link.client);
+    link.push(3, 3);
+    link.push(2, 2);
+  }
+  CHECK(arrivals(self, 2) == std::vector<std::string>{"w2", "w3"});
+  CHECK(link.client->sequence_skips() == 1);
+  link.push(1, 1);  // late: it goes, and the next cycle starts in order
+  CHECK(arrivals(self, 1) == std::vector<std::string>{"w1"});
+  link.push(3, 6);
+  link.push(2, 5);
+  link.push(1, 4);
+  CHECK(arrivals(self, 3).size() == 3);  // nothing is lost either way
+  link.client->close();
+}
+
+TEST_CASE("a sequence listing a rank twice is refused", "[cluster][socket][sequence]") {
+  int pair[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair) == 0);
+  {
+    frame_socket socket(pair[0]);
+    try {
+      socket.set_sequence({4, 2, 4}, 1s);
+      FAIL("accepted");
+    } catch (const std::invalid_argument& e) {
+      CHECK(std::string(e.what()) == "a push sequence lists rank 4 twice");
+    }
+  }
+  ::close(pair[1]);
+}
+
+TEST_CASE("a TCP link's pacing is what the kernel holds, and a local socket has none", "[cluster][socket][pacing]") {
+  accepting server;
+  auto client = frame_socket::connect("127.0.0.1", server.listener->port(), 5s);
+  REQUIRE(client);
+  auto served = server.accepted();
+  CHECK((*client)->pacing() == 0);  // not paced
+  REQUIRE((*client)->set_pacing(62'500'000));
+  CHECK((*client)->pacing() == 62'500'000);
+  REQUIRE((*client)->set_pacing(0));
+  CHECK((*client)->pacing() == 0);
+  accepting twin{true};
+  auto local = frame_socket::connect("127.0.0.1", twin.listener->port(), 5s, true);
+  REQUIRE(local);
+  REQUIRE((*local)->local());
+  CHECK_FALSE((*local)->set_pacing(62'500'000));
+  CHECK((*local)->pacing() == 0);
+}

@@ -222,6 +222,14 @@ def write_config(path, args, workers, servers):
                 f"train     {{ epochs = {args.epochs}  display = 0  threads = 1  eval_every = 0 }}\n")
 
 
+def pace_flags(args, link):
+    """The flags that tell servers and workers the emulated link's rate: they pace their links at their share of it
+    and order each step's pushes by the plan (troupe node --link-mbit). None with --no-pace or an unshaped link."""
+    if args.no_pace or not link.rate_bits:
+        return []
+    return ["--link-mbit", str(max(1, round(link.rate_bits / 1e6)))]
+
+
 def run_row(args, troupe, link, workers, workdir):
     colocated = args.servers == "colocated"
     servers = workers if args.servers in ("equal", "colocated") else int(args.servers)
@@ -237,8 +245,7 @@ def run_row(args, troupe, link, workers, workdir):
     common = ["--config", config, "--progress", "off", "--join-timeout", "120", "--request-timeout", "300",
               "--heartbeat", "2", "--peer-timeout", "60", "--compression", args.compression]
     logs = {}
-    # the nodes pace their links at their share of the emulated link (and order pushes by plan)
-    pace = [] if args.no_pace or not link.rate_bits else ["--link-mbit", str(max(1, round(link.rate_bits / 1e6)))]
+    pace = pace_flags(args, link)
 
     def start(hostset, host, name, argv):
         logs[name] = open(os.path.join(workdir, f"w{workers}-{name}.log"), "w+")

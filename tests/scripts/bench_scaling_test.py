@@ -7,7 +7,7 @@ usage: bench_scaling_test.py arithmetic
   arithmetic  the floor and the bytes expected per step for worked examples (separate and colocated
               servers), the speed-up / efficiency / ratio / CPU-bound judgement and scaling/floor, the
               parsing of the scheduler's Traffic and Time lines, flag refusals naming the flag, and
-              --no-priority's line in the config every node reads
+              --no-priority's line in the config every node reads, the link's rate told to the nodes (--no-pace)
   run         `troupe bench scaling` with a tiny model (mlp), 1 and 2 workers on emulated 1 Gbit hosts,
               2 short epochs: a table of two rows and `scaling/floor:` last; the bytes each worker and
               server moved per step equal the arithmetic within the frames' overhead; then 2 hosts of 2
@@ -137,6 +137,15 @@ def check_arithmetic():
             cluster = cluster_line(argv)
             if want not in cluster:
                 fail(f"{argv}: the config's cluster line is {cluster!r}, expected {want!r}")
+    # the nodes are told the link's rate (paced links, a fixed push order) unless --no-pace
+    for argv, link, want in (([], "1gbit", ["--link-mbit", "1000"]), ([], "10gbit,1ms", ["--link-mbit", "10000"]),
+                             ([], "500mbit", ["--link-mbit", "500"]), (["--no-pace"], "1gbit", [])):
+        args = bs.parse_args(["--model", "mlp", "--link", link, "--compute-ms", "1"] + argv)
+        got = bs.pace_flags(args, emulated_hosts.parse_link(link))
+        if got != want:
+            fail(f"{argv} at {link}: the nodes get {got}, expected {want}")
+    if bs.pace_flags(bs.parse_args(["--model", "mlp", "--link", "1gbit", "--compute-ms", "1"]), emulated_hosts.Link()):
+        fail("an unshaped link has no rate to tell")
     # the header says what the congestion control resolved to
     for setting, want in (("reno", "reno"), ("system", "system ("), ("auto", "auto (")):
         if not bs.congestion_text(setting).startswith(want):
@@ -171,7 +180,7 @@ def check_arithmetic():
     # an epoch of E examples: every compute takes a batch per step
     if bs.epoch_steps(50000, 3, 1, 32) != 521 or bs.epoch_steps(96, 3, 1, 32) != 1 or bs.epoch_steps(1000, 2, 2, 32) != 8:
         fail("epoch steps")
-    print("ok: arithmetic: floors, bytes, judgement, parsing, refusals, --no-priority, slices, congestion control and computes per host")
+    print("ok: arithmetic: floors, bytes, judgement, parsing, refusals, --no-priority, pacing, slices, congestion control and computes per host")
 
 
 def check_run(troupe):

@@ -157,12 +157,16 @@ std::uint64_t link_share(const cluster_node_options& options, const placement_pl
   return static_cast<std::uint64_t>(static_cast<double>(options.link_mbit) * 1e6 / 8) / std::max<std::uint64_t>(peers, 1);
 }
 
+// How long a step's backward takes, in seconds (cluster_node_options::backward).
+double backward_seconds(const cluster_node_options& options) {
+  if (options.backward.count() >= 0)
+    return std::chrono::duration<double>(options.backward).count();
+  return options.stand_in.active() ? std::chrono::duration<double>(options.stand_in.step).count() * 2 / 3 : 0;
+}
+
 // What a worker's paced link carries while backward runs (the fixed order's backward part).
 std::int64_t backward_bytes(const cluster_node_options& options, std::uint64_t share) {
-  auto backward = std::chrono::duration<double>(options.backward).count();
-  if (options.backward.count() < 0)
-    backward = options.stand_in.active() ? std::chrono::duration<double>(options.stand_in.step).count() * 2 / 3 : 0;
-  return static_cast<std::int64_t>(static_cast<double>(share) * backward);
+  return static_cast<std::int64_t>(static_cast<double>(share) * backward_seconds(options));
 }
 
 void connect_servers(member_actor self, const assignment_message& a, const channel_options& options) {
@@ -179,6 +183,9 @@ void connect_servers(member_actor self, const assignment_message& a, const chann
       const auto pushes = pushes_to_node(st.plan, link.order, static_cast<int>(server.node));
       backward = backward_bytes(*st.options, link.pacing_bytes_per_second);
       link.push_sequence = fixed_push_order(pushes, backward);
+      // The first layers' pushes come at backward's end: a wait that long is no lost push.
+      link.sequence_patience = std::max(link.sequence_patience,
+                                        std::chrono::milliseconds(static_cast<std::int64_t>(2000 * backward_seconds(*st.options))));
       // The backward part: the sequence's pushes before its lowest rank.
       for (std::size_t i = 0; !pushes.empty() && i < link.push_sequence.size() && link.push_sequence[i] != pushes.front().rank; ++i)
         ++late;

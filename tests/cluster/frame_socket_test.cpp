@@ -468,11 +468,14 @@ TEST_CASE("a peer lost over a local socket is reported as over TCP", "[cluster][
 namespace {
 
 // A TCP pair with the client's writer by rank under `sequence` (patience as given): what the
-// sequence tests write through, reading on `self`.
+// sequence tests write through, reading on its `self`.
 struct sequenced_pair {
+  caf::actor_system_config config;
+  caf::actor_system system{config};
+  caf::scoped_actor self{system};
   accepting server;
   std::shared_ptr<frame_socket> client, served;
-  sequenced_pair(caf::scoped_actor& self, std::vector<std::uint64_t> sequence, std::chrono::milliseconds patience) {
+  sequenced_pair(std::vector<std::uint64_t> sequence, std::chrono::milliseconds patience) {
     auto connected = frame_socket::connect("127.0.0.1", server.listener->port(), 5s);
     REQUIRE(connected);
     client = std::move(*connected);
@@ -511,11 +514,8 @@ bool arrives_within(caf::scoped_actor& self, std::chrono::milliseconds wait) {
 
 TEST_CASE("sequenced pushes go in the sequence's order after every other frame, whatever order they came in",
           "[cluster][socket][sequence]") {
-  caf::actor_system_config config;
-  caf::actor_system system{config};
-  caf::scoped_actor self{system};
   // The last layer first (what backward's time carries), then first layers first.
-  sequenced_pair link(self, {5, 1, 2, 3, 4}, 60s);
+  sequenced_pair link({5, 1, 2, 3, 4}, 60s);
   {
     frame_socket::holding held(*link.client);
     for (std::uint64_t rank = 5; rank >= 1; --rank)  // backward's order, as a compute pushes
@@ -524,54 +524,48 @@ TEST_CASE("sequenced pushes go in the sequence's order after every other frame, 
     link.client->send(encode_frame(frame_number(1, 9)), 3);  // a tensor frame not sequenced: by rank
   }
   const std::vector<std::string> expected = {"h1", "w9", "w5", "w1", "w2", "w3", "w4"};
-  const auto arrived = arrivals(self, expected.size());
+  const auto arrived = arrivals(link.self, expected.size());
   REQUIRE(arrived.size() == expected.size());
   CHECK(arrived == expected);
   // The next step: the same order again, the frames coming one by one as backward makes them.
   for (std::uint64_t rank = 5; rank >= 1; --rank)
     link.push(rank, 10 + rank);
   const std::vector<std::string> again = {"w15", "w11", "w12", "w13", "w14"};
-  CHECK(arrivals(self, again.size()) == again);
+  CHECK(arrivals(link.self, again.size()) == again);
   CHECK(link.client->sequence_skips() == 0);
   link.client->close();
 }
 
 TEST_CASE("the writer waits for the sequence's next push while later ones wait, and a repeat goes at once",
           "[cluster][socket][sequence]") {
-  caf::actor_system_config config;
-  caf::actor_system system{config};
-  caf::scoped_actor self{system};
-  sequenced_pair link(self, {1, 2, 3}, 60s);
+  sequenced_pair link({1, 2, 3}, 60s);
   link.push(1, 1);
   link.push(3, 3);
   link.push(1, 4);  // a second source's push of rank 1: this cycle wrote rank 1
-  CHECK(arrivals(self, 2) == std::vector<std::string>{"w1", "w4"});
-  CHECK_FALSE(arrives_within(self, 300ms));  // rank 3 waits for rank 2
+  CHECK(arrivals(link.self, 2) == std::vector<std::string>{"w1", "w4"});
+  CHECK_FALSE(arrives_within(link.self, 300ms));  // rank 3 waits for rank 2
   link.push(2, 2);
-  CHECK(arrivals(self, 2) == std::vector<std::string>{"w2", "w3"});
+  CHECK(arrivals(link.self, 2) == std::vector<std::string>{"w2", "w3"});
   CHECK(link.client->sequence_skips() == 0);
   link.client->close();
 }
 
 TEST_CASE("a push that does not come within the patience is skipped, and goes at once when it comes",
           "[cluster][socket][sequence]") {
-  caf::actor_system_config config;
-  caf::actor_system system{config};
-  caf::scoped_actor self{system};
-  sequenced_pair link(self, {1, 2, 3}, 100ms);
+  sequenced_pair link({1, 2, 3}, 100ms);
   {
     frame_socket::holding held(*link.client);
     link.push(3, 3);
     link.push(2, 2);
   }
-  CHECK(arrivals(self, 2) == std::vector<std::string>{"w2", "w3"});
+  CHECK(arrivals(link.self, 2) == std::vector<std::string>{"w2", "w3"});
   CHECK(link.client->sequence_skips() == 1);
   link.push(1, 1);  // late: it goes, and the next cycle starts in order
-  CHECK(arrivals(self, 1) == std::vector<std::string>{"w1"});
+  CHECK(arrivals(link.self, 1) == std::vector<std::string>{"w1"});
   link.push(3, 6);
   link.push(2, 5);
   link.push(1, 4);
-  CHECK(arrivals(self, 3).size() == 3);  // nothing is lost either way
+  CHECK(arrivals(link.self, 3).size() == 3);  // nothing is lost either way
   link.client->close();
 }
 

@@ -7,7 +7,6 @@
 #include <troupe/cluster/channel.hpp>
 
 #include <algorithm>
-#include <variant>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
@@ -15,6 +14,7 @@
 #include <numeric>
 #include <optional>
 #include <type_traits>
+#include <variant>
 
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>

@@ -164,31 +164,29 @@ double backward_seconds(const cluster_node_options& options) {
   return options.stand_in.active() ? std::chrono::duration<double>(options.stand_in.step).count() * 2 / 3 : 0;
 }
 
-// What a worker's paced link carries while backward runs (the fixed order's backward part).
-std::int64_t backward_bytes(const cluster_node_options& options, std::uint64_t share) {
-  return static_cast<std::int64_t>(static_cast<double>(share) * backward_seconds(options));
-}
-
 void connect_servers(member_actor self, const assignment_message& a, const channel_options& options) {
   auto& st = self->state;
   st.server_links.assign(st.plan.nodes.size(), channel_actor{});
+  // A paced link's pushes go in a fixed order: first the last layers its share carries while
+  // backward runs. Their first layers come at backward's end: a wait that long is no lost push.
+  const bool ordered = options.priority && options.pacing_bytes_per_second > 0;
+  const double backward_s = backward_seconds(*st.options);
+  const auto backward = static_cast<std::int64_t>(static_cast<double>(options.pacing_bytes_per_second) * backward_s);
+  const auto patience = std::max(options.sequence_patience,
+                                 std::chrono::milliseconds(static_cast<std::int64_t>(2000 * backward_s)));
   std::size_t late = 0, sequenced = 0;
-  std::int64_t backward = 0;
   for (const auto& server : a.servers) {
     if (server.node >= st.plan.nodes.size() || st.plan.nodes[server.node].kind != node_kind::server)
       throw std::invalid_argument("the assignment names node " + std::to_string(server.node)
                                   + " as a server, which the plan does not");
     auto link = options;
-    if (link.priority && link.pacing_bytes_per_second > 0) {  // a paced link's pushes go in a fixed order
+    if (ordered) {
       const auto pushes = pushes_to_node(st.plan, link.order, static_cast<int>(server.node));
-      backward = backward_bytes(*st.options, link.pacing_bytes_per_second);
       link.push_sequence = fixed_push_order(pushes, backward);
-      // The first layers' pushes come at backward's end: a wait that long is no lost push.
-      link.sequence_patience = std::max(link.sequence_patience,
-                                        std::chrono::milliseconds(static_cast<std::int64_t>(2000 * backward_seconds(*st.options))));
-      // The backward part: the sequence's pushes before its lowest rank.
-      for (std::size_t i = 0; !pushes.empty() && i < link.push_sequence.size() && link.push_sequence[i] != pushes.front().rank; ++i)
-        ++late;
+      link.sequence_patience = patience;
+      if (!pushes.empty())  // the backward part: the sequence's pushes before its lowest rank
+        late += static_cast<std::size_t>(std::find(link.push_sequence.begin(), link.push_sequence.end(), pushes.front().rank)
+                                         - link.push_sequence.begin());
       sequenced += pushes.size();
     }
     bool local = false;

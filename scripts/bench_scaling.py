@@ -361,7 +361,7 @@ def print_table(args, link, model_bytes, rows, worst):
           f"{args.compression}; {args.steps} steps per epoch, median of epochs 1..{args.epochs - 1}; slices of at most "
           f"{args.slice_bytes} bytes; priority "
           f"{'off (backward order)' if args.no_priority else 'on (forward order)'}; links "
-          f"{'not paced' if args.no_pace else 'paced at their share' + ('' if args.no_priority else ', pushes in a fixed order')}"
+          f"{'paced at their share' + ('' if args.no_priority else ', pushes in a fixed order') if pace_flags(args, link) else 'not paced'}"
           f"; TCP congestion control "
           f"{congestion_text(args.tcp_congestion)}")
     epoch = args.epoch_examples is not None

@@ -9,8 +9,9 @@
 // sees the same ones. Offsets are multiples of 16 floats, so every view starts 64-byte aligned
 // as a tensor's own storage does: a frame references aligned values in place but copies
 // unaligned ones (frame_codec), and a stand-in must cost the sender what a real gradient does
-// (VGG-16's 392 MiB fc6 copied in about half the steps took the sender's CPU for seconds). Views share the pool's storage: a receiver that would write into a
-// pushed gradient sees it shared (tensor::unique() is false) and copies first.
+// (VGG-16's 392 MiB fc6 copied in about half the steps took the sender's CPU for seconds).
+// Views share the pool's storage: a receiver that would write into a pushed gradient sees it
+// shared (tensor::unique() is false) and copies first.
 //
 // Thread-safety: immutable after construction; gradient() may be called from any thread.
 #pragma once

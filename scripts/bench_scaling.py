@@ -5,6 +5,7 @@ usage: troupe bench scaling --model M --link RATE[,LATENCY] --workers 1,2,4,8 --
                             --compute-ms T [--batch 32] [--steps 10] [--epochs 3] [--no-priority] [--no-pace]
                             [--compression C] [--computes-per-worker N] [--topology bsp|async]
                             [--epoch-examples E] [--slice-bytes N] [--tcp-congestion auto|system|NAME]
+                            [--host-check auto|all|off]
 
 Every row is one BSP cluster run (scheduler, S servers, W workers: `troupe node`), each node on an emulated
 host of its own (scripts/emulated_hosts.py: a network namespace, the link shaped with tc tbf at RATE both
@@ -38,8 +39,13 @@ measured step (median of the epochs after the first, epoch time / steps) beside 
 their ratio, bytes per worker and per server per step measured (the scheduler's Traffic lines) beside the
 arithmetic (M each way per worker; W*M/S each way per server), the host machine's CPU use during the timed
 epochs (all cores, /proc/stat; in parentheses the share of it the run's own processes took) and the workers' peak resident memory. A row is marked CPU-bound when the
-host's cores were at least 90% busy: there the machine, not the emulated network, was the limit. The last
-line is `scaling/floor: R`, the worst ratio max(compute, floor) / step over the rows not CPU-bound.
+host's cores were at least 90% busy: there the machine, not the emulated network, was the limit. A row
+below the goal (ratio < 0.9) and not CPU-bound is run once more on the same hosts with their links unshaped
+(no tc; latency too), the nodes not told a rate: the `unshaped step ms` column. If even then its step is
+longer than max(compute, floor) / 0.9, the host cannot reach the goal whatever the network does (a thread
+of a node, not the whole machine, can be the limit: a reader copying a VGG-16 model at 10 Gbit), and the
+row is marked host-bound. `--host-check all` reruns every row so, `off` none (default `auto`). The last line is `scaling/floor: R`, the
+worst ratio max(compute, floor) / step over the rows neither CPU-bound nor host-bound.
 
 Needs root (namespaces, tc): refuses otherwise, saying so (exit 77).
 """
@@ -73,6 +79,7 @@ MODELS = {
 # step with 4 MiB slices, 919 with 1 MiB (docs/benchmarks.md).
 SLICE_BYTES = 1 << 20
 CPU_BOUND = 0.90  # share of the host's cores busy from which a row counts as CPU-bound
+GOAL = 0.90  # the ratio max(compute, floor) / step every row not CPU-bound should reach (issue 20)
 ROW_BOUND_S = 600  # a row must end within this
 UNITS = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
 
@@ -122,8 +129,9 @@ def expected_bytes_per_step(model_bytes, workers, servers):
 
 
 def judge_rows(rows):
-    """Adds speed-up, efficiency, ratio and the CPU-bound mark to each row (dicts with workers, samples_s,
-    step_s, compute_s, floor_s, host_cpu); returns scaling/floor over rows not CPU-bound (None if none)."""
+    """Adds speed-up, efficiency, ratio and the CPU-bound and host-bound marks to each row (dicts with workers,
+    samples_s, step_s, compute_s, floor_s, host_cpu and optionally unshaped_s, the step with the links
+    unshaped); returns scaling/floor over rows neither CPU-bound nor host-bound (None if none)."""
     base = next((r for r in rows if r["workers"] == 1), None)
     worst = None
     for r in rows:
@@ -132,9 +140,19 @@ def judge_rows(rows):
         r["bound_s"] = max(r["compute_s"], r["floor_s"])
         r["ratio"] = r["bound_s"] / r["step_s"]
         r["cpu_bound"] = not r["host_cpu"] < CPU_BOUND  # unmeasured (nan) counts as bound
-        if not r["cpu_bound"]:
+        unshaped = r.get("unshaped_s")
+        r["host_bound"] = unshaped is not None and r["bound_s"] / unshaped < GOAL
+        if not r["cpu_bound"] and not r["host_bound"]:
             worst = r["ratio"] if worst is None else min(worst, r["ratio"])
     return worst
+
+
+def needs_host_check(row, mode="auto"):
+    """Whether a measured row (step_s, compute_s, floor_s, host_cpu) is rerun unshaped (--host-check): under
+    auto, rows below the goal and not CPU-bound (an unmeasured CPU counts as bound); all: every row; off: none."""
+    if mode != "auto":
+        return mode == "all"
+    return max(row["compute_s"], row["floor_s"]) / row["step_s"] < GOAL and row["host_cpu"] < CPU_BOUND
 
 
 def against_one(value):
@@ -230,10 +248,11 @@ def pace_flags(args, link):
     return ["--link-mbit", str(max(1, round(link.rate_bits / 1e6)))]
 
 
-def run_row(args, troupe, link, workers, workdir):
+def run_row(args, troupe, link, workers, workdir, tag=""):
+    """One row's cluster run; its files in workdir are named w{workers}{tag} (the unshaped rerun: tag '-unshaped')."""
     colocated = args.servers == "colocated"
     servers = workers if args.servers in ("equal", "colocated") else int(args.servers)
-    config = os.path.join(workdir, f"w{workers}.troupe")
+    config = os.path.join(workdir, f"w{workers}{tag}.troupe")
     write_config(config, args, workers, servers)
     hosts = ["scheduler"] + [f"worker{i}" for i in range(workers)]
     if not colocated:
@@ -248,12 +267,14 @@ def run_row(args, troupe, link, workers, workdir):
     pace = pace_flags(args, link)
 
     def start(hostset, host, name, argv):
-        logs[name] = open(os.path.join(workdir, f"w{workers}-{name}.log"), "w+")
+        logs[name] = open(os.path.join(workdir, f"w{workers}{tag}-{name}.log"), "w+")
         return hostset.start(host, [troupe, "node"] + argv + common, stdout=logs[name], stderr=subprocess.STDOUT,
                              env=env)
 
     with emulated_hosts.EmulatedHosts(hosts, link) as net:
-        port_file = os.path.join(workdir, f"w{workers}.port")
+        port_file = os.path.join(workdir, f"w{workers}{tag}.port")
+        if os.path.exists(port_file):  # a port read from an earlier run would send every node to a closed port
+            os.remove(port_file)
         sched = start(net, "scheduler", "scheduler",
                       ["--role", "scheduler", "--scheduler", f"{net.addr['scheduler']}:0", "--port-file", port_file])
         deadline = time.time() + 60
@@ -366,15 +387,18 @@ def print_table(args, link, model_bytes, rows, worst):
           f"{congestion_text(args.tcp_congestion)}")
     epoch = args.epoch_examples is not None
     print("| workers | servers | samples/s | speed-up | efficiency | step ms | max(compute, floor) ms | ratio | "
-          "worker MiB/step tx, rx (expected) | server MiB/step rx, tx (expected) | host CPU (nodes) | worker RSS MiB |"
+          "worker MiB/step tx, rx (expected) | server MiB/step rx, tx (expected) | host CPU (nodes) | worker RSS MiB | "
+          "unshaped step ms |"
           + (f" epoch of {args.epoch_examples} s | server GiB/epoch rx + tx (expected) |" if epoch else ""))
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if epoch else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if epoch else ""))
     for r in rows:
         w_bytes, s_bytes = expected_bytes_per_step(model_bytes, r["workers"], r["servers"])
         push, answer = args.push_share, args.answer_share
         w_exp = f"{mib(w_bytes * push)}" + ("" if push == answer else f", {mib(w_bytes * answer)}")
         s_exp = f"{mib(s_bytes * push)}" + ("" if push == answer else f", {mib(s_bytes * answer)}")
         mark = " CPU-bound" if r["cpu_bound"] else ""
+        unshaped = "-" if r.get("unshaped_s") is None else f"{r['unshaped_s'] * 1e3:.0f}"
+        unshaped += " host-bound" if r["host_bound"] else ""
         extra = ""
         if epoch:
             n = epoch_steps(args.epoch_examples, r["workers"], args.computes_per_worker, args.batch)
@@ -385,9 +409,9 @@ def print_table(args, link, model_bytes, rows, worst):
               f"max({r['compute_s'] * 1e3:.0f}, {r['floor_s'] * 1e3:.0f}) = {r['bound_s'] * 1e3:.0f} | "
               f"{r['ratio']:.2f} | {mib(r['worker_tx'])}, {mib(r['worker_rx'])} ({w_exp}) | "
               f"{mib(r['server_rx'])}, {mib(r['server_tx'])} ({s_exp}) | {r['host_cpu'] * 100:.0f}% ({r['nodes_cpu'] * 100:.0f}%){mark} | "
-              f"{r['rss_mib']:.0f} |{extra}")
-    print(f"(over every row, CPU-bound ones included: {min(r['ratio'] for r in rows):.2f})")
-    print(f"scaling/floor: {worst:.2f}" if worst is not None else "scaling/floor: n/a (every row CPU-bound)")
+              f"{r['rss_mib']:.0f} | {unshaped} |{extra}")
+    print(f"(over every row, CPU-bound and host-bound ones included: {min(r['ratio'] for r in rows):.2f})")
+    print(f"scaling/floor: {worst:.2f}" if worst is not None else "scaling/floor: n/a (every row CPU- or host-bound)")
 
 
 def check_layout(p, args):
@@ -433,6 +457,9 @@ def parse_args(argv):
                    help="stand-in computes (devices) per worker host, summed on the host (default 1)")
     p.add_argument("--topology", default="bsp", choices=("bsp", "async"),
                    help="bsp (dist_sync) or async (dist_async) between worker hosts (default bsp)")
+    p.add_argument("--host-check", default="auto", choices=("auto", "all", "off"),
+                   help="which rows are rerun with the links unshaped, for the host-bound mark: auto (default: rows "
+                        "below the goal, not CPU-bound), all, off")
     p.add_argument("--epoch-examples", type=int, default=None,
                    help="also print the time and the server bytes of an epoch of this many examples")
     args = p.parse_args(argv)
@@ -477,6 +504,10 @@ def main(argv):
             rows.append(row)
             print(f"# {w} worker(s): step {row['step_s'] * 1e3:.0f} ms, host CPU {row['host_cpu'] * 100:.0f}%",
                   file=sys.stderr, flush=True)
+            if args.link_value.rate_bits and needs_host_check(row, args.host_check):
+                row["unshaped_s"] = run_row(args, troupe, emulated_hosts.Link(), w, workdir, "-unshaped")["step_s"]
+                print(f"# {w} worker(s), links unshaped: step {row['unshaped_s'] * 1e3:.0f} ms", file=sys.stderr,
+                      flush=True)
         worst = judge_rows(rows)
         print_table(args, args.link_value, model_bytes, rows, worst)
     except (BenchError, RuntimeError) as e:

@@ -5,11 +5,13 @@ usage: bench_scaling_test.py arithmetic
        bench_scaling_test.py run TROUPE
 
   arithmetic  the floor and the bytes expected per step for worked examples (separate and colocated
-              servers), the speed-up / efficiency / ratio / CPU-bound judgement and scaling/floor, the
+              servers), the speed-up / efficiency / ratio / CPU-bound / host-bound judgement, which rows are
+              rerun unshaped, and scaling/floor, the
               parsing of the scheduler's Traffic and Time lines, flag refusals naming the flag, and
               --no-priority's line in the config every node reads, the link's rate told to the nodes (--no-pace)
   run         `troupe bench scaling` with a tiny model (mlp), 1 and 2 workers on emulated 1 Gbit hosts,
-              2 short epochs: a table of two rows and `scaling/floor:` last; the bytes each worker and
+              2 short epochs: a table of two rows and `scaling/floor:` last, rows below the goal rerun
+              unshaped (--host-check all) and marked host-bound by the rule; the bytes each worker and
               server moved per step equal the arithmetic within the frames' overhead; then 2 hosts of 2
               computes each, async, servers colocated: every compute's samples count and a host pushes
               the model's bytes once per step; nothing of the emulated hosts is left. Skipped (77) without root; without root the bench refuses, saying so
@@ -73,6 +75,26 @@ def check_arithmetic():
         fail("a row whose CPU was not measured must count as CPU-bound")
     if bs.judge_rows([dict(rows[2])]) is not None:
         fail("scaling/floor over CPU-bound rows only must be none")
+    if any(r["host_bound"] for r in rows):
+        fail("a row never run unshaped cannot be host-bound")
+    # The unshaped rerun: only rows below the goal and not CPU-bound; host-bound when even unshaped the step
+    # is longer than bound / 0.9. Bound 0.36 s: unshaped 0.45 s reaches 0.8 (host-bound), 0.2 s 1.8 (not).
+    slow = {"workers": 2, "samples_s": 100.0, "step_s": 0.5, "compute_s": 0.3, "floor_s": 0.36, "host_cpu": 0.6}
+    if not bs.needs_host_check(slow):
+        fail("a row at 0.72 of its bound, host 60% busy, must be rerun unshaped")
+    if bs.needs_host_check(slow, "off") or not bs.needs_host_check(dict(slow, step_s=0.38), "all"):
+        fail("--host-check off reruns no row, all every row")
+    for row, why in ((dict(slow, step_s=0.38), "at 0.95 of its bound"), (dict(slow, host_cpu=0.95), "CPU-bound"),
+                     (dict(slow, host_cpu=float("nan")), "with its CPU unmeasured (counted CPU-bound)")):
+        if bs.needs_host_check(row):
+            fail(f"a row {why} must not be rerun unshaped")
+    held, free = dict(slow, unshaped_s=0.45), dict(slow, unshaped_s=0.2)
+    worst = bs.judge_rows([held, free])
+    if not held["host_bound"] or free["host_bound"] or held["cpu_bound"]:
+        fail(f"host-bound marks: unshaped 0.45 s -> {held['host_bound']}, 0.2 s -> {free['host_bound']}")
+    close(worst, 0.72, "scaling/floor counts the row the host does not hold")
+    if bs.judge_rows([dict(held)]) is not None:
+        fail("scaling/floor over host-bound rows only must be none")
     alone = dict(rows[1])  # a run without a one-worker row has nothing to compare with
     bs.judge_rows([alone])
     if alone["speedup"] is not None or bs.against_one(alone["efficiency"]) != "-" or bs.against_one(1.6) != "1.60":
@@ -193,16 +215,25 @@ def check_run(troupe):
         raise SystemExit(77)
     before = set(emulated_hosts.leftovers())
     run = subprocess.run([troupe, "bench", "scaling", "--model", "mlp", "--link", "1gbit", "--workers", "1,2",
-                          "--servers", "equal", "--compute-ms", "20", "--steps", "4", "--epochs", "2"],
+                          "--servers", "equal", "--compute-ms", "20", "--steps", "4", "--epochs", "2",
+                          "--host-check", "all"],
                          capture_output=True, text=True, timeout=600)
     if run.returncode != 0:
         fail(f"exit {run.returncode}: {run.stdout[-2000:]}{run.stderr[-2000:]}")
     lines = run.stdout.strip().splitlines()
-    if not re.fullmatch(r"scaling/floor: (\d+\.\d+|n/a \(every row CPU-bound\))", lines[-1]):
+    if not re.fullmatch(r"scaling/floor: (\d+\.\d+|n/a \(every row CPU- or host-bound\))", lines[-1]):
         fail(f"last line: {lines[-1]}")
     rows = [l for l in lines if re.match(r"\| \d+ \|", l)]
     if len(rows) != 2:
         fail(f"{len(rows)} rows:\n{run.stdout}")
+    for row in rows:  # every row rerun unshaped (--host-check all), marked host-bound by the rule
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        bound_ms = float(re.fullmatch(r"max\([\d.]+, [\d.]+\) = ([\d.]+)", cells[6]).group(1))
+        unshaped = re.fullmatch(r"(\d+)( host-bound)?", cells[12])
+        if not unshaped or int(unshaped.group(1)) <= 0:
+            fail(f"--host-check all: a row without its unshaped step: {cells[12]!r}\n{run.stdout}{run.stderr}")
+        if (bound_ms / float(unshaped.group(1)) < bs.GOAL) != bool(unshaped.group(2)):
+            fail(f"host-bound mark against bound {bound_ms} ms, unshaped {unshaped.group(1)} ms: {cells[12]!r}")
     model = float(re.search(r"model mlp: ([\d.]+) MiB", run.stdout).group(1))
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
@@ -221,7 +252,8 @@ def check_run(troupe):
     # what leaves it (the model's bytes per step), and every compute's samples count
     run2 = subprocess.run([troupe, "bench", "scaling", "--model", "mlp", "--link", "1gbit", "--workers", "2",
                            "--servers", "colocated", "--computes-per-worker", "2", "--topology", "async",
-                           "--compute-ms", "20", "--steps", "4", "--epochs", "2", "--epoch-examples", "1000"],
+                           "--compute-ms", "20", "--steps", "4", "--epochs", "2", "--epoch-examples", "1000",
+                           "--host-check", "off"],
                           capture_output=True, text=True, timeout=600)
     if run2.returncode != 0:
         fail(f"2 computes per host, async: exit {run2.returncode}: {run2.stdout[-2000:]}{run2.stderr[-2000:]}")
@@ -235,8 +267,8 @@ def check_run(troupe):
     w_tx = float(re.fullmatch(r"([\d.]+), ([\d.]+) \(([\d.]+)\)", cells[8]).group(1))
     if not model - 0.1 <= w_tx <= model * 1.01 + 0.1:
         fail(f"a host of 2 computes pushed {w_tx} MiB per step, the model is {model} MiB")
-    if len(cells) != 14:
-        fail(f"--epoch-examples: expected 14 columns, got {len(cells)}: {rows2[0]}")
+    if len(cells) != 15 or cells[12] != "-":
+        fail(f"--epoch-examples: expected 15 columns, got {len(cells)}: {rows2[0]}")
     left = set(emulated_hosts.leftovers()) - before
     if left:
         fail(f"left behind: {sorted(left)}")

@@ -33,6 +33,13 @@ namespace {
 
 using stage = channel_stage;
 
+// 1, 10, 100, ...: which of a repeated event's occurrences get a line.
+bool is_power_of_ten(std::uint64_t n) {
+  while (n >= 10 && n % 10 == 0)
+    n /= 10;
+  return n == 1;
+}
+
 // Queues `message` on the connection (throws as encode_frame does, queuing nothing), ranked
 // for a writer with priority on (frame_priority.hpp).
 void write_frame(channel_pointer self, wire_message message) {
@@ -413,6 +420,16 @@ channel_self_actor::behavior_type channel(channel_pointer self, std::shared_ptr<
       self->state.options->keys = std::move(keys);
     },
     [=](frame_in_atom, received_payload& payload) { on_payload(self, payload); },
+    [=](sequence_skip_atom, std::uint64_t rank, std::uint64_t skips) {
+      // The fixed order assumes every push comes each step; a push that does not is worth a line,
+      // but not one per step: the 1st, 10th, 100th... of the link.
+      auto& st = self->state;
+      if (is_power_of_ten(skips))
+        channel_log(st, "link to " + st.peer_name + ": the fixed push order waited "
+                          + std::to_string(st.options->sequence_patience.count()) + " ms for the push of rank "
+                          + std::to_string(rank) + " and went on without it (" + std::to_string(skips)
+                          + (skips == 1 ? " time" : " times") + " on this link so far)");
+    },
     [=](frame_error_atom, const std::string& why) {
       auto& st = self->state;
       if (st.at != stage::closed && !st.leaving)

@@ -71,7 +71,8 @@ using tick_atom = caf::atom_constant<caf::atom("linktick")>;
 using channel_self_actor
   = channel_actor::extend<caf::reacts_to<frame_in_atom, received_payload>,
                           caf::reacts_to<frame_error_atom, std::string>,
-                          caf::reacts_to<socket_closed_atom, std::string>, caf::reacts_to<tick_atom>>;
+                          caf::reacts_to<socket_closed_atom, std::string>,
+                          caf::reacts_to<sequence_skip_atom, std::uint64_t, std::uint64_t>, caf::reacts_to<tick_atom>>;
 using channel_pointer = channel_self_actor::stateful_pointer<channel_state>;
 
 /// A channel over `socket`, a connection already made on `side` (connect_channel and the

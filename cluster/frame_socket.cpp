@@ -238,9 +238,9 @@ void frame_socket::start(caf::actor owner, std::size_t max_payload, std::shared_
     order_ = order;
   }
   note_bytes();
-  writer_ = std::thread([this] {
+  writer_ = std::thread([this, owner] {
     ::pthread_setname_np(::pthread_self(), "troupe.write");  // as profilers and top show it
-    write_loop();
+    write_loop(owner);
   });
   reader_ = std::thread([this, owner = std::move(owner), max_payload, pool = std::move(pool)]() mutable {
     ::pthread_setname_np(::pthread_self(), "troupe.read");
@@ -287,7 +287,7 @@ void frame_socket::read_loop(caf::actor owner, std::size_t max_payload, std::sha
   }
 }
 
-void frame_socket::write_loop() {
+void frame_socket::write_loop(caf::actor owner) {
   std::vector<encoded_frame> batch;
   std::vector<iovec> pieces;
   for (;;) {
@@ -309,10 +309,12 @@ void frame_socket::write_loop() {
           // before the awaited one this cycle has written): the skipped ones, when they come,
           // go at once, as a repeat would.
           std::size_t place = next_place_;
+          const auto awaited = sequence_[place];
           while (place + 1 < sequence_.size() && sequenced_.count(sequence_[place]) == 0)
             written_in_cycle_[place++] = true;
           next_place_ = place;
-          ++skips_;
+          const std::uint64_t skips = ++skips_;
+          caf::anon_send(owner, sequence_skip_atom::value, awaited, skips);  // only enqueues: fine under the lock
         }
       }
       // fifo: everything queued goes out in as few system calls as the pieces allow. by_rank:

@@ -11,6 +11,10 @@
 //                                      over the limit): the reader reads nothing more into
 //                                      frames and discards the rest until the peer closes
 //   (socket_closed_atom, std::string)  the peer closed, or reading failed (the text says how)
+// What the writer sends it:
+//   (sequence_skip_atom, std::uint64_t rank, std::uint64_t skips)
+//                                      the fixed push order stopped waiting for its push of
+//                                      `rank` (patience past); `skips`: this link's count so far
 // The writer writes each frame's pieces with writev, straight from the tensors (no copy of
 // their bytes in user space). A write error shuts the socket down, so the reader reports it.
 //
@@ -69,6 +73,7 @@ namespace troupe {
 using frame_in_atom = caf::atom_constant<caf::atom("framein")>;
 using frame_error_atom = caf::atom_constant<caf::atom("frameerr")>;
 using socket_closed_atom = caf::atom_constant<caf::atom("sockclose")>;
+using sequence_skip_atom = caf::atom_constant<caf::atom("seqskip")>;
 
 /// One payload as it arrived (the frame header stripped).
 struct received_payload {
@@ -158,7 +163,7 @@ public:
 
 private:
   void read_loop(caf::actor owner, std::size_t max_payload, std::shared_ptr<receive_pool> pool);
-  void write_loop();
+  void write_loop(caf::actor owner);
   void note_bytes();  // the reader got bytes now (last_bytes_at)
 
   const int fd_;

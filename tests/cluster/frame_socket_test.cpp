@@ -114,6 +114,9 @@ heard next_event(caf::scoped_actor& self) {
     },
     [&](frame_error_atom, const std::string& why) { h = {"error", why, {}}; },
     [&](socket_closed_atom, const std::string& why) { h = {"closed", why, {}}; },
+    [&](sequence_skip_atom, std::uint64_t rank, std::uint64_t skips) {
+      h = {"skip", "rank " + std::to_string(rank) + ", skips " + std::to_string(skips), {}};
+    },
     caf::after(10s) >> [] {});
   return h;
 }
@@ -558,6 +561,10 @@ TEST_CASE("a push that does not come within the patience is skipped, and goes at
     link.push(3, 3);
     link.push(2, 2);
   }
+  // The writer tells its owner first (before it writes what follows): the push it gave up on.
+  const auto told = next_event(link.self);
+  CHECK(told.kind == "skip");
+  CHECK(told.text == "rank 1, skips 1");
   CHECK(arrivals(link.self, 2) == std::vector<std::string>{"w2", "w3"});
   CHECK(link.client->sequence_skips() == 1);
   link.push(1, 1);  // late: it goes, and the next cycle starts in order

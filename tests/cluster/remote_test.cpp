@@ -323,6 +323,23 @@ CAF_TEST(reply_after_its_deadline_is_dropped) {
   CAF_CHECK(!logged("refused"));
 }
 
+CAF_TEST(skips_of_the_fixed_push_order_are_logged_at_the_first_tenth_and_hundredth) {
+  // What its socket's writer sends when the fixed push order stops waiting (frame_socket.hpp).
+  const auto skips_logged = [&] {
+    return std::count_if(lines->begin(), lines->end(), [](auto& l) { return contains(l, "the fixed push order waited"); });
+  };
+  for (std::uint64_t skips = 1; skips <= 100; ++skips)
+    self->send(link, sequence_skip_atom::value, std::uint64_t{40 + skips}, skips);
+  consume_messages();
+  CAF_CHECK_EQUAL(skips_logged(), 3);
+  CAF_CHECK(logged("for the push of rank 41 and went on without it (1 time on this link so far)"));
+  CAF_CHECK(logged("for the push of rank 50 and went on without it (10 times on this link so far)"));
+  CAF_CHECK(logged("for the push of rank 140 and went on without it (100 times on this link so far)"));
+  CAF_CHECK(!logged("refused"));  // a note, not a fault: the link stays up
+  arrive(weights_message{7, 2, weights_after(1)});
+  CAF_CHECK_EQUAL(frames_in(kind_of<weights_message>()), 1u);
+}
+
 CAF_TEST(a_kind_no_interface_takes_as_a_request_is_refused) {
   auto asked = self->request(link, caf::infinite, call_atom::value, wire_message{join_message{}}, deadline::after(1min));
   consume_messages();

@@ -128,6 +128,16 @@ def expected_bytes_per_step(model_bytes, workers, servers):
     return float(model_bytes), workers * model_bytes / servers
 
 
+def bound_seconds(row):
+    """What a row's step cannot go below: max(compute, floor)."""
+    return max(row["compute_s"], row["floor_s"])
+
+
+def cpu_bound(row):
+    """Whether the host's cores were at least CPU_BOUND busy (an unmeasured CPU, nan, counts as bound)."""
+    return not row["host_cpu"] < CPU_BOUND
+
+
 def judge_rows(rows):
     """Adds speed-up, efficiency, ratio and the CPU-bound and host-bound marks to each row (dicts with workers,
     samples_s, step_s, compute_s, floor_s, host_cpu and optionally unshaped_s, the step with the links
@@ -137,9 +147,9 @@ def judge_rows(rows):
     for r in rows:
         r["speedup"] = r["samples_s"] / base["samples_s"] if base else None  # None: no 1-worker row to compare
         r["efficiency"] = r["speedup"] / r["workers"] if base else None
-        r["bound_s"] = max(r["compute_s"], r["floor_s"])
+        r["bound_s"] = bound_seconds(r)
         r["ratio"] = r["bound_s"] / r["step_s"]
-        r["cpu_bound"] = not r["host_cpu"] < CPU_BOUND  # unmeasured (nan) counts as bound
+        r["cpu_bound"] = cpu_bound(r)
         unshaped = r.get("unshaped_s")
         r["host_bound"] = unshaped is not None and r["bound_s"] / unshaped < GOAL
         if not r["cpu_bound"] and not r["host_bound"]:
@@ -152,7 +162,7 @@ def needs_host_check(row, mode="auto"):
     auto, rows below the goal and not CPU-bound (an unmeasured CPU counts as bound); all: every row; off: none."""
     if mode != "auto":
         return mode == "all"
-    return max(row["compute_s"], row["floor_s"]) / row["step_s"] < GOAL and row["host_cpu"] < CPU_BOUND
+    return bound_seconds(row) / row["step_s"] < GOAL and not cpu_bound(row)
 
 
 def against_one(value):

@@ -31,6 +31,7 @@
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/messages.hpp>
 #include <troupe/actors/stand_in_gradients.hpp>
+#include <troupe/actors/stand_in_timing.hpp>
 #include <troupe/graph/model_state.hpp>
 
 namespace troupe {
@@ -88,6 +89,7 @@ struct compute_state {
   // A stand-in (compute_stand_in): its gradients, and the index in the epoch of its next step
   compute_stand_in stand_in;
   stand_in_gradients stand_in_values;
+  stand_in_timing stand_in_times;
   std::int64_t stand_in_index = 0;
   // Its forward, one segment per push group in forward order (see "Stand-in" in the header):
   // which groups' weights of the previous step are installed, the next segment, whether a
@@ -413,19 +415,20 @@ void next_stand_in_step(compute_pointer self) {
 
 // The forward goes on: the next segment's timer when its group's weights are current, or
 // nothing (its answer calls this again); after the last segment, backward's timers: group g
-// final after (g + 1) / groups of backward's time (without overlap all at its end).
+// final once backward's time has covered groups 0..g's shares of the work (stand_in_timing;
+// without overlap all at its end).
 void stand_in_forward(compute_pointer self) {
   auto& st = self->state;
   if (st.stand_in_timer || st.stand_in_backward || st.stand_in_ended)
     return;
   const auto groups = st.wiring.groups.size();
   const auto forward = st.stand_in.step / 3;
-  const auto n = static_cast<std::int64_t>(groups);
+  const auto& times = st.stand_in_times;
   while (st.stand_in_segment < groups) {
     const auto k = st.stand_in_segment;
     if (!st.stand_in_current[groups - 1 - k])
       return;  // waits for the weights of the layers this segment runs
-    const auto lasts = forward * static_cast<std::int64_t>(k + 1) / n - forward * static_cast<std::int64_t>(k) / n;
+    const auto lasts = times.forward_end(forward, k) - (k == 0 ? caf::timespan{0} : times.forward_end(forward, k - 1));
     if (lasts.count() > 0) {
       st.stand_in_timer = true;
       self->delayed_send(self, lasts, stand_in_forward_atom::value, st.phases_begun, st.header.step, k);
@@ -438,7 +441,7 @@ void stand_in_forward(compute_pointer self) {
   std::fill(st.stand_in_current.begin(), st.stand_in_current.end(), 0);
   const auto backward = st.stand_in.step - forward;
   for (std::size_t g = 0; g < groups; ++g) {
-    auto at = st.wiring.overlap ? backward * static_cast<std::int64_t>(g + 1) / n : backward;
+    auto at = st.wiring.overlap ? times.backward_due(backward, g) : backward;
     self->delayed_send(self, at, stand_in_atom::value, st.phases_begun, st.header.step, g);
   }
 }
@@ -692,6 +695,10 @@ compute_self_actor::behavior_type compute(compute_pointer self, std::shared_ptr<
     for (auto* p : st.replica->parameters())
       shapes.push_back(p->value.shape());
     st.stand_in_values = stand_in_gradients(std::move(shapes), stand_in.seed, st.wiring.worker);
+    std::vector<std::vector<key_slice>> route_keys;
+    for (const auto& route : st.wiring.shards)
+      route_keys.push_back(route.keys);
+    st.stand_in_times = stand_in_timing(st.replica->forward_work_by_slot(), route_keys, st.wiring.groups);
   }
   st.tracker = push_tracker(st.wiring.shards, st.wiring.groups, st.replica->parameters().size());
   st.on_gpu = st.replica->device().kind != device_kind::cpu;

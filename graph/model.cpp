@@ -19,6 +19,7 @@
 // a result still being written.
 #include <troupe/graph/model.hpp>
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 #include <stdexcept>
@@ -420,6 +421,43 @@ std::int64_t model::parameter_count() const {
   for (const auto& n : nodes_)
     count += n->parameter_count;
   return count;
+}
+
+std::vector<double> model::forward_work_by_slot() const {
+  constexpr double flops_per_element = 16.0 * 4.0;  // 16 flops per byte, 4-byte elements
+  shape_t batch_of_one{1};
+  batch_of_one.insert(batch_of_one.end(), sample_shape_.begin(), sample_shape_.end());
+  std::vector<double> work(parameters_.size(), 0.0);
+  double before_any = 0.0;  // layers ahead of the first one with parameters
+  std::size_t current = 0;
+  bool seen = false;
+  for (const auto& n : nodes_) {
+    double traffic = static_cast<double>(shape_numel(n->output_shape));
+    for (node_id id : n->inputs)
+      traffic += static_cast<double>(shape_numel(id == input ? batch_of_one : nodes_[id]->output_shape));
+    double arithmetic = 0.0;
+    for (const auto& p : n->op->parameters()) {
+      const auto& weight = p.value;
+      if (weight.rank() < 2 || n->output_shape.size() < 2 || n->output_shape[1] < 1)
+        continue;
+      const auto positions = shape_numel(n->output_shape) / n->output_shape[1];
+      arithmetic = 2.0 * static_cast<double>(weight.numel()) * static_cast<double>(positions);
+      break;
+    }
+    const double cost = std::max(arithmetic, flops_per_element * traffic);
+    if (!n->op->parameters().empty()) {
+      current = n->first_parameter;
+      if (!seen)
+        work[current] += before_any;
+      seen = true;
+      work[current] += cost;
+    } else if (seen) {
+      work[current] += cost;
+    } else {
+      before_any += cost;
+    }
+  }
+  return work;
 }
 
 std::string model::summary() const {

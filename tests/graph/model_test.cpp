@@ -422,3 +422,34 @@ TEST_CASE("model stream positions record dropout's draws and seeking replays the
   resumed->seek_streams({});
   CHECK(resumed->stream_positions().empty());
 }
+
+// Each layer is priced at the larger of 2 flops per multiply-add and 64 per element it reads or
+// writes (16 flops per byte), and charged to the last slot with parameters before it.
+TEST_CASE("forward_work_by_slot prices layers by arithmetic or traffic, charged to their slots", "[graph][model]") {
+  model m("work", {3, 8, 8}, 10);
+  auto id = m.add("relu0", std::make_unique<relu_layer>(), {model::input});  // before any slot
+  conv2d_layer_options o;
+  o.out_channels = 64;
+  o.kernel = 5;
+  o.pad = 2;
+  o.bias = true;
+  id = m.add("conv1", std::make_unique<conv2d_layer>(o), {id});
+  id = m.add("relu1", std::make_unique<relu_layer>(), {id});
+  id = m.add("flatten", std::make_unique<flatten_layer>(), {id});
+  m.add("fc", std::make_unique<fully_connected_layer>(10), {id});
+  m.finalize(1);
+  const auto work = m.forward_work_by_slot();
+  REQUIRE(work.size() == m.parameters().size());
+  REQUIRE(work.size() == 4);  // conv1.weight, conv1.bias, fc.weight, fc.bias
+  const double relu0 = 64.0 * (192 + 192);             // traffic: 3x8x8 in and out
+  const double conv1 = 2.0 * (64 * 3 * 5 * 5) * 64;    // arithmetic: weight x 8x8 positions
+  CHECK(conv1 > 64.0 * (192 + 4096));                  // (more than its traffic)
+  const double relu1 = 64.0 * (4096 + 4096);
+  const double flatten = 64.0 * (4096 + 4096);
+  const double fc = 64.0 * (4096 + 10);                // traffic: more than 2 x 40960 x 1
+  CHECK(fc > 2.0 * 40960);
+  CHECK(work[0] == Approx(relu0 + conv1 + relu1 + flatten));
+  CHECK(work[1] == 0.0);
+  CHECK(work[2] == Approx(fc));
+  CHECK(work[3] == 0.0);
+}

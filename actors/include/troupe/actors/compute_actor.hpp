@@ -72,13 +72,15 @@
 // Stand-in (compute_spawn_options::stand_in, for benchmarks of the communication): the actor
 // computes nothing. A training step takes `step` of the clock, on timers (delayed_send, so no
 // thread busy-waits or sleeps): a third of it forward, the rest backward. The forward runs in
-// one segment per push group, in forward order (the last group first), each a 1/groups share
-// of the forward's time, and a segment starts only once its group's weights of the previous
+// one segment per push group, in forward order (the last group first), each taking its
+// layers' share of the model's forward work (stand_in_timing.hpp: by arithmetic or memory
+// traffic, as on a GPU), and a segment starts only once its group's weights of the previous
 // step are installed: as a device whose forward waits per layer for its weights (MXNet's
 // dependency engine does this), so answers that come first layers first (priority) let the
 // next forward start before the last layers' weights are back. After the forward the push
-// groups leave one by one, evenly over backward's time (in the groups' order; without overlap
-// all at its end), and the next step's forward starts when the last has left. Its gradients
+// groups leave one by one over backward's time, each once backward has done its layers' share
+// (in the groups' order; without overlap all at its end), and the next step's forward starts
+// when the last has left. Its gradients
 // have the model's shapes and pseudo-random values fixed by (seed, worker, step, parameter)
 // (stand_in_gradients.hpp). The loaders are never asked (no batch is built; no activation is
 // allocated); a step counts `samples` samples and reports a zero loss. Validation answers at

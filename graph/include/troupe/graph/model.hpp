@@ -68,6 +68,15 @@ public:
   void seek_streams(const std::vector<std::pair<std::string, std::uint64_t>>& positions);
   /// Total number of trainable scalars.
   std::int64_t parameter_count() const;
+  /// What one sample's forward costs a GPU, per parameter slot: each layer is priced at the
+  /// larger of its arithmetic (2 flops per multiply-add; a layer with a weight of rank >= 2
+  /// does weight elements x output positions of them) and its memory traffic (its inputs and
+  /// output, 4 bytes an element, at 16 flops per byte: a current GPU's arithmetic over its
+  /// memory bandwidth, e.g. 15.7 TFLOP/s over 900 GB/s). A layer without parameters (ReLU,
+  /// pooling, additions) is charged to the slot of the last layer with parameters before it
+  /// (the first slot for layers before any): it runs on without waiting for weights. The
+  /// compute stand-in spreads its forward and backward over the push groups by these shares.
+  std::vector<double> forward_work_by_slot() const;
 
   /// Moves the finalized model to `device`: parameters and buffers are copied into its memory
   /// (parameter gradients are dropped, and reallocated there by the next train_step), and every

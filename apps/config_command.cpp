@@ -5,15 +5,19 @@
 // data it names, so the plan counts steps from the datasets' standard sizes
 // (expected_data_facts); a run that opens the data plans again from what it finds.
 // `troupe check CONFIG --push-groups` prints only the push groups, one line each, for tools that
-// move the same messages with another system (scripts/bench_pslite.py).
+// move the same messages with another system (scripts/bench_pslite.py), with each group's share
+// of a compute stand-in's step (stand_in_timing.hpp), so such a tool times its steps as ours.
 #include <algorithm>
+#include <iomanip>
 #include <iostream>
 #include <tuple>
 
 #include "apps/commands.hpp"
 #include "apps/config_options.hpp"
 #include "apps/flags.hpp"
+#include <troupe/actors/stand_in_timing.hpp>
 #include <troupe/graph/config/job_plan.hpp>
+#include <troupe/graph/zoo.hpp>
 
 namespace troupe {
 
@@ -35,7 +39,8 @@ flag_set node_flag_set(const std::string& command, node_counts& n) {
   if (command == "check")
     f.add_switch("push-groups", n.push_groups,
                  "print only the pushes a worker sends per step, in backward order, one line each: "
-                 "`push_group G shard S node NODE elements N` and every key as NAME=ELEMENTS");
+                 "`push_group G shard S node NODE elements N work W` (W: the group's share of a "
+                 "compute stand-in's step) and every key as NAME=ELEMENTS");
   return f;
 }
 
@@ -91,14 +96,17 @@ int with_config(const char* command, const std::vector<std::string>& args,
 } // namespace
 
 // The push groups in the order backward completes them (the stand-in's order); NODE is the
-// process holding the group's shard ("-" in one process).
-void print_push_groups(std::ostream& out, const placement_plan& p) {
+// process holding the group's shard ("-" in one process); W the group's share of the step, from
+// the model's work (built here, as a worker builds its replica).
+void print_push_groups(std::ostream& out, const job_config& c, const placement_plan& p) {
+  const auto replica = build_model(model_spec_of(c));
+  const stand_in_timing timing(replica->forward_work_by_slot(), p.keys.shards, p.keys.groups);
   for (std::size_t g = 0; g < p.keys.groups.size(); ++g) {
     const auto& group = p.keys.groups[g];
     const auto& shard = p.actors[p.actor(plan_role::shard, static_cast<int>(group.shard))];
     out << "push_group " << g << " shard " << group.shard << " node "
         << (p.nodes.size() > 1 ? p.nodes[static_cast<std::size_t>(shard.node)].name : "-")
-        << " elements " << group.elements;
+        << " elements " << group.elements << " work " << std::setprecision(9) << timing.share(g);
     for (auto k : group.keys)
       for (const auto& key : p.key_table)
         if (key.shard == group.shard && key.index == k)
@@ -110,7 +118,7 @@ void print_push_groups(std::ostream& out, const placement_plan& p) {
 int check_command(const std::vector<std::string>& args) {
   return with_config("check", args, [](const job_config& c, const placement_plan& p, const node_counts& n) {
     if (n.push_groups)
-      return print_push_groups(std::cout, p);
+      return print_push_groups(std::cout, c, p);
     print_config(std::cout, c);
     print_plan(std::cout, p);
   });

@@ -13,7 +13,8 @@ workers' hosts, every link shaped with tc tbf at RATE both ways):
      as scheduler, S servers and W workers. Its requests are Troupe's push groups for this model and
      these servers (`troupe check --push-groups`: the same slicing, at the Troupe row's --slice-bytes,
      1 MiB unless given; the same bundling of small keys; each group on the server Troupe's plan puts
-     its shard on), or with --requests keys one request per key (as MXNet pushes); it reports the
+     its shard on; each group's share of the stand-in's step, from its layers' work), or with
+     --requests keys one request per key (as MXNet pushes); it reports the
      median step after its warm-up (the slowest worker's). --modes: `pull` sends a group's pull once
      its push is answered (MXNet's engine order), `pushpull` one ZPushPull per group (answered with
      the weights, as Troupe's push is); with both, both rows run, in that order;
@@ -51,42 +52,50 @@ class BenchError(Exception):
 
 # --- pure parts (tests/scripts/bench_pslite_test.py) --------------------------------------------------
 def parse_push_groups(text):
-    """`troupe check --push-groups` output -> [(server rank, [elements per key])], backward order.
-    Raises ValueError naming the line when one is not `push_group G shard S node server_R elements N
-    NAME=LEN...` or the key lengths do not add up to N."""
+    """`troupe check --push-groups` output -> [(server rank, work share, [elements per key])], backward
+    order. Raises ValueError naming the line when one is not `push_group G shard S node server_R
+    elements N work W NAME=LEN...`, the key lengths do not add up to N, or W is not a share in [0, 1]."""
     groups = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        m = re.fullmatch(r"push_group (\d+) shard (\d+) node (\S+) elements (\d+)((?: \S+=\d+)+)", line.strip())
+        m = re.fullmatch(r"push_group (\d+) shard (\d+) node (\S+) elements (\d+) work (\S+)((?: \S+=\d+)+)",
+                         line.strip())
         if not m:
             raise ValueError(f"push groups, line {number}: expected 'push_group G shard S node NODE elements N "
-                             f"NAME=LEN...', got '{line.strip()[:120]}'")
+                             f"work W NAME=LEN...', got '{line.strip()[:120]}'")
         node = re.fullmatch(r"server_(\d+)", m.group(3))
         if not node:
             raise ValueError(f"push groups, line {number}: shard {m.group(2)} is on node '{m.group(3)}', not on "
                              "a server process (plan with server_nodes set)")
-        lens = [int(x.rsplit("=", 1)[1]) for x in m.group(5).split()]
+        try:
+            work = float(m.group(5))
+        except ValueError:
+            work = -1.0
+        if not 0.0 <= work <= 1.0:
+            raise ValueError(f"push groups, line {number}: work '{m.group(5)}' is not a share between 0 and 1")
+        lens = [int(x.rsplit("=", 1)[1]) for x in m.group(6).split()]
         if sum(lens) != int(m.group(4)) or min(lens) < 1:
             raise ValueError(f"push groups, line {number}: keys of {sum(lens)} elements in a group of "
                              f"{m.group(4)}")
         if int(m.group(1)) != len(groups):
             raise ValueError(f"push groups, line {number}: group {m.group(1)} where {len(groups)} was next")
-        groups.append((int(node.group(1)), lens))
+        groups.append((int(node.group(1)), work, lens))
     if not groups:
         raise ValueError("push groups: none listed")
     return groups
 
 
 def plan_text(groups, requests="groups"):
-    """The plan model_step reads: `group SERVER LEN...` per request, backward order. requests='keys':
-    every key its own request (in the group's order)."""
+    """The plan model_step reads: `group SERVER WORK LEN...` per request, backward order, WORK the
+    request's share of the stand-in's step. requests='keys': every key its own request (in the
+    group's order), with its part of the group's share by its elements."""
     lines = ["# ps-lite requests of one worker's step, in the order backward completes them"]
-    for server, lens in groups:
+    for server, work, lens in groups:
         if requests == "keys":
-            lines += [f"group {server} {n}" for n in lens]
+            lines += [f"group {server} {work * n / sum(lens):.9g} {n}" for n in lens]
         else:
-            lines.append(f"group {server} " + " ".join(map(str, lens)))
+            lines.append(f"group {server} {work:.9g} " + " ".join(map(str, lens)))
     return "\n".join(lines) + "\n"
 
 
@@ -292,7 +301,7 @@ def main(argv):
             plans[s] = os.path.join(workdir, f"s{s}.plan")
             with open(plans[s], "w") as f:
                 f.write(plan_text(groups, args.requests))
-            model_bytes = 4 * sum(sum(lens) for _, lens in groups)
+            model_bytes = 4 * sum(sum(lens) for _, _, lens in groups)
         results = {w: [] for w in args.worker_counts}
         systems = ["troupe"] + args.mode_list
         for rnd in range(args.rounds):

@@ -7,9 +7,11 @@
 //
 // One binary for every role; ps-lite's DMLC_ROLE (and the other DMLC_* variables) pick it.
 // PLAN (written by bench_pslite.py from `troupe check --push-groups`): one line per request a
-// worker sends per step, in the order backward completes them: `group SERVER LEN...`, the
-// ps-lite server rank that owns it and the elements (float32) of each key it carries. Lines
-// starting with '#' are comments.
+// worker sends per step, in the order backward completes them: `group SERVER WORK LEN...`, the
+// ps-lite server rank that owns it, its share of the step (its layers' part of the model's
+// forward work, as Troupe's stand-in spreads its step: actors/include/troupe/actors/
+// stand_in_timing.hpp) and the elements (float32) of each key it carries. Lines starting with
+// '#' are comments.
 //
 // Server, as MXNet's dist_sync server (kvstore_dist_server.h): per request group it sums the
 // pushes of all W workers, holding each push unanswered; the W-th push applies the sum
@@ -18,9 +20,10 @@
 // then meet at a ps-lite barrier, once. A worker's step, as Troupe's stand-in
 // (actors/include/troupe/actors/compute_actor.hpp, "Stand-in"): forward is the first third of
 // COMPUTE_MS, run in one segment per group in forward order (the plan's last group first), each
-// a 1/G share of it, and a segment starts only once its group's weights of the previous step are
-// back (a device whose forward waits per layer, as MXNet's dependency engine runs it); backward
-// is the rest, group g (of G) pushed at (2/3 COMPUTE_MS)(g+1)/G after the forward ended; the next
+// its group's WORK share of it, and a segment starts only once its group's weights of the
+// previous step are back (a device whose forward waits per layer, as MXNet's dependency engine
+// runs it); backward is the rest, group g pushed once backward has done the shares of groups
+// 0..g (the last exactly at 2/3 COMPUTE_MS after the forward ended); the next
 // step's forward starts once the last group was pushed. A step's time is from one forward's start
 // to the next's. In MODE pull a group's pull is sent when its push is answered (MXNet's engine
 // order: the pull depends on the push); MODE pushpull instead sends each group as one ZPushPull
@@ -39,6 +42,7 @@
 // that takes longer ends the worker with an error (exit 1), never a hang.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -66,6 +70,7 @@ constexpr int kInit = 1;  // command of rank 0's first push: set the weights, an
 
 struct group_plan {
   int server = 0;
+  double work = 0;  // the share of the step, normalized by read_plan to sum to 1
   std::vector<int> lens;
   size_t elements = 0;
 };
@@ -82,7 +87,9 @@ std::vector<group_plan> read_plan(const std::string& path) {
     std::istringstream words(line);
     std::string tag;
     group_plan g;
-    words >> tag >> g.server;
+    words >> tag >> g.server >> g.work;
+    if (!words || !std::isfinite(g.work) || g.work < 0)
+      die(path + ":" + std::to_string(number) + ": expected `group SERVER WORK LEN...` with WORK >= 0, got '" + line + "'");
     long len = 0;
     while (words >> len) {
       if (len <= 0 || len > (1L << 30))
@@ -91,11 +98,16 @@ std::vector<group_plan> read_plan(const std::string& path) {
       g.elements += static_cast<size_t>(len);
     }
     if (tag != "group" || !words.eof() || g.lens.empty() || g.server < 0)
-      die(path + ":" + std::to_string(number) + ": expected `group SERVER LEN...`, got '" + line + "'");
+      die(path + ":" + std::to_string(number) + ": expected `group SERVER WORK LEN...`, got '" + line + "'");
     plan.push_back(g);
   }
   if (plan.empty())
     die("the plan '" + path + "' lists no group");
+  double total = 0;
+  for (const auto& g : plan)
+    total += g.work;
+  for (auto& g : plan)  // no work at all: equal shares
+    g.work = total > 0 ? g.work / total : 1.0 / double(plan.size());
   return plan;
 }
 
@@ -291,12 +303,13 @@ void run_worker(const std::vector<group_plan>& plan, double compute_ms, int warm
       serve_until(deadline, deadline, step, [&] { return a.in[g] != 0; });
       if (step > 0)
         check(g, step);
-      serve_until(after_ms(clock_type::now(), compute_ms / 3 / double(groups)), deadline, step, never);
+      serve_until(after_ms(clock_type::now(), compute_ms / 3 * plan[g].work), deadline, step, never);
     }
     const auto backward_start = clock_type::now();
+    double backward_done = 0;  // the shares of groups 0..g
     for (size_t g = 0; g < groups; ++g) {  // backward, last layers first
-      serve_until(after_ms(backward_start, (compute_ms - compute_ms / 3) * double(g + 1) / double(groups)),
-                  deadline, step, never);
+      backward_done = g + 1 == groups ? 1.0 : std::min(1.0, backward_done + plan[g].work);
+      serve_until(after_ms(backward_start, (compute_ms - compute_ms / 3) * backward_done), deadline, step, never);
       {
         std::lock_guard<std::mutex> lock(a.mu);
         a.in[g] = 0;

@@ -20,6 +20,7 @@ adopted compute recomputes from (detection, adoption, and the rewind of the weig
 """
 import os
 import re
+import shutil
 import signal
 import sys
 import tempfile
@@ -94,6 +95,11 @@ def main():
                 print(line)
         print(f"kill to training again: {served_at - killed_at:.3f} s")
         print(f"ok: worker {victim_rank} killed in epoch {kill_epoch}, adopted; exit 0; {got} as in one process")
+    except BaseException:
+        print(f"(logs in {workdir})")
+        raise
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
     finally:
         kill_group(proc.pid)
 

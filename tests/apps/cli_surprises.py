@@ -7,6 +7,7 @@ usage: cli_surprises.py TROUPE_BINARY CASE       (cases: the functions named cas
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -196,5 +197,10 @@ def case_help():
 
 
 if __name__ == "__main__":
-    globals()["case_" + sys.argv[2]]()
+    try:
+        globals()["case_" + sys.argv[2]]()
+    except BaseException:
+        print(f"(files in {work})")
+        raise
+    shutil.rmtree(work, ignore_errors=True)
     print("ok: " + sys.argv[2])

@@ -80,6 +80,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -845,6 +846,7 @@ def main():
     flags = sys.argv[6:]
     workdir = tempfile.mkdtemp(prefix=f"troupe-{scenario}-")
     cluster = Cluster(troupe, workdir)
+    passed = False
     try:
         if scenario in ("same-weights", "learns"):
             start_by_hand(cluster, config, servers, workers, flags)
@@ -943,8 +945,15 @@ def main():
                 cluster.fail("the scheduler did not log the refused proof")
         else:
             raise SystemExit(f"unknown scenario {scenario}")
+        passed = True
     finally:
         cluster.kill_all()
+        # the nodes' logs stay for a failed scenario, and go with a passed one
+        skipped = isinstance(sys.exc_info()[1], SystemExit) and sys.exc_info()[1].code == 77
+        if passed or skipped:
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            print(f"(logs in {workdir})")
 
 
 if __name__ == "__main__":

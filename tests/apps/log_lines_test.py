@@ -22,6 +22,7 @@ metrics file; values beyond the classes or negative are refused naming the flag.
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -143,5 +144,10 @@ def case_top_k():
 
 
 if __name__ == "__main__":
-    globals()["case_" + case]()
+    try:
+        globals()["case_" + case]()
+    except BaseException:
+        print(f"(files in {work})")
+        raise
+    shutil.rmtree(work, ignore_errors=True)
     print("ok: " + case)

@@ -8,6 +8,7 @@ usage: plot_metrics_test.py TROUPE_BINARY SCRIPTS_DIR
 """
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -81,4 +82,5 @@ open(bad, "w").write("{\"epoch\": 0}\nnot json\n")
 done = subprocess.run([python, plot, bad, "-o", os.path.join(work, "x.svg")],
                       capture_output=True, text=True)
 assert done.returncode != 0 and "bad.jsonl:2" in done.stderr, done.stderr
+shutil.rmtree(work, ignore_errors=True)  # kept when an assertion above fails
 print("ok: svg and png of two runs, traffic and stragglers' panels present")

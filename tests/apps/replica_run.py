@@ -19,6 +19,7 @@ of` line) and to the next progress line of the scheduler.
 """
 import os
 import re
+import shutil
 import signal
 import sys
 import tempfile
@@ -85,6 +86,11 @@ def main():
         if training_at:
             print(f"kill to the next progress line: {training_at - killed_at:.3f} s")
         print(f"ok: server {victim_rank} killed in epoch {kill_epoch}, its backups promoted; exit 0; {got} as in one process")
+    except BaseException:
+        print(f"(logs in {workdir})")
+        raise
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
     finally:
         kill_group(proc.pid)
 

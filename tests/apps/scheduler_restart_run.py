@@ -25,6 +25,7 @@ line) and to its next progress line.
 """
 import os
 import re
+import shutil
 import signal
 import sys
 import tempfile
@@ -106,6 +107,11 @@ def by_hand(troupe, config, servers, workers, kill_epoch, at_validation, rest, w
             cluster.fail(f"restarted scheduler's run: {got}\nin one process: {reference}")
         print(f"ok: the scheduler killed in epoch {kill_epoch} and restarted by hand with --resume; every other node "
               f"exits 0; {got} as in one process")
+    except BaseException:
+        print(f"(logs in {workdir})")
+        raise
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
     finally:
         left = cluster.kill_all()
         if left:
@@ -192,6 +198,11 @@ def main():
         if training_at:
             print(f"kill to the next progress line: {training_at - killed_at:.3f} s")
         print(f"ok: the scheduler killed in epoch {kill_epoch}, restarted and rejoined; exit 0; {got} as in one process")
+    except BaseException:
+        print(f"(logs in {workdir})")
+        raise
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
     finally:
         kill_group(proc.pid)
 

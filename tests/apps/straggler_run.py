@@ -11,6 +11,7 @@ usage: straggler_run.py TROUPE CONFIG MS
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 
@@ -53,6 +54,11 @@ def main():
             if "Waited for:" in line:
                 print(line)
         print(f"ok: every epoch names worker_1 (its computes {ms} ms per batch) as the one the barriers waited for")
+    except BaseException:
+        print(f"(logs in {workdir})")
+        raise
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
     finally:
         left = cluster.kill_all()
         if left:

@@ -10,7 +10,8 @@ usage: bench_pslite_test.py pure
         the table's arithmetic (medians over rounds, bound / step, contended rows) and flag refusals
         naming the flag
   plan  `troupe check --push-groups` for the config the bench writes (mlp, 2 servers): the list
-        parses, covers every parameter `troupe check` counts, each group on server 0 or 1
+        parses, covers every parameter `troupe check` counts, each group on server 0 or 1, the
+        groups' work shares sum to 1
 """
 import math
 import os
@@ -42,19 +43,22 @@ def refused(text, says):
 
 
 def check_pure():
-    text = ("push_group 0 shard 1 node server_1 elements 1024 fc.weight[0:1024]=1024\n"
-            "push_group 1 shard 0 node server_0 elements 30 fc.bias=10 fc1.bias=20\n")
+    text = ("push_group 0 shard 1 node server_1 elements 1024 work 0.25 fc.weight[0:1024]=1024\n"
+            "push_group 1 shard 0 node server_0 elements 30 work 0.75 fc.bias=10 fc1.bias=20\n")
     groups = bp.parse_push_groups(text)
-    if groups != [(1, [1024]), (0, [10, 20])]:
+    if groups != [(1, 0.25, [1024]), (0, 0.75, [10, 20])]:
         fail(f"push groups parsed as {groups}")
-    refused("push_group 0 shard 0 node - elements 5 a=5", "line 1")
-    refused("push_group 0 shard 0 node server_0 elements 6 a=5", "keys of 5 elements")
+    refused("push_group 0 shard 0 node - elements 5 work 1 a=5", "line 1")
+    refused("push_group 0 shard 0 node server_0 elements 6 work 1 a=5", "keys of 5 elements")
     refused(text.splitlines()[1], "group 1 where 0")
-    refused("push_group 0 shard 0 node server_0 elements 5", "line 1")
+    refused("push_group 0 shard 0 node server_0 elements 5 work 1", "line 1")
+    refused("push_group 0 shard 0 node server_0 elements 5 a=5", "line 1")  # no work
+    refused("push_group 0 shard 0 node server_0 elements 5 work 1.5 a=5", "work '1.5'")
+    refused("push_group 0 shard 0 node server_0 elements 5 work nan a=5", "work 'nan'")
     refused("", "none")
-    if bp.plan_text(groups).splitlines()[1:] != ["group 1 1024", "group 0 10 20"]:
+    if bp.plan_text(groups).splitlines()[1:] != ["group 1 0.25 1024", "group 0 0.75 10 20"]:
         fail(f"plan per group: {bp.plan_text(groups)!r}")
-    if bp.plan_text(groups, "keys").splitlines()[1:] != ["group 1 1024", "group 0 10", "group 0 20"]:
+    if bp.plan_text(groups, "keys").splitlines()[1:] != ["group 1 0.25 1024", "group 0 0.25 10", "group 0 0.5 20"]:
         fail(f"plan per key: {bp.plan_text(groups, 'keys')!r}")
     out = ("pslite_model_step workers=2 servers=2 groups=2 elements=1054 compute_ms=100 step_ms_median=120.5 "
            "min=110.0 max=130.0 worker=0\n# noise\n"
@@ -111,12 +115,15 @@ def check_plan(troupe):
         check = subprocess.run([troupe, "check", config], capture_output=True, text=True, timeout=120)
     count = int(re.search(r"plan: .* (\d+) parameters", check.stdout).group(1))
     pushes = int(re.search(r"pushes: each worker sends (\d+) per step", check.stdout).group(1))
-    if sum(sum(lens) for _, lens in groups) != count or len(groups) != pushes:
-        fail(f"{len(groups)} groups of {sum(sum(l) for _, l in groups)} elements; troupe check: {pushes} pushes, "
+    if sum(sum(lens) for _, _, lens in groups) != count or len(groups) != pushes:
+        fail(f"{len(groups)} groups of {sum(sum(l) for _, _, l in groups)} elements; troupe check: {pushes} pushes, "
              f"{count} parameters")
-    if {server for server, _ in groups} != {0, 1}:
-        fail(f"servers of the groups: {sorted({s for s, _ in groups})}, expected 0 and 1")
-    print(f"ok: plan: {len(groups)} push groups, {count} parameters, on servers 0 and 1")
+    if {server for server, _, _ in groups} != {0, 1}:
+        fail(f"servers of the groups: {sorted({s for s, _, _ in groups})}, expected 0 and 1")
+    work = [w for _, w, _ in groups]
+    if not math.isclose(sum(work), 1.0, rel_tol=1e-6) or len(set(work)) < 2:
+        fail(f"the groups' work shares sum to {sum(work)} (not 1) or are all equal: {work}")
+    print(f"ok: plan: {len(groups)} push groups, {count} parameters, on servers 0 and 1, work shares summing to 1")
 
 
 def main():

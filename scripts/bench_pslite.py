@@ -12,7 +12,7 @@ workers' hosts, every link shaped with tc tbf at RATE both ways):
   1. a ps-lite row: scripts/pslite/model_step (built by scripts/pslite/build.sh, outside the project)
      as scheduler, S servers and W workers. Its requests are Troupe's push groups for this model and
      these servers (`troupe check --push-groups`: the same slicing, at the Troupe row's --slice-bytes,
-     1 MiB unless given; the same bundling of small keys; each group on the server Troupe's plan puts
+     512 KiB unless given; the same bundling of small keys; each group on the server Troupe's plan puts
      its shard on; each group's share of the stand-in's step, from its layers' work), or with
      --requests keys one request per key (as MXNet pushes); it reports the
      median step after its warm-up (the slowest worker's). --modes: `pull` sends a group's pull once

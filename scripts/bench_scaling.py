@@ -22,7 +22,7 @@ they push, as MXNet's kvstore sums a machine's GPUs: `hierarchical(machines = W)
 (dist_sync), and under `--topology async` (dist_async) the host's sum pushed straight to the shards, which
 answer each host on its own (the local_sync route set of examples/fashion_local_sync.troupe); with N = 1,
 async is the `async` preset. A host's bytes per step are the model's either way.
-`--slice-bytes N`: parameters above N bytes travel in slices of at most N (default 1 MiB; see SLICE_BYTES).
+`--slice-bytes N`: parameters above N bytes travel in slices of at most N (default 512 KiB; see SLICE_BYTES).
 `--tcp-congestion X`: the links' TCP congestion control (cluster.tcp_congestion; default auto: cubic where the
 nodes may set it; docs/operations.md says why), printed in the table's header as it resolved.
 `--epoch-examples E`: also print, per row, the time and the bytes per node of an epoch of E examples
@@ -73,11 +73,13 @@ MODELS = {
     "lenet": ("lenet", (1, 28, 28), 10),
     "mlp": ("mlp", (1, 28, 28), 10),
 }
-# The bench's slices: 1 MiB, not a config's default 4 MiB. A server answers a slice only once all of it has
+# The bench's slices: 512 KiB, not a config's default 4 MiB. A server answers a slice only once all of it has
 # come, so while the largest slice crosses a link the answers lag the pushes by it; the lag is the link's idle
-# time at the end of every step (the worker waits for the last answers). ResNet-50, 1 worker, 1 Gbit: 979 ms a
-# step with 4 MiB slices, 919 with 1 MiB (docs/benchmarks.md).
-SLICE_BYTES = 1 << 20
+# time at the end of every step (the worker waits for the last answers), and a link's share shrinks as the
+# servers grow. ResNet-50, 1 worker, 1 Gbit: 979 ms a step with 4 MiB slices, 919 with 1 MiB; 4 workers and
+# servers: 902 ms with 512 KiB against 915 with 1 MiB, VGG-16 the same with both; 256 KiB costs the host more
+# than it gains (docs/benchmarks.md, tenth and eleventh looks).
+SLICE_BYTES = 512 << 10
 CPU_BOUND = 0.90  # share of the host's cores busy from which a row counts as CPU-bound
 GOAL = 0.90  # the ratio max(compute, floor) / step every row not CPU-bound should reach (issue 20)
 ROW_BOUND_S = 600  # a row must end within this
@@ -459,7 +461,7 @@ def parse_args(argv):
                    "--link-mbit): links not paced, pushes by priority alone")
     p.add_argument("--slice-bytes", type=int, default=SLICE_BYTES,
                    help="parameters above this many bytes travel in slices of at most this (cluster.slice_bytes; "
-                        f"default {SLICE_BYTES}, 1 MiB: see the module's text)")
+                        f"default {SLICE_BYTES}, 512 KiB: see the module's text)")
     p.add_argument("--tcp-congestion", default="auto",
                    help="TCP congestion control of the links (cluster.tcp_congestion): auto (default: cubic where it "
                         "may be set), system (the host's default) or an algorithm's name")

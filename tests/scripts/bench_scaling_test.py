@@ -151,7 +151,7 @@ def check_arithmetic():
             cluster = cluster_line(argv)
             if (want is None and "priority" in cluster) or (want is not None and want not in cluster):
                 fail(f"{argv}: the config's cluster line is {cluster!r}")
-        for argv, want in (([], f"slice_bytes = {1 << 20}"), (["--slice-bytes", "4194304"], "slice_bytes = 4194304")):
+        for argv, want in (([], f"slice_bytes = {512 << 10}"), (["--slice-bytes", "4194304"], "slice_bytes = 4194304")):
             cluster = cluster_line(argv)
             if want not in cluster:
                 fail(f"{argv}: the config's cluster line is {cluster!r}, expected {want!r}")

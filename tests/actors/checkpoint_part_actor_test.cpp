@@ -168,9 +168,12 @@ caf::expected<std::string> save(caf::actor_system& sys, const std::string& prefi
 // Two servers' parts (shard 0 and shard 1 of two_shards) and a worker's, in one actor system;
 // every actor is shut down at the end.
 struct three_parts {
+  // Before the actor system, so it goes after it: a save that failed on one part leaves the
+  // others writing, and the system's end waits for them; a folder removed first could get their
+  // files back between emptying it and removing it (a run left one behind).
+  test::temp_dir dir;
   local_node_config cfg;
   caf::actor_system sys{cfg};
-  test::temp_dir dir;
   two_shards s{sys};
   worker_part worker{sys};
   checkpoint_part_actor server_0 = spawn_checkpoint_part(sys, part_wiring({{0, s.first, s.first_keys}}));

@@ -20,25 +20,22 @@ adopted compute recomputes from (detection, adoption, and the rewind of the weig
 """
 import os
 import re
-import shutil
 import signal
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_run import kill_group, require_in_log, require_one_process_weights, start_launch  # noqa: E402  (shared)
+from cluster_run import kill_group, require_in_log, require_one_process_weights, start_launch, work_folder  # noqa: E402  (shared)
 
 BOUND_S = 300
 
 
-def main():
+def main(workdir):
     troupe, config, servers, workers, kill_epoch = sys.argv[1:6]
     rest = sys.argv[6:]
     launch_only = []
     if rest[:1] == ["--spares"]:
         launch_only, rest = rest[:2], rest[2:]
-    workdir = tempfile.mkdtemp(prefix="troupe-adopt-")
     command = [troupe, "launch", "-n", workers, "-s", servers] + launch_only \
         + ["--config", config, "--on-worker-loss", "adopt"] + rest
     proc = start_launch(command, workdir)
@@ -95,14 +92,10 @@ def main():
                 print(line)
         print(f"kill to training again: {served_at - killed_at:.3f} s")
         print(f"ok: worker {victim_rank} killed in epoch {kill_epoch}, adopted; exit 0; {got} as in one process")
-    except BaseException:
-        print(f"(logs in {workdir})")
-        raise
-    else:
-        shutil.rmtree(workdir, ignore_errors=True)
     finally:
         kill_group(proc.pid)
 
 
 if __name__ == "__main__":
-    main()
+    with work_folder("troupe-adopt-") as folder:
+        main(folder)

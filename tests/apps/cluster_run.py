@@ -76,6 +76,7 @@ Scenarios:
 Every process runs in its own process group and is killed at the end whatever happens, so no
 test leaves a process behind; every wait has a deadline.
 """
+import contextlib
 import json
 import os
 import random
@@ -90,6 +91,22 @@ import time
 
 SECRET = "troupe-test-secret-0123456789abcdef"
 BOUND_S = 120  # a whole run, or a failure to spread, must finish within this
+
+
+@contextlib.contextmanager
+def work_folder(prefix):
+    """A new folder for a scenario's files (the nodes' logs, port files): removed once the scenario has passed or
+    was skipped (exit 77) and its processes are gone, kept and named when it fails."""
+    workdir = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield workdir
+    except BaseException as e:
+        if isinstance(e, SystemExit) and e.code in (None, 0, 77):
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            print(f"(logs in {workdir})")
+        raise
+    shutil.rmtree(workdir, ignore_errors=True)
 
 
 def kill_group(pid):
@@ -261,7 +278,6 @@ def start_from_environment(cluster, kind, config, servers, workers, flags):
 
 
 def run_mpi(troupe, config, servers, workers, flags, workdir):
-    import shutil
     mpirun = shutil.which("mpirun")
     if not mpirun:
         print("skipped: no mpirun (Debian's openmpi-bin)")
@@ -839,14 +855,12 @@ def raw_garbage(port):
             pass
 
 
-def main():
+def main(workdir):
     troupe, scenario, config, servers, workers = sys.argv[1:6]
     troupe, config = os.path.abspath(troupe), os.path.abspath(config)
     servers, workers = int(servers), int(workers)
     flags = sys.argv[6:]
-    workdir = tempfile.mkdtemp(prefix=f"troupe-{scenario}-")
     cluster = Cluster(troupe, workdir)
-    passed = False
     try:
         if scenario in ("same-weights", "learns"):
             start_by_hand(cluster, config, servers, workers, flags)
@@ -945,16 +959,10 @@ def main():
                 cluster.fail("the scheduler did not log the refused proof")
         else:
             raise SystemExit(f"unknown scenario {scenario}")
-        passed = True
     finally:
         cluster.kill_all()
-        # the nodes' logs stay for a failed scenario, and go with a passed one
-        skipped = isinstance(sys.exc_info()[1], SystemExit) and sys.exc_info()[1].code == 77
-        if passed or skipped:
-            shutil.rmtree(workdir, ignore_errors=True)
-        else:
-            print(f"(logs in {workdir})")
 
 
 if __name__ == "__main__":
-    main()
+    with work_folder(f"troupe-{sys.argv[2]}-") as folder:
+        main(folder)

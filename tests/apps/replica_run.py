@@ -19,25 +19,22 @@ of` line) and to the next progress line of the scheduler.
 """
 import os
 import re
-import shutil
 import signal
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_run import kill_group, require_in_log, require_one_process_weights, start_launch  # noqa: E402  (shared)
+from cluster_run import kill_group, require_in_log, require_one_process_weights, start_launch, work_folder  # noqa: E402  (shared)
 
 BOUND_S = 300
 
 
-def main():
+def main(workdir):
     troupe, config, servers, workers, kill_epoch = sys.argv[1:6]
     rest = sys.argv[6:]
     victim_rank = 0
     if rest[:1] == ["--victim"]:
         victim_rank, rest = int(rest[1]), rest[2:]
-    workdir = tempfile.mkdtemp(prefix="troupe-replica-")
     command = [troupe, "launch", "-n", workers, "-s", servers, "--replicas", "2", "--config", config] + rest
     proc = start_launch(command, workdir)
     seen = []
@@ -86,14 +83,10 @@ def main():
         if training_at:
             print(f"kill to the next progress line: {training_at - killed_at:.3f} s")
         print(f"ok: server {victim_rank} killed in epoch {kill_epoch}, its backups promoted; exit 0; {got} as in one process")
-    except BaseException:
-        print(f"(logs in {workdir})")
-        raise
-    else:
-        shutil.rmtree(workdir, ignore_errors=True)
     finally:
         kill_group(proc.pid)
 
 
 if __name__ == "__main__":
-    main()
+    with work_folder("troupe-replica-") as folder:
+        main(folder)

@@ -25,16 +25,14 @@ line) and to its next progress line.
 """
 import os
 import re
-import shutil
 import signal
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_run import (Cluster, final_weights, in_process_weights, kill_group,  # noqa: E402  (shared with the
                          require_in_log, require_one_process_weights, start_by_hand,  # other cluster tests)
-                         start_launch)
+                         start_launch, work_folder)
 
 BOUND_S = 300
 
@@ -107,11 +105,6 @@ def by_hand(troupe, config, servers, workers, kill_epoch, at_validation, rest, w
             cluster.fail(f"restarted scheduler's run: {got}\nin one process: {reference}")
         print(f"ok: the scheduler killed in epoch {kill_epoch} and restarted by hand with --resume; every other node "
               f"exits 0; {got} as in one process")
-    except BaseException:
-        print(f"(logs in {workdir})")
-        raise
-    else:
-        shutil.rmtree(workdir, ignore_errors=True)
     finally:
         left = cluster.kill_all()
         if left:
@@ -132,7 +125,7 @@ def check_metrics(path, out):
     print(f"metrics file: the config record, one resumed record, epochs {epochs} once each")
 
 
-def main():
+def main(workdir):
     troupe, config, servers, workers, kill_epoch = sys.argv[1:6]
     rest = sys.argv[6:]
     at_validation = rest[:2] == ["--at", "validation"]
@@ -141,7 +134,6 @@ def main():
     hand = rest[:1] == ["--by-hand"]
     if hand:
         rest = rest[1:]
-    workdir = tempfile.mkdtemp(prefix="troupe-scheduler-restart-")
     if hand:
         return by_hand(troupe, config, servers, workers, kill_epoch, at_validation, rest, workdir)
     command = [troupe, "launch", "-n", workers, "-s", servers, "--config", config] + rest
@@ -198,14 +190,10 @@ def main():
         if training_at:
             print(f"kill to the next progress line: {training_at - killed_at:.3f} s")
         print(f"ok: the scheduler killed in epoch {kill_epoch}, restarted and rejoined; exit 0; {got} as in one process")
-    except BaseException:
-        print(f"(logs in {workdir})")
-        raise
-    else:
-        shutil.rmtree(workdir, ignore_errors=True)
     finally:
         kill_group(proc.pid)
 
 
 if __name__ == "__main__":
-    main()
+    with work_folder("troupe-scheduler-restart-") as folder:
+        main(folder)

@@ -11,17 +11,14 @@ usage: straggler_run.py TROUPE CONFIG MS
 import json
 import os
 import re
-import shutil
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_run import Cluster, read_port  # noqa: E402  (shared with the other cluster tests)
+from cluster_run import Cluster, read_port, work_folder  # noqa: E402  (shared with the other cluster tests)
 
 
-def main():
+def main(workdir):
     troupe, config, ms = sys.argv[1:4]
-    workdir = tempfile.mkdtemp(prefix="troupe-straggler-")
     cluster = Cluster(troupe, workdir)
     metrics = os.path.join(workdir, "m.jsonl")
     common = ["--config", config, "--server-nodes", "1", "--worker-nodes", "2"]
@@ -54,11 +51,6 @@ def main():
             if "Waited for:" in line:
                 print(line)
         print(f"ok: every epoch names worker_1 (its computes {ms} ms per batch) as the one the barriers waited for")
-    except BaseException:
-        print(f"(logs in {workdir})")
-        raise
-    else:
-        shutil.rmtree(workdir, ignore_errors=True)
     finally:
         left = cluster.kill_all()
         if left:
@@ -66,4 +58,5 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    with work_folder("troupe-straggler-") as folder:
+        main(folder)

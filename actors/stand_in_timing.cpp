@@ -41,19 +41,19 @@ stand_in_timing::stand_in_timing(const std::vector<double>& slot_work, const std
                                   + std::to_string(slot_work.size()));
     return key;
   };
+  std::vector<std::vector<const key_slice*>> keys_of_group(groups.size());
   for (std::size_t g = 0; g < groups.size(); ++g)
     for (auto k : groups[g].keys) {
       const auto& key = key_of(g, groups[g].shard, k);
+      keys_of_group[g].push_back(&key);
       slot_elements[key.slot] += static_cast<double>(key.length);
     }
   double total = 0.0;
   shares_.assign(groups.size(), 0.0);
   for (std::size_t g = 0; g < groups.size(); ++g) {
-    for (auto k : groups[g].keys) {
-      const auto& key = key_of(g, groups[g].shard, k);
-      if (slot_elements[key.slot] > 0)
-        shares_[g] += slot_work[key.slot] * static_cast<double>(key.length) / slot_elements[key.slot];
-    }
+    for (const auto* key : keys_of_group[g])
+      if (slot_elements[key->slot] > 0)
+        shares_[g] += slot_work[key->slot] * static_cast<double>(key->length) / slot_elements[key->slot];
     total += shares_[g];
   }
   for (auto& s : shares_)

@@ -33,6 +33,12 @@ namespace troupe {
 
 namespace {
 
+/// The model's input as `build` sees it: a batch of one sample.
+shape_t batch_of_one(const shape_t& sample_shape) {
+  shape_t shape{1};
+  shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
+  return shape;
+}
 
 std::uint64_t splitmix64(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -107,11 +113,9 @@ model::node_id model::add(std::string name, std::unique_ptr<layer> l, std::vecto
       throw std::invalid_argument(where + ": the name is already used");
 
   std::vector<shape_t> input_shapes;
-  shape_t batch_of_one{1};
-  batch_of_one.insert(batch_of_one.end(), sample_shape_.begin(), sample_shape_.end());
   for (node_id id : inputs) {
     if (id == input)
-      input_shapes.push_back(batch_of_one);
+      input_shapes.push_back(batch_of_one(sample_shape_));
     else if (id < nodes_.size())
       input_shapes.push_back(nodes_[id]->output_shape);
     else
@@ -425,16 +429,17 @@ std::int64_t model::parameter_count() const {
 
 std::vector<double> model::forward_work_by_slot() const {
   constexpr double flops_per_element = 16.0 * 4.0;  // 16 flops per byte, 4-byte elements
-  shape_t batch_of_one{1};
-  batch_of_one.insert(batch_of_one.end(), sample_shape_.begin(), sample_shape_.end());
+  const shape_t input_shape = batch_of_one(sample_shape_);
   std::vector<double> work(parameters_.size(), 0.0);
-  double before_any = 0.0;  // layers ahead of the first one with parameters
+  if (work.empty())
+    return work;
+  // Parameters are in node order, so the first layer with any holds slot 0: the layers before
+  // it are charged there too.
   std::size_t current = 0;
-  bool seen = false;
   for (const auto& n : nodes_) {
     double traffic = static_cast<double>(shape_numel(n->output_shape));
     for (node_id id : n->inputs)
-      traffic += static_cast<double>(shape_numel(id == input ? batch_of_one : nodes_[id]->output_shape));
+      traffic += static_cast<double>(shape_numel(id == input ? input_shape : nodes_[id]->output_shape));
     double arithmetic = 0.0;
     for (const auto& p : n->op->parameters()) {
       const auto& weight = p.value;
@@ -444,27 +449,16 @@ std::vector<double> model::forward_work_by_slot() const {
       arithmetic = 2.0 * static_cast<double>(weight.numel()) * static_cast<double>(positions);
       break;
     }
-    const double cost = std::max(arithmetic, flops_per_element * traffic);
-    if (!n->op->parameters().empty()) {
+    if (!n->op->parameters().empty())
       current = n->first_parameter;
-      if (!seen)
-        work[current] += before_any;
-      seen = true;
-      work[current] += cost;
-    } else if (seen) {
-      work[current] += cost;
-    } else {
-      before_any += cost;
-    }
+    work[current] += std::max(arithmetic, flops_per_element * traffic);
   }
   return work;
 }
 
 std::string model::summary() const {
-  shape_t input_shape{1};
-  input_shape.insert(input_shape.end(), sample_shape_.begin(), sample_shape_.end());
   std::ostringstream out;
-  out << "model '" << name_ << "': input " << batch_shape_string(input_shape) << ", " << classes_
+  out << "model '" << name_ << "': input " << batch_shape_string(batch_of_one(sample_shape_)) << ", " << classes_
       << " classes\n";
   for (const auto& n : nodes_)
     out << "  " << std::left << std::setw(32) << n->name << ' ' << std::setw(16) << n->op->kind()

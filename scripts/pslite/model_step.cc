@@ -189,6 +189,7 @@ struct answers {
   std::condition_variable cv;
   std::deque<size_t> pushed;  // pull mode: groups whose push was answered, pull not yet sent
   std::vector<char> in;       // per group: its weights of the last step pushed are back
+  std::vector<clock_type::time_point> back_at;  // per group: since when (in[g] set)
 };
 
 double ms_between(clock_type::time_point a, clock_type::time_point b) {
@@ -260,6 +261,7 @@ void run_worker(const std::vector<group_plan>& plan, double compute_ms, int warm
     kv.ZPull(keys[g], &weights[g], &pulled_lens[g], 0, [&a, g] {
       std::lock_guard<std::mutex> lock(a.mu);
       a.in[g] = 1;
+      a.back_at[g] = clock_type::now();
       a.cv.notify_all();
     });
   };
@@ -294,22 +296,35 @@ void run_worker(const std::vector<group_plan>& plan, double compute_ms, int warm
   };
   const auto never = [] { return false; };
   a.in.assign(groups, 1);  // the initial weights: step 0's forward waits for nothing
+  a.back_at.assign(groups, clock_type::time_point::min());
   std::vector<double> times;
   auto step_start = clock_type::now();
+  // The device's time, as Troupe's stand-in keeps it (compute_actor.hpp, "Stand-in"): when its
+  // last segment (or the last step's backward) ended. A segment starts once that one has ended
+  // and its weights are back, whenever this thread got to it, so late wake-ups do not add up.
+  auto mark = step_start;
   for (int step = 0; step < warmup + timed; ++step) {
     const auto deadline = after_ms(clock_type::now(), step_timeout_s * 1e3);
     for (size_t k = 0; k < groups; ++k) {  // forward, first layers first
       const size_t g = groups - 1 - k;
       serve_until(deadline, deadline, step, [&] { return a.in[g] != 0; });
+      clock_type::time_point back;
+      {
+        std::lock_guard<std::mutex> lock(a.mu);
+        back = a.back_at[g];
+      }
       if (step > 0)
         check(g, step);
-      serve_until(after_ms(clock_type::now(), compute_ms / 3 * plan[g].work), deadline, step, never);
+      mark = after_ms(std::max(mark, back), compute_ms / 3 * plan[g].work);
+      serve_until(mark, deadline, step, never);
     }
-    const auto backward_start = clock_type::now();
+    const auto backward_start = mark;
     double backward_done = 0;  // the shares of groups 0..g
     for (size_t g = 0; g < groups; ++g) {  // backward, last layers first
       backward_done = g + 1 == groups ? 1.0 : std::min(1.0, backward_done + plan[g].work);
       serve_until(after_ms(backward_start, (compute_ms - compute_ms / 3) * backward_done), deadline, step, never);
+      if (g + 1 == groups)
+        mark = after_ms(backward_start, compute_ms - compute_ms / 3);
       {
         std::lock_guard<std::mutex> lock(a.mu);
         a.in[g] = 0;
@@ -320,6 +335,7 @@ void run_worker(const std::vector<group_plan>& plan, double compute_ms, int warm
         kv.ZPushPull(keys[g], grads[g], &weights[g], &pulled_lens[g], 0, [&a, g] {
           std::lock_guard<std::mutex> lock(a.mu);
           a.in[g] = 1;
+          a.back_at[g] = clock_type::now();
           a.cv.notify_all();
         });
         continue;

@@ -256,6 +256,28 @@ CAF_TEST(pushes_leave_on_their_timers_and_the_loader_is_never_asked) {
   CAF_CHECK_EQUAL(shard->pushes.size(), 2 * groups);
 }
 
+// A timer that fires late makes no later one late: with the clock moving in jumps of a
+// millisecond (every timer fires up to that late, as on a busy host), step 1's first push
+// leaves within a jump of when the device would push it. Timing each segment of the forward
+// from when the last one's timer fired would add up to a jump per segment.
+CAF_TEST(timers_that_fire_late_do_not_make_the_step_longer) {
+  start();
+  auto& clock = sched.clock();
+  const auto jump = caf::timespan{std::chrono::milliseconds(1)};
+  CAF_REQUIRE(groups > 20);  // the forward has that many segments, most of them under a jump
+  const auto target = begin + step_time + due(0);
+  while (shard->pushes.size() <= groups && clock.current_time < begin + 3 * step_time) {
+    sched.advance_time(jump);
+    consume_messages();
+  }
+  CAF_REQUIRE(shard->pushes.size() > groups);  // with step 1's first: groups due with it leave too
+  CAF_CHECK_EQUAL(shard->pushes[groups].step, 1);
+  CAF_CHECK_EQUAL(shard->pushes[groups].keys, (std::vector<std::size_t>{groups - 1}));
+  CAF_CHECK(clock.current_time >= target);
+  CAF_MESSAGE("late by " << (clock.current_time - target).count() << " ns; due(0) " << due(0).count());
+  CAF_CHECK(clock.current_time <= target + jump);
+}
+
 // Without overlap nothing leaves before the step's time is up, and then every group at once.
 CAF_TEST(without_overlap_every_push_leaves_when_the_step_time_is_up) {
   start(false);

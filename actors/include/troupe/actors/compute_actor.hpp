@@ -70,8 +70,10 @@
 // host-to-device copy per key). The copies are synchronous and from pageable memory.
 //
 // Stand-in (compute_spawn_options::stand_in, for benchmarks of the communication): the actor
-// computes nothing. A training step takes `step` of the clock, on timers (delayed_send, so no
-// thread busy-waits or sleeps): a third of it forward, the rest backward. The forward runs in
+// computes nothing. A training step takes `step` of the clock, on timers (so no thread
+// busy-waits or sleeps) set for the times a device would reach each point, chained from the
+// device's previous point, not from when the actor ran (a timer that fires late makes no later
+// one late): a third of it forward, the rest backward. The forward runs in
 // one segment per push group, in forward order (the last group first), each taking its
 // layers' share of the model's forward work (stand_in_timing.hpp: by arithmetic or memory
 // traffic, as on a GPU), and a segment starts only once its group's weights of the previous

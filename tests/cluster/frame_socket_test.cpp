@@ -8,7 +8,9 @@
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -279,6 +281,49 @@ TEST_CASE("a peer that closes in the middle of a frame is reported as such", "[c
 
 // A frame still arriving counts as hearing from the peer: its bytes move last_bytes_at, piece by
 // piece, long before the frame is whole (a channel's connection timeout reads it).
+// A piece of which part is already read must still be read whole when only its rest comes,
+// and nothing after it (a reader that waits for a fixed amount of new bytes, SO_RCVLOWAT in a
+// blocking recv, hangs here): half the frame's last piece is in the reader's socket (the
+// client's send queue is empty) before its rest is written, and the peer then sends nothing.
+TEST_CASE("a frame whose rest comes after its first part was read arrives whole", "[cluster][socket]") {
+  caf::actor_system_config config;
+  caf::actor_system system{config};
+  caf::scoped_actor self{system};
+  accepting server;
+  const int raw = plain_client(server.listener->port());
+  auto served = server.accepted();
+  served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(64 << 20));
+  std::vector<char> frame;
+  append_frame(frame_number(4, 9), frame);
+  REQUIRE(frame.size() > 2 * read_piece_bytes);
+  auto write_range = [&](std::size_t from, std::size_t to) {
+    while (from < to) {
+      const auto n = ::write(raw, frame.data() + from, to - from);
+      REQUIRE(n > 0);
+      from += static_cast<std::size_t>(n);
+    }
+  };
+  // the last piece of the payload, half of it written at first: no byte follows its rest
+  const auto payload = frame.size() - frame_header_bytes;
+  const auto last_piece = payload % read_piece_bytes == 0 ? read_piece_bytes : payload % read_piece_bytes;
+  REQUIRE(last_piece >= 2);
+  const std::size_t first = frame.size() - last_piece / 2;
+  write_range(0, first);
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  int unsent = 1;
+  while (unsent > 0 && std::chrono::steady_clock::now() < until) {
+    REQUIRE(::ioctl(raw, SIOCOUTQ, &unsent) == 0);
+    std::this_thread::yield();
+  }
+  REQUIRE(unsent == 0);
+  write_range(first, frame.size());
+  auto h = next_event(self);
+  INFO(h.kind << ": " << h.text);
+  REQUIRE(h.kind == "frame");
+  CHECK(std::get<weights_message>(h.message).request == 9);
+  ::close(raw);
+}
+
 TEST_CASE("the bytes of a frame still arriving count as heard from the peer", "[cluster][socket]") {
   caf::actor_system_config config;
   caf::actor_system system{config};

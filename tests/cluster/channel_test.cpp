@@ -157,11 +157,13 @@ struct server_node {
   std::uint16_t port = 0;
   std::shared_ptr<serving_registry> directory;
 
-  explicit server_node(push_target_actor serving = {}, std::uint64_t plan_hash = 1234, std::string congestion = {}) {
+  explicit server_node(push_target_actor serving = {}, std::uint64_t plan_hash = 1234, std::string congestion = {},
+                       bool same_host_shortcut = false) {
     shard = serving ? serving : push_target_actor{spawn_param_shard(system, two_keys(), momentum_sgd())};
     auto options = options_for(node_kind::server, "server 0");
     options.plan_hash = plan_hash;
     options.tcp_congestion = std::move(congestion);
+    options.same_host_shortcut = same_host_shortcut;
     options.serving->set<remote_interface::push_target>(0, shard);  // and none of shard 1
     directory = options.serving;
     options.log = log.sink();
@@ -298,6 +300,32 @@ TEST_CASE("a shard reached over a link answers exactly as the same shard in-proc
   CHECK(traffic.bytes_out[pull_kind] <= frame_overhead_bound(0));
   CHECK(traffic.total_out() >= traffic.bytes_out[push_kind] + traffic.bytes_out[pull_kind]);
   self->send_exit(local, caf::exit_reason::user_shutdown);
+}
+
+// A fixed push order is for a paced TCP link. Over a same-host socket a push goes as soon as it
+// is queued: here the order names first a push that never comes, with an hour's patience, and
+// the push that does come is answered all the same.
+TEST_CASE("a same-host link writes pushes as they come, whatever fixed order it is given", "[cluster][link]") {
+  server_node server({}, 1234, {}, true);
+  local_node_config config = network_config();
+  caf::actor_system system{config};
+  auto options = options_for(node_kind::worker, "worker 0");
+  options.same_host_shortcut = true;
+  options.priority = true;
+  options.order.position = {{1, 2}};  // shard 0's keys 0 and 1: a push of both ranks 2
+  options.push_sequence = {7, 2};     // rank 7 first: no such push is ever sent
+  options.sequence_patience = std::chrono::hours(1);
+  bool local = false;
+  auto connected = connect_channel(system, "127.0.0.1", server.port, options, &local);
+  REQUIRE(connected);
+  REQUIRE(local);
+  auto remote = spawn_push_target_proxy(system, *connected, 0);
+  caf::scoped_actor self{system};
+  auto answer = ask(self, remote, caf::make_message(push_atom::value, push_of_step(0)));
+  REQUIRE(answer);
+  CHECK(answer->updates == 1);
+  caf::anon_send_exit(remote, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(*connected, caf::exit_reason::user_shutdown);
 }
 
 TEST_CASE("a peer with another secret or another plan is refused, naming why", "[cluster][link]") {

@@ -77,7 +77,7 @@ struct channel_options {
   forward_order order;
   /// With priority: the order this link writes a step's pushes in (fixed_push_order in
   /// frame_priority.hpp; frame_socket's set_sequence), waiting at most `sequence_patience` for
-  /// the next. Empty: pushes by rank like every other tensor frame.
+  /// the next. Empty, or a same-host socket: pushes by rank like every other tensor frame.
   std::vector<std::uint64_t> push_sequence;
   std::chrono::milliseconds sequence_patience{2000};
   /// TCP: the most bytes per second the link sends (its share of the host's link, so that the

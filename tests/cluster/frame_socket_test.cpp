@@ -123,6 +123,20 @@ heard next_event(caf::scoped_actor& self) {
   return h;
 }
 
+// A frame socket served to this test as its owner, its peer a plain client socket (`raw`) that
+// writes whatever bytes a test gives it.
+struct raw_peer {
+  caf::actor_system_config config;
+  caf::actor_system system{config};
+  caf::scoped_actor self{system};
+  accepting server;
+  const int raw = plain_client(server.listener->port());
+  std::shared_ptr<frame_socket> served = server.accepted();
+  raw_peer(std::size_t max_payload, std::size_t pool_bytes) {
+    served->start(caf::actor_cast<caf::actor>(self), max_payload, std::make_shared<receive_pool>(pool_bytes));
+  }
+};
+
 } // namespace
 
 TEST_CASE("frames of every size cross a frame socket whole and in order", "[cluster][socket]") {
@@ -227,13 +241,9 @@ TEST_CASE("a held writer writes by rank, ties as queued, or exactly as queued un
 }
 
 TEST_CASE("a stream that breaks the framing is reported once, then its end", "[cluster][socket]") {
-  caf::actor_system_config config;
-  caf::actor_system system{config};
-  caf::scoped_actor self{system};
-  accepting server;
-  const int raw = plain_client(server.listener->port());
-  auto served = server.accepted();
-  served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(1 << 20));
+  raw_peer peer(default_max_frame_bytes, 1 << 20);
+  auto& self = peer.self;
+  const int raw = peer.raw;
   const std::string garbage = "GET / HTTP/1.1\r\nHost: x\r\n\r\n and more bytes after it";
   REQUIRE(::write(raw, garbage.data(), garbage.size()) == static_cast<ssize_t>(garbage.size()));
   auto h = next_event(self);
@@ -245,13 +255,9 @@ TEST_CASE("a stream that breaks the framing is reported once, then its end", "[c
 }
 
 TEST_CASE("a frame over the limit is refused by its header alone", "[cluster][socket]") {
-  caf::actor_system_config config;
-  caf::actor_system system{config};
-  caf::scoped_actor self{system};
-  accepting server;
-  const int raw = plain_client(server.listener->port());
-  auto served = server.accepted();
-  served->start(caf::actor_cast<caf::actor>(self), 4096, std::make_shared<receive_pool>(1 << 20));
+  raw_peer peer(4096, 1 << 20);
+  auto& self = peer.self;
+  const int raw = peer.raw;
   std::vector<char> frame;
   append_frame(frame_number(2, 1), frame);  // 4 KiB of values plus the message: over 4096
   REQUIRE(::write(raw, frame.data(), frame_header_bytes) == static_cast<ssize_t>(frame_header_bytes));
@@ -263,13 +269,9 @@ TEST_CASE("a frame over the limit is refused by its header alone", "[cluster][so
 }
 
 TEST_CASE("a peer that closes in the middle of a frame is reported as such", "[cluster][socket]") {
-  caf::actor_system_config config;
-  caf::actor_system system{config};
-  caf::scoped_actor self{system};
-  accepting server;
-  const int raw = plain_client(server.listener->port());
-  auto served = server.accepted();
-  served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(1 << 20));
+  raw_peer peer(default_max_frame_bytes, 1 << 20);
+  auto& self = peer.self;
+  const int raw = peer.raw;
   std::vector<char> frame;
   append_frame(frame_number(2, 1), frame);
   REQUIRE(::write(raw, frame.data(), 100) == 100);
@@ -279,20 +281,14 @@ TEST_CASE("a peer that closes in the middle of a frame is reported as such", "[c
   CHECK(h.text.find("in the middle of a frame") != std::string::npos);
 }
 
-// A frame still arriving counts as hearing from the peer: its bytes move last_bytes_at, piece by
-// piece, long before the frame is whole (a channel's connection timeout reads it).
 // A piece of which part is already read must still be read whole when only its rest comes,
 // and nothing after it (a reader that waits for a fixed amount of new bytes, SO_RCVLOWAT in a
 // blocking recv, hangs here): half the frame's last piece is in the reader's socket (the
 // client's send queue is empty) before its rest is written, and the peer then sends nothing.
 TEST_CASE("a frame whose rest comes after its first part was read arrives whole", "[cluster][socket]") {
-  caf::actor_system_config config;
-  caf::actor_system system{config};
-  caf::scoped_actor self{system};
-  accepting server;
-  const int raw = plain_client(server.listener->port());
-  auto served = server.accepted();
-  served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(64 << 20));
+  raw_peer peer(default_max_frame_bytes, 64 << 20);
+  auto& self = peer.self;
+  const int raw = peer.raw;
   std::vector<char> frame;
   append_frame(frame_number(4, 9), frame);
   REQUIRE(frame.size() > 2 * read_piece_bytes);
@@ -324,14 +320,13 @@ TEST_CASE("a frame whose rest comes after its first part was read arrives whole"
   ::close(raw);
 }
 
+// A frame still arriving counts as hearing from the peer: its bytes move last_bytes_at, piece by
+// piece, long before the frame is whole (a channel's connection timeout reads it).
 TEST_CASE("the bytes of a frame still arriving count as heard from the peer", "[cluster][socket]") {
-  caf::actor_system_config config;
-  caf::actor_system system{config};
-  caf::scoped_actor self{system};
-  accepting server;
-  const int raw = plain_client(server.listener->port());
-  auto served = server.accepted();
-  served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(64 << 20));
+  raw_peer peer(default_max_frame_bytes, 64 << 20);
+  auto& self = peer.self;
+  const int raw = peer.raw;
+  auto& served = peer.served;
   std::vector<char> frame;
   append_frame(frame_number(4, 9), frame);  // the 40 MiB key
   REQUIRE(frame.size() > 3 * read_piece_bytes);

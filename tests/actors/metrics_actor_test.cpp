@@ -28,6 +28,16 @@ std::string temp_path(const char* name) {
   return (std::filesystem::temp_directory_path() / name).string();
 }
 
+// A metrics file in the temporary directory, gone before the test and after it. Declared
+// before the actor system, so the metrics actor has let go of it when it is removed.
+struct temp_file {
+  std::string path;
+  explicit temp_file(const char* name) : path(temp_path(name)) { std::remove(path.c_str()); }
+  ~temp_file() { std::remove(path.c_str()); }
+  temp_file(const temp_file&) = delete;
+  temp_file& operator=(const temp_file&) = delete;
+};
+
 // The lines of a metrics file.
 std::vector<std::string> lines_of(const std::string& path) {
   std::ifstream in(path);
@@ -40,12 +50,12 @@ std::vector<std::string> lines_of(const std::string& path) {
 } // namespace
 
 TEST_CASE("metrics prints MXNet-style lines and one JSON object per epoch") {
+  temp_file file("troupe_metrics_test.jsonl");
   local_node_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
   std::ostringstream log;
-  auto path = temp_path("troupe_metrics_test.jsonl");
-  std::remove(path.c_str());
+  const auto& path = file.path;
   metrics_options o;
   o.out = &log;
   o.display_batches = 2;
@@ -117,12 +127,12 @@ TEST_CASE("metrics flushes each batch line as it writes it") {
 }
 
 TEST_CASE("metrics reports top-k per batch, per phase after a colon, and in the JSON line") {
+  temp_file file("troupe_metrics_top_k_test.jsonl");
   local_node_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
   std::ostringstream log;
-  auto path = temp_path("troupe_metrics_top_k_test.jsonl");
-  std::remove(path.c_str());
+  const auto& path = file.path;
   metrics_options o;
   o.out = &log;
   o.display_batches = 2;
@@ -159,12 +169,12 @@ TEST_CASE("metrics reports top-k per batch, per phase after a colon, and in the 
 // figures then cover the survivors' parts only, and every validation line and the JSON line
 // say how much.
 TEST_CASE("metrics says what a validation covers when it is less than the whole set") {
+  temp_file file("troupe_metrics_coverage_test.jsonl");
   local_node_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
   std::ostringstream log;
-  auto path = temp_path("troupe_metrics_coverage_test.jsonl");
-  std::remove(path.c_str());
+  const auto& path = file.path;
   metrics_options o;
   o.out = &log;
   o.display_batches = 0;
@@ -227,12 +237,12 @@ TEST_CASE("metrics says nothing of coverage when the set's size is not known and
 }
 
 TEST_CASE("metrics writes an epoch whose validation was skipped without validation fields") {
+  temp_file file("troupe_metrics_skip_test.jsonl");
   local_node_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
   std::ostringstream log;
-  auto path = temp_path("troupe_metrics_skip_test.jsonl");
-  std::remove(path.c_str());
+  const auto& path = file.path;
   metrics_options o;
   o.out = &log;
   o.display_batches = 0;
@@ -288,12 +298,12 @@ TEST_CASE("metrics draws a progress bar and clears it before a log line") {
 // epoch phases the lost one had recorded: their lines are not written twice (written_through),
 // the later epochs' are, and the log still shows every phase.
 TEST_CASE("metrics writes no line for an epoch the file holds already") {
+  temp_file file("troupe_metrics_written_through_test.jsonl");
   local_node_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
   std::ostringstream log;
-  auto path = temp_path("troupe_metrics_written_through_test.jsonl");
-  std::remove(path.c_str());
+  const auto& path = file.path;
   metrics_options o;
   o.out = &log;
   o.display_batches = 0;

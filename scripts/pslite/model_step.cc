@@ -323,8 +323,6 @@ void run_worker(const std::vector<group_plan>& plan, double compute_ms, int warm
     for (size_t g = 0; g < groups; ++g) {  // backward, last layers first
       backward_done = g + 1 == groups ? 1.0 : std::min(1.0, backward_done + plan[g].work);
       serve_until(after_ms(backward_start, (compute_ms - compute_ms / 3) * backward_done), deadline, step, never);
-      if (g + 1 == groups)
-        mark = after_ms(backward_start, compute_ms - compute_ms / 3);
       {
         std::lock_guard<std::mutex> lock(a.mu);
         a.in[g] = 0;
@@ -346,6 +344,7 @@ void run_worker(const std::vector<group_plan>& plan, double compute_ms, int warm
         a.cv.notify_all();
       });
     }
+    mark = after_ms(backward_start, compute_ms - compute_ms / 3);  // backward's end on the device
     const auto now = clock_type::now();
     const double ms = ms_between(step_start, now);
     step_start = now;

@@ -2,8 +2,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -15,6 +13,8 @@
 #include <troupe/cluster/local_node.hpp>
 #include <troupe/io/dataset.hpp>
 
+#include "tests/io/test_files.hpp"
+
 using namespace troupe;
 
 namespace {
@@ -23,20 +23,6 @@ void flush(caf::scoped_actor& self, const metrics_sink_actor& metrics) {
   self->request(metrics, std::chrono::seconds(10), flush_atom::value)
     .receive([](bool) {}, [](caf::error&) { FAIL("flush failed"); });
 }
-
-std::string temp_path(const char* name) {
-  return (std::filesystem::temp_directory_path() / name).string();
-}
-
-// A metrics file in the temporary directory, gone before the test and after it. Declared
-// before the actor system, so the metrics actor has let go of it when it is removed.
-struct temp_file {
-  std::string path;
-  explicit temp_file(const char* name) : path(temp_path(name)) { std::remove(path.c_str()); }
-  ~temp_file() { std::remove(path.c_str()); }
-  temp_file(const temp_file&) = delete;
-  temp_file& operator=(const temp_file&) = delete;
-};
 
 // The lines of a metrics file.
 std::vector<std::string> lines_of(const std::string& path) {
@@ -50,12 +36,12 @@ std::vector<std::string> lines_of(const std::string& path) {
 } // namespace
 
 TEST_CASE("metrics prints MXNet-style lines and one JSON object per epoch") {
-  temp_file file("troupe_metrics_test.jsonl");
+  test::temp_dir dir;  // before the actor system: the metrics actor has let go of its file when it goes
   local_node_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
   std::ostringstream log;
-  const auto& path = file.path;
+  const auto path = dir.file("metrics.jsonl");
   metrics_options o;
   o.out = &log;
   o.display_batches = 2;
@@ -127,12 +113,12 @@ TEST_CASE("metrics flushes each batch line as it writes it") {
 }
 
 TEST_CASE("metrics reports top-k per batch, per phase after a colon, and in the JSON line") {
-  temp_file file("troupe_metrics_top_k_test.jsonl");
+  test::temp_dir dir;  // before the actor system: the metrics actor has let go of its file when it goes
   local_node_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
   std::ostringstream log;
-  const auto& path = file.path;
+  const auto path = dir.file("metrics.jsonl");
   metrics_options o;
   o.out = &log;
   o.display_batches = 2;
@@ -169,12 +155,12 @@ TEST_CASE("metrics reports top-k per batch, per phase after a colon, and in the 
 // figures then cover the survivors' parts only, and every validation line and the JSON line
 // say how much.
 TEST_CASE("metrics says what a validation covers when it is less than the whole set") {
-  temp_file file("troupe_metrics_coverage_test.jsonl");
+  test::temp_dir dir;  // before the actor system: the metrics actor has let go of its file when it goes
   local_node_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
   std::ostringstream log;
-  const auto& path = file.path;
+  const auto path = dir.file("metrics.jsonl");
   metrics_options o;
   o.out = &log;
   o.display_batches = 0;
@@ -237,12 +223,12 @@ TEST_CASE("metrics says nothing of coverage when the set's size is not known and
 }
 
 TEST_CASE("metrics writes an epoch whose validation was skipped without validation fields") {
-  temp_file file("troupe_metrics_skip_test.jsonl");
+  test::temp_dir dir;  // before the actor system: the metrics actor has let go of its file when it goes
   local_node_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
   std::ostringstream log;
-  const auto& path = file.path;
+  const auto path = dir.file("metrics.jsonl");
   metrics_options o;
   o.out = &log;
   o.display_batches = 0;
@@ -298,12 +284,12 @@ TEST_CASE("metrics draws a progress bar and clears it before a log line") {
 // epoch phases the lost one had recorded: their lines are not written twice (written_through),
 // the later epochs' are, and the log still shows every phase.
 TEST_CASE("metrics writes no line for an epoch the file holds already") {
-  temp_file file("troupe_metrics_written_through_test.jsonl");
+  test::temp_dir dir;  // before the actor system: the metrics actor has let go of its file when it goes
   local_node_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
   std::ostringstream log;
-  const auto& path = file.path;
+  const auto path = dir.file("metrics.jsonl");
   metrics_options o;
   o.out = &log;
   o.display_batches = 0;

@@ -123,6 +123,15 @@ heard next_event(caf::scoped_actor& self) {
   return h;
 }
 
+// Writes bytes [from, to) of `data` to `fd`, however many write calls that takes.
+void write_range(int fd, const std::vector<char>& data, std::size_t from, std::size_t to) {
+  while (from < to) {
+    const auto n = ::write(fd, data.data() + from, to - from);
+    REQUIRE(n > 0);
+    from += static_cast<std::size_t>(n);
+  }
+}
+
 // A frame socket served to this test as its owner, its peer a plain client socket (`raw`) that
 // writes whatever bytes a test gives it.
 struct raw_peer {
@@ -292,19 +301,12 @@ TEST_CASE("a frame whose rest comes after its first part was read arrives whole"
   std::vector<char> frame;
   append_frame(frame_number(4, 9), frame);
   REQUIRE(frame.size() > 2 * read_piece_bytes);
-  auto write_range = [&](std::size_t from, std::size_t to) {
-    while (from < to) {
-      const auto n = ::write(raw, frame.data() + from, to - from);
-      REQUIRE(n > 0);
-      from += static_cast<std::size_t>(n);
-    }
-  };
   // the last piece of the payload, half of it written at first: no byte follows its rest
   const auto payload = frame.size() - frame_header_bytes;
   const auto last_piece = payload % read_piece_bytes == 0 ? read_piece_bytes : payload % read_piece_bytes;
   REQUIRE(last_piece >= 2);
   const std::size_t first = frame.size() - last_piece / 2;
-  write_range(0, first);
+  write_range(raw, frame, 0, first);
   const auto until = std::chrono::steady_clock::now() + 10s;
   int unsent = 1;
   while (unsent > 0 && std::chrono::steady_clock::now() < until) {
@@ -312,7 +314,7 @@ TEST_CASE("a frame whose rest comes after its first part was read arrives whole"
     std::this_thread::yield();
   }
   REQUIRE(unsent == 0);
-  write_range(first, frame.size());
+  write_range(raw, frame, first, frame.size());
   auto h = next_event(self);
   INFO(h.kind << ": " << h.text);
   REQUIRE(h.kind == "frame");
@@ -339,11 +341,8 @@ TEST_CASE("the bytes of a frame still arriving count as heard from the peer", "[
   };
   std::size_t written = 0;
   auto write_up_to = [&](std::size_t end) {
-    while (written < end) {
-      const auto n = ::write(raw, frame.data() + written, end - written);
-      REQUIRE(n > 0);
-      written += static_cast<std::size_t>(n);
-    }
+    write_range(raw, frame, written, end);
+    written = end;
   };
   for (std::size_t piece = 1; piece <= 3; ++piece) {
     const auto mark = served->last_bytes_at();

@@ -7,6 +7,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 
 namespace troupe {
 
@@ -66,16 +67,47 @@ std::uint64_t frame_rank(const wire_message& message, const forward_order& order
     message);
 }
 
+std::vector<std::uint64_t> light_ranks(const placement_plan& plan, const forward_order& order) {
+  double total_work = 0;
+  for (const auto& parameter : plan.parameters)
+    total_work += parameter.forward_work;
+  if (!(total_work > 0))
+    return {};
+  std::vector<std::pair<std::uint64_t, double>> shares;  // (rank, part of the forward work)
+  for (const auto& group : plan.keys.groups) {
+    double work = 0;
+    for (auto k : group.keys) {
+      const auto& key = plan.keys.shards.at(group.shard).at(k);
+      const auto& parameter = plan.parameters.at(key.slot);
+      work += parameter.forward_work * static_cast<double>(key.length)
+              / static_cast<double>(std::max<std::int64_t>(parameter.numel, 1));
+    }
+    shares.emplace_back(rank_of_keys(static_cast<std::uint32_t>(group.shard), group.keys, order), work / total_work);
+  }
+  std::sort(shares.begin(), shares.end());
+  std::size_t first = shares.size();
+  double held = 0;
+  while (first > 0 && held + shares[first - 1].second <= light_forward_share)
+    held += shares[--first].second;
+  std::vector<std::uint64_t> ranks;
+  for (auto i = first; i < shares.size(); ++i)
+    ranks.push_back(shares[i].first);
+  return ranks;
+}
+
 std::vector<ranked_push> pushes_to_node(const placement_plan& plan, const forward_order& order, int node) {
   std::vector<int> node_of_shard(plan.keys.shards.size(), -1);
   for (const auto& actor : plan.actors)
     if (actor.role == plan_role::shard && actor.index >= 0 && static_cast<std::size_t>(actor.index) < node_of_shard.size())
       node_of_shard[static_cast<std::size_t>(actor.index)] = actor.node;
+  const auto light = light_ranks(plan, order);
   std::vector<ranked_push> pushes;
   for (const auto& group : plan.keys.groups)
-    if (group.shard < node_of_shard.size() && node_of_shard[group.shard] == node)
-      pushes.push_back({rank_of_keys(static_cast<std::uint32_t>(group.shard), group.keys, order),
-                        group.elements * static_cast<std::int64_t>(sizeof(float))});
+    if (group.shard < node_of_shard.size() && node_of_shard[group.shard] == node) {
+      const auto rank = rank_of_keys(static_cast<std::uint32_t>(group.shard), group.keys, order);
+      pushes.push_back({rank, group.elements * static_cast<std::int64_t>(sizeof(float)),
+                        std::binary_search(light.begin(), light.end(), rank)});
+    }
   std::sort(pushes.begin(), pushes.end(), [](const ranked_push& a, const ranked_push& b) { return a.rank < b.rank; });
   return pushes;
 }
@@ -90,17 +122,27 @@ std::vector<std::uint64_t> fixed_push_order(std::vector<ranked_push> pushes, std
     if (pushes[i].bytes < 0)
       throw std::invalid_argument("a fixed push order's push of rank " + std::to_string(pushes[i].rank)
                                   + " has negative bytes");
+    if (i > 0 && pushes[i - 1].light && !pushes[i].light)
+      throw std::invalid_argument("a fixed push order's light push of rank " + std::to_string(pushes[i - 1].rank)
+                                  + " is below rank " + std::to_string(pushes[i].rank)
+                                  + ", which is not light (light pushes are the last layers')");
   }
-  // The last layers' pushes while their bytes are short of what backward's time carries.
-  std::size_t first_late = pushes.size();
+  // The light last layers, held for the end.
+  std::size_t first_held = pushes.size();
+  while (first_held > 0 && pushes[first_held - 1].light)
+    --first_held;
+  // The last layers below those while their bytes are short of what backward's time carries.
+  std::size_t first_late = first_held;
   std::int64_t carried = 0;
   while (first_late > 0 && carried < backward_bytes)
     carried += pushes[--first_late].bytes;
   std::vector<std::uint64_t> ranks;
   ranks.reserve(pushes.size());
-  for (std::size_t i = pushes.size(); i-- > first_late;)
+  for (std::size_t i = first_held; i-- > first_late;)
     ranks.push_back(pushes[i].rank);
   for (std::size_t i = 0; i < first_late; ++i)
+    ranks.push_back(pushes[i].rank);
+  for (std::size_t i = first_held; i < pushes.size(); ++i)
     ranks.push_back(pushes[i].rank);
   return ranks;
 }

@@ -174,7 +174,7 @@ void connect_servers(member_actor self, const assignment_message& a, const chann
   const auto backward = static_cast<std::int64_t>(static_cast<double>(options.pacing_bytes_per_second) * backward_s);
   const auto patience = std::max(options.sequence_patience,
                                  std::chrono::milliseconds(static_cast<std::int64_t>(2000 * backward_s)));
-  std::size_t late = 0, sequenced = 0;
+  std::size_t late = 0, held = 0, sequenced = 0;
   for (const auto& server : a.servers) {
     if (server.node >= st.plan.nodes.size() || st.plan.nodes[server.node].kind != node_kind::server)
       throw std::invalid_argument("the assignment names node " + std::to_string(server.node)
@@ -187,6 +187,7 @@ void connect_servers(member_actor self, const assignment_message& a, const chann
       if (!pushes.empty())  // the backward part: the sequence's pushes before its lowest rank
         late += static_cast<std::size_t>(std::find(link.push_sequence.begin(), link.push_sequence.end(), pushes.front().rank)
                                          - link.push_sequence.begin());
+      held += static_cast<std::size_t>(std::count_if(pushes.begin(), pushes.end(), [](const ranked_push& p) { return p.light; }));
       sequenced += pushes.size();
     }
     bool local = false;
@@ -202,7 +203,8 @@ void connect_servers(member_actor self, const assignment_message& a, const chann
   }
   if (sequenced > 0)
     st.pacing_text += ", pushes in a fixed order (" + std::to_string(late) + " of " + std::to_string(sequenced)
-                      + " last layers first: " + std::to_string(backward) + " bytes in backward's time per link)";
+                      + " last layers first: " + std::to_string(backward) + " bytes in backward's time per link; "
+                      + std::to_string(held) + " light last layers last)";
 }
 
 std::size_t computes_on(const placement_plan& plan, std::uint32_t node) {

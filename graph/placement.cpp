@@ -50,9 +50,10 @@ void plan_model(const training_job& job, const data_facts& data, placement_plan&
     fail(placement_subject::job, "top_k " + std::to_string(job.top_k) + " is above the "
                                    + std::to_string(data.classes) + " classes");
   p.parameter_count = m->parameter_count();
+  const auto work = m->forward_work_by_slot();
   for (const auto* param : m->parameters())
-    p.parameters.push_back(
-      {param->name, param->value.shape(), param->value.numel(), param->weight_decay});
+    p.parameters.push_back({param->name, param->value.shape(), param->value.numel(), param->weight_decay,
+                            work.at(p.parameters.size())});
 }
 
 // The key plan over p.parameters, its named keys and the shards' loads.

@@ -225,7 +225,89 @@ TEST_CASE("a fixed push order: the last layers backward's bytes cover, then firs
   CHECK(fixed_push_order({}, 100).empty());
 }
 
-TEST_CASE("a fixed push order refuses a rank twice, an unranked push or negative bytes", "[cluster][priority]") {
+TEST_CASE("a fixed push order holds the light last layers for the end", "[cluster][priority]") {
+  using ranks = std::vector<std::uint64_t>;
+  // Given out of order; ranks 4 and 5 are light: they go last, first layers first.
+  const std::vector<ranked_push> pushes = {{3, 300}, {5, 500, true}, {1, 100}, {4, 400, true}, {2, 200}};
+  CHECK(fixed_push_order(pushes, 0) == ranks{1, 2, 3, 4, 5});
+  CHECK(fixed_push_order(pushes, 300) == ranks{3, 1, 2, 4, 5});  // the backward part starts below them
+  CHECK(fixed_push_order(pushes, 301) == ranks{3, 2, 1, 4, 5});
+  CHECK(fixed_push_order(pushes, 1 << 30) == ranks{3, 2, 1, 4, 5});
+  // Every push light: first layers first.
+  const std::vector<ranked_push> all = {{2, 200, true}, {1, 100, true}};
+  CHECK(fixed_push_order(all, 1 << 30) == ranks{1, 2});
+}
+
+TEST_CASE("a planned LeNet's light last layers: its classifier's, up to 1% of the work, on every server",
+          "[cluster][priority]") {
+  auto job = test::synthetic_job("lenet", 64);
+  job.shards = 2;
+  job.nodes.servers = 2;
+  job.nodes.workers = 1;
+  job.topology.keys = key_plan_options{64 << 10, 0};
+  const auto plan = plan_placement(job, facts);
+  double work = 0;
+  for (const auto& parameter : plan.parameters) {
+    CHECK(parameter.forward_work >= 0);
+    work += parameter.forward_work;
+  }
+  REQUIRE(work > 0);
+  const auto order = forward_order_of(plan);
+  const auto light = light_ranks(plan, order);
+  // The classifier (its weight, then its bias) is the last layer: one key each at 64 KiB
+  // slices, the two highest ranks, together under light_forward_share of the work.
+  const auto slots = plan.parameters.size();
+  REQUIRE(plan.parameters[slots - 2].numel * 4 <= (64 << 10));
+  const double classifier = (plan.parameters[slots - 2].forward_work + plan.parameters[slots - 1].forward_work) / work;
+  CHECK(classifier > 0);
+  CHECK(classifier <= light_forward_share);
+  REQUIRE(light.size() >= 2);
+  REQUIRE(light.size() < plan.keys.groups.size());
+  CHECK(std::is_sorted(light.begin(), light.end()));
+  CHECK(light.back() == plan.keys.groups.size());  // ranks are 1 + forward position: the last key's
+  // Each server's light pushes are its highest ranks and go last; together, the plan's light ranks.
+  std::vector<std::uint64_t> seen;
+  int servers = 0;
+  for (std::size_t n = 0; n < plan.nodes.size(); ++n) {
+    if (plan.nodes[n].kind != node_kind::server)
+      continue;
+    ++servers;
+    const auto pushes = pushes_to_node(plan, order, static_cast<int>(n));
+    REQUIRE_FALSE(pushes.empty());
+    const auto sequence = fixed_push_order(pushes, 1);
+    REQUIRE(sequence.size() == pushes.size());
+    std::size_t held = 0;
+    while (held < pushes.size() && pushes[pushes.size() - 1 - held].light)
+      ++held;
+    for (std::size_t k = pushes.size() - held; k < pushes.size(); ++k) {
+      CHECK(sequence[k] == pushes[k].rank);
+      seen.push_back(pushes[k].rank);
+    }
+    CHECK(std::none_of(pushes.begin(), pushes.end() - static_cast<std::ptrdiff_t>(held),
+                       [](const ranked_push& p) { return p.light; }));
+    if (held < pushes.size())
+      CHECK(sequence.front() == pushes[pushes.size() - 1 - held].rank);  // the backward part below them
+  }
+  CHECK(servers == 2);
+  std::sort(seen.begin(), seen.end());
+  CHECK(seen == light);
+}
+
+TEST_CASE("a plan of given parameters without their work has no light last layers", "[cluster][priority]") {
+  auto job = test::synthetic_job("lenet", 64);
+  const auto planned = plan_placement(job, facts);
+  const auto given = plan_placement(job, facts, planned.parameters);
+  CHECK_FALSE(light_ranks(planned, forward_order_of(planned)).empty());
+  auto unknown = planned.parameters;
+  for (auto& p : unknown)
+    p.forward_work = 0;
+  const auto without = plan_placement(job, facts, unknown);
+  REQUIRE(without.keys.groups.size() == planned.keys.groups.size());
+  CHECK(light_ranks(without, forward_order_of(without)).empty());
+  CHECK(light_ranks(given, forward_order_of(given)) == light_ranks(planned, forward_order_of(planned)));
+}
+
+TEST_CASE("a fixed push order refuses a rank twice, an unranked push, negative bytes or a light push below others", "[cluster][priority]") {
   auto refused = [](std::vector<ranked_push> pushes) -> std::string {
     try {
       fixed_push_order(std::move(pushes), 10);
@@ -238,6 +320,8 @@ TEST_CASE("a fixed push order refuses a rank twice, an unranked push or negative
   CHECK(refused({{1, 1}, {unranked, 1}}).find("needs every push ranked") != std::string::npos);
   CHECK(refused({{control_rank, 1}}).find("needs every push ranked") != std::string::npos);
   CHECK(refused({{7, -1}}) == "a fixed push order's push of rank 7 has negative bytes");
+  CHECK(refused({{1, 1}, {2, 1, true}, {3, 1}}) == "a fixed push order's light push of rank 2 is below rank 3, "
+                                                   "which is not light (light pushes are the last layers')");
 }
 
 TEST_CASE("each server node's pushes are the groups of its shards, every group once", "[cluster][priority]") {

@@ -50,21 +50,37 @@ std::uint64_t frame_rank(const wire_message& message, const forward_order& order
 // paced link writes its pushes in one order that depends on the plan only, the same on every
 // worker: first the last layers whose bytes the link carries while backward runs (backward
 // makes them first), then the rest first layers first (the next forward needs them first).
+// Except the very last layers when their forward costs next to nothing (a classifier's fully
+// connected layer): backward makes them first, but they go last. The next forward can only end
+// once the last answer has come and the layers after that answer's have run; with these last,
+// the layers before them (the backward part's, tens of ms of forward) run while they travel.
 
-/// One push a link carries per step: its rank (frame_rank) and its values' bytes.
+/// The most of the model's forward work the pushes held for a step's end may carry together.
+constexpr double light_forward_share = 0.01;
+
+/// One push a link carries per step: its rank (frame_rank), its values' bytes, and whether it
+/// is one of the model's light last layers (light_ranks).
 struct ranked_push {
   std::uint64_t rank = 0;
   std::int64_t bytes = 0;
+  bool light = false;
 };
 
+/// The ranks of the plan's light last layers, over all its push groups: the highest ranks whose
+/// keys together carry at most light_forward_share of the model's forward work (each key its
+/// slice's part of its parameter's forward_work), ascending. Empty where the plan does not know
+/// the work (given parameters).
+std::vector<std::uint64_t> light_ranks(const placement_plan& plan, const forward_order& order);
+
 /// The push groups of `plan` whose shards live on node `node` (what a worker's link to that
-/// server carries per step), ranked by `order`, in ascending rank. Empty for a node without
-/// shards.
+/// server carries per step), ranked by `order`, in ascending rank, the light ones marked. Empty
+/// for a node without shards.
 std::vector<ranked_push> pushes_to_node(const placement_plan& plan, const forward_order& order, int node);
 
-/// The ranks of `pushes` in the order a paced link writes them: from the highest rank down
-/// until their bytes reach `backward_bytes` (none when 0), then the others in ascending rank.
-/// Throws std::invalid_argument for a rank listed twice or unranked, or negative bytes.
+/// The ranks of `pushes` in the order a paced link writes them. Of those not light: from the
+/// highest rank down until their bytes reach `backward_bytes` (none when 0), then the rest in
+/// ascending rank; then the light ones in ascending rank. Throws std::invalid_argument for a
+/// rank listed twice or unranked, negative bytes, or a light push below one that is not.
 std::vector<std::uint64_t> fixed_push_order(std::vector<ranked_push> pushes, std::int64_t backward_bytes);
 
 } // namespace troupe

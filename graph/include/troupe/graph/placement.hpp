@@ -147,6 +147,10 @@ struct planned_parameter {
   shape_t shape;
   std::int64_t numel = 0;
   bool weight_decay = true;
+  /// What one sample's forward costs at this slot (model::forward_work_by_slot); 0 for given
+  /// parameters (a benchmark's stand-in model), where it is not known. A node's business only:
+  /// it orders a paced link's pushes (frame_priority.hpp), so the plan's hash leaves it out.
+  double forward_work = 0;
 };
 
 /// One key of the key plan, named as the shard names it.

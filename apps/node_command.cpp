@@ -68,10 +68,10 @@ void declare_node_flags(flag_set& f, node_command_line& n) {
   f.add("tcp-congestion", n.tcp_congestion, "congestion control of this node's TCP links: auto (cubic where this "
         "process may set it, else the host's default), system (the host's default) or an algorithm's name "
         "(docs/operations.md says why)");
-  f.add("link-mbit", n.link_mbit, "the rate of each host's link per direction, in Mbit/s (0: not stated): a server's "
+  f.add("link-mbit", n.link_mbit, "the rate of each host's link per direction, in Mbit/s (0: not stated; cluster.link_mbit): a server's "
         "or worker's TCP links pace themselves at an equal share of it, and a worker writes each step's pushes in "
         "one fixed order, the same on every worker (docs/operations.md)");
-  f.add("backward-ms", n.backward_ms, "with --link-mbit: milliseconds a step's backward takes, which sets how much of "
+  f.add("backward-ms", n.backward_ms, "with --link-mbit: milliseconds a step's backward takes (cluster.backward_ms), which sets how much of "
         "the last layers goes first (-1: the compute stand-in's backward, two thirds of its step; else 0)");
   f.add("secret-file", n.secret_file, "file holding the cluster secret (mode 600; '-': read one line from standard input); else TROUPE_SECRET");
   f.add("port-file", n.port_file, "the scheduler writes its port here once it listens (for launchers)");
@@ -191,6 +191,8 @@ node_identity resolve_place(node_command_line& n, const cluster_settings& cli, c
   from_config("peer-timeout", n.peer_timeout, cli.network.peer_timeout);
   from_config("request-timeout", n.request_timeout, cli.network.request_timeout);
   from_config("tcp-congestion", n.tcp_congestion, cli.network.tcp_congestion);
+  from_config("link-mbit", n.link_mbit, cli.network.link_mbit);
+  from_config("backward-ms", n.backward_ms, cli.network.backward_ms);
   n.place.config_server_nodes = cli.server_nodes;
   n.place.config_worker_nodes = cli.worker_nodes;
   if (cli.given.count("server-nodes"))

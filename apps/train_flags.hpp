@@ -34,6 +34,9 @@ struct cluster_network {
   double request_timeout = 600;
   /// cluster.tcp_congestion: auto, system or an algorithm (cluster/tcp_congestion.hpp).
   std::string tcp_congestion = "auto";
+  /// cluster.link_mbit: the hosts' link rate per direction (0: not stated); cluster.backward_ms.
+  std::int64_t link_mbit = 0;
+  double backward_ms = -1;
 };
 
 struct train_command_line {

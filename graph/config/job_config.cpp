@@ -69,7 +69,7 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
   keyed_values k(r, "cluster", st.assignments,
                  {"servers", "workers", "shards", "slice_bytes", "group_bytes", "overlap", "priority",
                   "server_nodes", "worker_nodes", "on_worker_loss", "replicas", "scheduler", "listen",
-                  "join_timeout", "heartbeat", "peer_timeout", "request_timeout", "tcp_congestion"});
+                  "join_timeout", "heartbeat", "peer_timeout", "request_timeout", "tcp_congestion", "link_mbit", "backward_ms"});
   if (auto* v = k.find("servers")) {
     if (v->type == syntax_value::kind::number && v->integral && v->number == 0)
       r.fail(v->span, "servers = 0: no shard would own the model's keys (need at least 1)");
@@ -117,6 +117,14 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
     if (!congestion_control_name(c.tcp_congestion.value))
       r.fail(v->span, "tcp_congestion must be auto, system or a congestion control's name (lower case, e.g. cubic), got "
                         + c.tcp_congestion.value);
+  }
+  if (auto* v = k.find("link_mbit"))
+    r.set(c.link_mbit, r.integer(*v, "link_mbit", range_of_key("cluster.link_mbit")), *v);
+  if (auto* v = k.find("backward_ms")) {
+    r.set(c.backward_ms, r.real(*v, "backward_ms", range_of_key("cluster.backward_ms")), *v);
+    if (c.backward_ms.value < 0 && c.backward_ms.value != -1)
+      r.fail(v->span, "backward_ms must be -1 (the compute stand-in's backward) or 0 to 3600000 milliseconds, got "
+                        + shortest_number(c.backward_ms.value));
   }
   if (c.peer_timeout.value <= 2 * c.heartbeat.value) {
     const auto& at = k.find("peer_timeout") ? *k.find("peer_timeout") : *k.find("heartbeat");

@@ -58,6 +58,8 @@ std::vector<key_range> build_table() {
     real("cluster.heartbeat", "heartbeat", 0.05, 600),
     real("cluster.peer_timeout", "peer-timeout", 0.2, 3600),
     real("cluster.request_timeout", "request-timeout", 0.1, 86400),
+    whole("cluster.link_mbit", "link-mbit", 0, 10000000, "0: not stated"),
+    real("cluster.backward_ms", "backward-ms", -1, 3600e3),
     real("optimizer.lr", "lr", 0, 100, true),
     real("optimizer.momentum", "mom", 0, 1, false, true),
     real("optimizer.wd", "wd", 0, 1),

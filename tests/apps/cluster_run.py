@@ -7,7 +7,9 @@ Scenarios:
   same-weights   scheduler, servers and workers started one by one by hand train the config;
                  every process exits 0 and the scheduler's final-weights line equals the one
                  `troupe train` prints for the same config and flags in one process
-                 (same-weights-paced: over TCP, told a link rate: paced links, pushes in a fixed order)
+                 (same-weights-paced: over TCP, told a link rate: paced links, pushes in a fixed order;
+                 same-weights-paced-config: the rate stated in the config's cluster block instead;
+                 same-weights-paced-overridden: stated there, and --link-mbit 0 on every node: not paced)
   learns         as above for a topology whose result depends on timing (async): every
                  process exits 0 and the last validation accuracy is above 0.5
   launch         the same-weights check with `troupe launch -n WORKERS -s SERVERS` starting the
@@ -611,6 +613,18 @@ def check_transport(cluster, workers, transport):
     print(f"ok: {workers} workers reached the servers over {transport}")
 
 
+def with_cluster_keys(config, keys, workdir):
+    """A copy of `config` (in workdir) whose one-line cluster block also says `keys`."""
+    text = open(config).read()
+    changed = re.sub(r"^(cluster\s*\{[^}\n]*)\}", lambda m: m.group(1) + " " + keys + " }", text, count=1, flags=re.M)
+    if changed == text:
+        raise SystemExit(f"FAIL: {config} has no one-line cluster block to add '{keys}' to")
+    path = os.path.join(workdir, "stated_" + os.path.basename(config))
+    with open(path, "w") as f:
+        f.write(changed)
+    return path
+
+
 def check_paced(cluster, servers, workers, mbit):
     # Each node says its share of the link (workers: rate / servers, servers: rate / workers) and
     # each worker that its pushes go in a fixed order.
@@ -876,6 +890,21 @@ def main(workdir):
             start_by_hand(cluster, config, servers, workers, flags, ["--local-sockets", "off", "--link-mbit", "10000"])
             check_same_weights(cluster, troupe, config, flags, workdir)
             check_paced(cluster, servers, workers, 10000)
+        elif scenario == "same-weights-paced-config":
+            # The same, the rate stated once in the config (cluster.link_mbit) instead of on every node.
+            stated = with_cluster_keys(config, "link_mbit = 10000", workdir)
+            start_by_hand(cluster, stated, servers, workers, flags, ["--local-sockets", "off"])
+            check_same_weights(cluster, troupe, stated, flags, workdir)
+            check_paced(cluster, servers, workers, 10000)
+        elif scenario == "same-weights-paced-overridden":
+            # A node's --link-mbit overrides the config's: 0 on every node, no link paced.
+            stated = with_cluster_keys(config, "link_mbit = 10000", workdir)
+            start_by_hand(cluster, stated, servers, workers, flags, ["--local-sockets", "off", "--link-mbit", "0"])
+            check_same_weights(cluster, troupe, stated, flags, workdir)
+            for name in [f"server{s}" for s in range(servers)] + [f"worker{w}" for w in range(workers)]:
+                if "TCP links paced" in cluster.text(name, "err") or "fixed order" in cluster.text(name, "err"):
+                    cluster.fail(f"{name} paced its links or ordered its pushes although --link-mbit 0 said not to")
+            print(f"ok: --link-mbit 0 overrode the config's link_mbit on {servers + workers} nodes")
         elif scenario == "traffic":
             metrics_path = os.path.join(workdir, "metrics.jsonl")
             start_by_hand(cluster, config, servers, workers, flags, ["--metrics", metrics_path])

@@ -305,6 +305,38 @@ TEST_CASE("cluster priority defaults to true and reads false") {
         == "t.troupe:1:27: duplicate key 'priority' in cluster");
 }
 
+TEST_CASE("cluster reads the link's rate and backward's time, not stated by default") {
+  auto c = parse("");
+  CHECK(c.cluster.link_mbit.value == 0);
+  CHECK_FALSE(c.cluster.link_mbit.given);
+  CHECK(c.cluster.backward_ms.value == -1);
+  CHECK_FALSE(c.cluster.backward_ms.given);
+  auto stated = parse("cluster {\n  link_mbit = 1000\n  backward_ms = 250.5\n}");
+  CHECK(stated.cluster.link_mbit.value == 1000);
+  CHECK(stated.cluster.link_mbit.given);
+  CHECK(stated.cluster.link_mbit.span.line == 2);
+  CHECK(stated.cluster.backward_ms.value == 250.5);
+  CHECK(stated.cluster.backward_ms.span.line == 3);
+  CHECK(parse("cluster { backward_ms = -1 }").cluster.backward_ms.value == -1);
+  CHECK(parse("cluster { backward_ms = 0 link_mbit = 10000000 }").cluster.link_mbit.value == 10000000);
+}
+
+TEST_CASE("a bad link rate or backward time points at the value") {
+  CHECK(error_of("cluster { link_mbit = -1 }")
+        == "t.troupe:1:23: link_mbit must be between 0 and 10000000 (0: not stated), got -1");
+  CHECK(error_of("cluster { link_mbit = 10000001 }")
+        == "t.troupe:1:23: link_mbit must be between 0 and 10000000 (0: not stated), got 10000001");
+  CHECK(error_of("cluster { link_mbit = 1000.5 }") == "t.troupe:1:23: link_mbit must be a whole number, got '1000.5'");
+  CHECK(error_of("cluster { link_mbit = \"1gbit\" }")
+        == "t.troupe:1:23: link_mbit must be a whole number, got a string");
+  CHECK(error_of("cluster { backward_ms = -0.5 }")
+        == "t.troupe:1:25: backward_ms must be -1 (the compute stand-in's backward) or 0 to 3600000 milliseconds, "
+           "got -0.5");
+  CHECK(error_of("cluster { backward_ms = -2 }").rfind("t.troupe:1:25: backward_ms must be", 0) == 0);
+  CHECK(error_of("cluster { backward_ms = 3600001 }").rfind("t.troupe:1:25: backward_ms must be", 0) == 0);
+  CHECK(error_of("cluster { link_mbit = 1 link_mbit = 2 }") == "t.troupe:1:25: duplicate key 'link_mbit' in cluster");
+}
+
 TEST_CASE("bad slice_bytes, group_bytes and overlap point at the value") {
   CHECK(error_of("cluster { slice_bytes = 3 }")
         == "t.troupe:1:25: slice_bytes must be at least 4 (a slice holds at least one float), "

@@ -65,6 +65,13 @@ struct cluster_config {
   /// TCP congestion control of the links between hosts: auto (cubic where it may be set),
   /// system (the host's default) or an algorithm's name (cluster/tcp_congestion.hpp).
   located<std::string> tcp_congestion{"auto"};
+  /// The rate of each host's link per direction in Mbit/s (0: not stated): every node paces
+  /// its TCP links at an equal share of it and every worker writes a step's pushes in one fixed
+  /// order (cluster/frame_priority.hpp; `troupe node --link-mbit`).
+  located<std::int64_t> link_mbit{0};
+  /// With link_mbit: milliseconds a step's backward takes, which sets how much of the last
+  /// layers goes first; -1: the compute stand-in's backward, 0 for real computes.
+  located<double> backward_ms{-1};
 };
 
 struct data_config {

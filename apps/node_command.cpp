@@ -26,6 +26,7 @@
 #include <troupe/cluster/local_node.hpp>
 #include <troupe/cluster/node_control.hpp>
 #include <troupe/cluster/tcp_congestion.hpp>
+#include <troupe/graph/config/job_config.hpp>
 #include <troupe/graph/config/key_ranges.hpp>
 #include <troupe/graph/value_hash.hpp>
 #include <troupe/io/checkpoint_parts.hpp>
@@ -262,9 +263,10 @@ int node_command(const std::vector<std::string>& args) {
   }
   options.port_file = n.port_file;
   options.devices = cli.devices;
-  check_range("link-mbit", n.link_mbit, 0, 10000000);
+  const auto& rates = range_of_key("cluster.link_mbit");
+  check_range("link-mbit", n.link_mbit, static_cast<std::int64_t>(rates.min), static_cast<std::int64_t>(rates.max));
   options.link_mbit = n.link_mbit;
-  if (!(n.backward_ms == -1 || (n.backward_ms >= 0 && n.backward_ms <= 3600e3)))
+  if (!backward_ms_allowed(n.backward_ms))
     throw usage_error("--backward-ms must be -1 or 0 to 3600000 milliseconds, got " + shortest_number(n.backward_ms));
   options.backward = std::chrono::milliseconds(static_cast<std::int64_t>(n.backward_ms));
   if (n.compute_stand_in_ms < 0 || n.compute_stand_in_ms > 3600e3)

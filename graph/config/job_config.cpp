@@ -122,7 +122,7 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
     r.set(c.link_mbit, r.integer(*v, "link_mbit", range_of_key("cluster.link_mbit")), *v);
   if (auto* v = k.find("backward_ms")) {
     r.set(c.backward_ms, r.real(*v, "backward_ms", range_of_key("cluster.backward_ms")), *v);
-    if (c.backward_ms.value < 0 && c.backward_ms.value != -1)
+    if (!backward_ms_allowed(c.backward_ms.value))
       r.fail(v->span, "backward_ms must be -1 (the compute stand-in's backward) or 0 to 3600000 milliseconds, got "
                         + shortest_number(c.backward_ms.value));
   }
@@ -497,6 +497,10 @@ job_config load_job_config(const std::string& path, const config_overrides& over
 
 std::string zoo_network_name(const std::string& dsl_name) {
   return dsl_name == "inception_bn" ? "inception-bn" : dsl_name;
+}
+
+bool backward_ms_allowed(double ms) {
+  return ms == -1 || (ms >= 0 && range_of_key("cluster.backward_ms").contains(ms));
 }
 
 bool congestion_control_name(const std::string& name) {

@@ -259,6 +259,9 @@ std::string io_dataset_name(const std::string& dsl_name);
 /// Whether `name` can name a TCP congestion control (cluster.tcp_congestion): 1 to 15 of a-z,
 /// 0-9, '_' and '-' (the kernel's limit is 16 with the terminating zero).
 bool congestion_control_name(const std::string& name);
+/// Whether cluster.backward_ms (and `troupe node --backward-ms`) accepts `ms`: -1 (the compute
+/// stand-in's backward) or from 0 to the key's range's top.
+bool backward_ms_allowed(double ms);
 /// The model input and class count a config implies, for build_model.
 model_spec model_spec_of(const job_config& config);
 /// The key plan options (slicing, grouping) the cluster section sets.

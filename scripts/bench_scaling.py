@@ -188,6 +188,24 @@ def parse_epochs(text):
 
 
 # --- measuring ---------------------------------------------------------------------------------------------
+def epoch_window(polls, epochs):
+    """The CPU samples that bound a run's timed epochs, (mark, end), from its polls in time order, each (epoch
+    lines the scheduler had printed, sample, whether every node still ran): mark is the first sample once epoch 0
+    has ended (its connections warm, its first pulls done), end the first once the last of `epochs` has. What
+    follows (the final pull of the weights, the goodbyes) is not training and would dilute the figure. A run
+    whose last epoch line never came ends at the last sample taken while every node ran; None where none is."""
+    mark = end = fallback = None
+    for done, sample, running in polls:
+        if mark is None:
+            mark = sample if done >= 1 else None
+        elif done >= epochs:
+            end = sample
+            break
+        elif running:
+            fallback = sample
+    return mark, end if end is not None else fallback
+
+
 def cpu_ticks():
     with open("/proc/stat") as f:
         fields = [int(x) for x in f.readline().split()[1:]]
@@ -304,20 +322,19 @@ def run_row(args, troupe, link, workers, workdir, tag=""):
             procs[f"worker{i}"] = start(net, f"worker{i}", f"worker{i}",
                                         ["--role", "worker", "--rank", str(i), "--advertise", net.addr[f"worker{i}"],
                                          "--compute-stand-in-ms", f"{args.compute_ms:g}"] + at + pace)
-        # the host's CPU from the end of epoch 0 (connections warm) to the end of the run
-        # (and our nodes' own CPU, sampled while they all run: the host's may include other work)
-        deadline, mark, rss, end = time.time() + ROW_BOUND_S, None, 0, None
+        # the host's CPU over the timed epochs (epoch_window), and our nodes' own CPU over the same
+        # time (the host's may include other work)
+        deadline, rss, polls = time.time() + ROW_BOUND_S, 0, []
         everyone = list(procs.values()) + [sched]
         while sched.poll() is None:
             if time.time() > deadline:
                 raise BenchError(f"{workers} worker(s): the run did not end within {ROW_BOUND_S} s")
             sample = (cpu_ticks(), sum(process_ticks(p.pid) for p in everyone), time.time())
-            if mark is None and "Epoch[0] Time cost" in read(logs["scheduler"]):
-                mark = sample
-            elif mark is not None and all(p.poll() is None for p in everyone):
-                end = sample
+            done = len(re.findall(r"Epoch\[\d+\] Time cost", read(logs["scheduler"])))
+            polls.append((done, sample, all(p.poll() is None for p in everyone)))
             rss = max([rss] + [peak_rss_kib(p.pid) for n, p in procs.items() if n.startswith("worker")])
             time.sleep(0.1)
+        mark, end = epoch_window(polls, args.epochs)
         for name, p in procs.items():
             try:
                 p.wait(60)

@@ -202,7 +202,18 @@ def check_arithmetic():
     # an epoch of E examples: every compute takes a batch per step
     if bs.epoch_steps(50000, 3, 1, 32) != 521 or bs.epoch_steps(96, 3, 1, 32) != 1 or bs.epoch_steps(1000, 2, 2, 32) != 8:
         fail("epoch steps")
-    print("ok: arithmetic: floors, bytes, judgement, parsing, refusals, --no-priority, pacing, slices, congestion control and computes per host")
+    # the CPU's window: from the first sample after epoch 0's line to the first after the last epoch's, not
+    # through the final pull and the goodbyes after it
+    polls = [(0, "a", True), (1, "b", True), (1, "c", True), (2, "d", True), (3, "e", True), (3, "f", True),
+             (3, "g", False)]
+    if bs.epoch_window(polls, 3) != ("b", "e"):
+        fail(f"the timed epochs' window: {bs.epoch_window(polls, 3)}, not ('b', 'e')")
+    if bs.epoch_window(polls[:4] + [(2, "e", False)], 3) != ("b", "d"):
+        fail("a run whose last epoch line never came: its window ends at the last sample with every node running")
+    if bs.epoch_window(polls[:1], 3) != (None, None) or bs.epoch_window([(3, "a", True)], 3) != ("a", None):
+        fail("a run with no sample after epoch 0, or none after it: no window")
+    print("ok: arithmetic: floors, bytes, judgement, parsing, refusals, --no-priority, pacing, slices, congestion control, "
+          "computes per host and the timed epochs' window")
 
 
 def check_run(troupe):

@@ -267,7 +267,8 @@ int node_command(const std::vector<std::string>& args) {
   check_range("link-mbit", n.link_mbit, static_cast<std::int64_t>(rates.min), static_cast<std::int64_t>(rates.max));
   options.link_mbit = n.link_mbit;
   if (!backward_ms_allowed(n.backward_ms))
-    throw usage_error("--backward-ms must be -1 or 0 to 3600000 milliseconds, got " + shortest_number(n.backward_ms));
+    throw usage_error("--backward-ms must be -1 or 0 to " + shortest_number(range_of_key("cluster.backward_ms").max)
+                      + " milliseconds, got " + shortest_number(n.backward_ms));
   options.backward = std::chrono::milliseconds(static_cast<std::int64_t>(n.backward_ms));
   if (n.compute_stand_in_ms < 0 || n.compute_stand_in_ms > 3600e3)
     throw usage_error("--compute-stand-in-ms must be 0 to 3600000 milliseconds, got "

@@ -123,7 +123,8 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
   if (auto* v = k.find("backward_ms")) {
     r.set(c.backward_ms, r.real(*v, "backward_ms", range_of_key("cluster.backward_ms")), *v);
     if (!backward_ms_allowed(c.backward_ms.value))
-      r.fail(v->span, "backward_ms must be -1 (the compute stand-in's backward) or 0 to 3600000 milliseconds, got "
+      r.fail(v->span, "backward_ms must be -1 (the compute stand-in's backward) or 0 to "
+                        + shortest_number(range_of_key("cluster.backward_ms").max) + " milliseconds, got "
                         + shortest_number(c.backward_ms.value));
   }
   if (c.peer_timeout.value <= 2 * c.heartbeat.value) {

@@ -44,8 +44,16 @@ below the goal (ratio < 0.9) and not CPU-bound is run once more on the same host
 (no tc; latency too), the nodes not told a rate: the `unshaped step ms` column. If even then its step is
 longer than max(compute, floor) / 0.9, the host cannot reach the goal whatever the network does (a thread
 of a node, not the whole machine, can be the limit: a reader copying a VGG-16 model at 10 Gbit), and the
-row is marked host-bound. `--host-check all` reruns every row so, `off` none (default `auto`). The last line is `scaling/floor: R`, the
-worst ratio max(compute, floor) / step over the rows neither CPU-bound nor host-bound.
+row is marked host-bound. The same rows also get the `raw TCP step ms` column: the step's bytes moved by
+plain TCP sockets on the same shaped hosts (scripts/emulated_hosts.py, measure_exchange: every worker sends M/S
+to and receives M/S from every server, all at once, one connection per pair, no compute, the median of
+RAW_ROUNDS rounds), with the congestion control and pacing the nodes use. Where max(compute, raw) is longer
+than max(compute, floor) / 0.9, the emulated network does not carry the goal's bytes even for plain TCP on this
+machine (tbf's and the veths' own work, TCP between many flows through one shaper), and the row is marked
+TCP-bound; its `ratio to raw` compares Troupe with that plain TCP step instead. `--host-check all` reruns every
+row so, `off` none (default `auto`). The last two lines are `scaling/raw TCP: R`, the worst max(compute, raw) /
+step over the rows with a raw step and not CPU-bound, and `scaling/floor: R`, the worst ratio
+max(compute, floor) / step over the rows neither CPU-bound, host-bound nor TCP-bound.
 
 Needs root (namespaces, tc): refuses otherwise, saying so (exit 77).
 """
@@ -83,6 +91,7 @@ SLICE_BYTES = 512 << 10
 CPU_BOUND = 0.90  # share of the host's cores busy from which a row counts as CPU-bound
 GOAL = 0.90  # the ratio max(compute, floor) / step every row not CPU-bound should reach (issue 20)
 ROW_BOUND_S = 600  # a row must end within this
+RAW_ROUNDS = 5  # rounds of the raw TCP exchange per checked row (the first pays TCP's slow start; the median)
 UNITS = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
 
 
@@ -141,9 +150,10 @@ def cpu_bound(row):
 
 
 def judge_rows(rows):
-    """Adds speed-up, efficiency, ratio and the CPU-bound and host-bound marks to each row (dicts with workers,
-    samples_s, step_s, compute_s, floor_s, host_cpu and optionally unshaped_s, the step with the links
-    unshaped); returns scaling/floor over rows neither CPU-bound nor host-bound (None if none)."""
+    """Adds speed-up, efficiency, ratio and the CPU-bound, host-bound and TCP-bound marks to each row (dicts
+    with workers, samples_s, step_s, compute_s, floor_s, host_cpu and optionally unshaped_s, the step with the
+    links unshaped, and raw_s, plain TCP's step on the shaped links); returns scaling/floor over rows neither
+    CPU-bound, host-bound nor TCP-bound (None if none)."""
     base = next((r for r in rows if r["workers"] == 1), None)
     worst = None
     for r in rows:
@@ -154,9 +164,20 @@ def judge_rows(rows):
         r["cpu_bound"] = cpu_bound(r)
         unshaped = r.get("unshaped_s")
         r["host_bound"] = unshaped is not None and r["bound_s"] / unshaped < GOAL
-        if not r["cpu_bound"] and not r["host_bound"]:
+        raw = r.get("raw_s")
+        r["raw_bound_s"] = None if raw is None else max(r["compute_s"], raw)
+        r["raw_ratio"] = None if raw is None else r["raw_bound_s"] / r["step_s"]
+        r["tcp_bound"] = raw is not None and r["bound_s"] / r["raw_bound_s"] < GOAL
+        if not r["cpu_bound"] and not r["host_bound"] and not r["tcp_bound"]:
             worst = r["ratio"] if worst is None else min(worst, r["ratio"])
     return worst
+
+
+def raw_worst(rows):
+    """The worst max(compute, raw) / step over judged rows with a raw TCP step and not CPU-bound (None if none):
+    how near Troupe comes to plain TCP moving the same bytes on the same links."""
+    ratios = [r["raw_ratio"] for r in rows if r.get("raw_ratio") is not None and not r["cpu_bound"]]
+    return min(ratios) if ratios else None
 
 
 def needs_host_check(row, mode="auto"):
@@ -386,22 +407,51 @@ def epoch_steps(examples, workers, per_host, batch):
     return math.ceil(examples / (workers * per_host * batch))
 
 
-def congestion_text(setting):
-    """The links' congestion control as the nodes resolve `setting` (cluster/tcp_congestion.hpp), tried on a
-    socket of this process, which runs the nodes with its own privileges."""
-    def host_default():
-        with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
-            return f.read().strip()
+def congestion_algorithm(setting):
+    """The algorithm the links set as the nodes resolve `setting` (cluster/tcp_congestion.hpp), tried on a
+    socket of this process, which runs the nodes with its own privileges: None for the host's default."""
     if setting == "system":
-        return f"system ({host_default()})"
+        return None
     if setting != "auto":
         return setting
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         try:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"cubic")
-            return "auto (cubic)"
+            return "cubic"
         except OSError:
-            return f"auto (the host's {host_default()}: cubic not allowed)"
+            return None
+
+
+def congestion_text(setting):
+    """The links' congestion control as the nodes resolve `setting`, for the table's header."""
+    def host_default():
+        with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+            return f.read().strip()
+    algorithm = congestion_algorithm(setting)
+    if setting == "system":
+        return f"system ({host_default()})"
+    if setting != "auto":
+        return setting
+    return "auto (cubic)" if algorithm else f"auto (the host's {host_default()}: cubic not allowed)"
+
+
+def run_raw(args, link, workers, model_bytes):
+    """Plain TCP's step for a row (module docstring): the median seconds of RAW_ROUNDS exchanges of the step's
+    wire bytes between the row's worker and server hosts, on links shaped as the row's, with the nodes'
+    congestion control and pacing."""
+    colocated = args.servers == "colocated"
+    servers = workers if args.servers in ("equal", "colocated") else int(args.servers)
+    worker_hosts = [f"worker{i}" for i in range(workers)]
+    server_hosts = worker_hosts if colocated else [f"server{i}" for i in range(servers)]
+    wire_bytes = model_bytes * max(args.push_share, args.answer_share)
+    try:
+        with emulated_hosts.EmulatedHosts(worker_hosts + ([] if colocated else server_hosts), link) as net:
+            timings = emulated_hosts.measure_exchange(
+                net, worker_hosts, server_hosts, int(wire_bytes / servers), RAW_ROUNDS,
+                congestion_algorithm(args.tcp_congestion), link.rate_bits if pace_flags(args, link) else 0)
+    except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
+        raise BenchError(f"{workers} worker(s): the raw TCP exchange failed: {e}") from None
+    return statistics.median(timings)
 
 
 def print_table(args, link, model_bytes, rows, worst):
@@ -417,9 +467,9 @@ def print_table(args, link, model_bytes, rows, worst):
     epoch = args.epoch_examples is not None
     print("| workers | servers | samples/s | speed-up | efficiency | step ms | max(compute, floor) ms | ratio | "
           "worker MiB/step tx, rx (expected) | server MiB/step rx, tx (expected) | host CPU (nodes) | worker RSS MiB | "
-          "unshaped step ms |"
+          "unshaped step ms | raw TCP step ms (ratio to raw) |"
           + (f" epoch of {args.epoch_examples} s | server GiB/epoch rx + tx (expected) |" if epoch else ""))
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if epoch else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if epoch else ""))
     for r in rows:
         w_bytes, s_bytes = expected_bytes_per_step(model_bytes, r["workers"], r["servers"])
         push, answer = args.push_share, args.answer_share
@@ -428,6 +478,8 @@ def print_table(args, link, model_bytes, rows, worst):
         mark = " CPU-bound" if r["cpu_bound"] else ""
         unshaped = "-" if r.get("unshaped_s") is None else f"{r['unshaped_s'] * 1e3:.0f}"
         unshaped += " host-bound" if r["host_bound"] else ""
+        raw = "-" if r["raw_ratio"] is None else f"{r['raw_s'] * 1e3:.0f} ({r['raw_ratio']:.2f})"
+        raw += " TCP-bound" if r["tcp_bound"] else ""
         extra = ""
         if epoch:
             n = epoch_steps(args.epoch_examples, r["workers"], args.computes_per_worker, args.batch)
@@ -438,9 +490,12 @@ def print_table(args, link, model_bytes, rows, worst):
               f"max({r['compute_s'] * 1e3:.0f}, {r['floor_s'] * 1e3:.0f}) = {r['bound_s'] * 1e3:.0f} | "
               f"{r['ratio']:.2f} | {mib(r['worker_tx'])}, {mib(r['worker_rx'])} ({w_exp}) | "
               f"{mib(r['server_rx'])}, {mib(r['server_tx'])} ({s_exp}) | {r['host_cpu'] * 100:.0f}% ({r['nodes_cpu'] * 100:.0f}%){mark} | "
-              f"{r['rss_mib']:.0f} | {unshaped} |{extra}")
-    print(f"(over every row, CPU-bound and host-bound ones included: {min(r['ratio'] for r in rows):.2f})")
-    print(f"scaling/floor: {worst:.2f}" if worst is not None else "scaling/floor: n/a (every row CPU- or host-bound)")
+              f"{r['rss_mib']:.0f} | {unshaped} | {raw} |{extra}")
+    print(f"(over every row, CPU-, host- and TCP-bound ones included: {min(r['ratio'] for r in rows):.2f})")
+    to_raw = raw_worst(rows)
+    print(f"scaling/raw TCP: {to_raw:.2f}" if to_raw is not None else "scaling/raw TCP: n/a (no row checked)")
+    print(f"scaling/floor: {worst:.2f}" if worst is not None
+          else "scaling/floor: n/a (every row CPU-, host- or TCP-bound)")
 
 
 def check_layout(p, args):
@@ -487,8 +542,9 @@ def parse_args(argv):
     p.add_argument("--topology", default="bsp", choices=("bsp", "async"),
                    help="bsp (dist_sync) or async (dist_async) between worker hosts (default bsp)")
     p.add_argument("--host-check", default="auto", choices=("auto", "all", "off"),
-                   help="which rows are rerun with the links unshaped, for the host-bound mark: auto (default: rows "
-                        "below the goal, not CPU-bound), all, off")
+                   help="which rows are rerun with the links unshaped, for the host-bound mark, and timed with plain "
+                        "TCP on the shaped links, for the TCP-bound mark: auto (default: rows below the goal, not "
+                        "CPU-bound), all, off")
     p.add_argument("--epoch-examples", type=int, default=None,
                    help="also print the time and the server bytes of an epoch of this many examples")
     args = p.parse_args(argv)
@@ -537,6 +593,8 @@ def main(argv):
                 row["unshaped_s"] = run_row(args, troupe, emulated_hosts.Link(), w, workdir, "-unshaped")["step_s"]
                 print(f"# {w} worker(s), links unshaped: step {row['unshaped_s'] * 1e3:.0f} ms", file=sys.stderr,
                       flush=True)
+                row["raw_s"] = run_raw(args, args.link_value, w, model_bytes)
+                print(f"# {w} worker(s), raw TCP: step {row['raw_s'] * 1e3:.0f} ms", file=sys.stderr, flush=True)
         worst = judge_rows(rows)
         print_table(args, args.link_value, model_bytes, rows, worst)
     except (BenchError, RuntimeError) as e:

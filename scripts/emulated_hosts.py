@@ -22,7 +22,8 @@ Command line (root): `emulated_hosts.py measure [--link 1gbit[,LAT]] [--seconds 
 prints the TCP throughput between two emulated hosts (`--both-ways`: each direction of one connection
 that sends both ways at once); `emulated_hosts.py exchange --workers W --servers S --bytes M` times one
 parameter-server step's bytes over raw TCP (each worker sends M/S to and receives M/S from each server, all
-at once, one connection per pair) against the floor of `troupe bench scaling`, the network's own ratio;
+at once, one connection per pair; `--congestion NAME`, `--pace` at the link's equal shares and `--colocated`
+as `troupe bench scaling` runs its nodes) against the floor of `troupe bench scaling`, the network's own ratio;
 `emulated_hosts.py leftovers` lists namespaces and links
 of emulated hosts that are not deleted (exit 1 if any).
 """
@@ -406,17 +407,31 @@ def measure_throughput(hosts, sender, receiver, seconds=3.0, streams=1):
 # while every server sends M/S bytes back to every worker, all at once, on one connection per pair
 # (as the peer links are). Each process waits for "go AT" on stdin (AT: a time.monotonic() instant,
 # which every network namespace shares), starts at AT, and prints when its last byte came in.
+# CONGESTION: the connections' TCP congestion control ("-": the host's default); PACE: bytes per second
+# each connection's sender is paced at (SO_MAX_PACING_RATE; 0: not paced), as troupe node --link-mbit does.
 _EXCHANGE = r"""
 import socket, sys, threading, time
-role, me, nbytes = sys.argv[1], sys.argv[2], int(sys.argv[3])
-peers = sys.argv[4:]          # workers: server addresses; servers: the number of workers
+role, me, nbytes, congestion, pace = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+peers = sys.argv[6:]          # workers: server addresses; servers: the number of workers
+SO_MAX_PACING_RATE = getattr(socket, "SO_MAX_PACING_RATE", 47)
+def congest(c):
+    if congestion == "-": return
+    try: c.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, congestion.encode())
+    except OSError as e: raise SystemExit(f"exchange: TCP congestion control {congestion!r}: {e.strerror}")
+def tune(c):
+    congest(c)
+    if pace: c.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, pace)
+    c.settimeout(120)   # a stalled peer ends this process, not the run
+    return c
 if role == "server":
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); congest(s)
     s.bind((me, 0)); s.listen(64); print(s.getsockname()[1], flush=True)
-    conns = [s.accept()[0] for _ in range(int(peers[0]))]
+    conns = [tune(s.accept()[0]) for _ in range(int(peers[0]))]
 else:
-    conns = [socket.create_connection((a.split(":")[0], int(a.split(":")[1]))) for a in peers]
-for c in conns: c.settimeout(120)   # a stalled peer ends this process, not the run
+    conns = []
+    for a in peers:
+        c = socket.socket(); congest(c)
+        c.connect((a.split(":")[0], int(a.split(":")[1]))); conns.append(tune(c))
 print("ready", flush=True)
 chunk = memoryview(bytearray(4 << 20))
 def send(c):
@@ -440,12 +455,20 @@ for line in sys.stdin:
 """
 
 
-def measure_exchange(hosts, workers, servers, nbytes, rounds=3):
+def measure_exchange(hosts, workers, servers, nbytes, rounds=3, congestion=None, link_bits=0):
     """Seconds per round for the exchange pattern (_EXCHANGE) between hosts named in `workers` and
-    `servers`, each pair moving `nbytes` each way; the list of `rounds` timings."""
+    `servers`, each pair moving `nbytes` each way; the list of `rounds` timings. `congestion`: the
+    connections' TCP congestion control (None: the host's default); `link_bits`: when set, every sender
+    paces each connection at its equal share of a link of that many bits per second (a worker's share
+    among the servers, a server's among the workers), as troupe node --link-mbit does."""
     procs, addresses = [], []
+    tcp = congestion or "-"
+
+    def pace(peers):
+        return str(int(link_bits / 8 / peers)) if link_bits else "0"
     for s in servers:
-        p = hosts.start(s, [sys.executable, "-c", _EXCHANGE, "server", hosts.addr[s], str(nbytes), str(len(workers))],
+        p = hosts.start(s, [sys.executable, "-c", _EXCHANGE, "server", hosts.addr[s], str(nbytes), tcp,
+                            pace(len(workers)), str(len(workers))],
                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         port = p.stdout.readline().strip()
         if not port:
@@ -453,7 +476,8 @@ def measure_exchange(hosts, workers, servers, nbytes, rounds=3):
         procs.append(p)
         addresses.append(f"{hosts.addr[s]}:{port}")
     for w in workers:
-        procs.append(hosts.start(w, [sys.executable, "-c", _EXCHANGE, "worker", hosts.addr[w], str(nbytes)] + addresses,
+        procs.append(hosts.start(w, [sys.executable, "-c", _EXCHANGE, "worker", hosts.addr[w], str(nbytes), tcp,
+                                     pace(len(servers))] + addresses,
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
     for p in procs:
         if p.stdout.readline().strip() != "ready":
@@ -491,6 +515,12 @@ def main():
     x.add_argument("--bytes", type=float, required=True, help="model size M in bytes (each worker pushes M "
                    "and pulls M, M/S to and from each server)")
     x.add_argument("--rounds", type=int, default=5)
+    x.add_argument("--congestion", default=None, help="the connections' TCP congestion control, e.g. cubic "
+                   "(default: the host's)")
+    x.add_argument("--pace", action="store_true", help="pace every connection at its sender's equal share of "
+                   "the link's rate, as troupe node --link-mbit does")
+    x.add_argument("--colocated", action="store_true", help="server i on worker i's host (needs as many "
+                   "servers as workers); a host's own pair goes through its loopback")
     sub.add_parser("leftovers", help="namespaces and links of emulated hosts still there (exit 1 if any)")
     args = parser.parse_args()
     need_root()
@@ -506,16 +536,21 @@ def main():
         if args.workers < 1 or args.servers < 1 or args.bytes <= 0 or args.rounds < 1 or not link.rate_bits:
             raise SystemExit("emulated_hosts.py exchange: --workers, --servers, --bytes and --rounds must be "
                              "positive and --link must have a rate")
+        if args.colocated and args.servers != args.workers:
+            raise SystemExit("emulated_hosts.py exchange: --colocated needs as many --servers as --workers")
         workers = [f"w{i}" for i in range(args.workers)]
-        servers = [f"s{i}" for i in range(args.servers)]
+        servers = workers if args.colocated else [f"s{i}" for i in range(args.servers)]
         per_pair = int(args.bytes / args.servers)
-        with EmulatedHosts(workers + servers, link) as hosts:
-            timings = measure_exchange(hosts, workers, servers, per_pair, args.rounds)
+        with EmulatedHosts(workers + ([] if args.colocated else servers), link) as hosts:
+            timings = measure_exchange(hosts, workers, servers, per_pair, args.rounds, args.congestion,
+                                       link.rate_bits if args.pace else 0)
         from bench_scaling import floor_seconds  # the floor that `troupe bench scaling` reports
-        floor = floor_seconds(args.bytes, link.rate_bits, args.workers, args.servers)
+        floor = floor_seconds(args.bytes, link.rate_bits, args.workers, args.servers, args.colocated)
         ms = sorted(t * 1000 for t in timings)
         median = ms[len(ms) // 2]
-        print(f"exchange {args.workers} worker(s) x {args.servers} server(s), M = {args.bytes:.0f} bytes, link {link}: "
+        print(f"exchange {args.workers} worker(s) x {args.servers} server(s){' colocated' if args.colocated else ''}, "
+              f"M = {args.bytes:.0f} bytes, link {link}, TCP {args.congestion or 'host default'}"
+              f"{', paced' if args.pace else ''}: "
               f"{', '.join(f'{t:.0f}' for t in ms)} ms (median {median:.0f}); floor {floor * 1000:.0f} ms; "
               f"floor/median {floor * 1000 / median:.3f}")
         return

@@ -5,13 +5,14 @@ usage: bench_scaling_test.py arithmetic
        bench_scaling_test.py run TROUPE
 
   arithmetic  the floor and the bytes expected per step for worked examples (separate and colocated
-              servers), the speed-up / efficiency / ratio / CPU-bound / host-bound judgement, which rows are
-              rerun unshaped, and scaling/floor, the
+              servers), the speed-up / efficiency / ratio / CPU-bound / host-bound / TCP-bound judgement,
+              which rows are rerun unshaped, the ratio to raw TCP, scaling/raw TCP and scaling/floor, the
               parsing of the scheduler's Traffic and Time lines, flag refusals naming the flag, and
               --no-priority's line in the config every node reads, the link's rate told to the nodes (--no-pace)
   run         `troupe bench scaling` with a tiny model (mlp), 1 and 2 workers on emulated 1 Gbit hosts,
-              2 short epochs: a table of two rows and `scaling/floor:` last, rows below the goal rerun
-              unshaped (--host-check all) and marked host-bound by the rule; the bytes each worker and
+              2 short epochs: a table of two rows, `scaling/raw TCP:` and `scaling/floor:` last, every row
+              rerun unshaped and timed with raw TCP (--host-check all) and marked host-bound and TCP-bound
+              by the rules; the bytes each worker and
               server moved per step equal the arithmetic within the frames' overhead; then 2 hosts of 2
               computes each, async, servers colocated: every compute's samples count and a host pushes
               the model's bytes once per step; nothing of the emulated hosts is left. Skipped (77) without root; without root the bench refuses, saying so
@@ -95,6 +96,26 @@ def check_arithmetic():
     close(worst, 0.72, "scaling/floor counts the row the host does not hold")
     if bs.judge_rows([dict(held)]) is not None:
         fail("scaling/floor over host-bound rows only must be none")
+    # Plain TCP on the same links (raw_s): TCP-bound when even it is longer than bound / 0.9; the ratio to raw
+    # is max(compute, raw) / step. Bound 0.36 s: raw 0.42 s reaches 0.857 (TCP-bound), 0.38 s 0.947 (not);
+    # a raw step under the compute counts the compute.
+    wire, clear, quick = dict(slow, raw_s=0.42), dict(slow, raw_s=0.38), dict(slow, compute_s=0.4, floor_s=0.1,
+                                                                              raw_s=0.2)
+    worst = bs.judge_rows([wire, clear, quick])
+    if [r["tcp_bound"] for r in (wire, clear, quick)] != [True, False, False] or wire["host_bound"]:
+        fail(f"TCP-bound marks: raw 0.42 s -> {wire['tcp_bound']}, 0.38 s -> {clear['tcp_bound']}, "
+             f"0.2 s under a 0.4 s compute -> {quick['tcp_bound']}")
+    close(wire["raw_ratio"], 0.42 / 0.5, "ratio to raw")
+    close(quick["raw_ratio"], 0.4 / 0.5, "ratio to raw: the compute when it is longer than raw")
+    close(worst, 0.72, "scaling/floor leaves out the TCP-bound row")
+    close(bs.raw_worst([wire, clear, quick]), 0.76, "scaling/raw TCP: the worst ratio to raw")
+    if slow.get("raw_ratio") is not None or bs.raw_worst(rows) is not None:
+        fail("rows never timed with plain TCP have no ratio to raw, and scaling/raw TCP is none over them")
+    if bs.judge_rows([dict(wire)]) is not None:
+        fail("scaling/floor over TCP-bound rows only must be none")
+    busy = [dict(slow, raw_s=0.38, host_cpu=0.95)]
+    if bs.judge_rows(busy) is not None or bs.raw_worst(busy) is not None:
+        fail("scaling/floor and scaling/raw TCP leave out CPU-bound rows")
     alone = dict(rows[1])  # a run without a one-worker row has nothing to compare with
     bs.judge_rows([alone])
     if alone["speedup"] is not None or bs.against_one(alone["efficiency"]) != "-" or bs.against_one(1.6) != "1.60":
@@ -216,6 +237,11 @@ def check_arithmetic():
           "computes per host and the timed epochs' window")
 
 
+def model_ms(table):
+    """Milliseconds the table's model takes one way over its 1 Gbit link (the header's MiB)."""
+    return float(re.search(r"model \S+: ([\d.]+) MiB", table).group(1)) * MIB * 8 / 1e9 * 1000
+
+
 def check_run(troupe):
     if os.geteuid() != 0:
         run = subprocess.run([troupe, "bench", "scaling", "--model", "mlp", "--link", "1gbit", "--compute-ms", "10"],
@@ -232,19 +258,28 @@ def check_run(troupe):
     if run.returncode != 0:
         fail(f"exit {run.returncode}: {run.stdout[-2000:]}{run.stderr[-2000:]}")
     lines = run.stdout.strip().splitlines()
-    if not re.fullmatch(r"scaling/floor: (\d+\.\d+|n/a \(every row CPU- or host-bound\))", lines[-1]):
+    if not re.fullmatch(r"scaling/floor: (\d+\.\d+|n/a \(every row CPU-, host- or TCP-bound\))", lines[-1]):
         fail(f"last line: {lines[-1]}")
+    if not re.fullmatch(r"scaling/raw TCP: (\d+\.\d+|n/a \(no row checked\))", lines[-2]):
+        fail(f"line before the last: {lines[-2]}")
     rows = [l for l in lines if re.match(r"\| \d+ \|", l)]
     if len(rows) != 2:
         fail(f"{len(rows)} rows:\n{run.stdout}")
-    for row in rows:  # every row rerun unshaped (--host-check all), marked host-bound by the rule
+    for row in rows:  # every row rerun unshaped and timed with raw TCP (--host-check all), marked by the rules
         cells = [c.strip() for c in row.strip("|").split("|")]
-        bound_ms = float(re.fullmatch(r"max\([\d.]+, [\d.]+\) = ([\d.]+)", cells[6]).group(1))
+        bound_ms = float(re.fullmatch(r"max\(([\d.]+), [\d.]+\) = ([\d.]+)", cells[6]).group(2))
+        compute_ms = float(re.fullmatch(r"max\(([\d.]+), [\d.]+\) = ([\d.]+)", cells[6]).group(1))
         unshaped = re.fullmatch(r"(\d+)( host-bound)?", cells[12])
         if not unshaped or int(unshaped.group(1)) <= 0:
             fail(f"--host-check all: a row without its unshaped step: {cells[12]!r}\n{run.stdout}{run.stderr}")
         if (bound_ms / float(unshaped.group(1)) < bs.GOAL) != bool(unshaped.group(2)):
             fail(f"host-bound mark against bound {bound_ms} ms, unshaped {unshaped.group(1)} ms: {cells[12]!r}")
+        raw = re.fullmatch(r"(\d+) \((\d+\.\d+)\)( TCP-bound)?", cells[13])
+        # the raw exchange moves the model's bytes each way over a 1 Gbit link: never faster than the link allows
+        if not raw or int(raw.group(1)) < 0.95 * model_ms(run.stdout):
+            fail(f"--host-check all: a row without a raw TCP step the link allows: {cells[13]!r}\n{run.stdout}")
+        if (bound_ms / max(compute_ms, float(raw.group(1))) < bs.GOAL) != bool(raw.group(3)):
+            fail(f"TCP-bound mark against bound {bound_ms} ms, raw {raw.group(1)} ms: {cells[13]!r}")
     model = float(re.search(r"model mlp: ([\d.]+) MiB", run.stdout).group(1))
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
@@ -278,8 +313,8 @@ def check_run(troupe):
     w_tx = float(re.fullmatch(r"([\d.]+), ([\d.]+) \(([\d.]+)\)", cells[8]).group(1))
     if not model - 0.1 <= w_tx <= model * 1.01 + 0.1:
         fail(f"a host of 2 computes pushed {w_tx} MiB per step, the model is {model} MiB")
-    if len(cells) != 15 or cells[12] != "-":
-        fail(f"--epoch-examples: expected 15 columns, got {len(cells)}: {rows2[0]}")
+    if len(cells) != 16 or cells[12] != "-" or cells[13] != "-":
+        fail(f"--epoch-examples: expected 16 columns, unchecked, got {len(cells)}: {rows2[0]}")
     left = set(emulated_hosts.leftovers()) - before
     if left:
         fail(f"left behind: {sorted(left)}")

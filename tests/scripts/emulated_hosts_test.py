@@ -7,7 +7,8 @@ usage: emulated_hosts_test.py parse|hosts|leftovers
   hosts      three shaped hosts: each namespace holds its own address on the bridge, both ends of
              every host's veth pair carry tbf at the rate asked, hosts reach each other over TCP (the
              throughput is printed, not judged), one step's exchange pattern completes every round
-             and no faster than the link allows, and nothing of the run is left after it
+             and no faster than the link allows, paced no faster than its pace allows, fails with an
+             unknown congestion control, and nothing of the run is left after it
   leftovers  everything is deleted when the body raises, and when a process holding hosts gets SIGINT,
              SIGTERM or SIGHUP in the middle (it signals it is ready on a pipe, no sleeps)
 
@@ -87,16 +88,32 @@ def check_hosts():
         if min(rounds) < 0.8 * 4e6 * 8 / 1e9:
             fail(f"exchange: a round took {min(rounds) * 1000:.1f} ms, faster than the 1 Gbit link allows")
         print(f"ok: hosts: exchange rounds {', '.join(f'{t * 1000:.0f}' for t in rounds)} ms (not judged)")
+        # Paced as troupe node --link-mbit paces: told 100 Mbit, worker0 sends each of its two servers at
+        # 6.25 MB/s, so 2 MB a pair cannot take less than 0.32 s, on a link that would move it in 16 ms.
+        paced = eh.measure_exchange(hosts, ["worker0"], ["server0", "scheduler"], 2_000_000, rounds=1,
+                                    congestion="cubic", link_bits=100e6)
+        if min(paced) < 0.8 * 2e6 / (100e6 / 8 / 2):
+            fail(f"exchange paced at 100 Mbit: a round took {min(paced) * 1000:.0f} ms, faster than the pace allows")
+        try:
+            eh.measure_exchange(hosts, ["worker0"], ["server0"], 1000, rounds=1, congestion="no-such-tcp")
+            fail("exchange with an unknown congestion control did not fail")
+        except RuntimeError as e:
+            if "did not start" not in str(e) and "did not connect" not in str(e):
+                fail(f"exchange with an unknown congestion control: {e}")
+        print(f"ok: hosts: exchange paced at a 100 Mbit share took {min(paced) * 1000:.0f} ms; an unknown "
+              "congestion control fails")
     left = eh.leftovers(number)
     if left:
         fail(f"left behind after a normal exit: {left}")
     print(f"ok: hosts: nothing of run {number} left")
     script = os.path.join(HERE, "..", "..", "scripts", "emulated_hosts.py")
-    for bad in (["--bytes", "0"], ["--bytes", "1e6", "--servers", "0"], ["--bytes", "1e6", "--link", "0gbit"]):
+    for bad in (["--bytes", "0"], ["--bytes", "1e6", "--servers", "0"], ["--bytes", "1e6", "--link", "0gbit"],
+                ["--bytes", "1e6", "--workers", "2", "--servers", "1", "--colocated"]):
         run = subprocess.run([sys.executable, script, "exchange"] + bad, capture_output=True, text=True, timeout=30)
-        if run.returncode == 0 or not re.search(r"positive|--link", run.stderr):
+        if run.returncode == 0 or not re.search(r"positive|--link|as many --servers as --workers", run.stderr):
             fail(f"exchange {' '.join(bad)}: exit {run.returncode}, {run.stderr.strip()!r}")
-    print("ok: hosts: exchange refuses sizes, counts and links that are not positive")
+    print("ok: hosts: exchange refuses sizes, counts and links that are not positive, and colocated hosts "
+          "of unequal counts")
 
 
 HOLDER = r"""

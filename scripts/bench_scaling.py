@@ -46,8 +46,8 @@ longer than max(compute, floor) / 0.9, the host cannot reach the goal whatever t
 of a node, not the whole machine, can be the limit: a reader copying a VGG-16 model at 10 Gbit), and the
 row is marked host-bound. The same rows also get the `raw TCP step ms` column: the step's bytes moved by
 plain TCP sockets on the same shaped hosts (scripts/emulated_hosts.py, measure_exchange: every worker sends M/S
-to and receives M/S from every server, all at once, one connection per pair, no compute, the median of
-RAW_ROUNDS rounds), with the congestion control and pacing the nodes use. Where max(compute, raw) is longer
+to and receives M/S from every server on another host, all at once, one connection per pair, no compute,
+the median of RAW_ROUNDS rounds), with the congestion control and pacing the nodes use. Where max(compute, raw) is longer
 than max(compute, floor) / 0.9, the emulated network does not carry the goal's bytes even for plain TCP on this
 machine (tbf's and the veths' own work, TCP between many flows through one shaper), and the row is marked
 TCP-bound; its `ratio to raw` compares Troupe with that plain TCP step instead. `--host-check all` reruns every

@@ -460,25 +460,35 @@ def measure_exchange(hosts, workers, servers, nbytes, rounds=3, congestion=None,
     `servers`, each pair moving `nbytes` each way; the list of `rounds` timings. `congestion`: the
     connections' TCP congestion control (None: the host's default); `link_bits`: when set, every sender
     paces each connection at its equal share of a link of that many bits per second (a worker's share
-    among the servers, a server's among the workers), as troupe node --link-mbit does."""
-    procs, addresses = [], []
+    among the servers, a server's among the workers), as troupe node --link-mbit does. A worker and a
+    server on the same host (a name in both lists) exchange nothing: their bytes would not cross the
+    host's link (Troupe's nodes talk through a Unix socket there); a round with no pair at all takes 0 s."""
+    procs, addresses = [], {}
     tcp = congestion or "-"
 
     def pace(peers):
         return str(int(link_bits / 8 / peers)) if link_bits else "0"
     for s in servers:
+        remote = [w for w in workers if w != s]
+        if not remote:
+            continue
         p = hosts.start(s, [sys.executable, "-c", _EXCHANGE, "server", hosts.addr[s], str(nbytes), tcp,
-                            pace(len(workers)), str(len(workers))],
+                            pace(len(workers)), str(len(remote))],
                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         port = p.stdout.readline().strip()
         if not port:
             raise RuntimeError(f"exchange: server {s} did not start")
         procs.append(p)
-        addresses.append(f"{hosts.addr[s]}:{port}")
+        addresses[s] = f"{hosts.addr[s]}:{port}"
     for w in workers:
+        remote = [addresses[s] for s in servers if s != w]
+        if not remote:
+            continue
         procs.append(hosts.start(w, [sys.executable, "-c", _EXCHANGE, "worker", hosts.addr[w], str(nbytes), tcp,
-                                     pace(len(servers))] + addresses,
+                                     pace(len(servers))] + remote,
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+    if not procs:
+        return [0.0] * rounds
     for p in procs:
         if p.stdout.readline().strip() != "ready":
             raise RuntimeError("exchange: a process did not connect")

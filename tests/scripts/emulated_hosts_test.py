@@ -7,8 +7,8 @@ usage: emulated_hosts_test.py parse|hosts|leftovers
   hosts      three shaped hosts: each namespace holds its own address on the bridge, both ends of
              every host's veth pair carry tbf at the rate asked, hosts reach each other over TCP (the
              throughput is printed, not judged), one step's exchange pattern completes every round
-             and no faster than the link allows, paced no faster than its pace allows, fails with an
-             unknown congestion control, and nothing of the run is left after it
+             and no faster than the link allows, paced no faster than its pace allows, colocated only
+             between hosts, fails with an unknown congestion control, and nothing of the run is left
   leftovers  everything is deleted when the body raises, and when a process holding hosts gets SIGINT,
              SIGTERM or SIGHUP in the middle (it signals it is ready on a pipe, no sleeps)
 
@@ -100,6 +100,12 @@ def check_hosts():
         except RuntimeError as e:
             if "did not start" not in str(e) and "did not connect" not in str(e):
                 fail(f"exchange with an unknown congestion control: {e}")
+        # Colocated (server0 also a worker): only the pairs between hosts exchange; none at all takes 0 s.
+        both = eh.measure_exchange(hosts, ["worker0", "server0"], ["worker0", "server0"], 2_000_000, rounds=1)
+        if min(both) < 0.8 * 2e6 * 8 / 1e9:
+            fail(f"colocated exchange: a round took {min(both) * 1000:.1f} ms, faster than the link allows")
+        if eh.measure_exchange(hosts, ["worker0"], ["worker0"], 2_000_000, rounds=2) != [0.0, 0.0]:
+            fail("an exchange with one host as both worker and server must cross nothing (0 s a round)")
         print(f"ok: hosts: exchange paced at a 100 Mbit share took {min(paced) * 1000:.0f} ms; an unknown "
               "congestion control fails")
     left = eh.leftovers(number)

@@ -112,7 +112,16 @@ std::vector<ranked_push> pushes_to_node(const placement_plan& plan, const forwar
   return pushes;
 }
 
-std::vector<std::uint64_t> fixed_push_order(std::vector<ranked_push> pushes, std::int64_t backward_bytes) {
+std::size_t held_pushes(const std::vector<ranked_push>& pushes, std::int64_t held_bytes) {
+  std::size_t held = 0;
+  std::int64_t holding = 0;
+  for (auto p = pushes.rbegin(); p != pushes.rend() && p->light && holding + p->bytes <= held_bytes; ++p, ++held)
+    holding += p->bytes;
+  return held;
+}
+
+std::vector<std::uint64_t> fixed_push_order(std::vector<ranked_push> pushes, std::int64_t backward_bytes,
+                                            std::int64_t held_bytes) {
   std::sort(pushes.begin(), pushes.end(), [](const ranked_push& a, const ranked_push& b) { return a.rank < b.rank; });
   for (std::size_t i = 0; i < pushes.size(); ++i) {
     if (pushes[i].rank == unranked || pushes[i].rank == control_rank)
@@ -127,10 +136,8 @@ std::vector<std::uint64_t> fixed_push_order(std::vector<ranked_push> pushes, std
                                   + " is below rank " + std::to_string(pushes[i].rank)
                                   + ", which is not light (light pushes are the last layers')");
   }
-  // The light last layers, held for the end.
-  std::size_t first_held = pushes.size();
-  while (first_held > 0 && pushes[first_held - 1].light)
-    --first_held;
+  // The light last layers held for the end (the rest go as the others do).
+  const std::size_t first_held = pushes.size() - held_pushes(pushes, held_bytes);
   // The last layers below those while their bytes are short of what backward's time carries.
   std::size_t first_late = first_held;
   std::int64_t carried = 0;

@@ -22,6 +22,7 @@
 #include <troupe/cluster/cluster_node.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <thread>
 #include <map>
 #include <optional>
@@ -172,6 +173,10 @@ void connect_servers(member_actor self, const assignment_message& a, const chann
   const bool ordered = options.priority && options.pacing_bytes_per_second > 0;
   const double backward_s = backward_seconds(*st.options);
   const auto backward = static_cast<std::int64_t>(static_cast<double>(options.pacing_bytes_per_second) * backward_s);
+  // The light last layers held for the end travel while the next forward runs the layers
+  // before them: as many bytes as the link carries in half of backward's time (a forward takes
+  // about half a backward's work; the stand-in splits its step so). Unknown backward: all held.
+  const auto forward = backward_s > 0 ? backward / 2 : std::numeric_limits<std::int64_t>::max();
   const auto patience = std::max(options.sequence_patience,
                                  std::chrono::milliseconds(static_cast<std::int64_t>(2000 * backward_s)));
   std::size_t late = 0, held = 0, sequenced = 0;
@@ -182,12 +187,12 @@ void connect_servers(member_actor self, const assignment_message& a, const chann
     auto link = options;
     if (ordered) {
       const auto pushes = pushes_to_node(st.plan, link.order, static_cast<int>(server.node));
-      link.push_sequence = fixed_push_order(pushes, backward);
+      link.push_sequence = fixed_push_order(pushes, backward, forward);
       link.sequence_patience = patience;
       if (!pushes.empty())  // the backward part: the sequence's pushes before its lowest rank
         late += static_cast<std::size_t>(std::find(link.push_sequence.begin(), link.push_sequence.end(), pushes.front().rank)
                                          - link.push_sequence.begin());
-      held += static_cast<std::size_t>(std::count_if(pushes.begin(), pushes.end(), [](const ranked_push& p) { return p.light; }));
+      held += held_pushes(pushes, forward);
       sequenced += pushes.size();
     }
     bool local = false;
@@ -204,7 +209,10 @@ void connect_servers(member_actor self, const assignment_message& a, const chann
   if (sequenced > 0)
     st.pacing_text += ", pushes in a fixed order (" + std::to_string(late) + " of " + std::to_string(sequenced)
                       + " last layers first: " + std::to_string(backward) + " bytes in backward's time per link; "
-                      + std::to_string(held) + " light last layers last)";
+                      + std::to_string(held) + " light last layers last"
+                      + (forward == std::numeric_limits<std::int64_t>::max() ? std::string()
+                                                                             : ", at most " + std::to_string(forward) + " bytes")
+                      + ")";
 }
 
 std::size_t computes_on(const placement_plan& plan, std::uint32_t node) {

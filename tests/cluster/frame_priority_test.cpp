@@ -238,6 +238,31 @@ TEST_CASE("a fixed push order holds the light last layers for the end", "[cluste
   CHECK(fixed_push_order(all, 1 << 30) == ranks{1, 2});
 }
 
+TEST_CASE("a fixed push order holds only the light bytes the forward's time carries", "[cluster][priority]") {
+  using ranks = std::vector<std::uint64_t>;
+  // Ranks 3, 4 and 5 are light, 1200 bytes together.
+  const std::vector<ranked_push> pushes = {{3, 300, true}, {5, 500, true}, {1, 100}, {4, 400, true}, {2, 200}};
+  std::vector<ranked_push> sorted = pushes;
+  std::sort(sorted.begin(), sorted.end(), [](const ranked_push& a, const ranked_push& b) { return a.rank < b.rank; });
+  CHECK(held_pushes(sorted, 1200) == 3);
+  CHECK(held_pushes(sorted, 1199) == 2);  // the highest first: 5 and 4 fit, 3 does not
+  CHECK(held_pushes(sorted, 900) == 2);
+  CHECK(held_pushes(sorted, 899) == 1);
+  CHECK(held_pushes(sorted, 499) == 0);   // not even the last one fits: none held
+  CHECK(held_pushes(sorted, 0) == 0);
+  CHECK(fixed_push_order(pushes, 0, 1200) == ranks{1, 2, 3, 4, 5});
+  // 5 and 4 held; 3 goes with the others: first in the backward part, as backward makes it first.
+  CHECK(fixed_push_order(pushes, 1, 900) == ranks{3, 1, 2, 4, 5});
+  CHECK(fixed_push_order(pushes, 301, 900) == ranks{3, 2, 1, 4, 5});
+  // Only 5 held: 4 and 3 lead the backward part.
+  CHECK(fixed_push_order(pushes, 401, 500) == ranks{4, 3, 1, 2, 5});
+  // None held: backward's order where it carries everything, as if none were light.
+  CHECK(fixed_push_order(pushes, 1 << 30, 0) == ranks{5, 4, 3, 2, 1});
+  CHECK(fixed_push_order(pushes, 0, 0) == ranks{1, 2, 3, 4, 5});
+  // The default holds them all, as before.
+  CHECK(fixed_push_order(pushes, 1 << 30) == fixed_push_order(pushes, 1 << 30, 1200));
+}
+
 TEST_CASE("a planned LeNet's light last layers: its classifier's, up to 1% of the work, on every server",
           "[cluster][priority]") {
   auto job = test::synthetic_job("lenet", 64);

@@ -54,6 +54,10 @@ std::uint64_t frame_rank(const wire_message& message, const forward_order& order
 // connected layer): backward makes them first, but they go last. The next forward can only end
 // once the last answer has come and the layers after that answer's have run; with these last,
 // the layers before them (the backward part's, tens of ms of forward) run while they travel.
+// Only as many of their bytes as the link carries in the forward's time are held, though: a
+// VGG-16's fully connected layers are 0.8% of its forward work and 89% of its bytes, and held
+// whole at 10 Gbit they left the link idle through backward, then took 400 ms after it
+// (docs/benchmarks.md, "Sixteenth look"); the rest go with the others.
 
 /// The most of the model's forward work the pushes held for a step's end may carry together.
 constexpr double light_forward_share = 0.01;
@@ -77,10 +81,17 @@ std::vector<std::uint64_t> light_ranks(const placement_plan& plan, const forward
 /// for a node without shards.
 std::vector<ranked_push> pushes_to_node(const placement_plan& plan, const forward_order& order, int node);
 
-/// The ranks of `pushes` in the order a paced link writes them. Of those not light: from the
-/// highest rank down until their bytes reach `backward_bytes` (none when 0), then the rest in
-/// ascending rank; then the light ones in ascending rank. Throws std::invalid_argument for a
-/// rank listed twice or unranked, negative bytes, or a light push below one that is not.
-std::vector<std::uint64_t> fixed_push_order(std::vector<ranked_push> pushes, std::int64_t backward_bytes);
+/// How many of `pushes` (in ascending rank) a fixed order holds for the end: the highest light
+/// ones while their bytes together fit in `held_bytes`.
+std::size_t held_pushes(const std::vector<ranked_push>& pushes, std::int64_t held_bytes);
+
+/// The ranks of `pushes` in the order a paced link writes them. Held for the end: the highest
+/// light pushes while their bytes together fit in `held_bytes` (all light ones by default).
+/// Of the others: from the highest rank down until their bytes reach `backward_bytes` (none
+/// when 0), then the rest in ascending rank; then the held ones in ascending rank. Throws
+/// std::invalid_argument for a rank listed twice or unranked, negative bytes, or a light push
+/// below one that is not.
+std::vector<std::uint64_t> fixed_push_order(std::vector<ranked_push> pushes, std::int64_t backward_bytes,
+                                            std::int64_t held_bytes = std::numeric_limits<std::int64_t>::max());
 
 } // namespace troupe

@@ -52,7 +52,7 @@ than max(compute, floor) / 0.9, the emulated network does not carry the goal's b
 machine (tbf's and the veths' own work, TCP between many flows through one shaper), and the row is marked
 TCP-bound; its `ratio to raw` compares Troupe with that plain TCP step instead. `--host-check all` reruns every
 row so, `off` none (default `auto`). The last two lines are `scaling/raw TCP: R`, the worst max(compute, raw) /
-step over the rows with a raw step and not CPU-bound, and `scaling/floor: R`, the worst ratio
+step over the rows with a raw step, neither CPU-bound nor host-bound, and `scaling/floor: R`, the worst ratio
 max(compute, floor) / step over the rows neither CPU-bound, host-bound nor TCP-bound.
 
 Needs root (namespaces, tc): refuses otherwise, saying so (exit 77).
@@ -174,9 +174,11 @@ def judge_rows(rows):
 
 
 def raw_worst(rows):
-    """The worst max(compute, raw) / step over judged rows with a raw TCP step and not CPU-bound (None if none):
-    how near Troupe comes to plain TCP moving the same bytes on the same links."""
-    ratios = [r["raw_ratio"] for r in rows if r.get("raw_ratio") is not None and not r["cpu_bound"]]
+    """The worst max(compute, raw) / step over judged rows with a raw TCP step, neither CPU-bound nor host-bound
+    (None if none): how near Troupe comes to plain TCP moving the same bytes on the same links, where the
+    host left it the chance."""
+    ratios = [r["raw_ratio"] for r in rows
+              if r.get("raw_ratio") is not None and not r["cpu_bound"] and not r["host_bound"]]
     return min(ratios) if ratios else None
 
 

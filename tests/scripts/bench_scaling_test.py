@@ -116,6 +116,9 @@ def check_arithmetic():
     busy = [dict(slow, raw_s=0.38, host_cpu=0.95)]
     if bs.judge_rows(busy) is not None or bs.raw_worst(busy) is not None:
         fail("scaling/floor and scaling/raw TCP leave out CPU-bound rows")
+    held_raw = [dict(slow, raw_s=0.0, unshaped_s=0.45)]  # host-bound, nothing crossing a link
+    if bs.judge_rows(held_raw) is not None or bs.raw_worst(held_raw) is not None or not held_raw[0]["host_bound"]:
+        fail("scaling/floor and scaling/raw TCP leave out host-bound rows")
     alone = dict(rows[1])  # a run without a one-worker row has nothing to compare with
     bs.judge_rows([alone])
     if alone["speedup"] is not None or bs.against_one(alone["efficiency"]) != "-" or bs.against_one(1.6) != "1.60":

@@ -165,11 +165,8 @@ def host_busy(before, after):
 
 def run_pslite_row(args, plan_path, link, workers, servers, workdir, mode):
     """One ps-lite run on emulated hosts -> (slowest worker's median step s, elements, host CPU busy)."""
-    colocated = args.servers == "colocated"
-    hosts = ["scheduler"] + [f"worker{i}" for i in range(workers)]
-    if not colocated:
-        hosts += [f"server{i}" for i in range(servers)]
-    host_of_server = (lambda i: f"worker{i}") if colocated else (lambda i: f"server{i}")
+    worker_hosts, server_hosts = bench_scaling.row_hosts(args, workers)
+    hosts = bench_scaling.distinct(["scheduler"] + worker_hosts + server_hosts)
     argv = [args.pslite, plan_path, f"{args.compute_ms:g}", str(args.pslite_warmup), str(args.pslite_steps),
             str(args.step_timeout), mode]
     outs, logs, procs = {}, {}, {}
@@ -187,7 +184,7 @@ def run_pslite_row(args, plan_path, link, workers, servers, workdir, mode):
 
         start("scheduler", "scheduler", "scheduler")
         for i in range(servers):
-            start(host_of_server(i), f"server{i}", "server")
+            start(server_hosts[i], f"server{i}", "server")
         for i in range(workers):
             start(f"worker{i}", f"worker{i}", "worker")
         deadline = time.time() + ROW_BOUND_S
@@ -270,10 +267,6 @@ def parse_args(argv):
     return args
 
 
-def servers_for(args, workers):
-    return workers if args.servers in ("equal", "colocated") else int(args.servers)
-
-
 def main(argv):
     args = parse_args(argv)
     if os.geteuid() != 0:
@@ -292,7 +285,7 @@ def main(argv):
     try:
         plans, model_bytes = {}, None
         for w in args.worker_counts:
-            s = servers_for(args, w)
+            s = bench_scaling.servers_for(args, w)
             if s in plans:
                 continue
             config = os.path.join(workdir, f"s{s}.troupe")
@@ -306,7 +299,7 @@ def main(argv):
         systems = ["troupe"] + args.mode_list
         for rnd in range(args.rounds):
             for w in args.worker_counts:
-                s = servers_for(args, w)
+                s = bench_scaling.servers_for(args, w)
                 r = {"load": {}, "cpu": {}}
                 for mode in args.mode_list:
                     r["load"][mode] = os.getloadavg()[0]
@@ -331,7 +324,7 @@ def main(argv):
               f"{args.pslite_warmup}")
         print(table_head(systems))
         for w in args.worker_counts:
-            s = servers_for(args, w)
+            s = bench_scaling.servers_for(args, w)
             colocated = args.servers == "colocated"
             bound = max(args.compute_ms / 1e3,
                         bench_scaling.floor_seconds(model_bytes, args.link_value.rate_bits, w, s, colocated))

@@ -301,16 +301,33 @@ def pace_flags(args, link):
     return ["--link-mbit", str(max(1, round(link.rate_bits / 1e6)))]
 
 
+def servers_for(args, workers):
+    """The servers of a row of `workers` worker hosts (--servers: a number, equal or colocated)."""
+    return workers if args.servers in ("equal", "colocated") else int(args.servers)
+
+
+def row_hosts(args, workers):
+    """A row's emulated hosts: (worker i's host, server i's host), each in rank order. Colocated, server i
+    is on worker i's host; else every server has a host of its own."""
+    worker_hosts = [f"worker{i}" for i in range(workers)]
+    if args.servers == "colocated":
+        return worker_hosts, list(worker_hosts)
+    return worker_hosts, [f"server{i}" for i in range(servers_for(args, workers))]
+
+
+def distinct(hosts):
+    """`hosts` without repeats, in order: the hosts to create for a layout whose roles may share some."""
+    return list(dict.fromkeys(hosts))
+
+
 def run_row(args, troupe, link, workers, workdir, tag=""):
     """One row's cluster run; its files in workdir are named w{workers}{tag} (the unshaped rerun: tag '-unshaped')."""
     colocated = args.servers == "colocated"
-    servers = workers if args.servers in ("equal", "colocated") else int(args.servers)
+    servers = servers_for(args, workers)
     config = os.path.join(workdir, f"w{workers}{tag}.troupe")
     write_config(config, args, workers, servers)
-    hosts = ["scheduler"] + [f"worker{i}" for i in range(workers)]
-    if not colocated:
-        hosts += [f"server{i}" for i in range(servers)]
-    host_of_server = (lambda i: f"worker{i}") if colocated else (lambda i: f"server{i}")
+    worker_hosts, server_hosts = row_hosts(args, workers)
+    hosts = distinct(["scheduler"] + worker_hosts + server_hosts)
     env = dict(os.environ, TROUPE_SECRET=os.urandom(16).hex())
     # A peer timeout well above the default 5 s: at 1 Gbit a pull of a big model (VGG-16: 528 MiB, 4.4 s)
     # is one frame, and the heartbeats queue behind it on the same connection.
@@ -338,8 +355,8 @@ def run_row(args, troupe, link, workers, workdir, tag=""):
         at = ["--scheduler", f"{net.addr['scheduler']}:{int(open(port_file).read())}"]
         procs = {}
         for i in range(servers):
-            addr = net.addr[host_of_server(i)]
-            procs[f"server{i}"] = start(net, host_of_server(i), f"server{i}",
+            addr = net.addr[server_hosts[i]]
+            procs[f"server{i}"] = start(net, server_hosts[i], f"server{i}",
                                         ["--role", "server", "--rank", str(i), "--listen", addr] + at + pace)
         for i in range(workers):
             procs[f"worker{i}"] = start(net, f"worker{i}", f"worker{i}",
@@ -429,27 +446,23 @@ def congestion_text(setting):
     def host_default():
         with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
             return f.read().strip()
-    algorithm = congestion_algorithm(setting)
     if setting == "system":
         return f"system ({host_default()})"
     if setting != "auto":
         return setting
-    return "auto (cubic)" if algorithm else f"auto (the host's {host_default()}: cubic not allowed)"
+    return "auto (cubic)" if congestion_algorithm(setting) else f"auto (the host's {host_default()}: cubic not allowed)"
 
 
 def run_raw(args, link, workers, model_bytes):
     """Plain TCP's step for a row (module docstring): the median seconds of RAW_ROUNDS exchanges of the step's
     wire bytes between the row's worker and server hosts, on links shaped as the row's, with the nodes'
     congestion control and pacing."""
-    colocated = args.servers == "colocated"
-    servers = workers if args.servers in ("equal", "colocated") else int(args.servers)
-    worker_hosts = [f"worker{i}" for i in range(workers)]
-    server_hosts = worker_hosts if colocated else [f"server{i}" for i in range(servers)]
+    worker_hosts, server_hosts = row_hosts(args, workers)
     wire_bytes = model_bytes * max(args.push_share, args.answer_share)
     try:
-        with emulated_hosts.EmulatedHosts(worker_hosts + ([] if colocated else server_hosts), link) as net:
+        with emulated_hosts.EmulatedHosts(distinct(worker_hosts + server_hosts), link) as net:
             timings = emulated_hosts.measure_exchange(
-                net, worker_hosts, server_hosts, int(wire_bytes / servers), RAW_ROUNDS,
+                net, worker_hosts, server_hosts, int(wire_bytes / len(server_hosts)), RAW_ROUNDS,
                 congestion_algorithm(args.tcp_congestion), link.rate_bits if pace_flags(args, link) else 0)
     except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
         raise BenchError(f"{workers} worker(s): the raw TCP exchange failed: {e}") from None

@@ -530,7 +530,7 @@ def main():
     x.add_argument("--pace", action="store_true", help="pace every connection at its sender's equal share of "
                    "the link's rate, as troupe node --link-mbit does")
     x.add_argument("--colocated", action="store_true", help="server i on worker i's host (needs as many "
-                   "servers as workers); a host's own pair goes through its loopback")
+                   "servers as workers); a host's own pair exchanges nothing, as its bytes would not cross the link")
     sub.add_parser("leftovers", help="namespaces and links of emulated hosts still there (exit 1 if any)")
     args = parser.parse_args()
     need_root()

@@ -119,6 +119,14 @@ def check_arithmetic():
     held_raw = [dict(slow, raw_s=0.0, unshaped_s=0.45)]  # host-bound, nothing crossing a link
     if bs.judge_rows(held_raw) is not None or bs.raw_worst(held_raw) is not None or not held_raw[0]["host_bound"]:
         fail("scaling/floor and scaling/raw TCP leave out host-bound rows")
+    # A row's hosts: server i on worker i's host when colocated, else on hosts of their own.
+    from types import SimpleNamespace as layout
+    if (bs.row_hosts(layout(servers="colocated"), 2) != (["worker0", "worker1"], ["worker0", "worker1"])
+            or bs.row_hosts(layout(servers="equal"), 2) != (["worker0", "worker1"], ["server0", "server1"])
+            or bs.row_hosts(layout(servers="3"), 1) != (["worker0"], ["server0", "server1", "server2"])):
+        fail("row_hosts: the hosts of colocated, equal and numbered servers")
+    if bs.distinct(["scheduler", "worker0", "worker1", "worker0"]) != ["scheduler", "worker0", "worker1"]:
+        fail("distinct: each host once, in order")
     alone = dict(rows[1])  # a run without a one-worker row has nothing to compare with
     bs.judge_rows([alone])
     if alone["speedup"] is not None or bs.against_one(alone["efficiency"]) != "-" or bs.against_one(1.6) != "1.60":

@@ -13,7 +13,15 @@ namespace troupe {
 
 namespace {
 
+// Slices start on 64-byte boundaries (16 floats, the tensors' alignment) and all but a
+// parameter's last hold a whole number of them: a connection then sends every slice but the
+// last straight from the tensor, where Cap'n Proto wants 8-byte aligned values of whole words
+// (frame_codec.hpp), instead of copying it into the frame.
+constexpr std::int64_t slice_unit = 16;
+
 std::vector<key_slice> cut(const std::vector<std::int64_t>& sizes, std::int64_t slice_elements) {
+  const std::int64_t unit = slice_elements >= slice_unit ? slice_unit : 1;
+  slice_elements = slice_elements / unit * unit;
   std::vector<key_slice> keys;
   for (std::size_t slot = 0; slot < sizes.size(); ++slot) {
     const std::int64_t n = sizes[slot];
@@ -21,10 +29,13 @@ std::vector<key_slice> cut(const std::vector<std::int64_t>& sizes, std::int64_t 
       throw std::invalid_argument("parameter " + std::to_string(slot) + " has "
                                   + std::to_string(n) + " elements");
     const std::int64_t pieces = (n + slice_elements - 1) / slice_elements;
-    const std::int64_t base = n / pieces, extra = n % pieces;  // the first `extra` get one more
+    // Whole units spread evenly (the first `extra` get one more), the odd rest to the last:
+    // no slice exceeds slice_elements and none is empty (see key_assignment_test).
+    const std::int64_t units = n / unit, rest = n % unit;
+    const std::int64_t base = units / pieces, extra = units % pieces;
     std::int64_t offset = 0;
     for (std::int64_t i = 0; i < pieces; ++i) {
-      const std::int64_t length = base + (i < extra ? 1 : 0);
+      const std::int64_t length = (base + (i < extra ? 1 : 0)) * unit + (i + 1 == pieces ? rest : 0);
       keys.push_back(key_slice{slot, offset, length, pieces == 1});
       offset += length;
     }

@@ -58,13 +58,54 @@ TEST_CASE("plan_keys cuts big parameters into near-equal slices spread over ever
         lengths.push_back(k.length);
       }
   std::sort(lengths.begin(), lengths.end());
-  CHECK(lengths == std::vector<std::int64_t>{250, 250, 250, 250});
+  // 300 elements round down to 288 (18 units of 16): 4 slices of 62 whole units and 8 over.
+  CHECK(lengths == std::vector<std::int64_t>{240, 248, 256, 256});
   REQUIRE(plan.shards.size() == 3);
   for (auto& keys : plan.shards)
     CHECK_FALSE(keys.empty());
   check_cover(plan, sizes);
   CHECK(key_name("fc6.weight", key_slice{0, 250, 250, false}) == "fc6.weight[250:500]");
   CHECK(key_name("fc6.weight", key_slice{0, 0, 1000, true}) == "fc6.weight");
+}
+
+TEST_CASE("plan_keys cuts slices on 64-byte boundaries, each within the bound and none empty") {
+  // Every slice starts on a multiple of 16 floats and all but a parameter's last hold whole
+  // multiples of them (so frames send them without copying); the bound and near-equal sizes
+  // hold for sizes that do and do not divide, and for bounds that are not multiples of 16.
+  for (std::int64_t limit : {16, 17, 100, 300, 4096, 131072 + 5}) {
+    for (std::int64_t n : {limit + 1, 2 * limit - 1, 2 * limit, 3 * limit + 7, 10 * limit + 15, std::int64_t{2359296}}) {
+      const auto plan = plan_keys({n}, 3, key_plan_options{4 * limit, 0});
+      std::vector<key_slice> slices;
+      for (auto& keys : plan.shards)
+        slices.insert(slices.end(), keys.begin(), keys.end());
+      std::sort(slices.begin(), slices.end(), [](auto& a, auto& b) { return a.offset < b.offset; });
+      REQUIRE(slices.size() >= 2);
+      std::int64_t offset = 0, shortest = n, longest = 0;
+      for (std::size_t i = 0; i < slices.size(); ++i) {
+        INFO("limit " << limit << ", " << n << " elements, slice " << i << " of " << slices.size());
+        const auto& k = slices[i];
+        CHECK(k.offset == offset);
+        CHECK(k.offset % 16 == 0);
+        CHECK(k.length >= 1);
+        CHECK(k.length <= limit);
+        if (i + 1 < slices.size()) {
+          CHECK(k.length % 16 == 0);
+          shortest = std::min(shortest, k.length);
+          longest = std::max(longest, k.length);
+        }
+        offset += k.length;
+      }
+      CHECK(offset == n);
+      CHECK(longest - shortest <= 16);
+    }
+  }
+  // Bounds below 16 floats cut per element, as before: 10 elements at most 3 each.
+  const auto small = plan_keys({10}, 1, key_plan_options{4 * 3, 0});
+  std::vector<std::int64_t> lengths;
+  for (auto& k : small.shards[0])
+    lengths.push_back(k.length);
+  std::sort(lengths.begin(), lengths.end());
+  CHECK(lengths == std::vector<std::int64_t>{2, 2, 3, 3});
 }
 
 TEST_CASE("plan_keys bundles small keys per shard up to the group bound, in backward order") {

@@ -3,10 +3,12 @@
 // wires the compute actors) and `troupe check` / `troupe graph` (which label routes with each
 // shard's keys and bytes), so both always agree.
 //
-//   1. Slicing: a parameter above `slice_bytes` is cut into equal contiguous slices (of its
-//      flattened elements), each at most `slice_bytes`, so one big tensor (VGG's fc6: 400 MB)
-//      is spread over every shard instead of making one shard the hot spot, and so its update
-//      pipelines slice by slice through aggregator and shard.
+//   1. Slicing: a parameter above `slice_bytes` is cut into near-equal contiguous slices (of
+//      its flattened elements), each at most `slice_bytes`, so one big tensor (VGG's fc6: 400
+//      MB) is spread over every shard instead of making one shard the hot spot, and so its
+//      update pipelines slice by slice through aggregator and shard. With slice_bytes >= 64,
+//      every slice starts on a 64-byte boundary and all but a parameter's last hold a multiple
+//      of 16 floats, so frames send them without a copy.
 //   2. Placement: keys go largest first onto the least loaded shard (ties to the lowest index),
 //      so every shard holds a similar number of bytes.
 //   3. Grouping: a compute actor pushes a group as soon as backward has produced all its keys.

@@ -50,10 +50,17 @@ to and receives M/S from every server on another host, all at once, one connecti
 the median of RAW_ROUNDS rounds), with the congestion control and pacing the nodes use. Where max(compute, raw) is longer
 than max(compute, floor) / 0.9, the emulated network does not carry the goal's bytes even for plain TCP on this
 machine (tbf's and the veths' own work, TCP between many flows through one shaper), and the row is marked
-TCP-bound; its `ratio to raw` compares Troupe with that plain TCP step instead. `--host-check all` reruns every
-row so, `off` none (default `auto`). The last two lines are `scaling/raw TCP: R`, the worst max(compute, raw) /
-step over the rows with a raw step, neither CPU-bound nor host-bound, and `scaling/floor: R`, the worst ratio
-max(compute, floor) / step over the rows neither CPU-bound, host-bound nor TCP-bound.
+TCP-bound; its `ratio to raw` compares Troupe with that plain TCP step instead. A checked row neither host-
+nor TCP-bound is run once more at half the pace: the link's rate halved (its latency doubled) and the stand-in's
+time doubled, so that max(compute, floor) doubles with the same bytes and the same messages, and the host has
+twice the time for the same work (the `half-pace step ms (ratio)` column, the ratio against twice the bound).
+If that run reaches the goal and loses at most half the milliseconds the row lost, what the row lost went with
+the pace asked of the host's 2 cores (the kernel's work for every emulated link, the nodes' copies and sums),
+not with a fixed cost of a step (a wait of Troupe's would stay) nor with the network's arithmetic (which the
+half pace keeps), and the row is marked CPU-bound too. `--host-check all` reruns every row so, `off` none
+(default `auto`). The last two lines are `scaling/raw TCP: R`, the worst max(compute, raw) / step over the rows
+with a raw step, neither CPU-bound nor host-bound, and `scaling/floor: R`, the worst ratio max(compute, floor) /
+step over the rows neither CPU-bound, host-bound nor TCP-bound.
 
 Needs root (namespaces, tc): refuses otherwise, saying so (exit 77).
 """
@@ -149,11 +156,35 @@ def cpu_bound(row):
     return not row["host_cpu"] < CPU_BOUND
 
 
+def host_bound(row):
+    """Whether even with its links unshaped (unshaped_s) the row's step is longer than its bound over the goal."""
+    unshaped = row.get("unshaped_s")
+    return unshaped is not None and bound_seconds(row) / unshaped < GOAL
+
+
+def tcp_bound(row):
+    """Whether plain TCP moving the row's bytes on its links (raw_s) takes longer than its bound over the goal."""
+    raw = row.get("raw_s")
+    return raw is not None and bound_seconds(row) / max(row["compute_s"], raw) < GOAL
+
+
+def pace_bound(row):
+    """Whether the row's run at half the pace (half_s: link rate halved, stand-in doubled, so the bound doubles)
+    reaches the goal and loses at most half the time the row lost: what the row lost went with the pace asked
+    of the host (module docstring)."""
+    half = row.get("half_s")
+    if half is None:
+        return False
+    bound = bound_seconds(row)
+    return 2 * bound / half >= GOAL and half - 2 * bound <= (row["step_s"] - bound) / 2
+
+
 def judge_rows(rows):
     """Adds speed-up, efficiency, ratio and the CPU-bound, host-bound and TCP-bound marks to each row (dicts
     with workers, samples_s, step_s, compute_s, floor_s, host_cpu and optionally unshaped_s, the step with the
-    links unshaped, and raw_s, plain TCP's step on the shaped links); returns scaling/floor over rows neither
-    CPU-bound, host-bound nor TCP-bound (None if none)."""
+    links unshaped, raw_s, plain TCP's step on the shaped links, and half_s, the step at half the pace); returns
+    scaling/floor over rows neither CPU-bound, host-bound nor TCP-bound (None if none). CPU-bound is the host's
+    cores at least CPU_BOUND busy (cpu_busy) or the half-pace rule (pace_bound)."""
     base = next((r for r in rows if r["workers"] == 1), None)
     worst = None
     for r in rows:
@@ -161,13 +192,16 @@ def judge_rows(rows):
         r["efficiency"] = r["speedup"] / r["workers"] if base else None
         r["bound_s"] = bound_seconds(r)
         r["ratio"] = r["bound_s"] / r["step_s"]
-        r["cpu_bound"] = cpu_bound(r)
-        unshaped = r.get("unshaped_s")
-        r["host_bound"] = unshaped is not None and r["bound_s"] / unshaped < GOAL
+        r["cpu_busy"] = cpu_bound(r)
+        r["pace_bound"] = pace_bound(r)
+        r["cpu_bound"] = r["cpu_busy"] or r["pace_bound"]
+        r["host_bound"] = host_bound(r)
         raw = r.get("raw_s")
         r["raw_bound_s"] = None if raw is None else max(r["compute_s"], raw)
         r["raw_ratio"] = None if raw is None else r["raw_bound_s"] / r["step_s"]
-        r["tcp_bound"] = raw is not None and r["bound_s"] / r["raw_bound_s"] < GOAL
+        r["tcp_bound"] = tcp_bound(r)
+        half = r.get("half_s")
+        r["half_ratio"] = None if half is None else 2 * r["bound_s"] / half
         if not r["cpu_bound"] and not r["host_bound"] and not r["tcp_bound"]:
             worst = r["ratio"] if worst is None else min(worst, r["ratio"])
     return worst
@@ -188,6 +222,19 @@ def needs_host_check(row, mode="auto"):
     if mode != "auto":
         return mode == "all"
     return bound_seconds(row) / row["step_s"] < GOAL and not cpu_bound(row)
+
+
+def needs_half_pace(row, mode="auto"):
+    """Whether a row is run again at half the pace: under auto, a row the host check ran (needs_host_check) that
+    neither its unshaped step nor plain TCP explains (host_bound, tcp_bound); all: every row; off: none."""
+    if mode != "auto":
+        return mode == "all"
+    return needs_host_check(row) and not host_bound(row) and not tcp_bound(row)
+
+
+def half_pace(link):
+    """The link at half the pace: half the rate, twice the latency."""
+    return emulated_hosts.Link(link.rate_bits / 2, link.latency_ms * 2)
 
 
 def against_one(value):
@@ -320,8 +367,10 @@ def distinct(hosts):
     return list(dict.fromkeys(hosts))
 
 
-def run_row(args, troupe, link, workers, workdir, tag=""):
-    """One row's cluster run; its files in workdir are named w{workers}{tag} (the unshaped rerun: tag '-unshaped')."""
+def run_row(args, troupe, link, workers, workdir, tag="", compute_ms=None):
+    """One row's cluster run; its files in workdir are named w{workers}{tag} (the unshaped rerun: tag '-unshaped').
+    The stand-in takes compute_ms per batch (default --compute-ms)."""
+    compute_ms = args.compute_ms if compute_ms is None else compute_ms
     colocated = args.servers == "colocated"
     servers = servers_for(args, workers)
     config = os.path.join(workdir, f"w{workers}{tag}.troupe")
@@ -361,7 +410,7 @@ def run_row(args, troupe, link, workers, workdir, tag=""):
         for i in range(workers):
             procs[f"worker{i}"] = start(net, f"worker{i}", f"worker{i}",
                                         ["--role", "worker", "--rank", str(i), "--advertise", net.addr[f"worker{i}"],
-                                         "--compute-stand-in-ms", f"{args.compute_ms:g}"] + at + pace)
+                                         "--compute-stand-in-ms", f"{compute_ms:g}"] + at + pace)
         # the host's CPU over the timed epochs (epoch_window), and our nodes' own CPU over the same
         # time (the host's may include other work)
         deadline, rss, polls = time.time() + ROW_BOUND_S, 0, []
@@ -401,7 +450,7 @@ def run_row(args, troupe, link, workers, workdir, tag=""):
 
     return {"workers": workers, "servers": servers, "colocated": colocated, "step_s": step_s,
             "samples_s": workers * args.computes_per_worker * args.batch / step_s,
-            "compute_s": args.compute_ms / 1000.0,
+            "compute_s": compute_ms / 1000.0,
             "host_cpu": host_cpu, "nodes_cpu": nodes_cpu, "rss_mib": rss / 1024.0,
             "worker_tx": per_step("worker", 1), "worker_rx": per_step("worker", 0),
             "server_rx": per_step("server", 0), "server_tx": per_step("server", 1)}
@@ -482,19 +531,21 @@ def print_table(args, link, model_bytes, rows, worst):
     epoch = args.epoch_examples is not None
     print("| workers | servers | samples/s | speed-up | efficiency | step ms | max(compute, floor) ms | ratio | "
           "worker MiB/step tx, rx (expected) | server MiB/step rx, tx (expected) | host CPU (nodes) | worker RSS MiB | "
-          "unshaped step ms | raw TCP step ms (ratio to raw) |"
+          "unshaped step ms | raw TCP step ms (ratio to raw) | half-pace step ms (ratio) |"
           + (f" epoch of {args.epoch_examples} s | server GiB/epoch rx + tx (expected) |" if epoch else ""))
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if epoch else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if epoch else ""))
     for r in rows:
         w_bytes, s_bytes = expected_bytes_per_step(model_bytes, r["workers"], r["servers"])
         push, answer = args.push_share, args.answer_share
         w_exp = f"{mib(w_bytes * push)}" + ("" if push == answer else f", {mib(w_bytes * answer)}")
         s_exp = f"{mib(s_bytes * push)}" + ("" if push == answer else f", {mib(s_bytes * answer)}")
-        mark = " CPU-bound" if r["cpu_bound"] else ""
+        mark = " CPU-bound" if r["cpu_busy"] else ""
         unshaped = "-" if r.get("unshaped_s") is None else f"{r['unshaped_s'] * 1e3:.0f}"
         unshaped += " host-bound" if r["host_bound"] else ""
         raw = "-" if r["raw_ratio"] is None else f"{r['raw_s'] * 1e3:.0f} ({r['raw_ratio']:.2f})"
         raw += " TCP-bound" if r["tcp_bound"] else ""
+        half = "-" if r["half_ratio"] is None else f"{r['half_s'] * 1e3:.0f} ({r['half_ratio']:.2f})"
+        half += " CPU-bound" if r["pace_bound"] else ""
         extra = ""
         if epoch:
             n = epoch_steps(args.epoch_examples, r["workers"], args.computes_per_worker, args.batch)
@@ -505,7 +556,7 @@ def print_table(args, link, model_bytes, rows, worst):
               f"max({r['compute_s'] * 1e3:.0f}, {r['floor_s'] * 1e3:.0f}) = {r['bound_s'] * 1e3:.0f} | "
               f"{r['ratio']:.2f} | {mib(r['worker_tx'])}, {mib(r['worker_rx'])} ({w_exp}) | "
               f"{mib(r['server_rx'])}, {mib(r['server_tx'])} ({s_exp}) | {r['host_cpu'] * 100:.0f}% ({r['nodes_cpu'] * 100:.0f}%){mark} | "
-              f"{r['rss_mib']:.0f} | {unshaped} | {raw} |{extra}")
+              f"{r['rss_mib']:.0f} | {unshaped} | {raw} | {half} |{extra}")
     print(f"(over every row, CPU-, host- and TCP-bound ones included: {min(r['ratio'] for r in rows):.2f})")
     to_raw = raw_worst(rows)
     print(f"scaling/raw TCP: {to_raw:.2f}" if to_raw is not None else "scaling/raw TCP: n/a (no row checked)")
@@ -557,9 +608,10 @@ def parse_args(argv):
     p.add_argument("--topology", default="bsp", choices=("bsp", "async"),
                    help="bsp (dist_sync) or async (dist_async) between worker hosts (default bsp)")
     p.add_argument("--host-check", default="auto", choices=("auto", "all", "off"),
-                   help="which rows are rerun with the links unshaped, for the host-bound mark, and timed with plain "
-                        "TCP on the shaped links, for the TCP-bound mark: auto (default: rows below the goal, not "
-                        "CPU-bound), all, off")
+                   help="which rows are rerun with the links unshaped, for the host-bound mark, timed with plain "
+                        "TCP on the shaped links, for the TCP-bound mark, and rerun at half the pace, for the "
+                        "CPU-bound mark: auto (default: rows below the goal, not CPU-bound; the half pace only "
+                        "where neither of the first two explains the row), all, off")
     p.add_argument("--epoch-examples", type=int, default=None,
                    help="also print the time and the server bytes of an epoch of this many examples")
     args = p.parse_args(argv)
@@ -610,6 +662,11 @@ def main(argv):
                       flush=True)
                 row["raw_s"] = run_raw(args, args.link_value, w, model_bytes)
                 print(f"# {w} worker(s), raw TCP: step {row['raw_s'] * 1e3:.0f} ms", file=sys.stderr, flush=True)
+            if args.link_value.rate_bits and needs_half_pace(row, args.host_check):
+                row["half_s"] = run_row(args, troupe, half_pace(args.link_value), w, workdir, "-half",
+                                        2 * args.compute_ms)["step_s"]
+                print(f"# {w} worker(s), half the pace: step {row['half_s'] * 1e3:.0f} ms", file=sys.stderr,
+                      flush=True)
         worst = judge_rows(rows)
         print_table(args, args.link_value, model_bytes, rows, worst)
     except (BenchError, RuntimeError) as e:

@@ -6,13 +6,14 @@ usage: bench_scaling_test.py arithmetic
 
   arithmetic  the floor and the bytes expected per step for worked examples (separate and colocated
               servers), the speed-up / efficiency / ratio / CPU-bound / host-bound / TCP-bound judgement,
-              which rows are rerun unshaped, the ratio to raw TCP, scaling/raw TCP and scaling/floor, the
+              which rows are rerun unshaped and at half the pace (CPU-bound by the half-pace rule), the
+              ratio to raw TCP, scaling/raw TCP and scaling/floor, the
               parsing of the scheduler's Traffic and Time lines, flag refusals naming the flag, and
               --no-priority's line in the config every node reads, the link's rate told to the nodes (--no-pace)
   run         `troupe bench scaling` with a tiny model (mlp), 1 and 2 workers on emulated 1 Gbit hosts,
               2 short epochs: a table of two rows, `scaling/raw TCP:` and `scaling/floor:` last, every row
-              rerun unshaped and timed with raw TCP (--host-check all) and marked host-bound and TCP-bound
-              by the rules; the bytes each worker and
+              rerun unshaped, timed with raw TCP and rerun at half the pace (--host-check all), marked
+              host-bound, TCP-bound and CPU-bound by the rules; the bytes each worker and
               server moved per step equal the arithmetic within the frames' overhead; then 2 hosts of 2
               computes each, async, servers colocated: every compute's samples count and a host pushes
               the model's bytes once per step; nothing of the emulated hosts is left. Skipped (77) without root; without root the bench refuses, saying so
@@ -119,6 +120,38 @@ def check_arithmetic():
     held_raw = [dict(slow, raw_s=0.0, unshaped_s=0.45)]  # host-bound, nothing crossing a link
     if bs.judge_rows(held_raw) is not None or bs.raw_worst(held_raw) is not None or not held_raw[0]["host_bound"]:
         fail("scaling/floor and scaling/raw TCP leave out host-bound rows")
+    # Half the pace (half_s: the link's rate halved, the stand-in doubled, so the bound doubles): CPU-bound when
+    # that run reaches the goal and loses at most half the time the row lost. Bound 0.36 s, step 0.5 s (0.14 s
+    # lost): at half the pace 0.75 s loses 0.03 s (0.96 of 0.72, CPU-bound), 0.84 s loses 0.12 s (0.86, not).
+    # A fixed cost stays: step 0.42 s (0.06 s lost), half pace 0.78 s (0.92, but 0.06 s lost again): not.
+    paced, unpaced, fixed = dict(slow, half_s=0.75), dict(slow, half_s=0.84), dict(slow, step_s=0.42, half_s=0.78)
+    worst = bs.judge_rows([paced, unpaced, fixed])
+    if [r["pace_bound"] for r in (paced, unpaced, fixed)] != [True, False, False]:
+        fail(f"half-pace marks: 0.75 s -> {paced['pace_bound']}, 0.84 s -> {unpaced['pace_bound']}, "
+             f"a fixed cost -> {fixed['pace_bound']}")
+    if not paced["cpu_bound"] or paced["cpu_busy"] or unpaced["cpu_bound"] or paced["host_bound"]:
+        fail("a row marked at half the pace is CPU-bound (its cores were not 90% busy), the others are not")
+    close(paced["half_ratio"], 0.72 / 0.75, "half-pace ratio: twice the bound over the half-pace step")
+    close(worst, 0.72, "scaling/floor leaves out the row CPU-bound at half the pace")
+    if bs.judge_rows([dict(paced)]) is not None or bs.raw_worst([dict(paced, raw_s=0.38)]) is not None:
+        fail("scaling/floor and scaling/raw TCP leave out rows CPU-bound at half the pace")
+    never = dict(slow)
+    bs.judge_rows([never])
+    if never["half_ratio"] is not None or never["pace_bound"] or never["cpu_bound"]:
+        fail("a row never run at half the pace has no half-pace ratio and no mark from it")
+    # Which rows run at half the pace: under auto those the host check ran that neither their unshaped step
+    # nor plain TCP explains; all every row; off none.
+    if not bs.needs_half_pace(slow) or not bs.needs_half_pace(dict(slow, unshaped_s=0.2, raw_s=0.38)):
+        fail("a checked row neither host- nor TCP-bound must run at half the pace")
+    for row, why in ((dict(slow, unshaped_s=0.45), "host-bound"), (dict(slow, raw_s=0.42), "TCP-bound"),
+                     (dict(slow, step_s=0.38), "at 0.95 of its bound"), (dict(slow, host_cpu=0.95), "90% busy")):
+        if bs.needs_half_pace(row):
+            fail(f"a row {why} must not run at half the pace")
+    if bs.needs_half_pace(slow, "off") or not bs.needs_half_pace(dict(slow, step_s=0.38), "all"):
+        fail("--host-check off runs no row at half the pace, all every row")
+    half = bs.half_pace(emulated_hosts.Link(1e9, 2.0))
+    if (half.rate_bits, half.latency_ms) != (5e8, 4.0):
+        fail(f"half the pace of 1gbit,2ms: {half}")
     # A row's hosts: server i on worker i's host when colocated, else on hosts of their own.
     from types import SimpleNamespace as layout
     if (bs.row_hosts(layout(servers="colocated"), 2) != (["worker0", "worker1"], ["worker0", "worker1"])
@@ -291,6 +324,14 @@ def check_run(troupe):
             fail(f"--host-check all: a row without a raw TCP step the link allows: {cells[13]!r}\n{run.stdout}")
         if (bound_ms / max(compute_ms, float(raw.group(1))) < bs.GOAL) != bool(raw.group(3)):
             fail(f"TCP-bound mark against bound {bound_ms} ms, raw {raw.group(1)} ms: {cells[13]!r}")
+        half = re.fullmatch(r"(\d+) \((\d+\.\d+)\)( CPU-bound)?", cells[14])
+        # at half the pace the stand-in takes twice as long: never a step shorter than that
+        if not half or int(half.group(1)) < 2 * compute_ms:
+            fail(f"--host-check all: a row without a half-pace step of at least {2 * compute_ms} ms: {cells[14]!r}")
+        step_ms, half_ms = float(cells[5]), float(half.group(1))
+        paced = 2 * bound_ms / half_ms >= bs.GOAL and half_ms - 2 * bound_ms <= (step_ms - bound_ms) / 2
+        if paced != bool(half.group(3)):
+            fail(f"half-pace mark against bound {bound_ms} ms, step {step_ms} ms, half pace {half_ms} ms: {cells[14]!r}")
     model = float(re.search(r"model mlp: ([\d.]+) MiB", run.stdout).group(1))
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
@@ -324,8 +365,8 @@ def check_run(troupe):
     w_tx = float(re.fullmatch(r"([\d.]+), ([\d.]+) \(([\d.]+)\)", cells[8]).group(1))
     if not model - 0.1 <= w_tx <= model * 1.01 + 0.1:
         fail(f"a host of 2 computes pushed {w_tx} MiB per step, the model is {model} MiB")
-    if len(cells) != 16 or cells[12] != "-" or cells[13] != "-":
-        fail(f"--epoch-examples: expected 16 columns, unchecked, got {len(cells)}: {rows2[0]}")
+    if len(cells) != 17 or cells[12] != "-" or cells[13] != "-" or cells[14] != "-":
+        fail(f"--epoch-examples: expected 17 columns, unchecked, got {len(cells)}: {rows2[0]}")
     left = set(emulated_hosts.leftovers()) - before
     if left:
         fail(f"left behind: {sorted(left)}")

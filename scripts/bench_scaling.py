@@ -559,7 +559,8 @@ def print_table(args, link, model_bytes, rows, worst):
               f"{r['rss_mib']:.0f} | {unshaped} | {raw} | {half} |{extra}")
     print(f"(over every row, CPU-, host- and TCP-bound ones included: {min(r['ratio'] for r in rows):.2f})")
     to_raw = raw_worst(rows)
-    print(f"scaling/raw TCP: {to_raw:.2f}" if to_raw is not None else "scaling/raw TCP: n/a (no row checked)")
+    print(f"scaling/raw TCP: {to_raw:.2f}" if to_raw is not None
+          else "scaling/raw TCP: n/a (no row checked, or every checked row CPU- or host-bound)")
     print(f"scaling/floor: {worst:.2f}" if worst is not None
           else "scaling/floor: n/a (every row CPU-, host- or TCP-bound)")
 

@@ -25,37 +25,26 @@ stand_in_timing::stand_in_timing(const std::vector<double>& slot_work, const std
     if (!std::isfinite(slot_work[s]) || slot_work[s] < 0)
       throw std::invalid_argument("stand-in timing: the work of slot " + std::to_string(s) + " is "
                                   + std::to_string(slot_work[s]) + " (must be finite and >= 0)");
-  // A slot's work is spread over its keys by their lengths.
-  std::vector<double> slot_elements(slot_work.size(), 0.0);
-  auto key_of = [&](std::size_t g, std::size_t route, std::size_t k) -> const key_slice& {
-    const auto where = "stand-in timing: group " + std::to_string(g) + " ";
-    if (route >= route_keys.size())
-      throw std::invalid_argument(where + "names route " + std::to_string(route) + " of "
-                                  + std::to_string(route_keys.size()));
-    if (k >= route_keys[route].size())
-      throw std::invalid_argument(where + "names key " + std::to_string(k) + " of route " + std::to_string(route)
-                                  + ", which has " + std::to_string(route_keys[route].size()));
-    const auto& key = route_keys[route][k];
-    if (key.slot >= slot_work.size())
-      throw std::invalid_argument(where + "holds a key of slot " + std::to_string(key.slot) + " of "
-                                  + std::to_string(slot_work.size()));
-    return key;
-  };
-  std::vector<std::vector<const key_slice*>> keys_of_group(groups.size());
+  // What group_work expects, checked here so that the message names the group.
   for (std::size_t g = 0; g < groups.size(); ++g)
     for (auto k : groups[g].keys) {
-      const auto& key = key_of(g, groups[g].shard, k);
-      keys_of_group[g].push_back(&key);
-      slot_elements[key.slot] += static_cast<double>(key.length);
+      const auto where = "stand-in timing: group " + std::to_string(g) + " ";
+      const auto route = groups[g].shard;
+      if (route >= route_keys.size())
+        throw std::invalid_argument(where + "names route " + std::to_string(route) + " of "
+                                    + std::to_string(route_keys.size()));
+      if (k >= route_keys[route].size())
+        throw std::invalid_argument(where + "names key " + std::to_string(k) + " of route " + std::to_string(route)
+                                    + ", which has " + std::to_string(route_keys[route].size()));
+      if (route_keys[route][k].slot >= slot_work.size())
+        throw std::invalid_argument(where + "holds a key of slot " + std::to_string(route_keys[route][k].slot)
+                                    + " of " + std::to_string(slot_work.size()));
     }
+  // A slot's work is spread over its keys by their lengths.
+  shares_ = group_work(slot_work, route_keys, groups);
   double total = 0.0;
-  shares_.assign(groups.size(), 0.0);
-  for (std::size_t g = 0; g < groups.size(); ++g) {
-    for (const auto* key : keys_of_group[g])
-      if (slot_elements[key->slot] > 0)
-        shares_[g] += slot_work[key->slot] * static_cast<double>(key->length) / slot_elements[key->slot];
-    total += shares_[g];
-  }
+  for (auto s : shares_)
+    total += s;
   for (auto& s : shares_)
     s = total > 0 ? s / total : 1.0 / static_cast<double>(shares_.size());
   const auto n = shares_.size();

@@ -68,21 +68,19 @@ std::uint64_t frame_rank(const wire_message& message, const forward_order& order
 }
 
 std::vector<std::uint64_t> light_ranks(const placement_plan& plan, const forward_order& order) {
+  std::vector<double> slot_work;
   double total_work = 0;
-  for (const auto& parameter : plan.parameters)
+  for (const auto& parameter : plan.parameters) {
+    slot_work.push_back(parameter.forward_work);
     total_work += parameter.forward_work;
+  }
   if (!(total_work > 0))
     return {};
+  const auto work = group_work(slot_work, plan.keys.shards, plan.keys.groups);
   std::vector<std::pair<std::uint64_t, double>> shares;  // (rank, part of the forward work)
-  for (const auto& group : plan.keys.groups) {
-    double work = 0;
-    for (auto k : group.keys) {
-      const auto& key = plan.keys.shards.at(group.shard).at(k);
-      const auto& parameter = plan.parameters.at(key.slot);
-      work += parameter.forward_work * static_cast<double>(key.length)
-              / static_cast<double>(std::max<std::int64_t>(parameter.numel, 1));
-    }
-    shares.emplace_back(rank_of_keys(static_cast<std::uint32_t>(group.shard), group.keys, order), work / total_work);
+  for (std::size_t g = 0; g < plan.keys.groups.size(); ++g) {
+    const auto& group = plan.keys.groups[g];
+    shares.emplace_back(rank_of_keys(static_cast<std::uint32_t>(group.shard), group.keys, order), work[g] / total_work);
   }
   std::sort(shares.begin(), shares.end());
   std::size_t first = shares.size();

@@ -115,6 +115,22 @@ key_plan plan_keys(const std::vector<std::int64_t>& sizes, int shards,
   return plan;
 }
 
+std::vector<double> group_work(const std::vector<double>& slot_work, const std::vector<std::vector<key_slice>>& shard_keys,
+                               const std::vector<push_group>& groups) {
+  std::vector<double> slot_elements(slot_work.size(), 0.0);
+  for (const auto& group : groups)
+    for (auto k : group.keys)
+      slot_elements.at(shard_keys.at(group.shard).at(k).slot) += static_cast<double>(shard_keys[group.shard][k].length);
+  std::vector<double> work(groups.size(), 0.0);
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    for (auto k : groups[g].keys) {
+      const auto& key = shard_keys[groups[g].shard][k];
+      if (slot_elements[key.slot] > 0)
+        work[g] += slot_work[key.slot] * static_cast<double>(key.length) / slot_elements[key.slot];
+    }
+  return work;
+}
+
 tensor key_view(const tensor& parameter, const key_slice& key) {
   return key.whole ? parameter : parameter.flat_slice(key.offset, key.length);
 }

@@ -54,7 +54,7 @@ TEST_CASE("spawn_push_side cuts each shard's keys out of the start values") {
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
   two_parameters p;
-  auto plan = p.plan(topology_kind::async, 1, 2, 1, key_plan_options{160, 0});  // big: 3 slices
+  auto plan = p.plan(topology_kind::async, 1, 2, 1, key_plan_options{192, 0});  // big: 3 slices (32, 32, 36)
   spawned_actors spawned;
   auto targets = spawn_push_side(sys, plan, p.initial, {}, spawned.observer());
   CHECK(spawned.all.size() == 2);  // async: shards only

@@ -125,6 +125,25 @@ TEST_CASE("plan_keys bundles small keys per shard up to the group bound, in back
   CHECK(plan.groups[0].elements == 842);
 }
 
+TEST_CASE("group_work prices each group by its keys' part of their parameters' work") {
+  // Slot 0 (work 8) cut into slices of 300, 300 and 400 elements over two groups; slot 1 (work 2)
+  // whole in the second; slot 2 has no work.
+  const std::vector<std::vector<key_slice>> shards{{key_slice{0, 0, 300, false}, key_slice{1, 0, 10, true}},
+                                                   {key_slice{0, 300, 300, false}, key_slice{0, 600, 400, false},
+                                                    key_slice{2, 0, 5, true}}};
+  const std::vector<push_group> groups{push_group{1, {0, 2}, 305}, push_group{0, {0, 1}, 310},
+                                       push_group{1, {1}, 400}};
+  const auto work = group_work({8.0, 2.0, 0.0}, shards, groups);
+  REQUIRE(work.size() == 3);
+  CHECK(work[0] == Approx(8.0 * 0.3));
+  CHECK(work[1] == Approx(8.0 * 0.3 + 2.0));
+  CHECK(work[2] == Approx(8.0 * 0.4));
+  CHECK(group_work({8.0, 2.0, 0.0}, shards, {}).empty());
+  CHECK_THROWS_AS(group_work({8.0, 2.0, 0.0}, shards, {push_group{2, {0}, 1}}), std::out_of_range);
+  CHECK_THROWS_AS(group_work({8.0, 2.0, 0.0}, shards, {push_group{0, {2}, 1}}), std::out_of_range);
+  CHECK_THROWS_AS(group_work({8.0}, shards, {push_group{0, {1}, 1}}), std::out_of_range);
+}
+
 TEST_CASE("key_view and place_key move a key between a parameter and its shard") {
   tensor param = tensor::from_values({2, 3}, {0, 1, 2, 3, 4, 5});
   const key_slice middle{0, 2, 3, false}, whole{0, 0, 6, true};

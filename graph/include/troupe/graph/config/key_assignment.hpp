@@ -68,6 +68,14 @@ struct key_plan {
 key_plan plan_keys(const std::vector<std::int64_t>& sizes, int shards,
                    const key_plan_options& options = {});
 
+/// The forward work each of `groups` carries: a key carries its slot's `slot_work` in proportion
+/// to its elements among all of that slot's keys in `groups` (a whole key all of it). Not
+/// normalized. Shared by the compute stand-in's timing and the push order's light layers, so
+/// both price a group alike. Expects valid wiring (callers check it and name what is wrong):
+/// an index out of range throws std::out_of_range.
+std::vector<double> group_work(const std::vector<double>& slot_work, const std::vector<std::vector<key_slice>>& shard_keys,
+                               const std::vector<push_group>& groups);
+
 /// The key's part of a parameter-shaped tensor (value or gradient): the tensor itself for a
 /// whole key, a flat view of its range for a slice. Shares storage; copies nothing.
 tensor key_view(const tensor& parameter, const key_slice& key);

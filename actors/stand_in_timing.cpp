@@ -28,16 +28,16 @@ stand_in_timing::stand_in_timing(const std::vector<double>& slot_work, const std
   // What group_work expects, checked here so that the message names the group.
   for (std::size_t g = 0; g < groups.size(); ++g)
     for (auto k : groups[g].keys) {
-      const auto where = "stand-in timing: group " + std::to_string(g) + " ";
+      auto where = [g] { return "stand-in timing: group " + std::to_string(g) + " "; };  // only for a refusal
       const auto route = groups[g].shard;
       if (route >= route_keys.size())
-        throw std::invalid_argument(where + "names route " + std::to_string(route) + " of "
+        throw std::invalid_argument(where() + "names route " + std::to_string(route) + " of "
                                     + std::to_string(route_keys.size()));
       if (k >= route_keys[route].size())
-        throw std::invalid_argument(where + "names key " + std::to_string(k) + " of route " + std::to_string(route)
+        throw std::invalid_argument(where() + "names key " + std::to_string(k) + " of route " + std::to_string(route)
                                     + ", which has " + std::to_string(route_keys[route].size()));
       if (route_keys[route][k].slot >= slot_work.size())
-        throw std::invalid_argument(where + "holds a key of slot " + std::to_string(route_keys[route][k].slot)
+        throw std::invalid_argument(where() + "holds a key of slot " + std::to_string(route_keys[route][k].slot)
                                     + " of " + std::to_string(slot_work.size()));
     }
   // A slot's work is spread over its keys by their lengths.

@@ -162,21 +162,33 @@ def host_bound(row):
     return unshaped is not None and bound_seconds(row) / unshaped < GOAL
 
 
+def raw_bound_seconds(row):
+    """What plain TCP on the row's links allows its step: max(compute, raw_s); None without a raw step."""
+    raw = row.get("raw_s")
+    return None if raw is None else max(row["compute_s"], raw)
+
+
 def tcp_bound(row):
     """Whether plain TCP moving the row's bytes on its links (raw_s) takes longer than its bound over the goal."""
-    raw = row.get("raw_s")
-    return raw is not None and bound_seconds(row) / max(row["compute_s"], raw) < GOAL
+    raw_bound = raw_bound_seconds(row)
+    return raw_bound is not None and bound_seconds(row) / raw_bound < GOAL
+
+
+def half_pace_ratio(row):
+    """Twice the row's bound over its step at half the pace (half_s); None without that run."""
+    half = row.get("half_s")
+    return None if half is None else 2 * bound_seconds(row) / half
 
 
 def pace_bound(row):
     """Whether the row's run at half the pace (half_s: link rate halved, stand-in doubled, so the bound doubles)
     reaches the goal and loses at most half the time the row lost: what the row lost went with the pace asked
     of the host (module docstring)."""
-    half = row.get("half_s")
-    if half is None:
+    ratio = half_pace_ratio(row)
+    if ratio is None:
         return False
     bound = bound_seconds(row)
-    return 2 * bound / half >= GOAL and half - 2 * bound <= (row["step_s"] - bound) / 2
+    return ratio >= GOAL and row["half_s"] - 2 * bound <= (row["step_s"] - bound) / 2
 
 
 def judge_rows(rows):
@@ -196,12 +208,10 @@ def judge_rows(rows):
         r["pace_bound"] = pace_bound(r)
         r["cpu_bound"] = r["cpu_busy"] or r["pace_bound"]
         r["host_bound"] = host_bound(r)
-        raw = r.get("raw_s")
-        r["raw_bound_s"] = None if raw is None else max(r["compute_s"], raw)
-        r["raw_ratio"] = None if raw is None else r["raw_bound_s"] / r["step_s"]
+        r["raw_bound_s"] = raw_bound_seconds(r)
+        r["raw_ratio"] = None if r["raw_bound_s"] is None else r["raw_bound_s"] / r["step_s"]
         r["tcp_bound"] = tcp_bound(r)
-        half = r.get("half_s")
-        r["half_ratio"] = None if half is None else 2 * r["bound_s"] / half
+        r["half_ratio"] = half_pace_ratio(r)
         if not r["cpu_bound"] and not r["host_bound"] and not r["tcp_bound"]:
             worst = r["ratio"] if worst is None else min(worst, r["ratio"])
     return worst

@@ -119,8 +119,10 @@ std::vector<double> group_work(const std::vector<double>& slot_work, const std::
                                const std::vector<push_group>& groups) {
   std::vector<double> slot_elements(slot_work.size(), 0.0);
   for (const auto& group : groups)
-    for (auto k : group.keys)
-      slot_elements.at(shard_keys.at(group.shard).at(k).slot) += static_cast<double>(shard_keys[group.shard][k].length);
+    for (auto k : group.keys) {
+      const auto& key = shard_keys.at(group.shard).at(k);
+      slot_elements.at(key.slot) += static_cast<double>(key.length);
+    }
   std::vector<double> work(groups.size(), 0.0);
   for (std::size_t g = 0; g < groups.size(); ++g)
     for (auto k : groups[g].keys) {

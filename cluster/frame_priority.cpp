@@ -93,6 +93,11 @@ std::vector<std::uint64_t> light_ranks(const placement_plan& plan, const forward
   return ranks;
 }
 
+bool needs_fixed_push_order(const placement_plan& plan) {
+  return std::count_if(plan.nodes.begin(), plan.nodes.end(),
+                       [](const planned_node& n) { return n.kind == node_kind::worker; }) > 1;
+}
+
 std::vector<ranked_push> pushes_to_node(const placement_plan& plan, const forward_order& order, int node) {
   std::vector<int> node_of_shard(plan.keys.shards.size(), -1);
   for (const auto& actor : plan.actors)

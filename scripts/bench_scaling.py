@@ -15,8 +15,9 @@ their own; a number: that many server hosts; `colocated`: server i on worker i's
 `--no-priority`: the links write pushes and answers in backward's order (cluster.priority = false), to compare
 with the default, first layers first (docs/protocol.md, "Priority").
 The nodes are told the link's rate (`troupe node --link-mbit`): each paces its links at an equal share of it,
-and the workers write each step's pushes in one fixed order, the same on every worker (docs/protocol.md,
-"A fixed push order"); `--no-pace` leaves that out, to compare.
+and with several workers they write each step's pushes in one fixed order, the same on every worker
+(docs/protocol.md, "A fixed push order"; one worker writes each push as it comes, by rank); `--no-pace`
+leaves that out, to compare.
 `--computes-per-worker N`: N stand-in computes (devices) on each worker host, summed on the host before
 they push, as MXNet's kvstore sums a machine's GPUs: `hierarchical(machines = W)` under `--topology bsp`
 (dist_sync), and under `--topology async` (dist_async) the host's sum pushed straight to the shards, which
@@ -535,7 +536,7 @@ def print_table(args, link, model_bytes, rows, worst):
           f"{args.compression}; {args.steps} steps per epoch, median of epochs 1..{args.epochs - 1}; slices of at most "
           f"{args.slice_bytes} bytes; priority "
           f"{'off (backward order)' if args.no_priority else 'on (forward order)'}; links "
-          f"{'paced at their share' + ('' if args.no_priority else ', pushes in a fixed order') if pace_flags(args, link) else 'not paced'}"
+          f"{'paced at their share' + ('' if args.no_priority else ', pushes in a fixed order with several workers') if pace_flags(args, link) else 'not paced'}"
           f"; TCP congestion control "
           f"{congestion_text(args.tcp_congestion)}")
     epoch = args.epoch_examples is not None

@@ -391,3 +391,20 @@ TEST_CASE("each server node's pushes are the groups of its shards, every group o
   }
   CHECK(pushes_to_node(plan, order, 0).empty());  // the scheduler holds no shard
 }
+
+TEST_CASE("only a plan with several worker nodes orders its pushes in a fixed order", "[cluster][priority]") {
+  for (int workers : {1, 2, 4})
+    for (int servers : {1, 2}) {
+      auto job = test::synthetic_job("mlp", 64);
+      job.nodes.servers = servers;
+      job.nodes.workers = workers;
+      job.topology.workers = 2 * workers;  // two computes on each worker node: still one node's pushes
+      const auto plan = plan_placement(job, facts);
+      const auto worker_nodes = std::count_if(plan.nodes.begin(), plan.nodes.end(),
+                                              [](const planned_node& n) { return n.kind == node_kind::worker; });
+      REQUIRE(worker_nodes == workers);
+      CAPTURE(workers, servers);
+      CHECK(needs_fixed_push_order(plan) == (workers > 1));
+    }
+  CHECK_FALSE(needs_fixed_push_order(sliced_mlp(1)));
+}

@@ -59,6 +59,18 @@ std::uint64_t frame_rank(const wire_message& message, const forward_order& order
 // whole at 10 Gbit they left the link idle through backward, then took 400 ms after it
 // (docs/benchmarks.md, "Sixteenth look"); the rest go with the others.
 
+// With one worker node there is no other worker to keep in step: a server answers each push
+// as it comes. A fixed order then only costs: its backward part runs the last layers' pushes
+// down to the first, so the first layers' pushes, which backward makes last and the next
+// forward needs first, wait behind whatever of that part is left when backward ends. Writing
+// each push as it comes, lowest rank first, sends them as soon as they are made (ResNet-50,
+// one worker at 10 Gbit and 100 ms: the next forward waited 10.4 ms a step for its first
+// layers in fixed order, 7.4 ms by rank; docs/benchmarks.md, "Eighteenth look").
+
+/// Whether a worker's paced links write a fixed push order: only where the plan has more than
+/// one worker node, so a server waits for the pushes of several.
+bool needs_fixed_push_order(const placement_plan& plan);
+
 /// The most of the model's forward work the pushes held for a step's end may carry together.
 constexpr double light_forward_share = 0.01;
 

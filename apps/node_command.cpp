@@ -70,8 +70,8 @@ void declare_node_flags(flag_set& f, node_command_line& n) {
         "process may set it, else the host's default), system (the host's default) or an algorithm's name "
         "(docs/operations.md says why)");
   f.add("link-mbit", n.link_mbit, "the rate of each host's link per direction, in Mbit/s (0: not stated; cluster.link_mbit): a server's "
-        "or worker's TCP links pace themselves at an equal share of it, and a worker writes each step's pushes in "
-        "one fixed order, the same on every worker (docs/operations.md)");
+        "or worker's TCP links pace themselves at an equal share of it, and with two or more workers a worker writes "
+        "each step's pushes in one fixed order, the same on every worker (docs/operations.md)");
   f.add("backward-ms", n.backward_ms, "with --link-mbit: milliseconds a step's backward takes (cluster.backward_ms), which sets how much of "
         "the last layers goes first (-1: the compute stand-in's backward, two thirds of its step; else 0)");
   f.add("secret-file", n.secret_file, "file holding the cluster secret (mode 600; '-': read one line from standard input); else TROUPE_SECRET");

@@ -135,7 +135,22 @@ bool frame_socket::set_pacing(std::uint64_t bytes_per_second) {
   if (local_)
     return false;
   unsigned long rate = bytes_per_second == 0 ? ~0UL : static_cast<unsigned long>(bytes_per_second);
-  return ::setsockopt(fd_, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, sizeof rate) == 0;
+  if (::setsockopt(fd_, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, sizeof rate) != 0)
+    return false;
+  // 0: the host's default (net.ipv4.tcp_notsent_lowat, no limit unless set).
+  const auto unsent = bytes_per_second == 0 ? 0 : std::min<std::uint64_t>(paced_unsent_bytes(bytes_per_second), INT_MAX);
+  const int lowat = static_cast<int>(unsent);
+  return ::setsockopt(fd_, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof lowat) == 0;
+}
+
+std::uint64_t frame_socket::unsent_limit() const {
+  if (local_)
+    return 0;
+  int lowat = 0;
+  socklen_t length = sizeof lowat;
+  if (::getsockopt(fd_, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, &length) != 0)
+    return 0;
+  return static_cast<std::uint32_t>(lowat);
 }
 
 std::uint64_t frame_socket::pacing() const {

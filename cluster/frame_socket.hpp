@@ -34,7 +34,12 @@
 // of the sequence that is there (a source that skips a push must not stop the link).
 //
 // Pacing (set_pacing): the kernel spreads the connection's packets at most at a given rate
-// (SO_MAX_PACING_RATE), so that connections sharing a host's link get equal shares.
+// (SO_MAX_PACING_RATE), so that connections sharing a host's link get equal shares. A paced
+// connection also holds little unsent (TCP_NOTSENT_LOWAT, paced_unsent_bytes): what the kernel
+// holds leaves in the order it was taken, so a frame that jumps the writer's queue (the first
+// layers' push at backward's end, their answer) would otherwise wait behind megabytes of later
+// layers' bytes there (ResNet-50, one worker at 10 Gbit: the next forward waited 8.4 ms a step
+// for its first layers, 6.1 with little unsent; docs/benchmarks.md, "Eighteenth look").
 //
 // Copies per tensor: none in user space either way (the kernel's own copy remains).
 //
@@ -85,6 +90,11 @@ enum class write_order { fifo, by_rank };
 /// by_rank: the most bytes of frames one system call writes, unless one frame is bigger: at
 /// 1 Gbit a frame queued behind such a batch waits about 2 ms.
 constexpr std::size_t ranked_batch_bytes = std::size_t{256} << 10;
+/// What a connection paced at `bytes_per_second` lets the kernel hold unsent: a millisecond of
+/// its rate, and at least a writer's batch (fewer bytes would wake the writer for every batch).
+constexpr std::uint64_t paced_unsent_bytes(std::uint64_t bytes_per_second) {
+  return bytes_per_second / 1000 > ranked_batch_bytes ? bytes_per_second / 1000 : ranked_batch_bytes;
+}
 
 /// The most bytes one read of a payload waits for (about 8 ms at 1 Gbit; at loopback speeds a
 /// system call per MiB costs ~1% of the copy).
@@ -127,9 +137,14 @@ public:
   void set_sequence(std::vector<std::uint64_t> ranks, std::chrono::milliseconds patience);
   /// TCP: paces the connection at most at `bytes_per_second` (0: no limit); false (errno
   /// says why) when the kernel refuses, or for a local socket.
+  /// Paced, the kernel holds at most paced_unsent_bytes(bytes_per_second) unsent; unpaced
+  /// (0), as much as its buffer takes.
   bool set_pacing(std::uint64_t bytes_per_second);
   /// The pacing limit the kernel holds for the connection (for tests); 0 for a local socket.
   std::uint64_t pacing() const;
+  /// The most bytes the kernel holds unsent (for tests); 0 where it sets no limit of its own
+  /// (an unpaced connection, a local socket).
+  std::uint64_t unsent_limit() const;
   /// How many times the writer stopped waiting for the sequence's next push (patience).
   std::size_t sequence_skips() const;
   /// Queues `frame` behind the frames queued before it (by_rank: before those of a higher

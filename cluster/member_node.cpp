@@ -308,7 +308,8 @@ bool take_assignment(member_actor self, const assignment_message& a) {
   link.order = forward_order_of(st.plan);
   link.pacing_bytes_per_second = link_share(options, st.plan);
   if (link.pacing_bytes_per_second > 0)
-    st.pacing_text = ", TCP links paced at " + std::to_string(link.pacing_bytes_per_second) + " bytes/s each";
+    st.pacing_text = ", TCP links paced at " + std::to_string(link.pacing_bytes_per_second) + " bytes/s each, at most "
+                     + std::to_string(paced_unsent_bytes(link.pacing_bytes_per_second)) + " bytes unsent in the kernel";
   // The scheduler pulls the final weights over this link: check them against the plan too.
   caf::anon_send(st.scheduler, plan_atom::value, st.plan.hash, link.keys);
   if (options.role == node_kind::worker)

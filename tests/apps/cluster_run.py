@@ -630,8 +630,10 @@ def check_paced(cluster, servers, workers, mbit):
     # each worker that its pushes go in a fixed order.
     for name, peers in [(f"server{s}", workers) for s in range(servers)] + [(f"worker{w}", servers) for w in range(workers)]:
         share = int(mbit * 1e6 / 8) // peers
-        if f"TCP links paced at {share} bytes/s each" not in cluster.text(name, "err"):
-            cluster.fail(f"{name} does not say its links are paced at {share} bytes/s")
+        unsent = max(256 * 1024, share // 1000)  # paced_unsent_bytes: a millisecond of the share, at least 256 KiB
+        if f"TCP links paced at {share} bytes/s each, at most {unsent} bytes unsent in the kernel" \
+                not in cluster.text(name, "err"):
+            cluster.fail(f"{name} does not say its links are paced at {share} bytes/s with at most {unsent} bytes unsent")
         if name.startswith("worker") and "pushes in a fixed order (" not in cluster.text(name, "err"):
             cluster.fail(f"{name} does not say its pushes go in a fixed order")
     print(f"ok: {servers + workers} nodes paced their links at their share of {mbit} Mbit/s")

@@ -630,20 +630,26 @@ TEST_CASE("a sequence listing a rank twice is refused", "[cluster][socket][seque
   ::close(pair[1]);
 }
 
-TEST_CASE("a TCP link's pacing is what the kernel holds, and a local socket has none", "[cluster][socket][pacing]") {
+TEST_CASE("a TCP link's pacing and unsent limit are what the kernel holds, and a local socket has neither", "[cluster][socket][pacing]") {
   accepting server;
   auto client = frame_socket::connect("127.0.0.1", server.listener->port(), 5s);
   REQUIRE(client);
   auto served = server.accepted();
   CHECK((*client)->pacing() == 0);  // not paced
+  CHECK((*client)->unsent_limit() == 0);
   REQUIRE((*client)->set_pacing(62'500'000));
   CHECK((*client)->pacing() == 62'500'000);
+  CHECK((*client)->unsent_limit() == 256 * 1024);  // a millisecond is 62,500 bytes: a writer's batch
+  REQUIRE((*client)->set_pacing(1'250'000'000));
+  CHECK((*client)->unsent_limit() == 1'250'000);  // a millisecond of 10 Gbit/s
   REQUIRE((*client)->set_pacing(0));
   CHECK((*client)->pacing() == 0);
+  CHECK((*client)->unsent_limit() == 0);
   accepting twin{true};
   auto local = frame_socket::connect("127.0.0.1", twin.listener->port(), 5s, true);
   REQUIRE(local);
   REQUIRE((*local)->local());
   CHECK_FALSE((*local)->set_pacing(62'500'000));
   CHECK((*local)->pacing() == 0);
+  CHECK((*local)->unsent_limit() == 0);
 }

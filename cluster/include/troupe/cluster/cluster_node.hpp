@@ -94,9 +94,9 @@ struct cluster_node_options {
   std::string tcp_congestion;
   /// The rate of each host's link, per direction, in Mbit/s (0: not stated). Stated, a
   /// server's or worker's TCP links to its peers pace themselves at an equal share of it (a
-  /// worker's at rate / servers, a server's at rate / workers), and with priority on a
-  /// worker writes each step's pushes in a fixed order (frame_priority.hpp, fixed_push_order)
-  /// whose backward part is what its share carries in `backward` time.
+  /// worker's at rate / servers, a server's at rate / workers), and with priority on and two or
+  /// more worker nodes a worker writes each step's pushes in a fixed order (frame_priority.hpp,
+  /// fixed_push_order) whose backward part is what its share carries in `backward` time.
   std::int64_t link_mbit = 0;
   /// How long a step's backward takes; negative: the compute stand-in's backward (two thirds
   /// of its step), or 0 without one (a fixed order then starts with the first layers).

@@ -393,7 +393,8 @@ channel_self_actor::behavior_type channel(channel_pointer self, std::shared_ptr<
       && !st.socket->set_pacing(st.options->pacing_bytes_per_second)) {
     const int why = errno;
     channel_log(st, "link with " + st.peer_name + ": pacing at " + std::to_string(st.options->pacing_bytes_per_second)
-                      + " bytes/s refused (" + std::strerror(why) + "); it is not paced");
+                      + " bytes/s with at most " + std::to_string(paced_unsent_bytes(st.options->pacing_bytes_per_second))
+                      + " bytes unsent refused (" + std::strerror(why) + "); the link goes on without what was refused");
   }
   // The fixed order is for a paced link, whose bytes trickle out at its share: over a same-host
   // socket (not paced, and not on the host's link) every push goes as soon as it is there, by

@@ -171,7 +171,8 @@ void connect_servers(member_actor self, const assignment_message& a, const chann
   // A paced link's pushes go in a fixed order where several workers push (frame_priority.hpp):
   // first the last layers its share carries while backward runs. Their first layers come at
   // backward's end: a wait that long is no lost push.
-  const bool ordered = options.priority && options.pacing_bytes_per_second > 0 && needs_fixed_push_order(st.plan);
+  const bool paced_priority = options.priority && options.pacing_bytes_per_second > 0;
+  const bool ordered = paced_priority && needs_fixed_push_order(st.plan);
   const double backward_s = backward_seconds(*st.options);
   const auto backward = static_cast<std::int64_t>(static_cast<double>(options.pacing_bytes_per_second) * backward_s);
   // The light last layers held for the end travel while the next forward runs the layers
@@ -214,7 +215,7 @@ void connect_servers(member_actor self, const assignment_message& a, const chann
                       + (forward == std::numeric_limits<std::int64_t>::max() ? std::string()
                                                                              : ", at most " + std::to_string(forward) + " bytes")
                       + ")";
-  else if (options.priority && options.pacing_bytes_per_second > 0 && !a.servers.empty())
+  else if (paced_priority && !ordered && !a.servers.empty())
     st.pacing_text += ", pushes by rank as they come (the only worker: no fixed order)";
 }
 

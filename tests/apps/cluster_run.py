@@ -632,13 +632,13 @@ def check_paced(cluster, servers, workers, mbit):
     for name, peers in [(f"server{s}", workers) for s in range(servers)] + [(f"worker{w}", servers) for w in range(workers)]:
         share = int(mbit * 1e6 / 8) // peers
         unsent = max(256 * 1024, share // 1000)  # paced_unsent_bytes: a millisecond of the share, at least 256 KiB
-        if f"TCP links paced at {share} bytes/s each, at most {unsent} bytes unsent in the kernel" \
-                not in cluster.text(name, "err"):
+        err = cluster.text(name, "err")
+        if f"TCP links paced at {share} bytes/s each, at most {unsent} bytes unsent in the kernel" not in err:
             cluster.fail(f"{name} does not say its links are paced at {share} bytes/s with at most {unsent} bytes unsent")
         if not name.startswith("worker"):
             continue
-        ordered = "pushes in a fixed order (" in cluster.text(name, "err")
-        by_rank = "pushes by rank as they come (the only worker: no fixed order)" in cluster.text(name, "err")
+        ordered = "pushes in a fixed order (" in err
+        by_rank = "pushes by rank as they come (the only worker: no fixed order)" in err
         if workers > 1 and not (ordered and not by_rank):
             cluster.fail(f"{name} does not say its pushes go in a fixed order")
         if workers == 1 and not (by_rank and not ordered):

@@ -45,7 +45,8 @@ below the goal (ratio < 0.9) and not CPU-bound is run once more on the same host
 (no tc; latency too), the nodes not told a rate: the `unshaped step ms` column. If even then its step is
 longer than max(compute, floor) / 0.9, the host cannot reach the goal whatever the network does (a thread
 of a node, not the whole machine, can be the limit: a reader copying a VGG-16 model at 10 Gbit), and the
-row is marked host-bound. The same rows also get the `raw TCP step ms` column: the step's bytes moved by
+row is marked host-bound. The same rows (but one worker beside its only server, whose bytes cross no link)
+also get the `raw TCP step ms` column: the step's bytes moved by
 plain TCP sockets on the same shaped hosts (scripts/emulated_hosts.py, measure_exchange: every worker sends M/S
 to and receives M/S from every server on another host, all at once, one connection per pair, no compute,
 the median of RAW_ROUNDS rounds), with the congestion control and pacing the nodes use. Where max(compute, raw) is longer
@@ -233,6 +234,12 @@ def needs_host_check(row, mode="auto"):
     if mode != "auto":
         return mode == "all"
     return bound_seconds(row) / row["step_s"] < GOAL and not cpu_bound(row)
+
+
+def crosses_links(row):
+    """Whether any of the row's step bytes cross an emulated link (floor_s > 0). A single worker beside its only
+    server moves nothing over the network: plain TCP has no step to compare with there."""
+    return row["floor_s"] > 0
 
 
 def needs_half_pace(row, mode="auto"):
@@ -672,8 +679,10 @@ def main(argv):
                 row["unshaped_s"] = run_row(args, troupe, emulated_hosts.Link(), w, workdir, "-unshaped")["step_s"]
                 print(f"# {w} worker(s), links unshaped: step {row['unshaped_s'] * 1e3:.0f} ms", file=sys.stderr,
                       flush=True)
-                row["raw_s"] = run_raw(args, args.link_value, w, model_bytes)
-                print(f"# {w} worker(s), raw TCP: step {row['raw_s'] * 1e3:.0f} ms", file=sys.stderr, flush=True)
+                if crosses_links(row):
+                    row["raw_s"] = run_raw(args, args.link_value, w, model_bytes)
+                    print(f"# {w} worker(s), raw TCP: step {row['raw_s'] * 1e3:.0f} ms", file=sys.stderr,
+                          flush=True)
             if args.link_value.rate_bits and needs_half_pace(row, args.host_check):
                 row["half_s"] = run_row(args, troupe, half_pace(args.link_value), w, workdir, "-half",
                                         2 * args.compute_ms)["step_s"]

@@ -147,6 +147,8 @@ def check_arithmetic():
                      (dict(slow, step_s=0.38), "at 0.95 of its bound"), (dict(slow, host_cpu=0.95), "90% busy")):
         if bs.needs_half_pace(row):
             fail(f"a row {why} must not run at half the pace")
+    if not bs.crosses_links(slow) or bs.crosses_links(dict(slow, floor_s=0.0)):
+        fail("plain TCP times a row whose bytes cross a link (floor > 0), never a worker beside its only server")
     if bs.needs_half_pace(slow, "off") or not bs.needs_half_pace(dict(slow, step_s=0.38), "all"):
         fail("--host-check off runs no row at half the pace, all every row")
     half = bs.half_pace(emulated_hosts.Link(1e9, 2.0))

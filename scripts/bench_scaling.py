@@ -39,7 +39,8 @@ Per row it prints: samples/s (W*batch / step), speed-up and efficiency against t
 measured step (median of the epochs after the first, epoch time / steps) beside max(compute, floor) and
 their ratio, bytes per worker and per server per step measured (the scheduler's Traffic lines) beside the
 arithmetic (M each way per worker; W*M/S each way per server), the host machine's CPU use during the timed
-epochs (all cores, /proc/stat; in parentheses the share of it the run's own processes took) and the workers' peak resident memory. A row is marked CPU-bound when the
+epochs (all cores, /proc/stat; in parentheses the share of it the run's own processes took) and the largest peak
+resident memory of a worker and of a server (`worker, server RSS MiB`). A row is marked CPU-bound when the
 host's cores were at least 90% busy: there the machine, not the emulated network, was the limit. A row
 below the goal (ratio < 0.9) and not CPU-bound is run once more on the same hosts with their links unshaped
 (no tc; latency too), the nodes not told a rate: the `unshaped step ms` column. If even then its step is
@@ -431,7 +432,7 @@ def run_row(args, troupe, link, workers, workdir, tag="", compute_ms=None):
                                          "--compute-stand-in-ms", f"{compute_ms:g}"] + at + pace)
         # the host's CPU over the timed epochs (epoch_window), and our nodes' own CPU over the same
         # time (the host's may include other work)
-        deadline, rss, polls = time.time() + ROW_BOUND_S, 0, []
+        deadline, rss, server_rss, polls = time.time() + ROW_BOUND_S, 0, 0, []
         everyone = list(procs.values()) + [sched]
         while sched.poll() is None:
             if time.time() > deadline:
@@ -440,6 +441,8 @@ def run_row(args, troupe, link, workers, workdir, tag="", compute_ms=None):
             done = len(re.findall(r"Epoch\[\d+\] Time cost", read(logs["scheduler"])))
             polls.append((done, sample, all(p.poll() is None for p in everyone)))
             rss = max([rss] + [peak_rss_kib(p.pid) for n, p in procs.items() if n.startswith("worker")])
+            server_rss = max([server_rss]
+                             + [peak_rss_kib(p.pid) for n, p in procs.items() if n.startswith("server")])
             time.sleep(0.1)
         mark, end = epoch_window(polls, args.epochs)
         for name, p in procs.items():
@@ -470,6 +473,7 @@ def run_row(args, troupe, link, workers, workdir, tag="", compute_ms=None):
             "samples_s": workers * args.computes_per_worker * args.batch / step_s,
             "compute_s": compute_ms / 1000.0,
             "host_cpu": host_cpu, "nodes_cpu": nodes_cpu, "rss_mib": rss / 1024.0,
+            "server_rss_mib": server_rss / 1024.0,
             "worker_tx": per_step("worker", 1), "worker_rx": per_step("worker", 0),
             "server_rx": per_step("server", 0), "server_tx": per_step("server", 1)}
 
@@ -548,7 +552,8 @@ def print_table(args, link, model_bytes, rows, worst):
           f"{congestion_text(args.tcp_congestion)}")
     epoch = args.epoch_examples is not None
     print("| workers | servers | samples/s | speed-up | efficiency | step ms | max(compute, floor) ms | ratio | "
-          "worker MiB/step tx, rx (expected) | server MiB/step rx, tx (expected) | host CPU (nodes) | worker RSS MiB | "
+          "worker MiB/step tx, rx (expected) | server MiB/step rx, tx (expected) | host CPU (nodes) | "
+          "worker, server RSS MiB | "
           "unshaped step ms | raw TCP step ms (ratio to raw) | half-pace step ms (ratio) |"
           + (f" epoch of {args.epoch_examples} s | server GiB/epoch rx + tx (expected) |" if epoch else ""))
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if epoch else ""))
@@ -574,7 +579,7 @@ def print_table(args, link, model_bytes, rows, worst):
               f"max({r['compute_s'] * 1e3:.0f}, {r['floor_s'] * 1e3:.0f}) = {r['bound_s'] * 1e3:.0f} | "
               f"{r['ratio']:.2f} | {mib(r['worker_tx'])}, {mib(r['worker_rx'])} ({w_exp}) | "
               f"{mib(r['server_rx'])}, {mib(r['server_tx'])} ({s_exp}) | {r['host_cpu'] * 100:.0f}% ({r['nodes_cpu'] * 100:.0f}%){mark} | "
-              f"{r['rss_mib']:.0f} | {unshaped} | {raw} | {half} |{extra}")
+              f"{r['rss_mib']:.0f}, {r['server_rss_mib']:.0f} | {unshaped} | {raw} | {half} |{extra}")
     print(f"(over every row, CPU-, host- and TCP-bound ones included: {min(r['ratio'] for r in rows):.2f})")
     to_raw = raw_worst(rows)
     print(f"scaling/raw TCP: {to_raw:.2f}" if to_raw is not None

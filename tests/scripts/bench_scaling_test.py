@@ -327,6 +327,9 @@ def check_run(troupe):
             fail(f"--host-check all: a row without a raw TCP step the link allows: {cells[13]!r}\n{run.stdout}")
         if (bound_ms / max(compute_ms, float(raw.group(1))) < bs.GOAL) != bool(raw.group(3)):
             fail(f"TCP-bound mark against bound {bound_ms} ms, raw {raw.group(1)} ms: {cells[13]!r}")
+        memory = re.fullmatch(r"(\d+), (\d+)", cells[11])  # a worker's and a server's peak resident MiB
+        if not memory or min(int(memory.group(1)), int(memory.group(2))) <= 0:
+            fail(f"a row without a worker's and a server's peak memory: {cells[11]!r}")
         half = re.fullmatch(r"(\d+) \((\d+\.\d+)\)( CPU-bound)?", cells[14])
         # at half the pace the stand-in takes twice as long: never a step shorter than that
         if not half or int(half.group(1)) < 2 * compute_ms:

@@ -432,7 +432,8 @@ def run_row(args, troupe, link, workers, workdir, tag="", compute_ms=None):
                                          "--compute-stand-in-ms", f"{compute_ms:g}"] + at + pace)
         # the host's CPU over the timed epochs (epoch_window), and our nodes' own CPU over the same
         # time (the host's may include other work)
-        deadline, rss, server_rss, polls = time.time() + ROW_BOUND_S, 0, 0, []
+        deadline, polls = time.time() + ROW_BOUND_S, []
+        rss = {"worker": 0, "server": 0}  # the largest peak resident KiB of a node of each role
         everyone = list(procs.values()) + [sched]
         while sched.poll() is None:
             if time.time() > deadline:
@@ -440,9 +441,9 @@ def run_row(args, troupe, link, workers, workdir, tag="", compute_ms=None):
             sample = (cpu_ticks(), sum(process_ticks(p.pid) for p in everyone), time.time())
             done = len(re.findall(r"Epoch\[\d+\] Time cost", read(logs["scheduler"])))
             polls.append((done, sample, all(p.poll() is None for p in everyone)))
-            rss = max([rss] + [peak_rss_kib(p.pid) for n, p in procs.items() if n.startswith("worker")])
-            server_rss = max([server_rss]
-                             + [peak_rss_kib(p.pid) for n, p in procs.items() if n.startswith("server")])
+            for name, p in procs.items():
+                role = name.rstrip("0123456789")
+                rss[role] = max(rss[role], peak_rss_kib(p.pid))
             time.sleep(0.1)
         mark, end = epoch_window(polls, args.epochs)
         for name, p in procs.items():
@@ -472,8 +473,8 @@ def run_row(args, troupe, link, workers, workdir, tag="", compute_ms=None):
     return {"workers": workers, "servers": servers, "colocated": colocated, "step_s": step_s,
             "samples_s": workers * args.computes_per_worker * args.batch / step_s,
             "compute_s": compute_ms / 1000.0,
-            "host_cpu": host_cpu, "nodes_cpu": nodes_cpu, "rss_mib": rss / 1024.0,
-            "server_rss_mib": server_rss / 1024.0,
+            "host_cpu": host_cpu, "nodes_cpu": nodes_cpu, "rss_mib": rss["worker"] / 1024.0,
+            "server_rss_mib": rss["server"] / 1024.0,
             "worker_tx": per_step("worker", 1), "worker_rx": per_step("worker", 0),
             "server_rx": per_step("server", 0), "server_tx": per_step("server", 1)}
 

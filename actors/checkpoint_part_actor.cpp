@@ -236,11 +236,13 @@ checkpoint_actor::behavior_type manifest_behavior(manifest_pointer self, manifes
 
 } // namespace
 
-checkpoint_part_actor spawn_checkpoint_part(caf::actor_system& system, checkpoint_part_wiring wiring) {
+checkpoint_part_actor spawn_checkpoint_part(caf::actor_system& system, checkpoint_part_wiring wiring, bool detached) {
   if (wiring.shards.empty() && wiring.replicas.empty())
     throw std::invalid_argument("checkpoint part: no shard and no compute actor to take state from");
   if (wiring.parameter_names.size() != wiring.parameter_shapes.size())
     throw std::invalid_argument("checkpoint part: parameter names and shapes differ in count");
+  if (!detached)
+    return system.spawn(part_behavior, std::move(wiring));
   return system.spawn<caf::detached>(part_behavior, std::move(wiring));
 }
 

@@ -306,7 +306,7 @@ struct part_builder {
     w.run_shards = plan.keys.shards.size();
     w.run_workers = plan.workers;
     w.steps_per_epoch = plan.steps_per_epoch;
-    part.checkpoint_part = spawn_checkpoint_part(system, std::move(w));
+    part.checkpoint_part = spawn_checkpoint_part(system, std::move(w), options.detached_checkpoint_part);
     part.spawned.emplace_back(caf::actor_cast<caf::actor>(part.checkpoint_part), "checkpoint_part");
   }
 };

@@ -347,6 +347,8 @@ bool take_assignment(member_actor self, const assignment_message& a) {
   part.timeouts = options.timeouts;
   part.devices = options.devices;
   part.compute.stand_in = options.stand_in;
+  part.compute.detached = st.detached;
+  part.detached_checkpoint_part = st.detached;
   if (options.threads == 0 && a.threads == 0)  // the threads are this node's share of its host
     part.compute_cpus = slot_cpus(options.host_slot, st.threads, computes_on(st.plan, node));
   st.bound_cpus = part.compute_cpus.empty() ? ""
@@ -731,8 +733,9 @@ void try_to_connect(member_actor self) {
 member_node_actor::behavior_type member(member_actor self, cluster_node_options options,
                                         std::shared_ptr<serving_registry> serving,
                                         std::shared_ptr<traffic_registry> traffic,
-                                        std::shared_ptr<listening_socket> listening) {
+                                        std::shared_ptr<listening_socket> listening, bool detached) {
   auto& st = self->state;
+  st.detached = detached;
   st.listening = std::move(listening);
   st.traffic = std::move(traffic);
   st.options.emplace(std::move(options));
@@ -842,8 +845,9 @@ member_node_actor spawn_member_node(caf::actor_system& system, const cluster_nod
                                     std::shared_ptr<traffic_registry> traffic, bool detached,
                                     std::shared_ptr<listening_socket> listening) {
   if (!detached)
-    return system.spawn(member, options, std::move(serving), std::move(traffic), std::move(listening));
-  return system.spawn<caf::detached>(member, options, std::move(serving), std::move(traffic), std::move(listening));
+    return system.spawn(member, options, std::move(serving), std::move(traffic), std::move(listening), false);
+  return system.spawn<caf::detached>(member, options, std::move(serving), std::move(traffic), std::move(listening),
+                                     true);
 }
 
 void run_member(caf::actor_system& system, const cluster_node_options& options) {

@@ -72,9 +72,13 @@ struct checkpoint_part_wiring {
   std::int64_t steps_per_epoch = 0;
 };
 
+/// Detached: on a thread of its own, so its file writes never hold up the shared scheduler;
+/// `detached = false` spawns it scheduled, as a test under CAF's deterministic coordinator
+/// needs (an actor on a thread of its own races that coordinator).
 /// Throws std::invalid_argument for a part with neither shards nor replicas, or parameter
 /// names and shapes of different counts.
-checkpoint_part_actor spawn_checkpoint_part(caf::actor_system& system, checkpoint_part_wiring wiring);
+checkpoint_part_actor spawn_checkpoint_part(caf::actor_system& system, checkpoint_part_wiring wiring,
+                                            bool detached = true);
 
 /// One node's part, as the manifest checkpoint reaches it.
 struct manifest_part {

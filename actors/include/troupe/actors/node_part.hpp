@@ -54,6 +54,9 @@ struct node_part_options {
   gradient_tap tap;
   request_timeouts timeouts;
   compute_spawn_options compute;
+  /// The checkpoint part (spawn_checkpoint_part) on a thread of its own; false: scheduled,
+  /// with compute.detached false too when a test's deterministic coordinator runs the part.
+  bool detached_checkpoint_part = true;
   /// Where this node's compute actors run: the k-th compute spawned here on devices[k % size]
   /// (its replica moved there before it is spawned). Empty: the CPU.
   std::vector<compute_device> devices;

@@ -263,6 +263,62 @@ TEST_CASE("quantized values cross the wire bit for bit in every encoding", "[gra
   CHECK(encoded_bytes(value_encoding::fp16, 1001) == 2002);
 }
 
+// The 2-bit packing, byte by byte against its definition (value i's code at bits 2*(i%4) of
+// byte i/4; 1 is +scale, 2 is -scale), at lengths around the 8 values the AVX2 path packs at
+// once and across blocks of different scales; -0 packs as 0. Unpacking gives the values back.
+TEST_CASE("2-bit codes sit at bits 2*(i%4) of byte i/4 at every length and block", "[gradient_codec]") {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> code(0, 2);
+  for (std::size_t n : {std::size_t{7}, std::size_t{8}, std::size_t{9}, std::size_t{15}, std::size_t{16},
+                        std::size_t{17}, std::size_t{255}, std::size_t{256}, std::size_t{263}, std::size_t{1000}}) {
+    INFO("n=" << n);
+    std::vector<float> scales(two_bit_scales(n));
+    for (std::size_t b = 0; b < scales.size(); ++b)
+      scales[b] = 0.25f * static_cast<float>(b + 1);
+    std::vector<float> values(n);
+    std::vector<unsigned char> expected(encoded_bytes(value_encoding::two_bit, n), 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const int c = code(rng);
+      const float s = scales[i / two_bit_block];
+      values[i] = c == 1 ? s : (c == 2 ? -s : (i % 3 == 0 ? -0.0f : 0.0f));
+      expected[i / 4] = static_cast<unsigned char>(expected[i / 4] | (c << (2 * (i % 4))));
+    }
+    std::vector<unsigned char> packed(expected.size(), 0xff);
+    encode_values(value_encoding::two_bit, scales.data(), values.data(), n, packed.data());
+    REQUIRE(packed.size() == expected.size());
+    CHECK(packed == expected);
+    std::vector<float> back(n, 99.0f);
+    decode_values(value_encoding::two_bit, scales.data(), packed.data(), packed.size(), back.data(), n);
+    REQUIRE(back.size() == values.size());
+    for (std::size_t i = 0; i < n; ++i)
+      CHECK(back[i] == values[i]);  // -0 comes back as 0, which compares equal
+  }
+}
+
+// Refusals inside the first 8 values and past them, where the AVX2 path sees them: a value of
+// another scale, a NaN, the unused code.
+TEST_CASE("2-bit refusals are found wherever in a block they sit", "[gradient_codec]") {
+  const std::size_t n = 40;
+  const float scale = 0.5f;
+  for (std::size_t at : {std::size_t{2}, std::size_t{13}, std::size_t{38}}) {
+    INFO("at=" << at);
+    std::vector<float> values(n, 0.0f);
+    values[1] = scale;
+    std::vector<unsigned char> packed(encoded_bytes(value_encoding::two_bit, n));
+    values[at] = 0.25f;
+    CHECK_THROWS_WITH(encode_values(value_encoding::two_bit, &scale, values.data(), n, packed.data()),
+                      Catch::Contains("value " + std::to_string(at) + " (0.25)"));
+    values[at] = std::nanf("");
+    CHECK_THROWS_WITH(encode_values(value_encoding::two_bit, &scale, values.data(), n, packed.data()),
+                      Catch::Contains("value " + std::to_string(at) + " (nan)"));
+    std::vector<unsigned char> codes(packed.size(), 0);
+    codes[at / 4] = static_cast<unsigned char>(3u << (2 * (at % 4)));
+    std::vector<float> back(n);
+    CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, &scale, codes.data(), codes.size(), back.data(), n),
+                      Catch::Contains("2bit value " + std::to_string(at) + " has the unused code 3"));
+  }
+}
+
 TEST_CASE("the encoder refuses values its encoding does not hold", "[gradient_codec]") {
   unsigned char out[16];
   const float third = 1.0f / 3.0f;

@@ -45,6 +45,7 @@ struct channel_state {
   std::optional<hello_message> peer;
   std::string peer_name;  // for logs: the address until the hello names the node
   std::shared_ptr<receive_pool> pool;  // reused receive buffers (the socket's reader fills them)
+  unpacked_buffers unpack_into;        // reused buffers for values unpacked from compressed frames
   std::uint64_t next_request = 1;
   std::unordered_map<std::uint64_t, pending_call> pending;
   // Messages made before admission, with the request each belongs to (0: one way).

@@ -91,9 +91,10 @@ value_encoding read_encoding(wire::Encoding in, capnp::List<float>::Reader scale
 }
 
 // Keys (ascending, each a key of the shard) and their values, each exactly its key's size:
-// float32 as views of the payload, the rest unpacked (2-bit: the scales of each key's blocks
-// in order, all of them used).
-void read_tensors(const std::shared_ptr<std::vector<char>>& payload, const std::vector<shape_t>& shapes,
+// float32 as views of the payload, the rest unpacked into tensors from `unpack_into` (2-bit:
+// the scales of each key's blocks in order, all of them used).
+void read_tensors(const std::shared_ptr<std::vector<char>>& payload, const unpacked_buffers& unpack_into,
+                  const std::vector<shape_t>& shapes,
                   capnp::List<std::uint32_t>::Reader keys, capnp::List<capnp::Data>::Reader values,
                   value_encoding encoding, const std::vector<float>& scales,
                   const char* what, std::vector<std::size_t>& keys_out, std::vector<tensor>& values_out) {
@@ -136,7 +137,7 @@ void read_tensors(const std::shared_ptr<std::vector<char>>& payload, const std::
       values_out.push_back(tensor::view_of(owner, first, shapes[key]));
       continue;
     }
-    auto unpacked = tensor::uninitialized(shapes[key]);
+    auto unpacked = unpack_into ? unpack_into(shapes[key]) : tensor::uninitialized(shapes[key]);
     const float* key_scales = scales.data() + first_scale;
     if (encoding == value_encoding::two_bit)
       first_scale += two_bit_scales(numel);
@@ -157,7 +158,8 @@ std::uint64_t remaining_of(std::uint64_t ms, const char* what) {
   return ms;
 }
 
-push_message read_push(const std::shared_ptr<std::vector<char>>& payload, const wire_keys& keys,
+push_message read_push(const std::shared_ptr<std::vector<char>>& payload, const unpacked_buffers& unpack_into,
+                       const wire_keys& keys,
                        wire::Push::Reader in) {
   push_message m;  // a Replicate is read as a Push too: its checks are the same
   m.request = in.getRequest();
@@ -178,12 +180,12 @@ push_message read_push(const std::shared_ptr<std::vector<char>>& payload, const 
   if (push.samples < 1)
     refuse("push.samples " + std::to_string(push.samples) + " is not positive");
   push.encoding = read_encoding(in.getEncoding(), in.getScales(), "push", push.scales);
-  read_tensors(payload, shapes, in.getKeys(), in.getValues(), push.encoding, push.scales, "push", push.keys,
-               push.gradients);
+  read_tensors(payload, unpack_into, shapes, in.getKeys(), in.getValues(), push.encoding, push.scales, "push",
+               push.keys, push.gradients);
   return m;
 }
 
-weights_message read_weights(const std::shared_ptr<std::vector<char>>& payload,
+weights_message read_weights(const std::shared_ptr<std::vector<char>>& payload, const unpacked_buffers& unpack_into,
                              const wire_keys& keys, wire::Weights::Reader in) {
   weights_message m;
   m.request = in.getRequest();
@@ -199,7 +201,7 @@ weights_message read_weights(const std::shared_ptr<std::vector<char>>& payload,
   if (!std::isfinite(m.weights.learning_rate))
     refuse("weights.learningRate is not finite");
   m.weights.encoding = read_encoding(in.getEncoding(), in.getScales(), "weights", m.weights.scales);
-  read_tensors(payload, shapes, in.getKeys(), in.getValues(), m.weights.encoding, m.weights.scales,
+  read_tensors(payload, unpack_into, shapes, in.getKeys(), in.getValues(), m.weights.encoding, m.weights.scales,
                "weights", m.weights.keys, m.weights.weights);
   return m;
 }
@@ -432,7 +434,8 @@ batch_report_message read_batch_report(wire::BatchReport::Reader in) {
   return m;
 }
 
-wire_message read_body(const std::shared_ptr<std::vector<char>>& payload, const wire_keys& keys,
+wire_message read_body(const std::shared_ptr<std::vector<char>>& payload, const unpacked_buffers& unpack_into,
+                       const wire_keys& keys,
                        wire::Frame::Body::Reader body) {
   switch (body.which()) {
     case wire::Frame::Body::HELLO: {
@@ -447,7 +450,7 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload, const 
     case wire::Frame::Body::PROOF:
       return proof_message{fixed_bytes<mac_bytes>(body.getProof().getMac(), "proof.mac")};
     case wire::Frame::Body::PUSH:
-      return read_push(payload, keys, body.getPush());
+      return read_push(payload, unpack_into, keys, body.getPush());
     case wire::Frame::Body::PULL: {
       auto in = body.getPull();
       shard_keys(keys, in.getShard(), "pull");
@@ -456,7 +459,7 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload, const 
                           in.getBeforeStep()};
     }
     case wire::Frame::Body::WEIGHTS:
-      return read_weights(payload, keys, body.getWeights());
+      return read_weights(payload, unpack_into, keys, body.getWeights());
     case wire::Frame::Body::FAILURE: {
       auto in = body.getFailure();
       return failure_message{in.getRequest(), code_of(in.getCode()),
@@ -493,7 +496,7 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload, const 
     case wire::Frame::Body::ADOPT:
       return adopt_message{body.getAdopt().getNode()};
     case wire::Frame::Body::REPLICATE: {
-      auto m = read_push(payload, keys, body.getReplicate());
+      auto m = read_push(payload, unpack_into, keys, body.getReplicate());
       return replicate_message{std::move(m)};
     }
     case wire::Frame::Body::REPLICATED:
@@ -506,7 +509,8 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload, const 
 
 } // namespace
 
-decode_result decode_payload(std::shared_ptr<std::vector<char>> payload, const wire_keys& keys) {
+decode_result decode_payload(std::shared_ptr<std::vector<char>> payload, const wire_keys& keys,
+                             const unpacked_buffers& unpack_into) {
   decode_result result;
   try {
     if (!payload || payload->empty() || payload->size() % sizeof(capnp::word) != 0)
@@ -529,7 +533,7 @@ decode_result decode_payload(std::shared_ptr<std::vector<char>> payload, const w
     if (frame.getVersion() != wire::PROTOCOL_VERSION)
       refuse("protocol version " + std::to_string(frame.getVersion()) + ", this node speaks "
              + std::to_string(wire::PROTOCOL_VERSION));
-    result.message = read_body(payload, keys, frame.getBody());
+    result.message = read_body(payload, unpack_into, keys, frame.getBody());
   } catch (const refused& e) {
     result.error = e.what();
   } catch (const std::exception& e) {

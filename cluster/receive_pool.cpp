@@ -41,6 +41,17 @@ void receive_pool::give_back(std::vector<char>* buffer) {
   idle_.emplace(size, std::move(owned));
 }
 
+unpacked_buffers unpacked_from(std::shared_ptr<receive_pool> pool) {
+  return [pool = std::move(pool)](const shape_t& shape) {
+    const auto numel = static_cast<std::size_t>(shape_numel(shape));
+    if (numel == 0)
+      return tensor::uninitialized(shape);
+    auto buffer = pool->acquire(numel * sizeof(float));
+    auto* first = reinterpret_cast<float*>(buffer->data());
+    return tensor::view_of(std::move(buffer), first, shape);
+  };
+}
+
 std::size_t receive_pool::idle_bytes() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return idle_bytes_;

@@ -13,6 +13,8 @@
 #include <mutex>
 #include <vector>
 
+#include <troupe/cluster/frame_codec.hpp>
+
 namespace troupe {
 
 class receive_pool : public std::enable_shared_from_this<receive_pool> {
@@ -35,5 +37,9 @@ private:
   std::multimap<std::size_t, std::unique_ptr<std::vector<char>>> idle_;  // by size
   std::size_t idle_bytes_ = 0;
 };
+
+/// Tensors for decode_payload to unpack compressed values into, each over a buffer of `pool`
+/// (back to it when the tensor's last handle goes).
+unpacked_buffers unpacked_from(std::shared_ptr<receive_pool> pool);
 
 } // namespace troupe

@@ -15,6 +15,8 @@
 
 #include <troupe/cluster/frame_codec.hpp>
 
+#include "cluster/receive_pool.hpp"
+
 using namespace troupe;
 
 namespace {
@@ -683,6 +685,36 @@ TEST_CASE("compressed pushes and answers cross packed, and arrive bit for bit", 
   CHECK(same_values(back.weights.weights[0], w.weights.weights[0]));
   w.weights.encoding = value_encoding::bf16;
   CHECK(same_values(decoded_as<weights_message>(frame_of(w)).weights.weights[0], w.weights.weights[0]));
+}
+
+// A link unpacks compressed values into buffers of its pool (unpacked_from): the next frame's
+// values land in the buffers the previous frame's tensors gave back, so a step's unpacked
+// values fault no fresh pages in; buffers still held are never handed out twice.
+TEST_CASE("compressed values are unpacked into a link's reused buffers", "[cluster][frame]") {
+  auto pool = std::make_shared<receive_pool>(1 << 20);
+  const auto unpack_into = unpacked_from(pool);
+  const auto sent = two_bit_push(0.25f);
+  const auto frame = frame_of(sent);
+  auto decode = [&] {
+    auto result = decode_payload(payload_of(frame), test_keys(), unpack_into);
+    INFO(result.error);
+    REQUIRE(result.ok());
+    auto push = std::get<push_message>(std::move(result.message)).push;
+    REQUIRE(push.gradients.size() == 2);
+    CHECK(same_values(push.gradients[0], sent.push.gradients[0]));
+    CHECK(same_values(push.gradients[1], sent.push.gradients[1]));
+    return push;
+  };
+  auto first = decode();
+  const float* first_key0 = first.gradients[0].data();
+  auto held = decode();  // the first still held: other buffers
+  CHECK(held.gradients[0].data() != first_key0);
+  CHECK(pool->idle_bytes() == 0);
+  first = gradient_push{};  // its tensors go: 6 + 5 floats back to the pool
+  CHECK(pool->idle_bytes() == 11 * sizeof(float));
+  auto again = decode();
+  CHECK(again.gradients[0].data() == first_key0);
+  CHECK(pool->idle_bytes() == 0);
 }
 
 TEST_CASE("the encoder refuses values or scales its encoding cannot carry", "[cluster][frame]") {

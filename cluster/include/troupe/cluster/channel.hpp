@@ -99,6 +99,9 @@ struct channel_options {
   std::size_t max_frame_bytes = std::size_t{1} << 30;
   /// Idle receive buffers a link keeps for reuse (a step's worth of frames).
   std::size_t receive_pool_bytes = std::size_t{256} << 20;
+  /// Idle buffers a link keeps for the values it unpacks from compressed frames (float32:
+  /// twice an fp16 frame, 16 times a 2-bit one), reused by the next step's frames.
+  std::size_t unpacked_pool_bytes = std::size_t{2} << 30;
   /// Where the computes this link serves are (a worker's link to its scheduler): the epochs
   /// asked over it and the batch reports it carries keep it up to date, so the worker can say
   /// where it was when interrupted. May be null.

@@ -10,7 +10,8 @@
 // aligned, whole words; smaller odd-sized values are copied into the message), and the frame
 // keeps them alive until written (a connection writes the pieces with one writev).
 // append_frame copies the pieces into a buffer (tests, fuzz seeds). decode_payload copies
-// none: tensors are views into the payload buffer, which they keep alive.
+// none: tensors are views into the payload buffer, which they keep alive; values of a
+// compressed encoding are unpacked into buffers of their own (a link's reused ones).
 //
 // Decoding trusts nothing: every message is checked (version, enum values, sizes, shard and key
 // indices, value byte counts against the receiver's key table, finite numbers) and a message
@@ -22,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -96,9 +98,16 @@ struct decode_result {
   bool ok() const { return error.empty(); }
 };
 
+/// Where decode_payload unpacks the values of a compressed encoding (fp16, bf16, 2bit): a
+/// float32 CPU tensor of the shape asked, whose contents it overwrites. Empty: a new tensor
+/// each time (tensor::uninitialized).
+using unpacked_buffers = std::function<tensor(const shape_t&)>;
+
 /// Decodes one payload. `payload` must be 8-byte aligned (a std::vector's storage is); tensors
-/// in the result are views into it. Pushes and weights are checked against `keys`.
-decode_result decode_payload(std::shared_ptr<std::vector<char>> payload, const wire_keys& keys);
+/// in the result are views into it, or, in a compressed encoding, tensors from `unpack_into`.
+/// Pushes and weights are checked against `keys`.
+decode_result decode_payload(std::shared_ptr<std::vector<char>> payload, const wire_keys& keys,
+                             const unpacked_buffers& unpack_into = {});
 
 /// The shape of every shard's keys in `plan` (a whole key keeps its parameter's shape, a slice
 /// is one-dimensional), as decode_payload checks them.

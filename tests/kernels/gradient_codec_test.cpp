@@ -180,6 +180,63 @@ TEST_CASE("a fitted 2-bit scale follows each block's size; a threshold does not"
   CHECK(kept > 5.0);
 }
 
+namespace {
+
+// The fitted scale by its definition (gradient_codec.hpp), one value at a time: Lloyd's
+// iteration from the block's mean |x|, three rounds, each sum in 8 lanes (value i into lane
+// i % 8, in order; the lanes added in order), then cut to 16 significant bits.
+float scale_by_definition(const float* x, std::size_t n) {
+  auto sum = [&](auto f) {
+    float lane[8] = {};
+    for (std::size_t i = 0; i < n; ++i)
+      lane[i % 8] += f(x[i]);
+    float total = 0;
+    for (float v : lane)
+      total += v;
+    return total;
+  };
+  float s = sum([](float v) { return std::fabs(v); }) / static_cast<float>(n);
+  for (int round = 0; round < 3 && s > 0; ++round) {
+    const float half = s / 2;
+    const float above = sum([half](float v) { return std::fabs(v) > half ? std::fabs(v) : 0.0f; });
+    const float count = sum([half](float v) { return std::fabs(v) > half ? 1.0f : 0.0f; });
+    s = count > 0 ? above / count : s;
+  }
+  std::uint32_t bits;
+  std::memcpy(&bits, &s, 4);
+  bits &= ~std::uint32_t{0xff};
+  std::memcpy(&s, &bits, 4);
+  return s;
+}
+
+} // namespace
+
+// The codec fits its scales in fused vector passes: the same bits as the definition, for
+// whole blocks and a short last one, over gradients of every magnitude.
+TEST_CASE("fitted 2-bit scales are the definition's numbers, bit for bit", "[gradient_codec]") {
+  for (std::size_t n : {std::size_t{5}, std::size_t{256}, std::size_t{300}, std::size_t{4099}}) {
+    INFO("n=" << n);
+    const auto grad = mixed_values(n, static_cast<unsigned>(n));
+    std::vector<float> residual(n, 0.0f), sent(n), scales(two_bit_scales(n), -1.0f);
+    quantize_push(spec_of(value_encoding::two_bit, 0.5f, true), grad.data(), residual.data(), sent.data(),
+                  scales.data(), n);
+    REQUIRE(scales.size() == (n + two_bit_block - 1) / two_bit_block);
+    for (std::size_t b = 0; b < scales.size(); ++b) {
+      const std::size_t first = b * two_bit_block, count = std::min(two_bit_block, n - first);
+      const float expected = scale_by_definition(grad.data() + first, count);
+      CHECK(expected > 0);
+      CHECK(std::memcmp(&scales[b], &expected, 4) == 0);
+    }
+  }
+  // A value exactly at half the scale is not sent: |x| of 1 and 3 fit 3 (mean 2, half 1), not 2.
+  const std::vector<float> ties = {1, -3, -1, 3, 1, 3, -1, -3, 1, -3, -1, 3, 1, 3, -1, -3};
+  std::vector<float> residual(ties.size(), 0.0f), sent(ties.size()), scale(1);
+  quantize_push(spec_of(value_encoding::two_bit, 0.5f, true), ties.data(), residual.data(), sent.data(),
+                scale.data(), ties.size());
+  CHECK(scale_by_definition(ties.data(), ties.size()) == 3.0f);
+  CHECK(scale[0] == 3.0f);
+}
+
 TEST_CASE("2-bit error feedback sends, over steps, what a constant gradient adds up to", "[gradient_codec]") {
   // A gradient of 0.2 below a threshold of 0.5: nothing goes until the residual passes 0.5.
   std::vector<float> g{0.2f, -0.2f, 0.0f}, residual(3, 0.0f), sent(3);

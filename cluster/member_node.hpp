@@ -37,7 +37,9 @@ using member_node_actor = member_inbox::extend<caf::replies_to<run_atom>::with<b
 /// It reaches its scheduler when told (connect_atom: connecting, retrying every
 /// connect_retry until the join timeout), or joins over a link it is given (scheduler_link_atom;
 /// rejoining, once it lost its scheduler in training: it rejoins over it). Detached: on a thread of its own
-/// (a node's, so its set-up never holds up the shared scheduler); a test spawns it scheduled.
+/// (a node's, so its set-up never holds up the shared scheduler); a test spawns it scheduled,
+/// and its part's computes and checkpoint part then run scheduled too (CAF's deterministic
+/// coordinator must run every actor of a test).
 /// A server given `listening` (its port bound before it joined: run_member) listens for
 /// workers on it; without, it binds options.listen_host:listen_port once assigned.
 member_node_actor spawn_member_node(caf::actor_system& system, const cluster_node_options& options,

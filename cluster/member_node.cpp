@@ -347,8 +347,11 @@ bool take_assignment(member_actor self, const assignment_message& a) {
   part.timeouts = options.timeouts;
   part.devices = options.devices;
   part.compute.stand_in = options.stand_in;
-  part.compute.detached = st.detached;
-  part.detached_checkpoint_part = st.detached;
+  // A node on a thread of its own puts its computes and checkpoint part on theirs; one spawned
+  // scheduled (a test's) keeps them scheduled, where CAF's deterministic coordinator runs them.
+  const bool detached = self->getf(caf::abstract_actor::is_detached_flag);
+  part.compute.detached = detached;
+  part.detached_checkpoint_part = detached;
   if (options.threads == 0 && a.threads == 0)  // the threads are this node's share of its host
     part.compute_cpus = slot_cpus(options.host_slot, st.threads, computes_on(st.plan, node));
   st.bound_cpus = part.compute_cpus.empty() ? ""
@@ -733,9 +736,8 @@ void try_to_connect(member_actor self) {
 member_node_actor::behavior_type member(member_actor self, cluster_node_options options,
                                         std::shared_ptr<serving_registry> serving,
                                         std::shared_ptr<traffic_registry> traffic,
-                                        std::shared_ptr<listening_socket> listening, bool detached) {
+                                        std::shared_ptr<listening_socket> listening) {
   auto& st = self->state;
-  st.detached = detached;
   st.listening = std::move(listening);
   st.traffic = std::move(traffic);
   st.options.emplace(std::move(options));
@@ -845,9 +847,8 @@ member_node_actor spawn_member_node(caf::actor_system& system, const cluster_nod
                                     std::shared_ptr<traffic_registry> traffic, bool detached,
                                     std::shared_ptr<listening_socket> listening) {
   if (!detached)
-    return system.spawn(member, options, std::move(serving), std::move(traffic), std::move(listening), false);
-  return system.spawn<caf::detached>(member, options, std::move(serving), std::move(traffic), std::move(listening),
-                                     true);
+    return system.spawn(member, options, std::move(serving), std::move(traffic), std::move(listening));
+  return system.spawn<caf::detached>(member, options, std::move(serving), std::move(traffic), std::move(listening));
 }
 
 void run_member(caf::actor_system& system, const cluster_node_options& options) {

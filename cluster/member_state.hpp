@@ -91,9 +91,6 @@ struct member_state {
   std::optional<caf::error> outcome;     // none: running; an empty error: finished
   std::vector<caf::actor_addr> closing;  // links told how this node ends, not closed yet
   bool continue_on_worker_loss = false;  // the job's on_worker_loss = continue
-  // On a thread of its own (a node's), its part's computes and checkpoint part on theirs too;
-  // false in a test, where CAF's deterministic coordinator must run every actor of the part.
-  bool detached = true;
   // A server's admitted links from workers: the plan node name each one's hello gave, and
   // the channel (to say goodbye on when the run finished).
   struct worker_link {

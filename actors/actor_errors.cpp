@@ -8,11 +8,16 @@ namespace troupe {
 
 const char* to_string(errc code) {
   switch (code) {
-    case errc::bad_request: return "bad_request";
-    case errc::bad_data: return "bad_data";
-    case errc::peer_down: return "peer_down";
-    case errc::timeout: return "timeout";
-    case errc::internal: return "internal";
+  case errc::bad_request:
+    return "bad_request";
+  case errc::bad_data:
+    return "bad_data";
+  case errc::peer_down:
+    return "peer_down";
+  case errc::timeout:
+    return "timeout";
+  case errc::internal:
+    return "internal";
   }
   return "internal";
 }
@@ -26,12 +31,15 @@ errc troupe_code(const caf::error& err) {
     return static_cast<errc>(err.code());
   if (err.category() == caf::atom("system")) {
     switch (static_cast<caf::sec>(err.code())) {
-      case caf::sec::request_timeout: return errc::timeout;
-      case caf::sec::request_receiver_down:
-      case caf::sec::remote_linking_failed:
-      case caf::sec::no_route_to_receiving_node:
-      case caf::sec::cannot_connect_to_node: return errc::peer_down;
-      default: return errc::internal;
+    case caf::sec::request_timeout:
+      return errc::timeout;
+    case caf::sec::request_receiver_down:
+    case caf::sec::remote_linking_failed:
+    case caf::sec::no_route_to_receiving_node:
+    case caf::sec::cannot_connect_to_node:
+      return errc::peer_down;
+    default:
+      return errc::internal;
     }
   }
   if (err.category() == caf::atom("exit"))
@@ -51,14 +59,14 @@ std::string error_text(const caf::error& err) {
 }
 
 void add_error_category(caf::actor_system_config& config) {
-  config.add_error_category(error_category, [](std::uint8_t code, caf::atom_value,
-                                               const caf::message& context) {
-    std::string text = "troupe.";
-    text += code >= 1 && code <= 5 ? to_string(static_cast<errc>(code)) : "unknown";
-    if (context.match_elements<std::string>())
-      text += ": " + context.get_as<std::string>(0);
-    return text;
-  });
+  config.add_error_category(
+    error_category, [](std::uint8_t code, caf::atom_value, const caf::message& context) {
+      std::string text = "troupe.";
+      text += code >= 1 && code <= 5 ? to_string(static_cast<errc>(code)) : "unknown";
+      if (context.match_elements<std::string>())
+        text += ": " + context.get_as<std::string>(0);
+      return text;
+    });
 }
 
 errc classify_exception(const std::exception& e) {

@@ -7,8 +7,8 @@
 #include <troupe/actors/aggregator_actor.hpp>
 
 #include <algorithm>
-#include <limits>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -23,7 +23,7 @@ namespace troupe {
 namespace {
 
 struct pending_step {
-  std::vector<gradient_push> parts;  // by arrival; handles only, the bytes stay with the sources
+  std::vector<gradient_push> parts; // by arrival; handles only, the bytes stay with the sources
   std::int64_t samples = 0;
   double epoch_position = 0;
   std::vector<caf::typed_response_promise<weight_set>> waiting;
@@ -31,30 +31,31 @@ struct pending_step {
 
 // What the aggregator knows of one push group (named by its first key).
 struct group_state {
-  std::int64_t forwarded_through = -1;  // highest step already sent downstream
-  weight_set latest;                    // the newest weights downstream answered with
+  std::int64_t forwarded_through = -1; // highest step already sent downstream
+  weight_set latest;                   // the newest weights downstream answered with
   bool have_latest = false;
-  std::int64_t latest_step = -1;        // the step whose sum `latest` answered
+  std::int64_t latest_step = -1; // the step whose sum `latest` answered
   // The answer before `latest` (the weights before step latest_step): an adopted compute
   // recomputing the step in flight starts from them (rewind). Handles, no copy.
   weight_set previous;
-  std::int64_t previous_step = -1;  // -1: none
+  std::int64_t previous_step = -1; // -1: none
   // Repeats of a step already forwarded whose answer has not come back: answered with it.
   std::vector<std::pair<std::int64_t, caf::typed_response_promise<weight_set>>> after_answer;
-  std::vector<std::vector<tensor>> pool;  // sum buffers, reused once downstream lets go
+  std::vector<std::vector<tensor>> pool; // sum buffers, reused once downstream lets go
 };
 
 struct aggregator_state {
   push_target_actor downstream;
   aggregator_options options;
-  std::map<std::pair<std::size_t, std::int64_t>, pending_step> steps;  // (group, step)
+  std::map<std::pair<std::size_t, std::int64_t>, pending_step> steps; // (group, step)
   std::map<std::size_t, group_state> groups;
   std::int64_t forwarded = 0;
   std::int64_t dropped = 0;
-  std::int64_t repeats = 0;  // contributions a source sent again (an adopter), dropped
+  std::int64_t repeats = 0; // contributions a source sent again (an adopter), dropped
   // Stragglers: when each source's first contribution to a step came (by step, by source), and
   // what the barrier waited for each source (seconds, steps it came last in).
-  std::map<std::int64_t, std::vector<std::optional<std::chrono::steady_clock::time_point>>> arrivals;
+  std::map<std::int64_t, std::vector<std::optional<std::chrono::steady_clock::time_point>>>
+    arrivals;
   std::vector<double> waited;
   std::vector<std::int64_t> came_last;
   static inline const char* name = "aggregator";
@@ -115,8 +116,8 @@ std::string check_contribution(const aggregator_state& st, const gradient_push& 
     const auto& first = step->parts.front();
     if (first.keys != push.keys)
       return "aggregator: source " + std::to_string(push.worker) + " pushed keys "
-             + key_list(push.keys) + " for step " + std::to_string(push.step)
-             + ", others pushed " + key_list(first.keys);
+             + key_list(push.keys) + " for step " + std::to_string(push.step) + ", others pushed "
+             + key_list(first.keys);
     for (std::size_t i = 0; i < push.gradients.size(); ++i)
       if (push.gradients[i].shape() != first.gradients[i].shape())
         return "aggregator: source " + std::to_string(push.worker) + " pushed key "
@@ -132,8 +133,9 @@ std::string check_contribution(const aggregator_state& st, const gradient_push& 
 caf::error named_timeout(aggregator_pointer self, const caf::error& err, const std::string& what) {
   if (err != caf::sec::request_timeout)
     return err;
-  return make_error(errc::timeout, "aggregator " + std::to_string(self->state.options.position) + ": "
-                                     + what + " got no answer from downstream by its deadline");
+  return make_error(errc::timeout, "aggregator " + std::to_string(self->state.options.position)
+                                     + ": " + what
+                                     + " got no answer from downstream by its deadline");
 }
 
 void forward_step(aggregator_pointer self, std::pair<std::size_t, std::int64_t> id) {
@@ -145,8 +147,7 @@ void forward_step(aggregator_pointer self, std::pair<std::size_t, std::int64_t> 
   for (auto& p : step.parts)
     order.push_back(&p);
   if (st.options.deterministic)
-    std::sort(order.begin(), order.end(),
-              [](auto* a, auto* b) { return a->worker < b->worker; });
+    std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->worker < b->worker; });
   gradient_push sum;
   sum.step = id.second;
   sum.epoch_position = step.epoch_position;
@@ -165,7 +166,7 @@ void forward_step(aggregator_pointer self, std::pair<std::size_t, std::int64_t> 
   } else {
     auto& buffers = sum_buffers(group, *order.front());
     weighted_sum(order, step.samples, buffers);
-    sum.gradients = buffers;  // handles: downstream reads them, we reuse them once it lets go
+    sum.gradients = buffers; // handles: downstream reads them, we reuse them once it lets go
   }
   group.forwarded_through = std::max(group.forwarded_through, id.second);
   ++st.forwarded;
@@ -180,7 +181,7 @@ void forward_step(aggregator_pointer self, std::pair<std::size_t, std::int64_t> 
           g.previous = std::move(g.latest);
           g.previous_step = g.latest_step;
         } else {
-          g.previous_step = -1;  // the weights before this step are not known here
+          g.previous_step = -1; // the weights before this step are not known here
         }
         g.latest = ws;
         g.have_latest = true;
@@ -219,7 +220,7 @@ void note_arrival(aggregator_state& st, int source, std::int64_t step) {
     came.resize(sources);
   auto& at = came[static_cast<std::size_t>(source)];
   if (at)
-    return;  // its first contribution to the step came already (another group)
+    return; // its first contribution to the step came already (another group)
   at = std::chrono::steady_clock::now();
   if (std::any_of(came.begin(), came.end(), [](const auto& t) { return !t; })) {
     while (!st.arrivals.empty() && st.arrivals.begin()->first < step - 8)
@@ -262,7 +263,7 @@ caf::result<weight_set> on_push(aggregator_pointer self, gradient_push& push) {
       // Seeded (a promoted backup): answered before this aggregator, so the weights after
       // that step are downstream's current ones (the next cannot be summed without this source).
     }
-    auto promise = self->make_response_promise<weight_set>();  // weights on their way: ask
+    auto promise = self->make_response_promise<weight_set>(); // weights on their way: ask
     auto keys = push.keys;
     self->request(st.downstream, push.due.left(), pull_atom::value, push.due)
       .then(
@@ -282,7 +283,9 @@ caf::result<weight_set> on_push(aggregator_pointer self, gradient_push& push) {
           }
           promise.deliver(std::move(mine));
         },
-        [=](caf::error& err) mutable { promise.deliver(named_timeout(self, err, "the newest weights")); });
+        [=](caf::error& err) mutable {
+          promise.deliver(named_timeout(self, err, "the newest weights"));
+        });
     return caf::delegated<weight_set>();
   }
   const std::pair<std::size_t, std::int64_t> id{group_id, push.step};
@@ -338,24 +341,28 @@ caf::result<weight_set> rewind(aggregator_pointer self, std::int64_t step, deadl
         const auto before = step < 0 ? in_flight : step;
         for (const auto& [first, g] : st.groups) {
           if (g.forwarded_through < before - 1 || g.forwarded_through > before) {
-            promise.deliver(make_error(errc::bad_request, "aggregator " + std::to_string(st.options.position)
-                                                            + ": cannot give the weights before step " + std::to_string(before)
-                                                            + ": the group of key " + std::to_string(first) + " has summed through step "
-                                                            + std::to_string(g.forwarded_through)));
+            promise.deliver(
+              make_error(errc::bad_request, "aggregator " + std::to_string(st.options.position)
+                                              + ": cannot give the weights before step "
+                                              + std::to_string(before) + ": the group of key "
+                                              + std::to_string(first) + " has summed through step "
+                                              + std::to_string(g.forwarded_through)));
             return;
           }
-          const weight_set* use = nullptr;  // null: downstream's current weights are right
+          const weight_set* use = nullptr; // null: downstream's current weights are right
           if (g.forwarded_through == before) {
             if (g.have_latest && g.latest_step == before - 1)
               use = &g.latest;
             else if (g.have_latest && g.latest_step == before && g.previous_step == before - 1)
               use = &g.previous;
             else {
-              promise.deliver(make_error(errc::bad_request, "aggregator " + std::to_string(st.options.position)
-                                                              + ": the weights before step " + std::to_string(before)
-                                                              + " of the group of key " + std::to_string(first)
-                                                              + " are not kept here"
-                                                              + (st.options.keep_previous ? "" : " (it keeps none: on_worker_loss is not adopt)")));
+              promise.deliver(make_error(
+                errc::bad_request,
+                "aggregator " + std::to_string(st.options.position) + ": the weights before step "
+                  + std::to_string(before) + " of the group of key " + std::to_string(first)
+                  + " are not kept here"
+                  + (st.options.keep_previous ? ""
+                                              : " (it keeps none: on_worker_loss is not adopt)")));
               return;
             }
           }
@@ -369,7 +376,9 @@ caf::result<weight_set> rewind(aggregator_pointer self, std::int64_t step, deadl
         all.before_step = before;
         promise.deliver(std::move(all));
       },
-      [=](caf::error& err) mutable { promise.deliver(named_timeout(self, err, "a rewind's weights")); });
+      [=](caf::error& err) mutable {
+        promise.deliver(named_timeout(self, err, "a rewind's weights"));
+      });
   return promise;
 }
 
@@ -415,7 +424,7 @@ aggregator_actor::behavior_type aggregator(aggregator_pointer self, push_target_
     },
     [=](seed_atom, const std::vector<applied_group>& applied) {
       for (const auto& a : applied) {
-        if (a.keys.empty() || a.source != self->state.options.position)  // another pusher's
+        if (a.keys.empty() || a.source != self->state.options.position) // another pusher's
           continue;
         auto& g = self->state.groups[a.keys.front()];
         g.forwarded_through = std::max(g.forwarded_through, a.step);

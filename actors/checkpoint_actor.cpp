@@ -62,14 +62,15 @@ caf::result<std::string> save(checkpoint_pointer self, std::int64_t epoch) {
   auto promise = self->make_response_promise<std::string>();
   auto r = std::make_shared<request_round>();
   r->missing = w.shards.size() + w.replicas.size();
-  auto gathered = std::make_shared<training_checkpoint>(empty_checkpoint(w, epoch));  // the snapshots, put together
+  auto gathered = std::make_shared<training_checkpoint>(
+    empty_checkpoint(w, epoch)); // the snapshots, put together
   auto write = [=]() mutable {
     const auto path = checkpoint_path(self->state.wiring.prefix, epoch);
     try {
       write_checkpoint(path, *gathered);
     } catch (const std::exception& e) {
-      return round_failed(r, promise,
-                    make_error(classify_exception(e), std::string("checkpoint: ") + e.what()));
+      return round_failed(
+        r, promise, make_error(classify_exception(e), std::string("checkpoint: ") + e.what()));
     }
     promise.deliver(path);
   };
@@ -111,9 +112,11 @@ caf::result<bool> restore(checkpoint_pointer self) {
   for (std::size_t i = 0; i < w.shards.size(); ++i) {
     shard_snapshot snapshot;
     try {
-      snapshot = snapshot_for(*w.resume, w.shards[i].keys, i, w.shards.size(), "the checkpoint to restore");
+      snapshot =
+        snapshot_for(*w.resume, w.shards[i].keys, i, w.shards.size(), "the checkpoint to restore");
     } catch (const std::exception& e) { // checked by check_resumable before the run: not expected
-      round_failed(r, promise, make_error(classify_exception(e), std::string("checkpoint: ") + e.what()));
+      round_failed(r, promise,
+                   make_error(classify_exception(e), std::string("checkpoint: ") + e.what()));
       return promise;
     }
     self->request(w.shards[i].shard, w.timeout, restore_atom::value, std::move(snapshot))

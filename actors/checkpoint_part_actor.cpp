@@ -54,7 +54,8 @@ caf::result<part_record> save_part(part_pointer self, std::int64_t epoch, const 
     try {
       promise.deliver(write_checkpoint_part(path, epoch, *gathered));
     } catch (const std::exception& e) {
-      round_failed(r, promise, make_error(classify_exception(e), std::string("checkpoint: ") + e.what()));
+      round_failed(r, promise,
+                   make_error(classify_exception(e), std::string("checkpoint: ") + e.what()));
     }
   };
   auto bad = [=](caf::error& err) mutable { round_failed(r, promise, std::move(err)); };
@@ -86,7 +87,8 @@ caf::result<part_record> save_part(part_pointer self, std::int64_t epoch, const 
 
 // Checks that `c` fits this run's model and shape (the scheduler checked the same file
 // against the model before anything was spawned; this guards a file changed since).
-void check_fits(const training_checkpoint& c, const checkpoint_part_wiring& w, const std::string& file) {
+void check_fits(const training_checkpoint& c, const checkpoint_part_wiring& w,
+                const std::string& file) {
   auto refuse = [&](const std::string& what) { throw io_error(file + ": " + what); };
   if (c.parameters.size() != w.parameter_names.size())
     refuse("holds " + std::to_string(c.parameters.size()) + " parameters, this run's model has "
@@ -94,15 +96,15 @@ void check_fits(const training_checkpoint& c, const checkpoint_part_wiring& w, c
   for (std::size_t slot = 0; slot < c.parameters.size(); ++slot)
     if (c.parameters[slot].name != w.parameter_names[slot]
         || c.parameters[slot].value.shape() != w.parameter_shapes[slot])
-      refuse("holds " + c.parameters[slot].name + " " + shape_string(c.parameters[slot].value.shape())
-             + " where this run's model has " + w.parameter_names[slot] + " "
-             + shape_string(w.parameter_shapes[slot]));
+      refuse("holds " + c.parameters[slot].name + " "
+             + shape_string(c.parameters[slot].value.shape()) + " where this run's model has "
+             + w.parameter_names[slot] + " " + shape_string(w.parameter_shapes[slot]));
   if (c.replicas.size() != static_cast<std::size_t>(w.run_workers))
-    refuse("was written by a run of " + std::to_string(c.replicas.size()) + " worker(s), this run has "
-           + std::to_string(w.run_workers));
+    refuse("was written by a run of " + std::to_string(c.replicas.size())
+           + " worker(s), this run has " + std::to_string(w.run_workers));
   if (c.steps_per_epoch != w.steps_per_epoch)
-    refuse("was written by a run of " + std::to_string(c.steps_per_epoch) + " steps per epoch, this run has "
-           + std::to_string(w.steps_per_epoch));
+    refuse("was written by a run of " + std::to_string(c.steps_per_epoch)
+           + " steps per epoch, this run has " + std::to_string(w.steps_per_epoch));
 }
 
 caf::result<bool> restore_part(part_pointer self, std::int64_t epoch, const std::string& prefix,
@@ -128,13 +130,16 @@ caf::result<bool> restore_part(part_pointer self, std::int64_t epoch, const std:
   auto ok = [=](bool) mutable { answered(r, done); };
   auto bad = [=](caf::error& err) mutable { round_failed(r, promise, std::move(err)); };
   for (std::size_t i = 0; i < w.shards.size(); ++i)
-    self->request(w.shards[i].shard, due.left(), restore_atom::value, std::move(shares[i])).then(ok, bad);
+    self->request(w.shards[i].shard, due.left(), restore_atom::value, std::move(shares[i]))
+      .then(ok, bad);
   for (std::size_t i = 0; i < w.replicas.size(); ++i)
-    self->request(w.replicas[i].second, due.left(), restore_atom::value, std::move(states[i])).then(ok, bad);
+    self->request(w.replicas[i].second, due.left(), restore_atom::value, std::move(states[i]))
+      .then(ok, bad);
   return promise;
 }
 
-checkpoint_part_actor::behavior_type part_behavior(part_pointer self, checkpoint_part_wiring wiring) {
+checkpoint_part_actor::behavior_type part_behavior(part_pointer self,
+                                                   checkpoint_part_wiring wiring) {
   self->state.wiring = std::move(wiring);
   return {
     [=](save_atom, std::int64_t epoch, const std::string& path, deadline due) {
@@ -157,7 +162,7 @@ void log_line(const manifest_checkpoint_wiring& w, const std::string& line) {
   if (w.log)
     w.log(line);
   else
-    std::cerr << (line + "\n") << std::flush;  // one write: processes may share the stream
+    std::cerr << (line + "\n") << std::flush; // one write: processes may share the stream
 }
 
 std::string parts_count(const manifest_checkpoint_wiring& w) {
@@ -183,7 +188,8 @@ caf::result<std::string> save_manifest(manifest_pointer self, std::int64_t epoch
     try {
       write_checkpoint_manifest(self->state.wiring.prefix, header, *records);
     } catch (const std::exception& e) {
-      return round_failed(r, promise, make_error(classify_exception(e), std::string("checkpoint: ") + e.what()));
+      return round_failed(
+        r, promise, make_error(classify_exception(e), std::string("checkpoint: ") + e.what()));
     }
     const auto manifest = checkpoint_manifest_path(self->state.wiring.prefix, epoch);
     log_line(self->state.wiring, "checkpoint: saved " + manifest);
@@ -193,8 +199,9 @@ caf::result<std::string> save_manifest(manifest_pointer self, std::int64_t epoch
   const auto due = deadline::after(w.timeout);
   for (std::size_t i = 0; i < w.parts.size(); ++i) {
     const auto& node = w.parts[i].node;
-    self->request(w.parts[i].part, due.left_with_grace(), save_atom::value, epoch,
-                  checkpoint_part_path(w.prefix, epoch, node), due)
+    self
+      ->request(w.parts[i].part, due.left_with_grace(), save_atom::value, epoch,
+                checkpoint_part_path(w.prefix, epoch, node), due)
       .then(
         [=](part_record& record) mutable {
           if (!r->failed)
@@ -214,19 +221,24 @@ caf::result<bool> restore_manifest(manifest_pointer self) {
   auto r = std::make_shared<request_round>();
   r->missing = w.parts.size();
   auto done = [=]() mutable {
-    log_line(self->state.wiring, "checkpoint: restored epoch " + std::to_string(self->state.wiring.resume_epoch));
+    log_line(self->state.wiring,
+             "checkpoint: restored epoch " + std::to_string(self->state.wiring.resume_epoch));
     promise.deliver(true);
   };
-  log_line(w, "checkpoint: restoring epoch " + std::to_string(w.resume_epoch) + " (" + parts_count(w) + ")");
+  log_line(w, "checkpoint: restoring epoch " + std::to_string(w.resume_epoch) + " ("
+                + parts_count(w) + ")");
   const auto due = deadline::after(w.timeout);
   for (const auto& p : w.parts)
     self->request(p.part, due.left_with_grace(), restore_atom::value, w.resume_epoch, w.prefix, due)
       .then([=](bool) mutable { answered(r, done); },
-            [=, node = p.node](caf::error& err) mutable { round_failed(r, promise, from_node(node, err)); });
+            [=, node = p.node](caf::error& err) mutable {
+              round_failed(r, promise, from_node(node, err));
+            });
   return promise;
 }
 
-checkpoint_actor::behavior_type manifest_behavior(manifest_pointer self, manifest_checkpoint_wiring wiring) {
+checkpoint_actor::behavior_type manifest_behavior(manifest_pointer self,
+                                                  manifest_checkpoint_wiring wiring) {
   self->state.wiring = std::move(wiring);
   return {
     [=](save_atom, std::int64_t epoch) { return save_manifest(self, epoch); },
@@ -236,9 +248,11 @@ checkpoint_actor::behavior_type manifest_behavior(manifest_pointer self, manifes
 
 } // namespace
 
-checkpoint_part_actor spawn_checkpoint_part(caf::actor_system& system, checkpoint_part_wiring wiring, bool detached) {
+checkpoint_part_actor spawn_checkpoint_part(caf::actor_system& system,
+                                            checkpoint_part_wiring wiring, bool detached) {
   if (wiring.shards.empty() && wiring.replicas.empty())
-    throw std::invalid_argument("checkpoint part: no shard and no compute actor to take state from");
+    throw std::invalid_argument(
+      "checkpoint part: no shard and no compute actor to take state from");
   if (wiring.parameter_names.size() != wiring.parameter_shapes.size())
     throw std::invalid_argument("checkpoint part: parameter names and shapes differ in count");
   if (!detached)
@@ -246,7 +260,8 @@ checkpoint_part_actor spawn_checkpoint_part(caf::actor_system& system, checkpoin
   return system.spawn<caf::detached>(part_behavior, std::move(wiring));
 }
 
-checkpoint_actor spawn_manifest_checkpoint(caf::actor_system& system, manifest_checkpoint_wiring wiring) {
+checkpoint_actor spawn_manifest_checkpoint(caf::actor_system& system,
+                                           manifest_checkpoint_wiring wiring) {
   if (wiring.parts.empty())
     throw std::invalid_argument("manifest checkpoint: no node to take a part from");
   for (const auto& p : wiring.parts)

@@ -41,7 +41,8 @@ caf::error named(const std::string& route, const caf::error& err, const char* wh
 
 void check_spec(const compression_spec& spec, const char* end) {
   if (!spec.active())
-    throw std::invalid_argument(std::string(end) + " of a compressed route with nothing to compress");
+    throw std::invalid_argument(std::string(end)
+                                + " of a compressed route with nothing to compress");
 }
 
 // Delivers an expected answer: its value, or its error.
@@ -55,8 +56,8 @@ void deliver(caf::typed_response_promise<weight_set>& promise, caf::expected<wei
 // Asks `to` (push or pull, `due` its deadline) on behalf of the request being handled and
 // answers that with `then(answer)`, or with the error, a timeout named after `what`.
 template <class Self, class Then, class... Ts>
-caf::result<weight_set> pass_on(Self self, const push_target_actor& to, deadline due, const char* what,
-                                Then then, Ts&&... xs) {
+caf::result<weight_set> pass_on(Self self, const push_target_actor& to, deadline due,
+                                const char* what, Then then, Ts&&... xs) {
   auto promise = self->template make_response_promise<weight_set>();
   self->request(to, due.left_with_grace(), std::forward<Ts>(xs)...)
     .then([=](weight_set& ws) mutable { deliver(promise, then(std::move(ws))); },
@@ -70,8 +71,8 @@ struct sender_state {
   push_target_actor downstream;
   compression_spec spec;
   std::string route;
-  std::map<std::size_t, tensor> residual;            // by key: what pushes have not sent yet
-  std::map<std::size_t, tensor> held;                // by key: the weights the sender holds
+  std::map<std::size_t, tensor> residual; // by key: what pushes have not sent yet
+  std::map<std::size_t, tensor> held;     // by key: the weights the sender holds
   std::map<std::size_t, std::vector<tensor>> sent_pool, weights_pool;
   static inline const char* name = "compressing_sender";
 };
@@ -90,7 +91,7 @@ caf::expected<gradient_push> quantized(sender_state& st, gradient_push push) {
     const auto& g = push.gradients[i];
     auto& r = st.residual[key];
     if (r.shape() != g.shape())
-      r = tensor(g.shape());  // zeros: nothing owed yet
+      r = tensor(g.shape()); // zeros: nothing owed yet
     auto& out = free_buffer(st.sent_pool[key], g);
     const auto n = static_cast<std::size_t>(g.numel());
     const auto at = scales.size();
@@ -98,7 +99,8 @@ caf::expected<gradient_push> quantized(sender_state& st, gradient_push push) {
     try {
       quantize_push(st.spec, g.data(), r.data(), out.data(), scales.data() + at, n);
     } catch (const std::domain_error& e) {
-      return make_error(errc::bad_data, st.route + ": the push of key " + std::to_string(key) + ": " + e.what());
+      return make_error(errc::bad_data,
+                        st.route + ": the push of key " + std::to_string(key) + ": " + e.what());
     }
     push.gradients[i] = out;
   }
@@ -112,15 +114,17 @@ caf::expected<weight_set> installed(sender_state& st, weight_set ws) {
   if (st.spec.answers == value_encoding::none && ws.encoding == value_encoding::none)
     return ws;
   if (ws.encoding != st.spec.answers)
-    return make_error(errc::bad_data, st.route + ": an answer for keys " + key_list(ws.keys) + " came encoded "
-                                        + to_string(ws.encoding) + ", and this route's answers are "
+    return make_error(errc::bad_data, st.route + ": an answer for keys " + key_list(ws.keys)
+                                        + " came encoded " + to_string(ws.encoding)
+                                        + ", and this route's answers are "
                                         + to_string(st.spec.answers));
   for (std::size_t i = 0; i < ws.keys.size(); ++i) {
     const auto key = ws.keys[i];
     auto at = st.held.find(key);
     if (at == st.held.end() || at->second.shape() != ws.weights[i].shape())
-      return make_error(errc::bad_request, st.route + ": a compressed answer for key " + std::to_string(key)
-                                             + ", whose weights were never pulled through this route");
+      return make_error(errc::bad_request,
+                        st.route + ": a compressed answer for key " + std::to_string(key)
+                          + ", whose weights were never pulled through this route");
     auto& sum = free_buffer(st.weights_pool[key], at->second);
     const float* held = at->second.data();
     const float* delta = ws.weights[i].data();
@@ -135,8 +139,9 @@ caf::expected<weight_set> installed(sender_state& st, weight_set ws) {
   return ws;
 }
 
-push_target_actor::behavior_type compressing_sender(sender_pointer self, push_target_actor downstream,
-                                                     compression_spec spec, std::string route) {
+push_target_actor::behavior_type compressing_sender(sender_pointer self,
+                                                    push_target_actor downstream,
+                                                    compression_spec spec, std::string route) {
   self->state.downstream = downstream;
   self->state.spec = spec;
   self->state.route = std::move(route);
@@ -158,7 +163,8 @@ push_target_actor::behavior_type compressing_sender(sender_pointer self, push_ta
         self, self->state.downstream, due, "a pull",
         [=](weight_set ws) -> caf::expected<weight_set> {
           for (std::size_t i = 0; i < ws.keys.size(); ++i)
-            self->state.held[ws.keys[i]] = ws.weights[i];  // never written: sums go to pooled buffers
+            self->state.held[ws.keys[i]] =
+              ws.weights[i]; // never written: sums go to pooled buffers
           return ws;
         },
         pull_atom::value, due);
@@ -172,12 +178,12 @@ struct receiver_state {
   push_target_actor target;
   compression_spec spec;
   std::string route;
-  std::map<std::size_t, tensor> held;  // by key: what every sender holds (written in place)
+  std::map<std::size_t, tensor> held; // by key: what every sender holds (written in place)
   struct group_answer {
     std::int64_t updates = -1;
     weight_set answer;
   };
-  std::map<std::size_t, group_answer> last;  // by a group's first key: its latest answer
+  std::map<std::size_t, group_answer> last; // by a group's first key: its latest answer
   std::map<std::size_t, std::vector<tensor>> delta_pool;
   static inline const char* name = "compressing_receiver";
 };
@@ -190,11 +196,12 @@ caf::expected<weight_set> compressed(receiver_state& st, weight_set ws) {
     return ws;
   auto& cached = st.last[ws.keys.front()];
   if (cached.updates == ws.updates && cached.answer.keys == ws.keys)
-    return cached.answer;  // another source of the same step
+    return cached.answer; // another source of the same step
   for (auto key : ws.keys)
     if (st.held.find(key) == st.held.end())
-      return make_error(errc::bad_request, st.route + ": no weights are held for key " + std::to_string(key)
-                                             + ": compressed answers start from a pull through this route");
+      return make_error(errc::bad_request,
+                        st.route + ": no weights are held for key " + std::to_string(key)
+                          + ": compressed answers start from a pull through this route");
   weight_set out = ws;
   out.encoding = st.spec.answers;
   out.scales.clear();
@@ -209,9 +216,11 @@ caf::expected<weight_set> compressed(receiver_state& st, weight_set ws) {
     const auto at = out.scales.size();
     out.scales.resize(at + (st.spec.answers == value_encoding::two_bit ? two_bit_scales(n) : 0));
     try {
-      quantize_answer(st.spec.answers, target.data(), held.data(), delta.data(), out.scales.data() + at, n);
+      quantize_answer(st.spec.answers, target.data(), held.data(), delta.data(),
+                      out.scales.data() + at, n);
     } catch (const std::domain_error& e) {
-      return make_error(errc::bad_data, st.route + ": key " + std::to_string(ws.keys[i]) + ": " + e.what());
+      return make_error(errc::bad_data,
+                        st.route + ": key " + std::to_string(ws.keys[i]) + ": " + e.what());
     }
     out.weights[i] = delta;
   }
@@ -220,8 +229,9 @@ caf::expected<weight_set> compressed(receiver_state& st, weight_set ws) {
   return out;
 }
 
-push_target_actor::behavior_type compressing_receiver(receiver_pointer self, push_target_actor target,
-                                                       compression_spec spec, std::string route) {
+push_target_actor::behavior_type compressing_receiver(receiver_pointer self,
+                                                      push_target_actor target,
+                                                      compression_spec spec, std::string route) {
   self->state.target = target;
   self->state.spec = spec;
   self->state.route = std::move(route);
@@ -231,16 +241,18 @@ push_target_actor::behavior_type compressing_receiver(receiver_pointer self, pus
     [=](push_atom, gradient_push& push) -> caf::result<weight_set> {
       auto& st = self->state;
       if (push.encoding != st.spec.pushes)
-        return make_error(errc::bad_request, st.route + ": a push of source " + std::to_string(push.worker)
-                                               + " for keys " + key_list(push.keys) + " came encoded "
-                                               + to_string(push.encoding) + ", and this route's pushes are "
-                                               + to_string(st.spec.pushes));
-      push.encoding = value_encoding::none;  // plain floats from here on: sums are not quantized
+        return make_error(errc::bad_request,
+                          st.route + ": a push of source " + std::to_string(push.worker)
+                            + " for keys " + key_list(push.keys) + " came encoded "
+                            + to_string(push.encoding) + ", and this route's pushes are "
+                            + to_string(st.spec.pushes));
+      push.encoding = value_encoding::none; // plain floats from here on: sums are not quantized
       push.scales.clear();
       const auto due = push.due;
       return pass_on(
-        self, st.target, due, "a push", [=](weight_set ws) { return compressed(self->state, std::move(ws)); },
-        push_atom::value, std::move(push));
+        self, st.target, due, "a push",
+        [=](weight_set ws) { return compressed(self->state, std::move(ws)); }, push_atom::value,
+        std::move(push));
     },
     [=](pull_atom, deadline due) -> caf::result<weight_set> {
       return pass_on(
@@ -250,7 +262,7 @@ push_target_actor::behavior_type compressing_receiver(receiver_pointer self, pus
           if (st.spec.answers != value_encoding::none)
             for (std::size_t i = 0; i < ws.keys.size(); ++i)
               if (st.held.find(ws.keys[i]) == st.held.end())
-                st.held[ws.keys[i]] = ws.weights[i].clone();  // written in place from now on
+                st.held[ws.keys[i]] = ws.weights[i].clone(); // written in place from now on
           return ws;
         },
         pull_atom::value, due);

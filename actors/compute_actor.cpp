@@ -50,30 +50,30 @@ struct step_header {
 struct compute_state {
   std::shared_ptr<model> replica;
   compute_wiring wiring;
-  push_tracker tracker;  // which groups backward has completed this step
+  push_tracker tracker; // which groups backward has completed this step
   // Every request for the phase in flight: the one that began it, and the same phase asked
   // again (by a scheduler restarted while it ran).
   std::vector<caf::typed_response_promise<phase_report>> answers;
   phase_report phase;
   // The last finished training and validation phase, answered again when asked again.
   std::optional<phase_report> trained, validated;
-  std::int64_t latest_train_epoch = -1;  // the latest epoch this compute was asked to train
+  std::int64_t latest_train_epoch = -1; // the latest epoch this compute was asked to train
   clock_type::time_point phase_start;
-  deadline phase_due;  // the coordinator's deadline for the phase in flight
+  deadline phase_due; // the coordinator's deadline for the phase in flight
   float learning_rate = 0;
   bool have_weights = false;
-  std::int64_t resume_from = 0;  // adopted: the first step to train (the step in flight)
+  std::int64_t resume_from = 0; // adopted: the first step to train (the step in flight)
   bool busy = false;
-  std::uint64_t phases_begun = 0;  // names the phase a loader answer was asked for
-  bool end_requested = false;  // the coordinator ended this training epoch early
+  std::uint64_t phases_begun = 0; // names the phase a loader answer was asked for
+  bool end_requested = false;     // the coordinator ended this training epoch early
   // the step in flight
   step_header header;
-  std::size_t answers_missing = 0;          // groups whose weights have not come back
-  std::vector<std::size_t> unsent;          // groups held back until backward ends (no overlap)
+  std::size_t answers_missing = 0; // groups whose weights have not come back
+  std::vector<std::size_t> unsent; // groups held back until backward ends (no overlap)
   // the training batch after it
-  bool fetching = false;                    // a request to the training loader is in flight
-  std::optional<loader_item> fetched;       // its answer, until the step in flight is done
-  bool between_steps = false;               // the last step is done; waiting for `fetched`
+  bool fetching = false;              // a request to the training loader is in flight
+  std::optional<loader_item> fetched; // its answer, until the step in flight is done
+  bool between_steps = false;         // the last step is done; waiting for `fetched`
   // requests in flight, by a number of this actor's: what each waits for, since when, until when
   struct pending_request {
     std::string what;
@@ -115,10 +115,10 @@ struct compute_state {
 using stand_in_atom = caf::atom_constant<caf::atom("standin")>;
 using stand_in_forward_atom = caf::atom_constant<caf::atom("standinfw")>;
 
-using compute_self_actor
-  = local_compute_actor::extend<caf::reacts_to<watchdog_atom>,
-                                caf::reacts_to<stand_in_atom, std::uint64_t, std::int64_t, std::size_t>,
-                                caf::reacts_to<stand_in_forward_atom, std::uint64_t, std::int64_t, std::size_t>>;
+using compute_self_actor = local_compute_actor::extend<
+  caf::reacts_to<watchdog_atom>,
+  caf::reacts_to<stand_in_atom, std::uint64_t, std::int64_t, std::size_t>,
+  caf::reacts_to<stand_in_forward_atom, std::uint64_t, std::int64_t, std::size_t>>;
 using compute_pointer = compute_self_actor::stateful_pointer<compute_state>;
 
 void arm_watchdog(compute_pointer self) {
@@ -145,7 +145,9 @@ std::uint64_t expect_answer(compute_pointer self, std::string what, deadline due
   return id;
 }
 
-void answered(compute_pointer self, std::uint64_t id) { self->state.pending.erase(id); }
+void answered(compute_pointer self, std::uint64_t id) {
+  self->state.pending.erase(id);
+}
 
 void finish_phase(compute_pointer self) {
   auto& st = self->state;
@@ -159,10 +161,10 @@ void finish_phase(compute_pointer self) {
 
 void fail_phase(compute_pointer self, const caf::error& err) {
   auto& st = self->state;
-  st.pending.clear();  // answers still in flight belong to the failed phase: the next phase
-                       // must not time out on them
+  st.pending.clear(); // answers still in flight belong to the failed phase: the next phase
+                      // must not time out on them
   if (!st.busy)
-    return;  // a second failure of the same phase: the first one was answered
+    return; // a second failure of the same phase: the first one was answered
   st.busy = false;
   st.fetched.reset();
   for (auto& answer : st.answers)
@@ -190,7 +192,7 @@ std::string install(compute_state& st, const shard_route& route, weight_set& ws)
       return "compute: shard answered shape " + shape_string(ws.weights[i].shape()) + " for "
              + params[key.slot]->name + " of shape " + shape_string(value.shape());
     if (st.on_gpu)
-      key_view(value, key).copy_from(ws.weights[i]);  // into the replica's device memory
+      key_view(value, key).copy_from(ws.weights[i]); // into the replica's device memory
     else
       place_key(value, key, std::move(ws.weights[i]));
   }
@@ -220,8 +222,9 @@ void watched_request(compute_pointer self, const Handle& to, std::string what, d
         // A request that reached an actor just terminating (or passed on to one, as a tap
         // does) comes back as CAF's bare request_receiver_down: say what was asked.
         if (err == caf::sec::request_receiver_down)
-          return fail_phase(self, make_error(errc::peer_down, "compute " + std::to_string(self->state.wiring.worker)
-                                                                + ": the actor asked for " + what + " terminated"));
+          return fail_phase(
+            self, make_error(errc::peer_down, "compute " + std::to_string(self->state.wiring.worker)
+                                                + ": the actor asked for " + what + " terminated"));
         fail_phase(self, err);
       });
 }
@@ -229,8 +232,8 @@ void watched_request(compute_pointer self, const Handle& to, std::string what, d
 // Sends `request` (due at `due`) to route r and installs the weights it answers; runs `each`
 // (if any) after installing them and `then` after the last outstanding answer of the step.
 template <typename... Ts>
-void ask(compute_pointer self, std::size_t r, deadline due, std::function<void()> each, std::function<void()> then,
-         Ts&&... message) {
+void ask(compute_pointer self, std::size_t r, deadline due, std::function<void()> each,
+         std::function<void()> then, Ts&&... message) {
   watched_request<weight_set>(
     self, self->state.wiring.shards[r].shard, "the weights of route " + std::to_string(r), due,
     [=](weight_set& ws) {
@@ -280,11 +283,13 @@ void send_group(compute_pointer self, std::size_t g) {
   const auto due = push.due;
   std::function<void()> each;
   if (st.stand_in.active())
-    each = [=] {  // this group's layers are current: the forward waiting on them goes on
+    each = [=] { // this group's layers are current: the forward waiting on them goes on
       self->state.stand_in_ready[g] = self->clock().now();
       stand_in_forward(self);
     };
-  ask(self, group.shard, due, std::move(each), [=] { step_answered(self); }, push_atom::value, std::move(push));
+  ask(
+    self, group.shard, due, std::move(each), [=] { step_answered(self); }, push_atom::value,
+    std::move(push));
 }
 
 void send_unsent(compute_pointer self) {
@@ -323,9 +328,10 @@ void on_training_batch(compute_pointer self, loader_item& item) {
     return finish_phase(self);
   st.header.samples = static_cast<std::int64_t>(item.data.labels.size());
   st.header.step = item.data.epoch * st.wiring.batches_per_epoch + item.data.index;
-  st.header.epoch_position = static_cast<double>(item.data.epoch)
-                             + static_cast<double>(item.data.index)
-                                 / static_cast<double>(std::max<std::int64_t>(1, st.wiring.batches_per_epoch));
+  st.header.epoch_position =
+    static_cast<double>(item.data.epoch)
+    + static_cast<double>(item.data.index)
+        / static_cast<double>(std::max<std::int64_t>(1, st.wiring.batches_per_epoch));
   st.tracker.start_step();
   st.answers_missing = st.wiring.groups.size();
   st.unsent.clear();
@@ -341,13 +347,14 @@ void on_training_batch(compute_pointer self, loader_item& item) {
   // Training on from a NaN or infinite loss only spreads it into every weight: the run stops
   // here, saying where, rather than ending "successfully" with garbage.
   if (!std::isfinite(loss.loss_sum))
-    return fail_phase(self, make_error(errc::bad_data, "the training loss became "
-                                                         + std::string(std::isnan(loss.loss_sum) ? "nan" : "inf")
-                                                         + " in epoch " + std::to_string(item.data.epoch)
-                                                         + ", batch " + std::to_string(item.data.index + 1)
-                                                         + " (a learning rate too high for the model? try a "
-                                                           "lower --lr or a longer --warmup-epochs)"));
-  fetch_training_batch(self);  // batch i + 1 travels while step i's weights come back
+    return fail_phase(
+      self, make_error(errc::bad_data, "the training loss became "
+                                         + std::string(std::isnan(loss.loss_sum) ? "nan" : "inf")
+                                         + " in epoch " + std::to_string(item.data.epoch)
+                                         + ", batch " + std::to_string(item.data.index + 1)
+                                         + " (a learning rate too high for the model? try a "
+                                           "lower --lr or a longer --warmup-epochs)"));
+  fetch_training_batch(self); // batch i + 1 travels while step i's weights come back
   st.phase.samples += loss.count;
   st.phase.correct += loss.correct;
   st.phase.top_k_correct += loss.top_k_correct;
@@ -367,7 +374,7 @@ void on_training_batch(compute_pointer self, loader_item& item) {
 void next_training_batch(compute_pointer self) {
   auto& st = self->state;
   if (st.end_requested && !st.fetching) {
-    st.fetched.reset();  // the epoch ends early: the batch fetched ahead is skipped
+    st.fetched.reset(); // the epoch ends early: the batch fetched ahead is skipped
     return finish_phase(self);
   }
   if (!st.fetched) {
@@ -380,14 +387,15 @@ void next_training_batch(compute_pointer self) {
   auto item = std::move(*st.fetched);
   st.fetched.reset();
   if (!item.end && item.data.epoch * st.wiring.batches_per_epoch + item.data.index < st.resume_from)
-    return next_training_batch(self);  // adopted: summed already, before the step in flight
+    return next_training_batch(self); // adopted: summed already, before the step in flight
   on_training_batch(self, item);
 }
 
 void fetch_training_batch(compute_pointer self) {
   self->state.fetching = true;
   watched_request<loader_item>(
-    self, self->state.wiring.train_loader, "a batch from its training loader", request_due(self->state),
+    self, self->state.wiring.train_loader, "a batch from its training loader",
+    request_due(self->state),
     [=](loader_item& item) {
       auto& st = self->state;
       st.fetching = false;
@@ -406,14 +414,15 @@ void next_stand_in_step(compute_pointer self) {
     st.stand_in_ended = true;
     if (st.answers_missing == 0)
       finish_phase(self);
-    return;  // else the last answer ends the phase (step_answered)
+    return; // else the last answer ends the phase (step_answered)
   }
   const auto epoch = st.phase.epoch;
   st.header.samples = st.stand_in.samples;
   st.header.step = epoch * st.wiring.batches_per_epoch + st.stand_in_index;
-  st.header.epoch_position = static_cast<double>(epoch)
-                             + static_cast<double>(st.stand_in_index)
-                                 / static_cast<double>(std::max<std::int64_t>(1, st.wiring.batches_per_epoch));
+  st.header.epoch_position =
+    static_cast<double>(epoch)
+    + static_cast<double>(st.stand_in_index)
+        / static_cast<double>(std::max<std::int64_t>(1, st.wiring.batches_per_epoch));
   st.stand_in_segment = 0;
   st.stand_in_backward = false;
   stand_in_forward(self);
@@ -441,13 +450,15 @@ void stand_in_forward(compute_pointer self) {
     const auto k = st.stand_in_segment;
     const auto ready = st.stand_in_ready[groups - 1 - k];
     if (ready == compute_state::not_yet)
-      return;  // waits for the weights of the layers this segment runs
-    const auto lasts = times.forward_end(forward, k) - (k == 0 ? caf::timespan{0} : times.forward_end(forward, k - 1));
+      return; // waits for the weights of the layers this segment runs
+    const auto lasts = times.forward_end(forward, k)
+                       - (k == 0 ? caf::timespan{0} : times.forward_end(forward, k - 1));
     const auto end = std::max(st.stand_in_mark, ready) + lasts;
     if (end > now) {
       st.stand_in_timer = true;
       st.stand_in_segment_end = end;
-      self->scheduled_send(self, end, stand_in_forward_atom::value, st.phases_begun, st.header.step, k);
+      self->scheduled_send(self, end, stand_in_forward_atom::value, st.phases_begun, st.header.step,
+                           k);
       return;
     }
     st.stand_in_mark = end;
@@ -459,17 +470,19 @@ void stand_in_forward(compute_pointer self) {
   const auto backward = st.stand_in.step - forward;
   for (std::size_t g = 0; g < groups; ++g) {
     auto at = st.wiring.overlap ? times.backward_due(backward, g) : backward;
-    self->scheduled_send(self, st.stand_in_mark + at, stand_in_atom::value, st.phases_begun, st.header.step, g);
+    self->scheduled_send(self, st.stand_in_mark + at, stand_in_atom::value, st.phases_begun,
+                         st.header.step, g);
   }
-  st.stand_in_mark += backward;  // where the next step's forward starts on the device
+  st.stand_in_mark += backward; // where the next step's forward starts on the device
 }
 
 // Segment k of the stand-in's forward is done: the next one.
-void stand_in_segment_done(compute_pointer self, std::uint64_t phase, std::int64_t step, std::size_t k) {
+void stand_in_segment_done(compute_pointer self, std::uint64_t phase, std::int64_t step,
+                           std::size_t k) {
   auto& st = self->state;
   if (!st.busy || phase != st.phases_begun || step != st.header.step || k != st.stand_in_segment
       || !st.stand_in_timer)
-    return;  // a timer of a phase that failed or ended
+    return; // a timer of a phase that failed or ended
   st.stand_in_timer = false;
   st.stand_in_mark = st.stand_in_segment_end;
   ++st.stand_in_segment;
@@ -478,10 +491,12 @@ void stand_in_segment_done(compute_pointer self, std::uint64_t phase, std::int64
 
 // Group g of the stand-in's step is final: push it; the last one ends the step's backward,
 // and the next step's forward starts.
-void stand_in_group_due(compute_pointer self, std::uint64_t phase, std::int64_t step, std::size_t g) {
+void stand_in_group_due(compute_pointer self, std::uint64_t phase, std::int64_t step,
+                        std::size_t g) {
   auto& st = self->state;
-  if (!st.busy || phase != st.phases_begun || step != st.header.step || g >= st.wiring.groups.size())
-    return;  // a timer of a phase that failed or ended
+  if (!st.busy || phase != st.phases_begun || step != st.header.step
+      || g >= st.wiring.groups.size())
+    return; // a timer of a phase that failed or ended
   send_group(self, g);
   if (g + 1 != st.wiring.groups.size())
     return;
@@ -508,7 +523,8 @@ void pull_all(compute_pointer self, std::function<void()> then) {
 // them is the step in flight, and a route that answered for a later one is asked again for it.
 void rewind_all(compute_pointer self, std::function<void()> then);
 
-void settle_rewind(compute_pointer self, std::shared_ptr<std::vector<weight_set>> answers, std::function<void()> then) {
+void settle_rewind(compute_pointer self, std::shared_ptr<std::vector<weight_set>> answers,
+                   std::function<void()> then) {
   auto& st = self->state;
   std::int64_t step = std::numeric_limits<std::int64_t>::max();
   for (const auto& ws : *answers)
@@ -537,9 +553,12 @@ void settle_rewind(compute_pointer self, std::shared_ptr<std::vector<weight_set>
       "the weights of route " + std::to_string(r) + " before step " + std::to_string(step), due,
       [=](weight_set& ws) {
         if (ws.before_step != step)
-          return fail_phase(self, make_error(errc::bad_request, "compute " + std::to_string(self->state.wiring.worker)
-                                                                  + ": route " + std::to_string(r) + " answered the weights before step "
-                                                                  + std::to_string(ws.before_step) + " for step " + std::to_string(step)));
+          return fail_phase(
+            self,
+            make_error(errc::bad_request,
+                       "compute " + std::to_string(self->state.wiring.worker) + ": route "
+                         + std::to_string(r) + " answered the weights before step "
+                         + std::to_string(ws.before_step) + " for step " + std::to_string(step)));
         (*answers)[r] = std::move(ws);
         if (--*missing == 0)
           install_all();
@@ -568,7 +587,8 @@ void rewind_all(compute_pointer self, std::function<void()> then) {
 
 void next_validation_batch(compute_pointer self) {
   watched_request<loader_item>(
-    self, self->state.wiring.validation_loader, "a batch from the validation loader", request_due(self->state),
+    self, self->state.wiring.validation_loader, "a batch from the validation loader",
+    request_due(self->state),
     [=](loader_item& item) {
       auto& st = self->state;
       if (item.end)
@@ -581,7 +601,8 @@ void next_validation_batch(compute_pointer self) {
         st.phase.loss_sum += r.loss_sum;
         st.phase.skipped += item.data.skipped;
       } catch (const std::exception& e) {
-        return fail_phase(self, make_error(classify_exception(e), std::string("compute: ") + e.what()));
+        return fail_phase(self,
+                          make_error(classify_exception(e), std::string("compute: ") + e.what()));
       }
       next_validation_batch(self);
     },
@@ -594,18 +615,22 @@ void check_pending(compute_pointer self) {
   auto& st = self->state;
   st.watchdog_armed = false;
   if (st.pending.empty())
-    return;  // the next request arms it again
+    return; // the next request arms it again
   const auto now = clock_type::now();
   for (const auto& [id, request] : st.pending) {
     if (request.due.at == deadline::clock::time_point::max() || now < request.due.at + answer_grace)
       continue;
-    auto ms = [](auto d) { return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()); };
-    auto err = make_error(errc::timeout, "compute " + std::to_string(st.wiring.worker) + ": no answer for "
-                                           + ms(now - request.asked) + " ms, waiting for " + request.what
-                                           + " (timeout "
-                                           + std::to_string(std::chrono::round<std::chrono::milliseconds>(request.due.at - request.asked).count())
-                                           + " ms)");
-    return fail_phase(self, err);  // forgets the other requests too
+    auto ms = [](auto d) {
+      return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+    };
+    auto err = make_error(
+      errc::timeout,
+      "compute " + std::to_string(st.wiring.worker) + ": no answer for " + ms(now - request.asked)
+        + " ms, waiting for " + request.what + " (timeout "
+        + std::to_string(
+          std::chrono::round<std::chrono::milliseconds>(request.due.at - request.asked).count())
+        + " ms)");
+    return fail_phase(self, err); // forgets the other requests too
   }
   arm_watchdog(self);
 }
@@ -619,7 +644,8 @@ bool begin_phase(compute_pointer self, std::int64_t epoch, bool validation, dead
     st.answers.push_back(self->make_response_promise<phase_report>());
     return false;
   }
-  if (const auto& done = validation ? st.validated : st.trained; !st.busy && done && done->epoch == epoch) {
+  if (const auto& done = validation ? st.validated : st.trained;
+      !st.busy && done && done->epoch == epoch) {
     self->make_response_promise<phase_report>().deliver(*done);
     return false;
   }
@@ -672,9 +698,9 @@ void watch_peers(compute_pointer self) {
     auto peer = peer_name(self->state, msg.source);
     if (peer.empty())
       return;
-    auto err = make_error(errc::peer_down, "compute " + std::to_string(self->state.wiring.worker)
-                                             + ": " + peer + " terminated ("
-                                             + caf::to_string(msg.reason) + ")");
+    auto err =
+      make_error(errc::peer_down, "compute " + std::to_string(self->state.wiring.worker) + ": "
+                                    + peer + " terminated (" + caf::to_string(msg.reason) + ")");
     fail_phase(self, err);
     self->quit(err);
   });
@@ -704,7 +730,7 @@ caf::result<bool> restore_replica(compute_pointer self, const replica_state& sta
 }
 
 compute_self_actor::behavior_type compute(compute_pointer self, std::shared_ptr<model> replica,
-                                     compute_wiring wiring, compute_stand_in stand_in) {
+                                          compute_wiring wiring, compute_stand_in stand_in) {
   auto& st = self->state;
   st.replica = std::move(replica);
   st.wiring = std::move(wiring);
@@ -717,7 +743,8 @@ compute_self_actor::behavior_type compute(compute_pointer self, std::shared_ptr<
     std::vector<std::vector<key_slice>> route_keys;
     for (const auto& route : st.wiring.shards)
       route_keys.push_back(route.keys);
-    st.stand_in_times = stand_in_timing(st.replica->forward_work_by_slot(), route_keys, st.wiring.groups);
+    st.stand_in_times =
+      stand_in_timing(st.replica->forward_work_by_slot(), route_keys, st.wiring.groups);
   }
   st.tracker = push_tracker(st.wiring.shards, st.wiring.groups, st.replica->parameters().size());
   st.on_gpu = st.replica->device().kind != device_kind::cpu;
@@ -739,7 +766,7 @@ compute_self_actor::behavior_type compute(compute_pointer self, std::shared_ptr<
           next_stand_in_step(self);
         };
         if (self->state.have_weights) {
-          st.answers_missing = 0;  // a failed phase's answers are dropped
+          st.answers_missing = 0; // a failed phase's answers are dropped
           start();
         } else {
           pull_all(self, [=] {
@@ -783,7 +810,7 @@ compute_self_actor::behavior_type compute(compute_pointer self, std::shared_ptr<
     [=](validate_atom, std::int64_t epoch, deadline due) -> caf::result<phase_report> {
       if (!begin_phase(self, epoch, true, due))
         return caf::delegated<phase_report>();
-      if (self->state.stand_in.active()) {  // nothing to evaluate
+      if (self->state.stand_in.active()) { // nothing to evaluate
         finish_phase(self);
         return caf::delegated<phase_report>();
       }
@@ -815,17 +842,18 @@ void check_wiring(model& replica, const compute_wiring& wiring) {
     for (const auto& key : wiring.shards[r].keys)
       if (key.slot >= params.size() || key.offset < 0 || key.length <= 0
           || key.offset + key.length > params[key.slot]->value.numel())
-        throw std::invalid_argument("compute: route " + std::to_string(r) + " has a key outside "
-                                    "the model's parameters (slot " + std::to_string(key.slot)
-                                    + ")");
+        throw std::invalid_argument("compute: route " + std::to_string(r)
+                                    + " has a key outside "
+                                      "the model's parameters (slot "
+                                    + std::to_string(key.slot) + ")");
     for (const auto& key : wiring.shards[r].keys)
       elements[key.slot] += key.length;
   }
   for (std::size_t slot = 0; slot < params.size(); ++slot)
     if (elements[slot] != params[slot]->value.numel())
-      throw std::invalid_argument("compute: the routes' keys cover " + std::to_string(elements[slot])
-                                  + " of the " + std::to_string(params[slot]->value.numel())
-                                  + " elements of " + params[slot]->name);
+      throw std::invalid_argument(
+        "compute: the routes' keys cover " + std::to_string(elements[slot]) + " of the "
+        + std::to_string(params[slot]->value.numel()) + " elements of " + params[slot]->name);
   for (const auto& g : wiring.groups) {
     if (g.shard >= wiring.shards.size() || g.keys.empty())
       throw std::invalid_argument("compute: a push group names route " + std::to_string(g.shard)
@@ -851,7 +879,7 @@ void check_wiring(model& replica, const compute_wiring& wiring) {
 
 push_tracker::push_tracker(const std::vector<shard_route>& routes,
                            const std::vector<push_group>& groups, std::size_t slots)
-  : groups_of_slot_(slots) {
+    : groups_of_slot_(slots) {
   for (std::size_t g = 0; g < groups.size(); ++g) {
     std::set<std::size_t> waits_on;
     for (auto k : groups[g].keys)
@@ -864,7 +892,7 @@ push_tracker::push_tracker(const std::vector<shard_route>& routes,
 }
 
 local_compute_actor spawn_compute(caf::actor_system& system, std::unique_ptr<model> replica,
-                            compute_wiring wiring, compute_spawn_options options) {
+                                  compute_wiring wiring, compute_spawn_options options) {
   if (!replica)
     throw std::invalid_argument("compute: no model replica");
   check_wiring(*replica, wiring);
@@ -883,7 +911,8 @@ local_compute_actor spawn_compute(caf::actor_system& system, std::unique_ptr<mod
       },
       std::move(shared), std::move(wiring), options.stand_in);
   if (options.detached)
-    return system.spawn<caf::detached>(compute, std::move(shared), std::move(wiring), options.stand_in);
+    return system.spawn<caf::detached>(compute, std::move(shared), std::move(wiring),
+                                       options.stand_in);
   return system.spawn(compute, std::move(shared), std::move(wiring), options.stand_in);
 }
 

@@ -23,7 +23,7 @@ struct coordinator_state {
   caf::typed_response_promise<training_result> promise;
   training_result result;
   bool running = false;
-  std::vector<bool> lost;  // computes dropped after their peer was lost (drop_lost_computes)
+  std::vector<bool> lost; // computes dropped after their peer was lost (drop_lost_computes)
   static inline const char* name = "coordinator";
 };
 
@@ -72,7 +72,7 @@ void merge(phase_report& into, const phase_report& part) {
   into.samples += part.samples;
   into.correct += part.correct;
   into.top_k_correct += part.top_k_correct;
-  into.top_k = std::max(into.top_k, part.top_k);  // a dropped worker's empty report has 0
+  into.top_k = std::max(into.top_k, part.top_k); // a dropped worker's empty report has 0
   into.loss_sum += part.loss_sum;
   into.skipped += part.skipped;
   into.seconds = std::max(into.seconds, part.seconds);
@@ -94,7 +94,8 @@ phase_report merged_in_order(const std::vector<phase_report>& parts, std::int64_
 // Asks compute `compute` to train or validate `epoch`; `done` gets its report, or an empty one
 // when the compute is dropped as lost (drop_if_lost). Any other failure ends the run.
 template <class Atom, class Done>
-void ask_phase(coordinator_pointer self, std::size_t compute, Atom phase, std::int64_t epoch, Done done) {
+void ask_phase(coordinator_pointer self, std::size_t compute, Atom phase, std::int64_t epoch,
+               Done done) {
   auto& st = self->state;
   const auto due = deadline::after(st.options.timeouts.phase);
   self->request(st.computes[compute], due.left_with_grace(), phase, epoch, due)
@@ -170,7 +171,7 @@ bool enough_finished(const coordinator_state& st, const std::vector<bool>& finis
   if (o.finish_groups.empty())
     return static_cast<std::size_t>(std::count(finished.begin(), finished.end(), true))
            >= o.finish_after;
-  std::map<int, std::pair<std::size_t, std::size_t>> groups;  // group -> (finished, members)
+  std::map<int, std::pair<std::size_t, std::size_t>> groups; // group -> (finished, members)
   for (std::size_t i = 0; i < finished.size(); ++i) {
     auto& g = groups[o.finish_groups[i]];
     g.first += finished[i] ? 1 : 0;
@@ -185,15 +186,14 @@ bool enough_finished(const coordinator_state& st, const std::vector<bool>& finis
 
 // After epoch `epoch`'s training: asks the gate between epochs, if there is one, and goes on
 // (`next`) once it has said yes. Its failure or refusal ends the run, naming the gate.
-template <class Next>
-void through_gate(coordinator_pointer self, std::int64_t epoch, Next next) {
+template <class Next> void through_gate(coordinator_pointer self, std::int64_t epoch, Next next) {
   const auto& gate = self->state.options.between_epochs;
   if (!gate)
     return next();
   const auto due = deadline::after(self->state.options.timeouts.step);
   const auto failed = [=](errc code, const std::string& why) {
-    fail(self, make_error(code, "coordinator: the gate between epochs failed after epoch " + std::to_string(epoch)
-                                  + ": " + why));
+    fail(self, make_error(code, "coordinator: the gate between epochs failed after epoch "
+                                  + std::to_string(epoch) + ": " + why));
   };
   self->request(gate, due.left_with_grace(), epoch_done_atom::value, epoch, due)
     .then(
@@ -216,14 +216,14 @@ void run_epoch(coordinator_pointer self, std::int64_t epoch) {
   auto ended = std::make_shared<bool>(false);
   for (std::size_t i = 0; i < st.computes.size(); ++i) {
     if (st.lost[i])
-      continue;  // its part of the data goes untrained from now on
+      continue; // its part of the data goes untrained from now on
     auto done = [=](phase_report part) {
       (*parts)[i] = std::move(part);
       --*outstanding;
       (*finished)[i] = true;
       if (!*ended && *outstanding > 0 && enough_finished(self->state, *finished)) {
         *ended = true;
-        for (auto& c : self->state.computes)  // the finished ones ignore it
+        for (auto& c : self->state.computes) // the finished ones ignore it
           self->send(c, end_epoch_atom::value, epoch);
       }
       if (*outstanding > 0)
@@ -293,8 +293,7 @@ coordinator_actor::behavior_type coordinator(coordinator_pointer self,
 
 } // namespace
 
-coordinator_actor spawn_coordinator(caf::actor_system& system,
-                                    std::vector<compute_actor> computes,
+coordinator_actor spawn_coordinator(caf::actor_system& system, std::vector<compute_actor> computes,
                                     metrics_sink_actor metrics, coordinator_options options) {
   if (computes.empty())
     throw std::invalid_argument("coordinator: no compute actors to drive");
@@ -310,12 +309,14 @@ coordinator_actor spawn_coordinator(caf::actor_system& system,
   if ((options.save_period > 0 || options.restore) && !options.checkpoint)
     throw std::invalid_argument("coordinator: checkpoints asked for without a checkpoint actor");
   if (!options.finish_groups.empty() && options.finish_groups.size() != computes.size())
-    throw std::invalid_argument("coordinator: finish groups name " + std::to_string(options.finish_groups.size())
+    throw std::invalid_argument("coordinator: finish groups name "
+                                + std::to_string(options.finish_groups.size())
                                 + " computes, there are " + std::to_string(computes.size()));
   for (auto v : options.validators)
     if (v >= computes.size())
-      throw std::invalid_argument("coordinator: validator " + std::to_string(v) + " is not one of the "
-                                  + std::to_string(computes.size()) + " compute actors");
+      throw std::invalid_argument("coordinator: validator " + std::to_string(v)
+                                  + " is not one of the " + std::to_string(computes.size())
+                                  + " compute actors");
   return system.spawn(coordinator, std::move(computes), std::move(metrics), options);
 }
 

@@ -111,8 +111,8 @@ void fill_one(loader_pointer self) {
   arm_fill(self);
 }
 
-loader_self_actor::behavior_type loader(loader_pointer self, std::shared_ptr<const batch_source> source,
-                     loader_options options) {
+loader_self_actor::behavior_type
+loader(loader_pointer self, std::shared_ptr<const batch_source> source, loader_options options) {
   self->state.source = std::move(source);
   self->state.options = options;
   if (self->state.options.prefetch_depth < 1)
@@ -148,7 +148,7 @@ loader_self_actor::behavior_type loader(loader_pointer self, std::shared_ptr<con
 } // namespace
 
 loader_actor spawn_loader(caf::actor_system& system, std::shared_ptr<const batch_source> source,
-                        loader_options options) {
+                          loader_options options) {
   return system.spawn(loader, std::move(source), options);
 }
 

@@ -22,7 +22,8 @@ std::string run_position::text() const {
     return "epoch " + e + " at validation";
   if (batch < 0)
     return "epoch " + e + " before its first batch";
-  return "epoch " + e + " at batch " + std::to_string(batch.load() + 1) + " of " + std::to_string(batches.load());
+  return "epoch " + e + " at batch " + std::to_string(batch.load() + 1) + " of "
+         + std::to_string(batches.load());
 }
 
 namespace {
@@ -44,7 +45,7 @@ struct metrics_state {
   float learning_rate = 0;
   // JSON values a host added to an epoch's line (annotate_atom), by epoch.
   std::map<std::int64_t, std::vector<std::pair<std::string, std::string>>> annotations;
-  std::ostream silent{nullptr};  // where lines go when the options name no stream
+  std::ostream silent{nullptr}; // where lines go when the options name no stream
   static inline const char* name = "metrics";
 };
 
@@ -72,7 +73,7 @@ void draw_bar(metrics_state& st, const batch_report& r) {
   const std::string tail = "] " + std::to_string(r.index + 1) + "/" + std::to_string(r.batches);
   const int room = st.options.terminal_columns - 1 - static_cast<int>(head.size() + tail.size());
   const int width = std::min(30, room);
-  if (width < 2) {  // too narrow for a bar: the counters alone, if they fit
+  if (width < 2) { // too narrow for a bar: the counters alone, if they fit
     const auto counters = tail.substr(2);
     if (static_cast<int>(counters.size()) < st.options.terminal_columns) {
       *st.options.out << "\r\033[K" << counters << std::flush;
@@ -124,11 +125,11 @@ void on_batch(metrics_state& st, const batch_report& r) {
   if (shown > 0 && (r.index + 1) % shown == 0 && st.window_samples > 0) {
     double seconds = std::chrono::duration<double>(now - st.window_start).count();
     clear_bar(st);
-    *st.options.out << "Epoch[" << r.epoch << "] Batch [" << (r.index + 1) << "]\tSpeed: "
-                    << format("%.2f", st.window_samples / std::max(seconds, 1e-9))
+    *st.options.out << "Epoch[" << r.epoch << "] Batch [" << (r.index + 1)
+                    << "]\tSpeed: " << format("%.2f", st.window_samples / std::max(seconds, 1e-9))
                     << " samples/sec\taccuracy="
                     << format("%.6f", double(st.window_correct) / st.window_samples);
-    if (r.top_k > 0)  // as MXNet's Speedometer prints every metric: NAME=VALUE
+    if (r.top_k > 0) // as MXNet's Speedometer prints every metric: NAME=VALUE
       *st.options.out << "\ttop_k_accuracy_" << r.top_k << '='
                       << format("%.6f", double(st.window_top_k_correct) / st.window_samples);
     // Flushed now, not at the epoch's end: a pipe (troupe launch's relay, tee, a log
@@ -148,7 +149,7 @@ double ratio(double a, std::int64_t b) {
 void write_epoch_line(metrics_state& st, const phase_report& train, const phase_report* val) {
   if (!st.jsonl)
     return;
-  if (train.epoch <= st.options.written_through) {  // in the file already (a restarted scheduler)
+  if (train.epoch <= st.options.written_through) { // in the file already (a restarted scheduler)
     st.annotations.erase(train.epoch);
     return;
   }
@@ -217,11 +218,11 @@ void on_phase(metrics_state& st, const phase_report& r) {
   auto& out = *st.options.out;
   const char* prefix = r.validation ? "Validation" : "Train";
   const auto note = coverage_note(st, r);
-  out << "Epoch[" << r.epoch << "] " << prefix << "-accuracy="
-      << format("%.6f", ratio(r.correct, r.samples)) << note << '\n';
-  out << "Epoch[" << r.epoch << "] " << prefix << "-cross-entropy: "
-      << format("%.6f", ratio(r.loss_sum, r.samples)) << note << '\n';
-  if (r.top_k > 0)  // after a colon too, or parse_log would average it into the accuracy
+  out << "Epoch[" << r.epoch << "] " << prefix
+      << "-accuracy=" << format("%.6f", ratio(r.correct, r.samples)) << note << '\n';
+  out << "Epoch[" << r.epoch << "] " << prefix
+      << "-cross-entropy: " << format("%.6f", ratio(r.loss_sum, r.samples)) << note << '\n';
+  if (r.top_k > 0) // after a colon too, or parse_log would average it into the accuracy
     out << "Epoch[" << r.epoch << "] " << prefix << "-top_k_accuracy_" << r.top_k << ": "
         << format("%.6f", ratio(r.top_k_correct, r.samples)) << note << '\n';
   if (r.skipped > 0)
@@ -232,7 +233,7 @@ void on_phase(metrics_state& st, const phase_report& r) {
   }
   if (!r.validation) {
     out << "Epoch[" << r.epoch << "] Time cost=" << format("%.3f", r.seconds) << '\n';
-    write_unvalidated(st);  // the previous epoch had no validation (validate_every > 1)
+    write_unvalidated(st); // the previous epoch had no validation (validate_every > 1)
     if (st.options.expect_validation) {
       st.pending_train = r;
       st.have_pending_train = true;
@@ -247,7 +248,7 @@ void on_phase(metrics_state& st, const phase_report& r) {
 }
 
 metrics_actor::behavior_type metrics(metrics_pointer self, metrics_options options,
-                      std::shared_ptr<jsonl_writer> jsonl) {
+                                     std::shared_ptr<jsonl_writer> jsonl) {
   self->state.options = std::move(options);
   if (self->state.options.out == nullptr)
     self->state.options.out = &self->state.silent;

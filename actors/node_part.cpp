@@ -72,8 +72,8 @@ struct part_builder {
   const node_part_options& options;
   node_part& part;
   wiring_recorder wired;
-  std::vector<loader_actor> loaders;                  // by plan actor index
-  std::map<std::size_t, local_compute_actor> computes;  // local ones, by plan actor index
+  std::vector<loader_actor> loaders;                   // by plan actor index
+  std::map<std::size_t, local_compute_actor> computes; // local ones, by plan actor index
 
   void record(const caf::actor& a, const planned_actor& entry) {
     part.spawned.emplace_back(a, entry.name);
@@ -85,8 +85,8 @@ struct part_builder {
     for (auto r : plan.routes_to(compute))
       if (plan.routes[r].carries == carries)
         return loaders.at(plan.routes[r].from);
-    throw std::invalid_argument("node part: the plan gives " + plan.actors[compute].name
-                                + " no " + to_string(carries) + " route");
+    throw std::invalid_argument("node part: the plan gives " + plan.actors[compute].name + " no "
+                                + to_string(carries) + " route");
   }
 
   void spawn_loader_at(std::size_t i) {
@@ -101,7 +101,7 @@ struct part_builder {
                                   + (validation ? "validation" : "training") + " data");
     if (validation) {
       auto b = job.validation_batches;
-      b.part = a.index;  // a cluster's validation loaders each take one part
+      b.part = a.index; // a cluster's validation loaders each take one part
       b.parts = static_cast<int>(plan.actors_of(plan_role::validation_loader).size());
       source = std::make_shared<const batch_source>(set, b);
     } else {
@@ -118,8 +118,9 @@ struct part_builder {
   // The replica of the next compute spawned here, on its device (node_part_options::devices).
   std::unique_ptr<model> replica_for_next_compute() {
     auto replica = build_model(spec);
-    replica->set_top_k(job.top_k);  // its reports then carry the top-k counts
-    if (!options.devices.empty() && !options.compute.stand_in.active()) {  // a stand-in computes nowhere
+    replica->set_top_k(job.top_k); // its reports then carry the top-k counts
+    if (!options.devices.empty()
+        && !options.compute.stand_in.active()) { // a stand-in computes nowhere
       const auto& device = options.devices[part.computes.size() % options.devices.size()];
       if (device.kind != device_kind::cpu)
         replica->to_device(device);
@@ -133,7 +134,8 @@ struct part_builder {
     wiring.worker = a.worker;
     wiring.train_loader = loader_of(i, route_carries::batches);
     wiring.validation_loader = loader_of(i, route_carries::validation_batches);
-    wiring.shards = compressing_routes(system, plan, routes_of(plan, part.targets, a.worker), a.worker);
+    wiring.shards =
+      compressing_routes(system, plan, routes_of(plan, part.targets, a.worker), a.worker);
     if (options.tap)
       for (std::size_t k = 0; k < wiring.shards.size(); ++k)
         wiring.shards[k].shard = options.tap(wiring.shards[k].shard, tap_point{a.worker, k});
@@ -144,7 +146,9 @@ struct part_builder {
     wiring.timeouts = options.timeouts;
     wiring.adopted = options.adopted;
     if (options.on_rewound)
-      wiring.on_rewound = [tell = options.on_rewound, worker = a.worker](std::int64_t step) { tell(worker, step); };
+      wiring.on_rewound = [tell = options.on_rewound, worker = a.worker](std::int64_t step) {
+        tell(worker, step);
+      };
     auto routes = wiring.shards;
     auto train_loader = wiring.train_loader, validation_loader = wiring.validation_loader;
     auto spawn_options = options.compute;
@@ -152,7 +156,8 @@ struct part_builder {
       spawn_options.cpus = options.compute_cpus[part.computes.size()];
     if (spawn_options.stand_in.active() && spawn_options.stand_in.samples == 0)
       spawn_options.stand_in.samples = job.train_batches.batch_size;
-    auto compute = spawn_compute(system, replica_for_next_compute(), std::move(wiring), spawn_options);
+    auto compute =
+      spawn_compute(system, replica_for_next_compute(), std::move(wiring), spawn_options);
     computes[i] = compute;
     part.computes.emplace_back(a.worker, compute);
     const auto c = caf::actor_cast<caf::actor>(compute);
@@ -188,7 +193,8 @@ struct part_builder {
           throw std::invalid_argument("node part: " + plan.actors[s].name
                                       + " is on another node, and no stand-in was given");
         part.targets[s] = options.remote.push_target(s);
-        part.spawned.emplace_back(caf::actor_cast<caf::actor>(part.targets[s]), plan.actors[s].name);
+        part.spawned.emplace_back(caf::actor_cast<caf::actor>(part.targets[s]),
+                                  plan.actors[s].name);
       }
     part.shards = shard_routes(plan, part.targets);
     coordinator_options co;
@@ -207,10 +213,12 @@ struct part_builder {
     co.drop_lost_computes = job.nodes.continue_on_worker_loss;
     if (!options.checkpoint_prefix.empty() || options.resume)
       spawn_checkpoint_at(co);
-    if (options.resume_at_epoch >= 0) {  // a restarted scheduler: the run goes on where the computes are
+    if (options.resume_at_epoch
+        >= 0) { // a restarted scheduler: the run goes on where the computes are
       if (options.resume_at_epoch >= job.epochs)
-        throw std::invalid_argument("node part: the run goes on at epoch " + std::to_string(options.resume_at_epoch)
-                                    + ", past the job's " + std::to_string(job.epochs) + " epochs");
+        throw std::invalid_argument("node part: the run goes on at epoch "
+                                    + std::to_string(options.resume_at_epoch) + ", past the job's "
+                                    + std::to_string(job.epochs) + " epochs");
       co.first_epoch = options.resume_at_epoch;
       co.epochs = job.epochs - options.resume_at_epoch;
       co.restore = false;
@@ -241,7 +249,8 @@ struct part_builder {
     checkpoint_wiring w;
     w.prefix = options.checkpoint_prefix;
     for (auto s : plan.actors_of(plan_role::shard))
-      w.shards.push_back({part.own_shards.at(s), plan.keys.shards.at(static_cast<std::size_t>(plan.actors[s].shard))});
+      w.shards.push_back({part.own_shards.at(s),
+                          plan.keys.shards.at(static_cast<std::size_t>(plan.actors[s].shard))});
     w.replicas.resize(static_cast<std::size_t>(plan.workers));
     for (const auto& [index, compute] : computes)
       w.replicas.at(static_cast<std::size_t>(plan.actors[index].worker)) = compute;
@@ -259,13 +268,15 @@ struct part_builder {
   // Every member holding shards or computes saves and restores its own part.
   checkpoint_actor spawn_manifest() {
     if (!options.remote.checkpoint_part)
-      throw std::invalid_argument("node part: checkpoints in a cluster need the members' parts, and no "
-                                  "stand-in was given");
+      throw std::invalid_argument(
+        "node part: checkpoints in a cluster need the members' parts, and no "
+        "stand-in was given");
     manifest_checkpoint_wiring w;
     w.prefix = options.checkpoint_prefix;
     for (std::size_t n = 0; n < plan.nodes.size(); ++n)
       if (holds_state(static_cast<int>(n)))
-        w.parts.push_back({plan.nodes[n].name, options.remote.checkpoint_part(static_cast<int>(n))});
+        w.parts.push_back(
+          {plan.nodes[n].name, options.remote.checkpoint_part(static_cast<int>(n))});
     w.header.network = job.model.network;
     w.header.steps_per_epoch = plan.steps_per_epoch;
     for (const auto& p : plan.parameters) {
@@ -306,7 +317,8 @@ struct part_builder {
     w.run_shards = plan.keys.shards.size();
     w.run_workers = plan.workers;
     w.steps_per_epoch = plan.steps_per_epoch;
-    part.checkpoint_part = spawn_checkpoint_part(system, std::move(w), options.detached_checkpoint_part);
+    part.checkpoint_part =
+      spawn_checkpoint_part(system, std::move(w), options.detached_checkpoint_part);
     part.spawned.emplace_back(caf::actor_cast<caf::actor>(part.checkpoint_part), "checkpoint_part");
   }
 };
@@ -350,8 +362,8 @@ metrics_options metrics_options_of(const training_job& job, const session_output
 }
 
 void spawn_node_part(caf::actor_system& system, const training_job& job, const placement_plan& plan,
-                     const model_spec& spec, const std::vector<tensor>& initial, const node_data& data,
-                     const node_part_options& options, node_part& part) {
+                     const model_spec& spec, const std::vector<tensor>& initial,
+                     const node_data& data, const node_part_options& options, node_part& part) {
   part_builder b{system, job, plan, spec, data, options, part, {}, {}, {}};
   b.wired.report().plan_hash = plan.hash;
   b.loaders.resize(plan.actors.size());
@@ -395,7 +407,7 @@ void spawn_node_part(caf::actor_system& system, const training_job& job, const p
       b.spawn_coordinator_at(i);
       break;
     default:
-      break;  // metrics and the push side are spawned above
+      break; // metrics and the push side are spawned above
     }
   }
   b.spawn_part_of_checkpoint();

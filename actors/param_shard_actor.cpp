@@ -31,14 +31,14 @@ struct key_state {
   bool weight_decay = true;
   tensor current;
   tensor velocity;
-  std::vector<tensor> spare;  // buffers for the next value; one nobody else holds is reused
+  std::vector<tensor> spare; // buffers for the next value; one nobody else holds is reused
 };
 
 struct shard_state {
   std::vector<key_state> keys;
   sgd_options sgd;
   lr_schedule schedule{lr_schedule_options{}};
-  std::int64_t updates = 0;  // pushes applied
+  std::int64_t updates = 0; // pushes applied
   std::int64_t step_limit = 0;
   // By source: the step of its last push (a step arrives as several pushes, one per group;
   // a step before the last is refused, so this is also each worker's furthest step).
@@ -46,7 +46,7 @@ struct shard_state {
   // By (source, first key of the group): the group's keys and the last step applied, so a
   // retried push of a group and step applied already is answered, not applied twice.
   std::map<std::pair<int, std::size_t>, applied_group> applied;
-  shard_backup_actor backup;  // replicas = 2: every applied push goes here first
+  shard_backup_actor backup; // replicas = 2: every applied push goes here first
   // Applied pushes whose replication failed with peer_down: answered once told the backup is
   // gone for good (backup_atom with no backup), never before (the backup would fall behind a
   // step a pusher saw, were its process alive behind a broken link).
@@ -59,8 +59,8 @@ struct shard_state {
   float last_lr = 0;
   // stale-synchronous bookkeeping
   int staleness = -1;
-  int workers = 1;  // the pushing workers whose steps the bound compares
-  std::set<int> forgotten;  // workers gone for good (forget_atom): not compared, refused
+  int workers = 1;         // the pushing workers whose steps the bound compares
+  std::set<int> forgotten; // workers gone for good (forget_atom): not compared, refused
   struct held_reply {
     std::int64_t step;
     std::vector<std::size_t> keys;
@@ -85,8 +85,8 @@ void update_key(const sgd_options& sgd, float lr, const tensor& current, const t
   for (std::int64_t offset = 0; offset < n; offset += update_slice) {
     const std::int64_t length = std::min(update_slice, n - offset);
     auto v = velocity.flat_slice(offset, length), out = next.flat_slice(offset, length);
-    sgd_update(sgd, lr, current.flat_slice(offset, length), grad.flat_slice(offset, length), v,
-               out, weight_decay);
+    sgd_update(sgd, lr, current.flat_slice(offset, length), grad.flat_slice(offset, length), v, out,
+               weight_decay);
   }
 }
 
@@ -100,8 +100,8 @@ tensor& writable_buffer(key_state& key) {
 
 std::string check_push(const shard_state& st, const gradient_push& push) {
   if (push.gradients.size() != push.keys.size())
-    return "param_shard: push carries " + std::to_string(push.gradients.size())
-           + " gradients for " + std::to_string(push.keys.size()) + " keys";
+    return "param_shard: push carries " + std::to_string(push.gradients.size()) + " gradients for "
+           + std::to_string(push.keys.size()) + " keys";
   if (push.keys.empty())
     return "param_shard: push names no keys";
   for (std::size_t i = 0; i < push.keys.size(); ++i) {
@@ -120,12 +120,14 @@ std::string check_push(const shard_state& st, const gradient_push& push) {
   if (!(push.epoch_position >= 0))
     return "param_shard: push at invalid epoch position " + std::to_string(push.epoch_position);
   if (push.step < 0 || (st.step_limit > 0 && push.step >= st.step_limit))
-    return "param_shard: push of step " + std::to_string(push.step) + " from source " + std::to_string(push.worker)
-           + " is not a step of this run (0.." + std::to_string(st.step_limit - 1) + "): a step from the future";
+    return "param_shard: push of step " + std::to_string(push.step) + " from source "
+           + std::to_string(push.worker) + " is not a step of this run (0.."
+           + std::to_string(st.step_limit - 1) + "): a step from the future";
   const auto last = st.last_steps.find(push.worker);
   if (last != st.last_steps.end() && push.step < last->second)
-    return "param_shard: push of step " + std::to_string(push.step) + " from source " + std::to_string(push.worker)
-           + ", which already pushed step " + std::to_string(last->second) + ": a replay";
+    return "param_shard: push of step " + std::to_string(push.step) + " from source "
+           + std::to_string(push.worker) + ", which already pushed step "
+           + std::to_string(last->second) + ": a replay";
   return {};
 }
 
@@ -168,7 +170,7 @@ void release_held(shard_state& st) {
     if (h.step - floor <= st.staleness) {
       h.promise.deliver(current_weights(st, h.keys));
     } else {
-      if (&*keep != &h)  // never onto itself: a self-moved key list may come out empty
+      if (&*keep != &h) // never onto itself: a self-moved key list may come out empty
         *keep = std::move(h);
       ++keep;
     }
@@ -200,7 +202,7 @@ std::string apply(shard_state& st, const gradient_push& push) {
     auto& key = st.keys[push.keys[i]];
     tensor& next = writable_buffer(key);
     update_key(st.sgd, lr, key.current, push.gradients[i], key.velocity, next, key.weight_decay);
-    std::swap(next, key.current);  // the old value joins the spares once its readers let go
+    std::swap(next, key.current); // the old value joins the spares once its readers let go
   }
   ++st.updates;
   st.last_lr = lr;
@@ -242,12 +244,13 @@ caf::result<weight_set> apply_push(shard_pointer self, const gradient_push& push
     .then([=](std::int64_t) mutable { answer_applied(self->state, step, keys, promise); },
           [=](caf::error& err) mutable {
             if (troupe_code(err) != errc::peer_down && err != caf::sec::request_receiver_down) {
-              promise.deliver(make_error(troupe_code(err), "param_shard: its backup failed step " + std::to_string(step) + ": "
-                                           + error_text(err)));
+              promise.deliver(make_error(troupe_code(err), "param_shard: its backup failed step "
+                                                             + std::to_string(step) + ": "
+                                                             + error_text(err)));
               return;
             }
             auto& st = self->state;
-            if (st.backup != to) {  // told meanwhile that the backup is gone
+            if (st.backup != to) { // told meanwhile that the backup is gone
               answer_applied(st, step, keys, promise);
               return;
             }
@@ -259,7 +262,7 @@ caf::result<weight_set> apply_push(shard_pointer self, const gradient_push& push
 shard_snapshot snapshot_of(const shard_state& st) {
   shard_snapshot out;
   for (const auto& key : st.keys) {
-    out.weights.push_back(key.current);  // never written in place: the handle is a snapshot
+    out.weights.push_back(key.current); // never written in place: the handle is a snapshot
     out.momentum.push_back(key.velocity.clone());
   }
   out.counters.updates = st.updates;
@@ -269,16 +272,20 @@ shard_snapshot snapshot_of(const shard_state& st) {
 }
 
 caf::result<bool> restore(shard_state& st, const shard_snapshot& s) {
-  auto refuse = [](const std::string& why) { return make_error(errc::bad_request, "param_shard: restore: " + why); };
+  auto refuse = [](const std::string& why) {
+    return make_error(errc::bad_request, "param_shard: restore: " + why);
+  };
   if (st.updates != 0 || !st.last_steps.empty())
     return refuse("the shard has applied pushes already");
   if (s.weights.size() != st.keys.size() || s.momentum.size() != st.keys.size())
-    return refuse("the snapshot holds " + std::to_string(s.weights.size()) + " keys, the shard owns "
-                  + std::to_string(st.keys.size()));
+    return refuse("the snapshot holds " + std::to_string(s.weights.size())
+                  + " keys, the shard owns " + std::to_string(st.keys.size()));
   for (std::size_t k = 0; k < st.keys.size(); ++k)
-    if (s.weights[k].shape() != st.keys[k].current.shape() || s.momentum[k].shape() != st.keys[k].current.shape())
-      return refuse("key '" + st.keys[k].name + "' has shape " + shape_string(st.keys[k].current.shape())
-                    + ", the snapshot " + shape_string(s.weights[k].shape()));
+    if (s.weights[k].shape() != st.keys[k].current.shape()
+        || s.momentum[k].shape() != st.keys[k].current.shape())
+      return refuse("key '" + st.keys[k].name + "' has shape "
+                    + shape_string(st.keys[k].current.shape()) + ", the snapshot "
+                    + shape_string(s.weights[k].shape()));
   for (std::size_t k = 0; k < st.keys.size(); ++k) {
     st.keys[k].current = s.weights[k].clone();
     st.keys[k].velocity = s.momentum[k].clone();
@@ -290,7 +297,8 @@ caf::result<bool> restore(shard_state& st, const shard_snapshot& s) {
   return true;
 }
 
-param_shard_actor::behavior_type param_shard(shard_pointer self, std::vector<shard_key> keys, shard_options options) {
+param_shard_actor::behavior_type param_shard(shard_pointer self, std::vector<shard_key> keys,
+                                             shard_options options) {
   auto& st = self->state;
   st.sgd = options.sgd;
   st.schedule = lr_schedule(options.schedule);
@@ -310,9 +318,13 @@ param_shard_actor::behavior_type param_shard(shard_pointer self, std::vector<sha
     [=](push_atom, const gradient_push& push) -> caf::result<weight_set> {
       return apply_push(self, push);
     },
-    [=](pull_atom, deadline) -> caf::result<weight_set> { return all_weights(self->state); },  // answers at once
+    [=](pull_atom, deadline) -> caf::result<weight_set> {
+      return all_weights(self->state);
+    }, // answers at once
     [=](snapshot_atom) -> shard_snapshot { return snapshot_of(self->state); },
-    [=](restore_atom, const shard_snapshot& s) -> caf::result<bool> { return restore(self->state, s); },
+    [=](restore_atom, const shard_snapshot& s) -> caf::result<bool> {
+      return restore(self->state, s);
+    },
     [=](replicate_atom, const gradient_push& push) -> caf::result<std::int64_t> {
       auto& st = self->state;
       if (!push.keys.empty() && applied_before(st, push))
@@ -328,7 +340,7 @@ param_shard_actor::behavior_type param_shard(shard_pointer self, std::vector<sha
       st.backup = std::move(backup);
       if (st.backup)
         return;
-      auto held = std::move(st.unreplicated_pushes);  // the backup is gone: this copy goes on alone
+      auto held = std::move(st.unreplicated_pushes); // the backup is gone: this copy goes on alone
       st.unreplicated_pushes.clear();
       for (auto& h : held)
         answer_applied(st, h.step, h.keys, std::move(h.promise));
@@ -351,10 +363,10 @@ param_shard_actor::behavior_type param_shard(shard_pointer self, std::vector<sha
 } // namespace
 
 param_shard_actor spawn_param_shard(caf::actor_system& system, std::vector<shard_key> keys,
-                             shard_options options) {
+                                    shard_options options) {
   if (keys.empty())
     throw std::invalid_argument("param_shard: no keys to own");
-  lr_schedule check(options.schedule);  // throws on a bad schedule before anything spawns
+  lr_schedule check(options.schedule); // throws on a bad schedule before anything spawns
   return system.spawn(param_shard, std::move(keys), std::move(options));
 }
 

@@ -18,8 +18,7 @@ struct request_round {
 };
 
 // Counts one answer of `r`; runs `done` after the last, unless the round failed.
-template <class Done>
-void answered(const std::shared_ptr<request_round>& r, Done& done) {
+template <class Done> void answered(const std::shared_ptr<request_round>& r, Done& done) {
   if (r->failed)
     return;
   if (--r->missing == 0)

@@ -20,13 +20,13 @@ std::uint64_t mix(std::uint64_t x) {
 } // namespace
 
 stand_in_gradients::stand_in_gradients(std::vector<shape_t> shapes, std::uint64_t seed, int rank)
-  : shapes_(std::move(shapes)), seed_(seed), rank_(rank) {
+    : shapes_(std::move(shapes)), seed_(seed), rank_(rank) {
   std::int64_t largest = 0;
   for (const auto& s : shapes_)
     largest = std::max(largest, shape_numel(s));
   pool_ = tensor::uninitialized({largest + window});
   float* v = pool_.data();
-  std::uint64_t state = mix(seed ^ 0x5354414e44494eULL);  // the pool depends on the seed only
+  std::uint64_t state = mix(seed ^ 0x5354414e44494eULL); // the pool depends on the seed only
   for (std::int64_t i = 0; i < largest + window; ++i) {
     state = mix(state);
     // 24 random bits -> [-1, 1) -> [-1e-3, 1e-3): a gradient's order of magnitude

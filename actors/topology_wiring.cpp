@@ -5,9 +5,9 @@
 
 #include <algorithm>
 
-#include <troupe/actors/compression_link.hpp>
 #include <stdexcept>
 #include <string>
+#include <troupe/actors/compression_link.hpp>
 
 namespace troupe {
 
@@ -20,8 +20,8 @@ param_shard_actor spawn_planned_shard(caf::actor_system& system, const placement
   for (auto k : a.keys) {
     const auto& key = plan.key_table.at(k);
     const auto& param = plan.parameters.at(key.slice.slot);
-    keys.push_back(shard_key{key.name, key_view(initial[key.slice.slot], key.slice),
-                             param.weight_decay});
+    keys.push_back(
+      shard_key{key.name, key_view(initial[key.slice.slot], key.slice), param.weight_decay});
   }
   shard_options options;
   options.sgd = optimizer.sgd;
@@ -35,18 +35,19 @@ param_shard_actor spawn_planned_shard(caf::actor_system& system, const placement
 } // namespace
 
 push_targets spawn_push_side(caf::actor_system& system, const placement_plan& plan,
-                             const std::vector<tensor>& initial,
-                             const optimizer_options& optimizer, const spawn_observer& spawned,
-                             std::int64_t step_limit, bool rewindable) {
-  return spawn_push_side_of_node(system, plan, -1, {}, initial, optimizer, spawned, step_limit, rewindable).targets;
+                             const std::vector<tensor>& initial, const optimizer_options& optimizer,
+                             const spawn_observer& spawned, std::int64_t step_limit,
+                             bool rewindable) {
+  return spawn_push_side_of_node(system, plan, -1, {}, initial, optimizer, spawned, step_limit,
+                                 rewindable)
+    .targets;
 }
 
-push_side spawn_push_side_of_node(caf::actor_system& system, const placement_plan& plan,
-                                     int node, const remote_push_target& remote,
-                                     const std::vector<tensor>& initial,
-                                     const optimizer_options& optimizer,
-                                     const spawn_observer& spawned, std::int64_t step_limit,
-                                     bool rewindable) {
+push_side spawn_push_side_of_node(caf::actor_system& system, const placement_plan& plan, int node,
+                                  const remote_push_target& remote,
+                                  const std::vector<tensor>& initial,
+                                  const optimizer_options& optimizer, const spawn_observer& spawned,
+                                  std::int64_t step_limit, bool rewindable) {
   // node -1: every actor (one process).
   auto here = [&](std::size_t i) { return node < 0 || plan.actors[i].node == node; };
   // Start values matter only to a node that holds shards (a worker may pass none).
@@ -61,14 +62,16 @@ push_side spawn_push_side_of_node(caf::actor_system& system, const placement_pla
       throw std::invalid_argument("wiring: start value of " + plan.parameters[slot].name
                                   + " has shape " + shape_string(initial[slot].shape())
                                   + ", the plan says " + shape_string(plan.parameters[slot].shape));
-  push_side side{push_targets(plan.actors.size()), std::vector<param_shard_actor>(plan.actors.size())};
+  push_side side{push_targets(plan.actors.size()),
+                 std::vector<param_shard_actor>(plan.actors.size())};
   auto& targets = side.targets;
   // Stand-ins first, for every target on another node that an actor here pushes to.
   for (const auto& r : plan.routes) {
     if (is_push(r.carries) && here(r.from) && !here(r.to) && !targets[r.to]) {
       if (!remote)
         throw std::invalid_argument("wiring: " + plan.actors[r.from].name + " pushes to "
-                                    + plan.actors[r.to].name + " on another node, and no stand-in was given");
+                                    + plan.actors[r.to].name
+                                    + " on another node, and no stand-in was given");
       targets[r.to] = remote(r.to);
     }
   }
@@ -83,16 +86,15 @@ push_side spawn_push_side_of_node(caf::actor_system& system, const placement_pla
     } else if (a.role == plan_role::aggregator || a.role == plan_role::machine_aggregator) {
       const auto& down = plan.push_route(i, a.shard);
       if (!targets[down.to])
-        throw std::invalid_argument("wiring: " + a.name + " pushes to "
-                                    + plan.actors[down.to].name + ", listed after it");
+        throw std::invalid_argument("wiring: " + a.name + " pushes to " + plan.actors[down.to].name
+                                    + ", listed after it");
       downstream = caf::actor_cast<caf::actor>(targets[down.to]);
       auto to = down.compression.active()
                   ? spawn_compressing_sender(system, targets[down.to], down.compression,
                                              a.name + " -> " + plan.actors[down.to].name)
                   : targets[down.to];
-      targets[i] = spawn_aggregator(system, to,
-                                    aggregator_options{a.sources, a.need, a.deterministic,
-                                                       a.position, rewindable});
+      targets[i] = spawn_aggregator(
+        system, to, aggregator_options{a.sources, a.need, a.deterministic, a.position, rewindable});
     } else {
       continue;
     }
@@ -100,7 +102,8 @@ push_side spawn_push_side_of_node(caf::actor_system& system, const placement_pla
     for (const auto& r : plan.routes)
       if (r.to == i && is_push(r.carries) && r.compression.active()) {
         const auto inner = targets[i];
-        targets[i] = spawn_compressing_receiver(system, inner, r.compression, "the hop into " + a.name);
+        targets[i] =
+          spawn_compressing_receiver(system, inner, r.compression, "the hop into " + a.name);
         break;
       }
     if (spawned)
@@ -109,7 +112,8 @@ push_side spawn_push_side_of_node(caf::actor_system& system, const placement_pla
   return side;
 }
 
-std::vector<std::pair<std::uint32_t, std::size_t>> entry_points(const placement_plan& plan, int node) {
+std::vector<std::pair<std::uint32_t, std::size_t>> entry_points(const placement_plan& plan,
+                                                                int node) {
   std::vector<std::pair<std::uint32_t, std::size_t>> entries;
   for (const auto& r : plan.routes) {
     if (!is_push(r.carries) || plan.actors[r.to].node != node || plan.actors[r.from].node == node)
@@ -132,12 +136,13 @@ std::vector<shard_route> routes_of(const placement_plan& plan, const push_target
 }
 
 std::vector<shard_route> compressing_routes(caf::actor_system& system, const placement_plan& plan,
-                                           std::vector<shard_route> routes, int worker) {
+                                            std::vector<shard_route> routes, int worker) {
   for (std::size_t k = 0; k < routes.size(); ++k) {
     const auto& r = plan.gradient_route(worker, static_cast<int>(k));
     if (r.compression.active())
-      routes[k].shard = spawn_compressing_sender(system, routes[k].shard, r.compression,
-                                                 plan.actors[r.from].name + " -> " + plan.actors[r.to].name);
+      routes[k].shard =
+        spawn_compressing_sender(system, routes[k].shard, r.compression,
+                                 plan.actors[r.from].name + " -> " + plan.actors[r.to].name);
   }
   return routes;
 }

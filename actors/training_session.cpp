@@ -56,7 +56,8 @@ void set_up_checkpoints(const training_job& job, const placement_plan& plan, mod
                                 + std::to_string(c.save_period));
   options.checkpoint_prefix = c.prefix;
   options.save_period = c.save_period;
-  if (c.load_epoch < 0 || sinks.node.resume_at_epoch >= 0)  // a restarted scheduler's run restores nothing
+  if (c.load_epoch < 0
+      || sinks.node.resume_at_epoch >= 0) // a restarted scheduler's run restores nothing
     return;
   // After the last epoch (a job restarted by `troupe launch --max-restarts` that failed once
   // its final checkpoint was saved) nothing is trained: the run restores and reports the
@@ -66,22 +67,28 @@ void set_up_checkpoints(const training_job& job, const placement_plan& plan, mod
                                 + " goes past the job's " + std::to_string(job.epochs) + " epochs");
   // The one-process file or a cluster run's manifest and parts, whichever the epoch has.
   const auto path = existing_checkpoint_path(c.prefix, c.load_epoch);
-  auto loaded = c.loaded ? c.loaded
-                         : std::make_shared<const training_checkpoint>(read_any_checkpoint(c.prefix, c.load_epoch));
+  auto loaded =
+    c.loaded
+      ? c.loaded
+      : std::make_shared<const training_checkpoint>(read_any_checkpoint(c.prefix, c.load_epoch));
   if (loaded->epoch != c.load_epoch)
-    throw io_error(path + ": holds the state after epoch " + std::to_string(loaded->epoch) + ", not "
-                   + std::to_string(c.load_epoch) + " (a renamed file?)");
-  check_resumable(*loaded, path, reference, plan.workers, plan.keys.shards.size(), plan.steps_per_epoch);
+    throw io_error(path + ": holds the state after epoch " + std::to_string(loaded->epoch)
+                   + ", not " + std::to_string(c.load_epoch) + " (a renamed file?)");
+  check_resumable(*loaded, path, reference, plan.workers, plan.keys.shards.size(),
+                  plan.steps_per_epoch);
   options.resume = std::move(loaded);
   if (auto* log = sinks.output.log) {
     if (c.load_epoch == job.epochs)
-      *log << "Resuming from " << path << ": every epoch of the job was trained; its weights are the final ones"
-           << std::endl;
+      *log << "Resuming from " << path
+           << ": every epoch of the job was trained; its weights are the final ones" << std::endl;
     else
-      *log << "Resuming from " << path << ": epochs " << c.load_epoch << " to " << job.epochs - 1 << std::endl;
+      *log << "Resuming from " << path << ": epochs " << c.load_epoch << " to " << job.epochs - 1
+           << std::endl;
     if (c.load_epoch < job.epochs && compresses(job.topology))
-      *log << "Resuming a compressed run: checkpoints do not keep the compressed routes' residuals (what "
-              "earlier steps had not sent yet), so they start from zero and the weights will not equal an "
+      *log << "Resuming a compressed run: checkpoints do not keep the compressed routes' residuals "
+              "(what "
+              "earlier steps had not sent yet), so they start from zero and the weights will not "
+              "equal an "
               "uninterrupted run's bit for bit (docs/checkpoints.md)"
            << std::endl;
   }
@@ -94,8 +101,8 @@ void set_up_checkpoints(const training_job& job, const placement_plan& plan, mod
 void spawn_job(caf::actor_system& system, const training_job& job, const session_sinks& sinks,
                run_actors& run) {
   auto train_set = sinks.node.train_data ? sinks.node.train_data : open_dataset(job.train_data);
-  auto validation_set = sinks.node.validation_data ? sinks.node.validation_data
-                                                   : open_dataset(job.validation_data);
+  auto validation_set =
+    sinks.node.validation_data ? sinks.node.validation_data : open_dataset(job.validation_data);
   const auto facts = data_facts_of(*train_set, *validation_set);
   const auto plan = plan_placement(job, facts);
   run.plan_hash = plan.hash;
@@ -116,8 +123,7 @@ void spawn_job(caf::actor_system& system, const training_job& job, const session
          << (job.validate ? "validation on " + validation_set->description() + " ("
                               + std::to_string(validation_set->size()) + " examples)"
                           : std::string("no validation"))
-         << "; "
-         << plan.keys.shards.size() << " parameter shard(s), " << plan.pushes_per_step
+         << "; " << plan.keys.shards.size() << " parameter shard(s), " << plan.pushes_per_step
          << " push(es) per step" << (plan.overlap ? " during backward" : " after backward")
          << "; plan " << std::hex << plan.hash << std::dec << std::endl;
   node_part_options options;
@@ -246,8 +252,7 @@ void on_down(session_pointer self, const caf::down_msg& msg) {
     // An actor that failed with a troupe error is the root cause: pass it on as it is.
     if (msg.reason && msg.reason.category() == error_category)
       return end_run(self, msg.reason);
-    return end_run(self, make_error(errc::peer_down, "training session: " + name
-                                                       + " terminated ("
+    return end_run(self, make_error(errc::peer_down, "training session: " + name + " terminated ("
                                                        + caf::to_string(msg.reason) + ")"));
   }
 }

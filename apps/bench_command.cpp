@@ -21,8 +21,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <iostream>
 #include <exception>
+#include <iostream>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -82,21 +82,31 @@ struct bench_case {
 
 bench_case lookup_case(const std::string& name) {
   if (name == "mlp")
-    return {name, {"mlp", 0, {1, 28, 28}, 10, 0}, 500, true,
-            {"--network", "mlp", "--dataset", "fashion-mnist"}, 6};
+    return {name,
+            {"mlp", 0, {1, 28, 28}, 10, 0},
+            500,
+            true,
+            {"--network", "mlp", "--dataset", "fashion-mnist"},
+            6};
   if (name == "lenet")
-    return {name, {"lenet", 0, {1, 28, 28}, 10, 0}, 50, true,
+    return {name,
+            {"lenet", 0, {1, 28, 28}, 10, 0},
+            50,
+            true,
             {"--network", "lenet", "--dataset", "synthetic", "--image-shape", "1,28,28",
              "--num-examples", "7680"}};
   if (name == "resnet-20")
-    return {name, {"resnet", 20, {3, 32, 32}, 10, 0}, 40, false,
-            {"--network", "resnet", "--num-layers", "20", "--dataset", "synthetic",
-             "--image-shape", "3,32,32", "--num-examples", "2560"}};
+    return {name,
+            {"resnet", 20, {3, 32, 32}, 10, 0},
+            40,
+            false,
+            {"--network", "resnet", "--num-layers", "20", "--dataset", "synthetic", "--image-shape",
+             "3,32,32", "--num-examples", "2560"}};
   // The GPU rows of issue 9 (CIFAR-sized input; scripts/bench_pytorch_gpu.py builds the same
   // networks in PyTorch): a few synthetic batches, as for resnet-20.
   const auto cifar = [&](const char* network, int depth, std::int64_t steps) {
-    std::vector<std::string> flags{"--network", network, "--dataset", "synthetic", "--image-shape",
-                                   "3,32,32", "--num-examples", "2560"};
+    std::vector<std::string> flags{"--network",     network,   "--dataset",      "synthetic",
+                                   "--image-shape", "3,32,32", "--num-examples", "2560"};
     if (depth > 0) {
       flags.emplace_back("--num-layers");
       flags.push_back(std::to_string(depth));
@@ -111,10 +121,10 @@ bench_case lookup_case(const std::string& name) {
     return cifar("vgg", 16, 20);
   if (name == "inception-bn")
     return cifar("inception-bn", 0, 20);
-  throw usage_error("--models: unknown model '" + name
-                    + "' (known: mlp, lenet, resnet-20, resnet-110, resnet-50, vgg-16, inception-bn)");
+  throw usage_error(
+    "--models: unknown model '" + name
+    + "' (known: mlp, lenet, resnet-20, resnet-110, resnet-50, vgg-16, inception-bn)");
 }
-
 
 // Batches in the same order the peer script uses: the first steps*B training images, no
 // shuffling, for real data; a handful of seeded synthetic batches otherwise.
@@ -146,7 +156,7 @@ struct bench_figures {
   double images_per_second;
   double step_ms;
   std::int64_t parameters;
-  usage_mark used;  // of the timed steps, whole process
+  usage_mark used; // of the timed steps, whole process
 };
 
 /// `steps` timed steps after `warmup`, cycling through `batches`; each step is the model's
@@ -155,8 +165,9 @@ bench_figures time_steps(model& m, const std::vector<batch>& batches, const sgd_
                          std::int64_t steps, std::int64_t warmup) {
   std::vector<tensor> velocity;
   for (auto* p : m.parameters())
-    velocity.push_back(m.device().kind == device_kind::cpu ? tensor(p->value.shape())
-                                                           : tensor(p->value.shape()).to_gpu(m.device().index));
+    velocity.push_back(m.device().kind == device_kind::cpu
+                         ? tensor(p->value.shape())
+                         : tensor(p->value.shape()).to_gpu(m.device().index));
   std::int64_t images = 0;
   auto step = [&](std::int64_t i) {
     const auto& b = batches[static_cast<std::size_t>(i) % batches.size()];
@@ -174,7 +185,8 @@ bench_figures time_steps(model& m, const std::vector<batch>& batches, const sgd_
   for (std::int64_t i = warmup; i < warmup + steps; ++i)
     images += step(i);
   double seconds = seconds_since(start);
-  return {images / seconds, 1000.0 * seconds / steps, m.parameter_count(), usage_mark::now() - before};
+  return {images / seconds, 1000.0 * seconds / steps, m.parameter_count(),
+          usage_mark::now() - before};
 }
 
 // On a GPU the model, its velocity and the batches live in device memory before the clock
@@ -182,7 +194,8 @@ bench_figures time_steps(model& m, const std::vector<batch>& batches, const sgd_
 // and launches, the loss coming back, and the SGD update (one synchronized call per parameter,
 // kernels/device_sgd.hpp).
 bench_figures run_case(const bench_case& c, std::int64_t batch_size, std::int64_t steps,
-                       std::int64_t warmup, const std::string& data_dir, const compute_device& device) {
+                       std::int64_t warmup, const std::string& data_dir,
+                       const compute_device& device) {
   auto m = build_model(c.spec);
   auto batches = make_batches(c, batch_size, c.real_data ? steps + warmup : 4, data_dir);
   if (device.kind != device_kind::cpu) {
@@ -206,22 +219,22 @@ void print_bare(const bench_case& c, const char* mode, std::int64_t batch_size, 
                 std::int64_t steps, const bench_figures& r, const compute_device& device = {}) {
   std::printf("RESULT model=%s mode=%s device=%s batch=%lld threads=%d params=%lld steps=%lld "
               "imgs_per_s=%.1f step_ms=%.3f %s  (= %lld steps x %lld images / %.3f s)\n",
-              c.name.c_str(), mode, to_string(device).c_str(), static_cast<long long>(batch_size), threads,
-              static_cast<long long>(r.parameters), static_cast<long long>(steps),
+              c.name.c_str(), mode, to_string(device).c_str(), static_cast<long long>(batch_size),
+              threads, static_cast<long long>(r.parameters), static_cast<long long>(steps),
               r.images_per_second, r.step_ms, usage_text(r.used, steps).c_str(),
-              static_cast<long long>(steps),
-              static_cast<long long>(batch_size), r.step_ms * steps / 1000.0);
+              static_cast<long long>(steps), static_cast<long long>(batch_size),
+              r.step_ms * steps / 1000.0);
   std::fflush(stdout);
 }
 
 // --- end to end ---------------------------------------------------------------------------
 
 struct session_settings {
-  std::int64_t epochs = 0;  // the first is warm-up, the others are timed; 0: the model's own
-  std::string train_flags;  // more `troupe train` flags, space-separated
+  std::int64_t epochs = 0; // the first is warm-up, the others are timed; 0: the model's own
+  std::string train_flags; // more `troupe train` flags, space-separated
   bool detached = compute_spawn_options{}.detached;
   local_node_options node;
-  compute_device device;  // of the compute actor, and of the bare step beside it
+  compute_device device; // of the compute actor, and of the bare step beside it
 };
 
 train_command_line session_job(const bench_case& c, std::int64_t batch_size, int threads,
@@ -235,17 +248,25 @@ train_command_line session_job(const bench_case& c, std::int64_t batch_size, int
     flags = c.session_flags;
   flags.insert(flags.end(), more_flags.begin(), more_flags.end());
   const auto epochs = s.epochs > 0 ? s.epochs : c.session_epochs;
-  const std::vector<std::string> extra{"--batch-size", std::to_string(batch_size), "--threads",
-                                       std::to_string(threads), "--num-epochs",
-                                       std::to_string(epochs), "--seed", "0", "--no-validation",
-                                       "--disp-batches", "0", "--progress", "off"};
+  const std::vector<std::string> extra{"--batch-size",
+                                       std::to_string(batch_size),
+                                       "--threads",
+                                       std::to_string(threads),
+                                       "--num-epochs",
+                                       std::to_string(epochs),
+                                       "--seed",
+                                       "0",
+                                       "--no-validation",
+                                       "--disp-batches",
+                                       "0",
+                                       "--progress",
+                                       "off"};
   flags.insert(flags.end(), extra.begin(), extra.end());
   return parse_train_flags(flags);
 }
 
 // The median of `figures` by images/s (the upper one of an even count).
-template <class Figures>
-Figures median_by_rate(std::vector<Figures> figures) {
+template <class Figures> Figures median_by_rate(std::vector<Figures> figures) {
   std::sort(figures.begin(), figures.end(), [](const Figures& a, const Figures& b) {
     return a.images_per_second < b.images_per_second;
   });
@@ -282,11 +303,11 @@ bench_figures bare_on_job(const training_job& job, std::int64_t steps, std::int6
 struct session_figures {
   double images_per_second = 0;
   double step_ms = 0;
-  double compute_ms = 0;  // of step_ms, inside the compute actor's training step
+  double compute_ms = 0; // of step_ms, inside the compute actor's training step
   std::int64_t steps = 0;
   double seconds = 0;
-  std::int64_t timed_epochs = 0, timed_steps = 0;  // all timed epochs, for `used`
-  usage_mark used;  // CPU time and context switches of the timed epochs, whole process
+  std::int64_t timed_epochs = 0, timed_steps = 0; // all timed epochs, for `used`
+  usage_mark used; // CPU time and context switches of the timed epochs, whole process
 };
 
 // Stands in for the metrics actor (a scheduled actor that takes every batch report, as the
@@ -353,13 +374,14 @@ session_figures run_session(const training_job& job, const session_settings& s) 
   return out;
 }
 
-void run_end_to_end(const bench_case& c, std::int64_t batch_size, int threads,
-                    std::int64_t steps, std::int64_t warmup, const session_settings& s) {
+void run_end_to_end(const bench_case& c, std::int64_t batch_size, int threads, std::int64_t steps,
+                    std::int64_t warmup, const session_settings& s) {
   auto cli = session_job(c, batch_size, threads, s);
   double load_ms = 0;
   // As many bare steps as one session epoch has batches (the whole epoch for the MLP).
   if (steps <= 0)
-    steps = batch_source(open_dataset(cli.job.train_data), cli.job.train_batches).batches_per_epoch();
+    steps =
+      batch_source(open_dataset(cli.job.train_data), cli.job.train_batches).batches_per_epoch();
   // On a thread of its own that ends before the session starts: its OpenMP team goes with it,
   // so the session runs beside no other team, as in `troupe train` (libgomp shortens every
   // team's spin-wait when it manages more threads than there are cores).
@@ -382,16 +404,16 @@ void run_end_to_end(const bench_case& c, std::int64_t batch_size, int threads,
               "compute = in the compute actor's steps, waiting = for weights and batches; "
               "usage per step of all timed epochs)\n",
               c.name.c_str(), to_string(s.device).c_str(), s.detached ? "detached" : "scheduled",
-              s.node.scheduler_threads,
-              static_cast<long long>(batch_size), threads, static_cast<long long>(e2e.steps),
-              e2e.images_per_second, e2e.step_ms, e2e.compute_ms, e2e.step_ms - e2e.compute_ms,
-              usage_text(e2e.used, e2e.timed_steps).c_str(),
+              s.node.scheduler_threads, static_cast<long long>(batch_size), threads,
+              static_cast<long long>(e2e.steps), e2e.images_per_second, e2e.step_ms, e2e.compute_ms,
+              e2e.step_ms - e2e.compute_ms, usage_text(e2e.used, e2e.timed_steps).c_str(),
               static_cast<long long>(e2e.timed_epochs), static_cast<long long>(e2e.steps),
               e2e.seconds);
   std::printf("RESULT model=%s mode=load batch=%lld threads=%d batch_ms=%.3f  (one batch built "
               "on the calling thread, oneTBB inside)\n",
               c.name.c_str(), static_cast<long long>(batch_size), threads, load_ms);
-  const double ratio = bare.images_per_second > 0 ? e2e.images_per_second / bare.images_per_second : 0;
+  const double ratio =
+    bare.images_per_second > 0 ? e2e.images_per_second / bare.images_per_second : 0;
   std::printf("SUMMARY model=%s ratio=%.3f overhead_ms_per_step=%.3f  (= session %.3f ms - bare "
               "%.3f ms)\n",
               c.name.c_str(), ratio, e2e.step_ms - bare.step_ms, e2e.step_ms, bare.step_ms);
@@ -418,24 +440,30 @@ int bench_command(const std::vector<std::string>& args) {
                       "model, after warm-up steps, on `--threads` compute threads; with "
                       "--end-to-end, beside the same job trained through the actors.");
   std::string device = "cpu", cudnn_algorithms = "exact";
-  f.add("models", models, "comma-separated: mlp, lenet, resnet-20, resnet-110, resnet-50, vgg-16, "
-                          "inception-bn (the last four: 3x32x32 synthetic input)");
-  f.add("device", device, "cpu or gpu:N: where the model trains (--end-to-end: the compute actor too)");
-  f.add("cudnn-algorithms", cudnn_algorithms, "GPU convolutions: exact | fastest (as troupe train)");
+  f.add("models", models,
+        "comma-separated: mlp, lenet, resnet-20, resnet-110, resnet-50, vgg-16, "
+        "inception-bn (the last four: 3x32x32 synthetic input)");
+  f.add("device", device,
+        "cpu or gpu:N: where the model trains (--end-to-end: the compute actor too)");
+  f.add("cudnn-algorithms", cudnn_algorithms,
+        "GPU convolutions: exact | fastest (as troupe train)");
   f.add("batch-size", batch_size, "images per step");
   f.add("threads", threads, "compute threads");
-  f.add("steps", steps, "timed steps (0: 500 mlp, 50 lenet, 40 resnet-20; --end-to-end: one "
-                        "session epoch)");
+  f.add("steps", steps,
+        "timed steps (0: 500 mlp, 50 lenet, 40 resnet-20; --end-to-end: one "
+        "session epoch)");
   f.add("warmup", warmup, "untimed steps first");
   f.add("data-dir", data_dir, "Fashion-MNIST directory for the mlp and lenet batches");
   f.add_switch("end-to-end", end_to_end,
                "also train through the actors (mlp: Fashion-MNIST; lenet: 7,680 and resnet-20: "
                "2,560 synthetic examples) and print both, their ratio and the overhead per step");
   f.add("epochs", session.epochs,
-        "--end-to-end: session epochs, the first not timed, each side the median of the rest (0: 6 for mlp, 2 for the others)");
+        "--end-to-end: session epochs, the first not timed, each side the median of the rest (0: 6 "
+        "for mlp, 2 for the others)");
   f.add("compute", compute, "--end-to-end: compute actors detached | scheduled");
-  f.add("train-flags", session.train_flags,
-        "--end-to-end: more `troupe train` flags for the session, e.g. \"--no-overlap --prefetch 8\"");
+  f.add(
+    "train-flags", session.train_flags,
+    "--end-to-end: more `troupe train` flags for the session, e.g. \"--no-overlap --prefetch 8\"");
   f.add("scheduler-threads", session.node.scheduler_threads,
         "--end-to-end: CAF scheduler threads of the session's actor system");
   if (!f.parse(args)) {
@@ -443,7 +471,8 @@ int bench_command(const std::vector<std::string>& args) {
     return 0;
   }
   if (batch_size <= 0 || threads <= 0 || steps < 0 || warmup < 0)
-    throw usage_error("--batch-size and --threads must be positive, --steps and --warmup not negative");
+    throw usage_error(
+      "--batch-size and --threads must be positive, --steps and --warmup not negative");
   if ((session.epochs != 0 && session.epochs < 2) || session.node.scheduler_threads < 1)
     throw usage_error("--epochs must be 0 or at least 2 (the first is warm-up), "
                       "--scheduler-threads positive");

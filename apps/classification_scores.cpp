@@ -45,7 +45,7 @@ void classification_scores::add(const tensor& logits, const std::vector<std::int
     const float* row = logits.data() + i * classes_;
     const auto label = labels[static_cast<std::size_t>(i)];
     ++class_examples_[static_cast<std::size_t>(label)];
-    const bool correct = label_in_top_k(row, classes_, label, 1);  // the arg-max
+    const bool correct = label_in_top_k(row, classes_, label, 1); // the arg-max
     class_correct_[static_cast<std::size_t>(label)] += correct ? 1 : 0;
   }
 }

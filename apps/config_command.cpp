@@ -25,14 +25,15 @@ namespace {
 
 struct node_counts {
   int server_nodes = 0, worker_nodes = 0;
-  bool push_groups = false;  // check only: print the push groups, nothing else
+  bool push_groups = false; // check only: print the push groups, nothing else
 };
 
 flag_set node_flag_set(const std::string& command, node_counts& n) {
-  flag_set f(command, command == "check"
-                        ? "Checks a .troupe config (docs/dsl.md) and prints every resolved value and "
-                          "the actor plan a run would spawn."
-                        : "Prints the actor plan of a .troupe config (docs/dsl.md) as Graphviz DOT.");
+  flag_set f(command,
+             command == "check"
+               ? "Checks a .troupe config (docs/dsl.md) and prints every resolved value and "
+                 "the actor plan a run would spawn."
+               : "Prints the actor plan of a .troupe config (docs/dsl.md) as Graphviz DOT.");
   f.set_operands("CONFIG");
   f.add("server-nodes", n.server_nodes, "server processes of a cluster run to plan for");
   f.add("worker-nodes", n.worker_nodes, "worker processes of a cluster run to plan for");
@@ -55,8 +56,9 @@ bool apply_node_flags(const char* command, const std::vector<std::string>& args,
     return false;
   }
   const int server_nodes = n.server_nodes, worker_nodes = n.worker_nodes;
-  for (auto [flag, value, target] : {std::tuple{"server-nodes", server_nodes, &config.cluster.server_nodes},
-                                     std::tuple{"worker-nodes", worker_nodes, &config.cluster.worker_nodes}}) {
+  for (auto [flag, value, target] :
+       {std::tuple{"server-nodes", server_nodes, &config.cluster.server_nodes},
+        std::tuple{"worker-nodes", worker_nodes, &config.cluster.worker_nodes}}) {
     if (!f.given(flag))
       continue;
     check_range(flag, value, 0, 1024);
@@ -116,18 +118,20 @@ void print_push_groups(std::ostream& out, const job_config& c, const placement_p
 }
 
 int check_command(const std::vector<std::string>& args) {
-  return with_config("check", args, [](const job_config& c, const placement_plan& p, const node_counts& n) {
-    if (n.push_groups)
-      return print_push_groups(std::cout, c, p);
-    print_config(std::cout, c);
-    print_plan(std::cout, p);
-  });
+  return with_config("check", args,
+                     [](const job_config& c, const placement_plan& p, const node_counts& n) {
+                       if (n.push_groups)
+                         return print_push_groups(std::cout, c, p);
+                       print_config(std::cout, c);
+                       print_plan(std::cout, p);
+                     });
 }
 
 int graph_command(const std::vector<std::string>& args) {
-  return with_config("graph", args, [](const job_config& c, const placement_plan& p, const node_counts&) {
-    std::cout << plan_to_dot(p, c.path);
-  });
+  return with_config("graph", args,
+                     [](const job_config& c, const placement_plan& p, const node_counts&) {
+                       std::cout << plan_to_dot(p, c.path);
+                     });
 }
 
 } // namespace troupe

@@ -55,8 +55,8 @@ dataset_options data_options(const job_config& c, const data_config& d, split wh
   } else if (o.name == "recordio") {
     record_options(c, d, o);
   } else if (o.dir.empty()) {
-    config_fail(c, d.span, d.dataset.value + " needs a directory: " + d.dataset.value
-                             + "(\"/path/to/data\")");
+    config_fail(c, d.span,
+                d.dataset.value + " needs a directory: " + d.dataset.value + "(\"/path/to/data\")");
   }
   return o;
 }
@@ -68,8 +68,8 @@ batch_source_options batch_options(const job_config& c, const data_config& d) {
   b.seed = static_cast<std::uint64_t>(c.run.seed.value);
   const bool recordio = d.dataset.value == "recordio";
   if (d.normalize.value) {
-    auto [mean, stdev] = standard_normalization(recordio ? "imagenet"
-                                                         : io_dataset_name(d.dataset.value));
+    auto [mean, stdev] =
+      standard_normalization(recordio ? "imagenet" : io_dataset_name(d.dataset.value));
     // rgb_mean / rgb_std are in pixel units, as MXNet's flags; augment's in [0, 1].
     if (recordio && d.rgb_mean.given)
       for (std::size_t ch = 0; ch < 3; ++ch)
@@ -96,10 +96,10 @@ batch_source_options batch_options(const job_config& c, const data_config& d) {
 lr_schedule_options schedule_options(const job_config& c) {
   lr_schedule_options s;
   const auto& k = c.schedule;
-  s.base_lr = static_cast<float>(c.optimizer.lr.given
-                                   ? c.optimizer.lr.value
-                                   : default_learning_rate(zoo_network_name(c.model.network.value)));
-  s.policy = k.policy.value == "cosine"   ? lr_policy::cosine
+  s.base_lr = static_cast<float>(
+    c.optimizer.lr.given ? c.optimizer.lr.value
+                         : default_learning_rate(zoo_network_name(c.model.network.value)));
+  s.policy = k.policy.value == "cosine"     ? lr_policy::cosine
              : k.policy.value == "constant" ? lr_policy::constant
                                             : lr_policy::multi_step;
   s.step_epochs = k.steps.value;
@@ -140,22 +140,21 @@ training_job to_training_job(const job_config& c) {
   training_job o;
   o.model = model_spec_of(c);
   o.train_data = data_options(c, c.train_data, split::train);
-  o.validation_data = c.validation_data.enabled
-                        ? data_options(c, c.validation_data,
-                                       c.validation_data.split.value == "train" ? split::train
-                                                                                : split::test)
-                        : o.train_data;
+  o.validation_data =
+    c.validation_data.enabled ? data_options(
+      c, c.validation_data, c.validation_data.split.value == "train" ? split::train : split::test)
+                              : o.train_data;
   o.train_data.which = c.train_data.split.value == "test" ? split::test : split::train;
   o.train_batches = batch_options(c, c.train_data);
   o.validation_batches = batch_options(c, c.validation_data);
-  o.optimizer.sgd = sgd_options{static_cast<float>(c.optimizer.momentum.value),
-                                static_cast<float>(c.optimizer.wd.value),
-                                c.optimizer.nesterov.value};
+  o.optimizer.sgd =
+    sgd_options{static_cast<float>(c.optimizer.momentum.value),
+                static_cast<float>(c.optimizer.wd.value), c.optimizer.nesterov.value};
   o.optimizer.schedule = schedule_options(c);
   o.prefetch_depth = c.run.prefetch.value;
   o.epochs = c.run.epochs.value;
   o.validate = c.validation_data.enabled;
-  o.validate_every = std::max<std::int64_t>(1, c.run.eval_every.value);  // 0 means none: above
+  o.validate_every = std::max<std::int64_t>(1, c.run.eval_every.value); // 0 means none: above
   o.shards = c.cluster.shards.value;
   o.topology = topology_of(c);
   o.top_k = c.run.top_k.value;
@@ -168,39 +167,48 @@ training_job to_training_job(const job_config& c) {
     compressed = compressed || hop.active();
   const auto& policy = c.cluster.on_worker_loss.value;
   if (compressed && policy == "adopt")
-    config_fail(c, c.cluster.on_worker_loss.span,
-                "on_worker_loss = adopt recomputes a lost worker's step, and a compressed route's residuals "
-                "and held weights were lost with it, so the weights would not be a run's that lost nothing: "
-                "keep stop, or turn compression off");
-  const bool adopt = policy == "adopt" || (policy.empty() && o.topology.levels.size() == 1 && !compressed);
-  o.nodes = cluster_nodes{c.cluster.server_nodes.value, c.cluster.worker_nodes.value, policy == "continue", adopt,
-                          c.cluster.replicas.value};
+    config_fail(
+      c, c.cluster.on_worker_loss.span,
+      "on_worker_loss = adopt recomputes a lost worker's step, and a compressed route's residuals "
+      "and held weights were lost with it, so the weights would not be a run's that lost nothing: "
+      "keep stop, or turn compression off");
+  const bool adopt =
+    policy == "adopt" || (policy.empty() && o.topology.levels.size() == 1 && !compressed);
+  o.nodes = cluster_nodes{c.cluster.server_nodes.value, c.cluster.worker_nodes.value,
+                          policy == "continue", adopt, c.cluster.replicas.value};
   if (o.nodes.replicas == 2 && !o.nodes.single_process() && o.nodes.servers < 2)
-    config_fail(c, c.cluster.replicas.span,
-                "replicas = 2 keeps each server's shards on another server process too, and this run has "
-                + std::to_string(o.nodes.servers) + " (server_nodes, --server-nodes, launch -s): give it at least 2");
+    config_fail(
+      c, c.cluster.replicas.span,
+      "replicas = 2 keeps each server's shards on another server process too, and this run has "
+        + std::to_string(o.nodes.servers)
+        + " (server_nodes, --server-nodes, launch -s): give it at least 2");
   bool compressed_answers = false;
   for (const auto& hop : o.topology.compression)
     compressed_answers = compressed_answers || hop.answers != value_encoding::none;
   if (o.nodes.replicas == 2 && compressed_answers)
     config_fail(c, c.cluster.replicas.span,
-                "replicas = 2 promotes a backup whose compressed answers would start from weights the workers "
+                "replicas = 2 promotes a backup whose compressed answers would start from weights "
+                "the workers "
                 "do not hold; compress pushes only (push:...) with replicas");
   if (o.nodes.adopt_on_worker_loss && !o.topology.synchronous())
-    config_fail(c, c.cluster.on_worker_loss.span,
-                "on_worker_loss = adopt is implemented for synchronous topologies (bsp) only; topology "
-                + o.topology.name + " keeps stop or continue");
+    config_fail(
+      c, c.cluster.on_worker_loss.span,
+      "on_worker_loss = adopt is implemented for synchronous topologies (bsp) only; topology "
+        + o.topology.name + " keeps stop or continue");
   if (o.nodes.continue_on_worker_loss && o.topology.synchronous())
     config_fail(c, c.cluster.on_worker_loss.span,
                 "on_worker_loss = continue needs computes that push straight to the shards "
-                "(async or ssp); topology " + o.topology.name + " waits at an aggregator for "
-                "every worker, so it can only stop when one is lost");
+                "(async or ssp); topology "
+                  + o.topology.name
+                  + " waits at an aggregator for "
+                    "every worker, so it can only stop when one is lost");
   return o;
 }
 
 session_output session_output_of(const job_config& c) {
   if (c.run.load_epoch.value >= 0 && c.run.model_prefix.value.empty())
-    config_fail(c, c.run.load_epoch.span, "load_epoch needs model_prefix (the checkpoint's PREFIX)");
+    config_fail(c, c.run.load_epoch.span,
+                "load_epoch needs model_prefix (the checkpoint's PREFIX)");
   session_output o;
   o.display_batches = c.run.display.value;
   o.metrics_path = c.run.metrics.value;

@@ -20,9 +20,9 @@ int devices_command(const std::vector<std::string>& args) {
   if (report.cuda_compiled)
     std::cout << "cuda: built with " << report.cuda_libraries << '\n';
   for (const auto& gpu : report.gpus)
-    std::cout << "gpu " << gpu.index << ": " << gpu.name << ", "
-              << gpu.memory_bytes / (1024 * 1024) << " MiB, compute capability "
-              << gpu.compute_capability_major << '.' << gpu.compute_capability_minor << '\n';
+    std::cout << "gpu " << gpu.index << ": " << gpu.name << ", " << gpu.memory_bytes / (1024 * 1024)
+              << " MiB, compute capability " << gpu.compute_capability_major << '.'
+              << gpu.compute_capability_minor << '\n';
   if (report.gpus.empty())
     std::cout << "gpu: none (" << report.why_no_gpu << ")\n";
   return 0;

@@ -35,8 +35,7 @@ double parse_real(const std::string& flag, const std::string& text) {
   return v;
 }
 
-template <class T>
-std::string to_text(const T& v) {
+template <class T> std::string to_text(const T& v) {
   std::ostringstream out;
   out << v;
   return out.str();
@@ -63,7 +62,9 @@ std::string wrap(const std::string& text, std::size_t indent, std::size_t width)
 
 } // namespace
 
-std::string number_text(double v) { return shortest_number(v); }
+std::string number_text(double v) {
+  return shortest_number(v);
+}
 
 bool on_off(const char* flag, const std::string& value) {
   if (value != "on" && value != "off")
@@ -94,13 +95,14 @@ std::string help_text(const flag_set::text& t, const CLI::App& app) {
   std::string out = "usage: troupe " + t.command + (t.operands.empty() ? "" : " " + t.operands)
                     + " [flags]\n\n" + wrap(t.summary, 0, help_width) + "\nflags:\n";
   for (const CLI::Option* o : app.get_options()) {
-    if (o == app.get_help_ptr() || o->get_group().empty())  // the empty group: hidden
+    if (o == app.get_help_ptr() || o->get_group().empty()) // the empty group: hidden
       continue;
     const bool is_switch = o->get_type_size() == 0;
     out += "  --" + o->get_lnames().front() + (is_switch ? "" : " " + o->get_type_name()) + "\n";
     const auto& default_text = o->get_default_str();
-    out += wrap(o->get_description() + (default_text.empty() ? "" : " (default: " + default_text + ")"),
-                help_indent, help_width);
+    out +=
+      wrap(o->get_description() + (default_text.empty() ? "" : " (default: " + default_text + ")"),
+           help_indent, help_width);
   }
   return out + "  --help\n" + wrap("print this help and exit", help_indent, help_width);
 }
@@ -115,9 +117,9 @@ std::string flag_in(const std::string& message) {
 } // namespace
 
 flag_set::flag_set(std::string command, std::string summary)
-  : app_(std::make_unique<CLI::App>()),
-    text_(std::make_shared<text>(text{std::move(command), std::move(summary), ""})) {
-  app_->allow_extras();  // unknown arguments are refused by parse(), in the project's words
+    : app_(std::make_unique<CLI::App>()),
+      text_(std::make_shared<text>(text{std::move(command), std::move(summary), ""})) {
+  app_->allow_extras(); // unknown arguments are refused by parse(), in the project's words
   app_->set_help_flag("-h,--help", "print this help and exit");
   app_->formatter_fn([t = text_](const CLI::App* app, std::string, CLI::AppFormatMode) {
     return help_text(*t, *app);
@@ -131,41 +133,50 @@ flag_set& flag_set::operator=(flag_set&&) noexcept = default;
 void flag_set::add_value(const std::string& name, std::string default_text, const std::string& help,
                          std::function<void(const std::string&)> assign, const char* placeholder) {
   app_->add_option_function<std::string>("--" + name, std::move(assign), help)
-    ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)  // a flag given again overrides
+    ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast) // a flag given again overrides
     ->type_name(placeholder)
     ->default_str(std::move(default_text));
 }
 
 void flag_set::add(const std::string& name, std::string& target, const std::string& help) {
-  add_value(name, target, help, [&target](const std::string& v) { target = v; }, "TEXT");
+  add_value(
+    name, target, help, [&target](const std::string& v) { target = v; }, "TEXT");
 }
 
 void flag_set::add(const std::string& name, std::int64_t& target, const std::string& help) {
-  add_value(name, to_text(target), help,
-            [&target, name](const std::string& v) { target = flag_integer(name, v); }, "N");
+  add_value(
+    name, to_text(target), help,
+    [&target, name](const std::string& v) { target = flag_integer(name, v); }, "N");
 }
 
 void flag_set::add(const std::string& name, int& target, const std::string& help) {
-  add_value(name, to_text(target), help, [&target, name](const std::string& v) {
-    target = static_cast<int>(flag_integer(name, v, std::numeric_limits<int>::min(),
-                                           std::numeric_limits<int>::max()));
-  }, "N");
+  add_value(
+    name, to_text(target), help,
+    [&target, name](const std::string& v) {
+      target = static_cast<int>(
+        flag_integer(name, v, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
+    },
+    "N");
 }
 
 void flag_set::add(const std::string& name, double& target, const std::string& help) {
-  add_value(name, to_text(target), help,
-            [&target, name](const std::string& v) { target = parse_real(name, v); }, "X");
+  add_value(
+    name, to_text(target), help,
+    [&target, name](const std::string& v) { target = parse_real(name, v); }, "X");
 }
 
 void flag_set::add(const std::string& name, float& target, const std::string& help) {
-  add_value(name, to_text(target), help, [&target, name](const std::string& v) {
-    target = static_cast<float>(parse_real(name, v));
-  }, "X");
+  add_value(
+    name, to_text(target), help,
+    [&target, name](const std::string& v) { target = static_cast<float>(parse_real(name, v)); },
+    "X");
 }
 
 void flag_set::add_switch(const std::string& name, bool& target, const std::string& help) {
-  app_->add_flag_callback("--" + name, [&target] { target = true; }, help)
-    ->disable_flag_override();  // `--fast=1` is refused: a switch takes no value
+  app_
+    ->add_flag_callback(
+      "--" + name, [&target] { target = true; }, help)
+    ->disable_flag_override(); // `--fast=1` is refused: a switch takes no value
 }
 
 void flag_set::set_placeholder(const std::string& name, const std::string& placeholder) {
@@ -175,7 +186,7 @@ void flag_set::set_placeholder(const std::string& name, const std::string& place
 
 void flag_set::hide(const std::string& name) {
   if (auto* o = app_->get_option_no_throw("--" + name))
-    o->group("");  // CLI11's hidden group: left out of help, and of "did you mean" below
+    o->group(""); // CLI11's hidden group: left out of help, and of "did you mean" below
 }
 
 std::string flag_set::unknown_flag(const std::string& name) const {
@@ -206,8 +217,8 @@ bool flag_set::parse(const std::vector<std::string>& args) {
   // CLI11 takes the arguments reversed, last first.
   std::vector<std::string> reversed;
   for (auto a = args.rbegin(); a != args.rend(); ++a) {
-    const bool empty_value = a->size() > 3 && a->rfind("--", 0) == 0 && a->back() == '='
-                             && a->find('=') == a->size() - 1;
+    const bool empty_value =
+      a->size() > 3 && a->rfind("--", 0) == 0 && a->back() == '=' && a->find('=') == a->size() - 1;
     if (empty_value)
       reversed.push_back("");
     reversed.push_back(empty_value ? a->substr(0, a->size() - 1) : *a);
@@ -218,8 +229,9 @@ bool flag_set::parse(const std::vector<std::string>& args) {
     return false;
   } catch (const CLI::ArgumentMismatch& e) {
     const std::string what = e.what();
-    throw usage_error(flag_in(what) + (what.find("flag override") != std::string::npos
-                                         ? " takes no value" : " needs a value"));
+    throw usage_error(
+      flag_in(what)
+      + (what.find("flag override") != std::string::npos ? " takes no value" : " needs a value"));
   } catch (const CLI::ParseError& e) {
     throw usage_error(e.what());
   }
@@ -232,7 +244,9 @@ bool flag_set::parse(const std::vector<std::string>& args) {
   return true;
 }
 
-std::string flag_set::help() const { return app_->help(); }
+std::string flag_set::help() const {
+  return app_->help();
+}
 
 void check_range(const char* flag, std::int64_t v, std::int64_t min, std::int64_t max,
                  const std::string& why) {

@@ -37,7 +37,8 @@ public:
 void check_range(const char* flag, std::int64_t v, std::int64_t min, std::int64_t max,
                  const std::string& why = "");
 /// The same for a real value (printed in its shortest form: 1e+09, 0.5, 3).
-void check_real_range(const char* flag, double v, double min, double max, const std::string& why = "");
+void check_real_range(const char* flag, double v, double min, double max,
+                      const std::string& why = "");
 /// A number as people write it: integers without a fraction, others in the shortest form.
 std::string number_text(double v);
 /// The value of an on|off flag: true for "on", false for "off"; anything else is a

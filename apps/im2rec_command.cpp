@@ -83,7 +83,8 @@ std::int64_t pack(const im2rec_options& o, const std::vector<image_list_entry>& 
     const std::size_t end = std::min(entries.size(), start + window);
     items.assign(end - start, {});
     arena.execute([&] {
-      tbb::parallel_for(start, end, [&](std::size_t i) { items[i - start] = pack_one(o, entries[i]); });
+      tbb::parallel_for(start, end,
+                        [&](std::size_t i) { items[i - start] = pack_one(o, entries[i]); });
     });
     for (std::size_t i = start; i < end; ++i) {
       const auto& item = items[i - start];
@@ -118,22 +119,26 @@ int im2rec_command(const std::vector<std::string>& args) {
              "Packs JPEGs into PREFIX.rec and PREFIX.idx (MXNet's RecordIO image format). Without "
              "--lst, ROOT's sub-folders are the classes in sorted name order and the list is "
              "written to PREFIX.lst.");
-  f.add("lst", o.list, "read this .lst (index, labels, path relative to ROOT) instead of listing ROOT");
+  f.add("lst", o.list,
+        "read this .lst (index, labels, path relative to ROOT) instead of listing ROOT");
   f.add_switch("list-only", o.list_only, "only write PREFIX.lst from ROOT's class sub-folders");
   f.add("resize", o.resize, "resize the shorter side to this many pixels and re-encode (0: keep)");
-  f.add("quality", o.quality, "JPEG quality when re-encoding, 1..100 (0: store files as they are "
-                              "unless --resize, which re-encodes at 95)");
-  f.add("num-thread", o.threads, "threads decoding and encoding (output order does not depend on it)");
+  f.add("quality", o.quality,
+        "JPEG quality when re-encoding, 1..100 (0: store files as they are "
+        "unless --resize, which re-encodes at 95)");
+  f.add("num-thread", o.threads,
+        "threads decoding and encoding (output order does not depend on it)");
   // PREFIX and ROOT come first, flags after them (as `troupe check CONFIG [flags]`).
-  const bool positional = args.size() >= 2 && args[0].rfind("-", 0) != 0
-                          && args[1].rfind("-", 0) != 0;
+  const bool positional =
+    args.size() >= 2 && args[0].rfind("-", 0) != 0 && args[1].rfind("-", 0) != 0;
   for (const auto& arg : args)
     if (arg == "--help" || arg == "-h") {
       std::cout << f.help();
       return 0;
     }
   if (!positional)
-    throw usage_error("expected PREFIX ROOT before any flag, e.g. troupe im2rec data/train images/train");
+    throw usage_error(
+      "expected PREFIX ROOT before any flag, e.g. troupe im2rec data/train images/train");
   f.parse(std::vector<std::string>(args.begin() + 2, args.end()));
   o.prefix = args[0];
   o.root = args[1];

@@ -39,8 +39,8 @@ std::int64_t flag_integer(const std::string& flag, const std::string& text, std:
   if (!v)
     throw usage_error("--" + flag + ": '" + text + "' is not an integer");
   if (*v < min || *v > max)
-    throw usage_error("--" + flag + ": " + text + " is out of range (" + std::to_string(min) + " to "
-                      + std::to_string(max) + ")");
+    throw usage_error("--" + flag + ": " + text + " is out of range (" + std::to_string(min)
+                      + " to " + std::to_string(max) + ")");
   return *v;
 }
 

@@ -26,7 +26,8 @@ public:
   /// `command` names the process in that line ("troupe train", "troupe node").
   /// `before_exit`, when given, runs on the watcher's thread before the line and the exit (a
   /// scheduler tells its members why it ends).
-  explicit interrupt_watch(std::shared_ptr<run_position> position, std::string command = "troupe train",
+  explicit interrupt_watch(std::shared_ptr<run_position> position,
+                           std::string command = "troupe train",
                            std::function<void()> before_exit = nullptr);
   /// The same for a process that is no training run itself (a cluster's server or worker):
   /// `where` says where it was ("epoch 3 at batch 12 of 40"); the line then says nothing of

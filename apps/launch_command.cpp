@@ -39,8 +39,8 @@ struct launch_flags {
   int join_timeout = 120;
   double grace = 15;
   int max_restarts = 0;
-  int spares = 0;  // idle workers that take over a lost worker's place (on_worker_loss = adopt)
-  int scheduler_restarts = 3;  // a scheduler killed by a signal is started again with --resume
+  int spares = 0; // idle workers that take over a lost worker's place (on_worker_loss = adopt)
+  int scheduler_restarts = 3; // a scheduler killed by a signal is started again with --resume
   std::vector<std::string> node_args; // passed unchanged to every node
 };
 
@@ -72,8 +72,8 @@ std::vector<std::string> split_args(const std::vector<std::string>& args,
   static const std::map<std::string, std::string> short_flags{
     {"-n", "--num-workers"}, {"-s", "--num-servers"}, {"-H", "--hostfile"}};
   static const std::vector<std::string> known{
-    "num-workers", "num-servers",  "hostfile", "scheduler-address",
-    "secret-file", "join-timeout", "grace", "max-restarts", "spares", "scheduler-restarts"};
+    "num-workers", "num-servers",  "hostfile", "scheduler-address", "secret-file", "join-timeout",
+    "grace",       "max-restarts", "spares",   "scheduler-restarts"};
   std::vector<std::string> own;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--") {
@@ -112,11 +112,14 @@ bool parse_flags(const std::vector<std::string>& args, launch_flags& l) {
   f.add("max-restarts", l.max_restarts,
         "times a failed job is started again from its newest checkpoint (needs --model-prefix)");
   f.add("spares", l.spares,
-        "idle worker processes (troupe node --spare) that take over the place of a worker lost in training "
+        "idle worker processes (troupe node --spare) that take over the place of a worker lost in "
+        "training "
         "(on_worker_loss = adopt)");
   f.add("scheduler-restarts", l.scheduler_restarts,
-        "times a scheduler killed by a signal is started again with --resume, at the same address: the servers "
-        "and workers train on meanwhile and rejoin it (--scheduler-timeout); 0: a killed scheduler ends the job");
+        "times a scheduler killed by a signal is started again with --resume, at the same address: "
+        "the servers "
+        "and workers train on meanwhile and rejoin it (--scheduler-timeout); 0: a killed scheduler "
+        "ends the job");
   f.set_placeholder("hostfile", "FILE");
   f.set_placeholder("secret-file", "FILE");
   f.set_placeholder("scheduler-address", "HOST");
@@ -133,8 +136,9 @@ bool parse_flags(const std::vector<std::string>& args, launch_flags& l) {
   check_range("spares", l.spares, 0, 1024);
   check_range("scheduler-restarts", l.scheduler_restarts, 0, 1000);
   if (l.max_restarts > 0 && !launch::model_prefix_of(l.node_args))
-    throw usage_error("--max-restarts needs --model-prefix PREFIX among the nodes' flags: the checkpoints a "
-                      "restart resumes from");
+    throw usage_error(
+      "--max-restarts needs --model-prefix PREFIX among the nodes' flags: the checkpoints a "
+      "restart resumes from");
   if (!(l.grace >= 0 && l.grace <= 3600)) {
     std::ostringstream got;
     got << l.grace;
@@ -214,13 +218,14 @@ std::string node_program() {
 // The `troupe node` arguments every role shares.
 std::vector<std::string> node_argv(const std::string& program, const std::string& role,
                                    const std::string& scheduler, const launch_flags& l) {
-  return {program,          "node",
-          "--role",         role,
-          "--scheduler",    scheduler,
-          "--secret-file",  "-",
-          "--join-timeout", std::to_string(l.join_timeout),
-          "--server-nodes", std::to_string(l.servers),  // every node: the compute count defaults to them
-          "--worker-nodes", std::to_string(l.workers)};
+  return {
+    program,          "node",
+    "--role",         role,
+    "--scheduler",    scheduler,
+    "--secret-file",  "-",
+    "--join-timeout", std::to_string(l.join_timeout),
+    "--server-nodes", std::to_string(l.servers), // every node: the compute count defaults to them
+    "--worker-nodes", std::to_string(l.workers)};
 }
 
 // The share of its host's hardware threads each node computes with when the run names no
@@ -272,10 +277,12 @@ void start_nodes(launch::child_processes& children, const std::string& program, 
     std::string role = server ? "server" : "worker";
     int index = server ? node : node - l.servers;
     auto argv = node_argv(program, role, scheduler, l);
-    argv.insert(argv.end(), {"--rank", std::to_string(index),  // so that [worker 1] is worker_1
-                             "--host-share", std::to_string(shares[static_cast<std::size_t>(node)])});
+    argv.insert(argv.end(),
+                {"--rank", std::to_string(index), // so that [worker 1] is worker_1
+                 "--host-share", std::to_string(shares[static_cast<std::size_t>(node)])});
     if (!server)
-      argv.insert(argv.end(), {"--host-slot", std::to_string(slots[static_cast<std::size_t>(node)])});
+      argv.insert(argv.end(),
+                  {"--host-slot", std::to_string(slots[static_cast<std::size_t>(node)])});
     if (!hosts.empty()) {
       const auto& h = hosts[static_cast<std::size_t>(node) % hosts.size()];
       argv.insert(argv.end(), {"--listen", h.name});
@@ -331,7 +338,8 @@ int run(const launch_flags& l) {
   }
   // Killed, it comes back where the others look for it, and takes the run over from them.
   auto again = scheduler_spec(program, port_file, l, secret).argv;
-  std::replace(again.begin(), again.end(), l.scheduler_address + ":0", l.scheduler_address + ":" + std::to_string(port));
+  std::replace(again.begin(), again.end(), l.scheduler_address + ":0",
+               l.scheduler_address + ":" + std::to_string(port));
   again.push_back("--resume");
   children.set_restart(children.pids().front(), std::move(again), l.scheduler_restarts);
   std::cerr << "launch: scheduler at " << l.scheduler_address << ':' << port << "; starting "
@@ -342,7 +350,9 @@ int run(const launch_flags& l) {
 
 // Whether a job that ended with `status` is worth starting again: not when it finished, was
 // interrupted (Ctrl-C: 130) or was refused its flags or config (2), which a restart repeats.
-bool restartable(int status) { return status != 0 && status != 130 && status != 2; }
+bool restartable(int status) {
+  return status != 0 && status != 130 && status != 2;
+}
 
 } // namespace
 

@@ -3,10 +3,10 @@
 // error (a flag, a config), 1 for a failure while running (data, files, the run itself).
 // Asked for help (`troupe help`, `troupe help COMMAND`, `COMMAND --help`), it prints to stdout
 // and exits 0; a bare `troupe` is a usage error: a short usage on stderr, exit 2.
-#include <troupe/kernels/cpu_support.hpp>
-#include <troupe/version.hpp>
 #include <iostream>
 #include <string>
+#include <troupe/kernels/cpu_support.hpp>
+#include <troupe/version.hpp>
 #include <vector>
 
 #include "apps/commands.hpp"
@@ -34,8 +34,9 @@ commands:
 `troupe <command> --help` describes every flag of a command.
 )";
 
-const char* short_usage = "usage: troupe <command> [flags]   (commands: train, eval, node, bench, devices, "
-                          "check, graph, launch, im2rec, help; `troupe help` says more)\n";
+const char* short_usage =
+  "usage: troupe <command> [flags]   (commands: train, eval, node, bench, devices, "
+  "check, graph, launch, im2rec, help; `troupe help` says more)\n";
 
 } // namespace
 
@@ -46,7 +47,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (args[0] == "help" && args.size() > 1)
-    args = {args[1], "--help"};  // `troupe help train` is `troupe train --help`
+    args = {args[1], "--help"}; // `troupe help train` is `troupe train --help`
   else if (args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
     std::cout << overview;
     return 0;
@@ -77,7 +78,9 @@ int main(int argc, char** argv) {
       return troupe::launch_command(args);
     if (command == "im2rec")
       return troupe::im2rec_command(args);
-    std::cerr << ("troupe: unknown command '" + command + "' (commands: train, eval, node, bench, devices, check, graph, launch, im2rec, help)\n");
+    std::cerr << ("troupe: unknown command '" + command
+                  + "' (commands: train, eval, node, bench, devices, check, graph, launch, im2rec, "
+                    "help)\n");
     return 2;
   } catch (const troupe::usage_error& e) {
     // One write per line: processes under one launcher (mpirun) may share the stream.

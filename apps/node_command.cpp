@@ -51,42 +51,72 @@ struct node_command_line {
 };
 
 void declare_node_flags(flag_set& f, node_command_line& n) {
-  f.add("role", n.place.role, "scheduler, server or worker (default: from DMLC_ROLE, an MPI or a Slurm rank)");
-  f.add("scheduler", n.place.scheduler, "HOST:PORT where the scheduler listens (the scheduler: port 0 = any free port)");
-  f.add("rank", n.rank, "this node's rank among the servers or the workers (-1: any free one; an MPI or Slurm rank gives it)");
-  f.add_switch("spare", n.spare, "a worker that waits, unassigned, to take over the place of a worker lost in training "
-               "(on_worker_loss = adopt; a worker that joins a run already training is one anyway)");
-  f.add_switch("resume", n.resume, "the scheduler: take over a run in training whose scheduler was lost, at the same "
-               "--scheduler address: its servers and workers rejoin, and training goes on where their computes are "
+  f.add("role", n.place.role,
+        "scheduler, server or worker (default: from DMLC_ROLE, an MPI or a Slurm rank)");
+  f.add("scheduler", n.place.scheduler,
+        "HOST:PORT where the scheduler listens (the scheduler: port 0 = any free port)");
+  f.add("rank", n.rank,
+        "this node's rank among the servers or the workers (-1: any free one; an MPI or Slurm rank "
+        "gives it)");
+  f.add_switch(
+    "spare", n.spare,
+    "a worker that waits, unassigned, to take over the place of a worker lost in training "
+    "(on_worker_loss = adopt; a worker that joins a run already training is one anyway)");
+  f.add_switch("resume", n.resume,
+               "the scheduler: take over a run in training whose scheduler was lost, at the same "
+               "--scheduler address: its servers and workers rejoin, and training goes on where "
+               "their computes are "
                "(troupe launch restarts a killed scheduler so)");
-  f.add("scheduler-timeout", n.scheduler_timeout, "seconds a server or worker that lost its scheduler in training "
+  f.add("scheduler-timeout", n.scheduler_timeout,
+        "seconds a server or worker that lost its scheduler in training "
         "trains on, retrying to reach one restarted with --resume (0: it stops at once)");
   f.add("listen", n.listen, "address a server listens on for workers");
   f.add("port", n.port, "port a server listens on for workers (0: any free port)");
-  f.add("advertise", n.advertise, "address peers reach this node at, when not --listen (multi-homed hosts, 0.0.0.0)");
-  f.add("local-sockets", n.local_sockets, "on: a worker reaches a server on its own host through a Unix socket, not TCP "
+  f.add("advertise", n.advertise,
+        "address peers reach this node at, when not --listen (multi-homed hosts, 0.0.0.0)");
+  f.add("local-sockets", n.local_sockets,
+        "on: a worker reaches a server on its own host through a Unix socket, not TCP "
         "(same frames and admission; a third of the CPU per byte); off: TCP always");
-  f.add("tcp-congestion", n.tcp_congestion, "congestion control of this node's TCP links: auto (cubic where this "
-        "process may set it, else the host's default), system (the host's default) or an algorithm's name "
+  f.add("tcp-congestion", n.tcp_congestion,
+        "congestion control of this node's TCP links: auto (cubic where this "
+        "process may set it, else the host's default), system (the host's default) or an "
+        "algorithm's name "
         "(docs/operations.md says why)");
-  f.add("link-mbit", n.link_mbit, "the rate of each host's link per direction, in Mbit/s (0: not stated; cluster.link_mbit): a server's "
-        "or worker's TCP links pace themselves at an equal share of it, and with two or more workers a worker writes "
+  f.add("link-mbit", n.link_mbit,
+        "the rate of each host's link per direction, in Mbit/s (0: not stated; cluster.link_mbit): "
+        "a server's "
+        "or worker's TCP links pace themselves at an equal share of it, and with two or more "
+        "workers a worker writes "
         "each step's pushes in one fixed order, the same on every worker (docs/operations.md)");
-  f.add("backward-ms", n.backward_ms, "with --link-mbit: milliseconds a step's backward takes (cluster.backward_ms), which sets how much of "
-        "the last layers goes first (-1: the compute stand-in's backward, two thirds of its step; else 0)");
-  f.add("secret-file", n.secret_file, "file holding the cluster secret (mode 600; '-': read one line from standard input); else TROUPE_SECRET");
-  f.add("port-file", n.port_file, "the scheduler writes its port here once it listens (for launchers)");
-  f.add("join-timeout", n.join_timeout, "seconds the scheduler waits for every node, and a node retries reaching it");
+  f.add("backward-ms", n.backward_ms,
+        "with --link-mbit: milliseconds a step's backward takes (cluster.backward_ms), which sets "
+        "how much of "
+        "the last layers goes first (-1: the compute stand-in's backward, two thirds of its step; "
+        "else 0)");
+  f.add("secret-file", n.secret_file,
+        "file holding the cluster secret (mode 600; '-': read one line from standard input); else "
+        "TROUPE_SECRET");
+  f.add("port-file", n.port_file,
+        "the scheduler writes its port here once it listens (for launchers)");
+  f.add("join-timeout", n.join_timeout,
+        "seconds the scheduler waits for every node, and a node retries reaching it");
   f.add("heartbeat", n.heartbeat, "seconds between heartbeats on every link");
   f.add("peer-timeout", n.peer_timeout, "seconds of silence after which a peer counts as lost");
-  f.add("request-timeout", n.request_timeout, "seconds a push, pull or batch request may wait for its answer (as in troupe train)");
-  f.add("compute-stand-in-ms", n.compute_stand_in_ms, "a worker's computes take this many milliseconds per batch "
-        "instead of computing, pushing gradients of the model's shapes (benchmarks of the communication: "
+  f.add("request-timeout", n.request_timeout,
+        "seconds a push, pull or batch request may wait for its answer (as in troupe train)");
+  f.add("compute-stand-in-ms", n.compute_stand_in_ms,
+        "a worker's computes take this many milliseconds per batch "
+        "instead of computing, pushing gradients of the model's shapes (benchmarks of the "
+        "communication: "
         "troupe bench scaling); 0: compute");
-  f.add("host-share", n.host_share, "without a thread count (--threads, train.threads, OMP_NUM_THREADS): this node's "
-        "compute threads are the hardware threads / N, at least 1; 0: one (troupe launch sets it; -1: all)");
-  f.add("host-slot", n.host_slot, "a worker's place K among the --host-share workers of its host: its computes are "
-        "bound to the K-th share of the CPUs when their threads come from the share (troupe launch sets it; -1: unbound)");
+  f.add("host-share", n.host_share,
+        "without a thread count (--threads, train.threads, OMP_NUM_THREADS): this node's "
+        "compute threads are the hardware threads / N, at least 1; 0: one (troupe launch sets it; "
+        "-1: all)");
+  f.add("host-slot", n.host_slot,
+        "a worker's place K among the --host-share workers of its host: its computes are "
+        "bound to the K-th share of the CPUs when their threads come from the share (troupe launch "
+        "sets it; -1: unbound)");
 }
 
 // The compute threads a node uses when it is given no count: its share of the host's
@@ -143,27 +173,31 @@ cluster_secret read_secret(const std::string& file, const environment& env) {
 // Runs the node; its exit status. The actor system ends normally: every actor of a node
 // ends with its run, also after a lost peer (a link fails what waits on it, and the fault
 // scenarios of tests/apps/cluster_run.py check that every surviving process exits).
-int run_node_process(train_command_line& cli, const cluster_node_options& options, const node_identity& place) {
+int run_node_process(train_command_line& cli, const cluster_node_options& options,
+                     const node_identity& place) {
   // Every node stops on Ctrl-C as `troupe train` does, saying where, with exit status 130:
   // the scheduler where the run was, a worker where its computes were (troupe launch passes
   // the signal on to every node). Set before the actor system starts its threads.
   std::optional<interrupt_watch> interrupts;
-  if (options.role == node_kind::scheduler)  // its members hear why it ended, not a lost scheduler
+  if (options.role == node_kind::scheduler) // its members hear why it ended, not a lost scheduler
     interrupts.emplace(cli.output.position, "troupe node",
                        [stop = options.interrupt, at = cli.output.position] {
-                         stop->interrupt("interrupted (Ctrl-C) in " + at->text(), goodbye_grace + std::chrono::seconds(1));
+                         stop->interrupt("interrupted (Ctrl-C) in " + at->text(),
+                                         goodbye_grace + std::chrono::seconds(1));
                        });
   else
-    interrupts.emplace([at = options.position, role = place.role] { return member_position(at, role); },
-                       "troupe node (" + std::string(to_string(place.role)) + ")");
+    interrupts.emplace(
+      [at = options.position, role = place.role] { return member_position(at, role); },
+      "troupe node (" + std::string(to_string(place.role)) + ")");
   local_node_options node_options;
   local_node_config config{node_options};
   caf::actor_system system{config};
   try {
     if (options.role != node_kind::scheduler) {
       // One write per line: processes under one launcher may share the stream (mpirun).
-      std::cerr << (std::string(to_string(place.role)) + ": joining the scheduler at " + place.scheduler_host + ":"
-                    + std::to_string(place.scheduler_port) + " (" + place.source + ")\n")
+      std::cerr << (std::string(to_string(place.role)) + ": joining the scheduler at "
+                    + place.scheduler_host + ":" + std::to_string(place.scheduler_port) + " ("
+                    + place.source + ")\n")
                 << std::flush;
       run_member(system, options);
       return 0;
@@ -180,7 +214,8 @@ int run_node_process(train_command_line& cli, const cluster_node_options& option
 
 // This node's place from its flags, the config's cluster section and the launcher's
 // environment; `n` takes the config's network settings where no flag said otherwise.
-node_identity resolve_place(node_command_line& n, const cluster_settings& cli, const environment& env) {
+node_identity resolve_place(node_command_line& n, const cluster_settings& cli,
+                            const environment& env) {
   auto from_config = [&](const char* flag, auto& value, const auto& configured) {
     if (!cli.given.count(flag))
       value = configured;
@@ -213,7 +248,8 @@ int node_command(const std::vector<std::string>& args) {
   // the launcher's environment: the place is resolved as soon as the cluster's settings are read.
   auto cli = parse_train_flags(
     args, "node",
-    "Runs one process of a training cluster: the scheduler, a server or a worker (docs/operations.md).",
+    "Runs one process of a training cluster: the scheduler, a server or a worker "
+    "(docs/operations.md).",
     [&](flag_set& f) { declare_node_flags(f, n); },
     [&](const cluster_settings& settings) {
       place = resolve_place(n, settings, env);
@@ -234,19 +270,25 @@ int node_command(const std::vector<std::string>& args) {
   check_range("rank", n.rank, -1, 1023);
   options.rank = static_cast<int>(n.rank);
   if (n.spare && place.role != node_kind::worker)
-    throw usage_error("--spare is for a worker (--role worker), not a " + std::string(to_string(place.role)));
+    throw usage_error("--spare is for a worker (--role worker), not a "
+                      + std::string(to_string(place.role)));
   if (n.spare && n.rank >= 0)
     throw usage_error("--spare takes no --rank: a spare takes the rank of the worker it replaces");
   options.spare = n.spare;
   if (n.resume && place.role != node_kind::scheduler)
-    throw usage_error("--resume is for the scheduler (--role scheduler): a server or worker rejoins a restarted "
-                      "scheduler by itself (--scheduler-timeout)");
+    throw usage_error(
+      "--resume is for the scheduler (--role scheduler): a server or worker rejoins a restarted "
+      "scheduler by itself (--scheduler-timeout)");
   options.resume = n.resume;
   if (!(n.scheduler_timeout >= 0 && n.scheduler_timeout <= 86400))
-    throw usage_error("--scheduler-timeout must be 0 to 86400 seconds, got " + shortest_number(n.scheduler_timeout));
-  options.scheduler_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(n.scheduler_timeout * 1000));
-  if (!n.spare && options.rank < 0 && place.rank > 0 && cli.job.nodes.servers > 0 && cli.job.nodes.workers > 0)
-    options.rank = place_of_launcher_rank(place.rank, cli.job.nodes.servers, cli.job.nodes.workers).rank;
+    throw usage_error("--scheduler-timeout must be 0 to 86400 seconds, got "
+                      + shortest_number(n.scheduler_timeout));
+  options.scheduler_timeout =
+    std::chrono::milliseconds(static_cast<std::int64_t>(n.scheduler_timeout * 1000));
+  if (!n.spare && options.rank < 0 && place.rank > 0 && cli.job.nodes.servers > 0
+      && cli.job.nodes.workers > 0)
+    options.rank =
+      place_of_launcher_rank(place.rank, cli.job.nodes.servers, cli.job.nodes.workers).rank;
   options.scheduler_host = place.scheduler_host;
   options.scheduler_port = place.scheduler_port;
   options.listen_host = n.listen;
@@ -264,10 +306,12 @@ int node_command(const std::vector<std::string>& args) {
   options.port_file = n.port_file;
   options.devices = cli.devices;
   const auto& rates = range_of_key("cluster.link_mbit");
-  check_range("link-mbit", n.link_mbit, static_cast<std::int64_t>(rates.min), static_cast<std::int64_t>(rates.max));
+  check_range("link-mbit", n.link_mbit, static_cast<std::int64_t>(rates.min),
+              static_cast<std::int64_t>(rates.max));
   options.link_mbit = n.link_mbit;
   if (!backward_ms_allowed(n.backward_ms))
-    throw usage_error("--backward-ms must be -1 or 0 to " + shortest_number(range_of_key("cluster.backward_ms").max)
+    throw usage_error("--backward-ms must be -1 or 0 to "
+                      + shortest_number(range_of_key("cluster.backward_ms").max)
                       + " milliseconds, got " + shortest_number(n.backward_ms));
   options.backward = std::chrono::milliseconds(static_cast<std::int64_t>(n.backward_ms));
   if (n.compute_stand_in_ms < 0 || n.compute_stand_in_ms > 3600e3)
@@ -279,16 +323,19 @@ int node_command(const std::vector<std::string>& args) {
   options.join_timeout = seconds_flag("join-timeout", n.join_timeout);
   options.heartbeat_interval = seconds_flag("heartbeat", n.heartbeat);
   options.connection_timeout = seconds_flag("peer-timeout", n.peer_timeout);
-  options.timeouts.step = seconds_flag("request-timeout", n.request_timeout);  // the one step limit
+  options.timeouts.step = seconds_flag("request-timeout", n.request_timeout); // the one step limit
   if (options.connection_timeout <= options.heartbeat_interval * 2)
-    throw usage_error("--peer-timeout must exceed twice --heartbeat (a peer is lost after missing heartbeats)");
+    throw usage_error(
+      "--peer-timeout must exceed twice --heartbeat (a peer is lost after missing heartbeats)");
   if (cli.given.count("config"))
     options.own_job = cli.job;
-  if (options.role == node_kind::scheduler && (cli.job.nodes.servers < 1 || cli.job.nodes.workers < 1))
-    throw usage_error("the scheduler needs the number of server and worker processes: --server-nodes and "
-                      "--worker-nodes, the config's cluster.server_nodes / worker_nodes, or a launcher's counts");
+  if (options.role == node_kind::scheduler
+      && (cli.job.nodes.servers < 1 || cli.job.nodes.workers < 1))
+    throw usage_error(
+      "the scheduler needs the number of server and worker processes: --server-nodes and "
+      "--worker-nodes, the config's cluster.server_nodes / worker_nodes, or a launcher's counts");
   if (options.role == node_kind::worker)
-    require_compute_devices(cli.devices, cli.convolutions);  // the computes live on workers
+    require_compute_devices(cli.devices, cli.convolutions); // the computes live on workers
   // Threads: a count given here (flag or config) goes to every node with the assignment; a
   // node given none takes the scheduler's, else its share of its host (docs/threads.md).
   check_range("host-share", n.host_share, -1, 4096);
@@ -296,9 +343,11 @@ int node_command(const std::vector<std::string>& args) {
   options.default_threads = default_node_threads(n.host_share);
   check_range("host-slot", n.host_slot, -1, 4095);
   if (n.host_slot >= 0 && n.host_share > 0 && n.host_slot >= n.host_share)
-    throw usage_error("--host-slot " + std::to_string(n.host_slot) + " is not one of the --host-share "
-                      + std::to_string(n.host_share) + " places (0 to " + std::to_string(n.host_share - 1) + ")");
-  options.host_slot = n.host_share > 0 && threads_from_share(n.host_share) ? static_cast<int>(n.host_slot) : -1;
+    throw usage_error("--host-slot " + std::to_string(n.host_slot)
+                      + " is not one of the --host-share " + std::to_string(n.host_share)
+                      + " places (0 to " + std::to_string(n.host_share - 1) + ")");
+  options.host_slot =
+    n.host_share > 0 && threads_from_share(n.host_share) ? static_cast<int>(n.host_slot) : -1;
   if (options.role == node_kind::scheduler) {
     cli.threads = cli.threads_given ? cli.threads : options.default_threads;
     set_compute_threads(cli.threads);
@@ -315,23 +364,25 @@ int node_command(const std::vector<std::string>& args) {
     // weights would, once promoted, train on wrong weights without a word. Refused (before the
     // prefix's folder is made) until the parts restore the backups too.
     if (c.load_epoch >= 0 && cli.job.nodes.replicas > 1)
-      throw usage_error("--load-epoch with --replicas 2 (cluster.replicas): a resumed run restores the primary "
-                        "shards only, and a promoted backup would hold the job's initial weights; resume with "
-                        "--replicas 1 (docs/operations.md, \"A lost server\")");
+      throw usage_error(
+        "--load-epoch with --replicas 2 (cluster.replicas): a resumed run restores the primary "
+        "shards only, and a promoted backup would hold the job's initial weights; resume with "
+        "--replicas 1 (docs/operations.md, \"A lost server\")");
     check_prefix_folder(c.prefix);
     // A checkpoint to resume from is read here, before any node is let in: a damaged one ends
     // the run before the others start. The session takes it from here (its fit to the model is
     // checked when training starts).
     if (c.load_epoch >= 0 && !c.prefix.empty())
-      c.loaded = std::make_shared<const training_checkpoint>(read_any_checkpoint(c.prefix, c.load_epoch));
+      c.loaded =
+        std::make_shared<const training_checkpoint>(read_any_checkpoint(c.prefix, c.load_epoch));
   }
-  if (options.role == node_kind::scheduler) {  // what `troupe train` writes before its first step
+  if (options.role == node_kind::scheduler) { // what `troupe train` writes before its first step
     // A restarted scheduler appends to its lost one's metrics file, marking where it took over.
     if (!cli.output.metrics_path.empty()) {
       if (options.resume)
         cli.output.metrics_written_through = last_epoch_written(cli.output.metrics_path);
-      cli.output.metrics_file = open_metrics_file(cli.output.metrics_path, run_record(args, cli.job, cli.threads),
-                                                  options.resume);
+      cli.output.metrics_file = open_metrics_file(
+        cli.output.metrics_path, run_record(args, cli.job, cli.threads), options.resume);
     }
     cli.output.position = std::make_shared<run_position>();
     cli.output.terminal_columns = terminal_columns();

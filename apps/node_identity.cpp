@@ -59,7 +59,9 @@ std::optional<node_kind> cluster_role(const std::string& text) {
   return kind && *kind != node_kind::process ? kind : std::nullopt;
 }
 
-bool is_role(const std::string& role) { return cluster_role(role).has_value(); }
+bool is_role(const std::string& role) {
+  return cluster_role(role).has_value();
+}
 
 struct address {
   std::string host;
@@ -269,8 +271,8 @@ node_identity from_launcher(const char* source, const launcher_rank& r, const no
     throw usage_error(r.rank_text() + " is beyond " + cluster);
   id.role = place_of_launcher_rank(r.rank, s, w).role;
   if (!f.role.empty() && f.role != to_string(id.role))
-    throw usage_error("--role " + f.role + " contradicts " + r.rank_text() + ", a " + to_string(id.role)
-                      + " among " + cluster);
+    throw usage_error("--role " + f.role + " contradicts " + r.rank_text() + ", a "
+                      + to_string(id.role) + " among " + cluster);
   return id;
 }
 

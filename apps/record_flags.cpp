@@ -16,8 +16,7 @@ std::vector<double> rgb_flag(const char* flag, const std::string& text) {
   return values;
 }
 
-template <typename T>
-void set_given(located<T>& target, T value) {
+template <typename T> void set_given(located<T>& target, T value) {
   target.value = std::move(value);
   target.span = source_span{};
   target.given = true;
@@ -25,28 +24,38 @@ void set_given(located<T>& target, T value) {
 
 } // namespace
 
-const std::vector<std::string> record_statement_flags{"data-train", "data-train-idx", "data-val",
-                                                      "data-val-idx", "rgb-mean", "rgb-std"};
+const std::vector<std::string> record_statement_flags{"data-train",   "data-train-idx", "data-val",
+                                                      "data-val-idx", "rgb-mean",       "rgb-std"};
 
 void record_flags::declare(flag_set& f) {
   f.add("data-train", train, "RecordIO training images (.rec, MXNet's format; see docs/data.md)");
-  f.add("data-train-idx", train_index, "its .idx (\"\": PREFIX.idx beside PREFIX.rec if present, else the .rec is walked)");
+  f.add("data-train-idx", train_index,
+        "its .idx (\"\": PREFIX.idx beside PREFIX.rec if present, else the .rec is walked)");
   f.add("data-val", val, "RecordIO validation images (.rec); without it no validation");
   f.add("data-val-idx", val_index, "its .idx (\"\": as for --data-train-idx)");
-  f.add("rgb-mean", rgb_mean, "RecordIO: per-channel mean in pixel units, e.g. 123.68,116.779,103.939 (\"\": ImageNet's)");
-  f.add("rgb-std", rgb_std, "RecordIO: per-channel standard deviation in pixel units (\"\": ImageNet's)");
-  f.add_switch("skip-bad-records", skip_bad_records, "RecordIO: drop corrupt records, undecodable images and out-of-range labels, counting them per epoch, instead of stopping");
-  f.add("random-crop", random_crop, "RecordIO training: random resized crop 0/1 (-1: 1); 0 resizes and centre-crops as validation does");
-  f.add("min-random-area", min_area, "RecordIO: smallest crop area fraction of the random resized crop (-1: 0.08)");
+  f.add(
+    "rgb-mean", rgb_mean,
+    "RecordIO: per-channel mean in pixel units, e.g. 123.68,116.779,103.939 (\"\": ImageNet's)");
+  f.add("rgb-std", rgb_std,
+        "RecordIO: per-channel standard deviation in pixel units (\"\": ImageNet's)");
+  f.add_switch("skip-bad-records", skip_bad_records,
+               "RecordIO: drop corrupt records, undecodable images and out-of-range labels, "
+               "counting them per epoch, instead of stopping");
+  f.add("random-crop", random_crop,
+        "RecordIO training: random resized crop 0/1 (-1: 1); 0 resizes and centre-crops as "
+        "validation does");
+  f.add("min-random-area", min_area,
+        "RecordIO: smallest crop area fraction of the random resized crop (-1: 0.08)");
   f.add("max-random-area", max_area, "RecordIO: largest crop area fraction (-1: 1)");
 }
 
 void check_record_flags(const record_flags& r, const flag_set& f) {
   check_range("random-crop", r.random_crop, -1, 1, "the dataset's default");
-  for (auto [flag, value] : {std::pair{"min-random-area", r.min_area},
-                             std::pair{"max-random-area", r.max_area}})
+  for (auto [flag, value] :
+       {std::pair{"min-random-area", r.min_area}, std::pair{"max-random-area", r.max_area}})
     if (f.given(flag) && !(value > 0 && value <= 1))
-      throw usage_error(std::string("--") + flag + " must be in (0, 1], got " + std::to_string(value));
+      throw usage_error(std::string("--") + flag + " must be in (0, 1], got "
+                        + std::to_string(value));
   if (r.train.empty())
     for (const auto& flag : record_statement_flags)
       if (f.given(flag) && flag != "data-train")
@@ -58,9 +67,11 @@ void add_record_overrides(const record_flags& r, const flag_set& f, const std::s
   if (r.train.empty())
     throw usage_error("--dataset recordio: give the files with --data-train (and --data-val)");
   if (f.given("dataset") && dataset != "recordio")
-    throw usage_error("--data-train is RecordIO data; it cannot be combined with --dataset " + dataset);
+    throw usage_error("--data-train is RecordIO data; it cannot be combined with --dataset "
+                      + dataset);
   if (f.given("data-dir"))
-    throw usage_error("--data-dir cannot be combined with --data-train: RecordIO data is named by its files");
+    throw usage_error(
+      "--data-dir cannot be combined with --data-train: RecordIO data is named by its files");
   data_override common;
   common.dataset = "recordio";
   if (f.given("image-shape"))

@@ -16,7 +16,7 @@ namespace troupe {
 struct record_flags {
   std::string train, train_index, val, val_index, rgb_mean, rgb_std;
   bool skip_bad_records = false;
-  std::int64_t random_crop = -1;  ///< -1: the statement's default
+  std::int64_t random_crop = -1; ///< -1: the statement's default
   double min_area = -1, max_area = -1;
 
   void declare(flag_set& f);

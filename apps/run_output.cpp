@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -24,13 +24,15 @@ namespace {
 
 struct resolved_value {
   std::string key;
-  nlohmann::ordered_json json;  ///< the value as the record holds it
-  std::string text;             ///< the value as the log shows it
+  nlohmann::ordered_json json; ///< the value as the record holds it
+  std::string text;            ///< the value as the log shows it
 };
 
 // A number as the metrics lines write it (json_number: integral values as integers), so the
 // record and the epoch lines that follow it agree.
-nlohmann::ordered_json number_json(double x) { return nlohmann::ordered_json::parse(json_number(x)); }
+nlohmann::ordered_json number_json(double x) {
+  return nlohmann::ordered_json::parse(json_number(x));
+}
 
 // A float as the decimal it was written as (0.03, not 0.029999999329447746): the shortest
 // form that reads back to the same float.
@@ -81,7 +83,8 @@ std::vector<resolved_value> resolved(const training_job& job, int threads) {
 
 } // namespace
 
-std::string argument_lines(const std::vector<std::string>& args, const training_job& job, int threads) {
+std::string argument_lines(const std::vector<std::string>& args, const training_job& job,
+                           int threads) {
   std::string out = "Arguments:";
   for (const auto& a : args)
     out += " " + a;
@@ -111,7 +114,8 @@ std::int64_t last_epoch_written(const std::string& path) {
   return last;
 }
 
-std::shared_ptr<jsonl_writer> open_metrics_file(const std::string& path, const std::string& record, bool resumed) {
+std::shared_ptr<jsonl_writer> open_metrics_file(const std::string& path, const std::string& record,
+                                                bool resumed) {
   auto file = std::make_shared<jsonl_writer>(path, resumed);
   file->write({}, {}, {{resumed ? "resumed" : "config", record}});
   return file;

@@ -18,7 +18,8 @@ namespace troupe {
 
 /// "Arguments: --network mlp ..." (the command line as given) and "Resolved: seed=0 lr=0.05
 /// ..." (every value the record holds), two lines.
-std::string argument_lines(const std::vector<std::string>& args, const training_job& job, int threads);
+std::string argument_lines(const std::vector<std::string>& args, const training_job& job,
+                           int threads);
 
 /// The configuration record's object (without the {"config": ...} around it).
 std::string run_record(const std::vector<std::string>& args, const training_job& job, int threads);
@@ -30,7 +31,7 @@ std::string run_record(const std::vector<std::string>& args, const training_job&
 /// scheduler does not write again (metrics_options::written_through).
 std::int64_t last_epoch_written(const std::string& path);
 std::shared_ptr<jsonl_writer> open_metrics_file(const std::string& path, const std::string& record,
-                                               bool resumed = false);
+                                                bool resumed = false);
 
 /// `--model-prefix PREFIX`: makes PREFIX's folder when missing and checks that files can be
 /// created in it, before the run starts (troupe train, and the scheduler of a cluster run).

@@ -30,17 +30,19 @@ int train_command(const std::vector<std::string>& args) {
   require_compute_devices(cli.devices, cli.convolutions);
   check_prefix_folder(cli.output.checkpoint.prefix);
   if (!cli.output.metrics_path.empty())
-    cli.output.metrics_file = open_metrics_file(cli.output.metrics_path, run_record(args, cli.job, cli.threads));
+    cli.output.metrics_file =
+      open_metrics_file(cli.output.metrics_path, run_record(args, cli.job, cli.threads));
   set_compute_threads(cli.threads);
   cli.output.log = &std::cout;
   cli.output.position = std::make_shared<run_position>();
   cli.output.terminal_columns = terminal_columns();
   std::cout << argument_lines(args, cli.job, cli.threads) << std::flush;
-  interrupt_watch interrupts(cli.output.position);  // before the actor system's threads start
+  interrupt_watch interrupts(cli.output.position); // before the actor system's threads start
   local_node_config config;
   caf::actor_system system{config};
-  request_timeouts timeouts;  // the config's request_timeout, checked against its range there
-  timeouts.step = std::chrono::milliseconds(static_cast<std::int64_t>(cli.network.request_timeout * 1000));
+  request_timeouts timeouts; // the config's request_timeout, checked against its range there
+  timeouts.step =
+    std::chrono::milliseconds(static_cast<std::int64_t>(cli.network.request_timeout * 1000));
   auto result = run_training(system, cli.job, cli.output, cli.devices, timeouts);
   std::cout << weights_digest_line(result) << std::endl;
   return finished_run_status(result, std::cerr);

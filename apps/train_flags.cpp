@@ -16,19 +16,19 @@
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "apps/commands.hpp"
 #include "apps/config_options.hpp"
 #include "apps/flags.hpp"
 #include "apps/integer_text.hpp"
+#include "apps/record_flags.hpp"
 #include <troupe/graph/config/job_plan.hpp>
 #include <troupe/graph/config/key_ranges.hpp>
 #include <troupe/graph/placement.hpp>
-#include "apps/record_flags.hpp"
 #include <troupe/kernels/device_info.hpp>
 
 namespace troupe {
@@ -56,7 +56,7 @@ struct raw_flags {
   std::string lr_step_epochs, lr_schedule = "multi-step", progress = "auto";
   std::string image_shape = "1,28,28";
   std::string config, devices, cudnn_algorithms = "exact";
-  record_flags record;  ///< --data-train, --data-val, ... (apps/record_flags.cpp)
+  record_flags record; ///< --data-train, --data-val, ... (apps/record_flags.cpp)
   int num_layers = 0, threads = 1, shards = 1, prefetch = 3, num_classes = 10;
   int server_nodes = 0, worker_nodes = 0, top_k = 0, workers = 1, replicas = 1;
   std::string on_worker_loss = "stop";
@@ -74,65 +74,113 @@ struct raw_flags {
 };
 
 void declare(flag_set& f, raw_flags& r) {
-  f.add("config", r.config, "read the job from a .troupe config (docs/dsl.md); other flags given override it");
+  f.add("config", r.config,
+        "read the job from a .troupe config (docs/dsl.md); other flags given override it");
   f.add("network", r.network, "mlp | lenet | resnet | inception-bn | vgg");
   f.add("num-layers", r.num_layers, "depth for resnet (20/32/44/56/110, 18/50); 0 = default");
   f.add("dataset", r.dataset, "fashion-mnist | mnist | cifar10 | synthetic");
-  f.add("data-dir", r.data_dir, "dataset directory (fashion-mnist: /usr/share/datasets/fashion-mnist)");
+  f.add("data-dir", r.data_dir,
+        "dataset directory (fashion-mnist: /usr/share/datasets/fashion-mnist)");
   f.add("batch-size", r.batch_size, "training batch size");
   f.add("val-batch-size", r.val_batch_size, "validation batch size");
-  f.add("lr", r.lr, "initial learning rate (-1: 0.1 for mlp/resnet, 0.05 for lenet/vgg/inception-bn)");
+  f.add("lr", r.lr,
+        "initial learning rate (-1: 0.1 for mlp/resnet, 0.05 for lenet/vgg/inception-bn)");
   f.add("lr-schedule", r.lr_schedule, "multi-step | cosine | constant");
-  f.add("lr-step-epochs", r.lr_step_epochs, "epochs where the lr is multiplied by --lr-factor: epochs (5,7.5) or shares of the run (50%,75%); \"\": 50% and 75% of --num-epochs, also over a config's steps");
+  f.add("lr-step-epochs", r.lr_step_epochs,
+        "epochs where the lr is multiplied by --lr-factor: epochs (5,7.5) or shares of the run "
+        "(50%,75%); \"\": 50% and 75% of --num-epochs, also over a config's steps");
   f.add("lr-factor", r.lr_factor, "multi-step lr multiplier");
-  f.add("warmup-epochs", r.warmup_epochs, "linear lr warm-up from 0 over this many epochs, keeping lenet stable at lr 0.05 (-1: a tenth of --num-epochs, at most 1)");
+  f.add("warmup-epochs", r.warmup_epochs,
+        "linear lr warm-up from 0 over this many epochs, keeping lenet stable at lr 0.05 (-1: a "
+        "tenth of --num-epochs, at most 1)");
   f.add("mom", r.mom, "SGD momentum");
   f.add_switch("nesterov", r.nesterov, "use Nesterov momentum");
   f.add("wd", r.wd, "weight decay (L2) on weights; biases and batch-norm scale/shift are exempt");
   f.add("num-epochs", r.num_epochs, "epochs to train");
   f.add("seed", r.seed, "seed for initialization, shuffling, augmentation and synthetic data");
-  f.add("threads", r.threads, "compute threads, shared by oneDNN/OpenMP and oneTBB; without it a config's train.threads, else OMP_NUM_THREADS, else the hardware's threads");
-  f.add("workers", r.workers, "compute actors, each with its own model replica and part of the data (troupe node, troupe launch: default one per worker process)");
+  f.add("threads", r.threads,
+        "compute threads, shared by oneDNN/OpenMP and oneTBB; without it a config's train.threads, "
+        "else OMP_NUM_THREADS, else the hardware's threads");
+  f.add("workers", r.workers,
+        "compute actors, each with its own model replica and part of the data (troupe node, troupe "
+        "launch: default one per worker process)");
   f.add("shards", r.shards, "parameter shard actors the weights are spread over");
-  f.add("slice-bytes", r.slice_bytes, "parameters above this many bytes are cut into slices spread over the shards (>= 4)");
-  f.add("group-bytes", r.group_bytes, "keys below this many bytes are bundled into one push per shard (0: never bundle)");
-  f.add_switch("no-overlap", r.no_overlap, "send all pushes after backward instead of each as soon as backward produced it");
-  f.add("compression", r.compression, "none | fp16 | bf16 | 2bit[:THRESHOLD] | 2bit:fit (error feedback): compress the gradients where they leave their machine, and the answers as deltas; push:C compresses the pushes only; replaces every route's compress");
-  f.add_switch("no-priority", r.no_priority, "cluster links write pushes and their answers in backward's order (last layer first) instead of the order the next forward needs them");
+  f.add("slice-bytes", r.slice_bytes,
+        "parameters above this many bytes are cut into slices spread over the shards (>= 4)");
+  f.add("group-bytes", r.group_bytes,
+        "keys below this many bytes are bundled into one push per shard (0: never bundle)");
+  f.add_switch("no-overlap", r.no_overlap,
+               "send all pushes after backward instead of each as soon as backward produced it");
+  f.add("compression", r.compression,
+        "none | fp16 | bf16 | 2bit[:THRESHOLD] | 2bit:fit (error feedback): compress the gradients "
+        "where they leave their machine, and the answers as deltas; push:C compresses the pushes "
+        "only; replaces every route's compress");
+  f.add_switch("no-priority", r.no_priority,
+               "cluster links write pushes and their answers in backward's order (last layer "
+               "first) instead of the order the next forward needs them");
   f.add("prefetch", r.prefetch, "batches each loader builds ahead");
-  f.add("server-nodes", r.server_nodes, "server processes of a cluster run, holding the shards (0 with --worker-nodes 0: one process)");
-  f.add("worker-nodes", r.worker_nodes, "worker processes of a cluster run, holding loaders and compute actors");
-  f.add("replicas", r.replicas, "copies of each server process's shards: 1, or 2 for a backup on the next server process, promoted when the server is lost");
-  f.add("on-worker-loss", r.on_worker_loss, "stop, continue without a lost worker process (async and ssp only), or adopt its computes on another worker process (bsp; its default)");
-  f.add("random-crop-pad", r.random_crop_pad, "random crop after zero padding, 0 to 64 (-1: 4 for cifar10, else 0)");
+  f.add(
+    "server-nodes", r.server_nodes,
+    "server processes of a cluster run, holding the shards (0 with --worker-nodes 0: one process)");
+  f.add("worker-nodes", r.worker_nodes,
+        "worker processes of a cluster run, holding loaders and compute actors");
+  f.add("replicas", r.replicas,
+        "copies of each server process's shards: 1, or 2 for a backup on the next server process, "
+        "promoted when the server is lost");
+  f.add("on-worker-loss", r.on_worker_loss,
+        "stop, continue without a lost worker process (async and ssp only), or adopt its computes "
+        "on another worker process (bsp; its default)");
+  f.add("random-crop-pad", r.random_crop_pad,
+        "random crop after zero padding, 0 to 64 (-1: 4 for cifar10, else 0)");
   f.add("random-mirror", r.random_mirror, "random horizontal flip 0/1 (-1: 1 for cifar10, else 0)");
   r.record.declare(f);
   f.add("image-shape", r.image_shape, "synthetic data and RecordIO batches: C,H,W");
   f.add("num-classes", r.num_classes, "synthetic data and RecordIO: classes");
   f.add("num-examples", r.num_examples, "synthetic data: training examples");
   f.add_switch("no-validation", r.no_validation, "skip the validation pass after each epoch");
-  f.add("eval-every", r.eval_every, "validate after every Nth epoch and after the last (0: no validation)");
+  f.add("eval-every", r.eval_every,
+        "validate after every Nth epoch and after the last (0: no validation)");
   f.add("metrics", r.metrics, "write one JSON object per epoch to this file");
-  f.add("top-k", r.top_k, "also report top-K accuracy, training and validation, 1 to the classes (0: off; troupe eval: 0 means 5 when there are more than 5 classes, else 1)");
-  f.add("model-prefix", r.model_prefix, "save checkpoints as PREFIX-EEEE.safetensors (docs/checkpoints.md)");
+  f.add("top-k", r.top_k,
+        "also report top-K accuracy, training and validation, 1 to the classes (0: off; troupe "
+        "eval: 0 means 5 when there are more than 5 classes, else 1)");
+  f.add("model-prefix", r.model_prefix,
+        "save checkpoints as PREFIX-EEEE.safetensors (docs/checkpoints.md)");
   f.add("save-period", r.save_period, "save a checkpoint every N epochs and after the last");
   f.add("load-epoch", r.load_epoch, "resume from the --model-prefix checkpoint of this epoch");
-  f.add("devices", r.devices, "where the compute actors run: cpu, or gpu:0,gpu:1,... (compute i on device i mod count); default: the CPU");
-  f.add("cudnn-algorithms", r.cudnn_algorithms, "GPU convolutions: exact (no FFT or non-fused Winograd: float32 results) | fastest (whatever cuDNN times fastest, ~1e-3 off; docs/gpu.md)");
+  f.add("devices", r.devices,
+        "where the compute actors run: cpu, or gpu:0,gpu:1,... (compute i on device i mod count); "
+        "default: the CPU");
+  f.add("cudnn-algorithms", r.cudnn_algorithms,
+        "GPU convolutions: exact (no FFT or non-fused Winograd: float32 results) | fastest "
+        "(whatever cuDNN times fastest, ~1e-3 off; docs/gpu.md)");
   f.add("disp-batches", r.disp_batches, "print speed and accuracy every N batches (0: never)");
   f.add("progress", r.progress, "progress bar: auto (when stdout is a terminal) | on | off");
 }
 
 // Words for the values in help (`--lr RATE`); flags not listed show their type (N, X, TEXT).
 void name_placeholders(flag_set& f) {
-  const std::pair<const char*, const char*> words[] = {
-    {"config", "FILE"},        {"metrics", "FILE"},        {"data-dir", "DIR"},
-    {"lr", "RATE"},            {"lr-factor", "FACTOR"},    {"lr-schedule", "POLICY"},
-    {"lr-step-epochs", "EPOCHS"}, {"warmup-epochs", "EPOCHS"}, {"network", "NAME"},
-    {"dataset", "NAME"},       {"image-shape", "C,H,W"},   {"slice-bytes", "BYTES"},
-    {"group-bytes", "BYTES"},  {"devices", "LIST"},     {"cudnn-algorithms", "exact|fastest"},
-    {"progress", "MODE"},      {"on-worker-loss", "POLICY"}, {"random-mirror", "0|1"},
-    {"mom", "X"},              {"wd", "X"},                {"top-k", "K"}};
+  const std::pair<const char*, const char*> words[] = {{"config", "FILE"},
+                                                       {"metrics", "FILE"},
+                                                       {"data-dir", "DIR"},
+                                                       {"lr", "RATE"},
+                                                       {"lr-factor", "FACTOR"},
+                                                       {"lr-schedule", "POLICY"},
+                                                       {"lr-step-epochs", "EPOCHS"},
+                                                       {"warmup-epochs", "EPOCHS"},
+                                                       {"network", "NAME"},
+                                                       {"dataset", "NAME"},
+                                                       {"image-shape", "C,H,W"},
+                                                       {"slice-bytes", "BYTES"},
+                                                       {"group-bytes", "BYTES"},
+                                                       {"devices", "LIST"},
+                                                       {"cudnn-algorithms", "exact|fastest"},
+                                                       {"progress", "MODE"},
+                                                       {"on-worker-loss", "POLICY"},
+                                                       {"random-mirror", "0|1"},
+                                                       {"mom", "X"},
+                                                       {"wd", "X"},
+                                                       {"top-k", "K"}};
   for (const auto& [flag, word] : words)
     f.set_placeholder(flag, word);
 }
@@ -153,8 +201,8 @@ void check_known(const char* flag, const std::string& value,
   std::string list;
   for (const auto& k : known)
     list += (list.empty() ? "" : ", ") + k;
-  throw usage_error(std::string("--") + flag + ": unknown " + flag + " '" + value + "' (known: "
-                    + list + ")");
+  throw usage_error(std::string("--") + flag + ": unknown " + flag + " '" + value
+                    + "' (known: " + list + ")");
 }
 
 bool progress_wanted(const std::string& mode) {
@@ -184,7 +232,8 @@ void check_values(const raw_flags& r, const flag_set& f) {
   if (!parse_compression(r.compression, why))
     throw usage_error("--compression: " + why);
   // -1 (or unset) means "the default the config derives" for these: checked when given.
-  for (const auto& [flag, value] : {std::pair<const char*, double>{"lr", r.lr}, {"lr-factor", r.lr_factor},
+  for (const auto& [flag, value] : {std::pair<const char*, double>{"lr", r.lr},
+                                    {"lr-factor", r.lr_factor},
                                     {"warmup-epochs", r.warmup_epochs},
                                     {"load-epoch", static_cast<double>(r.load_epoch)}})
     if (f.given(flag))
@@ -197,13 +246,14 @@ void check_values(const raw_flags& r, const flag_set& f) {
   check_flag("disp-batches", static_cast<double>(r.disp_batches));
   check_flag("seed", static_cast<double>(r.seed));
   check_flag("save-period", static_cast<double>(r.save_period));
-  if (f.given("num-layers") && r.num_layers != 0) {  // 0: the network's default depth
+  if (f.given("num-layers") && r.num_layers != 0) { // 0: the network's default depth
     const auto& layers = range_of_key("model.layers");
     check_range("num-layers", r.num_layers, static_cast<std::int64_t>(layers.min),
                 static_cast<std::int64_t>(layers.max), "0 = the network's default");
   }
   check_range("random-crop-pad", r.random_crop_pad, -1,
-              static_cast<std::int64_t>(range_of_key("data.crop_pad").max), "-1: the dataset's default");
+              static_cast<std::int64_t>(range_of_key("data.crop_pad").max),
+              "-1: the dataset's default");
   if (r.random_mirror < -1 || r.random_mirror > 1)
     throw usage_error("--random-mirror must be 0 or 1 (-1: the dataset's default), got "
                       + std::to_string(r.random_mirror));
@@ -246,7 +296,8 @@ void check_schedule_flags(const job_config& c, const flag_set& f) {
   if (s.policy.value != "multi_step") {
     for (const char* flag : {"lr-factor", "lr-step-epochs"})
       if (f.given(flag))
-        throw usage_error(std::string("--") + flag + " applies to the multi-step schedule only, not "
+        throw usage_error(std::string("--") + flag
+                          + " applies to the multi-step schedule only, not "
                           + (s.policy.value == "cosine" ? "cosine" : "constant"));
     return;
   }
@@ -263,7 +314,8 @@ void check_schedule_flags(const job_config& c, const flag_set& f) {
                         + "% is not a share of the run above 0% and below 100%");
     if (!written.share && !(at > 0 && at < static_cast<double>(epochs)))
       throw usage_error("--lr-step-epochs: " + number_text(at) + " is not inside the run's "
-                        + std::to_string(epochs) + " epochs (--num-epochs): a step there never applies");
+                        + std::to_string(epochs)
+                        + " epochs (--num-epochs): a step there never applies");
     if (i > 0 && !(at > s.steps.value[i - 1]))
       throw usage_error("--lr-step-epochs must increase, but " + number_text(at) + " follows "
                         + number_text(s.steps.value[i - 1]));
@@ -282,7 +334,8 @@ void check_plan(const job_config& config, const training_job& job, bool shards_g
   const auto plan = plan_config(config, job, expected_data_facts(job));
   if (shards_given && plan.keys.shards.size() < static_cast<std::size_t>(job.shards))
     throw usage_error("--shards " + std::to_string(job.shards) + ": only "
-                      + std::to_string(plan.keys.shards.size()) + " shards get a parameter key to own "
+                      + std::to_string(plan.keys.shards.size())
+                      + " shards get a parameter key to own "
                       + "(fewer keys than shards; --slice-bytes cuts large parameters into more)");
 }
 
@@ -294,9 +347,10 @@ std::string config_spelling(std::string name) {
 
 // How a refusal of an override names it: by the flag that gave it (config_overrides::name_of).
 std::string flag_of_key(const std::string& key) {
-  const std::pair<const char*, const char*> unranged[] = {
-    {"data.dataset", "--dataset"}, {"data.dir", "--data-dir"}, {"data.path", "--data-train"},
-    {"data.index", "--data-train-idx"}};
+  const std::pair<const char*, const char*> unranged[] = {{"data.dataset", "--dataset"},
+                                                          {"data.dir", "--data-dir"},
+                                                          {"data.path", "--data-train"},
+                                                          {"data.index", "--data-train-idx"}};
   for (const auto& [k, flag] : unranged)
     if (key == k)
       return flag;
@@ -314,9 +368,12 @@ void add_data_overrides(const raw_flags& r, const flag_set& f, config_overrides&
   data_override d;
   d.dataset = config_spelling(r.dataset);
   if (d.dataset == "synthetic") {
-    if (f.given("image-shape")) d.shape = parse_shape("image-shape", r.image_shape);
-    if (f.given("num-classes")) d.classes = r.num_classes;
-    if (f.given("num-examples")) d.examples = r.num_examples;
+    if (f.given("image-shape"))
+      d.shape = parse_shape("image-shape", r.image_shape);
+    if (f.given("num-classes"))
+      d.classes = r.num_classes;
+    if (f.given("num-examples"))
+      d.examples = r.num_examples;
   }
   o.train_data = d;
 }
@@ -328,11 +385,13 @@ config_overrides overrides_of(const raw_flags& r, const flag_set& f) {
   o.name_of = flag_of_key;
   if (f.given("config")) {
     std::vector<std::string> structural{"dataset", "image-shape", "num-classes", "num-examples"};
-    structural.insert(structural.end(), record_statement_flags.begin(), record_statement_flags.end());
+    structural.insert(structural.end(), record_statement_flags.begin(),
+                      record_statement_flags.end());
     for (const auto& flag : structural)
       if (f.given(flag))
-        throw usage_error("--" + flag + " cannot be combined with --config: "
-                          "edit the config's data statement");
+        throw usage_error("--" + flag
+                          + " cannot be combined with --config: "
+                            "edit the config's data statement");
   } else {
     add_data_overrides(r, f, o);
   }
@@ -354,8 +413,7 @@ job_config base_config(const raw_flags& r, const flag_set& f, const config_overr
 }
 
 // A value a flag set: given, at no place in the config's text.
-template <typename T, typename V>
-void set_given(located<T>& target, V value) {
+template <typename T, typename V> void set_given(located<T>& target, V value) {
   target.value = T(std::move(value));
   target.span = source_span{};
   target.given = true;
@@ -369,32 +427,46 @@ void apply_data_flags(job_config& c, const raw_flags& r, const flag_set& f) {
     if (val.dataset.value == train.dataset.value)
       set_given(val.dir, r.data_dir);
   }
-  if (f.given("batch-size")) set_given(train.batch, r.batch_size);
-  if (f.given("val-batch-size")) set_given(val.batch, r.val_batch_size);
-  if (r.random_crop_pad >= 0) set_given(train.crop_pad, r.random_crop_pad);
-  if (r.random_mirror >= 0) set_given(train.mirror, r.random_mirror != 0);
+  if (f.given("batch-size"))
+    set_given(train.batch, r.batch_size);
+  if (f.given("val-batch-size"))
+    set_given(val.batch, r.val_batch_size);
+  if (r.random_crop_pad >= 0)
+    set_given(train.crop_pad, r.random_crop_pad);
+  if (r.random_mirror >= 0)
+    set_given(train.mirror, r.random_mirror != 0);
   apply_record_flags(r.record, f, train, val);
-  if (r.no_validation) val.enabled = false;
+  if (r.no_validation)
+    val.enabled = false;
 }
 
 void apply_model_and_optimizer_flags(job_config& c, const raw_flags& r, const flag_set& f) {
-  if (f.given("network")) set_given(c.model.network, config_spelling(r.network));
-  if (f.given("num-layers")) set_given(c.model.layers, r.num_layers);
+  if (f.given("network"))
+    set_given(c.model.network, config_spelling(r.network));
+  if (f.given("num-layers"))
+    set_given(c.model.layers, r.num_layers);
   auto& o = c.optimizer;
-  if (f.given("lr")) set_given(o.lr, r.lr);
-  if (f.given("mom")) set_given(o.momentum, r.mom);
-  if (f.given("wd")) set_given(o.wd, r.wd);
-  if (r.nesterov) set_given(o.nesterov, true);
+  if (f.given("lr"))
+    set_given(o.lr, r.lr);
+  if (f.given("mom"))
+    set_given(o.momentum, r.mom);
+  if (f.given("wd"))
+    set_given(o.wd, r.wd);
+  if (r.nesterov)
+    set_given(o.nesterov, true);
   auto& s = c.schedule;
-  if (f.given("lr-schedule")) set_given(s.policy, config_spelling(r.lr_schedule));
+  if (f.given("lr-schedule"))
+    set_given(s.policy, config_spelling(r.lr_schedule));
   if (f.given("lr-step-epochs")) {
-    if (r.lr_step_epochs.empty())  // "": 50% and 75% of the run, whatever the config wrote
+    if (r.lr_step_epochs.empty()) // "": 50% and 75% of the run, whatever the config wrote
       s.written_steps = {};
     else
       set_given(s.written_steps, parse_steps_flag(r.lr_step_epochs));
   }
-  if (f.given("lr-factor")) set_given(s.factor, r.lr_factor);
-  if (f.given("warmup-epochs")) set_given(s.warmup, r.warmup_epochs);
+  if (f.given("lr-factor"))
+    set_given(s.factor, r.lr_factor);
+  if (f.given("warmup-epochs"))
+    set_given(s.warmup, r.warmup_epochs);
 }
 
 // The cluster section's flags. --workers is not among them: it is an override (overrides_of),
@@ -405,46 +477,69 @@ void check_compression_flag(const topology_config& t, const compression_spec& sp
   if (spec.answers == value_encoding::none)
     return;
   if (!answers_sources_alike(t.levels, machine_exit_hop(t.levels)))
-    throw usage_error("--compression " + to_string(spec) + " also compresses the answers, as deltas against what "
-                      "every source holds, and topology " + t.name.value + " answers its sources at different "
-                      "steps: use --compression push:" + to_string(spec) + " to compress the pushes only");
+    throw usage_error("--compression " + to_string(spec)
+                      + " also compresses the answers, as deltas against what "
+                        "every source holds, and topology "
+                      + t.name.value
+                      + " answers its sources at different "
+                        "steps: use --compression push:"
+                      + to_string(spec) + " to compress the pushes only");
 }
 
 void apply_cluster_flags(cluster_config& cluster, const raw_flags& r, const flag_set& f) {
-  if (f.given("shards")) set_given(cluster.shards, r.shards);
-  if (f.given("slice-bytes")) set_given(cluster.slice_bytes, r.slice_bytes);
-  if (f.given("group-bytes")) set_given(cluster.group_bytes, r.group_bytes);
-  if (r.no_overlap) set_given(cluster.overlap, false);
-  if (r.no_priority) set_given(cluster.priority, false);
-  if (f.given("server-nodes")) set_given(cluster.server_nodes, r.server_nodes);
-  if (f.given("worker-nodes")) set_given(cluster.worker_nodes, r.worker_nodes);
-  if (f.given("on-worker-loss")) set_given(cluster.on_worker_loss, r.on_worker_loss);
-  if (f.given("replicas")) set_given(cluster.replicas, r.replicas);
+  if (f.given("shards"))
+    set_given(cluster.shards, r.shards);
+  if (f.given("slice-bytes"))
+    set_given(cluster.slice_bytes, r.slice_bytes);
+  if (f.given("group-bytes"))
+    set_given(cluster.group_bytes, r.group_bytes);
+  if (r.no_overlap)
+    set_given(cluster.overlap, false);
+  if (r.no_priority)
+    set_given(cluster.priority, false);
+  if (f.given("server-nodes"))
+    set_given(cluster.server_nodes, r.server_nodes);
+  if (f.given("worker-nodes"))
+    set_given(cluster.worker_nodes, r.worker_nodes);
+  if (f.given("on-worker-loss"))
+    set_given(cluster.on_worker_loss, r.on_worker_loss);
+  if (f.given("replicas"))
+    set_given(cluster.replicas, r.replicas);
 }
 
 void apply_run_flags(job_config& c, const raw_flags& r, const flag_set& f) {
   auto& run = c.run;
-  if (f.given("num-epochs")) set_given(run.epochs, r.num_epochs);
+  if (f.given("num-epochs"))
+    set_given(run.epochs, r.num_epochs);
   if (f.given("eval-every")) {
     set_given(run.eval_every, r.eval_every);
-    if (r.eval_every == 0)  // as `train { eval_every = 0 }`: no validation
+    if (r.eval_every == 0) // as `train { eval_every = 0 }`: no validation
       c.validation_data.enabled = false;
   }
-  if (f.given("seed")) set_given(run.seed, r.seed);
-  if (f.given("threads")) set_given(run.threads, r.threads);
-  else if (!run.threads.given) run.threads.value = r.threads;  // default_thread_count()
-  if (f.given("prefetch")) set_given(run.prefetch, r.prefetch);
-  if (f.given("disp-batches")) set_given(run.display, r.disp_batches);
-  if (f.given("metrics")) set_given(run.metrics, r.metrics);
+  if (f.given("seed"))
+    set_given(run.seed, r.seed);
+  if (f.given("threads"))
+    set_given(run.threads, r.threads);
+  else if (!run.threads.given)
+    run.threads.value = r.threads; // default_thread_count()
+  if (f.given("prefetch"))
+    set_given(run.prefetch, r.prefetch);
+  if (f.given("disp-batches"))
+    set_given(run.display, r.disp_batches);
+  if (f.given("metrics"))
+    set_given(run.metrics, r.metrics);
   if (f.given("top-k")) {
     if (r.top_k > c.model.classes.value)
       throw usage_error("--top-k must be at most the " + std::to_string(c.model.classes.value)
                         + " classes, got " + std::to_string(r.top_k));
     set_given(run.top_k, r.top_k);
   }
-  if (f.given("model-prefix")) set_given(run.model_prefix, r.model_prefix);
-  if (f.given("save-period")) set_given(run.save_period, r.save_period);
-  if (f.given("load-epoch")) set_given(run.load_epoch, r.load_epoch);
+  if (f.given("model-prefix"))
+    set_given(run.model_prefix, r.model_prefix);
+  if (f.given("save-period"))
+    set_given(run.save_period, r.save_period);
+  if (f.given("load-epoch"))
+    set_given(run.load_epoch, r.load_epoch);
   if (f.given("devices")) {
     try {
       set_given(run.devices, parse_compute_devices(r.devices));
@@ -455,7 +550,7 @@ void apply_run_flags(job_config& c, const raw_flags& r, const flag_set& f) {
   apply_cluster_flags(c.cluster, r, f);
   if (f.given("compression")) {
     std::string why;
-    const auto spec = *parse_compression(r.compression, why);  // checked in check_values
+    const auto spec = *parse_compression(r.compression, why); // checked in check_values
     compress_machine_exit(c.topology, spec);
     check_compression_flag(c.topology, spec);
   }
@@ -474,26 +569,27 @@ void apply_flags(job_config& c, const raw_flags& r, const flag_set& f) {
 } // namespace
 
 train_command_line parse_train_flags(const std::vector<std::string>& args) {
-  return parse_train_flags(args, "train",
-                           "Trains a network with loader, compute, parameter-shard, coordinator and "
-                           "metrics actors in one process and prints MXNet-style progress.",
-                           {});
+  return parse_train_flags(
+    args, "train",
+    "Trains a network with loader, compute, parameter-shard, coordinator and "
+    "metrics actors in one process and prints MXNet-style progress.",
+    {});
 }
 
 namespace {
 
 cluster_network network_of(const cluster_config& k) {
-  return cluster_network{k.scheduler.value,    k.listen.value,       k.join_timeout.value,
-                         k.heartbeat.value,    k.peer_timeout.value, k.request_timeout.value,
-                         k.tcp_congestion.value, k.link_mbit.value,       k.backward_ms.value};
+  return cluster_network{k.scheduler.value,      k.listen.value,       k.join_timeout.value,
+                         k.heartbeat.value,      k.peer_timeout.value, k.request_timeout.value,
+                         k.tcp_congestion.value, k.link_mbit.value,    k.backward_ms.value};
 }
 
 // The compute count when none is given: one per worker process, asked of `worker_processes`
 // with the cluster section as the flags leave it (they are applied to the config itself later,
 // with the rest).
-config_overrides::count_question compute_count_default(
-  const raw_flags& r, const flag_set& f,
-  const std::function<int(const cluster_settings&)>& worker_processes) {
+config_overrides::count_question
+compute_count_default(const raw_flags& r, const flag_set& f,
+                      const std::function<int(const cluster_settings&)>& worker_processes) {
   return [&r, &f, worker_processes](const cluster_config& read) -> std::optional<int> {
     auto cluster = read;
     apply_cluster_flags(cluster, r, f);
@@ -525,10 +621,10 @@ train_command_line command_line_of(job_config& config, const raw_flags& r, const
 
 } // namespace
 
-train_command_line parse_train_flags(const std::vector<std::string>& args, const std::string& command,
-                                     const std::string& summary,
-                                     const std::function<void(flag_set&)>& declare_own,
-                                     const std::function<int(const cluster_settings&)>& worker_processes) {
+train_command_line
+parse_train_flags(const std::vector<std::string>& args, const std::string& command,
+                  const std::string& summary, const std::function<void(flag_set&)>& declare_own,
+                  const std::function<int(const cluster_settings&)>& worker_processes) {
   raw_flags r;
   r.threads = default_thread_count();
   flag_set f(command, summary);
@@ -565,7 +661,8 @@ convolution_algorithms convolution_algorithms_flag(const std::string& text) {
   }
 }
 
-void require_compute_devices(const std::vector<compute_device>& devices, convolution_algorithms convolutions) {
+void require_compute_devices(const std::vector<compute_device>& devices,
+                             convolution_algorithms convolutions) {
   require_compute_devices(devices);
   set_convolution_algorithms(convolutions);
 }

@@ -26,9 +26,9 @@ namespace troupe {
 /// How a cluster's processes reach each other, as the config says (`troupe node` flags
 /// override each).
 struct cluster_network {
-  std::string scheduler;  ///< "HOST:PORT"; empty: not said
+  std::string scheduler; ///< "HOST:PORT"; empty: not said
   std::string listen = "127.0.0.1";
-  double join_timeout = 120, heartbeat = 1, peer_timeout = 5;  ///< seconds
+  double join_timeout = 120, heartbeat = 1, peer_timeout = 5; ///< seconds
   /// Seconds a request within a step (a push, a pull, a batch) may wait: the run's
   /// request_timeouts::step, in one process and across processes alike.
   double request_timeout = 600;
@@ -68,7 +68,7 @@ train_command_line parse_train_flags(const std::vector<std::string>& args);
 /// the job is made: what `troupe node` resolves its place from.
 struct cluster_settings {
   cluster_network network;
-  int server_nodes = 0;  ///< processes; 0: not said (or one process)
+  int server_nodes = 0; ///< processes; 0: not said (or one process)
   int worker_nodes = 0;
   /// The flags the user gave, to tell a value given from the config's.
   std::set<std::string> given;
@@ -82,17 +82,18 @@ struct cluster_settings {
 /// cluster.workers says, the run gets one compute per worker process (`troupe launch -n 2
 /// --network mlp` trains two computes, not one that cannot be split over two processes), and
 /// the topology is compiled for that count.
-train_command_line parse_train_flags(const std::vector<std::string>& args, const std::string& command,
-                                     const std::string& summary,
-                                     const std::function<void(flag_set&)>& declare_own,
-                                     const std::function<int(const cluster_settings&)>& worker_processes = {});
+train_command_line
+parse_train_flags(const std::vector<std::string>& args, const std::string& command,
+                  const std::string& summary, const std::function<void(flag_set&)>& declare_own,
+                  const std::function<int(const cluster_settings&)>& worker_processes = {});
 
 /// Checks, before anything starts, that this process has the devices the run asks for:
 /// std::runtime_error naming a GPU it lacks (or a build without CUDA).
 void require_compute_devices(const std::vector<compute_device>& devices);
 /// The same, and makes `convolutions` the process's choice of cuDNN algorithms: what a command
 /// runs before its GPU models are built.
-void require_compute_devices(const std::vector<compute_device>& devices, convolution_algorithms convolutions);
+void require_compute_devices(const std::vector<compute_device>& devices,
+                             convolution_algorithms convolutions);
 /// --cudnn-algorithms's value; usage_error naming the flag when it is not exact or fastest.
 convolution_algorithms convolution_algorithms_flag(const std::string& text);
 

@@ -41,7 +41,8 @@ std::uint64_t weights_digest(const training_result& result) {
 
 std::string weights_digest_line(const training_result& result) {
   char digest[17];
-  std::snprintf(digest, sizeof digest, "%016llx", static_cast<unsigned long long>(weights_digest(result)));
+  std::snprintf(digest, sizeof digest, "%016llx",
+                static_cast<unsigned long long>(weights_digest(result)));
   return "Final weights: " + std::to_string(result.final_weights.size()) + " tensors, "
          + std::to_string(value_bytes(result)) + " bytes, digest " + digest;
 }

@@ -68,11 +68,12 @@ void close_link(channel_pointer self, const caf::error& err, const std::string& 
   if (st.at == stage::closed)
     return;
   st.at = stage::closed;
-  if (err && !why.empty())  // a finished run's end is not news
+  if (err && !why.empty()) // a finished run's end is not news
     channel_log(st, "link to " + st.peer_name + ": " + why);
   tell_node_lost(self, err);
   for (auto& [id, request] : st.pending)
-    request.promise.deliver(err ? err : make_error(errc::peer_down, "the link to " + st.peer_name + " closed"));
+    request.promise.deliver(
+      err ? err : make_error(errc::peer_down, "the link to " + st.peer_name + " closed"));
   st.pending.clear();
   st.queued.clear();
   st.socket->close();
@@ -80,26 +81,31 @@ void close_link(channel_pointer self, const caf::error& err, const std::string& 
 }
 
 // Ends a channel this node said goodbye on, with the end it chose then.
-void leave(channel_pointer self) { close_link(self, self->state.leaving->end, ""); }
+void leave(channel_pointer self) {
+  close_link(self, self->state.leaving->end, "");
+}
 
 // Tells the peer how the channel ends (`m`), fails what waits on it, logs `why` when the end
 // is an error, and closes once the peer has closed (or after connection_timeout).
-void say_goodbye(channel_pointer self, const shutdown_message& m, caf::error end, const std::string& why) {
+void say_goodbye(channel_pointer self, const shutdown_message& m, caf::error end,
+                 const std::string& why) {
   auto& st = self->state;
   if (st.at == stage::closed || st.leaving)
     return;
   if (end)
     channel_log(st, "link to " + st.peer_name + ": " + why);
-  const auto waiting = end ? end : make_error(errc::peer_down, "the link to " + st.peer_name + " closed");
+  const auto waiting =
+    end ? end : make_error(errc::peer_down, "the link to " + st.peer_name + " closed");
   for (auto& [id, request] : st.pending)
     request.promise.deliver(waiting);
   st.pending.clear();
   st.queued.clear();
-  st.leaving = channel_state::goodbye{std::move(end), channel_clock::now() + st.options->connection_timeout};
+  st.leaving =
+    channel_state::goodbye{std::move(end), channel_clock::now() + st.options->connection_timeout};
   try {
     write_frame(self, m);
   } catch (const std::exception&) {
-    leave(self);  // the reason does not fit a frame: closing says enough
+    leave(self); // the reason does not fit a frame: closing says enough
   }
 }
 
@@ -110,10 +116,10 @@ failure_message failure_of(std::uint64_t request, const caf::error& err) {
 }
 
 // Request kinds carry their number and the time left to their deadline (wire_messages.hpp).
-template <class T, class = void>
-struct is_request_kind : std::false_type {};
+template <class T, class = void> struct is_request_kind : std::false_type {};
 template <class T>
-struct is_request_kind<T, std::void_t<decltype(std::declval<T&>().remaining_ms)>> : std::true_type {};
+struct is_request_kind<T, std::void_t<decltype(std::declval<T&>().remaining_ms)>> : std::true_type {
+};
 
 // Stamps request `id` into `message` with the milliseconds left until `due` (at least 1: a
 // request written is one its originator still waits for).
@@ -142,7 +148,8 @@ void write_or_fail(channel_pointer self, wire_message message, std::uint64_t req
   } catch (const std::exception& e) {
     const std::string problem = std::string("cannot send a ") + kind_name(kind) + ": " + e.what();
     if (auto it = st.pending.find(request); request != 0 && it != st.pending.end()) {
-      it->second.promise.deliver(make_error(errc::bad_request, "link to " + st.peer_name + ": " + problem));
+      it->second.promise.deliver(
+        make_error(errc::bad_request, "link to " + st.peer_name + ": " + problem));
       st.pending.erase(it);
     } else {
       channel_log(st, "link to " + st.peer_name + ": " + problem);
@@ -165,7 +172,8 @@ void send_or_queue(channel_pointer self, wire_message message, std::uint64_t req
 void shut_down_link(channel_pointer self, const shutdown_message& m) {
   say_goodbye(self, m,
               m.finished ? caf::error{}
-                         : make_error(errc::peer_down, "link to " + self->state.peer_name + " shut down here: " + m.reason),
+                         : make_error(errc::peer_down, "link to " + self->state.peer_name
+                                                         + " shut down here: " + m.reason),
               "shut down here: " + m.reason);
 }
 
@@ -174,13 +182,16 @@ caf::result<wire_message> call(channel_pointer self, wire_message& request, cons
   auto& st = self->state;
   const auto* codec = codec_taking(request.index(), kind_role::request);
   if (!codec)
-    return make_error(errc::bad_request, std::string("a ") + kind_name(request) + " is no request of any interface");
+    return make_error(errc::bad_request,
+                      std::string("a ") + kind_name(request) + " is no request of any interface");
   if (st.leaving || st.at == stage::closed)
-    return st.leaving && st.leaving->end ? st.leaving->end
-                                         : make_error(errc::peer_down, "the link to " + st.peer_name + " is closing");
+    return st.leaving && st.leaving->end
+             ? st.leaving->end
+             : make_error(errc::peer_down, "the link to " + st.peer_name + " is closing");
   const auto id = st.next_request++;
   auto promise = self->make_response_promise<wire_message>();
-  st.pending.emplace(id, pending_call{promise, codec->interface, codec->target_of(request), channel_clock::now(), due});
+  st.pending.emplace(id, pending_call{promise, codec->interface, codec->target_of(request),
+                                      channel_clock::now(), due});
   send_or_queue(self, std::move(request), id);
   return promise;
 }
@@ -201,40 +212,44 @@ void on_answer(channel_pointer self, std::uint64_t request, wire_message& answer
   }
   const auto& codec = codec_of(it->second.interface);
   if (!codec.takes(answer.index(), kind_role::answer))
-    return refuse_peer(self, "answered request " + std::to_string(request) + " (" + to_string(codec.interface)
-                               + ") with a " + kind_name(answer));
+    return refuse_peer(self, "answered request " + std::to_string(request) + " ("
+                               + to_string(codec.interface) + ") with a " + kind_name(answer));
   auto promise = std::move(it->second.promise);
   st.pending.erase(it);
   promise.deliver(std::move(answer));
 }
 
 std::uint64_t request_of(const wire_message& answer) {
-  return std::visit(
-    [](const auto& m) -> std::uint64_t {
-      if constexpr (std::is_same_v<std::decay_t<decltype(m)>, weights_message>
-                    || std::is_same_v<std::decay_t<decltype(m)>, report_message>
-                    || std::is_same_v<std::decay_t<decltype(m)>, checkpoint_done_message>
-                    || std::is_same_v<std::decay_t<decltype(m)>, replicated_message>
-                    || std::is_same_v<std::decay_t<decltype(m)>, failure_message>)
-        return m.request;
-      else
-        return 0;
-    },
-    answer);
+  return std::
+    visit(
+      [](
+        const auto&
+          m) -> std::
+               uint64_t {
+                 if constexpr (std::is_same_v<
+                                 std::decay_t<decltype(m)>,
+                                 weights_message> || std::is_same_v<std::decay_t<decltype(m)>, report_message> || std::is_same_v<std::decay_t<decltype(m)>, checkpoint_done_message> || std::is_same_v<std::decay_t<decltype(m)>, replicated_message> || std::is_same_v<std::decay_t<decltype(m)>, failure_message>)
+                   return m.request;
+                 else
+                   return 0;
+               },
+      answer);
 }
 
 void on_admitted_message(channel_pointer self, wire_message& message) {
   auto& st = self->state;
   const auto kind = message.index();
   if (std::holds_alternative<heartbeat_message>(message))
-    return;  // last_received is updated for every frame
+    return; // last_received is updated for every frame
   if (auto* m = std::get_if<shutdown_message>(&message)) {
     auto& serving = *st.options->serving;
     if (auto node = serving.find<remote_interface::scheduler_control>(0))
       self->send(node, goodbye_atom::value, channel_of(self), *m);
     if (auto node = serving.find<remote_interface::member_control>(0))
       self->send(node, goodbye_atom::value, channel_of(self), *m);
-    close_link(self, m->finished ? caf::error{} : make_error(errc::peer_down, st.peer_name + " shut down: " + m->reason),
+    close_link(self,
+               m->finished ? caf::error{}
+                           : make_error(errc::peer_down, st.peer_name + " shut down: " + m->reason),
                "the peer shut down: " + m->reason);
     return;
   }
@@ -244,7 +259,8 @@ void on_admitted_message(channel_pointer self, wire_message& message) {
   if (!codec)
     codec = codec_taking(kind, kind_role::one_way);
   if (!codec)
-    return refuse_peer(self, std::string("sent a ") + kind_name(message) + ", which no interface takes here");
+    return refuse_peer(self, std::string("sent a ") + kind_name(message)
+                               + ", which no interface takes here");
   codec->serve(self, message);
 }
 
@@ -256,22 +272,25 @@ void on_handshake_message(channel_pointer self, wire_message& message) {
       return refuse_peer(self, std::string("sent a ") + kind_name(message) + " before its hello");
     // A node names itself after its role ("worker (pid 42)", "worker_1"): the role is said once.
     const std::string role = to_string(hello->role);
-    st.peer_name = (hello->name.rfind(role, 0) == 0 ? hello->name : role + " '" + hello->name + "'") + " at "
-                   + st.peer_name;
+    st.peer_name = (hello->name.rfind(role, 0) == 0 ? hello->name : role + " '" + hello->name + "'")
+                   + " at " + st.peer_name;
     if (hello->plan_hash != 0 && st.mine.plan_hash != 0 && hello->plan_hash != st.mine.plan_hash)
-      return refuse_peer(self, "it runs plan " + std::to_string(hello->plan_hash) + ", this node runs plan "
-                                 + std::to_string(st.mine.plan_hash) + " (another config or version)");
+      return refuse_peer(self, "it runs plan " + std::to_string(hello->plan_hash)
+                                 + ", this node runs plan " + std::to_string(st.mine.plan_hash)
+                                 + " (another config or version)");
     st.peer = *hello;
     if (st.options->traffic)
       st.options->traffic->rename(self->address(), hello->name);
     st.at = stage::await_proof;
-    write_frame(self, proof_message{membership_proof(st.options->secret, st.side, st.mine, *st.peer)});
+    write_frame(self,
+                proof_message{membership_proof(st.options->secret, st.side, st.mine, *st.peer)});
     return;
   }
   auto* proof = std::get_if<proof_message>(&message);
   if (!proof)
     return refuse_peer(self, std::string("sent a ") + kind_name(message) + " instead of its proof");
-  const auto peer_side = st.side == link_side::connecting ? link_side::accepting : link_side::connecting;
+  const auto peer_side =
+    st.side == link_side::connecting ? link_side::accepting : link_side::connecting;
   if (!proof_is_valid(st.options->secret, peer_side, *st.peer, st.mine, proof->proof))
     return refuse_peer(self, "its proof of the cluster secret is wrong");
   st.at = stage::admitted;
@@ -317,10 +336,11 @@ void expire_requests(channel_pointer self, channel_clock::time_point now) {
   for (auto it = st.pending.begin(); it != st.pending.end();) {
     if (it->second.due.at <= now) {
       const auto& r = it->second;
-      const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - r.asked).count();
-      it->second.promise.deliver(make_error(errc::timeout, r.target + " on " + st.peer_name
-                                                             + " did not answer by its deadline (waited "
-                                                             + std::to_string(waited) + " ms)"));
+      const auto waited =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - r.asked).count();
+      it->second.promise.deliver(make_error(
+        errc::timeout, r.target + " on " + st.peer_name + " did not answer by its deadline (waited "
+                         + std::to_string(waited) + " ms)"));
       it = st.pending.erase(it);
     } else {
       ++it;
@@ -340,11 +360,13 @@ void on_tick(channel_pointer self) {
   }
   // Heard: the last whole frame, or the last bytes of one still arriving (a big frame on a
   // slow link takes seconds, and the heartbeats queue behind it).
-  const auto heard = st.socket ? std::max(st.last_received, st.socket->last_bytes_at()) : st.last_received;
+  const auto heard =
+    st.socket ? std::max(st.last_received, st.socket->last_bytes_at()) : st.last_received;
   const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - heard);
   if (silent >= st.options->connection_timeout)
-    return close_link(self, make_error(errc::peer_down, "no frame from " + st.peer_name + " for "
-                                                          + std::to_string(silent.count()) + " ms"),
+    return close_link(self,
+                      make_error(errc::peer_down, "no frame from " + st.peer_name + " for "
+                                                    + std::to_string(silent.count()) + " ms"),
                       "lost: no frame for " + std::to_string(silent.count()) + " ms");
   expire_requests(self, now);
   if (st.at == stage::admitted && now - st.last_sent >= st.options->heartbeat_interval)
@@ -367,8 +389,9 @@ link_traffic traffic_of(const traffic_registry::counters& c) {
   return t;
 }
 
-channel_self_actor::behavior_type channel(channel_pointer self, std::shared_ptr<frame_socket> socket,
-                                     channel_options options, link_side side) {
+channel_self_actor::behavior_type channel(channel_pointer self,
+                                          std::shared_ptr<frame_socket> socket,
+                                          channel_options options, link_side side) {
   auto& st = self->state;
   st.options.emplace(std::move(options));
   st.pool = std::make_shared<receive_pool>(st.options->receive_pool_bytes);
@@ -389,16 +412,20 @@ channel_self_actor::behavior_type channel(channel_pointer self, std::shared_ptr<
   // Before the first frame: the algorithm shapes how this link shares the hosts' links.
   if (!st.socket->local() && !st.options->tcp_congestion.empty()
       && !st.socket->set_congestion(st.options->tcp_congestion)) {
-    const int why = errno;  // before the text's allocations
-    channel_log(st, "link with " + st.peer_name + ": TCP congestion control " + st.options->tcp_congestion
-                      + " refused (" + std::strerror(why) + "); it keeps the host's default");
+    const int why = errno; // before the text's allocations
+    channel_log(st, "link with " + st.peer_name + ": TCP congestion control "
+                      + st.options->tcp_congestion + " refused (" + std::strerror(why)
+                      + "); it keeps the host's default");
   }
   if (!st.socket->local() && st.options->pacing_bytes_per_second > 0
       && !st.socket->set_pacing(st.options->pacing_bytes_per_second)) {
     const int why = errno;
-    channel_log(st, "link with " + st.peer_name + ": pacing at " + std::to_string(st.options->pacing_bytes_per_second)
-                      + " bytes/s with at most " + std::to_string(paced_unsent_bytes(st.options->pacing_bytes_per_second))
-                      + " bytes unsent refused (" + std::strerror(why) + "); the link goes on without what was refused");
+    channel_log(st, "link with " + st.peer_name + ": pacing at "
+                      + std::to_string(st.options->pacing_bytes_per_second)
+                      + " bytes/s with at most "
+                      + std::to_string(paced_unsent_bytes(st.options->pacing_bytes_per_second))
+                      + " bytes unsent refused (" + std::strerror(why)
+                      + "); the link goes on without what was refused");
   }
   // The fixed order is for a paced link, whose bytes trickle out at its share: over a same-host
   // socket (not paced, and not on the host's link) every push goes as soon as it is there, by
@@ -419,7 +446,8 @@ channel_self_actor::behavior_type channel(channel_pointer self, std::shared_ptr<
       if (auto* end = std::get_if<shutdown_message>(&message))
         return shut_down_link(self, *end);
       if (!codec_taking(message.index(), kind_role::one_way))
-        return channel_log(self->state, "link to " + self->state.peer_name + ": a " + kind_name(message)
+        return channel_log(self->state, "link to " + self->state.peer_name + ": a "
+                                          + kind_name(message)
                                           + " is no one-way message of any interface: not sent");
       send_or_queue(self, std::move(message));
     },
@@ -435,8 +463,9 @@ channel_self_actor::behavior_type channel(channel_pointer self, std::shared_ptr<
       auto& st = self->state;
       if (is_power_of_ten(skips))
         channel_log(st, "link to " + st.peer_name + ": the fixed push order waited "
-                          + std::to_string(st.options->sequence_patience.count()) + " ms for the push of rank "
-                          + std::to_string(rank) + " and went on without it (" + std::to_string(skips)
+                          + std::to_string(st.options->sequence_patience.count())
+                          + " ms for the push of rank " + std::to_string(rank)
+                          + " and went on without it (" + std::to_string(skips)
                           + (skips == 1 ? " time" : " times") + " on this link so far)");
     },
     [=](frame_error_atom, const std::string& why) {
@@ -447,8 +476,9 @@ channel_self_actor::behavior_type channel(channel_pointer self, std::shared_ptr<
     [=](socket_closed_atom, const std::string& why) {
       if (self->state.leaving)
         return leave(self);
-      close_link(self, make_error(errc::peer_down, "the connection to " + self->state.peer_name + " closed"),
-                 "the connection closed (" + why + ")");
+      close_link(
+        self, make_error(errc::peer_down, "the connection to " + self->state.peer_name + " closed"),
+        "the connection closed (" + why + ")");
     },
     [=](tick_atom) {
       on_tick(self);
@@ -465,7 +495,7 @@ using accepted_atom = caf::atom_constant<caf::atom("accepted")>;
 // with the accepting thread.
 struct accepted_links {
   std::mutex mutex;
-  std::vector<caf::actor> running;  // the channels
+  std::vector<caf::actor> running; // the channels
 };
 
 struct listener_state {
@@ -476,12 +506,12 @@ struct listener_state {
 // The socket is bound before the listener exists (spawn_listener), so a port in use is the
 // caller's error at once, not a listener that quits on its own later. Its accepting thread
 // holds the listener (as CAF's network thread holds a broker): it runs until told to quit.
-caf::behavior listener(caf::stateful_actor<listener_state>* self, std::shared_ptr<listening_socket> socket,
-                       channel_options options) {
+caf::behavior listener(caf::stateful_actor<listener_state>* self,
+                       std::shared_ptr<listening_socket> socket, channel_options options) {
   self->state.port = socket->port();
   auto links = std::make_shared<accepted_links>();
   self->attach_functor([socket, links](const caf::error&) {
-    socket->stop();  // no link is added after this
+    socket->stop(); // no link is added after this
     std::lock_guard<std::mutex> lock(links->mutex);
     for (auto& link : links->running)
       caf::anon_send_exit(link, caf::exit_reason::user_shutdown);
@@ -490,13 +520,15 @@ caf::behavior listener(caf::stateful_actor<listener_state>* self, std::shared_pt
   self->set_down_handler([=](caf::down_msg& down) {
     std::lock_guard<std::mutex> lock(links->mutex);
     auto& all = links->running;
-    all.erase(std::remove_if(all.begin(), all.end(), [&](const caf::actor& a) { return a.address() == down.source; }),
+    all.erase(std::remove_if(all.begin(), all.end(),
+                             [&](const caf::actor& a) { return a.address() == down.source; }),
               all.end());
   });
   auto& system = self->system();
   socket->start([&system, links, options = std::move(options),
                  me = caf::actor_cast<caf::actor>(self)](std::shared_ptr<frame_socket> connection) {
-    auto link = caf::actor_cast<caf::actor>(spawn_channel(system, std::move(connection), options, link_side::accepting));
+    auto link = caf::actor_cast<caf::actor>(
+      spawn_channel(system, std::move(connection), options, link_side::accepting));
     {
       std::lock_guard<std::mutex> lock(links->mutex);
       links->running.push_back(link);
@@ -515,15 +547,17 @@ void channel_log(const channel_state& st, const std::string& text) {
   if (st.options->log)
     st.options->log(text);
   else
-    std::cerr << ("troupe: " + text + "\n");  // one write: processes may share the stream
+    std::cerr << ("troupe: " + text + "\n"); // one write: processes may share the stream
 }
 
 void refuse_peer(channel_pointer self, const std::string& why) {
   // The peer learns why, so its error names the reason (a raw TCP client gets a frame it can
   // ignore).
   say_goodbye(self,
-              shutdown_message{("refused by " + self->state.options->name + ": " + why).substr(0, failure_message::max_text_bytes)},
-              make_error(errc::bad_request, "link to " + self->state.peer_name + ": " + why), "refused: " + why);
+              shutdown_message{("refused by " + self->state.options->name + ": " + why)
+                                 .substr(0, failure_message::max_text_bytes)},
+              make_error(errc::bad_request, "link to " + self->state.peer_name + ": " + why),
+              "refused: " + why);
 }
 
 void write_answer(channel_pointer self, wire_message answer, std::uint64_t request) {
@@ -534,7 +568,8 @@ void write_answer(channel_pointer self, wire_message answer, std::uint64_t reque
     write_frame(self, std::move(answer));
   } catch (const std::exception& e) {
     const std::string problem = std::string("cannot send a ") + kind_name(kind) + ": " + e.what();
-    write_frame(self, failure_message{request, errc::bad_request, problem.substr(0, failure_message::max_text_bytes)});
+    write_frame(self, failure_message{request, errc::bad_request,
+                                      problem.substr(0, failure_message::max_text_bytes)});
   }
 }
 
@@ -543,26 +578,32 @@ void write_failure(channel_pointer self, std::uint64_t request, const caf::error
     write_frame(self, failure_of(request, err));
 }
 
-void refuse_unserved(channel_pointer self, std::uint64_t request, remote_interface interface, std::uint32_t index) {
+void refuse_unserved(channel_pointer self, std::uint64_t request, remote_interface interface,
+                     std::uint32_t index) {
   auto& st = self->state;
   const std::string what = std::string(to_string(interface)) + " " + std::to_string(index);
-  channel_log(st, "link to " + st.peer_name + ": refused its " + (request != 0 ? "request" : "message") + " to "
-                    + what + ", which this node does not serve");
+  channel_log(st, "link to " + st.peer_name + ": refused its "
+                    + (request != 0 ? "request" : "message") + " to " + what
+                    + ", which this node does not serve");
   if (request != 0)
-    write_failure(self, request, make_error(errc::bad_request, st.options->name + " serves no " + what));
+    write_failure(self, request,
+                  make_error(errc::bad_request, st.options->name + " serves no " + what));
 }
 
 caf::error as_served(channel_pointer self, caf::error err, const std::string& target) {
   if (err.category() == error_category || troupe_code(err) != errc::timeout)
     return err;
-  return make_error(errc::timeout, target + " on " + self->state.options->name + " did not answer by its deadline");
+  return make_error(errc::timeout, target + " on " + self->state.options->name
+                                     + " did not answer by its deadline");
 }
 
 deadline deadline_of_frame(std::uint64_t remaining_ms) {
   return deadline::after(std::chrono::milliseconds(static_cast<std::int64_t>(remaining_ms)));
 }
 
-channel_actor channel_of(channel_pointer self) { return caf::actor_cast<channel_self_actor>(self); }
+channel_actor channel_of(channel_pointer self) {
+  return caf::actor_cast<channel_self_actor>(self);
+}
 
 std::uint64_t link_traffic::total_in() const {
   return std::accumulate(bytes_in.begin(), bytes_in.end(), std::uint64_t{0});
@@ -573,8 +614,10 @@ std::uint64_t link_traffic::total_out() const {
 }
 
 caf::expected<channel_actor> connect_channel(caf::actor_system& system, const std::string& host,
-                                             std::uint16_t port, channel_options options, bool* over_local_socket) {
-  auto socket = frame_socket::connect(host, port, options.connection_timeout, options.same_host_shortcut);
+                                             std::uint16_t port, channel_options options,
+                                             bool* over_local_socket) {
+  auto socket =
+    frame_socket::connect(host, port, options.connection_timeout, options.same_host_shortcut);
   if (!socket)
     return std::move(socket.error());
   if (over_local_socket)
@@ -592,7 +635,8 @@ caf::expected<caf::actor> spawn_listener(caf::actor_system& system, const std::s
   auto socket = listening_socket::bind(host, port, options.same_host_shortcut);
   if (!socket)
     return std::move(socket.error());
-  return system.spawn(listener, std::shared_ptr<listening_socket>(std::move(*socket)), std::move(options));
+  return system.spawn(listener, std::shared_ptr<listening_socket>(std::move(*socket)),
+                      std::move(options));
 }
 
 caf::actor spawn_listener(caf::actor_system& system, std::shared_ptr<listening_socket> bound,

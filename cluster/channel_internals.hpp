@@ -31,7 +31,7 @@ enum class channel_stage { await_hello, await_proof, admitted, closed };
 struct pending_call {
   caf::typed_response_promise<wire_message> promise;
   remote_interface interface = remote_interface::push_target;
-  std::string target;  // what it waits for, for errors ("shard 3")
+  std::string target; // what it waits for, for errors ("shard 3")
   channel_clock::time_point asked;
   deadline due;
 };
@@ -43,9 +43,9 @@ struct channel_state {
   channel_stage at = channel_stage::await_hello;
   hello_message mine;
   std::optional<hello_message> peer;
-  std::string peer_name;  // for logs: the address until the hello names the node
-  std::shared_ptr<receive_pool> pool;  // reused receive buffers (the socket's reader fills them)
-  unpacked_buffers unpack_into;        // reused buffers for values unpacked from compressed frames
+  std::string peer_name;              // for logs: the address until the hello names the node
+  std::shared_ptr<receive_pool> pool; // reused receive buffers (the socket's reader fills them)
+  unpacked_buffers unpack_into;       // reused buffers for values unpacked from compressed frames
   std::uint64_t next_request = 1;
   std::unordered_map<std::uint64_t, pending_call> pending;
   // Messages made before admission, with the request each belongs to (0: one way).
@@ -53,7 +53,8 @@ struct channel_state {
   channel_clock::time_point last_received, last_sent;
   std::uint64_t heartbeats = 0;
   // This channel's traffic: its entry in the node's registry, or its own without one.
-  std::shared_ptr<traffic_registry::counters> counters = std::make_shared<traffic_registry::counters>();
+  std::shared_ptr<traffic_registry::counters> counters =
+    std::make_shared<traffic_registry::counters>();
   // Once this node has said goodbye (a shutdown frame): what the channel ends with, and when
   // at the latest. It waits for the peer to close the connection, so the frame is read before
   // this process may exit (closing drops what is not written yet).
@@ -69,11 +70,10 @@ using tick_atom = caf::atom_constant<caf::atom("linktick")>;
 
 /// The spawned channel: its typed interface plus what its connection's threads
 /// (frame_socket.hpp) and its own tick send it. Handles given out are channel_actor.
-using channel_self_actor
-  = channel_actor::extend<caf::reacts_to<frame_in_atom, received_payload>,
-                          caf::reacts_to<frame_error_atom, std::string>,
-                          caf::reacts_to<socket_closed_atom, std::string>,
-                          caf::reacts_to<sequence_skip_atom, std::uint64_t, std::uint64_t>, caf::reacts_to<tick_atom>>;
+using channel_self_actor = channel_actor::extend<
+  caf::reacts_to<frame_in_atom, received_payload>, caf::reacts_to<frame_error_atom, std::string>,
+  caf::reacts_to<socket_closed_atom, std::string>,
+  caf::reacts_to<sequence_skip_atom, std::uint64_t, std::uint64_t>, caf::reacts_to<tick_atom>>;
 using channel_pointer = channel_self_actor::stateful_pointer<channel_state>;
 
 /// A channel over `socket`, a connection already made on `side` (connect_channel and the
@@ -94,7 +94,8 @@ void write_answer(channel_pointer self, wire_message answer, std::uint64_t reque
 void write_failure(channel_pointer self, std::uint64_t request, const caf::error& err);
 /// Refuses the peer's request `request` (0: a one-way message) for (interface, index), which
 /// this node does not serve: logged, and a request is answered with a failure naming it.
-void refuse_unserved(channel_pointer self, std::uint64_t request, remote_interface interface, std::uint32_t index);
+void refuse_unserved(channel_pointer self, std::uint64_t request, remote_interface interface,
+                     std::uint32_t index);
 /// `err` as the peer should read it: CAF's own timeout of a skeleton's request to its target
 /// (the frame's deadline passed here first) becomes errc::timeout naming `target` and this node.
 caf::error as_served(channel_pointer self, caf::error err, const std::string& target);

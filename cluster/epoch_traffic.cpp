@@ -17,16 +17,21 @@ void accumulate_into(std::vector<std::uint64_t>& sum, const std::vector<std::uin
     sum[k] += more[k];
 }
 
-std::vector<std::uint64_t> minus(const std::vector<std::uint64_t>& now, const std::vector<std::uint64_t>& before) {
+std::vector<std::uint64_t> minus(const std::vector<std::uint64_t>& now,
+                                 const std::vector<std::uint64_t>& before) {
   std::vector<std::uint64_t> d(now.size());
   for (std::size_t k = 0; k < now.size(); ++k)
     d[k] = now[k] - (k < before.size() && before[k] <= now[k] ? before[k] : 0);
   return d;
 }
 
-std::uint64_t total(const std::vector<std::uint64_t>& v) { return std::accumulate(v.begin(), v.end(), std::uint64_t{0}); }
+std::uint64_t total(const std::vector<std::uint64_t>& v) {
+  return std::accumulate(v.begin(), v.end(), std::uint64_t{0});
+}
 
-nlohmann::ordered_json rx_tx(std::uint64_t rx, std::uint64_t tx) { return {{"rx", rx}, {"tx", tx}}; }
+nlohmann::ordered_json rx_tx(std::uint64_t rx, std::uint64_t tx) {
+  return {{"rx", rx}, {"tx", tx}};
+}
 
 } // namespace
 
@@ -79,7 +84,8 @@ std::vector<node_wait> waits_since(const std::map<std::string, node_wait>& now,
     if (d.steps > 0)
       share.push_back(d);
   }
-  std::stable_sort(share.begin(), share.end(), [](const node_wait& a, const node_wait& b) { return a.seconds > b.seconds; });
+  std::stable_sort(share.begin(), share.end(),
+                   [](const node_wait& a, const node_wait& b) { return a.seconds > b.seconds; });
   return share;
 }
 
@@ -102,12 +108,14 @@ epoch_traffic::figures epoch_traffic::take(std::int64_t epoch) {
     }
     auto kind_json = nlohmann::ordered_json::object();
     for (std::size_t k = 0; k < std::max(kinds_in.size(), kinds_out.size()); ++k) {
-      const auto rx = k < kinds_in.size() ? kinds_in[k] : 0, tx = k < kinds_out.size() ? kinds_out[k] : 0;
+      const auto rx = k < kinds_in.size() ? kinds_in[k] : 0,
+                 tx = k < kinds_out.size() ? kinds_out[k] : 0;
       if (rx || tx)
         kind_json[kind_name(k)] = rx_tx(rx, tx);
     }
     const auto rx = total(kinds_in), tx = total(kinds_out);
-    json[node] = {{"rx", rx}, {"tx", tx}, {"kinds", std::move(kind_json)}, {"peers", std::move(peer_json)}};
+    json[node] = {
+      {"rx", rx}, {"tx", tx}, {"kinds", std::move(kind_json)}, {"peers", std::move(peer_json)}};
     f.line += (first_node ? " " : "; ") + node + " rx " + bytes_text(rx) + " tx " + bytes_text(tx);
     first_node = false;
     last_[node] = peers;
@@ -123,8 +131,8 @@ epoch_traffic::figures epoch_traffic::take(std::int64_t epoch) {
       waits[w.node] = {{"seconds", w.seconds}, {"steps", w.steps}};
       char seconds[32];
       std::snprintf(seconds, sizeof seconds, "%.3f", w.seconds);
-      f.waits_line += std::string(i == 0 ? " " : ", ") + w.node + " " + seconds + " s (last in " + std::to_string(w.steps)
-                      + " step" + (w.steps == 1 ? "" : "s") + ")";
+      f.waits_line += std::string(i == 0 ? " " : ", ") + w.node + " " + seconds + " s (last in "
+                      + std::to_string(w.steps) + " step" + (w.steps == 1 ? "" : "s") + ")";
     }
     f.waits_json = waits.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   }

@@ -22,8 +22,8 @@ public:
   void add_waits(const std::vector<node_wait>& waits);
 
   struct figures {
-    std::string json;  ///< {"worker_0": {"rx": B, "tx": B, "kinds": {...}, "peers": {...}}, ...}
-    std::string line;  ///< "Epoch[3] Traffic: server_0 rx 1.2 MiB tx 3.4 MiB; ..."
+    std::string json; ///< {"worker_0": {"rx": B, "tx": B, "kinds": {...}, "peers": {...}}, ...}
+    std::string line; ///< "Epoch[3] Traffic: server_0 rx 1.2 MiB tx 3.4 MiB; ..."
     /// The stragglers: {"worker_1": {"seconds": S, "steps": N}, ...}, the longest first, and
     /// "Epoch[3] Waited for: worker_1 2.31 s (last in 420 steps), ..."; both empty when the
     /// barriers waited for no one (one source each, or none).
@@ -34,7 +34,7 @@ public:
 
 private:
   struct both_ways {
-    std::vector<std::uint64_t> in, out;  // per kind
+    std::vector<std::uint64_t> in, out; // per kind
   };
   using by_peer = std::map<std::string, both_ways>;
   std::map<std::string, by_peer> last_, now_;

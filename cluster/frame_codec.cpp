@@ -16,26 +16,29 @@
 
 #include "schema/wire.capnp.h"
 
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
-              "the wire carries little-endian float32 and headers; a big-endian build needs byte swaps");
+static_assert(
+  __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+  "the wire carries little-endian float32 and headers; a big-endian build needs byte swaps");
 
 namespace troupe {
 
 namespace {
 
 constexpr char magic[4] = {'T', 'R', 'P', 'W'};
-constexpr std::size_t largest_data_bytes = (std::size_t{1} << 29) - 1;  // Cap'n Proto's Data cap
+constexpr std::size_t largest_data_bytes = (std::size_t{1} << 29) - 1; // Cap'n Proto's Data cap
 
 void check_text(const std::string& text, std::size_t limit, const char* what) {
   if (text.size() > limit)
-    throw std::invalid_argument(std::string("frame: ") + what + " has " + std::to_string(text.size())
-                                + " bytes, at most " + std::to_string(limit) + " travel");
+    throw std::invalid_argument(std::string("frame: ") + what + " has "
+                                + std::to_string(text.size()) + " bytes, at most "
+                                + std::to_string(limit) + " travel");
 }
 
 void set_keys(capnp::List<std::uint32_t>::Builder out, const std::vector<std::size_t>& keys) {
   for (unsigned i = 0; i < keys.size(); ++i) {
     if (keys[i] > UINT32_MAX)
-      throw std::invalid_argument("frame: key index " + std::to_string(keys[i]) + " does not fit the wire");
+      throw std::invalid_argument("frame: key index " + std::to_string(keys[i])
+                                  + " does not fit the wire");
     out.set(i, static_cast<std::uint32_t>(keys[i]));
   }
 }
@@ -59,13 +62,15 @@ void set_values(capnp::MessageBuilder& builder, capnp::List<capnp::Data>::Builde
 
 // Compressed values are packed into the frame's own memory (a copy, 2 bytes or 2 bits each).
 void set_packed_values(capnp::List<capnp::Data>::Builder out, const std::vector<tensor>& values,
-                       value_encoding encoding, const std::vector<float>& scales, const char* what) {
-  std::size_t first_scale = 0;  // of tensor i: 2-bit scales are the tensors' blocks in order
+                       value_encoding encoding, const std::vector<float>& scales,
+                       const char* what) {
+  std::size_t first_scale = 0; // of tensor i: 2-bit scales are the tensors' blocks in order
   for (unsigned i = 0; i < values.size(); ++i) {
     const auto n = static_cast<std::size_t>(values[i].numel());
     const std::size_t size = encoded_bytes(encoding, n);
     if (size > largest_data_bytes)
-      throw std::invalid_argument("frame: a packed tensor of " + std::to_string(size) + " bytes exceeds a Data field");
+      throw std::invalid_argument("frame: a packed tensor of " + std::to_string(size)
+                                  + " bytes exceeds a Data field");
     auto packed = out.init(i, static_cast<unsigned>(size));
     const float* tensor_scales = scales.data() + first_scale;
     if (encoding == value_encoding::two_bit)
@@ -73,38 +78,53 @@ void set_packed_values(capnp::List<capnp::Data>::Builder out, const std::vector<
     try {
       encode_values(encoding, tensor_scales, values[i].data(), n, packed.begin());
     } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(std::string("frame: ") + what + " tensor " + std::to_string(i) + ": " + e.what());
+      throw std::invalid_argument(std::string("frame: ") + what + " tensor " + std::to_string(i)
+                                  + ": " + e.what());
     }
   }
 }
 
 wire::Encoding to_wire(value_encoding encoding) {
   switch (encoding) {
-    case value_encoding::none: return wire::Encoding::FLOAT32;
-    case value_encoding::fp16: return wire::Encoding::FP16;
-    case value_encoding::bf16: return wire::Encoding::BF16;
-    case value_encoding::two_bit: return wire::Encoding::TWO_BIT;
+  case value_encoding::none:
+    return wire::Encoding::FLOAT32;
+  case value_encoding::fp16:
+    return wire::Encoding::FP16;
+  case value_encoding::bf16:
+    return wire::Encoding::BF16;
+  case value_encoding::two_bit:
+    return wire::Encoding::TWO_BIT;
   }
-  throw std::invalid_argument("frame: unknown value encoding " + std::to_string(static_cast<int>(encoding)));
+  throw std::invalid_argument("frame: unknown value encoding "
+                              + std::to_string(static_cast<int>(encoding)));
 }
 
 wire::ErrorCode to_wire(errc code) {
   switch (code) {
-    case errc::bad_request: return wire::ErrorCode::BAD_REQUEST;
-    case errc::bad_data: return wire::ErrorCode::BAD_DATA;
-    case errc::peer_down: return wire::ErrorCode::PEER_DOWN;
-    case errc::timeout: return wire::ErrorCode::TIMEOUT;
-    case errc::internal: break;
+  case errc::bad_request:
+    return wire::ErrorCode::BAD_REQUEST;
+  case errc::bad_data:
+    return wire::ErrorCode::BAD_DATA;
+  case errc::peer_down:
+    return wire::ErrorCode::PEER_DOWN;
+  case errc::timeout:
+    return wire::ErrorCode::TIMEOUT;
+  case errc::internal:
+    break;
   }
   return wire::ErrorCode::INTERNAL;
 }
 
 wire::Role to_wire(node_kind role) {
   switch (role) {
-    case node_kind::scheduler: return wire::Role::SCHEDULER;
-    case node_kind::server: return wire::Role::SERVER;
-    case node_kind::worker: return wire::Role::WORKER;
-    case node_kind::process: break;
+  case node_kind::scheduler:
+    return wire::Role::SCHEDULER;
+  case node_kind::server:
+    return wire::Role::SERVER;
+  case node_kind::worker:
+    return wire::Role::WORKER;
+  case node_kind::process:
+    break;
   }
   throw std::invalid_argument("frame: a one-process node has no role on the wire");
 }
@@ -120,8 +140,8 @@ void write_traffic(wire::Traffic::Builder out, const traffic_message& m) {
     const auto& p = m.peers[i];
     check_text(p.peer, hello_message::max_name_bytes, "a traffic report's peer");
     if (p.bytes_in.size() > peer_traffic::max_kinds || p.bytes_out.size() > peer_traffic::max_kinds)
-      throw std::invalid_argument("a traffic report with more than " + std::to_string(peer_traffic::max_kinds)
-                                  + " kinds");
+      throw std::invalid_argument("a traffic report with more than "
+                                  + std::to_string(peer_traffic::max_kinds) + " kinds");
     auto to = peers[static_cast<unsigned>(i)];
     to.setPeer(p.peer);
     auto in = to.initBytesIn(static_cast<unsigned>(p.bytes_in.size()));
@@ -166,8 +186,9 @@ struct body_writer {
   void set_keyed(Out out, const std::vector<std::size_t>& keys, const std::vector<tensor>& values,
                  value_encoding encoding, const std::vector<float>& scales, const char* what) {
     if (keys.size() != values.size())
-      throw std::invalid_argument(std::string("frame: ") + what + " lists " + std::to_string(keys.size())
-                                  + " keys and " + std::to_string(values.size()) + " tensors");
+      throw std::invalid_argument(std::string("frame: ") + what + " lists "
+                                  + std::to_string(keys.size()) + " keys and "
+                                  + std::to_string(values.size()) + " tensors");
     set_keys(out.initKeys(static_cast<unsigned>(keys.size())), keys);
     out.setEncoding(to_wire(encoding));
     std::size_t want_scales = 0;
@@ -175,19 +196,21 @@ struct body_writer {
       for (const auto& v : values)
         want_scales += two_bit_scales(static_cast<std::size_t>(v.numel()));
     if (scales.size() != want_scales)
-      throw std::invalid_argument(std::string("frame: ") + what + " encoded " + to_string(encoding) + " has "
-                                  + std::to_string(scales.size()) + " scales, expected " + std::to_string(want_scales));
+      throw std::invalid_argument(std::string("frame: ") + what + " encoded " + to_string(encoding)
+                                  + " has " + std::to_string(scales.size()) + " scales, expected "
+                                  + std::to_string(want_scales));
     auto scale_list = out.initScales(static_cast<unsigned>(scales.size()));
     for (unsigned i = 0; i < scales.size(); ++i)
       scale_list.set(i, scales[i]);
     if (encoding == value_encoding::none)
       set_values(builder, out.initValues(static_cast<unsigned>(values.size())), values);
     else
-      set_packed_values(out.initValues(static_cast<unsigned>(values.size())), values, encoding, scales, what);
+      set_packed_values(out.initValues(static_cast<unsigned>(values.size())), values, encoding,
+                        scales, what);
   }
 
-  void put_push(wire::Push::Builder out, std::uint64_t request, std::uint32_t shard, const gradient_push& push,
-                std::uint64_t remaining_ms) {
+  void put_push(wire::Push::Builder out, std::uint64_t request, std::uint32_t shard,
+                const gradient_push& push, std::uint64_t remaining_ms) {
     out.setRequest(request);
     out.setShard(shard);
     out.setStep(push.step);
@@ -197,7 +220,9 @@ struct body_writer {
     out.setRemainingMs(remaining_ms);
     set_keyed(out, push.keys, push.gradients, push.encoding, push.scales, "a push");
   }
-  void operator()(const push_message& m) { put_push(body.initPush(), m.request, m.shard, m.push, m.remaining_ms); }
+  void operator()(const push_message& m) {
+    put_push(body.initPush(), m.request, m.shard, m.push, m.remaining_ms);
+  }
   void operator()(const pull_message& m) {
     auto out = body.initPull();
     out.setRequest(m.request);
@@ -242,14 +267,18 @@ struct body_writer {
     out.setJobHash(m.job_hash);
     out.setSpare(m.spare);
     if (m.job.size() > join_message::max_job_bytes)
-      throw std::invalid_argument("frame: a join's job of " + std::to_string(m.job.size()) + " bytes exceeds "
+      throw std::invalid_argument("frame: a join's job of " + std::to_string(m.job.size())
+                                  + " bytes exceeds "
                                   + std::to_string(join_message::max_job_bytes));
-    out.setJob(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(m.job.data()), m.job.size()));
+    out.setJob(
+      capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(m.job.data()), m.job.size()));
     if (!m.rejoin)
       return;
     const auto& r = *m.rejoin;
-    if (r.adopted.size() > rejoin_message::max_nodes || r.promoted.size() > rejoin_message::max_nodes)
-      throw std::invalid_argument("frame: a rejoin names more than " + std::to_string(rejoin_message::max_nodes) + " nodes");
+    if (r.adopted.size() > rejoin_message::max_nodes
+        || r.promoted.size() > rejoin_message::max_nodes)
+      throw std::invalid_argument("frame: a rejoin names more than "
+                                  + std::to_string(rejoin_message::max_nodes) + " nodes");
     auto rejoin = out.initRejoin();
     rejoin.setNode(r.node);
     rejoin.setThreads(r.threads);
@@ -266,14 +295,17 @@ struct body_writer {
   }
   void operator()(const assignment_message& m) {
     if (m.job.size() > assignment_message::max_job_bytes)
-      throw std::invalid_argument("frame: a job of " + std::to_string(m.job.size()) + " bytes exceeds "
+      throw std::invalid_argument("frame: a job of " + std::to_string(m.job.size())
+                                  + " bytes exceeds "
                                   + std::to_string(assignment_message::max_job_bytes));
     if (m.servers.size() > assignment_message::max_servers)
-      throw std::invalid_argument("frame: more than " + std::to_string(assignment_message::max_servers) + " servers");
+      throw std::invalid_argument("frame: more than "
+                                  + std::to_string(assignment_message::max_servers) + " servers");
     auto out = body.initAssignment();
     out.setRank(m.rank);
     out.setNode(m.node);
-    out.setJob(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(m.job.data()), m.job.size()));
+    out.setJob(
+      capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(m.job.data()), m.job.size()));
     out.setJobHash(m.job_hash);
     out.setPlanHash(m.plan_hash);
     auto facts = out.initFacts();
@@ -343,14 +375,16 @@ struct body_writer {
     check_text(m.path, checkpoint_message::max_path_bytes, "a checkpoint's path");
     auto out = body.initCheckpoint();
     out.setRequest(m.request);
-    out.setKind(m.kind == checkpoint_kind::save ? wire::CheckpointKind::SAVE : wire::CheckpointKind::RESTORE);
+    out.setKind(m.kind == checkpoint_kind::save ? wire::CheckpointKind::SAVE
+                                                : wire::CheckpointKind::RESTORE);
     out.setEpoch(m.epoch);
     out.setPath(m.path);
     out.setRemainingMs(m.remaining_ms);
   }
   void operator()(const checkpoint_done_message& m) {
     check_text(m.file, checkpoint_message::max_path_bytes, "a checkpoint part's file");
-    check_text(m.checksum, checkpoint_done_message::max_checksum_bytes, "a checkpoint part's checksum");
+    check_text(m.checksum, checkpoint_done_message::max_checksum_bytes,
+               "a checkpoint part's checksum");
     auto out = body.initCheckpointDone();
     out.setRequest(m.request);
     out.setFile(m.file);
@@ -382,18 +416,23 @@ void put_u32(std::vector<char>& out, std::uint32_t value) {
 
 } // namespace
 
-std::uint32_t wire_protocol_version() { return wire::PROTOCOL_VERSION; }
+std::uint32_t wire_protocol_version() {
+  return wire::PROTOCOL_VERSION;
+}
 
 const char* kind_name(std::size_t index) {
   static constexpr const char* names[] = {
-    "hello",      "proof", "push",    "pull",   "weights", "failure",     "heartbeat",
-    "shutdown",   "join",  "assignment", "ready", "control", "report", "batch report", "traffic query", "traffic",
-    "checkpoint", "checkpoint done", "adopt", "replicate", "replicated", "promote"};
+    "hello",     "proof",        "push",          "pull",       "weights",    "failure",
+    "heartbeat", "shutdown",     "join",          "assignment", "ready",      "control",
+    "report",    "batch report", "traffic query", "traffic",    "checkpoint", "checkpoint done",
+    "adopt",     "replicate",    "replicated",    "promote"};
   static_assert(std::size(names) == wire_kinds);
   return index < wire_kinds ? names[index] : "unknown";
 }
 
-const char* kind_name(const wire_message& message) { return kind_name(message.index()); }
+const char* kind_name(const wire_message& message) {
+  return kind_name(message.index());
+}
 
 struct encoded_frame::owned {
   wire_message message;
@@ -418,7 +457,7 @@ encoded_frame encode_frame(wire_message message) {
   root.setVersion(wire::PROTOCOL_VERSION);
   std::visit(body_writer{own.builder, root.initBody()}, own.message);
   const auto segments = own.builder.getSegmentsForOutput();
-  const std::size_t table_words = (segments.size() + 2) / 2;  // count + sizes, in uint32s
+  const std::size_t table_words = (segments.size() + 2) / 2; // count + sizes, in uint32s
   std::size_t payload = table_words * sizeof(capnp::word);
   for (const auto& segment : segments)
     payload += segment.size() * sizeof(capnp::word);
@@ -436,7 +475,8 @@ encoded_frame encode_frame(wire_message message) {
   frame.pieces_.reserve(segments.size() + 1);
   frame.pieces_.push_back({own.head.data(), own.head.size()});
   for (const auto& segment : segments)
-    frame.pieces_.push_back({reinterpret_cast<const char*>(segment.begin()), segment.size() * sizeof(capnp::word)});
+    frame.pieces_.push_back(
+      {reinterpret_cast<const char*>(segment.begin()), segment.size() * sizeof(capnp::word)});
   frame.bytes_ = frame_header_bytes + payload;
   return frame;
 }
@@ -472,8 +512,8 @@ wire_keys wire_keys_of(const placement_plan& plan) {
     auto& shard = keys.shards.at(key.shard);
     if (shard.size() <= key.index)
       shard.resize(key.index + 1);
-    shard[key.index] = key.slice.whole ? plan.parameters.at(key.slice.slot).shape
-                                       : shape_t{key.slice.length};
+    shard[key.index] =
+      key.slice.whole ? plan.parameters.at(key.slice.slot).shape : shape_t{key.slice.length};
   }
   return keys;
 }

@@ -21,7 +21,9 @@ struct refused : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-[[noreturn]] void refuse(const std::string& why) { throw refused(why); }
+[[noreturn]] void refuse(const std::string& why) {
+  throw refused(why);
+}
 
 std::string text_of(capnp::Text::Reader text, std::size_t limit, const char* what) {
   if (text.size() > limit)
@@ -42,25 +44,34 @@ std::array<std::uint8_t, N> fixed_bytes(capnp::Data::Reader data, const char* wh
 
 node_kind role_of(wire::Role role) {
   switch (role) {
-    case wire::Role::SCHEDULER: return node_kind::scheduler;
-    case wire::Role::SERVER: return node_kind::server;
-    case wire::Role::WORKER: return node_kind::worker;
+  case wire::Role::SCHEDULER:
+    return node_kind::scheduler;
+  case wire::Role::SERVER:
+    return node_kind::server;
+  case wire::Role::WORKER:
+    return node_kind::worker;
   }
   refuse("hello.role " + std::to_string(static_cast<unsigned>(role)) + " is not a role");
 }
 
 errc code_of(wire::ErrorCode code) {
   switch (code) {
-    case wire::ErrorCode::BAD_REQUEST: return errc::bad_request;
-    case wire::ErrorCode::BAD_DATA: return errc::bad_data;
-    case wire::ErrorCode::PEER_DOWN: return errc::peer_down;
-    case wire::ErrorCode::TIMEOUT: return errc::timeout;
-    case wire::ErrorCode::INTERNAL: return errc::internal;
+  case wire::ErrorCode::BAD_REQUEST:
+    return errc::bad_request;
+  case wire::ErrorCode::BAD_DATA:
+    return errc::bad_data;
+  case wire::ErrorCode::PEER_DOWN:
+    return errc::peer_down;
+  case wire::ErrorCode::TIMEOUT:
+    return errc::timeout;
+  case wire::ErrorCode::INTERNAL:
+    return errc::internal;
   }
   refuse("failure.code " + std::to_string(static_cast<unsigned>(code)) + " is not an error code");
 }
 
-const std::vector<shape_t>& shard_keys(const wire_keys& keys, std::uint32_t shard, const char* what) {
+const std::vector<shape_t>& shard_keys(const wire_keys& keys, std::uint32_t shard,
+                                       const char* what) {
   if (shard >= keys.shards.size())
     refuse(std::string(what) + ".shard " + std::to_string(shard) + " is not a shard of the plan ("
            + std::to_string(keys.shards.size()) + " shards)");
@@ -72,16 +83,25 @@ value_encoding read_encoding(wire::Encoding in, capnp::List<float>::Reader scale
                              std::vector<float>& scales_out) {
   value_encoding e;
   switch (in) {
-    case wire::Encoding::FLOAT32: e = value_encoding::none; break;
-    case wire::Encoding::FP16: e = value_encoding::fp16; break;
-    case wire::Encoding::BF16: e = value_encoding::bf16; break;
-    case wire::Encoding::TWO_BIT: e = value_encoding::two_bit; break;
-    default:
-      refuse(std::string(what) + ".encoding " + std::to_string(static_cast<unsigned>(in)) + " is not an encoding");
+  case wire::Encoding::FLOAT32:
+    e = value_encoding::none;
+    break;
+  case wire::Encoding::FP16:
+    e = value_encoding::fp16;
+    break;
+  case wire::Encoding::BF16:
+    e = value_encoding::bf16;
+    break;
+  case wire::Encoding::TWO_BIT:
+    e = value_encoding::two_bit;
+    break;
+  default:
+    refuse(std::string(what) + ".encoding " + std::to_string(static_cast<unsigned>(in))
+           + " is not an encoding");
   }
   if (e != value_encoding::two_bit && scales.size() != 0)
-    refuse(std::string(what) + " encoded " + to_string(e) + " carries " + std::to_string(scales.size())
-           + " scales, expected 0");
+    refuse(std::string(what) + " encoded " + to_string(e) + " carries "
+           + std::to_string(scales.size()) + " scales, expected 0");
   for (unsigned i = 0; i < scales.size(); ++i) {
     if (!std::isfinite(scales[i]) || scales[i] < 0)
       refuse(std::string(what) + " scale " + std::to_string(i) + " is not a finite number >= 0");
@@ -93,11 +113,11 @@ value_encoding read_encoding(wire::Encoding in, capnp::List<float>::Reader scale
 // Keys (ascending, each a key of the shard) and their values, each exactly its key's size:
 // float32 as views of the payload, the rest unpacked into tensors from `unpack_into` (2-bit:
 // the scales of each key's blocks in order, all of them used).
-void read_tensors(const std::shared_ptr<std::vector<char>>& payload, const unpacked_buffers& unpack_into,
-                  const std::vector<shape_t>& shapes,
+void read_tensors(const std::shared_ptr<std::vector<char>>& payload,
+                  const unpacked_buffers& unpack_into, const std::vector<shape_t>& shapes,
                   capnp::List<std::uint32_t>::Reader keys, capnp::List<capnp::Data>::Reader values,
-                  value_encoding encoding, const std::vector<float>& scales,
-                  const char* what, std::vector<std::size_t>& keys_out, std::vector<tensor>& values_out) {
+                  value_encoding encoding, const std::vector<float>& scales, const char* what,
+                  std::vector<std::size_t>& keys_out, std::vector<tensor>& values_out) {
   if (keys.size() == 0)
     refuse(std::string(what) + " lists no keys");
   if (keys.size() != values.size())
@@ -106,11 +126,12 @@ void read_tensors(const std::shared_ptr<std::vector<char>>& payload, const unpac
   if (encoding == value_encoding::two_bit) {
     std::size_t want = 0;
     for (unsigned i = 0; i < keys.size(); ++i)
-      if (keys[i] < shapes.size())  // a key outside the shard is refused below, by name
+      if (keys[i] < shapes.size()) // a key outside the shard is refused below, by name
         want += two_bit_scales(static_cast<std::size_t>(shape_numel(shapes[keys[i]])));
     if (scales.size() != want)
-      refuse(std::string(what) + " encoded 2bit carries " + std::to_string(scales.size()) + " scales, expected "
-             + std::to_string(want) + " (one per " + std::to_string(two_bit_block) + " values of each key)");
+      refuse(std::string(what) + " encoded 2bit carries " + std::to_string(scales.size())
+             + " scales, expected " + std::to_string(want) + " (one per "
+             + std::to_string(two_bit_block) + " values of each key)");
   }
   keys_out.reserve(keys.size());
   values_out.reserve(keys.size());
@@ -130,7 +151,8 @@ void read_tensors(const std::shared_ptr<std::vector<char>>& payload, const unpac
     if (data.size() != expected)
       refuse(std::string(what) + " value of key " + std::to_string(key) + " has "
              + std::to_string(data.size()) + " bytes, expected " + std::to_string(expected) + " ("
-             + shape_string(shapes[key]) + " " + (encoding == value_encoding::none ? "float32" : to_string(encoding)) + ")");
+             + shape_string(shapes[key]) + " "
+             + (encoding == value_encoding::none ? "float32" : to_string(encoding)) + ")");
     keys_out.push_back(key);
     if (encoding == value_encoding::none) {
       auto* first = reinterpret_cast<float*>(const_cast<capnp::byte*>(data.begin()));
@@ -154,14 +176,15 @@ void read_tensors(const std::shared_ptr<std::vector<char>>& payload, const unpac
 // max_remaining_ms.
 std::uint64_t remaining_of(std::uint64_t ms, const char* what) {
   if (ms < 1 || ms > max_remaining_ms)
-    refuse(std::string(what) + ".remainingMs " + std::to_string(ms) + " is outside 1.." + std::to_string(max_remaining_ms));
+    refuse(std::string(what) + ".remainingMs " + std::to_string(ms) + " is outside 1.."
+           + std::to_string(max_remaining_ms));
   return ms;
 }
 
-push_message read_push(const std::shared_ptr<std::vector<char>>& payload, const unpacked_buffers& unpack_into,
-                       const wire_keys& keys,
+push_message read_push(const std::shared_ptr<std::vector<char>>& payload,
+                       const unpacked_buffers& unpack_into, const wire_keys& keys,
                        wire::Push::Reader in) {
-  push_message m;  // a Replicate is read as a Push too: its checks are the same
+  push_message m; // a Replicate is read as a Push too: its checks are the same
   m.request = in.getRequest();
   m.shard = in.getShard();
   const auto& shapes = shard_keys(keys, m.shard, "push");
@@ -174,19 +197,21 @@ push_message read_push(const std::shared_ptr<std::vector<char>>& payload, const 
   if (push.step < 0)
     refuse("push.step " + std::to_string(push.step) + " is negative");
   if (!std::isfinite(push.epoch_position) || push.epoch_position < 0)
-    refuse("push.epochPosition " + std::to_string(push.epoch_position) + " is not a finite position >= 0");
+    refuse("push.epochPosition " + std::to_string(push.epoch_position)
+           + " is not a finite position >= 0");
   if (push.worker < 0)
     refuse("push.worker " + std::to_string(push.worker) + " is negative");
   if (push.samples < 1)
     refuse("push.samples " + std::to_string(push.samples) + " is not positive");
   push.encoding = read_encoding(in.getEncoding(), in.getScales(), "push", push.scales);
-  read_tensors(payload, unpack_into, shapes, in.getKeys(), in.getValues(), push.encoding, push.scales, "push",
-               push.keys, push.gradients);
+  read_tensors(payload, unpack_into, shapes, in.getKeys(), in.getValues(), push.encoding,
+               push.scales, "push", push.keys, push.gradients);
   return m;
 }
 
-weights_message read_weights(const std::shared_ptr<std::vector<char>>& payload, const unpacked_buffers& unpack_into,
-                             const wire_keys& keys, wire::Weights::Reader in) {
+weights_message read_weights(const std::shared_ptr<std::vector<char>>& payload,
+                             const unpacked_buffers& unpack_into, const wire_keys& keys,
+                             wire::Weights::Reader in) {
   weights_message m;
   m.request = in.getRequest();
   m.shard = in.getShard();
@@ -201,8 +226,8 @@ weights_message read_weights(const std::shared_ptr<std::vector<char>>& payload, 
   if (!std::isfinite(m.weights.learning_rate))
     refuse("weights.learningRate is not finite");
   m.weights.encoding = read_encoding(in.getEncoding(), in.getScales(), "weights", m.weights.scales);
-  read_tensors(payload, unpack_into, shapes, in.getKeys(), in.getValues(), m.weights.encoding, m.weights.scales,
-               "weights", m.weights.keys, m.weights.weights);
+  read_tensors(payload, unpack_into, shapes, in.getKeys(), in.getValues(), m.weights.encoding,
+               m.weights.scales, "weights", m.weights.keys, m.weights.weights);
   return m;
 }
 
@@ -211,7 +236,9 @@ void require(bool holds, const std::string& what) {
     refuse(what);
 }
 
-bool finite_non_negative(double x) { return std::isfinite(x) && x >= 0; }
+bool finite_non_negative(double x) {
+  return std::isfinite(x) && x >= 0;
+}
 
 assignment_message read_assignment(wire::Assignment::Reader in) {
   assignment_message m;
@@ -221,16 +248,19 @@ assignment_message read_assignment(wire::Assignment::Reader in) {
   require(job.size() <= assignment_message::max_job_bytes,
           "assignment.job has " + std::to_string(job.size()) + " bytes, at most "
             + std::to_string(assignment_message::max_job_bytes) + " are accepted");
-  m.job.assign(reinterpret_cast<const char*>(job.begin()), reinterpret_cast<const char*>(job.end()));
+  m.job.assign(reinterpret_cast<const char*>(job.begin()),
+               reinterpret_cast<const char*>(job.end()));
   m.job_hash = in.getJobHash();
   m.plan_hash = in.getPlanHash();
   const auto facts = in.getFacts();
   const auto shape = facts.getSampleShape();
-  require(shape.size() >= 1 && shape.size() <= 4,
-          "assignment.facts.sampleShape has " + std::to_string(shape.size()) + " dimensions, expected 1 to 4");
+  require(shape.size() >= 1 && shape.size() <= 4, "assignment.facts.sampleShape has "
+                                                    + std::to_string(shape.size())
+                                                    + " dimensions, expected 1 to 4");
   m.facts.sample_shape.clear();
   for (auto d : shape) {
-    require(d >= 1 && d <= 65536, "assignment.facts.sampleShape has an extent of " + std::to_string(d));
+    require(d >= 1 && d <= 65536,
+            "assignment.facts.sampleShape has an extent of " + std::to_string(d));
     m.facts.sample_shape.push_back(d);
   }
   m.facts.classes = facts.getClasses();
@@ -245,8 +275,9 @@ assignment_message read_assignment(wire::Assignment::Reader in) {
           "assignment lists " + std::to_string(servers.size()) + " servers, at most "
             + std::to_string(assignment_message::max_servers) + " are accepted");
   for (auto s : servers)
-    m.servers.push_back({s.getNode(), text_of(s.getHost(), join_message::max_host_bytes, "assignment.servers.host"),
-                         s.getPort()});
+    m.servers.push_back(
+      {s.getNode(), text_of(s.getHost(), join_message::max_host_bytes, "assignment.servers.host"),
+       s.getPort()});
   m.threads = in.getThreads();
   require(m.threads <= 4096, "assignment.threads " + std::to_string(m.threads) + " is above 4096");
   m.adopt = in.getAdopt();
@@ -264,7 +295,8 @@ traffic_message read_traffic(wire::Traffic::Reader in) {
     peer_traffic t;
     t.peer = text_of(p.getPeer(), hello_message::max_name_bytes, "traffic.peers.peer");
     const auto in_bytes = p.getBytesIn(), out_bytes = p.getBytesOut();
-    require(in_bytes.size() <= peer_traffic::max_kinds && out_bytes.size() <= peer_traffic::max_kinds,
+    require(in_bytes.size() <= peer_traffic::max_kinds
+              && out_bytes.size() <= peer_traffic::max_kinds,
             "traffic.peers lists more than " + std::to_string(peer_traffic::max_kinds) + " kinds");
     for (auto b : in_bytes)
       t.bytes_in.push_back(b);
@@ -280,7 +312,8 @@ traffic_message read_traffic(wire::Traffic::Reader in) {
     node_wait wait;
     wait.node = text_of(w.getNode(), hello_message::max_name_bytes, "traffic.waits.node");
     wait.seconds = w.getSeconds();
-    require(std::isfinite(wait.seconds) && wait.seconds >= 0, "traffic.waits.seconds is negative or not finite");
+    require(std::isfinite(wait.seconds) && wait.seconds >= 0,
+            "traffic.waits.seconds is negative or not finite");
     wait.steps = w.getSteps();
     m.waits.push_back(std::move(wait));
   }
@@ -289,13 +322,16 @@ traffic_message read_traffic(wire::Traffic::Reader in) {
 
 join_message read_join(wire::Join::Reader in) {
   require(in.getRank() >= -1, "join.rank " + std::to_string(in.getRank()) + " is below -1");
-  join_message m{role_of(in.getRole()), text_of(in.getHost(), join_message::max_host_bytes, "join.host"),
-                 in.getPort(), in.getPid(), in.getRank(), in.getJobHash()};
+  join_message m{
+    role_of(in.getRole()), text_of(in.getHost(), join_message::max_host_bytes, "join.host"),
+    in.getPort(),          in.getPid(),
+    in.getRank(),          in.getJobHash()};
   const auto job = in.getJob();
   require(job.size() <= join_message::max_job_bytes,
           "join.job has " + std::to_string(job.size()) + " bytes, at most "
             + std::to_string(join_message::max_job_bytes) + " are accepted");
-  m.job.assign(reinterpret_cast<const char*>(job.begin()), reinterpret_cast<const char*>(job.end()));
+  m.job.assign(reinterpret_cast<const char*>(job.begin()),
+               reinterpret_cast<const char*>(job.end()));
   m.spare = in.getSpare();
   if (!in.hasRejoin())
     return m;
@@ -303,15 +339,17 @@ join_message read_join(wire::Join::Reader in) {
   rejoin_message rejoin;
   rejoin.node = r.getNode();
   rejoin.threads = r.getThreads();
-  require(rejoin.threads <= 4096, "join.rejoin.threads " + std::to_string(rejoin.threads) + " is above 4096");
+  require(rejoin.threads <= 4096,
+          "join.rejoin.threads " + std::to_string(rejoin.threads) + " is above 4096");
   rejoin.epoch = r.getEpoch();
   require(rejoin.epoch >= -1, "join.rejoin.epoch " + std::to_string(rejoin.epoch) + " is below -1");
   rejoin.applied_step = r.getAppliedStep();
-  require(rejoin.applied_step >= -1, "join.rejoin.appliedStep " + std::to_string(rejoin.applied_step) + " is below -1");
+  require(rejoin.applied_step >= -1,
+          "join.rejoin.appliedStep " + std::to_string(rejoin.applied_step) + " is below -1");
   const auto nodes = [](capnp::List<std::uint32_t>::Reader list, const char* name) {
-    require(list.size() <= rejoin_message::max_nodes, std::string("join.rejoin.") + name + " names "
-                                                        + std::to_string(list.size()) + " nodes, at most "
-                                                        + std::to_string(rejoin_message::max_nodes) + " are accepted");
+    require(list.size() <= rejoin_message::max_nodes,
+            std::string("join.rejoin.") + name + " names " + std::to_string(list.size())
+              + " nodes, at most " + std::to_string(rejoin_message::max_nodes) + " are accepted");
     std::vector<std::uint32_t> out;
     for (auto n : list)
       out.push_back(n);
@@ -325,16 +363,23 @@ join_message read_join(wire::Join::Reader in) {
   return m;
 }
 
-
 control_message read_control(wire::Control::Reader in) {
   control_message m;
   m.request = in.getRequest();
   m.worker = in.getWorker();
   switch (in.getKind()) {
-    case wire::ControlKind::TRAIN: m.kind = control_kind::train; break;
-    case wire::ControlKind::VALIDATE: m.kind = control_kind::validate; break;
-    case wire::ControlKind::END_EPOCH: m.kind = control_kind::end_epoch; break;
-    default: refuse("control.kind " + std::to_string(static_cast<unsigned>(in.getKind())) + " is not a control kind");
+  case wire::ControlKind::TRAIN:
+    m.kind = control_kind::train;
+    break;
+  case wire::ControlKind::VALIDATE:
+    m.kind = control_kind::validate;
+    break;
+  case wire::ControlKind::END_EPOCH:
+    m.kind = control_kind::end_epoch;
+    break;
+  default:
+    refuse("control.kind " + std::to_string(static_cast<unsigned>(in.getKind()))
+           + " is not a control kind");
   }
   m.epoch = in.getEpoch();
   require(m.epoch >= 0, "control.epoch " + std::to_string(m.epoch) + " is negative");
@@ -349,10 +394,15 @@ checkpoint_message read_checkpoint_request(wire::Checkpoint::Reader in) {
   checkpoint_message m;
   m.request = in.getRequest();
   switch (in.getKind()) {
-    case wire::CheckpointKind::SAVE: m.kind = checkpoint_kind::save; break;
-    case wire::CheckpointKind::RESTORE: m.kind = checkpoint_kind::restore; break;
-    default:
-      refuse("checkpoint.kind " + std::to_string(static_cast<unsigned>(in.getKind())) + " is not a checkpoint kind");
+  case wire::CheckpointKind::SAVE:
+    m.kind = checkpoint_kind::save;
+    break;
+  case wire::CheckpointKind::RESTORE:
+    m.kind = checkpoint_kind::restore;
+    break;
+  default:
+    refuse("checkpoint.kind " + std::to_string(static_cast<unsigned>(in.getKind()))
+           + " is not a checkpoint kind");
   }
   m.epoch = in.getEpoch();
   require(m.epoch >= 0, "checkpoint.epoch " + std::to_string(m.epoch) + " is negative");
@@ -367,14 +417,16 @@ checkpoint_done_message read_checkpoint_done(wire::CheckpointDone::Reader in) {
   m.request = in.getRequest();
   m.file = text_of(in.getFile(), checkpoint_message::max_path_bytes, "checkpointDone.file");
   m.bytes = in.getBytes();
-  m.checksum = text_of(in.getChecksum(), checkpoint_done_message::max_checksum_bytes, "checkpointDone.checksum");
+  m.checksum = text_of(in.getChecksum(), checkpoint_done_message::max_checksum_bytes,
+                       "checkpointDone.checksum");
   return m;
 }
 
 // Counts a report may carry: samples >= 0, 0 <= correct <= samples, a finite loss sum.
 void check_counts(std::int64_t samples, std::int64_t correct, double loss_sum, const char* what) {
   require(samples >= 0 && correct >= 0 && correct <= samples,
-          std::string(what) + " counts " + std::to_string(correct) + " correct of " + std::to_string(samples));
+          std::string(what) + " counts " + std::to_string(correct) + " correct of "
+            + std::to_string(samples));
   require(std::isfinite(loss_sum), std::string(what) + ".lossSum is not finite");
 }
 
@@ -427,84 +479,91 @@ batch_report_message read_batch_report(wire::BatchReport::Reader in) {
   // No arithmetic on the peer's numbers, not even for the message (the fuzzer found
   // batches = INT64_MIN overflowing a "batches - 1").
   require(r.batches >= 1 && r.index >= 0 && r.index < r.batches,
-          "batchReport.index " + std::to_string(r.index) + " is not in [0, " + std::to_string(r.batches) + ")");
+          "batchReport.index " + std::to_string(r.index) + " is not in [0, "
+            + std::to_string(r.batches) + ")");
   check_counts(r.samples, r.correct, r.loss_sum, "batchReport");
   check_top_k(r.top_k, r.top_k_correct, r.samples, "batchReport");
   require(std::isfinite(r.learning_rate), "batchReport.learningRate is not finite");
   return m;
 }
 
-wire_message read_body(const std::shared_ptr<std::vector<char>>& payload, const unpacked_buffers& unpack_into,
-                       const wire_keys& keys,
+wire_message read_body(const std::shared_ptr<std::vector<char>>& payload,
+                       const unpacked_buffers& unpack_into, const wire_keys& keys,
                        wire::Frame::Body::Reader body) {
   switch (body.which()) {
-    case wire::Frame::Body::HELLO: {
-      auto in = body.getHello();
-      hello_message m;
-      m.role = role_of(in.getRole());
-      m.name = text_of(in.getName(), hello_message::max_name_bytes, "hello.name");
-      m.challenge = fixed_bytes<nonce_bytes>(in.getNonce(), "hello.nonce");
-      m.plan_hash = in.getPlanHash();
-      return m;
-    }
-    case wire::Frame::Body::PROOF:
-      return proof_message{fixed_bytes<mac_bytes>(body.getProof().getMac(), "proof.mac")};
-    case wire::Frame::Body::PUSH:
-      return read_push(payload, unpack_into, keys, body.getPush());
-    case wire::Frame::Body::PULL: {
-      auto in = body.getPull();
-      shard_keys(keys, in.getShard(), "pull");
-      require(in.getBeforeStep() >= -1, "pull.beforeStep " + std::to_string(in.getBeforeStep()) + " is below -1");
-      return pull_message{in.getRequest(), in.getShard(), remaining_of(in.getRemainingMs(), "pull"), in.getRewind(),
-                          in.getBeforeStep()};
-    }
-    case wire::Frame::Body::WEIGHTS:
-      return read_weights(payload, unpack_into, keys, body.getWeights());
-    case wire::Frame::Body::FAILURE: {
-      auto in = body.getFailure();
-      return failure_message{in.getRequest(), code_of(in.getCode()),
-                             text_of(in.getMessage(), failure_message::max_text_bytes, "failure.message")};
-    }
-    case wire::Frame::Body::HEARTBEAT:
-      return heartbeat_message{body.getHeartbeat().getSequence()};
-    case wire::Frame::Body::SHUTDOWN: {
-      auto in = body.getShutdown();
-      require(in.getLostNode() >= -1, "shutdown.lostNode " + std::to_string(in.getLostNode()) + " is below -1");
-      return shutdown_message{text_of(in.getReason(), failure_message::max_text_bytes, "shutdown.reason"),
-                              in.getFinished(), in.getLostNode()};
-    }
-    case wire::Frame::Body::JOIN:
-      return read_join(body.getJoin());
-    case wire::Frame::Body::ASSIGNMENT:
-      return read_assignment(body.getAssignment());
-    case wire::Frame::Body::READY:
-      return ready_message{body.getReady().getNode(), body.getReady().getPort(), body.getReady().getThreads()};
-    case wire::Frame::Body::CONTROL:
-      return read_control(body.getControl());
-    case wire::Frame::Body::REPORT:
-      return read_report(body.getReport());
-    case wire::Frame::Body::BATCH_REPORT:
-      return read_batch_report(body.getBatchReport());
-    case wire::Frame::Body::TRAFFIC_QUERY:
-      return traffic_query_message{body.getTrafficQuery().getEpoch()};
-    case wire::Frame::Body::TRAFFIC:
-      return read_traffic(body.getTraffic());
-    case wire::Frame::Body::CHECKPOINT:
-      return read_checkpoint_request(body.getCheckpoint());
-    case wire::Frame::Body::CHECKPOINT_DONE:
-      return read_checkpoint_done(body.getCheckpointDone());
-    case wire::Frame::Body::ADOPT:
-      return adopt_message{body.getAdopt().getNode()};
-    case wire::Frame::Body::REPLICATE: {
-      auto m = read_push(payload, unpack_into, keys, body.getReplicate());
-      return replicate_message{std::move(m)};
-    }
-    case wire::Frame::Body::REPLICATED:
-      return replicated_message{body.getReplicated().getRequest(), body.getReplicated().getUpdates()};
-    case wire::Frame::Body::PROMOTE:
-      return promote_message{body.getPromote().getNode(), body.getPromote().getServer()};
+  case wire::Frame::Body::HELLO: {
+    auto in = body.getHello();
+    hello_message m;
+    m.role = role_of(in.getRole());
+    m.name = text_of(in.getName(), hello_message::max_name_bytes, "hello.name");
+    m.challenge = fixed_bytes<nonce_bytes>(in.getNonce(), "hello.nonce");
+    m.plan_hash = in.getPlanHash();
+    return m;
   }
-  refuse("frame body " + std::to_string(static_cast<unsigned>(body.which())) + " is not a message kind");
+  case wire::Frame::Body::PROOF:
+    return proof_message{fixed_bytes<mac_bytes>(body.getProof().getMac(), "proof.mac")};
+  case wire::Frame::Body::PUSH:
+    return read_push(payload, unpack_into, keys, body.getPush());
+  case wire::Frame::Body::PULL: {
+    auto in = body.getPull();
+    shard_keys(keys, in.getShard(), "pull");
+    require(in.getBeforeStep() >= -1,
+            "pull.beforeStep " + std::to_string(in.getBeforeStep()) + " is below -1");
+    return pull_message{in.getRequest(), in.getShard(), remaining_of(in.getRemainingMs(), "pull"),
+                        in.getRewind(), in.getBeforeStep()};
+  }
+  case wire::Frame::Body::WEIGHTS:
+    return read_weights(payload, unpack_into, keys, body.getWeights());
+  case wire::Frame::Body::FAILURE: {
+    auto in = body.getFailure();
+    return failure_message{
+      in.getRequest(), code_of(in.getCode()),
+      text_of(in.getMessage(), failure_message::max_text_bytes, "failure.message")};
+  }
+  case wire::Frame::Body::HEARTBEAT:
+    return heartbeat_message{body.getHeartbeat().getSequence()};
+  case wire::Frame::Body::SHUTDOWN: {
+    auto in = body.getShutdown();
+    require(in.getLostNode() >= -1,
+            "shutdown.lostNode " + std::to_string(in.getLostNode()) + " is below -1");
+    return shutdown_message{
+      text_of(in.getReason(), failure_message::max_text_bytes, "shutdown.reason"), in.getFinished(),
+      in.getLostNode()};
+  }
+  case wire::Frame::Body::JOIN:
+    return read_join(body.getJoin());
+  case wire::Frame::Body::ASSIGNMENT:
+    return read_assignment(body.getAssignment());
+  case wire::Frame::Body::READY:
+    return ready_message{body.getReady().getNode(), body.getReady().getPort(),
+                         body.getReady().getThreads()};
+  case wire::Frame::Body::CONTROL:
+    return read_control(body.getControl());
+  case wire::Frame::Body::REPORT:
+    return read_report(body.getReport());
+  case wire::Frame::Body::BATCH_REPORT:
+    return read_batch_report(body.getBatchReport());
+  case wire::Frame::Body::TRAFFIC_QUERY:
+    return traffic_query_message{body.getTrafficQuery().getEpoch()};
+  case wire::Frame::Body::TRAFFIC:
+    return read_traffic(body.getTraffic());
+  case wire::Frame::Body::CHECKPOINT:
+    return read_checkpoint_request(body.getCheckpoint());
+  case wire::Frame::Body::CHECKPOINT_DONE:
+    return read_checkpoint_done(body.getCheckpointDone());
+  case wire::Frame::Body::ADOPT:
+    return adopt_message{body.getAdopt().getNode()};
+  case wire::Frame::Body::REPLICATE: {
+    auto m = read_push(payload, unpack_into, keys, body.getReplicate());
+    return replicate_message{std::move(m)};
+  }
+  case wire::Frame::Body::REPLICATED:
+    return replicated_message{body.getReplicated().getRequest(), body.getReplicated().getUpdates()};
+  case wire::Frame::Body::PROMOTE:
+    return promote_message{body.getPromote().getNode(), body.getPromote().getServer()};
+  }
+  refuse("frame body " + std::to_string(static_cast<unsigned>(body.which()))
+         + " is not a message kind");
 }
 
 } // namespace

@@ -38,7 +38,8 @@ forward_order forward_order_of(const placement_plan& plan) {
 
 namespace {
 
-std::uint64_t rank_of_keys(std::uint32_t shard, const std::vector<std::size_t>& keys, const forward_order& order) {
+std::uint64_t rank_of_keys(std::uint32_t shard, const std::vector<std::size_t>& keys,
+                           const forward_order& order) {
   if (shard >= order.position.size() || keys.empty())
     return unranked;
   const auto& positions = order.position[shard];
@@ -57,7 +58,7 @@ std::uint64_t frame_rank(const wire_message& message, const forward_order& order
   return std::visit(
     [&](const auto& m) -> std::uint64_t {
       using kind = std::decay_t<decltype(m)>;
-      if constexpr (std::is_base_of_v<push_message, kind>)  // a push or a replicate
+      if constexpr (std::is_base_of_v<push_message, kind>) // a push or a replicate
         return rank_of_keys(m.shard, m.push.keys, order);
       else if constexpr (std::is_same_v<kind, weights_message>)
         return rank_of_keys(m.shard, m.weights.keys, order);
@@ -77,10 +78,11 @@ std::vector<std::uint64_t> light_ranks(const placement_plan& plan, const forward
   if (!(total_work > 0))
     return {};
   const auto work = group_work(slot_work, plan.keys.shards, plan.keys.groups);
-  std::vector<std::pair<std::uint64_t, double>> shares;  // (rank, part of the forward work)
+  std::vector<std::pair<std::uint64_t, double>> shares; // (rank, part of the forward work)
   for (std::size_t g = 0; g < plan.keys.groups.size(); ++g) {
     const auto& group = plan.keys.groups[g];
-    shares.emplace_back(rank_of_keys(static_cast<std::uint32_t>(group.shard), group.keys, order), work[g] / total_work);
+    shares.emplace_back(rank_of_keys(static_cast<std::uint32_t>(group.shard), group.keys, order),
+                        work[g] / total_work);
   }
   std::sort(shares.begin(), shares.end());
   std::size_t first = shares.size();
@@ -95,13 +97,16 @@ std::vector<std::uint64_t> light_ranks(const placement_plan& plan, const forward
 
 bool needs_fixed_push_order(const placement_plan& plan) {
   return std::count_if(plan.nodes.begin(), plan.nodes.end(),
-                       [](const planned_node& n) { return n.kind == node_kind::worker; }) > 1;
+                       [](const planned_node& n) { return n.kind == node_kind::worker; })
+         > 1;
 }
 
-std::vector<ranked_push> pushes_to_node(const placement_plan& plan, const forward_order& order, int node) {
+std::vector<ranked_push> pushes_to_node(const placement_plan& plan, const forward_order& order,
+                                        int node) {
   std::vector<int> node_of_shard(plan.keys.shards.size(), -1);
   for (const auto& actor : plan.actors)
-    if (actor.role == plan_role::shard && actor.index >= 0 && static_cast<std::size_t>(actor.index) < node_of_shard.size())
+    if (actor.role == plan_role::shard && actor.index >= 0
+        && static_cast<std::size_t>(actor.index) < node_of_shard.size())
       node_of_shard[static_cast<std::size_t>(actor.index)] = actor.node;
   const auto light = light_ranks(plan, order);
   std::vector<ranked_push> pushes;
@@ -111,32 +116,38 @@ std::vector<ranked_push> pushes_to_node(const placement_plan& plan, const forwar
       pushes.push_back({rank, group.elements * static_cast<std::int64_t>(sizeof(float)),
                         std::binary_search(light.begin(), light.end(), rank)});
     }
-  std::sort(pushes.begin(), pushes.end(), [](const ranked_push& a, const ranked_push& b) { return a.rank < b.rank; });
+  std::sort(pushes.begin(), pushes.end(),
+            [](const ranked_push& a, const ranked_push& b) { return a.rank < b.rank; });
   return pushes;
 }
 
 std::size_t held_pushes(const std::vector<ranked_push>& pushes, std::int64_t held_bytes) {
   std::size_t held = 0;
   std::int64_t holding = 0;
-  for (auto p = pushes.rbegin(); p != pushes.rend() && p->light && holding + p->bytes <= held_bytes; ++p, ++held)
+  for (auto p = pushes.rbegin(); p != pushes.rend() && p->light && holding + p->bytes <= held_bytes;
+       ++p, ++held)
     holding += p->bytes;
   return held;
 }
 
-std::vector<std::uint64_t> fixed_push_order(std::vector<ranked_push> pushes, std::int64_t backward_bytes,
-                                            std::int64_t held_bytes) {
-  std::sort(pushes.begin(), pushes.end(), [](const ranked_push& a, const ranked_push& b) { return a.rank < b.rank; });
+std::vector<std::uint64_t> fixed_push_order(std::vector<ranked_push> pushes,
+                                            std::int64_t backward_bytes, std::int64_t held_bytes) {
+  std::sort(pushes.begin(), pushes.end(),
+            [](const ranked_push& a, const ranked_push& b) { return a.rank < b.rank; });
   for (std::size_t i = 0; i < pushes.size(); ++i) {
     if (pushes[i].rank == unranked || pushes[i].rank == control_rank)
-      throw std::invalid_argument("a fixed push order needs every push ranked (push " + std::to_string(i) + " is not)");
+      throw std::invalid_argument("a fixed push order needs every push ranked (push "
+                                  + std::to_string(i) + " is not)");
     if (i > 0 && pushes[i].rank == pushes[i - 1].rank)
-      throw std::invalid_argument("a fixed push order lists rank " + std::to_string(pushes[i].rank) + " twice");
+      throw std::invalid_argument("a fixed push order lists rank " + std::to_string(pushes[i].rank)
+                                  + " twice");
     if (pushes[i].bytes < 0)
-      throw std::invalid_argument("a fixed push order's push of rank " + std::to_string(pushes[i].rank)
-                                  + " has negative bytes");
+      throw std::invalid_argument("a fixed push order's push of rank "
+                                  + std::to_string(pushes[i].rank) + " has negative bytes");
     if (i > 0 && pushes[i - 1].light && !pushes[i].light)
-      throw std::invalid_argument("a fixed push order's light push of rank " + std::to_string(pushes[i - 1].rank)
-                                  + " is below rank " + std::to_string(pushes[i].rank)
+      throw std::invalid_argument("a fixed push order's light push of rank "
+                                  + std::to_string(pushes[i - 1].rank) + " is below rank "
+                                  + std::to_string(pushes[i].rank)
                                   + ", which is not light (light pushes are the last layers')");
   }
   // The light last layers held for the end (the rest go as the others do).

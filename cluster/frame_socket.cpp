@@ -32,7 +32,9 @@ namespace troupe {
 
 namespace {
 
-std::string errno_text(int code) { return std::strerror(code); }
+std::string errno_text(int code) {
+  return std::strerror(code);
+}
 
 std::string peer_of(int fd) {
   sockaddr_storage address{};
@@ -88,7 +90,8 @@ int connect_within(int fd, const addrinfo& address, std::chrono::milliseconds ti
   int result = ::connect(fd, address.ai_addr, address.ai_addrlen) == 0 ? 0 : errno;
   if (result == EINPROGRESS) {
     pollfd waiting{fd, POLLOUT, 0};
-    const auto ready = ::poll(&waiting, 1, static_cast<int>(std::min<std::int64_t>(timeout.count(), INT_MAX)));
+    const auto ready =
+      ::poll(&waiting, 1, static_cast<int>(std::min<std::int64_t>(timeout.count(), INT_MAX)));
     if (ready == 0) {
       result = ETIMEDOUT;
     } else if (ready < 0) {
@@ -118,7 +121,8 @@ void join_or_detach(std::thread& thread) {
 frame_socket::frame_socket(int fd) : fd_(fd), peer_(peer_of(fd)) {
   sockaddr_storage mine{};
   socklen_t length = sizeof mine;
-  local_ = ::getsockname(fd_, reinterpret_cast<sockaddr*>(&mine), &length) == 0 && mine.ss_family == AF_UNIX;
+  local_ = ::getsockname(fd_, reinterpret_cast<sockaddr*>(&mine), &length) == 0
+           && mine.ss_family == AF_UNIX;
   if (local_) {
     widen_local_buffers(fd_);
     return;
@@ -138,7 +142,9 @@ bool frame_socket::set_pacing(std::uint64_t bytes_per_second) {
   if (::setsockopt(fd_, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, sizeof rate) != 0)
     return false;
   // 0: the host's default (net.ipv4.tcp_notsent_lowat, no limit unless set).
-  const auto unsent = bytes_per_second == 0 ? 0 : std::min<std::uint64_t>(paced_unsent_bytes(bytes_per_second), INT_MAX);
+  const auto unsent = bytes_per_second == 0
+                        ? 0
+                        : std::min<std::uint64_t>(paced_unsent_bytes(bytes_per_second), INT_MAX);
   const int lowat = static_cast<int>(unsent);
   return ::setsockopt(fd_, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof lowat) == 0;
 }
@@ -163,11 +169,13 @@ std::uint64_t frame_socket::pacing() const {
   return rate;
 }
 
-void frame_socket::set_sequence(std::vector<std::uint64_t> ranks, std::chrono::milliseconds patience) {
+void frame_socket::set_sequence(std::vector<std::uint64_t> ranks,
+                                std::chrono::milliseconds patience) {
   std::map<std::uint64_t, std::size_t> places;
   for (std::size_t i = 0; i < ranks.size(); ++i)
     if (!places.emplace(ranks[i], i).second)
-      throw std::invalid_argument("a push sequence lists rank " + std::to_string(ranks[i]) + " twice");
+      throw std::invalid_argument("a push sequence lists rank " + std::to_string(ranks[i])
+                                  + " twice");
   std::lock_guard<std::mutex> lock(mutex_);
   sequence_ = std::move(ranks);
   place_in_sequence_ = std::move(places);
@@ -176,7 +184,9 @@ void frame_socket::set_sequence(std::vector<std::uint64_t> ranks, std::chrono::m
   patience_ = patience;
 }
 
-std::size_t frame_socket::sequence_skips() const { return skips_.load(); }
+std::size_t frame_socket::sequence_skips() const {
+  return skips_.load();
+}
 
 // The sequenced push that may go now: the sequence's next, else one of a rank this cycle has
 // written (a second source's). Called with the mutex held.
@@ -202,7 +212,7 @@ void frame_socket::take_sequenced(std::multimap<std::uint64_t, encoded_frame>::i
   next_place_ = place + 1;
   while (next_place_ < sequence_.size() && written_in_cycle_[next_place_])
     ++next_place_;
-  if (next_place_ >= sequence_.size()) {  // the cycle is complete: the next step's begins
+  if (next_place_ >= sequence_.size()) { // the cycle is complete: the next step's begins
     written_in_cycle_.assign(sequence_.size(), false);
     next_place_ = 0;
   }
@@ -216,9 +226,9 @@ frame_socket::~frame_socket() {
   ::close(fd_);
 }
 
-caf::expected<std::shared_ptr<frame_socket>> frame_socket::connect(const std::string& host, std::uint16_t port,
-                                                                   std::chrono::milliseconds timeout,
-                                                                   bool same_host_shortcut) {
+caf::expected<std::shared_ptr<frame_socket>>
+frame_socket::connect(const std::string& host, std::uint16_t port,
+                      std::chrono::milliseconds timeout, bool same_host_shortcut) {
   const auto where = host + ":" + std::to_string(port);
   resolved addresses;
   resolve(addresses, host, port, false);
@@ -240,32 +250,37 @@ caf::expected<std::shared_ptr<frame_socket>> frame_socket::connect(const std::st
     const int failed = connect_within(fd, *a, timeout);
     if (failed == 0)
       return std::make_shared<frame_socket>(fd);
-    why = failed == ETIMEDOUT ? "no answer within " + std::to_string(timeout.count()) + " ms" : errno_text(failed);
+    why = failed == ETIMEDOUT ? "no answer within " + std::to_string(timeout.count()) + " ms"
+                              : errno_text(failed);
     ::close(fd);
   }
   return make_error(errc::peer_down, "cannot connect to " + where + ": " + why);
 }
 
-void frame_socket::start(caf::actor owner, std::size_t max_payload, std::shared_ptr<receive_pool> pool,
-                         write_order order) {
+void frame_socket::start(caf::actor owner, std::size_t max_payload,
+                         std::shared_ptr<receive_pool> pool, write_order order) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     order_ = order;
   }
   note_bytes();
   writer_ = std::thread([this, owner] {
-    ::pthread_setname_np(::pthread_self(), "troupe.write");  // as profilers and top show it
+    ::pthread_setname_np(::pthread_self(), "troupe.write"); // as profilers and top show it
     write_loop(owner);
   });
-  reader_ = std::thread([this, owner = std::move(owner), max_payload, pool = std::move(pool)]() mutable {
-    ::pthread_setname_np(::pthread_self(), "troupe.read");
-    read_loop(std::move(owner), max_payload, std::move(pool));
-  });
+  reader_ =
+    std::thread([this, owner = std::move(owner), max_payload, pool = std::move(pool)]() mutable {
+      ::pthread_setname_np(::pthread_self(), "troupe.read");
+      read_loop(std::move(owner), max_payload, std::move(pool));
+    });
 }
 
-void frame_socket::note_bytes() { last_bytes_.store(std::chrono::steady_clock::now().time_since_epoch().count()); }
+void frame_socket::note_bytes() {
+  last_bytes_.store(std::chrono::steady_clock::now().time_since_epoch().count());
+}
 
-void frame_socket::read_loop(caf::actor owner, std::size_t max_payload, std::shared_ptr<receive_pool> pool) {
+void frame_socket::read_loop(caf::actor owner, std::size_t max_payload,
+                             std::shared_ptr<receive_pool> pool) {
   auto closed = [&](int status, const char* when) {
     const int error = errno;
     const auto why = status == 0 ? std::string("the peer closed the connection") + when
@@ -318,8 +333,9 @@ void frame_socket::write_loop(caf::actor owner) {
           continue;
         }
         // Pushes wait, but not the sequence's next: wait for it, within the patience.
-        if (wake_writer_.wait_until(lock, awaited_since_ + patience_) == std::cv_status::timeout && !closed_
-            && holds_ == 0 && queue_.empty() && next_sequenced() == sequenced_.end() && !sequenced_.empty()) {
+        if (wake_writer_.wait_until(lock, awaited_since_ + patience_) == std::cv_status::timeout
+            && !closed_ && holds_ == 0 && queue_.empty() && next_sequenced() == sequenced_.end()
+            && !sequenced_.empty()) {
           // Go on with the first waiting push after the awaited one in the sequence (every place
           // before the awaited one this cycle has written): the skipped ones, when they come,
           // go at once, as a repeat would.
@@ -329,7 +345,8 @@ void frame_socket::write_loop(caf::actor owner) {
             written_in_cycle_[place++] = true;
           next_place_ = place;
           const std::uint64_t skips = ++skips_;
-          caf::anon_send(owner, sequence_skip_atom::value, awaited, skips);  // only enqueues: fine under the lock
+          caf::anon_send(owner, sequence_skip_atom::value, awaited,
+                         skips); // only enqueues: fine under the lock
         }
       }
       // fifo: everything queued goes out in as few system calls as the pieces allow. by_rank:
@@ -342,7 +359,8 @@ void frame_socket::write_loop(caf::actor owner) {
         const bool sequenced = first == queue_.end();
         if (sequenced && (first = next_sequenced()) == sequenced_.end())
           break;
-        if (order_ == write_order::by_rank && !batch.empty() && bytes + first->second.bytes() > ranked_batch_bytes)
+        if (order_ == write_order::by_rank && !batch.empty()
+            && bytes + first->second.bytes() > ranked_batch_bytes)
           break;
         bytes += first->second.bytes();
         batch.push_back(std::move(first->second));
@@ -380,7 +398,7 @@ void frame_socket::write_loop(caf::actor owner) {
         pieces[next].iov_len -= left;
       }
     }
-    batch.clear();  // the frames' tensors are released here, once written
+    batch.clear(); // the frames' tensors are released here, once written
   }
 }
 
@@ -390,7 +408,7 @@ void frame_socket::send(encoded_frame frame, std::uint64_t rank, bool sequenced)
     if (closed_)
       return;
     if (sequenced && order_ == write_order::by_rank && place_in_sequence_.count(rank) != 0) {
-      if (sequenced_.empty())  // the first push of a step: the patience counts from here
+      if (sequenced_.empty()) // the first push of a step: the patience counts from here
         awaited_since_ = std::chrono::steady_clock::now();
       sequenced_.emplace(rank, std::move(frame));
     } else {
@@ -429,8 +447,8 @@ void frame_socket::close() {
   ::shutdown(fd_, SHUT_RDWR);
 }
 
-caf::expected<std::unique_ptr<listening_socket>> listening_socket::bind(const std::string& host, std::uint16_t port,
-                                                                       bool same_host_twin) {
+caf::expected<std::unique_ptr<listening_socket>>
+listening_socket::bind(const std::string& host, std::uint16_t port, bool same_host_twin) {
   const auto where = host + ":" + std::to_string(port);
   resolved addresses;
   resolve(addresses, host, port, true);
@@ -497,7 +515,8 @@ void listening_socket::stop() {
   if (!stopped_) {
     stopped_ = true;
     const std::uint64_t one = 1;
-    [[maybe_unused]] const auto written = ::write(stop_fd_, &one, sizeof one);  // wakes the acceptor's poll
+    [[maybe_unused]] const auto written =
+      ::write(stop_fd_, &one, sizeof one); // wakes the acceptor's poll
   }
   join_or_detach(acceptor_);
 }
@@ -511,26 +530,26 @@ int listening_socket::accept_one() {
       return -1;
     }
     if (ready[0].revents != 0)
-      return -1;  // stopped
+      return -1; // stopped
     const int from = ready[1].revents != 0 ? fd_ : local_fd_;
     const int fd = ::accept4(from, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd >= 0)
       return fd;
     switch (errno) {
-      case EINTR:
-      case EAGAIN:
-      case ECONNABORTED:
-      case EPROTO:
-        continue;  // a client that gave up before it was accepted
-      case EMFILE:
-      case ENFILE:
-      case ENOBUFS:
-      case ENOMEM:
-        // Out of descriptors or memory for now: the connection waits in the backlog.
-        ::usleep(100 * 1000);
-        continue;
-      default:
-        return -1;  // a socket that cannot accept any more
+    case EINTR:
+    case EAGAIN:
+    case ECONNABORTED:
+    case EPROTO:
+      continue; // a client that gave up before it was accepted
+    case EMFILE:
+    case ENFILE:
+    case ENOBUFS:
+    case ENOMEM:
+      // Out of descriptors or memory for now: the connection waits in the backlog.
+      ::usleep(100 * 1000);
+      continue;
+    default:
+      return -1; // a socket that cannot accept any more
     }
   }
 }

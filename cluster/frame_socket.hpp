@@ -1,8 +1,9 @@
-// A connection (TCP, or a same-host Unix socket: local_socket.hpp) that carries frames (frame_codec.hpp), with a reader and a writer thread of
-// its own. A peer link (an actor) owns one: the reader hands it every payload, the writer
-// writes the frames it queues. The threads keep the data path off CAF's single network thread
-// (the multiplexer, which would read and write every connection of a process in turn) and let
-// every connection of a node move bytes both ways at once, as the kernel allows.
+// A connection (TCP, or a same-host Unix socket: local_socket.hpp) that carries frames
+// (frame_codec.hpp), with a reader and a writer thread of its own. A peer link (an actor) owns one:
+// the reader hands it every payload, the writer writes the frames it queues. The threads keep the
+// data path off CAF's single network thread (the multiplexer, which would read and write every
+// connection of a process in turn) and let every connection of a node move bytes both ways at once,
+// as the kernel allows.
 //
 // What the reader sends its owner (in order; nothing after `closed`):
 //   (frame_in_atom, received_payload)  a payload of exactly the announced size, in a pooled
@@ -56,8 +57,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <map>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -93,7 +94,8 @@ constexpr std::size_t ranked_batch_bytes = std::size_t{256} << 10;
 /// What a connection paced at `bytes_per_second` lets the kernel hold unsent: a millisecond of
 /// its rate, and at least a writer's batch (fewer bytes would wake the writer for every batch).
 constexpr std::uint64_t paced_unsent_bytes(std::uint64_t bytes_per_second) {
-  return bytes_per_second / 1000 > ranked_batch_bytes ? bytes_per_second / 1000 : ranked_batch_bytes;
+  return bytes_per_second / 1000 > ranked_batch_bytes ? bytes_per_second / 1000
+                                                      : ranked_batch_bytes;
 }
 
 /// The most bytes one read of a payload waits for (about 8 ms at 1 Gbit; at loopback speeds a
@@ -113,7 +115,8 @@ public:
   /// Connects to `host:port` within `timeout`; the error names the address and the reason.
   /// With `same_host_shortcut`, an address of this host is reached through the local socket its
   /// listener offers (local_socket.hpp) when there is one, else over TCP.
-  static caf::expected<std::shared_ptr<frame_socket>> connect(const std::string& host, std::uint16_t port,
+  static caf::expected<std::shared_ptr<frame_socket>> connect(const std::string& host,
+                                                              std::uint16_t port,
                                                               std::chrono::milliseconds timeout,
                                                               bool same_host_shortcut = false);
 
@@ -173,20 +176,21 @@ public:
   /// When the reader last got bytes from the peer (a header or a piece of a payload); the
   /// time start() was called before any came.
   std::chrono::steady_clock::time_point last_bytes_at() const {
-    return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(last_bytes_.load()));
+    return std::chrono::steady_clock::time_point(
+      std::chrono::steady_clock::duration(last_bytes_.load()));
   }
 
 private:
   void read_loop(caf::actor owner, std::size_t max_payload, std::shared_ptr<receive_pool> pool);
   void write_loop(caf::actor owner);
-  void note_bytes();  // the reader got bytes now (last_bytes_at)
+  void note_bytes(); // the reader got bytes now (last_bytes_at)
 
   const int fd_;
   std::string peer_;
   bool local_ = false;
   std::mutex mutex_;
   std::condition_variable wake_writer_;
-  std::multimap<std::uint64_t, encoded_frame> queue_;  // by rank; equal ranks as queued
+  std::multimap<std::uint64_t, encoded_frame> queue_; // by rank; equal ranks as queued
   // The fixed push order: the cycle's ranks, each rank's place in it, the pushes waiting for
   // their turn, the place whose push is next, the ranks this cycle wrote, since when the
   // next push is awaited.
@@ -198,7 +202,7 @@ private:
   std::chrono::milliseconds patience_{0};
   std::chrono::steady_clock::time_point awaited_since_;
   std::atomic<std::size_t> skips_{0};
-  std::multimap<std::uint64_t, encoded_frame>::iterator next_sequenced();  // end(): none may go
+  std::multimap<std::uint64_t, encoded_frame>::iterator next_sequenced(); // end(): none may go
   void take_sequenced(std::multimap<std::uint64_t, encoded_frame>::iterator it);
   write_order order_ = write_order::fifo;
   int holds_ = 0;
@@ -215,8 +219,8 @@ public:
   /// Binds `host:port` (port 0: any free port) and listens; the error names the address. With
   /// `same_host_twin`, also offers the local socket of the bound address (skipped, TCP only,
   /// where that name is taken).
-  static caf::expected<std::unique_ptr<listening_socket>> bind(const std::string& host, std::uint16_t port,
-                                                               bool same_host_twin = false);
+  static caf::expected<std::unique_ptr<listening_socket>>
+  bind(const std::string& host, std::uint16_t port, bool same_host_twin = false);
   /// Stops accepting (as stop()) and closes the socket.
   ~listening_socket();
   listening_socket(const listening_socket&) = delete;
@@ -233,11 +237,11 @@ public:
 
 private:
   listening_socket(int fd, int local_fd, int stop_fd, std::uint16_t port)
-    : fd_(fd), local_fd_(local_fd), stop_fd_(stop_fd), port_(port) {}
+      : fd_(fd), local_fd_(local_fd), stop_fd_(stop_fd), port_(port) {}
   int accept_one();
   const int fd_;
-  const int local_fd_;  ///< -1: TCP only
-  const int stop_fd_;   ///< an eventfd: stop() wakes the acceptor through it
+  const int local_fd_; ///< -1: TCP only
+  const int stop_fd_;  ///< an eventfd: stop() wakes the acceptor through it
   const std::uint16_t port_;
   std::mutex mutex_;
   bool stopped_ = false;

@@ -17,15 +17,14 @@ namespace troupe {
 
 namespace {
 
-template <class T>
-std::string value_text(const T& v) {
+template <class T> std::string value_text(const T& v) {
   if constexpr (std::is_same_v<T, bool>) {
     return v ? "true" : "false";
   } else if constexpr (std::is_enum_v<T>) {
     return std::to_string(static_cast<long long>(v));
   } else if constexpr (std::is_arithmetic_v<T>) {
     std::ostringstream out;
-    out.precision(std::numeric_limits<T>::digits10 + 1);  // 0.02f reads 0.02
+    out.precision(std::numeric_limits<T>::digits10 + 1); // 0.02f reads 0.02
     out << v;
     return out.str();
   } else if constexpr (std::is_same_v<T, std::string>) {
@@ -39,9 +38,9 @@ std::string value_text(const T& v) {
 }
 
 template <class T>
-constexpr bool readable_v = std::is_arithmetic_v<T> || std::is_enum_v<T> || std::is_same_v<T, std::string>;
-template <class T>
-struct readable_vector : std::false_type {};
+constexpr bool readable_v =
+  std::is_arithmetic_v<T> || std::is_enum_v<T> || std::is_same_v<T, std::string>;
+template <class T> struct readable_vector : std::false_type {};
 template <class T, class A>
 struct readable_vector<std::vector<T, A>> : std::bool_constant<std::is_arithmetic_v<T>> {};
 
@@ -50,12 +49,12 @@ struct differ {
   std::vector<std::string> lines;
 
   // Compares one field; a plain value is shown both ways, a structure only named.
-  template <class T>
-  void field(const std::string& key, const T& theirs, const T& ours) {
+  template <class T> void field(const std::string& key, const T& theirs, const T& ours) {
     if (value_hash(theirs) == value_hash(ours))
       return;
     if constexpr (readable_v<T> || readable_vector<T>::value)
-      lines.push_back(key + " " + value_text(theirs) + " (" + ours_name + " " + value_text(ours) + ")");
+      lines.push_back(key + " " + value_text(theirs) + " (" + ours_name + " " + value_text(ours)
+                      + ")");
     else
       lines.push_back(key);
   }
@@ -66,8 +65,7 @@ struct differ {
   }
 };
 
-template <class... Ts>
-std::uint64_t hash_of(const Ts&... xs) {
+template <class... Ts> std::uint64_t hash_of(const Ts&... xs) {
   value_hasher h;
   h(xs...);
   return h.value();
@@ -98,7 +96,8 @@ std::vector<std::string> job_differences(const training_job& theirs_in, const tr
   d.field("data train batch", a.train_batches.batch_size, b.train_batches.batch_size);
   d.field("data val batch", a.validation_batches.batch_size, b.validation_batches.batch_size);
   {
-    auto at = a.train_batches, bt = b.train_batches, av = a.validation_batches, bv = b.validation_batches;
+    auto at = a.train_batches, bt = b.train_batches, av = a.validation_batches,
+         bv = b.validation_batches;
     at.batch_size = bt.batch_size = av.batch_size = bv.batch_size = 0;
     d.named("data (shuffle, seed, augmentation)", hash_of(at, av), hash_of(bt, bv));
   }
@@ -138,11 +137,12 @@ std::vector<std::string> job_differences(const training_job& theirs_in, const tr
   }
   d.field("cluster slice_bytes", at.keys.slice_bytes, bt.keys.slice_bytes);
   d.field("cluster group_bytes", at.keys.group_bytes, bt.keys.group_bytes);
-  d.field("cluster on_worker_loss", std::string(worker_loss_policy(a.nodes)), std::string(worker_loss_policy(b.nodes)));
+  d.field("cluster on_worker_loss", std::string(worker_loss_policy(a.nodes)),
+          std::string(worker_loss_policy(b.nodes)));
   d.field("train top_k", a.top_k, b.top_k);
   if (d.lines.empty() && job_hash(theirs) != job_hash(ours))
-    d.lines.push_back("a field this build does not name (job hash " + hash_text(job_hash(theirs)) + ", "
-                      + ours_name + " " + hash_text(job_hash(ours)) + ")");
+    d.lines.push_back("a field this build does not name (job hash " + hash_text(job_hash(theirs))
+                      + ", " + ours_name + " " + hash_text(job_hash(ours)) + ")");
   return d.lines;
 }
 
@@ -150,7 +150,10 @@ std::string difference_text(const std::vector<std::string>& differences, std::si
   std::string text;
   const auto shown = std::min(limit, differences.size());
   for (std::size_t i = 0; i < shown; ++i)
-    text += (i == 0 ? "" : i + 1 == shown && shown == differences.size() ? " and " : ", ") + differences[i];
+    text += (i == 0                                          ? ""
+             : i + 1 == shown && shown == differences.size() ? " and "
+                                                             : ", ")
+            + differences[i];
   if (shown < differences.size())
     text += " and " + std::to_string(differences.size() - shown) + " more";
   return text;

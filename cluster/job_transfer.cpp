@@ -15,7 +15,7 @@ namespace troupe {
 std::vector<char> job_bytes(const training_job& job) {
   std::vector<char> bytes;
   caf::binary_serializer sink{nullptr, bytes};
-  auto copy = job;  // inspect takes a mutable reference
+  auto copy = job; // inspect takes a mutable reference
   if (auto err = sink(copy))
     throw std::invalid_argument("job: cannot serialize: " + caf::to_string(err));
   return bytes;
@@ -28,8 +28,8 @@ training_job read_job(const std::vector<char>& bytes, std::uint64_t expected_has
   training_job job;
   caf::binary_deserializer source{nullptr, bytes};
   if (auto err = source(job))
-    throw std::invalid_argument("job: the " + std::to_string(bytes.size()) + " bytes are not a job ("
-                                + caf::to_string(err) + ")");
+    throw std::invalid_argument("job: the " + std::to_string(bytes.size())
+                                + " bytes are not a job (" + caf::to_string(err) + ")");
   if (source.remaining() != 0)
     throw std::invalid_argument("job: " + std::to_string(source.remaining())
                                 + " bytes are left after the job");
@@ -41,7 +41,9 @@ training_job read_job(const std::vector<char>& bytes, std::uint64_t expected_has
   return job;
 }
 
-std::uint64_t without_counts(const training_job& job) { return job_hash_without_counts(job); }
+std::uint64_t without_counts(const training_job& job) {
+  return job_hash_without_counts(job);
+}
 
 } // namespace
 

@@ -66,7 +66,8 @@ int listen_local(const sockaddr* bound) {
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return -1;
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), length) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), length) != 0
+      || ::listen(fd, SOMAXCONN) != 0) {
     ::close(fd);
     return -1;
   }
@@ -83,7 +84,8 @@ bool is_local_address(const sockaddr* address) {
   if (fd < 0)
     return false;
   sockaddr_storage probe{};
-  const socklen_t length = address->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  const socklen_t length =
+    address->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
   std::memcpy(&probe, address, length);
   if (address->sa_family == AF_INET6)
     reinterpret_cast<sockaddr_in6*>(&probe)->sin6_port = 0;

@@ -23,9 +23,9 @@
 
 #include <algorithm>
 #include <limits>
-#include <thread>
 #include <map>
 #include <optional>
+#include <thread>
 #include <unistd.h>
 
 #include <caf/all.hpp>
@@ -49,8 +49,6 @@ namespace troupe {
 
 namespace {
 
-
-
 // Answers once the node has ended and the links it told so have closed (their peers have
 // read why), or the grace is over.
 void answer(member_actor self, bool grace_over = false) {
@@ -61,7 +59,7 @@ void answer(member_actor self, bool grace_over = false) {
     st.promise.deliver(*st.outcome);
   else
     st.promise.deliver(true);
-  if (st.listener)  // held open until the links from workers that heard the end closed
+  if (st.listener) // held open until the links from workers that heard the end closed
     self->send_exit(st.listener, caf::exit_reason::user_shutdown);
   self->quit();
 }
@@ -98,9 +96,10 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
   // the server waited the whole grace).
   st.serving->set<remote_interface::member_control>(0, self);
   // The servers hear that this worker is done (and why), rather than a closed connection.
-  const shutdown_message end{reason ? reason_text(self->system(), reason) : "the run finished", !reason};
+  const shutdown_message end{reason ? reason_text(self->system(), reason) : "the run finished",
+                             !reason};
   auto links = st.server_links;
-  links.push_back(st.replicas.backup_link);  // a server: the link to the one holding its backups
+  links.push_back(st.replicas.backup_link); // a server: the link to the one holding its backups
   for (auto& link : links)
     if (link) {
       caf::anon_send(spawn_member_control_proxy(self->system(), link), goodbye_atom::value, end);
@@ -113,7 +112,8 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
   // this server as the node lost (found by scripts/chaos.py). The listener ends once they
   // closed (answer), or the grace is over.
   for (auto& [address, link] : st.worker_links) {
-    caf::anon_send(spawn_member_control_proxy(self->system(), link.channel), goodbye_atom::value, end);
+    caf::anon_send(spawn_member_control_proxy(self->system(), link.channel), goodbye_atom::value,
+                   end);
     st.closing.push_back(address);
   }
   if (st.listener && st.worker_links.empty())
@@ -125,14 +125,16 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
 
 } // namespace
 
-void fail(member_actor self, errc code, const std::string& why) { finish(self, make_error(code, why)); }
+void fail(member_actor self, errc code, const std::string& why) {
+  finish(self, make_error(code, why));
+}
 
 namespace {
 
 std::string facts_text(const data_facts& f) {
   return shape_string(f.sample_shape) + ", " + std::to_string(f.classes) + " classes, "
-         + std::to_string(f.train_examples) + " training and " + std::to_string(f.validation_examples)
-         + " validation examples";
+         + std::to_string(f.train_examples) + " training and "
+         + std::to_string(f.validation_examples) + " validation examples";
 }
 
 // A worker reads its data from the job's paths; it must be the data the scheduler planned with.
@@ -140,9 +142,10 @@ node_data open_worker_data(const training_job& job, const data_facts& planned) {
   node_data data{open_dataset(job.train_data), open_dataset(job.validation_data)};
   const auto mine = data_facts_of(*data.train, *data.validation);
   if (mine.sample_shape != planned.sample_shape || mine.classes != planned.classes
-      || mine.train_examples != planned.train_examples || mine.validation_examples != planned.validation_examples)
-    throw std::invalid_argument("this node's data (" + facts_text(mine) + ") is not the scheduler's ("
-                                + facts_text(planned) + ")");
+      || mine.train_examples != planned.train_examples
+      || mine.validation_examples != planned.validation_examples)
+    throw std::invalid_argument("this node's data (" + facts_text(mine)
+                                + ") is not the scheduler's (" + facts_text(planned) + ")");
   return data;
 }
 
@@ -155,17 +158,21 @@ std::uint64_t link_share(const cluster_node_options& options, const placement_pl
   const auto other = options.role == node_kind::worker ? node_kind::server : node_kind::worker;
   for (const auto& node : plan.nodes)
     peers += node.kind == other ? 1 : 0;
-  return static_cast<std::uint64_t>(static_cast<double>(options.link_mbit) * 1e6 / 8) / std::max<std::uint64_t>(peers, 1);
+  return static_cast<std::uint64_t>(static_cast<double>(options.link_mbit) * 1e6 / 8)
+         / std::max<std::uint64_t>(peers, 1);
 }
 
 // How long a step's backward takes, in seconds (cluster_node_options::backward).
 double backward_seconds(const cluster_node_options& options) {
   if (options.backward.count() >= 0)
     return std::chrono::duration<double>(options.backward).count();
-  return options.stand_in.active() ? std::chrono::duration<double>(options.stand_in.step).count() * 2 / 3 : 0;
+  return options.stand_in.active()
+           ? std::chrono::duration<double>(options.stand_in.step).count() * 2 / 3
+           : 0;
 }
 
-void connect_servers(member_actor self, const assignment_message& a, const channel_options& options) {
+void connect_servers(member_actor self, const assignment_message& a,
+                     const channel_options& options) {
   auto& st = self->state;
   st.server_links.assign(st.plan.nodes.size(), channel_actor{});
   // A paced link's pushes go in a fixed order where several workers push (frame_priority.hpp):
@@ -174,13 +181,15 @@ void connect_servers(member_actor self, const assignment_message& a, const chann
   const bool paced_priority = options.priority && options.pacing_bytes_per_second > 0;
   const bool ordered = paced_priority && needs_fixed_push_order(st.plan);
   const double backward_s = backward_seconds(*st.options);
-  const auto backward = static_cast<std::int64_t>(static_cast<double>(options.pacing_bytes_per_second) * backward_s);
+  const auto backward =
+    static_cast<std::int64_t>(static_cast<double>(options.pacing_bytes_per_second) * backward_s);
   // The light last layers held for the end travel while the next forward runs the layers
   // before them: as many bytes as the link carries in half of backward's time (a forward takes
   // about half a backward's work; the stand-in splits its step so). Unknown backward: all held.
   const auto forward = backward_s > 0 ? backward / 2 : std::numeric_limits<std::int64_t>::max();
-  const auto patience = std::max(options.sequence_patience,
-                                 std::chrono::milliseconds(static_cast<std::int64_t>(2000 * backward_s)));
+  const auto patience =
+    std::max(options.sequence_patience,
+             std::chrono::milliseconds(static_cast<std::int64_t>(2000 * backward_s)));
   std::size_t late = 0, held = 0, sequenced = 0;
   for (const auto& server : a.servers) {
     if (server.node >= st.plan.nodes.size() || st.plan.nodes[server.node].kind != node_kind::server)
@@ -191,9 +200,10 @@ void connect_servers(member_actor self, const assignment_message& a, const chann
       const auto pushes = pushes_to_node(st.plan, link.order, static_cast<int>(server.node));
       link.push_sequence = fixed_push_order(pushes, backward, forward);
       link.sequence_patience = patience;
-      if (!pushes.empty())  // the backward part: the sequence's pushes before its lowest rank
-        late += static_cast<std::size_t>(std::find(link.push_sequence.begin(), link.push_sequence.end(), pushes.front().rank)
-                                         - link.push_sequence.begin());
+      if (!pushes.empty()) // the backward part: the sequence's pushes before its lowest rank
+        late += static_cast<std::size_t>(
+          std::find(link.push_sequence.begin(), link.push_sequence.end(), pushes.front().rank)
+          - link.push_sequence.begin());
       held += held_pushes(pushes, forward);
       sequenced += pushes.size();
     }
@@ -201,20 +211,23 @@ void connect_servers(member_actor self, const assignment_message& a, const chann
     auto connected = connect_channel(self->system(), server.host, server.port, link, &local);
     if (!connected)
       throw troupe_error(troupe_code(connected.error()),
-                         st.plan.nodes[server.node].name + ": " + error_text(connected.error()) + " (where "
-                           + st.plan.nodes[server.node].name + " said it listens: start the server with --listen "
-                           "or --advertise an address this worker can reach)");
+                         st.plan.nodes[server.node].name + ": " + error_text(connected.error())
+                           + " (where " + st.plan.nodes[server.node].name
+                           + " said it listens: start the server with --listen "
+                             "or --advertise an address this worker can reach)");
     self->monitor(*connected);
     st.server_links[server.node] = *connected;
     st.local_server_links += local ? 1 : 0;
   }
   if (sequenced > 0)
-    st.pacing_text += ", pushes in a fixed order (" + std::to_string(late) + " of " + std::to_string(sequenced)
-                      + " last layers first: " + std::to_string(backward) + " bytes in backward's time per link; "
-                      + std::to_string(held) + " light last layers last"
-                      + (forward == std::numeric_limits<std::int64_t>::max() ? std::string()
-                                                                             : ", at most " + std::to_string(forward) + " bytes")
-                      + ")";
+    st.pacing_text +=
+      ", pushes in a fixed order (" + std::to_string(late) + " of " + std::to_string(sequenced)
+      + " last layers first: " + std::to_string(backward) + " bytes in backward's time per link; "
+      + std::to_string(held) + " light last layers last"
+      + (forward == std::numeric_limits<std::int64_t>::max()
+           ? std::string()
+           : ", at most " + std::to_string(forward) + " bytes")
+      + ")";
   else if (paced_priority && !ordered && !a.servers.empty())
     st.pacing_text += ", pushes by rank as they come (the only worker: no fixed order)";
 }
@@ -234,7 +247,8 @@ std::vector<std::vector<int>> slot_cpus(int slot, int threads, std::size_t compu
   std::vector<std::vector<int>> cpus;
   const auto per_compute = static_cast<std::size_t>(std::max(threads, 1));
   const auto first = static_cast<std::size_t>(std::max(slot, 0)) * computes * per_compute;
-  if (slot < 0 || computes == 0 || first + computes * per_compute > std::thread::hardware_concurrency())
+  if (slot < 0 || computes == 0
+      || first + computes * per_compute > std::thread::hardware_concurrency())
     return cpus;
   for (std::size_t c = 0; c < computes; ++c) {
     cpus.emplace_back();
@@ -245,7 +259,8 @@ std::vector<std::vector<int>> slot_cpus(int slot, int threads, std::size_t compu
 }
 
 std::string cpus_text(int first, int last) {
-  return first == last ? "CPU " + std::to_string(first) : "CPUs " + std::to_string(first) + "-" + std::to_string(last);
+  return first == last ? "CPU " + std::to_string(first)
+                       : "CPUs " + std::to_string(first) + "-" + std::to_string(last);
 }
 
 // The compute threads of this node: the scheduler's count when it was given one, else this
@@ -256,22 +271,26 @@ int threads_of(const cluster_node_options& options, std::uint32_t scheduler_thre
   if (theirs > 0 && options.threads > 0 && theirs != options.threads)
     throw std::invalid_argument("this node was given " + std::to_string(options.threads)
                                 + " compute threads (--threads or train.threads), the scheduler "
-                                + std::to_string(theirs) + ": give the count to the scheduler alone, or the same to "
-                                "every node");
-  const int threads = theirs > 0 ? theirs : options.threads > 0 ? options.threads : options.default_threads;
+                                + std::to_string(theirs)
+                                + ": give the count to the scheduler alone, or the same to "
+                                  "every node");
+  const int threads = theirs > 0            ? theirs
+                      : options.threads > 0 ? options.threads
+                                            : options.default_threads;
   if (options.use_threads)
     options.use_threads(threads);
   return threads;
 }
 
 // Says where an adopted compute recomputes from (node_part_options::on_rewound).
-std::function<void(int, std::int64_t)> rewound_logger(const cluster_node_options& log, const std::string& label,
-                                                      std::int64_t steps) {
+std::function<void(int, std::int64_t)>
+rewound_logger(const cluster_node_options& log, const std::string& label, std::int64_t steps) {
   steps = std::max<std::int64_t>(1, steps);
   return [log, label, steps](int worker, std::int64_t step) {
-    log_node_line(log, label + ": compute_" + std::to_string(worker) + " (adopted) recomputes from step " + std::to_string(step)
-                         + " (epoch " + std::to_string(step / steps) + ", batch " + std::to_string(step % steps) + " of "
-                         + std::to_string(steps) + "), the step in flight");
+    log_node_line(log, label + ": compute_" + std::to_string(worker)
+                         + " (adopted) recomputes from step " + std::to_string(step) + " (epoch "
+                         + std::to_string(step / steps) + ", batch " + std::to_string(step % steps)
+                         + " of " + std::to_string(steps) + "), the step in flight");
   };
 }
 
@@ -281,25 +300,27 @@ bool take_assignment(member_actor self, const assignment_message& a) {
   const auto& options = *st.options;
   const auto job = job_from_bytes(a.job, a.job_hash);
   if (options.own_job && job_hash_without_counts(*options.own_job) != job_hash_without_counts(job))
-    throw std::invalid_argument("the scheduler's job is not the one this node's config resolves to ("
-                                + difference_text(job_differences(*options.own_job, job, "the scheduler's"))
-                                + "): start every node with the same config and flags");
+    throw std::invalid_argument(
+      "the scheduler's job is not the one this node's config resolves to ("
+      + difference_text(job_differences(*options.own_job, job, "the scheduler's"))
+      + "): start every node with the same config and flags");
   st.threads = threads_of(options, a.threads);
   st.plan = plan_placement(job, a.facts);
   st.part_node = static_cast<int>(a.node);
   if (st.plan.hash != a.plan_hash)
     throw std::invalid_argument("this node plans the job as plan " + std::to_string(st.plan.hash)
-                                + ", the scheduler as plan " + std::to_string(a.plan_hash) + " (another version?)");
+                                + ", the scheduler as plan " + std::to_string(a.plan_hash)
+                                + " (another version?)");
   const int node = static_cast<int>(a.node);
   if (a.node >= st.plan.nodes.size()
       || (options.role == node_kind::server) != (st.plan.nodes[a.node].kind == node_kind::server))
-    throw std::invalid_argument("the scheduler assigned node " + std::to_string(a.node) + ", which is no "
-                                + to_string(options.role) + " of the plan");
+    throw std::invalid_argument("the scheduler assigned node " + std::to_string(a.node)
+                                + ", which is no " + to_string(options.role) + " of the plan");
   st.label = st.plan.nodes[a.node].name;
   st.continue_on_worker_loss = job.nodes.continue_on_worker_loss;
   st.replicas.copies = job.nodes.replicas;
   auto link = channel_options_of(options, st.label, st.traffic);
-  link.serving = st.serving;  // its links to servers, and a server's links from workers
+  link.serving = st.serving; // its links to servers, and a server's links from workers
   link.same_host_shortcut = options.local_sockets;
   link.plan_hash = st.plan.hash;
   link.keys = wire_keys_of(st.plan);
@@ -309,8 +330,10 @@ bool take_assignment(member_actor self, const assignment_message& a) {
   link.order = forward_order_of(st.plan);
   link.pacing_bytes_per_second = link_share(options, st.plan);
   if (link.pacing_bytes_per_second > 0)
-    st.pacing_text = ", TCP links paced at " + std::to_string(link.pacing_bytes_per_second) + " bytes/s each, at most "
-                     + std::to_string(paced_unsent_bytes(link.pacing_bytes_per_second)) + " bytes unsent in the kernel";
+    st.pacing_text = ", TCP links paced at " + std::to_string(link.pacing_bytes_per_second)
+                     + " bytes/s each, at most "
+                     + std::to_string(paced_unsent_bytes(link.pacing_bytes_per_second))
+                     + " bytes unsent in the kernel";
   // The scheduler pulls the final weights over this link: check them against the plan too.
   caf::anon_send(st.scheduler, plan_atom::value, st.plan.hash, link.keys);
   if (options.role == node_kind::worker)
@@ -326,22 +349,26 @@ bool take_assignment(member_actor self, const assignment_message& a) {
     data = open_worker_data(job, a.facts);
   node_part_options part;
   part.node = node;
-  if (a.adopt) {  // a spare taking a lost worker's node: its computes recompute the step in flight
+  if (a.adopt) { // a spare taking a lost worker's node: its computes recompute the step in flight
     if (options.role != node_kind::worker || !options.spare)
-      throw std::invalid_argument("the scheduler handed this node a lost worker's place, and it is no spare worker");
+      throw std::invalid_argument(
+        "the scheduler handed this node a lost worker's place, and it is no spare worker");
     part.adopted = true;
-    part.on_rewound = rewound_logger(*st.options, st.plan.nodes[a.node].name, st.plan.steps_per_epoch);
+    part.on_rewound =
+      rewound_logger(*st.options, st.plan.nodes[a.node].name, st.plan.steps_per_epoch);
   } else if (options.spare) {
-    throw std::invalid_argument("the scheduler assigned this spare a place of its own, not a lost worker's");
+    throw std::invalid_argument(
+      "the scheduler assigned this spare a place of its own, not a lost worker's");
   }
   // Computes report their batches to the scheduler's metrics actor through a proxy; the
   // channel flushes it before it answers a phase (serving_registry::report_path).
   // The relay outlives this scheduler: one restarted with --resume is reached through it.
-  st.reports = spawn_metrics_relay(self->system(), spawn_metrics_sink_proxy(self->system(), st.scheduler, options.position),
-                                   [log = options, label = st.label](std::int64_t dropped) {
-                                     log_node_line(log, label + ": " + std::to_string(dropped)
-                                                          + " batch report(s) made while the scheduler was away went unlogged");
-                                   });
+  st.reports = spawn_metrics_relay(
+    self->system(), spawn_metrics_sink_proxy(self->system(), st.scheduler, options.position),
+    [log = options, label = st.label](std::int64_t dropped) {
+      log_node_line(log, label + ": " + std::to_string(dropped)
+                           + " batch report(s) made while the scheduler was away went unlogged");
+    });
   part.metrics = caf::actor_cast<metrics_sink_actor>(st.reports);
   st.serving->set_report_path(part.metrics);
   part.timeouts = options.timeouts;
@@ -352,18 +379,21 @@ bool take_assignment(member_actor self, const assignment_message& a) {
   const bool detached = self->getf(caf::abstract_actor::is_detached_flag);
   part.compute.detached = detached;
   part.detached_checkpoint_part = detached;
-  if (options.threads == 0 && a.threads == 0)  // the threads are this node's share of its host
+  if (options.threads == 0 && a.threads == 0) // the threads are this node's share of its host
     part.compute_cpus = slot_cpus(options.host_slot, st.threads, computes_on(st.plan, node));
-  st.bound_cpus = part.compute_cpus.empty() ? ""
-                  : cpus_text(part.compute_cpus.front().front(), part.compute_cpus.back().back());
+  st.bound_cpus = part.compute_cpus.empty()
+                    ? ""
+                    : cpus_text(part.compute_cpus.front().front(), part.compute_cpus.back().back());
   auto links = st.server_links;
   const auto plan = st.plan;
   auto& system = self->system();
-  part.remote.push_target = [=, &system, relays = st.replicas.relays, relayed = job.nodes.replicas > 1](std::size_t actor) {
+  part.remote.push_target = [=, &system, relays = st.replicas.relays,
+                             relayed = job.nodes.replicas > 1](std::size_t actor) {
     const auto& target = plan.actors.at(actor);
     const auto& to = links.at(static_cast<std::size_t>(target.node));
     if (!to)
-      throw std::invalid_argument("no link to " + plan.nodes.at(static_cast<std::size_t>(target.node)).name
+      throw std::invalid_argument("no link to "
+                                  + plan.nodes.at(static_cast<std::size_t>(target.node)).name
                                   + ", which holds " + target.name);
     return remote_shard(system, relays, relayed, plan, actor, to);
   };
@@ -380,13 +410,15 @@ bool take_assignment(member_actor self, const assignment_message& a) {
   for (auto i : st.plan.actors_on(node)) {
     const auto& entry = st.plan.actors[i];
     if (entry.role == plan_role::shard)
-      st.serving->set<remote_interface::push_target>(static_cast<std::uint32_t>(entry.shard), st.part.targets[i]);
+      st.serving->set<remote_interface::push_target>(static_cast<std::uint32_t>(entry.shard),
+                                                     st.part.targets[i]);
   }
   for (const auto& [shard, actor] : entry_points(st.plan, node))
     st.serving->set<remote_interface::push_target>(shard, st.part.targets.at(actor));
   for (const auto& [worker, compute] : st.part.computes)
     st.serving->set<remote_interface::compute_driver>(static_cast<std::uint32_t>(worker), compute);
-  if (st.part.checkpoint_part)  // the scheduler's checkpoints ask it to save or restore this node's state
+  if (st.part
+        .checkpoint_part) // the scheduler's checkpoints ask it to save or restore this node's state
     st.serving->set<remote_interface::checkpoint_part>(0, st.part.checkpoint_part);
   if (options.role != node_kind::server)
     return false;
@@ -402,15 +434,15 @@ bool take_assignment(member_actor self, const assignment_message& a) {
     st.listener = *listener;
   }
   self->monitor(st.listener);
-  if (st.replicas.copies > 1)  // its own listener runs first: the next server may link here at once
+  if (st.replicas.copies > 1) // its own listener runs first: the next server may link here at once
     link_to_backups(self, a, link);
   return true;
 }
 
 // The computes of worker node `lost` as this server's shards know them: (shard actor, the
 // `worker` fields of their pushes there), from the plan's routes.
-std::vector<std::pair<std::size_t, std::vector<std::int32_t>>> sources_on(const placement_plan& plan,
-                                                                         int server, int lost) {
+std::vector<std::pair<std::size_t, std::vector<std::int32_t>>>
+sources_on(const placement_plan& plan, int server, int lost) {
   std::vector<std::pair<std::size_t, std::vector<std::int32_t>>> out;
   for (auto i : plan.actors_on(server)) {
     if (plan.actors[i].role != plan_role::shard)
@@ -420,7 +452,7 @@ std::vector<std::pair<std::size_t, std::vector<std::int32_t>>> sources_on(const 
       if (plan.actors[c].role != plan_role::compute)
         continue;
       const auto& route = plan.gradient_route(plan.actors[c].worker, plan.actors[i].shard);
-      if (route.to == i)  // async, ssp: the compute pushes to the shard itself
+      if (route.to == i) // async, ssp: the compute pushes to the shard itself
         sources.push_back(route.source);
     }
     if (!sources.empty())
@@ -452,47 +484,52 @@ void on_worker_link_down(member_actor self, const caf::actor_addr& link, const c
     return;
   const auto shards = sources_on(st.plan, st.part_node, lost);
   if (shards.empty())
-    return;  // its computes push to none of this node's shards
+    return; // its computes push to none of this node's shards
   for (const auto& [shard, sources] : shards)
-    if (const auto& own = st.part.own_shards.at(shard))  // the plan puts it here
+    if (const auto& own = st.part.own_shards.at(shard)) // the plan puts it here
       self->send(own, forget_atom::value, sources);
   std::string computes;
   for (auto c : st.plan.actors_on(lost))
     if (st.plan.actors[c].role == plan_role::compute)
       computes += (computes.empty() ? "" : ", ") + st.plan.actors[c].name;
   log_node_line(*st.options, st.label + ": lost " + name + " at " + clock_time_now() + ": "
-                               + reason_text(self->system(), why) + "; the shards here no longer wait for "
-                               + computes + " (on_worker_loss = continue)");
+                               + reason_text(self->system(), why)
+                               + "; the shards here no longer wait for " + computes
+                               + " (on_worker_loss = continue)");
 }
 
 // "servers over local sockets", "servers over TCP", or how many of each.
 std::string server_links_text(const member_state& st) {
-  const auto all = static_cast<std::size_t>(std::count_if(st.server_links.begin(), st.server_links.end(),
-                                                          [](const channel_actor& c) { return bool(c); }));
+  const auto all =
+    static_cast<std::size_t>(std::count_if(st.server_links.begin(), st.server_links.end(),
+                                           [](const channel_actor& c) { return bool(c); }));
   if (st.local_server_links == all)
     return "servers over local sockets";
   if (st.local_server_links == 0)
     return "servers over TCP";
-  return std::to_string(st.local_server_links) + " of " + std::to_string(all) + " servers over local sockets, the others over TCP";
+  return std::to_string(st.local_server_links) + " of " + std::to_string(all)
+         + " servers over local sockets, the others over TCP";
 }
 
 void say_ready(member_actor self, std::uint32_t node, std::uint16_t port) {
   auto& st = self->state;
   const auto computes = st.part.computes.size();
   const auto threads = std::to_string(st.threads) + " thread" + (st.threads == 1 ? "" : "s");
-  log_node_line(*st.options, st.label + ": ready (" + std::to_string(st.part.spawned.size()) + " actors"
-                               + (port ? ", listening on " + st.options->listen_host + ":" + std::to_string(port) : "")
-                               + (computes ? ", " + std::to_string(computes) + " compute" + (computes == 1 ? "" : "s")
-                                               + " on " + threads + (computes == 1 ? "" : " each")
-                                           : ", kernels on " + threads)
-                               + (st.bound_cpus.empty() ? "" : ", bound to " + st.bound_cpus)
-                               + (st.server_links.empty() ? "" : ", " + server_links_text(st))
-                               + st.pacing_text + ")");
+  log_node_line(
+    *st.options,
+    st.label + ": ready (" + std::to_string(st.part.spawned.size()) + " actors"
+      + (port ? ", listening on " + st.options->listen_host + ":" + std::to_string(port) : "")
+      + (computes ? ", " + std::to_string(computes) + " compute" + (computes == 1 ? "" : "s")
+                      + " on " + threads + (computes == 1 ? "" : " each")
+                  : ", kernels on " + threads)
+      + (st.bound_cpus.empty() ? "" : ", bound to " + st.bound_cpus)
+      + (st.server_links.empty() ? "" : ", " + server_links_text(st)) + st.pacing_text + ")");
   if (st.at != member_phase::starting)
-    return;  // ended while its listener started
+    return; // ended while its listener started
   st.at = member_phase::running;
   st.ready_port = port;
-  caf::anon_send(st.to_scheduler, ready_atom::value, ready_message{node, port, static_cast<std::uint32_t>(st.threads)});
+  caf::anon_send(st.to_scheduler, ready_atom::value,
+                 ready_message{node, port, static_cast<std::uint32_t>(st.threads)});
 }
 
 // An assignment that could not be taken (a server that cannot be reached, ...) ends the node;
@@ -509,7 +546,8 @@ void on_assignment_failed(member_actor self, caf::error why) {
   if (st.outcome)
     return;
   if (st.told && !st.told->finished)
-    return fail(self, errc::peer_down, "lost the scheduler at " + clock_time_now() + ": " + st.told->reason);
+    return fail(self, errc::peer_down,
+                "lost the scheduler at " + clock_time_now() + ": " + st.told->reason);
   finish(self, std::move(why));
 }
 
@@ -527,8 +565,9 @@ void on_assignment(member_actor self, const assignment_message& a) {
         std::string computes;
         for (const auto& [worker, compute] : st.part.computes)
           computes += (computes.empty() ? "compute_" : ", compute_") + std::to_string(worker);
-        log_node_line(*st.options, st.label + ": adopted " + st.plan.nodes[node].name + " (" + computes
-                                     + ", with their loaders) as a spare at " + clock_time_now()
+        log_node_line(*st.options, st.label + ": adopted " + st.plan.nodes[node].name + " ("
+                                     + computes + ", with their loaders) as a spare at "
+                                     + clock_time_now()
                                      + "; they recompute from the step in flight");
       }
       return say_ready(self, node, 0);
@@ -536,9 +575,10 @@ void on_assignment(member_actor self, const assignment_message& a) {
     self->request(st.listener, std::chrono::seconds(30), port_atom::value)
       .then([=](std::uint16_t port) { say_ready(self, node, port); },
             [=](caf::error& err) {
-              fail(self, errc::peer_down, "cannot listen on " + self->state.options->listen_host + ":"
-                                            + std::to_string(self->state.options->listen_port) + ": "
-                                            + reason_text(self->system(), err));
+              fail(self, errc::peer_down,
+                   "cannot listen on " + self->state.options->listen_host + ":"
+                     + std::to_string(self->state.options->listen_port) + ": "
+                     + reason_text(self->system(), err));
             });
   } catch (const troupe_error& e) {
     fail_after_the_mailbox(self, make_error(e.code(), e.what()));
@@ -556,13 +596,16 @@ std::string adoption_refused(const member_state& st, std::uint32_t node) {
   if (node >= st.plan.nodes.size() || st.plan.nodes[node].kind != node_kind::worker)
     return "plan node " + std::to_string(node) + " is no worker node";
   if (static_cast<int>(node) == st.part_node
-      || std::find(st.adopted_nodes.begin(), st.adopted_nodes.end(), static_cast<int>(node)) != st.adopted_nodes.end())
+      || std::find(st.adopted_nodes.begin(), st.adopted_nodes.end(), static_cast<int>(node))
+           != st.adopted_nodes.end())
     return st.plan.nodes[node].name + " runs here already";
   for (auto i : st.plan.actors_on(node)) {
     const auto role = st.plan.actors[i].role;
-    if (role != plan_role::loader && role != plan_role::validation_loader && role != plan_role::compute)
+    if (role != plan_role::loader && role != plan_role::validation_loader
+        && role != plan_role::compute)
       return st.plan.nodes[node].name + " holds " + st.plan.actors[i].name
-             + ", which a worker does not adopt (only loaders and computes: on_worker_loss = adopt covers bsp)";
+             + ", which a worker does not adopt (only loaders and computes: on_worker_loss = adopt "
+               "covers bsp)";
   }
   return "";
 }
@@ -577,14 +620,15 @@ void on_adopt(member_actor self, const adopt_message& a) {
   auto options = st.part_options;
   options.node = lost;
   options.adopted = true;
-  options.compute_cpus.clear();  // its computes share this node's CPUs
+  options.compute_cpus.clear(); // its computes share this node's CPUs
   options.on_wired = nullptr;
   options.on_rewound = rewound_logger(*st.options, st.label, st.plan.steps_per_epoch);
   auto& part = st.adopted.emplace_back();
   try {
     spawn_node_part(self->system(), *st.job, st.plan, st.spec, {}, st.data, options, part);
   } catch (const std::exception& e) {
-    return fail(self, classify_exception(e), "cannot adopt " + st.plan.nodes[a.node].name + ": " + e.what());
+    return fail(self, classify_exception(e),
+                "cannot adopt " + st.plan.nodes[a.node].name + ": " + e.what());
   }
   st.adopted_nodes.push_back(lost);
   for (auto& [actor, name] : part.spawned)
@@ -600,7 +644,6 @@ void on_adopt(member_actor self, const adopt_message& a) {
   caf::anon_send(st.to_scheduler, ready_atom::value,
                  ready_message{a.node, 0, static_cast<std::uint32_t>(st.threads)});
 }
-
 
 // Link `link` ended (`why`; empty: normally). Links report this before they fail anything,
 // so a loss is seen here before whatever it makes fail (a compute whose push failed).
@@ -618,47 +661,55 @@ void on_link_lost(member_actor self, const caf::actor_addr& link, const caf::err
     if (st.server_links[n] && link == st.server_links[n].address())
       server = n;
   if (!scheduler && !(st.told && st.told->finished) && on_replica_link_lost(self, link, why))
-    return;  // replicas = 2: a lost server is the scheduler's to replace
+    return; // replicas = 2: a lost server is the scheduler's to replace
   if (!scheduler && server == st.server_links.size())
-    return;  // a link this node no longer uses (or a refused peer's)
+    return; // a link this node no longer uses (or a refused peer's)
   // Once the scheduler has said the run is over, whatever ends next is the end it announced.
   if (st.told && st.told->finished)
     return finish(self, caf::error{});
   if (scheduler && train_on_without_scheduler(self, why))
-    return;  // a scheduler restarted with --resume takes the run over
+    return; // a scheduler restarted with --resume takes the run over
   if (scheduler) {
     st.scheduler = channel_actor{};
     st.to_scheduler = scheduler_control_actor{};
-    return fail(self, errc::peer_down, "lost the scheduler at " + clock_time_now() + ": "
-                                         + (st.told ? st.told->reason : reason_text(self->system(), why)));
+    return fail(self, errc::peer_down,
+                "lost the scheduler at " + clock_time_now() + ": "
+                  + (st.told ? st.told->reason : reason_text(self->system(), why)));
   }
   st.server_links[server] = channel_actor{};
-  finish(self, make_error(errc::peer_down, "lost " + st.plan.nodes[server].name + " at " + clock_time_now() + ": "
-                                             + reason_text(self->system(), why)),
+  finish(self,
+         make_error(errc::peer_down, "lost " + st.plan.nodes[server].name + " at "
+                                       + clock_time_now() + ": "
+                                       + reason_text(self->system(), why)),
          static_cast<std::int32_t>(server));
 }
 
 void on_down(member_actor self, const caf::down_msg& down) {
   auto& st = self->state;
   if (st.outcome) {
-    st.closing.erase(std::remove(st.closing.begin(), st.closing.end(), down.source), st.closing.end());
+    st.closing.erase(std::remove(st.closing.begin(), st.closing.end(), down.source),
+                     st.closing.end());
     return answer(self);
   }
   if (st.listener && down.source == st.listener.address())
-    return fail(self, errc::peer_down, "the listener for workers ended: " + reason_text(self->system(), down.reason));
+    return fail(self, errc::peer_down,
+                "the listener for workers ended: " + reason_text(self->system(), down.reason));
   if (st.told && st.told->finished)
     return finish(self, caf::error{});
   // An actor of the part ended. When a lost link made it fail, that loss reached this actor
   // first (on_link_lost) and ended the node already.
   for (auto& [actor, name] : st.part.spawned)
     if (down.source == actor.address())
-      return fail(self, errc::internal, name + " terminated: " + reason_text(self->system(), down.reason));
+      return fail(self, errc::internal,
+                  name + " terminated: " + reason_text(self->system(), down.reason));
   for (auto& part : st.adopted)
     for (auto& [actor, name] : part.spawned)
       if (down.source == actor.address())
-        return fail(self, errc::internal, name + " (adopted) terminated: " + reason_text(self->system(), down.reason));
+        return fail(self, errc::internal,
+                    name + " (adopted) terminated: " + reason_text(self->system(), down.reason));
   if (auto name = backup_actor_name(st, down.source); !name.empty())
-    return fail(self, errc::internal, name + " terminated: " + reason_text(self->system(), down.reason));
+    return fail(self, errc::internal,
+                name + " terminated: " + reason_text(self->system(), down.reason));
   // A link that ended without saying so (killed): its down is the loss.
   on_link_lost(self, down.source, down.reason);
 }
@@ -684,18 +735,25 @@ void join_over(member_actor self, const channel_actor& link) {
   // A server bound its port before it joined: the scheduler can tell the other servers where
   // it listens (replicas = 2) before any is ready.
   const std::uint16_t port = st.listening ? st.listening->port() : 0;
-  join_message join{st.options->role, advertised_host(*st.options), port, static_cast<std::uint32_t>(::getpid()),
-                    st.options->rank, st.options->own_job ? job_hash_without_counts(*st.options->own_job) : 0};
-  if (st.options->own_job)  // so that a refusal can name the keys that differ
+  join_message join{st.options->role,
+                    advertised_host(*st.options),
+                    port,
+                    static_cast<std::uint32_t>(::getpid()),
+                    st.options->rank,
+                    st.options->own_job ? job_hash_without_counts(*st.options->own_job) : 0};
+  if (st.options->own_job) // so that a refusal can name the keys that differ
     join.job = job_bytes(*st.options->own_job);
   join.spare = st.options->spare;
   caf::anon_send(st.to_scheduler, join_atom::value, std::move(join));
   // The scheduler assigns once everyone joined, within its own join timeout; a spare waits
   // for a loss, however long (the scheduler's end ends it too).
   if (!st.options->spare)
-    self->delayed_send(self, st.options->join_timeout * 2 + std::chrono::seconds(5), assignment_deadline_atom::value);
+    self->delayed_send(self, st.options->join_timeout * 2 + std::chrono::seconds(5),
+                       assignment_deadline_atom::value);
   else
-    log_node_line(*st.options, st.label + ": joined as a spare; it waits to take over a worker lost in training");
+    log_node_line(*st.options,
+                  st.label
+                    + ": joined as a spare; it waits to take over a worker lost in training");
 }
 
 namespace {
@@ -706,29 +764,35 @@ void try_to_connect(member_actor self) {
   auto& st = self->state;
   if (st.at != member_phase::connecting && !(st.at == member_phase::rejoining && !st.scheduler))
     return;
-  if (st.at == member_phase::connecting && !st.unreachable && !st.retrying)  // the first try starts the join timeout
+  if (st.at == member_phase::connecting && !st.unreachable
+      && !st.retrying) // the first try starts the join timeout
     self->delayed_send(self, st.options->join_timeout, connect_deadline_atom::value);
   // A node rejoining with its place goes by its plan node's name, as on its other links, and
   // checks frames against its plan from the start.
   const bool placed = st.at == member_phase::rejoining && st.part_node >= 0;
   auto link = channel_options_of(*st.options,
                                  placed ? st.label
-                                        : std::string(to_string(st.options->role)) + " (pid " + std::to_string(::getpid()) + ")",
+                                        : std::string(to_string(st.options->role)) + " (pid "
+                                            + std::to_string(::getpid()) + ")",
                                  st.traffic);
   link.serving = st.serving;
   if (placed) {
     link.plan_hash = st.plan.hash;
     link.keys = wire_keys_of(st.plan);
   }
-  auto connected = connect_channel(self->system(), st.options->scheduler_host, st.options->scheduler_port, link);
+  auto connected =
+    connect_channel(self->system(), st.options->scheduler_host, st.options->scheduler_port, link);
   if (connected)
-    return st.at == member_phase::rejoining ? rejoin_over(self, *connected) : join_over(self, *connected);
+    return st.at == member_phase::rejoining ? rejoin_over(self, *connected)
+                                            : join_over(self, *connected);
   st.unreachable = std::move(connected.error());
-  if (st.at == member_phase::rejoining)  // its deadline is the scheduler timeout, said when it was lost
-    return (void) self->delayed_send(self, connect_retry, connect_atom::value);
+  if (st.at
+      == member_phase::rejoining) // its deadline is the scheduler timeout, said when it was lost
+    return (void)self->delayed_send(self, connect_retry, connect_atom::value);
   if (!st.retrying)
     log_node_line(*st.options, std::string(to_string(st.options->role)) + ": no scheduler at "
-                                 + scheduler_address(*st.options) + " yet; retrying until the join timeout");
+                                 + scheduler_address(*st.options)
+                                 + " yet; retrying until the join timeout");
   st.retrying = true;
   self->delayed_send(self, connect_retry, connect_atom::value);
 }
@@ -743,8 +807,8 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
   st.options.emplace(std::move(options));
   st.serving = std::move(serving);
   st.serving->set<remote_interface::member_control>(0, self);
-  st.label = std::string(to_string(st.options->role)) + (st.options->spare ? " (spare, pid " : " (pid ")
-             + std::to_string(::getpid()) + ")";
+  st.label = std::string(to_string(st.options->role))
+             + (st.options->spare ? " (spare, pid " : " (pid ") + std::to_string(::getpid()) + ")";
   self->set_down_handler([=](caf::down_msg& down) { on_down(self, down); });
   // A defect that throws here must still end the node with a word, not leave its host waiting
   // on a promise nobody keeps.
@@ -762,17 +826,20 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
       self->state.promise.deliver(err);
     return err;
   });
-  self->set_default_handler([=](caf::scheduled_actor*, caf::message_view& x) -> caf::result<caf::message> {
-    log_node_line(*self->state.options, self->state.label + ": ignored a message outside the node-control protocol: "
-                                          + caf::to_string(x.content()));
-    return caf::none;
-  });
+  self->set_default_handler(
+    [=](caf::scheduled_actor*, caf::message_view& x) -> caf::result<caf::message> {
+      log_node_line(*self->state.options,
+                    self->state.label + ": ignored a message outside the node-control protocol: "
+                      + caf::to_string(x.content()));
+      return caf::none;
+    });
   // Only the scheduler's link may assign or query: a server's links from workers reach this
   // actor too (for their losses).
   auto from_scheduler = [=](const channel_actor& link, const char* what) {
     if (self->state.scheduler && link == self->state.scheduler)
       return true;
-    log_node_line(*self->state.options, self->state.label + ": ignored " + what + " from a link other than the scheduler's");
+    log_node_line(*self->state.options, self->state.label + ": ignored " + what
+                                          + " from a link other than the scheduler's");
     return false;
   };
   return {
@@ -795,9 +862,10 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
         return;
       // The caller says it (run_member throws it): nothing else to tell anyone.
       st.at = member_phase::ending;
-      st.outcome = make_error(errc::peer_down, "no scheduler at " + scheduler_address(*st.options) + " within "
-                                                 + std::to_string(st.options->join_timeout.count() / 1000)
-                                                 + " s (--join-timeout): " + error_text(st.unreachable));
+      st.outcome =
+        make_error(errc::peer_down, "no scheduler at " + scheduler_address(*st.options) + " within "
+                                      + std::to_string(st.options->join_timeout.count() / 1000)
+                                      + " s (--join-timeout): " + error_text(st.unreachable));
       answer(self);
     },
     [=](assignment_atom, channel_actor& link, assignment_message& a) {
@@ -825,11 +893,15 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
     [=](link_up_atom, channel_actor& link, const std::string&) {
       if (link == self->state.scheduler)
         self->state.scheduler_admitted = true;
-      if (self->state.options->role == node_kind::server && !self->state.outcome && link != self->state.scheduler) {
-        self->state.worker_links[link.address()] = {self->state.traffic->peer_of(link.address()), link};
+      if (self->state.options->role == node_kind::server && !self->state.outcome
+          && link != self->state.scheduler) {
+        self->state.worker_links[link.address()] = {self->state.traffic->peer_of(link.address()),
+                                                    link};
       }
     },
-    [=](link_lost_atom, channel_actor& link, caf::error& why) { on_link_lost(self, link.address(), why); },
+    [=](link_lost_atom, channel_actor& link, caf::error& why) {
+      on_link_lost(self, link.address(), why);
+    },
     [=](grace_over_atom) { answer(self, true); },
     [=](rejoin_deadline_atom, std::uint64_t serial) { on_rejoin_deadline(self, serial); },
     [=](assignment_failed_atom, caf::error& why) { on_assignment_failed(self, std::move(why)); },
@@ -847,8 +919,10 @@ member_node_actor spawn_member_node(caf::actor_system& system, const cluster_nod
                                     std::shared_ptr<traffic_registry> traffic, bool detached,
                                     std::shared_ptr<listening_socket> listening) {
   if (!detached)
-    return system.spawn(member, options, std::move(serving), std::move(traffic), std::move(listening));
-  return system.spawn<caf::detached>(member, options, std::move(serving), std::move(traffic), std::move(listening));
+    return system.spawn(member, options, std::move(serving), std::move(traffic),
+                        std::move(listening));
+  return system.spawn<caf::detached>(member, options, std::move(serving), std::move(traffic),
+                                     std::move(listening));
 }
 
 void run_member(caf::actor_system& system, const cluster_node_options& options) {
@@ -858,7 +932,8 @@ void run_member(caf::actor_system& system, const cluster_node_options& options) 
   // not after every node has joined and the scheduler assigned it.
   std::shared_ptr<listening_socket> listening;
   if (options.role == node_kind::server) {
-    auto bound = listening_socket::bind(options.listen_host, options.listen_port, options.local_sockets);
+    auto bound =
+      listening_socket::bind(options.listen_host, options.listen_port, options.local_sockets);
     if (!bound)
       throw troupe_error(errc::peer_down, error_text(bound.error()) + " (--listen, --port)");
     listening = std::move(*bound);

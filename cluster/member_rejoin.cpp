@@ -28,7 +28,9 @@ namespace troupe {
 
 namespace {
 
-std::string seconds_text(std::chrono::milliseconds t) { return shortest_number(static_cast<double>(t.count()) / 1000) + " s"; }
+std::string seconds_text(std::chrono::milliseconds t) {
+  return shortest_number(static_cast<double>(t.count()) / 1000) + " s";
+}
 
 // Sends the rejoin once every compute and shard asked has answered.
 struct rejoin_gathering {
@@ -39,18 +41,21 @@ struct rejoin_gathering {
 void send_rejoin(member_actor self, const channel_actor& link, const rejoin_message& where) {
   auto& st = self->state;
   if (st.outcome || st.scheduler != link)
-    return;  // ended, or that link was lost meanwhile
-  join_message join{st.options->role, advertised_host(*st.options), st.ready_port, static_cast<std::uint32_t>(::getpid()),
+    return; // ended, or that link was lost meanwhile
+  join_message join{st.options->role, advertised_host(*st.options),
+                    st.ready_port,    static_cast<std::uint32_t>(::getpid()),
                     st.options->rank, st.job ? job_hash_without_counts(*st.job) : 0};
   join.spare = st.options->spare;
   join.rejoin = where;
   st.at = member_phase::running;
   caf::anon_send(st.to_scheduler, join_atom::value, std::move(join));
-  log_node_line(*st.options, st.label + ": rejoined the scheduler at " + st.options->scheduler_host + ":"
-                               + std::to_string(st.options->scheduler_port)
-                               + (st.options->role == node_kind::worker
-                                    ? " (its computes were last asked to train epoch " + std::to_string(where.epoch) + ")"
-                                    : " (its shards applied step " + std::to_string(where.applied_step) + " last)"));
+  log_node_line(
+    *st.options,
+    st.label + ": rejoined the scheduler at " + st.options->scheduler_host + ":"
+      + std::to_string(st.options->scheduler_port)
+      + (st.options->role == node_kind::worker
+           ? " (its computes were last asked to train epoch " + std::to_string(where.epoch) + ")"
+           : " (its shards applied step " + std::to_string(where.applied_step) + " last)"));
 }
 
 } // namespace
@@ -61,7 +66,8 @@ bool train_on_without_scheduler(member_actor self, const caf::error& why) {
   // admitted (a frozen scheduler's port still takes connections): again, within the same
   // timeout.
   const bool unassigned = st.at == member_phase::joining;
-  const bool unconfirmed = (st.at == member_phase::running || unassigned) && st.scheduler_losses > 0 && !st.scheduler_admitted;
+  const bool unconfirmed = (st.at == member_phase::running || unassigned) && st.scheduler_losses > 0
+                           && !st.scheduler_admitted;
   if ((st.at == member_phase::rejoining || unconfirmed) && !st.told) {
     st.at = member_phase::rejoining;
     st.scheduler = channel_actor{};
@@ -72,7 +78,8 @@ bool train_on_without_scheduler(member_actor self, const caf::error& why) {
   }
   // A node not yet given a place (a spare, or one lost its scheduler before training) waits for
   // the restarted scheduler too, and joins it again as it joined the lost one.
-  if ((st.at != member_phase::running && !unassigned) || st.options->scheduler_timeout.count() <= 0 || st.told)
+  if ((st.at != member_phase::running && !unassigned) || st.options->scheduler_timeout.count() <= 0
+      || st.told)
     return false;
   st.at = member_phase::rejoining;
   st.scheduler = channel_actor{};
@@ -82,13 +89,15 @@ bool train_on_without_scheduler(member_actor self, const caf::error& why) {
   if (st.reports)
     caf::anon_send(st.reports, repoint_atom::value, metrics_sink_actor{});
   const auto serial = ++st.scheduler_losses;
-  log_node_line(*st.options, st.label + ": lost the scheduler at " + clock_time_now() + ": "
-                               + reason_text(self->system(), why)
-                               + (unassigned ? "; it has no place yet, and for " : "; training goes on here, and for ")
-                               + seconds_text(st.options->scheduler_timeout)
-                               + " (--scheduler-timeout) it retries reaching a scheduler restarted at "
-                               + st.options->scheduler_host + ":" + std::to_string(st.options->scheduler_port)
-                               + " (troupe node --role scheduler --resume; troupe launch restarts it)");
+  log_node_line(
+    *st.options,
+    st.label + ": lost the scheduler at " + clock_time_now() + ": "
+      + reason_text(self->system(), why)
+      + (unassigned ? "; it has no place yet, and for " : "; training goes on here, and for ")
+      + seconds_text(st.options->scheduler_timeout)
+      + " (--scheduler-timeout) it retries reaching a scheduler restarted at "
+      + st.options->scheduler_host + ":" + std::to_string(st.options->scheduler_port)
+      + " (troupe node --role scheduler --resume; troupe launch restarts it)");
   self->delayed_send(self, st.options->scheduler_timeout, rejoin_deadline_atom::value, serial);
   self->send(self, connect_atom::value);
   return true;
@@ -96,7 +105,7 @@ bool train_on_without_scheduler(member_actor self, const caf::error& why) {
 
 void rejoin_over(member_actor self, const channel_actor& link) {
   auto& st = self->state;
-  if (st.part_node < 0) {  // no place yet (a spare, or lost before training): it joins as before
+  if (st.part_node < 0) { // no place yet (a spare, or lost before training): it joins as before
     st.at = member_phase::connecting;
     return join_over(self, link);
   }
@@ -132,8 +141,9 @@ void rejoin_over(member_actor self, const channel_actor& link) {
   // between its handlers), hence the step timeout.
   const auto limit = st.options->timeouts.step;
   auto failed = [=](caf::error& err) {
-    fail(self, troupe_code(err), "cannot say where this node stands to the restarted scheduler: "
-                                   + reason_text(self->system(), err));
+    fail(self, troupe_code(err),
+         "cannot say where this node stands to the restarted scheduler: "
+           + reason_text(self->system(), err));
   };
   for (auto& compute : computes)
     self->request(compute, limit, position_atom::value)
@@ -162,11 +172,12 @@ void on_rejoin_deadline(member_actor self, std::uint64_t serial) {
     return;
   const bool waiting = st.at == member_phase::running || st.at == member_phase::joining;
   if (st.at != member_phase::rejoining && (!waiting || st.scheduler_admitted))
-    return;  // rejoined in time
-  fail(self, errc::peer_down, "lost the scheduler, and no scheduler came back at " + st.options->scheduler_host + ":"
-                                + std::to_string(st.options->scheduler_port) + " within "
-                                + seconds_text(st.options->scheduler_timeout) + " (--scheduler-timeout)"
-                                + (st.unreachable ? ": " + reason_text(self->system(), st.unreachable) : ""));
+    return; // rejoined in time
+  fail(self, errc::peer_down,
+       "lost the scheduler, and no scheduler came back at " + st.options->scheduler_host + ":"
+         + std::to_string(st.options->scheduler_port) + " within "
+         + seconds_text(st.options->scheduler_timeout) + " (--scheduler-timeout)"
+         + (st.unreachable ? ": " + reason_text(self->system(), st.unreachable) : ""));
 }
 
 } // namespace troupe

@@ -28,8 +28,8 @@
 #include <troupe/cluster/remote_proxies.hpp>
 
 #include "member_state.hpp"
-#include "replica_ring.hpp"
 #include "node_common.hpp"
+#include "replica_ring.hpp"
 
 namespace troupe {
 
@@ -56,16 +56,17 @@ void serve_promoted(member_actor self, int node) {
   auto& r = st.replicas;
   for (auto i : st.plan.actors_on(node))
     if (st.plan.actors[i].role == plan_role::shard)
-      st.serving->set<remote_interface::push_target>(static_cast<std::uint32_t>(st.plan.actors[i].shard),
-                                                     r.backups.targets.at(i));
+      st.serving->set<remote_interface::push_target>(
+        static_cast<std::uint32_t>(st.plan.actors[i].shard), r.backups.targets.at(i));
   for (const auto& [shard, actor] : entry_points(st.plan, node))
     st.serving->set<remote_interface::push_target>(shard, r.backups.targets.at(actor));
   r.promoted.push_back(node);
-  log_node_line(*st.options, st.label + ": promoted the backups of " + node_name(st.plan, node) + " at "
-                               + clock_time_now() + ": " + shard_names(st.plan, node)
+  log_node_line(*st.options, st.label + ": promoted the backups of " + node_name(st.plan, node)
+                               + " at " + clock_time_now() + ": " + shard_names(st.plan, node)
                                + " served here from now on, without a backup of their own");
-  caf::anon_send(st.to_scheduler, ready_atom::value,
-                 ready_message{static_cast<std::uint32_t>(node), 0, static_cast<std::uint32_t>(st.threads)});
+  caf::anon_send(
+    st.to_scheduler, ready_atom::value,
+    ready_message{static_cast<std::uint32_t>(node), 0, static_cast<std::uint32_t>(st.threads)});
 }
 
 void promote_backups(member_actor self, int node) {
@@ -85,14 +86,17 @@ void promote_backups(member_actor self, int node) {
         [=](std::vector<applied_group>& applied) {
           auto& s = self->state;
           for (auto a : s.plan.actors_on(node))
-            if (s.plan.actors[a].role == plan_role::aggregator && s.plan.actors[a].shard == s.plan.actors[i].shard)
-              self->send(caf::actor_cast<aggregator_actor>(s.replicas.backups.targets.at(a)), seed_atom::value, applied);
+            if (s.plan.actors[a].role == plan_role::aggregator
+                && s.plan.actors[a].shard == s.plan.actors[i].shard)
+              self->send(caf::actor_cast<aggregator_actor>(s.replicas.backups.targets.at(a)),
+                         seed_atom::value, applied);
           if (--*left == 0)
             serve_promoted(self, node);
         },
         [=](caf::error& err) {
-          fail(self, troupe_code(err), "cannot promote the backup of " + self->state.plan.actors[i].name + ": "
-                                         + error_text(err));
+          fail(self, troupe_code(err),
+               "cannot promote the backup of " + self->state.plan.actors[i].name + ": "
+                 + error_text(err));
         });
   }
 }
@@ -105,14 +109,16 @@ void spawn_backups(member_actor self, const training_job& job, const std::vector
   r.backed_node = previous_server(st.plan, st.part_node);
   r.backup_node = next_server(st.plan, st.part_node);
   if (r.backed_node < 0 || r.backup_node < 0)
-    throw std::invalid_argument("replicas = 2 needs at least 2 server processes, and the plan has "
-                                + std::to_string(std::count_if(st.plan.nodes.begin(), st.plan.nodes.end(),
-                                                               [](const auto& n) { return n.kind == node_kind::server; })));
+    throw std::invalid_argument(
+      "replicas = 2 needs at least 2 server processes, and the plan has "
+      + std::to_string(std::count_if(st.plan.nodes.begin(), st.plan.nodes.end(),
+                                     [](const auto& n) { return n.kind == node_kind::server; })));
   const auto& plan = st.plan;
   auto remote = [&](std::size_t actor) -> push_target_actor {
-    throw std::invalid_argument("the backups of " + node_name(plan, r.backed_node) + " would push to "
-                                + plan.actors.at(actor).name + " on another node; replicas = 2 keeps the "
-                                "shards and the aggregators in front of them only");
+    throw std::invalid_argument("the backups of " + node_name(plan, r.backed_node)
+                                + " would push to " + plan.actors.at(actor).name
+                                + " on another node; replicas = 2 keeps the "
+                                  "shards and the aggregators in front of them only");
   };
   r.backups = spawn_push_side_of_node(
     self->system(), plan, r.backed_node, remote, initial, job.optimizer,
@@ -123,21 +129,24 @@ void spawn_backups(member_actor self, const training_job& job, const std::vector
     job.epochs * plan.steps_per_epoch, job.nodes.adopt_on_worker_loss);
   for (auto i : plan.actors_on(r.backed_node))
     if (plan.actors[i].role == plan_role::shard)
-      st.serving->set<remote_interface::shard_backup>(static_cast<std::uint32_t>(plan.actors[i].shard),
-                                                      caf::actor_cast<shard_backup_actor>(r.backups.shards.at(i)));
-  log_node_line(*st.options, st.label + ": holds the backups of " + node_name(plan, r.backed_node) + " ("
-                               + shard_names(plan, r.backed_node) + "; replicas = 2)");
+      st.serving->set<remote_interface::shard_backup>(
+        static_cast<std::uint32_t>(plan.actors[i].shard),
+        caf::actor_cast<shard_backup_actor>(r.backups.shards.at(i)));
+  log_node_line(*st.options, st.label + ": holds the backups of " + node_name(plan, r.backed_node)
+                               + " (" + shard_names(plan, r.backed_node) + "; replicas = 2)");
 }
 
 void link_to_backups(member_actor self, const assignment_message& a, const channel_options& link) {
   auto& st = self->state;
   auto& r = st.replicas;
-  const auto to = std::find_if(a.servers.begin(), a.servers.end(),
-                               [&](const endpoint& e) { return static_cast<int>(e.node) == r.backup_node; });
+  const auto to = std::find_if(a.servers.begin(), a.servers.end(), [&](const endpoint& e) {
+    return static_cast<int>(e.node) == r.backup_node;
+  });
   const auto& name = node_name(st.plan, r.backup_node);
   if (to == a.servers.end() || to->port == 0)
-    throw std::invalid_argument("the assignment says not where " + name + " listens, which holds the backups of "
-                                "this server's shards (replicas = 2)");
+    throw std::invalid_argument("the assignment says not where " + name
+                                + " listens, which holds the backups of "
+                                  "this server's shards (replicas = 2)");
   auto connected = connect_channel(self->system(), to->host, to->port, link);
   if (!connected) {
     // As when that server is lost later: the shards here hold their answers until the
@@ -145,10 +154,12 @@ void link_to_backups(member_actor self, const assignment_message& a, const chann
     // when its run ends, which a refused connection here may only be the first to see).
     const auto why = name + " (which holds the backups of " + shard_names(st.plan, st.part_node)
                      + "): " + error_text(connected.error());
-    log_node_line(*st.options, st.label + ": cannot reach " + why + "; their answers wait for the scheduler's word");
+    log_node_line(*st.options, st.label + ": cannot reach " + why
+                                 + "; their answers wait for the scheduler's word");
     for (auto i : st.plan.actors_on(st.part_node))
       if (st.plan.actors[i].role == plan_role::shard)
-        self->send(st.part.own_shards.at(i), backup_atom::value, unreachable_backup(self->system(), why));
+        self->send(st.part.own_shards.at(i), backup_atom::value,
+                   unreachable_backup(self->system(), why));
     return;
   }
   self->monitor(*connected);
@@ -160,16 +171,20 @@ void link_to_backups(member_actor self, const assignment_message& a, const chann
                                           static_cast<std::uint32_t>(st.plan.actors[i].shard)));
 }
 
-push_target_actor remote_shard(caf::actor_system& system, const std::shared_ptr<std::map<std::size_t, push_relay_actor>>& relays,
-                               bool relayed, const placement_plan& plan, std::size_t actor, const channel_actor& link) {
+push_target_actor
+remote_shard(caf::actor_system& system,
+             const std::shared_ptr<std::map<std::size_t, push_relay_actor>>& relays, bool relayed,
+             const placement_plan& plan, std::size_t actor, const channel_actor& link) {
   const auto shard = static_cast<std::uint32_t>(plan.actors.at(actor).shard);
   if (!relayed)
     return spawn_push_target_proxy(system, link, shard);
   auto known = relays->find(actor);
   if (known == relays->end())
-    known = relays->emplace(actor, spawn_push_relay(system, spawn_push_target_proxy(system, link, shard),
-                                                    plan.actors.at(actor).name))
-              .first;
+    known =
+      relays
+        ->emplace(actor, spawn_push_relay(system, spawn_push_target_proxy(system, link, shard),
+                                          plan.actors.at(actor).name))
+        .first;
   return caf::actor_cast<push_target_actor>(known->second);
 }
 
@@ -182,17 +197,21 @@ bool on_replica_link_lost(member_actor self, const caf::actor_addr& link, const 
     // Only the link is known to be gone: the shards hold their answers until the scheduler
     // says the server is (on_promote), so the backups never fall behind a step a worker saw.
     r.backup_link = channel_actor{};
-    log_node_line(*st.options, st.label + ": lost " + node_name(st.plan, r.backup_node) + " at " + clock_time_now()
-                                 + ", which holds the backups of " + shard_names(st.plan, st.part_node) + ": "
-                                 + reason_text(self->system(), why) + "; their answers wait for the scheduler's word");
+    log_node_line(*st.options, st.label + ": lost " + node_name(st.plan, r.backup_node) + " at "
+                                 + clock_time_now() + ", which holds the backups of "
+                                 + shard_names(st.plan, st.part_node) + ": "
+                                 + reason_text(self->system(), why)
+                                 + "; their answers wait for the scheduler's word");
     return true;
   }
   for (std::size_t n = 0; n < st.server_links.size(); ++n)
     if (st.server_links[n] && link == st.server_links[n].address()) {
       st.server_links[n] = channel_actor{};
-      log_node_line(*st.options, st.label + ": lost " + st.plan.nodes[n].name + " at " + clock_time_now() + ": "
-                                   + reason_text(self->system(), why) + "; its pushes wait for the scheduler to "
-                                   "promote the backups of " + shard_names(st.plan, static_cast<int>(n)) + " (replicas = 2)");
+      log_node_line(*st.options, st.label + ": lost " + st.plan.nodes[n].name + " at "
+                                   + clock_time_now() + ": " + reason_text(self->system(), why)
+                                   + "; its pushes wait for the scheduler to "
+                                     "promote the backups of "
+                                   + shard_names(st.plan, static_cast<int>(n)) + " (replicas = 2)");
       return true;
     }
   return false;
@@ -203,12 +222,14 @@ void on_promote(member_actor self, const promote_message& p) {
   auto& r = st.replicas;
   const auto lost = static_cast<int>(p.node), server = static_cast<int>(p.server);
   auto is_server = [&](int n) {
-    return n >= 0 && static_cast<std::size_t>(n) < st.plan.nodes.size() && st.plan.nodes[n].kind == node_kind::server;
+    return n >= 0 && static_cast<std::size_t>(n) < st.plan.nodes.size()
+           && st.plan.nodes[n].kind == node_kind::server;
   };
   if (r.copies < 2 || st.at != member_phase::running || !is_server(lost) || !is_server(server))
-    return fail(self, errc::bad_request, "the scheduler asked for a promotion this node cannot take (replicas "
-                                           + std::to_string(r.copies) + ", nodes " + std::to_string(p.node) + " and "
-                                           + std::to_string(p.server) + ")");
+    return fail(self, errc::bad_request,
+                "the scheduler asked for a promotion this node cannot take (replicas "
+                  + std::to_string(r.copies) + ", nodes " + std::to_string(p.node) + " and "
+                  + std::to_string(p.server) + ")");
   if (st.options->role == node_kind::server) {
     if (lost == r.backup_node && r.backup_node != st.part_node && !r.backup_gone) {
       r.backup_gone = true;
@@ -216,32 +237,37 @@ void on_promote(member_actor self, const promote_message& p) {
       for (auto i : st.plan.actors_on(st.part_node))
         if (st.plan.actors[i].role == plan_role::shard)
           self->send(st.part.own_shards.at(i), backup_atom::value, shard_backup_actor{});
-      log_node_line(*st.options, st.label + ": " + node_name(st.plan, lost) + " is lost, the scheduler says: "
-                                   + shard_names(st.plan, st.part_node) + " go on without a backup");
+      log_node_line(*st.options,
+                    st.label + ": " + node_name(st.plan, lost) + " is lost, the scheduler says: "
+                      + shard_names(st.plan, st.part_node) + " go on without a backup");
     }
     if (server != st.part_node)
-      return;  // another server promotes
-    if (lost != r.backed_node || std::find(r.promoted.begin(), r.promoted.end(), lost) != r.promoted.end())
-      return fail(self, errc::bad_request, "the scheduler asked it to promote the backups of "
-                                             + node_name(st.plan, lost) + "; this server holds those of "
-                                             + node_name(st.plan, r.backed_node)
-                                             + (r.promoted.empty() ? "" : ", promoted already"));
+      return; // another server promotes
+    if (lost != r.backed_node
+        || std::find(r.promoted.begin(), r.promoted.end(), lost) != r.promoted.end())
+      return fail(self, errc::bad_request,
+                  "the scheduler asked it to promote the backups of " + node_name(st.plan, lost)
+                    + "; this server holds those of " + node_name(st.plan, r.backed_node)
+                    + (r.promoted.empty() ? "" : ", promoted already"));
     return promote_backups(self, lost);
   }
   const auto& to = st.server_links.at(static_cast<std::size_t>(server));
   if (!to)
-    return fail(self, errc::peer_down, "the scheduler moved the shards of " + node_name(st.plan, lost) + " to "
-                                         + node_name(st.plan, server) + ", which this worker has no link to");
+    return fail(self, errc::peer_down,
+                "the scheduler moved the shards of " + node_name(st.plan, lost) + " to "
+                  + node_name(st.plan, server) + ", which this worker has no link to");
   std::size_t moved = 0;
   for (auto& [actor, relay] : *r.relays)
     if (st.plan.actors[actor].node == lost) {
       self->send(relay, repoint_atom::value,
-                 spawn_push_target_proxy(self->system(), to, static_cast<std::uint32_t>(st.plan.actors[actor].shard)));
+                 spawn_push_target_proxy(self->system(), to,
+                                         static_cast<std::uint32_t>(st.plan.actors[actor].shard)));
       ++moved;
     }
   log_node_line(*st.options, st.label + ": pushes for " + shard_names(st.plan, lost) + " go to "
                                + node_name(st.plan, server) + " now (their backups, promoted; "
-                               + std::to_string(moved) + " route" + (moved == 1 ? "" : "s") + " re-pointed)");
+                               + std::to_string(moved) + " route" + (moved == 1 ? "" : "s")
+                               + " re-pointed)");
 }
 
 std::string backup_actor_name(const member_state& st, const caf::actor_addr& source) {

@@ -28,38 +28,38 @@ namespace troupe {
 /// replicas = 2: what a server keeps beyond its own part, and how a worker reaches shards
 /// whose server may be replaced (member_replicas.cpp).
 struct replica_side {
-  int copies = 1;  ///< the job's replicas
+  int copies = 1; ///< the job's replicas
   // A server: the backups it holds of the previous server node's shards and aggregators, by
   // plan actor index (that node's push side spawned again here), and what it spawned.
   int backed_node = -1;
   push_side backups;
   std::vector<std::pair<caf::actor, std::string>> backup_actors;
-  std::vector<int> promoted;  ///< lost server nodes whose shards this server serves now
+  std::vector<int> promoted; ///< lost server nodes whose shards this server serves now
   // A server: the link to the next server node, which holds this one's backups.
   int backup_node = -1;
   channel_actor backup_link;
-  bool backup_gone = false;  ///< the scheduler said backup_node is lost: the shards here go on alone
+  bool backup_gone = false; ///< the scheduler said backup_node is lost: the shards here go on alone
   // A worker (and what it adopts): its computes' pushes to each remote shard go through a
   // relay, by plan actor index, re-pointed when that shard's backup is promoted.
-  std::shared_ptr<std::map<std::size_t, push_relay_actor>> relays
-    = std::make_shared<std::map<std::size_t, push_relay_actor>>();
+  std::shared_ptr<std::map<std::size_t, push_relay_actor>> relays =
+    std::make_shared<std::map<std::size_t, push_relay_actor>>();
 };
 
 struct member_state {
   replica_side replicas;
   std::optional<cluster_node_options> options;
-  std::string label;  // "worker (pid 42)", then "worker_1"
+  std::string label; // "worker (pid 42)", then "worker_1"
   channel_actor scheduler;
-  scheduler_control_actor to_scheduler;  // the one proxy every node-level message to it goes through
-  std::vector<channel_actor> server_links;  // by plan node; invalid where none
-  std::size_t local_server_links = 0;       // of them, over a local socket (same host)
-  std::string pacing_text;                  // how its TCP links are paced and pushes ordered, for its ready line
+  scheduler_control_actor to_scheduler; // the one proxy every node-level message to it goes through
+  std::vector<channel_actor> server_links; // by plan node; invalid where none
+  std::size_t local_server_links = 0;      // of them, over a local socket (same host)
+  std::string pacing_text; // how its TCP links are paced and pushes ordered, for its ready line
   caf::actor listener;
-  std::shared_ptr<listening_socket> listening;  // a server's port, bound before it joined
+  std::shared_ptr<listening_socket> listening; // a server's port, bound before it joined
   // What this node serves to every channel: its control inbox, shards (or the aggregators in
   // front of them), computes.
   std::shared_ptr<serving_registry> serving = std::make_shared<serving_registry>();
-  std::shared_ptr<traffic_registry> traffic;  // every link of this node counts its frames here
+  std::shared_ptr<traffic_registry> traffic; // every link of this node counts its frames here
   node_part part;
   // What spawned the part, kept for a part adopted later (on_adopt): the job, its model, the
   // data, and the options (stand-ins for the servers, the metrics proxy).
@@ -68,29 +68,29 @@ struct member_state {
   node_data data;
   node_part_options part_options;
   std::list<node_part> adopted;   // parts of lost worker nodes this worker adopted
-  std::vector<int> adopted_nodes;  // their plan nodes
+  std::vector<int> adopted_nodes; // their plan nodes
   placement_plan plan;
-  int part_node = -1;  // this node's index in the plan, once assigned
-  int threads = 0;     // its compute threads, once assigned
-  std::uint16_t ready_port = 0;  // a server: where it listens for workers, once ready
-  std::string bound_cpus;   // "CPU 0", "CPUs 2-3": where its computes are bound ("": unbound)
+  int part_node = -1;           // this node's index in the plan, once assigned
+  int threads = 0;              // its compute threads, once assigned
+  std::uint16_t ready_port = 0; // a server: where it listens for workers, once ready
+  std::string bound_cpus;       // "CPU 0", "CPUs 2-3": where its computes are bound ("": unbound)
   member_phase at = member_phase::connecting;
-  caf::error unreachable;  // why the last try to reach the scheduler failed (connecting, rejoining)
+  caf::error unreachable; // why the last try to reach the scheduler failed (connecting, rejoining)
   // A worker's computes report their batches here; re-pointed at a restarted scheduler.
   metrics_relay_actor reports;
-  std::uint64_t scheduler_losses = 0;  // names the deadline of each absence (rejoining)
+  std::uint64_t scheduler_losses = 0; // names the deadline of each absence (rejoining)
   // The link to the scheduler was admitted (its link_up): a rejoin over a link that never was
   // (a frozen scheduler's port still takes connections) does not end the absence.
   bool scheduler_admitted = false;
   // Its answer to the last traffic query (the end of the previous epoch), told to a restarted
   // scheduler, which counts the epoch's traffic from there.
   std::optional<traffic_message> last_traffic_answer;
-  bool retrying = false;   // said so once
-  std::optional<shutdown_message> told;  // the scheduler's shutdown, once it came
+  bool retrying = false;                // said so once
+  std::optional<shutdown_message> told; // the scheduler's shutdown, once it came
   caf::typed_response_promise<bool> promise;
-  std::optional<caf::error> outcome;     // none: running; an empty error: finished
-  std::vector<caf::actor_addr> closing;  // links told how this node ends, not closed yet
-  bool continue_on_worker_loss = false;  // the job's on_worker_loss = continue
+  std::optional<caf::error> outcome;    // none: running; an empty error: finished
+  std::vector<caf::actor_addr> closing; // links told how this node ends, not closed yet
+  bool continue_on_worker_loss = false; // the job's on_worker_loss = continue
   // A server's admitted links from workers: the plan node name each one's hello gave, and
   // the channel (to say goodbye on when the run finished).
   struct worker_link {
@@ -132,8 +132,10 @@ void spawn_backups(member_actor self, const training_job& job, const std::vector
 void link_to_backups(member_actor self, const assignment_message& a, const channel_options& link);
 /// How a worker's computes reach a remote push target: through a relay when the run keeps
 /// replicas, else the proxy itself.
-push_target_actor remote_shard(caf::actor_system& system, const std::shared_ptr<std::map<std::size_t, push_relay_actor>>& relays,
-                               bool relayed, const placement_plan& plan, std::size_t actor, const channel_actor& link);
+push_target_actor
+remote_shard(caf::actor_system& system,
+             const std::shared_ptr<std::map<std::size_t, push_relay_actor>>& relays, bool relayed,
+             const placement_plan& plan, std::size_t actor, const channel_actor& link);
 /// A link this node lost that replicas make survivable (a server link of a worker, the
 /// backup link of a server): handled (logged) and true; false for any other link.
 bool on_replica_link_lost(member_actor self, const caf::actor_addr& link, const caf::error& why);

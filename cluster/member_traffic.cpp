@@ -21,7 +21,7 @@ namespace {
 // An aggregator of this node's part and the plan node each of its sources pushes from.
 struct barrier {
   aggregator_actor actor;
-  std::vector<std::string> source_nodes;  // by source index
+  std::vector<std::string> source_nodes; // by source index
 };
 
 std::vector<barrier> barriers_of(const member_state& st) {
@@ -30,16 +30,18 @@ std::vector<barrier> barriers_of(const member_state& st) {
     return found;
   for (auto i : st.plan.actors_on(st.part_node)) {
     const auto& a = st.plan.actors[i];
-    if ((a.role != plan_role::aggregator && a.role != plan_role::machine_aggregator) || i >= st.part.targets.size()
-        || !st.part.targets[i])
+    if ((a.role != plan_role::aggregator && a.role != plan_role::machine_aggregator)
+        || i >= st.part.targets.size() || !st.part.targets[i])
       continue;
-    barrier b{caf::actor_cast<aggregator_actor>(st.part.targets[i]), std::vector<std::string>(static_cast<std::size_t>(a.sources))};
+    barrier b{caf::actor_cast<aggregator_actor>(st.part.targets[i]),
+              std::vector<std::string>(static_cast<std::size_t>(a.sources))};
     for (auto r : st.plan.routes_to(i)) {
       const auto& route = st.plan.routes[r];
-      if ((route.carries == route_carries::gradients || route.carries == route_carries::summed_gradients)
+      if ((route.carries == route_carries::gradients
+           || route.carries == route_carries::summed_gradients)
           && route.source >= 0 && route.source < a.sources)
-        b.source_nodes[static_cast<std::size_t>(route.source)]
-          = st.plan.nodes.at(static_cast<std::size_t>(st.plan.actors[route.from].node)).name;
+        b.source_nodes[static_cast<std::size_t>(route.source)] =
+          st.plan.nodes.at(static_cast<std::size_t>(st.plan.actors[route.from].node)).name;
     }
     found.push_back(std::move(b));
   }
@@ -58,7 +60,7 @@ void send_answer(member_actor self, const channel_actor& asked_on, waits_gatheri
     g.answer.waits.push_back(wait);
   st.last_traffic_answer = g.answer;
   if (st.outcome || st.scheduler != asked_on)
-    return;  // ended, or the scheduler that asked is gone
+    return; // ended, or the scheduler that asked is gone
   caf::anon_send(st.to_scheduler, traffic_atom::value, std::move(g.answer));
 }
 
@@ -83,7 +85,8 @@ void on_traffic_query(member_actor self, const traffic_query_message& query) {
           // The sources of one node (its computes) add up within a barrier; the barriers
           // (one per shard, waiting at the same time) count by their longest.
           std::map<std::string, node_wait> here;
-          for (std::size_t i = 0; i < b.source_nodes.size() && i < seconds.size() && i < steps.size(); ++i) {
+          for (std::size_t i = 0;
+               i < b.source_nodes.size() && i < seconds.size() && i < steps.size(); ++i) {
             if (b.source_nodes[i].empty())
               continue;
             auto& w = here[b.source_nodes[i]];
@@ -100,7 +103,7 @@ void on_traffic_query(member_actor self, const traffic_query_message& query) {
           if (--g->missing == 0)
             send_answer(self, asked_on, *g);
         },
-        [=](caf::error&) {  // a barrier that ended: the traffic goes without its waits
+        [=](caf::error&) { // a barrier that ended: the traffic goes without its waits
           if (--g->missing == 0)
             send_answer(self, asked_on, *g);
         });

@@ -8,15 +8,14 @@ namespace {
 
 struct metrics_relay_state {
   metrics_sink_actor target;
-  std::int64_t dropped = 0;  // since it last pointed nowhere
+  std::int64_t dropped = 0; // since it last pointed nowhere
   std::function<void(std::int64_t)> say_dropped;
   static inline const char* name = "metrics_relay";
 };
 
 using relay_pointer = metrics_relay_actor::stateful_pointer<metrics_relay_state>;
 
-template <class Report>
-void pass_on(relay_pointer self, Report& report) {
+template <class Report> void pass_on(relay_pointer self, Report& report) {
   auto& st = self->state;
   if (st.target)
     self->send(st.target, std::move(report));

@@ -1,8 +1,8 @@
 #include "node_common.hpp"
 
 #include <chrono>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <iostream>
 
 #include <caf/actor_system.hpp>
@@ -12,7 +12,7 @@
 namespace troupe {
 
 channel_options channel_options_of(const cluster_node_options& options, const std::string& name,
-                             std::shared_ptr<traffic_registry> traffic) {
+                                   std::shared_ptr<traffic_registry> traffic) {
   channel_options link{options.secret};
   link.traffic = std::move(traffic);
   link.position = options.position;
@@ -30,7 +30,7 @@ void log_node_line(const cluster_node_options& options, const std::string& line)
   if (options.log)
     options.log(line);
   else
-    std::cerr << (line + "\n") << std::flush;  // one write: processes may share the stream
+    std::cerr << (line + "\n") << std::flush; // one write: processes may share the stream
 }
 
 std::string advertised_host(const cluster_node_options& options) {
@@ -43,7 +43,8 @@ std::string host_of_address(const std::string& address) {
 }
 
 bool is_loopback_host(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0 || host.rfind("::ffff:127.", 0) == 0;
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0
+         || host.rfind("::ffff:127.", 0) == 0;
 }
 
 bool is_wildcard_host(const std::string& host) {
@@ -53,7 +54,8 @@ bool is_wildcard_host(const std::string& host) {
 std::string clock_time_now() {
   const auto now = std::chrono::system_clock::now();
   const auto seconds = std::chrono::system_clock::to_time_t(now);
-  const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  const auto millis =
+    std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm utc{};
   gmtime_r(&seconds, &utc);
   char text[32];
@@ -76,24 +78,36 @@ namespace troupe {
 
 const char* to_string(scheduler_phase phase) {
   switch (phase) {
-    case scheduler_phase::joining: return "joining";
-    case scheduler_phase::servers_assigned: return "servers assigned";
-    case scheduler_phase::workers_assigned: return "workers assigned";
-    case scheduler_phase::training: return "training";
-    case scheduler_phase::failing: return "failing";
-    case scheduler_phase::ending: return "ending";
+  case scheduler_phase::joining:
+    return "joining";
+  case scheduler_phase::servers_assigned:
+    return "servers assigned";
+  case scheduler_phase::workers_assigned:
+    return "workers assigned";
+  case scheduler_phase::training:
+    return "training";
+  case scheduler_phase::failing:
+    return "failing";
+  case scheduler_phase::ending:
+    return "ending";
   }
   return "?";
 }
 
 const char* to_string(member_phase phase) {
   switch (phase) {
-    case member_phase::connecting: return "connecting";
-    case member_phase::joining: return "joining";
-    case member_phase::starting: return "starting";
-    case member_phase::running: return "running";
-    case member_phase::rejoining: return "rejoining";
-    case member_phase::ending: return "ending";
+  case member_phase::connecting:
+    return "connecting";
+  case member_phase::joining:
+    return "joining";
+  case member_phase::starting:
+    return "starting";
+  case member_phase::running:
+    return "running";
+  case member_phase::rejoining:
+    return "rejoining";
+  case member_phase::ending:
+    return "ending";
   }
   return "?";
 }

@@ -8,9 +8,9 @@
 #include <caf/atom.hpp>
 #include <caf/error.hpp>
 
+#include <troupe/cluster/channel.hpp>
 #include <troupe/cluster/cluster_node.hpp>
 #include <troupe/cluster/node_control.hpp>
-#include <troupe/cluster/channel.hpp>
 
 namespace troupe {
 
@@ -21,7 +21,7 @@ using grace_over_atom = caf::atom_constant<caf::atom("graceover")>;
 /// Options for a link of this node: its role, name, secret, timeouts, logging, and the
 /// node's traffic registry.
 channel_options channel_options_of(const cluster_node_options& options, const std::string& name,
-                             std::shared_ptr<traffic_registry> traffic);
+                                   std::shared_ptr<traffic_registry> traffic);
 
 /// options.log, or a line on standard error.
 void log_node_line(const cluster_node_options& options, const std::string& line);

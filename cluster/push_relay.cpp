@@ -16,10 +16,10 @@ namespace {
 
 struct relay_state {
   push_target_actor target;
-  std::string shard;  // which shard, for a held request's timeout
+  std::string shard; // which shard, for a held request's timeout
   struct held_request {
     deadline due;
-    std::function<void()> ask;  // asks the target current then
+    std::function<void()> ask; // asks the target current then
     std::function<void(caf::error)> fail;
   };
   std::vector<held_request> held;
@@ -34,7 +34,8 @@ bool lost(const caf::error& err) {
 
 // Asks the current target `call(target)` (a request returning weight_set) for `promise`.
 template <class Call>
-void ask(relay_pointer self, deadline due, Call call, caf::typed_response_promise<weight_set> promise) {
+void ask(relay_pointer self, deadline due, Call call,
+         caf::typed_response_promise<weight_set> promise) {
   const auto to = self->state.target;
   call(to).then([=](weight_set& ws) mutable { promise.deliver(std::move(ws)); },
                 [=](caf::error& err) mutable {
@@ -42,43 +43,51 @@ void ask(relay_pointer self, deadline due, Call call, caf::typed_response_promis
                     promise.deliver(std::move(err));
                     return;
                   }
-                  if (self->state.target != to) {  // re-pointed meanwhile: ask the new home now
+                  if (self->state.target != to) { // re-pointed meanwhile: ask the new home now
                     ask(self, due, call, promise);
                     return;
                   }
-                  self->state.held.push_back({due, [=] { ask(self, due, call, promise); },
-                                              [=](caf::error e) mutable { promise.deliver(std::move(e)); }});
+                  self->state.held.push_back(
+                    {due, [=] { ask(self, due, call, promise); },
+                     [=](caf::error e) mutable { promise.deliver(std::move(e)); }});
                 });
 }
 
-push_relay_actor::behavior_type push_relay(relay_pointer self, push_target_actor target, std::string name) {
+push_relay_actor::behavior_type push_relay(relay_pointer self, push_target_actor target,
+                                           std::string name) {
   self->state.target = std::move(target);
   self->state.shard = std::move(name);
   return {
     [=](push_atom, gradient_push& push) -> caf::result<weight_set> {
       auto promise = self->make_response_promise<weight_set>();
       const auto due = push.due;
-      ask(self, due,
-          [=, push = std::move(push)](const push_target_actor& to) {
-            return self->request(to, due.left_with_grace(), push_atom::value, push);
-          },
-          promise);
+      ask(
+        self, due,
+        [=, push = std::move(push)](const push_target_actor& to) {
+          return self->request(to, due.left_with_grace(), push_atom::value, push);
+        },
+        promise);
       return promise;
     },
     [=](pull_atom, deadline due) -> caf::result<weight_set> {
       auto promise = self->make_response_promise<weight_set>();
-      ask(self, due, [=](const push_target_actor& to) { return self->request(to, due.left_with_grace(), pull_atom::value, due); },
-          promise);
+      ask(
+        self, due,
+        [=](const push_target_actor& to) {
+          return self->request(to, due.left_with_grace(), pull_atom::value, due);
+        },
+        promise);
       return promise;
     },
     [=](rewind_atom, std::int64_t step, deadline due) -> caf::result<weight_set> {
       auto promise = self->make_response_promise<weight_set>();
-      ask(self, due,
-          [=](const push_target_actor& to) {
-            return self->request(caf::actor_cast<rewind_target_actor>(to), due.left_with_grace(), rewind_atom::value,
-                                 step, due);
-          },
-          promise);
+      ask(
+        self, due,
+        [=](const push_target_actor& to) {
+          return self->request(caf::actor_cast<rewind_target_actor>(to), due.left_with_grace(),
+                               rewind_atom::value, step, due);
+        },
+        promise);
       return promise;
     },
     [=](repoint_atom, push_target_actor& to) {
@@ -88,8 +97,10 @@ push_relay_actor::behavior_type push_relay(relay_pointer self, push_target_actor
       st.held.clear();
       for (auto& h : held) {
         if (h.due.passed())
-          h.fail(make_error(errc::timeout, st.shard + ": its process was lost and no backup took its place "
-                                                     "before the request's deadline"));
+          h.fail(
+            make_error(errc::timeout, st.shard
+                                        + ": its process was lost and no backup took its place "
+                                          "before the request's deadline"));
         else
           h.ask();
       }
@@ -99,7 +110,8 @@ push_relay_actor::behavior_type push_relay(relay_pointer self, push_target_actor
 
 } // namespace
 
-push_relay_actor spawn_push_relay(caf::actor_system& system, push_target_actor target, std::string name) {
+push_relay_actor spawn_push_relay(caf::actor_system& system, push_target_actor target,
+                                  std::string name) {
   return system.spawn(push_relay, std::move(target), std::move(name));
 }
 

@@ -35,7 +35,7 @@ void receive_pool::give_back(std::vector<char>* buffer) {
   std::unique_ptr<std::vector<char>> owned(buffer);
   std::lock_guard<std::mutex> lock(mutex_);
   if (idle_bytes_ + owned->size() > max_bytes_)
-    return;  // freed
+    return; // freed
   idle_bytes_ += owned->size();
   const auto size = owned->size();
   idle_.emplace(size, std::move(owned));

@@ -34,7 +34,7 @@ private:
 
   const std::size_t max_bytes_;
   mutable std::mutex mutex_;
-  std::multimap<std::size_t, std::unique_ptr<std::vector<char>>> idle_;  // by size
+  std::multimap<std::size_t, std::unique_ptr<std::vector<char>>> idle_; // by size
   std::size_t idle_bytes_ = 0;
 };
 

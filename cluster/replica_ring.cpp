@@ -22,9 +22,13 @@ int server_beside(const placement_plan& plan, int node, int step) {
 
 } // namespace
 
-int next_server(const placement_plan& plan, int node) { return server_beside(plan, node, 1); }
+int next_server(const placement_plan& plan, int node) {
+  return server_beside(plan, node, 1);
+}
 
-int previous_server(const placement_plan& plan, int node) { return server_beside(plan, node, -1); }
+int previous_server(const placement_plan& plan, int node) {
+  return server_beside(plan, node, -1);
+}
 
 std::string shard_names(const placement_plan& plan, int node) {
   std::string text;

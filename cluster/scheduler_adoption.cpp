@@ -42,7 +42,7 @@ struct stalled_phase {
 
 struct relay_state {
   compute_actor target;
-  std::vector<stalled_phase> stalled;  // phases whose compute was lost, waiting for its new home
+  std::vector<stalled_phase> stalled; // phases whose compute was lost, waiting for its new home
   static inline const char* name = "compute_relay";
 };
 
@@ -58,7 +58,7 @@ void ask_target(relay_pointer self, stalled_phase phase) {
                 phase.promise.deliver(std::move(err));
                 return;
               }
-              if (self->state.target != to) {  // re-pointed meanwhile: ask the new home now
+              if (self->state.target != to) { // re-pointed meanwhile: ask the new home now
                 ask_target(self, phase);
                 return;
               }
@@ -79,9 +79,15 @@ compute_relay_actor::behavior_type compute_relay(relay_pointer self, compute_act
     return promise;
   };
   return {
-    [=](train_atom, std::int64_t epoch, deadline due) -> caf::result<phase_report> { return start(false, epoch, due); },
-    [=](validate_atom, std::int64_t epoch, deadline due) -> caf::result<phase_report> { return start(true, epoch, due); },
-    [=](end_epoch_atom, std::int64_t epoch) { self->send(self->state.target, end_epoch_atom::value, epoch); },
+    [=](train_atom, std::int64_t epoch, deadline due) -> caf::result<phase_report> {
+      return start(false, epoch, due);
+    },
+    [=](validate_atom, std::int64_t epoch, deadline due) -> caf::result<phase_report> {
+      return start(true, epoch, due);
+    },
+    [=](end_epoch_atom, std::int64_t epoch) {
+      self->send(self->state.target, end_epoch_atom::value, epoch);
+    },
     [=](repoint_atom, compute_actor& to) {
       auto& st = self->state;
       st.target = std::move(to);
@@ -118,21 +124,22 @@ std::string node_names(const placement_plan& plan, const std::vector<int>& nodes
 
 // A spare takes lost worker `lost`'s place: its node in an assignment (adopt: its computes
 // recompute the step in flight), and what the lost one had adopted in adopt frames after it.
-std::string hand_to_spare(scheduler_actor self, member_entry& lost, member_entry& spare, const std::vector<int>& nodes,
-                          const std::string& what) {
+std::string hand_to_spare(scheduler_actor self, member_entry& lost, member_entry& spare,
+                          const std::vector<int>& nodes, const std::string& what) {
   auto& st = self->state;
   spare.node = lost.node;
   spare.rank = lost.rank;
   spare.adopting = nodes;
   st.lost_at = std::chrono::steady_clock::now();
-  log_node_line(*st.options, "scheduler: " + what + "; " + spare.name() + " adopts " + compute_names(st.plan, nodes)
-                               + " of " + node_names(st.plan, nodes)
+  log_node_line(*st.options, "scheduler: " + what + "; " + spare.name() + " adopts "
+                               + compute_names(st.plan, nodes) + " of " + node_names(st.plan, nodes)
                                + " (a spare, idle until now; on_worker_loss = adopt)");
   auto a = assignment_for(st, spare, server_endpoints(st));
   a.adopt = true;
   caf::anon_send(spare.to, assignment_atom::value, std::move(a));
   for (std::size_t i = 1; i < nodes.size(); ++i)
-    caf::anon_send(spare.to, adopt_atom::value, adopt_message{static_cast<std::uint32_t>(nodes[i])});
+    caf::anon_send(spare.to, adopt_atom::value,
+                   adopt_message{static_cast<std::uint32_t>(nodes[i])});
   end_gathering_if_complete(self);
   return "";
 }
@@ -166,24 +173,29 @@ const member_entry* choose_adopter(const scheduler_state& st) {
 
 std::string adopt_lost_worker(scheduler_actor self, member_entry& m, const std::string& what) {
   auto& st = self->state;
-  if (m.role != node_kind::worker || !st.job.nodes.adopt_on_worker_loss || st.at != scheduler_phase::training)
+  if (m.role != node_kind::worker || !st.job.nodes.adopt_on_worker_loss
+      || st.at != scheduler_phase::training)
     return "stop";
   std::vector<int> nodes{m.node};
   nodes.insert(nodes.end(), m.adopted_nodes.begin(), m.adopted_nodes.end());
   nodes.insert(nodes.end(), m.adopting.begin(), m.adopting.end());
   for (const auto& other : st.members)
     if (&other != &m && !other.adopting.empty())
-      return "it was lost while " + other.name() + " was adopting " + node_names(st.plan, other.adopting)
+      return "it was lost while " + other.name() + " was adopting "
+             + node_names(st.plan, other.adopting)
              + " (lost before it); a second loss during an adoption stops the run";
   for (auto node : nodes)
     for (auto a : st.plan.actors_on(node)) {
       const auto role = st.plan.actors[a].role;
-      if (role != plan_role::loader && role != plan_role::validation_loader && role != plan_role::compute)
-        return st.plan.nodes.at(static_cast<std::size_t>(node)).name + " holds " + st.plan.actors[a].name
+      if (role != plan_role::loader && role != plan_role::validation_loader
+          && role != plan_role::compute)
+        return st.plan.nodes.at(static_cast<std::size_t>(node)).name + " holds "
+               + st.plan.actors[a].name
                + ", which no worker adopts (on_worker_loss = adopt covers bsp)";
     }
-  if (auto spare = std::find_if(st.members.begin(), st.members.end(),
-                                [](const member_entry& e) { return e.spare && e.node < 0 && !e.gone; });
+  if (auto spare =
+        std::find_if(st.members.begin(), st.members.end(),
+                     [](const member_entry& e) { return e.spare && e.node < 0 && !e.gone; });
       spare != st.members.end())
     return hand_to_spare(self, m, *spare, nodes, what);
   auto* chosen = const_cast<member_entry*>(choose_adopter(st));
@@ -198,7 +210,7 @@ std::string adopt_lost_worker(scheduler_actor self, member_entry& m, const std::
                                + ", lowest rank among equals; on_worker_loss = adopt)");
   for (auto node : nodes)
     caf::anon_send(chosen->to, adopt_atom::value, adopt_message{static_cast<std::uint32_t>(node)});
-  end_gathering_if_complete(self);  // the lost one may have been the last to answer
+  end_gathering_if_complete(self); // the lost one may have been the last to answer
   return "";
 }
 
@@ -209,7 +221,7 @@ bool on_adopted(scheduler_actor self, member_entry& m, const ready_message& read
   if (st.at != scheduler_phase::training || at == m.adopting.end())
     return false;
   m.adopting.erase(at);
-  if (node != m.node)  // (a spare's first is its own node now)
+  if (node != m.node) // (a spare's first is its own node now)
     m.adopted_nodes.push_back(node);
   else
     m.ready = true;
@@ -220,14 +232,18 @@ bool on_adopted(scheduler_actor self, member_entry& m, const ready_message& read
     if (relay == st.relays.end())
       continue;
     self->send(relay->second, repoint_atom::value,
-               spawn_compute_proxy(self->system(), m.link, static_cast<std::uint32_t>(st.plan.actors[a].worker)));
+               spawn_compute_proxy(self->system(), m.link,
+                                   static_cast<std::uint32_t>(st.plan.actors[a].worker)));
   }
-  const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - st.lost_at).count();
+  const auto seconds =
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - st.lost_at).count();
   char took[32];
   std::snprintf(took, sizeof took, "%.3f", seconds);
-  log_node_line(*st.options, "scheduler: " + m.name() + " serves the computes of "
-                               + st.plan.nodes.at(static_cast<std::size_t>(node)).name + " (" + took
-                               + " s after the loss was seen); they recompute the step in flight and training goes on");
+  log_node_line(
+    *st.options,
+    "scheduler: " + m.name() + " serves the computes of "
+      + st.plan.nodes.at(static_cast<std::size_t>(node)).name + " (" + took
+      + " s after the loss was seen); they recompute the step in flight and training goes on");
   return true;
 }
 

@@ -30,8 +30,8 @@
 #include <caf/all.hpp>
 
 #include <troupe/actors/actor_errors.hpp>
-#include <troupe/actors/timeouts.hpp>
 #include <troupe/actors/node_part.hpp>
+#include <troupe/actors/timeouts.hpp>
 #include <troupe/cluster/frame_codec.hpp>
 #include <troupe/cluster/job_difference.hpp>
 #include <troupe/cluster/job_transfer.hpp>
@@ -51,9 +51,10 @@ int expected(const scheduler_state& st, node_kind role) {
 }
 
 int count(const scheduler_state& st, node_kind role, bool ready_only = false) {
-  return static_cast<int>(std::count_if(st.members.begin(), st.members.end(), [&](const member_entry& m) {
-    return m.role == role && !m.spare && (!ready_only || m.ready);
-  }));
+  return static_cast<int>(
+    std::count_if(st.members.begin(), st.members.end(), [&](const member_entry& m) {
+      return m.role == role && !m.spare && (!ready_only || m.ready);
+    }));
 }
 
 // "1/2 workers joined, 1/1 servers joined; waiting for worker 1"
@@ -66,9 +67,10 @@ std::string progress_text(const scheduler_state& st) {
     text += (text.empty() ? "" : ", ") + std::to_string(have) + "/" + std::to_string(want) + " "
             + to_string(role) + "s " + (joining ? "joined" : "ready");
     for (int rank = 0; waiting.empty() && rank < want; ++rank) {
-      const bool there = std::any_of(st.members.begin(), st.members.end(), [&](const member_entry& m) {
-        return m.role == role && m.rank == rank && (joining || m.ready);
-      });
+      const bool there =
+        std::any_of(st.members.begin(), st.members.end(), [&](const member_entry& m) {
+          return m.role == role && m.rank == rank && (joining || m.ready);
+        });
       if (!there)
         waiting = std::string(to_string(role)) + " " + std::to_string(rank);
     }
@@ -108,7 +110,7 @@ void end_run(scheduler_actor self, caf::expected<training_result> outcome) {
     self->send_exit(st.session, caf::exit_reason::user_shutdown);
   st.outcome = std::move(outcome);
   self->delayed_send(self, goodbye_grace, grace_over_atom::value);
-  answer_if_done(self, false);  // at once when no member is left to hear it
+  answer_if_done(self, false); // at once when no member is left to hear it
 }
 
 void answer_if_done(scheduler_actor self, bool grace_over) {
@@ -116,15 +118,16 @@ void answer_if_done(scheduler_actor self, bool grace_over) {
   if (!st.outcome)
     return;
   auto gone = [&](node_kind role) {
-    return std::all_of(st.members.begin(), st.members.end(), [&](auto& m) { return m.role != role || m.gone; });
+    return std::all_of(st.members.begin(), st.members.end(),
+                       [&](auto& m) { return m.role != role || m.gone; });
   };
   if (!st.servers_told && (gone(node_kind::worker) || grace_over)) {
     st.servers_told = true;
     for (auto& m : st.members)
       if (!m.gone && m.role == node_kind::server)
         caf::anon_send(m.to, goodbye_atom::value, shutdown_message{"the run finished", true});
-    if (grace_over)  // the servers get a grace of their own
-      return (void) self->delayed_send(self, goodbye_grace, grace_over_atom::value);
+    if (grace_over) // the servers get a grace of their own
+      return (void)self->delayed_send(self, goodbye_grace, grace_over_atom::value);
   }
   if (!st.promise.pending())
     return;
@@ -155,14 +158,16 @@ void on_session_failed(scheduler_actor self, caf::error err) {
   auto& st = self->state;
   if (st.at == scheduler_phase::ending || st.at == scheduler_phase::failing)
     return;
-  const bool loss_known = std::any_of(st.members.begin(), st.members.end(), [](auto& m) { return m.gone; });
+  const bool loss_known =
+    std::any_of(st.members.begin(), st.members.end(), [](auto& m) { return m.gone; });
   if (troupe_code(err) != errc::peer_down || loss_known)
     return end_run(self, std::move(err));
   // The run is failing whatever the cause turns out to be: an open question hears it now.
   end_gathering(self, err);
   st.at = scheduler_phase::failing;
   st.unexplained = std::move(err);
-  self->delayed_send(self, st.options->connection_timeout + st.options->heartbeat_interval, cause_due_atom::value);
+  self->delayed_send(self, st.options->connection_timeout + st.options->heartbeat_interval,
+                     cause_due_atom::value);
 }
 
 // "compute threads: worker_0 2, worker_1 2 (as the scheduler was given)": what each worker's
@@ -170,9 +175,9 @@ void on_session_failed(scheduler_actor self, caf::error err) {
 std::string threads_text(const scheduler_state& st) {
   std::string text;
   for (const auto& m : st.members)
-    if (m.role == node_kind::worker && m.node >= 0)  // (a spare has no node)
-      text += (text.empty() ? "" : ", ") + st.plan.nodes.at(static_cast<std::size_t>(m.node)).name + " "
-              + std::to_string(m.threads);
+    if (m.role == node_kind::worker && m.node >= 0) // (a spare has no node)
+      text += (text.empty() ? "" : ", ") + st.plan.nodes.at(static_cast<std::size_t>(m.node)).name
+              + " " + std::to_string(m.threads);
   return "compute threads: " + text
          + (st.options->threads > 0 ? " (--threads or train.threads given to the scheduler)"
                                     : " (each worker's own or its share of its host)");
@@ -189,13 +194,13 @@ void start_training(scheduler_actor self) {
   if (st.resumed_run)
     log_node_line(*st.options, "scheduler: " + threads_text(st) + "; training");
   else
-    log_node_line(*st.options, "scheduler: every node is ready (" + progress_text(st) + "); " + threads_text(st)
-                                 + "; training");
+    log_node_line(*st.options, "scheduler: every node is ready (" + progress_text(st) + "); "
+                                 + threads_text(st) + "; training");
   // Each plan node's link: its member's, or (a scheduler restarted after losses) the member's
   // that adopted its computes or promoted its shards.
   std::vector<channel_actor> link_of_node(st.plan.nodes.size());
   for (auto& m : st.members) {
-    if (m.node >= 0)  // (a spare has no node)
+    if (m.node >= 0) // (a spare has no node)
       link_of_node.at(static_cast<std::size_t>(m.node)) = m.link;
     for (auto n : m.adopted_nodes)
       link_of_node.at(static_cast<std::size_t>(n)) = m.link;
@@ -207,7 +212,7 @@ void start_training(scheduler_actor self) {
   session_sinks sinks;
   sinks.output = st.output;
   sinks.metrics = st.metrics;
-  sinks.between_epochs = epoch_gate_actor{self};  // each epoch's traffic is read while no step runs
+  sinks.between_epochs = epoch_gate_actor{self}; // each epoch's traffic is read while no step runs
   sinks.timeouts = st.options->timeouts;
   sinks.node.node = 0;
   sinks.node.train_data = st.train_set;
@@ -218,8 +223,9 @@ void start_training(scheduler_actor self) {
   if (st.job.nodes.adopt_on_worker_loss)
     for (auto c : plan.actors_of(plan_role::compute)) {
       const auto& a = plan.actors.at(c);
-      st.relays[c] = spawn_compute_relay(system, spawn_compute_proxy(system, link_of_node.at(static_cast<std::size_t>(a.node)),
-                                                                     static_cast<std::uint32_t>(a.worker)));
+      st.relays[c] = spawn_compute_relay(
+        system, spawn_compute_proxy(system, link_of_node.at(static_cast<std::size_t>(a.node)),
+                                    static_cast<std::uint32_t>(a.worker)));
     }
   sinks.node.remote.compute = [=, &system, relays = st.relays](std::size_t actor) -> compute_actor {
     const auto& a = plan.actors.at(actor);
@@ -233,11 +239,14 @@ void start_training(scheduler_actor self) {
   if (st.job.nodes.replicas > 1)
     for (auto s : plan.actors_of(plan_role::shard)) {
       const auto& a = plan.actors.at(s);
-      st.shard_relays[s] = spawn_push_relay(system, spawn_push_target_proxy(system, link_of_node.at(static_cast<std::size_t>(a.node)),
-                                                                            static_cast<std::uint32_t>(a.shard)),
-                                            a.name);
+      st.shard_relays[s] = spawn_push_relay(
+        system,
+        spawn_push_target_proxy(system, link_of_node.at(static_cast<std::size_t>(a.node)),
+                                static_cast<std::uint32_t>(a.shard)),
+        a.name);
     }
-  sinks.node.remote.push_target = [=, &system, relays = st.shard_relays](std::size_t actor) -> push_target_actor {
+  sinks.node.remote.push_target =
+    [=, &system, relays = st.shard_relays](std::size_t actor) -> push_target_actor {
     const auto& a = plan.actors.at(actor);
     if (auto relay = relays.find(actor); relay != relays.end())
       return caf::actor_cast<push_target_actor>(relay->second);
@@ -249,15 +258,18 @@ void start_training(scheduler_actor self) {
   };
   st.session = st.spawn_session(system, st.job, std::move(sinks));
   self->monitor(st.session);
-  self->attach_functor([session = st.session, relays = st.relays, shard_relays = st.shard_relays](const caf::error&) {
-    caf::anon_send_exit(session, caf::exit_reason::user_shutdown);
-    for (const auto& [actor, relay] : relays)
-      caf::anon_send_exit(relay, caf::exit_reason::user_shutdown);
-    for (const auto& [actor, relay] : shard_relays)
-      caf::anon_send_exit(relay, caf::exit_reason::user_shutdown);
-  });
+  self->attach_functor(
+    [session = st.session, relays = st.relays, shard_relays = st.shard_relays](const caf::error&) {
+      caf::anon_send_exit(session, caf::exit_reason::user_shutdown);
+      for (const auto& [actor, relay] : relays)
+        caf::anon_send_exit(relay, caf::exit_reason::user_shutdown);
+      for (const auto& [actor, relay] : shard_relays)
+        caf::anon_send_exit(relay, caf::exit_reason::user_shutdown);
+    });
   // Saturating: 48 h times the phases of a long run passes what a timespan holds.
-  self->request(st.session, phases_limit(st.options->timeouts, st.job.epochs * 2 + 2), run_atom::value)
+  self
+    ->request(st.session, phases_limit(st.options->timeouts, st.job.epochs * 2 + 2),
+              run_atom::value)
     .then([=](training_result& r) { end_run(self, std::move(r)); },
           [=](caf::error& err) { on_session_failed(self, std::move(err)); });
 }
@@ -269,20 +281,24 @@ int plan_node_of(const placement_plan& plan, node_kind role, int rank) {
   for (std::size_t n = 0; n < plan.nodes.size(); ++n)
     if (plan.nodes[n].kind == kind && plan.nodes[n].rank == rank)
       return static_cast<int>(n);
-  throw std::logic_error("scheduler: the plan has no " + std::string(to_string(role)) + " " + std::to_string(rank));
+  throw std::logic_error("scheduler: the plan has no " + std::string(to_string(role)) + " "
+                         + std::to_string(rank));
 }
 
 void assign(scheduler_actor self, node_kind role) {
   auto& st = self->state;
-  st.at = role == node_kind::server ? scheduler_phase::servers_assigned : scheduler_phase::workers_assigned;
+  st.at = role == node_kind::server ? scheduler_phase::servers_assigned
+                                    : scheduler_phase::workers_assigned;
   // Workers learn where every server listens; with replicas = 2 the servers too, from their
   // joins, since each links to the next (member_replicas.cpp).
   std::vector<endpoint> servers;
   if (role == node_kind::worker || st.job.nodes.replicas > 1) {
     for (auto& m : st.members)
       if (m.role == node_kind::server && m.port == 0)
-        return fail(self, errc::bad_request, "scheduler: " + m.name() + " said no port when it joined, and with "
-                                               "replicas = 2 the other servers link to it before it is ready");
+        return fail(self, errc::bad_request,
+                    "scheduler: " + m.name()
+                      + " said no port when it joined, and with "
+                        "replicas = 2 the other servers link to it before it is ready");
     servers = server_endpoints(st);
   }
   for (auto& m : st.members)
@@ -300,7 +316,8 @@ std::vector<endpoint> server_endpoints(const scheduler_state& st) {
   return servers;
 }
 
-assignment_message assignment_for(const scheduler_state& st, const member_entry& m, std::vector<endpoint> servers) {
+assignment_message assignment_for(const scheduler_state& st, const member_entry& m,
+                                  std::vector<endpoint> servers) {
   assignment_message a;
   a.rank = static_cast<std::uint32_t>(m.rank);
   a.node = static_cast<std::uint32_t>(m.node);
@@ -318,11 +335,13 @@ namespace {
 // Why a node's own config is not the scheduler's job: the keys that differ when its join
 // carried the job, the hashes as `troupe check` prints them.
 std::string other_job_text(const training_job& ours, const join_message& join) {
-  std::string text = "its config resolves to another job (hash " + hash_text(join.job_hash) + ", the scheduler's "
-                     + hash_text(job_hash_without_counts(ours)) + ")";
+  std::string text = "its config resolves to another job (hash " + hash_text(join.job_hash)
+                     + ", the scheduler's " + hash_text(job_hash_without_counts(ours)) + ")";
   if (!join.job.empty()) {
     try {
-      text += ": " + difference_text(job_differences(joined_job_from_bytes(join.job, join.job_hash), ours, "the scheduler's"));
+      text += ": "
+              + difference_text(job_differences(joined_job_from_bytes(join.job, join.job_hash),
+                                                ours, "the scheduler's"));
     } catch (const std::exception& e) {
       text += std::string(" (its job does not read: ") + e.what() + ")";
     }
@@ -341,11 +360,12 @@ bool same_host(const member_entry& a, const member_entry& b) {
 // without --advertise) becomes the address its connection came from when that is no loopback.
 // Returns why a worker cannot reach it (an address of another host's loopback, or a wildcard
 // seen only through loopback), or "".
-std::string settle_server_host(const cluster_node_options& options, const std::vector<member_entry>& members,
-                               member_entry& server) {
+std::string settle_server_host(const cluster_node_options& options,
+                               const std::vector<member_entry>& members, member_entry& server) {
   const auto seen = host_of_address(server.seen_from);
   if (is_wildcard_host(server.host) && !seen.empty() && !is_loopback_host(seen)) {
-    log_node_line(options, "scheduler: " + server.name() + " listens on " + (server.host.empty() ? "any address" : server.host)
+    log_node_line(options, "scheduler: " + server.name() + " listens on "
+                             + (server.host.empty() ? "any address" : server.host)
                              + "; workers will reach it at " + seen + ", the address it came from");
     server.host = seen;
     return "";
@@ -354,9 +374,11 @@ std::string settle_server_host(const cluster_node_options& options, const std::v
     return "";
   for (const auto& worker : members)
     if (worker.role == node_kind::worker && !same_host(worker, server))
-      return server.name() + " said it listens on " + (server.host.empty() ? "no address" : server.host)
-             + ", which " + worker.name() + ", on another host, cannot reach: start the server with --listen ADDRESS "
-               "(an address of its host the workers reach, or 0.0.0.0 for all of them) or --advertise ADDRESS";
+      return server.name() + " said it listens on "
+             + (server.host.empty() ? "no address" : server.host) + ", which " + worker.name()
+             + ", on another host, cannot reach: start the server with --listen ADDRESS "
+               "(an address of its host the workers reach, or 0.0.0.0 for all of them) or "
+               "--advertise ADDRESS";
   return "";
 }
 
@@ -364,7 +386,8 @@ std::string settle_server_host(const cluster_node_options& options, const std::v
 
 // Why a join on `link` is refused whatever the role and phase ("" if it is not): a second join
 // on one link, or another job than the scheduler's.
-std::string refusal_of_join(scheduler_state& st, const channel_actor& link, const join_message& join) {
+std::string refusal_of_join(scheduler_state& st, const channel_actor& link,
+                            const join_message& join) {
   if (member_of(st, link.address()))
     return "it joined twice";
   if (join.job_hash != 0 && join.job_hash != job_hash_without_counts(st.job))
@@ -373,14 +396,15 @@ std::string refusal_of_join(scheduler_state& st, const channel_actor& link, cons
 }
 
 // A member for a join on `link` (no rank nor node yet), watched and listed.
-member_entry& add_member(scheduler_actor self, const channel_actor& link, const join_message& join) {
+member_entry& add_member(scheduler_actor self, const channel_actor& link,
+                         const join_message& join) {
   auto& st = self->state;
   member_entry m;
   m.link = link;
   m.to = spawn_member_control_proxy(self->system(), link);
   m.role = join.role;
   m.host = join.host;
-  m.port = join.port;  // a server's port bound before it joined (0: it listens once assigned)
+  m.port = join.port; // a server's port bound before it joined (0: it listens once assigned)
   m.seen_from = join.seen_from;
   m.pid = join.pid;
   self->monitor(link);
@@ -393,7 +417,8 @@ namespace {
 // A spare worker (launch --spares, node --spare, or any worker joining a run in training): kept
 // unassigned until a worker is lost, when it takes the lost node (scheduler_adoption.cpp).
 template <class Refuse>
-void join_spare(scheduler_actor self, const channel_actor& link, const join_message& join, Refuse refuse) {
+void join_spare(scheduler_actor self, const channel_actor& link, const join_message& join,
+                Refuse refuse) {
   auto& st = self->state;
   if (st.at != scheduler_phase::joining && st.at != scheduler_phase::servers_assigned
       && st.at != scheduler_phase::workers_assigned && st.at != scheduler_phase::training)
@@ -402,18 +427,21 @@ void join_spare(scheduler_actor self, const channel_actor& link, const join_mess
     return refuse(why);
   auto& m = add_member(self, link, join);
   m.spare = true;
-  log_node_line(*st.options, "scheduler: " + m.name() + " joined as a spare; "
-                               + (st.job.nodes.adopt_on_worker_loss
-                                    ? "it takes the place of the first worker lost in training (on_worker_loss = adopt)"
-                                    : std::string("it stays idle: on_worker_loss is ") + worker_loss_policy(st.job.nodes)
-                                        + ", not adopt"));
+  log_node_line(
+    *st.options,
+    "scheduler: " + m.name() + " joined as a spare; "
+      + (st.job.nodes.adopt_on_worker_loss
+           ? "it takes the place of the first worker lost in training (on_worker_loss = adopt)"
+           : std::string("it stays idle: on_worker_loss is ") + worker_loss_policy(st.job.nodes)
+               + ", not adopt"));
 }
 
 void on_join(scheduler_actor self, const channel_actor& link, const join_message& join) {
   auto& st = self->state;
   auto refuse = [&](const std::string& why) {
-    log_node_line(*st.options, "scheduler: refused a " + std::string(to_string(join.role)) + " (pid "
-                                 + std::to_string(join.pid) + " on " + join.host + "): " + why);
+    log_node_line(*st.options, "scheduler: refused a " + std::string(to_string(join.role))
+                                 + " (pid " + std::to_string(join.pid) + " on " + join.host
+                                 + "): " + why);
     caf::anon_send(spawn_member_control_proxy(self->system(), link), goodbye_atom::value,
                    shutdown_message{"refused by the scheduler: " + why, false});
   };
@@ -433,7 +461,8 @@ void on_join(scheduler_actor self, const channel_actor& link, const join_message
     return refuse(why);
   const int have = count(st, join.role), want = expected(st, join.role);
   if (have >= want)
-    return refuse("the run has its " + std::to_string(want) + " " + to_string(join.role) + "s already");
+    return refuse("the run has its " + std::to_string(want) + " " + to_string(join.role)
+                  + "s already");
   auto taken_by = [&](int rank) -> const member_entry* {
     for (auto& m : st.members)
       if (m.role == join.role && m.rank == rank)
@@ -442,26 +471,31 @@ void on_join(scheduler_actor self, const channel_actor& link, const join_message
   };
   int rank = join.rank;
   if (rank >= want)
-    return refuse(std::string(to_string(join.role)) + " rank " + std::to_string(rank) + " is not in 0.."
-                  + std::to_string(want - 1));
+    return refuse(std::string(to_string(join.role)) + " rank " + std::to_string(rank)
+                  + " is not in 0.." + std::to_string(want - 1));
   if (rank >= 0 && taken_by(rank))
-    return refuse(std::string(to_string(join.role)) + " rank " + std::to_string(rank) + " is taken by "
-                  + taken_by(rank)->name());
+    return refuse(std::string(to_string(join.role)) + " rank " + std::to_string(rank)
+                  + " is taken by " + taken_by(rank)->name());
   // Without a rank of its own a node takes the lowest free one (join order).
   for (rank = std::max(rank, 0); join.rank < 0 && taken_by(rank); ++rank) {
   }
   if (st.options->resume && !st.fresh_run) {
     st.fresh_run = true;
-    log_node_line(*st.options, "scheduler: a node that had not begun training joined before any member of a run in "
-                               "training rejoined: the run starts afresh (its scheduler was lost before training)");
+    log_node_line(
+      *st.options,
+      "scheduler: a node that had not begun training joined before any member of a run in "
+      "training rejoined: the run starts afresh (its scheduler was lost before training)");
   }
   auto& m = add_member(self, link, join);
   m.rank = rank;
   m.node = plan_node_of(st.plan, join.role, rank);
-  log_node_line(*st.options, "scheduler: " + m.name() + " joined"
-                               + (m.role == node_kind::server ? " (to listen for workers on " + m.host + ")" : "")
-                               + "; " + progress_text(st));
-  if (count(st, node_kind::server) == st.job.nodes.servers && count(st, node_kind::worker) == st.job.nodes.workers) {
+  log_node_line(
+    *st.options,
+    "scheduler: " + m.name() + " joined"
+      + (m.role == node_kind::server ? " (to listen for workers on " + m.host + ")" : "") + "; "
+      + progress_text(st));
+  if (count(st, node_kind::server) == st.job.nodes.servers
+      && count(st, node_kind::worker) == st.job.nodes.workers) {
     for (auto& server : st.members)
       if (server.role == node_kind::server) {
         const auto why = settle_server_host(*st.options, st.members, server);
@@ -479,20 +513,24 @@ void on_ready(scheduler_actor self, const channel_actor& link, const ready_messa
     return;
   const auto expected_phase = m && m->role == node_kind::server ? scheduler_phase::servers_assigned
                                                                 : scheduler_phase::workers_assigned;
-  if (!m || m->ready || st.at != expected_phase || ready.node != static_cast<std::uint32_t>(m->node))
+  if (!m || m->ready || st.at != expected_phase
+      || ready.node != static_cast<std::uint32_t>(m->node))
     return fail(self, errc::bad_request,
                 "scheduler: " + (m ? m->name() : std::string("a node that did not join"))
                   + " reported ready out of turn (as node " + std::to_string(ready.node) + ")");
   if (m->role == node_kind::server && ready.port == 0)
-    return fail(self, errc::bad_request, "scheduler: " + m->name() + " is ready but listens on no port");
+    return fail(self, errc::bad_request,
+                "scheduler: " + m->name() + " is ready but listens on no port");
   m->ready = true;
   m->port = ready.port;
   m->threads = static_cast<int>(ready.threads);
-  log_node_line(*st.options, "scheduler: " + m->name() + " is ready"
-                               + (ready.port ? " (listening on " + m->host + ":" + std::to_string(ready.port) + ")"
-                                             : " (computes on " + std::to_string(ready.threads) + " thread"
-                                                 + (ready.threads == 1 ? "" : "s") + ")")
-                               + "; " + progress_text(st));
+  log_node_line(*st.options,
+                "scheduler: " + m->name() + " is ready"
+                  + (ready.port
+                       ? " (listening on " + m->host + ":" + std::to_string(ready.port) + ")"
+                       : " (computes on " + std::to_string(ready.threads) + " thread"
+                           + (ready.threads == 1 ? "" : "s") + ")")
+                  + "; " + progress_text(st));
   if (count(st, m->role, true) < expected(st, m->role))
     return;
   if (m->role == node_kind::server)
@@ -506,7 +544,8 @@ void on_ready(scheduler_actor self, const channel_actor& link, const ready_messa
 // their requests fail.
 bool goes_on_without(scheduler_actor self, const member_entry& m, const std::string& what) {
   auto& st = self->state;
-  if (m.role != node_kind::worker || !st.job.nodes.continue_on_worker_loss || st.at != scheduler_phase::training)
+  if (m.role != node_kind::worker || !st.job.nodes.continue_on_worker_loss
+      || st.at != scheduler_phase::training)
     return false;
   const bool others = std::any_of(st.members.begin(), st.members.end(),
                                   [](auto& o) { return o.role == node_kind::worker && !o.gone; });
@@ -514,7 +553,7 @@ bool goes_on_without(scheduler_actor self, const member_entry& m, const std::str
     return false;
   log_node_line(*st.options, "scheduler: " + m.name() + ": " + what
                                + "; the run goes on without it (on_worker_loss = continue)");
-  end_gathering_if_complete(self);  // it may have been the last one to answer
+  end_gathering_if_complete(self); // it may have been the last one to answer
   return true;
 }
 
@@ -524,37 +563,46 @@ void on_goodbye(scheduler_actor self, const channel_actor& link, const shutdown_
   auto& st = self->state;
   auto* m = member_of(st, link.address());
   if (!m || m->gone)
-    return;  // a node that never joined: nothing of the run is lost
+    return; // a node that never joined: nothing of the run is lost
   if (st.at == scheduler_phase::ending) {
     m->gone = true;
     return answer_if_done(self, false);
   }
   m->gone = true;
   if (m->spare && m->node < 0) {
-    log_node_line(*st.options, "scheduler: " + m->name() + " stopped: " + end.reason + "; a spare, it held nothing: the run goes on");
+    log_node_line(*st.options, "scheduler: " + m->name() + " stopped: " + end.reason
+                                 + "; a spare, it held nothing: the run goes on");
     return;
   }
   if (goes_on_without(self, *m, "stopped: " + end.reason))
     return;
   for (auto& lost : st.members)
     if (end.lost_node >= 0 && lost.node == end.lost_node && &lost != m)
-      return fail(self, errc::peer_down, "scheduler: lost " + lost.name() + " at " + clock_time_now() + " ("
-                                           + m->name() + " lost it: " + end.reason + ")");
+      return fail(self, errc::peer_down,
+                  "scheduler: lost " + lost.name() + " at " + clock_time_now() + " (" + m->name()
+                    + " lost it: " + end.reason + ")");
   fail(self, errc::peer_down, "scheduler: " + m->name() + " stopped: " + end.reason);
 }
 
 void on_member_lost(scheduler_actor self, member_entry& m, const std::string& what) {
   m.gone = true;
-  if (m.spare && m.node < 0) {  // it held nothing
-    log_node_line(*self->state.options, "scheduler: " + what + "; a spare, it held nothing: the run goes on");
+  if (m.spare && m.node < 0) { // it held nothing
+    log_node_line(*self->state.options,
+                  "scheduler: " + what + "; a spare, it held nothing: the run goes on");
     return;
   }
   if (goes_on_without(self, m, what))
     return;
-  const auto not_adopted = m.role == node_kind::server ? promote_lost_server(self, m, what) : adopt_lost_worker(self, m, what);
+  const auto not_adopted = m.role == node_kind::server ? promote_lost_server(self, m, what)
+                                                       : adopt_lost_worker(self, m, what);
   if (not_adopted.empty())
     return;
-  fail(self, errc::peer_down, "scheduler: " + what + (not_adopted == "stop" ? "" : (m.role == node_kind::server ? "; not promoted: " : "; not adopted: ") + not_adopted));
+  fail(
+    self, errc::peer_down,
+    "scheduler: " + what
+      + (not_adopted == "stop"
+           ? ""
+           : (m.role == node_kind::server ? "; not promoted: " : "; not adopted: ") + not_adopted));
 }
 
 // The link of a member ended (`why`; empty: normally), reported by the link itself before it
@@ -563,21 +611,24 @@ void on_link_lost(scheduler_actor self, const caf::actor_addr& link, const caf::
   auto& st = self->state;
   auto* m = member_of(st, link);
   if (!m)
-    return;  // a node that never joined: nothing of the run is lost
+    return; // a node that never joined: nothing of the run is lost
   if (st.at == scheduler_phase::ending) {
     m->gone = true;
     return answer_if_done(self, false);
   }
   if (m->gone)
     return;
-  on_member_lost(self, *m, "lost " + m->name() + " at " + clock_time_now() + ": " + reason_text(self->system(), why));
+  on_member_lost(self, *m,
+                 "lost " + m->name() + " at " + clock_time_now() + ": "
+                   + reason_text(self->system(), why));
 }
 
 void on_down(scheduler_actor self, const caf::down_msg& down) {
   auto& st = self->state;
   if (st.session && down.source == st.session.address())
-    return fail(self, errc::internal, "scheduler: the training session terminated: "
-                                        + reason_text(self->system(), down.reason));
+    return fail(self, errc::internal,
+                "scheduler: the training session terminated: "
+                  + reason_text(self->system(), down.reason));
   on_link_lost(self, down.source, down.reason);
 }
 
@@ -594,11 +645,14 @@ void start_listening(scheduler_actor self) {
   link.keys = wire_keys_of(st.plan);
   link.priority = st.job.topology.priority;
   link.order = forward_order_of(st.plan);
-  link.serving->set<remote_interface::metrics_sink>(0, metrics_sink_actor{st.metrics});  // workers' reports
+  link.serving->set<remote_interface::metrics_sink>(
+    0, metrics_sink_actor{st.metrics}); // workers' reports
   link.serving->set<remote_interface::scheduler_control>(0, scheduler_inbox{self});
-  auto listener = spawn_listener(self->system(), options.scheduler_host, options.scheduler_port, link);
+  auto listener =
+    spawn_listener(self->system(), options.scheduler_host, options.scheduler_port, link);
   if (!listener)
-    return fail(self, errc::peer_down, "scheduler: " + reason_text(self->system(), listener.error()));
+    return fail(self, errc::peer_down,
+                "scheduler: " + reason_text(self->system(), listener.error()));
   st.listener = *listener;
   self->monitor(st.listener);
   self->delayed_send(self, options.join_timeout, join_deadline_atom::value);
@@ -607,13 +661,17 @@ void start_listening(scheduler_actor self) {
       [=](std::uint16_t port) {
         const auto& o = *self->state.options;
         if (o.resume)
-          log_node_line(o, "scheduler: restarted (--resume), listening on " + o.scheduler_host + ":" + std::to_string(port)
-                             + "; waiting for the run's servers and workers to rejoin (join timeout "
-                             + std::to_string(o.join_timeout.count() / 1000) + " s)");
+          log_node_line(o,
+                        "scheduler: restarted (--resume), listening on " + o.scheduler_host + ":"
+                          + std::to_string(port)
+                          + "; waiting for the run's servers and workers to rejoin (join timeout "
+                          + std::to_string(o.join_timeout.count() / 1000) + " s)");
         else
-          log_node_line(o, "scheduler: listening on " + o.scheduler_host + ":" + std::to_string(port)
-                             + "; waiting for " + std::to_string(self->state.job.nodes.servers) + " server(s) and "
-                             + std::to_string(self->state.job.nodes.workers) + " worker(s) (join timeout "
+          log_node_line(o, "scheduler: listening on " + o.scheduler_host + ":"
+                             + std::to_string(port) + "; waiting for "
+                             + std::to_string(self->state.job.nodes.servers) + " server(s) and "
+                             + std::to_string(self->state.job.nodes.workers)
+                             + " worker(s) (join timeout "
                              + std::to_string(o.join_timeout.count() / 1000) + " s)");
         try {
           if (!o.port_file.empty())
@@ -623,9 +681,10 @@ void start_listening(scheduler_actor self) {
         }
       },
       [=](caf::error& err) {
-        fail(self, errc::peer_down, "scheduler: cannot listen on " + self->state.options->scheduler_host + ":"
-                                      + std::to_string(self->state.options->scheduler_port) + ": "
-                                      + reason_text(self->system(), err));
+        fail(self, errc::peer_down,
+             "scheduler: cannot listen on " + self->state.options->scheduler_host + ":"
+               + std::to_string(self->state.options->scheduler_port) + ": "
+               + reason_text(self->system(), err));
       });
 }
 
@@ -644,11 +703,13 @@ scheduler_node_actor::behavior_type scheduler(scheduler_actor self, scheduler_se
   st.job_hash = job_hash(st.job);
   self->set_down_handler([=](caf::down_msg& down) { on_down(self, down); });
   // A message outside the protocol (a bug, or a peer of another version): named, then dropped.
-  self->set_default_handler([=](caf::scheduled_actor*, caf::message_view& x) -> caf::result<caf::message> {
-    log_node_line(*self->state.options, "scheduler: ignored a message outside the node-control protocol: "
-                                          + caf::to_string(x.content()));
-    return caf::none;
-  });
+  self->set_default_handler(
+    [=](caf::scheduled_actor*, caf::message_view& x) -> caf::result<caf::message> {
+      log_node_line(*self->state.options,
+                    "scheduler: ignored a message outside the node-control protocol: "
+                      + caf::to_string(x.content()));
+      return caf::none;
+    });
   if (setup.listen)
     start_listening(self);
   else
@@ -664,7 +725,7 @@ scheduler_node_actor::behavior_type scheduler(scheduler_actor self, scheduler_se
       auto& st = self->state;
       st.promise = self->make_response_promise<training_result>();
       auto promise = st.promise;
-      if (st.outcome)  // the run ended before anyone asked
+      if (st.outcome) // the run ended before anyone asked
         answer_if_done(self, true);
       return promise;
     },
@@ -676,15 +737,21 @@ scheduler_node_actor::behavior_type scheduler(scheduler_actor self, scheduler_se
       if (self->state.at != scheduler_phase::ending)
         on_ready(self, link, ready);
     },
-    [=](traffic_atom, channel_actor& link, traffic_message& traffic) { on_traffic(self, link, traffic); },
+    [=](traffic_atom, channel_actor& link, traffic_message& traffic) {
+      on_traffic(self, link, traffic);
+    },
     [=](goodbye_atom, channel_actor& link, shutdown_message& end) { on_goodbye(self, link, end); },
-    [=](link_lost_atom, channel_actor& link, caf::error& why) { on_link_lost(self, link.address(), why); },
+    [=](link_lost_atom, channel_actor& link, caf::error& why) {
+      on_link_lost(self, link.address(), why);
+    },
     [=](join_deadline_atom) {
       if (self->state.at < scheduler_phase::training)
-        fail(self, errc::timeout, "scheduler: gave up after "
-                                    + std::to_string(self->state.options->join_timeout.count() / 1000)
-                                    + " s (--join-timeout): "
-                                    + (self->state.resumed_run ? rejoin_progress(self->state) : progress_text(self->state)));
+        fail(self, errc::timeout,
+             "scheduler: gave up after "
+               + std::to_string(self->state.options->join_timeout.count() / 1000)
+               + " s (--join-timeout): "
+               + (self->state.resumed_run ? rejoin_progress(self->state)
+                                          : progress_text(self->state)));
     },
     [=](grace_over_atom) { answer_if_done(self, true); },
     [=](cause_due_atom) {
@@ -693,7 +760,9 @@ scheduler_node_actor::behavior_type scheduler(scheduler_actor self, scheduler_se
         end_run(self, std::move(self->state.unexplained));
     },
     // The session's gate between epochs: the epoch's traffic (scheduler_traffic.cpp).
-    [=](epoch_done_atom, std::int64_t epoch, deadline due) { return on_epoch_done(self, epoch, due); },
+    [=](epoch_done_atom, std::int64_t epoch, deadline due) {
+      return on_epoch_done(self, epoch, due);
+    },
     [=](traffic_due_atom, std::int64_t serial) { on_traffic_due(self, serial); },
     // The host was interrupted (Ctrl-C): every member hears why in its goodbye.
     [=](interrupt_atom, std::string& why) { fail(self, errc::peer_down, "scheduler: " + why); },
@@ -757,18 +826,21 @@ training_result run_scheduler(caf::actor_system& system, const training_job& job
                               const cluster_node_options& options, const session_output& output) {
   check_job(job);
   if (job.nodes.servers < 1 || job.nodes.workers < 1)
-    throw std::invalid_argument("scheduler: the job names no server and worker processes "
-                                "(cluster.server_nodes / worker_nodes, --server-nodes / --worker-nodes)");
+    throw std::invalid_argument(
+      "scheduler: the job names no server and worker processes "
+      "(cluster.server_nodes / worker_nodes, --server-nodes / --worker-nodes)");
   // Plan before anyone joins: the assignments carry the plan's hash and data facts.
   auto train_set = open_dataset(job.train_data);
   auto validation_set = open_dataset(job.validation_data);
   const auto facts = data_facts_of(*train_set, *validation_set);
   auto plan = plan_placement(job, facts);
   auto metrics_options = metrics_options_of(job, output);
-  metrics_options.validation_examples = facts.validation_examples;  // a lost worker's part goes unvalidated
+  metrics_options.validation_examples =
+    facts.validation_examples; // a lost worker's part goes unvalidated
   auto metrics = spawn_metrics(system, std::move(metrics_options));
-  auto node = spawn_scheduler_node(system, scheduler_setup{options, job, output, std::move(plan), facts, metrics,
-                                                          train_set, validation_set});
+  auto node =
+    spawn_scheduler_node(system, scheduler_setup{options, job, output, std::move(plan), facts,
+                                                 metrics, train_set, validation_set});
   caf::scoped_actor blocking{system};
   if (options.interrupt)
     options.interrupt->arm(system, caf::actor_cast<caf::actor>(node));

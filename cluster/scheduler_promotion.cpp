@@ -27,29 +27,40 @@ namespace troupe {
 
 std::string promote_lost_server(scheduler_actor self, member_entry& m, const std::string& what) {
   auto& st = self->state;
-  if (m.role != node_kind::server || st.job.nodes.replicas < 2 || st.at != scheduler_phase::training)
+  if (m.role != node_kind::server || st.job.nodes.replicas < 2
+      || st.at != scheduler_phase::training)
     return "stop";
   const auto& plan = st.plan;
   if (!m.promoted_nodes.empty() || m.promoting >= 0)
-    return "it served the promoted backups of " + plan.nodes.at(static_cast<std::size_t>(m.promoted_nodes.empty() ? m.promoting : m.promoted_nodes.front())).name
+    return "it served the promoted backups of "
+           + plan.nodes
+               .at(static_cast<std::size_t>(m.promoted_nodes.empty() ? m.promoting
+                                                                     : m.promoted_nodes.front()))
+               .name
            + ", their only copy left";
   for (const auto& other : st.members)
     if (&other != &m && other.promoting >= 0)
       return "it was lost while " + other.name() + " was promoting the backups of "
-             + plan.nodes.at(static_cast<std::size_t>(other.promoting)).name + "; a second loss during a promotion stops the run";
+             + plan.nodes.at(static_cast<std::size_t>(other.promoting)).name
+             + "; a second loss during a promotion stops the run";
   const int holder = next_server(plan, m.node);
-  auto backup = std::find_if(st.members.begin(), st.members.end(),
-                             [&](const member_entry& e) { return e.node == holder && e.role == node_kind::server; });
+  auto backup = std::find_if(st.members.begin(), st.members.end(), [&](const member_entry& e) {
+    return e.node == holder && e.role == node_kind::server;
+  });
   if (backup == st.members.end() || backup->gone)
-    return "the backups of its shards were on " + (holder >= 0 ? plan.nodes.at(static_cast<std::size_t>(holder)).name : std::string("no server"))
+    return "the backups of its shards were on "
+           + (holder >= 0 ? plan.nodes.at(static_cast<std::size_t>(holder)).name
+                          : std::string("no server"))
            + ", which is lost too";
   backup->promoting = m.node;
   st.server_lost_at = std::chrono::steady_clock::now();
-  log_node_line(*st.options, "scheduler: " + what + "; " + backup->name() + " holds the backups of its shards ("
-                               + shard_names(plan, m.node) + "): promoting them (replicas = 2)");
-  caf::anon_send(backup->to, promote_atom::value,
-                 promote_message{static_cast<std::uint32_t>(m.node), static_cast<std::uint32_t>(holder)});
-  end_gathering_if_complete(self);  // the lost one may have been the last to answer
+  log_node_line(*st.options, "scheduler: " + what + "; " + backup->name()
+                               + " holds the backups of its shards (" + shard_names(plan, m.node)
+                               + "): promoting them (replicas = 2)");
+  caf::anon_send(
+    backup->to, promote_atom::value,
+    promote_message{static_cast<std::uint32_t>(m.node), static_cast<std::uint32_t>(holder)});
+  end_gathering_if_complete(self); // the lost one may have been the last to answer
   return "";
 }
 
@@ -69,14 +80,17 @@ bool on_promoted(scheduler_actor self, member_entry& m, const ready_message& rea
   for (auto& [actor, relay] : st.shard_relays)
     if (st.plan.actors.at(actor).node == node)
       self->send(relay, repoint_atom::value,
-                 spawn_push_target_proxy(self->system(), m.link, static_cast<std::uint32_t>(st.plan.actors[actor].shard)));
-  const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - st.server_lost_at).count();
+                 spawn_push_target_proxy(self->system(), m.link,
+                                         static_cast<std::uint32_t>(st.plan.actors[actor].shard)));
+  const auto seconds =
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - st.server_lost_at).count();
   char took[32];
   std::snprintf(took, sizeof took, "%.3f", seconds);
   log_node_line(*st.options, "scheduler: " + m.name() + " serves the shards of "
-                               + st.plan.nodes.at(static_cast<std::size_t>(node)).name + " (" + shard_names(st.plan, node)
-                               + ", promoted " + took + " s after the loss was seen); every worker pushes there now "
-                               "and training goes on");
+                               + st.plan.nodes.at(static_cast<std::size_t>(node)).name + " ("
+                               + shard_names(st.plan, node) + ", promoted " + took
+                               + " s after the loss was seen); every worker pushes there now "
+                                 "and training goes on");
   return true;
 }
 

@@ -43,7 +43,9 @@ const member_entry* holder_of(const scheduler_state& st, int n) {
 }
 
 // The plan nodes a member holds: scheduler node 0 is none of them.
-bool member_node(const placement_plan& plan, std::size_t n) { return plan.nodes[n].kind != node_kind::scheduler; }
+bool member_node(const placement_plan& plan, std::size_t n) {
+  return plan.nodes[n].kind != node_kind::scheduler;
+}
 
 std::string node_name(const scheduler_state& st, std::uint32_t n) {
   return n < st.plan.nodes.size() ? st.plan.nodes[n].name : "plan node " + std::to_string(n);
@@ -77,26 +79,32 @@ std::string rejoin_progress(const scheduler_state& st) {
          + (waiting.empty() ? "" : "; waiting for " + waiting);
 }
 
-std::string refusal_of_rejoin(scheduler_state& st, const channel_actor& link, const join_message& join) {
+std::string refusal_of_rejoin(scheduler_state& st, const channel_actor& link,
+                              const join_message& join) {
   if (!join.rejoin) {
     if (join.spare || !st.resumed_run)
-      return "";  // a spare joins as any other; a first join before any rejoin starts the run afresh
-    return "this scheduler was started with --resume and takes over the run its members kept training, and this "
-           "node joins as a new one (a node that lost its scheduler before training; start it again with the "
+      return ""; // a spare joins as any other; a first join before any rejoin starts the run afresh
+    return "this scheduler was started with --resume and takes over the run its members kept "
+           "training, and this "
+           "node joins as a new one (a node that lost its scheduler before training; start it "
+           "again with the "
            "whole job, or as a --spare)";
   }
   if (!st.options->resume)
-    return "it rejoins a run in training, and this scheduler runs a run of its own (a restarted scheduler "
+    return "it rejoins a run in training, and this scheduler runs a run of its own (a restarted "
+           "scheduler "
            "takes rejoins with --resume)";
   if (st.fresh_run)
-    return "this restarted scheduler starts the run afresh: a node that had not begun training joined it first";
+    return "this restarted scheduler starts the run afresh: a node that had not begun training "
+           "joined it first";
   if (st.at != scheduler_phase::joining)
     return "the run went on already (every plan node was back)";
   if (member_of(st, link.address()))
     return "it joined twice";
   if (join.job_hash != job_hash_without_counts(st.job))
     return "it trains another job (hash " + hash_text(join.job_hash) + ", this scheduler's "
-           + hash_text(job_hash_without_counts(st.job)) + "): restart the scheduler with the run's config and flags";
+           + hash_text(job_hash_without_counts(st.job))
+           + "): restart the scheduler with the run's config and flags";
   const auto& r = *join.rejoin;
   if (join.role != node_kind::server && join.role != node_kind::worker)
     return "a " + std::string(to_string(join.role)) + " holds no plan node";
@@ -107,7 +115,8 @@ std::string refusal_of_rejoin(scheduler_state& st, const channel_actor& link, co
       return "it says it adopted " + node_name(st, n) + ": " + (why.empty() ? "its own node" : why);
   for (auto n : r.promoted)
     if (auto why = refusal_of_node(st, node_kind::server, n); !why.empty() || n == r.node)
-      return "it says it promoted " + node_name(st, n) + ": " + (why.empty() ? "its own node" : why);
+      return "it says it promoted " + node_name(st, n) + ": "
+             + (why.empty() ? "its own node" : why);
   if (join.role == node_kind::server && join.port == 0)
     return "a server that says no port workers reach it at";
   return "";
@@ -140,23 +149,26 @@ void on_rejoin(scheduler_actor self, const channel_actor& link, const join_messa
     holds += (holds.empty() ? "" : ", ") + node_name(st, n) + " (adopted)";
   for (auto n : r.promoted)
     holds += (holds.empty() ? "" : ", ") + node_name(st, n) + " (promoted)";
-  log_node_line(*st.options, "scheduler: " + m.name() + " rejoined as " + node_name(st, r.node)
-                               + (holds.empty() ? "" : ", holding " + holds)
-                               + (m.role == node_kind::worker
-                                    ? "; its computes were last asked to train epoch " + std::to_string(r.epoch)
-                                    : "; its shards applied step " + std::to_string(r.applied_step) + " last")
-                               + "; " + rejoin_progress(st));
+  log_node_line(*st.options,
+                "scheduler: " + m.name() + " rejoined as " + node_name(st, r.node)
+                  + (holds.empty() ? "" : ", holding " + holds)
+                  + (m.role == node_kind::worker
+                       ? "; its computes were last asked to train epoch " + std::to_string(r.epoch)
+                       : "; its shards applied step " + std::to_string(r.applied_step) + " last")
+                  + "; " + rejoin_progress(st));
   for (std::size_t n = 0; n < st.plan.nodes.size(); ++n)
     if (member_node(st.plan, n) && !holder_of(st, static_cast<int>(n)))
       return;
   // Nothing was asked yet (lost before the first epoch began): the run starts as its job says.
   const auto first = st.resume_epoch;
-  log_node_line(*st.options, "scheduler: every plan node is back; "
-                               + (first >= 0 ? "the run goes on at epoch " + std::to_string(first)
-                                                 + ", which the workers' computes were last asked to train"
-                                             : std::string("no epoch had begun: the run starts as its job says"))
-                               + " (the shards applied step " + std::to_string(st.resume_applied_step) + " last)");
-  st.traffic_table.take(-1);  // the baseline: what the members had moved by the previous epoch's end
+  log_node_line(*st.options,
+                "scheduler: every plan node is back; "
+                  + (first >= 0 ? "the run goes on at epoch " + std::to_string(first)
+                                    + ", which the workers' computes were last asked to train"
+                                : std::string("no epoch had begun: the run starts as its job says"))
+                  + " (the shards applied step " + std::to_string(st.resume_applied_step)
+                  + " last)");
+  st.traffic_table.take(-1); // the baseline: what the members had moved by the previous epoch's end
   start_training(self);
 }
 

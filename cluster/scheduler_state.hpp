@@ -15,10 +15,10 @@
 
 #include <troupe/actors/metrics_actor.hpp>
 #include <troupe/actors/training_session.hpp>
+#include <troupe/cluster/channel.hpp>
 #include <troupe/cluster/cluster_node.hpp>
 #include <troupe/cluster/node_control.hpp>
 #include <troupe/cluster/push_relay.hpp>
-#include <troupe/cluster/channel.hpp>
 #include <troupe/cluster/traffic_registry.hpp>
 #include <troupe/cluster/wire_messages.hpp>
 #include <troupe/graph/placement.hpp>
@@ -42,36 +42,36 @@ using interrupt_atom = caf::atom_constant<caf::atom("interrupt")>;
 /// run request, and its own deadlines.
 using scheduler_node_actor = scheduler_inbox::extend_with<epoch_gate_actor>::extend<
   caf::replies_to<run_atom>::with<training_result>, caf::reacts_to<join_deadline_atom>,
-  caf::reacts_to<grace_over_atom>, caf::reacts_to<cause_due_atom>, caf::reacts_to<traffic_due_atom, std::int64_t>,
-  caf::reacts_to<interrupt_atom, std::string>>;
+  caf::reacts_to<grace_over_atom>, caf::reacts_to<cause_due_atom>,
+  caf::reacts_to<traffic_due_atom, std::int64_t>, caf::reacts_to<interrupt_atom, std::string>>;
 
 struct member_entry {
   channel_actor link;
-  member_control_actor to;  // the one proxy every node-level message to it goes through
+  member_control_actor to; // the one proxy every node-level message to it goes through
   node_kind role = node_kind::worker;
-  int rank = -1;  // within its role
-  int node = -1;  // its plan node
-  std::string host;       // where it says peers reach it (its join)
-  std::string seen_from;  // the address its connection came from, as this node saw it
+  int rank = -1;         // within its role
+  int node = -1;         // its plan node
+  std::string host;      // where it says peers reach it (its join)
+  std::string seen_from; // the address its connection came from, as this node saw it
   std::uint32_t pid = 0;
   std::uint16_t port = 0;
-  int threads = 0;        // the compute threads it uses (its ready)
+  int threads = 0; // the compute threads it uses (its ready)
   bool ready = false;
   bool gone = false;
   /// A spare worker (join_message::spare): no node until it takes over a lost worker's (then
   /// `node` and `rank` are that worker's).
   bool spare = false;
-  std::vector<int> adopted_nodes;  // lost worker nodes whose computes it runs (on_worker_loss = adopt)
-  std::vector<int> adopting;       // told to adopt, not ready with them yet
-  std::vector<int> promoted_nodes;  // lost server nodes whose shards it serves (replicas = 2)
-  int promoting = -1;               // the lost server node it was told to promote, not ready yet
+  std::vector<int>
+    adopted_nodes;           // lost worker nodes whose computes it runs (on_worker_loss = adopt)
+  std::vector<int> adopting; // told to adopt, not ready with them yet
+  std::vector<int> promoted_nodes; // lost server nodes whose shards it serves (replicas = 2)
+  int promoting = -1;              // the lost server node it was told to promote, not ready yet
   std::string name() const {
-    return (spare ? "spare " : "") + std::string(to_string(role)) + (rank >= 0 ? " " + std::to_string(rank) : "")
-           + " (pid " + std::to_string(pid) + (seen_from.empty() ? " on " + host : " from " + host_of_address(seen_from))
-           + ")";
+    return (spare ? "spare " : "") + std::string(to_string(role))
+           + (rank >= 0 ? " " + std::to_string(rank) : "") + " (pid " + std::to_string(pid)
+           + (seen_from.empty() ? " on " + host : " from " + host_of_address(seen_from)) + ")";
   }
 };
-
 
 /// One epoch's traffic query: the members asked, their answers so far, and the
 /// coordinator's question.
@@ -80,10 +80,10 @@ struct traffic_gathering {
   /// Which gathering this is (its deadline names it: a question asked again for the same
   /// epoch must not end at the earlier question's deadline).
   std::int64_t serial = 0;
-  std::set<int> asked;                               // plan nodes
-  std::map<int, std::vector<peer_traffic>> answers;  // by plan node
+  std::set<int> asked;                              // plan nodes
+  std::map<int, std::vector<peer_traffic>> answers; // by plan node
   caf::typed_response_promise<bool> promise;
-  std::map<int, std::vector<node_wait>> waits;  // by plan node: what its barriers waited for
+  std::map<int, std::vector<node_wait>> waits; // by plan node: what its barriers waited for
 };
 
 struct scheduler_state {
@@ -95,29 +95,31 @@ struct scheduler_state {
   std::uint64_t job_hash = 0;
   session_output output;
   metrics_actor metrics;
-  std::shared_ptr<const dataset> train_set, validation_set;  // opened to plan; the session reuses them
+  std::shared_ptr<const dataset> train_set,
+    validation_set; // opened to plan; the session reuses them
   std::shared_ptr<traffic_registry> traffic = std::make_shared<traffic_registry>();
   /// The epoch whose traffic is being gathered (between the coordinator's epoch_done and the
   /// answer to it), if any: the coordinator asks one epoch at a time.
   std::optional<traffic_gathering> gathering;
-  std::int64_t gatherings = 0;  // how many have started (the next one's serial)
+  std::int64_t gatherings = 0; // how many have started (the next one's serial)
   epoch_traffic traffic_table;
   caf::actor listener;
   training_session_actor session;
-  std::function<training_session_actor(caf::actor_system&, const training_job&, session_sinks)> spawn_session;
+  std::function<training_session_actor(caf::actor_system&, const training_job&, session_sinks)>
+    spawn_session;
   std::vector<member_entry> members;
   /// The relays the coordinator drives remote computes through, by plan actor (adopt only).
   std::map<std::size_t, compute_relay_actor> relays;
-  std::chrono::steady_clock::time_point lost_at;  // when the last adopted loss was seen
+  std::chrono::steady_clock::time_point lost_at; // when the last adopted loss was seen
   /// The relays the session reaches remote shards through, by plan actor (replicas = 2).
   std::map<std::size_t, push_relay_actor> shard_relays;
-  std::chrono::steady_clock::time_point server_lost_at;  // when the last promoted loss was seen
+  std::chrono::steady_clock::time_point server_lost_at; // when the last promoted loss was seen
   scheduler_phase at = scheduler_phase::joining;
   /// In `failing`: the failure that said a peer was lost, ended with once the loss is named.
   caf::error unexplained;
   caf::typed_response_promise<training_result> promise;
   std::optional<caf::expected<training_result>> outcome;
-  bool servers_told = false;  // the servers know how the run ends
+  bool servers_told = false; // the servers know how the run ends
   // A scheduler restarted in training (options->resume): where the rejoined members say the run
   // is (the latest epoch their computes were asked to train; the shards' last applied step).
   std::int64_t resume_epoch = -1;
@@ -140,7 +142,8 @@ inline member_entry* member_of(scheduler_state& st, const caf::actor_addr& link)
 }
 
 inline int live_members(const scheduler_state& st) {
-  return static_cast<int>(std::count_if(st.members.begin(), st.members.end(), [](auto& m) { return !m.gone; }));
+  return static_cast<int>(
+    std::count_if(st.members.begin(), st.members.end(), [](auto& m) { return !m.gone; }));
 }
 
 // The scheduler is its session's gate between epochs (epoch_gate_actor): after each epoch's
@@ -164,7 +167,8 @@ void end_gathering(scheduler_actor self, caf::error run_ends = caf::error{});
 /// Where every server member listens (its node, host and port).
 std::vector<endpoint> server_endpoints(const scheduler_state& st);
 /// Member `m`'s assignment: its rank and node, the job, the plan's hash and facts, `servers`.
-assignment_message assignment_for(const scheduler_state& st, const member_entry& m, std::vector<endpoint> servers);
+assignment_message assignment_for(const scheduler_state& st, const member_entry& m,
+                                  std::vector<endpoint> servers);
 
 // Adopted workers (scheduler_adoption.cpp).
 compute_relay_actor spawn_compute_relay(caf::actor_system& system, compute_actor target);
@@ -192,7 +196,8 @@ bool on_promoted(scheduler_actor self, member_entry& m, const ready_message& rea
 
 /// Why a join on `link` is refused whatever the role and phase ("" if it is not): a second join
 /// on one link, or another job than the scheduler's (scheduler_node.cpp).
-std::string refusal_of_join(scheduler_state& st, const channel_actor& link, const join_message& join);
+std::string refusal_of_join(scheduler_state& st, const channel_actor& link,
+                            const join_message& join);
 /// A member for a join on `link` (no rank nor node yet), watched and listed.
 member_entry& add_member(scheduler_actor self, const channel_actor& link, const join_message& join);
 /// Spawns the session (its coordinator, metrics) and trains; a restarted scheduler's goes on
@@ -203,7 +208,8 @@ void start_training(scheduler_actor self);
 /// Why a join is refused by the rules of rejoining ("" if it is not): a rejoin to a scheduler
 /// not started with --resume, a first join (not a spare's) to one that was, a rejoin once the
 /// run went on, or one naming a node that is not its role's or is back already.
-std::string refusal_of_rejoin(scheduler_state& st, const channel_actor& link, const join_message& join);
+std::string refusal_of_rejoin(scheduler_state& st, const channel_actor& link,
+                              const join_message& join);
 /// A member of the run rejoins (refusal_of_rejoin said yes): listed, ready, with the nodes it
 /// adopted or promoted; once every plan node is back, training goes on.
 void on_rejoin(scheduler_actor self, const channel_actor& link, const join_message& join);
@@ -218,12 +224,13 @@ struct scheduler_setup {
   placement_plan plan;
   data_facts facts;
   metrics_actor metrics;
-  std::shared_ptr<const dataset> train_set, validation_set;  // opened to plan; the session reuses them
+  std::shared_ptr<const dataset> train_set,
+    validation_set; // opened to plan; the session reuses them
   /// Opens the listener for members (a test drives the scheduler without one).
   bool listen = true;
   /// Spawns the training session once every node is ready (a test puts a stand-in there).
-  std::function<training_session_actor(caf::actor_system&, const training_job&, session_sinks)> spawn_session =
-    [](caf::actor_system& system, const training_job& job, session_sinks sinks) {
+  std::function<training_session_actor(caf::actor_system&, const training_job&, session_sinks)>
+    spawn_session = [](caf::actor_system& system, const training_job& job, session_sinks sinks) {
       return spawn_training_session(system, job, std::move(sinks));
     };
 };

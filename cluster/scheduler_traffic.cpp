@@ -32,22 +32,23 @@ caf::error run_is_ending(scheduler_actor self) {
     why = &st.unexplained;
   if (!why)
     return make_error(errc::bad_request, "scheduler: the run is ending: it finished");
-  return make_error(troupe_code(*why), "scheduler: the run is ending: " + reason_text(self->system(), *why));
+  return make_error(troupe_code(*why),
+                    "scheduler: the run is ending: " + reason_text(self->system(), *why));
 }
 
 } // namespace
 
 caf::result<bool> on_epoch_done(scheduler_actor self, std::int64_t epoch, deadline due) {
   auto& st = self->state;
-  end_gathering(self);  // a question the coordinator gave up on: answered with what came
+  end_gathering(self); // a question the coordinator gave up on: answered with what came
   if (st.at == scheduler_phase::ending || st.at == scheduler_phase::failing)
     return run_is_ending(self);
   if (st.at != scheduler_phase::training || live_members(st) == 0)
-    return true;  // nobody to ask
+    return true; // nobody to ask
   auto promise = self->make_response_promise<bool>();
   st.gathering = traffic_gathering{epoch, ++st.gatherings, {}, {}, promise, {}};
   for (auto& m : st.members)
-    if (!m.gone && m.node >= 0) {  // (a spare has no node, and moved nothing)
+    if (!m.gone && m.node >= 0) { // (a spare has no node, and moved nothing)
       st.gathering->asked.insert(m.node);
       caf::anon_send(m.to, traffic_query_atom::value, traffic_query_message{epoch});
     }
@@ -68,12 +69,13 @@ void on_traffic(scheduler_actor self, const channel_actor& link, const traffic_m
   // An answer nobody waits for any more: that epoch's figures went without it (the member's
   // next answer carries its totals, so nothing it moved is lost, only counted later).
   auto drop = [&](const std::string& why) {
-    log_node_line(*st.options,
-                  "scheduler: dropped " + m->name() + "'s traffic answer for epoch " + epoch + ": " + why);
+    log_node_line(*st.options, "scheduler: dropped " + m->name() + "'s traffic answer for epoch "
+                                 + epoch + ": " + why);
   };
   if (!st.gathering)
-    return drop("no epoch's traffic is gathered"
-                + std::string(st.at == scheduler_phase::training ? " (it came after its deadline)" : ""));
+    return drop(
+      "no epoch's traffic is gathered"
+      + std::string(st.at == scheduler_phase::training ? " (it came after its deadline)" : ""));
   if (t.epoch != st.gathering->epoch)
     return drop("epoch " + std::to_string(st.gathering->epoch) + "'s is gathered");
   if (st.gathering->asked.count(m->node) == 0)
@@ -94,7 +96,8 @@ void end_gathering_if_complete(scheduler_actor self) {
   if (!st.gathering)
     return;
   const auto& g = *st.gathering;
-  if (std::all_of(st.members.begin(), st.members.end(), [&](const member_entry& m) { return m.gone || answered(g, m); }))
+  if (std::all_of(st.members.begin(), st.members.end(),
+                  [&](const member_entry& m) { return m.gone || answered(g, m); }))
     end_gathering(self);
 }
 
@@ -109,7 +112,8 @@ void end_gathering(scheduler_actor self, caf::error run_ends) {
     if (!m.gone && !answered(g, m))
       missing += (missing.empty() ? "" : ", ") + m.name();
   if (!missing.empty())
-    log_node_line(*st.options, "scheduler: epoch " + std::to_string(g.epoch) + "'s traffic goes without " + missing
+    log_node_line(*st.options, "scheduler: epoch " + std::to_string(g.epoch)
+                                 + "'s traffic goes without " + missing
                                  + ": no answer by its deadline");
   for (const auto& [node, peers] : g.answers)
     st.traffic_table.add(st.plan.nodes.at(static_cast<std::size_t>(node)).name, peers);
@@ -117,7 +121,7 @@ void end_gathering(scheduler_actor self, caf::error run_ends) {
     st.traffic_table.add_waits(waits);
   std::vector<peer_traffic> mine;
   for (auto& entry : st.traffic->snapshot()) {
-    if (auto* m = member_of(st, entry.link))  // (a spare without a node by its pid)
+    if (auto* m = member_of(st, entry.link)) // (a spare without a node by its pid)
       entry.traffic.peer = m->node >= 0 ? st.plan.nodes.at(static_cast<std::size_t>(m->node)).name
                                         : "spare_pid_" + std::to_string(m->pid);
     mine.push_back(std::move(entry.traffic));
@@ -126,11 +130,12 @@ void end_gathering(scheduler_actor self, caf::error run_ends) {
   auto figures = st.traffic_table.take(g.epoch);
   // Sent before the answer: the coordinator records the epoch's report only after it, so the
   // metrics actor has the epoch's traffic when it writes the epoch's line.
-  self->send(st.metrics, annotate_atom::value, g.epoch, std::string("traffic"), figures.json, figures.line);
+  self->send(st.metrics, annotate_atom::value, g.epoch, std::string("traffic"), figures.json,
+             figures.line);
   // And who made the barriers wait (issue 20: stragglers named), when anyone did.
   if (!figures.waits_line.empty())
-    self->send(st.metrics, annotate_atom::value, g.epoch, std::string("waited_for"), figures.waits_json,
-               figures.waits_line);
+    self->send(st.metrics, annotate_atom::value, g.epoch, std::string("waited_for"),
+               figures.waits_json, figures.waits_line);
   if (run_ends)
     g.promise.deliver(std::move(run_ends));
   else

@@ -15,9 +15,11 @@ namespace troupe {
 inline std::string numeric_host(const sockaddr* address) {
   char host[INET6_ADDRSTRLEN] = "?";
   if (address->sa_family == AF_INET)
-    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(address)->sin_addr, host, sizeof host);
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(address)->sin_addr, host,
+                sizeof host);
   else if (address->sa_family == AF_INET6)
-    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr, host, sizeof host);
+    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr, host,
+                sizeof host);
   return host;
 }
 

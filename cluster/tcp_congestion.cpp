@@ -66,20 +66,23 @@ tcp_congestion_choice choose_tcp_congestion(const std::string& setting) {
   if (setting == "auto") {
     if (settable("cubic", error))
       return {"cubic", ""};
-    return {"", "tcp_congestion = auto: cubic cannot be set here (" + std::string(std::strerror(error))
-                  + "; allowed to this user: " + first_line("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+    return {"", "tcp_congestion = auto: cubic cannot be set here ("
+                  + std::string(std::strerror(error)) + "; allowed to this user: "
+                  + first_line("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
                   + "), so links keep the host's default, "
                   + first_line("/proc/sys/net/ipv4/tcp_congestion_control")};
   }
   if (!congestion_control_name(setting))
-    throw std::invalid_argument("tcp_congestion '" + setting
-                                + "': give auto, system or an algorithm's name (lower case, e.g. cubic)");
-  if (!settable(setting, error))
     throw std::invalid_argument(
-      "tcp_congestion '" + setting + "' cannot be set here (" + std::strerror(error)
-      + "): this host offers " + first_line("/proc/sys/net/ipv4/tcp_available_congestion_control")
-      + ", of which this user may set " + first_line("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
-      + " (or give auto or system)");
+      "tcp_congestion '" + setting
+      + "': give auto, system or an algorithm's name (lower case, e.g. cubic)");
+  if (!settable(setting, error))
+    throw std::invalid_argument("tcp_congestion '" + setting + "' cannot be set here ("
+                                + std::strerror(error) + "): this host offers "
+                                + first_line("/proc/sys/net/ipv4/tcp_available_congestion_control")
+                                + ", of which this user may set "
+                                + first_line("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+                                + " (or give auto or system)");
   return {setting, ""};
 }
 

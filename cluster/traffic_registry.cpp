@@ -2,7 +2,8 @@
 
 namespace troupe {
 
-std::shared_ptr<traffic_registry::counters> traffic_registry::add(caf::actor_addr link, std::string peer) {
+std::shared_ptr<traffic_registry::counters> traffic_registry::add(caf::actor_addr link,
+                                                                  std::string peer) {
   auto values = std::make_shared<counters>();
   std::lock_guard<std::mutex> lock(mutex_);
   slots_.push_back({std::move(link), std::move(peer), values});

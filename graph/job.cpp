@@ -9,11 +9,16 @@ namespace troupe {
 
 const char* to_string(topology_kind kind) {
   switch (kind) {
-    case topology_kind::bsp: return "bsp";
-    case topology_kind::async: return "async";
-    case topology_kind::ssp: return "ssp";
-    case topology_kind::hierarchical: return "hierarchical";
-    case topology_kind::backup: return "backup";
+  case topology_kind::bsp:
+    return "bsp";
+  case topology_kind::async:
+    return "async";
+  case topology_kind::ssp:
+    return "ssp";
+  case topology_kind::hierarchical:
+    return "hierarchical";
+  case topology_kind::backup:
+    return "backup";
   }
   return "?";
 }
@@ -22,16 +27,18 @@ const char* to_string(aggregation_scope scope) {
   return scope == aggregation_scope::machine ? "machine" : "all";
 }
 
-const aggregation_level* find_level(const std::vector<aggregation_level>& levels, aggregation_scope scope) {
+const aggregation_level* find_level(const std::vector<aggregation_level>& levels,
+                                    aggregation_scope scope) {
   for (const auto& l : levels)
     if (l.scope == scope)
       return &l;
   return nullptr;
 }
 
-int level_sources(const std::vector<aggregation_level>& levels, std::size_t i, int workers, int machines) {
+int level_sources(const std::vector<aggregation_level>& levels, std::size_t i, int workers,
+                  int machines) {
   if (levels[i].scope == aggregation_scope::machine)
-    return workers / machines;  // the smallest machine (machines hold W/M or W/M + 1)
+    return workers / machines; // the smallest machine (machines hold W/M or W/M + 1)
   return i > 0 ? machines : workers;
 }
 
@@ -45,21 +52,27 @@ void use_preset(topology_options& t, topology_kind kind, int argument) {
   t.staleness = -1;
   t.machines = 1;
   switch (kind) {
-    case topology_kind::bsp: t.levels = {{aggregation_scope::all, 0}}; break;
-    case topology_kind::async: break;
-    case topology_kind::ssp: t.staleness = argument < 0 ? 2 : argument; break;
-    case topology_kind::hierarchical:
-      t.machines = argument < 0 ? 2 : argument;
-      t.levels = {{aggregation_scope::machine, 0}, {aggregation_scope::all, 0}};
-      break;
-    case topology_kind::backup: {
-      const int backups = argument < 0 ? 1 : argument;
-      if (backups >= t.workers)  // need 0 would read as "all": refuse rather than run bsp
-        throw std::invalid_argument("topology: backup(" + std::to_string(backups)
-                                    + ") needs fewer backups than workers (" + std::to_string(t.workers) + ")");
-      t.levels = {{aggregation_scope::all, t.workers - backups}};
-      break;
-    }
+  case topology_kind::bsp:
+    t.levels = {{aggregation_scope::all, 0}};
+    break;
+  case topology_kind::async:
+    break;
+  case topology_kind::ssp:
+    t.staleness = argument < 0 ? 2 : argument;
+    break;
+  case topology_kind::hierarchical:
+    t.machines = argument < 0 ? 2 : argument;
+    t.levels = {{aggregation_scope::machine, 0}, {aggregation_scope::all, 0}};
+    break;
+  case topology_kind::backup: {
+    const int backups = argument < 0 ? 1 : argument;
+    if (backups >= t.workers) // need 0 would read as "all": refuse rather than run bsp
+      throw std::invalid_argument("topology: backup(" + std::to_string(backups)
+                                  + ") needs fewer backups than workers ("
+                                  + std::to_string(t.workers) + ")");
+    t.levels = {{aggregation_scope::all, t.workers - backups}};
+    break;
+  }
   }
 }
 
@@ -67,8 +80,10 @@ void check_topology(const topology_options& t) {
   auto fail = [](const std::string& why) { throw std::invalid_argument("topology: " + why); };
   if (t.workers < 1)
     fail("workers must be at least 1, got " + std::to_string(t.workers));
-  if (t.levels.size() > 2 || (t.levels.size() == 2 && (t.levels[0].scope != aggregation_scope::machine
-                                                       || t.levels[1].scope != aggregation_scope::all)))
+  if (t.levels.size() > 2
+      || (t.levels.size() == 2
+          && (t.levels[0].scope != aggregation_scope::machine
+              || t.levels[1].scope != aggregation_scope::all)))
     fail("gradients pass at most aggregate(machine), then aggregate(all), on their way to a shard");
   if (t.level(aggregation_scope::machine) && (t.machines < 1 || t.machines > t.workers))
     fail("aggregate(machine) needs 1 <= machines <= workers, got " + std::to_string(t.machines)
@@ -76,8 +91,9 @@ void check_topology(const topology_options& t) {
   for (std::size_t i = 0; i < t.levels.size(); ++i) {
     const int sources = level_sources(t.levels, i, t.workers, t.machines), need = t.levels[i].need;
     if (need < 0 || need > sources)
-      fail(std::string("aggregate(") + to_string(t.levels[i].scope) + ", need = " + std::to_string(need)
-           + ") needs 0 <= need <= its " + std::to_string(sources) + " sources");
+      fail(std::string("aggregate(") + to_string(t.levels[i].scope)
+           + ", need = " + std::to_string(need) + ") needs 0 <= need <= its "
+           + std::to_string(sources) + " sources");
   }
   if (t.staleness < -1)
     fail("staleness must not be negative, got " + std::to_string(t.staleness));
@@ -93,9 +109,12 @@ void check_topology(const topology_options& t) {
     if (c.answers == value_encoding::none)
       continue;
     if (!answers_sources_alike(t.levels, hop))
-      fail("compressed answers (" + to_string(c) + ") are deltas against what every source of the hop holds, so the "
-           "hop must answer all its sources the same weights at the same step (an aggregate without need); "
-           "compress this hop's pushes only (push:" + to_string(c.pushes) + ")");
+      fail("compressed answers (" + to_string(c)
+           + ") are deltas against what every source of the hop holds, so the "
+             "hop must answer all its sources the same weights at the same step (an aggregate "
+             "without need); "
+             "compress this hop's pushes only (push:"
+           + to_string(c.pushes) + ")");
   }
 }
 
@@ -135,23 +154,31 @@ void check_job(const training_job& job) {
                                 + std::to_string(job.prefetch_depth));
   const auto& nodes = job.nodes;
   if (nodes.servers < 0 || nodes.workers < 0 || (nodes.servers == 0) != (nodes.workers == 0))
-    throw std::invalid_argument("job: a cluster needs at least one server and one worker process, got "
-                                + std::to_string(nodes.servers) + " server and "
-                                + std::to_string(nodes.workers) + " worker processes");
+    throw std::invalid_argument(
+      "job: a cluster needs at least one server and one worker process, got "
+      + std::to_string(nodes.servers) + " server and " + std::to_string(nodes.workers)
+      + " worker processes");
   if (nodes.continue_on_worker_loss && job.topology.synchronous())
-    throw std::invalid_argument("job: on_worker_loss = continue needs computes that push straight to "
-                                "the shards (async or ssp); topology " + job.topology.name
-                                + " waits at an aggregator for every worker, so it can only stop "
-                                "when one is lost");
+    throw std::invalid_argument(
+      "job: on_worker_loss = continue needs computes that push straight to "
+      "the shards (async or ssp); topology "
+      + job.topology.name
+      + " waits at an aggregator for every worker, so it can only stop "
+        "when one is lost");
   if (nodes.adopt_on_worker_loss && (nodes.continue_on_worker_loss || !job.topology.synchronous()))
-    throw std::invalid_argument("job: on_worker_loss = adopt is implemented for synchronous topologies (bsp) only; "
-                                "topology " + job.topology.name + " keeps stop or continue");
+    throw std::invalid_argument(
+      "job: on_worker_loss = adopt is implemented for synchronous topologies (bsp) only; "
+      "topology "
+      + job.topology.name + " keeps stop or continue");
   if (nodes.replicas < 1 || nodes.replicas > 2)
-    throw std::invalid_argument("job: replicas must be 1 or 2, got " + std::to_string(nodes.replicas));
+    throw std::invalid_argument("job: replicas must be 1 or 2, got "
+                                + std::to_string(nodes.replicas));
   if (nodes.replicas == 2 && !nodes.single_process() && nodes.servers < 2)
-    throw std::invalid_argument("job: replicas = 2 keeps each server's shards on another server process too, "
-                                "and this run has " + std::to_string(nodes.servers) + ": give it at least 2");
-  lr_schedule check(job.optimizer.schedule);  // throws naming the bad field
+    throw std::invalid_argument(
+      "job: replicas = 2 keeps each server's shards on another server process too, "
+      "and this run has "
+      + std::to_string(nodes.servers) + ": give it at least 2");
+  lr_schedule check(job.optimizer.schedule); // throws naming the bad field
 }
 
 } // namespace troupe

@@ -393,7 +393,8 @@ std::size_t model::parameter_index(const std::string& name) const {
 
 std::vector<std::pair<std::string, std::uint64_t>> model::stream_positions() const {
   if (runtime_)
-    throw std::logic_error("model '" + name_ + "': random-stream positions are not tracked on a GPU yet");
+    throw std::logic_error("model '" + name_
+                           + "': random-stream positions are not tracked on a GPU yet");
   std::vector<std::pair<std::string, std::uint64_t>> out;
   for (const auto& n : nodes_)
     if (const auto position = n->op->stream_position(); position != 0)
@@ -428,7 +429,7 @@ std::int64_t model::parameter_count() const {
 }
 
 std::vector<double> model::forward_work_by_slot() const {
-  constexpr double flops_per_element = 16.0 * 4.0;  // 16 flops per byte, 4-byte elements
+  constexpr double flops_per_element = 16.0 * 4.0; // 16 flops per byte, 4-byte elements
   const shape_t input_shape = batch_of_one(sample_shape_);
   std::vector<double> work(parameters_.size(), 0.0);
   if (work.empty())
@@ -439,7 +440,8 @@ std::vector<double> model::forward_work_by_slot() const {
   for (const auto& n : nodes_) {
     double traffic = static_cast<double>(shape_numel(n->output_shape));
     for (node_id id : n->inputs)
-      traffic += static_cast<double>(shape_numel(id == input ? input_shape : nodes_[id]->output_shape));
+      traffic +=
+        static_cast<double>(shape_numel(id == input ? input_shape : nodes_[id]->output_shape));
     double arithmetic = 0.0;
     for (const auto& p : n->op->parameters()) {
       const auto& weight = p.value;
@@ -458,8 +460,8 @@ std::vector<double> model::forward_work_by_slot() const {
 
 std::string model::summary() const {
   std::ostringstream out;
-  out << "model '" << name_ << "': input " << batch_shape_string(batch_of_one(sample_shape_)) << ", " << classes_
-      << " classes\n";
+  out << "model '" << name_ << "': input " << batch_shape_string(batch_of_one(sample_shape_))
+      << ", " << classes_ << " classes\n";
   for (const auto& n : nodes_)
     out << "  " << std::left << std::setw(32) << n->name << ' ' << std::setw(16) << n->op->kind()
         << ' ' << std::setw(22) << batch_shape_string(n->output_shape) << ' ' << std::right

@@ -44,7 +44,7 @@ void plan_model(const training_job& job, const data_facts& data, placement_plan&
   try {
     m = build_model(spec);
   } catch (const std::exception& e) {
-    throw placement_error(placement_subject::model, e.what());  // the zoo's words, unprefixed
+    throw placement_error(placement_subject::model, e.what()); // the zoo's words, unprefixed
   }
   if (job.top_k > data.classes)
     fail(placement_subject::job, "top_k " + std::to_string(job.top_k) + " is above the "
@@ -52,14 +52,14 @@ void plan_model(const training_job& job, const data_facts& data, placement_plan&
   p.parameter_count = m->parameter_count();
   const auto work = m->forward_work_by_slot();
   for (const auto* param : m->parameters())
-    p.parameters.push_back({param->name, param->value.shape(), param->value.numel(), param->weight_decay,
-                            work.at(p.parameters.size())});
+    p.parameters.push_back({param->name, param->value.shape(), param->value.numel(),
+                            param->weight_decay, work.at(p.parameters.size())});
 }
 
 // The key plan over p.parameters, its named keys and the shards' loads.
 void plan_key_table(const training_job& job, placement_plan& p) {
   std::vector<std::int64_t> sizes;
-  const bool count = p.parameter_count == 0;  // given parameters: all trainable
+  const bool count = p.parameter_count == 0; // given parameters: all trainable
   for (const auto& param : p.parameters) {
     sizes.push_back(param.numel);
     if (count)
@@ -73,7 +73,7 @@ void plan_key_table(const training_job& job, placement_plan& p) {
   } catch (const std::invalid_argument& e) {
     fail(placement_subject::job, e.what());
   }
-  std::map<std::size_t, std::int64_t> slices;  // slot -> slices, for cut parameters
+  std::map<std::size_t, std::int64_t> slices; // slot -> slices, for cut parameters
   for (std::size_t k = 0; k < p.keys.shards.size(); ++k) {
     shard_load load;
     for (std::size_t i = 0; i < p.keys.shards[k].size(); ++i) {
@@ -101,30 +101,28 @@ void plan_steps(const training_job& job, const data_facts& data, placement_plan&
   try {
     if (data.train_examples > 0) {
       for (int w = 0; w < workers; ++w) {
-        const auto b = batches_for_part(data.train_examples, p.train_batch, w, workers,
-                                        p.drop_last);
+        const auto b =
+          batches_for_part(data.train_examples, p.train_batch, w, workers, p.drop_last);
         if (b == 0)
           fail(placement_subject::data,
                "worker " + std::to_string(w) + " of " + std::to_string(workers) + " gets "
-                 + std::to_string(examples_in_part(data.train_examples, w, workers))
-                 + " of the " + std::to_string(data.train_examples)
-                 + " training examples: no batch of " + std::to_string(p.train_batch)
-                 + (p.drop_last ? " (drop_last)" : ""));
+                 + std::to_string(examples_in_part(data.train_examples, w, workers)) + " of the "
+                 + std::to_string(data.train_examples) + " training examples: no batch of "
+                 + std::to_string(p.train_batch) + (p.drop_last ? " (drop_last)" : ""));
         p.worker_batches[static_cast<std::size_t>(w)] = b;
       }
-      const auto [low, high] = std::minmax_element(p.worker_batches.begin(),
-                                                   p.worker_batches.end());
+      const auto [low, high] =
+        std::minmax_element(p.worker_batches.begin(), p.worker_batches.end());
       // Synchronous topologies need every worker to take the same number of steps.
       p.steps_per_epoch = p.synchronous() ? *low : *high;
     }
     if (data.validation_examples > 0) {
-      p.validation_batches = batches_for_part(data.validation_examples, p.validation_batch, 0,
-                                              1, job.validation_batches.drop_last);
+      p.validation_batches = batches_for_part(data.validation_examples, p.validation_batch, 0, 1,
+                                              job.validation_batches.drop_last);
       if (p.validation_batches == 0)
-        fail(placement_subject::data,
-             "the " + std::to_string(data.validation_examples)
-               + " validation examples hold no batch of " + std::to_string(p.validation_batch)
-               + " (drop_last)");
+        fail(placement_subject::data, "the " + std::to_string(data.validation_examples)
+                                        + " validation examples hold no batch of "
+                                        + std::to_string(p.validation_batch) + " (drop_last)");
     }
   } catch (const placement_error&) {
     throw;
@@ -142,7 +140,9 @@ std::size_t add_actor(placement_plan& p, plan_role role, int index, std::string 
   return p.actors.size() - 1;
 }
 
-std::string numbered(const char* prefix, int i) { return prefix + std::to_string(i); }
+std::string numbered(const char* prefix, int i) {
+  return prefix + std::to_string(i);
+}
 
 // A synchronous job with one worker and no machine level: each shard's sum would have one
 // source and need it, and a sum of one is the identity. The plan leaves those aggregators
@@ -245,7 +245,7 @@ void plan_actors(const training_job& job, placement_plan& p) {
         a.batches = p.worker_batches[static_cast<std::size_t>(w)];
         a.batch_limit = p.levels.empty() ? 0 : p.steps_per_epoch;
       } else {
-        a.batches = p.steps_per_epoch;  // its step ids count epochs in these
+        a.batches = p.steps_per_epoch; // its step ids count epochs in these
       }
     }
   }
@@ -263,18 +263,21 @@ void plan_nodes(const training_job& job, placement_plan& p) {
   const int n = p.workers, servers = nodes.servers, worker_nodes = nodes.workers;
   const int shards = static_cast<int>(p.keys.shards.size());
   if (n % worker_nodes != 0)
-    fail(placement_subject::job, std::to_string(n) + " workers (compute actors) do not divide evenly over "
+    fail(placement_subject::job, std::to_string(n)
+                                   + " workers (compute actors) do not divide evenly over "
                                    + std::to_string(worker_nodes) + " worker processes");
   if (shards % servers != 0)
     fail(placement_subject::job,
-         std::to_string(shards) + " parameter shards do not divide evenly over " + std::to_string(servers)
-           + " server processes"
-           + (shards != job.shards ? " (the model's keys fill " + std::to_string(shards) + " of the "
-                                       + std::to_string(job.shards) + " shards asked for)"
-                                   : std::string()));
+         std::to_string(shards) + " parameter shards do not divide evenly over "
+           + std::to_string(servers) + " server processes"
+           + (shards != job.shards
+                ? " (the model's keys fill " + std::to_string(shards) + " of the "
+                    + std::to_string(job.shards) + " shards asked for)"
+                : std::string()));
   if (find_level(p.levels, aggregation_scope::machine) && p.machines != worker_nodes)
-    fail(placement_subject::job, "the topology's aggregate(machine) groups " + std::to_string(p.machines)
-                                   + " machines and the cluster has " + std::to_string(worker_nodes)
+    fail(placement_subject::job, "the topology's aggregate(machine) groups "
+                                   + std::to_string(p.machines) + " machines and the cluster has "
+                                   + std::to_string(worker_nodes)
                                    + " worker processes: each worker process is one machine");
   p.nodes.push_back({node_kind::scheduler, 0, "scheduler"});
   for (int s = 0; s < servers; ++s)
@@ -286,14 +289,24 @@ void plan_nodes(const training_job& job, placement_plan& p) {
   auto worker_node = [&](int v) { return 1 + servers + v; };
   for (auto& a : p.actors) {
     switch (a.role) {
-      case plan_role::coordinator:
-      case plan_role::metrics: a.node = 0; break;
-      case plan_role::shard:
-      case plan_role::aggregator: a.node = server_node(a.shard); break;
-      case plan_role::machine_aggregator: a.node = worker_node(a.machine); break;
-      case plan_role::validation_loader: a.node = worker_node(a.index); break;
-      case plan_role::loader:
-      case plan_role::compute: a.node = worker_node(a.worker / workers_per_node); break;
+    case plan_role::coordinator:
+    case plan_role::metrics:
+      a.node = 0;
+      break;
+    case plan_role::shard:
+    case plan_role::aggregator:
+      a.node = server_node(a.shard);
+      break;
+    case plan_role::machine_aggregator:
+      a.node = worker_node(a.machine);
+      break;
+    case plan_role::validation_loader:
+      a.node = worker_node(a.index);
+      break;
+    case plan_role::loader:
+    case plan_role::compute:
+      a.node = worker_node(a.worker / workers_per_node);
+      break;
     }
   }
 }
@@ -307,7 +320,9 @@ compression_spec compression_into(const placement_plan& p, plan_role from, plan_
         return i;
     return p.levels.size();
   };
-  auto hop = [&](std::size_t i) { return i < p.compression.size() ? p.compression[i] : compression_spec{}; };
+  auto hop = [&](std::size_t i) {
+    return i < p.compression.size() ? p.compression[i] : compression_spec{};
+  };
   if (to == plan_role::machine_aggregator)
     return hop(level_index(aggregation_scope::machine));
   if (to == plan_role::aggregator)
@@ -322,8 +337,9 @@ void plan_routes(placement_plan& p) {
   const int n = p.workers;
   const int shards = static_cast<int>(p.keys.shards.size());
   const bool hierarchical = find_level(p.levels, aggregation_scope::machine) != nullptr;
-  const bool global = find_level(p.levels, aggregation_scope::all) != nullptr && !sums_one_source(p);
-  std::int64_t example_bytes = 4;  // float32 pixels and an int32 label
+  const bool global =
+    find_level(p.levels, aggregation_scope::all) != nullptr && !sums_one_source(p);
+  std::int64_t example_bytes = 4; // float32 pixels and an int32 label
   for (auto d : p.data.sample_shape)
     example_bytes *= d;
   example_bytes += 4;
@@ -378,8 +394,8 @@ void plan_routes(placement_plan& p) {
   for (int w = 0; w < n; ++w)
     route(id(plan_role::coordinator, 0), id(plan_role::compute, w), route_carries::control);
   for (int w = 0; w < n; ++w)
-    route(id(plan_role::compute, w), id(plan_role::metrics, 0), route_carries::reports)
-      .messages = 1;
+    route(id(plan_role::compute, w), id(plan_role::metrics, 0), route_carries::reports).messages =
+      1;
   route(id(plan_role::coordinator, 0), id(plan_role::metrics, 0), route_carries::reports);
 }
 
@@ -397,9 +413,8 @@ data_facts expected_data_facts(const training_job& job) {
     if (d.name == "cifar10")
       return train ? 50000 : 10000;
     if (d.name == "synthetic")
-      return synthetic_split_size({d.synthetic_shape, d.synthetic_classes, d.synthetic_size,
-                                   d.synthetic_seed},
-                                  d.which);
+      return synthetic_split_size(
+        {d.synthetic_shape, d.synthetic_classes, d.synthetic_size, d.synthetic_seed}, d.which);
     return 0;
   };
   data_facts f;
@@ -423,27 +438,42 @@ data_facts expected_data_facts(const training_job& job) {
 
 const char* to_string(plan_role role) {
   switch (role) {
-    case plan_role::loader: return "loader";
-    case plan_role::validation_loader: return "validation_loader";
-    case plan_role::compute: return "compute";
-    case plan_role::machine_aggregator: return "machine_aggregator";
-    case plan_role::aggregator: return "aggregator";
-    case plan_role::shard: return "shard";
-    case plan_role::coordinator: return "coordinator";
-    case plan_role::metrics: return "metrics";
+  case plan_role::loader:
+    return "loader";
+  case plan_role::validation_loader:
+    return "validation_loader";
+  case plan_role::compute:
+    return "compute";
+  case plan_role::machine_aggregator:
+    return "machine_aggregator";
+  case plan_role::aggregator:
+    return "aggregator";
+  case plan_role::shard:
+    return "shard";
+  case plan_role::coordinator:
+    return "coordinator";
+  case plan_role::metrics:
+    return "metrics";
   }
   return "?";
 }
 
 const char* to_string(route_carries carries) {
   switch (carries) {
-    case route_carries::batches: return "batches";
-    case route_carries::validation_batches: return "validation batches";
-    case route_carries::gradients: return "gradients";
-    case route_carries::summed_gradients: return "summed gradients";
-    case route_carries::weights: return "weights";
-    case route_carries::control: return "control";
-    case route_carries::reports: return "reports";
+  case route_carries::batches:
+    return "batches";
+  case route_carries::validation_batches:
+    return "validation batches";
+  case route_carries::gradients:
+    return "gradients";
+  case route_carries::summed_gradients:
+    return "summed gradients";
+  case route_carries::weights:
+    return "weights";
+  case route_carries::control:
+    return "control";
+  case route_carries::reports:
+    return "reports";
   }
   return "?";
 }
@@ -454,10 +484,14 @@ bool is_push(route_carries carries) {
 
 const char* to_string(node_kind kind) {
   switch (kind) {
-    case node_kind::process: return "process";
-    case node_kind::scheduler: return "scheduler";
-    case node_kind::server: return "server";
-    case node_kind::worker: return "worker";
+  case node_kind::process:
+    return "process";
+  case node_kind::scheduler:
+    return "scheduler";
+  case node_kind::server:
+    return "server";
+  case node_kind::worker:
+    return "worker";
   }
   return "?";
 }
@@ -571,12 +605,12 @@ std::string canonical_text(const placement_plan& p) {
     out << ']';
   };
   out << "troupe placement plan 1\n"
-      << "topology " << p.topology << " workers " << p.workers << " machines "
-      << p.machines << " overlap " << p.overlap << '\n'
+      << "topology " << p.topology << " workers " << p.workers << " machines " << p.machines
+      << " overlap " << p.overlap << '\n'
       << "keys slice_bytes " << p.key_options.slice_bytes << " group_bytes "
       << p.key_options.group_bytes << '\n'
-      << "batch train " << p.train_batch << " validation " << p.validation_batch
-      << " drop_last " << p.drop_last << '\n'
+      << "batch train " << p.train_batch << " validation " << p.validation_batch << " drop_last "
+      << p.drop_last << '\n'
       << "data shape ";
   list(p.data.sample_shape);
   out << " classes " << p.data.classes << " train " << p.data.train_examples << " validation "
@@ -601,24 +635,24 @@ std::string canonical_text(const placement_plan& p) {
   for (const auto& x : p.nodes)
     out << "node " << to_string(x.kind) << ' ' << x.rank << ' ' << x.name << '\n';
   for (const auto& a : p.actors) {
-    out << "actor " << to_string(a.role) << ' ' << a.index << " node " << a.node << ' '
-        << a.name << " worker " << a.worker << " machine " << a.machine << " shard " << a.shard
-        << " sources " << a.sources << " need " << a.need << " position " << a.position
-        << " deterministic " << a.deterministic << " keys ";
+    out << "actor " << to_string(a.role) << ' ' << a.index << " node " << a.node << ' ' << a.name
+        << " worker " << a.worker << " machine " << a.machine << " shard " << a.shard << " sources "
+        << a.sources << " need " << a.need << " position " << a.position << " deterministic "
+        << a.deterministic << " keys ";
     list(a.keys);
     out << " workers " << a.workers << " staleness " << a.staleness << " batches " << a.batches
         << " limit " << a.batch_limit << " finish_after " << a.finish_after;
-    if (a.finish_machines > 0)  // only route sets with backups inside machines have it
+    if (a.finish_machines > 0) // only route sets with backups inside machines have it
       out << " finish_machines " << a.finish_machines;
     out << '\n';
   }
   for (const auto& r : p.routes)
-    out << "route " << r.from << ' ' << r.to << ' ' << to_string(r.carries) << " shard "
-        << r.shard << " source " << r.source << " keys " << r.keys << " bytes " << r.bytes
-        << " messages " << r.messages
-        << (r.compression.active() ? " compress " + to_string(r.compression) : std::string()) << '\n';
+    out << "route " << r.from << ' ' << r.to << ' ' << to_string(r.carries) << " shard " << r.shard
+        << " source " << r.source << " keys " << r.keys << " bytes " << r.bytes << " messages "
+        << r.messages
+        << (r.compression.active() ? " compress " + to_string(r.compression) : std::string())
+        << '\n';
   return out.str();
 }
-
 
 } // namespace troupe

@@ -102,7 +102,7 @@ void check_can_create(const std::string& path) {
     if (fd < 0 && (errno != EEXIST || attempt > 0))
       fail(directory_of(path), "create files in it", errno);
     if (fd < 0)
-      ::unlink(temporary.c_str());  // left by a crashed writer of the same pid, as above
+      ::unlink(temporary.c_str()); // left by a crashed writer of the same pid, as above
   }
   ::close(fd);
   ::unlink(temporary.c_str());

@@ -28,14 +28,16 @@ namespace troupe {
 
 namespace {
 
-constexpr std::uint64_t order_tag = 0x6f72646572ULL;      // keys the epoch permutation
-constexpr std::uint64_t augment_tag = 0x6175676d656eULL;  // keys per-example augmentation
+constexpr std::uint64_t order_tag = 0x6f72646572ULL;     // keys the epoch permutation
+constexpr std::uint64_t augment_tag = 0x6175676d656eULL; // keys per-example augmentation
 // oneTBB grain within a batch, in pixels: a task of fewer costs more to hand to a worker (and
 // wakes it, beside the compute step's threads) than to run. 28x28 examples go 84 to a task.
 constexpr std::int64_t pixels_per_task = std::int64_t{1} << 16;
 constexpr std::size_t cached_epochs = 2;
 
-std::string invalid(const std::string& what) { return "batch_source: " + what; }
+std::string invalid(const std::string& what) {
+  return "batch_source: " + what;
+}
 
 // Hints the first `bytes` (at most 16 KiB) at `p` into the cache, a line at a time.
 void prefetch_bytes(const std::uint8_t* p, std::int64_t bytes) {
@@ -44,32 +46,30 @@ void prefetch_bytes(const std::uint8_t* p, std::int64_t bytes) {
     __builtin_prefetch(p + offset);
 }
 
-void check_channel_values(const std::vector<float>& values, const char* name,
-                          std::int64_t channels, bool positive) {
+void check_channel_values(const std::vector<float>& values, const char* name, std::int64_t channels,
+                          bool positive) {
   if (static_cast<std::int64_t>(values.size()) != channels)
-    throw std::invalid_argument(invalid(std::string("augment.") + name + " has " +
-                                        std::to_string(values.size()) +
-                                        " values but the dataset has " +
-                                        std::to_string(channels) + " channels"));
+    throw std::invalid_argument(
+      invalid(std::string("augment.") + name + " has " + std::to_string(values.size())
+              + " values but the dataset has " + std::to_string(channels) + " channels"));
   for (std::size_t c = 0; c < values.size(); ++c) {
     if (!std::isfinite(values[c]) || (positive && !(values[c] > 0)))
-      throw std::invalid_argument(invalid(std::string("augment.") + name + "[" +
-                                          std::to_string(c) + "] must be " +
-                                          (positive ? "positive and " : "") + "finite, got " +
-                                          std::to_string(values[c])));
+      throw std::invalid_argument(invalid(std::string("augment.") + name + "[" + std::to_string(c)
+                                          + "] must be " + (positive ? "positive and " : "")
+                                          + "finite, got " + std::to_string(values[c])));
   }
 }
 
 void validate_options(const batch_source_options& options, std::int64_t channels) {
   if (options.batch_size <= 0)
     throw std::invalid_argument(
-        invalid("batch_size must be > 0, got " + std::to_string(options.batch_size)));
+      invalid("batch_size must be > 0, got " + std::to_string(options.batch_size)));
   if (options.parts < 1)
     throw std::invalid_argument(
-        invalid("parts must be >= 1, got " + std::to_string(options.parts)));
+      invalid("parts must be >= 1, got " + std::to_string(options.parts)));
   if (options.part < 0 || options.part >= options.parts)
-    throw std::invalid_argument(invalid("part must be in [0, " + std::to_string(options.parts) +
-                                        "), got " + std::to_string(options.part)));
+    throw std::invalid_argument(invalid("part must be in [0, " + std::to_string(options.parts)
+                                        + "), got " + std::to_string(options.part)));
   const auto& augment = options.augment;
   if (!augment.mean.empty() || !augment.stdev.empty()) {
     check_channel_values(augment.mean, "mean", channels, false);
@@ -77,7 +77,7 @@ void validate_options(const batch_source_options& options, std::int64_t channels
   }
   if (augment.pad_crop < 0)
     throw std::invalid_argument(
-        invalid("augment.pad_crop must be >= 0, got " + std::to_string(augment.pad_crop)));
+      invalid("augment.pad_crop must be >= 0, got " + std::to_string(augment.pad_crop)));
   if (augment.resize_shorter < 0 || augment.resize_shorter > 65535)
     throw std::invalid_argument(invalid("augment.resize_shorter must be in 0..65535, got "
                                         + std::to_string(augment.resize_shorter)));
@@ -112,16 +112,16 @@ std::int64_t examples_in_part(std::int64_t examples, int part, int parts) {
   if (parts < 1)
     throw std::invalid_argument(invalid("parts must be >= 1, got " + std::to_string(parts)));
   if (part < 0 || part >= parts)
-    throw std::invalid_argument(invalid("part must be in [0, " + std::to_string(parts) +
-                                        "), got " + std::to_string(part)));
+    throw std::invalid_argument(
+      invalid("part must be in [0, " + std::to_string(parts) + "), got " + std::to_string(part)));
   return part < examples ? (examples - part + parts - 1) / parts : 0;
 }
 
-std::int64_t batches_for_part(std::int64_t examples, std::int64_t batch_size, int part,
-                              int parts, bool drop_last) {
+std::int64_t batches_for_part(std::int64_t examples, std::int64_t batch_size, int part, int parts,
+                              bool drop_last) {
   if (batch_size <= 0)
     throw std::invalid_argument(
-        invalid("batch_size must be > 0, got " + std::to_string(batch_size)));
+      invalid("batch_size must be > 0, got " + std::to_string(batch_size)));
   const std::int64_t samples = examples_in_part(examples, part, parts);
   return drop_last ? samples / batch_size : (samples + batch_size - 1) / batch_size;
 }
@@ -133,8 +133,7 @@ struct batch_source::epoch_order_cache {
 };
 
 batch_source::batch_source(std::shared_ptr<const dataset> data, batch_source_options options)
-    : data_(std::move(data)),
-      options_(std::move(options)),
+    : data_(std::move(data)), options_(std::move(options)),
       order_cache_(std::make_shared<epoch_order_cache>()) {
   if (!data_)
     throw std::invalid_argument(invalid("dataset is null"));
@@ -142,29 +141,29 @@ batch_source::batch_source(std::shared_ptr<const dataset> data, batch_source_opt
   validate_options(options_, channels);
   if (data_->records() && options_.augment.pad_crop > 0)
     throw std::invalid_argument(invalid("augment.pad_crop applies to in-memory images; "
-                                        + data_->description() + " is streamed (use the random "
-                                        "resized crop)"));
+                                        + data_->description()
+                                        + " is streamed (use the random "
+                                          "resized crop)"));
 
   const std::int64_t size = data_->size();
   const int parts = options_.parts, part = options_.part;
   samples_ = examples_in_part(size, part, parts);
   if (samples_ == 0)
-    throw std::invalid_argument(invalid("part " + std::to_string(part) + " of " +
-                                        std::to_string(parts) + " has no examples (" +
-                                        data_->description() + " has " +
-                                        std::to_string(size) + ")"));
+    throw std::invalid_argument(
+      invalid("part " + std::to_string(part) + " of " + std::to_string(parts) + " has no examples ("
+              + data_->description() + " has " + std::to_string(size) + ")"));
   const std::int64_t batch_size = options_.batch_size;
   batches_ = batches_for_part(size, batch_size, part, parts, options_.drop_last);
   if (batches_ == 0)
-    throw std::invalid_argument(invalid(
-        "batch_size " + std::to_string(batch_size) + " with drop_last leaves no batch: part " +
-        std::to_string(part) + " of " + std::to_string(parts) + " has only " +
-        std::to_string(samples_) + " examples"));
+    throw std::invalid_argument(invalid("batch_size " + std::to_string(batch_size)
+                                        + " with drop_last leaves no batch: part "
+                                        + std::to_string(part) + " of " + std::to_string(parts)
+                                        + " has only " + std::to_string(samples_) + " examples"));
   normalized_ = normalization_table(options_.augment, channels);
 }
 
-std::shared_ptr<const std::vector<std::int64_t>> batch_source::epoch_order(
-    std::int64_t epoch) const {
+std::shared_ptr<const std::vector<std::int64_t>>
+batch_source::epoch_order(std::int64_t epoch) const {
   // Held while shuffling too: a second caller for the same epoch waits ~1 ms rather than
   // repeating the work, and callers for a cached epoch only pay the lookup.
   std::lock_guard<std::mutex> lock(order_cache_->mutex);
@@ -196,8 +195,8 @@ void batch_source::fill_example(const std::uint8_t* pixels, std::int64_t epoch,
   std::int64_t offset_y = pad, offset_x = pad;
   bool flip = false;
   if (pad > 0 || options_.augment.mirror) {
-    splitmix_stream draws(mix_seed({options_.seed, augment_tag, std::uint64_t(epoch),
-                                    std::uint64_t(position)}));
+    splitmix_stream draws(
+      mix_seed({options_.seed, augment_tag, std::uint64_t(epoch), std::uint64_t(position)}));
     if (pad > 0) {
       offset_y = static_cast<std::int64_t>(uniform_below(draws, std::uint64_t(2 * pad + 1)));
       offset_x = static_cast<std::int64_t>(uniform_below(draws, std::uint64_t(2 * pad + 1)));
@@ -224,7 +223,7 @@ void batch_source::fill_example(const std::uint8_t* pixels, std::int64_t epoch,
       float* row_out = out + (c * height + y) * width;
       const std::int64_t source_y = y + offset_y - pad;
       if (source_y < 0 || source_y >= height) {
-        std::fill(row_out, row_out + width, table[0]);  // a padding row
+        std::fill(row_out, row_out + width, table[0]); // a padding row
         continue;
       }
       const std::uint8_t* row_in = pixels + (c * height + source_y) * width;
@@ -256,9 +255,9 @@ batch batch_source::make(std::int64_t epoch, std::int64_t index) const {
 
 batch batch_source::make(std::int64_t epoch, std::int64_t index, tensor reuse) const {
   if (epoch < 0 || index < 0 || index >= batches_)
-    throw std::out_of_range("batch_source::make: epoch " + std::to_string(epoch) +
-                            ", batch " + std::to_string(index) + " is outside epoch >= 0, [0, " +
-                            std::to_string(batches_) + ")");
+    throw std::out_of_range("batch_source::make: epoch " + std::to_string(epoch) + ", batch "
+                            + std::to_string(index) + " is outside epoch >= 0, [0, "
+                            + std::to_string(batches_) + ")");
   if (data_->records())
     return make_from_records(epoch, index, std::move(reuse));
   const auto& shape = data_->sample_shape();
@@ -269,26 +268,26 @@ batch batch_source::make(std::int64_t epoch, std::int64_t index, tensor reuse) c
 
   batch result = start_batch(epoch, index, count, shape, std::move(reuse));
   float* images = result.images.data();
-  const std::int64_t grain = std::max<std::int64_t>(1, pixels_per_task / std::max<std::int64_t>(1, numel));
-  tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, count, grain),
-                    [&](const tbb::blocked_range<std::int64_t>& range) {
-                      // Position in the epoch's order; part p owns p, p + n, p + 2n, ...
-                      auto example_at = [&](std::int64_t i) {
-                        const std::int64_t position =
-                            options_.part + (first + i) * options_.parts;
-                        return std::pair{position,
-                                         order ? (*order)[std::size_t(position)] : position};
-                      };
-                      for (auto i = range.begin(); i != range.end(); ++i) {
-                        const auto [position, example] = example_at(i);
-                        // Shuffled examples are scattered over the whole set: ask for the
-                        // next one's pixels while this one is written.
-                        if (i + 1 != range.end())
-                          prefetch_bytes(data_->pixels(example_at(i + 1).second), numel);
-                        result.labels[std::size_t(i)] = data_->label(example);
-                        fill_example(data_->pixels(example), epoch, position, images + i * numel);
-                      }
-                    });
+  const std::int64_t grain =
+    std::max<std::int64_t>(1, pixels_per_task / std::max<std::int64_t>(1, numel));
+  tbb::parallel_for(
+    tbb::blocked_range<std::int64_t>(0, count, grain),
+    [&](const tbb::blocked_range<std::int64_t>& range) {
+      // Position in the epoch's order; part p owns p, p + n, p + 2n, ...
+      auto example_at = [&](std::int64_t i) {
+        const std::int64_t position = options_.part + (first + i) * options_.parts;
+        return std::pair{position, order ? (*order)[std::size_t(position)] : position};
+      };
+      for (auto i = range.begin(); i != range.end(); ++i) {
+        const auto [position, example] = example_at(i);
+        // Shuffled examples are scattered over the whole set: ask for the
+        // next one's pixels while this one is written.
+        if (i + 1 != range.end())
+          prefetch_bytes(data_->pixels(example_at(i + 1).second), numel);
+        result.labels[std::size_t(i)] = data_->label(example);
+        fill_example(data_->pixels(example), epoch, position, images + i * numel);
+      }
+    });
   return result;
 }
 

@@ -48,8 +48,8 @@ checkpoint_part read_part(const std::string& manifest, const std::string& path,
                  + manifest + "): the part is corrupted or not the part that was written");
   auto decoded = decode_checkpoint_part(path, bytes);
   if (decoded.epoch != epoch)
-    fail(path, "is a part of epoch " + std::to_string(decoded.epoch) + ", the manifest "
-                 + manifest + " is of epoch " + std::to_string(epoch));
+    fail(path, "is a part of epoch " + std::to_string(decoded.epoch) + ", the manifest " + manifest
+                 + " is of epoch " + std::to_string(epoch));
   return std::move(decoded.part);
 }
 
@@ -96,8 +96,8 @@ public:
   training_checkpoint finish() {
     for (std::size_t i = 0; i < shard_files_.size(); ++i)
       if (shard_files_[i].empty())
-        fail(manifest_, "no part holds shard " + std::to_string(i) + " of "
-                          + std::to_string(header_.shards));
+        fail(manifest_,
+             "no part holds shard " + std::to_string(i) + " of " + std::to_string(header_.shards));
     for (std::size_t w = 0; w < worker_files_.size(); ++w)
       if (worker_files_[w].empty())
         fail(manifest_, "no part holds worker " + std::to_string(w) + " of "
@@ -135,9 +135,8 @@ private:
     const auto& parameter = header_.parameter_names[k.slot];
     const bool whole = k.offset == 0 && k.weights.shape() == target.shape();
     if (!whole && k.weights.rank() != 1)
-      fail(file, "key " + name + " (" + parameter + ") has shape "
-                   + shape_string(k.weights.shape()) + ": neither flat nor the parameter's "
-                   + shape_string(target.shape()));
+      fail(file, "key " + name + " (" + parameter + ") has shape " + shape_string(k.weights.shape())
+                   + ": neither flat nor the parameter's " + shape_string(target.shape()));
     if (k.weights.numel() > target.numel() || k.offset > target.numel() - k.weights.numel())
       fail(file, "key " + name + " (" + parameter + ") of " + std::to_string(k.weights.numel())
                    + " elements runs past the parameter's " + std::to_string(target.numel()));
@@ -171,8 +170,8 @@ private:
           end = s.offset;
           break;
         }
-      fail(manifest_, "elements [" + std::to_string(covered) + ", " + std::to_string(end)
-                        + ") of " + parameter + " are in no part");
+      fail(manifest_, "elements [" + std::to_string(covered) + ", " + std::to_string(end) + ") of "
+                        + parameter + " are in no part");
     }
   }
 

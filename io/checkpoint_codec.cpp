@@ -51,7 +51,8 @@ std::size_t crc_digits_at(const std::string& path, const std::vector<std::uint8_
   const std::string_view header(reinterpret_cast<const char*>(bytes.data()), header_end);
   const auto at = header.find(crc_marker);
   if (at == std::string_view::npos || at + crc_marker.size() + 8 > header_end)
-    throw io_error(path + ": no " + checkpoint_crc_key + " in the header (not a Troupe checkpoint)");
+    throw io_error(path + ": no " + checkpoint_crc_key
+                   + " in the header (not a Troupe checkpoint)");
   return at + crc_marker.size();
 }
 
@@ -76,7 +77,8 @@ safetensors_content decode_checksummed(const std::string& path,
   auto content = decode_safetensors(path, bytes);
   const auto stated = content.metadata.find(checkpoint_crc_key);
   if (stated == content.metadata.end())
-    throw io_error(path + ": no " + checkpoint_crc_key + " in the metadata (not a Troupe checkpoint)");
+    throw io_error(path + ": no " + checkpoint_crc_key
+                   + " in the metadata (not a Troupe checkpoint)");
   const auto actual = hex8(file_crc(bytes, crc_digits_at(path, bytes)));
   if (stated->second != actual)
     throw io_error(path + ": checksum mismatch (the file says " + stated->second
@@ -140,7 +142,9 @@ layout_reader::layout_reader(const std::string& path, safetensors_content& conte
     tensors_.emplace(t.name, &t.value);
 }
 
-void layout_reader::fail(const std::string& what) const { throw io_error(path_ + ": " + what); }
+void layout_reader::fail(const std::string& what) const {
+  throw io_error(path_ + ": " + what);
+}
 
 const std::string& layout_reader::text(const std::string& key) const {
   auto it = content_.metadata.find(key);

@@ -185,7 +185,8 @@ checkpoint_manifest decode_checkpoint_manifest(const std::string& path, const st
     r.checksum = part.text("checksum");
     part.done();
     if (!plain_file_name(r.file))
-      part.fail("has the file \"" + r.file + "\", not a plain file name in the manifest's directory");
+      part.fail("has the file \"" + r.file
+                + "\", not a plain file name in the manifest's directory");
     if (!files.insert(r.file).second)
       part.fail("names " + r.file + " a second time");
     if (!checksum_text(r.checksum))

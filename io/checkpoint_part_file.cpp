@@ -18,7 +18,9 @@ std::string key_name(std::size_t slot, std::int64_t offset) {
   return std::to_string(slot) + "@" + std::to_string(offset);
 }
 
-std::string worker_prefix(int worker) { return "worker" + std::to_string(worker) + "/"; }
+std::string worker_prefix(int worker) {
+  return "worker" + std::to_string(worker) + "/";
+}
 
 template <class Indices> std::string comma_list(const Indices& indices) {
   std::string out;
@@ -121,8 +123,8 @@ decoded_part decode_checkpoint_part(const std::string& path,
       k.weights = r.take("key/" + key);
       k.momentum = r.take("momentum/" + key);
       if (k.momentum.shape() != k.weights.shape())
-        r.fail("momentum/" + key + " has shape " + shape_string(k.momentum.shape())
-               + ", its key " + shape_string(k.weights.shape()));
+        r.fail("momentum/" + key + " has shape " + shape_string(k.momentum.shape()) + ", its key "
+               + shape_string(k.weights.shape()));
       s.keys.push_back(std::move(k));
     }
     out.part.shards.push_back(std::move(s));

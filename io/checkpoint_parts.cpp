@@ -43,8 +43,9 @@ std::string checkpoint_part_path(const std::string& prefix, std::int64_t epoch,
                                  const std::string& node) {
   bool plain = !node.empty();
   for (char c : node)
-    plain = plain && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
-                      || c == '_' || c == '-');
+    plain = plain
+            && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+                || c == '_' || c == '-');
   if (!plain)
     throw std::invalid_argument("checkpoint: the node name '" + node
                                 + "' is not letters, digits, '_' and '-'");
@@ -89,8 +90,8 @@ training_checkpoint read_any_checkpoint(const std::string& prefix, std::int64_t 
     return read_checkpoint(single);
   auto c = read_checkpoint_manifest(manifest);
   if (c.epoch != epoch)
-    throw io_error(manifest + ": holds the state after epoch " + std::to_string(c.epoch)
-                   + ", not " + std::to_string(epoch) + " (a renamed file?)");
+    throw io_error(manifest + ": holds the state after epoch " + std::to_string(c.epoch) + ", not "
+                   + std::to_string(epoch) + " (a renamed file?)");
   return c;
 }
 

@@ -32,10 +32,10 @@ void append_batch_file(const std::string& path, std::vector<std::uint8_t>& pixel
   if (bytes.empty())
     throw io_error(path + ": empty file, expected 3073-byte CIFAR-10 records");
   if (bytes.size() % record_bytes != 0)
-    throw io_error(path + ": size " + std::to_string(bytes.size()) +
-                   " bytes is not a multiple of the 3073-byte CIFAR-10 record (" +
-                   std::to_string(bytes.size() / record_bytes) + " records and " +
-                   std::to_string(bytes.size() % record_bytes) + " bytes over)");
+    throw io_error(path + ": size " + std::to_string(bytes.size())
+                   + " bytes is not a multiple of the 3073-byte CIFAR-10 record ("
+                   + std::to_string(bytes.size() / record_bytes) + " records and "
+                   + std::to_string(bytes.size() % record_bytes) + " bytes over)");
   const std::size_t records = bytes.size() / record_bytes;
   // Files of one release hold equally many records, so this reserves once for all of them.
   pixels.reserve(pixels.size() + files_left * records * image_bytes);
@@ -43,8 +43,8 @@ void append_batch_file(const std::string& path, std::vector<std::uint8_t>& pixel
   for (std::size_t r = 0; r < records; ++r) {
     const std::uint8_t* record = bytes.data() + r * record_bytes;
     if (record[0] >= cifar10_classes)
-      throw io_error(path + ": label " + std::to_string(record[0]) + " in record " +
-                     std::to_string(r) + " is out of range [0, 10)");
+      throw io_error(path + ": label " + std::to_string(record[0]) + " in record "
+                     + std::to_string(r) + " is out of range [0, 10)");
     labels.push_back(record[0]);
     pixels.insert(pixels.end(), record + 1, record + record_bytes);
   }
@@ -90,8 +90,8 @@ std::shared_ptr<const dataset> load_cifar10_dir(const std::string& dir, split wh
   std::string list;
   for (const auto& path : best_missing)
     list += (list.empty() ? "" : ", ") + path;
-  throw io_error(dir + ": cifar10 " + split_name + " files not found: " + list +
-                 " (looked in " + places[0] + " and " + places[1] + ")");
+  throw io_error(dir + ": cifar10 " + split_name + " files not found: " + list + " (looked in "
+                 + places[0] + " and " + places[1] + ")");
 }
 
 } // namespace troupe

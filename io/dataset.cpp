@@ -23,8 +23,8 @@ void check_sample_shape(const std::string& description, const shape_t& shape) {
   for (auto extent : shape)
     ok = ok && extent > 0;
   if (!ok)
-    throw io_error(description + ": sample shape " + shape_string(shape) +
-                   " is not C x H x W with positive extents");
+    throw io_error(description + ": sample shape " + shape_string(shape)
+                   + " is not C x H x W with positive extents");
 }
 
 void check_labels(const std::string& description, const std::vector<std::int32_t>& labels,
@@ -43,24 +43,20 @@ void check_labels(const std::string& description, const std::vector<std::int32_t
 
 dataset::dataset(std::string description, shape_t sample_shape, int classes,
                  std::vector<std::uint8_t> pixels, std::vector<std::int32_t> labels)
-    : description_(std::move(description)),
-      sample_shape_(std::move(sample_shape)),
-      sample_numel_(0),
-      classes_(classes),
-      pixels_(std::move(pixels)),
-      labels_(std::move(labels)) {
+    : description_(std::move(description)), sample_shape_(std::move(sample_shape)),
+      sample_numel_(0), classes_(classes), pixels_(std::move(pixels)), labels_(std::move(labels)) {
   check_sample_shape(description_, sample_shape_);
   sample_numel_ = shape_numel(sample_shape_);
   if (classes_ <= 0)
-    throw io_error(description_ + ": class count " + std::to_string(classes_) +
-                   " must be positive");
-  const auto expected = static_cast<std::uint64_t>(labels_.size()) *
-                        static_cast<std::uint64_t>(sample_numel_);
+    throw io_error(description_ + ": class count " + std::to_string(classes_)
+                   + " must be positive");
+  const auto expected =
+    static_cast<std::uint64_t>(labels_.size()) * static_cast<std::uint64_t>(sample_numel_);
   if (pixels_.size() != expected) {
     std::ostringstream message;
     message << description_ << ": " << pixels_.size() << " pixel bytes do not match "
-            << labels_.size() << " labels of " << shape_string(sample_shape_) << " ("
-            << expected << " bytes)";
+            << labels_.size() << " labels of " << shape_string(sample_shape_) << " (" << expected
+            << " bytes)";
     throw io_error(message.str());
   }
   check_labels(description_, labels_, classes_);
@@ -69,11 +65,8 @@ dataset::dataset(std::string description, shape_t sample_shape, int classes,
 
 dataset::dataset(std::string description, shape_t sample_shape, int classes,
                  std::shared_ptr<const image_records> records)
-    : description_(std::move(description)),
-      sample_shape_(std::move(sample_shape)),
-      sample_numel_(0),
-      classes_(classes),
-      records_(std::move(records)) {
+    : description_(std::move(description)), sample_shape_(std::move(sample_shape)),
+      sample_numel_(0), classes_(classes), records_(std::move(records)) {
   check_sample_shape(description_, sample_shape_);
   sample_numel_ = shape_numel(sample_shape_);
   if (classes_ <= 0)

@@ -34,8 +34,8 @@ std::size_t initial_output_size(const std::vector<std::uint8_t>& packed) {
   std::uint64_t guess = 4 * packed.size();
   if (packed.size() >= 18) {
     const std::uint8_t* t = packed.data() + packed.size() - 4;
-    guess = std::uint64_t(t[0]) | std::uint64_t(t[1]) << 8 | std::uint64_t(t[2]) << 16 |
-            std::uint64_t(t[3]) << 24;
+    guess = std::uint64_t(t[0]) | std::uint64_t(t[1]) << 8 | std::uint64_t(t[2]) << 16
+            | std::uint64_t(t[3]) << 24;
   }
   guess = std::min<std::uint64_t>(guess, max_deflate_ratio * packed.size());
   return static_cast<std::size_t>(std::max<std::uint64_t>(guess, 64)) + 1;
@@ -70,7 +70,7 @@ std::vector<std::uint8_t> read_raw_file(const std::string& path) {
   struct stat info {};
   std::size_t capacity = 1 << 16;
   if (fstat(fileno(file.get()), &info) == 0 && S_ISREG(info.st_mode))
-    capacity = static_cast<std::size_t>(info.st_size) + 1;  // +1 so EOF shows on first read
+    capacity = static_cast<std::size_t>(info.st_size) + 1; // +1 so EOF shows on first read
   std::vector<std::uint8_t> bytes(capacity);
   std::size_t used = 0;
   for (;;) {
@@ -79,18 +79,19 @@ std::vector<std::uint8_t> read_raw_file(const std::string& path) {
       throw io_error(path + ": read failed: " + std::strerror(errno));
     if (used < bytes.size())
       break;
-    bytes.resize(bytes.size() * 2);  // the file grew, or it is not a regular file
+    bytes.resize(bytes.size() * 2); // the file grew, or it is not a regular file
   }
   bytes.resize(used);
   return bytes;
 }
 
-bool is_gzip(const std::vector<std::uint8_t>& bytes) { return gzip_magic_at(bytes, 0); }
+bool is_gzip(const std::vector<std::uint8_t>& bytes) {
+  return gzip_magic_at(bytes, 0);
+}
 
-std::vector<std::uint8_t> gunzip(const std::string& path,
-                                 const std::vector<std::uint8_t>& packed) {
+std::vector<std::uint8_t> gunzip(const std::string& path, const std::vector<std::uint8_t>& packed) {
   z_stream stream{};
-  if (inflateInit2(&stream, 16 + MAX_WBITS) != Z_OK)  // 16: expect a gzip wrapper
+  if (inflateInit2(&stream, 16 + MAX_WBITS) != Z_OK) // 16: expect a gzip wrapper
     throw io_error(path + ": cannot start zlib inflate");
   std::unique_ptr<z_stream, int (*)(z_streamp)> guard(&stream, inflateEnd);
 
@@ -114,18 +115,18 @@ std::vector<std::uint8_t> gunzip(const std::string& path,
       if (in_pos == packed.size())
         break;
       if (!gzip_magic_at(packed, in_pos))
-        throw io_error(path + ": trailing garbage: " + std::to_string(packed.size() - in_pos) +
-                       " bytes after the end of the gzip stream");
-      inflateReset(&stream);  // another gzip member follows, as `cat a.gz b.gz` makes
+        throw io_error(path + ": trailing garbage: " + std::to_string(packed.size() - in_pos)
+                       + " bytes after the end of the gzip stream");
+      inflateReset(&stream); // another gzip member follows, as `cat a.gz b.gz` makes
       continue;
     }
     if (status == Z_OK || (status == Z_BUF_ERROR && stream.avail_out == 0))
       continue;
     if (status == Z_BUF_ERROR)
-      throw io_error(path + ": corrupt gzip stream: compressed data ends early after " +
-                     std::to_string(packed.size()) + " bytes (truncated file?)");
-    throw io_error(path + ": corrupt gzip stream: " +
-                   (stream.msg ? std::string(stream.msg) : std::string(zError(status))));
+      throw io_error(path + ": corrupt gzip stream: compressed data ends early after "
+                     + std::to_string(packed.size()) + " bytes (truncated file?)");
+    throw io_error(path + ": corrupt gzip stream: "
+                   + (stream.msg ? std::string(stream.msg) : std::string(zError(status))));
   }
   out.resize(out_pos);
   return out;

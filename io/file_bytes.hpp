@@ -31,8 +31,7 @@ bool is_gzip(const std::vector<std::uint8_t>& bytes);
 
 /// Inflates a gzip file's bytes (concatenated members allowed). `path` names the source in
 /// errors: "<path>: corrupt gzip stream: ..." or a truncation / trailing-garbage message.
-std::vector<std::uint8_t> gunzip(const std::string& path,
-                                 const std::vector<std::uint8_t>& packed);
+std::vector<std::uint8_t> gunzip(const std::string& path, const std::vector<std::uint8_t>& packed);
 
 /// Reads a file and inflates it when it is gzip-compressed.
 std::vector<std::uint8_t> read_file_bytes(const std::string& path);

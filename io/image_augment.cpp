@@ -16,8 +16,8 @@ namespace troupe {
 namespace {
 
 struct tap {
-  int first, second;  ///< source indices (clamped)
-  float weight;       ///< of `second`
+  int first, second; ///< source indices (clamped)
+  float weight;      ///< of `second`
 };
 
 // Output index i of `count` over a box [start, start + extent) of a source with `size`
@@ -43,10 +43,12 @@ double uniform(splitmix_stream& draws, double low, double high) {
 void check_resized_crop(const resized_crop_options& o) {
   if (!(o.scale_min > 0 && o.scale_min <= o.scale_max && o.scale_max <= 1))
     throw std::invalid_argument("random resized crop: scale must satisfy 0 < min <= max <= 1, got ["
-                                + std::to_string(o.scale_min) + ", " + std::to_string(o.scale_max) + "]");
+                                + std::to_string(o.scale_min) + ", " + std::to_string(o.scale_max)
+                                + "]");
   if (!(o.ratio_min > 0 && o.ratio_min <= o.ratio_max && std::isfinite(o.ratio_max)))
     throw std::invalid_argument("random resized crop: ratio must satisfy 0 < min <= max, got ["
-                                + std::to_string(o.ratio_min) + ", " + std::to_string(o.ratio_max) + "]");
+                                + std::to_string(o.ratio_min) + ", " + std::to_string(o.ratio_max)
+                                + "]");
 }
 
 crop_box random_resized_crop(int height, int width, const resized_crop_options& o,
@@ -75,16 +77,14 @@ crop_box random_resized_crop(int height, int width, const resized_crop_options& 
   return {double((height - h) / 2), double((width - w) / 2), double(h), double(w)};
 }
 
-crop_box center_crop(int height, int width, int resize_shorter, int out_height,
-                     int out_width) {
+crop_box center_crop(int height, int width, int resize_shorter, int out_height, int out_width) {
   const double factor = double(resize_shorter) / std::min(height, width);
   const double box_height = out_height / factor, box_width = out_width / factor;
   return {(height - box_height) / 2, (width - box_width) / 2, box_height, box_width};
 }
 
-void resample_to_planes(const rgb_image& image, const crop_box& box, bool mirror,
-                        int out_height, int out_width, const float scale[3],
-                        const float shift[3], float* out) {
+void resample_to_planes(const rgb_image& image, const crop_box& box, bool mirror, int out_height,
+                        int out_width, const float scale[3], const float shift[3], float* out) {
   const auto rows = taps(box.y, box.height, out_height, image.height);
   auto columns = taps(box.x, box.width, out_width, image.width);
   if (mirror)
@@ -136,11 +136,13 @@ rgb_image resize_shorter_side(const rgb_image& image, int shorter) {
     for (int ox = 0; ox < out.width; ++ox) {
       const auto& c = columns[std::size_t(ox)];
       for (int ch = 0; ch < 3; ++ch) {
-        const float upper = top[3 * c.first + ch]
-                            + c.weight * float(top[3 * c.second + ch] - top[3 * c.first + ch]);
-        const float lower = bottom[3 * c.first + ch]
-                            + c.weight * float(bottom[3 * c.second + ch] - bottom[3 * c.first + ch]);
-        line[3 * ox + ch] = static_cast<std::uint8_t>(std::lround(upper + r.weight * (lower - upper)));
+        const float upper =
+          top[3 * c.first + ch] + c.weight * float(top[3 * c.second + ch] - top[3 * c.first + ch]);
+        const float lower =
+          bottom[3 * c.first + ch]
+          + c.weight * float(bottom[3 * c.second + ch] - bottom[3 * c.first + ch]);
+        line[3 * ox + ch] =
+          static_cast<std::uint8_t>(std::lround(upper + r.weight * (lower - upper)));
       }
     }
   }

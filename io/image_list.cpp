@@ -4,10 +4,10 @@
 #include <troupe/io/image_list.hpp>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -32,8 +32,8 @@ bool is_jpeg_name(const fs::path& file) {
 std::vector<std::string> sorted_names(const fs::path& dir, bool directories) {
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(dir)) {
-    const bool match = directories ? entry.is_directory()
-                                   : entry.is_regular_file() && is_jpeg_name(entry.path());
+    const bool match =
+      directories ? entry.is_directory() : entry.is_regular_file() && is_jpeg_name(entry.path());
     if (match)
       names.push_back(entry.path().filename().string());
   }
@@ -59,7 +59,8 @@ std::vector<image_list_entry> list_image_folder(const std::string& root) {
       throw io_error(root + ": no class sub-folders (each class is one folder of JPEGs)");
     for (std::size_t label = 0; label < classes.size(); ++label)
       for (const auto& file : sorted_names(fs::path(root) / classes[label], false))
-        entries.push_back({entries.size(), {static_cast<float>(label)}, classes[label] + "/" + file});
+        entries.push_back(
+          {entries.size(), {static_cast<float>(label)}, classes[label] + "/" + file});
   } catch (const fs::filesystem_error& e) {
     throw io_error(root + ": cannot list: " + e.what());
   }
@@ -85,7 +86,8 @@ std::vector<image_list_entry> read_image_list(const std::string& path) {
       if (used != fields[0].size() || fields[0][0] == '-')
         throw std::invalid_argument("index");
     } catch (const std::exception&) {
-      throw io_error(fail_line(path, number, line, "index '" + fields[0] + "' is not a non-negative integer"));
+      throw io_error(
+        fail_line(path, number, line, "index '" + fields[0] + "' is not a non-negative integer"));
     }
     for (std::size_t i = 1; i + 1 < fields.size(); ++i) {
       try {
@@ -106,7 +108,8 @@ void write_image_list(const std::string& path, const std::vector<image_list_entr
   errno = 0;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out)
-    throw io_error(path + ": cannot write the image list: " + std::strerror(errno ? errno : EACCES));
+    throw io_error(path
+                   + ": cannot write the image list: " + std::strerror(errno ? errno : EACCES));
   for (const auto& entry : entries) {
     out << entry.index << '\t';
     for (float label : entry.labels) {

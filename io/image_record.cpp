@@ -71,8 +71,7 @@ std::vector<std::uint8_t> pack_image_record(const std::vector<float>& labels, st
   if (labels.empty())
     throw std::invalid_argument("an image record needs at least one label");
   std::vector<std::uint8_t> out;
-  out.reserve(image_record_header_bytes + (labels.size() > 1 ? 4 * labels.size() : 0)
-              + image_size);
+  out.reserve(image_record_header_bytes + (labels.size() > 1 ? 4 * labels.size() : 0) + image_size);
   const bool one = labels.size() == 1;
   store_le(out, one ? 0 : labels.size(), 4);
   store_float(out, one ? labels[0] : 0.0f);

@@ -89,7 +89,7 @@ rgb_image decode_jpeg(const std::uint8_t* data, std::size_t size) {
   image.pixels.resize(std::size_t(pixels) * 3);
   // Freed by jpeg_destroy_decompress, also after a jump.
   JSAMPARRAY cmyk_row = cmyk ? (*info.mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(&info),
-                                                          JPOOL_IMAGE, info.output_width * 4, 1)
+                                                         JPOOL_IMAGE, info.output_width * 4, 1)
                              : nullptr;
   while (info.output_scanline < info.output_height) {
     std::uint8_t* out = image.pixels.data() + std::size_t(info.output_scanline) * image.width * 3;
@@ -112,8 +112,8 @@ std::vector<std::uint8_t> encode_jpeg(const rgb_image& image, int quality) {
   if (image.height <= 0 || image.width <= 0
       || image.pixels.size() != std::size_t(image.height) * image.width * 3)
     throw std::invalid_argument("encode_jpeg: the image is empty or its pixels do not match "
-                                + std::to_string(image.width) + " x "
-                                + std::to_string(image.height) + " x 3");
+                                + std::to_string(image.width) + " x " + std::to_string(image.height)
+                                + " x 3");
   if (quality < 1 || quality > 100)
     throw std::invalid_argument("encode_jpeg: quality must be in 1..100, got "
                                 + std::to_string(quality));

@@ -45,7 +45,9 @@ std::string dump(const nlohmann::ordered_json& value) {
 
 } // namespace
 
-std::string json_number(double value) { return dump(number_value(value)); }
+std::string json_number(double value) {
+  return dump(number_value(value));
+}
 
 // Truncation waits until the lock is held: a second run must not empty the file of the run
 // that holds it. The lock goes with the descriptor, so it lasts exactly as long as the writer.
@@ -59,8 +61,10 @@ jsonl_writer::jsonl_writer(const std::string& path, bool append) : path_(path) {
   if (::flock(descriptor_, LOCK_EX | LOCK_NB) != 0) {
     const int error = errno;
     ::close(descriptor_);
-    throw io_error(path + (error == EWOULDBLOCK ? std::string(": another run is writing it (locked)")
-                                                : ": cannot lock: " + std::string(std::strerror(error))));
+    throw io_error(path
+                   + (error == EWOULDBLOCK
+                        ? std::string(": another run is writing it (locked)")
+                        : ": cannot lock: " + std::string(std::strerror(error))));
   }
   struct stat opened {};
   regular_ = ::fstat(descriptor_, &opened) == 0 && S_ISREG(opened.st_mode);
@@ -73,7 +77,7 @@ jsonl_writer::jsonl_writer(const std::string& path, bool append) : path_(path) {
 
 jsonl_writer::~jsonl_writer() {
   if (descriptor_ >= 0)
-    ::close(descriptor_);  // every line reached the OS already; nothing left to report
+    ::close(descriptor_); // every line reached the OS already; nothing left to report
 }
 
 void jsonl_writer::write(const std::vector<std::pair<std::string, double>>& numbers,

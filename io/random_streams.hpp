@@ -52,8 +52,7 @@ private:
 };
 
 /// Uniform integer in [0, bound) for bound > 0, by rejection so that no value is favoured.
-template <class Generator>
-std::uint64_t uniform_below(Generator& gen, std::uint64_t bound) {
+template <class Generator> std::uint64_t uniform_below(Generator& gen, std::uint64_t bound) {
   // Values below `threshold` would make the low residues more likely; 2^64 mod bound of them.
   const std::uint64_t threshold = (0 - bound) % bound;
   for (;;) {
@@ -70,8 +69,7 @@ inline double unit_interval(std::uint64_t bits) {
 
 /// Fisher-Yates with a given Mersenne Twister, written out because std::shuffle's sequence
 /// is implementation-defined and workers on different machines must agree on the order.
-template <class T>
-void fisher_yates(std::vector<T>& values, std::mt19937_64& gen) {
+template <class T> void fisher_yates(std::vector<T>& values, std::mt19937_64& gen) {
   for (std::size_t i = values.size(); i > 1; --i) {
     const auto j = static_cast<std::size_t>(uniform_below(gen, i));
     std::swap(values[i - 1], values[j]);

@@ -26,8 +26,8 @@ namespace troupe {
 
 namespace {
 
-constexpr std::uint64_t crop_tag = 0x63726f70ULL;      // keys the random resized crop
-constexpr std::uint64_t mirror_tag = 0x6d6972726fULL;  // keys the mirror coin
+constexpr std::uint64_t crop_tag = 0x63726f70ULL;     // keys the random resized crop
+constexpr std::uint64_t mirror_tag = 0x6d6972726fULL; // keys the mirror coin
 
 // value * scale + shift == (value / 255 - mean) / stdev, per channel.
 void affine_of(const augment_options& augment, float scale[3], float shift[3]) {
@@ -42,8 +42,7 @@ void affine_of(const augment_options& augment, float scale[3], float shift[3]) {
 
 } // namespace
 
-batch batch_source::make_from_records(std::int64_t epoch, std::int64_t index,
-                                      tensor reuse) const {
+batch batch_source::make_from_records(std::int64_t epoch, std::int64_t index, tensor reuse) const {
   const image_records& records = *data_->records();
   const auto& shape = data_->sample_shape();
   const int out_height = static_cast<int>(shape[1]), out_width = static_cast<int>(shape[2]);
@@ -54,46 +53,46 @@ batch batch_source::make_from_records(std::int64_t epoch, std::int64_t index,
   const auto& augment = options_.augment;
   const resized_crop_options crop{augment.crop_scale_min, augment.crop_scale_max,
                                   augment.crop_ratio_min, augment.crop_ratio_max};
-  const int resize_shorter = augment.resize_shorter > 0
-                               ? static_cast<int>(augment.resize_shorter)
-                               : std::min(out_height, out_width);
+  const int resize_shorter = augment.resize_shorter > 0 ? static_cast<int>(augment.resize_shorter)
+                                                        : std::min(out_height, out_width);
   float scale[3], shift[3];
   affine_of(augment, scale, shift);
 
   batch result = start_batch(epoch, index, count, shape, std::move(reuse));
   std::vector<std::optional<io_error>> failures(static_cast<std::size_t>(count));
   float* images = result.images.data();
-  tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, count, 1),
-                    [&](const tbb::blocked_range<std::int64_t>& range) {
-    for (auto i = range.begin(); i != range.end(); ++i) {
-      const std::int64_t position = options_.part + (first + i) * options_.parts;
-      const auto record = example_at(order.get(), position);
-      try {
-        auto example = records.read(record);
-        const auto& image = example.image;
-        const auto key = [&](std::uint64_t tag) {
-          return mix_seed({options_.seed, tag, std::uint64_t(epoch), std::uint64_t(record)});
-        };
-        const crop_box box =
-          augment.random_resized_crop
-            ? random_resized_crop(image.height, image.width, crop, key(crop_tag))
-            : center_crop(image.height, image.width, resize_shorter, out_height, out_width);
-        const bool flip = augment.mirror && (splitmix_stream(key(mirror_tag))() >> 63) != 0;
-        resample_to_planes(image, box, flip, out_height, out_width, scale, shift,
-                           images + i * numel);
-        result.labels[std::size_t(i)] = example.label;
-      } catch (const io_error& e) {
-        failures[std::size_t(i)] = e;
+  tbb::parallel_for(
+    tbb::blocked_range<std::int64_t>(0, count, 1),
+    [&](const tbb::blocked_range<std::int64_t>& range) {
+      for (auto i = range.begin(); i != range.end(); ++i) {
+        const std::int64_t position = options_.part + (first + i) * options_.parts;
+        const auto record = example_at(order.get(), position);
+        try {
+          auto example = records.read(record);
+          const auto& image = example.image;
+          const auto key = [&](std::uint64_t tag) {
+            return mix_seed({options_.seed, tag, std::uint64_t(epoch), std::uint64_t(record)});
+          };
+          const crop_box box =
+            augment.random_resized_crop
+              ? random_resized_crop(image.height, image.width, crop, key(crop_tag))
+              : center_crop(image.height, image.width, resize_shorter, out_height, out_width);
+          const bool flip = augment.mirror && (splitmix_stream(key(mirror_tag))() >> 63) != 0;
+          resample_to_planes(image, box, flip, out_height, out_width, scale, shift,
+                             images + i * numel);
+          result.labels[std::size_t(i)] = example.label;
+        } catch (const io_error& e) {
+          failures[std::size_t(i)] = e;
+        }
       }
-    }
-  });
+    });
 
-  const std::int64_t bad = std::count_if(failures.begin(), failures.end(),
-                                 [](const auto& f) { return f.has_value(); });
+  const std::int64_t bad =
+    std::count_if(failures.begin(), failures.end(), [](const auto& f) { return f.has_value(); });
   if (bad == 0)
     return result;
-  const auto& first_failure = *std::find_if(failures.begin(), failures.end(),
-                                            [](const auto& f) { return f.has_value(); });
+  const auto& first_failure =
+    *std::find_if(failures.begin(), failures.end(), [](const auto& f) { return f.has_value(); });
   if (!records.options().skip_bad_records)
     throw *first_failure;
   if (bad == count)

@@ -45,7 +45,7 @@ image_records::image_records(record_dataset_options options)
     : options_(checked(options)), reader_(options_.path, reader_options(options_)) {}
 
 image_records::example image_records::read(std::int64_t record) const {
-  const auto payload = reader_.read(record);  // io_error with file and record already
+  const auto payload = reader_.read(record); // io_error with file and record already
   const std::string where = options_.path + ": record " + std::to_string(record) + ": ";
   image_record parsed;
   try {
@@ -72,8 +72,8 @@ image_records::example image_records::read(std::int64_t record) const {
 
 std::shared_ptr<const dataset> open_record_dataset(const record_dataset_options& options) {
   auto records = std::make_shared<const image_records>(options);
-  std::string description = "recordio " + options.path + " (" + std::to_string(records->size())
-                            + " records";
+  std::string description =
+    "recordio " + options.path + " (" + std::to_string(records->size()) + " records";
   if (records->reader().bad_entries() > 0)
     description += ", " + std::to_string(records->reader().bad_entries())
                    + " corrupt stretch(es) kept as bad records";

@@ -24,8 +24,7 @@ void append_frame(std::vector<std::uint8_t>& out, frame_kind kind, const std::ui
 
 } // namespace
 
-void append_record(std::vector<std::uint8_t>& out, const std::uint8_t* payload,
-                   std::size_t size) {
+void append_record(std::vector<std::uint8_t>& out, const std::uint8_t* payload, std::size_t size) {
   if (size > max_length)
     throw std::invalid_argument("recordio: a record of " + std::to_string(size)
                                 + " bytes is above the format's limit of "
@@ -40,8 +39,8 @@ void append_record(std::vector<std::uint8_t>& out, const std::uint8_t* payload,
                  payload + part_start, i - part_start);
     part_start = i + 4;
   }
-  append_frame(out, part_start == 0 ? frame_kind::whole : frame_kind::last,
-               payload + part_start, length - part_start);
+  append_frame(out, part_start == 0 ? frame_kind::whole : frame_kind::last, payload + part_start,
+               length - part_start);
   out.resize(out.size() + (padded(length) - length), 0);
 }
 

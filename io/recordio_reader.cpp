@@ -95,7 +95,7 @@ std::uint64_t recordio_reader::check_record(std::uint64_t offset,
                                             std::vector<std::uint8_t>* payload) const {
   if (payload)
     payload->clear();
-  bool inside = false;  // after a first part, before the last
+  bool inside = false; // after a first part, before the last
   for (std::uint64_t at = offset;;) {
     const std::string frame = at == offset ? "" : "frame at offset " + std::to_string(at) + ": ";
     if (file_size_ - at < recordio::header_bytes)
@@ -105,20 +105,21 @@ std::uint64_t recordio_reader::check_record(std::uint64_t offset,
     read_exactly(at, header, sizeof header);
     const std::uint32_t word = recordio::load_u32(header);
     if (word != recordio::magic)
-      throw frame_error(frame + "bad magic " + hex32(word) + " (expected "
-                        + hex32(recordio::magic) + ")");
+      throw frame_error(frame + "bad magic " + hex32(word) + " (expected " + hex32(recordio::magic)
+                        + ")");
     const std::uint32_t lrecord = recordio::load_u32(header + 4);
     const auto kind = recordio::kind_of(lrecord);
     const std::uint32_t length = recordio::length_of(lrecord);
     const bool opens = kind == recordio::frame_kind::whole || kind == recordio::frame_kind::first;
     if (opens == inside || static_cast<std::uint32_t>(kind) > 3)
-      throw frame_error(frame + "continuation flag " + kind_name(kind)
-                        + (inside ? " inside a record split into parts"
-                                  : " where a record starts"));
+      throw frame_error(
+        frame + "continuation flag " + kind_name(kind)
+        + (inside ? " inside a record split into parts" : " where a record starts"));
     const std::uint64_t body = at + recordio::header_bytes;
     if (length > file_size_ - body)
-      throw frame_error(frame + "length " + std::to_string(length) + " runs past the end of the file ("
-                        + std::to_string(file_size_ - body) + " bytes left; bad length or truncated file)");
+      throw frame_error(frame + "length " + std::to_string(length)
+                        + " runs past the end of the file (" + std::to_string(file_size_ - body)
+                        + " bytes left; bad length or truncated file)");
     if (payload) {
       if (inside) {
         const std::size_t joint = payload->size();
@@ -173,27 +174,27 @@ void recordio_reader::walk(bool skip_bad_records) {
 }
 
 void recordio_reader::read_index(const std::string& index_path, bool skip_bad_records) {
-  std::vector<std::int64_t> lines;  // the line of each entry, for the messages
-  for_each_text_line(index_path, "the index of " + path_, [&](std::int64_t number,
-                                                             const std::string& line) {
-    const auto tab = line.find('\t');
-    const std::string offset_text = tab == std::string::npos ? "" : line.substr(tab + 1);
-    std::size_t used = 0;
-    unsigned long long offset = 0;
-    bool ok = tab != 0 && !offset_text.empty() && std::isdigit((unsigned char)offset_text[0]);
-    if (ok) {
-      try {
-        offset = std::stoull(offset_text, &used);
-      } catch (const std::exception&) {
-        ok = false;
+  std::vector<std::int64_t> lines; // the line of each entry, for the messages
+  for_each_text_line(
+    index_path, "the index of " + path_, [&](std::int64_t number, const std::string& line) {
+      const auto tab = line.find('\t');
+      const std::string offset_text = tab == std::string::npos ? "" : line.substr(tab + 1);
+      std::size_t used = 0;
+      unsigned long long offset = 0;
+      bool ok = tab != 0 && !offset_text.empty() && std::isdigit((unsigned char)offset_text[0]);
+      if (ok) {
+        try {
+          offset = std::stoull(offset_text, &used);
+        } catch (const std::exception&) {
+          ok = false;
+        }
       }
-    }
-    if (!ok || used != offset_text.size())
-      throw io_error(index_path + ": line " + std::to_string(number)
-                     + ": expected 'key<TAB>byte offset', got '" + line + "'");
-    offsets_.push_back(offset);
-    lines.push_back(number);
-  });
+      if (!ok || used != offset_text.size())
+        throw io_error(index_path + ": line " + std::to_string(number)
+                       + ": expected 'key<TAB>byte offset', got '" + line + "'");
+      offsets_.push_back(offset);
+      lines.push_back(number);
+    });
   check_index(index_path, lines, skip_bad_records);
 }
 
@@ -206,14 +207,15 @@ void recordio_reader::check_index(const std::string& index_path,
   // it lists: a record many times, a subset, another file's offsets.
   std::vector<std::uint64_t> listed;
   listed.swap(offsets_);
-  walk(skip_bad_records);  // a corrupt .rec is refused here, naming the .rec and the record
+  walk(skip_bad_records); // a corrupt .rec is refused here, naming the .rec and the record
   std::vector<std::uint64_t> held;
   held.swap(offsets_);
   std::vector<bad_entry> held_bad;
   held_bad.swap(bad_);
   const auto bad_record = [&](std::size_t r) -> const bad_entry* {
-    const auto at = std::lower_bound(held_bad.begin(), held_bad.end(), std::int64_t(r),
-                                     [](const bad_entry& e, std::int64_t x) { return e.record < x; });
+    const auto at =
+      std::lower_bound(held_bad.begin(), held_bad.end(), std::int64_t(r),
+                       [](const bad_entry& e, std::int64_t x) { return e.record < x; });
     return at != held_bad.end() && at->record == std::int64_t(r) ? &*at : nullptr;
   };
   const std::string holds = path_ + " holds " + std::to_string(held.size()) + " record"
@@ -222,22 +224,24 @@ void recordio_reader::check_index(const std::string& index_path,
   if (listed.empty()) {
     if (!held.empty())
       throw io_error(index_path + " is empty but " + holds);
-    return;  // an empty file with an empty index: the dataset says "no records"
+    return; // an empty file with an empty index: the dataset says "no records"
   }
   // An entry is accepted at the start of a record the walk found, or, when skipping, inside a
   // corrupt stretch (whose records the walk could not tell apart): that entry reads as bad.
-  std::size_t next = 0;     // first walked record at or after the entry's offset
-  std::size_t matched = 0;  // walked records the index lists
+  std::size_t next = 0;    // first walked record at or after the entry's offset
+  std::size_t matched = 0; // walked records the index lists
   for (std::size_t i = 0; i < listed.size(); ++i) {
     const std::string line = index_path + ": line " + std::to_string(lines[i]) + ": offset "
                              + std::to_string(listed[i]) + " ";
     if (listed[i] >= file_size_ || listed[i] % 4 != 0)
-      throw io_error(line + "is " + (listed[i] % 4 ? "not 4-byte aligned"
-                     : "past the end of " + path_ + " (" + std::to_string(file_size_) + " bytes)"));
+      throw io_error(line + "is "
+                     + (listed[i] % 4 ? "not 4-byte aligned"
+                                      : "past the end of " + path_ + " ("
+                                          + std::to_string(file_size_) + " bytes)"));
     if (i > 0 && listed[i] <= listed[i - 1])
       throw io_error(line + "does not come after the previous line's offset "
-                     + std::to_string(listed[i - 1]) + " (an index lists each record of "
-                     + path_ + " once, in file order; is it the index of another file?)");
+                     + std::to_string(listed[i - 1]) + " (an index lists each record of " + path_
+                     + " once, in file order; is it the index of another file?)");
     while (next < held.size() && held[next] < listed[i])
       ++next;
     if (next < held.size() && held[next] == listed[i]) {
@@ -276,8 +280,8 @@ std::vector<std::uint8_t> recordio_reader::read(std::int64_t i) const {
   if (i < 0 || i >= size())
     throw std::out_of_range(path_ + ": record " + std::to_string(i) + " is outside [0, "
                             + std::to_string(size()) + ")");
-  const auto bad = std::lower_bound(bad_.begin(), bad_.end(), i,
-                                    [](const bad_entry& e, std::int64_t r) { return e.record < r; });
+  const auto bad = std::lower_bound(
+    bad_.begin(), bad_.end(), i, [](const bad_entry& e, std::int64_t r) { return e.record < r; });
   if (bad != bad_.end() && bad->record == i)
     throw io_error(where(i, offset(i)) + bad->message);
   std::vector<std::uint8_t> payload;

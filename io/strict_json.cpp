@@ -24,7 +24,7 @@ std::string reason(const nlohmann::json::parse_error& e) {
 } // namespace
 
 nlohmann::ordered_json parse_strict_json(std::string_view text) {
-  std::vector<std::set<std::string>> keys;  // the keys seen in each open object
+  std::vector<std::set<std::string>> keys; // the keys seen in each open object
   auto check = [&keys](int depth, nlohmann::ordered_json::parse_event_t event,
                        nlohmann::ordered_json& parsed) {
     using event_t = nlohmann::ordered_json::parse_event_t;

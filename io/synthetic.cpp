@@ -20,8 +20,8 @@ namespace troupe {
 namespace {
 
 constexpr int waves_per_channel = 3;
-constexpr double prototype_amplitude = 70.0;  // pixels swing 128 +- 70 around mid-grey
-constexpr double noise_amplitude = 64.0;      // triangular noise in [-64, 64]
+constexpr double prototype_amplitude = 70.0; // pixels swing 128 +- 70 around mid-grey
+constexpr double noise_amplitude = 64.0;     // triangular noise in [-64, 64]
 // Distinct stream tags so prototypes, train and test examples never share randomness.
 constexpr std::uint64_t prototype_tag = 0x70726f746fULL;
 constexpr std::uint64_t train_tag = 0x747261696eULL;
@@ -32,22 +32,23 @@ void validate(const synthetic_options& options) {
   for (auto extent : options.sample_shape)
     shape_ok = shape_ok && extent > 0;
   if (!shape_ok)
-    throw std::invalid_argument("synthetic dataset: sample shape " +
-                                shape_string(options.sample_shape) +
-                                " must be C x H x W with positive extents");
+    throw std::invalid_argument("synthetic dataset: sample shape "
+                                + shape_string(options.sample_shape)
+                                + " must be C x H x W with positive extents");
   if (options.classes < 1)
-    throw std::invalid_argument("synthetic dataset: classes must be >= 1, got " +
-                                std::to_string(options.classes));
+    throw std::invalid_argument("synthetic dataset: classes must be >= 1, got "
+                                + std::to_string(options.classes));
   if (options.train_size < 0)
-    throw std::invalid_argument("synthetic dataset: size must be >= 0, got " +
-                                std::to_string(options.train_size));
+    throw std::invalid_argument("synthetic dataset: size must be >= 0, got "
+                                + std::to_string(options.train_size));
 }
 
 // One float image per class, [classes][C*H*W], values in 128 +- prototype_amplitude; only the
 // classes marked in `needed` are drawn (the rest stay zero: no example reads them). Every
 // (class, channel) has a stream of its own, so the classes are drawn in parallel and each
 // comes out the same whichever others are drawn.
-std::vector<float> class_prototypes(const synthetic_options& options, const std::vector<char>& needed) {
+std::vector<float> class_prototypes(const synthetic_options& options,
+                                    const std::vector<char>& needed) {
   const auto channels = options.sample_shape[0];
   const auto height = options.sample_shape[1];
   const auto width = options.sample_shape[2];
@@ -58,8 +59,8 @@ std::vector<float> class_prototypes(const synthetic_options& options, const std:
     if (!needed[static_cast<std::size_t>(k)])
       return;
     for (std::int64_t c = 0; c < channels; ++c) {
-      splitmix_stream gen(mix_seed({options.seed, prototype_tag, std::uint64_t(k),
-                                    std::uint64_t(c)}));
+      splitmix_stream gen(
+        mix_seed({options.seed, prototype_tag, std::uint64_t(k), std::uint64_t(c)}));
       double freq_y[waves_per_channel], freq_x[waves_per_channel], phase[waves_per_channel];
       for (int w = 0; w < waves_per_channel; ++w) {
         // Low integer frequencies keep the pattern smooth, so a convolution can pick it up.
@@ -72,10 +73,9 @@ std::vector<float> class_prototypes(const synthetic_options& options, const std:
         for (std::int64_t x = 0; x < width; ++x) {
           double sum = 0;
           for (int w = 0; w < waves_per_channel; ++w)
-            sum += std::cos(two_pi * (freq_y[w] * y / height + freq_x[w] * x / width) +
-                            phase[w]);
+            sum += std::cos(two_pi * (freq_y[w] * y / height + freq_x[w] * x / width) + phase[w]);
           out[y * width + x] =
-              static_cast<float>(128.0 + prototype_amplitude * sum / waves_per_channel);
+            static_cast<float>(128.0 + prototype_amplitude * sum / waves_per_channel);
         }
       }
     }
@@ -84,7 +84,8 @@ std::vector<float> class_prototypes(const synthetic_options& options, const std:
 }
 
 // The stream of example `index`: its first draw is the label (make_example).
-splitmix_stream example_stream(const synthetic_options& options, std::uint64_t split_tag, std::int64_t index) {
+splitmix_stream example_stream(const synthetic_options& options, std::uint64_t split_tag,
+                               std::int64_t index) {
   return splitmix_stream(mix_seed({options.seed, split_tag, std::uint64_t(index)}));
 }
 
@@ -137,11 +138,10 @@ std::shared_ptr<const dataset> make_synthetic(const synthetic_options& options, 
 
   std::ostringstream description;
   description << "synthetic " << (which == split::train ? "train" : "test") << " ("
-              << shape_string(options.sample_shape) << ", " << options.classes
-              << " classes, seed " << options.seed << ")";
-  return std::make_shared<const dataset>(description.str(), options.sample_shape,
-                                         options.classes, std::move(pixels),
-                                         std::move(labels));
+              << shape_string(options.sample_shape) << ", " << options.classes << " classes, seed "
+              << options.seed << ")";
+  return std::make_shared<const dataset>(description.str(), options.sample_shape, options.classes,
+                                         std::move(pixels), std::move(labels));
 }
 
 } // namespace troupe

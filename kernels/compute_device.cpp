@@ -21,7 +21,8 @@ bool all_digits(const std::string& text) {
 std::string gpu_list(const device_report& here) {
   std::string list;
   for (const auto& gpu : here.gpus)
-    list += (list.empty() ? "" : ", ") + std::string("gpu:") + std::to_string(gpu.index) + " (" + gpu.name + ")";
+    list += (list.empty() ? "" : ", ") + std::string("gpu:") + std::to_string(gpu.index) + " ("
+            + gpu.name + ")";
   return list;
 }
 
@@ -35,7 +36,8 @@ compute_device parse_compute_device(const std::string& text) {
     if (text.compare(0, p.size(), p) == 0 && all_digits(text.substr(p.size())))
       return compute_device{device_kind::cuda, std::stoi(text.substr(p.size()))};
   }
-  throw std::invalid_argument("device '" + text + "' is not cpu or gpu:N (N the GPU's index, e.g. gpu:0)");
+  throw std::invalid_argument("device '" + text
+                              + "' is not cpu or gpu:N (N the GPU's index, e.g. gpu:0)");
 }
 
 std::vector<compute_device> parse_compute_devices(const std::string& text) {
@@ -43,12 +45,13 @@ std::vector<compute_device> parse_compute_devices(const std::string& text) {
   std::size_t start = 0;
   for (;;) {
     const auto comma = text.find(',', start);
-    const auto item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const auto item =
+      text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     try {
       devices.push_back(parse_compute_device(item));
     } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument("devices '" + text + "', item " + std::to_string(devices.size() + 1) + ": "
-                                  + e.what());
+      throw std::invalid_argument("devices '" + text + "', item "
+                                  + std::to_string(devices.size() + 1) + ": " + e.what());
     }
     if (comma == std::string::npos)
       return devices;
@@ -60,9 +63,13 @@ namespace {
 std::atomic<convolution_algorithms> chosen_convolution_algorithms{convolution_algorithms::exact};
 } // namespace
 
-void set_convolution_algorithms(convolution_algorithms choice) { chosen_convolution_algorithms = choice; }
+void set_convolution_algorithms(convolution_algorithms choice) {
+  chosen_convolution_algorithms = choice;
+}
 
-convolution_algorithms current_convolution_algorithms() { return chosen_convolution_algorithms; }
+convolution_algorithms current_convolution_algorithms() {
+  return chosen_convolution_algorithms;
+}
 
 convolution_algorithms parse_convolution_algorithms(const std::string& text) {
   if (text == "exact")
@@ -81,12 +88,15 @@ void require_devices(const std::vector<compute_device>& wanted, const device_rep
     if (device.kind == device_kind::cpu)
       continue;
     if (!here.cuda_compiled)
-      throw std::runtime_error("device " + to_string(device) + " is not available: this troupe was built "
-                               "without CUDA (TROUPE_CUDA=OFF, or no nvcc and cuDNN at build time)");
+      throw std::runtime_error(
+        "device " + to_string(device)
+        + " is not available: this troupe was built "
+          "without CUDA (TROUPE_CUDA=OFF, or no nvcc and cuDNN at build time)");
     if (device.index >= static_cast<int>(here.gpus.size()))
-      throw std::runtime_error("device " + to_string(device) + " is not available: this machine has "
-                               + (here.gpus.empty() ? "no GPU (" + here.why_no_gpu + ")"
-                                                    : std::to_string(here.gpus.size()) + " GPU(s): " + gpu_list(here)));
+      throw std::runtime_error(
+        "device " + to_string(device) + " is not available: this machine has "
+        + (here.gpus.empty() ? "no GPU (" + here.why_no_gpu + ")"
+                             : std::to_string(here.gpus.size()) + " GPU(s): " + gpu_list(here)));
   }
 }
 

@@ -20,7 +20,8 @@ namespace troupe::device_memory {
 /// `count` floats on GPU `device`, zero-filled when `zero`; freed with the last handle.
 std::shared_ptr<float> allocate(int device, std::int64_t count, bool zero);
 /// Copies `bytes` from `src` (on `from`) to `dst` (on `to`); the GPU side is `device`.
-void copy(void* dst, device_kind to, const void* src, device_kind from, std::size_t bytes, int device);
+void copy(void* dst, device_kind to, const void* src, device_kind from, std::size_t bytes,
+          int device);
 /// Sets `count` floats at `first` on GPU `device` to `value`.
 void fill(float* first, std::int64_t count, float value, int device);
 

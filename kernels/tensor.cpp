@@ -51,11 +51,11 @@ std::string shape_string(const shape_t& shape) {
 
 std::size_t dtype_size(dtype type) {
   switch (type) {
-    case dtype::f32:
-      return 4;
-    case dtype::f16:
-    case dtype::bf16:
-      return 2;
+  case dtype::f32:
+    return 4;
+  case dtype::f16:
+  case dtype::bf16:
+    return 2;
   }
   return 4;
 }
@@ -122,7 +122,9 @@ float* tensor::device_data() {
   return storage_.get();
 }
 
-const float* tensor::device_data() const { return const_cast<tensor*>(this)->device_data(); }
+const float* tensor::device_data() const {
+  return const_cast<tensor*>(this)->device_data();
+}
 
 tensor tensor::to_host() const {
   if (device_ == device_kind::cpu)

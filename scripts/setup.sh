@@ -13,6 +13,7 @@ packages=(
   nlohmann-json3-dev        # every JSON text: metrics lines, safetensors headers
   libcli11-dev              # the troupe command's flags (apps/flags.cpp)
   clang libclang-rt-14-dev  # the wire decoder's fuzz test (scripts/fuzz_frames.sh)
+  clang-format              # .ci/run checks the sources against .clang-format
   openmpi-bin iproute2      # cluster tests: a job under mpirun, hosts in network namespaces
   openssl                   # the README's `openssl rand` for a cluster secret (cli:readme_commands)
 )

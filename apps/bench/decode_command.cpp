@@ -77,7 +77,7 @@ int decode_bench_command(const std::vector<std::string>& args) {
   records.path = data;
   records.index_path = index;
   records.image_shape = parse_shape("image-shape", shape_text);
-  records.classes = 1 << 30;  // any label is fine here: this measures images, not classes
+  records.classes = 1 << 30; // any label is fine here: this measures images, not classes
   const auto dataset = open_record_dataset(records);
   batch_source_options options;
   options.batch_size = batch_size;
@@ -94,7 +94,7 @@ int decode_bench_command(const std::vector<std::string>& args) {
     const int threads = static_cast<int>(count);
     check_range("threads", threads, 1, 1024);
     tbb::global_control cap(tbb::global_control::max_allowed_parallelism, std::size_t(threads));
-    time_epoch(source, 0);  // warm-up: page cache, allocations
+    time_epoch(source, 0); // warm-up: page cache, allocations
     std::vector<double> seconds, cpu;
     for (std::int64_t e = 1; e <= epochs; ++e) {
       const auto t = time_epoch(source, e);

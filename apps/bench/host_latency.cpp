@@ -31,7 +31,7 @@ training_job lenet_job(const std::string& network, std::int64_t steps, bool synt
     job.train_data.name = job.validation_data.name = "synthetic";
     job.validation_data.which = split::test;
   }
-  job.train_data.synthetic_size = steps * 128 * 6 / 5;  // the train split is 5/6
+  job.train_data.synthetic_size = steps * 128 * 6 / 5; // the train split is 5/6
   job.validation_data = job.train_data;
   job.validation_data.which = split::test;
   job.validate = false;
@@ -70,8 +70,7 @@ void run_round(const training_job& job, int scheduler_threads, bool detached, in
   const double longest = gaps.empty() ? 0 : gaps.back();
   const double p99 = gaps.empty() ? 0 : gaps[gaps.size() * 99 / 100];
   std::printf("%-10s %9d %9s %8zu %12.2f %10.2f %12.0f\n", job.model.network.c_str(),
-              scheduler_threads, detached ? "yes" : "no", gaps.size(), longest, p99,
-              samples_per_s);
+              scheduler_threads, detached ? "yes" : "no", gaps.size(), longest, p99, samples_per_s);
   std::fflush(stdout);
 }
 
@@ -102,8 +101,8 @@ int main(int argc, char** argv) {
       job.validation_data = job.train_data;
       job.train_batches.part = 0;
     }
-    std::printf("%-10s %9s %9s %8s %12s %10s %12s\n", "network", "sched thr", "detached",
-                "ticks", "longest ms", "p99 ms", "samples/s");
+    std::printf("%-10s %9s %9s %8s %12s %10s %12s\n", "network", "sched thr", "detached", "ticks",
+                "longest ms", "p99 ms", "samples/s");
     for (int r = 0; r < rounds; ++r)
       for (bool detached : {true, false})
         run_round(job, scheduler_threads, detached, steps);

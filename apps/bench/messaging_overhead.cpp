@@ -5,11 +5,12 @@
 // parallel and leave the CPU to the actors): the first third is "forward", the rest "backward",
 // producing the gradients of the model's --keys equal tensors (--model-mb in all) one after
 // the other, last layer first. Pushes go through the same wiring training uses
-// (graph/placement.hpp planned, actors/topology_wiring.hpp spawned): the key plan's slices and push groups, one BSP aggregator per
-// shard, --shards parameter shards. With overlap a push group leaves as soon as its keys are
-// "computed"; without, all leave after backward. A step ends when every group's weights are
-// back and backward is done. The ideal is 1000 / step-ms steps per second; the rest is the
-// wiring: messages, the aggregator's weighted sum (reads W x model bytes), the SGD update.
+// (graph/placement.hpp planned, actors/topology_wiring.hpp spawned): the key plan's slices and push
+// groups, one BSP aggregator per shard, --shards parameter shards. With overlap a push group leaves
+// as soon as its keys are "computed"; without, all leave after backward. A step ends when every
+// group's weights are back and backward is done. The ideal is 1000 / step-ms steps per second; the
+// rest is the wiring: messages, the aggregator's weighted sum (reads W x model bytes), the SGD
+// update.
 //
 // Tensors are never copied by messaging inside a process: every worker pushes the same
 // gradient buffers (or views of them) step after step, and the weights it receives come from
@@ -24,10 +25,10 @@
 
 #include <caf/all.hpp>
 
-#include <troupe/actors/messages.hpp>
-#include <troupe/actors/topology_wiring.hpp>
 #include "apps/flags.hpp"
 #include "apps/integer_text.hpp"
+#include <troupe/actors/messages.hpp>
+#include <troupe/actors/topology_wiring.hpp>
 #include <troupe/cluster/local_node.hpp>
 #include <troupe/kernels/threading.hpp>
 
@@ -42,13 +43,13 @@ using step_atom = caf::atom_constant<caf::atom("step")>;
 using layer_atom = caf::atom_constant<caf::atom("layer")>;
 
 struct stand_in_state {
-  std::vector<tensor> gradients;  // one per parameter, pushed unchanged every step
+  std::vector<tensor> gradients; // one per parameter, pushed unchanged every step
   std::vector<shard_route> routes;
   std::vector<push_group> groups;
   push_tracker tracker;
   bool overlap = true;
   std::chrono::microseconds forward{0}, per_layer{0};
-  std::chrono::steady_clock::time_point step_start;  // layers are due at fixed offsets from it
+  std::chrono::steady_clock::time_point step_start; // layers are due at fixed offsets from it
   std::int64_t steps_left = 0, step = 0;
   std::size_t answers_missing = 0;
   bool backward_done = false;
@@ -79,7 +80,8 @@ void push_group_now(stand_in self, std::size_t g) {
   push.worker = route.source_index;
   push.samples = 32;
   push.keys = group.keys;
-  push.gradients = group_gradients(route, group, [&](std::size_t slot) { return st.gradients[slot]; });
+  push.gradients =
+    group_gradients(route, group, [&](std::size_t slot) { return st.gradients[slot]; });
   const bool watch = route.source_index == 0 && group.shard == 0 && group.keys.front() == 0;
   self->request(route.shard, bench_timeout, push_atom::value, std::move(push))
     .then(
@@ -95,10 +97,10 @@ void push_group_now(stand_in self, std::size_t g) {
 // Timers against deadlines from the step's start, so timer slack does not add up over layers.
 void schedule_layer(stand_in self, std::size_t slot) {
   auto& st = self->state;
-  const auto layers_done = st.gradients.size() - slot;  // this one included
+  const auto layers_done = st.gradients.size() - slot; // this one included
   const auto due = st.step_start + st.forward + st.per_layer * static_cast<int>(layers_done);
-  const auto wait = std::max(std::chrono::steady_clock::duration::zero(),
-                             due - std::chrono::steady_clock::now());
+  const auto wait =
+    std::max(std::chrono::steady_clock::duration::zero(), due - std::chrono::steady_clock::now());
   self->delayed_send(self, wait, layer_atom::value, slot);
 }
 
@@ -182,10 +184,9 @@ figures run_once(const bench_setup& b, int workers, bool overlap) {
   job.optimizer.schedule.base_lr = 0.01f;
   const auto plan = plan_placement(job, data_facts{}, params);
   std::vector<caf::actor> actors;
-  auto targets = spawn_push_side(sys, plan, initial, job.optimizer,
-                                 [&](const caf::actor& a, const planned_actor&, const caf::actor&) {
-                                   actors.push_back(a);
-                                 });
+  auto targets = spawn_push_side(
+    sys, plan, initial, job.optimizer,
+    [&](const caf::actor& a, const planned_actor&, const caf::actor&) { actors.push_back(a); });
   std::vector<caf::actor> computes;
   for (int w = 0; w < workers; ++w) {
     std::vector<tensor> grads;
@@ -257,8 +258,8 @@ int main(int argc, char** argv) {
     const double ideal = 1000.0 / b.step_ms;
     std::printf("model %.1f MB in %d keys, %d shard(s), stand-in step %d ms: ideal %.2f steps/s\n",
                 static_cast<double>(b.floats) * 4 / 1e6, b.keys, b.shards, b.step_ms, ideal);
-    std::printf("%8s %8s %10s %10s %12s %16s %12s\n", "workers", "overlap", "steps/s",
-                "of ideal", "ms/step", "overhead ms", "weight bufs");
+    std::printf("%8s %8s %10s %10s %12s %16s %12s\n", "workers", "overlap", "steps/s", "of ideal",
+                "ms/step", "overhead ms", "weight bufs");
     std::stringstream list(workers_text);
     for (std::string item; std::getline(list, item, ',');) {
       const auto w = static_cast<int>(flag_integer("workers", item, INT32_MIN, INT32_MAX));

@@ -120,7 +120,8 @@ void raw_serve(std::uint16_t& port, int connections) {
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 || ::listen(listener, 16) != 0)
+  if (::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0
+      || ::listen(listener, 16) != 0)
     fail("bind/listen");
   socklen_t length = sizeof address;
   ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);

@@ -16,8 +16,8 @@ namespace troupe::bench {
 void raw_serve(std::uint16_t& port, int connections);
 
 struct raw_step_plan {
-  std::vector<std::uint16_t> ports;  ///< one connection per server
-  std::vector<int> frames;           ///< frames per step to each server
+  std::vector<std::uint16_t> ports; ///< one connection per server
+  std::vector<int> frames;          ///< frames per step to each server
   std::int64_t frame_bytes = 4 << 20;
 };
 

@@ -24,7 +24,8 @@ namespace troupe {
 
 int scaling_bench_command(const std::vector<std::string>& args) {
   const char* dir = std::getenv("TROUPE_SCRIPTS_DIR");
-  const std::string script = std::string(dir && *dir ? dir : TROUPE_SCRIPTS_DIR) + "/bench_scaling.py";
+  const std::string script =
+    std::string(dir && *dir ? dir : TROUPE_SCRIPTS_DIR) + "/bench_scaling.py";
   if (::access(script.c_str(), R_OK) != 0) {
     std::cerr << "troupe bench scaling: cannot read " << script << " (" << std::strerror(errno)
               << "): set TROUPE_SCRIPTS_DIR to the folder holding bench_scaling.py\n";

@@ -8,8 +8,7 @@
 
 namespace troupe::bench {
 
-template <class Step>
-double timed_steps(int warmup, int steps, Step&& step) {
+template <class Step> double timed_steps(int warmup, int steps, Step&& step) {
   std::int64_t number = 0;
   for (int i = 0; i < warmup; ++i)
     step(number++);

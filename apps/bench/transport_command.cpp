@@ -9,11 +9,11 @@
 //
 // The same executable plays every part: `--role server|worker` (internal) runs one side and
 // talks to the orchestrating process over its standard input and output.
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <csignal>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,8 +37,8 @@ namespace {
 
 struct child {
   pid_t pid = -1;
-  FILE* out = nullptr;  // its standard output
-  int in = -1;          // its standard input: closing it ends a server
+  FILE* out = nullptr; // its standard output
+  int in = -1;         // its standard input: closing it ends a server
 };
 
 // Starts this executable with `args`; its stdin and stdout become pipes to us.
@@ -109,9 +109,11 @@ std::string case_name(const bench_case& b) {
 // One round of one system: fresh server and worker processes; the slowest worker's seconds.
 double run_round(const bench_case& b, const std::string& system, int warmup, int steps) {
   const auto& l = b.layout;
-  std::vector<std::string> shape{"--system", system, "--servers", std::to_string(l.servers),
-                                 "--keys", std::to_string(l.keys), "--key-bytes",
-                                 std::to_string(l.key_bytes), "--workers", std::to_string(b.workers),
+  std::vector<std::string> shape{"--system",        system,
+                                 "--servers",       std::to_string(l.servers),
+                                 "--keys",          std::to_string(l.keys),
+                                 "--key-bytes",     std::to_string(l.key_bytes),
+                                 "--workers",       std::to_string(b.workers),
                                  "--local-sockets", l.local_sockets ? "on" : "off"};
   std::vector<child> servers, workers;
   std::string ports;
@@ -123,8 +125,8 @@ double run_round(const bench_case& b, const std::string& system, int warmup, int
   }
   for (int w = 0; w < b.workers; ++w) {
     auto args = shape;
-    args.insert(args.end(), {"--role", "worker", "--ports", ports, "--warmup", std::to_string(warmup),
-                             "--steps", std::to_string(steps)});
+    args.insert(args.end(), {"--role", "worker", "--ports", ports, "--warmup",
+                             std::to_string(warmup), "--steps", std::to_string(steps)});
     workers.push_back(start(args));
   }
   double slowest = 0;
@@ -162,7 +164,7 @@ int run_role(const std::string& role, const std::string& system, const bench::tr
     std::string ignored;
     while (std::getline(std::cin, ignored)) {
     }
-    std::_Exit(0);  // the serving threads are mid-read; nothing is left to flush
+    std::_Exit(0); // the serving threads are mid-read; nothing is left to flush
   }
   std::vector<std::uint16_t> ports;
   for (double p : parse_number_list("ports", ports_text))
@@ -185,8 +187,8 @@ int run_role(const std::string& role, const std::string& system, const bench::tr
 } // namespace
 
 int transport_bench_command(const std::vector<std::string>& args) {
-  std::string role, system = "troupe", ports, layouts = "1x1,2x2", patterns = "15x4194304,60x1048576",
-              local_sockets = "on";
+  std::string role, system = "troupe", ports, layouts = "1x1,2x2",
+                    patterns = "15x4194304,60x1048576", local_sockets = "on";
   int servers = 1, keys = 15, server = 0, workers = 1, steps = 10, warmup = 3, rounds = 3;
   std::int64_t key_bytes = 4 << 20;
   flag_set f("bench transport",
@@ -197,7 +199,8 @@ int transport_bench_command(const std::vector<std::string>& args) {
   f.add("steps", steps, "timed steps per round");
   f.add("warmup", warmup, "untimed steps first (fresh connections fault their pages in)");
   f.add("rounds", rounds, "rounds per case and system, alternating the systems");
-  f.add("local-sockets", local_sockets, "on: Troupe's workers reach the servers through Unix sockets (as troupe "
+  f.add("local-sockets", local_sockets,
+        "on: Troupe's workers reach the servers through Unix sockets (as troupe "
         "node does on one host); off: TCP, as the raw system");
   f.add("role", role, "internal: server | worker");
   f.add("system", system, "internal: troupe | raw");
@@ -213,8 +216,8 @@ int transport_bench_command(const std::vector<std::string>& args) {
   }
   const bool local = on_off("local-sockets", local_sockets);
   if (!role.empty())
-    return run_role(role, system, bench::transport_layout{servers, keys, key_bytes, local}, server, ports,
-                    warmup, steps);
+    return run_role(role, system, bench::transport_layout{servers, keys, key_bytes, local}, server,
+                    ports, warmup, steps);
 
   std::vector<bench_case> cases;
   for (const auto& layout : split_names(layouts))
@@ -224,25 +227,30 @@ int transport_bench_command(const std::vector<std::string>& args) {
       if (lw.size() != 2 || pk.size() != 2 || lw[0] < 1 || lw[1] < 1 || pk[0] < lw[1]
           || static_cast<std::int64_t>(pk[1]) % 8 != 0 || pk[1] < 8)
         throw usage_error("bench transport: bad case " + layout + " / " + pattern
-                          + " (WORKERSxSERVERS, KEYSxBYTES with at least one key per server and bytes a multiple of 8)");
+                          + " (WORKERSxSERVERS, KEYSxBYTES with at least one key per server and "
+                            "bytes a multiple of 8)");
       cases.push_back({static_cast<int>(lw[0]),
-                       {static_cast<int>(lw[1]), static_cast<int>(pk[0]), static_cast<std::int64_t>(pk[1]), local}});
+                       {static_cast<int>(lw[1]), static_cast<int>(pk[0]),
+                        static_cast<std::int64_t>(pk[1]), local}});
     }
-  std::map<std::string, std::vector<double>> rates;  // case|system -> steps/s
+  std::map<std::string, std::vector<double>> rates; // case|system -> steps/s
   std::cout << "case                          system  round  steps/s   GB/s\n";
   for (int r = 0; r < rounds; ++r)
     for (const auto& c : cases)
       for (const std::string system_name : {r % 2 ? "troupe" : "raw", r % 2 ? "raw" : "troupe"}) {
         const double seconds = run_round(c, system_name, warmup, steps);
         const double rate = steps / seconds;
-        const double bytes = 2.0 * c.workers * c.layout.keys * static_cast<double>(c.layout.key_bytes);
+        const double bytes =
+          2.0 * c.workers * c.layout.keys * static_cast<double>(c.layout.key_bytes);
         rates[case_name(c) + "|" + system_name].push_back(rate);
         std::cout << std::left << std::setw(30) << case_name(c) << std::setw(8) << system_name
-                  << std::setw(7) << r << std::fixed << std::setprecision(2) << std::setw(10) << rate
-                  << bytes * rate / 1e9 << std::endl;
+                  << std::setw(7) << r << std::fixed << std::setprecision(2) << std::setw(10)
+                  << rate << bytes * rate / 1e9 << std::endl;
       }
-  std::cout << "\nmedians (" << rounds << " rounds, " << steps << " steps each; GB/s counts both directions of every worker)\n"
-            << "case                          raw steps/s  troupe steps/s  troupe GB/s  troupe/raw\n";
+  std::cout
+    << "\nmedians (" << rounds << " rounds, " << steps
+    << " steps each; GB/s counts both directions of every worker)\n"
+    << "case                          raw steps/s  troupe steps/s  troupe GB/s  troupe/raw\n";
   double worst = 1e9;
   for (const auto& c : cases) {
     const double raw = median(rates[case_name(c) + "|raw"]);

@@ -11,8 +11,8 @@
 #include <caf/all.hpp>
 
 #include <troupe/actors/actor_errors.hpp>
-#include <troupe/cluster/local_node.hpp>
 #include <troupe/cluster/channel.hpp>
+#include <troupe/cluster/local_node.hpp>
 #include <troupe/cluster/remote_proxies.hpp>
 
 namespace troupe::bench {
@@ -25,7 +25,8 @@ const char* const bench_secret = "troupe transport benchmark secret";
 wire_keys keys_of(const transport_layout& layout) {
   wire_keys keys;
   for (int s = 0; s < layout.servers; ++s)
-    keys.shards.emplace_back(static_cast<std::size_t>(layout.keys_of(s)), shape_t{layout.key_bytes / 4});
+    keys.shards.emplace_back(static_cast<std::size_t>(layout.keys_of(s)),
+                             shape_t{layout.key_bytes / 4});
   return keys;
 }
 
@@ -74,7 +75,9 @@ push_target_actor spawn_summing_shard(caf::actor_system& system, std::vector<ten
   });
 }
 
-local_node_config network_config() { return local_node_config(local_node_options{}); }
+local_node_config network_config() {
+  return local_node_config(local_node_options{});
+}
 
 } // namespace
 
@@ -88,7 +91,8 @@ void troupe_serve(const transport_layout& layout, int server, std::uint16_t& por
     weights.back().fill(0.5f);
   }
   auto options = options_of(layout, node_kind::server);
-  options.serving->set<remote_interface::push_target>(static_cast<std::uint32_t>(server), spawn_summing_shard(*system, std::move(weights)));
+  options.serving->set<remote_interface::push_target>(
+    static_cast<std::uint32_t>(server), spawn_summing_shard(*system, std::move(weights)));
   auto listener = spawn_listener(*system, "127.0.0.1", 0, options);
   if (!listener)
     throw std::runtime_error(system->render(listener.error()));
@@ -105,7 +109,8 @@ double troupe_worker(const transport_layout& layout, const std::vector<std::uint
   std::vector<channel_actor> links;
   std::vector<push_target_actor> shards;
   for (std::size_t s = 0; s < ports.size(); ++s) {
-    auto link = connect_channel(system, "127.0.0.1", ports[s], options_of(layout, node_kind::worker));
+    auto link =
+      connect_channel(system, "127.0.0.1", ports[s], options_of(layout, node_kind::worker));
     if (!link)
       throw std::runtime_error(error_text(link.error()));
     links.push_back(*link);
@@ -116,7 +121,9 @@ double troupe_worker(const transport_layout& layout, const std::vector<std::uint
   caf::scoped_actor self{system};
   auto step = [&](std::int64_t number) {
     // Every push leaves before any answer is awaited: the links carry them all at once.
-    std::vector<decltype(self->request(shards[0], caf::infinite, push_atom::value, gradient_push{}))> answers;
+    std::vector<decltype(self->request(shards[0], caf::infinite, push_atom::value,
+                                       gradient_push{}))>
+      answers;
     for (std::size_t s = 0; s < shards.size(); ++s) {
       for (int k = 0; k < layout.keys_of(static_cast<int>(s)); ++k) {
         gradient_push push;
@@ -124,7 +131,8 @@ double troupe_worker(const transport_layout& layout, const std::vector<std::uint
         push.samples = 1;
         push.keys = {static_cast<std::size_t>(k)};
         push.gradients = {gradient};
-        answers.push_back(self->request(shards[s], std::chrono::seconds(60), push_atom::value, std::move(push)));
+        answers.push_back(
+          self->request(shards[s], std::chrono::seconds(60), push_atom::value, std::move(push)));
       }
     }
     for (auto& answer : answers)
@@ -141,9 +149,11 @@ double troupe_worker(const transport_layout& layout, const std::vector<std::uint
     self->send(l, send_atom::value, wire_message{shutdown_message{"the benchmark finished", true}});
   }
   for (std::size_t closed = 0; closed < links.size(); ++closed)
-    self->receive([](const caf::down_msg&) {}, caf::after(std::chrono::seconds(10)) >> [&] {
-      closed = links.size();  // a server that does not close: leave it
-    });
+    self->receive([](const caf::down_msg&) {},
+                  caf::after(std::chrono::seconds(10)) >>
+                    [&] {
+                      closed = links.size(); // a server that does not close: leave it
+                    });
   return seconds;
 }
 

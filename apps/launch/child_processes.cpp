@@ -331,7 +331,7 @@ void child_processes::end_restarted_without_peers() {
     bool others_gone = true, others_failed = false;
     for (const auto& o : children_) {
       if (&o == &c || (o.name == c.name && o.exited))
-        continue;  // itself, and the earlier runs of its name
+        continue; // itself, and the earlier runs of its name
       others_gone = others_gone && o.exited;
       others_failed = others_failed || (o.exited && o.status != 0);
     }
@@ -360,7 +360,7 @@ void child_processes::on_exit(child& c, int status) {
   if (!failed(status))
     return;
   if (stop_signal_ != 0 && WIFEXITED(status) && WEXITSTATUS(status) == 128 + stop_signal_)
-    return;  // it stopped as asked (a node interrupted says where itself)
+    return; // it stopped as asked (a node interrupted says where itself)
   auto& log = *options_.err;
   log << "launch: " << c.name << " (pid " << c.pid << ") ";
   if (WIFEXITED(status))
@@ -373,8 +373,8 @@ void child_processes::on_exit(child& c, int status) {
   // until its join timeout.
   // A child that has a way back (a scheduler: --resume) is started again, its output under
   // the same name.
-  if (!c.spec.restart_argv.empty() && c.spec.restarts > 0 && WIFSIGNALED(status) && !term_sent_ && !term_at_
-      && stop_signal_ == 0) {
+  if (!c.spec.restart_argv.empty() && c.spec.restarts > 0 && WIFSIGNALED(status) && !term_sent_
+      && !term_at_ && stop_signal_ == 0) {
     auto again = c.spec;
     again.argv = c.spec.restart_argv;
     again.restarts = c.spec.restarts - 1;
@@ -384,8 +384,8 @@ void child_processes::on_exit(child& c, int status) {
     return;
   }
   if (c.expendable && WIFSIGNALED(status) && !term_sent_ && !term_at_) {
-    log << "launch: the run goes on if the scheduler can do without " << c.name << " (on_worker_loss, replicas)"
-        << std::endl;
+    log << "launch: the run goes on if the scheduler can do without " << c.name
+        << " (on_worker_loss, replicas)" << std::endl;
     return;
   }
   if (!failure_status_)

@@ -15,8 +15,8 @@
 #include <functional>
 #include <iostream>
 #include <optional>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace troupe::launch {
@@ -106,9 +106,9 @@ private:
     output_stream out, err;
     bool exited = false;
     bool expendable = false;
-    child_spec spec;  // as started (a restart starts from it)
-    int restarted = 0;  // times its name was started again before this one
-    int status = -1;    // once exited: its exit status, or 128 + the signal that killed it
+    child_spec spec;   // as started (a restart starts from it)
+    int restarted = 0; // times its name was started again before this one
+    int status = -1;   // once exited: its exit status, or 128 + the signal that killed it
   };
   using clock = std::chrono::steady_clock;
 
@@ -135,7 +135,8 @@ private:
   bool term_sent_ = false;
   int stop_signal_ = 0;
   std::optional<int> failure_status_;
-  std::vector<std::pair<child_spec, int>> due_restarts_;  // started after the reaping that found them killed
+  std::vector<std::pair<child_spec, int>>
+    due_restarts_; // started after the reaping that found them killed
 };
 
 } // namespace troupe::launch

@@ -2,9 +2,9 @@
 #include "apps/launch/hosts_file.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <cctype>
 #include <fstream>
 #include <sstream>
 #include <string_view>
@@ -77,7 +77,8 @@ std::vector<host> read_hosts_file(const std::string& path) {
   errno = 0;
   std::ifstream in(path);
   if (!in)
-    throw usage_error("cannot open hosts file " + path + ": " + std::strerror(errno ? errno : EACCES));
+    throw usage_error("cannot open hosts file " + path + ": "
+                      + std::strerror(errno ? errno : EACCES));
   return parse_hosts(in, path);
 }
 

@@ -12,7 +12,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // The value of `--NAME V` / `--NAME=V` at args[i], advancing i past it; nothing elsewhere.
-std::optional<std::string> value_at(const std::vector<std::string>& args, std::size_t& i, const std::string& name) {
+std::optional<std::string> value_at(const std::vector<std::string>& args, std::size_t& i,
+                                    const std::string& name) {
   const auto flag = "--" + name;
   if (args[i] == flag && i + 1 < args.size())
     return args[++i];
@@ -46,7 +47,8 @@ std::optional<saved_epoch> newest_checkpoint(const std::string& prefix) {
   for (const auto& entry : it) {
     const auto file = entry.path().filename().string();
     std::smatch m;
-    if (file.rfind(stem, 0) != 0 || !std::regex_match(file.cbegin() + static_cast<long>(stem.size()), file.cend(), m, name))
+    if (file.rfind(stem, 0) != 0
+        || !std::regex_match(file.cbegin() + static_cast<long>(stem.size()), file.cend(), m, name))
       continue;
     const auto digits = m[1].str();
     if (digits.size() > 15)
@@ -58,7 +60,8 @@ std::optional<saved_epoch> newest_checkpoint(const std::string& prefix) {
   return newest;
 }
 
-std::vector<std::string> resuming_from(const std::vector<std::string>& node_args, std::int64_t epoch) {
+std::vector<std::string> resuming_from(const std::vector<std::string>& node_args,
+                                       std::int64_t epoch) {
   std::vector<std::string> out;
   for (std::size_t i = 0; i < node_args.size(); ++i)
     if (!value_at(node_args, i, "load-epoch"))

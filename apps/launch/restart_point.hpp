@@ -28,6 +28,7 @@ struct saved_epoch {
 std::optional<saved_epoch> newest_checkpoint(const std::string& prefix);
 
 /// `node_args` resuming from `epoch`: any --load-epoch given is replaced.
-std::vector<std::string> resuming_from(const std::vector<std::string>& node_args, std::int64_t epoch);
+std::vector<std::string> resuming_from(const std::vector<std::string>& node_args,
+                                       std::int64_t epoch);
 
 } // namespace troupe::launch

@@ -6,14 +6,16 @@
 namespace troupe {
 
 bool interface_codec::takes(std::size_t kind, kind_role role) const {
-  return std::any_of(kinds.begin(), kinds.end(), [&](const kind_entry& e) { return e.kind == kind && e.role == role; });
+  return std::any_of(kinds.begin(), kinds.end(),
+                     [&](const kind_entry& e) { return e.kind == kind && e.role == role; });
 }
 
 namespace {
 
 std::array<const interface_codec*, remote_interfaces> all_codecs() {
-  return {&push_target_codec(), &compute_driver_codec(), &metrics_sink_codec(), &scheduler_control_codec(),
-          &member_control_codec(), &checkpoint_part_codec(), &shard_backup_codec()};
+  return {&push_target_codec(),       &compute_driver_codec(), &metrics_sink_codec(),
+          &scheduler_control_codec(), &member_control_codec(), &checkpoint_part_codec(),
+          &shard_backup_codec()};
 }
 
 } // namespace
@@ -33,13 +35,20 @@ const interface_codec& codec_of(remote_interface interface) {
 
 const char* to_string(remote_interface interface) {
   switch (interface) {
-    case remote_interface::push_target: return "push target";
-    case remote_interface::compute_driver: return "compute driver";
-    case remote_interface::metrics_sink: return "metrics sink";
-    case remote_interface::scheduler_control: return "scheduler control";
-    case remote_interface::member_control: return "member control";
-    case remote_interface::checkpoint_part: return "checkpoint part";
-    case remote_interface::shard_backup: return "shard backup";
+  case remote_interface::push_target:
+    return "push target";
+  case remote_interface::compute_driver:
+    return "compute driver";
+  case remote_interface::metrics_sink:
+    return "metrics sink";
+  case remote_interface::scheduler_control:
+    return "scheduler control";
+  case remote_interface::member_control:
+    return "member control";
+  case remote_interface::checkpoint_part:
+    return "checkpoint part";
+  case remote_interface::shard_backup:
+    return "shard backup";
   }
   return "unknown interface";
 }

@@ -32,8 +32,7 @@
 namespace troupe {
 
 /// The variant index of message type T (the kind a frame of it has).
-template <class T, std::size_t I = 0>
-constexpr std::size_t kind_of() {
+template <class T, std::size_t I = 0> constexpr std::size_t kind_of() {
   if constexpr (std::is_same_v<std::variant_alternative_t<I, wire_message>, T>)
     return I;
   else

@@ -19,10 +19,11 @@ void serve_scheduler_control(channel_pointer self, wire_message& message) {
   auto& st = self->state;
   auto node = st.options->serving->find<remote_interface::scheduler_control>(0);
   if (!node)
-    return refuse_peer(self, std::string("sent a ") + kind_name(message) + ", which this node does not take");
+    return refuse_peer(self, std::string("sent a ") + kind_name(message)
+                               + ", which this node does not take");
   const auto me = channel_of(self);
   if (auto* join = std::get_if<join_message>(&message)) {
-    join->seen_from = st.socket->peer();  // where the node really is, whatever it says
+    join->seen_from = st.socket->peer(); // where the node really is, whatever it says
     self->send(node, join_atom::value, me, std::move(*join));
   } else if (auto* ready = std::get_if<ready_message>(&message)) {
     self->send(node, ready_atom::value, me, std::move(*ready));
@@ -34,7 +35,8 @@ void serve_scheduler_control(channel_pointer self, wire_message& message) {
 void serve_member_control(channel_pointer self, wire_message& message) {
   auto node = self->state.options->serving->find<remote_interface::member_control>(0);
   if (!node)
-    return refuse_peer(self, std::string("sent a ") + kind_name(message) + ", which this node does not take");
+    return refuse_peer(self, std::string("sent a ") + kind_name(message)
+                               + ", which this node does not take");
   const auto me = channel_of(self);
   if (auto* assignment = std::get_if<assignment_message>(&message))
     self->send(node, assignment_atom::value, me, std::move(*assignment));
@@ -43,45 +45,50 @@ void serve_member_control(channel_pointer self, wire_message& message) {
   else if (auto* promote = std::get_if<promote_message>(&message))
     self->send(node, promote_atom::value, me, *promote);
   else
-    self->send(node, traffic_query_atom::value, me, std::move(std::get<traffic_query_message>(message)));
+    self->send(node, traffic_query_atom::value, me,
+               std::move(std::get<traffic_query_message>(message)));
 }
 
-std::string node_of(const wire_message&) { return "the node"; }
+std::string node_of(const wire_message&) {
+  return "the node";
+}
 
 // A node-control proxy ends with its channel: nothing it is told after that can be written.
-template <class Self>
-void end_with(Self* self, const channel_actor& channel) {
+template <class Self> void end_with(Self* self, const channel_actor& channel) {
   self->monitor(channel);
   self->set_down_handler([=](caf::down_msg&) { self->quit(); });
 }
 
 } // namespace
 
-scheduler_control_actor spawn_scheduler_control_proxy(caf::actor_system& system, channel_actor channel) {
-  return system.spawn([=](scheduler_control_actor::pointer self) -> scheduler_control_actor::behavior_type {
-    end_with(self, channel);
-    auto write = [=](wire_message m) { self->send(channel, send_atom::value, std::move(m)); };
-    return {
-      [=](join_atom, join_message& m) { write(std::move(m)); },
-      [=](ready_atom, ready_message& m) { write(std::move(m)); },
-      [=](traffic_atom, traffic_message& m) { write(std::move(m)); },
-      [=](goodbye_atom, shutdown_message& m) { write(std::move(m)); },
-    };
-  });
+scheduler_control_actor spawn_scheduler_control_proxy(caf::actor_system& system,
+                                                      channel_actor channel) {
+  return system.spawn(
+    [=](scheduler_control_actor::pointer self) -> scheduler_control_actor::behavior_type {
+      end_with(self, channel);
+      auto write = [=](wire_message m) { self->send(channel, send_atom::value, std::move(m)); };
+      return {
+        [=](join_atom, join_message& m) { write(std::move(m)); },
+        [=](ready_atom, ready_message& m) { write(std::move(m)); },
+        [=](traffic_atom, traffic_message& m) { write(std::move(m)); },
+        [=](goodbye_atom, shutdown_message& m) { write(std::move(m)); },
+      };
+    });
 }
 
 member_control_actor spawn_member_control_proxy(caf::actor_system& system, channel_actor channel) {
-  return system.spawn([=](member_control_actor::pointer self) -> member_control_actor::behavior_type {
-    end_with(self, channel);
-    auto write = [=](wire_message m) { self->send(channel, send_atom::value, std::move(m)); };
-    return {
-      [=](assignment_atom, assignment_message& m) { write(std::move(m)); },
-      [=](traffic_query_atom, traffic_query_message& m) { write(std::move(m)); },
-      [=](adopt_atom, adopt_message& m) { write(m); },
-      [=](promote_atom, promote_message& m) { write(m); },
-      [=](goodbye_atom, shutdown_message& m) { write(std::move(m)); },
-    };
-  });
+  return system.spawn(
+    [=](member_control_actor::pointer self) -> member_control_actor::behavior_type {
+      end_with(self, channel);
+      auto write = [=](wire_message m) { self->send(channel, send_atom::value, std::move(m)); };
+      return {
+        [=](assignment_atom, assignment_message& m) { write(std::move(m)); },
+        [=](traffic_query_atom, traffic_query_message& m) { write(std::move(m)); },
+        [=](adopt_atom, adopt_message& m) { write(m); },
+        [=](promote_atom, promote_message& m) { write(m); },
+        [=](goodbye_atom, shutdown_message& m) { write(std::move(m)); },
+      };
+    });
 }
 
 const interface_codec& scheduler_control_codec() {

@@ -14,7 +14,7 @@
 namespace troupe {
 
 struct proxy_state {
-  caf::error channel_lost;  // why the channel ended, once it has
+  caf::error channel_lost; // why the channel ended, once it has
   std::vector<caf::response_promise> waiting;
   static inline const char* name = "troupe.proxy";
 };
@@ -28,9 +28,10 @@ void watch_channel(Self* self, const channel_actor& channel, std::string what) {
     if (down.reason && down.reason.category() == error_category)
       st.channel_lost = down.reason;
     else
-      st.channel_lost = make_error(errc::peer_down, "the link to " + what + " ended"
-                                                      + (down.reason ? ": " + self->system().render(down.reason)
-                                                                     : std::string()));
+      st.channel_lost =
+        make_error(errc::peer_down,
+                   "the link to " + what + " ended"
+                     + (down.reason ? ": " + self->system().render(down.reason) : std::string()));
     for (auto& promise : st.waiting)
       if (promise.pending())
         promise.deliver(st.channel_lost);
@@ -43,16 +44,17 @@ void watch_channel(Self* self, const channel_actor& channel, std::string what) {
 // not what was asked).
 // The channel fails the request at `due` (or when it ends): the proxy sets no timer.
 template <class Answer, class Self, class AnswerOf>
-caf::result<Answer> call_channel(Self* self, const channel_actor& channel, wire_message request, deadline due,
-                                 AnswerOf answer_of) {
+caf::result<Answer> call_channel(Self* self, const channel_actor& channel, wire_message request,
+                                 deadline due, AnswerOf answer_of) {
   auto promise = self->make_response_promise();
   auto& st = self->state;
   if (st.channel_lost) {
     promise.deliver(st.channel_lost);
     return caf::delegated<Answer>{};
   }
-  st.waiting.erase(std::remove_if(st.waiting.begin(), st.waiting.end(), [](auto& p) { return !p.pending(); }),
-                   st.waiting.end());
+  st.waiting.erase(
+    std::remove_if(st.waiting.begin(), st.waiting.end(), [](auto& p) { return !p.pending(); }),
+    st.waiting.end());
   st.waiting.push_back(promise);
   self->request(channel, caf::infinite, call_atom::value, std::move(request), due)
     .then(

@@ -29,18 +29,22 @@ std::uint32_t shard_of(const wire_message& m) {
 // carried, and writes its answer (or failure) back.
 void serve_push_target(channel_pointer self, wire_message& message) {
   const auto shard = shard_of(message);
-  const auto request = std::holds_alternative<push_message>(message) ? std::get<push_message>(message).request
-                                                                      : std::get<pull_message>(message).request;
+  const auto request = std::holds_alternative<push_message>(message)
+                         ? std::get<push_message>(message).request
+                         : std::get<pull_message>(message).request;
   auto target = self->state.options->serving->find<remote_interface::push_target>(shard);
   if (!target)
     return refuse_unserved(self, request, remote_interface::push_target, shard);
-  auto on_weights = [=](weight_set& ws) { write_answer(self, weights_message{request, shard, std::move(ws)}, request); };
+  auto on_weights = [=](weight_set& ws) {
+    write_answer(self, weights_message{request, shard, std::move(ws)}, request);
+  };
   auto on_error = [=](caf::error& err) {
     // A request the target refuses (a bad key, a step from the future) is the peer's fault:
     // logged here naming the peer, and the peer's request fails with the reason.
     if (troupe_code(err) == errc::bad_request)
-      channel_log(self->state, "link to " + self->state.peer_name + ": refused its request to shard "
-                                 + std::to_string(shard) + ": " + error_text(err));
+      channel_log(self->state, "link to " + self->state.peer_name
+                                 + ": refused its request to shard " + std::to_string(shard) + ": "
+                                 + error_text(err));
     write_failure(self, request, as_served(self, err, "shard " + std::to_string(shard)));
   };
   // The target gives up at the frame's deadline (an aggregator names what it waited for);
@@ -51,8 +55,9 @@ void serve_push_target(channel_pointer self, wire_message& message) {
     self->request(target, wait, push_atom::value, std::move(push->push)).then(on_weights, on_error);
   } else if (const auto& pull = std::get<pull_message>(message); pull.rewind) {
     const auto due = deadline_of_frame(pull.remaining_ms);
-    self->request(caf::actor_cast<rewind_target_actor>(target), due.left_with_grace(), rewind_atom::value,
-                  pull.before_step, due)
+    self
+      ->request(caf::actor_cast<rewind_target_actor>(target), due.left_with_grace(),
+                rewind_atom::value, pull.before_step, due)
       .then(on_weights, on_error);
   } else {
     const auto due = deadline_of_frame(pull.remaining_ms);
@@ -63,7 +68,8 @@ void serve_push_target(channel_pointer self, wire_message& message) {
 caf::expected<weight_set> weights_of(wire_message& answer, std::uint32_t shard) {
   auto* w = std::get_if<weights_message>(&answer);
   if (!w || w->shard != shard)
-    return make_error(errc::bad_request, "shard " + std::to_string(shard) + " was answered with another shard's weights");
+    return make_error(errc::bad_request, "shard " + std::to_string(shard)
+                                           + " was answered with another shard's weights");
   return std::move(w->weights);
 }
 
@@ -81,7 +87,8 @@ const interface_codec& push_target_codec() {
   return codec;
 }
 
-push_target_actor spawn_push_target_proxy(caf::actor_system& system, channel_actor channel, std::uint32_t shard) {
+push_target_actor spawn_push_target_proxy(caf::actor_system& system, channel_actor channel,
+                                          std::uint32_t shard) {
   using proxy_actor = push_target_actor::extend_with<rewind_target_actor>;
   using pointer = proxy_actor::stateful_pointer<proxy_state>;
   return system.spawn([=](pointer self) -> proxy_actor::behavior_type {
@@ -90,13 +97,15 @@ push_target_actor spawn_push_target_proxy(caf::actor_system& system, channel_act
     return {
       [=](push_atom, gradient_push& push) {
         const auto due = push.due;
-        return call_channel<weight_set>(self, channel, push_message{0, shard, std::move(push)}, due, answer);
+        return call_channel<weight_set>(self, channel, push_message{0, shard, std::move(push)}, due,
+                                        answer);
       },
       [=](pull_atom, deadline due) {
         return call_channel<weight_set>(self, channel, pull_message{0, shard}, due, answer);
       },
       [=](rewind_atom, std::int64_t step, deadline due) {
-        return call_channel<weight_set>(self, channel, pull_message{0, shard, 0, true, step}, due, answer);
+        return call_channel<weight_set>(self, channel, pull_message{0, shard, 0, true, step}, due,
+                                        answer);
       },
     };
   });

@@ -23,16 +23,14 @@ std::string name_of(const config_overrides& o, const std::string& key) {
   return o.name_of ? o.name_of(key) : key;
 }
 
-template <typename T>
-void set_given(located<T>& target, T value) {
+template <typename T> void set_given(located<T>& target, T value) {
   target.value = std::move(value);
   target.span = source_span{};
   target.given = true;
 }
 
 // A number against the one range its key shares with its flag.
-template <typename T>
-T in_range(const config_overrides& o, const std::string& key, T v) {
+template <typename T> T in_range(const config_overrides& o, const std::string& key, T v) {
   const auto& range = range_of_key(key);
   if (!range.contains(static_cast<double>(v)))
     refuse(name_of(o, key) + " must be " + range_text(range) + ", got "
@@ -47,8 +45,8 @@ void refuse_unless(bool takes, bool given, const config_overrides& o, const std:
     refuse(name_of(o, key) + " does not apply to " + dataset + " data");
 }
 
-std::vector<std::int64_t> checked_shape(const config_overrides& o, const std::vector<std::int64_t>& shape,
-                                        bool recordio) {
+std::vector<std::int64_t> checked_shape(const config_overrides& o,
+                                        const std::vector<std::int64_t>& shape, bool recordio) {
   const auto name = name_of(o, "data.shape");
   if (shape.size() != 3)
     refuse(name + " must have 3 elements [channels, height, width]");
@@ -70,9 +68,10 @@ std::vector<double> checked_rgb(const config_overrides& o, const std::vector<dou
 
 // What read_data (job_config.cpp) makes of the statement the override stands for.
 data_config data_of(const data_override& d, const config_overrides& o) {
-  if (std::find(data_statement_calls.begin(), data_statement_calls.end(), d.dataset) == data_statement_calls.end())
-    refuse(name_of(o, "data.dataset") + ": unknown dataset '" + d.dataset + "' (known: "
-           + join_names(data_statement_calls) + ")");
+  if (std::find(data_statement_calls.begin(), data_statement_calls.end(), d.dataset)
+      == data_statement_calls.end())
+    refuse(name_of(o, "data.dataset") + ": unknown dataset '" + d.dataset
+           + "' (known: " + join_names(data_statement_calls) + ")");
   const bool synthetic = d.dataset == "synthetic";
   const bool recordio = d.dataset == "recordio";
   refuse_unless(!synthetic, d.dir.has_value(), o, recordio ? "data.path" : "data.dir", d.dataset);
@@ -84,15 +83,22 @@ data_config data_of(const data_override& d, const config_overrides& o) {
   refuse_unless(recordio, d.rgb_std.has_value(), o, "data.rgb_std", d.dataset);
   data_config out;
   set_given(out.dataset, d.dataset);
-  if (d.dir) set_given(out.dir, *d.dir);
-  if (d.index) set_given(out.index, *d.index);
-  if (d.shape) set_given(out.shape, checked_shape(o, *d.shape, recordio));
-  if (d.classes) set_given(out.classes, in_range(o, "data.classes", *d.classes));
-  if (d.examples) set_given(out.examples, in_range(o, "data.examples", *d.examples));
-  if (d.rgb_mean) set_given(out.rgb_mean, checked_rgb(o, *d.rgb_mean, "rgb_mean"));
-  if (d.rgb_std) set_given(out.rgb_std, checked_rgb(o, *d.rgb_std, "rgb_std"));
+  if (d.dir)
+    set_given(out.dir, *d.dir);
+  if (d.index)
+    set_given(out.index, *d.index);
+  if (d.shape)
+    set_given(out.shape, checked_shape(o, *d.shape, recordio));
+  if (d.classes)
+    set_given(out.classes, in_range(o, "data.classes", *d.classes));
+  if (d.examples)
+    set_given(out.examples, in_range(o, "data.examples", *d.examples));
+  if (d.rgb_mean)
+    set_given(out.rgb_mean, checked_rgb(o, *d.rgb_mean, "rgb_mean"));
+  if (d.rgb_std)
+    set_given(out.rgb_std, checked_rgb(o, *d.rgb_std, "rgb_std"));
   if (synthetic)
-    out.normalize.value = false;  // synthetic data has no standard normalization
+    out.normalize.value = false; // synthetic data has no standard normalization
   if (recordio && !out.shape.given)
     out.shape.value = {3, 224, 224};
   return out;
@@ -113,7 +119,7 @@ overridden_data apply_overrides(job_config& c, const config_overrides& o) {
   auto& workers = c.cluster.workers;
   if (o.workers)
     set_given(workers, in_range(o, "cluster.workers", *o.workers));
-  if (o.default_workers)  // asked even when a count was given: the asker may need the cluster
+  if (o.default_workers) // asked even when a count was given: the asker may need the cluster
     if (const auto count = o.default_workers(c.cluster); count && !workers.given)
       workers.value = *count;
   return given;

@@ -24,8 +24,8 @@ std::string format_diagnostic(const std::string& path, const std::string& text,
                               const source_span& span, const std::string& message) {
   if (span.line == 0)
     return path + ": " + message;
-  std::string out = path + ":" + std::to_string(span.line) + ":" + std::to_string(span.column)
-                    + ": " + message;
+  std::string out =
+    path + ":" + std::to_string(span.line) + ":" + std::to_string(span.column) + ": " + message;
   auto offset = std::min(span.offset, text.size());
   auto begin = offset;
   while (begin > 0 && text[begin - 1] != '\n')
@@ -35,13 +35,14 @@ std::string format_diagnostic(const std::string& path, const std::string& text,
   auto gutter = std::to_string(span.line);
   out += "\n " + gutter + " | " + line + "\n " + std::string(gutter.size(), ' ') + " | ";
   auto col = std::min<std::size_t>(span.column - 1, line.size());
-  auto width = std::max<std::size_t>(1, std::min(span.length, line.size() - std::min(col, line.size())));
+  auto width =
+    std::max<std::size_t>(1, std::min(span.length, line.size() - std::min(col, line.size())));
   out += std::string(col, ' ') + "^" + std::string(width - 1, '~');
   return out;
 }
 
-void throw_config_error(const std::string& path, const std::string& text,
-                        const source_span& span, const std::string& message) {
+void throw_config_error(const std::string& path, const std::string& text, const source_span& span,
+                        const std::string& message) {
   auto diagnostic = format_diagnostic(path, text, span, message);
   auto headline = diagnostic.substr(0, diagnostic.find('\n'));
   throw config_error(std::move(diagnostic), std::move(headline));

@@ -22,12 +22,12 @@
 
 namespace troupe {
 
-const std::vector<std::string> data_statement_calls{"fashion_mnist", "mnist", "cifar10", "synthetic",
-                                             "recordio"};
+const std::vector<std::string> data_statement_calls{"fashion_mnist", "mnist", "cifar10",
+                                                    "synthetic", "recordio"};
 
 namespace {
 
-const std::vector<std::string> sections{"cluster", "data", "model", "optimizer",
+const std::vector<std::string> sections{"cluster",  "data",     "model", "optimizer",
                                         "schedule", "topology", "train"};
 const std::vector<std::string> networks{"mlp", "lenet", "resnet", "inception_bn", "vgg"};
 const std::vector<std::string> schedules{"multi_step", "cosine", "constant"};
@@ -58,7 +58,7 @@ std::int64_t byte_count(const value_reader& r, const syntax_value& v, const std:
                         std::int64_t min, const std::string& why) {
   constexpr std::int64_t ceiling = key_plan_options::max_bytes;
   if (v.type == syntax_value::kind::number && v.integral && v.number < static_cast<double>(min)
-      && v.number > -static_cast<double>(ceiling))  // far below: r.integer's wording
+      && v.number > -static_cast<double>(ceiling)) // far below: r.integer's wording
     r.fail(v.span, key + " must be at least " + std::to_string(min) + " (" + why + "), got "
                      + std::to_string(static_cast<std::int64_t>(v.number)));
   return r.integer(v, key, min, ceiling);
@@ -67,16 +67,20 @@ std::int64_t byte_count(const value_reader& r, const syntax_value& v, const std:
 void read_cluster(const value_reader& r, const syntax_statement& st, cluster_config& c) {
   require_block_only(r, st);
   keyed_values k(r, "cluster", st.assignments,
-                 {"servers", "workers", "shards", "slice_bytes", "group_bytes", "overlap", "priority",
-                  "server_nodes", "worker_nodes", "on_worker_loss", "replicas", "scheduler", "listen",
-                  "join_timeout", "heartbeat", "peer_timeout", "request_timeout", "tcp_congestion", "link_mbit", "backward_ms"});
+                 {"servers",         "workers",        "shards",    "slice_bytes",
+                  "group_bytes",     "overlap",        "priority",  "server_nodes",
+                  "worker_nodes",    "on_worker_loss", "replicas",  "scheduler",
+                  "listen",          "join_timeout",   "heartbeat", "peer_timeout",
+                  "request_timeout", "tcp_congestion", "link_mbit", "backward_ms"});
   if (auto* v = k.find("servers")) {
     if (v->type == syntax_value::kind::number && v->integral && v->number == 0)
       r.fail(v->span, "servers = 0: no shard would own the model's keys (need at least 1)");
-    r.set(c.servers, static_cast<int>(r.integer(*v, "servers", range_of_key("cluster.servers"))), *v);
+    r.set(c.servers, static_cast<int>(r.integer(*v, "servers", range_of_key("cluster.servers"))),
+          *v);
   }
   if (auto* v = k.find("workers"))
-    r.set(c.workers, static_cast<int>(r.integer(*v, "workers", range_of_key("cluster.workers"))), *v);
+    r.set(c.workers, static_cast<int>(r.integer(*v, "workers", range_of_key("cluster.workers"))),
+          *v);
   c.shards.value = c.servers.value;
   if (auto* v = k.find("shards"))
     r.set(c.shards, static_cast<int>(r.integer(*v, "shards", range_of_key("cluster.shards"))), *v);
@@ -90,16 +94,23 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
   if (auto* v = k.find("priority"))
     r.set(c.priority, r.boolean(*v, "priority"), *v);
   if (auto* v = k.find("server_nodes"))
-    r.set(c.server_nodes, static_cast<int>(r.integer(*v, "server_nodes", range_of_key("cluster.server_nodes"))), *v);
+    r.set(c.server_nodes,
+          static_cast<int>(r.integer(*v, "server_nodes", range_of_key("cluster.server_nodes"))),
+          *v);
   if (auto* v = k.find("worker_nodes"))
-    r.set(c.worker_nodes, static_cast<int>(r.integer(*v, "worker_nodes", range_of_key("cluster.worker_nodes"))), *v);
+    r.set(c.worker_nodes,
+          static_cast<int>(r.integer(*v, "worker_nodes", range_of_key("cluster.worker_nodes"))),
+          *v);
   if (auto* v = k.find("on_worker_loss")) {
     r.set(c.on_worker_loss, r.name(*v, "on_worker_loss"), *v);
-    if (c.on_worker_loss.value != "stop" && c.on_worker_loss.value != "continue" && c.on_worker_loss.value != "adopt")
-      r.fail(v->span, "on_worker_loss must be stop, continue or adopt, got " + c.on_worker_loss.value);
+    if (c.on_worker_loss.value != "stop" && c.on_worker_loss.value != "continue"
+        && c.on_worker_loss.value != "adopt")
+      r.fail(v->span,
+             "on_worker_loss must be stop, continue or adopt, got " + c.on_worker_loss.value);
   }
   if (auto* v = k.find("replicas"))
-    r.set(c.replicas, static_cast<int>(r.integer(*v, "replicas", range_of_key("cluster.replicas"))), *v);
+    r.set(c.replicas, static_cast<int>(r.integer(*v, "replicas", range_of_key("cluster.replicas"))),
+          *v);
   if (auto* v = k.find("scheduler"))
     r.set(c.scheduler, r.string(*v, "scheduler"), *v);
   if (auto* v = k.find("listen"))
@@ -111,11 +122,13 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
   if (auto* v = k.find("peer_timeout"))
     r.set(c.peer_timeout, r.real(*v, "peer_timeout", range_of_key("cluster.peer_timeout")), *v);
   if (auto* v = k.find("request_timeout"))
-    r.set(c.request_timeout, r.real(*v, "request_timeout", range_of_key("cluster.request_timeout")), *v);
+    r.set(c.request_timeout, r.real(*v, "request_timeout", range_of_key("cluster.request_timeout")),
+          *v);
   if (auto* v = k.find("tcp_congestion")) {
     r.set(c.tcp_congestion, r.name(*v, "tcp_congestion"), *v);
     if (!congestion_control_name(c.tcp_congestion.value))
-      r.fail(v->span, "tcp_congestion must be auto, system or a congestion control's name (lower case, e.g. cubic), got "
+      r.fail(v->span, "tcp_congestion must be auto, system or a congestion control's name (lower "
+                      "case, e.g. cubic), got "
                         + c.tcp_congestion.value);
   }
   if (auto* v = k.find("link_mbit"))
@@ -124,16 +137,19 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
     r.set(c.backward_ms, r.real(*v, "backward_ms", range_of_key("cluster.backward_ms")), *v);
     if (!backward_ms_allowed(c.backward_ms.value))
       r.fail(v->span, "backward_ms must be -1 (the compute stand-in's backward) or 0 to "
-                        + shortest_number(range_of_key("cluster.backward_ms").max) + " milliseconds, got "
-                        + shortest_number(c.backward_ms.value));
+                        + shortest_number(range_of_key("cluster.backward_ms").max)
+                        + " milliseconds, got " + shortest_number(c.backward_ms.value));
   }
   if (c.peer_timeout.value <= 2 * c.heartbeat.value) {
     const auto& at = k.find("peer_timeout") ? *k.find("peer_timeout") : *k.find("heartbeat");
-    r.fail(at.span, "peer_timeout must exceed twice heartbeat (a peer is lost after missing heartbeats)");
+    r.fail(at.span,
+           "peer_timeout must exceed twice heartbeat (a peer is lost after missing heartbeats)");
   }
   if ((c.server_nodes.value == 0) != (c.worker_nodes.value == 0)) {
-    const auto& given = c.server_nodes.value == 0 ? *k.find("worker_nodes") : *k.find("server_nodes");
-    r.fail(given.span, "a cluster needs server_nodes and worker_nodes both >= 1 (or both 0 for one process)");
+    const auto& given =
+      c.server_nodes.value == 0 ? *k.find("worker_nodes") : *k.find("server_nodes");
+    r.fail(given.span,
+           "a cluster needs server_nodes and worker_nodes both >= 1 (or both 0 for one process)");
   }
 }
 
@@ -185,7 +201,9 @@ void read_data(const value_reader& r, const syntax_statement& st, data_config& d
   if (auto* v = k.find("batch"))
     r.set(d.batch, r.integer(*v, "batch", range_of_key("data.batch")), *v);
   if (auto* v = k.find("shape")) {
-    r.set(d.shape, r.integers(*v, "shape", 1, static_cast<std::int64_t>(range_of_key("data.shape").max)), *v);
+    r.set(d.shape,
+          r.integers(*v, "shape", 1, static_cast<std::int64_t>(range_of_key("data.shape").max)),
+          *v);
     if (d.shape.value.size() != 3)
       r.fail(v->span, "shape must have 3 elements [channels, height, width]");
   }
@@ -230,7 +248,8 @@ void read_optimizer(const value_reader& r, const syntax_statement& st, optimizer
 // Elements of one kind must increase here; a mixed list is checked once the epochs are known.
 std::vector<schedule_step> read_steps(const value_reader& r, const syntax_value& v) {
   if (v.type != syntax_value::kind::list)
-    r.fail(v.span, "steps must be a list such as [50%, 75%] (shares of the run) or [5, 7.5] (epochs)");
+    r.fail(v.span,
+           "steps must be a list such as [50%, 75%] (shares of the run) or [5, 7.5] (epochs)");
   std::vector<schedule_step> steps;
   for (const auto& item : v.items) {
     if (item.type != syntax_value::kind::number)
@@ -286,12 +305,13 @@ void read_run(const value_reader& r, const syntax_statement& st, run_config& t) 
   if (auto* v = k.find("threads"))
     r.set(t.threads, static_cast<int>(r.integer(*v, "threads", range_of_key("train.threads"))), *v);
   if (auto* v = k.find("prefetch"))
-    r.set(t.prefetch, static_cast<int>(r.integer(*v, "prefetch", range_of_key("train.prefetch"))), *v);
+    r.set(t.prefetch, static_cast<int>(r.integer(*v, "prefetch", range_of_key("train.prefetch"))),
+          *v);
   if (auto* v = k.find("display"))
     r.set(t.display, r.integer(*v, "display", range_of_key("train.display")), *v);
   if (auto* v = k.find("metrics"))
     r.set(t.metrics, r.string(*v, "metrics"), *v);
-  if (auto* v = k.find("top_k"))  // at most the classes: checked once the data is known
+  if (auto* v = k.find("top_k")) // at most the classes: checked once the data is known
     r.set(t.top_k, static_cast<int>(r.integer(*v, "top_k", range_of_key("train.top_k"))), *v);
   if (auto* v = k.find("model_prefix"))
     r.set(t.model_prefix, r.string(*v, "model_prefix"), *v);
@@ -388,8 +408,8 @@ void check_data_agree(const value_reader& r, job_config& c) {
 void dispatch(const value_reader& r, const syntax_statement& st, job_config& c,
               std::map<std::string, bool>& seen, const syntax_statement*& topology) {
   if (std::find(sections.begin(), sections.end(), st.section) == sections.end())
-    r.fail(st.section_span, "unknown section '" + st.section + "' (sections: "
-                              + join_names(sections) + ")");
+    r.fail(st.section_span,
+           "unknown section '" + st.section + "' (sections: " + join_names(sections) + ")");
   std::string id = st.section == "data" ? "data " + st.binding : st.section;
   if (st.section == "data" && st.binding != "train" && st.binding != "val")
     r.fail(st.binding.empty() ? st.section_span : st.binding_span,
@@ -399,18 +419,23 @@ void dispatch(const value_reader& r, const syntax_statement& st, job_config& c,
   if (seen[id])
     r.fail(st.section_span, "duplicate '" + id + "' section");
   seen[id] = true;
-  if (st.section == "cluster") read_cluster(r, st, c.cluster);
+  if (st.section == "cluster")
+    read_cluster(r, st, c.cluster);
   else if (st.section == "data") {
     auto& d = st.binding == "train" ? c.train_data : c.validation_data;
     read_data(r, st, d);
     if (!d.enabled && st.binding == "train")
       r.fail(st.head->span, "training data cannot be none");
-  }
-  else if (st.section == "model") read_model(r, st, c.model);
-  else if (st.section == "optimizer") read_optimizer(r, st, c.optimizer);
-  else if (st.section == "schedule") read_schedule(r, st, c.schedule);
-  else if (st.section == "train") read_run(r, st, c.run);
-  else topology = &st;
+  } else if (st.section == "model")
+    read_model(r, st, c.model);
+  else if (st.section == "optimizer")
+    read_optimizer(r, st, c.optimizer);
+  else if (st.section == "schedule")
+    read_schedule(r, st, c.schedule);
+  else if (st.section == "train")
+    read_run(r, st, c.run);
+  else
+    topology = &st;
 }
 
 } // namespace
@@ -449,8 +474,9 @@ void check_schedule_steps(const job_config& c, const std::string& epochs_origin)
                     + (epochs_origin.empty() ? "" : ", or give --lr-step-epochs"));
     if (i > 0 && !(s.steps.value[i] > s.steps.value[i - 1]))
       config_fail(c, written[i].span,
-                  "steps must increase, but this one falls at epoch " + shortest_number(s.steps.value[i])
-                    + ", not after epoch " + shortest_number(s.steps.value[i - 1]));
+                  "steps must increase, but this one falls at epoch "
+                    + shortest_number(s.steps.value[i]) + ", not after epoch "
+                    + shortest_number(s.steps.value[i - 1]));
   }
 }
 
@@ -479,20 +505,22 @@ job_config parse_job_config(const std::string& path, const std::string& text,
 job_config load_job_config(const std::string& path, const config_overrides& overrides) {
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0)
-    throw_config_error(path, "", source_span{}, std::string("cannot open config file: ") + std::strerror(errno));
+    throw_config_error(path, "", source_span{},
+                       std::string("cannot open config file: ") + std::strerror(errno));
   if (S_ISDIR(info.st_mode))
     throw_config_error(path, "", source_span{}, "cannot read config file: it is a directory");
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw_config_error(path, "", source_span{}, std::string("cannot open config file: ")
-                                                  + std::strerror(errno ? errno : EACCES));
+    throw_config_error(path, "", source_span{},
+                       std::string("cannot open config file: ")
+                         + std::strerror(errno ? errno : EACCES));
   std::ostringstream text;
   text << in.rdbuf();
   const auto bytes = text.str();
   if (auto nul = bytes.find('\0'); nul != std::string::npos)
-    throw_config_error(path, "", source_span{}, "not a text file (a NUL byte at offset "
-                                                  + std::to_string(nul) + ")");
+    throw_config_error(path, "", source_span{},
+                       "not a text file (a NUL byte at offset " + std::to_string(nul) + ")");
   return parse_job_config(path, bytes, overrides);
 }
 

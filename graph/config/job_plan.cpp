@@ -16,13 +16,13 @@ placement_plan plan_config(const job_config& c, const training_job& job, const d
     return plan_placement(job, data);
   } catch (const placement_error& e) {
     switch (e.subject()) {
-      case placement_subject::model:
-        config_fail(c, c.model.span.line ? c.model.span : c.model.network.span, e.what());
-      case placement_subject::data:
-        config_fail(c, c.cluster.workers.given ? c.cluster.workers.span : c.train_data.span,
-                    e.what());
-      case placement_subject::job:
-        break;
+    case placement_subject::model:
+      config_fail(c, c.model.span.line ? c.model.span : c.model.network.span, e.what());
+    case placement_subject::data:
+      config_fail(c, c.cluster.workers.given ? c.cluster.workers.span : c.train_data.span,
+                  e.what());
+    case placement_subject::job:
+      break;
     }
     config_fail(c, c.topology.span, e.what());
   }
@@ -44,8 +44,7 @@ std::string human_bytes(std::int64_t b) {
   return s.str();
 }
 
-template <typename T>
-void show(std::ostream& out, const std::string& key, const located<T>& v) {
+template <typename T> void show(std::ostream& out, const std::string& key, const located<T>& v) {
   out << "  " << key << " = " << v.value;
   out << (v.given ? "  # line " + std::to_string(v.span.line) : std::string("  # default")) << '\n';
 }
@@ -69,12 +68,15 @@ void show_steps(std::ostream& out, const schedule_config& s) {
   for (std::size_t i = 0; i < s.steps.value.size(); ++i) {
     epochs << (i ? ", " : "") << s.steps.value[i];
     if (i < marks.size()) {
-      written << (i ? ", " : "") << (marks[i].share ? shortest_number(100 * marks[i].value) + "%" : shortest_number(marks[i].value));
+      written << (i ? ", " : "")
+              << (marks[i].share ? shortest_number(100 * marks[i].value) + "%"
+                                 : shortest_number(marks[i].value));
       any_share = any_share || marks[i].share;
     }
   }
   out << "  schedule.steps = [" << epochs.str() << "]  # "
-      << (s.written_steps.given ? "line " + std::to_string(s.written_steps.span.line) : std::string("default"))
+      << (s.written_steps.given ? "line " + std::to_string(s.written_steps.span.line)
+                                : std::string("default"))
       << (any_share ? ": " + written.str() + " of the run" : std::string()) << '\n';
 }
 
@@ -169,31 +171,30 @@ void print_config(std::ostream& out, const job_config& c) {
   show(out, "train.load_epoch", c.run.load_epoch);
 }
 
-
 namespace {
 
 // "gradients (source 1): 12 keys in 3 pushes, 1.2 MiB/step"; weights come back as replies.
 std::string label(const placement_plan& p, const planned_route& r) {
   std::string text = to_string(r.carries);
   switch (r.carries) {
-    case route_carries::batches:
-      return text + ": " + human_bytes(r.bytes) + "/step";
-    case route_carries::validation_batches:
-      return text + ": " + human_bytes(r.bytes) + " each";
-    case route_carries::control:
-      return text;
-    case route_carries::reports:
-      return p.actors[r.from].role == plan_role::compute ? text + ": 1/step" : text;
-    case route_carries::gradients:
-    case route_carries::summed_gradients:
-      text += " (source " + std::to_string(r.source) + ")";
-      break;
-    case route_carries::weights:
-      break;
+  case route_carries::batches:
+    return text + ": " + human_bytes(r.bytes) + "/step";
+  case route_carries::validation_batches:
+    return text + ": " + human_bytes(r.bytes) + " each";
+  case route_carries::control:
+    return text;
+  case route_carries::reports:
+    return p.actors[r.from].role == plan_role::compute ? text + ": 1/step" : text;
+  case route_carries::gradients:
+  case route_carries::summed_gradients:
+    text += " (source " + std::to_string(r.source) + ")";
+    break;
+  case route_carries::weights:
+    break;
   }
   return text + ": " + std::to_string(r.keys) + " keys in " + std::to_string(r.messages)
-         + (r.carries == route_carries::weights ? " replies, " : " pushes, ")
-         + human_bytes(r.bytes) + "/step";
+         + (r.carries == route_carries::weights ? " replies, " : " pushes, ") + human_bytes(r.bytes)
+         + "/step";
 }
 
 std::string hex(std::uint64_t h) {
@@ -212,15 +213,15 @@ void print_steps(std::ostream& out, const placement_plan& p) {
     if (*low != *high) {
       batches += " to " + std::to_string(*high);
       rule = p.synchronous() ? "; synchronous: every worker takes the fewest)\n"
-                                 : "; asynchronous: step ids count up to the most)\n";
+                             : "; asynchronous: step ids count up to the most)\n";
     }
     out << "  steps per epoch: " << p.steps_per_epoch << " (" << p.data.train_examples
-        << " training examples over " << p.workers << " worker(s): " << batches
-        << " batches of " << p.train_batch << " each" << rule;
+        << " training examples over " << p.workers << " worker(s): " << batches << " batches of "
+        << p.train_batch << " each" << rule;
   }
   if (p.validation_batches > 0)
-    out << "  validation: " << p.validation_batches << " batches of " << p.validation_batch
-        << " (" << p.data.validation_examples << " examples)\n";
+    out << "  validation: " << p.validation_batches << " batches of " << p.validation_batch << " ("
+        << p.data.validation_examples << " examples)\n";
 }
 
 // The aggregators' sums: how many sources, how many a step needs, where they go.
@@ -294,8 +295,8 @@ void print_plan(std::ostream& out, const placement_plan& p) {
   print_aggregators(out, p);
   print_nodes(out, p);
   for (const auto& r : p.routes)
-    out << "  " << p.actors[r.from].name << " -> " << p.actors[r.to].name << "  ["
-        << label(p, r) << "]" << crossing(p, r) << "\n";
+    out << "  " << p.actors[r.from].name << " -> " << p.actors[r.to].name << "  [" << label(p, r)
+        << "]" << crossing(p, r) << "\n";
 }
 
 std::string plan_to_dot(const placement_plan& p, const std::string& title) {
@@ -309,7 +310,8 @@ std::string plan_to_dot(const placement_plan& p, const std::string& title) {
       out << "  " << a.name << ";\n";
   }
   for (std::size_t n = 0; p.nodes.size() > 1 && n < p.nodes.size(); ++n) {
-    out << "  subgraph cluster_" << p.nodes[n].name << " {\n    label=\"" << p.nodes[n].name << "\";\n";
+    out << "  subgraph cluster_" << p.nodes[n].name << " {\n    label=\"" << p.nodes[n].name
+        << "\";\n";
     for (auto a : p.actors_on(static_cast<int>(n)))
       out << "    " << p.actors[a].name << ";\n";
     out << "  }\n";

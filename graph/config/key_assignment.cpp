@@ -26,8 +26,8 @@ std::vector<key_slice> cut(const std::vector<std::int64_t>& sizes, std::int64_t 
   for (std::size_t slot = 0; slot < sizes.size(); ++slot) {
     const std::int64_t n = sizes[slot];
     if (n <= 0)
-      throw std::invalid_argument("parameter " + std::to_string(slot) + " has "
-                                  + std::to_string(n) + " elements");
+      throw std::invalid_argument("parameter " + std::to_string(slot) + " has " + std::to_string(n)
+                                  + " elements");
     const std::int64_t pieces = (n + slice_elements - 1) / slice_elements;
     // Whole units spread evenly (the first `extra` get one more), the odd rest to the last:
     // no slice exceeds slice_elements and none is empty (see key_assignment_test).
@@ -35,7 +35,8 @@ std::vector<key_slice> cut(const std::vector<std::int64_t>& sizes, std::int64_t 
     const std::int64_t base = units / pieces, extra = units % pieces;
     std::int64_t offset = 0;
     for (std::int64_t i = 0; i < pieces; ++i) {
-      const std::int64_t length = (base + (i < extra ? 1 : 0)) * unit + (i + 1 == pieces ? rest : 0);
+      const std::int64_t length =
+        (base + (i < extra ? 1 : 0)) * unit + (i + 1 == pieces ? rest : 0);
       keys.push_back(key_slice{slot, offset, length, pieces == 1});
       offset += length;
     }
@@ -69,7 +70,8 @@ key_plan plan_keys(const std::vector<std::int64_t>& sizes, int shards,
   std::vector<std::vector<key_slice>> placed(static_cast<std::size_t>(shards));
   std::vector<std::int64_t> load(placed.size(), 0);
   for (auto k : order) {
-    auto target = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    auto target =
+      static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
     placed[target].push_back(keys[k]);
     load[target] += keys[k].length;
   }
@@ -108,14 +110,14 @@ key_plan plan_keys(const std::vector<std::int64_t>& sizes, int shards,
       lowest = std::min(lowest, plan.shards[g.shard][k].slot);
     return lowest;
   };
-  std::stable_sort(plan.groups.begin(), plan.groups.end(),
-                   [&](const push_group& a, const push_group& b) {
-                     return ready_slot(a) > ready_slot(b);
-                   });
+  std::stable_sort(
+    plan.groups.begin(), plan.groups.end(),
+    [&](const push_group& a, const push_group& b) { return ready_slot(a) > ready_slot(b); });
   return plan;
 }
 
-std::vector<double> group_work(const std::vector<double>& slot_work, const std::vector<std::vector<key_slice>>& shard_keys,
+std::vector<double> group_work(const std::vector<double>& slot_work,
+                               const std::vector<std::vector<key_slice>>& shard_keys,
                                const std::vector<push_group>& groups) {
   std::vector<double> slot_elements(slot_work.size(), 0.0);
   for (const auto& group : groups)
@@ -144,15 +146,15 @@ void place_key(tensor& parameter, const key_slice& key, tensor values) {
   if (values.numel() != key.length || key.offset < 0 || key.length < 0
       || key.offset > size - key.length) {
     throw std::invalid_argument("key " + key_name("parameter " + std::to_string(key.slot), key)
-                                + ": " + std::to_string(values.numel())
-                                + " values for a key of " + std::to_string(key.length)
-                                + " elements in a parameter of " + std::to_string(size));
+                                + ": " + std::to_string(values.numel()) + " values for a key of "
+                                + std::to_string(key.length) + " elements in a parameter of "
+                                + std::to_string(size));
   }
   if (key.whole) {
     parameter = std::move(values);
     return;
   }
-  if (!parameter.unique())  // a reader (or an earlier whole-key handle) still sees it
+  if (!parameter.unique()) // a reader (or an earlier whole-key handle) still sees it
     parameter = parameter.clone();
   std::copy_n(values.data(), key.length, parameter.data() + key.offset);
 }

@@ -30,7 +30,7 @@ std::vector<key_range> build_table() {
   return {
     whole("train.epochs", "num-epochs", 1, big),
     whole("train.eval_every", "eval-every", 0, big, "0: no validation"),
-    whole("train.seed", "seed", 0, 9007199254740992.0),  // 2^53: every seed a double holds
+    whole("train.seed", "seed", 0, 9007199254740992.0), // 2^53: every seed a double holds
     whole("train.threads", "threads", 1, threads, "4 per hardware thread, at least 64"),
     whole("train.prefetch", "prefetch", 1, 1024),
     whole("train.display", "disp-batches", 0, big, "0: never"),
@@ -43,7 +43,7 @@ std::vector<key_range> build_table() {
     whole("data.classes", "num-classes", 2, 100000),
     whole("data.examples", "num-examples", 6, big, "the test split is a sixth of it"),
     whole("data.shape", "image-shape", 1, 4096),
-    real("data.rgb_mean", "rgb-mean", 0, 255),  // recordio, per channel, pixel units
+    real("data.rgb_mean", "rgb-mean", 0, 255), // recordio, per channel, pixel units
     real("data.rgb_std", "rgb-std", 0, 255, true),
     whole("model.layers", "", 1, 1000),
     whole("cluster.servers", "", 1, 1024),
@@ -77,7 +77,8 @@ const std::vector<key_range>& table() {
 } // namespace
 
 int max_compute_threads() {
-  return static_cast<int>(std::min<unsigned>(4096, std::max(64u, 4 * std::thread::hardware_concurrency())));
+  return static_cast<int>(
+    std::min<unsigned>(4096, std::max(64u, 4 * std::thread::hardware_concurrency())));
 }
 
 const key_range& range_of_key(const std::string& key) {

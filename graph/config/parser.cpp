@@ -34,8 +34,8 @@ struct number : seq<opt<one<'+', '-'>>,
 struct escape_char : one<'"', '\\', 'n', 't'> {};
 struct escaped : seq<one<'\\'>, escape_char> {};
 struct string_close : one<'"'> {};
-struct string_literal : seq<one<'"'>, star<sor<escaped, not_one<'"', '\\', '\n', '\r'>>>,
-                            string_close> {};
+struct string_literal
+    : seq<one<'"'>, star<sor<escaped, not_one<'"', '\\', '\n', '\r'>>>, string_close> {};
 struct true_literal : TAO_PEGTL_KEYWORD("true") {};
 struct false_literal : TAO_PEGTL_KEYWORD("false") {};
 
@@ -50,7 +50,8 @@ struct argument : sor<named_argument, value> {};
 struct next_argument : argument {};
 struct arguments_close : one<')'> {};
 struct arguments
-  : seq<one<'('>, ws, opt<argument, ws, star<one<','>, ws, next_argument, ws>>, arguments_close> {};
+    : seq<one<'('>, ws, opt<argument, ws, star<one<','>, ws, next_argument, ws>>, arguments_close> {
+};
 struct call : seq<name_text, opt<ws, arguments>> {};
 struct value : sor<number, string_literal, true_literal, false_literal, list, call> {};
 
@@ -91,12 +92,10 @@ template <> inline constexpr auto error_message<end_of_file> = "expected a secti
 // clang-format on
 
 struct errors {
-  template <typename Rule>
-  static constexpr const char* message = error_message<Rule>;
+  template <typename Rule> static constexpr const char* message = error_message<Rule>;
 };
 
-template <typename Rule>
-using control = must_if<errors>::control<Rule>;
+template <typename Rule> using control = must_if<errors>::control<Rule>;
 
 template <typename Rule>
 using selector = parse_tree::selector<
@@ -184,7 +183,7 @@ struct translator {
     if (errno == ERANGE || !std::isfinite(v.number))
       fail(n, "number '" + s + "' is out of range");
     v.integral = s.find_first_of(".eE") == std::string::npos;
-    v.percent = s.back() == '%';  // a share of something (schedule steps: of the run)
+    v.percent = s.back() == '%'; // a share of something (schedule steps: of the run)
     return v;
   }
 
@@ -281,8 +280,9 @@ syntax_file parse_syntax(std::string path, std::string text) {
   std::unique_ptr<tree_node> root;
   try {
     pegtl::memory_input in(text.data(), text.size(), path);
-    root = pegtl::parse_tree::parse<grammar::file, grammar::selector, pegtl::nothing,
-                                    grammar::control>(in);
+    root =
+      pegtl::parse_tree::parse<grammar::file, grammar::selector, pegtl::nothing, grammar::control>(
+        in);
   } catch (const pegtl::parse_error& e) {
     const auto& pos = e.positions().front();
     throw_config_error(path, text, source_span{pos.line, pos.column, pos.byte, 1},

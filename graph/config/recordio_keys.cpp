@@ -6,9 +6,9 @@
 
 namespace troupe {
 
-const std::vector<std::string> recordio_keys{"path", "index", "shape", "classes", "rgb_mean",
-                                             "rgb_std", "random_crop", "scale", "ratio",
-                                             "resize", "skip_bad_records"};
+const std::vector<std::string> recordio_keys{"path",     "index",   "shape",           "classes",
+                                             "rgb_mean", "rgb_std", "random_crop",     "scale",
+                                             "ratio",    "resize",  "skip_bad_records"};
 
 namespace {
 
@@ -25,7 +25,8 @@ std::vector<double> range_pair(const value_reader& r, const syntax_value& v, con
 }
 
 // Per-channel pixel statistics, at the element that is wrong.
-std::vector<double> rgb_values(const value_reader& r, const syntax_value& v, const std::string& key) {
+std::vector<double> rgb_values(const value_reader& r, const syntax_value& v,
+                               const std::string& key) {
   auto values = r.reals(v, key, 0);
   std::size_t bad = 0;
   const auto problem = rgb_problem(values, key, key, bad);
@@ -44,8 +45,8 @@ std::string rgb_problem(const std::vector<double>& values, const std::string& ke
   const auto& range = range_of_key("data." + key);
   for (bad = 0; bad < 3; ++bad)
     if (!range.contains(values[bad]))
-      return name + " values must be in " + (range.min_open ? "(" : "[") + shortest_number(range.min)
-             + ", " + shortest_number(range.max) + "]";
+      return name + " values must be in " + (range.min_open ? "(" : "[")
+             + shortest_number(range.min) + ", " + shortest_number(range.max) + "]";
   return "";
 }
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include <troupe/graph/config/job_config.hpp>
 #include "graph/config/value_reader.hpp"
+#include <troupe/graph/config/job_config.hpp>
 
 namespace troupe {
 

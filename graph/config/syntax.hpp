@@ -24,12 +24,12 @@ struct syntax_value {
   kind type = kind::number;
   source_span span;
   double number = 0;
-  bool integral = false;              ///< number written without '.' or exponent
-  bool percent = false;               ///< written with a trailing '%' (`number` holds 50 for 50%)
+  bool integral = false; ///< number written without '.' or exponent
+  bool percent = false;  ///< written with a trailing '%' (`number` holds 50 for 50%)
   bool boolean = false;
-  std::string text;                   ///< string contents, or the name / call name
-  std::vector<syntax_value> items;    ///< list elements
-  std::vector<syntax_argument> arguments;  ///< call arguments, in order
+  std::string text;                       ///< string contents, or the name / call name
+  std::vector<syntax_value> items;        ///< list elements
+  std::vector<syntax_argument> arguments; ///< call arguments, in order
 };
 
 /// `value` (positional: key empty) or `key = value` inside a call.
@@ -54,11 +54,11 @@ struct syntax_route {
 struct syntax_statement {
   std::string section;
   source_span section_span;
-  std::string binding;  ///< `data train = ...`: "train"; empty when absent
+  std::string binding; ///< `data train = ...`: "train"; empty when absent
   source_span binding_span;
-  std::optional<syntax_value> head;  ///< the call or name after the section (and binding)
+  std::optional<syntax_value> head; ///< the call or name after the section (and binding)
   bool has_block = false;
-  source_span block_span;  ///< the opening '{'
+  source_span block_span; ///< the opening '{'
   std::vector<syntax_assignment> assignments;
   std::vector<syntax_route> routes;
 };

@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <set>
 
-#include <troupe/graph/config/job_config.hpp>
 #include "graph/config/value_reader.hpp"
+#include <troupe/graph/config/job_config.hpp>
 
 namespace troupe {
 
@@ -30,12 +30,15 @@ std::optional<topology_kind> preset_of(const std::string& name) {
 // The canonical routes of a compiled program: loader, the push chain, the answer.
 std::vector<wiring_route> routes_of(const std::vector<aggregation_level>& levels, int staleness,
                                     const std::vector<compression_spec>& compression = {}) {
-  auto hop = [&](std::size_t i) { return i < compression.size() ? compression[i] : compression_spec{}; };
+  auto hop = [&](std::size_t i) {
+    return i < compression.size() ? compression[i] : compression_spec{};
+  };
   std::vector<wiring_route> out{{role::loader, role::compute, "", 0, -1, {}}};
   role from = role::compute;
   for (std::size_t i = 0; i < levels.size(); ++i) {
     const auto& l = levels[i];
-    const role to = l.scope == aggregation_scope::machine ? role::machine_aggregator : role::aggregator;
+    const role to =
+      l.scope == aggregation_scope::machine ? role::machine_aggregator : role::aggregator;
     out.push_back({from, to, "", l.need, -1, {}, hop(i)});
     from = to;
   }
@@ -54,7 +57,7 @@ struct endpoint {
   std::string fan;
   int need = 0;
   int staleness = -1;
-  compression_spec compression;  // compress = "..." on the hop into this endpoint
+  compression_spec compression; // compress = "..." on the hop into this endpoint
   source_span span;
   source_span staleness_span, need_span, compress_span;
 };
@@ -95,11 +98,13 @@ endpoint read_endpoint(const value_reader& r, const syntax_value& v) {
     if (auto* f = k.find("fan")) {
       e.fan = r.name(*f, "compute's fan");
       if (e.fan != "all" && e.fan != "sender")
-        r.fail(f->span, "compute(...) takes all (broadcast) or sender (reply), got '" + e.fan + "'");
+        r.fail(f->span,
+               "compute(...) takes all (broadcast) or sender (reply), got '" + e.fan + "'");
     }
     read_staleness(k);
   } else {
-    keyed_values k(r, "aggregate", v.arguments, {"scope", "need", "first", "staleness", "compress"}, {"scope"});
+    keyed_values k(r, "aggregate", v.arguments, {"scope", "need", "first", "staleness", "compress"},
+                   {"scope"});
     read_compress(k);
     e.which = role::aggregator;
     if (auto* s = k.find("scope")) {
@@ -123,17 +128,20 @@ endpoint read_endpoint(const value_reader& r, const syntax_value& v) {
 // How the language writes an endpoint.
 std::string role_text(role which) {
   switch (which) {
-    case role::machine_aggregator: return "aggregate(machine)";
-    case role::aggregator: return "aggregate(all)";
-    default: return to_string(which);
+  case role::machine_aggregator:
+    return "aggregate(machine)";
+  case role::aggregator:
+    return "aggregate(all)";
+  default:
+    return to_string(which);
   }
 }
 
 // The written routes (chains become consecutive pairs), with the rules that concern one route.
 struct written_routes {
   std::vector<wiring_route> routes;
-  std::vector<endpoint> targets;  // routes[i]'s target as written
-  std::vector<endpoint> sources;  // routes[i]'s source as written
+  std::vector<endpoint> targets; // routes[i]'s target as written
+  std::vector<endpoint> sources; // routes[i]'s source as written
 };
 
 written_routes read_routes(const value_reader& r, const syntax_statement& st) {
@@ -149,7 +157,8 @@ written_routes read_routes(const value_reader& r, const syntax_statement& st) {
         r.fail(to.span, "a loader sends batches only to compute");
       if (from.which == role::loader && (!to.fan.empty() || to.staleness >= 0))
         r.fail(to.span, "loader i feeds compute i: write 'loader -> compute'");
-      if (from.which == role::shard && to.which != role::compute && to.which != role::machine_aggregator)
+      if (from.which == role::shard && to.which != role::compute
+          && to.which != role::machine_aggregator)
         r.fail(to.span, "a shard answers compute(all), compute(sender) or aggregate(machine): "
                         "weights go back the way the gradients came");
       if (to.which == role::compute && from.which != role::loader && to.fan.empty())
@@ -163,14 +172,16 @@ written_routes read_routes(const value_reader& r, const syntax_statement& st) {
       if (from.which == role::shard && to.need != 0)
         r.fail(to.need_span, "need belongs to the aggregate's gradient route, not to the answer");
       if (from.which == role::shard && to.compress_span.line != 0)
-        r.fail(to.compress_span, "compress belongs on a gradient route ('compute -> aggregate(all, compress = "
-                                 "\"2bit\")'): it compresses that hop's pushes and, unless push:, its answers, "
-                                 "which travel back the same hop");
+        r.fail(to.compress_span,
+               "compress belongs on a gradient route ('compute -> aggregate(all, compress = "
+               "\"2bit\")'): it compresses that hop's pushes and, unless push:, its answers, "
+               "which travel back the same hop");
       if (from.which == role::loader && to.compress_span.line != 0)
         r.fail(to.compress_span, "batches are not compressed: compress belongs on a gradient route "
                                  "('compute -> aggregate(all, compress = \"2bit\")')");
       if (!seen.insert({from.which, to.which}).second)
-        r.fail(written.span, "duplicate route " + role_text(from.which) + " -> " + role_text(to.which));
+        r.fail(written.span,
+               "duplicate route " + role_text(from.which) + " -> " + role_text(to.which));
       out.routes.push_back({from.which, to.which, to.fan, from.which == role::shard ? 0 : to.need,
                             to.staleness, written.span, to.compression});
       out.sources.push_back(from);
@@ -185,7 +196,7 @@ written_routes read_routes(const value_reader& r, const syntax_statement& st) {
 struct compiled {
   std::vector<aggregation_level> levels;
   int staleness = -1;
-  std::vector<compression_spec> compression;  // by hop; empty: none written
+  std::vector<compression_spec> compression; // by hop; empty: none written
 };
 
 compiled compile(const value_reader& r, const syntax_statement& st, const written_routes& w,
@@ -212,7 +223,7 @@ compiled compile(const value_reader& r, const syntax_statement& st, const writte
   compiled out;
   std::vector<std::size_t> next;
   std::vector<role> path{role::compute};
-  std::vector<std::size_t> hops;  // the route of each hop of the path, in order
+  std::vector<std::size_t> hops; // the route of each hop of the path, in order
   role at = role::compute;
   while (at != role::shard) {
     find(at, next);
@@ -221,7 +232,8 @@ compiled compile(const value_reader& r, const syntax_statement& st, const writte
              at == role::compute
                ? std::string("compute's gradients go nowhere: add 'compute -> shard' or "
                              "'compute -> aggregate(all) -> shard'")
-               : role_text(at) + " never reaches a shard: the gradients it sums would never be applied");
+               : role_text(at)
+                   + " never reaches a shard: the gradients it sums would never be applied");
     if (next.size() > 1)
       r.fail(routes[next[1]].span, role_text(at) + " sends gradients both to "
                                      + role_text(routes[next[0]].to) + " and to "
@@ -234,13 +246,15 @@ compiled compile(const value_reader& r, const syntax_statement& st, const writte
       r.fail(hop.span, "aggregate(machine) after aggregate(all) would sum a single source: "
                        "sum each machine first, then all of them");
     if (hop.to == role::aggregator || hop.to == role::machine_aggregator) {
-      const auto scope = hop.to == role::aggregator ? aggregation_scope::all : aggregation_scope::machine;
+      const auto scope =
+        hop.to == role::aggregator ? aggregation_scope::all : aggregation_scope::machine;
       out.levels.push_back({scope, hop.need});
       // A need may also be written where the aggregate starts the next route.
       for (std::size_t i = 0; i < routes.size(); ++i)
         if (routes[i].from == hop.to && w.sources[i].need != 0) {
           if (out.levels.back().need != 0 && out.levels.back().need != w.sources[i].need)
-            r.fail(w.sources[i].need_span, role_text(hop.to) + " is given two different need values");
+            r.fail(w.sources[i].need_span,
+                   role_text(hop.to) + " is given two different need values");
           out.levels.back().need = w.sources[i].need;
         }
     }
@@ -258,9 +272,10 @@ compiled compile(const value_reader& r, const syntax_statement& st, const writte
       continue;
     if (!answers_sources_alike(out.levels, h))
       r.fail(w.targets[hops[h]].compress_span,
-             "compressed answers are deltas against what every source of the hop holds, and " + role_text(routes[hops[h]].to)
-               + (h < out.levels.size() ? " with need" : "") + " answers its sources at different steps: write \"push:"
-               + to_string(spec.pushes) + "\" to compress the pushes only");
+             "compressed answers are deltas against what every source of the hop holds, and "
+               + role_text(routes[hops[h]].to) + (h < out.levels.size() ? " with need" : "")
+               + " answers its sources at different steps: write \"push:" + to_string(spec.pushes)
+               + "\" to compress the pushes only");
   }
   if (!compressed)
     out.compression.clear();
@@ -273,11 +288,13 @@ compiled compile(const value_reader& r, const syntax_statement& st, const writte
         for (const auto* e : {&w.sources[j], &w.targets[j]})
           if (e->need == out.levels[i].need && e->need_span.line != 0)
             where = e->need_span;
-      r.fail(where, std::string("aggregate(") + to_string(out.levels[i].scope) + ") needs "
-                      + std::to_string(out.levels[i].need) + " contributions per step but has only "
-                      + std::to_string(sources) + (out.levels[i].scope == aggregation_scope::machine
-                                                       ? " computes on a machine" : " sources")
-                      + ": the barrier could never fill");
+      r.fail(where,
+             std::string("aggregate(") + to_string(out.levels[i].scope) + ") needs "
+               + std::to_string(out.levels[i].need) + " contributions per step but has only "
+               + std::to_string(sources)
+               + (out.levels[i].scope == aggregation_scope::machine ? " computes on a machine"
+                                                                    : " sources")
+               + ": the barrier could never fill");
     }
   }
   // The answer: one route from the shard, back the way the gradients came.
@@ -286,28 +303,32 @@ compiled compile(const value_reader& r, const syntax_statement& st, const writte
     r.fail(st.block_span, "no route brings weights to compute: add 'shard -> compute(all)' "
                           "or 'shard -> compute(sender)'");
   if (next.size() > 1)
-    r.fail(routes[next[1]].span, "a shard answers once, whoever pushed to it: keep one route from shard");
+    r.fail(routes[next[1]].span,
+           "a shard answers once, whoever pushed to it: keep one route from shard");
   const auto& answer = routes[next[0]];
   const role last = path[path.size() - 2];
-  const char* expected = last == role::aggregator         ? "shard -> compute(all)"
+  const char* expected = last == role::aggregator           ? "shard -> compute(all)"
                          : last == role::machine_aggregator ? "shard -> aggregate(machine)"
                                                             : "shard -> compute(sender)";
   const bool matches = last == role::aggregator ? answer.to == role::compute && answer.fan == "all"
-                       : last == role::machine_aggregator ? answer.to == role::machine_aggregator
-                                                          : answer.to == role::compute && answer.fan == "sender";
+                       : last == role::machine_aggregator
+                         ? answer.to == role::machine_aggregator
+                         : answer.to == role::compute && answer.fan == "sender";
   if (!matches)
-    r.fail(answer.span, std::string("the shard answers whoever pushed to it, here ") + role_text(last)
-                          + ": write '" + expected + "'");
+    r.fail(answer.span, std::string("the shard answers whoever pushed to it, here ")
+                          + role_text(last) + ": write '" + expected + "'");
   if (answer.staleness >= 0 && last == role::aggregator)
-    r.fail(w.targets[next[0]].staleness_span, "aggregate(all) is the shard's one source: a staleness "
-                                              "bound needs several (computes or machines)");
+    r.fail(w.targets[next[0]].staleness_span,
+           "aggregate(all) is the shard's one source: a staleness "
+           "bound needs several (computes or machines)");
   // Every aggregate written must lie on the path.
   for (std::size_t i = 0; i < routes.size(); ++i)
     for (role end : {routes[i].from, routes[i].to})
       if ((end == role::aggregator || end == role::machine_aggregator)
           && std::find(path.begin(), path.end(), end) == path.end())
-        r.fail(routes[i].span, role_text(end) + " receives no gradients: no route from compute "
-                                 "leads to it");
+        r.fail(routes[i].span, role_text(end)
+                                 + " receives no gradients: no route from compute "
+                                   "leads to it");
   out.staleness = answer.staleness;
   return out;
 }
@@ -315,7 +336,7 @@ compiled compile(const value_reader& r, const syntax_statement& st, const writte
 // The preset's head arguments and defaults; the user's own name takes machines and
 // deterministic.
 struct head_values {
-  int argument = -1;  // ssp: staleness, hierarchical: machines, backup: backups
+  int argument = -1; // ssp: staleness, hierarchical: machines, backup: backups
   bool argument_given = false;
 };
 
@@ -324,9 +345,12 @@ head_values read_head(const value_reader& r, const syntax_value& head, job_confi
   head_values h;
   std::vector<std::string> keys, positional;
   const auto kind = t.preset;
-  if (kind == topology_kind::ssp) keys = positional = {"staleness"};
-  if (kind == topology_kind::hierarchical) keys = positional = {"machines"};
-  if (kind == topology_kind::backup) keys = positional = {"backups"};
+  if (kind == topology_kind::ssp)
+    keys = positional = {"staleness"};
+  if (kind == topology_kind::hierarchical)
+    keys = positional = {"machines"};
+  if (kind == topology_kind::backup)
+    keys = positional = {"backups"};
   if (!kind)
     keys = {"machines"};
   if (kind != topology_kind::async && kind != topology_kind::ssp)
@@ -347,11 +371,12 @@ head_values read_head(const value_reader& r, const syntax_value& head, job_confi
     h.argument = static_cast<int>(r.integer(*v, "backups", 1, 1024));
     h.argument_given = true;
     if (h.argument >= workers)
-      r.fail(v->span, "backup workers (" + std::to_string(h.argument) + ") must be fewer than workers ("
-                        + std::to_string(workers) + ")");
+      r.fail(v->span, "backup workers (" + std::to_string(h.argument)
+                        + ") must be fewer than workers (" + std::to_string(workers) + ")");
   }
   if (kind == topology_kind::backup && !h.argument_given && workers < 2)
-    r.fail(head.span, "backup workers (1) must be fewer than workers (" + std::to_string(workers) + ")");
+    r.fail(head.span,
+           "backup workers (1) must be fewer than workers (" + std::to_string(workers) + ")");
   if (auto* v = k.find("deterministic"))
     r.set(t.deterministic, r.boolean(*v, "deterministic"), *v);
   return h;
@@ -360,9 +385,9 @@ head_values read_head(const value_reader& r, const syntax_value& head, job_confi
 void check_machines(const value_reader& r, const syntax_value& head, const job_config& c,
                     const std::vector<aggregation_level>& levels) {
   const auto& t = c.topology;
-  const bool machine_level = std::any_of(levels.begin(), levels.end(), [](const aggregation_level& l) {
-    return l.scope == aggregation_scope::machine;
-  });
+  const bool machine_level =
+    std::any_of(levels.begin(), levels.end(),
+                [](const aggregation_level& l) { return l.scope == aggregation_scope::machine; });
   const int workers = c.cluster.workers.value;
   if (machine_level && workers % t.machines.value != 0)
     r.fail(t.machines.given ? t.machines.span : head.span,
@@ -385,14 +410,20 @@ std::string difference(const topology_options& want) {
 
 std::string to_string(const wiring_route& w) {
   std::vector<std::string> args;
-  if (w.to == role::machine_aggregator) args.push_back("machine");
-  if (w.to == role::aggregator) args.push_back("all");
-  if (!w.fan.empty()) args.push_back(w.fan);
-  if (w.need != 0) args.push_back("need = " + std::to_string(w.need));
-  if (w.staleness >= 0) args.push_back("staleness = " + std::to_string(w.staleness));
-  if (w.compression.active()) args.push_back("compress = \"" + to_string(w.compression) + "\"");
-  std::string target = w.to == role::machine_aggregator || w.to == role::aggregator ? "aggregate"
-                                                                                      : role_text(w.to);
+  if (w.to == role::machine_aggregator)
+    args.push_back("machine");
+  if (w.to == role::aggregator)
+    args.push_back("all");
+  if (!w.fan.empty())
+    args.push_back(w.fan);
+  if (w.need != 0)
+    args.push_back("need = " + std::to_string(w.need));
+  if (w.staleness >= 0)
+    args.push_back("staleness = " + std::to_string(w.staleness));
+  if (w.compression.active())
+    args.push_back("compress = \"" + to_string(w.compression) + "\"");
+  std::string target =
+    w.to == role::machine_aggregator || w.to == role::aggregator ? "aggregate" : role_text(w.to);
   std::string joined;
   for (const auto& a : args)
     joined += (joined.empty() ? "" : ", ") + a;
@@ -426,7 +457,8 @@ void resolve_topology(job_config& c, const syntax_statement* st) {
   t.span = st->head->span;
   t.preset = preset_of(st->head->text);
   if (!t.preset && !st->has_block)
-    r.fail(st->head->span, "unknown topology '" + st->head->text + "' (presets: " + join_names(presets)
+    r.fail(st->head->span, "unknown topology '" + st->head->text
+                             + "' (presets: " + join_names(presets)
                              + "; a topology of your own writes its routes in a block)");
   r.set(t.name, st->head->text, *st->head);
   const auto head = read_head(r, *st->head, c);

@@ -14,17 +14,25 @@ namespace {
 
 const char* kind_name(syntax_value::kind k) {
   switch (k) {
-    case syntax_value::kind::number: return "a number";
-    case syntax_value::kind::string: return "a string";
-    case syntax_value::kind::boolean: return "a boolean";
-    case syntax_value::kind::name: return "a name";
-    case syntax_value::kind::call: return "a call";
-    case syntax_value::kind::list: return "a list";
+  case syntax_value::kind::number:
+    return "a number";
+  case syntax_value::kind::string:
+    return "a string";
+  case syntax_value::kind::boolean:
+    return "a boolean";
+  case syntax_value::kind::name:
+    return "a name";
+  case syntax_value::kind::call:
+    return "a call";
+  case syntax_value::kind::list:
+    return "a list";
   }
   return "a value";
 }
 
-std::string number_text(double v) { return shortest_number(v); }
+std::string number_text(double v) {
+  return shortest_number(v);
+}
 
 } // namespace
 
@@ -44,8 +52,8 @@ void value_reader::refuse_percent(const syntax_value& v, const std::string& key)
     fail(v.span, key + " takes a plain number, not a percentage");
 }
 
-std::int64_t value_reader::integer(const syntax_value& v, const std::string& key,
-                                   std::int64_t min, std::int64_t max, const std::string& why) const {
+std::int64_t value_reader::integer(const syntax_value& v, const std::string& key, std::int64_t min,
+                                   std::int64_t max, const std::string& why) const {
   refuse_percent(v, key);
   const bool number = v.type == syntax_value::kind::number;
   // A whole value out of range says so, however written (`epochs = 1e30` is too many, not a
@@ -56,8 +64,11 @@ std::int64_t value_reader::integer(const syntax_value& v, const std::string& key
                    + (why.empty() ? "" : " (" + why + ")") + ", got " + number_text(v.number));
   if (!number || !v.integral)
     fail(v.span, key + " must be a whole number"
-                   + std::string(number && v.number == std::floor(v.number) ? " written without '.' or exponent" : "")
-                   + ", got " + (number ? "'" + number_text(v.number) + "'" : std::string(kind_name(v.type))));
+                   + std::string(number && v.number == std::floor(v.number)
+                                   ? " written without '.' or exponent"
+                                   : "")
+                   + ", got "
+                   + (number ? "'" + number_text(v.number) + "'" : std::string(kind_name(v.type))));
   if (v.number < static_cast<double>(min) || v.number > static_cast<double>(max))
     fail(v.span, key + " must be between " + std::to_string(min) + " and " + std::to_string(max)
                    + (why.empty() ? "" : " (" + why + ")") + ", got " + number_text(v.number));
@@ -70,7 +81,8 @@ std::int64_t value_reader::integer(const syntax_value& v, const std::string& key
                  range.why);
 }
 
-double value_reader::real(const syntax_value& v, const std::string& key, const key_range& range) const {
+double value_reader::real(const syntax_value& v, const std::string& key,
+                          const key_range& range) const {
   refuse_percent(v, key);
   if (v.type != syntax_value::kind::number)
     fail(v.span, key + " must be a number, got " + kind_name(v.type));
@@ -148,10 +160,10 @@ keyed_values::keyed_values(const value_reader& reader, const std::string& what,
       reader.fail(a.value.span, "positional argument after a named one in " + what);
     if (next_positional >= positional.size())
       reader.fail(a.value.span, what + " takes "
-                                  + (positional.empty() ? std::string("no positional arguments")
-                                                        : "at most " + std::to_string(positional.size())
-                                                            + " positional argument(s): "
-                                                            + join_names(positional)));
+                                  + (positional.empty()
+                                       ? std::string("no positional arguments")
+                                       : "at most " + std::to_string(positional.size())
+                                           + " positional argument(s): " + join_names(positional)));
     add(reader, what, positional[next_positional++], a.value.span, a.value, known);
   }
 }
@@ -163,12 +175,13 @@ keyed_values::keyed_values(const value_reader& reader, const std::string& what,
     add(reader, what, a.key, a.key_span, a.value, known);
 }
 
-void keyed_values::add(const value_reader& reader, const std::string& what,
-                       const std::string& key, const source_span& key_span,
-                       const syntax_value& value, const std::vector<std::string>& known) {
+void keyed_values::add(const value_reader& reader, const std::string& what, const std::string& key,
+                       const source_span& key_span, const syntax_value& value,
+                       const std::vector<std::string>& known) {
   if (std::find(known.begin(), known.end(), key) == known.end())
-    reader.fail(key_span, "unknown key '" + key + "' in " + what
-                            + (known.empty() ? " (it takes no keys)" : " (keys: " + join_names(known) + ")"));
+    reader.fail(key_span,
+                "unknown key '" + key + "' in " + what
+                  + (known.empty() ? " (it takes no keys)" : " (keys: " + join_names(known) + ")"));
   if (!values_.emplace(key, &value).second)
     reader.fail(key_span, "duplicate key '" + key + "' in " + what);
 }

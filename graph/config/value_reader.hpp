@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "graph/config/syntax.hpp"
 #include <troupe/graph/config/job_config.hpp>
 #include <troupe/graph/config/key_ranges.hpp>
-#include "graph/config/syntax.hpp"
 
 namespace troupe {
 
@@ -39,8 +39,7 @@ public:
   std::vector<std::int64_t> integers(const syntax_value& v, const std::string& key,
                                      std::int64_t min, std::int64_t max) const;
 
-  template <typename T>
-  void set(located<T>& target, T value, const syntax_value& v) const {
+  template <typename T> void set(located<T>& target, T value, const syntax_value& v) const {
     target.value = std::move(value);
     target.span = v.span;
     target.given = true;
@@ -57,8 +56,8 @@ class keyed_values {
 public:
   /// `positional` names what unnamed arguments mean, in order.
   keyed_values(const value_reader& reader, const std::string& what,
-               const std::vector<syntax_argument>& arguments,
-               const std::vector<std::string>& known, const std::vector<std::string>& positional);
+               const std::vector<syntax_argument>& arguments, const std::vector<std::string>& known,
+               const std::vector<std::string>& positional);
   keyed_values(const value_reader& reader, const std::string& what,
                const std::vector<syntax_assignment>& assignments,
                const std::vector<std::string>& known);

@@ -14,10 +14,10 @@
 //
 // All weights use He-normal init (MXNet's Xavier(gaussian, in, 2) is the same distribution).
 // num_layers must be 0: both networks have one fixed depth.
+#include "graph/zoo/zoo_builders.hpp"
 #include <troupe/graph/layers/elementwise_layers.hpp>
 #include <troupe/graph/layers/fully_connected_layer.hpp>
 #include <troupe/graph/layers/pool_layer.hpp>
-#include "graph/zoo/zoo_builders.hpp"
 
 namespace troupe {
 

@@ -5,10 +5,10 @@
 //
 // Convs (with bias) use He-normal init since they feed ReLUs; the fc layers use Xavier-uniform,
 // as in the tutorials. num_layers counts weight layers, so only 4 is accepted.
+#include "graph/zoo/zoo_builders.hpp"
 #include <troupe/graph/layers/elementwise_layers.hpp>
 #include <troupe/graph/layers/fully_connected_layer.hpp>
 #include <troupe/graph/layers/pool_layer.hpp>
-#include "graph/zoo/zoo_builders.hpp"
 
 namespace troupe {
 

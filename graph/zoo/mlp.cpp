@@ -3,9 +3,9 @@
 // 109,386 parameters for a 1x28x28 input and 10 classes. Weights use Xavier-uniform init, the
 // initializer of MXNet's example and of Glorot & Bengio's paper for such nets. num_layers
 // counts weight layers, so only 3 is accepted.
+#include "graph/zoo/zoo_builders.hpp"
 #include <troupe/graph/layers/elementwise_layers.hpp>
 #include <troupe/graph/layers/fully_connected_layer.hpp>
-#include "graph/zoo/zoo_builders.hpp"
 
 namespace troupe {
 

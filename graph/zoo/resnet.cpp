@@ -14,10 +14,10 @@
 //
 // Convs have no bias (batch norm follows). All weights, fc included, use He-normal init, as in
 // the paper. Defaults: depth 20 for small inputs, 50 otherwise.
+#include "graph/zoo/zoo_builders.hpp"
 #include <troupe/graph/layers/elementwise_layers.hpp>
 #include <troupe/graph/layers/fully_connected_layer.hpp>
 #include <troupe/graph/layers/pool_layer.hpp>
-#include "graph/zoo/zoo_builders.hpp"
 
 #include <stdexcept>
 

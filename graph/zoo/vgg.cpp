@@ -11,11 +11,11 @@
 //
 // Convs use He-normal init (ReLU), fc layers Xavier-uniform (the paper's own later choice of
 // Glorot init).
+#include "graph/zoo/zoo_builders.hpp"
 #include <troupe/graph/layers/dropout_layer.hpp>
 #include <troupe/graph/layers/elementwise_layers.hpp>
 #include <troupe/graph/layers/fully_connected_layer.hpp>
 #include <troupe/graph/layers/pool_layer.hpp>
-#include "graph/zoo/zoo_builders.hpp"
 
 #include <stdexcept>
 

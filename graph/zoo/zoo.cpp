@@ -3,14 +3,14 @@
 // Every network is built with the same conventions: layers named for reading in a summary
 // ("stage2.block1.conv1"), parameters "<layer>.<role>", and the whole model initialized from
 // spec.seed by model::finalize.
-#include <troupe/kernels/cpu_support.hpp>
 #include <troupe/graph/zoo.hpp>
+#include <troupe/kernels/cpu_support.hpp>
 
 #include <stdexcept>
 
+#include "graph/zoo/zoo_builders.hpp"
 #include <troupe/graph/layers/batch_norm_layer.hpp>
 #include <troupe/graph/layers/elementwise_layers.hpp>
-#include "graph/zoo/zoo_builders.hpp"
 
 namespace troupe {
 
@@ -42,7 +42,7 @@ std::string comma_list(const std::vector<std::string>& items) {
 } // namespace
 
 std::unique_ptr<model> build_model(const model_spec& spec) {
-  require_cpu_support();  // before any kernel compiled for the baseline can run
+  require_cpu_support(); // before any kernel compiled for the baseline can run
   for (const auto& entry : zoo_entries())
     if (spec.network == entry.name)
       return entry.build(spec);

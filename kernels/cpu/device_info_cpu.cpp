@@ -5,7 +5,8 @@ namespace troupe {
 
 device_report query_devices() {
   device_report report;
-  report.why_no_gpu = "built without CUDA (configure with -DTROUPE_CUDA=ON or AUTO and nvcc + cuDNN present)";
+  report.why_no_gpu =
+    "built without CUDA (configure with -DTROUPE_CUDA=ON or AUTO and nvcc + cuDNN present)";
   return report;
 }
 

@@ -8,10 +8,10 @@
 
 #include <stdexcept>
 
-#include "kernels/cpu/shape_checks.hpp"
 #include "kernels/cpu/dnnl_context.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/cpu/shape_cache.hpp"
+#include "kernels/cpu/shape_checks.hpp"
 
 namespace troupe {
 

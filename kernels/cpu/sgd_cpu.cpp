@@ -29,9 +29,11 @@ void sgd_update(const sgd_options& options, float lr, const tensor& weights, con
   require_like("out", out, weights);
   if (weights.device() != device_kind::cpu || grad.device() != device_kind::cpu
       || velocity.device() != device_kind::cpu || out.device() != device_kind::cpu) {
-    for (const tensor* t : {&grad, static_cast<const tensor*>(&velocity), static_cast<const tensor*>(&out)})
+    for (const tensor* t :
+         {&grad, static_cast<const tensor*>(&velocity), static_cast<const tensor*>(&out)})
       if (t->device() != weights.device() || t->device_index() != weights.device_index())
-        throw std::invalid_argument("sgd_update: weights, grad, velocity and out must be on one device");
+        throw std::invalid_argument(
+          "sgd_update: weights, grad, velocity and out must be on one device");
     return device_sgd::update(options, lr, weights, grad, velocity, out, apply_weight_decay);
   }
   const float* w = weights.data();

@@ -20,9 +20,8 @@ inline void require_shape(const char* op, const char* what, const shape_t& got,
 /// Backward of an op with weights w [K, ...] and optional bias: dy must have the forward output
 /// shape `out`, dw the shape of w, dx (when wanted) that of x, db (when wanted) [K].
 inline void require_weighted_backward_shapes(const char* op, const tensor& x, const tensor& w,
-                                             const shape_t& out, const tensor& dy,
-                                             const tensor* dx, const tensor& dw,
-                                             const tensor* db) {
+                                             const shape_t& out, const tensor& dy, const tensor* dx,
+                                             const tensor& dw, const tensor* db) {
   require_shape(op, "dy", dy.shape(), out);
   require_shape(op, "dw", dw.shape(), w.shape());
   if (dx != nullptr)

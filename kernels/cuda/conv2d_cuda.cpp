@@ -92,11 +92,13 @@ bool transforms_data(cudnnConvolutionFwdAlgo_t algo) {
          || algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
 }
 bool transforms_data(cudnnConvolutionBwdDataAlgo_t algo) {
-  return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING
+  return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT
+         || algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING
          || algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
 }
 bool transforms_data(cudnnConvolutionBwdFilterAlgo_t algo) {
-  return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING
+  return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT
+         || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING
          || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
 }
 
@@ -133,7 +135,8 @@ auto choose(const char* direction, const conv2d_plan& plan, const conv2d_cuda_op
   throw cuda_error(std::string("conv2d_cuda: none of cuDNN's ") + std::to_string(returned) + " "
                    + direction + " algorithms for " + plan.shapes
                    + " runs in FMA math within the workspace limit of " + std::to_string(limit)
-                   + " bytes" + (o.transforming_algorithms ? "" : " without FFT or non-fused Winograd"));
+                   + " bytes"
+                   + (o.transforming_algorithms ? "" : " without FFT or non-fused Winograd"));
 }
 
 void choose_forward(cudnnHandle_t h, conv2d_plan& p, const conv2d_cuda_options& o) {
@@ -218,12 +221,13 @@ struct conv2d_cuda::impl {
 
 conv2d_cuda::conv2d_cuda(conv2d_params params, conv2d_cuda_options options)
     : params_(params), options_(options), rules_(params), impl_(std::make_unique<impl>()) {
-  if (params.stride_h > INT_MAX || params.stride_w > INT_MAX || params.pad_h > INT_MAX || params.pad_w > INT_MAX
-      || params.groups > INT_MAX)
-    throw std::invalid_argument("conv2d_cuda: cuDNN takes strides, padding and groups up to INT_MAX (stride "
-                                + std::to_string(params.stride_h) + "x" + std::to_string(params.stride_w) + ", pad "
-                                + std::to_string(params.pad_h) + "x" + std::to_string(params.pad_w) + ", groups "
-                                + std::to_string(params.groups) + ")");
+  if (params.stride_h > INT_MAX || params.stride_w > INT_MAX || params.pad_h > INT_MAX
+      || params.pad_w > INT_MAX || params.groups > INT_MAX)
+    throw std::invalid_argument(
+      "conv2d_cuda: cuDNN takes strides, padding and groups up to INT_MAX (stride "
+      + std::to_string(params.stride_h) + "x" + std::to_string(params.stride_w) + ", pad "
+      + std::to_string(params.pad_h) + "x" + std::to_string(params.pad_w) + ", groups "
+      + std::to_string(params.groups) + ")");
 }
 
 conv2d_cuda::~conv2d_cuda() = default;
@@ -248,7 +252,8 @@ shape_t conv2d_cuda::output_shape(const shape_t& x, const shape_t& w) const {
   for (const auto* shape : {&x, &w})
     for (auto d : *shape)
       if (d > INT_MAX)
-        throw std::invalid_argument("conv2d_cuda: input " + shape_string(x) + " and weights " + shape_string(w)
+        throw std::invalid_argument("conv2d_cuda: input " + shape_string(x) + " and weights "
+                                    + shape_string(w)
                                     + " do not fit: cuDNN takes extents up to INT_MAX");
   return rules_.output_shape(x, w);
 }

@@ -33,7 +33,8 @@ struct conv2d_cuda_options {
   /// false: pass over the FFT and non-fused Winograd algorithms, whose error is far outside
   /// float32's (conv2d_cuda.cpp); true: take them when they are fastest, as PyTorch's
   /// cudnn.benchmark does. By default what the process chose (`--cudnn-algorithms`).
-  bool transforming_algorithms = current_convolution_algorithms() == convolution_algorithms::fastest;
+  bool transforming_algorithms =
+    current_convolution_algorithms() == convolution_algorithms::fastest;
 };
 
 /// Whether an algorithm computes through a transform of the data (FFT, non-fused Winograd).
@@ -78,7 +79,7 @@ private:
   struct impl;
   conv2d_params params_;
   conv2d_cuda_options options_;
-  conv2d_op rules_;  // the CPU op: its parameter and shape rules are this op's too
+  conv2d_op rules_; // the CPU op: its parameter and shape rules are this op's too
   std::unique_ptr<impl> impl_;
 };
 

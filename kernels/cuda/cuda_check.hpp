@@ -27,8 +27,9 @@ public:
 
 inline void check(cudaError_t status, const char* call, const char* file, int line) {
   if (status != cudaSuccess) {
-    cudaGetLastError();  // clear a non-sticky error so later calls start clean
-    fail(call, file, line, std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status));
+    cudaGetLastError(); // clear a non-sticky error so later calls start clean
+    fail(call, file, line,
+         std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status));
   }
 }
 inline void check(cudnnStatus_t status, const char* call, const char* file, int line) {
@@ -54,7 +55,8 @@ void device_free(void* pointer) noexcept;
 class device_buffer {
 public:
   device_buffer() = default;
-  explicit device_buffer(std::size_t bytes) : bytes_(bytes), data_(bytes ? device_alloc(bytes, __FILE__, __LINE__) : nullptr) {}
+  explicit device_buffer(std::size_t bytes)
+      : bytes_(bytes), data_(bytes ? device_alloc(bytes, __FILE__, __LINE__) : nullptr) {}
   device_buffer(device_buffer&& other) noexcept : bytes_(other.bytes_), data_(other.data_) {
     other.bytes_ = 0;
     other.data_ = nullptr;
@@ -75,8 +77,7 @@ public:
 
   std::size_t bytes() const { return bytes_; }
   void* get() const { return data_; }
-  template <class T>
-  T* as() const { return static_cast<T*>(data_); }
+  template <class T> T* as() const { return static_cast<T*>(data_); }
 
 private:
   std::size_t bytes_ = 0;

@@ -35,6 +35,8 @@ void* cuda_context::workspace(std::size_t bytes) {
   return workspace_.get();
 }
 
-void cuda_context::synchronize() { TROUPE_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+void cuda_context::synchronize() {
+  TROUPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
 
 } // namespace troupe::cuda

@@ -22,13 +22,14 @@ private:
   Handle handle_ = nullptr;
 };
 
-using tensor_descriptor =
-  cudnn_descriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
-using filter_descriptor =
-  cudnn_descriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
-using convolution_descriptor = cudnn_descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
-                                                cudnnDestroyConvolutionDescriptor>;
-using pooling_descriptor =
-  cudnn_descriptor<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor, cudnnDestroyPoolingDescriptor>;
+using tensor_descriptor = cudnn_descriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor,
+                                           cudnnDestroyTensorDescriptor>;
+using filter_descriptor = cudnn_descriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor,
+                                           cudnnDestroyFilterDescriptor>;
+using convolution_descriptor =
+  cudnn_descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
+                   cudnnDestroyConvolutionDescriptor>;
+using pooling_descriptor = cudnn_descriptor<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor,
+                                            cudnnDestroyPoolingDescriptor>;
 
 } // namespace troupe::cuda

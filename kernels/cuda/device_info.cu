@@ -13,21 +13,21 @@ device_report query_devices() {
   report.cuda_compiled = true;
   int runtime = 0;
   cudaRuntimeGetVersion(&runtime);
-  report.cuda_libraries = "CUDA runtime " + std::to_string(runtime) + ", cuDNN "
-                          + std::to_string(cudnnGetVersion());
+  report.cuda_libraries =
+    "CUDA runtime " + std::to_string(runtime) + ", cuDNN " + std::to_string(cudnnGetVersion());
   int count = 0;
   cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {
     report.why_no_gpu = std::string("CUDA: ") + cudaGetErrorString(status);
-    cudaGetLastError();  // clear the sticky error so later calls start clean
+    cudaGetLastError(); // clear the sticky error so later calls start clean
     return report;
   }
   for (int i = 0; i < count; ++i) {
     cudaDeviceProp props{};
     if (cudaGetDeviceProperties(&props, i) != cudaSuccess)
       continue;
-    report.gpus.push_back(gpu_device{i, props.name, static_cast<std::uint64_t>(props.totalGlobalMem),
-                                     props.major, props.minor});
+    report.gpus.push_back(gpu_device{
+      i, props.name, static_cast<std::uint64_t>(props.totalGlobalMem), props.major, props.minor});
   }
   if (report.gpus.empty())
     report.why_no_gpu = "CUDA: no device reported its properties";

@@ -30,7 +30,8 @@ cudaMemcpyKind kind_of(device_kind to, device_kind from) {
 std::shared_ptr<float> allocate(int device, std::int64_t count, bool zero) {
   TROUPE_CUDA_CHECK(cudaSetDevice(device));
   const auto bytes = static_cast<std::size_t>(count) * sizeof(float);
-  auto* first = static_cast<float*>(cuda::device_alloc(bytes == 0 ? sizeof(float) : bytes, __FILE__, __LINE__));
+  auto* first =
+    static_cast<float*>(cuda::device_alloc(bytes == 0 ? sizeof(float) : bytes, __FILE__, __LINE__));
   std::shared_ptr<float> owned(first, [device](float* p) {
     cudaSetDevice(device);
     cuda::device_free(p);
@@ -43,7 +44,8 @@ std::shared_ptr<float> allocate(int device, std::int64_t count, bool zero) {
   return owned;
 }
 
-void copy(void* dst, device_kind to, const void* src, device_kind from, std::size_t bytes, int device) {
+void copy(void* dst, device_kind to, const void* src, device_kind from, std::size_t bytes,
+          int device) {
   if (bytes == 0)
     return;
   TROUPE_CUDA_CHECK(cudaSetDevice(device));

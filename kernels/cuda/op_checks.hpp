@@ -11,13 +11,15 @@ namespace troupe::cuda {
 
 inline void require_count(const char* op, std::int64_t n) {
   if (n < 0)
-    throw std::invalid_argument(std::string(op) + ": element count " + std::to_string(n) + " is negative");
+    throw std::invalid_argument(std::string(op) + ": element count " + std::to_string(n)
+                                + " is negative");
 }
 
 /// `pointer` must be set when it stands for `n` > 0 elements.
 inline void require_memory(const char* op, const char* name, const void* pointer, std::int64_t n) {
   if (n > 0 && pointer == nullptr)
-    throw std::invalid_argument(std::string(op) + ": " + name + " is null for " + std::to_string(n) + " elements");
+    throw std::invalid_argument(std::string(op) + ": " + name + " is null for " + std::to_string(n)
+                                + " elements");
 }
 
 } // namespace troupe::cuda

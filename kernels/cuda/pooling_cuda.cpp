@@ -103,10 +103,10 @@ pool2d_cuda::pool2d_cuda(pool2d_params params)
   if (params.kind != pool_kind::global_average
       && (params.kernel_h > INT_MAX || params.kernel_w > INT_MAX || params.stride_h > INT_MAX
           || params.stride_w > INT_MAX))
-    throw std::invalid_argument("pool2d_cuda: cuDNN takes kernels and strides up to INT_MAX (kernel "
-                                + std::to_string(params.kernel_h) + "x" + std::to_string(params.kernel_w)
-                                + ", stride " + std::to_string(params.stride_h) + "x"
-                                + std::to_string(params.stride_w) + ")");
+    throw std::invalid_argument(
+      "pool2d_cuda: cuDNN takes kernels and strides up to INT_MAX (kernel "
+      + std::to_string(params.kernel_h) + "x" + std::to_string(params.kernel_w) + ", stride "
+      + std::to_string(params.stride_h) + "x" + std::to_string(params.stride_w) + ")");
 }
 
 pool2d_cuda::~pool2d_cuda() = default;
@@ -122,7 +122,7 @@ shape_t pool2d_cuda::output_shape(const shape_t& x) const {
                                   + " has an extent beyond INT_MAX, which cuDNN cannot take");
   shape_t y = rules_.output_shape(x);
   if (params_.kind != pool_kind::global_average)
-    pooling_mode(params_, window_of(params_, x), x, y);  // throws where cuDNN cannot match the op
+    pooling_mode(params_, window_of(params_, x), x, y); // throws where cuDNN cannot match the op
   return y;
 }
 

@@ -48,7 +48,7 @@ public:
 private:
   struct impl;
   pool2d_params params_;
-  pool2d_op rules_;  // the CPU op: its parameter and shape rules are this op's too
+  pool2d_op rules_; // the CPU op: its parameter and shape rules are this op's too
   std::unique_ptr<impl> impl_;
 };
 

@@ -2,8 +2,8 @@
 // so the kernel is bound by memory bandwidth and each thread handles whole elements. Nesterov
 // is a template parameter, so the loop holds no per-element branch. Weights and out may alias:
 // each element is read before it is written, by the same thread.
-#include "kernels/cuda/sgd_cuda.hpp"
 #include "kernels/cuda/op_checks.hpp"
+#include "kernels/cuda/sgd_cuda.hpp"
 
 #include <stdexcept>
 #include <string>

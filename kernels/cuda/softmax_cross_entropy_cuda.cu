@@ -319,8 +319,8 @@ std::int64_t count_top_k(cuda_context& context, const float* logits, const std::
   const char* op = "count_top_k";
   check_arguments(op, "logits", logits, labels, rows, classes);
   if (k < 1 || k > classes)
-    throw std::invalid_argument(std::string(op) + ": top-k " + std::to_string(k) + " is outside [1, "
-                                + std::to_string(classes) + "] (the classes)");
+    throw std::invalid_argument(std::string(op) + ": top-k " + std::to_string(k)
+                                + " is outside [1, " + std::to_string(classes) + "] (the classes)");
   if (rows == 0)
     return 0;
   const row_scratch scratch = scratch_for(context, rows);

@@ -20,8 +20,8 @@ push_target_actor plain_shard(caf::actor_system& sys) {
   o.sgd = sgd_options{0, 0, false};
   o.schedule.policy = lr_policy::constant;
   o.schedule.base_lr = 1;
-  return spawn_param_shard(sys,
-                           {shard_key{"a", tensor({2}), false}, shard_key{"b", tensor({1}), false}}, o);
+  return spawn_param_shard(
+    sys, {shard_key{"a", tensor({2}), false}, shard_key{"b", tensor({1}), false}}, o);
 }
 
 caf::message push_of(int source, std::int64_t step, std::vector<std::size_t> keys,
@@ -83,8 +83,10 @@ TEST_CASE("aggregator answers both sources with the sample-weighted mean applied
 TEST_CASE("aggregator sums each push group on its own, whatever order groups arrive in") {
   fixture f;
   auto agg = spawn_aggregator(f.sys, f.shard, aggregator_options{2, 0, true, 0});
-  auto a0 = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10), push_of(0, 0, {0}, {tensor::from_values({2}, {1, 1})}));
-  auto b1 = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10), push_of(1, 0, {1}, {tensor::from_values({1}, {4})}));
+  auto a0 = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10),
+                            push_of(0, 0, {0}, {tensor::from_values({2}, {1, 1})}));
+  auto b1 = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10),
+                            push_of(1, 0, {1}, {tensor::from_values({1}, {4})}));
   auto b0 = answer(f.self, agg, push_of(0, 0, {1}, {tensor::from_values({1}, {2})}));
   CHECK(b0.keys == std::vector<std::size_t>{1});
   CHECK(b0.weights[0].data()[0] == -3.0f);
@@ -121,13 +123,17 @@ TEST_CASE("aggregator rejects malformed pushes with the source and keys named") 
   fixture f;
   auto agg = spawn_aggregator(f.sys, f.shard, aggregator_options{2, 0, true, 0});
   auto g = [] { return std::vector<tensor>{tensor::from_values({2}, {1, 1})}; };
-  CHECK(refusal(f.self, agg, push_of(2, 0, {0}, g())) == "aggregator: push from source 2, expected 0..1");
-  CHECK(refusal(f.self, agg, push_of(0, 0, {0}, g(), 0)) == "aggregator: push from source 0 carries 0 samples");
+  CHECK(refusal(f.self, agg, push_of(2, 0, {0}, g()))
+        == "aggregator: push from source 2, expected 0..1");
+  CHECK(refusal(f.self, agg, push_of(0, 0, {0}, g(), 0))
+        == "aggregator: push from source 0 carries 0 samples");
   CHECK(refusal(f.self, agg, push_of(0, 0, {0, 1}, g()))
         == "aggregator: push from source 0 carries 1 gradients for 2 keys");
-  auto pending = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10), push_of(0, 0, {0}, g()));
+  auto pending = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10),
+                                 push_of(0, 0, {0}, g()));
   // A repeat of (source 0, step 0, group 0) is no error: it waits for the same sum (below).
-  auto repeat = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10), push_of(0, 0, {0}, g()));
+  auto repeat = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10),
+                                push_of(0, 0, {0}, g()));
   CHECK(refusal(f.self, agg, push_of(1, 0, {0, 1}, {tensor({2}), tensor({1})}))
         == "aggregator: source 1 pushed keys [0, 1] for step 0, others pushed [0]");
   CHECK(refusal(f.self, agg, push_of(1, 0, {0}, {tensor({3})}))
@@ -136,7 +142,8 @@ TEST_CASE("aggregator rejects malformed pushes with the source and keys named") 
   auto done = answer(f.self, agg, push_of(1, 0, {0}, g()));
   CHECK(done.weights[0].data()[0] == -1.0f);
   pending.receive([](weight_set&) {}, [&](caf::error& e) { FAIL(error_text(e)); });
-  repeat.receive([](weight_set& ws) { CHECK(ws.weights[0].data()[0] == -1.0f); }, [&](caf::error& e) { FAIL(error_text(e)); });
+  repeat.receive([](weight_set& ws) { CHECK(ws.weights[0].data()[0] == -1.0f); },
+                 [&](caf::error& e) { FAIL(error_text(e)); });
   f.self->send_exit(agg, caf::exit_reason::user_shutdown);
 }
 
@@ -150,7 +157,8 @@ TEST_CASE("aggregator refuses impossible options before spawning") {
                     Catch::Contains("no downstream"));
 }
 
-TEST_CASE("a sum is due when its earliest contribution is: a silent downstream fails both pushes then") {
+TEST_CASE(
+  "a sum is due when its earliest contribution is: a silent downstream fails both pushes then") {
   local_node_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
@@ -171,8 +179,10 @@ TEST_CASE("a sum is due when its earliest contribution is: a silent downstream f
   auto to = caf::actor_cast<caf::actor>(agg);
   std::vector<std::string> errors;
   // The test's own wait is generous: the aggregator, not the test, must give up first.
-  auto first = self->request(to, std::chrono::seconds(30), push_of(0, 0, {0}, {tensor({2})}, 1, far));
-  auto second = self->request(to, std::chrono::seconds(30), push_of(1, 0, {0}, {tensor({2})}, 1, near));
+  auto first =
+    self->request(to, std::chrono::seconds(30), push_of(0, 0, {0}, {tensor({2})}, 1, far));
+  auto second =
+    self->request(to, std::chrono::seconds(30), push_of(1, 0, {0}, {tensor({2})}, 1, near));
   for (auto* pending : {&first, &second})
     pending->receive([&](weight_set&) { errors.push_back("(answered)"); },
                      [&](caf::error& e) { errors.push_back(error_text(e)); });
@@ -181,7 +191,7 @@ TEST_CASE("a sum is due when its earliest contribution is: a silent downstream f
     CHECK_THAT(e, Catch::Contains("step 0's sum got no answer from downstream by its deadline"));
   }
   REQUIRE(seen->size() == 1);
-  CHECK(seen->front().at == near.at);  // the earlier deadline went downstream
+  CHECK(seen->front().at == near.at); // the earlier deadline went downstream
   CHECK(deadline::after(std::chrono::minutes(1)).at > seen->front().at);
   self->send_exit(agg, caf::exit_reason::user_shutdown);
   self->send_exit(silent, caf::exit_reason::user_shutdown);
@@ -194,10 +204,12 @@ TEST_CASE("aggregator takes a source contribution to a step once, a repeat gets 
   fixture f;
   auto agg = spawn_aggregator(f.sys, f.shard, aggregator_options{2, 0, true, 0});
   auto to = caf::actor_cast<caf::actor>(agg);
-  auto first = f.self->request(to, std::chrono::seconds(10), push_of(1, 0, {0}, {tensor::from_values({2}, {4, 4})}));
-  auto repeat = f.self->request(to, std::chrono::seconds(10), push_of(1, 0, {0}, {tensor::from_values({2}, {4, 4})}));
+  auto first = f.self->request(to, std::chrono::seconds(10),
+                               push_of(1, 0, {0}, {tensor::from_values({2}, {4, 4})}));
+  auto repeat = f.self->request(to, std::chrono::seconds(10),
+                                push_of(1, 0, {0}, {tensor::from_values({2}, {4, 4})}));
   auto other = answer(f.self, agg, push_of(0, 0, {0}, {tensor::from_values({2}, {2, 2})}));
-  CHECK(other.weights[0].data()[0] == -3.0f);  // (2 + 4) / 2 once, not (2 + 4 + 4) / 3
+  CHECK(other.weights[0].data()[0] == -3.0f); // (2 + 4) / 2 once, not (2 + 4 + 4) / 3
   for (auto* pending : {&first, &repeat})
     pending->receive([](weight_set& ws) { CHECK(ws.weights[0].data()[0] == -3.0f); },
                      [&](caf::error& e) { FAIL(error_text(e)); });
@@ -217,21 +229,27 @@ TEST_CASE("aggregator rewinds to the weights before the step in flight") {
   auto to = caf::actor_cast<caf::actor>(agg);
   auto rewind_to = [&](std::int64_t step) {
     weight_set out;
-    f.self->request(to, std::chrono::seconds(10), rewind_atom::value, step, deadline::after(std::chrono::seconds(10)))
-      .receive([&](weight_set& ws) { out = std::move(ws); }, [&](caf::error& e) { FAIL(error_text(e)); });
+    f.self
+      ->request(to, std::chrono::seconds(10), rewind_atom::value, step,
+                deadline::after(std::chrono::seconds(10)))
+      .receive([&](weight_set& ws) { out = std::move(ws); },
+               [&](caf::error& e) { FAIL(error_text(e)); });
     return out;
   };
-  auto start = rewind_to(-1);  // nothing summed: step 0, the initial weights
+  auto start = rewind_to(-1); // nothing summed: step 0, the initial weights
   CHECK(start.before_step == 0);
   REQUIRE(start.keys.size() == 2);
   CHECK(start.weights[0].data()[0] == 0.0f);
-  answer(f.self, agg, push_of(0, 0, {0}, {tensor::from_values({2}, {1, 1})}));  // group of key 0: step 0
-  answer(f.self, agg, push_of(0, 0, {1}, {tensor::from_values({1}, {1})}));     // group of key 1: step 0
-  answer(f.self, agg, push_of(0, 1, {0}, {tensor::from_values({2}, {1, 1})}));  // key 0 alone: step 1
+  answer(f.self, agg,
+         push_of(0, 0, {0}, {tensor::from_values({2}, {1, 1})})); // group of key 0: step 0
+  answer(f.self, agg,
+         push_of(0, 0, {1}, {tensor::from_values({1}, {1})})); // group of key 1: step 0
+  answer(f.self, agg,
+         push_of(0, 1, {0}, {tensor::from_values({2}, {1, 1})})); // key 0 alone: step 1
   // Step 1 is in flight (key 1's group has not summed it); key 0 is rewound one step.
   auto in_flight = rewind_to(-1);
   CHECK(in_flight.before_step == 1);
-  CHECK(in_flight.weights[0].data()[0] == -1.0f);  // after step 0, not -2 after step 1
+  CHECK(in_flight.weights[0].data()[0] == -1.0f); // after step 0, not -2 after step 1
   CHECK(in_flight.weights[1].data()[0] == -1.0f);
   auto two_back = f.self->request(to, std::chrono::seconds(10), rewind_atom::value, std::int64_t{0},
                                   deadline::after(std::chrono::seconds(10)));
@@ -252,13 +270,20 @@ TEST_CASE("aggregator without keep_previous refuses a rewind one step back, nami
   answer(f.self, agg, push_of(0, 0, {1}, {tensor::from_values({1}, {1})}));
   answer(f.self, agg, push_of(0, 1, {0}, {tensor::from_values({2}, {1, 1})}));
   std::string refused;
-  f.self->request(to, std::chrono::seconds(10), rewind_atom::value, std::int64_t{-1}, deadline::after(std::chrono::seconds(10)))
+  f.self
+    ->request(to, std::chrono::seconds(10), rewind_atom::value, std::int64_t{-1},
+              deadline::after(std::chrono::seconds(10)))
     .receive([](weight_set&) {}, [&](caf::error& e) { refused = error_text(e); });
-  CHECK_THAT(refused, Catch::Contains("are not kept here (it keeps none: on_worker_loss is not adopt)"));
-  answer(f.self, agg, push_of(0, 1, {1}, {tensor::from_values({1}, {1})}));  // step 1 whole: nothing to rewind
+  CHECK_THAT(refused,
+             Catch::Contains("are not kept here (it keeps none: on_worker_loss is not adopt)"));
+  answer(f.self, agg,
+         push_of(0, 1, {1}, {tensor::from_values({1}, {1})})); // step 1 whole: nothing to rewind
   weight_set after;
-  f.self->request(to, std::chrono::seconds(10), rewind_atom::value, std::int64_t{-1}, deadline::after(std::chrono::seconds(10)))
-    .receive([&](weight_set& ws) { after = std::move(ws); }, [&](caf::error& e) { FAIL(error_text(e)); });
+  f.self
+    ->request(to, std::chrono::seconds(10), rewind_atom::value, std::int64_t{-1},
+              deadline::after(std::chrono::seconds(10)))
+    .receive([&](weight_set& ws) { after = std::move(ws); },
+             [&](caf::error& e) { FAIL(error_text(e)); });
   CHECK(after.before_step == 2);
   REQUIRE(after.weights.size() == 2);
   CHECK(after.weights[0].data()[0] == -2.0f);
@@ -274,8 +299,11 @@ TEST_CASE("aggregator counts who it waited for last, step by step") {
   auto waits = [&] {
     std::pair<std::vector<double>, std::vector<std::int64_t>> out;
     f.self->request(agg, std::chrono::seconds(10), waits_atom::value)
-      .receive([&](std::vector<double>& s, std::vector<std::int64_t>& n) { out = {s, n}; },
-               [&](caf::error& e) { FAIL(error_text(e)); });
+      .receive(
+        [&](std::vector<double>& s, std::vector<std::int64_t>& n) {
+          out = {s, n};
+        },
+        [&](caf::error& e) { FAIL(error_text(e)); });
     return out;
   };
   auto before = waits();
@@ -283,18 +311,22 @@ TEST_CASE("aggregator counts who it waited for last, step by step") {
   REQUIRE(before.second.size() == 2);
   CHECK(before.second == std::vector<std::int64_t>{0, 0});
   // Step 0: source 0 first (both groups), source 1 last.
-  auto a = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10), push_of(0, 0, {0}, {tensor({2})}));
-  auto b = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10), push_of(0, 0, {1}, {tensor({1})}));
+  auto a = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10),
+                           push_of(0, 0, {0}, {tensor({2})}));
+  auto b = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10),
+                           push_of(0, 0, {1}, {tensor({1})}));
   answer(f.self, agg, push_of(1, 0, {0}, {tensor({2})}));
   answer(f.self, agg, push_of(1, 0, {1}, {tensor({1})}));
   for (auto* r : {&a, &b})
     r->receive([](weight_set&) {}, [](caf::error& e) { FAIL(error_text(e)); });
   // Step 1: source 1 first, source 0 last.
-  auto c = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10), push_of(1, 1, {0}, {tensor({2})}));
+  auto c = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10),
+                           push_of(1, 1, {0}, {tensor({2})}));
   answer(f.self, agg, push_of(0, 1, {0}, {tensor({2})}));
   c.receive([](weight_set&) {}, [](caf::error& e) { FAIL(error_text(e)); });
   // Step 2: source 1 last again.
-  auto d = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10), push_of(0, 2, {0}, {tensor({2})}));
+  auto d = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10),
+                           push_of(0, 2, {0}, {tensor({2})}));
   answer(f.self, agg, push_of(1, 2, {0}, {tensor({2})}));
   d.receive([](weight_set&) {}, [](caf::error& e) { FAIL(error_text(e)); });
   auto after = waits();

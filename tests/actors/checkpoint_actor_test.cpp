@@ -4,7 +4,8 @@
 // sensitive: a checkpoint with its momentum or its batch-norm statistics zeroed resumes into
 // other weights. A checkpoint resumes with another number of shards (keys re-sharded), and a
 // cluster run's manifest and parts resume in one process, both bit-identical. A checkpoint that
-// does not fit the job is refused before training, naming the file; the actors' own snapshot/restore messages refuse what they cannot take.
+// does not fit the job is refused before training, naming the file; the actors' own
+// snapshot/restore messages refuse what they cannot take.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -171,11 +172,12 @@ TEST_CASE("a checkpoint that does not fit the job is refused before training, na
   write_checkpoint(checkpoint_path(dir.file("uneven"), 1), uneven);
   CHECK_THROWS_WITH(run(job, dir.file("uneven"), 1),
                     Contains(dir.file("uneven") + "-0001.safetensors")
-                    && Contains("counters differ (async/ssp): resume with 2 shards"));
+                      && Contains("counters differ (async/ssp): resume with 2 shards"));
   other = job;
   other.train_batches.batch_size = 64;
   CHECK_THROWS_WITH(run(other, prefix, 1), Contains("8 steps per epoch, this run has 4"));
-  CHECK_THROWS_WITH(run(job, prefix, 5), Contains("resuming after epoch 5 goes past the job's 4 epochs"));
+  CHECK_THROWS_WITH(run(job, prefix, 5),
+                    Contains("resuming after epoch 5 goes past the job's 4 epochs"));
   CHECK_THROWS_WITH(run(job, "", 1), Contains("needs the model prefix"));
   std::filesystem::rename(checkpoint_path(prefix, 2), checkpoint_path(prefix, 3));
   CHECK_THROWS_WITH(run(job, prefix, 3), Contains("holds the state after epoch 2, not 3"));

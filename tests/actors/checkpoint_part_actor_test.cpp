@@ -34,7 +34,8 @@ const std::vector<std::string> names{"a", "b"};
 const std::vector<shape_t> shapes{{4}, {2, 3}};
 const std::vector<float> a_values{1, 2, 3, 4}, b_values{5, 6, 7, 8, 9, 10};
 
-param_shard_actor shard_of(caf::actor_system& sys, std::vector<std::pair<std::string, tensor>> keys) {
+param_shard_actor shard_of(caf::actor_system& sys,
+                           std::vector<std::pair<std::string, tensor>> keys) {
   std::vector<shard_key> k;
   for (auto& [name, value] : keys)
     k.push_back({name, value});
@@ -69,7 +70,8 @@ checkpoint_part_wiring part_wiring(std::vector<part_shard> shards) {
   return w;
 }
 
-manifest_checkpoint_wiring manifest_wiring(const std::string& prefix, std::vector<manifest_part> parts) {
+manifest_checkpoint_wiring manifest_wiring(const std::string& prefix,
+                                           std::vector<manifest_part> parts) {
   manifest_checkpoint_wiring w;
   w.prefix = prefix;
   w.parts = std::move(parts);
@@ -132,7 +134,9 @@ struct worker_part {
   }
 };
 
-std::vector<float> values_of(const tensor& t) { return std::vector<float>(t.data(), t.data() + t.numel()); }
+std::vector<float> values_of(const tensor& t) {
+  return std::vector<float>(t.data(), t.data() + t.numel());
+}
 
 // Lines logged from the manifest's own thread.
 struct log_lines {
@@ -150,7 +154,8 @@ struct log_lines {
 
 // Saves epoch 1 through a manifest over parts of `shards`; the answer or the error.
 // With `lines`, the manifest's progress lines are collected there (else they go to stderr).
-caf::expected<std::string> save(caf::actor_system& sys, const std::string& prefix, std::vector<manifest_part> parts,
+caf::expected<std::string> save(caf::actor_system& sys, const std::string& prefix,
+                                std::vector<manifest_part> parts,
                                 std::shared_ptr<log_lines> lines = nullptr) {
   auto w = manifest_wiring(prefix, std::move(parts));
   if (lines)
@@ -164,7 +169,6 @@ caf::expected<std::string> save(caf::actor_system& sys, const std::string& prefi
   return result;
 }
 
-
 // Two servers' parts (shard 0 and shard 1 of two_shards) and a worker's, in one actor system;
 // every actor is shut down at the end.
 struct three_parts {
@@ -176,15 +180,16 @@ struct three_parts {
   caf::actor_system sys{cfg};
   two_shards s{sys};
   worker_part worker{sys};
-  checkpoint_part_actor server_0 = spawn_checkpoint_part(sys, part_wiring({{0, s.first, s.first_keys}}));
-  checkpoint_part_actor server_1 = spawn_checkpoint_part(sys, part_wiring({{1, s.second, s.second_keys}}));
+  checkpoint_part_actor server_0 =
+    spawn_checkpoint_part(sys, part_wiring({{0, s.first, s.first_keys}}));
+  checkpoint_part_actor server_1 =
+    spawn_checkpoint_part(sys, part_wiring({{1, s.second, s.second_keys}}));
   const std::string prefix = dir.file("m");
   std::vector<manifest_part> all() const {
     return {{"server_0", server_0}, {"server_1", server_1}, {"worker_0", worker.part}};
   }
   // Kills `a` and returns once it is down.
-  template <class Handle>
-  void kill(const Handle& a) {
+  template <class Handle> void kill(const Handle& a) {
     caf::scoped_actor self{sys};
     self->monitor(a);
     self->send_exit(a, caf::exit_reason::kill);
@@ -199,7 +204,8 @@ struct three_parts {
 
 } // namespace
 
-TEST_CASE_METHOD(three_parts, "every part saves its own shards' keys, and the manifest names them") {
+TEST_CASE_METHOD(three_parts,
+                 "every part saves its own shards' keys, and the manifest names them") {
   auto saved = save(sys, prefix, all());
   REQUIRE(saved);
   CHECK(*saved == checkpoint_manifest_path(prefix, 1));
@@ -222,11 +228,14 @@ TEST_CASE_METHOD(three_parts, "every part saves its own shards' keys, and the ma
     auto part = spawn_checkpoint_part(sys, w);
     caf::scoped_actor self{sys};
     bool restored = false;
-    self->request(part, std::chrono::seconds(60), restore_atom::value, std::int64_t{1}, prefix,
-                  deadline::after(std::chrono::seconds(30)))
+    self
+      ->request(part, std::chrono::seconds(60), restore_atom::value, std::int64_t{1}, prefix,
+                deadline::after(std::chrono::seconds(30)))
       .receive([&](bool ok) { restored = ok; }, [&](caf::error& err) { FAIL(error_text(err)); });
     REQUIRE(restored);
-    self->request(whole, std::chrono::seconds(30), pull_atom::value, deadline::after(std::chrono::seconds(20)))
+    self
+      ->request(whole, std::chrono::seconds(30), pull_atom::value,
+                deadline::after(std::chrono::seconds(20)))
       .receive(
         [&](weight_set& w) {
           REQUIRE(w.weights.size() == 2);
@@ -239,7 +248,9 @@ TEST_CASE_METHOD(three_parts, "every part saves its own shards' keys, and the ma
   }
 }
 
-TEST_CASE_METHOD(three_parts, "a part that cannot save fails the save naming its node, and no manifest is written") {
+TEST_CASE_METHOD(
+  three_parts,
+  "a part that cannot save fails the save naming its node, and no manifest is written") {
   SECTION("its shard is gone") {
     kill(s.second);
     auto saved = save(sys, prefix, all());
@@ -261,7 +272,8 @@ TEST_CASE_METHOD(three_parts, "a part that cannot save fails the save naming its
   CHECK_FALSE(std::filesystem::exists(checkpoint_manifest_path(prefix, 1)));
 }
 
-TEST_CASE_METHOD(three_parts, "a part refuses to restore a checkpoint of another model, naming the file") {
+TEST_CASE_METHOD(three_parts,
+                 "a part refuses to restore a checkpoint of another model, naming the file") {
   REQUIRE(save(sys, prefix, all()));
   auto other = shard_of(sys, {{"a", tensor(shape_t{5})}});
   auto w = part_wiring({{0, other, {{0, 0, 5, true}}}});
@@ -271,8 +283,9 @@ TEST_CASE_METHOD(three_parts, "a part refuses to restore a checkpoint of another
   auto part = spawn_checkpoint_part(sys, w);
   caf::scoped_actor self{sys};
   std::string refusal;
-  self->request(part, std::chrono::seconds(60), restore_atom::value, std::int64_t{1}, prefix,
-                deadline::after(std::chrono::seconds(30)))
+  self
+    ->request(part, std::chrono::seconds(60), restore_atom::value, std::int64_t{1}, prefix,
+              deadline::after(std::chrono::seconds(30)))
     .receive([&](bool) { FAIL("a checkpoint of another model was restored"); },
              [&](caf::error& err) { refusal = error_text(err); });
   CHECK_THAT(refusal, Contains(checkpoint_manifest_path(prefix, 1)));
@@ -281,11 +294,14 @@ TEST_CASE_METHOD(three_parts, "a part refuses to restore a checkpoint of another
     caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
 
-TEST_CASE_METHOD(three_parts, "the manifest says when a save and a restore start and end, so a save in progress is seen") {
+TEST_CASE_METHOD(
+  three_parts,
+  "the manifest says when a save and a restore start and end, so a save in progress is seen") {
   auto lines = std::make_shared<log_lines>();
   REQUIRE(save(sys, prefix, all(), lines));
-  CHECK(lines->get() == std::vector<std::string>{"checkpoint: saving epoch 1 (3 parts)",
-                                                 "checkpoint: saved " + checkpoint_manifest_path(prefix, 1)});
+  CHECK(lines->get()
+        == std::vector<std::string>{"checkpoint: saving epoch 1 (3 parts)",
+                                    "checkpoint: saved " + checkpoint_manifest_path(prefix, 1)});
 
   auto w = manifest_wiring(prefix, {{"server_0", server_0}, {"server_1", server_1}});
   w.resume_epoch = 1;
@@ -295,7 +311,8 @@ TEST_CASE_METHOD(three_parts, "the manifest says when a save and a restore start
   caf::scoped_actor self{sys};
   self->request(manifest, std::chrono::seconds(60), restore_atom::value)
     .receive([](bool) {}, [&](caf::error& err) { FAIL(error_text(err)); });
-  CHECK(restored_lines->get() == std::vector<std::string>{"checkpoint: restoring epoch 1 (2 parts)",
-                                                          "checkpoint: restored epoch 1"});
+  CHECK(restored_lines->get()
+        == std::vector<std::string>{"checkpoint: restoring epoch 1 (2 parts)",
+                                    "checkpoint: restored epoch 1"});
   self->send_exit(manifest, caf::exit_reason::user_shutdown);
 }

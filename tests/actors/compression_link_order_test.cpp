@@ -13,10 +13,10 @@
 #include <memory>
 #include <vector>
 
+#include "tests/actors/two_key_pushes.hpp"
 #include <troupe/actors/aggregator_actor.hpp>
 #include <troupe/actors/compression_link.hpp>
 #include <troupe/actors/param_shard_actor.hpp>
-#include "tests/actors/two_key_pushes.hpp"
 
 using namespace troupe;
 
@@ -39,8 +39,7 @@ struct fixture : test_coordinator_fixture<> {
       caf::anon_send_exit(a, caf::exit_reason::kill);
     consume_messages();
   }
-  template <class Handle>
-  Handle keep(Handle h) {
+  template <class Handle> Handle keep(Handle h) {
     spawned.push_back(caf::actor_cast<caf::actor>(h));
     return h;
   }
@@ -79,8 +78,9 @@ CAF_TEST(every_source_of_a_step_gets_the_same_weights_once_the_last_has_pushed) 
   auto shard = keep(spawn_param_shard(sys, two_keys(), o));
   auto agg = keep(spawn_aggregator(sys, shard, aggregator_options{2, 0, true, 0}));
   auto receiver = keep(spawn_compressing_receiver(sys, agg, spec, "the hop into aggregator_0"));
-  std::vector<push_target_actor> senders{keep(spawn_compressing_sender(sys, receiver, spec, "compute 0 hop")),
-                                         keep(spawn_compressing_sender(sys, receiver, spec, "compute 1 hop"))};
+  std::vector<push_target_actor> senders{
+    keep(spawn_compressing_sender(sys, receiver, spec, "compute 0 hop")),
+    keep(spawn_compressing_sender(sys, receiver, spec, "compute 1 hop"))};
   for (auto& s : senders) {
     auto pulled = ask(s, caf::make_message(pull_atom::value, deadline{}));
     CAF_REQUIRE(pulled->answered && !pulled->error);
@@ -88,20 +88,20 @@ CAF_TEST(every_source_of_a_step_gets_the_same_weights_once_the_last_has_pushed) 
   }
   for (std::int64_t step = 0; step < 4; ++step) {
     auto first = ask(senders[0], caf::make_message(push_atom::value, push_of(step, 0)));
-    CAF_CHECK(!first->answered);  // the barrier waits for source 1
+    CAF_CHECK(!first->answered); // the barrier waits for source 1
     auto second = ask(senders[1], caf::make_message(push_atom::value, push_of(step, 1)));
     CAF_REQUIRE(first->answered && second->answered);
     CAF_REQUIRE(!first->error && !second->error);
     CAF_REQUIRE_EQUAL(first->weights.weights.size(), 2u);
     CAF_REQUIRE_EQUAL(second->weights.weights.size(), 2u);
-    CAF_CHECK_EQUAL(first->weights.encoding, value_encoding::none);  // summed into the weights held
+    CAF_CHECK_EQUAL(first->weights.encoding, value_encoding::none); // summed into the weights held
     for (std::size_t k = 0; k < 2; ++k) {
       CAF_CHECK(same_bits(first->weights.weights[k], second->weights.weights[k]));
       // each sending end holds its own copy: the senders' replicas never share a buffer
       CAF_CHECK(!first->weights.weights[k].shares_storage_with(second->weights.weights[k]));
     }
     if (step == 0)
-      CAF_CHECK(!same_bits(first->weights.weights[0], two_keys()[0].initial));  // something arrived
+      CAF_CHECK(!same_bits(first->weights.weights[0], two_keys()[0].initial)); // something arrived
   }
 }
 

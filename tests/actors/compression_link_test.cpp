@@ -33,7 +33,8 @@ push_target_actor plain_shard(caf::actor_system& sys) {
     t.fill(0.5f);
     return t;
   };
-  return spawn_param_shard(sys, {shard_key{"a", start(6), false}, shard_key{"b", start(3), false}}, o);
+  return spawn_param_shard(sys, {shard_key{"a", start(6), false}, shard_key{"b", start(3), false}},
+                           o);
 }
 
 caf::message push_of(int source, std::int64_t step, std::vector<tensor> grads) {
@@ -47,7 +48,9 @@ caf::message push_of(int source, std::int64_t step, std::vector<tensor> grads) {
   return caf::make_message(push_atom::value, std::move(p));
 }
 
-caf::message pull() { return caf::make_message(pull_atom::value, deadline::after(std::chrono::seconds(10))); }
+caf::message pull() {
+  return caf::make_message(pull_atom::value, deadline::after(std::chrono::seconds(10)));
+}
 
 std::vector<tensor> random_gradients(std::mt19937& rng) {
   std::normal_distribution<float> normal(0.0f, 0.3f);
@@ -131,12 +134,14 @@ TEST_CASE("a compressed push reaches the shard quantized, and its residual goes 
   auto receiver = spawn_compressing_receiver(f.sys, f.shard, spec, "test hop");
   auto sender = spawn_compressing_sender(f.sys, receiver, spec, "test hop");
   // 0.3 stays below the threshold once; twice it is 0.6: 0.5 goes, 0.1 stays.
-  auto g = [] { return std::vector<tensor>{tensor::from_values({6}, {0.3f, -0.3f, 0.7f, -1.2f, 0, 0.49f}),
-                                           tensor::from_values({3}, {0.5f, -0.5f, 0.1f})}; };
+  auto g = [] {
+    return std::vector<tensor>{tensor::from_values({6}, {0.3f, -0.3f, 0.7f, -1.2f, 0, 0.49f}),
+                               tensor::from_values({3}, {0.5f, -0.5f, 0.1f})};
+  };
   auto first = ask(f.self, sender, push_of(0, 0, g()));
   REQUIRE(first);
   REQUIRE(first->weights.size() == 2);
-  REQUIRE(first->encoding == value_encoding::none);  // pushes only: the weights come whole
+  REQUIRE(first->encoding == value_encoding::none); // pushes only: the weights come whole
   // The shard applied {0, 0, 0.5, -0.5, 0, 0} and {0.5, -0.5, 0}: 0.5 minus that.
   CHECK(first->weights[0].to_host().data()[0] == 0.5f);
   CHECK(first->weights[0].data()[2] == 0.0f);
@@ -146,7 +151,8 @@ TEST_CASE("a compressed push reaches the shard quantized, and its residual goes 
   CHECK(first->weights[1].data()[2] == 0.5f);
   auto second = ask(f.self, sender, push_of(0, 1, g()));
   REQUIRE(second);
-  // Key a: 0.3 + 0.3 = 0.6 sends 0.5; -1.2 + residual -0.7 = -1.9 sends -0.5; 0.49 + 0.49 sends 0.5.
+  // Key a: 0.3 + 0.3 = 0.6 sends 0.5; -1.2 + residual -0.7 = -1.9 sends -0.5; 0.49 + 0.49 sends
+  // 0.5.
   CHECK(second->weights[0].data()[0] == 0.0f);
   CHECK(second->weights[0].data()[1] == 1.0f);
   CHECK(second->weights[0].data()[3] == 1.5f);
@@ -154,7 +160,8 @@ TEST_CASE("a compressed push reaches the shard quantized, and its residual goes 
   f.self->send_exit(sender, caf::exit_reason::user_shutdown);
 }
 
-TEST_CASE("a fitted 2-bit push carries a scale per block, and over steps sends what the gradients add to") {
+TEST_CASE(
+  "a fitted 2-bit push carries a scale per block, and over steps sends what the gradients add to") {
   fixture f;
   auto spec = spec_of("push:2bit:fit");
   auto sender = spawn_compressing_sender(f.sys, f.sys.spawn(echo_target), spec, "test hop");
@@ -173,9 +180,9 @@ TEST_CASE("a fitted 2-bit push carries a scale per block, and over steps sends w
     auto echoed = ask(f.self, sender, push_of(0, step, {big, small}));
     REQUIRE(echoed);
     REQUIRE(echoed->weights.size() == 2);
-    REQUIRE(echoed->scales.size() == 4);  // 3 blocks of key 0, 1 of key 1
+    REQUIRE(echoed->scales.size() == 4); // 3 blocks of key 0, 1 of key 1
     if (step == 0) {
-      CHECK(echoed->scales[0] < 0.01f);   // each block's scale is of its own size
+      CHECK(echoed->scales[0] < 0.01f); // each block's scale is of its own size
       CHECK(echoed->scales[1] > 0.1f);
       CHECK(echoed->scales[2] > 3.0f);
     }
@@ -193,11 +200,12 @@ TEST_CASE("a fitted 2-bit push carries a scale per block, and over steps sends w
   for (int block = 0; block < 3; ++block) {
     double owed = 0, added = 0;
     for (std::int64_t i = block * 256; i < std::min<std::int64_t>(600, (block + 1) * 256); ++i) {
-      owed += std::fabs(steps * static_cast<double>(big.data()[i]) - total[static_cast<std::size_t>(i)]);
+      owed +=
+        std::fabs(steps * static_cast<double>(big.data()[i]) - total[static_cast<std::size_t>(i)]);
       added += std::fabs(steps * static_cast<double>(big.data()[i]));
     }
     INFO("block " << block << ": owed " << owed << " of " << added);
-    CHECK(owed < 0.1 * added);  // sending nothing would owe all of it
+    CHECK(owed < 0.1 * added); // sending nothing would owe all of it
   }
   CHECK(largest_scale > 0);
   f.self->send_exit(sender, caf::exit_reason::user_shutdown);
@@ -250,12 +258,14 @@ TEST_CASE("compressed answers leave every sender with the same weights, close to
 
 TEST_CASE("the receiving end refuses a push in another encoding, naming both") {
   fixture f;
-  auto receiver = spawn_compressing_receiver(f.sys, f.shard, spec_of("2bit"), "the hop into aggregator_0");
+  auto receiver =
+    spawn_compressing_receiver(f.sys, f.shard, spec_of("2bit"), "the hop into aggregator_0");
   auto plain = ask(f.self, receiver, push_of(3, 0, {tensor({6}), tensor({3})}));
   REQUIRE_FALSE(plain);
   CHECK(troupe_code(plain.error()) == errc::bad_request);
-  CHECK(error_text(plain.error()).find("the hop into aggregator_0: a push of source 3 for keys 0, 1 came encoded "
-                                       "none, and this route's pushes are 2bit")
+  CHECK(error_text(plain.error())
+          .find("the hop into aggregator_0: a push of source 3 for keys 0, 1 came encoded "
+                "none, and this route's pushes are 2bit")
         != std::string::npos);
 }
 
@@ -277,7 +287,8 @@ TEST_CASE("compressed answers need a pull first, and the sending end refuses ano
     auto a = ask(f.self, sender, push_of(0, 0, {tensor({6}), tensor({3})}));
     REQUIRE_FALSE(a);
     CHECK(troupe_code(a.error()) == errc::bad_data);
-    CHECK(error_text(a.error()).find("came encoded fp16, and this route's answers are 2bit") != std::string::npos);
+    CHECK(error_text(a.error()).find("came encoded fp16, and this route's answers are 2bit")
+          != std::string::npos);
     f.self->send_exit(odd, caf::exit_reason::user_shutdown);
   }
   CHECK_THROWS_WITH(spawn_compressing_sender(f.sys, f.shard, compression_spec{}, "hop"),

@@ -39,8 +39,12 @@ recorder_actor::behavior_type recorder(recorder_actor::stateful_pointer<recorder
       self->state.events.push_back("push " + std::to_string(push.keys.front()));
       return self->delegate(shard, push_atom::value, std::move(push));
     },
-    [=](pull_atom, deadline due) -> caf::result<weight_set> { return self->delegate(shard, pull_atom::value, due); },
-    [=](const batch_report& r) { self->state.events.push_back("report " + std::to_string(r.index)); },
+    [=](pull_atom, deadline due) -> caf::result<weight_set> {
+      return self->delegate(shard, pull_atom::value, due);
+    },
+    [=](const batch_report& r) {
+      self->state.events.push_back("report " + std::to_string(r.index));
+    },
     [=](const phase_report&) {},
     [=](flush_atom) -> caf::result<bool> { return true; },
     [=](log_atom) -> caf::result<std::vector<std::string>> { return self->state.events; },
@@ -130,7 +134,8 @@ struct silent_loader_state {
   static inline const char* name = "silent_loader";
 };
 
-loader_actor::behavior_type silent_loader(loader_actor::stateful_pointer<silent_loader_state> self) {
+loader_actor::behavior_type
+silent_loader(loader_actor::stateful_pointer<silent_loader_state> self) {
   return {
     [](epoch_atom, std::int64_t) {},
     [=](next_atom) -> caf::result<loader_item> {
@@ -145,8 +150,7 @@ loader_actor::behavior_type silent_loader(loader_actor::stateful_pointer<silent_
 // an actor the test left running.
 struct stop_at_exit {
   std::vector<caf::actor> actors;
-  template <class Handle>
-  void add(const Handle& handle) {
+  template <class Handle> void add(const Handle& handle) {
     if (handle)
       actors.push_back(caf::actor_cast<caf::actor>(handle));
   }
@@ -236,7 +240,9 @@ refuse_first_push(push_target_actor::stateful_pointer<refuse_first_state> self,
       }
       return self->delegate(shard, push_atom::value, std::move(push));
     },
-    [=](pull_atom, deadline due) -> caf::result<weight_set> { return self->delegate(shard, pull_atom::value, due); },
+    [=](pull_atom, deadline due) -> caf::result<weight_set> {
+      return self->delegate(shard, pull_atom::value, due);
+    },
   };
 }
 
@@ -249,16 +255,17 @@ TEST_CASE("a loader that never answers fails the phase with a timeout naming it"
   run.stop.add(compute);
   caf::error failure;
   bool answered = false;
-  run.self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0}, deadline{})
+  run.self
+    ->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0}, deadline{})
     .receive([&](phase_report&) { answered = true; }, [&](caf::error& e) { failure = e; });
-  CHECK_FALSE(answered);  // the phase cannot have trained without batches
+  CHECK_FALSE(answered); // the phase cannot have trained without batches
   CHECK(troupe_code(failure) == errc::timeout);
   CHECK_THAT(error_text(failure), Catch::Contains("waiting for a batch from its training loader"));
 }
 
 TEST_CASE("a request left over from a failed phase does not time out the next phase") {
   async_mlp_run run(key_plan_options{}.group_bytes);
-  REQUIRE(run.setup.plan.keys.groups.size() >= 2);  // so a push is refused while another is out
+  REQUIRE(run.setup.plan.keys.groups.size() >= 2); // so a push is refused while another is out
   auto sample = synthetic_batches()->make(0, 0);
   // Phase 1 (epoch 0): step 0 runs, its first push is refused, and the batch it asked for
   // next (request 2) is never answered. Phase 2 (epoch 1) runs many short steps, for longer
@@ -272,16 +279,19 @@ TEST_CASE("a request left over from a failed phase does not time out the next ph
   auto compute = spawn_compute(run.sys, std::move(run.setup.replica), w);
   run.stop.add(compute);
   caf::error first;
-  run.self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0}, deadline{})
+  run.self
+    ->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0}, deadline{})
     .receive([](phase_report&) {}, [&](caf::error& e) { first = e; });
   CHECK(troupe_code(first) == errc::bad_request);
   CHECK_THAT(error_text(first), Catch::Contains("refused on purpose"));
   phase_report second;
   caf::error second_error;
   auto started = std::chrono::steady_clock::now();
-  run.self->request(compute, std::chrono::seconds(120), train_atom::value, std::int64_t{1}, deadline{})
+  run.self
+    ->request(compute, std::chrono::seconds(120), train_atom::value, std::int64_t{1}, deadline{})
     .receive([&](phase_report& r) { second = r; }, [&](caf::error& e) { second_error = e; });
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double took =
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   // Phase 2 must outlast the step timeout for the watchdog to look at request 2 during it
   // (4,000 steps: about 1 s here); a failure prints how long it took.
   INFO("phase 2 took " << took << " s against a step timeout of 0.4 s");
@@ -293,9 +303,9 @@ TEST_CASE("with overlap every push of a step leaves during backward, last layer 
   auto events = events_of_one_epoch(true);
   // MLP keys on one shard, backward order: fc3.bias, fc3.weight, fc2..., fc1.weight (6 keys).
   REQUIRE(events.size() == 2 * (6 + 1));
-  CHECK(events[0] == "push 0");  // the shard's first key is the last layer's
+  CHECK(events[0] == "push 0"); // the shard's first key is the last layer's
   CHECK(events[5] == "push 5");
-  CHECK(events[6] == "report 0");  // the batch report is sent after train_step returned
+  CHECK(events[6] == "report 0"); // the batch report is sent after train_step returned
   CHECK(events[13] == "report 1");
 }
 
@@ -328,7 +338,8 @@ TEST_CASE("compute refuses wiring that misses or repeats or invents keys") {
   CHECK_NOTHROW(wiring_of(plan));
   auto no_shards = wiring_of(plan);
   no_shards.shards.clear();
-  CHECK_THROWS_WITH(spawn_compute(sys, small_mlp(), no_shards), Catch::Contains("no parameter shard"));
+  CHECK_THROWS_WITH(spawn_compute(sys, small_mlp(), no_shards),
+                    Catch::Contains("no parameter shard"));
   auto missing_group = wiring_of(plan);
   missing_group.groups.pop_back();
   CHECK_THROWS_WITH(spawn_compute(sys, small_mlp(), missing_group),
@@ -338,14 +349,17 @@ TEST_CASE("compute refuses wiring that misses or repeats or invents keys") {
   CHECK_THROWS_WITH(spawn_compute(sys, small_mlp(), twice), Catch::Contains("is in 2 push groups"));
   auto short_key = wiring_of(plan);
   short_key.shards[0].keys[0].length -= 1;
-  CHECK_THROWS_WITH(spawn_compute(sys, small_mlp(), short_key), Catch::Contains("the routes' keys cover"));
+  CHECK_THROWS_WITH(spawn_compute(sys, small_mlp(), short_key),
+                    Catch::Contains("the routes' keys cover"));
   auto outside = wiring_of(plan);
   outside.shards[0].keys[0].slot = 99;
-  CHECK_THROWS_WITH(spawn_compute(sys, small_mlp(), outside), Catch::Contains("outside the model's parameters"));
+  CHECK_THROWS_WITH(spawn_compute(sys, small_mlp(), outside),
+                    Catch::Contains("outside the model's parameters"));
   auto bad_group = wiring_of(plan);
   bad_group.groups[0].shard = 7;
   CHECK_THROWS_WITH(spawn_compute(sys, small_mlp(), bad_group), Catch::Contains("names route 7"));
-  CHECK_THROWS_WITH(spawn_compute(sys, nullptr, wiring_of(plan)), Catch::Contains("no model replica"));
+  CHECK_THROWS_WITH(spawn_compute(sys, nullptr, wiring_of(plan)),
+                    Catch::Contains("no model replica"));
 }
 
 // A scheduler restarted mid-epoch asks the phases of its lost one again (docs/operations.md,
@@ -376,17 +390,22 @@ TEST_CASE("a phase asked again is answered with the same report and trains nothi
   auto batch_reports = [&] {
     std::vector<std::string> events;
     self->request(rec, std::chrono::seconds(10), log_atom::value)
-      .receive([&](std::vector<std::string>& e) { events = std::move(e); }, [](caf::error& e) { FAIL(error_text(e)); });
-    return std::count_if(events.begin(), events.end(), [](auto& e) { return e.rfind("report", 0) == 0; });
+      .receive([&](std::vector<std::string>& e) { events = std::move(e); },
+               [](caf::error& e) { FAIL(error_text(e)); });
+    return std::count_if(events.begin(), events.end(),
+                         [](auto& e) { return e.rfind("report", 0) == 0; });
   };
   CHECK(position() == -1);
   // Two askers of epoch 0, the second while the first's phase runs or once it finished: both
   // get the same report.
-  auto first = self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0}, deadline{});
-  auto second = self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0}, deadline{});
+  auto first = self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0},
+                             deadline{});
+  auto second = self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0},
+                              deadline{});
   std::vector<phase_report> answers;
   for (auto* asked : {&first, &second})
-    asked->receive([&](phase_report& r) { answers.push_back(r); }, [](caf::error& e) { FAIL(error_text(e)); });
+    asked->receive([&](phase_report& r) { answers.push_back(r); },
+                   [](caf::error& e) { FAIL(error_text(e)); });
   REQUIRE(answers.size() == 2);
   CHECK(answers[0].samples == 64);
   CHECK(answers[1].samples == answers[0].samples);
@@ -396,23 +415,36 @@ TEST_CASE("a phase asked again is answered with the same report and trains nothi
   CHECK(position() == 0);
   // Validation, then training epoch 0 asked again: its stored report, nothing trained.
   phase_report validated;
-  self->request(compute, std::chrono::seconds(30), validate_atom::value, std::int64_t{0}, deadline{})
+  self
+    ->request(compute, std::chrono::seconds(30), validate_atom::value, std::int64_t{0}, deadline{})
     .receive([&](phase_report& r) { validated = r; }, [](caf::error& e) { FAIL(error_text(e)); });
   CHECK(validated.validation);
   CHECK(validated.samples == 64);
   self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{0}, deadline{})
-    .receive([&](phase_report& r) { CHECK(r.loss_sum == answers[0].loss_sum); CHECK(!r.validation); },
+    .receive(
+      [&](phase_report& r) {
+        CHECK(r.loss_sum == answers[0].loss_sum);
+        CHECK(!r.validation);
+      },
+      [](caf::error& e) { FAIL(error_text(e)); });
+  self
+    ->request(compute, std::chrono::seconds(30), validate_atom::value, std::int64_t{0}, deadline{})
+    .receive([&](phase_report& r) { CHECK(r.seconds == validated.seconds); },
              [](caf::error& e) { FAIL(error_text(e)); });
-  self->request(compute, std::chrono::seconds(30), validate_atom::value, std::int64_t{0}, deadline{})
-    .receive([&](phase_report& r) { CHECK(r.seconds == validated.seconds); }, [](caf::error& e) { FAIL(error_text(e)); });
   CHECK(batch_reports() == 2);
   // The next epoch trains.
   self->request(compute, std::chrono::seconds(30), train_atom::value, std::int64_t{1}, deadline{})
-    .receive([](phase_report& r) { CHECK(r.epoch == 1); CHECK(r.samples == 64); }, [](caf::error& e) { FAIL(error_text(e)); });
+    .receive(
+      [](phase_report& r) {
+        CHECK(r.epoch == 1);
+        CHECK(r.samples == 64);
+      },
+      [](caf::error& e) { FAIL(error_text(e)); });
   CHECK(batch_reports() == 4);
   CHECK(position() == 1);
   for (auto& a : {caf::actor_cast<caf::actor>(compute), caf::actor_cast<caf::actor>(rec),
-                  caf::actor_cast<caf::actor>(shards.front().shard), caf::actor_cast<caf::actor>(w.train_loader),
+                  caf::actor_cast<caf::actor>(shards.front().shard),
+                  caf::actor_cast<caf::actor>(w.train_loader),
                   caf::actor_cast<caf::actor>(w.validation_loader)})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }

@@ -31,8 +31,8 @@ namespace {
 struct shard_probe {
   std::vector<gradient_push> pushes;
   int pulls = 0;
-  bool wrong_shape = false;  // answer pushes with weights of the wrong shape
-  bool hold = false;         // keep push answers until the test delivers them
+  bool wrong_shape = false; // answer pushes with weights of the wrong shape
+  bool hold = false;        // keep push answers until the test delivers them
   struct held_answer {
     std::size_t key;
     caf::typed_response_promise<weight_set> promise;
@@ -47,8 +47,9 @@ using recording_shard_actor = push_target_actor::extend<caf::reacts_to<release_a
 
 // Answers a pull with every key's weights (the model's shapes, zeros) and a push with the
 // pushed keys' weights; records the pushes.
-recording_shard_actor::behavior_type recording_shard(recording_shard_actor::pointer self, std::shared_ptr<shard_probe> probe,
-                                                 std::vector<shape_t> shapes) {
+recording_shard_actor::behavior_type recording_shard(recording_shard_actor::pointer self,
+                                                     std::shared_ptr<shard_probe> probe,
+                                                     std::vector<shape_t> shapes) {
   return {
     [=](push_atom, gradient_push& push) -> caf::result<weight_set> {
       weight_set ws;
@@ -60,7 +61,7 @@ recording_shard_actor::behavior_type recording_shard(recording_shard_actor::poin
       if (!probe->hold)
         return ws;
       probe->held.push_back({key, self->make_response_promise<weight_set>(), std::move(ws)});
-      return caf::delegated<weight_set>();  // the test delivers it (deliver_held)
+      return caf::delegated<weight_set>(); // the test delivers it (deliver_held)
     },
     [=](pull_atom, deadline) {
       ++probe->pulls;
@@ -72,7 +73,8 @@ recording_shard_actor::behavior_type recording_shard(recording_shard_actor::poin
       return ws;
     },
     [=](release_atom, std::size_t key) {
-      auto at = std::find_if(probe->held.begin(), probe->held.end(), [&](const auto& h) { return h.key == key; });
+      auto at = std::find_if(probe->held.begin(), probe->held.end(),
+                             [&](const auto& h) { return h.key == key; });
       if (at == probe->held.end())
         return;
       at->promise.deliver(std::move(at->weights));
@@ -85,7 +87,8 @@ struct loader_probe {
   int asked = 0;
 };
 
-loader_actor::behavior_type recording_loader(loader_actor::pointer, std::shared_ptr<loader_probe> probe) {
+loader_actor::behavior_type recording_loader(loader_actor::pointer,
+                                             std::shared_ptr<loader_probe> probe) {
   return {
     [=](epoch_atom, std::int64_t) { ++probe->asked; },
     [=](next_atom) -> caf::result<loader_item> {
@@ -99,7 +102,8 @@ struct metrics_probe {
   std::vector<batch_report> batches;
 };
 
-metrics_sink_actor::behavior_type recording_metrics(metrics_sink_actor::pointer, std::shared_ptr<metrics_probe> probe) {
+metrics_sink_actor::behavior_type recording_metrics(metrics_sink_actor::pointer,
+                                                    std::shared_ptr<metrics_probe> probe) {
   return {
     [=](const batch_report& r) { probe->batches.push_back(r); },
     [=](const phase_report&) {},
@@ -113,7 +117,8 @@ struct outcome {
   caf::error error;
 };
 
-caf::behavior host(caf::event_based_actor* self, compute_actor compute, std::shared_ptr<outcome> out) {
+caf::behavior host(caf::event_based_actor* self, compute_actor compute,
+                   std::shared_ptr<outcome> out) {
   self->request(compute, caf::infinite, train_atom::value, std::int64_t{0}, deadline{})
     .then(
       [=](phase_report& r) {
@@ -139,7 +144,7 @@ struct stand_in_fixture : test_coordinator_fixture<> {
   std::shared_ptr<outcome> result = std::make_shared<outcome>();
   std::vector<shape_t> shapes;
   std::size_t groups = 0;
-  stand_in_timing timing;  // the groups' shares of the step (stand_in_timing_test checks them)
+  stand_in_timing timing; // the groups' shares of the step (stand_in_timing_test checks them)
   std::vector<caf::actor> spawned;
   caf::actor_clock::time_point begin = sched.clock().current_time;
   recording_shard_actor shard_actor;
@@ -178,11 +183,11 @@ struct stand_in_fixture : test_coordinator_fixture<> {
     w.batches_per_epoch = 2;
     w.overlap = overlap;
     compute_spawn_options options;
-    options.detached = false;  // on the test coordinator
+    options.detached = false; // on the test coordinator
     options.stand_in = compute_stand_in{step_time, samples, seed};
     auto c = spawn_compute(sys, std::move(replica), w, options);
-    spawned = {caf::actor_cast<caf::actor>(s), caf::actor_cast<caf::actor>(l), caf::actor_cast<caf::actor>(m),
-               caf::actor_cast<caf::actor>(c)};
+    spawned = {caf::actor_cast<caf::actor>(s), caf::actor_cast<caf::actor>(l),
+               caf::actor_cast<caf::actor>(m), caf::actor_cast<caf::actor>(c)};
     spawned.push_back(sys.spawn(host, caf::actor_cast<compute_actor>(c), result));
     consume_messages();
   }
@@ -221,11 +226,11 @@ struct stand_in_fixture : test_coordinator_fixture<> {
 CAF_TEST_FIXTURE_SCOPE(compute_stand_in_tests, stand_in_fixture)
 
 // Each group leaves when its timer fires (backward's time spread by the groups' work), not
-// before; the step's batch report comes with the last one; the next step's forward starts then (every answer is in at once here); two steps
-// end the phase.
+// before; the step's batch report comes with the last one; the next step's forward starts then
+// (every answer is in at once here); two steps end the phase.
 CAF_TEST(pushes_leave_on_their_timers_and_the_loader_is_never_asked) {
   start();
-  CAF_REQUIRE_EQUAL(shard->pulls, 1);  // the weights first
+  CAF_REQUIRE_EQUAL(shard->pulls, 1); // the weights first
   CAF_CHECK_EQUAL(shard->pushes.size(), 0u);
   // groups due at the same time (a layer's parameters after its first carry no work of their
   // own) leave together
@@ -237,14 +242,15 @@ CAF_TEST(pushes_leave_on_their_timers_and_the_loader_is_never_asked) {
     const auto before = shard->pushes.size();
     for (std::size_t g = 0; g < groups; ++g) {
       if (g == 0 || due(g) > due(g - 1)) {
-        run_until(step * step_time + due(g) - caf::timespan{1});  // a nanosecond early: not yet
+        run_until(step * step_time + due(g) - caf::timespan{1}); // a nanosecond early: not yet
         CAF_REQUIRE_EQUAL(shard->pushes.size(), before + g);
       }
       run_until(step * step_time + due(g));
       CAF_REQUIRE(shard->pushes.size() >= before + g + 1);
       CAF_CHECK_EQUAL(shard->pushes[before + g].step, step);
       CAF_CHECK_EQUAL(shard->pushes[before + g].keys, (std::vector<std::size_t>{groups - 1 - g}));
-      CAF_CHECK_EQUAL(metrics->batches.size(), static_cast<std::size_t>(step + (g + 1 == groups ? 1 : 0)));
+      CAF_CHECK_EQUAL(metrics->batches.size(),
+                      static_cast<std::size_t>(step + (g + 1 == groups ? 1 : 0)));
     }
     CAF_CHECK_EQUAL(due(groups - 1), step_time);
   }
@@ -264,13 +270,13 @@ CAF_TEST(timers_that_fire_late_do_not_make_the_step_longer) {
   start();
   auto& clock = sched.clock();
   const auto jump = caf::timespan{std::chrono::milliseconds(1)};
-  CAF_REQUIRE(groups > 20);  // the forward has that many segments, most of them under a jump
+  CAF_REQUIRE(groups > 20); // the forward has that many segments, most of them under a jump
   const auto target = begin + step_time + due(0);
   while (shard->pushes.size() <= groups && clock.current_time < begin + 3 * step_time) {
     sched.advance_time(jump);
     consume_messages();
   }
-  CAF_REQUIRE(shard->pushes.size() > groups);  // with step 1's first: groups due with it leave too
+  CAF_REQUIRE(shard->pushes.size() > groups); // with step 1's first: groups due with it leave too
   CAF_CHECK_EQUAL(shard->pushes[groups].step, 1);
   CAF_CHECK_EQUAL(shard->pushes[groups].keys, (std::vector<std::size_t>{groups - 1}));
   CAF_CHECK(clock.current_time >= target);
@@ -304,7 +310,7 @@ CAF_TEST(the_next_forward_waits_for_the_first_layers_weights) {
   for (std::size_t k = 1; k < groups; ++k)
     deliver_held(k);
   run_until(10 * step_time);
-  CAF_CHECK_EQUAL(shard->pushes.size(), groups);  // step 1's forward waits on key 0
+  CAF_CHECK_EQUAL(shard->pushes.size(), groups); // step 1's forward waits on key 0
   deliver_held(0);
   run_until(10 * step_time + due(0) - caf::timespan{1});
   CAF_CHECK_EQUAL(shard->pushes.size(), groups);
@@ -338,12 +344,13 @@ CAF_TEST(the_forward_runs_up_to_the_first_layer_still_missing) {
   deliver_held(1);
   const auto forward = step_time / 3;
   // segments 1.. (segment 0 runs key 0's layers) and backward's first share
-  const auto first_push = forward - timing.forward_end(forward, 0) + timing.backward_due(step_time - forward, 0);
+  const auto first_push =
+    forward - timing.forward_end(forward, 0) + timing.backward_due(step_time - forward, 0);
   run_until(10 * step_time + first_push - caf::timespan{1});
   CAF_CHECK_EQUAL(shard->pushes.size(), groups);
   run_until(10 * step_time + first_push);
   CAF_REQUIRE_EQUAL(shard->pushes.size(), groups + 1);
-  CAF_CHECK(first_push < due(0));  // the first segment ran while key 1 was missing
+  CAF_CHECK(first_push < due(0)); // the first segment ran while key 1 was missing
 }
 
 // Every pushed gradient has its parameter's shape, is not constant, equals what
@@ -376,10 +383,11 @@ CAF_TEST(gradients_have_the_model_shapes_and_reproducible_varying_values) {
     if (push.step == 0)
       elements += g.numel();
   }
-  CAF_CHECK_EQUAL(elements, model_elements);  // one step pushes the whole model once
-  const auto largest = std::max_element(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) {
-    return shape_numel(a) < shape_numel(b);
-  }) - shapes.begin();
+  CAF_CHECK_EQUAL(elements, model_elements); // one step pushes the whole model once
+  const auto largest =
+    std::max_element(shapes.begin(), shapes.end(),
+                     [](const auto& a, const auto& b) { return shape_numel(a) < shape_numel(b); })
+    - shapes.begin();
   const auto a = expected.gradient(static_cast<std::size_t>(largest), 0);
   const auto b = expected.gradient(static_cast<std::size_t>(largest), 1);
   CAF_CHECK(!std::equal(a.data(), a.data() + a.numel(), b.data()));
@@ -393,7 +401,8 @@ CAF_TEST(gradients_have_the_model_shapes_and_reproducible_varying_values) {
   }
   CAF_CHECK_GREATER(starts.size(), 48u);
   stand_in_gradients other_worker(shapes, seed, worker + 1);
-  CAF_CHECK(expected.offset(static_cast<std::size_t>(largest), 0) != other_worker.offset(static_cast<std::size_t>(largest), 0)
+  CAF_CHECK(expected.offset(static_cast<std::size_t>(largest), 0)
+              != other_worker.offset(static_cast<std::size_t>(largest), 0)
             || expected.offset(0, 0) != other_worker.offset(0, 0));
 }
 
@@ -406,7 +415,8 @@ CAF_TEST(answered_weights_are_installed_and_checked) {
   CAF_REQUIRE(result->answered);
   CAF_REQUIRE(result->error);
   CAF_CHECK(troupe_code(result->error) == errc::bad_request);
-  CAF_CHECK(error_text(result->error).find("compute: shard answered 6 elements for key") != std::string::npos);
+  CAF_CHECK(error_text(result->error).find("compute: shard answered 6 elements for key")
+            != std::string::npos);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

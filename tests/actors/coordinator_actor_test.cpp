@@ -71,10 +71,9 @@ phase_report run_epoch_released_in(const std::array<int, 3>& order) {
   self->send(coordinator, run_atom::value);
   for (int index : order) {
     bool released = false;
-    while (!released)  // the coordinator's request may not have arrived yet
+    while (!released) // the coordinator's request may not have arrived yet
       self->request(stand_ins[index], std::chrono::seconds(10), release_atom::value)
-        .receive([&](bool ok) { released = ok; },
-                 [&](caf::error& err) { FAIL(sys.render(err)); });
+        .receive([&](bool ok) { released = ok; }, [&](caf::error& err) { FAIL(sys.render(err)); });
   }
   training_result result;
   self->receive([&](training_result& r) { result = std::move(r); },
@@ -128,16 +127,16 @@ TEST_CASE("every validator validates its part and the parts are merged") {
     }())));
   coordinator_options o;
   o.epochs = 1;
-  o.validators = {0, 2};  // two parts of the validation set; compute 1 shares compute 0's
+  o.validators = {0, 2}; // two parts of the validation set; compute 1 shares compute 0's
   auto coordinator = spawn_coordinator(sys, computes, metrics_sink_actor{}, o);
   training_result result;
   self->request(coordinator, std::chrono::seconds(30), run_atom::value)
     .receive([&](training_result& r) { result = std::move(r); },
              [&](caf::error& err) { FAIL(sys.render(err)); });
   REQUIRE(result.phases.size() == 2);
-  CHECK(result.phases[0].samples == 70);  // training: every compute
+  CHECK(result.phases[0].samples == 70); // training: every compute
   CHECK(result.phases[1].validation);
-  CHECK(result.phases[1].samples == 50);  // validation: computes 0 and 2
+  CHECK(result.phases[1].samples == 50); // validation: computes 0 and 2
   CHECK(result.phases[1].loss_sum == 50.0);
   for (auto& c : computes)
     self->send_exit(c, caf::exit_reason::user_shutdown);

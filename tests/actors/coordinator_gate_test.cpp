@@ -71,7 +71,8 @@ struct metrics_probe {
   std::vector<phase_report> reports;
 };
 
-metrics_sink_actor::behavior_type counting_metrics(metrics_sink_actor::pointer, std::shared_ptr<metrics_probe> probe) {
+metrics_sink_actor::behavior_type counting_metrics(metrics_sink_actor::pointer,
+                                                   std::shared_ptr<metrics_probe> probe) {
   return {
     [=](const batch_report&) {},
     [=](const phase_report& r) { probe->reports.push_back(r); },
@@ -85,7 +86,8 @@ struct outcome {
   caf::error error;
 };
 
-caf::behavior host(caf::event_based_actor* self, coordinator_actor coordinator, std::shared_ptr<outcome> out) {
+caf::behavior host(caf::event_based_actor* self, coordinator_actor coordinator,
+                   std::shared_ptr<outcome> out) {
   self->request(coordinator, caf::infinite, run_atom::value)
     .then(
       [=](training_result& r) {
@@ -121,7 +123,8 @@ struct gate_fixture : test_coordinator_fixture<> {
     options.epochs = epochs;
     options.between_epochs = caf::actor_cast<epoch_gate_actor>(gate_actor);
     auto coordinator = spawn_coordinator(sys, {caf::actor_cast<compute_actor>(c)}, m, options);
-    spawned = {c, gate_actor, caf::actor_cast<caf::actor>(m), caf::actor_cast<caf::actor>(coordinator)};
+    spawned = {c, gate_actor, caf::actor_cast<caf::actor>(m),
+               caf::actor_cast<caf::actor>(coordinator)};
     spawned.push_back(sys.spawn(host, coordinator, result));
     consume_messages();
   }
@@ -138,10 +141,11 @@ CAF_TEST(coordinator_waits_for_the_gate) {
   CAF_CHECK_EQUAL(compute->trained, (std::vector<std::int64_t>{0}));
   CAF_REQUIRE_EQUAL(gate->asked, (std::vector<std::int64_t>{0}));
   CAF_CHECK(compute->validated.empty());
-  CAF_CHECK(metrics->reports.empty());  // epoch 0's report waits for the gate too
+  CAF_CHECK(metrics->reports.empty()); // epoch 0's report waits for the gate too
   caf::anon_send(gate_actor, open_atom::value, true);
   consume_messages();
-  CAF_REQUIRE_EQUAL(metrics->reports.size(), 2u);  // epoch 0 trained and validated; epoch 1 trained: held
+  CAF_REQUIRE_EQUAL(metrics->reports.size(),
+                    2u); // epoch 0 trained and validated; epoch 1 trained: held
   CAF_CHECK(!metrics->reports[0].validation);
   CAF_CHECK(metrics->reports[1].validation);
   CAF_CHECK_EQUAL(compute->validated, (std::vector<std::int64_t>{0}));
@@ -163,8 +167,9 @@ CAF_TEST(coordinator_fails_when_the_gate_fails) {
   CAF_REQUIRE(result->answered);
   CAF_REQUIRE(result->error);
   CAF_CHECK(troupe_code(result->error) == errc::timeout);
-  CAF_CHECK_EQUAL(error_text(result->error),
-                  "coordinator: the gate between epochs failed after epoch 0: scheduler: no traffic");
+  CAF_CHECK_EQUAL(
+    error_text(result->error),
+    "coordinator: the gate between epochs failed after epoch 0: scheduler: no traffic");
   CAF_CHECK(compute->validated.empty());
   CAF_CHECK_EQUAL(compute->trained.size(), 1u);
 }
@@ -179,7 +184,8 @@ CAF_TEST(coordinator_gives_up_on_a_silent_gate) {
   consume_messages();
   CAF_REQUIRE(result->answered);
   CAF_CHECK(troupe_code(result->error) == errc::timeout);
-  CAF_CHECK(error_text(result->error).find("the gate between epochs failed after epoch 0") != std::string::npos);
+  CAF_CHECK(error_text(result->error).find("the gate between epochs failed after epoch 0")
+            != std::string::npos);
 }
 
 // A gate that answers after the coordinator gave up on it changes nothing: the run failed

@@ -25,20 +25,20 @@
 
 namespace troupe::test {
 
-using release_atom = caf::atom_constant<caf::atom("release")>;  // delaying tap -> itself
-using taken_atom = caf::atom_constant<caf::atom("taken")>;      // test -> delaying tap
+using release_atom = caf::atom_constant<caf::atom("release")>; // delaying tap -> itself
+using taken_atom = caf::atom_constant<caf::atom("taken")>;     // test -> delaying tap
 
-using delaying_tap_actor
-  = push_target_actor::extend<caf::replies_to<taken_atom>::with<std::int64_t>,
-                              caf::reacts_to<release_atom, std::uint64_t>>;
+using delaying_tap_actor =
+  push_target_actor::extend<caf::replies_to<taken_atom>::with<std::int64_t>,
+                            caf::reacts_to<release_atom, std::uint64_t>>;
 
 struct delaying_tap_state {
   struct held_push {
     caf::typed_response_promise<weight_set> promise;
     gradient_push push;
   };
-  std::map<std::uint64_t, held_push> held;  // by the number the release message names
-  std::uint64_t taken = 0;                  // pushes so far; also the next one's number
+  std::map<std::uint64_t, held_push> held; // by the number the release message names
+  std::uint64_t taken = 0;                 // pushes so far; also the next one's number
   static inline const char* name = "delaying_tap";
 };
 

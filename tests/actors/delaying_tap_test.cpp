@@ -50,19 +50,21 @@ TEST_CASE("a delaying tap hands held pushes on and the answers back, and passes 
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
   auto shard = sys.spawn(echo_shard);
-  auto tap = sys.spawn(test::delaying_tap, push_target_actor{shard}, caf::timespan{std::chrono::milliseconds(5)});
+  auto tap = sys.spawn(test::delaying_tap, push_target_actor{shard},
+                       caf::timespan{std::chrono::milliseconds(5)});
   for (std::int64_t step : {7, 8})
     self->request(tap, std::chrono::seconds(10), push_atom::value, push_of_step(step))
-      .receive([&](const weight_set& w) {
-                 CHECK(w.updates == step);
-                 CHECK(w.keys == std::vector<std::size_t>{0});
-               },
-               [&](caf::error& e) { FAIL(error_text(e)); });
+      .receive(
+        [&](const weight_set& w) {
+          CHECK(w.updates == step);
+          CHECK(w.keys == std::vector<std::size_t>{0});
+        },
+        [&](caf::error& e) { FAIL(error_text(e)); });
   self->request(tap, std::chrono::seconds(10), pull_atom::value, deadline{})
     .receive([&](const weight_set& w) { CHECK(w.updates == -1); },
              [&](caf::error& e) { FAIL(error_text(e)); });
   self->request(tap, std::chrono::seconds(10), test::taken_atom::value)
-    .receive([&](std::int64_t n) { CHECK(n == 2); },  // pulls are not counted
+    .receive([&](std::int64_t n) { CHECK(n == 2); }, // pulls are not counted
              [&](caf::error& e) { FAIL(error_text(e)); });
   self->send_exit(tap, caf::exit_reason::user_shutdown);
   self->send_exit(shard, caf::exit_reason::user_shutdown);
@@ -75,13 +77,14 @@ TEST_CASE("a delaying tap whose target is gone answers the held push with an err
   auto shard = sys.spawn(echo_shard);
   self->send_exit(shard, caf::exit_reason::kill);
   self->wait_for(shard);
-  auto tap = sys.spawn(test::delaying_tap, push_target_actor{shard}, caf::timespan{std::chrono::milliseconds(5)});
+  auto tap = sys.spawn(test::delaying_tap, push_target_actor{shard},
+                       caf::timespan{std::chrono::milliseconds(5)});
   caf::error failure;
   self->request(tap, std::chrono::seconds(30), push_atom::value, push_of_step(1))
     .receive([&](const weight_set&) { FAIL("a push to a dead target was answered"); },
              [&](caf::error& e) { failure = e; });
   REQUIRE(failure);
-  CHECK(failure != caf::sec::request_timeout);  // answered, not left to time out
+  CHECK(failure != caf::sec::request_timeout); // answered, not left to time out
   self->send_exit(tap, caf::exit_reason::user_shutdown);
 }
 

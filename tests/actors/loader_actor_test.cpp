@@ -8,11 +8,11 @@
 
 #include <caf/all.hpp>
 
+#include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/loader_actor.hpp>
 #include <troupe/actors/messages.hpp>
 #include <troupe/cluster/local_node.hpp>
 #include <troupe/io/dataset.hpp>
-#include <troupe/actors/actor_errors.hpp>
 
 #include "tests/io/record_files.hpp"
 
@@ -26,7 +26,7 @@ std::shared_ptr<const batch_source> small_source() {
   d.synthetic_shape = {1, 4, 4};
   d.synthetic_size = 50;
   batch_source_options b;
-  b.batch_size = 16;  // 3 full batches and one of 2
+  b.batch_size = 16; // 3 full batches and one of 2
   b.seed = 7;
   return std::make_shared<const batch_source>(open_dataset(d), b);
 }
@@ -63,7 +63,7 @@ TEST_CASE("loader serves every batch of the epoch in order, then the end mark") 
       CHECK(same_batch(item.data, source->make(2, i)));
     }
     CHECK(next(self, loader).end);
-    CHECK(next(self, loader).end);  // asking again is harmless
+    CHECK(next(self, loader).end); // asking again is harmless
     self->send(loader, epoch_atom::value, std::int64_t{3});
     auto first = next(self, loader);
     CHECK(first.data.epoch == 3);
@@ -100,7 +100,7 @@ TEST_CASE("loader never writes into a batch its receiver still holds, and reuses
     CHECK(same_batch(b, source->make(b.epoch, b.index)));
     storages.insert(b.images.data());
   }
-  CHECK(storages.size() == held.size());  // no two held batches share storage
+  CHECK(storages.size() == held.size()); // no two held batches share storage
   // Released: once nothing else holds them, the first buffers handed out (the loader keeps
   // those) carry later batches. Epoch 2's batches are all kept, so none of its storage can
   // be an address malloc handed back after a free.
@@ -129,12 +129,13 @@ std::string corrupt_record_file() {
   const std::string path = "troupe_loader_corrupt_test.rec";
   troupe::test::bytes file;
   for (std::uint64_t i = 0; i < 4; ++i) {
-    const auto image = i == 1 ? troupe::test::bytes(64, 0x5a)
-                              : troupe::test::solid_jpeg(8, 8, 10, 20, 30);
-    troupe::test::append(file, troupe::test::frame(0, troupe::test::image_payload({float(i % 2)}, i, image)));
+    const auto image =
+      i == 1 ? troupe::test::bytes(64, 0x5a) : troupe::test::solid_jpeg(8, 8, 10, 20, 30);
+    troupe::test::append(
+      file, troupe::test::frame(0, troupe::test::image_payload({float(i % 2)}, i, image)));
   }
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(file.data()),
-                                              std::streamsize(file.size()));
+  std::ofstream(path, std::ios::binary)
+    .write(reinterpret_cast<const char*>(file.data()), std::streamsize(file.size()));
   return path;
 }
 
@@ -165,6 +166,7 @@ TEST_CASE("a batch that cannot be built: every later `next` gets the reason; the
     CHECK_THAT(error_text(reason), Catch::Contains("record 1"));
   }
   self->send_exit(loader, caf::exit_reason::user_shutdown);
-  self->receive([&](caf::down_msg& down) { CHECK(down.reason == caf::exit_reason::user_shutdown); });
+  self->receive(
+    [&](caf::down_msg& down) { CHECK(down.reason == caf::exit_reason::user_shutdown); });
   std::remove(d.dir.c_str());
 }

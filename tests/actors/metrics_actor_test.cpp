@@ -36,7 +36,8 @@ std::vector<std::string> lines_of(const std::string& path) {
 } // namespace
 
 TEST_CASE("metrics prints MXNet-style lines and one JSON object per epoch") {
-  test::temp_dir dir;  // before the actor system: the metrics actor has let go of its file when it goes
+  test::temp_dir
+    dir; // before the actor system: the metrics actor has let go of its file when it goes
   local_node_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
@@ -72,8 +73,8 @@ TEST_CASE("metrics prints MXNet-style lines and one JSON object per epoch") {
   CHECK_THAT(line, Catch::Contains("\"time_s\":2"));
   CHECK_THAT(line, Catch::Contains("\"samples_per_s\":20"));
   CHECK_THAT(line, Catch::Contains("\"network\":\"mlp\""));
-  CHECK_FALSE(std::getline(in, line));  // exactly one epoch
-  CHECK_THAT(text + line, !Catch::Contains("top_k"));  // top-k not counted: not mentioned
+  CHECK_FALSE(std::getline(in, line));                // exactly one epoch
+  CHECK_THAT(text + line, !Catch::Contains("top_k")); // top-k not counted: not mentioned
 }
 
 // A stream buffer that keeps what had been written at each flush (sync), as a pipe's reader
@@ -106,14 +107,17 @@ TEST_CASE("metrics flushes each batch line as it writes it") {
   flush(self, metrics);
   self->send_exit(metrics, caf::exit_reason::user_shutdown);
   // some flush held the first batch line as the last one written, before the second was
-  auto at_first_line = std::find_if(buffer.flushed.begin(), buffer.flushed.end(), [](const std::string& s) {
-    return s.find("Epoch[0] Batch [2]") != std::string::npos && s.find("Batch [4]") == std::string::npos;
-  });
+  auto at_first_line =
+    std::find_if(buffer.flushed.begin(), buffer.flushed.end(), [](const std::string& s) {
+      return s.find("Epoch[0] Batch [2]") != std::string::npos
+             && s.find("Batch [4]") == std::string::npos;
+    });
   CHECK(at_first_line != buffer.flushed.end());
 }
 
 TEST_CASE("metrics reports top-k per batch, per phase after a colon, and in the JSON line") {
-  test::temp_dir dir;  // before the actor system: the metrics actor has let go of its file when it goes
+  test::temp_dir
+    dir; // before the actor system: the metrics actor has let go of its file when it goes
   local_node_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
@@ -124,7 +128,7 @@ TEST_CASE("metrics reports top-k per batch, per phase after a colon, and in the 
   o.display_batches = 2;
   o.jsonl_path = path;
   auto metrics = spawn_metrics(sys, o);
-  for (std::int64_t i = 0; i < 4; ++i)  // 5 of 10 correct, 8 of 10 in the top 3
+  for (std::int64_t i = 0; i < 4; ++i) // 5 of 10 correct, 8 of 10 in the top 3
     self->send(metrics, batch_report{0, 0, i, 4, 10, 5, 6.0, 0.1f, 3, 8});
   phase_report train{0, false, 40, 30, 20.0, 2.0};
   train.top_k = 3;
@@ -140,7 +144,7 @@ TEST_CASE("metrics reports top-k per batch, per phase after a colon, and in the 
   CHECK_THAT(text, Catch::Contains("\taccuracy=0.500000\ttop_k_accuracy_3=0.800000\n"));
   CHECK_THAT(text, Catch::Contains("Epoch[0] Train-top_k_accuracy_3: 0.900000\n"));
   CHECK_THAT(text, Catch::Contains("Epoch[0] Validation-top_k_accuracy_3: 1.000000\n"));
-  CHECK_THAT(text, !Catch::Contains("-top_k_accuracy_3="));  // parse_log would take it
+  CHECK_THAT(text, !Catch::Contains("-top_k_accuracy_3=")); // parse_log would take it
   CHECK_THAT(text, Catch::Contains("Epoch[0] Train-accuracy=0.750000"));
   std::ifstream in(path);
   std::string line;
@@ -155,7 +159,8 @@ TEST_CASE("metrics reports top-k per batch, per phase after a colon, and in the 
 // figures then cover the survivors' parts only, and every validation line and the JSON line
 // say how much.
 TEST_CASE("metrics says what a validation covers when it is less than the whole set") {
-  test::temp_dir dir;  // before the actor system: the metrics actor has let go of its file when it goes
+  test::temp_dir
+    dir; // before the actor system: the metrics actor has let go of its file when it goes
   local_node_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
@@ -168,7 +173,7 @@ TEST_CASE("metrics says what a validation covers when it is less than the whole 
   o.validation_examples = 100;
   auto metrics = spawn_metrics(sys, o);
   self->send(metrics, phase_report{0, false, 400, 300, 200.0, 2.0});
-  self->send(metrics, phase_report{0, true, 100, 90, 10.0, 0.5});  // the whole set
+  self->send(metrics, phase_report{0, true, 100, 90, 10.0, 0.5}); // the whole set
   self->send(metrics, phase_report{1, false, 200, 150, 100.0, 2.0});
   phase_report half{1, true, 50, 40, 5.0, 0.5};
   half.top_k = 3;
@@ -176,7 +181,7 @@ TEST_CASE("metrics says what a validation covers when it is less than the whole 
   half.lost_parts = {1};
   self->send(metrics, half);
   self->send(metrics, phase_report{2, false, 200, 150, 100.0, 2.0});
-  self->send(metrics, phase_report{2, true, 98, 90, 10.0, 0.5});  // fewer, nobody lost
+  self->send(metrics, phase_report{2, true, 98, 90, 10.0, 0.5}); // fewer, nobody lost
   phase_report none_known{3, true, 20, 10, 1.0, 0.5};
   none_known.lost_parts = {0, 2};
   self->send(metrics, phase_report{3, false, 200, 150, 100.0, 2.0});
@@ -186,12 +191,24 @@ TEST_CASE("metrics says what a validation covers when it is less than the whole 
   const auto text = log.str();
   CHECK_THAT(text, Catch::Contains("Epoch[0] Validation-accuracy=0.900000\n"));
   CHECK_THAT(text, Catch::Contains("Epoch[0] Validation-cross-entropy: 0.100000\n"));
-  CHECK_THAT(text, Catch::Contains("Epoch[1] Validation-accuracy=0.800000 (on 50 of 100 examples: worker 1 lost)\n"));
-  CHECK_THAT(text, Catch::Contains("Epoch[1] Validation-cross-entropy: 0.100000 (on 50 of 100 examples: worker 1 lost)\n"));
-  CHECK_THAT(text, Catch::Contains("Epoch[1] Validation-top_k_accuracy_3: 0.900000 (on 50 of 100 examples: worker 1 lost)\n"));
-  CHECK_THAT(text, Catch::Contains("Epoch[1] Train-accuracy=0.750000\n"));  // training says nothing of it
-  CHECK_THAT(text, Catch::Contains("Epoch[2] Validation-accuracy=0.918367 (on 98 of 100 examples)\n"));
-  CHECK_THAT(text, Catch::Contains("Epoch[3] Validation-accuracy=0.500000 (on 20 of 100 examples: workers 0, 2 lost)\n"));
+  CHECK_THAT(text,
+             Catch::Contains(
+               "Epoch[1] Validation-accuracy=0.800000 (on 50 of 100 examples: worker 1 lost)\n"));
+  CHECK_THAT(
+    text,
+    Catch::Contains(
+      "Epoch[1] Validation-cross-entropy: 0.100000 (on 50 of 100 examples: worker 1 lost)\n"));
+  CHECK_THAT(
+    text,
+    Catch::Contains(
+      "Epoch[1] Validation-top_k_accuracy_3: 0.900000 (on 50 of 100 examples: worker 1 lost)\n"));
+  CHECK_THAT(text,
+             Catch::Contains("Epoch[1] Train-accuracy=0.750000\n")); // training says nothing of it
+  CHECK_THAT(text,
+             Catch::Contains("Epoch[2] Validation-accuracy=0.918367 (on 98 of 100 examples)\n"));
+  CHECK_THAT(
+    text, Catch::Contains(
+            "Epoch[3] Validation-accuracy=0.500000 (on 20 of 100 examples: workers 0, 2 lost)\n"));
   const auto lines = lines_of(path);
   REQUIRE(lines.size() == 4);
   CHECK_THAT(lines[0], Catch::Contains("\"val_samples\":100"));
@@ -219,11 +236,13 @@ TEST_CASE("metrics says nothing of coverage when the set's size is not known and
   self->send_exit(metrics, caf::exit_reason::user_shutdown);
   const auto text = log.str();
   CHECK_THAT(text, Catch::Contains("Epoch[0] Validation-accuracy=0.900000\n"));
-  CHECK_THAT(text, Catch::Contains("Epoch[1] Validation-accuracy=0.800000 (on 5 examples: worker 1 lost)\n"));
+  CHECK_THAT(text, Catch::Contains(
+                     "Epoch[1] Validation-accuracy=0.800000 (on 5 examples: worker 1 lost)\n"));
 }
 
 TEST_CASE("metrics writes an epoch whose validation was skipped without validation fields") {
-  test::temp_dir dir;  // before the actor system: the metrics actor has let go of its file when it goes
+  test::temp_dir
+    dir; // before the actor system: the metrics actor has let go of its file when it goes
   local_node_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
@@ -234,10 +253,10 @@ TEST_CASE("metrics writes an epoch whose validation was skipped without validati
   o.display_batches = 0;
   o.jsonl_path = path;
   auto metrics = spawn_metrics(sys, o);
-  self->send(metrics, phase_report{0, false, 40, 30, 20.0, 2.0});  // no validation after 0
+  self->send(metrics, phase_report{0, false, 40, 30, 20.0, 2.0}); // no validation after 0
   self->send(metrics, phase_report{1, false, 40, 36, 10.0, 2.0});
   self->send(metrics, phase_report{1, true, 10, 9, 1.0, 0.5});
-  self->send(metrics, phase_report{2, false, 40, 38, 8.0, 2.0});  // nor after 2 (flush ends it)
+  self->send(metrics, phase_report{2, false, 40, 38, 8.0, 2.0}); // nor after 2 (flush ends it)
   flush(self, metrics);
   self->send_exit(metrics, caf::exit_reason::user_shutdown);
   const auto lines = lines_of(path);
@@ -284,7 +303,8 @@ TEST_CASE("metrics draws a progress bar and clears it before a log line") {
 // epoch phases the lost one had recorded: their lines are not written twice (written_through),
 // the later epochs' are, and the log still shows every phase.
 TEST_CASE("metrics writes no line for an epoch the file holds already") {
-  test::temp_dir dir;  // before the actor system: the metrics actor has let go of its file when it goes
+  test::temp_dir
+    dir; // before the actor system: the metrics actor has let go of its file when it goes
   local_node_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};

@@ -78,7 +78,7 @@ TEST_CASE("param shard never writes into weights a reader still holds") {
   push.keys = {0, 1};
   push.gradients = {tensor::from_values({2, 2}, {1, 1, 1, 1}), tensor::from_values({2}, {1, 1})};
   auto after = ask<weight_set>(self, shard, caf::make_message(push_atom::value, push));
-  CHECK(before.weights[0].data()[0] == 1.0f);  // the old handle still shows the old value
+  CHECK(before.weights[0].data()[0] == 1.0f); // the old handle still shows the old value
   CHECK(after.weights[0].data()[0] == Approx(0.9f));
   CHECK_FALSE(after.weights[0].shares_storage_with(before.weights[0]));
   // A reader that lets go of old weights lets the shard reuse their buffers: a handful of
@@ -125,12 +125,12 @@ TEST_CASE("param shard rejects a push with the wrong count or shape and keeps it
   bad_shape.gradients = {tensor::from_values({2, 2}, {1, 1, 1, 1}), tensor({3})};
   err = caf::error{};
   ask<weight_set>(self, shard, caf::make_message(push_atom::value, bad_shape), &err);
-  CHECK_THAT(error_text(err), Catch::Contains("'fc.bias'") && Catch::Contains("[3]")
-                                && Catch::Contains("[2]"));
+  CHECK_THAT(error_text(err),
+             Catch::Contains("'fc.bias'") && Catch::Contains("[3]") && Catch::Contains("[2]"));
 
   auto now = ask<weight_set>(self, shard, caf::make_message(pull_atom::value, deadline{}));
   CHECK(now.updates == 0);
-  CHECK(now.weights[0].data()[0] == 1.0f);  // the valid first gradient was not applied either
+  CHECK(now.weights[0].data()[0] == 1.0f); // the valid first gradient was not applied either
   self->send_exit(shard, caf::exit_reason::user_shutdown);
 }
 
@@ -148,7 +148,7 @@ TEST_CASE("param shard updates and answers only the keys a push group lists") {
   CHECK(ws.weights[0].data()[0] == Approx(0.4f));
   auto all = ask<weight_set>(self, shard, caf::make_message(pull_atom::value, deadline{}));
   CHECK(all.keys == std::vector<std::size_t>{0, 1});
-  CHECK(all.weights[0].data()[0] == 1.0f);  // the weight key was not touched
+  CHECK(all.weights[0].data()[0] == 1.0f); // the weight key was not touched
   CHECK(all.weights[1].data()[1] == Approx(-0.6f));
   self->send_exit(shard, caf::exit_reason::user_shutdown);
 }
@@ -156,8 +156,7 @@ TEST_CASE("param shard updates and answers only the keys a push group lists") {
 TEST_CASE("param shard refuses to start without keys or with a bad schedule") {
   local_node_config cfg;
   caf::actor_system sys{cfg};
-  CHECK_THROWS_WITH(spawn_param_shard(sys, {}, plain_sgd(0.1f, 0, 0)),
-                    Catch::Contains("no keys"));
+  CHECK_THROWS_WITH(spawn_param_shard(sys, {}, plain_sgd(0.1f, 0, 0)), Catch::Contains("no keys"));
   auto bad = plain_sgd(0.1f, 0, 0);
   bad.schedule.base_lr = -1;
   CHECK_THROWS(spawn_param_shard(sys, two_keys(), bad));
@@ -176,12 +175,13 @@ TEST_CASE("param shard holds a worker more than staleness steps ahead until the 
     p.worker = worker;
     p.step = step;
     p.keys = {0};
-    p.gradients = {tensor::from_values({1}, {-1})};  // each update adds 1 at lr 1
+    p.gradients = {tensor::from_values({1}, {-1})}; // each update adds 1 at lr 1
     return caf::make_message(push_atom::value, p);
   };
   CHECK(ask<weight_set>(self, shard, push_of(0, 0)).weights[0].data()[0] == 1.0f);
   // Step 1 of worker 0 is 2 ahead of worker 1 (nothing pushed yet): held.
-  auto held = self->request(caf::actor_cast<caf::actor>(shard), std::chrono::seconds(10), push_of(0, 1));
+  auto held =
+    self->request(caf::actor_cast<caf::actor>(shard), std::chrono::seconds(10), push_of(0, 1));
   // Worker 1's step 0 brings the slowest to 0; its own answer shows 3 updates...
   CHECK(ask<weight_set>(self, shard, push_of(1, 0)).weights[0].data()[0] == 3.0f);
   // ...and the held answer was released only now, with the newest weights (3, not 2).
@@ -209,7 +209,7 @@ TEST_CASE("param shard stops waiting for forgotten workers and refuses their pus
     p.worker = worker;
     p.step = step;
     p.keys = {0};
-    p.gradients = {tensor::from_values({1}, {-1})};  // each update adds 1 at lr 1
+    p.gradients = {tensor::from_values({1}, {-1})}; // each update adds 1 at lr 1
     return caf::make_message(push_atom::value, p);
   };
   // Worker 2 never pushes, so it stays the slowest at -1: step 0 is within the bound (1),
@@ -232,15 +232,17 @@ TEST_CASE("param shard stops waiting for forgotten workers and refuses their pus
   collect(std::move(held0));
   collect(std::move(held1));
   REQUIRE(released.size() == 2);
-  CHECK(released[0] == 4.0f);  // both released with the newest weights
+  CHECK(released[0] == 4.0f); // both released with the newest weights
   CHECK(released[1] == 4.0f);
   // The slowest of the two left is now at step 1: step 2 is within the bound, at once.
   CHECK(ask<weight_set>(self, shard, push_of(0, 2)).weights[0].data()[0] == 5.0f);
   caf::error err;
   ask<weight_set>(self, shard, push_of(2, 0), &err);
   CHECK(troupe_code(err) == errc::bad_request);
-  CHECK_THAT(error_text(err), Catch::Contains("push from worker 2, which this shard was told is gone"));
-  CHECK(ask<weight_set>(self, shard, caf::make_message(pull_atom::value, deadline{})).updates == 5);  // not applied
+  CHECK_THAT(error_text(err),
+             Catch::Contains("push from worker 2, which this shard was told is gone"));
+  CHECK(ask<weight_set>(self, shard, caf::make_message(pull_atom::value, deadline{})).updates
+        == 5); // not applied
   // Worker 0's step 3 is 2 ahead of worker 1's step 1: held. Once every worker is forgotten
   // nothing is held (the bound compares against nobody), so it is released.
   auto held3 = self->request(target, std::chrono::seconds(30), push_of(0, 3));
@@ -251,7 +253,8 @@ TEST_CASE("param shard stops waiting for forgotten workers and refuses their pus
   REQUIRE(released.size() == 3);
   CHECK(released[2] == 6.0f);
   ask<weight_set>(self, shard, push_of(1, 5), &err);
-  CHECK_THAT(error_text(err), Catch::Contains("push from worker 1, which this shard was told is gone"));
+  CHECK_THAT(error_text(err),
+             Catch::Contains("push from worker 1, which this shard was told is gone"));
   self->send_exit(shard, caf::exit_reason::user_shutdown);
 }
 
@@ -260,7 +263,7 @@ TEST_CASE("param shard refuses a step from the future and a replayed step, and k
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
   auto opts = plain_sgd(1.0f, 0.0f, 0.0f);
-  opts.step_limit = 10;  // e.g. 2 epochs of 5 steps
+  opts.step_limit = 10; // e.g. 2 epochs of 5 steps
   auto shard = spawn_param_shard(sys, {shard_key{"w", tensor::from_values({1}, {0}), false}}, opts);
   auto push_of = [](int worker, std::int64_t step) {
     gradient_push p;
@@ -271,14 +274,17 @@ TEST_CASE("param shard refuses a step from the future and a replayed step, and k
     return caf::make_message(push_atom::value, p);
   };
   CHECK(ask<weight_set>(self, shard, push_of(0, 3)).weights[0].data()[0] == 1.0f);
-  // The same group and step again (a retried request): answered with the weights, not applied twice.
+  // The same group and step again (a retried request): answered with the weights, not applied
+  // twice.
   const auto again = ask<weight_set>(self, shard, push_of(0, 3));
   CHECK(again.weights[0].data()[0] == 1.0f);
   CHECK(again.updates == 1);
   caf::error err;
   ask<weight_set>(self, shard, push_of(0, 10), &err);
   CHECK(troupe_code(err) == errc::bad_request);
-  CHECK_THAT(error_text(err), Catch::Contains("step 10 from source 0 is not a step of this run (0..9): a step from the future"));
+  CHECK_THAT(error_text(err),
+             Catch::Contains(
+               "step 10 from source 0 is not a step of this run (0..9): a step from the future"));
   ask<weight_set>(self, shard, push_of(0, 2), &err);
   CHECK_THAT(error_text(err), Catch::Contains("already pushed step 3: a replay"));
   ask<weight_set>(self, shard, push_of(1, -1), &err);

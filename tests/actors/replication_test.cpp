@@ -1,9 +1,9 @@
 // Replicated shards (replicas = 2) message by message on CAF's deterministic test coordinator:
 // a primary shard answers a push only once its backup has the step, one whose backup's link
-// ended holds its answers until told the backup is gone, a backup's refusal fails the push; the backup's weights and momentum
-// equal the primary's bit for bit; a group and step applied once is answered, not applied
-// again; a promoted backup's aggregator, seeded with what its shard applied, answers a repeat
-// of the step in flight with the weights after it and sums the next step as usual.
+// ended holds its answers until told the backup is gone, a backup's refusal fails the push; the
+// backup's weights and momentum equal the primary's bit for bit; a group and step applied once is
+// answered, not applied again; a promoted backup's aggregator, seeded with what its shard applied,
+// answers a repeat of the step in flight with the weights after it and sums the next step as usual.
 // ctest runs each case alone.
 #define CAF_SUITE replication
 #define CAF_TEST_UNIT_TEST_IMPL
@@ -16,10 +16,10 @@
 #include <optional>
 #include <vector>
 
+#include "tests/actors/two_key_pushes.hpp"
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/aggregator_actor.hpp>
 #include <troupe/actors/param_shard_actor.hpp>
-#include "tests/actors/two_key_pushes.hpp"
 
 using namespace troupe;
 
@@ -40,23 +40,25 @@ using test::two_keys;
 struct backup_probe {
   std::vector<gradient_push> received;
   std::vector<caf::typed_response_promise<std::int64_t>> waiting;
-  caf::error refuse;  // answer every replicate with this error
+  caf::error refuse; // answer every replicate with this error
 };
 
 using release_atom = caf::atom_constant<caf::atom("release")>;
 using vanish_atom = caf::atom_constant<caf::atom("vanish")>;
-using held_backup_actor = shard_backup_actor::extend<caf::reacts_to<release_atom>, caf::reacts_to<vanish_atom>>;
+using held_backup_actor =
+  shard_backup_actor::extend<caf::reacts_to<release_atom>, caf::reacts_to<vanish_atom>>;
 
 // A backup that records each replicated push and answers only when told (release: every
 // waiting push acknowledged), or vanishes as a proxy whose link ended (its process lost).
-held_backup_actor::behavior_type held_backup(held_backup_actor::pointer self, std::shared_ptr<backup_probe> probe) {
+held_backup_actor::behavior_type held_backup(held_backup_actor::pointer self,
+                                             std::shared_ptr<backup_probe> probe) {
   return {
     [=](release_atom) {
       for (auto& promise : probe->waiting)
         promise.deliver(std::int64_t{1});
       probe->waiting.clear();
     },
-    [=](vanish_atom) {  // as a proxy whose link ended: what waits fails with peer_down
+    [=](vanish_atom) { // as a proxy whose link ended: what waits fails with peer_down
       for (auto& promise : probe->waiting)
         promise.deliver(make_error(errc::peer_down, "the connection to server_1 closed"));
       probe->waiting.clear();
@@ -80,7 +82,8 @@ struct answer {
 };
 
 // Pushes `push` to `to` and records the answer.
-void push_from_client(caf::event_based_actor* self, push_target_actor to, gradient_push push, std::shared_ptr<answer> out) {
+void push_from_client(caf::event_based_actor* self, push_target_actor to, gradient_push push,
+                      std::shared_ptr<answer> out) {
   self->request(to, caf::infinite, push_atom::value, std::move(push))
     .then(
       [=](weight_set& ws) {
@@ -100,23 +103,23 @@ struct fixture : test_coordinator_fixture<> {
       caf::anon_send_exit(a, caf::exit_reason::kill);
     consume_messages();
   }
-  template <class Handle>
-  Handle keep(Handle h) {
+  template <class Handle> Handle keep(Handle h) {
     spawned.push_back(caf::actor_cast<caf::actor>(h));
     return h;
   }
-  param_shard_actor shard(shard_options o = momentum_sgd()) { return keep(spawn_param_shard(sys, two_keys(), o)); }
+  param_shard_actor shard(shard_options o = momentum_sgd()) {
+    return keep(spawn_param_shard(sys, two_keys(), o));
+  }
   std::shared_ptr<answer> push(push_target_actor to, gradient_push p) {
     auto out = std::make_shared<answer>();
     keep(sys.spawn([=](caf::event_based_actor* self) -> caf::behavior {
       push_from_client(self, to, p, out);
-      return {[](const std::string&) {}};  // stays until the fixture ends
+      return {[](const std::string&) {}}; // stays until the fixture ends
     }));
     consume_messages();
     return out;
   }
-  template <class T, class Handle, class... Ts>
-  T ask(const Handle& to, Ts... xs) {
+  template <class T, class Handle, class... Ts> T ask(const Handle& to, Ts... xs) {
     std::optional<T> out;
     caf::error failed;
     auto asker = sys.spawn([=, &out, &failed](caf::event_based_actor* self) -> caf::behavior {
@@ -177,7 +180,7 @@ CAF_TEST(a_backup_shard_keeps_the_primarys_weights_and_momentum_bit_for_bit) {
     CAF_CHECK(same_bits(a.weights[k], b.weights[k]));
     CAF_CHECK(same_bits(a.momentum[k], b.momentum[k]));
   }
-  CAF_CHECK(!same_bits(a.weights[0], two_keys()[0].initial));  // it trained
+  CAF_CHECK(!same_bits(a.weights[0], two_keys()[0].initial)); // it trained
 }
 
 // The link to the backup ends: the push in flight, and one after it, are held (the backup's
@@ -193,12 +196,12 @@ CAF_TEST(a_lost_backup_holds_the_answers_until_it_is_said_gone) {
   auto first = push(primary, push_of(0));
   CAF_REQUIRE_EQUAL(probe->received.size(), 1u);
   CAF_CHECK(!first->answered);
-  caf::anon_send(backup, vanish_atom::value);  // its link ends with the push in flight
+  caf::anon_send(backup, vanish_atom::value); // its link ends with the push in flight
   consume_messages();
   CAF_CHECK(!first->answered);
   auto second = push(primary, push_of(1));
   CAF_CHECK(!second->answered);
-  caf::anon_send(primary, backup_atom::value, shard_backup_actor{});  // the scheduler: it is gone
+  caf::anon_send(primary, backup_atom::value, shard_backup_actor{}); // the scheduler: it is gone
   consume_messages();
   CAF_REQUIRE(first->answered && second->answered);
   CAF_REQUIRE(!first->error);
@@ -219,7 +222,8 @@ CAF_TEST(a_backups_refusal_fails_the_push) {
   auto probe = std::make_shared<backup_probe>();
   probe->refuse = make_error(errc::bad_request, "param_shard: push names key 7");
   auto primary = shard();
-  caf::anon_send(primary, backup_atom::value, caf::actor_cast<shard_backup_actor>(keep(sys.spawn(held_backup, probe))));
+  caf::anon_send(primary, backup_atom::value,
+                 caf::actor_cast<shard_backup_actor>(keep(sys.spawn(held_backup, probe))));
   consume_messages();
   auto got = push(primary, push_of(0));
   CAF_REQUIRE(got->answered);
@@ -275,7 +279,8 @@ CAF_TEST(a_promoted_backup_answers_the_repeat_and_sums_the_next_step) {
   CAF_REQUIRE(a0->answered && b0->answered && !a0->error);
   // Promotion: the backup's aggregator starts from what its shard applied.
   auto promoted = keep(spawn_aggregator(sys, backup, two));
-  caf::anon_send(promoted, seed_atom::value, ask<std::vector<applied_group>>(backup, applied_atom::value));
+  caf::anon_send(promoted, seed_atom::value,
+                 ask<std::vector<applied_group>>(backup, applied_atom::value));
   consume_messages();
   auto repeat = push(promoted, push_of(0, 1));
   CAF_REQUIRE(repeat->answered);
@@ -283,7 +288,7 @@ CAF_TEST(a_promoted_backup_answers_the_repeat_and_sums_the_next_step) {
   CAF_CHECK_EQUAL(repeat->weights.updates, 1);
   CAF_CHECK(same_bits(repeat->weights.weights[0], a0->weights.weights[0]));
   auto a1 = push(promoted, push_of(1, 0));
-  CAF_CHECK(!a1->answered);  // waits for source 1's step 1
+  CAF_CHECK(!a1->answered); // waits for source 1's step 1
   auto b1 = push(promoted, push_of(1, 1));
   CAF_REQUIRE(a1->answered && b1->answered && !a1->error && !b1->error);
   CAF_CHECK_EQUAL(b1->weights.updates, 2);

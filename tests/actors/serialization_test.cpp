@@ -21,8 +21,7 @@ using namespace troupe;
 namespace {
 
 // No actor system: plain values need no execution unit.
-template <class T>
-std::vector<char> save(T& value) {
+template <class T> std::vector<char> save(T& value) {
   std::vector<char> bytes;
   caf::binary_serializer sink{nullptr, bytes};
   auto err = sink(value);
@@ -31,8 +30,7 @@ std::vector<char> save(T& value) {
 }
 
 // Loads a T from `bytes`, requiring that the whole buffer is consumed.
-template <class T>
-T load(const std::vector<char>& bytes) {
+template <class T> T load(const std::vector<char>& bytes) {
   T value;
   caf::binary_deserializer source{nullptr, bytes};
   auto err = source(value);
@@ -60,8 +58,8 @@ training_job non_default_job() {
   job.train_batches.seed = 0xfedcba9876543210ULL;
   job.train_batches.parts = 4;
   job.train_batches.part = 3;
-  job.train_batches.augment = augment_options{{0.49f, 0.48f, 0.45f}, {0.25f, 0.24f, 0.26f}, 4,
-                                              true};
+  job.train_batches.augment =
+    augment_options{{0.49f, 0.48f, 0.45f}, {0.25f, 0.24f, 0.26f}, 4, true};
   job.validation_batches.shuffle = false;
   job.validation_batches.drop_last = true;
   job.optimizer.sgd = sgd_options{0.95f, 5e-4f, true};

@@ -10,7 +10,7 @@ using namespace troupe;
 TEST_CASE("a run's limit grows with its phases and saturates at the longest wait") {
   const request_timeouts t;
   CHECK(phases_limit(t, 3) == t.phase * 3);
-  CHECK(phases_limit(t, 1001) == t.phase * 1001);  // 500 epochs: exact (11 years)
+  CHECK(phases_limit(t, 1001) == t.phase * 1001); // 500 epochs: exact (11 years)
   for (std::int64_t epochs : {20000, 36000, 40000, 50000, 70000, 100000000, 1000000000}) {
     const auto limit = phases_limit(t, epochs * 2 + 2);
     CHECK(limit == longest_wait);
@@ -33,5 +33,5 @@ TEST_CASE("a deadline saturates, never reports negative time, and the earlier of
   const auto past = deadline::after(std::chrono::milliseconds(-5));
   CHECK(past.left() == caf::timespan{0});
   CHECK(past.passed());
-  CHECK(deadline{}.left() == longest_wait);  // the default: never
+  CHECK(deadline{}.left() == longest_wait); // the default: never
 }

@@ -26,8 +26,8 @@ namespace {
 
 using test::synthetic_job;
 
-training_result run(training_job o, int workers, std::int64_t batch, topology_kind mode = topology_kind::bsp,
-                    int argument = -1) {
+training_result run(training_job o, int workers, std::int64_t batch,
+                    topology_kind mode = topology_kind::bsp, int argument = -1) {
   local_node_config cfg;
   caf::actor_system sys{cfg};
   o.topology.workers = workers;
@@ -105,7 +105,7 @@ bool bit_identical(const training_result& a, const training_result& b) {
 
 TEST_CASE("BSP with 4 workers at batch 32 equals 1 worker at batch 128: MLP") {
   set_compute_threads(2);
-  auto job = synthetic_job("mlp", 1000);  // 8 steps per epoch, the last one short (104)
+  auto job = synthetic_job("mlp", 1000); // 8 steps per epoch, the last one short (104)
   auto single = run(job, 1, 128);
   auto bsp = run(job, 4, 32);
   REQUIRE(single.final_weights.size() == 6);
@@ -139,7 +139,7 @@ TEST_CASE("bit_identical refuses empty and mismatched weight lists") {
   CHECK_FALSE(bit_identical(one, longer));
   training_result bigger;
   bigger.final_weights.push_back(tensor::from_values({4}, {1, 2, 3, 4}));
-  CHECK_FALSE(bit_identical(one, bigger));  // same prefix, more elements
+  CHECK_FALSE(bit_identical(one, bigger)); // same prefix, more elements
   CHECK_FALSE(bit_identical(bigger, one));
   training_result hollow;
   hollow.final_weights.push_back(tensor{});
@@ -166,18 +166,19 @@ TEST_CASE("async, ssp, hierarchical and backup topologies all train") {
   job.epochs = 5;
   job.optimizer.sgd.momentum = 0.0f;
   job.optimizer.schedule.base_lr = 0.01f;
-  for (auto mode : {topology_kind::async, topology_kind::ssp, topology_kind::hierarchical, topology_kind::backup}) {
+  for (auto mode : {topology_kind::async, topology_kind::ssp, topology_kind::hierarchical,
+                    topology_kind::backup}) {
     INFO("topology " << to_string(mode));
     auto r = run(job, 4, 32, mode, mode == topology_kind::hierarchical ? 2 : 1);
-    std::ostringstream epochs;  // every epoch's accuracy and loss, should the floor fail
+    std::ostringstream epochs; // every epoch's accuracy and loss, should the floor fail
     for (const auto& p : r.phases)
-      epochs << (p.validation ? " validation " : " train ") << p.correct << "/" << p.samples << " (loss sum "
-             << p.loss_sum << ")";
+      epochs << (p.validation ? " validation " : " train ") << p.correct << "/" << p.samples
+             << " (loss sum " << p.loss_sum << ")";
     INFO("phases:" << epochs.str());
     REQUIRE(r.phases.size() == 10);
     const auto& last = r.phases.back();
     CHECK(last.validation);
-    CHECK(double(last.correct) / last.samples > 0.6);  // 10 classes: chance is 0.1
+    CHECK(double(last.correct) / last.samples > 0.6); // 10 classes: chance is 0.1
   }
 }
 
@@ -188,8 +189,9 @@ TEST_CASE("bad topologies are refused before anything starts") {
   job.topology.workers = 0;
   CHECK_THROWS_WITH(run_training(sys, job), Catch::Contains("workers must be at least 1"));
   job.topology.workers = 2;
-  CHECK_THROWS_WITH(use_preset(job.topology, topology_kind::backup, 2), Catch::Contains("backup(2)"));
-  job.topology.levels = {{aggregation_scope::all, 3}};  // a barrier of 3 among 2 workers
+  CHECK_THROWS_WITH(use_preset(job.topology, topology_kind::backup, 2),
+                    Catch::Contains("backup(2)"));
+  job.topology.levels = {{aggregation_scope::all, 3}}; // a barrier of 3 among 2 workers
   CHECK_THROWS_WITH(run_training(sys, job), Catch::Contains("need = 3"));
   use_preset(job.topology, topology_kind::hierarchical, 3);
   CHECK_THROWS_WITH(run_training(sys, job), Catch::Contains("machines"));
@@ -202,12 +204,12 @@ TEST_CASE("slicing, grouping, shard count and overlap do not change BSP's weight
   auto reference = run(job, 2, 64);
   auto cut = job;
   cut.shards = 3;
-  cut.topology.keys.slice_bytes = 40000;  // the MLP's 784 x N weight becomes many slices
-  cut.topology.keys.group_bytes = 1 << 20;  // everything smaller is bundled
+  cut.topology.keys.slice_bytes = 40000;   // the MLP's 784 x N weight becomes many slices
+  cut.topology.keys.group_bytes = 1 << 20; // everything smaller is bundled
   auto sliced = run(cut, 2, 64);
   CHECK(bit_identical(sliced, reference));
   cut.topology.overlap = false;
-  cut.topology.keys.group_bytes = 0;  // one push per key
+  cut.topology.keys.group_bytes = 0; // one push per key
   CHECK(bit_identical(run(cut, 2, 64), reference));
 }
 
@@ -227,13 +229,13 @@ TEST_CASE("a cluster's plan, spawned in one process, trains the same weights") {
   REQUIRE(spread.phases.size() == 2);
   REQUIRE(reference.phases.size() == 2);
   CHECK(spread.phases[1].validation);
-  CHECK(spread.phases[1].samples == reference.phases[1].samples);  // both parts validated
+  CHECK(spread.phases[1].samples == reference.phases[1].samples); // both parts validated
   CHECK(spread.phases[1].correct == reference.phases[1].correct);
 }
 
 TEST_CASE("backup workers end the straggler's epoch once the others are done") {
   set_compute_threads(2);
-  auto job = synthetic_job("mlp", 2048);  // 16 steps of 32 per worker
+  auto job = synthetic_job("mlp", 2048); // 16 steps of 32 per worker
   job.epochs = 2;
   job.optimizer.sgd.momentum = 0.0f;
   job.topology.workers = 4;
@@ -246,8 +248,8 @@ TEST_CASE("backup workers end the straggler's epoch once the others are done") {
   REQUIRE(r.phases.size() == 2);
   for (const auto& p : r.phases) {
     INFO("epoch " << p.epoch);
-    CHECK(p.samples >= 3 * 16 * 32);  // the three fast workers ran their whole epoch
-    CHECK(p.samples < 4 * 16 * 32);   // the straggler stopped early
+    CHECK(p.samples >= 3 * 16 * 32); // the three fast workers ran their whole epoch
+    CHECK(p.samples < 4 * 16 * 32);  // the straggler stopped early
   }
 }
 
@@ -272,7 +274,8 @@ const aggregation_level all_level{aggregation_scope::all, 0};
 
 } // namespace
 
-TEST_CASE("machines pushing straight to the shard: one machine is BSP bit for bit, two are neither BSP nor async") {
+TEST_CASE("machines pushing straight to the shard: one machine is BSP bit for bit, two are neither "
+          "BSP nor async") {
   set_compute_threads(2);
   auto job = synthetic_job("mlp", 1000);
   job.optimizer.sgd.momentum = 0.0f;
@@ -290,7 +293,8 @@ TEST_CASE("machines pushing straight to the shard: one machine is BSP bit for bi
   CHECK(local_sync.phases[0].samples == bsp.phases[0].samples);
 }
 
-TEST_CASE("route sets no preset names train: local sync, hierarchical SSP, backups inside machines") {
+TEST_CASE(
+  "route sets no preset names train: local sync, hierarchical SSP, backups inside machines") {
   set_compute_threads(2);
   auto job = synthetic_job("mlp", 2048);
   job.validate = true;
@@ -313,7 +317,7 @@ TEST_CASE("route sets no preset names train: local sync, hierarchical SSP, backu
     REQUIRE(r.phases.size() == 10);
     const auto& last = r.phases.back();
     CHECK(last.validation);
-    CHECK(double(last.correct) / last.samples > 0.6);  // 10 classes: chance is 0.1
+    CHECK(double(last.correct) / last.samples > 0.6); // 10 classes: chance is 0.1
   }
 }
 
@@ -322,16 +326,16 @@ TEST_CASE("backups inside machines end the stragglers' epochs once each machine 
   // three computes happens to be last once two are done (correctly, but then no test could
   // say whose batches were skipped).
   set_compute_threads(2);
-  auto job = synthetic_job("mlp", 2048);  // 6 workers: parts of 342, 342, 341 x 4; 11 steps of 32
+  auto job = synthetic_job("mlp", 2048); // 6 workers: parts of 342, 342, 341 x 4; 11 steps of 32
   job.epochs = 2;
   job.optimizer.sgd.momentum = 0.0f;
   job.topology.name = "routes";
   job.topology.workers = 6;
-  job.topology.machines = 2;  // workers 0-2 and 3-5
+  job.topology.machines = 2; // workers 0-2 and 3-5
   job.topology.levels = {{aggregation_scope::machine, 2}, all_level};
   job.train_batches.batch_size = 32;
   std::int64_t held = 0;
-  auto r = run_with_stragglers(job, {2, 5}, std::chrono::milliseconds(50), held);  // 341 each
+  auto r = run_with_stragglers(job, {2, 5}, std::chrono::milliseconds(50), held); // 341 each
   CHECK(held > 0);
   REQUIRE(r.phases.size() == 2);
   for (const auto& p : r.phases) {

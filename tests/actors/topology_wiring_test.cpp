@@ -37,9 +37,8 @@ struct two_parameters {
 struct spawned_actors {
   std::vector<caf::actor> all;
   spawn_observer observer() {
-    return [this](const caf::actor& a, const planned_actor&, const caf::actor&) {
-      all.push_back(a);
-    };
+    return
+      [this](const caf::actor& a, const planned_actor&, const caf::actor&) { all.push_back(a); };
   }
   ~spawned_actors() {
     for (auto& a : all)
@@ -54,10 +53,11 @@ TEST_CASE("spawn_push_side cuts each shard's keys out of the start values") {
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
   two_parameters p;
-  auto plan = p.plan(topology_kind::async, 1, 2, 1, key_plan_options{192, 0});  // big: 3 slices (32, 32, 36)
+  auto plan =
+    p.plan(topology_kind::async, 1, 2, 1, key_plan_options{192, 0}); // big: 3 slices (32, 32, 36)
   spawned_actors spawned;
   auto targets = spawn_push_side(sys, plan, p.initial, {}, spawned.observer());
-  CHECK(spawned.all.size() == 2);  // async: shards only
+  CHECK(spawned.all.size() == 2); // async: shards only
   auto shards = shard_routes(plan, targets);
   REQUIRE(shards.size() == 2);
   int slices = 0;
@@ -107,7 +107,7 @@ TEST_CASE("routes_of puts shards, aggregators or two aggregator levels in front"
 
   auto bsp = p.plan(topology_kind::bsp, 4, 2);
   auto bsp_targets = spawn_push_side(sys, bsp, p.initial, {}, spawned.observer());
-  CHECK(spawned.all.size() == 2 + 4);  // plus two shards and one aggregator per shard
+  CHECK(spawned.all.size() == 2 + 4); // plus two shards and one aggregator per shard
   auto first = routes_of(bsp, bsp_targets, 0), last = routes_of(bsp, bsp_targets, 3);
   CHECK(first[0].shard != shard_routes(bsp, bsp_targets)[0].shard);
   CHECK(first[0].shard == last[0].shard);
@@ -115,10 +115,10 @@ TEST_CASE("routes_of puts shards, aggregators or two aggregator levels in front"
 
   auto hier = p.plan(topology_kind::hierarchical, 4, 2, 2);
   auto hier_targets = spawn_push_side(sys, hier, p.initial, {}, spawned.observer());
-  CHECK(spawned.all.size() == 6 + 2 * (1 + 1 + 2));  // per shard: shard, global, 2 machines
+  CHECK(spawned.all.size() == 6 + 2 * (1 + 1 + 2)); // per shard: shard, global, 2 machines
   CHECK(routes_of(hier, hier_targets, 0)[0].shard == routes_of(hier, hier_targets, 1)[0].shard);
   CHECK(routes_of(hier, hier_targets, 1)[0].shard != routes_of(hier, hier_targets, 2)[0].shard);
-  CHECK(routes_of(hier, hier_targets, 3)[0].source_index == 1);  // 2nd worker of machine 1
+  CHECK(routes_of(hier, hier_targets, 3)[0].source_index == 1); // 2nd worker of machine 1
 }
 
 TEST_CASE("one node's push side: its own actors, stand-ins for the targets elsewhere") {
@@ -133,7 +133,8 @@ TEST_CASE("one node's push side: its own actors, stand-ins for the targets elsew
   // Server 1 (node 2): shard_1 and the aggregator in front of it; pushes enter at the aggregator.
   spawned_actors server;
   std::vector<std::string> server_names;
-  auto server_side = spawn_push_side_of_node(sys, plan, 2, {}, p.initial, {},
+  auto server_side = spawn_push_side_of_node(
+    sys, plan, 2, {}, p.initial, {},
     [&](const caf::actor& a, const planned_actor& entry, const caf::actor& d) {
       server.observer()(a, entry, d);
       server_names.push_back(entry.name);
@@ -163,7 +164,8 @@ TEST_CASE("one node's push side: its own actors, stand-ins for the targets elsew
     return fake;
   };
   std::vector<std::pair<std::string, caf::actor>> downstream_of;
-  auto worker_side = spawn_push_side_of_node(sys, plan, 4, remote, p.initial, {},
+  auto worker_side = spawn_push_side_of_node(
+    sys, plan, 4, remote, p.initial, {},
     [&](const caf::actor& a, const planned_actor& entry, const caf::actor& d) {
       worker.observer()(a, entry, d);
       downstream_of.emplace_back(entry.name, d);
@@ -180,11 +182,12 @@ TEST_CASE("one node's push side: its own actors, stand-ins for the targets elsew
   const auto routes = routes_of(plan, worker_side.targets, 3);
   REQUIRE(routes.size() == 2);
   CHECK(caf::actor_cast<caf::actor>(routes[0].shard) == worker.all[0]);
-  CHECK(entry_points(plan, 4).empty());  // nothing pushes into a worker process
+  CHECK(entry_points(plan, 4).empty()); // nothing pushes into a worker process
 
   // Without stand-ins a node that pushes elsewhere cannot be wired.
-  CHECK_THROWS_WITH(spawn_push_side_of_node(sys, plan, 3, {}, p.initial, {}, {}),
-                    Catch::Contains("machine_aggregator_0_0 pushes to aggregator_0 on another node"));
+  CHECK_THROWS_WITH(
+    spawn_push_side_of_node(sys, plan, 3, {}, p.initial, {}, {}),
+    Catch::Contains("machine_aggregator_0_0 pushes to aggregator_0 on another node"));
 }
 
 TEST_CASE("in BSP the aggregators are a server's entry points, in async the shards") {

@@ -7,9 +7,9 @@
 
 #include <algorithm>
 
+#include "apps/bench/host_ticker.hpp"
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/training_session.hpp>
-#include "apps/bench/host_ticker.hpp"
 #include <troupe/cluster/local_node.hpp>
 #include <troupe/kernels/threading.hpp>
 
@@ -26,7 +26,7 @@ training_job small_job() {
   o.train_data.synthetic_classes = 4;
   o.validation_data = o.train_data;
   o.validation_data.which = split::test;
-  o.validation_data.synthetic_size = 768;  // the test split is a sixth: 128
+  o.validation_data.synthetic_size = 768; // the test split is a sixth: 128
   o.train_batches.batch_size = 32;
   o.validation_batches.batch_size = 64;
   o.validation_batches.shuffle = false;
@@ -49,7 +49,7 @@ TEST_CASE("a run through the actors trains, reports every phase and repeats exac
   caf::actor_system sys{cfg};
   auto job = small_job();
   auto first = run_training(sys, job);
-  REQUIRE(first.phases.size() == 6);  // train + validation per epoch
+  REQUIRE(first.phases.size() == 6); // train + validation per epoch
   for (std::size_t i = 0; i < first.phases.size(); ++i) {
     CHECK(first.phases[i].epoch == static_cast<std::int64_t>(i / 2));
     CHECK(first.phases[i].validation == (i % 2 == 1));
@@ -57,7 +57,7 @@ TEST_CASE("a run through the actors trains, reports every phase and repeats exac
   CHECK(first.phases[0].samples == 512);
   CHECK(first.phases[1].samples == 128);
   CHECK(first.phases[4].loss_sum / 512 < first.phases[0].loss_sum / 512);
-  CHECK(accuracy(first.phases[5]) > 0.5);  // 4 classes: chance is 0.25
+  CHECK(accuracy(first.phases[5]) > 0.5); // 4 classes: chance is 0.25
 
   auto second = run_training(sys, job);
   for (std::size_t i = 0; i < first.phases.size(); ++i) {
@@ -122,16 +122,16 @@ TEST_CASE("top-k reaches every phase report, merged over workers, and changes no
   caf::actor_system sys{cfg};
   auto job = small_job();
   job.epochs = 2;
-  job.topology.workers = 2;  // the coordinator merges two workers' reports
+  job.topology.workers = 2; // the coordinator merges two workers' reports
   const auto plain = run_training(sys, job);
-  job.top_k = 2;  // of 4 classes
+  job.top_k = 2; // of 4 classes
   const auto counted = run_training(sys, job);
   REQUIRE(counted.phases.size() == plain.phases.size());
   for (std::size_t i = 0; i < counted.phases.size(); ++i) {
     const auto& p = counted.phases[i];
     INFO("phase " << i);
     CHECK(p.top_k == 2);
-    CHECK(p.top_k_correct >= p.correct);  // the arg-max is always in the top 2
+    CHECK(p.top_k_correct >= p.correct); // the arg-max is always in the top 2
     CHECK(p.top_k_correct <= p.samples);
     CHECK(p.correct == plain.phases[i].correct);
     CHECK(p.loss_sum == plain.phases[i].loss_sum);
@@ -213,7 +213,9 @@ counting_tap::behavior_type tap(counting_tap::stateful_pointer<tap_state> self,
       }
       return self->delegate(downstream, push_atom::value, std::move(push));
     },
-    [=](pull_atom, deadline due) -> caf::result<weight_set> { return self->delegate(downstream, pull_atom::value, due); },
+    [=](pull_atom, deadline due) -> caf::result<weight_set> {
+      return self->delegate(downstream, pull_atom::value, due);
+    },
     [=](ask_atom) -> caf::result<std::int64_t> { return self->state.pushes; },
   };
 }
@@ -247,7 +249,7 @@ caf::error fail_through_taps(caf::actor_system& sys, session_sinks sinks, bool s
 } // namespace
 
 TEST_CASE("a host actor on a one-thread scheduler runs a session without blocking") {
-  caf::actor_system_config cfg;  // the host's own settings, not Troupe's
+  caf::actor_system_config cfg; // the host's own settings, not Troupe's
   cfg.set("scheduler.max-threads", 1);
   caf::actor_system sys{cfg};
   auto job = small_job();
@@ -289,18 +291,19 @@ TEST_CASE("a host's metrics sink gets every report and its gradient tap every pu
              [&](caf::error& e) { FAIL(error_text(e)); });
   REQUIRE(plain.phases.size() == 4);
   self->request(host_sink, std::chrono::seconds(10), ask_atom::value)
-    .receive([&](std::int64_t batches, std::int64_t phases, std::int64_t flushes) {
-               CHECK(batches == 2 * 512 / 32);
-               CHECK(phases == 4);
-               CHECK(flushes == 1);
-             },
-             [&](caf::error& e) { FAIL(error_text(e)); });
-  REQUIRE(taps.size() == 2);  // one worker, two shards
+    .receive(
+      [&](std::int64_t batches, std::int64_t phases, std::int64_t flushes) {
+        CHECK(batches == 2 * 512 / 32);
+        CHECK(phases == 4);
+        CHECK(flushes == 1);
+      },
+      [&](caf::error& e) { FAIL(error_text(e)); });
+  REQUIRE(taps.size() == 2); // one worker, two shards
   std::int64_t pushes = 0;
   for (auto& t : taps)
     self->request(t, std::chrono::seconds(10), ask_atom::value)
       .receive([&](std::int64_t n) { pushes += n; }, [&](caf::error& e) { FAIL(error_text(e)); });
-  CHECK(pushes >= 2 * 512 / 32 * 2);  // every step pushes to both shards
+  CHECK(pushes >= 2 * 512 / 32 * 2); // every step pushes to both shards
   // The tap changes nothing: the same job without it ends with the same weights.
   auto untapped = run_training(sys, job);
   REQUIRE(untapped.final_weights.size() == plain.final_weights.size());
@@ -364,15 +367,15 @@ TEST_CASE("a host actor ticking every 2 ms keeps ticking while LeNet trains besi
   self->request(tick, std::chrono::seconds(10), bench::stop_atom::value)
     .receive([&](std::vector<double>& g) { gaps = std::move(g); },
              [&](caf::error& e) { FAIL(error_text(e)); });
-  REQUIRE(gaps.size() > 10);  // it did tick during the run
+  REQUIRE(gaps.size() > 10); // it did tick during the run
   const double longest = *std::max_element(gaps.begin(), gaps.end());
   INFO("longest gap between 2 ms ticks: " << longest << " ms");
-  CHECK(longest <= 1000.0);  // a loose bound: starvation must never come back
+  CHECK(longest <= 1000.0); // a loose bound: starvation must never come back
   self->send_exit(tick, caf::exit_reason::user_shutdown);
 }
 
 TEST_CASE("an actor system renders troupe errors with their category") {
-  local_node_config cfg;  // registers the category, as a host can with add_error_category
+  local_node_config cfg; // registers the category, as a host can with add_error_category
   caf::actor_system sys{cfg};
   auto text = sys.render(make_error(errc::peer_down, "compute 0: shard_1 terminated"));
   CHECK(text == "troupe.peer_down: compute 0: shard_1 terminated");

@@ -31,7 +31,8 @@ inline gradient_push push_of(std::int64_t step, int source = 0, std::int64_t sam
 }
 
 inline bool same_bits(const tensor& a, const tensor& b) {
-  return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), static_cast<std::size_t>(a.numel()) * 4) == 0;
+  return a.shape() == b.shape()
+         && std::memcmp(a.data(), b.data(), static_cast<std::size_t>(a.numel()) * 4) == 0;
 }
 
 } // namespace troupe::test

@@ -22,7 +22,8 @@
 int main(int argc, char** argv) {
   using namespace troupe;
   if (argc != 6 && argc != 7) {
-    std::cerr << "usage: troupe_checkpoint_split PREFIX EPOCH SHARDS SERVERS WORKER_NODES [SLICE_BYTES]\n";
+    std::cerr
+      << "usage: troupe_checkpoint_split PREFIX EPOCH SHARDS SERVERS WORKER_NODES [SLICE_BYTES]\n";
     return 2;
   }
   try {

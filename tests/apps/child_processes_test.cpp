@@ -41,7 +41,8 @@ child_spec sh(const std::string& name, const std::string& script, const std::str
 
 // A child running `script` that, killed by a signal, is started again once with `again` (a
 // scheduler and its --resume).
-child_spec restartable(const std::string& name, const std::string& script, const std::string& again) {
+child_spec restartable(const std::string& name, const std::string& script,
+                       const std::string& again) {
   auto spec = sh(name, script);
   spec.restart_argv = {"/bin/sh", "-c", again};
   spec.restarts = 1;
@@ -145,12 +146,13 @@ TEST_CASE("an expendable child killed by a signal ends nobody; one exiting with 
     auto worker = sh("worker 1", "kill -9 $$");
     worker.expendable = true;
     children.start(worker);
-    children.start(sh("scheduler", "sleep 1; echo finished"));  // outlives the grace by far
+    children.start(sh("scheduler", "sleep 1; echo finished")); // outlives the grace by far
     CHECK(children.wait() == 0);
     CHECK(lines_from(c.out.str(), "scheduler") == "[scheduler] finished\n");
     CHECK_THAT(c.err.str(), Catch::Contains("launch: worker 1 (pid "));
     CHECK_THAT(c.err.str(), Catch::Contains("killed by signal 9"));
-    CHECK_THAT(c.err.str(), Catch::Contains("the run goes on if the scheduler can do without worker 1"));
+    CHECK_THAT(c.err.str(),
+               Catch::Contains("the run goes on if the scheduler can do without worker 1"));
   }
   SECTION("exited") {
     child_processes children(c.options(100ms));
@@ -214,7 +216,10 @@ TEST_CASE("a restarted child whose others were all killed is ended, and the job 
     const auto start = std::chrono::steady_clock::now();
     CHECK(children.wait() == 1);
     CHECK(std::chrono::steady_clock::now() - start < 20s);
-    CHECK_THAT(c.err.str(), Catch::Contains("every other process is gone; the restarted scheduler has no one to take over from"));
+    CHECK_THAT(
+      c.err.str(),
+      Catch::Contains(
+        "every other process is gone; the restarted scheduler has no one to take over from"));
   }
 }
 
@@ -370,11 +375,13 @@ TEST_CASE("SIGINT is passed on: children stop as at a terminal, before any SIGTE
   captured c;
   child_processes children(c.options(60s));
   for (const char* name : {"scheduler", "worker"})
-    children.start(sh(name, std::string("trap 'echo ") + name + " interrupted; exit 130' INT; trap 'echo "
-                              + name + " terminated; exit 143' TERM; echo ready; while :; do sleep 0.05; done"));
+    children.start(
+      sh(name, std::string("trap 'echo ") + name + " interrupted; exit 130' INT; trap 'echo " + name
+                 + " terminated; exit 143' TERM; echo ready; while :; do sleep 0.05; done"));
   auto ready = [&] {
     const auto out = c.out.str();
-    return out.find("[scheduler] ready") != std::string::npos && out.find("[worker] ready") != std::string::npos;
+    return out.find("[scheduler] ready") != std::string::npos
+           && out.find("[worker] ready") != std::string::npos;
   };
   REQUIRE(children.wait_until(ready, 10s) == wait_result::ready);
   children.request_stop(SIGINT);

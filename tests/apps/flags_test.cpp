@@ -81,7 +81,7 @@ TEST_CASE("help fits 100 columns and names each value's type") {
   f.set_placeholder("out", "FILE");
   std::istringstream help(f.help());
   for (std::string line; std::getline(help, line);)
-    if (line.find(' ') != std::string::npos)  // one unbreakable word may not fit
+    if (line.find(' ') != std::string::npos) // one unbreakable word may not fit
       CHECK(line.size() <= 100);
   CHECK_THAT(f.help(), Catch::Contains("  --count N\n") && Catch::Contains("  --out FILE\n"));
 }
@@ -111,7 +111,8 @@ TEST_CASE("flags reject what they cannot accept, naming the flag") {
 TEST_CASE("an on|off flag takes on or off and names itself otherwise") {
   CHECK(on_off("local-sockets", "on"));
   CHECK_FALSE(on_off("local-sockets", "off"));
-  CHECK_THROWS_WITH(on_off("local-sockets", "maybe"), "--local-sockets: 'maybe' is not one of on, off");
+  CHECK_THROWS_WITH(on_off("local-sockets", "maybe"),
+                    "--local-sockets: 'maybe' is not one of on, off");
   CHECK_THROWS_WITH(on_off("local-sockets", ""), "--local-sockets: '' is not one of on, off");
   CHECK_THROWS_WITH(on_off("local-sockets", "ON"), "--local-sockets: 'ON' is not one of on, off");
 }

@@ -36,7 +36,8 @@ const std::vector<std::string> nasty{
 
 } // namespace
 
-TEST_CASE("a hosts file lists hosts with optional ssh ports, and slots, comments, blanks are skipped") {
+TEST_CASE(
+  "a hosts file lists hosts with optional ssh ports, and slots, comments, blanks are skipped") {
   auto hosts = parse("# the cluster\n"
                      "node1\n"
                      "\n"

@@ -19,8 +19,9 @@ using namespace troupe;
 namespace {
 
 struct shared_value {
-  std::vector<std::string> flags;  ///< the flags, "{}" where the value goes (also inside one: "1,{},8")
-  std::string config;              ///< the config text, "{}" where the value goes
+  std::vector<std::string>
+    flags;            ///< the flags, "{}" where the value goes (also inside one: "1,{},8")
+  std::string config; ///< the config text, "{}" where the value goes
   std::vector<std::string> values;
 };
 
@@ -59,23 +60,31 @@ std::string threads_limit(int above) {
 
 TEST_CASE("a flag and the config key it overrides accept the same values") {
   const std::vector<shared_value> cases{
-    {{"--threads", "{}"}, "train { threads = {} }",
+    {{"--threads", "{}"},
+     "train { threads = {} }",
      {"0", "1", threads_limit(0), threads_limit(1), "100", "4096", "5000"}},
-    {{"--eval-every", "{}"}, "train { eval_every = {} }", {"-1", "0", "1", "1000000000", "1000000001"}},
+    {{"--eval-every", "{}"},
+     "train { eval_every = {} }",
+     {"-1", "0", "1", "1000000000", "1000000001"}},
     {{"--num-epochs", "{}"}, "train { epochs = {} }", {"0", "1", "1000000000", "1000000001"}},
     {{"--prefetch", "{}"}, "train { prefetch = {} }", {"0", "1", "1024", "1025"}},
     {{"--seed", "{}"}, "train { seed = {} }", {"-1", "0", "9007199254740992", "9007199254740994"}},
     {{"--disp-batches", "{}"}, "train { display = {} }", {"-1", "0", "1000000000", "1000000001"}},
     {{"--top-k", "{}"}, "train { top_k = {} }", {"-1", "0", "10", "11"}},
     {{"--save-period", "{}"}, "train { save_period = {} }", {"0", "1", "1000000000", "1000000001"}},
-    {{"--load-epoch", "{}", "--model-prefix", "m"}, "train { load_epoch = {}  model_prefix = \"m\" }",
+    {{"--load-epoch", "{}", "--model-prefix", "m"},
+     "train { load_epoch = {}  model_prefix = \"m\" }",
      {"-2", "0", "1000000000", "1000000001"}},
-    {{"--batch-size", "{}"}, "data train = fashion_mnist(batch = {})", {"0", "1", "1000000000", "1000000001"}},
+    {{"--batch-size", "{}"},
+     "data train = fashion_mnist(batch = {})",
+     {"0", "1", "1000000000", "1000000001"}},
     {{"--val-batch-size", "{}"}, "data val = fashion_mnist(batch = {})", {"0", "1", "1000000001"}},
     {{"--random-crop-pad", "{}"}, "data train = fashion_mnist(crop_pad = {})", {"0", "64", "65"}},
-    {{"--dataset", "synthetic", "--num-classes", "{}"}, "data train = synthetic(classes = {})",
+    {{"--dataset", "synthetic", "--num-classes", "{}"},
+     "data train = synthetic(classes = {})",
      {"1", "2", "100000", "100001"}},
-    {{"--dataset", "synthetic", "--num-examples", "{}"}, "data train = synthetic(examples = {})",
+    {{"--dataset", "synthetic", "--num-examples", "{}"},
+     "data train = synthetic(examples = {})",
      {"5", "6", "1000000001"}},
     // mlp: the flags also plan the job, and lenet's pooling needs 8 rows.
     {{"--network", "mlp", "--dataset", "synthetic", "--image-shape", "1,{},8"},
@@ -84,18 +93,26 @@ TEST_CASE("a flag and the config key it overrides accept the same values") {
     {{"--network", "mlp", "--data-train", "t.rec", "--image-shape", "3,{},8"},
      "model mlp\ndata train = recordio(\"t.rec\", shape = [3, {}, 8])",
      {"0", "1", "4096", "4097", "65535"}},
-    {{"--data-train", "t.rec", "--rgb-mean", "{},1,1"}, "data train = recordio(\"t.rec\", rgb_mean = [{}, 1, 1])",
+    {{"--data-train", "t.rec", "--rgb-mean", "{},1,1"},
+     "data train = recordio(\"t.rec\", rgb_mean = [{}, 1, 1])",
      {"-1", "0", "255", "255.5"}},
-    {{"--data-train", "t.rec", "--rgb-std", "{},1,1"}, "data train = recordio(\"t.rec\", rgb_std = [{}, 1, 1])",
+    {{"--data-train", "t.rec", "--rgb-std", "{},1,1"},
+     "data train = recordio(\"t.rec\", rgb_std = [{}, 1, 1])",
      {"0", "0.5", "255", "256"}},
     {{"--lr", "{}"}, "optimizer sgd(lr = {})", {"0", "0.001", "100", "100.5"}},
     {{"--mom", "{}"}, "optimizer sgd(momentum = {})", {"-0.1", "0", "0.9999995", "1"}},
     {{"--wd", "{}"}, "optimizer sgd(wd = {})", {"-0.1", "0", "1", "1.5"}},
     {{"--lr-factor", "{}"}, "schedule multi_step(factor = {})", {"0", "0.5", "1", "1.5"}},
-    {{"--warmup-epochs", "{}"}, "schedule multi_step(warmup = {})", {"-1", "0", "1000000", "2000000"}},
+    {{"--warmup-epochs", "{}"},
+     "schedule multi_step(warmup = {})",
+     {"-1", "0", "1000000", "2000000"}},
     {{"--shards", "{}"}, "cluster { shards = {} }", {"0", "1", "1025"}},
-    {{"--slice-bytes", "{}"}, "cluster { slice_bytes = {} }", {"3", "4", "1099511627776", "1099511627777"}},
-    {{"--group-bytes", "{}"}, "cluster { group_bytes = {} }", {"-1", "0", "1099511627776", "1099511627777"}},
+    {{"--slice-bytes", "{}"},
+     "cluster { slice_bytes = {} }",
+     {"3", "4", "1099511627776", "1099511627777"}},
+    {{"--group-bytes", "{}"},
+     "cluster { group_bytes = {} }",
+     {"-1", "0", "1099511627776", "1099511627777"}},
   };
   for (const auto& c : cases)
     for (const auto& value : c.values) {
@@ -122,11 +139,14 @@ TEST_CASE("config values out of range are called out of range, in full digits") 
     return std::string("accepted");
   };
   // 1e30 is a whole number, too large: not "not a whole number".
-  CHECK(error_of("train { epochs = 1e30 }") == "t.troupe:1:18: epochs must be between 1 and 1000000000, got 1e+30");
+  CHECK(error_of("train { epochs = 1e30 }")
+        == "t.troupe:1:18: epochs must be between 1 and 1000000000, got 1e+30");
   CHECK(error_of("train { epochs = 10000000000 }")
         == "t.troupe:1:18: epochs must be between 1 and 1000000000, got 10000000000");
   CHECK(error_of("cluster { heartbeat = 0.01 }")
         == "t.troupe:1:23: heartbeat must be at least 0.05 and at most 600, got 0.01");
-  CHECK(error_of("train { epochs = 2.5 }") == "t.troupe:1:18: epochs must be a whole number, got '2.5'");
-  CHECK(error_of("train { epochs = 50% }") == "t.troupe:1:18: epochs takes a plain number, not a percentage");
+  CHECK(error_of("train { epochs = 2.5 }")
+        == "t.troupe:1:18: epochs must be a whole number, got '2.5'");
+  CHECK(error_of("train { epochs = 50% }")
+        == "t.troupe:1:18: epochs takes a plain number, not a percentage");
 }

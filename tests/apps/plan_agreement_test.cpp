@@ -26,7 +26,7 @@ using namespace troupe;
 
 namespace {
 
-using route_key = std::tuple<std::string, std::string, std::string>;  // from, to, carries
+using route_key = std::tuple<std::string, std::string, std::string>; // from, to, carries
 
 std::vector<std::filesystem::path> example_configs() {
   std::vector<std::filesystem::path> out;
@@ -94,7 +94,7 @@ TEST_CASE("for every example config the session spawns and wires exactly the pla
     resolve_app_defaults(config);
     const auto job = to_training_job(config);
     const auto facts = expected_data_facts(job);
-    const auto printed = plan_config(config, job, facts);  // what `troupe check` prints
+    const auto printed = plan_config(config, job, facts); // what `troupe check` prints
 
     std::mutex mutex;
     std::optional<wiring_report> wired;

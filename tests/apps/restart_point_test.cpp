@@ -15,7 +15,7 @@ TEST_CASE("the model prefix is read from the nodes' flags, the last one given") 
   CHECK_FALSE(model_prefix_of({"--config", "c.troupe"}));
   CHECK(*model_prefix_of({"--model-prefix", "runs/a", "--num-epochs", "3"}) == "runs/a");
   CHECK(*model_prefix_of({"--model-prefix=runs/a", "--model-prefix", "runs/b"}) == "runs/b");
-  CHECK_FALSE(model_prefix_of({"--model-prefix"}));  // no value: nothing to restart from
+  CHECK_FALSE(model_prefix_of({"--model-prefix"})); // no value: nothing to restart from
 }
 
 TEST_CASE("the newest checkpoint of either kind is found, parts and other prefixes are not") {
@@ -23,9 +23,10 @@ TEST_CASE("the newest checkpoint of either kind is found, parts and other prefix
   const auto prefix = dir.file("m");
   CHECK_FALSE(newest_checkpoint(prefix));
   CHECK_FALSE(newest_checkpoint(dir.file("missing/m")));
-  for (const auto* name : {"m-0001.safetensors", "m-0002.manifest.json", "m-0003.server_0.safetensors",
-                           "m-0003.worker_0.safetensors", "mm-0009.safetensors", "other-0007.manifest.json",
-                           "m-0004.manifest.json.tmp.42"})
+  for (const auto* name :
+       {"m-0001.safetensors", "m-0002.manifest.json", "m-0003.server_0.safetensors",
+        "m-0003.worker_0.safetensors", "mm-0009.safetensors", "other-0007.manifest.json",
+        "m-0004.manifest.json.tmp.42"})
     std::ofstream(dir.file(name)) << "x";
   auto newest = newest_checkpoint(prefix);
   REQUIRE(newest);

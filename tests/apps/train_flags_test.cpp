@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <utility>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "apps/commands.hpp"
 #include "apps/flags.hpp"
@@ -26,8 +26,8 @@ namespace {
 class temp_config {
 public:
   temp_config(const std::string& name, const std::string& text)
-    : path_((std::filesystem::temp_directory_path() / ("troupe_train_flags_" + name + ".troupe"))
-              .string()) {
+      : path_((std::filesystem::temp_directory_path() / ("troupe_train_flags_" + name + ".troupe"))
+                .string()) {
     std::ofstream(path_) << text;
   }
   ~temp_config() { std::filesystem::remove(path_); }
@@ -37,8 +37,7 @@ private:
   std::string path_;
 };
 
-template <typename T>
-std::string list_text(const T& values) {
+template <typename T> std::string list_text(const T& values) {
   std::ostringstream out;
   for (std::size_t i = 0; i < values.size(); ++i)
     out << (i == 0 ? "" : ",") << values[i];
@@ -83,10 +82,9 @@ std::string describe(const train_command_line& c) {
       << " warmup_begin=" << s.warmup_begin_factor << "\nrun: prefetch=" << j.prefetch_depth
       << " epochs=" << j.epochs << " validate=" << j.validate << " every=" << j.validate_every
       << " shards=" << j.shards << "\ntopology: " << t.name << " workers=" << t.workers
-      << " staleness=" << t.staleness << " levels=" << t.levels.size()
-      << " machines=" << t.machines << " deterministic=" << t.deterministic
-      << " overlap=" << t.overlap << " slice=" << t.keys.slice_bytes
-      << " group=" << t.keys.group_bytes
+      << " staleness=" << t.staleness << " levels=" << t.levels.size() << " machines=" << t.machines
+      << " deterministic=" << t.deterministic << " overlap=" << t.overlap
+      << " slice=" << t.keys.slice_bytes << " group=" << t.keys.group_bytes
       << "\noutput: display=" << c.output.display_batches << " progress=" << c.output.progress_bar
       << " metrics=" << c.output.metrics_path << " threads=" << c.threads << "\n";
   return out.str();
@@ -146,20 +144,21 @@ TEST_CASE("train defaults: LeNet on Fashion-MNIST, network-dependent lr, steps a
   CHECK(o.epochs == 10);
   CHECK(o.optimizer.schedule.base_lr == Approx(0.05f));
   CHECK(o.optimizer.schedule.policy == lr_policy::multi_step);
-  CHECK(o.optimizer.schedule.warmup_epochs == 1);  // a tenth of 10 epochs
+  CHECK(o.optimizer.schedule.warmup_epochs == 1); // a tenth of 10 epochs
   CHECK(o.optimizer.schedule.step_epochs == std::vector<double>{5, 7.5});
   CHECK(o.train_batches.augment.mean.size() == 1);
   CHECK(o.train_batches.augment.pad_crop == 0);
   CHECK(cli.threads == default_thread_count());
 
-  auto mlp = parse_train_flags({"--network", "mlp", "--num-epochs", "4", "--lr-step-epochs", "1,3"});
+  auto mlp =
+    parse_train_flags({"--network", "mlp", "--num-epochs", "4", "--lr-step-epochs", "1,3"});
   CHECK(mlp.job.optimizer.schedule.base_lr == Approx(0.1f));
   CHECK(mlp.job.optimizer.schedule.step_epochs == std::vector<double>{1, 3});
 }
 
 TEST_CASE("train flags for CIFAR-10 turn on crop and mirror, synthetic parses its shape") {
-  auto cifar = parse_train_flags({"--dataset", "cifar10", "--data-dir", "/data/cifar",
-                                  "--network", "resnet", "--num-layers", "20"});
+  auto cifar = parse_train_flags({"--dataset", "cifar10", "--data-dir", "/data/cifar", "--network",
+                                  "resnet", "--num-layers", "20"});
   CHECK(cifar.job.train_batches.augment.pad_crop == 4);
   CHECK(cifar.job.train_batches.augment.mirror);
   CHECK_FALSE(cifar.job.validation_batches.augment.mirror);
@@ -174,13 +173,13 @@ TEST_CASE("train flags for CIFAR-10 turn on crop and mirror, synthetic parses it
 
 TEST_CASE("RecordIO: --data-train and --data-val are data statements with MXNet's flag names") {
   auto rec = parse_train_flags({"--data-train", "/d/train.rec", "--data-val", "/d/val.rec",
-                                "--data-val-idx", "/d/v.idx", "--network", "resnet",
-                                "--num-layers", "20", "--image-shape", "3,32,32", "--num-classes", "4",
+                                "--data-val-idx", "/d/v.idx", "--network", "resnet", "--num-layers",
+                                "20", "--image-shape", "3,32,32", "--num-classes", "4",
                                 "--rgb-mean", "127.5,127.5,127.5", "--skip-bad-records"});
   const auto& train = rec.job.train_data;
   CHECK(train.name == "recordio");
   CHECK(train.dir == "/d/train.rec");
-  CHECK(train.record_index.empty());  // no /d/train.idx here
+  CHECK(train.record_index.empty()); // no /d/train.idx here
   CHECK(train.record_shape == shape_t{3, 32, 32});
   CHECK(train.record_classes == 4);
   CHECK(train.skip_bad_records);
@@ -195,14 +194,14 @@ TEST_CASE("RecordIO: --data-train and --data-val are data statements with MXNet'
   CHECK(augment.mirror);
   CHECK(augment.crop_scale_min == 0.08);
   CHECK(augment.mean == std::vector<float>{0.5f, 0.5f, 0.5f});
-  CHECK(augment.stdev == std::vector<float>{0.229f, 0.224f, 0.225f});  // ImageNet's, not given
+  CHECK(augment.stdev == std::vector<float>{0.229f, 0.224f, 0.225f}); // ImageNet's, not given
   CHECK_FALSE(rec.job.validation_batches.augment.random_resized_crop);
   CHECK_FALSE(rec.job.validation_batches.augment.mirror);
   CHECK(rec.job.validation_batches.augment.mean == augment.mean);
 
   // Without --data-val there is no validation (a .rec has no test split beside it).
-  auto alone = parse_train_flags({"--data-train", "t.rec", "--random-crop", "0",
-                                  "--min-random-area", "0.25"});
+  auto alone =
+    parse_train_flags({"--data-train", "t.rec", "--random-crop", "0", "--min-random-area", "0.25"});
   CHECK_FALSE(alone.job.validate);
   CHECK(alone.job.train_data.record_shape == shape_t{3, 224, 224});
   CHECK_FALSE(alone.job.train_batches.augment.random_resized_crop);
@@ -214,14 +213,18 @@ TEST_CASE("RecordIO flags refuse what cannot go together") {
     CHECK_THROWS_WITH(parse_train_flags(args), Catch::Contains(text));
   };
   refuses({"--data-val", "v.rec"}, "--data-val needs --data-train");
-  refuses({"--data-train", "t.rec", "--dataset", "cifar10"}, "cannot be combined with --dataset cifar10");
-  refuses({"--data-train", "t.rec", "--data-dir", "/d"}, "--data-dir cannot be combined with --data-train");
+  refuses({"--data-train", "t.rec", "--dataset", "cifar10"},
+          "cannot be combined with --dataset cifar10");
+  refuses({"--data-train", "t.rec", "--data-dir", "/d"},
+          "--data-dir cannot be combined with --data-train");
   refuses({"--data-train", "t.rec", "--image-shape", "1,32,32"}, "C must be 3");
   refuses({"--data-train", "t.rec", "--rgb-mean", "1,2"}, "--rgb-mean: expected 3 values");
-  refuses({"--data-train", "t.rec", "--min-random-area", "0"}, "--min-random-area must be in (0, 1]");
+  refuses({"--data-train", "t.rec", "--min-random-area", "0"},
+          "--min-random-area must be in (0, 1]");
   refuses({"--dataset", "recordio"}, "give the files with --data-train");
   temp_config config("recordio_structural", "data train = recordio(\"t.rec\")\n");
-  refuses({"--config", config.path(), "--data-train", "x.rec"}, "--data-train cannot be combined with --config");
+  refuses({"--config", config.path(), "--data-train", "x.rec"},
+          "--data-train cannot be combined with --config");
 }
 
 TEST_CASE("train flags reject bad values with the flag's name") {
@@ -256,7 +259,8 @@ TEST_CASE("the no-priority flag and the config's priority key reach the topology
   CHECK(parse_train_flags({}).job.topology.priority);
   CHECK_FALSE(parse_train_flags({"--no-priority"}).job.topology.priority);
   CHECK_THROWS_AS(parse_train_flags({"--no-priority=1"}), usage_error);
-  auto path = (std::filesystem::temp_directory_path() / "troupe_train_flags_priority.troupe").string();
+  auto path =
+    (std::filesystem::temp_directory_path() / "troupe_train_flags_priority.troupe").string();
   std::ofstream(path) << "cluster { workers = 2  priority = false }\n";
   CHECK_FALSE(parse_train_flags({"--config", path}).job.topology.priority);
   std::ofstream(path) << "cluster { workers = 2 }\n";
@@ -309,47 +313,92 @@ TEST_CASE("eval_every from the config or --eval-every sets how often validation 
   std::filesystem::remove(path);
   CHECK(parse_train_flags({}).job.validate_every == 1);
   CHECK(parse_train_flags({"--eval-every", "4"}).job.validate_every == 4);
-  CHECK_FALSE(parse_train_flags({"--eval-every", "0"}).job.validate);  // as eval_every = 0
-  CHECK_THROWS_WITH(parse_train_flags({"--eval-every", "-1"}), Catch::Contains("--eval-every must be between 0"));
+  CHECK_FALSE(parse_train_flags({"--eval-every", "0"}).job.validate); // as eval_every = 0
+  CHECK_THROWS_WITH(parse_train_flags({"--eval-every", "-1"}),
+                    Catch::Contains("--eval-every must be between 0"));
 }
 
 TEST_CASE("flags alone and the same job written as a config plus flags train the same job") {
   // Everything in the config, nothing on the command line.
-  const std::vector<std::string> cifar{"--network", "resnet", "--num-layers", "20",
-                                       "--dataset", "cifar10", "--data-dir", "/d",
-                                       "--batch-size", "64", "--lr", "0.2", "--num-epochs", "6",
-                                       "--seed", "3", "--threads", "2"};
+  const std::vector<std::string> cifar{
+    "--network",    "resnet", "--num-layers", "20", "--dataset", "cifar10",
+    "--data-dir",   "/d",     "--batch-size", "64", "--lr",      "0.2",
+    "--num-epochs", "6",      "--seed",       "3",  "--threads", "2"};
   temp_config cifar_config("same_cifar", "data  train = cifar10(\"/d\", batch = 64)\n"
                                          "model resnet(layers = 20)\n"
                                          "optimizer sgd(lr = 0.2)\n"
                                          "train { epochs = 6  seed = 3  threads = 2 }\n");
-  CHECK(describe(parse_train_flags(cifar)) == describe(parse_train_flags({"--config", cifar_config.path()})));
+  CHECK(describe(parse_train_flags(cifar))
+        == describe(parse_train_flags({"--config", cifar_config.path()})));
 
   // The data statement in the config, the rest as flags.
-  const std::vector<std::string> rest{"--network", "mlp", "--seed", "7", "--lr-schedule",
-                                      "cosine", "--warmup-epochs", "0", "--val-batch-size", "50"};
-  const std::vector<std::string> synthetic{"--dataset", "synthetic", "--image-shape", "1,12,12",
-                                           "--num-classes", "5", "--num-examples", "600"};
+  const std::vector<std::string> rest{"--network",        "mlp",    "--seed",          "7",
+                                      "--lr-schedule",    "cosine", "--warmup-epochs", "0",
+                                      "--val-batch-size", "50"};
+  const std::vector<std::string> synthetic{
+    "--dataset",     "synthetic", "--image-shape",  "1,12,12",
+    "--num-classes", "5",         "--num-examples", "600"};
   temp_config synthetic_config(
     "same_synthetic", "data train = synthetic(shape = [1, 12, 12], classes = 5, examples = 600)\n");
   CHECK(describe(parse_train_flags(with(synthetic, rest)))
         == describe(parse_train_flags(with({"--config", synthetic_config.path()}, rest))));
 
   // A config that sets everything differently, and flags that override all of it.
-  const std::vector<std::string> overrides{
-    "--network", "mlp", "--num-layers", "0", "--lr-schedule", "multi-step", "--num-epochs", "4",
-    "--lr-factor", "0.5", "--warmup-epochs", "2", "--mom", "0.5", "--wd", "0", "--nesterov",
-    "--seed", "1", "--threads", "3", "--shards", "2", "--slice-bytes", "1024", "--group-bytes",
-    "0", "--no-overlap", "--prefetch", "1", "--eval-every", "2", "--metrics", "m.jsonl",
-    "--disp-batches", "0", "--progress", "off", "--batch-size", "32", "--val-batch-size", "100",
-    "--random-crop-pad", "2", "--random-mirror", "1", "--data-dir", "/f"};
-  temp_config different("same_overridden",
-                        "data  train = fashion_mnist(\"/elsewhere\", batch = 16, crop_pad = 1)\n"
-                        "model lenet\n"
-                        "optimizer sgd(lr = 0.1, momentum = 0.8, wd = 0.001)\n"
-                        "schedule cosine(warmup = 3)\n"
-                        "cluster { shards = 4  slice_bytes = 2048  group_bytes = 128 }\n"
-                        "train { epochs = 20  seed = 9  threads = 5  prefetch = 7  display = 3 }\n");
+  const std::vector<std::string> overrides{"--network",
+                                           "mlp",
+                                           "--num-layers",
+                                           "0",
+                                           "--lr-schedule",
+                                           "multi-step",
+                                           "--num-epochs",
+                                           "4",
+                                           "--lr-factor",
+                                           "0.5",
+                                           "--warmup-epochs",
+                                           "2",
+                                           "--mom",
+                                           "0.5",
+                                           "--wd",
+                                           "0",
+                                           "--nesterov",
+                                           "--seed",
+                                           "1",
+                                           "--threads",
+                                           "3",
+                                           "--shards",
+                                           "2",
+                                           "--slice-bytes",
+                                           "1024",
+                                           "--group-bytes",
+                                           "0",
+                                           "--no-overlap",
+                                           "--prefetch",
+                                           "1",
+                                           "--eval-every",
+                                           "2",
+                                           "--metrics",
+                                           "m.jsonl",
+                                           "--disp-batches",
+                                           "0",
+                                           "--progress",
+                                           "off",
+                                           "--batch-size",
+                                           "32",
+                                           "--val-batch-size",
+                                           "100",
+                                           "--random-crop-pad",
+                                           "2",
+                                           "--random-mirror",
+                                           "1",
+                                           "--data-dir",
+                                           "/f"};
+  temp_config different(
+    "same_overridden", "data  train = fashion_mnist(\"/elsewhere\", batch = 16, crop_pad = 1)\n"
+                       "model lenet\n"
+                       "optimizer sgd(lr = 0.1, momentum = 0.8, wd = 0.001)\n"
+                       "schedule cosine(warmup = 3)\n"
+                       "cluster { shards = 4  slice_bytes = 2048  group_bytes = 128 }\n"
+                       "train { epochs = 20  seed = 9  threads = 5  prefetch = 7  display = 3 }\n");
   CHECK(describe(parse_train_flags(with(overrides, {"--lr", "0.1"})))
         == describe(parse_train_flags(with({"--config", different.path()}, overrides))));
 }
@@ -369,9 +418,9 @@ TEST_CASE("with --config, --network picks the network's default lr unless the co
   temp_config lenet("network_lr", "model lenet\n");
   CHECK(parse_train_flags({"--config", lenet.path()}).job.optimizer.schedule.base_lr
         == Approx(0.05f));
-  CHECK(parse_train_flags({"--config", lenet.path(), "--network", "mlp"})
-          .job.optimizer.schedule.base_lr
-        == Approx(0.1f));
+  CHECK(
+    parse_train_flags({"--config", lenet.path(), "--network", "mlp"}).job.optimizer.schedule.base_lr
+    == Approx(0.1f));
   temp_config with_lr("network_lr_written", "model lenet\noptimizer sgd(lr = 0.3)\n");
   CHECK(parse_train_flags({"--config", with_lr.path(), "--network", "mlp"})
           .job.optimizer.schedule.base_lr
@@ -380,8 +429,8 @@ TEST_CASE("with --config, --network picks the network's default lr unless the co
 
 TEST_CASE("with --config, --num-epochs moves the default multi-step boundaries, not written ones") {
   temp_config defaults("epochs_steps", "train { epochs = 20 }\n");
-  auto s = parse_train_flags({"--config", defaults.path(), "--num-epochs", "4"})
-             .job.optimizer.schedule;
+  auto s =
+    parse_train_flags({"--config", defaults.path(), "--num-epochs", "4"}).job.optimizer.schedule;
   CHECK(s.step_epochs == std::vector<double>{2, 3});
   CHECK(s.total_epochs == 4);
   temp_config written("epochs_steps_written", "schedule multi_step(steps = [3, 6])\n");
@@ -408,14 +457,14 @@ TEST_CASE("with --config, --lr-schedule brings or drops the multi-step boundarie
 
 TEST_CASE("random crop and mirror at -1 mean the dataset's default, also with --config") {
   temp_config cifar("augment", "data train = cifar10(\"/d\")\nmodel resnet\n");
-  auto b = parse_train_flags({"--config", cifar.path(), "--random-crop-pad", "-1",
-                              "--random-mirror", "-1"})
+  auto b = parse_train_flags(
+             {"--config", cifar.path(), "--random-crop-pad", "-1", "--random-mirror", "-1"})
              .job.train_batches.augment;
   CHECK(b.pad_crop == 4);
   CHECK(b.mirror);
-  auto off = parse_train_flags({"--config", cifar.path(), "--random-crop-pad", "0",
-                                "--random-mirror", "0"})
-               .job.train_batches.augment;
+  auto off =
+    parse_train_flags({"--config", cifar.path(), "--random-crop-pad", "0", "--random-mirror", "0"})
+      .job.train_batches.augment;
   CHECK(off.pad_crop == 0);
   CHECK_FALSE(off.mirror);
   temp_config fashion("augment_fashion", "model lenet\n");
@@ -425,8 +474,9 @@ TEST_CASE("random crop and mirror at -1 mean the dataset's default, also with --
   CHECK(plain.pad_crop == 0);
   CHECK_THROWS_WITH(parse_train_flags({"--random-crop-pad", "-2"}),
                     Catch::Contains("--random-crop-pad must be between -1"));
-  CHECK_THROWS_WITH(parse_train_flags({"--random-mirror", "2"}),
-                    Catch::Contains("--random-mirror must be 0 or 1 (-1: the dataset's default), got 2"));
+  CHECK_THROWS_WITH(
+    parse_train_flags({"--random-mirror", "2"}),
+    Catch::Contains("--random-mirror must be 0 or 1 (-1: the dataset's default), got 2"));
 }
 
 TEST_CASE("with --config, flag values are checked as without it") {
@@ -435,17 +485,21 @@ TEST_CASE("with --config, flag values are checked as without it") {
                     Catch::Contains("--lr must be above 0"));
   CHECK_THROWS_WITH(parse_train_flags({"--config", config.path(), "--lr-schedule", "poly"}),
                     Catch::Contains("poly"));
-  for (auto [structural, value] : {std::pair{"--dataset", "mnist"}, {"--image-shape", "1,8,8"},
-                                    {"--num-classes", "3"}, {"--num-examples", "60"}})
-    CHECK_THROWS_WITH(parse_train_flags({"--config", config.path(), structural, value}),
-                      Catch::Contains(std::string(structural) + " cannot be combined with --config"));
+  for (auto [structural, value] : {std::pair{"--dataset", "mnist"},
+                                   {"--image-shape", "1,8,8"},
+                                   {"--num-classes", "3"},
+                                   {"--num-examples", "60"}})
+    CHECK_THROWS_WITH(
+      parse_train_flags({"--config", config.path(), structural, value}),
+      Catch::Contains(std::string(structural) + " cannot be combined with --config"));
   CHECK_THROWS_WITH(parse_train_flags({"--dataset", "synthetic", "--num-classes", "1"}),
                     Catch::Contains("--num-classes must be between 2"));
   CHECK_THROWS_WITH(parse_train_flags({"--dataset", "synthetic", "--num-examples", "5"}),
                     Catch::Contains("--num-examples must be between 6"));
 }
 
-TEST_CASE("with --config, --data-dir reaches the validation data only when it reads the same dataset") {
+TEST_CASE(
+  "with --config, --data-dir reaches the validation data only when it reads the same dataset") {
   temp_config same("data_dir_same", "data train = mnist(\"/a\")\ndata val = mnist(\"/b\")\n");
   auto both = parse_train_flags({"--config", same.path(), "--data-dir", "/x"}).job;
   CHECK(both.train_data.dir == "/x");
@@ -466,7 +520,7 @@ TEST_CASE("threads default to OMP_NUM_THREADS, else the hardware, and a config o
   env.set("3");
   CHECK(parse_train_flags({}).threads == 3);
   CHECK_THAT(help_line("threads"), Catch::EndsWith("(default: 3)"));
-  env.set("4,2");  // OpenMP's per-level list: the outermost level's count
+  env.set("4,2"); // OpenMP's per-level list: the outermost level's count
   CHECK(default_thread_count() == 4);
   for (const char* unusable : {"0", "-2", "lots", "", "3x"}) {
     env.set(unusable);
@@ -486,16 +540,53 @@ TEST_CASE("train help lists every flag, and the old test knob --straggler is no 
   CHECK_THAT(help, !Catch::Contains("--straggler"));
   // Tests make a straggler with a gradient tap (tests/actors/delaying_tap.hpp) now.
   CHECK_THROWS_AS(parse_train_flags({"--straggler", "0:5"}), usage_error);
-  CHECK_THROWS_WITH(parse_train_flags({"--straggler", "0:5"}), Catch::Contains("unknown flag --straggler"));
-  for (const char* flag :
-       {"config", "network", "num-layers", "dataset", "data-dir", "batch-size",
-        "val-batch-size", "lr", "lr-schedule", "lr-step-epochs", "lr-factor", "warmup-epochs",
-        "mom", "nesterov", "wd", "num-epochs", "seed", "threads", "shards", "slice-bytes",
-        "group-bytes", "no-overlap", "no-priority", "prefetch", "random-crop-pad", "random-mirror", "image-shape",
-        "num-classes", "num-examples", "no-validation", "eval-every", "metrics", "top-k",
-        "disp-batches", "progress", "data-train", "data-train-idx", "data-val", "data-val-idx",
-        "rgb-mean", "rgb-std", "skip-bad-records", "random-crop", "min-random-area",
-        "max-random-area"})
+  CHECK_THROWS_WITH(parse_train_flags({"--straggler", "0:5"}),
+                    Catch::Contains("unknown flag --straggler"));
+  for (const char* flag : {"config",
+                           "network",
+                           "num-layers",
+                           "dataset",
+                           "data-dir",
+                           "batch-size",
+                           "val-batch-size",
+                           "lr",
+                           "lr-schedule",
+                           "lr-step-epochs",
+                           "lr-factor",
+                           "warmup-epochs",
+                           "mom",
+                           "nesterov",
+                           "wd",
+                           "num-epochs",
+                           "seed",
+                           "threads",
+                           "shards",
+                           "slice-bytes",
+                           "group-bytes",
+                           "no-overlap",
+                           "no-priority",
+                           "prefetch",
+                           "random-crop-pad",
+                           "random-mirror",
+                           "image-shape",
+                           "num-classes",
+                           "num-examples",
+                           "no-validation",
+                           "eval-every",
+                           "metrics",
+                           "top-k",
+                           "disp-batches",
+                           "progress",
+                           "data-train",
+                           "data-train-idx",
+                           "data-val",
+                           "data-val-idx",
+                           "rgb-mean",
+                           "rgb-std",
+                           "skip-bad-records",
+                           "random-crop",
+                           "min-random-area",
+                           "max-random-area"})
     CHECK_THAT(help, Catch::Contains(std::string("  --") + flag + "\n")
                        || Catch::Contains(std::string("  --") + flag + " "));
 }
@@ -508,7 +599,8 @@ TEST_CASE("an empty config trains the job of no config at all, at any length") {
           == describe(parse_train_flags({"--config", empty.path(), "--num-epochs", epochs})));
 }
 
-TEST_CASE("the default warm-up is a tenth of the run, at most an epoch, and ends before any decay") {
+TEST_CASE(
+  "the default warm-up is a tenth of the run, at most an epoch, and ends before any decay") {
   for (const char* epochs : {"1", "2", "5", "10", "90"}) {
     const auto s = parse_train_flags({"--num-epochs", epochs}).job.optimizer.schedule;
     const double n = std::stod(epochs);
@@ -523,8 +615,9 @@ TEST_CASE("checkpoint flags and train keys reach the session's checkpoint option
   CHECK(none.prefix.empty());
   CHECK(none.save_period == 1);
   CHECK(none.load_epoch == -1);
-  const auto flags = parse_train_flags(
-    {"--model-prefix", "runs/m", "--save-period", "3", "--load-epoch", "2"}).output.checkpoint;
+  const auto flags =
+    parse_train_flags({"--model-prefix", "runs/m", "--save-period", "3", "--load-epoch", "2"})
+      .output.checkpoint;
   CHECK(flags.prefix == "runs/m");
   CHECK(flags.save_period == 3);
   CHECK(flags.load_epoch == 2);
@@ -552,25 +645,28 @@ TEST_CASE("bad checkpoint values are refused naming the flag or key") {
                     Catch::Contains("save_period must be"));
 }
 
-TEST_CASE("the top-k flag and the train top_k key reach the job, 0 is off, beyond the classes is refused") {
+TEST_CASE(
+  "the top-k flag and the train top_k key reach the job, 0 is off, beyond the classes is refused") {
   CHECK(parse_train_flags({}).job.top_k == 0);
   CHECK(parse_train_flags({"--top-k", "5"}).job.top_k == 5);
-  CHECK(parse_train_flags({"--top-k", "10"}).job.top_k == 10);  // fashion-mnist: 10 classes
+  CHECK(parse_train_flags({"--top-k", "10"}).job.top_k == 10); // fashion-mnist: 10 classes
   CHECK(parse_train_flags({"--top-k", "0"}).job.top_k == 0);
   CHECK_THROWS_WITH(parse_train_flags({"--top-k", "11"}),
                     "--top-k must be at most the 10 classes, got 11");
   CHECK_THROWS_WITH(parse_train_flags({"--top-k", "-1"}),
                     "--top-k must not be negative (0: off), got -1");
-  CHECK_THROWS_WITH(parse_train_flags({"--dataset", "synthetic", "--num-classes", "3",
-                                       "--top-k", "4"}),
-                    "--top-k must be at most the 3 classes, got 4");
+  CHECK_THROWS_WITH(
+    parse_train_flags({"--dataset", "synthetic", "--num-classes", "3", "--top-k", "4"}),
+    "--top-k must be at most the 3 classes, got 4");
   temp_config config("top_k_key", "train { top_k = 3 }\n");
   CHECK(parse_train_flags({"--config", config.path()}).job.top_k == 3);
   CHECK(parse_train_flags({"--config", config.path(), "--top-k", "0"}).job.top_k == 0);
 }
 
-TEST_CASE("the worker processes default the compute count, read once, and the topology follows it") {
-  temp_config config("compute_count", "cluster { server_nodes = 1  worker_nodes = 2 }\ntopology backup(1)\n");
+TEST_CASE(
+  "the worker processes default the compute count, read once, and the topology follows it") {
+  temp_config config("compute_count",
+                     "cluster { server_nodes = 1  worker_nodes = 2 }\ntopology backup(1)\n");
   int asked = 0;
   cluster_settings seen;
   auto node = [&](std::vector<std::string> args, int processes) {
@@ -583,7 +679,7 @@ TEST_CASE("the worker processes default the compute count, read once, and the to
   // As troupe node under a launcher of 4 worker processes: 4 computes, backup(1) needs 3.
   auto cli = node({"--config", config.path(), "--worker-nodes", "4"}, 4);
   CHECK(asked == 1);
-  CHECK(seen.worker_nodes == 4);  // the flag over the config
+  CHECK(seen.worker_nodes == 4); // the flag over the config
   CHECK(seen.server_nodes == 1);
   CHECK(seen.given.count("worker-nodes") == 1);
   CHECK(cli.job.topology.workers == 4);

@@ -45,7 +45,8 @@ std::string thrown_text(const std::string& path) {
 
 } // namespace
 
-TEST_CASE("a proof verifies only for the same secret, direction and hellos", "[cluster][admission]") {
+TEST_CASE("a proof verifies only for the same secret, direction and hellos",
+          "[cluster][admission]") {
   const cluster_secret secret("a secret of the cluster, 40 bytes long..");
   const auto worker = hello_of(node_kind::worker, 42), server = hello_of(node_kind::server, 42);
   const auto proof = membership_proof(secret, link_side::connecting, worker, server);
@@ -79,7 +80,8 @@ TEST_CASE("nonces and generated secrets are fresh", "[cluster][admission]") {
   CHECK(a.bytes() != b.bytes());
 }
 
-TEST_CASE("secrets that are short, missing or readable by others are refused", "[cluster][admission]") {
+TEST_CASE("secrets that are short, missing or readable by others are refused",
+          "[cluster][admission]") {
   try {
     cluster_secret("short-secret");
     FAIL("a 12-byte secret was accepted");

@@ -24,9 +24,9 @@
 
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/param_shard_actor.hpp>
+#include <troupe/cluster/channel.hpp>
 #include <troupe/cluster/frame_codec.hpp>
 #include <troupe/cluster/local_node.hpp>
-#include <troupe/cluster/channel.hpp>
 #include <troupe/cluster/remote_proxies.hpp>
 #include <troupe/cluster/tcp_congestion.hpp>
 
@@ -43,7 +43,9 @@ std::vector<shard_key> two_keys() {
 }
 
 // The plan has two shards of the same shapes; the test server holds shard 0 only.
-wire_keys two_key_shapes() { return wire_keys{{{{2, 3}, {3}}, {{2, 3}, {3}}}}; }
+wire_keys two_key_shapes() {
+  return wire_keys{{{{2, 3}, {3}}, {{2, 3}, {3}}}};
+}
 
 shard_options momentum_sgd() {
   shard_options o;
@@ -119,18 +121,22 @@ channel_options options_for(node_kind role, std::string name) {
   return o;
 }
 
-local_node_config network_config() { return local_node_config(local_node_options{}); }
+local_node_config network_config() {
+  return local_node_config(local_node_options{});
+}
 
 template <class Handle>
 caf::expected<weight_set> ask(caf::scoped_actor& self, const Handle& to, caf::message message) {
   caf::expected<weight_set> out{caf::error{}};
   self->request(caf::actor_cast<caf::actor>(to), 20s, std::move(message))
-    .receive([&](weight_set& ws) { out = std::move(ws); }, [&](caf::error& e) { out = std::move(e); });
+    .receive([&](weight_set& ws) { out = std::move(ws); },
+             [&](caf::error& e) { out = std::move(e); });
   return out;
 }
 
 bool bit_identical(const weight_set& a, const weight_set& b) {
-  if (a.weights.size() != b.weights.size() || a.weights.empty() || a.keys != b.keys || a.updates != b.updates)
+  if (a.weights.size() != b.weights.size() || a.weights.empty() || a.keys != b.keys
+      || a.updates != b.updates)
     return false;
   for (std::size_t i = 0; i < a.weights.size(); ++i)
     if (a.weights[i].shape() != b.weights[i].shape() || a.weights[i].numel() == 0
@@ -149,7 +155,7 @@ std::uint16_t port_of(caf::scoped_actor& self, const caf::actor& listener) {
 
 // A server node: one shard behind a listener on 127.0.0.1.
 struct server_node {
-  log_lines log;  // before the system: its links may log until the system has stopped them
+  log_lines log; // before the system: its links may log until the system has stopped them
   local_node_config config = network_config();
   caf::actor_system system{config};
   push_target_actor shard;
@@ -157,14 +163,15 @@ struct server_node {
   std::uint16_t port = 0;
   std::shared_ptr<serving_registry> directory;
 
-  explicit server_node(push_target_actor serving = {}, std::uint64_t plan_hash = 1234, std::string congestion = {},
-                       bool same_host_shortcut = false) {
-    shard = serving ? serving : push_target_actor{spawn_param_shard(system, two_keys(), momentum_sgd())};
+  explicit server_node(push_target_actor serving = {}, std::uint64_t plan_hash = 1234,
+                       std::string congestion = {}, bool same_host_shortcut = false) {
+    shard =
+      serving ? serving : push_target_actor{spawn_param_shard(system, two_keys(), momentum_sgd())};
     auto options = options_for(node_kind::server, "server 0");
     options.plan_hash = plan_hash;
     options.tcp_congestion = std::move(congestion);
     options.same_host_shortcut = same_host_shortcut;
-    options.serving->set<remote_interface::push_target>(0, shard);  // and none of shard 1
+    options.serving->set<remote_interface::push_target>(0, shard); // and none of shard 1
     directory = options.serving;
     options.log = log.sink();
     auto spawned = spawn_listener(system, "127.0.0.1", 0, options);
@@ -181,13 +188,14 @@ struct server_node {
 
 // A worker node's side: a link to the server and a stand-in for its shard 0.
 struct worker_node {
-  log_lines log;  // before the system, as in server_node
+  log_lines log; // before the system, as in server_node
   local_node_config config = network_config();
   caf::actor_system system{config};
   channel_actor link;
   push_target_actor remote;
 
-  explicit worker_node(std::uint16_t port, channel_options options = options_for(node_kind::worker, "worker 0")) {
+  explicit worker_node(std::uint16_t port,
+                       channel_options options = options_for(node_kind::worker, "worker 0")) {
     options.log = log.sink();
     auto connected = connect_channel(system, "127.0.0.1", port, std::move(options));
     REQUIRE(connected);
@@ -208,7 +216,8 @@ std::vector<std::string> congestion_of_sockets(std::uint16_t port, bool peer) {
     const int fd = std::stoi(entry.path().filename().string());
     sockaddr_in far{}, near{};
     socklen_t far_length = sizeof far, near_length = sizeof near;
-    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&far), &far_length) != 0 || far.sin_family != AF_INET
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&far), &far_length) != 0
+        || far.sin_family != AF_INET
         || ::getsockname(fd, reinterpret_cast<sockaddr*>(&near), &near_length) != 0)
       continue;
     if (ntohs(peer ? far.sin_port : near.sin_port) == port)
@@ -233,7 +242,8 @@ TEST_CASE("a link runs the congestion control its options name, on both ends", "
   options.tcp_congestion = "reno";
   worker_node worker(server.port, options);
   caf::scoped_actor self{worker.system};
-  REQUIRE(ask(self, worker.remote, caf::make_message(push_atom::value, push_of_step(0))));  // admitted, both started
+  REQUIRE(ask(self, worker.remote,
+              caf::make_message(push_atom::value, push_of_step(0)))); // admitted, both started
   const auto workers_end = congestion_of_sockets(server.port, true);
   const auto servers_end = congestion_of_sockets(server.port, false);
   REQUIRE(workers_end.size() == 1);
@@ -242,14 +252,16 @@ TEST_CASE("a link runs the congestion control its options name, on both ends", "
   CHECK(servers_end[0] == "reno");
 }
 
-TEST_CASE("a link without a congestion control keeps the host's default, and a refused one is logged", "[cluster][link]") {
-  server_node server;  // none named
+TEST_CASE(
+  "a link without a congestion control keeps the host's default, and a refused one is logged",
+  "[cluster][link]") {
+  server_node server; // none named
   auto options = options_for(node_kind::worker, "worker 0");
   options.tcp_congestion = "no-such-algorithm";
   worker_node worker(server.port, options);
   caf::scoped_actor self{worker.system};
   auto answer = ask(self, worker.remote, caf::make_message(push_atom::value, push_of_step(0)));
-  REQUIRE(answer);  // the link works on with the host's default
+  REQUIRE(answer); // the link works on with the host's default
   CHECK(answer->updates == 1);
   const auto servers_end = congestion_of_sockets(server.port, false);
   const auto workers_end = congestion_of_sockets(server.port, true);
@@ -262,14 +274,16 @@ TEST_CASE("a link without a congestion control keeps the host's default, and a r
   CHECK(worker.log.any_contains("TCP congestion control no-such-algorithm refused"));
 }
 
-TEST_CASE("a shard reached over a link answers exactly as the same shard in-process", "[cluster][link]") {
+TEST_CASE("a shard reached over a link answers exactly as the same shard in-process",
+          "[cluster][link]") {
   server_node server;
   worker_node worker(server.port);
   caf::scoped_actor self{worker.system};
   auto local = spawn_param_shard(worker.system, two_keys(), momentum_sgd());
 
   for (std::int64_t step = 0; step < 4; ++step) {
-    auto over_link = ask(self, worker.remote, caf::make_message(push_atom::value, push_of_step(step)));
+    auto over_link =
+      ask(self, worker.remote, caf::make_message(push_atom::value, push_of_step(step)));
     auto in_process = ask(self, local, caf::make_message(push_atom::value, push_of_step(step)));
     REQUIRE(over_link);
     REQUIRE(in_process);
@@ -286,8 +300,8 @@ TEST_CASE("a shard reached over a link answers exactly as the same shard in-proc
   // Traffic against the arithmetic: 4 pushes and 1 pull out, 5 weight sets in, each frame its
   // values (2 keys, 9 floats) plus at most frame_overhead_bound (docs/protocol.md).
   link_traffic traffic;
-  self->request(worker.link, 10s, stats_atom::value).receive([&](link_traffic& t) { traffic = t; },
-                                                             [&](caf::error& e) { FAIL(error_text(e)); });
+  self->request(worker.link, 10s, stats_atom::value)
+    .receive([&](link_traffic& t) { traffic = t; }, [&](caf::error& e) { FAIL(error_text(e)); });
   const std::size_t push_kind = 2, pull_kind = 3, weights_kind = 4;
   CHECK(traffic.frames_out[push_kind] == 4);
   CHECK(traffic.frames_out[pull_kind] == 1);
@@ -305,15 +319,16 @@ TEST_CASE("a shard reached over a link answers exactly as the same shard in-proc
 // A fixed push order is for a paced TCP link. Over a same-host socket a push goes as soon as it
 // is queued: here the order names first a push that never comes, with an hour's patience, and
 // the push that does come is answered all the same.
-TEST_CASE("a same-host link writes pushes as they come, whatever fixed order it is given", "[cluster][link]") {
+TEST_CASE("a same-host link writes pushes as they come, whatever fixed order it is given",
+          "[cluster][link]") {
   server_node server({}, 1234, {}, true);
   local_node_config config = network_config();
   caf::actor_system system{config};
   auto options = options_for(node_kind::worker, "worker 0");
   options.same_host_shortcut = true;
   options.priority = true;
-  options.order.position = {{1, 2}};  // shard 0's keys 0 and 1: a push of both ranks 2
-  options.push_sequence = {7, 2};     // rank 7 first: no such push is ever sent
+  options.order.position = {{1, 2}}; // shard 0's keys 0 and 1: a push of both ranks 2
+  options.push_sequence = {7, 2};    // rank 7 first: no such push is ever sent
   options.sequence_patience = std::chrono::hours(1);
   bool local = false;
   auto connected = connect_channel(system, "127.0.0.1", server.port, options, &local);
@@ -360,7 +375,8 @@ TEST_CASE("a peer with another secret or another plan is refused, naming why", "
   CHECK(ask(self, good.remote, caf::make_message(pull_atom::value, deadline{})));
 }
 
-TEST_CASE("garbage from a raw TCP client is refused and the listener keeps serving", "[cluster][link]") {
+TEST_CASE("garbage from a raw TCP client is refused and the listener keeps serving",
+          "[cluster][link]") {
   server_node server;
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   REQUIRE(fd >= 0);
@@ -405,13 +421,14 @@ TEST_CASE("failures on the far side come back as errors that name them", "[clust
     worker_node worker(server.port);
     caf::scoped_actor self{worker.system};
     auto push = push_of_step(0);
-    push.keys = {1};  // key 1 is [3]; the gradient is [2, 3]: refused by the codec on the server
+    push.keys = {1}; // key 1 is [3]; the gradient is [2, 3]: refused by the codec on the server
     push.gradients = {push.gradients[0]};
     auto answer = ask(self, worker.remote, caf::make_message(push_atom::value, push));
     REQUIRE_FALSE(answer);
     CHECK(troupe_code(answer.error()) == errc::peer_down);
     CHECK_THAT(error_text(answer.error()), Catch::Contains("refused by server 0"));
-    CHECK_THAT(error_text(answer.error()), Catch::Contains("value of key 1 has 24 bytes, expected 12"));
+    CHECK_THAT(error_text(answer.error()),
+               Catch::Contains("value of key 1 has 24 bytes, expected 12"));
     CHECK(server.log.eventually_contains("value of key 1 has 24 bytes"));
   }
 }
@@ -421,16 +438,24 @@ TEST_CASE("a shard that does not answer times the request out, naming it", "[clu
   local_node_config config = network_config();
   caf::actor_system system{config};
   auto pending = std::make_shared<std::vector<caf::typed_response_promise<weight_set>>>();
-  push_target_actor stuck = system.spawn([pending](push_target_actor::pointer self) -> push_target_actor::behavior_type {
-    return {
-      [=](push_atom, gradient_push&) { pending->push_back(self->make_response_promise<weight_set>()); return pending->back(); },
-      [=](pull_atom, deadline) { pending->push_back(self->make_response_promise<weight_set>()); return pending->back(); },
-    };
-  });
+  push_target_actor stuck =
+    system.spawn([pending](push_target_actor::pointer self) -> push_target_actor::behavior_type {
+      return {
+        [=](push_atom, gradient_push&) {
+          pending->push_back(self->make_response_promise<weight_set>());
+          return pending->back();
+        },
+        [=](pull_atom, deadline) {
+          pending->push_back(self->make_response_promise<weight_set>());
+          return pending->back();
+        },
+      };
+    });
   server_node server(stuck);
   worker_node worker(server.port);
   caf::scoped_actor self{worker.system};
-  auto answer = ask(self, worker.remote, caf::make_message(pull_atom::value, deadline::after(300ms)));
+  auto answer =
+    ask(self, worker.remote, caf::make_message(pull_atom::value, deadline::after(300ms)));
   REQUIRE_FALSE(answer);
   CHECK(troupe_code(answer.error()) == errc::timeout);
   // A node named after its role is named once (not "server 'server 0'"), with its address.
@@ -445,7 +470,7 @@ TEST_CASE("a server that goes away fails the link's requests with peer_down", "[
   caf::scoped_actor self{worker.system};
   REQUIRE(ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{})));
   self->monitor(worker.link);
-  server.reset();  // its listener ends, and with it every link it accepted
+  server.reset(); // its listener ends, and with it every link it accepted
   bool down = false;
   self->receive([&](caf::down_msg& msg) { down = msg.source == worker.link.address(); },
                 caf::after(10s) >> [] {});
@@ -456,7 +481,8 @@ TEST_CASE("a server that goes away fails the link's requests with peer_down", "[
   CHECK(troupe_code(answer.error()) == errc::peer_down);
 }
 
-TEST_CASE("a peer that accepts and then stays silent is dropped after the connection timeout", "[cluster][link]") {
+TEST_CASE("a peer that accepts and then stays silent is dropped after the connection timeout",
+          "[cluster][link]") {
   // A listening socket that never answers: like a frozen node (SIGSTOP) whose kernel still
   // accepts connections.
   std::uint16_t port = 0;
@@ -477,7 +503,8 @@ namespace {
 
 // The scheduler's side of the node-control protocol: passes every message on to `observer`,
 // and answers a join with an assignment when `assign`.
-scheduler_inbox::behavior_type scheduler_side(scheduler_inbox::pointer self, caf::actor observer, bool assign) {
+scheduler_inbox::behavior_type scheduler_side(scheduler_inbox::pointer self, caf::actor observer,
+                                              bool assign) {
   return {
     [=](join_atom, channel_actor link, join_message& join) {
       if (!assign)
@@ -488,10 +515,18 @@ scheduler_inbox::behavior_type scheduler_side(scheduler_inbox::pointer self, caf
       caf::anon_send(link, send_atom::value, wire_message{a});
       caf::anon_send(observer, join_atom::value, link, std::move(join));
     },
-    [=](ready_atom, channel_actor link, ready_message& m) { caf::anon_send(observer, ready_atom::value, link, m); },
-    [=](traffic_atom, channel_actor link, traffic_message& m) { caf::anon_send(observer, traffic_atom::value, link, m); },
-    [=](goodbye_atom, channel_actor link, shutdown_message& m) { caf::anon_send(observer, goodbye_atom::value, link, m); },
-    [=](link_lost_atom, channel_actor link, caf::error& e) { caf::anon_send(observer, link_lost_atom::value, link, e); },
+    [=](ready_atom, channel_actor link, ready_message& m) {
+      caf::anon_send(observer, ready_atom::value, link, m);
+    },
+    [=](traffic_atom, channel_actor link, traffic_message& m) {
+      caf::anon_send(observer, traffic_atom::value, link, m);
+    },
+    [=](goodbye_atom, channel_actor link, shutdown_message& m) {
+      caf::anon_send(observer, goodbye_atom::value, link, m);
+    },
+    [=](link_lost_atom, channel_actor link, caf::error& e) {
+      caf::anon_send(observer, link_lost_atom::value, link, e);
+    },
   };
 }
 
@@ -504,11 +539,21 @@ member_inbox::behavior_type member_side(member_inbox::pointer self, caf::actor o
     [=](traffic_query_atom, channel_actor link, traffic_query_message& m) {
       caf::anon_send(observer, traffic_query_atom::value, link, m);
     },
-    [=](adopt_atom, channel_actor link, adopt_message& m) { caf::anon_send(observer, adopt_atom::value, link, m); },
-    [=](promote_atom, channel_actor link, promote_message& m) { caf::anon_send(observer, promote_atom::value, link, m); },
-    [=](goodbye_atom, channel_actor link, shutdown_message& m) { caf::anon_send(observer, goodbye_atom::value, link, m); },
-    [=](link_up_atom, channel_actor link, std::string& peer) { caf::anon_send(observer, link_up_atom::value, link, peer); },
-    [=](link_lost_atom, channel_actor link, caf::error& e) { caf::anon_send(observer, link_lost_atom::value, link, e); },
+    [=](adopt_atom, channel_actor link, adopt_message& m) {
+      caf::anon_send(observer, adopt_atom::value, link, m);
+    },
+    [=](promote_atom, channel_actor link, promote_message& m) {
+      caf::anon_send(observer, promote_atom::value, link, m);
+    },
+    [=](goodbye_atom, channel_actor link, shutdown_message& m) {
+      caf::anon_send(observer, goodbye_atom::value, link, m);
+    },
+    [=](link_up_atom, channel_actor link, std::string& peer) {
+      caf::anon_send(observer, link_up_atom::value, link, peer);
+    },
+    [=](link_lost_atom, channel_actor link, caf::error& e) {
+      caf::anon_send(observer, link_lost_atom::value, link, e);
+    },
   };
 }
 
@@ -545,8 +590,9 @@ TEST_CASE("node-level messages pass through links to the node, typed", "[cluster
                   [&](link_up_atom, channel_actor, std::string&) {}, caf::after(10s) >> [] {});
   CHECK(joined);
   CHECK(assigned);
-  for (auto& a : {caf::actor_cast<caf::actor>(scheduler_node), caf::actor_cast<caf::actor>(worker_node),
-                  *listener, caf::actor_cast<caf::actor>(*link)})
+  for (auto& a :
+       {caf::actor_cast<caf::actor>(scheduler_node), caf::actor_cast<caf::actor>(worker_node),
+        *listener, caf::actor_cast<caf::actor>(*link)})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 
@@ -574,10 +620,11 @@ TEST_CASE("a link whose two ends say goodbye at once closes at once", "[cluster]
   auto link = connect_channel(system, "127.0.0.1", port, worker_options);
   REQUIRE(link);
   self->send(*link, send_atom::value, wire_message{join_message{node_kind::worker, "", 0, 99}});
-  channel_actor accepted;  // the scheduler's end, as its node knows it
+  channel_actor accepted; // the scheduler's end, as its node knows it
   self->receive_while([&] { return !accepted; })(
     [&](join_atom, channel_actor& from, join_message&) { accepted = from; },
-    [&](link_up_atom, channel_actor, std::string&) {}, caf::after(10s) >> [&] { FAIL("no join came through"); });
+    [&](link_up_atom, channel_actor, std::string&) {},
+    caf::after(10s) >> [&] { FAIL("no join came through"); });
   const shutdown_message end{"the run finished", true};
   self->send(*link, send_atom::value, wire_message{end});
   self->send(accepted, send_atom::value, wire_message{end});
@@ -585,19 +632,22 @@ TEST_CASE("a link whose two ends say goodbye at once closes at once", "[cluster]
   bool timed_out = false;
   self->receive_while([&] { return closed < 2 && !timed_out; })(
     [&](link_lost_atom, channel_actor, caf::error& why) {
-      CHECK(!why);  // a finished run's end: no error
+      CHECK(!why); // a finished run's end: no error
       ++closed;
     },
-    [&](goodbye_atom, channel_actor, shutdown_message&) {}, [&](link_up_atom, channel_actor, std::string&) {},
+    [&](goodbye_atom, channel_actor, shutdown_message&) {},
+    [&](link_up_atom, channel_actor, std::string&) {},
     caf::after(30s) >> [&] { timed_out = true; });
   CHECK(closed == 2);
   CHECK(!log.any_contains("the connection closed"));
-  for (auto& a : {caf::actor_cast<caf::actor>(scheduler_node), caf::actor_cast<caf::actor>(worker_node), *listener})
+  for (auto& a : {caf::actor_cast<caf::actor>(scheduler_node),
+                  caf::actor_cast<caf::actor>(worker_node), *listener})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 
-TEST_CASE("a link without a node refuses node-level messages, and shards may be served later", "[cluster][link]") {
-  server_node server;  // serves shard 0 only, and has no node
+TEST_CASE("a link without a node refuses node-level messages, and shards may be served later",
+          "[cluster][link]") {
+  server_node server; // serves shard 0 only, and has no node
   worker_node worker(server.port);
   caf::scoped_actor self{worker.system};
   // Shard 1 is not served yet: a failure; once the directory has it, it answers.
@@ -626,14 +676,19 @@ compute_actor::behavior_type fake_compute(compute_actor::pointer self, metrics_s
       self->send(metrics, batch_report{2, epoch, 0, 1, 32, 30, 3.5, 0.1f});
       return phase_report{epoch, false, 32, 30, 3.5, 0.25, 0.2};
     },
-    [=](validate_atom, std::int64_t epoch, deadline) { return phase_report{epoch, true, 100, 91, 20.0, 0.1, 0.0}; },
-    [=](end_epoch_atom, std::int64_t epoch) { caf::anon_send(probe, end_epoch_atom::value, epoch); },
+    [=](validate_atom, std::int64_t epoch, deadline) {
+      return phase_report{epoch, true, 100, 91, 20.0, 0.1, 0.0};
+    },
+    [=](end_epoch_atom, std::int64_t epoch) {
+      caf::anon_send(probe, end_epoch_atom::value, epoch);
+    },
   };
 }
 
 } // namespace
 
-TEST_CASE("a coordinator drives a compute actor on another node through a stand-in", "[cluster][link]") {
+TEST_CASE("a coordinator drives a compute actor on another node through a stand-in",
+          "[cluster][link]") {
   log_lines log;
   local_node_config config = network_config();
   caf::actor_system system{config};
@@ -642,7 +697,8 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
   auto options = options_for(node_kind::scheduler, "scheduler");
   auto scheduler_node = system.spawn(scheduler_side, caf::actor_cast<caf::actor>(self), false);
   options.serving->set<remote_interface::scheduler_control>(0, scheduler_node);
-  options.serving->set<remote_interface::metrics_sink>(0, metrics_sink_actor{caf::actor_cast<metrics_sink_actor>(self)});
+  options.serving->set<remote_interface::metrics_sink>(
+    0, metrics_sink_actor{caf::actor_cast<metrics_sink_actor>(self)});
   options.log = log.sink();
   auto listener = spawn_listener(system, "127.0.0.1", 0, options);
   REQUIRE(listener);
@@ -657,7 +713,8 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
   computes->set_report_path(reports);
   auto compute = system.spawn(fake_compute, reports, caf::actor_cast<caf::actor>(self));
   computes->set<remote_interface::compute_driver>(2, compute);
-  self->send(*worker_link, send_atom::value, wire_message{join_message{node_kind::worker, "", 0, 1}});
+  self->send(*worker_link, send_atom::value,
+             wire_message{join_message{node_kind::worker, "", 0, 1}});
   channel_actor scheduler_link;
   self->receive([&](join_atom, channel_actor link, join_message&) { scheduler_link = link; },
                 caf::after(10s) >> [] {});
@@ -685,7 +742,8 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
 
   self->send(remote, end_epoch_atom::value, std::int64_t{5});
   std::int64_t ended = -1;
-  self->receive([&](end_epoch_atom, std::int64_t epoch) { ended = epoch; }, caf::after(10s) >> [] {});
+  self->receive([&](end_epoch_atom, std::int64_t epoch) { ended = epoch; },
+                caf::after(10s) >> [] {});
   CHECK(ended == 5);
 
   auto missing = spawn_compute_proxy(system, scheduler_link, 7);
@@ -695,13 +753,15 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
   REQUIRE(err);
   CHECK_THAT(error_text(err), Catch::Contains("worker 1 serves no compute driver 7"));
 
-  for (auto& a : {caf::actor_cast<caf::actor>(remote), caf::actor_cast<caf::actor>(missing),
-                  caf::actor_cast<caf::actor>(compute), caf::actor_cast<caf::actor>(scheduler_node), *listener,
-                  caf::actor_cast<caf::actor>(reports), caf::actor_cast<caf::actor>(*worker_link)})
+  for (auto& a :
+       {caf::actor_cast<caf::actor>(remote), caf::actor_cast<caf::actor>(missing),
+        caf::actor_cast<caf::actor>(compute), caf::actor_cast<caf::actor>(scheduler_node),
+        *listener, caf::actor_cast<caf::actor>(reports), caf::actor_cast<caf::actor>(*worker_link)})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 
-TEST_CASE("a request the encoder refuses fails alone, also when made before admission", "[cluster][link]") {
+TEST_CASE("a request the encoder refuses fails alone, also when made before admission",
+          "[cluster][link]") {
   server_node server;
   worker_node worker(server.port);
   caf::scoped_actor self{worker.system};
@@ -733,11 +793,12 @@ recording_node::behavior_type recording_member(recording_node::pointer self, caf
   };
   return {
     [=](go_atom, channel_actor link) {
-      self->request(link, std::chrono::seconds(30), call_atom::value, wire_message{pull_message{0, 0}},
-                    deadline::after(std::chrono::seconds(30)))
+      self
+        ->request(link, std::chrono::seconds(30), call_atom::value,
+                  wire_message{pull_message{0, 0}}, deadline::after(std::chrono::seconds(30)))
         .then([=](wire_message&) { heard->push_back("weights"), done(); },
               [=](caf::error& err) { heard->push_back("failed: " + error_text(err)), done(); });
-      caf::anon_send(observer, go_atom::value, link);  // the request is in the link's mailbox
+      caf::anon_send(observer, go_atom::value, link); // the request is in the link's mailbox
     },
     [=](assignment_atom, channel_actor, assignment_message&) {},
     [=](traffic_query_atom, channel_actor, traffic_query_message&) {},
@@ -745,13 +806,16 @@ recording_node::behavior_type recording_member(recording_node::pointer self, caf
     [=](promote_atom, channel_actor, promote_message&) {},
     [=](goodbye_atom, channel_actor, shutdown_message&) {},
     [=](link_up_atom, channel_actor, std::string&) {},
-    [=](link_lost_atom, channel_actor, caf::error& why) { heard->push_back("lost: " + error_text(why)), done(); },
+    [=](link_lost_atom, channel_actor, caf::error& why) {
+      heard->push_back("lost: " + error_text(why)), done();
+    },
   };
 }
 
 } // namespace
 
-TEST_CASE("a link tells its node it is lost before it fails the requests waiting on it", "[cluster][link]") {
+TEST_CASE("a link tells its node it is lost before it fails the requests waiting on it",
+          "[cluster][link]") {
   // A peer that accepts and closes at once: the request made meanwhile is waiting on the link.
   std::uint16_t port = 0;
   int server = listen_on_loopback(port);
@@ -773,7 +837,8 @@ TEST_CASE("a link tells its node it is lost before it fails the requests waiting
   REQUIRE(requested);
   // The link takes its mailbox in order: once it answers this, the pull waits on it.
   bool counted = false;
-  self->request(*link, 10s, stats_atom::value).receive([&](link_traffic&) { counted = true; }, [](caf::error&) {});
+  self->request(*link, 10s, stats_atom::value)
+    .receive([&](link_traffic&) { counted = true; }, [](caf::error&) {});
   REQUIRE(counted);
   const int accepted = ::accept(server, nullptr, nullptr);
   REQUIRE(accepted >= 0);
@@ -791,7 +856,8 @@ TEST_CASE("a link tells its node it is lost before it fails the requests waiting
 namespace {
 
 // A member node that counts what its link tells it besides link_up.
-member_inbox::behavior_type counting_member(member_inbox::pointer, std::shared_ptr<std::atomic<int>> told) {
+member_inbox::behavior_type counting_member(member_inbox::pointer,
+                                            std::shared_ptr<std::atomic<int>> told) {
   return {
     [=](assignment_atom, channel_actor, assignment_message&) { ++*told; },
     [=](traffic_query_atom, channel_actor, traffic_query_message&) { ++*told; },
@@ -805,17 +871,25 @@ member_inbox::behavior_type counting_member(member_inbox::pointer, std::shared_p
 
 } // namespace
 
-TEST_CASE("a flood of heartbeats keeps no request alive past its deadline and never reaches the node",
-          "[cluster][link]") {
+TEST_CASE(
+  "a flood of heartbeats keeps no request alive past its deadline and never reaches the node",
+  "[cluster][link]") {
   local_node_config config = network_config();
   caf::actor_system system{config};
   auto pending = std::make_shared<std::vector<caf::typed_response_promise<weight_set>>>();
-  push_target_actor stuck = system.spawn([pending](push_target_actor::pointer self) -> push_target_actor::behavior_type {
-    return {
-      [=](push_atom, gradient_push&) { pending->push_back(self->make_response_promise<weight_set>()); return pending->back(); },
-      [=](pull_atom, deadline) { pending->push_back(self->make_response_promise<weight_set>()); return pending->back(); },
-    };
-  });
+  push_target_actor stuck =
+    system.spawn([pending](push_target_actor::pointer self) -> push_target_actor::behavior_type {
+      return {
+        [=](push_atom, gradient_push&) {
+          pending->push_back(self->make_response_promise<weight_set>());
+          return pending->back();
+        },
+        [=](pull_atom, deadline) {
+          pending->push_back(self->make_response_promise<weight_set>());
+          return pending->back();
+        },
+      };
+    });
   // The server sends a heartbeat every millisecond it has sent nothing else.
   log_lines log;
   auto server_options = options_for(node_kind::server, "server 0");
@@ -834,22 +908,24 @@ TEST_CASE("a flood of heartbeats keeps no request alive past its deadline and ne
   auto link = connect_channel(system, "127.0.0.1", port, options);
   REQUIRE(link);
   auto remote = spawn_push_target_proxy(system, *link, 0);
-  for (int i = 0; i < 2; ++i) {  // the link stays up: the second request times out as the first
+  for (int i = 0; i < 2; ++i) { // the link stays up: the second request times out as the first
     auto answer = ask(self, remote, caf::make_message(pull_atom::value, deadline::after(300ms)));
     REQUIRE_FALSE(answer);
     CHECK(troupe_code(answer.error()) == errc::timeout);
     CHECK_THAT(error_text(answer.error()), Catch::Contains("did not answer by its deadline"));
   }
   link_traffic t;
-  self->request(*link, 10s, stats_atom::value).receive([&](link_traffic& x) { t = x; }, [](caf::error&) {});
+  self->request(*link, 10s, stats_atom::value)
+    .receive([&](link_traffic& x) { t = x; }, [](caf::error&) {});
   CHECK(t.frames_in[wire_message(heartbeat_message{}).index()] > 10);
-  CHECK(told->load() == 0);  // heartbeats are the link's: the node heard nothing
+  CHECK(told->load() == 0); // heartbeats are the link's: the node heard nothing
   for (auto& a : {caf::actor_cast<caf::actor>(remote), caf::actor_cast<caf::actor>(stuck),
                   caf::actor_cast<caf::actor>(node), *listener, caf::actor_cast<caf::actor>(*link)})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 
-TEST_CASE("a scheduler's link refuses a node-level message of a kind the scheduler does not take", "[cluster][link]") {
+TEST_CASE("a scheduler's link refuses a node-level message of a kind the scheduler does not take",
+          "[cluster][link]") {
   log_lines log;
   local_node_config config = network_config();
   caf::actor_system system{config};
@@ -870,9 +946,11 @@ TEST_CASE("a scheduler's link refuses a node-level message of a kind the schedul
   CHECK(log.eventually_contains("sent a assignment, which this node does not take"));
   // The scheduler node heard of no assignment, only that the link ended, and why.
   caf::error why;
-  self->receive([&](link_lost_atom, channel_actor&, caf::error& e) { why = e; }, caf::after(10s) >> [] {});
+  self->receive([&](link_lost_atom, channel_actor&, caf::error& e) { why = e; },
+                caf::after(10s) >> [] {});
   REQUIRE(why);
   CHECK_THAT(error_text(why), Catch::Contains("which this node does not take"));
-  for (auto& a : {caf::actor_cast<caf::actor>(scheduler_node), *listener, caf::actor_cast<caf::actor>(*link)})
+  for (auto& a :
+       {caf::actor_cast<caf::actor>(scheduler_node), *listener, caf::actor_cast<caf::actor>(*link)})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }

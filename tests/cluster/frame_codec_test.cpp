@@ -37,7 +37,9 @@ std::shared_ptr<std::vector<char>> payload_of(const std::vector<char>& frame) {
 }
 
 // Shard 0: a [2, 3] key and a 5-element slice; shard 1: one [4] key.
-wire_keys test_keys() { return wire_keys{{{{2, 3}, {5}}, {{4}}}}; }
+wire_keys test_keys() {
+  return wire_keys{{{{2, 3}, {5}}, {{4}}}};
+}
 
 tensor counting(shape_t shape, float start) {
   tensor t(std::move(shape));
@@ -47,8 +49,7 @@ tensor counting(shape_t shape, float start) {
 }
 
 bool same_values(const tensor& a, const tensor& b) {
-  return a.shape() == b.shape() && a.numel() > 0
-         && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
+  return a.shape() == b.shape() && a.numel() > 0 && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
 }
 
 push_message test_push() {
@@ -108,10 +109,11 @@ TEST_CASE("a push round-trips, its gradients viewing the received payload", "[cl
     CHECK(first + g.bytes() <= payload->data() + payload->size());
   }
   const auto held = payload.use_count();
-  CHECK(held >= 3);  // this handle and one per tensor view
+  CHECK(held >= 3); // this handle and one per tensor view
 }
 
-TEST_CASE("weights, pull, hello, proof, failure, heartbeat and shutdown round-trip", "[cluster][frame]") {
+TEST_CASE("weights, pull, hello, proof, failure, heartbeat and shutdown round-trip",
+          "[cluster][frame]") {
   weights_message w;
   w.request = 5;
   w.shard = 1;
@@ -146,7 +148,8 @@ TEST_CASE("weights, pull, hello, proof, failure, heartbeat and shutdown round-tr
   // (its keys and values checked against the shard's table as a push's are), the backup's
   // count, and the scheduler's promote.
   const auto pushed = test_push();
-  const auto replicated = decoded_as<replicate_message>(frame_of(replicate_message{{11, 0, pushed.push, 2500}}));
+  const auto replicated =
+    decoded_as<replicate_message>(frame_of(replicate_message{{11, 0, pushed.push, 2500}}));
   CHECK(replicated.request == 11);
   CHECK(replicated.shard == 0);
   CHECK(replicated.remaining_ms == 2500);
@@ -178,7 +181,8 @@ TEST_CASE("weights, pull, hello, proof, failure, heartbeat and shutdown round-tr
   p.proof.fill(0xab);
   CHECK(decoded_as<proof_message>(frame_of(p)).proof == p.proof);
 
-  const auto got_f = decoded_as<failure_message>(frame_of(failure_message{3, errc::timeout, "too slow"}));
+  const auto got_f =
+    decoded_as<failure_message>(frame_of(failure_message{3, errc::timeout, "too slow"}));
   CHECK(got_f.request == 3);
   CHECK(got_f.code == errc::timeout);
   CHECK(got_f.text == "too slow");
@@ -191,12 +195,14 @@ TEST_CASE("frame headers: magic, length and limit are checked", "[cluster][frame
   auto frame = frame_of(heartbeat_message{1});
   const auto payload = frame.size() - frame_header_bytes;
   CHECK(read_frame_header(frame.data(), payload).error.empty());
-  CHECK(read_frame_header(frame.data(), payload - 8).error.find("over the limit") != std::string::npos);
+  CHECK(read_frame_header(frame.data(), payload - 8).error.find("over the limit")
+        != std::string::npos);
 
   auto bad_magic = frame;
   bad_magic[0] = 'X';
-  CHECK(read_frame_header(bad_magic.data(), default_max_frame_bytes).error.find("not a Troupe frame")
-        != std::string::npos);
+  CHECK(
+    read_frame_header(bad_magic.data(), default_max_frame_bytes).error.find("not a Troupe frame")
+    != std::string::npos);
 
   auto set_length = [&](std::uint32_t length) {
     auto copy = frame;
@@ -207,7 +213,8 @@ TEST_CASE("frame headers: magic, length and limit are checked", "[cluster][frame
   CHECK(set_length(12).find("not a positive multiple of 8") != std::string::npos);
 }
 
-TEST_CASE("truncated, padded, misaligned and other-version payloads are refused", "[cluster][frame]") {
+TEST_CASE("truncated, padded, misaligned and other-version payloads are refused",
+          "[cluster][frame]") {
   const auto frame = frame_of(test_push());
   auto cut = std::vector<char>(frame.begin(), frame.end() - 8);
   std::uint32_t length = static_cast<std::uint32_t>(cut.size() - frame_header_bytes);
@@ -220,8 +227,9 @@ TEST_CASE("truncated, padded, misaligned and other-version payloads are refused"
   REQUIRE_FALSE(padded_result.ok());
   CHECK(padded_result.error.find("bytes after its message") != std::string::npos);
 
-  CHECK(decode_payload(std::make_shared<std::vector<char>>(), test_keys()).error.find("multiple of 8")
-        != std::string::npos);
+  CHECK(
+    decode_payload(std::make_shared<std::vector<char>>(), test_keys()).error.find("multiple of 8")
+    != std::string::npos);
 
   // The version is the root struct's first word: after the one-segment table (8 bytes) and
   // the root pointer (8 bytes).
@@ -242,13 +250,15 @@ TEST_CASE("pushes and weights are checked against the receiver's keys", "[cluste
   // Another plan's shapes: the receiver expects [2, 2] for key 0.
   const wire_keys other_plan{{{{2, 2}, {5}}, {{4}}}};
   CHECK(refusal(frame_of(test_push()), other_plan)
-          .find("value of key 0 has 24 bytes, expected 16 ([2, 2] float32)") != std::string::npos);
+          .find("value of key 0 has 24 bytes, expected 16 ([2, 2] float32)")
+        != std::string::npos);
 
   auto unknown_key = test_push();
   unknown_key.shard = 1;
   unknown_key.push.keys = {3};
   unknown_key.push.gradients = {counting({4}, 0)};
-  CHECK(refusal(frame_of(unknown_key)).find("key 3 is not a key of its shard (1 keys)") != std::string::npos);
+  CHECK(refusal(frame_of(unknown_key)).find("key 3 is not a key of its shard (1 keys)")
+        != std::string::npos);
 
   auto descending = test_push();
   descending.push.keys = {1, 0};
@@ -292,10 +302,11 @@ TEST_CASE("the encoder refuses what no decoder would accept", "[cluster][frame]"
   auto mismatched = test_push();
   mismatched.push.gradients.pop_back();
   CHECK_THROWS_AS(append_frame(mismatched, out), std::invalid_argument);
-  hello_message one_process;  // the plan's vocabulary has a role no wire carries
+  hello_message one_process; // the plan's vocabulary has a role no wire carries
   one_process.role = node_kind::process;
-  CHECK_THROWS_WITH(append_frame(one_process, out), Catch::Contains("one-process node has no role"));
-  CHECK(out.empty());  // nothing half-written
+  CHECK_THROWS_WITH(append_frame(one_process, out),
+                    Catch::Contains("one-process node has no role"));
+  CHECK(out.empty()); // nothing half-written
 }
 
 TEST_CASE("random bytes and flipped bytes never crash the decoder", "[cluster][frame]") {
@@ -329,27 +340,29 @@ TEST_CASE("random bytes and flipped bytes never crash the decoder", "[cluster][f
     }
   }
   CHECK(refused + accepted == 4000);
-  CHECK(refused > 2000);  // random bytes are essentially never a valid frame
+  CHECK(refused > 2000); // random bytes are essentially never a valid frame
 }
 
 TEST_CASE("the scheduler's messages round-trip", "[cluster][frame]") {
-  const auto join = decoded_as<join_message>(frame_of(join_message{node_kind::server, "10.0.0.2", 9091, 4242}));
+  const auto join =
+    decoded_as<join_message>(frame_of(join_message{node_kind::server, "10.0.0.2", 9091, 4242}));
   CHECK(join.role == node_kind::server);
   CHECK(join.host == "10.0.0.2");
   CHECK(join.port == 9091);
   CHECK(join.pid == 4242);
-  CHECK(join.rank == -1);  // none asked for
-  const auto ranked = decoded_as<join_message>(frame_of(join_message{node_kind::worker, "h", 0, 1, 3, 77}));
+  CHECK(join.rank == -1); // none asked for
+  const auto ranked =
+    decoded_as<join_message>(frame_of(join_message{node_kind::worker, "h", 0, 1, 3, 77}));
   CHECK(ranked.rank == 3);
   CHECK(ranked.job_hash == 77);
   CHECK(ranked.job.empty());
   join_message with_job{node_kind::worker, "h", 0, 1, -1, 77};
   with_job.job = {'j', '\0', 'b'};
-  with_job.seen_from = "10.0.0.9:4000";  // the receiver's, never sent
+  with_job.seen_from = "10.0.0.9:4000"; // the receiver's, never sent
   const auto carried = decoded_as<join_message>(frame_of(with_job));
   CHECK(carried.job == with_job.job);
   CHECK(carried.seen_from.empty());
-  CHECK(!carried.rejoin);  // a first join
+  CHECK(!carried.rejoin); // a first join
   join_message rejoining{node_kind::worker, "h", 0, 1, -1, 77};
   rejoining.spare = true;
   rejoining.rejoin = rejoin_message{5, 2, 3, -1, {6, 7}, {}};
@@ -404,7 +417,8 @@ TEST_CASE("the scheduler's messages round-trip", "[cluster][frame]") {
 
   CHECK(decoded_as<ready_message>(frame_of(ready_message{3})).node == 3);
 
-  const auto control = decoded_as<control_message>(frame_of(control_message{9, 2, control_kind::validate, 5, 60000}));
+  const auto control =
+    decoded_as<control_message>(frame_of(control_message{9, 2, control_kind::validate, 5, 60000}));
   CHECK(control.request == 9);
   CHECK(control.worker == 2);
   CHECK(control.kind == control_kind::validate);
@@ -443,13 +457,17 @@ TEST_CASE("ready's port, shutdown's finish and traffic reports round-trip", "[cl
   CHECK(ready.node == 3);
   CHECK(ready.port == 40123);
   CHECK(ready.threads == 2);
-  const auto end = decoded_as<shutdown_message>(frame_of(shutdown_message{"the run finished", true}));
+  const auto end =
+    decoded_as<shutdown_message>(frame_of(shutdown_message{"the run finished", true}));
   CHECK(end.finished);
   CHECK(end.reason == "the run finished");
-  CHECK_FALSE(decoded_as<shutdown_message>(frame_of(shutdown_message{"lost worker 1", false})).finished);
+  CHECK_FALSE(
+    decoded_as<shutdown_message>(frame_of(shutdown_message{"lost worker 1", false})).finished);
   // The lost node a goodbye names survives the trip; none reads -1.
   CHECK(end.lost_node == -1);
-  CHECK(decoded_as<shutdown_message>(frame_of(shutdown_message{"lost server_0", false, 2})).lost_node == 2);
+  CHECK(
+    decoded_as<shutdown_message>(frame_of(shutdown_message{"lost server_0", false, 2})).lost_node
+    == 2);
 
   CHECK(decoded_as<traffic_query_message>(frame_of(traffic_query_message{7})).epoch == 7);
   traffic_message t;
@@ -506,7 +524,7 @@ TEST_CASE("the scheduler's messages are checked", "[cluster][frame]") {
   r.report.top_k_correct = 11;
   CHECK_THAT(refusal(frame_of(r)), Catch::Contains("report counts 11 in the top 3 of 10"));
   r.report.top_k = 0;
-  r.report.top_k_correct = 1;  // counted without a k
+  r.report.top_k_correct = 1; // counted without a k
   CHECK_THAT(refusal(frame_of(r)), Catch::Contains("report counts 1 in the top 0 of 10"));
   r.report.top_k = -2;
   r.report.top_k_correct = 0;
@@ -531,7 +549,8 @@ TEST_CASE("the scheduler's messages are checked", "[cluster][frame]") {
   CHECK_THAT(refusal(frame_of(rejoin)), Catch::Contains("join.rejoin.threads 5000 is above 4096"));
 
   std::vector<char> out;
-  rejoin.rejoin = rejoin_message{1, 2, 0, -1, std::vector<std::uint32_t>(rejoin_message::max_nodes + 1, 3), {}};
+  rejoin.rejoin =
+    rejoin_message{1, 2, 0, -1, std::vector<std::uint32_t>(rejoin_message::max_nodes + 1, 3), {}};
   CHECK_THROWS_AS(append_frame(rejoin, out), std::invalid_argument);
   assignment_message huge;
   huge.job.resize(assignment_message::max_job_bytes + 1);
@@ -563,10 +582,11 @@ TEST_CASE("a frame's bytes are its values plus a bounded overhead", "[cluster][f
   }
 }
 
-TEST_CASE("an encoded frame points into aligned tensors instead of copying them", "[cluster][frame]") {
-  const auto sent = test_push();  // one aligned [2, 3] tensor (24 bytes), one odd slice
+TEST_CASE("an encoded frame points into aligned tensors instead of copying them",
+          "[cluster][frame]") {
+  const auto sent = test_push(); // one aligned [2, 3] tensor (24 bytes), one odd slice
   const auto frame = encode_frame(sent);
-  REQUIRE(frame.pieces().size() >= 2);  // the header with segment table, then segments
+  REQUIRE(frame.pieces().size() >= 2); // the header with segment table, then segments
   CHECK(frame.kind() == wire_message(sent).index());
   std::size_t total = 0;
   int aligned_in_place = 0, slice_in_place = 0;
@@ -577,8 +597,8 @@ TEST_CASE("an encoded frame points into aligned tensors instead of copying them"
     if (piece.data == reinterpret_cast<const char*>(sent.push.gradients[1].data()))
       ++slice_in_place;
   }
-  CHECK(aligned_in_place == 1);  // the tensor's own bytes are a piece of the frame
-  CHECK(slice_in_place == 0);    // 20 bytes at an odd offset: copied into the message
+  CHECK(aligned_in_place == 1); // the tensor's own bytes are a piece of the frame
+  CHECK(slice_in_place == 0);   // 20 bytes at an odd offset: copied into the message
   CHECK(total == frame.bytes());
   // The pieces, laid end to end, are exactly append_frame's bytes and decode to the push.
   std::vector<char> joined;
@@ -592,7 +612,8 @@ TEST_CASE("an encoded frame points into aligned tensors instead of copying them"
   CHECK(same_values(got.push.gradients[1], sent.push.gradients[1]));
 }
 
-TEST_CASE("an encoded frame keeps its tensors alive and unchanged until it is gone", "[cluster][frame]") {
+TEST_CASE("an encoded frame keeps its tensors alive and unchanged until it is gone",
+          "[cluster][frame]") {
   weights_message m;
   m.request = 5;
   m.shard = 1;
@@ -616,20 +637,26 @@ TEST_CASE("an encoded frame keeps its tensors alive and unchanged until it is go
   CHECK(same_values(got.weights.weights[0], counting({4}, 2.0f)));
 }
 
-TEST_CASE("requests carry the time left to their deadline, and the decoder checks it", "[cluster][frame]") {
+TEST_CASE("requests carry the time left to their deadline, and the decoder checks it",
+          "[cluster][frame]") {
   CHECK(decoded_as<pull_message>(frame_of(pull_message{9, 1, 2500})).remaining_ms == 2500);
-  CHECK(decoded_as<control_message>(frame_of(control_message{9, 2, control_kind::train, 5, 70})).remaining_ms == 70);
+  CHECK(decoded_as<control_message>(frame_of(control_message{9, 2, control_kind::train, 5, 70}))
+          .remaining_ms
+        == 70);
   // A request whose time is up, or one beyond any deadline, is refused naming the field.
   CHECK(refusal(frame_of(pull_message{1, 0, 0})).find("pull.remainingMs 0") != std::string::npos);
   auto push = test_push();
   push.remaining_ms = max_remaining_ms + 1;
   CHECK(refusal(frame_of(push)).find("push.remainingMs") != std::string::npos);
-  CHECK(refusal(frame_of(control_message{1, 0, control_kind::validate, 3, 0})).find("control.remainingMs 0")
+  CHECK(refusal(frame_of(control_message{1, 0, control_kind::validate, 3, 0}))
+          .find("control.remainingMs 0")
         != std::string::npos);
   // An end of epoch is one-way: it carries no time.
   CHECK(refusal(frame_of(control_message{1, 0, control_kind::end_epoch, 3, 5})).find("end of epoch")
         != std::string::npos);
-  CHECK(decoded_as<control_message>(frame_of(control_message{0, 0, control_kind::end_epoch, 3, 0})).epoch == 3);
+  CHECK(decoded_as<control_message>(frame_of(control_message{0, 0, control_kind::end_epoch, 3, 0}))
+          .epoch
+        == 3);
 }
 
 namespace {
@@ -661,7 +688,8 @@ std::size_t only_place(const std::vector<char>& frame, const std::vector<char>& 
 
 } // namespace
 
-TEST_CASE("compressed pushes and answers cross packed, and arrive bit for bit", "[cluster][frame]") {
+TEST_CASE("compressed pushes and answers cross packed, and arrive bit for bit",
+          "[cluster][frame]") {
   const auto sent = two_bit_push(0.25f);
   const auto frame = frame_of(sent);
   auto got = decoded_as<push_message>(frame);
@@ -676,7 +704,7 @@ TEST_CASE("compressed pushes and answers cross packed, and arrive bit for bit", 
   weights_message w;
   w.shard = 1;
   w.weights.keys = {0};
-  w.weights.weights = {tensor::from_values({4}, {0.5f, -1.25f, 3.0f, 0.0f})};  // all exact in fp16
+  w.weights.weights = {tensor::from_values({4}, {0.5f, -1.25f, 3.0f, 0.0f})}; // all exact in fp16
   w.weights.encoding = value_encoding::fp16;
   auto back = decoded_as<weights_message>(frame_of(w));
   CHECK(back.weights.encoding == value_encoding::fp16);
@@ -684,7 +712,8 @@ TEST_CASE("compressed pushes and answers cross packed, and arrive bit for bit", 
   REQUIRE(back.weights.weights.size() == 1);
   CHECK(same_values(back.weights.weights[0], w.weights.weights[0]));
   w.weights.encoding = value_encoding::bf16;
-  CHECK(same_values(decoded_as<weights_message>(frame_of(w)).weights.weights[0], w.weights.weights[0]));
+  CHECK(
+    same_values(decoded_as<weights_message>(frame_of(w)).weights.weights[0], w.weights.weights[0]));
 }
 
 // A link unpacks compressed values into buffers of its pool (unpacked_from): the next frame's
@@ -707,10 +736,10 @@ TEST_CASE("compressed values are unpacked into a link's reused buffers", "[clust
   };
   auto first = decode();
   const float* first_key0 = first.gradients[0].data();
-  auto held = decode();  // the first still held: other buffers
+  auto held = decode(); // the first still held: other buffers
   CHECK(held.gradients[0].data() != first_key0);
   CHECK(pool->idle_bytes() == 0);
-  first = gradient_push{};  // its tensors go: 6 + 5 floats back to the pool
+  first = gradient_push{}; // its tensors go: 6 + 5 floats back to the pool
   CHECK(pool->idle_bytes() == 11 * sizeof(float));
   auto again = decode();
   CHECK(again.gradients[0].data() == first_key0);
@@ -720,17 +749,21 @@ TEST_CASE("compressed values are unpacked into a link's reused buffers", "[clust
 TEST_CASE("the encoder refuses values or scales its encoding cannot carry", "[cluster][frame]") {
   std::vector<char> out;
   auto unquantized = test_push();
-  unquantized.push.encoding = value_encoding::fp16;  // 1..6 are exact in fp16, the slice's 11.. too
+  unquantized.push.encoding = value_encoding::fp16; // 1..6 are exact in fp16, the slice's 11.. too
   CHECK_NOTHROW(append_frame(unquantized, out));
   unquantized.push.gradients[0].data()[0] = 1.0f / 3.0f;
   out.clear();
-  CHECK_THROWS_WITH(append_frame(unquantized, out), Catch::Contains("not exactly representable in fp16"));
+  CHECK_THROWS_WITH(append_frame(unquantized, out),
+                    Catch::Contains("not exactly representable in fp16"));
   auto scales = two_bit_push(0.5f);
   scales.push.scales.pop_back();
-  CHECK_THROWS_WITH(append_frame(scales, out), Catch::Contains("encoded 2bit has 1 scales, expected 2"));
+  CHECK_THROWS_WITH(append_frame(scales, out),
+                    Catch::Contains("encoded 2bit has 1 scales, expected 2"));
   auto off_scale = two_bit_push(0.5f);
   off_scale.push.scales = {0.5f, 0.25f};
-  CHECK_THROWS_WITH(append_frame(off_scale, out), Catch::Contains("tensor 1: value 0 (0.5) is not exactly representable in 2bit"));
+  CHECK_THROWS_WITH(
+    append_frame(off_scale, out),
+    Catch::Contains("tensor 1: value 0 (0.5) is not exactly representable in 2bit"));
 }
 
 TEST_CASE("the decoder refuses packed values that break their encoding", "[cluster][frame]") {
@@ -739,13 +772,16 @@ TEST_CASE("the decoder refuses packed values that break their encoding", "[clust
   const auto at = only_place(frame, {'\x55', '\x05'});
   auto unused_code = frame;
   unused_code[at] = '\x57';
-  CHECK(refusal(unused_code).find("push value of key 0: 2bit value 0 has the unused code 3") != std::string::npos);
+  CHECK(refusal(unused_code).find("push value of key 0: 2bit value 0 has the unused code 3")
+        != std::string::npos);
   auto pad = frame;
   pad[at + 1] = '\x45';
-  CHECK(refusal(pad).find("push value of key 0: 2bit padding after value 5 is not zero") != std::string::npos);
+  CHECK(refusal(pad).find("push value of key 0: 2bit padding after value 5 is not zero")
+        != std::string::npos);
   // Another plan's shapes: 4 values of 2 bits are 1 byte, not 2.
   const wire_keys other_plan{{{{2, 2}, {5}}, {{4}}}};
-  CHECK(refusal(frame, other_plan).find("value of key 0 has 2 bytes, expected 1 ([2, 2] 2bit)") != std::string::npos);
+  CHECK(refusal(frame, other_plan).find("value of key 0 has 2 bytes, expected 1 ([2, 2] 2bit)")
+        != std::string::npos);
   // A negative scale: the two scales are the frame's only 0.5f pair.
   auto negative = frame;
   const float half = 0.5f, minus = -0.5f;
@@ -761,7 +797,7 @@ TEST_CASE("2-bit keys of several blocks carry a scale per block, checked against
           "[cluster][frame]") {
   // Shard 0's keys: 600 values (3 blocks: 256, 256, 88) and 5 (1 block).
   const wire_keys keys{{{{600}, {5}}}};
-  auto m = test_push();  // keys 0 and 1 of shard 0, values set below
+  auto m = test_push(); // keys 0 and 1 of shard 0, values set below
   tensor big({600}), small({5});
   const float scales[4] = {0.5f, 0.125f, 2.0f, 0.25f};
   for (std::int64_t i = 0; i < 600; ++i)
@@ -783,7 +819,8 @@ TEST_CASE("2-bit keys of several blocks carry a scale per block, checked against
   CHECK_THROWS_WITH(append_frame(short_of_one, out), Catch::Contains("has 3 scales, expected 4"));
   // A plan whose first key is one block: the frame's 4 scales are refused, counted.
   const wire_keys smaller{{{{200}, {5}}}};
-  CHECK(refusal(frame, smaller).find("push encoded 2bit carries 4 scales, expected 2 (one per 256 values of each key)")
+  CHECK(refusal(frame, smaller)
+          .find("push encoded 2bit carries 4 scales, expected 2 (one per 256 values of each key)")
         != std::string::npos);
   // A value of block 1 at block 0's scale does not pack.
   auto off_block = m;

@@ -68,18 +68,20 @@ TEST_CASE("forward order sorts every key by slot, then slice offset", "[cluster]
   for (std::size_t s = 0; s < plan.keys.shards.size(); ++s) {
     REQUIRE(order.position[s].size() == plan.keys.shards[s].size());
     for (std::size_t k = 0; k < plan.keys.shards[s].size(); ++k)
-      by_position.emplace_back(order.position[s][k], key_at(plan, s, k).slot, key_at(plan, s, k).offset);
+      by_position.emplace_back(order.position[s][k], key_at(plan, s, k).slot,
+                               key_at(plan, s, k).offset);
   }
   std::sort(by_position.begin(), by_position.end());
   for (std::size_t i = 0; i < by_position.size(); ++i) {
-    CHECK(std::get<0>(by_position[i]) == i);  // every place once
+    CHECK(std::get<0>(by_position[i]) == i); // every place once
     if (i > 0)
       CHECK(std::make_pair(std::get<1>(by_position[i - 1]), std::get<2>(by_position[i - 1]))
             < std::make_pair(std::get<1>(by_position[i]), std::get<2>(by_position[i])));
   }
 }
 
-TEST_CASE("control frames rank first, tensor frames by their first key in forward order", "[cluster][priority]") {
+TEST_CASE("control frames rank first, tensor frames by their first key in forward order",
+          "[cluster][priority]") {
   const auto plan = sliced_mlp(2);
   const auto order = forward_order_of(plan);
   CHECK(frame_rank(heartbeat_message{7}, order) == control_rank);
@@ -147,7 +149,7 @@ std::vector<std::size_t> arrival_order(const placement_plan& plan, bool priority
     o.keys = wire_keys_of(plan);
     o.priority = priority;
     o.order = forward_order_of(plan);
-    o.log = [](const std::string&) {};  // the links' ends at the test's end are no news
+    o.log = [](const std::string&) {}; // the links' ends at the test's end are no news
     return o;
   };
   auto seen = std::make_shared<arrivals>();
@@ -157,7 +159,8 @@ std::vector<std::size_t> arrival_order(const placement_plan& plan, bool priority
   REQUIRE(bound);
   const auto port = (*bound)->port();
   std::shared_ptr<listening_socket> listening = std::move(*bound);
-  auto connected = connect_channel(worker_system, "127.0.0.1", port, options_of(node_kind::worker, "worker 0"));
+  auto connected =
+    connect_channel(worker_system, "127.0.0.1", port, options_of(node_kind::worker, "worker 0"));
   REQUIRE(connected);
   const auto link = caf::actor_cast<caf::actor>(*connected);
   caf::scoped_actor self{worker_system};
@@ -166,15 +169,18 @@ std::vector<std::size_t> arrival_order(const placement_plan& plan, bool priority
     self->send(link, call_atom::value, wire_message{push_message{0, 0, push_of(plan, group)}}, due);
   // The link has taken every push (one sender's messages arrive in order) before it can be
   // admitted: the server starts accepting only now.
-  self->request(link, 10s, stats_atom::value).receive([](link_traffic&) {}, [](caf::error& e) { FAIL(error_text(e)); });
+  self->request(link, 10s, stats_atom::value)
+    .receive([](link_traffic&) {}, [](caf::error& e) { FAIL(error_text(e)); });
   auto shard = server_system.spawn(noting_shard, seen);
   auto server_options = options_of(node_kind::server, "server 0");
   server_options.serving->set<remote_interface::push_target>(0, push_target_actor{shard});
   auto listener = spawn_listener(server_system, listening, server_options);
   // Every push answered: the shard has seen them all.
   for (std::size_t i = 0; i < plan.keys.groups.size(); ++i)
-    self->receive([](wire_message& answer) { CHECK(std::holds_alternative<weights_message>(answer)); },
-                  [](caf::error& e) { FAIL(error_text(e)); }, caf::after(20s) >> [] { FAIL("a push was not answered"); });
+    self->receive(
+      [](wire_message& answer) { CHECK(std::holds_alternative<weights_message>(answer)); },
+      [](caf::error& e) { FAIL(error_text(e)); },
+      caf::after(20s) >> [] { FAIL("a push was not answered"); });
   caf::anon_send_exit(link, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(listener, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
@@ -184,8 +190,9 @@ std::vector<std::size_t> arrival_order(const placement_plan& plan, bool priority
 
 } // namespace
 
-TEST_CASE("a step's pushes reach the server first layers first, or in backward's order without priority",
-          "[cluster][priority]") {
+TEST_CASE(
+  "a step's pushes reach the server first layers first, or in backward's order without priority",
+  "[cluster][priority]") {
   const auto plan = sliced_mlp(1);
   const auto& groups = plan.keys.groups;
   REQUIRE(groups.size() >= 4);
@@ -203,7 +210,8 @@ TEST_CASE("a step's pushes reach the server first layers first, or in backward's
   auto forward = backward;
   std::sort(forward.begin(), forward.end(), by_forward);
   REQUIRE(forward != backward);
-  CHECK(key_at(plan, 0, backward.front()).slot > key_at(plan, 0, backward.back()).slot);  // last layer first
+  CHECK(key_at(plan, 0, backward.front()).slot
+        > key_at(plan, 0, backward.back()).slot); // last layer first
 
   const auto with = arrival_order(plan, true);
   REQUIRE(with.size() == forward.size());
@@ -213,24 +221,27 @@ TEST_CASE("a step's pushes reach the server first layers first, or in backward's
   CHECK(without == backward);
 }
 
-TEST_CASE("a fixed push order: the last layers backward's bytes cover, then first layers first", "[cluster][priority]") {
+TEST_CASE("a fixed push order: the last layers backward's bytes cover, then first layers first",
+          "[cluster][priority]") {
   // Given out of order: the order depends on the ranks and bytes only.
   const std::vector<ranked_push> pushes = {{3, 300}, {1, 100}, {5, 500}, {2, 200}, {4, 400}};
   using ranks = std::vector<std::uint64_t>;
-  CHECK(fixed_push_order(pushes, 0) == ranks{1, 2, 3, 4, 5});            // nothing during backward
-  CHECK(fixed_push_order(pushes, 1) == ranks{5, 1, 2, 3, 4});            // one push reaches 1 byte
-  CHECK(fixed_push_order(pushes, 500) == ranks{5, 1, 2, 3, 4});          // exactly the last push
-  CHECK(fixed_push_order(pushes, 501) == ranks{5, 4, 1, 2, 3});          // its bytes fall short: one more
-  CHECK(fixed_push_order(pushes, 1 << 30) == ranks{5, 4, 3, 2, 1});      // all of it: backward's order
+  CHECK(fixed_push_order(pushes, 0) == ranks{1, 2, 3, 4, 5});   // nothing during backward
+  CHECK(fixed_push_order(pushes, 1) == ranks{5, 1, 2, 3, 4});   // one push reaches 1 byte
+  CHECK(fixed_push_order(pushes, 500) == ranks{5, 1, 2, 3, 4}); // exactly the last push
+  CHECK(fixed_push_order(pushes, 501) == ranks{5, 4, 1, 2, 3}); // its bytes fall short: one more
+  CHECK(fixed_push_order(pushes, 1 << 30) == ranks{5, 4, 3, 2, 1}); // all of it: backward's order
   CHECK(fixed_push_order({}, 100).empty());
 }
 
 TEST_CASE("a fixed push order holds the light last layers for the end", "[cluster][priority]") {
   using ranks = std::vector<std::uint64_t>;
   // Given out of order; ranks 4 and 5 are light: they go last, first layers first.
-  const std::vector<ranked_push> pushes = {{3, 300}, {5, 500, true}, {1, 100}, {4, 400, true}, {2, 200}};
+  const std::vector<ranked_push> pushes = {
+    {3, 300}, {5, 500, true}, {1, 100}, {4, 400, true}, {2, 200}};
   CHECK(fixed_push_order(pushes, 0) == ranks{1, 2, 3, 4, 5});
-  CHECK(fixed_push_order(pushes, 300) == ranks{3, 1, 2, 4, 5});  // the backward part starts below them
+  CHECK(fixed_push_order(pushes, 300)
+        == ranks{3, 1, 2, 4, 5}); // the backward part starts below them
   CHECK(fixed_push_order(pushes, 301) == ranks{3, 2, 1, 4, 5});
   CHECK(fixed_push_order(pushes, 1 << 30) == ranks{3, 2, 1, 4, 5});
   // Every push light: first layers first.
@@ -238,17 +249,20 @@ TEST_CASE("a fixed push order holds the light last layers for the end", "[cluste
   CHECK(fixed_push_order(all, 1 << 30) == ranks{1, 2});
 }
 
-TEST_CASE("a fixed push order holds only the light bytes the forward's time carries", "[cluster][priority]") {
+TEST_CASE("a fixed push order holds only the light bytes the forward's time carries",
+          "[cluster][priority]") {
   using ranks = std::vector<std::uint64_t>;
   // Ranks 3, 4 and 5 are light, 1200 bytes together.
-  const std::vector<ranked_push> pushes = {{3, 300, true}, {5, 500, true}, {1, 100}, {4, 400, true}, {2, 200}};
+  const std::vector<ranked_push> pushes = {
+    {3, 300, true}, {5, 500, true}, {1, 100}, {4, 400, true}, {2, 200}};
   std::vector<ranked_push> sorted = pushes;
-  std::sort(sorted.begin(), sorted.end(), [](const ranked_push& a, const ranked_push& b) { return a.rank < b.rank; });
+  std::sort(sorted.begin(), sorted.end(),
+            [](const ranked_push& a, const ranked_push& b) { return a.rank < b.rank; });
   CHECK(held_pushes(sorted, 1200) == 3);
-  CHECK(held_pushes(sorted, 1199) == 2);  // the highest first: 5 and 4 fit, 3 does not
+  CHECK(held_pushes(sorted, 1199) == 2); // the highest first: 5 and 4 fit, 3 does not
   CHECK(held_pushes(sorted, 900) == 2);
   CHECK(held_pushes(sorted, 899) == 1);
-  CHECK(held_pushes(sorted, 499) == 0);   // not even the last one fits: none held
+  CHECK(held_pushes(sorted, 499) == 0); // not even the last one fits: none held
   CHECK(held_pushes(sorted, 0) == 0);
   CHECK(fixed_push_order(pushes, 0, 1200) == ranks{1, 2, 3, 4, 5});
   // 5 and 4 held; 3 goes with the others: first in the backward part, as backward makes it first.
@@ -263,8 +277,9 @@ TEST_CASE("a fixed push order holds only the light bytes the forward's time carr
   CHECK(fixed_push_order(pushes, 1 << 30) == fixed_push_order(pushes, 1 << 30, 1200));
 }
 
-TEST_CASE("a planned LeNet's light last layers: its classifier's, up to 1% of the work, on every server",
-          "[cluster][priority]") {
+TEST_CASE(
+  "a planned LeNet's light last layers: its classifier's, up to 1% of the work, on every server",
+  "[cluster][priority]") {
   auto job = test::synthetic_job("lenet", 64);
   job.shards = 2;
   job.nodes.servers = 2;
@@ -283,13 +298,14 @@ TEST_CASE("a planned LeNet's light last layers: its classifier's, up to 1% of th
   // slices, the two highest ranks, together under light_forward_share of the work.
   const auto slots = plan.parameters.size();
   REQUIRE(plan.parameters[slots - 2].numel * 4 <= (64 << 10));
-  const double classifier = (plan.parameters[slots - 2].forward_work + plan.parameters[slots - 1].forward_work) / work;
+  const double classifier =
+    (plan.parameters[slots - 2].forward_work + plan.parameters[slots - 1].forward_work) / work;
   CHECK(classifier > 0);
   CHECK(classifier <= light_forward_share);
   REQUIRE(light.size() >= 2);
   REQUIRE(light.size() < plan.keys.groups.size());
   CHECK(std::is_sorted(light.begin(), light.end()));
-  CHECK(light.back() == plan.keys.groups.size());  // ranks are 1 + forward position: the last key's
+  CHECK(light.back() == plan.keys.groups.size()); // ranks are 1 + forward position: the last key's
   // Each server's light pushes are its highest ranks and go last; together, the plan's light ranks.
   std::vector<std::uint64_t> seen;
   int servers = 0;
@@ -311,14 +327,16 @@ TEST_CASE("a planned LeNet's light last layers: its classifier's, up to 1% of th
     CHECK(std::none_of(pushes.begin(), pushes.end() - static_cast<std::ptrdiff_t>(held),
                        [](const ranked_push& p) { return p.light; }));
     if (held < pushes.size())
-      CHECK(sequence.front() == pushes[pushes.size() - 1 - held].rank);  // the backward part below them
+      CHECK(sequence.front()
+            == pushes[pushes.size() - 1 - held].rank); // the backward part below them
   }
   CHECK(servers == 2);
   std::sort(seen.begin(), seen.end());
   CHECK(seen == light);
 }
 
-TEST_CASE("a plan of given parameters without their work has no light last layers", "[cluster][priority]") {
+TEST_CASE("a plan of given parameters without their work has no light last layers",
+          "[cluster][priority]") {
   auto job = test::synthetic_job("lenet", 64);
   const auto planned = plan_placement(job, facts);
   const auto given = plan_placement(job, facts, planned.parameters);
@@ -329,10 +347,13 @@ TEST_CASE("a plan of given parameters without their work has no light last layer
   const auto without = plan_placement(job, facts, unknown);
   REQUIRE(without.keys.groups.size() == planned.keys.groups.size());
   CHECK(light_ranks(without, forward_order_of(without)).empty());
-  CHECK(light_ranks(given, forward_order_of(given)) == light_ranks(planned, forward_order_of(planned)));
+  CHECK(light_ranks(given, forward_order_of(given))
+        == light_ranks(planned, forward_order_of(planned)));
 }
 
-TEST_CASE("a fixed push order refuses a rank twice, an unranked push, negative bytes or a light push below others", "[cluster][priority]") {
+TEST_CASE("a fixed push order refuses a rank twice, an unranked push, negative bytes or a light "
+          "push below others",
+          "[cluster][priority]") {
   auto refused = [](std::vector<ranked_push> pushes) -> std::string {
     try {
       fixed_push_order(std::move(pushes), 10);
@@ -345,11 +366,13 @@ TEST_CASE("a fixed push order refuses a rank twice, an unranked push, negative b
   CHECK(refused({{1, 1}, {unranked, 1}}).find("needs every push ranked") != std::string::npos);
   CHECK(refused({{control_rank, 1}}).find("needs every push ranked") != std::string::npos);
   CHECK(refused({{7, -1}}) == "a fixed push order's push of rank 7 has negative bytes");
-  CHECK(refused({{1, 1}, {2, 1, true}, {3, 1}}) == "a fixed push order's light push of rank 2 is below rank 3, "
-                                                   "which is not light (light pushes are the last layers')");
+  CHECK(refused({{1, 1}, {2, 1, true}, {3, 1}})
+        == "a fixed push order's light push of rank 2 is below rank 3, "
+           "which is not light (light pushes are the last layers')");
 }
 
-TEST_CASE("each server node's pushes are the groups of its shards, every group once", "[cluster][priority]") {
+TEST_CASE("each server node's pushes are the groups of its shards, every group once",
+          "[cluster][priority]") {
   auto job = test::synthetic_job("mlp", 64);
   job.shards = 4;
   job.nodes.servers = 2;
@@ -367,7 +390,7 @@ TEST_CASE("each server node's pushes are the groups of its shards, every group o
   std::int64_t bytes = 0;
   for (auto node : servers) {
     const auto pushes = pushes_to_node(plan, order, node);
-    CHECK_FALSE(pushes.empty());  // four shards over two servers: each holds some
+    CHECK_FALSE(pushes.empty()); // four shards over two servers: each holds some
     for (std::size_t i = 0; i < pushes.size(); ++i) {
       CHECK(pushes[i].rank != unranked);
       CHECK(pushes[i].bytes > 0);
@@ -389,19 +412,22 @@ TEST_CASE("each server node's pushes are the groups of its shards, every group o
     m.push = push_of(plan, group);
     CHECK(std::binary_search(all.begin(), all.end(), frame_rank(m, order)));
   }
-  CHECK(pushes_to_node(plan, order, 0).empty());  // the scheduler holds no shard
+  CHECK(pushes_to_node(plan, order, 0).empty()); // the scheduler holds no shard
 }
 
-TEST_CASE("only a plan with several worker nodes orders its pushes in a fixed order", "[cluster][priority]") {
+TEST_CASE("only a plan with several worker nodes orders its pushes in a fixed order",
+          "[cluster][priority]") {
   for (int workers : {1, 2, 4})
     for (int servers : {1, 2}) {
       auto job = test::synthetic_job("mlp", 64);
       job.nodes.servers = servers;
       job.nodes.workers = workers;
-      job.topology.workers = 2 * workers;  // two computes on each worker node: still one node's pushes
+      job.topology.workers =
+        2 * workers; // two computes on each worker node: still one node's pushes
       const auto plan = plan_placement(job, facts);
-      const auto worker_nodes = std::count_if(plan.nodes.begin(), plan.nodes.end(),
-                                              [](const planned_node& n) { return n.kind == node_kind::worker; });
+      const auto worker_nodes =
+        std::count_if(plan.nodes.begin(), plan.nodes.end(),
+                      [](const planned_node& n) { return n.kind == node_kind::worker; });
       REQUIRE(worker_nodes == workers);
       CAPTURE(workers, servers);
       CHECK(needs_fixed_push_order(plan) == (workers > 1));

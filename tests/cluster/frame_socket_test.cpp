@@ -100,7 +100,7 @@ int plain_client(std::uint16_t port) {
 
 // What the owner hears next: its kind and text (payloads decoded against the test's keys).
 struct heard {
-  std::string kind;  // "frame", "error", "closed", or "nothing" after 10 s
+  std::string kind; // "frame", "error", "closed", or "nothing" after 10 s
   std::string text;
   wire_message message;
 };
@@ -114,8 +114,12 @@ heard next_event(caf::scoped_actor& self) {
       h.text = decoded.error;
       h.message = std::move(decoded.message);
     },
-    [&](frame_error_atom, const std::string& why) { h = {"error", why, {}}; },
-    [&](socket_closed_atom, const std::string& why) { h = {"closed", why, {}}; },
+    [&](frame_error_atom, const std::string& why) {
+      h = {"error", why, {}};
+    },
+    [&](socket_closed_atom, const std::string& why) {
+      h = {"closed", why, {}};
+    },
     [&](sequence_skip_atom, std::uint64_t rank, std::uint64_t skips) {
       h = {"skip", "rank " + std::to_string(rank) + ", skips " + std::to_string(skips), {}};
     },
@@ -142,7 +146,8 @@ struct raw_peer {
   const int raw = plain_client(server.listener->port());
   std::shared_ptr<frame_socket> served = server.accepted();
   raw_peer(std::size_t max_payload, std::size_t pool_bytes) {
-    served->start(caf::actor_cast<caf::actor>(self), max_payload, std::make_shared<receive_pool>(pool_bytes));
+    served->start(caf::actor_cast<caf::actor>(self), max_payload,
+                  std::make_shared<receive_pool>(pool_bytes));
   }
 };
 
@@ -161,10 +166,13 @@ TEST_CASE("frames of every size cross a frame socket whole and in order", "[clus
   CHECK((*client)->local() == local);
   auto served = server.accepted();
   CHECK(served->local() == local);
-  served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(64 << 20));
+  served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes,
+                std::make_shared<receive_pool>(64 << 20));
   auto sink = std::make_shared<receive_pool>(1 << 20);
   (*client)->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, sink);
-  CHECK((*client)->peer() == "127.0.0.1:" + std::to_string(server.listener->port()) + (local ? " (local socket)" : ""));
+  CHECK((*client)->peer()
+        == "127.0.0.1:" + std::to_string(server.listener->port())
+             + (local ? " (local socket)" : ""));
   // Three rounds over every key size, the 40 MiB one far beyond a socket's buffers.
   std::vector<std::pair<std::size_t, std::uint64_t>> expected;
   for (std::uint64_t round = 0; round < 3; ++round)
@@ -199,7 +207,8 @@ std::string label_of(const wire_message& m) {
   return "other";
 }
 
-TEST_CASE("a held writer writes by rank, ties as queued, or exactly as queued under fifo", "[cluster][socket]") {
+TEST_CASE("a held writer writes by rank, ties as queued, or exactly as queued under fifo",
+          "[cluster][socket]") {
   const auto order = GENERATE(write_order::fifo, write_order::by_rank);
   INFO((order == write_order::fifo ? "fifo" : "by_rank"));
   caf::actor_system_config config;
@@ -209,9 +218,10 @@ TEST_CASE("a held writer writes by rank, ties as queued, or exactly as queued un
   auto client = frame_socket::connect("127.0.0.1", server.listener->port(), 5s);
   REQUIRE(client);
   auto served = server.accepted();
-  served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(64 << 20));
-  (*client)->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(1 << 20),
-                   order);
+  served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes,
+                std::make_shared<receive_pool>(64 << 20));
+  (*client)->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes,
+                   std::make_shared<receive_pool>(1 << 20), order);
   // Heartbeats at rank 0 (control frames), weights at the ranks a channel would give them;
   // w4 is the 40 MiB key, more than one batch of the writer.
   struct queued {
@@ -232,9 +242,10 @@ TEST_CASE("a held writer writes by rank, ties as queued, or exactly as queued un
     for (auto& f : frames)
       (*client)->send(encode_frame(f.message), f.rank);
   }
-  const std::vector<std::string> expected = order == write_order::fifo
-    ? std::vector<std::string>{"w1", "h1", "w2", "w3", "h2", "w4", "w5", "w6"}
-    : std::vector<std::string>{"h1", "h2", "w6", "w2", "w5", "w4", "w1", "w3"};
+  const std::vector<std::string> expected =
+    order == write_order::fifo
+      ? std::vector<std::string>{"w1", "h1", "w2", "w3", "h2", "w4", "w5", "w6"}
+      : std::vector<std::string>{"h1", "h2", "w6", "w2", "w5", "w4", "w1", "w3"};
   std::vector<std::string> arrived;
   for (std::size_t i = 0; i < frames.size(); ++i) {
     auto h = next_event(self);
@@ -268,8 +279,9 @@ TEST_CASE("a frame over the limit is refused by its header alone", "[cluster][so
   auto& self = peer.self;
   const int raw = peer.raw;
   std::vector<char> frame;
-  append_frame(frame_number(2, 1), frame);  // 4 KiB of values plus the message: over 4096
-  REQUIRE(::write(raw, frame.data(), frame_header_bytes) == static_cast<ssize_t>(frame_header_bytes));
+  append_frame(frame_number(2, 1), frame); // 4 KiB of values plus the message: over 4096
+  REQUIRE(::write(raw, frame.data(), frame_header_bytes)
+          == static_cast<ssize_t>(frame_header_bytes));
   auto h = next_event(self);
   CHECK(h.kind == "error");
   CHECK(h.text.find("over the limit of 4096") != std::string::npos);
@@ -294,7 +306,8 @@ TEST_CASE("a peer that closes in the middle of a frame is reported as such", "[c
 // and nothing after it (a reader that waits for a fixed amount of new bytes, SO_RCVLOWAT in a
 // blocking recv, hangs here): half the frame's last piece is in the reader's socket (the
 // client's send queue is empty) before its rest is written, and the peer then sends nothing.
-TEST_CASE("a frame whose rest comes after its first part was read arrives whole", "[cluster][socket]") {
+TEST_CASE("a frame whose rest comes after its first part was read arrives whole",
+          "[cluster][socket]") {
   raw_peer peer(default_max_frame_bytes, 64 << 20);
   auto& self = peer.self;
   const int raw = peer.raw;
@@ -303,7 +316,8 @@ TEST_CASE("a frame whose rest comes after its first part was read arrives whole"
   REQUIRE(frame.size() > 2 * read_piece_bytes);
   // the last piece of the payload, half of it written at first: no byte follows its rest
   const auto payload = frame.size() - frame_header_bytes;
-  const auto last_piece = payload % read_piece_bytes == 0 ? read_piece_bytes : payload % read_piece_bytes;
+  const auto last_piece =
+    payload % read_piece_bytes == 0 ? read_piece_bytes : payload % read_piece_bytes;
   REQUIRE(last_piece >= 2);
   const std::size_t first = frame.size() - last_piece / 2;
   write_range(raw, frame, 0, first);
@@ -330,7 +344,7 @@ TEST_CASE("the bytes of a frame still arriving count as heard from the peer", "[
   const int raw = peer.raw;
   auto& served = peer.served;
   std::vector<char> frame;
-  append_frame(frame_number(4, 9), frame);  // the 40 MiB key
+  append_frame(frame_number(4, 9), frame); // the 40 MiB key
   REQUIRE(frame.size() > 3 * read_piece_bytes);
   // Waits (at most 10 s) until the reader notes bytes after `mark`.
   auto heard_after = [&](std::chrono::steady_clock::time_point mark) {
@@ -347,11 +361,11 @@ TEST_CASE("the bytes of a frame still arriving count as heard from the peer", "[
   for (std::size_t piece = 1; piece <= 3; ++piece) {
     const auto mark = served->last_bytes_at();
     write_up_to(frame_header_bytes + piece * read_piece_bytes);
-    CHECK(heard_after(mark));  // a piece of the payload, not a whole frame, moved it
+    CHECK(heard_after(mark)); // a piece of the payload, not a whole frame, moved it
   }
   bool early = false;
   self->receive([&](frame_in_atom, received_payload&) { early = true; }, caf::after(0s) >> [] {});
-  CHECK_FALSE(early);  // the frame itself is not whole yet
+  CHECK_FALSE(early); // the frame itself is not whole yet
   write_up_to(frame.size());
   auto h = next_event(self);
   REQUIRE(h.kind == "frame");
@@ -359,7 +373,8 @@ TEST_CASE("the bytes of a frame still arriving count as heard from the peer", "[
   ::close(raw);
 }
 
-TEST_CASE("connecting where nothing listens and listening on a taken port name the address", "[cluster][socket]") {
+TEST_CASE("connecting where nothing listens and listening on a taken port name the address",
+          "[cluster][socket]") {
   std::uint16_t port = 0;
   {
     auto bound = listening_socket::bind("127.0.0.1", 0);
@@ -372,25 +387,27 @@ TEST_CASE("connecting where nothing listens and listening on a taken port name t
     CHECK(text.find("cannot listen on 127.0.0.1:" + std::to_string(port)) != std::string::npos);
     CHECK(text.find("in use") != std::string::npos);
   }
-  auto connected = frame_socket::connect("127.0.0.1", port, 5s);  // closed again above
+  auto connected = frame_socket::connect("127.0.0.1", port, 5s); // closed again above
   REQUIRE_FALSE(connected);
   const auto text = error_text(connected.error());
   CHECK(text.find("cannot connect to 127.0.0.1:" + std::to_string(port)) != std::string::npos);
   CHECK(text.find("refused") != std::string::npos);
 }
 
-TEST_CASE("closing wakes a writer that a peer which does not read has blocked", "[cluster][socket]") {
+TEST_CASE("closing wakes a writer that a peer which does not read has blocked",
+          "[cluster][socket]") {
   const bool local = GENERATE(false, true);
   INFO((local ? "local socket" : "TCP"));
   caf::actor_system_config config;
   caf::actor_system system{config};
   caf::scoped_actor self{system};
-  accepting server{local};  // accepts, and never reads from the connection
+  accepting server{local}; // accepts, and never reads from the connection
   auto client = frame_socket::connect("127.0.0.1", server.listener->port(), 5s, local);
   REQUIRE(client);
   REQUIRE((*client)->local() == local);
   auto never_read = server.accepted();
-  (*client)->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(1 << 20));
+  (*client)->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes,
+                   std::make_shared<receive_pool>(1 << 20));
   // 160 MiB queued: far more than the kernel buffers, so the writer blocks in sendmsg.
   for (int i = 0; i < 4; ++i)
     (*client)->send(encode_frame(frame_number(4, static_cast<std::uint64_t>(i))));
@@ -413,12 +430,15 @@ sockaddr_in ipv4(const char* host, std::uint16_t port) {
   return address;
 }
 
-const sockaddr* as_address(const sockaddr_in& a) { return reinterpret_cast<const sockaddr*>(&a); }
+const sockaddr* as_address(const sockaddr_in& a) {
+  return reinterpret_cast<const sockaddr*>(&a);
+}
 
 } // namespace
 
-TEST_CASE("the shortcut reaches a listener over TCP where it offers no local socket, or when not asked for",
-          "[cluster][socket]") {
+TEST_CASE(
+  "the shortcut reaches a listener over TCP where it offers no local socket, or when not asked for",
+  "[cluster][socket]") {
   caf::actor_system_config config;
   caf::actor_system system{config};
   caf::scoped_actor self{system};
@@ -431,16 +451,19 @@ TEST_CASE("the shortcut reaches a listener over TCP where it offers no local soc
   CHECK((*client)->peer() == "127.0.0.1:" + std::to_string(server.listener->port()));
   auto served = server.accepted();
   CHECK_FALSE(served->local());
-  served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(1 << 20));
+  served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes,
+                std::make_shared<receive_pool>(1 << 20));
   caf::scoped_actor client_owner{system};
-  (*client)->start(caf::actor_cast<caf::actor>(client_owner), default_max_frame_bytes, std::make_shared<receive_pool>(1 << 20));
+  (*client)->start(caf::actor_cast<caf::actor>(client_owner), default_max_frame_bytes,
+                   std::make_shared<receive_pool>(1 << 20));
   (*client)->send(encode_frame(frame_number(2, 7)));
   auto h = next_event(self);
   REQUIRE(h.kind == "frame");
   CHECK(std::get<weights_message>(h.message).request == 7);
 }
 
-TEST_CASE("a listener on every address offers its local socket to this host's loopback", "[cluster][socket]") {
+TEST_CASE("a listener on every address offers its local socket to this host's loopback",
+          "[cluster][socket]") {
   accepting server{true, "0.0.0.0"};
   REQUIRE(server.listener->has_local_twin());
   auto client = frame_socket::connect("127.0.0.1", server.listener->port(), 5s, true);
@@ -452,9 +475,10 @@ TEST_CASE("a listener on every address offers its local socket to this host's lo
   CHECK(served->peer() == "pid " + std::to_string(::getpid()) + " of this host (local socket)");
 }
 
-TEST_CASE("only this host's addresses take a local socket, whoever holds one by that name", "[cluster][socket]") {
+TEST_CASE("only this host's addresses take a local socket, whoever holds one by that name",
+          "[cluster][socket]") {
   const auto loopback = ipv4("127.0.0.1", 1);
-  const auto elsewhere = ipv4("192.0.2.1", 4242);  // TEST-NET-1: never an address of this host
+  const auto elsewhere = ipv4("192.0.2.1", 4242); // TEST-NET-1: never an address of this host
   CHECK(is_local_address(as_address(loopback)));
   CHECK_FALSE(is_local_address(as_address(elsewhere)));
   CHECK(local_socket_name(as_address(elsewhere)) == "troupe/192.0.2.1/4242");
@@ -496,12 +520,14 @@ TEST_CASE("a peer lost over a local socket is reported as over TCP", "[cluster][
   REQUIRE(client);
   REQUIRE((*client)->local());
   auto served = server.accepted();
-  served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(1 << 20));
+  served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes,
+                std::make_shared<receive_pool>(1 << 20));
   caf::scoped_actor client_owner{system};
-  (*client)->start(caf::actor_cast<caf::actor>(client_owner), default_max_frame_bytes, std::make_shared<receive_pool>(1 << 20));
+  (*client)->start(caf::actor_cast<caf::actor>(client_owner), default_max_frame_bytes,
+                   std::make_shared<receive_pool>(1 << 20));
   (*client)->send(encode_frame(frame_number(2, 1)));
   REQUIRE(next_event(self).kind == "frame");
-  client->reset();  // the peer's end: closed, its threads joined
+  client->reset(); // the peer's end: closed, its threads joined
   auto h = next_event(self);
   CHECK(h.kind == "closed");
   CHECK(h.text.find("the peer closed the connection") != std::string::npos);
@@ -522,12 +548,14 @@ struct sequenced_pair {
     REQUIRE(connected);
     client = std::move(*connected);
     served = server.accepted();
-    served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(64 << 20));
+    served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes,
+                  std::make_shared<receive_pool>(64 << 20));
     client->set_sequence(std::move(sequence), patience);
-    client->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, std::make_shared<receive_pool>(1 << 20),
-                  write_order::by_rank);
+    client->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes,
+                  std::make_shared<receive_pool>(1 << 20), write_order::by_rank);
   }
-  // A push stand-in of rank `rank` labelled "w<request>" (the socket orders frames, whatever they hold).
+  // A push stand-in of rank `rank` labelled "w<request>" (the socket orders frames, whatever they
+  // hold).
   void push(std::uint64_t rank, std::uint64_t request) {
     client->send(encode_frame(frame_number(0, request)), rank, true);
   }
@@ -548,22 +576,24 @@ std::vector<std::string> arrivals(caf::scoped_actor& self, std::size_t n) {
 // that comes later, never report one that did not come).
 bool arrives_within(caf::scoped_actor& self, std::chrono::milliseconds wait) {
   bool arrived = false;
-  self->receive([&](frame_in_atom, received_payload&) { arrived = true; }, caf::after(wait) >> [] {});
+  self->receive([&](frame_in_atom, received_payload&) { arrived = true; },
+                caf::after(wait) >> [] {});
   return arrived;
 }
 
 } // namespace
 
-TEST_CASE("sequenced pushes go in the sequence's order after every other frame, whatever order they came in",
+TEST_CASE("sequenced pushes go in the sequence's order after every other frame, whatever order "
+          "they came in",
           "[cluster][socket][sequence]") {
   // The last layer first (what backward's time carries), then first layers first.
   sequenced_pair link({5, 1, 2, 3, 4}, 60s);
   {
     frame_socket::holding held(*link.client);
-    for (std::uint64_t rank = 5; rank >= 1; --rank)  // backward's order, as a compute pushes
+    for (std::uint64_t rank = 5; rank >= 1; --rank) // backward's order, as a compute pushes
       link.push(rank, rank);
-    link.client->send(encode_frame(heartbeat_message{1}), 0);  // a control frame's rank
-    link.client->send(encode_frame(frame_number(1, 9)), 3);  // a tensor frame not sequenced: by rank
+    link.client->send(encode_frame(heartbeat_message{1}), 0); // a control frame's rank
+    link.client->send(encode_frame(frame_number(1, 9)), 3); // a tensor frame not sequenced: by rank
   }
   const std::vector<std::string> expected = {"h1", "w9", "w5", "w1", "w2", "w3", "w4"};
   const auto arrived = arrivals(link.self, expected.size());
@@ -578,22 +608,24 @@ TEST_CASE("sequenced pushes go in the sequence's order after every other frame, 
   link.client->close();
 }
 
-TEST_CASE("the writer waits for the sequence's next push while later ones wait, and a repeat goes at once",
-          "[cluster][socket][sequence]") {
+TEST_CASE(
+  "the writer waits for the sequence's next push while later ones wait, and a repeat goes at once",
+  "[cluster][socket][sequence]") {
   sequenced_pair link({1, 2, 3}, 60s);
   link.push(1, 1);
   link.push(3, 3);
-  link.push(1, 4);  // a second source's push of rank 1: this cycle wrote rank 1
+  link.push(1, 4); // a second source's push of rank 1: this cycle wrote rank 1
   CHECK(arrivals(link.self, 2) == std::vector<std::string>{"w1", "w4"});
-  CHECK_FALSE(arrives_within(link.self, 300ms));  // rank 3 waits for rank 2
+  CHECK_FALSE(arrives_within(link.self, 300ms)); // rank 3 waits for rank 2
   link.push(2, 2);
   CHECK(arrivals(link.self, 2) == std::vector<std::string>{"w2", "w3"});
   CHECK(link.client->sequence_skips() == 0);
   link.client->close();
 }
 
-TEST_CASE("a push that does not come within the patience is skipped, and goes at once when it comes",
-          "[cluster][socket][sequence]") {
+TEST_CASE(
+  "a push that does not come within the patience is skipped, and goes at once when it comes",
+  "[cluster][socket][sequence]") {
   sequenced_pair link({1, 2, 3}, 100ms);
   {
     frame_socket::holding held(*link.client);
@@ -606,12 +638,12 @@ TEST_CASE("a push that does not come within the patience is skipped, and goes at
   CHECK(told.text == "rank 1, skips 1");
   CHECK(arrivals(link.self, 2) == std::vector<std::string>{"w2", "w3"});
   CHECK(link.client->sequence_skips() == 1);
-  link.push(1, 1);  // late: it goes, and the next cycle starts in order
+  link.push(1, 1); // late: it goes, and the next cycle starts in order
   CHECK(arrivals(link.self, 1) == std::vector<std::string>{"w1"});
   link.push(3, 6);
   link.push(2, 5);
   link.push(1, 4);
-  CHECK(arrivals(link.self, 3).size() == 3);  // nothing is lost either way
+  CHECK(arrivals(link.self, 3).size() == 3); // nothing is lost either way
   link.client->close();
 }
 
@@ -630,18 +662,20 @@ TEST_CASE("a sequence listing a rank twice is refused", "[cluster][socket][seque
   ::close(pair[1]);
 }
 
-TEST_CASE("a TCP link's pacing and unsent limit are what the kernel holds, and a local socket has neither", "[cluster][socket][pacing]") {
+TEST_CASE(
+  "a TCP link's pacing and unsent limit are what the kernel holds, and a local socket has neither",
+  "[cluster][socket][pacing]") {
   accepting server;
   auto client = frame_socket::connect("127.0.0.1", server.listener->port(), 5s);
   REQUIRE(client);
   auto served = server.accepted();
-  CHECK((*client)->pacing() == 0);  // not paced
+  CHECK((*client)->pacing() == 0); // not paced
   CHECK((*client)->unsent_limit() == 0);
   REQUIRE((*client)->set_pacing(62'500'000));
   CHECK((*client)->pacing() == 62'500'000);
-  CHECK((*client)->unsent_limit() == 256 * 1024);  // a millisecond is 62,500 bytes: a writer's batch
+  CHECK((*client)->unsent_limit() == 256 * 1024); // a millisecond is 62,500 bytes: a writer's batch
   REQUIRE((*client)->set_pacing(1'250'000'000));
-  CHECK((*client)->unsent_limit() == 1'250'000);  // a millisecond of 10 Gbit/s
+  CHECK((*client)->unsent_limit() == 1'250'000); // a millisecond of 10 Gbit/s
   REQUIRE((*client)->set_pacing(0));
   CHECK((*client)->pacing() == 0);
   CHECK((*client)->unsent_limit() == 0);

@@ -58,13 +58,15 @@ TEST_CASE("hashes are 16 hexadecimal digits", "[cluster][job]") {
   CHECK(hash_text(~0ULL) == "ffffffffffffffff");
 }
 
-TEST_CASE("another compression is named with both settings, and it travels with the job", "[cluster][job]") {
+TEST_CASE("another compression is named with both settings, and it travels with the job",
+          "[cluster][job]") {
   auto theirs = sample_job();
   std::string why;
   theirs.topology.compression = {*parse_compression("2bit:0.05", why), compression_spec{}};
   const auto lines = job_differences(theirs, sample_job(), "the scheduler's");
   REQUIRE(lines.size() == 1);
-  CHECK(lines[0] == "compression by hop (--compression, compress) [2bit:0.05, none] (the scheduler's [])");
+  CHECK(lines[0]
+        == "compression by hop (--compression, compress) [2bit:0.05, none] (the scheduler's [])");
   // The job that crosses to the nodes keeps it: a node compresses as its scheduler planned.
   const auto back = job_from_bytes(job_bytes(theirs), job_hash(theirs));
   REQUIRE(back.topology.compression.size() == 2);

@@ -48,7 +48,8 @@ TEST_CASE("bytes that are not the named job are refused", "[cluster][job]") {
 
   auto padded = bytes;
   padded.push_back(0);
-  CHECK_THROWS_WITH(job_from_bytes(padded, hash), Catch::Contains("1 bytes are left after the job"));
+  CHECK_THROWS_WITH(job_from_bytes(padded, hash),
+                    Catch::Contains("1 bytes are left after the job"));
 
   CHECK_THROWS_WITH(job_from_bytes(bytes, hash + 1),
                     Catch::Contains("its hash is " + std::to_string(hash)));

@@ -5,7 +5,8 @@
 
 using namespace troupe;
 
-TEST_CASE("launcher ranks are the scheduler, then the servers, then the workers", "[cluster][rank]") {
+TEST_CASE("launcher ranks are the scheduler, then the servers, then the workers",
+          "[cluster][rank]") {
   const int servers = 2, workers = 3;
   const node_kind roles[] = {node_kind::scheduler, node_kind::server, node_kind::server,
                              node_kind::worker,    node_kind::worker, node_kind::worker};

@@ -13,11 +13,11 @@
 #include <algorithm>
 #include <arpa/inet.h>
 #include <map>
+#include <memory>
 #include <netinet/in.h>
+#include <string>
 #include <sys/socket.h>
 #include <unistd.h>
-#include <memory>
-#include <string>
 #include <vector>
 
 #include <troupe/actors/actor_errors.hpp>
@@ -51,7 +51,8 @@ channel_actor::behavior_type fake_link(channel_actor::pointer, sent_list sent) {
 // A channel that also takes requests (a compute proxy's phases): records them and answers
 // each with an empty phase report, or, once `*down` is set, fails it as a link that ended does
 // (errc::peer_down).
-channel_actor::behavior_type answering_link(channel_actor::pointer, sent_list sent, std::shared_ptr<bool> down) {
+channel_actor::behavior_type answering_link(channel_actor::pointer, sent_list sent,
+                                            std::shared_ptr<bool> down) {
   return {
     [=](call_atom, wire_message& m, const deadline&) -> caf::result<wire_message> {
       const auto* pull = std::get_if<pull_message>(&m);
@@ -59,7 +60,7 @@ channel_actor::behavior_type answering_link(channel_actor::pointer, sent_list se
       sent->push_back(std::move(m));
       if (*down)
         return make_error(errc::peer_down, "the connection closed");
-      if (pull)  // a shard's weights (none: the test counts the pulls)
+      if (pull) // a shard's weights (none: the test counts the pulls)
         return wire_message{weights_message{0, shard, weight_set{}}};
       return wire_message{report_message{0, phase_report{}}};
     },
@@ -82,7 +83,8 @@ caf::behavior ask_train(caf::event_based_actor* self, compute_actor compute, std
     .then([=](phase_report&) { out->answered = true; },
           [=](caf::error& err) {
             out->answered = true;
-            out->error = err.category() == error_category ? error_text(err) : std::string("caf error");
+            out->error =
+              err.category() == error_category ? error_text(err) : std::string("caf error");
           });
   return {[](const std::string&) {}};
 }
@@ -100,7 +102,8 @@ caf::behavior host(caf::event_based_actor* self, caf::actor node, std::shared_pt
     .then([=](Result&) { out->answered = out->ok = true; },
           [=](caf::error& err) {
             out->answered = true;
-            out->error = err.category() == error_category ? error_text(err) : std::string("caf error");
+            out->error =
+              err.category() == error_category ? error_text(err) : std::string("caf error");
           });
   return {[](const std::string&) {}};
 }
@@ -108,14 +111,16 @@ caf::behavior host(caf::event_based_actor* self, caf::actor node, std::shared_pt
 // The training session: answers run when the test says so (end_atom: the run finished, or
 // failed with the error given).
 using end_atom = caf::atom_constant<caf::atom("testend")>;
-using fake_session_actor = training_session_actor::extend<caf::reacts_to<end_atom>, caf::reacts_to<end_atom, caf::error>>;
+using fake_session_actor =
+  training_session_actor::extend<caf::reacts_to<end_atom>, caf::reacts_to<end_atom, caf::error>>;
 
 struct session_probe {
   int runs = 0;
   caf::typed_response_promise<training_result> promise;
 };
 
-fake_session_actor::behavior_type fake_session(fake_session_actor::pointer self, std::shared_ptr<session_probe> probe) {
+fake_session_actor::behavior_type fake_session(fake_session_actor::pointer self,
+                                               std::shared_ptr<session_probe> probe) {
   return {
     [=](run_atom) -> caf::result<training_result> {
       ++probe->runs;
@@ -129,18 +134,18 @@ fake_session_actor::behavior_type fake_session(fake_session_actor::pointer self,
 
 // The metrics actor: records the traffic annotations.
 struct metrics_probe {
-  std::vector<std::pair<std::int64_t, std::string>> traffic;  // (epoch, line)
+  std::vector<std::pair<std::int64_t, std::string>> traffic; // (epoch, line)
   int reports = 0;
 };
 
-metrics_actor::behavior_type fake_metrics(metrics_actor::pointer, std::shared_ptr<metrics_probe> probe) {
+metrics_actor::behavior_type fake_metrics(metrics_actor::pointer,
+                                          std::shared_ptr<metrics_probe> probe) {
   return {
     [=](const batch_report&) {},
     [=](const phase_report&) { ++probe->reports; },
     [=](flush_atom) { return true; },
-    [=](annotate_atom, std::int64_t epoch, const std::string&, const std::string&, const std::string& line) {
-      probe->traffic.emplace_back(epoch, line);
-    },
+    [=](annotate_atom, std::int64_t epoch, const std::string&, const std::string&,
+        const std::string& line) { probe->traffic.emplace_back(epoch, line); },
   };
 }
 
@@ -149,12 +154,13 @@ metrics_actor::behavior_type fake_metrics(metrics_actor::pointer, std::shared_pt
 struct gate_answer {
   bool answered = false;
   bool yes = false;
-  std::string error;  // the failure's text, when it failed
+  std::string error; // the failure's text, when it failed
   std::size_t annotations_before = 0;
 };
 
-caf::behavior ask_gate(caf::event_based_actor* self, epoch_gate_actor gate, std::int64_t epoch, deadline due,
-                       std::shared_ptr<metrics_probe> metrics, std::shared_ptr<gate_answer> out) {
+caf::behavior ask_gate(caf::event_based_actor* self, epoch_gate_actor gate, std::int64_t epoch,
+                       deadline due, std::shared_ptr<metrics_probe> metrics,
+                       std::shared_ptr<gate_answer> out) {
   self->request(gate, caf::infinite, epoch_done_atom::value, epoch, due)
     .then(
       [=](bool yes) {
@@ -186,20 +192,21 @@ cluster_node_options node_options(node_kind role, std::shared_ptr<std::vector<st
   return o;
 }
 
-template <class T>
-const T* last_of(const sent_list& sent) {
+template <class T> const T* last_of(const sent_list& sent) {
   for (auto it = sent->rbegin(); it != sent->rend(); ++it)
     if (auto* m = std::get_if<T>(&*it))
       return m;
   return nullptr;
 }
 
-template <class T>
-int count_of(const sent_list& sent) {
-  return static_cast<int>(std::count_if(sent->begin(), sent->end(), [](auto& m) { return std::holds_alternative<T>(m); }));
+template <class T> int count_of(const sent_list& sent) {
+  return static_cast<int>(std::count_if(sent->begin(), sent->end(),
+                                        [](auto& m) { return std::holds_alternative<T>(m); }));
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 struct node_fixture : test_coordinator_fixture<> {
   std::shared_ptr<std::vector<std::string>> lines = std::make_shared<std::vector<std::string>>();
@@ -244,9 +251,10 @@ struct scheduler_fixture : node_fixture {
   std::shared_ptr<outcome> result = std::make_shared<outcome>();
   cluster_node_options options = node_options(node_kind::scheduler, lines);
 
-  session_sinks sinks;  // what the scheduler gave its session (the relays, with adopt)
+  session_sinks sinks; // what the scheduler gave its session (the relays, with adopt)
 
-  void start(int servers = 1, int workers = 2, bool continue_on_loss = false, bool adopt = false, int replicas = 1) {
+  void start(int servers = 1, int workers = 2, bool continue_on_loss = false, bool adopt = false,
+             int replicas = 1) {
     job = cluster_job(servers, workers);
     job.nodes.continue_on_worker_loss = continue_on_loss;
     job.nodes.adopt_on_worker_loss = adopt;
@@ -259,7 +267,8 @@ struct scheduler_fixture : node_fixture {
     scheduler_setup setup{options, job, session_output{}, plan, facts, sink, nullptr, nullptr};
     setup.listen = false;
     auto probe = session;
-    setup.spawn_session = [this, probe](caf::actor_system& system, const training_job&, session_sinks given) {
+    setup.spawn_session = [this, probe](caf::actor_system& system, const training_job&,
+                                        session_sinks given) {
       sinks = std::move(given);
       auto s = system.spawn(fake_session, probe);
       spawned.push_back(caf::actor_cast<caf::actor>(s));
@@ -281,14 +290,17 @@ struct scheduler_fixture : node_fixture {
     settle();
   }
   void lost(const channel_actor& l, const std::string& why) {
-    caf::anon_send(node, link_lost_atom::value, l, why.empty() ? caf::error{} : make_error(errc::peer_down, why));
+    caf::anon_send(node, link_lost_atom::value, l,
+                   why.empty() ? caf::error{} : make_error(errc::peer_down, why));
     settle();
   }
 
   // The coordinator says epoch `epoch` trained (a deadline of `limit`); returns its answer.
-  std::shared_ptr<gate_answer> epoch_done(std::int64_t epoch, caf::timespan limit = std::chrono::hours(1)) {
+  std::shared_ptr<gate_answer> epoch_done(std::int64_t epoch,
+                                          caf::timespan limit = std::chrono::hours(1)) {
     auto out = std::make_shared<gate_answer>();
-    spawned.push_back(sys.spawn(ask_gate, epoch_gate_actor{node}, epoch, deadline::after(limit), metrics, out));
+    spawned.push_back(
+      sys.spawn(ask_gate, epoch_gate_actor{node}, epoch, deadline::after(limit), metrics, out));
     settle();
     return out;
   }
@@ -311,7 +323,7 @@ struct scheduler_fixture : node_fixture {
   }
 
   // A link that answers the requests made over it (answering_link).
-  std::map<caf::actor_addr, std::shared_ptr<bool>> down;  // by answering link: it fails requests
+  std::map<caf::actor_addr, std::shared_ptr<bool>> down; // by answering link: it fails requests
   channel_actor holding(sent_list& sent) {
     sent = std::make_shared<std::vector<wire_message>>();
     auto is_down = std::make_shared<bool>(false);
@@ -341,7 +353,8 @@ struct scheduler_fixture : node_fixture {
   }
 
   // Joins one server and `workers.size()` workers on the links given, makes them ready.
-  void to_training(const channel_actor& server, sent_list& server_sent, const std::vector<channel_actor>& workers,
+  void to_training(const channel_actor& server, sent_list& server_sent,
+                   const std::vector<channel_actor>& workers,
                    const std::vector<sent_list>& worker_sent) {
     join(server, node_kind::server, -1, 100);
     for (std::size_t w = 0; w < workers.size(); ++w)
@@ -381,7 +394,7 @@ CAF_TEST_FIXTURE_SCOPE(scheduler_node_tests, scheduler_fixture)
 // Every order of one server's and two workers' joins: nobody is assigned before all joined;
 // then the server alone; the workers once it is ready, with its endpoint; ranks in join order.
 CAF_TEST(joins_in_every_order) {
-  std::vector<int> order{0, 1, 2};  // 0: the server, 1 and 2: workers
+  std::vector<int> order{0, 1, 2}; // 0: the server, 1 and 2: workers
   int orders = 0;
   do {
     auto out = std::make_unique<scheduler_fixture>();
@@ -400,7 +413,8 @@ CAF_TEST(joins_in_every_order) {
         worker_order.push_back(who);
     }
     CAF_REQUIRE_EQUAL(count_of<assignment_message>(sent[0]), 1);
-    CAF_CHECK_EQUAL(count_of<assignment_message>(sent[1]) + count_of<assignment_message>(sent[2]), 0);
+    CAF_CHECK_EQUAL(count_of<assignment_message>(sent[1]) + count_of<assignment_message>(sent[2]),
+                    0);
     const auto server_node = last_of<assignment_message>(sent[0])->node;
     CAF_CHECK(out->plan.nodes.at(server_node).kind == node_kind::server);
     out->ready(links[0], server_node, 4000);
@@ -408,14 +422,15 @@ CAF_TEST(joins_in_every_order) {
       const auto& s = sent[static_cast<std::size_t>(worker_order[static_cast<std::size_t>(w)])];
       CAF_REQUIRE_EQUAL(count_of<assignment_message>(s), 1);
       const auto* a = last_of<assignment_message>(s);
-      CAF_CHECK_EQUAL(a->rank, static_cast<std::uint32_t>(w));  // join order
+      CAF_CHECK_EQUAL(a->rank, static_cast<std::uint32_t>(w)); // join order
       CAF_REQUIRE_EQUAL(a->servers.size(), 1u);
       CAF_CHECK_EQUAL(a->servers[0].node, server_node);
       CAF_CHECK_EQUAL(a->servers[0].port, 4000);
       CAF_CHECK_EQUAL(a->servers[0].host, "10.0.0.1");
       CAF_CHECK_EQUAL(a->plan_hash, out->plan.hash);
       CAF_CHECK_EQUAL(out->session->runs, 0);
-      out->ready(links[static_cast<std::size_t>(worker_order[static_cast<std::size_t>(w)])], a->node);
+      out->ready(links[static_cast<std::size_t>(worker_order[static_cast<std::size_t>(w)])],
+                 a->node);
     }
     CAF_CHECK_EQUAL(out->session->runs, 1);
     CAF_CHECK(!out->result->answered);
@@ -474,7 +489,7 @@ CAF_TEST(peer_lost_during_join) {
   CAF_REQUIRE(told != nullptr);
   CAF_CHECK(!told->finished);
   CAF_CHECK(contains(told->reason, "lost worker 0 (pid 200"));
-  CAF_CHECK(!result->answered);  // the server has not closed yet
+  CAF_CHECK(!result->answered); // the server has not closed yet
   lost(server, "");
   CAF_CHECK(result->answered);
   CAF_CHECK(!result->ok);
@@ -490,7 +505,7 @@ CAF_TEST(peer_lost_during_epoch_echo_first) {
   CAF_REQUIRE_EQUAL(session->runs, 1);
   session_ends(make_error(errc::peer_down, "worker_1: the link to server_0 closed"));
   CAF_CHECK(!result->answered);
-  CAF_CHECK_EQUAL(count_of<shutdown_message>(m.w0_sent), 0);  // nothing decided yet
+  CAF_CHECK_EQUAL(count_of<shutdown_message>(m.w0_sent), 0); // nothing decided yet
   lost(m.w1, "the connection to worker 1 closed");
   const auto* told = last_of<shutdown_message>(m.w0_sent);
   CAF_REQUIRE(told != nullptr);
@@ -534,14 +549,16 @@ CAF_TEST(unexplained_loss_ends_the_run_after_the_connection_timeout) {
 CAF_TEST(peer_lost_during_validation_named_by_a_worker) {
   start();
   auto m = to_training();
-  auto gate = epoch_done(0);  // epoch 0 trained; validating once every member answered
+  auto gate = epoch_done(0); // epoch 0 trained; validating once every member answered
   traffic(m.server, 0);
   traffic(m.w0, 0);
   traffic(m.w1, 0);
   CAF_REQUIRE(gate->answered);
-  const auto server_node = static_cast<std::int32_t>(last_of<assignment_message>(m.server_sent)->node);
+  const auto server_node =
+    static_cast<std::int32_t>(last_of<assignment_message>(m.server_sent)->node);
   caf::anon_send(node, goodbye_atom::value, m.w0,
-                 shutdown_message{"lost server_0 at 10:00:00.000 UTC: the connection closed", false, server_node});
+                 shutdown_message{"lost server_0 at 10:00:00.000 UTC: the connection closed", false,
+                                  server_node});
   settle();
   lost(m.w0, "worker 0 shut down");
   session_ends(make_error(errc::peer_down, "worker_0: the link to server_0 closed"));
@@ -605,7 +622,8 @@ CAF_TEST(epoch_done_names_who_the_barriers_waited_for) {
   answer(m.w1, 0, {});
   CAF_REQUIRE(gate->answered);
   CAF_REQUIRE_EQUAL(metrics->traffic.size(), 2u);
-  CAF_CHECK(contains(metrics->traffic[1].second, "Epoch[0] Waited for: worker_1 2.000 s (last in 30 steps), worker_0 0.500 s (last in 2 steps)"));
+  CAF_CHECK(contains(metrics->traffic[1].second, "Epoch[0] Waited for: worker_1 2.000 s (last in "
+                                                 "30 steps), worker_0 0.500 s (last in 2 steps)"));
   // Epoch 1: the totals grew by worker_0's share only; worker_1 is not named.
   gate = epoch_done(1);
   answer(m.server, 1, {{"worker_1", 2.0, 30}, {"worker_0", 1.75, 12}});
@@ -613,7 +631,8 @@ CAF_TEST(epoch_done_names_who_the_barriers_waited_for) {
   answer(m.w1, 1, {});
   CAF_REQUIRE(gate->answered);
   CAF_REQUIRE_EQUAL(metrics->traffic.size(), 4u);
-  CAF_CHECK(contains(metrics->traffic[3].second, "Epoch[1] Waited for: worker_0 1.250 s (last in 10 steps)"));
+  CAF_CHECK(contains(metrics->traffic[3].second,
+                     "Epoch[1] Waited for: worker_0 1.250 s (last in 10 steps)"));
   CAF_CHECK(!contains(metrics->traffic[3].second, "worker_1"));
 }
 
@@ -632,7 +651,8 @@ CAF_TEST(epoch_done_answers_at_its_deadline_naming_the_silent) {
   CAF_REQUIRE(gate->answered);
   CAF_CHECK(gate->yes);
   CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
-  CAF_CHECK(logged("scheduler: epoch 0's traffic goes without worker 1 (pid 201 on 10.0.0.1): no answer by its deadline"));
+  CAF_CHECK(logged("scheduler: epoch 0's traffic goes without worker 1 (pid 201 on 10.0.0.1): no "
+                   "answer by its deadline"));
   CAF_CHECK(!logged("without worker 0"));
   CAF_CHECK(!logged("without server 0"));
 }
@@ -647,20 +667,22 @@ CAF_TEST(reply_after_deadline_is_dropped) {
   traffic(m.server, 0);
   traffic(m.w0, 0);
   CAF_CHECK(metrics->traffic.empty());
-  advance_time(options.timeouts.step);  // worker 1 never answered in time
+  advance_time(options.timeouts.step); // worker 1 never answered in time
   settle();
   CAF_REQUIRE(gate->answered);
   CAF_REQUIRE_EQUAL(metrics->traffic.size(), 1u);
   CAF_CHECK_EQUAL(metrics->traffic[0].first, 0);
-  CAF_CHECK_EQUAL(metrics->reports, 0);  // reports never pass through the scheduler
-  traffic(m.w1, 0);  // late, with no question open
-  CAF_CHECK(logged("scheduler: dropped worker 1 (pid 201 on 10.0.0.1)'s traffic answer for epoch 0: no epoch's "
-                   "traffic is gathered (it came after its deadline)"));
+  CAF_CHECK_EQUAL(metrics->reports, 0); // reports never pass through the scheduler
+  traffic(m.w1, 0);                     // late, with no question open
+  CAF_CHECK(logged(
+    "scheduler: dropped worker 1 (pid 201 on 10.0.0.1)'s traffic answer for epoch 0: no epoch's "
+    "traffic is gathered (it came after its deadline)"));
   CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
   auto next = epoch_done(1);
-  traffic(m.w1, 0);  // epoch 0's, late: not an answer for epoch 1
-  CAF_CHECK(logged("scheduler: dropped worker 1 (pid 201 on 10.0.0.1)'s traffic answer for epoch 0: "
-                   "epoch 1's is gathered"));
+  traffic(m.w1, 0); // epoch 0's, late: not an answer for epoch 1
+  CAF_CHECK(
+    logged("scheduler: dropped worker 1 (pid 201 on 10.0.0.1)'s traffic answer for epoch 0: "
+           "epoch 1's is gathered"));
   traffic(m.server, 1);
   traffic(m.w0, 1);
   CAF_CHECK(!next->answered);
@@ -701,17 +723,18 @@ CAF_TEST(second_epoch_done_while_a_query_is_open) {
   CAF_REQUIRE_EQUAL(metrics->traffic.size(), 1u);
   CAF_CHECK_EQUAL(metrics->traffic[0].first, 0);
   CAF_CHECK(contains(metrics->traffic[0].second, "server_0 rx 0 B tx 100 B"));
-  CAF_CHECK(logged("epoch 0's traffic goes without worker 0 (pid 200 on 10.0.0.1), worker 1 (pid 201 on 10.0.0.1)"));
+  CAF_CHECK(logged("epoch 0's traffic goes without worker 0 (pid 200 on 10.0.0.1), worker 1 (pid "
+                   "201 on 10.0.0.1)"));
   CAF_CHECK(!second->answered);
   CAF_REQUIRE_EQUAL(count_of<traffic_query_message>(m.w0_sent), 2);
   CAF_CHECK_EQUAL(last_of<traffic_query_message>(m.w0_sent)->epoch, 1);
   CAF_CHECK_EQUAL(last_of<traffic_query_message>(m.w1_sent)->epoch, 1);
   CAF_CHECK_EQUAL(last_of<traffic_query_message>(m.server_sent)->epoch, 1);
-  traffic(m.w0, 0, 700);  // epoch 0's answers, after that question was answered
+  traffic(m.w0, 0, 700); // epoch 0's answers, after that question was answered
   traffic(m.w1, 0, 700);
   traffic(m.server, 1, 150);
   CAF_CHECK(!second->answered);
-  advance_time(std::chrono::seconds(2));  // epoch 0's deadline
+  advance_time(std::chrono::seconds(2)); // epoch 0's deadline
   settle();
   CAF_CHECK(!second->answered);
   CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
@@ -724,11 +747,12 @@ CAF_TEST(second_epoch_done_while_a_query_is_open) {
   CAF_CHECK_EQUAL(metrics->traffic[1].first, 1);
   const auto& line = metrics->traffic[1].second;
   CAF_CHECK(contains(line, "Epoch[1] Traffic:"));
-  CAF_CHECK(contains(line, "server_0 rx 0 B tx 50 B"));  // its 150 since it started, less epoch 0's 100
+  CAF_CHECK(
+    contains(line, "server_0 rx 0 B tx 50 B")); // its 150 since it started, less epoch 0's 100
   CAF_CHECK(contains(line, "worker_0 rx 0 B tx 900 B"));
   CAF_CHECK(contains(line, "worker_1 rx 0 B tx 800 B"));
   CAF_CHECK(!logged("epoch 1's traffic goes without"));
-  advance_time(options.timeouts.step);  // epoch 1's deadline: released already, nothing twice
+  advance_time(options.timeouts.step); // epoch 1's deadline: released already, nothing twice
   settle();
   CAF_CHECK_EQUAL(metrics->traffic.size(), 2u);
 }
@@ -744,7 +768,7 @@ CAF_TEST(same_epoch_asked_again_keeps_its_own_deadline) {
   CAF_CHECK(first->yes);
   CAF_CHECK(!second->answered);
   traffic(m.server, 0);
-  advance_time(std::chrono::seconds(2));  // the first question's deadline
+  advance_time(std::chrono::seconds(2)); // the first question's deadline
   settle();
   CAF_CHECK(!second->answered);
   CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
@@ -805,10 +829,11 @@ CAF_TEST(session_fails_while_a_traffic_query_is_open) {
   CAF_CHECK(!gate->yes);
   CAF_CHECK(contains(gate->error, "the link to server_0 closed"));
   CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
-  CAF_CHECK_EQUAL(count_of<shutdown_message>(m.w0_sent), 0);  // the cause is not known yet
+  CAF_CHECK_EQUAL(count_of<shutdown_message>(m.w0_sent), 0); // the cause is not known yet
   traffic(m.w0, 0);
-  CAF_CHECK(logged("scheduler: dropped worker 0 (pid 200 on 10.0.0.1)'s traffic answer for epoch 0: "
-                   "no epoch's traffic is gathered"));
+  CAF_CHECK(
+    logged("scheduler: dropped worker 0 (pid 200 on 10.0.0.1)'s traffic answer for epoch 0: "
+           "no epoch's traffic is gathered"));
   auto after = epoch_done(1);
   CAF_REQUIRE(after->answered);
   CAF_CHECK(contains(after->error, "the run is ending: worker_1: the link to server_0 closed"));
@@ -836,7 +861,7 @@ CAF_TEST(member_lost_while_a_traffic_query_is_open) {
   CAF_CHECK(!gate->yes);
   CAF_CHECK(contains(gate->error, "lost worker 1 (pid 201 on 10.0.0.1)"));
   CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
-  CAF_CHECK(!logged("traffic goes without"));  // lost, not silent
+  CAF_CHECK(!logged("traffic goes without")); // lost, not silent
   lost(m.w0, "");
   lost(m.server, "");
   CAF_REQUIRE(result->answered);
@@ -850,9 +875,11 @@ CAF_TEST(member_stops_for_a_lost_peer_while_a_traffic_query_is_open) {
   auto m = to_training();
   auto gate = epoch_done(0);
   traffic(m.w1, 0);
-  const auto server_node = static_cast<std::int32_t>(last_of<assignment_message>(m.server_sent)->node);
+  const auto server_node =
+    static_cast<std::int32_t>(last_of<assignment_message>(m.server_sent)->node);
   caf::anon_send(node, goodbye_atom::value, m.w0,
-                 shutdown_message{"lost server_0 at 10:00:00.000 UTC: the connection closed", false, server_node});
+                 shutdown_message{"lost server_0 at 10:00:00.000 UTC: the connection closed", false,
+                                  server_node});
   settle();
   CAF_REQUIRE(gate->answered);
   CAF_CHECK(!gate->yes);
@@ -872,7 +899,7 @@ CAF_TEST(member_stops_for_a_lost_peer_while_a_traffic_query_is_open) {
 CAF_TEST(traffic_from_a_node_that_was_not_asked_is_dropped) {
   start(1, 2, true);
   auto m = to_training();
-  lost(m.w1, "no frame for 5000 ms");  // the run goes on without worker 1
+  lost(m.w1, "no frame for 5000 ms"); // the run goes on without worker 1
   CAF_REQUIRE(!result->answered);
   sent_list stranger_sent;
   auto stranger = link(stranger_sent);
@@ -884,11 +911,14 @@ CAF_TEST(traffic_from_a_node_that_was_not_asked_is_dropped) {
   traffic(m.server, 3, 1);
   traffic(m.w0, 0, 10);
   CAF_CHECK(!gate->answered);
-  CAF_CHECK(logged("scheduler: dropped a traffic answer for epoch 0 from a node that did not join"));
-  CAF_CHECK(logged("scheduler: dropped worker 1 (pid 201 on 10.0.0.1)'s traffic answer for epoch 0: "
-                   "it was not asked"));
-  CAF_CHECK(logged("scheduler: dropped server 0 (pid 100 on 10.0.0.1)'s traffic answer for epoch 3: "
-                   "epoch 0's is gathered"));
+  CAF_CHECK(
+    logged("scheduler: dropped a traffic answer for epoch 0 from a node that did not join"));
+  CAF_CHECK(
+    logged("scheduler: dropped worker 1 (pid 201 on 10.0.0.1)'s traffic answer for epoch 0: "
+           "it was not asked"));
+  CAF_CHECK(
+    logged("scheduler: dropped server 0 (pid 100 on 10.0.0.1)'s traffic answer for epoch 3: "
+           "epoch 0's is gathered"));
   traffic(m.server, 0, 20);
   CAF_REQUIRE(gate->answered);
   CAF_CHECK(gate->yes);
@@ -911,7 +941,8 @@ CAF_TEST(flood_of_messages_out_of_turn) {
   CAF_CHECK(!result->answered);
   // Each is dropped for what it is: no question is open (and none was late: no run yet).
   const auto dropped = std::count_if(lines->begin(), lines->end(), [](auto& l) {
-    return contains(l, "'s traffic answer for epoch") && contains(l, ": no epoch's traffic is gathered");
+    return contains(l, "'s traffic answer for epoch")
+           && contains(l, ": no epoch's traffic is gathered");
   });
   CAF_CHECK_EQUAL(dropped, 1000);
   CAF_CHECK(!logged("after its deadline"));
@@ -986,20 +1017,21 @@ CAF_TEST(lost_worker_is_adopted_and_its_phase_asked_again) {
   const auto compute = first_actor(plan_role::compute, lost_node);
   CAF_REQUIRE(compute < plan.actors.size());
   auto relay = sinks.node.remote.compute(compute);
-  *down.at(workers[2].address()) = true;  // its process is gone: what is asked there fails
+  *down.at(workers[2].address()) = true; // its process is gone: what is asked there fails
   auto phase = std::make_shared<phase_answer>();
   spawned.push_back(sys.spawn(ask_train, relay, 0, phase));
   settle();
-  CAF_REQUIRE_EQUAL(count_of<control_message>(ws[2]), 1);  // asked where it lived
+  CAF_REQUIRE_EQUAL(count_of<control_message>(ws[2]), 1); // asked where it lived
   killed(workers[2]);
   CAF_CHECK(!result->answered);
-  CAF_CHECK(!phase->answered);  // held by the relay, not failed
+  CAF_CHECK(!phase->answered); // held by the relay, not failed
   CAF_CHECK(logged("lost worker 2 (pid 202"));
-  CAF_CHECK(logged("worker 0 (pid 200 on 10.0.0.1) adopts compute_2 of worker_2 (the worker running the fewest computes, 1"));
+  CAF_CHECK(logged("worker 0 (pid 200 on 10.0.0.1) adopts compute_2 of worker_2 (the worker "
+                   "running the fewest computes, 1"));
   CAF_REQUIRE_EQUAL(count_of<adopt_message>(ws[0]), 1);
   CAF_CHECK_EQUAL(count_of<adopt_message>(ws[1]), 0);
   CAF_CHECK_EQUAL(last_of<adopt_message>(ws[0])->node, static_cast<std::uint32_t>(lost_node));
-  CAF_CHECK_EQUAL(count_of<control_message>(ws[0]), 0);  // not before the adopter is ready
+  CAF_CHECK_EQUAL(count_of<control_message>(ws[0]), 0); // not before the adopter is ready
   ready(workers[0], static_cast<std::uint32_t>(lost_node));
   CAF_REQUIRE_EQUAL(count_of<control_message>(ws[0]), 1);
   const auto* again = last_of<control_message>(ws[0]);
@@ -1015,7 +1047,8 @@ CAF_TEST(lost_worker_is_adopted_and_its_phase_asked_again) {
   lost(workers[0], "the connection closed");
   CAF_CHECK(!result->answered);
   CAF_REQUIRE_EQUAL(count_of<adopt_message>(ws[1]), 2);
-  CAF_CHECK(logged("worker 1 (pid 201 on 10.0.0.1) adopts compute_0, compute_2 of worker_0, worker_2"));
+  CAF_CHECK(
+    logged("worker 1 (pid 201 on 10.0.0.1) adopts compute_0, compute_2 of worker_0, worker_2"));
 }
 
 // A second worker lost while an adoption is under way stops the run naming both.
@@ -1028,7 +1061,7 @@ CAF_TEST(second_loss_during_an_adoption_stops_naming_both) {
   to_training(server, server_sent, workers, ws);
   killed(workers[2]);
   CAF_REQUIRE_EQUAL(count_of<adopt_message>(ws[0]), 1);
-  killed(workers[1]);  // before worker 0 said ready for worker_2
+  killed(workers[1]); // before worker 0 said ready for worker_2
   session_ends(make_error(errc::peer_down, "the run ends"));
   lost(workers[0], "");
   lost(server, "");
@@ -1090,7 +1123,8 @@ struct member_fixture : node_fixture {
     settle();
   }
   void lost(const channel_actor& l, const std::string& why) {
-    caf::anon_send(node, link_lost_atom::value, l, why.empty() ? caf::error{} : make_error(errc::peer_down, why));
+    caf::anon_send(node, link_lost_atom::value, l,
+                   why.empty() ? caf::error{} : make_error(errc::peer_down, why));
     settle();
   }
 };
@@ -1110,7 +1144,8 @@ CAF_TEST(member_refuses_an_adopt_before_it_runs) {
   CAF_CHECK(logged("ignored an adopt from a link other than the scheduler's"));
   caf::anon_send(node, adopt_atom::value, scheduler, adopt_message{2});
   settle();
-  CAF_CHECK(contains(last_of<shutdown_message>(to_scheduler)->reason, "cannot adopt as the scheduler asked: this node is no running worker"));
+  CAF_CHECK(contains(last_of<shutdown_message>(to_scheduler)->reason,
+                     "cannot adopt as the scheduler asked: this node is no running worker"));
 }
 
 // A promote from another link is ignored; one from the scheduler before the node runs (or in
@@ -1124,8 +1159,9 @@ CAF_TEST(member_refuses_a_promote_before_it_runs) {
   CAF_CHECK(logged("ignored a promote from a link other than the scheduler's"));
   caf::anon_send(node, promote_atom::value, scheduler, promote_message{1, 2});
   settle();
-  CAF_CHECK(contains(last_of<shutdown_message>(to_scheduler)->reason,
-                     "the scheduler asked for a promotion this node cannot take (replicas 1, nodes 1 and 2)"));
+  CAF_CHECK(contains(
+    last_of<shutdown_message>(to_scheduler)->reason,
+    "the scheduler asked for a promotion this node cannot take (replicas 1, nodes 1 and 2)"));
 }
 
 CAF_TEST(member_joins_on_its_scheduler_link) {
@@ -1153,7 +1189,8 @@ CAF_TEST(member_loses_its_scheduler_during_join) {
 // The scheduler's goodbye says why; its link's end then ends the node with that reason, or
 // normally when the run finished.
 CAF_TEST(member_ends_with_the_reason_its_scheduler_gave) {
-  caf::anon_send(node, goodbye_atom::value, scheduler, shutdown_message{"lost worker 1 (pid 9)", false, -1});
+  caf::anon_send(node, goodbye_atom::value, scheduler,
+                 shutdown_message{"lost worker 1 (pid 9)", false, -1});
   settle();
   CAF_CHECK(!result->answered);
   lost(scheduler, "scheduler shut down: lost worker 1 (pid 9)");
@@ -1163,7 +1200,8 @@ CAF_TEST(member_ends_with_the_reason_its_scheduler_gave) {
 }
 
 CAF_TEST(member_finishes_after_a_finished_goodbye) {
-  caf::anon_send(node, goodbye_atom::value, scheduler, shutdown_message{"the run finished", true, -1});
+  caf::anon_send(node, goodbye_atom::value, scheduler,
+                 shutdown_message{"the run finished", true, -1});
   settle();
   lost(scheduler, "");
   CAF_CHECK(result->answered);
@@ -1186,9 +1224,11 @@ CAF_TEST(member_that_cannot_reach_a_server_names_the_schedulers_reason_when_it_c
   a.facts = facts;
   for (std::size_t n = 0; n < plan.nodes.size(); ++n)
     if (plan.nodes[n].kind == node_kind::server)
-      a.servers.push_back({static_cast<std::uint32_t>(n), "127.0.0.1", 1});  // nothing listens on port 1
+      a.servers.push_back(
+        {static_cast<std::uint32_t>(n), "127.0.0.1", 1}); // nothing listens on port 1
   caf::anon_send(node, assignment_atom::value, scheduler, a);
-  caf::anon_send(node, goodbye_atom::value, scheduler, shutdown_message{"scheduler: lost server 0 (pid 9)", false, -1});
+  caf::anon_send(node, goodbye_atom::value, scheduler,
+                 shutdown_message{"scheduler: lost server 0 (pid 9)", false, -1});
   settle();
   const auto* bye = last_of<shutdown_message>(to_scheduler);
   CAF_REQUIRE(bye != nullptr);
@@ -1209,7 +1249,7 @@ CAF_TEST(member_refuses_a_broken_assignment) {
   CAF_REQUIRE(bye != nullptr);
   CAF_CHECK(!bye->finished);
   CAF_CHECK_EQUAL(bye->lost_node, -1);
-  CAF_CHECK(!result->answered);  // waits for the scheduler to read it
+  CAF_CHECK(!result->answered); // waits for the scheduler to read it
   lost(scheduler, "");
   CAF_CHECK(result->answered);
   CAF_CHECK(!result->ok);
@@ -1353,7 +1393,9 @@ CAF_TEST(member_retries_until_the_join_timeout) {
   advance_time(options.join_timeout / 2);
   settle();
   CAF_CHECK(!result->answered);
-  CAF_CHECK_EQUAL(std::count_if(lines->begin(), lines->end(), [](auto& l) { return contains(l, "retrying"); }), 1);
+  CAF_CHECK_EQUAL(
+    std::count_if(lines->begin(), lines->end(), [](auto& l) { return contains(l, "retrying"); }),
+    1);
   advance_time(options.join_timeout / 2);
   settle();
   CAF_CHECK(result->answered);
@@ -1377,18 +1419,19 @@ struct server_member_fixture : node_fixture {
   channel_actor scheduler;
   sent_list to_scheduler;
   std::uint32_t server_node = 0;
-  std::uint16_t bound_port = 0;  // of the socket bound before joining, if one was given
+  std::uint16_t bound_port = 0; // of the socket bound before joining, if one was given
 
-  explicit server_member_fixture(std::shared_ptr<listening_socket> listening = nullptr,
-                                 std::chrono::milliseconds scheduler_timeout = std::chrono::seconds(30)) {
+  explicit server_member_fixture(
+    std::shared_ptr<listening_socket> listening = nullptr,
+    std::chrono::milliseconds scheduler_timeout = std::chrono::seconds(30)) {
     options.scheduler_timeout = scheduler_timeout;
     if (listening)
       bound_port = listening->port();
     for (std::size_t n = 0; n < plan.nodes.size(); ++n)
       if (plan.nodes[n].kind == node_kind::server)
         server_node = static_cast<std::uint32_t>(n);
-    node = spawn_member_node(sys, options, shards,
-                             std::make_shared<traffic_registry>(), false, std::move(listening));
+    node = spawn_member_node(sys, options, shards, std::make_shared<traffic_registry>(), false,
+                             std::move(listening));
     spawned.push_back(caf::actor_cast<caf::actor>(node));
     spawned.push_back(sys.spawn(host<bool>, caf::actor_cast<caf::actor>(node), result));
     scheduler = link(to_scheduler);
@@ -1399,7 +1442,8 @@ struct server_member_fixture : node_fixture {
   }
   ~server_member_fixture() override {
     // A node that still runs ends as the scheduler ends a run: its part goes with it.
-    caf::anon_send(node, goodbye_atom::value, scheduler, shutdown_message{"the run finished", true, -1});
+    caf::anon_send(node, goodbye_atom::value, scheduler,
+                   shutdown_message{"the run finished", true, -1});
     caf::anon_send(node, link_lost_atom::value, scheduler, caf::error{});
     settle();
   }
@@ -1413,7 +1457,8 @@ struct server_member_fixture : node_fixture {
     return a;
   }
   void lost(const channel_actor& l, const std::string& why) {
-    caf::anon_send(node, link_lost_atom::value, l, why.empty() ? caf::error{} : make_error(errc::peer_down, why));
+    caf::anon_send(node, link_lost_atom::value, l,
+                   why.empty() ? caf::error{} : make_error(errc::peer_down, why));
     settle();
   }
   // The scheduler on `l` ends the run as finished: the node ends, and with it its part.
@@ -1476,12 +1521,13 @@ CAF_TEST(member_server_says_goodbye_to_linked_workers_when_the_run_finished) {
   auto worker = link(to_worker);
   caf::anon_send(node, link_up_atom::value, worker, std::string("worker_0"));
   settle();
-  caf::anon_send(node, goodbye_atom::value, scheduler, shutdown_message{"the run finished", true, -1});
+  caf::anon_send(node, goodbye_atom::value, scheduler,
+                 shutdown_message{"the run finished", true, -1});
   lost(scheduler, "");
   const auto* bye = last_of<shutdown_message>(to_worker);
   CAF_REQUIRE(bye != nullptr);
   CAF_CHECK(bye->finished);
-  CAF_CHECK(!result->answered);  // until the worker's link closed
+  CAF_CHECK(!result->answered); // until the worker's link closed
   lost(worker, "");
   CAF_CHECK(result->answered);
   CAF_CHECK(result->ok);
@@ -1503,12 +1549,11 @@ CAF_TEST(member_server_tells_linked_workers_why_the_run_failed) {
   CAF_REQUIRE(bye != nullptr);
   CAF_CHECK(!bye->finished);
   CAF_CHECK(contains(bye->reason, "lost worker 1 (pid 9 from 10.0.0.3)"));
-  CAF_CHECK(!result->answered);  // until the worker's link closed
+  CAF_CHECK(!result->answered); // until the worker's link closed
   lost(worker, "");
   CAF_CHECK(result->answered);
   CAF_CHECK(contains(result->error, "lost worker 1 (pid 9 from 10.0.0.3)"));
 }
-
 
 // The scheduler's link is lost in training: the server keeps its part (its shards still
 // serve) and, once a scheduler is reached again, rejoins it saying where it stands: its plan
@@ -1697,12 +1742,14 @@ namespace {
 
 // Pulls the weights through `target` (the session's handle on a shard: a relay with
 // replicas); records the answer.
-caf::behavior ask_pull(caf::event_based_actor* self, push_target_actor target, std::shared_ptr<phase_answer> out) {
+caf::behavior ask_pull(caf::event_based_actor* self, push_target_actor target,
+                       std::shared_ptr<phase_answer> out) {
   self->request(target, caf::infinite, pull_atom::value, deadline::after(std::chrono::hours(1)))
     .then([=](weight_set&) { out->answered = true; },
           [=](caf::error& err) {
             out->answered = true;
-            out->error = err.category() == error_category ? error_text(err) : std::string("caf error");
+            out->error =
+              err.category() == error_category ? error_text(err) : std::string("caf error");
           });
   return {[](const std::string&) {}};
 }
@@ -1717,7 +1764,8 @@ struct replicated : scheduler_fixture {
     for (int s = 0; s < 2; ++s) {
       servers.push_back(holding(ss[static_cast<std::size_t>(s)]));
       caf::anon_send(node, join_atom::value, servers.back(),
-                     join_message{node_kind::server, "10.0.0.1", static_cast<std::uint16_t>(4000 + s),
+                     join_message{node_kind::server, "10.0.0.1",
+                                  static_cast<std::uint16_t>(4000 + s),
                                   static_cast<std::uint32_t>(100 + s), s, 0});
       settle();
     }
@@ -1726,10 +1774,12 @@ struct replicated : scheduler_fixture {
       join(workers.back(), node_kind::worker, w, 200 + static_cast<std::uint32_t>(w));
     }
     for (int s = 0; s < 2; ++s)
-      ready(servers[static_cast<std::size_t>(s)], last_of<assignment_message>(ss[static_cast<std::size_t>(s)])->node,
+      ready(servers[static_cast<std::size_t>(s)],
+            last_of<assignment_message>(ss[static_cast<std::size_t>(s)])->node,
             static_cast<std::uint16_t>(4000 + s));
     for (int w = 0; w < 2; ++w)
-      ready(workers[static_cast<std::size_t>(w)], last_of<assignment_message>(ws[static_cast<std::size_t>(w)])->node);
+      ready(workers[static_cast<std::size_t>(w)],
+            last_of<assignment_message>(ws[static_cast<std::size_t>(w)])->node);
   }
 };
 
@@ -1762,15 +1812,15 @@ CAF_TEST(lost_server_is_promoted_on_the_next_and_workers_told_after) {
   CAF_REQUIRE_EQUAL(count_of<pull_message>(ss[0]), 1);
   killed(servers[0]);
   CAF_CHECK(!result->answered);
-  CAF_CHECK(!pulled->answered);  // held, not failed
+  CAF_CHECK(!pulled->answered); // held, not failed
   CAF_CHECK(logged("lost server 0 (pid 100"));
-  CAF_CHECK(logged("server 1 (pid 101 on 10.0.0.1) holds the backups of its shards (" + plan.actors[shard].name
-                   + "): promoting them (replicas = 2)"));
+  CAF_CHECK(logged("server 1 (pid 101 on 10.0.0.1) holds the backups of its shards ("
+                   + plan.actors[shard].name + "): promoting them (replicas = 2)"));
   CAF_REQUIRE_EQUAL(count_of<promote_message>(ss[1]), 1);
   CAF_CHECK_EQUAL(last_of<promote_message>(ss[1])->node, static_cast<std::uint32_t>(lost_node));
   CAF_CHECK_EQUAL(last_of<promote_message>(ss[1])->server, static_cast<std::uint32_t>(holder));
   for (auto& w : ws)
-    CAF_CHECK_EQUAL(count_of<promote_message>(w), 0);  // not before the holder serves them
+    CAF_CHECK_EQUAL(count_of<promote_message>(w), 0); // not before the holder serves them
   CAF_CHECK_EQUAL(count_of<pull_message>(ss[1]), 0);
   ready(servers[1], static_cast<std::uint32_t>(lost_node));
   for (auto& w : ws) {
@@ -1778,7 +1828,8 @@ CAF_TEST(lost_server_is_promoted_on_the_next_and_workers_told_after) {
     CAF_CHECK_EQUAL(last_of<promote_message>(w)->server, static_cast<std::uint32_t>(holder));
   }
   CAF_REQUIRE_EQUAL(count_of<pull_message>(ss[1]), 1);
-  CAF_CHECK_EQUAL(last_of<pull_message>(ss[1])->shard, static_cast<std::uint32_t>(plan.actors[shard].shard));
+  CAF_CHECK_EQUAL(last_of<pull_message>(ss[1])->shard,
+                  static_cast<std::uint32_t>(plan.actors[shard].shard));
   CAF_CHECK(pulled->answered);
   CAF_CHECK_EQUAL(pulled->error, "");
   CAF_CHECK(logged("server 1 (pid 101 on 10.0.0.1) serves the shards of server_0"));
@@ -1797,7 +1848,9 @@ CAF_TEST(losing_the_promoted_copy_stops_the_run) {
     lost(w, "");
   CAF_REQUIRE(result->answered);
   CAF_CHECK(contains(result->error, "lost server 1 (pid 101"));
-  CAF_CHECK(contains(result->error, "not promoted: it served the promoted backups of server_0, their only copy left"));
+  CAF_CHECK(
+    contains(result->error,
+             "not promoted: it served the promoted backups of server_0, their only copy left"));
 }
 
 // A second server lost while a promotion is under way stops the run naming both.
@@ -1821,10 +1874,12 @@ CAF_TEST(lost_server_without_replicas_stops) {
   std::vector<channel_actor> servers{link(s0), link(s1)};
   std::vector<channel_actor> workers{link(w0), link(w1)};
   for (int s = 0; s < 2; ++s)
-    join(servers[static_cast<std::size_t>(s)], node_kind::server, s, 100 + static_cast<std::uint32_t>(s));
+    join(servers[static_cast<std::size_t>(s)], node_kind::server, s,
+         100 + static_cast<std::uint32_t>(s));
   for (int w = 0; w < 2; ++w)
-    join(workers[static_cast<std::size_t>(w)], node_kind::worker, w, 200 + static_cast<std::uint32_t>(w));
-  CAF_CHECK(last_of<assignment_message>(s0)->servers.empty());  // servers learn of no other server
+    join(workers[static_cast<std::size_t>(w)], node_kind::worker, w,
+         200 + static_cast<std::uint32_t>(w));
+  CAF_CHECK(last_of<assignment_message>(s0)->servers.empty()); // servers learn of no other server
   ready(servers[0], last_of<assignment_message>(s0)->node, 4000);
   ready(servers[1], last_of<assignment_message>(s1)->node, 4001);
   ready(workers[0], last_of<assignment_message>(w0)->node);
@@ -1846,8 +1901,9 @@ CAF_TEST(replicas_need_each_servers_port_at_join) {
   start(2, 2, false, false, 2);
   sent_list s0, s1, w0, w1;
   auto a = link(s0), b = link(s1);
-  join(a, node_kind::server, 0, 100);  // port 0
-  caf::anon_send(node, join_atom::value, b, join_message{node_kind::server, "10.0.0.1", 4001, 101, 1, 0});
+  join(a, node_kind::server, 0, 100); // port 0
+  caf::anon_send(node, join_atom::value, b,
+                 join_message{node_kind::server, "10.0.0.1", 4001, 101, 1, 0});
   settle();
   join(link(w0), node_kind::worker, 0, 200);
   join(link(w1), node_kind::worker, 1, 201);
@@ -1876,12 +1932,14 @@ CAF_TEST(a_spare_takes_a_lost_workers_node) {
   as_spare.spare = true;
   caf::anon_send(node, join_atom::value, spare, as_spare);
   settle();
-  CAF_CHECK(logged("spare worker (pid 300 on 10.0.0.2) joined as a spare; it takes the place of the first worker lost"));
+  CAF_CHECK(logged("spare worker (pid 300 on 10.0.0.2) joined as a spare; it takes the place of "
+                   "the first worker lost"));
   to_training(server, server_sent, workers, ws);
   CAF_REQUIRE_EQUAL(session->runs, 1);
   CAF_CHECK_EQUAL(count_of<assignment_message>(spare_sent), 0);
   // A second spare joins during training (any worker joining then is one), and is lost idle.
-  caf::anon_send(node, join_atom::value, idle, join_message{node_kind::worker, "10.0.0.3", 0, 301, -1, 0});
+  caf::anon_send(node, join_atom::value, idle,
+                 join_message{node_kind::worker, "10.0.0.3", 0, 301, -1, 0});
   settle();
   CAF_CHECK(logged("spare worker (pid 301 on 10.0.0.3) joined as a spare"));
   lost(idle, "the connection closed");
@@ -1904,8 +1962,9 @@ CAF_TEST(a_spare_takes_a_lost_workers_node) {
   CAF_CHECK_EQUAL(a->node, static_cast<std::uint32_t>(lost_node));
   CAF_CHECK_EQUAL(a->rank, 1u);
   CAF_CHECK_EQUAL(a->servers.size(), 1u);
-  CAF_CHECK_EQUAL(count_of<adopt_message>(ws[0]), 0);  // not the surviving worker
-  CAF_CHECK(logged("spare worker 1 (pid 300 on 10.0.0.2) adopts compute_1 of worker_1 (a spare, idle until now"));
+  CAF_CHECK_EQUAL(count_of<adopt_message>(ws[0]), 0); // not the surviving worker
+  CAF_CHECK(logged(
+    "spare worker 1 (pid 300 on 10.0.0.2) adopts compute_1 of worker_1 (a spare, idle until now"));
   CAF_CHECK_EQUAL(count_of<control_message>(spare_sent), 0);
   ready(spare, static_cast<std::uint32_t>(lost_node));
   CAF_REQUIRE_EQUAL(count_of<control_message>(spare_sent), 1);
@@ -1921,8 +1980,9 @@ CAF_TEST_FIXTURE_SCOPE(resume_tests, scheduler_fixture)
 namespace {
 
 // A member's rejoin to a restarted scheduler (join_message::rejoin).
-join_message rejoin_of(node_kind role, std::uint32_t plan_node, std::uint32_t pid, std::uint64_t job_hash,
-                       std::int64_t epoch, std::int64_t applied_step, std::uint16_t port = 0) {
+join_message rejoin_of(node_kind role, std::uint32_t plan_node, std::uint32_t pid,
+                       std::uint64_t job_hash, std::int64_t epoch, std::int64_t applied_step,
+                       std::uint16_t port = 0) {
   join_message j{role, "10.0.0.1", port, pid, -1, job_hash};
   j.rejoin = rejoin_message{plan_node, 2, epoch, applied_step, {}, {}};
   return j;
@@ -1945,12 +2005,20 @@ CAF_TEST(resumed_scheduler_goes_on_once_every_plan_node_rejoined) {
     caf::anon_send(node, join_atom::value, l, std::move(j));
     settle();
   };
-  send(server, rejoin_of(node_kind::server, static_cast<std::uint32_t>(plan_node(node_kind::server, 0)), 100, hash, -1, 140, 4000));
-  send(workers[0], rejoin_of(node_kind::worker, static_cast<std::uint32_t>(plan_node(node_kind::worker, 0)), 200, hash, 1, -1));
+  send(server,
+       rejoin_of(node_kind::server, static_cast<std::uint32_t>(plan_node(node_kind::server, 0)),
+                 100, hash, -1, 140, 4000));
+  send(workers[0],
+       rejoin_of(node_kind::worker, static_cast<std::uint32_t>(plan_node(node_kind::worker, 0)),
+                 200, hash, 1, -1));
   CAF_CHECK_EQUAL(session->runs, 0);
-  CAF_CHECK(logged("rejoined as server_0; its shards applied step 140 last; 1 of 3 plan nodes back; waiting for worker_0"));
-  CAF_CHECK(logged("rejoined as worker_0; its computes were last asked to train epoch 1; 2 of 3 plan nodes back; waiting for worker_1"));
-  send(workers[1], rejoin_of(node_kind::worker, static_cast<std::uint32_t>(plan_node(node_kind::worker, 1)), 201, hash, 2, -1));
+  CAF_CHECK(logged("rejoined as server_0; its shards applied step 140 last; 1 of 3 plan nodes "
+                   "back; waiting for worker_0"));
+  CAF_CHECK(logged("rejoined as worker_0; its computes were last asked to train epoch 1; 2 of 3 "
+                   "plan nodes back; waiting for worker_1"));
+  send(workers[1],
+       rejoin_of(node_kind::worker, static_cast<std::uint32_t>(plan_node(node_kind::worker, 1)),
+                 201, hash, 2, -1));
   CAF_REQUIRE_EQUAL(session->runs, 1);
   CAF_CHECK_EQUAL(sinks.node.resume_at_epoch, 2);
   CAF_CHECK(logged("every plan node is back; the run goes on at epoch 2"));
@@ -1958,7 +2026,8 @@ CAF_TEST(resumed_scheduler_goes_on_once_every_plan_node_rejoined) {
   for (auto* sent : {&server_sent, &ws[0], &ws[1]})
     CAF_CHECK_EQUAL(count_of<assignment_message>(*sent), 0);
   // The session's stand-in for worker 1's compute asks over worker 1's link.
-  auto compute = sinks.node.remote.compute(first_actor(plan_role::compute, plan_node(node_kind::worker, 1)));
+  auto compute =
+    sinks.node.remote.compute(first_actor(plan_role::compute, plan_node(node_kind::worker, 1)));
   spawned.push_back(caf::actor_cast<caf::actor>(compute));
   auto phase = std::make_shared<phase_answer>();
   spawned.push_back(sys.spawn(ask_train, compute, 2, phase));
@@ -1978,12 +2047,14 @@ CAF_TEST(resumed_scheduler_counts_the_epochs_traffic_from_the_previous_epochs_en
   const auto hash = job_hash_without_counts(job);
   std::vector<sent_list> sent(3);
   std::vector<channel_actor> links{link(sent[0]), link(sent[1]), link(sent[2])};
-  const std::vector<std::uint32_t> nodes{static_cast<std::uint32_t>(plan_node(node_kind::server, 0)),
-                                         static_cast<std::uint32_t>(plan_node(node_kind::worker, 0)),
-                                         static_cast<std::uint32_t>(plan_node(node_kind::worker, 1))};
+  const std::vector<std::uint32_t> nodes{
+    static_cast<std::uint32_t>(plan_node(node_kind::server, 0)),
+    static_cast<std::uint32_t>(plan_node(node_kind::worker, 0)),
+    static_cast<std::uint32_t>(plan_node(node_kind::worker, 1))};
   for (std::size_t i = 0; i < links.size(); ++i) {
-    auto j = rejoin_of(i == 0 ? node_kind::server : node_kind::worker, nodes[i], 100 + static_cast<std::uint32_t>(i),
-                       hash, i == 0 ? -1 : 1, i == 0 ? 100 : -1, i == 0 ? 4000 : 0);
+    auto j = rejoin_of(i == 0 ? node_kind::server : node_kind::worker, nodes[i],
+                       100 + static_cast<std::uint32_t>(i), hash, i == 0 ? -1 : 1,
+                       i == 0 ? 100 : -1, i == 0 ? 4000 : 0);
     j.rejoin->counted = traffic_message{0, {peer_traffic{"peer", {0}, {1000}}}};
     caf::anon_send(node, join_atom::value, links[i], j);
   }
@@ -2008,14 +2079,19 @@ CAF_TEST(resumed_scheduler_reaches_an_adopted_node_through_its_adopter) {
   auto w0 = holding(w0_sent);
   const auto hash = job_hash_without_counts(job);
   caf::anon_send(node, join_atom::value, server,
-                 rejoin_of(node_kind::server, static_cast<std::uint32_t>(plan_node(node_kind::server, 0)), 100, hash, -1, 7, 4000));
-  auto adopter = rejoin_of(node_kind::worker, static_cast<std::uint32_t>(plan_node(node_kind::worker, 0)), 200, hash, 0, -1);
+                 rejoin_of(node_kind::server,
+                           static_cast<std::uint32_t>(plan_node(node_kind::server, 0)), 100, hash,
+                           -1, 7, 4000));
+  auto adopter =
+    rejoin_of(node_kind::worker, static_cast<std::uint32_t>(plan_node(node_kind::worker, 0)), 200,
+              hash, 0, -1);
   adopter.rejoin->adopted = {static_cast<std::uint32_t>(plan_node(node_kind::worker, 1))};
   caf::anon_send(node, join_atom::value, w0, adopter);
   settle();
   CAF_REQUIRE_EQUAL(session->runs, 1);
   CAF_CHECK(logged("holding worker_1 (adopted)"));
-  auto compute = sinks.node.remote.compute(first_actor(plan_role::compute, plan_node(node_kind::worker, 1)));
+  auto compute =
+    sinks.node.remote.compute(first_actor(plan_role::compute, plan_node(node_kind::worker, 1)));
   spawned.push_back(caf::actor_cast<caf::actor>(compute));
   auto phase = std::make_shared<phase_answer>();
   spawned.push_back(sys.spawn(ask_train, compute, 0, phase));
@@ -2042,12 +2118,15 @@ CAF_TEST(resumed_scheduler_refuses_what_cannot_rejoin) {
   };
   CAF_CHECK(contains(refusal(rejoin_of(node_kind::server, w0_node, 301, hash, -1, 3, 4000)),
                      "worker_0 is no server node of the plan"));
-  CAF_CHECK(contains(refusal(rejoin_of(node_kind::worker, w0_node, 302, hash + 1, 0, -1)), "it trains another job"));
+  CAF_CHECK(contains(refusal(rejoin_of(node_kind::worker, w0_node, 302, hash + 1, 0, -1)),
+                     "it trains another job"));
   CAF_CHECK_EQUAL(refusal(rejoin_of(node_kind::worker, w0_node, 303, hash, 0, -1)), "(no refusal)");
-  CAF_CHECK(contains(refusal(rejoin_of(node_kind::worker, w0_node, 304, hash, 0, -1)), "worker_0 is back already"));
+  CAF_CHECK(contains(refusal(rejoin_of(node_kind::worker, w0_node, 304, hash, 0, -1)),
+                     "worker_0 is back already"));
   // Once a member rejoined, the run is the one it kept training: a first join is refused.
-  CAF_CHECK(contains(refusal(join_message{node_kind::worker, "10.0.0.1", 0, 300, 1, hash}),
-                     "this scheduler was started with --resume and takes over the run its members kept training"));
+  CAF_CHECK(contains(
+    refusal(join_message{node_kind::worker, "10.0.0.1", 0, 300, 1, hash}),
+    "this scheduler was started with --resume and takes over the run its members kept training"));
   CAF_CHECK_EQUAL(session->runs, 0);
   CAF_CHECK(!result->answered);
 }
@@ -2063,7 +2142,8 @@ CAF_TEST(resumed_scheduler_starts_afresh_when_a_first_join_comes_first) {
   join(server, node_kind::server, 0, 100);
   CAF_CHECK(logged("the run starts afresh"));
   caf::anon_send(node, join_atom::value, link(late_sent),
-                 rejoin_of(node_kind::worker, static_cast<std::uint32_t>(plan_node(node_kind::worker, 0)), 300,
+                 rejoin_of(node_kind::worker,
+                           static_cast<std::uint32_t>(plan_node(node_kind::worker, 0)), 300,
                            job_hash_without_counts(job), 0, -1));
   settle();
   const auto* bye = last_of<shutdown_message>(late_sent);
@@ -2080,7 +2160,8 @@ CAF_TEST(scheduler_not_resumed_refuses_a_rejoin) {
   sent_list sent;
   auto l = link(sent);
   caf::anon_send(node, join_atom::value, l,
-                 rejoin_of(node_kind::worker, static_cast<std::uint32_t>(plan_node(node_kind::worker, 0)), 300,
+                 rejoin_of(node_kind::worker,
+                           static_cast<std::uint32_t>(plan_node(node_kind::worker, 0)), 300,
                            job_hash_without_counts(job), 0, -1));
   settle();
   const auto* bye = last_of<shutdown_message>(sent);
@@ -2096,9 +2177,13 @@ CAF_TEST(resumed_scheduler_gives_up_naming_the_node_that_did_not_rejoin) {
   const auto hash = job_hash_without_counts(job);
   sent_list s, w;
   caf::anon_send(node, join_atom::value, link(s),
-                 rejoin_of(node_kind::server, static_cast<std::uint32_t>(plan_node(node_kind::server, 0)), 100, hash, -1, 3, 4000));
+                 rejoin_of(node_kind::server,
+                           static_cast<std::uint32_t>(plan_node(node_kind::server, 0)), 100, hash,
+                           -1, 3, 4000));
   caf::anon_send(node, join_atom::value, link(w),
-                 rejoin_of(node_kind::worker, static_cast<std::uint32_t>(plan_node(node_kind::worker, 0)), 200, hash, 0, -1));
+                 rejoin_of(node_kind::worker,
+                           static_cast<std::uint32_t>(plan_node(node_kind::worker, 0)), 200, hash,
+                           0, -1));
   settle();
   advance_time(options.join_timeout);
   settle();

@@ -14,15 +14,15 @@ TEST_CASE("buffers are reused by size once their last handle is gone", "[cluster
   auto first = pool->acquire(4096);
   REQUIRE(first->size() == 4096);
   const char* storage = first->data();
-  auto view = first;  // a tensor view would hold it like this
+  auto view = first; // a tensor view would hold it like this
   first.reset();
-  CHECK(pool->idle_bytes() == 0);  // still held
+  CHECK(pool->idle_bytes() == 0); // still held
   view.reset();
   CHECK(pool->idle_bytes() == 4096);
   auto again = pool->acquire(4096);
   CHECK(again->data() == storage);
   CHECK(pool->idle_bytes() == 0);
-  auto other = pool->acquire(8192);  // another size: a new buffer
+  auto other = pool->acquire(8192); // another size: a new buffer
   CHECK(other->size() == 8192);
   CHECK(other->data() != storage);
 }
@@ -31,7 +31,7 @@ TEST_CASE("the pool keeps at most its cap of idle bytes", "[cluster][pool]") {
   auto pool = std::make_shared<receive_pool>(10000);
   auto a = pool->acquire(6000), b = pool->acquire(6000);
   a.reset();
-  b.reset();  // would make 12000: freed instead
+  b.reset(); // would make 12000: freed instead
   CHECK(pool->idle_bytes() == 6000);
 }
 
@@ -47,7 +47,8 @@ TEST_CASE("buffers do not keep their pool alive", "[cluster][pool]") {
   buffer.reset();
 }
 
-TEST_CASE("of several idle buffers of a size, the one given back last comes first", "[cluster][pool]") {
+TEST_CASE("of several idle buffers of a size, the one given back last comes first",
+          "[cluster][pool]") {
   auto pool = std::make_shared<receive_pool>(1 << 20);
   auto a = pool->acquire(1024);
   auto b = pool->acquire(1024);

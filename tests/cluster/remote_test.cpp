@@ -35,7 +35,9 @@ namespace {
 
 const cluster_secret test_secret(std::string(32, 's'));
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 std::string text_of(const caf::error& err) {
   return err.category() == error_category ? error_text(err) : std::string("caf error");
@@ -92,7 +94,8 @@ read_result read_frame(int fd, const wire_keys& keys) {
 received_payload payload_of(const wire_message& message) {
   std::vector<char> frame;
   append_frame(message, frame);
-  return received_payload{std::make_shared<std::vector<char>>(frame.begin() + frame_header_bytes, frame.end())};
+  return received_payload{
+    std::make_shared<std::vector<char>>(frame.begin() + frame_header_bytes, frame.end())};
 }
 
 // A shard's weights as four_shards() has them (one key of 2 values), after `updates` updates.
@@ -114,7 +117,8 @@ push_target_actor::behavior_type fake_shard(push_target_actor::pointer, std::int
 }
 
 // A compute: answers a phase with a report of its epoch; records ended epochs.
-compute_actor::behavior_type fake_compute(compute_actor::pointer, std::shared_ptr<std::vector<std::int64_t>> ended) {
+compute_actor::behavior_type fake_compute(compute_actor::pointer,
+                                          std::shared_ptr<std::vector<std::int64_t>> ended) {
   auto report = [](std::int64_t epoch, bool validation) {
     phase_report r;
     r.epoch = epoch;
@@ -129,7 +133,8 @@ compute_actor::behavior_type fake_compute(compute_actor::pointer, std::shared_pt
   };
 }
 
-metrics_sink_actor::behavior_type fake_sink(metrics_sink_actor::pointer, std::shared_ptr<std::vector<batch_report>> got) {
+metrics_sink_actor::behavior_type fake_sink(metrics_sink_actor::pointer,
+                                            std::shared_ptr<std::vector<batch_report>> got) {
   return {
     [=](batch_report& r) { got->push_back(r); },
     [=](phase_report&) {},
@@ -155,10 +160,11 @@ struct channel_fixture : test_coordinator_fixture<> {
     options.name = "worker 0";
     options.keys = keys;
     options.serving = serving;
-    options.heartbeat_interval = 1h;  // no heartbeat, no silence: ticks come from the tests
+    options.heartbeat_interval = 1h; // no heartbeat, no silence: ticks come from the tests
     options.connection_timeout = 1h;
     options.log = [lines = lines](const std::string& line) { lines->push_back(line); };
-    link = spawn_channel(sys, std::make_shared<frame_socket>(fds[0]), options, link_side::connecting);
+    link =
+      spawn_channel(sys, std::make_shared<frame_socket>(fds[0]), options, link_side::connecting);
     consume_messages();
     auto hello = read_frame(peer_fd, keys);
     CAF_REQUIRE(hello.ok && std::holds_alternative<hello_message>(hello.message));
@@ -166,7 +172,8 @@ struct channel_fixture : test_coordinator_fixture<> {
     arrive(peer_hello);
     auto proof = read_frame(peer_fd, keys);
     CAF_REQUIRE(proof.ok && std::holds_alternative<proof_message>(proof.message));
-    arrive(proof_message{membership_proof(test_secret, link_side::accepting, peer_hello, link_hello)});
+    arrive(
+      proof_message{membership_proof(test_secret, link_side::accepting, peer_hello, link_hello)});
   }
 
   ~channel_fixture() override {
@@ -215,7 +222,8 @@ struct fake_channel_probe {
   caf::error failure;
 };
 
-channel_actor::behavior_type fake_channel(channel_actor::pointer, std::shared_ptr<fake_channel_probe> probe) {
+channel_actor::behavior_type fake_channel(channel_actor::pointer,
+                                          std::shared_ptr<fake_channel_probe> probe) {
   return {
     [=](call_atom, wire_message& request, const deadline& due) -> caf::result<wire_message> {
       probe->calls.push_back(request);
@@ -300,13 +308,13 @@ CAF_TEST(metrics_sink_skeleton_hands_batch_reports_to_the_registered_sink) {
 }
 
 CAF_TEST(reply_after_its_deadline_is_dropped) {
-  auto asked = self->request(link, caf::infinite, call_atom::value, wire_message{pull_message{0, 2}},
-                             deadline::after(0ms));
+  auto asked = self->request(link, caf::infinite, call_atom::value,
+                             wire_message{pull_message{0, 2}}, deadline::after(0ms));
   consume_messages();
   auto request = written();
   CAF_REQUIRE(std::holds_alternative<pull_message>(request));
   const auto id = std::get<pull_message>(request).request;
-  self->send(link, tick_atom::value);  // the deadline has passed by now
+  self->send(link, tick_atom::value); // the deadline has passed by now
   consume_messages();
   bool failed = false;
   asked.receive([&](wire_message&) { CAF_FAIL("a request past its deadline was answered"); },
@@ -326,22 +334,26 @@ CAF_TEST(reply_after_its_deadline_is_dropped) {
 CAF_TEST(skips_of_the_fixed_push_order_are_logged_at_the_first_tenth_and_hundredth) {
   // What its socket's writer sends when the fixed push order stops waiting (frame_socket.hpp).
   const auto skips_logged = [&] {
-    return std::count_if(lines->begin(), lines->end(), [](auto& l) { return contains(l, "the fixed push order waited"); });
+    return std::count_if(lines->begin(), lines->end(),
+                         [](auto& l) { return contains(l, "the fixed push order waited"); });
   };
   for (std::uint64_t skips = 1; skips <= 100; ++skips)
     self->send(link, sequence_skip_atom::value, std::uint64_t{40 + skips}, skips);
   consume_messages();
   CAF_CHECK_EQUAL(skips_logged(), 3);
   CAF_CHECK(logged("for the push of rank 41 and went on without it (1 time on this link so far)"));
-  CAF_CHECK(logged("for the push of rank 50 and went on without it (10 times on this link so far)"));
-  CAF_CHECK(logged("for the push of rank 140 and went on without it (100 times on this link so far)"));
-  CAF_CHECK(!logged("refused"));  // a note, not a fault: the link stays up
+  CAF_CHECK(
+    logged("for the push of rank 50 and went on without it (10 times on this link so far)"));
+  CAF_CHECK(
+    logged("for the push of rank 140 and went on without it (100 times on this link so far)"));
+  CAF_CHECK(!logged("refused")); // a note, not a fault: the link stays up
   arrive(weights_message{7, 2, weights_after(1)});
   CAF_CHECK_EQUAL(frames_in(kind_of<weights_message>()), 1u);
 }
 
 CAF_TEST(a_kind_no_interface_takes_as_a_request_is_refused) {
-  auto asked = self->request(link, caf::infinite, call_atom::value, wire_message{join_message{}}, deadline::after(1min));
+  auto asked = self->request(link, caf::infinite, call_atom::value, wire_message{join_message{}},
+                             deadline::after(1min));
   consume_messages();
   bool refused = false;
   asked.receive([&](wire_message&) { CAF_FAIL("a join was taken as a request"); },
@@ -354,8 +366,8 @@ CAF_TEST(a_kind_no_interface_takes_as_a_request_is_refused) {
 }
 
 CAF_TEST(an_answer_of_another_interface_is_refused) {
-  auto asked = self->request(link, caf::infinite, call_atom::value, wire_message{pull_message{0, 2}},
-                             deadline::after(1min));
+  auto asked = self->request(link, caf::infinite, call_atom::value,
+                             wire_message{pull_message{0, 2}}, deadline::after(1min));
   consume_messages();
   auto request = written();
   CAF_REQUIRE(std::holds_alternative<pull_message>(request));
@@ -378,7 +390,8 @@ CAF_TEST(node_control_for_a_node_that_takes_none_is_refused) {
   arrive(join_message{});
   auto goodbye = written();
   CAF_REQUIRE(std::holds_alternative<shutdown_message>(goodbye));
-  CAF_CHECK(contains(std::get<shutdown_message>(goodbye).reason, "sent a join, which this node does not take"));
+  CAF_CHECK(contains(std::get<shutdown_message>(goodbye).reason,
+                     "sent a join, which this node does not take"));
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()
@@ -402,7 +415,7 @@ CAF_TEST(push_target_proxy_forwards_push_and_pull_and_delivers_the_answer) {
   CAF_REQUIRE(std::holds_alternative<push_message>(probe->calls[0]));
   CAF_CHECK_EQUAL(std::get<push_message>(probe->calls[0]).shard, 2u);
   CAF_CHECK_EQUAL(std::get<push_message>(probe->calls[0]).push.step, 3);
-  CAF_CHECK(probe->deadlines[0].at == push.due.at);  // the originator's deadline, no new clock
+  CAF_CHECK(probe->deadlines[0].at == push.due.at); // the originator's deadline, no new clock
   pushed.receive([&](weight_set& got) { CAF_CHECK_EQUAL(got.updates, 9); },
                  [&](caf::error& err) { CAF_FAIL("push failed: " << text_of(err)); });
   const auto due = deadline::after(2min);
@@ -508,7 +521,6 @@ CAF_TEST(metrics_sink_proxy_sends_batch_reports_and_answers_flush) {
   caf::anon_send_exit(proxy, caf::exit_reason::kill);
 }
 
-
 CAF_TEST(node_control_proxies_write_what_they_are_told_in_order_and_end_with_their_channel) {
   // The member's side: join, ready, the traffic answer and its goodbye, in the order said.
   auto to_scheduler = spawn_scheduler_control_proxy(sys, channel);
@@ -526,7 +538,7 @@ CAF_TEST(node_control_proxies_write_what_they_are_told_in_order_and_end_with_the
   self->send(to_member, goodbye_atom::value, shutdown_message{"the run finished", true});
   consume_messages();
   CAF_REQUIRE_EQUAL(probe->sent.size(), 7u);
-  CAF_CHECK(probe->calls.empty());  // node control is one-way
+  CAF_CHECK(probe->calls.empty()); // node control is one-way
   CAF_REQUIRE(std::holds_alternative<join_message>(probe->sent[0]));
   CAF_CHECK_EQUAL(std::get<join_message>(probe->sent[0]).pid, 42u);
   CAF_CHECK(std::holds_alternative<ready_message>(probe->sent[1]));

@@ -20,7 +20,8 @@ TEST_CASE("system leaves every link at the host's default", "[cluster][congestio
   CHECK(choice.note.empty());
 }
 
-TEST_CASE("auto is cubic where it may be set, else the host's default with the reason", "[cluster][congestion]") {
+TEST_CASE("auto is cubic where it may be set, else the host's default with the reason",
+          "[cluster][congestion]") {
   const auto choice = choose_tcp_congestion("auto");
   if (choice.algorithm.empty()) {
     CHECK(choice.note.find("cubic cannot be set here") != std::string::npos);
@@ -46,12 +47,15 @@ TEST_CASE("a named algorithm is taken when the kernel takes it", "[cluster][cong
   ::close(fd);
 }
 
-TEST_CASE("an algorithm the kernel refuses, or a malformed name, is refused naming it", "[cluster][congestion]") {
+TEST_CASE("an algorithm the kernel refuses, or a malformed name, is refused naming it",
+          "[cluster][congestion]") {
   CHECK_THROWS_WITH(choose_tcp_congestion("nosuch"),
                     Catch::Contains("tcp_congestion 'nosuch' cannot be set here")
                       && Catch::Contains("this host offers") && Catch::Contains("may set"));
-  CHECK_THROWS_WITH(choose_tcp_congestion("Cubic"), Catch::Contains("give auto, system or an algorithm's name"));
-  CHECK_THROWS_WITH(choose_tcp_congestion(""), Catch::Contains("give auto, system or an algorithm's name"));
+  CHECK_THROWS_WITH(choose_tcp_congestion("Cubic"),
+                    Catch::Contains("give auto, system or an algorithm's name"));
+  CHECK_THROWS_WITH(choose_tcp_congestion(""),
+                    Catch::Contains("give auto, system or an algorithm's name"));
   CHECK_THROWS_WITH(choose_tcp_congestion("a-name-far-too-long-for-the-kernel"),
                     Catch::Contains("give auto, system or an algorithm's name"));
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);

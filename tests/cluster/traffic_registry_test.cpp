@@ -10,7 +10,8 @@
 
 using namespace troupe;
 
-TEST_CASE("a link's entry is named by its address, then by the name its hello gave", "[cluster][traffic]") {
+TEST_CASE("a link's entry is named by its address, then by the name its hello gave",
+          "[cluster][traffic]") {
   local_node_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor first{sys}, second{sys};
@@ -20,8 +21,8 @@ TEST_CASE("a link's entry is named by its address, then by the name its hello ga
   CHECK(registry.peer_of(first->address()) == "127.0.0.1:4000");
   registry.rename(first->address(), "worker_1");
   CHECK(registry.peer_of(first->address()) == "worker_1");
-  CHECK(registry.peer_of(second->address()) == "127.0.0.1:4001");  // the other keeps its own
-  CHECK(registry.peer_of(caf::actor_addr{}).empty());              // not registered here
+  CHECK(registry.peer_of(second->address()) == "127.0.0.1:4001"); // the other keeps its own
+  CHECK(registry.peer_of(caf::actor_addr{}).empty());             // not registered here
   counters->count_in(0, 100);
   const auto entries = registry.snapshot();
   REQUIRE(entries.size() == 2);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <random>
 
+#include "tests/graph/graph_test_util.hpp"
 #include <troupe/graph/layers/batch_norm_layer.hpp>
 #include <troupe/graph/layers/conv2d_layer.hpp>
 #include <troupe/graph/layers/dropout_layer.hpp>
@@ -14,7 +15,6 @@
 #include <troupe/graph/layers/fully_connected_layer.hpp>
 #include <troupe/graph/layers/pool_layer.hpp>
 #include <troupe/graph/model.hpp>
-#include "tests/graph/graph_test_util.hpp"
 
 using namespace troupe;
 
@@ -131,9 +131,8 @@ TEST_CASE("model to_device is a no-op to the CPU; a GPU needs a finalized model 
   CHECK(m.device() == compute_device{});
   CHECK(m.parameters()[0]->value.shares_storage_with(before));
 #ifndef TROUPE_HAVE_CUDA
-  CHECK_THROWS_WITH(m.to_device(gpu0),
-                    Catch::Contains("'net'") && Catch::Contains("gpu:0")
-                      && Catch::Contains("built without CUDA"));
+  CHECK_THROWS_WITH(m.to_device(gpu0), Catch::Contains("'net'") && Catch::Contains("gpu:0")
+                                         && Catch::Contains("built without CUDA"));
   CHECK(m.device() == compute_device{});
   CHECK(m.parameters()[0]->value.shares_storage_with(before));
 #endif
@@ -263,15 +262,15 @@ TEST_CASE("model handles a change of batch size", "[graph][model]") {
 }
 
 TEST_CASE("model counts top-k beside accuracy once asked", "[graph][model]") {
-  auto m = tiny_dag(8);  // 3 classes
+  auto m = tiny_dag(8); // 3 classes
   const std::int64_t n = 24;
   const tensor x = test::random_tensor({n, 2, 5, 5}, 9);
   const auto labels = labels_for(n, 3);
-  CHECK(m->evaluate(x, labels).top_k_correct == 0);  // off by default
+  CHECK(m->evaluate(x, labels).top_k_correct == 0); // off by default
   m->set_top_k(2);
   CHECK(m->top_k() == 2);
   const loss_result e = m->evaluate(x, labels);
-  CHECK(e.top_k_correct == count_top_k(m->forward(x, false), labels, 2));  // on these logits
+  CHECK(e.top_k_correct == count_top_k(m->forward(x, false), labels, 2)); // on these logits
   CHECK(e.top_k_correct >= e.correct);
   CHECK(e.top_k_correct > 0);
   const loss_result t = m->train_step(x, labels);
@@ -397,20 +396,20 @@ TEST_CASE("model stream positions record dropout's draws and seeking replays the
   CHECK(uninterrupted->stream_positions().empty());
   uninterrupted->train_step(x, labels);
   uninterrupted->train_step(x, labels);
-  uninterrupted->evaluate(x, labels);  // inference draws no mask
+  uninterrupted->evaluate(x, labels); // inference draws no mask
   const auto positions = uninterrupted->stream_positions();
   CHECK(positions == std::vector<std::pair<std::string, std::uint64_t>>{{"drop1", 2}});
   uninterrupted->train_step(x, labels);
   const tensor expected = uninterrupted->parameters()[0]->grad.clone();
 
-  auto resumed = build();  // a fresh replica moved to where the first one stood
+  auto resumed = build(); // a fresh replica moved to where the first one stood
   resumed->seek_streams(positions);
   resumed->train_step(x, labels);
   const tensor& got = resumed->parameters()[0]->grad;
   for (std::int64_t i = 0; i < got.numel(); ++i)
     REQUIRE(got.data()[i] == expected.data()[i]);
 
-  auto unseeked = build();  // without the seek it draws call 0's mask: another gradient
+  auto unseeked = build(); // without the seek it draws call 0's mask: another gradient
   unseeked->train_step(x, labels);
   bool differs = false;
   for (std::int64_t i = 0; i < got.numel(); ++i)
@@ -425,9 +424,10 @@ TEST_CASE("model stream positions record dropout's draws and seeking replays the
 
 // Each layer is priced at the larger of 2 flops per multiply-add and 64 per element it reads or
 // writes (16 flops per byte), and charged to the last slot with parameters before it.
-TEST_CASE("forward_work_by_slot prices layers by arithmetic or traffic, charged to their slots", "[graph][model]") {
+TEST_CASE("forward_work_by_slot prices layers by arithmetic or traffic, charged to their slots",
+          "[graph][model]") {
   model m("work", {3, 8, 8}, 10);
-  auto id = m.add("relu0", std::make_unique<relu_layer>(), {model::input});  // before any slot
+  auto id = m.add("relu0", std::make_unique<relu_layer>(), {model::input}); // before any slot
   conv2d_layer_options o;
   o.out_channels = 64;
   o.kernel = 5;
@@ -440,13 +440,13 @@ TEST_CASE("forward_work_by_slot prices layers by arithmetic or traffic, charged 
   m.finalize(1);
   const auto work = m.forward_work_by_slot();
   REQUIRE(work.size() == m.parameters().size());
-  REQUIRE(work.size() == 4);  // conv1.weight, conv1.bias, fc.weight, fc.bias
-  const double relu0 = 64.0 * (192 + 192);             // traffic: 3x8x8 in and out
-  const double conv1 = 2.0 * (64 * 3 * 5 * 5) * 64;    // arithmetic: weight x 8x8 positions
-  CHECK(conv1 > 64.0 * (192 + 4096));                  // (more than its traffic)
+  REQUIRE(work.size() == 4);                        // conv1.weight, conv1.bias, fc.weight, fc.bias
+  const double relu0 = 64.0 * (192 + 192);          // traffic: 3x8x8 in and out
+  const double conv1 = 2.0 * (64 * 3 * 5 * 5) * 64; // arithmetic: weight x 8x8 positions
+  CHECK(conv1 > 64.0 * (192 + 4096));               // (more than its traffic)
   const double relu1 = 64.0 * (4096 + 4096);
   const double flatten = 64.0 * (4096 + 4096);
-  const double fc = 64.0 * (4096 + 10);                // traffic: more than 2 x 40960 x 1
+  const double fc = 64.0 * (4096 + 10); // traffic: more than 2 x 40960 x 1
   CHECK(fc > 2.0 * 40960);
   CHECK(work[0] == Approx(relu0 + conv1 + relu1 + flatten));
   CHECK(work[1] == 0.0);

@@ -42,9 +42,13 @@ data_facts mnist_facts(std::int64_t train = 60000, std::int64_t validation = 100
   return {{1, 28, 28}, 10, train, validation};
 }
 
-std::size_t count(const placement_plan& p, plan_role role) { return p.actors_of(role).size(); }
+std::size_t count(const placement_plan& p, plan_role role) {
+  return p.actors_of(role).size();
+}
 
-job_config parse(const std::string& text) { return parse_job_config("t.troupe", text); }
+job_config parse(const std::string& text) {
+  return parse_job_config("t.troupe", text);
+}
 
 placement_plan plan_of(const std::string& text) {
   auto c = parse(text);
@@ -75,10 +79,11 @@ void check_sources(const placement_plan& p) {
       CHECK(sources[i] == static_cast<int>(i));
     if (actor.role == plan_role::aggregator || actor.role == plan_role::machine_aggregator)
       CHECK(static_cast<int>(sources.size()) == actor.sources);
-    else  // a shard: its aggregator alone, one source per machine, or one per worker (async)
-      CHECK(sources.size() == (!p.actors_of(plan_role::aggregator).empty()           ? 1u
-                               : !p.actors_of(plan_role::machine_aggregator).empty() ? std::size_t(p.machines)
-                                                                                      : std::size_t(p.workers)));
+    else // a shard: its aggregator alone, one source per machine, or one per worker (async)
+      CHECK(sources.size()
+            == (!p.actors_of(plan_role::aggregator).empty()           ? 1u
+                : !p.actors_of(plan_role::machine_aggregator).empty() ? std::size_t(p.machines)
+                                                                      : std::size_t(p.workers)));
   }
 }
 
@@ -120,14 +125,14 @@ void check_spawn_order(const placement_plan& p) {
   for (const auto& r : p.routes) {
     INFO(p.actors[r.from].name << " -> " << p.actors[r.to].name);
     switch (r.carries) {
-      case route_carries::batches:
-      case route_carries::validation_batches:
-        CHECK(r.from < r.to);  // the compute asks its loaders
-        break;
-      case route_carries::weights:
-        break;
-      default:
-        CHECK(r.to < r.from);  // the sender holds its target
+    case route_carries::batches:
+    case route_carries::validation_batches:
+      CHECK(r.from < r.to); // the compute asks its loaders
+      break;
+    case route_carries::weights:
+      break;
+    default:
+      CHECK(r.to < r.from); // the sender holds its target
     }
   }
 }
@@ -146,8 +151,8 @@ TEST_CASE("every topology spawns its roles and wires every compute to every shar
   for (const auto& s : shapes) {
     INFO(to_string(s.mode) << " workers " << s.workers << " shards " << s.shards << " machines "
                            << s.machines);
-    auto p = plan_placement(mlp_job(s.mode, s.workers, s.shards, s.machines, s.backups),
-                            mnist_facts());
+    auto p =
+      plan_placement(mlp_job(s.mode, s.workers, s.shards, s.machines, s.backups), mnist_facts());
     const auto w = static_cast<std::size_t>(s.workers), k = static_cast<std::size_t>(s.shards);
     const bool hierarchical = s.mode == topology_kind::hierarchical;
     CHECK(count(p, plan_role::loader) == w);
@@ -156,8 +161,10 @@ TEST_CASE("every topology spawns its roles and wires every compute to every shar
     CHECK(count(p, plan_role::coordinator) == 1);
     CHECK(count(p, plan_role::metrics) == 1);
     CHECK(count(p, plan_role::shard) == k);
-    const bool one_source = !hierarchical && s.workers == 1;  // nothing to sum
-    CHECK(count(p, plan_role::aggregator) == (s.mode != topology_kind::async && s.mode != topology_kind::ssp && !one_source ? k : 0));
+    const bool one_source = !hierarchical && s.workers == 1; // nothing to sum
+    CHECK(
+      count(p, plan_role::aggregator)
+      == (s.mode != topology_kind::async && s.mode != topology_kind::ssp && !one_source ? k : 0));
     CHECK(count(p, plan_role::machine_aggregator)
           == (hierarchical ? k * static_cast<std::size_t>(s.machines) : 0));
     for (auto a : p.actors_of(plan_role::shard)) {
@@ -193,8 +200,8 @@ TEST_CASE("machine m aggregates workers m*W/M up to (m+1)*W/M, as the wiring spl
       CHECK(target.role == plan_role::machine_aggregator);
       CHECK(target.machine == machine_of[std::size_t(w)]);
       CHECK(target.shard == k);
-      CHECK(target.name == "machine_aggregator_" + std::to_string(target.machine) + "_"
-                             + std::to_string(k));
+      CHECK(target.name
+            == "machine_aggregator_" + std::to_string(target.machine) + "_" + std::to_string(k));
       CHECK(r.source == source_of[std::size_t(w)]);
     }
   }
@@ -234,7 +241,9 @@ TEST_CASE("a synchronous job of one worker pushes straight to its shards: no sum
   }
   // Two workers, or one worker under a machine level, still sum.
   CHECK(plan_placement(mlp_job(topology_kind::bsp, 2, 2), mnist_facts())
-          .actors_of(plan_role::aggregator).size() == 2);
+          .actors_of(plan_role::aggregator)
+          .size()
+        == 2);
   auto machine = plan_placement(mlp_job(topology_kind::hierarchical, 1, 1, 1), mnist_facts());
   CHECK(machine.actors_of(plan_role::aggregator).size() == 1);
   CHECK(machine.actors_of(plan_role::machine_aggregator).size() == 1);
@@ -297,8 +306,8 @@ TEST_CASE("expected data facts are what opening the datasets finds") {
   job.train_data.synthetic_size = job.validation_data.synthetic_size = 600;
   job.validation_data.which = split::test;
   synthetic_options options{{3, 8, 8}, 4, 600, 0};
-  const auto opened = data_facts_of(*make_synthetic(options, split::train),
-                                    *make_synthetic(options, split::test));
+  const auto opened =
+    data_facts_of(*make_synthetic(options, split::train), *make_synthetic(options, split::test));
   const auto expected = expected_data_facts(job);
   CHECK(expected.sample_shape == opened.sample_shape);
   CHECK(expected.classes == opened.classes);
@@ -337,7 +346,7 @@ TEST_CASE("the model is built for the data's shape, a network that cannot take i
   job.model.network = "resnet";
   auto p = plan_placement(job, {{3, 32, 32}, 10, 50000, 10000});
   CHECK(p.parameters.front().shape == shape_t{16, 3, 3, 3});
-  CHECK(p.parameter_count == 269722);  // ResNet-20, as zoo/resnet_test.cpp pins it
+  CHECK(p.parameter_count == 269722); // ResNet-20, as zoo/resnet_test.cpp pins it
   job.model.network = "vgg";
   try {
     plan_placement(job, mnist_facts());
@@ -362,7 +371,7 @@ TEST_CASE("the plan names its keys and parameters as the shards and the model do
   CHECK(p.parameters[0].name == "fc1.weight");
   CHECK(p.parameters[0].shape == shape_t{128, 784});
   CHECK(p.parameters[0].weight_decay);
-  CHECK_FALSE(p.parameters[1].weight_decay);  // fc1.bias
+  CHECK_FALSE(p.parameters[1].weight_decay); // fc1.bias
   CHECK(p.key_table.size() == 12);
   std::int64_t elements = 0;
   for (std::size_t i = 0; i < p.key_table.size(); ++i) {
@@ -374,9 +383,9 @@ TEST_CASE("the plan names its keys and parameters as the shards and the model do
     elements += key.slice.length;
   }
   CHECK(elements == p.parameter_count);
-  CHECK(std::count_if(p.key_table.begin(), p.key_table.end(), [](const planned_key& k) {
-          return k.name == "fc1.weight[0:14336]";
-        }) == 1);
+  CHECK(std::count_if(p.key_table.begin(), p.key_table.end(),
+                      [](const planned_key& k) { return k.name == "fc1.weight[0:14336]"; })
+        == 1);
 }
 
 TEST_CASE("the hash is equal for equal jobs and differs when the plan does") {
@@ -398,7 +407,8 @@ TEST_CASE("the hash is equal for equal jobs and differs when the plan does") {
   hashes.insert(changed([](training_job& j) { j.topology.keys.group_bytes = 0; }));
   hashes.insert(changed([](training_job& j) { use_preset(j.topology, topology_kind::async); }));
   hashes.insert(changed([](training_job& j) { use_preset(j.topology, topology_kind::ssp); }));
-  hashes.insert(changed([](training_job& j) { use_preset(j.topology, topology_kind::hierarchical, 2); }));
+  hashes.insert(
+    changed([](training_job& j) { use_preset(j.topology, topology_kind::hierarchical, 2); }));
   hashes.insert(changed([](training_job& j) { use_preset(j.topology, topology_kind::backup, 1); }));
   hashes.insert(changed([](training_job& j) { j.train_batches.batch_size = 64; }));
   CHECK(hashes.size() == 10);
@@ -493,14 +503,13 @@ TEST_CASE("check prints the hash, steps, slices, pushes per worker and keys per 
         != std::string::npos);
 }
 
-
 // CIFAR VGG-16: its 512-channel 3x3 convolutions (4.5 and 9 MiB) exceed the default 4 MiB slices.
 TEST_CASE("vgg's big convolutions are sliced and spread evenly over the shards") {
   const std::string model = "data train = cifar10(\"/x\")\nmodel vgg\n";
   auto by_default = plan_of("cluster { shards = 4 }\n" + model);
-  CHECK(by_default.steps_per_epoch == 391);  // 50000 at batch 128
+  CHECK(by_default.steps_per_epoch == 391); // 50000 at batch 128
   CHECK_FALSE(by_default.sliced.empty());
-  for (const auto& s : by_default.sliced)  // 256->512 (4.5 MiB): 2 slices; 512->512: 3
+  for (const auto& s : by_default.sliced) // 256->512 (4.5 MiB): 2 slices; 512->512: 3
     CHECK(s.slices == (s.bytes + 4194303) / 4194304);
   auto fine = plan_of("cluster { shards = 4  slice_bytes = 1048576 }\n" + model);
   CHECK(fine.keys_per_step > by_default.keys_per_step);
@@ -574,7 +583,7 @@ TEST_CASE("a cluster plan puts each actor on its process") {
     CHECK(node_of(plan_role::compute, w) == 3 + w / 2);
     CHECK(node_of(plan_role::loader, w) == 3 + w / 2);
   }
-  CHECK(node_of(plan_role::machine_aggregator, 0 * 2 + 1) == 3);  // machine 0, shard 1
+  CHECK(node_of(plan_role::machine_aggregator, 0 * 2 + 1) == 3); // machine 0, shard 1
   CHECK(node_of(plan_role::machine_aggregator, 1 * 2 + 0) == 4);
   // Each worker process validates its own part, and the parts cover the validation set.
   REQUIRE(count(p, plan_role::validation_loader) == 2);
@@ -583,7 +592,7 @@ TEST_CASE("a cluster plan puts each actor on its process") {
   std::int64_t validation_batches = 0;
   for (auto v : p.actors_of(plan_role::validation_loader))
     validation_batches += p.actors[v].batches;
-  CHECK(validation_batches == 20);  // 2 x 5000 examples in batches of 500
+  CHECK(validation_batches == 20); // 2 x 5000 examples in batches of 500
   for (int w = 0; w < 4; ++w) {
     for (auto r : p.routes_to(p.actor(plan_role::compute, w)))
       if (p.routes[r].carries == route_carries::validation_batches)
@@ -598,16 +607,19 @@ TEST_CASE("a cluster plan puts each actor on its process") {
 TEST_CASE("a cluster that does not divide the job is refused, naming both numbers") {
   auto uneven_workers = mlp_job(topology_kind::bsp, 4, 2);
   uneven_workers.nodes = {1, 3};
-  CHECK_THROWS_WITH(plan_placement(uneven_workers, mnist_facts()),
-                    Catch::Contains("4 workers (compute actors) do not divide evenly over 3 worker processes"));
+  CHECK_THROWS_WITH(
+    plan_placement(uneven_workers, mnist_facts()),
+    Catch::Contains("4 workers (compute actors) do not divide evenly over 3 worker processes"));
   auto uneven_shards = mlp_job(topology_kind::bsp, 2, 3);
   uneven_shards.nodes = {2, 1};
-  CHECK_THROWS_WITH(plan_placement(uneven_shards, mnist_facts()),
-                    Catch::Contains("3 parameter shards do not divide evenly over 2 server processes"));
+  CHECK_THROWS_WITH(
+    plan_placement(uneven_shards, mnist_facts()),
+    Catch::Contains("3 parameter shards do not divide evenly over 2 server processes"));
   auto machines = mlp_job(topology_kind::hierarchical, 4, 1, 2);
   machines.nodes = {1, 4};
-  CHECK_THROWS_WITH(plan_placement(machines, mnist_facts()),
-                    Catch::Contains("aggregate(machine) groups 2 machines and the cluster has 4 worker processes"));
+  CHECK_THROWS_WITH(
+    plan_placement(machines, mnist_facts()),
+    Catch::Contains("aggregate(machine) groups 2 machines and the cluster has 4 worker processes"));
   auto half = mlp_job(topology_kind::bsp, 2, 1);
   half.nodes = {1, 0};
   CHECK_THROWS_WITH(plan_placement(half, mnist_facts()),
@@ -639,21 +651,21 @@ TEST_CASE("fashion_local_sync compiles to machine aggregators answered by the sh
     auto p = plan_of_example("fashion_local_sync.troupe", nodes);
     INFO("worker processes " << nodes.workers);
     CHECK(p.topology == "local_sync");
-    REQUIRE(p.actors_of(plan_role::machine_aggregator).size() == 2);  // 2 machines x 1 shard
-    CHECK(p.actors_of(plan_role::aggregator).empty());                // no global barrier
+    REQUIRE(p.actors_of(plan_role::machine_aggregator).size() == 2); // 2 machines x 1 shard
+    CHECK(p.actors_of(plan_role::aggregator).empty());               // no global barrier
     for (auto a : p.actors_of(plan_role::machine_aggregator)) {
       const auto& agg = p.actors[a];
       CHECK(agg.sources == 2);
       CHECK(agg.need == 2);
       const auto& down = p.push_route(a, agg.shard);
-      CHECK(p.actors[down.to].role == plan_role::shard);  // the machine pushes straight to it
+      CHECK(p.actors[down.to].role == plan_role::shard); // the machine pushes straight to it
       CHECK(down.source == agg.machine);
       CHECK(down.carries == route_carries::summed_gradients);
       if (!nodes.single_process())
         CHECK(p.nodes[static_cast<std::size_t>(agg.node)].kind == node_kind::worker);
     }
     for (auto s : p.actors_of(plan_role::shard)) {
-      CHECK(p.actors[s].workers == 2);  // its sources are the two machines
+      CHECK(p.actors[s].workers == 2); // its sources are the two machines
       CHECK(p.actors[s].staleness == -1);
     }
     for (int w = 0; w < 4; ++w) {
@@ -662,7 +674,7 @@ TEST_CASE("fashion_local_sync compiles to machine aggregators answered by the sh
       CHECK(p.actors[r.to].machine == w / 2);
       CHECK(r.source == w % 2);
     }
-    CHECK(p.synchronous());  // the computes of a machine step together
+    CHECK(p.synchronous()); // the computes of a machine step together
     CHECK(p.actors[p.actor(plan_role::coordinator, 0)].finish_after == 0);
   }
 }
@@ -695,19 +707,22 @@ TEST_CASE("fashion_hierarchical_backup needs 2 of 3 per machine and ends epochs 
   CHECK(canonical_text(p).find("finish_after 2 finish_machines 2") != std::string::npos);
 }
 
-TEST_CASE("a preset and the same routes written under another name plan the same actors and routes") {
-  auto preset = parse_job_config("a.troupe", "cluster { workers = 4 }\ntopology hierarchical(machines = 2)");
-  auto written = parse_job_config("b.troupe", "cluster { workers = 4 }\ntopology mine(machines = 2) {\n"
-                                  " loader -> compute\n compute -> aggregate(machine) -> aggregate(all) -> shard\n"
-                                  " shard -> compute(all)\n}");
+TEST_CASE(
+  "a preset and the same routes written under another name plan the same actors and routes") {
+  auto preset =
+    parse_job_config("a.troupe", "cluster { workers = 4 }\ntopology hierarchical(machines = 2)");
+  auto written = parse_job_config(
+    "b.troupe", "cluster { workers = 4 }\ntopology mine(machines = 2) {\n"
+                " loader -> compute\n compute -> aggregate(machine) -> aggregate(all) -> shard\n"
+                " shard -> compute(all)\n}");
   auto a = plan_placement(test::job_of(preset), mnist_facts());
   auto b = plan_placement(test::job_of(written), mnist_facts());
   auto body = [](const placement_plan& p) {
     auto text = canonical_text(p);
-    return text.substr(text.find('\n', text.find("topology ")));  // all but the name's line
+    return text.substr(text.find('\n', text.find("topology "))); // all but the name's line
   };
   CHECK(body(a) == body(b));
-  CHECK(a.hash != b.hash);  // the name is part of the plan's text
+  CHECK(a.hash != b.hash); // the name is part of the plan's text
 }
 
 } // namespace
@@ -719,13 +734,14 @@ namespace {
 TEST_CASE("the presets plan what they planned before routes were compiled") {
   // Plan hashes printed by `troupe check` at 0f462c1, when the plan was derived from the
   // preset's kind; the presets now expand to routes and must plan the same actors and routes.
-  const std::string head = "cluster   { servers = 1  workers = 4  shards = 2 }\n"
-                           "data      train = synthetic(shape = [1, 28, 28], classes = 10, examples = 6000)\n"
-                           "model     mlp\noptimizer sgd(lr = 0.05, momentum = 0.9)\n"
-                           "train     { epochs = 2  threads = 2 }\ntopology  ";
+  const std::string head =
+    "cluster   { servers = 1  workers = 4  shards = 2 }\n"
+    "data      train = synthetic(shape = [1, 28, 28], classes = 10, examples = 6000)\n"
+    "model     mlp\noptimizer sgd(lr = 0.05, momentum = 0.9)\n"
+    "train     { epochs = 2  threads = 2 }\ntopology  ";
   const std::vector<std::pair<std::string, std::uint64_t>> pinned{
-    {"bsp", 0xc05116edfc7c5b76ULL},          {"hierarchical", 0xa362ecf96caeeb43ULL},
-    {"backup(1)", 0xcfd979cd2d7c342aULL},    {"async", 0x005376f84e08efabULL},
+    {"bsp", 0xc05116edfc7c5b76ULL},       {"hierarchical", 0xa362ecf96caeeb43ULL},
+    {"backup(1)", 0xcfd979cd2d7c342aULL}, {"async", 0x005376f84e08efabULL},
     {"ssp(2)", 0xe6ed186a63c26457ULL},
   };
   for (const auto& [topology, hash] : pinned) {

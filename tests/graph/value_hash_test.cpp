@@ -32,14 +32,13 @@ TEST_CASE("value_hash encodes scalars, strings and vectors as documented") {
   CHECK(value_hash(std::int32_t{-2}) == fnv1a({0xfe, 0xff, 0xff, 0xff}));
   CHECK(value_hash(std::uint16_t{0x1234}) == fnv1a({0x34, 0x12}));
   CHECK(value_hash(std::int64_t{1}) == fnv1a({1, 0, 0, 0, 0, 0, 0, 0}));
-  CHECK(value_hash(1.0f) == fnv1a({0x00, 0x00, 0x80, 0x3f}));  // 0x3f800000
-  CHECK(value_hash(-2.0) == fnv1a({0, 0, 0, 0, 0, 0, 0x00, 0xc0}));  // 0xc000000000000000
+  CHECK(value_hash(1.0f) == fnv1a({0x00, 0x00, 0x80, 0x3f}));       // 0x3f800000
+  CHECK(value_hash(-2.0) == fnv1a({0, 0, 0, 0, 0, 0, 0x00, 0xc0})); // 0xc000000000000000
   CHECK(value_hash(0.0f) != value_hash(-0.0f));
   // Enums go through their underlying type.
   CHECK(value_hash(topology_kind::ssp) == value_hash(static_cast<int>(topology_kind::ssp)));
   CHECK(value_hash(std::string("ab")) == fnv1a({2, 0, 0, 0, 0, 0, 0, 0, 'a', 'b'}));
-  CHECK(value_hash(std::vector<std::int32_t>{7})
-        == fnv1a({1, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0}));
+  CHECK(value_hash(std::vector<std::int32_t>{7}) == fnv1a({1, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0}));
   // A struct is its fields in declaration order, with nothing between them.
   CHECK(value_hash(sgd_options{1.0f, 0.0f, true})
         == fnv1a({0x00, 0x00, 0x80, 0x3f, 0, 0, 0, 0, 1}));
@@ -74,7 +73,8 @@ TEST_CASE("job_hash of the default training_job is pinned") {
   // (on_worker_loss = adopt, issue 19) added one byte after continue_on_worker_loss; then
   // cluster_nodes::replicas (issue 19) four bytes, 01 00 00 00, after it; then
   // topology_options::priority (issue 20, item 5) one byte, 01, after overlap; and
-  // topology_options::compression (issue 20, item 4), an empty list after topology.keys: its length.)
+  // topology_options::compression (issue 20, item 4), an empty list after topology.keys: its
+  // length.)
   CHECK(job_hash(training_job{}) == 0xa72ea1e6ff5d0ceeULL);
 }
 
@@ -97,17 +97,18 @@ std::vector<std::pair<std::string, std::function<void(training_job&)>>> single_f
   std::vector<std::pair<std::string, std::function<void(job&)>>> changes{
     {"model.network", [](job& j) { j.model.network = "lenet"; }},
     {"model.num_layers", [](job& j) { j.model.num_layers = 20; }},
-    {"model.sample_shape", [](job& j) { j.model.sample_shape = {3, 32, 32}; }},
+    {"model.sample_shape",
+     [](job& j) {
+       j.model.sample_shape = {3, 32, 32};
+     }},
     {"model.classes", [](job& j) { j.model.classes = 100; }},
     {"model.seed", [](job& j) { j.model.seed = 1; }},
     {"optimizer.sgd.momentum", [](job& j) { j.optimizer.sgd.momentum = 0.8f; }},
     {"optimizer.sgd.weight_decay", [](job& j) { j.optimizer.sgd.weight_decay = 1e-4f; }},
     {"optimizer.sgd.nesterov", [](job& j) { j.optimizer.sgd.nesterov = true; }},
-    {"optimizer.schedule.policy",
-     [](job& j) { j.optimizer.schedule.policy = lr_policy::cosine; }},
+    {"optimizer.schedule.policy", [](job& j) { j.optimizer.schedule.policy = lr_policy::cosine; }},
     {"optimizer.schedule.base_lr", [](job& j) { j.optimizer.schedule.base_lr = 0.05f; }},
-    {"optimizer.schedule.step_epochs",
-     [](job& j) { j.optimizer.schedule.step_epochs = {5}; }},
+    {"optimizer.schedule.step_epochs", [](job& j) { j.optimizer.schedule.step_epochs = {5}; }},
     {"optimizer.schedule.factor", [](job& j) { j.optimizer.schedule.factor = 0.5f; }},
     {"optimizer.schedule.total_epochs", [](job& j) { j.optimizer.schedule.total_epochs = 90; }},
     {"optimizer.schedule.final_lr", [](job& j) { j.optimizer.schedule.final_lr = 1e-3f; }},
@@ -124,7 +125,8 @@ std::vector<std::pair<std::string, std::function<void(training_job&)>>> single_f
     {"topology.machines", [](job& j) { j.topology.machines = 2; }},
     {"topology.levels", [](job& j) { j.topology.levels.clear(); }},
     {"topology.levels.need", [](job& j) { j.topology.levels[0].need = 1; }},
-    {"topology.levels.scope", [](job& j) { j.topology.levels[0].scope = aggregation_scope::machine; }},
+    {"topology.levels.scope",
+     [](job& j) { j.topology.levels[0].scope = aggregation_scope::machine; }},
     {"topology.staleness", [](job& j) { j.topology.staleness = 1; }},
     {"topology.deterministic", [](job& j) { j.topology.deterministic = false; }},
     {"topology.overlap", [](job& j) { j.topology.overlap = false; }},
@@ -141,8 +143,8 @@ std::vector<std::pair<std::string, std::function<void(training_job&)>>> single_f
   // The two data sets and the two batch sources have the same fields each.
   for (auto [prefix, data] : {std::pair{"train_data", &job::train_data},
                               std::pair{"validation_data", &job::validation_data}}) {
-    auto add = [&, prefix = std::string(prefix), data = data](
-                 const char* field, std::function<void(dataset_options&)> change) {
+    auto add = [&, prefix = std::string(prefix),
+                data = data](const char* field, std::function<void(dataset_options&)> change) {
       changes.emplace_back(prefix + "." + field, [data, change](job& j) { change(j.*data); });
     };
     add("name", [](dataset_options& d) { d.name = "mnist"; });
@@ -161,8 +163,7 @@ std::vector<std::pair<std::string, std::function<void(training_job&)>>> single_f
                                  std::pair{"validation_batches", &job::validation_batches}}) {
     auto add = [&, prefix = std::string(prefix), batches = batches](
                  const char* field, std::function<void(batch_source_options&)> change) {
-      changes.emplace_back(prefix + "." + field,
-                           [batches, change](job& j) { change(j.*batches); });
+      changes.emplace_back(prefix + "." + field, [batches, change](job& j) { change(j.*batches); });
     };
     add("batch_size", [](batch_source_options& b) { b.batch_size = 64; });
     add("shuffle", [](batch_source_options& b) { b.shuffle = false; });
@@ -174,7 +175,8 @@ std::vector<std::pair<std::string, std::function<void(training_job&)>>> single_f
     add("augment.stdev", [](batch_source_options& b) { b.augment.stdev = {0.25f}; });
     add("augment.pad_crop", [](batch_source_options& b) { b.augment.pad_crop = 4; });
     add("augment.mirror", [](batch_source_options& b) { b.augment.mirror = true; });
-    add("augment.random_resized_crop", [](batch_source_options& b) { b.augment.random_resized_crop = true; });
+    add("augment.random_resized_crop",
+        [](batch_source_options& b) { b.augment.random_resized_crop = true; });
     add("augment.crop_scale_min", [](batch_source_options& b) { b.augment.crop_scale_min = 0.1; });
     add("augment.crop_scale_max", [](batch_source_options& b) { b.augment.crop_scale_max = 0.9; });
     add("augment.crop_ratio_min", [](batch_source_options& b) { b.augment.crop_ratio_min = 0.5; });
@@ -196,7 +198,7 @@ TEST_CASE("changing any single field of a training_job changes job_hash") {
     const auto hash = job_hash(changed);
     INFO(field);
     CHECK(hash != base);
-    CHECK(seen.insert(hash).second);  // and no two changes give the same hash
+    CHECK(seen.insert(hash).second); // and no two changes give the same hash
     CHECK(job_hash(changed) == hash);
   }
 }

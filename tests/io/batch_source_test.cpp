@@ -51,9 +51,9 @@ std::vector<std::int64_t> epoch_ids(const batch_source& source, std::int64_t epo
 }
 
 bool same_batch(const batch& a, const batch& b) {
-  return a.labels == b.labels && a.images.shape() == b.images.shape() &&
-         a.epoch == b.epoch && a.index == b.index &&
-         std::memcmp(a.images.data(), b.images.data(), a.images.bytes()) == 0;
+  return a.labels == b.labels && a.images.shape() == b.images.shape() && a.epoch == b.epoch
+         && a.index == b.index
+         && std::memcmp(a.images.data(), b.images.data(), a.images.bytes()) == 0;
 }
 
 batch_source_options options_with_batch(std::int64_t batch_size) {
@@ -200,9 +200,8 @@ TEST_CASE("the last short batch is kept unless drop_last", "[io][batch_source]")
 TEST_CASE("normalization computes (pixel / 255 - mean) / stdev exactly", "[io][batch_source]") {
   // Two channels of 1 x 2 covering low, middle and high bytes.
   const std::vector<std::uint8_t> pixels{0, 255, 128, 7};
-  const auto data =
-      std::make_shared<const dataset>("two channels", shape_t{2, 1, 2}, 2, pixels,
-                                      std::vector<std::int32_t>{1});
+  const auto data = std::make_shared<const dataset>("two channels", shape_t{2, 1, 2}, 2, pixels,
+                                                    std::vector<std::int32_t>{1});
   batch_source_options options = options_with_batch(1);
   const float plain_values[] = {0.0f, 1.0f, 128.0f / 255.0f, 7.0f / 255.0f};
   const auto plain = batch_source(data, options).make(0, 0);
@@ -214,8 +213,8 @@ TEST_CASE("normalization computes (pixel / 255 - mean) / stdev exactly", "[io][b
   const auto normalized = batch_source(data, options).make(0, 0);
   for (int i = 0; i < 4; ++i) {
     const std::size_t c = std::size_t(i / 2);
-    const float expected = (float(pixels[std::size_t(i)]) / 255.0f - options.augment.mean[c]) /
-                           options.augment.stdev[c];
+    const float expected =
+      (float(pixels[std::size_t(i)]) / 255.0f - options.augment.mean[c]) / options.augment.stdev[c];
     CHECK(normalized.images.data()[i] == expected);
   }
   CHECK(normalized.images.data()[0] == -0.5f);
@@ -229,8 +228,8 @@ TEST_CASE("crop and mirror move whole pixels and pad with black", "[io][batch_so
     pixels[std::size_t(i)] = std::uint8_t(i + 1);
     pixels[std::size_t(12 + i)] = std::uint8_t(i + 101);
   }
-  const auto data = std::make_shared<const dataset>(
-      "tiny", shape_t{2, 3, 4}, 1, pixels, std::vector<std::int32_t>(1, 0));
+  const auto data = std::make_shared<const dataset>("tiny", shape_t{2, 3, 4}, 1, pixels,
+                                                    std::vector<std::int32_t>(1, 0));
 
   // Every legal outcome, built directly: zero-pad by 1 to 5 x 6, take a 3 x 4 window at
   // (dy, dx) in [0, 2]^2, then optionally reverse each row.
@@ -268,7 +267,7 @@ TEST_CASE("crop and mirror move whole pixels and pad with black", "[io][batch_so
     REQUIRE(outcomes.count(image) == 1);
     seen.insert(image);
   }
-  CHECK(seen.size() == 18);  // every offset and both flips occur
+  CHECK(seen.size() == 18); // every offset and both flips occur
 
   options.augment = {};
   const auto untouched = batch_source(data, options).make(7, 0);
@@ -278,8 +277,7 @@ TEST_CASE("crop and mirror move whole pixels and pad with black", "[io][batch_so
 
 TEST_CASE("crop padding is black before normalization", "[io][batch_source]") {
   const auto data = std::make_shared<const dataset>(
-      "white", shape_t{1, 2, 2}, 1, std::vector<std::uint8_t>(4, 255),
-      std::vector<std::int32_t>{0});
+    "white", shape_t{1, 2, 2}, 1, std::vector<std::uint8_t>(4, 255), std::vector<std::int32_t>{0});
   batch_source_options options = options_with_batch(1);
   options.augment = {{0.5f}, {0.25f}, 5, false};
   const batch_source source(data, options);

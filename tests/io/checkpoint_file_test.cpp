@@ -17,7 +17,9 @@ using Catch::Contains;
 
 namespace {
 
-training_checkpoint sample() { return test::sample_checkpoint(); }
+training_checkpoint sample() {
+  return test::sample_checkpoint();
+}
 
 bool same_bits(const tensor& a, const tensor& b) {
   return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;

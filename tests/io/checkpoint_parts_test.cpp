@@ -23,12 +23,14 @@ using Catch::Contains;
 
 namespace {
 
-training_checkpoint sample() { return test::sample_checkpoint(3); }
+training_checkpoint sample() {
+  return test::sample_checkpoint(3);
+}
 
 using test::split_key;
 // fc.weight cut in two slices over both shards, fc.bias whole on shard 0.
 const std::vector<std::vector<split_key>> sliced = {{{0, 0, 3, false}, {1, 0, 2, true}},
-                                                     {{0, 3, 1, false}}};
+                                                    {{0, 3, 1, false}}};
 
 bool same_bits(const tensor& a, const tensor& b) {
   return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
@@ -141,9 +143,9 @@ TEST_CASE("a missing, truncated or corrupted part is refused naming it", "[io][c
   }
   SECTION("truncated") {
     test::write_file(part, test::bytes(good.begin(), good.end() - 100));
-    CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3),
-                      Contains(part + ": has " + std::to_string(good.size() - 100)
-                               + " bytes where the manifest"));
+    CHECK_THROWS_WITH(
+      read_any_checkpoint(prefix, 3),
+      Contains(part + ": has " + std::to_string(good.size() - 100) + " bytes where the manifest"));
   }
   SECTION("a flipped byte anywhere") {
     for (std::size_t at = 0; at < good.size(); at += 13) {
@@ -179,7 +181,8 @@ TEST_CASE("a manifest whose record differs from its part is refused naming the p
     records[2].checksum = "sha256:" + std::string(64, 'a');
     write_checkpoint_manifest(prefix, header, records);
     CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3),
-                      Contains(part + ": checksum") && Contains("differs from the manifest's sha256:aaaa"));
+                      Contains(part + ": checksum")
+                        && Contains("differs from the manifest's sha256:aaaa"));
   }
   SECTION("another size") {
     records[2].bytes += 8;
@@ -195,7 +198,8 @@ TEST_CASE("a manifest whose record differs from its part is refused naming the p
                       Contains(part + ": is a part of epoch 2") && Contains("epoch 3"));
   }
   SECTION("a manifest renamed to another epoch") {
-    std::filesystem::rename(checkpoint_manifest_path(prefix, 3), checkpoint_manifest_path(prefix, 5));
+    std::filesystem::rename(checkpoint_manifest_path(prefix, 3),
+                            checkpoint_manifest_path(prefix, 5));
     CHECK_THROWS_WITH(read_any_checkpoint(prefix, 5),
                       Contains(checkpoint_manifest_path(prefix, 5)) && Contains("not 5"));
   }
@@ -205,23 +209,29 @@ TEST_CASE("keys that overlap or leave elements uncovered are refused", "[io][che
   test::temp_dir dir;
   const auto prefix = dir.file("m");
   SECTION("overlap") {
-    test::write_split(prefix, sample(), {{{0, 0, 3, false}, {1, 0, 2, true}}, {{0, 2, 2, false}}}, 2, 2);
-    CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3),
-                      Contains(checkpoint_part_path(prefix, 3, "server_1") + ": key 0@2 (fc.weight) overlaps")
-                      && Contains("server_0"));
+    test::write_split(prefix, sample(), {{{0, 0, 3, false}, {1, 0, 2, true}}, {{0, 2, 2, false}}},
+                      2, 2);
+    CHECK_THROWS_WITH(
+      read_any_checkpoint(prefix, 3),
+      Contains(checkpoint_part_path(prefix, 3, "server_1") + ": key 0@2 (fc.weight) overlaps")
+        && Contains("server_0"));
   }
   SECTION("the same key twice") {
-    test::write_split(prefix, sample(), {{{0, 0, 4, true}, {1, 0, 2, true}}, {{1, 0, 2, true}}}, 2, 2);
+    test::write_split(prefix, sample(), {{{0, 0, 4, true}, {1, 0, 2, true}}, {{1, 0, 2, true}}}, 2,
+                      2);
     CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3), Contains("key 1@0 (fc.bias) overlaps"));
   }
   SECTION("a gap") {
-    test::write_split(prefix, sample(), {{{0, 0, 2, false}, {1, 0, 2, true}}, {{0, 3, 1, false}}}, 2, 2);
+    test::write_split(prefix, sample(), {{{0, 0, 2, false}, {1, 0, 2, true}}, {{0, 3, 1, false}}},
+                      2, 2);
     CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3),
-                      Contains(checkpoint_manifest_path(prefix, 3) + ": elements [2, 3) of fc.weight are in no part"));
+                      Contains(checkpoint_manifest_path(prefix, 3)
+                               + ": elements [2, 3) of fc.weight are in no part"));
   }
   SECTION("a parameter no key covers") {
     test::write_split(prefix, sample(), {{{0, 0, 3, false}}, {{0, 3, 1, false}}}, 2, 2);
-    CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3), Contains("elements [0, 2) of fc.bias are in no part"));
+    CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3),
+                      Contains("elements [0, 2) of fc.bias are in no part"));
   }
 }
 
@@ -250,7 +260,8 @@ TEST_CASE("a key outside its parameter, or of an odd shape, is refused naming it
     records.push_back(write_checkpoint_part(checkpoint_part_path(prefix, 3, node), 3, part));
   write_checkpoint_manifest(prefix, test::header_of(c, 2), records);
   CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3),
-                    Contains(checkpoint_part_path(prefix, 3, "server_1") + ": key ") && Contains(fault));
+                    Contains(checkpoint_part_path(prefix, 3, "server_1") + ": key ")
+                      && Contains(fault));
 }
 
 TEST_CASE("a worker or shard missing or given twice is refused", "[io][checkpoint]") {
@@ -260,24 +271,27 @@ TEST_CASE("a worker or shard missing or given twice is refused", "[io][checkpoin
   auto parts = test::split_checkpoint(c, sliced, 2, 2);
   std::vector<part_record> records;
   auto write = [&](std::size_t i, const std::string& node) {
-    records.push_back(write_checkpoint_part(checkpoint_part_path(prefix, 3, node), 3, parts[i].second));
+    records.push_back(
+      write_checkpoint_part(checkpoint_part_path(prefix, 3, node), 3, parts[i].second));
   };
   const auto header = test::header_of(c, 2);
   SECTION("a worker twice") {
     write(0, "server_0"), write(1, "server_1"), write(2, "worker_0"), write(2, "worker_0b");
     write_checkpoint_manifest(prefix, header, records);
-    CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3),
-                      Contains(checkpoint_part_path(prefix, 3, "worker_0b") + ": holds worker 0, which")
-                      && Contains("worker_0.safetensors holds too"));
+    CHECK_THROWS_WITH(
+      read_any_checkpoint(prefix, 3),
+      Contains(checkpoint_part_path(prefix, 3, "worker_0b") + ": holds worker 0, which")
+        && Contains("worker_0.safetensors holds too"));
   }
   SECTION("a worker missing") {
     write(0, "server_0"), write(1, "server_1"), write(2, "worker_0");
     write_checkpoint_manifest(prefix, header, records);
-    CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3),
-                      Contains(checkpoint_manifest_path(prefix, 3) + ": no part holds worker 1 of 2"));
+    CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3), Contains(checkpoint_manifest_path(prefix, 3)
+                                                               + ": no part holds worker 1 of 2"));
   }
   SECTION("a shard twice") {
-    write(0, "server_0"), write(0, "server_0b"), write(1, "server_1"), write(2, "worker_0"), write(3, "worker_1");
+    write(0, "server_0"), write(0, "server_0b"), write(1, "server_1"), write(2, "worker_0"),
+      write(3, "worker_1");
     write_checkpoint_manifest(prefix, header, records);
     CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3), Contains("holds shard 0, which"));
   }
@@ -311,15 +325,18 @@ TEST_CASE("a malformed manifest or one of another version is refused naming it",
   };
   SECTION("not JSON") {
     write_text(manifest, good.substr(0, good.size() / 2));
-    CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3), Contains(manifest + ": not a valid manifest (malformed JSON at byte"));
+    CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3),
+                      Contains(manifest + ": not a valid manifest (malformed JSON at byte"));
   }
   SECTION("another version") {
     replaced("\"version\": 1", "\"version\": 2");
-    CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3), Contains(manifest + ": the manifest has format version 2"));
+    CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3),
+                      Contains(manifest + ": the manifest has format version 2"));
   }
   SECTION("a duplicate key") {
     replaced("\"epoch\": 3,", "\"epoch\": 3, \"epoch\": 3,");
-    CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3), Contains(manifest) && Contains("duplicate key"));
+    CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3),
+                      Contains(manifest) && Contains("duplicate key"));
   }
   SECTION("an unknown member") {
     replaced("\"epoch\": 3,", "\"epoch\": 3, \"epochs\": 3,");
@@ -335,7 +352,8 @@ TEST_CASE("a malformed manifest or one of another version is refused naming it",
   }
   SECTION("no manifest of a one-process file") {
     write_text(manifest, "{}");
-    CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3), Contains(manifest + ": the manifest lacks \"format\""));
+    CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3),
+                      Contains(manifest + ": the manifest lacks \"format\""));
   }
 }
 
@@ -343,7 +361,8 @@ TEST_CASE("a part read alone: another format version, or not a part, is refused"
           "[io][checkpoint]") {
   test::temp_dir dir;
   safetensors_content newer;
-  newer.metadata = {{"troupe.kind", "part"}, {"troupe.format", "2"},
+  newer.metadata = {{"troupe.kind", "part"},
+                    {"troupe.format", "2"},
                     {checkpoint_crc_key, checkpoint_crc_placeholder}};
   CHECK_THROWS_WITH(decode_checkpoint_part("p", encode_checksummed("p", newer)),
                     Contains("p: part format 2 is not one this Troupe reads (1)"));
@@ -411,9 +430,10 @@ TEST_CASE("resumed_counters: by index, or equal counters across another shard co
   auto c = sample();
   CHECK(resumed_counters(c, 0, 2, "f").updates == 34);
   CHECK(resumed_counters(c, 1, 2, "f").updates == 0);
-  CHECK_THROWS_WITH(resumed_counters(c, 0, 3, "f"),
-                    Contains("f: was written by a run of 2 shard(s) and its shards' counters differ "
-                             "(async/ssp): resume with 2 shards"));
+  CHECK_THROWS_WITH(
+    resumed_counters(c, 0, 3, "f"),
+    Contains("f: was written by a run of 2 shard(s) and its shards' counters differ "
+             "(async/ssp): resume with 2 shards"));
   c.shards[1] = c.shards[0];
   for (std::size_t shards : {1, 3}) {
     for (std::size_t i = 0; i < shards; ++i) {

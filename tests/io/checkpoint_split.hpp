@@ -40,9 +40,10 @@ split_checkpoint(const training_checkpoint& c, const std::vector<std::vector<spl
     for (const auto& k : shards[s]) {
       const auto& weights = c.parameters.at(k.slot).value;
       const auto& momentum = c.momentum.at(k.slot);
-      shard.keys.push_back({k.slot, k.offset,
-                            k.whole ? weights.clone() : weights.flat_slice(k.offset, k.length).clone(),
-                            k.whole ? momentum.clone() : momentum.flat_slice(k.offset, k.length).clone()});
+      shard.keys.push_back(
+        {k.slot, k.offset,
+         k.whole ? weights.clone() : weights.flat_slice(k.offset, k.length).clone(),
+         k.whole ? momentum.clone() : momentum.flat_slice(k.offset, k.length).clone()});
     }
     out[s % servers].second.shards.push_back(std::move(shard));
   }
@@ -75,7 +76,8 @@ inline std::vector<part_record> write_split(const std::string& prefix, const tra
   std::vector<part_record> records;
   for (const auto& [node, part] : split_checkpoint(c, shards, servers, worker_nodes))
     if (!part.shards.empty() || !part.replicas.empty())
-      records.push_back(write_checkpoint_part(checkpoint_part_path(prefix, c.epoch, node), c.epoch, part));
+      records.push_back(
+        write_checkpoint_part(checkpoint_part_path(prefix, c.epoch, node), c.epoch, part));
   write_checkpoint_manifest(prefix, header_of(c, shards.size()), records);
   return records;
 }

@@ -23,8 +23,7 @@ void write_batch(const std::string& path, const test::bytes& labels, std::uint32
   test::write_file(path, content);
 }
 
-void check_record(const dataset& data, std::int64_t index, std::uint8_t label,
-                  std::uint32_t seed) {
+void check_record(const dataset& data, std::int64_t index, std::uint8_t label, std::uint32_t seed) {
   const auto record = test::cifar_record(label, seed);
   CHECK(data.label(index) == label);
   // Record bytes 1..3072 are the R, G, B planes, which is exactly the CHW sample layout.
@@ -86,13 +85,12 @@ TEST_CASE("load_cifar10_dir names the missing batch files", "[io][cifar10]") {
   test::temp_dir dir;
   REQUIRE_THROWS_AS(load_cifar10_dir(dir.path(), split::test), io_error);
   REQUIRE_THROWS_WITH(load_cifar10_dir(dir.path(), split::test),
-                      Contains(dir.file("test_batch.bin")) &&
-                          Contains("cifar-10-batches-bin"));
+                      Contains(dir.file("test_batch.bin")) && Contains("cifar-10-batches-bin"));
   write_train_batches(dir.path());
   std::filesystem::remove(dir.file("data_batch_4.bin"));
   REQUIRE_THROWS_WITH(load_cifar10_dir(dir.path(), split::train),
-                      Contains("files not found: " + dir.file("data_batch_4.bin") + " (") &&
-                          !Contains("data_batch_3"));
+                      Contains("files not found: " + dir.file("data_batch_4.bin") + " (")
+                        && !Contains("data_batch_3"));
 }
 
 TEST_CASE("load_cifar10_files names a missing file", "[io][cifar10]") {
@@ -108,8 +106,8 @@ TEST_CASE("load_cifar10_files rejects a size that is not whole records", "[io][c
   content.insert(content.end(), second.begin(), second.begin() + 100);
   test::write_file(dir.file("cut.bin"), content);
   REQUIRE_THROWS_WITH(load_cifar10_files({dir.file("cut.bin")}, "x"),
-                      dir.file("cut.bin") +
-                          ": size 3173 bytes is not a multiple of the 3073-byte CIFAR-10 record "
+                      dir.file("cut.bin")
+                        + ": size 3173 bytes is not a multiple of the 3073-byte CIFAR-10 record "
                           "(1 records and 100 bytes over)");
   test::write_file(dir.file("empty.bin"), {});
   REQUIRE_THROWS_WITH(load_cifar10_files({dir.file("empty.bin")}, "x"),

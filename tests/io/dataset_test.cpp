@@ -44,8 +44,8 @@ TEST_CASE("dataset rejects a bad sample shape or class count", "[io][dataset]") 
 }
 
 TEST_CASE("dataset_names lists every name open_dataset accepts", "[io][dataset]") {
-  CHECK(dataset_names() ==
-        std::vector<std::string>{"fashion-mnist", "mnist", "cifar10", "synthetic", "recordio"});
+  CHECK(dataset_names()
+        == std::vector<std::string>{"fashion-mnist", "mnist", "cifar10", "synthetic", "recordio"});
 }
 
 TEST_CASE("open_dataset rejects an unknown name and lists the valid ones", "[io][dataset]") {
@@ -53,8 +53,8 @@ TEST_CASE("open_dataset rejects an unknown name and lists the valid ones", "[io]
   options.name = "imagenet";
   REQUIRE_THROWS_AS(open_dataset(options), std::invalid_argument);
   REQUIRE_THROWS_WITH(open_dataset(options),
-                      Contains("'imagenet'") &&
-                          Contains("fashion-mnist, mnist, cifar10, synthetic"));
+                      Contains("'imagenet'")
+                        && Contains("fashion-mnist, mnist, cifar10, synthetic"));
 }
 
 TEST_CASE("open_dataset reads mnist and fashion-mnist directories", "[io][dataset]") {

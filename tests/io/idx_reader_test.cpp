@@ -43,8 +43,8 @@ TEST_CASE("load_idx reads plain idx files exactly", "[io][idx]") {
   check_pattern(*data, 4, 5, 6);
   CHECK(data->classes() == 10);
   CHECK(data->description() == "plain");
-  CHECK(std::array<int, 4>{data->label(0), data->label(1), data->label(2), data->label(3)} ==
-        std::array<int, 4>{3, 0, 9, 5});
+  CHECK(std::array<int, 4>{data->label(0), data->label(1), data->label(2), data->label(3)}
+        == std::array<int, 4>{3, 0, 9, 5});
 }
 
 TEST_CASE("load_idx reads gzip idx files exactly", "[io][idx]") {
@@ -121,8 +121,9 @@ TEST_CASE("load_idx rejects truncated image and label data", "[io][idx]") {
   // Extents whose product would overflow 64 bits are caught, not wrapped around.
   test::write_file(images, test::idx_bytes({0xffffffffu, 0xffffffffu, 0xffffffffu}, {1, 2}));
   REQUIRE_THROWS_WITH(load_idx(images, labels, 10, "x"),
-                      images + ": truncated: extents call for more than 2^48 bytes of image "
-                               "data, got 2");
+                      images
+                        + ": truncated: extents call for more than 2^48 bytes of image "
+                          "data, got 2");
 }
 
 TEST_CASE("load_idx rejects a truncated gzip file", "[io][idx]") {
@@ -151,9 +152,9 @@ TEST_CASE("load_idx rejects trailing garbage", "[io][idx]") {
 TEST_CASE("load_idx rejects image and label counts that differ", "[io][idx]") {
   test::temp_dir dir;
   const auto [images, labels] = write_pair(dir, {1, 2, 3});
-  REQUIRE_THROWS_WITH(load_idx(images, labels, 10, "x"),
-                      "image/label count mismatch: " + images + " holds 4 images, " + labels +
-                          " holds 3 labels");
+  REQUIRE_THROWS_WITH(load_idx(images, labels, 10, "x"), "image/label count mismatch: " + images
+                                                           + " holds 4 images, " + labels
+                                                           + " holds 3 labels");
 }
 
 TEST_CASE("load_idx rejects a label out of range", "[io][idx]") {
@@ -170,7 +171,7 @@ TEST_CASE("load_idx rejects a corrupt gzip stream", "[io][idx]") {
   const auto [images, labels] = write_pair(dir);
   test::write_gzip_file(labels + ".gz", test::idx_bytes({4}, {3, 0, 9, 5}));
   auto packed = test::read_whole_file(labels + ".gz");
-  packed[12] ^= 0xff;  // inside the deflate data, just after the 10-byte gzip header
+  packed[12] ^= 0xff; // inside the deflate data, just after the 10-byte gzip header
   packed[13] ^= 0xff;
   test::write_file(labels + ".gz", packed);
   REQUIRE_THROWS_WITH(load_idx(images, labels + ".gz", 10, "x"),
@@ -197,8 +198,8 @@ TEST_CASE("load_mnist_dir names every missing file", "[io][idx]") {
   const auto images = dir.file("t10k-images-idx3-ubyte");
   const auto labels = dir.file("t10k-labels-idx1-ubyte");
   REQUIRE_THROWS_WITH(load_mnist_dir(dir.path(), split::test, "fashion-mnist"),
-                      dir.path() + ": fashion-mnist test files not found: " + images +
-                          ".gz or " + images + "; " + labels + ".gz or " + labels);
+                      dir.path() + ": fashion-mnist test files not found: " + images + ".gz or "
+                        + images + "; " + labels + ".gz or " + labels);
   test::write_file(labels, test::idx_bytes({1}, {0}));
   REQUIRE_THROWS_WITH(load_mnist_dir(dir.path(), split::test, "fashion-mnist"),
                       Contains(images + ".gz or " + images) && !Contains(labels));

@@ -86,8 +86,8 @@ TEST_CASE("resample_to_planes copies, crops and mirrors exactly at scale 1", "[i
   resample_to_planes(image, {1, 2, 4, 5}, false, 4, 5, unit_scale, no_shift, out.data());
   for (int y = 0; y < 4; ++y)
     for (int x = 0; x < 5; ++x) {
-      REQUIRE(out[std::size_t(0 * 20 + y * 5 + x)] == float(x + 2));  // R plane holds x
-      REQUIRE(out[std::size_t(1 * 20 + y * 5 + x)] == float(y + 1));  // G plane holds y
+      REQUIRE(out[std::size_t(0 * 20 + y * 5 + x)] == float(x + 2)); // R plane holds x
+      REQUIRE(out[std::size_t(1 * 20 + y * 5 + x)] == float(y + 1)); // G plane holds y
       REQUIRE(out[std::size_t(2 * 20 + y * 5 + x)] == float(x + y + 3));
     }
   resample_to_planes(image, {1, 2, 4, 5}, true, 4, 5, unit_scale, no_shift, out.data());

@@ -16,7 +16,9 @@ using Catch::Contains;
 
 namespace {
 
-void touch(const std::string& path) { test::write_file(path, {0xff, 0xd8}); }
+void touch(const std::string& path) {
+  test::write_file(path, {0xff, 0xd8});
+}
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -32,9 +34,9 @@ TEST_CASE("list_image_folder numbers classes and files in sorted name order", "[
   touch(dir.file("zebra/b.jpg"));
   touch(dir.file("zebra/a.JPEG"));
   touch(dir.file("cat/x.jpeg"));
-  touch(dir.file("cat/notes.txt"));  // not an image
+  touch(dir.file("cat/notes.txt")); // not an image
   touch(dir.file("Ant/1.jpg"));
-  touch(dir.file("loose.jpg"));      // not in a class folder
+  touch(dir.file("loose.jpg")); // not in a class folder
   const auto entries = list_image_folder(dir.path());
   REQUIRE(entries.size() == 4);
   // Byte order: "Ant" < "cat" < "empty" < "zebra"; the empty folder still takes class 2.
@@ -60,7 +62,8 @@ TEST_CASE("list_image_folder refuses folders without classes or images", "[io][i
 TEST_CASE("write_image_list writes MXNet's .lst lines and read_image_list reads them",
           "[io][image_list]") {
   test::temp_dir dir;
-  const std::vector<image_list_entry> entries{{0, {1.0f}, "a/x.jpg"}, {7, {2.0f, 0.5f}, "b/y z.jpg"}};
+  const std::vector<image_list_entry> entries{{0, {1.0f}, "a/x.jpg"},
+                                              {7, {2.0f, 0.5f}, "b/y z.jpg"}};
   write_image_list(dir.file("l.lst"), entries);
   const auto text = read_text(dir.file("l.lst"));
   CHECK(text == "0\t1.000000\ta/x.jpg\n7\t2.000000\t0.500000\tb/y z.jpg\n");
@@ -77,7 +80,8 @@ TEST_CASE("read_image_list names the line it cannot read", "[io][image_list]") {
     test::write_file(dir.file("l.lst"), test::bytes(text.begin(), text.end()));
     return read_image_list(dir.file("l.lst"));
   };
-  CHECK_THROWS_WITH(read("0\t1\ta.jpg\n1\ta.jpg\n"), Contains("l.lst: line 2: expected index<TAB>label(s)<TAB>path"));
+  CHECK_THROWS_WITH(read("0\t1\ta.jpg\n1\ta.jpg\n"),
+                    Contains("l.lst: line 2: expected index<TAB>label(s)<TAB>path"));
   CHECK_THROWS_WITH(read("x\t1\ta.jpg\n"), Contains("line 1: index 'x'"));
   CHECK_THROWS_WITH(read("0\tone\ta.jpg\n"), Contains("label 'one' is not a number"));
   CHECK_THROWS_WITH(read_image_list(dir.file("none.lst")), Contains("cannot open"));
@@ -85,6 +89,7 @@ TEST_CASE("read_image_list names the line it cannot read", "[io][image_list]") {
 
 TEST_CASE("read_image_list names the file and the system's reason when it cannot open it",
           "[io][image_list]") {
-  CHECK_THROWS_WITH(read_image_list("/nonexistent/troupe/train.lst"),
-                    Contains("/nonexistent/troupe/train.lst: cannot open the image list: No such file"));
+  CHECK_THROWS_WITH(
+    read_image_list("/nonexistent/troupe/train.lst"),
+    Contains("/nonexistent/troupe/train.lst: cannot open the image list: No such file"));
 }

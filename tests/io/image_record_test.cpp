@@ -26,7 +26,7 @@ TEST_CASE("parse_image_record reads a multi-label header and ignores its label f
           "[io][image_record]") {
   const test::bytes image{9, 8, 7};
   auto payload = test::image_payload({2.0f, 0.5f, -1.0f}, 5, image);
-  payload[4] = 0x11;  // the header's own label: unused when flag > 0
+  payload[4] = 0x11; // the header's own label: unused when flag > 0
   const auto record = parse_image_record(payload);
   REQUIRE(record.labels.size() == 3);
   CHECK(record.labels == std::vector<float>{2.0f, 0.5f, -1.0f});
@@ -36,7 +36,8 @@ TEST_CASE("parse_image_record reads a multi-label header and ignores its label f
 }
 
 TEST_CASE("parse_image_record refuses payloads shorter than they claim", "[io][image_record]") {
-  CHECK_THROWS_WITH(parse_image_record(test::bytes(23, 0)), Contains("shorter than its 24-byte header"));
+  CHECK_THROWS_WITH(parse_image_record(test::bytes(23, 0)),
+                    Contains("shorter than its 24-byte header"));
   auto payload = test::image_payload({1.0f, 2.0f}, 0, {});
   payload.resize(payload.size() - 1);
   CHECK_THROWS_WITH(parse_image_record(payload), Contains("announces 2 labels but only 7 bytes"));

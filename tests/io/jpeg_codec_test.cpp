@@ -63,7 +63,7 @@ TEST_CASE("decode_jpeg refuses what is not a whole JPEG", "[io][jpeg]") {
   CHECK_THROWS_WITH(decode_jpeg(truncated.data(), truncated.size()), Contains("truncated JPEG"));
   auto garbled = file;
   for (std::size_t i = 2; i < 40 && i < garbled.size(); ++i)
-    garbled[i] = 0x5a;  // the header's markers are gone
+    garbled[i] = 0x5a; // the header's markers are gone
   CHECK_THROWS_WITH(decode_jpeg(garbled.data(), garbled.size()), Contains("corrupt JPEG"));
 }
 

@@ -14,8 +14,8 @@
 
 #include <catch2/catch.hpp>
 
-#include <troupe/io/dataset.hpp>
 #include "tests/io/test_files.hpp"
+#include <troupe/io/dataset.hpp>
 
 using namespace troupe;
 using Catch::Contains;
@@ -43,11 +43,12 @@ TEST_CASE("jsonl_writer escapes control characters and keeps UTF-8", "[io][metri
                     {"bad", "x\xff y"}});
   const auto lines = read_lines(path);
   REQUIRE(lines.size() == 1);
-  CHECK(lines[0] == "{\"quote\":\"say \\\"hi\\\" C:\\\\dir\","
-                    "\"named\":\"a\\nb\\tc\\rd\\be\\ff\","
-                    "\"other\":\"\\u0001\\u001f nul\\u0000byte\","
-                    "\"utf8\":\"caf\xc3\xa9 \xe2\x82\xac\","    // UTF-8 passes through
-                    "\"bad\":\"x\xef\xbf\xbd y\"}");                  // invalid UTF-8: U+FFFD
+  CHECK(lines[0]
+        == "{\"quote\":\"say \\\"hi\\\" C:\\\\dir\","
+           "\"named\":\"a\\nb\\tc\\rd\\be\\ff\","
+           "\"other\":\"\\u0001\\u001f nul\\u0000byte\","
+           "\"utf8\":\"caf\xc3\xa9 \xe2\x82\xac\"," // UTF-8 passes through
+           "\"bad\":\"x\xef\xbf\xbd y\"}");         // invalid UTF-8: U+FFFD
 }
 
 TEST_CASE("jsonl_writer embeds JSON values and refuses text that is not JSON", "[io][metrics]") {
@@ -55,8 +56,8 @@ TEST_CASE("jsonl_writer embeds JSON values and refuses text that is not JSON", "
   const auto path = dir.file("embedded.jsonl");
   jsonl_writer writer(path);
   writer.write({{"epoch", 1}}, {}, {{"traffic", R"({"worker 0": {"rx": 12, "tx": 3}})"}});
-  CHECK(read_lines(path) == std::vector<std::string>{
-                              R"({"epoch":1,"traffic":{"worker 0":{"rx":12,"tx":3}}})"});
+  CHECK(read_lines(path)
+        == std::vector<std::string>{R"({"epoch":1,"traffic":{"worker 0":{"rx":12,"tx":3}}})"});
   CHECK_THROWS_WITH(writer.write({}, {}, {{"traffic", "{\"rx\":"}}),
                     Contains("the value of 'traffic' is not JSON"));
 }
@@ -142,8 +143,7 @@ TEST_CASE("jsonl_writer reports a failed write", "[io][metrics]") {
   }
   jsonl_writer writer("/dev/full");
   REQUIRE_THROWS_AS(writer.write({{"x", 1}}), io_error);
-  REQUIRE_THROWS_WITH(writer.write({{"x", 1}}),
-                      "/dev/full: write failed: No space left on device");
+  REQUIRE_THROWS_WITH(writer.write({{"x", 1}}), "/dev/full: write failed: No space left on device");
 }
 
 namespace {
@@ -189,9 +189,9 @@ TEST_CASE("jsonl_writer writes a line whole or not at all, then stops", "[io][me
     // Room for half of the next line: write(2) takes the first half, then refuses the rest.
     file_size_limit limit(first.size() + 20);
     CHECK_THROWS_WITH(
-        writer.write({{"epoch", 1}}, {{"phase", "train"}, {"pad", std::string(40, 'x')}}),
-        path + ": write failed: File too large");
-    CHECK(whole_file(path) == first);  // the cut line was taken back
+      writer.write({{"epoch", 1}}, {{"phase", "train"}, {"pad", std::string(40, 'x')}}),
+      path + ": write failed: File too large");
+    CHECK(whole_file(path) == first); // the cut line was taken back
     // A line short enough to fit is refused too: no line may follow a lost one.
     CHECK_THROWS_WITH(writer.write({{"e", 2}}), path + ": write failed: File too large");
     CHECK(whole_file(path) == first);

@@ -24,11 +24,12 @@ test::bytes build_file(int records, int classes, std::map<int, test::bytes> repl
   test::bytes file;
   for (int i = 0; i < records; ++i) {
     const int label = i % classes;
-    const auto payload = replace.count(i) ? replace[i]
-                                          : test::image_payload({float(label)}, std::uint64_t(i),
-                                                                test::solid_jpeg(20 + 3 * i, 12 + i,
-                                                                                 std::uint8_t(10 * label), 200,
-                                                                                 std::uint8_t(255 - 10 * label)));
+    const auto payload =
+      replace.count(i)
+        ? replace[i]
+        : test::image_payload({float(label)}, std::uint64_t(i),
+                              test::solid_jpeg(20 + 3 * i, 12 + i, std::uint8_t(10 * label), 200,
+                                               std::uint8_t(255 - 10 * label)));
     test::append(file, test::frame(0, payload));
   }
   return file;
@@ -94,7 +95,8 @@ TEST_CASE("record batches are deterministic and split by parts", "[io][record_da
   const auto first = source.make(1, 0), again = source.make(1, 0);
   REQUIRE(first.images.shape() == again.images.shape());
   CHECK(first.labels == again.labels);
-  CHECK(std::equal(first.images.data(), first.images.data() + first.images.numel(), again.images.data()));
+  CHECK(std::equal(first.images.data(), first.images.data() + first.images.numel(),
+                   again.images.data()));
 
   // Two parts cover the epoch's records once between them.
   std::multiset<std::int32_t> seen;
@@ -119,22 +121,26 @@ TEST_CASE("a bad record is an error naming the file and the record", "[io][recor
     test::write_file(path, build_file(4, 4));
     batch_source source(open_record_dataset(options_for(path, 3)), plain(4));
     CHECK_THROWS_AS(source.make(0, 0), io_error);
-    CHECK_THROWS_WITH(source.make(0, 0), Contains("bad.rec: record 3: label 3 is not a class in [0, 3)"));
+    CHECK_THROWS_WITH(source.make(0, 0),
+                      Contains("bad.rec: record 3: label 3 is not a class in [0, 3)"));
   }
   SECTION("a JPEG that does not decode") {
     test::write_file(path, build_file(4, 2, {{2, test::image_payload({1.0f}, 2, corrupt_jpeg)}}));
     batch_source source(open_record_dataset(options_for(path, 2)), plain(4));
-    CHECK_THROWS_WITH(source.make(0, 0), Contains("bad.rec: record 2: image (id 2") && Contains("does not decode"));
+    CHECK_THROWS_WITH(source.make(0, 0),
+                      Contains("bad.rec: record 2: image (id 2") && Contains("does not decode"));
   }
   SECTION("a header shorter than its labels") {
     test::bytes payload(30, 0);
-    payload[0] = 5;  // flag 5: five labels after the header, but only 6 bytes follow
+    payload[0] = 5; // flag 5: five labels after the header, but only 6 bytes follow
     test::write_file(path, build_file(3, 2, {{1, payload}}));
     batch_source source(open_record_dataset(options_for(path, 2)), plain(3));
-    CHECK_THROWS_WITH(source.make(0, 0), Contains("bad.rec: record 1: image record header announces 5 labels"));
+    CHECK_THROWS_WITH(source.make(0, 0),
+                      Contains("bad.rec: record 1: image record header announces 5 labels"));
   }
   SECTION("the lowest bad record is reported whatever the threads did") {
-    test::write_file(path, build_file(8, 2, {{5, test::bytes(24, 0)}, {6, test::image_payload({9.0f}, 6, {})}}));
+    test::write_file(
+      path, build_file(8, 2, {{5, test::bytes(24, 0)}, {6, test::image_payload({9.0f}, 6, {})}}));
     batch_source source(open_record_dataset(options_for(path, 2)), plain(8));
     for (int run = 0; run < 5; ++run)
       CHECK_THROWS_WITH(source.make(0, 0), Contains("record 5:"));
@@ -143,7 +149,8 @@ TEST_CASE("a bad record is an error naming the file and the record", "[io][recor
     auto file = build_file(3, 2);
     file[0] ^= 1;
     test::write_file(path, file);
-    CHECK_THROWS_WITH(open_record_dataset(options_for(path, 2)), Contains("bad.rec: record 0 at offset 0: bad magic"));
+    CHECK_THROWS_WITH(open_record_dataset(options_for(path, 2)),
+                      Contains("bad.rec: record 0 at offset 0: bad magic"));
   }
 }
 
@@ -152,11 +159,13 @@ TEST_CASE("skipping drops bad records from the batch and counts them", "[io][rec
   const auto path = dir.file("bad.rec");
   auto corrupt_jpeg = test::solid_jpeg(16, 16, 1, 2, 3);
   corrupt_jpeg.resize(corrupt_jpeg.size() / 2);
-  auto file = build_file(6, 3, {{1, test::image_payload({1.0f}, 1, corrupt_jpeg)},
-                                {4, test::image_payload({7.0f}, 4, test::solid_jpeg(8, 8, 0, 0, 0))}});
+  auto file = build_file(6, 3,
+                         {{1, test::image_payload({1.0f}, 1, corrupt_jpeg)},
+                          {4, test::image_payload({7.0f}, 4, test::solid_jpeg(8, 8, 0, 0, 0))}});
   const auto truncated_at = file.size();
-  test::append(file, test::frame(0, test::image_payload({0.0f}, 6, test::solid_jpeg(9, 9, 5, 5, 5))));
-  file.resize(truncated_at + 20);  // a seventh record cut short
+  test::append(file,
+               test::frame(0, test::image_payload({0.0f}, 6, test::solid_jpeg(9, 9, 5, 5, 5))));
+  file.resize(truncated_at + 20); // a seventh record cut short
   test::write_file(path, file);
 
   const auto data = open_record_dataset(options_for(path, 3, true));
@@ -168,13 +177,15 @@ TEST_CASE("skipping drops bad records from the batch and counts them", "[io][rec
   REQUIRE(first.images.shape() == shape_t{3, 3, 8, 8});
   CHECK(first.labels == std::vector<std::int32_t>{0, 2, 0});
   const auto second = source.make(0, 1);
-  CHECK(second.skipped == 2);  // record 4's label and record 6's truncation
+  CHECK(second.skipped == 2); // record 4's label and record 6's truncation
   CHECK(second.labels == std::vector<std::int32_t>{2});
 
   // A batch of nothing but bad records cannot be trained on: an error even when skipping.
-  test::write_file(dir.file("all.rec"), build_file(2, 1, {{0, test::bytes(3, 0)}, {1, test::bytes(3, 0)}}));
+  test::write_file(dir.file("all.rec"),
+                   build_file(2, 1, {{0, test::bytes(3, 0)}, {1, test::bytes(3, 0)}}));
   batch_source hopeless(open_record_dataset(options_for(dir.file("all.rec"), 1, true)), plain(2));
-  CHECK_THROWS_WITH(hopeless.make(0, 0), Contains("every other record of batch 0") && Contains("all.rec: record 0"));
+  CHECK_THROWS_WITH(hopeless.make(0, 0),
+                    Contains("every other record of batch 0") && Contains("all.rec: record 0"));
 }
 
 TEST_CASE("record datasets refuse pad-crop and non-RGB shapes", "[io][record_dataset]") {
@@ -201,7 +212,8 @@ TEST_CASE("open_dataset opens recordio by name with its index", "[io][record_dat
   d.record_classes = 3;
   // An index of 1 of its 3 records is refused naming the index (issue 19: it trained on 1).
   d.record_index = dir.file("p.idx");
-  CHECK_THROWS_WITH(open_dataset(d), Contains("p.idx lists 1 record, ") && Contains("a.rec holds 3 records"));
+  CHECK_THROWS_WITH(open_dataset(d),
+                    Contains("p.idx lists 1 record, ") && Contains("a.rec holds 3 records"));
   recordio_reader reader(dir.file("a.rec"));
   std::string idx;
   for (std::int64_t i = 0; i < reader.size(); ++i)

@@ -43,8 +43,7 @@ inline bytes frame(std::uint32_t cflag, const bytes& payload, bool pad = true) {
 }
 
 /// IRHeader 'IfQQ' + labels + image bytes, as MXNet's recordio.pack writes it.
-inline bytes image_payload(const std::vector<float>& labels, std::uint64_t id,
-                           const bytes& image) {
+inline bytes image_payload(const std::vector<float>& labels, std::uint64_t id, const bytes& image) {
   bytes out;
   const bool one = labels.size() == 1;
   put_u32(out, one ? 0 : std::uint32_t(labels.size()));
@@ -58,7 +57,9 @@ inline bytes image_payload(const std::vector<float>& labels, std::uint64_t id,
   return out;
 }
 
-inline void append(bytes& to, const bytes& more) { to.insert(to.end(), more.begin(), more.end()); }
+inline void append(bytes& to, const bytes& more) {
+  to.insert(to.end(), more.begin(), more.end());
+}
 
 /// Encodes a `components`-channel image (1 gray, 3 RGB, 4 CMYK stored Adobe-inverted, as
 /// Photoshop and PIL write it) as a JPEG with libjpeg directly.
@@ -90,8 +91,8 @@ inline bytes encode_test_jpeg(int width, int height, int components,
   jpeg_set_quality(&info, quality, TRUE);
   jpeg_start_compress(&info, TRUE);
   while (info.next_scanline < info.image_height) {
-    JSAMPROW row = const_cast<JSAMPLE*>(pixels.data()
-                                        + std::size_t(info.next_scanline) * width * components);
+    JSAMPROW row =
+      const_cast<JSAMPLE*>(pixels.data() + std::size_t(info.next_scanline) * width * components);
     jpeg_write_scanlines(&info, &row, 1);
   }
   jpeg_finish_compress(&info);

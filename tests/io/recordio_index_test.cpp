@@ -69,26 +69,28 @@ TEST_CASE("an .idx of zeros is refused, not read as record 0 eighteen times",
   for (int i = 0; i < 18; ++i)
     zeros += std::to_string(i) + "\t0\n";
   CHECK_THROWS_AS(f.open(zeros), io_error);
-  CHECK_THROWS_WITH(f.open(zeros), Contains("x.idx: line 2: offset 0 does not come after the previous "
-                                            "line's offset 0"));
+  CHECK_THROWS_WITH(f.open(zeros),
+                    Contains("x.idx: line 2: offset 0 does not come after the previous "
+                             "line's offset 0"));
 }
 
 TEST_CASE("an .idx listing 5 of 18 records is refused with both counts",
           "[io][recordio][recordio_index]") {
   fixture f;
-  CHECK_THROWS_WITH(f.open(f.rec.index(0, 5)),
-                    Contains("x.idx lists 5 records, ") && Contains("x.rec holds 18 records")
-                      && Contains("record 5 at byte " + std::to_string(f.rec.offsets[5])
-                                  + " is not listed"));
+  CHECK_THROWS_WITH(
+    f.open(f.rec.index(0, 5)),
+    Contains("x.idx lists 5 records, ") && Contains("x.rec holds 18 records")
+      && Contains("record 5 at byte " + std::to_string(f.rec.offsets[5]) + " is not listed"));
   // A gap in the middle names the first record left out.
   const std::string gap = f.rec.index(0, 3) + f.rec.index(4);
-  CHECK_THROWS_WITH(f.open(gap), Contains("x.idx lists 17 records") && Contains("record 3 at byte"));
+  CHECK_THROWS_WITH(f.open(gap),
+                    Contains("x.idx lists 17 records") && Contains("record 3 at byte"));
 }
 
 TEST_CASE("another .rec's .idx is refused naming the line that misses",
           "[io][recordio][recordio_index]") {
   fixture f;
-  const record_file other(18, 3);  // same count, smaller records: offsets inside x.rec
+  const record_file other(18, 3); // same count, smaller records: offsets inside x.rec
   REQUIRE(other.offsets[1] != f.rec.offsets[1]);
   CHECK_THROWS_WITH(f.open(other.index()),
                     Contains("x.idx: line 2: offset " + std::to_string(other.offsets[1])
@@ -98,7 +100,8 @@ TEST_CASE("another .rec's .idx is refused naming the line that misses",
 
 TEST_CASE("an empty .idx names the .idx, not the .rec", "[io][recordio][recordio_index]") {
   fixture f;
-  CHECK_THROWS_WITH(f.open(""), Contains("x.idx is empty but ") && Contains("x.rec holds 18 records"));
+  CHECK_THROWS_WITH(f.open(""),
+                    Contains("x.idx is empty but ") && Contains("x.rec holds 18 records"));
   CHECK_THROWS_WITH(f.open("\n\r\n"), Contains("x.idx is empty"));
 }
 
@@ -119,7 +122,7 @@ TEST_CASE("an .idx offset past the end or off a record's magic is refused",
 TEST_CASE("an .idx must list the start of a split record, not its later parts",
           "[io][recordio][recordio_index]") {
   test::temp_dir dir;
-  test::bytes file = test::frame(1, {1, 2, 3, 4});  // parts at 0, 12, 24; then a record at 36
+  test::bytes file = test::frame(1, {1, 2, 3, 4}); // parts at 0, 12, 24; then a record at 36
   test::append(file, test::frame(2, {5, 6, 7, 8}));
   test::append(file, test::frame(3, {9}));
   test::append(file, test::frame(0, {7}));
@@ -131,18 +134,19 @@ TEST_CASE("an .idx must list the start of a split record, not its later parts",
   const auto reader = open("0\t0\n1\t36\n");
   REQUIRE(reader.size() == 2);
   CHECK(reader.read(0).size() == 4 + 4 + 4 + 4 + 1);
-  CHECK_THROWS_WITH(open("0\t0\n1\t12\n2\t36\n"), Contains("s.idx: line 2: offset 12 is not the start"));
+  CHECK_THROWS_WITH(open("0\t0\n1\t12\n2\t36\n"),
+                    Contains("s.idx: line 2: offset 12 is not the start"));
 }
 
 TEST_CASE("with skipping, index entries inside a corrupt stretch read as bad",
           "[io][recordio][recordio_index]") {
   fixture f;
   auto file = f.rec.file;
-  file[f.rec.offsets[3]] ^= 0xff;      // record 3's magic
-  file[f.rec.offsets[4] + 1] ^= 0xff;  // and record 4's: one stretch of two records
+  file[f.rec.offsets[3]] ^= 0xff;     // record 3's magic
+  file[f.rec.offsets[4] + 1] ^= 0xff; // and record 4's: one stretch of two records
   test::write_file(f.dir.file("x.rec"), file);
-  CHECK_THROWS_WITH(f.open(f.rec.index()), Contains("x.rec: record 3 at offset")
-                                             && Contains("bad magic"));
+  CHECK_THROWS_WITH(f.open(f.rec.index()),
+                    Contains("x.rec: record 3 at offset") && Contains("bad magic"));
   const auto reader = f.open(f.rec.index(), true);
   REQUIRE(reader.size() == 18);
   CHECK(reader.bad_entries() == 2);
@@ -151,5 +155,6 @@ TEST_CASE("with skipping, index entries inside a corrupt stretch read as bad",
   for (std::int64_t i : {0, 2, 5, 17})
     CHECK(reader.read(i) == f.rec.payloads[std::size_t(i)]);
   // A record after the stretch left out is still a partial index.
-  CHECK_THROWS_WITH(f.open(f.rec.index(0, 6) + f.rec.index(7), true), Contains("x.idx lists 17 records"));
+  CHECK_THROWS_WITH(f.open(f.rec.index(0, 6) + f.rec.index(7), true),
+                    Contains("x.idx lists 17 records"));
 }

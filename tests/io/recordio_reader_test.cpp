@@ -67,7 +67,7 @@ TEST_CASE("recordio_reader takes offsets from an .idx in line order", "[io][reco
   test::write_file(dir.file("a.idx"), test::bytes(idx.begin(), idx.end()));
   check_records(recordio_reader(dir.file("a.rec"), {dir.file("a.idx"), false}), expected);
 
-  const std::string crlf = "7\t0\r\n\n3\t16\n9\t52\n";  // CRLF, blank lines, any keys are fine
+  const std::string crlf = "7\t0\r\n\n3\t16\n9\t52\n"; // CRLF, blank lines, any keys are fine
   test::write_file(dir.file("b.idx"), test::bytes(crlf.begin(), crlf.end()));
   recordio_reader reader(dir.file("a.rec"), {dir.file("b.idx"), false});
   REQUIRE(reader.size() == 3);
@@ -89,7 +89,8 @@ TEST_CASE("recordio_reader refuses a malformed .idx naming the line", "[io][reco
     test::write_file(dir.file("x.idx"), test::bytes(idx.begin(), idx.end()));
     return recordio_reader(dir.file("a.rec"), {dir.file("x.idx"), false});
   };
-  CHECK_THROWS_WITH(open_with("0\t0\n1 16\n"), Contains("x.idx: line 2") && Contains("key<TAB>byte offset"));
+  CHECK_THROWS_WITH(open_with("0\t0\n1 16\n"),
+                    Contains("x.idx: line 2") && Contains("key<TAB>byte offset"));
   CHECK_THROWS_WITH(open_with("0\tzero\n"), Contains("line 1"));
   CHECK_THROWS_WITH(open_with("0\t1000\n"), Contains("past the end of") && Contains("a.rec"));
   CHECK_THROWS_WITH(open_with("0\t6\n"), Contains("not 4-byte aligned"));
@@ -105,38 +106,44 @@ TEST_CASE("recordio_reader names file, record and offset of a corrupt record", "
 
   SECTION("bad magic") {
     auto file = good.file;
-    file[16] ^= 0xff;  // record 1's magic
+    file[16] ^= 0xff; // record 1's magic
     test::write_file(path, file);
     CHECK_THROWS_WITH(recordio_reader(path), Contains("bad.rec: record 1 at offset 16: bad magic")
                                                && Contains("expected 0xced7230a"));
   }
   SECTION("bad length") {
     auto file = good.file;
-    file[4 + 1] = 0x40;  // record 0's length becomes 0x4005: past the end
+    file[4 + 1] = 0x40; // record 0's length becomes 0x4005: past the end
     test::write_file(path, file);
-    CHECK_THROWS_WITH(recordio_reader(path), Contains("record 0 at offset 0: length 16389 runs past the end"));
+    CHECK_THROWS_WITH(recordio_reader(path),
+                      Contains("record 0 at offset 0: length 16389 runs past the end"));
   }
   SECTION("truncated file") {
     auto file = good.file;
-    file.resize(good.offsets[2] + 5);  // record 2's header cut after 5 bytes
+    file.resize(good.offsets[2] + 5); // record 2's header cut after 5 bytes
     test::write_file(path, file);
-    CHECK_THROWS_WITH(recordio_reader(path), Contains("record 2 at offset 52: the file ends inside a record header"));
+    CHECK_THROWS_WITH(recordio_reader(path),
+                      Contains("record 2 at offset 52: the file ends inside a record header"));
   }
   SECTION("truncated inside a split record") {
     auto file = good.file;
-    file.resize(44);  // inside the header of record 1's last part
+    file.resize(44); // inside the header of record 1's last part
     test::write_file(path, file);
-    CHECK_THROWS_WITH(recordio_reader(path), Contains("record 1 at offset 16: frame at offset 40: the file ends "
-                                                      "inside a record header (4 of 8 bytes left"));
+    CHECK_THROWS_WITH(recordio_reader(path),
+                      Contains("record 1 at offset 16: frame at offset 40: the file ends "
+                               "inside a record header (4 of 8 bytes left"));
   }
   SECTION("continuation flags out of order") {
     test::bytes file = test::frame(2, {1, 2, 3, 4});
     test::write_file(path, file);
-    CHECK_THROWS_WITH(recordio_reader(path), Contains("record 0 at offset 0: continuation flag 2 (middle part) where a record starts"));
+    CHECK_THROWS_WITH(
+      recordio_reader(path),
+      Contains("record 0 at offset 0: continuation flag 2 (middle part) where a record starts"));
     file = test::frame(1, {1, 2, 3, 4});
     test::append(file, test::frame(0, {5}));
     test::write_file(path, file);
-    CHECK_THROWS_WITH(recordio_reader(path), Contains("continuation flag 0 (whole record) inside a record split"));
+    CHECK_THROWS_WITH(recordio_reader(path),
+                      Contains("continuation flag 0 (whole record) inside a record split"));
   }
   SECTION("with an index the error comes when opening too (the index is checked by a walk)") {
     auto file = good.file;
@@ -159,7 +166,7 @@ TEST_CASE("recordio_reader skipping keeps a corrupt stretch as one bad entry and
   test::temp_dir dir;
   three_records good;
   auto file = good.file;
-  file[16] ^= 0xff;  // record 1's first frame is lost; its other parts must not become records
+  file[16] ^= 0xff; // record 1's first frame is lost; its other parts must not become records
   test::write_file(dir.file("bad.rec"), file);
   recordio_reader reader(dir.file("bad.rec"), {"", true});
   REQUIRE(reader.size() == 3);
@@ -170,7 +177,7 @@ TEST_CASE("recordio_reader skipping keeps a corrupt stretch as one bad entry and
   CHECK(reader.read(2).empty());
 
   file = good.file;
-  file.resize(good.offsets[2] + 3);  // a truncated tail is a bad entry too
+  file.resize(good.offsets[2] + 3); // a truncated tail is a bad entry too
   test::write_file(dir.file("cut.rec"), file);
   recordio_reader cut(dir.file("cut.rec"), {"", true});
   REQUIRE(cut.size() == 3);

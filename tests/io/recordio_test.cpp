@@ -16,24 +16,24 @@ test::bytes written(const test::bytes& payload) {
   return out;
 }
 
-const test::bytes magic_bytes{0x0a, 0x23, 0xd7, 0xce};  // 0xced7230a little-endian
+const test::bytes magic_bytes{0x0a, 0x23, 0xd7, 0xce}; // 0xced7230a little-endian
 
 } // namespace
 
 TEST_CASE("append_record writes one padded frame for an ordinary payload", "[io][recordio]") {
   const test::bytes payload{1, 2, 3, 4, 5};
   const auto out = written(payload);
-  REQUIRE(out.size() == 16);  // 8 header + 5 payload + 3 padding
+  REQUIRE(out.size() == 16); // 8 header + 5 payload + 3 padding
   CHECK(out == test::frame(0, payload));
   CHECK(written({}) == test::frame(0, {}));
-  CHECK(written({9, 9, 9, 9}).size() == 12);  // aligned: no padding
+  CHECK(written({9, 9, 9, 9}).size() == 12); // aligned: no padding
 }
 
 TEST_CASE("append_record cuts at each aligned magic and drops it", "[io][recordio]") {
   test::bytes payload{1, 2, 3, 4};
-  test::append(payload, magic_bytes);           // aligned at 4: a cut
+  test::append(payload, magic_bytes); // aligned at 4: a cut
   test::append(payload, {5, 6, 7, 8});
-  test::append(payload, magic_bytes);           // aligned at 12: a second cut
+  test::append(payload, magic_bytes); // aligned at 12: a second cut
   test::append(payload, {9, 10});
   test::bytes expected = test::frame(1, {1, 2, 3, 4});
   test::append(expected, test::frame(2, {5, 6, 7, 8}));
@@ -45,7 +45,7 @@ TEST_CASE("append_record cuts at each aligned magic and drops it", "[io][recordi
 
 TEST_CASE("append_record leaves an unaligned magic inside the payload", "[io][recordio]") {
   test::bytes payload{1, 2};
-  test::append(payload, magic_bytes);  // at offset 2: not a cut
+  test::append(payload, magic_bytes); // at offset 2: not a cut
   test::append(payload, {3, 4});
   CHECK(written(payload) == test::frame(0, payload));
 }

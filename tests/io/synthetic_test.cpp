@@ -60,7 +60,7 @@ TEST_CASE("synthetic data is a pure function of the seed, for any thread count",
   options.seed = 43;
   CHECK_FALSE(same_bytes(*parallel, *make_synthetic(options, split::train)));
   options.seed = 42;
-  options.train_size = 12000;  // test split of 2000, same size as the train set above
+  options.train_size = 12000; // test split of 2000, same size as the train set above
   CHECK_FALSE(same_bytes(*parallel, *make_synthetic(options, split::test)));
 }
 
@@ -84,7 +84,7 @@ TEST_CASE("synthetic classes are separable by their means", "[io][synthetic]") {
       means[std::size_t(label * numel + j)] += train->pixels(i)[j];
   }
   for (int k = 0; k < 10; ++k) {
-    REQUIRE(counts[std::size_t(k)] > 200);  // labels are spread over all classes
+    REQUIRE(counts[std::size_t(k)] > 200); // labels are spread over all classes
     for (std::int64_t j = 0; j < numel; ++j)
       means[std::size_t(k * numel + j)] /= counts[std::size_t(k)];
   }
@@ -119,6 +119,5 @@ TEST_CASE("synthetic options are validated", "[io][synthetic]") {
                       Contains("classes must be >= 1, got 0"));
   options.classes = 10;
   options.train_size = -1;
-  REQUIRE_THROWS_WITH(make_synthetic(options, split::train),
-                      Contains("size must be >= 0, got -1"));
+  REQUIRE_THROWS_WITH(make_synthetic(options, split::train), Contains("size must be >= 0, got -1"));
 }

@@ -24,7 +24,7 @@ class temp_dir {
 public:
   temp_dir() {
     std::string pattern =
-        (std::filesystem::temp_directory_path() / "troupe_io_test_XXXXXX").string();
+      (std::filesystem::temp_directory_path() / "troupe_io_test_XXXXXX").string();
     if (mkdtemp(pattern.data()) == nullptr)
       throw std::runtime_error("mkdtemp failed for " + pattern);
     path_ = pattern;
@@ -56,9 +56,8 @@ inline void write_gzip_file(const std::string& path, const bytes& content) {
   gzFile file = gzopen(path.c_str(), "wb");
   if (file == nullptr)
     throw std::runtime_error("gzopen failed for " + path);
-  const int written = content.empty() ? 0
-                                      : gzwrite(file, content.data(),
-                                                static_cast<unsigned>(content.size()));
+  const int written =
+    content.empty() ? 0 : gzwrite(file, content.data(), static_cast<unsigned>(content.size()));
   if (gzclose(file) != Z_OK || written != static_cast<int>(content.size()))
     throw std::runtime_error("gzwrite failed for " + path);
 }

@@ -3,8 +3,8 @@
 // dx, dgamma and dbeta, and the error paths.
 #include <catch2/catch.hpp>
 
-#include <troupe/kernels/batch_norm.hpp>
 #include "test_util.hpp"
+#include <troupe/kernels/batch_norm.hpp>
 
 using namespace troupe;
 using namespace troupe::test;

@@ -4,8 +4,8 @@
 // finite-difference check of dx, dw and db, and the error messages.
 #include <catch2/catch.hpp>
 
-#include <troupe/kernels/conv2d.hpp>
 #include "test_util.hpp"
+#include <troupe/kernels/conv2d.hpp>
 
 using namespace troupe;
 using namespace troupe::test;

@@ -18,6 +18,6 @@ TEST_CASE("the CPU check names the baseline and finds nothing missing where the 
 #if defined(__x86_64__)
   __builtin_cpu_init();
   if (baseline == "x86-64-v3")
-    CHECK(__builtin_cpu_supports("avx2"));  // the check and the compiler agree
+    CHECK(__builtin_cpu_supports("avx2")); // the check and the compiler agree
 #endif
 }

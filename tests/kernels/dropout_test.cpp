@@ -3,9 +3,9 @@
 // finite-difference check with the mask held fixed, and parameter validation.
 #include <catch2/catch.hpp>
 
+#include "test_util.hpp"
 #include <troupe/kernels/dropout.hpp>
 #include <troupe/kernels/threading.hpp>
-#include "test_util.hpp"
 
 using namespace troupe;
 using namespace troupe::test;

@@ -3,8 +3,8 @@
 // one above the parallel grain so the threaded path runs too.
 #include <catch2/catch.hpp>
 
-#include <troupe/kernels/elementwise.hpp>
 #include "test_util.hpp"
+#include <troupe/kernels/elementwise.hpp>
 
 using namespace troupe;
 using namespace troupe::test;

@@ -2,8 +2,8 @@
 // input that is flattened implicitly and a changing batch size; finite differences; errors.
 #include <catch2/catch.hpp>
 
-#include <troupe/kernels/fully_connected.hpp>
 #include "test_util.hpp"
+#include <troupe/kernels/fully_connected.hpp>
 
 using namespace troupe;
 using namespace troupe::test;

@@ -29,7 +29,8 @@ std::vector<float> mixed_values(std::size_t n, unsigned seed) {
   return v;
 }
 
-const value_encoding all_lossy[] = {value_encoding::fp16, value_encoding::bf16, value_encoding::two_bit};
+const value_encoding all_lossy[] = {value_encoding::fp16, value_encoding::bf16,
+                                    value_encoding::two_bit};
 
 // A push spec: `e` both ways, 2-bit at threshold t or fitted.
 compression_spec spec_of(value_encoding e, float t = 0.5f, bool fitted = false) {
@@ -42,8 +43,8 @@ compression_spec spec_of(value_encoding e, float t = 0.5f, bool fitted = false) 
 
 // Every lossy push quantizer: fp16, bf16, 2-bit at threshold 0.5, 2-bit fitted.
 std::vector<compression_spec> lossy_pushes() {
-  return {spec_of(value_encoding::fp16), spec_of(value_encoding::bf16), spec_of(value_encoding::two_bit),
-          spec_of(value_encoding::two_bit, 0.5f, true)};
+  return {spec_of(value_encoding::fp16), spec_of(value_encoding::bf16),
+          spec_of(value_encoding::two_bit), spec_of(value_encoding::two_bit, 0.5f, true)};
 }
 
 // The scales a 2-bit quantizer of n values writes (none for the other encodings).
@@ -85,8 +86,8 @@ TEST_CASE("parse_compression reads every form and names what is wrong", "[gradie
   auto none = parse_compression("none", why);
   REQUIRE(none);
   CHECK_FALSE(none->active());
-  for (const char* bad : {"3bit", "fp16:2", "2bit:0", "2bit:-1", "2bit:x", "2bit:", "push:none", "2bit:inf",
-                          "fp16:fit", "2bit:fits", "2bit:fit:0.5"}) {
+  for (const char* bad : {"3bit", "fp16:2", "2bit:0", "2bit:-1", "2bit:x", "2bit:", "push:none",
+                          "2bit:inf", "fp16:fit", "2bit:fits", "2bit:fit:0.5"}) {
     INFO(bad);
     why.clear();
     CHECK_FALSE(parse_compression(bad, why));
@@ -96,7 +97,7 @@ TEST_CASE("parse_compression reads every form and names what is wrong", "[gradie
 
 TEST_CASE("push quantizers keep what they did not send: sent + residual equals the input exactly",
           "[gradient_codec]") {
-  const std::size_t n = 4099;  // 16 whole blocks and a short one
+  const std::size_t n = 4099; // 16 whole blocks and a short one
   for (const auto& spec : lossy_pushes()) {
     INFO(to_string(spec));
     auto grad = mixed_values(n, 7);
@@ -116,7 +117,7 @@ TEST_CASE("push quantizers keep what they did not send: sent + residual equals t
       nonzero += sent[i] != 0 ? 1 : 0;
     }
     if (spec.pushes != value_encoding::two_bit) {
-      CHECK(nonzero > n / 10);  // something was sent
+      CHECK(nonzero > n / 10); // something was sent
       continue;
     }
     REQUIRE(scales.size() == 17);
@@ -139,7 +140,8 @@ TEST_CASE("push quantizers keep what they did not send: sent + residual equals t
   }
 }
 
-TEST_CASE("a fitted 2-bit scale follows each block's size; a threshold does not", "[gradient_codec]") {
+TEST_CASE("a fitted 2-bit scale follows each block's size; a threshold does not",
+          "[gradient_codec]") {
   // Block 0 holds values of about 1e-3, block 1 of about 10, block 2 only zeros.
   const std::size_t n = 3 * two_bit_block;
   std::mt19937 rng(5);
@@ -156,23 +158,24 @@ TEST_CASE("a fitted 2-bit scale follows each block's size; a threshold does not"
     return static_cast<double>(k) / two_bit_block;
   };
   std::vector<float> residual(n, 0.0f), sent(n), scales(3);
-  quantize_push(spec_of(value_encoding::two_bit, 0.5f, true), grad.data(), residual.data(), sent.data(),
-                scales.data(), n);
+  quantize_push(spec_of(value_encoding::two_bit, 0.5f, true), grad.data(), residual.data(),
+                sent.data(), scales.data(), n);
   CHECK(scales[0] > 3e-4f);
   CHECK(scales[0] < 5e-3f);
   CHECK(scales[1] > 3.0f);
   CHECK(scales[1] < 50.0f);
   CHECK(scales[2] == 0.0f);
-  CHECK(share_sent(sent, 0) > 0.25);  // about half of a normal block goes, every step
+  CHECK(share_sent(sent, 0) > 0.25); // about half of a normal block goes, every step
   CHECK(share_sent(sent, 1) > 0.25);
   CHECK(share_sent(sent, 2) == 0.0);
-  double left = 0;  // what the large block keeps back: less than its scale per value
+  double left = 0; // what the large block keeps back: less than its scale per value
   for (std::size_t i = two_bit_block; i < 2 * two_bit_block; ++i)
     left = std::max(left, static_cast<double>(std::fabs(residual[i])));
   CHECK(left < 2 * scales[1]);
   // MXNet's threshold of 0.5 sends nothing of block 0 and clips block 1 to 0.5 a value.
   std::fill(residual.begin(), residual.end(), 0.0f);
-  quantize_push(spec_of(value_encoding::two_bit, 0.5f), grad.data(), residual.data(), sent.data(), scales.data(), n);
+  quantize_push(spec_of(value_encoding::two_bit, 0.5f), grad.data(), residual.data(), sent.data(),
+                scales.data(), n);
   CHECK(share_sent(sent, 0) == 0.0);
   double kept = 0;
   for (std::size_t i = two_bit_block; i < 2 * two_bit_block; ++i)
@@ -218,8 +221,8 @@ TEST_CASE("fitted 2-bit scales are the definition's numbers, bit for bit", "[gra
     INFO("n=" << n);
     const auto grad = mixed_values(n, static_cast<unsigned>(n));
     std::vector<float> residual(n, 0.0f), sent(n), scales(two_bit_scales(n), -1.0f);
-    quantize_push(spec_of(value_encoding::two_bit, 0.5f, true), grad.data(), residual.data(), sent.data(),
-                  scales.data(), n);
+    quantize_push(spec_of(value_encoding::two_bit, 0.5f, true), grad.data(), residual.data(),
+                  sent.data(), scales.data(), n);
     REQUIRE(scales.size() == (n + two_bit_block - 1) / two_bit_block);
     for (std::size_t b = 0; b < scales.size(); ++b) {
       const std::size_t first = b * two_bit_block, count = std::min(two_bit_block, n - first);
@@ -231,20 +234,22 @@ TEST_CASE("fitted 2-bit scales are the definition's numbers, bit for bit", "[gra
   // A value exactly at half the scale is not sent: |x| of 1 and 3 fit 3 (mean 2, half 1), not 2.
   const std::vector<float> ties = {1, -3, -1, 3, 1, 3, -1, -3, 1, -3, -1, 3, 1, 3, -1, -3};
   std::vector<float> residual(ties.size(), 0.0f), sent(ties.size()), scale(1);
-  quantize_push(spec_of(value_encoding::two_bit, 0.5f, true), ties.data(), residual.data(), sent.data(),
-                scale.data(), ties.size());
+  quantize_push(spec_of(value_encoding::two_bit, 0.5f, true), ties.data(), residual.data(),
+                sent.data(), scale.data(), ties.size());
   CHECK(scale_by_definition(ties.data(), ties.size()) == 3.0f);
   CHECK(scale[0] == 3.0f);
 }
 
-TEST_CASE("2-bit error feedback sends, over steps, what a constant gradient adds up to", "[gradient_codec]") {
+TEST_CASE("2-bit error feedback sends, over steps, what a constant gradient adds up to",
+          "[gradient_codec]") {
   // A gradient of 0.2 below a threshold of 0.5: nothing goes until the residual passes 0.5.
   std::vector<float> g{0.2f, -0.2f, 0.0f}, residual(3, 0.0f), sent(3);
   std::vector<float> total(3, 0.0f);
   std::vector<float> first;
   std::vector<float> scales(1);
   for (int step = 0; step < 10; ++step) {
-    quantize_push(spec_of(value_encoding::two_bit), g.data(), residual.data(), sent.data(), scales.data(), 3);
+    quantize_push(spec_of(value_encoding::two_bit), g.data(), residual.data(), sent.data(),
+                  scales.data(), 3);
     if (step == 0)
       first = sent;
     for (int i = 0; i < 3; ++i)
@@ -264,7 +269,7 @@ TEST_CASE("answer deltas move what receivers hold toward the weights", "[gradien
     INFO(to_string(e));
     auto target = mixed_values(n, 3);
     for (auto& v : target)
-      v = std::tanh(v);  // weights-sized
+      v = std::tanh(v); // weights-sized
     std::vector<float> held(n, 0.0f), sent(n);
     double first_gap = 0, last_gap = 0;
     for (std::size_t i = 0; i < n; ++i)
@@ -274,7 +279,7 @@ TEST_CASE("answer deltas move what receivers hold toward the weights", "[gradien
       auto scales = scales_for(e, n);
       quantize_answer(e, target.data(), held.data(), sent.data(), scales.data(), n);
       for (std::size_t i = 0; i < n; ++i)
-        REQUIRE(held[i] == before[i] + sent[i]);  // held is what a receiver computes
+        REQUIRE(held[i] == before[i] + sent[i]); // held is what a receiver computes
       if (e == value_encoding::two_bit) {
         REQUIRE(scales.size() == 4);
         for (std::size_t i = 0; i < n; ++i) {
@@ -323,11 +328,13 @@ TEST_CASE("quantized values cross the wire bit for bit in every encoding", "[gra
 // The 2-bit packing, byte by byte against its definition (value i's code at bits 2*(i%4) of
 // byte i/4; 1 is +scale, 2 is -scale), at lengths around the 8 values the AVX2 path packs at
 // once and across blocks of different scales; -0 packs as 0. Unpacking gives the values back.
-TEST_CASE("2-bit codes sit at bits 2*(i%4) of byte i/4 at every length and block", "[gradient_codec]") {
+TEST_CASE("2-bit codes sit at bits 2*(i%4) of byte i/4 at every length and block",
+          "[gradient_codec]") {
   std::mt19937 rng(5);
   std::uniform_int_distribution<int> code(0, 2);
-  for (std::size_t n : {std::size_t{7}, std::size_t{8}, std::size_t{9}, std::size_t{15}, std::size_t{16},
-                        std::size_t{17}, std::size_t{255}, std::size_t{256}, std::size_t{263}, std::size_t{1000}}) {
+  for (std::size_t n :
+       {std::size_t{7}, std::size_t{8}, std::size_t{9}, std::size_t{15}, std::size_t{16},
+        std::size_t{17}, std::size_t{255}, std::size_t{256}, std::size_t{263}, std::size_t{1000}}) {
     INFO("n=" << n);
     std::vector<float> scales(two_bit_scales(n));
     for (std::size_t b = 0; b < scales.size(); ++b)
@@ -345,10 +352,11 @@ TEST_CASE("2-bit codes sit at bits 2*(i%4) of byte i/4 at every length and block
     REQUIRE(packed.size() == expected.size());
     CHECK(packed == expected);
     std::vector<float> back(n, 99.0f);
-    decode_values(value_encoding::two_bit, scales.data(), packed.data(), packed.size(), back.data(), n);
+    decode_values(value_encoding::two_bit, scales.data(), packed.data(), packed.size(), back.data(),
+                  n);
     REQUIRE(back.size() == values.size());
     for (std::size_t i = 0; i < n; ++i)
-      CHECK(back[i] == values[i]);  // -0 comes back as 0, which compares equal
+      CHECK(back[i] == values[i]); // -0 comes back as 0, which compares equal
   }
 }
 
@@ -363,16 +371,19 @@ TEST_CASE("2-bit refusals are found wherever in a block they sit", "[gradient_co
     values[1] = scale;
     std::vector<unsigned char> packed(encoded_bytes(value_encoding::two_bit, n));
     values[at] = 0.25f;
-    CHECK_THROWS_WITH(encode_values(value_encoding::two_bit, &scale, values.data(), n, packed.data()),
-                      Catch::Contains("value " + std::to_string(at) + " (0.25)"));
+    CHECK_THROWS_WITH(
+      encode_values(value_encoding::two_bit, &scale, values.data(), n, packed.data()),
+      Catch::Contains("value " + std::to_string(at) + " (0.25)"));
     values[at] = std::nanf("");
-    CHECK_THROWS_WITH(encode_values(value_encoding::two_bit, &scale, values.data(), n, packed.data()),
-                      Catch::Contains("value " + std::to_string(at) + " (nan)"));
+    CHECK_THROWS_WITH(
+      encode_values(value_encoding::two_bit, &scale, values.data(), n, packed.data()),
+      Catch::Contains("value " + std::to_string(at) + " (nan)"));
     std::vector<unsigned char> codes(packed.size(), 0);
     codes[at / 4] = static_cast<unsigned char>(3u << (2 * (at % 4)));
     std::vector<float> back(n);
-    CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, &scale, codes.data(), codes.size(), back.data(), n),
-                      Catch::Contains("2bit value " + std::to_string(at) + " has the unused code 3"));
+    CHECK_THROWS_WITH(
+      decode_values(value_encoding::two_bit, &scale, codes.data(), codes.size(), back.data(), n),
+      Catch::Contains("2bit value " + std::to_string(at) + " has the unused code 3"));
   }
 }
 
@@ -394,18 +405,21 @@ TEST_CASE("the encoder refuses values its encoding does not hold", "[gradient_co
   blocks[two_bit_block + 1] = 0.5f;
   const float scales[2] = {0.5f, 0.25f};
   std::vector<unsigned char> packed(encoded_bytes(value_encoding::two_bit, blocks.size()));
-  CHECK_THROWS_WITH(encode_values(value_encoding::two_bit, scales, blocks.data(), blocks.size(), packed.data()),
-                    Catch::Contains("value " + std::to_string(two_bit_block + 1) + " (0.5)"));
-  const float zero_scales[2] = {0.5f, 0.0f};  // a block of scale 0 holds only zeros
+  CHECK_THROWS_WITH(
+    encode_values(value_encoding::two_bit, scales, blocks.data(), blocks.size(), packed.data()),
+    Catch::Contains("value " + std::to_string(two_bit_block + 1) + " (0.5)"));
+  const float zero_scales[2] = {0.5f, 0.0f}; // a block of scale 0 holds only zeros
   blocks[two_bit_block + 1] = 0.0f;
-  CHECK_THROWS_WITH(encode_values(value_encoding::two_bit, zero_scales, blocks.data(), blocks.size(), packed.data()),
+  CHECK_THROWS_WITH(encode_values(value_encoding::two_bit, zero_scales, blocks.data(),
+                                  blocks.size(), packed.data()),
                     Catch::Contains("value " + std::to_string(two_bit_block) + " (-0.25)"));
 }
 
-TEST_CASE("the decoder refuses wrong lengths, the unused code, pad bits and bad scales", "[gradient_codec]") {
+TEST_CASE("the decoder refuses wrong lengths, the unused code, pad bits and bad scales",
+          "[gradient_codec]") {
   std::vector<float> out(5);
   const float half = 0.5f;
-  const unsigned char ok[2] = {0x19, 0x00};  // codes 1,2,1,0 then 0
+  const unsigned char ok[2] = {0x19, 0x00}; // codes 1,2,1,0 then 0
   CHECK_NOTHROW(decode_values(value_encoding::two_bit, &half, ok, 2, out.data(), 5));
   CHECK(out == std::vector<float>{0.5f, -0.5f, 0.5f, 0.0f, 0.0f});
   CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, &half, ok, 1, out.data(), 5),
@@ -422,24 +436,28 @@ TEST_CASE("the decoder refuses wrong lengths, the unused code, pad bits and bad 
   CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, &negative, ok, 2, out.data(), 5),
                     Catch::Contains("2bit scale"));
   // The second block's scale is the bad one: named by where its values start.
-  std::vector<unsigned char> two_blocks(encoded_bytes(value_encoding::two_bit, two_bit_block + 1), 0);
+  std::vector<unsigned char> two_blocks(encoded_bytes(value_encoding::two_bit, two_bit_block + 1),
+                                        0);
   std::vector<float> wide(two_bit_block + 1);
   const float scales[2] = {0.5f, std::numeric_limits<float>::infinity()};
-  CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, scales, two_blocks.data(), two_blocks.size(), wide.data(),
-                                  wide.size()),
-                    Catch::Contains("2bit scale of values " + std::to_string(two_bit_block) + ".. is inf"));
+  CHECK_THROWS_WITH(
+    decode_values(value_encoding::two_bit, scales, two_blocks.data(), two_blocks.size(),
+                  wide.data(), wide.size()),
+    Catch::Contains("2bit scale of values " + std::to_string(two_bit_block) + ".. is inf"));
   const unsigned char half_bytes[4] = {0, 0, 0, 0};
   CHECK_THROWS_WITH(decode_values(value_encoding::fp16, nullptr, half_bytes, 4, out.data(), 5),
                     Catch::Contains("4 bytes for 5 values in fp16"));
-  CHECK_THROWS_WITH(decode_values(static_cast<value_encoding>(9), nullptr, half_bytes, 4, out.data(), 1),
-                    Catch::Contains("unknown value encoding 9"));
+  CHECK_THROWS_WITH(
+    decode_values(static_cast<value_encoding>(9), nullptr, half_bytes, 4, out.data(), 1),
+    Catch::Contains("unknown value encoding 9"));
 }
 
 // The codec works over chunks of values in parallel: over several chunks (not a multiple of 4
 // values either), every result is the same bits on one thread as on many: pushes, residuals,
 // answers, held weights, the 2-bit scales and the packed bytes; and a refused value in a later
 // chunk is named, the first one.
-TEST_CASE("results over many chunks are the same bits on one thread as on many", "[gradient_codec]") {
+TEST_CASE("results over many chunks are the same bits on one thread as on many",
+          "[gradient_codec]") {
   const std::size_t n = 5 * 65536 + 7;
   auto run = [&](compression_spec spec) {
     const auto e = spec.pushes;
@@ -485,28 +503,33 @@ TEST_CASE("results over many chunks are the same bits on one thread as on many",
       CHECK(one.first.back() > 0);
   }
   std::vector<float> quantized(n, 0.0f);
-  quantized[4 * 65536 + 3] = 0.3f;  // not +-0.5: refused, named
+  quantized[4 * 65536 + 3] = 0.3f; // not +-0.5: refused, named
   quantized[n - 1] = 0.2f;
   std::vector<float> halves(two_bit_scales(n), 0.5f);
   std::vector<unsigned char> bytes(encoded_bytes(value_encoding::two_bit, n));
-  CHECK_THROWS_WITH(encode_values(value_encoding::two_bit, halves.data(), quantized.data(), n, bytes.data()),
-                    Catch::Contains("value " + std::to_string(4 * 65536 + 3) + " (0.3)"));
+  CHECK_THROWS_WITH(
+    encode_values(value_encoding::two_bit, halves.data(), quantized.data(), n, bytes.data()),
+    Catch::Contains("value " + std::to_string(4 * 65536 + 3) + " (0.3)"));
   std::vector<unsigned char> codes(encoded_bytes(value_encoding::two_bit, n), 0);
-  codes[3 * 16384 + 1] = 0x30;  // value 3 * 65536 + 6 has the unused code
+  codes[3 * 16384 + 1] = 0x30; // value 3 * 65536 + 6 has the unused code
   std::vector<float> back(n);
-  CHECK_THROWS_WITH(decode_values(value_encoding::two_bit, halves.data(), codes.data(), codes.size(), back.data(), n),
-                    Catch::Contains("2bit value " + std::to_string(3 * 65536 + 6) + " has the unused code 3"));
+  CHECK_THROWS_WITH(
+    decode_values(value_encoding::two_bit, halves.data(), codes.data(), codes.size(), back.data(),
+                  n),
+    Catch::Contains("2bit value " + std::to_string(3 * 65536 + 6) + " has the unused code 3"));
 }
 
-TEST_CASE("fp16 rounding is IEEE's round to nearest even, subnormals and saturation included", "[gradient_codec]") {
+TEST_CASE("fp16 rounding is IEEE's round to nearest even, subnormals and saturation included",
+          "[gradient_codec]") {
   // Every half value decodes and re-encodes to itself.
   std::size_t checked = 0;
   for (std::uint32_t bits = 0; bits < 0x10000u; ++bits) {
     if ((bits & 0x7c00u) == 0x7c00u)
-      continue;  // inf and NaN
+      continue; // inf and NaN
     const auto h = static_cast<std::uint16_t>(bits);
     float v = 0;
-    decode_values(value_encoding::fp16, nullptr, reinterpret_cast<const unsigned char*>(&h), 2, &v, 1);
+    decode_values(value_encoding::fp16, nullptr, reinterpret_cast<const unsigned char*>(&h), 2, &v,
+                  1);
     std::uint16_t back = 0;
     encode_values(value_encoding::fp16, nullptr, &v, 1, reinterpret_cast<unsigned char*>(&back));
     REQUIRE(back == h);
@@ -519,12 +542,12 @@ TEST_CASE("fp16 rounding is IEEE's round to nearest even, subnormals and saturat
     return sent;
   };
   CHECK(rounded(65504.0f) == 65504.0f);
-  CHECK(rounded(1e9f) == 65504.0f);  // saturates, the rest kept in the residual
+  CHECK(rounded(1e9f) == 65504.0f); // saturates, the rest kept in the residual
   CHECK(rounded(-1e9f) == -65504.0f);
-  CHECK(rounded(std::ldexp(1.0f, -24)) == std::ldexp(1.0f, -24));       // the smallest subnormal
-  CHECK(rounded(std::ldexp(1.0f, -25)) == 0.0f);                        // a tie: to even, 0
-  CHECK(rounded(3 * std::ldexp(1.0f, -25)) == std::ldexp(1.0f, -23));   // a tie: to even, 2 units
-  CHECK(rounded(1.0f + std::ldexp(1.0f, -11)) == 1.0f);                 // a tie below: to even
+  CHECK(rounded(std::ldexp(1.0f, -24)) == std::ldexp(1.0f, -24));     // the smallest subnormal
+  CHECK(rounded(std::ldexp(1.0f, -25)) == 0.0f);                      // a tie: to even, 0
+  CHECK(rounded(3 * std::ldexp(1.0f, -25)) == std::ldexp(1.0f, -23)); // a tie: to even, 2 units
+  CHECK(rounded(1.0f + std::ldexp(1.0f, -11)) == 1.0f);               // a tie below: to even
   CHECK(rounded(1.0f + 3 * std::ldexp(1.0f, -11)) == 1.0f + std::ldexp(1.0f, -9));
 #if defined(__FLT16_MAX__) && !defined(__clang__)
   // Against the compiler's own half type, where it has one.

@@ -5,8 +5,8 @@
 
 #include <limits>
 
-#include <troupe/kernels/pooling.hpp>
 #include "test_util.hpp"
+#include <troupe/kernels/pooling.hpp>
 
 using namespace troupe;
 using namespace troupe::test;

@@ -3,8 +3,8 @@
 // the threaded path, and shape errors.
 #include <catch2/catch.hpp>
 
-#include <troupe/kernels/sgd.hpp>
 #include "test_util.hpp"
+#include <troupe/kernels/sgd.hpp>
 
 using namespace troupe;
 using namespace troupe::test;

@@ -7,8 +7,8 @@
 #include <numeric>
 #include <set>
 
-#include <troupe/kernels/softmax_cross_entropy.hpp>
 #include "test_util.hpp"
+#include <troupe/kernels/softmax_cross_entropy.hpp>
 
 using namespace troupe;
 using namespace troupe::test;
@@ -131,9 +131,9 @@ TEST_CASE("softmax cross-entropy rejects bad input", "[softmax][errors]") {
 TEST_CASE("top-k counts the labels among the k largest logits, ties by lower index", "[softmax]") {
   // Row 0: class 1 and 2 tie for the largest; class 1 comes first. Row 1: a four-way tie.
   const tensor logits = tensor::from_values({2, 4}, {1, 3, 3, 0, 2, 2, 2, 2});
-  CHECK(count_top_k(logits, {1, 0}, 1) == 2);  // the first of the tied maxima is the top 1
+  CHECK(count_top_k(logits, {1, 0}, 1) == 2); // the first of the tied maxima is the top 1
   CHECK(count_top_k(logits, {2, 3}, 1) == 0);
-  CHECK(count_top_k(logits, {2, 2}, 2) == 1);  // row 0: rank 1 < 2; row 1: rank 2
+  CHECK(count_top_k(logits, {2, 2}, 2) == 1); // row 0: rank 1 < 2; row 1: rank 2
   CHECK(count_top_k(logits, {2, 2}, 3) == 2);
   CHECK(count_top_k(logits, {3, 3}, 3) == 0);
   CHECK(count_top_k(logits, {3, 3}, 4) == 2);
@@ -147,14 +147,14 @@ TEST_CASE("top-k agrees with a sorted reference, top-1 with accuracy, top-K with
     for (const tensor& logits : {tied_logits(s[0], s[1], 11), random_tensor(s, 12, -3.0f, 3.0f)}) {
       const auto labels = make_labels(s[0], s[1], 13);
       tensor p(s);
-      std::set<std::int64_t> ks{s[1], s[1] / 2 + 1};  // every small k, a middle one, all
+      std::set<std::int64_t> ks{s[1], s[1] / 2 + 1}; // every small k, a middle one, all
       for (std::int64_t k = 1; k <= std::min<std::int64_t>(s[1], 12); ++k)
         ks.insert(k);
       std::int64_t previous = 0;
       for (const auto k : ks) {
         const auto hits = count_top_k(logits, labels, static_cast<int>(k));
         CHECK(hits == reference_top_k(logits, labels, k));
-        CHECK(hits >= previous);  // a larger k never loses a hit
+        CHECK(hits >= previous); // a larger k never loses a hit
         previous = hits;
         const auto r = softmax_cross_entropy_forward(logits, labels, p, static_cast<int>(k));
         CHECK(r.top_k_correct == hits);
@@ -163,7 +163,7 @@ TEST_CASE("top-k agrees with a sorted reference, top-1 with accuracy, top-K with
         if (k == s[1])
           CHECK(hits == s[0]);
       }
-      CHECK(softmax_cross_entropy_forward(logits, labels, p).top_k_correct == 0);  // not asked
+      CHECK(softmax_cross_entropy_forward(logits, labels, p).top_k_correct == 0); // not asked
     }
   }
 }

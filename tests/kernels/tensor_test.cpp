@@ -34,7 +34,7 @@ TEST_CASE("a flat slice is a counted view of a range of the elements", "[tensor]
     CHECK(middle.shape() == shape_t{3});
     CHECK(middle.data()[0] == 3);
     CHECK(middle.shares_storage_with(a));
-    CHECK_FALSE(a.unique());  // a writer must not reuse a's buffer while the slice lives
+    CHECK_FALSE(a.unique()); // a writer must not reuse a's buffer while the slice lives
     middle.data()[2] = 50;
     CHECK(a.data()[4] == 50);
     CHECK(a.flat_slice(0, 6).shares_storage_with(middle));
@@ -84,7 +84,7 @@ TEST_CASE("a CPU tensor's host copy is itself, and a GPU the process lacks is re
   CHECK(t.device_index() == 0);
   CHECK(t.device_data() == t.data());
   const tensor host = t.to_host();
-  CHECK(host.shares_storage_with(t));  // no copy
+  CHECK(host.shares_storage_with(t)); // no copy
   CHECK_THROWS_AS(tensor::on_gpu({4}, -1), std::invalid_argument);
   if (query_devices().gpus.empty()) {
     // A build without CUDA, or no GPU or driver here: the error says so, nothing is made.

@@ -2,10 +2,10 @@
 // results at 1 thread as at 2.
 #include <catch2/catch.hpp>
 
+#include "test_util.hpp"
 #include <troupe/kernels/conv2d.hpp>
 #include <troupe/kernels/elementwise.hpp>
 #include <troupe/kernels/threading.hpp>
-#include "test_util.hpp"
 
 #include <pthread.h>
 #include <sched.h>
@@ -79,7 +79,7 @@ TEST_CASE("bind_this_thread binds the calling thread, and the threads it starts,
   REQUIRE_FALSE(before.empty());
   CHECK(refused_empty);
   CHECK(refused_bad);
-  CHECK(after_refusals == before);  // a refused binding binds nothing
+  CHECK(after_refusals == before); // a refused binding binds nothing
   REQUIRE(bound);
   REQUIRE(in_thread.size() == 1);
   CHECK(in_thread.front() == before.back());

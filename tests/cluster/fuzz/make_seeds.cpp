@@ -3,7 +3,8 @@
 // starts past the version check; plus the regression inputs found so far, re-encoded.
 //
 //   troupe_fuzz_seeds write DIR   writes the seeds into DIR (regenerate after a protocol change:
-//                                 `build/tests/cluster/troupe_fuzz_seeds write tests/cluster/fuzz/corpus`)
+//                                 `build/tests/cluster/troupe_fuzz_seeds write
+//                                 tests/cluster/fuzz/corpus`)
 //   troupe_fuzz_seeds check DIR   exit 1 naming each seed in DIR (but regression_*) that this
 //                                 build's decoder refuses (ctest cluster:fuzz_seeds_current)
 #include <cstdint>
@@ -51,7 +52,8 @@ std::vector<std::pair<std::string, wire_message>> seeds() {
   push.gradients = {counting({2, 3}), counting({5})};
   push.worker = 1;
   push.samples = 64;
-  gradient_push two_bit = push;  // a compressed route's push: 2 bits a value, a scale per 256 (here per key)
+  gradient_push two_bit =
+    push; // a compressed route's push: 2 bits a value, a scale per 256 (here per key)
   two_bit.gradients = {tensor::from_values({2, 3}, {0.5f, 0, -0.5f, 0.5f, 0, 0}),
                        tensor::from_values({5}, {0, 0.5f, 0.5f, -0.5f, 0})};
   two_bit.encoding = value_encoding::two_bit;
@@ -61,7 +63,7 @@ std::vector<std::pair<std::string, wire_message>> seeds() {
   weights.keys = {0};
   weights.weights = {counting({4})};
   weights.learning_rate = 0.1f;
-  weight_set fp16_weights = weights;  // a compressed answer: deltas, 2 bytes a value
+  weight_set fp16_weights = weights; // a compressed answer: deltas, 2 bytes a value
   fp16_weights.weights = {tensor::from_values({4}, {0.5f, -0.25f, 0, 2})};
   fp16_weights.encoding = value_encoding::fp16;
   assignment_message assignment;
@@ -111,10 +113,13 @@ std::vector<std::pair<std::string, wire_message>> seeds() {
     {"promote", promote_message{1, 2}},
     {"pull_rewind", pull_message{8, 1, 30000, true, 5}},
     {"traffic", traffic},
-    {"checkpoint_save", checkpoint_message{4, checkpoint_kind::save, 1, "runs/m-0001.server_0.safetensors", 30000}},
+    {"checkpoint_save",
+     checkpoint_message{4, checkpoint_kind::save, 1, "runs/m-0001.server_0.safetensors", 30000}},
     {"checkpoint_restore", checkpoint_message{5, checkpoint_kind::restore, 1, "runs/m", 30000}},
-    {"checkpoint_done", checkpoint_done_message{4, "m-0001.server_0.safetensors", 147864,
-                                                "sha256:1ca5b6a8d0e1372825d314437db0b0816f1bfb6a37081db09799e5aad0411660"}},
+    {"checkpoint_done",
+     checkpoint_done_message{
+       4, "m-0001.server_0.safetensors", 147864,
+       "sha256:1ca5b6a8d0e1372825d314437db0b0816f1bfb6a37081db09799e5aad0411660"}},
     // Found by the fuzzer (bac6a18): the refusal of batches = INT64_MIN overflowed.
     {"regression_batch_report_int64_min", batch_report_message{int64_min}},
   };
@@ -135,7 +140,8 @@ std::string refusal(const std::vector<char>& frame) {
   if (frame.size() != frame_header_bytes + header.payload_bytes)
     return "the header announces " + std::to_string(header.payload_bytes) + " bytes, "
            + std::to_string(frame.size() - frame_header_bytes) + " follow";
-  auto payload = std::make_shared<std::vector<char>>(frame.begin() + frame_header_bytes, frame.end());
+  auto payload =
+    std::make_shared<std::vector<char>>(frame.begin() + frame_header_bytes, frame.end());
   return decode_payload(payload, fuzz_keys).error;
 }
 

@@ -27,13 +27,12 @@ inline dataset_options dataset_of(const job_config& c, const data_config& d, spl
 inline training_job job_of(const job_config& c) {
   training_job j;
   j.model = model_spec_of(c);
-  j.train_data = dataset_of(c, c.train_data,
-                            c.train_data.split.value == "test" ? split::test : split::train);
-  j.validation_data = c.validation_data.enabled
-                        ? dataset_of(c, c.validation_data,
-                                     c.validation_data.split.value == "train" ? split::train
-                                                                              : split::test)
-                        : j.train_data;
+  j.train_data =
+    dataset_of(c, c.train_data, c.train_data.split.value == "test" ? split::test : split::train);
+  j.validation_data =
+    c.validation_data.enabled ? dataset_of(
+      c, c.validation_data, c.validation_data.split.value == "train" ? split::train : split::test)
+                              : j.train_data;
   j.train_batches.batch_size = c.train_data.batch.value;
   j.validation_batches.batch_size = c.validation_data.batch.value;
   j.prefetch_depth = c.run.prefetch.value;

@@ -11,7 +11,9 @@
 namespace troupe {
 namespace {
 
-job_config written(const std::string& text) { return parse_job_config("t.troupe", text); }
+job_config written(const std::string& text) {
+  return parse_job_config("t.troupe", text);
+}
 
 job_config overridden(const std::string& text, const config_overrides& o) {
   return parse_job_config("t.troupe", text, o);
@@ -49,12 +51,18 @@ void check_same_job(const job_config& a, const job_config& b) {
 
 // Flag names, as troupe train gives them (apps/train_flags.cpp).
 std::string flag_of(const std::string& key) {
-  if (key == "data.dataset") return "--dataset";
-  if (key == "data.shape") return "--image-shape";
-  if (key == "data.classes") return "--num-classes";
-  if (key == "data.examples") return "--num-examples";
-  if (key == "data.rgb_std") return "--rgb-std";
-  if (key == "cluster.workers") return "--workers";
+  if (key == "data.dataset")
+    return "--dataset";
+  if (key == "data.shape")
+    return "--image-shape";
+  if (key == "data.classes")
+    return "--num-classes";
+  if (key == "data.examples")
+    return "--num-examples";
+  if (key == "data.rgb_std")
+    return "--rgb-std";
+  if (key == "cluster.workers")
+    return "--workers";
   return key;
 }
 
@@ -71,12 +79,14 @@ std::string refusal(const config_overrides& o, const std::string& text = "") {
 
 TEST_CASE("a synthetic data override is the written statement") {
   config_overrides o;
-  o.train_data = data_override{"synthetic", {}, {}, std::vector<std::int64_t>{3, 16, 16}, 5, 600, {}, {}};
+  o.train_data =
+    data_override{"synthetic", {}, {}, std::vector<std::int64_t>{3, 16, 16}, 5, 600, {}, {}};
   const auto a = overridden("model mlp", o);
-  const auto b = written("data train = synthetic(shape = [3, 16, 16], classes = 5, examples = 600)\nmodel mlp");
+  const auto b =
+    written("data train = synthetic(shape = [3, 16, 16], classes = 5, examples = 600)\nmodel mlp");
   check_same_job(a, b);
   CHECK_FALSE(a.train_data.normalize.value);
-  CHECK(a.validation_data.examples.value == 600);  // validation follows the training set
+  CHECK(a.validation_data.examples.value == 600); // validation follows the training set
   CHECK(a.model.classes.value == 5);
   CHECK(a.train_data.dataset.given);
 }
@@ -92,9 +102,14 @@ TEST_CASE("a file dataset override is the written statement, augmentation per da
 }
 
 TEST_CASE("recordio overrides, training and validation, are the written statements") {
-  data_override train{"recordio", std::string("/d/t.rec"), std::string("/d/t.idx"),
-                      std::vector<std::int64_t>{3, 64, 48}, 100,
-                      {}, std::vector<double>{123.68, 116.78, 103.94}, {}};
+  data_override train{"recordio",
+                      std::string("/d/t.rec"),
+                      std::string("/d/t.idx"),
+                      std::vector<std::int64_t>{3, 64, 48},
+                      100,
+                      {},
+                      std::vector<double>{123.68, 116.78, 103.94},
+                      {}};
   auto val = train;
   val.dir = "/d/v.rec";
   val.index.reset();
@@ -102,10 +117,11 @@ TEST_CASE("recordio overrides, training and validation, are the written statemen
   o.train_data = train;
   o.validation_data = val;
   const auto a = overridden("", o);
-  check_same_job(a, written("data train = recordio(\"/d/t.rec\", index = \"/d/t.idx\", shape = [3, 64, 48], "
-                            "classes = 100, rgb_mean = [123.68, 116.78, 103.94])\n"
-                            "data val = recordio(\"/d/v.rec\", shape = [3, 64, 48], classes = 100, "
-                            "rgb_mean = [123.68, 116.78, 103.94])\n"));
+  check_same_job(
+    a, written("data train = recordio(\"/d/t.rec\", index = \"/d/t.idx\", shape = [3, 64, 48], "
+               "classes = 100, rgb_mean = [123.68, 116.78, 103.94])\n"
+               "data val = recordio(\"/d/v.rec\", shape = [3, 64, 48], classes = 100, "
+               "rgb_mean = [123.68, 116.78, 103.94])\n"));
   CHECK(a.validation_data.enabled);
   CHECK(a.train_data.random_crop.value);
   CHECK_FALSE(a.validation_data.random_crop.value);
@@ -115,13 +131,14 @@ TEST_CASE("recordio overrides, training and validation, are the written statemen
   const auto b = overridden("", alone);
   check_same_job(b, written("data train = recordio(\"t.rec\")"));
   CHECK(b.train_data.shape.value == std::vector<std::int64_t>{3, 224, 224});
-  CHECK_FALSE(b.validation_data.enabled);  // a .rec has no test split beside it
+  CHECK_FALSE(b.validation_data.enabled); // a .rec has no test split beside it
 }
 
 TEST_CASE("a data override replaces the statement the text wrote") {
   config_overrides o;
   o.train_data = data_override{"mnist", std::string("/m"), {}, {}, {}, {}, {}, {}};
-  check_same_job(overridden("data train = cifar10(\"/c\", batch = 64)", o), written("data train = mnist(\"/m\")"));
+  check_same_job(overridden("data train = cifar10(\"/c\", batch = 64)", o),
+                 written("data train = mnist(\"/m\")"));
 }
 
 TEST_CASE("a bad override is refused once, named as its giver names it") {
@@ -137,11 +154,14 @@ TEST_CASE("a bad override is refused once, named as its giver names it") {
   CHECK(refusal(with(classes)) == "--num-classes must be between 2 and 100000, got 1");
   data_override examples{"synthetic", {}, {}, {}, {}, 5, {}, {}};
   CHECK_THAT(refusal(with(examples)), Catch::StartsWith("--num-examples must be between 6"));
-  data_override gray{"recordio", std::string("t.rec"), {}, std::vector<std::int64_t>{1, 32, 32}, {}, {}, {}, {}};
-  CHECK_THAT(refusal(with(gray)), Catch::StartsWith("--image-shape: ") && Catch::Contains("C must be 3"));
+  data_override gray{
+    "recordio", std::string("t.rec"), {}, std::vector<std::int64_t>{1, 32, 32}, {}, {}, {}, {}};
+  CHECK_THAT(refusal(with(gray)),
+             Catch::StartsWith("--image-shape: ") && Catch::Contains("C must be 3"));
   data_override two{"synthetic", {}, {}, std::vector<std::int64_t>{3, 32}, {}, {}, {}, {}};
   CHECK(refusal(with(two)) == "--image-shape must have 3 elements [channels, height, width]");
-  data_override stdev{"recordio", std::string("t.rec"), {}, {}, {}, {}, {}, std::vector<double>{0, 1, 1}};
+  data_override stdev{"recordio", std::string("t.rec"),        {}, {}, {}, {},
+                      {},         std::vector<double>{0, 1, 1}};
   CHECK(refusal(with(stdev)) == "--rgb-std values must be in (0, 255]");
   CHECK_THAT(refusal(with(data_override{"svhn", {}, {}, {}, {}, {}, {}, {}})),
              Catch::StartsWith("--dataset: unknown dataset 'svhn'"));
@@ -189,8 +209,9 @@ TEST_CASE("the default compute count is asked once and yields the topology a wri
   const std::string nodes = "cluster { server_nodes = 1  worker_nodes = 4 }\n";
   const auto a = overridden(nodes + "topology backup(1)", o);
   CHECK(asked == 1);
-  check_same_job(a, written("cluster { server_nodes = 1  worker_nodes = 4  workers = 4 }\ntopology backup(1)"));
-  CHECK_FALSE(a.cluster.workers.given);  // a default, not a value the user gave
+  check_same_job(
+    a, written("cluster { server_nodes = 1  worker_nodes = 4  workers = 4 }\ntopology backup(1)"));
+  CHECK_FALSE(a.cluster.workers.given); // a default, not a value the user gave
   // A count the text gives stands; the question is still asked (troupe node resolves its place).
   const auto b = overridden("cluster { server_nodes = 1  worker_nodes = 4  workers = 8 }\n", o);
   CHECK(asked == 2);

@@ -12,7 +12,9 @@
 namespace troupe {
 namespace {
 
-job_config parse(const std::string& text) { return parse_job_config("t.troupe", text); }
+job_config parse(const std::string& text) {
+  return parse_job_config("t.troupe", text);
+}
 
 std::string error_of(const std::string& text) {
   try {
@@ -55,10 +57,11 @@ TEST_CASE("cifar10 turns on crop and mirror and implies 3x32x32") {
 }
 
 TEST_CASE("recordio reads its file, index and image keys; validation needs its own file") {
-  auto c = parse("data train = recordio(\"/d/t.rec\", index = \"/d/t.idx\", shape = [3, 64, 48], "
-                 "classes = 100, rgb_mean = [123.68, 116.78, 103.94], scale = [0.2, 0.9], "
-                 "ratio = [0.5, 2], skip_bad_records = true, batch = 16)\n"
-                 "data val = recordio(\"/d/v.rec\", shape = [3, 64, 48], classes = 100, resize = 72)\n");
+  auto c =
+    parse("data train = recordio(\"/d/t.rec\", index = \"/d/t.idx\", shape = [3, 64, 48], "
+          "classes = 100, rgb_mean = [123.68, 116.78, 103.94], scale = [0.2, 0.9], "
+          "ratio = [0.5, 2], skip_bad_records = true, batch = 16)\n"
+          "data val = recordio(\"/d/v.rec\", shape = [3, 64, 48], classes = 100, resize = 72)\n");
   const auto& t = c.train_data;
   CHECK(t.dataset.value == "recordio");
   CHECK(t.dir.value == "/d/t.rec");
@@ -68,7 +71,7 @@ TEST_CASE("recordio reads its file, index and image keys; validation needs its o
   CHECK(t.scale.value == std::vector<double>{0.2, 0.9});
   CHECK(t.ratio.value == std::vector<double>{0.5, 2});
   CHECK(t.skip_bad_records.value);
-  CHECK(t.random_crop.value);  // training default
+  CHECK(t.random_crop.value); // training default
   CHECK(t.mirror.value);
   CHECK(c.model.classes.value == 100);
   CHECK(c.validation_data.enabled);
@@ -86,7 +89,8 @@ TEST_CASE("recordio reads its file, index and image keys; validation needs its o
 }
 
 TEST_CASE("synthetic data sets shape and classes and the model follows") {
-  auto c = parse("data train = synthetic(shape = [1, 12, 12], classes = 5, examples = 600)\nmodel mlp");
+  auto c =
+    parse("data train = synthetic(shape = [1, 12, 12], classes = 5, examples = 600)\nmodel mlp");
   CHECK(c.model.classes.value == 5);
   CHECK_FALSE(c.train_data.normalize.value);
   CHECK(c.validation_data.examples.value == 600);
@@ -100,7 +104,7 @@ TEST_CASE("data val none and eval_every 0 disable validation") {
 TEST_CASE("train top_k is off by default and at most the data's classes") {
   CHECK(parse("").run.top_k.value == 0);
   CHECK(parse("train { top_k = 5 }").run.top_k.value == 5);
-  CHECK(parse("train { top_k = 10 }").run.top_k.value == 10);  // fashion_mnist: 10 classes
+  CHECK(parse("train { top_k = 10 }").run.top_k.value == 10); // fashion_mnist: 10 classes
   CHECK(error_of("train { top_k = 11 }")
         == "t.troupe:1:17: top_k must be at most the 10 classes, got 11");
   CHECK(error_of("data train = synthetic(classes = 3)\ntrain { top_k = 4 }")
@@ -138,16 +142,19 @@ TEST_CASE("presets expand to their routes") {
   auto ssp = parse("topology ssp(3)").topology;
   CHECK(ssp.preset == topology_kind::ssp);
   CHECK(ssp.staleness == 3);
-  CHECK(routes_text(ssp) == "loader -> compute; compute -> shard; shard -> compute(sender, staleness = 3)");
+  CHECK(routes_text(ssp)
+        == "loader -> compute; compute -> shard; shard -> compute(sender, staleness = 3)");
   auto h = parse("cluster { workers = 4 }\ntopology hierarchical(machines = 2)").topology;
   CHECK(h.machines.value == 2);
   CHECK(h.levels == levels{machine, all});
-  CHECK(routes_text(h) == "loader -> compute; compute -> aggregate(machine); "
-                          "aggregate(machine) -> aggregate(all); aggregate(all) -> shard; shard -> compute(all)");
+  CHECK(routes_text(h)
+        == "loader -> compute; compute -> aggregate(machine); "
+           "aggregate(machine) -> aggregate(all); aggregate(all) -> shard; shard -> compute(all)");
   auto b = parse("cluster { workers = 4 }\ntopology backup(1)").topology;
   CHECK(b.levels == levels{{aggregation_scope::all, 3}});
-  CHECK(routes_text(b) == "loader -> compute; compute -> aggregate(all, need = 3); "
-                          "aggregate(all) -> shard; shard -> compute(all)");
+  CHECK(routes_text(b)
+        == "loader -> compute; compute -> aggregate(all, need = 3); "
+           "aggregate(all) -> shard; shard -> compute(all)");
   CHECK(parse("topology bsp").topology.levels == levels{all});
   CHECK_FALSE(parse("topology bsp(deterministic = false)").topology.deterministic.value);
 }
@@ -158,49 +165,62 @@ TEST_CASE("a preset above a block must be what the block compiles to") {
   CHECK(b.topology.preset == topology_kind::backup);
   CHECK(b.topology.levels == levels{{aggregation_scope::all, 3}});
   // The head's argument fills what the block leaves unwritten.
-  auto s = parse("topology ssp(2) {\n loader -> compute\n compute -> shard\n shard -> compute(sender)\n}");
+  auto s =
+    parse("topology ssp(2) {\n loader -> compute\n compute -> shard\n shard -> compute(sender)\n}");
   CHECK(s.topology.staleness == 2);
   CHECK(s.topology.explicit_wiring);
-  CHECK(error_of("topology bsp {\n loader -> compute\n compute -> shard -> compute(sender)\n}")
-        == "t.troupe:1:10: these routes are not the preset's, which is: loader -> compute, "
-           "compute -> aggregate(all), aggregate(all) -> shard, shard -> compute(all) (give a route "
-           "set of your own a name of your own, e.g. 'topology mine { ... }')");
+  CHECK(
+    error_of("topology bsp {\n loader -> compute\n compute -> shard -> compute(sender)\n}")
+    == "t.troupe:1:10: these routes are not the preset's, which is: loader -> compute, "
+       "compute -> aggregate(all), aggregate(all) -> shard, shard -> compute(all) (give a route "
+       "set of your own a name of your own, e.g. 'topology mine { ... }')");
   // What was written and what ran could differ before routes compiled: this ran a global
   // aggregate nobody wrote.
-  CHECK(error_of("cluster { workers = 4 }\ntopology hierarchical(machines = 2) {\n loader -> compute\n"
-                 " compute -> aggregate(machine) -> shard\n shard -> aggregate(machine)\n}")
-          .rfind("t.troupe:2:10: these routes are not the preset's", 0) == 0);
+  CHECK(
+    error_of("cluster { workers = 4 }\ntopology hierarchical(machines = 2) {\n loader -> compute\n"
+             " compute -> aggregate(machine) -> shard\n shard -> aggregate(machine)\n}")
+      .rfind("t.troupe:2:10: these routes are not the preset's", 0)
+    == 0);
   CHECK(error_of("cluster { workers = 4 }\ntopology backup(2) {\n loader -> compute\n"
                  " compute -> aggregate(all, need = 3) -> shard\n shard -> compute(all)\n}")
-          .rfind("t.troupe:2:10: these routes are not the preset's", 0) == 0);
+          .rfind("t.troupe:2:10: these routes are not the preset's", 0)
+        == 0);
 }
 
 TEST_CASE("route sets no preset names compile into their own programs") {
-  auto local = parse("cluster { workers = 4 }\ntopology local_sync(machines = 2) {\n loader -> compute\n"
-                     " compute -> aggregate(machine) -> shard\n shard -> aggregate(machine)\n}").topology;
+  auto local =
+    parse("cluster { workers = 4 }\ntopology local_sync(machines = 2) {\n loader -> compute\n"
+          " compute -> aggregate(machine) -> shard\n shard -> aggregate(machine)\n}")
+      .topology;
   CHECK_FALSE(local.preset);
   CHECK(local.name.value == "local_sync");
   CHECK(local.levels == levels{machine});
   CHECK(local.staleness == -1);
-  CHECK(routes_text(local) == "loader -> compute; compute -> aggregate(machine); "
-                              "aggregate(machine) -> shard; shard -> aggregate(machine)");
-  auto ssp = parse("cluster { workers = 4 }\ntopology mine {\n loader -> compute\n"
-                   " compute -> aggregate(machine) -> shard\n shard -> aggregate(machine, staleness = 2)\n}")
-               .topology;
-  CHECK(ssp.machines.value == 2);  // the default
+  CHECK(routes_text(local)
+        == "loader -> compute; compute -> aggregate(machine); "
+           "aggregate(machine) -> shard; shard -> aggregate(machine)");
+  auto ssp =
+    parse("cluster { workers = 4 }\ntopology mine {\n loader -> compute\n"
+          " compute -> aggregate(machine) -> shard\n shard -> aggregate(machine, staleness = 2)\n}")
+      .topology;
+  CHECK(ssp.machines.value == 2); // the default
   CHECK(ssp.levels == levels{machine});
   CHECK(ssp.staleness == 2);
   auto backup = parse("cluster { workers = 6 }\ntopology mine(machines = 2) {\n loader -> compute\n"
                       " compute -> aggregate(machine, need = 2) -> aggregate(all) -> shard\n"
-                      " shard -> compute(all)\n}").topology;
+                      " shard -> compute(all)\n}")
+                  .topology;
   CHECK(backup.levels == levels{{aggregation_scope::machine, 2}, all});
   // Backups at the machine level of aggregation, need written where the aggregate starts.
-  auto later = parse("cluster { workers = 6 }\ntopology mine(machines = 3) {\n loader -> compute\n"
-                     " compute -> aggregate(machine)\n aggregate(machine) -> aggregate(all, need = 2)\n"
-                     " aggregate(all) -> shard\n shard -> compute(all)\n}").topology;
+  auto later =
+    parse("cluster { workers = 6 }\ntopology mine(machines = 3) {\n loader -> compute\n"
+          " compute -> aggregate(machine)\n aggregate(machine) -> aggregate(all, need = 2)\n"
+          " aggregate(all) -> shard\n shard -> compute(all)\n}")
+      .topology;
   CHECK(later.levels == levels{machine, {aggregation_scope::all, 2}});
   // An async route set spelled out under a name of its own.
-  auto plain = parse("topology free {\n loader -> compute\n compute -> shard\n shard -> compute(sender, staleness = 0)\n}")
+  auto plain = parse("topology free {\n loader -> compute\n compute -> shard\n shard -> "
+                     "compute(sender, staleness = 0)\n}")
                  .topology;
   CHECK(plain.levels.empty());
   CHECK(plain.staleness == 0);
@@ -216,28 +236,38 @@ TEST_CASE("route sets that cannot train are refused at the route") {
         == "t.troupe:5:2: the shard answers whoever pushed to it, here compute: write "
            "'shard -> compute(sender)'");
   // A staleness bound with one source at the shard.
-  CHECK(error_of(head + " compute -> aggregate(all) -> shard\n shard -> compute(all, staleness = 2)\n}")
-        == "t.troupe:5:36: aggregate(all) is the shard's one source: a staleness bound needs "
-           "several (computes or machines)");
-  CHECK(error_of(head + " compute -> aggregate(all, staleness = 1) -> shard\n shard -> compute(all)\n}")
-        == "t.troupe:4:40: staleness bounds a shard's answers: write it on the shard's route, "
-           "e.g. 'shard -> compute(sender, staleness = 2)'");
+  CHECK(
+    error_of(head + " compute -> aggregate(all) -> shard\n shard -> compute(all, staleness = 2)\n}")
+    == "t.troupe:5:36: aggregate(all) is the shard's one source: a staleness bound needs "
+       "several (computes or machines)");
+  CHECK(
+    error_of(head + " compute -> aggregate(all, staleness = 1) -> shard\n shard -> compute(all)\n}")
+    == "t.troupe:4:40: staleness bounds a shard's answers: write it on the shard's route, "
+       "e.g. 'shard -> compute(sender, staleness = 2)'");
   // Aggregates in an order that sums a single source.
-  CHECK(error_of(head + " compute -> aggregate(all) -> aggregate(machine) -> shard\n shard -> compute(all)\n}")
-        == "t.troupe:4:2: aggregate(machine) after aggregate(all) would sum a single source: sum "
-           "each machine first, then all of them");
+  CHECK(
+    error_of(
+      head + " compute -> aggregate(all) -> aggregate(machine) -> shard\n shard -> compute(all)\n}")
+    == "t.troupe:4:2: aggregate(machine) after aggregate(all) would sum a single source: sum "
+       "each machine first, then all of them");
   // A barrier that can never fill, pointed at the need.
-  CHECK(error_of(head + " compute -> aggregate(machine, need = 3) -> shard\n shard -> aggregate(machine)\n}")
-        == "t.troupe:4:39: aggregate(machine) needs 3 contributions per step but has only 2 "
-           "computes on a machine: the barrier could never fill");
+  CHECK(
+    error_of(head
+             + " compute -> aggregate(machine, need = 3) -> shard\n shard -> aggregate(machine)\n}")
+    == "t.troupe:4:39: aggregate(machine) needs 3 contributions per step but has only 2 "
+       "computes on a machine: the barrier could never fill");
   // Two ways on for the gradients; an aggregate nothing feeds; a second answer.
-  CHECK(error_of(head + " compute -> shard\n compute -> aggregate(all)\n aggregate -> shard\n"
-                        " shard -> compute(sender)\n}")
-        == "t.troupe:5:2: compute sends gradients both to shard and to aggregate(all): choose one path");
-  CHECK(error_of(head + " compute -> shard\n aggregate(machine) -> shard\n shard -> compute(sender)\n}")
-        == "t.troupe:5:2: aggregate(machine) receives no gradients: no route from compute leads to it");
-  CHECK(error_of(head + " compute -> shard\n shard -> compute(sender)\n shard -> aggregate(machine)\n}")
-        == "t.troupe:6:2: a shard answers once, whoever pushed to it: keep one route from shard");
+  CHECK(error_of(head
+                 + " compute -> shard\n compute -> aggregate(all)\n aggregate -> shard\n"
+                   " shard -> compute(sender)\n}")
+        == "t.troupe:5:2: compute sends gradients both to shard and to aggregate(all): choose one "
+           "path");
+  CHECK(
+    error_of(head + " compute -> shard\n aggregate(machine) -> shard\n shard -> compute(sender)\n}")
+    == "t.troupe:5:2: aggregate(machine) receives no gradients: no route from compute leads to it");
+  CHECK(
+    error_of(head + " compute -> shard\n shard -> compute(sender)\n shard -> aggregate(machine)\n}")
+    == "t.troupe:6:2: a shard answers once, whoever pushed to it: keep one route from shard");
   CHECK(error_of(head + " compute -> aggregate(all) -> aggregate(all)\n shard -> compute(all)\n}")
         == "t.troupe:4:2: this route closes a cycle without a shard: gradients would circulate "
            "without ever being applied");
@@ -247,7 +277,8 @@ TEST_CASE("route sets that cannot train are refused at the route") {
   CHECK(error_of(head + " compute -> aggregate(all) -> compute(all)\n shard -> compute(all)\n}")
         == "t.troupe:4:31: only a shard sends weights to compute; aggregate(all) sends its sums on "
            "toward a shard (and passes the answer back)");
-  CHECK(error_of("topology mine(machines = 2) {\n loader -> compute\n compute -> shard\n shard -> compute(sender)\n}")
+  CHECK(error_of("topology mine(machines = 2) {\n loader -> compute\n compute -> shard\n shard -> "
+                 "compute(sender)\n}")
         == "t.troupe:1:26: machines group computes for aggregate(machine), which no route names");
   CHECK(error_of("topology mine")
         == "t.troupe:1:10: unknown topology 'mine' (presets: bsp, async, ssp, hierarchical or "
@@ -258,8 +289,10 @@ TEST_CASE("wiring mistakes point at the route") {
   CHECK(error_of("topology async {\n loader -> compute\n loader -> compute\n compute -> shard\n"
                  " shard -> compute(sender)\n}")
         == "t.troupe:3:2: duplicate route loader -> compute");
-  CHECK(error_of("topology async {\n loader -> shard\n}") == "t.troupe:2:12: a loader sends batches only to compute");
-  CHECK(error_of("topology async {\n compute -> loader\n}") == "t.troupe:2:13: nothing can send to a loader: it only reads data");
+  CHECK(error_of("topology async {\n loader -> shard\n}")
+        == "t.troupe:2:12: a loader sends batches only to compute");
+  CHECK(error_of("topology async {\n compute -> loader\n}")
+        == "t.troupe:2:13: nothing can send to a loader: it only reads data");
 }
 
 TEST_CASE("cluster slicing, grouping and overlap default to the key plan's options") {
@@ -289,7 +322,8 @@ TEST_CASE("cluster reads slice_bytes, group_bytes and overlap") {
   // The bounds themselves are accepted.
   CHECK(parse("cluster { slice_bytes = 4 }").cluster.slice_bytes.value == 4);
   CHECK(parse("cluster { slice_bytes = 1099511627776 group_bytes = 1099511627776 }")
-          .cluster.group_bytes.value == std::int64_t{1} << 40);
+          .cluster.group_bytes.value
+        == std::int64_t{1} << 40);
 }
 
 TEST_CASE("cluster priority defaults to true and reads false") {
@@ -300,7 +334,8 @@ TEST_CASE("cluster priority defaults to true and reads false") {
   CHECK_FALSE(off.cluster.priority.value);
   CHECK(off.cluster.priority.given);
   CHECK(off.cluster.priority.span.line == 2);
-  CHECK(error_of("cluster { priority = 0 }") == "t.troupe:1:22: priority must be true or false, got a number");
+  CHECK(error_of("cluster { priority = 0 }")
+        == "t.troupe:1:22: priority must be true or false, got a number");
   CHECK(error_of("cluster { priority = true priority = true }")
         == "t.troupe:1:27: duplicate key 'priority' in cluster");
 }
@@ -318,7 +353,8 @@ TEST_CASE("cluster reads the link's rate and backward's time, not stated by defa
   CHECK(stated.cluster.backward_ms.value == 250.5);
   CHECK(stated.cluster.backward_ms.span.line == 3);
   CHECK(parse("cluster { backward_ms = -1 }").cluster.backward_ms.value == -1);
-  CHECK(parse("cluster { backward_ms = 0 link_mbit = 10000000 }").cluster.link_mbit.value == 10000000);
+  CHECK(parse("cluster { backward_ms = 0 link_mbit = 10000000 }").cluster.link_mbit.value
+        == 10000000);
 }
 
 TEST_CASE("a bad link rate or backward time points at the value") {
@@ -326,15 +362,20 @@ TEST_CASE("a bad link rate or backward time points at the value") {
         == "t.troupe:1:23: link_mbit must be between 0 and 10000000 (0: not stated), got -1");
   CHECK(error_of("cluster { link_mbit = 10000001 }")
         == "t.troupe:1:23: link_mbit must be between 0 and 10000000 (0: not stated), got 10000001");
-  CHECK(error_of("cluster { link_mbit = 1000.5 }") == "t.troupe:1:23: link_mbit must be a whole number, got '1000.5'");
+  CHECK(error_of("cluster { link_mbit = 1000.5 }")
+        == "t.troupe:1:23: link_mbit must be a whole number, got '1000.5'");
   CHECK(error_of("cluster { link_mbit = \"1gbit\" }")
         == "t.troupe:1:23: link_mbit must be a whole number, got a string");
   CHECK(error_of("cluster { backward_ms = -0.5 }")
-        == "t.troupe:1:25: backward_ms must be -1 (the compute stand-in's backward) or 0 to 3600000 milliseconds, "
+        == "t.troupe:1:25: backward_ms must be -1 (the compute stand-in's backward) or 0 to "
+           "3600000 milliseconds, "
            "got -0.5");
-  CHECK(error_of("cluster { backward_ms = -2 }").rfind("t.troupe:1:25: backward_ms must be", 0) == 0);
-  CHECK(error_of("cluster { backward_ms = 3600001 }").rfind("t.troupe:1:25: backward_ms must be", 0) == 0);
-  CHECK(error_of("cluster { link_mbit = 1 link_mbit = 2 }") == "t.troupe:1:25: duplicate key 'link_mbit' in cluster");
+  CHECK(error_of("cluster { backward_ms = -2 }").rfind("t.troupe:1:25: backward_ms must be", 0)
+        == 0);
+  CHECK(error_of("cluster { backward_ms = 3600001 }").rfind("t.troupe:1:25: backward_ms must be", 0)
+        == 0);
+  CHECK(error_of("cluster { link_mbit = 1 link_mbit = 2 }")
+        == "t.troupe:1:25: duplicate key 'link_mbit' in cluster");
 }
 
 TEST_CASE("bad slice_bytes, group_bytes and overlap point at the value") {
@@ -377,7 +418,7 @@ TEST_CASE("compress on a route sets that hop's compression, and the routes print
                             "}\n");
   const auto& t = c.topology;
   REQUIRE(t.levels.size() == 2);
-  REQUIRE(t.compression.size() == 3);  // one per hop: into each level, then into the shard
+  REQUIRE(t.compression.size() == 3); // one per hop: into each level, then into the shard
   CHECK(t.compression[0].pushes == value_encoding::fp16);
   CHECK(t.compression[0].answers == value_encoding::none);
   CHECK(t.compression[1].pushes == value_encoding::two_bit);
@@ -388,41 +429,45 @@ TEST_CASE("compress on a route sets that hop's compression, and the routes print
   for (const auto& r : t.routes)
     printed.push_back(to_string(r));
   CHECK(std::find(printed.begin(), printed.end(),
-                  "aggregate(machine) -> aggregate(all, compress = \"2bit:0.01\")") != printed.end());
-  CHECK(std::find(printed.begin(), printed.end(), "compute -> aggregate(machine, compress = \"push:fp16\")")
+                  "aggregate(machine) -> aggregate(all, compress = \"2bit:0.01\")")
+        != printed.end());
+  CHECK(std::find(printed.begin(), printed.end(),
+                  "compute -> aggregate(machine, compress = \"push:fp16\")")
         != printed.end());
   // A fitted 2-bit route reads and prints back as fitted.
-  auto fit = parse_job_config("t.troupe",
-                              "cluster { workers = 4 }\n"
-                              "topology bsp {\n"
-                              "  loader -> compute\n"
-                              "  compute -> aggregate(all, compress = \"2bit:fit\")\n"
-                              "  aggregate -> shard\n"
-                              "  shard -> compute(all)\n"
-                              "}\n");
+  auto fit = parse_job_config("t.troupe", "cluster { workers = 4 }\n"
+                                          "topology bsp {\n"
+                                          "  loader -> compute\n"
+                                          "  compute -> aggregate(all, compress = \"2bit:fit\")\n"
+                                          "  aggregate -> shard\n"
+                                          "  shard -> compute(all)\n"
+                                          "}\n");
   REQUIRE(fit.topology.compression.size() == 2);
   CHECK(fit.topology.compression[0].fitted);
   CHECK(fit.topology.compression[0].answers == value_encoding::two_bit);
   printed.clear();
   for (const auto& r : fit.topology.routes)
     printed.push_back(to_string(r));
-  CHECK(std::find(printed.begin(), printed.end(), "compute -> aggregate(all, compress = \"2bit:fit\")")
-        != printed.end());
+  CHECK(
+    std::find(printed.begin(), printed.end(), "compute -> aggregate(all, compress = \"2bit:fit\")")
+    != printed.end());
 }
 
-TEST_CASE("the compression flag compresses the hop where gradients leave their machine, and only it") {
+TEST_CASE(
+  "the compression flag compresses the hop where gradients leave their machine, and only it") {
   std::string why;
   const auto two = *parse_compression("2bit", why);
   auto bsp = parse_job_config("t.troupe", "cluster { workers = 4 }\ntopology bsp\n");
   compress_machine_exit(bsp.topology, two);
   REQUIRE(bsp.topology.compression.size() == 2);
-  CHECK(bsp.topology.compression[0] == two);  // compute -> aggregate(all)
+  CHECK(bsp.topology.compression[0] == two); // compute -> aggregate(all)
   CHECK_FALSE(bsp.topology.compression[1].active());
-  auto hier = parse_job_config("t.troupe", "cluster { workers = 4 }\ntopology hierarchical(machines = 2)\n");
+  auto hier =
+    parse_job_config("t.troupe", "cluster { workers = 4 }\ntopology hierarchical(machines = 2)\n");
   compress_machine_exit(hier.topology, two);
   REQUIRE(hier.topology.compression.size() == 3);
   CHECK_FALSE(hier.topology.compression[0].active());
-  CHECK(hier.topology.compression[1] == two);  // aggregate(machine) -> aggregate(all)
+  CHECK(hier.topology.compression[1] == two); // aggregate(machine) -> aggregate(all)
   auto async = parse_job_config("t.troupe", "cluster { workers = 2 }\ntopology async\n");
   compress_machine_exit(async.topology, *parse_compression("push:fp16", why));
   REQUIRE(async.topology.compression.size() == 1);

@@ -37,19 +37,21 @@ TEST_CASE("plan_keys balances whole parameters over shards, ties to the lowest")
   // 100 -> A, 60 -> B, 50 -> B (110), 10 -> A (110), 5 -> A (tie goes to the first);
   // each shard lists its keys in backward order (descending slot).
   std::vector<std::size_t> a, b;
-  for (auto& k : plan.shards[0]) a.push_back(k.slot);
-  for (auto& k : plan.shards[1]) b.push_back(k.slot);
+  for (auto& k : plan.shards[0])
+    a.push_back(k.slot);
+  for (auto& k : plan.shards[1])
+    b.push_back(k.slot);
   CHECK(a == std::vector<std::size_t>{4, 1, 0});
   CHECK(b == std::vector<std::size_t>{3, 2});
   CHECK(plan.shards[0][0].whole);
-  CHECK(plan.groups.size() == 5);  // group_bytes 0: every key alone
+  CHECK(plan.groups.size() == 5); // group_bytes 0: every key alone
   check_cover(plan, sizes);
-  CHECK(plan_keys({1, 2}, 5).shards.size() == 2);  // no empty shards
+  CHECK(plan_keys({1, 2}, 5).shards.size() == 2); // no empty shards
 }
 
 TEST_CASE("plan_keys cuts big parameters into near-equal slices spread over every shard") {
   const std::vector<std::int64_t> sizes{1000, 7};
-  auto plan = plan_keys(sizes, 3, key_plan_options{4 * 300, 0});  // at most 300 elements
+  auto plan = plan_keys(sizes, 3, key_plan_options{4 * 300, 0}); // at most 300 elements
   std::vector<std::int64_t> lengths;
   for (auto& keys : plan.shards)
     for (auto& k : keys)
@@ -73,7 +75,8 @@ TEST_CASE("plan_keys cuts slices on 64-byte boundaries, each within the bound an
   // multiples of them (so frames send them without copying); the bound and near-equal sizes
   // hold for sizes that do and do not divide, and for bounds that are not multiples of 16.
   for (std::int64_t limit : {16, 17, 100, 300, 4096, 131072 + 5}) {
-    for (std::int64_t n : {limit + 1, 2 * limit - 1, 2 * limit, 3 * limit + 7, 10 * limit + 15, std::int64_t{2359296}}) {
+    for (std::int64_t n : {limit + 1, 2 * limit - 1, 2 * limit, 3 * limit + 7, 10 * limit + 15,
+                           std::int64_t{2359296}}) {
       const auto plan = plan_keys({n}, 3, key_plan_options{4 * limit, 0});
       std::vector<key_slice> slices;
       for (auto& keys : plan.shards)
@@ -128,9 +131,9 @@ TEST_CASE("plan_keys bundles small keys per shard up to the group bound, in back
 TEST_CASE("group_work prices each group by its keys' part of their parameters' work") {
   // Slot 0 (work 8) cut into slices of 300, 300 and 400 elements over two groups; slot 1 (work 2)
   // whole in the second; slot 2 has no work.
-  const std::vector<std::vector<key_slice>> shards{{key_slice{0, 0, 300, false}, key_slice{1, 0, 10, true}},
-                                                   {key_slice{0, 300, 300, false}, key_slice{0, 600, 400, false},
-                                                    key_slice{2, 0, 5, true}}};
+  const std::vector<std::vector<key_slice>> shards{
+    {key_slice{0, 0, 300, false}, key_slice{1, 0, 10, true}},
+    {key_slice{0, 300, 300, false}, key_slice{0, 600, 400, false}, key_slice{2, 0, 5, true}}};
   const std::vector<push_group> groups{push_group{1, {0, 2}, 305}, push_group{0, {0, 1}, 310},
                                        push_group{1, {1}, 400}};
   const auto work = group_work({8.0, 2.0, 0.0}, shards, groups);
@@ -157,7 +160,8 @@ TEST_CASE("key_view and place_key move a key between a parameter and its shard")
   place_key(param, middle, tensor::from_values({3}, {20, 30, 40}));
   CHECK_FALSE(param.shares_storage_with(reader));
   CHECK(reader.data()[2] == 2);
-  CHECK(std::vector<float>(param.data(), param.data() + 6) == std::vector<float>{0, 1, 20, 30, 40, 5});
+  CHECK(std::vector<float>(param.data(), param.data() + 6)
+        == std::vector<float>{0, 1, 20, 30, 40, 5});
   // A whole key replaces the handle.
   tensor fresh = tensor::from_values({2, 3}, {9, 9, 9, 9, 9, 9});
   place_key(param, whole, fresh);
@@ -169,11 +173,13 @@ TEST_CASE("place_key refuses values or ranges that do not fit, leaving the param
   const tensor before = param;
   auto unchanged = [&] {
     CHECK(param.shares_storage_with(before));
-    CHECK(std::vector<float>(param.data(), param.data() + 6) == std::vector<float>{0, 1, 2, 3, 4, 5});
+    CHECK(std::vector<float>(param.data(), param.data() + 6)
+          == std::vector<float>{0, 1, 2, 3, 4, 5});
   };
   // Too few and too many values for a slice: the message names the key and both sizes.
   const key_slice middle{1, 2, 3, false};
-  CHECK_THROWS_AS(place_key(param, middle, tensor::from_values({2}, {20, 30})), std::invalid_argument);
+  CHECK_THROWS_AS(place_key(param, middle, tensor::from_values({2}, {20, 30})),
+                  std::invalid_argument);
   CHECK_THROWS_WITH(place_key(param, middle, tensor::from_values({2}, {20, 30})),
                     Catch::Contains("parameter 1[2:5]") && Catch::Contains("2 values")
                       && Catch::Contains("3 elements"));
@@ -181,8 +187,9 @@ TEST_CASE("place_key refuses values or ranges that do not fit, leaving the param
                     Catch::Contains("4 values") && Catch::Contains("3 elements"));
   unchanged();
   // A range that runs past the end of the parameter, or starts before it.
-  CHECK_THROWS_WITH(place_key(param, key_slice{0, 4, 3, false}, tensor::from_values({3}, {7, 8, 9})),
-                    Catch::Contains("parameter 0[4:7]") && Catch::Contains("parameter of 6"));
+  CHECK_THROWS_WITH(
+    place_key(param, key_slice{0, 4, 3, false}, tensor::from_values({3}, {7, 8, 9})),
+    Catch::Contains("parameter 0[4:7]") && Catch::Contains("parameter of 6"));
   CHECK_THROWS_AS(place_key(param, key_slice{0, -1, 3, false}, tensor::from_values({3}, {7, 8, 9})),
                   std::invalid_argument);
   CHECK_THROWS_AS(place_key(param, key_slice{0, std::int64_t{1} << 62, 3, false},
@@ -190,9 +197,11 @@ TEST_CASE("place_key refuses values or ranges that do not fit, leaving the param
                   std::invalid_argument);
   unchanged();
   // A whole key whose values are the wrong size does not replace the handle.
-  CHECK_THROWS_WITH(place_key(param, key_slice{0, 0, 6, true}, tensor::from_values({4}, {9, 9, 9, 9})),
-                    Catch::Contains("4 values") && Catch::Contains("6 elements"));
-  CHECK_THROWS_AS(place_key(param, key_slice{0, 0, 8, true}, tensor(shape_t{8})), std::invalid_argument);
+  CHECK_THROWS_WITH(
+    place_key(param, key_slice{0, 0, 6, true}, tensor::from_values({4}, {9, 9, 9, 9})),
+    Catch::Contains("4 values") && Catch::Contains("6 elements"));
+  CHECK_THROWS_AS(place_key(param, key_slice{0, 0, 8, true}, tensor(shape_t{8})),
+                  std::invalid_argument);
   unchanged();
 }
 

@@ -17,10 +17,10 @@ std::string headline_of(const std::string& text) {
 }
 
 TEST_CASE("parser reads sections, bindings, calls, blocks and routes") {
-  auto f = parse_syntax("t.troupe",
-                        "# comment\ncluster { servers = 2 workers = 4 }\n"
-                        "data train = mnist(\"/d\", batch = 32)  # trailing\n"
-                        "topology bsp {\n  loader -> compute\n  compute -> aggregate(all) -> shard\n}\n");
+  auto f = parse_syntax(
+    "t.troupe", "# comment\ncluster { servers = 2 workers = 4 }\n"
+                "data train = mnist(\"/d\", batch = 32)  # trailing\n"
+                "topology bsp {\n  loader -> compute\n  compute -> aggregate(all) -> shard\n}\n");
   REQUIRE(f.statements.size() == 3);
   const auto& cluster = f.statements[0];
   CHECK(cluster.section == "cluster");
@@ -69,8 +69,10 @@ TEST_CASE("parser accepts empty files and comments only") {
 }
 
 TEST_CASE("parser errors carry line, column and a caret") {
-  CHECK(headline_of("model lenet(classes = [1, 2") == "t.troupe:1:28: expected ',' or ']' to continue or close the list");
-  CHECK(headline_of("model\n") == "t.troupe:2:1: expected a name, a call or '{' after the section name");
+  CHECK(headline_of("model lenet(classes = [1, 2")
+        == "t.troupe:1:28: expected ',' or ']' to continue or close the list");
+  CHECK(headline_of("model\n")
+        == "t.troupe:2:1: expected a name, a call or '{' after the section name");
   try {
     parse_syntax("t.troupe", "train { epochs = 1e999 }");
     FAIL("no error");

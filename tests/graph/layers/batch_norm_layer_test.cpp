@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include <troupe/graph/layers/batch_norm_layer.hpp>
 #include "tests/graph/graph_test_util.hpp"
+#include <troupe/graph/layers/batch_norm_layer.hpp>
 
 using namespace troupe;
 

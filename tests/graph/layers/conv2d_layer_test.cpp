@@ -2,8 +2,8 @@
 // through the layer (stride, padding, bias) by finite differences.
 #include <catch2/catch.hpp>
 
-#include <troupe/graph/layers/conv2d_layer.hpp>
 #include "tests/graph/graph_test_util.hpp"
+#include <troupe/graph/layers/conv2d_layer.hpp>
 
 using namespace troupe;
 

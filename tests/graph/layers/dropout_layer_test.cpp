@@ -2,8 +2,8 @@
 // elements and scales the rest by 1/(1-p); set_seed fixes the mask; backward applies it.
 #include <catch2/catch.hpp>
 
-#include <troupe/graph/layers/dropout_layer.hpp>
 #include "tests/graph/graph_test_util.hpp"
+#include <troupe/graph/layers/dropout_layer.hpp>
 
 using namespace troupe;
 

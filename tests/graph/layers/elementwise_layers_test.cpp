@@ -3,8 +3,8 @@
 // backward with inputs whose gradient is not needed.
 #include <catch2/catch.hpp>
 
-#include <troupe/graph/layers/elementwise_layers.hpp>
 #include "tests/graph/graph_test_util.hpp"
+#include <troupe/graph/layers/elementwise_layers.hpp>
 
 using namespace troupe;
 

@@ -2,8 +2,8 @@
 // optional bias without weight decay, errors naming the layer, gradients by finite differences.
 #include <catch2/catch.hpp>
 
-#include <troupe/graph/layers/fully_connected_layer.hpp>
 #include "tests/graph/graph_test_util.hpp"
+#include <troupe/graph/layers/fully_connected_layer.hpp>
 
 using namespace troupe;
 

@@ -2,8 +2,8 @@
 // errors that name the layer, and gradients by finite differences.
 #include <catch2/catch.hpp>
 
-#include <troupe/graph/layers/pool_layer.hpp>
 #include "tests/graph/graph_test_util.hpp"
+#include <troupe/graph/layers/pool_layer.hpp>
 
 using namespace troupe;
 

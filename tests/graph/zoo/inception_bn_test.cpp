@@ -3,8 +3,8 @@
 // both counts include MXNet's conv biases and BN gamma / beta).
 #include <catch2/catch.hpp>
 
-#include <troupe/graph/zoo.hpp>
 #include "tests/graph/graph_test_util.hpp"
+#include <troupe/graph/zoo.hpp>
 
 using namespace troupe;
 

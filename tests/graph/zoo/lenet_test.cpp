@@ -2,8 +2,8 @@
 // output of [N, 10].
 #include <catch2/catch.hpp>
 
-#include <troupe/graph/zoo.hpp>
 #include "tests/graph/graph_test_util.hpp"
+#include <troupe/graph/zoo.hpp>
 
 using namespace troupe;
 

@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include <troupe/graph/zoo.hpp>
 #include "tests/graph/graph_test_util.hpp"
+#include <troupe/graph/zoo.hpp>
 
 using namespace troupe;
 

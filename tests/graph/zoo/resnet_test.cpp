@@ -4,8 +4,8 @@
 // shapes, and depth errors for each input size.
 #include <catch2/catch.hpp>
 
-#include <troupe/graph/zoo.hpp>
 #include "tests/graph/graph_test_util.hpp"
+#include <troupe/graph/zoo.hpp>
 
 using namespace troupe;
 

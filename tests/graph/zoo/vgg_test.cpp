@@ -3,8 +3,8 @@
 // configurations, and the input sizes it refuses.
 #include <catch2/catch.hpp>
 
-#include <troupe/graph/zoo.hpp>
 #include "tests/graph/graph_test_util.hpp"
+#include <troupe/graph/zoo.hpp>
 
 using namespace troupe;
 

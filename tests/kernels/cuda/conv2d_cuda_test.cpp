@@ -88,8 +88,8 @@ void check_against_cpu(const conv_case& c, cuda::conv2d_cuda_options options, bo
   REQUIRE(chosen.forward);
   REQUIRE(chosen.backward_filter);
   REQUIRE(bool(chosen.backward_data) == with_dx_and_db);
-  INFO("cuDNN algorithms: forward " << *chosen.forward << ", backward-filter "
-       << *chosen.backward_filter << ", backward-data "
+  INFO("cuDNN algorithms: forward "
+       << *chosen.forward << ", backward-filter " << *chosen.backward_filter << ", backward-data "
        << (with_dx_and_db ? std::to_string(*chosen.backward_data) : "-"));
   if (!options.transforming_algorithms) {
     CHECK_FALSE(cuda::transforms_data(*chosen.forward));
@@ -132,7 +132,7 @@ TEST_CASE("conv2d_cuda with FFT and non-fused Winograd allowed stays within 1e-2
 }
 
 TEST_CASE("conv2d_cuda's options follow the process's --cudnn-algorithms", "[cuda]") {
-  CHECK_FALSE(cuda::conv2d_cuda_options{}.transforming_algorithms);  // exact by default
+  CHECK_FALSE(cuda::conv2d_cuda_options{}.transforming_algorithms); // exact by default
   set_convolution_algorithms(convolution_algorithms::fastest);
   CHECK(cuda::conv2d_cuda_options{}.transforming_algorithms);
   set_convolution_algorithms(convolution_algorithms::exact);
@@ -153,7 +153,7 @@ TEST_CASE("conv2d_cuda with no workspace takes an algorithm that needs none", "[
   cuda::conv2d_cuda_options none;
   none.workspace_limit = 0;
   check_against_cpu(cases[2], none, true);
-  check_against_cpu(cases[8], none, true);  // VGG, 256 -> 256
+  check_against_cpu(cases[8], none, true); // VGG, 256 -> 256
 }
 
 TEST_CASE("conv2d_cuda keeps one plan per input shape", "[cuda]") {

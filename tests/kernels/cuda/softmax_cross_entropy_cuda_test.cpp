@@ -1,9 +1,9 @@
 // softmax_cross_entropy_cuda against the CPU op: the loss sum, the correct count and the
 // probabilities of the forward, the backward from the same probabilities (in place too), and
-// count_correct and count_top_k, at class counts from 1 to 3000 and batches from 1 to more rows than one grid
-// of warps covers; logits with many ties (the arg-max must be the first, as the CPU's); the
-// first out-of-range label reported with its row and value by all three ops; and argument
-// errors, which throw before anything is queued.
+// count_correct and count_top_k, at class counts from 1 to 3000 and batches from 1 to more rows
+// than one grid of warps covers; logits with many ties (the arg-max must be the first, as the
+// CPU's); the first out-of-range label reported with its row and value by all three ops; and
+// argument errors, which throw before anything is queued.
 //
 // Tolerances: the loss sum within 1e-5 relative to max(1, |loss|), relative_error's scale (the
 // per-row float sums of exponentials add in another order, an ulp of the sum or so per row,
@@ -76,8 +76,8 @@ void compare_with_cpu(cuda::cuda_context& context, const tensor& logits,
   CHECK(relative_error(download(gprobabilities, s), probabilities) <= probability_tolerance);
   CHECK(cuda::count_correct(context, glogits.as<float>(), plabels, rows, classes) == want.correct);
   // Top-k at the ends and in between: the same ranks, ties included (top-1 is the arg-max).
-  for (const auto k : {std::int64_t{1}, (classes + 1) / 2, std::min<std::int64_t>(classes, 5),
-                       classes}) {
+  for (const auto k :
+       {std::int64_t{1}, (classes + 1) / 2, std::min<std::int64_t>(classes, 5), classes}) {
     const int top_k = static_cast<int>(k);
     CHECK(cuda::count_top_k(context, glogits.as<float>(), plabels, rows, classes, top_k)
           == count_top_k(logits, labels, top_k));

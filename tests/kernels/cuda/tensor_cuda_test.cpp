@@ -16,8 +16,8 @@ TEST_CASE("values go to a GPU and back unchanged", "[cuda]") {
   CHECK(there.device() == device_kind::cuda);
   CHECK(there.device_index() == 0);
   CHECK(there.shape() == host.shape());
-  CHECK_THROWS_AS(there.data(), std::logic_error);  // host access to device memory is refused
-  CHECK(there.to_gpu(0).shares_storage_with(there));  // already there: no copy
+  CHECK_THROWS_AS(there.data(), std::logic_error);   // host access to device memory is refused
+  CHECK(there.to_gpu(0).shares_storage_with(there)); // already there: no copy
   const auto back = there.to_host();
   REQUIRE(back.numel() == host.numel());
   CHECK(std::memcmp(back.data(), host.data(), host.bytes()) == 0);
@@ -32,18 +32,18 @@ TEST_CASE("clone, fill, copy_from and flat_slice work on device memory", "[cuda]
   zeros.fill(2.5f);
   auto copy = zeros.clone();
   CHECK_FALSE(copy.shares_storage_with(zeros));
-  zeros.fill(0.0f);  // the clone keeps its own values
+  zeros.fill(0.0f); // the clone keeps its own values
   const auto c = copy.to_host();
   for (std::int64_t i = 0; i < c.numel(); ++i)
     REQUIRE(c.data()[i] == 2.5f);
   const auto values = cuda_test::random_tensor({1000}, 5);
-  copy.copy_from(values);  // host into device
+  copy.copy_from(values); // host into device
   auto slice = copy.flat_slice(100, 10);
   CHECK(slice.device() == device_kind::cuda);
   const auto s = slice.to_host();
   REQUIRE(s.numel() == 10);
   CHECK(std::memcmp(s.data(), values.data() + 100, 10 * sizeof(float)) == 0);
   tensor host_again({1000});
-  host_again.copy_from(copy);  // device into host
+  host_again.copy_from(copy); // device into host
   CHECK(std::memcmp(host_again.data(), values.data(), values.bytes()) == 0);
 }

@@ -21,11 +21,11 @@
 namespace troupe {
 
 enum class errc : std::uint8_t {
-  bad_request = 1,  ///< a message that cannot be served (unknown key, wrong shape, bad wiring)
-  bad_data = 2,     ///< input data or files that cannot be used (missing file, label range)
-  peer_down = 3,    ///< an actor this one waited on terminated
-  timeout = 4,      ///< a request was not answered within its deadline
-  internal = 5,     ///< anything else: a bug or an exhausted resource
+  bad_request = 1, ///< a message that cannot be served (unknown key, wrong shape, bad wiring)
+  bad_data = 2,    ///< input data or files that cannot be used (missing file, label range)
+  peer_down = 3,   ///< an actor this one waited on terminated
+  timeout = 4,     ///< a request was not answered within its deadline
+  internal = 5,    ///< anything else: a bug or an exhausted resource
 };
 
 /// "bad_request", "bad_data", "peer_down", "timeout", "internal".

@@ -69,10 +69,10 @@ using aggregator_actor = push_target_actor::extend<
   caf::reacts_to<seed_atom, std::vector<applied_group>>>;
 
 struct aggregator_options {
-  int sources = 1;          ///< contributors per step
-  int need = 0;             ///< contributions that complete a step; 0 means all sources
+  int sources = 1; ///< contributors per step
+  int need = 0;    ///< contributions that complete a step; 0 means all sources
   bool deterministic = true;
-  int position = 0;         ///< this aggregator's source index in its downstream aggregator
+  int position = 0; ///< this aggregator's source index in its downstream aggregator
   /// Keep each group's weights one step back (a model-sized set of handles, which holds one
   /// more buffer per key at the shard), so that an adopted compute can rewind to the step in
   /// flight (on_worker_loss = adopt); without, a rewind before the latest step is refused.

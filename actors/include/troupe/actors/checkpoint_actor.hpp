@@ -70,8 +70,9 @@ checkpoint_actor spawn_checkpoint(caf::actor_system& system, checkpoint_wiring w
 /// cut from the whole parameters and momentum, whatever key plan saved them, and the counters
 /// of shard `index` of a run of `shards` (resumed_counters; `file` names the checkpoint in its
 /// refusal). Used by the one-process checkpoint actor and by each cluster node's part.
-shard_snapshot snapshot_for(const training_checkpoint& checkpoint, const std::vector<key_slice>& keys,
-                            std::size_t index, std::size_t shards, const std::string& file);
+shard_snapshot snapshot_for(const training_checkpoint& checkpoint,
+                            const std::vector<key_slice>& keys, std::size_t index,
+                            std::size_t shards, const std::string& file);
 
 /// Checks that `checkpoint` (read from `path`) holds `reference`'s parameters (names and
 /// shapes, slot by slot) and buffers. Throws io_error starting with `path` and naming the

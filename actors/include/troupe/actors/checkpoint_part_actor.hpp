@@ -62,12 +62,12 @@ struct part_shard {
 };
 
 struct checkpoint_part_wiring {
-  std::vector<part_shard> shards;                           ///< the node's own shards
-  std::vector<std::pair<int, local_compute_actor>> replicas;  ///< (worker, compute) of the node
+  std::vector<part_shard> shards;                            ///< the node's own shards
+  std::vector<std::pair<int, local_compute_actor>> replicas; ///< (worker, compute) of the node
   /// The run's model and shape, which a checkpoint to restore must fit.
-  std::vector<std::string> parameter_names;  ///< by slot
-  std::vector<shape_t> parameter_shapes;     ///< by slot
-  std::size_t run_shards = 0;                ///< shards in the run's key plan
+  std::vector<std::string> parameter_names; ///< by slot
+  std::vector<shape_t> parameter_shapes;    ///< by slot
+  std::size_t run_shards = 0;               ///< shards in the run's key plan
   int run_workers = 0;
   std::int64_t steps_per_epoch = 0;
 };
@@ -77,21 +77,21 @@ struct checkpoint_part_wiring {
 /// needs (an actor on a thread of its own races that coordinator).
 /// Throws std::invalid_argument for a part with neither shards nor replicas, or parameter
 /// names and shapes of different counts.
-checkpoint_part_actor spawn_checkpoint_part(caf::actor_system& system, checkpoint_part_wiring wiring,
-                                            bool detached = true);
+checkpoint_part_actor spawn_checkpoint_part(caf::actor_system& system,
+                                            checkpoint_part_wiring wiring, bool detached = true);
 
 /// One node's part, as the manifest checkpoint reaches it.
 struct manifest_part {
-  std::string node;  ///< its plan name ("server_0"), which names its file
+  std::string node; ///< its plan name ("server_0"), which names its file
   checkpoint_part_actor part;
 };
 
 struct manifest_checkpoint_wiring {
-  std::string prefix;  ///< saves go under it; empty: (save) is refused
+  std::string prefix; ///< saves go under it; empty: (save) is refused
   std::vector<manifest_part> parts;
-  checkpoint_header header;   ///< the run's; each save sets the epoch
-  std::int64_t resume_epoch = -1;  ///< the checkpoint (restore) puts back; -1: (restore) is refused
-  caf::timespan timeout = std::chrono::seconds(60);  ///< per part's save or restore
+  checkpoint_header header;       ///< the run's; each save sets the epoch
+  std::int64_t resume_epoch = -1; ///< the checkpoint (restore) puts back; -1: (restore) is refused
+  caf::timespan timeout = std::chrono::seconds(60); ///< per part's save or restore
   /// Where its progress lines go (`checkpoint: saving epoch E ...` before any part is asked,
   /// `checkpoint: saved MANIFEST` once the manifest is written, the same for restores), so an
   /// operator, or a chaos trial, sees a save in progress; empty: standard error, one write each.
@@ -100,7 +100,8 @@ struct manifest_checkpoint_wiring {
 
 /// A checkpoint_actor for a run whose shards and computes live in other processes. Throws
 /// std::invalid_argument for no part or a part without a name.
-checkpoint_actor spawn_manifest_checkpoint(caf::actor_system& system, manifest_checkpoint_wiring wiring);
+checkpoint_actor spawn_manifest_checkpoint(caf::actor_system& system,
+                                           manifest_checkpoint_wiring wiring);
 
 } // namespace troupe
 

@@ -48,10 +48,11 @@
 // is asked, never past the phase's deadline (the coordinator's). Pushes and pulls carry it,
 // so every hop to the shard waits for the same moment. A watchdog, one message to itself
 // every quarter of `timeouts.step` while requests are pending, fails the phase
-// (errc::timeout naming what it waited for) once one is answer_grace past its deadline. CAF's own request timeouts would set and cancel a timer on CAF's clock thread for
-// every request, waking that thread twice per request, several times per step, on the cores
-// the step computes on. A failed phase forgets its requests still in flight: their answers
-// are ignored, and the next phase is never timed out on them.
+// (errc::timeout naming what it waited for) once one is answer_grace past its deadline. CAF's own
+// request timeouts would set and cancel a timer on CAF's clock thread for every request, waking
+// that thread twice per request, several times per step, on the cores the step computes on. A
+// failed phase forgets its requests still in flight: their answers are ignored, and the next phase
+// is never timed out on them.
 //
 // Threads: a training step runs forward and backward inside one handler, which takes
 // milliseconds to seconds. Spawned `detached` (the session's default) the actor has a thread of
@@ -110,28 +111,28 @@
 
 namespace troupe {
 
-using compute_actor = caf::typed_actor<
-  caf::replies_to<train_atom, std::int64_t, deadline>::with<phase_report>,
-  caf::replies_to<validate_atom, std::int64_t, deadline>::with<phase_report>,
-  caf::reacts_to<end_epoch_atom, std::int64_t>>;
+using compute_actor =
+  caf::typed_actor<caf::replies_to<train_atom, std::int64_t, deadline>::with<phase_report>,
+                   caf::replies_to<validate_atom, std::int64_t, deadline>::with<phase_report>,
+                   caf::reacts_to<end_epoch_atom, std::int64_t>>;
 
 /// A compute actor spawned in this process: the coordinator's protocol plus snapshot/restore.
-using local_compute_actor
-  = compute_actor::extend<caf::replies_to<snapshot_atom>::with<replica_state>,
-                          caf::replies_to<restore_atom, replica_state>::with<bool>,
-                          caf::replies_to<position_atom>::with<std::int64_t>>;
+using local_compute_actor =
+  compute_actor::extend<caf::replies_to<snapshot_atom>::with<replica_state>,
+                        caf::replies_to<restore_atom, replica_state>::with<bool>,
+                        caf::replies_to<position_atom>::with<std::int64_t>>;
 
 /// Which keys (parameters or slices of them) a shard owns, in the order the shard keeps them.
 struct shard_route {
   push_target_actor shard;
   std::vector<key_slice> keys;
-  int source_index = 0;  ///< the `worker` field this compute actor's pushes carry on the route
+  int source_index = 0; ///< the `worker` field this compute actor's pushes carry on the route
 };
 
 /// Where a compute actor gets data and sends gradients. A shard route's actor may be a
 /// parameter shard or an aggregator in front of one: both answer (push) with weights.
 struct compute_wiring {
-  int worker = 0;  ///< this worker's index (its data part, its slot in aggregators)
+  int worker = 0; ///< this worker's index (its data part, its slot in aggregators)
   loader_actor train_loader;
   loader_actor validation_loader;
   std::vector<shard_route> shards;
@@ -140,7 +141,7 @@ struct compute_wiring {
   std::vector<push_group> groups;
   /// Push each group as soon as backward produced it (true) or all after backward (false).
   bool overlap = true;
-  metrics_sink_actor metrics;  ///< may be invalid: no per-batch reports
+  metrics_sink_actor metrics; ///< may be invalid: no per-batch reports
   std::int64_t batches_per_epoch = 0;
   request_timeouts timeouts;
   /// Adopted: spawned on another worker process after this rank's own was lost, in a run in
@@ -157,9 +158,9 @@ struct compute_wiring {
 /// A compute that takes a fixed time per batch instead of computing (see "Stand-in" above): a
 /// GPU of a given speed, so a cluster's communication runs as in training on any model.
 struct compute_stand_in {
-  caf::timespan step{0};      ///< time per training batch; 0: compute for real
-  std::int64_t samples = 0;   ///< samples one batch counts (the job's batch size)
-  std::uint64_t seed = 0;     ///< with the worker and step, fixes the gradients' values
+  caf::timespan step{0};    ///< time per training batch; 0: compute for real
+  std::int64_t samples = 0; ///< samples one batch counts (the job's batch size)
+  std::uint64_t seed = 0;   ///< with the worker and step, fixes the gradients' values
   bool active() const { return step.count() > 0; }
 };
 
@@ -184,8 +185,7 @@ public:
   /// Every group waits again (call before each backward).
   void start_step() { missing_ = slots_per_group_; }
   /// Marks `slot` final and calls on_group_ready(g) for each group that it completes.
-  template <typename F>
-  void slot_ready(std::size_t slot, F&& on_group_ready) {
+  template <typename F> void slot_ready(std::size_t slot, F&& on_group_ready) {
     if (slot >= groups_of_slot_.size())
       return;
     for (auto g : groups_of_slot_[slot])
@@ -213,6 +213,6 @@ std::vector<tensor> group_gradients(const shard_route& route, const push_group& 
 /// Throws std::invalid_argument if the wiring has no shard, or groups that do not cover every
 /// key of every route exactly once, or keys outside the replica's parameters.
 local_compute_actor spawn_compute(caf::actor_system& system, std::unique_ptr<model> replica,
-                            compute_wiring wiring, compute_spawn_options options = {});
+                                  compute_wiring wiring, compute_spawn_options options = {});
 
 } // namespace troupe

@@ -53,13 +53,14 @@ using epoch_done_atom = caf::atom_constant<caf::atom("epochdone")>;
 /// coordinator's deadline for the answer. Whatever the gate sends the metrics actor about
 /// epoch e (an annotate_atom) thus lands before e's report: a cluster's scheduler adds each
 /// node's traffic so. The coordinator knows nothing of what the gate does.
-using epoch_gate_actor = caf::typed_actor<caf::replies_to<epoch_done_atom, std::int64_t, deadline>::with<bool>>;
+using epoch_gate_actor =
+  caf::typed_actor<caf::replies_to<epoch_done_atom, std::int64_t, deadline>::with<bool>>;
 
 struct coordinator_options {
   std::int64_t epochs = 1;
   std::int64_t first_epoch = 0;
   bool validate = true;
-  std::int64_t validate_every = 1;  ///< validate after every Nth epoch, and after the last
+  std::int64_t validate_every = 1; ///< validate after every Nth epoch, and after the last
   /// Backup workers: once this many compute actors finished an epoch, the others are told to
   /// end theirs after the step in flight (0: everyone trains the whole epoch). With
   /// finish_groups, the count is per group (0: every compute of the group).
@@ -90,8 +91,7 @@ struct coordinator_options {
 /// `metrics` may be invalid (no reports). Throws std::invalid_argument for no compute actors,
 /// negative epochs, validate_every < 1, no validator or one that is not a compute index, a
 /// negative save_period, or saving or restoring without a checkpoint actor.
-coordinator_actor spawn_coordinator(caf::actor_system& system,
-                                    std::vector<compute_actor> computes,
+coordinator_actor spawn_coordinator(caf::actor_system& system, std::vector<compute_actor> computes,
                                     metrics_sink_actor metrics, coordinator_options options);
 
 } // namespace troupe

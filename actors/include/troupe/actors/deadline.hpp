@@ -31,7 +31,7 @@ inline constexpr caf::timespan answer_grace = std::chrono::milliseconds(500);
 
 struct deadline {
   using clock = std::chrono::steady_clock;
-  clock::time_point at = clock::time_point::max();  ///< max(): never
+  clock::time_point at = clock::time_point::max(); ///< max(): never
 
   /// `limit` from now; a limit too long for the clock (or negative) saturates.
   static deadline after(caf::timespan limit) {

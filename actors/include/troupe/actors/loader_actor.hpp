@@ -39,6 +39,6 @@ struct loader_options {
 };
 
 loader_actor spawn_loader(caf::actor_system& system, std::shared_ptr<const batch_source> source,
-                        loader_options options = {});
+                          loader_options options = {});
 
 } // namespace troupe

@@ -61,15 +61,15 @@ struct loader_item {
 /// graph/config/key_assignment.hpp): `keys` are indices into the shard's key list, ascending,
 /// and `gradients` holds one tensor per listed key, in that order.
 struct gradient_push {
-  std::int64_t step = 0;          ///< global step counter of the pushing worker
-  double epoch_position = 0;      ///< fractional epoch, drives the learning-rate schedule
-  std::vector<std::size_t> keys;  ///< which of the shard's keys
-  std::vector<tensor> gradients;  ///< one per key, same shapes as the weights; each the mean
-                                  ///< over the pusher's `samples` examples
-  int worker = 0;                 ///< the pusher's source index on this route (its index
-                                  ///< among an aggregator's sources, or its worker number)
-  std::int64_t samples = 0;       ///< examples behind the gradients (weights of an average)
-  deadline due;                   ///< when the pusher gives up on the answer (timeouts.hpp)
+  std::int64_t step = 0;         ///< global step counter of the pushing worker
+  double epoch_position = 0;     ///< fractional epoch, drives the learning-rate schedule
+  std::vector<std::size_t> keys; ///< which of the shard's keys
+  std::vector<tensor> gradients; ///< one per key, same shapes as the weights; each the mean
+                                 ///< over the pusher's `samples` examples
+  int worker = 0;                ///< the pusher's source index on this route (its index
+                                 ///< among an aggregator's sources, or its worker number)
+  std::int64_t samples = 0;      ///< examples behind the gradients (weights of an average)
+  deadline due;                  ///< when the pusher gives up on the answer (timeouts.hpp)
   /// What the gradients were quantized for on a compressed route (gradient_codec.hpp): each
   /// value is one the encoding holds exactly, so the wire packs it without loss. 2-bit: the
   /// scale of every block of two_bit_block values in `scales`, tensor after tensor (the
@@ -83,10 +83,10 @@ struct gradient_push {
 /// training step: gradient_push::step.)
 struct weight_set {
   std::int64_t updates = 0;
-  std::vector<std::size_t> keys;  ///< indices into the shard's key list, as in the push
-  std::vector<tensor> weights;    ///< one per key, in `keys` order
-  float learning_rate = 0;        ///< the rate used for the last update (for the logs)
-  std::int64_t before_step = -1;  ///< answering a rewind: the step these weights precede
+  std::vector<std::size_t> keys; ///< indices into the shard's key list, as in the push
+  std::vector<tensor> weights;   ///< one per key, in `keys` order
+  float learning_rate = 0;       ///< the rate used for the last update (for the logs)
+  std::int64_t before_step = -1; ///< answering a rewind: the step these weights precede
   /// none: `weights` are the weights. Otherwise (a compressed answer, compression_link.hpp)
   /// they are deltas to add to what the receiver holds, quantized for this encoding; 2-bit:
   /// the scale of every block of two_bit_block values in `scales`, tensor after tensor.
@@ -98,7 +98,7 @@ struct weight_set {
 /// key order, and its counters. Taken and restored between steps only.
 struct shard_snapshot {
   std::vector<tensor> weights;
-  std::vector<tensor> momentum;  ///< the optimizer's velocity per key
+  std::vector<tensor> momentum; ///< the optimizer's velocity per key
   shard_counters counters;
 };
 
@@ -106,21 +106,21 @@ struct shard_snapshot {
 /// A push group's last step a shard applied from one source (param_shard_actor's applied).
 struct applied_group {
   std::int32_t source = 0;
-  std::vector<std::size_t> keys;  ///< the group's keys (ascending)
+  std::vector<std::size_t> keys; ///< the group's keys (ascending)
   std::int64_t step = -1;
 };
 
 struct batch_report {
   int worker = 0;
   std::int64_t epoch = 0;
-  std::int64_t index = 0;     ///< batch number in the epoch
-  std::int64_t batches = 0;   ///< batches in the epoch
+  std::int64_t index = 0;   ///< batch number in the epoch
+  std::int64_t batches = 0; ///< batches in the epoch
   std::int64_t samples = 0;
   std::int64_t correct = 0;
   double loss_sum = 0;
   float learning_rate = 0;
-  int top_k = 0;                   ///< the k of top_k_correct; 0: top-k is not counted
-  std::int64_t top_k_correct = 0;  ///< samples whose label ranks among the top k logits
+  int top_k = 0;                  ///< the k of top_k_correct; 0: top-k is not counted
+  std::int64_t top_k_correct = 0; ///< samples whose label ranks among the top k logits
 };
 
 /// One phase (training or validation) of one epoch, as the coordinator reports it.
@@ -130,14 +130,14 @@ struct phase_report {
   std::int64_t samples = 0;
   std::int64_t correct = 0;
   double loss_sum = 0;
-  double seconds = 0;  ///< wall time of the phase, loading included
+  double seconds = 0; ///< wall time of the phase, loading included
   /// Of `seconds`, the time in training steps (forward, backward, pushes sent); the rest is
   /// waiting for weights and batches. 0 for validation.
   double step_seconds = 0;
   /// Bad records the loaders left out (RecordIO data with skip_bad_records).
   std::int64_t skipped = 0;
-  int top_k = 0;                   ///< the k of top_k_correct; 0: top-k is not counted
-  std::int64_t top_k_correct = 0;  ///< samples whose label ranks among the top k logits
+  int top_k = 0;                  ///< the k of top_k_correct; 0: top-k is not counted
+  std::int64_t top_k_correct = 0; ///< samples whose label ranks among the top k logits
   /// The workers (compute indices) whose part of the phase's data went uncovered because
   /// they were lost (on_worker_loss = continue): `samples` counts the survivors' parts only.
   std::vector<std::int32_t> lost_parts{};
@@ -160,9 +160,9 @@ struct training_result {
 ///   (pull_atom, deadline)      -> weight_set   the current weights of every key
 /// Both carry the deadline their originator set (the push in gradient_push::due); whoever
 /// passes them on waits for that deadline, not one of its own (timeouts.hpp).
-using push_target_actor
-  = caf::typed_actor<caf::replies_to<push_atom, gradient_push>::with<weight_set>,
-                     caf::replies_to<pull_atom, deadline>::with<weight_set>>;
+using push_target_actor =
+  caf::typed_actor<caf::replies_to<push_atom, gradient_push>::with<weight_set>,
+                   caf::replies_to<pull_atom, deadline>::with<weight_set>>;
 
 using rewind_atom = caf::atom_constant<caf::atom("rewind")>;
 
@@ -175,27 +175,24 @@ using rewind_atom = caf::atom_constant<caf::atom("rewind")>;
 ///                                        group here); weight_set::before_step says which.
 ///                                        A step whose weights are gone (more than one step
 ///                                        back) is an errc::bad_request naming it.
-using rewind_target_actor
-  = caf::typed_actor<caf::replies_to<rewind_atom, std::int64_t, deadline>::with<weight_set>>;
+using rewind_target_actor =
+  caf::typed_actor<caf::replies_to<rewind_atom, std::int64_t, deadline>::with<weight_set>>;
 
 #define TROUPE_MESSAGES_INSPECTABLE 1
 
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, applied_group& x) {
+template <class Inspector> typename Inspector::result_type inspect(Inspector& f, applied_group& x) {
   return f(caf::meta::type_name("troupe.applied_group"), x.source, x.keys, x.step);
 }
 
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, batch_report& x) {
+template <class Inspector> typename Inspector::result_type inspect(Inspector& f, batch_report& x) {
   return f(caf::meta::type_name("troupe.batch_report"), x.worker, x.epoch, x.index, x.batches,
            x.samples, x.correct, x.loss_sum, x.learning_rate, x.top_k, x.top_k_correct);
 }
 
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, phase_report& x) {
-  return f(caf::meta::type_name("troupe.phase_report"), x.epoch, x.validation, x.samples,
-           x.correct, x.loss_sum, x.seconds, x.step_seconds, x.skipped, x.top_k,
-           x.top_k_correct, x.lost_parts);
+template <class Inspector> typename Inspector::result_type inspect(Inspector& f, phase_report& x) {
+  return f(caf::meta::type_name("troupe.phase_report"), x.epoch, x.validation, x.samples, x.correct,
+           x.loss_sum, x.seconds, x.step_seconds, x.skipped, x.top_k, x.top_k_correct,
+           x.lost_parts);
 }
 
 /// The final weights cross as plain floats (tensor's inspect): a result crosses once per run.
@@ -204,7 +201,6 @@ typename Inspector::result_type inspect(Inspector& f, training_result& x) {
   return f(caf::meta::type_name("troupe.training_result"), x.phases, x.parameter_names,
            x.final_weights, x.plan_hash);
 }
-
 
 } // namespace troupe
 

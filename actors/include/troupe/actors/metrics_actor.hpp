@@ -49,9 +49,9 @@
 
 namespace troupe {
 
-using metrics_sink_actor = caf::typed_actor<caf::reacts_to<batch_report>,
-                                            caf::reacts_to<phase_report>,
-                                            caf::replies_to<flush_atom>::with<bool>>;
+using metrics_sink_actor =
+  caf::typed_actor<caf::reacts_to<batch_report>, caf::reacts_to<phase_report>,
+                   caf::replies_to<flush_atom>::with<bool>>;
 
 class jsonl_writer;
 
@@ -65,13 +65,13 @@ struct run_position {
 };
 
 struct metrics_options {
-  std::ostream* out = nullptr;    ///< where log lines go (must outlive the actor); null: none
-  std::int64_t display_batches = 100;  ///< 0: no per-batch lines
+  std::ostream* out = nullptr;        ///< where log lines go (must outlive the actor); null: none
+  std::int64_t display_batches = 100; ///< 0: no per-batch lines
   bool progress_bar = false;
   bool expect_validation = true;
   /// The whole validation set's examples (0: unknown): a validation covering fewer says so.
   std::int64_t validation_examples = 0;
-  std::string jsonl_path;         ///< empty: no metrics file
+  std::string jsonl_path; ///< empty: no metrics file
   /// An already open metrics file (the app opens it before anything starts); used instead
   /// of opening `jsonl_path`.
   std::shared_ptr<jsonl_writer> jsonl;
@@ -79,8 +79,8 @@ struct metrics_options {
   /// with --resume appends to its lost one's file, and may be asked an epoch again): their
   /// lines are not written twice. -1: none.
   std::int64_t written_through = -1;
-  std::shared_ptr<run_position> position;  ///< null: not kept
-  int terminal_columns = 80;      ///< the progress bar's line stays shorter than this
+  std::shared_ptr<run_position> position; ///< null: not kept
+  int terminal_columns = 80;              ///< the progress bar's line stays shorter than this
   /// Constant fields copied into every JSON line: text (network, dataset) and numbers
   /// (batch_size).
   std::vector<std::pair<std::string, std::string>> tags;

@@ -33,14 +33,14 @@
 #include <troupe/actors/training_session.hpp>
 #include <troupe/graph/job.hpp>
 #include <troupe/graph/placement.hpp>
-#include <troupe/kernels/compute_device.hpp>
 #include <troupe/io/dataset.hpp>
+#include <troupe/kernels/compute_device.hpp>
 
 namespace troupe {
 
 /// What the part spawns with, besides the plan.
 struct node_part_options {
-  int node = -1;  ///< -1: every node of the plan (one process runs all of it)
+  int node = -1; ///< -1: every node of the plan (one process runs all of it)
   /// The part of a lost worker node, spawned by the worker process that adopts it in a run in
   /// flight: its computes are adopted (compute_wiring::adopted).
   bool adopted = false;
@@ -70,7 +70,7 @@ struct node_part_options {
   /// the manifest checkpoint asking every member's part (remote.checkpoint_part).
   std::string checkpoint_prefix;
   std::int64_t save_period = 1;
-  std::shared_ptr<const training_checkpoint> resume;  ///< checked with check_resumable
+  std::shared_ptr<const training_checkpoint> resume; ///< checked with check_resumable
   /// A cluster's scheduler restarted in training: the coordinator starts at this epoch and
   /// restores nothing (the members' computes and shards hold the run's state). -1: none.
   std::int64_t resume_at_epoch = -1;
@@ -88,17 +88,17 @@ struct node_data {
 struct node_part {
   /// Every actor the part spawned (not the host's metrics sink), with its plan name.
   std::vector<std::pair<caf::actor, std::string>> spawned;
-  push_targets targets;                 ///< by plan actor index: local ones and stand-ins
+  push_targets targets; ///< by plan actor index: local ones and stand-ins
   /// By plan actor index: the shards spawned here, with their own type (forget, snapshot);
   /// null elsewhere.
   std::vector<param_shard_actor> own_shards;
-  std::vector<std::pair<int, compute_actor>> computes;  ///< (worker, compute) spawned here
-  coordinator_actor coordinator;        ///< when the plan puts it here
-  checkpoint_actor checkpoint;          ///< beside the coordinator, in a run with checkpoints
+  std::vector<std::pair<int, compute_actor>> computes; ///< (worker, compute) spawned here
+  coordinator_actor coordinator;                       ///< when the plan puts it here
+  checkpoint_actor checkpoint; ///< beside the coordinator, in a run with checkpoints
   /// A server's or worker's part of a cluster checkpoint (its shards and computes), which it
   /// serves to the scheduler; null in one process and where the node holds neither.
   checkpoint_part_actor checkpoint_part;
-  metrics_sink_actor metrics;           ///< what the computes and coordinator report to
+  metrics_sink_actor metrics; ///< what the computes and coordinator report to
   /// The shards (own ones or stand-ins), for pulling the final weights: filled when the
   /// coordinator is here.
   std::vector<shard_route> shards;
@@ -117,11 +117,11 @@ metrics_options metrics_options_of(const training_job& job, const session_output
 
 /// Spawns node `options.node`'s part of `plan` into `part` (which keeps what was spawned
 /// before a throw, for the caller to shut down). `initial` as for spawn_push_side (only read,
-/// and only needed, when the node holds shards). Throws std::invalid_argument when the node has loaders but
-/// `data` lacks their dataset, or the plan needs a remote actor and `options.remote` gives
-/// none.
+/// and only needed, when the node holds shards). Throws std::invalid_argument when the node has
+/// loaders but `data` lacks their dataset, or the plan needs a remote actor and `options.remote`
+/// gives none.
 void spawn_node_part(caf::actor_system& system, const training_job& job, const placement_plan& plan,
-                     const model_spec& spec, const std::vector<tensor>& initial, const node_data& data,
-                     const node_part_options& options, node_part& part);
+                     const model_spec& spec, const std::vector<tensor>& initial,
+                     const node_data& data, const node_part_options& options, node_part& part);
 
 } // namespace troupe

@@ -57,9 +57,10 @@
 // forgotten) waits for its weights (and gets the newest ones when released). With every
 // worker forgotten nothing is held.
 //
-// Only a shard takes forget_atom, snapshot_atom and restore_atom, not every push target (aggregators and remote stand-ins
-// speak push_target_actor alone): a handle kept as push_target_actor, where the plan says the
-// actor is a shard spawned on this node, reaches it after caf::actor_cast<param_shard_actor>.
+// Only a shard takes forget_atom, snapshot_atom and restore_atom, not every push target
+// (aggregators and remote stand-ins speak push_target_actor alone): a handle kept as
+// push_target_actor, where the plan says the actor is a shard spawned on this node, reaches it
+// after caf::actor_cast<param_shard_actor>.
 //
 // Weights leave the actor by handle. The optimizer never writes a buffer that a reader still
 // holds: each key keeps a small pool of buffers and the update goes into one nobody else sees
@@ -84,26 +85,27 @@
 
 namespace troupe {
 
-using forget_atom = caf::atom_constant<caf::atom("forget")>;  // server node -> shard: lost workers
-using replicate_atom = caf::atom_constant<caf::atom("replicate")>;  // primary -> backup shard
-using backup_atom = caf::atom_constant<caf::atom("backup")>;        // server node -> shard
-using applied_atom = caf::atom_constant<caf::atom("applied")>;      // server node -> backup shard
+using forget_atom = caf::atom_constant<caf::atom("forget")>; // server node -> shard: lost workers
+using replicate_atom = caf::atom_constant<caf::atom("replicate")>; // primary -> backup shard
+using backup_atom = caf::atom_constant<caf::atom("backup")>;       // server node -> shard
+using applied_atom = caf::atom_constant<caf::atom("applied")>;     // server node -> backup shard
 
 /// What a primary shard replicates to (a backup shard, or its stand-in on another process).
-using shard_backup_actor = caf::typed_actor<caf::replies_to<replicate_atom, gradient_push>::with<std::int64_t>>;
+using shard_backup_actor =
+  caf::typed_actor<caf::replies_to<replicate_atom, gradient_push>::with<std::int64_t>>;
 
-using param_shard_actor
-  = push_target_actor::extend<caf::reacts_to<forget_atom, std::vector<std::int32_t>>,
-                              caf::replies_to<snapshot_atom>::with<shard_snapshot>,
-                              caf::replies_to<restore_atom, shard_snapshot>::with<bool>,
-                              caf::replies_to<replicate_atom, gradient_push>::with<std::int64_t>,
-                              caf::reacts_to<backup_atom, shard_backup_actor>,
-                              caf::replies_to<applied_atom>::with<std::vector<applied_group>>>;
+using param_shard_actor =
+  push_target_actor::extend<caf::reacts_to<forget_atom, std::vector<std::int32_t>>,
+                            caf::replies_to<snapshot_atom>::with<shard_snapshot>,
+                            caf::replies_to<restore_atom, shard_snapshot>::with<bool>,
+                            caf::replies_to<replicate_atom, gradient_push>::with<std::int64_t>,
+                            caf::reacts_to<backup_atom, shard_backup_actor>,
+                            caf::replies_to<applied_atom>::with<std::vector<applied_group>>>;
 
 struct shard_key {
-  std::string name;          ///< key name, e.g. "conv1.weight" or "fc6.weight[0:1048576]"
-  tensor initial;            ///< starting value (the shard takes its own copy)
-  bool weight_decay = true;  ///< false for biases and batch-norm scale/shift
+  std::string name;         ///< key name, e.g. "conv1.weight" or "fc6.weight[0:1048576]"
+  tensor initial;           ///< starting value (the shard takes its own copy)
+  bool weight_decay = true; ///< false for biases and batch-norm scale/shift
 };
 
 struct shard_options {
@@ -112,8 +114,8 @@ struct shard_options {
   /// Stale-synchronous bound: a worker whose push is more than `staleness` steps ahead of the
   /// slowest worker's last push gets its answer only once the slowest catches up. -1: none.
   int staleness = -1;
-  int workers = 1;  ///< pushing workers (their `worker` fields are 0..workers-1) for staleness
-                    ///< (forget_atom takes some of them out)
+  int workers = 1; ///< pushing workers (their `worker` fields are 0..workers-1) for staleness
+                   ///< (forget_atom takes some of them out)
   /// Steps of the whole run (epochs x steps per epoch): a push of a later step is from the
   /// future and refused, as is one of an earlier step than its pusher's last. 0: no limit.
   std::int64_t step_limit = 0;
@@ -121,6 +123,6 @@ struct shard_options {
 
 /// Throws std::invalid_argument if the schedule is invalid or `keys` is empty.
 param_shard_actor spawn_param_shard(caf::actor_system& system, std::vector<shard_key> keys,
-                             shard_options options);
+                                    shard_options options);
 
 } // namespace troupe

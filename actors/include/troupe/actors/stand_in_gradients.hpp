@@ -39,7 +39,8 @@ public:
   /// for a slot the model lacks.
   tensor gradient(std::size_t slot, std::int64_t step) const;
 
-  /// Where gradient(slot, step) starts in the pool (for tests: reproducible, varies with each input).
+  /// Where gradient(slot, step) starts in the pool (for tests: reproducible, varies with each
+  /// input).
   std::int64_t offset(std::size_t slot, std::int64_t step) const;
 
 private:

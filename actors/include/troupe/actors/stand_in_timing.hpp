@@ -28,7 +28,8 @@ public:
   /// gives every group an equal share. Throws std::invalid_argument naming the group for a
   /// route or key that does not exist, a key of a slot without work entry, or work that is
   /// negative or not finite.
-  stand_in_timing(const std::vector<double>& slot_work, const std::vector<std::vector<key_slice>>& route_keys,
+  stand_in_timing(const std::vector<double>& slot_work,
+                  const std::vector<std::vector<key_slice>>& route_keys,
                   const std::vector<push_group>& groups);
 
   std::size_t groups() const { return shares_.size(); }
@@ -43,8 +44,8 @@ public:
 
 private:
   std::vector<double> shares_;
-  std::vector<double> backward_done_;  ///< sum of shares of groups 0..g
-  std::vector<double> forward_done_;   ///< sum of shares of segments 0..k
+  std::vector<double> backward_done_; ///< sum of shares of groups 0..g
+  std::vector<double> forward_done_;  ///< sum of shares of segments 0..k
 };
 
 } // namespace troupe

@@ -46,9 +46,9 @@ using push_targets = std::vector<push_target_actor>;
 /// each group's weights one step back, for adopted computes (aggregator_options::keep_previous;
 /// on_worker_loss = adopt).
 push_targets spawn_push_side(caf::actor_system& system, const placement_plan& plan,
-                             const std::vector<tensor>& initial,
-                             const optimizer_options& optimizer, const spawn_observer& spawned,
-                             std::int64_t step_limit = 0, bool rewindable = false);
+                             const std::vector<tensor>& initial, const optimizer_options& optimizer,
+                             const spawn_observer& spawned, std::int64_t step_limit = 0,
+                             bool rewindable = false);
 
 /// Gives the push target at plan actor index `actor`, which lives on another node: a stand-in
 /// reaching it (troupe/cluster/remote_proxies.hpp).
@@ -65,7 +65,7 @@ using remote_checkpoint_part = std::function<checkpoint_part_actor(int node)>;
 struct remote_actors {
   remote_push_target push_target;
   remote_compute compute;
-  remote_checkpoint_part checkpoint_part;  ///< the scheduler's, in a run with checkpoints
+  remote_checkpoint_part checkpoint_part; ///< the scheduler's, in a run with checkpoints
 };
 
 /// What spawn_push_side_of_node spawned, by plan actor index: every push target (the node's
@@ -82,17 +82,17 @@ struct push_side {
 /// node that one of them (or a compute of this node) pushes to is `remote(index)`; the result
 /// holds those stand-ins at their plan index too, so routes_of works unchanged. Targets nobody
 /// here pushes to stay invalid.
-push_side spawn_push_side_of_node(caf::actor_system& system, const placement_plan& plan,
-                                     int node, const remote_push_target& remote,
-                                     const std::vector<tensor>& initial,
-                                     const optimizer_options& optimizer,
-                                     const spawn_observer& spawned, std::int64_t step_limit = 0,
-                                     bool rewindable = false);
+push_side spawn_push_side_of_node(caf::actor_system& system, const placement_plan& plan, int node,
+                                  const remote_push_target& remote,
+                                  const std::vector<tensor>& initial,
+                                  const optimizer_options& optimizer, const spawn_observer& spawned,
+                                  std::int64_t step_limit = 0, bool rewindable = false);
 
 /// Where pushes from other nodes enter node `node`, by shard: (shard, plan actor index) of
 /// each actor here that a route from another node pushes to (in BSP the aggregator in front
 /// of the shard, async the shard). What the node serves to peers (a channel's serving_registry).
-std::vector<std::pair<std::uint32_t, std::size_t>> entry_points(const placement_plan& plan, int node);
+std::vector<std::pair<std::uint32_t, std::size_t>> entry_points(const placement_plan& plan,
+                                                                int node);
 
 /// Compute `worker`'s routes, one per shard in shard order (push_group::shard indexes them):
 /// the actor it pushes that shard's keys to, the keys, and its source index there.
@@ -103,7 +103,7 @@ std::vector<shard_route> routes_of(const placement_plan& plan, const push_target
 /// (compression_link.hpp) in front of each target whose route the plan compresses; one per
 /// route, as each holds the worker's own residuals and weights.
 std::vector<shard_route> compressing_routes(caf::actor_system& system, const placement_plan& plan,
-                                           std::vector<shard_route> routes, int worker);
+                                            std::vector<shard_route> routes, int worker);
 
 /// Each shard's own route (the shard itself, its keys), for pulling the final weights.
 std::vector<shard_route> shard_routes(const placement_plan& plan, const push_targets& targets);

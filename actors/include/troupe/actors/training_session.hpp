@@ -10,12 +10,13 @@
 //                                   final weights, shuts its actors down and answers. The first
 //                                   failure anywhere (an error reply, an actor that terminates,
 //                                   a request that times out) ends the run and is the answer,
-//                                   as a caf::error of a troupe errc (troupe/actors/actor_errors.hpp).
-//                                   A session can run again; each run spawns afresh.
-//                                   With output.checkpoint.load_epoch set, the checkpoint is
-//                                   read and checked against the job (check_resumable) before
-//                                   anything is spawned: a missing, damaged or unfitting file
-//                                   is the answer (errc::bad_data naming it).
+//                                   as a caf::error of a troupe errc
+//                                   (troupe/actors/actor_errors.hpp). A session can run again; each
+//                                   run spawns afresh. With output.checkpoint.load_epoch set, the
+//                                   checkpoint is read and checked against the job
+//                                   (check_resumable) before anything is spawned: a missing,
+//                                   damaged or unfitting file is the answer (errc::bad_data naming
+//                                   it).
 //
 // A host embeds it from its own actors: `self->request(session, timeout, run_atom::value)
 // .then(...)`. Nothing here blocks a scheduler thread: the session actor runs detached (set-up
@@ -52,8 +53,8 @@ using training_session_actor = run_actor;
 /// A run's checkpoints (docs/checkpoints.md): files PREFIX-EEEE.safetensors, EEEE the epochs
 /// completed. Process-local, like the output: where files go is not part of the job.
 struct checkpoint_options {
-  std::string prefix;            ///< empty: no checkpoints are written or read
-  std::int64_t save_period = 1;  ///< save after every Nth epoch, and after the last
+  std::string prefix;           ///< empty: no checkpoints are written or read
+  std::int64_t save_period = 1; ///< save after every Nth epoch, and after the last
   /// Resume from PREFIX-<load_epoch>: its state replaces the job's starting point and the run
   /// trains epochs load_epoch .. epochs - 1. -1: start afresh.
   std::int64_t load_epoch = -1;
@@ -64,16 +65,16 @@ struct checkpoint_options {
 
 /// Where a session's own output goes. Process-local: never part of the job.
 struct session_output {
-  std::ostream* log = nullptr;  ///< MXNet-style lines; null: silent. Must outlive the run.
+  std::ostream* log = nullptr; ///< MXNet-style lines; null: silent. Must outlive the run.
   std::int64_t display_batches = 100;
   bool progress_bar = false;
-  std::string metrics_path;     ///< JSON lines, one per epoch; empty: none
+  std::string metrics_path; ///< JSON lines, one per epoch; empty: none
   /// The metrics file, opened by the host before the run (so a file that cannot be written
   /// stops nothing half-way); used instead of opening `metrics_path`.
   std::shared_ptr<jsonl_writer> metrics_file;
-  std::int64_t metrics_written_through = -1;  ///< metrics_options::written_through
-  std::shared_ptr<run_position> position;  ///< kept up to date when set (metrics_actor.hpp)
-  int terminal_columns = 80;    ///< width the progress bar fits
+  std::int64_t metrics_written_through = -1; ///< metrics_options::written_through
+  std::shared_ptr<run_position> position;    ///< kept up to date when set (metrics_actor.hpp)
+  int terminal_columns = 80;                 ///< width the progress bar fits
   checkpoint_options checkpoint;
 };
 
@@ -87,8 +88,8 @@ struct tap_point {
 /// Called once per (worker, shard) route when a run wires its actors: returns the actor the
 /// compute actor pushes to instead of `downstream` (the host's tap forwards to `downstream`,
 /// or returns it unchanged to stay out of that route).
-using gradient_tap = std::function<push_target_actor(push_target_actor downstream,
-                                                     const tap_point& where)>;
+using gradient_tap =
+  std::function<push_target_actor(push_target_actor downstream, const tap_point& where)>;
 
 /// What one run spawned and wired, by the plan's actor names, taken from the handles the
 /// session actually handed to each actor. Reported once per run, before the first epoch, so a
@@ -99,7 +100,7 @@ struct wiring_report {
     plan_role role;
   };
   struct route_entry {
-    std::string from, to;  ///< "tap" for an actor the session did not spawn (a gradient tap)
+    std::string from, to; ///< "tap" for an actor the session did not spawn (a gradient tap)
     route_carries carries;
   };
   std::vector<actor_entry> actors;

@@ -7,7 +7,8 @@
 // for their interface arrives and find its target in the node's serving_registry.
 //
 //   interface (push_target_actor, compute_actor, metrics_sink_actor, node control)
-//     -> proxy (a typed_actor of that interface, cluster/remote/*, troupe/cluster/remote_proxies.hpp)
+//     -> proxy (a typed_actor of that interface, cluster/remote/*,
+//     troupe/cluster/remote_proxies.hpp)
 //     -> channel (this; typed: channel_actor.hpp)  -> wire ->  channel
 //     -> skeleton (a function of the interface's codec table, inside the channel)
 //     -> the serving actor, found in the serving_registry by (interface, index)
@@ -66,11 +67,11 @@ struct channel_options {
   /// A link needs the secret: there is no unauthenticated mode.
   explicit channel_options(cluster_secret cluster) : secret(std::move(cluster)) {}
 
-  node_kind role = node_kind::worker;  ///< this node's role
-  std::string name;                    ///< this node's name in the peer's logs ("worker 0")
-  std::uint64_t plan_hash = 0;         ///< 0: not known yet (the peer's hash is not checked)
+  node_kind role = node_kind::worker; ///< this node's role
+  std::string name;                   ///< this node's name in the peer's logs ("worker 0")
+  std::uint64_t plan_hash = 0;        ///< 0: not known yet (the peer's hash is not checked)
   cluster_secret secret;
-  wire_keys keys;                      ///< the plan's key shapes, to check what arrives
+  wire_keys keys; ///< the plan's key shapes, to check what arrives
   /// Write control frames first, then tensor frames first layers first (frame_priority.hpp);
   /// off: every frame as queued. `order` ranks the tensor frames (the plan's keys).
   bool priority = false;
@@ -119,8 +120,8 @@ struct channel_options {
 /// the address when nothing listens there. `over_local_socket`, where given, says whether the
 /// connection took the same-host shortcut (channel_options::same_host_shortcut).
 caf::expected<channel_actor> connect_channel(caf::actor_system& system, const std::string& host,
-                                          std::uint16_t port, channel_options options,
-                                          bool* over_local_socket = nullptr);
+                                             std::uint16_t port, channel_options options,
+                                             bool* over_local_socket = nullptr);
 
 /// A node's listening socket on `host:port` (port 0: any free port): every connection it
 /// accepts becomes a channel with `options` (peers are admitted one by one; a refused or broken
@@ -128,7 +129,7 @@ caf::expected<channel_actor> connect_channel(caf::actor_system& system, const st
 /// Binds only `host` (127.0.0.1 unless told otherwise).
 using port_atom = caf::atom_constant<caf::atom("port")>;
 caf::expected<caf::actor> spawn_listener(caf::actor_system& system, const std::string& host,
-                                            std::uint16_t port, channel_options options);
+                                         std::uint16_t port, channel_options options);
 
 class listening_socket;
 /// The same on a socket bound beforehand (listening_socket::bind, cluster/frame_socket.hpp): a
@@ -137,4 +138,3 @@ caf::actor spawn_listener(caf::actor_system& system, std::shared_ptr<listening_s
                           channel_options options);
 
 } // namespace troupe
-

@@ -48,17 +48,16 @@ struct link_traffic {
   std::uint64_t total_out() const;
 };
 
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, link_traffic& x) {
+template <class Inspector> typename Inspector::result_type inspect(Inspector& f, link_traffic& x) {
   return f(caf::meta::type_name("troupe.link_traffic"), x.bytes_in, x.bytes_out, x.frames_in,
            x.frames_out);
 }
 
-using channel_actor
-  = caf::typed_actor<caf::replies_to<call_atom, wire_message, deadline>::with<wire_message>,
-                     caf::reacts_to<send_atom, wire_message>,
-                     caf::replies_to<stats_atom>::with<link_traffic>,
-                     caf::reacts_to<plan_atom, std::uint64_t, wire_keys>>;
+using channel_actor =
+  caf::typed_actor<caf::replies_to<call_atom, wire_message, deadline>::with<wire_message>,
+                   caf::reacts_to<send_atom, wire_message>,
+                   caf::replies_to<stats_atom>::with<link_traffic>,
+                   caf::reacts_to<plan_atom, std::uint64_t, wire_keys>>;
 
 } // namespace troupe
 

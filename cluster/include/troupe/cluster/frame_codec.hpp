@@ -40,7 +40,9 @@ constexpr std::size_t default_max_frame_bytes = std::size_t{1} << 30;
 /// The most a push or weights frame of `keys` keys adds to its values' bytes: the header, the
 /// segment table, the message's structs and pointers, and padding of each value to 8 bytes.
 /// Traffic per step is values + this per frame (tests/cluster: frame_codec_test, channel_test).
-constexpr std::size_t frame_overhead_bound(std::size_t keys) { return 128 + 32 * keys; }
+constexpr std::size_t frame_overhead_bound(std::size_t keys) {
+  return 128 + 32 * keys;
+}
 
 /// One contiguous piece of an encoded frame.
 struct frame_piece {
@@ -67,7 +69,7 @@ public:
 
 private:
   friend encoded_frame encode_frame(wire_message message);
-  struct owned;  // the message, its builder and the header bytes
+  struct owned; // the message, its builder and the header bytes
   std::unique_ptr<owned> owned_;
   std::vector<frame_piece> pieces_;
   std::size_t bytes_ = 0;
@@ -87,14 +89,14 @@ void append_frame(const wire_message& message, std::vector<char>& out);
 /// Troupe frame"), a length that is not a multiple of 8, zero, or above `max_payload`.
 struct frame_header_result {
   std::size_t payload_bytes = 0;
-  std::string error;  ///< empty on success
+  std::string error; ///< empty on success
 };
 frame_header_result read_frame_header(const char* header, std::size_t max_payload);
 
 /// A decoded message, or why the payload was refused.
 struct decode_result {
   wire_message message;
-  std::string error;  ///< empty on success
+  std::string error; ///< empty on success
   bool ok() const { return error.empty(); }
 };
 

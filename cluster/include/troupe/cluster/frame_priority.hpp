@@ -91,7 +91,8 @@ std::vector<std::uint64_t> light_ranks(const placement_plan& plan, const forward
 /// The push groups of `plan` whose shards live on node `node` (what a worker's link to that
 /// server carries per step), ranked by `order`, in ascending rank, the light ones marked. Empty
 /// for a node without shards.
-std::vector<ranked_push> pushes_to_node(const placement_plan& plan, const forward_order& order, int node);
+std::vector<ranked_push> pushes_to_node(const placement_plan& plan, const forward_order& order,
+                                        int node);
 
 /// How many of `pushes` (in ascending rank) a fixed order holds for the end: the highest light
 /// ones while their bytes together fit in `held_bytes`.
@@ -103,7 +104,8 @@ std::size_t held_pushes(const std::vector<ranked_push>& pushes, std::int64_t hel
 /// when 0), then the rest in ascending rank; then the held ones in ascending rank. Throws
 /// std::invalid_argument for a rank listed twice or unranked, negative bytes, or a light push
 /// below one that is not.
-std::vector<std::uint64_t> fixed_push_order(std::vector<ranked_push> pushes, std::int64_t backward_bytes,
-                                            std::int64_t held_bytes = std::numeric_limits<std::int64_t>::max());
+std::vector<std::uint64_t>
+fixed_push_order(std::vector<ranked_push> pushes, std::int64_t backward_bytes,
+                 std::int64_t held_bytes = std::numeric_limits<std::int64_t>::max());
 
 } // namespace troupe

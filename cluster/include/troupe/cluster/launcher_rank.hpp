@@ -12,7 +12,7 @@ namespace troupe {
 
 struct launcher_place {
   node_kind role = node_kind::scheduler;
-  int rank = 0;  ///< within its role: server 0 is launcher rank 1
+  int rank = 0; ///< within its role: server 0 is launcher rank 1
 };
 
 /// The place of launcher rank `rank` among 1 scheduler, `servers` servers and `workers`

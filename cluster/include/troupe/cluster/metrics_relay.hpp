@@ -23,7 +23,8 @@
 
 namespace troupe {
 
-using metrics_relay_actor = metrics_sink_actor::extend<caf::reacts_to<repoint_atom, metrics_sink_actor>>;
+using metrics_relay_actor =
+  metrics_sink_actor::extend<caf::reacts_to<repoint_atom, metrics_sink_actor>>;
 
 /// `dropped` is told, at each re-pointing after an absence, how many reports went nowhere.
 metrics_relay_actor spawn_metrics_relay(caf::actor_system& system, metrics_sink_actor target,

@@ -67,56 +67,58 @@ using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
 using promote_atom = caf::atom_constant<caf::atom("promote")>;
 
 /// What the scheduler's links tell the scheduler node.
-using scheduler_inbox = caf::typed_actor<caf::reacts_to<join_atom, channel_actor, join_message>,
-                                         caf::reacts_to<ready_atom, channel_actor, ready_message>,
-                                         caf::reacts_to<traffic_atom, channel_actor, traffic_message>,
-                                         caf::reacts_to<goodbye_atom, channel_actor, shutdown_message>,
-                                         caf::reacts_to<link_lost_atom, channel_actor, caf::error>>;
+using scheduler_inbox =
+  caf::typed_actor<caf::reacts_to<join_atom, channel_actor, join_message>,
+                   caf::reacts_to<ready_atom, channel_actor, ready_message>,
+                   caf::reacts_to<traffic_atom, channel_actor, traffic_message>,
+                   caf::reacts_to<goodbye_atom, channel_actor, shutdown_message>,
+                   caf::reacts_to<link_lost_atom, channel_actor, caf::error>>;
 
 /// What a server's or worker's links tell their node.
-using member_inbox = caf::typed_actor<caf::reacts_to<assignment_atom, channel_actor, assignment_message>,
-                                      caf::reacts_to<traffic_query_atom, channel_actor, traffic_query_message>,
-                                      caf::reacts_to<adopt_atom, channel_actor, adopt_message>,
-                                      caf::reacts_to<promote_atom, channel_actor, promote_message>,
-                                      caf::reacts_to<goodbye_atom, channel_actor, shutdown_message>,
-                                      caf::reacts_to<link_up_atom, channel_actor, std::string>,
-                                      caf::reacts_to<link_lost_atom, channel_actor, caf::error>>;
+using member_inbox =
+  caf::typed_actor<caf::reacts_to<assignment_atom, channel_actor, assignment_message>,
+                   caf::reacts_to<traffic_query_atom, channel_actor, traffic_query_message>,
+                   caf::reacts_to<adopt_atom, channel_actor, adopt_message>,
+                   caf::reacts_to<promote_atom, channel_actor, promote_message>,
+                   caf::reacts_to<goodbye_atom, channel_actor, shutdown_message>,
+                   caf::reacts_to<link_up_atom, channel_actor, std::string>,
+                   caf::reacts_to<link_lost_atom, channel_actor, caf::error>>;
 
 /// What a server or worker says to its scheduler: the proxy on its channel to the scheduler
 /// (spawn_scheduler_control_proxy) takes exactly these, so a node cannot send the scheduler
 /// a message this protocol lacks. The scheduler's inbox hears them with the channel they came on.
-using scheduler_control_actor = caf::typed_actor<caf::reacts_to<join_atom, join_message>,
-                                                 caf::reacts_to<ready_atom, ready_message>,
-                                                 caf::reacts_to<traffic_atom, traffic_message>,
-                                                 caf::reacts_to<goodbye_atom, shutdown_message>>;
+using scheduler_control_actor = caf::typed_actor<
+  caf::reacts_to<join_atom, join_message>, caf::reacts_to<ready_atom, ready_message>,
+  caf::reacts_to<traffic_atom, traffic_message>, caf::reacts_to<goodbye_atom, shutdown_message>>;
 
 /// What the scheduler says to a server or worker (and a member to a peer member: goodbye only),
 /// through the proxy on its channel to that node (spawn_member_control_proxy).
-using member_control_actor = caf::typed_actor<caf::reacts_to<assignment_atom, assignment_message>,
-                                              caf::reacts_to<traffic_query_atom, traffic_query_message>,
-                                              caf::reacts_to<adopt_atom, adopt_message>,
-                                              caf::reacts_to<promote_atom, promote_message>,
-                                              caf::reacts_to<goodbye_atom, shutdown_message>>;
+using member_control_actor =
+  caf::typed_actor<caf::reacts_to<assignment_atom, assignment_message>,
+                   caf::reacts_to<traffic_query_atom, traffic_query_message>,
+                   caf::reacts_to<adopt_atom, adopt_message>,
+                   caf::reacts_to<promote_atom, promote_message>,
+                   caf::reacts_to<goodbye_atom, shutdown_message>>;
 
 /// The scheduler node's states, in the order a run goes through them.
 enum class scheduler_phase {
-  joining,           ///< waiting for every server and worker to join
-  servers_assigned,  ///< the servers have their parts; waiting for them to be ready
-  workers_assigned,  ///< the workers have theirs (with the servers' endpoints)
-  training,          ///< the session trains
-  failing,           ///< a failure said a peer was lost; waiting for the loss that caused it
-  ending,            ///< the members were told how the run ends; waiting for their links
+  joining,          ///< waiting for every server and worker to join
+  servers_assigned, ///< the servers have their parts; waiting for them to be ready
+  workers_assigned, ///< the workers have theirs (with the servers' endpoints)
+  training,         ///< the session trains
+  failing,          ///< a failure said a peer was lost; waiting for the loss that caused it
+  ending,           ///< the members were told how the run ends; waiting for their links
 };
 const char* to_string(scheduler_phase phase);
 
 /// A server's or worker's states.
 enum class member_phase {
-  connecting,  ///< reaching its scheduler, retrying until the join timeout (it may not listen yet)
-  joining,   ///< connected to the scheduler, joined, waiting for the assignment
-  starting,  ///< spawning its part (a server: opening its listener)
-  running,   ///< said ready; serves and trains until the scheduler ends the run
-  rejoining, ///< lost its scheduler in training: trains on, retrying to reach a restarted one
-  ending,    ///< ended; waiting for the links it told so to close
+  connecting, ///< reaching its scheduler, retrying until the join timeout (it may not listen yet)
+  joining,    ///< connected to the scheduler, joined, waiting for the assignment
+  starting,   ///< spawning its part (a server: opening its listener)
+  running,    ///< said ready; serves and trains until the scheduler ends the run
+  rejoining,  ///< lost its scheduler in training: trains on, retrying to reach a restarted one
+  ending,     ///< ended; waiting for the links it told so to close
 };
 const char* to_string(member_phase phase);
 

@@ -24,10 +24,11 @@ namespace troupe {
 
 using repoint_atom = caf::atom_constant<caf::atom("repoint")>;
 
-using push_relay_actor
-  = push_target_actor::extend_with<rewind_target_actor>::extend<caf::reacts_to<repoint_atom, push_target_actor>>;
+using push_relay_actor = push_target_actor::extend_with<rewind_target_actor>::extend<
+  caf::reacts_to<repoint_atom, push_target_actor>>;
 
 /// `name` says which shard, in a held request's timeout ("shard 0").
-push_relay_actor spawn_push_relay(caf::actor_system& system, push_target_actor target, std::string name);
+push_relay_actor spawn_push_relay(caf::actor_system& system, push_target_actor target,
+                                  std::string name);
 
 } // namespace troupe

@@ -36,20 +36,22 @@
 #include <caf/actor_system.hpp>
 
 #include <troupe/actors/checkpoint_part_actor.hpp>
-#include <troupe/actors/param_shard_actor.hpp>
 #include <troupe/actors/compute_actor.hpp>
 #include <troupe/actors/messages.hpp>
 #include <troupe/actors/metrics_actor.hpp>
+#include <troupe/actors/param_shard_actor.hpp>
 #include <troupe/cluster/channel_actor.hpp>
 #include <troupe/cluster/node_control.hpp>
 
 namespace troupe {
 
 /// Shard `shard` of the peer behind `channel` (or the aggregator in front of it there).
-push_target_actor spawn_push_target_proxy(caf::actor_system& system, channel_actor channel, std::uint32_t shard);
+push_target_actor spawn_push_target_proxy(caf::actor_system& system, channel_actor channel,
+                                          std::uint32_t shard);
 
 /// Compute actor `worker` of the peer behind `channel`.
-compute_actor spawn_compute_proxy(caf::actor_system& system, channel_actor channel, std::uint32_t worker);
+compute_actor spawn_compute_proxy(caf::actor_system& system, channel_actor channel,
+                                  std::uint32_t worker);
 
 /// The metrics actor of the peer behind `channel` (a worker's computes report to their
 /// scheduler through it). `position` (may be null) follows the batches reported, so a worker
@@ -60,7 +62,8 @@ metrics_sink_actor spawn_metrics_sink_proxy(caf::actor_system& system, channel_a
 
 /// The scheduler behind `channel`, as its server or worker speaks to it. The proxy ends with
 /// its channel (what is said after that has nobody to hear it).
-scheduler_control_actor spawn_scheduler_control_proxy(caf::actor_system& system, channel_actor channel);
+scheduler_control_actor spawn_scheduler_control_proxy(caf::actor_system& system,
+                                                      channel_actor channel);
 
 /// The part of a cluster checkpoint that the server or worker behind `channel` saves and
 /// restores (checkpoint_part_actor.hpp).
@@ -68,7 +71,8 @@ checkpoint_part_actor spawn_checkpoint_part_proxy(caf::actor_system& system, cha
 
 /// The backup of shard `shard` held by the server behind `channel` (replicas = 2): what the
 /// primary shard replicates each applied push to (param_shard_actor.hpp).
-shard_backup_actor spawn_shard_backup_proxy(caf::actor_system& system, channel_actor channel, std::uint32_t shard);
+shard_backup_actor spawn_shard_backup_proxy(caf::actor_system& system, channel_actor channel,
+                                            std::uint32_t shard);
 
 /// The server or worker behind `channel`, as the scheduler (or a peer member) speaks to it.
 member_control_actor spawn_member_control_proxy(caf::actor_system& system, channel_actor channel);

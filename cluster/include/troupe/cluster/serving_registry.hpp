@@ -31,47 +31,40 @@ namespace troupe {
 
 /// The protocols that cross processes (each a proxy/skeleton pair in cluster/remote/).
 enum class remote_interface : std::uint8_t {
-  push_target,        ///< push_target_actor, by the plan's shard index
-  compute_driver,     ///< compute_actor (train, validate, end epoch), by worker
-  metrics_sink,       ///< metrics_sink_actor: a worker's batch reports; index 0
-  scheduler_control,  ///< what members tell their scheduler (scheduler_inbox); index 0
-  member_control,     ///< what a scheduler or peer tells a member (member_inbox); index 0
-  checkpoint_part,    ///< a member's part of a cluster checkpoint (save, restore); index 0
-  shard_backup,       ///< a backup shard another server's primary replicates to, by shard index
+  push_target,       ///< push_target_actor, by the plan's shard index
+  compute_driver,    ///< compute_actor (train, validate, end epoch), by worker
+  metrics_sink,      ///< metrics_sink_actor: a worker's batch reports; index 0
+  scheduler_control, ///< what members tell their scheduler (scheduler_inbox); index 0
+  member_control,    ///< what a scheduler or peer tells a member (member_inbox); index 0
+  checkpoint_part,   ///< a member's part of a cluster checkpoint (save, restore); index 0
+  shard_backup,      ///< a backup shard another server's primary replicates to, by shard index
 };
 constexpr std::size_t remote_interfaces = 7;
 /// "push target", "compute driver", "metrics sink", "scheduler control", "member control",
 /// "checkpoint part", "shard backup".
 const char* to_string(remote_interface interface);
 
-template <remote_interface I>
-struct served;
-template <>
-struct served<remote_interface::push_target> { using handle = push_target_actor; };
-template <>
-struct served<remote_interface::compute_driver> { using handle = compute_actor; };
-template <>
-struct served<remote_interface::metrics_sink> { using handle = metrics_sink_actor; };
-template <>
-struct served<remote_interface::scheduler_control> { using handle = scheduler_inbox; };
-template <>
-struct served<remote_interface::member_control> { using handle = member_inbox; };
-template <>
-struct served<remote_interface::checkpoint_part> { using handle = checkpoint_part_actor; };
-template <>
-struct served<remote_interface::shard_backup> { using handle = shard_backup_actor; };
+template <remote_interface I> struct served;
+template <> struct served<remote_interface::push_target> { using handle = push_target_actor; };
+template <> struct served<remote_interface::compute_driver> { using handle = compute_actor; };
+template <> struct served<remote_interface::metrics_sink> { using handle = metrics_sink_actor; };
+template <> struct served<remote_interface::scheduler_control> { using handle = scheduler_inbox; };
+template <> struct served<remote_interface::member_control> { using handle = member_inbox; };
+template <> struct served<remote_interface::checkpoint_part> {
+  using handle = checkpoint_part_actor;
+};
+template <> struct served<remote_interface::shard_backup> { using handle = shard_backup_actor; };
 
 /// The actors a node serves to its peers, keyed by (interface, index).
 class serving_registry {
 public:
-  template <remote_interface I>
-  void set(std::uint32_t index, typename served<I>::handle target) {
+  template <remote_interface I> void set(std::uint32_t index, typename served<I>::handle target) {
     std::lock_guard<std::mutex> lock(mutex_);
-    targets_[{I, index}] = entry{std::in_place_index<static_cast<std::size_t>(I)>, std::move(target)};
+    targets_[{I, index}] =
+      entry{std::in_place_index<static_cast<std::size_t>(I)>, std::move(target)};
   }
   /// The actor serving (I, index), or a null handle when this node holds none.
-  template <remote_interface I>
-  typename served<I>::handle find(std::uint32_t index) const {
+  template <remote_interface I> typename served<I>::handle find(std::uint32_t index) const {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = targets_.find({I, index});
     if (it == targets_.end())
@@ -99,8 +92,8 @@ public:
 
 private:
   // In remote_interface order.
-  using entry = std::variant<push_target_actor, compute_actor, metrics_sink_actor, scheduler_inbox, member_inbox,
-                             checkpoint_part_actor, shard_backup_actor>;
+  using entry = std::variant<push_target_actor, compute_actor, metrics_sink_actor, scheduler_inbox,
+                             member_inbox, checkpoint_part_actor, shard_backup_actor>;
   mutable std::mutex mutex_;
   std::map<std::pair<remote_interface, std::uint32_t>, entry> targets_;
   metrics_sink_actor reports_;

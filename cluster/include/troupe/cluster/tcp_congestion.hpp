@@ -20,8 +20,8 @@
 namespace troupe {
 
 struct tcp_congestion_choice {
-  std::string algorithm;  ///< what every TCP link sets; empty: the host's default, untouched
-  std::string note;       ///< "auto" without cubic: why (for the node's log); else empty
+  std::string algorithm; ///< what every TCP link sets; empty: the host's default, untouched
+  std::string note;      ///< "auto" without cubic: why (for the node's log); else empty
 };
 
 /// Resolves a setting as above, by trying it on a socket of this process. Throws

@@ -26,7 +26,8 @@ class traffic_registry {
 public:
   /// One link's frames and bytes per kind (a link keeps its own when there is no registry).
   struct counters {
-    std::array<std::atomic<std::uint64_t>, wire_kinds> bytes_in{}, bytes_out{}, frames_in{}, frames_out{};
+    std::array<std::atomic<std::uint64_t>, wire_kinds> bytes_in{}, bytes_out{}, frames_in{},
+      frames_out{};
     void count_in(std::size_t kind, std::uint64_t bytes) {
       bytes_in[kind].fetch_add(bytes, std::memory_order_relaxed);
       frames_in[kind].fetch_add(1, std::memory_order_relaxed);

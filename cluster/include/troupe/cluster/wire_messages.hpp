@@ -38,7 +38,7 @@ using mac = std::array<std::uint8_t, mac_bytes>;
 /// First frame each way on a connection.
 struct hello_message {
   node_kind role = node_kind::worker;
-  std::string name;  ///< at most max_name_bytes
+  std::string name; ///< at most max_name_bytes
   nonce challenge{};
   std::uint64_t plan_hash = 0;
   static constexpr std::size_t max_name_bytes = 256;
@@ -83,7 +83,7 @@ struct weights_message {
 struct failure_message {
   std::uint64_t request = 0;
   errc code = errc::internal;
-  std::string text;  ///< at most max_text_bytes
+  std::string text; ///< at most max_text_bytes
   static constexpr std::size_t max_text_bytes = 4096;
 };
 
@@ -92,8 +92,8 @@ struct heartbeat_message {
 };
 
 struct shutdown_message {
-  std::string reason;  ///< at most failure_message::max_text_bytes
-  bool finished = false;  ///< the run ended as planned (not a failure)
+  std::string reason;    ///< at most failure_message::max_text_bytes
+  bool finished = false; ///< the run ended as planned (not a failure)
   /// The plan node whose loss made the sender stop (a worker that lost a server), so the
   /// receiver names the cause whichever report reaches it first; -1: the sender's own cause.
   std::int32_t lost_node = -1;
@@ -102,37 +102,39 @@ struct shutdown_message {
 /// A node asks the scheduler for its place (after admission).
 /// Bytes moved with one peer, per message kind (kind_name order), headers included.
 struct peer_traffic {
-  std::string peer;  ///< the peer's node name, at most hello_message::max_name_bytes
-  std::vector<std::uint64_t> bytes_in, bytes_out;  ///< at most max_kinds each
+  std::string peer; ///< the peer's node name, at most hello_message::max_name_bytes
+  std::vector<std::uint64_t> bytes_in, bytes_out; ///< at most max_kinds each
   static constexpr std::size_t max_kinds = 64;
 };
 
 /// How long a node's barriers (aggregators) waited for one source node's contributions once
 /// every other source of a step had come: the longest of its barriers, totals since it started.
 struct node_wait {
-  std::string node;  ///< a plan node name, at most hello_message::max_name_bytes
+  std::string node; ///< a plan node name, at most hello_message::max_name_bytes
   double seconds = 0;
-  std::uint64_t steps = 0;  ///< steps it came last in
+  std::uint64_t steps = 0; ///< steps it came last in
 };
 
 /// A node's answer to a traffic query: what it moved with each peer since it started, and what
 /// its barriers waited for.
 struct traffic_message {
   std::int64_t epoch = 0;
-  std::vector<peer_traffic> peers;  ///< at most max_peers
-  std::vector<node_wait> waits{};   ///< at most max_peers
+  std::vector<peer_traffic> peers; ///< at most max_peers
+  std::vector<node_wait> waits{};  ///< at most max_peers
   static constexpr std::size_t max_peers = 4096;
 };
 
 /// Where a member stands in the run it kept running while its scheduler was away (a join to
 /// a scheduler restarted with --resume).
 struct rejoin_message {
-  std::uint32_t node = 0;  ///< its plan node
+  std::uint32_t node = 0; ///< its plan node
   std::uint32_t threads = 0;
-  std::int64_t epoch = -1;         ///< a worker: the latest epoch its computes were asked to train
-  std::int64_t applied_step = -1;  ///< a server: the last step its shards applied
-  std::vector<std::uint32_t> adopted;   ///< lost worker nodes whose computes it runs; at most max_nodes
-  std::vector<std::uint32_t> promoted;  ///< lost server nodes whose shards it serves; at most max_nodes
+  std::int64_t epoch = -1;        ///< a worker: the latest epoch its computes were asked to train
+  std::int64_t applied_step = -1; ///< a server: the last step its shards applied
+  std::vector<std::uint32_t>
+    adopted; ///< lost worker nodes whose computes it runs; at most max_nodes
+  std::vector<std::uint32_t>
+    promoted; ///< lost server nodes whose shards it serves; at most max_nodes
   /// Its answer to the last traffic query (the previous epoch's end), from which a restarted
   /// scheduler counts the epoch's traffic; none: it answered none.
   std::optional<traffic_message> counted{};
@@ -141,12 +143,13 @@ struct rejoin_message {
 
 struct join_message {
   node_kind role = node_kind::worker;
-  std::string host;  ///< where it listens (servers), at most max_host_bytes
+  std::string host; ///< where it listens (servers), at most max_host_bytes
   std::uint16_t port = 0;
   std::uint32_t pid = 0;
-  std::int32_t rank = -1;  ///< the rank within its role its launcher gave it; -1: any free one
-  std::uint64_t job_hash = 0;  ///< its own config's job (job_hash_without_counts); 0: none
-  std::vector<char> job{};     ///< that job serialized (job_transfer.hpp), at most max_job_bytes; empty: none
+  std::int32_t rank = -1;     ///< the rank within its role its launcher gave it; -1: any free one
+  std::uint64_t job_hash = 0; ///< its own config's job (job_hash_without_counts); 0: none
+  std::vector<char>
+    job{}; ///< that job serialized (job_transfer.hpp), at most max_job_bytes; empty: none
   /// Not on the wire: the address the connection came from, as the receiving link saw it.
   std::string seen_from{};
   /// A worker that waits, unassigned, to take over a lost worker's node (troupe launch --spares,
@@ -171,11 +174,11 @@ struct endpoint {
 struct assignment_message {
   std::uint32_t rank = 0;
   std::uint32_t node = 0;
-  std::vector<char> job;  ///< at most max_job_bytes
+  std::vector<char> job; ///< at most max_job_bytes
   std::uint64_t job_hash = 0;
   std::uint64_t plan_hash = 0;
   data_facts facts;
-  std::vector<endpoint> servers;  ///< at most max_servers
+  std::vector<endpoint> servers; ///< at most max_servers
   /// The compute threads the scheduler was given (--threads or train.threads); 0: none given,
   /// each node uses its own default (docs/threads.md).
   std::uint32_t threads = 0;
@@ -188,8 +191,8 @@ struct assignment_message {
 
 struct ready_message {
   std::uint32_t node = 0;
-  std::uint16_t port = 0;  ///< where a server listens for workers now (join's host); 0: none
-  std::uint32_t threads = 0;  ///< the compute threads the node uses
+  std::uint16_t port = 0;    ///< where a server listens for workers now (join's host); 0: none
+  std::uint32_t threads = 0; ///< the compute threads the node uses
 };
 
 enum class control_kind : std::uint8_t { train, validate, end_epoch };
@@ -200,7 +203,7 @@ struct control_message {
   std::uint32_t worker = 0;
   control_kind kind = control_kind::train;
   std::int64_t epoch = 0;
-  std::uint64_t remaining_ms = 0;  ///< train, validate; 0 for end_epoch (one way)
+  std::uint64_t remaining_ms = 0; ///< train, validate; 0 for end_epoch (one way)
 };
 
 /// A compute actor's answer to control `request`.
@@ -249,7 +252,7 @@ struct checkpoint_message {
   std::uint64_t request = 0;
   checkpoint_kind kind = checkpoint_kind::save;
   std::int64_t epoch = 0;
-  std::string path;  ///< at most max_path_bytes
+  std::string path; ///< at most max_path_bytes
   std::uint64_t remaining_ms = 0;
   static constexpr std::size_t max_path_bytes = 4096;
 };
@@ -258,23 +261,24 @@ struct checkpoint_message {
 /// manifest records them), or for a restore an empty file and 0 bytes.
 struct checkpoint_done_message {
   std::uint64_t request = 0;
-  std::string file;      ///< at most checkpoint_message::max_path_bytes
+  std::string file; ///< at most checkpoint_message::max_path_bytes
   std::uint64_t bytes = 0;
-  std::string checksum;  ///< at most max_checksum_bytes
+  std::string checksum; ///< at most max_checksum_bytes
   static constexpr std::size_t max_checksum_bytes = 256;
 };
 
-using wire_message = std::variant<hello_message, proof_message, push_message, pull_message,
-                                  weights_message, failure_message, heartbeat_message,
-                                  shutdown_message, join_message, assignment_message,
-                                  ready_message, control_message, report_message,
-                                  batch_report_message, traffic_query_message, traffic_message,
-                                  checkpoint_message, checkpoint_done_message, adopt_message,
-                                  replicate_message, replicated_message, promote_message>;
+using wire_message =
+  std::variant<hello_message, proof_message, push_message, pull_message, weights_message,
+               failure_message, heartbeat_message, shutdown_message, join_message,
+               assignment_message, ready_message, control_message, report_message,
+               batch_report_message, traffic_query_message, traffic_message, checkpoint_message,
+               checkpoint_done_message, adopt_message, replicate_message, replicated_message,
+               promote_message>;
 
 /// "hello", "proof", "push", "pull", "weights", "failure", "heartbeat", "shutdown", "join",
 /// "assignment", "ready", "control", "report", "batch report", "traffic query", "traffic",
-/// "checkpoint", "checkpoint done", "adopt", "replicate", "replicated", "promote": the kind of a message, for logs and traffic counters.
+/// "checkpoint", "checkpoint done", "adopt", "replicate", "replicated", "promote": the kind of a
+/// message, for logs and traffic counters.
 const char* kind_name(const wire_message& message);
 /// The same by variant index ("unknown" past the last kind).
 const char* kind_name(std::size_t index);

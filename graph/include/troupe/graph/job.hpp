@@ -35,11 +35,11 @@ namespace troupe {
 /// `staleness` >= 0, holds an answer to a source more than that many steps ahead of the
 /// slowest (SSP). No level: async (or SSP). One `all` level: BSP.
 enum class aggregation_scope { machine, all };
-const char* to_string(aggregation_scope scope);  ///< "machine", "all"
+const char* to_string(aggregation_scope scope); ///< "machine", "all"
 
 struct aggregation_level {
   aggregation_scope scope = aggregation_scope::all;
-  int need = 0;  ///< contributions that complete a step; 0: every source of the level
+  int need = 0; ///< contributions that complete a step; 0: every source of the level
   bool operator==(const aggregation_level& o) const { return scope == o.scope && need == o.need; }
 };
 
@@ -62,16 +62,16 @@ struct topology_options {
   /// What the config calls this topology: a preset's name, or the user's own for a route set
   /// no preset names. Printing and the plan's text only; the routes below decide.
   std::string name = "bsp";
-  int workers = 1;            ///< compute actors, each with its own replica and data part
-  int machines = 1;           ///< machine groups of computes (for machine-scope levels)
-  std::vector<aggregation_level> levels{aggregation_level{}};  ///< compute -> ... -> shard
-  int staleness = -1;         ///< SSP bound of a shard with several sources; -1: none
-  bool deterministic = true;  ///< aggregators sum in source order (bit-identical reruns)
-  bool overlap = true;        ///< push each group during backward, as soon as it is ready
+  int workers = 1;  ///< compute actors, each with its own replica and data part
+  int machines = 1; ///< machine groups of computes (for machine-scope levels)
+  std::vector<aggregation_level> levels{aggregation_level{}}; ///< compute -> ... -> shard
+  int staleness = -1;        ///< SSP bound of a shard with several sources; -1: none
+  bool deterministic = true; ///< aggregators sum in source order (bit-identical reruns)
+  bool overlap = true;       ///< push each group during backward, as soon as it is ready
   /// Links write tensor frames (pushes, their answers, replicas) first layers first, the order
   /// the next forward needs them, rather than in the order backward made them (cluster runs).
   bool priority = true;
-  key_plan_options keys;      ///< slicing of big tensors, grouping of small ones
+  key_plan_options keys; ///< slicing of big tensors, grouping of small ones
   /// By hop of the push path: [i] compresses the hop into levels[i], [levels.size()] the hop
   /// into the shard (compression_link.hpp). Empty: no hop is compressed. A hop that compresses
   /// answers must lead into a level without `need` (it answers all its sources alike).
@@ -96,11 +96,13 @@ bool answers_sources_alike(const std::vector<aggregation_level>& levels, std::si
 std::size_t machine_exit_hop(const std::vector<aggregation_level>& levels);
 
 /// The level of `scope` in `levels`, or null.
-const aggregation_level* find_level(const std::vector<aggregation_level>& levels, aggregation_scope scope);
+const aggregation_level* find_level(const std::vector<aggregation_level>& levels,
+                                    aggregation_scope scope);
 /// The sources of level `i` of `levels`: the computes of a machine (of the smallest, which
 /// holds workers / machines), or, for `all`, every compute, or every machine after a machine
 /// level.
-int level_sources(const std::vector<aggregation_level>& levels, std::size_t i, int workers, int machines);
+int level_sources(const std::vector<aggregation_level>& levels, std::size_t i, int workers,
+                  int machines);
 
 /// Sets `t`'s routes (name, levels, staleness, machines) to preset `kind`'s. `argument` is the
 /// preset's one parameter (ssp: staleness, default 2; hierarchical: machines, default 2;
@@ -156,33 +158,31 @@ inline const char* worker_loss_policy(const cluster_nodes& x) {
   return x.adopt_on_worker_loss ? "adopt" : x.continue_on_worker_loss ? "continue" : "stop";
 }
 
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, cluster_nodes& x) {
+template <class Inspector> typename Inspector::result_type inspect(Inspector& f, cluster_nodes& x) {
   return f(x.servers, x.workers, x.continue_on_worker_loss, x.adopt_on_worker_loss, x.replicas);
 }
 
 struct training_job {
-  model_spec model;  ///< sample_shape and classes are taken from the training data
+  model_spec model; ///< sample_shape and classes are taken from the training data
   dataset_options train_data;
   dataset_options validation_data;
-  batch_source_options train_batches;  ///< part/parts are set per worker by the plan
+  batch_source_options train_batches; ///< part/parts are set per worker by the plan
   batch_source_options validation_batches;
   optimizer_options optimizer;
-  int prefetch_depth = 3;           ///< batches each loader builds ahead
+  int prefetch_depth = 3; ///< batches each loader builds ahead
   std::int64_t epochs = 10;
   bool validate = true;
-  std::int64_t validate_every = 1;  ///< validate after every Nth epoch, and after the last
-  int shards = 1;                   ///< parameter shards (keys are spread over them)
+  std::int64_t validate_every = 1; ///< validate after every Nth epoch, and after the last
+  int shards = 1;                  ///< parameter shards (keys are spread over them)
   topology_options topology;
-  cluster_nodes nodes;              ///< processes; placement_plan puts actors on them
+  cluster_nodes nodes; ///< processes; placement_plan puts actors on them
   /// Also count top-k accuracy, training and validation (MXNet's --top-k): 1..classes; 0: off.
   int top_k = 0;
 };
 
 /// Every field in declaration order: what value_hash.hpp's job_hash covers and what CAF sends.
 /// A new field must be added here too (value_hash_test.cpp changes each field in turn).
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, training_job& x) {
+template <class Inspector> typename Inspector::result_type inspect(Inspector& f, training_job& x) {
   return f(x.model, x.train_data, x.validation_data, x.train_batches, x.validation_batches,
            x.optimizer, x.prefetch_depth, x.epochs, x.validate, x.validate_every, x.shards,
            x.topology, x.nodes, x.top_k);

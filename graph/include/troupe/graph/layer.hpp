@@ -27,15 +27,15 @@
 namespace troupe {
 
 struct parameter {
-  std::string name;        ///< "<layer>.<role>", e.g. "conv1.weight"; unique in a model
+  std::string name; ///< "<layer>.<role>", e.g. "conv1.weight"; unique in a model
   tensor value;
-  tensor grad;             ///< same shape as value, written by backward (empty before it)
+  tensor grad; ///< same shape as value, written by backward (empty before it)
   init_kind init = init_kind::zeros;
-  bool weight_decay = true;  ///< false for biases and batch-norm scale/shift
+  bool weight_decay = true; ///< false for biases and batch-norm scale/shift
 };
 
 struct buffer {
-  std::string name;  ///< e.g. "bn1.running_mean"
+  std::string name; ///< e.g. "bn1.running_mean"
   tensor value;
 };
 
@@ -49,8 +49,7 @@ public:
   /// returns the output shape. Throws std::invalid_argument naming the layer on a mismatch.
   virtual shape_t build(const std::string& name, const std::vector<shape_t>& inputs) = 0;
   /// out = f(inputs). `training` selects batch statistics, dropout, saved state.
-  virtual void forward(const std::vector<const tensor*>& inputs, tensor& output,
-                       bool training) = 0;
+  virtual void forward(const std::vector<const tensor*>& inputs, tensor& output, bool training) = 0;
   /// From d(output): gradients of each input (null entries are not needed) and of the
   /// parameters. `inputs` and `output` are those of the last training forward.
   virtual void backward(const std::vector<const tensor*>& inputs, const tensor& output,

@@ -29,8 +29,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <stdexcept>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -45,10 +45,10 @@ namespace troupe {
 /// What the plan needs to know about the job's datasets. A plan made without opening the data
 /// passes 0 examples (steps per epoch then stay 0, "unknown") or expected_data_facts.
 struct data_facts {
-  shape_t sample_shape{1, 28, 28};  ///< one example, C x H x W (the model's input)
-  int classes = 10;                  ///< the model's outputs
-  std::int64_t train_examples = 0;   ///< 0: unknown
-  std::int64_t validation_examples = 0;  ///< 0: unknown
+  shape_t sample_shape{1, 28, 28};      ///< one example, C x H x W (the model's input)
+  int classes = 10;                     ///< the model's outputs
+  std::int64_t train_examples = 0;      ///< 0: unknown
+  std::int64_t validation_examples = 0; ///< 0: unknown
 };
 
 /// The facts of opened datasets.
@@ -59,15 +59,14 @@ data_facts data_facts_of(const dataset& train, const dataset& validation);
 /// dataset name it does not know: the job's model input and classes, examples unknown (0).
 data_facts expected_data_facts(const training_job& job);
 
-
 enum class route_carries {
-  batches,             ///< loader -> compute, one batch per step
-  validation_batches,  ///< validation loader -> compute, one batch per validation step
-  gradients,           ///< compute -> aggregator or shard: one shard's keys
-  summed_gradients,    ///< aggregator -> aggregator or shard
-  weights,             ///< shard -> compute, as the answers to the pushes
-  control,             ///< coordinator -> compute: train, validate, end epoch
-  reports,             ///< compute or coordinator -> metrics
+  batches,            ///< loader -> compute, one batch per step
+  validation_batches, ///< validation loader -> compute, one batch per validation step
+  gradients,          ///< compute -> aggregator or shard: one shard's keys
+  summed_gradients,   ///< aggregator -> aggregator or shard
+  weights,            ///< shard -> compute, as the answers to the pushes
+  control,            ///< coordinator -> compute: train, validate, end epoch
+  reports,            ///< compute or coordinator -> metrics
 };
 /// "batches", "validation batches", "gradients", "summed gradients", "weights", ...
 const char* to_string(route_carries carries);
@@ -85,22 +84,22 @@ std::optional<node_kind> node_kind_named(const std::string& text);
 
 struct planned_node {
   node_kind kind = node_kind::process;
-  int rank = 0;      ///< within its kind
-  std::string name;  ///< "process", "scheduler", "server_0", "worker_1"
+  int rank = 0;     ///< within its kind
+  std::string name; ///< "process", "scheduler", "server_0", "worker_1"
 };
 
 /// One actor. Fields that do not apply to its role keep their defaults.
 struct planned_actor {
   plan_role role = plan_role::compute;
-  int index = 0;     ///< within its role, in the order plan.actors lists them
-  int node = 0;      ///< index into plan.nodes: the process it lives in
-  std::string name;  ///< loader_0, validation_loader (validation_loader_1 in a cluster),
-                     ///< compute_1, aggregator_0 (of shard 0),
-                     ///< machine_aggregator_1_0 (machine 1, shard 0), shard_2, coordinator,
-                     ///< metrics
-  int worker = -1;   ///< loaders, computes: the worker, i.e. data part `worker` of plan.workers
-  int machine = -1;  ///< machine aggregators; loaders and computes of a hierarchical plan
-  int shard = -1;    ///< shards (== index) and aggregators (the shard whose chain they are)
+  int index = 0;    ///< within its role, in the order plan.actors lists them
+  int node = 0;     ///< index into plan.nodes: the process it lives in
+  std::string name; ///< loader_0, validation_loader (validation_loader_1 in a cluster),
+                    ///< compute_1, aggregator_0 (of shard 0),
+                    ///< machine_aggregator_1_0 (machine 1, shard 0), shard_2, coordinator,
+                    ///< metrics
+  int worker = -1;  ///< loaders, computes: the worker, i.e. data part `worker` of plan.workers
+  int machine = -1; ///< machine aggregators; loaders and computes of a hierarchical plan
+  int shard = -1;   ///< shards (== index) and aggregators (the shard whose chain they are)
   /// Aggregators (aggregator_options): sources per step, contributions that complete a step
   /// (== sources unless backup), and this aggregator's source index downstream.
   int sources = 0;
@@ -111,7 +110,7 @@ struct planned_actor {
   /// them); the workers whose pushes it counts and the staleness bound (shard_options).
   std::vector<std::size_t> keys;
   int workers = 0;
-  int staleness = -1;  ///< -1 unless ssp
+  int staleness = -1; ///< -1 unless ssp
   /// Loaders: batches of their part per epoch (validation loader: per validation pass; 0:
   /// unknown) and the cap the session sets (steps_per_epoch in synchronous topologies, else 0).
   std::int64_t batches = 0;
@@ -128,14 +127,14 @@ struct planned_actor {
 /// One message route. Per-step figures are for one training step (validation batches: one
 /// validation step); control and report routes carry no tensors and count 0 bytes.
 struct planned_route {
-  std::size_t from = 0, to = 0;  ///< indices into plan.actors
+  std::size_t from = 0, to = 0; ///< indices into plan.actors
   route_carries carries = route_carries::batches;
-  int shard = -1;   ///< gradients, summed gradients, weights: the shard whose keys travel
-  int source = -1;  ///< gradients, summed gradients: the `worker` index the sender's pushes
-                    ///< carry on this route, i.e. its source index at `to`
-  std::int64_t keys = 0;      ///< keys (whole parameters or slices) per step; 0 for batches
-  std::int64_t bytes = 0;     ///< bytes per step
-  std::int64_t messages = 0;  ///< messages per step (pushes, or their weight answers)
+  int shard = -1;         ///< gradients, summed gradients, weights: the shard whose keys travel
+  int source = -1;        ///< gradients, summed gradients: the `worker` index the sender's pushes
+                          ///< carry on this route, i.e. its source index at `to`
+  std::int64_t keys = 0;  ///< keys (whole parameters or slices) per step; 0 for batches
+  std::int64_t bytes = 0; ///< bytes per step
+  std::int64_t messages = 0; ///< messages per step (pushes, or their weight answers)
   /// Gradient routes: how the hop compresses its pushes and answers (compression_link.hpp);
   /// `bytes` stays the uncompressed figure.
   compression_spec compression{};
@@ -143,7 +142,7 @@ struct planned_route {
 
 /// A model parameter, in slot order.
 struct planned_parameter {
-  std::string name;  ///< "conv1.weight"
+  std::string name; ///< "conv1.weight"
   shape_t shape;
   std::int64_t numel = 0;
   bool weight_decay = true;
@@ -155,16 +154,16 @@ struct planned_parameter {
 
 /// One key of the key plan, named as the shard names it.
 struct planned_key {
-  std::size_t shard = 0;  ///< index into plan.keys.shards (== the shard actor's index)
-  std::size_t index = 0;  ///< within that shard's keys
+  std::size_t shard = 0; ///< index into plan.keys.shards (== the shard actor's index)
+  std::size_t index = 0; ///< within that shard's keys
   key_slice slice;
-  std::string name;       ///< key_name(parameter name, slice): "fc6.weight[0:1048576]"
+  std::string name; ///< key_name(parameter name, slice): "fc6.weight[0:1048576]"
 };
 
 /// A parameter above slice_bytes, cut into slices spread over the shards.
 struct sliced_parameter {
   std::string name;
-  std::int64_t bytes = 0;  ///< the whole parameter
+  std::int64_t bytes = 0; ///< the whole parameter
   std::int64_t slices = 0;
 };
 
@@ -172,36 +171,36 @@ struct sliced_parameter {
 struct shard_load {
   std::int64_t keys = 0;
   std::int64_t bytes = 0;
-  std::int64_t pushes = 0;  ///< pushes from each worker per step
+  std::int64_t pushes = 0; ///< pushes from each worker per step
 };
 
 struct placement_plan {
   // The job's shape, as planned.
-  std::string topology = "bsp";  ///< the topology's name (topology_options::name)
-  std::vector<aggregation_level> levels;  ///< the route program: compute -> levels -> shard
+  std::string topology = "bsp";          ///< the topology's name (topology_options::name)
+  std::vector<aggregation_level> levels; ///< the route program: compute -> levels -> shard
   int workers = 1;
-  int machines = 1;          ///< with aggregate(machine): machine groups; otherwise 1
-  bool overlap = true;       ///< pushes leave during backward
-  std::vector<compression_spec> compression;  ///< by push hop (topology_options::compression)
+  int machines = 1;    ///< with aggregate(machine): machine groups; otherwise 1
+  bool overlap = true; ///< pushes leave during backward
+  std::vector<compression_spec> compression; ///< by push hop (topology_options::compression)
   key_plan_options key_options;
-  std::int64_t train_batch = 0, validation_batch = 0;  ///< examples per batch
-  bool drop_last = false;    ///< training batches
+  std::int64_t train_batch = 0, validation_batch = 0; ///< examples per batch
+  bool drop_last = false;                             ///< training batches
   data_facts data;
 
   // The model and its keys.
   std::vector<planned_parameter> parameters;
-  std::int64_t parameter_count = 0;  ///< trainable scalars
-  key_plan keys;                     ///< plan_keys verbatim: each shard's keys, push groups
-  std::vector<planned_key> key_table;  ///< every key, shard by shard in key order
-  std::vector<sliced_parameter> sliced;  ///< in slot order
-  std::vector<shard_load> shard_loads;   ///< per shard
-  std::int64_t keys_per_step = 0;    ///< keys each worker pushes per step (all shards)
-  std::int64_t pushes_per_step = 0;  ///< pushes (push groups) each worker sends per step
+  std::int64_t parameter_count = 0;     ///< trainable scalars
+  key_plan keys;                        ///< plan_keys verbatim: each shard's keys, push groups
+  std::vector<planned_key> key_table;   ///< every key, shard by shard in key order
+  std::vector<sliced_parameter> sliced; ///< in slot order
+  std::vector<shard_load> shard_loads;  ///< per shard
+  std::int64_t keys_per_step = 0;       ///< keys each worker pushes per step (all shards)
+  std::int64_t pushes_per_step = 0;     ///< pushes (push groups) each worker sends per step
 
   // Steps. 0 where the examples are unknown.
-  std::int64_t steps_per_epoch = 0;  ///< synchronous: the fewest of worker_batches; else most
-  std::vector<std::int64_t> worker_batches;  ///< per worker: batches of its part per epoch
-  std::int64_t validation_batches = 0;       ///< per validation pass
+  std::int64_t steps_per_epoch = 0; ///< synchronous: the fewest of worker_batches; else most
+  std::vector<std::int64_t> worker_batches; ///< per worker: batches of its part per epoch
+  std::int64_t validation_batches = 0;      ///< per validation pass
 
   /// The processes (job.nodes): one, or the scheduler, servers and workers of a cluster.
   /// The scheduler holds the coordinator and metrics; server s the shards s*K/S..(s+1)*K/S-1
@@ -216,7 +215,7 @@ struct placement_plan {
   /// Batches, gradients by worker and shard, summed gradients, weights by shard and worker,
   /// then validation batches, control and reports.
   std::vector<planned_route> routes;
-  std::uint64_t hash = 0;  ///< fnv1a_64(canonical_text(*this))
+  std::uint64_t hash = 0; ///< fnv1a_64(canonical_text(*this))
 
   /// A barrier stands between computes and shards: every compute takes steps_per_epoch steps.
   bool synchronous() const { return !levels.empty(); }
@@ -240,9 +239,9 @@ struct placement_plan {
 
 /// What failed while planning, so a caller can point at the cause (a config statement).
 enum class placement_subject {
-  job,    ///< the job itself is inconsistent (check_job, plan_keys)
-  model,  ///< the network cannot take the data's example shape or classes
-  data,   ///< a worker's data part holds no batch
+  job,   ///< the job itself is inconsistent (check_job, plan_keys)
+  model, ///< the network cannot take the data's example shape or classes
+  data,  ///< a worker's data part holds no batch
 };
 
 class placement_error : public std::invalid_argument {

@@ -60,19 +60,14 @@ public:
   static constexpr bool reads_state = true;
   static constexpr bool writes_state = false;
 
-  template <class... Ts>
-  void operator()(const Ts&... xs) {
-    (apply(xs), ...);
-  }
+  template <class... Ts> void operator()(const Ts&... xs) { (apply(xs), ...); }
 
   /// The hash of everything applied so far (the FNV offset basis before the first value).
   std::uint64_t value() const { return state_; }
 
 private:
-  template <class>
-  struct is_vector : std::false_type {};
-  template <class T, class A>
-  struct is_vector<std::vector<T, A>> : std::true_type {};
+  template <class> struct is_vector : std::false_type {};
+  template <class T, class A> struct is_vector<std::vector<T, A>> : std::true_type {};
 
   void feed(const unsigned char* bytes, std::size_t size) {
     state_ = fnv1a_64(bytes, size, state_);
@@ -88,16 +83,14 @@ private:
 
   void length(std::size_t size) { little_endian(static_cast<std::uint64_t>(size), 8); }
 
-  template <class T>
-  void apply(const T& x) {
+  template <class T> void apply(const T& x) {
     if constexpr (std::is_same_v<T, bool>) {
       little_endian(x ? 1 : 0, 1);
     } else if constexpr (std::is_enum_v<T>) {
       apply(static_cast<std::underlying_type_t<T>>(x));
     } else if constexpr (std::is_integral_v<T>) {
       static_assert(sizeof(T) <= 8, "value_hasher: integers of at most 64 bits");
-      little_endian(static_cast<std::uint64_t>(static_cast<std::make_unsigned_t<T>>(x)),
-                    sizeof(T));
+      little_endian(static_cast<std::uint64_t>(static_cast<std::make_unsigned_t<T>>(x)), sizeof(T));
     } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       static_assert(std::numeric_limits<T>::is_iec559, "value_hasher: IEEE-754 floats only");
       using bits_type = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
@@ -109,7 +102,7 @@ private:
       feed(reinterpret_cast<const unsigned char*>(x.data()), x.size());
     } else if constexpr (is_vector<T>::value) {
       length(x.size());
-      for (const typename T::value_type& element : x)  // also binds vector<bool>'s proxies
+      for (const typename T::value_type& element : x) // also binds vector<bool>'s proxies
         apply(element);
     } else {
       // A struct: its inspect (found by argument-dependent lookup) lists the fields. Inspect
@@ -122,8 +115,7 @@ private:
 };
 
 /// The stable hash of any value value_hasher understands (see the top of this file).
-template <class T>
-std::uint64_t value_hash(const T& x) {
+template <class T> std::uint64_t value_hash(const T& x) {
   value_hasher hasher;
   hasher(x);
   return hasher.value();

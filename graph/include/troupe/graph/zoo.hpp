@@ -33,8 +33,7 @@ struct model_spec {
 };
 
 /// Fields in declaration order, for CAF's serializers and value_hash.hpp (no CAF here).
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, model_spec& x) {
+template <class Inspector> typename Inspector::result_type inspect(Inspector& f, model_spec& x) {
   return f(x.network, x.num_layers, x.sample_shape, x.classes, x.seed);
 }
 

@@ -23,10 +23,10 @@
 namespace troupe {
 
 struct batch {
-  tensor images;                     ///< [B, C, H, W] float32, normalized / augmented
-  std::vector<std::int32_t> labels;  ///< B labels
+  tensor images;                    ///< [B, C, H, W] float32, normalized / augmented
+  std::vector<std::int32_t> labels; ///< B labels
   std::int64_t epoch = 0;
-  std::int64_t index = 0;            ///< batch number within the epoch (and part)
+  std::int64_t index = 0; ///< batch number within the epoch (and part)
   /// Bad records left out of this batch (streamed data with skip_bad_records); images and
   /// labels then hold that many fewer examples than the batch size.
   std::int64_t skipped = 0;
@@ -38,7 +38,7 @@ struct augment_options {
   /// Random crop after zero padding by this many pixels; the padding is black (byte 0)
   /// before normalization, as in the usual CIFAR recipe, so it becomes -mean/stdev.
   std::int64_t pad_crop = 0;
-  bool mirror = false;        ///< random horizontal flip with probability 1/2
+  bool mirror = false; ///< random horizontal flip with probability 1/2
   /// Streamed (decoded) images only. Training: a random resized crop with these ranges.
   /// Otherwise the shorter side is resized to `resize_shorter` (0: the sample's shorter
   /// side) and the centre cropped.
@@ -59,9 +59,9 @@ struct batch_source_options {
   std::int64_t batch_size = 128;
   bool shuffle = true;
   std::uint64_t seed = 0;
-  int part = 0;      ///< this worker's part, 0 <= part < parts
+  int part = 0; ///< this worker's part, 0 <= part < parts
   int parts = 1;
-  bool drop_last = false;  ///< drop a final short batch instead of emitting it
+  bool drop_last = false; ///< drop a final short batch instead of emitting it
   augment_options augment;
 };
 
@@ -79,8 +79,8 @@ std::int64_t examples_in_part(std::int64_t examples, int part, int parts);
 /// part holds no example or drop_last leaves no batch. The arithmetic batch_source uses, so a
 /// plan made without opening the data (troupe/graph/placement.hpp) counts the same steps.
 /// Throws std::invalid_argument as examples_in_part does, and for batch_size < 1.
-std::int64_t batches_for_part(std::int64_t examples, std::int64_t batch_size, int part,
-                              int parts, bool drop_last);
+std::int64_t batches_for_part(std::int64_t examples, std::int64_t batch_size, int part, int parts,
+                              bool drop_last);
 
 class batch_source {
 public:

@@ -29,12 +29,13 @@
 
 namespace troupe {
 
-/// One key's slice of a parameter, as a shard holds it (key_slice: graph/config/key_assignment.hpp).
+/// One key's slice of a parameter, as a shard holds it (key_slice:
+/// graph/config/key_assignment.hpp).
 struct key_part {
-  std::size_t slot = 0;     ///< the parameter's slot in the model
-  std::int64_t offset = 0;  ///< first element, in the parameter's flat order
-  tensor weights;           ///< the key's values (flat of `length`, or the parameter's shape when whole)
-  tensor momentum;          ///< same shape as weights
+  std::size_t slot = 0;    ///< the parameter's slot in the model
+  std::int64_t offset = 0; ///< first element, in the parameter's flat order
+  tensor weights;  ///< the key's values (flat of `length`, or the parameter's shape when whole)
+  tensor momentum; ///< same shape as weights
 };
 
 /// One shard's state: its index in the saving run's key plan, its counters, its keys in key order.
@@ -47,14 +48,14 @@ struct shard_part {
 /// What one node of a cluster run saves: its shards (a server) and/or its replicas (a worker).
 struct checkpoint_part {
   std::vector<shard_part> shards;
-  std::vector<std::pair<int, replica_state>> replicas;  ///< (worker index, its state)
+  std::vector<std::pair<int, replica_state>> replicas; ///< (worker index, its state)
 };
 
 /// What the manifest records of one part written.
 struct part_record {
-  std::string file;         ///< file name, relative to the manifest's directory
+  std::string file; ///< file name, relative to the manifest's directory
   std::uint64_t bytes = 0;
-  std::string checksum;     ///< "sha256:<64 lowercase hex digits>" of the whole file
+  std::string checksum; ///< "sha256:<64 lowercase hex digits>" of the whole file
 };
 
 /// What the manifest says of the run besides its parts.
@@ -62,10 +63,10 @@ struct checkpoint_header {
   std::int64_t epoch = 0;
   std::string network;
   std::int64_t steps_per_epoch = 0;
-  std::vector<std::string> parameter_names;  ///< by slot
-  std::vector<shape_t> parameter_shapes;     ///< by slot
-  int workers = 0;                           ///< replicas in the run
-  std::size_t shards = 0;                    ///< shards in the run's key plan
+  std::vector<std::string> parameter_names; ///< by slot
+  std::vector<shape_t> parameter_shapes;    ///< by slot
+  int workers = 0;                          ///< replicas in the run
+  std::size_t shards = 0;                   ///< shards in the run's key plan
 };
 
 /// "PREFIX-0003.manifest.json" for epoch 3. Throws std::invalid_argument for an empty prefix
@@ -112,7 +113,8 @@ training_checkpoint read_checkpoint_manifest(const std::string& manifest_path);
 /// The counters shard `index` of a run with `shards` shards resumes with. Same shard count as the
 /// checkpoint: by index. Another count (keys re-sharded): every saved shard's counters must be
 /// equal (true in bsp/hierarchical: each shard applies one update per step) and are taken as they
-/// are; else io_error naming `path` ("its shards' counters differ (async/ssp): resume with S shards").
+/// are; else io_error naming `path` ("its shards' counters differ (async/ssp): resume with S
+/// shards").
 shard_counters resumed_counters(const training_checkpoint& checkpoint, std::size_t index,
                                 std::size_t shards, const std::string& path);
 

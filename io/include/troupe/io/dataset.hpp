@@ -47,9 +47,7 @@ public:
   const std::string& description() const { return description_; }
 
   /// Pixels of example i (sample_numel bytes, CHW). No bounds check beyond debug asserts.
-  const std::uint8_t* pixels(std::int64_t i) const {
-    return pixels_.data() + i * sample_numel_;
-  }
+  const std::uint8_t* pixels(std::int64_t i) const { return pixels_.data() + i * sample_numel_; }
   std::int32_t label(std::int64_t i) const { return labels_[static_cast<std::size_t>(i)]; }
   /// The records of a streamed dataset; null for one held in memory.
   const image_records* records() const { return records_.get(); }
@@ -68,8 +66,8 @@ private:
 enum class split { train, test };
 
 struct dataset_options {
-  std::string name = "fashion-mnist";  ///< fashion-mnist | mnist | cifar10 | synthetic | recordio
-  std::string dir = "/usr/share/datasets/fashion-mnist";  ///< recordio: the .rec file
+  std::string name = "fashion-mnist"; ///< fashion-mnist | mnist | cifar10 | synthetic | recordio
+  std::string dir = "/usr/share/datasets/fashion-mnist"; ///< recordio: the .rec file
   split which = split::train;
   /// synthetic only: example shape, classes and count (train) / count / 6 (test).
   shape_t synthetic_shape{1, 28, 28};
@@ -89,8 +87,7 @@ struct dataset_options {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, dataset_options& x) {
   return f(x.name, x.dir, x.which, x.synthetic_shape, x.synthetic_classes, x.synthetic_size,
-           x.synthetic_seed, x.record_index, x.record_shape, x.record_classes,
-           x.skip_bad_records);
+           x.synthetic_seed, x.record_index, x.record_shape, x.record_classes, x.skip_bad_records);
 }
 
 /// Opens a dataset by name; throws io_error (file problems) or std::invalid_argument (unknown

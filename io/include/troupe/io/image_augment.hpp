@@ -27,8 +27,8 @@ struct crop_box {
 };
 
 struct resized_crop_options {
-  double scale_min = 0.08, scale_max = 1.0;           ///< fraction of the image area
-  double ratio_min = 3.0 / 4.0, ratio_max = 4.0 / 3.0;  ///< width / height of the box
+  double scale_min = 0.08, scale_max = 1.0;            ///< fraction of the image area
+  double ratio_min = 3.0 / 4.0, ratio_max = 4.0 / 3.0; ///< width / height of the box
 };
 
 /// Throws std::invalid_argument unless 0 < scale_min <= scale_max <= 1 and
@@ -45,9 +45,8 @@ crop_box center_crop(int height, int width, int resize_shorter, int out_height, 
 
 /// Resamples `box` of `image` to out_height x out_width, mirrored left-right when `mirror`,
 /// writing planar floats (3 x out_height x out_width) value * scale[c] + shift[c].
-void resample_to_planes(const rgb_image& image, const crop_box& box, bool mirror,
-                        int out_height, int out_width, const float scale[3],
-                        const float shift[3], float* out);
+void resample_to_planes(const rgb_image& image, const crop_box& box, bool mirror, int out_height,
+                        int out_width, const float scale[3], const float shift[3], float* out);
 
 /// The image resized (bilinear) so its shorter side is `shorter` (> 0), aspect kept, the
 /// longer side rounded down as MXNet's im2rec does.

@@ -19,8 +19,8 @@ namespace troupe {
 
 struct image_list_entry {
   std::uint64_t index = 0;
-  std::vector<float> labels;  ///< at least one
-  std::string path;           ///< relative to the image root
+  std::vector<float> labels; ///< at least one
+  std::string path;          ///< relative to the image root
 };
 
 /// Lists `root`'s class sub-folders. Throws io_error naming the root when it is not a

@@ -49,8 +49,8 @@ private:
   std::string path_;
   std::mutex mutex_;
   int descriptor_ = -1;  ///< a POSIX fd: one write(2) per line, no stdio buffer to go stale
-  bool regular_ = false;  ///< a regular file (not a pipe, a terminal): a cut line is truncated
-  std::string failure_;   ///< the first failed write's error; every later write repeats it
+  bool regular_ = false; ///< a regular file (not a pipe, a terminal): a cut line is truncated
+  std::string failure_;  ///< the first failed write's error; every later write repeats it
 };
 
 } // namespace troupe

@@ -16,7 +16,7 @@ namespace troupe {
 
 /// {mean, stdev} per channel for "fashion-mnist", "mnist", "cifar10" or "imagenet"; throws
 /// std::invalid_argument listing those names for any other name.
-std::pair<std::vector<float>, std::vector<float>> standard_normalization(
-    const std::string& dataset_name);
+std::pair<std::vector<float>, std::vector<float>>
+standard_normalization(const std::string& dataset_name);
 
 } // namespace troupe

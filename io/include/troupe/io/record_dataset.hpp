@@ -25,11 +25,11 @@
 namespace troupe {
 
 struct record_dataset_options {
-  std::string path;                  ///< the .rec file
-  std::string index_path;            ///< its .idx, or "" to walk the file
-  shape_t image_shape{3, 224, 224};  ///< what batches hold: 3 x H x W
+  std::string path;                 ///< the .rec file
+  std::string index_path;           ///< its .idx, or "" to walk the file
+  shape_t image_shape{3, 224, 224}; ///< what batches hold: 3 x H x W
   int classes = 1000;
-  bool skip_bad_records = false;     ///< drop records that fail instead of stopping
+  bool skip_bad_records = false; ///< drop records that fail instead of stopping
 };
 
 class image_records {

@@ -32,15 +32,20 @@ enum class frame_kind : std::uint32_t { whole = 0, first = 1, middle = 2, last =
 inline std::uint32_t encode_lrecord(frame_kind kind, std::uint32_t length) {
   return (static_cast<std::uint32_t>(kind) << 29) | length;
 }
-inline frame_kind kind_of(std::uint32_t lrecord) { return frame_kind(lrecord >> 29); }
-inline std::uint32_t length_of(std::uint32_t lrecord) { return lrecord & max_length; }
+inline frame_kind kind_of(std::uint32_t lrecord) {
+  return frame_kind(lrecord >> 29);
+}
+inline std::uint32_t length_of(std::uint32_t lrecord) {
+  return lrecord & max_length;
+}
 /// `length` rounded up to a multiple of 4.
-inline std::uint64_t padded(std::uint64_t length) { return (length + 3) & ~std::uint64_t{3}; }
+inline std::uint64_t padded(std::uint64_t length) {
+  return (length + 3) & ~std::uint64_t{3};
+}
 
 /// Appends `payload` framed as dmlc-core's RecordIOWriter frames it: one whole frame, or parts
 /// cut at each aligned magic. Throws std::invalid_argument for a payload above max_length.
-void append_record(std::vector<std::uint8_t>& out, const std::uint8_t* payload,
-                   std::size_t size);
+void append_record(std::vector<std::uint8_t>& out, const std::uint8_t* payload, std::size_t size);
 
 /// Little-endian loads and stores, independent of the host's byte order and alignment.
 inline std::uint32_t load_u32(const std::uint8_t* p) {

@@ -32,8 +32,8 @@
 namespace troupe {
 
 struct recordio_reader_options {
-  std::string index_path;         ///< "": walk the file instead
-  bool skip_bad_records = false;  ///< keep corrupt stretches as bad entries instead of failing
+  std::string index_path;        ///< "": walk the file instead
+  bool skip_bad_records = false; ///< keep corrupt stretches as bad entries instead of failing
 };
 
 class recordio_reader {
@@ -79,7 +79,7 @@ private:
   int fd_ = -1;
   std::uint64_t file_size_ = 0;
   std::vector<std::uint64_t> offsets_;
-  std::vector<bad_entry> bad_;  ///< sorted by record
+  std::vector<bad_entry> bad_; ///< sorted by record
 };
 
 } // namespace troupe

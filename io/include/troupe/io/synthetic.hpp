@@ -20,9 +20,9 @@
 namespace troupe {
 
 struct synthetic_options {
-  shape_t sample_shape{1, 28, 28};  ///< C x H x W, all extents positive
-  int classes = 10;                 ///< at least 1
-  std::int64_t train_size = 60000;  ///< the test split holds max(1, train_size / 6)
+  shape_t sample_shape{1, 28, 28}; ///< C x H x W, all extents positive
+  int classes = 10;                ///< at least 1
+  std::int64_t train_size = 60000; ///< the test split holds max(1, train_size / 6)
   std::uint64_t seed = 0;
 };
 

@@ -35,8 +35,8 @@ public:
                          const tensor& running_mean, const tensor& running_var, tensor& y);
   /// Gradients of the last forward_training call of x's shape: dx like x, dgamma and dbeta
   /// [C]. Throws std::logic_error when there was none.
-  void backward(const tensor& x, const tensor& gamma, const tensor& dy, tensor& dx,
-                tensor& dgamma, tensor& dbeta);
+  void backward(const tensor& x, const tensor& gamma, const tensor& dy, tensor& dx, tensor& dgamma,
+                tensor& dbeta);
 
   const batch_norm_params& params() const { return params_; }
 

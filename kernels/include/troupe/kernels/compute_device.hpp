@@ -16,9 +16,11 @@ namespace troupe {
 
 struct compute_device {
   device_kind kind = device_kind::cpu;
-  int index = 0;  ///< the GPU's index (0 for the CPU)
+  int index = 0; ///< the GPU's index (0 for the CPU)
 
-  bool operator==(const compute_device& other) const { return kind == other.kind && index == other.index; }
+  bool operator==(const compute_device& other) const {
+    return kind == other.kind && index == other.index;
+  }
   bool operator!=(const compute_device& other) const { return !(*this == other); }
 };
 

@@ -18,10 +18,10 @@ struct gpu_device {
 };
 
 struct device_report {
-  bool cuda_compiled = false;   ///< built with CUDA, cuDNN and cuBLAS
-  std::string cuda_libraries;   ///< "CUDA runtime 13000, cuDNN 91900" when compiled
+  bool cuda_compiled = false; ///< built with CUDA, cuDNN and cuBLAS
+  std::string cuda_libraries; ///< "CUDA runtime 13000, cuDNN 91900" when compiled
   std::vector<gpu_device> gpus;
-  std::string why_no_gpu;       ///< set when gpus is empty
+  std::string why_no_gpu; ///< set when gpus is empty
 };
 
 /// Queries the CUDA runtime (when compiled in). Never throws for a missing GPU or driver.

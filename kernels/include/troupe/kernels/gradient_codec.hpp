@@ -23,9 +23,9 @@
 //     travel with the values, one per block.
 // Exactness: sent + residual == v in float arithmetic whenever v - sent is representable,
 // which holds for fp16/bf16 (Sterbenz: sent is within a factor 2 of v), for threshold 2-bit
-// while |v| <= 2 t (Sterbenz), or t is a power of two and |v| < 2^24 t, and for fitted 2-bit always:
-// |v| <= 256 s in a block of 256 (s is the mean of the values sent, the largest among them),
-// and a 16-bit s is a multiple of ulp(v) for every |v| < 2^9 s.
+// while |v| <= 2 t (Sterbenz), or t is a power of two and |v| < 2^24 t, and for fitted 2-bit
+// always: |v| <= 256 s in a block of 256 (s is the mean of the values sent, the largest among
+// them), and a 16-bit s is a multiple of ulp(v) for every |v| < 2^9 s.
 //
 // Thread-safety: pure functions over caller-owned buffers.
 #pragma once
@@ -47,7 +47,9 @@ const char* to_string(value_encoding encoding);
 constexpr std::size_t two_bit_block = 256;
 
 /// The scales n values take in 2-bit: one per block, ceil(n / two_bit_block).
-constexpr std::size_t two_bit_scales(std::size_t n) { return (n + two_bit_block - 1) / two_bit_block; }
+constexpr std::size_t two_bit_scales(std::size_t n) {
+  return (n + two_bit_block - 1) / two_bit_block;
+}
 
 /// What one route compresses: its pushes, and its answers as deltas. 2-bit pushes use
 /// `threshold` (MXNet's, default 0.5) unless `fitted`, which fits a scale to every block.
@@ -59,7 +61,8 @@ struct compression_spec {
 
   bool active() const { return pushes != value_encoding::none || answers != value_encoding::none; }
   bool operator==(const compression_spec& o) const {
-    return pushes == o.pushes && answers == o.answers && threshold == o.threshold && fitted == o.fitted;
+    return pushes == o.pushes && answers == o.answers && threshold == o.threshold
+           && fitted == o.fitted;
   }
   bool operator!=(const compression_spec& o) const { return !(*this == o); }
 };
@@ -87,8 +90,8 @@ void quantize_push(const compression_spec& spec, const float* in, float* residua
 /// `scales` receives the two_bit_scales(n) fitted scales (0 for a block of d all zero);
 /// otherwise it is not touched (may be null). Throws std::domain_error when a 2-bit scale is
 /// not finite (the weights diverged).
-void quantize_answer(value_encoding encoding, const float* target, float* held, float* sent, float* scales,
-                     std::size_t n);
+void quantize_answer(value_encoding encoding, const float* target, float* held, float* sent,
+                     float* scales, std::size_t n);
 
 /// Bytes that n values take on the wire in `encoding` (2-bit: 4 values per byte, rounded up;
 /// their scales travel apart).
@@ -104,7 +107,7 @@ void encode_values(value_encoding encoding, const float* scales, const float* va
 /// Unpacks `bytes` bytes into n values (2-bit: `scales` holds two_bit_scales(n)). Throws
 /// std::invalid_argument when the length is not encoded_bytes(encoding, n), when a 2-bit code
 /// is the unused one or a pad bit is set, or when a 2-bit scale is not a finite number >= 0.
-void decode_values(value_encoding encoding, const float* scales, const unsigned char* in, std::size_t bytes,
-                   float* values, std::size_t n);
+void decode_values(value_encoding encoding, const float* scales, const unsigned char* in,
+                   std::size_t bytes, float* values, std::size_t n);
 
 } // namespace troupe

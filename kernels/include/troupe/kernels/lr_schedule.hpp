@@ -17,10 +17,10 @@ enum class lr_policy { constant, multi_step, cosine };
 struct lr_schedule_options {
   lr_policy policy = lr_policy::constant;
   float base_lr = 0.1f;
-  std::vector<double> step_epochs;  ///< multi_step boundaries, increasing
-  float factor = 0.1f;              ///< multi_step multiplier
-  double total_epochs = 1;          ///< cosine horizon
-  float final_lr = 0.0f;            ///< cosine end value
+  std::vector<double> step_epochs; ///< multi_step boundaries, increasing
+  float factor = 0.1f;             ///< multi_step multiplier
+  double total_epochs = 1;         ///< cosine horizon
+  float final_lr = 0.0f;           ///< cosine end value
   double warmup_epochs = 0;
   float warmup_begin_factor = 0.0f;
 };

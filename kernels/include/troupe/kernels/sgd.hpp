@@ -18,8 +18,7 @@ struct sgd_options {
 };
 
 /// Fields in declaration order, for CAF's serializers and graph's value_hash (no CAF here).
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, sgd_options& x) {
+template <class Inspector> typename Inspector::result_type inspect(Inspector& f, sgd_options& x) {
   return f(x.momentum, x.weight_decay, x.nesterov);
 }
 
@@ -28,7 +27,7 @@ typename Inspector::result_type inspect(Inspector& f, sgd_options& x) {
 /// the same shape (copy-on-write when readers still hold the old weights). All four on the CPU,
 /// or all on one GPU (then the update runs there and has finished when this returns); mixed
 /// devices throw std::invalid_argument.
-void sgd_update(const sgd_options& options, float lr, const tensor& weights,
-                const tensor& grad, tensor& velocity, tensor& out, bool apply_weight_decay = true);
+void sgd_update(const sgd_options& options, float lr, const tensor& weights, const tensor& grad,
+                tensor& velocity, tensor& out, bool apply_weight_decay = true);
 
 } // namespace troupe

@@ -17,10 +17,10 @@
 namespace troupe {
 
 struct loss_result {
-  double loss_sum = 0;        ///< sum over the batch of -log p[label]
-  std::int64_t correct = 0;   ///< rows whose arg-max equals the label
-  std::int64_t count = 0;     ///< rows
-  std::int64_t top_k_correct = 0;  ///< rows whose label ranks among the top k (0: k not asked)
+  double loss_sum = 0;            ///< sum over the batch of -log p[label]
+  std::int64_t correct = 0;       ///< rows whose arg-max equals the label
+  std::int64_t count = 0;         ///< rows
+  std::int64_t top_k_correct = 0; ///< rows whose label ranks among the top k (0: k not asked)
 };
 
 /// Whether `label` ranks among the `k` largest of `row`'s `classes` logits (header note).

@@ -122,10 +122,9 @@ private:
 /// vector<float> element by element (~70 MiB/s, see notes/toolchain.md) where a byte buffer
 /// would be one memcpy. Fine for reports and final weights; per-step tensors stay local
 /// handles or travel as Cap'n Proto (actors/messages.hpp).
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, tensor& x) {
+template <class Inspector> typename Inspector::result_type inspect(Inspector& f, tensor& x) {
   if constexpr (Inspector::reads_state) {
-    const tensor host = x.to_host();  // a GPU tensor is saved as its values
+    const tensor host = x.to_host(); // a GPU tensor is saved as its values
     const float* first = host.data();
     std::vector<float> values(first, first + x.numel());
     return f(x.shape(), values);

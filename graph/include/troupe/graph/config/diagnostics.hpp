@@ -16,10 +16,10 @@ namespace troupe {
 
 /// Where a piece of text sits in a config file. line 0 means "nowhere" (a default value).
 struct source_span {
-  std::size_t line = 0;    ///< 1-based
-  std::size_t column = 0;  ///< 1-based, in bytes
-  std::size_t offset = 0;  ///< bytes from the start of the file
-  std::size_t length = 0;  ///< bytes underlined (at least one caret is drawn)
+  std::size_t line = 0;   ///< 1-based
+  std::size_t column = 0; ///< 1-based, in bytes
+  std::size_t offset = 0; ///< bytes from the start of the file
+  std::size_t length = 0; ///< bytes underlined (at least one caret is drawn)
 };
 
 /// A config the language rejects. what() is the full diagnostic (several lines);
@@ -27,7 +27,7 @@ struct source_span {
 class config_error : public std::runtime_error {
 public:
   config_error(std::string diagnostic, std::string headline)
-    : std::runtime_error(std::move(diagnostic)), headline_(std::move(headline)) {}
+      : std::runtime_error(std::move(diagnostic)), headline_(std::move(headline)) {}
   const std::string& headline() const { return headline_; }
 
 private:

@@ -26,8 +26,7 @@ namespace troupe {
 
 /// A value and where it came from. `given` is false for defaults (span then points at the
 /// statement that implied the default, or is line 0).
-template <typename T>
-struct located {
+template <typename T> struct located {
   T value{};
   source_span span{};
   bool given = false;
@@ -36,7 +35,7 @@ struct located {
 struct cluster_config {
   located<int> servers{1};
   located<int> workers{1};
-  located<int> shards{1};  ///< parameter shards; defaults to servers
+  located<int> shards{1}; ///< parameter shards; defaults to servers
   /// Parameters above this many bytes are cut into slices spread over the shards.
   located<std::int64_t> slice_bytes{key_plan_options{}.slice_bytes};
   /// Keys below this many bytes are bundled into one push per shard; 0 = never bundle.
@@ -56,9 +55,9 @@ struct cluster_config {
   located<int> replicas{1};
   /// How the processes of a cluster run reach each other (`troupe node`; flags override).
   /// Not part of the job: two runs of one job may use other addresses and timeouts.
-  located<std::string> scheduler;   ///< "HOST:PORT" where the scheduler listens
-  located<std::string> listen{"127.0.0.1"};  ///< where a server listens for workers
-  located<double> join_timeout{120};  ///< seconds
+  located<std::string> scheduler;           ///< "HOST:PORT" where the scheduler listens
+  located<std::string> listen{"127.0.0.1"}; ///< where a server listens for workers
+  located<double> join_timeout{120};        ///< seconds
   located<double> heartbeat{1};
   located<double> peer_timeout{5};
   located<double> request_timeout{600};
@@ -75,33 +74,34 @@ struct cluster_config {
 };
 
 struct data_config {
-  bool enabled = true;                  ///< `data val = none` turns validation off
-  located<std::string> dataset{"fashion_mnist"};  ///< DSL name (fashion_mnist, mnist, cifar10, synthetic, recordio)
-  located<std::string> dir;             ///< recordio: the .rec file (key `path`)
-  located<std::string> split;           ///< "train" or "test"
-  located<std::int64_t> batch{128};     ///< per compute actor
+  bool enabled = true; ///< `data val = none` turns validation off
+  located<std::string> dataset{
+    "fashion_mnist"};         ///< DSL name (fashion_mnist, mnist, cifar10, synthetic, recordio)
+  located<std::string> dir;   ///< recordio: the .rec file (key `path`)
+  located<std::string> split; ///< "train" or "test"
+  located<std::int64_t> batch{128}; ///< per compute actor
   located<std::int64_t> crop_pad{0};
   located<bool> mirror{false};
   located<bool> normalize{true};
   located<bool> shuffle{true};
-  located<std::vector<std::int64_t>> shape{{1, 28, 28}};  ///< synthetic only (else implied)
-  located<int> classes{10};             ///< synthetic only (else implied)
-  located<std::int64_t> examples{60000};  ///< synthetic only
+  located<std::vector<std::int64_t>> shape{{1, 28, 28}}; ///< synthetic only (else implied)
+  located<int> classes{10};                              ///< synthetic only (else implied)
+  located<std::int64_t> examples{60000};                 ///< synthetic only
   // recordio only (docs/data.md):
-  located<std::string> index;           ///< the .idx; "" = PATH with .idx if it exists
-  located<std::vector<double>> rgb_mean;  ///< pixel units (0..255); empty = ImageNet's
+  located<std::string> index;            ///< the .idx; "" = PATH with .idx if it exists
+  located<std::vector<double>> rgb_mean; ///< pixel units (0..255); empty = ImageNet's
   located<std::vector<double>> rgb_std;
-  located<bool> random_crop{false};     ///< random resized crop (train default), else centre
-  located<std::vector<double>> scale{{0.08, 1.0}};       ///< crop area fraction [min, max]
-  located<std::vector<double>> ratio{{3.0 / 4.0, 4.0 / 3.0}};  ///< crop width/height range
-  located<std::int64_t> resize{0};      ///< centre crop: shorter side first resized to this
+  located<bool> random_crop{false}; ///< random resized crop (train default), else centre
+  located<std::vector<double>> scale{{0.08, 1.0}};            ///< crop area fraction [min, max]
+  located<std::vector<double>> ratio{{3.0 / 4.0, 4.0 / 3.0}}; ///< crop width/height range
+  located<std::int64_t> resize{0}; ///< centre crop: shorter side first resized to this
   located<bool> skip_bad_records{false};
   source_span span;
 };
 
 struct model_config {
-  located<std::string> network{"lenet"};  ///< DSL name (inception_bn, not inception-bn)
-  located<int> layers{0};                 ///< 0: the network's default depth
+  located<std::string> network{"lenet"}; ///< DSL name (inception_bn, not inception-bn)
+  located<int> layers{0};                ///< 0: the network's default depth
   located<int> classes{10};
   source_span span;
 };
@@ -118,11 +118,11 @@ struct optimizer_config {
 struct schedule_step {
   double value = 0;
   bool share = false;
-  source_span span{};  ///< the element's text; line 0 when a flag gave it
+  source_span span{}; ///< the element's text; line 0 when a flag gave it
 };
 
 struct schedule_config {
-  located<std::string> policy{"multi_step"};  ///< multi_step | cosine | constant
+  located<std::string> policy{"multi_step"}; ///< multi_step | cosine | constant
   /// multi_step: the boundaries as the config or --lr-step-epochs wrote them; not given:
   /// 50% and 75% of the run.
   located<std::vector<schedule_step>> written_steps;
@@ -130,18 +130,18 @@ struct schedule_config {
   /// epochs (resolve_schedule_defaults); `given` and `span` follow written_steps.
   located<std::vector<double>> steps;
   located<double> factor{0.1};
-  located<double> warmup{1};                  ///< epochs; default min(1, epochs / 10)
-  located<double> final_lr{0};                ///< cosine end value
+  located<double> warmup{1};   ///< epochs; default min(1, epochs / 10)
+  located<double> final_lr{0}; ///< cosine end value
 };
 
 /// One route `from -> to` with the properties written on its ends: what the `topology`
 /// statement's block holds (a chain `a -> b -> c` is two routes), or what a preset expands to.
 struct wiring_route {
-  plan_role from, to;  ///< loader, compute, machine_aggregator, aggregator or shard
-  std::string fan;     ///< into compute: "all" (broadcast) or "sender" (reply); else ""
-  int need = 0;        ///< into an aggregate: contributions that complete its step; 0: all
-  int staleness = -1;  ///< out of a shard: SSP bound on its answers; -1: none
-  source_span span;    ///< the route's text (none for an expanded preset)
+  plan_role from, to; ///< loader, compute, machine_aggregator, aggregator or shard
+  std::string fan;    ///< into compute: "all" (broadcast) or "sender" (reply); else ""
+  int need = 0;       ///< into an aggregate: contributions that complete its step; 0: all
+  int staleness = -1; ///< out of a shard: SSP bound on its answers; -1: none
+  source_span span;   ///< the route's text (none for an expanded preset)
   /// A gradient route's `compress = "..."` (written on its target): the hop's compression.
   compression_spec compression{};
 };
@@ -151,15 +151,15 @@ std::string to_string(const wiring_route& route);
 struct topology_config {
   /// The first word: a preset's name, or the user's own name for a route set of theirs.
   located<std::string> name{"bsp"};
-  std::optional<topology_kind> preset;  ///< set when `name` is a preset's
+  std::optional<topology_kind> preset; ///< set when `name` is a preset's
   located<int> machines{1};
   located<bool> deterministic{true};
-  bool explicit_wiring = false;      ///< a block of routes was written
+  bool explicit_wiring = false; ///< a block of routes was written
   /// The compiled routes, as they run: the preset's expansion or the written block, in the
   /// language's canonical order (loader, the gradient chain, the answer).
   std::vector<wiring_route> routes;
-  std::vector<aggregation_level> levels;  ///< compiled: compute -> levels... -> shard
-  int staleness = -1;                     ///< compiled: the shard's SSP bound
+  std::vector<aggregation_level> levels; ///< compiled: compute -> levels... -> shard
+  int staleness = -1;                    ///< compiled: the shard's SSP bound
   /// compiled: by hop of the push path (topology_options::compression); empty: none
   std::vector<compression_spec> compression;
   source_span span;
@@ -191,7 +191,7 @@ struct run_config {
 
 struct job_config {
   std::string path;
-  std::string text;  ///< the file, for diagnostics raised after parsing
+  std::string text; ///< the file, for diagnostics raised after parsing
   cluster_config cluster;
   data_config train_data;
   data_config validation_data;
@@ -206,13 +206,13 @@ struct job_config {
 /// --image-shape 3,32,32` is `data train = synthetic(shape = [3, 32, 32])`. A value left unset
 /// is a key the statement leaves unwritten (its default, or what follows from the data).
 struct data_override {
-  std::string dataset;  ///< the call: fashion_mnist, mnist, cifar10, synthetic or recordio
-  std::optional<std::string> dir;    ///< file datasets: `dir`; recordio: `path`
-  std::optional<std::string> index;  ///< recordio
-  std::optional<std::vector<std::int64_t>> shape;  ///< synthetic, recordio
-  std::optional<int> classes;                      ///< synthetic, recordio
-  std::optional<std::int64_t> examples;            ///< synthetic
-  std::optional<std::vector<double>> rgb_mean, rgb_std;  ///< recordio, pixel units
+  std::string dataset; ///< the call: fashion_mnist, mnist, cifar10, synthetic or recordio
+  std::optional<std::string> dir;                       ///< file datasets: `dir`; recordio: `path`
+  std::optional<std::string> index;                     ///< recordio
+  std::optional<std::vector<std::int64_t>> shape;       ///< synthetic, recordio
+  std::optional<int> classes;                           ///< synthetic, recordio
+  std::optional<std::int64_t> examples;                 ///< synthetic
+  std::optional<std::vector<double>> rgb_mean, rgb_std; ///< recordio, pixel units
 };
 
 /// Values given beside a config's text (troupe's flags), each applied where the statement or
@@ -221,9 +221,9 @@ struct data_override {
 /// them, the compute count before the topology is compiled from it. Each value is checked as
 /// the language checks the key, and a refusal names it by `name_of` (the flag that gave it).
 struct config_overrides {
-  std::optional<data_override> train_data;       ///< replaces `data train = ...`
-  std::optional<data_override> validation_data;  ///< replaces `data val = ...`
-  std::optional<int> workers;                    ///< as `cluster { workers = N }`
+  std::optional<data_override> train_data;      ///< replaces `data train = ...`
+  std::optional<data_override> validation_data; ///< replaces `data val = ...`
+  std::optional<int> workers;                   ///< as `cluster { workers = N }`
   /// Asked once, with the cluster section as read, before the topology is compiled: the
   /// compute count when neither the text nor `workers` gives one (`troupe node`: one compute
   /// per worker process of its launcher); nothing keeps the default.
@@ -273,6 +273,5 @@ key_plan_options key_options_of(const job_config& config);
 /// Resolves the `topology` statement's wiring (topology_config.cpp). Needs cluster already.
 struct syntax_statement;
 void resolve_topology(job_config& config, const syntax_statement* statement);
-
 
 } // namespace troupe

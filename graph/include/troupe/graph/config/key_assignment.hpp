@@ -30,17 +30,17 @@ namespace troupe {
 
 /// One key: a contiguous run of a parameter's flattened elements.
 struct key_slice {
-  std::size_t slot = 0;     ///< the parameter's slot in the model
-  std::int64_t offset = 0;  ///< first element
-  std::int64_t length = 0;  ///< elements
-  bool whole = false;       ///< the slice is the entire parameter (kept in its own shape)
+  std::size_t slot = 0;    ///< the parameter's slot in the model
+  std::int64_t offset = 0; ///< first element
+  std::int64_t length = 0; ///< elements
+  bool whole = false;      ///< the slice is the entire parameter (kept in its own shape)
 };
 
 /// Keys that one push carries to one shard.
 struct push_group {
-  std::size_t shard = 0;            ///< index into key_plan::shards
-  std::vector<std::size_t> keys;    ///< indices into that shard's keys, ascending
-  std::int64_t elements = 0;        ///< total elements pushed
+  std::size_t shard = 0;         ///< index into key_plan::shards
+  std::vector<std::size_t> keys; ///< indices into that shard's keys, ascending
+  std::int64_t elements = 0;     ///< total elements pushed
 };
 
 struct key_plan_options {
@@ -58,8 +58,8 @@ typename Inspector::result_type inspect(Inspector& f, key_plan_options& x) {
 }
 
 struct key_plan {
-  std::vector<std::vector<key_slice>> shards;  ///< each shard's keys, in the shard's order
-  std::vector<push_group> groups;              ///< in the order backward completes them
+  std::vector<std::vector<key_slice>> shards; ///< each shard's keys, in the shard's order
+  std::vector<push_group> groups;             ///< in the order backward completes them
 };
 
 /// The plan for parameters of `sizes` elements (float32) over `shards` shards. Shards that
@@ -73,7 +73,8 @@ key_plan plan_keys(const std::vector<std::int64_t>& sizes, int shards,
 /// normalized. Shared by the compute stand-in's timing and the push order's light layers, so
 /// both price a group alike. Expects valid wiring (callers check it and name what is wrong):
 /// an index out of range throws std::out_of_range.
-std::vector<double> group_work(const std::vector<double>& slot_work, const std::vector<std::vector<key_slice>>& shard_keys,
+std::vector<double> group_work(const std::vector<double>& slot_work,
+                               const std::vector<std::vector<key_slice>>& shard_keys,
                                const std::vector<push_group>& groups);
 
 /// The key's part of a parameter-shaped tensor (value or gradient): the tensor itself for a

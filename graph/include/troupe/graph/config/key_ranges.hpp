@@ -13,14 +13,14 @@
 namespace troupe {
 
 struct key_range {
-  const char* key;   ///< "train.threads": section.key
-  const char* flag;  ///< "threads" for --threads; "" when no flag sets it
+  const char* key;  ///< "train.threads": section.key
+  const char* flag; ///< "threads" for --threads; "" when no flag sets it
   double min = 0;
   double max = 0;
-  bool integral = true;       ///< a whole number
-  bool min_open = false;      ///< min itself is outside (lr: above 0)
-  bool max_open = false;      ///< max itself is outside (momentum: below 1)
-  const char* why = "";       ///< said after the range ("0: no validation")
+  bool integral = true;  ///< a whole number
+  bool min_open = false; ///< min itself is outside (lr: above 0)
+  bool max_open = false; ///< max itself is outside (momentum: below 1)
+  const char* why = "";  ///< said after the range ("0: no validation")
 
   bool contains(double v) const {
     return (min_open ? v > min : v >= min) && (max_open ? v < max : v <= max);

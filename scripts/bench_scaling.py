@@ -37,7 +37,7 @@ floor = 2*M*(W-1)/(W*B). A step cannot take less than max(compute, floor).
 
 Per row it prints: samples/s (W*batch / step), speed-up and efficiency against the one-worker row, the
 measured step (median of the epochs after the first, epoch time / steps) beside max(compute, floor) and
-their ratio, bytes per worker and per server per step measured (the scheduler's Traffic lines) beside the
+their ratio, bytes per worker and per server per step measured (the exact counts in the scheduler's metrics file) beside the
 arithmetic (M each way per worker; W*M/S each way per server), the host machine's CPU use during the timed
 epochs (all cores, /proc/stat; in parentheses the share of it the run's own processes took) and the largest peak
 resident memory of a worker and of a server (`worker, server RSS MiB`). A row is marked CPU-bound when the
@@ -65,12 +65,20 @@ half pace keeps), and the row is marked CPU-bound too. `--host-check all` reruns
 with a raw step, neither CPU-bound nor host-bound, and `scaling/floor: R`, the worst ratio max(compute, floor) /
 step over the rows neither CPU-bound, host-bound nor TCP-bound.
 
+`--results FILE`: also append one record per row to FILE (docs/results.jsonl: scripts/results_page.py makes
+docs/benchmarks.md's tables from it), stamped with the date, the commit (--commit, else the git commit of
+the checkout this script is in) and the machine's CPU. A run with the defaults of --compression, --topology,
+--computes-per-worker, --slice-bytes, --tcp-congestion and with priority and pacing on is a figure of the
+page's scaling table (group "scaling"); any other is kept as group "scaling-variant", named by what differs.
+
 Needs root (namespaces, tc): refuses otherwise, saying so (exit 77).
 """
 import argparse
+import json
 import math
 import os
 import re
+import shlex
 import socket
 import statistics
 import subprocess
@@ -80,6 +88,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import emulated_hosts  # noqa: E402
+import results_page  # noqa: E402
 
 # name -> (config's model line, sample shape, classes)
 MODELS = {
@@ -102,7 +111,6 @@ CPU_BOUND = 0.90  # share of the host's cores busy from which a row counts as CP
 GOAL = 0.90  # the ratio max(compute, floor) / step every row not CPU-bound should reach (issue 20)
 ROW_BOUND_S = 600  # a row must end within this
 RAW_ROUNDS = 5  # rounds of the raw TCP exchange per checked row (the first pays TCP's slow start; the median)
-UNITS = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
 
 
 class BenchError(Exception):
@@ -261,18 +269,28 @@ def against_one(value):
     return "-" if value is None else f"{value:.2f}"
 
 
-def parse_traffic(line):
-    """'Epoch[1] Traffic: scheduler rx 8.50 KiB tx 2.90 KiB; server_0 rx ...' -> {node: (rx, tx) bytes}."""
-    out = {}
-    for node, rx, ru, tx, tu in re.findall(r"(\w+) rx ([\d.]+) (B|KiB|MiB|GiB) tx ([\d.]+) (B|KiB|MiB|GiB)", line):
-        out[node] = (float(rx) * UNITS[ru], float(tx) * UNITS[tu])
-    return out
+def epoch_records(text):
+    """The epoch records of a metrics file's text (`troupe node --metrics`: the run's config record first,
+    then one JSON object per epoch), in order; a last line still being written is not one yet."""
+    records = []
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("epoch"), int):
+            records.append(record)
+    return records
 
 
-def parse_epochs(text):
-    """The scheduler's output -> {epoch: seconds}, {epoch: traffic}."""
-    times = {int(e): float(s) for e, s in re.findall(r"Epoch\[(\d+)\] Time cost=([\d.]+)", text)}
-    traffic = {int(e): parse_traffic(rest) for e, rest in re.findall(r"Epoch\[(\d+)\] Traffic: (.*)", text)}
+def parse_metrics(text):
+    """The scheduler's metrics file -> {epoch: training seconds}, {epoch: {node: (rx, tx) bytes}}: the exact
+    byte counts the scheduler collected from every node for the epoch (its `traffic` object)."""
+    times, traffic = {}, {}
+    for r in epoch_records(text):
+        times[r["epoch"]] = float(r["time_s"])
+        if isinstance(r.get("traffic"), dict):
+            traffic[r["epoch"]] = {node: (float(v["rx"]), float(v["tx"])) for node, v in r["traffic"].items()}
     return times, traffic
 
 
@@ -322,11 +340,14 @@ def process_ticks(pid):
 
 
 def model_bytes_of(troupe, config):
-    run = subprocess.run([troupe, "check", config], capture_output=True, text=True, timeout=600)
-    m = re.search(r"plan: .* (\d+) parameters", run.stdout)
-    if run.returncode != 0 or not m:
-        raise BenchError(f"`troupe check` could not read the model: {run.stdout[-500:]}{run.stderr[-500:]}")
-    return 4 * int(m.group(1))
+    """The float32 bytes of the config's model: the elements of every push group `troupe check --push-groups`
+    lists (one line per group, `push_group G shard S node N elements E work W KEY=LEN...`), one server and
+    one worker, so every parameter is in exactly one group."""
+    run = subprocess.run([troupe, "check", config, "--push-groups"], capture_output=True, text=True, timeout=600)
+    elements = [int(m) for m in re.findall(r"^push_group \d+ shard \d+ node \S+ elements (\d+) ", run.stdout, re.M)]
+    if run.returncode != 0 or not elements:
+        raise BenchError(f"`troupe check --push-groups` could not list the model: {run.stdout[-500:]}{run.stderr[-500:]}")
+    return 4 * sum(elements)
 
 
 def topology_text(topology, hosts, per_host):
@@ -411,10 +432,13 @@ def run_row(args, troupe, link, workers, workdir, tag="", compute_ms=None):
 
     with emulated_hosts.EmulatedHosts(hosts, link) as net:
         port_file = os.path.join(workdir, f"w{workers}{tag}.port")
-        if os.path.exists(port_file):  # a port read from an earlier run would send every node to a closed port
-            os.remove(port_file)
+        metrics = os.path.join(workdir, f"w{workers}{tag}.metrics.jsonl")
+        for stale in (port_file, metrics):  # an earlier run's port would send every node to a closed port
+            if os.path.exists(stale):
+                os.remove(stale)
         sched = start(net, "scheduler", "scheduler",
-                      ["--role", "scheduler", "--scheduler", f"{net.addr['scheduler']}:0", "--port-file", port_file])
+                      ["--role", "scheduler", "--scheduler", f"{net.addr['scheduler']}:0", "--port-file", port_file,
+                       "--metrics", metrics])
         deadline = time.time() + 60
         while not (os.path.exists(port_file) and open(port_file).read().strip()):
             if sched.poll() is not None or time.time() > deadline:
@@ -439,7 +463,7 @@ def run_row(args, troupe, link, workers, workdir, tag="", compute_ms=None):
             if time.time() > deadline:
                 raise BenchError(f"{workers} worker(s): the run did not end within {ROW_BOUND_S} s")
             sample = (cpu_ticks(), sum(process_ticks(p.pid) for p in everyone), time.time())
-            done = len(re.findall(r"Epoch\[\d+\] Time cost", read(logs["scheduler"])))
+            done = len(epoch_records(read_text(metrics)))
             polls.append((done, sample, all(p.poll() is None for p in everyone)))
             for name, p in procs.items():
                 role = name.rstrip("0123456789")
@@ -454,11 +478,10 @@ def run_row(args, troupe, link, workers, workdir, tag="", compute_ms=None):
         failed = {n: p.returncode for n, p in list(procs.items()) + [("scheduler", sched)] if p.returncode}
         if failed:
             raise BenchError(f"{workers} worker(s): exit statuses {failed}; scheduler: {tail(logs['scheduler'])}")
-    text = read(logs["scheduler"])
-    times, traffic = parse_epochs(text)
+    times, traffic = parse_metrics(read_text(metrics))
     timed = [e for e in sorted(times) if e >= 1]
     if not timed:
-        raise BenchError(f"{workers} worker(s): no timed epoch in the scheduler's output: {tail(logs['scheduler'])}")
+        raise BenchError(f"{workers} worker(s): no timed epoch in the scheduler's metrics: {tail(logs['scheduler'])}")
     host_cpu = nodes_cpu = float("nan")  # a run shorter than two samples: unmeasured, counted CPU-bound
     if mark is not None and end is not None and end[2] > mark[2]:
         total, idle = end[0][0] - mark[0][0], end[0][1] - mark[0][1]
@@ -483,6 +506,15 @@ def read(f):
     f.flush()
     with open(f.name) as g:
         return g.read()
+
+
+def read_text(path):
+    """A file's text, empty while it does not exist yet."""
+    try:
+        with open(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
 
 
 def tail(f, n=1500):
@@ -589,6 +621,44 @@ def print_table(args, link, model_bytes, rows, worst):
           else "scaling/floor: n/a (every row CPU-, host- or TCP-bound)")
 
 
+def variant_text(args):
+    """What of the run's flags differs from the defaults the scaling table is measured with, e.g.
+    "compression=fp16,no-priority"; empty for none."""
+    differs = [f"compression={args.compression}" if args.compression != "none" else "",
+               f"topology={args.topology}" if args.topology != "bsp" else "",
+               f"computes-per-worker={args.computes_per_worker}" if args.computes_per_worker != 1 else "",
+               f"slice-bytes={args.slice_bytes}" if args.slice_bytes != SLICE_BYTES else "",
+               f"tcp-congestion={args.tcp_congestion}" if args.tcp_congestion != "auto" else "",
+               "no-priority" if args.no_priority else "", "no-pace" if args.no_pace else ""]
+    return ",".join(d for d in differs if d)
+
+
+def result_records(args, rows, command):
+    """A results record per judged row (scripts/results_page.py): the ratio max(compute, floor) / step, or
+    where the host limited the row, its mark (CPU, host or TCP with the ratio to plain TCP) instead."""
+    variant = variant_text(args)
+    records = []
+    for r in rows:
+        mark = "CPU" if r["cpu_bound"] else "host" if r["host_bound"] else "TCP" if r["tcp_bound"] else None
+        layout = "colocated" if r["colocated"] else "apart"
+        record = {
+            "id": f"scaling/{args.model}/{args.link}/{args.compute_ms:g}ms/{args.servers}/{r['workers']}w"
+                  + (f"/{variant}" if variant else ""),
+            "group": "scaling-variant" if variant else "scaling",
+            "figure": f"{args.model}, {args.link}, {args.compute_ms:g} ms stand-in, servers {layout}, "
+                      f"{r['workers']} worker(s){', ' + variant if variant else ''}: max(compute, floor) over the step",
+            "value": None if mark else round(r["ratio"], 4), "unit": "",
+            "model": args.model, "link": args.link, "compute_ms": args.compute_ms, "servers": args.servers,
+            "workers": r["workers"], "variant": variant, "mark": mark,
+            "step_ms": round(r["step_s"] * 1e3, 1), "bound_ms": round(r["bound_s"] * 1e3, 1),
+            "samples_s": round(r["samples_s"], 2), "host_cpu": round(r["host_cpu"], 3),
+            "command": command, "source": "troupe bench scaling --results"}
+        if mark == "TCP":
+            record["raw_ratio"] = round(r["raw_ratio"], 4)
+        records.append(record)
+    return records
+
+
 def check_layout(p, args):
     """Reads --workers into args.worker_counts and checks --servers, as a usage error of parser p
     naming the flag (also bench_pslite.py's)."""
@@ -639,6 +709,10 @@ def parse_args(argv):
                         "where neither of the first two explains the row), all, off")
     p.add_argument("--epoch-examples", type=int, default=None,
                    help="also print the time and the server bytes of an epoch of this many examples")
+    p.add_argument("--results", default=None, metavar="FILE",
+                   help="append a record per row to this results file (docs/results.jsonl)")
+    p.add_argument("--commit", default=None,
+                   help="the commit the records name (default: the git commit of this script's checkout)")
     args = p.parse_args(argv)
     if args.slice_bytes < 4:
         p.error(f"--slice-bytes {args.slice_bytes}: at least 4 (one float)")
@@ -658,6 +732,19 @@ def parse_args(argv):
     except ValueError as e:
         p.error(f"--link: {e}")
     return args
+
+
+def command_text(argv):
+    """The command as a user types it again: without the executable's path and the results file."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in ("--troupe", "--results", "--commit"):
+            skip = True
+        elif not a.startswith(("--troupe=", "--results=", "--commit=")):
+            out.append(a)
+    return "troupe bench scaling " + shlex.join(out)
 
 
 def main(argv):
@@ -696,6 +783,8 @@ def main(argv):
                       flush=True)
         worst = judge_rows(rows)
         print_table(args, args.link_value, model_bytes, rows, worst)
+        if args.results:
+            results_page.append_records(args.results, result_records(args, rows, command_text(argv)), args.commit)
     except (BenchError, RuntimeError) as e:
         print(f"troupe bench scaling: {e} (logs in {workdir})", file=sys.stderr)
         return 1

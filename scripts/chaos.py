@@ -8,8 +8,9 @@ usage: chaos.py TROUPE [--trials N] [--seed S] [--trial K] [--ways W,..] [--role
 Each trial draws, from random.Random("S:K") (so `--seed S --trial K` replays trial K alone):
   variant  a job configuration (the VARIANTS table): the BSP job with on_worker_loss = stop
            (given: bsp's default is adopt), its nodes started by hand (each `troupe node` with --rank)
-           or by one `troupe launch` (its output split by prefix; a node's pid from the
-           scheduler's join line; its exit status from launch's line), or async with
+           or by one `troupe launch` (its output split by prefix; a node's pid from its command
+           line, `troupe node --role R --rank N`, among launch's processes; its exit status from
+           launch's line), or async with
            on_worker_loss = continue; bsp-replicas (--replicas 2), bsp-adopt (on_worker_loss =
            adopt) and bsp-spare (adopt, under launch --spares 1), taken only when the binary
            supports them (found from `troupe node --help` / `troupe launch --help`). Jobs that save every epoch under
@@ -61,14 +62,18 @@ import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "tests", "apps"))
+HERE = os.path.dirname(os.path.realpath(__file__))
+# The process handling and the job configs shared with the cluster tests: beside this script in an
+# installed prefix (cmake --install puts them in share/troupe/scripts), else the tests' own.
+SHARED = HERE if os.path.exists(os.path.join(HERE, "cluster_run.py")) else os.path.join(
+    os.path.dirname(HERE), "tests", "apps")
+sys.path.insert(0, SHARED)
 import cluster_run  # noqa: E402  (process handling shared with the cluster tests)
 import cluster_netns  # noqa: E402  (network namespaces)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, HERE)
 import chaos_restarts  # noqa: E402  (the trials of jobs that restart)
 
-CONFIGS = os.path.join(REPO, "tests", "apps", "configs")
+CONFIGS = os.path.join(SHARED, "configs")
 HEARTBEAT, PEER_TIMEOUT, JOIN_TIMEOUT = "0.2", "2", "30"
 SCHEDULER_TIMEOUT = "8"  # a member that lost its scheduler trains on and waits this long for a restarted one
 FEATURES = set()  # what the binary supports (features()), set by main
@@ -248,7 +253,7 @@ def moment_trigger(trial, pids):
         if victim == "scheduler":
             return "scheduler", "err", r"\(pid \d+ from [^)]*\) joined"
         role, index = victim.split("_")
-        pid = pids.get(victim) or r"\d+"  # (under launch a node's pid is known from its join line)
+        pid = pids.get(victim) or r"\d+"  # (under launch: known once launch started the node)
         return "scheduler", "err", rf"{role} {index} \(pid {pid} from [^)]*\) joined"
     if m == "mid-epoch":
         return "scheduler", "out", rf"Epoch\[{k}\] Batch \[{trial['batch']}\]"
@@ -373,18 +378,16 @@ class LaunchTrial:
 
     def pid_of(self, name):
         if name not in self.known:
-            if name == "scheduler":
-                for pid in cluster_run.descendants(self.launch.pid):
-                    try:
-                        with open(f"/proc/{pid}/cmdline", "rb") as f:
-                            if b"\0--role\0scheduler\0" in f.read():
-                                self.known[name] = pid
-                    except OSError:
-                        pass
-            else:
-                found = re.search(rf"{self.label(name)} \(pid (\d+) from", self.text("scheduler", "err"))
-                if found:
-                    self.known[name] = int(found.group(1))
+            role, _, rank = name.partition("_")
+            wanted = [f"\0--role\0{role}\0".encode()] + ([f"\0--rank\0{rank}\0".encode()] if rank else [])
+            for pid in cluster_run.descendants(self.launch.pid):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        argv = b"\0" + f.read()
+                except OSError:
+                    continue
+                if b"\0node\0" in argv and all(w in argv for w in wanted):
+                    self.known[name] = pid
         return self.known.get(name)
 
     def exit_code(self, name):

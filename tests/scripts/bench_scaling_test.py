@@ -8,7 +8,7 @@ usage: bench_scaling_test.py arithmetic
               servers), the speed-up / efficiency / ratio / CPU-bound / host-bound / TCP-bound judgement,
               which rows are rerun unshaped and at half the pace (CPU-bound by the half-pace rule), the
               ratio to raw TCP, scaling/raw TCP and scaling/floor, the
-              parsing of the scheduler's Traffic and Time lines, flag refusals naming the flag, and
+              reading the scheduler's metrics file, the results records, flag refusals naming the flag, and
               --no-priority's line in the config every node reads, the link's rate told to the nodes (--no-pace)
   run         `troupe bench scaling` with a tiny model (mlp), 1 and 2 workers on emulated 1 Gbit hosts,
               2 short epochs: a table of two rows, `scaling/raw TCP:` and `scaling/floor:` last, every row
@@ -20,6 +20,7 @@ usage: bench_scaling_test.py arithmetic
 """
 import contextlib
 import io
+import json
 import math
 import os
 import re
@@ -166,15 +167,35 @@ def check_arithmetic():
     bs.judge_rows([alone])
     if alone["speedup"] is not None or bs.against_one(alone["efficiency"]) != "-" or bs.against_one(1.6) != "1.60":
         fail(f"without a one-worker row speed-up and efficiency print '-': {alone}")
-    line = ("Epoch[1] Traffic: scheduler rx 8.50 KiB tx 2.90 KiB; server_0 rx 3.37 MiB tx 1.5 GiB; "
-            "worker_0 rx 12 B tx 1.68 MiB")
-    traffic = bs.parse_traffic(line)
-    if traffic != {"scheduler": (8.5 * 1024, 2.9 * 1024), "server_0": (3.37 * MIB, 1.5 * 2 ** 30),
-                   "worker_0": (12.0, 1.68 * MIB)}:
-        fail(f"traffic parsed as {traffic}")
-    times, per_epoch = bs.parse_epochs(line + "\nEpoch[1] Time cost=0.823\nEpoch[0] Time cost=1.5\n")
-    if times != {0: 1.5, 1: 0.823} or set(per_epoch) != {1}:
-        fail(f"epochs parsed as {times}, {per_epoch}")
+    metrics = ('{"config": {"seed": 0}}\n'
+               '{"epoch": 0, "time_s": 1.5, "traffic": {"scheduler": {"rx": 8704, "tx": 2970}}}\n'
+               '{"epoch": 1, "time_s": 0.823, "traffic": {"server_0": {"rx": 3533701, "tx": 1610612736, "kinds": {}},'
+               ' "worker_0": {"rx": 12, "tx": 1761607}}}\n'
+               '{"epoch": 2, "time_')  # a line still being written
+    times, per_epoch = bs.parse_metrics(metrics)
+    if times != {0: 1.5, 1: 0.823} or per_epoch[1] != {"server_0": (3533701.0, 1610612736.0),
+                                                       "worker_0": (12.0, 1761607.0)}:
+        fail(f"metrics read as {times}, {per_epoch}")
+    if len(bs.epoch_records(metrics)) != 2:
+        fail("epoch_records: the config record and a half-written line are not epochs")
+    args = bs.parse_args(["--troupe", "/x/troupe", "--model", "mlp", "--link", "1gbit", "--compute-ms", "20",
+                          "--workers", "1,2", "--results", "r.jsonl"])
+    if bs.command_text(["--troupe", "/x/troupe", "--model", "mlp", "--results", "r.jsonl", "--link", "1gbit"]) \
+            != "troupe bench scaling --model mlp --link 1gbit":
+        fail("command_text: the command without the executable and the results file")
+    if bs.variant_text(args) != "" or bs.variant_text(bs.parse_args(
+            ["--model", "mlp", "--link", "1gbit", "--compute-ms", "20", "--compression", "fp16", "--no-priority"])) \
+            != "compression=fp16,no-priority":
+        fail("variant_text: what differs from the scaling table's defaults")
+    judged = [dict(r, workers=w, colocated=False, servers=w) for w, r in ((1, rows[0]), (2, rows[1]))]
+    bs.judge_rows(judged)
+    records = bs.result_records(args, judged, "troupe bench scaling --model mlp")
+    if [r["id"] for r in records] != ["scaling/mlp/1gbit/20ms/equal/1w", "scaling/mlp/1gbit/20ms/equal/2w"]:
+        fail(f"result ids: {[r['id'] for r in records]}")
+    for r, j in zip(records, judged):
+        marked = j["cpu_bound"] or j["host_bound"] or j["tcp_bound"]
+        if r["group"] != "scaling" or (r["value"] is None) != marked or (r["mark"] is None) == marked:
+            fail(f"a record has its ratio, or its mark where the host limited the row: {r} for {j}")
     for argv, says in ((["--model", "nope", "--link", "1gbit", "--compute-ms", "1"], "--model"),
                        (["--model", "mlp", "--link", "1gb", "--compute-ms", "1"], "--link"),
                        (["--model", "mlp", "--link", "1gbit", "--compute-ms", "1", "--workers", "1,x"], "--workers"),
@@ -297,10 +318,14 @@ def check_run(troupe):
         print("skipped: needs root (the bench refused, saying so)")
         raise SystemExit(77)
     before = set(emulated_hosts.leftovers())
+    results = tempfile.NamedTemporaryFile(prefix="bench-scaling-results-", suffix=".jsonl", delete=False).name
     run = subprocess.run([troupe, "bench", "scaling", "--model", "mlp", "--link", "1gbit", "--workers", "1,2",
                           "--servers", "equal", "--compute-ms", "20", "--steps", "4", "--epochs", "2",
-                          "--host-check", "all"],
+                          "--host-check", "all", "--results", results],
                          capture_output=True, text=True, timeout=600)
+    with open(results) as f:
+        records = [json.loads(line) for line in f]
+    os.unlink(results)
     if run.returncode != 0:
         fail(f"exit {run.returncode}: {run.stdout[-2000:]}{run.stderr[-2000:]}")
     lines = run.stdout.strip().splitlines()
@@ -338,6 +363,15 @@ def check_run(troupe):
         paced = 2 * bound_ms / half_ms >= bs.GOAL and half_ms - 2 * bound_ms <= (step_ms - bound_ms) / 2
         if paced != bool(half.group(3)):
             fail(f"half-pace mark against bound {bound_ms} ms, step {step_ms} ms, half pace {half_ms} ms: {cells[14]!r}")
+    # --results: a record per row, its ratio the table's (or the mark the table gives the row)
+    if [r["id"] for r in records] != ["scaling/mlp/1gbit/20ms/equal/1w", "scaling/mlp/1gbit/20ms/equal/2w"]:
+        fail(f"--results: records {[r['id'] for r in records]}")
+    for row, r in zip(rows, records):
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        if r["value"] is not None and abs(r["value"] - float(cells[7])) > 0.006:
+            fail(f"--results: ratio {r['value']} where the table says {cells[7]}")
+        if not all(r.get(k) for k in ("command", "date", "commit", "machine")) or "--troupe" in r["command"]:
+            fail(f"--results: a record without its command, date, commit or machine: {r}")
     model = float(re.search(r"model mlp: ([\d.]+) MiB", run.stdout).group(1))
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]

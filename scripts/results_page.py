@@ -209,6 +209,7 @@ def readme_summary(results):
     ahead = [100 * (1 - r["value"] / r["pslite_ms"]) for r in apart]
     coloc = [get(f"pslite/{m}/colocated/{w}w") for m in ("resnet-50", "vgg-16") for w in (2, 4)]
     level = max(abs(r["value"] / r["pslite_ms"] - 1) * 100 for r in coloc)
+    gap = max(max(v("actors/host_latency/detached")), max(v("actors/host_latency/shared")))
     floor = min(r["value"] for r in results.values()
                 if r["group"] == "scaling" and r.get("value") is not None and r["workers"] <= 4)
     ps1, ps2 = get("transport/pslite/1x1/15x4194304"), get("transport/pslite/2x2/15x4194304")
@@ -226,8 +227,8 @@ def readme_summary(results):
         f"{span(['actors/session/lenet', 'actors/session/resnet-20'])} of the bare step's samples/s; the MLP "
         f"at {v('actors/session/mlp'):.2f} with both cores computing (goal 0.8, not met), "
         f"{v('actors/session/mlp_threads1'):.2f} with one left to the actors. A host actor ticking every 2 ms "
-        f"beside a session sees gaps of at most "
-        f"{max(max(v('actors/host_latency/detached')), max(v('actors/host_latency/shared'))):g} ms. Between processes on one machine, Troupe's links over the Unix sockets they take there move "
+        f"beside a session sees gaps of at most {gap:g} ms. Between processes on one machine, Troupe's links "
+        "over the Unix sockets they take there move "
         f"a step {span([f'transport/raw/on/{c}' for c in cases])}x as fast as plain loopback TCP moving the same "
         f"bytes, and over loopback TCP themselves at {span([f'transport/raw/off/{c}' for c in cases])} of it; "
         f"a push + answer of a 60 MiB model over TCP took {ps1['value']:g} ms (1 worker, 1 server) and "

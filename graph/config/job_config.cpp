@@ -515,12 +515,18 @@ job_config load_job_config(const std::string& path, const config_overrides& over
     throw_config_error(path, "", source_span{},
                        std::string("cannot open config file: ")
                          + std::strerror(errno ? errno : EACCES));
-  std::ostringstream text;
-  text << in.rdbuf();
-  const auto bytes = text.str();
+  // Bounded, so that a device such as /dev/zero or a data file given by mistake is refused
+  // after a read of max_config_bytes rather than read whole into memory.
+  std::string bytes(max_config_bytes + 1, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  bytes.resize(static_cast<std::size_t>(in.gcount()));
   if (auto nul = bytes.find('\0'); nul != std::string::npos)
     throw_config_error(path, "", source_span{},
                        "not a text file (a NUL byte at offset " + std::to_string(nul) + ")");
+  if (bytes.size() > max_config_bytes)
+    throw_config_error(path, "", source_span{},
+                       "not a config file: longer than " + std::to_string(max_config_bytes >> 20)
+                         + " MiB (a config is a page of text)");
   return parse_job_config(path, bytes, overrides);
 }
 

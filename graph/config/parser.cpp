@@ -45,7 +45,11 @@ struct list_item : seq<value> {};
 struct list : seq<one<'['>, ws, opt<value, ws, star<one<','>, ws, list_item, ws>>, list_close> {};
 struct argument_key : identifier {};
 struct argument_value : seq<value> {};
-struct named_argument : seq<argument_key, ws, one<'='>, ws, argument_value> {};
+// A value is a literal, a name or a call: an operator after one is refused by name, since the
+// docs' `need = workers - backups` describes what a preset computes, not something to write.
+struct arithmetic_operator : sor<one<'+', '*', '/'>, seq<one<'-'>, not_at<one<'>'>>>> {};
+struct no_arithmetic : not_at<ws, arithmetic_operator> {};
+struct named_argument : seq<argument_key, ws, one<'='>, ws, argument_value, must<no_arithmetic>> {};
 struct argument : sor<named_argument, value> {};
 struct next_argument : argument {};
 struct arguments_close : one<')'> {};
@@ -60,7 +64,8 @@ struct endpoint : call {};
 struct route_target : endpoint {};
 struct route : seq<endpoint, plus<ws, arrow, ws, route_target>> {};
 struct assignment_value : value {};
-struct assignment : seq<argument_key, ws, one<'='>, ws, must<assignment_value>> {};
+struct assignment
+    : seq<argument_key, ws, one<'='>, ws, must<assignment_value>, must<no_arithmetic>> {};
 struct block_close : one<'}'> {};
 struct block : seq<one<'{'>, ws, star<sor<assignment, route>, ws>, block_close> {};
 
@@ -85,6 +90,7 @@ template <> inline constexpr auto error_message<next_argument> = "expected an ar
 template <> inline constexpr auto error_message<arguments_close> = "expected ',' or ')' to continue or close the argument list";
 template <> inline constexpr auto error_message<route_target> = "expected an actor after '->' (loader, compute, aggregate, shard)";
 template <> inline constexpr auto error_message<assignment_value> = "expected a value after '='";
+template <> inline constexpr auto error_message<no_arithmetic> = "a value is a number, a string, a name or a call: arithmetic (such as 'workers - 1') is not part of the language, write the number";
 template <> inline constexpr auto error_message<block_close> = "expected 'key = value', 'actor -> actor' or '}'";
 template <> inline constexpr auto error_message<binding_call> = "expected a call such as fashion_mnist(...) after '='";
 template <> inline constexpr auto error_message<statement_body> = "expected a name, a call or '{' after the section name";
@@ -108,6 +114,7 @@ using selector = parse_tree::selector<
 
 using tree_node = pegtl::parse_tree::node;
 constexpr int max_nesting = 32;
+constexpr std::string_view utf8_byte_order_mark = "\xEF\xBB\xBF";
 
 source_span span_of(const tree_node& n) {
   auto begin = n.begin();
@@ -127,9 +134,10 @@ source_span span_at(const std::string& text, std::size_t offset) {
   return s;
 }
 
-// Rejects nesting deeper than max_nesting before the recursive grammar sees it. Strings and
-// comments are skipped so brackets inside them do not count.
-void check_nesting(const std::string& path, const std::string& text) {
+// Rejects nesting deeper than max_nesting before the recursive grammar sees it, and a
+// non-ASCII byte outside strings and comments, which PEGTL would otherwise report as a missing
+// section or key. Strings and comments are skipped so what they hold does not count.
+void check_text(const std::string& path, const std::string& text) {
   int depth = 0;
   bool in_string = false, in_comment = false;
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -143,6 +151,10 @@ void check_nesting(const std::string& path, const std::string& text) {
         in_string = c != '"' && c != '\n';
     } else if (c == '#' || c == '"') {
       (c == '#' ? in_comment : in_string) = true;
+    } else if (static_cast<unsigned char>(c) >= 0x80) {
+      throw_config_error(path, text, span_at(text, i),
+                         "a non-ASCII character: names and keys are ASCII letters, digits and "
+                         "'_' (other text belongs in a string or a comment)");
     } else if (c == '(' || c == '[' || c == '{') {
       if (++depth > max_nesting)
         throw_config_error(path, text, span_at(text, i),
@@ -275,7 +287,10 @@ struct translator {
 } // namespace
 
 syntax_file parse_syntax(std::string path, std::string text) {
-  check_nesting(path, text);
+  // Editors on some systems open a UTF-8 file with a byte-order mark; it is no part of the text.
+  if (text.rfind(utf8_byte_order_mark, 0) == 0)
+    text.erase(0, utf8_byte_order_mark.size());
+  check_text(path, text);
   syntax_file file;
   std::unique_ptr<tree_node> root;
   try {

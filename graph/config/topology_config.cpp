@@ -93,8 +93,14 @@ endpoint read_endpoint(const value_reader& r, const syntax_value& v) {
     read_compress(k);
   } else if (v.text == "compute") {
     e.which = role::compute;
-    keyed_values k(r, "compute", v.arguments, {"fan", "staleness", "compress"}, {"fan"});
-    read_compress(k);
+    // Nothing compresses the hop into a compute (batches, answers): compress is refused here by
+    // what it belongs to, and not offered among compute's keys.
+    for (const auto& a : v.arguments)
+      if (a.key == "compress")
+        r.fail(a.value.span, "compress belongs on a gradient route ('compute -> aggregate(all, "
+                             "compress = \"2bit\")'): it compresses that hop's pushes and, unless "
+                             "push:, its answers, which travel back the same hop");
+    keyed_values k(r, "compute", v.arguments, {"fan", "staleness"}, {"fan"});
     if (auto* f = k.find("fan")) {
       e.fan = r.name(*f, "compute's fan");
       if (e.fan != "all" && e.fan != "sender")

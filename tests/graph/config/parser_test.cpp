@@ -83,6 +83,37 @@ TEST_CASE("parser errors carry line, column and a caret") {
   }
 }
 
+TEST_CASE("a UTF-8 byte-order mark is no part of the text") {
+  auto f = parse_syntax("t.troupe", "\xEF\xBB\xBFmodel mlp\ntrain { epochs = 2 }\n");
+  REQUIRE(f.statements.size() == 2);
+  CHECK(f.statements[0].section == "model");
+  CHECK(f.statements[0].section_span.column == 1);
+  CHECK(f.statements[1].assignments.at(0).key_span.column == 9);
+  // Only at the start: elsewhere it is a non-ASCII character outside a string.
+  CHECK(headline_of("model mlp\n\xEF\xBB\xBFtrain { epochs = 2 }")
+        == "t.troupe:2:1: a non-ASCII character: names and keys are ASCII letters, digits and '_' "
+           "(other text belongs in a string or a comment)");
+}
+
+TEST_CASE("non-ASCII text is allowed in strings and comments only") {
+  CHECK(headline_of("# caf\xC3\xA9\nmodel mlp  # \xC3\xA9\ndata train = mnist(\"/d/\xC3\xA9\")\n")
+        == "no error");
+  CHECK(
+    headline_of("model mlp\ncluster { w\xC3\xB6rkers = 2 }").rfind("t.troupe:2:12: a non-ASCII", 0)
+    == 0);
+}
+
+TEST_CASE("a value followed by an operator is refused as arithmetic") {
+  const std::string refused = "a value is a number, a string, a name or a call: arithmetic (such "
+                              "as 'workers - 1') is not part of the language, write the number";
+  CHECK(headline_of("topology { compute -> aggregate(all, need = workers - 1) }")
+        == "t.troupe:1:52: " + refused);
+  CHECK(headline_of("cluster { workers = 2 * 2 }") == "t.troupe:1:22: " + refused);
+  // A route's arrow after a value is no operator.
+  CHECK(headline_of("topology { shard -> compute(all) -> shard }") == "no error");
+  CHECK(headline_of("cluster { workers = 2\n}\ntopology { compute -> shard }") == "no error");
+}
+
 TEST_CASE("parser survives hostile input") {
   CHECK(headline_of(std::string(100000, '[')) != "no error");
   CHECK(headline_of(std::string("\0\1\2\xff", 4)) != "no error");

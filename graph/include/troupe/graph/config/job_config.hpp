@@ -237,8 +237,11 @@ struct config_overrides {
 /// config_error (for an override, its message names the value by `name_of`, with no position).
 job_config parse_job_config(const std::string& path, const std::string& text,
                             const config_overrides& overrides = {});
+/// The most a config file may hold; a longer file is refused after reading this much.
+inline constexpr std::size_t max_config_bytes = std::size_t{1} << 20;
 /// Reads `path` and parses it. Throws config_error (also when the file cannot be read, is a
-/// directory or holds NUL bytes).
+/// directory, holds NUL bytes or is longer than max_config_bytes).
+
 job_config load_job_config(const std::string& path, const config_overrides& overrides = {});
 
 /// The schedule values that follow from the run's length unless written: warm-up over a tenth

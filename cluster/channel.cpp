@@ -24,6 +24,7 @@
 
 #include "cluster/channel_internals.hpp"
 #include "cluster/frame_socket.hpp"
+#include "cluster/log_budget.hpp"
 #include "cluster/receive_pool.hpp"
 #include "cluster/remote/interface_codec.hpp"
 
@@ -92,8 +93,13 @@ void say_goodbye(channel_pointer self, const shutdown_message& m, caf::error end
   auto& st = self->state;
   if (st.at == stage::closed || st.leaving)
     return;
-  if (end)
-    channel_log(st, "link to " + st.peer_name + ": " + why);
+  if (end) {
+    const auto line = "link to " + st.peer_name + ": " + why;
+    if (st.at == stage::admitted || !st.options->refusal_budget)
+      channel_log(st, line);
+    else if (auto budgeted = st.options->refusal_budget->take(line))
+      channel_log(st, *budgeted);
+  }
   const auto waiting =
     end ? end : make_error(errc::peer_down, "the link to " + st.peer_name + " closed");
   for (auto& [id, request] : st.pending)
@@ -219,21 +225,41 @@ void on_answer(channel_pointer self, std::uint64_t request, wire_message& answer
   promise.deliver(std::move(answer));
 }
 
+// The kinds that answer a request carry the request's number.
+template <class T>
+inline constexpr bool is_answer_kind =
+  std::disjunction_v<std::is_same<T, weights_message>, std::is_same<T, report_message>,
+                     std::is_same<T, checkpoint_done_message>, std::is_same<T, replicated_message>,
+                     std::is_same<T, failure_message>>;
+
 std::uint64_t request_of(const wire_message& answer) {
-  return std::
-    visit(
-      [](
-        const auto&
-          m) -> std::
-               uint64_t {
-                 if constexpr (std::is_same_v<
-                                 std::decay_t<decltype(m)>,
-                                 weights_message> || std::is_same_v<std::decay_t<decltype(m)>, report_message> || std::is_same_v<std::decay_t<decltype(m)>, checkpoint_done_message> || std::is_same_v<std::decay_t<decltype(m)>, replicated_message> || std::is_same_v<std::decay_t<decltype(m)>, failure_message>)
-                   return m.request;
-                 else
-                   return 0;
-               },
-      answer);
+  return std::visit(
+    [](const auto& m) -> std::uint64_t {
+      if constexpr (is_answer_kind<std::decay_t<decltype(m)>>)
+        return m.request;
+      else
+        return 0;
+    },
+    answer);
+}
+
+// The peer ends the channel and says why; the node hears it before the channel's end. Before
+// admission that is the peer refusing this node (a wrong secret, another plan): errc::bad_request,
+// which no retry mends.
+void on_peer_goodbye(channel_pointer self, const shutdown_message& m) {
+  auto& st = self->state;
+  auto& serving = *st.options->serving;
+  if (auto node = serving.find<remote_interface::scheduler_control>(0))
+    self->send(node, goodbye_atom::value, channel_of(self), m);
+  if (auto node = serving.find<remote_interface::member_control>(0))
+    self->send(node, goodbye_atom::value, channel_of(self), m);
+  if (st.at != stage::admitted)
+    return close_link(self, make_error(errc::bad_request, st.peer_name + ": " + m.reason),
+                      "refused by the peer: " + m.reason);
+  close_link(self,
+             m.finished ? caf::error{}
+                        : make_error(errc::peer_down, st.peer_name + " shut down: " + m.reason),
+             "the peer shut down: " + m.reason);
 }
 
 void on_admitted_message(channel_pointer self, wire_message& message) {
@@ -241,18 +267,8 @@ void on_admitted_message(channel_pointer self, wire_message& message) {
   const auto kind = message.index();
   if (std::holds_alternative<heartbeat_message>(message))
     return; // last_received is updated for every frame
-  if (auto* m = std::get_if<shutdown_message>(&message)) {
-    auto& serving = *st.options->serving;
-    if (auto node = serving.find<remote_interface::scheduler_control>(0))
-      self->send(node, goodbye_atom::value, channel_of(self), *m);
-    if (auto node = serving.find<remote_interface::member_control>(0))
-      self->send(node, goodbye_atom::value, channel_of(self), *m);
-    close_link(self,
-               m->finished ? caf::error{}
-                           : make_error(errc::peer_down, st.peer_name + " shut down: " + m->reason),
-               "the peer shut down: " + m->reason);
-    return;
-  }
+  if (auto* m = std::get_if<shutdown_message>(&message))
+    return on_peer_goodbye(self, *m);
   if (std::holds_alternative<failure_message>(message) || codec_taking(kind, kind_role::answer))
     return on_answer(self, request_of(message), message);
   const auto* codec = codec_taking(kind, kind_role::request);
@@ -266,6 +282,8 @@ void on_admitted_message(channel_pointer self, wire_message& message) {
 
 void on_handshake_message(channel_pointer self, wire_message& message) {
   auto& st = self->state;
+  if (auto* m = std::get_if<shutdown_message>(&message))
+    return on_peer_goodbye(self, *m);
   if (st.at == stage::await_hello) {
     auto* hello = std::get_if<hello_message>(&message);
     if (!hello)
@@ -330,11 +348,12 @@ void on_payload(channel_pointer self, received_payload& in) {
     on_handshake_message(self, decoded.message);
 }
 
-// Fails every request whose deadline has passed, naming what it waited for.
+// Fails every request whose deadline passed more than remote_failure_grace ago, naming what it
+// waited for: within the grace, the far hop's failure frame (which names the cause) wins.
 void expire_requests(channel_pointer self, channel_clock::time_point now) {
   auto& st = self->state;
   for (auto it = st.pending.begin(); it != st.pending.end();) {
-    if (it->second.due.at <= now) {
+    if (it->second.due.at <= now - remote_failure_grace) {
       const auto& r = it->second;
       const auto waited =
         std::chrono::duration_cast<std::chrono::milliseconds>(now - r.asked).count();
@@ -374,8 +393,11 @@ void on_tick(channel_pointer self) {
 }
 
 std::chrono::milliseconds tick_period(const channel_options& options) {
-  return std::max(std::chrono::milliseconds{1},
-                  std::min(options.heartbeat_interval / 2, options.connection_timeout / 4));
+  const auto half_grace =
+    std::chrono::duration_cast<std::chrono::milliseconds>(remote_failure_grace / 2);
+  return std::max(
+    std::chrono::milliseconds{1},
+    std::min({options.heartbeat_interval / 2, options.connection_timeout / 4, half_grace}));
 }
 
 link_traffic traffic_of(const traffic_registry::counters& c) {
@@ -509,6 +531,8 @@ struct listener_state {
 caf::behavior listener(caf::stateful_actor<listener_state>* self,
                        std::shared_ptr<listening_socket> socket, channel_options options) {
   self->state.port = socket->port();
+  if (!options.refusal_budget)
+    options.refusal_budget = std::make_shared<log_budget>(5, std::chrono::seconds(10));
   auto links = std::make_shared<accepted_links>();
   self->attach_functor([socket, links](const caf::error&) {
     socket->stop(); // no link is added after this

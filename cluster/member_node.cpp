@@ -645,6 +645,10 @@ void on_adopt(member_actor self, const adopt_message& a) {
                  ready_message{a.node, 0, static_cast<std::uint32_t>(st.threads)});
 }
 
+std::string scheduler_address(const cluster_node_options& o) {
+  return o.scheduler_host + ":" + std::to_string(o.scheduler_port);
+}
+
 // Link `link` ended (`why`; empty: normally). Links report this before they fail anything,
 // so a loss is seen here before whatever it makes fail (a compute whose push failed).
 void on_link_lost(member_actor self, const caf::actor_addr& link, const caf::error& why) {
@@ -667,6 +671,14 @@ void on_link_lost(member_actor self, const caf::actor_addr& link, const caf::err
   // Once the scheduler has said the run is over, whatever ends next is the end it announced.
   if (st.told && st.told->finished)
     return finish(self, caf::error{});
+  // Refused before admission (a wrong secret, another plan or version): final, since another
+  // try holds the same secret and plan.
+  if (scheduler && !st.scheduler_admitted && troupe_code(why) == errc::bad_request)
+    return fail(self, errc::bad_request,
+                "cannot join the scheduler at " + scheduler_address(*st.options) + ", and another "
+                  + "try would fail the same: "
+                  + (st.told ? st.told->reason : reason_text(self->system(), why))
+                  + " (every node needs the scheduler's secret and the same job)");
   if (scheduler && train_on_without_scheduler(self, why))
     return; // a scheduler restarted with --resume takes the run over
   if (scheduler) {
@@ -717,10 +729,6 @@ void on_down(member_actor self, const caf::down_msg& down) {
 // How often a node tries again to reach a scheduler that does not listen yet (a node may start
 // before its scheduler): a retry period, not an ordering of events.
 constexpr auto connect_retry = std::chrono::milliseconds(200);
-
-std::string scheduler_address(const cluster_node_options& o) {
-  return o.scheduler_host + ":" + std::to_string(o.scheduler_port);
-}
 
 } // namespace
 

@@ -464,6 +464,63 @@ TEST_CASE("a shard that does not answer times the request out, naming it", "[clu
   CHECK_THAT(error_text(answer.error()), Catch::Contains("did not answer by its deadline"));
 }
 
+// Stands in for an aggregator in front of a shard: it gives up on every request at the
+// request's deadline and says what it waited for; its failure leaves `late` after the deadline,
+// as a real one's failure frame reaches the requester's node a trip after it.
+push_target_actor spawn_named_giving_up(caf::actor_system& system, caf::timespan late) {
+  using waiting_request = std::pair<caf::typed_response_promise<weight_set>, deadline>;
+  auto waiting = std::make_shared<std::vector<waiting_request>>();
+  return system.spawn([=](push_target_actor::pointer self) -> push_target_actor::behavior_type {
+    // Fails each request whose deadline passed `late` ago, and only those.
+    auto fail_due = [=] {
+      const auto now = deadline::clock::now();
+      auto& all = *waiting;
+      for (auto it = all.begin(); it != all.end();) {
+        if (it->second.at + late > now) {
+          ++it;
+          continue;
+        }
+        it->first.deliver(make_error(errc::timeout, "aggregator 0 waited for compute 3's push"));
+        it = all.erase(it);
+      }
+    };
+    return {
+      [=](push_atom, gradient_push&) -> caf::result<weight_set> {
+        return make_error(errc::bad_request, "no pushes here");
+      },
+      [=](pull_atom, deadline due) -> caf::result<weight_set> {
+        if (!self->current_sender()) {
+          fail_due(); // the timer below
+          return make_error(errc::timeout, "the timer's own pull");
+        }
+        waiting->emplace_back(self->make_response_promise<weight_set>(), due);
+        caf::delayed_anon_send(push_target_actor{self}, due.left() + late, pull_atom::value,
+                               deadline{});
+        return waiting->back().first;
+      },
+    };
+  });
+}
+
+TEST_CASE("a far hop's failure that names its cause at the deadline reaches the requester",
+          "[cluster][link]") {
+  local_node_config config = network_config();
+  caf::actor_system system{config};
+  server_node server(spawn_named_giving_up(system, 60ms));
+  auto options = options_for(node_kind::worker, "worker 0");
+  options.heartbeat_interval = 20ms; // ticks every 10 ms: well inside the failure's trip
+  worker_node worker(server.port, options);
+  caf::scoped_actor self{worker.system};
+  for (int request = 0; request < 5; ++request) {
+    INFO("request " << request);
+    auto answer =
+      ask(self, worker.remote, caf::make_message(pull_atom::value, deadline::after(100ms)));
+    REQUIRE_FALSE(answer);
+    CHECK(troupe_code(answer.error()) == errc::timeout);
+    CHECK_THAT(error_text(answer.error()), Catch::Contains("waited for compute 3's push"));
+  }
+}
+
 TEST_CASE("a server that goes away fails the link's requests with peer_down", "[cluster][link]") {
   auto server = std::make_unique<server_node>();
   worker_node worker(server->port);

@@ -21,13 +21,19 @@
 
 namespace troupe {
 
-/// How long an originator waits past its request's deadline for the hop that gave up on it to
-/// say why. Small next to any deadline; large next to a failure frame's trip between nodes.
 /// The longest wait a request is given: about a century. CAF adds a request's timeout to the
 /// clock's now, so a bound near the largest timespan would itself wrap around.
 inline constexpr caf::timespan longest_wait = std::chrono::hours(24 * 365 * 100);
 
+/// How long an originator waits past its request's deadline for the hop that gave up on it to
+/// say why. Small next to any deadline; large next to a failure frame's trip between nodes.
 inline constexpr caf::timespan answer_grace = std::chrono::milliseconds(500);
+
+/// How long a channel holds a request past its deadline for the far hop's failure frame, sent
+/// at the deadline, to arrive before it fails the request itself without the cause. Inside
+/// answer_grace, so the channel's own failure still reaches the originator before CAF's
+/// anonymous timeout does.
+inline constexpr caf::timespan remote_failure_grace = answer_grace / 2;
 
 struct deadline {
   using clock = std::chrono::steady_clock;

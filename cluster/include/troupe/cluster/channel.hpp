@@ -13,10 +13,13 @@
 //     -> skeleton (a function of the interface's codec table, inside the channel)
 //     -> the serving actor, found in the serving_registry by (interface, index)
 //
-// Deadlines: a request carries the deadline its originator set (call_atom's deadline); the
-// channel fails it with errc::timeout naming what it waited for once that deadline passes
-// (checked every tick: at most half a heartbeat interval late), and the frame carries the time
-// left, from which the peer's skeleton makes the deadline of its own request to the target.
+// Deadlines: a request carries the deadline its originator set (call_atom's deadline), and the
+// frame carries the time left, from which the peer's skeleton makes the deadline of its own
+// request to the target. The far hop gives up at that deadline and answers with a failure
+// naming what it waited for; so the channel holds the request `remote_failure_grace` past the
+// deadline (deadline.hpp) for that failure to arrive, and only then fails it itself with
+// errc::timeout naming the silent target (checked every tick, which is at most half that grace
+// long, so the originator's own wait, the grace of answer_grace, is never reached first).
 // The channel's own limits are about the connection (heartbeat, connection_timeout).
 //
 // What fails, and how:
@@ -62,6 +65,8 @@
 #include <troupe/cluster/wire_messages.hpp>
 
 namespace troupe {
+
+class log_budget; // cluster/log_budget.hpp
 
 struct channel_options {
   /// A link needs the secret: there is no unauthenticated mode.
@@ -113,6 +118,10 @@ struct channel_options {
   /// from the link's thread until the link has terminated: what it refers to must live as
   /// long (e.g. longer than the actor system).
   std::function<void(const std::string&)> log;
+  /// How many refusals of peers not yet admitted this link may log (a listener's channels share
+  /// one: a peer retrying with a wrong secret in a loop would fill the log); null: every one.
+  /// A listener given none makes one of 5 lines per 10 s.
+  std::shared_ptr<log_budget> refusal_budget;
 };
 
 /// Connects to `host:port` and returns the channel once the connection stands (admission

@@ -388,6 +388,7 @@ void spawn_node_part(caf::actor_system& system, const training_job& job, const p
     job.epochs * plan.steps_per_epoch, job.nodes.adopt_on_worker_loss && options.node >= 0);
   part.targets = std::move(side.targets);
   part.own_shards = std::move(side.shards);
+  part.own_aggregators = std::move(side.aggregators);
   // Stand-ins for targets elsewhere end with the part too.
   for (std::size_t i = 0; i < plan.actors.size(); ++i)
     if (part.targets[i] && !b.here(i))

@@ -63,7 +63,8 @@ push_side spawn_push_side_of_node(caf::actor_system& system, const placement_pla
                                   + " has shape " + shape_string(initial[slot].shape())
                                   + ", the plan says " + shape_string(plan.parameters[slot].shape));
   push_side side{push_targets(plan.actors.size()),
-                 std::vector<param_shard_actor>(plan.actors.size())};
+                 std::vector<param_shard_actor>(plan.actors.size()),
+                 std::vector<aggregator_actor>(plan.actors.size())};
   auto& targets = side.targets;
   // Stand-ins first, for every target on another node that an actor here pushes to.
   for (const auto& r : plan.routes) {
@@ -93,8 +94,9 @@ push_side spawn_push_side_of_node(caf::actor_system& system, const placement_pla
                   ? spawn_compressing_sender(system, targets[down.to], down.compression,
                                              a.name + " -> " + plan.actors[down.to].name)
                   : targets[down.to];
-      targets[i] = spawn_aggregator(
+      side.aggregators[i] = spawn_aggregator(
         system, to, aggregator_options{a.sources, a.need, a.deterministic, a.position, rewindable});
+      targets[i] = side.aggregators[i];
     } else {
       continue;
     }

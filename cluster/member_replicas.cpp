@@ -88,8 +88,7 @@ void promote_backups(member_actor self, int node) {
           for (auto a : s.plan.actors_on(node))
             if (s.plan.actors[a].role == plan_role::aggregator
                 && s.plan.actors[a].shard == s.plan.actors[i].shard)
-              self->send(caf::actor_cast<aggregator_actor>(s.replicas.backups.targets.at(a)),
-                         seed_atom::value, applied);
+              self->send(s.replicas.backups.aggregators.at(a), seed_atom::value, applied);
           if (--*left == 0)
             serve_promoted(self, node);
         },

@@ -30,10 +30,9 @@ std::vector<barrier> barriers_of(const member_state& st) {
     return found;
   for (auto i : st.plan.actors_on(st.part_node)) {
     const auto& a = st.plan.actors[i];
-    if ((a.role != plan_role::aggregator && a.role != plan_role::machine_aggregator)
-        || i >= st.part.targets.size() || !st.part.targets[i])
+    if (i >= st.part.own_aggregators.size() || !st.part.own_aggregators[i])
       continue;
-    barrier b{caf::actor_cast<aggregator_actor>(st.part.targets[i]),
+    barrier b{st.part.own_aggregators[i],
               std::vector<std::string>(static_cast<std::size_t>(a.sources))};
     for (auto r : st.plan.routes_to(i)) {
       const auto& route = st.plan.routes[r];

@@ -92,6 +92,9 @@ struct node_part {
   /// By plan actor index: the shards spawned here, with their own type (forget, snapshot);
   /// null elsewhere.
   std::vector<param_shard_actor> own_shards;
+  /// By plan actor index: the aggregators spawned here, with their own type (waits, stats);
+  /// null elsewhere.
+  std::vector<aggregator_actor> own_aggregators;
   std::vector<std::pair<int, compute_actor>> computes; ///< (worker, compute) spawned here
   coordinator_actor coordinator;                       ///< when the plan puts it here
   checkpoint_actor checkpoint; ///< beside the coordinator, in a run with checkpoints

@@ -75,6 +75,9 @@ struct remote_actors {
 struct push_side {
   push_targets targets;
   std::vector<param_shard_actor> shards;
+  /// By plan index, the aggregators spawned here at their own type (targets[i] may be the
+  /// receiving end of a compressed hop in front of one); null elsewhere.
+  std::vector<aggregator_actor> aggregators;
 };
 
 /// The push side of one process of a cluster run: the shards and aggregators the plan puts

@@ -18,12 +18,22 @@
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/node_part.hpp>
 #include <troupe/graph/zoo.hpp>
+#include <troupe/io/batch_source.hpp>
 #include <troupe/io/checkpoint_parts.hpp>
 #include <troupe/io/dataset.hpp>
 
 namespace troupe {
 
 namespace {
+
+// "12 batches of 32", or what a batch larger than a worker's part really holds.
+std::string steps_text(const placement_plan& plan, std::int64_t examples) {
+  const auto part = examples_in_part(examples, 0, plan.workers);
+  if (plan.train_batch <= part)
+    return std::to_string(plan.steps_per_epoch) + " batches of " + std::to_string(plan.train_batch);
+  return "1 batch of " + std::to_string(part) + " (a batch of " + std::to_string(plan.train_batch)
+         + " is more than a worker's part of the data)";
+}
 
 // Everything one run spawned, and what the end of the run needs.
 struct run_actors {
@@ -118,8 +128,8 @@ void spawn_job(caf::actor_system& system, const training_job& job, const session
   if (auto* log = sinks.output.log)
     *log << "Start training " << reference->name() << " (" << plan.parameter_count
          << " parameters) on " << train_set->description() << ": " << train_set->size()
-         << " examples, " << plan.workers << " worker(s) x " << plan.steps_per_epoch
-         << " batches of " << plan.train_batch << "; "
+         << " examples, " << plan.workers << " worker(s) x " << steps_text(plan, train_set->size())
+         << "; "
          << (job.validate ? "validation on " + validation_set->description() + " ("
                               + std::to_string(validation_set->size()) + " examples)"
                           : std::string("no validation"))

@@ -436,9 +436,13 @@ int bench_command(const std::vector<std::string>& args) {
   int threads = 2;
   bool end_to_end = false;
   session_settings session;
-  flag_set f("bench", "Measures training images/s (forward + backward + SGD momentum update) per "
-                      "model, after warm-up steps, on `--threads` compute threads; with "
-                      "--end-to-end, beside the same job trained through the actors.");
+  flag_set f("bench [transport | decode | scaling]",
+             "Measures training images/s (forward + backward + SGD momentum update) per model, "
+             "after warm-up steps, on `--threads` compute threads; with --end-to-end, beside the "
+             "same job trained through the actors. Other benchmarks, each with its own --help: "
+             "`troupe bench transport` (a model's push and answer between processes, beside plain "
+             "TCP), `troupe bench decode` (JPEG decoding and augmentation), `troupe bench scaling` "
+             "(workers and servers on emulated hosts; root).");
   std::string device = "cpu", cudnn_algorithms = "exact";
   f.add("models", models,
         "comma-separated: mlp, lenet, resnet-20, resnet-110, resnet-50, vgg-16, "

@@ -36,18 +36,21 @@ std::string fixed(double v) {
   return text;
 }
 
-// The model the flags describe, with the checkpoint's weights and worker 0's buffers.
+// The model the flags describe (the network the checkpoint records, unless --network or a
+// config names one), with the checkpoint's weights and worker 0's buffers.
 std::unique_ptr<model> load_model(const train_command_line& cli, const dataset& data,
                                   std::string& path) {
   const auto& ck = cli.output.checkpoint;
   if (ck.prefix.empty() || ck.load_epoch < 0)
     throw usage_error("--model-prefix and --load-epoch name the checkpoint to evaluate");
+  path = existing_checkpoint_path(ck.prefix, ck.load_epoch);
+  const auto c = read_any_checkpoint(ck.prefix, ck.load_epoch);
   auto spec = cli.job.model;
+  if (!c.network.empty() && !cli.given.count("network") && !cli.given.count("config"))
+    spec.network = c.network;
   spec.sample_shape = data.sample_shape();
   spec.classes = data.classes();
   auto m = build_model(spec);
-  path = existing_checkpoint_path(ck.prefix, ck.load_epoch);
-  const auto c = read_any_checkpoint(ck.prefix, ck.load_epoch);
   check_checkpoint_model(c, path, *m);
   auto& params = m->parameters();
   for (std::size_t slot = 0; slot < params.size(); ++slot)

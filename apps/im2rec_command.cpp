@@ -17,6 +17,7 @@
 
 #include "apps/commands.hpp"
 #include "apps/flags.hpp"
+#include "apps/run_output.hpp"
 #include <troupe/io/dataset.hpp>
 #include <troupe/io/image_augment.hpp>
 #include <troupe/io/image_list.hpp>
@@ -147,6 +148,9 @@ int im2rec_command(const std::vector<std::string>& args) {
   check_range("num-thread", o.threads, 1, 1024);
   if (o.list_only && !o.list.empty())
     throw usage_error("--list-only writes a list; it cannot be combined with --lst");
+  // `troupe im2rec data/train images` in a fresh checkout: the folder is made, as for
+  // --model-prefix.
+  make_parent_folder("PREFIX " + o.prefix, o.prefix);
   const auto started = std::chrono::steady_clock::now();
   std::vector<image_list_entry> entries;
   if (o.list.empty()) {

@@ -35,8 +35,9 @@ commands:
 )";
 
 const char* short_usage =
-  "usage: troupe <command> [flags]   (commands: train, eval, node, bench, devices, "
-  "check, graph, launch, im2rec, help; `troupe help` says more)\n";
+  "usage: troupe <command> [flags]\n"
+  "commands: train, eval, node, bench, devices, check, graph, launch, im2rec, help\n"
+  "`troupe help` says what each does; `troupe help COMMAND` describes its flags\n";
 
 } // namespace
 
@@ -46,9 +47,12 @@ int main(int argc, char** argv) {
     std::cerr << short_usage;
     return 2;
   }
-  if (args[0] == "help" && args.size() > 1)
+  const auto is_help = [](const std::string& a) {
+    return a == "help" || a == "--help" || a == "-h";
+  };
+  if (args[0] == "help" && args.size() > 1 && !is_help(args[1]))
     args = {args[1], "--help"}; // `troupe help train` is `troupe train --help`
-  else if (args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+  else if (is_help(args[0])) {
     std::cout << overview;
     return 0;
   }

@@ -17,6 +17,7 @@
 
 #include <troupe/io/atomic_file.hpp>
 #include <troupe/io/checkpoint_file.hpp>
+#include <troupe/kernels/gradient_codec.hpp>
 
 namespace troupe {
 
@@ -74,6 +75,12 @@ std::vector<resolved_value> resolved(const training_job& job, int threads) {
   number("epochs", static_cast<double>(job.epochs));
   number("workers", job.topology.workers);
   name("topology", job.topology.name);
+  // Each hop's encoding, push chain order ("2bit:fit" for a flag; one per hop when routes say).
+  std::string compression;
+  for (const auto& hop : job.topology.compression)
+    if (hop.active())
+      compression += (compression.empty() ? "" : ",") + to_string(hop);
+  name("compression", compression.empty() ? "none" : compression);
   number("shards", job.shards);
   number("threads", threads);
   number("top_k", job.top_k);
@@ -133,6 +140,16 @@ int terminal_columns() {
   return 80;
 }
 
+void make_parent_folder(const std::string& named, const std::string& path) {
+  const auto folder = std::filesystem::path(path).parent_path();
+  std::error_code error;
+  if (!folder.empty())
+    std::filesystem::create_directories(folder, error);
+  if (error)
+    throw io_error(named + ": cannot create the folder " + folder.string() + ": "
+                   + error.message());
+}
+
 // `--model-prefix runs/mlp` in a fresh checkout: the folder is made before the run starts (as
 // MXNet's fit does), not found missing when the first epoch's checkpoint is written. A folder
 // that exists but takes no files (read-only, a file in the way, under /proc) is refused here
@@ -140,13 +157,7 @@ int terminal_columns() {
 void check_prefix_folder(const std::string& prefix) {
   if (prefix.empty())
     return;
-  const auto folder = std::filesystem::path(prefix).parent_path();
-  std::error_code error;
-  if (!folder.empty())
-    std::filesystem::create_directories(folder, error);
-  if (error)
-    throw io_error("--model-prefix " + prefix + ": cannot create the folder " + folder.string()
-                   + ": " + error.message());
+  make_parent_folder("--model-prefix " + prefix, prefix);
   try {
     check_can_create(checkpoint_path(prefix, 0));
   } catch (const io_error& e) {

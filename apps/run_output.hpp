@@ -37,6 +37,9 @@ std::shared_ptr<jsonl_writer> open_metrics_file(const std::string& path, const s
 /// created in it, before the run starts (troupe train, and the scheduler of a cluster run).
 /// Throws io_error naming the prefix and the reason. An empty prefix: nothing to check.
 void check_prefix_folder(const std::string& prefix);
+/// Makes the folder `path` would be written in, with its parents (as `mkdir -p`); throws
+/// io_error "<named>: cannot create the folder F: <reason>".
+void make_parent_folder(const std::string& named, const std::string& path);
 
 /// Columns of the terminal on stdout: COLUMNS when a positive number, else the terminal's
 /// own size (TIOCGWINSZ), else 80.

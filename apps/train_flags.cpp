@@ -59,7 +59,7 @@ struct raw_flags {
   record_flags record; ///< --data-train, --data-val, ... (apps/record_flags.cpp)
   int num_layers = 0, threads = 1, shards = 1, prefetch = 3, num_classes = 10;
   int server_nodes = 0, worker_nodes = 0, top_k = 0, workers = 1, replicas = 1;
-  std::string on_worker_loss = "stop";
+  std::string on_worker_loss; // empty: the topology's default
   std::string compression = "none";
   std::int64_t batch_size = 128, val_batch_size = 500, num_epochs = 10, disp_batches = 100;
   std::int64_t eval_every = 1;
@@ -81,7 +81,8 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("dataset", r.dataset, "fashion-mnist | mnist | cifar10 | synthetic");
   f.add("data-dir", r.data_dir,
         "dataset directory (fashion-mnist: /usr/share/datasets/fashion-mnist)");
-  f.add("batch-size", r.batch_size, "training batch size");
+  f.add("batch-size", r.batch_size,
+        "training examples per step of each compute (a step of W computes trains W times as many)");
   f.add("val-batch-size", r.val_batch_size, "validation batch size");
   f.add("lr", r.lr,
         "initial learning rate (-1: 0.1 for mlp/resnet, 0.05 for lenet/vgg/inception-bn)");
@@ -129,7 +130,7 @@ void declare(flag_set& f, raw_flags& r) {
         "promoted when the server is lost");
   f.add("on-worker-loss", r.on_worker_loss,
         "stop, continue without a lost worker process (async and ssp only), or adopt its computes "
-        "on another worker process (bsp; its default)");
+        "on another worker process (bsp only) (default: adopt in bsp, else stop)");
   f.add("random-crop-pad", r.random_crop_pad,
         "random crop after zero padding, 0 to 64 (-1: 4 for cifar10, else 0)");
   f.add("random-mirror", r.random_mirror, "random horizontal flip 0/1 (-1: 1 for cifar10, else 0)");
@@ -226,7 +227,8 @@ void check_values(const raw_flags& r, const flag_set& f) {
   check_flag("server-nodes", r.server_nodes);
   check_flag("worker-nodes", r.worker_nodes);
   check_flag("replicas", r.replicas);
-  if (r.on_worker_loss != "stop" && r.on_worker_loss != "continue" && r.on_worker_loss != "adopt")
+  if (f.given("on-worker-loss") && r.on_worker_loss != "stop" && r.on_worker_loss != "continue"
+      && r.on_worker_loss != "adopt")
     throw usage_error("--on-worker-loss must be stop, continue or adopt, got " + r.on_worker_loss);
   std::string why;
   if (!parse_compression(r.compression, why))
@@ -359,10 +361,17 @@ std::string flag_of_key(const std::string& key) {
 
 // The data statement --dataset, --image-shape, --num-classes and --num-examples stand for;
 // only what was given is set, so the rest stays the language's default. The synthetic values
-// mean nothing for file datasets and are left out there.
+// mean nothing for a dataset read from files, whose files say them: given there, they are
+// refused rather than left unread.
 void add_data_overrides(const raw_flags& r, const flag_set& f, config_overrides& o) {
   if (!r.record.train.empty() || (f.given("dataset") && r.dataset == "recordio"))
     return add_record_overrides(r.record, f, r.dataset, r.image_shape, r.num_classes, o);
+  if (r.dataset != "synthetic")
+    for (const char* flag : {"image-shape", "num-classes", "num-examples"})
+      if (f.given(flag))
+        throw usage_error(std::string("--") + flag + " describes generated data (--dataset "
+                          + "synthetic) or RecordIO: " + r.dataset
+                          + " takes its shape, classes and examples from its files");
   if (!f.given("dataset"))
     return;
   data_override d;

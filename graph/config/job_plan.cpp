@@ -123,7 +123,13 @@ void print_config(std::ostream& out, const job_config& c) {
   out << std::boolalpha << c.path << ": ok\n";
   show(out, "cluster.servers", c.cluster.servers);
   show(out, "cluster.workers", c.cluster.workers);
-  show(out, "cluster.shards", c.cluster.shards);
+  if (c.cluster.shards.value < c.cluster.servers.value) // the plan gives each server one
+    out << "  cluster.shards = " << c.cluster.servers.value << "  # "
+        << (c.cluster.shards.given ? "line " + std::to_string(c.cluster.shards.span.line) + " says "
+                                   : std::string("default "))
+        << c.cluster.shards.value << ", raised to one per server\n";
+  else
+    show(out, "cluster.shards", c.cluster.shards);
   show(out, "cluster.slice_bytes", c.cluster.slice_bytes);
   show(out, "cluster.group_bytes", c.cluster.group_bytes);
   show(out, "cluster.overlap", c.cluster.overlap);
@@ -131,6 +137,17 @@ void print_config(std::ostream& out, const job_config& c) {
   show(out, "cluster.server_nodes", c.cluster.server_nodes);
   show(out, "cluster.worker_nodes", c.cluster.worker_nodes);
   show(out, "cluster.replicas", c.cluster.replicas);
+  if (c.cluster.on_worker_loss.given)
+    show(out, "cluster.on_worker_loss", c.cluster.on_worker_loss);
+  else
+    out << "  cluster.on_worker_loss = (adopt in bsp, else stop)  # default\n";
+  show(out, "cluster.listen", c.cluster.listen);
+  show(out, "cluster.join_timeout", c.cluster.join_timeout);
+  show(out, "cluster.heartbeat", c.cluster.heartbeat);
+  show(out, "cluster.peer_timeout", c.cluster.peer_timeout);
+  show(out, "cluster.request_timeout", c.cluster.request_timeout);
+  show(out, "cluster.tcp_congestion", c.cluster.tcp_congestion);
+  show(out, "cluster.link_mbit", c.cluster.link_mbit);
   show_data(out, "train", c.train_data);
   show_data(out, "val", c.validation_data);
   show(out, "model.network", c.model.network);
@@ -162,6 +179,13 @@ void print_config(std::ostream& out, const job_config& c) {
   show(out, "train.eval_every", c.run.eval_every);
   show(out, "train.seed", c.run.seed);
   show(out, "train.threads", c.run.threads);
+  {
+    std::vector<std::string> names;
+    for (const auto& d : c.run.devices.value)
+      names.push_back(to_string(d));
+    show(out, "train.devices",
+         located<std::vector<std::string>>{names, c.run.devices.span, c.run.devices.given});
+  }
   show(out, "train.prefetch", c.run.prefetch);
   show(out, "train.display", c.run.display);
   show(out, "train.metrics", c.run.metrics);

@@ -57,9 +57,10 @@ Scenarios:
                  (the refusal names the key that differs, hashes as `troupe check` prints them);
                  a server advertising an address it does not listen on (the worker's error
                  names --listen and --advertise)
-  wrong-secret   a node holding another secret is refused and the job, unharmed, ends with
-                 the same weights; a raw TCP client sending random bytes to the scheduler and
-                 to a server is refused too
+  wrong-secret   a node holding another secret is refused once, says so and exits 1 (no retry:
+                 a refusal is final), and the job, unharmed, ends with the same weights; a raw
+                 TCP client sending random bytes to the scheduler and to a server is refused
+                 too; the scheduler logs each refused peer once
 
   threads        CONFIG without a thread count: the scheduler alone is given --threads 1, the
                  server and workers none; each worker says its computes run on 1 thread, the
@@ -388,6 +389,14 @@ def check_same_weights(cluster, troupe, config, flags, workdir):
         cluster.fail(f"cluster: {got}\nin one process: {reference}")
     if "Validation-accuracy=" not in cluster.text("scheduler", "out"):
         cluster.fail("the scheduler logged no validation accuracy")
+    for name in codes:
+        for stream in ("out", "err"):
+            if "unexpected message" in cluster.text(name, stream):
+                cluster.fail(f"{name} was sent a message it does not take:\n{cluster.text(name, stream)}")
+    # A compressed hop's receiving end stands in front of the aggregator: the barrier's waits
+    # are still asked of the aggregator itself.
+    if "--compression" in flags and "Waited for:" not in cluster.text("scheduler", "out"):
+        cluster.fail("a compressed run's scheduler logged no `Waited for:` line")
     print(f"ok: {len(codes)} processes exited 0; {got} in both")
 
 
@@ -987,15 +996,25 @@ def main(workdir):
                     raw_garbage(target)
                 except OSError as e:
                     cluster.fail(f"cannot reach port {target}: {e}")
-            if intruder.wait(BOUND_S) == 0:
-                cluster.fail("the node with a wrong secret exited 0")
-            if "proof of the cluster secret is wrong" not in cluster.text("intruder", "err"):
+            status = intruder.wait(BOUND_S)
+            said = cluster.text("intruder", "err")
+            if status != 1:
+                cluster.fail(f"the node with a wrong secret exited {status}, not 1:\n{said}")
+            if "proof of the cluster secret is wrong" not in said:
                 cluster.fail("the intruder was not told its proof is wrong")
+            # A refusal is final: no retry (the refusal is no lost scheduler), one line saying so.
+            tries = said.count("refused: its proof of the cluster secret is wrong")
+            if "retries" in said or tries != 1:
+                cluster.fail(f"the refused node tried again ({tries} refusals):\n{said[:2000]}")
             del cluster.procs["intruder"]
             check_same_weights(cluster, troupe, config, flags, workdir)
             if "proof of the cluster secret is wrong" not in cluster.text("scheduler", "err"):
                 print(cluster.text("intruder", "err"))
                 cluster.fail("the scheduler did not log the refused proof")
+            # One intruder and one raw client: a line each, within the refusal log's budget.
+            refusals = len(re.findall(r"refused", cluster.text("scheduler", "err")))
+            if refusals > 5:
+                cluster.fail(f"the scheduler logged {refusals} refusals for two refused peers")
         else:
             raise SystemExit(f"unknown scenario {scenario}")
     finally:

@@ -244,6 +244,101 @@ def case_eval_and_im2rec_output():
     expect(done, 0, r"^im2rec: packed 6 of 6 images in [\d.e-]+ s$", "stdout")
 
 
+def case_check_reads_a_bounded_prefix():
+    # A device or a data file given as a config is refused after a bounded read, by what it is.
+    done = run("check", "/dev/zero")
+    expect(done, 2, r"/dev/zero: not a text file \(a NUL byte at offset 0\)")
+    big = write("big.troupe", "# " + "x" * (1 << 20) + "\nmodel mlp\n")
+    expect(run("check", big), 2, r"big\.troupe: not a config file: longer than 1 MiB")
+
+
+def case_config_text_encoding():
+    # A UTF-8 byte-order mark is skipped; a name that is not ASCII is refused as such.
+    bom = write("bom.troupe", "\ufeffmodel mlp\ntrain { epochs = 1 }\n")
+    done = run("check", bom)
+    assert done.returncode == 0, done.stdout + done.stderr
+    umlaut = write("umlaut.troupe", "cluster { w\u00f6rkers = 2 }\n")
+    expect(run("check", umlaut), 2, r"umlaut\.troupe:1:12: a non-ASCII character: names and keys are ASCII")
+
+
+def case_route_errors_say_what_the_language_has():
+    # `need` is a number: arithmetic is refused by name; compute's keys are those dsl.md explains.
+    arithmetic = write("need.troupe", "topology mine {\n  loader -> compute\n"
+                       "  compute -> aggregate(all, need = workers - 1)\n  aggregate -> shard\n"
+                       "  shard -> compute(all)\n}\n")
+    expect(run("check", arithmetic), 2, r"need\.troupe:3:43: a value is a number, a string, a name or a call: "
+           r"arithmetic \(such as 'workers - 1'\) is not part of the language")
+    unknown = write("key.troupe", "topology mine {\n  loader -> compute\n  compute -> aggregate(all)\n"
+                    "  aggregate -> shard\n  shard -> compute(all, every = 2)\n}\n")
+    expect(run("check", unknown), 2, r"unknown key 'every' in compute \(keys: fan or staleness\)$")
+    dsl = open(os.path.join(here, "..", "..", "docs", "dsl.md")).read()
+    assert "`fan`" in dsl, "dsl.md does not explain compute's key fan"
+
+
+def case_help_fits_and_names_everything():
+    # Bare troupe: a usage within 100 columns; `help --help` is help; bench names its benchmarks;
+    # a flag's help states one default.
+    bare = run()
+    assert bare.returncode == 2 and bare.stderr, bare.stderr
+    assert max(len(line) for line in bare.stderr.splitlines()) <= 100, bare.stderr
+    expect(run("help", "--help"), 0, r"^commands:$", "stdout")
+    bench = run("bench", "--help")
+    for name in ("transport", "decode", "scaling"):
+        assert f"bench {name}" in bench.stdout, bench.stdout
+    train = run("train", "--help").stdout
+    loss = train[train.index("--on-worker-loss"):]
+    loss = loss[:loss.index("\n  -", 1) if "\n  -" in loss[1:] else len(loss)]
+    assert loss.count("default") == 1, loss
+    assert "per step of each compute" in train, "--batch-size does not say it is per compute"
+
+
+def case_flags_are_read_or_refused():
+    # Synthetic-data flags on a dataset read from files are refused, not left unread.
+    for flag, value in (("--num-examples", "600"), ("--num-classes", "5"), ("--image-shape", "1,8,8")):
+        done = run("train", "--dataset", "fashion-mnist", flag, value, "--num-epochs", "1")
+        expect(done, 2, flag + r" describes generated data \(--dataset synthetic\) or RecordIO: "
+               r"fashion-mnist takes its shape, classes and examples from its files")
+    # A batch larger than the data says what a batch then holds.
+    done = run("train", *tiny, "--num-epochs", "1", "--batch-size", "1000000")
+    expect(done, 0, r"1 worker\(s\) x 1 batch of 384 \(a batch of 1000000 is more than a worker's part",
+           "stdout")
+
+
+def case_eval_takes_the_checkpoints_network():
+    # The checkpoint records its network: eval builds that one unless told another.
+    done = run("train", *tiny, "--num-epochs", "1", "--model-prefix", "m")
+    assert done.returncode == 0, done.stderr
+    assert tiny[:2] == ["--network", "mlp"]
+    done = run("eval", *tiny[2:], "--model-prefix", "m", "--load-epoch", "1")
+    expect(done, 0, r"^Evaluated .*m-0001\.safetensors \(mlp\)", "stdout")
+
+
+def case_im2rec_makes_its_folder():
+    # The README's `troupe im2rec data/train images` in a fresh folder: data/ is made.
+    try:
+        import PIL  # noqa: F401
+    except ImportError:
+        print("skipped: no PIL")
+        return
+    folder = os.path.join(work, "images")
+    subprocess.run([sys.executable, os.path.join(here, "make_jpeg_folder.py"), folder, "4", "2", "16x16"],
+                   check=True)
+    done = run("im2rec", "data/train", "images")
+    expect(done, 0, r"^im2rec: packed 4 of 4 images", "stdout")
+    assert os.path.exists(os.path.join(work, "data", "train.rec")), os.listdir(work)
+    open(os.path.join(work, "plain"), "w").close()
+    expect(run("im2rec", "plain/train", "images"), 1, r"PREFIX plain/train: cannot create the folder plain")
+
+
+def case_examples_leave_threads_to_the_host():
+    # A thread count in a shipped example would turn off launch's split of the host's cores.
+    folder = os.path.join(here, "..", "..", "examples")
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".troupe"):
+            text = open(os.path.join(folder, name)).read()
+            assert not re.search(r"\bthreads\s*=", text), name
+
+
 if __name__ == "__main__":
     try:
         globals()["case_" + sys.argv[2]]()

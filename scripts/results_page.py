@@ -112,7 +112,11 @@ def value_text(r, digits=None):
         if r.get("raw_ratio") is not None:
             text += f" ({number(r['raw_ratio'], 2)} of raw)"
         return text
-    text = "-".join(number(x, digits) for x in v) if isinstance(v, list) else number(v, digits)
+    if isinstance(v, list):
+        parts = [number(x, digits) for x in v]
+        text = parts[0] if len(set(parts)) == 1 else "-".join(parts)
+    else:
+        text = number(v, digits)
     unit = r.get("unit") or ""
     return f"{text} {unit}".strip() if unit not in ("%",) else text + unit
 

@@ -5,7 +5,9 @@
 // alternating the two systems so that the machine's slow spells hit both; every round starts
 // fresh processes. Prints steps/s and GB/s (both directions, all workers) per round, the
 // medians, Troupe's share of the raw figure per case, and as its last line
-// `transport/raw: R`, the worst of those shares.
+// `transport/raw: R`, the worst of those shares. With `--results FILE` it also appends each
+// case's share as a record of the results file that docs/benchmarks.md is made from
+// (scripts/results_page.py), with the command, the date, the commit given and the CPU.
 //
 // The same executable plays every part: `--role server|worker` (internal) runs one side and
 // talks to the orchestrating process over its standard input and output.
@@ -17,12 +19,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <ctime>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "apps/bench/raw_transport.hpp"
 #include "apps/bench/transport_roles.hpp"
@@ -184,11 +192,80 @@ int run_role(const std::string& role, const std::string& system, const bench::tr
   return 0;
 }
 
+// This machine's CPU as /proc/cpuinfo names it, with the hardware threads there are.
+std::string machine_text() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string model = "not recorded";
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  return model + ", " + std::to_string(std::thread::hardware_concurrency()) + " cores";
+}
+
+std::string utc_date() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  ::gmtime_r(&now, &utc);
+  char text[16];
+  std::strftime(text, sizeof text, "%Y-%m-%d", &utc);
+  return text;
+}
+
+// The command as a user types it again, without the results file and the commit it names.
+std::string command_text(const std::vector<std::string>& args) {
+  std::string out = "troupe bench transport";
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--results" || args[i] == "--commit") {
+      ++i;
+      continue;
+    }
+    if (args[i].rfind("--results=", 0) != 0 && args[i].rfind("--commit=", 0) != 0)
+      out += " " + args[i];
+  }
+  return out;
+}
+
+// Appends one case's record to the results file (scripts/results_page.py reads it: a later
+// record of the same id replaces an earlier one on the page, the file keeps both).
+void append_result(const std::string& path, const bench_case& c, double ours, double raw,
+                   const std::string& command, const std::string& commit) {
+  const bool local = c.layout.local_sockets;
+  const auto id = "transport/raw/" + std::string(local ? "on/" : "off/") + std::to_string(c.workers)
+                  + "x" + std::to_string(c.layout.servers) + "/" + std::to_string(c.layout.keys)
+                  + "x" + std::to_string(c.layout.key_bytes);
+  const double bytes = 2.0 * c.workers * c.layout.keys * static_cast<double>(c.layout.key_bytes);
+  std::ostringstream detail;
+  detail << std::fixed << std::setprecision(2) << ours << " steps/s (" << bytes * ours / 1e9
+         << " GB/s), plain TCP " << raw << " steps/s";
+  nlohmann::ordered_json record = {{"id", id},
+                                   {"group", "transport"},
+                                   {"figure", case_name(c) + ", over "
+                                                + (local ? "local sockets" : "loopback TCP")
+                                                + ": Troupe's steps/s over plain loopback TCP's"},
+                                   {"value", std::round(ours / raw * 1e4) / 1e4},
+                                   {"unit", "x raw TCP"},
+                                   {"detail", detail.str()},
+                                   {"troupe_steps_s", ours},
+                                   {"raw_steps_s", raw},
+                                   {"command", command},
+                                   {"date", utc_date()},
+                                   {"commit", commit},
+                                   {"machine", machine_text()},
+                                   {"source", "troupe bench transport --results"}};
+  std::ofstream out(path, std::ios::app);
+  out << record.dump() << '\n';
+  if (!out)
+    throw std::runtime_error("bench transport: cannot append to " + path);
+}
+
 } // namespace
 
 int transport_bench_command(const std::vector<std::string>& args) {
   std::string role, system = "troupe", ports, layouts = "1x1,2x2",
-                    patterns = "15x4194304,60x1048576", local_sockets = "on";
+                    patterns = "15x4194304,60x1048576", local_sockets = "on", results,
+                    commit = "not recorded";
   int servers = 1, keys = 15, server = 0, workers = 1, steps = 10, warmup = 3, rounds = 3;
   std::int64_t key_bytes = 4 << 20;
   flag_set f("bench transport",
@@ -202,6 +279,9 @@ int transport_bench_command(const std::vector<std::string>& args) {
   f.add("local-sockets", local_sockets,
         "on: Troupe's workers reach the servers through Unix sockets (as troupe "
         "node does on one host); off: TCP, as the raw system");
+  f.add("results", results,
+        "append each case's Troupe/raw share to this results file (docs/results.jsonl)");
+  f.add("commit", commit, "the commit the results records name");
   f.add("role", role, "internal: server | worker");
   f.add("system", system, "internal: troupe | raw");
   f.add("servers", servers, "internal");
@@ -259,6 +339,8 @@ int transport_bench_command(const std::vector<std::string>& args) {
     worst = std::min(worst, ours / raw);
     std::cout << std::left << std::setw(30) << case_name(c) << std::setw(13) << raw << std::setw(16)
               << ours << std::setw(13) << bytes * ours / 1e9 << ours / raw << '\n';
+    if (!results.empty())
+      append_result(results, c, ours, raw, command_text(args), commit);
   }
   std::cout << "transport/raw: " << std::setprecision(3) << worst << std::endl;
   return 0;

@@ -86,7 +86,12 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.realpath(__file__))
+sys.path.insert(0, HERE)
+# The cluster tests' process handling: beside this script in an installed prefix, else the tests' own.
+sys.path.append(HERE if os.path.exists(os.path.join(HERE, "cluster_run.py")) else
+                os.path.join(os.path.dirname(HERE), "tests", "apps"))
+import cluster_run  # noqa: E402  (the node processes: started, logged and killed as the cluster tests do)
 import emulated_hosts  # noqa: E402
 import results_page  # noqa: E402
 
@@ -407,81 +412,107 @@ def distinct(hosts):
     return list(dict.fromkeys(hosts))
 
 
+class RowNodes(cluster_run.Cluster):
+    """A row's `troupe node` processes, started and killed by the cluster tests' own launcher (each in a
+    session of its own, NAME.out and NAME.err in the row's folder), each inside its emulated host."""
+
+    def __init__(self, troupe, workdir, net, host_of):
+        super().__init__(troupe, workdir)
+        self.net, self.host_of = net, host_of
+
+    def launcher(self, name):
+        return self.net.command(self.host_of[name], [])
+
+    def tail(self, name, n=1500):
+        return "".join(read_text(os.path.join(self.workdir, f"{name}.{s}")) for s in ("out", "err"))[-n:]
+
+
 def run_row(args, troupe, link, workers, workdir, tag="", compute_ms=None):
-    """One row's cluster run; its files in workdir are named w{workers}{tag} (the unshaped rerun: tag '-unshaped').
+    """One row's cluster run; its files are in workdir/w{workers}{tag} (the unshaped rerun: tag '-unshaped').
     The stand-in takes compute_ms per batch (default --compute-ms)."""
     compute_ms = args.compute_ms if compute_ms is None else compute_ms
     colocated = args.servers == "colocated"
     servers = servers_for(args, workers)
-    config = os.path.join(workdir, f"w{workers}{tag}.troupe")
+    rowdir = os.path.join(workdir, f"w{workers}{tag}")
+    os.makedirs(rowdir, exist_ok=True)
+    config = os.path.join(rowdir, "row.troupe")
     write_config(config, args, workers, servers)
     worker_hosts, server_hosts = row_hosts(args, workers)
     hosts = distinct(["scheduler"] + worker_hosts + server_hosts)
-    env = dict(os.environ, TROUPE_SECRET=os.urandom(16).hex())
+    secret = os.urandom(16).hex()
     # A peer timeout well above the default 5 s: at 1 Gbit a pull of a big model (VGG-16: 528 MiB, 4.4 s)
     # is one frame, and the heartbeats queue behind it on the same connection.
     common = ["--config", config, "--progress", "off", "--join-timeout", "120", "--request-timeout", "300",
               "--heartbeat", "2", "--peer-timeout", "60", "--compression", args.compression]
-    logs = {}
     pace = pace_flags(args, link)
-
-    def start(hostset, host, name, argv):
-        logs[name] = open(os.path.join(workdir, f"w{workers}{tag}-{name}.log"), "w+")
-        return hostset.start(host, [troupe, "node"] + argv + common, stdout=logs[name], stderr=subprocess.STDOUT,
-                             env=env)
+    host_of = {"scheduler": "scheduler", **{f"server{i}": h for i, h in enumerate(server_hosts)},
+               **{f"worker{i}": h for i, h in enumerate(worker_hosts)}}
 
     with emulated_hosts.EmulatedHosts(hosts, link) as net:
-        port_file = os.path.join(workdir, f"w{workers}{tag}.port")
-        metrics = os.path.join(workdir, f"w{workers}{tag}.metrics.jsonl")
-        for stale in (port_file, metrics):  # an earlier run's port would send every node to a closed port
-            if os.path.exists(stale):
-                os.remove(stale)
-        sched = start(net, "scheduler", "scheduler",
-                      ["--role", "scheduler", "--scheduler", f"{net.addr['scheduler']}:0", "--port-file", port_file,
-                       "--metrics", metrics])
-        deadline = time.time() + 60
-        while not (os.path.exists(port_file) and open(port_file).read().strip()):
-            if sched.poll() is not None or time.time() > deadline:
-                raise BenchError(f"the scheduler did not listen: {tail(logs['scheduler'])}")
-            time.sleep(0.05)
-        at = ["--scheduler", f"{net.addr['scheduler']}:{int(open(port_file).read())}"]
-        procs = {}
-        for i in range(servers):
-            addr = net.addr[server_hosts[i]]
-            procs[f"server{i}"] = start(net, server_hosts[i], f"server{i}",
-                                        ["--role", "server", "--rank", str(i), "--listen", addr] + at + pace)
-        for i in range(workers):
-            procs[f"worker{i}"] = start(net, f"worker{i}", f"worker{i}",
-                                        ["--role", "worker", "--rank", str(i), "--advertise", net.addr[f"worker{i}"],
-                                         "--compute-stand-in-ms", f"{compute_ms:g}"] + at + pace)
-        # the host's CPU over the timed epochs (epoch_window), and our nodes' own CPU over the same
-        # time (the host's may include other work)
-        deadline, polls = time.time() + ROW_BOUND_S, []
-        rss = {"worker": 0, "server": 0}  # the largest peak resident KiB of a node of each role
-        everyone = list(procs.values()) + [sched]
-        while sched.poll() is None:
-            if time.time() > deadline:
-                raise BenchError(f"{workers} worker(s): the run did not end within {ROW_BOUND_S} s")
-            sample = (cpu_ticks(), sum(process_ticks(p.pid) for p in everyone), time.time())
-            done = len(epoch_records(read_text(metrics)))
-            polls.append((done, sample, all(p.poll() is None for p in everyone)))
-            for name, p in procs.items():
-                role = name.rstrip("0123456789")
-                rss[role] = max(rss[role], peak_rss_kib(p.pid))
-            time.sleep(0.1)
-        mark, end = epoch_window(polls, args.epochs)
+        nodes = RowNodes(troupe, rowdir, net, host_of)
+        try:
+            return measure_row(args, nodes, net, workers, servers, server_hosts, colocated, compute_ms,
+                               common + pace, secret)
+        finally:
+            nodes.kill_all()
+
+
+def measure_row(args, nodes, net, workers, servers, server_hosts, colocated, compute_ms, common, secret):
+    """Starts a row's nodes (RowNodes), samples the host's CPU and the nodes' memory until the scheduler ends,
+    and reads the row's figures from the scheduler's metrics file."""
+    port_file = os.path.join(nodes.workdir, "scheduler.port")
+    metrics = os.path.join(nodes.workdir, "metrics.jsonl")
+    for stale in (port_file, metrics):  # an earlier run's port would send every node to a closed port
+        if os.path.exists(stale):
+            os.remove(stale)
+
+    def start(name, argv):
+        return nodes.start(name, argv + common, secret=secret)
+
+    sched = start("scheduler", ["--role", "scheduler", "--scheduler", f"{net.addr['scheduler']}:0",
+                                "--port-file", port_file, "--metrics", metrics])
+    deadline = time.time() + 60
+    while not read_text(port_file).strip():
+        if sched.poll() is not None or time.time() > deadline:
+            raise BenchError(f"the scheduler did not listen: {nodes.tail('scheduler')}")
+        time.sleep(0.05)
+    at = ["--scheduler", f"{net.addr['scheduler']}:{int(read_text(port_file))}"]
+    procs = {}
+    for i in range(servers):
+        procs[f"server{i}"] = start(f"server{i}", ["--role", "server", "--rank", str(i), "--listen",
+                                                   net.addr[server_hosts[i]]] + at)
+    for i in range(workers):
+        procs[f"worker{i}"] = start(f"worker{i}", ["--role", "worker", "--rank", str(i), "--advertise",
+                                                   net.addr[f"worker{i}"], "--compute-stand-in-ms",
+                                                   f"{compute_ms:g}"] + at)
+    # the host's CPU over the timed epochs (epoch_window), and our nodes' own CPU over the same
+    # time (the host's may include other work)
+    deadline, polls = time.time() + ROW_BOUND_S, []
+    rss = {"worker": 0, "server": 0}  # the largest peak resident KiB of a node of each role
+    everyone = list(procs.values()) + [sched]
+    while sched.poll() is None:
+        if time.time() > deadline:
+            raise BenchError(f"{workers} worker(s): the run did not end within {ROW_BOUND_S} s")
+        sample = (cpu_ticks(), sum(process_ticks(p.pid) for p in everyone), time.time())
+        done = len(epoch_records(read_text(metrics)))
+        polls.append((done, sample, all(p.poll() is None for p in everyone)))
         for name, p in procs.items():
-            try:
-                p.wait(60)
-            except subprocess.TimeoutExpired:
-                raise BenchError(f"{name} still runs 60 s after the scheduler ended")
-        failed = {n: p.returncode for n, p in list(procs.items()) + [("scheduler", sched)] if p.returncode}
-        if failed:
-            raise BenchError(f"{workers} worker(s): exit statuses {failed}; scheduler: {tail(logs['scheduler'])}")
+            role = name.rstrip("0123456789")
+            rss[role] = max(rss[role], peak_rss_kib(p.pid))
+        time.sleep(0.1)
+    mark, end = epoch_window(polls, args.epochs)
+    for name, p in procs.items():
+        try:
+            p.wait(60)
+        except subprocess.TimeoutExpired:
+            raise BenchError(f"{name} still runs 60 s after the scheduler ended")
+    failed = {n: p.returncode for n, p in list(procs.items()) + [("scheduler", sched)] if p.returncode}
+    if failed:
+        raise BenchError(f"{workers} worker(s): exit statuses {failed}; scheduler: {nodes.tail('scheduler')}")
     times, traffic = parse_metrics(read_text(metrics))
     timed = [e for e in sorted(times) if e >= 1]
     if not timed:
-        raise BenchError(f"{workers} worker(s): no timed epoch in the scheduler's metrics: {tail(logs['scheduler'])}")
+        raise BenchError(f"{workers} worker(s): no timed epoch in the scheduler's metrics: {nodes.tail('scheduler')}")
     host_cpu = nodes_cpu = float("nan")  # a run shorter than two samples: unmeasured, counted CPU-bound
     if mark is not None and end is not None and end[2] > mark[2]:
         total, idle = end[0][0] - mark[0][0], end[0][1] - mark[0][1]

@@ -110,7 +110,7 @@ MODELS = {
 # time at the end of every step (the worker waits for the last answers), and a link's share shrinks as the
 # servers grow. ResNet-50, 1 worker, 1 Gbit: 979 ms a step with 4 MiB slices, 919 with 1 MiB; 4 workers and
 # servers: 902 ms with 512 KiB against 915 with 1 MiB, VGG-16 the same with both; 256 KiB costs the host more
-# than it gains (docs/benchmarks.md, tenth and eleventh looks).
+# than it gains (docs/notes/benchmarks-notebook.md, tenth and eleventh looks).
 SLICE_BYTES = 512 << 10
 CPU_BOUND = 0.90  # share of the host's cores busy from which a row counts as CPU-bound
 GOAL = 0.90  # the ratio max(compute, floor) / step every row not CPU-bound should reach (issue 20)

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Tests of scripts/bench_pslite.py (ps-lite beside `troupe bench scaling`), its parts that need neither
-root nor ps-lite (ps-lite is built outside the project; the runs themselves are in docs/benchmarks.md).
+root nor ps-lite (ps-lite is built outside the project; the figures are in docs/benchmarks.md, the runs
+in docs/notes/benchmarks-notebook.md).
 
 usage: bench_pslite_test.py pure
        bench_pslite_test.py plan TROUPE

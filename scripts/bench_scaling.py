@@ -1,84 +1,94 @@
 #!/usr/bin/env python3
 """`troupe bench scaling`: how training throughput scales with workers over an emulated network.
 
-usage: troupe bench scaling --model M --link RATE[,LATENCY] --workers 1,2,4,8 --servers S|equal|colocated
-                            --compute-ms T [--batch 32] [--steps 10] [--epochs 3] [--no-priority] [--no-pace]
+usage: troupe bench scaling --model M --link RATE[,LATENCY] --compute-ms T
+                            [--workers 1,2,4,8] [--servers S|equal|colocated] [--batch 32]
+                            [--steps 10] [--epochs 3] [--no-priority] [--no-pace]
                             [--compression C] [--computes-per-worker N] [--topology bsp|async]
-                            [--epoch-examples E] [--slice-bytes N] [--tcp-congestion auto|system|NAME]
-                            [--host-check auto|all|off]
+                            [--epoch-examples E] [--slice-bytes N]
+                            [--tcp-congestion auto|system|NAME] [--host-check auto|all|off]
+                            [--results FILE] [--commit TEXT]
 
-Every row is one BSP cluster run (scheduler, S servers, W workers: `troupe node`), each node on an emulated
-host of its own (scripts/emulated_hosts.py: a network namespace, the link shaped with tc tbf at RATE both
-ways), the workers' computes replaced by stand-ins that take T ms per batch and push gradients of the
-model's real shapes (`--compute-stand-in-ms`). `--servers equal`: as many servers as workers, on hosts of
-their own; a number: that many server hosts; `colocated`: server i on worker i's host (as many as workers).
-`--no-priority`: the links write pushes and answers in backward's order (cluster.priority = false), to compare
-with the default, first layers first (docs/protocol.md, "Priority").
-The nodes are told the link's rate (`troupe node --link-mbit`): each paces its links at an equal share of it,
-and with several workers they write each step's pushes in one fixed order, the same on every worker
-(docs/protocol.md, "A fixed push order"; one worker writes each push as it comes, by rank); `--no-pace`
-leaves that out, to compare.
-`--computes-per-worker N`: N stand-in computes (devices) on each worker host, summed on the host before
-they push, as MXNet's kvstore sums a machine's GPUs: `hierarchical(machines = W)` under `--topology bsp`
-(dist_sync), and under `--topology async` (dist_async) the host's sum pushed straight to the shards, which
-answer each host on its own (the local_sync route set of examples/fashion_local_sync.troupe); with N = 1,
-async is the `async` preset. A host's bytes per step are the model's either way.
-`--slice-bytes N`: parameters above N bytes travel in slices of at most N (default 512 KiB; see SLICE_BYTES).
-`--tcp-congestion X`: the links' TCP congestion control (cluster.tcp_congestion; default auto: cubic where the
-nodes may set it; docs/operations.md says why), printed in the table's header as it resolved.
+Every row is one BSP cluster run (scheduler, S servers, W workers: `troupe node`), each node on an
+emulated host of its own (scripts/emulated_hosts.py: a network namespace, the link shaped with tc
+tbf at RATE both ways), the workers' computes replaced by stand-ins that take T ms per batch and
+push gradients of the model's real shapes (`--compute-stand-in-ms`). `--servers equal`: as many
+servers as workers, on hosts of their own; a number: that many server hosts; `colocated`: server i
+on worker i's host (as many as workers).
+`--no-priority`: the links write pushes and answers in backward's order (cluster.priority = false),
+to compare with the default, first layers first (docs/protocol.md, "Priority").
+The nodes are told the link's rate (`troupe node --link-mbit`): each paces its links at an equal
+share of it, and with several workers they write each step's pushes in one fixed order, the same on
+every worker (docs/protocol.md, "A fixed push order"; one worker writes each push as it comes, by
+rank); `--no-pace` leaves that out, to compare.
+`--computes-per-worker N`: N stand-in computes (devices) on each worker host, summed on the host
+before they push, as MXNet's kvstore sums a machine's GPUs: `hierarchical(machines = W)` under
+`--topology bsp` (dist_sync), and under `--topology async` (dist_async) the host's sum pushed
+straight to the shards, which answer each host on its own (the local_sync route set of
+examples/fashion_local_sync.troupe); with N = 1, async is the `async` preset. A host's bytes per
+step are the model's either way.
+`--slice-bytes N`: parameters above N bytes travel in slices of at most N (default 512 KiB; see
+SLICE_BYTES).
+`--tcp-congestion X`: the links' TCP congestion control (cluster.tcp_congestion; default auto: cubic
+where the nodes may set it; docs/operations.md says why), printed in the table's header as it
+resolved.
 `--epoch-examples E`: also print, per row, the time and the bytes per node of an epoch of E examples
 (E / (W * N * batch) steps, rounded up), the measured step scaled, beside the arithmetic.
 
 The physical limit of a parameter-server step, with M the model's bytes and B the link's rate per
 direction: every worker pushes M and pulls M (at once: links are full duplex), every server takes in
-W*M/S, so a step moves its bytes no faster than floor = max(M/B, W*M/(S*B)) on separate hosts; colocated,
-each host sends the other W-1 servers their shares and answers the other W-1 workers from its own share:
-floor = 2*M*(W-1)/(W*B). A step cannot take less than max(compute, floor).
+W*M/S, so a step moves its bytes no faster than floor = max(M/B, W*M/(S*B)) on separate hosts;
+colocated, each host sends the other W-1 servers their shares and answers the other W-1 workers from
+its own share: floor = 2*M*(W-1)/(W*B). A step cannot take less than max(compute, floor).
 
-Per row it prints: samples/s (W*batch / step), speed-up and efficiency against the one-worker row, the
-measured step (median of the epochs after the first, epoch time / steps) beside max(compute, floor) and
-their ratio, bytes per worker and per server per step measured (the exact counts in the scheduler's metrics file) beside the
-arithmetic (M each way per worker; W*M/S each way per server), the host machine's CPU use during the timed
-epochs (all cores, /proc/stat; in parentheses the share of it the run's own processes took) and the largest peak
-resident memory of a worker and of a server (`worker, server RSS MiB`). A row is marked CPU-bound when the
-host's cores were at least 90% busy: there the machine, not the emulated network, was the limit. A row
-below the goal (ratio < 0.9) and not CPU-bound is run once more on the same hosts with their links unshaped
-(no tc; latency too), the nodes not told a rate: the `unshaped step ms` column. If even then its step is
-longer than max(compute, floor) / 0.9, the host cannot reach the goal whatever the network does (a thread
-of a node, not the whole machine, can be the limit: a reader copying a VGG-16 model at 10 Gbit), and the
-row is marked host-bound. The same rows (but one worker beside its only server, whose bytes cross no link)
-also get the `raw TCP step ms` column: the step's bytes moved by
-plain TCP sockets on the same shaped hosts (scripts/emulated_hosts.py, measure_exchange: every worker sends M/S
-to and receives M/S from every server on another host, all at once, one connection per pair, no compute,
-the median of RAW_ROUNDS rounds), with the congestion control and pacing the nodes use. Where max(compute, raw) is longer
-than max(compute, floor) / 0.9, the emulated network does not carry the goal's bytes even for plain TCP on this
-machine (tbf's and the veths' own work, TCP between many flows through one shaper), and the row is marked
-TCP-bound; its `ratio to raw` compares Troupe with that plain TCP step instead. A checked row neither host-
-nor TCP-bound is run once more at half the pace: the link's rate halved (its latency doubled) and the stand-in's
-time doubled, so that max(compute, floor) doubles with the same bytes and the same messages, and the host has
-twice the time for the same work (the `half-pace step ms (ratio)` column, the ratio against twice the bound).
-If that run reaches the goal and loses at most half the milliseconds the row lost, what the row lost went with
-the pace asked of the host's 2 cores (the kernel's work for every emulated link, the nodes' copies and sums),
-not with a fixed cost of a step (a wait of Troupe's would stay) nor with the network's arithmetic (which the
-half pace keeps), and the row is marked CPU-bound too. `--host-check all` reruns every row so, `off` none
-(default `auto`). The last two lines are `scaling/raw TCP: R`, the worst max(compute, raw) / step over the rows
-with a raw step, neither CPU-bound nor host-bound, and `scaling/floor: R`, the worst ratio max(compute, floor) /
-step over the rows neither CPU-bound, host-bound nor TCP-bound.
+Per row it prints: samples/s (W*batch / step), speed-up and efficiency against the one-worker row,
+the measured step (median of the epochs after the first, epoch time / steps) beside max(compute,
+floor) and their ratio, bytes per worker and per server per step measured (the exact counts in the
+scheduler's metrics file) beside the arithmetic (M each way per worker; W*M/S each way per server),
+the host machine's CPU use during the timed epochs (all cores, /proc/stat; in parentheses the share
+of it the run's own processes took) and the largest peak resident memory of a worker and of a server
+(`worker, server RSS MiB`). A row is marked CPU-bound when the host's cores were at least 90% busy:
+there the machine, not the emulated network, was the limit. A row below the goal (ratio < 0.9) and
+not CPU-bound is run once more on the same hosts with their links unshaped (no tc; latency too), the
+nodes not told a rate: the `unshaped step ms` column. If even then its step is longer than
+max(compute, floor) / 0.9, the host cannot reach the goal whatever the network does (a thread of a
+node, not the whole machine, can be the limit: a reader copying a VGG-16 model at 10 Gbit), and the
+row is marked host-bound. The same rows (but one worker beside its only server, whose bytes cross no
+link) also get the `raw TCP step ms` column: the step's bytes moved by plain TCP sockets on the same
+shaped hosts (scripts/emulated_hosts.py, measure_exchange: every worker sends M/S to and receives
+M/S from every server on another host, all at once, one connection per pair, no compute, the median
+of RAW_ROUNDS rounds), with the congestion control and pacing the nodes use. Where max(compute, raw)
+is longer than max(compute, floor) / 0.9, the emulated network does not carry the goal's bytes even
+for plain TCP on this machine (tbf's and the veths' own work, TCP between many flows through one
+shaper), and the row is marked TCP-bound; its `ratio to raw` compares Troupe with that plain TCP
+step instead. A checked row neither host- nor TCP-bound is run once more at half the pace: the
+link's rate halved (its latency doubled) and the stand-in's time doubled, so that max(compute,
+floor) doubles with the same bytes and the same messages, and the host has twice the time for the
+same work (the `half-pace step ms (ratio)` column, the ratio against twice the bound). If that run
+reaches the goal and loses at most half the milliseconds the row lost, what the row lost went with
+the pace asked of the host's 2 cores (the kernel's work for every emulated link, the nodes' copies
+and sums), not with a fixed cost of a step (a wait of Troupe's would stay) nor with the network's
+arithmetic (which the half pace keeps), and the row is marked CPU-bound too. `--host-check all`
+reruns every row so, `off` none (default `auto`). The last two lines are `scaling/raw TCP: R`, the
+worst max(compute, raw) / step over the rows with a raw step, neither CPU-bound nor host-bound, and
+`scaling/floor: R`, the worst ratio max(compute, floor) / step over the rows neither CPU-bound,
+host-bound nor TCP-bound.
 
-`--results FILE`: also append one record per row to FILE (docs/results.jsonl: scripts/results_page.py makes
-docs/benchmarks.md's tables from it), stamped with the date, the commit (--commit, else the git commit of
-the checkout this script is in) and the machine's CPU. A run with the defaults of --compression, --topology,
---computes-per-worker, --slice-bytes, --tcp-congestion and with priority and pacing on is a figure of the
-page's scaling table (group "scaling"); any other is kept as group "scaling-variant", named by what differs.
+`--results FILE`: also append one record per row to FILE (docs/results.jsonl:
+scripts/results_page.py makes docs/benchmarks.md's tables from it), stamped with the date, the
+commit (--commit, else the git commit of the checkout this script is in) and the machine's CPU. A
+run with the defaults of --compression, --topology, --computes-per-worker, --slice-bytes,
+--tcp-congestion and with priority and pacing on is a figure of the page's scaling table (group
+"scaling"); any other is kept as group "scaling-variant", named by what differs.
 
-Needs root (namespaces, tc): refuses otherwise, saying so (exit 77).
-"""
+Needs root (namespaces, tc): refuses otherwise, saying so (exit 77)."""
 import argparse
 import json
 import math
 import os
 import re
 import shlex
+import shutil
 import socket
 import statistics
 import subprocess
@@ -704,8 +714,11 @@ def check_layout(p, args):
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="troupe bench scaling", description=__doc__.split("\n\n", 1)[1],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    # The description is the module's text after its title and usage (argparse prints its own usage),
+    # the help at most 100 columns wide, as the rest of troupe's help.
+    p = argparse.ArgumentParser(prog="troupe bench scaling", description=__doc__.split("\n\n", 2)[2],
+                                formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(
+                                    prog, width=min(100, shutil.get_terminal_size().columns)))
     p.add_argument("--troupe", default=None, help=argparse.SUPPRESS)
     p.add_argument("--model", required=True, choices=sorted(MODELS), help="a zoo model")
     p.add_argument("--link", required=True, help="RATE[,LATENCY] of every host's link, e.g. 1gbit or 10gbit")
@@ -819,7 +832,6 @@ def main(argv):
     except (BenchError, RuntimeError) as e:
         print(f"troupe bench scaling: {e} (logs in {workdir})", file=sys.stderr)
         return 1
-    import shutil
     shutil.rmtree(workdir, ignore_errors=True)
     return 0
 

@@ -300,6 +300,12 @@ def check_arithmetic():
         fail("a run whose last epoch line never came: its window ends at the last sample with every node running")
     if bs.epoch_window(polls[:1], 3) != (None, None) or bs.epoch_window([(3, "a", True)], 3) != ("a", None):
         fail("a run with no sample after epoch 0, or none after it: no window")
+    # --help: one usage (argparse's), every line within 100 columns however wide the terminal
+    shown = subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "scripts", "bench_scaling.py"), "--help"],
+                           capture_output=True, text=True, timeout=60, env=dict(os.environ, COLUMNS="200"))
+    wide = [line for line in shown.stdout.splitlines() if len(line) > 100]
+    if shown.returncode != 0 or shown.stdout.count("usage:") != 1 or wide:
+        fail(f"--help: {shown.stdout.count('usage:')} usage blocks, {len(wide)} lines over 100 columns: {wide[:2]}")
     print("ok: arithmetic: floors, bytes, judgement, parsing, refusals, --no-priority, pacing, slices, congestion control, "
           "computes per host and the timed epochs' window")
 

@@ -119,7 +119,7 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
   if (st.listener && st.worker_links.empty())
     self->send_exit(st.listener, caf::exit_reason::user_shutdown);
   st.outcome = std::move(reason);
-  self->delayed_send(self, goodbye_grace, grace_over_atom::value);
+  self->delayed_send(self, st.options->clocks().goodbye_grace(), grace_over_atom::value);
   answer(self);
 }
 
@@ -572,7 +572,7 @@ void on_assignment(member_actor self, const assignment_message& a) {
       }
       return say_ready(self, node, 0);
     }
-    self->request(st.listener, std::chrono::seconds(30), port_atom::value)
+    self->request(st.listener, st.options->clocks().port_wait(), port_atom::value)
       .then([=](std::uint16_t port) { say_ready(self, node, port); },
             [=](caf::error& err) {
               fail(self, errc::peer_down,
@@ -756,7 +756,7 @@ void join_over(member_actor self, const channel_actor& link) {
   // The scheduler assigns once everyone joined, within its own join timeout; a spare waits
   // for a loss, however long (the scheduler's end ends it too).
   if (!st.options->spare)
-    self->delayed_send(self, st.options->join_timeout * 2 + std::chrono::seconds(5),
+    self->delayed_send(self, st.options->clocks().assignment_wait(),
                        assignment_deadline_atom::value);
   else
     log_node_line(*st.options,
@@ -952,8 +952,9 @@ void run_member(caf::actor_system& system, const cluster_node_options& options) 
   caf::scoped_actor blocking{system};
   blocking->send(node, connect_atom::value);
   caf::error failure;
-  const auto bound = options.join_timeout * 2 + std::chrono::hours(24 * 365);
-  blocking->request(node, bound, run_atom::value)
+  // A member runs as long as its scheduler's run: the node's own deadlines (join, assignment,
+  // peers, the scheduler's) end it, so this request is given the longest wait there is.
+  blocking->request(node, longest_wait, run_atom::value)
     .receive([&](bool) {}, [&](caf::error& err) { failure = std::move(err); });
   blocking->send_exit(node, caf::exit_reason::user_shutdown);
   blocking->wait_for(node);

@@ -140,10 +140,9 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
                         + shortest_number(range_of_key("cluster.backward_ms").max)
                         + " milliseconds, got " + shortest_number(c.backward_ms.value));
   }
-  if (c.peer_timeout.value <= 2 * c.heartbeat.value) {
+  if (!peer_timeout_fits(c.heartbeat.value, c.peer_timeout.value)) {
     const auto& at = k.find("peer_timeout") ? *k.find("peer_timeout") : *k.find("heartbeat");
-    r.fail(at.span,
-           "peer_timeout must exceed twice heartbeat (a peer is lost after missing heartbeats)");
+    r.fail(at.span, std::string("peer_timeout ") + peer_timeout_rule);
   }
   if ((c.server_nodes.value == 0) != (c.worker_nodes.value == 0)) {
     const auto& given =

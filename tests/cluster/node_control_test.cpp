@@ -1695,7 +1695,7 @@ CAF_TEST(member_server_ends_after_the_grace_when_a_worker_does_not_close) {
   lost(scheduler, "the connection to the scheduler closed");
   CAF_REQUIRE(last_of<shutdown_message>(to_worker) != nullptr);
   CAF_CHECK(!result->answered);
-  advance_time(goodbye_grace);
+  advance_time(options.clocks().goodbye_grace());
   settle();
   CAF_CHECK(result->answered);
   CAF_CHECK(contains(result->error, "lost the scheduler at"));

@@ -33,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include <caf/actor.hpp>
@@ -41,6 +42,7 @@
 #include <troupe/actors/timeouts.hpp>
 #include <troupe/actors/training_session.hpp>
 #include <troupe/cluster/admission.hpp>
+#include <troupe/cluster/cluster_clocks.hpp>
 #include <troupe/cluster/wire_messages.hpp>
 #include <troupe/graph/job.hpp>
 
@@ -55,8 +57,8 @@ public:
   /// scheduler has ended, its members told and their links closed, or `bound` passed; at
   /// once when no scheduler runs. Thread-safe.
   void interrupt(const std::string& why, std::chrono::milliseconds bound);
-  /// Whether interrupt() was called: the run that ends then is the interrupted one, and the
-  /// thread that interrupted it ends the process (run_scheduler waits for that).
+  /// Whether interrupt() was called: the run that ends then is the interrupted one
+  /// (run_scheduler throws run_interrupted).
   bool interrupted() const;
   // run_scheduler's: the scheduler to interrupt while it runs.
   void arm(caf::actor_system& system, caf::actor scheduler);
@@ -107,6 +109,8 @@ struct cluster_node_options {
   std::chrono::milliseconds join_timeout{120000};
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds connection_timeout{5000};
+  /// Every wait derived from join_timeout and connection_timeout (cluster_clocks.hpp).
+  cluster_clocks clocks() const { return cluster_clocks{join_timeout, connection_timeout}; }
   /// The actors' own deadlines (a step, an epoch).
   request_timeouts timeouts;
   /// Compute threads this node was given (--threads, the config's train.threads); 0: none.
@@ -155,11 +159,18 @@ struct cluster_node_options {
   std::function<void(const std::string&)> log;
 };
 
+/// What run_scheduler throws once options.interrupt ended the run: the caller, which
+/// interrupted it, says so and ends the process its own way.
+class run_interrupted : public std::runtime_error {
+public:
+  run_interrupted() : std::runtime_error("the run was interrupted") {}
+};
+
 /// Runs the scheduler of `job` (whose nodes name the server and worker processes): waits for
 /// them to join, assigns their parts, trains, writes `output` as `troupe train` does and
 /// returns the result with the final weights pulled from the servers. Throws troupe_error
-/// naming the node and the reason when the run fails, std::invalid_argument for a job that
-/// is not a cluster job.
+/// naming the node and the reason when the run fails, run_interrupted after an interrupt,
+/// std::invalid_argument for a job that is not a cluster job.
 training_result run_scheduler(caf::actor_system& system, const training_job& job,
                               const cluster_node_options& options, const session_output& output);
 

@@ -122,10 +122,6 @@ enum class member_phase {
 };
 const char* to_string(member_phase phase);
 
-/// How long a node that says goodbye waits for its peers to close their ends (so the frame
-/// is read before its process exits) before it answers anyway. The one place this is set.
-constexpr std::chrono::seconds goodbye_grace{3};
-
 } // namespace troupe
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::join_message)

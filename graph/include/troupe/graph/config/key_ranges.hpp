@@ -27,6 +27,14 @@ struct key_range {
   }
 };
 
+/// The rule between two keys: a peer is lost only after it missed more than two heartbeats
+/// (cluster.peer_timeout and cluster.heartbeat, --peer-timeout and --heartbeat).
+template <class T> bool peer_timeout_fits(T heartbeat, T peer_timeout) {
+  return peer_timeout > heartbeat * 2;
+}
+inline constexpr const char* peer_timeout_rule =
+  "must exceed twice heartbeat (a peer is lost after missing heartbeats)";
+
 /// The range of a config key ("train.threads"); std::out_of_range for a key not in the table.
 const key_range& range_of_key(const std::string& key);
 /// The range of the value a flag sets ("threads" for --threads); null when the flag has none

@@ -55,6 +55,11 @@ void interrupt_watch::start(std::function<std::string()> line, std::function<voi
   });
 }
 
+void interrupt_watch::end_process() {
+  watcher_.join(); // it exits the process once it has said why
+  std::_Exit(128 + SIGINT);
+}
+
 interrupt_watch::~interrupt_watch() {
   stop_ = true;
   watcher_.join();

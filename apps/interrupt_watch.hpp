@@ -33,6 +33,9 @@ public:
   /// `where` says where it was ("epoch 3 at batch 12 of 40"); the line then says nothing of
   /// a metrics file, which such a process does not write.
   interrupt_watch(std::function<std::string()> where, std::string command);
+  /// Once the watcher took the signal (the run ended because of it): waits for the watcher,
+  /// which says where the run was and ends the process with status 130. Never returns.
+  [[noreturn]] void end_process();
   /// Stops the watcher and unblocks SIGINT again.
   ~interrupt_watch();
   interrupt_watch(const interrupt_watch&) = delete;

@@ -181,9 +181,10 @@ int run_node_process(train_command_line& cli, const cluster_node_options& option
   std::optional<interrupt_watch> interrupts;
   if (options.role == node_kind::scheduler) // its members hear why it ended, not a lost scheduler
     interrupts.emplace(cli.output.position, "troupe node",
-                       [stop = options.interrupt, at = cli.output.position] {
+                       [stop = options.interrupt, at = cli.output.position,
+                        grace = options.clocks().goodbye_grace()] {
                          stop->interrupt("interrupted (Ctrl-C) in " + at->text(),
-                                         goodbye_grace + std::chrono::seconds(1));
+                                         grace + std::chrono::seconds(1));
                        });
   else
     interrupts.emplace(
@@ -206,6 +207,8 @@ int run_node_process(train_command_line& cli, const cluster_node_options& option
     const auto result = run_scheduler(system, cli.job, options, cli.output);
     std::cout << weights_digest_line(result) << std::endl;
     return finished_run_status(result, std::cerr);
+  } catch (const run_interrupted&) {
+    interrupts->end_process(); // the watcher that interrupted the run says so and exits 130
   } catch (const std::exception& e) {
     std::cerr << ("troupe node: error: " + std::string(e.what()) + "\n") << std::flush;
     return 1;
@@ -324,9 +327,8 @@ int node_command(const std::vector<std::string>& args) {
   options.heartbeat_interval = seconds_flag("heartbeat", n.heartbeat);
   options.connection_timeout = seconds_flag("peer-timeout", n.peer_timeout);
   options.timeouts.step = seconds_flag("request-timeout", n.request_timeout); // the one step limit
-  if (options.connection_timeout <= options.heartbeat_interval * 2)
-    throw usage_error(
-      "--peer-timeout must exceed twice --heartbeat (a peer is lost after missing heartbeats)");
+  if (!peer_timeout_fits(options.heartbeat_interval, options.connection_timeout))
+    throw usage_error(std::string("--peer-timeout ") + peer_timeout_rule + " (--heartbeat)");
   if (cli.given.count("config"))
     options.own_job = cli.job;
   if (options.role == node_kind::scheduler

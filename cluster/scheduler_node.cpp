@@ -15,7 +15,8 @@
 // Every member link is watched from its join on: a link that ends before the run has
 // finished is a lost node and ends the run. Whichever way the run ends, the members are
 // told (a shutdown frame, `finished` or with the reason) and the answer waits until their
-// links have closed (at most goodbye_grace), so the frames are out before the process exits.
+// links have closed (at most the clocks' goodbye_grace), so the frames are out before the process
+// exits.
 #include <troupe/cluster/cluster_node.hpp>
 
 #include <algorithm>
@@ -24,7 +25,6 @@
 #include <map>
 #include <optional>
 #include <stdexcept>
-#include <thread>
 #include <unistd.h>
 
 #include <caf/all.hpp>
@@ -109,7 +109,7 @@ void end_run(scheduler_actor self, caf::expected<training_result> outcome) {
   if (st.session)
     self->send_exit(st.session, caf::exit_reason::user_shutdown);
   st.outcome = std::move(outcome);
-  self->delayed_send(self, goodbye_grace, grace_over_atom::value);
+  self->delayed_send(self, st.options->clocks().goodbye_grace(), grace_over_atom::value);
   answer_if_done(self, false); // at once when no member is left to hear it
 }
 
@@ -127,7 +127,8 @@ void answer_if_done(scheduler_actor self, bool grace_over) {
       if (!m.gone && m.role == node_kind::server)
         caf::anon_send(m.to, goodbye_atom::value, shutdown_message{"the run finished", true});
     if (grace_over) // the servers get a grace of their own
-      return (void)self->delayed_send(self, goodbye_grace, grace_over_atom::value);
+      return (void)self->delayed_send(self, st.options->clocks().goodbye_grace(),
+                                      grace_over_atom::value);
   }
   if (!st.promise.pending())
     return;
@@ -656,7 +657,7 @@ void start_listening(scheduler_actor self) {
   st.listener = *listener;
   self->monitor(st.listener);
   self->delayed_send(self, options.join_timeout, join_deadline_atom::value);
-  self->request(st.listener, std::chrono::seconds(30), port_atom::value)
+  self->request(st.listener, options.clocks().port_wait(), port_atom::value)
     .then(
       [=](std::uint16_t port) {
         const auto& o = *self->state.options;
@@ -858,10 +859,8 @@ training_result run_scheduler(caf::actor_system& system, const training_job& job
   blocking->wait_for(metrics);
   if (options.interrupt) {
     options.interrupt->disarm();
-    // Interrupted: the interrupting thread says where the run was and ends the process
-    // (interrupt returns once this scheduler has ended); this one must not exit first.
     if (options.interrupt->interrupted())
-      std::this_thread::sleep_for(std::chrono::minutes(1));
+      throw run_interrupted();
   }
   if (!result)
     throw troupe_error(troupe_code(failure), error_text(failure));

@@ -125,6 +125,9 @@ public:
   const std::string& peer() const { return peer_; }
   /// Whether the connection is a local (Unix) socket rather than TCP.
   bool local() const { return local_; }
+  /// The connection's descriptor, to wait on with poll(2) (a test waits for what the peer
+  /// wrote to arrive); reading or writing it would break the framing.
+  int descriptor() const { return fd_; }
   /// TCP: runs congestion control `algorithm` (tcp_congestion.hpp); false (errno says why)
   /// when the kernel refuses, or for a local socket.
   bool set_congestion(const std::string& algorithm);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 
 #include <cstring>
 #include <filesystem>
@@ -69,28 +70,31 @@ gradient_push push_of_step(std::int64_t step) {
 // Lines the links logged, for checking what a refusal said.
 struct log_lines {
   std::mutex mutex;
+  std::condition_variable added;
   std::vector<std::string> lines;
   std::function<void(const std::string&)> sink() {
     return [this](const std::string& line) {
-      std::lock_guard<std::mutex> lock(mutex);
-      lines.push_back(line);
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        lines.push_back(line);
+      }
+      added.notify_all();
     };
   }
-  bool any_contains(const std::string& text) {
-    std::lock_guard<std::mutex> lock(mutex);
+  bool holds(const std::string& text) const {
     for (const auto& line : lines)
       if (line.find(text) != std::string::npos)
         return true;
     return false;
   }
-  // The other node logs on its own threads: give it up to 10 s to get there.
+  bool any_contains(const std::string& text) {
+    std::lock_guard<std::mutex> lock(mutex);
+    return holds(text);
+  }
+  // The other node logs on its own threads: waits up to 10 s for the line to be logged.
   bool eventually_contains(const std::string& text) {
-    for (int tries = 0; tries < 1000; ++tries) {
-      if (any_contains(text))
-        return true;
-      std::this_thread::sleep_for(10ms);
-    }
-    return false;
+    std::unique_lock<std::mutex> lock(mutex);
+    return added.wait_for(lock, 10s, [&] { return holds(text); });
   }
 };
 

@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <linux/sockios.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -411,7 +412,10 @@ TEST_CASE("closing wakes a writer that a peer which does not read has blocked",
   // 160 MiB queued: far more than the kernel buffers, so the writer blocks in sendmsg.
   for (int i = 0; i < 4; ++i)
     (*client)->send(encode_frame(frame_number(4, static_cast<std::uint64_t>(i))));
-  std::this_thread::sleep_for(200ms);
+  // The writer is under way once the first bytes reach the peer; with 160 MiB to go and the
+  // peer reading nothing, it is then blocked in sendmsg.
+  pollfd arrived{never_read->descriptor(), POLLIN, 0};
+  REQUIRE(::poll(&arrived, 1, 30000) == 1);
   // Destroying the socket closes it and joins both threads; a writer left blocked would hang
   // here, so the destruction runs beside a bound.
   auto socket = std::move(*client);

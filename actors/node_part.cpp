@@ -5,6 +5,7 @@
 #include <troupe/actors/node_part.hpp>
 
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include <caf/all.hpp>
@@ -30,12 +31,18 @@ public:
                               name_of(caf::actor_cast<caf::actor>(to)), carries});
   }
   void downstream(const caf::actor& from, const caf::actor& to) { down_[from.address()] = to; }
-  // Weights come back along the push chain from the shard at its end.
-  void weights(const caf::actor& pushed_to, const caf::actor& compute) {
+  // Weights come back along the push chain from the shard at its end: to the compute, or
+  // (through_first_hop: answers through machines) to the aggregator it pushed to, which answers
+  // it.
+  void weights(const caf::actor& pushed_to, const caf::actor& compute, bool through_first_hop) {
     caf::actor at = pushed_to;
     for (auto d = down_.find(at.address()); d != down_.end(); d = down_.find(at.address()))
       at = d->second;
-    route(at, compute, route_carries::weights);
+    if (!through_first_hop)
+      return route(at, compute, route_carries::weights);
+    route(pushed_to, compute, route_carries::weights);
+    if (answered_.insert(pushed_to.address()).second)
+      route(at, pushed_to, route_carries::weights);
   }
   wiring_report& report() { return report_; }
 
@@ -46,6 +53,7 @@ private:
   }
   std::map<caf::actor_addr, std::string> names_;
   std::map<caf::actor_addr, caf::actor> down_;
+  std::set<caf::actor_addr> answered_; // first hops whose answer from the shard is recorded
   wiring_report report_;
 };
 
@@ -166,7 +174,7 @@ struct part_builder {
     wired.route(validation_loader, c, route_carries::validation_batches);
     for (const auto& route : routes) {
       wired.route(c, route.shard, route_carries::gradients);
-      wired.weights(caf::actor_cast<caf::actor>(route.shard), c);
+      wired.weights(caf::actor_cast<caf::actor>(route.shard), c, plan.answers_through_machines());
     }
     wired.route(c, part.metrics, route_carries::reports);
   }

@@ -87,7 +87,9 @@ void check_sources(const placement_plan& p) {
   }
 }
 
-// Each compute pushes each shard's keys on exactly one route and hears from every shard.
+// Each compute pushes each shard's keys on exactly one route and hears from every shard: from
+// the shard itself, or (answers through machines) from the machine aggregator it pushed to,
+// which the shard answers.
 void check_computes(const placement_plan& p) {
   const auto shards = static_cast<int>(p.keys.shards.size());
   for (auto c : p.actors_of(plan_role::compute)) {
@@ -99,8 +101,19 @@ void check_computes(const placement_plan& p) {
     for (auto r : p.routes_to(c))
       if (p.routes[r].carries == route_carries::weights) {
         ++weights[p.routes[r].shard];
-        CHECK(p.actors[p.routes[r].from].role == plan_role::shard);
-        CHECK(p.actors[p.routes[r].from].shard == p.routes[r].shard);
+        const auto from = p.routes[r].from;
+        CHECK(p.actors[from].shard == p.routes[r].shard);
+        if (!p.answers_through_machines()) {
+          CHECK(p.actors[from].role == plan_role::shard);
+          continue;
+        }
+        CHECK(p.actors[from].role == plan_role::machine_aggregator);
+        CHECK(p.push_route(c, p.routes[r].shard).to == from);
+        int answered = 0;
+        for (auto in : p.routes_to(from))
+          answered += p.routes[in].carries == route_carries::weights
+                      && p.actors[p.routes[in].from].role == plan_role::shard;
+        CHECK(answered == 1);
       }
     CHECK(static_cast<int>(pushes.size()) == shards);
     CHECK(static_cast<int>(weights.size()) == shards);
@@ -661,6 +674,16 @@ TEST_CASE("fashion_local_sync compiles to machine aggregators answered by the sh
       CHECK(p.actors[down.to].role == plan_role::shard); // the machine pushes straight to it
       CHECK(down.source == agg.machine);
       CHECK(down.carries == route_carries::summed_gradients);
+      // The answer goes back as written: the shard answers the machine, the machine its two.
+      int from_shard = 0, to_computes = 0;
+      for (auto r : p.routes_to(a))
+        from_shard += p.routes[r].carries == route_carries::weights
+                      && p.actors[p.routes[r].from].role == plan_role::shard;
+      for (auto r : p.routes_from(a))
+        to_computes += p.routes[r].carries == route_carries::weights
+                       && p.actors[p.routes[r].to].role == plan_role::compute;
+      CHECK(from_shard == 1);
+      CHECK(to_computes == 2);
       if (!nodes.single_process())
         CHECK(p.nodes[static_cast<std::size_t>(agg.node)].kind == node_kind::worker);
     }

@@ -219,6 +219,11 @@ struct placement_plan {
 
   /// A barrier stands between computes and shards: every compute takes steps_per_epoch steps.
   bool synchronous() const { return !levels.empty(); }
+  /// The shards answer each machine's aggregator, which answers its computes (the route set's
+  /// last level, the one pushing to the shards, sums a machine: `shard -> aggregate(machine)`).
+  bool answers_through_machines() const {
+    return !levels.empty() && levels.back().scope == aggregation_scope::machine;
+  }
 
   /// Indices into actors of the actors of `role`, by index within the role.
   std::vector<std::size_t> actors_of(plan_role role) const;

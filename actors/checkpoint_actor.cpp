@@ -72,6 +72,7 @@ caf::result<std::string> save(checkpoint_pointer self, std::int64_t epoch) {
       return round_failed(
         r, promise, make_error(classify_exception(e), std::string("checkpoint: ") + e.what()));
     }
+    log_checkpoint_line(self->state.wiring.log, "checkpoint: saved " + path);
     promise.deliver(path);
   };
   for (std::size_t i = 0; i < w.shards.size(); ++i)

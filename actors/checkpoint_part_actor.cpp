@@ -159,10 +159,7 @@ struct manifest_state {
 using manifest_pointer = checkpoint_actor::stateful_pointer<manifest_state>;
 
 void log_line(const manifest_checkpoint_wiring& w, const std::string& line) {
-  if (w.log)
-    w.log(line);
-  else
-    std::cerr << (line + "\n") << std::flush; // one write: processes may share the stream
+  log_checkpoint_line(w.log, line);
 }
 
 std::string parts_count(const manifest_checkpoint_wiring& w) {

@@ -5,12 +5,25 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <iostream>
 #include <memory>
+#include <string>
 #include <utility>
 
 #include <caf/error.hpp>
 
 namespace troupe {
+
+// A checkpoint actor's line ("checkpoint: saved PATH"): to `log`, else to standard error in one
+// write (processes may share the stream).
+inline void log_checkpoint_line(const std::function<void(const std::string&)>& log,
+                                const std::string& line) {
+  if (log)
+    log(line);
+  else
+    std::cerr << (line + "\n") << std::flush;
+}
 
 struct request_round {
   std::size_t missing = 0;

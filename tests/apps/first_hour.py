@@ -193,8 +193,10 @@ def case_os_reasons():
     images = os.path.join(work, "images", "class0")
     os.makedirs(images, exist_ok=True)
     open(os.path.join(images, "a.jpg"), "wb").close()
-    expect(run("im2rec", "/nonexistent/out", os.path.join(work, "images"), "--list-only"), 1,
-           r"/nonexistent/out.lst: cannot write the image list: No such file or directory")
+    # (/proc takes no new files, even from root; a missing folder would be made, as for
+    # --model-prefix.)
+    expect(run("im2rec", "/proc/out", os.path.join(work, "images"), "--list-only"), 1,
+           r"/proc/out.lst: cannot write the image list: \S")
 
 
 def case_planning_is_usage():
@@ -337,6 +339,14 @@ def case_examples_leave_threads_to_the_host():
         if name.endswith(".troupe"):
             text = open(os.path.join(folder, name)).read()
             assert not re.search(r"\bthreads\s*=", text), name
+
+
+def case_one_process_says_what_it_saved():
+    # A one-process run with --model-prefix says what it saved, as a cluster run's scheduler does.
+    done = run("train", *tiny, "--num-epochs", "2", "--model-prefix", "runs/m")
+    assert done.returncode == 0, done.stderr
+    saved = re.findall(r"^checkpoint: saved (\S+)$", done.stderr, re.M)
+    assert saved == ["runs/m-0001.safetensors", "runs/m-0002.safetensors"], done.stderr
 
 
 if __name__ == "__main__":

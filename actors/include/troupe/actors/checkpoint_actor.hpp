@@ -7,7 +7,8 @@
 //                                              snapshot (snapshot_atom), joins the shards'
 //                                              keys into parameter-shaped weights and momentum,
 //                                              writes checkpoint_path(prefix, epochs_done)
-//                                              atomically and answers with that path
+//                                              atomically, logs "checkpoint: saved PATH" and
+//                                              answers with that path
 //   (restore_atom)                 -> bool     sends each shard its keys' part of the loaded
 //                                              checkpoint and each compute actor its worker's
 //                                              replica state (restore_atom); answers once all
@@ -20,11 +21,13 @@
 // snapshot belongs to the same moment; (restore) before the first epoch, before any pull.
 //
 // The actor is not part of the placement plan: it exists only in a run with checkpoints, in
-// one process, beside the coordinator (node_part.hpp). Multi-process runs refuse checkpoints.
+// one process, beside the coordinator (node_part.hpp); a cluster run's checkpoints are
+// checkpoint_part_actor.hpp's.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,6 +63,9 @@ struct checkpoint_wiring {
   /// What (restore) installs, checked with check_resumable; null: (restore) is refused.
   std::shared_ptr<const training_checkpoint> resume;
   caf::timespan timeout = std::chrono::seconds(60); ///< per snapshot or restore request
+  /// Where "checkpoint: saved PATH" goes after each save; unset: standard error, as a cluster
+  /// run's manifest says it.
+  std::function<void(const std::string&)> log;
 };
 
 /// Throws std::invalid_argument for no shard or no replica, or parameter names and shapes of

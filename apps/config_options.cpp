@@ -166,12 +166,15 @@ training_job to_training_job(const job_config& c) {
   for (const auto& hop : o.topology.compression)
     compressed = compressed || hop.active();
   const auto& policy = c.cluster.on_worker_loss.value;
+  // A flag has no place in the config's text: the refusal names it instead.
+  const bool loss_by_flag = c.cluster.on_worker_loss.span.line == 0;
   if (compressed && policy == "adopt")
     config_fail(
       c, c.cluster.on_worker_loss.span,
-      "on_worker_loss = adopt recomputes a lost worker's step, and a compressed route's residuals "
-      "and held weights were lost with it, so the weights would not be a run's that lost nothing: "
-      "keep stop, or turn compression off");
+      std::string(loss_by_flag ? "--on-worker-loss adopt" : "on_worker_loss = adopt")
+        + " recomputes a lost worker's step, and a compressed route's residuals and held weights "
+          "were lost with it, so the weights would not be a run's that lost nothing: keep stop, "
+          "or turn compression off");
   const bool adopt =
     policy == "adopt" || (policy.empty() && o.topology.levels.size() == 1 && !compressed);
   o.nodes = cluster_nodes{c.cluster.server_nodes.value, c.cluster.worker_nodes.value,

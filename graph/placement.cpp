@@ -263,11 +263,11 @@ void plan_nodes(const training_job& job, placement_plan& p) {
   const int n = p.workers, servers = nodes.servers, worker_nodes = nodes.workers;
   const int shards = static_cast<int>(p.keys.shards.size());
   if (n % worker_nodes != 0)
-    fail(placement_subject::job, std::to_string(n)
-                                   + " workers (compute actors) do not divide evenly over "
-                                   + std::to_string(worker_nodes) + " worker processes");
+    fail(placement_subject::workers, std::to_string(n)
+                                       + " workers (compute actors) do not divide evenly over "
+                                       + std::to_string(worker_nodes) + " worker processes");
   if (shards % servers != 0)
-    fail(placement_subject::job,
+    fail(placement_subject::shards,
          std::to_string(shards) + " parameter shards do not divide evenly over "
            + std::to_string(servers) + " server processes"
            + (shards != job.shards

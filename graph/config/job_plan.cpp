@@ -11,6 +11,18 @@
 
 namespace troupe {
 
+namespace {
+
+// Where the first of these keys was written (none written: no place).
+source_span first_given(std::initializer_list<const located<int>*> keys) {
+  for (const auto* k : keys)
+    if (k->given && k->span.line != 0)
+      return k->span;
+  return source_span{};
+}
+
+} // namespace
+
 placement_plan plan_config(const job_config& c, const training_job& job, const data_facts& data) {
   try {
     return plan_placement(job, data);
@@ -21,6 +33,11 @@ placement_plan plan_config(const job_config& c, const training_job& job, const d
     case placement_subject::data:
       config_fail(c, c.cluster.workers.given ? c.cluster.workers.span : c.train_data.span,
                   e.what());
+    case placement_subject::shards:
+      config_fail(c, first_given({&c.cluster.shards, &c.cluster.server_nodes, &c.cluster.servers}),
+                  e.what());
+    case placement_subject::workers:
+      config_fail(c, first_given({&c.cluster.workers, &c.cluster.worker_nodes}), e.what());
     case placement_subject::job:
       break;
     }

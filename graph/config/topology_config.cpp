@@ -12,6 +12,7 @@
 
 #include "graph/config/value_reader.hpp"
 #include <troupe/graph/config/job_config.hpp>
+#include <troupe/graph/config/key_ranges.hpp>
 
 namespace troupe {
 
@@ -205,8 +206,18 @@ struct compiled {
   std::vector<compression_spec> compression; // by hop; empty: none written
 };
 
+// Where the compute count came from, for a refusal that follows from it: a flag has no place
+// in the config's text, so it is named ("--workers 1"); a key or the default says nothing.
+std::string workers_origin(const job_config& c) {
+  const auto& w = c.cluster.workers;
+  if (!w.given || w.span.line != 0)
+    return "";
+  return std::string(" (--") + range_of_key("cluster.workers").flag + " " + std::to_string(w.value)
+         + ")";
+}
+
 compiled compile(const value_reader& r, const syntax_statement& st, const written_routes& w,
-                 int workers, int machines) {
+                 int workers, int machines, const std::string& workers_said) {
   const auto& routes = w.routes;
   auto find = [&](role from, std::vector<std::size_t>& out) {
     out.clear();
@@ -300,7 +311,7 @@ compiled compile(const value_reader& r, const syntax_statement& st, const writte
                + std::to_string(sources)
                + (out.levels[i].scope == aggregation_scope::machine ? " computes on a machine"
                                                                     : " sources")
-               + ": the barrier could never fill");
+               + workers_said + ": the barrier could never fill");
     }
   }
   // The answer: one route from the shard, back the way the gradients came.
@@ -475,7 +486,7 @@ void resolve_topology(job_config& c, const syntax_statement* st) {
   }
   t.explicit_wiring = true;
   const auto written = read_routes(r, *st);
-  auto got = compile(r, *st, written, workers, t.machines.value);
+  auto got = compile(r, *st, written, workers, t.machines.value, workers_origin(c));
   check_machines(r, *st->head, c, got.levels);
   if (got.levels.empty() && (t.deterministic.given))
     r.fail(t.deterministic.span, "deterministic orders an aggregate's sum, and no route names one");

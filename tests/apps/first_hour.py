@@ -349,6 +349,36 @@ def case_one_process_says_what_it_saved():
     assert saved == ["runs/m-0001.safetensors", "runs/m-0002.safetensors"], done.stderr
 
 
+def case_errors_have_a_place():
+    # A refusal that follows from a key points at it; one that follows from a flag names the flag.
+    shards = write("shards.troupe", "cluster { servers = 1 shards = 3 server_nodes = 2 worker_nodes = 1 }\n"
+                   "model mlp\n")
+    expect(run("check", shards), 2, r"shards\.troupe:1:32: plan: 3 parameter shards do not divide evenly")
+    backup = os.path.join(here, "..", "..", "examples", "fashion_hierarchical_backup.troupe")
+    expect(run("train", "--config", backup, "--workers", "1"), 2,
+           r"computes on a machine \(--workers 1\): the barrier could never fill")
+    bsp = os.path.join(here, "..", "..", "examples", "fashion_bsp.troupe")
+    for command in ("train", "launch"):
+        done = run(command, *(["-n", "2"] if command == "launch" else []), "--config", bsp,
+                   "--compression", "2bit", "--on-worker-loss", "adopt")
+        assert done.returncode != 0, done.stdout + done.stderr
+        assert "--on-worker-loss adopt recomputes a lost worker's step" in done.stderr, done.stderr
+
+
+def case_resolved_values_are_what_runs():
+    # check shows what the plan uses and every cluster key; Resolved: names the compression.
+    raised = write("raised.troupe", "cluster { servers = 2  shards = 1 }\nmodel mlp\n")
+    done = run("check", raised)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^  cluster\.shards = 2  # line 1 says 1, raised to one per server$", done.stdout, re.M), done.stdout
+    for key in ("on_worker_loss", "heartbeat", "peer_timeout", "request_timeout", "listen", "link_mbit"):
+        assert re.search(rf"^  cluster\.{key} = ", done.stdout, re.M), (key, done.stdout)
+    assert re.search(r"^  train\.devices = ", done.stdout, re.M), done.stdout
+    done = run("train", *tiny, "--num-epochs", "1", "--compression", "fp16", "--workers", "2")
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^Resolved:.* compression=fp16 ", done.stdout, re.M), done.stdout
+
+
 if __name__ == "__main__":
     try:
         globals()["case_" + sys.argv[2]]()

@@ -244,9 +244,11 @@ struct placement_plan {
 
 /// What failed while planning, so a caller can point at the cause (a config statement).
 enum class placement_subject {
-  job,   ///< the job itself is inconsistent (check_job, plan_keys)
-  model, ///< the network cannot take the data's example shape or classes
-  data,  ///< a worker's data part holds no batch
+  job,     ///< the job itself is inconsistent (check_job, plan_keys)
+  model,   ///< the network cannot take the data's example shape or classes
+  data,    ///< a worker's data part holds no batch
+  shards,  ///< the shards do not divide over the server processes
+  workers, ///< the computes do not divide over the worker processes
 };
 
 class placement_error : public std::invalid_argument {

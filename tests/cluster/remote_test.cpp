@@ -308,13 +308,15 @@ CAF_TEST(metrics_sink_skeleton_hands_batch_reports_to_the_registered_sink) {
 }
 
 CAF_TEST(reply_after_its_deadline_is_dropped) {
-  auto asked = self->request(link, caf::infinite, call_atom::value,
-                             wire_message{pull_message{0, 2}}, deadline::after(0ms));
+  // A deadline that passed longer ago than the grace the channel gives a far failure.
+  const deadline passed{deadline::clock::now() - remote_failure_grace - 1ms};
+  auto asked =
+    self->request(link, caf::infinite, call_atom::value, wire_message{pull_message{0, 2}}, passed);
   consume_messages();
   auto request = written();
   CAF_REQUIRE(std::holds_alternative<pull_message>(request));
   const auto id = std::get<pull_message>(request).request;
-  self->send(link, tick_atom::value); // the deadline has passed by now
+  self->send(link, tick_atom::value);
   consume_messages();
   bool failed = false;
   asked.receive([&](wire_message&) { CAF_FAIL("a request past its deadline was answered"); },

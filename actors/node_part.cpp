@@ -190,7 +190,7 @@ struct part_builder {
       }
       if (!options.remote.compute)
         throw std::invalid_argument("node part: the coordinator drives " + plan.actors[c].name
-                                    + " on another node, and no stand-in was given");
+                                    + " on another node, and no proxy was given");
       all.push_back(options.remote.compute(c));
       record(caf::actor_cast<caf::actor>(all.back()), plan.actors[c]);
     }
@@ -199,7 +199,7 @@ struct part_builder {
       if (!part.targets[s]) {
         if (!options.remote.push_target)
           throw std::invalid_argument("node part: " + plan.actors[s].name
-                                      + " is on another node, and no stand-in was given");
+                                      + " is on another node, and no proxy was given");
         part.targets[s] = options.remote.push_target(s);
         part.spawned.emplace_back(caf::actor_cast<caf::actor>(part.targets[s]),
                                   plan.actors[s].name);
@@ -278,7 +278,7 @@ struct part_builder {
     if (!options.remote.checkpoint_part)
       throw std::invalid_argument(
         "node part: checkpoints in a cluster need the members' parts, and no "
-        "stand-in was given");
+        "proxy was given");
     manifest_checkpoint_wiring w;
     w.prefix = options.checkpoint_prefix;
     for (std::size_t n = 0; n < plan.nodes.size(); ++n)

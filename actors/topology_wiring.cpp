@@ -72,7 +72,7 @@ push_side spawn_push_side_of_node(caf::actor_system& system, const placement_pla
       if (!remote)
         throw std::invalid_argument("wiring: " + plan.actors[r.from].name + " pushes to "
                                     + plan.actors[r.to].name
-                                    + " on another node, and no stand-in was given");
+                                    + " on another node, and no proxy was given");
       targets[r.to] = remote(r.to);
     }
   }

@@ -15,7 +15,7 @@
 // goes on is the scheduler's decision; if it stops instead, its shutdown follows.
 //
 // A worker told to adopt a lost worker node (on_worker_loss = adopt) spawns that node's part
-// of the plan beside its own, with the same stand-ins for the servers and the scheduler's
+// of the plan beside its own, with the same proxies for the servers and the scheduler's
 // metrics, its computes adopted (compute_wiring::adopted: they recompute from the step in
 // flight), serves them on its scheduler link and says ready naming the adopted node.
 #include <list>

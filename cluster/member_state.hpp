@@ -62,7 +62,7 @@ struct member_state {
   std::shared_ptr<traffic_registry> traffic; // every link of this node counts its frames here
   node_part part;
   // What spawned the part, kept for a part adopted later (on_adopt): the job, its model, the
-  // data, and the options (stand-ins for the servers, the metrics proxy).
+  // data, and the options (proxies for the servers and the metrics actor).
   std::optional<training_job> job;
   model_spec spec;
   node_data data;

@@ -1,6 +1,6 @@
 // The scheduler node (cluster_node.hpp). One actor keeps the run's bookkeeping: who joined,
 // which plan node each member got, who is ready; once everyone is, a training session spawns
-// the scheduler's part of the plan (coordinator, metrics) with stand-ins for the computes
+// the scheduler's part of the plan (coordinator, metrics) with proxies for the computes
 // and shards on the members. Servers are assigned first and say where they listen in their
 // ready; workers are assigned only then, with those endpoints, so a worker never pushes to a
 // server that is not serving yet.

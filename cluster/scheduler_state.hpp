@@ -228,7 +228,7 @@ struct scheduler_setup {
     validation_set; // opened to plan; the session reuses them
   /// Opens the listener for members (a test drives the scheduler without one).
   bool listen = true;
-  /// Spawns the training session once every node is ready (a test puts a stand-in there).
+  /// Spawns the training session once every node is ready (a test puts a fake there).
   std::function<training_session_actor(caf::actor_system&, const training_job&, session_sinks)>
     spawn_session = [](caf::actor_system& system, const training_job& job, session_sinks sinks) {
       return spawn_training_session(system, job, std::move(sinks));

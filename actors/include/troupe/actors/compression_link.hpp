@@ -44,7 +44,7 @@
 
 namespace troupe {
 
-/// The sender's end of a compressed hop in front of `downstream` (a target, or a stand-in for
+/// The sender's end of a compressed hop in front of `downstream` (a target, or a proxy for
 /// a remote one). `route` names the hop in errors ("compute 2 -> aggregator_0").
 /// Throws std::invalid_argument for a spec that compresses nothing.
 push_target_actor spawn_compressing_sender(caf::actor_system& system, push_target_actor downstream,

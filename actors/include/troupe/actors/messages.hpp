@@ -154,7 +154,7 @@ struct training_result {
 };
 
 /// What a compute actor sends gradients to and pulls weights from: a parameter shard, an
-/// aggregator in front of one, a host's gradient tap, or a stand-in for a remote shard. The
+/// aggregator in front of one, a host's gradient tap, or a proxy for a remote shard. The
 /// compiler checks that each of them offers exactly this.
 ///   (push_atom, gradient_push) -> weight_set   weights of the pushed keys after the update
 ///   (pull_atom, deadline)      -> weight_set   the current weights of every key
@@ -168,7 +168,7 @@ using rewind_atom = caf::atom_constant<caf::atom("rewind")>;
 
 /// A push target that can answer with the weights as they were before a step: an aggregator
 /// of a synchronous topology, which keeps each group's weights one step back, and a remote
-/// stand-in for one. A compute adopted after its worker process was lost asks it, so it
+/// proxy for one. A compute adopted after its worker process was lost asks it, so it
 /// recomputes the step in flight from the weights that step started from.
 ///   (rewind_atom, int64 step, deadline) -> weight_set   every key's weights before `step`
 ///                                        (-1: the earliest step not yet summed for every

@@ -1,7 +1,7 @@
 // One process's part of a placement plan, spawned and wired: the actors the plan puts on node
-// `node` (in plan order), with stand-ins for the actors elsewhere that they talk to. A
+// `node` (in plan order), with proxies for the actors elsewhere that they talk to. A
 // one-process plan has a single node holding everything, which is what the training session
-// spawns; a cluster node (troupe/cluster/cluster_node.hpp) spawns its own part with stand-ins
+// spawns; a cluster node (troupe/cluster/cluster_node.hpp) spawns its own part with proxies
 // reaching the other processes over peer links. What exists and who talks to whom is the
 // plan's decision (troupe/graph/placement.hpp); nothing here re-derives it.
 //
@@ -88,7 +88,7 @@ struct node_data {
 struct node_part {
   /// Every actor the part spawned (not the host's metrics sink), with its plan name.
   std::vector<std::pair<caf::actor, std::string>> spawned;
-  push_targets targets; ///< by plan actor index: local ones and stand-ins
+  push_targets targets; ///< by plan actor index: local ones and proxies
   /// By plan actor index: the shards spawned here, with their own type (forget, snapshot);
   /// null elsewhere.
   std::vector<param_shard_actor> own_shards;
@@ -102,7 +102,7 @@ struct node_part {
   /// serves to the scheduler; null in one process and where the node holds neither.
   checkpoint_part_actor checkpoint_part;
   metrics_sink_actor metrics; ///< what the computes and coordinator report to
-  /// The shards (own ones or stand-ins), for pulling the final weights: filled when the
+  /// The shards (own ones or proxies), for pulling the final weights: filled when the
   /// coordinator is here.
   std::vector<shard_route> shards;
   /// Exits every spawned actor.

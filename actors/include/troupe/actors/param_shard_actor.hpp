@@ -58,7 +58,7 @@
 // worker forgotten nothing is held.
 //
 // Only a shard takes forget_atom, snapshot_atom and restore_atom, not every push target
-// (aggregators and remote stand-ins speak push_target_actor alone): a handle kept as
+// (aggregators and remote proxies speak push_target_actor alone): a handle kept as
 // push_target_actor, where the plan says the actor is a shard spawned on this node, reaches it
 // after caf::actor_cast<param_shard_actor>.
 //
@@ -90,7 +90,7 @@ using replicate_atom = caf::atom_constant<caf::atom("replicate")>; // primary ->
 using backup_atom = caf::atom_constant<caf::atom("backup")>;       // server node -> shard
 using applied_atom = caf::atom_constant<caf::atom("applied")>;     // server node -> backup shard
 
-/// What a primary shard replicates to (a backup shard, or its stand-in on another process).
+/// What a primary shard replicates to (a backup shard, or its proxy on another process).
 using shard_backup_actor =
   caf::typed_actor<caf::replies_to<replicate_atom, gradient_push>::with<std::int64_t>>;
 

@@ -50,7 +50,7 @@ push_targets spawn_push_side(caf::actor_system& system, const placement_plan& pl
                              const spawn_observer& spawned, std::int64_t step_limit = 0,
                              bool rewindable = false);
 
-/// Gives the push target at plan actor index `actor`, which lives on another node: a stand-in
+/// Gives the push target at plan actor index `actor`, which lives on another node: a proxy
 /// reaching it (troupe/cluster/remote_proxies.hpp).
 using remote_push_target = std::function<push_target_actor(std::size_t actor)>;
 
@@ -69,7 +69,7 @@ struct remote_actors {
 };
 
 /// What spawn_push_side_of_node spawned, by plan actor index: every push target (the node's
-/// own and the stand-ins for others), and the node's own shards once more with their own,
+/// own and the proxies for others), and the node's own shards once more with their own,
 /// wider type (param_shard_actor: forget, snapshot), which a push target handle must not be
 /// cast back to. Null where there is none.
 struct push_side {
@@ -83,7 +83,7 @@ struct push_side {
 /// The push side of one process of a cluster run: the shards and aggregators the plan puts
 /// on node `node`, in plan order, spawned as spawn_push_side does. Each push target on another
 /// node that one of them (or a compute of this node) pushes to is `remote(index)`; the result
-/// holds those stand-ins at their plan index too, so routes_of works unchanged. Targets nobody
+/// holds those proxies at their plan index too, so routes_of works unchanged. Targets nobody
 /// here pushes to stay invalid.
 push_side spawn_push_side_of_node(caf::actor_system& system, const placement_plan& plan, int node,
                                   const remote_push_target& remote,

@@ -5,7 +5,7 @@
 //                                                listens for workers --ready(port)--> scheduler
 //   scheduler --assignment (+ server endpoints)--> workers; each connects to the servers,
 //                                                spawns loaders and computes --ready-->
-//   scheduler: coordinator + metrics drive the epochs through stand-ins (control, reports);
+//   scheduler: coordinator + metrics drive the epochs through proxies (control, reports);
 //              pulls the final weights from the servers' shards; --shutdown(finished)--> all
 //
 // The scheduler plans the job once and sends every node the resolved job with its hash and

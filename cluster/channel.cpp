@@ -263,7 +263,6 @@ void on_peer_goodbye(channel_pointer self, const shutdown_message& m) {
 }
 
 void on_admitted_message(channel_pointer self, wire_message& message) {
-  auto& st = self->state;
   const auto kind = message.index();
   if (std::holds_alternative<heartbeat_message>(message))
     return; // last_received is updated for every frame

@@ -42,6 +42,7 @@
 #include <troupe/io/dataset.hpp>
 
 #include "cluster/frame_socket.hpp"
+#include "cluster/member_placement.hpp"
 #include "member_state.hpp"
 #include "node_common.hpp"
 
@@ -149,64 +150,25 @@ node_data open_worker_data(const training_job& job, const data_facts& planned) {
   return data;
 }
 
-// The bytes per second of this node's share of its host's link (cluster_node_options::
-// link_mbit): a worker's links to the servers share it, as do a server's links to the workers.
-std::uint64_t link_share(const cluster_node_options& options, const placement_plan& plan) {
-  if (options.link_mbit <= 0)
-    return 0;
-  std::uint64_t peers = 0;
-  const auto other = options.role == node_kind::worker ? node_kind::server : node_kind::worker;
-  for (const auto& node : plan.nodes)
-    peers += node.kind == other ? 1 : 0;
-  return static_cast<std::uint64_t>(static_cast<double>(options.link_mbit) * 1e6 / 8)
-         / std::max<std::uint64_t>(peers, 1);
-}
-
-// How long a step's backward takes, in seconds (cluster_node_options::backward).
-double backward_seconds(const cluster_node_options& options) {
-  if (options.backward.count() >= 0)
-    return std::chrono::duration<double>(options.backward).count();
-  return options.stand_in.active()
-           ? std::chrono::duration<double>(options.stand_in.step).count() * 2 / 3
-           : 0;
-}
-
 void connect_servers(member_actor self, const assignment_message& a,
                      const channel_options& options) {
   auto& st = self->state;
   st.server_links.assign(st.plan.nodes.size(), channel_actor{});
-  // A paced link's pushes go in a fixed order where several workers push (frame_priority.hpp):
-  // first the last layers its share carries while backward runs. Their first layers come at
-  // backward's end: a wait that long is no lost push.
-  const bool paced_priority = options.priority && options.pacing_bytes_per_second > 0;
-  const bool ordered = paced_priority && needs_fixed_push_order(st.plan);
   const double backward_s = backward_seconds(*st.options);
-  const auto backward =
-    static_cast<std::int64_t>(static_cast<double>(options.pacing_bytes_per_second) * backward_s);
-  // The light last layers held for the end travel while the next forward runs the layers
-  // before them: as many bytes as the link carries in half of backward's time (a forward takes
-  // about half a backward's work; the stand-in splits its step so). Unknown backward: all held.
-  const auto forward = backward_s > 0 ? backward / 2 : std::numeric_limits<std::int64_t>::max();
-  const auto patience =
-    std::max(options.sequence_patience,
-             std::chrono::milliseconds(static_cast<std::int64_t>(2000 * backward_s)));
   std::size_t late = 0, held = 0, sequenced = 0;
   for (const auto& server : a.servers) {
     if (server.node >= st.plan.nodes.size() || st.plan.nodes[server.node].kind != node_kind::server)
       throw std::invalid_argument("the assignment names node " + std::to_string(server.node)
                                   + " as a server, which the plan does not");
     auto link = options;
-    if (ordered) {
-      const auto pushes = pushes_to_node(st.plan, link.order, static_cast<int>(server.node));
-      link.push_sequence = fixed_push_order(pushes, backward, forward);
-      link.sequence_patience = patience;
-      if (!pushes.empty()) // the backward part: the sequence's pushes before its lowest rank
-        late += static_cast<std::size_t>(
-          std::find(link.push_sequence.begin(), link.push_sequence.end(), pushes.front().rank)
-          - link.push_sequence.begin());
-      held += held_pushes(pushes, forward);
-      sequenced += pushes.size();
+    const auto order = push_order_of(st.plan, options, backward_s, server.node);
+    if (order.sequenced > 0) {
+      link.push_sequence = order.sequence;
+      link.sequence_patience = order.patience;
     }
+    late += order.late;
+    held += order.held;
+    sequenced += order.sequenced;
     bool local = false;
     auto connected = connect_channel(self->system(), server.host, server.port, link, &local);
     if (!connected)
@@ -219,6 +181,8 @@ void connect_servers(member_actor self, const assignment_message& a,
     st.server_links[server.node] = *connected;
     st.local_server_links += local ? 1 : 0;
   }
+  const auto backward = backward_bytes(options, backward_s);
+  const auto forward = held_bytes(options, backward_s);
   if (sequenced > 0)
     st.pacing_text +=
       ", pushes in a fixed order (" + std::to_string(late) + " of " + std::to_string(sequenced)
@@ -228,55 +192,13 @@ void connect_servers(member_actor self, const assignment_message& a,
            ? std::string()
            : ", at most " + std::to_string(forward) + " bytes")
       + ")";
-  else if (paced_priority && !ordered && !a.servers.empty())
+  else if (options.priority && options.pacing_bytes_per_second > 0 && !a.servers.empty())
     st.pacing_text += ", pushes by rank as they come (the only worker: no fixed order)";
 }
 
-std::size_t computes_on(const placement_plan& plan, std::uint32_t node) {
-  std::size_t n = 0;
-  for (auto actor : plan.actors_on(node))
-    n += plan.actors[actor].role == plan_role::compute ? 1 : 0;
-  return n;
-}
-
-// The CPUs of a worker's computes where it holds place `slot` among the worker processes
-// sharing its host, each compute `threads` of them: slot s takes CPUs from s x computes x
-// threads on. Empty (nothing bound) without a slot, or where the host has too few CPUs: then
-// the share was already oversubscribed, and binding would only pile threads up.
-std::vector<std::vector<int>> slot_cpus(int slot, int threads, std::size_t computes) {
-  std::vector<std::vector<int>> cpus;
-  const auto per_compute = static_cast<std::size_t>(std::max(threads, 1));
-  const auto first = static_cast<std::size_t>(std::max(slot, 0)) * computes * per_compute;
-  if (slot < 0 || computes == 0
-      || first + computes * per_compute > std::thread::hardware_concurrency())
-    return cpus;
-  for (std::size_t c = 0; c < computes; ++c) {
-    cpus.emplace_back();
-    for (std::size_t t = 0; t < per_compute; ++t)
-      cpus.back().push_back(static_cast<int>(first + c * per_compute + t));
-  }
-  return cpus;
-}
-
-std::string cpus_text(int first, int last) {
-  return first == last ? "CPU " + std::to_string(first)
-                       : "CPUs " + std::to_string(first) + "-" + std::to_string(last);
-}
-
-// The compute threads of this node: the scheduler's count when it was given one, else this
-// node's own, else its default (its share of the host). Two given counts must agree: the
-// weights a run ends with depend on each compute's thread count.
+// The compute threads of this node (compute_threads), told to the kernels.
 int threads_of(const cluster_node_options& options, std::uint32_t scheduler_threads) {
-  const int theirs = static_cast<int>(scheduler_threads);
-  if (theirs > 0 && options.threads > 0 && theirs != options.threads)
-    throw std::invalid_argument("this node was given " + std::to_string(options.threads)
-                                + " compute threads (--threads or train.threads), the scheduler "
-                                + std::to_string(theirs)
-                                + ": give the count to the scheduler alone, or the same to "
-                                  "every node");
-  const int threads = theirs > 0            ? theirs
-                      : options.threads > 0 ? options.threads
-                                            : options.default_threads;
+  const int threads = compute_threads(options, scheduler_threads);
   if (options.use_threads)
     options.use_threads(threads);
   return threads;
@@ -380,7 +302,8 @@ bool take_assignment(member_actor self, const assignment_message& a) {
   part.compute.detached = detached;
   part.detached_checkpoint_part = detached;
   if (options.threads == 0 && a.threads == 0) // the threads are this node's share of its host
-    part.compute_cpus = slot_cpus(options.host_slot, st.threads, computes_on(st.plan, node));
+    part.compute_cpus = slot_cpus(options.host_slot, st.threads, computes_on(st.plan, node),
+                                  std::thread::hardware_concurrency());
   st.bound_cpus = part.compute_cpus.empty()
                     ? ""
                     : cpus_text(part.compute_cpus.front().front(), part.compute_cpus.back().back());

@@ -27,6 +27,7 @@
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/cluster/remote_proxies.hpp>
 
+#include "cluster/member_placement.hpp"
 #include "scheduler_state.hpp"
 
 namespace troupe {
@@ -97,13 +98,6 @@ compute_relay_actor::behavior_type compute_relay(relay_pointer self, compute_act
         ask_target(self, std::move(phase));
     },
   };
-}
-
-std::size_t computes_on(const placement_plan& plan, int node) {
-  std::size_t n = 0;
-  for (auto a : plan.actors_on(node))
-    n += plan.actors[a].role == plan_role::compute ? 1 : 0;
-  return n;
 }
 
 std::string compute_names(const placement_plan& plan, const std::vector<int>& nodes) {

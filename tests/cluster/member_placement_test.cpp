@@ -1,0 +1,113 @@
+// member_placement: what a member takes from its assignment and options, as pure functions.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "cluster/member_placement.hpp"
+#include "tests/actors/synthetic_job.hpp"
+
+using namespace troupe;
+using namespace std::chrono_literals;
+
+namespace {
+
+const data_facts facts{{1, 28, 28}, 10, 64, 64};
+
+cluster_node_options options_of(node_kind role) {
+  cluster_node_options o{cluster_secret("the secret of the test cluster!!")};
+  o.role = role;
+  return o;
+}
+
+// An MLP over `servers` server and `workers` worker processes, one compute each.
+placement_plan cluster_plan(int servers, int workers) {
+  auto job = test::synthetic_job("mlp", 64);
+  job.topology.workers = workers;
+  job.shards = servers;
+  job.nodes.servers = servers;
+  job.nodes.workers = workers;
+  job.topology.keys = key_plan_options{64 << 10, 0};
+  return plan_placement(job, facts);
+}
+
+} // namespace
+
+TEST_CASE("a member's share of its host's link is the rate over its peers of the other role",
+          "[cluster][member]") {
+  const auto plan = cluster_plan(2, 4);
+  auto worker = options_of(node_kind::worker);
+  CHECK(link_share(worker, plan) == 0); // no rate: unpaced
+  worker.link_mbit = 1000;
+  CHECK(link_share(worker, plan) == 1000 * 1000 * 1000 / 8 / 2); // two servers
+  auto server = options_of(node_kind::server);
+  server.link_mbit = 1000;
+  CHECK(link_share(server, plan) == 1000 * 1000 * 1000 / 8 / 4); // four workers
+}
+
+TEST_CASE("backward takes what it is told, else two thirds of a stand-in's step, else unknown",
+          "[cluster][member]") {
+  auto o = options_of(node_kind::worker);
+  CHECK(backward_seconds(o) == 0);
+  o.stand_in.step = std::chrono::milliseconds(300);
+  o.stand_in.samples = 32;
+  CHECK(backward_seconds(o) == Approx(0.2));
+  o.backward = std::chrono::milliseconds(50);
+  CHECK(backward_seconds(o) == Approx(0.05));
+}
+
+TEST_CASE("a worker's slot on its host takes its own CPUs, or none where they do not fit",
+          "[cluster][member]") {
+  // Slot 1 of two computes of 2 threads each: CPUs 4-7 of 8.
+  const auto cpus = slot_cpus(1, 2, 2, 8);
+  REQUIRE(cpus.size() == 2);
+  CHECK(cpus[0] == std::vector<int>{4, 5});
+  CHECK(cpus[1] == std::vector<int>{6, 7});
+  CHECK(slot_cpus(2, 2, 2, 8).empty());   // would need CPUs 8-11
+  CHECK(slot_cpus(-1, 2, 2, 64).empty()); // no slot: nothing bound
+  CHECK(slot_cpus(0, 1, 0, 64).empty());  // no compute
+  CHECK(cpus_text(4, 7) == "CPUs 4-7");
+  CHECK(cpus_text(3, 3) == "CPU 3");
+}
+
+TEST_CASE("compute threads: the scheduler's count, else the node's, and two counts must agree",
+          "[cluster][member]") {
+  auto o = options_of(node_kind::worker);
+  o.default_threads = 3;
+  CHECK(compute_threads(o, 0) == 3);
+  CHECK(compute_threads(o, 2) == 2);
+  o.threads = 2;
+  CHECK(compute_threads(o, 0) == 2);
+  CHECK(compute_threads(o, 2) == 2);
+  CHECK_THROWS_WITH(compute_threads(o, 4), Catch::Contains("this node was given 2 compute threads")
+                                             && Catch::Contains("the scheduler 4"));
+}
+
+TEST_CASE("a paced link orders its pushes only with priority and several workers",
+          "[cluster][member]") {
+  channel_options link(cluster_secret("the secret of the test cluster!!"));
+  link.priority = true;
+  link.pacing_bytes_per_second = 1 << 20;
+  const auto server = [](const placement_plan& p) {
+    for (std::uint32_t n = 0; n < p.nodes.size(); ++n)
+      if (p.nodes[n].kind == node_kind::server)
+        return n;
+    return std::uint32_t{0};
+  };
+  const auto one = cluster_plan(1, 1);
+  CHECK(push_order_of(one, link, 0.1, server(one)).sequence.empty()); // the only worker
+  const auto two = cluster_plan(1, 2);
+  link.order = forward_order_of(two); // as a member's links are given
+  const auto order = push_order_of(two, link, 0.1, server(two));
+  const auto pushes = pushes_to_node(two, link.order, static_cast<int>(server(two)));
+  REQUIRE(!pushes.empty());
+  CHECK(order.sequenced == pushes.size());
+  REQUIRE(order.sequence.size() == pushes.size());
+  // A permutation of the pushes' ranks.
+  auto ranks = order.sequence;
+  std::sort(ranks.begin(), ranks.end());
+  for (std::size_t i = 0; i < pushes.size(); ++i)
+    CHECK(ranks[i] == pushes[i].rank);
+  CHECK(order.patience >= link.sequence_patience);
+  link.pacing_bytes_per_second = 0; // unpaced: as they come
+  CHECK(push_order_of(two, link, 0.1, server(two)).sequence.empty());
+}

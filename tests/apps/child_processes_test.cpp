@@ -4,6 +4,8 @@
 // generous upper bounds that keep a broken supervisor from hanging the suite.
 #include <catch2/catch.hpp>
 
+#include <poll.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,18 +58,16 @@ bool reaped(pid_t pid) {
          && errno == ESRCH;
 }
 
-// Someone else's child (an orphaned grandchild): gone, or a zombie waiting for its reaper.
+// Someone else's child (an orphaned grandchild): gone, or exited within 3 s (a zombie waiting
+// for its reaper counts). A pidfd becomes readable when its process exits, whoever reaps it.
 bool dead(pid_t pid) {
-  for (int tries = 0; tries < 300; ++tries) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!std::getline(stat, line))
-      return true;
-    if (line.substr(line.rfind(')') + 2, 1) == "Z")
-      return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
+  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0)
+    return errno == ESRCH; // gone already
+  pollfd exited{fd, POLLIN, 0};
+  const bool gone = ::poll(&exited, 1, 3000) == 1;
+  ::close(fd);
+  return gone;
 }
 
 std::vector<std::string> lines_of(const std::string& text) {

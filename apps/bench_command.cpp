@@ -102,7 +102,7 @@ bench_case lookup_case(const std::string& name) {
             false,
             {"--network", "resnet", "--num-layers", "20", "--dataset", "synthetic", "--image-shape",
              "3,32,32", "--num-examples", "2560"}};
-  // The GPU rows of issue 9 (CIFAR-sized input; scripts/bench_pytorch_gpu.py builds the same
+  // The GPU rows (CIFAR-sized input; scripts/bench_pytorch_gpu.py builds the same
   // networks in PyTorch): a few synthetic batches, as for resnet-20.
   const auto cifar = [&](const char* network, int depth, std::int64_t steps) {
     std::vector<std::string> flags{"--network",     network,   "--dataset",      "synthetic",

@@ -417,8 +417,8 @@ channel_self_actor::behavior_type channel(channel_pointer self,
   st.options.emplace(std::move(options));
   st.pool = std::make_shared<receive_pool>(st.options->receive_pool_bytes);
   // Unpacked values come from a pool of their own: new, a step's worth of them (16 times a
-  // 2-bit frame) had fresh pages faulted in and zeroed every step, 16% of a compressed VGG-16
-  // step's CPU time (perf, 2026-11-29).
+  // 2-bit frame) would have fresh pages faulted in and zeroed every step, a sixth of a
+  // compressed VGG-16 step's CPU time.
   st.unpack_into = unpacked_from(std::make_shared<receive_pool>(st.options->unpacked_pool_bytes));
   st.socket = std::move(socket);
   st.side = side;

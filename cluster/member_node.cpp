@@ -108,10 +108,10 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
     }
   // The workers still linked here hear how the run ends from this server too, rather than a
   // closed connection (the listener's end closes the links it accepted). At the end of a good
-  // run that close raced the worker's own goodbye ("the connection closed"); at the end of a
-  // failed one it raced the scheduler's word, and a worker that read the close first named
-  // this server as the node lost (found by scripts/chaos.py). The listener ends once they
-  // closed (answer), or the grace is over.
+  // run that close would race the worker's own goodbye ("the connection closed"); at the end
+  // of a failed one it would race the scheduler's word, and a worker that read the close first
+  // would name this server as the node lost. The listener ends once they closed (answer), or
+  // the grace is over.
   for (auto& [address, link] : st.worker_links) {
     caf::anon_send(spawn_member_control_proxy(self->system(), link.channel), goodbye_atom::value,
                    end);

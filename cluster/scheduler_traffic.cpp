@@ -132,7 +132,7 @@ void end_gathering(scheduler_actor self, caf::error run_ends) {
   // metrics actor has the epoch's traffic when it writes the epoch's line.
   self->send(st.metrics, annotate_atom::value, g.epoch, std::string("traffic"), figures.json,
              figures.line);
-  // And who made the barriers wait (issue 20: stragglers named), when anyone did.
+  // And who made the barriers wait (the stragglers, by name), when anyone did.
   if (!figures.waits_line.empty())
     self->send(st.metrics, annotate_atom::value, g.epoch, std::string("waited_for"),
                figures.waits_json, figures.waits_line);

@@ -1,6 +1,6 @@
 // The limit of a request spanning many phases (a whole run) saturates instead of wrapping:
 // 48 h times the 80001 phases of 40000 epochs passes int64 nanoseconds, and the wrapped,
-// negative limit once ended such runs at once with request_timeout (issue 18).
+// negative limit would end such runs at once with request_timeout.
 #include <catch2/catch.hpp>
 
 #include <troupe/actors/timeouts.hpp>

@@ -1,4 +1,4 @@
-// One range per value, for flags and config alike (issue 18, "a first hour without surprises"):
+// One range per value, for flags and config alike:
 // for each value a flag and a config key both set, the values at and just beyond the ends of
 // its range are either accepted by both `troupe train --FLAG V` and `train { key = V }` (and the
 // other sections' keys), or refused by both. Written against the two front doors only, not

@@ -117,7 +117,7 @@ CAF_TEST(member_finishes_after_a_finished_goodbye) {
 
 // An assignment whose server cannot be reached, with the scheduler's goodbye already behind it
 // in the mailbox (it ended the run, having lost that server): the node ends with the
-// scheduler's reason, not its own echo of it (found by scripts/chaos.py).
+// scheduler's reason, not its own echo of it.
 CAF_TEST(member_that_cannot_reach_a_server_names_the_schedulers_reason_when_it_came) {
   const auto job = cluster_job(1, 2);
   const auto plan = plan_placement(job, facts);
@@ -391,9 +391,8 @@ CAF_TEST(member_server_says_ready_with_its_port) {
 }
 
 // A member spawned scheduled, as in these tests, spawns its part scheduled too, checkpoint
-// part included: on a thread of its own that actor raced the deterministic coordinator, and
-// about one run in fifty of member_server_tells_linked_workers_why_the_run_failed lost the
-// node's last message (CI, 2026-11-29).
+// part included: on a thread of its own that actor would race the deterministic coordinator,
+// which is not thread-safe, and a case could lose the node's last message.
 CAF_TEST(member_server_spawned_scheduled_spawns_its_part_scheduled) {
   CAF_REQUIRE(shards->find<remote_interface::checkpoint_part>(0) != nullptr);
   CAF_CHECK_EQUAL(sys.detached_actors(), 0u);
@@ -577,8 +576,8 @@ CAF_TEST(member_part_down_after_a_lost_link_keeps_the_loss) {
 }
 
 // A node that ends still hears its links close: their channels find it where they always did
-// (found by scripts/chaos.py: the registry was cleared with the part, so a server's links from
-// workers could not say they closed and a failing server waited the whole grace).
+// (were the registry cleared with the part, a server's links from workers could not say they
+// closed, and a failing server would wait the whole grace).
 CAF_TEST(member_server_still_hears_its_links_while_it_ends) {
   sent_list to_worker;
   auto worker = link(to_worker);

@@ -223,7 +223,7 @@ CAF_TEST(epoch_done_waits_for_every_member) {
   CAF_CHECK(!logged("traffic goes without"));
 }
 
-// Stragglers (issue 20): the members' barriers say, by source node, how long they waited for
+// Stragglers: the members' barriers say, by source node, how long they waited for
 // it (totals); the scheduler takes each epoch's share, the longest of the nodes reporting the
 // same source, and names them, the longest first, in a line and the metrics (`waited_for`).
 CAF_TEST(epoch_done_names_who_the_barriers_waited_for) {

@@ -62,18 +62,18 @@ TEST_CASE("job_hash of the default training_job is pinned") {
   // encoding changed: processes built before and after no longer agree on a job's hash. Update
   // the literal only when that is intended. (The first literal was cross-checked against an
   // encoder written apart, in Python, when the default job was 521 bytes of encoding; this one
-  // follows the multi-node fields issue 8 added, e.g. on_worker_loss, and the RecordIO
-  // dataset and augmentation fields of issue 10, and training_job::top_k: the previous hash,
+  // follows the multi-node fields, e.g. on_worker_loss, and the RecordIO dataset and
+  // augmentation fields, and training_job::top_k: the previous hash,
   // 0x83cc8c8ef3c29b88, times the FNV prime four times for top_k's four zero bytes; then the
-  // topology became its route program (issue 18): name, machines, levels and staleness in
+  // topology became its route program: name, machines, levels and staleness in
   // place of the preset's kind, staleness, backups and machines; then the test knob
   // topology.straggler / straggle_ms left the job: 0xe92954f1461c2f6a with FNV undone, byte
   // by byte, over the 13 zero bytes after them (nodes, top_k) and their 8 bytes ff ff ff ff
   // 00 00 00 00, and the 13 zero bytes fed again; then cluster_nodes::adopt_on_worker_loss
-  // (on_worker_loss = adopt, issue 19) added one byte after continue_on_worker_loss; then
-  // cluster_nodes::replicas (issue 19) four bytes, 01 00 00 00, after it; then
-  // topology_options::priority (issue 20, item 5) one byte, 01, after overlap; and
-  // topology_options::compression (issue 20, item 4), an empty list after topology.keys: its
+  // (on_worker_loss = adopt) added one byte after continue_on_worker_loss; then
+  // cluster_nodes::replicas four bytes, 01 00 00 00, after it; then
+  // topology_options::priority one byte, 01, after overlap; and
+  // topology_options::compression, an empty list after topology.keys: its
   // length.)
   CHECK(job_hash(training_job{}) == 0xa72ea1e6ff5d0ceeULL);
 }

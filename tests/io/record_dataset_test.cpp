@@ -210,7 +210,7 @@ TEST_CASE("open_dataset opens recordio by name with its index", "[io][record_dat
   d.dir = dir.file("a.rec");
   d.record_shape = {3, 4, 4};
   d.record_classes = 3;
-  // An index of 1 of its 3 records is refused naming the index (issue 19: it trained on 1).
+  // An index of 1 of its 3 records is refused naming the index (rather than training on 1).
   d.record_index = dir.file("p.idx");
   CHECK_THROWS_WITH(open_dataset(d),
                     Contains("p.idx lists 1 record, ") && Contains("a.rec holds 3 records"));

@@ -1,5 +1,5 @@
-// Tests that recordio_reader checks an `.idx` against its `.rec` before anything is read
-// (issue 19, item 7): an index of zeros, a partial one, another file's, an empty one, one
+// Tests that recordio_reader checks an `.idx` against its `.rec` before anything is read:
+// an index of zeros, a partial one, another file's, an empty one, one
 // past the end or off a record's start are refused naming the `.idx`; a correct one (also with
 // a record split into parts, and with skipping over a corrupt stretch) still reads every
 // record. Files are built frame by frame from the format (tests/io/record_files.hpp).

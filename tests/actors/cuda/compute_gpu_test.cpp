@@ -1,7 +1,7 @@
 // Compute actors on a GPU, through whole in-process runs: the same job trained with its
 // compute actors on gpu:0 ends with the CPU run's weights (to float32 rounding through cuDNN's
 // and cuBLAS's other reduction orders), and BSP with 2 compute actors sharing gpu:0 at batch
-// B/2 ends with 1 actor's weights at batch B (issue 9's stand-in for a 2-GPU worker).
+// B/2 ends with 1 actor's weights at batch B (what a 2-GPU worker must show, on one GPU).
 //
 // Tolerance: max |a - b| / max(1, |b|) over every weight after 2 epochs of 12 steps, 2e-3.
 // One step's gradients agree to 1e-3 (tests/graph/cuda/model_cuda_test.cpp); the SGD update

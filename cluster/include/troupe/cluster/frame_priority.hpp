@@ -1,4 +1,4 @@
-// Which frame a link writes next when several wait (issue 20, item 5: priority). Backward
+// Which frame a link writes next when several wait (priority). Backward
 // makes gradients last layer first, and pushes leave as their groups complete; but the next
 // forward needs the first layers' weights first. So a link with priority on writes, of the
 // frames waiting for its writer, control frames first (heartbeats, hellos, failures, joins:

@@ -34,7 +34,9 @@ import subprocess
 import sys
 import textwrap
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+# The real path: run through a link to scripts/ (an installed prefix, a test's work folder),
+# the results file and the page are still the checkout's.
+HERE = os.path.dirname(os.path.realpath(__file__))
 REPO = os.path.dirname(HERE)
 BLOCK = re.compile(r"(<!-- results: ([\w-]+) -->\n)(.*?)(<!-- /results -->)", re.S)
 NOT_RECORDED = "not recorded"

@@ -53,6 +53,7 @@ SHORTEN = {
     r"^build/apps/troupe_bench_host_latency$": ["--steps", "4", "--rounds", "1"],
     r"^scripts/bench_session.py$": ["--models", "lenet", "--rounds", "1"],  # synthetic data, 60 steps
     r"^scripts/bench_vs_torch.py$": ["--models", "mlp", "--rounds", "1"],
+    r"^build/apps/troupe bench scaling ": ["--workers", "1", "--steps", "2", "--epochs", "2"],
 }
 
 

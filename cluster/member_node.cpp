@@ -192,7 +192,8 @@ void connect_servers(member_actor self, const assignment_message& a,
            ? std::string()
            : ", at most " + std::to_string(forward) + " bytes")
       + ")";
-  else if (options.priority && options.pacing_bytes_per_second > 0 && !a.servers.empty())
+  else if (options.priority && options.pacing_bytes_per_second > 0 && !a.servers.empty()
+           && !needs_fixed_push_order(st.plan))
     st.pacing_text += ", pushes by rank as they come (the only worker: no fixed order)";
 }
 

@@ -381,15 +381,15 @@ void plan_routes(placement_plan& p) {
       r.compression = compression_into(p, p.actors[r.from].role, p.actors[r.to].role);
   // The answer follows the written answer route: `shard -> compute(...)` answers the computes,
   // `shard -> aggregate(machine)` each machine's aggregator, which answers its computes.
-  for (int k = 0; hierarchical && !global && k < shards; ++k)
+  for (int k = 0; p.answers_through_machines() && k < shards; ++k)
     for (int m = 0; m < p.machines; ++m)
       shard_route(id(plan_role::shard, k), id(plan_role::machine_aggregator, m * shards + k),
                   route_carries::weights, k, -1);
   for (int k = 0; k < shards; ++k)
     for (int w = 0; w < n; ++w) {
-      const auto from = hierarchical && !global ? id(plan_role::machine_aggregator,
-                                                     machine_of(w, n, p.machines) * shards + k)
-                                                : id(plan_role::shard, k);
+      const auto from = p.answers_through_machines() ? id(plan_role::machine_aggregator,
+                                                          machine_of(w, n, p.machines) * shards + k)
+                                                     : id(plan_role::shard, k);
       shard_route(from, id(plan_role::compute, w), route_carries::weights, k, -1);
     }
   const int validation_loaders = static_cast<int>(p.actors_of(plan_role::validation_loader).size());

@@ -7,6 +7,7 @@
 // `troupe check CONFIG --push-groups` prints only the push groups, one line each, for tools that
 // move the same messages with another system (scripts/bench_pslite.py), with each group's share
 // of a compute stand-in's step (stand_in_timing.hpp), so such a tool times its steps as ours.
+// `troupe check --reference` prints the key table (key_table.hpp) as docs/dsl.md holds it.
 #include <algorithm>
 #include <iomanip>
 #include <iostream>
@@ -17,6 +18,7 @@
 #include "apps/flags.hpp"
 #include <troupe/actors/stand_in_timing.hpp>
 #include <troupe/graph/config/job_plan.hpp>
+#include <troupe/graph/config/key_table.hpp>
 #include <troupe/graph/zoo.hpp>
 
 namespace troupe {
@@ -26,6 +28,7 @@ namespace {
 struct node_counts {
   int server_nodes = 0, worker_nodes = 0;
   bool push_groups = false; // check only: print the push groups, nothing else
+  bool reference = false;   // check only: print the key table, read no config
 };
 
 flag_set node_flag_set(const std::string& command, node_counts& n) {
@@ -37,11 +40,15 @@ flag_set node_flag_set(const std::string& command, node_counts& n) {
   f.set_operands("CONFIG");
   f.add("server-nodes", n.server_nodes, "server processes of a cluster run to plan for");
   f.add("worker-nodes", n.worker_nodes, "worker processes of a cluster run to plan for");
-  if (command == "check")
+  if (command == "check") {
+    f.add_switch("reference", n.reference,
+                 "print every config key (default, range, flag, meaning) as docs/dsl.md's "
+                 "tables, without a config");
     f.add_switch("push-groups", n.push_groups,
                  "print only the pushes a worker sends per step, in backward order, one line each: "
                  "`push_group G shard S node NODE elements N work W` (W: the group's share of a "
                  "compute stand-in's step) and every key as NAME=ELEMENTS");
+  }
   return f;
 }
 
@@ -55,6 +62,8 @@ bool apply_node_flags(const char* command, const std::vector<std::string>& args,
     std::cout << f.help();
     return false;
   }
+  if (n.reference)
+    throw usage_error("--reference prints every config key and reads no config: give it alone");
   const int server_nodes = n.server_nodes, worker_nodes = n.worker_nodes;
   for (auto [flag, value, target] :
        {std::tuple{"server-nodes", server_nodes, &config.cluster.server_nodes},
@@ -77,9 +86,14 @@ int with_config(const char* command, const std::vector<std::string>& args,
     std::cout << node_flag_set(command, n).help();
     return 0;
   }
+  if (std::string(command) == "check" && args.size() == 1 && args[0] == "--reference") {
+    std::cout << key_reference();
+    return 0;
+  }
   if (args.empty() || args[0].rfind("-", 0) == 0)
     throw usage_error("needs a config file first: troupe " + std::string(command)
-                      + " CONFIG [--server-nodes N --worker-nodes N]");
+                      + " CONFIG [--server-nodes N --worker-nodes N]"
+                      + (std::string(command) == "check" ? ", or --reference alone" : ""));
   try {
     auto config = load_job_config(args[0]);
     node_counts n;

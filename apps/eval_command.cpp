@@ -7,6 +7,7 @@
 // epoch.
 #include <cstdio>
 #include <iostream>
+#include <set>
 
 #include "apps/classification_scores.hpp"
 #include "apps/commands.hpp"
@@ -27,8 +28,16 @@ const char* summary =
   "Evaluates a checkpoint (--model-prefix PREFIX --load-epoch E: PREFIX-EEEE.safetensors, or a "
   "cluster run's PREFIX-EEEE.manifest.json and its parts) on the "
   "validation data the training flags describe: accuracy, top-k accuracy, cross-entropy, and with "
-  "--per-class the accuracy of each class. Training flags that do not shape the model or the data "
-  "are accepted and ignored.";
+  "--per-class the accuracy of each class. It reads the flags that shape the model, the "
+  "validation data and the checkpoint; the other training flags are refused.";
+
+// What eval reads: the model, the validation data and how it is batched, the checkpoint, the
+// threads and the scores; a training flag (--lr, --replicas) would be ignored, so it is refused.
+const std::set<std::string> eval_flags{
+  "per-class",    "config",       "network",        "num-layers", "dataset",          "data-dir",
+  "data-val",     "data-val-idx", "rgb-mean",       "rgb-std",    "skip-bad-records", "image-shape",
+  "num-classes",  "num-examples", "val-batch-size", "seed",       "threads",          "top-k",
+  "model-prefix", "load-epoch"};
 
 std::string fixed(double v) {
   char text[32];
@@ -74,9 +83,10 @@ void print_scores(const classification_scores& s, bool per_class) {
 
 int eval_command(const std::vector<std::string>& args) {
   bool per_class = false;
-  auto cli = parse_train_flags(args, "eval", summary, [&](flag_set& f) {
-    f.add_switch("per-class", per_class, "print the accuracy of every class");
-  });
+  auto cli = parse_train_flags(
+    args, "eval", summary,
+    [&](flag_set& f) { f.add_switch("per-class", per_class, "print the accuracy of every class"); },
+    {}, eval_flags);
   if (cli.help) {
     std::cout << cli.help_text;
     return 0;

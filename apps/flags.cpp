@@ -189,6 +189,14 @@ void flag_set::hide(const std::string& name) {
     o->group(""); // CLI11's hidden group: left out of help, and of "did you mean" below
 }
 
+void flag_set::keep_only(const std::set<std::string>& names, std::string why) {
+  kept_ = names;
+  unread_why_ = std::move(why);
+  for (const CLI::Option* o : app_->get_options())
+    if (o != app_->get_help_ptr() && kept_.count(o->get_lnames().front()) == 0)
+      hide(o->get_lnames().front());
+}
+
 std::string flag_set::unknown_flag(const std::string& name) const {
   std::string nearest;
   std::size_t best = std::max<std::size_t>(2, name.size() / 4) + 1;
@@ -241,6 +249,10 @@ bool flag_set::parse(const std::vector<std::string>& args) {
   for (const CLI::Option* o : app_->get_options())
     if (o != app_->get_help_ptr() && o->count() > 0)
       given_.insert(o->get_lnames().front());
+  if (!kept_.empty())
+    for (const auto& name : given_)
+      if (kept_.count(name) == 0)
+        throw usage_error("--" + name + " " + unread_why_);
   return true;
 }
 

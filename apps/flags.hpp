@@ -68,6 +68,9 @@ public:
   /// Leaves the flag out of help and of "did you mean": a knob for tests and experiments,
   /// which keeps working for those who know it.
   void hide(const std::string& name);
+  /// Keeps only `names` in help; any other flag given is a usage_error "--FLAG WHY": for a
+  /// command that declares a shared set of flags but reads only some of them.
+  void keep_only(const std::set<std::string>& names, std::string why);
 
   /// Parses `args` (without the command name). Returns false if --help was given (and the
   /// caller should print help()). Throws usage_error on anything else it cannot accept.
@@ -95,6 +98,8 @@ private:
   std::unique_ptr<CLI::App> app_;
   std::shared_ptr<text> text_;
   std::set<std::string> given_;
+  std::set<std::string> kept_; ///< keep_only's names; empty: every flag is read
+  std::string unread_why_;
 };
 
 } // namespace troupe

@@ -70,7 +70,7 @@ void declare_node_flags(flag_set& f, node_command_line& n) {
   f.add("scheduler-timeout", n.scheduler_timeout,
         "seconds a server or worker that lost its scheduler in training "
         "trains on, retrying to reach one restarted with --resume (0: it stops at once)");
-  f.add("listen", n.listen, "address a server listens on for workers");
+  f.add("listen", n.listen, key_help("listen"));
   f.add("port", n.port, "port a server listens on for workers (0: any free port)");
   f.add("advertise", n.advertise,
         "address peers reach this node at, when not --listen (multi-homed hosts, 0.0.0.0)");
@@ -78,32 +78,18 @@ void declare_node_flags(flag_set& f, node_command_line& n) {
         "on: a worker reaches a server on its own host through a Unix socket, not TCP "
         "(same frames and admission; a third of the CPU per byte); off: TCP always");
   f.add("tcp-congestion", n.tcp_congestion,
-        "congestion control of this node's TCP links: auto (cubic where this "
-        "process may set it, else the host's default), system (the host's default) or an "
-        "algorithm's name "
-        "(docs/operations.md says why)");
-  f.add("link-mbit", n.link_mbit,
-        "the rate of each host's link per direction, in Mbit/s (0: not stated; cluster.link_mbit): "
-        "a server's "
-        "or worker's TCP links pace themselves at an equal share of it, and with two or more "
-        "workers a worker writes "
-        "each step's pushes in one fixed order, the same on every worker (docs/operations.md)");
-  f.add("backward-ms", n.backward_ms,
-        "with --link-mbit: milliseconds a step's backward takes (cluster.backward_ms), which sets "
-        "how much of "
-        "the last layers goes first (-1: the compute stand-in's backward, two thirds of its step; "
-        "else 0)");
+        key_help("tcp-congestion", "docs/operations.md says why"));
+  f.add("link-mbit", n.link_mbit, key_help("link-mbit", "0: not stated"));
+  f.add("backward-ms", n.backward_ms, key_help("backward-ms"));
   f.add("secret-file", n.secret_file,
         "file holding the cluster secret (mode 600; '-': read one line from standard input); else "
         "TROUPE_SECRET");
   f.add("port-file", n.port_file,
         "the scheduler writes its port here once it listens (for launchers)");
-  f.add("join-timeout", n.join_timeout,
-        "seconds the scheduler waits for every node, and a node retries reaching it");
-  f.add("heartbeat", n.heartbeat, "seconds between heartbeats on every link");
-  f.add("peer-timeout", n.peer_timeout, "seconds of silence after which a peer counts as lost");
-  f.add("request-timeout", n.request_timeout,
-        "seconds a push, pull or batch request may wait for its answer (as in troupe train)");
+  f.add("join-timeout", n.join_timeout, key_help("join-timeout"));
+  f.add("heartbeat", n.heartbeat, key_help("heartbeat"));
+  f.add("peer-timeout", n.peer_timeout, key_help("peer-timeout"));
+  f.add("request-timeout", n.request_timeout, key_help("request-timeout"));
   f.add("compute-stand-in-ms", n.compute_stand_in_ms,
         "a worker's computes take this many milliseconds per batch "
         "instead of computing, pushing gradients of the model's shapes (benchmarks of the "

@@ -28,10 +28,16 @@
 #include "apps/record_flags.hpp"
 #include <troupe/graph/config/job_plan.hpp>
 #include <troupe/graph/config/key_ranges.hpp>
+#include <troupe/graph/config/key_table.hpp>
 #include <troupe/graph/placement.hpp>
 #include <troupe/kernels/device_info.hpp>
 
 namespace troupe {
+
+std::string key_help(const char* flag, const std::string& extra) {
+  const std::string help = config_key_of_flag(flag)->help;
+  return extra.empty() ? help : help + " (" + extra + ")";
+}
 
 int default_thread_count() {
   if (const char* text = std::getenv("OMP_NUM_THREADS")) {
@@ -52,23 +58,36 @@ namespace {
 // Raw flag values. -1 and "" mean "the default the config derives", so those flags are
 // written onto the config only when they carry a value.
 struct raw_flags {
-  std::string network = "lenet", dataset = "fashion-mnist", data_dir, metrics;
-  std::string lr_step_epochs, lr_schedule = "multi-step", progress = "auto";
+  // The defaults are the config language's (a default job_config's), save where -1 or ""
+  // stands for a default derived from other values.
+  static const job_config& language() {
+    static const job_config defaults;
+    return defaults;
+  }
+  std::string network = language().model.network.value, dataset = "fashion-mnist", data_dir;
+  std::string metrics, lr_step_epochs, lr_schedule = "multi-step", progress = "auto";
   std::string image_shape = "1,28,28";
   std::string config, devices, cudnn_algorithms = "exact";
   record_flags record; ///< --data-train, --data-val, ... (apps/record_flags.cpp)
-  int num_layers = 0, threads = 1, shards = 1, prefetch = 3, num_classes = 10;
-  int server_nodes = 0, worker_nodes = 0, top_k = 0, workers = 1, replicas = 1;
+  int num_layers = 0, threads = 1, shards = language().cluster.shards.value;
+  int prefetch = language().run.prefetch.value, num_classes = language().train_data.classes.value;
+  int server_nodes = 0, worker_nodes = 0, top_k = 0, workers = language().cluster.workers.value;
+  int replicas = language().cluster.replicas.value;
   std::string on_worker_loss; // empty: the topology's default
   std::string compression = "none";
-  std::int64_t batch_size = 128, val_batch_size = 500, num_epochs = 10, disp_batches = 100;
-  std::int64_t eval_every = 1;
+  std::int64_t batch_size = language().train_data.batch.value, val_batch_size = 500;
+  std::int64_t num_epochs = language().run.epochs.value,
+               disp_batches = language().run.display.value;
+  std::int64_t eval_every = language().run.eval_every.value;
   std::string model_prefix;
-  std::int64_t save_period = 1, load_epoch = -1;
-  std::int64_t seed = 0, random_crop_pad = -1, random_mirror = -1, num_examples = 60000;
-  std::int64_t slice_bytes = key_plan_options{}.slice_bytes;
-  std::int64_t group_bytes = key_plan_options{}.group_bytes;
-  double lr = -1, lr_factor = 0.1, mom = 0.9, wd = 1e-4, warmup_epochs = -1;
+  std::int64_t save_period = language().run.save_period.value, load_epoch = -1;
+  std::int64_t seed = language().run.seed.value, random_crop_pad = -1, random_mirror = -1;
+  std::int64_t num_examples = language().train_data.examples.value;
+  std::int64_t slice_bytes = language().cluster.slice_bytes.value;
+  std::int64_t group_bytes = language().cluster.group_bytes.value;
+  double lr = -1, lr_factor = language().schedule.factor.value;
+  double mom = language().optimizer.momentum.value, wd = language().optimizer.wd.value;
+  double warmup_epochs = -1;
   bool nesterov = false, no_validation = false, no_overlap = false;
   bool no_priority = false;
 };
@@ -77,39 +96,30 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("config", r.config,
         "read the job from a .troupe config (docs/dsl.md); other flags given override it");
   f.add("network", r.network, "mlp | lenet | resnet | inception-bn | vgg");
-  f.add("num-layers", r.num_layers, "depth for resnet (20/32/44/56/110, 18/50); 0 = default");
+  f.add("num-layers", r.num_layers, key_help("num-layers", "0 = the network's default"));
   f.add("dataset", r.dataset, "fashion-mnist | mnist | cifar10 | synthetic");
-  f.add("data-dir", r.data_dir,
-        "dataset directory (fashion-mnist: /usr/share/datasets/fashion-mnist)");
-  f.add("batch-size", r.batch_size,
-        "training examples per step of each compute (a step of W computes trains W times as many)");
+  f.add("data-dir", r.data_dir, key_help("data-dir"));
+  f.add("batch-size", r.batch_size, key_help("batch-size"));
   f.add("val-batch-size", r.val_batch_size, "validation batch size");
-  f.add("lr", r.lr,
-        "initial learning rate (-1: 0.1 for mlp/resnet, 0.05 for lenet/vgg/inception-bn)");
+  f.add("lr", r.lr, key_help("lr", "-1: 0.1 for mlp/resnet, 0.05 for lenet/vgg/inception-bn"));
   f.add("lr-schedule", r.lr_schedule, "multi-step | cosine | constant");
   f.add("lr-step-epochs", r.lr_step_epochs,
-        "epochs where the lr is multiplied by --lr-factor: epochs (5,7.5) or shares of the run "
-        "(50%,75%); \"\": 50% and 75% of --num-epochs, also over a config's steps");
-  f.add("lr-factor", r.lr_factor, "multi-step lr multiplier");
+        key_help("lr-step-epochs",
+                 "written 5,7.5 or 50%,75%; \"\": 50% and 75% of --num-epochs, also over a "
+                 "config's steps"));
+  f.add("lr-factor", r.lr_factor, key_help("lr-factor"));
   f.add("warmup-epochs", r.warmup_epochs,
-        "linear lr warm-up from 0 over this many epochs, keeping lenet stable at lr 0.05 (-1: a "
-        "tenth of --num-epochs, at most 1)");
-  f.add("mom", r.mom, "SGD momentum");
-  f.add_switch("nesterov", r.nesterov, "use Nesterov momentum");
-  f.add("wd", r.wd, "weight decay (L2) on weights; biases and batch-norm scale/shift are exempt");
-  f.add("num-epochs", r.num_epochs, "epochs to train");
-  f.add("seed", r.seed, "seed for initialization, shuffling, augmentation and synthetic data");
-  f.add("threads", r.threads,
-        "compute threads, shared by oneDNN/OpenMP and oneTBB; without it a config's train.threads, "
-        "else OMP_NUM_THREADS, else the hardware's threads");
-  f.add("workers", r.workers,
-        "compute actors, each with its own model replica and part of the data (troupe node, troupe "
-        "launch: default one per worker process)");
-  f.add("shards", r.shards, "parameter shard actors the weights are spread over");
-  f.add("slice-bytes", r.slice_bytes,
-        "parameters above this many bytes are cut into slices spread over the shards (>= 4)");
-  f.add("group-bytes", r.group_bytes,
-        "keys below this many bytes are bundled into one push per shard (0: never bundle)");
+        key_help("warmup-epochs", "-1: a tenth of --num-epochs, at most 1"));
+  f.add("mom", r.mom, key_help("mom"));
+  f.add_switch("nesterov", r.nesterov, key_help("nesterov"));
+  f.add("wd", r.wd, key_help("wd"));
+  f.add("num-epochs", r.num_epochs, key_help("num-epochs"));
+  f.add("seed", r.seed, key_help("seed"));
+  f.add("threads", r.threads, key_help("threads"));
+  f.add("workers", r.workers, key_help("workers"));
+  f.add("shards", r.shards, key_help("shards"));
+  f.add("slice-bytes", r.slice_bytes, key_help("slice-bytes"));
+  f.add("group-bytes", r.group_bytes, key_help("group-bytes"));
   f.add_switch("no-overlap", r.no_overlap,
                "send all pushes after backward instead of each as soon as backward produced it");
   f.add("compression", r.compression,
@@ -119,43 +129,32 @@ void declare(flag_set& f, raw_flags& r) {
   f.add_switch("no-priority", r.no_priority,
                "cluster links write pushes and their answers in backward's order (last layer "
                "first) instead of the order the next forward needs them");
-  f.add("prefetch", r.prefetch, "batches each loader builds ahead");
-  f.add(
-    "server-nodes", r.server_nodes,
-    "server processes of a cluster run, holding the shards (0 with --worker-nodes 0: one process)");
-  f.add("worker-nodes", r.worker_nodes,
-        "worker processes of a cluster run, holding loaders and compute actors");
-  f.add("replicas", r.replicas,
-        "copies of each server process's shards: 1, or 2 for a backup on the next server process, "
-        "promoted when the server is lost");
+  f.add("prefetch", r.prefetch, key_help("prefetch"));
+  f.add("server-nodes", r.server_nodes, key_help("server-nodes"));
+  f.add("worker-nodes", r.worker_nodes, key_help("worker-nodes"));
+  f.add("replicas", r.replicas, key_help("replicas"));
   f.add("on-worker-loss", r.on_worker_loss,
-        "stop, continue without a lost worker process (async and ssp only), or adopt its computes "
-        "on another worker process (bsp only) (default: adopt in bsp, else stop)");
+        key_help("on-worker-loss", "default: adopt in bsp, else stop"));
   f.add("random-crop-pad", r.random_crop_pad,
         "random crop after zero padding, 0 to 64 (-1: 4 for cifar10, else 0)");
   f.add("random-mirror", r.random_mirror, "random horizontal flip 0/1 (-1: 1 for cifar10, else 0)");
   r.record.declare(f);
-  f.add("image-shape", r.image_shape, "synthetic data and RecordIO batches: C,H,W");
-  f.add("num-classes", r.num_classes, "synthetic data and RecordIO: classes");
-  f.add("num-examples", r.num_examples, "synthetic data: training examples");
+  f.add("image-shape", r.image_shape, key_help("image-shape", "C,H,W"));
+  f.add("num-classes", r.num_classes, key_help("num-classes", "synthetic data and RecordIO"));
+  f.add("num-examples", r.num_examples, key_help("num-examples", "synthetic data"));
   f.add_switch("no-validation", r.no_validation, "skip the validation pass after each epoch");
-  f.add("eval-every", r.eval_every,
-        "validate after every Nth epoch and after the last (0: no validation)");
-  f.add("metrics", r.metrics, "write one JSON object per epoch to this file");
+  f.add("eval-every", r.eval_every, key_help("eval-every"));
+  f.add("metrics", r.metrics, key_help("metrics"));
   f.add("top-k", r.top_k,
-        "also report top-K accuracy, training and validation, 1 to the classes (0: off; troupe "
-        "eval: 0 means 5 when there are more than 5 classes, else 1)");
-  f.add("model-prefix", r.model_prefix,
-        "save checkpoints as PREFIX-EEEE.safetensors (docs/checkpoints.md)");
-  f.add("save-period", r.save_period, "save a checkpoint every N epochs and after the last");
-  f.add("load-epoch", r.load_epoch, "resume from the --model-prefix checkpoint of this epoch");
-  f.add("devices", r.devices,
-        "where the compute actors run: cpu, or gpu:0,gpu:1,... (compute i on device i mod count); "
-        "default: the CPU");
+        key_help("top-k", "troupe eval: 0 means 5 when there are more than 5 classes, else 1"));
+  f.add("model-prefix", r.model_prefix, key_help("model-prefix"));
+  f.add("save-period", r.save_period, key_help("save-period"));
+  f.add("load-epoch", r.load_epoch, key_help("load-epoch"));
+  f.add("devices", r.devices, key_help("devices"));
   f.add("cudnn-algorithms", r.cudnn_algorithms,
         "GPU convolutions: exact (no FFT or non-fused Winograd: float32 results) | fastest "
         "(whatever cuDNN times fastest, ~1e-3 off; docs/gpu.md)");
-  f.add("disp-batches", r.disp_batches, "print speed and accuracy every N batches (0: never)");
+  f.add("disp-batches", r.disp_batches, key_help("disp-batches"));
   f.add("progress", r.progress, "progress bar: auto (when stdout is a terminal) | on | off");
 }
 
@@ -356,7 +355,7 @@ std::string flag_of_key(const std::string& key) {
   for (const auto& [k, flag] : unranged)
     if (key == k)
       return flag;
-  return std::string("--") + range_of_key(key).flag;
+  return std::string("--") + config_key_of(key).flag;
 }
 
 // The data statement --dataset, --image-shape, --num-classes and --num-examples stand for;
@@ -633,7 +632,8 @@ train_command_line command_line_of(job_config& config, const raw_flags& r, const
 train_command_line
 parse_train_flags(const std::vector<std::string>& args, const std::string& command,
                   const std::string& summary, const std::function<void(flag_set&)>& declare_own,
-                  const std::function<int(const cluster_settings&)>& worker_processes) {
+                  const std::function<int(const cluster_settings&)>& worker_processes,
+                  const std::set<std::string>& reads) {
   raw_flags r;
   r.threads = default_thread_count();
   flag_set f(command, summary);
@@ -641,6 +641,9 @@ parse_train_flags(const std::vector<std::string>& args, const std::string& comma
     declare_own(f);
   declare(f, r);
   name_placeholders(f);
+  if (!reads.empty())
+    f.keep_only(reads, "is not read by troupe " + command + " (troupe " + command
+                         + " --help lists what it reads)");
   train_command_line out;
   if (!f.parse(args)) {
     out.help = true;

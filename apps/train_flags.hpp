@@ -81,11 +81,13 @@ struct cluster_settings {
 /// it, the flags' and config's --worker-nodes. When neither --workers nor the config's
 /// cluster.workers says, the run gets one compute per worker process (`troupe launch -n 2
 /// --network mlp` trains two computes, not one that cannot be split over two processes), and
-/// the topology is compiled for that count.
+/// the topology is compiled for that count. `reads`, when not empty, names every flag the command
+/// reads (its own too): the others are left out of its help and refused when given.
 train_command_line
 parse_train_flags(const std::vector<std::string>& args, const std::string& command,
                   const std::string& summary, const std::function<void(flag_set&)>& declare_own,
-                  const std::function<int(const cluster_settings&)>& worker_processes = {});
+                  const std::function<int(const cluster_settings&)>& worker_processes = {},
+                  const std::set<std::string>& reads = {});
 
 /// Checks, before anything starts, that this process has the devices the run asks for:
 /// std::runtime_error naming a GPU it lacks (or a build without CUDA).
@@ -96,6 +98,11 @@ void require_compute_devices(const std::vector<compute_device>& devices,
                              convolution_algorithms convolutions);
 /// --cudnn-algorithms's value; usage_error naming the flag when it is not exact or fastest.
 convolution_algorithms convolution_algorithms_flag(const std::string& text);
+
+/// The help of a flag that sets a config key: what the key table says of the key
+/// (key_table.hpp), with `extra` in parentheses where the flag's value means more than the
+/// key's (-1 for a default derived from other values).
+std::string key_help(const char* flag, const std::string& extra = "");
 
 /// The compute threads a run gets when neither --threads nor the config says: as OpenMP
 /// programs do, OMP_NUM_THREADS when it is a positive integer up to 4096 (the config's limit;

@@ -15,9 +15,9 @@
 #include <sstream>
 
 #include <troupe/graph/config/key_ranges.hpp>
+#include <troupe/graph/config/key_table.hpp>
 
 #include "graph/config/config_overrides.hpp"
-#include "graph/config/recordio_keys.hpp"
 #include "graph/config/value_reader.hpp"
 
 namespace troupe {
@@ -52,94 +52,52 @@ void check_name(const value_reader& r, const syntax_value& v, const std::string&
     r.fail(v.span, "unknown " + what + " '" + v.text + "' (known: " + join_names(known) + ")");
 }
 
-// A byte count below `min` gets a message saying why `min` is the floor; the ceiling is
-// key_plan_options::max_bytes.
-std::int64_t byte_count(const value_reader& r, const syntax_value& v, const std::string& key,
-                        std::int64_t min, const std::string& why) {
-  constexpr std::int64_t ceiling = key_plan_options::max_bytes;
-  if (v.type == syntax_value::kind::number && v.integral && v.number < static_cast<double>(min)
-      && v.number > -static_cast<double>(ceiling)) // far below: r.integer's wording
-    r.fail(v.span, key + " must be at least " + std::to_string(min) + " (" + why + "), got "
-                     + std::to_string(static_cast<std::int64_t>(v.number)));
-  return r.integer(v, key, min, ceiling);
+// A plain key: its field, read by the field's type and the key's range.
+struct plain_read {
+  const value_reader& r;
+  const config_key& key;
+  const syntax_value& v;
+  void operator()(located<int>& f) const {
+    r.set(f, static_cast<int>(r.integer(v, key.name, key.range.value())), v);
+  }
+  void operator()(located<std::int64_t>& f) const {
+    r.set(f, r.integer(v, key.name, key.range.value()), v);
+  }
+  void operator()(located<double>& f) const { r.set(f, r.real(v, key.name, key.range.value()), v); }
+  void operator()(located<bool>& f) const { r.set(f, r.boolean(v, key.name), v); }
+  void operator()(located<std::string>& f) const {
+    r.set(f, key.type == key_type::name ? r.name(v, key.name) : r.string(v, key.name), v);
+  }
+};
+
+void read_key(const value_reader& r, const config_key& key, const syntax_value& v, key_target& t) {
+  if (key.read != nullptr)
+    key.read(r, v, t);
+  else
+    std::visit(
+      [&](auto field) {
+        if constexpr (!std::is_same_v<decltype(field), std::monostate>)
+          plain_read{r, key, v}(field(t));
+      },
+      key.field);
+  if (key.check != nullptr)
+    key.check(r, v, t);
 }
 
-void read_cluster(const value_reader& r, const syntax_statement& st, cluster_config& c) {
-  require_block_only(r, st);
-  keyed_values k(r, "cluster", st.assignments,
-                 {"servers",         "workers",        "shards",    "slice_bytes",
-                  "group_bytes",     "overlap",        "priority",  "server_nodes",
-                  "worker_nodes",    "on_worker_loss", "replicas",  "scheduler",
-                  "listen",          "join_timeout",   "heartbeat", "peer_timeout",
-                  "request_timeout", "tcp_congestion", "link_mbit", "backward_ms"});
-  if (auto* v = k.find("servers")) {
-    if (v->type == syntax_value::kind::number && v->integral && v->number == 0)
-      r.fail(v->span, "servers = 0: no shard would own the model's keys (need at least 1)");
-    r.set(c.servers, static_cast<int>(r.integer(*v, "servers", range_of_key("cluster.servers"))),
-          *v);
-  }
-  if (auto* v = k.find("workers"))
-    r.set(c.workers, static_cast<int>(r.integer(*v, "workers", range_of_key("cluster.workers"))),
-          *v);
-  c.shards.value = c.servers.value;
-  if (auto* v = k.find("shards"))
-    r.set(c.shards, static_cast<int>(r.integer(*v, "shards", range_of_key("cluster.shards"))), *v);
-  if (auto* v = k.find("slice_bytes"))
-    r.set(c.slice_bytes, byte_count(r, *v, "slice_bytes", 4, "a slice holds at least one float"),
-          *v);
-  if (auto* v = k.find("group_bytes"))
-    r.set(c.group_bytes, byte_count(r, *v, "group_bytes", 0, "0 = never bundle"), *v);
-  if (auto* v = k.find("overlap"))
-    r.set(c.overlap, r.boolean(*v, "overlap"), *v);
-  if (auto* v = k.find("priority"))
-    r.set(c.priority, r.boolean(*v, "priority"), *v);
-  if (auto* v = k.find("server_nodes"))
-    r.set(c.server_nodes,
-          static_cast<int>(r.integer(*v, "server_nodes", range_of_key("cluster.server_nodes"))),
-          *v);
-  if (auto* v = k.find("worker_nodes"))
-    r.set(c.worker_nodes,
-          static_cast<int>(r.integer(*v, "worker_nodes", range_of_key("cluster.worker_nodes"))),
-          *v);
-  if (auto* v = k.find("on_worker_loss")) {
-    r.set(c.on_worker_loss, r.name(*v, "on_worker_loss"), *v);
-    if (c.on_worker_loss.value != "stop" && c.on_worker_loss.value != "continue"
-        && c.on_worker_loss.value != "adopt")
-      r.fail(v->span,
-             "on_worker_loss must be stop, continue or adopt, got " + c.on_worker_loss.value);
-  }
-  if (auto* v = k.find("replicas"))
-    r.set(c.replicas, static_cast<int>(r.integer(*v, "replicas", range_of_key("cluster.replicas"))),
-          *v);
-  if (auto* v = k.find("scheduler"))
-    r.set(c.scheduler, r.string(*v, "scheduler"), *v);
-  if (auto* v = k.find("listen"))
-    r.set(c.listen, r.string(*v, "listen"), *v);
-  if (auto* v = k.find("join_timeout"))
-    r.set(c.join_timeout, r.real(*v, "join_timeout", range_of_key("cluster.join_timeout")), *v);
-  if (auto* v = k.find("heartbeat"))
-    r.set(c.heartbeat, r.real(*v, "heartbeat", range_of_key("cluster.heartbeat")), *v);
-  if (auto* v = k.find("peer_timeout"))
-    r.set(c.peer_timeout, r.real(*v, "peer_timeout", range_of_key("cluster.peer_timeout")), *v);
-  if (auto* v = k.find("request_timeout"))
-    r.set(c.request_timeout, r.real(*v, "request_timeout", range_of_key("cluster.request_timeout")),
-          *v);
-  if (auto* v = k.find("tcp_congestion")) {
-    r.set(c.tcp_congestion, r.name(*v, "tcp_congestion"), *v);
-    if (!congestion_control_name(c.tcp_congestion.value))
-      r.fail(v->span, "tcp_congestion must be auto, system or a congestion control's name (lower "
-                      "case, e.g. cubic), got "
-                        + c.tcp_congestion.value);
-  }
-  if (auto* v = k.find("link_mbit"))
-    r.set(c.link_mbit, r.integer(*v, "link_mbit", range_of_key("cluster.link_mbit")), *v);
-  if (auto* v = k.find("backward_ms")) {
-    r.set(c.backward_ms, r.real(*v, "backward_ms", range_of_key("cluster.backward_ms")), *v);
-    if (!backward_ms_allowed(c.backward_ms.value))
-      r.fail(v->span, "backward_ms must be -1 (the compute stand-in's backward) or 0 to "
-                        + shortest_number(range_of_key("cluster.backward_ms").max)
-                        + " milliseconds, got " + shortest_number(c.backward_ms.value));
-  }
+// The keys of `section` that `call` takes ("" every one), as `k` holds them, in the table's
+// order.
+void read_keys(const value_reader& r, const keyed_values& k, const std::string& section,
+               const std::string& call, key_target t) {
+  for (const auto& key : config_keys())
+    if (section == key.section && key.taken_by(call))
+      if (const auto* v = k.find(key.name))
+        read_key(r, key, *v, t);
+}
+
+// The rules between the cluster section's keys, once each is read.
+void check_cluster(const value_reader& r, const keyed_values& k, cluster_config& c) {
+  if (!c.shards.given)
+    c.shards.value = c.servers.value;
   if (!peer_timeout_fits(c.heartbeat.value, c.peer_timeout.value)) {
     const auto& at = k.find("peer_timeout") ? *k.find("peer_timeout") : *k.find("heartbeat");
     r.fail(at.span, std::string("peer_timeout ") + peer_timeout_rule);
@@ -152,21 +110,14 @@ void read_cluster(const value_reader& r, const syntax_statement& st, cluster_con
   }
 }
 
-void read_augmentation(const value_reader& r, const keyed_values& k, data_config& d) {
-  if (auto* v = k.find("crop_pad"))
-    r.set(d.crop_pad, r.integer(*v, "crop_pad", range_of_key("data.crop_pad")), *v);
-  if (auto* v = k.find("mirror"))
-    r.set(d.mirror, r.boolean(*v, "mirror"), *v);
-  if (auto* v = k.find("normalize")) {
-    r.set(d.normalize, r.boolean(*v, "normalize"), *v);
-    if (d.normalize.value && d.dataset.value == "synthetic")
-      r.fail(v->span, "synthetic data has no standard normalization (use normalize = false)");
-  }
-  if (auto* v = k.find("shuffle"))
-    r.set(d.shuffle, r.boolean(*v, "shuffle"), *v);
+void read_cluster(const value_reader& r, const syntax_statement& st, job_config& c) {
+  require_block_only(r, st);
+  keyed_values k(r, "cluster", st.assignments, section_keys("cluster"));
+  read_keys(r, k, "cluster", "", {c, c.train_data});
+  check_cluster(r, k, c.cluster);
 }
 
-void read_data(const value_reader& r, const syntax_statement& st, data_config& d) {
+void read_data(const value_reader& r, const syntax_statement& st, job_config& c, data_config& d) {
   const auto& call = head_of(r, st, "a dataset call such as fashion_mnist(...)");
   d.span = call.span;
   if (call.type == syntax_value::kind::name && call.text == "none") {
@@ -177,162 +128,49 @@ void read_data(const value_reader& r, const syntax_statement& st, data_config& d
   r.set(d.dataset, call.text, call);
   const bool synthetic = call.text == "synthetic";
   const bool recordio = call.text == "recordio";
-  std::vector<std::string> keys{"batch", "mirror", "normalize", "shuffle"};
-  if (!recordio)
-    keys.insert(keys.end(), {"split", "crop_pad"});
-  if (synthetic)
-    keys.insert(keys.end(), {"shape", "classes", "examples"});
-  else if (recordio)
-    keys.insert(keys.end(), recordio_keys.begin(), recordio_keys.end());
-  else
-    keys.push_back("dir");
-  keyed_values k(r, call.text, call.arguments, keys,
+  keyed_values k(r, call.text, call.arguments, section_keys("data", call.text),
                  synthetic  ? std::vector<std::string>{}
                  : recordio ? std::vector<std::string>{"path"}
                             : std::vector<std::string>{"dir"});
-  if (auto* v = k.find("dir"))
-    r.set(d.dir, r.string(*v, "dir"), *v);
-  if (auto* v = k.find("split")) {
-    r.set(d.split, r.string(*v, "split"), *v);
-    if (d.split.value != "train" && d.split.value != "test")
-      r.fail(v->span, "split must be \"train\" or \"test\", got \"" + d.split.value + "\"");
-  }
-  if (auto* v = k.find("batch"))
-    r.set(d.batch, r.integer(*v, "batch", range_of_key("data.batch")), *v);
-  if (auto* v = k.find("shape")) {
-    r.set(d.shape,
-          r.integers(*v, "shape", 1, static_cast<std::int64_t>(range_of_key("data.shape").max)),
-          *v);
-    if (d.shape.value.size() != 3)
-      r.fail(v->span, "shape must have 3 elements [channels, height, width]");
-  }
-  if (auto* v = k.find("classes"))
-    r.set(d.classes, static_cast<int>(r.integer(*v, "classes", range_of_key("data.classes"))), *v);
-  if (auto* v = k.find("examples"))
-    r.set(d.examples, r.integer(*v, "examples", range_of_key("data.examples")), *v);
   if (synthetic)
     d.normalize.value = false;
-  if (recordio)
-    read_recordio_keys(r, k, d);
-  read_augmentation(r, k, d);
+  read_keys(r, k, "data", call.text, {c, d});
+  if (!recordio)
+    return;
+  if (!d.shape.given)
+    d.shape.value = {3, 224, 224};
+  else if (d.shape.value[0] != 3)
+    r.fail(k.find("shape")->span, "recordio images are RGB: shape must be [3, height, width]");
 }
 
-void read_model(const value_reader& r, const syntax_statement& st, model_config& m) {
+void read_model(const value_reader& r, const syntax_statement& st, job_config& c) {
   const auto& call = head_of(r, st, "a network such as lenet or resnet(layers = 20)");
   check_name(r, call, "network", networks);
-  r.set(m.network, call.text, call);
-  m.span = call.span;
-  keyed_values k(r, call.text, call.arguments, {"layers", "classes"}, {});
-  if (auto* v = k.find("layers"))
-    r.set(m.layers, static_cast<int>(r.integer(*v, "layers", range_of_key("model.layers"))), *v);
-  if (auto* v = k.find("classes"))
-    r.set(m.classes, static_cast<int>(r.integer(*v, "classes", range_of_key("data.classes"))), *v);
+  r.set(c.model.network, call.text, call);
+  c.model.span = call.span;
+  keyed_values k(r, call.text, call.arguments, section_keys("model"), {});
+  read_keys(r, k, "model", "", {c, c.train_data});
 }
 
-void read_optimizer(const value_reader& r, const syntax_statement& st, optimizer_config& o) {
+void read_optimizer(const value_reader& r, const syntax_statement& st, job_config& c) {
   const auto& call = head_of(r, st, "sgd(...)");
   check_name(r, call, "optimizer", {"sgd"});
-  keyed_values k(r, "sgd", call.arguments, {"lr", "momentum", "wd", "nesterov"}, {"lr"});
-  if (auto* v = k.find("lr"))
-    r.set(o.lr, r.real(*v, "lr", range_of_key("optimizer.lr")), *v);
-  if (auto* v = k.find("momentum"))
-    r.set(o.momentum, r.real(*v, "momentum", range_of_key("optimizer.momentum")), *v);
-  if (auto* v = k.find("wd"))
-    r.set(o.wd, r.real(*v, "wd", range_of_key("optimizer.wd")), *v);
-  if (auto* v = k.find("nesterov"))
-    r.set(o.nesterov, r.boolean(*v, "nesterov"), *v);
+  keyed_values k(r, "sgd", call.arguments, section_keys("optimizer"), {"lr"});
+  read_keys(r, k, "optimizer", "", {c, c.train_data});
 }
 
-// `steps = [5, 7.5]` (epochs) or `[50%, 75%]` (shares of the run, which follow --num-epochs).
-// Elements of one kind must increase here; a mixed list is checked once the epochs are known.
-std::vector<schedule_step> read_steps(const value_reader& r, const syntax_value& v) {
-  if (v.type != syntax_value::kind::list)
-    r.fail(v.span,
-           "steps must be a list such as [50%, 75%] (shares of the run) or [5, 7.5] (epochs)");
-  std::vector<schedule_step> steps;
-  for (const auto& item : v.items) {
-    if (item.type != syntax_value::kind::number)
-      r.fail(item.span, "a step is an epoch (5, 7.5) or a share of the run (50%)");
-    if (item.percent && !(item.number > 0 && item.number < 100))
-      r.fail(item.span, "a step written as a share of the run must be above 0% and below 100%, got "
-                          + shortest_number(item.number) + "%");
-    if (!item.percent && item.number < 0)
-      r.fail(item.span, "steps element must be at least 0, got " + shortest_number(item.number));
-    schedule_step step{item.percent ? item.number / 100 : item.number, item.percent, item.span};
-    for (auto it = steps.rbegin(); it != steps.rend(); ++it)
-      if (it->share == step.share) {
-        if (step.value <= it->value)
-          r.fail(item.span, "steps must increase");
-        break;
-      }
-    steps.push_back(step);
-  }
-  return steps;
-}
-
-void read_schedule(const value_reader& r, const syntax_statement& st, schedule_config& s) {
+void read_schedule(const value_reader& r, const syntax_statement& st, job_config& c) {
   const auto& call = head_of(r, st, "multi_step(...), cosine(...) or constant");
   check_name(r, call, "schedule", schedules);
-  r.set(s.policy, call.text, call);
-  std::vector<std::string> keys{"warmup"};
-  if (call.text == "multi_step")
-    keys.insert(keys.end(), {"steps", "factor"});
-  if (call.text == "cosine")
-    keys.push_back("final_lr");
-  keyed_values k(r, call.text, call.arguments, keys, {});
-  if (auto* v = k.find("steps"))
-    r.set(s.written_steps, read_steps(r, *v), *v);
-  if (auto* v = k.find("factor"))
-    r.set(s.factor, r.real(*v, "factor", range_of_key("schedule.factor")), *v);
-  if (auto* v = k.find("warmup"))
-    r.set(s.warmup, r.real(*v, "warmup", range_of_key("schedule.warmup")), *v);
-  if (auto* v = k.find("final_lr"))
-    r.set(s.final_lr, r.real(*v, "final_lr", range_of_key("schedule.final_lr")), *v);
+  r.set(c.schedule.policy, call.text, call);
+  keyed_values k(r, call.text, call.arguments, section_keys("schedule", call.text), {});
+  read_keys(r, k, "schedule", call.text, {c, c.train_data});
 }
 
-void read_run(const value_reader& r, const syntax_statement& st, run_config& t) {
+void read_run(const value_reader& r, const syntax_statement& st, job_config& c) {
   require_block_only(r, st);
-  keyed_values k(r, "train", st.assignments,
-                 {"epochs", "eval_every", "seed", "threads", "prefetch", "display", "metrics",
-                  "top_k", "devices", "model_prefix", "save_period", "load_epoch"});
-  if (auto* v = k.find("epochs"))
-    r.set(t.epochs, r.integer(*v, "epochs", range_of_key("train.epochs")), *v);
-  if (auto* v = k.find("eval_every"))
-    r.set(t.eval_every, r.integer(*v, "eval_every", range_of_key("train.eval_every")), *v);
-  if (auto* v = k.find("seed"))
-    r.set(t.seed, r.integer(*v, "seed", range_of_key("train.seed")), *v);
-  if (auto* v = k.find("threads"))
-    r.set(t.threads, static_cast<int>(r.integer(*v, "threads", range_of_key("train.threads"))), *v);
-  if (auto* v = k.find("prefetch"))
-    r.set(t.prefetch, static_cast<int>(r.integer(*v, "prefetch", range_of_key("train.prefetch"))),
-          *v);
-  if (auto* v = k.find("display"))
-    r.set(t.display, r.integer(*v, "display", range_of_key("train.display")), *v);
-  if (auto* v = k.find("metrics"))
-    r.set(t.metrics, r.string(*v, "metrics"), *v);
-  if (auto* v = k.find("top_k")) // at most the classes: checked once the data is known
-    r.set(t.top_k, static_cast<int>(r.integer(*v, "top_k", range_of_key("train.top_k"))), *v);
-  if (auto* v = k.find("model_prefix"))
-    r.set(t.model_prefix, r.string(*v, "model_prefix"), *v);
-  if (auto* v = k.find("save_period"))
-    r.set(t.save_period, r.integer(*v, "save_period", range_of_key("train.save_period")), *v);
-  if (auto* v = k.find("load_epoch"))
-    r.set(t.load_epoch, r.integer(*v, "load_epoch", range_of_key("train.load_epoch")), *v);
-  if (auto* v = k.find("devices")) {
-    if (v->type != syntax_value::kind::list || v->items.empty())
-      r.fail(v->span, "devices must be a list such as [\"gpu:0\", \"gpu:1\"] (or [\"cpu\"])");
-    std::vector<compute_device> devices;
-    for (const auto& item : v->items) {
-      if (item.type != syntax_value::kind::string && item.type != syntax_value::kind::name)
-        r.fail(item.span, "a device is a string, \"cpu\" or \"gpu:N\"");
-      try {
-        devices.push_back(parse_compute_device(item.text));
-      } catch (const std::invalid_argument& e) {
-        r.fail(item.span, e.what());
-      }
-    }
-    r.set(t.devices, std::move(devices), *v);
-  }
+  keyed_values k(r, "train", st.assignments, section_keys("train"));
+  read_keys(r, k, "train", "", {c, c.train_data});
 }
 
 } // namespace
@@ -419,20 +257,20 @@ void dispatch(const value_reader& r, const syntax_statement& st, job_config& c,
     r.fail(st.section_span, "duplicate '" + id + "' section");
   seen[id] = true;
   if (st.section == "cluster")
-    read_cluster(r, st, c.cluster);
+    read_cluster(r, st, c);
   else if (st.section == "data") {
     auto& d = st.binding == "train" ? c.train_data : c.validation_data;
-    read_data(r, st, d);
+    read_data(r, st, c, d);
     if (!d.enabled && st.binding == "train")
       r.fail(st.head->span, "training data cannot be none");
   } else if (st.section == "model")
-    read_model(r, st, c.model);
+    read_model(r, st, c);
   else if (st.section == "optimizer")
-    read_optimizer(r, st, c.optimizer);
+    read_optimizer(r, st, c);
   else if (st.section == "schedule")
-    read_schedule(r, st, c.schedule);
+    read_schedule(r, st, c);
   else if (st.section == "train")
-    read_run(r, st, c.run);
+    read_run(r, st, c);
   else
     topology = &st;
 }

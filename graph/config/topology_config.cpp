@@ -13,6 +13,7 @@
 #include "graph/config/value_reader.hpp"
 #include <troupe/graph/config/job_config.hpp>
 #include <troupe/graph/config/key_ranges.hpp>
+#include <troupe/graph/config/key_table.hpp>
 
 namespace troupe {
 
@@ -212,7 +213,7 @@ std::string workers_origin(const job_config& c) {
   const auto& w = c.cluster.workers;
   if (!w.given || w.span.line != 0)
     return "";
-  return std::string(" (--") + range_of_key("cluster.workers").flag + " " + std::to_string(w.value)
+  return std::string(" (--") + config_key_of("cluster.workers").flag + " " + std::to_string(w.value)
          + ")";
 }
 

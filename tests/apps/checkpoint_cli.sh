@@ -40,6 +40,8 @@ data=(--dataset synthetic --num-examples 1024 --batch-size 32 --lr 0.05 --mom 0.
       --disp-batches 0 --progress off --threads 1)
 model=(--network mlp --image-shape 1,12,12)
 job=("${model[@]}" "${data[@]}")
+# What troupe eval reads of them: the model and the validation data (it refuses the rest).
+scored=("${model[@]}" --dataset synthetic --num-examples 1024 --threads 1)
 
 fail() { printf 'FAIL: %s\n' "$*"; exit 1; }
 digest_of() { grep '^Final weights:' "$1" | tail -1; }
@@ -110,14 +112,14 @@ compressed)
   ;;
 cluster)
   train_sharded_whole
-  train eval_single eval "${sharded[@]}" --model-prefix "$work/m" --load-epoch 2
+  train eval_single eval "${scored[@]}" --model-prefix "$work/m" --load-epoch 2
   "$split_tool" "$work/m" 2 3 2 2 16384 > "$work/split.log" || fail "split: $(cat "$work/split.log")"
   [[ -f "$work/m-0002.manifest.json" && ! -f "$work/m-0002.safetensors" ]] || fail "no manifest instead of the file: $(ls "$work")"
   train resumed train "${sharded[@]}" --num-epochs 4 --shards 2 --model-prefix "$work/m" --load-epoch 2
   grep -q 'Resuming from .*m-0002.manifest.json' "$work/resumed.log" || fail "no resume line naming the manifest"
   [[ "$(digest_of "$work/whole.log")" == "$(digest_of "$work/resumed.log")" ]] \
     || fail "resumed from the cluster checkpoint: $(digest_of "$work/resumed.log"), not $(digest_of "$work/whole.log")"
-  train eval_cluster eval "${sharded[@]}" --model-prefix "$work/m" --load-epoch 2
+  train eval_cluster eval "${scored[@]}" --model-prefix "$work/m" --load-epoch 2
   grep -q '^Evaluated .*m-0002.manifest.json' "$work/eval_cluster.log" || fail "eval did not read the manifest"
   diff <(grep '^Validation' "$work/eval_single.log") <(grep '^Validation' "$work/eval_cluster.log") \
     || fail "eval of the cluster checkpoint differs from the one-process file's"
@@ -210,7 +212,7 @@ eval)
         --disp-batches 0 --progress off --threads 1 --num-epochs 3)
   train whole train "${slow[@]}" --model-prefix "$work/m"
   grep -q '^Epoch\[2\] Validation-accuracy=0\.[0-8]' "$work/whole.log" || fail "accuracy too high to tell: $(cat "$work/whole.log")"
-  train eval eval "${slow[@]}" --model-prefix "$work/m" --load-epoch 3 --per-class
+  train eval eval "${scored[@]}" --model-prefix "$work/m" --load-epoch 3 --per-class
   for metric in accuracy cross-entropy; do
     # cross-entropy comes after a colon (MXNet parse_log averages `=` values as accuracy), in
     # training's log and eval's alike

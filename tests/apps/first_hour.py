@@ -20,6 +20,8 @@ work = tempfile.mkdtemp(prefix="troupe_first_hour_")
 data = "data train = synthetic(shape = [1, 8, 8], classes = 10, examples = 384, batch = 32)\n"
 tiny = ["--network", "mlp", "--dataset", "synthetic", "--image-shape", "1,8,8",
         "--num-examples", "384", "--batch-size", "32", "--progress", "off"]
+# What troupe eval reads of tiny: the model and the data, not the training batch or the bar.
+scored = tiny[:8]
 
 
 def run(*args, env=None, stdin=None):
@@ -230,7 +232,7 @@ def case_eval_and_im2rec_output():
     # eval prints the loss as train does (a colon: parse_log.py averages `=` values as accuracy).
     done = run("train", *tiny, "--num-epochs", "1", "--model-prefix", "m")
     assert done.returncode == 0, done.stderr
-    done = run("eval", *tiny, "--model-prefix", "m", "--load-epoch", "1")
+    done = run("eval", *scored, "--model-prefix", "m", "--load-epoch", "1")
     expect(done, 0, r"^Validation-cross-entropy: [\d.]+$", "stdout")
     assert "cross-entropy=" not in done.stdout, done.stdout
     # im2rec says what its time is.
@@ -311,8 +313,21 @@ def case_eval_takes_the_checkpoints_network():
     done = run("train", *tiny, "--num-epochs", "1", "--model-prefix", "m")
     assert done.returncode == 0, done.stderr
     assert tiny[:2] == ["--network", "mlp"]
-    done = run("eval", *tiny[2:], "--model-prefix", "m", "--load-epoch", "1")
+    done = run("eval", *scored[2:], "--model-prefix", "m", "--load-epoch", "1")
     expect(done, 0, r"^Evaluated .*m-0001\.safetensors \(mlp\)", "stdout")
+
+
+def case_eval_reads_only_its_flags():
+    # eval lists what it reads and refuses a training flag it would ignore, naming it.
+    help_text = run("eval", "--help").stdout
+    for flag in ("--model-prefix", "--load-epoch", "--network", "--val-batch-size", "--per-class"):
+        assert flag + " " in help_text or flag + "\n" in help_text, f"eval --help lacks {flag}"
+    for flag in ("--lr", "--replicas", "--batch-size", "--num-epochs", "--workers"):
+        assert flag + " " not in help_text, f"eval --help lists the training flag {flag}"
+    for flag, value in (("--lr", "5"), ("--replicas", "2"), ("--batch-size", "64")):
+        done = run("eval", *scored, "--model-prefix", "m", "--load-epoch", "1", flag, value)
+        expect(done, 2, "^troupe eval: " + flag + r" is not read by troupe eval \(troupe eval --help "
+               r"lists what it reads\)$")
 
 
 def case_im2rec_makes_its_folder():

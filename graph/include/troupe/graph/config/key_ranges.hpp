@@ -1,10 +1,11 @@
 // The one range of every value that both a config key and a command-line flag can set
 // (`train { threads = N }` and `--threads N`, `train { eval_every = 0 }` and `--eval-every 0`).
-// The config reader (job_config.cpp) and the flag checks (apps/train_flags.cpp,
-// apps/node_command.cpp) both look the range up here, so a value one accepts the other
-// accepts too; each words the refusal its own way (a key at its position, a flag by name).
+// Each range is declared with its key in the key table (key_table.hpp); the config reader and
+// the flag checks (apps/train_flags.cpp, apps/node_command.cpp) both look it up here, so a
+// value one accepts the other accepts too; each words the refusal its own way (a key at its
+// position, a flag by name).
 //
-// Thread-safety: the table is built once, on first use, and read-only afterwards.
+// Thread-safety: read-only after the key table is built.
 #pragma once
 
 #include <cstdint>
@@ -13,8 +14,6 @@
 namespace troupe {
 
 struct key_range {
-  const char* key;  ///< "train.threads": section.key
-  const char* flag; ///< "threads" for --threads; "" when no flag sets it
   double min = 0;
   double max = 0;
   bool integral = true;  ///< a whole number
@@ -35,10 +34,11 @@ template <class T> bool peer_timeout_fits(T heartbeat, T peer_timeout) {
 inline constexpr const char* peer_timeout_rule =
   "must exceed twice heartbeat (a peer is lost after missing heartbeats)";
 
-/// The range of a config key ("train.threads"); std::out_of_range for a key not in the table.
+/// The range of a config key ("train.threads"); std::out_of_range for a key without one.
 const key_range& range_of_key(const std::string& key);
-/// The range of the value a flag sets ("threads" for --threads); null when the flag has none
-/// here (its value is checked where it is parsed).
+/// The range of the value a flag sets ("threads" for --threads, "val-batch-size" for the
+/// validation data's batch); null when the flag has none here (its value is checked where it
+/// is parsed).
 const key_range* range_of_flag(const std::string& flag);
 
 /// "between 1 and 64", "above 0 and at most 100", "at least 0 and below 1": the range in words,

@@ -3,9 +3,10 @@
 // worker for its part. Its codec table, its skeleton (inside the member's channel to its
 // scheduler) and its proxy (on the scheduler).
 //
-//   checkpoint(save)    (request) -> checkpoint done   (save_atom, epoch, path, deadline) ->
-//   part_record checkpoint(restore) (request) -> checkpoint done   (restore_atom, epoch, prefix,
-//   deadline) -> bool
+//   save:    checkpoint (request) -> checkpoint done
+//            (save_atom, epoch, path, deadline) -> part_record
+//   restore: checkpoint (request) -> checkpoint done
+//            (restore_atom, epoch, prefix, deadline) -> bool
 //
 // Paths cross the wire as text: the files are on a file system every node sees
 // (docs/checkpoints.md), so the scheduler names each part's file and every node reads the

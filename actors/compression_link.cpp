@@ -139,6 +139,15 @@ caf::expected<weight_set> installed(sender_state& st, weight_set ws) {
   return ws;
 }
 
+// Answers travel as deltas against what every source holds, so a route keeps no weights from
+// before a step to answer a rewind with: adoption needs routes without compression.
+caf::error refused_rewind(const std::string& route, std::int64_t step) {
+  return make_error(errc::bad_request,
+                    route + " is compressed and keeps no weights from before step "
+                      + std::to_string(step)
+                      + ": adopting a lost worker's computes needs routes without compression");
+}
+
 push_target_actor::behavior_type compressing_sender(sender_pointer self,
                                                     push_target_actor downstream,
                                                     compression_spec spec, std::string route) {
@@ -157,6 +166,9 @@ push_target_actor::behavior_type compressing_sender(sender_pointer self,
         self, self->state.downstream, due, "a push",
         [=](weight_set ws) { return installed(self->state, std::move(ws)); }, push_atom::value,
         std::move(*sent));
+    },
+    [=](rewind_atom, std::int64_t step, deadline) -> caf::result<weight_set> {
+      return refused_rewind(self->state.route, step);
     },
     [=](pull_atom, deadline due) -> caf::result<weight_set> {
       return pass_on(
@@ -253,6 +265,9 @@ push_target_actor::behavior_type compressing_receiver(receiver_pointer self,
         self, st.target, due, "a push",
         [=](weight_set ws) { return compressed(self->state, std::move(ws)); }, push_atom::value,
         std::move(push));
+    },
+    [=](rewind_atom, std::int64_t step, deadline) -> caf::result<weight_set> {
+      return refused_rewind(self->state.route, step);
     },
     [=](pull_atom, deadline due) -> caf::result<weight_set> {
       return pass_on(

@@ -50,7 +50,7 @@ void settle_rewind(compute_pointer self, std::shared_ptr<std::vector<weight_set>
     if ((*answers)[r].before_step == step)
       continue;
     watched_request<weight_set>(
-      self, caf::actor_cast<rewind_target_actor>(st.wiring.shards[r].shard),
+      self, st.wiring.shards[r].shard,
       "the weights of route " + std::to_string(r) + " before step " + std::to_string(step), due,
       [=](weight_set& ws) {
         if (ws.before_step != step)
@@ -76,7 +76,7 @@ void rewind_all(compute_pointer self, std::function<void()> then) {
   const auto due = request_due(st);
   for (std::size_t r = 0; r < routes; ++r)
     watched_request<weight_set>(
-      self, caf::actor_cast<rewind_target_actor>(st.wiring.shards[r].shard),
+      self, st.wiring.shards[r].shard,
       "the weights of route " + std::to_string(r) + " before the step in flight", due,
       [=](weight_set& ws) {
         (*answers)[r] = std::move(ws);

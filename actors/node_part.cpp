@@ -11,6 +11,7 @@
 #include <caf/all.hpp>
 
 #include <troupe/actors/loader_actor.hpp>
+#include <troupe/actors/spawned_actor.hpp>
 #include <troupe/graph/zoo.hpp>
 #include <troupe/io/batch_source.hpp>
 
@@ -18,41 +19,40 @@ namespace troupe {
 
 namespace {
 
-// Routes are looked up by the address of the actor they were given.
+// Routes are looked up by the address of the actor they were given (any handle's address()).
 class wiring_recorder {
 public:
-  void actor(const caf::actor& a, const planned_actor& entry) {
-    names_[a.address()] = entry.name;
+  void actor(const caf::actor_addr& a, const planned_actor& entry) {
+    names_[a] = entry.name;
     report_.actors.push_back({entry.name, entry.role});
   }
-  template <class From, class To>
-  void route(const From& from, const To& to, route_carries carries) {
-    report_.routes.push_back({name_of(caf::actor_cast<caf::actor>(from)),
-                              name_of(caf::actor_cast<caf::actor>(to)), carries});
+  void route(const caf::actor_addr& from, const caf::actor_addr& to, route_carries carries) {
+    report_.routes.push_back({name_of(from), name_of(to), carries});
   }
-  void downstream(const caf::actor& from, const caf::actor& to) { down_[from.address()] = to; }
+  void downstream(const caf::actor_addr& from, const caf::actor_addr& to) { down_[from] = to; }
   // Weights come back along the push chain from the shard at its end: to the compute, or
   // (through_first_hop: answers through machines) to the aggregator it pushed to, which answers
   // it.
-  void weights(const caf::actor& pushed_to, const caf::actor& compute, bool through_first_hop) {
-    caf::actor at = pushed_to;
-    for (auto d = down_.find(at.address()); d != down_.end(); d = down_.find(at.address()))
+  void weights(const caf::actor_addr& pushed_to, const caf::actor_addr& compute,
+               bool through_first_hop) {
+    auto at = pushed_to;
+    for (auto d = down_.find(at); d != down_.end(); d = down_.find(at))
       at = d->second;
     if (!through_first_hop)
       return route(at, compute, route_carries::weights);
     route(pushed_to, compute, route_carries::weights);
-    if (answered_.insert(pushed_to.address()).second)
+    if (answered_.insert(pushed_to).second)
       route(at, pushed_to, route_carries::weights);
   }
   wiring_report& report() { return report_; }
 
 private:
-  std::string name_of(const caf::actor& a) const {
-    auto it = names_.find(a.address());
+  std::string name_of(const caf::actor_addr& a) const {
+    auto it = names_.find(a);
     return it == names_.end() ? "tap" : it->second;
   }
   std::map<caf::actor_addr, std::string> names_;
-  std::map<caf::actor_addr, caf::actor> down_;
+  std::map<caf::actor_addr, caf::actor_addr> down_;
   std::set<caf::actor_addr> answered_; // first hops whose answer from the shard is recorded
   wiring_report report_;
 };
@@ -83,9 +83,9 @@ struct part_builder {
   std::vector<loader_actor> loaders;                   // by plan actor index
   std::map<std::size_t, local_compute_actor> computes; // local ones, by plan actor index
 
-  void record(const caf::actor& a, const planned_actor& entry) {
-    part.spawned.emplace_back(a, entry.name);
-    wired.actor(a, entry);
+  template <class Handle> void record(const Handle& a, const planned_actor& entry) {
+    part.spawned.emplace_back(as_spawned(a), entry.name);
+    wired.actor(a.address(), entry);
   }
   bool here(std::size_t i) const { return options.node < 0 || plan.actors[i].node == options.node; }
 
@@ -120,7 +120,7 @@ struct part_builder {
       loader.max_batches_per_epoch = a.batch_limit;
     }
     loaders[i] = spawn_loader(system, source, loader);
-    record(caf::actor_cast<caf::actor>(loaders[i]), a);
+    record(loaders[i], a);
   }
 
   // The replica of the next compute spawned here, on its device (node_part_options::devices).
@@ -168,15 +168,15 @@ struct part_builder {
       spawn_compute(system, replica_for_next_compute(), std::move(wiring), spawn_options);
     computes[i] = compute;
     part.computes.emplace_back(a.worker, compute);
-    const auto c = caf::actor_cast<caf::actor>(compute);
-    record(c, a);
-    wired.route(train_loader, c, route_carries::batches);
-    wired.route(validation_loader, c, route_carries::validation_batches);
+    const auto c = compute.address();
+    record(compute, a);
+    wired.route(train_loader.address(), c, route_carries::batches);
+    wired.route(validation_loader.address(), c, route_carries::validation_batches);
     for (const auto& route : routes) {
-      wired.route(c, route.shard, route_carries::gradients);
-      wired.weights(caf::actor_cast<caf::actor>(route.shard), c, plan.answers_through_machines());
+      wired.route(c, route.shard.address(), route_carries::gradients);
+      wired.weights(route.shard.address(), c, plan.answers_through_machines());
     }
-    wired.route(c, part.metrics, route_carries::reports);
+    wired.route(c, part.metrics.address(), route_carries::reports);
   }
 
   // The coordinator drives every compute of the plan, here or elsewhere, in worker order.
@@ -192,7 +192,7 @@ struct part_builder {
         throw std::invalid_argument("node part: the coordinator drives " + plan.actors[c].name
                                     + " on another node, and no proxy was given");
       all.push_back(options.remote.compute(c));
-      record(caf::actor_cast<caf::actor>(all.back()), plan.actors[c]);
+      record(all.back(), plan.actors[c]);
     }
     // The final weights are pulled from every shard, here or elsewhere.
     for (auto s : plan.actors_of(plan_role::shard))
@@ -201,8 +201,7 @@ struct part_builder {
           throw std::invalid_argument("node part: " + plan.actors[s].name
                                       + " is on another node, and no proxy was given");
         part.targets[s] = options.remote.push_target(s);
-        part.spawned.emplace_back(caf::actor_cast<caf::actor>(part.targets[s]),
-                                  plan.actors[s].name);
+        part.spawned.emplace_back(as_spawned(part.targets[s]), plan.actors[s].name);
       }
     part.shards = shard_routes(plan, part.targets);
     coordinator_options co;
@@ -232,10 +231,10 @@ struct part_builder {
       co.restore = false;
     }
     part.coordinator = spawn_coordinator(system, all, part.metrics, co);
-    record(caf::actor_cast<caf::actor>(part.coordinator), a);
+    record(part.coordinator, a);
     for (auto& c : all)
-      wired.route(part.coordinator, c, route_carries::control);
-    wired.route(part.coordinator, part.metrics, route_carries::reports);
+      wired.route(part.coordinator.address(), c.address(), route_carries::control);
+    wired.route(part.coordinator.address(), part.metrics.address(), route_carries::reports);
   }
 
   // The checkpoint actor (not a plan actor: it exists only in runs with checkpoints), and the
@@ -243,7 +242,7 @@ struct part_builder {
   // a cluster it asks the members' parts.
   void spawn_checkpoint_at(coordinator_options& co) {
     part.checkpoint = options.node >= 0 ? spawn_manifest() : spawn_single_file();
-    part.spawned.emplace_back(caf::actor_cast<caf::actor>(part.checkpoint), "checkpoint");
+    part.spawned.emplace_back(as_spawned(part.checkpoint), "checkpoint");
     co.checkpoint = part.checkpoint;
     co.save_period = options.checkpoint_prefix.empty() ? 0 : options.save_period;
     co.restore = options.resume != nullptr;
@@ -327,7 +326,7 @@ struct part_builder {
     w.steps_per_epoch = plan.steps_per_epoch;
     part.checkpoint_part =
       spawn_checkpoint_part(system, std::move(w), options.detached_checkpoint_part);
-    part.spawned.emplace_back(caf::actor_cast<caf::actor>(part.checkpoint_part), "checkpoint_part");
+    part.spawned.emplace_back(as_spawned(part.checkpoint_part), "checkpoint_part");
   }
 };
 
@@ -379,17 +378,18 @@ void spawn_node_part(caf::actor_system& system, const training_job& job, const p
   const auto metrics_at = plan.actor(plan_role::metrics, 0);
   if (!part.metrics && b.here(metrics_at)) {
     part.metrics = spawn_metrics(system, options.metrics_output);
-    b.record(caf::actor_cast<caf::actor>(part.metrics), plan.actors[metrics_at]);
+    b.record(part.metrics, plan.actors[metrics_at]);
   } else if (part.metrics) {
-    b.wired.actor(caf::actor_cast<caf::actor>(part.metrics), plan.actors[metrics_at]);
+    b.wired.actor(part.metrics.address(), plan.actors[metrics_at]);
   }
   auto side = spawn_push_side_of_node(
     system, plan, options.node, options.remote.push_target, initial, job.optimizer,
-    [&](const caf::actor& a, const planned_actor& entry, const caf::actor& downstream) {
+    [&](const push_target_actor& a, const planned_actor& entry,
+        const push_target_actor& downstream) {
       b.record(a, entry);
       if (downstream) {
-        b.wired.downstream(a, downstream);
-        b.wired.route(a, downstream, route_carries::summed_gradients);
+        b.wired.downstream(a.address(), downstream.address());
+        b.wired.route(a.address(), downstream.address(), route_carries::summed_gradients);
       }
     },
     // (one process loses no worker: its aggregators keep nothing for adopters)
@@ -400,7 +400,7 @@ void spawn_node_part(caf::actor_system& system, const training_job& job, const p
   // Stand-ins for targets elsewhere end with the part too.
   for (std::size_t i = 0; i < plan.actors.size(); ++i)
     if (part.targets[i] && !b.here(i))
-      part.spawned.emplace_back(caf::actor_cast<caf::actor>(part.targets[i]), plan.actors[i].name);
+      part.spawned.emplace_back(as_spawned(part.targets[i]), plan.actors[i].name);
   for (std::size_t i = 0; i < plan.actors.size(); ++i) {
     if (!b.here(i))
       continue;

@@ -321,6 +321,12 @@ param_shard_actor::behavior_type param_shard(shard_pointer self, std::vector<sha
     [=](pull_atom, deadline) -> caf::result<weight_set> {
       return all_weights(self->state);
     }, // answers at once
+    [=](rewind_atom, std::int64_t step, deadline) -> caf::result<weight_set> {
+      return make_error(errc::bad_request,
+                        std::string("a parameter shard keeps no weights from before step ")
+                          + std::to_string(step)
+                          + ": a rewind is answered by the aggregator of a synchronous topology");
+    },
     [=](snapshot_atom) -> shard_snapshot { return snapshot_of(self->state); },
     [=](restore_atom, const shard_snapshot& s) -> caf::result<bool> {
       return restore(self->state, s);

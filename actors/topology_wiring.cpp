@@ -78,7 +78,7 @@ push_side spawn_push_side_of_node(caf::actor_system& system, const placement_pla
   }
   for (std::size_t i = 0; i < plan.actors.size(); ++i) {
     const auto& a = plan.actors[i];
-    caf::actor downstream;
+    push_target_actor downstream;
     if (!here(i)) {
       continue;
     } else if (a.role == plan_role::shard) {
@@ -89,7 +89,7 @@ push_side spawn_push_side_of_node(caf::actor_system& system, const placement_pla
       if (!targets[down.to])
         throw std::invalid_argument("wiring: " + a.name + " pushes to " + plan.actors[down.to].name
                                     + ", listed after it");
-      downstream = caf::actor_cast<caf::actor>(targets[down.to]);
+      downstream = targets[down.to];
       auto to = down.compression.active()
                   ? spawn_compressing_sender(system, targets[down.to], down.compression,
                                              a.name + " -> " + plan.actors[down.to].name)
@@ -109,7 +109,7 @@ push_side spawn_push_side_of_node(caf::actor_system& system, const placement_pla
         break;
       }
     if (spawned)
-      spawned(caf::actor_cast<caf::actor>(targets[i]), a, downstream);
+      spawned(targets[i], a, downstream);
   }
   return side;
 }

@@ -41,6 +41,8 @@ bool is_power_of_ten(std::uint64_t n) {
   return n == 1;
 }
 
+} // namespace
+
 // Queues `message` on the connection (throws as encode_frame does, queuing nothing), ranked
 // for a writer with priority on (frame_priority.hpp).
 void write_frame(channel_pointer self, wire_message message) {
@@ -53,6 +55,8 @@ void write_frame(channel_pointer self, wire_message message) {
   st.socket->send(std::move(frame), rank, sequenced);
 }
 
+namespace {
+
 // Tells the node this channel belongs to that the channel ends, and why.
 void tell_node_lost(channel_pointer self, const caf::error& err) {
   auto& serving = *self->state.options->serving;
@@ -61,6 +65,8 @@ void tell_node_lost(channel_pointer self, const caf::error& err) {
   if (auto node = serving.find<remote_interface::member_control>(0))
     self->send(node, link_lost_atom::value, channel_of(self), err);
 }
+
+} // namespace
 
 // Ends the channel: the node hears of it first, then every waiting request fails with `err`
 // (so the node learns the cause before any failure it causes).
@@ -85,6 +91,8 @@ void close_link(channel_pointer self, const caf::error& err, const std::string& 
 void leave(channel_pointer self) {
   close_link(self, self->state.leaving->end, "");
 }
+
+namespace {
 
 // Tells the peer how the channel ends (`m`), fails what waits on it, logs `why` when the end
 // is an error, and closes once the peer has closed (or after connection_timeout).
@@ -141,6 +149,8 @@ void stamp(wire_message& message, std::uint64_t id, const deadline& due) {
     message);
 }
 
+} // namespace
+
 // Writes `message`; when the encoder refuses it, request `request` (0: none) fails with the
 // encoder's complaint and a one-way message is logged.
 void write_or_fail(channel_pointer self, wire_message message, std::uint64_t request) {
@@ -162,6 +172,8 @@ void write_or_fail(channel_pointer self, wire_message message, std::uint64_t req
     }
   }
 }
+
+namespace {
 
 // Writes `message` now, or queues it until admission (see write_or_fail for `request`).
 void send_or_queue(channel_pointer self, wire_message message, std::uint64_t request = 0) {
@@ -200,151 +212,6 @@ caf::result<wire_message> call(channel_pointer self, wire_message& request, cons
                                       channel_clock::now(), due});
   send_or_queue(self, std::move(request), id);
   return promise;
-}
-
-// The peer answered request `request` with `answer` (a failure answers any request; other
-// kinds must be an answer of the request's interface). An answer after the request's
-// deadline finds nothing: the requester already has its timeout, and the answer is dropped.
-void on_answer(channel_pointer self, std::uint64_t request, wire_message& answer) {
-  auto& st = self->state;
-  auto it = st.pending.find(request);
-  if (it == st.pending.end())
-    return;
-  if (auto* failure = std::get_if<failure_message>(&answer)) {
-    auto promise = std::move(it->second.promise);
-    st.pending.erase(it);
-    promise.deliver(make_error(failure->code, st.peer_name + ": " + failure->text));
-    return;
-  }
-  const auto& codec = codec_of(it->second.interface);
-  if (!codec.takes(answer.index(), kind_role::answer))
-    return refuse_peer(self, "answered request " + std::to_string(request) + " ("
-                               + to_string(codec.interface) + ") with a " + kind_name(answer));
-  auto promise = std::move(it->second.promise);
-  st.pending.erase(it);
-  promise.deliver(std::move(answer));
-}
-
-// The kinds that answer a request carry the request's number.
-template <class T>
-inline constexpr bool is_answer_kind =
-  std::disjunction_v<std::is_same<T, weights_message>, std::is_same<T, report_message>,
-                     std::is_same<T, checkpoint_done_message>, std::is_same<T, replicated_message>,
-                     std::is_same<T, failure_message>>;
-
-std::uint64_t request_of(const wire_message& answer) {
-  return std::visit(
-    [](const auto& m) -> std::uint64_t {
-      if constexpr (is_answer_kind<std::decay_t<decltype(m)>>)
-        return m.request;
-      else
-        return 0;
-    },
-    answer);
-}
-
-// The peer ends the channel and says why; the node hears it before the channel's end. Before
-// admission that is the peer refusing this node (a wrong secret, another plan): errc::bad_request,
-// which no retry mends.
-void on_peer_goodbye(channel_pointer self, const shutdown_message& m) {
-  auto& st = self->state;
-  auto& serving = *st.options->serving;
-  if (auto node = serving.find<remote_interface::scheduler_control>(0))
-    self->send(node, goodbye_atom::value, channel_of(self), m);
-  if (auto node = serving.find<remote_interface::member_control>(0))
-    self->send(node, goodbye_atom::value, channel_of(self), m);
-  if (st.at != stage::admitted)
-    return close_link(self, make_error(errc::bad_request, st.peer_name + ": " + m.reason),
-                      "refused by the peer: " + m.reason);
-  close_link(self,
-             m.finished ? caf::error{}
-                        : make_error(errc::peer_down, st.peer_name + " shut down: " + m.reason),
-             "the peer shut down: " + m.reason);
-}
-
-void on_admitted_message(channel_pointer self, wire_message& message) {
-  const auto kind = message.index();
-  if (std::holds_alternative<heartbeat_message>(message))
-    return; // last_received is updated for every frame
-  if (auto* m = std::get_if<shutdown_message>(&message))
-    return on_peer_goodbye(self, *m);
-  if (std::holds_alternative<failure_message>(message) || codec_taking(kind, kind_role::answer))
-    return on_answer(self, request_of(message), message);
-  const auto* codec = codec_taking(kind, kind_role::request);
-  if (!codec)
-    codec = codec_taking(kind, kind_role::one_way);
-  if (!codec)
-    return refuse_peer(self, std::string("sent a ") + kind_name(message)
-                               + ", which no interface takes here");
-  codec->serve(self, message);
-}
-
-void on_handshake_message(channel_pointer self, wire_message& message) {
-  auto& st = self->state;
-  if (auto* m = std::get_if<shutdown_message>(&message))
-    return on_peer_goodbye(self, *m);
-  if (st.at == stage::await_hello) {
-    auto* hello = std::get_if<hello_message>(&message);
-    if (!hello)
-      return refuse_peer(self, std::string("sent a ") + kind_name(message) + " before its hello");
-    // A node names itself after its role ("worker (pid 42)", "worker_1"): the role is said once.
-    const std::string role = to_string(hello->role);
-    st.peer_name = (hello->name.rfind(role, 0) == 0 ? hello->name : role + " '" + hello->name + "'")
-                   + " at " + st.peer_name;
-    if (hello->plan_hash != 0 && st.mine.plan_hash != 0 && hello->plan_hash != st.mine.plan_hash)
-      return refuse_peer(self, "it runs plan " + std::to_string(hello->plan_hash)
-                                 + ", this node runs plan " + std::to_string(st.mine.plan_hash)
-                                 + " (another config or version)");
-    st.peer = *hello;
-    if (st.options->traffic)
-      st.options->traffic->rename(self->address(), hello->name);
-    st.at = stage::await_proof;
-    write_frame(self,
-                proof_message{membership_proof(st.options->secret, st.side, st.mine, *st.peer)});
-    return;
-  }
-  auto* proof = std::get_if<proof_message>(&message);
-  if (!proof)
-    return refuse_peer(self, std::string("sent a ") + kind_name(message) + " instead of its proof");
-  const auto peer_side =
-    st.side == link_side::connecting ? link_side::accepting : link_side::connecting;
-  if (!proof_is_valid(st.options->secret, peer_side, *st.peer, st.mine, proof->proof))
-    return refuse_peer(self, "its proof of the cluster secret is wrong");
-  st.at = stage::admitted;
-  if (auto node = st.options->serving->find<remote_interface::member_control>(0))
-    self->send(node, link_up_atom::value, channel_of(self), st.peer_name);
-  auto queued = std::move(st.queued);
-  st.queued.clear();
-  // What waited for admission is ordered as a whole (with priority: first layers first), not
-  // by which frame the writer happened to take before the next was queued.
-  frame_socket::holding held(*st.socket);
-  for (auto& [message, request] : queued)
-    write_or_fail(self, std::move(message), request);
-}
-
-void on_payload(channel_pointer self, received_payload& in) {
-  auto& st = self->state;
-  if (st.at == stage::closed)
-    return;
-  auto payload = std::move(in.bytes);
-  if (st.leaving) {
-    // After goodbye, whatever the peer still sends is dropped; but when it said goodbye too
-    // (both ended at once), neither waits for the other to close first.
-    auto decoded = decode_payload(payload, st.options->keys);
-    if (decoded.ok() && std::holds_alternative<shutdown_message>(decoded.message))
-      leave(self);
-    return;
-  }
-  st.last_received = channel_clock::now();
-  auto decoded = decode_payload(payload, st.options->keys, st.unpack_into);
-  if (!decoded.ok())
-    return refuse_peer(self, "undecodable frame: " + decoded.error);
-  const auto kind = decoded.message.index();
-  st.counters->count_in(kind, frame_header_bytes + payload->size());
-  if (st.at == stage::admitted)
-    on_admitted_message(self, decoded.message);
-  else
-    on_handshake_message(self, decoded.message);
 }
 
 // Fails every request whose deadline passed more than remote_failure_grace ago, naming what it
@@ -410,27 +277,9 @@ link_traffic traffic_of(const traffic_registry::counters& c) {
   return t;
 }
 
-channel_self_actor::behavior_type channel(channel_pointer self,
-                                          std::shared_ptr<frame_socket> socket,
-                                          channel_options options, link_side side) {
-  auto& st = self->state;
-  st.options.emplace(std::move(options));
-  st.pool = std::make_shared<receive_pool>(st.options->receive_pool_bytes);
-  // Unpacked values come from a pool of their own: new, a step's worth of them (16 times a
-  // 2-bit frame) would have fresh pages faulted in and zeroed every step, a sixth of a
-  // compressed VGG-16 step's CPU time.
-  st.unpack_into = unpacked_from(std::make_shared<receive_pool>(st.options->unpacked_pool_bytes));
-  st.socket = std::move(socket);
-  st.side = side;
-  st.peer_name = st.socket->peer();
-  st.last_received = st.last_sent = channel_clock::now();
-  if (st.options->traffic)
-    st.counters = st.options->traffic->add(self->address(), st.peer_name);
-  st.mine.role = st.options->role;
-  st.mine.name = st.options->name;
-  st.mine.challenge = fresh_nonce();
-  st.mine.plan_hash = st.options->plan_hash;
-  // Before the first frame: the algorithm shapes how this link shares the hosts' links.
+// Before the first frame: the congestion control and pacing the options ask for (the
+// algorithm shapes how this link shares the hosts' links), and the fixed push order.
+void tune_connection(channel_state& st) {
   if (!st.socket->local() && !st.options->tcp_congestion.empty()
       && !st.socket->set_congestion(st.options->tcp_congestion)) {
     const int why = errno; // before the text's allocations
@@ -454,7 +303,53 @@ channel_self_actor::behavior_type channel(channel_pointer self,
   // then delay the next forward (one colocated worker at 100 ms: 138 ms a step against 104).
   if (st.options->priority && !st.options->push_sequence.empty() && !st.socket->local())
     st.socket->set_sequence(st.options->push_sequence, st.options->sequence_patience);
-  st.socket->start(caf::actor_cast<caf::actor>(self), st.options->max_frame_bytes, st.pool,
+}
+
+// The fixed order assumes every push comes each step; a push that does not is worth a line, but
+// not one per step: the 1st, 10th, 100th... of the link.
+void on_sequence_skip(channel_pointer self, std::uint64_t rank, std::uint64_t skips) {
+  auto& st = self->state;
+  if (is_power_of_ten(skips))
+    channel_log(st, "link to " + st.peer_name + ": the fixed push order waited "
+                      + std::to_string(st.options->sequence_patience.count())
+                      + " ms for the push of rank " + std::to_string(rank)
+                      + " and went on without it (" + std::to_string(skips)
+                      + (skips == 1 ? " time" : " times") + " on this link so far)");
+}
+
+// The node's one-way message: a goodbye ends the link; a kind no interface sends one way is not
+// sent.
+void on_send(channel_pointer self, wire_message& message) {
+  if (auto* end = std::get_if<shutdown_message>(&message))
+    return shut_down_link(self, *end);
+  if (!codec_taking(message.index(), kind_role::one_way))
+    return channel_log(self->state, "link to " + self->state.peer_name + ": a " + kind_name(message)
+                                      + " is no one-way message of any interface: not sent");
+  send_or_queue(self, std::move(message));
+}
+
+channel_self_actor::behavior_type channel(channel_pointer self,
+                                          std::shared_ptr<frame_socket> socket,
+                                          channel_options options, link_side side) {
+  auto& st = self->state;
+  st.options.emplace(std::move(options));
+  st.pool = std::make_shared<receive_pool>(st.options->receive_pool_bytes);
+  // Unpacked values come from a pool of their own: new, a step's worth of them (16 times a
+  // 2-bit frame) would have fresh pages faulted in and zeroed every step, a sixth of a
+  // compressed VGG-16 step's CPU time.
+  st.unpack_into = unpacked_from(std::make_shared<receive_pool>(st.options->unpacked_pool_bytes));
+  st.socket = std::move(socket);
+  st.side = side;
+  st.peer_name = st.socket->peer();
+  st.last_received = st.last_sent = channel_clock::now();
+  if (st.options->traffic)
+    st.counters = st.options->traffic->add(self->address(), st.peer_name);
+  st.mine.role = st.options->role;
+  st.mine.name = st.options->name;
+  st.mine.challenge = fresh_nonce();
+  st.mine.plan_hash = st.options->plan_hash;
+  tune_connection(st);
+  st.socket->start(socket_owner_actor{self}, st.options->max_frame_bytes, st.pool,
                    st.options->priority ? write_order::by_rank : write_order::fifo);
   write_frame(self, st.mine);
   const auto period = tick_period(*st.options);
@@ -463,15 +358,7 @@ channel_self_actor::behavior_type channel(channel_pointer self,
     [=](call_atom, wire_message& request, const deadline& due) -> caf::result<wire_message> {
       return call(self, request, due);
     },
-    [=](send_atom, wire_message& message) {
-      if (auto* end = std::get_if<shutdown_message>(&message))
-        return shut_down_link(self, *end);
-      if (!codec_taking(message.index(), kind_role::one_way))
-        return channel_log(self->state, "link to " + self->state.peer_name + ": a "
-                                          + kind_name(message)
-                                          + " is no one-way message of any interface: not sent");
-      send_or_queue(self, std::move(message));
-    },
+    [=](send_atom, wire_message& message) { on_send(self, message); },
     [=](stats_atom) { return traffic_of(*self->state.counters); },
     [=](plan_atom, std::uint64_t plan_hash, wire_keys& keys) {
       self->state.options->plan_hash = plan_hash;
@@ -479,15 +366,7 @@ channel_self_actor::behavior_type channel(channel_pointer self,
     },
     [=](frame_in_atom, received_payload& payload) { on_payload(self, payload); },
     [=](sequence_skip_atom, std::uint64_t rank, std::uint64_t skips) {
-      // The fixed order assumes every push comes each step; a push that does not is worth a line,
-      // but not one per step: the 1st, 10th, 100th... of the link.
-      auto& st = self->state;
-      if (is_power_of_ten(skips))
-        channel_log(st, "link to " + st.peer_name + ": the fixed push order waited "
-                          + std::to_string(st.options->sequence_patience.count())
-                          + " ms for the push of rank " + std::to_string(rank)
-                          + " and went on without it (" + std::to_string(skips)
-                          + (skips == 1 ? " time" : " times") + " on this link so far)");
+      on_sequence_skip(self, rank, skips);
     },
     [=](frame_error_atom, const std::string& why) {
       auto& st = self->state;
@@ -506,61 +385,6 @@ channel_self_actor::behavior_type channel(channel_pointer self,
       if (self->state.at != stage::closed)
         self->delayed_send(self, period, tick_atom::value);
     },
-  };
-}
-
-using accepted_atom = caf::atom_constant<caf::atom("accepted")>;
-
-// The links a listener accepted and that still run: they end with the listener (a node that
-// stops listening leaves no connection behind), each on its own when its peer goes. Shared
-// with the accepting thread.
-struct accepted_links {
-  std::mutex mutex;
-  std::vector<caf::actor> running; // the channels
-};
-
-struct listener_state {
-  std::uint16_t port = 0;
-  static inline const char* name = "troupe.listener";
-};
-
-// The socket is bound before the listener exists (spawn_listener), so a port in use is the
-// caller's error at once, not a listener that quits on its own later. Its accepting thread
-// holds the listener (as CAF's network thread holds a broker): it runs until told to quit.
-caf::behavior listener(caf::stateful_actor<listener_state>* self,
-                       std::shared_ptr<listening_socket> socket, channel_options options) {
-  self->state.port = socket->port();
-  if (!options.refusal_budget)
-    options.refusal_budget = std::make_shared<log_budget>(5, std::chrono::seconds(10));
-  auto links = std::make_shared<accepted_links>();
-  self->attach_functor([socket, links](const caf::error&) {
-    socket->stop(); // no link is added after this
-    std::lock_guard<std::mutex> lock(links->mutex);
-    for (auto& link : links->running)
-      caf::anon_send_exit(link, caf::exit_reason::user_shutdown);
-    links->running.clear();
-  });
-  self->set_down_handler([=](caf::down_msg& down) {
-    std::lock_guard<std::mutex> lock(links->mutex);
-    auto& all = links->running;
-    all.erase(std::remove_if(all.begin(), all.end(),
-                             [&](const caf::actor& a) { return a.address() == down.source; }),
-              all.end());
-  });
-  auto& system = self->system();
-  socket->start([&system, links, options = std::move(options),
-                 me = caf::actor_cast<caf::actor>(self)](std::shared_ptr<frame_socket> connection) {
-    auto link = caf::actor_cast<caf::actor>(
-      spawn_channel(system, std::move(connection), options, link_side::accepting));
-    {
-      std::lock_guard<std::mutex> lock(links->mutex);
-      links->running.push_back(link);
-    }
-    caf::anon_send(me, accepted_atom::value, link);
-  });
-  return {
-    [=](accepted_atom, const caf::actor& link) { self->monitor(link); },
-    [=](port_atom) { return self->state.port; },
   };
 }
 
@@ -625,7 +449,7 @@ deadline deadline_of_frame(std::uint64_t remaining_ms) {
 }
 
 channel_actor channel_of(channel_pointer self) {
-  return caf::actor_cast<channel_self_actor>(self);
+  return channel_actor{self};
 }
 
 std::uint64_t link_traffic::total_in() const {
@@ -651,20 +475,6 @@ caf::expected<channel_actor> connect_channel(caf::actor_system& system, const st
 channel_self_actor spawn_channel(caf::actor_system& system, std::shared_ptr<frame_socket> socket,
                                  channel_options options, link_side side) {
   return system.spawn(channel, std::move(socket), std::move(options), side);
-}
-
-caf::expected<caf::actor> spawn_listener(caf::actor_system& system, const std::string& host,
-                                         std::uint16_t port, channel_options options) {
-  auto socket = listening_socket::bind(host, port, options.same_host_shortcut);
-  if (!socket)
-    return std::move(socket.error());
-  return system.spawn(listener, std::shared_ptr<listening_socket>(std::move(*socket)),
-                      std::move(options));
-}
-
-caf::actor spawn_listener(caf::actor_system& system, std::shared_ptr<listening_socket> bound,
-                          channel_options options) {
-  return system.spawn(listener, std::move(bound), std::move(options));
 }
 
 } // namespace troupe

@@ -83,6 +83,20 @@ using channel_pointer = channel_self_actor::stateful_pointer<channel_state>;
 channel_self_actor spawn_channel(caf::actor_system& system, std::shared_ptr<frame_socket> socket,
                                  channel_options options, link_side side);
 
+/// Queues `message` on the connection (throws as encode_frame does, queuing nothing) (channel.cpp).
+void write_frame(channel_pointer self, wire_message message);
+/// Writes `message`; when the encoder refuses it, request `request` (0: none) fails with the
+/// encoder's reason (a proxy's request) or the peer is told so (an answer).
+void write_or_fail(channel_pointer self, wire_message message, std::uint64_t request);
+/// Ends the channel: the node hears of it first, then every waiting request fails with `err`
+/// (none: the link ended normally); `why` is logged when it says something.
+void close_link(channel_pointer self, const caf::error& err, const std::string& why);
+/// Ends a channel this node said goodbye on, with the end it chose then.
+void leave(channel_pointer self);
+/// A payload the connection's reader read (channel_receive.cpp): the peer's hello or proof
+/// before admission, an admitted frame after.
+void on_payload(channel_pointer self, received_payload& in);
+
 /// One line to the channel's log, naming nothing (callers name the peer).
 void channel_log(const channel_state& st, const std::string& text);
 /// Ends the channel because the peer misbehaved (errc::bad_request, logged with `why`).

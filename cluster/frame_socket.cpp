@@ -257,7 +257,7 @@ frame_socket::connect(const std::string& host, std::uint16_t port,
   return make_error(errc::peer_down, "cannot connect to " + where + ": " + why);
 }
 
-void frame_socket::start(caf::actor owner, std::size_t max_payload,
+void frame_socket::start(socket_owner_actor owner, std::size_t max_payload,
                          std::shared_ptr<receive_pool> pool, write_order order) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -279,7 +279,7 @@ void frame_socket::note_bytes() {
   last_bytes_.store(std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
-void frame_socket::read_loop(caf::actor owner, std::size_t max_payload,
+void frame_socket::read_loop(socket_owner_actor owner, std::size_t max_payload,
                              std::shared_ptr<receive_pool> pool) {
   auto closed = [&](int status, const char* when) {
     const int error = errno;
@@ -317,7 +317,7 @@ void frame_socket::read_loop(caf::actor owner, std::size_t max_payload,
   }
 }
 
-void frame_socket::write_loop(caf::actor owner) {
+void frame_socket::write_loop(socket_owner_actor owner) {
   std::vector<encoded_frame> batch;
   std::vector<iovec> pieces;
   for (;;) {

@@ -69,6 +69,7 @@
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
 #include <caf/expected.hpp>
+#include <caf/typed_actor.hpp>
 
 #include <troupe/cluster/frame_codec.hpp>
 
@@ -85,6 +86,13 @@ using sequence_skip_atom = caf::atom_constant<caf::atom("seqskip")>;
 struct received_payload {
   std::shared_ptr<std::vector<char>> bytes;
 };
+
+/// What a connection's threads tell the actor that owns it (the messages listed at the top).
+using socket_owner_actor =
+  caf::typed_actor<caf::reacts_to<frame_in_atom, received_payload>,
+                   caf::reacts_to<frame_error_atom, std::string>,
+                   caf::reacts_to<socket_closed_atom, std::string>,
+                   caf::reacts_to<sequence_skip_atom, std::uint64_t, std::uint64_t>>;
 
 enum class write_order { fifo, by_rank };
 
@@ -134,7 +142,7 @@ public:
 
   /// Starts both threads: payloads of at most `max_payload` bytes go to `owner`, read into
   /// buffers of `pool`; the writer writes in `order`. Call once, before send().
-  void start(caf::actor owner, std::size_t max_payload, std::shared_ptr<receive_pool> pool,
+  void start(socket_owner_actor owner, std::size_t max_payload, std::shared_ptr<receive_pool> pool,
              write_order order = write_order::fifo);
 
   /// by_rank: sequenced pushes go in the order of `ranks` (one cycle, repeated), waiting at
@@ -184,8 +192,9 @@ public:
   }
 
 private:
-  void read_loop(caf::actor owner, std::size_t max_payload, std::shared_ptr<receive_pool> pool);
-  void write_loop(caf::actor owner);
+  void read_loop(socket_owner_actor owner, std::size_t max_payload,
+                 std::shared_ptr<receive_pool> pool);
+  void write_loop(socket_owner_actor owner);
   void note_bytes(); // the reader got bytes now (last_bytes_at)
 
   const int fd_;

@@ -84,8 +84,7 @@ push_relay_actor::behavior_type push_relay(relay_pointer self, push_target_actor
       ask(
         self, due,
         [=](const push_target_actor& to) {
-          return self->request(caf::actor_cast<rewind_target_actor>(to), due.left_with_grace(),
-                               rewind_atom::value, step, due);
+          return self->request(to, due.left_with_grace(), rewind_atom::value, step, due);
         },
         promise);
       return promise;

@@ -28,6 +28,7 @@
 #include "apps/flags.hpp"
 #include "apps/integer_text.hpp"
 #include <troupe/actors/messages.hpp>
+#include <troupe/actors/spawned_actor.hpp>
 #include <troupe/actors/topology_wiring.hpp>
 #include <troupe/cluster/local_node.hpp>
 #include <troupe/kernels/threading.hpp>
@@ -184,9 +185,10 @@ figures run_once(const bench_setup& b, int workers, bool overlap) {
   job.optimizer.schedule.base_lr = 0.01f;
   const auto plan = plan_placement(job, data_facts{}, params);
   std::vector<caf::actor> actors;
-  auto targets = spawn_push_side(
-    sys, plan, initial, job.optimizer,
-    [&](const caf::actor& a, const planned_actor&, const caf::actor&) { actors.push_back(a); });
+  auto targets =
+    spawn_push_side(sys, plan, initial, job.optimizer,
+                    [&](const push_target_actor& a, const planned_actor&,
+                        const push_target_actor&) { actors.push_back(as_spawned(a)); });
   std::vector<caf::actor> computes;
   for (int w = 0; w < workers; ++w) {
     std::vector<tensor> grads;

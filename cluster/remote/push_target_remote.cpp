@@ -7,9 +7,9 @@
 //
 //   push    (request) -> weights   (push_atom, gradient_push) -> weight_set
 //   pull    (request) -> weights   (pull_atom)                -> weight_set
-//   pull with rewind  -> weights   (rewind_atom, step)        -> weight_set (rewind_target_actor:
-//                                  the proxy offers it beside push_target_actor; a target that
-//                                  does not take it, a shard without an aggregator, refuses)
+//   pull with rewind  -> weights   (rewind_atom, step)        -> weight_set (a target that
+//                                  keeps no earlier weights, a shard without an aggregator,
+//                                  refuses)
 #include <troupe/cluster/remote_proxies.hpp>
 
 #include "cluster/remote/interface_codec.hpp"
@@ -55,9 +55,7 @@ void serve_push_target(channel_pointer self, wire_message& message) {
     self->request(target, wait, push_atom::value, std::move(push->push)).then(on_weights, on_error);
   } else if (const auto& pull = std::get<pull_message>(message); pull.rewind) {
     const auto due = deadline_of_frame(pull.remaining_ms);
-    self
-      ->request(caf::actor_cast<rewind_target_actor>(target), due.left_with_grace(),
-                rewind_atom::value, pull.before_step, due)
+    self->request(target, due.left_with_grace(), rewind_atom::value, pull.before_step, due)
       .then(on_weights, on_error);
   } else {
     const auto due = deadline_of_frame(pull.remaining_ms);
@@ -89,9 +87,8 @@ const interface_codec& push_target_codec() {
 
 push_target_actor spawn_push_target_proxy(caf::actor_system& system, channel_actor channel,
                                           std::uint32_t shard) {
-  using proxy_actor = push_target_actor::extend_with<rewind_target_actor>;
-  using pointer = proxy_actor::stateful_pointer<proxy_state>;
-  return system.spawn([=](pointer self) -> proxy_actor::behavior_type {
+  using pointer = push_target_actor::stateful_pointer<proxy_state>;
+  return system.spawn([=](pointer self) -> push_target_actor::behavior_type {
     watch_channel(self, channel, "shard " + std::to_string(shard));
     auto answer = [=](wire_message& m) { return weights_of(m, shard); };
     return {

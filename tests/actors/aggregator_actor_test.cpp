@@ -170,6 +170,9 @@ TEST_CASE(
         seen->push_back(push.due);
         return caf::delegated<weight_set>();
       },
+      [](rewind_atom, std::int64_t, deadline) -> caf::result<weight_set> {
+        return caf::make_error(caf::sec::unexpected_message);
+      },
       [=](pull_atom, deadline) -> caf::result<weight_set> { return weight_set{}; },
     };
   });

@@ -89,6 +89,9 @@ push_target_actor::behavior_type fp16_answerer() {
       ws.encoding = value_encoding::fp16;
       return ws;
     },
+    [](rewind_atom, std::int64_t, deadline) -> caf::result<weight_set> {
+      return caf::make_error(caf::sec::unexpected_message);
+    },
     [](pull_atom, deadline) {
       weight_set ws;
       ws.keys = {0, 1};
@@ -106,6 +109,9 @@ push_target_actor::behavior_type echo_target() {
       auto ws = echo_of(p);
       ws.scales = p.scales;
       return ws;
+    },
+    [](rewind_atom, std::int64_t, deadline) -> caf::result<weight_set> {
+      return caf::make_error(caf::sec::unexpected_message);
     },
     [](pull_atom, deadline) { return weight_set{}; },
   };
@@ -266,6 +272,32 @@ TEST_CASE("the receiving end refuses a push in another encoding, naming both") {
   CHECK(error_text(plain.error())
           .find("the hop into aggregator_0: a push of source 3 for keys 0, 1 came encoded "
                 "none, and this route's pushes are 2bit")
+        != std::string::npos);
+}
+
+TEST_CASE("neither end of a compressed hop nor a shard answers a rewind, and each says why") {
+  fixture f;
+  auto spec = spec_of("fp16");
+  auto receiver = spawn_compressing_receiver(f.sys, f.shard, spec, "the hop into aggregator_0");
+  auto sender = spawn_compressing_sender(f.sys, receiver, spec, "compute 0 -> aggregator_0");
+  auto rewind = caf::make_message(rewind_atom::value, std::int64_t{4},
+                                  deadline::after(std::chrono::seconds(10)));
+  for (const auto& [target, name] :
+       {std::pair{push_target_actor{sender}, "compute 0 -> aggregator_0"},
+        std::pair{push_target_actor{receiver}, "the hop into aggregator_0"}}) {
+    INFO(name);
+    auto answer = ask(f.self, target, rewind);
+    REQUIRE_FALSE(answer);
+    CHECK(troupe_code(answer.error()) == errc::bad_request);
+    CHECK(error_text(answer.error())
+          == std::string(name)
+               + " is compressed and keeps no weights from before step 4: adopting a lost "
+                 "worker's computes needs routes without compression");
+  }
+  auto from_shard = ask(f.self, f.shard, rewind);
+  REQUIRE_FALSE(from_shard);
+  CHECK(troupe_code(from_shard.error()) == errc::bad_request);
+  CHECK(error_text(from_shard.error()).find("a parameter shard keeps no weights from before step 4")
         != std::string::npos);
 }
 

@@ -27,6 +27,9 @@ push_target_actor::behavior_type echo_shard() {
       w.keys = push.keys;
       return w;
     },
+    [](rewind_atom, std::int64_t, deadline) -> caf::result<weight_set> {
+      return caf::make_error(caf::sec::unexpected_message);
+    },
     [](pull_atom, deadline) {
       weight_set w;
       w.updates = -1;

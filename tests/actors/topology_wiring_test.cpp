@@ -35,10 +35,11 @@ struct two_parameters {
 };
 
 struct spawned_actors {
-  std::vector<caf::actor> all;
+  std::vector<push_target_actor> all;
   spawn_observer observer() {
-    return
-      [this](const caf::actor& a, const planned_actor&, const caf::actor&) { all.push_back(a); };
+    return [this](const push_target_actor& a, const planned_actor&, const push_target_actor&) {
+      all.push_back(a);
+    };
   }
   ~spawned_actors() {
     for (auto& a : all)
@@ -135,7 +136,7 @@ TEST_CASE("one node's push side: its own actors, stand-ins for the targets elsew
   std::vector<std::string> server_names;
   auto server_side = spawn_push_side_of_node(
     sys, plan, 2, {}, p.initial, {},
-    [&](const caf::actor& a, const planned_actor& entry, const caf::actor& d) {
+    [&](const push_target_actor& a, const planned_actor& entry, const push_target_actor& d) {
       server.observer()(a, entry, d);
       server_names.push_back(entry.name);
     });
@@ -158,15 +159,18 @@ TEST_CASE("one node's push side: its own actors, stand-ins for the targets elsew
     asked.push_back(index);
     auto fake = sys.spawn([](push_target_actor::pointer) -> push_target_actor::behavior_type {
       return {[](push_atom, gradient_push&) { return weight_set{}; },
+              [](rewind_atom, std::int64_t, deadline) -> caf::result<weight_set> {
+                return caf::make_error(caf::sec::unexpected_message);
+              },
               [](pull_atom, deadline) { return weight_set{}; }};
     });
-    stand_ins.all.push_back(caf::actor_cast<caf::actor>(fake));
+    stand_ins.all.push_back(fake);
     return fake;
   };
-  std::vector<std::pair<std::string, caf::actor>> downstream_of;
+  std::vector<std::pair<std::string, push_target_actor>> downstream_of;
   auto worker_side = spawn_push_side_of_node(
     sys, plan, 4, remote, p.initial, {},
-    [&](const caf::actor& a, const planned_actor& entry, const caf::actor& d) {
+    [&](const push_target_actor& a, const planned_actor& entry, const push_target_actor& d) {
       worker.observer()(a, entry, d);
       downstream_of.emplace_back(entry.name, d);
     });

@@ -149,7 +149,7 @@ bool bit_identical(const weight_set& a, const weight_set& b) {
   return true;
 }
 
-std::uint16_t port_of(caf::scoped_actor& self, const caf::actor& listener) {
+std::uint16_t port_of(caf::scoped_actor& self, const listener_actor& listener) {
   std::uint16_t port = 0;
   self->request(listener, 10s, port_atom::value)
     .receive([&](std::uint16_t p) { port = p; }, [&](caf::error& e) { FAIL(error_text(e)); });
@@ -163,7 +163,7 @@ struct server_node {
   local_node_config config = network_config();
   caf::actor_system system{config};
   push_target_actor shard;
-  caf::actor listener;
+  listener_actor listener;
   std::uint16_t port = 0;
   std::shared_ptr<serving_registry> directory;
 
@@ -449,6 +449,9 @@ TEST_CASE("a shard that does not answer times the request out, naming it", "[clu
           pending->push_back(self->make_response_promise<weight_set>());
           return pending->back();
         },
+        [](rewind_atom, std::int64_t, deadline) -> caf::result<weight_set> {
+          return caf::make_error(caf::sec::unexpected_message);
+        },
         [=](pull_atom, deadline) {
           pending->push_back(self->make_response_promise<weight_set>());
           return pending->back();
@@ -491,6 +494,9 @@ push_target_actor spawn_named_giving_up(caf::actor_system& system, caf::timespan
     return {
       [=](push_atom, gradient_push&) -> caf::result<weight_set> {
         return make_error(errc::bad_request, "no pushes here");
+      },
+      [](rewind_atom, std::int64_t, deadline) -> caf::result<weight_set> {
+        return caf::make_error(caf::sec::unexpected_message);
       },
       [=](pull_atom, deadline due) -> caf::result<weight_set> {
         if (!self->current_sender()) {
@@ -653,7 +659,7 @@ TEST_CASE("node-level messages pass through links to the node, typed", "[cluster
   CHECK(assigned);
   for (auto& a :
        {caf::actor_cast<caf::actor>(scheduler_node), caf::actor_cast<caf::actor>(worker_node),
-        *listener, caf::actor_cast<caf::actor>(*link)})
+        caf::actor_cast<caf::actor>(*listener), caf::actor_cast<caf::actor>(*link)})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 
@@ -702,7 +708,7 @@ TEST_CASE("a link whose two ends say goodbye at once closes at once", "[cluster]
   CHECK(closed == 2);
   CHECK(!log.any_contains("the connection closed"));
   for (auto& a : {caf::actor_cast<caf::actor>(scheduler_node),
-                  caf::actor_cast<caf::actor>(worker_node), *listener})
+                  caf::actor_cast<caf::actor>(worker_node), caf::actor_cast<caf::actor>(*listener)})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 
@@ -814,10 +820,10 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
   REQUIRE(err);
   CHECK_THAT(error_text(err), Catch::Contains("worker 1 serves no compute driver 7"));
 
-  for (auto& a :
-       {caf::actor_cast<caf::actor>(remote), caf::actor_cast<caf::actor>(missing),
-        caf::actor_cast<caf::actor>(compute), caf::actor_cast<caf::actor>(scheduler_node),
-        *listener, caf::actor_cast<caf::actor>(reports), caf::actor_cast<caf::actor>(*worker_link)})
+  for (auto& a : {caf::actor_cast<caf::actor>(remote), caf::actor_cast<caf::actor>(missing),
+                  caf::actor_cast<caf::actor>(compute), caf::actor_cast<caf::actor>(scheduler_node),
+                  caf::actor_cast<caf::actor>(*listener), caf::actor_cast<caf::actor>(reports),
+                  caf::actor_cast<caf::actor>(*worker_link)})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 
@@ -945,6 +951,9 @@ TEST_CASE(
           pending->push_back(self->make_response_promise<weight_set>());
           return pending->back();
         },
+        [](rewind_atom, std::int64_t, deadline) -> caf::result<weight_set> {
+          return caf::make_error(caf::sec::unexpected_message);
+        },
         [=](pull_atom, deadline) {
           pending->push_back(self->make_response_promise<weight_set>());
           return pending->back();
@@ -981,7 +990,8 @@ TEST_CASE(
   CHECK(t.frames_in[wire_message(heartbeat_message{}).index()] > 10);
   CHECK(told->load() == 0); // heartbeats are the link's: the node heard nothing
   for (auto& a : {caf::actor_cast<caf::actor>(remote), caf::actor_cast<caf::actor>(stuck),
-                  caf::actor_cast<caf::actor>(node), *listener, caf::actor_cast<caf::actor>(*link)})
+                  caf::actor_cast<caf::actor>(node), caf::actor_cast<caf::actor>(*listener),
+                  caf::actor_cast<caf::actor>(*link)})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 
@@ -1011,7 +1021,7 @@ TEST_CASE("a scheduler's link refuses a node-level message of a kind the schedul
                 caf::after(10s) >> [] {});
   REQUIRE(why);
   CHECK_THAT(error_text(why), Catch::Contains("which this node does not take"));
-  for (auto& a :
-       {caf::actor_cast<caf::actor>(scheduler_node), *listener, caf::actor_cast<caf::actor>(*link)})
+  for (auto& a : {caf::actor_cast<caf::actor>(scheduler_node),
+                  caf::actor_cast<caf::actor>(*listener), caf::actor_cast<caf::actor>(*link)})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }

@@ -147,7 +147,7 @@ struct raw_peer {
   const int raw = plain_client(server.listener->port());
   std::shared_ptr<frame_socket> served = server.accepted();
   raw_peer(std::size_t max_payload, std::size_t pool_bytes) {
-    served->start(caf::actor_cast<caf::actor>(self), max_payload,
+    served->start(caf::actor_cast<socket_owner_actor>(self), max_payload,
                   std::make_shared<receive_pool>(pool_bytes));
   }
 };
@@ -167,10 +167,10 @@ TEST_CASE("frames of every size cross a frame socket whole and in order", "[clus
   CHECK((*client)->local() == local);
   auto served = server.accepted();
   CHECK(served->local() == local);
-  served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes,
+  served->start(caf::actor_cast<socket_owner_actor>(self), default_max_frame_bytes,
                 std::make_shared<receive_pool>(64 << 20));
   auto sink = std::make_shared<receive_pool>(1 << 20);
-  (*client)->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes, sink);
+  (*client)->start(caf::actor_cast<socket_owner_actor>(self), default_max_frame_bytes, sink);
   CHECK((*client)->peer()
         == "127.0.0.1:" + std::to_string(server.listener->port())
              + (local ? " (local socket)" : ""));
@@ -219,9 +219,9 @@ TEST_CASE("a held writer writes by rank, ties as queued, or exactly as queued un
   auto client = frame_socket::connect("127.0.0.1", server.listener->port(), 5s);
   REQUIRE(client);
   auto served = server.accepted();
-  served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes,
+  served->start(caf::actor_cast<socket_owner_actor>(self), default_max_frame_bytes,
                 std::make_shared<receive_pool>(64 << 20));
-  (*client)->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes,
+  (*client)->start(caf::actor_cast<socket_owner_actor>(self), default_max_frame_bytes,
                    std::make_shared<receive_pool>(1 << 20), order);
   // Heartbeats at rank 0 (control frames), weights at the ranks a channel would give them;
   // w4 is the 40 MiB key, more than one batch of the writer.
@@ -407,7 +407,7 @@ TEST_CASE("closing wakes a writer that a peer which does not read has blocked",
   REQUIRE(client);
   REQUIRE((*client)->local() == local);
   auto never_read = server.accepted();
-  (*client)->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes,
+  (*client)->start(caf::actor_cast<socket_owner_actor>(self), default_max_frame_bytes,
                    std::make_shared<receive_pool>(1 << 20));
   // 160 MiB queued: far more than the kernel buffers, so the writer blocks in sendmsg.
   for (int i = 0; i < 4; ++i)
@@ -455,10 +455,10 @@ TEST_CASE(
   CHECK((*client)->peer() == "127.0.0.1:" + std::to_string(server.listener->port()));
   auto served = server.accepted();
   CHECK_FALSE(served->local());
-  served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes,
+  served->start(caf::actor_cast<socket_owner_actor>(self), default_max_frame_bytes,
                 std::make_shared<receive_pool>(1 << 20));
   caf::scoped_actor client_owner{system};
-  (*client)->start(caf::actor_cast<caf::actor>(client_owner), default_max_frame_bytes,
+  (*client)->start(caf::actor_cast<socket_owner_actor>(client_owner), default_max_frame_bytes,
                    std::make_shared<receive_pool>(1 << 20));
   (*client)->send(encode_frame(frame_number(2, 7)));
   auto h = next_event(self);
@@ -524,10 +524,10 @@ TEST_CASE("a peer lost over a local socket is reported as over TCP", "[cluster][
   REQUIRE(client);
   REQUIRE((*client)->local());
   auto served = server.accepted();
-  served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes,
+  served->start(caf::actor_cast<socket_owner_actor>(self), default_max_frame_bytes,
                 std::make_shared<receive_pool>(1 << 20));
   caf::scoped_actor client_owner{system};
-  (*client)->start(caf::actor_cast<caf::actor>(client_owner), default_max_frame_bytes,
+  (*client)->start(caf::actor_cast<socket_owner_actor>(client_owner), default_max_frame_bytes,
                    std::make_shared<receive_pool>(1 << 20));
   (*client)->send(encode_frame(frame_number(2, 1)));
   REQUIRE(next_event(self).kind == "frame");
@@ -552,10 +552,10 @@ struct sequenced_pair {
     REQUIRE(connected);
     client = std::move(*connected);
     served = server.accepted();
-    served->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes,
+    served->start(caf::actor_cast<socket_owner_actor>(self), default_max_frame_bytes,
                   std::make_shared<receive_pool>(64 << 20));
     client->set_sequence(std::move(sequence), patience);
-    client->start(caf::actor_cast<caf::actor>(self), default_max_frame_bytes,
+    client->start(caf::actor_cast<socket_owner_actor>(self), default_max_frame_bytes,
                   std::make_shared<receive_pool>(1 << 20), write_order::by_rank);
   }
   // A push stand-in of rank `rank` labelled "w<request>" (the socket orders frames, whatever they

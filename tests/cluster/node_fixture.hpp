@@ -27,8 +27,8 @@
 #include <troupe/graph/value_hash.hpp>
 
 #include "cluster/frame_socket.hpp"
-#include "cluster/member_node.hpp"
-#include "cluster/scheduler_state.hpp"
+#include "cluster/member/member_node.hpp"
+#include "cluster/scheduler/scheduler_state.hpp"
 #include "tests/actors/synthetic_job.hpp"
 
 using namespace troupe;

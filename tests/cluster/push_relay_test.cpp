@@ -22,8 +22,7 @@ namespace {
 // Fails the requests a silent fake target holds (a promise is delivered by its own actor).
 using fail_held_atom = caf::atom_constant<caf::atom("failheld")>;
 
-using fake_target_actor = push_target_actor::extend_with<rewind_target_actor>::extend<
-  caf::reacts_to<fail_held_atom, caf::error>>;
+using fake_target_actor = push_target_actor::extend<caf::reacts_to<fail_held_atom, caf::error>>;
 
 // What a fake target was asked ("push", "pull", "rewind", with the step a push or rewind
 // named and the deadline it carried), and how it answers: weights after `updates` updates,

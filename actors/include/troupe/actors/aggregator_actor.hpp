@@ -12,7 +12,7 @@
 //   (pull_atom, deadline)      -> weight_set   forwarded downstream
 //   (stats_atom)               -> int64, int64 sums forwarded, late pushes dropped
 //   (rewind_atom, step, deadline) -> weight_set  every key's weights before `step` (-1: the
-//                                              step in flight here), as rewind_target_actor
+//                                              step in flight here), as push_target_actor
 //                                              (messages.hpp) says; with keep_previous each
 //                                              group keeps its weights one step back for it
 //   (repeats_atom)             -> int64        contributions a source sent again, dropped
@@ -63,7 +63,6 @@ using waits_atom = caf::atom_constant<caf::atom("waits")>;
 
 using aggregator_actor = push_target_actor::extend<
   caf::replies_to<stats_atom>::with<std::int64_t, std::int64_t>,
-  caf::replies_to<rewind_atom, std::int64_t, deadline>::with<weight_set>,
   caf::replies_to<repeats_atom>::with<std::int64_t>,
   caf::replies_to<waits_atom>::with<std::vector<double>, std::vector<std::int64_t>>,
   caf::reacts_to<seed_atom, std::vector<applied_group>>>;

@@ -146,7 +146,7 @@ struct compute_wiring {
   request_timeouts timeouts;
   /// Adopted: spawned on another worker process after this rank's own was lost, in a run in
   /// flight. Before its first step it asks every route for the weights before the step in
-  /// flight (rewind_target_actor: the earliest step some route has not summed yet, the same
+  /// flight (push_target_actor's rewind: the earliest step some route has not summed yet, the same
   /// for all routes) rather than the current ones, and starts its epoch at that step: the
   /// batches before it are skipped (their contributions are summed already). Before a
   /// validation with no step trained yet it pulls the current weights.

@@ -153,30 +153,29 @@ struct training_result {
   std::uint64_t plan_hash = 0;
 };
 
+using rewind_atom = caf::atom_constant<caf::atom("rewind")>;
+
 /// What a compute actor sends gradients to and pulls weights from: a parameter shard, an
-/// aggregator in front of one, a host's gradient tap, or a proxy for a remote shard. The
-/// compiler checks that each of them offers exactly this.
+/// aggregator in front of one, a host's gradient tap, a compressed hop, or a proxy or relay for
+/// a remote one. The compiler checks that each of them offers exactly this.
 ///   (push_atom, gradient_push) -> weight_set   weights of the pushed keys after the update
 ///   (pull_atom, deadline)      -> weight_set   the current weights of every key
-/// Both carry the deadline their originator set (the push in gradient_push::due); whoever
+///   (rewind_atom, int64 step, deadline) -> weight_set
+///                                 every key's weights before `step` (-1: the earliest step
+///                                 not yet summed for every group here); weight_set::before_step
+///                                 says which. An aggregator of a synchronous topology keeps
+///                                 each group's weights one step back; a compute adopted after
+///                                 its worker process was lost asks, so it recomputes the step
+///                                 in flight from the weights that step started from. A step
+///                                 whose weights are gone, and every rewind of a target that
+///                                 keeps none (a shard, a compressed hop), is an
+///                                 errc::bad_request naming why.
+/// All carry the deadline their originator set (the push in gradient_push::due); whoever
 /// passes them on waits for that deadline, not one of its own (timeouts.hpp).
 using push_target_actor =
   caf::typed_actor<caf::replies_to<push_atom, gradient_push>::with<weight_set>,
-                   caf::replies_to<pull_atom, deadline>::with<weight_set>>;
-
-using rewind_atom = caf::atom_constant<caf::atom("rewind")>;
-
-/// A push target that can answer with the weights as they were before a step: an aggregator
-/// of a synchronous topology, which keeps each group's weights one step back, and a remote
-/// proxy for one. A compute adopted after its worker process was lost asks it, so it
-/// recomputes the step in flight from the weights that step started from.
-///   (rewind_atom, int64 step, deadline) -> weight_set   every key's weights before `step`
-///                                        (-1: the earliest step not yet summed for every
-///                                        group here); weight_set::before_step says which.
-///                                        A step whose weights are gone (more than one step
-///                                        back) is an errc::bad_request naming it.
-using rewind_target_actor =
-  caf::typed_actor<caf::replies_to<rewind_atom, std::int64_t, deadline>::with<weight_set>>;
+                   caf::replies_to<pull_atom, deadline>::with<weight_set>,
+                   caf::replies_to<rewind_atom, std::int64_t, deadline>::with<weight_set>>;
 
 #define TROUPE_MESSAGES_INSPECTABLE 1
 

@@ -95,8 +95,8 @@ struct node_part {
   /// By plan actor index: the aggregators spawned here, with their own type (waits, stats);
   /// null elsewhere.
   std::vector<aggregator_actor> own_aggregators;
-  std::vector<std::pair<int, compute_actor>> computes; ///< (worker, compute) spawned here
-  coordinator_actor coordinator;                       ///< when the plan puts it here
+  std::vector<std::pair<int, local_compute_actor>> computes; ///< (worker, compute) spawned here
+  coordinator_actor coordinator;                             ///< when the plan puts it here
   checkpoint_actor checkpoint; ///< beside the coordinator, in a run with checkpoints
   /// A server's or worker's part of a cluster checkpoint (its shards and computes), which it
   /// serves to the scheduler; null in one process and where the node holds neither.

@@ -58,9 +58,8 @@
 // worker forgotten nothing is held.
 //
 // Only a shard takes forget_atom, snapshot_atom and restore_atom, not every push target
-// (aggregators and remote proxies speak push_target_actor alone): a handle kept as
-// push_target_actor, where the plan says the actor is a shard spawned on this node, reaches it
-// after caf::actor_cast<param_shard_actor>.
+// (aggregators and remote proxies speak push_target_actor alone), so a node keeps the shards it
+// spawned at this type (node_part::own_shards) beside their push_target_actor handles.
 //
 // Weights leave the actor by handle. The optimizer never writes a buffer that a reader still
 // holds: each key keeps a small pool of buffers and the update goes into one nobody else sees

@@ -31,8 +31,9 @@ namespace troupe {
 
 /// Called with each actor spawned, the plan's entry for it and, for an aggregator, the actor
 /// it was given to push to (for monitoring, shutdown and wiring reports).
-using spawn_observer = std::function<void(const caf::actor& spawned, const planned_actor& entry,
-                                          const caf::actor& downstream)>;
+using spawn_observer =
+  std::function<void(const push_target_actor& spawned, const planned_actor& entry,
+                     const push_target_actor& downstream)>;
 
 /// Shards and aggregators by plan actor index (invalid handles for the other roles).
 using push_targets = std::vector<push_target_actor>;

@@ -137,13 +137,14 @@ caf::expected<channel_actor> connect_channel(caf::actor_system& system, const st
 /// connection does not disturb the others). Answers (port_atom) -> uint16 with the bound port.
 /// Binds only `host` (127.0.0.1 unless told otherwise).
 using port_atom = caf::atom_constant<caf::atom("port")>;
-caf::expected<caf::actor> spawn_listener(caf::actor_system& system, const std::string& host,
-                                         std::uint16_t port, channel_options options);
+using listener_actor = caf::typed_actor<caf::replies_to<port_atom>::with<std::uint16_t>>;
+caf::expected<listener_actor> spawn_listener(caf::actor_system& system, const std::string& host,
+                                             std::uint16_t port, channel_options options);
 
 class listening_socket;
 /// The same on a socket bound beforehand (listening_socket::bind, cluster/frame_socket.hpp): a
 /// server binds its port before it joins, so that a port in use ends it at once.
-caf::actor spawn_listener(caf::actor_system& system, std::shared_ptr<listening_socket> bound,
-                          channel_options options);
+listener_actor spawn_listener(caf::actor_system& system, std::shared_ptr<listening_socket> bound,
+                              channel_options options);
 
 } // namespace troupe

@@ -38,6 +38,8 @@
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
+#include <caf/atom.hpp>
+#include <caf/typed_actor.hpp>
 
 #include <troupe/actors/timeouts.hpp>
 #include <troupe/actors/training_session.hpp>
@@ -51,6 +53,10 @@ namespace troupe {
 /// Lets a host end a scheduler's run from another thread (Ctrl-C) so that every member hears
 /// why: a closed connection alone looks like a lost scheduler, for which members train on and
 /// wait (scheduler_timeout).
+using interrupt_atom = caf::atom_constant<caf::atom("interrupt")>;
+/// What a running scheduler takes from its interrupt: (interrupt_atom, why).
+using interruptible_actor = caf::typed_actor<caf::reacts_to<interrupt_atom, std::string>>;
+
 class scheduler_interrupt {
 public:
   /// Ends the run as interrupted (`why`, in every member's goodbye) and returns once the
@@ -61,13 +67,13 @@ public:
   /// (run_scheduler throws run_interrupted).
   bool interrupted() const;
   // run_scheduler's: the scheduler to interrupt while it runs.
-  void arm(caf::actor_system& system, caf::actor scheduler);
+  void arm(caf::actor_system& system, interruptible_actor scheduler);
   void disarm();
 
 private:
   mutable std::mutex mutex_;
   caf::actor_system* system_ = nullptr;
-  caf::actor scheduler_;
+  interruptible_actor scheduler_;
   bool interrupted_ = false;
 };
 

@@ -1,7 +1,7 @@
 // A push target that can be moved: what a node's computes (and the scheduler's final pull)
 // reach a remote shard through when the run keeps a backup of every shard (replicas = 2).
 //
-// Protocol: push_relay_actor = push_target_actor and rewind_target_actor (messages.hpp), plus
+// Protocol: push_relay_actor = push_target_actor (messages.hpp), plus
 //   (repoint_atom, push_target_actor) -> ()   the shard now lives behind this target (its
 //                                             backup was promoted): requests held since the
 //                                             old one was lost are asked there again
@@ -24,8 +24,7 @@ namespace troupe {
 
 using repoint_atom = caf::atom_constant<caf::atom("repoint")>;
 
-using push_relay_actor = push_target_actor::extend_with<rewind_target_actor>::extend<
-  caf::reacts_to<repoint_atom, push_target_actor>>;
+using push_relay_actor = push_target_actor::extend<caf::reacts_to<repoint_atom, push_target_actor>>;
 
 /// `name` says which shard, in a held request's timeout ("shard 0").
 push_relay_actor spawn_push_relay(caf::actor_system& system, push_target_actor target,

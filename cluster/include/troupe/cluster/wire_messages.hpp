@@ -67,7 +67,7 @@ struct pull_message {
   std::uint32_t shard = 0;
   std::uint64_t remaining_ms = 0;
   /// The weights before step `before_step` (-1: the step in flight there) rather than the
-  /// current ones (rewind_target_actor, messages.hpp).
+  /// current ones (push_target_actor's rewind, messages.hpp).
   bool rewind = false;
   std::int64_t before_step = -1;
 };

@@ -1,5 +1,5 @@
 // member_placement.hpp: the arithmetic a member does on its assignment, apart from the actor.
-#include "cluster/member_placement.hpp"
+#include "cluster/member/member_placement.hpp"
 
 #include <algorithm>
 #include <limits>

@@ -23,8 +23,8 @@
 #include <troupe/cluster/wire_messages.hpp>
 #include <troupe/graph/placement.hpp>
 
-#include "epoch_traffic.hpp"
-#include "node_common.hpp"
+#include "cluster/epoch_traffic.hpp"
+#include "cluster/node_common.hpp"
 
 namespace troupe {
 
@@ -35,7 +35,6 @@ using traffic_due_atom = caf::atom_constant<caf::atom("trafficdue")>;
 /// which gives it the compute's new home; phases stalled by the loss are asked there again.
 using compute_relay_actor = compute_actor::extend<caf::reacts_to<repoint_atom, compute_actor>>;
 using cause_due_atom = caf::atom_constant<caf::atom("causedue")>;
-using interrupt_atom = caf::atom_constant<caf::atom("interrupt")>;
 
 /// The scheduler node: the node-control protocol its links speak to it, the gate between its
 /// session's epochs (where it gathers each epoch's traffic: scheduler_traffic.cpp), the host's
@@ -103,7 +102,7 @@ struct scheduler_state {
   std::optional<traffic_gathering> gathering;
   std::int64_t gatherings = 0; // how many have started (the next one's serial)
   epoch_traffic traffic_table;
-  caf::actor listener;
+  listener_actor listener;
   training_session_actor session;
   std::function<training_session_actor(caf::actor_system&, const training_job&, session_sinks)>
     spawn_session;
@@ -194,8 +193,26 @@ std::string promote_lost_server(scheduler_actor self, member_entry& m, const std
 /// worker, and re-points the session's own relays, at `m`. False when the ready is no such answer.
 bool on_promoted(scheduler_actor self, member_entry& m, const ready_message& ready);
 
+/// The members of `role` the job has (scheduler_node.cpp).
+int expected_members(const scheduler_state& st, node_kind role);
+/// The members of `role` that joined (ready ones only with `ready_only`), spares aside.
+int counted_members(const scheduler_state& st, node_kind role, bool ready_only = false);
+/// "1/2 workers joined, 1/1 servers joined; waiting for worker 1"
+std::string progress_text(const scheduler_state& st);
+/// Ends the run naming why: every member still there is told, then the run's caller.
+void fail(scheduler_actor self, errc code, const std::string& why);
+
+// Admission (scheduler_admission.cpp).
+/// Listens for members (the links check what arrives against the plan's keys and pass
+/// node-level messages here), writes the port file, then waits until the join deadline.
+void start_listening(scheduler_actor self);
+/// A member's join on `link`: refused, listed as a spare, or given its rank; once every
+/// server has joined they are assigned, once they are ready the workers.
+void on_join(scheduler_actor self, const channel_actor& link, const join_message& join);
+/// A member's ready: the last server's assigns the workers, the last worker's starts training.
+void on_ready(scheduler_actor self, const channel_actor& link, const ready_message& ready);
 /// Why a join on `link` is refused whatever the role and phase ("" if it is not): a second join
-/// on one link, or another job than the scheduler's (scheduler_node.cpp).
+/// on one link, or another job than the scheduler's.
 std::string refusal_of_join(scheduler_state& st, const channel_actor& link,
                             const join_message& join);
 /// A member for a join on `link` (no rank nor node yet), watched and listed.

@@ -21,8 +21,8 @@
 #include <troupe/graph/config/key_ranges.hpp>
 #include <troupe/graph/value_hash.hpp>
 
-#include "member_state.hpp"
-#include "node_common.hpp"
+#include "cluster/member/member_state.hpp"
+#include "cluster/node_common.hpp"
 
 namespace troupe {
 
@@ -126,10 +126,10 @@ void rejoin_over(member_actor self, const channel_actor& link) {
   where.counted = st.last_traffic_answer;
   std::vector<local_compute_actor> computes;
   for (const auto& [worker, compute] : st.part.computes)
-    computes.push_back(caf::actor_cast<local_compute_actor>(compute));
+    computes.push_back(compute);
   for (const auto& part : st.adopted)
     for (const auto& [worker, compute] : part.computes)
-      computes.push_back(caf::actor_cast<local_compute_actor>(compute));
+      computes.push_back(compute);
   std::vector<param_shard_actor> shards;
   for (const auto& shard : st.part.own_shards)
     if (shard)

@@ -21,7 +21,7 @@
 #include <troupe/cluster/traffic_registry.hpp>
 
 #include "cluster/frame_socket.hpp"
-#include "member_node.hpp"
+#include "cluster/member/member_node.hpp"
 
 namespace troupe {
 
@@ -54,7 +54,7 @@ struct member_state {
   std::vector<channel_actor> server_links; // by plan node; invalid where none
   std::size_t local_server_links = 0;      // of them, over a local socket (same host)
   std::string pacing_text; // how its TCP links are paced and pushes ordered, for its ready line
-  caf::actor listener;
+  listener_actor listener;
   std::shared_ptr<listening_socket> listening; // a server's port, bound before it joined
   // What this node serves to every channel: its control inbox, shards (or the aggregators in
   // front of them), computes.
@@ -109,6 +109,24 @@ void on_traffic_query(member_actor self, const traffic_query_message& query);
 
 /// Ends the node naming why (member_node.cpp).
 void fail(member_actor self, errc code, const std::string& why);
+/// Ends the node with `reason` (none: the run finished), `lost_node` the plan node whose loss
+/// ended it (-1: none) (member_node.cpp).
+void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1);
+
+// The assignment (member_assignment.cpp).
+/// The scheduler's assignment: spawns this node's part, then says ready (a server once its
+/// listener for workers has its port); one that cannot be taken ends the node.
+void on_assignment(member_actor self, const assignment_message& a);
+/// An assignment that could not be taken: ends the node with `why`, or with the scheduler's
+/// reason when it ended the run meanwhile.
+void on_assignment_failed(member_actor self, caf::error why);
+/// Says where an adopted compute recomputes from (node_part_options::on_rewound).
+std::function<void(int, std::int64_t)> rewound_logger(const cluster_node_options& log,
+                                                      const std::string& label, std::int64_t steps);
+
+/// The scheduler's adopt (member_adoption.cpp): spawns the lost node's loaders and computes
+/// here, serves the computes on the scheduler link, and says ready naming that node.
+void on_adopt(member_actor self, const adopt_message& a);
 
 // A lost scheduler (member_rejoin.cpp).
 /// The scheduler's link was lost (`why`) with no word from it: in training, with a scheduler

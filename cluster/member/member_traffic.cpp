@@ -12,7 +12,7 @@
 
 #include <troupe/actors/aggregator_actor.hpp>
 
-#include "member_state.hpp"
+#include "cluster/member/member_state.hpp"
 
 namespace troupe {
 

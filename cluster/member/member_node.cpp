@@ -15,9 +15,8 @@
 // goes on is the scheduler's decision; if it stops instead, its shutdown follows.
 //
 // A worker told to adopt a lost worker node (on_worker_loss = adopt) spawns that node's part
-// of the plan beside its own, with the same proxies for the servers and the scheduler's
-// metrics, its computes adopted (compute_wiring::adopted: they recompute from the step in
-// flight), serves them on its scheduler link and says ready naming the adopted node.
+// of the plan beside its own (member_adoption.cpp). How a member takes its assignment is
+// member_assignment.cpp's.
 #include <list>
 #include <troupe/cluster/cluster_node.hpp>
 
@@ -42,9 +41,9 @@
 #include <troupe/io/dataset.hpp>
 
 #include "cluster/frame_socket.hpp"
-#include "cluster/member_placement.hpp"
-#include "member_state.hpp"
-#include "node_common.hpp"
+#include "cluster/member/member_placement.hpp"
+#include "cluster/member/member_state.hpp"
+#include "cluster/node_common.hpp"
 
 namespace troupe {
 
@@ -65,9 +64,11 @@ void answer(member_actor self, bool grace_over = false) {
   self->quit();
 }
 
+} // namespace
+
 // Ends the node: its part and links go; the scheduler hears why unless it is the one gone
 // (with the plan node whose loss is the cause, `lost_node`, when it is a lost peer).
-void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
+void finish(member_actor self, caf::error reason, std::int32_t lost_node) {
   auto& st = self->state;
   if (st.outcome)
     return;
@@ -124,245 +125,11 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node = -1) {
   answer(self);
 }
 
-} // namespace
-
 void fail(member_actor self, errc code, const std::string& why) {
   finish(self, make_error(code, why));
 }
 
 namespace {
-
-std::string facts_text(const data_facts& f) {
-  return shape_string(f.sample_shape) + ", " + std::to_string(f.classes) + " classes, "
-         + std::to_string(f.train_examples) + " training and "
-         + std::to_string(f.validation_examples) + " validation examples";
-}
-
-// A worker reads its data from the job's paths; it must be the data the scheduler planned with.
-node_data open_worker_data(const training_job& job, const data_facts& planned) {
-  node_data data{open_dataset(job.train_data), open_dataset(job.validation_data)};
-  const auto mine = data_facts_of(*data.train, *data.validation);
-  if (mine.sample_shape != planned.sample_shape || mine.classes != planned.classes
-      || mine.train_examples != planned.train_examples
-      || mine.validation_examples != planned.validation_examples)
-    throw std::invalid_argument("this node's data (" + facts_text(mine)
-                                + ") is not the scheduler's (" + facts_text(planned) + ")");
-  return data;
-}
-
-void connect_servers(member_actor self, const assignment_message& a,
-                     const channel_options& options) {
-  auto& st = self->state;
-  st.server_links.assign(st.plan.nodes.size(), channel_actor{});
-  const double backward_s = backward_seconds(*st.options);
-  std::size_t late = 0, held = 0, sequenced = 0;
-  for (const auto& server : a.servers) {
-    if (server.node >= st.plan.nodes.size() || st.plan.nodes[server.node].kind != node_kind::server)
-      throw std::invalid_argument("the assignment names node " + std::to_string(server.node)
-                                  + " as a server, which the plan does not");
-    auto link = options;
-    const auto order = push_order_of(st.plan, options, backward_s, server.node);
-    if (order.sequenced > 0) {
-      link.push_sequence = order.sequence;
-      link.sequence_patience = order.patience;
-    }
-    late += order.late;
-    held += order.held;
-    sequenced += order.sequenced;
-    bool local = false;
-    auto connected = connect_channel(self->system(), server.host, server.port, link, &local);
-    if (!connected)
-      throw troupe_error(troupe_code(connected.error()),
-                         st.plan.nodes[server.node].name + ": " + error_text(connected.error())
-                           + " (where " + st.plan.nodes[server.node].name
-                           + " said it listens: start the server with --listen "
-                             "or --advertise an address this worker can reach)");
-    self->monitor(*connected);
-    st.server_links[server.node] = *connected;
-    st.local_server_links += local ? 1 : 0;
-  }
-  const auto backward = backward_bytes(options, backward_s);
-  const auto forward = held_bytes(options, backward_s);
-  if (sequenced > 0)
-    st.pacing_text +=
-      ", pushes in a fixed order (" + std::to_string(late) + " of " + std::to_string(sequenced)
-      + " last layers first: " + std::to_string(backward) + " bytes in backward's time per link; "
-      + std::to_string(held) + " light last layers last"
-      + (forward == std::numeric_limits<std::int64_t>::max()
-           ? std::string()
-           : ", at most " + std::to_string(forward) + " bytes")
-      + ")";
-  else if (options.priority && options.pacing_bytes_per_second > 0 && !a.servers.empty()
-           && !needs_fixed_push_order(st.plan))
-    st.pacing_text += ", pushes by rank as they come (the only worker: no fixed order)";
-}
-
-// The compute threads of this node (compute_threads), told to the kernels.
-int threads_of(const cluster_node_options& options, std::uint32_t scheduler_threads) {
-  const int threads = compute_threads(options, scheduler_threads);
-  if (options.use_threads)
-    options.use_threads(threads);
-  return threads;
-}
-
-// Says where an adopted compute recomputes from (node_part_options::on_rewound).
-std::function<void(int, std::int64_t)>
-rewound_logger(const cluster_node_options& log, const std::string& label, std::int64_t steps) {
-  steps = std::max<std::int64_t>(1, steps);
-  return [log, label, steps](int worker, std::int64_t step) {
-    log_node_line(log, label + ": compute_" + std::to_string(worker)
-                         + " (adopted) recomputes from step " + std::to_string(step) + " (epoch "
-                         + std::to_string(step / steps) + ", batch " + std::to_string(step % steps)
-                         + " of " + std::to_string(steps) + "), the step in flight");
-  };
-}
-
-// Spawns this node's part; true when it opened a listener for workers (a server).
-bool take_assignment(member_actor self, const assignment_message& a) {
-  auto& st = self->state;
-  const auto& options = *st.options;
-  const auto job = job_from_bytes(a.job, a.job_hash);
-  if (options.own_job && job_hash_without_counts(*options.own_job) != job_hash_without_counts(job))
-    throw std::invalid_argument(
-      "the scheduler's job is not the one this node's config resolves to ("
-      + difference_text(job_differences(*options.own_job, job, "the scheduler's"))
-      + "): start every node with the same config and flags");
-  st.threads = threads_of(options, a.threads);
-  st.plan = plan_placement(job, a.facts);
-  st.part_node = static_cast<int>(a.node);
-  if (st.plan.hash != a.plan_hash)
-    throw std::invalid_argument("this node plans the job as plan " + std::to_string(st.plan.hash)
-                                + ", the scheduler as plan " + std::to_string(a.plan_hash)
-                                + " (another version?)");
-  const int node = static_cast<int>(a.node);
-  if (a.node >= st.plan.nodes.size()
-      || (options.role == node_kind::server) != (st.plan.nodes[a.node].kind == node_kind::server))
-    throw std::invalid_argument("the scheduler assigned node " + std::to_string(a.node)
-                                + ", which is no " + to_string(options.role) + " of the plan");
-  st.label = st.plan.nodes[a.node].name;
-  st.continue_on_worker_loss = job.nodes.continue_on_worker_loss;
-  st.replicas.copies = job.nodes.replicas;
-  auto link = channel_options_of(options, st.label, st.traffic);
-  link.serving = st.serving; // its links to servers, and a server's links from workers
-  link.same_host_shortcut = options.local_sockets;
-  link.plan_hash = st.plan.hash;
-  link.keys = wire_keys_of(st.plan);
-  // Its links to servers, a server's links from workers and to its backups: a step's tensors
-  // leave first layers first unless the job says otherwise (frame_priority.hpp).
-  link.priority = job.topology.priority;
-  link.order = forward_order_of(st.plan);
-  link.pacing_bytes_per_second = link_share(options, st.plan);
-  if (link.pacing_bytes_per_second > 0)
-    st.pacing_text = ", TCP links paced at " + std::to_string(link.pacing_bytes_per_second)
-                     + " bytes/s each, at most "
-                     + std::to_string(paced_unsent_bytes(link.pacing_bytes_per_second))
-                     + " bytes unsent in the kernel";
-  // The scheduler pulls the final weights over this link: check them against the plan too.
-  caf::anon_send(st.scheduler, plan_atom::value, st.plan.hash, link.keys);
-  if (options.role == node_kind::worker)
-    connect_servers(self, a, link);
-  const auto spec = model_of(job, a.facts);
-  // Only a server's shards start from the job's reference model; a worker's replicas are
-  // built by its computes.
-  std::vector<tensor> initial;
-  if (options.role == node_kind::server)
-    initial = initial_weights(*build_model(spec));
-  node_data data;
-  if (options.role == node_kind::worker)
-    data = open_worker_data(job, a.facts);
-  node_part_options part;
-  part.node = node;
-  if (a.adopt) { // a spare taking a lost worker's node: its computes recompute the step in flight
-    if (options.role != node_kind::worker || !options.spare)
-      throw std::invalid_argument(
-        "the scheduler handed this node a lost worker's place, and it is no spare worker");
-    part.adopted = true;
-    part.on_rewound =
-      rewound_logger(*st.options, st.plan.nodes[a.node].name, st.plan.steps_per_epoch);
-  } else if (options.spare) {
-    throw std::invalid_argument(
-      "the scheduler assigned this spare a place of its own, not a lost worker's");
-  }
-  // Computes report their batches to the scheduler's metrics actor through a proxy; the
-  // channel flushes it before it answers a phase (serving_registry::report_path).
-  // The relay outlives this scheduler: one restarted with --resume is reached through it.
-  st.reports = spawn_metrics_relay(
-    self->system(), spawn_metrics_sink_proxy(self->system(), st.scheduler, options.position),
-    [log = options, label = st.label](std::int64_t dropped) {
-      log_node_line(log, label + ": " + std::to_string(dropped)
-                           + " batch report(s) made while the scheduler was away went unlogged");
-    });
-  part.metrics = caf::actor_cast<metrics_sink_actor>(st.reports);
-  st.serving->set_report_path(part.metrics);
-  part.timeouts = options.timeouts;
-  part.devices = options.devices;
-  part.compute.stand_in = options.stand_in;
-  // A node on a thread of its own puts its computes and checkpoint part on theirs; one spawned
-  // scheduled (a test's) keeps them scheduled, where CAF's deterministic coordinator runs them.
-  const bool detached = self->getf(caf::abstract_actor::is_detached_flag);
-  part.compute.detached = detached;
-  part.detached_checkpoint_part = detached;
-  if (options.threads == 0 && a.threads == 0) // the threads are this node's share of its host
-    part.compute_cpus = slot_cpus(options.host_slot, st.threads, computes_on(st.plan, node),
-                                  std::thread::hardware_concurrency());
-  st.bound_cpus = part.compute_cpus.empty()
-                    ? ""
-                    : cpus_text(part.compute_cpus.front().front(), part.compute_cpus.back().back());
-  auto links = st.server_links;
-  const auto plan = st.plan;
-  auto& system = self->system();
-  part.remote.push_target = [=, &system, relays = st.replicas.relays,
-                             relayed = job.nodes.replicas > 1](std::size_t actor) {
-    const auto& target = plan.actors.at(actor);
-    const auto& to = links.at(static_cast<std::size_t>(target.node));
-    if (!to)
-      throw std::invalid_argument("no link to "
-                                  + plan.nodes.at(static_cast<std::size_t>(target.node)).name
-                                  + ", which holds " + target.name);
-    return remote_shard(system, relays, relayed, plan, actor, to);
-  };
-  st.job = job;
-  st.spec = spec;
-  st.data = data;
-  st.part_options = part;
-  spawn_node_part(system, job, st.plan, spec, initial, data, part, st.part);
-  for (auto& [actor, name] : st.part.spawned)
-    self->monitor(actor);
-  // Each shard here is served by index: the scheduler pulls the final weights from it, and
-  // workers push to its entry point where one exists (the aggregator in front of it, which
-  // passes a pull on to the shard).
-  for (auto i : st.plan.actors_on(node)) {
-    const auto& entry = st.plan.actors[i];
-    if (entry.role == plan_role::shard)
-      st.serving->set<remote_interface::push_target>(static_cast<std::uint32_t>(entry.shard),
-                                                     st.part.targets[i]);
-  }
-  for (const auto& [shard, actor] : entry_points(st.plan, node))
-    st.serving->set<remote_interface::push_target>(shard, st.part.targets.at(actor));
-  for (const auto& [worker, compute] : st.part.computes)
-    st.serving->set<remote_interface::compute_driver>(static_cast<std::uint32_t>(worker), compute);
-  if (st.part
-        .checkpoint_part) // the scheduler's checkpoints ask it to save or restore this node's state
-    st.serving->set<remote_interface::checkpoint_part>(0, st.part.checkpoint_part);
-  if (options.role != node_kind::server)
-    return false;
-  if (st.replicas.copies > 1)
-    spawn_backups(self, job, initial);
-  // Workers connect only after this node is ready.
-  if (st.listening) {
-    st.listener = spawn_listener(system, std::move(st.listening), link);
-  } else {
-    auto listener = spawn_listener(system, options.listen_host, options.listen_port, link);
-    if (!listener)
-      throw troupe_error(errc::peer_down, error_text(listener.error()));
-    st.listener = *listener;
-  }
-  self->monitor(st.listener);
-  if (st.replicas.copies > 1) // its own listener runs first: the next server may link here at once
-    link_to_backups(self, a, link);
-  return true;
-}
-
 // The computes of worker node `lost` as this server's shards know them: (shard actor, the
 // `worker` fields of their pushes there), from the plan's routes.
 std::vector<std::pair<std::size_t, std::vector<std::int32_t>>>
@@ -420,153 +187,6 @@ void on_worker_link_down(member_actor self, const caf::actor_addr& link, const c
                                + reason_text(self->system(), why)
                                + "; the shards here no longer wait for " + computes
                                + " (on_worker_loss = continue)");
-}
-
-// "servers over local sockets", "servers over TCP", or how many of each.
-std::string server_links_text(const member_state& st) {
-  const auto all =
-    static_cast<std::size_t>(std::count_if(st.server_links.begin(), st.server_links.end(),
-                                           [](const channel_actor& c) { return bool(c); }));
-  if (st.local_server_links == all)
-    return "servers over local sockets";
-  if (st.local_server_links == 0)
-    return "servers over TCP";
-  return std::to_string(st.local_server_links) + " of " + std::to_string(all)
-         + " servers over local sockets, the others over TCP";
-}
-
-void say_ready(member_actor self, std::uint32_t node, std::uint16_t port) {
-  auto& st = self->state;
-  const auto computes = st.part.computes.size();
-  const auto threads = std::to_string(st.threads) + " thread" + (st.threads == 1 ? "" : "s");
-  log_node_line(
-    *st.options,
-    st.label + ": ready (" + std::to_string(st.part.spawned.size()) + " actors"
-      + (port ? ", listening on " + st.options->listen_host + ":" + std::to_string(port) : "")
-      + (computes ? ", " + std::to_string(computes) + " compute" + (computes == 1 ? "" : "s")
-                      + " on " + threads + (computes == 1 ? "" : " each")
-                  : ", kernels on " + threads)
-      + (st.bound_cpus.empty() ? "" : ", bound to " + st.bound_cpus)
-      + (st.server_links.empty() ? "" : ", " + server_links_text(st)) + st.pacing_text + ")");
-  if (st.at != member_phase::starting)
-    return; // ended while its listener started
-  st.at = member_phase::running;
-  st.ready_port = port;
-  caf::anon_send(st.to_scheduler, ready_atom::value,
-                 ready_message{node, port, static_cast<std::uint32_t>(st.threads)});
-}
-
-// An assignment that could not be taken (a server that cannot be reached, ...) ends the node;
-// but a scheduler that ended the run meanwhile (a server it lost, which is why the connection
-// was refused) said why in a goodbye already in the mailbox, behind this handler: the node ends
-// with that reason, as it would once the link closed, rather than its own echo of it (found
-// by scripts/chaos.py).
-void fail_after_the_mailbox(member_actor self, caf::error why) {
-  self->send(self, assignment_failed_atom::value, std::move(why));
-}
-
-void on_assignment_failed(member_actor self, caf::error why) {
-  auto& st = self->state;
-  if (st.outcome)
-    return;
-  if (st.told && !st.told->finished)
-    return fail(self, errc::peer_down,
-                "lost the scheduler at " + clock_time_now() + ": " + st.told->reason);
-  finish(self, std::move(why));
-}
-
-// The scheduler's assignment: spawn this node's part, then say ready (a server once its
-// listener for workers has its port).
-void on_assignment(member_actor self, const assignment_message& a) {
-  auto& st = self->state;
-  if (st.at != member_phase::joining)
-    return fail(self, errc::bad_request, "the scheduler sent an assignment twice");
-  st.at = member_phase::starting;
-  const auto node = a.node;
-  try {
-    if (!take_assignment(self, a)) {
-      if (a.adopt) {
-        std::string computes;
-        for (const auto& [worker, compute] : st.part.computes)
-          computes += (computes.empty() ? "compute_" : ", compute_") + std::to_string(worker);
-        log_node_line(*st.options, st.label + ": adopted " + st.plan.nodes[node].name + " ("
-                                     + computes + ", with their loaders) as a spare at "
-                                     + clock_time_now()
-                                     + "; they recompute from the step in flight");
-      }
-      return say_ready(self, node, 0);
-    }
-    self->request(st.listener, st.options->clocks().port_wait(), port_atom::value)
-      .then([=](std::uint16_t port) { say_ready(self, node, port); },
-            [=](caf::error& err) {
-              fail(self, errc::peer_down,
-                   "cannot listen on " + self->state.options->listen_host + ":"
-                     + std::to_string(self->state.options->listen_port) + ": "
-                     + reason_text(self->system(), err));
-            });
-  } catch (const troupe_error& e) {
-    fail_after_the_mailbox(self, make_error(e.code(), e.what()));
-  } catch (const std::exception& e) {
-    fail_after_the_mailbox(self, make_error(classify_exception(e), e.what()));
-  }
-}
-
-// Why this worker cannot adopt plan node `node` ("" if it can): a worker node of the plan,
-// not its own or one adopted already, holding loaders and computes only (a hierarchical
-// machine's aggregators are not adopted yet).
-std::string adoption_refused(const member_state& st, std::uint32_t node) {
-  if (st.options->role != node_kind::worker || st.at != member_phase::running || !st.job)
-    return "this node is no running worker";
-  if (node >= st.plan.nodes.size() || st.plan.nodes[node].kind != node_kind::worker)
-    return "plan node " + std::to_string(node) + " is no worker node";
-  if (static_cast<int>(node) == st.part_node
-      || std::find(st.adopted_nodes.begin(), st.adopted_nodes.end(), static_cast<int>(node))
-           != st.adopted_nodes.end())
-    return st.plan.nodes[node].name + " runs here already";
-  for (auto i : st.plan.actors_on(node)) {
-    const auto role = st.plan.actors[i].role;
-    if (role != plan_role::loader && role != plan_role::validation_loader
-        && role != plan_role::compute)
-      return st.plan.nodes[node].name + " holds " + st.plan.actors[i].name
-             + ", which a worker does not adopt (only loaders and computes: on_worker_loss = adopt "
-               "covers bsp)";
-  }
-  return "";
-}
-
-// The scheduler's adopt: spawns the lost node's loaders and computes here, serves the computes
-// on the scheduler link, and says ready naming that node.
-void on_adopt(member_actor self, const adopt_message& a) {
-  auto& st = self->state;
-  if (auto why = adoption_refused(st, a.node); !why.empty())
-    return fail(self, errc::bad_request, "cannot adopt as the scheduler asked: " + why);
-  const auto lost = static_cast<int>(a.node);
-  auto options = st.part_options;
-  options.node = lost;
-  options.adopted = true;
-  options.compute_cpus.clear(); // its computes share this node's CPUs
-  options.on_wired = nullptr;
-  options.on_rewound = rewound_logger(*st.options, st.label, st.plan.steps_per_epoch);
-  auto& part = st.adopted.emplace_back();
-  try {
-    spawn_node_part(self->system(), *st.job, st.plan, st.spec, {}, st.data, options, part);
-  } catch (const std::exception& e) {
-    return fail(self, classify_exception(e),
-                "cannot adopt " + st.plan.nodes[a.node].name + ": " + e.what());
-  }
-  st.adopted_nodes.push_back(lost);
-  for (auto& [actor, name] : part.spawned)
-    self->monitor(actor);
-  std::string computes;
-  for (const auto& [worker, compute] : part.computes) {
-    st.serving->set<remote_interface::compute_driver>(static_cast<std::uint32_t>(worker), compute);
-    computes += (computes.empty() ? "compute_" : ", compute_") + std::to_string(worker);
-  }
-  log_node_line(*st.options, st.label + ": adopted " + st.plan.nodes[a.node].name + " (" + computes
-                               + ", with their loaders) at " + clock_time_now()
-                               + "; they recompute from the step in flight");
-  caf::anon_send(st.to_scheduler, ready_atom::value,
-                 ready_message{a.node, 0, static_cast<std::uint32_t>(st.threads)});
 }
 
 std::string scheduler_address(const cluster_node_options& o) {
@@ -729,18 +349,8 @@ void try_to_connect(member_actor self) {
   self->delayed_send(self, connect_retry, connect_atom::value);
 }
 
-member_node_actor::behavior_type member(member_actor self, cluster_node_options options,
-                                        std::shared_ptr<serving_registry> serving,
-                                        std::shared_ptr<traffic_registry> traffic,
-                                        std::shared_ptr<listening_socket> listening) {
-  auto& st = self->state;
-  st.listening = std::move(listening);
-  st.traffic = std::move(traffic);
-  st.options.emplace(std::move(options));
-  st.serving = std::move(serving);
-  st.serving->set<remote_interface::member_control>(0, self);
-  st.label = std::string(to_string(st.options->role))
-             + (st.options->spare ? " (spare, pid " : " (pid ") + std::to_string(::getpid()) + ")";
+// What the node does with a down message, an exception and a message outside its protocol.
+void set_handlers(member_actor self) {
   self->set_down_handler([=](caf::down_msg& down) { on_down(self, down); });
   // A defect that throws here must still end the node with a word, not leave its host waiting
   // on a promise nobody keeps.
@@ -765,6 +375,45 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
                       + caf::to_string(x.content()));
       return caf::none;
     });
+}
+
+// No scheduler was reached within the join timeout: the caller says so (run_member throws
+// it), nothing else to tell anyone.
+void on_connect_deadline(member_actor self) {
+  auto& st = self->state;
+  if (st.at != member_phase::connecting)
+    return;
+  st.at = member_phase::ending;
+  st.outcome =
+    make_error(errc::peer_down, "no scheduler at " + scheduler_address(*st.options) + " within "
+                                  + std::to_string(st.options->join_timeout.count() / 1000)
+                                  + " s (--join-timeout): " + error_text(st.unreachable));
+  answer(self);
+}
+
+// A link was admitted: the scheduler's, or (a server) a worker's, known from then on by the
+// name its hello gave.
+void on_link_up(member_actor self, const channel_actor& link) {
+  auto& st = self->state;
+  if (link == st.scheduler)
+    st.scheduler_admitted = true;
+  if (st.options->role == node_kind::server && !st.outcome && link != st.scheduler)
+    st.worker_links[link.address()] = {st.traffic->peer_of(link.address()), link};
+}
+
+member_node_actor::behavior_type member(member_actor self, cluster_node_options options,
+                                        std::shared_ptr<serving_registry> serving,
+                                        std::shared_ptr<traffic_registry> traffic,
+                                        std::shared_ptr<listening_socket> listening) {
+  auto& st = self->state;
+  st.listening = std::move(listening);
+  st.traffic = std::move(traffic);
+  st.options.emplace(std::move(options));
+  st.serving = std::move(serving);
+  st.serving->set<remote_interface::member_control>(0, self);
+  st.label = std::string(to_string(st.options->role))
+             + (st.options->spare ? " (spare, pid " : " (pid ") + std::to_string(::getpid()) + ")";
+  set_handlers(self);
   // Only the scheduler's link may assign or query: a server's links from workers reach this
   // actor too (for their losses).
   auto from_scheduler = [=](const channel_actor& link, const char* what) {
@@ -788,18 +437,7 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
         join_over(self, link);
     },
     [=](connect_atom) { try_to_connect(self); },
-    [=](connect_deadline_atom) {
-      auto& st = self->state;
-      if (st.at != member_phase::connecting)
-        return;
-      // The caller says it (run_member throws it): nothing else to tell anyone.
-      st.at = member_phase::ending;
-      st.outcome =
-        make_error(errc::peer_down, "no scheduler at " + scheduler_address(*st.options) + " within "
-                                      + std::to_string(st.options->join_timeout.count() / 1000)
-                                      + " s (--join-timeout): " + error_text(st.unreachable));
-      answer(self);
-    },
+    [=](connect_deadline_atom) { on_connect_deadline(self); },
     [=](assignment_atom, channel_actor& link, assignment_message& a) {
       if (!self->state.outcome && from_scheduler(link, "an assignment"))
         on_assignment(self, a);
@@ -822,15 +460,7 @@ member_node_actor::behavior_type member(member_actor self, cluster_node_options 
       if (self->state.scheduler && link == self->state.scheduler)
         self->state.told = end;
     },
-    [=](link_up_atom, channel_actor& link, const std::string&) {
-      if (link == self->state.scheduler)
-        self->state.scheduler_admitted = true;
-      if (self->state.options->role == node_kind::server && !self->state.outcome
-          && link != self->state.scheduler) {
-        self->state.worker_links[link.address()] = {self->state.traffic->peer_of(link.address()),
-                                                    link};
-      }
-    },
+    [=](link_up_atom, channel_actor& link, const std::string&) { on_link_up(self, link); },
     [=](link_lost_atom, channel_actor& link, caf::error& why) {
       on_link_lost(self, link.address(), why);
     },

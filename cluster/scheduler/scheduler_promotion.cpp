@@ -20,8 +20,8 @@
 
 #include <troupe/cluster/remote_proxies.hpp>
 
-#include "replica_ring.hpp"
-#include "scheduler_state.hpp"
+#include "cluster/replica_ring.hpp"
+#include "cluster/scheduler/scheduler_state.hpp"
 
 namespace troupe {
 

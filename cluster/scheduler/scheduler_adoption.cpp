@@ -27,8 +27,8 @@
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/cluster/remote_proxies.hpp>
 
-#include "cluster/member_placement.hpp"
-#include "scheduler_state.hpp"
+#include "cluster/member/member_placement.hpp"
+#include "cluster/scheduler/scheduler_state.hpp"
 
 namespace troupe {
 

@@ -24,7 +24,7 @@
 #include <troupe/cluster/remote_proxies.hpp>
 #include <troupe/graph/value_hash.hpp>
 
-#include "scheduler_state.hpp"
+#include "cluster/scheduler/scheduler_state.hpp"
 
 namespace troupe {
 

@@ -25,11 +25,12 @@
 
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/aggregator_actor.hpp>
+#include <troupe/actors/spawned_actor.hpp>
 #include <troupe/cluster/remote_proxies.hpp>
 
-#include "member_state.hpp"
-#include "node_common.hpp"
-#include "replica_ring.hpp"
+#include "cluster/member/member_state.hpp"
+#include "cluster/node_common.hpp"
+#include "cluster/replica_ring.hpp"
 
 namespace troupe {
 
@@ -121,16 +122,15 @@ void spawn_backups(member_actor self, const training_job& job, const std::vector
   };
   r.backups = spawn_push_side_of_node(
     self->system(), plan, r.backed_node, remote, initial, job.optimizer,
-    [&](const caf::actor& a, const planned_actor& entry, const caf::actor&) {
-      r.backup_actors.emplace_back(a, entry.name + " (backup)");
+    [&](const push_target_actor& a, const planned_actor& entry, const push_target_actor&) {
+      r.backup_actors.emplace_back(as_spawned(a), entry.name + " (backup)");
       self->monitor(a);
     },
     job.epochs * plan.steps_per_epoch, job.nodes.adopt_on_worker_loss);
   for (auto i : plan.actors_on(r.backed_node))
     if (plan.actors[i].role == plan_role::shard)
       st.serving->set<remote_interface::shard_backup>(
-        static_cast<std::uint32_t>(plan.actors[i].shard),
-        caf::actor_cast<shard_backup_actor>(r.backups.shards.at(i)));
+        static_cast<std::uint32_t>(plan.actors[i].shard), r.backups.shards.at(i));
   log_node_line(*st.options, st.label + ": holds the backups of " + node_name(plan, r.backed_node)
                                + " (" + shard_names(plan, r.backed_node) + "; replicas = 2)");
 }
@@ -184,7 +184,7 @@ remote_shard(caf::actor_system& system,
         ->emplace(actor, spawn_push_relay(system, spawn_push_target_proxy(system, link, shard),
                                           plan.actors.at(actor).name))
         .first;
-  return caf::actor_cast<push_target_actor>(known->second);
+  return known->second;
 }
 
 bool on_replica_link_lost(member_actor self, const caf::actor_addr& link, const caf::error& why) {

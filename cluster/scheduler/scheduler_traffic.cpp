@@ -13,7 +13,7 @@
 // phase on a run that is ending.
 #include <algorithm>
 
-#include "scheduler_state.hpp"
+#include "cluster/scheduler/scheduler_state.hpp"
 
 namespace troupe {
 

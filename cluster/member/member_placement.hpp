@@ -2,7 +2,7 @@
 // the host's link, how long a step's backward takes, how many computes the plan gives it, the
 // CPUs each compute is bound to, its compute threads, and the order each paced link to a server
 // writes a step's pushes in. Pure functions of (plan, assignment, options), tested as such
-// (tests/cluster/member_placement_test.cpp); member_node.cpp acts on what they say.
+// (tests/cluster/member/member_placement_test.cpp); member_assignment.cpp acts on what they say.
 //
 // Thread-safety: free functions without shared state.
 #pragma once

@@ -11,7 +11,7 @@
 #include <troupe/cluster/cluster_node.hpp>
 #include <troupe/cluster/node_control.hpp>
 
-#include "node_common.hpp"
+#include "cluster/node_common.hpp"
 
 namespace troupe {
 

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "cluster/member_placement.hpp"
+#include "cluster/member/member_placement.hpp"
 #include "tests/actors/synthetic_job.hpp"
 
 using namespace troupe;

@@ -1,0 +1,79 @@
+// A worker told to adopt a lost worker node (on_worker_loss = adopt; member_state.hpp) spawns
+// that node's loaders and computes beside its own part, with the same proxies for the servers
+// and the scheduler's metrics, its computes adopted (compute_wiring::adopted: they recompute
+// from the step in flight), serves them on its scheduler link and says ready naming that node.
+#include <algorithm>
+
+#include <caf/all.hpp>
+
+#include <troupe/actors/actor_errors.hpp>
+#include <troupe/actors/node_part.hpp>
+
+#include "cluster/member/member_state.hpp"
+#include "cluster/node_common.hpp"
+
+namespace troupe {
+
+namespace {
+
+// Why this worker cannot adopt plan node `node` ("" if it can): a worker node of the plan,
+// not its own or one adopted already, holding loaders and computes only (a hierarchical
+// machine's aggregators are not adopted yet).
+std::string adoption_refused(const member_state& st, std::uint32_t node) {
+  if (st.options->role != node_kind::worker || st.at != member_phase::running || !st.job)
+    return "this node is no running worker";
+  if (node >= st.plan.nodes.size() || st.plan.nodes[node].kind != node_kind::worker)
+    return "plan node " + std::to_string(node) + " is no worker node";
+  if (static_cast<int>(node) == st.part_node
+      || std::find(st.adopted_nodes.begin(), st.adopted_nodes.end(), static_cast<int>(node))
+           != st.adopted_nodes.end())
+    return st.plan.nodes[node].name + " runs here already";
+  for (auto i : st.plan.actors_on(node)) {
+    const auto role = st.plan.actors[i].role;
+    if (role != plan_role::loader && role != plan_role::validation_loader
+        && role != plan_role::compute)
+      return st.plan.nodes[node].name + " holds " + st.plan.actors[i].name
+             + ", which a worker does not adopt (only loaders and computes: on_worker_loss = adopt "
+               "covers bsp)";
+  }
+  return "";
+}
+
+} // namespace
+
+// The scheduler's adopt: spawns the lost node's loaders and computes here, serves the computes
+// on the scheduler link, and says ready naming that node.
+void on_adopt(member_actor self, const adopt_message& a) {
+  auto& st = self->state;
+  if (auto why = adoption_refused(st, a.node); !why.empty())
+    return fail(self, errc::bad_request, "cannot adopt as the scheduler asked: " + why);
+  const auto lost = static_cast<int>(a.node);
+  auto options = st.part_options;
+  options.node = lost;
+  options.adopted = true;
+  options.compute_cpus.clear(); // its computes share this node's CPUs
+  options.on_wired = nullptr;
+  options.on_rewound = rewound_logger(*st.options, st.label, st.plan.steps_per_epoch);
+  auto& part = st.adopted.emplace_back();
+  try {
+    spawn_node_part(self->system(), *st.job, st.plan, st.spec, {}, st.data, options, part);
+  } catch (const std::exception& e) {
+    return fail(self, classify_exception(e),
+                "cannot adopt " + st.plan.nodes[a.node].name + ": " + e.what());
+  }
+  st.adopted_nodes.push_back(lost);
+  for (auto& [actor, name] : part.spawned)
+    self->monitor(actor);
+  std::string computes;
+  for (const auto& [worker, compute] : part.computes) {
+    st.serving->set<remote_interface::compute_driver>(static_cast<std::uint32_t>(worker), compute);
+    computes += (computes.empty() ? "compute_" : ", compute_") + std::to_string(worker);
+  }
+  log_node_line(*st.options, st.label + ": adopted " + st.plan.nodes[a.node].name + " (" + computes
+                               + ", with their loaders) at " + clock_time_now()
+                               + "; they recompute from the step in flight");
+  caf::anon_send(st.to_scheduler, ready_atom::value,
+                 ready_message{a.node, 0, static_cast<std::uint32_t>(st.threads)});
+}
+
+} // namespace troupe

@@ -1,0 +1,477 @@
+// The scheduler node (cluster_node.hpp). One actor keeps the run's bookkeeping: who joined,
+// which plan node each member got, who is ready; once everyone is, a training session spawns
+// the scheduler's part of the plan (coordinator, metrics) with proxies for the computes
+// and shards on the members. Servers are assigned first and say where they listen in their
+// ready; workers are assigned only then, with those endpoints, so a worker never pushes to a
+// server that is not serving yet.
+//
+// The actor is a state machine (scheduler_phase, troupe/cluster/node_control.hpp) driven by
+// typed node-control messages from its links: joining -> servers_assigned -> workers_assigned
+// -> training -> ending, with `failing` between training and ending when the session fails
+// with a lost peer before the loss itself has been reported: the loss names the node and
+// when, so the run ends with it; no timing orders the two (links report a loss before they
+// fail anything, and a member that stops for a lost peer names it in its goodbye).
+//
+// Every member link is watched from its join on: a link that ends before the run has
+// finished is a lost node and ends the run. Whichever way the run ends, the members are
+// told (a shutdown frame, `finished` or with the reason) and the answer waits until their
+// links have closed (at most the clocks' goodbye_grace), so the frames are out before the process
+// exits.
+#include <troupe/cluster/cluster_node.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <unistd.h>
+
+#include <caf/all.hpp>
+
+#include <troupe/actors/actor_errors.hpp>
+#include <troupe/actors/node_part.hpp>
+#include <troupe/actors/timeouts.hpp>
+#include <troupe/cluster/frame_codec.hpp>
+#include <troupe/cluster/job_difference.hpp>
+#include <troupe/cluster/job_transfer.hpp>
+#include <troupe/cluster/remote_proxies.hpp>
+#include <troupe/graph/value_hash.hpp>
+#include <troupe/io/dataset.hpp>
+
+#include "cluster/node_common.hpp"
+#include "cluster/scheduler/scheduler_state.hpp"
+
+namespace troupe {
+
+int expected_members(const scheduler_state& st, node_kind role) {
+  return role == node_kind::server ? st.job.nodes.servers : st.job.nodes.workers;
+}
+
+int counted_members(const scheduler_state& st, node_kind role, bool ready_only) {
+  return static_cast<int>(
+    std::count_if(st.members.begin(), st.members.end(), [&](const member_entry& m) {
+      return m.role == role && !m.spare && (!ready_only || m.ready);
+    }));
+}
+
+// "1/2 workers joined, 1/1 servers joined; waiting for worker 1"
+std::string progress_text(const scheduler_state& st) {
+  std::string text;
+  std::string waiting;
+  for (auto role : {node_kind::server, node_kind::worker}) {
+    const bool joining = st.at == scheduler_phase::joining;
+    const int have = counted_members(st, role, !joining), want = expected_members(st, role);
+    text += (text.empty() ? "" : ", ") + std::to_string(have) + "/" + std::to_string(want) + " "
+            + to_string(role) + "s " + (joining ? "joined" : "ready");
+    for (int rank = 0; waiting.empty() && rank < want; ++rank) {
+      const bool there =
+        std::any_of(st.members.begin(), st.members.end(), [&](const member_entry& m) {
+          return m.role == role && m.rank == rank && (joining || m.ready);
+        });
+      if (!there)
+        waiting = std::string(to_string(role)) + " " + std::to_string(rank);
+    }
+  }
+  return waiting.empty() ? text : text + "; waiting for " + waiting;
+}
+
+namespace {
+
+void answer_if_done(scheduler_actor self, bool grace_over);
+
+// Tells every member still there how the run ends, then answers once their links have closed
+// (or the grace is over).
+void end_run(scheduler_actor self, caf::expected<training_result> outcome) {
+  auto& st = self->state;
+  if (st.at == scheduler_phase::ending)
+    return;
+  // The epoch's traffic so far still reaches the metrics; an open question hears that the
+  // run fails, so the coordinator starts no other phase.
+  end_gathering(self, outcome ? caf::error{} : outcome.error());
+  st.at = scheduler_phase::ending;
+  if (!outcome) {
+    // Most reasons already name the scheduler ("scheduler: lost worker 1 ..."): said once.
+    auto why = reason_text(self->system(), outcome.error());
+    if (why.rfind("scheduler: ", 0) == 0)
+      why.erase(0, 11);
+    log_node_line(*st.options, "scheduler: the run failed: " + why);
+  }
+  shutdown_message end;
+  end.finished = static_cast<bool>(outcome);
+  end.reason = end.finished ? "the run finished" : reason_text(self->system(), outcome.error());
+  // A finished run ends the workers first: a server that left earlier would look lost to a
+  // worker that has not heard the end yet. The servers follow once the workers are gone.
+  for (auto& m : st.members)
+    if (!m.gone && (!end.finished || m.role == node_kind::worker))
+      caf::anon_send(m.to, goodbye_atom::value, end);
+  st.servers_told = !end.finished;
+  if (st.session)
+    self->send_exit(st.session, caf::exit_reason::user_shutdown);
+  st.outcome = std::move(outcome);
+  self->delayed_send(self, st.options->clocks().goodbye_grace(), grace_over_atom::value);
+  answer_if_done(self, false); // at once when no member is left to hear it
+}
+
+void answer_if_done(scheduler_actor self, bool grace_over) {
+  auto& st = self->state;
+  if (!st.outcome)
+    return;
+  auto gone = [&](node_kind role) {
+    return std::all_of(st.members.begin(), st.members.end(),
+                       [&](auto& m) { return m.role != role || m.gone; });
+  };
+  if (!st.servers_told && (gone(node_kind::worker) || grace_over)) {
+    st.servers_told = true;
+    for (auto& m : st.members)
+      if (!m.gone && m.role == node_kind::server)
+        caf::anon_send(m.to, goodbye_atom::value, shutdown_message{"the run finished", true});
+    if (grace_over) // the servers get a grace of their own
+      return (void)self->delayed_send(self, st.options->clocks().goodbye_grace(),
+                                      grace_over_atom::value);
+  }
+  if (!st.promise.pending())
+    return;
+  const bool all_gone = gone(node_kind::worker) && gone(node_kind::server);
+  if (!all_gone && !grace_over)
+    return;
+  if (*st.outcome)
+    st.promise.deliver(std::move(**st.outcome));
+  else
+    st.promise.deliver(st.outcome->error());
+  if (st.listener)
+    self->send_exit(st.listener, caf::exit_reason::user_shutdown);
+  self->quit();
+}
+
+} // namespace
+
+void fail(scheduler_actor self, errc code, const std::string& why) {
+  end_run(self, make_error(code, why));
+}
+
+namespace {
+
+// The session failed. A peer_down there is the echo of a lost link (a remote compute's
+// request failed with it); the loss itself reaches this actor too, from the scheduler's own
+// link to that node or from a member that lost it (its goodbye names it), and it names the
+// node and when. So unless a loss has been reported already, the scheduler waits for it
+// (failing), at most the connection timeout, within which every lost link is noticed.
+void on_session_failed(scheduler_actor self, caf::error err) {
+  auto& st = self->state;
+  if (st.at == scheduler_phase::ending || st.at == scheduler_phase::failing)
+    return;
+  const bool loss_known =
+    std::any_of(st.members.begin(), st.members.end(), [](auto& m) { return m.gone; });
+  if (troupe_code(err) != errc::peer_down || loss_known)
+    return end_run(self, std::move(err));
+  // The run is failing whatever the cause turns out to be: an open question hears it now.
+  end_gathering(self, err);
+  st.at = scheduler_phase::failing;
+  st.unexplained = std::move(err);
+  self->delayed_send(self, st.options->connection_timeout + st.options->heartbeat_interval,
+                     cause_due_atom::value);
+}
+
+// "compute threads: worker_0 2, worker_1 2 (as the scheduler was given)": what each worker's
+// computes run on, which the final weights depend on (docs/threads.md).
+std::string threads_text(const scheduler_state& st) {
+  std::string text;
+  for (const auto& m : st.members)
+    if (m.role == node_kind::worker && m.node >= 0) // (a spare has no node)
+      text += (text.empty() ? "" : ", ") + st.plan.nodes.at(static_cast<std::size_t>(m.node)).name
+              + " " + std::to_string(m.threads);
+  return "compute threads: " + text
+         + (st.options->threads > 0 ? " (--threads or train.threads given to the scheduler)"
+                                    : " (each worker's own or its share of its host)");
+}
+
+// A member is lost (`what` says which and why): the run goes on without it, or ends naming it.
+void on_member_lost(scheduler_actor self, member_entry& m, const std::string& what);
+
+} // namespace
+
+namespace {
+
+// Each plan node's link: its member's, or (a scheduler restarted after losses) the member's that
+// adopted its computes or promoted its shards.
+std::vector<channel_actor> links_by_node(const scheduler_state& st) {
+  std::vector<channel_actor> link_of_node(st.plan.nodes.size());
+  for (auto& m : st.members) {
+    if (m.node >= 0) // (a spare has no node)
+      link_of_node.at(static_cast<std::size_t>(m.node)) = m.link;
+    for (auto n : m.adopted_nodes)
+      link_of_node.at(static_cast<std::size_t>(n)) = m.link;
+    for (auto n : m.promoted_nodes)
+      link_of_node.at(static_cast<std::size_t>(n)) = m.link;
+  }
+  return link_of_node;
+}
+
+// How the session reaches what lives on the members: their computes (through a relay the
+// scheduler can re-point, with on_worker_loss = adopt: scheduler_adoption.cpp), their shards
+// (through a relay with replicas = 2: scheduler_promotion.cpp) and their checkpoint parts. The
+// relays are spawned here, before the session asks.
+remote_actors remote_of_members(scheduler_actor self, const std::vector<channel_actor>& links) {
+  auto& st = self->state;
+  auto& system = self->system();
+  const auto& plan = st.plan;
+  if (st.job.nodes.adopt_on_worker_loss)
+    for (auto c : plan.actors_of(plan_role::compute)) {
+      const auto& a = plan.actors.at(c);
+      st.relays[c] = spawn_compute_relay(
+        system, spawn_compute_proxy(system, links.at(static_cast<std::size_t>(a.node)),
+                                    static_cast<std::uint32_t>(a.worker)));
+    }
+  if (st.job.nodes.replicas > 1)
+    for (auto s : plan.actors_of(plan_role::shard)) {
+      const auto& a = plan.actors.at(s);
+      st.shard_relays[s] =
+        spawn_push_relay(system,
+                         spawn_push_target_proxy(system, links.at(static_cast<std::size_t>(a.node)),
+                                                 static_cast<std::uint32_t>(a.shard)),
+                         a.name);
+    }
+  remote_actors remote;
+  remote.compute = [=, &system, relays = st.relays](std::size_t actor) -> compute_actor {
+    const auto& a = plan.actors.at(actor);
+    if (auto relay = relays.find(actor); relay != relays.end())
+      return relay->second;
+    return spawn_compute_proxy(system, links.at(static_cast<std::size_t>(a.node)),
+                               static_cast<std::uint32_t>(a.worker));
+  };
+  remote.push_target = [=, &system,
+                        relays = st.shard_relays](std::size_t actor) -> push_target_actor {
+    const auto& a = plan.actors.at(actor);
+    if (auto relay = relays.find(actor); relay != relays.end())
+      return push_target_actor{relay->second};
+    return spawn_push_target_proxy(system, links.at(static_cast<std::size_t>(a.node)),
+                                   static_cast<std::uint32_t>(a.shard));
+  };
+  remote.checkpoint_part = [=, &system](int node) {
+    return spawn_checkpoint_part_proxy(system, links.at(static_cast<std::size_t>(node)));
+  };
+  return remote;
+}
+
+} // namespace
+
+void start_training(scheduler_actor self) {
+  auto& st = self->state;
+  st.at = scheduler_phase::training;
+  if (st.resumed_run)
+    log_node_line(*st.options, "scheduler: " + threads_text(st) + "; training");
+  else
+    log_node_line(*st.options, "scheduler: every node is ready (" + progress_text(st) + "); "
+                                 + threads_text(st) + "; training");
+  session_sinks sinks;
+  sinks.output = st.output;
+  sinks.metrics = st.metrics;
+  sinks.between_epochs = epoch_gate_actor{self}; // each epoch's traffic is read while no step runs
+  sinks.timeouts = st.options->timeouts;
+  sinks.node.node = 0;
+  sinks.node.train_data = st.train_set;
+  sinks.node.validation_data = st.validation_set;
+  sinks.node.resume_at_epoch = st.resume_epoch;
+  sinks.node.remote = remote_of_members(self, links_by_node(st));
+  st.session = st.spawn_session(self->system(), st.job, std::move(sinks));
+  self->monitor(st.session);
+  self->attach_functor(
+    [session = st.session, relays = st.relays, shard_relays = st.shard_relays](const caf::error&) {
+      caf::anon_send_exit(session, caf::exit_reason::user_shutdown);
+      for (const auto& [actor, relay] : relays)
+        caf::anon_send_exit(relay, caf::exit_reason::user_shutdown);
+      for (const auto& [actor, relay] : shard_relays)
+        caf::anon_send_exit(relay, caf::exit_reason::user_shutdown);
+    });
+  // Saturating: 48 h times the phases of a long run passes what a timespan holds.
+  self
+    ->request(st.session, phases_limit(st.options->timeouts, st.job.epochs * 2 + 2),
+              run_atom::value)
+    .then([=](training_result& r) { end_run(self, std::move(r)); },
+          [=](caf::error& err) { on_session_failed(self, std::move(err)); });
+}
+
+namespace {
+
+// Whether the run goes on without member `m` (a worker lost during training of a job that
+// says so, with another worker left); logs it if so. The coordinator drops its computes when
+// their requests fail.
+bool goes_on_without(scheduler_actor self, const member_entry& m, const std::string& what) {
+  auto& st = self->state;
+  if (m.role != node_kind::worker || !st.job.nodes.continue_on_worker_loss
+      || st.at != scheduler_phase::training)
+    return false;
+  const bool others = std::any_of(st.members.begin(), st.members.end(),
+                                  [](auto& o) { return o.role == node_kind::worker && !o.gone; });
+  if (!others)
+    return false;
+  log_node_line(*st.options, "scheduler: " + m.name() + ": " + what
+                               + "; the run goes on without it (on_worker_loss = continue)");
+  end_gathering_if_complete(self); // it may have been the last one to answer
+  return true;
+}
+
+// The member on `link` stops and says why. A member that stopped because it lost a peer
+// names that peer's plan node: the run ends naming the lost node, whichever report came first.
+void on_goodbye(scheduler_actor self, const channel_actor& link, const shutdown_message& end) {
+  auto& st = self->state;
+  auto* m = member_of(st, link.address());
+  if (!m || m->gone)
+    return; // a node that never joined: nothing of the run is lost
+  if (st.at == scheduler_phase::ending) {
+    m->gone = true;
+    return answer_if_done(self, false);
+  }
+  m->gone = true;
+  if (m->spare && m->node < 0) {
+    log_node_line(*st.options, "scheduler: " + m->name() + " stopped: " + end.reason
+                                 + "; a spare, it held nothing: the run goes on");
+    return;
+  }
+  if (goes_on_without(self, *m, "stopped: " + end.reason))
+    return;
+  for (auto& lost : st.members)
+    if (end.lost_node >= 0 && lost.node == end.lost_node && &lost != m)
+      return fail(self, errc::peer_down,
+                  "scheduler: lost " + lost.name() + " at " + clock_time_now() + " (" + m->name()
+                    + " lost it: " + end.reason + ")");
+  fail(self, errc::peer_down, "scheduler: " + m->name() + " stopped: " + end.reason);
+}
+
+void on_member_lost(scheduler_actor self, member_entry& m, const std::string& what) {
+  m.gone = true;
+  if (m.spare && m.node < 0) { // it held nothing
+    log_node_line(*self->state.options,
+                  "scheduler: " + what + "; a spare, it held nothing: the run goes on");
+    return;
+  }
+  if (goes_on_without(self, m, what))
+    return;
+  const auto not_adopted = m.role == node_kind::server ? promote_lost_server(self, m, what)
+                                                       : adopt_lost_worker(self, m, what);
+  if (not_adopted.empty())
+    return;
+  fail(
+    self, errc::peer_down,
+    "scheduler: " + what
+      + (not_adopted == "stop"
+           ? ""
+           : (m.role == node_kind::server ? "; not promoted: " : "; not adopted: ") + not_adopted));
+}
+
+// The link of a member ended (`why`; empty: normally), reported by the link itself before it
+// failed anything, or seen as the link actor's down.
+void on_link_lost(scheduler_actor self, const caf::actor_addr& link, const caf::error& why) {
+  auto& st = self->state;
+  auto* m = member_of(st, link);
+  if (!m)
+    return; // a node that never joined: nothing of the run is lost
+  if (st.at == scheduler_phase::ending) {
+    m->gone = true;
+    return answer_if_done(self, false);
+  }
+  if (m->gone)
+    return;
+  on_member_lost(self, *m,
+                 "lost " + m->name() + " at " + clock_time_now() + ": "
+                   + reason_text(self->system(), why));
+}
+
+void on_down(scheduler_actor self, const caf::down_msg& down) {
+  auto& st = self->state;
+  if (st.session && down.source == st.session.address())
+    return fail(self, errc::internal,
+                "scheduler: the training session terminated: "
+                  + reason_text(self->system(), down.reason));
+  on_link_lost(self, down.source, down.reason);
+}
+
+scheduler_node_actor::behavior_type scheduler(scheduler_actor self, scheduler_setup setup) {
+  auto& st = self->state;
+  st.options.emplace(std::move(setup.options));
+  st.job = std::move(setup.job);
+  st.output = std::move(setup.output);
+  st.plan = std::move(setup.plan);
+  st.facts = setup.facts;
+  st.metrics = std::move(setup.metrics);
+  st.train_set = std::move(setup.train_set);
+  st.validation_set = std::move(setup.validation_set);
+  st.spawn_session = std::move(setup.spawn_session);
+  st.job_bytes = job_bytes(st.job);
+  st.job_hash = job_hash(st.job);
+  self->set_down_handler([=](caf::down_msg& down) { on_down(self, down); });
+  // A message outside the protocol (a bug, or a peer of another version): named, then dropped.
+  self->set_default_handler(
+    [=](caf::scheduled_actor*, caf::message_view& x) -> caf::result<caf::message> {
+      log_node_line(*self->state.options,
+                    "scheduler: ignored a message outside the node-control protocol: "
+                      + caf::to_string(x.content()));
+      return caf::none;
+    });
+  if (setup.listen)
+    start_listening(self);
+  else
+    self->delayed_send(self, st.options->join_timeout, join_deadline_atom::value);
+  // Whatever ends the scheduler ends its listener (and with it every member link) and the
+  // session. The functor runs after the state is gone: it holds its own handles.
+  self->attach_functor([listener = st.listener](const caf::error&) {
+    if (listener)
+      caf::anon_send_exit(listener, caf::exit_reason::user_shutdown);
+  });
+  return {
+    [=](run_atom) -> caf::result<training_result> {
+      auto& st = self->state;
+      st.promise = self->make_response_promise<training_result>();
+      auto promise = st.promise;
+      if (st.outcome) // the run ended before anyone asked
+        answer_if_done(self, true);
+      return promise;
+    },
+    [=](join_atom, channel_actor& link, join_message& join) {
+      if (self->state.at != scheduler_phase::ending)
+        on_join(self, link, join);
+    },
+    [=](ready_atom, channel_actor& link, ready_message& ready) {
+      if (self->state.at != scheduler_phase::ending)
+        on_ready(self, link, ready);
+    },
+    [=](traffic_atom, channel_actor& link, traffic_message& traffic) {
+      on_traffic(self, link, traffic);
+    },
+    [=](goodbye_atom, channel_actor& link, shutdown_message& end) { on_goodbye(self, link, end); },
+    [=](link_lost_atom, channel_actor& link, caf::error& why) {
+      on_link_lost(self, link.address(), why);
+    },
+    [=](join_deadline_atom) {
+      if (self->state.at < scheduler_phase::training)
+        fail(self, errc::timeout,
+             "scheduler: gave up after "
+               + std::to_string(self->state.options->join_timeout.count() / 1000)
+               + " s (--join-timeout): "
+               + (self->state.resumed_run ? rejoin_progress(self->state)
+                                          : progress_text(self->state)));
+    },
+    [=](grace_over_atom) { answer_if_done(self, true); },
+    [=](cause_due_atom) {
+      // No loss was reported within the connection timeout: the failure stands as it came.
+      if (self->state.at == scheduler_phase::failing)
+        end_run(self, std::move(self->state.unexplained));
+    },
+    // The session's gate between epochs: the epoch's traffic (scheduler_traffic.cpp).
+    [=](epoch_done_atom, std::int64_t epoch, deadline due) {
+      return on_epoch_done(self, epoch, due);
+    },
+    [=](traffic_due_atom, std::int64_t serial) { on_traffic_due(self, serial); },
+    // The host was interrupted (Ctrl-C): every member hears why in its goodbye.
+    [=](interrupt_atom, std::string& why) { fail(self, errc::peer_down, "scheduler: " + why); },
+  };
+}
+
+} // namespace
+
+scheduler_node_actor spawn_scheduler_node(caf::actor_system& system, scheduler_setup setup) {
+  return system.spawn(scheduler, std::move(setup));
+}
+
+} // namespace troupe

@@ -401,7 +401,7 @@ void on_link_up(member_actor self, const channel_actor& link) {
     st.worker_links[link.address()] = {st.traffic->peer_of(link.address()), link};
 }
 
-member_node_actor::behavior_type member(member_actor self, cluster_node_options options,
+member_self_actor::behavior_type member(member_actor self, cluster_node_options options,
                                         std::shared_ptr<serving_registry> serving,
                                         std::shared_ptr<traffic_registry> traffic,
                                         std::shared_ptr<listening_socket> listening) {

@@ -1,5 +1,5 @@
 // The server or worker node's actor (member_node.cpp), for run_member and for the tests that
-// drive it message by message (tests/cluster/node_control_test.cpp). Private to cluster/.
+// drive it message by message (tests/cluster/member/member_node_test.cpp). Private to cluster/.
 #pragma once
 
 #include <memory>
@@ -15,22 +15,14 @@
 
 namespace troupe {
 
-using assignment_deadline_atom = caf::atom_constant<caf::atom("assigndead")>;
 using connect_atom = caf::atom_constant<caf::atom("connect")>;
-using connect_deadline_atom = caf::atom_constant<caf::atom("conndead")>;
-using rejoin_deadline_atom = caf::atom_constant<caf::atom("rejoindead")>;
-using assignment_failed_atom = caf::atom_constant<caf::atom("assignfail")>;
 
 /// A member node: the node-control protocol its links speak to it, the host's run request
 /// (answered true when the run finished, else with the error that ended the node), the link to
-/// its scheduler once connected, and its own deadlines.
-using member_node_actor =
-  member_inbox::extend<caf::replies_to<run_atom>::with<bool>,
-                       caf::reacts_to<scheduler_link_atom, channel_actor>,
-                       caf::reacts_to<connect_atom>, caf::reacts_to<connect_deadline_atom>,
-                       caf::reacts_to<grace_over_atom>, caf::reacts_to<assignment_deadline_atom>,
-                       caf::reacts_to<rejoin_deadline_atom, std::uint64_t>,
-                       caf::reacts_to<assignment_failed_atom, caf::error>>;
+/// its scheduler once connected, and the word to start reaching its scheduler.
+using member_node_actor = member_inbox::extend<caf::replies_to<run_atom>::with<bool>,
+                                               caf::reacts_to<scheduler_link_atom, channel_actor>,
+                                               caf::reacts_to<connect_atom>>;
 
 /// Spawns a member node (options.role: server or worker). `serving` is what its channels serve
 /// (it registers itself as their control inbox; shards and computes once assigned); every

@@ -101,7 +101,19 @@ struct member_state {
   static inline const char* name = "troupe.member";
 };
 
-using member_actor = member_node_actor::stateful_pointer<member_state>;
+using assignment_deadline_atom = caf::atom_constant<caf::atom("assigndead")>;
+using connect_deadline_atom = caf::atom_constant<caf::atom("conndead")>;
+using rejoin_deadline_atom = caf::atom_constant<caf::atom("rejoindead")>;
+using assignment_failed_atom = caf::atom_constant<caf::atom("assignfail")>;
+
+/// The member as it sees itself: also its own deadlines and the assignment it could not take,
+/// which only it sends itself.
+using member_self_actor =
+  member_node_actor::extend<caf::reacts_to<connect_deadline_atom>, caf::reacts_to<grace_over_atom>,
+                            caf::reacts_to<assignment_deadline_atom>,
+                            caf::reacts_to<rejoin_deadline_atom, std::uint64_t>,
+                            caf::reacts_to<assignment_failed_atom, caf::error>>;
+using member_actor = member_self_actor::stateful_pointer<member_state>;
 
 /// The scheduler's traffic query (member_traffic.cpp): answered with what this node has moved
 /// with each peer so far and what its barriers waited for, by source node.

@@ -387,7 +387,7 @@ void on_down(scheduler_actor self, const caf::down_msg& down) {
   on_link_lost(self, down.source, down.reason);
 }
 
-scheduler_node_actor::behavior_type scheduler(scheduler_actor self, scheduler_setup setup) {
+scheduler_self_actor::behavior_type scheduler(scheduler_actor self, scheduler_setup setup) {
   auto& st = self->state;
   st.options.emplace(std::move(setup.options));
   st.job = std::move(setup.job);

@@ -38,11 +38,14 @@ using cause_due_atom = caf::atom_constant<caf::atom("causedue")>;
 
 /// The scheduler node: the node-control protocol its links speak to it, the gate between its
 /// session's epochs (where it gathers each epoch's traffic: scheduler_traffic.cpp), the host's
-/// run request, and its own deadlines.
+/// run request and its interrupt.
 using scheduler_node_actor = scheduler_inbox::extend_with<epoch_gate_actor>::extend<
-  caf::replies_to<run_atom>::with<training_result>, caf::reacts_to<join_deadline_atom>,
-  caf::reacts_to<grace_over_atom>, caf::reacts_to<cause_due_atom>,
-  caf::reacts_to<traffic_due_atom, std::int64_t>, caf::reacts_to<interrupt_atom, std::string>>;
+  caf::replies_to<run_atom>::with<training_result>, caf::reacts_to<interrupt_atom, std::string>>;
+/// The scheduler as it sees itself: also its own deadlines, which only it sends itself.
+using scheduler_self_actor =
+  scheduler_node_actor::extend<caf::reacts_to<join_deadline_atom>, caf::reacts_to<grace_over_atom>,
+                               caf::reacts_to<cause_due_atom>,
+                               caf::reacts_to<traffic_due_atom, std::int64_t>>;
 
 struct member_entry {
   channel_actor link;
@@ -131,7 +134,7 @@ struct scheduler_state {
   static inline const char* name = "troupe.scheduler";
 };
 
-using scheduler_actor = scheduler_node_actor::stateful_pointer<scheduler_state>;
+using scheduler_actor = scheduler_self_actor::stateful_pointer<scheduler_state>;
 
 inline member_entry* member_of(scheduler_state& st, const caf::actor_addr& link) {
   for (auto& m : st.members)

@@ -1,8 +1,8 @@
 #!/bin/bash
 # Epoch times of a small MLP trained in one process and launched as 4 processes on this host
 # (scheduler, 1 server, 2 workers), interleaved round by round so that load and frequency
-# drift fall on every variant alike: issue 18's "troupe launch -n 2 -s 1 within 1.5x of the
-# one-process epoch". Prints every run's `Time cost=` figures, then the median of all epochs
+# drift fall on every variant alike: whether `troupe launch -n 2 -s 1` stays within 1.5x of
+# the one-process epoch. Prints every run's `Time cost=` figures, then the median of all epochs
 # per variant and its ratio to both one-process variants.
 #
 #   scripts/bench_launch_epochs.sh [TROUPE_BINARY] [ROUNDS]

@@ -123,7 +123,7 @@ MODELS = {
 # than it gains (docs/notes/benchmarks-notebook.md, tenth and eleventh looks).
 SLICE_BYTES = 512 << 10
 CPU_BOUND = 0.90  # share of the host's cores busy from which a row counts as CPU-bound
-GOAL = 0.90  # the ratio max(compute, floor) / step every row not CPU-bound should reach (issue 20)
+GOAL = 0.90  # the ratio max(compute, floor) / step every row not CPU-bound should reach
 ROW_BOUND_S = 600  # a row must end within this
 RAW_ROUNDS = 5  # rounds of the raw TCP exchange per checked row (the first pays TCP's slow start; the median)
 

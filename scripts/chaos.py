@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Chaos runs (issue 19, item 5): a small BSP job across real processes, and per trial one node
+"""Chaos runs: a small BSP job across real processes, and per trial one node
 lost in one way at one moment; the outcome is checked against what the job's policy says.
 
 usage: chaos.py TROUPE [--trials N] [--seed S] [--trial K] [--ways W,..] [--roles R,..]

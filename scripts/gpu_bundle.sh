@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packs what issue 9's GPU verification runs on a GPU machine that has CUDA, cuDNN and PyTorch
+# Packs what the GPU verification runs on a GPU machine that has CUDA, cuDNN and PyTorch
 # but none of our Debian packages (the device machines: no package registry there). Built here,
 # carried there, run there with scripts/gpu_verify.sh.
 #

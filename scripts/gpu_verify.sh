@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 9's must-shows on a GPU machine, from the bundle scripts/gpu_bundle.sh made: unpacks it,
+# The GPU must-shows on a GPU machine, from the bundle scripts/gpu_bundle.sh made: unpacks it,
 # finds the machine's CUDA, cuDNN and cuBLAS libraries (system ones, or PyTorch's pip wheels),
 # and runs, writing each log into OUT_DIR:
 #   1. cuda_tests.log   the CUDA test suite (kernels:cuda)

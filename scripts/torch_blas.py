@@ -1,5 +1,4 @@
-"""Which BLAS PyTorch computes with on the CPU, and a refusal to time it on the reference BLAS
-(issue 20, item 7).
+"""Which BLAS PyTorch computes with on the CPU, and a refusal to time it on the reference BLAS.
 
 Debian's python3-torch reaches BLAS through libblas.so.3, which update-alternatives points at
 whichever implementation is installed: OpenBLAS (libopenblas0-pthread) when it is, else the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The command line without surprises (issue 10): one case per reported defect, each run
+"""The command line without surprises: one case per reported defect, each run
 against the real binary and checking the property itself (values, exit statuses, files).
 
 usage: cli_surprises.py TROUPE_BINARY CASE       (cases: the functions named case_*)

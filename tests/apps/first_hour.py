@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A first hour without surprises (issue 18, item 6): one case per defect a new user met in
+"""A first hour without surprises: one case per defect a new user met in
 config and command-line handling, each run against the real binary and checking the property
 itself (exit status, what the run resolved, what the message says). Runs are tiny synthetic jobs.
 

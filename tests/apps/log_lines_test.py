@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What a run writes for the tools people point at it (issue 10, "Plots and logs").
+"""What a run writes for the tools people point at it.
 
 usage: log_lines_test.py TROUPE_BINARY CASE   (cases: parse_log, run_record, top_k)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The files a run writes, refused up front or never left torn (issue 19, item 7): a checkpoint
+"""The files a run writes, refused up front or never left torn: a checkpoint
 folder that takes no files stops `troupe train` before any training, as an unopenable metrics
 file does; a metrics file that stops growing mid-run (a full disk) keeps only whole lines, and
 the run stops naming it. Each case runs the real binary and checks the files and statuses.

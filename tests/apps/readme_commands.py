@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Every command in the README's ```sh code blocks, run against this build as a new user would
-type it (issue 18: the README's own `--num-epochs 3` override was refused).
+type it (the README's own `--num-epochs 3` override was refused).
 
 usage: readme_commands.py README APPS_DIR SOURCE_DIR
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Stragglers named (issue 20, item 6): a BSP cluster by hand (1 server, 2 workers) in which
+"""Stragglers named: a BSP cluster by hand (1 server, 2 workers) in which
 worker 1's computes take a fixed time per batch (`--compute-stand-in-ms MS`, as a slower device
 would) while worker 0 computes the small model at once. Every epoch's `Waited for:` line must
 name worker_1 first, and the metrics file's `waited_for` must count worker_1 last in more steps

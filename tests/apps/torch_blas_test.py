@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """scripts/torch_blas.py: which BLAS PyTorch computes with, from its memory map and its build
-configuration, and the refusal to time it on the reference BLAS (issue 20, item 7); and
+configuration, and the refusal to time it on the reference BLAS; and
 scripts/bench_vs_torch.py refusing before it times anything, with a stand-in Python that answers
 the probe as PyTorch on the reference BLAS would (this machine need not have PyTorch).
 

@@ -134,7 +134,7 @@ std::vector<config_key> data_keys() {
       .default_is("PATH with `.idx` when that file exists, else none")
       .help_is("the `.idx` (`key<TAB>offset` lines), checked against the `.rec` at start",
                "docs/data.md; without one the `.rec` is walked at start"),
-    entry("data", "shape", k::list)
+    entry("data", "shape", k::list, data<&data_config::shape>)
       .within(whole(1, 4096))
       .only_in("synthetic recordio")
       .read_by(read_shape)
@@ -151,14 +151,14 @@ std::vector<config_key> data_keys() {
       .only_in("synthetic")
       .flag_is("num-examples")
       .help_is("training examples (test: a sixth)"),
-    entry("data", "rgb_mean", k::list)
+    entry("data", "rgb_mean", k::list, data<&data_config::rgb_mean>)
       .within(real(0, 255))
       .only_in("recordio")
       .read_by(read_rgb_mean)
       .flag_is("rgb-mean")
       .default_is("ImageNet's (123.675, 116.28, 103.53)")
       .help_is("per-channel mean in pixel units (0..255), as MXNet's --rgb-mean"),
-    entry("data", "rgb_std", k::list)
+    entry("data", "rgb_std", k::list, data<&data_config::rgb_std>)
       .within(real(0, 255, true))
       .only_in("recordio")
       .read_by(read_rgb_std)
@@ -169,12 +169,12 @@ std::vector<config_key> data_keys() {
       .only_in("recordio")
       .default_is("true (`train`), false (`val`)")
       .help_is("random resized crop; false: shorter side resized to `resize`, centre crop"),
-    entry("data", "scale", k::list)
+    entry("data", "scale", k::list, data<&data_config::scale>)
       .only_in("recordio")
       .read_by(read_scale)
       .default_is("[0.08, 1]")
       .help_is("crop area as a fraction of the image, [min, max]"),
-    entry("data", "ratio", k::list)
+    entry("data", "ratio", k::list, data<&data_config::ratio>)
       .only_in("recordio")
       .read_by(read_ratio)
       .default_is("[0.75, 1.3333]")

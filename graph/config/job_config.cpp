@@ -76,7 +76,12 @@ void read_key(const value_reader& r, const config_key& key, const syntax_value& 
   else
     std::visit(
       [&](auto field) {
-        if constexpr (!std::is_same_v<decltype(field), std::monostate>)
+        using F = decltype(field);
+        if constexpr (
+          !std::is_same_v<
+            F,
+            std::
+              monostate> && !std::is_same_v<F, key_field<std::vector<std::int64_t>>> && !std::is_same_v<F, key_field<std::vector<double>>>)
           plain_read{r, key, v}(field(t));
       },
       key.field);

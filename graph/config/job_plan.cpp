@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include <troupe/graph/config/key_ranges.hpp>
+#include <troupe/graph/config/key_table.hpp>
 
 namespace troupe {
 
@@ -66,6 +67,12 @@ template <typename T> void show(std::ostream& out, const std::string& key, const
   out << (v.given ? "  # line " + std::to_string(v.span.line) : std::string("  # default")) << '\n';
 }
 
+// A text unset shows as the language writes it, "" (not as nothing after the `=`).
+void show(std::ostream& out, const std::string& key, const located<std::string>& v) {
+  out << "  " << key << " = " << (v.value.empty() ? "\"\"" : v.value);
+  out << (v.given ? "  # line " + std::to_string(v.span.line) : std::string("  # default")) << '\n';
+}
+
 template <typename T>
 void show(std::ostream& out, const std::string& key, const located<std::vector<T>>& v) {
   std::ostringstream list;
@@ -97,91 +104,70 @@ void show_steps(std::ostream& out, const schedule_config& s) {
       << (any_share ? ": " + written.str() + " of the run" : std::string()) << '\n';
 }
 
-void show_data(std::ostream& out, const std::string& name, const data_config& d) {
+// Every key of `section` that `call` takes (every one: ""), in the key table's order, printed
+// from its field; a key `own` says yes to is the caller's to print (it needs words of its own).
+template <class Own>
+void show_keys(std::ostream& out, const std::string& prefix, const std::string& section,
+               const std::string& call, job_config c, data_config d, Own own) {
+  key_target at{c, d};
+  for (const auto& key : config_keys()) {
+    if (section != key.section || !key.taken_by(call) || own(key))
+      continue;
+    std::visit(
+      [&](auto field) {
+        if constexpr (!std::is_same_v<decltype(field), std::monostate>)
+          show(out, prefix + key.name, field(at));
+      },
+      key.field);
+  }
+}
+
+void show_data(std::ostream& out, const std::string& name, const job_config& c,
+               const data_config& d) {
   if (!d.enabled) {
     out << "  data." << name << " = none\n";
     return;
   }
-  auto p = "data." + name + ".";
-  show(out, p + "dataset", d.dataset);
-  if (d.dataset.value == "synthetic") {
-    show(out, p + "shape", d.shape);
-    show(out, p + "classes", d.classes);
-    show(out, p + "examples", d.examples);
-  } else if (d.dataset.value == "recordio") {
-    show(out, p + "path", d.dir);
-    show(out, p + "index", d.index);
-    show(out, p + "shape", d.shape);
-    show(out, p + "classes", d.classes);
-    show(out, p + "random_crop", d.random_crop);
-    show(out, p + "scale", d.scale);
-    show(out, p + "ratio", d.ratio);
-    show(out, p + "resize", d.resize);
-    show(out, p + "rgb_mean", d.rgb_mean);
-    show(out, p + "rgb_std", d.rgb_std);
-    show(out, p + "skip_bad_records", d.skip_bad_records);
-  } else {
-    show(out, p + "dir", d.dir);
-  }
-  const bool recordio = d.dataset.value == "recordio";
-  if (!recordio)
-    show(out, p + "split", d.split);
-  show(out, p + "batch", d.batch);
-  if (!recordio)
-    show(out, p + "crop_pad", d.crop_pad);
-  show(out, p + "mirror", d.mirror);
-  show(out, p + "normalize", d.normalize);
-  show(out, p + "shuffle", d.shuffle);
+  show(out, "data." + name + ".dataset", d.dataset);
+  show_keys(out, "data." + name + ".", "data", d.dataset.value, c, d,
+            [](const config_key&) { return false; });
 }
 
 } // namespace
 
 void print_config(std::ostream& out, const job_config& c) {
   out << std::boolalpha << c.path << ": ok\n";
-  show(out, "cluster.servers", c.cluster.servers);
-  show(out, "cluster.workers", c.cluster.workers);
-  if (c.cluster.shards.value < c.cluster.servers.value) // the plan gives each server one
-    out << "  cluster.shards = " << c.cluster.servers.value << "  # "
-        << (c.cluster.shards.given ? "line " + std::to_string(c.cluster.shards.span.line) + " says "
-                                   : std::string("default "))
-        << c.cluster.shards.value << ", raised to one per server\n";
-  else
-    show(out, "cluster.shards", c.cluster.shards);
-  show(out, "cluster.slice_bytes", c.cluster.slice_bytes);
-  show(out, "cluster.group_bytes", c.cluster.group_bytes);
-  show(out, "cluster.overlap", c.cluster.overlap);
-  show(out, "cluster.priority", c.cluster.priority);
-  show(out, "cluster.server_nodes", c.cluster.server_nodes);
-  show(out, "cluster.worker_nodes", c.cluster.worker_nodes);
-  show(out, "cluster.replicas", c.cluster.replicas);
-  if (c.cluster.on_worker_loss.given)
-    show(out, "cluster.on_worker_loss", c.cluster.on_worker_loss);
-  else
-    out << "  cluster.on_worker_loss = (adopt in bsp, else stop)  # default\n";
-  show(out, "cluster.listen", c.cluster.listen);
-  show(out, "cluster.join_timeout", c.cluster.join_timeout);
-  show(out, "cluster.heartbeat", c.cluster.heartbeat);
-  show(out, "cluster.peer_timeout", c.cluster.peer_timeout);
-  show(out, "cluster.request_timeout", c.cluster.request_timeout);
-  show(out, "cluster.tcp_congestion", c.cluster.tcp_congestion);
-  show(out, "cluster.link_mbit", c.cluster.link_mbit);
-  show_data(out, "train", c.train_data);
-  show_data(out, "val", c.validation_data);
+  const auto none = [](const config_key&) { return false; };
+  show_keys(out, "cluster.", "cluster", "", c, c.train_data, [&](const config_key& key) {
+    const std::string name = key.name;
+    if (name == "shards" && c.cluster.shards.value < c.cluster.servers.value) {
+      // the plan gives each server one
+      out << "  cluster.shards = " << c.cluster.servers.value << "  # "
+          << (c.cluster.shards.given
+                ? "line " + std::to_string(c.cluster.shards.span.line) + " says "
+                : std::string("default "))
+          << c.cluster.shards.value << ", raised to one per server\n";
+      return true;
+    }
+    if (name == "on_worker_loss" && !c.cluster.on_worker_loss.given) {
+      out << "  cluster.on_worker_loss = (adopt in bsp, else stop)  # default\n";
+      return true;
+    }
+    return false;
+  });
+  show_data(out, "train", c, c.train_data);
+  show_data(out, "val", c, c.validation_data);
   show(out, "model.network", c.model.network);
-  show(out, "model.layers", c.model.layers);
-  show(out, "model.classes", c.model.classes);
-  show(out, "optimizer.lr", c.optimizer.lr);
-  show(out, "optimizer.momentum", c.optimizer.momentum);
-  show(out, "optimizer.wd", c.optimizer.wd);
-  show(out, "optimizer.nesterov", c.optimizer.nesterov);
+  show_keys(out, "model.", "model", "", c, c.train_data, none);
+  show_keys(out, "optimizer.", "optimizer", "", c, c.train_data, none);
   show(out, "schedule.policy", c.schedule.policy);
-  if (c.schedule.policy.value == "multi_step") {
-    show_steps(out, c.schedule);
-    show(out, "schedule.factor", c.schedule.factor);
-  }
-  if (c.schedule.policy.value == "cosine")
-    show(out, "schedule.final_lr", c.schedule.final_lr);
-  show(out, "schedule.warmup", c.schedule.warmup);
+  show_keys(out, "schedule.", "schedule", c.schedule.policy.value, c, c.train_data,
+            [&](const config_key& key) {
+              if (std::string(key.name) != "steps")
+                return false;
+              show_steps(out, c.schedule);
+              return true;
+            });
   out << "  topology = " << c.topology.name.value
       << (c.topology.explicit_wiring ? "  # routes as written, compiled:\n"
                                      : "  # preset, expands to:\n");
@@ -192,24 +178,16 @@ void print_config(std::ostream& out, const job_config& c) {
     show(out, "topology.machines", c.topology.machines);
   if (!c.topology.levels.empty())
     show(out, "topology.deterministic", c.topology.deterministic);
-  show(out, "train.epochs", c.run.epochs);
-  show(out, "train.eval_every", c.run.eval_every);
-  show(out, "train.seed", c.run.seed);
-  show(out, "train.threads", c.run.threads);
-  {
+  show_keys(out, "train.", "train", "", c, c.train_data, [&](const config_key& key) {
+    if (std::string(key.name) != "devices")
+      return false;
     std::vector<std::string> names;
     for (const auto& d : c.run.devices.value)
       names.push_back(to_string(d));
     show(out, "train.devices",
          located<std::vector<std::string>>{names, c.run.devices.span, c.run.devices.given});
-  }
-  show(out, "train.prefetch", c.run.prefetch);
-  show(out, "train.display", c.run.display);
-  show(out, "train.metrics", c.run.metrics);
-  show(out, "train.top_k", c.run.top_k);
-  show(out, "train.model_prefix", c.run.model_prefix);
-  show(out, "train.save_period", c.run.save_period);
-  show(out, "train.load_epoch", c.run.load_epoch);
+    return true;
+  });
 }
 
 namespace {

@@ -26,6 +26,8 @@ struct written {
   template <typename T> std::string operator()(const T& value) const {
     if constexpr (std::is_same_v<T, bool>)
       return value ? "true" : "false";
+    else if constexpr (!std::is_arithmetic_v<T> && !std::is_same_v<T, std::string>)
+      return ""; // a list: its key says its default in words
     else if constexpr (std::is_same_v<T, std::string>)
       return type == key_type::name ? "`" + value + "`" : "`\"" + value + "\"`";
     else

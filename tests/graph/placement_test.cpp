@@ -11,6 +11,7 @@
 
 #include <troupe/graph/config/job_config.hpp>
 #include <troupe/graph/config/job_plan.hpp>
+#include <troupe/graph/config/key_table.hpp>
 #include <troupe/graph/placement.hpp>
 #include <troupe/io/batch_source.hpp>
 #include <troupe/io/synthetic.hpp>
@@ -514,6 +515,31 @@ TEST_CASE("check prints the hash, steps, slices, pushes per worker and keys per 
         != std::string::npos);
   CHECK(text.find("shard_1 owns " + std::to_string(p.shard_loads[1].keys) + " keys")
         != std::string::npos);
+}
+
+TEST_CASE("check prints every key the config's statements take, from the key table") {
+  auto c = parse("model mlp\ndata train = synthetic(classes = 4)\nschedule cosine");
+  std::ostringstream out;
+  print_config(out, c);
+  const auto text = out.str();
+  std::size_t keys = 0;
+  for (const auto& key : config_keys()) {
+    const std::string section = key.section;
+    const bool taken = section == "data"       ? key.taken_by("synthetic")
+                       : section == "schedule" ? key.taken_by("cosine")
+                                               : true;
+    if (!taken)
+      continue;
+    const auto line =
+      "  " + (section == "data" ? std::string("data.train") : section) + "." + key.name + " = ";
+    INFO(line);
+    CHECK(text.find(line) != std::string::npos);
+    ++keys;
+  }
+  CHECK(keys > 40);
+  CHECK(text.find("  cluster.scheduler = \"\"  # default") != std::string::npos);
+  CHECK(text.find("  data.train.dir = ") == std::string::npos);  // synthetic data has no files
+  CHECK(text.find("  schedule.factor = ") == std::string::npos); // a multi-step key
 }
 
 // CIFAR VGG-16: its 512-channel 3x3 convolutions (4.5 and 9 MiB) exceed the default 4 MiB slices.

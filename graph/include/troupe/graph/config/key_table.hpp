@@ -33,9 +33,12 @@ struct key_target {
 };
 
 template <typename T> using key_field = located<T>& (*)(key_target&);
-/// A plain key's field (monostate: the key's value is read by its own reader).
-using key_value = std::variant<std::monostate, key_field<int>, key_field<std::int64_t>,
-                               key_field<double>, key_field<bool>, key_field<std::string>>;
+/// A key's field: a plain value, or a list its own reader reads (monostate: a value of its own
+/// kind, read and printed by its own code).
+using key_value =
+  std::variant<std::monostate, key_field<int>, key_field<std::int64_t>, key_field<double>,
+               key_field<bool>, key_field<std::string>, key_field<std::vector<std::int64_t>>,
+               key_field<std::vector<double>>>;
 using key_reader = void (*)(const value_reader&, const syntax_value&, key_target&);
 
 enum class key_type { integer, real, boolean, name, text, list };

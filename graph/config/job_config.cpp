@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <type_traits>
 
 #include <troupe/graph/config/key_ranges.hpp>
 #include <troupe/graph/config/key_table.hpp>
@@ -70,18 +71,21 @@ struct plain_read {
   }
 };
 
+// Whether a key's field is a plain value, which the generic reader reads (a list has a reader
+// of its own).
+template <class F>
+inline constexpr bool is_plain_field =
+  std::disjunction_v<std::is_same<F, key_field<int>>, std::is_same<F, key_field<std::int64_t>>,
+                     std::is_same<F, key_field<double>>, std::is_same<F, key_field<bool>>,
+                     std::is_same<F, key_field<std::string>>>;
+
 void read_key(const value_reader& r, const config_key& key, const syntax_value& v, key_target& t) {
   if (key.read != nullptr)
     key.read(r, v, t);
   else
     std::visit(
       [&](auto field) {
-        using F = decltype(field);
-        if constexpr (
-          !std::is_same_v<
-            F,
-            std::
-              monostate> && !std::is_same_v<F, key_field<std::vector<std::int64_t>>> && !std::is_same_v<F, key_field<std::vector<double>>>)
+        if constexpr (is_plain_field<decltype(field)>)
           plain_read{r, key, v}(field(t));
       },
       key.field);

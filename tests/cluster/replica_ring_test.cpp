@@ -5,24 +5,12 @@
 #include <vector>
 
 #include "cluster/replica_ring.hpp"
-#include "tests/actors/synthetic_job.hpp"
+#include "tests/cluster/cluster_plans.hpp"
 
 using namespace troupe;
+using test::cluster_plan;
 
 namespace {
-
-const data_facts facts{{1, 28, 28}, 10, 64, 64};
-
-// An MLP over `servers` server and `workers` worker processes, a shard per server.
-placement_plan cluster_plan(int servers, int workers) {
-  auto job = test::synthetic_job("mlp", 64);
-  job.topology.workers = workers;
-  job.shards = servers;
-  job.nodes.servers = servers;
-  job.nodes.workers = workers;
-  job.topology.keys = key_plan_options{64 << 10, 0};
-  return plan_placement(job, facts);
-}
 
 std::vector<int> server_nodes(const placement_plan& plan) {
   std::vector<int> nodes;

@@ -4,30 +4,18 @@
 #include <algorithm>
 
 #include "cluster/member/member_placement.hpp"
-#include "tests/actors/synthetic_job.hpp"
+#include "tests/cluster/cluster_plans.hpp"
 
 using namespace troupe;
 using namespace std::chrono_literals;
+using test::cluster_plan;
 
 namespace {
-
-const data_facts facts{{1, 28, 28}, 10, 64, 64};
 
 cluster_node_options options_of(node_kind role) {
   cluster_node_options o{cluster_secret("the secret of the test cluster!!")};
   o.role = role;
   return o;
-}
-
-// An MLP over `servers` server and `workers` worker processes, one compute each.
-placement_plan cluster_plan(int servers, int workers) {
-  auto job = test::synthetic_job("mlp", 64);
-  job.topology.workers = workers;
-  job.shards = servers;
-  job.nodes.servers = servers;
-  job.nodes.workers = workers;
-  job.topology.keys = key_plan_options{64 << 10, 0};
-  return plan_placement(job, facts);
 }
 
 } // namespace

@@ -9,6 +9,8 @@
 #include <troupe/graph/config/job_config.hpp>
 #include <troupe/graph/config/key_assignment.hpp>
 
+#include "config_errors.hpp"
+
 namespace troupe {
 namespace {
 
@@ -16,14 +18,7 @@ job_config parse(const std::string& text) {
   return parse_job_config("t.troupe", text);
 }
 
-std::string error_of(const std::string& text) {
-  try {
-    parse(text);
-  } catch (const config_error& e) {
-    return e.headline();
-  }
-  return "no error";
-}
+using test::error_of;
 
 TEST_CASE("an empty config is the default job") {
   auto c = parse("");

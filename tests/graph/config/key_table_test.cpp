@@ -9,17 +9,12 @@
 #include <troupe/graph/config/job_config.hpp>
 #include <troupe/graph/config/key_table.hpp>
 
+#include "config_errors.hpp"
+
 namespace troupe {
 namespace {
 
-std::string error_of(const std::string& text) {
-  try {
-    parse_job_config("t.troupe", text);
-  } catch (const config_error& e) {
-    return e.headline();
-  }
-  return "no error";
-}
+using test::error_of;
 
 // A config that writes `key = value` where the key's section takes it.
 std::string config_writing(const config_key& key, const std::string& value) {

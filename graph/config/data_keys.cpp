@@ -35,8 +35,11 @@ std::vector<double> rgb_values(const value_reader& r, const syntax_value& v,
 }
 
 void read_shape(const value_reader& r, const syntax_value& v, key_target& t) {
-  const auto max = static_cast<std::int64_t>(config_key_of("data.shape").range->max);
-  r.set(t.data.shape, r.integers(v, "shape", 1, max), v);
+  const auto& range = *config_key_of("data.shape").range;
+  r.set(t.data.shape,
+        r.integers(v, "shape", static_cast<std::int64_t>(range.min),
+                   static_cast<std::int64_t>(range.max)),
+        v);
   if (t.data.shape.value.size() != 3)
     r.fail(v.span, "shape must have 3 elements [channels, height, width]");
 }

@@ -108,8 +108,7 @@ void show_steps(std::ostream& out, const schedule_config& s) {
 // from its field; a key `own` says yes to is the caller's to print (it needs words of its own).
 template <class Own>
 void show_keys(std::ostream& out, const std::string& prefix, const std::string& section,
-               const std::string& call, job_config c, data_config d, Own own) {
-  key_target at{c, d};
+               const std::string& call, key_target at, Own own) {
   for (const auto& key : config_keys()) {
     if (section != key.section || !key.taken_by(call) || own(key))
       continue;
@@ -122,23 +121,25 @@ void show_keys(std::ostream& out, const std::string& prefix, const std::string& 
   }
 }
 
-void show_data(std::ostream& out, const std::string& name, const job_config& c,
-               const data_config& d) {
+void show_data(std::ostream& out, const std::string& name, job_config& c, data_config& d) {
   if (!d.enabled) {
     out << "  data." << name << " = none\n";
     return;
   }
   show(out, "data." + name + ".dataset", d.dataset);
-  show_keys(out, "data." + name + ".", "data", d.dataset.value, c, d,
+  show_keys(out, "data." + name + ".", "data", d.dataset.value, {c, d},
             [](const config_key&) { return false; });
 }
 
 } // namespace
 
-void print_config(std::ostream& out, const job_config& c) {
+void print_config(std::ostream& out, const job_config& config) {
+  // The key table reaches fields through a mutable target: one copy, read and never changed.
+  auto c = config;
+  const key_target job{c, c.train_data};
   out << std::boolalpha << c.path << ": ok\n";
   const auto none = [](const config_key&) { return false; };
-  show_keys(out, "cluster.", "cluster", "", c, c.train_data, [&](const config_key& key) {
+  show_keys(out, "cluster.", "cluster", "", job, [&](const config_key& key) {
     const std::string name = key.name;
     if (name == "shards" && c.cluster.shards.value < c.cluster.servers.value) {
       // the plan gives each server one
@@ -158,16 +159,15 @@ void print_config(std::ostream& out, const job_config& c) {
   show_data(out, "train", c, c.train_data);
   show_data(out, "val", c, c.validation_data);
   show(out, "model.network", c.model.network);
-  show_keys(out, "model.", "model", "", c, c.train_data, none);
-  show_keys(out, "optimizer.", "optimizer", "", c, c.train_data, none);
+  show_keys(out, "model.", "model", "", job, none);
+  show_keys(out, "optimizer.", "optimizer", "", job, none);
   show(out, "schedule.policy", c.schedule.policy);
-  show_keys(out, "schedule.", "schedule", c.schedule.policy.value, c, c.train_data,
-            [&](const config_key& key) {
-              if (std::string(key.name) != "steps")
-                return false;
-              show_steps(out, c.schedule);
-              return true;
-            });
+  show_keys(out, "schedule.", "schedule", c.schedule.policy.value, job, [&](const config_key& key) {
+    if (std::string(key.name) != "steps")
+      return false;
+    show_steps(out, c.schedule);
+    return true;
+  });
   out << "  topology = " << c.topology.name.value
       << (c.topology.explicit_wiring ? "  # routes as written, compiled:\n"
                                      : "  # preset, expands to:\n");
@@ -178,7 +178,7 @@ void print_config(std::ostream& out, const job_config& c) {
     show(out, "topology.machines", c.topology.machines);
   if (!c.topology.levels.empty())
     show(out, "topology.deterministic", c.topology.deterministic);
-  show_keys(out, "train.", "train", "", c, c.train_data, [&](const config_key& key) {
+  show_keys(out, "train.", "train", "", job, [&](const config_key& key) {
     if (std::string(key.name) != "devices")
       return false;
     std::vector<std::string> names;

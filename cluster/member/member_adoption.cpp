@@ -20,7 +20,7 @@ namespace {
 // not its own or one adopted already, holding loaders and computes only (a hierarchical
 // machine's aggregators are not adopted yet).
 std::string adoption_refused(const member_state& st, std::uint32_t node) {
-  if (st.options->role != node_kind::worker || st.at != member_phase::running || !st.job)
+  if (st.options->role != node_kind::worker || !st.phase.is<member_phases::running>() || !st.job)
     return "this node is no running worker";
   if (node >= st.plan.nodes.size() || st.plan.nodes[node].kind != node_kind::worker)
     return "plan node " + std::to_string(node) + " is no worker node";

@@ -308,9 +308,9 @@ void say_ready(member_actor self, std::uint32_t node, std::uint16_t port) {
                   : ", kernels on " + threads)
       + (st.bound_cpus.empty() ? "" : ", bound to " + st.bound_cpus)
       + (st.server_links.empty() ? "" : ", " + server_links_text(st)) + st.pacing_text + ")");
-  if (st.at != member_phase::starting)
+  if (!st.phase.is<member_phases::starting>())
     return; // ended while its listener started
-  st.at = member_phase::running;
+  st.phase.enter(member_phases::running{});
   st.ready_port = port;
   caf::anon_send(st.to_scheduler, ready_atom::value,
                  ready_message{node, port, static_cast<std::uint32_t>(st.threads)});
@@ -342,7 +342,7 @@ rewound_logger(const cluster_node_options& log, const std::string& label, std::i
 
 void on_assignment_failed(member_actor self, caf::error why) {
   auto& st = self->state;
-  if (st.outcome)
+  if (st.ended())
     return;
   if (st.told && !st.told->finished)
     return fail(self, errc::peer_down,
@@ -354,9 +354,9 @@ void on_assignment_failed(member_actor self, caf::error why) {
 // listener for workers has its port).
 void on_assignment(member_actor self, const assignment_message& a) {
   auto& st = self->state;
-  if (st.at != member_phase::joining)
+  if (!st.phase.is<member_phases::joining>())
     return fail(self, errc::bad_request, "the scheduler sent an assignment twice");
-  st.at = member_phase::starting;
+  st.phase.enter(member_phases::starting{});
   const auto node = a.node;
   try {
     if (!take_assignment(self, a)) {

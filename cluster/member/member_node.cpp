@@ -53,15 +53,21 @@ namespace {
 // read why), or the grace is over.
 void answer(member_actor self, bool grace_over = false) {
   auto& st = self->state;
-  if (!st.outcome || !st.promise.pending() || (!st.closing.empty() && !grace_over))
+  const auto* end = st.phase.as<member_phases::ending>();
+  if (!end || !st.promise.pending() || (!end->closing.empty() && !grace_over))
     return;
-  if (*st.outcome)
-    st.promise.deliver(*st.outcome);
+  if (end->outcome)
+    st.promise.deliver(end->outcome);
   else
     st.promise.deliver(true);
   if (st.listener) // held open until the links from workers that heard the end closed
     self->send_exit(st.listener, caf::exit_reason::user_shutdown);
   self->quit();
+}
+
+// A link told how the node ends has closed.
+void forget_closing(member_phases::ending& end, const caf::actor_addr& link) {
+  end.closing.erase(std::remove(end.closing.begin(), end.closing.end(), link), end.closing.end());
 }
 
 } // namespace
@@ -70,15 +76,15 @@ void answer(member_actor self, bool grace_over = false) {
 // (with the plan node whose loss is the cause, `lost_node`, when it is a lost peer).
 void finish(member_actor self, caf::error reason, std::int32_t lost_node) {
   auto& st = self->state;
-  if (st.outcome)
+  if (st.ended())
     return;
-  st.at = member_phase::ending;
+  auto& closing = st.phase.enter(member_phases::ending{reason, {}}).closing;
   if (reason) {
     log_node_line(*st.options, st.label + ": " + reason_text(self->system(), reason));
     if (st.scheduler) {
       caf::anon_send(st.to_scheduler, goodbye_atom::value,
                      shutdown_message{reason_text(self->system(), reason), false, lost_node});
-      st.closing.push_back(st.scheduler.address());
+      closing.push_back(st.scheduler.address());
     }
   }
   st.part.shut_down();
@@ -105,7 +111,7 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node) {
   for (auto& link : links)
     if (link) {
       caf::anon_send(spawn_member_control_proxy(self->system(), link), goodbye_atom::value, end);
-      st.closing.push_back(link.address());
+      closing.push_back(link.address());
     }
   // The workers still linked here hear how the run ends from this server too, rather than a
   // closed connection (the listener's end closes the links it accepted). At the end of a good
@@ -116,11 +122,10 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node) {
   for (auto& [address, link] : st.worker_links) {
     caf::anon_send(spawn_member_control_proxy(self->system(), link.channel), goodbye_atom::value,
                    end);
-    st.closing.push_back(address);
+    closing.push_back(address);
   }
   if (st.listener && st.worker_links.empty())
     self->send_exit(st.listener, caf::exit_reason::user_shutdown);
-  st.outcome = std::move(reason);
   self->delayed_send(self, st.options->clocks().goodbye_grace(), grace_over_atom::value);
   answer(self);
 }
@@ -165,7 +170,7 @@ void on_worker_link_down(member_actor self, const caf::actor_addr& link, const c
     return;
   const auto name = known->second.name;
   st.worker_links.erase(known);
-  if (!why || !st.continue_on_worker_loss || st.outcome || (st.told && st.told->finished))
+  if (!why || !st.continue_on_worker_loss || st.ended() || (st.told && st.told->finished))
     return;
   int lost = -1;
   for (std::size_t n = 0; n < st.plan.nodes.size(); ++n)
@@ -197,8 +202,8 @@ std::string scheduler_address(const cluster_node_options& o) {
 // so a loss is seen here before whatever it makes fail (a compute whose push failed).
 void on_link_lost(member_actor self, const caf::actor_addr& link, const caf::error& why) {
   auto& st = self->state;
-  if (st.outcome) {
-    st.closing.erase(std::remove(st.closing.begin(), st.closing.end(), link), st.closing.end());
+  if (auto* end = st.phase.as<member_phases::ending>()) {
+    forget_closing(*end, link);
     return answer(self);
   }
   if (st.worker_links.count(link))
@@ -242,9 +247,8 @@ void on_link_lost(member_actor self, const caf::actor_addr& link, const caf::err
 
 void on_down(member_actor self, const caf::down_msg& down) {
   auto& st = self->state;
-  if (st.outcome) {
-    st.closing.erase(std::remove(st.closing.begin(), st.closing.end(), down.source),
-                     st.closing.end());
+  if (auto* end = st.phase.as<member_phases::ending>()) {
+    forget_closing(*end, down.source);
     return answer(self);
   }
   if (st.listener && down.source == st.listener.address())
@@ -278,9 +282,9 @@ constexpr auto connect_retry = std::chrono::milliseconds(200);
 
 void join_over(member_actor self, const channel_actor& link) {
   auto& st = self->state;
-  if (st.at != member_phase::connecting)
+  if (!st.phase.is<member_phases::connecting>())
     return;
-  st.at = member_phase::joining;
+  st.phase.enter(member_phases::joining{});
   st.scheduler = link;
   st.to_scheduler = spawn_scheduler_control_proxy(self->system(), link);
   self->monitor(link);
@@ -314,14 +318,16 @@ namespace {
 // its own); until the join timeout, a failed try is tried again.
 void try_to_connect(member_actor self) {
   auto& st = self->state;
-  if (st.at != member_phase::connecting && !(st.at == member_phase::rejoining && !st.scheduler))
+  if (!st.phase.is<member_phases::connecting>()
+      && !(st.phase.is<member_phases::rejoining>() && !st.scheduler))
     return;
-  if (st.at == member_phase::connecting && !st.unreachable
-      && !st.retrying) // the first try starts the join timeout
+  auto* connecting = st.phase.as<member_phases::connecting>();
+  if (connecting && !st.unreachable
+      && !connecting->retrying) // the first try starts the join timeout
     self->delayed_send(self, st.options->join_timeout, connect_deadline_atom::value);
   // A node rejoining with its place goes by its plan node's name, as on its other links, and
   // checks frames against its plan from the start.
-  const bool placed = st.at == member_phase::rejoining && st.part_node >= 0;
+  const bool placed = st.phase.is<member_phases::rejoining>() && st.part_node >= 0;
   auto link = channel_options_of(*st.options,
                                  placed ? st.label
                                         : std::string(to_string(st.options->role)) + " (pid "
@@ -335,17 +341,16 @@ void try_to_connect(member_actor self) {
   auto connected =
     connect_channel(self->system(), st.options->scheduler_host, st.options->scheduler_port, link);
   if (connected)
-    return st.at == member_phase::rejoining ? rejoin_over(self, *connected)
-                                            : join_over(self, *connected);
+    return st.phase.is<member_phases::rejoining>() ? rejoin_over(self, *connected)
+                                                   : join_over(self, *connected);
   st.unreachable = std::move(connected.error());
-  if (st.at
-      == member_phase::rejoining) // its deadline is the scheduler timeout, said when it was lost
+  if (!connecting) // rejoining: its deadline is the scheduler timeout, said when it was lost
     return (void)self->delayed_send(self, connect_retry, connect_atom::value);
-  if (!st.retrying)
+  if (!connecting->retrying)
     log_node_line(*st.options, std::string(to_string(st.options->role)) + ": no scheduler at "
                                  + scheduler_address(*st.options)
                                  + " yet; retrying until the join timeout");
-  st.retrying = true;
+  connecting->retrying = true;
   self->delayed_send(self, connect_retry, connect_atom::value);
 }
 
@@ -381,13 +386,13 @@ void set_handlers(member_actor self) {
 // it), nothing else to tell anyone.
 void on_connect_deadline(member_actor self) {
   auto& st = self->state;
-  if (st.at != member_phase::connecting)
+  if (!st.phase.is<member_phases::connecting>())
     return;
-  st.at = member_phase::ending;
-  st.outcome =
+  st.phase.enter(member_phases::ending{
     make_error(errc::peer_down, "no scheduler at " + scheduler_address(*st.options) + " within "
                                   + std::to_string(st.options->join_timeout.count() / 1000)
-                                  + " s (--join-timeout): " + error_text(st.unreachable));
+                                  + " s (--join-timeout): " + error_text(st.unreachable)),
+    {}});
   answer(self);
 }
 
@@ -397,7 +402,7 @@ void on_link_up(member_actor self, const channel_actor& link) {
   auto& st = self->state;
   if (link == st.scheduler)
     st.scheduler_admitted = true;
-  if (st.options->role == node_kind::server && !st.outcome && link != st.scheduler)
+  if (st.options->role == node_kind::server && !st.ended() && link != st.scheduler)
     st.worker_links[link.address()] = {st.traffic->peer_of(link.address()), link};
 }
 
@@ -431,7 +436,7 @@ member_self_actor::behavior_type member(member_actor self, cluster_node_options 
       return promise;
     },
     [=](scheduler_link_atom, channel_actor& link) {
-      if (self->state.at == member_phase::rejoining && !self->state.scheduler)
+      if (self->state.phase.is<member_phases::rejoining>() && !self->state.scheduler)
         rejoin_over(self, link);
       else
         join_over(self, link);
@@ -439,19 +444,19 @@ member_self_actor::behavior_type member(member_actor self, cluster_node_options 
     [=](connect_atom) { try_to_connect(self); },
     [=](connect_deadline_atom) { on_connect_deadline(self); },
     [=](assignment_atom, channel_actor& link, assignment_message& a) {
-      if (!self->state.outcome && from_scheduler(link, "an assignment"))
+      if (!self->state.ended() && from_scheduler(link, "an assignment"))
         on_assignment(self, a);
     },
     [=](traffic_query_atom, channel_actor& link, traffic_query_message& query) {
-      if (!self->state.outcome && from_scheduler(link, "a traffic query"))
+      if (!self->state.ended() && from_scheduler(link, "a traffic query"))
         on_traffic_query(self, query);
     },
     [=](adopt_atom, channel_actor& link, adopt_message& a) {
-      if (!self->state.outcome && from_scheduler(link, "an adopt"))
+      if (!self->state.ended() && from_scheduler(link, "an adopt"))
         on_adopt(self, a);
     },
     [=](promote_atom, channel_actor& link, promote_message& p) {
-      if (!self->state.outcome && from_scheduler(link, "a promote"))
+      if (!self->state.ended() && from_scheduler(link, "a promote"))
         on_promote(self, p);
     },
     [=](goodbye_atom, channel_actor& link, shutdown_message& end) {
@@ -468,7 +473,7 @@ member_self_actor::behavior_type member(member_actor self, cluster_node_options 
     [=](rejoin_deadline_atom, std::uint64_t serial) { on_rejoin_deadline(self, serial); },
     [=](assignment_failed_atom, caf::error& why) { on_assignment_failed(self, std::move(why)); },
     [=](assignment_deadline_atom) {
-      if (self->state.at == member_phase::joining)
+      if (self->state.phase.is<member_phases::joining>())
         fail(self, errc::timeout, "no assignment from the scheduler in time");
     },
   };

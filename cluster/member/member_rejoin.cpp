@@ -40,14 +40,14 @@ struct rejoin_gathering {
 
 void send_rejoin(member_actor self, const channel_actor& link, const rejoin_message& where) {
   auto& st = self->state;
-  if (st.outcome || st.scheduler != link)
+  if (st.ended() || st.scheduler != link)
     return; // ended, or that link was lost meanwhile
   join_message join{st.options->role, advertised_host(*st.options),
                     st.ready_port,    static_cast<std::uint32_t>(::getpid()),
                     st.options->rank, st.job ? job_hash_without_counts(*st.job) : 0};
   join.spare = st.options->spare;
   join.rejoin = where;
-  st.at = member_phase::running;
+  st.phase.enter(member_phases::running{});
   caf::anon_send(st.to_scheduler, join_atom::value, std::move(join));
   log_node_line(
     *st.options,
@@ -65,11 +65,11 @@ bool train_on_without_scheduler(member_actor self, const caf::error& why) {
   // The restarted one was lost before the rejoin was sent, or before its link was ever
   // admitted (a frozen scheduler's port still takes connections): again, within the same
   // timeout.
-  const bool unassigned = st.at == member_phase::joining;
-  const bool unconfirmed = (st.at == member_phase::running || unassigned) && st.scheduler_losses > 0
-                           && !st.scheduler_admitted;
-  if ((st.at == member_phase::rejoining || unconfirmed) && !st.told) {
-    st.at = member_phase::rejoining;
+  const bool unassigned = st.phase.is<member_phases::joining>();
+  const bool unconfirmed = (st.phase.is<member_phases::running>() || unassigned)
+                           && st.scheduler_losses > 0 && !st.scheduler_admitted;
+  if ((st.phase.is<member_phases::rejoining>() || unconfirmed) && !st.told) {
+    st.phase.enter(member_phases::rejoining{});
     st.scheduler = channel_actor{};
     st.to_scheduler = scheduler_control_actor{};
     st.unreachable = why;
@@ -78,10 +78,10 @@ bool train_on_without_scheduler(member_actor self, const caf::error& why) {
   }
   // A node not yet given a place (a spare, or one lost its scheduler before training) waits for
   // the restarted scheduler too, and joins it again as it joined the lost one.
-  if ((st.at != member_phase::running && !unassigned) || st.options->scheduler_timeout.count() <= 0
-      || st.told)
+  if ((!st.phase.is<member_phases::running>() && !unassigned)
+      || st.options->scheduler_timeout.count() <= 0 || st.told)
     return false;
-  st.at = member_phase::rejoining;
+  st.phase.enter(member_phases::rejoining{});
   st.scheduler = channel_actor{};
   st.to_scheduler = scheduler_control_actor{};
   st.scheduler_admitted = false;
@@ -106,7 +106,7 @@ bool train_on_without_scheduler(member_actor self, const caf::error& why) {
 void rejoin_over(member_actor self, const channel_actor& link) {
   auto& st = self->state;
   if (st.part_node < 0) { // no place yet (a spare, or lost before training): it joins as before
-    st.at = member_phase::connecting;
+    st.phase.enter(member_phases::connecting{});
     return join_over(self, link);
   }
   st.scheduler = link;
@@ -168,10 +168,11 @@ void rejoin_over(member_actor self, const channel_actor& link) {
 
 void on_rejoin_deadline(member_actor self, std::uint64_t serial) {
   auto& st = self->state;
-  if (serial != st.scheduler_losses || st.outcome)
+  if (serial != st.scheduler_losses || st.ended())
     return;
-  const bool waiting = st.at == member_phase::running || st.at == member_phase::joining;
-  if (st.at != member_phase::rejoining && (!waiting || st.scheduler_admitted))
+  const bool waiting =
+    st.phase.is<member_phases::running>() || st.phase.is<member_phases::joining>();
+  if (!st.phase.is<member_phases::rejoining>() && (!waiting || st.scheduler_admitted))
     return; // rejoined in time
   fail(self, errc::peer_down,
        "lost the scheduler, and no scheduler came back at " + st.options->scheduler_host + ":"

@@ -190,7 +190,7 @@ remote_shard(caf::actor_system& system,
 bool on_replica_link_lost(member_actor self, const caf::actor_addr& link, const caf::error& why) {
   auto& st = self->state;
   auto& r = st.replicas;
-  if (r.copies < 2 || st.at != member_phase::running)
+  if (r.copies < 2 || !st.phase.is<member_phases::running>())
     return false;
   if (r.backup_link && link == r.backup_link.address()) {
     // Only the link is known to be gone: the shards hold their answers until the scheduler
@@ -224,7 +224,8 @@ void on_promote(member_actor self, const promote_message& p) {
     return n >= 0 && static_cast<std::size_t>(n) < st.plan.nodes.size()
            && st.plan.nodes[n].kind == node_kind::server;
   };
-  if (r.copies < 2 || st.at != member_phase::running || !is_server(lost) || !is_server(server))
+  if (r.copies < 2 || !st.phase.is<member_phases::running>() || !is_server(lost)
+      || !is_server(server))
     return fail(self, errc::bad_request,
                 "the scheduler asked for a promotion this node cannot take (replicas "
                   + std::to_string(r.copies) + ", nodes " + std::to_string(p.node) + " and "

@@ -22,6 +22,7 @@
 
 #include "cluster/frame_socket.hpp"
 #include "cluster/member/member_node.hpp"
+#include "cluster/member/member_phases.hpp"
 
 namespace troupe {
 
@@ -74,8 +75,10 @@ struct member_state {
   int threads = 0;              // its compute threads, once assigned
   std::uint16_t ready_port = 0; // a server: where it listens for workers, once ready
   std::string bound_cpus;       // "CPU 0", "CPUs 2-3": where its computes are bound ("": unbound)
-  member_phase at = member_phase::connecting;
-  caf::error unreachable; // why the last try to reach the scheduler failed (connecting, rejoining)
+  member_machine phase{member_edges()};
+  // Why the last try to reach the scheduler failed (connecting, rejoining): named when the join
+  // timeout or the scheduler timeout ends the node, even once a rejoin was sent but not taken.
+  caf::error unreachable;
   // A worker's computes report their batches here; re-pointed at a restarted scheduler.
   metrics_relay_actor reports;
   std::uint64_t scheduler_losses = 0; // names the deadline of each absence (rejoining)
@@ -85,11 +88,10 @@ struct member_state {
   // Its answer to the last traffic query (the end of the previous epoch), told to a restarted
   // scheduler, which counts the epoch's traffic from there.
   std::optional<traffic_message> last_traffic_answer;
-  bool retrying = false;                // said so once
   std::optional<shutdown_message> told; // the scheduler's shutdown, once it came
   caf::typed_response_promise<bool> promise;
-  std::optional<caf::error> outcome;    // none: running; an empty error: finished
-  std::vector<caf::actor_addr> closing; // links told how this node ends, not closed yet
+  /// Whether the node has ended (its phase is `ending`).
+  bool ended() const { return phase.is<member_phases::ending>(); }
   bool continue_on_worker_loss = false; // the job's on_worker_loss = continue
   // A server's admitted links from workers: the plan node name each one's hello gave, and
   // the channel (to say goodbye on when the run finished).

@@ -58,7 +58,7 @@ void send_answer(member_actor self, const channel_actor& asked_on, waits_gatheri
   for (auto& [node, wait] : g.by_node)
     g.answer.waits.push_back(wait);
   st.last_traffic_answer = g.answer;
-  if (st.outcome || st.scheduler != asked_on)
+  if (st.ended() || st.scheduler != asked_on)
     return; // ended, or the scheduler that asked is gone
   caf::anon_send(st.to_scheduler, traffic_atom::value, std::move(g.answer));
 }

@@ -37,8 +37,10 @@ int plan_node_of(const placement_plan& plan, node_kind role, int rank) {
 
 void assign(scheduler_actor self, node_kind role) {
   auto& st = self->state;
-  st.at = role == node_kind::server ? scheduler_phase::servers_assigned
-                                    : scheduler_phase::workers_assigned;
+  if (role == node_kind::server)
+    st.phase.enter(scheduler_phases::servers_assigned{});
+  else
+    st.phase.enter(scheduler_phases::workers_assigned{});
   // Workers learn where every server listens; with replicas = 2 the servers too, from their
   // joins, since each links to the next (member_replicas.cpp).
   std::vector<endpoint> servers;
@@ -170,8 +172,10 @@ template <class Refuse>
 void join_spare(scheduler_actor self, const channel_actor& link, const join_message& join,
                 Refuse refuse) {
   auto& st = self->state;
-  if (st.at != scheduler_phase::joining && st.at != scheduler_phase::servers_assigned
-      && st.at != scheduler_phase::workers_assigned && st.at != scheduler_phase::training)
+  if (!st.phase.is<scheduler_phases::joining>()
+      && !st.phase.is<scheduler_phases::servers_assigned>()
+      && !st.phase.is<scheduler_phases::workers_assigned>()
+      && !st.phase.is<scheduler_phases::training>())
     return refuse("the run is ending");
   if (auto why = refusal_of_join(st, link, join); !why.empty())
     return refuse(why);
@@ -205,9 +209,9 @@ void on_join(scheduler_actor self, const channel_actor& link, const join_message
     if (join.rejoin)
       return on_rejoin(self, link, join);
   }
-  if (join.role == node_kind::worker && (join.spare || st.at == scheduler_phase::training))
+  if (join.role == node_kind::worker && (join.spare || st.phase.is<scheduler_phases::training>()))
     return join_spare(self, link, join, refuse);
-  if (st.at != scheduler_phase::joining)
+  if (!st.phase.is<scheduler_phases::joining>())
     return refuse("the run has started");
   if (auto why = refusal_of_join(st, link, join); !why.empty())
     return refuse(why);
@@ -263,10 +267,10 @@ void on_ready(scheduler_actor self, const channel_actor& link, const ready_messa
   auto* m = member_of(st, link.address());
   if (m && !m->gone && (on_adopted(self, *m, ready) || on_promoted(self, *m, ready)))
     return;
-  const auto expected_phase = m && m->role == node_kind::server ? scheduler_phase::servers_assigned
-                                                                : scheduler_phase::workers_assigned;
-  if (!m || m->ready || st.at != expected_phase
-      || ready.node != static_cast<std::uint32_t>(m->node))
+  const bool in_turn = m && m->role == node_kind::server
+                         ? st.phase.is<scheduler_phases::servers_assigned>()
+                         : st.phase.is<scheduler_phases::workers_assigned>();
+  if (!m || m->ready || !in_turn || ready.node != static_cast<std::uint32_t>(m->node))
     return fail(self, errc::bad_request,
                 "scheduler: " + (m ? m->name() : std::string("a node that did not join"))
                   + " reported ready out of turn (as node " + std::to_string(ready.node) + ")");

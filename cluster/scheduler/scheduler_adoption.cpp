@@ -168,7 +168,7 @@ const member_entry* choose_adopter(const scheduler_state& st) {
 std::string adopt_lost_worker(scheduler_actor self, member_entry& m, const std::string& what) {
   auto& st = self->state;
   if (m.role != node_kind::worker || !st.job.nodes.adopt_on_worker_loss
-      || st.at != scheduler_phase::training)
+      || !st.phase.is<scheduler_phases::training>())
     return "stop";
   std::vector<int> nodes{m.node};
   nodes.insert(nodes.end(), m.adopted_nodes.begin(), m.adopted_nodes.end());
@@ -212,7 +212,7 @@ bool on_adopted(scheduler_actor self, member_entry& m, const ready_message& read
   auto& st = self->state;
   const auto node = static_cast<int>(ready.node);
   const auto at = std::find(m.adopting.begin(), m.adopting.end(), node);
-  if (st.at != scheduler_phase::training || at == m.adopting.end())
+  if (!st.phase.is<scheduler_phases::training>() || at == m.adopting.end())
     return false;
   m.adopting.erase(at);
   if (node != m.node) // (a spare's first is its own node now)

@@ -5,9 +5,9 @@
 // ready; workers are assigned only then, with those endpoints, so a worker never pushes to a
 // server that is not serving yet.
 //
-// The actor is a state machine (scheduler_phase, troupe/cluster/node_control.hpp) driven by
-// typed node-control messages from its links: joining -> servers_assigned -> workers_assigned
-// -> training -> ending, with `failing` between training and ending when the session fails
+// The actor is a state machine (scheduler_phases.hpp: a type per phase, one table of moves)
+// driven by typed node-control messages from its links: joining -> servers assigned -> workers
+// assigned -> training -> ending, with `failing` between training and ending when the session fails
 // with a lost peer before the loss itself has been reported: the loss names the node and
 // when, so the run ends with it; no timing orders the two (links report a loss before they
 // fail anything, and a member that stops for a lost peer names it in its goodbye).
@@ -60,7 +60,7 @@ std::string progress_text(const scheduler_state& st) {
   std::string text;
   std::string waiting;
   for (auto role : {node_kind::server, node_kind::worker}) {
-    const bool joining = st.at == scheduler_phase::joining;
+    const bool joining = st.phase.is<scheduler_phases::joining>();
     const int have = counted_members(st, role, !joining), want = expected_members(st, role);
     text += (text.empty() ? "" : ", ") + std::to_string(have) + "/" + std::to_string(want) + " "
             + to_string(role) + "s " + (joining ? "joined" : "ready");
@@ -84,45 +84,46 @@ void answer_if_done(scheduler_actor self, bool grace_over);
 // (or the grace is over).
 void end_run(scheduler_actor self, caf::expected<training_result> outcome) {
   auto& st = self->state;
-  if (st.at == scheduler_phase::ending)
+  if (st.phase.is<scheduler_phases::ending>())
     return;
   // The epoch's traffic so far still reaches the metrics; an open question hears that the
   // run fails, so the coordinator starts no other phase.
   end_gathering(self, outcome ? caf::error{} : outcome.error());
-  st.at = scheduler_phase::ending;
-  if (!outcome) {
+  auto& ending = st.phase.enter(scheduler_phases::ending{std::move(outcome), false});
+  if (!ending.outcome) {
     // Most reasons already name the scheduler ("scheduler: lost worker 1 ..."): said once.
-    auto why = reason_text(self->system(), outcome.error());
+    auto why = reason_text(self->system(), ending.outcome.error());
     if (why.rfind("scheduler: ", 0) == 0)
       why.erase(0, 11);
     log_node_line(*st.options, "scheduler: the run failed: " + why);
   }
   shutdown_message end;
-  end.finished = static_cast<bool>(outcome);
-  end.reason = end.finished ? "the run finished" : reason_text(self->system(), outcome.error());
+  end.finished = static_cast<bool>(ending.outcome);
+  end.reason =
+    end.finished ? "the run finished" : reason_text(self->system(), ending.outcome.error());
   // A finished run ends the workers first: a server that left earlier would look lost to a
   // worker that has not heard the end yet. The servers follow once the workers are gone.
   for (auto& m : st.members)
     if (!m.gone && (!end.finished || m.role == node_kind::worker))
       caf::anon_send(m.to, goodbye_atom::value, end);
-  st.servers_told = !end.finished;
+  ending.servers_told = !end.finished;
   if (st.session)
     self->send_exit(st.session, caf::exit_reason::user_shutdown);
-  st.outcome = std::move(outcome);
   self->delayed_send(self, st.options->clocks().goodbye_grace(), grace_over_atom::value);
   answer_if_done(self, false); // at once when no member is left to hear it
 }
 
 void answer_if_done(scheduler_actor self, bool grace_over) {
   auto& st = self->state;
-  if (!st.outcome)
+  auto* ending = st.phase.as<scheduler_phases::ending>();
+  if (!ending)
     return;
   auto gone = [&](node_kind role) {
     return std::all_of(st.members.begin(), st.members.end(),
                        [&](auto& m) { return m.role != role || m.gone; });
   };
-  if (!st.servers_told && (gone(node_kind::worker) || grace_over)) {
-    st.servers_told = true;
+  if (!ending->servers_told && (gone(node_kind::worker) || grace_over)) {
+    ending->servers_told = true;
     for (auto& m : st.members)
       if (!m.gone && m.role == node_kind::server)
         caf::anon_send(m.to, goodbye_atom::value, shutdown_message{"the run finished", true});
@@ -135,10 +136,10 @@ void answer_if_done(scheduler_actor self, bool grace_over) {
   const bool all_gone = gone(node_kind::worker) && gone(node_kind::server);
   if (!all_gone && !grace_over)
     return;
-  if (*st.outcome)
-    st.promise.deliver(std::move(**st.outcome));
+  if (ending->outcome)
+    st.promise.deliver(std::move(*ending->outcome));
   else
-    st.promise.deliver(st.outcome->error());
+    st.promise.deliver(ending->outcome.error());
   if (st.listener)
     self->send_exit(st.listener, caf::exit_reason::user_shutdown);
   self->quit();
@@ -159,7 +160,7 @@ namespace {
 // (failing), at most the connection timeout, within which every lost link is noticed.
 void on_session_failed(scheduler_actor self, caf::error err) {
   auto& st = self->state;
-  if (st.at == scheduler_phase::ending || st.at == scheduler_phase::failing)
+  if (st.phase.is<scheduler_phases::ending>() || st.phase.is<scheduler_phases::failing>())
     return;
   const bool loss_known =
     std::any_of(st.members.begin(), st.members.end(), [](auto& m) { return m.gone; });
@@ -167,8 +168,7 @@ void on_session_failed(scheduler_actor self, caf::error err) {
     return end_run(self, std::move(err));
   // The run is failing whatever the cause turns out to be: an open question hears it now.
   end_gathering(self, err);
-  st.at = scheduler_phase::failing;
-  st.unexplained = std::move(err);
+  st.phase.enter(scheduler_phases::failing{std::move(err)});
   self->delayed_send(self, st.options->connection_timeout + st.options->heartbeat_interval,
                      cause_due_atom::value);
 }
@@ -258,7 +258,7 @@ remote_actors remote_of_members(scheduler_actor self, const std::vector<channel_
 
 void start_training(scheduler_actor self) {
   auto& st = self->state;
-  st.at = scheduler_phase::training;
+  st.phase.enter(scheduler_phases::training{});
   if (st.resumed_run)
     log_node_line(*st.options, "scheduler: " + threads_text(st) + "; training");
   else
@@ -300,7 +300,7 @@ namespace {
 bool goes_on_without(scheduler_actor self, const member_entry& m, const std::string& what) {
   auto& st = self->state;
   if (m.role != node_kind::worker || !st.job.nodes.continue_on_worker_loss
-      || st.at != scheduler_phase::training)
+      || !st.phase.is<scheduler_phases::training>())
     return false;
   const bool others = std::any_of(st.members.begin(), st.members.end(),
                                   [](auto& o) { return o.role == node_kind::worker && !o.gone; });
@@ -319,7 +319,7 @@ void on_goodbye(scheduler_actor self, const channel_actor& link, const shutdown_
   auto* m = member_of(st, link.address());
   if (!m || m->gone)
     return; // a node that never joined: nothing of the run is lost
-  if (st.at == scheduler_phase::ending) {
+  if (st.phase.is<scheduler_phases::ending>()) {
     m->gone = true;
     return answer_if_done(self, false);
   }
@@ -367,7 +367,7 @@ void on_link_lost(scheduler_actor self, const caf::actor_addr& link, const caf::
   auto* m = member_of(st, link);
   if (!m)
     return; // a node that never joined: nothing of the run is lost
-  if (st.at == scheduler_phase::ending) {
+  if (st.phase.is<scheduler_phases::ending>()) {
     m->gone = true;
     return answer_if_done(self, false);
   }
@@ -424,16 +424,16 @@ scheduler_self_actor::behavior_type scheduler(scheduler_actor self, scheduler_se
       auto& st = self->state;
       st.promise = self->make_response_promise<training_result>();
       auto promise = st.promise;
-      if (st.outcome) // the run ended before anyone asked
+      if (st.phase.is<scheduler_phases::ending>()) // the run ended before anyone asked
         answer_if_done(self, true);
       return promise;
     },
     [=](join_atom, channel_actor& link, join_message& join) {
-      if (self->state.at != scheduler_phase::ending)
+      if (!self->state.phase.is<scheduler_phases::ending>())
         on_join(self, link, join);
     },
     [=](ready_atom, channel_actor& link, ready_message& ready) {
-      if (self->state.at != scheduler_phase::ending)
+      if (!self->state.phase.is<scheduler_phases::ending>())
         on_ready(self, link, ready);
     },
     [=](traffic_atom, channel_actor& link, traffic_message& traffic) {
@@ -444,7 +444,7 @@ scheduler_self_actor::behavior_type scheduler(scheduler_actor self, scheduler_se
       on_link_lost(self, link.address(), why);
     },
     [=](join_deadline_atom) {
-      if (self->state.at < scheduler_phase::training)
+      if (self->state.before_training())
         fail(self, errc::timeout,
              "scheduler: gave up after "
                + std::to_string(self->state.options->join_timeout.count() / 1000)
@@ -455,8 +455,8 @@ scheduler_self_actor::behavior_type scheduler(scheduler_actor self, scheduler_se
     [=](grace_over_atom) { answer_if_done(self, true); },
     [=](cause_due_atom) {
       // No loss was reported within the connection timeout: the failure stands as it came.
-      if (self->state.at == scheduler_phase::failing)
-        end_run(self, std::move(self->state.unexplained));
+      if (auto* failing = self->state.phase.as<scheduler_phases::failing>())
+        end_run(self, std::move(failing->unexplained));
     },
     // The session's gate between epochs: the epoch's traffic (scheduler_traffic.cpp).
     [=](epoch_done_atom, std::int64_t epoch, deadline due) {

@@ -28,7 +28,7 @@ namespace troupe {
 std::string promote_lost_server(scheduler_actor self, member_entry& m, const std::string& what) {
   auto& st = self->state;
   if (m.role != node_kind::server || st.job.nodes.replicas < 2
-      || st.at != scheduler_phase::training)
+      || !st.phase.is<scheduler_phases::training>())
     return "stop";
   const auto& plan = st.plan;
   if (!m.promoted_nodes.empty() || m.promoting >= 0)
@@ -67,7 +67,8 @@ std::string promote_lost_server(scheduler_actor self, member_entry& m, const std
 bool on_promoted(scheduler_actor self, member_entry& m, const ready_message& ready) {
   auto& st = self->state;
   const auto node = static_cast<int>(ready.node);
-  if (st.at != scheduler_phase::training || m.role != node_kind::server || m.promoting != node)
+  if (!st.phase.is<scheduler_phases::training>() || m.role != node_kind::server
+      || m.promoting != node)
     return false;
   m.promoting = -1;
   m.promoted_nodes.push_back(node);

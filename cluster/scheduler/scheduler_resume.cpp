@@ -97,7 +97,7 @@ std::string refusal_of_rejoin(scheduler_state& st, const channel_actor& link,
   if (st.fresh_run)
     return "this restarted scheduler starts the run afresh: a node that had not begun training "
            "joined it first";
-  if (st.at != scheduler_phase::joining)
+  if (!st.phase.is<scheduler_phases::joining>())
     return "the run went on already (every plan node was back)";
   if (member_of(st, link.address()))
     return "it joined twice";

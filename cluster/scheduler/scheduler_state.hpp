@@ -25,6 +25,7 @@
 
 #include "cluster/epoch_traffic.hpp"
 #include "cluster/node_common.hpp"
+#include "cluster/scheduler/scheduler_phases.hpp"
 
 namespace troupe {
 
@@ -116,12 +117,13 @@ struct scheduler_state {
   /// The relays the session reaches remote shards through, by plan actor (replicas = 2).
   std::map<std::size_t, push_relay_actor> shard_relays;
   std::chrono::steady_clock::time_point server_lost_at; // when the last promoted loss was seen
-  scheduler_phase at = scheduler_phase::joining;
-  /// In `failing`: the failure that said a peer was lost, ended with once the loss is named.
-  caf::error unexplained;
+  scheduler_machine phase{scheduler_edges()};
+  /// Whether the members are still joining or being assigned (no session yet).
+  bool before_training() const {
+    return phase.is<scheduler_phases::joining>() || phase.is<scheduler_phases::servers_assigned>()
+           || phase.is<scheduler_phases::workers_assigned>();
+  }
   caf::typed_response_promise<training_result> promise;
-  std::optional<caf::expected<training_result>> outcome;
-  bool servers_told = false; // the servers know how the run ends
   // A scheduler restarted in training (options->resume): where the rejoined members say the run
   // is (the latest epoch their computes were asked to train; the shards' last applied step).
   std::int64_t resume_epoch = -1;

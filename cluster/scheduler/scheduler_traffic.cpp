@@ -27,9 +27,11 @@ bool answered(const traffic_gathering& g, const member_entry& m) {
 // Why no epoch passes once the run is ending: the failure it ends with, when there is one.
 caf::error run_is_ending(scheduler_actor self) {
   auto& st = self->state;
-  const caf::error* why = st.outcome && !*st.outcome ? &st.outcome->error() : nullptr;
-  if (!why && st.at == scheduler_phase::failing)
-    why = &st.unexplained;
+  const caf::error* why = nullptr;
+  if (const auto* ending = st.phase.as<scheduler_phases::ending>(); ending && !ending->outcome)
+    why = &ending->outcome.error();
+  if (const auto* failing = st.phase.as<scheduler_phases::failing>())
+    why = &failing->unexplained;
   if (!why)
     return make_error(errc::bad_request, "scheduler: the run is ending: it finished");
   return make_error(troupe_code(*why),
@@ -41,9 +43,9 @@ caf::error run_is_ending(scheduler_actor self) {
 caf::result<bool> on_epoch_done(scheduler_actor self, std::int64_t epoch, deadline due) {
   auto& st = self->state;
   end_gathering(self); // a question the coordinator gave up on: answered with what came
-  if (st.at == scheduler_phase::ending || st.at == scheduler_phase::failing)
+  if (st.phase.is<scheduler_phases::ending>() || st.phase.is<scheduler_phases::failing>())
     return run_is_ending(self);
-  if (st.at != scheduler_phase::training || live_members(st) == 0)
+  if (!st.phase.is<scheduler_phases::training>() || live_members(st) == 0)
     return true; // nobody to ask
   auto promise = self->make_response_promise<bool>();
   st.gathering = traffic_gathering{epoch, ++st.gatherings, {}, {}, promise, {}};
@@ -73,9 +75,10 @@ void on_traffic(scheduler_actor self, const channel_actor& link, const traffic_m
                                  + epoch + ": " + why);
   };
   if (!st.gathering)
-    return drop(
-      "no epoch's traffic is gathered"
-      + std::string(st.at == scheduler_phase::training ? " (it came after its deadline)" : ""));
+    return drop("no epoch's traffic is gathered"
+                + std::string(st.phase.is<scheduler_phases::training>()
+                                ? " (it came after its deadline)"
+                                : ""));
   if (t.epoch != st.gathering->epoch)
     return drop("epoch " + std::to_string(st.gathering->epoch) + "'s is gathered");
   if (st.gathering->asked.count(m->node) == 0)

@@ -100,28 +100,6 @@ using member_control_actor =
                    caf::reacts_to<promote_atom, promote_message>,
                    caf::reacts_to<goodbye_atom, shutdown_message>>;
 
-/// The scheduler node's states, in the order a run goes through them.
-enum class scheduler_phase {
-  joining,          ///< waiting for every server and worker to join
-  servers_assigned, ///< the servers have their parts; waiting for them to be ready
-  workers_assigned, ///< the workers have theirs (with the servers' endpoints)
-  training,         ///< the session trains
-  failing,          ///< a failure said a peer was lost; waiting for the loss that caused it
-  ending,           ///< the members were told how the run ends; waiting for their links
-};
-const char* to_string(scheduler_phase phase);
-
-/// A server's or worker's states.
-enum class member_phase {
-  connecting, ///< reaching its scheduler, retrying until the join timeout (it may not listen yet)
-  joining,    ///< connected to the scheduler, joined, waiting for the assignment
-  starting,   ///< spawning its part (a server: opening its listener)
-  running,    ///< said ready; serves and trains until the scheduler ends the run
-  rejoining,  ///< lost its scheduler in training: trains on, retrying to reach a restarted one
-  ending,     ///< ended; waiting for the links it told so to close
-};
-const char* to_string(member_phase phase);
-
 } // namespace troupe
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::join_message)

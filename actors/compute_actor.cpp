@@ -15,55 +15,25 @@
 // ended early drops the batch fetched ahead, as it would have skipped it.
 #include "actors/compute_state.hpp"
 
-#include <troupe/kernels/threading.hpp>
-
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
 
-#include <troupe/graph/model_state.hpp>
-
 namespace troupe::compute_parts {
 
-void fetch_training_batch(compute_pointer self);
+namespace {
 
-// Every group of the step answered: the next step (a stand-in's forward has gone on group by
-// group already; it ends the phase here when no step is left).
-void step_answered(compute_pointer self) {
-  auto& st = self->state;
-  if (!st.stand_in.active())
-    next_training_batch(self);
-  else if (st.stand_in_ended)
-    finish_phase(self);
-}
+void fetch_training_batch(compute_pointer self);
+void next_training_batch(compute_pointer self);
 
 void send_group(compute_pointer self, std::size_t g) {
   auto& st = self->state;
-  const auto& group = st.wiring.groups[g];
-  const auto& route = st.wiring.shards[group.shard];
-  auto& params = st.replica->parameters();
-  gradient_push push;
-  push.step = st.header.step;
-  push.epoch_position = st.header.epoch_position;
-  push.samples = st.header.samples;
-  push.worker = route.source_index;
-  push.keys = group.keys;
-  push.due = request_due(st);
-  push.gradients = group_gradients(route, group, [&](std::size_t slot) {
-    if (st.stand_in.active())
-      return st.stand_in_values.gradient(slot, st.header.step);
-    return st.on_gpu ? st.host_gradients[slot] : params[slot]->grad;
-  });
+  auto push = group_push(
+    st, g, [&](std::size_t slot) -> const tensor& { return st.gradients.host_gradient(slot); });
   const auto due = push.due;
-  std::function<void()> each;
-  if (st.stand_in.active())
-    each = [=] { // this group's layers are current: the forward waiting on them goes on
-      self->state.stand_in_ready[g] = self->clock().now();
-      stand_in_forward(self);
-    };
   ask(
-    self, group.shard, due, std::move(each), [=] { step_answered(self); }, push_atom::value,
-    std::move(push));
+    self, st.wiring.groups[g].shard, due, nullptr, [=] { next_training_batch(self); },
+    push_atom::value, std::move(push));
 }
 
 void send_unsent(compute_pointer self) {
@@ -73,21 +43,9 @@ void send_unsent(compute_pointer self) {
     send_group(self, g);
 }
 
-// A GPU replica's gradient leaves the device once, as soon as it is final: one copy into the
-// slot's host buffer, which the step's pushes then view. The buffer is reused while no push
-// of an earlier step still holds it (the shard has summed it), else replaced.
-void stage_gradient(compute_state& st, std::size_t slot) {
-  const auto& grad = st.replica->parameters()[slot]->grad;
-  auto& host = st.host_gradients[slot];
-  if (!host.unique() || host.shape() != grad.shape())
-    host = tensor::uninitialized(grad.shape());
-  host.copy_from(grad);
-}
-
 void on_gradient_ready(compute_pointer self, std::size_t slot) {
   auto& st = self->state;
-  if (st.on_gpu && slot < st.host_gradients.size())
-    stage_gradient(st, slot);
+  st.gradients.gradient_ready(slot);
   st.tracker.slot_ready(slot, [&](std::size_t g) {
     if (st.wiring.overlap)
       send_group(self, g);
@@ -99,7 +57,7 @@ void on_gradient_ready(compute_pointer self, std::size_t slot) {
 void on_training_batch(compute_pointer self, loader_item& item) {
   auto& st = self->state;
   if (item.end)
-    return finish_phase(self);
+    return finish_phase(st);
   st.header.samples = static_cast<std::int64_t>(item.data.labels.size());
   st.header.step = item.data.epoch * st.wiring.batches_per_epoch + item.data.index;
   st.header.epoch_position =
@@ -149,7 +107,7 @@ void next_training_batch(compute_pointer self) {
   auto& st = self->state;
   if (st.end_requested && !st.fetching) {
     st.fetched.reset(); // the epoch ends early: the batch fetched ahead is skipped
-    return finish_phase(self);
+    return finish_phase(st);
   }
   if (!st.fetched) {
     st.between_steps = true;
@@ -187,7 +145,7 @@ void next_validation_batch(compute_pointer self) {
     [=](loader_item& item) {
       auto& st = self->state;
       if (item.end)
-        return finish_phase(self);
+        return finish_phase(st);
       try {
         auto r = st.replica->evaluate(item.data.images, item.data.labels);
         st.phase.samples += r.count;
@@ -204,133 +162,64 @@ void next_validation_batch(compute_pointer self) {
     next_atom::value);
 }
 
-// The replica's own state for a checkpoint (model_state.hpp), only between phases.
-caf::result<replica_state> snapshot_replica(compute_pointer self) {
-  if (self->state.busy)
-    return make_error(errc::bad_request, "compute: snapshot asked while a phase is running");
-  try {
-    return capture_replica_state(*self->state.replica);
-  } catch (const std::exception& e) {
-    return make_error(classify_exception(e), std::string("compute: snapshot: ") + e.what());
-  }
+// A training phase begun: the loader learns the epoch, and the first step runs once the
+// replica has the weights (pulled, or an adopted compute's rewound ones).
+void train(compute_pointer self, std::int64_t epoch) {
+  auto& st = self->state;
+  self->send(st.wiring.train_loader, epoch_atom::value, epoch);
+  if (st.have_weights)
+    return next_training_batch(self);
+  auto first_step = [=] {
+    self->state.have_weights = true;
+    next_training_batch(self);
+  };
+  if (st.wiring.adopted)
+    rewind_all(self, first_step);
+  else
+    pull_all(self, first_step);
 }
 
-caf::result<bool> restore_replica(compute_pointer self, const replica_state& state) {
-  if (self->state.busy)
-    return make_error(errc::bad_request, "compute: restore asked while a phase is running");
-  try {
-    restore_replica_state(*self->state.replica, state);
-  } catch (const std::exception& e) {
-    return make_error(errc::bad_request, "compute " + std::to_string(self->state.wiring.worker)
-                                           + ": restore: " + e.what());
+void validate(compute_pointer self, std::int64_t epoch) {
+  auto& st = self->state;
+  self->send(st.wiring.validation_loader, epoch_atom::value, epoch);
+  if (st.wiring.adopted && !st.have_weights) {
+    // Adopted between an epoch's training and its validation: the weights are the shards'
+    // current ones (no step is in flight).
+    return pull_all(self, [=] {
+      self->state.have_weights = true;
+      next_validation_batch(self);
+    });
   }
-  return true;
+  next_validation_batch(self);
 }
+
+} // namespace
 
 compute_self_actor::behavior_type compute(compute_pointer self, std::shared_ptr<model> replica,
-                                          compute_wiring wiring, compute_stand_in stand_in) {
+                                          compute_wiring wiring) {
   auto& st = self->state;
   st.replica = std::move(replica);
   st.wiring = std::move(wiring);
-  st.stand_in = stand_in;
-  if (stand_in.active())
-    set_up_stand_in(st);
   st.tracker = push_tracker(st.wiring.shards, st.wiring.groups, st.replica->parameters().size());
-  st.on_gpu = st.replica->device().kind != device_kind::cpu;
-  if (st.on_gpu)
-    st.host_gradients.resize(st.replica->parameters().size());
+  st.gradients = gradient_staging(*st.replica);
   watch_peers(self);
   return {
     [=](train_atom, std::int64_t epoch, deadline due) -> caf::result<phase_report> {
-      if (!begin_phase(self, epoch, false, due))
-        return caf::delegated<phase_report>();
-      if (self->state.stand_in.active()) {
-        train_stand_in(self);
-        return caf::delegated<phase_report>();
-      }
-      self->send(self->state.wiring.train_loader, epoch_atom::value, epoch);
-      if (self->state.have_weights) {
-        next_training_batch(self);
-      } else if (self->state.wiring.adopted) {
-        rewind_all(self, [=] {
-          self->state.have_weights = true;
-          next_training_batch(self);
-        });
-      } else {
-        pull_all(self, [=] {
-          self->state.have_weights = true;
-          next_training_batch(self);
-        });
-      }
+      if (begin_phase(self, epoch, false, due))
+        train(self, epoch);
       return caf::delegated<phase_report>();
     },
-    [=](end_epoch_atom, std::int64_t epoch) {
-      auto& s = self->state;
-      if (s.busy && !s.phase.validation && s.phase.epoch == epoch)
-        s.end_requested = true;
-    },
+    [=](end_epoch_atom, std::int64_t epoch) { request_end(self->state, epoch); },
     [=](watchdog_atom) { check_pending(self); },
-    [=](stand_in_atom, std::uint64_t phase, std::int64_t step, std::size_t g) {
-      stand_in_group_due(self, phase, step, g);
-    },
-    [=](stand_in_forward_atom, std::uint64_t phase, std::int64_t step, std::size_t k) {
-      stand_in_segment_done(self, phase, step, k);
-    },
-    [=](snapshot_atom) { return snapshot_replica(self); },
+    [=](snapshot_atom) { return snapshot_replica(self->state); },
     [=](position_atom) { return self->state.latest_train_epoch; },
-    [=](restore_atom, const replica_state& state) { return restore_replica(self, state); },
+    [=](restore_atom, const replica_state& state) { return restore_replica(self->state, state); },
     [=](validate_atom, std::int64_t epoch, deadline due) -> caf::result<phase_report> {
-      if (!begin_phase(self, epoch, true, due))
-        return caf::delegated<phase_report>();
-      if (self->state.stand_in.active()) { // nothing to evaluate
-        finish_phase(self);
-        return caf::delegated<phase_report>();
-      }
-      self->send(self->state.wiring.validation_loader, epoch_atom::value, epoch);
-      if (self->state.wiring.adopted && !self->state.have_weights) {
-        // Adopted between an epoch's training and its validation: the weights are the
-        // shards' current ones (no step is in flight).
-        pull_all(self, [=] {
-          self->state.have_weights = true;
-          next_validation_batch(self);
-        });
-        return caf::delegated<phase_report>();
-      }
-      next_validation_batch(self);
+      if (begin_phase(self, epoch, true, due))
+        validate(self, epoch);
       return caf::delegated<phase_report>();
     },
   };
 }
 
 } // namespace troupe::compute_parts
-
-namespace troupe {
-
-using namespace compute_parts;
-
-local_compute_actor spawn_compute(caf::actor_system& system, std::unique_ptr<model> replica,
-                                  compute_wiring wiring, compute_spawn_options options) {
-  if (!replica)
-    throw std::invalid_argument("compute: no model replica");
-  check_wiring(*replica, wiring);
-  if (!wiring.train_loader || !wiring.validation_loader)
-    throw std::invalid_argument("compute: no training or validation loader");
-  if (options.stand_in.step.count() < 0 || options.stand_in.samples < 0)
-    throw std::invalid_argument("compute: a stand-in needs a step time and samples >= 0");
-  std::shared_ptr<model> shared(std::move(replica));
-  if (options.detached && !options.cpus.empty())
-    // A detached actor builds its behaviour on its own thread: bound there, before any kernel.
-    return system.spawn<caf::detached>(
-      [cpus = options.cpus](compute_pointer self, std::shared_ptr<model> r, compute_wiring w,
-                            compute_stand_in s) {
-        bind_this_thread(cpus);
-        return compute(self, std::move(r), std::move(w), s);
-      },
-      std::move(shared), std::move(wiring), options.stand_in);
-  if (options.detached)
-    return system.spawn<caf::detached>(compute, std::move(shared), std::move(wiring),
-                                       options.stand_in);
-  return system.spawn(compute, std::move(shared), std::move(wiring), options.stand_in);
-}
-
-} // namespace troupe

@@ -1,13 +1,20 @@
-// A compute actor's phase: its start (a phase asked again is answered once), its end or
-// failure, the requests it waits on and the watchdog that fails it when one is not answered
-// (see "Liveness" in compute_actor.hpp), and the peers it watches.
-#include "actors/compute_state.hpp"
+// A compute's phase, for the compute actor and the compute stand-in alike (compute_phase.hpp):
+// its start (a phase asked again is answered once), its end or failure, the requests it waits
+// on and the watchdog that fails it when one is not answered (see "Liveness" in
+// compute_actor.hpp), the peers it watches, the weights it installs or pulls, and the replica's
+// state for a checkpoint. The templates are instantiated at the end for both actors.
+#include "actors/compute_phase.hpp"
 
 #include <algorithm>
 
+#include <troupe/graph/model_state.hpp>
+
+#include "actors/compute_stand_in_state.hpp"
+#include "actors/compute_state.hpp"
+
 namespace troupe::compute_parts {
 
-void arm_watchdog(compute_pointer self) {
+template <class Self> void arm_watchdog(Self self) {
   auto& st = self->state;
   if (st.watchdog_armed)
     return;
@@ -16,27 +23,23 @@ void arm_watchdog(compute_pointer self) {
                      watchdog_atom::value);
 }
 
-// The deadline of a request made now: a step's worth (timeouts.hpp), never past the phase's.
-deadline request_due(const compute_state& st) {
+deadline request_due(const phase_core& st) {
   return deadline::earlier(deadline::after(st.wiring.timeouts.step), st.phase_due);
 }
 
-// Registers a request about to be sent with deadline `due` (see "Liveness" in the header); its
-// handlers call `answered` with the number returned.
-std::uint64_t expect_answer(compute_pointer self, std::string what, deadline due) {
+template <class Self> std::uint64_t expect_answer(Self self, std::string what, deadline due) {
   auto& st = self->state;
   const auto id = st.requests_made++;
-  st.pending.emplace(id, compute_state::pending_request{std::move(what), clock_type::now(), due});
+  st.pending.emplace(id, phase_core::pending_request{std::move(what), clock_type::now(), due});
   arm_watchdog(self);
   return id;
 }
 
-void answered(compute_pointer self, std::uint64_t id) {
-  self->state.pending.erase(id);
+void answered(phase_core& st, std::uint64_t id) {
+  st.pending.erase(id);
 }
 
-void finish_phase(compute_pointer self) {
-  auto& st = self->state;
+void finish_phase(phase_core& st) {
   st.phase.seconds = std::chrono::duration<double>(clock_type::now() - st.phase_start).count();
   st.busy = false;
   (st.phase.validation ? st.validated : st.trained) = st.phase;
@@ -45,25 +48,27 @@ void finish_phase(compute_pointer self) {
   st.answers.clear();
 }
 
-void fail_phase(compute_pointer self, const caf::error& err) {
+template <class Self> void fail_phase(Self self, const caf::error& err) {
   auto& st = self->state;
   st.pending.clear(); // answers still in flight belong to the failed phase: the next phase
                       // must not time out on them
   if (!st.busy)
     return; // a second failure of the same phase: the first one was answered
   st.busy = false;
-  st.fetched.reset();
+  st.drop_step();
   for (auto& answer : st.answers)
     answer.deliver(err);
   st.answers.clear();
 }
 
-// Puts one shard's answered weights into the replica: whole keys by handle, slices by copy.
-std::string install(compute_state& st, const shard_route& route, weight_set& ws) {
+// Puts one shard's answered weights into the replica: whole keys by handle, slices by copy (on
+// a GPU every key by copy, into the replica's device memory).
+std::string install(phase_core& st, const shard_route& route, weight_set& ws) {
   if (ws.keys.size() != ws.weights.size())
     return "compute: shard answered " + std::to_string(ws.weights.size()) + " weights for "
            + std::to_string(ws.keys.size()) + " keys";
   auto& params = st.replica->parameters();
+  const bool on_device = st.replica->device().kind != device_kind::cpu;
   for (std::size_t i = 0; i < ws.keys.size(); ++i) {
     if (ws.keys[i] >= route.keys.size())
       return "compute: shard answered key " + std::to_string(ws.keys[i]) + ", it owns "
@@ -77,8 +82,8 @@ std::string install(compute_state& st, const shard_route& route, weight_set& ws)
     if (key.whole && ws.weights[i].shape() != value.shape())
       return "compute: shard answered shape " + shape_string(ws.weights[i].shape()) + " for "
              + params[key.slot]->name + " of shape " + shape_string(value.shape());
-    if (st.on_gpu)
-      key_view(value, key).copy_from(ws.weights[i]); // into the replica's device memory
+    if (on_device)
+      key_view(value, key).copy_from(ws.weights[i]);
     else
       place_key(value, key, std::move(ws.weights[i]));
   }
@@ -88,7 +93,7 @@ std::string install(compute_state& st, const shard_route& route, weight_set& ws)
 
 // Fails the phase once a request is answer_grace past its deadline (the hop that gave up on
 // it at the deadline has had that long to say which it was); re-arms while any is pending.
-void check_pending(compute_pointer self) {
+template <class Self> void check_pending(Self self) {
   auto& st = self->state;
   st.watchdog_armed = false;
   if (st.pending.empty())
@@ -112,35 +117,33 @@ void check_pending(compute_pointer self) {
   arm_watchdog(self);
 }
 
-// Common start of a phase; returns false (and answers with an error) if one is running.
-bool begin_phase(compute_pointer self, std::int64_t epoch, bool validation, deadline due) {
+template <class Self>
+bool begin_phase(Self self, std::int64_t epoch, bool validation, deadline due) {
   auto& st = self->state;
   // The phase in flight, or the last one of its kind, asked again: a scheduler restarted
   // while it ran (docs/operations.md) gets the same answer, and nothing runs twice.
   if (st.busy && st.phase.epoch == epoch && st.phase.validation == validation) {
-    st.answers.push_back(self->make_response_promise<phase_report>());
+    st.answers.push_back(self->template make_response_promise<phase_report>());
     return false;
   }
   if (const auto& done = validation ? st.validated : st.trained;
       !st.busy && done && done->epoch == epoch) {
-    self->make_response_promise<phase_report>().deliver(*done);
+    self->template make_response_promise<phase_report>().deliver(*done);
     return false;
   }
   if (st.busy) {
-    self->make_response_promise<phase_report>().deliver(
+    self->template make_response_promise<phase_report>().deliver(
       make_error(errc::bad_request, "compute: a phase is already running"));
     return false;
   }
   if (!validation)
     st.latest_train_epoch = std::max(st.latest_train_epoch, epoch);
-  st.answers.assign(1, self->make_response_promise<phase_report>());
+  st.answers.assign(1, self->template make_response_promise<phase_report>());
   st.busy = true;
   st.end_requested = false;
   st.phase = phase_report{};
   ++st.phases_begun;
-  st.fetching = false;
-  st.fetched.reset();
-  st.between_steps = false;
+  st.drop_step();
   st.phase.epoch = epoch;
   st.phase.validation = validation;
   st.phase.top_k = st.replica->top_k();
@@ -149,8 +152,13 @@ bool begin_phase(compute_pointer self, std::int64_t epoch, bool validation, dead
   return true;
 }
 
+void request_end(phase_core& st, std::int64_t epoch) {
+  if (st.busy && !st.phase.validation && st.phase.epoch == epoch)
+    st.end_requested = true;
+}
+
 // Which of the actors this one waits on `source` is, for the error text ("" if none).
-std::string peer_name(const compute_state& st, const caf::actor_addr& source) {
+std::string peer_name(const phase_core& st, const caf::actor_addr& source) {
   if (source == st.wiring.train_loader.address())
     return "its training loader";
   if (source == st.wiring.validation_loader.address())
@@ -163,7 +171,7 @@ std::string peer_name(const compute_state& st, const caf::actor_addr& source) {
   return {};
 }
 
-void watch_peers(compute_pointer self) {
+template <class Self> void watch_peers(Self self) {
   auto& w = self->state.wiring;
   self->monitor(w.train_loader);
   self->monitor(w.validation_loader);
@@ -182,5 +190,48 @@ void watch_peers(compute_pointer self) {
     self->quit(err);
   });
 }
+
+template <class Self> void pull_all(Self self, std::function<void()> then) {
+  self->state.answers_missing = self->state.wiring.shards.size();
+  const auto due = request_due(self->state);
+  for (std::size_t r = 0; r < self->state.wiring.shards.size(); ++r)
+    ask(self, r, due, nullptr, then, pull_atom::value, due);
+}
+
+caf::result<replica_state> snapshot_replica(phase_core& st) {
+  if (st.busy)
+    return make_error(errc::bad_request, "compute: snapshot asked while a phase is running");
+  try {
+    return capture_replica_state(*st.replica);
+  } catch (const std::exception& e) {
+    return make_error(classify_exception(e), std::string("compute: snapshot: ") + e.what());
+  }
+}
+
+caf::result<bool> restore_replica(phase_core& st, const replica_state& state) {
+  if (st.busy)
+    return make_error(errc::bad_request, "compute: restore asked while a phase is running");
+  try {
+    restore_replica_state(*st.replica, state);
+  } catch (const std::exception& e) {
+    return make_error(errc::bad_request,
+                      "compute " + std::to_string(st.wiring.worker) + ": restore: " + e.what());
+  }
+  return true;
+}
+
+// The compute actor's and the compute stand-in's instances of the templates above.
+template std::uint64_t expect_answer(compute_pointer, std::string, deadline);
+template std::uint64_t expect_answer(stand_in_pointer, std::string, deadline);
+template bool begin_phase(compute_pointer, std::int64_t, bool, deadline);
+template bool begin_phase(stand_in_pointer, std::int64_t, bool, deadline);
+template void fail_phase(compute_pointer, const caf::error&);
+template void fail_phase(stand_in_pointer, const caf::error&);
+template void check_pending(compute_pointer);
+template void check_pending(stand_in_pointer);
+template void watch_peers(compute_pointer);
+template void watch_peers(stand_in_pointer);
+template void pull_all(compute_pointer, std::function<void()>);
+template void pull_all(stand_in_pointer, std::function<void()>);
 
 } // namespace troupe::compute_parts

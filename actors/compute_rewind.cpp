@@ -1,7 +1,6 @@
-// A compute's weights without a push of its own: all of them pulled (its first step, or an
-// adopted compute between training and validation), or, for a compute adopted after its worker
-// process was lost, every route's weights before the step in flight, so that it recomputes
-// that step.
+// The first weights of a compute adopted after its worker process was lost: every route's
+// weights before the step in flight, so that it recomputes that step (a compute that is not
+// adopted pulls the current ones: pull_all, compute_phase.hpp).
 #include "actors/compute_state.hpp"
 
 #include <algorithm>
@@ -11,19 +10,12 @@
 
 namespace troupe::compute_parts {
 
-void pull_all(compute_pointer self, std::function<void()> then) {
-  self->state.answers_missing = self->state.wiring.shards.size();
-  const auto due = request_due(self->state);
-  for (std::size_t r = 0; r < self->state.wiring.shards.size(); ++r)
-    ask(self, r, due, nullptr, then, pull_atom::value, due);
-}
+namespace {
 
 // An adopted compute's first weights: every route's weights before the step in flight. Each
 // route answers for the earliest step it has not summed (before_step); routes can be one step
 // apart (one summed the lost rank's last push, another had not got it), so the earliest of
 // them is the step in flight, and a route that answered for a later one is asked again for it.
-void rewind_all(compute_pointer self, std::function<void()> then);
-
 void settle_rewind(compute_pointer self, std::shared_ptr<std::vector<weight_set>> answers,
                    std::function<void()> then) {
   auto& st = self->state;
@@ -67,6 +59,8 @@ void settle_rewind(compute_pointer self, std::shared_ptr<std::vector<weight_set>
       rewind_atom::value, step, due);
   }
 }
+
+} // namespace
 
 void rewind_all(compute_pointer self, std::function<void()> then) {
   auto& st = self->state;

@@ -1,9 +1,13 @@
-// The checks of a compute actor's wiring before it is spawned, and the push tracker that tells
-// backward's ready slots into whole push groups.
+// The checks of a compute actor's wiring before it is spawned, which actor spawn_compute
+// spawns (the compute actor, or the compute stand-in: options.stand_in), and the push tracker
+// that tells backward's ready slots into whole push groups.
+#include "actors/compute_stand_in_state.hpp"
 #include "actors/compute_state.hpp"
 
 #include <set>
 #include <stdexcept>
+
+#include <troupe/kernels/threading.hpp>
 
 namespace troupe::compute_parts {
 
@@ -52,9 +56,45 @@ void check_wiring(model& replica, const compute_wiring& wiring) {
                                     + " push groups, expected exactly 1");
 }
 
+// Spawns `behavior` with `args` as the options say: detached or not, a detached one bound to
+// options.cpus.
+template <class Pointer, class Behavior, class... Ts, class... Args>
+local_compute_actor spawn_as(caf::actor_system& system, const compute_spawn_options& options,
+                             Behavior (*behavior)(Pointer, Ts...), Args&&... args) {
+  if (options.detached && !options.cpus.empty())
+    // A detached actor builds its behaviour on its own thread: bound there, before any kernel.
+    return system.spawn<caf::detached>(
+      [cpus = options.cpus, behavior](Pointer self, Ts... a) {
+        bind_this_thread(cpus);
+        return behavior(self, std::move(a)...);
+      },
+      std::forward<Args>(args)...);
+  if (options.detached)
+    return system.spawn<caf::detached>(behavior, std::forward<Args>(args)...);
+  return system.spawn(behavior, std::forward<Args>(args)...);
+}
+
 } // namespace troupe::compute_parts
 
 namespace troupe {
+
+using namespace compute_parts;
+
+local_compute_actor spawn_compute(caf::actor_system& system, std::unique_ptr<model> replica,
+                                  compute_wiring wiring, compute_spawn_options options) {
+  if (!replica)
+    throw std::invalid_argument("compute: no model replica");
+  check_wiring(*replica, wiring);
+  if (!wiring.train_loader || !wiring.validation_loader)
+    throw std::invalid_argument("compute: no training or validation loader");
+  if (options.stand_in.step.count() < 0 || options.stand_in.samples < 0)
+    throw std::invalid_argument("compute: a stand-in needs a step time and samples >= 0");
+  std::shared_ptr<model> shared(std::move(replica));
+  if (options.stand_in.active())
+    return spawn_as(system, options, stand_in_compute, std::move(shared), std::move(wiring),
+                    options.stand_in);
+  return spawn_as(system, options, compute, std::move(shared), std::move(wiring));
+}
 
 push_tracker::push_tracker(const std::vector<shard_route>& routes,
                            const std::vector<push_group>& groups, std::size_t slots)

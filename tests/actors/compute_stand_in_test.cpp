@@ -1,6 +1,9 @@
-// The compute stand-in (compute_stand_in, compute_actor.hpp) message by message on CAF's
-// deterministic test coordinator (caf/test/dsl.hpp): the clock moves only when the test says,
-// so "no push before its timer" and "every push once the step's time is up" are checked facts.
+// The compute stand-in (compute_stand_in, compute_actor.hpp; actors/compute_stand_in.cpp)
+// message by message on CAF's deterministic test coordinator (caf/test/dsl.hpp): the clock moves
+// only when the test says, so "no push before its timer" and "every push once the step's time
+// is up" are checked facts. It answers the compute actor's whole protocol as the compute actor
+// does: position, validation (at once, no samples), snapshot and restore between phases only, a
+// phase asked again answered once, another refused, an epoch ended after the step in flight.
 // A recording shard answers pushes and pulls; a recording loader shows it is never asked (no
 // batch, so no forward pass and no activation). The gradients pushed have the model's shapes,
 // are not constant, change with the step and equal what stand_in_gradients gives for (seed,
@@ -151,6 +154,8 @@ struct stand_in_fixture : test_coordinator_fixture<> {
   std::vector<caf::actor> spawned;
   caf::actor_clock::time_point begin = sched.clock().current_time;
   recording_shard_actor shard_actor;
+  local_compute_actor compute;
+  std::size_t buffers = 0; // the replica's buffers (batch-norm statistics)
 
   ~stand_in_fixture() override {
     for (auto& a : spawned)
@@ -158,10 +163,19 @@ struct stand_in_fixture : test_coordinator_fixture<> {
   }
 
   // A ResNet-20 replica (CIFAR shapes), one key per parameter, one push group per key in
-  // backward order (last parameter first); two steps per epoch.
+  // backward order (last parameter first); two steps per epoch. An actor asks it to train
+  // epoch 0 (the answer goes to `result`).
   void start(bool overlap = true) {
+    spawn_stand_in(overlap);
+    spawned.push_back(sys.spawn(host, caf::actor_cast<compute_actor>(compute), result));
+    consume_messages();
+  }
+
+  // The stand-in of start(), asked nothing yet.
+  void spawn_stand_in(bool overlap = true) {
     model_spec spec{"resnet", 20, {3, 32, 32}, 10, 0};
     auto replica = build_model(spec);
+    buffers = replica->buffers().size();
     compute_wiring w;
     w.worker = worker;
     shard_route route;
@@ -188,11 +202,39 @@ struct stand_in_fixture : test_coordinator_fixture<> {
     compute_spawn_options options;
     options.detached = false; // on the test coordinator
     options.stand_in = compute_stand_in{step_time, samples, seed};
-    auto c = spawn_compute(sys, std::move(replica), w, options);
+    compute = spawn_compute(sys, std::move(replica), w, options);
     spawned = {caf::actor_cast<caf::actor>(s), caf::actor_cast<caf::actor>(l),
-               caf::actor_cast<caf::actor>(m), caf::actor_cast<caf::actor>(c)};
-    spawned.push_back(sys.spawn(host, caf::actor_cast<compute_actor>(c), result));
+               caf::actor_cast<caf::actor>(m), caf::actor_cast<caf::actor>(compute)};
     consume_messages();
+  }
+
+  // What the stand-in answered to one request.
+  template <class Answer> struct answer {
+    bool answered = false;
+    Answer value{};
+    caf::error error;
+  };
+
+  // Asks the stand-in `message` from an actor of its own and runs what that sets off, the
+  // clock standing still; the answer is in the result once it came.
+  template <class Answer, class... Ts> std::shared_ptr<answer<Answer>> ask(Ts... message) {
+    auto out = std::make_shared<answer<Answer>>();
+    auto to = compute;
+    spawned.push_back(sys.spawn([=](caf::event_based_actor* self) -> caf::behavior {
+      self->request(to, caf::infinite, message...)
+        .then(
+          [=](Answer& a) {
+            out->answered = true;
+            out->value = std::move(a);
+          },
+          [=](caf::error& e) {
+            out->answered = true;
+            out->error = std::move(e);
+          });
+      return {[](const std::string&) {}};
+    }));
+    consume_messages();
+    return out;
   }
 
   // Runs every timer due up to `t` after the fixture started, each at its own time (timers
@@ -420,6 +462,97 @@ CAF_TEST(answered_weights_are_installed_and_checked) {
   CAF_CHECK(troupe_code(result->error) == errc::bad_request);
   CAF_CHECK(error_text(result->error).find("compute: shard answered 6 elements for key")
             != std::string::npos);
+}
+
+// Between phases it answers as a compute actor does: the latest epoch asked (-1 before any), a
+// validation at once with no samples and no loader asked, a snapshot of its replica's buffers
+// that restore takes back, and a restore with fewer buffers than the model has refused.
+CAF_TEST(between_phases_it_answers_position_validation_snapshot_and_restore) {
+  spawn_stand_in();
+  auto position = ask<std::int64_t>(position_atom::value);
+  CAF_REQUIRE(position->answered);
+  CAF_CHECK_EQUAL(position->value, -1);
+  auto validated = ask<phase_report>(validate_atom::value, std::int64_t{0}, deadline{});
+  CAF_REQUIRE(validated->answered);
+  CAF_REQUIRE(!validated->error);
+  CAF_CHECK(validated->value.validation);
+  CAF_CHECK_EQUAL(validated->value.epoch, 0);
+  CAF_CHECK_EQUAL(validated->value.samples, 0);
+  CAF_CHECK_EQUAL(loader->asked, 0);
+  CAF_CHECK_EQUAL(shard->pulls, 0); // nothing to evaluate, so no weights needed
+  auto snapshot = ask<replica_state>(snapshot_atom::value);
+  CAF_REQUIRE(snapshot->answered);
+  CAF_REQUIRE(!snapshot->error);
+  CAF_REQUIRE(buffers > 0);
+  CAF_CHECK_EQUAL(snapshot->value.buffers.size(), buffers);
+  auto restored = ask<bool>(restore_atom::value, snapshot->value);
+  CAF_REQUIRE(restored->answered);
+  CAF_CHECK(!restored->error);
+  CAF_CHECK(restored->value);
+  auto short_state = snapshot->value;
+  short_state.buffers.pop_back();
+  auto refused = ask<bool>(restore_atom::value, short_state);
+  CAF_REQUIRE(refused->answered);
+  CAF_CHECK(troupe_code(refused->error) == errc::bad_request);
+  CAF_CHECK(error_text(refused->error).find("restore") != std::string::npos);
+  auto trained = ask<phase_report>(train_atom::value, std::int64_t{0}, deadline{});
+  run_until(2 * step_time);
+  CAF_REQUIRE(trained->answered);
+  CAF_REQUIRE(!trained->error);
+  CAF_CHECK_EQUAL(trained->value.samples, 2 * samples);
+  CAF_CHECK_EQUAL(ask<std::int64_t>(position_atom::value)->value, 0);
+}
+
+// While a phase runs, the same phase asked again is answered with it, once it ends, and asked
+// once more afterwards with the same report at once (nothing pushed again); another phase,
+// a snapshot and a restore are refused as a compute actor refuses them.
+CAF_TEST(a_phase_asked_again_is_answered_once_and_the_rest_is_refused_while_it_runs) {
+  spawn_stand_in();
+  auto first = ask<phase_report>(train_atom::value, std::int64_t{0}, deadline{});
+  run_until(step_time / 2);
+  auto again = ask<phase_report>(train_atom::value, std::int64_t{0}, deadline{});
+  CAF_CHECK(!first->answered);
+  CAF_CHECK(!again->answered);
+  auto other = ask<phase_report>(train_atom::value, std::int64_t{1}, deadline{});
+  CAF_REQUIRE(other->answered);
+  CAF_CHECK(troupe_code(other->error) == errc::bad_request);
+  CAF_CHECK(error_text(other->error).find("a phase is already running") != std::string::npos);
+  auto snapshot = ask<replica_state>(snapshot_atom::value);
+  CAF_REQUIRE(snapshot->answered);
+  CAF_CHECK(troupe_code(snapshot->error) == errc::bad_request);
+  auto restored = ask<bool>(restore_atom::value, replica_state{});
+  CAF_REQUIRE(restored->answered);
+  CAF_CHECK(troupe_code(restored->error) == errc::bad_request);
+  run_until(2 * step_time);
+  CAF_REQUIRE(first->answered);
+  CAF_REQUIRE(again->answered);
+  CAF_REQUIRE(!first->error);
+  CAF_REQUIRE(!again->error);
+  CAF_CHECK_EQUAL(first->value.samples, 2 * samples);
+  CAF_CHECK_EQUAL(again->value.samples, first->value.samples);
+  CAF_CHECK_EQUAL(again->value.seconds, first->value.seconds);
+  CAF_CHECK_EQUAL(shard->pushes.size(), 2 * groups);
+  auto later = ask<phase_report>(train_atom::value, std::int64_t{0}, deadline{});
+  CAF_REQUIRE(later->answered);
+  CAF_CHECK_EQUAL(later->value.samples, first->value.samples);
+  CAF_CHECK_EQUAL(later->value.seconds, first->value.seconds);
+  run_until(4 * step_time);
+  CAF_CHECK_EQUAL(shard->pushes.size(), 2 * groups);
+}
+
+// An epoch ended by the coordinator ends after the step in flight: its pushes leave, the
+// phase is answered with that step's samples, and no step after it starts.
+CAF_TEST(an_ended_epoch_stops_after_the_step_in_flight) {
+  spawn_stand_in();
+  auto trained = ask<phase_report>(train_atom::value, std::int64_t{0}, deadline{});
+  run_until(step_time / 2);
+  caf::anon_send(compute, end_epoch_atom::value, std::int64_t{0});
+  run_until(4 * step_time);
+  CAF_REQUIRE(trained->answered);
+  CAF_REQUIRE(!trained->error);
+  CAF_CHECK_EQUAL(trained->value.samples, samples);
+  CAF_CHECK_EQUAL(shard->pushes.size(), groups);
+  CAF_CHECK_EQUAL(metrics->batches.size(), 1u);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

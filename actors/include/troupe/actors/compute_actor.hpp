@@ -13,10 +13,9 @@
 //                                                 current weights (inference mode)
 //   (end_epoch_atom, int64 epoch) -> ()           ends training epoch `epoch` after the step in
 //                                                 flight (backup workers: the others are done)
-// Internally (the spawned actor's own type, compute_actor.cpp, never handed out) it also
-// sends itself (watchdog_atom: the check that no request has waited longer than its timeout,
-// below) and, as a stand-in, (stand_in_atom, phase, step, group): a push group's timer, and
-// (stand_in_forward_atom, phase, step, segment): a forward segment's (below).
+// Internally (the spawned actor's own type, never handed out) it also sends itself
+// (watchdog_atom): the check that no request has waited longer than its timeout (below); the
+// stand-in (below) also sends itself its timers.
 // Sends (batch_report) to the metrics actor after every training batch. Both reports carry
 // top-k counts when the replica counts them (model::set_top_k; the node part sets the job's).
 //
@@ -66,28 +65,30 @@
 //
 // A replica on a GPU (model::to_device before spawning) keeps its weights and gradients in
 // device memory: each gradient is copied to a host buffer of its slot once it is final (one
-// device-to-host copy per parameter per step, the buffer reused across steps), pushes view
-// those buffers as below, and answered weights are copied into the device parameters (one
-// host-to-device copy per key). The copies are synchronous and from pageable memory.
+// device-to-host copy per parameter per step, the buffer reused across steps:
+// troupe/graph/gradient_staging.hpp), pushes view those buffers as below, and answered weights
+// are copied into the device parameters (one host-to-device copy per key). The copies are
+// synchronous and from pageable memory.
 //
-// Stand-in (compute_spawn_options::stand_in, for benchmarks of the communication): the actor
-// computes nothing. A training step takes `step` of the clock, on timers (so no thread
-// busy-waits or sleeps) set for the times a device would reach each point, chained from the
-// device's previous point, not from when the actor ran (a timer that fires late makes no later
-// one late): a third of it forward, the rest backward. The forward runs in
-// one segment per push group, in forward order (the last group first), each taking its
-// layers' share of the model's forward work (stand_in_timing.hpp: by arithmetic or memory
-// traffic, as on a GPU), and a segment starts only once its group's weights of the previous
-// step are installed: as a device whose forward waits per layer for its weights (MXNet's
-// dependency engine does this), so answers that come first layers first (priority) let the
-// next forward start before the last layers' weights are back. After the forward the push
-// groups leave one by one over backward's time, each once backward has done its layers' share
-// (in the groups' order; without overlap all at its end), and the next step's forward starts
-// when the last has left. Its gradients
-// have the model's shapes and pseudo-random values fixed by (seed, worker, step, parameter)
+// Stand-in (compute_spawn_options::stand_in, for benchmarks of the communication): spawn_compute
+// spawns another actor of this protocol, which computes nothing. A training step takes `step` of
+// the clock, on timers (so no thread busy-waits or sleeps) set for the times a device would reach
+// each point, chained from the device's previous point, not from when the actor ran (a timer that
+// fires late makes no later one late): a third of it forward, the rest backward. The forward runs
+// in one segment per push group, in forward order (the last group first), each taking its layers'
+// share of the model's forward work (stand_in_timing.hpp: by arithmetic or memory traffic, as on a
+// GPU), and a segment starts only once its group's weights of the previous step are installed: as a
+// device whose forward waits per layer for its weights (MXNet's dependency engine does this), so
+// answers that come first layers first (priority) let the next forward start before the last
+// layers' weights are back. After the forward the push groups leave one by one over backward's
+// time, each once backward has done its layers' share (in the groups' order; without overlap all at
+// its end), and the next step's forward starts when the last has left. Its gradients have the
+// model's shapes and pseudo-random values fixed by (seed, worker, step, parameter)
 // (stand_in_gradients.hpp). The loaders are never asked (no batch is built; no activation is
-// allocated); a step counts `samples` samples and reports a zero loss. Validation answers at
-// once with no samples. A real compute still starts a step only once every group is answered.
+// allocated); a step counts `samples` samples and reports a zero loss. Validation answers at once
+// with no samples. Snapshot, restore and position are answered as above (its replica holds the
+// answered weights and the model's buffers). A real compute still starts a step only once every
+// group is answered.
 //
 // Keys that are whole parameters travel by handle both ways. A parameter cut into slices is
 // pushed as views of the gradient buffer (no copy) and its answered slices are copied into the

@@ -156,45 +156,53 @@ cluster_secret read_secret(const std::string& file, const environment& env) {
                     "(there is no unauthenticated mode)");
 }
 
-// Runs the node; its exit status. The actor system ends normally: every actor of a node
-// ends with its run, also after a lost peer (a link fails what waits on it, and the fault
-// scenarios of tests/apps/cluster_run.py check that every surviving process exits).
-int run_node_process(train_command_line& cli, const cluster_node_options& options,
-                     const node_identity& place) {
-  // Every node stops on Ctrl-C as `troupe train` does, saying where, with exit status 130:
-  // the scheduler where the run was, a worker where its computes were (troupe launch passes
-  // the signal on to every node). Set before the actor system starts its threads.
-  std::optional<interrupt_watch> interrupts;
-  if (options.role == node_kind::scheduler) // its members hear why it ended, not a lost scheduler
-    interrupts.emplace(cli.output.position, "troupe node",
-                       [stop = options.interrupt, at = cli.output.position,
-                        grace = options.clocks().goodbye_grace()] {
-                         stop->interrupt("interrupted (Ctrl-C) in " + at->text(),
-                                         grace + std::chrono::seconds(1));
-                       });
-  else
-    interrupts.emplace(
-      [at = options.position, role = place.role] { return member_position(at, role); },
-      "troupe node (" + std::string(to_string(place.role)) + ")");
-  local_node_options node_options;
-  local_node_config config{node_options};
+// The actor system of a node's process. It ends normally: every actor of a node ends with its
+// run, also after a lost peer (a channel fails what waits on it, and the fault scenarios of
+// tests/apps/cluster_run.py check that every surviving process exits).
+struct node_system {
+  local_node_options local;
+  local_node_config config{local};
   caf::actor_system system{config};
+};
+
+// Runs the scheduler; its exit status. It stops on Ctrl-C as `troupe train` does, saying
+// where, with exit status 130; its members hear why it ended, not a lost scheduler. The watch
+// is set before the actor system starts its threads.
+int run_scheduler_process(train_command_line& cli, const scheduler_options& options) {
+  interrupt_watch interrupts(
+    cli.output.position, "troupe node",
+    [stop = options.interrupt, at = cli.output.position, grace = options.clocks().goodbye_grace()] {
+      stop->interrupt("interrupted (Ctrl-C) in " + at->text(), grace + std::chrono::seconds(1));
+    });
+  node_system node;
   try {
-    if (options.role != node_kind::scheduler) {
-      // One write per line: processes under one launcher may share the stream (mpirun).
-      std::cerr << (std::string(to_string(place.role)) + ": joining the scheduler at "
-                    + place.scheduler_host + ":" + std::to_string(place.scheduler_port) + " ("
-                    + place.source + ")\n")
-                << std::flush;
-      run_member(system, options);
-      return 0;
-    }
     cli.output.log = &std::cout;
-    const auto result = run_scheduler(system, cli.job, options, cli.output);
+    const auto result = run_scheduler(node.system, cli.job, options, cli.output);
     std::cout << weights_digest_line(result) << std::endl;
     return finished_run_status(result, std::cerr);
   } catch (const run_interrupted&) {
-    interrupts->end_process(); // the watcher that interrupted the run says so and exits 130
+    interrupts.end_process(); // the watcher that interrupted the run says so and exits 130
+  } catch (const std::exception& e) {
+    std::cerr << ("troupe node: error: " + std::string(e.what()) + "\n") << std::flush;
+  }
+  return 1;
+}
+
+// Runs a server or worker; its exit status. On Ctrl-C it says where its computes were (troupe
+// launch passes the signal on to every node).
+int run_member_process(const member_options& options, const node_identity& place) {
+  interrupt_watch interrupts(
+    [at = options.position, role = place.role] { return member_position(at, role); },
+    "troupe node (" + std::string(to_string(place.role)) + ")");
+  node_system node;
+  try {
+    // One write per line: processes under one launcher may share the stream (mpirun).
+    std::cerr << (std::string(to_string(place.role)) + ": joining the scheduler at "
+                  + place.scheduler_host + ":" + std::to_string(place.scheduler_port) + " ("
+                  + place.source + ")\n")
+              << std::flush;
+    run_member(node.system, options);
+    return 0;
   } catch (const std::exception& e) {
     std::cerr << ("troupe node: error: " + std::string(e.what()) + "\n") << std::flush;
     return 1;
@@ -227,6 +235,157 @@ node_identity resolve_place(node_command_line& n, const cluster_settings& cli,
   return resolve_node_identity(n.place, env);
 }
 
+// What every node takes from its flags: the scheduler's address, the secret, the clocks,
+// the congestion control and a thread count given here.
+template <class Options>
+Options common_options(const node_command_line& n, const train_command_line& cli,
+                       const node_identity& place, const environment& env) {
+  Options options{read_secret(n.secret_file, env)};
+  options.scheduler_host = place.scheduler_host;
+  options.scheduler_port = place.scheduler_port;
+  try {
+    const auto congestion = choose_tcp_congestion(n.tcp_congestion);
+    options.tcp_congestion = congestion.algorithm;
+    if (!congestion.note.empty())
+      std::cerr << ("troupe node: " + congestion.note + "\n") << std::flush;
+  } catch (const std::invalid_argument& e) {
+    throw usage_error("--tcp-congestion (cluster.tcp_congestion): " + std::string(e.what()));
+  }
+  options.join_timeout = seconds_flag("join-timeout", n.join_timeout);
+  options.heartbeat_interval = seconds_flag("heartbeat", n.heartbeat);
+  options.connection_timeout = seconds_flag("peer-timeout", n.peer_timeout);
+  options.timeouts.step = seconds_flag("request-timeout", n.request_timeout); // the one step limit
+  if (!peer_timeout_fits(options.heartbeat_interval, options.connection_timeout))
+    throw usage_error(std::string("--peer-timeout ") + peer_timeout_rule + " (--heartbeat)");
+  // Threads: a count given here (flag or config) goes to every node with the assignment; a
+  // node given none takes the scheduler's, else its share of its host (docs/threads.md).
+  options.threads = cli.threads_given ? cli.threads : 0;
+  return options;
+}
+
+// The flags only one role reads, refused on the others.
+void check_role_flags(const node_command_line& n, node_kind role) {
+  if (n.spare && role != node_kind::worker)
+    throw usage_error("--spare is for a worker (--role worker), not a "
+                      + std::string(to_string(role)));
+  if (n.spare && n.rank >= 0)
+    throw usage_error("--spare takes no --rank: a spare takes the rank of the worker it replaces");
+  if (n.resume && role != node_kind::scheduler)
+    throw usage_error(
+      "--resume is for the scheduler (--role scheduler): a server or worker rejoins a restarted "
+      "scheduler by itself (--scheduler-timeout)");
+}
+
+// The host-share and host-slot flags, checked; host_slot -1 unless the threads come from the
+// share.
+int host_slot_of(const node_command_line& n) {
+  check_range("host-share", n.host_share, -1, 4096);
+  check_range("host-slot", n.host_slot, -1, 4095);
+  if (n.host_slot >= 0 && n.host_share > 0 && n.host_slot >= n.host_share)
+    throw usage_error("--host-slot " + std::to_string(n.host_slot)
+                      + " is not one of the --host-share " + std::to_string(n.host_share)
+                      + " places (0 to " + std::to_string(n.host_share - 1) + ")");
+  return n.host_share > 0 && threads_from_share(n.host_share) ? static_cast<int>(n.host_slot) : -1;
+}
+
+// Checkpoints are the scheduler's: it names every part's file in its requests, so a server
+// or worker ignores --model-prefix / --load-epoch (troupe launch gives every node the same
+// flags).
+void open_checkpoints(checkpoint_options& c, const training_job& job) {
+  // A resumed run restores the primaries only: backups that started from the job's initial
+  // weights would, once promoted, train on wrong weights without a word. Refused (before the
+  // prefix's folder is made) until the parts restore the backups too.
+  if (c.load_epoch >= 0 && job.nodes.replicas > 1)
+    throw usage_error(
+      "--load-epoch with --replicas 2 (cluster.replicas): a resumed run restores the primary "
+      "shards only, and a promoted backup would hold the job's initial weights; resume with "
+      "--replicas 1 (docs/operations.md, \"A lost server\")");
+  check_prefix_folder(c.prefix);
+  // A checkpoint to resume from is read here, before any node is let in: a damaged one ends
+  // the run before the others start. The session takes it from here (its fit to the model is
+  // checked when training starts).
+  if (c.load_epoch >= 0 && !c.prefix.empty())
+    c.loaded =
+      std::make_shared<const training_checkpoint>(read_any_checkpoint(c.prefix, c.load_epoch));
+}
+
+// The scheduler's options; opens what `troupe train` opens before its first step (the
+// checkpoint to resume from, the metrics file) and prints the run's arguments.
+scheduler_options scheduler_options_of(const node_command_line& n, train_command_line& cli,
+                                       const node_identity& place, const environment& env,
+                                       const std::vector<std::string>& args) {
+  auto options = common_options<scheduler_options>(n, cli, place, env);
+  options.interrupt = std::make_shared<scheduler_interrupt>();
+  options.resume = n.resume;
+  options.port_file = n.port_file;
+  if (cli.job.nodes.servers < 1 || cli.job.nodes.workers < 1)
+    throw usage_error(
+      "the scheduler needs the number of server and worker processes: --server-nodes and "
+      "--worker-nodes, the config's cluster.server_nodes / worker_nodes, or a launcher's counts");
+  host_slot_of(n);
+  cli.threads = cli.threads_given ? cli.threads : default_node_threads(n.host_share);
+  set_compute_threads(cli.threads);
+  open_checkpoints(cli.output.checkpoint, cli.job);
+  // A restarted scheduler appends to its lost one's metrics file, marking where it took over.
+  if (!cli.output.metrics_path.empty()) {
+    if (options.resume)
+      cli.output.metrics_written_through = last_epoch_written(cli.output.metrics_path);
+    cli.output.metrics_file = open_metrics_file(
+      cli.output.metrics_path, run_record(args, cli.job, cli.threads), options.resume);
+  }
+  cli.output.position = std::make_shared<run_position>();
+  cli.output.terminal_columns = terminal_columns();
+  std::cout << argument_lines(args, cli.job, cli.threads) << std::flush;
+  return options;
+}
+
+// A server's or worker's options.
+member_options member_options_of(const node_command_line& n, const train_command_line& cli,
+                                 const node_identity& place, const environment& env) {
+  auto options = common_options<member_options>(n, cli, place, env);
+  options.role = place.role;
+  options.rank = static_cast<int>(n.rank);
+  options.spare = n.spare;
+  if (!n.spare && options.rank < 0 && place.rank > 0 && cli.job.nodes.servers > 0
+      && cli.job.nodes.workers > 0)
+    options.rank =
+      place_of_launcher_rank(place.rank, cli.job.nodes.servers, cli.job.nodes.workers).rank;
+  if (!(n.scheduler_timeout >= 0 && n.scheduler_timeout <= 86400))
+    throw usage_error("--scheduler-timeout must be 0 to 86400 seconds, got "
+                      + shortest_number(n.scheduler_timeout));
+  options.scheduler_timeout =
+    std::chrono::milliseconds(static_cast<std::int64_t>(n.scheduler_timeout * 1000));
+  options.listen_host = n.listen;
+  options.listen_port = static_cast<std::uint16_t>(n.port);
+  options.advertise_host = n.advertise;
+  options.local_sockets = on_off("local-sockets", n.local_sockets);
+  const auto& rates = range_of_key("cluster.link_mbit");
+  check_range("link-mbit", n.link_mbit, static_cast<std::int64_t>(rates.min),
+              static_cast<std::int64_t>(rates.max));
+  options.link_mbit = n.link_mbit;
+  if (!backward_ms_allowed(n.backward_ms))
+    throw usage_error("--backward-ms must be -1 or 0 to "
+                      + shortest_number(range_of_key("cluster.backward_ms").max)
+                      + " milliseconds, got " + shortest_number(n.backward_ms));
+  options.backward = std::chrono::milliseconds(static_cast<std::int64_t>(n.backward_ms));
+  if (n.compute_stand_in_ms < 0 || n.compute_stand_in_ms > 3600e3)
+    throw usage_error("--compute-stand-in-ms must be 0 to 3600000 milliseconds, got "
+                      + std::to_string(n.compute_stand_in_ms));
+  options.stand_in.step = std::chrono::duration_cast<caf::timespan>(
+    std::chrono::duration<double, std::milli>(n.compute_stand_in_ms));
+  options.stand_in.seed = cli.job.train_batches.seed;
+  if (cli.given.count("config"))
+    options.own_job = cli.job;
+  options.devices = cli.devices;
+  if (options.role == node_kind::worker)
+    require_compute_devices(cli.devices, cli.convolutions); // the computes live on workers
+  options.default_threads = default_node_threads(n.host_share);
+  options.host_slot = host_slot_of(n);
+  options.use_threads = [](int threads) { set_compute_threads(threads); };
+  options.position = std::make_shared<run_position>();
+  return options;
+}
+
 } // namespace
 
 int node_command(const std::vector<std::string>& args) {
@@ -253,130 +412,11 @@ int node_command(const std::vector<std::string>& args) {
   if (place.worker_nodes > 0)
     cli.job.nodes.workers = place.worker_nodes;
   check_range("port", n.port, 0, 65535);
-  cluster_node_options options{read_secret(n.secret_file, env)};
-  options.role = place.role;
-  options.interrupt = std::make_shared<scheduler_interrupt>();
   check_range("rank", n.rank, -1, 1023);
-  options.rank = static_cast<int>(n.rank);
-  if (n.spare && place.role != node_kind::worker)
-    throw usage_error("--spare is for a worker (--role worker), not a "
-                      + std::string(to_string(place.role)));
-  if (n.spare && n.rank >= 0)
-    throw usage_error("--spare takes no --rank: a spare takes the rank of the worker it replaces");
-  options.spare = n.spare;
-  if (n.resume && place.role != node_kind::scheduler)
-    throw usage_error(
-      "--resume is for the scheduler (--role scheduler): a server or worker rejoins a restarted "
-      "scheduler by itself (--scheduler-timeout)");
-  options.resume = n.resume;
-  if (!(n.scheduler_timeout >= 0 && n.scheduler_timeout <= 86400))
-    throw usage_error("--scheduler-timeout must be 0 to 86400 seconds, got "
-                      + shortest_number(n.scheduler_timeout));
-  options.scheduler_timeout =
-    std::chrono::milliseconds(static_cast<std::int64_t>(n.scheduler_timeout * 1000));
-  if (!n.spare && options.rank < 0 && place.rank > 0 && cli.job.nodes.servers > 0
-      && cli.job.nodes.workers > 0)
-    options.rank =
-      place_of_launcher_rank(place.rank, cli.job.nodes.servers, cli.job.nodes.workers).rank;
-  options.scheduler_host = place.scheduler_host;
-  options.scheduler_port = place.scheduler_port;
-  options.listen_host = n.listen;
-  options.listen_port = static_cast<std::uint16_t>(n.port);
-  options.advertise_host = n.advertise;
-  options.local_sockets = on_off("local-sockets", n.local_sockets);
-  try {
-    const auto congestion = choose_tcp_congestion(n.tcp_congestion);
-    options.tcp_congestion = congestion.algorithm;
-    if (!congestion.note.empty())
-      std::cerr << ("troupe node: " + congestion.note + "\n") << std::flush;
-  } catch (const std::invalid_argument& e) {
-    throw usage_error("--tcp-congestion (cluster.tcp_congestion): " + std::string(e.what()));
-  }
-  options.port_file = n.port_file;
-  options.devices = cli.devices;
-  const auto& rates = range_of_key("cluster.link_mbit");
-  check_range("link-mbit", n.link_mbit, static_cast<std::int64_t>(rates.min),
-              static_cast<std::int64_t>(rates.max));
-  options.link_mbit = n.link_mbit;
-  if (!backward_ms_allowed(n.backward_ms))
-    throw usage_error("--backward-ms must be -1 or 0 to "
-                      + shortest_number(range_of_key("cluster.backward_ms").max)
-                      + " milliseconds, got " + shortest_number(n.backward_ms));
-  options.backward = std::chrono::milliseconds(static_cast<std::int64_t>(n.backward_ms));
-  if (n.compute_stand_in_ms < 0 || n.compute_stand_in_ms > 3600e3)
-    throw usage_error("--compute-stand-in-ms must be 0 to 3600000 milliseconds, got "
-                      + std::to_string(n.compute_stand_in_ms));
-  options.stand_in.step = std::chrono::duration_cast<caf::timespan>(
-    std::chrono::duration<double, std::milli>(n.compute_stand_in_ms));
-  options.stand_in.seed = cli.job.train_batches.seed;
-  options.join_timeout = seconds_flag("join-timeout", n.join_timeout);
-  options.heartbeat_interval = seconds_flag("heartbeat", n.heartbeat);
-  options.connection_timeout = seconds_flag("peer-timeout", n.peer_timeout);
-  options.timeouts.step = seconds_flag("request-timeout", n.request_timeout); // the one step limit
-  if (!peer_timeout_fits(options.heartbeat_interval, options.connection_timeout))
-    throw usage_error(std::string("--peer-timeout ") + peer_timeout_rule + " (--heartbeat)");
-  if (cli.given.count("config"))
-    options.own_job = cli.job;
-  if (options.role == node_kind::scheduler
-      && (cli.job.nodes.servers < 1 || cli.job.nodes.workers < 1))
-    throw usage_error(
-      "the scheduler needs the number of server and worker processes: --server-nodes and "
-      "--worker-nodes, the config's cluster.server_nodes / worker_nodes, or a launcher's counts");
-  if (options.role == node_kind::worker)
-    require_compute_devices(cli.devices, cli.convolutions); // the computes live on workers
-  // Threads: a count given here (flag or config) goes to every node with the assignment; a
-  // node given none takes the scheduler's, else its share of its host (docs/threads.md).
-  check_range("host-share", n.host_share, -1, 4096);
-  options.threads = cli.threads_given ? cli.threads : 0;
-  options.default_threads = default_node_threads(n.host_share);
-  check_range("host-slot", n.host_slot, -1, 4095);
-  if (n.host_slot >= 0 && n.host_share > 0 && n.host_slot >= n.host_share)
-    throw usage_error("--host-slot " + std::to_string(n.host_slot)
-                      + " is not one of the --host-share " + std::to_string(n.host_share)
-                      + " places (0 to " + std::to_string(n.host_share - 1) + ")");
-  options.host_slot =
-    n.host_share > 0 && threads_from_share(n.host_share) ? static_cast<int>(n.host_slot) : -1;
-  if (options.role == node_kind::scheduler) {
-    cli.threads = cli.threads_given ? cli.threads : options.default_threads;
-    set_compute_threads(cli.threads);
-  } else {
-    options.use_threads = [](int threads) { set_compute_threads(threads); };
-    options.position = std::make_shared<run_position>();
-  }
-  // Checkpoints are the scheduler's: it names every part's file in its requests, so a server
-  // or worker ignores --model-prefix / --load-epoch (troupe launch gives every node the same
-  // flags).
-  if (options.role == node_kind::scheduler) {
-    auto& c = cli.output.checkpoint;
-    // A resumed run restores the primaries only: backups that started from the job's initial
-    // weights would, once promoted, train on wrong weights without a word. Refused (before the
-    // prefix's folder is made) until the parts restore the backups too.
-    if (c.load_epoch >= 0 && cli.job.nodes.replicas > 1)
-      throw usage_error(
-        "--load-epoch with --replicas 2 (cluster.replicas): a resumed run restores the primary "
-        "shards only, and a promoted backup would hold the job's initial weights; resume with "
-        "--replicas 1 (docs/operations.md, \"A lost server\")");
-    check_prefix_folder(c.prefix);
-    // A checkpoint to resume from is read here, before any node is let in: a damaged one ends
-    // the run before the others start. The session takes it from here (its fit to the model is
-    // checked when training starts).
-    if (c.load_epoch >= 0 && !c.prefix.empty())
-      c.loaded =
-        std::make_shared<const training_checkpoint>(read_any_checkpoint(c.prefix, c.load_epoch));
-  }
-  if (options.role == node_kind::scheduler) { // what `troupe train` writes before its first step
-    // A restarted scheduler appends to its lost one's metrics file, marking where it took over.
-    if (!cli.output.metrics_path.empty()) {
-      if (options.resume)
-        cli.output.metrics_written_through = last_epoch_written(cli.output.metrics_path);
-      cli.output.metrics_file = open_metrics_file(
-        cli.output.metrics_path, run_record(args, cli.job, cli.threads), options.resume);
-    }
-    cli.output.position = std::make_shared<run_position>();
-    cli.output.terminal_columns = terminal_columns();
-    std::cout << argument_lines(args, cli.job, cli.threads) << std::flush;
-  }
-  return run_node_process(cli, options, place);
+  check_role_flags(n, place.role);
+  if (place.role == node_kind::scheduler)
+    return run_scheduler_process(cli, scheduler_options_of(n, cli, place, env, args));
+  return run_member_process(member_options_of(n, cli, place, env), place);
 }
 
 } // namespace troupe

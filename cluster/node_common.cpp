@@ -11,12 +11,12 @@
 
 namespace troupe {
 
-channel_options channel_options_of(const cluster_node_options& options, const std::string& name,
+channel_options channel_options_of(const node_options& options, node_kind role,
+                                   const std::string& name,
                                    std::shared_ptr<traffic_registry> traffic) {
   channel_options link{options.secret};
   link.traffic = std::move(traffic);
-  link.position = options.position;
-  link.role = options.role;
+  link.role = role;
   link.name = name;
   link.heartbeat_interval = options.heartbeat_interval;
   link.connection_timeout = options.connection_timeout;
@@ -26,14 +26,22 @@ channel_options channel_options_of(const cluster_node_options& options, const st
   return link;
 }
 
-void log_node_line(const cluster_node_options& options, const std::string& line) {
+channel_options channel_options_of(const member_options& options, const std::string& name,
+                                   std::shared_ptr<traffic_registry> traffic) {
+  auto link = channel_options_of(static_cast<const node_options&>(options), options.role, name,
+                                 std::move(traffic));
+  link.position = options.position;
+  return link;
+}
+
+void log_node_line(const node_options& options, const std::string& line) {
   if (options.log)
     options.log(line);
   else
     std::cerr << (line + "\n") << std::flush; // one write: processes may share the stream
 }
 
-std::string advertised_host(const cluster_node_options& options) {
+std::string advertised_host(const member_options& options) {
   return options.advertise_host.empty() ? options.listen_host : options.advertise_host;
 }
 

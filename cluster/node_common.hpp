@@ -18,16 +18,20 @@ using join_deadline_atom = caf::atom_constant<caf::atom("joindead")>;
 using scheduler_link_atom = caf::atom_constant<caf::atom("schedlink")>;
 using grace_over_atom = caf::atom_constant<caf::atom("graceover")>;
 
-/// Options for a link of this node: its role, name, secret, timeouts, logging, and the
+/// Options for a channel of this node: its role, name, secret, timeouts, logging, and the
 /// node's traffic registry.
-channel_options channel_options_of(const cluster_node_options& options, const std::string& name,
+channel_options channel_options_of(const node_options& options, node_kind role,
+                                   const std::string& name,
+                                   std::shared_ptr<traffic_registry> traffic);
+/// A member's: its role, and the position its computes are at.
+channel_options channel_options_of(const member_options& options, const std::string& name,
                                    std::shared_ptr<traffic_registry> traffic);
 
 /// options.log, or a line on standard error.
-void log_node_line(const cluster_node_options& options, const std::string& line);
+void log_node_line(const node_options& options, const std::string& line);
 
 /// The address peers reach the node at.
-std::string advertised_host(const cluster_node_options& options);
+std::string advertised_host(const member_options& options);
 
 /// The host of "HOST:PORT" (as a socket's peer is written; an IPv6 host unbracketed).
 std::string host_of_address(const std::string& address);

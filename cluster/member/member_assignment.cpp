@@ -92,7 +92,7 @@ void connect_servers(member_actor self, const assignment_message& a,
 }
 
 // The compute threads of this node (compute_threads), told to the kernels.
-int threads_of(const cluster_node_options& options, std::uint32_t scheduler_threads) {
+int threads_of(const member_options& options, std::uint32_t scheduler_threads) {
   const int threads = compute_threads(options, scheduler_threads);
   if (options.use_threads)
     options.use_threads(threads);
@@ -328,7 +328,7 @@ void fail_after_the_mailbox(member_actor self, caf::error why) {
 
 // Says where an adopted compute recomputes from (node_part_options::on_rewound).
 std::function<void(int, std::int64_t)>
-rewound_logger(const cluster_node_options& log, const std::string& label, std::int64_t steps) {
+rewound_logger(const member_options& log, const std::string& label, std::int64_t steps) {
   steps = std::max<std::int64_t>(1, steps);
   return [log, label, steps](int worker, std::int64_t step) {
     log_node_line(log, label + ": compute_" + std::to_string(worker)

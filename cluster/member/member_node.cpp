@@ -194,7 +194,7 @@ void on_worker_link_down(member_actor self, const caf::actor_addr& link, const c
                                + " (on_worker_loss = continue)");
 }
 
-std::string scheduler_address(const cluster_node_options& o) {
+std::string scheduler_address(const member_options& o) {
   return o.scheduler_host + ":" + std::to_string(o.scheduler_port);
 }
 
@@ -406,7 +406,7 @@ void on_link_up(member_actor self, const channel_actor& link) {
     st.worker_links[link.address()] = {st.traffic->peer_of(link.address()), link};
 }
 
-member_self_actor::behavior_type member(member_actor self, cluster_node_options options,
+member_self_actor::behavior_type member(member_actor self, member_options options,
                                         std::shared_ptr<serving_registry> serving,
                                         std::shared_ptr<traffic_registry> traffic,
                                         std::shared_ptr<listening_socket> listening) {
@@ -481,7 +481,7 @@ member_self_actor::behavior_type member(member_actor self, cluster_node_options 
 
 } // namespace
 
-member_node_actor spawn_member_node(caf::actor_system& system, const cluster_node_options& options,
+member_node_actor spawn_member_node(caf::actor_system& system, const member_options& options,
                                     std::shared_ptr<serving_registry> serving,
                                     std::shared_ptr<traffic_registry> traffic, bool detached,
                                     std::shared_ptr<listening_socket> listening) {
@@ -492,7 +492,7 @@ member_node_actor spawn_member_node(caf::actor_system& system, const cluster_nod
                                      std::move(listening));
 }
 
-void run_member(caf::actor_system& system, const cluster_node_options& options) {
+void run_member(caf::actor_system& system, const member_options& options) {
   if (options.role == node_kind::scheduler)
     throw std::invalid_argument("run_member runs a server or a worker");
   // A server binds its port for workers now, before it joins: a port in use ends it at once,

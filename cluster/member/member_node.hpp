@@ -35,7 +35,7 @@ using member_node_actor = member_inbox::extend<caf::replies_to<run_atom>::with<b
 /// deterministic coordinator must run every actor of a test). A server given `listening` (its port
 /// bound before it joined: run_member) listens for workers on it; without, it binds
 /// options.listen_host:listen_port once assigned.
-member_node_actor spawn_member_node(caf::actor_system& system, const cluster_node_options& options,
+member_node_actor spawn_member_node(caf::actor_system& system, const member_options& options,
                                     std::shared_ptr<serving_registry> serving,
                                     std::shared_ptr<traffic_registry> traffic, bool detached = true,
                                     std::shared_ptr<listening_socket> listening = nullptr);

@@ -7,7 +7,7 @@
 
 namespace troupe {
 
-std::uint64_t link_share(const cluster_node_options& options, const placement_plan& plan) {
+std::uint64_t link_share(const member_options& options, const placement_plan& plan) {
   if (options.link_mbit <= 0)
     return 0;
   std::uint64_t peers = 0;
@@ -18,7 +18,7 @@ std::uint64_t link_share(const cluster_node_options& options, const placement_pl
          / std::max<std::uint64_t>(peers, 1);
 }
 
-double backward_seconds(const cluster_node_options& options) {
+double backward_seconds(const member_options& options) {
   if (options.backward.count() >= 0)
     return std::chrono::duration<double>(options.backward).count();
   return options.stand_in.active()
@@ -53,7 +53,7 @@ std::string cpus_text(int first, int last) {
                        : "CPUs " + std::to_string(first) + "-" + std::to_string(last);
 }
 
-int compute_threads(const cluster_node_options& options, std::uint32_t scheduler_threads) {
+int compute_threads(const member_options& options, std::uint32_t scheduler_threads) {
   const int theirs = static_cast<int>(scheduler_threads);
   if (theirs > 0 && options.threads > 0 && theirs != options.threads)
     throw std::invalid_argument("this node was given " + std::to_string(options.threads)

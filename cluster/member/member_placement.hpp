@@ -21,11 +21,11 @@ namespace troupe {
 
 /// The bytes per second of this node's share of its host's link (options.link_mbit): a
 /// worker's links to the servers share it, as do a server's links to the workers; 0: no limit.
-std::uint64_t link_share(const cluster_node_options& options, const placement_plan& plan);
+std::uint64_t link_share(const member_options& options, const placement_plan& plan);
 
 /// How long a step's backward takes, in seconds (options.backward; else two thirds of the
 /// compute stand-in's step; else 0: unknown).
-double backward_seconds(const cluster_node_options& options);
+double backward_seconds(const member_options& options);
 
 /// The computes the plan puts on node `node`.
 std::size_t computes_on(const placement_plan& plan, std::uint32_t node);
@@ -43,7 +43,7 @@ std::string cpus_text(int first, int last);
 /// This node's compute threads: the scheduler's count when it was given one (> 0), else the
 /// node's own, else its default. Two given counts must agree, since the weights a run ends with
 /// depend on each compute's thread count: std::invalid_argument naming both otherwise.
-int compute_threads(const cluster_node_options& options, std::uint32_t scheduler_threads);
+int compute_threads(const member_options& options, std::uint32_t scheduler_threads);
 
 /// The order one paced link to a server writes a step's pushes in (frame_priority.hpp).
 struct link_push_order {

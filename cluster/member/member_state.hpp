@@ -48,7 +48,7 @@ struct replica_side {
 
 struct member_state {
   replica_side replicas;
-  std::optional<cluster_node_options> options;
+  std::optional<member_options> options;
   std::string label; // "worker (pid 42)", then "worker_1"
   channel_actor scheduler;
   scheduler_control_actor to_scheduler; // the one proxy every node-level message to it goes through
@@ -135,7 +135,7 @@ void on_assignment(member_actor self, const assignment_message& a);
 /// reason when it ended the run meanwhile.
 void on_assignment_failed(member_actor self, caf::error why);
 /// Says where an adopted compute recomputes from (node_part_options::on_rewound).
-std::function<void(int, std::int64_t)> rewound_logger(const cluster_node_options& log,
+std::function<void(int, std::int64_t)> rewound_logger(const member_options& log,
                                                       const std::string& label, std::int64_t steps);
 
 /// The scheduler's adopt (member_adoption.cpp): spawns the lost node's loaders and computes

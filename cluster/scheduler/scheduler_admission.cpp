@@ -112,7 +112,7 @@ bool same_host(const member_entry& a, const member_entry& b) {
 // without --advertise) becomes the address its connection came from when that is no loopback.
 // Returns why a worker cannot reach it (an address of another host's loopback, or a wildcard
 // seen only through loopback), or "".
-std::string settle_server_host(const cluster_node_options& options,
+std::string settle_server_host(const scheduler_options& options,
                                const std::vector<member_entry>& members, member_entry& server) {
   const auto seen = host_of_address(server.seen_from);
   if (is_wildcard_host(server.host) && !seen.empty() && !is_loopback_host(seen)) {
@@ -317,8 +317,7 @@ void write_port_file(const std::string& path, std::uint16_t port) {
 void start_listening(scheduler_actor self) {
   auto& st = self->state;
   const auto& options = *st.options;
-  auto link = channel_options_of(options, "scheduler", st.traffic);
-  link.role = node_kind::scheduler;
+  auto link = channel_options_of(options, node_kind::scheduler, "scheduler", st.traffic);
   link.plan_hash = st.plan.hash;
   link.keys = wire_keys_of(st.plan);
   link.priority = st.job.topology.priority;

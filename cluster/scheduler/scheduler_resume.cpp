@@ -1,4 +1,4 @@
-// A scheduler restarted in training (cluster_node_options::resume; `troupe node --role
+// A scheduler restarted in training (scheduler_options::resume; `troupe node --role
 // scheduler --resume`, which `troupe launch` runs when its scheduler is killed). It plans the
 // job as the lost one did and listens at the same address; the servers and workers, which
 // trained on without a scheduler (member_rejoin.cpp), rejoin with where they stand. No

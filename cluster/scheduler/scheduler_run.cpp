@@ -50,7 +50,7 @@ void scheduler_interrupt::interrupt(const std::string& why, std::chrono::millise
 }
 
 training_result run_scheduler(caf::actor_system& system, const training_job& job,
-                              const cluster_node_options& options, const session_output& output) {
+                              const scheduler_options& options, const session_output& output) {
   check_job(job);
   if (job.nodes.servers < 1 || job.nodes.workers < 1)
     throw std::invalid_argument(

@@ -90,7 +90,7 @@ struct traffic_gathering {
 };
 
 struct scheduler_state {
-  std::optional<cluster_node_options> options;
+  std::optional<scheduler_options> options;
   training_job job;
   placement_plan plan;
   data_facts facts;
@@ -240,7 +240,7 @@ std::string rejoin_progress(const scheduler_state& st);
 
 /// What the scheduler starts with, planned by the caller.
 struct scheduler_setup {
-  cluster_node_options options;
+  scheduler_options options;
   training_job job;
   session_output output;
   placement_plan plan;

@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "tests/actors/recorded_answer.hpp"
 #include "tests/actors/two_key_pushes.hpp"
 #include <troupe/actors/aggregator_actor.hpp>
 #include <troupe/actors/compression_link.hpp>
@@ -26,11 +27,7 @@ using test::push_of;
 using test::same_bits;
 using test::two_keys;
 
-struct answer {
-  bool answered = false;
-  weight_set weights;
-  caf::error error;
-};
+using answer = test::recorded_answer<weight_set>;
 
 struct fixture : test_coordinator_fixture<> {
   std::vector<caf::actor> spawned;
@@ -45,20 +42,8 @@ struct fixture : test_coordinator_fixture<> {
   }
   // Asks `to` (a push or a pull) from an actor of its own and records the answer.
   std::shared_ptr<answer> ask(push_target_actor to, caf::message msg) {
-    auto out = std::make_shared<answer>();
-    keep(sys.spawn([=](caf::event_based_actor* self) -> caf::behavior {
-      self->request(caf::actor_cast<caf::actor>(to), caf::infinite, msg)
-        .then(
-          [=](weight_set& ws) {
-            out->answered = true;
-            out->weights = std::move(ws);
-          },
-          [=](caf::error& err) {
-            out->answered = true;
-            out->error = std::move(err);
-          });
-      return {[](const std::string&) {}};
-    }));
+    auto out = test::ask_and_record<weight_set>(
+      sys, caf::actor_cast<caf::actor>(to), [this](caf::actor a) { keep(a); }, msg);
     consume_messages();
     return out;
   }
@@ -84,7 +69,7 @@ CAF_TEST(every_source_of_a_step_gets_the_same_weights_once_the_last_has_pushed) 
   for (auto& s : senders) {
     auto pulled = ask(s, caf::make_message(pull_atom::value, deadline{}));
     CAF_REQUIRE(pulled->answered && !pulled->error);
-    CAF_REQUIRE_EQUAL(pulled->weights.encoding, value_encoding::none);
+    CAF_REQUIRE_EQUAL(pulled->value.encoding, value_encoding::none);
   }
   for (std::int64_t step = 0; step < 4; ++step) {
     auto first = ask(senders[0], caf::make_message(push_atom::value, push_of(step, 0)));
@@ -92,16 +77,16 @@ CAF_TEST(every_source_of_a_step_gets_the_same_weights_once_the_last_has_pushed) 
     auto second = ask(senders[1], caf::make_message(push_atom::value, push_of(step, 1)));
     CAF_REQUIRE(first->answered && second->answered);
     CAF_REQUIRE(!first->error && !second->error);
-    CAF_REQUIRE_EQUAL(first->weights.weights.size(), 2u);
-    CAF_REQUIRE_EQUAL(second->weights.weights.size(), 2u);
-    CAF_CHECK_EQUAL(first->weights.encoding, value_encoding::none); // summed into the weights held
+    CAF_REQUIRE_EQUAL(first->value.weights.size(), 2u);
+    CAF_REQUIRE_EQUAL(second->value.weights.size(), 2u);
+    CAF_CHECK_EQUAL(first->value.encoding, value_encoding::none); // summed into the weights held
     for (std::size_t k = 0; k < 2; ++k) {
-      CAF_CHECK(same_bits(first->weights.weights[k], second->weights.weights[k]));
+      CAF_CHECK(same_bits(first->value.weights[k], second->value.weights[k]));
       // each sending end holds its own copy: the senders' replicas never share a buffer
-      CAF_CHECK(!first->weights.weights[k].shares_storage_with(second->weights.weights[k]));
+      CAF_CHECK(!first->value.weights[k].shares_storage_with(second->value.weights[k]));
     }
     if (step == 0)
-      CAF_CHECK(!same_bits(first->weights.weights[0], two_keys()[0].initial)); // something arrived
+      CAF_CHECK(!same_bits(first->value.weights[0], two_keys()[0].initial)); // something arrived
   }
 }
 

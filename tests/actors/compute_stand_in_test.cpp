@@ -27,6 +27,8 @@
 #include <troupe/actors/stand_in_timing.hpp>
 #include <troupe/graph/zoo.hpp>
 
+#include "tests/actors/recorded_answer.hpp"
+
 using namespace troupe;
 
 namespace {
@@ -117,27 +119,6 @@ metrics_sink_actor::behavior_type recording_metrics(metrics_sink_actor::pointer,
   };
 }
 
-struct outcome {
-  bool answered = false;
-  phase_report report;
-  caf::error error;
-};
-
-caf::behavior host(caf::event_based_actor* self, compute_actor compute,
-                   std::shared_ptr<outcome> out) {
-  self->request(compute, caf::infinite, train_atom::value, std::int64_t{0}, deadline{})
-    .then(
-      [=](phase_report& r) {
-        out->answered = true;
-        out->report = r;
-      },
-      [=](caf::error& err) {
-        out->answered = true;
-        out->error = std::move(err);
-      });
-  return {[](const std::string&) {}};
-}
-
 constexpr std::int64_t samples = 32;
 constexpr std::uint64_t seed = 7;
 constexpr int worker = 3;
@@ -147,7 +128,8 @@ struct stand_in_fixture : test_coordinator_fixture<> {
   std::shared_ptr<shard_probe> shard = std::make_shared<shard_probe>();
   std::shared_ptr<loader_probe> loader = std::make_shared<loader_probe>();
   std::shared_ptr<metrics_probe> metrics = std::make_shared<metrics_probe>();
-  std::shared_ptr<outcome> result = std::make_shared<outcome>();
+  std::shared_ptr<test::recorded_answer<phase_report>> result =
+    std::make_shared<test::recorded_answer<phase_report>>();
   std::vector<shape_t> shapes;
   std::size_t groups = 0;
   stand_in_timing timing; // the groups' shares of the step (stand_in_timing_test checks them)
@@ -167,7 +149,9 @@ struct stand_in_fixture : test_coordinator_fixture<> {
   // epoch 0 (the answer goes to `result`).
   void start(bool overlap = true) {
     spawn_stand_in(overlap);
-    spawned.push_back(sys.spawn(host, caf::actor_cast<compute_actor>(compute), result));
+    result = test::ask_and_record<phase_report>(
+      sys, compute, [this](caf::actor a) { spawned.push_back(a); }, train_atom::value,
+      std::int64_t{0}, deadline{});
     consume_messages();
   }
 
@@ -208,31 +192,12 @@ struct stand_in_fixture : test_coordinator_fixture<> {
     consume_messages();
   }
 
-  // What the stand-in answered to one request.
-  template <class Answer> struct answer {
-    bool answered = false;
-    Answer value{};
-    caf::error error;
-  };
-
   // Asks the stand-in `message` from an actor of its own and runs what that sets off, the
   // clock standing still; the answer is in the result once it came.
-  template <class Answer, class... Ts> std::shared_ptr<answer<Answer>> ask(Ts... message) {
-    auto out = std::make_shared<answer<Answer>>();
-    auto to = compute;
-    spawned.push_back(sys.spawn([=](caf::event_based_actor* self) -> caf::behavior {
-      self->request(to, caf::infinite, message...)
-        .then(
-          [=](Answer& a) {
-            out->answered = true;
-            out->value = std::move(a);
-          },
-          [=](caf::error& e) {
-            out->answered = true;
-            out->error = std::move(e);
-          });
-      return {[](const std::string&) {}};
-    }));
+  template <class Answer, class... Ts>
+  std::shared_ptr<test::recorded_answer<Answer>> ask(Ts... message) {
+    auto out = test::ask_and_record<Answer>(
+      sys, compute, [this](caf::actor a) { spawned.push_back(a); }, message...);
     consume_messages();
     return out;
   }
@@ -301,7 +266,7 @@ CAF_TEST(pushes_leave_on_their_timers_and_the_loader_is_never_asked) {
   }
   CAF_REQUIRE(result->answered);
   CAF_REQUIRE(!result->error);
-  CAF_CHECK_EQUAL(result->report.samples, 2 * samples);
+  CAF_CHECK_EQUAL(result->value.samples, 2 * samples);
   CAF_CHECK_EQUAL(metrics->batches.back().samples, samples);
   CAF_CHECK_EQUAL(loader->asked, 0);
   CAF_CHECK_EQUAL(shard->pushes.size(), 2 * groups);
@@ -370,7 +335,7 @@ CAF_TEST(the_next_forward_waits_for_the_first_layers_weights) {
     deliver_held(k);
   CAF_REQUIRE(result->answered);
   CAF_REQUIRE(!result->error);
-  CAF_CHECK_EQUAL(result->report.samples, 2 * samples);
+  CAF_CHECK_EQUAL(result->value.samples, 2 * samples);
 }
 
 // The forward runs the segments whose weights are in before waiting: with only key 1 (the

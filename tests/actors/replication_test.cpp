@@ -16,6 +16,7 @@
 #include <optional>
 #include <vector>
 
+#include "tests/actors/recorded_answer.hpp"
 #include "tests/actors/two_key_pushes.hpp"
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/aggregator_actor.hpp>
@@ -75,26 +76,7 @@ held_backup_actor::behavior_type held_backup(held_backup_actor::pointer self,
   };
 }
 
-struct answer {
-  bool answered = false;
-  weight_set weights;
-  caf::error error;
-};
-
-// Pushes `push` to `to` and records the answer.
-void push_from_client(caf::event_based_actor* self, push_target_actor to, gradient_push push,
-                      std::shared_ptr<answer> out) {
-  self->request(to, caf::infinite, push_atom::value, std::move(push))
-    .then(
-      [=](weight_set& ws) {
-        out->answered = true;
-        out->weights = std::move(ws);
-      },
-      [=](caf::error& err) {
-        out->answered = true;
-        out->error = std::move(err);
-      });
-}
+using answer = test::recorded_answer<weight_set>;
 
 struct fixture : test_coordinator_fixture<> {
   std::vector<caf::actor> spawned;
@@ -111,11 +93,8 @@ struct fixture : test_coordinator_fixture<> {
     return keep(spawn_param_shard(sys, two_keys(), o));
   }
   std::shared_ptr<answer> push(push_target_actor to, gradient_push p) {
-    auto out = std::make_shared<answer>();
-    keep(sys.spawn([=](caf::event_based_actor* self) -> caf::behavior {
-      push_from_client(self, to, p, out);
-      return {[](const std::string&) {}}; // stays until the fixture ends
-    }));
+    auto out = test::ask_and_record<weight_set>(
+      sys, to, [this](caf::actor a) { keep(a); }, push_atom::value, std::move(p));
     consume_messages();
     return out;
   }
@@ -157,8 +136,8 @@ CAF_TEST(a_push_is_answered_only_once_its_backup_has_it) {
   consume_messages();
   CAF_REQUIRE(got->answered);
   CAF_REQUIRE(!got->error);
-  CAF_REQUIRE_EQUAL(got->weights.keys.size(), 2u);
-  CAF_CHECK_EQUAL(got->weights.updates, 1);
+  CAF_REQUIRE_EQUAL(got->value.keys.size(), 2u);
+  CAF_CHECK_EQUAL(got->value.updates, 1);
 }
 
 // A real backup shard fed by its primary holds the same weights and momentum, bit for bit.
@@ -208,12 +187,12 @@ CAF_TEST(a_lost_backup_holds_the_answers_until_it_is_said_gone) {
   CAF_REQUIRE(!second->error);
   // Both with the newest weights, as any held answer (two steps of one group follow each
   // other only in async, where the newest is what a pusher wants).
-  CAF_CHECK_EQUAL(first->weights.updates, 2);
-  CAF_CHECK_EQUAL(second->weights.updates, 2);
+  CAF_CHECK_EQUAL(first->value.updates, 2);
+  CAF_CHECK_EQUAL(second->value.updates, 2);
   auto third = push(primary, push_of(2));
   CAF_REQUIRE(third->answered);
   CAF_CHECK(!third->error);
-  CAF_CHECK_EQUAL(third->weights.updates, 3);
+  CAF_CHECK_EQUAL(third->value.updates, 3);
   CAF_CHECK_EQUAL(probe->received.size(), 1u);
 }
 
@@ -240,9 +219,9 @@ CAF_TEST(a_repeated_group_and_step_is_answered_not_applied) {
   auto again = push(s, push_of(0));
   CAF_REQUIRE(first->answered && again->answered);
   CAF_REQUIRE(!again->error);
-  CAF_CHECK_EQUAL(again->weights.updates, 1);
-  CAF_REQUIRE_EQUAL(again->weights.weights.size(), 2u);
-  CAF_CHECK(same_bits(again->weights.weights[0], first->weights.weights[0]));
+  CAF_CHECK_EQUAL(again->value.updates, 1);
+  CAF_REQUIRE_EQUAL(again->value.weights.size(), 2u);
+  CAF_CHECK(same_bits(again->value.weights[0], first->value.weights[0]));
   auto applied = ask<std::vector<applied_group>>(s, applied_atom::value);
   CAF_REQUIRE_EQUAL(applied.size(), 1u);
   CAF_CHECK_EQUAL(applied[0].step, 0);
@@ -285,13 +264,13 @@ CAF_TEST(a_promoted_backup_answers_the_repeat_and_sums_the_next_step) {
   auto repeat = push(promoted, push_of(0, 1));
   CAF_REQUIRE(repeat->answered);
   CAF_REQUIRE(!repeat->error);
-  CAF_CHECK_EQUAL(repeat->weights.updates, 1);
-  CAF_CHECK(same_bits(repeat->weights.weights[0], a0->weights.weights[0]));
+  CAF_CHECK_EQUAL(repeat->value.updates, 1);
+  CAF_CHECK(same_bits(repeat->value.weights[0], a0->value.weights[0]));
   auto a1 = push(promoted, push_of(1, 0));
   CAF_CHECK(!a1->answered); // waits for source 1's step 1
   auto b1 = push(promoted, push_of(1, 1));
   CAF_REQUIRE(a1->answered && b1->answered && !a1->error && !b1->error);
-  CAF_CHECK_EQUAL(b1->weights.updates, 2);
+  CAF_CHECK_EQUAL(b1->value.updates, 2);
   auto want = ask<shard_snapshot>(reference, snapshot_atom::value);
   auto got = ask<shard_snapshot>(backup, snapshot_atom::value);
   CAF_REQUIRE_EQUAL(got.weights.size(), want.weights.size());

@@ -10,8 +10,8 @@ using namespace troupe;
 
 namespace {
 
-cluster_node_options options_of(const std::string& listen, const std::string& advertise) {
-  cluster_node_options o{cluster_secret("the secret of the test cluster!!")};
+member_options options_of(const std::string& listen, const std::string& advertise) {
+  member_options o{cluster_secret("the secret of the test cluster!!")};
   o.listen_host = listen;
   o.advertise_host = advertise;
   return o;

@@ -188,11 +188,21 @@ inline training_job cluster_job(int servers, int workers) {
 
 const data_facts facts{{1, 28, 28}, 10, 64, 64};
 
-inline cluster_node_options node_options(node_kind role,
-                                         std::shared_ptr<std::vector<std::string>> lines) {
-  cluster_node_options o{cluster_secret(std::string(32, 's'))};
-  o.role = role;
+// Options whose log lines go to `lines`.
+template <class Options> Options test_options(std::shared_ptr<std::vector<std::string>> lines) {
+  Options o{cluster_secret(std::string(32, 's'))};
   o.log = [lines](const std::string& line) { lines->push_back(line); };
+  return o;
+}
+
+inline scheduler_options scheduler_options_for(std::shared_ptr<std::vector<std::string>> lines) {
+  return test_options<scheduler_options>(std::move(lines));
+}
+
+inline member_options member_options_for(node_kind role,
+                                         std::shared_ptr<std::vector<std::string>> lines) {
+  auto o = test_options<member_options>(std::move(lines));
+  o.role = role;
   return o;
 }
 

@@ -11,6 +11,8 @@
 #include <tuple>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
 #include "cluster/phase_machine.hpp"
 
 namespace troupe::testing {
@@ -67,6 +69,24 @@ inline std::set<std::string> reachable(const std::vector<phase_edge>& edges,
         grew = true;
   }
   return seen;
+}
+
+/// Checks the shape of a machine's table of moves: `phases` phases (the first its start, the
+/// last its end), every move joins two of them, every phase is reached from the first and
+/// reaches the last, and the last leads nowhere.
+template <class Machine>
+void check_table_shape(const std::vector<phase_edge>& edges, std::size_t phases) {
+  const auto names = Machine::phase_names();
+  REQUIRE(names.size() == phases);
+  const std::set<std::string> all(names.begin(), names.end());
+  for (const auto& e : edges) {
+    CHECK(all.count(e.from) == 1);
+    CHECK(all.count(e.to) == 1);
+  }
+  CHECK(reachable(edges, names.front()) == all);
+  for (const auto& p : all)
+    CHECK(reachable(edges, p).count(names.back()) == 1);
+  CHECK(reachable(edges, names.back()) == std::set<std::string>{names.back()});
 }
 
 } // namespace troupe::testing

@@ -7,12 +7,13 @@
 #include <caf/test/dsl.hpp>
 
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/cluster/push_relay.hpp>
+
+#include "tests/actors/recorded_answer.hpp"
 
 using namespace troupe;
 using namespace std::chrono_literals;
@@ -66,28 +67,7 @@ fake_target_actor::behavior_type fake_target(fake_target_actor::pointer self,
   };
 }
 
-// The outcome of one request to the relay, once it came.
-struct relay_answer {
-  bool answered = false;
-  std::optional<weight_set> weights;
-  caf::error error;
-};
-
-template <class... Ts>
-caf::behavior ask_relay(caf::event_based_actor* self, push_relay_actor relay,
-                        std::shared_ptr<relay_answer> out, Ts... request) {
-  self->request(relay, caf::infinite, request...)
-    .then(
-      [=](weight_set& ws) {
-        out->answered = true;
-        out->weights = std::move(ws);
-      },
-      [=](caf::error& err) {
-        out->answered = true;
-        out->error = std::move(err);
-      });
-  return {[](const std::string&) {}};
-}
+using relay_answer = test::recorded_answer<weight_set>;
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -99,6 +79,7 @@ struct relay_fixture : test_coordinator_fixture<> {
   fake_target_actor first_target = sys.spawn(fake_target, first);
   fake_target_actor second_target = sys.spawn(fake_target, second);
   push_relay_actor relay = spawn_push_relay(sys, first_target, "shard 0");
+  std::vector<caf::actor> askers;
 
   relay_fixture() {
     first->updates = 5;
@@ -107,14 +88,16 @@ struct relay_fixture : test_coordinator_fixture<> {
 
   // A silent target's promises keep it alive: every actor here is ended with the fixture.
   ~relay_fixture() override {
+    for (auto& a : askers)
+      caf::anon_send_exit(a, caf::exit_reason::kill);
     caf::anon_send_exit(relay, caf::exit_reason::kill);
     caf::anon_send_exit(first_target, caf::exit_reason::kill);
     caf::anon_send_exit(second_target, caf::exit_reason::kill);
   }
 
   template <class... Ts> std::shared_ptr<relay_answer> ask(Ts... request) {
-    auto out = std::make_shared<relay_answer>();
-    sys.spawn(ask_relay<Ts...>, relay, out, request...);
+    auto out = test::ask_and_record<weight_set>(
+      sys, relay, [this](caf::actor a) { askers.push_back(a); }, request...);
     consume_messages();
     return out;
   }
@@ -151,8 +134,8 @@ CAF_TEST(push_relay_passes_each_request_to_its_target_with_the_originators_deadl
   CAF_CHECK(first->asks[2].due.at == rewind_due.at);
   for (const auto& got : {pushed, pulled, rewound}) {
     CAF_REQUIRE(got->answered);
-    CAF_REQUIRE(got->weights.has_value());
-    CAF_CHECK_EQUAL(got->weights->updates, 5);
+    CAF_REQUIRE(!got->error);
+    CAF_CHECK_EQUAL(got->value.updates, 5);
   }
   CAF_CHECK(second->asks.empty());
 }
@@ -161,7 +144,7 @@ CAF_TEST(push_relay_passes_a_failure_other_than_a_lost_link_on_at_once) {
   first->failure = make_error(errc::bad_request, "shard 0: key 4 is not one of its keys");
   auto pulled = pull(deadline::after(1min));
   CAF_REQUIRE(pulled->answered);
-  CAF_REQUIRE(!pulled->weights && pulled->error); // troupe_code reads no empty error
+  CAF_REQUIRE(pulled->error); // troupe_code reads no empty error
   CAF_CHECK(troupe_code(pulled->error) == errc::bad_request);
   CAF_CHECK(contains(error_text(pulled->error), "key 4 is not one of its keys"));
   // Nothing is held: re-pointing asks nobody again.
@@ -191,15 +174,15 @@ CAF_TEST(push_relay_holds_a_request_whose_link_was_lost_until_it_is_repointed) {
   CAF_CHECK(second->asks[1].due.at == due.at);
   for (const auto& got : {pushed, pulled}) {
     CAF_REQUIRE(got->answered);
-    CAF_REQUIRE(got->weights.has_value());
-    CAF_CHECK_EQUAL(got->weights->updates, 7);
+    CAF_REQUIRE(!got->error);
+    CAF_CHECK_EQUAL(got->value.updates, 7);
   }
   // A later request goes to the new target alone.
   auto later = pull(due);
   CAF_CHECK_EQUAL(first->asks.size(), 2u);
   CAF_CHECK_EQUAL(second->asks.size(), 3u);
-  CAF_REQUIRE(later->weights.has_value());
-  CAF_CHECK_EQUAL(later->weights->updates, 7);
+  CAF_REQUIRE(!later->error);
+  CAF_CHECK_EQUAL(later->value.updates, 7);
 }
 
 CAF_TEST(push_relay_holds_a_request_to_a_target_that_has_ended) {
@@ -210,8 +193,8 @@ CAF_TEST(push_relay_holds_a_request_to_a_target_that_has_ended) {
   repoint(second_target);
   CAF_CHECK_EQUAL(second->asks.size(), 1u);
   CAF_REQUIRE(pulled->answered);
-  CAF_REQUIRE(pulled->weights.has_value());
-  CAF_CHECK_EQUAL(pulled->weights->updates, 7);
+  CAF_REQUIRE(!pulled->error);
+  CAF_CHECK_EQUAL(pulled->value.updates, 7);
 }
 
 CAF_TEST(push_relay_fails_a_held_request_whose_deadline_passed_before_it_was_repointed) {
@@ -221,7 +204,7 @@ CAF_TEST(push_relay_fails_a_held_request_whose_deadline_passed_before_it_was_rep
   repoint(second_target);
   CAF_CHECK(second->asks.empty()); // nobody is asked for an answer that nobody waits for
   CAF_REQUIRE(pulled->answered);
-  CAF_REQUIRE(!pulled->weights && pulled->error); // troupe_code reads no empty error
+  CAF_REQUIRE(pulled->error); // troupe_code reads no empty error
   CAF_CHECK(troupe_code(pulled->error) == errc::timeout);
   CAF_CHECK(contains(error_text(pulled->error),
                      "shard 0: its process was lost and no backup took its place"));
@@ -241,8 +224,8 @@ CAF_TEST(push_relay_asks_the_new_target_when_the_old_one_fails_after_the_repoint
   CAF_REQUIRE_EQUAL(second->asks.size(), 1u);
   CAF_CHECK(second->asks[0].due.at == due.at);
   CAF_REQUIRE(pulled->answered);
-  CAF_REQUIRE(pulled->weights.has_value());
-  CAF_CHECK_EQUAL(pulled->weights->updates, 7);
+  CAF_REQUIRE(!pulled->error);
+  CAF_CHECK_EQUAL(pulled->value.updates, 7);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -16,7 +16,7 @@ struct scheduler_fixture : node_fixture {
   fake_session_actor session_actor;
   std::shared_ptr<metrics_probe> metrics = std::make_shared<metrics_probe>();
   std::shared_ptr<outcome> result = std::make_shared<outcome>();
-  cluster_node_options options = node_options(node_kind::scheduler, lines);
+  scheduler_options options = scheduler_options_for(lines);
 
   session_sinks sinks; // what the scheduler gave its session (the relays, with adopt)
 

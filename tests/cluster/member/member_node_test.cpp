@@ -16,7 +16,7 @@ struct member_fixture : node_fixture {
   member_node_actor node;
   std::shared_ptr<outcome> result = std::make_shared<outcome>();
   std::shared_ptr<traffic_registry> traffic = std::make_shared<traffic_registry>();
-  cluster_node_options options = node_options(node_kind::worker, lines);
+  member_options options = member_options_for(node_kind::worker, lines);
   channel_actor scheduler;
   sent_list to_scheduler;
 
@@ -265,7 +265,7 @@ namespace {
 struct connecting_fixture : node_fixture {
   member_node_actor node;
   std::shared_ptr<outcome> result = std::make_shared<outcome>();
-  cluster_node_options options = node_options(node_kind::worker, lines);
+  member_options options = member_options_for(node_kind::worker, lines);
   int closed_port_fd = -1;
 
   connecting_fixture() {
@@ -322,7 +322,7 @@ struct server_member_fixture : node_fixture {
   member_node_actor node;
   std::shared_ptr<serving_registry> shards = std::make_shared<serving_registry>();
   std::shared_ptr<outcome> result = std::make_shared<outcome>();
-  cluster_node_options options = node_options(node_kind::server, lines);
+  member_options options = member_options_for(node_kind::server, lines);
   channel_actor scheduler;
   sent_list to_scheduler;
   std::uint32_t server_node = 0;

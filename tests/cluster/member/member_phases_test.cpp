@@ -13,17 +13,7 @@ using namespace troupe::testing;
 
 TEST_CASE("every member move joins two of its phases, and every phase is reached and can end",
           "[member_phases]") {
-  const auto names = member_machine::phase_names();
-  REQUIRE(names.size() == 6);
-  const std::set<std::string> phases(names.begin(), names.end());
-  for (const auto& e : member_edges()) {
-    CHECK(phases.count(e.from) == 1);
-    CHECK(phases.count(e.to) == 1);
-  }
-  CHECK(reachable(member_edges(), names.front()) == phases);
-  for (const auto& p : phases)
-    CHECK(reachable(member_edges(), p).count("ending") == 1);
-  CHECK(reachable(member_edges(), "ending") == std::set<std::string>{"ending"});
+  check_table_shape<member_machine>(member_edges(), 6);
 }
 
 TEST_CASE("a member moves only along its table, and keeps a phase's state in that phase",

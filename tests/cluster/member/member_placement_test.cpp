@@ -12,8 +12,8 @@ using test::cluster_plan;
 
 namespace {
 
-cluster_node_options options_of(node_kind role) {
-  cluster_node_options o{cluster_secret("the secret of the test cluster!!")};
+member_options options_of(node_kind role) {
+  member_options o{cluster_secret("the secret of the test cluster!!")};
   o.role = role;
   return o;
 }

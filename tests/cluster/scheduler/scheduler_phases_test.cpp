@@ -13,17 +13,7 @@ using namespace troupe::testing;
 
 TEST_CASE("every scheduler move joins two of its phases, and every phase is reached and can end",
           "[scheduler_phases]") {
-  const auto names = scheduler_machine::phase_names();
-  REQUIRE(names.size() == 6);
-  const std::set<std::string> phases(names.begin(), names.end());
-  for (const auto& e : scheduler_edges()) {
-    CHECK(phases.count(e.from) == 1);
-    CHECK(phases.count(e.to) == 1);
-  }
-  CHECK(reachable(scheduler_edges(), names.front()) == phases);
-  for (const auto& p : phases)
-    CHECK(reachable(scheduler_edges(), p).count("ending") == 1);
-  CHECK(reachable(scheduler_edges(), "ending") == std::set<std::string>{"ending"});
+  check_table_shape<scheduler_machine>(scheduler_edges(), 6);
 }
 
 TEST_CASE("a scheduler moves only along its table, and keeps a phase's state in that phase",

@@ -134,7 +134,7 @@ struct session_sinks {
     /// The job's data, when the host has opened it already (the scheduler plans with it):
     /// the session then does not open it again. Null: the session opens it.
     std::shared_ptr<const dataset> train_data, validation_data;
-    /// A scheduler restarted in training (cluster_node_options::resume): the run goes on at
+    /// A scheduler restarted in training (scheduler_options::resume): the run goes on at
     /// this epoch, the one the members' computes are in, and restores no checkpoint (the
     /// members hold the run's state). -1: the run starts as its job says.
     std::int64_t resume_at_epoch = -1;

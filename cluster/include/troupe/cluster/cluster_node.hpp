@@ -77,38 +77,17 @@ private:
   bool interrupted_ = false;
 };
 
-struct cluster_node_options {
-  explicit cluster_node_options(cluster_secret cluster) : secret(std::move(cluster)) {}
+/// What every node of a cluster takes, whatever its role: how to reach its scheduler (or, the
+/// scheduler's, where to listen), the secret, the clocks and the log.
+struct node_options {
+  explicit node_options(cluster_secret cluster) : secret(std::move(cluster)) {}
 
-  node_kind role = node_kind::worker;
   /// Where the scheduler listens (the scheduler: where to listen; port 0 = any free port).
   std::string scheduler_host = "127.0.0.1";
   std::uint16_t scheduler_port = 0;
-  /// The rank within its role this node asks for (a launcher's: MPI, Slurm, troupe launch);
-  /// -1: any free one (join order). The scheduler refuses a rank that is taken.
-  int rank = -1;
-  /// Servers: where to listen for workers (port 0 = any free port).
-  std::string listen_host = "127.0.0.1";
-  std::uint16_t listen_port = 0;
-  /// The address peers reach this node at when it differs from listen_host (a multi-homed
-  /// host, or listening on 0.0.0.0). Empty: listen_host.
-  std::string advertise_host;
-  /// Workers reach a server on their own host through a Unix socket rather than TCP
-  /// (cluster/local_socket.hpp); servers offer one. The scheduler's links stay TCP: it judges
-  /// hosts by the addresses connections come from.
-  bool local_sockets = true;
-  /// The congestion control of every TCP link of this node (tcp_congestion.hpp: what
+  /// The congestion control of every TCP channel of this node (tcp_congestion.hpp: what
   /// choose_tcp_congestion resolved); empty: the host's default.
   std::string tcp_congestion;
-  /// The rate of each host's link, per direction, in Mbit/s (0: not stated). Stated, a
-  /// server's or worker's TCP links to its peers pace themselves at an equal share of it (a
-  /// worker's at rate / servers, a server's at rate / workers), and with priority on and two or
-  /// more worker nodes a worker writes each step's pushes in a fixed order (frame_priority.hpp,
-  /// fixed_push_order) whose backward part is what its share carries in `backward` time.
-  std::int64_t link_mbit = 0;
-  /// How long a step's backward takes; negative: the compute stand-in's backward (two thirds
-  /// of its step), or 0 without one (a fixed order then starts with the first layers).
-  std::chrono::milliseconds backward{-1};
   cluster_secret secret;
   /// How long the scheduler waits for every node to join and be ready, and how long a node
   /// retries reaching its scheduler.
@@ -123,26 +102,68 @@ struct cluster_node_options {
   /// The scheduler sends its count to every node in the assignment; a node given a count of
   /// its own must agree with it.
   int threads = 0;
-  /// A server's or worker's compute threads when neither it nor the scheduler was given a
-  /// count (its share of its host: docs/threads.md).
+  /// Start-up progress, losses and refusals, one line each (default: standard error).
+  std::function<void(const std::string&)> log;
+};
+
+/// The scheduler's options.
+struct scheduler_options : node_options {
+  using node_options::node_options;
+
+  /// How its host interrupts it (Ctrl-C). May be null.
+  std::shared_ptr<scheduler_interrupt> interrupt;
+  /// It takes over a run in training whose scheduler was lost. It plans as the lost one did,
+  /// takes rejoins only, and once every plan node is back trains on from the epoch the
+  /// workers' computes are in, restoring nothing.
+  bool resume = false;
+  /// A file to write the bound port to once it listens (decimal and a newline, written to a
+  /// temporary file and renamed). Empty: none.
+  std::string port_file;
+};
+
+/// A server's or a worker's options (role); the ones marked "a worker's" are read by workers
+/// only.
+struct member_options : node_options {
+  using node_options::node_options;
+
+  /// node_kind::server or node_kind::worker.
+  node_kind role = node_kind::worker;
+  /// The rank within its role this node asks for (a launcher's: MPI, Slurm, troupe launch);
+  /// -1: any free one (join order). The scheduler refuses a rank that is taken.
+  int rank = -1;
+  /// Servers: where to listen for workers (port 0 = any free port).
+  std::string listen_host = "127.0.0.1";
+  std::uint16_t listen_port = 0;
+  /// The address peers reach this node at when it differs from listen_host (a multi-homed
+  /// host, or listening on 0.0.0.0). Empty: listen_host.
+  std::string advertise_host;
+  /// Workers reach a server on their own host through a Unix socket rather than TCP
+  /// (cluster/local_socket.hpp); servers offer one. The scheduler's channels stay TCP: it
+  /// judges hosts by the addresses connections come from.
+  bool local_sockets = true;
+  /// The rate of each host's network, per direction, in Mbit/s (0: not stated). Stated, a
+  /// server's or worker's TCP channels to its peers pace themselves at an equal share of it (a
+  /// worker's at rate / servers, a server's at rate / workers), and with priority on and two or
+  /// more worker nodes a worker writes each step's pushes in a fixed order (frame_priority.hpp,
+  /// fixed_push_order) whose backward part is what its share carries in `backward` time.
+  std::int64_t link_mbit = 0;
+  /// How long a step's backward takes; negative: the compute stand-in's backward (two thirds
+  /// of its step), or 0 without one (a fixed order then starts with the first layers).
+  std::chrono::milliseconds backward{-1};
+  /// Compute threads when neither this node nor the scheduler was given a count (its share of
+  /// its host: docs/threads.md).
   int default_threads = 1;
-  /// A worker's place among the worker processes started on its host (troupe launch says;
+  /// A worker's: its place among the worker processes started on its host (troupe launch says;
   /// -1: unknown). With threads from the host share (no count given anywhere), its computes
   /// are bound to the CPUs of that place, so the workers of one host never queue on one core.
   int host_slot = -1;
-  /// A worker that joins as a spare: unassigned until it takes over a lost worker's node
+  /// A worker's: it joins as a spare, unassigned until it takes over a lost worker's node
   /// (join_message::spare).
   bool spare = false;
-  /// A server or worker that loses its scheduler in training keeps its part running this
-  /// long, retrying to reach a scheduler restarted with --resume at the same address, and
-  /// rejoins it (join_message::rejoin); 0: it stops at once, naming the scheduler.
+  /// Once its scheduler is lost in training, the node keeps its part running this long,
+  /// retrying to reach a scheduler restarted with --resume at the same address, and rejoins it
+  /// (join_message::rejoin); 0: it stops at once, naming the scheduler.
   std::chrono::milliseconds scheduler_timeout{30000};
-  /// The scheduler: how its host interrupts it (Ctrl-C). May be null.
-  std::shared_ptr<scheduler_interrupt> interrupt;
-  /// The scheduler: it takes over a run in training whose scheduler was lost. It plans as the
-  /// lost one did, takes rejoins only, and once every plan node is back trains on from the
-  /// epoch the workers' computes are in, restoring nothing.
-  bool resume = false;
   /// Called with the compute threads this node settles on, once assigned and before any of
   /// its actors runs a kernel (the app caps its kernels there). May be empty.
   std::function<void(int)> use_threads;
@@ -151,18 +172,13 @@ struct cluster_node_options {
   /// A worker's: its computes take this time per batch instead of computing (benchmarks of the
   /// communication; compute_stand_in in troupe/actors/compute_actor.hpp). Inactive: they compute.
   compute_stand_in stand_in;
-  /// A server or worker given a config: the job it resolves to, which the scheduler's must
-  /// equal in everything but the process counts (those are the scheduler's, or a launcher's,
-  /// to say). Empty: take the scheduler's job as it is.
+  /// A node given a config: the job it resolves to, which the scheduler's must equal in
+  /// everything but the process counts (those are the scheduler's, or a launcher's, to say).
+  /// Empty: take the scheduler's job as it is.
   std::optional<training_job> own_job;
-  /// The scheduler: a file to write the bound port to once it listens (decimal and a newline,
-  /// written to a temporary file and renamed). Empty: none.
-  std::string port_file;
-  /// A worker's: kept up to date with the epoch and batch its computes are at (its link to
+  /// A worker's: kept up to date with the epoch and batch its computes are at (its channel to
   /// the scheduler, channel.hpp). May be null.
   std::shared_ptr<run_position> position;
-  /// Start-up progress, losses and refusals, one line each (default: standard error).
-  std::function<void(const std::string&)> log;
 };
 
 /// What run_scheduler throws once options.interrupt ended the run: the caller, which
@@ -178,10 +194,10 @@ public:
 /// naming the node and the reason when the run fails, run_interrupted after an interrupt,
 /// std::invalid_argument for a job that is not a cluster job.
 training_result run_scheduler(caf::actor_system& system, const training_job& job,
-                              const cluster_node_options& options, const session_output& output);
+                              const scheduler_options& options, const session_output& output);
 
 /// Runs a server or worker (options.role) until its scheduler ends the run. Throws
 /// troupe_error naming what failed.
-void run_member(caf::actor_system& system, const cluster_node_options& options);
+void run_member(caf::actor_system& system, const member_options& options);
 
 } // namespace troupe

@@ -25,6 +25,7 @@
 #include "apps/config_options.hpp"
 #include "apps/flags.hpp"
 #include "apps/integer_text.hpp"
+#include "apps/key_flags.hpp"
 #include "apps/record_flags.hpp"
 #include <troupe/graph/config/job_plan.hpp>
 #include <troupe/graph/config/key_ranges.hpp>
@@ -65,31 +66,40 @@ struct raw_flags {
     return defaults;
   }
   std::string network = language().model.network.value, dataset = "fashion-mnist", data_dir;
-  std::string metrics, lr_step_epochs, lr_schedule = "multi-step", progress = "auto";
+  std::string lr_step_epochs, lr_schedule = "multi-step", progress = "auto";
   std::string image_shape = "1,28,28";
   std::string config, devices, cudnn_algorithms = "exact";
   record_flags record; ///< --data-train, --data-val, ... (apps/record_flags.cpp)
-  int num_layers = 0, threads = 1, shards = language().cluster.shards.value;
-  int prefetch = language().run.prefetch.value, num_classes = language().train_data.classes.value;
-  int server_nodes = 0, worker_nodes = 0, top_k = 0, workers = language().cluster.workers.value;
-  int replicas = language().cluster.replicas.value;
+  int num_layers = 0, threads = 1, num_classes = language().train_data.classes.value;
+  int top_k = 0, workers = language().cluster.workers.value;
   std::string on_worker_loss; // empty: the topology's default
   std::string compression = "none";
-  std::int64_t batch_size = language().train_data.batch.value, val_batch_size = 500;
-  std::int64_t num_epochs = language().run.epochs.value,
-               disp_batches = language().run.display.value;
+  std::int64_t val_batch_size = 500;
   std::int64_t eval_every = language().run.eval_every.value;
-  std::string model_prefix;
-  std::int64_t save_period = language().run.save_period.value, load_epoch = -1;
-  std::int64_t seed = language().run.seed.value, random_crop_pad = -1, random_mirror = -1;
+  std::int64_t random_crop_pad = -1, random_mirror = -1;
   std::int64_t num_examples = language().train_data.examples.value;
-  std::int64_t slice_bytes = language().cluster.slice_bytes.value;
-  std::int64_t group_bytes = language().cluster.group_bytes.value;
-  double lr = -1, lr_factor = language().schedule.factor.value;
-  double mom = language().optimizer.momentum.value, wd = language().optimizer.wd.value;
-  double warmup_epochs = -1;
-  bool nesterov = false, no_validation = false, no_overlap = false;
-  bool no_priority = false;
+  double lr = -1, warmup_epochs = -1;
+  bool no_validation = false, no_overlap = false, no_priority = false;
+  /// The flags of the plain keys (apps/key_flags.hpp).
+  key_flags keys{declared_by_hand()};
+
+private:
+  // The keys with a flag that are not plain flags of their key, and why: an override applied
+  // before the topology is compiled (workers); a value that derives a default (-1 for lr and
+  // warmup-epochs, 0 for num-layers) or does more than set its key (eval-every 0 turns
+  // validation off); a value checked against another key (top-k against the classes) or
+  // spelled otherwise (on-worker-loss, lr-step-epochs); the thread count's default from
+  // OMP_NUM_THREADS; the data statements (overrides of the statement, config_overrides); and
+  // the network keys, which troupe node declares as seconds and addresses.
+  static std::set<std::string> declared_by_hand() {
+    return {"workers",        "on-worker-loss", "num-layers",   "lr",
+            "warmup-epochs",  "lr-step-epochs", "eval-every",   "threads",
+            "top-k",          "devices",        "data-train",   "data-train-idx",
+            "image-shape",    "num-classes",    "num-examples", "rgb-mean",
+            "rgb-std",        "data-dir",       "scheduler",    "listen",
+            "join-timeout",   "heartbeat",      "peer-timeout", "request-timeout",
+            "tcp-congestion", "link-mbit",      "backward-ms"};
+  }
 };
 
 void declare(flag_set& f, raw_flags& r) {
@@ -99,7 +109,6 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("num-layers", r.num_layers, key_help("num-layers", "0 = the network's default"));
   f.add("dataset", r.dataset, "fashion-mnist | mnist | cifar10 | synthetic");
   f.add("data-dir", r.data_dir, key_help("data-dir"));
-  f.add("batch-size", r.batch_size, key_help("batch-size"));
   f.add("val-batch-size", r.val_batch_size, "validation batch size");
   f.add("lr", r.lr, key_help("lr", "-1: 0.1 for mlp/resnet, 0.05 for lenet/vgg/inception-bn"));
   f.add("lr-schedule", r.lr_schedule, "multi-step | cosine | constant");
@@ -107,19 +116,11 @@ void declare(flag_set& f, raw_flags& r) {
         key_help("lr-step-epochs",
                  "written 5,7.5 or 50%,75%; \"\": 50% and 75% of --num-epochs, also over a "
                  "config's steps"));
-  f.add("lr-factor", r.lr_factor, key_help("lr-factor"));
   f.add("warmup-epochs", r.warmup_epochs,
         key_help("warmup-epochs", "-1: a tenth of --num-epochs, at most 1"));
-  f.add("mom", r.mom, key_help("mom"));
-  f.add_switch("nesterov", r.nesterov, key_help("nesterov"));
-  f.add("wd", r.wd, key_help("wd"));
-  f.add("num-epochs", r.num_epochs, key_help("num-epochs"));
-  f.add("seed", r.seed, key_help("seed"));
+  r.keys.declare(f); // every plain key's flag, in the key table's order
   f.add("threads", r.threads, key_help("threads"));
   f.add("workers", r.workers, key_help("workers"));
-  f.add("shards", r.shards, key_help("shards"));
-  f.add("slice-bytes", r.slice_bytes, key_help("slice-bytes"));
-  f.add("group-bytes", r.group_bytes, key_help("group-bytes"));
   f.add_switch("no-overlap", r.no_overlap,
                "send all pushes after backward instead of each as soon as backward produced it");
   f.add("compression", r.compression,
@@ -129,10 +130,6 @@ void declare(flag_set& f, raw_flags& r) {
   f.add_switch("no-priority", r.no_priority,
                "cluster links write pushes and their answers in backward's order (last layer "
                "first) instead of the order the next forward needs them");
-  f.add("prefetch", r.prefetch, key_help("prefetch"));
-  f.add("server-nodes", r.server_nodes, key_help("server-nodes"));
-  f.add("worker-nodes", r.worker_nodes, key_help("worker-nodes"));
-  f.add("replicas", r.replicas, key_help("replicas"));
   f.add("on-worker-loss", r.on_worker_loss,
         key_help("on-worker-loss", "default: adopt in bsp, else stop"));
   f.add("random-crop-pad", r.random_crop_pad,
@@ -144,17 +141,12 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("num-examples", r.num_examples, key_help("num-examples", "synthetic data"));
   f.add_switch("no-validation", r.no_validation, "skip the validation pass after each epoch");
   f.add("eval-every", r.eval_every, key_help("eval-every"));
-  f.add("metrics", r.metrics, key_help("metrics"));
   f.add("top-k", r.top_k,
         key_help("top-k", "troupe eval: 0 means 5 when there are more than 5 classes, else 1"));
-  f.add("model-prefix", r.model_prefix, key_help("model-prefix"));
-  f.add("save-period", r.save_period, key_help("save-period"));
-  f.add("load-epoch", r.load_epoch, key_help("load-epoch"));
   f.add("devices", r.devices, key_help("devices"));
   f.add("cudnn-algorithms", r.cudnn_algorithms,
         "GPU convolutions: exact (no FFT or non-fused Winograd: float32 results) | fastest "
         "(whatever cuDNN times fastest, ~1e-3 off; docs/gpu.md)");
-  f.add("disp-batches", r.disp_batches, key_help("disp-batches"));
   f.add("progress", r.progress, "progress bar: auto (when stdout is a terminal) | on | off");
 }
 
@@ -216,16 +208,10 @@ bool progress_wanted(const std::string& mode) {
 }
 
 void check_values(const raw_flags& r, const flag_set& f) {
-  check_flag("batch-size", static_cast<double>(r.batch_size));
+  r.keys.check(f);
   check_flag("val-batch-size", static_cast<double>(r.val_batch_size));
-  check_flag("num-epochs", static_cast<double>(r.num_epochs));
   check_flag("threads", r.threads);
-  check_flag("shards", r.shards);
   check_flag("eval-every", static_cast<double>(r.eval_every));
-  check_flag("prefetch", r.prefetch);
-  check_flag("server-nodes", r.server_nodes);
-  check_flag("worker-nodes", r.worker_nodes);
-  check_flag("replicas", r.replicas);
   if (f.given("on-worker-loss") && r.on_worker_loss != "stop" && r.on_worker_loss != "continue"
       && r.on_worker_loss != "adopt")
     throw usage_error("--on-worker-loss must be stop, continue or adopt, got " + r.on_worker_loss);
@@ -233,20 +219,13 @@ void check_values(const raw_flags& r, const flag_set& f) {
   if (!parse_compression(r.compression, why))
     throw usage_error("--compression: " + why);
   // -1 (or unset) means "the default the config derives" for these: checked when given.
-  for (const auto& [flag, value] : {std::pair<const char*, double>{"lr", r.lr},
-                                    {"lr-factor", r.lr_factor},
-                                    {"warmup-epochs", r.warmup_epochs},
-                                    {"load-epoch", static_cast<double>(r.load_epoch)}})
+  for (const auto& [flag, value] :
+       {std::pair<const char*, double>{"lr", r.lr}, {"warmup-epochs", r.warmup_epochs}})
     if (f.given(flag))
       check_flag(flag, value);
-  check_flag("mom", r.mom);
-  check_flag("wd", r.wd);
   if (r.top_k < 0)
     throw usage_error("--top-k must not be negative (0: off), got " + std::to_string(r.top_k));
   check_flag("top-k", r.top_k);
-  check_flag("disp-batches", static_cast<double>(r.disp_batches));
-  check_flag("seed", static_cast<double>(r.seed));
-  check_flag("save-period", static_cast<double>(r.save_period));
   if (f.given("num-layers") && r.num_layers != 0) { // 0: the network's default depth
     const auto& layers = range_of_key("model.layers");
     check_range("num-layers", r.num_layers, static_cast<std::int64_t>(layers.min),
@@ -259,8 +238,6 @@ void check_values(const raw_flags& r, const flag_set& f) {
     throw usage_error("--random-mirror must be 0 or 1 (-1: the dataset's default), got "
                       + std::to_string(r.random_mirror));
   check_record_flags(r.record, f);
-  check_flag("slice-bytes", static_cast<double>(r.slice_bytes));
-  check_flag("group-bytes", static_cast<double>(r.group_bytes));
   check_known("network", r.network, zoo_networks());
   check_known("dataset", r.dataset, dataset_names());
   if (r.lr_schedule != "multi-step" && r.lr_schedule != "cosine" && r.lr_schedule != "constant")
@@ -428,6 +405,7 @@ template <typename T, typename V> void set_given(located<T>& target, V value) {
 }
 
 void apply_data_flags(job_config& c, const raw_flags& r, const flag_set& f) {
+  r.keys.apply(c, f, "data");
   auto& train = c.train_data;
   auto& val = c.validation_data;
   if (!r.data_dir.empty()) {
@@ -435,8 +413,6 @@ void apply_data_flags(job_config& c, const raw_flags& r, const flag_set& f) {
     if (val.dataset.value == train.dataset.value)
       set_given(val.dir, r.data_dir);
   }
-  if (f.given("batch-size"))
-    set_given(train.batch, r.batch_size);
   if (f.given("val-batch-size"))
     set_given(val.batch, r.val_batch_size);
   if (r.random_crop_pad >= 0)
@@ -449,6 +425,8 @@ void apply_data_flags(job_config& c, const raw_flags& r, const flag_set& f) {
 }
 
 void apply_model_and_optimizer_flags(job_config& c, const raw_flags& r, const flag_set& f) {
+  for (const char* section : {"model", "optimizer", "schedule"})
+    r.keys.apply(c, f, section);
   if (f.given("network"))
     set_given(c.model.network, config_spelling(r.network));
   if (f.given("num-layers"))
@@ -456,12 +434,6 @@ void apply_model_and_optimizer_flags(job_config& c, const raw_flags& r, const fl
   auto& o = c.optimizer;
   if (f.given("lr"))
     set_given(o.lr, r.lr);
-  if (f.given("mom"))
-    set_given(o.momentum, r.mom);
-  if (f.given("wd"))
-    set_given(o.wd, r.wd);
-  if (r.nesterov)
-    set_given(o.nesterov, true);
   auto& s = c.schedule;
   if (f.given("lr-schedule"))
     set_given(s.policy, config_spelling(r.lr_schedule));
@@ -471,8 +443,6 @@ void apply_model_and_optimizer_flags(job_config& c, const raw_flags& r, const fl
     else
       set_given(s.written_steps, parse_steps_flag(r.lr_step_epochs));
   }
-  if (f.given("lr-factor"))
-    set_given(s.factor, r.lr_factor);
   if (f.given("warmup-epochs"))
     set_given(s.warmup, r.warmup_epochs);
 }
@@ -494,60 +464,35 @@ void check_compression_flag(const topology_config& t, const compression_spec& sp
                       + to_string(spec) + " to compress the pushes only");
 }
 
-void apply_cluster_flags(cluster_config& cluster, const raw_flags& r, const flag_set& f) {
-  if (f.given("shards"))
-    set_given(cluster.shards, r.shards);
-  if (f.given("slice-bytes"))
-    set_given(cluster.slice_bytes, r.slice_bytes);
-  if (f.given("group-bytes"))
-    set_given(cluster.group_bytes, r.group_bytes);
+void apply_cluster_flags(job_config& c, const raw_flags& r, const flag_set& f) {
+  r.keys.apply(c, f, "cluster");
+  auto& cluster = c.cluster;
   if (r.no_overlap)
     set_given(cluster.overlap, false);
   if (r.no_priority)
     set_given(cluster.priority, false);
-  if (f.given("server-nodes"))
-    set_given(cluster.server_nodes, r.server_nodes);
-  if (f.given("worker-nodes"))
-    set_given(cluster.worker_nodes, r.worker_nodes);
   if (f.given("on-worker-loss"))
     set_given(cluster.on_worker_loss, r.on_worker_loss);
-  if (f.given("replicas"))
-    set_given(cluster.replicas, r.replicas);
 }
 
 void apply_run_flags(job_config& c, const raw_flags& r, const flag_set& f) {
+  r.keys.apply(c, f, "train");
   auto& run = c.run;
-  if (f.given("num-epochs"))
-    set_given(run.epochs, r.num_epochs);
   if (f.given("eval-every")) {
     set_given(run.eval_every, r.eval_every);
     if (r.eval_every == 0) // as `train { eval_every = 0 }`: no validation
       c.validation_data.enabled = false;
   }
-  if (f.given("seed"))
-    set_given(run.seed, r.seed);
   if (f.given("threads"))
     set_given(run.threads, r.threads);
   else if (!run.threads.given)
     run.threads.value = r.threads; // default_thread_count()
-  if (f.given("prefetch"))
-    set_given(run.prefetch, r.prefetch);
-  if (f.given("disp-batches"))
-    set_given(run.display, r.disp_batches);
-  if (f.given("metrics"))
-    set_given(run.metrics, r.metrics);
   if (f.given("top-k")) {
     if (r.top_k > c.model.classes.value)
       throw usage_error("--top-k must be at most the " + std::to_string(c.model.classes.value)
                         + " classes, got " + std::to_string(r.top_k));
     set_given(run.top_k, r.top_k);
   }
-  if (f.given("model-prefix"))
-    set_given(run.model_prefix, r.model_prefix);
-  if (f.given("save-period"))
-    set_given(run.save_period, r.save_period);
-  if (f.given("load-epoch"))
-    set_given(run.load_epoch, r.load_epoch);
   if (f.given("devices")) {
     try {
       set_given(run.devices, parse_compute_devices(r.devices));
@@ -555,7 +500,7 @@ void apply_run_flags(job_config& c, const raw_flags& r, const flag_set& f) {
       throw usage_error(std::string("--devices: ") + e.what());
     }
   }
-  apply_cluster_flags(c.cluster, r, f);
+  apply_cluster_flags(c, r, f);
   if (f.given("compression")) {
     std::string why;
     const auto spec = *parse_compression(r.compression, why); // checked in check_values
@@ -599,8 +544,10 @@ config_overrides::count_question
 compute_count_default(const raw_flags& r, const flag_set& f,
                       const std::function<int(const cluster_settings&)>& worker_processes) {
   return [&r, &f, worker_processes](const cluster_config& read) -> std::optional<int> {
-    auto cluster = read;
-    apply_cluster_flags(cluster, r, f);
+    job_config flagged;
+    flagged.cluster = read;
+    apply_cluster_flags(flagged, r, f);
+    const auto& cluster = flagged.cluster;
     const cluster_settings settings{network_of(cluster), cluster.server_nodes.value,
                                     cluster.worker_nodes.value, f.given_flags()};
     const int processes = worker_processes ? worker_processes(settings) : settings.worker_nodes;

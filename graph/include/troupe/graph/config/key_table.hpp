@@ -1,8 +1,8 @@
 // Every key of the config language, declared once: its section, name, type, default, range,
 // the flag that sets it and what it means. From this one table come the keys each section
 // accepts and how the reader reads them (job_config.cpp), the ranges a flag shares with its key
-// (key_ranges.hpp), the flags' names and help (apps/train_flags.cpp, apps/node_command.cpp), the
-// resolved values `troupe check` prints, and the reference `troupe check --reference` prints,
+// (key_ranges.hpp), the flags: a plain key's flag whole (apps/key_flags.cpp), the others' names
+// and help (apps/train_flags.cpp, apps/node_command.cpp), the resolved values `troupe check` prints, and the reference `troupe check --reference` prints,
 // which docs/dsl.md holds and a test compares with it.
 //
 // The keys of a section read in the table's order. A plain key (a number, a boolean, a name or

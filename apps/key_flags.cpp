@@ -7,20 +7,19 @@ namespace troupe {
 namespace {
 
 // The value type a plain key's field holds; monostate for a field that is no single value.
-template <typename T> struct field_value {
-  using type = std::monostate;
-};
-template <typename T> struct field_value<key_field<T>> {
-  using type = T;
-};
+template <typename T> struct field_value { using type = std::monostate; };
+template <typename T> struct field_value<key_field<T>> { using type = T; };
 
 // Whether a flag holds values of T: the types flag_set reads.
 template <typename T>
-constexpr bool flag_type = std::is_same_v<T, int> || std::is_same_v<T, std::int64_t>
-                           || std::is_same_v<T, double> || std::is_same_v<T, bool>
-                           || std::is_same_v<T, std::string>;
+constexpr bool flag_type =
+  std::is_same_v<
+    T,
+    int> || std::is_same_v<T, std::int64_t> || std::is_same_v<T, double> || std::is_same_v<T, bool> || std::is_same_v<T, std::string>;
 
-key_target target_of(job_config& config) { return key_target{config, config.train_data}; }
+key_target target_of(job_config& config) {
+  return key_target{config, config.train_data};
+}
 
 } // namespace
 

@@ -128,8 +128,7 @@ TEST_CASE("a plain key's flag outside its key's range is refused, naming the fla
   CHECK(ranged >= 10);
 }
 
-TEST_CASE("troupe train or troupe node declares a flag for every key with a flag",
-          "[key_flags]") {
+TEST_CASE("troupe train or troupe node declares a flag for every key with a flag", "[key_flags]") {
   const auto train = parse_train_flags({"--help"}).help_text;
   std::ostringstream node;
   auto* was = std::cout.rdbuf(node.rdbuf());

@@ -2,8 +2,9 @@
 // the flag that sets it and what it means. From this one table come the keys each section
 // accepts and how the reader reads them (job_config.cpp), the ranges a flag shares with its key
 // (key_ranges.hpp), the flags: a plain key's flag whole (apps/key_flags.cpp), the others' names
-// and help (apps/train_flags.cpp, apps/node_command.cpp), the resolved values `troupe check` prints, and the reference `troupe check --reference` prints,
-// which docs/dsl.md holds and a test compares with it.
+// and help (apps/train_flags.cpp, apps/node_command.cpp), the resolved values `troupe check`
+// prints, and the reference `troupe check --reference` prints, which docs/dsl.md holds and a test
+// compares with it.
 //
 // The keys of a section read in the table's order. A plain key (a number, a boolean, a name or
 // a string) names its field and the reader reads it by its type and range; a key whose value

@@ -1,0 +1,98 @@
+#include "apps/train_flag_checks.hpp"
+
+#include <cmath>
+#include <cstdlib>
+
+#include <troupe/graph/config/job_plan.hpp>
+#include <troupe/graph/placement.hpp>
+
+namespace troupe {
+
+// --lr-step-epochs: epochs (5,7.5) or shares of the run (50%,75%), as the config's `steps`.
+std::vector<schedule_step> parse_steps_flag(const std::string& text) {
+  std::vector<schedule_step> steps;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    auto end = std::min(text.find(',', begin), text.size());
+    auto item = text.substr(begin, end - begin);
+    const bool share = !item.empty() && item.back() == '%';
+    const auto number = share ? item.substr(0, item.size() - 1) : item;
+    char* stop = nullptr;
+    const double v = std::strtod(number.c_str(), &stop);
+    if (number.empty() || *stop != '\0' || !std::isfinite(v))
+      throw usage_error("--lr-step-epochs: '" + item + "' in '" + text
+                        + "' is not an epoch (5, 7.5) or a share of the run (50%)");
+    steps.push_back({share ? v / 100 : v, share, source_span{}});
+    begin = end + 1;
+  }
+  return steps;
+}
+
+// What only the resolved config can tell (a config may set the policy or the epochs): flags
+// that have no effect under the schedule, and multi-step boundaries outside the run. Steps the
+// config wrote are checked by the config's rules at their position, naming --num-epochs when
+// that flag shortened the run under them.
+void check_schedule_flags(const job_config& c, const flag_set& f) {
+  const auto& s = c.schedule;
+  if (s.policy.value != "multi_step") {
+    for (const char* flag : {"lr-factor", "lr-step-epochs"})
+      if (f.given(flag))
+        throw usage_error(std::string("--") + flag
+                          + " applies to the multi-step schedule only, not "
+                          + (s.policy.value == "cosine" ? "cosine" : "constant"));
+    return;
+  }
+  const auto epochs = c.run.epochs.value;
+  if (!(f.given("lr-step-epochs") && s.written_steps.given)) {
+    check_schedule_steps(c, f.given("num-epochs") ? "--num-epochs " + std::to_string(epochs) : "");
+    return;
+  }
+  for (std::size_t i = 0; i < s.written_steps.value.size(); ++i) {
+    const auto& written = s.written_steps.value[i];
+    const double at = s.steps.value[i];
+    if (written.share && !(written.value > 0 && written.value < 1))
+      throw usage_error("--lr-step-epochs: " + number_text(written.value * 100)
+                        + "% is not a share of the run above 0% and below 100%");
+    if (!written.share && !(at > 0 && at < static_cast<double>(epochs)))
+      throw usage_error("--lr-step-epochs: " + number_text(at) + " is not inside the run's "
+                        + std::to_string(epochs)
+                        + " epochs (--num-epochs): a step there never applies");
+    if (i > 0 && !(at > s.steps.value[i - 1]))
+      throw usage_error("--lr-step-epochs must increase, but " + number_text(at) + " follows "
+                        + number_text(s.steps.value[i - 1]));
+  }
+}
+
+// The plan the session will build, built now so that what it refuses (a network that takes no
+// --num-layers 7, workers that do not divide over the worker processes) is a usage error
+// before anything starts, as `troupe check` says. A shard needs a key to own: more shards than
+// the plan has keys is refused, not shrunk (plan_keys drops empty shards).
+void check_plan(const job_config& config, const training_job& job, bool shards_given) {
+  // A node of a cluster whose other count comes from its launcher (MPI, Slurm, dmlc: only
+  // --server-nodes given) is planned by troupe node once the environment completed it.
+  if ((job.nodes.servers == 0) != (job.nodes.workers == 0))
+    return;
+  const auto plan = plan_config(config, job, expected_data_facts(job));
+  if (shards_given && plan.keys.shards.size() < static_cast<std::size_t>(job.shards))
+    throw usage_error("--shards " + std::to_string(job.shards) + ": only "
+                      + std::to_string(plan.keys.shards.size())
+                      + " shards get a parameter key to own "
+                      + "(fewer keys than shards; --slice-bytes cuts large parameters into more)");
+}
+
+// --compression on a topology whose machine exit answers its sources at different steps
+// (async, ssp, backup) can compress only the pushes: refused naming the flag.
+void check_compression_flag(const topology_config& t, const compression_spec& spec) {
+  if (spec.answers == value_encoding::none)
+    return;
+  if (!answers_sources_alike(t.levels, machine_exit_hop(t.levels)))
+    throw usage_error("--compression " + to_string(spec)
+                      + " also compresses the answers, as deltas against what "
+                        "every source holds, and topology "
+                      + t.name.value
+                      + " answers its sources at different "
+                        "steps: use --compression push:"
+                      + to_string(spec) + " to compress the pushes only");
+}
+
+} // namespace troupe

@@ -39,6 +39,7 @@ namespace {
 struct node_command_line {
   node_flags place;
   std::string listen = "127.0.0.1", advertise, secret_file, port_file, local_sockets = "on";
+  std::string events;
   std::string tcp_congestion = "auto";
   std::int64_t port = 0, rank = -1, host_share = -1, host_slot = -1;
   double join_timeout = 120, heartbeat = 1, peer_timeout = 5, request_timeout = 600;
@@ -86,6 +87,11 @@ void declare_node_flags(flag_set& f, node_command_line& n) {
         "TROUPE_SECRET");
   f.add("port-file", n.port_file,
         "the scheduler writes its port here once it listens (for launchers)");
+  f.add("events", n.events,
+        "append this node's records to FILE, one JSON object a line (joined, ready, epochs, a "
+        "lost node, ended: docs/operations.md \"Event records\"); scripts read these, not the "
+        "log lines");
+  f.set_placeholder("events", "FILE");
   f.add("join-timeout", n.join_timeout, key_help("join-timeout"));
   f.add("heartbeat", n.heartbeat, key_help("heartbeat"));
   f.add("peer-timeout", n.peer_timeout, key_help("peer-timeout"));
@@ -156,11 +162,34 @@ cluster_secret read_secret(const std::string& file, const environment& env) {
                     "(there is no unauthenticated mode)");
 }
 
+// Records how the node ends, and says on standard error when records could not be written
+// (a run is never ended over its records). Returns `code`.
+int record_end(const cluster_node_options& options, const std::string& path,
+               const std::string& outcome, int code, const std::string& reason = "",
+               const std::string& weights = "") {
+  if (!options.events)
+    return code;
+  event_fields fields{{{"code", code}}, {{"outcome", outcome}, {"reason", reason}}};
+  if (!weights.empty()) // the scheduler's: the final weights line, digest and all
+    fields.strings.push_back({"weights", weights});
+  options.events->record("ended", fields);
+  if (const auto failed = options.events->failure(); !failed.empty())
+    std::cerr << ("troupe node: warning: --events " + path + ": records were lost: " + failed
+                  + "\n")
+              << std::flush;
+  return code;
+}
+
 // Runs the node; its exit status. The actor system ends normally: every actor of a node
 // ends with its run, also after a lost peer (a link fails what waits on it, and the fault
 // scenarios of tests/apps/cluster_run.py check that every surviving process exits).
 int run_node_process(train_command_line& cli, const cluster_node_options& options,
-                     const node_identity& place) {
+                     const node_identity& place, const std::string& events_path) {
+  record_event(options.events, "started",
+               {{{"scheduler_port", options.scheduler_port}},
+                {{"scheduler_host", options.scheduler_host},
+                 {"spare", options.spare ? "yes" : "no"},
+                 {"resume", options.resume ? "yes" : "no"}}});
   // Every node stops on Ctrl-C as `troupe train` does, saying where, with exit status 130:
   // the scheduler where the run was, a worker where its computes were (troupe launch passes
   // the signal on to every node). Set before the actor system starts its threads.
@@ -168,13 +197,19 @@ int run_node_process(train_command_line& cli, const cluster_node_options& option
   if (options.role == node_kind::scheduler) // its members hear why it ended, not a lost scheduler
     interrupts.emplace(cli.output.position, "troupe node",
                        [stop = options.interrupt, at = cli.output.position,
-                        grace = options.clocks().goodbye_grace()] {
+                        grace = options.clocks().goodbye_grace(), events = options.events] {
+                         record_event(events, "interrupted", {{}, {{"where", "in " + at->text()}}});
                          stop->interrupt("interrupted (Ctrl-C) in " + at->text(),
                                          grace + std::chrono::seconds(1));
                        });
-  else
+  else // the watcher asks where the node is once, as the signal comes, then ends the process
     interrupts.emplace(
-      [at = options.position, role = place.role] { return member_position(at, role); },
+      [&options, at = options.position, role = place.role, events_path] {
+        const auto where = member_position(at, role);
+        record_event(options.events, "interrupted", {{}, {{"where", where}}});
+        record_end(options, events_path, "interrupted", 130);
+        return where;
+      },
       "troupe node (" + std::string(to_string(place.role)) + ")");
   local_node_options node_options;
   local_node_config config{node_options};
@@ -187,17 +222,21 @@ int run_node_process(train_command_line& cli, const cluster_node_options& option
                     + place.source + ")\n")
                 << std::flush;
       run_member(system, options);
-      return 0;
+      return record_end(options, events_path, "finished", 0);
     }
     cli.output.log = &std::cout;
+    cli.output.events = options.events;
     const auto result = run_scheduler(system, cli.job, options, cli.output);
-    std::cout << weights_digest_line(result) << std::endl;
-    return finished_run_status(result, std::cerr);
+    const auto weights = weights_digest_line(result);
+    std::cout << weights << std::endl;
+    const int code = finished_run_status(result, std::cerr);
+    return record_end(options, events_path, code == 0 ? "finished" : "failed", code, "", weights);
   } catch (const run_interrupted&) {
+    record_end(options, events_path, "interrupted", 130);
     interrupts->end_process(); // the watcher that interrupted the run says so and exits 130
   } catch (const std::exception& e) {
     std::cerr << ("troupe node: error: " + std::string(e.what()) + "\n") << std::flush;
-    return 1;
+    return record_end(options, events_path, "failed", 1, e.what());
   }
 }
 
@@ -253,7 +292,19 @@ int node_command(const std::vector<std::string>& args) {
   if (place.worker_nodes > 0)
     cli.job.nodes.workers = place.worker_nodes;
   check_range("port", n.port, 0, 65535);
+  // Opened first: a path that cannot be written ends the node before anything starts.
+  std::shared_ptr<node_events> events;
+  if (!n.events.empty()) {
+    try {
+      events =
+        node_events::append_to(n.events, to_string(place.role),
+                               place.role == node_kind::scheduler ? 0 : static_cast<int>(n.rank));
+    } catch (const std::exception& e) {
+      throw usage_error("--events: " + std::string(e.what()));
+    }
+  }
   cluster_node_options options{read_secret(n.secret_file, env)};
+  options.events = events;
   options.role = place.role;
   options.interrupt = std::make_shared<scheduler_interrupt>();
   check_range("rank", n.rank, -1, 1023);
@@ -376,7 +427,7 @@ int node_command(const std::vector<std::string>& args) {
     cli.output.terminal_columns = terminal_columns();
     std::cout << argument_lines(args, cli.job, cli.threads) << std::flush;
   }
-  return run_node_process(cli, options, place);
+  return run_node_process(cli, options, place, n.events);
 }
 
 } // namespace troupe

@@ -281,7 +281,7 @@ def moment_landed(trial, has):
     if m == "validation":
         return not has("validated", epoch=k)
     if m == "boundary":
-        return not has("training", epoch=k + 1)
+        return not has("batch", epoch=k + 1)  # (the first batch record of the next epoch)
     if m == "ending":
         return not has("ended")
     if m == "checkpoint":

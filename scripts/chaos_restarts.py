@@ -64,6 +64,12 @@ class RestartJob:
     def has(self, node, event, run, **fields):
         return self.records.has(node, event, run, **fields)
 
+    def trains_again(self, run):
+        """Whether the scheduler recorded a batch in run `run` or a later one (a run killed while
+        it restored trains in the next)."""
+        later = node_records.runs(self.records.of("scheduler"))[run:]
+        return any(node_records.matches(r, "batch", {}) for records in later for r in records)
+
     def pid_in_run(self, name, run):
         """The pid launch started node `name` with in run `run` (its `spawned` records, one a run)."""
         spawned = self.records.all("launch", "spawned", name=name)
@@ -235,7 +241,7 @@ def watch_restarts(job, since, runs, bound, result):
         while len(seen) < restarts:
             seen.append([round(time.time() - since, 2), None])
         for k, entry in enumerate(seen):
-            if entry[1] is None and job.has("scheduler", "batch", k + 1):
+            if entry[1] is None and job.trains_again(k + 1):
                 entry[1] = round(time.time() - since, 2)
         if job.launch.poll() is not None:
             break

@@ -190,9 +190,13 @@ caf::result<std::string> save_manifest(manifest_pointer self, std::int64_t epoch
     }
     const auto manifest = checkpoint_manifest_path(self->state.wiring.prefix, epoch);
     log_line(self->state.wiring, "checkpoint: saved " + manifest);
+    record_event(self->state.wiring.events, "saved",
+                 {{{"epoch", epoch}}, {{"manifest", manifest}}});
     promise.deliver(manifest);
   };
   log_line(w, "checkpoint: saving epoch " + std::to_string(epoch) + " (" + parts_count(w) + ")");
+  record_event(w.events, "saving",
+               {{{"epoch", epoch}, {"parts", static_cast<double>(w.parts.size())}}, {}});
   const auto due = deadline::after(w.timeout);
   for (std::size_t i = 0; i < w.parts.size(); ++i) {
     const auto& node = w.parts[i].node;
@@ -220,10 +224,14 @@ caf::result<bool> restore_manifest(manifest_pointer self) {
   auto done = [=]() mutable {
     log_line(self->state.wiring,
              "checkpoint: restored epoch " + std::to_string(self->state.wiring.resume_epoch));
+    record_event(self->state.wiring.events, "restored",
+                 {{{"epoch", self->state.wiring.resume_epoch}}, {}});
     promise.deliver(true);
   };
   log_line(w, "checkpoint: restoring epoch " + std::to_string(w.resume_epoch) + " ("
                 + parts_count(w) + ")");
+  record_event(w.events, "restoring",
+               {{{"epoch", w.resume_epoch}, {"parts", static_cast<double>(w.parts.size())}}, {}});
   const auto due = deadline::after(w.timeout);
   for (const auto& p : w.parts)
     self->request(p.part, due.left_with_grace(), restore_atom::value, w.resume_epoch, w.prefix, due)

@@ -13,6 +13,7 @@
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/messages.hpp>
 #include <troupe/io/metrics_log.hpp>
+#include <troupe/io/node_events.hpp>
 
 namespace troupe {
 
@@ -110,6 +111,9 @@ void on_batch(metrics_state& st, const batch_report& r) {
     count_in_window(st, r);
     return;
   }
+  if (r.index == 0)
+    record_event(st.options.events, "training",
+                 {{{"epoch", r.epoch}, {"batches", static_cast<double>(r.batches)}}, {}});
   if (r.index == 0 || st.window_batches == 0) {
     // The first batch of an epoch opens the window; its own time is not measured.
     st.window_start = now;
@@ -122,6 +126,9 @@ void on_batch(metrics_state& st, const batch_report& r) {
   count_in_window(st, r);
   ++st.window_batches;
   const auto shown = st.options.display_batches;
+  if (shown > 0 && (r.index + 1) % shown == 0)
+    record_event(st.options.events, "batch",
+                 {{{"epoch", r.epoch}, {"batch", static_cast<double>(r.index + 1)}}, {}});
   if (shown > 0 && (r.index + 1) % shown == 0 && st.window_samples > 0) {
     double seconds = std::chrono::duration<double>(now - st.window_start).count();
     clear_bar(st);
@@ -245,6 +252,13 @@ void on_phase(metrics_state& st, const phase_report& r) {
     st.have_pending_train = false;
   }
   out.flush();
+  record_event(st.options.events, r.validation ? "validated" : "trained",
+               {{{"epoch", r.epoch},
+                 {"samples", static_cast<double>(r.samples)},
+                 {"accuracy", ratio(r.correct, r.samples)},
+                 {"loss", ratio(r.loss_sum, r.samples)},
+                 {"seconds", r.seconds}},
+                {}});
 }
 
 metrics_actor::behavior_type metrics(metrics_pointer self, metrics_options options,

@@ -294,6 +294,7 @@ struct part_builder {
     w.header.shards = plan.keys.shards.size();
     w.resume_epoch = options.resume ? options.resume->epoch : -1;
     w.timeout = options.timeouts.phase;
+    w.events = options.checkpoint_events;
     return spawn_manifest_checkpoint(system, std::move(w));
   }
 
@@ -363,6 +364,7 @@ metrics_options metrics_options_of(const training_job& job, const session_output
   m.written_through = output.metrics_written_through;
   m.position = output.position;
   m.terminal_columns = output.terminal_columns;
+  m.events = output.events;
   m.tags = {{"network", job.model.network}, {"dataset", job.train_data.name}};
   m.number_tags = {{"batch_size", static_cast<double>(job.train_batches.batch_size)}};
   return m;

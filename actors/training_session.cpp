@@ -66,6 +66,7 @@ void set_up_checkpoints(const training_job& job, const placement_plan& plan, mod
                                 + std::to_string(c.save_period));
   options.checkpoint_prefix = c.prefix;
   options.save_period = c.save_period;
+  options.checkpoint_events = sinks.output.events;
   if (c.load_epoch < 0
       || sinks.node.resume_at_epoch >= 0) // a restarted scheduler's run restores nothing
     return;

@@ -11,6 +11,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -41,6 +42,7 @@ struct launch_flags {
   int max_restarts = 0;
   int spares = 0; // idle workers that take over a lost worker's place (on_worker_loss = adopt)
   int scheduler_restarts = 3; // a scheduler killed by a signal is started again with --resume
+  std::string events;         // a folder: each child's records and launch's own
   std::vector<std::string> node_args; // passed unchanged to every node
 };
 
@@ -72,8 +74,8 @@ std::vector<std::string> split_args(const std::vector<std::string>& args,
   static const std::map<std::string, std::string> short_flags{
     {"-n", "--num-workers"}, {"-s", "--num-servers"}, {"-H", "--hostfile"}};
   static const std::vector<std::string> known{
-    "num-workers", "num-servers",  "hostfile", "scheduler-address", "secret-file", "join-timeout",
-    "grace",       "max-restarts", "spares",   "scheduler-restarts"};
+    "num-workers", "num-servers",  "hostfile", "scheduler-address",  "secret-file", "join-timeout",
+    "grace",       "max-restarts", "spares",   "scheduler-restarts", "events"};
   std::vector<std::string> own;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--") {
@@ -120,6 +122,11 @@ bool parse_flags(const std::vector<std::string>& args, launch_flags& l) {
         "the servers "
         "and workers train on meanwhile and rejoin it (--scheduler-timeout); 0: a killed scheduler "
         "ends the job");
+  f.add("events", l.events,
+        "write records to FOLDER (made if missing): each node's own (scheduler.jsonl, "
+        "server_0.jsonl, worker_1.jsonl, spare_0.jsonl: troupe node --events) and launch's "
+        "(launch.jsonl: spawned, exited, restart, ended); emptied first");
+  f.set_placeholder("events", "FOLDER");
   f.set_placeholder("hostfile", "FILE");
   f.set_placeholder("secret-file", "FILE");
   f.set_placeholder("scheduler-address", "HOST");
@@ -254,11 +261,59 @@ std::vector<int> host_slots(const launch_flags& l, std::size_t hosts) {
   return slots;
 }
 
+// A node's records go to FOLDER/<its name>.jsonl (--events); on another host, the same path there.
+void add_events_flag(std::vector<std::string>& argv, const launch_flags& l,
+                     const std::string& label) {
+  if (!l.events.empty())
+    argv.insert(
+      argv.end(),
+      {"--events", (fs::path(l.events) / (launch::record_name(label) + ".jsonl")).string()});
+}
+
+// The names of the record files one launch writes: its own and each child's.
+std::vector<std::string> record_files(const launch_flags& l) {
+  std::vector<std::string> names{"launch", "scheduler"};
+  for (int i = 0; i < l.servers; ++i)
+    names.push_back("server_" + std::to_string(i));
+  for (int i = 0; i < l.workers; ++i)
+    names.push_back("worker_" + std::to_string(i));
+  for (int i = 0; i < l.spares; ++i)
+    names.push_back("spare_" + std::to_string(i));
+  return names;
+}
+
+// Makes the --events folder and empties this launch's record files in it (a folder used before
+// holds another run's), so that each holds this launch's records only; a path that cannot be
+// written ends the launch (exit 2) before anything starts. Returns launch's own records.
+std::shared_ptr<node_events> open_event_folder(launch_flags& l) {
+  if (l.events.empty())
+    return nullptr;
+  std::error_code error;
+  fs::create_directories(l.events, error);
+  if (error || !fs::is_directory(l.events))
+    throw usage_error("--events " + l.events + ": cannot make the folder: "
+                      + (error ? error.message() : std::string("it is not a folder")));
+  l.events = fs::absolute(l.events).lexically_normal().string();
+  for (const auto& name : record_files(l)) {
+    const auto path = (fs::path(l.events) / (name + ".jsonl")).string();
+    std::ofstream file(path, std::ios::trunc);
+    if (!file)
+      throw usage_error("--events " + l.events + ": cannot write " + path + ": "
+                        + std::strerror(errno));
+  }
+  try {
+    return node_events::append_to((fs::path(l.events) / "launch.jsonl").string(), "launch", 0);
+  } catch (const std::exception& e) {
+    throw usage_error("--events " + l.events + ": " + e.what());
+  }
+}
+
 child_spec scheduler_spec(const std::string& program, const fs::path& port_file,
                           const launch_flags& l, const std::string& secret) {
   child_spec s{
     "scheduler", node_argv(program, "scheduler", l.scheduler_address + ":0", l), {}, secret + "\n"};
   s.argv.insert(s.argv.end(), {"--port-file", port_file.string(), "--host-share", "0"});
+  add_events_flag(s.argv, l, s.name);
   s.argv.insert(s.argv.end(), l.node_args.begin(), l.node_args.end());
   return s;
 }
@@ -283,6 +338,7 @@ void start_nodes(launch::child_processes& children, const std::string& program, 
     if (!server)
       argv.insert(argv.end(),
                   {"--host-slot", std::to_string(slots[static_cast<std::size_t>(node)])});
+    add_events_flag(argv, l, role + " " + std::to_string(index));
     if (!hosts.empty()) {
       const auto& h = hosts[static_cast<std::size_t>(node) % hosts.size()];
       argv.insert(argv.end(), {"--listen", h.name});
@@ -299,6 +355,7 @@ void start_nodes(launch::child_processes& children, const std::string& program, 
   for (int k = 0; k < l.spares; ++k) {
     auto argv = node_argv(program, "worker", scheduler, l);
     argv.insert(argv.end(), {"--spare", "--host-share", std::to_string(shares.back())});
+    add_events_flag(argv, l, "spare " + std::to_string(k));
     if (!hosts.empty()) {
       const auto& h = hosts[static_cast<std::size_t>(l.servers + l.workers + k) % hosts.size()];
       argv.insert(argv.end(), {"--listen", h.name});
@@ -311,7 +368,7 @@ void start_nodes(launch::child_processes& children, const std::string& program, 
   }
 }
 
-int run(const launch_flags& l) {
+int run(const launch_flags& l, const std::shared_ptr<node_events>& events) {
   std::string secret = read_secret(l.secret_file);
   // A bad hosts file fails before anything starts.
   std::vector<launch::host> hosts;
@@ -321,6 +378,7 @@ int run(const launch_flags& l) {
   temp_dir dir;
   launch::supervisor_options options;
   options.grace = std::chrono::milliseconds(static_cast<long>(l.grace * 1000));
+  options.events = events;
   launch::child_processes children(options); // destroyed before dir: nothing writes there after
   fs::path port_file = dir.path / "scheduler.port";
   children.start(scheduler_spec(program, port_file, l, secret));
@@ -361,12 +419,27 @@ int launch_command(const std::vector<std::string>& args) {
   if (!parse_flags(args, l))
     return 0;
   const auto given = l.node_args;
+  const auto events = open_event_folder(l);
+  record_event(events, "started",
+               {{{"servers", l.servers}, {"workers", l.workers}, {"spares", l.spares}}, {}});
   for (int restart = 1;; ++restart) {
-    const int status = run(l);
-    if (!restartable(status) || restart > l.max_restarts)
+    const int status = run(l, events);
+    if (!restartable(status) || restart > l.max_restarts) {
+      record_event(events, "ended",
+                   {{{"code", status}},
+                    {{"outcome", status == 0     ? "finished"
+                                 : status == 130 ? "interrupted"
+                                                 : "failed"}}});
       return status;
+    }
     const auto saved = launch::newest_checkpoint(*launch::model_prefix_of(given));
     l.node_args = saved ? launch::resuming_from(given, saved->epoch) : given;
+    record_event(events, "restart",
+                 {{{"code", status},
+                   {"count", restart},
+                   {"of", l.max_restarts},
+                   {"epoch", saved ? static_cast<double>(saved->epoch) : -1.0}},
+                  {{"name", "job"}}});
     std::cerr << "launch: the job failed (exit " << status << "); restart " << restart << " of "
               << l.max_restarts << ", "
               << (saved ? "from " + saved->file + " (epoch " + std::to_string(saved->epoch) + ")"

@@ -39,6 +39,7 @@ namespace {
 struct node_command_line {
   node_flags place;
   std::string listen = "127.0.0.1", advertise, secret_file, port_file, local_sockets = "on";
+  std::string events;
   std::string tcp_congestion = "auto";
   std::int64_t port = 0, rank = -1, host_share = -1, host_slot = -1;
   double join_timeout = 120, heartbeat = 1, peer_timeout = 5, request_timeout = 600;
@@ -86,6 +87,11 @@ void declare_node_flags(flag_set& f, node_command_line& n) {
         "TROUPE_SECRET");
   f.add("port-file", n.port_file,
         "the scheduler writes its port here once it listens (for launchers)");
+  f.add("events", n.events,
+        "append this node's records to FILE, one JSON object a line (joined, ready, epochs, a "
+        "lost node, ended: docs/operations.md \"Event records\"); scripts read these, not the "
+        "log lines");
+  f.set_placeholder("events", "FILE");
   f.add("join-timeout", n.join_timeout, key_help("join-timeout"));
   f.add("heartbeat", n.heartbeat, key_help("heartbeat"));
   f.add("peer-timeout", n.peer_timeout, key_help("peer-timeout"));
@@ -156,6 +162,33 @@ cluster_secret read_secret(const std::string& file, const environment& env) {
                     "(there is no unauthenticated mode)");
 }
 
+// Records how the node ends, and says on standard error when records could not be written
+// (a run is never ended over its records). Returns `code`.
+int record_end(const node_options& options, const std::string& path, const std::string& outcome,
+               int code, const std::string& reason = "", const std::string& weights = "") {
+  if (!options.events)
+    return code;
+  event_fields fields{{{"code", code}}, {{"outcome", outcome}, {"reason", reason}}};
+  if (!weights.empty()) // the scheduler's: the final weights line, digest and all
+    fields.strings.push_back({"weights", weights});
+  options.events->record("ended", fields);
+  if (const auto failed = options.events->failure(); !failed.empty())
+    std::cerr << ("troupe node: warning: --events " + path + ": records were lost: " + failed
+                  + "\n")
+              << std::flush;
+  return code;
+}
+
+// The first record of a node: where its scheduler is, and whether it joins as a spare or takes
+// over as a restarted scheduler.
+void record_start(const node_options& options, bool spare, bool resume) {
+  record_event(options.events, "started",
+               {{{"scheduler_port", options.scheduler_port}},
+                {{"scheduler_host", options.scheduler_host},
+                 {"spare", spare ? "yes" : "no"},
+                 {"resume", resume ? "yes" : "no"}}});
+}
+
 // The actor system of a node's process. It ends normally: every actor of a node ends with its
 // run, also after a lost peer (a channel fails what waits on it, and the fault scenarios of
 // tests/apps/cluster_run.py check that every surviving process exits).
@@ -168,31 +201,48 @@ struct node_system {
 // Runs the scheduler; its exit status. It stops on Ctrl-C as `troupe train` does, saying
 // where, with exit status 130; its members hear why it ended, not a lost scheduler. The watch
 // is set before the actor system starts its threads.
-int run_scheduler_process(train_command_line& cli, const scheduler_options& options) {
-  interrupt_watch interrupts(
-    cli.output.position, "troupe node",
-    [stop = options.interrupt, at = cli.output.position, grace = options.clocks().goodbye_grace()] {
-      stop->interrupt("interrupted (Ctrl-C) in " + at->text(), grace + std::chrono::seconds(1));
-    });
+int run_scheduler_process(train_command_line& cli, const scheduler_options& options,
+                          const std::string& events_path) {
+  record_start(options, false, options.resume);
+  interrupt_watch interrupts(cli.output.position, "troupe node",
+                             [stop = options.interrupt, at = cli.output.position,
+                              grace = options.clocks().goodbye_grace(), events = options.events] {
+                               record_event(events, "interrupted",
+                                            {{}, {{"where", "in " + at->text()}}});
+                               stop->interrupt("interrupted (Ctrl-C) in " + at->text(),
+                                               grace + std::chrono::seconds(1));
+                             });
   node_system node;
   try {
     cli.output.log = &std::cout;
+    cli.output.events = options.events;
     const auto result = run_scheduler(node.system, cli.job, options, cli.output);
-    std::cout << weights_digest_line(result) << std::endl;
-    return finished_run_status(result, std::cerr);
+    const auto weights = weights_digest_line(result);
+    std::cout << weights << std::endl;
+    const int code = finished_run_status(result, std::cerr);
+    return record_end(options, events_path, code == 0 ? "finished" : "failed", code, "", weights);
   } catch (const run_interrupted&) {
+    record_end(options, events_path, "interrupted", 130);
     interrupts.end_process(); // the watcher that interrupted the run says so and exits 130
   } catch (const std::exception& e) {
     std::cerr << ("troupe node: error: " + std::string(e.what()) + "\n") << std::flush;
+    return record_end(options, events_path, "failed", 1, e.what());
   }
-  return 1;
 }
 
 // Runs a server or worker; its exit status. On Ctrl-C it says where its computes were (troupe
-// launch passes the signal on to every node).
-int run_member_process(const member_options& options, const node_identity& place) {
+// launch passes the signal on to every node): the watcher asks where the node is once, as the
+// signal comes, then ends the process.
+int run_member_process(const member_options& options, const node_identity& place,
+                       const std::string& events_path) {
+  record_start(options, options.spare, false);
   interrupt_watch interrupts(
-    [at = options.position, role = place.role] { return member_position(at, role); },
+    [&options, at = options.position, role = place.role, events_path] {
+      const auto where = member_position(at, role);
+      record_event(options.events, "interrupted", {{}, {{"where", where}}});
+      record_end(options, events_path, "interrupted", 130);
+      return where;
+    },
     "troupe node (" + std::string(to_string(place.role)) + ")");
   node_system node;
   try {
@@ -202,10 +252,10 @@ int run_member_process(const member_options& options, const node_identity& place
                   + place.source + ")\n")
               << std::flush;
     run_member(node.system, options);
-    return 0;
+    return record_end(options, events_path, "finished", 0);
   } catch (const std::exception& e) {
     std::cerr << ("troupe node: error: " + std::string(e.what()) + "\n") << std::flush;
-    return 1;
+    return record_end(options, events_path, "failed", 1, e.what());
   }
 }
 
@@ -239,8 +289,10 @@ node_identity resolve_place(node_command_line& n, const cluster_settings& cli,
 // the congestion control and a thread count given here.
 template <class Options>
 Options common_options(const node_command_line& n, const train_command_line& cli,
-                       const node_identity& place, const environment& env) {
+                       const node_identity& place, const environment& env,
+                       std::shared_ptr<node_events> events) {
   Options options{read_secret(n.secret_file, env)};
+  options.events = events;
   options.scheduler_host = place.scheduler_host;
   options.scheduler_port = place.scheduler_port;
   try {
@@ -313,8 +365,9 @@ void open_checkpoints(checkpoint_options& c, const training_job& job) {
 // checkpoint to resume from, the metrics file) and prints the run's arguments.
 scheduler_options scheduler_options_of(const node_command_line& n, train_command_line& cli,
                                        const node_identity& place, const environment& env,
+                                       std::shared_ptr<node_events> events,
                                        const std::vector<std::string>& args) {
-  auto options = common_options<scheduler_options>(n, cli, place, env);
+  auto options = common_options<scheduler_options>(n, cli, place, env, std::move(events));
   options.interrupt = std::make_shared<scheduler_interrupt>();
   options.resume = n.resume;
   options.port_file = n.port_file;
@@ -341,8 +394,9 @@ scheduler_options scheduler_options_of(const node_command_line& n, train_command
 
 // A server's or worker's options.
 member_options member_options_of(const node_command_line& n, const train_command_line& cli,
-                                 const node_identity& place, const environment& env) {
-  auto options = common_options<member_options>(n, cli, place, env);
+                                 const node_identity& place, const environment& env,
+                                 std::shared_ptr<node_events> events) {
+  auto options = common_options<member_options>(n, cli, place, env, std::move(events));
   options.role = place.role;
   options.rank = static_cast<int>(n.rank);
   options.spare = n.spare;
@@ -412,11 +466,23 @@ int node_command(const std::vector<std::string>& args) {
   if (place.worker_nodes > 0)
     cli.job.nodes.workers = place.worker_nodes;
   check_range("port", n.port, 0, 65535);
+  // Opened first: a path that cannot be written ends the node before anything starts.
+  std::shared_ptr<node_events> events;
+  if (!n.events.empty()) {
+    try {
+      events =
+        node_events::append_to(n.events, to_string(place.role),
+                               place.role == node_kind::scheduler ? 0 : static_cast<int>(n.rank));
+    } catch (const std::exception& e) {
+      throw usage_error("--events: " + std::string(e.what()));
+    }
+  }
   check_range("rank", n.rank, -1, 1023);
   check_role_flags(n, place.role);
   if (place.role == node_kind::scheduler)
-    return run_scheduler_process(cli, scheduler_options_of(n, cli, place, env, args));
-  return run_member_process(member_options_of(n, cli, place, env), place);
+    return run_scheduler_process(cli, scheduler_options_of(n, cli, place, env, events, args),
+                                 n.events);
+  return run_member_process(member_options_of(n, cli, place, env, events), place, n.events);
 }
 
 } // namespace troupe

@@ -8,9 +8,8 @@ usage: chaos.py TROUPE [--trials N] [--seed S] [--trial K] [--ways W,..] [--role
 Each trial draws, from random.Random("S:K") (so `--seed S --trial K` replays trial K alone):
   variant  a job configuration (the VARIANTS table): the BSP job with on_worker_loss = stop
            (given: bsp's default is adopt), its nodes started by hand (each `troupe node` with --rank)
-           or by one `troupe launch` (its output split by prefix; a node's pid from its command
-           line, `troupe node --role R --rank N`, among launch's processes; its exit status from
-           launch's line), or async with
+           or by one `troupe launch` (a node's pid and exit status from launch's records,
+           launch.jsonl), or async with
            on_worker_loss = continue; bsp-replicas (--replicas 2), bsp-adopt (on_worker_loss =
            adopt) and bsp-spare (adopt, under launch --spares 1), taken only when the binary
            supports them (found from `troupe node --help` / `troupe launch --help`). Jobs that save every epoch under
@@ -22,26 +21,27 @@ Each trial draws, from random.Random("S:K") (so `--seed S --trial K` replays tri
            cut (the victim's veth set down, every node in its own network namespace, through
            tests/apps/cluster_netns.py; only as root, otherwise the trial is skipped, saying so),
            all (every process of the job SIGKILLed: only for jobs that restart)
-  moment   join (the victim's join line; for the scheduler, the first join), mid-epoch (a batch
-           line of epoch k), validation (epoch k's time-cost line: validation runs next),
-           boundary (epoch k's last validation line: the next epoch starts), ending (the last
-           epoch's validation: the final weights are pulled and the run ends); checkpoint
-           (epoch k+1's save under way: jobs that save), resume (the restarted job's restore:
-           jobs that restart), promotion (jobs with --replicas 2: another server SIGKILLed at
-           epoch k's batch line first, the victim faulted once the scheduler says it promotes
-           that server's backups: a second loss, which stops the run)
-A moment is found from the processes' log lines as they are written, never by sleeping; the
-log at the fault says whether it landed where meant (printed as `landed` or `late`).
+  moment   join (the scheduler's `admitted` record of the victim; for the scheduler, the first),
+           mid-epoch (its `batch` record of epoch k), validation (`trained` of epoch k:
+           validation runs next), boundary (`validated` of epoch k: the next epoch starts),
+           ending (the last epoch's `validated`: the final weights are pulled and the run ends);
+           checkpoint (`saving` of epoch k+1: jobs that save), resume (the restarted job's
+           `restoring`: jobs that restart), promotion (jobs with --replicas 2: another server
+           SIGKILLed at epoch k's `batch` first, the victim faulted at the scheduler's
+           `promotion` of that server's backups: a second loss, which stops the run)
+A moment is found from the nodes' event records (`troupe node --events`, docs/operations.md
+"Event records") as they are written, never by sleeping nor from log lines; the records at the
+fault say whether it landed where meant (printed as `landed` or `late`).
 
 The expected outcome comes from the first row of the EXPECT table that matches the trial:
   finishes      every process exits 0 and the scheduler's final weights digest equals
-                `troupe train`'s for the same config in one process
+                `troupe train`'s for the same config in one process (the scheduler's `ended` record)
   stops         every process but the victim exits non-zero within DETECT_BOUND_S of the fault,
-                and each one's error line names the victim (server_1 / worker_0 as the members
+                and each one's error (the reason of its `ended` record) names the victim (server_1 / worker_0 as the members
                 say it, `server 1 (pid P` as the scheduler says it, or `the scheduler`); a stopped
                 or cut-off victim exits non-zero by itself once it runs or hears nothing again
   goes-on       (on_worker_loss = continue) the others finish the run and exit 0, the scheduler
-                saying it goes on without the lost worker
+                recording that it goes on without the lost worker (`dropped`)
   finishes-or-stops  (the ending moment) either of the first two, whichever the run reached
 Besides, no process of a trial may be left: every node runs in its own session; after the
 trial any process still in one of them is killed and the trial FAILS. Every wait is bounded.
@@ -71,6 +71,8 @@ sys.path.insert(0, SHARED)
 import cluster_run  # noqa: E402  (process handling shared with the cluster tests)
 import cluster_netns  # noqa: E402  (network namespaces)
 sys.path.insert(0, HERE)
+import child_process  # noqa: E402  (the one launcher of child processes)
+import node_records  # noqa: E402  (the nodes' event records)
 import chaos_restarts  # noqa: E402  (the trials of jobs that restart)
 
 CONFIGS = os.path.join(SHARED, "configs")
@@ -246,48 +248,46 @@ def draw(seed, k, allowed, have):
     return trial
 
 
-def moment_trigger(trial, pids):
-    """(node, stream, regex): the fault fires once that node's stream shows the regex."""
+def moment_trigger(trial):
+    """(node, event, fields): the fault fires once that node has recorded the event with those
+    fields (node_records)."""
     m, k, victim = trial["moment"], trial["epoch"], trial["victim"]
     if m == "join":
-        if victim == "scheduler":
-            return "scheduler", "err", r"\(pid \d+ from [^)]*\) joined"
-        role, index = victim.split("_")
-        pid = pids.get(victim) or r"\d+"  # (under launch: known once launch started the node)
-        return "scheduler", "err", rf"{role} {index} \(pid {pid} from [^)]*\) joined"
+        return ("scheduler", "admitted", {}) if victim == "scheduler" else (
+            "scheduler", "admitted", {"member": victim})
     if m == "mid-epoch":
-        return "scheduler", "out", rf"Epoch\[{k}\] Batch \[{trial['batch']}\]"
+        return "scheduler", "batch", {"epoch": k, "batch": trial["batch"]}
     if m == "validation":
-        return "scheduler", "out", rf"Epoch\[{k}\] Time cost="
+        return "scheduler", "trained", {"epoch": k}
     if m == "boundary":
-        return "scheduler", "out", rf"Epoch\[{k}\] Validation-cross-entropy"
+        return "scheduler", "validated", {"epoch": k}
     if m == "ending":
-        return "scheduler", "out", rf"Epoch\[{EPOCHS - 1}\] Validation-cross-entropy"
+        return "scheduler", "validated", {"epoch": EPOCHS - 1}
     if m == "checkpoint":
-        return "scheduler", "err", rf"checkpoint: saving epoch {k + 1} "
+        return "scheduler", "saving", {"epoch": k + 1}
     if m == "promotion":  # (after the first loss: kill_first)
-        return "scheduler", "err", r"promoting them \(replicas = 2\)"
+        return "scheduler", "promotion", {}
     raise AssertionError(m)
 
 
-def moment_landed(trial, log):
-    """Whether the scheduler's log at the fault says the run was still where the moment means."""
+def moment_landed(trial, has):
+    """Whether the scheduler's records at the fault say the run was still where the moment
+    means; has(event, **fields): whether the scheduler has recorded that."""
     m, k = trial["moment"], trial["epoch"]
-    out, err = log("scheduler", "out"), log("scheduler", "err")
     if m == "join":
-        return "every node is ready" not in err
+        return not has("assembled")
     if m == "mid-epoch":
-        return f"Epoch[{k}] Traffic" not in out
+        return not has("trained", epoch=k)
     if m == "validation":
-        return f"Epoch[{k}] Validation-accuracy" not in out
+        return not has("validated", epoch=k)
     if m == "boundary":
-        return f"Epoch[{k + 1}] Batch" not in out
+        return not has("batch", epoch=k + 1)  # (the first batch record of the next epoch)
     if m == "ending":
-        return "Final weights" not in out
+        return not has("ended")
     if m == "checkpoint":
-        return f"-{k + 1:04d}.manifest.json" not in err
+        return not has("saved", epoch=k + 1)
     if m == "promotion":  # the backups not yet serving (later: the second loss came after it)
-        return "serves the shards of" not in err
+        return not has("promoted")
     return True
 
 
@@ -297,6 +297,16 @@ class Trial(cluster_run.Cluster):
     def __init__(self, troupe, workdir, net=None):
         super().__init__(troupe, workdir)
         self.net = net
+        self.records = node_records.Folder(os.path.join(workdir, "events"))
+        os.makedirs(self.records.folder, exist_ok=True)
+
+    def start(self, name, args, **kwargs):
+        return super().start(name, args + ["--events", self.records.path(name)], **kwargs)
+
+    def reason(self, name):
+        """The error node `name` ended with (its `ended` record), or None."""
+        ended = self.records.last(name, "ended")
+        return ended.get("reason") or None if ended else None
 
     def launcher(self, name):
         return ["ip", "netns", "exec", self.net.ns[name]] if self.net else []
@@ -349,55 +359,44 @@ class LaunchedNode:
 
 
 class LaunchTrial:
-    """One `troupe launch` of the trial's job: a node's text is its prefixed lines (both streams)."""
+    """One `troupe launch --events` of the trial's job: its nodes' pids and exit statuses from
+    launch's records, their moments and errors from their own (its output, for people, in
+    launch.out)."""
 
     def __init__(self, troupe, workdir):
         self.troupe, self.workdir, self.launch = troupe, workdir, None
         self.procs = {name: LaunchedNode(self, name) for name in NODES}
-        self.known = {}  # name -> pid
-
-    @staticmethod
-    def label(name):
-        return name.replace("_", " ")
+        self.records = node_records.Folder(os.path.join(workdir, "events"))
 
     def start(self, variant, config, common):
-        out = open(os.path.join(self.workdir, "launch.out"), "w")
         command = [self.troupe, "launch", "-n", str(WORKERS), "-s", str(SERVERS), "--join-timeout", JOIN_TIMEOUT,
-                   "--grace", "5"] + variant.get("launch_flags", []) + ["--"] + common
-        self.launch = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=self.workdir,
-                                       start_new_session=True)
-        out.close()
+                   "--grace", "5", "--events", self.records.folder] + variant.get("launch_flags", []) + ["--"] + common
+        self.launch = child_process.start(command, out=os.path.join(self.workdir, "launch.out"),
+                                          err=subprocess.STDOUT, cwd=self.workdir)
 
     def all_text(self):
         with open(os.path.join(self.workdir, "launch.out"), errors="replace") as f:
             return f.read()
 
-    def text(self, name, stream):
-        prefix = f"[{self.label(name)}] "
-        return "\n".join(l[len(prefix):] for l in self.all_text().splitlines() if l.startswith(prefix))
+    def reason(self, name):
+        ended = self.records.last(name, "ended")
+        return ended.get("reason") or None if ended else None
 
     def pid_of(self, name):
-        if name not in self.known:
-            role, _, rank = name.partition("_")
-            wanted = [f"\0--role\0{role}\0".encode()] + ([f"\0--rank\0{rank}\0".encode()] if rank else [])
-            for pid in cluster_run.descendants(self.launch.pid):
-                try:
-                    with open(f"/proc/{pid}/cmdline", "rb") as f:
-                        argv = b"\0" + f.read()
-                except OSError:
-                    continue
-                if b"\0node\0" in argv and all(w in argv for w in wanted):
-                    self.known[name] = pid
-        return self.known.get(name)
+        """The pid launch first started node `name` with (the one a trial faults; a scheduler
+        started again has another)."""
+        spawned = self.records.first("launch", "spawned", name=name)
+        return spawned["child_pid"] if spawned else None
 
     def exit_code(self, name):
-        """From launch's line for it (a node that exited 0 has none); waits a moment for the line."""
-        pattern = rf"^launch: {self.label(name)} \(pid \d+\) (exited with status (\d+)|killed by signal (\d+))"
+        """From launch's `exited` record of it (-signal when a signal killed it); waits a moment
+        for the record, written as launch reaps it."""
         deadline = time.time() + 1
         while True:
-            found = re.search(pattern, self.all_text(), re.M)
+            pid = self.pid_of(name)
+            found = self.records.last("launch", "exited", name=name, child_pid=pid)
             if found:
-                return int(found.group(2)) if found.group(2) else -int(found.group(3))
+                return found["code"] if found["signal"] == 0 else -found["signal"]
             if self.launch.poll() is not None or time.time() > deadline:
                 return 0
             time.sleep(POLL_S)
@@ -409,7 +408,7 @@ class LaunchTrial:
 
     def kill_all(self):
         cluster_run.kill_group(self.launch.pid)
-        for pid in [p for p in (self.known.get(n) for n in NODES) if p]:
+        for pid in [r["child_pid"] for r in self.records.all("launch", "spawned")]:
             for sig in (signal.SIGKILL, signal.SIGCONT):
                 try:
                     os.kill(pid, sig)
@@ -487,9 +486,6 @@ def wait_exits(t, names, since, deadline, codes):
     return exits
 
 
-def error_line(text):
-    lines = [l for l in text.splitlines() if l.startswith("troupe node: error:")]
-    return lines[-1] if lines else None
 
 
 def names_victim(line, victim, pid):
@@ -504,14 +500,18 @@ def names_victim(line, victim, pid):
 def check(trial, outcome, t, pids, codes, reference):
     """Problems with the trial's outcome against the expected one ([] when it is as it should be)."""
     victim, way = trial["victim"], trial["way"]
-    sched_out = t.text("scheduler", "out")
+    ended = t.records.last("scheduler", "ended")
+    final = ended.get("weights") if ended else None  # the scheduler's final weights line
     problems = []
+
+    def admitted(name, pid):  # the scheduler let it in (it joined, or rejoined a restarted one)
+        return any(t.records.has("scheduler", event, member=name, member_pid=pid) for event in ("admitted", "rejoined"))
 
     def finished():  # (a victim killed as the run ended need not have exited 0)
         bad = {n: c for n, c in codes.items() if c != 0 and (n != victim or way == "none")}
         if bad:
             return [f"exit statuses {bad}, expected 0"]
-        got = cluster_run.final_weights(sched_out)
+        got = final
         if reference is not None and got != reference:
             return [f"weights {got}, in one process {reference}"]
         return []
@@ -528,9 +528,8 @@ def check(trial, outcome, t, pids, codes, reference):
             if code == 0:
                 found.append(f"{name} exited 0")
                 continue
-            line = error_line(t.text(name, "err"))
-            role, rank = (name.split("_") + [""])[:2]
-            if not re.search(rf"\b{role} {rank} \(pid {pids[name]} ", t.text("scheduler", "err")) and (
+            line = t.reason(name)
+            if not admitted(name, pids[name]) and (
                     line is None or
                     re.search(r"no scheduler at \S+ within \d+ s \(--join-timeout\)|"
                               r"lost the scheduler at [\d:.]+ UTC: the connection to scheduler at \S+ closed$|"
@@ -547,8 +546,7 @@ def check(trial, outcome, t, pids, codes, reference):
                     found.append(f"{name}'s error line does not say what it lost: {line}")
             elif not names_victim(line, victim, pids[victim]):
                 found.append(f"{name}'s error line does not name {victim}: {line}")
-        if victim == "scheduler" and not any(
-                names_victim(error_line(t.text(n, "err")), victim, 0) for n in codes if n != victim):
+        if victim == "scheduler" and not any(names_victim(t.reason(n), victim, 0) for n in codes if n != victim):
             found.append("no node's error line names the scheduler")
         return found
 
@@ -564,18 +562,18 @@ def check(trial, outcome, t, pids, codes, reference):
             a = [p for p in finished() if not p.startswith("exit statuses")]
             for name, code in codes.items():
                 if name not in ("scheduler", victim) and code != 0 and not names_victim(
-                        error_line(t.text(name, "err")), victim, pids[victim]):
+                        t.reason(name), victim, pids[victim]):
                     a.append(f"{name} exited {code} without naming {victim}")
         elif a and b and victim == "scheduler":
             # The scheduler lost as it ended the run: it tells the workers first, the servers once
             # the workers are gone, so some may have heard the end (exit 0) and the others lost
             # it (naming it); the weights, if it printed them, are the run's.
             a = []
-            got = cluster_run.final_weights(sched_out)
+            got = final
             if got and reference is not None and got != reference:
                 a.append(f"weights {got}, in one process {reference}")
             for name, code in codes.items():
-                if name != "scheduler" and code != 0 and not names_victim(error_line(t.text(name, "err")), victim, 0):
+                if name != "scheduler" and code != 0 and not names_victim(t.reason(name), victim, 0):
                     a.append(f"{name} exited {code} without naming the scheduler")
         if a and b:
             problems += [f"neither finished ({'; '.join(a)}) nor stopped ({'; '.join(b)})"]
@@ -583,7 +581,7 @@ def check(trial, outcome, t, pids, codes, reference):
         others = {n: c for n, c in codes.items() if n != victim and c != 0}
         if others:
             problems.append(f"exit statuses {others}, expected 0 (the run goes on)")
-        if "the run goes on without it" not in t.text("scheduler", "err"):
+        if not t.records.has("scheduler", "dropped", member=victim):
             problems.append("the scheduler does not say the run goes on without the lost worker")
     return problems
 
@@ -591,14 +589,14 @@ def check(trial, outcome, t, pids, codes, reference):
 def kill_first(t, trial):
     """The promotion moment's first loss: SIGKILLs trial["first"] (a server) at the trial's
     batch line; a problem text when that moment never came."""
-    pattern = rf"Epoch\[{trial['epoch']}\] Batch \[{trial['batch']}\]"
+    at = dict(epoch=trial["epoch"], batch=trial["batch"])
     deadline = time.time() + START_BOUND_S
-    while not re.search(pattern, t.text("scheduler", "out")):
+    while not t.records.has("scheduler", "batch", **at):
         ended = [n for n, p in t.procs.items() if p.poll() is not None]
         if ended:
-            return f"{', '.join(ended)} ended before the first loss (/{pattern}/ in scheduler's out)"
+            return f"{', '.join(ended)} ended before the first loss (the scheduler's batch {at})"
         if time.time() > deadline:
-            return f"no /{pattern}/ in scheduler's out within {START_BOUND_S} s"
+            return f"no batch {at} in the scheduler's records within {START_BOUND_S} s"
         time.sleep(POLL_S)
     first = t.procs[trial["first"]]
     if first.pid is None:
@@ -668,15 +666,15 @@ def run_trial(troupe, trial, references, keep):
                 if problem:
                     problems.append(problem)
                     return result
-            node, stream, pattern = moment_trigger(trial, pids)
+            node, event, fields = moment_trigger(trial)
             deadline = time.time() + START_BOUND_S
-            while not re.search(pattern, t.text(node, stream)):
+            while not t.records.has(node, event, **fields):
                 ended = [n for n, p in t.procs.items() if p.poll() is not None and n != first]
                 if ended:
-                    problems.append(f"{', '.join(ended)} ended before the moment (/{pattern}/ in {node}'s {stream})")
+                    problems.append(f"{', '.join(ended)} ended before the moment ({node}'s {event} {fields})")
                     return result
                 if time.time() > deadline:
-                    problems.append(f"no /{pattern}/ in {node}'s {stream} within {START_BOUND_S} s")
+                    problems.append(f"no {event} {fields} in {node}'s records within {START_BOUND_S} s")
                     return result
                 time.sleep(POLL_S)
             victim = t.procs[trial["victim"]]
@@ -690,7 +688,7 @@ def run_trial(troupe, trial, references, keep):
                 signal_node(victim.pid, signal.SIGSTOP)
             else:
                 cluster_netns.ip_ok("link", "set", net.outer[trial["victim"]], "down")
-            result["landed"] = moment_landed(trial, t.text)
+            result["landed"] = moment_landed(trial, lambda event, **f: t.records.has("scheduler", event, **f))
             # a stopped or cut-off victim is waited for below
             others = [n for n in t.procs if n != trial["victim"] or trial["way"] == "kill"]
             exits = wait_exits(t, others, fault_at, fault_at + DETECT_BOUND_S, codes)
@@ -720,7 +718,7 @@ def run_trial(troupe, trial, references, keep):
                 # (a server or worker killed by a signal is the scheduler's to replace: launch
                 # exits 0 when the run goes on without it; any other status counts, and a killed
                 # scheduler does unless launch started it again: then the restarted one's counts)
-                restarted = "launch: starting scheduler again" in t.all_text()
+                restarted = t.records.has("launch", "restart", name="scheduler")
                 if (code == 0) != all(c == 0 for n, c in codes.items()
                                       if not (n == trial["victim"] and c < 0 and (n != "scheduler" or restarted))):
                     problems.append(f"troupe launch exited {code} after its nodes exited {codes}")

@@ -1,21 +1,22 @@
 """Chaos trials of jobs that restart (scripts/chaos.py's variants with `restarts`): one
 `troupe launch --max-restarts R --model-prefix <trial dir>/ckpt/m` saving every epoch, a node
-lost (or every process of the job) at a moment found from its log, and the job expected to
-come back by itself: the launcher's restart line, exit 0 and the uninterrupted in-process
-run's final weights digest, with no process left.
+lost (or every process of the job) at a moment found from the nodes' event records (`troupe
+launch --events`), and the job expected to come back by itself: the launcher's `restart`
+record, exit 0 and the uninterrupted in-process run's final weights digest, with no process left.
+A node's records of each start of the job (a run) follow its `started` record (node_records.runs).
 
 Besides chaos.py's moments, two belong to restarts:
   checkpoint  a part of epoch E's checkpoint on disk (its temporary file or the part), or the
-              scheduler's `checkpoint: saving epoch E` line, whichever is seen first: parts are
+              scheduler's `saving` record of epoch E, whichever is seen first: parts are
               being written and the manifest is not; the restart must resume from the newest whole checkpoint (E-1,
               or E when the manifest was written after all, or the start), never a torn one
   resume      a first SIGKILL of the victim once epoch E's checkpoint is saved, then the fault
-              (the trial's way) on the restarted job's victim at its `checkpoint: restoring
-              epoch E` line, while it restores; R = 2, so two restart lines are expected
+              (the trial's way) on the restarted job's victim at the scheduler's `restoring`
+              record of epoch E, while it restores; R = 2, so two restarts are expected
 The way `all` kills every process of the job (SIGKILL) at the moment, as a lost host would.
 
-Measured per trial: seconds from the fault to the launcher's restart line, and to the restarted
-job's first batch line (training again: detection + restart + resume).
+Measured per trial: seconds from the fault to the launcher's restart record, and to the restarted
+job's first `batch` record (training again: detection + restart + resume).
 """
 import os
 import re
@@ -23,10 +24,9 @@ import signal
 import subprocess
 import time
 
-import cluster_run  # noqa: E402  (on sys.path through chaos.py)
-
-RESTART_LINE = re.compile(r"^launch: the job failed \(exit (\d+)\); restart (\d+) of (\d+), "
-                          r"from (?:(\S+) \(epoch (\d+)\)|the start)", re.M)
+import child_process  # noqa: E402  (on sys.path through chaos.py)
+import cluster_run  # noqa: E402
+import node_records  # noqa: E402
 
 
 def prefix_of(workdir):
@@ -45,49 +45,35 @@ def newest_manifest(prefix):
 
 
 class RestartJob:
-    """One `troupe launch` whose job may run several times: its text, and the text of its latest run."""
+    """One `troupe launch --events` whose job may run several times: its records by node and run
+    (its output, for people, in launch.out)."""
 
     def __init__(self, troupe, workdir, nodes):
         self.troupe, self.workdir, self.nodes, self.launch = troupe, workdir, nodes, None
+        self.records = node_records.Folder(os.path.join(workdir, "events"))
 
     def start(self, command):
-        out = open(os.path.join(self.workdir, "launch.out"), "w")
-        self.launch = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=self.workdir,
-                                       start_new_session=True)
-        out.close()
+        self.launch = child_process.start(command[:2] + ["--events", self.records.folder] + command[2:],
+                                          out=os.path.join(self.workdir, "launch.out"), err=subprocess.STDOUT,
+                                          cwd=self.workdir)
 
-    def all_text(self):
-        with open(os.path.join(self.workdir, "launch.out"), errors="replace") as f:
-            return f.read()
+    def restarts(self):
+        """Launch's records of the job's restarts, in order."""
+        return self.records.all("launch", "restart", name="job")
 
-    def run_text(self, run):
-        """Launch's output from the start of run `run` (0: the first; k: after the k-th restart line)."""
-        text = self.all_text()
-        if run == 0:
-            return text
-        starts = [m.end() for m in RESTART_LINE.finditer(text)]
-        return text[starts[run - 1]:] if len(starts) >= run else ""
+    def has(self, node, event, run, **fields):
+        return self.records.has(node, event, run, **fields)
 
-    @staticmethod
-    def node_text(text, name):
-        prefix = f"[{name.replace('_', ' ')}] "
-        return "\n".join(l[len(prefix):] for l in text.splitlines() if l.startswith(prefix))
+    def trains_again(self, run):
+        """Whether the scheduler recorded a batch in run `run` or a later one (a run killed while
+        it restored trains in the next)."""
+        later = node_records.runs(self.records.of("scheduler"))[run:]
+        return any(node_records.matches(r, "batch", {}) for records in later for r in records)
 
     def pid_in_run(self, name, run):
-        """The pid of node `name` in run `run`: the scheduler from /proc (the only one running
-        --role scheduler under launch), the others from the scheduler's join lines."""
-        if name == "scheduler":
-            for pid in cluster_run.descendants(self.launch.pid):
-                try:
-                    with open(f"/proc/{pid}/cmdline", "rb") as f:
-                        if b"\0--role\0scheduler\0" in f.read() and cluster_run.alive(pid):
-                            return pid
-                except OSError:
-                    pass
-            return None
-        label = name.replace("_", " ")
-        found = re.search(rf"{label} \(pid (\d+) from", self.node_text(self.run_text(run), "scheduler"))
-        return int(found.group(1)) if found else None
+        """The pid launch started node `name` with in run `run` (its `spawned` records, one a run)."""
+        spawned = self.records.all("launch", "spawned", name=name)
+        return spawned[run]["child_pid"] if run < len(spawned) else None
 
     def processes(self):
         return [p for p in cluster_run.descendants(self.launch.pid) if cluster_run.alive(p)]
@@ -110,17 +96,14 @@ class RestartJob:
 
 
 def trigger(trial, epochs, chaos):
-    """(regex on the scheduler's text of the run, run index) at which the fault fires."""
+    """(the scheduler's event, its fields, run index) at which the fault fires."""
     m, k = trial["moment"], trial["epoch"]
     if m == "checkpoint":
-        return rf"checkpoint: saving epoch {k + 1} ", 0
+        return "saving", {"epoch": k + 1}, 0
     if m == "resume":
-        return rf"checkpoint: restoring epoch {resume_epoch(trial, epochs)} ", 1
-    if m == "join" and trial["victim"] != "scheduler":
-        role, index = trial["victim"].split("_")
-        return rf"{role} {index} \(pid \d+ from [^)]*\) joined", 0
-    _, _, pattern = chaos.moment_trigger(trial, {})
-    return pattern, 0
+        return "restoring", {"epoch": resume_epoch(trial, epochs)}, 1
+    _, event, fields = chaos.moment_trigger(trial)
+    return event, fields, 0
 
 
 def resume_epoch(trial, epochs):
@@ -129,14 +112,14 @@ def resume_epoch(trial, epochs):
     return min(trial["epoch"] + 1, epochs - 1)
 
 
-def landed(trial, text, prefix, epochs, chaos):
+def landed(trial, job, run, prefix, chaos):
     """Whether the job was still where the moment means when the fault fired."""
     m, k = trial["moment"], trial["epoch"]
     if m == "checkpoint":
         return not os.path.exists(manifest(prefix, k + 1))
     if m == "resume":
-        return "checkpoint: restored epoch" not in text
-    return chaos.moment_landed(trial, lambda node, stream: text)
+        return not job.has("scheduler", "restored", run)
+    return chaos.moment_landed(trial, lambda event, **fields: job.has("scheduler", event, run, **fields))
 
 
 def fault(job, trial, run, problems):
@@ -182,22 +165,21 @@ def run_restart_trial(troupe, trial, variant, config, common, reference, workdir
     try:
         if trial["way"] != "none":
             if trial["moment"] == "resume":  # the first loss, once epoch E is saved
-                first = rf"checkpoint: saved \S+-{resume_epoch(trial, epochs):04d}\.manifest\.json"
-                if not wait_for(job, first, 0, problems, chaos):
+                if not wait_for(job, ("saved", {"epoch": resume_epoch(trial, epochs)}), 0, problems, chaos):
                     return
                 kill = dict(trial, way="kill")
                 if fault(job, kill, 0, problems) is None:
                     return
-            pattern, run = trigger(trial, epochs, chaos)
+            event, fields, run = trigger(trial, epochs, chaos)
             saving = None
             if trial["moment"] == "checkpoint":  # a part of the epoch on disk (or being written), no manifest
                 saving = (prefix, trial["epoch"] + 1)
-            if not wait_for(job, pattern, run, problems, chaos, saving):
+            if not wait_for(job, (event, fields), run, problems, chaos, saving):
                 return
             fault_at = fault(job, trial, run, problems)
             if fault_at is None:
                 return
-            result["landed"] = landed(trial, job.node_text(job.run_text(run), "scheduler"), prefix, epochs, chaos)
+            result["landed"] = landed(trial, job, run, prefix, chaos)
             result["newest_at_fault"] = newest_manifest(prefix)
         else:
             fault_at = time.time()
@@ -209,8 +191,7 @@ def run_restart_trial(troupe, trial, variant, config, common, reference, workdir
             problems.append(f"troupe launch still runs {chaos.RUN_BOUND_S + chaos.DETECT_BOUND_S} s after the fault")
             return
         result["codes"] = {"launch": code}
-        text = job.all_text()
-        problems += check(trial, code, text, seen, expect_runs, restarts, result, reference, job, epochs)
+        problems += check(trial, code, seen, expect_runs, restarts, result, reference, job, epochs)
     finally:
         left = job.processes()
         if job.launch.poll() is None:
@@ -224,8 +205,7 @@ def run_restart_trial(troupe, trial, variant, config, common, reference, workdir
 
 def part_written(prefix, epoch):
     """Whether a part of `epoch`'s checkpoint is on disk, whole or still being written (its
-    temporary file): seen straight from the file system, sooner than the scheduler's save line,
-    which reaches us through the launcher's relay."""
+    temporary file): seen straight from the file system, sooner than the scheduler's save record."""
     folder, stem = os.path.split(prefix)
     start = f"{stem}-{epoch:04d}."
     try:
@@ -234,33 +214,34 @@ def part_written(prefix, epoch):
         return False
 
 
-def wait_for(job, pattern, run, problems, chaos, saving=None):
-    """Until the scheduler's text of run `run` shows `pattern` (or, with `saving` = (prefix,
-    epoch), a part of that epoch is on disk); False, with the problem, if the job ends first."""
+def wait_for(job, moment, run, problems, chaos, saving=None):
+    """Until the scheduler's records of run `run` hold `moment` = (event, fields) (or, with
+    `saving` = (prefix, epoch), a part of that epoch is on disk); False, with the problem, if the
+    job ends first."""
+    event, fields = moment
     deadline = time.time() + chaos.START_BOUND_S + (chaos.RUN_BOUND_S if run else 0)
-    while not ((saving and part_written(*saving)) or re.search(pattern, job.node_text(job.run_text(run), "scheduler"))):
+    while not ((saving and part_written(*saving)) or job.has("scheduler", event, run, **fields)):
         if job.launch.poll() is not None:
-            problems.append(f"the job ended before the moment (/{pattern}/ in run {run}'s scheduler)")
+            problems.append(f"the job ended before the moment ({event} {fields} in run {run}'s scheduler)")
             return False
         if time.time() > deadline:
-            problems.append(f"no /{pattern}/ in run {run}'s scheduler within the bound")
+            problems.append(f"no {event} {fields} in run {run}'s scheduler within the bound")
             return False
         time.sleep(0.001 if saving else chaos.POLL_S)
     return True
 
 
 def watch_restarts(job, since, runs, bound, result):
-    """Until launch exits: when each restart line and each restarted run's first batch line
+    """Until launch exits: when each restart record and each restarted run's first batch record
     came, in seconds from `since` (the restart's cost: detection + restart + resume)."""
-    seen = []  # (restart line's seconds, training again's seconds or None) per restart
+    seen = []  # (restart's seconds, training again's seconds or None) per restart
     deadline = since + bound
     while time.time() < deadline:
-        text = job.all_text()
-        restarts = len(RESTART_LINE.findall(text))
+        restarts = len(job.restarts())
         while len(seen) < restarts:
             seen.append([round(time.time() - since, 2), None])
         for k, entry in enumerate(seen):
-            if entry[1] is None and re.search(r"Epoch\[\d+\] Batch \[", job.node_text(job.run_text(k + 1), "scheduler")):
+            if entry[1] is None and job.trains_again(k + 1):
                 entry[1] = round(time.time() - since, 2)
         if job.launch.poll() is not None:
             break
@@ -270,25 +251,27 @@ def watch_restarts(job, since, runs, bound, result):
     return seen
 
 
-def check(trial, code, text, seen, expect_runs, restarts, result, reference, job, epochs):
+def check(trial, code, seen, expect_runs, restarts, result, reference, job, epochs):
     problems = []
-    lines = RESTART_LINE.findall(text)
-    result["restarted_from"] = [int(epoch or 0) for _, _, _, _, epoch in lines]
+    # (exit code, restart number, of, checkpoint epoch or None) per restart, as launch records them
+    lines = [(r["code"], r["count"], r["of"], r["epoch"] if r["epoch"] >= 0 else None) for r in job.restarts()]
+    result["restarted_from"] = [int(epoch or 0) for _, _, _, epoch in lines]
     if code != 0:
         problems.append(f"troupe launch exited {code}, expected 0 (the job restarts)")
-    got = cluster_run.final_weights(job.node_text(job.run_text(len(lines)), "scheduler"))
+    ended = job.records.last("scheduler", "ended", len(lines))
+    got = ended.get("weights") if ended else None
     if got != reference:
         problems.append(f"weights {got}, in one process {reference}")
     if trial["moment"] == "ending" and trial["way"] != "none":
         expect_runs = len(lines) if len(lines) <= 1 else 1  # the job may have finished as it was lost
     if len(lines) != expect_runs:
         problems.append(f"{len(lines)} restart line(s), expected {expect_runs}")
-    for k, (status, number, of, path, epoch) in enumerate(lines[:expect_runs]):
+    for k, (status, number, of, epoch) in enumerate(lines[:expect_runs]):
         if int(number) != k + 1 or int(of) != restarts:
             problems.append(f"restart line {k + 1} says restart {number} of {of}, expected {k + 1} of {restarts}")
     if lines and trial["moment"] == "checkpoint" and trial["way"] != "none":
         saving = trial["epoch"] + 1
-        epoch = int(lines[0][4] or 0)
+        epoch = int(lines[0][3] or 0)
         # the newest whole checkpoint: the one before the save that was under way, or that save
         # itself when its manifest was written after all; never a torn one (the launcher reads
         # only manifests, written last)
@@ -296,10 +279,10 @@ def check(trial, code, text, seen, expect_runs, restarts, result, reference, job
             problems.append(f"restarted from epoch {epoch}; whole checkpoints at the fault went to epoch "
                             f"{result['newest_at_fault']}, the save under way was epoch {saving}")
     if trial["moment"] == "resume" and len(lines) >= 2:
-        if int(lines[1][4] or 0) < resume_epoch(trial, epochs):
-            problems.append(f"the second restart resumes from epoch {lines[1][4] or 0}, older than the "
+        if int(lines[1][3] or 0) < resume_epoch(trial, epochs):
+            problems.append(f"the second restart resumes from epoch {lines[1][3] or 0}, older than the "
                             f"first's {resume_epoch(trial, epochs)}")
     for k, (restart_s, again_s) in enumerate(seen):
-        if again_s is None and k < len(lines) and int(lines[k][4] or 0) < epochs:
-            problems.append(f"restart {k + 1}: no batch line in the restarted job")
+        if again_s is None and k < len(lines) and int(lines[k][3] or 0) < epochs:
+            problems.append(f"restart {k + 1}: no batch record in the restarted job")
     return problems

@@ -37,6 +37,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+import child_process  # noqa: E402  (the one launcher of child processes, shared with the tests)
+
 SKIP = 77                      # ctest's SKIP_RETURN_CODE for tests that need root
 NS_PREFIX = "troupe-emu"       # namespaces: troupe-emu<N>-<host>
 LINK_PREFIXES = ("teb", "tev")  # bridges teb<N>, bridge-side veths tev<N>h<i> (inner ends die with their namespace)
@@ -281,7 +284,7 @@ class EmulatedHosts:
 
     def start(self, host, argv, **popen_args):
         """Starts argv in `host` in a session of its own (killed with its group at the end)."""
-        proc = subprocess.Popen(self.command(host, argv), start_new_session=True, **popen_args)
+        proc = child_process.start(self.command(host, argv), **popen_args)
         self._procs.append(proc)
         return proc
 
@@ -290,17 +293,8 @@ class EmulatedHosts:
 
     def kill_all(self):
         """SIGKILLs every process group started here that still runs; names any that will not die."""
-        left = []
-        for proc in self._procs:
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    left.append(f"process {proc.pid}")
+        left = [f"process {proc.pid}" for proc in self._procs
+                if proc.poll() is None and not child_process.end(proc)]
         self._procs = [p for p in self._procs if p.poll() is None]
         return left
 

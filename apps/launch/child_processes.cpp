@@ -23,6 +23,12 @@ extern char** environ;
 
 namespace troupe::launch {
 
+std::string record_name(const std::string& label) {
+  auto name = label;
+  std::replace(name.begin(), name.end(), ' ', '_');
+  return name;
+}
+
 namespace {
 
 // The signals the supervisor takes over while it lives, and what was there before.
@@ -211,6 +217,8 @@ pid_t child_processes::start(const child_spec& spec) {
   c.err.fd = p.err[0];
   children_.push_back(std::move(c));
   write_input(children_.back());
+  record_event(options_.events, "spawned",
+               {{{"child_pid", pid}}, {{"name", record_name(spec.name)}}});
   return pid;
 }
 
@@ -357,6 +365,11 @@ void child_processes::on_exit(child& c, int status) {
   close_output(c.out, c.name, *options_.out);
   close_output(c.err, c.name, *options_.err);
   close_fd(c.input_fd);
+  record_event(options_.events, "exited",
+               {{{"child_pid", c.pid},
+                 {"code", WIFEXITED(status) ? WEXITSTATUS(status) : -1},
+                 {"signal", WIFSIGNALED(status) ? WTERMSIG(status) : 0}},
+                {{"name", record_name(c.name)}}});
   if (!failed(status))
     return;
   if (stop_signal_ != 0 && WIFEXITED(status) && WEXITSTATUS(status) == 128 + stop_signal_)
@@ -380,6 +393,11 @@ void child_processes::on_exit(child& c, int status) {
     again.restarts = c.spec.restarts - 1;
     log << "launch: starting " << c.name << " again (restart " << c.restarted + 1 << " of "
         << c.restarted + c.spec.restarts << ")" << std::endl;
+    record_event(options_.events, "restart",
+                 {{{"signal", WTERMSIG(status)},
+                   {"count", c.restarted + 1},
+                   {"of", c.restarted + c.spec.restarts}},
+                  {{"name", record_name(c.name)}}});
     due_restarts_.push_back({std::move(again), c.restarted + 1});
     return;
   }

@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include <troupe/io/node_events.hpp>
+
 namespace troupe::launch {
 
 /// One process to start.
@@ -51,7 +53,16 @@ struct supervisor_options {
   std::ostream* out = &std::cout;
   /// Where the children's standard error and the supervisor's own "launch: " lines go.
   std::ostream* err = &std::cerr;
+  /// Records beside those lines: `spawned` (name, child_pid) as each child starts, `exited`
+  /// (name, child_pid, code, signal) as each ends, `restart` (name, signal, count, of) when one
+  /// is started again. A child's name in them is its label with '_' for ' ' ("worker_1"). Null:
+  /// none.
+  std::shared_ptr<node_events> events;
 };
+
+/// A child's name in records and record files: its label with '_' for ' ' ("worker 1" ->
+/// "worker_1"), as the plan names nodes.
+std::string record_name(const std::string& label);
 
 /// Why wait_until returned.
 enum class wait_result { ready, child_exited, stopped, timed_out };

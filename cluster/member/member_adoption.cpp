@@ -72,6 +72,8 @@ void on_adopt(member_actor self, const adopt_message& a) {
   log_node_line(*st.options, st.label + ": adopted " + st.plan.nodes[a.node].name + " (" + computes
                                + ", with their loaders) at " + clock_time_now()
                                + "; they recompute from the step in flight");
+  record_event(st.options->events, "adopted",
+               {{{"lost_node", a.node}}, {{"lost", st.plan.nodes[a.node].name}}});
   caf::anon_send(st.to_scheduler, ready_atom::value,
                  ready_message{a.node, 0, static_cast<std::uint32_t>(st.threads)});
 }

@@ -121,6 +121,11 @@ training_job place_of(member_actor self, const assignment_message& a) {
     throw std::invalid_argument("the scheduler assigned node " + std::to_string(a.node)
                                 + ", which is no " + to_string(options.role) + " of the plan");
   st.label = st.plan.nodes[a.node].name;
+  if (options.events) { // its rank is known from here on
+    options.events->set_rank(static_cast<int>(a.rank));
+    options.events->record("assigned", {{{"node", a.node}, {"threads", st.threads}},
+                                        {{"name", st.label}, {"adopt", a.adopt ? "yes" : "no"}}});
+  }
   st.continue_on_worker_loss = job.nodes.continue_on_worker_loss;
   st.replicas.copies = job.nodes.replicas;
   return job;
@@ -312,6 +317,8 @@ void say_ready(member_actor self, std::uint32_t node, std::uint16_t port) {
     return; // ended while its listener started
   st.phase.enter(member_phases::running{});
   st.ready_port = port;
+  record_event(st.options->events, "ready",
+               {{{"node", node}, {"port", port}, {"threads", st.threads}}, {{"name", st.label}}});
   caf::anon_send(st.to_scheduler, ready_atom::value,
                  ready_message{node, port, static_cast<std::uint32_t>(st.threads)});
 }
@@ -368,6 +375,8 @@ void on_assignment(member_actor self, const assignment_message& a) {
                                      + computes + ", with their loaders) as a spare at "
                                      + clock_time_now()
                                      + "; they recompute from the step in flight");
+        record_event(st.options->events, "adopted",
+                     {{{"lost_node", node}}, {{"lost", st.plan.nodes[node].name}}});
       }
       return say_ready(self, node, 0);
     }

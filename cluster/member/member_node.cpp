@@ -301,6 +301,11 @@ void join_over(member_actor self, const channel_actor& link) {
     join.job = job_bytes(*st.options->own_job);
   join.spare = st.options->spare;
   caf::anon_send(st.to_scheduler, join_atom::value, std::move(join));
+  record_event(st.options->events, "joined",
+               {{{"scheduler_port", st.options->scheduler_port}, {"port", port}},
+                {{"scheduler_host", st.options->scheduler_host},
+                 {"host", advertised_host(*st.options)},
+                 {"spare", st.options->spare ? "yes" : "no"}}});
   // The scheduler assigns once everyone joined, within its own join timeout; a spare waits
   // for a loss, however long (the scheduler's end ends it too).
   if (!st.options->spare)
@@ -504,6 +509,8 @@ void run_member(caf::actor_system& system, const member_options& options) {
     if (!bound)
       throw troupe_error(errc::peer_down, error_text(bound.error()) + " (--listen, --port)");
     listening = std::move(*bound);
+    record_event(options.events, "listening",
+                 {{{"port", listening->port()}}, {{"host", options.listen_host}}});
   }
   auto serving = std::make_shared<serving_registry>();
   auto traffic = std::make_shared<traffic_registry>();

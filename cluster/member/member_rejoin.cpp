@@ -49,6 +49,9 @@ void send_rejoin(member_actor self, const channel_actor& link, const rejoin_mess
   join.rejoin = where;
   st.phase.enter(member_phases::running{});
   caf::anon_send(st.to_scheduler, join_atom::value, std::move(join));
+  record_event(st.options->events, "rejoined",
+               {{{"epoch", where.epoch}, {"applied_step", where.applied_step}},
+                {{"scheduler_host", st.options->scheduler_host}}});
   log_node_line(
     *st.options,
     st.label + ": rejoined the scheduler at " + st.options->scheduler_host + ":"
@@ -89,6 +92,8 @@ bool train_on_without_scheduler(member_actor self, const caf::error& why) {
   if (st.reports)
     caf::anon_send(st.reports, repoint_atom::value, metrics_sink_actor{});
   const auto serial = ++st.scheduler_losses;
+  record_event(st.options->events, "lost",
+               {{}, {{"lost", "scheduler"}, {"reason", reason_text(self->system(), why)}}});
   log_node_line(
     *st.options,
     st.label + ": lost the scheduler at " + clock_time_now() + ": "

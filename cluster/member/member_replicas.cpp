@@ -65,6 +65,8 @@ void serve_promoted(member_actor self, int node) {
   log_node_line(*st.options, st.label + ": promoted the backups of " + node_name(st.plan, node)
                                + " at " + clock_time_now() + ": " + shard_names(st.plan, node)
                                + " served here from now on, without a backup of their own");
+  record_event(st.options->events, "promoted",
+               {{{"lost_node", node}}, {{"lost", node_name(st.plan, node)}}});
   caf::anon_send(
     st.to_scheduler, ready_atom::value,
     ready_message{static_cast<std::uint32_t>(node), 0, static_cast<std::uint32_t>(st.threads)});

@@ -181,6 +181,7 @@ void join_spare(scheduler_actor self, const channel_actor& link, const join_mess
     return refuse(why);
   auto& m = add_member(self, link, join);
   m.spare = true;
+  record_member_event(st, "admitted", m);
   log_node_line(
     *st.options,
     "scheduler: " + m.name() + " joined as a spare; "
@@ -198,6 +199,9 @@ void on_join(scheduler_actor self, const channel_actor& link, const join_message
     log_node_line(*st.options, "scheduler: refused a " + std::string(to_string(join.role))
                                  + " (pid " + std::to_string(join.pid) + " on " + join.host
                                  + "): " + why);
+    record_event(st.options->events, "refused",
+                 {{{"member_pid", static_cast<double>(join.pid)}},
+                  {{"member_role", to_string(join.role)}, {"host", join.host}, {"reason", why}}});
     caf::anon_send(spawn_member_control_proxy(self->system(), link), goodbye_atom::value,
                    shutdown_message{"refused by the scheduler: " + why, false});
   };
@@ -250,6 +254,7 @@ void on_join(scheduler_actor self, const channel_actor& link, const join_message
     "scheduler: " + m.name() + " joined"
       + (m.role == node_kind::server ? " (to listen for workers on " + m.host + ")" : "") + "; "
       + progress_text(st));
+  record_member_event(st, "admitted", m);
   if (counted_members(st, node_kind::server) == st.job.nodes.servers
       && counted_members(st, node_kind::worker) == st.job.nodes.workers) {
     for (auto& server : st.members)
@@ -287,6 +292,7 @@ void on_ready(scheduler_actor self, const channel_actor& link, const ready_messa
                        : " (computes on " + std::to_string(ready.threads) + " thread"
                            + (ready.threads == 1 ? "" : "s") + ")")
                   + "; " + progress_text(st));
+  record_member_event(st, "ready", *m, {{{"port", ready.port}, {"threads", ready.threads}}, {}});
   if (counted_members(st, m->role, true) < expected_members(st, m->role))
     return;
   if (m->role == node_kind::server)
@@ -350,6 +356,9 @@ void start_listening(scheduler_actor self) {
                              + std::to_string(self->state.job.nodes.workers)
                              + " worker(s) (join timeout "
                              + std::to_string(o.join_timeout.count() / 1000) + " s)");
+        record_event(
+          o.events, "listening",
+          {{{"port", port}}, {{"host", o.scheduler_host}, {"resumed", o.resume ? "yes" : "no"}}});
         try {
           if (!o.port_file.empty())
             write_port_file(o.port_file, port);

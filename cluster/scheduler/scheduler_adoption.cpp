@@ -128,6 +128,8 @@ std::string hand_to_spare(scheduler_actor self, member_entry& lost, member_entry
   log_node_line(*st.options, "scheduler: " + what + "; " + spare.name() + " adopts "
                                + compute_names(st.plan, nodes) + " of " + node_names(st.plan, nodes)
                                + " (a spare, idle until now; on_worker_loss = adopt)");
+  record_member_event(st, "spare", spare,
+                      {{{"lost_node", lost.node}}, {{"lost", node_names(st.plan, nodes)}}});
   auto a = assignment_for(st, spare, server_endpoints(st));
   a.adopt = true;
   caf::anon_send(spare.to, assignment_atom::value, std::move(a));
@@ -202,6 +204,7 @@ std::string adopt_lost_worker(scheduler_actor self, member_entry& m, const std::
                                + compute_names(st.plan, nodes) + " of " + node_names(st.plan, nodes)
                                + " (the worker running the fewest computes, " + std::to_string(load)
                                + ", lowest rank among equals; on_worker_loss = adopt)");
+  record_member_event(st, "adoption", *chosen, {{}, {{"lost", node_names(st.plan, nodes)}}});
   for (auto node : nodes)
     caf::anon_send(chosen->to, adopt_atom::value, adopt_message{static_cast<std::uint32_t>(node)});
   end_gathering_if_complete(self); // the lost one may have been the last to answer
@@ -238,6 +241,9 @@ bool on_adopted(scheduler_actor self, member_entry& m, const ready_message& read
     "scheduler: " + m.name() + " serves the computes of "
       + st.plan.nodes.at(static_cast<std::size_t>(node)).name + " (" + took
       + " s after the loss was seen); they recompute the step in flight and training goes on");
+  record_member_event(st, "adopted", m,
+                      {{{"lost_node", node}, {"seconds", seconds}},
+                       {{"lost", st.plan.nodes.at(static_cast<std::size_t>(node)).name}}});
   return true;
 }
 

@@ -76,6 +76,22 @@ std::string progress_text(const scheduler_state& st) {
   return waiting.empty() ? text : text + "; waiting for " + waiting;
 }
 
+void record_member_event(const scheduler_state& st, const std::string& event, const member_entry& m,
+                         const event_fields& extra) {
+  if (!st.options->events)
+    return;
+  const auto role = std::string(to_string(m.role));
+  event_fields fields{
+    {{"member_rank", m.rank}, {"member_pid", static_cast<double>(m.pid)}, {"node", m.node}},
+    {{"member", m.rank >= 0 ? role + "_" + std::to_string(m.rank) : "spare"},
+     {"member_role", role},
+     {"host", m.seen_from.empty() ? m.host : host_of_address(m.seen_from)},
+     {"spare", m.spare ? "yes" : "no"}}};
+  fields.numbers.insert(fields.numbers.end(), extra.numbers.begin(), extra.numbers.end());
+  fields.strings.insert(fields.strings.end(), extra.strings.begin(), extra.strings.end());
+  st.options->events->record(event, fields);
+}
+
 namespace {
 
 void answer_if_done(scheduler_actor self, bool grace_over);
@@ -264,6 +280,9 @@ void start_training(scheduler_actor self) {
   else
     log_node_line(*st.options, "scheduler: every node is ready (" + progress_text(st) + "); "
                                  + threads_text(st) + "; training");
+  record_event(st.options->events, "assembled",
+               {{{"servers", st.job.nodes.servers}, {"workers", st.job.nodes.workers}},
+                {{"resumed", st.resumed_run ? "yes" : "no"}}});
   session_sinks sinks;
   sinks.output = st.output;
   sinks.metrics = st.metrics;
@@ -308,6 +327,7 @@ bool goes_on_without(scheduler_actor self, const member_entry& m, const std::str
     return false;
   log_node_line(*st.options, "scheduler: " + m.name() + ": " + what
                                + "; the run goes on without it (on_worker_loss = continue)");
+  record_member_event(st, "dropped", m, {{}, {{"reason", what}}});
   end_gathering_if_complete(self); // it may have been the last one to answer
   return true;
 }
@@ -324,6 +344,8 @@ void on_goodbye(scheduler_actor self, const channel_actor& link, const shutdown_
     return answer_if_done(self, false);
   }
   m->gone = true;
+  record_member_event(st, "stopped", *m,
+                      {{{"lost_node", end.lost_node}}, {{"reason", end.reason}}});
   if (m->spare && m->node < 0) {
     log_node_line(*st.options, "scheduler: " + m->name() + " stopped: " + end.reason
                                  + "; a spare, it held nothing: the run goes on");
@@ -341,6 +363,7 @@ void on_goodbye(scheduler_actor self, const channel_actor& link, const shutdown_
 
 void on_member_lost(scheduler_actor self, member_entry& m, const std::string& what) {
   m.gone = true;
+  record_member_event(self->state, "lost", m, {{}, {{"reason", what}}});
   if (m.spare && m.node < 0) { // it held nothing
     log_node_line(*self->state.options,
                   "scheduler: " + what + "; a spare, it held nothing: the run goes on");

@@ -57,6 +57,9 @@ std::string promote_lost_server(scheduler_actor self, member_entry& m, const std
   log_node_line(*st.options, "scheduler: " + what + "; " + backup->name()
                                + " holds the backups of its shards (" + shard_names(plan, m.node)
                                + "): promoting them (replicas = 2)");
+  record_member_event(
+    st, "promotion", *backup,
+    {{{"lost_node", m.node}}, {{"lost", plan.nodes.at(static_cast<std::size_t>(m.node)).name}}});
   caf::anon_send(
     backup->to, promote_atom::value,
     promote_message{static_cast<std::uint32_t>(m.node), static_cast<std::uint32_t>(holder)});
@@ -92,6 +95,9 @@ bool on_promoted(scheduler_actor self, member_entry& m, const ready_message& rea
                                + shard_names(st.plan, node) + ", promoted " + took
                                + " s after the loss was seen); every worker pushes there now "
                                  "and training goes on");
+  record_member_event(st, "promoted", m,
+                      {{{"lost_node", node}, {"seconds", seconds}},
+                       {{"lost", st.plan.nodes.at(static_cast<std::size_t>(node)).name}}});
   return true;
 }
 

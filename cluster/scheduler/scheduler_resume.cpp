@@ -156,6 +156,8 @@ void on_rejoin(scheduler_actor self, const channel_actor& link, const join_messa
                        ? "; its computes were last asked to train epoch " + std::to_string(r.epoch)
                        : "; its shards applied step " + std::to_string(r.applied_step) + " last")
                   + "; " + rejoin_progress(st));
+  record_member_event(st, "rejoined", m,
+                      {{{"epoch", r.epoch}, {"applied_step", r.applied_step}}, {}});
   for (std::size_t n = 0; n < st.plan.nodes.size(); ++n)
     if (member_node(st.plan, n) && !holder_of(st, static_cast<int>(n)))
       return;

@@ -204,6 +204,10 @@ int expected_members(const scheduler_state& st, node_kind role);
 int counted_members(const scheduler_state& st, node_kind role, bool ready_only = false);
 /// "1/2 workers joined, 1/1 servers joined; waiting for worker 1"
 std::string progress_text(const scheduler_state& st);
+/// Records `event` about member `m` (its name as "server_1", or "spare"; its role, rank, pid,
+/// host) with `extra` after those fields.
+void record_member_event(const scheduler_state& st, const std::string& event, const member_entry& m,
+                         const event_fields& extra = {});
 /// Ends the run naming why: every member still there is told, then the run's caller.
 void fail(scheduler_actor self, errc code, const std::string& why);
 

@@ -93,6 +93,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", "scripts"))
+import child_process  # noqa: E402  (the one launcher of child processes, shared with the scripts)
+from child_process import Children, alive, descendants, kill_group  # noqa: E402,F401
+
 SECRET = "troupe-test-secret-0123456789abcdef"
 BOUND_S = 120  # a whole run, or a failure to spread, must finish within this
 
@@ -113,25 +117,13 @@ def work_folder(prefix):
     shutil.rmtree(workdir, ignore_errors=True)
 
 
-def kill_group(pid):
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+class Cluster(Children):
+    """The nodes of one scenario, by name (child_process.Children: a session each, output in
+    workdir/<name>.out and .err, every group killed at the end)."""
 
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-class Cluster:
     def __init__(self, troupe, workdir):
-        self.troupe, self.workdir = troupe, workdir
-        self.procs = {}  # name -> Popen
+        super().__init__(workdir)
+        self.troupe = troupe
 
     def launcher(self, name):
         """What runs node `name`'s command (cluster_netns.py: `ip netns exec NS`)."""
@@ -141,17 +133,7 @@ class Cluster:
         env = dict(os.environ)
         env["TROUPE_SECRET"] = secret
         env.update(env_extra or {})
-        out = open(os.path.join(self.workdir, name + ".out"), "w")
-        err = open(os.path.join(self.workdir, name + ".err"), "w")
-        self.procs[name] = subprocess.Popen(self.launcher(name) + [self.troupe, "node"] + args, stdout=out,
-                                            stderr=err, env=env, cwd=self.workdir, start_new_session=True)
-        out.close()
-        err.close()
-        return self.procs[name]
-
-    def text(self, name, stream):
-        with open(os.path.join(self.workdir, f"{name}.{stream}")) as f:
-            return f.read()
+        return super().start(name, self.launcher(name) + [self.troupe, "node"] + args, env=env)
 
     def wait_for_text(self, name, stream, pattern, timeout=BOUND_S):
         deadline = time.time() + timeout
@@ -164,24 +146,11 @@ class Cluster:
         self.fail(f"{name} did not print /{pattern}/ on {stream}")
 
     def wait_all(self, timeout=BOUND_S):
-        deadline = time.time() + timeout
-        for name, p in self.procs.items():
-            try:
-                p.wait(max(0.1, deadline - time.time()))
-            except subprocess.TimeoutExpired:
+        codes = super().wait_all(timeout)
+        for name, code in codes.items():
+            if code is None:
                 self.fail(f"{name} still runs after {timeout} s")
-        return {name: p.returncode for name, p in self.procs.items()}
-
-    def kill_all(self):
-        """Kills every process group; returns the processes that survived, if any."""
-        for p in self.procs.values():
-            kill_group(p.pid)
-        for p in self.procs.values():
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                pass
-        return [f"{name} (pid {p.pid})" for name, p in self.procs.items() if alive(p.pid)]
+        return codes
 
     def dump(self):
         for name in self.procs:
@@ -216,8 +185,8 @@ def start_launch(command, workdir):
     """`troupe launch ...` in a session of its own, its output merged and line-buffered (stdbuf's
     setting reaches the nodes through the environment), so the scheduler's progress lines arrive
     while the epoch runs; kill_group(proc.pid) ends it and everything it started."""
-    return subprocess.Popen(["stdbuf", "-oL"] + command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            cwd=workdir, start_new_session=True)
+    return child_process.start(["stdbuf", "-oL"] + command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, cwd=workdir)
 
 
 def require_in_log(out, patterns):
@@ -291,8 +260,8 @@ def run_mpi(troupe, config, servers, workers, flags, workdir):
     command = [mpirun, "--allow-run-as-root", "--oversubscribe", "-n", str(1 + servers + workers),
                "--mca", "oob_tcp_if_include", "lo", "--mca", "btl_tcp_if_include", "lo", "-x", "TROUPE_SECRET",
                troupe, "node", "--config", config, "--scheduler", f"127.0.0.1:{port}"] + flags
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            cwd=workdir, start_new_session=True)
+    proc = child_process.start(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                               cwd=workdir)
     try:
         out, err = proc.communicate(timeout=BOUND_S)
     except subprocess.TimeoutExpired:
@@ -314,23 +283,6 @@ def run_mpi(troupe, config, servers, workers, flags, workdir):
     print(f"ok: mpirun -n {1 + servers + workers}: every rank exited 0; {got} in both")
 
 
-def descendants(pid):
-    """Every process whose ancestry leads to pid (from /proc)."""
-    parents = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                pass
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {p for p, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
-
-
 def run_launch(troupe, config, servers, workers, flags, workdir):
     command = [troupe, "launch", "-n", str(workers), "-s", str(servers), "--config", config] + flags
     run = subprocess.run(command, capture_output=True, text=True, cwd=workdir, timeout=BOUND_S)
@@ -345,8 +297,8 @@ def run_launch(troupe, config, servers, workers, flags, workdir):
             raise SystemExit(f"FAIL: no output prefixed {prefix}")
     # Ctrl-C of a long launch: exit status 130, and nothing it started survives.
     # (the flags of this scenario must not hold --num-epochs: a flag is given once)
-    proc = subprocess.Popen(command + ["--num-epochs", "1000"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, cwd=workdir, start_new_session=True)
+    proc = child_process.start(command + ["--num-epochs", "1000"], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, cwd=workdir)
     try:
         deadline = time.time() + BOUND_S
         seen = ""

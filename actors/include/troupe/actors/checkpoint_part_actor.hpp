@@ -47,6 +47,7 @@
 #include <troupe/actors/messages.hpp>
 #include <troupe/actors/param_shard_actor.hpp>
 #include <troupe/io/checkpoint_parts.hpp>
+#include <troupe/io/node_events.hpp>
 
 namespace troupe {
 
@@ -96,6 +97,9 @@ struct manifest_checkpoint_wiring {
   /// `checkpoint: saved MANIFEST` once the manifest is written, the same for restores), so an
   /// operator, or a chaos trial, sees a save in progress; empty: standard error, one write each.
   std::function<void(const std::string&)> log;
+  /// Records beside those lines: `saving` (epoch, parts), `saved` (epoch, manifest),
+  /// `restoring` and `restored` (epoch). Null: none.
+  std::shared_ptr<node_events> events;
 };
 
 /// A checkpoint_actor for a run whose shards and computes live in other processes. Throws

@@ -54,6 +54,7 @@ using metrics_sink_actor =
                    caf::replies_to<flush_atom>::with<bool>>;
 
 class jsonl_writer;
+class node_events;
 
 /// Where a run is, for a host that must say so from another thread (an interrupted run):
 /// the metrics actor stores worker 0's last batch report here. Thread-safe.
@@ -85,6 +86,10 @@ struct metrics_options {
   /// (batch_size).
   std::vector<std::pair<std::string, std::string>> tags;
   std::vector<std::pair<std::string, double>> number_tags;
+  /// Records of the run's moments beside the lines (a cluster's scheduler, `troupe node
+  /// --events`): `training` when worker 0's first batch of an epoch is in, `batch` every
+  /// `display_batches` batches, `trained` and `validated` after an epoch's two phases. Null: none.
+  std::shared_ptr<node_events> events;
 };
 
 /// The metrics actor itself: a sink that also takes annotations.

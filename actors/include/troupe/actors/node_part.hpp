@@ -34,6 +34,7 @@
 #include <troupe/graph/job.hpp>
 #include <troupe/graph/placement.hpp>
 #include <troupe/io/dataset.hpp>
+#include <troupe/io/node_events.hpp>
 #include <troupe/kernels/compute_device.hpp>
 
 namespace troupe {
@@ -70,6 +71,8 @@ struct node_part_options {
   /// the manifest checkpoint asking every member's part (remote.checkpoint_part).
   std::string checkpoint_prefix;
   std::int64_t save_period = 1;
+  /// Records of each save and restore (manifest_checkpoint_wiring::events). Null: none.
+  std::shared_ptr<node_events> checkpoint_events;
   std::shared_ptr<const training_checkpoint> resume; ///< checked with check_resumable
   /// A cluster's scheduler restarted in training: the coordinator starts at this epoch and
   /// restores nothing (the members' computes and shards hold the run's state). -1: none.

@@ -45,6 +45,7 @@
 #include <troupe/graph/placement.hpp>
 #include <troupe/io/checkpoint_file.hpp>
 #include <troupe/io/dataset.hpp>
+#include <troupe/io/node_events.hpp>
 
 namespace troupe {
 
@@ -76,6 +77,9 @@ struct session_output {
   std::shared_ptr<run_position> position;    ///< kept up to date when set (metrics_actor.hpp)
   int terminal_columns = 80;                 ///< width the progress bar fits
   checkpoint_options checkpoint;
+  /// Records of the run's moments (epochs, batches, checkpoints: metrics_options::events,
+  /// manifest_checkpoint_wiring::events). Null: none.
+  std::shared_ptr<node_events> events;
 };
 
 /// Where a gradient tap sits: between compute actor `worker` and what it pushes the keys of

@@ -47,6 +47,7 @@
 #include <troupe/cluster/cluster_clocks.hpp>
 #include <troupe/cluster/wire_messages.hpp>
 #include <troupe/graph/job.hpp>
+#include <troupe/io/node_events.hpp>
 
 namespace troupe {
 
@@ -104,6 +105,9 @@ struct node_options {
   int threads = 0;
   /// Start-up progress, losses and refusals, one line each (default: standard error).
   std::function<void(const std::string&)> log;
+  /// Machine-readable records of this node's moments beside its lines (joined, ready, a lost
+  /// node, ...: troupe/io/node_events.hpp, docs/operations.md "Event records"). May be null.
+  std::shared_ptr<node_events> events;
 };
 
 /// The scheduler's options.

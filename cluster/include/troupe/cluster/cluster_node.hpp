@@ -94,8 +94,8 @@ struct cluster_node_options {
   /// host, or listening on 0.0.0.0). Empty: listen_host.
   std::string advertise_host;
   /// Workers reach a server on their own host through a Unix socket rather than TCP
-  /// (cluster/local_socket.hpp); servers offer one. The scheduler's links stay TCP: it judges
-  /// hosts by the addresses connections come from.
+  /// (cluster/transport/unix_connection.hpp); servers offer one. The scheduler's links stay TCP: it
+  /// judges hosts by the addresses connections come from.
   bool local_sockets = true;
   /// The congestion control of every TCP link of this node (tcp_congestion.hpp: what
   /// choose_tcp_congestion resolved); empty: the host's default.

@@ -1,8 +1,8 @@
 // The byte transport under a frame socket (cluster/frame_socket.hpp): a connected stream that
-// writes the pieces of frames and reads bytes back, and a listener (connection_listener) that accepts such streams.
-// The frame socket's threads and its send order (send_order.hpp) sit above it and know nothing
-// of what carries the bytes, so another transport (a TLS stream, a zero-copy send path) is one
-// more implementation of these two interfaces, with nothing above them touched.
+// writes the pieces of frames and reads bytes back, and a listener (connection_listener) that
+// accepts such streams. The frame socket's threads and its send order (send_order.hpp) sit above it
+// and know nothing of what carries the bytes, so another transport (a TLS stream, a zero-copy send
+// path) is one more implementation of these two interfaces, with nothing above them touched.
 //
 // Implementations: stream_connection.hpp (what every socket stream shares), tcp_connection.hpp
 // (TCP, its listener and its tuning) and unix_connection.hpp (same-host Unix sockets).

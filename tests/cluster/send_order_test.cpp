@@ -51,8 +51,8 @@ std::string label_of(const encoded_frame& frame) {
   std::vector<char> bytes;
   for (const auto& piece : frame.pieces())
     bytes.insert(bytes.end(), piece.data, piece.data + piece.size);
-  auto payload = std::make_shared<std::vector<char>>(bytes.begin() + frame_header_bytes,
-                                                     bytes.end());
+  auto payload =
+    std::make_shared<std::vector<char>>(bytes.begin() + frame_header_bytes, bytes.end());
   auto decoded = decode_payload(payload, big_key());
   REQUIRE(decoded.ok());
   if (auto* h = std::get_if<heartbeat_message>(&decoded.message))
@@ -130,7 +130,7 @@ TEST_CASE("sequenced pushes go in the sequence's order after every other frame",
     push(order, rank, rank);
   order.queue(heartbeat(90), 0, false, {}); // a control frame
   order.queue(heartbeat(91), 3, false, {}); // a frame not sequenced: by rank
-  push(order, 9, 92); // a rank the sequence does not list: by rank
+  push(order, 9, 92);                       // a rank the sequence does not list: by rank
   CHECK(take(order) == labels{"h90", "h91", "h92", "h5", "h1", "h2", "h3", "h4"});
   // The next cycle: the same order again.
   for (std::uint64_t rank = 5; rank >= 1; --rank)
@@ -252,7 +252,7 @@ TEST_CASE("dropping takes every queued frame, sequenced or not", "[cluster][send
 TEST_CASE("a paced connection holds a millisecond of its rate unsent, at least a batch",
           "[cluster][send_order][pacing]") {
   CHECK(paced_unsent_bytes(62'500'000) == ranked_batch_bytes); // 62,500 bytes a millisecond
-  CHECK(paced_unsent_bytes(1'250'000'000) == 1'250'000);        // 10 Gbit/s
+  CHECK(paced_unsent_bytes(1'250'000'000) == 1'250'000);       // 10 Gbit/s
   CHECK(paced_unsent_bytes(ranked_batch_bytes * 1000) == ranked_batch_bytes);
   CHECK(paced_unsent_bytes(0) == ranked_batch_bytes);
 }

@@ -53,9 +53,8 @@ TEST_CASE("pieces beyond one system call and the socket's buffers arrive whole, 
   for (const auto& b : buffers)
     pieces.push_back(frame_piece{b.data(), b.size()});
   std::vector<char> received(total);
-  auto reading = std::async(std::launch::async, [&] {
-    return ends.b->read_exactly(received.data(), received.size());
-  });
+  auto reading = std::async(std::launch::async,
+                            [&] { return ends.b->read_exactly(received.data(), received.size()); });
   REQUIRE(ends.a->write(pieces));
   REQUIRE(reading.wait_for(30s) == std::future_status::ready);
   REQUIRE(reading.get() == read_status::complete);

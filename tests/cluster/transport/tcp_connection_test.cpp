@@ -104,9 +104,9 @@ TEST_CASE("the shortcut takes the listener's Unix socket where it offers one, el
   CHECK_FALSE(not_asked.client->local());
 }
 
-TEST_CASE(
-  "a TCP connection's pacing and unsent limit are what the kernel holds, and a Unix one has neither",
-  "[cluster][transport][tcp][pacing]") {
+TEST_CASE("a TCP connection's pacing and unsent limit are what the kernel holds, and a Unix one "
+          "has neither",
+          "[cluster][transport][tcp][pacing]") {
   auto listening = bind_any(true);
   connected pair(*listening);
   auto& client = *pair.client;
@@ -138,7 +138,7 @@ TEST_CASE("stop wakes an accept that waits for a peer, and later ones return at 
   listening->stop();
   REQUIRE(waiting.wait_for(30s) == std::future_status::ready);
   CHECK(waiting.get() == nullptr);
-  listening->stop(); // idempotent
+  listening->stop();                                              // idempotent
   auto made = connect_stream("127.0.0.1", listening->port(), 5s); // waits in the backlog
   REQUIRE(made);
   CHECK(listening->accept() == nullptr);

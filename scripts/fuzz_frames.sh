@@ -20,8 +20,8 @@ includes=()
 for layer in kernels io graph actors cluster; do includes+=(-I"$root/$layer/include"); done
 "$clang" -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   "${includes[@]}" -I"$build/include" -I"$build/cluster" -I"$root" \
-  "$root/tests/cluster/fuzz/frame_fuzzer.cpp" "$root/cluster/frame_codec.cpp" \
-  "$root/cluster/frame_decoder.cpp" "$build/cluster/schema/wire.capnp.c++" "$root/kernels/tensor.cpp" \
+  "$root/tests/cluster/fuzz/frame_fuzzer.cpp" "$root/cluster/frame_codec.cpp" "$root/cluster/frame_body_writer.cpp" \
+  "$root/cluster/frame_decoder.cpp" "$root/cluster/frame_decoder_control.cpp" "$build/cluster/schema/wire.capnp.c++" "$root/kernels/tensor.cpp" \
   "$root/kernels/gradient_codec.cpp" \
   "$root/kernels/cpu/device_memory_none.cpp" \
   -lcapnp -lkj -ltbb -o "$work/frame_fuzzer"

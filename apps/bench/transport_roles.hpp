@@ -15,7 +15,8 @@ struct transport_layout {
   int servers = 1;
   int keys = 15;
   std::int64_t key_bytes = 4 << 20;
-  /// Workers reach the servers through local sockets (cluster/local_socket.hpp), not TCP.
+  /// Workers reach the servers through local sockets (cluster/transport/unix_connection.hpp), not
+  /// TCP.
   bool local_sockets = true;
 
   /// Keys held by server s.

@@ -2,9 +2,10 @@
 // many partial writes and reads), and every way a connection goes wrong reaches the owner as a
 // message naming it: broken framing, a peer that closes in the middle of a frame, nothing
 // listening, a port in use. Closing wakes a writer that a non-reading peer has blocked. The
-// same over the same-host shortcut (local_socket.hpp), which only this host's addresses take,
-// which falls back to TCP where no local socket is offered, and which a listener's end removes.
-// The writer's order: as queued (fifo), or lowest rank first with ties as queued (by_rank).
+// same over the same-host shortcut (unix_connection.hpp), which falls back to TCP where no local
+// socket is offered. The writer follows its send order (send_order_test.cpp tests the policy
+// itself): as queued (fifo), lowest rank first with ties as queued (by_rank), a fixed push
+// sequence, and the owner told when the sequence's patience gives up on a push.
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
@@ -29,7 +30,6 @@
 #include <troupe/cluster/frame_codec.hpp>
 
 #include "cluster/frame_socket.hpp"
-#include "cluster/local_socket.hpp"
 
 using namespace troupe;
 using namespace std::chrono_literals;
@@ -374,27 +374,6 @@ TEST_CASE("the bytes of a frame still arriving count as heard from the peer", "[
   ::close(raw);
 }
 
-TEST_CASE("connecting where nothing listens and listening on a taken port name the address",
-          "[cluster][socket]") {
-  std::uint16_t port = 0;
-  {
-    auto bound = listening_socket::bind("127.0.0.1", 0);
-    REQUIRE(bound);
-    port = (*bound)->port();
-    REQUIRE(port != 0);
-    auto again = listening_socket::bind("127.0.0.1", port);
-    REQUIRE_FALSE(again);
-    const auto text = error_text(again.error());
-    CHECK(text.find("cannot listen on 127.0.0.1:" + std::to_string(port)) != std::string::npos);
-    CHECK(text.find("in use") != std::string::npos);
-  }
-  auto connected = frame_socket::connect("127.0.0.1", port, 5s); // closed again above
-  REQUIRE_FALSE(connected);
-  const auto text = error_text(connected.error());
-  CHECK(text.find("cannot connect to 127.0.0.1:" + std::to_string(port)) != std::string::npos);
-  CHECK(text.find("refused") != std::string::npos);
-}
-
 TEST_CASE("closing wakes a writer that a peer which does not read has blocked",
           "[cluster][socket]") {
   const bool local = GENERATE(false, true);
@@ -424,22 +403,6 @@ TEST_CASE("closing wakes a writer that a peer which does not read has blocked",
   CHECK(next_event(self).kind == "closed");
 }
 
-namespace {
-
-sockaddr_in ipv4(const char* host, std::uint16_t port) {
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(port);
-  REQUIRE(::inet_pton(AF_INET, host, &address.sin_addr) == 1);
-  return address;
-}
-
-const sockaddr* as_address(const sockaddr_in& a) {
-  return reinterpret_cast<const sockaddr*>(&a);
-}
-
-} // namespace
-
 TEST_CASE(
   "the shortcut reaches a listener over TCP where it offers no local socket, or when not asked for",
   "[cluster][socket]") {
@@ -464,55 +427,6 @@ TEST_CASE(
   auto h = next_event(self);
   REQUIRE(h.kind == "frame");
   CHECK(std::get<weights_message>(h.message).request == 7);
-}
-
-TEST_CASE("a listener on every address offers its local socket to this host's loopback",
-          "[cluster][socket]") {
-  accepting server{true, "0.0.0.0"};
-  REQUIRE(server.listener->has_local_twin());
-  auto client = frame_socket::connect("127.0.0.1", server.listener->port(), 5s, true);
-  REQUIRE(client);
-  CHECK((*client)->local());
-  // The accepting side knows the peer by its process: this one.
-  auto served = server.accepted();
-  CHECK(served->local());
-  CHECK(served->peer() == "pid " + std::to_string(::getpid()) + " of this host (local socket)");
-}
-
-TEST_CASE("only this host's addresses take a local socket, whoever holds one by that name",
-          "[cluster][socket]") {
-  const auto loopback = ipv4("127.0.0.1", 1);
-  const auto elsewhere = ipv4("192.0.2.1", 4242); // TEST-NET-1: never an address of this host
-  CHECK(is_local_address(as_address(loopback)));
-  CHECK_FALSE(is_local_address(as_address(elsewhere)));
-  CHECK(local_socket_name(as_address(elsewhere)) == "troupe/192.0.2.1/4242");
-  // A local socket named after another host's address (nothing of ours makes one: a TCP
-  // listener there cannot be bound here) does not capture connections meant for that host.
-  const int decoy = listen_local(as_address(elsewhere));
-  REQUIRE(decoy >= 0);
-  CHECK(connect_local(as_address(elsewhere)) == -1);
-  ::close(decoy);
-}
-
-TEST_CASE("a listener's end takes its local socket with it", "[cluster][socket]") {
-  std::uint16_t port = 0;
-  {
-    auto bound = listening_socket::bind("127.0.0.1", 0, true);
-    REQUIRE(bound);
-    REQUIRE((*bound)->has_local_twin());
-    port = (*bound)->port();
-    // Its name is taken while it listens: a second twin of that name is refused.
-    const auto here = ipv4("127.0.0.1", port);
-    CHECK(listen_local(as_address(here)) == -1);
-    const int reached = connect_local(as_address(here));
-    CHECK(reached >= 0);
-    ::close(reached);
-  }
-  const auto here = ipv4("127.0.0.1", port);
-  CHECK(connect_local(as_address(here)) == -1);
-  auto connected = frame_socket::connect("127.0.0.1", port, 5s, true);
-  REQUIRE_FALSE(connected);
-  CHECK(error_text(connected.error()).find("refused") != std::string::npos);
 }
 
 TEST_CASE("a peer lost over a local socket is reported as over TCP", "[cluster][socket]") {
@@ -576,15 +490,6 @@ std::vector<std::string> arrivals(caf::scoped_actor& self, std::size_t n) {
   return labels;
 }
 
-// Whether a frame arrives within `wait` (a check that one does not: it can only miss a frame
-// that comes later, never report one that did not come).
-bool arrives_within(caf::scoped_actor& self, std::chrono::milliseconds wait) {
-  bool arrived = false;
-  self->receive([&](frame_in_atom, received_payload&) { arrived = true; },
-                caf::after(wait) >> [] {});
-  return arrived;
-}
-
 } // namespace
 
 TEST_CASE("sequenced pushes go in the sequence's order after every other frame, whatever order "
@@ -613,21 +518,6 @@ TEST_CASE("sequenced pushes go in the sequence's order after every other frame, 
 }
 
 TEST_CASE(
-  "the writer waits for the sequence's next push while later ones wait, and a repeat goes at once",
-  "[cluster][socket][sequence]") {
-  sequenced_pair link({1, 2, 3}, 60s);
-  link.push(1, 1);
-  link.push(3, 3);
-  link.push(1, 4); // a second source's push of rank 1: this cycle wrote rank 1
-  CHECK(arrivals(link.self, 2) == std::vector<std::string>{"w1", "w4"});
-  CHECK_FALSE(arrives_within(link.self, 300ms)); // rank 3 waits for rank 2
-  link.push(2, 2);
-  CHECK(arrivals(link.self, 2) == std::vector<std::string>{"w2", "w3"});
-  CHECK(link.client->sequence_skips() == 0);
-  link.client->close();
-}
-
-TEST_CASE(
   "a push that does not come within the patience is skipped, and goes at once when it comes",
   "[cluster][socket][sequence]") {
   sequenced_pair link({1, 2, 3}, 100ms);
@@ -649,45 +539,4 @@ TEST_CASE(
   link.push(1, 4);
   CHECK(arrivals(link.self, 3).size() == 3); // nothing is lost either way
   link.client->close();
-}
-
-TEST_CASE("a sequence listing a rank twice is refused", "[cluster][socket][sequence]") {
-  int pair[2];
-  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair) == 0);
-  {
-    frame_socket socket(pair[0]);
-    try {
-      socket.set_sequence({4, 2, 4}, 1s);
-      FAIL("accepted");
-    } catch (const std::invalid_argument& e) {
-      CHECK(std::string(e.what()) == "a push sequence lists rank 4 twice");
-    }
-  }
-  ::close(pair[1]);
-}
-
-TEST_CASE(
-  "a TCP link's pacing and unsent limit are what the kernel holds, and a local socket has neither",
-  "[cluster][socket][pacing]") {
-  accepting server;
-  auto client = frame_socket::connect("127.0.0.1", server.listener->port(), 5s);
-  REQUIRE(client);
-  auto served = server.accepted();
-  CHECK((*client)->pacing() == 0); // not paced
-  CHECK((*client)->unsent_limit() == 0);
-  REQUIRE((*client)->set_pacing(62'500'000));
-  CHECK((*client)->pacing() == 62'500'000);
-  CHECK((*client)->unsent_limit() == 256 * 1024); // a millisecond is 62,500 bytes: a writer's batch
-  REQUIRE((*client)->set_pacing(1'250'000'000));
-  CHECK((*client)->unsent_limit() == 1'250'000); // a millisecond of 10 Gbit/s
-  REQUIRE((*client)->set_pacing(0));
-  CHECK((*client)->pacing() == 0);
-  CHECK((*client)->unsent_limit() == 0);
-  accepting twin{true};
-  auto local = frame_socket::connect("127.0.0.1", twin.listener->port(), 5s, true);
-  REQUIRE(local);
-  REQUIRE((*local)->local());
-  CHECK_FALSE((*local)->set_pacing(62'500'000));
-  CHECK((*local)->pacing() == 0);
-  CHECK((*local)->unsent_limit() == 0);
 }

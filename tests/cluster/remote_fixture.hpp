@@ -30,6 +30,7 @@
 
 #include "cluster/channel_internals.hpp"
 #include "cluster/remote/interface_codec.hpp"
+#include "cluster/transport/stream_connection.hpp"
 
 using namespace troupe;
 using namespace std::chrono_literals;
@@ -122,8 +123,8 @@ struct channel_fixture : test_coordinator_fixture<> {
     options.heartbeat_interval = 1h; // no heartbeat, no silence: ticks come from the tests
     options.connection_timeout = 1h;
     options.log = [lines = lines](const std::string& line) { lines->push_back(line); };
-    link =
-      spawn_channel(sys, std::make_shared<frame_socket>(fds[0]), options, link_side::connecting);
+    link = spawn_channel(sys, std::make_shared<frame_socket>(connection_of(fds[0])), options,
+                         link_side::connecting);
     consume_messages();
     auto hello = read_frame(peer_fd, keys);
     CAF_REQUIRE(hello.ok && std::holds_alternative<hello_message>(hello.message));

@@ -98,9 +98,10 @@ struct channel_options {
   std::shared_ptr<serving_registry> serving = std::make_shared<serving_registry>();
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds connection_timeout{5000};
-  /// Peers on this host connect through a Unix socket instead of TCP (cluster/local_socket.hpp):
-  /// a connecting channel takes the local socket its listener offers, a listener offers one.
-  /// Off for links whose listener must see the peer's address (the scheduler's).
+  /// Peers on this host connect through a Unix socket instead of TCP
+  /// (cluster/transport/unix_connection.hpp): a connecting channel takes the local socket its
+  /// listener offers, a listener offers one. Off for links whose listener must see the peer's
+  /// address (the scheduler's).
   bool same_host_shortcut = false;
   std::size_t max_frame_bytes = std::size_t{1} << 30;
   /// Idle receive buffers a link keeps for reuse (a step's worth of frames).

@@ -142,7 +142,7 @@ struct member_options : node_options {
   /// host, or listening on 0.0.0.0). Empty: listen_host.
   std::string advertise_host;
   /// Workers reach a server on their own host through a Unix socket rather than TCP
-  /// (cluster/local_socket.hpp); servers offer one. The scheduler's channels stay TCP: it
+  /// (cluster/transport/unix_connection.hpp); servers offer one. The scheduler's channels stay TCP: it
   /// judges hosts by the addresses connections come from.
   bool local_sockets = true;
   /// The rate of each host's network, per direction, in Mbit/s (0: not stated). Stated, a

@@ -1,5 +1,5 @@
 // The parts of an IPv4/IPv6 socket address as text and number, for messages ("10.0.0.2:7000")
-// and for the names of local sockets (local_socket.hpp). Private to the cluster layer.
+// and for the names of Unix sockets (unix_connection.hpp). Private to the cluster layer.
 #pragma once
 
 #include <cstdint>

@@ -10,6 +10,9 @@
 // Abstract names live in the network namespace, as TCP ports do: a node in another namespace
 // (an emulated host) cannot see them and connects over TCP, as a node on another host does.
 //
+// unix_connection is such a socket as a connection (connection.hpp): a stream connection with
+// wide buffers, its peer known by its process; it has no congestion control and no pacing.
+//
 // Private to the cluster layer.
 #pragma once
 
@@ -17,7 +20,17 @@
 
 #include <sys/socket.h>
 
+#include "cluster/transport/stream_connection.hpp"
+
 namespace troupe {
+
+class unix_connection : public stream_connection {
+public:
+  /// Takes connected Unix stream socket `fd` and widens its buffers; `peer` names it in
+  /// messages (empty: the peer's process, local_peer_of).
+  explicit unix_connection(int fd, std::string peer = {});
+  bool local() const override { return true; }
+};
 
 /// The abstract socket name a listener bound to `address` (AF_INET/AF_INET6, port included)
 /// offers: "troupe/<numeric address>/<port>", without the leading NUL.
@@ -33,7 +46,8 @@ bool is_local_address(const sockaddr* address);
 
 /// Connects to the local socket that a listener on `target` offers (its own name, else that of
 /// a wildcard listener on the same port) when `target` is this host's: the connected
-/// descriptor, or -1 (not this host's address, or no such listener: the caller uses TCP).
+/// descriptor (for a unix_connection), or -1 (not this host's address, or no such listener:
+/// the caller uses TCP).
 int connect_local(const sockaddr* target);
 
 /// Widens a Unix socket's buffers so that a frame of a few MiB goes in one write and one wakeup

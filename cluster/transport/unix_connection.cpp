@@ -1,7 +1,7 @@
-// See local_socket.hpp.
-#include "cluster/local_socket.hpp"
+// See unix_connection.hpp.
+#include "cluster/transport/unix_connection.hpp"
 
-#include "cluster/socket_address.hpp"
+#include "cluster/transport/socket_address.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -12,6 +12,8 @@
 #include <netinet/in.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include <utility>
 
 namespace troupe {
 
@@ -48,11 +50,15 @@ int connect_to(const std::string& name) {
     ::close(fd);
     return -1;
   }
-  widen_local_buffers(fd);
   return fd;
 }
 
 } // namespace
+
+unix_connection::unix_connection(int fd, std::string peer)
+    : stream_connection(fd, peer.empty() ? local_peer_of(fd) : std::move(peer)) {
+  widen_local_buffers(fd);
+}
 
 std::string local_socket_name(const sockaddr* address) {
   return "troupe/" + numeric_host(address) + "/" + std::to_string(port_of(address));

@@ -204,14 +204,13 @@ struct node_system {
 int run_scheduler_process(train_command_line& cli, const scheduler_options& options,
                           const std::string& events_path) {
   record_start(options, false, options.resume);
-  interrupt_watch interrupts(cli.output.position, "troupe node",
-                             [stop = options.interrupt, at = cli.output.position,
-                              grace = options.clocks().goodbye_grace(), events = options.events] {
-                               record_event(events, "interrupted",
-                                            {{}, {{"where", "in " + at->text()}}});
-                               stop->interrupt("interrupted (Ctrl-C) in " + at->text(),
-                                               grace + std::chrono::seconds(1));
-                             });
+  interrupt_watch interrupts(
+    cli.output.position, "troupe node",
+    [stop = options.interrupt, at = cli.output.position, grace = options.clocks().goodbye_grace(),
+     events = options.events] {
+      record_event(events, "interrupted", {{}, {{"where", "in " + at->text()}}});
+      stop->interrupt("interrupted (Ctrl-C) in " + at->text(), grace + std::chrono::seconds(1));
+    });
   node_system node;
   try {
     cli.output.log = &std::cout;

@@ -142,8 +142,8 @@ struct member_options : node_options {
   /// host, or listening on 0.0.0.0). Empty: listen_host.
   std::string advertise_host;
   /// Workers reach a server on their own host through a Unix socket rather than TCP
-  /// (cluster/transport/unix_connection.hpp); servers offer one. The scheduler's channels stay TCP: it
-  /// judges hosts by the addresses connections come from.
+  /// (cluster/transport/unix_connection.hpp); servers offer one. The scheduler's channels stay TCP:
+  /// it judges hosts by the addresses connections come from.
   bool local_sockets = true;
   /// The rate of each host's network, per direction, in Mbit/s (0: not stated). Stated, a
   /// server's or worker's TCP channels to its peers pace themselves at an equal share of it (a

@@ -150,8 +150,13 @@ bool train_on_without_scheduler(member_actor self, const caf::error& why);
 /// Reached a scheduler again over `link` (rejoining): asks its computes and shards where
 /// they stand, then rejoins with that.
 void rejoin_over(member_actor self, const channel_actor& link);
-/// Joins over the link to the scheduler (member_node.cpp).
+/// Joins over the channel to the scheduler (member_join.cpp).
 void join_over(member_actor self, const channel_actor& link);
+/// One try to reach the scheduler (joining, or rejoining once it was lost); a failed try is
+/// tried again until the join timeout (member_join.cpp).
+void try_to_connect(member_actor self);
+/// "HOST:PORT" of the scheduler the options name.
+std::string scheduler_address(const member_options& options);
 /// Absence `serial` lasted the scheduler timeout: the node stops, naming the scheduler.
 void on_rejoin_deadline(member_actor self, std::uint64_t serial);
 

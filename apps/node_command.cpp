@@ -327,15 +327,19 @@ void check_role_flags(const node_command_line& n, node_kind role) {
       "scheduler by itself (--scheduler-timeout)");
 }
 
-// The host-share and host-slot flags, checked; host_slot -1 unless the threads come from the
-// share.
-int host_slot_of(const node_command_line& n) {
+// The host-share and host-slot flags, which every role checks (troupe launch gives every node
+// the same flags).
+void check_host_flags(const node_command_line& n) {
   check_range("host-share", n.host_share, -1, 4096);
   check_range("host-slot", n.host_slot, -1, 4095);
   if (n.host_slot >= 0 && n.host_share > 0 && n.host_slot >= n.host_share)
     throw usage_error("--host-slot " + std::to_string(n.host_slot)
                       + " is not one of the --host-share " + std::to_string(n.host_share)
                       + " places (0 to " + std::to_string(n.host_share - 1) + ")");
+}
+
+// A worker's place among its host's workers, -1 unless its threads come from the share.
+int host_slot_of(const node_command_line& n) {
   return n.host_share > 0 && threads_from_share(n.host_share) ? static_cast<int>(n.host_slot) : -1;
 }
 
@@ -374,7 +378,6 @@ scheduler_options scheduler_options_of(const node_command_line& n, train_command
     throw usage_error(
       "the scheduler needs the number of server and worker processes: --server-nodes and "
       "--worker-nodes, the config's cluster.server_nodes / worker_nodes, or a launcher's counts");
-  host_slot_of(n);
   cli.threads = cli.threads_given ? cli.threads : default_node_threads(n.host_share);
   set_compute_threads(cli.threads);
   open_checkpoints(cli.output.checkpoint, cli.job);
@@ -478,6 +481,7 @@ int node_command(const std::vector<std::string>& args) {
   }
   check_range("rank", n.rank, -1, 1023);
   check_role_flags(n, place.role);
+  check_host_flags(n);
   if (place.role == node_kind::scheduler)
     return run_scheduler_process(cli, scheduler_options_of(n, cli, place, env, events, args),
                                  n.events);

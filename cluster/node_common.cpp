@@ -28,8 +28,7 @@ channel_options channel_options_of(const node_options& options, node_kind role,
 
 channel_options channel_options_of(const member_options& options, const std::string& name,
                                    std::shared_ptr<traffic_registry> traffic) {
-  auto link = channel_options_of(static_cast<const node_options&>(options), options.role, name,
-                                 std::move(traffic));
+  auto link = channel_options_of(options, options.role, name, std::move(traffic));
   link.position = options.position;
   return link;
 }

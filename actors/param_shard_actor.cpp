@@ -46,10 +46,10 @@ struct shard_state {
   // By (source, first key of the group): the group's keys and the last step applied, so a
   // retried push of a group and step applied already is answered, not applied twice.
   std::map<std::pair<int, std::size_t>, applied_group> applied;
-  shard_backup_actor backup; // replicas = 2: every applied push goes here first
+  shard_backup_actor backup; // shard_backups = 1: every applied push goes here first
   // Applied pushes whose replication failed with peer_down: answered once told the backup is
   // gone for good (backup_atom with no backup), never before (the backup would fall behind a
-  // step a pusher saw, were its process alive behind a broken link).
+  // step a pusher saw, were its process alive behind a broken channel).
   struct unreplicated {
     std::int64_t step;
     std::vector<std::size_t> keys;

@@ -7,7 +7,7 @@
 
 #include <stdexcept>
 #include <string>
-#include <troupe/actors/compression_link.hpp>
+#include <troupe/actors/compressed_hop.hpp>
 
 namespace troupe {
 

@@ -11,7 +11,7 @@ int train_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
 /// `troupe eval`: a saved checkpoint's accuracy, top-k and loss on a dataset.
 int eval_command(const std::vector<std::string>& args);
-/// `troupe bench transport`: peer links against plain TCP between processes (apps/bench/).
+/// `troupe bench transport`: peer channels against plain TCP between processes (apps/bench/).
 int transport_bench_command(const std::vector<std::string>& args);
 /// `troupe bench decode`: RecordIO JPEG decoding + augmentation images/s (apps/bench/).
 int decode_bench_command(const std::vector<std::string>& args);

@@ -128,7 +128,21 @@ topology_options topology_of(const job_config& c) {
 
 } // namespace
 
+// replicas, the old name of shard_backups, counts the primary too.
+void resolve_old_names(job_config& c) {
+  auto& old = c.cluster.replicas;
+  auto& now = c.cluster.shard_backups;
+  if (!old.given)
+    return;
+  if (now.given)
+    config_fail(c, old.span.line == 0 ? now.span : old.span,
+                "replicas is the old name of shard_backups (replicas = N is shard_backups = N - 1, "
+                "--replicas N is --shard-backups N - 1): give one of the two");
+  now = located<int>{old.value - 1, old.span, true};
+}
+
 void resolve_app_defaults(job_config& c) {
+  resolve_old_names(c);
   if (!c.optimizer.lr.given)
     c.optimizer.lr.value = default_learning_rate(zoo_network_name(c.model.network.value));
   for (auto* d : {&c.train_data, &c.validation_data})
@@ -178,21 +192,25 @@ training_job to_training_job(const job_config& c) {
   const bool adopt =
     policy == "adopt" || (policy.empty() && o.topology.levels.size() == 1 && !compressed);
   o.nodes = cluster_nodes{c.cluster.server_nodes.value, c.cluster.worker_nodes.value,
-                          policy == "continue", adopt, c.cluster.replicas.value};
-  if (o.nodes.replicas == 2 && !o.nodes.single_process() && o.nodes.servers < 2)
-    config_fail(
-      c, c.cluster.replicas.span,
-      "replicas = 2 keeps each server's shards on another server process too, and this run has "
-        + std::to_string(o.nodes.servers)
-        + " (server_nodes, --server-nodes, launch -s): give it at least 2");
+                          policy == "continue", adopt, c.cluster.shard_backups.value};
+  const auto& backups = c.cluster.shard_backups;
+  const std::string backed = backups.span.line != 0     ? "shard_backups = 1"
+                             : c.cluster.replicas.given ? "--replicas 2"
+                                                        : "--shard-backups 1";
+  if (o.nodes.shard_backups == 1 && !o.nodes.single_process() && o.nodes.servers < 2)
+    config_fail(c, backups.span,
+                backed
+                  + " keeps each server's shards on another server process too, and this run has "
+                  + std::to_string(o.nodes.servers)
+                  + " (server_nodes, --server-nodes, launch -s): give it at least 2");
   bool compressed_answers = false;
   for (const auto& hop : o.topology.compression)
     compressed_answers = compressed_answers || hop.answers != value_encoding::none;
-  if (o.nodes.replicas == 2 && compressed_answers)
-    config_fail(c, c.cluster.replicas.span,
-                "replicas = 2 promotes a backup whose compressed answers would start from weights "
-                "the workers "
-                "do not hold; compress pushes only (push:...) with replicas");
+  if (o.nodes.shard_backups == 1 && compressed_answers)
+    config_fail(c, backups.span,
+                backed
+                  + " promotes a backup whose compressed answers would start from weights the "
+                    "workers do not hold; compress pushes only (push:...) with shard backups");
   if (o.nodes.adopt_on_worker_loss && !o.topology.synchronous())
     config_fail(
       c, c.cluster.on_worker_loss.span,

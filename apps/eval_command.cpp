@@ -32,7 +32,8 @@ const char* summary =
   "validation data and the checkpoint; the other training flags are refused.";
 
 // What eval reads: the model, the validation data and how it is batched, the checkpoint, the
-// threads and the scores; a training flag (--lr, --replicas) would be ignored, so it is refused.
+// threads and the scores; a training flag (--lr, --shard-backups) would be ignored, so it is
+// refused.
 const std::set<std::string> eval_flags{
   "per-class",    "config",       "network",        "num-layers", "dataset",          "data-dir",
   "data-val",     "data-val-idx", "rgb-mean",       "rgb-std",    "skip-bad-records", "image-shape",

@@ -63,7 +63,7 @@ A scheduler killed by a signal is started again with --resume at the same addres
 With --spares K, K more workers start idle (troupe node --spare): under on_worker_loss = adopt the
 first worker lost in training is replaced by a spare, which takes its computes and recomputes
 the step in flight. A server or worker killed by a signal is left to the scheduler, which goes on without it (a
-server's shard backups promoted, cluster.replicas; a worker adopted or dropped,
+server's shard backups promoted, cluster.shard_backups; a worker adopted or dropped,
 cluster.on_worker_loss) or ends the run. Exits 0 when every process did (a node the run went on
 without aside), else with the first failing one's status.)";
 
@@ -347,7 +347,7 @@ void start_nodes(launch::child_processes& children, const std::string& program, 
     } else {
       argv.insert(argv.end(), l.node_args.begin(), l.node_args.end());
     }
-    // A server or worker killed by a signal is the scheduler's to replace (replicas,
+    // A server or worker killed by a signal is the scheduler's to replace (shard backups,
     // on_worker_loss) or to end the run over.
     children.start({role + " " + std::to_string(index), argv, {}, secret + "\n", true});
   }

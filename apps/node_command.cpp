@@ -350,11 +350,11 @@ void open_checkpoints(checkpoint_options& c, const training_job& job) {
   // A resumed run restores the primaries only: backups that started from the job's initial
   // weights would, once promoted, train on wrong weights without a word. Refused (before the
   // prefix's folder is made) until the parts restore the backups too.
-  if (c.load_epoch >= 0 && job.nodes.replicas > 1)
+  if (c.load_epoch >= 0 && job.nodes.shard_backups > 0)
     throw usage_error(
-      "--load-epoch with --replicas 2 (cluster.replicas): a resumed run restores the primary "
-      "shards only, and a promoted backup would hold the job's initial weights; resume with "
-      "--replicas 1 (docs/operations.md, \"A lost server\")");
+      "--load-epoch with --shard-backups 1 (cluster.shard_backups; the old --replicas 2): a "
+      "resumed run restores the primary shards only, and a promoted backup would hold the job's "
+      "initial weights; resume with --shard-backups 0 (docs/operations.md, \"A lost server\")");
   check_prefix_folder(c.prefix);
   // A checkpoint to resume from is read here, before any node is let in: a damaged one ends
   // the run before the others start. The session takes it from here (its fit to the model is

@@ -129,7 +129,7 @@ void declare(flag_set& f, raw_flags& r) {
         "where they leave their machine, and the answers as deltas; push:C compresses the pushes "
         "only; replaces every route's compress");
   f.add_switch("no-priority", r.no_priority,
-               "cluster links write pushes and their answers in backward's order (last layer "
+               "cluster channels write pushes and their answers in backward's order (last layer "
                "first) instead of the order the next forward needs them");
   f.add("on-worker-loss", r.on_worker_loss,
         key_help("on-worker-loss", "default: adopt in bsp, else stop"));

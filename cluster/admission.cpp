@@ -79,7 +79,7 @@ nonce fresh_nonce() {
   return out;
 }
 
-mac membership_proof(const cluster_secret& secret, link_side prover_side,
+mac membership_proof(const cluster_secret& secret, channel_side prover_side,
                      const hello_message& prover, const hello_message& verifier) {
   std::string input(domain_tag, sizeof domain_tag);
   input.push_back(static_cast<char>(prover_side));
@@ -94,7 +94,7 @@ mac membership_proof(const cluster_secret& secret, link_side prover_side,
   return out;
 }
 
-bool proof_is_valid(const cluster_secret& secret, link_side prover_side,
+bool proof_is_valid(const cluster_secret& secret, channel_side prover_side,
                     const hello_message& prover, const hello_message& verifier, const mac& proof) {
   const auto expected = membership_proof(secret, prover_side, prover, verifier);
   return CRYPTO_memcmp(expected.data(), proof.data(), expected.size()) == 0;

@@ -61,26 +61,26 @@ namespace {
 void tell_node_lost(channel_pointer self, const caf::error& err) {
   auto& serving = *self->state.options->serving;
   if (auto node = serving.find<remote_interface::scheduler_control>(0))
-    self->send(node, link_lost_atom::value, channel_of(self), err);
+    self->send(node, channel_lost_atom::value, channel_of(self), err);
   if (auto node = serving.find<remote_interface::member_control>(0))
-    self->send(node, link_lost_atom::value, channel_of(self), err);
+    self->send(node, channel_lost_atom::value, channel_of(self), err);
 }
 
 } // namespace
 
 // Ends the channel: the node hears of it first, then every waiting request fails with `err`
 // (so the node learns the cause before any failure it causes).
-void close_link(channel_pointer self, const caf::error& err, const std::string& why) {
+void close_channel(channel_pointer self, const caf::error& err, const std::string& why) {
   auto& st = self->state;
   if (st.at == stage::closed)
     return;
   st.at = stage::closed;
   if (err && !why.empty()) // a finished run's end is not news
-    channel_log(st, "link to " + st.peer_name + ": " + why);
+    channel_log(st, "channel to " + st.peer_name + ": " + why);
   tell_node_lost(self, err);
   for (auto& [id, request] : st.pending)
     request.promise.deliver(
-      err ? err : make_error(errc::peer_down, "the link to " + st.peer_name + " closed"));
+      err ? err : make_error(errc::peer_down, "the channel to " + st.peer_name + " closed"));
   st.pending.clear();
   st.queued.clear();
   st.socket->close();
@@ -89,7 +89,7 @@ void close_link(channel_pointer self, const caf::error& err, const std::string& 
 
 // Ends a channel this node said goodbye on, with the end it chose then.
 void leave(channel_pointer self) {
-  close_link(self, self->state.leaving->end, "");
+  close_channel(self, self->state.leaving->end, "");
 }
 
 namespace {
@@ -102,14 +102,14 @@ void say_goodbye(channel_pointer self, const shutdown_message& m, caf::error end
   if (st.at == stage::closed || st.leaving)
     return;
   if (end) {
-    const auto line = "link to " + st.peer_name + ": " + why;
+    const auto line = "channel to " + st.peer_name + ": " + why;
     if (st.at == stage::admitted || !st.options->refusal_budget)
       channel_log(st, line);
     else if (auto budgeted = st.options->refusal_budget->take(line))
       channel_log(st, *budgeted);
   }
   const auto waiting =
-    end ? end : make_error(errc::peer_down, "the link to " + st.peer_name + " closed");
+    end ? end : make_error(errc::peer_down, "the channel to " + st.peer_name + " closed");
   for (auto& [id, request] : st.pending)
     request.promise.deliver(waiting);
   st.pending.clear();
@@ -165,10 +165,10 @@ void write_or_fail(channel_pointer self, wire_message message, std::uint64_t req
     const std::string problem = std::string("cannot send a ") + kind_name(kind) + ": " + e.what();
     if (auto it = st.pending.find(request); request != 0 && it != st.pending.end()) {
       it->second.promise.deliver(
-        make_error(errc::bad_request, "link to " + st.peer_name + ": " + problem));
+        make_error(errc::bad_request, "channel to " + st.peer_name + ": " + problem));
       st.pending.erase(it);
     } else {
-      channel_log(st, "link to " + st.peer_name + ": " + problem);
+      channel_log(st, "channel to " + st.peer_name + ": " + problem);
     }
   }
 }
@@ -187,10 +187,10 @@ void send_or_queue(channel_pointer self, wire_message message, std::uint64_t req
 }
 
 // This node ends the channel: the peer hears why (or that the run finished) first.
-void shut_down_link(channel_pointer self, const shutdown_message& m) {
+void shut_down_channel(channel_pointer self, const shutdown_message& m) {
   say_goodbye(self, m,
               m.finished ? caf::error{}
-                         : make_error(errc::peer_down, "link to " + self->state.peer_name
+                         : make_error(errc::peer_down, "channel to " + self->state.peer_name
                                                          + " shut down here: " + m.reason),
               "shut down here: " + m.reason);
 }
@@ -205,7 +205,7 @@ caf::result<wire_message> call(channel_pointer self, wire_message& request, cons
   if (st.leaving || st.at == stage::closed)
     return st.leaving && st.leaving->end
              ? st.leaving->end
-             : make_error(errc::peer_down, "the link to " + st.peer_name + " is closing");
+             : make_error(errc::peer_down, "the channel to " + st.peer_name + " is closing");
   const auto id = st.next_request++;
   auto promise = self->make_response_promise<wire_message>();
   st.pending.emplace(id, pending_call{promise, codec->interface, codec->target_of(request),
@@ -244,15 +244,15 @@ void on_tick(channel_pointer self) {
     return;
   }
   // Heard: the last whole frame, or the last bytes of one still arriving (a big frame on a
-  // slow link takes seconds, and the heartbeats queue behind it).
+  // slow channel takes seconds, and the heartbeats queue behind it).
   const auto heard =
     st.socket ? std::max(st.last_received, st.socket->last_bytes_at()) : st.last_received;
   const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - heard);
   if (silent >= st.options->connection_timeout)
-    return close_link(self,
-                      make_error(errc::peer_down, "no frame from " + st.peer_name + " for "
-                                                    + std::to_string(silent.count()) + " ms"),
-                      "lost: no frame for " + std::to_string(silent.count()) + " ms");
+    return close_channel(self,
+                         make_error(errc::peer_down, "no frame from " + st.peer_name + " for "
+                                                       + std::to_string(silent.count()) + " ms"),
+                         "lost: no frame for " + std::to_string(silent.count()) + " ms");
   expire_requests(self, now);
   if (st.at == stage::admitted && now - st.last_sent >= st.options->heartbeat_interval)
     write_frame(self, heartbeat_message{++st.heartbeats});
@@ -266,8 +266,8 @@ std::chrono::milliseconds tick_period(const channel_options& options) {
     std::min({options.heartbeat_interval / 2, options.connection_timeout / 4, half_grace}));
 }
 
-link_traffic traffic_of(const traffic_registry::counters& c) {
-  link_traffic t;
+channel_traffic traffic_of(const traffic_registry::counters& c) {
+  channel_traffic t;
   for (std::size_t k = 0; k < wire_kinds; ++k) {
     t.bytes_in[k] = c.bytes_in[k].load(std::memory_order_relaxed);
     t.bytes_out[k] = c.bytes_out[k].load(std::memory_order_relaxed);
@@ -278,26 +278,26 @@ link_traffic traffic_of(const traffic_registry::counters& c) {
 }
 
 // Before the first frame: the congestion control and pacing the options ask for (the
-// algorithm shapes how this link shares the hosts' links), and the fixed push order.
+// algorithm shapes how this channel shares the hosts' links), and the fixed push order.
 void tune_connection(channel_state& st) {
   if (!st.socket->local() && !st.options->tcp_congestion.empty()
       && !st.socket->set_congestion(st.options->tcp_congestion)) {
     const int why = errno; // before the text's allocations
-    channel_log(st, "link with " + st.peer_name + ": TCP congestion control "
+    channel_log(st, "channel with " + st.peer_name + ": TCP congestion control "
                       + st.options->tcp_congestion + " refused (" + std::strerror(why)
                       + "); it keeps the host's default");
   }
   if (!st.socket->local() && st.options->pacing_bytes_per_second > 0
       && !st.socket->set_pacing(st.options->pacing_bytes_per_second)) {
     const int why = errno;
-    channel_log(st, "link with " + st.peer_name + ": pacing at "
+    channel_log(st, "channel with " + st.peer_name + ": pacing at "
                       + std::to_string(st.options->pacing_bytes_per_second)
                       + " bytes/s with at most "
                       + std::to_string(paced_unsent_bytes(st.options->pacing_bytes_per_second))
                       + " bytes unsent refused (" + std::strerror(why)
-                      + "); the link goes on without what was refused");
+                      + "); the channel goes on without what was refused");
   }
-  // The fixed order is for a paced link, whose bytes trickle out at its share: over a same-host
+  // The fixed order is for a paced channel, whose bytes trickle out at its share: over a same-host
   // socket (not paced, and not on the host's link) every push goes as soon as it is there, by
   // rank. Held back for the order, the middle layers' pushes would wait for backward's end and
   // then delay the next forward (one colocated worker at 100 ms: 138 ms a step against 104).
@@ -306,31 +306,32 @@ void tune_connection(channel_state& st) {
 }
 
 // The fixed order assumes every push comes each step; a push that does not is worth a line, but
-// not one per step: the 1st, 10th, 100th... of the link.
+// not one per step: the 1st, 10th, 100th... of the channel.
 void on_sequence_skip(channel_pointer self, std::uint64_t rank, std::uint64_t skips) {
   auto& st = self->state;
   if (is_power_of_ten(skips))
-    channel_log(st, "link to " + st.peer_name + ": the fixed push order waited "
+    channel_log(st, "channel to " + st.peer_name + ": the fixed push order waited "
                       + std::to_string(st.options->sequence_patience.count())
                       + " ms for the push of rank " + std::to_string(rank)
                       + " and went on without it (" + std::to_string(skips)
-                      + (skips == 1 ? " time" : " times") + " on this link so far)");
+                      + (skips == 1 ? " time" : " times") + " on this channel so far)");
 }
 
-// The node's one-way message: a goodbye ends the link; a kind no interface sends one way is not
+// The node's one-way message: a goodbye ends the channel; a kind no interface sends one way is not
 // sent.
 void on_send(channel_pointer self, wire_message& message) {
   if (auto* end = std::get_if<shutdown_message>(&message))
-    return shut_down_link(self, *end);
+    return shut_down_channel(self, *end);
   if (!codec_taking(message.index(), kind_role::one_way))
-    return channel_log(self->state, "link to " + self->state.peer_name + ": a " + kind_name(message)
+    return channel_log(self->state, "channel to " + self->state.peer_name + ": a "
+                                      + kind_name(message)
                                       + " is no one-way message of any interface: not sent");
   send_or_queue(self, std::move(message));
 }
 
 channel_self_actor::behavior_type channel(channel_pointer self,
                                           std::shared_ptr<frame_socket> socket,
-                                          channel_options options, link_side side) {
+                                          channel_options options, channel_side side) {
   auto& st = self->state;
   st.options.emplace(std::move(options));
   st.pool = std::make_shared<receive_pool>(st.options->receive_pool_bytes);
@@ -376,7 +377,7 @@ channel_self_actor::behavior_type channel(channel_pointer self,
     [=](socket_closed_atom, const std::string& why) {
       if (self->state.leaving)
         return leave(self);
-      close_link(
+      close_channel(
         self, make_error(errc::peer_down, "the connection to " + self->state.peer_name + " closed"),
         "the connection closed (" + why + ")");
     },
@@ -403,7 +404,7 @@ void refuse_peer(channel_pointer self, const std::string& why) {
   say_goodbye(self,
               shutdown_message{("refused by " + self->state.options->name + ": " + why)
                                  .substr(0, failure_message::max_text_bytes)},
-              make_error(errc::bad_request, "link to " + self->state.peer_name + ": " + why),
+              make_error(errc::bad_request, "channel to " + self->state.peer_name + ": " + why),
               "refused: " + why);
 }
 
@@ -429,7 +430,7 @@ void refuse_unserved(channel_pointer self, std::uint64_t request, remote_interfa
                      std::uint32_t index) {
   auto& st = self->state;
   const std::string what = std::string(to_string(interface)) + " " + std::to_string(index);
-  channel_log(st, "link to " + st.peer_name + ": refused its "
+  channel_log(st, "channel to " + st.peer_name + ": refused its "
                     + (request != 0 ? "request" : "message") + " to " + what
                     + ", which this node does not serve");
   if (request != 0)
@@ -452,11 +453,11 @@ channel_actor channel_of(channel_pointer self) {
   return channel_actor{self};
 }
 
-std::uint64_t link_traffic::total_in() const {
+std::uint64_t channel_traffic::total_in() const {
   return std::accumulate(bytes_in.begin(), bytes_in.end(), std::uint64_t{0});
 }
 
-std::uint64_t link_traffic::total_out() const {
+std::uint64_t channel_traffic::total_out() const {
   return std::accumulate(bytes_out.begin(), bytes_out.end(), std::uint64_t{0});
 }
 
@@ -469,11 +470,11 @@ caf::expected<channel_actor> connect_channel(caf::actor_system& system, const st
     return std::move(socket.error());
   if (over_local_socket)
     *over_local_socket = (*socket)->local();
-  return spawn_channel(system, std::move(*socket), std::move(options), link_side::connecting);
+  return spawn_channel(system, std::move(*socket), std::move(options), channel_side::connecting);
 }
 
 channel_self_actor spawn_channel(caf::actor_system& system, std::shared_ptr<frame_socket> socket,
-                                 channel_options options, link_side side) {
+                                 channel_options options, channel_side side) {
   return system.spawn(channel, std::move(socket), std::move(options), side);
 }
 

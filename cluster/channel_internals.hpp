@@ -39,7 +39,7 @@ struct pending_call {
 struct channel_state {
   std::optional<channel_options> options;
   std::shared_ptr<frame_socket> socket;
-  link_side side = link_side::connecting;
+  channel_side side = channel_side::connecting;
   channel_stage at = channel_stage::await_hello;
   hello_message mine;
   std::optional<hello_message> peer;
@@ -66,7 +66,7 @@ struct channel_state {
   static inline const char* name = "troupe.channel";
 };
 
-using tick_atom = caf::atom_constant<caf::atom("linktick")>;
+using tick_atom = caf::atom_constant<caf::atom("chantick")>;
 
 /// The spawned channel: its typed interface plus what its connection's threads
 /// (frame_socket.hpp) and its own tick send it. Handles given out are channel_actor.
@@ -81,7 +81,7 @@ using channel_pointer = channel_self_actor::stateful_pointer<channel_state>;
 /// a socket pair and sends it, as its socket's reader would, the frames the other end "read"
 /// (frame_in_atom), on CAF's deterministic test coordinator.
 channel_self_actor spawn_channel(caf::actor_system& system, std::shared_ptr<frame_socket> socket,
-                                 channel_options options, link_side side);
+                                 channel_options options, channel_side side);
 
 /// Queues `message` on the connection (throws as encode_frame does, queuing nothing) (channel.cpp).
 void write_frame(channel_pointer self, wire_message message);
@@ -89,8 +89,8 @@ void write_frame(channel_pointer self, wire_message message);
 /// encoder's reason (a proxy's request) or the peer is told so (an answer).
 void write_or_fail(channel_pointer self, wire_message message, std::uint64_t request);
 /// Ends the channel: the node hears of it first, then every waiting request fails with `err`
-/// (none: the link ended normally); `why` is logged when it says something.
-void close_link(channel_pointer self, const caf::error& err, const std::string& why);
+/// (none: the channel ended normally); `why` is logged when it says something.
+void close_channel(channel_pointer self, const caf::error& err, const std::string& why);
 /// Ends a channel this node said goodbye on, with the end it chose then.
 void leave(channel_pointer self);
 /// A payload the connection's reader read (channel_receive.cpp): the peer's hello or proof

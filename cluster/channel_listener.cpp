@@ -20,10 +20,10 @@ namespace {
 
 using accepted_atom = caf::atom_constant<caf::atom("accepted")>;
 
-// The links a listener accepted and that still run: they end with the listener (a node that
+// The channels a listener accepted and that still run: they end with the listener (a node that
 // stops listening leaves no connection behind), each on its own when its peer goes. Shared
 // with the accepting thread.
-struct accepted_links {
+struct accepted_channels {
   std::mutex mutex;
   std::vector<channel_actor> running;
 };
@@ -45,34 +45,34 @@ listener(listener_self_actor::stateful_pointer<listener_state> self,
   self->state.port = socket->port();
   if (!options.refusal_budget)
     options.refusal_budget = std::make_shared<log_budget>(5, std::chrono::seconds(10));
-  auto links = std::make_shared<accepted_links>();
-  self->attach_functor([socket, links](const caf::error&) {
-    socket->stop(); // no link is added after this
-    std::lock_guard<std::mutex> lock(links->mutex);
-    for (auto& link : links->running)
-      caf::anon_send_exit(link, caf::exit_reason::user_shutdown);
-    links->running.clear();
+  auto channels = std::make_shared<accepted_channels>();
+  self->attach_functor([socket, channels](const caf::error&) {
+    socket->stop(); // no channel is added after this
+    std::lock_guard<std::mutex> lock(channels->mutex);
+    for (auto& channel : channels->running)
+      caf::anon_send_exit(channel, caf::exit_reason::user_shutdown);
+    channels->running.clear();
   });
   self->set_down_handler([=](caf::down_msg& down) {
-    std::lock_guard<std::mutex> lock(links->mutex);
-    auto& all = links->running;
+    std::lock_guard<std::mutex> lock(channels->mutex);
+    auto& all = channels->running;
     all.erase(std::remove_if(all.begin(), all.end(),
                              [&](const channel_actor& a) { return a.address() == down.source; }),
               all.end());
   });
   auto& system = self->system();
-  socket->start([&system, links, options = std::move(options),
+  socket->start([&system, channels, options = std::move(options),
                  me = listener_self_actor{self}](std::shared_ptr<frame_socket> connection) {
-    channel_actor link =
-      spawn_channel(system, std::move(connection), options, link_side::accepting);
+    channel_actor channel =
+      spawn_channel(system, std::move(connection), options, channel_side::accepting);
     {
-      std::lock_guard<std::mutex> lock(links->mutex);
-      links->running.push_back(link);
+      std::lock_guard<std::mutex> lock(channels->mutex);
+      channels->running.push_back(channel);
     }
-    caf::anon_send(me, accepted_atom::value, link);
+    caf::anon_send(me, accepted_atom::value, channel);
   });
   return {
-    [=](accepted_atom, const channel_actor& link) { self->monitor(link); },
+    [=](accepted_atom, const channel_actor& channel) { self->monitor(channel); },
     [=](port_atom) { return self->state.port; },
   };
 }

@@ -73,12 +73,12 @@ void on_peer_goodbye(channel_pointer self, const shutdown_message& m) {
   if (auto node = serving.find<remote_interface::member_control>(0))
     self->send(node, goodbye_atom::value, channel_of(self), m);
   if (st.at != stage::admitted)
-    return close_link(self, make_error(errc::bad_request, st.peer_name + ": " + m.reason),
-                      "refused by the peer: " + m.reason);
-  close_link(self,
-             m.finished ? caf::error{}
-                        : make_error(errc::peer_down, st.peer_name + " shut down: " + m.reason),
-             "the peer shut down: " + m.reason);
+    return close_channel(self, make_error(errc::bad_request, st.peer_name + ": " + m.reason),
+                         "refused by the peer: " + m.reason);
+  close_channel(self,
+                m.finished ? caf::error{}
+                           : make_error(errc::peer_down, st.peer_name + " shut down: " + m.reason),
+                "the peer shut down: " + m.reason);
 }
 
 void on_admitted_message(channel_pointer self, wire_message& message) {
@@ -126,12 +126,12 @@ void on_handshake_message(channel_pointer self, wire_message& message) {
   if (!proof)
     return refuse_peer(self, std::string("sent a ") + kind_name(message) + " instead of its proof");
   const auto peer_side =
-    st.side == link_side::connecting ? link_side::accepting : link_side::connecting;
+    st.side == channel_side::connecting ? channel_side::accepting : channel_side::connecting;
   if (!proof_is_valid(st.options->secret, peer_side, *st.peer, st.mine, proof->proof))
     return refuse_peer(self, "its proof of the cluster secret is wrong");
   st.at = stage::admitted;
   if (auto node = st.options->serving->find<remote_interface::member_control>(0))
-    self->send(node, link_up_atom::value, channel_of(self), st.peer_name);
+    self->send(node, channel_up_atom::value, channel_of(self), st.peer_name);
   auto queued = std::move(st.queued);
   st.queued.clear();
   // What waited for admission is ordered as a whole (with priority: first layers first), not

@@ -14,23 +14,23 @@ namespace troupe {
 channel_options channel_options_of(const node_options& options, node_kind role,
                                    const std::string& name,
                                    std::shared_ptr<traffic_registry> traffic) {
-  channel_options link{options.secret};
-  link.traffic = std::move(traffic);
-  link.role = role;
-  link.name = name;
-  link.heartbeat_interval = options.heartbeat_interval;
-  link.connection_timeout = options.connection_timeout;
-  link.tcp_congestion = options.tcp_congestion;
+  channel_options channel{options.secret};
+  channel.traffic = std::move(traffic);
+  channel.role = role;
+  channel.name = name;
+  channel.heartbeat_interval = options.heartbeat_interval;
+  channel.connection_timeout = options.connection_timeout;
+  channel.tcp_congestion = options.tcp_congestion;
   if (options.log)
-    link.log = options.log;
-  return link;
+    channel.log = options.log;
+  return channel;
 }
 
 channel_options channel_options_of(const member_options& options, const std::string& name,
                                    std::shared_ptr<traffic_registry> traffic) {
-  auto link = channel_options_of(options, options.role, name, std::move(traffic));
-  link.position = options.position;
-  return link;
+  auto channel = channel_options_of(options, options.role, name, std::move(traffic));
+  channel.position = options.position;
+  return channel;
 }
 
 void log_node_line(const node_options& options, const std::string& line) {

@@ -1,4 +1,4 @@
-// What the scheduler and the member nodes (cluster_node.hpp) share: link options from node
+// What the scheduler and the member nodes (cluster_node.hpp) share: channel options from node
 // options, one-line logging, and the wording of a lost peer.
 #pragma once
 
@@ -15,7 +15,7 @@
 namespace troupe {
 
 using join_deadline_atom = caf::atom_constant<caf::atom("joindead")>;
-using scheduler_link_atom = caf::atom_constant<caf::atom("schedlink")>;
+using scheduler_channel_atom = caf::atom_constant<caf::atom("schedchan")>;
 using grace_over_atom = caf::atom_constant<caf::atom("graceover")>;
 
 /// Options for a channel of this node: its role, name, secret, timeouts, logging, and the
@@ -44,7 +44,7 @@ bool is_wildcard_host(const std::string& host);
 /// The wall-clock time now as HH:MM:SS.mmm (UTC), for loss lines.
 std::string clock_time_now();
 
-/// Why a link or actor ended, in words: a troupe error's text, else CAF's rendering.
+/// Why a channel or actor ended, in words: a troupe error's text, else CAF's rendering.
 std::string reason_text(caf::actor_system& system, const caf::error& reason);
 
 } // namespace troupe

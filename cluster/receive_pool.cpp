@@ -21,7 +21,7 @@ std::shared_ptr<std::vector<char>> receive_pool::acquire(std::size_t size) {
   }
   if (!buffer)
     buffer = std::make_unique<std::vector<char>>(size);
-  // The deleter holds the pool weakly: a buffer outliving its link is simply freed.
+  // The deleter holds the pool weakly: a buffer outliving its channel is simply freed.
   std::weak_ptr<receive_pool> pool = weak_from_this();
   return std::shared_ptr<std::vector<char>>(buffer.release(), [pool](std::vector<char>* b) {
     if (auto alive = pool.lock())

@@ -1,4 +1,4 @@
-// Receive buffers of a peer link, reused. A payload is read into a buffer of exactly its size
+// Receive buffers of a peer channel, reused. A payload is read into a buffer of exactly its size
 // (the connection reads straight into it) and tensors decoded from it keep it alive; when the
 // last of them is gone the buffer comes back here instead of to the allocator, so steady-state
 // frames of recurring sizes (the same keys every step) neither allocate nor fault fresh pages

@@ -69,7 +69,7 @@ tcp_congestion_choice choose_tcp_congestion(const std::string& setting) {
     return {"", "tcp_congestion = auto: cubic cannot be set here ("
                   + std::string(std::strerror(error)) + "; allowed to this user: "
                   + first_line("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
-                  + "), so links keep the host's default, "
+                  + "), so channels keep the host's default, "
                   + first_line("/proc/sys/net/ipv4/tcp_congestion_control")};
   }
   if (!congestion_control_name(setting))

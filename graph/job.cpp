@@ -170,12 +170,12 @@ void check_job(const training_job& job) {
       "job: on_worker_loss = adopt is implemented for synchronous topologies (bsp) only; "
       "topology "
       + job.topology.name + " keeps stop or continue");
-  if (nodes.replicas < 1 || nodes.replicas > 2)
-    throw std::invalid_argument("job: replicas must be 1 or 2, got "
-                                + std::to_string(nodes.replicas));
-  if (nodes.replicas == 2 && !nodes.single_process() && nodes.servers < 2)
+  if (nodes.shard_backups < 0 || nodes.shard_backups > 1)
+    throw std::invalid_argument("job: shard_backups must be 0 or 1, got "
+                                + std::to_string(nodes.shard_backups));
+  if (nodes.shard_backups == 1 && !nodes.single_process() && nodes.servers < 2)
     throw std::invalid_argument(
-      "job: replicas = 2 keeps each server's shards on another server process too, "
+      "job: shard_backups = 1 keeps each server's shards on another server process too, "
       "and this run has "
       + std::to_string(nodes.servers) + ": give it at least 2");
   lr_schedule check(job.optimizer.schedule); // throws naming the bad field

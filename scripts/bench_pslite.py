@@ -234,7 +234,7 @@ def parse_args(argv):
                    help=f"both systems: parameters above this many bytes travel in slices of at most this "
                         f"(default {bench_scaling.SLICE_BYTES})")
     p.add_argument("--tcp-congestion", default="system",
-                   help="Troupe's links' congestion control (cluster.tcp_congestion). Default system: the host's, "
+                   help="Troupe's channels' congestion control (cluster.tcp_congestion). Default system: the host's, "
                         "which is all ps-lite's ZMQ sockets can run, so both systems run the same; auto gives "
                         "Troupe its own default (cubic where it may be set)")
     p.add_argument("--step-timeout", type=float, default=120, help="ps-lite: seconds a step may take (default 120)")

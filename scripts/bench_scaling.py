@@ -15,9 +15,9 @@ tbf at RATE both ways), the workers' computes replaced by stand-ins that take T 
 push gradients of the model's real shapes (`--compute-stand-in-ms`). `--servers equal`: as many
 servers as workers, on hosts of their own; a number: that many server hosts; `colocated`: server i
 on worker i's host (as many as workers).
-`--no-priority`: the links write pushes and answers in backward's order (cluster.priority = false),
+`--no-priority`: the channels write pushes and answers in backward's order (cluster.priority = false),
 to compare with the default, first layers first (docs/protocol.md, "Priority").
-The nodes are told the link's rate (`troupe node --link-mbit`): each paces its links at an equal
+The nodes are told the link's rate (`troupe node --link-mbit`): each paces its channels at an equal
 share of it, and with several workers they write each step's pushes in one fixed order, the same on
 every worker (docs/protocol.md, "A fixed push order"; one worker writes each push as it comes, by
 rank); `--no-pace` leaves that out, to compare.
@@ -29,7 +29,7 @@ examples/fashion_local_sync.troupe); with N = 1, async is the `async` preset. A 
 step are the model's either way.
 `--slice-bytes N`: parameters above N bytes travel in slices of at most N (default 512 KiB; see
 SLICE_BYTES).
-`--tcp-congestion X`: the links' TCP congestion control (cluster.tcp_congestion; default auto: cubic
+`--tcp-congestion X`: the channels' TCP congestion control (cluster.tcp_congestion; default auto: cubic
 where the nodes may set it; docs/operations.md says why), printed in the table's header as it
 resolved.
 `--epoch-examples E`: also print, per row, the time and the bytes per node of an epoch of E examples
@@ -396,7 +396,7 @@ def write_config(path, args, workers, servers):
 
 
 def pace_flags(args, link):
-    """The flags that tell servers and workers the emulated link's rate: they pace their links at their share of it
+    """The flags that tell servers and workers the emulated link's rate: they pace their channels at their share of it
     and order each step's pushes by the plan (troupe node --link-mbit). None with --no-pace or an unshaped link."""
     if args.no_pace or not link.rate_bits:
         return []
@@ -572,7 +572,7 @@ def epoch_steps(examples, workers, per_host, batch):
 
 
 def congestion_algorithm(setting):
-    """The algorithm the links set as the nodes resolve `setting` (cluster/tcp_congestion.hpp), tried on a
+    """The algorithm the channels set as the nodes resolve `setting` (cluster/tcp_congestion.hpp), tried on a
     socket of this process, which runs the nodes with its own privileges: None for the host's default."""
     if setting == "system":
         return None
@@ -587,7 +587,7 @@ def congestion_algorithm(setting):
 
 
 def congestion_text(setting):
-    """The links' congestion control as the nodes resolve `setting`, for the table's header."""
+    """The channels' congestion control as the nodes resolve `setting`, for the table's header."""
     def host_default():
         with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
             return f.read().strip()
@@ -620,7 +620,7 @@ def print_table(args, link, model_bytes, rows, worst):
           f"per batch of {args.batch}; servers {args.servers}; topology {args.topology}{per_host}; compression "
           f"{args.compression}; {args.steps} steps per epoch, median of epochs 1..{args.epochs - 1}; slices of at most "
           f"{args.slice_bytes} bytes; priority "
-          f"{'off (backward order)' if args.no_priority else 'on (forward order)'}; links "
+          f"{'off (backward order)' if args.no_priority else 'on (forward order)'}; channels "
           f"{'paced at their share' + ('' if args.no_priority else ', pushes in a fixed order with several workers') if pace_flags(args, link) else 'not paced'}"
           f"; TCP congestion control "
           f"{congestion_text(args.tcp_congestion)}")
@@ -732,15 +732,15 @@ def parse_args(argv):
     p.add_argument("--compression", default="none",
                    help="none, fp16, bf16, 2bit[:T], 2bit:fit or push:C, passed to every node (docs/dsl.md, \"Compression\"); "
                         "the floor and the expected bytes count the encoded sizes")
-    p.add_argument("--no-priority", action="store_true", help="links write pushes and answers in backward's "
+    p.add_argument("--no-priority", action="store_true", help="channels write pushes and answers in backward's "
                    "order, not first layers first (cluster.priority = false)")
     p.add_argument("--no-pace", action="store_true", help="the nodes are not told the link's rate (troupe node "
-                   "--link-mbit): links not paced, pushes by priority alone")
+                   "--link-mbit): channels not paced, pushes by priority alone")
     p.add_argument("--slice-bytes", type=int, default=SLICE_BYTES,
                    help="parameters above this many bytes travel in slices of at most this (cluster.slice_bytes; "
                         f"default {SLICE_BYTES}, 512 KiB: see the module's text)")
     p.add_argument("--tcp-congestion", default="auto",
-                   help="TCP congestion control of the links (cluster.tcp_congestion): auto (default: cubic where it "
+                   help="TCP congestion control of the channels (cluster.tcp_congestion): auto (default: cubic where it "
                         "may be set), system (the host's default) or an algorithm's name")
     p.add_argument("--computes-per-worker", type=int, default=1,
                    help="stand-in computes (devices) per worker host, summed on the host (default 1)")

@@ -341,7 +341,7 @@ ts = [threading.Thread(target=send) for _ in range(streams)]
 """
 
 
-# Both ways at once on one connection (as a peer link carries pushes one way and answers the other):
+# Both ways at once on one connection (as a channel carries pushes one way and answers the other):
 # each end sends for SECONDS while it reads, then prints what it received per second.
 _BOTH_WAYS = r"""
 import socket, sys, threading, time
@@ -399,7 +399,7 @@ def measure_throughput(hosts, sender, receiver, seconds=3.0, streams=1):
 
 # One parameter-server step's bytes with nothing but TCP: every worker sends M/S bytes to every server
 # while every server sends M/S bytes back to every worker, all at once, on one connection per pair
-# (as the peer links are). Each process waits for "go AT" on stdin (AT: a time.monotonic() instant,
+# (as the channels are). Each process waits for "go AT" on stdin (AT: a time.monotonic() instant,
 # which every network namespace shares), starts at AT, and prints when its last byte came in.
 # CONGESTION: the connections' TCP congestion control ("-": the host's default); PACE: bytes per second
 # each connection's sender is paced at (SO_MAX_PACING_RATE; 0: not paced), as troupe node --link-mbit does.
@@ -510,7 +510,7 @@ def main():
     m.add_argument("--seconds", type=float, default=3.0)
     m.add_argument("--streams", type=int, default=1)
     m.add_argument("--both-ways", action="store_true",
-                   help="one connection sending both ways at once (as a link carries pushes and answers)")
+                   help="one connection sending both ways at once (as a channel carries pushes and answers)")
     x = sub.add_parser("exchange", help="one parameter-server step's bytes over raw TCP: the network's own "
                        "step time against the floor of `troupe bench scaling`")
     x.add_argument("--link", default="1gbit", help="RATE[,LATENCY]")

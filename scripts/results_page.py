@@ -34,7 +34,7 @@ import subprocess
 import sys
 import textwrap
 
-# The real path: run through a link to scripts/ (an installed prefix, a test's work folder),
+# The real path: run through a symbolic link to scripts/ (an installed prefix, a test's work folder),
 # the results file and the page are still the checkout's.
 HERE = os.path.dirname(os.path.realpath(__file__))
 REPO = os.path.dirname(HERE)
@@ -233,7 +233,7 @@ def readme_summary(results):
         f"{span(['actors/session/lenet', 'actors/session/resnet-20'])} of the bare step's samples/s; the MLP "
         f"at {v('actors/session/mlp'):.2f} with both cores computing (goal 0.8, not met), "
         f"{v('actors/session/mlp_threads1'):.2f} with one left to the actors. A host actor ticking every 2 ms "
-        f"beside a session sees gaps of at most {gap:g} ms. Between processes on one machine, Troupe's links "
+        f"beside a session sees gaps of at most {gap:g} ms. Between processes on one machine, Troupe's channels "
         "over the Unix sockets they take there move "
         f"a step {span([f'transport/raw/on/{c}' for c in cases])}x as fast as plain loopback TCP moving the same "
         f"bytes, and over loopback TCP themselves at {span([f'transport/raw/off/{c}' for c in cases])} of it; "

@@ -1,5 +1,5 @@
 // See raw_transport.hpp. Deliberately plain: what a hand-written socket loop achieves is the
-// figure Troupe's links are held to.
+// figure Troupe's channels are held to.
 #include "apps/bench/raw_transport.hpp"
 #include "apps/bench/timed_steps.hpp"
 

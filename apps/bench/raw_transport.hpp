@@ -2,7 +2,7 @@
 // sockets with the same framing (an 8-byte header, then the bytes), no actors, no encoding.
 // A server answers each frame with a frame of the same size from a buffer it holds; a worker
 // writes a step's frames on one thread per connection while another reads the answers, so both
-// directions of every connection are busy at once, as they are for Troupe's links.
+// directions of every connection are busy at once, as they are for Troupe's channels.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // `troupe bench transport`: pushes and answers of a model's keys between worker and server
-// processes on 127.0.0.1, through Troupe's peer links and, side by side in the same run,
+// processes on 127.0.0.1, through Troupe's peer channels and, side by side in the same run,
 // through plain TCP sockets moving the same bytes in the same pattern (raw_transport.hpp).
 // Each layout (workers x servers) and key pattern (keys x bytes) runs `--rounds` times,
 // alternating the two systems so that the machine's slow spells hit both; every round starts
@@ -270,7 +270,7 @@ int transport_bench_command(const std::vector<std::string>& args) {
   std::int64_t key_bytes = 4 << 20;
   flag_set f("bench transport",
              "Push + answer of every key of a model between worker and server processes on "
-             "127.0.0.1: Troupe's peer links beside plain TCP moving the same bytes.");
+             "127.0.0.1: Troupe's peer channels beside plain TCP moving the same bytes.");
   f.add("layouts", layouts, "WORKERSxSERVERS cases, comma-separated");
   f.add("patterns", patterns, "KEYSxBYTES cases, comma-separated (bytes a multiple of 8)");
   f.add("steps", steps, "timed steps per round");

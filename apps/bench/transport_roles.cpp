@@ -109,21 +109,21 @@ double troupe_worker(const transport_layout& layout, const std::vector<std::uint
                      int warmup, int steps) {
   auto config = network_config();
   caf::actor_system system{config};
-  std::vector<channel_actor> links;
+  std::vector<channel_actor> channels;
   std::vector<push_target_actor> shards;
   for (std::size_t s = 0; s < ports.size(); ++s) {
-    auto link =
+    auto channel =
       connect_channel(system, "127.0.0.1", ports[s], options_of(layout, node_kind::worker));
-    if (!link)
-      throw std::runtime_error(error_text(link.error()));
-    links.push_back(*link);
-    shards.push_back(spawn_push_target_proxy(system, *link, static_cast<std::uint32_t>(s)));
+    if (!channel)
+      throw std::runtime_error(error_text(channel.error()));
+    channels.push_back(*channel);
+    shards.push_back(spawn_push_target_proxy(system, *channel, static_cast<std::uint32_t>(s)));
   }
   tensor gradient(shape_t{layout.key_bytes / 4});
   gradient.fill(0.25f);
   caf::scoped_actor self{system};
   auto step = [&](std::int64_t number) {
-    // Every push leaves before any answer is awaited: the links carry them all at once.
+    // Every push leaves before any answer is awaited: the channels carry them all at once.
     std::vector<decltype(self->request(shards[0], caf::infinite, push_atom::value,
                                        gradient_push{}))>
       answers;
@@ -145,17 +145,17 @@ double troupe_worker(const transport_layout& layout, const std::vector<std::uint
   const double seconds = timed_steps(warmup, steps, step);
   for (auto& s : shards)
     self->send_exit(s, caf::exit_reason::user_shutdown);
-  // The servers hear that the worker is done (not a closed connection); each link ends once
+  // The servers hear that the worker is done (not a closed connection); each channel ends once
   // its server has read that.
-  for (auto& l : links) {
+  for (auto& l : channels) {
     self->monitor(l);
     self->send(l, send_atom::value, wire_message{shutdown_message{"the benchmark finished", true}});
   }
-  for (std::size_t closed = 0; closed < links.size(); ++closed)
+  for (std::size_t closed = 0; closed < channels.size(); ++closed)
     self->receive([](const caf::down_msg&) {},
                   caf::after(std::chrono::seconds(10)) >>
                     [&] {
-                      closed = links.size(); // a server that does not close: leave it
+                      closed = channels.size(); // a server that does not close: leave it
                     });
   return seconds;
 }

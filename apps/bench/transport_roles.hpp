@@ -1,6 +1,6 @@
 // The two sides of `troupe bench transport` for Troupe's own transport: a server process
 // holding a summing shard behind a listener, and a worker process pushing every key of a
-// step through peer links and remote-shard proxies, exactly the path a training step's
+// step through peer channels and remote-shard proxies, exactly the path a training step's
 // pushes and weights take between nodes.
 #pragma once
 

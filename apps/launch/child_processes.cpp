@@ -403,7 +403,7 @@ void child_processes::on_exit(child& c, int status) {
   }
   if (c.expendable && WIFSIGNALED(status) && !term_sent_ && !term_at_) {
     log << "launch: the run goes on if the scheduler can do without " << c.name
-        << " (on_worker_loss, replicas)" << std::endl;
+        << " (on_worker_loss, shard_backups)" << std::endl;
     return;
   }
   if (!failure_status_)

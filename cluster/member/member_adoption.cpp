@@ -1,7 +1,7 @@
 // A worker told to adopt a lost worker node (on_worker_loss = adopt; member_state.hpp) spawns
 // that node's loaders and computes beside its own part, with the same proxies for the servers
 // and the scheduler's metrics, its computes adopted (compute_wiring::adopted: they recompute
-// from the step in flight), serves them on its scheduler link and says ready naming that node.
+// from the step in flight), serves them on its scheduler channel and says ready naming that node.
 #include <algorithm>
 
 #include <caf/all.hpp>
@@ -42,7 +42,7 @@ std::string adoption_refused(const member_state& st, std::uint32_t node) {
 } // namespace
 
 // The scheduler's adopt: spawns the lost node's loaders and computes here, serves the computes
-// on the scheduler link, and says ready naming that node.
+// on the scheduler channel, and says ready naming that node.
 void on_adopt(member_actor self, const adopt_message& a) {
   auto& st = self->state;
   if (auto why = adoption_refused(st, a.node); !why.empty())

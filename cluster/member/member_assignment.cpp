@@ -1,5 +1,5 @@
 // How a member takes its assignment (member_state.hpp): it checks that the scheduler's job
-// and plan are its own, links to the servers (a worker), spawns its part of the plan with the
+// and plan are its own, channels to the servers (a worker), spawns its part of the plan with the
 // options the assignment implies, serves that part to its peers and, a server, opens its
 // listener for workers and its backups; then it says ready.
 #include <algorithm>
@@ -47,24 +47,24 @@ node_data open_worker_data(const training_job& job, const data_facts& planned) {
 void connect_servers(member_actor self, const assignment_message& a,
                      const channel_options& options) {
   auto& st = self->state;
-  st.server_links.assign(st.plan.nodes.size(), channel_actor{});
+  st.server_channels.assign(st.plan.nodes.size(), channel_actor{});
   const double backward_s = backward_seconds(*st.options);
   std::size_t late = 0, held = 0, sequenced = 0;
   for (const auto& server : a.servers) {
     if (server.node >= st.plan.nodes.size() || st.plan.nodes[server.node].kind != node_kind::server)
       throw std::invalid_argument("the assignment names node " + std::to_string(server.node)
                                   + " as a server, which the plan does not");
-    auto link = options;
+    auto channel = options;
     const auto order = push_order_of(st.plan, options, backward_s, server.node);
     if (order.sequenced > 0) {
-      link.push_sequence = order.sequence;
-      link.sequence_patience = order.patience;
+      channel.push_sequence = order.sequence;
+      channel.sequence_patience = order.patience;
     }
     late += order.late;
     held += order.held;
     sequenced += order.sequenced;
     bool local = false;
-    auto connected = connect_channel(self->system(), server.host, server.port, link, &local);
+    auto connected = connect_channel(self->system(), server.host, server.port, channel, &local);
     if (!connected)
       throw troupe_error(troupe_code(connected.error()),
                          st.plan.nodes[server.node].name + ": " + error_text(connected.error())
@@ -72,16 +72,16 @@ void connect_servers(member_actor self, const assignment_message& a,
                            + " said it listens: start the server with --listen "
                              "or --advertise an address this worker can reach)");
     self->monitor(*connected);
-    st.server_links[server.node] = *connected;
-    st.local_server_links += local ? 1 : 0;
+    st.server_channels[server.node] = *connected;
+    st.local_server_channels += local ? 1 : 0;
   }
   const auto backward = backward_bytes(options, backward_s);
   const auto forward = held_bytes(options, backward_s);
   if (sequenced > 0)
     st.pacing_text +=
       ", pushes in a fixed order (" + std::to_string(late) + " of " + std::to_string(sequenced)
-      + " last layers first: " + std::to_string(backward) + " bytes in backward's time per link; "
-      + std::to_string(held) + " light last layers last"
+      + " last layers first: " + std::to_string(backward)
+      + " bytes in backward's time per channel; " + std::to_string(held) + " light last layers last"
       + (forward == std::numeric_limits<std::int64_t>::max()
            ? std::string()
            : ", at most " + std::to_string(forward) + " bytes")
@@ -127,29 +127,29 @@ training_job place_of(member_actor self, const assignment_message& a) {
                                         {{"name", st.label}, {"adopt", a.adopt ? "yes" : "no"}}});
   }
   st.continue_on_worker_loss = job.nodes.continue_on_worker_loss;
-  st.replicas.copies = job.nodes.replicas;
+  st.backup.shard_backups = job.nodes.shard_backups;
   return job;
 }
 
-// The options of this node's links to servers, a server's links from workers and to its
+// The options of this node's channels to servers, a server's channels from workers and to its
 // backups: a step's tensors leave first layers first unless the job says otherwise
 // (frame_priority.hpp), paced at this node's share of its host's link.
-channel_options links_of(member_actor self, const training_job& job) {
+channel_options channels_of(member_actor self, const training_job& job) {
   auto& st = self->state;
-  auto link = channel_options_of(*st.options, st.label, st.traffic);
-  link.serving = st.serving;
-  link.same_host_shortcut = st.options->local_sockets;
-  link.plan_hash = st.plan.hash;
-  link.keys = wire_keys_of(st.plan);
-  link.priority = job.topology.priority;
-  link.order = forward_order_of(st.plan);
-  link.pacing_bytes_per_second = link_share(*st.options, st.plan);
-  if (link.pacing_bytes_per_second > 0)
-    st.pacing_text = ", TCP links paced at " + std::to_string(link.pacing_bytes_per_second)
+  auto channel = channel_options_of(*st.options, st.label, st.traffic);
+  channel.serving = st.serving;
+  channel.same_host_shortcut = st.options->local_sockets;
+  channel.plan_hash = st.plan.hash;
+  channel.keys = wire_keys_of(st.plan);
+  channel.priority = job.topology.priority;
+  channel.order = forward_order_of(st.plan);
+  channel.pacing_bytes_per_second = link_share(*st.options, st.plan);
+  if (channel.pacing_bytes_per_second > 0)
+    st.pacing_text = ", TCP channels paced at " + std::to_string(channel.pacing_bytes_per_second)
                      + " bytes/s each, at most "
-                     + std::to_string(paced_unsent_bytes(link.pacing_bytes_per_second))
+                     + std::to_string(paced_unsent_bytes(channel.pacing_bytes_per_second))
                      + " bytes unsent in the kernel";
-  return link;
+  return channel;
 }
 
 // A spare is handed a lost worker's place, and only that: its computes recompute the step in
@@ -203,13 +203,13 @@ node_part_options part_options_of(member_actor self, const assignment_message& a
                     ? ""
                     : cpus_text(part.compute_cpus.front().front(), part.compute_cpus.back().back());
   auto& system = self->system();
-  part.remote.push_target = [=, &system, links = st.server_links, plan = st.plan,
-                             relays = st.replicas.relays,
-                             relayed = job.nodes.replicas > 1](std::size_t actor) {
+  part.remote.push_target = [=, &system, channels = st.server_channels, plan = st.plan,
+                             relays = st.backup.relays,
+                             relayed = job.nodes.shard_backups > 0](std::size_t actor) {
     const auto& target = plan.actors.at(actor);
-    const auto& to = links.at(static_cast<std::size_t>(target.node));
+    const auto& to = channels.at(static_cast<std::size_t>(target.node));
     if (!to)
-      throw std::invalid_argument("no link to "
+      throw std::invalid_argument("no channel to "
                                   + plan.nodes.at(static_cast<std::size_t>(target.node)).name
                                   + ", which holds " + target.name);
     return remote_shard(system, relays, relayed, plan, actor, to);
@@ -237,37 +237,39 @@ void serve_part(member_actor self, int node) {
 }
 
 // A server's side once its part runs: the backups of the previous server's shards, then its
-// listener for workers (they connect only after this node is ready), then its link to the
+// listener for workers (they connect only after this node is ready), then its channel to the
 // next server, which holds its own shards' backups.
 void open_server_side(member_actor self, const assignment_message& a, const training_job& job,
-                      const std::vector<tensor>& initial, const channel_options& link) {
+                      const std::vector<tensor>& initial, const channel_options& channel) {
   auto& st = self->state;
   auto& system = self->system();
-  if (st.replicas.copies > 1)
+  if (st.backup.shard_backups > 0)
     spawn_backups(self, job, initial);
   if (st.listening) {
-    st.listener = spawn_listener(system, std::move(st.listening), link);
+    st.listener = spawn_listener(system, std::move(st.listening), channel);
   } else {
-    auto listener = spawn_listener(system, st.options->listen_host, st.options->listen_port, link);
+    auto listener =
+      spawn_listener(system, st.options->listen_host, st.options->listen_port, channel);
     if (!listener)
       throw troupe_error(errc::peer_down, error_text(listener.error()));
     st.listener = *listener;
   }
   self->monitor(st.listener);
-  if (st.replicas.copies > 1) // its own listener runs first: the next server may link here at once
-    link_to_backups(self, a, link);
+  if (st.backup.shard_backups
+      > 0) // its own listener runs first: the next server may connect here at once
+    connect_backups(self, a, channel);
 }
 
 // Spawns this node's part; true when it opened a listener for workers (a server).
 bool take_assignment(member_actor self, const assignment_message& a) {
   auto& st = self->state;
   const auto job = place_of(self, a);
-  const auto link = links_of(self, job);
-  // The scheduler pulls the final weights over this link: check them against the plan too.
-  caf::anon_send(st.scheduler, plan_atom::value, st.plan.hash, link.keys);
+  const auto channel = channels_of(self, job);
+  // The scheduler pulls the final weights over this channel: check them against the plan too.
+  caf::anon_send(st.scheduler, plan_atom::value, st.plan.hash, channel.keys);
   const bool server = st.options->role == node_kind::server;
   if (!server)
-    connect_servers(self, a, link);
+    connect_servers(self, a, channel);
   const auto spec = model_of(job, a.facts);
   // Only a server's shards start from the job's reference model; a worker's replicas are
   // built by its computes.
@@ -283,20 +285,20 @@ bool take_assignment(member_actor self, const assignment_message& a) {
     self->monitor(actor);
   serve_part(self, part.node);
   if (server)
-    open_server_side(self, a, job, initial, link);
+    open_server_side(self, a, job, initial, channel);
   return server;
 }
 
 // "servers over local sockets", "servers over TCP", or how many of each.
-std::string server_links_text(const member_state& st) {
+std::string server_channels_text(const member_state& st) {
   const auto all =
-    static_cast<std::size_t>(std::count_if(st.server_links.begin(), st.server_links.end(),
+    static_cast<std::size_t>(std::count_if(st.server_channels.begin(), st.server_channels.end(),
                                            [](const channel_actor& c) { return bool(c); }));
-  if (st.local_server_links == all)
+  if (st.local_server_channels == all)
     return "servers over local sockets";
-  if (st.local_server_links == 0)
+  if (st.local_server_channels == 0)
     return "servers over TCP";
-  return std::to_string(st.local_server_links) + " of " + std::to_string(all)
+  return std::to_string(st.local_server_channels) + " of " + std::to_string(all)
          + " servers over local sockets, the others over TCP";
 }
 
@@ -312,7 +314,7 @@ void say_ready(member_actor self, std::uint32_t node, std::uint16_t port) {
                       + " on " + threads + (computes == 1 ? "" : " each")
                   : ", kernels on " + threads)
       + (st.bound_cpus.empty() ? "" : ", bound to " + st.bound_cpus)
-      + (st.server_links.empty() ? "" : ", " + server_links_text(st)) + st.pacing_text + ")");
+      + (st.server_channels.empty() ? "" : ", " + server_channels_text(st)) + st.pacing_text + ")");
   if (!st.phase.is<member_phases::starting>())
     return; // ended while its listener started
   st.phase.enter(member_phases::running{});
@@ -326,7 +328,7 @@ void say_ready(member_actor self, std::uint32_t node, std::uint16_t port) {
 // An assignment that could not be taken (a server that cannot be reached, ...) ends the node;
 // but a scheduler that ended the run meanwhile (a server it lost, which is why the connection
 // was refused) said why in a goodbye already in the mailbox, behind this handler: the node ends
-// with that reason, as it would once the link closed, rather than its own echo of it.
+// with that reason, as it would once the channel closed, rather than its own echo of it.
 void fail_after_the_mailbox(member_actor self, caf::error why) {
   self->send(self, assignment_failed_atom::value, std::move(why));
 }

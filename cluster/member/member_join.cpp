@@ -26,16 +26,16 @@ std::string scheduler_address(const member_options& o) {
   return o.scheduler_host + ":" + std::to_string(o.scheduler_port);
 }
 
-void join_over(member_actor self, const channel_actor& link) {
+void join_over(member_actor self, const channel_actor& channel) {
   auto& st = self->state;
   if (!st.phase.is<member_phases::connecting>())
     return;
   st.phase.enter(member_phases::joining{});
-  st.scheduler = link;
-  st.to_scheduler = spawn_scheduler_control_proxy(self->system(), link);
-  self->monitor(link);
+  st.scheduler = channel;
+  st.to_scheduler = spawn_scheduler_control_proxy(self->system(), channel);
+  self->monitor(channel);
   // A server bound its port before it joined: the scheduler can tell the other servers where
-  // it listens (replicas = 2) before any is ready.
+  // it listens (shard_backups = 1) before any is ready.
   const std::uint16_t port = st.listening ? st.listening->port() : 0;
   join_message join{st.options->role,
                     advertised_host(*st.options),
@@ -74,21 +74,21 @@ void try_to_connect(member_actor self) {
   if (connecting && !st.unreachable
       && !connecting->retrying) // the first try starts the join timeout
     self->delayed_send(self, st.options->join_timeout, connect_deadline_atom::value);
-  // A node rejoining with its place goes by its plan node's name, as on its other links, and
+  // A node rejoining with its place goes by its plan node's name, as on its other channels, and
   // checks frames against its plan from the start.
   const bool placed = st.phase.is<member_phases::rejoining>() && st.part_node >= 0;
-  auto link = channel_options_of(*st.options,
-                                 placed ? st.label
-                                        : std::string(to_string(st.options->role)) + " (pid "
-                                            + std::to_string(::getpid()) + ")",
-                                 st.traffic);
-  link.serving = st.serving;
+  auto channel = channel_options_of(*st.options,
+                                    placed ? st.label
+                                           : std::string(to_string(st.options->role)) + " (pid "
+                                               + std::to_string(::getpid()) + ")",
+                                    st.traffic);
+  channel.serving = st.serving;
   if (placed) {
-    link.plan_hash = st.plan.hash;
-    link.keys = wire_keys_of(st.plan);
+    channel.plan_hash = st.plan.hash;
+    channel.keys = wire_keys_of(st.plan);
   }
-  auto connected =
-    connect_channel(self->system(), st.options->scheduler_host, st.options->scheduler_port, link);
+  auto connected = connect_channel(self->system(), st.options->scheduler_host,
+                                   st.options->scheduler_port, channel);
   if (connected)
     return st.phase.is<member_phases::rejoining>() ? rejoin_over(self, *connected)
                                                    : join_over(self, *connected);

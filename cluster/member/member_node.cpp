@@ -1,14 +1,14 @@
 // A server or worker node (cluster_node.hpp). run_member reaches the scheduler (retrying
 // until the join timeout: a node may start before its scheduler), then one actor joins,
 // takes the assignment, spawns the node's part of the plan and watches it: the scheduler
-// link, the links to servers, and every actor of the part. The scheduler's shutdown ends the
+// channel, the channels to servers, and every actor of the part. The scheduler's shutdown ends the
 // node: normally when the run finished, else with the reason it gives.
 //
 // A server serves two directories: its entry points (what workers push to: the aggregator in
 // front of a shard in BSP, the shard itself in async) on the listener it opens for workers,
-// and its shards themselves on the scheduler link, from which the final weights are pulled.
+// and its shards themselves on the scheduler channel, from which the final weights are pulled.
 //
-// A server watches the links its workers open. When one goes down before the run has ended
+// A server watches the channels its workers open. When one goes down before the run has ended
 // and the job goes on without lost workers (on_worker_loss = continue), the server tells its
 // shards to forget the computes of that worker node: an SSP shard would otherwise hold every
 // other worker once it is `staleness` steps ahead of the lost one's last push. Whether the run
@@ -49,7 +49,7 @@ namespace troupe {
 
 namespace {
 
-// Answers once the node has ended and the links it told so have closed (their peers have
+// Answers once the node has ended and the channels it told so have closed (their peers have
 // read why), or the grace is over.
 void answer(member_actor self, bool grace_over = false) {
   auto& st = self->state;
@@ -60,19 +60,20 @@ void answer(member_actor self, bool grace_over = false) {
     st.promise.deliver(end->outcome);
   else
     st.promise.deliver(true);
-  if (st.listener) // held open until the links from workers that heard the end closed
+  if (st.listener) // held open until the channels from workers that heard the end closed
     self->send_exit(st.listener, caf::exit_reason::user_shutdown);
   self->quit();
 }
 
-// A link told how the node ends has closed.
-void forget_closing(member_phases::ending& end, const caf::actor_addr& link) {
-  end.closing.erase(std::remove(end.closing.begin(), end.closing.end(), link), end.closing.end());
+// A channel told how the node ends has closed.
+void forget_closing(member_phases::ending& end, const caf::actor_addr& channel) {
+  end.closing.erase(std::remove(end.closing.begin(), end.closing.end(), channel),
+                    end.closing.end());
 }
 
 } // namespace
 
-// Ends the node: its part and links go; the scheduler hears why unless it is the one gone
+// Ends the node: its part and channels go; the scheduler hears why unless it is the one gone
 // (with the plan node whose loss is the cause, `lost_node`, when it is a lost peer).
 void finish(member_actor self, caf::error reason, std::int32_t lost_node) {
   auto& st = self->state;
@@ -90,41 +91,42 @@ void finish(member_actor self, caf::error reason, std::int32_t lost_node) {
   st.part.shut_down();
   for (auto& part : st.adopted)
     part.shut_down();
-  for (auto& [actor, name] : st.replicas.backup_actors)
+  for (auto& [actor, name] : st.backup.backup_actors)
     caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
-  st.replicas.backup_actors.clear();
-  for (auto& [actor, relay] : *st.replicas.relays)
+  st.backup.backup_actors.clear();
+  for (auto& [actor, relay] : *st.backup.relays)
     caf::anon_send_exit(relay, caf::exit_reason::user_shutdown);
-  st.replicas.relays->clear();
+  st.backup.relays->clear();
   if (st.reports)
     caf::anon_send_exit(st.reports, caf::exit_reason::user_shutdown);
   st.serving->clear();
-  // Its links still tell it when they close: it waits for those it says goodbye on below (a
-  // server's links from workers, which it does not monitor, had no other way to say so, and
+  // Its channels still tell it when they close: it waits for those it says goodbye on below (a
+  // server's channels from workers, which it does not monitor, had no other way to say so, and
   // the server waited the whole grace).
   st.serving->set<remote_interface::member_control>(0, self);
   // The servers hear that this worker is done (and why), rather than a closed connection.
   const shutdown_message end{reason ? reason_text(self->system(), reason) : "the run finished",
                              !reason};
-  auto links = st.server_links;
-  links.push_back(st.replicas.backup_link); // a server: the link to the one holding its backups
-  for (auto& link : links)
-    if (link) {
-      caf::anon_send(spawn_member_control_proxy(self->system(), link), goodbye_atom::value, end);
-      closing.push_back(link.address());
+  auto channels = st.server_channels;
+  channels.push_back(
+    st.backup.backup_channel); // a server: the channel to the one holding its backups
+  for (auto& channel : channels)
+    if (channel) {
+      caf::anon_send(spawn_member_control_proxy(self->system(), channel), goodbye_atom::value, end);
+      closing.push_back(channel.address());
     }
   // The workers still linked here hear how the run ends from this server too, rather than a
-  // closed connection (the listener's end closes the links it accepted). At the end of a good
+  // closed connection (the listener's end closes the channels it accepted). At the end of a good
   // run that close would race the worker's own goodbye ("the connection closed"); at the end
   // of a failed one it would race the scheduler's word, and a worker that read the close first
   // would name this server as the node lost. The listener ends once they closed (answer), or
   // the grace is over.
-  for (auto& [address, link] : st.worker_links) {
-    caf::anon_send(spawn_member_control_proxy(self->system(), link.channel), goodbye_atom::value,
+  for (auto& [address, worker] : st.worker_channels) {
+    caf::anon_send(spawn_member_control_proxy(self->system(), worker.channel), goodbye_atom::value,
                    end);
     closing.push_back(address);
   }
-  if (st.listener && st.worker_links.empty())
+  if (st.listener && st.worker_channels.empty())
     self->send_exit(st.listener, caf::exit_reason::user_shutdown);
   self->delayed_send(self, st.options->clocks().goodbye_grace(), grace_over_atom::value);
   answer(self);
@@ -157,19 +159,20 @@ sources_on(const placement_plan& plan, int server, int lost) {
   return out;
 }
 
-// A worker link went down: when it is a lost worker node (not one that finished) and the run
-// goes on without it, this server's shards stop waiting for its computes. The link is known
+// A worker channel went down: when it is a lost worker node (not one that finished) and the run
+// goes on without it, this server's shards stop waiting for its computes. The channel is known
 // by the name its hello gave, which is the plan node name the worker was assigned ("worker_1"),
-// recorded only once the link was admitted (its link_up): a peer refused for a wrong secret
-// never counts, whatever name it claimed. (The name in the link's messages is a log phrase
+// recorded only once the channel was admitted (its channel_up): a peer refused for a wrong secret
+// never counts, whatever name it claimed. (The name in the channel's messages is a log phrase
 // with the address in it; the traffic registry keeps the hello's name as it came.)
-void on_worker_link_down(member_actor self, const caf::actor_addr& link, const caf::error& why) {
+void on_worker_channel_down(member_actor self, const caf::actor_addr& channel,
+                            const caf::error& why) {
   auto& st = self->state;
-  const auto known = st.worker_links.find(link);
-  if (known == st.worker_links.end())
+  const auto known = st.worker_channels.find(channel);
+  if (known == st.worker_channels.end())
     return;
   const auto name = known->second.name;
-  st.worker_links.erase(known);
+  st.worker_channels.erase(known);
   if (!why || !st.continue_on_worker_loss || st.ended() || (st.told && st.told->finished))
     return;
   int lost = -1;
@@ -194,25 +197,25 @@ void on_worker_link_down(member_actor self, const caf::actor_addr& link, const c
                                + " (on_worker_loss = continue)");
 }
 
-// Link `link` ended (`why`; empty: normally). Links report this before they fail anything,
+// Channel `channel` ended (`why`; empty: normally). Channels report this before they fail anything,
 // so a loss is seen here before whatever it makes fail (a compute whose push failed).
-void on_link_lost(member_actor self, const caf::actor_addr& link, const caf::error& why) {
+void on_channel_lost(member_actor self, const caf::actor_addr& channel, const caf::error& why) {
   auto& st = self->state;
   if (auto* end = st.phase.as<member_phases::ending>()) {
-    forget_closing(*end, link);
+    forget_closing(*end, channel);
     return answer(self);
   }
-  if (st.worker_links.count(link))
-    return on_worker_link_down(self, link, why);
-  const bool scheduler = st.scheduler && link == st.scheduler.address();
-  std::size_t server = st.server_links.size();
-  for (std::size_t n = 0; n < st.server_links.size(); ++n)
-    if (st.server_links[n] && link == st.server_links[n].address())
+  if (st.worker_channels.count(channel))
+    return on_worker_channel_down(self, channel, why);
+  const bool scheduler = st.scheduler && channel == st.scheduler.address();
+  std::size_t server = st.server_channels.size();
+  for (std::size_t n = 0; n < st.server_channels.size(); ++n)
+    if (st.server_channels[n] && channel == st.server_channels[n].address())
       server = n;
-  if (!scheduler && !(st.told && st.told->finished) && on_replica_link_lost(self, link, why))
-    return; // replicas = 2: a lost server is the scheduler's to replace
-  if (!scheduler && server == st.server_links.size())
-    return; // a link this node no longer uses (or a refused peer's)
+  if (!scheduler && !(st.told && st.told->finished) && on_backup_channel_lost(self, channel, why))
+    return; // shard_backups = 1: a lost server is the scheduler's to replace
+  if (!scheduler && server == st.server_channels.size())
+    return; // a channel this node no longer uses (or a refused peer's)
   // Once the scheduler has said the run is over, whatever ends next is the end it announced.
   if (st.told && st.told->finished)
     return finish(self, caf::error{});
@@ -233,7 +236,7 @@ void on_link_lost(member_actor self, const caf::actor_addr& link, const caf::err
                 "lost the scheduler at " + clock_time_now() + ": "
                   + (st.told ? st.told->reason : reason_text(self->system(), why)));
   }
-  st.server_links[server] = channel_actor{};
+  st.server_channels[server] = channel_actor{};
   finish(self,
          make_error(errc::peer_down, "lost " + st.plan.nodes[server].name + " at "
                                        + clock_time_now() + ": "
@@ -252,8 +255,8 @@ void on_down(member_actor self, const caf::down_msg& down) {
                 "the listener for workers ended: " + reason_text(self->system(), down.reason));
   if (st.told && st.told->finished)
     return finish(self, caf::error{});
-  // An actor of the part ended. When a lost link made it fail, that loss reached this actor
-  // first (on_link_lost) and ended the node already.
+  // An actor of the part ended. When a lost channel made it fail, that loss reached this actor
+  // first (on_channel_lost) and ended the node already.
   for (auto& [actor, name] : st.part.spawned)
     if (down.source == actor.address())
       return fail(self, errc::internal,
@@ -266,8 +269,8 @@ void on_down(member_actor self, const caf::down_msg& down) {
   if (auto name = backup_actor_name(st, down.source); !name.empty())
     return fail(self, errc::internal,
                 name + " terminated: " + reason_text(self->system(), down.reason));
-  // A link that ended without saying so (killed): its down is the loss.
-  on_link_lost(self, down.source, down.reason);
+  // A channel that ended without saying so (killed): its down is the loss.
+  on_channel_lost(self, down.source, down.reason);
 }
 
 // What the node does with a down message, an exception and a message outside its protocol.
@@ -312,14 +315,14 @@ void on_connect_deadline(member_actor self) {
   answer(self);
 }
 
-// A link was admitted: the scheduler's, or (a server) a worker's, known from then on by the
+// A channel was admitted: the scheduler's, or (a server) a worker's, known from then on by the
 // name its hello gave.
-void on_link_up(member_actor self, const channel_actor& link) {
+void on_channel_up(member_actor self, const channel_actor& channel) {
   auto& st = self->state;
-  if (link == st.scheduler)
+  if (channel == st.scheduler)
     st.scheduler_admitted = true;
-  if (st.options->role == node_kind::server && !st.ended() && link != st.scheduler)
-    st.worker_links[link.address()] = {st.traffic->peer_of(link.address()), link};
+  if (st.options->role == node_kind::server && !st.ended() && channel != st.scheduler)
+    st.worker_channels[channel.address()] = {st.traffic->peer_of(channel.address()), channel};
 }
 
 member_self_actor::behavior_type member(member_actor self, member_options options,
@@ -335,13 +338,13 @@ member_self_actor::behavior_type member(member_actor self, member_options option
   st.label = std::string(to_string(st.options->role))
              + (st.options->spare ? " (spare, pid " : " (pid ") + std::to_string(::getpid()) + ")";
   set_handlers(self);
-  // Only the scheduler's link may assign or query: a server's links from workers reach this
+  // Only the scheduler's channel may assign or query: a server's channels from workers reach this
   // actor too (for their losses).
-  auto from_scheduler = [=](const channel_actor& link, const char* what) {
-    if (self->state.scheduler && link == self->state.scheduler)
+  auto from_scheduler = [=](const channel_actor& channel, const char* what) {
+    if (self->state.scheduler && channel == self->state.scheduler)
       return true;
     log_node_line(*self->state.options, self->state.label + ": ignored " + what
-                                          + " from a link other than the scheduler's");
+                                          + " from a channel other than the scheduler's");
     return false;
   };
   return {
@@ -351,39 +354,41 @@ member_self_actor::behavior_type member(member_actor self, member_options option
       answer(self);
       return promise;
     },
-    [=](scheduler_link_atom, channel_actor& link) {
+    [=](scheduler_channel_atom, channel_actor& channel) {
       if (self->state.phase.is<member_phases::rejoining>() && !self->state.scheduler)
-        rejoin_over(self, link);
+        rejoin_over(self, channel);
       else
-        join_over(self, link);
+        join_over(self, channel);
     },
     [=](connect_atom) { try_to_connect(self); },
     [=](connect_deadline_atom) { on_connect_deadline(self); },
-    [=](assignment_atom, channel_actor& link, assignment_message& a) {
-      if (!self->state.ended() && from_scheduler(link, "an assignment"))
+    [=](assignment_atom, channel_actor& channel, assignment_message& a) {
+      if (!self->state.ended() && from_scheduler(channel, "an assignment"))
         on_assignment(self, a);
     },
-    [=](traffic_query_atom, channel_actor& link, traffic_query_message& query) {
-      if (!self->state.ended() && from_scheduler(link, "a traffic query"))
+    [=](traffic_query_atom, channel_actor& channel, traffic_query_message& query) {
+      if (!self->state.ended() && from_scheduler(channel, "a traffic query"))
         on_traffic_query(self, query);
     },
-    [=](adopt_atom, channel_actor& link, adopt_message& a) {
-      if (!self->state.ended() && from_scheduler(link, "an adopt"))
+    [=](adopt_atom, channel_actor& channel, adopt_message& a) {
+      if (!self->state.ended() && from_scheduler(channel, "an adopt"))
         on_adopt(self, a);
     },
-    [=](promote_atom, channel_actor& link, promote_message& p) {
-      if (!self->state.ended() && from_scheduler(link, "a promote"))
+    [=](promote_atom, channel_actor& channel, promote_message& p) {
+      if (!self->state.ended() && from_scheduler(channel, "a promote"))
         on_promote(self, p);
     },
-    [=](goodbye_atom, channel_actor& link, shutdown_message& end) {
-      // The scheduler's says how the run ends; the link's end follows (on_link_lost). A
-      // server's or worker's goodbye is followed by its link's end, which names it.
-      if (self->state.scheduler && link == self->state.scheduler)
+    [=](goodbye_atom, channel_actor& channel, shutdown_message& end) {
+      // The scheduler's says how the run ends; the channel's end follows (on_channel_lost). A
+      // server's or worker's goodbye is followed by its channel's end, which names it.
+      if (self->state.scheduler && channel == self->state.scheduler)
         self->state.told = end;
     },
-    [=](link_up_atom, channel_actor& link, const std::string&) { on_link_up(self, link); },
-    [=](link_lost_atom, channel_actor& link, caf::error& why) {
-      on_link_lost(self, link.address(), why);
+    [=](channel_up_atom, channel_actor& channel, const std::string&) {
+      on_channel_up(self, channel);
+    },
+    [=](channel_lost_atom, channel_actor& channel, caf::error& why) {
+      on_channel_lost(self, channel.address(), why);
     },
     [=](grace_over_atom) { answer(self, true); },
     [=](rejoin_deadline_atom, std::uint64_t serial) { on_rejoin_deadline(self, serial); },

@@ -17,23 +17,24 @@ namespace troupe {
 
 using connect_atom = caf::atom_constant<caf::atom("connect")>;
 
-/// A member node: the node-control protocol its links speak to it, the host's run request
-/// (answered true when the run finished, else with the error that ended the node), the link to
+/// A member node: the node-control protocol its channels speak to it, the host's run request
+/// (answered true when the run finished, else with the error that ended the node), the channel to
 /// its scheduler once connected, and the word to start reaching its scheduler.
-using member_node_actor = member_inbox::extend<caf::replies_to<run_atom>::with<bool>,
-                                               caf::reacts_to<scheduler_link_atom, channel_actor>,
-                                               caf::reacts_to<connect_atom>>;
+using member_node_actor =
+  member_inbox::extend<caf::replies_to<run_atom>::with<bool>,
+                       caf::reacts_to<scheduler_channel_atom, channel_actor>,
+                       caf::reacts_to<connect_atom>>;
 
 /// Spawns a member node (options.role: server or worker). `serving` is what its channels serve
 /// (it registers itself as their control inbox; shards and computes once assigned); every
 /// channel counts its frames in `traffic`.
 /// It reaches its scheduler when told (connect_atom: connecting, retrying every
-/// connect_retry until the join timeout), or joins over a link it is given (scheduler_link_atom;
-/// rejoining, once it lost its scheduler in training: it rejoins over it). Detached: on a thread of
-/// its own (a node's, so its set-up never holds up the shared scheduler); a test spawns it
-/// scheduled, and its part's computes and checkpoint part then run scheduled too (CAF's
-/// deterministic coordinator must run every actor of a test). A server given `listening` (its port
-/// bound before it joined: run_member) listens for workers on it; without, it binds
+/// connect_retry until the join timeout), or joins over a channel it is given
+/// (scheduler_channel_atom; rejoining, once it lost its scheduler in training: it rejoins over it).
+/// Detached: on a thread of its own (a node's, so its set-up never holds up the shared scheduler);
+/// a test spawns it scheduled, and its part's computes and checkpoint part then run scheduled too
+/// (CAF's deterministic coordinator must run every actor of a test). A server given `listening`
+/// (its port bound before it joined: run_member) listens for workers on it; without, it binds
 /// options.listen_host:listen_port once assigned.
 member_node_actor spawn_member_node(caf::actor_system& system, const member_options& options,
                                     std::shared_ptr<serving_registry> serving,

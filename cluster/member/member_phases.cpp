@@ -6,7 +6,7 @@ namespace troupe {
 
 const std::vector<phase_edge>& member_edges() {
   static const std::vector<phase_edge> edges{
-    {"connecting", "joining", "a link to the scheduler: it joins"},
+    {"connecting", "joining", "a channel to the scheduler: it joins"},
     {"connecting", "ending", "no scheduler within the join timeout"},
     {"joining", "starting", "the scheduler's assignment"},
     {"joining", "rejoining", "the scheduler lost before an assignment"},

@@ -1,6 +1,6 @@
 // A server's or worker's phases (member_node.cpp moves between them): each a struct holding
 // only what that phase needs, and the one table of moves between them (member_phases.cpp),
-// which docs/architecture.md draws. What the node holds in every phase (its links, its part
+// which docs/architecture.md draws. What the node holds in every phase (its channels, its part
 // once assigned) is member_state's. Private to cluster/.
 #pragma once
 
@@ -40,11 +40,11 @@ struct rejoining {
   static constexpr const char* name = "rejoining";
 };
 
-/// Ended: its part is shut down; it answers its host once the links it told how it ends have
+/// Ended: its part is shut down; it answers its host once the channels it told how it ends have
 /// closed, or the goodbye grace is over.
 struct ending {
   caf::error outcome;                   ///< why it ended; none: the run finished
-  std::vector<caf::actor_addr> closing; ///< links told how it ends, not closed yet
+  std::vector<caf::actor_addr> closing; ///< channels told how it ends, not closed yet
   static constexpr const char* name = "ending";
 };
 

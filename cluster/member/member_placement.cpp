@@ -64,27 +64,28 @@ int compute_threads(const member_options& options, std::uint32_t scheduler_threa
   return theirs > 0 ? theirs : options.threads > 0 ? options.threads : options.default_threads;
 }
 
-std::int64_t backward_bytes(const channel_options& link, double backward_s) {
-  return static_cast<std::int64_t>(static_cast<double>(link.pacing_bytes_per_second) * backward_s);
+std::int64_t backward_bytes(const channel_options& channel, double backward_s) {
+  return static_cast<std::int64_t>(static_cast<double>(channel.pacing_bytes_per_second)
+                                   * backward_s);
 }
 
-std::int64_t held_bytes(const channel_options& link, double backward_s) {
-  return backward_s > 0 ? backward_bytes(link, backward_s) / 2
+std::int64_t held_bytes(const channel_options& channel, double backward_s) {
+  return backward_s > 0 ? backward_bytes(channel, backward_s) / 2
                         : std::numeric_limits<std::int64_t>::max();
 }
 
-link_push_order push_order_of(const placement_plan& plan, const channel_options& link,
-                              double backward_s, std::uint32_t server) {
-  link_push_order out;
-  // A paced link's pushes go in a fixed order where several workers push: first the last
+channel_push_order push_order_of(const placement_plan& plan, const channel_options& channel,
+                                 double backward_s, std::uint32_t server) {
+  channel_push_order out;
+  // A paced channel's pushes go in a fixed order where several workers push: first the last
   // layers its share carries while backward runs. Their first layers come at backward's end:
   // a wait that long is no lost push.
-  if (!link.priority || link.pacing_bytes_per_second == 0 || !needs_fixed_push_order(plan))
+  if (!channel.priority || channel.pacing_bytes_per_second == 0 || !needs_fixed_push_order(plan))
     return out;
-  const auto pushes = pushes_to_node(plan, link.order, static_cast<int>(server));
-  const auto held = held_bytes(link, backward_s);
-  out.sequence = fixed_push_order(pushes, backward_bytes(link, backward_s), held);
-  out.patience = std::max(link.sequence_patience,
+  const auto pushes = pushes_to_node(plan, channel.order, static_cast<int>(server));
+  const auto held = held_bytes(channel, backward_s);
+  out.sequence = fixed_push_order(pushes, backward_bytes(channel, backward_s), held);
+  out.patience = std::max(channel.sequence_patience,
                           std::chrono::milliseconds(static_cast<std::int64_t>(2000 * backward_s)));
   if (!pushes.empty()) // the backward part: the sequence's pushes before its lowest rank
     out.late = static_cast<std::size_t>(

@@ -1,6 +1,6 @@
 // What a member takes from its assignment and options before it spawns anything: its share of
 // the host's link, how long a step's backward takes, how many computes the plan gives it, the
-// CPUs each compute is bound to, its compute threads, and the order each paced link to a server
+// CPUs each compute is bound to, its compute threads, and the order each paced channel to a server
 // writes a step's pushes in. Pure functions of (plan, assignment, options), tested as such
 // (tests/cluster/member/member_placement_test.cpp); member_assignment.cpp acts on what they say.
 //
@@ -20,7 +20,8 @@
 namespace troupe {
 
 /// The bytes per second of this node's share of its host's link (options.link_mbit): a
-/// worker's links to the servers share it, as do a server's links to the workers; 0: no limit.
+/// worker's channels to the servers share it, as do a server's channels to the workers; 0: no
+/// limit.
 std::uint64_t link_share(const member_options& options, const placement_plan& plan);
 
 /// How long a step's backward takes, in seconds (options.backward; else two thirds of the
@@ -45,8 +46,8 @@ std::string cpus_text(int first, int last);
 /// depend on each compute's thread count: std::invalid_argument naming both otherwise.
 int compute_threads(const member_options& options, std::uint32_t scheduler_threads);
 
-/// The order one paced link to a server writes a step's pushes in (frame_priority.hpp).
-struct link_push_order {
+/// The order one paced channel to a server writes a step's pushes in (frame_priority.hpp).
+struct channel_push_order {
   std::vector<std::uint64_t> sequence; ///< ranks in write order; empty: as they come
   std::chrono::milliseconds patience{0};
   std::size_t late = 0;      ///< pushes written first: the last layers, during backward
@@ -54,16 +55,16 @@ struct link_push_order {
   std::size_t sequenced = 0; ///< every push of the sequence
 };
 
-/// What a link to server node `server` of `plan` writes in a fixed order: nothing unless the
-/// link is paced with priority and the plan has several workers (needs_fixed_push_order).
+/// What a channel to server node `server` of `plan` writes in a fixed order: nothing unless the
+/// channel is paced with priority and the plan has several workers (needs_fixed_push_order).
 /// `backward_s` is backward_seconds(); the light last layers held for the end are what the
-/// link carries in half of backward's time (a forward is about half a backward's work), all of
+/// channel carries in half of backward's time (a forward is about half a backward's work), all of
 /// them when backward is unknown.
-link_push_order push_order_of(const placement_plan& plan, const channel_options& link,
-                              double backward_s, std::uint32_t server);
+channel_push_order push_order_of(const placement_plan& plan, const channel_options& channel,
+                                 double backward_s, std::uint32_t server);
 
-/// The bytes a paced link carries in backward's time, and those it holds for the end.
-std::int64_t backward_bytes(const channel_options& link, double backward_s);
-std::int64_t held_bytes(const channel_options& link, double backward_s);
+/// The bytes a paced channel carries in backward's time, and those it holds for the end.
+std::int64_t backward_bytes(const channel_options& channel, double backward_s);
+std::int64_t held_bytes(const channel_options& channel, double backward_s);
 
 } // namespace troupe

@@ -38,10 +38,10 @@ struct rejoin_gathering {
   std::size_t missing = 0;
 };
 
-void send_rejoin(member_actor self, const channel_actor& link, const rejoin_message& where) {
+void send_rejoin(member_actor self, const channel_actor& channel, const rejoin_message& where) {
   auto& st = self->state;
-  if (st.ended() || st.scheduler != link)
-    return; // ended, or that link was lost meanwhile
+  if (st.ended() || st.scheduler != channel)
+    return; // ended, or that channel was lost meanwhile
   join_message join{st.options->role, advertised_host(*st.options),
                     st.ready_port,    static_cast<std::uint32_t>(::getpid()),
                     st.options->rank, st.job ? job_hash_without_counts(*st.job) : 0};
@@ -65,7 +65,7 @@ void send_rejoin(member_actor self, const channel_actor& link, const rejoin_mess
 
 bool train_on_without_scheduler(member_actor self, const caf::error& why) {
   auto& st = self->state;
-  // The restarted one was lost before the rejoin was sent, or before its link was ever
+  // The restarted one was lost before the rejoin was sent, or before its channel was ever
   // admitted (a frozen scheduler's port still takes connections): again, within the same
   // timeout.
   const bool unassigned = st.phase.is<member_phases::joining>();
@@ -108,25 +108,25 @@ bool train_on_without_scheduler(member_actor self, const caf::error& why) {
   return true;
 }
 
-void rejoin_over(member_actor self, const channel_actor& link) {
+void rejoin_over(member_actor self, const channel_actor& channel) {
   auto& st = self->state;
   if (st.part_node < 0) { // no place yet (a spare, or lost before training): it joins as before
     st.phase.enter(member_phases::connecting{});
-    return join_over(self, link);
+    return join_over(self, channel);
   }
-  st.scheduler = link;
-  st.to_scheduler = spawn_scheduler_control_proxy(self->system(), link);
-  self->monitor(link);
+  st.scheduler = channel;
+  st.to_scheduler = spawn_scheduler_control_proxy(self->system(), channel);
+  self->monitor(channel);
   if (st.reports)
     caf::anon_send(st.reports, repoint_atom::value,
-                   spawn_metrics_sink_proxy(self->system(), link, st.options->position));
+                   spawn_metrics_sink_proxy(self->system(), channel, st.options->position));
   auto gathering = std::make_shared<rejoin_gathering>();
   auto& where = gathering->where;
   where.node = static_cast<std::uint32_t>(st.part_node);
   where.threads = static_cast<std::uint32_t>(st.threads);
   for (auto node : st.adopted_nodes)
     where.adopted.push_back(static_cast<std::uint32_t>(node));
-  for (auto node : st.replicas.promoted)
+  for (auto node : st.backup.promoted)
     where.promoted.push_back(static_cast<std::uint32_t>(node));
   where.counted = st.last_traffic_answer;
   std::vector<local_compute_actor> computes;
@@ -141,7 +141,7 @@ void rejoin_over(member_actor self, const channel_actor& link) {
       shards.push_back(shard);
   gathering->missing = computes.size() + shards.size();
   if (gathering->missing == 0)
-    return send_rejoin(self, link, where);
+    return send_rejoin(self, channel, where);
   // Answered at once between steps; a step in flight finishes first (a compute answers
   // between its handlers), hence the step timeout.
   const auto limit = st.options->timeouts.step;
@@ -156,7 +156,7 @@ void rejoin_over(member_actor self, const channel_actor& link) {
         [=](std::int64_t epoch) {
           gathering->where.epoch = std::max(gathering->where.epoch, epoch);
           if (--gathering->missing == 0)
-            send_rejoin(self, link, gathering->where);
+            send_rejoin(self, channel, gathering->where);
         },
         failed);
   for (auto& shard : shards)
@@ -166,7 +166,7 @@ void rejoin_over(member_actor self, const channel_actor& link) {
           for (const auto& g : groups)
             gathering->where.applied_step = std::max(gathering->where.applied_step, g.step);
           if (--gathering->missing == 0)
-            send_rejoin(self, link, gathering->where);
+            send_rejoin(self, channel, gathering->where);
         },
         failed);
 }

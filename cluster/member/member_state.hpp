@@ -1,5 +1,5 @@
-// The server or worker node's state (member_node.cpp), and what its replica handling
-// (member_replicas.cpp: backups of shards, their promotion, pushes re-pointed) does with it.
+// The server or worker node's state (member_node.cpp), and what its backup handling
+// (member_backups.cpp: backups of shards, their promotion, pushes re-pointed) does with it.
 // Private to cluster/.
 #pragma once
 
@@ -26,19 +26,19 @@
 
 namespace troupe {
 
-/// replicas = 2: what a server keeps beyond its own part, and how a worker reaches shards
-/// whose server may be replaced (member_replicas.cpp).
-struct replica_side {
-  int copies = 1; ///< the job's replicas
+/// shard_backups = 1: what a server keeps beyond its own part, and how a worker reaches shards
+/// whose server may be replaced (member_backups.cpp).
+struct backup_side {
+  int shard_backups = 0; ///< the job's shard_backups
   // A server: the backups it holds of the previous server node's shards and aggregators, by
   // plan actor index (that node's push side spawned again here), and what it spawned.
   int backed_node = -1;
   push_side backups;
   std::vector<std::pair<caf::actor, std::string>> backup_actors;
   std::vector<int> promoted; ///< lost server nodes whose shards this server serves now
-  // A server: the link to the next server node, which holds this one's backups.
+  // A server: the channel to the next server node, which holds this one's backups.
   int backup_node = -1;
-  channel_actor backup_link;
+  channel_actor backup_channel;
   bool backup_gone = false; ///< the scheduler said backup_node is lost: the shards here go on alone
   // A worker (and what it adopts): its computes' pushes to each remote shard go through a
   // relay, by plan actor index, re-pointed when that shard's backup is promoted.
@@ -47,20 +47,20 @@ struct replica_side {
 };
 
 struct member_state {
-  replica_side replicas;
+  backup_side backup;
   std::optional<member_options> options;
   std::string label; // "worker (pid 42)", then "worker_1"
   channel_actor scheduler;
   scheduler_control_actor to_scheduler; // the one proxy every node-level message to it goes through
-  std::vector<channel_actor> server_links; // by plan node; invalid where none
-  std::size_t local_server_links = 0;      // of them, over a local socket (same host)
-  std::string pacing_text; // how its TCP links are paced and pushes ordered, for its ready line
+  std::vector<channel_actor> server_channels; // by plan node; invalid where none
+  std::size_t local_server_channels = 0;      // of them, over a local socket (same host)
+  std::string pacing_text; // how its TCP channels are paced and pushes ordered, for its ready line
   listener_actor listener;
   std::shared_ptr<listening_socket> listening; // a server's port, bound before it joined
   // What this node serves to every channel: its control inbox, shards (or the aggregators in
   // front of them), computes.
   std::shared_ptr<serving_registry> serving = std::make_shared<serving_registry>();
-  std::shared_ptr<traffic_registry> traffic; // every link of this node counts its frames here
+  std::shared_ptr<traffic_registry> traffic; // every channel of this node counts its frames here
   node_part part;
   // What spawned the part, kept for a part adopted later (on_adopt): the job, its model, the
   // data, and the options (proxies for the servers and the metrics actor).
@@ -82,8 +82,8 @@ struct member_state {
   // A worker's computes report their batches here; re-pointed at a restarted scheduler.
   metrics_relay_actor reports;
   std::uint64_t scheduler_losses = 0; // names the deadline of each absence (rejoining)
-  // The link to the scheduler was admitted (its link_up): a rejoin over a link that never was
-  // (a frozen scheduler's port still takes connections) does not end the absence.
+  // The channel to the scheduler was admitted (its channel_up): a rejoin over a channel that never
+  // was (a frozen scheduler's port still takes connections) does not end the absence.
   bool scheduler_admitted = false;
   // Its answer to the last traffic query (the end of the previous epoch), told to a restarted
   // scheduler, which counts the epoch's traffic from there.
@@ -93,13 +93,13 @@ struct member_state {
   /// Whether the node has ended (its phase is `ending`).
   bool ended() const { return phase.is<member_phases::ending>(); }
   bool continue_on_worker_loss = false; // the job's on_worker_loss = continue
-  // A server's admitted links from workers: the plan node name each one's hello gave, and
+  // A server's admitted channels from workers: the plan node name each one's hello gave, and
   // the channel (to say goodbye on when the run finished).
-  struct worker_link {
+  struct worker_channel {
     std::string name;
     channel_actor channel;
   };
-  std::map<caf::actor_addr, worker_link> worker_links;
+  std::map<caf::actor_addr, worker_channel> worker_channels;
   static inline const char* name = "troupe.member";
 };
 
@@ -139,19 +139,19 @@ std::function<void(int, std::int64_t)> rewound_logger(const member_options& log,
                                                       const std::string& label, std::int64_t steps);
 
 /// The scheduler's adopt (member_adoption.cpp): spawns the lost node's loaders and computes
-/// here, serves the computes on the scheduler link, and says ready naming that node.
+/// here, serves the computes on the scheduler channel, and says ready naming that node.
 void on_adopt(member_actor self, const adopt_message& a);
 
 // A lost scheduler (member_rejoin.cpp).
-/// The scheduler's link was lost (`why`) with no word from it: in training, with a scheduler
+/// The scheduler's channel was lost (`why`) with no word from it: in training, with a scheduler
 /// timeout, the node trains on and retries reaching a restarted scheduler (rejoining), and
 /// true; else false (the node stops, naming the scheduler).
 bool train_on_without_scheduler(member_actor self, const caf::error& why);
-/// Reached a scheduler again over `link` (rejoining): asks its computes and shards where
+/// Reached a scheduler again over `channel` (rejoining): asks its computes and shards where
 /// they stand, then rejoins with that.
-void rejoin_over(member_actor self, const channel_actor& link);
+void rejoin_over(member_actor self, const channel_actor& channel);
 /// Joins over the channel to the scheduler (member_join.cpp).
-void join_over(member_actor self, const channel_actor& link);
+void join_over(member_actor self, const channel_actor& channel);
 /// One try to reach the scheduler (joining, or rejoining once it was lost); a failed try is
 /// tried again until the join timeout (member_join.cpp).
 void try_to_connect(member_actor self);
@@ -160,22 +160,24 @@ std::string scheduler_address(const member_options& options);
 /// Absence `serial` lasted the scheduler timeout: the node stops, naming the scheduler.
 void on_rejoin_deadline(member_actor self, std::uint64_t serial);
 
-// replicas = 2 (member_replicas.cpp).
+// shard_backups = 1 (member_backups.cpp).
 /// A server: spawns the backups of the previous server node's shards and serves them to it.
 void spawn_backups(member_actor self, const training_job& job, const std::vector<tensor>& initial);
-/// A server: links to the next server node (from the assignment's endpoints), which holds its
+/// A server: channels to the next server node (from the assignment's endpoints), which holds its
 /// shards' backups, and gives each shard here its backup there; when that server cannot be
 /// reached, says so and goes on without (as when it is lost later).
-void link_to_backups(member_actor self, const assignment_message& a, const channel_options& link);
+void connect_backups(member_actor self, const assignment_message& a,
+                     const channel_options& channel);
 /// How a worker's computes reach a remote push target: through a relay when the run keeps
-/// replicas, else the proxy itself.
+/// shard backups, else the proxy itself.
 push_target_actor
 remote_shard(caf::actor_system& system,
              const std::shared_ptr<std::map<std::size_t, push_relay_actor>>& relays, bool relayed,
-             const placement_plan& plan, std::size_t actor, const channel_actor& link);
-/// A link this node lost that replicas make survivable (a server link of a worker, the
-/// backup link of a server): handled (logged) and true; false for any other link.
-bool on_replica_link_lost(member_actor self, const caf::actor_addr& link, const caf::error& why);
+             const placement_plan& plan, std::size_t actor, const channel_actor& channel);
+/// A channel this node lost that shard backups make survivable (a server channel of a worker, the
+/// backup channel of a server): handled (logged) and true; false for any other channel.
+bool on_backup_channel_lost(member_actor self, const caf::actor_addr& channel,
+                            const caf::error& why);
 /// The scheduler's promote: a server promotes the backups it holds, a worker re-points.
 void on_promote(member_actor self, const promote_message& p);
 /// The backup actor `source` is, if any ("" if none).

@@ -1,5 +1,5 @@
 // A server's or worker's answer to the scheduler's traffic query (member_state.hpp): the bytes
-// its links moved with each peer, and what its barriers (the aggregators of its part) waited
+// its channels moved with each peer, and what its barriers (the aggregators of its part) waited
 // for: by source node (its sources, the computes of one worker, added up), the longest wait of
 // any of its barriers (they wait at the same time, one per shard), and the steps that node
 // came last in. Totals since the node started; the

@@ -30,7 +30,7 @@ void watch_channel(Self* self, const channel_actor& channel, std::string what) {
     else
       st.channel_lost =
         make_error(errc::peer_down,
-                   "the link to " + what + " ended"
+                   "the channel to " + what + " ended"
                      + (down.reason ? ": " + self->system().render(down.reason) : std::string()));
     for (auto& promise : st.waiting)
       if (promise.pending())

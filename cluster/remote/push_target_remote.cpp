@@ -42,7 +42,7 @@ void serve_push_target(channel_pointer self, wire_message& message) {
     // A request the target refuses (a bad key, a step from the future) is the peer's fault:
     // logged here naming the peer, and the peer's request fails with the reason.
     if (troupe_code(err) == errc::bad_request)
-      channel_log(self->state, "link to " + self->state.peer_name
+      channel_log(self->state, "channel to " + self->state.peer_name
                                  + ": refused its request to shard " + std::to_string(shard) + ": "
                                  + error_text(err));
     write_failure(self, request, as_served(self, err, "shard " + std::to_string(shard)));

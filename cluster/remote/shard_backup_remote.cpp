@@ -1,4 +1,4 @@
-// shard_backup_actor across processes (replicas = 2): a primary shard on one server passes
+// shard_backup_actor across processes (shard_backups = 1): a primary shard on one server passes
 // each push it applied to its backup on the next server. Its codec table, its skeleton
 // (inside the backup server's channel from the primary's server) and its proxy (on the
 // primary's server).
@@ -32,7 +32,7 @@ void serve_shard_backup(channel_pointer self, wire_message& message) {
       },
       [=](caf::error& err) {
         if (troupe_code(err) == errc::bad_request)
-          channel_log(self->state, "link to " + self->state.peer_name + ": the backup of shard "
+          channel_log(self->state, "channel to " + self->state.peer_name + ": the backup of shard "
                                      + std::to_string(shard)
                                      + " refused a replicated push: " + error_text(err));
         write_failure(self, request,

@@ -1,5 +1,5 @@
 // How the scheduler admits its members (scheduler_state.hpp): it listens, takes each join
-// (refusing a second join on one link, another job, a rank taken), settles where workers reach
+// (refusing a second join on one channel, another job, a rank taken), settles where workers reach
 // each server, assigns the servers their places and, once they are ready, the workers; the
 // last ready starts training. A spare waits unassigned for a lost worker's place.
 #include <troupe/cluster/cluster_node.hpp>
@@ -41,16 +41,16 @@ void assign(scheduler_actor self, node_kind role) {
     st.phase.enter(scheduler_phases::servers_assigned{});
   else
     st.phase.enter(scheduler_phases::workers_assigned{});
-  // Workers learn where every server listens; with replicas = 2 the servers too, from their
-  // joins, since each links to the next (member_replicas.cpp).
+  // Workers learn where every server listens; with shard_backups = 1 the servers too, from their
+  // joins, since each channels to the next (member_backups.cpp).
   std::vector<endpoint> servers;
-  if (role == node_kind::worker || st.job.nodes.replicas > 1) {
+  if (role == node_kind::worker || st.job.nodes.shard_backups > 0) {
     for (auto& m : st.members)
       if (m.role == node_kind::server && m.port == 0)
         return fail(self, errc::bad_request,
                     "scheduler: " + m.name()
                       + " said no port when it joined, and with "
-                        "replicas = 2 the other servers link to it before it is ready");
+                        "shard_backups = 1 the other servers connect to it before it is ready");
     servers = server_endpoints(st);
   }
   for (auto& m : st.members)
@@ -136,30 +136,30 @@ std::string settle_server_host(const scheduler_options& options,
 
 } // namespace
 
-// Why a join on `link` is refused whatever the role and phase ("" if it is not): a second join
-// on one link, or another job than the scheduler's.
-std::string refusal_of_join(scheduler_state& st, const channel_actor& link,
+// Why a join on `channel` is refused whatever the role and phase ("" if it is not): a second join
+// on one channel, or another job than the scheduler's.
+std::string refusal_of_join(scheduler_state& st, const channel_actor& channel,
                             const join_message& join) {
-  if (member_of(st, link.address()))
+  if (member_of(st, channel.address()))
     return "it joined twice";
   if (join.job_hash != 0 && join.job_hash != job_hash_without_counts(st.job))
     return other_job_text(st.job, join);
   return "";
 }
 
-// A member for a join on `link` (no rank nor node yet), watched and listed.
-member_entry& add_member(scheduler_actor self, const channel_actor& link,
+// A member for a join on `channel` (no rank nor node yet), watched and listed.
+member_entry& add_member(scheduler_actor self, const channel_actor& channel,
                          const join_message& join) {
   auto& st = self->state;
   member_entry m;
-  m.link = link;
-  m.to = spawn_member_control_proxy(self->system(), link);
+  m.channel = channel;
+  m.to = spawn_member_control_proxy(self->system(), channel);
   m.role = join.role;
   m.host = join.host;
   m.port = join.port; // a server's port bound before it joined (0: it listens once assigned)
   m.seen_from = join.seen_from;
   m.pid = join.pid;
-  self->monitor(link);
+  self->monitor(channel);
   st.members.push_back(m);
   return st.members.back();
 }
@@ -169,7 +169,7 @@ namespace {
 // A spare worker (launch --spares, node --spare, or any worker joining a run in training): kept
 // unassigned until a worker is lost, when it takes the lost node (scheduler_adoption.cpp).
 template <class Refuse>
-void join_spare(scheduler_actor self, const channel_actor& link, const join_message& join,
+void join_spare(scheduler_actor self, const channel_actor& channel, const join_message& join,
                 Refuse refuse) {
   auto& st = self->state;
   if (!st.phase.is<scheduler_phases::joining>()
@@ -177,9 +177,9 @@ void join_spare(scheduler_actor self, const channel_actor& link, const join_mess
       && !st.phase.is<scheduler_phases::workers_assigned>()
       && !st.phase.is<scheduler_phases::training>())
     return refuse("the run is ending");
-  if (auto why = refusal_of_join(st, link, join); !why.empty())
+  if (auto why = refusal_of_join(st, channel, join); !why.empty())
     return refuse(why);
-  auto& m = add_member(self, link, join);
+  auto& m = add_member(self, channel, join);
   m.spare = true;
   record_member_event(st, "admitted", m);
   log_node_line(
@@ -193,7 +193,7 @@ void join_spare(scheduler_actor self, const channel_actor& link, const join_mess
 
 } // namespace
 
-void on_join(scheduler_actor self, const channel_actor& link, const join_message& join) {
+void on_join(scheduler_actor self, const channel_actor& channel, const join_message& join) {
   auto& st = self->state;
   auto refuse = [&](const std::string& why) {
     log_node_line(*st.options, "scheduler: refused a " + std::string(to_string(join.role))
@@ -202,22 +202,22 @@ void on_join(scheduler_actor self, const channel_actor& link, const join_message
     record_event(st.options->events, "refused",
                  {{{"member_pid", static_cast<double>(join.pid)}},
                   {{"member_role", to_string(join.role)}, {"host", join.host}, {"reason", why}}});
-    caf::anon_send(spawn_member_control_proxy(self->system(), link), goodbye_atom::value,
+    caf::anon_send(spawn_member_control_proxy(self->system(), channel), goodbye_atom::value,
                    shutdown_message{"refused by the scheduler: " + why, false});
   };
   if (join.role == node_kind::scheduler)
     return refuse("a scheduler cannot join another scheduler");
   if (join.rejoin || st.options->resume) {
-    if (auto why = refusal_of_rejoin(st, link, join); !why.empty())
+    if (auto why = refusal_of_rejoin(st, channel, join); !why.empty())
       return refuse(why);
     if (join.rejoin)
-      return on_rejoin(self, link, join);
+      return on_rejoin(self, channel, join);
   }
   if (join.role == node_kind::worker && (join.spare || st.phase.is<scheduler_phases::training>()))
-    return join_spare(self, link, join, refuse);
+    return join_spare(self, channel, join, refuse);
   if (!st.phase.is<scheduler_phases::joining>())
     return refuse("the run has started");
-  if (auto why = refusal_of_join(st, link, join); !why.empty())
+  if (auto why = refusal_of_join(st, channel, join); !why.empty())
     return refuse(why);
   const int have = counted_members(st, join.role), want = expected_members(st, join.role);
   if (have >= want)
@@ -246,7 +246,7 @@ void on_join(scheduler_actor self, const channel_actor& link, const join_message
       "scheduler: a node that had not begun training joined before any member of a run in "
       "training rejoined: the run starts afresh (its scheduler was lost before training)");
   }
-  auto& m = add_member(self, link, join);
+  auto& m = add_member(self, channel, join);
   m.rank = rank;
   m.node = plan_node_of(st.plan, join.role, rank);
   log_node_line(
@@ -267,9 +267,9 @@ void on_join(scheduler_actor self, const channel_actor& link, const join_message
   }
 }
 
-void on_ready(scheduler_actor self, const channel_actor& link, const ready_message& ready) {
+void on_ready(scheduler_actor self, const channel_actor& channel, const ready_message& ready) {
   auto& st = self->state;
-  auto* m = member_of(st, link.address());
+  auto* m = member_of(st, channel.address());
   if (m && !m->gone && (on_adopted(self, *m, ready) || on_promoted(self, *m, ready)))
     return;
   const bool in_turn = m && m->role == node_kind::server
@@ -318,21 +318,21 @@ void write_port_file(const std::string& path, std::uint16_t port) {
 
 } // namespace
 
-// Listens (its links check what arrives against the plan's keys and pass node-level messages
+// Listens (its channels check what arrives against the plan's keys and pass node-level messages
 // here), then waits for the members until the join deadline.
 void start_listening(scheduler_actor self) {
   auto& st = self->state;
   const auto& options = *st.options;
-  auto link = channel_options_of(options, node_kind::scheduler, "scheduler", st.traffic);
-  link.plan_hash = st.plan.hash;
-  link.keys = wire_keys_of(st.plan);
-  link.priority = st.job.topology.priority;
-  link.order = forward_order_of(st.plan);
-  link.serving->set<remote_interface::metrics_sink>(
+  auto channel = channel_options_of(options, node_kind::scheduler, "scheduler", st.traffic);
+  channel.plan_hash = st.plan.hash;
+  channel.keys = wire_keys_of(st.plan);
+  channel.priority = st.job.topology.priority;
+  channel.order = forward_order_of(st.plan);
+  channel.serving->set<remote_interface::metrics_sink>(
     0, metrics_sink_actor{st.metrics}); // workers' reports
-  link.serving->set<remote_interface::scheduler_control>(0, scheduler_inbox{self});
+  channel.serving->set<remote_interface::scheduler_control>(0, scheduler_inbox{self});
   auto listener =
-    spawn_listener(self->system(), options.scheduler_host, options.scheduler_port, link);
+    spawn_listener(self->system(), options.scheduler_host, options.scheduler_port, channel);
   if (!listener)
     return fail(self, errc::peer_down,
                 "scheduler: " + reason_text(self->system(), listener.error()));

@@ -3,7 +3,7 @@
 //
 // The coordinator drives each remote compute through a relay (compute_relay below) rather than
 // the compute's proxy itself. A relay passes train, validate and end-epoch on to the proxy it
-// points at; a phase that fails there with errc::peer_down (the worker's link ended) is held,
+// points at; a phase that fails there with errc::peer_down (the worker's channel ended) is held,
 // not answered, until the scheduler re-points the relay at the compute's new home, which is
 // then asked the same phase with the same deadline. The coordinator never sees the loss.
 //
@@ -13,7 +13,7 @@
 // (the lost node, and whatever that node had adopted itself); the worker spawns the node's
 // loaders and computes beside its own and says ready naming the node, and only then does the
 // scheduler re-point the relays of that node's computes (at new proxies over the adopter's
-// link): a control frame sent earlier could reach the adopter before its computes are served.
+// channel): a control frame sent earlier could reach the adopter before its computes are served.
 //
 // A second worker lost while an adoption is under way stops the run, naming both: the state
 // of the first adoption (which computes the adopter spawned) is not known to the scheduler
@@ -229,7 +229,7 @@ bool on_adopted(scheduler_actor self, member_entry& m, const ready_message& read
     if (relay == st.relays.end())
       continue;
     self->send(relay->second, repoint_atom::value,
-               spawn_compute_proxy(self->system(), m.link,
+               spawn_compute_proxy(self->system(), m.channel,
                                    static_cast<std::uint32_t>(st.plan.actors[a].worker)));
   }
   const auto seconds =

@@ -6,17 +6,17 @@
 // server that is not serving yet.
 //
 // The actor is a state machine (scheduler_phases.hpp: a type per phase, one table of moves)
-// driven by typed node-control messages from its links: joining -> servers assigned -> workers
+// driven by typed node-control messages from its channels: joining -> servers assigned -> workers
 // assigned -> training -> ending, with `failing` between training and ending when the session fails
 // with a lost peer before the loss itself has been reported: the loss names the node and
-// when, so the run ends with it; no timing orders the two (links report a loss before they
+// when, so the run ends with it; no timing orders the two (channels report a loss before they
 // fail anything, and a member that stops for a lost peer names it in its goodbye).
 //
-// Every member link is watched from its join on: a link that ends before the run has
+// Every member channel is watched from its join on: a channel that ends before the run has
 // finished is a lost node and ends the run. Whichever way the run ends, the members are
 // told (a shutdown frame, `finished` or with the reason) and the answer waits until their
-// links have closed (at most the clocks' goodbye_grace), so the frames are out before the process
-// exits.
+// channels have closed (at most the clocks' goodbye_grace), so the frames are out before the
+// process exits.
 #include <troupe/cluster/cluster_node.hpp>
 
 #include <algorithm>
@@ -96,7 +96,7 @@ namespace {
 
 void answer_if_done(scheduler_actor self, bool grace_over);
 
-// Tells every member still there how the run ends, then answers once their links have closed
+// Tells every member still there how the run ends, then answers once their channels have closed
 // (or the grace is over).
 void end_run(scheduler_actor self, caf::expected<training_result> outcome) {
   auto& st = self->state;
@@ -169,11 +169,11 @@ void fail(scheduler_actor self, errc code, const std::string& why) {
 
 namespace {
 
-// The session failed. A peer_down there is the echo of a lost link (a remote compute's
+// The session failed. A peer_down there is the echo of a lost channel (a remote compute's
 // request failed with it); the loss itself reaches this actor too, from the scheduler's own
-// link to that node or from a member that lost it (its goodbye names it), and it names the
+// channel to that node or from a member that lost it (its goodbye names it), and it names the
 // node and when. So unless a loss has been reported already, the scheduler waits for it
-// (failing), at most the connection timeout, within which every lost link is noticed.
+// (failing), at most the connection timeout, within which every lost channel is noticed.
 void on_session_failed(scheduler_actor self, caf::error err) {
   auto& st = self->state;
   if (st.phase.is<scheduler_phases::ending>() || st.phase.is<scheduler_phases::failing>())
@@ -209,26 +209,26 @@ void on_member_lost(scheduler_actor self, member_entry& m, const std::string& wh
 
 namespace {
 
-// Each plan node's link: its member's, or (a scheduler restarted after losses) the member's that
+// Each plan node's channel: its member's, or (a scheduler restarted after losses) the member's that
 // adopted its computes or promoted its shards.
-std::vector<channel_actor> links_by_node(const scheduler_state& st) {
-  std::vector<channel_actor> link_of_node(st.plan.nodes.size());
+std::vector<channel_actor> channels_by_node(const scheduler_state& st) {
+  std::vector<channel_actor> channel_of_node(st.plan.nodes.size());
   for (auto& m : st.members) {
     if (m.node >= 0) // (a spare has no node)
-      link_of_node.at(static_cast<std::size_t>(m.node)) = m.link;
+      channel_of_node.at(static_cast<std::size_t>(m.node)) = m.channel;
     for (auto n : m.adopted_nodes)
-      link_of_node.at(static_cast<std::size_t>(n)) = m.link;
+      channel_of_node.at(static_cast<std::size_t>(n)) = m.channel;
     for (auto n : m.promoted_nodes)
-      link_of_node.at(static_cast<std::size_t>(n)) = m.link;
+      channel_of_node.at(static_cast<std::size_t>(n)) = m.channel;
   }
-  return link_of_node;
+  return channel_of_node;
 }
 
 // How the session reaches what lives on the members: their computes (through a relay the
 // scheduler can re-point, with on_worker_loss = adopt: scheduler_adoption.cpp), their shards
-// (through a relay with replicas = 2: scheduler_promotion.cpp) and their checkpoint parts. The
+// (through a relay with shard_backups = 1: scheduler_promotion.cpp) and their checkpoint parts. The
 // relays are spawned here, before the session asks.
-remote_actors remote_of_members(scheduler_actor self, const std::vector<channel_actor>& links) {
+remote_actors remote_of_members(scheduler_actor self, const std::vector<channel_actor>& channels) {
   auto& st = self->state;
   auto& system = self->system();
   const auto& plan = st.plan;
@@ -236,24 +236,24 @@ remote_actors remote_of_members(scheduler_actor self, const std::vector<channel_
     for (auto c : plan.actors_of(plan_role::compute)) {
       const auto& a = plan.actors.at(c);
       st.relays[c] = spawn_compute_relay(
-        system, spawn_compute_proxy(system, links.at(static_cast<std::size_t>(a.node)),
+        system, spawn_compute_proxy(system, channels.at(static_cast<std::size_t>(a.node)),
                                     static_cast<std::uint32_t>(a.worker)));
     }
-  if (st.job.nodes.replicas > 1)
+  if (st.job.nodes.shard_backups > 0)
     for (auto s : plan.actors_of(plan_role::shard)) {
       const auto& a = plan.actors.at(s);
-      st.shard_relays[s] =
-        spawn_push_relay(system,
-                         spawn_push_target_proxy(system, links.at(static_cast<std::size_t>(a.node)),
-                                                 static_cast<std::uint32_t>(a.shard)),
-                         a.name);
+      st.shard_relays[s] = spawn_push_relay(
+        system,
+        spawn_push_target_proxy(system, channels.at(static_cast<std::size_t>(a.node)),
+                                static_cast<std::uint32_t>(a.shard)),
+        a.name);
     }
   remote_actors remote;
   remote.compute = [=, &system, relays = st.relays](std::size_t actor) -> compute_actor {
     const auto& a = plan.actors.at(actor);
     if (auto relay = relays.find(actor); relay != relays.end())
       return relay->second;
-    return spawn_compute_proxy(system, links.at(static_cast<std::size_t>(a.node)),
+    return spawn_compute_proxy(system, channels.at(static_cast<std::size_t>(a.node)),
                                static_cast<std::uint32_t>(a.worker));
   };
   remote.push_target = [=, &system,
@@ -261,11 +261,11 @@ remote_actors remote_of_members(scheduler_actor self, const std::vector<channel_
     const auto& a = plan.actors.at(actor);
     if (auto relay = relays.find(actor); relay != relays.end())
       return push_target_actor{relay->second};
-    return spawn_push_target_proxy(system, links.at(static_cast<std::size_t>(a.node)),
+    return spawn_push_target_proxy(system, channels.at(static_cast<std::size_t>(a.node)),
                                    static_cast<std::uint32_t>(a.shard));
   };
   remote.checkpoint_part = [=, &system](int node) {
-    return spawn_checkpoint_part_proxy(system, links.at(static_cast<std::size_t>(node)));
+    return spawn_checkpoint_part_proxy(system, channels.at(static_cast<std::size_t>(node)));
   };
   return remote;
 }
@@ -292,7 +292,7 @@ void start_training(scheduler_actor self) {
   sinks.node.train_data = st.train_set;
   sinks.node.validation_data = st.validation_set;
   sinks.node.resume_at_epoch = st.resume_epoch;
-  sinks.node.remote = remote_of_members(self, links_by_node(st));
+  sinks.node.remote = remote_of_members(self, channels_by_node(st));
   st.session = st.spawn_session(self->system(), st.job, std::move(sinks));
   self->monitor(st.session);
   self->attach_functor(
@@ -332,11 +332,11 @@ bool goes_on_without(scheduler_actor self, const member_entry& m, const std::str
   return true;
 }
 
-// The member on `link` stops and says why. A member that stopped because it lost a peer
+// The member on `channel` stops and says why. A member that stopped because it lost a peer
 // names that peer's plan node: the run ends naming the lost node, whichever report came first.
-void on_goodbye(scheduler_actor self, const channel_actor& link, const shutdown_message& end) {
+void on_goodbye(scheduler_actor self, const channel_actor& channel, const shutdown_message& end) {
   auto& st = self->state;
-  auto* m = member_of(st, link.address());
+  auto* m = member_of(st, channel.address());
   if (!m || m->gone)
     return; // a node that never joined: nothing of the run is lost
   if (st.phase.is<scheduler_phases::ending>()) {
@@ -383,11 +383,11 @@ void on_member_lost(scheduler_actor self, member_entry& m, const std::string& wh
            : (m.role == node_kind::server ? "; not promoted: " : "; not adopted: ") + not_adopted));
 }
 
-// The link of a member ended (`why`; empty: normally), reported by the link itself before it
-// failed anything, or seen as the link actor's down.
-void on_link_lost(scheduler_actor self, const caf::actor_addr& link, const caf::error& why) {
+// The channel of a member ended (`why`; empty: normally), reported by the channel itself before it
+// failed anything, or seen as the channel actor's down.
+void on_channel_lost(scheduler_actor self, const caf::actor_addr& channel, const caf::error& why) {
   auto& st = self->state;
-  auto* m = member_of(st, link);
+  auto* m = member_of(st, channel);
   if (!m)
     return; // a node that never joined: nothing of the run is lost
   if (st.phase.is<scheduler_phases::ending>()) {
@@ -407,7 +407,7 @@ void on_down(scheduler_actor self, const caf::down_msg& down) {
     return fail(self, errc::internal,
                 "scheduler: the training session terminated: "
                   + reason_text(self->system(), down.reason));
-  on_link_lost(self, down.source, down.reason);
+  on_channel_lost(self, down.source, down.reason);
 }
 
 scheduler_self_actor::behavior_type scheduler(scheduler_actor self, scheduler_setup setup) {
@@ -436,7 +436,7 @@ scheduler_self_actor::behavior_type scheduler(scheduler_actor self, scheduler_se
     start_listening(self);
   else
     self->delayed_send(self, st.options->join_timeout, join_deadline_atom::value);
-  // Whatever ends the scheduler ends its listener (and with it every member link) and the
+  // Whatever ends the scheduler ends its listener (and with it every member channel) and the
   // session. The functor runs after the state is gone: it holds its own handles.
   self->attach_functor([listener = st.listener](const caf::error&) {
     if (listener)
@@ -451,20 +451,22 @@ scheduler_self_actor::behavior_type scheduler(scheduler_actor self, scheduler_se
         answer_if_done(self, true);
       return promise;
     },
-    [=](join_atom, channel_actor& link, join_message& join) {
+    [=](join_atom, channel_actor& channel, join_message& join) {
       if (!self->state.phase.is<scheduler_phases::ending>())
-        on_join(self, link, join);
+        on_join(self, channel, join);
     },
-    [=](ready_atom, channel_actor& link, ready_message& ready) {
+    [=](ready_atom, channel_actor& channel, ready_message& ready) {
       if (!self->state.phase.is<scheduler_phases::ending>())
-        on_ready(self, link, ready);
+        on_ready(self, channel, ready);
     },
-    [=](traffic_atom, channel_actor& link, traffic_message& traffic) {
-      on_traffic(self, link, traffic);
+    [=](traffic_atom, channel_actor& channel, traffic_message& traffic) {
+      on_traffic(self, channel, traffic);
     },
-    [=](goodbye_atom, channel_actor& link, shutdown_message& end) { on_goodbye(self, link, end); },
-    [=](link_lost_atom, channel_actor& link, caf::error& why) {
-      on_link_lost(self, link.address(), why);
+    [=](goodbye_atom, channel_actor& channel, shutdown_message& end) {
+      on_goodbye(self, channel, end);
+    },
+    [=](channel_lost_atom, channel_actor& channel, caf::error& why) {
+      on_channel_lost(self, channel.address(), why);
     },
     [=](join_deadline_atom) {
       if (self->state.before_training())

@@ -13,7 +13,7 @@ const std::vector<phase_edge>& scheduler_edges() {
     {"servers assigned", "ending", "a member lost or failed, the join timeout, or an interrupt"},
     {"workers assigned", "training", "every worker ready: the session starts"},
     {"workers assigned", "ending", "a member lost or failed, the join timeout, or an interrupt"},
-    {"training", "failing", "the session failed with a lost link's echo, no loss named yet"},
+    {"training", "failing", "the session failed with a lost channel's echo, no loss named yet"},
     {"training", "ending", "the session's result, a loss that stops the run, or an interrupt"},
     {"failing", "ending", "the loss named, or a connection timeout without it"},
   };

@@ -35,14 +35,14 @@ struct training {
   static constexpr const char* name = "training";
 };
 
-/// The session failed with an echo of a lost link; waiting (at most a connection timeout) for
+/// The session failed with an echo of a lost channel; waiting (at most a connection timeout) for
 /// the loss itself, which names the node and when.
 struct failing {
   caf::error unexplained; ///< the session's failure, ended with once the loss is named
   static constexpr const char* name = "failing";
 };
 
-/// The members were told how the run ends; waiting for their links to close.
+/// The members were told how the run ends; waiting for their channels to close.
 struct ending {
   caf::expected<training_result> outcome;
   bool servers_told =

@@ -1,15 +1,15 @@
-// Replicated shards (replicas = 2): what the scheduler does when a server process is lost
+// Shards with a backup (shard_backups = 1): what the scheduler does when a server process is lost
 // during training.
 //
 // The server nodes form a ring in plan order, each holding the backups of the previous one's
-// shards (member_replicas.cpp). When server node L is lost, the next live one in the ring, B,
+// shards (member_backups.cpp). When server node L is lost, the next live one in the ring, B,
 // holds L's backups: the scheduler sends B promote{L, B} and waits for B's ready naming L (B
 // has seeded the backup aggregators and serves the backups where L's shards were served).
 // Only then does it send promote{L, B} to every worker, whose relays re-point L's shards at B
 // and ask there again whatever the loss held, and re-point the session's own relays (its pulls
 // of the final weights): a worker told earlier could push to B before B serves the backups.
 //
-// What stops the run instead, named in the log: no replicas; a loss outside training; the
+// What stops the run instead, named in the log: no shard backups; a loss outside training; the
 // lost server's backups lost too (B gone), or shards it had promoted itself (their only copy);
 // a second server lost while a promotion is under way.
 #include <algorithm>
@@ -20,14 +20,14 @@
 
 #include <troupe/cluster/remote_proxies.hpp>
 
-#include "cluster/replica_ring.hpp"
+#include "cluster/backup_ring.hpp"
 #include "cluster/scheduler/scheduler_state.hpp"
 
 namespace troupe {
 
 std::string promote_lost_server(scheduler_actor self, member_entry& m, const std::string& what) {
   auto& st = self->state;
-  if (m.role != node_kind::server || st.job.nodes.replicas < 2
+  if (m.role != node_kind::server || st.job.nodes.shard_backups == 0
       || !st.phase.is<scheduler_phases::training>())
     return "stop";
   const auto& plan = st.plan;
@@ -56,7 +56,7 @@ std::string promote_lost_server(scheduler_actor self, member_entry& m, const std
   st.server_lost_at = std::chrono::steady_clock::now();
   log_node_line(*st.options, "scheduler: " + what + "; " + backup->name()
                                + " holds the backups of its shards (" + shard_names(plan, m.node)
-                               + "): promoting them (replicas = 2)");
+                               + "): promoting them (shard_backups = 1)");
   record_member_event(
     st, "promotion", *backup,
     {{{"lost_node", m.node}}, {{"lost", plan.nodes.at(static_cast<std::size_t>(m.node)).name}}});
@@ -84,7 +84,7 @@ bool on_promoted(scheduler_actor self, member_entry& m, const ready_message& rea
   for (auto& [actor, relay] : st.shard_relays)
     if (st.plan.actors.at(actor).node == node)
       self->send(relay, repoint_atom::value,
-                 spawn_push_target_proxy(self->system(), m.link,
+                 spawn_push_target_proxy(self->system(), m.channel,
                                          static_cast<std::uint32_t>(st.plan.actors[actor].shard)));
   const auto seconds =
     std::chrono::duration<double>(std::chrono::steady_clock::now() - st.server_lost_at).count();

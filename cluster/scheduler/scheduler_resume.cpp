@@ -79,7 +79,7 @@ std::string rejoin_progress(const scheduler_state& st) {
          + (waiting.empty() ? "" : "; waiting for " + waiting);
 }
 
-std::string refusal_of_rejoin(scheduler_state& st, const channel_actor& link,
+std::string refusal_of_rejoin(scheduler_state& st, const channel_actor& channel,
                               const join_message& join) {
   if (!join.rejoin) {
     if (join.spare || !st.resumed_run)
@@ -99,7 +99,7 @@ std::string refusal_of_rejoin(scheduler_state& st, const channel_actor& link,
            "joined it first";
   if (!st.phase.is<scheduler_phases::joining>())
     return "the run went on already (every plan node was back)";
-  if (member_of(st, link.address()))
+  if (member_of(st, channel.address()))
     return "it joined twice";
   if (join.job_hash != job_hash_without_counts(st.job))
     return "it trains another job (hash " + hash_text(join.job_hash) + ", this scheduler's "
@@ -122,11 +122,11 @@ std::string refusal_of_rejoin(scheduler_state& st, const channel_actor& link,
   return "";
 }
 
-void on_rejoin(scheduler_actor self, const channel_actor& link, const join_message& join) {
+void on_rejoin(scheduler_actor self, const channel_actor& channel, const join_message& join) {
   auto& st = self->state;
   const auto& r = *join.rejoin;
   st.resumed_run = true;
-  auto& m = add_member(self, link, join);
+  auto& m = add_member(self, channel, join);
   m.node = static_cast<int>(r.node);
   m.rank = st.plan.nodes[r.node].rank;
   m.threads = static_cast<int>(r.threads);

@@ -37,7 +37,7 @@ using traffic_due_atom = caf::atom_constant<caf::atom("trafficdue")>;
 using compute_relay_actor = compute_actor::extend<caf::reacts_to<repoint_atom, compute_actor>>;
 using cause_due_atom = caf::atom_constant<caf::atom("causedue")>;
 
-/// The scheduler node: the node-control protocol its links speak to it, the gate between its
+/// The scheduler node: the node-control protocol its channels speak to it, the gate between its
 /// session's epochs (where it gathers each epoch's traffic: scheduler_traffic.cpp), the host's
 /// run request and its interrupt.
 using scheduler_node_actor = scheduler_inbox::extend_with<epoch_gate_actor>::extend<
@@ -49,7 +49,7 @@ using scheduler_self_actor =
                                caf::reacts_to<traffic_due_atom, std::int64_t>>;
 
 struct member_entry {
-  channel_actor link;
+  channel_actor channel;
   member_control_actor to; // the one proxy every node-level message to it goes through
   node_kind role = node_kind::worker;
   int rank = -1;         // within its role
@@ -67,7 +67,7 @@ struct member_entry {
   std::vector<int>
     adopted_nodes;           // lost worker nodes whose computes it runs (on_worker_loss = adopt)
   std::vector<int> adopting; // told to adopt, not ready with them yet
-  std::vector<int> promoted_nodes; // lost server nodes whose shards it serves (replicas = 2)
+  std::vector<int> promoted_nodes; // lost server nodes whose shards it serves (shard_backups = 1)
   int promoting = -1;              // the lost server node it was told to promote, not ready yet
   std::string name() const {
     return (spare ? "spare " : "") + std::string(to_string(role))
@@ -114,7 +114,7 @@ struct scheduler_state {
   /// The relays the coordinator drives remote computes through, by plan actor (adopt only).
   std::map<std::size_t, compute_relay_actor> relays;
   std::chrono::steady_clock::time_point lost_at; // when the last adopted loss was seen
-  /// The relays the session reaches remote shards through, by plan actor (replicas = 2).
+  /// The relays the session reaches remote shards through, by plan actor (shard_backups = 1).
   std::map<std::size_t, push_relay_actor> shard_relays;
   std::chrono::steady_clock::time_point server_lost_at; // when the last promoted loss was seen
   scheduler_machine phase{scheduler_edges()};
@@ -138,9 +138,9 @@ struct scheduler_state {
 
 using scheduler_actor = scheduler_self_actor::stateful_pointer<scheduler_state>;
 
-inline member_entry* member_of(scheduler_state& st, const caf::actor_addr& link) {
+inline member_entry* member_of(scheduler_state& st, const caf::actor_addr& channel) {
   for (auto& m : st.members)
-    if (m.link.address() == link)
+    if (m.channel.address() == channel)
       return &m;
   return nullptr;
 }
@@ -158,7 +158,7 @@ inline int live_members(const scheduler_state& st) {
 caf::result<bool> on_epoch_done(scheduler_actor self, std::int64_t epoch, deadline due);
 /// A member's traffic answer; the last one ends the gathering. An answer the open gathering
 /// did not ask for (another epoch, a node not asked, none open) is dropped and logged.
-void on_traffic(scheduler_actor self, const channel_actor& link, const traffic_message& t);
+void on_traffic(scheduler_actor self, const channel_actor& channel, const traffic_message& t);
 /// The deadline of gathering `serial` passed: ends it with the answers that came.
 void on_traffic_due(scheduler_actor self, std::int64_t serial);
 /// Ends the gathering if every member still there has answered (one was lost meanwhile).
@@ -189,10 +189,10 @@ std::string adopt_lost_worker(scheduler_actor self, member_entry& m, const std::
 /// computes' relays at `m`. False when the ready is no such answer.
 bool on_adopted(scheduler_actor self, member_entry& m, const ready_message& ready);
 
-// Replicated shards (scheduler_promotion.cpp).
-/// Server `m` was lost (`what` says so): with replicas = 2 during training, tells the server
+// Shards with a backup (scheduler_promotion.cpp).
+/// Server `m` was lost (`what` says so): with shard_backups = 1 during training, tells the server
 /// holding its backups to promote them and returns ""; else returns why not ("stop" where
-/// the run keeps no replicas), and the run stops.
+/// the run keeps no shard backups), and the run stops.
 std::string promote_lost_server(scheduler_actor self, member_entry& m, const std::string& what);
 /// A ready from server `m` during training naming the node it was promoting: tells every
 /// worker, and re-points the session's own relays, at `m`. False when the ready is no such answer.
@@ -212,20 +212,21 @@ void record_member_event(const scheduler_state& st, const std::string& event, co
 void fail(scheduler_actor self, errc code, const std::string& why);
 
 // Admission (scheduler_admission.cpp).
-/// Listens for members (the links check what arrives against the plan's keys and pass
+/// Listens for members (the channels check what arrives against the plan's keys and pass
 /// node-level messages here), writes the port file, then waits until the join deadline.
 void start_listening(scheduler_actor self);
-/// A member's join on `link`: refused, listed as a spare, or given its rank; once every
+/// A member's join on `channel`: refused, listed as a spare, or given its rank; once every
 /// server has joined they are assigned, once they are ready the workers.
-void on_join(scheduler_actor self, const channel_actor& link, const join_message& join);
+void on_join(scheduler_actor self, const channel_actor& channel, const join_message& join);
 /// A member's ready: the last server's assigns the workers, the last worker's starts training.
-void on_ready(scheduler_actor self, const channel_actor& link, const ready_message& ready);
-/// Why a join on `link` is refused whatever the role and phase ("" if it is not): a second join
-/// on one link, or another job than the scheduler's.
-std::string refusal_of_join(scheduler_state& st, const channel_actor& link,
+void on_ready(scheduler_actor self, const channel_actor& channel, const ready_message& ready);
+/// Why a join on `channel` is refused whatever the role and phase ("" if it is not): a second join
+/// on one channel, or another job than the scheduler's.
+std::string refusal_of_join(scheduler_state& st, const channel_actor& channel,
                             const join_message& join);
-/// A member for a join on `link` (no rank nor node yet), watched and listed.
-member_entry& add_member(scheduler_actor self, const channel_actor& link, const join_message& join);
+/// A member for a join on `channel` (no rank nor node yet), watched and listed.
+member_entry& add_member(scheduler_actor self, const channel_actor& channel,
+                         const join_message& join);
 /// Spawns the session (its coordinator, metrics) and trains; a restarted scheduler's goes on
 /// at resume_epoch.
 void start_training(scheduler_actor self);
@@ -234,11 +235,11 @@ void start_training(scheduler_actor self);
 /// Why a join is refused by the rules of rejoining ("" if it is not): a rejoin to a scheduler
 /// not started with --resume, a first join (not a spare's) to one that was, a rejoin once the
 /// run went on, or one naming a node that is not its role's or is back already.
-std::string refusal_of_rejoin(scheduler_state& st, const channel_actor& link,
+std::string refusal_of_rejoin(scheduler_state& st, const channel_actor& channel,
                               const join_message& join);
 /// A member of the run rejoins (refusal_of_rejoin said yes): listed, ready, with the nodes it
 /// adopted or promoted; once every plan node is back, training goes on.
-void on_rejoin(scheduler_actor self, const channel_actor& link, const join_message& join);
+void on_rejoin(scheduler_actor self, const channel_actor& channel, const join_message& join);
 /// "3 of 4 plan nodes back; waiting for worker_1" (a restarted scheduler's join progress).
 std::string rejoin_progress(const scheduler_state& st);
 

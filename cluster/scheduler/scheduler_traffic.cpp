@@ -61,9 +61,9 @@ caf::result<bool> on_epoch_done(scheduler_actor self, std::int64_t epoch, deadli
   return promise;
 }
 
-void on_traffic(scheduler_actor self, const channel_actor& link, const traffic_message& t) {
+void on_traffic(scheduler_actor self, const channel_actor& channel, const traffic_message& t) {
   auto& st = self->state;
-  auto* m = member_of(st, link.address());
+  auto* m = member_of(st, channel.address());
   const auto epoch = std::to_string(t.epoch);
   if (!m)
     return log_node_line(*st.options, "scheduler: dropped a traffic answer for epoch " + epoch
@@ -124,7 +124,7 @@ void end_gathering(scheduler_actor self, caf::error run_ends) {
     st.traffic_table.add_waits(waits);
   std::vector<peer_traffic> mine;
   for (auto& entry : st.traffic->snapshot()) {
-    if (auto* m = member_of(st, entry.link)) // (a spare without a node by its pid)
+    if (auto* m = member_of(st, entry.channel)) // (a spare without a node by its pid)
       entry.traffic.peer = m->node >= 0 ? st.plan.nodes.at(static_cast<std::size_t>(m->node)).name
                                         : "spare_pid_" + std::to_string(m->pid);
     mine.push_back(std::move(entry.traffic));

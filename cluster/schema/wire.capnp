@@ -12,7 +12,7 @@ using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("troupe::wire");
 
 # Raised whenever a Frame's meaning changes; a peer with another version is refused by name.
-const protocolVersion :UInt32 = 7;  # 2: requests carry the time left to their deadline; 3: checkpoints; 4: replicas; 5: rejoin, barrier waits; 6: compressed values; 7: a 2-bit scale per block of 256 values
+const protocolVersion :UInt32 = 7;  # 2: requests carry the time left to their deadline; 3: checkpoints; 4: shard backups; 5: rejoin, barrier waits; 6: compressed values; 7: a 2-bit scale per block of 256 values
 
 enum Role {
   scheduler @0;
@@ -160,7 +160,7 @@ struct Rejoin {
   epoch @2 :Int64 = -1;        # a worker: the latest epoch any of its computes was asked to train; -1: none
   appliedStep @3 :Int64 = -1;  # a server: the last step its shards applied; -1: none yet
   adopted @4 :List(UInt32);    # lost worker nodes whose computes it runs (on_worker_loss = adopt)
-  promoted @5 :List(UInt32);   # lost server nodes whose shards it serves (replicas = 2)
+  promoted @5 :List(UInt32);   # lost server nodes whose shards it serves (shard_backups = 1)
   counted @6 :Traffic;         # its answer to the last traffic query (the previous epoch's end), from
                                # which a restarted scheduler counts the epoch's traffic; absent: none
 }
@@ -309,7 +309,7 @@ struct Replicated {
   request @0 :UInt64;
   updates @1 :Int64;
 }
-# The scheduler, when server node `node` was lost in a run with replicas = 2: the shards of
+# The scheduler, when server node `node` was lost in a run with shard_backups = 1: the shards of
 # `node` are now served by server node `server`, which holds their backups. Sent first to that
 # server, which promotes them and says Ready with `node`; then to every worker, which sends
 # those shards' pushes there (docs/operations.md, "A lost server").

@@ -4,7 +4,7 @@
 // frames, same admission, same heartbeats: only the byte transport changes. Why: on loopback,
 // TCP spends most of a transfer's CPU in the protocol (segmenting, acknowledging, softirq
 // delivery), not in the copy; a Unix socket with wide buffers moves a 437 KB frame each way for
-// less than a third of that CPU (docs/benchmarks.md, "Same-host links"), and on a shared
+// less than a third of that CPU (docs/notes/benchmarks-notebook.md measured it), and on a shared
 // machine that CPU is taken from the computes.
 //
 // Abstract names live in the network namespace, as TCP ports do: a node in another namespace

@@ -97,10 +97,11 @@ std::vector<config_key> cluster_keys() {
       .help_is("compute actors push each group as soon as backward has produced it; false: all "
                "pushes after backward (--no-overlap)"),
     entry("cluster", "priority", k::boolean, cluster<&cluster_config::priority>)
-      .help_is("in a cluster run, links write control frames first and pushes, their answers and "
-               "backups first layers first (the order the next forward needs them); false: "
-               "backward's order (--no-priority)",
-               "docs/protocol.md, \"Priority\""),
+      .help_is(
+        "in a cluster run, channels write control frames first and pushes, their answers and "
+        "backups first layers first (the order the next forward needs them); false: "
+        "backward's order (--no-priority)",
+        "docs/protocol.md, \"Priority\""),
     entry("cluster", "server_nodes", k::integer, cluster<&cluster_config::server_nodes>)
       .within(whole(0, 1024))
       .flag_is("server-nodes")
@@ -125,13 +126,18 @@ std::vector<config_key> cluster_keys() {
                "`continue`: only where computes push straight to the shards, as in async and ssp; "
                "its computes get no more work, its part of the data goes unused, ssp's shards stop "
                "waiting for them"),
+    entry("cluster", "shard_backups", k::integer, cluster<&cluster_config::shard_backups>)
+      .within(whole(0, 1))
+      .flag_is("shard-backups")
+      .help_is("backups of each server process's shards: 0, or 1 for a backup on the next server "
+               "process, promoted when the server is lost",
+               "the run goes on with the weights of a run that lost nothing (docs/operations.md, "
+               "\"A lost server\"); 1 needs at least 2 server processes; ignored in one process"),
     entry("cluster", "replicas", k::integer, cluster<&cluster_config::replicas>)
       .within(whole(1, 2))
       .flag_is("replicas")
-      .help_is("copies of each server process's shards: 1, or 2 for a backup on the next server "
-               "process, promoted when the server is lost",
-               "the run goes on with the weights of a run that lost nothing (docs/operations.md, "
-               "\"A lost server\"); 2 needs at least 2 server processes; ignored in one process"),
+      .help_is("the old name of shard_backups, still read: replicas = N is shard_backups = N - 1",
+               "give one of the two, not both"),
     entry("cluster", "scheduler", k::text, cluster<&cluster_config::scheduler>)
       .flag_is("scheduler")
       .default_is("none")
@@ -147,7 +153,7 @@ std::vector<config_key> cluster_keys() {
     entry("cluster", "heartbeat", k::real, cluster<&cluster_config::heartbeat>)
       .within(real(0.05, 600))
       .flag_is("heartbeat")
-      .help_is("seconds between heartbeats on every link between processes"),
+      .help_is("seconds between heartbeats on every channel between processes"),
     entry("cluster", "peer_timeout", k::real, cluster<&cluster_config::peer_timeout>)
       .within(real(0.2, 3600))
       .flag_is("peer-timeout")
@@ -162,7 +168,7 @@ std::vector<config_key> cluster_keys() {
     entry("cluster", "tcp_congestion", k::name, cluster<&cluster_config::tcp_congestion>)
       .checked_by(check_congestion)
       .flag_is("tcp-congestion")
-      .help_is("the TCP congestion control of links between hosts: auto, system or an algorithm",
+      .help_is("the TCP congestion control of channels between hosts: auto, system or an algorithm",
                "`auto` runs cubic where the process may set it (root, or cubic in "
                "`net.ipv4.tcp_allowed_congestion_control`) and the host's default otherwise (the "
                "node says so), `system` the host's default, any other name that algorithm (a node "
@@ -172,16 +178,16 @@ std::vector<config_key> cluster_keys() {
       .within(whole(0, 10000000, "0: not stated"))
       .flag_is("link-mbit")
       .help_is("the rate of each host's link per direction in Mbit/s",
-               "every node paces its TCP links at an equal share of it and, with two or more "
+               "every node paces its TCP channels at an equal share of it and, with two or more "
                "worker nodes, every worker writes a step's pushes in one fixed order "
-               "(docs/operations.md, \"Paced links and a fixed push order\")"),
+               "(docs/operations.md, \"Paced channels and a fixed push order\")"),
     entry("cluster", "backward_ms", k::real, cluster<&cluster_config::backward_ms>)
       .within(real(-1, 3600e3))
       .checked_by(check_backward)
       .flag_is("backward-ms")
       .range_words("-1, or between 0 and 3600000")
       .help_is("with link_mbit: milliseconds a step's backward takes, which sets how much of the "
-               "last layers each link writes first",
+               "last layers each channel writes first",
                "-1: the compute stand-in's backward (two thirds of its step), else 0"),
   };
 }

@@ -1,10 +1,10 @@
-// Replicated shards (replicas = 2) message by message on CAF's deterministic test coordinator:
-// a primary shard answers a push only once its backup has the step, one whose backup's link
-// ended holds its answers until told the backup is gone, a backup's refusal fails the push; the
-// backup's weights and momentum equal the primary's bit for bit; a group and step applied once is
-// answered, not applied again; a promoted backup's aggregator, seeded with what its shard applied,
-// answers a repeat of the step in flight with the weights after it and sums the next step as usual.
-// ctest runs each case alone.
+// Shards with a backup (shard_backups = 1) message by message on CAF's deterministic test
+// coordinator: a primary shard answers a push only once its backup has the step, one whose backup's
+// channel ended holds its answers until told the backup is gone, a backup's refusal fails the push;
+// the backup's weights and momentum equal the primary's bit for bit; a group and step applied once
+// is answered, not applied again; a promoted backup's aggregator, seeded with what its shard
+// applied, answers a repeat of the step in flight with the weights after it and sums the next step
+// as usual. ctest runs each case alone.
 #define CAF_SUITE replication
 #define CAF_TEST_UNIT_TEST_IMPL
 
@@ -50,7 +50,7 @@ using held_backup_actor =
   shard_backup_actor::extend<caf::reacts_to<release_atom>, caf::reacts_to<vanish_atom>>;
 
 // A backup that records each replicated push and answers only when told (release: every
-// waiting push acknowledged), or vanishes as a proxy whose link ended (its process lost).
+// waiting push acknowledged), or vanishes as a proxy whose channel ended (its process lost).
 held_backup_actor::behavior_type held_backup(held_backup_actor::pointer self,
                                              std::shared_ptr<backup_probe> probe) {
   return {
@@ -59,7 +59,7 @@ held_backup_actor::behavior_type held_backup(held_backup_actor::pointer self,
         promise.deliver(std::int64_t{1});
       probe->waiting.clear();
     },
-    [=](vanish_atom) { // as a proxy whose link ended: what waits fails with peer_down
+    [=](vanish_atom) { // as a proxy whose channel ended: what waits fails with peer_down
       for (auto& promise : probe->waiting)
         promise.deliver(make_error(errc::peer_down, "the connection to server_1 closed"));
       probe->waiting.clear();
@@ -162,8 +162,8 @@ CAF_TEST(a_backup_shard_keeps_the_primarys_weights_and_momentum_bit_for_bit) {
   CAF_CHECK(!same_bits(a.weights[0], two_keys()[0].initial)); // it trained
 }
 
-// The link to the backup ends: the push in flight, and one after it, are held (the backup's
-// process may live on behind a broken link, and would fall behind a step a pusher saw) until
+// The channel to the backup ends: the push in flight, and one after it, are held (the backup's
+// process may live on behind a broken channel, and would fall behind a step a pusher saw) until
 // the shard is told the backup is gone; then both are answered, and later pushes are not
 // sent to it any more.
 CAF_TEST(a_lost_backup_holds_the_answers_until_it_is_said_gone) {
@@ -175,7 +175,7 @@ CAF_TEST(a_lost_backup_holds_the_answers_until_it_is_said_gone) {
   auto first = push(primary, push_of(0));
   CAF_REQUIRE_EQUAL(probe->received.size(), 1u);
   CAF_CHECK(!first->answered);
-  caf::anon_send(backup, vanish_atom::value); // its link ends with the push in flight
+  caf::anon_send(backup, vanish_atom::value); // its channel ends with the push in flight
   consume_messages();
   CAF_CHECK(!first->answered);
   auto second = push(primary, push_of(1));

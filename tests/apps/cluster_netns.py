@@ -17,7 +17,7 @@ Scenarios (CONFIG: 1 server and 2 worker processes, e.g. tests/apps/configs/clus
   cut      a long run (--num-epochs 1000, --heartbeat 0.2, --peer-timeout 2); once training is under
            way, worker1's bridge-side veth is set down: the scheduler exits non-zero within 15 s
            naming the lost worker (its pid), the server and the other worker exit non-zero within
-           15 s, and the cut-off worker exits non-zero by itself within 15 s once its links time out
+           15 s, and the cut-off worker exits non-zero by itself within 15 s once its channels time out
   loopback a server started without --listen (so on 127.0.0.1): the scheduler refuses to hand
            that address to workers on other hosts, saying so with --listen and --advertise, and
            every process exits non-zero within the bound (not a worker's `cannot connect`)
@@ -218,7 +218,7 @@ def run_cut(cluster, config):
                      cluster.text("scheduler", "err"))
     if not lost:
         cluster.fail(f"the scheduler's log does not name the lost worker (pid {victim.pid} on {addr})")
-    # the cut-off worker hears nothing more: it must give up by itself once its links time out
+    # the cut-off worker hears nothing more: it must give up by itself once its channels time out
     code = cluster.wait_exit("worker1", bound, f"{CUT_BOUND_S} s after its link was cut")
     took["worker1"] = time.time() - cut_at
     if code == 0:

@@ -7,7 +7,7 @@ Scenarios:
   same-weights   scheduler, servers and workers started one by one by hand train the config;
                  every process exits 0 and the scheduler's final-weights line equals the one
                  `troupe train` prints for the same config and flags in one process
-                 (same-weights-paced: over TCP, told a link rate: paced links, pushes in a fixed order (by rank
+                 (same-weights-paced: over TCP, told a link rate: paced channels, pushes in a fixed order (by rank
                  with one worker node);
                  same-weights-paced-config: the rate stated in the config's cluster block instead;
                  same-weights-paced-overridden: stated there, and --link-mbit 0 on every node: not paced)
@@ -594,8 +594,8 @@ def check_paced(cluster, servers, workers, mbit):
         share = int(mbit * 1e6 / 8) // peers
         unsent = max(256 * 1024, share // 1000)  # paced_unsent_bytes: a millisecond of the share, at least 256 KiB
         err = cluster.text(name, "err")
-        if f"TCP links paced at {share} bytes/s each, at most {unsent} bytes unsent in the kernel" not in err:
-            cluster.fail(f"{name} does not say its links are paced at {share} bytes/s with at most {unsent} bytes unsent")
+        if f"TCP channels paced at {share} bytes/s each, at most {unsent} bytes unsent in the kernel" not in err:
+            cluster.fail(f"{name} does not say its channels are paced at {share} bytes/s with at most {unsent} bytes unsent")
         if not name.startswith("worker"):
             continue
         ordered = "pushes in a fixed order (" in err
@@ -604,7 +604,7 @@ def check_paced(cluster, servers, workers, mbit):
             cluster.fail(f"{name} does not say its pushes go in a fixed order")
         if workers == 1 and not (by_rank and not ordered):
             cluster.fail(f"{name}, the only worker, does not say its pushes go by rank as they come")
-    print(f"ok: {servers + workers} nodes paced their links at their share of {mbit} Mbit/s, "
+    print(f"ok: {servers + workers} nodes paced their channels at their share of {mbit} Mbit/s, "
           f"{'pushes in a fixed order' if workers > 1 else 'the only worker pushing by rank'}")
 
 
@@ -857,7 +857,7 @@ def main(workdir):
             check_same_weights(cluster, troupe, config, flags, workdir)
             check_transport(cluster, workers, "TCP")
         elif scenario == "same-weights-paced":
-            # Links paced at a share of a stated link, pushes in a fixed order: the same weights.
+            # Channels paced at a share of a stated link, pushes in a fixed order: the same weights.
             start_by_hand(cluster, config, servers, workers, flags, ["--local-sockets", "off", "--link-mbit", "10000"])
             check_same_weights(cluster, troupe, config, flags, workdir)
             check_paced(cluster, servers, workers, 10000)
@@ -868,13 +868,13 @@ def main(workdir):
             check_same_weights(cluster, troupe, stated, flags, workdir)
             check_paced(cluster, servers, workers, 10000)
         elif scenario == "same-weights-paced-overridden":
-            # A node's --link-mbit overrides the config's: 0 on every node, no link paced.
+            # A node's --link-mbit overrides the config's: 0 on every node, no channel paced.
             stated = with_cluster_keys(config, "link_mbit = 10000", workdir)
             start_by_hand(cluster, stated, servers, workers, flags, ["--local-sockets", "off", "--link-mbit", "0"])
             check_same_weights(cluster, troupe, stated, flags, workdir)
             for name in [f"server{s}" for s in range(servers)] + [f"worker{w}" for w in range(workers)]:
-                if "TCP links paced" in cluster.text(name, "err") or "fixed order" in cluster.text(name, "err"):
-                    cluster.fail(f"{name} paced its links or ordered its pushes although --link-mbit 0 said not to")
+                if "TCP channels paced" in cluster.text(name, "err") or "fixed order" in cluster.text(name, "err"):
+                    cluster.fail(f"{name} paced its channels or ordered its pushes although --link-mbit 0 said not to")
             print(f"ok: --link-mbit 0 overrode the config's link_mbit on {servers + workers} nodes")
         elif scenario == "traffic":
             metrics_path = os.path.join(workdir, "metrics.jsonl")

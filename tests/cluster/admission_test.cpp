@@ -49,27 +49,27 @@ TEST_CASE("a proof verifies only for the same secret, direction and hellos",
           "[cluster][admission]") {
   const cluster_secret secret("a secret of the cluster, 40 bytes long..");
   const auto worker = hello_of(node_kind::worker, 42), server = hello_of(node_kind::server, 42);
-  const auto proof = membership_proof(secret, link_side::connecting, worker, server);
+  const auto proof = membership_proof(secret, channel_side::connecting, worker, server);
 
-  CHECK(proof_is_valid(secret, link_side::connecting, worker, server, proof));
+  CHECK(proof_is_valid(secret, channel_side::connecting, worker, server, proof));
   CHECK_FALSE(proof_is_valid(cluster_secret("another secret of 32 bytes......"),
-                             link_side::connecting, worker, server, proof));
+                             channel_side::connecting, worker, server, proof));
   // Reflected: the acceptor's proof would be over the same hellos from the other side.
-  CHECK_FALSE(proof_is_valid(secret, link_side::accepting, worker, server, proof));
-  CHECK_FALSE(proof_is_valid(secret, link_side::connecting, server, worker, proof));
+  CHECK_FALSE(proof_is_valid(secret, channel_side::accepting, worker, server, proof));
+  CHECK_FALSE(proof_is_valid(secret, channel_side::connecting, server, worker, proof));
 
   auto fresh = worker;
   fresh.challenge = fresh_nonce();
-  CHECK_FALSE(proof_is_valid(secret, link_side::connecting, fresh, server, proof));
+  CHECK_FALSE(proof_is_valid(secret, channel_side::connecting, fresh, server, proof));
   auto other_plan = server;
   other_plan.plan_hash = 43;
-  CHECK_FALSE(proof_is_valid(secret, link_side::connecting, worker, other_plan, proof));
+  CHECK_FALSE(proof_is_valid(secret, channel_side::connecting, worker, other_plan, proof));
   auto other_role = worker;
   other_role.role = node_kind::scheduler;
-  CHECK_FALSE(proof_is_valid(secret, link_side::connecting, other_role, server, proof));
+  CHECK_FALSE(proof_is_valid(secret, channel_side::connecting, other_role, server, proof));
   auto flipped = proof;
   flipped[31] ^= 1;
-  CHECK_FALSE(proof_is_valid(secret, link_side::connecting, worker, server, flipped));
+  CHECK_FALSE(proof_is_valid(secret, channel_side::connecting, worker, server, flipped));
 }
 
 TEST_CASE("nonces and generated secrets are fresh", "[cluster][admission]") {

@@ -1,7 +1,7 @@
-// Peer links on 127.0.0.1 between two actor systems in one process (a "server" node holding a
+// Peer channels on 127.0.0.1 between two actor systems in one process (a "server" node holding a
 // shard, a "worker" node reaching it through a remote-shard stand-in). Weights that come back
-// over the link equal, bit for bit, those of the same shard asked in-process; and every way a
-// link can fail ends in an error that names it, never in a wait: a wrong secret, another plan,
+// over the channel equal, bit for bit, those of the same shard asked in-process; and every way a
+// channel can fail ends in an error that names it, never in a wait: a wrong secret, another plan,
 // garbage from a raw TCP client (the listener keeps serving), an unknown shard, a shard that
 // does not answer in time, a peer that closes, and a peer that goes silent.
 #include <catch2/catch.hpp>
@@ -67,7 +67,7 @@ gradient_push push_of_step(std::int64_t step) {
   return push;
 }
 
-// Lines the links logged, for checking what a refusal said.
+// Lines the channels logged, for checking what a refusal said.
 struct log_lines {
   std::mutex mutex;
   std::condition_variable added;
@@ -159,7 +159,7 @@ std::uint16_t port_of(caf::scoped_actor& self, const listener_actor& listener) {
 
 // A server node: one shard behind a listener on 127.0.0.1.
 struct server_node {
-  log_lines log; // before the system: its links may log until the system has stopped them
+  log_lines log; // before the system: its channels may log until the system has stopped them
   local_node_config config = network_config();
   caf::actor_system system{config};
   push_target_actor shard;
@@ -190,12 +190,12 @@ struct server_node {
   }
 };
 
-// A worker node's side: a link to the server and a stand-in for its shard 0.
+// A worker node's side: a channel to the server and a proxy for its shard 0.
 struct worker_node {
   log_lines log; // before the system, as in server_node
   local_node_config config = network_config();
   caf::actor_system system{config};
-  channel_actor link;
+  channel_actor channel;
   push_target_actor remote;
 
   explicit worker_node(std::uint16_t port,
@@ -203,12 +203,12 @@ struct worker_node {
     options.log = log.sink();
     auto connected = connect_channel(system, "127.0.0.1", port, std::move(options));
     REQUIRE(connected);
-    link = *connected;
-    remote = spawn_push_target_proxy(system, link, 0);
+    channel = *connected;
+    remote = spawn_push_target_proxy(system, channel, 0);
   }
   ~worker_node() {
     caf::anon_send_exit(remote, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(link, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(channel, caf::exit_reason::user_shutdown);
   }
 };
 
@@ -239,7 +239,8 @@ std::string host_default_congestion() {
 
 } // namespace
 
-TEST_CASE("a link runs the congestion control its options name, on both ends", "[cluster][link]") {
+TEST_CASE("a channel runs the congestion control its options name, on both ends",
+          "[cluster][channel]") {
   // reno: built into every Linux kernel and allowed to every user.
   server_node server({}, 1234, "reno");
   auto options = options_for(node_kind::worker, "worker 0");
@@ -257,15 +258,15 @@ TEST_CASE("a link runs the congestion control its options name, on both ends", "
 }
 
 TEST_CASE(
-  "a link without a congestion control keeps the host's default, and a refused one is logged",
-  "[cluster][link]") {
+  "a channel without a congestion control keeps the host's default, and a refused one is logged",
+  "[cluster][channel]") {
   server_node server; // none named
   auto options = options_for(node_kind::worker, "worker 0");
   options.tcp_congestion = "no-such-algorithm";
   worker_node worker(server.port, options);
   caf::scoped_actor self{worker.system};
   auto answer = ask(self, worker.remote, caf::make_message(push_atom::value, push_of_step(0)));
-  REQUIRE(answer); // the link works on with the host's default
+  REQUIRE(answer); // the channel works on with the host's default
   CHECK(answer->updates == 1);
   const auto servers_end = congestion_of_sockets(server.port, false);
   const auto workers_end = congestion_of_sockets(server.port, true);
@@ -278,22 +279,22 @@ TEST_CASE(
   CHECK(worker.log.any_contains("TCP congestion control no-such-algorithm refused"));
 }
 
-TEST_CASE("a shard reached over a link answers exactly as the same shard in-process",
-          "[cluster][link]") {
+TEST_CASE("a shard reached over a channel answers exactly as the same shard in-process",
+          "[cluster][channel]") {
   server_node server;
   worker_node worker(server.port);
   caf::scoped_actor self{worker.system};
   auto local = spawn_param_shard(worker.system, two_keys(), momentum_sgd());
 
   for (std::int64_t step = 0; step < 4; ++step) {
-    auto over_link =
+    auto over_channel =
       ask(self, worker.remote, caf::make_message(push_atom::value, push_of_step(step)));
     auto in_process = ask(self, local, caf::make_message(push_atom::value, push_of_step(step)));
-    REQUIRE(over_link);
+    REQUIRE(over_channel);
     REQUIRE(in_process);
-    CHECK(over_link->updates == step + 1);
-    CHECK(over_link->learning_rate == in_process->learning_rate);
-    CHECK(bit_identical(*over_link, *in_process));
+    CHECK(over_channel->updates == step + 1);
+    CHECK(over_channel->learning_rate == in_process->learning_rate);
+    CHECK(bit_identical(*over_channel, *in_process));
   }
   auto pulled = ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{}));
   auto pulled_here = ask(self, local, caf::make_message(pull_atom::value, deadline{}));
@@ -303,9 +304,9 @@ TEST_CASE("a shard reached over a link answers exactly as the same shard in-proc
 
   // Traffic against the arithmetic: 4 pushes and 1 pull out, 5 weight sets in, each frame its
   // values (2 keys, 9 floats) plus at most frame_overhead_bound (docs/protocol.md).
-  link_traffic traffic;
-  self->request(worker.link, 10s, stats_atom::value)
-    .receive([&](link_traffic& t) { traffic = t; }, [&](caf::error& e) { FAIL(error_text(e)); });
+  channel_traffic traffic;
+  self->request(worker.channel, 10s, stats_atom::value)
+    .receive([&](channel_traffic& t) { traffic = t; }, [&](caf::error& e) { FAIL(error_text(e)); });
   const std::size_t push_kind = 2, pull_kind = 3, weights_kind = 4;
   CHECK(traffic.frames_out[push_kind] == 4);
   CHECK(traffic.frames_out[pull_kind] == 1);
@@ -320,11 +321,11 @@ TEST_CASE("a shard reached over a link answers exactly as the same shard in-proc
   self->send_exit(local, caf::exit_reason::user_shutdown);
 }
 
-// A fixed push order is for a paced TCP link. Over a same-host socket a push goes as soon as it
+// A fixed push order is for a paced TCP channel. Over a same-host socket a push goes as soon as it
 // is queued: here the order names first a push that never comes, with an hour's patience, and
 // the push that does come is answered all the same.
-TEST_CASE("a same-host link writes pushes as they come, whatever fixed order it is given",
-          "[cluster][link]") {
+TEST_CASE("a same-host channel writes pushes as they come, whatever fixed order it is given",
+          "[cluster][channel]") {
   server_node server({}, 1234, {}, true);
   local_node_config config = network_config();
   caf::actor_system system{config};
@@ -347,7 +348,8 @@ TEST_CASE("a same-host link writes pushes as they come, whatever fixed order it 
   caf::anon_send_exit(*connected, caf::exit_reason::user_shutdown);
 }
 
-TEST_CASE("a peer with another secret or another plan is refused, naming why", "[cluster][link]") {
+TEST_CASE("a peer with another secret or another plan is refused, naming why",
+          "[cluster][channel]") {
   server_node server;
   SECTION("wrong secret") {
     channel_options options(cluster_secret("not the secret of the test cluster"));
@@ -380,7 +382,7 @@ TEST_CASE("a peer with another secret or another plan is refused, naming why", "
 }
 
 TEST_CASE("garbage from a raw TCP client is refused and the listener keeps serving",
-          "[cluster][link]") {
+          "[cluster][channel]") {
   server_node server;
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   REQUIRE(fd >= 0);
@@ -407,12 +409,12 @@ TEST_CASE("garbage from a raw TCP client is refused and the listener keeps servi
   CHECK(ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{})));
 }
 
-TEST_CASE("failures on the far side come back as errors that name them", "[cluster][link]") {
-  SECTION("a shard the server does not hold: the link stays up") {
+TEST_CASE("failures on the far side come back as errors that name them", "[cluster][channel]") {
+  SECTION("a shard the server does not hold: the channel stays up") {
     server_node server;
     worker_node worker(server.port);
     caf::scoped_actor self{worker.system};
-    auto stray = spawn_push_target_proxy(worker.system, worker.link, 1);
+    auto stray = spawn_push_target_proxy(worker.system, worker.channel, 1);
     auto answer = ask(self, stray, caf::make_message(pull_atom::value, deadline{}));
     REQUIRE_FALSE(answer);
     CHECK(troupe_code(answer.error()) == errc::bad_request);
@@ -420,7 +422,7 @@ TEST_CASE("failures on the far side come back as errors that name them", "[clust
     CHECK(ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{})));
     self->send_exit(stray, caf::exit_reason::user_shutdown);
   }
-  SECTION("a push of another plan's shapes: the server refuses the link, saying why") {
+  SECTION("a push of another plan's shapes: the server refuses the channel, saying why") {
     server_node server;
     worker_node worker(server.port);
     caf::scoped_actor self{worker.system};
@@ -437,7 +439,7 @@ TEST_CASE("failures on the far side come back as errors that name them", "[clust
   }
 }
 
-TEST_CASE("a shard that does not answer times the request out, naming it", "[cluster][link]") {
+TEST_CASE("a shard that does not answer times the request out, naming it", "[cluster][channel]") {
   // Stands in for a stuck shard: takes requests and never answers them.
   local_node_config config = network_config();
   caf::actor_system system{config};
@@ -513,7 +515,7 @@ push_target_actor spawn_named_giving_up(caf::actor_system& system, caf::timespan
 }
 
 TEST_CASE("a far hop's failure that names its cause at the deadline reaches the requester",
-          "[cluster][link]") {
+          "[cluster][channel]") {
   local_node_config config = network_config();
   caf::actor_system system{config};
   server_node server(spawn_named_giving_up(system, 60ms));
@@ -531,15 +533,16 @@ TEST_CASE("a far hop's failure that names its cause at the deadline reaches the 
   }
 }
 
-TEST_CASE("a server that goes away fails the link's requests with peer_down", "[cluster][link]") {
+TEST_CASE("a server that goes away fails the channel's requests with peer_down",
+          "[cluster][channel]") {
   auto server = std::make_unique<server_node>();
   worker_node worker(server->port);
   caf::scoped_actor self{worker.system};
   REQUIRE(ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{})));
-  self->monitor(worker.link);
-  server.reset(); // its listener ends, and with it every link it accepted
+  self->monitor(worker.channel);
+  server.reset(); // its listener ends, and with it every channel it accepted
   bool down = false;
-  self->receive([&](caf::down_msg& msg) { down = msg.source == worker.link.address(); },
+  self->receive([&](caf::down_msg& msg) { down = msg.source == worker.channel.address(); },
                 caf::after(10s) >> [] {});
   CHECK(down);
   CHECK(worker.log.any_contains("closed"));
@@ -549,7 +552,7 @@ TEST_CASE("a server that goes away fails the link's requests with peer_down", "[
 }
 
 TEST_CASE("a peer that accepts and then stays silent is dropped after the connection timeout",
-          "[cluster][link]") {
+          "[cluster][channel]") {
   // A listening socket that never answers: like a frozen node (SIGSTOP) whose kernel still
   // accepts connections.
   std::uint16_t port = 0;
@@ -573,26 +576,26 @@ namespace {
 scheduler_inbox::behavior_type scheduler_side(scheduler_inbox::pointer self, caf::actor observer,
                                               bool assign) {
   return {
-    [=](join_atom, channel_actor link, join_message& join) {
+    [=](join_atom, channel_actor channel, join_message& join) {
       if (!assign)
-        return caf::anon_send(observer, join_atom::value, link, std::move(join));
+        return caf::anon_send(observer, join_atom::value, channel, std::move(join));
       assignment_message a;
       a.rank = 7;
       a.facts = data_facts{{1, 28, 28}, 10, 100, 10};
-      caf::anon_send(link, send_atom::value, wire_message{a});
-      caf::anon_send(observer, join_atom::value, link, std::move(join));
+      caf::anon_send(channel, send_atom::value, wire_message{a});
+      caf::anon_send(observer, join_atom::value, channel, std::move(join));
     },
-    [=](ready_atom, channel_actor link, ready_message& m) {
-      caf::anon_send(observer, ready_atom::value, link, m);
+    [=](ready_atom, channel_actor channel, ready_message& m) {
+      caf::anon_send(observer, ready_atom::value, channel, m);
     },
-    [=](traffic_atom, channel_actor link, traffic_message& m) {
-      caf::anon_send(observer, traffic_atom::value, link, m);
+    [=](traffic_atom, channel_actor channel, traffic_message& m) {
+      caf::anon_send(observer, traffic_atom::value, channel, m);
     },
-    [=](goodbye_atom, channel_actor link, shutdown_message& m) {
-      caf::anon_send(observer, goodbye_atom::value, link, m);
+    [=](goodbye_atom, channel_actor channel, shutdown_message& m) {
+      caf::anon_send(observer, goodbye_atom::value, channel, m);
     },
-    [=](link_lost_atom, channel_actor link, caf::error& e) {
-      caf::anon_send(observer, link_lost_atom::value, link, e);
+    [=](channel_lost_atom, channel_actor channel, caf::error& e) {
+      caf::anon_send(observer, channel_lost_atom::value, channel, e);
     },
   };
 }
@@ -600,33 +603,33 @@ scheduler_inbox::behavior_type scheduler_side(scheduler_inbox::pointer self, caf
 // A member's side: passes every message on to `observer`.
 member_inbox::behavior_type member_side(member_inbox::pointer self, caf::actor observer) {
   return {
-    [=](assignment_atom, channel_actor link, assignment_message& m) {
-      caf::anon_send(observer, assignment_atom::value, link, std::move(m));
+    [=](assignment_atom, channel_actor channel, assignment_message& m) {
+      caf::anon_send(observer, assignment_atom::value, channel, std::move(m));
     },
-    [=](traffic_query_atom, channel_actor link, traffic_query_message& m) {
-      caf::anon_send(observer, traffic_query_atom::value, link, m);
+    [=](traffic_query_atom, channel_actor channel, traffic_query_message& m) {
+      caf::anon_send(observer, traffic_query_atom::value, channel, m);
     },
-    [=](adopt_atom, channel_actor link, adopt_message& m) {
-      caf::anon_send(observer, adopt_atom::value, link, m);
+    [=](adopt_atom, channel_actor channel, adopt_message& m) {
+      caf::anon_send(observer, adopt_atom::value, channel, m);
     },
-    [=](promote_atom, channel_actor link, promote_message& m) {
-      caf::anon_send(observer, promote_atom::value, link, m);
+    [=](promote_atom, channel_actor channel, promote_message& m) {
+      caf::anon_send(observer, promote_atom::value, channel, m);
     },
-    [=](goodbye_atom, channel_actor link, shutdown_message& m) {
-      caf::anon_send(observer, goodbye_atom::value, link, m);
+    [=](goodbye_atom, channel_actor channel, shutdown_message& m) {
+      caf::anon_send(observer, goodbye_atom::value, channel, m);
     },
-    [=](link_up_atom, channel_actor link, std::string& peer) {
-      caf::anon_send(observer, link_up_atom::value, link, peer);
+    [=](channel_up_atom, channel_actor channel, std::string& peer) {
+      caf::anon_send(observer, channel_up_atom::value, channel, peer);
     },
-    [=](link_lost_atom, channel_actor link, caf::error& e) {
-      caf::anon_send(observer, link_lost_atom::value, link, e);
+    [=](channel_lost_atom, channel_actor channel, caf::error& e) {
+      caf::anon_send(observer, channel_lost_atom::value, channel, e);
     },
   };
 }
 
 } // namespace
 
-TEST_CASE("node-level messages pass through links to the node, typed", "[cluster][link]") {
+TEST_CASE("node-level messages pass through channels to the node, typed", "[cluster][channel]") {
   log_lines log;
   local_node_config config = network_config();
   caf::actor_system system{config};
@@ -643,10 +646,10 @@ TEST_CASE("node-level messages pass through links to the node, typed", "[cluster
   auto worker_options = options_for(node_kind::worker, "worker 0");
   worker_options.serving->set<remote_interface::member_control>(0, worker_node);
   worker_options.log = log.sink();
-  auto link = connect_channel(system, "127.0.0.1", port, worker_options);
-  REQUIRE(link);
+  auto channel = connect_channel(system, "127.0.0.1", port, worker_options);
+  REQUIRE(channel);
   // Sent before admission completes: it waits, then goes.
-  self->send(*link, send_atom::value, wire_message{join_message{node_kind::worker, "", 0, 99}});
+  self->send(*channel, send_atom::value, wire_message{join_message{node_kind::worker, "", 0, 99}});
 
   bool joined = false, assigned = false;
   for (int i = 0; i < 3 && !(joined && assigned); ++i)
@@ -654,19 +657,19 @@ TEST_CASE("node-level messages pass through links to the node, typed", "[cluster
                   [&](assignment_atom, channel_actor, assignment_message& a) {
                     assigned = a.rank == 7 && a.facts.classes == 10;
                   },
-                  [&](link_up_atom, channel_actor, std::string&) {}, caf::after(10s) >> [] {});
+                  [&](channel_up_atom, channel_actor, std::string&) {}, caf::after(10s) >> [] {});
   CHECK(joined);
   CHECK(assigned);
   for (auto& a :
        {caf::actor_cast<caf::actor>(scheduler_node), caf::actor_cast<caf::actor>(worker_node),
-        caf::actor_cast<caf::actor>(*listener), caf::actor_cast<caf::actor>(*link)})
+        caf::actor_cast<caf::actor>(*listener), caf::actor_cast<caf::actor>(*channel)})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 
-// Both ends of a link say goodbye at once (a server ending a finished run while its worker
+// Both ends of a channel say goodbye at once (a server ending a finished run while its worker
 // does too): each drops what the peer sends after its own goodbye, but the peer's goodbye
 // closes it at once; neither waits for the other to close first (here, an hour).
-TEST_CASE("a link whose two ends say goodbye at once closes at once", "[cluster][link]") {
+TEST_CASE("a channel whose two ends say goodbye at once closes at once", "[cluster][channel]") {
   log_lines log;
   local_node_config config = network_config();
   caf::actor_system system{config};
@@ -684,26 +687,26 @@ TEST_CASE("a link whose two ends say goodbye at once closes at once", "[cluster]
   worker_options.connection_timeout = std::chrono::hours(1);
   worker_options.serving->set<remote_interface::member_control>(0, worker_node);
   worker_options.log = log.sink();
-  auto link = connect_channel(system, "127.0.0.1", port, worker_options);
-  REQUIRE(link);
-  self->send(*link, send_atom::value, wire_message{join_message{node_kind::worker, "", 0, 99}});
+  auto channel = connect_channel(system, "127.0.0.1", port, worker_options);
+  REQUIRE(channel);
+  self->send(*channel, send_atom::value, wire_message{join_message{node_kind::worker, "", 0, 99}});
   channel_actor accepted; // the scheduler's end, as its node knows it
   self->receive_while([&] { return !accepted; })(
     [&](join_atom, channel_actor& from, join_message&) { accepted = from; },
-    [&](link_up_atom, channel_actor, std::string&) {},
+    [&](channel_up_atom, channel_actor, std::string&) {},
     caf::after(10s) >> [&] { FAIL("no join came through"); });
   const shutdown_message end{"the run finished", true};
-  self->send(*link, send_atom::value, wire_message{end});
+  self->send(*channel, send_atom::value, wire_message{end});
   self->send(accepted, send_atom::value, wire_message{end});
   int closed = 0;
   bool timed_out = false;
   self->receive_while([&] { return closed < 2 && !timed_out; })(
-    [&](link_lost_atom, channel_actor, caf::error& why) {
+    [&](channel_lost_atom, channel_actor, caf::error& why) {
       CHECK(!why); // a finished run's end: no error
       ++closed;
     },
     [&](goodbye_atom, channel_actor, shutdown_message&) {},
-    [&](link_up_atom, channel_actor, std::string&) {},
+    [&](channel_up_atom, channel_actor, std::string&) {},
     caf::after(30s) >> [&] { timed_out = true; });
   CHECK(closed == 2);
   CHECK(!log.any_contains("the connection closed"));
@@ -712,21 +715,21 @@ TEST_CASE("a link whose two ends say goodbye at once closes at once", "[cluster]
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 
-TEST_CASE("a link without a node refuses node-level messages, and shards may be served later",
-          "[cluster][link]") {
+TEST_CASE("a channel without a node refuses node-level messages, and shards may be served later",
+          "[cluster][channel]") {
   server_node server; // serves shard 0 only, and has no node
   worker_node worker(server.port);
   caf::scoped_actor self{worker.system};
   // Shard 1 is not served yet: a failure; once the directory has it, it answers.
-  auto second = spawn_push_target_proxy(worker.system, worker.link, 1);
+  auto second = spawn_push_target_proxy(worker.system, worker.channel, 1);
   CHECK_FALSE(ask(self, second, caf::make_message(pull_atom::value, deadline{})));
   auto late = spawn_param_shard(server.system, two_keys(), momentum_sgd());
-  // The listener's links share its directory.
+  // The listener's channels share its directory.
   caf::scoped_actor server_self{server.system};
   server.directory->set<remote_interface::push_target>(1, late);
   CHECK(ask(self, second, caf::make_message(pull_atom::value, deadline{})));
 
-  self->send(worker.link, send_atom::value, wire_message{ready_message{1}});
+  self->send(worker.channel, send_atom::value, wire_message{ready_message{1}});
   CHECK(server.log.eventually_contains("sent a ready, which this node does not take"));
   self->send_exit(second, caf::exit_reason::user_shutdown);
   server_self->send_exit(late, caf::exit_reason::user_shutdown);
@@ -755,12 +758,12 @@ compute_actor::behavior_type fake_compute(compute_actor::pointer self, metrics_s
 } // namespace
 
 TEST_CASE("a coordinator drives a compute actor on another node through a stand-in",
-          "[cluster][link]") {
+          "[cluster][channel]") {
   log_lines log;
   local_node_config config = network_config();
   caf::actor_system system{config};
   caf::scoped_actor self{system};
-  // The scheduler listens; what reaches it through a link goes to the test (handler, metrics).
+  // The scheduler listens; what reaches it through a channel goes to the test (handler, metrics).
   auto options = options_for(node_kind::scheduler, "scheduler");
   auto scheduler_node = system.spawn(scheduler_side, caf::actor_cast<caf::actor>(self), false);
   options.serving->set<remote_interface::scheduler_control>(0, scheduler_node);
@@ -770,24 +773,25 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
   auto listener = spawn_listener(system, "127.0.0.1", 0, options);
   REQUIRE(listener);
   const auto port = port_of(self, *listener);
-  // The worker connects; its compute 2 is served to the scheduler and reports through the link.
+  // The worker connects; its compute 2 is served to the scheduler and reports through the channel.
   auto worker_options = options_for(node_kind::worker, "worker 1");
   worker_options.log = log.sink();
   auto computes = worker_options.serving;
-  auto worker_link = connect_channel(system, "127.0.0.1", port, worker_options);
-  REQUIRE(worker_link);
-  auto reports = spawn_metrics_sink_proxy(system, *worker_link, nullptr);
+  auto worker_channel = connect_channel(system, "127.0.0.1", port, worker_options);
+  REQUIRE(worker_channel);
+  auto reports = spawn_metrics_sink_proxy(system, *worker_channel, nullptr);
   computes->set_report_path(reports);
   auto compute = system.spawn(fake_compute, reports, caf::actor_cast<caf::actor>(self));
   computes->set<remote_interface::compute_driver>(2, compute);
-  self->send(*worker_link, send_atom::value,
+  self->send(*worker_channel, send_atom::value,
              wire_message{join_message{node_kind::worker, "", 0, 1}});
-  channel_actor scheduler_link;
-  self->receive([&](join_atom, channel_actor link, join_message&) { scheduler_link = link; },
-                caf::after(10s) >> [] {});
-  REQUIRE(scheduler_link);
+  channel_actor scheduler_channel;
+  self->receive(
+    [&](join_atom, channel_actor channel, join_message&) { scheduler_channel = channel; },
+    caf::after(10s) >> [] {});
+  REQUIRE(scheduler_channel);
 
-  auto remote = spawn_compute_proxy(system, scheduler_link, 2);
+  auto remote = spawn_compute_proxy(system, scheduler_channel, 2);
   phase_report trained;
   self->request(remote, 10s, train_atom::value, std::int64_t{4}, deadline{})
     .receive([&](phase_report& r) { trained = r; }, [&](caf::error& e) { FAIL(error_text(e)); });
@@ -813,7 +817,7 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
                 caf::after(10s) >> [] {});
   CHECK(ended == 5);
 
-  auto missing = spawn_compute_proxy(system, scheduler_link, 7);
+  auto missing = spawn_compute_proxy(system, scheduler_channel, 7);
   caf::error err;
   self->request(missing, 10s, train_atom::value, std::int64_t{0}, deadline{})
     .receive([](phase_report&) {}, [&](caf::error& e) { err = e; });
@@ -823,12 +827,12 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
   for (auto& a : {caf::actor_cast<caf::actor>(remote), caf::actor_cast<caf::actor>(missing),
                   caf::actor_cast<caf::actor>(compute), caf::actor_cast<caf::actor>(scheduler_node),
                   caf::actor_cast<caf::actor>(*listener), caf::actor_cast<caf::actor>(reports),
-                  caf::actor_cast<caf::actor>(*worker_link)})
+                  caf::actor_cast<caf::actor>(*worker_channel)})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 
 TEST_CASE("a request the encoder refuses fails alone, also when made before admission",
-          "[cluster][link]") {
+          "[cluster][channel]") {
   server_node server;
   worker_node worker(server.port);
   caf::scoped_actor self{worker.system};
@@ -841,7 +845,7 @@ TEST_CASE("a request the encoder refuses fails alone, also when made before admi
   CHECK(troupe_code(answer.error()) == errc::bad_request);
   CHECK_THAT(error_text(answer.error()), Catch::Contains("cannot send a push"));
   CHECK_THAT(error_text(answer.error()), Catch::Contains("lists 2 keys and 1 tensors"));
-  // The link is still up and serving.
+  // The channel is still up and serving.
   CHECK(ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{})));
 }
 
@@ -850,8 +854,8 @@ namespace {
 using go_atom = caf::atom_constant<caf::atom("testgo")>;
 using recording_node = member_inbox::extend<caf::reacts_to<go_atom, channel_actor>>;
 
-// A member node that, told its link, asks it for shard 0's weights, and records in order what
-// it hears: the link's loss and the request's failure; tells `observer` once it has both.
+// A member node that, told its channel, asks it for shard 0's weights, and records in order what
+// it hears: the channel's loss and the request's failure; tells `observer` once it has both.
 recording_node::behavior_type recording_member(recording_node::pointer self, caf::actor observer,
                                                std::shared_ptr<std::vector<std::string>> heard) {
   auto done = [=] {
@@ -859,21 +863,21 @@ recording_node::behavior_type recording_member(recording_node::pointer self, caf
       caf::anon_send(observer, std::string("heard both"));
   };
   return {
-    [=](go_atom, channel_actor link) {
+    [=](go_atom, channel_actor channel) {
       self
-        ->request(link, std::chrono::seconds(30), call_atom::value,
+        ->request(channel, std::chrono::seconds(30), call_atom::value,
                   wire_message{pull_message{0, 0}}, deadline::after(std::chrono::seconds(30)))
         .then([=](wire_message&) { heard->push_back("weights"), done(); },
               [=](caf::error& err) { heard->push_back("failed: " + error_text(err)), done(); });
-      caf::anon_send(observer, go_atom::value, link); // the request is in the link's mailbox
+      caf::anon_send(observer, go_atom::value, channel); // the request is in the channel's mailbox
     },
     [=](assignment_atom, channel_actor, assignment_message&) {},
     [=](traffic_query_atom, channel_actor, traffic_query_message&) {},
     [=](adopt_atom, channel_actor, adopt_message&) {},
     [=](promote_atom, channel_actor, promote_message&) {},
     [=](goodbye_atom, channel_actor, shutdown_message&) {},
-    [=](link_up_atom, channel_actor, std::string&) {},
-    [=](link_lost_atom, channel_actor, caf::error& why) {
+    [=](channel_up_atom, channel_actor, std::string&) {},
+    [=](channel_lost_atom, channel_actor, caf::error& why) {
       heard->push_back("lost: " + error_text(why)), done();
     },
   };
@@ -881,9 +885,9 @@ recording_node::behavior_type recording_member(recording_node::pointer self, caf
 
 } // namespace
 
-TEST_CASE("a link tells its node it is lost before it fails the requests waiting on it",
-          "[cluster][link]") {
-  // A peer that accepts and closes at once: the request made meanwhile is waiting on the link.
+TEST_CASE("a channel tells its node it is lost before it fails the requests waiting on it",
+          "[cluster][channel]") {
+  // A peer that accepts and closes at once: the request made meanwhile is waiting on the channel.
   std::uint16_t port = 0;
   int server = listen_on_loopback(port);
 
@@ -896,16 +900,16 @@ TEST_CASE("a link tells its node it is lost before it fails the requests waiting
   auto options = options_for(node_kind::worker, "worker 0");
   options.serving->set<remote_interface::member_control>(0, node);
   options.log = log.sink();
-  auto link = connect_channel(system, "127.0.0.1", port, options);
-  REQUIRE(link);
-  self->send(node, go_atom::value, *link);
+  auto channel = connect_channel(system, "127.0.0.1", port, options);
+  REQUIRE(channel);
+  self->send(node, go_atom::value, *channel);
   bool requested = false;
   self->receive([&](go_atom, channel_actor&) { requested = true; }, caf::after(30s) >> [] {});
   REQUIRE(requested);
-  // The link takes its mailbox in order: once it answers this, the pull waits on it.
+  // The channel takes its mailbox in order: once it answers this, the pull waits on it.
   bool counted = false;
-  self->request(*link, 10s, stats_atom::value)
-    .receive([&](link_traffic&) { counted = true; }, [](caf::error&) {});
+  self->request(*channel, 10s, stats_atom::value)
+    .receive([&](channel_traffic&) { counted = true; }, [](caf::error&) {});
   REQUIRE(counted);
   const int accepted = ::accept(server, nullptr, nullptr);
   REQUIRE(accepted >= 0);
@@ -922,7 +926,7 @@ TEST_CASE("a link tells its node it is lost before it fails the requests waiting
 
 namespace {
 
-// A member node that counts what its link tells it besides link_up.
+// A member node that counts what its channel tells it besides channel_up.
 member_inbox::behavior_type counting_member(member_inbox::pointer,
                                             std::shared_ptr<std::atomic<int>> told) {
   return {
@@ -931,8 +935,8 @@ member_inbox::behavior_type counting_member(member_inbox::pointer,
     [=](adopt_atom, channel_actor, adopt_message&) {},
     [=](promote_atom, channel_actor, promote_message&) {},
     [=](goodbye_atom, channel_actor, shutdown_message&) { ++*told; },
-    [=](link_up_atom, channel_actor, std::string&) {},
-    [=](link_lost_atom, channel_actor, caf::error&) { ++*told; },
+    [=](channel_up_atom, channel_actor, std::string&) {},
+    [=](channel_lost_atom, channel_actor, caf::error&) { ++*told; },
   };
 }
 
@@ -940,7 +944,7 @@ member_inbox::behavior_type counting_member(member_inbox::pointer,
 
 TEST_CASE(
   "a flood of heartbeats keeps no request alive past its deadline and never reaches the node",
-  "[cluster][link]") {
+  "[cluster][channel]") {
   local_node_config config = network_config();
   caf::actor_system system{config};
   auto pending = std::make_shared<std::vector<caf::typed_response_promise<weight_set>>>();
@@ -975,28 +979,29 @@ TEST_CASE(
   auto options = options_for(node_kind::worker, "worker 0");
   options.serving->set<remote_interface::member_control>(0, node);
   options.log = log.sink();
-  auto link = connect_channel(system, "127.0.0.1", port, options);
-  REQUIRE(link);
-  auto remote = spawn_push_target_proxy(system, *link, 0);
-  for (int i = 0; i < 2; ++i) { // the link stays up: the second request times out as the first
+  auto channel = connect_channel(system, "127.0.0.1", port, options);
+  REQUIRE(channel);
+  auto remote = spawn_push_target_proxy(system, *channel, 0);
+  for (int i = 0; i < 2; ++i) { // the channel stays up: the second request times out as the first
     auto answer = ask(self, remote, caf::make_message(pull_atom::value, deadline::after(300ms)));
     REQUIRE_FALSE(answer);
     CHECK(troupe_code(answer.error()) == errc::timeout);
     CHECK_THAT(error_text(answer.error()), Catch::Contains("did not answer by its deadline"));
   }
-  link_traffic t;
-  self->request(*link, 10s, stats_atom::value)
-    .receive([&](link_traffic& x) { t = x; }, [](caf::error&) {});
+  channel_traffic t;
+  self->request(*channel, 10s, stats_atom::value)
+    .receive([&](channel_traffic& x) { t = x; }, [](caf::error&) {});
   CHECK(t.frames_in[wire_message(heartbeat_message{}).index()] > 10);
-  CHECK(told->load() == 0); // heartbeats are the link's: the node heard nothing
+  CHECK(told->load() == 0); // heartbeats are the channel's: the node heard nothing
   for (auto& a : {caf::actor_cast<caf::actor>(remote), caf::actor_cast<caf::actor>(stuck),
                   caf::actor_cast<caf::actor>(node), caf::actor_cast<caf::actor>(*listener),
-                  caf::actor_cast<caf::actor>(*link)})
+                  caf::actor_cast<caf::actor>(*channel)})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 
-TEST_CASE("a scheduler's link refuses a node-level message of a kind the scheduler does not take",
-          "[cluster][link]") {
+TEST_CASE(
+  "a scheduler's channel refuses a node-level message of a kind the scheduler does not take",
+  "[cluster][channel]") {
   log_lines log;
   local_node_config config = network_config();
   caf::actor_system system{config};
@@ -1010,18 +1015,18 @@ TEST_CASE("a scheduler's link refuses a node-level message of a kind the schedul
   const auto port = port_of(self, *listener);
   auto worker_options = options_for(node_kind::worker, "worker 0");
   worker_options.log = log.sink();
-  auto link = connect_channel(system, "127.0.0.1", port, worker_options);
-  REQUIRE(link);
+  auto channel = connect_channel(system, "127.0.0.1", port, worker_options);
+  REQUIRE(channel);
   // An assignment goes from the scheduler to its members, never the other way.
-  self->send(*link, send_atom::value, wire_message{assignment_message{}});
+  self->send(*channel, send_atom::value, wire_message{assignment_message{}});
   CHECK(log.eventually_contains("sent a assignment, which this node does not take"));
-  // The scheduler node heard of no assignment, only that the link ended, and why.
+  // The scheduler node heard of no assignment, only that the channel ended, and why.
   caf::error why;
-  self->receive([&](link_lost_atom, channel_actor&, caf::error& e) { why = e; },
+  self->receive([&](channel_lost_atom, channel_actor&, caf::error& e) { why = e; },
                 caf::after(10s) >> [] {});
   REQUIRE(why);
   CHECK_THAT(error_text(why), Catch::Contains("which this node does not take"));
   for (auto& a : {caf::actor_cast<caf::actor>(scheduler_node),
-                  caf::actor_cast<caf::actor>(*listener), caf::actor_cast<caf::actor>(*link)})
+                  caf::actor_cast<caf::actor>(*listener), caf::actor_cast<caf::actor>(*channel)})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }

@@ -144,7 +144,7 @@ TEST_CASE("weights, pull, hello, proof, failure, heartbeat and shutdown round-tr
   CHECK(decoded_as<weights_message>(frame_of(w)).weights.before_step == 768);
   CHECK(decoded_as<adopt_message>(frame_of(adopt_message{4})).node == 4);
 
-  // Replicated shards: a primary's push passed to its backup reads back as the push it was
+  // Shards with a backup: a primary's push passed to its backup reads back as the push it was
   // (its keys and values checked against the shard's table as a push's are), the backup's
   // count, and the scheduler's promote.
   const auto pushed = test_push();
@@ -716,10 +716,10 @@ TEST_CASE("compressed pushes and answers cross packed, and arrive bit for bit",
     same_values(decoded_as<weights_message>(frame_of(w)).weights.weights[0], w.weights.weights[0]));
 }
 
-// A link unpacks compressed values into buffers of its pool (unpacked_from): the next frame's
+// A channel unpacks compressed values into buffers of its pool (unpacked_from): the next frame's
 // values land in the buffers the previous frame's tensors gave back, so a step's unpacked
 // values fault no fresh pages in; buffers still held are never handed out twice.
-TEST_CASE("compressed values are unpacked into a link's reused buffers", "[cluster][frame]") {
+TEST_CASE("compressed values are unpacked into a channel's reused buffers", "[cluster][frame]") {
   auto pool = std::make_shared<receive_pool>(1 << 20);
   const auto unpack_into = unpacked_from(pool);
   const auto sent = two_bit_push(0.25f);

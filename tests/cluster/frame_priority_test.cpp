@@ -1,8 +1,8 @@
-// Frame ranks (frame_priority.hpp) and what they do on a real link: an MLP's keys get their
+// Frame ranks (frame_priority.hpp) and what they do on a real channel: an MLP's keys get their
 // places in forward order (slot, then slice offset); control frames rank before every tensor
-// frame, pushes, replicas and weights by their first key; and the pushes of a step, queued in
-// backward's order on a worker's link, reach the server first layers first with priority on,
-// in backward's order with it off.
+// frame, pushes, pushes passed to backups and weights by their first key; and the pushes of a step,
+// queued in backward's order on a worker's channel, reach the server first layers first with
+// priority on, in backward's order with it off.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -32,7 +32,7 @@ namespace {
 const data_facts facts{{1, 28, 28}, 10, 64, 64};
 
 // An MLP on one server, its first weight cut into slices and no key bundled with another:
-// each key is a push group of its own, so a step is several pushes over one link.
+// each key is a push group of its own, so a step is several pushes over one channel.
 placement_plan sliced_mlp(int shards) {
   auto job = test::synthetic_job("mlp", 64);
   job.shards = shards;
@@ -102,7 +102,7 @@ TEST_CASE("control frames rank first, tensor frames by their first key in forwar
   weights.shard = 1;
   weights.weights.keys = {1};
   CHECK(frame_rank(weights, order) == 1 + b);
-  // Keys the order does not know (a link without the plan's order) rank after all others.
+  // Keys the order does not know (a channel without the plan's order) rank after all others.
   push.shard = 2;
   CHECK(frame_rank(push, order) == unranked);
   push.shard = 1;
@@ -139,8 +139,8 @@ push_target_actor::behavior_type noting_shard(std::shared_ptr<arrivals> seen) {
   };
 }
 
-// The first keys of a step's pushes as they reach the server when the worker's link is
-// `priority`: the pushes are queued in backward's order while the link waits for admission (the
+// The first keys of a step's pushes as they reach the server when the worker's channel is
+// `priority`: the pushes are queued in backward's order while the channel waits for admission (the
 // server has not accepted yet), so the writer sees them all before it writes the first.
 std::vector<std::size_t> arrival_order(const placement_plan& plan, bool priority) {
   const cluster_secret secret("the secret of the test cluster!!");
@@ -152,7 +152,7 @@ std::vector<std::size_t> arrival_order(const placement_plan& plan, bool priority
     o.keys = wire_keys_of(plan);
     o.priority = priority;
     o.order = forward_order_of(plan);
-    o.log = [](const std::string&) {}; // the links' ends at the test's end are no news
+    o.log = [](const std::string&) {}; // the channels' ends at the test's end are no news
     return o;
   };
   auto seen = std::make_shared<arrivals>();
@@ -165,15 +165,16 @@ std::vector<std::size_t> arrival_order(const placement_plan& plan, bool priority
   auto connected =
     connect_channel(worker_system, "127.0.0.1", port, options_of(node_kind::worker, "worker 0"));
   REQUIRE(connected);
-  const auto link = caf::actor_cast<caf::actor>(*connected);
+  const auto channel = caf::actor_cast<caf::actor>(*connected);
   caf::scoped_actor self{worker_system};
   const auto due = deadline::after(60s);
   for (const auto& group : plan.keys.groups)
-    self->send(link, call_atom::value, wire_message{push_message{0, 0, push_of(plan, group)}}, due);
-  // The link has taken every push (one sender's messages arrive in order) before it can be
+    self->send(channel, call_atom::value, wire_message{push_message{0, 0, push_of(plan, group)}},
+               due);
+  // The channel has taken every push (one sender's messages arrive in order) before it can be
   // admitted: the server starts accepting only now.
-  self->request(link, 10s, stats_atom::value)
-    .receive([](link_traffic&) {}, [](caf::error& e) { FAIL(error_text(e)); });
+  self->request(channel, 10s, stats_atom::value)
+    .receive([](channel_traffic&) {}, [](caf::error& e) { FAIL(error_text(e)); });
   auto shard = server_system.spawn(noting_shard, seen);
   auto server_options = options_of(node_kind::server, "server 0");
   server_options.serving->set<remote_interface::push_target>(0, push_target_actor{shard});
@@ -184,7 +185,7 @@ std::vector<std::size_t> arrival_order(const placement_plan& plan, bool priority
       [](wire_message& answer) { CHECK(std::holds_alternative<weights_message>(answer)); },
       [](caf::error& e) { FAIL(error_text(e)); },
       caf::after(20s) >> [] { FAIL("a push was not answered"); });
-  caf::anon_send_exit(link, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(channel, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(listener, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
   std::lock_guard<std::mutex> lock(seen->mutex);

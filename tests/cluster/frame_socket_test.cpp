@@ -496,47 +496,47 @@ TEST_CASE("sequenced pushes go in the sequence's order after every other frame, 
           "they came in",
           "[cluster][socket][sequence]") {
   // The last layer first (what backward's time carries), then first layers first.
-  sequenced_pair link({5, 1, 2, 3, 4}, 60s);
+  sequenced_pair pair({5, 1, 2, 3, 4}, 60s);
   {
-    frame_socket::holding held(*link.client);
+    frame_socket::holding held(*pair.client);
     for (std::uint64_t rank = 5; rank >= 1; --rank) // backward's order, as a compute pushes
-      link.push(rank, rank);
-    link.client->send(encode_frame(heartbeat_message{1}), 0); // a control frame's rank
-    link.client->send(encode_frame(frame_number(1, 9)), 3); // a tensor frame not sequenced: by rank
+      pair.push(rank, rank);
+    pair.client->send(encode_frame(heartbeat_message{1}), 0); // a control frame's rank
+    pair.client->send(encode_frame(frame_number(1, 9)), 3); // a tensor frame not sequenced: by rank
   }
   const std::vector<std::string> expected = {"h1", "w9", "w5", "w1", "w2", "w3", "w4"};
-  const auto arrived = arrivals(link.self, expected.size());
+  const auto arrived = arrivals(pair.self, expected.size());
   REQUIRE(arrived.size() == expected.size());
   CHECK(arrived == expected);
   // The next step: the same order again, the frames coming one by one as backward makes them.
   for (std::uint64_t rank = 5; rank >= 1; --rank)
-    link.push(rank, 10 + rank);
+    pair.push(rank, 10 + rank);
   const std::vector<std::string> again = {"w15", "w11", "w12", "w13", "w14"};
-  CHECK(arrivals(link.self, again.size()) == again);
-  CHECK(link.client->sequence_skips() == 0);
-  link.client->close();
+  CHECK(arrivals(pair.self, again.size()) == again);
+  CHECK(pair.client->sequence_skips() == 0);
+  pair.client->close();
 }
 
 TEST_CASE(
   "a push that does not come within the patience is skipped, and goes at once when it comes",
   "[cluster][socket][sequence]") {
-  sequenced_pair link({1, 2, 3}, 100ms);
+  sequenced_pair pair({1, 2, 3}, 100ms);
   {
-    frame_socket::holding held(*link.client);
-    link.push(3, 3);
-    link.push(2, 2);
+    frame_socket::holding held(*pair.client);
+    pair.push(3, 3);
+    pair.push(2, 2);
   }
   // The writer tells its owner first (before it writes what follows): the push it gave up on.
-  const auto told = next_event(link.self);
+  const auto told = next_event(pair.self);
   CHECK(told.kind == "skip");
   CHECK(told.text == "rank 1, skips 1");
-  CHECK(arrivals(link.self, 2) == std::vector<std::string>{"w2", "w3"});
-  CHECK(link.client->sequence_skips() == 1);
-  link.push(1, 1); // late: it goes, and the next cycle starts in order
-  CHECK(arrivals(link.self, 1) == std::vector<std::string>{"w1"});
-  link.push(3, 6);
-  link.push(2, 5);
-  link.push(1, 4);
-  CHECK(arrivals(link.self, 3).size() == 3); // nothing is lost either way
-  link.client->close();
+  CHECK(arrivals(pair.self, 2) == std::vector<std::string>{"w2", "w3"});
+  CHECK(pair.client->sequence_skips() == 1);
+  pair.push(1, 1); // late: it goes, and the next cycle starts in order
+  CHECK(arrivals(pair.self, 1) == std::vector<std::string>{"w1"});
+  pair.push(3, 6);
+  pair.push(2, 5);
+  pair.push(1, 4);
+  CHECK(arrivals(pair.self, 3).size() == 3); // nothing is lost either way
+  pair.client->close();
 }

@@ -1,10 +1,10 @@
 // What the node state machines' message-level tests share (scheduler_node_test.cpp,
-// member_node_test.cpp): links that record what a node sends them (send_atom, wire_message),
+// member_node_test.cpp): channels that record what a node sends them (send_atom, wire_message),
 // a host that asks a node to run and keeps its outcome, probes for the session and the
 // metrics actor, a small cluster job, and node_fixture on CAF's deterministic test coordinator
-// (caf/test/dsl.hpp): no sockets, no threads, no clock but the coordinator's. What a link would
+// (caf/test/dsl.hpp): no sockets, no threads, no clock but the coordinator's. What a channel would
 // hand its node (node_control.hpp) a test sends itself, in the order a case needs, so every
-// interleaving that real links can produce is reachable, and reproducible.
+// interleaving that real channels can produce is reachable, and reproducible.
 //
 // Include after defining CAF_SUITE: CAF's test framework needs it first.
 #pragma once
@@ -38,22 +38,22 @@ namespace {
 using sent_list = std::shared_ptr<std::vector<wire_message>>;
 
 // A channel: records what its node sends through it (a node makes no requests of it).
-inline channel_actor::behavior_type fake_link(channel_actor::pointer, sent_list sent) {
+inline channel_actor::behavior_type fake_channel(channel_actor::pointer, sent_list sent) {
   return {
     [=](call_atom, wire_message&, const deadline&) -> caf::result<wire_message> {
       return make_error(errc::bad_request, "the test's channel takes no requests");
     },
     [=](send_atom, wire_message& m) { sent->push_back(std::move(m)); },
-    [=](stats_atom) { return link_traffic{}; },
+    [=](stats_atom) { return channel_traffic{}; },
     [=](plan_atom, std::uint64_t, wire_keys&) {},
   };
 }
 
 // A channel that also takes requests (a compute proxy's phases): records them and answers
-// each with an empty phase report, or, once `*down` is set, fails it as a link that ended does
+// each with an empty phase report, or, once `*down` is set, fails it as a channel that ended does
 // (errc::peer_down).
-inline channel_actor::behavior_type answering_link(channel_actor::pointer, sent_list sent,
-                                                   std::shared_ptr<bool> down) {
+inline channel_actor::behavior_type answering_channel(channel_actor::pointer, sent_list sent,
+                                                      std::shared_ptr<bool> down) {
   return {
     [=](call_atom, wire_message& m, const deadline&) -> caf::result<wire_message> {
       const auto* pull = std::get_if<pull_message>(&m);
@@ -66,7 +66,7 @@ inline channel_actor::behavior_type answering_link(channel_actor::pointer, sent_
       return wire_message{report_message{0, phase_report{}}};
     },
     [=](send_atom, wire_message& m) { sent->push_back(std::move(m)); },
-    [=](stats_atom) { return link_traffic{}; },
+    [=](stats_atom) { return channel_traffic{}; },
     [=](plan_atom, std::uint64_t, wire_keys&) {},
   };
 }
@@ -231,18 +231,18 @@ struct node_fixture : test_coordinator_fixture<> {
       caf::anon_send_exit(a, caf::exit_reason::kill);
   }
 
-  channel_actor link(sent_list& sent) {
+  channel_actor channel(sent_list& sent) {
     sent = std::make_shared<std::vector<wire_message>>();
-    auto a = sys.spawn(fake_link, sent);
+    auto a = sys.spawn(fake_channel, sent);
     spawned.push_back(caf::actor_cast<caf::actor>(a));
     return a;
   }
 
   // A scheduler that member `member` reaches again after losing the first (a restarted one):
-  // it (re)joins over the link, whose frames land in `sent`.
+  // it (re)joins over the channel, whose frames land in `sent`.
   channel_actor reached_again(const member_node_actor& member, sent_list& sent) {
-    auto l = link(sent);
-    caf::anon_send(member, scheduler_link_atom::value, l);
+    auto l = channel(sent);
+    caf::anon_send(member, scheduler_channel_atom::value, l);
     settle();
     return l;
   }

@@ -140,7 +140,7 @@ CAF_TEST(push_relay_passes_each_request_to_its_target_with_the_originators_deadl
   CAF_CHECK(second->asks.empty());
 }
 
-CAF_TEST(push_relay_passes_a_failure_other_than_a_lost_link_on_at_once) {
+CAF_TEST(push_relay_passes_a_failure_other_than_a_lost_channel_on_at_once) {
   first->failure = make_error(errc::bad_request, "shard 0: key 4 is not one of its keys");
   auto pulled = pull(deadline::after(1min));
   CAF_REQUIRE(pulled->answered);
@@ -153,8 +153,8 @@ CAF_TEST(push_relay_passes_a_failure_other_than_a_lost_link_on_at_once) {
   CAF_CHECK(second->asks.empty());
 }
 
-CAF_TEST(push_relay_holds_a_request_whose_link_was_lost_until_it_is_repointed) {
-  first->failure = make_error(errc::peer_down, "the link to shard 0 ended");
+CAF_TEST(push_relay_holds_a_request_whose_channel_was_lost_until_it_is_repointed) {
+  first->failure = make_error(errc::peer_down, "the channel to shard 0 ended");
   const auto due = deadline::after(1min);
   gradient_push push;
   push.step = 3;
@@ -198,7 +198,7 @@ CAF_TEST(push_relay_holds_a_request_to_a_target_that_has_ended) {
 }
 
 CAF_TEST(push_relay_fails_a_held_request_whose_deadline_passed_before_it_was_repointed) {
-  first->failure = make_error(errc::peer_down, "the link to shard 0 ended");
+  first->failure = make_error(errc::peer_down, "the channel to shard 0 ended");
   auto pulled = pull(deadline{deadline::clock::now() - 1ms});
   CAF_CHECK(!pulled->answered);
   repoint(second_target);
@@ -217,9 +217,9 @@ CAF_TEST(push_relay_asks_the_new_target_when_the_old_one_fails_after_the_repoint
   CAF_REQUIRE_EQUAL(first->unanswered.size(), 1u);
   repoint(second_target);
   CAF_CHECK(second->asks.empty()); // nothing was held yet
-  // The old target's link ends now: the request goes to where the shard lives at once.
+  // The old target's channel ends now: the request goes to where the shard lives at once.
   self->send(first_target, fail_held_atom::value,
-             make_error(errc::peer_down, "the link to shard 0 ended"));
+             make_error(errc::peer_down, "the channel to shard 0 ended"));
   consume_messages();
   CAF_REQUIRE_EQUAL(second->asks.size(), 1u);
   CAF_CHECK(second->asks[0].due.at == due.at);

@@ -36,8 +36,8 @@ TEST_CASE("the pool keeps at most its cap of idle bytes", "[cluster][pool]") {
 }
 
 TEST_CASE("buffers do not keep their pool alive", "[cluster][pool]") {
-  // A tensor may outlive the link that received it: the link's pool must still go with the
-  // link, and the buffer is then freed when its tensor goes.
+  // A tensor may outlive the channel that received it: the channel's pool must still go with the
+  // channel, and the buffer is then freed when its tensor goes.
   auto pool = std::make_shared<receive_pool>(1 << 20);
   std::weak_ptr<receive_pool> watch = pool;
   auto buffer = pool->acquire(100);

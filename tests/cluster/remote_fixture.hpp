@@ -105,7 +105,7 @@ inline received_payload payload_of(const wire_message& message) {
 // The channel under test, admitted: the test is the peer (a scheduler, accepting side).
 struct channel_fixture : test_coordinator_fixture<> {
   int peer_fd = -1;
-  channel_self_actor link;
+  channel_self_actor channel;
   wire_keys keys = four_shards();
   std::shared_ptr<serving_registry> serving = std::make_shared<serving_registry>();
   std::shared_ptr<std::vector<std::string>> lines = std::make_shared<std::vector<std::string>>();
@@ -123,29 +123,29 @@ struct channel_fixture : test_coordinator_fixture<> {
     options.heartbeat_interval = 1h; // no heartbeat, no silence: ticks come from the tests
     options.connection_timeout = 1h;
     options.log = [lines = lines](const std::string& line) { lines->push_back(line); };
-    link = spawn_channel(sys, std::make_shared<frame_socket>(connection_of(fds[0])), options,
-                         link_side::connecting);
+    channel = spawn_channel(sys, std::make_shared<frame_socket>(connection_of(fds[0])), options,
+                            channel_side::connecting);
     consume_messages();
     auto hello = read_frame(peer_fd, keys);
     CAF_REQUIRE(hello.ok && std::holds_alternative<hello_message>(hello.message));
-    const auto link_hello = std::get<hello_message>(hello.message);
+    const auto channel_hello = std::get<hello_message>(hello.message);
     arrive(peer_hello);
     auto proof = read_frame(peer_fd, keys);
     CAF_REQUIRE(proof.ok && std::holds_alternative<proof_message>(proof.message));
-    arrive(
-      proof_message{membership_proof(test_secret, link_side::accepting, peer_hello, link_hello)});
+    arrive(proof_message{
+      membership_proof(test_secret, channel_side::accepting, peer_hello, channel_hello)});
   }
 
   ~channel_fixture() override {
     // The peer closes: the channel ends (its socket's reader reports to a closed mailbox).
-    self->send(link, socket_closed_atom::value, std::string("the test is over"));
+    self->send(channel, socket_closed_atom::value, std::string("the test is over"));
     consume_messages();
     ::close(peer_fd);
   }
 
   // The peer sent `message`.
   void arrive(const wire_message& message) {
-    self->send(link, frame_in_atom::value, payload_of(message));
+    self->send(channel, frame_in_atom::value, payload_of(message));
     consume_messages();
   }
 
@@ -163,10 +163,10 @@ struct channel_fixture : test_coordinator_fixture<> {
   // Frames of `kind` the channel received so far.
   std::uint64_t frames_in(std::size_t kind) {
     std::uint64_t frames = 0;
-    auto asked = self->request(link, caf::infinite, stats_atom::value);
+    auto asked = self->request(channel, caf::infinite, stats_atom::value);
     consume_messages();
     asked.receive(
-      [&](link_traffic& t) { frames = t.frames_in[kind]; },
+      [&](channel_traffic& t) { frames = t.frames_in[kind]; },
       [&](caf::error& err) { CAF_FAIL("the channel did not answer its stats: " << text_of(err)); });
     return frames;
   }
@@ -200,7 +200,7 @@ inline channel_actor::behavior_type fake_channel(channel_actor::pointer self,
       return probe->answer;
     },
     [=](send_atom, wire_message& message) { probe->sent.push_back(std::move(message)); },
-    [=](stats_atom) { return link_traffic{}; },
+    [=](stats_atom) { return channel_traffic{}; },
     [=](plan_atom, std::uint64_t, wire_keys&) {},
   };
 }

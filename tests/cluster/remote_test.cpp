@@ -125,13 +125,13 @@ CAF_TEST(metrics_sink_skeleton_hands_batch_reports_to_the_registered_sink) {
 CAF_TEST(reply_after_its_deadline_is_dropped) {
   // A deadline that passed longer ago than the grace the channel gives a far failure.
   const deadline passed{deadline::clock::now() - remote_failure_grace - 1ms};
-  auto asked =
-    self->request(link, caf::infinite, call_atom::value, wire_message{pull_message{0, 2}}, passed);
+  auto asked = self->request(channel, caf::infinite, call_atom::value,
+                             wire_message{pull_message{0, 2}}, passed);
   consume_messages();
   auto request = written();
   CAF_REQUIRE(std::holds_alternative<pull_message>(request));
   const auto id = std::get<pull_message>(request).request;
-  self->send(link, tick_atom::value);
+  self->send(channel, tick_atom::value);
   consume_messages();
   bool failed = false;
   asked.receive([&](wire_message&) { CAF_FAIL("a request past its deadline was answered"); },
@@ -155,21 +155,22 @@ CAF_TEST(skips_of_the_fixed_push_order_are_logged_at_the_first_tenth_and_hundred
                          [](auto& l) { return contains(l, "the fixed push order waited"); });
   };
   for (std::uint64_t skips = 1; skips <= 100; ++skips)
-    self->send(link, sequence_skip_atom::value, std::uint64_t{40 + skips}, skips);
+    self->send(channel, sequence_skip_atom::value, std::uint64_t{40 + skips}, skips);
   consume_messages();
   CAF_CHECK_EQUAL(skips_logged(), 3);
-  CAF_CHECK(logged("for the push of rank 41 and went on without it (1 time on this link so far)"));
   CAF_CHECK(
-    logged("for the push of rank 50 and went on without it (10 times on this link so far)"));
+    logged("for the push of rank 41 and went on without it (1 time on this channel so far)"));
   CAF_CHECK(
-    logged("for the push of rank 140 and went on without it (100 times on this link so far)"));
-  CAF_CHECK(!logged("refused")); // a note, not a fault: the link stays up
+    logged("for the push of rank 50 and went on without it (10 times on this channel so far)"));
+  CAF_CHECK(
+    logged("for the push of rank 140 and went on without it (100 times on this channel so far)"));
+  CAF_CHECK(!logged("refused")); // a note, not a fault: the channel stays up
   arrive(weights_message{7, 2, weights_after(1)});
   CAF_CHECK_EQUAL(frames_in(kind_of<weights_message>()), 1u);
 }
 
 CAF_TEST(a_kind_no_interface_takes_as_a_request_is_refused) {
-  auto asked = self->request(link, caf::infinite, call_atom::value, wire_message{join_message{}},
+  auto asked = self->request(channel, caf::infinite, call_atom::value, wire_message{join_message{}},
                              deadline::after(1min));
   consume_messages();
   bool refused = false;
@@ -183,7 +184,7 @@ CAF_TEST(a_kind_no_interface_takes_as_a_request_is_refused) {
 }
 
 CAF_TEST(an_answer_of_another_interface_is_refused) {
-  auto asked = self->request(link, caf::infinite, call_atom::value,
+  auto asked = self->request(channel, caf::infinite, call_atom::value,
                              wire_message{pull_message{0, 2}}, deadline::after(1min));
   consume_messages();
   auto request = written();

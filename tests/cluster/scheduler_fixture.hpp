@@ -21,11 +21,11 @@ struct scheduler_fixture : node_fixture {
   session_sinks sinks; // what the scheduler gave its session (the relays, with adopt)
 
   void start(int servers = 1, int workers = 2, bool continue_on_loss = false, bool adopt = false,
-             int replicas = 1) {
+             int shard_backups = 0) {
     job = cluster_job(servers, workers);
     job.nodes.continue_on_worker_loss = continue_on_loss;
     job.nodes.adopt_on_worker_loss = adopt;
-    job.nodes.replicas = replicas;
+    job.nodes.shard_backups = shard_backups;
     if (continue_on_loss)
       use_preset(job.topology, topology_kind::async);
     plan = plan_placement(job, facts);
@@ -57,7 +57,7 @@ struct scheduler_fixture : node_fixture {
     settle();
   }
   void lost(const channel_actor& l, const std::string& why) {
-    caf::anon_send(node, link_lost_atom::value, l,
+    caf::anon_send(node, channel_lost_atom::value, l,
                    why.empty() ? caf::error{} : make_error(errc::peer_down, why));
     settle();
   }
@@ -89,12 +89,12 @@ struct scheduler_fixture : node_fixture {
     settle();
   }
 
-  // A link that answers the requests made over it (answering_link).
-  std::map<caf::actor_addr, std::shared_ptr<bool>> down; // by answering link: it fails requests
+  // A channel that answers the requests made over it (answering_channel).
+  std::map<caf::actor_addr, std::shared_ptr<bool>> down; // by answering channel: it fails requests
   channel_actor holding(sent_list& sent) {
     sent = std::make_shared<std::vector<wire_message>>();
     auto is_down = std::make_shared<bool>(false);
-    auto a = sys.spawn(answering_link, sent, is_down);
+    auto a = sys.spawn(answering_channel, sent, is_down);
     down[a.address()] = is_down;
     spawned.push_back(caf::actor_cast<caf::actor>(a));
     return a;
@@ -113,13 +113,13 @@ struct scheduler_fixture : node_fixture {
         return a;
     return plan.actors.size();
   }
-  // The worker's link fails what is asked over it from now on, and the scheduler hears it ended.
+  // The worker's channel fails what is asked over it from now on, and the scheduler hears it ended.
   void killed(const channel_actor& l) {
     *down.at(l.address()) = true;
     lost(l, "the connection closed");
   }
 
-  // Joins one server and `workers.size()` workers on the links given, makes them ready.
+  // Joins one server and `workers.size()` workers on the channels given, makes them ready.
   void to_training(const channel_actor& server, sent_list& server_sent,
                    const std::vector<channel_actor>& workers,
                    const std::vector<sent_list>& worker_sent) {
@@ -141,9 +141,9 @@ struct scheduler_fixture : node_fixture {
   };
   members to_training() {
     members m;
-    m.server = link(m.server_sent);
-    m.w0 = link(m.w0_sent);
-    m.w1 = link(m.w1_sent);
+    m.server = channel(m.server_sent);
+    m.w0 = channel(m.w0_sent);
+    m.w1 = channel(m.w1_sent);
     join(m.server, node_kind::server, -1, 100);
     join(m.w0, node_kind::worker, -1, 200);
     join(m.w1, node_kind::worker, -1, 201);

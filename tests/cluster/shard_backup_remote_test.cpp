@@ -269,7 +269,7 @@ CAF_TEST(shard_backup_proxy_fails_the_waiting_and_later_pushes_once_its_channel_
                   [&](caf::error& err) {
                     failed = true;
                     CAF_CHECK(troupe_code(err) == errc::peer_down);
-                    CAF_CHECK(contains(text_of(err), "the link to the backup of shard 1 ended"));
+                    CAF_CHECK(contains(text_of(err), "the channel to the backup of shard 1 ended"));
                   });
     CAF_CHECK(failed);
   };

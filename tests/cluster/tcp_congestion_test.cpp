@@ -1,4 +1,4 @@
-// Choosing the links' congestion control: system leaves the host's default, auto takes cubic
+// Choosing the channels' congestion control: system leaves the host's default, auto takes cubic
 // where this process may set it (and says why not otherwise), a name is tried on a real socket
 // and refused with what the host offers, and a malformed name never reaches the kernel.
 #include <catch2/catch.hpp>
@@ -14,7 +14,7 @@
 
 using namespace troupe;
 
-TEST_CASE("system leaves every link at the host's default", "[cluster][congestion]") {
+TEST_CASE("system leaves every channel at the host's default", "[cluster][congestion]") {
   const auto choice = choose_tcp_congestion("system");
   CHECK(choice.algorithm.empty());
   CHECK(choice.note.empty());

@@ -1,6 +1,6 @@
-// The traffic registry: each link's entry counts its frames, is named by the peer's address
+// The traffic registry: each channel's entry counts its frames, is named by the peer's address
 // until its hello gives the peer's own name, and keeps that name (peer_of, snapshot) after the
-// link has ended.
+// channel has ended.
 #include <catch2/catch.hpp>
 
 #include <caf/all.hpp>
@@ -10,7 +10,7 @@
 
 using namespace troupe;
 
-TEST_CASE("a link's entry is named by its address, then by the name its hello gave",
+TEST_CASE("a channel's entry is named by its address, then by the name its hello gave",
           "[cluster][traffic]") {
   local_node_config cfg;
   caf::actor_system sys{cfg};
@@ -26,7 +26,7 @@ TEST_CASE("a link's entry is named by its address, then by the name its hello ga
   counters->count_in(0, 100);
   const auto entries = registry.snapshot();
   REQUIRE(entries.size() == 2);
-  CHECK(entries[0].link == first->address());
+  CHECK(entries[0].channel == first->address());
   CHECK(entries[0].traffic.peer == "worker_1");
   CHECK(entries[0].traffic.bytes_in.at(0) == 100);
 }

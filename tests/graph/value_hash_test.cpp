@@ -74,8 +74,8 @@ TEST_CASE("job_hash of the default training_job is pinned") {
   // cluster_nodes::replicas four bytes, 01 00 00 00, after it; then
   // topology_options::priority one byte, 01, after overlap; and
   // topology_options::compression, an empty list after topology.keys: its
-  // length.)
-  CHECK(job_hash(training_job{}) == 0xa72ea1e6ff5d0ceeULL);
+  // length; then cluster_nodes::replicas (01 00 00 00) became shard_backups, 00 00 00 00.)
+  CHECK(job_hash(training_job{}) == 0xc62968f00a4c570fULL);
 }
 
 TEST_CASE("job_hash is equal for equal jobs and matches value_hash") {
@@ -137,7 +137,7 @@ std::vector<std::pair<std::string, std::function<void(training_job&)>>> single_f
     {"nodes.workers", [](job& j) { j.nodes.workers = 1; }},
     {"nodes.continue_on_worker_loss", [](job& j) { j.nodes.continue_on_worker_loss = true; }},
     {"nodes.adopt_on_worker_loss", [](job& j) { j.nodes.adopt_on_worker_loss = true; }},
-    {"nodes.replicas", [](job& j) { j.nodes.replicas = 2; }},
+    {"nodes.shard_backups", [](job& j) { j.nodes.shard_backups = 1; }},
     {"top_k", [](job& j) { j.top_k = 5; }},
   };
   // The two data sets and the two batch sources have the same fields each.

@@ -1,5 +1,5 @@
 // libFuzzer target for the frame decoder: the input is what a peer could put on a connection
-// (an 8-byte header, then a payload). The header is checked as a link checks it; whatever
+// (an 8-byte header, then a payload). The header is checked as a channel checks it; whatever
 // passes is decoded against a fixed two-shard key table, and every tensor of an accepted push
 // or weight set is read to its last element, so AddressSanitizer sees any view that reaches
 // past the payload. Built and run for a bounded time by scripts/fuzz_frames.sh (ctest
@@ -37,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto header = troupe::read_frame_header(reinterpret_cast<const char*>(data), 1 << 20);
   if (!header.error.empty())
     return 0;
-  // A link reads exactly the announced length; a short input is a truncated frame.
+  // A channel reads exactly the announced length; a short input is a truncated frame.
   const std::size_t available = size - troupe::frame_header_bytes;
   const std::size_t length = std::min(header.payload_bytes, available - available % 8);
   auto payload = std::make_shared<std::vector<char>>(length);

@@ -25,12 +25,12 @@ struct member_fixture : node_fixture {
     node = spawn_member_node(sys, options, std::make_shared<serving_registry>(), traffic, false);
     spawned.push_back(caf::actor_cast<caf::actor>(node));
     spawned.push_back(sys.spawn(host<bool>, caf::actor_cast<caf::actor>(node), result));
-    scheduler = link(to_scheduler);
-    caf::anon_send(node, scheduler_link_atom::value, scheduler);
+    scheduler = channel(to_scheduler);
+    caf::anon_send(node, scheduler_channel_atom::value, scheduler);
     settle();
   }
   void lost(const channel_actor& l, const std::string& why) {
-    caf::anon_send(node, link_lost_atom::value, l,
+    caf::anon_send(node, channel_lost_atom::value, l,
                    why.empty() ? caf::error{} : make_error(errc::peer_down, why));
     settle();
   }
@@ -40,38 +40,38 @@ struct member_fixture : node_fixture {
 
 CAF_TEST_FIXTURE_SCOPE(member_node_tests, member_fixture)
 
-// An adopt from another link is ignored; one from the scheduler before the node runs its own
+// An adopt from another channel is ignored; one from the scheduler before the node runs its own
 // part is refused, and the node ends naming why (the scheduler adopts only with running workers).
 CAF_TEST(member_refuses_an_adopt_before_it_runs) {
   sent_list other_sent;
-  auto other = link(other_sent);
+  auto other = channel(other_sent);
   caf::anon_send(node, adopt_atom::value, other, adopt_message{2});
   settle();
   CAF_CHECK(!result->answered);
-  CAF_CHECK(logged("ignored an adopt from a link other than the scheduler's"));
+  CAF_CHECK(logged("ignored an adopt from a channel other than the scheduler's"));
   caf::anon_send(node, adopt_atom::value, scheduler, adopt_message{2});
   settle();
   CAF_CHECK(contains(last_of<shutdown_message>(to_scheduler)->reason,
                      "cannot adopt as the scheduler asked: this node is no running worker"));
 }
 
-// A promote from another link is ignored; one from the scheduler before the node runs (or in
-// a run without replicas) is refused, and the node ends naming why.
+// A promote from another channel is ignored; one from the scheduler before the node runs (or in
+// a run without shard backups) is refused, and the node ends naming why.
 CAF_TEST(member_refuses_a_promote_before_it_runs) {
   sent_list other_sent;
-  auto other = link(other_sent);
+  auto other = channel(other_sent);
   caf::anon_send(node, promote_atom::value, other, promote_message{1, 2});
   settle();
   CAF_CHECK(!result->answered);
-  CAF_CHECK(logged("ignored a promote from a link other than the scheduler's"));
+  CAF_CHECK(logged("ignored a promote from a channel other than the scheduler's"));
   caf::anon_send(node, promote_atom::value, scheduler, promote_message{1, 2});
   settle();
   CAF_CHECK(contains(
     last_of<shutdown_message>(to_scheduler)->reason,
-    "the scheduler asked for a promotion this node cannot take (replicas 1, nodes 1 and 2)"));
+    "the scheduler asked for a promotion this node cannot take (shard_backups 0, nodes 1 and 2)"));
 }
 
-CAF_TEST(member_joins_on_its_scheduler_link) {
+CAF_TEST(member_joins_on_its_scheduler_channel) {
   const auto* join = last_of<join_message>(to_scheduler);
   CAF_REQUIRE(join != nullptr);
   CAF_CHECK(join->role == node_kind::worker);
@@ -93,7 +93,7 @@ CAF_TEST(member_loses_its_scheduler_during_join) {
   CAF_CHECK_EQUAL(join->role, node_kind::worker);
 }
 
-// The scheduler's goodbye says why; its link's end then ends the node with that reason, or
+// The scheduler's goodbye says why; its channel's end then ends the node with that reason, or
 // normally when the run finished.
 CAF_TEST(member_ends_with_the_reason_its_scheduler_gave) {
   caf::anon_send(node, goodbye_atom::value, scheduler,
@@ -162,20 +162,20 @@ CAF_TEST(member_refuses_a_broken_assignment) {
   CAF_CHECK(!result->ok);
 }
 
-// Only the scheduler's link may assign: an assignment from another link is ignored.
-CAF_TEST(member_ignores_an_assignment_from_another_link) {
+// Only the scheduler's channel may assign: an assignment from another channel is ignored.
+CAF_TEST(member_ignores_an_assignment_from_another_channel) {
   sent_list other_sent;
-  auto other = link(other_sent);
+  auto other = channel(other_sent);
   assignment_message a;
   a.job = {'x', 'y'};
   caf::anon_send(node, assignment_atom::value, other, a);
   settle();
-  CAF_CHECK(logged("ignored an assignment from a link other than the scheduler's"));
+  CAF_CHECK(logged("ignored an assignment from a channel other than the scheduler's"));
   CAF_CHECK_EQUAL(count_of<shutdown_message>(to_scheduler), 0);
   CAF_CHECK(!result->answered);
 }
 
-// The answer names the epoch asked and carries what every link of the node counted so far.
+// The answer names the epoch asked and carries what every channel of the node counted so far.
 CAF_TEST(member_answers_a_traffic_query) {
   auto counted = traffic->add(scheduler.address(), "scheduler");
   counted->count_out(0, 123);
@@ -192,13 +192,13 @@ CAF_TEST(member_answers_a_traffic_query) {
   CAF_CHECK_EQUAL(t->peers[0].bytes_in[1], 45u);
 }
 
-// Only the scheduler asks for traffic: a query on another link is named and not answered.
-CAF_TEST(member_ignores_a_traffic_query_from_another_link) {
+// Only the scheduler asks for traffic: a query on another channel is named and not answered.
+CAF_TEST(member_ignores_a_traffic_query_from_another_channel) {
   sent_list other_sent;
-  auto other = link(other_sent);
+  auto other = channel(other_sent);
   caf::anon_send(node, traffic_query_atom::value, other, traffic_query_message{3});
   settle();
-  CAF_CHECK(logged("ignored a traffic query from a link other than the scheduler's"));
+  CAF_CHECK(logged("ignored a traffic query from a channel other than the scheduler's"));
   CAF_CHECK_EQUAL(count_of<traffic_message>(to_scheduler), 0);
   CAF_CHECK_EQUAL(count_of<traffic_message>(other_sent), 0);
   CAF_CHECK(!result->answered);
@@ -341,8 +341,8 @@ struct server_member_fixture : node_fixture {
                              std::move(listening));
     spawned.push_back(caf::actor_cast<caf::actor>(node));
     spawned.push_back(sys.spawn(host<bool>, caf::actor_cast<caf::actor>(node), result));
-    scheduler = link(to_scheduler);
-    caf::anon_send(node, scheduler_link_atom::value, scheduler);
+    scheduler = channel(to_scheduler);
+    caf::anon_send(node, scheduler_channel_atom::value, scheduler);
     settle();
     caf::anon_send(node, assignment_atom::value, scheduler, assignment());
     settle();
@@ -351,7 +351,7 @@ struct server_member_fixture : node_fixture {
     // A node that still runs ends as the scheduler ends a run: its part goes with it.
     caf::anon_send(node, goodbye_atom::value, scheduler,
                    shutdown_message{"the run finished", true, -1});
-    caf::anon_send(node, link_lost_atom::value, scheduler, caf::error{});
+    caf::anon_send(node, channel_lost_atom::value, scheduler, caf::error{});
     settle();
   }
   assignment_message assignment() const {
@@ -364,7 +364,7 @@ struct server_member_fixture : node_fixture {
     return a;
   }
   void lost(const channel_actor& l, const std::string& why) {
-    caf::anon_send(node, link_lost_atom::value, l,
+    caf::anon_send(node, channel_lost_atom::value, l,
                    why.empty() ? caf::error{} : make_error(errc::peer_down, why));
     settle();
   }
@@ -419,13 +419,13 @@ CAF_TEST(member_part_down_alone_names_the_actor) {
   CAF_CHECK(contains(result->error, "terminated"));
 }
 
-// A finished run: the workers still linked to this server hear it say so on their links
+// A finished run: the workers still linked to this server hear it say so on their channels
 // (rather than a closed connection when its listener goes), and the server ends once those
-// links closed.
+// channels closed.
 CAF_TEST(member_server_says_goodbye_to_linked_workers_when_the_run_finished) {
   sent_list to_worker;
-  auto worker = link(to_worker);
-  caf::anon_send(node, link_up_atom::value, worker, std::string("worker_0"));
+  auto worker = channel(to_worker);
+  caf::anon_send(node, channel_up_atom::value, worker, std::string("worker_0"));
   settle();
   caf::anon_send(node, goodbye_atom::value, scheduler,
                  shutdown_message{"the run finished", true, -1});
@@ -433,20 +433,20 @@ CAF_TEST(member_server_says_goodbye_to_linked_workers_when_the_run_finished) {
   const auto* bye = last_of<shutdown_message>(to_worker);
   CAF_REQUIRE(bye != nullptr);
   CAF_CHECK(bye->finished);
-  CAF_CHECK(!result->answered); // until the worker's link closed
+  CAF_CHECK(!result->answered); // until the worker's channel closed
   lost(worker, "");
   CAF_CHECK(result->answered);
   CAF_CHECK(result->ok);
 }
 
 // A failed run: the workers linked here hear why from this server too, and it ends once their
-// links closed. (Found by scripts/chaos.py: this server closed their links without a word, and
-// a worker that read the close before the scheduler's goodbye named this server as the node
+// channels closed. (Found by scripts/chaos.py: this server closed their channels without a word,
+// and a worker that read the close before the scheduler's goodbye named this server as the node
 // lost, not the one the scheduler lost.)
 CAF_TEST(member_server_tells_linked_workers_why_the_run_failed) {
   sent_list to_worker;
-  auto worker = link(to_worker);
-  caf::anon_send(node, link_up_atom::value, worker, std::string("worker_0"));
+  auto worker = channel(to_worker);
+  caf::anon_send(node, channel_up_atom::value, worker, std::string("worker_0"));
   settle();
   caf::anon_send(node, goodbye_atom::value, scheduler,
                  shutdown_message{"scheduler: lost worker 1 (pid 9 from 10.0.0.3)", false, -1});
@@ -455,13 +455,13 @@ CAF_TEST(member_server_tells_linked_workers_why_the_run_failed) {
   CAF_REQUIRE(bye != nullptr);
   CAF_CHECK(!bye->finished);
   CAF_CHECK(contains(bye->reason, "lost worker 1 (pid 9 from 10.0.0.3)"));
-  CAF_CHECK(!result->answered); // until the worker's link closed
+  CAF_CHECK(!result->answered); // until the worker's channel closed
   lost(worker, "");
   CAF_CHECK(result->answered);
   CAF_CHECK(contains(result->error, "lost worker 1 (pid 9 from 10.0.0.3)"));
 }
 
-// The scheduler's link is lost in training: the server keeps its part (its shards still
+// The scheduler's channel is lost in training: the server keeps its part (its shards still
 // serve) and, once a scheduler is reached again, rejoins it saying where it stands: its plan
 // node, its port, its shards' last applied step (none yet).
 CAF_TEST(member_server_trains_on_without_its_scheduler_and_rejoins_a_restarted_one) {
@@ -503,8 +503,8 @@ CAF_TEST(member_server_stops_when_no_scheduler_comes_back_in_time) {
   CAF_CHECK(contains(result->error, "(--scheduler-timeout)"));
 }
 
-// A rejoin over a link that is never admitted (a frozen scheduler's port still takes
-// connections) does not end the absence: at the timeout the node stops. Once the link is
+// A rejoin over a channel that is never admitted (a frozen scheduler's port still takes
+// connections) does not end the absence: at the timeout the node stops. Once the channel is
 // admitted, the timeout passes without a word.
 CAF_TEST(member_server_stops_when_its_rejoin_is_never_admitted) {
   lost(scheduler, "the connection to the scheduler closed");
@@ -521,11 +521,11 @@ CAF_TEST(member_server_stops_when_its_rejoin_is_never_admitted) {
   CAF_CHECK(contains(result->error, "no scheduler came back"));
 }
 
-CAF_TEST(member_server_rejoined_once_its_link_is_admitted) {
+CAF_TEST(member_server_rejoined_once_its_channel_is_admitted) {
   lost(scheduler, "the connection to the scheduler closed");
   sent_list to_restarted;
   auto restarted = reached_again(node, to_restarted);
-  caf::anon_send(node, link_up_atom::value, restarted, std::string("scheduler"));
+  caf::anon_send(node, channel_up_atom::value, restarted, std::string("scheduler"));
   settle();
   advance_time(options.scheduler_timeout);
   settle();
@@ -564,9 +564,9 @@ struct impatient_server_fixture : server_member_fixture {
 
 CAF_TEST_FIXTURE_SCOPE(impatient_server_tests, impatient_server_fixture)
 
-// The scheduler's link is lost, then an actor of the part ends (its echo): the node ends
+// The scheduler's channel is lost, then an actor of the part ends (its echo): the node ends
 // naming the loss, and the later end changes nothing.
-CAF_TEST(member_part_down_after_a_lost_link_keeps_the_loss) {
+CAF_TEST(member_part_down_after_a_lost_channel_keeps_the_loss) {
   lost(scheduler, "the connection to the scheduler closed");
   caf::anon_send_exit(shards->find<remote_interface::push_target>(0), caf::exit_reason::kill);
   settle();
@@ -575,28 +575,28 @@ CAF_TEST(member_part_down_after_a_lost_link_keeps_the_loss) {
   CAF_CHECK(!contains(result->error, "terminated"));
 }
 
-// A node that ends still hears its links close: their channels find it where they always did
-// (were the registry cleared with the part, a server's links from workers could not say they
+// A node that ends still hears its channels close: their channels find it where they always did
+// (were the registry cleared with the part, a server's channels from workers could not say they
 // closed, and a failing server would wait the whole grace).
-CAF_TEST(member_server_still_hears_its_links_while_it_ends) {
+CAF_TEST(member_server_still_hears_its_channels_while_it_ends) {
   sent_list to_worker;
-  auto worker = link(to_worker);
-  caf::anon_send(node, link_up_atom::value, worker, std::string("worker_0"));
+  auto worker = channel(to_worker);
+  caf::anon_send(node, channel_up_atom::value, worker, std::string("worker_0"));
   settle();
   lost(scheduler, "the connection to the scheduler closed");
   CAF_CHECK(!result->answered);
   auto inbox = shards->find<remote_interface::member_control>(0);
   CAF_REQUIRE(inbox != nullptr);
-  caf::anon_send(inbox, link_lost_atom::value, worker, caf::error{});
+  caf::anon_send(inbox, channel_lost_atom::value, worker, caf::error{});
   settle();
   CAF_CHECK(result->answered);
 }
 
-// A worker frozen (its link neither talks nor closes) holds a failing server at most the grace.
+// A worker frozen (its channel neither talks nor closes) holds a failing server at most the grace.
 CAF_TEST(member_server_ends_after_the_grace_when_a_worker_does_not_close) {
   sent_list to_worker;
-  auto worker = link(to_worker);
-  caf::anon_send(node, link_up_atom::value, worker, std::string("worker_0"));
+  auto worker = channel(to_worker);
+  caf::anon_send(node, channel_up_atom::value, worker, std::string("worker_0"));
   settle();
   lost(scheduler, "the connection to the scheduler closed");
   CAF_REQUIRE(last_of<shutdown_message>(to_worker) != nullptr);

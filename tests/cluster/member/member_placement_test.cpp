@@ -70,11 +70,11 @@ TEST_CASE("compute threads: the scheduler's count, else the node's, and two coun
                                              && Catch::Contains("the scheduler 4"));
 }
 
-TEST_CASE("a paced link orders its pushes only with priority and several workers",
+TEST_CASE("a paced channel orders its pushes only with priority and several workers",
           "[cluster][member]") {
-  channel_options link(cluster_secret("the secret of the test cluster!!"));
-  link.priority = true;
-  link.pacing_bytes_per_second = 1 << 20;
+  channel_options channel(cluster_secret("the secret of the test cluster!!"));
+  channel.priority = true;
+  channel.pacing_bytes_per_second = 1 << 20;
   const auto server = [](const placement_plan& p) {
     for (std::uint32_t n = 0; n < p.nodes.size(); ++n)
       if (p.nodes[n].kind == node_kind::server)
@@ -82,11 +82,11 @@ TEST_CASE("a paced link orders its pushes only with priority and several workers
     return std::uint32_t{0};
   };
   const auto one = cluster_plan(1, 1);
-  CHECK(push_order_of(one, link, 0.1, server(one)).sequence.empty()); // the only worker
+  CHECK(push_order_of(one, channel, 0.1, server(one)).sequence.empty()); // the only worker
   const auto two = cluster_plan(1, 2);
-  link.order = forward_order_of(two); // as a member's links are given
-  const auto order = push_order_of(two, link, 0.1, server(two));
-  const auto pushes = pushes_to_node(two, link.order, static_cast<int>(server(two)));
+  channel.order = forward_order_of(two); // as a member's channels are given
+  const auto order = push_order_of(two, channel, 0.1, server(two));
+  const auto pushes = pushes_to_node(two, channel.order, static_cast<int>(server(two)));
   REQUIRE(!pushes.empty());
   CHECK(order.sequenced == pushes.size());
   REQUIRE(order.sequence.size() == pushes.size());
@@ -95,7 +95,7 @@ TEST_CASE("a paced link orders its pushes only with priority and several workers
   std::sort(ranks.begin(), ranks.end());
   for (std::size_t i = 0; i < pushes.size(); ++i)
     CHECK(ranks[i] == pushes[i].rank);
-  CHECK(order.patience >= link.sequence_patience);
-  link.pacing_bytes_per_second = 0; // unpaced: as they come
-  CHECK(push_order_of(two, link, 0.1, server(two)).sequence.empty());
+  CHECK(order.patience >= channel.sequence_patience);
+  channel.pacing_bytes_per_second = 0; // unpaced: as they come
+  CHECK(push_order_of(two, channel, 0.1, server(two)).sequence.empty());
 }

@@ -18,16 +18,16 @@ CAF_TEST(joins_in_every_order) {
   do {
     auto out = std::make_unique<scheduler_fixture>();
     out->start();
-    std::vector<channel_actor> links(3);
+    std::vector<channel_actor> channels(3);
     std::vector<sent_list> sent(3);
     for (int i = 0; i < 3; ++i)
-      links[i] = out->link(sent[i]);
+      channels[i] = out->channel(sent[i]);
     std::vector<int> worker_order;
     for (std::size_t k = 0; k < order.size(); ++k) {
       const int who = order[k];
       for (auto& s : sent)
         CAF_CHECK_EQUAL(count_of<assignment_message>(s), 0);
-      out->join(links[who], who == 0 ? node_kind::server : node_kind::worker, -1, 10 + who);
+      out->join(channels[who], who == 0 ? node_kind::server : node_kind::worker, -1, 10 + who);
       if (who != 0)
         worker_order.push_back(who);
     }
@@ -36,7 +36,7 @@ CAF_TEST(joins_in_every_order) {
                     0);
     const auto server_node = last_of<assignment_message>(sent[0])->node;
     CAF_CHECK(out->plan.nodes.at(server_node).kind == node_kind::server);
-    out->ready(links[0], server_node, 4000);
+    out->ready(channels[0], server_node, 4000);
     for (int w = 0; w < 2; ++w) {
       const auto& s = sent[static_cast<std::size_t>(worker_order[static_cast<std::size_t>(w)])];
       CAF_REQUIRE_EQUAL(count_of<assignment_message>(s), 1);
@@ -48,7 +48,7 @@ CAF_TEST(joins_in_every_order) {
       CAF_CHECK_EQUAL(a->servers[0].host, "10.0.0.1");
       CAF_CHECK_EQUAL(a->plan_hash, out->plan.hash);
       CAF_CHECK_EQUAL(out->session->runs, 0);
-      out->ready(links[static_cast<std::size_t>(worker_order[static_cast<std::size_t>(w)])],
+      out->ready(channels[static_cast<std::size_t>(worker_order[static_cast<std::size_t>(w)])],
                  a->node);
     }
     CAF_CHECK_EQUAL(out->session->runs, 1);
@@ -62,7 +62,7 @@ CAF_TEST(joins_in_every_order) {
 CAF_TEST(given_ranks_are_kept_in_any_order) {
   start();
   sent_list s, a, b;
-  auto server = link(s), w1 = link(a), w0 = link(b);
+  auto server = channel(s), w1 = channel(a), w0 = channel(b);
   join(w1, node_kind::worker, 1);
   join(server, node_kind::server, 0);
   join(w0, node_kind::worker, 0);
@@ -75,7 +75,7 @@ CAF_TEST(given_ranks_are_kept_in_any_order) {
 CAF_TEST(duplicate_rank_is_refused) {
   start();
   sent_list s, a, b, c;
-  auto server = link(s), first = link(a), second = link(b), third = link(c);
+  auto server = channel(s), first = channel(a), second = channel(b), third = channel(c);
   join(server, node_kind::server);
   join(first, node_kind::worker, 1, 300);
   join(second, node_kind::worker, 1, 301);
@@ -85,22 +85,22 @@ CAF_TEST(duplicate_rank_is_refused) {
   CAF_CHECK(contains(refusal->reason, "worker rank 1 is taken by worker 1 (pid 300"));
   CAF_CHECK(logged("refused a worker (pid 301"));
   CAF_CHECK_EQUAL(count_of<assignment_message>(s), 0);
-  // A refused node is no member: its link ending loses nothing.
+  // A refused node is no member: its channel ending loses nothing.
   lost(second, "closed");
   CAF_CHECK(!result->answered);
   join(third, node_kind::worker, 0, 302);
   CAF_CHECK_EQUAL(count_of<assignment_message>(s), 1);
-  // The same link joining twice is refused too.
+  // The same channel joining twice is refused too.
   join(first, node_kind::worker, -1, 300);
   CAF_CHECK(last_of<shutdown_message>(a) != nullptr);
 }
 
 // A member lost before the run started ends it, naming the node; the others are told why, and
-// the answer comes once their links have closed.
+// the answer comes once their channels have closed.
 CAF_TEST(peer_lost_during_join) {
   start();
   sent_list s, a;
-  auto server = link(s), w0 = link(a);
+  auto server = channel(s), w0 = channel(a);
   join(server, node_kind::server, -1, 100);
   join(w0, node_kind::worker, -1, 200);
   lost(w0, "the connection closed");
@@ -122,7 +122,7 @@ CAF_TEST(peer_lost_during_epoch_echo_first) {
   start();
   auto m = to_training();
   CAF_REQUIRE_EQUAL(session->runs, 1);
-  session_ends(make_error(errc::peer_down, "worker_1: the link to server_0 closed"));
+  session_ends(make_error(errc::peer_down, "worker_1: the channel to server_0 closed"));
   CAF_CHECK(!result->answered);
   CAF_CHECK_EQUAL(count_of<shutdown_message>(m.w0_sent), 0); // nothing decided yet
   lost(m.w1, "the connection to worker 1 closed");
@@ -140,7 +140,7 @@ CAF_TEST(peer_lost_during_epoch_loss_first) {
   start();
   auto m = to_training();
   lost(m.w1, "the connection to worker 1 closed");
-  session_ends(make_error(errc::peer_down, "worker_1: the link to server_0 closed"));
+  session_ends(make_error(errc::peer_down, "worker_1: the channel to server_0 closed"));
   lost(m.w0, "");
   lost(m.server, "");
   CAF_CHECK(result->answered);
@@ -163,7 +163,7 @@ CAF_TEST(unexplained_loss_ends_the_run_after_the_connection_timeout) {
 }
 
 // During validation a server is lost; a worker that lost it says so (its goodbye names the
-// server's plan node) before the scheduler's own link to the server ends: the run names the
+// server's plan node) before the scheduler's own channel to the server ends: the run names the
 // server either way.
 CAF_TEST(peer_lost_during_validation_named_by_a_worker) {
   start();
@@ -180,7 +180,7 @@ CAF_TEST(peer_lost_during_validation_named_by_a_worker) {
                                   server_node});
   settle();
   lost(m.w0, "worker 0 shut down");
-  session_ends(make_error(errc::peer_down, "worker_0: the link to server_0 closed"));
+  session_ends(make_error(errc::peer_down, "worker_0: the channel to server_0 closed"));
   lost(m.server, "the connection closed");
   lost(m.w1, "");
   CAF_CHECK(result->answered);
@@ -402,7 +402,7 @@ CAF_TEST(same_epoch_asked_again_keeps_its_own_deadline) {
 // at once and says the run ends (the coordinator must not start another phase); the traffic
 // that came still reaches the metrics, once; answers after the end change nothing; a
 // question after the end is refused without asking anyone; the run's answer comes once the
-// links have closed, and no deadline left behind releases anything.
+// channels have closed, and no deadline left behind releases anything.
 CAF_TEST(run_ends_while_a_traffic_query_is_open) {
   start();
   auto m = to_training();
@@ -443,10 +443,10 @@ CAF_TEST(session_fails_while_a_traffic_query_is_open) {
   auto m = to_training();
   auto gate = epoch_done(0);
   traffic(m.server, 0);
-  session_ends(make_error(errc::peer_down, "worker_1: the link to server_0 closed"));
+  session_ends(make_error(errc::peer_down, "worker_1: the channel to server_0 closed"));
   CAF_REQUIRE(gate->answered);
   CAF_CHECK(!gate->yes);
-  CAF_CHECK(contains(gate->error, "the link to server_0 closed"));
+  CAF_CHECK(contains(gate->error, "the channel to server_0 closed"));
   CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
   CAF_CHECK_EQUAL(count_of<shutdown_message>(m.w0_sent), 0); // the cause is not known yet
   traffic(m.w0, 0);
@@ -455,7 +455,7 @@ CAF_TEST(session_fails_while_a_traffic_query_is_open) {
            "no epoch's traffic is gathered"));
   auto after = epoch_done(1);
   CAF_REQUIRE(after->answered);
-  CAF_CHECK(contains(after->error, "the run is ending: worker_1: the link to server_0 closed"));
+  CAF_CHECK(contains(after->error, "the run is ending: worker_1: the channel to server_0 closed"));
   CAF_CHECK_EQUAL(count_of<traffic_query_message>(m.w0_sent), 1);
   lost(m.w1, "the connection to worker 1 closed");
   CAF_REQUIRE(last_of<shutdown_message>(m.w0_sent) != nullptr);
@@ -466,7 +466,7 @@ CAF_TEST(session_fails_while_a_traffic_query_is_open) {
   CAF_CHECK_EQUAL(metrics->traffic.size(), 1u);
 }
 
-// A member's link is lost while the epoch's traffic is gathered, and the job does not go on
+// A member's channel is lost while the epoch's traffic is gathered, and the job does not go on
 // without it: the question fails at once naming the member (not at its deadline), the
 // traffic that came reaches the metrics, and the run ends naming it.
 CAF_TEST(member_lost_while_a_traffic_query_is_open) {
@@ -511,7 +511,7 @@ CAF_TEST(member_stops_for_a_lost_peer_while_a_traffic_query_is_open) {
   CAF_CHECK(contains(result->error, "lost server 0 (pid 100"));
 }
 
-// Traffic answers from nodes that were not asked are dropped, each named in the log: a link
+// Traffic answers from nodes that were not asked are dropped, each named in the log: a channel
 // that never joined, a worker the run went on without (on_worker_loss = continue), an epoch
 // that is not being gathered. The question still waits for the members it asked, and its
 // figures hold only theirs.
@@ -521,7 +521,7 @@ CAF_TEST(traffic_from_a_node_that_was_not_asked_is_dropped) {
   lost(m.w1, "no frame for 5000 ms"); // the run goes on without worker 1
   CAF_REQUIRE(!result->answered);
   sent_list stranger_sent;
-  auto stranger = link(stranger_sent);
+  auto stranger = channel(stranger_sent);
   auto gate = epoch_done(0);
   CAF_CHECK_EQUAL(count_of<traffic_query_message>(m.w1_sent), 0);
   CAF_REQUIRE_EQUAL(count_of<traffic_query_message>(m.w0_sent), 1);
@@ -552,7 +552,7 @@ CAF_TEST(traffic_from_a_node_that_was_not_asked_is_dropped) {
 CAF_TEST(flood_of_messages_out_of_turn) {
   start();
   sent_list s;
-  auto server = link(s);
+  auto server = channel(s);
   join(server, node_kind::server, -1, 100);
   for (int i = 0; i < 1000; ++i)
     caf::anon_send(node, traffic_atom::value, server, traffic_message{i, {}});
@@ -578,7 +578,7 @@ CAF_TEST(flood_of_messages_out_of_turn) {
 CAF_TEST(ready_out_of_turn_fails_the_run) {
   start();
   sent_list s, a;
-  auto server = link(s), w0 = link(a);
+  auto server = channel(s), w0 = channel(a);
   join(server, node_kind::server, -1, 100);
   join(w0, node_kind::worker, -1, 200);
   ready(w0, 1);
@@ -595,7 +595,7 @@ CAF_TEST(unknown_message_kind_is_ignored) {
   settle();
   CAF_CHECK(logged("scheduler: ignored a message outside the node-control protocol"));
   sent_list s, a, b;
-  auto server = link(s), w0 = link(a), w1 = link(b);
+  auto server = channel(s), w0 = channel(a), w1 = channel(b);
   join(server, node_kind::server);
   join(w0, node_kind::worker);
   join(w1, node_kind::worker);
@@ -628,7 +628,7 @@ CAF_TEST(lost_worker_is_adopted_and_its_phase_asked_again) {
   start(1, 3, false, true);
   sent_list server_sent;
   std::vector<sent_list> ws(3);
-  auto server = link(server_sent);
+  auto server = channel(server_sent);
   std::vector<channel_actor> workers{holding(ws[0]), holding(ws[1]), holding(ws[2])};
   to_training(server, server_sent, workers, ws);
   CAF_REQUIRE_EQUAL(session->runs, 1);
@@ -675,7 +675,7 @@ CAF_TEST(second_loss_during_an_adoption_stops_naming_both) {
   start(1, 3, false, true);
   sent_list server_sent;
   std::vector<sent_list> ws(3);
-  auto server = link(server_sent);
+  auto server = channel(server_sent);
   std::vector<channel_actor> workers{holding(ws[0]), holding(ws[1]), holding(ws[2])};
   to_training(server, server_sent, workers, ws);
   killed(workers[2]);

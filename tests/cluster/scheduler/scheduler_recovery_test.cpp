@@ -1,5 +1,5 @@
 // The scheduler node's recovery, message by message (scheduler_fixture.hpp): promotion of a
-// lost server's backups (replicas = 2), a spare taking a lost worker's node, and a resumed
+// lost server's backups (shard_backups = 1), a spare taking a lost worker's node, and a resumed
 // scheduler gathering its plan's nodes again.
 //
 // Built on CAF's own test framework (its test coordinator needs it); ctest runs each case
@@ -11,7 +11,7 @@
 namespace {
 
 // Pulls the weights through `target` (the session's handle on a shard: a relay with
-// replicas); records the answer.
+// shard backups); records the answer.
 caf::behavior ask_pull(caf::event_based_actor* self, push_target_actor target,
                        std::shared_ptr<phase_answer> out) {
   self->request(target, caf::infinite, pull_atom::value, deadline::after(std::chrono::hours(1)))
@@ -24,13 +24,13 @@ caf::behavior ask_pull(caf::event_based_actor* self, push_target_actor target,
   return {[](const std::string&) {}};
 }
 
-// Two servers and two workers of a job with replicas = 2, training; the servers joined with
+// Two servers and two workers of a job with shard_backups = 1, training; the servers joined with
 // the ports they bound.
 struct replicated : scheduler_fixture {
   std::vector<sent_list> ss{2}, ws{2};
   std::vector<channel_actor> servers, workers;
   void to_replicated_training() {
-    start(2, 2, false, false, 2);
+    start(2, 2, false, false, 1);
     for (int s = 0; s < 2; ++s) {
       servers.push_back(holding(ss[static_cast<std::size_t>(s)]));
       caf::anon_send(node, join_atom::value, servers.back(),
@@ -57,7 +57,7 @@ struct replicated : scheduler_fixture {
 
 CAF_TEST_FIXTURE_SCOPE(replica_tests, replicated)
 
-// replicas = 2: the servers' assignments say where every server listens (from their joins);
+// shard_backups = 1: the servers' assignments say where every server listens (from their joins);
 // a server lost in training has its backups promoted on the next server, and only once that
 // server says ready for the lost node are the workers told and the session's pull, held by
 // its relay since the loss, asked there.
@@ -85,7 +85,7 @@ CAF_TEST(lost_server_is_promoted_on_the_next_and_workers_told_after) {
   CAF_CHECK(!pulled->answered); // held, not failed
   CAF_CHECK(logged("lost server 0 (pid 100"));
   CAF_CHECK(logged("server 1 (pid 101 on 10.0.0.1) holds the backups of its shards ("
-                   + plan.actors[shard].name + "): promoting them (replicas = 2)"));
+                   + plan.actors[shard].name + "): promoting them (shard_backups = 1)"));
   CAF_REQUIRE_EQUAL(count_of<promote_message>(ss[1]), 1);
   CAF_CHECK_EQUAL(last_of<promote_message>(ss[1])->node, static_cast<std::uint32_t>(lost_node));
   CAF_CHECK_EQUAL(last_of<promote_message>(ss[1])->server, static_cast<std::uint32_t>(holder));
@@ -137,12 +137,12 @@ CAF_TEST(second_server_lost_during_a_promotion_stops_naming_both) {
   CAF_CHECK(contains(result->error, "served the promoted backups of server_0"));
 }
 
-// Without replicas a lost server stops the run, naming it; nothing is promoted.
-CAF_TEST(lost_server_without_replicas_stops) {
+// Without shard backups a lost server stops the run, naming it; nothing is promoted.
+CAF_TEST(lost_server_without_backups_stops) {
   start(2, 2);
   sent_list s0, s1, w0, w1;
-  std::vector<channel_actor> servers{link(s0), link(s1)};
-  std::vector<channel_actor> workers{link(w0), link(w1)};
+  std::vector<channel_actor> servers{channel(s0), channel(s1)};
+  std::vector<channel_actor> workers{channel(w0), channel(w1)};
   for (int s = 0; s < 2; ++s)
     join(servers[static_cast<std::size_t>(s)], node_kind::server, s,
          100 + static_cast<std::uint32_t>(s));
@@ -165,18 +165,18 @@ CAF_TEST(lost_server_without_replicas_stops) {
   CAF_CHECK(!contains(result->error, "promot"));
 }
 
-// With replicas a server that said no port when it joined cannot be linked to by the others:
+// With shard backups a server that said no port when it joined cannot be reached by the others:
 // the scheduler ends the run naming it before any server is assigned.
-CAF_TEST(replicas_need_each_servers_port_at_join) {
-  start(2, 2, false, false, 2);
+CAF_TEST(backups_need_each_servers_port_at_join) {
+  start(2, 2, false, false, 1);
   sent_list s0, s1, w0, w1;
-  auto a = link(s0), b = link(s1);
+  auto a = channel(s0), b = channel(s1);
   join(a, node_kind::server, 0, 100); // port 0
   caf::anon_send(node, join_atom::value, b,
                  join_message{node_kind::server, "10.0.0.1", 4001, 101, 1, 0});
   settle();
-  join(link(w0), node_kind::worker, 0, 200);
-  join(link(w1), node_kind::worker, 1, 201);
+  join(channel(w0), node_kind::worker, 0, 200);
+  join(channel(w1), node_kind::worker, 1, 201);
   CAF_CHECK_EQUAL(count_of<assignment_message>(s0), 0);
   CAF_CHECK_EQUAL(count_of<assignment_message>(s1), 0);
   CAF_CHECK(logged("server 0 (pid 100 on 10.0.0.1) said no port when it joined"));
@@ -189,15 +189,15 @@ CAF_TEST_FIXTURE_SCOPE(spare_tests, scheduler_fixture)
 // A spare worker (join_message::spare) joins beside the plan's workers: it is not counted, gets
 // no assignment while the run starts, and its loss before a worker's costs nothing. When a
 // worker is lost in training (adopt), the spare gets the lost node's assignment with `adopt`,
-// and the lost compute's relay is re-pointed at the spare's link once it says ready.
+// and the lost compute's relay is re-pointed at the spare's channel once it says ready.
 CAF_TEST(a_spare_takes_a_lost_workers_node) {
   start(1, 2, false, true);
   sent_list server_sent, spare_sent, idle_sent;
   std::vector<sent_list> ws(2);
-  auto server = link(server_sent);
+  auto server = channel(server_sent);
   std::vector<channel_actor> workers{holding(ws[0]), holding(ws[1])};
   auto spare = holding(spare_sent);
-  auto idle = link(idle_sent);
+  auto idle = channel(idle_sent);
   join_message as_spare{node_kind::worker, "10.0.0.2", 0, 300, -1, 0};
   as_spare.spare = true;
   caf::anon_send(node, join_atom::value, spare, as_spare);
@@ -262,13 +262,13 @@ join_message rejoin_of(node_kind role, std::uint32_t plan_node, std::uint32_t pi
 
 // A scheduler restarted with --resume takes rejoins only; it sends no assignment, and once
 // every plan node is back the session starts at the latest epoch any compute was asked to
-// train, with each member's link serving its node.
+// train, with each member's channel serving its node.
 CAF_TEST(resumed_scheduler_goes_on_once_every_plan_node_rejoined) {
   options.resume = true;
   start(1, 2);
   sent_list server_sent;
   std::vector<sent_list> ws(2);
-  auto server = link(server_sent);
+  auto server = channel(server_sent);
   std::vector<channel_actor> workers{holding(ws[0]), holding(ws[1])};
   const auto hash = job_hash_without_counts(job);
   auto send = [&](const channel_actor& l, join_message j) {
@@ -295,7 +295,7 @@ CAF_TEST(resumed_scheduler_goes_on_once_every_plan_node_rejoined) {
   CAF_CHECK(logged("(the shards applied step 140 last)"));
   for (auto* sent : {&server_sent, &ws[0], &ws[1]})
     CAF_CHECK_EQUAL(count_of<assignment_message>(*sent), 0);
-  // The session's stand-in for worker 1's compute asks over worker 1's link.
+  // The session's stand-in for worker 1's compute asks over worker 1's channel.
   auto compute =
     sinks.node.remote.compute(first_actor(plan_role::compute, plan_node(node_kind::worker, 1)));
   spawned.push_back(caf::actor_cast<caf::actor>(compute));
@@ -316,22 +316,22 @@ CAF_TEST(resumed_scheduler_counts_the_epochs_traffic_from_the_previous_epochs_en
   start(1, 2);
   const auto hash = job_hash_without_counts(job);
   std::vector<sent_list> sent(3);
-  std::vector<channel_actor> links{link(sent[0]), link(sent[1]), link(sent[2])};
+  std::vector<channel_actor> channels{channel(sent[0]), channel(sent[1]), channel(sent[2])};
   const std::vector<std::uint32_t> nodes{
     static_cast<std::uint32_t>(plan_node(node_kind::server, 0)),
     static_cast<std::uint32_t>(plan_node(node_kind::worker, 0)),
     static_cast<std::uint32_t>(plan_node(node_kind::worker, 1))};
-  for (std::size_t i = 0; i < links.size(); ++i) {
+  for (std::size_t i = 0; i < channels.size(); ++i) {
     auto j = rejoin_of(i == 0 ? node_kind::server : node_kind::worker, nodes[i],
                        100 + static_cast<std::uint32_t>(i), hash, i == 0 ? -1 : 1,
                        i == 0 ? 100 : -1, i == 0 ? 4000 : 0);
     j.rejoin->counted = traffic_message{0, {peer_traffic{"peer", {0}, {1000}}}};
-    caf::anon_send(node, join_atom::value, links[i], j);
+    caf::anon_send(node, join_atom::value, channels[i], j);
   }
   settle();
   CAF_REQUIRE_EQUAL(session->runs, 1);
   auto gate = epoch_done(1);
-  for (auto& l : links)
+  for (auto& l : channels)
     traffic(l, 1, 1500);
   CAF_REQUIRE(gate->answered);
   CAF_REQUIRE_EQUAL(metrics->traffic.size(), 1u);
@@ -340,12 +340,12 @@ CAF_TEST(resumed_scheduler_counts_the_epochs_traffic_from_the_previous_epochs_en
 }
 
 // A member that had adopted a lost worker's computes before the scheduler was lost rejoins
-// holding that node: the session reaches the adopted computes over the adopter's link.
+// holding that node: the session reaches the adopted computes over the adopter's channel.
 CAF_TEST(resumed_scheduler_reaches_an_adopted_node_through_its_adopter) {
   options.resume = true;
   start(1, 2, false, true);
   sent_list server_sent, w0_sent;
-  auto server = link(server_sent);
+  auto server = channel(server_sent);
   auto w0 = holding(w0_sent);
   const auto hash = job_hash_without_counts(job);
   caf::anon_send(node, join_atom::value, server,
@@ -370,7 +370,7 @@ CAF_TEST(resumed_scheduler_reaches_an_adopted_node_through_its_adopter) {
   CAF_CHECK_EQUAL(count_of<control_message>(w0_sent), 1);
 }
 
-// What a restarted scheduler refuses, each naming why on the member's link: a first join (not
+// What a restarted scheduler refuses, each naming why on the member's channel: a first join (not
 // a spare's), a node of another role, a node back already, another job; a scheduler not
 // started with --resume refuses a rejoin.
 CAF_TEST(resumed_scheduler_refuses_what_cannot_rejoin) {
@@ -380,7 +380,7 @@ CAF_TEST(resumed_scheduler_refuses_what_cannot_rejoin) {
   const auto w0_node = static_cast<std::uint32_t>(plan_node(node_kind::worker, 0));
   auto refusal = [&](join_message j) {
     sent_list sent;
-    auto l = link(sent);
+    auto l = channel(sent);
     caf::anon_send(node, join_atom::value, l, std::move(j));
     settle();
     const auto* bye = last_of<shutdown_message>(sent);
@@ -408,10 +408,10 @@ CAF_TEST(resumed_scheduler_starts_afresh_when_a_first_join_comes_first) {
   options.resume = true;
   start(1, 2);
   sent_list server_sent, w0_sent, w1_sent, late_sent;
-  auto server = link(server_sent);
+  auto server = channel(server_sent);
   join(server, node_kind::server, 0, 100);
   CAF_CHECK(logged("the run starts afresh"));
-  caf::anon_send(node, join_atom::value, link(late_sent),
+  caf::anon_send(node, join_atom::value, channel(late_sent),
                  rejoin_of(node_kind::worker,
                            static_cast<std::uint32_t>(plan_node(node_kind::worker, 0)), 300,
                            job_hash_without_counts(job), 0, -1));
@@ -419,8 +419,8 @@ CAF_TEST(resumed_scheduler_starts_afresh_when_a_first_join_comes_first) {
   const auto* bye = last_of<shutdown_message>(late_sent);
   CAF_REQUIRE(bye != nullptr);
   CAF_CHECK(contains(bye->reason, "starts the run afresh"));
-  join(link(w0_sent), node_kind::worker, 0, 200);
-  join(link(w1_sent), node_kind::worker, 1, 201);
+  join(channel(w0_sent), node_kind::worker, 0, 200);
+  join(channel(w1_sent), node_kind::worker, 1, 201);
   CAF_CHECK_EQUAL(count_of<assignment_message>(server_sent), 1);
   CAF_CHECK(!result->answered);
 }
@@ -428,7 +428,7 @@ CAF_TEST(resumed_scheduler_starts_afresh_when_a_first_join_comes_first) {
 CAF_TEST(scheduler_not_resumed_refuses_a_rejoin) {
   start(1, 2);
   sent_list sent;
-  auto l = link(sent);
+  auto l = channel(sent);
   caf::anon_send(node, join_atom::value, l,
                  rejoin_of(node_kind::worker,
                            static_cast<std::uint32_t>(plan_node(node_kind::worker, 0)), 300,
@@ -446,11 +446,11 @@ CAF_TEST(resumed_scheduler_gives_up_naming_the_node_that_did_not_rejoin) {
   start(1, 2);
   const auto hash = job_hash_without_counts(job);
   sent_list s, w;
-  caf::anon_send(node, join_atom::value, link(s),
+  caf::anon_send(node, join_atom::value, channel(s),
                  rejoin_of(node_kind::server,
                            static_cast<std::uint32_t>(plan_node(node_kind::server, 0)), 100, hash,
                            -1, 3, 4000));
-  caf::anon_send(node, join_atom::value, link(w),
+  caf::anon_send(node, join_atom::value, channel(w),
                  rejoin_of(node_kind::worker,
                            static_cast<std::uint32_t>(plan_node(node_kind::worker, 0)), 200, hash,
                            0, -1));

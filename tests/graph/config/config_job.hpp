@@ -1,5 +1,5 @@
 // The training_job of a parsed config, for graph tests that plan configs. The real mapping is
-// apps' to_training_job (apps/config_options.cpp), which graph tests cannot link; this fills
+// apps' to_training_job (apps/config_options.cpp), which graph tests cannot channel; this fills
 // the same fields the same way for every value the placement plan reads (model, datasets,
 // batch sizes, shards, topology, keys) and leaves the rest (learning rate, data directories)
 // at their defaults. The CLI tests (`troupe check` on every example) cover the real mapping.

@@ -22,7 +22,7 @@
 //                                              (its first contribution to the step after the
 //                                              second-to-last source's), and the steps it came
 //                                              last in; totals since the aggregator started
-//   (seed_atom, vector<applied_group>) -> ()     a promoted backup's aggregator (replicas = 2)
+//   (seed_atom, vector<applied_group>) -> ()     a promoted backup's aggregator (shard_backups = 1)
 //                                              starts where its downstream is: each group
 //                                              listed counts as summed and answered through
 //                                              its step, so a source repeating that step (its

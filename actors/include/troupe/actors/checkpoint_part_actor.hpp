@@ -3,7 +3,7 @@
 // manifest naming the parts last, so no model is funnelled through one process. Two actors:
 //
 // Protocol: checkpoint_part_actor (one per server and worker process, over its own shards
-// and compute actors; the scheduler reaches it through a proxy on the node's link)
+// and compute actors; the scheduler reaches it through a proxy on the node's channel)
 //   (save_atom, int64 epoch, string path, deadline)    -> part_record
 //          asks each of the node's shards and compute actors for a snapshot (snapshot_atom),
 //          writes them as one part to `path` atomically and answers with the part's record

@@ -87,7 +87,7 @@ struct weight_set {
   std::vector<tensor> weights;   ///< one per key, in `keys` order
   float learning_rate = 0;       ///< the rate used for the last update (for the logs)
   std::int64_t before_step = -1; ///< answering a rewind: the step these weights precede
-  /// none: `weights` are the weights. Otherwise (a compressed answer, compression_link.hpp)
+  /// none: `weights` are the weights. Otherwise (a compressed answer, compressed_hop.hpp)
   /// they are deltas to add to what the receiver holds, quantized for this encoding; 2-bit:
   /// the scale of every block of two_bit_block values in `scales`, tensor after tensor.
   value_encoding encoding = value_encoding::none;

@@ -2,7 +2,7 @@
 // `node` (in plan order), with proxies for the actors elsewhere that they talk to. A
 // one-process plan has a single node holding everything, which is what the training session
 // spawns; a cluster node (troupe/cluster/cluster_node.hpp) spawns its own part with proxies
-// reaching the other processes over peer links. What exists and who talks to whom is the
+// reaching the other processes over peer channels. What exists and who talks to whom is the
 // plan's decision (troupe/graph/placement.hpp); nothing here re-derives it.
 //
 //   node holds            it spawns                            it needs from elsewhere

@@ -26,7 +26,7 @@
 //                                              (count or shapes) or a shard that has applied
 //                                              a push already is an errc::bad_request, and
 //                                              nothing changes
-//   (replicate_atom, gradient_push) -> int64   a backup's side of replication (replicas = 2):
+//   (replicate_atom, gradient_push) -> int64   a backup's side of replication (shard_backups = 1):
 //                                              the primary's push, applied as a push is
 //                                              (same checks, same update), answered with the
 //                                              count of pushes applied rather than weights
@@ -46,9 +46,9 @@
 // Replication forwards the summed gradient, not the new values: the backup runs the same
 // deterministic update on it, so its weights and momentum stay equal to the primary's bit for
 // bit, at the bytes of one gradient per step (new values with momentum would be twice that).
-// A replication that fails with errc::peer_down (the link to the backup ended) holds its
+// A replication that fails with errc::peer_down (the channel to the backup ended) holds its
 // push's answer until the shard is told the backup is gone (backup_atom with none: the
-// scheduler saw its process lost); a broken link between two live servers therefore stalls
+// scheduler saw its process lost); a broken channel between two live servers therefore stalls
 // the run rather than letting the backup fall behind a step a pusher saw. Any other failure
 // of the backup fails the push.
 //

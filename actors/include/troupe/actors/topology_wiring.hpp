@@ -8,7 +8,7 @@
 //   hierarchical: compute w -> machine_aggregator_m_k -> aggregator_k -> shard_k
 //   async, ssp:   compute w -> shard_k (source w)
 // A hop the plan compresses (planned_route::compression) gets the two ends of
-// compression_link.hpp: the receiver's in front of the aggregator or shard it leads to (so
+// compressed_hop.hpp: the receiver's in front of the aggregator or shard it leads to (so
 // targets[i] is that end), the sender's in front of each sender's downstream.
 #pragma once
 
@@ -104,7 +104,7 @@ std::vector<shard_route> routes_of(const placement_plan& plan, const push_target
                                    int worker);
 
 /// `routes` (compute `worker`'s, from routes_of) with the sender's end of a compressed hop
-/// (compression_link.hpp) in front of each target whose route the plan compresses; one per
+/// (compressed_hop.hpp) in front of each target whose route the plan compresses; one per
 /// route, as each holds the worker's own residuals and weights.
 std::vector<shard_route> compressing_routes(caf::actor_system& system, const placement_plan& plan,
                                             std::vector<shard_route> routes, int worker);

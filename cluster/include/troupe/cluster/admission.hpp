@@ -41,14 +41,14 @@ private:
 /// 32 bytes from OpenSSL's generator; throws std::runtime_error if it fails.
 nonce fresh_nonce();
 
-enum class link_side : std::uint8_t { connecting, accepting };
+enum class channel_side : std::uint8_t { connecting, accepting };
 
 /// The proof the side `prover_side` sends after both hellos (`prover`'s own and `verifier`'s).
-mac membership_proof(const cluster_secret& secret, link_side prover_side,
+mac membership_proof(const cluster_secret& secret, channel_side prover_side,
                      const hello_message& prover, const hello_message& verifier);
 
 /// Whether `proof` is the proof the peer on `prover_side` owes; compares in constant time.
-bool proof_is_valid(const cluster_secret& secret, link_side prover_side,
+bool proof_is_valid(const cluster_secret& secret, channel_side prover_side,
                     const hello_message& prover, const hello_message& verifier, const mac& proof);
 
 } // namespace troupe

@@ -30,9 +30,9 @@
 //     frame naming it (the peer's request fails; the channel stays up);
 //   - the connection closes, or no frame arrives for `connection_timeout`: errc::peer_down;
 //   - the peer answers a request with a failure: the request fails with the peer's error.
-// On quitting, the node first hears (link_lost_atom, channel, caf::error), then every waiting
+// On quitting, the node first hears (channel_lost_atom, channel, caf::error), then every waiting
 // request fails with the channel's error: whatever the loss makes fail reaches the node after
-// the loss itself. A member node hears (link_up_atom, channel, peer name) once the peer is
+// the loss itself. A member node hears (channel_up_atom, channel, peer name) once the peer is
 // admitted.
 //
 // Copies: none in user space. An outgoing tensor is written from its own bytes (one sendmsg of
@@ -69,7 +69,7 @@ namespace troupe {
 class log_budget; // cluster/log_budget.hpp
 
 struct channel_options {
-  /// A link needs the secret: there is no unauthenticated mode.
+  /// A channel needs the secret: there is no unauthenticated mode.
   explicit channel_options(cluster_secret cluster) : secret(std::move(cluster)) {}
 
   node_kind role = node_kind::worker; ///< this node's role
@@ -81,15 +81,15 @@ struct channel_options {
   /// off: every frame as queued. `order` ranks the tensor frames (the plan's keys).
   bool priority = false;
   forward_order order;
-  /// With priority: the order this link writes a step's pushes in (fixed_push_order in
+  /// With priority: the order this channel writes a step's pushes in (fixed_push_order in
   /// frame_priority.hpp; frame_socket's set_sequence), waiting at most `sequence_patience` for
   /// the next. Empty, or a same-host socket: pushes by rank like every other tensor frame.
   std::vector<std::uint64_t> push_sequence;
   std::chrono::milliseconds sequence_patience{2000};
-  /// TCP: the most bytes per second the link sends (its share of the host's link, so that the
+  /// TCP: the most bytes per second the channel sends (its share of the host's link, so that the
   /// connections sharing it keep equal shares); 0: no limit.
   std::uint64_t pacing_bytes_per_second = 0;
-  /// The congestion control a TCP link runs (tcp_congestion.hpp, choose_tcp_congestion's
+  /// The congestion control a TCP channel runs (tcp_congestion.hpp, choose_tcp_congestion's
   /// algorithm); empty: the host's default. Same-host Unix sockets have none.
   std::string tcp_congestion;
   /// What this node serves to peers: shards, computes, the metrics actor, its control inbox
@@ -100,26 +100,26 @@ struct channel_options {
   std::chrono::milliseconds connection_timeout{5000};
   /// Peers on this host connect through a Unix socket instead of TCP
   /// (cluster/transport/unix_connection.hpp): a connecting channel takes the local socket its
-  /// listener offers, a listener offers one. Off for links whose listener must see the peer's
+  /// listener offers, a listener offers one. Off for channels whose listener must see the peer's
   /// address (the scheduler's).
   bool same_host_shortcut = false;
   std::size_t max_frame_bytes = std::size_t{1} << 30;
-  /// Idle receive buffers a link keeps for reuse (a step's worth of frames).
+  /// Idle receive buffers a channel keeps for reuse (a step's worth of frames).
   std::size_t receive_pool_bytes = std::size_t{256} << 20;
-  /// Idle buffers a link keeps for the values it unpacks from compressed frames (float32:
+  /// Idle buffers a channel keeps for the values it unpacks from compressed frames (float32:
   /// twice an fp16 frame, 16 times a 2-bit one), reused by the next step's frames.
   std::size_t unpacked_pool_bytes = std::size_t{2} << 30;
-  /// Where the computes this link serves are (a worker's link to its scheduler): the epochs
+  /// Where the computes this channel serves are (a worker's channel to its scheduler): the epochs
   /// asked over it and the batch reports it carries keep it up to date, so the worker can say
   /// where it was when interrupted. May be null.
   std::shared_ptr<run_position> position;
-  /// The node's traffic registry: the link counts its frames there too (may be null).
+  /// The node's traffic registry: the channel counts its frames there too (may be null).
   std::shared_ptr<traffic_registry> traffic;
-  /// Where a link reports refusals and losses (default: standard error, one line each). Called
-  /// from the link's thread until the link has terminated: what it refers to must live as
+  /// Where a channel reports refusals and losses (default: standard error, one line each). Called
+  /// from the channel's thread until the channel has terminated: what it refers to must live as
   /// long (e.g. longer than the actor system).
   std::function<void(const std::string&)> log;
-  /// How many refusals of peers not yet admitted this link may log (a listener's channels share
+  /// How many refusals of peers not yet admitted this channel may log (a listener's channels share
   /// one: a peer retrying with a wrong secret in a loop would fill the log); null: every one.
   /// A listener given none makes one of 5 lines per 10 s.
   std::shared_ptr<log_budget> refusal_budget;

@@ -10,7 +10,7 @@
 //   (send_atom, wire_message)                   -> ()
 //        a one-way message (end epoch, batch report, node control); a shutdown is written and
 //        then ends the channel (quitting normally when `finished`)
-//   (stats_atom)                                -> link_traffic
+//   (stats_atom)                                -> channel_traffic
 //        bytes and frames per kind, both ways
 //   (plan_atom, uint64 plan hash, wire_keys)    -> ()
 //        the node learned its plan after connecting: what arrives from now on is checked
@@ -42,21 +42,22 @@ using plan_atom = caf::atom_constant<caf::atom("plan")>;
 
 /// Bytes and frames that crossed one channel, per message kind (kind_name order), headers
 /// included.
-struct link_traffic {
+struct channel_traffic {
   std::array<std::uint64_t, wire_kinds> bytes_in{}, bytes_out{}, frames_in{}, frames_out{};
   std::uint64_t total_in() const;
   std::uint64_t total_out() const;
 };
 
-template <class Inspector> typename Inspector::result_type inspect(Inspector& f, link_traffic& x) {
-  return f(caf::meta::type_name("troupe.link_traffic"), x.bytes_in, x.bytes_out, x.frames_in,
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, channel_traffic& x) {
+  return f(caf::meta::type_name("troupe.channel_traffic"), x.bytes_in, x.bytes_out, x.frames_in,
            x.frames_out);
 }
 
 using channel_actor =
   caf::typed_actor<caf::replies_to<call_atom, wire_message, deadline>::with<wire_message>,
                    caf::reacts_to<send_atom, wire_message>,
-                   caf::replies_to<stats_atom>::with<link_traffic>,
+                   caf::replies_to<stats_atom>::with<channel_traffic>,
                    caf::reacts_to<plan_atom, std::uint64_t, wire_keys>>;
 
 } // namespace troupe

@@ -14,7 +14,7 @@
 // two nodes can disagree about who holds what. A node's rank within its role is the one its
 // launcher gave it, else the lowest free one in join order.
 //
-// Failures: the scheduler monitors every member link (heartbeats and a connection timeout on
+// Failures: the scheduler monitors every member channel (heartbeats and a connection timeout on
 // both ends), so a killed, frozen or cut-off node is noticed within `connection_timeout`;
 // the scheduler then logs which node it lost and when, sends every other node a shutdown
 // naming it, and fails. A node that loses a server it pushes to, or one of its own actors,
@@ -61,7 +61,7 @@ using interruptible_actor = caf::typed_actor<caf::reacts_to<interrupt_atom, std:
 class scheduler_interrupt {
 public:
   /// Ends the run as interrupted (`why`, in every member's goodbye) and returns once the
-  /// scheduler has ended, its members told and their links closed, or `bound` passed; at
+  /// scheduler has ended, its members told and their channels closed, or `bound` passed; at
   /// once when no scheduler runs. Thread-safe.
   void interrupt(const std::string& why, std::chrono::milliseconds bound);
   /// Whether interrupt() was called: the run that ends then is the interrupted one

@@ -11,7 +11,7 @@
 // keeps them alive until written (a connection writes the pieces with one writev).
 // append_frame copies the pieces into a buffer (tests, fuzz seeds). decode_payload copies
 // none: tensors are views into the payload buffer, which they keep alive; values of a
-// compressed encoding are unpacked into buffers of their own (a link's reused ones).
+// compressed encoding are unpacked into buffers of their own (a channel's reused ones).
 //
 // Decoding trusts nothing: every message is checked (version, enum values, sizes, shard and key
 // indices, value byte counts against the receiver's key table, finite numbers) and a message

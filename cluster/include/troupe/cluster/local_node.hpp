@@ -1,6 +1,6 @@
 // The in-process node: the CAF actor system configuration for running every actor of a job
 // in one process (the embedded default). The multi-node layer builds on the same settings: its
-// peer links are sockets with threads of their own (cluster/frame_socket.hpp), not CAF's
+// peer channels are sockets with threads of their own (cluster/frame_socket.hpp), not CAF's
 // network module.
 //
 // Thread budget: CAF's scheduler gets `scheduler_threads` workers (2 by default: one runs the

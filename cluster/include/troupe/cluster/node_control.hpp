@@ -8,33 +8,33 @@
 // states are listed here too, so a test (tests/cluster/node_control_test.cpp) drives them
 // message by message with CAF's deterministic test coordinator.
 //
-// Causes travel in messages, never in timing: a link that ends tells its node why (link_lost,
+// Causes travel in messages, never in timing: a channel that ends tells its node why (channel_lost,
 // with the error) before it fails any request still waiting on it, so whatever a lost peer
 // makes fail later reaches the node after the loss itself. A member that stops because it
 // lost a peer names that peer's plan node in its goodbye (shutdown_message::lost_node).
 //
-//   scheduler_inbox (a link accepted by the scheduler -> the scheduler node):
-//     (join_atom, link, join_message)         a server or worker asks for its place
-//     (ready_atom, link, ready_message)       it runs its part (a server: where it listens)
-//     (traffic_atom, link, traffic_message)   its answer to a traffic query
-//     (goodbye_atom, link, shutdown_message)  it stops, and why (before the link ends)
-//     (link_lost_atom, link, caf::error)      the link ended (an empty error: normally)
-//   member_inbox (a member's links -> the member node):
-//     (assignment_atom, link, assignment_message)      the scheduler assigns the node
-//     (traffic_query_atom, link, traffic_query_message) the scheduler asks what moved
-//     (adopt_atom, link, adopt_message)               the scheduler asks it to adopt the
+//   scheduler_inbox (a channel accepted by the scheduler -> the scheduler node):
+//     (join_atom, channel, join_message)         a server or worker asks for its place
+//     (ready_atom, channel, ready_message)       it runs its part (a server: where it listens)
+//     (traffic_atom, channel, traffic_message)   its answer to a traffic query
+//     (goodbye_atom, channel, shutdown_message)  it stops, and why (before the channel ends)
+//     (channel_lost_atom, channel, caf::error)      the channel ended (an empty error: normally)
+//   member_inbox (a member's channels -> the member node):
+//     (assignment_atom, channel, assignment_message)      the scheduler assigns the node
+//     (traffic_query_atom, channel, traffic_query_message) the scheduler asks what moved
+//     (adopt_atom, channel, adopt_message)               the scheduler asks it to adopt the
 //                                                      computes of a lost worker node; it
 //                                                      spawns them and says ready naming
 //                                                      that node (on_worker_loss = adopt)
-//     (promote_atom, link, promote_message)           lost server node `node`'s shards are
-//                                                      served by server `server` now (replicas
-//                                                      = 2): that server promotes their
-//                                                      backups and says ready naming `node`;
+//     (promote_atom, channel, promote_message)           lost server node `node`'s shards are
+//                                                      served by server `server` now
+//                                                      (shard_backups = 1): that server promotes
+//                                                      their backups and says ready naming `node`;
 //                                                      a worker sends their pushes there
-//     (goodbye_atom, link, shutdown_message)           the peer stops, and why
-//     (link_up_atom, link, std::string peer)            a link was admitted (a server's
-//                                                      links from workers)
-//     (link_lost_atom, link, caf::error)               a link ended
+//     (goodbye_atom, channel, shutdown_message)           the peer stops, and why
+//     (channel_up_atom, channel, std::string peer)            a channel was admitted (a server's
+//                                                      channels from workers)
+//     (channel_lost_atom, channel, caf::error)               a channel ended
 //
 // Thread-safety: plain declarations.
 #pragma once
@@ -61,28 +61,28 @@ using traffic_atom = caf::atom_constant<caf::atom("traffic")>;
 using traffic_query_atom = caf::atom_constant<caf::atom("trafquery")>;
 using assignment_atom = caf::atom_constant<caf::atom("assignment")>;
 using goodbye_atom = caf::atom_constant<caf::atom("goodbye")>;
-using link_up_atom = caf::atom_constant<caf::atom("linkup")>;
-using link_lost_atom = caf::atom_constant<caf::atom("linklost")>;
+using channel_up_atom = caf::atom_constant<caf::atom("chanup")>;
+using channel_lost_atom = caf::atom_constant<caf::atom("chanlost")>;
 using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
 using promote_atom = caf::atom_constant<caf::atom("promote")>;
 
-/// What the scheduler's links tell the scheduler node.
+/// What the scheduler's channels tell the scheduler node.
 using scheduler_inbox =
   caf::typed_actor<caf::reacts_to<join_atom, channel_actor, join_message>,
                    caf::reacts_to<ready_atom, channel_actor, ready_message>,
                    caf::reacts_to<traffic_atom, channel_actor, traffic_message>,
                    caf::reacts_to<goodbye_atom, channel_actor, shutdown_message>,
-                   caf::reacts_to<link_lost_atom, channel_actor, caf::error>>;
+                   caf::reacts_to<channel_lost_atom, channel_actor, caf::error>>;
 
-/// What a server's or worker's links tell their node.
+/// What a server's or worker's channels tell their node.
 using member_inbox =
   caf::typed_actor<caf::reacts_to<assignment_atom, channel_actor, assignment_message>,
                    caf::reacts_to<traffic_query_atom, channel_actor, traffic_query_message>,
                    caf::reacts_to<adopt_atom, channel_actor, adopt_message>,
                    caf::reacts_to<promote_atom, channel_actor, promote_message>,
                    caf::reacts_to<goodbye_atom, channel_actor, shutdown_message>,
-                   caf::reacts_to<link_up_atom, channel_actor, std::string>,
-                   caf::reacts_to<link_lost_atom, channel_actor, caf::error>>;
+                   caf::reacts_to<channel_up_atom, channel_actor, std::string>,
+                   caf::reacts_to<channel_lost_atom, channel_actor, caf::error>>;
 
 /// What a server or worker says to its scheduler: the proxy on its channel to the scheduler
 /// (spawn_scheduler_control_proxy) takes exactly these, so a node cannot send the scheduler

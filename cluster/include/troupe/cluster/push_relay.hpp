@@ -1,12 +1,12 @@
 // A push target that can be moved: what a node's computes (and the scheduler's final pull)
-// reach a remote shard through when the run keeps a backup of every shard (replicas = 2).
+// reach a remote shard through when the run keeps a backup of every shard (shard_backups = 1).
 //
 // Protocol: push_relay_actor = push_target_actor (messages.hpp), plus
 //   (repoint_atom, push_target_actor) -> ()   the shard now lives behind this target (its
 //                                             backup was promoted): requests held since the
 //                                             old one was lost are asked there again
 // Each request goes to the current target with the deadline its originator set. One that fails
-// with errc::peer_down (the link to the target's process ended) is held, not answered, until
+// with errc::peer_down (the channel to the target's process ended) is held, not answered, until
 // the relay is re-pointed, then asked again with the same deadline; a held request whose
 // deadline has passed by then fails with errc::timeout. Any other failure is passed on as is.
 //

@@ -69,7 +69,7 @@ scheduler_control_actor spawn_scheduler_control_proxy(caf::actor_system& system,
 /// restores (checkpoint_part_actor.hpp).
 checkpoint_part_actor spawn_checkpoint_part_proxy(caf::actor_system& system, channel_actor channel);
 
-/// The backup of shard `shard` held by the server behind `channel` (replicas = 2): what the
+/// The backup of shard `shard` held by the server behind `channel` (shard_backups = 1): what the
 /// primary shard replicates each applied push to (param_shard_actor.hpp).
 shard_backup_actor spawn_shard_backup_proxy(caf::actor_system& system, channel_actor channel,
                                             std::uint32_t shard);

@@ -1,7 +1,7 @@
-// Which TCP congestion control a node's links between hosts use (`cluster.tcp_congestion`,
+// Which TCP congestion control a node's channels between hosts use (`cluster.tcp_congestion`,
 // `troupe node --tcp-congestion`). Same-host Unix sockets have none.
 //
-// Why Troupe chooses rather than taking the host's default: a parameter server's links carry
+// Why Troupe chooses rather than taking the host's default: a parameter server's channels carry
 // bulk data both ways at once, so each direction's ACKs queue behind the other direction's data
 // at the sender's bottleneck. bbr (v1) drops every connection to a window of 4 packets for
 // 200 ms about every 10 s (PROBE_RTT) to measure the round trip; with its ACKs queued behind
@@ -20,7 +20,7 @@
 namespace troupe {
 
 struct tcp_congestion_choice {
-  std::string algorithm; ///< what every TCP link sets; empty: the host's default, untouched
+  std::string algorithm; ///< what every TCP channel sets; empty: the host's default, untouched
   std::string note;      ///< "auto" without cubic: why (for the node's log); else empty
 };
 

@@ -150,7 +150,7 @@ struct join_message {
   std::uint64_t job_hash = 0; ///< its own config's job (job_hash_without_counts); 0: none
   std::vector<char>
     job{}; ///< that job serialized (job_transfer.hpp), at most max_job_bytes; empty: none
-  /// Not on the wire: the address the connection came from, as the receiving link saw it.
+  /// Not on the wire: the address the connection came from, as the receiving channel saw it.
   std::string seen_from{};
   /// A worker that waits, unassigned, to take over a lost worker's node (troupe launch --spares,
   /// troupe node --spare); a worker joining a run in training is one too.
@@ -226,7 +226,7 @@ struct adopt_message {
   std::uint32_t node = 0;
 };
 
-/// A primary shard's applied push passed on to its backup on another server (replicas = 2):
+/// A primary shard's applied push passed on to its backup on another server (shard_backups = 1):
 /// a push_message's fields (its own type: it is answered by a replicated_message).
 struct replicate_message : push_message {};
 

@@ -68,12 +68,12 @@ struct topology_options {
   int staleness = -1;        ///< SSP bound of a shard with several sources; -1: none
   bool deterministic = true; ///< aggregators sum in source order (bit-identical reruns)
   bool overlap = true;       ///< push each group during backward, as soon as it is ready
-  /// Links write tensor frames (pushes, their answers, replicas) first layers first, the order
+  /// Channels write tensor frames (pushes, their answers, replicas) first layers first, the order
   /// the next forward needs them, rather than in the order backward made them (cluster runs).
   bool priority = true;
   key_plan_options keys; ///< slicing of big tensors, grouping of small ones
   /// By hop of the push path: [i] compresses the hop into levels[i], [levels.size()] the hop
-  /// into the shard (compression_link.hpp). Empty: no hop is compressed. A hop that compresses
+  /// into the shard (compressed_hop.hpp). Empty: no hop is compressed. A hop that compresses
   /// answers must lead into a level without `need` (it answers all its sources alike).
   std::vector<compression_spec> compression;
 
@@ -147,9 +147,9 @@ struct cluster_nodes {
   /// compute ranks and recomputes the step in flight (on_worker_loss = adopt), so the run ends
   /// with the weights of a run that lost nothing.
   bool adopt_on_worker_loss = false;
-  /// Copies of every shard across server processes (cluster.replicas): 1, or 2 for a backup of
-  /// each server's shards on the next server process, promoted when that server is lost.
-  int replicas = 1;
+  /// Backups of every server's shards (cluster.shard_backups): 0, or 1 for a backup of each
+  /// server's shards on the next server process, promoted when that server is lost.
+  int shard_backups = 0;
   bool single_process() const { return servers == 0 && workers == 0; }
 };
 
@@ -159,7 +159,8 @@ inline const char* worker_loss_policy(const cluster_nodes& x) {
 }
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, cluster_nodes& x) {
-  return f(x.servers, x.workers, x.continue_on_worker_loss, x.adopt_on_worker_loss, x.replicas);
+  return f(x.servers, x.workers, x.continue_on_worker_loss, x.adopt_on_worker_loss,
+           x.shard_backups);
 }
 
 struct training_job {

@@ -135,7 +135,7 @@ struct planned_route {
   std::int64_t keys = 0;  ///< keys (whole parameters or slices) per step; 0 for batches
   std::int64_t bytes = 0; ///< bytes per step
   std::int64_t messages = 0; ///< messages per step (pushes, or their weight answers)
-  /// Gradient routes: how the hop compresses its pushes and answers (compression_link.hpp);
+  /// Gradient routes: how the hop compresses its pushes and answers (compressed_hop.hpp);
   /// `bytes` stays the uncompressed figure.
   compression_spec compression{};
 };
@@ -148,7 +148,7 @@ struct planned_parameter {
   bool weight_decay = true;
   /// What one sample's forward costs at this slot (model::forward_work_by_slot); 0 for given
   /// parameters (a benchmark's stand-in model), where it is not known. A node's business only:
-  /// it orders a paced link's pushes (frame_priority.hpp), so the plan's hash leaves it out.
+  /// it orders a paced channel's pushes (frame_priority.hpp), so the plan's hash leaves it out.
   double forward_work = 0;
 };
 

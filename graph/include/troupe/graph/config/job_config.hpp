@@ -42,7 +42,7 @@ struct cluster_config {
   located<std::int64_t> group_bytes{key_plan_options{}.group_bytes};
   /// Compute actors push each group during backward as soon as it is ready.
   located<bool> overlap{true};
-  /// Links write pushes and their answers first layers first (false: in backward's order).
+  /// Channels write pushes and their answers first layers first (false: in backward's order).
   located<bool> priority{true};
   /// Processes of a cluster run (training_job::nodes); both 0: one process.
   located<int> server_nodes{0};
@@ -51,7 +51,9 @@ struct cluster_config {
   /// run. Empty (not given): `adopt` where one aggregation level sums every worker's push (bsp),
   /// else `stop`.
   located<std::string> on_worker_loss{""};
-  /// 1, or 2: a backup of each server process's shards on the next one (promoted on its loss).
+  /// 0, or 1: a backup of each server process's shards on the next one (promoted on its loss).
+  located<int> shard_backups{0};
+  /// The old name of shard_backups, counting the primary: replicas = N is shard_backups = N - 1.
   located<int> replicas{1};
   /// How the processes of a cluster run reach each other (`troupe node`; flags override).
   /// Not part of the job: two runs of one job may use other addresses and timeouts.
@@ -61,11 +63,11 @@ struct cluster_config {
   located<double> heartbeat{1};
   located<double> peer_timeout{5};
   located<double> request_timeout{600};
-  /// TCP congestion control of the links between hosts: auto (cubic where it may be set),
+  /// TCP congestion control of the channels between hosts: auto (cubic where it may be set),
   /// system (the host's default) or an algorithm's name (cluster/tcp_congestion.hpp).
   located<std::string> tcp_congestion{"auto"};
   /// The rate of each host's link per direction in Mbit/s (0: not stated): every node paces
-  /// its TCP links at an equal share of it and every worker writes a step's pushes in one fixed
+  /// its TCP channels at an equal share of it and every worker writes a step's pushes in one fixed
   /// order (cluster/frame_priority.hpp; `troupe node --link-mbit`).
   located<std::int64_t> link_mbit{0};
   /// With link_mbit: milliseconds a step's backward takes, which sets how much of the last

@@ -1,9 +1,9 @@
-// A server or worker node's side of replicated shards (replicas = 2; member_state.hpp).
+// A server or worker node's side of shards with a backup (shard_backups = 1; member_state.hpp).
 //
 // The server nodes form a ring in plan order: each holds the backups of the previous one's
 // shards (that node's push side, its shards and the aggregators in front of them, spawned
-// again here) and links to the next one, which holds its own backups. A primary shard passes
-// every applied push to its backup over that link before it answers (param_shard_actor.hpp),
+// again here) and connects to the next one, which holds its own backups. A primary shard passes
+// every applied push to its backup over that channel before it answers (param_shard_actor.hpp),
 // so a backup holds every step a worker has seen answered.
 //
 // When a server is lost, the scheduler sends promote{lost node, server holding its backups}:
@@ -16,7 +16,7 @@
 // asked there again.
 //
 // A server whose backup holder is lost goes on with its shards alone (they drop their backup
-// when a replication fails with peer_down) and says so; a worker that loses a server link
+// when a replication fails with peer_down) and says so; a worker that loses a server channel
 // waits for the scheduler's word, which is a promote or the end of the run.
 #include <algorithm>
 #include <stdexcept>
@@ -28,16 +28,16 @@
 #include <troupe/actors/spawned_actor.hpp>
 #include <troupe/cluster/remote_proxies.hpp>
 
+#include "cluster/backup_ring.hpp"
 #include "cluster/member/member_state.hpp"
 #include "cluster/node_common.hpp"
-#include "cluster/replica_ring.hpp"
 
 namespace troupe {
 
 namespace {
 
 // What a shard replicates to when its backup's server could not be reached: every replication
-// fails as a lost link's would (errc::peer_down), so the shard holds its answers.
+// fails as a lost channel's would (errc::peer_down), so the shard holds its answers.
 shard_backup_actor unreachable_backup(caf::actor_system& system, std::string why) {
   return system.spawn([why](shard_backup_actor::pointer) -> shard_backup_actor::behavior_type {
     return {[=](replicate_atom, gradient_push&) -> caf::result<std::int64_t> {
@@ -54,7 +54,7 @@ const std::string& node_name(const placement_plan& plan, int node) {
 // front of a shard, or the shard) and where the scheduler pulls.
 void serve_promoted(member_actor self, int node) {
   auto& st = self->state;
-  auto& r = st.replicas;
+  auto& r = st.backup;
   for (auto i : st.plan.actors_on(node))
     if (st.plan.actors[i].role == plan_role::shard)
       st.serving->set<remote_interface::push_target>(
@@ -74,7 +74,7 @@ void serve_promoted(member_actor self, int node) {
 
 void promote_backups(member_actor self, int node) {
   auto& st = self->state;
-  auto& r = st.replicas;
+  auto& r = st.backup;
   std::vector<std::size_t> shards;
   for (auto i : st.plan.actors_on(node))
     if (st.plan.actors[i].role == plan_role::shard)
@@ -91,7 +91,7 @@ void promote_backups(member_actor self, int node) {
           for (auto a : s.plan.actors_on(node))
             if (s.plan.actors[a].role == plan_role::aggregator
                 && s.plan.actors[a].shard == s.plan.actors[i].shard)
-              self->send(s.replicas.backups.aggregators.at(a), seed_atom::value, applied);
+              self->send(s.backup.backups.aggregators.at(a), seed_atom::value, applied);
           if (--*left == 0)
             serve_promoted(self, node);
         },
@@ -107,19 +107,19 @@ void promote_backups(member_actor self, int node) {
 
 void spawn_backups(member_actor self, const training_job& job, const std::vector<tensor>& initial) {
   auto& st = self->state;
-  auto& r = st.replicas;
+  auto& r = st.backup;
   r.backed_node = previous_server(st.plan, st.part_node);
   r.backup_node = next_server(st.plan, st.part_node);
   if (r.backed_node < 0 || r.backup_node < 0)
     throw std::invalid_argument(
-      "replicas = 2 needs at least 2 server processes, and the plan has "
+      "shard_backups = 1 needs at least 2 server processes, and the plan has "
       + std::to_string(std::count_if(st.plan.nodes.begin(), st.plan.nodes.end(),
                                      [](const auto& n) { return n.kind == node_kind::server; })));
   const auto& plan = st.plan;
   auto remote = [&](std::size_t actor) -> push_target_actor {
     throw std::invalid_argument("the backups of " + node_name(plan, r.backed_node)
                                 + " would push to " + plan.actors.at(actor).name
-                                + " on another node; replicas = 2 keeps the "
+                                + " on another node; shard_backups = 1 keeps the "
                                   "shards and the aggregators in front of them only");
   };
   r.backups = spawn_push_side_of_node(
@@ -134,12 +134,13 @@ void spawn_backups(member_actor self, const training_job& job, const std::vector
       st.serving->set<remote_interface::shard_backup>(
         static_cast<std::uint32_t>(plan.actors[i].shard), r.backups.shards.at(i));
   log_node_line(*st.options, st.label + ": holds the backups of " + node_name(plan, r.backed_node)
-                               + " (" + shard_names(plan, r.backed_node) + "; replicas = 2)");
+                               + " (" + shard_names(plan, r.backed_node) + "; shard_backups = 1)");
 }
 
-void link_to_backups(member_actor self, const assignment_message& a, const channel_options& link) {
+void connect_backups(member_actor self, const assignment_message& a,
+                     const channel_options& channel) {
   auto& st = self->state;
-  auto& r = st.replicas;
+  auto& r = st.backup;
   const auto to = std::find_if(a.servers.begin(), a.servers.end(), [&](const endpoint& e) {
     return static_cast<int>(e.node) == r.backup_node;
   });
@@ -147,8 +148,8 @@ void link_to_backups(member_actor self, const assignment_message& a, const chann
   if (to == a.servers.end() || to->port == 0)
     throw std::invalid_argument("the assignment says not where " + name
                                 + " listens, which holds the backups of "
-                                  "this server's shards (replicas = 2)");
-  auto connected = connect_channel(self->system(), to->host, to->port, link);
+                                  "this server's shards (shard_backups = 1)");
+  auto connected = connect_channel(self->system(), to->host, to->port, channel);
   if (!connected) {
     // As when that server is lost later: the shards here hold their answers until the
     // scheduler, which sees every loss, says it is gone (or ends the run: its port is closed
@@ -164,40 +165,41 @@ void link_to_backups(member_actor self, const assignment_message& a, const chann
     return;
   }
   self->monitor(*connected);
-  r.backup_link = *connected;
+  r.backup_channel = *connected;
   for (auto i : st.plan.actors_on(st.part_node))
     if (st.plan.actors[i].role == plan_role::shard)
       self->send(st.part.own_shards.at(i), backup_atom::value,
-                 spawn_shard_backup_proxy(self->system(), r.backup_link,
+                 spawn_shard_backup_proxy(self->system(), r.backup_channel,
                                           static_cast<std::uint32_t>(st.plan.actors[i].shard)));
 }
 
 push_target_actor
 remote_shard(caf::actor_system& system,
              const std::shared_ptr<std::map<std::size_t, push_relay_actor>>& relays, bool relayed,
-             const placement_plan& plan, std::size_t actor, const channel_actor& link) {
+             const placement_plan& plan, std::size_t actor, const channel_actor& channel) {
   const auto shard = static_cast<std::uint32_t>(plan.actors.at(actor).shard);
   if (!relayed)
-    return spawn_push_target_proxy(system, link, shard);
+    return spawn_push_target_proxy(system, channel, shard);
   auto known = relays->find(actor);
   if (known == relays->end())
     known =
       relays
-        ->emplace(actor, spawn_push_relay(system, spawn_push_target_proxy(system, link, shard),
+        ->emplace(actor, spawn_push_relay(system, spawn_push_target_proxy(system, channel, shard),
                                           plan.actors.at(actor).name))
         .first;
   return known->second;
 }
 
-bool on_replica_link_lost(member_actor self, const caf::actor_addr& link, const caf::error& why) {
+bool on_backup_channel_lost(member_actor self, const caf::actor_addr& channel,
+                            const caf::error& why) {
   auto& st = self->state;
-  auto& r = st.replicas;
-  if (r.copies < 2 || !st.phase.is<member_phases::running>())
+  auto& r = st.backup;
+  if (r.shard_backups == 0 || !st.phase.is<member_phases::running>())
     return false;
-  if (r.backup_link && link == r.backup_link.address()) {
-    // Only the link is known to be gone: the shards hold their answers until the scheduler
+  if (r.backup_channel && channel == r.backup_channel.address()) {
+    // Only the channel is known to be gone: the shards hold their answers until the scheduler
     // says the server is (on_promote), so the backups never fall behind a step a worker saw.
-    r.backup_link = channel_actor{};
+    r.backup_channel = channel_actor{};
     log_node_line(*st.options, st.label + ": lost " + node_name(st.plan, r.backup_node) + " at "
                                  + clock_time_now() + ", which holds the backups of "
                                  + shard_names(st.plan, st.part_node) + ": "
@@ -205,14 +207,15 @@ bool on_replica_link_lost(member_actor self, const caf::actor_addr& link, const 
                                  + "; their answers wait for the scheduler's word");
     return true;
   }
-  for (std::size_t n = 0; n < st.server_links.size(); ++n)
-    if (st.server_links[n] && link == st.server_links[n].address()) {
-      st.server_links[n] = channel_actor{};
+  for (std::size_t n = 0; n < st.server_channels.size(); ++n)
+    if (st.server_channels[n] && channel == st.server_channels[n].address()) {
+      st.server_channels[n] = channel_actor{};
       log_node_line(*st.options, st.label + ": lost " + st.plan.nodes[n].name + " at "
                                    + clock_time_now() + ": " + reason_text(self->system(), why)
                                    + "; its pushes wait for the scheduler to "
                                      "promote the backups of "
-                                   + shard_names(st.plan, static_cast<int>(n)) + " (replicas = 2)");
+                                   + shard_names(st.plan, static_cast<int>(n))
+                                   + " (shard_backups = 1)");
       return true;
     }
   return false;
@@ -220,17 +223,17 @@ bool on_replica_link_lost(member_actor self, const caf::actor_addr& link, const 
 
 void on_promote(member_actor self, const promote_message& p) {
   auto& st = self->state;
-  auto& r = st.replicas;
+  auto& r = st.backup;
   const auto lost = static_cast<int>(p.node), server = static_cast<int>(p.server);
   auto is_server = [&](int n) {
     return n >= 0 && static_cast<std::size_t>(n) < st.plan.nodes.size()
            && st.plan.nodes[n].kind == node_kind::server;
   };
-  if (r.copies < 2 || !st.phase.is<member_phases::running>() || !is_server(lost)
+  if (r.shard_backups == 0 || !st.phase.is<member_phases::running>() || !is_server(lost)
       || !is_server(server))
     return fail(self, errc::bad_request,
-                "the scheduler asked for a promotion this node cannot take (replicas "
-                  + std::to_string(r.copies) + ", nodes " + std::to_string(p.node) + " and "
+                "the scheduler asked for a promotion this node cannot take (shard_backups "
+                  + std::to_string(r.shard_backups) + ", nodes " + std::to_string(p.node) + " and "
                   + std::to_string(p.server) + ")");
   if (st.options->role == node_kind::server) {
     if (lost == r.backup_node && r.backup_node != st.part_node && !r.backup_gone) {
@@ -253,11 +256,11 @@ void on_promote(member_actor self, const promote_message& p) {
                     + (r.promoted.empty() ? "" : ", promoted already"));
     return promote_backups(self, lost);
   }
-  const auto& to = st.server_links.at(static_cast<std::size_t>(server));
+  const auto& to = st.server_channels.at(static_cast<std::size_t>(server));
   if (!to)
     return fail(self, errc::peer_down,
                 "the scheduler moved the shards of " + node_name(st.plan, lost) + " to "
-                  + node_name(st.plan, server) + ", which this worker has no link to");
+                  + node_name(st.plan, server) + ", which this worker has no channel to");
   std::size_t moved = 0;
   for (auto& [actor, relay] : *r.relays)
     if (st.plan.actors[actor].node == lost) {
@@ -273,7 +276,7 @@ void on_promote(member_actor self, const promote_message& p) {
 }
 
 std::string backup_actor_name(const member_state& st, const caf::actor_addr& source) {
-  for (const auto& [actor, name] : st.replicas.backup_actors)
+  for (const auto& [actor, name] : st.backup.backup_actors)
     if (actor.address() == source)
       return name;
   return "";

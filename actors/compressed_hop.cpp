@@ -1,8 +1,8 @@
-// Both ends of a compressed hop (compression_link.hpp). Buffers: each key keeps what this end
+// Both ends of a compressed hop (compressed_hop.hpp). Buffers: each key keeps what this end
 // must remember (the sender's residual and held weights, the receiver's held weights) and a
 // small pool for what it hands out; a pooled buffer is written only when nobody else holds it
 // (tensor::unique), as the shard does with its weights.
-#include <troupe/actors/compression_link.hpp>
+#include <troupe/actors/compressed_hop.hpp>
 
 #include <map>
 #include <stdexcept>

@@ -1,5 +1,5 @@
-// The ring replicated shards (replicas = 2) are kept around, as the scheduler
-// (scheduler_promotion.cpp) and the servers (member_replicas.cpp) both see it: the server
+// The ring shards with a backup (shard_backups = 1) are kept around, as the scheduler
+// (scheduler_promotion.cpp) and the servers (member_backups.cpp) both see it: the server
 // nodes of the plan in plan order, each holding the backups of the one before it. Private to
 // cluster/.
 //

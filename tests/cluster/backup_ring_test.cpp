@@ -1,10 +1,10 @@
-// replica_ring: the ring of server nodes that replicated shards are kept around, as pure
+// backup_ring: the ring of server nodes that shards with a backup are kept around, as pure
 // functions of the plan.
 #include <catch2/catch.hpp>
 
 #include <vector>
 
-#include "cluster/replica_ring.hpp"
+#include "cluster/backup_ring.hpp"
 #include "tests/cluster/cluster_plans.hpp"
 
 using namespace troupe;
@@ -23,7 +23,7 @@ std::vector<int> server_nodes(const placement_plan& plan) {
 } // namespace
 
 TEST_CASE("each server's backups are on the next server, the last's on the first",
-          "[cluster][replicas]") {
+          "[cluster][backups]") {
   const auto plan = cluster_plan(3, 2);
   const auto servers = server_nodes(plan);
   REQUIRE(servers.size() == 3);
@@ -34,7 +34,7 @@ TEST_CASE("each server's backups are on the next server, the last's on the first
   }
 }
 
-TEST_CASE("a ring needs two servers, and a worker node is on none", "[cluster][replicas]") {
+TEST_CASE("a ring needs two servers, and a worker node is on none", "[cluster][backups]") {
   const auto one = cluster_plan(1, 2);
   const auto lone = server_nodes(one);
   REQUIRE(lone.size() == 1);
@@ -48,7 +48,7 @@ TEST_CASE("a ring needs two servers, and a worker node is on none", "[cluster][r
   CHECK(next_server(two, static_cast<int>(two.nodes.size())) == -1);
 }
 
-TEST_CASE("a node's shards are named for log lines, or said to be none", "[cluster][replicas]") {
+TEST_CASE("a node's shards are named for log lines, or said to be none", "[cluster][backups]") {
   const auto plan = cluster_plan(2, 1);
   const auto servers = server_nodes(plan);
   REQUIRE(servers.size() == 2);

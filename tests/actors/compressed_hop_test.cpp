@@ -13,7 +13,7 @@
 
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/aggregator_actor.hpp>
-#include <troupe/actors/compression_link.hpp>
+#include <troupe/actors/compressed_hop.hpp>
 #include <troupe/actors/param_shard_actor.hpp>
 #include <troupe/cluster/local_node.hpp>
 

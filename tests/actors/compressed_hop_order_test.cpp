@@ -3,7 +3,7 @@
 // every source is answered in the same message round, each through its own sending end, with
 // the same weights bit for bit (one delta per step and group, added to each sender's copy).
 // ctest runs each case alone.
-#define CAF_SUITE compression_link
+#define CAF_SUITE compressed_hop
 #define CAF_TEST_UNIT_TEST_IMPL
 
 #include <caf/test/dsl.hpp>
@@ -16,7 +16,7 @@
 #include "tests/actors/recorded_answer.hpp"
 #include "tests/actors/two_key_pushes.hpp"
 #include <troupe/actors/aggregator_actor.hpp>
-#include <troupe/actors/compression_link.hpp>
+#include <troupe/actors/compressed_hop.hpp>
 #include <troupe/actors/param_shard_actor.hpp>
 
 using namespace troupe;
@@ -51,7 +51,7 @@ struct fixture : test_coordinator_fixture<> {
 
 } // namespace
 
-CAF_TEST_FIXTURE_SCOPE(compression_link_tests, fixture)
+CAF_TEST_FIXTURE_SCOPE(compressed_hop_tests, fixture)
 
 CAF_TEST(every_source_of_a_step_gets_the_same_weights_once_the_last_has_pushed) {
   std::string why;

@@ -1,4 +1,4 @@
-#include "replica_ring.hpp"
+#include "backup_ring.hpp"
 
 #include <algorithm>
 #include <vector>

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """A server process killed mid-run is replaced by the backups of its shards, and the run ends
-with the weights of a run that lost nothing (replicas = 2; docs/operations.md, "A lost server").
+with the weights of a run that lost nothing (shard_backups = 1; docs/operations.md, "A lost server").
 
-usage: replica_run.py TROUPE CONFIG SERVERS WORKERS KILL_EPOCH [--victim RANK] [troupe flags...]
+usage: backup_run.py TROUPE CONFIG SERVERS WORKERS KILL_EPOCH [--victim RANK] [troupe flags...]
 
-Runs `troupe launch -n WORKERS -s SERVERS --replicas 2 --config CONFIG [flags]`, waits until the
+Runs `troupe launch -n WORKERS -s SERVERS --shard-backups 1 --config CONFIG [flags]`, waits until the
 scheduler logs a batch past the middle of epoch KILL_EPOCH (its `Epoch[E] Batch [B]` progress
 lines past half the `x N batches` of the start line), then SIGKILLs server RANK (default 0; its
 pid from the scheduler's `server R (pid P ...) joined` line). It must: exit 0; the scheduler
@@ -35,7 +35,7 @@ def main(workdir):
     victim_rank = 0
     if rest[:1] == ["--victim"]:
         victim_rank, rest = int(rest[1]), rest[2:]
-    command = [troupe, "launch", "-n", workers, "-s", servers, "--replicas", "2", "--config", config] + rest
+    command = [troupe, "launch", "-n", workers, "-s", servers, "--shard-backups", "1", "--config", config] + rest
     proc = start_launch(command, workdir)
     seen = []
     try:
@@ -72,10 +72,10 @@ def main(workdir):
             raise SystemExit(f"FAIL: launch exited {proc.returncode}\n{out[-5000:]}")
         if killed_at is None:
             raise SystemExit(f"FAIL: the run ended before the kill\n{out[-3000:]}")
-        require_in_log(out, [rf"lost server {victim_rank} \(pid {victim}", r"promoting them \(replicas = 2\)",
+        require_in_log(out, [rf"lost server {victim_rank} \(pid {victim}", r"promoting them \(shard_backups = 1\)",
                              rf"serves the shards of server_{victim_rank}", r"promoted the backups of server_",
                              r"pushes for shard_\d+(, shard_\d+)* go to server_"])
-        got = require_one_process_weights(troupe, config, rest, workdir, out, "replicated run")
+        got = require_one_process_weights(troupe, config, rest, workdir, out, "run with shard backups")
         for line in out.splitlines():
             if re.search(r"lost server|promot|serves the shards|go to server|without a backup|killed by signal", line):
                 print(line)
@@ -88,5 +88,5 @@ def main(workdir):
 
 
 if __name__ == "__main__":
-    with work_folder("troupe-replica-") as folder:
+    with work_folder("troupe-backup-") as folder:
         main(folder)

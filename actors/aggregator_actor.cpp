@@ -102,25 +102,25 @@ std::string key_list(const std::vector<std::size_t>& keys) {
 
 std::string check_contribution(const aggregator_state& st, const gradient_push& push,
                                const pending_step* step) {
-  if (push.worker < 0 || push.worker >= st.options.sources)
-    return "aggregator: push from source " + std::to_string(push.worker) + ", expected 0.."
+  if (push.source < 0 || push.source >= st.options.sources)
+    return "aggregator: push from source " + std::to_string(push.source) + ", expected 0.."
            + std::to_string(st.options.sources - 1);
   if (push.samples <= 0)
-    return "aggregator: push from source " + std::to_string(push.worker) + " carries "
+    return "aggregator: push from source " + std::to_string(push.source) + " carries "
            + std::to_string(push.samples) + " samples";
   if (push.keys.empty() || push.keys.size() != push.gradients.size())
-    return "aggregator: push from source " + std::to_string(push.worker) + " carries "
+    return "aggregator: push from source " + std::to_string(push.source) + " carries "
            + std::to_string(push.gradients.size()) + " gradients for "
            + std::to_string(push.keys.size()) + " keys";
   if (step && !step->parts.empty()) {
     const auto& first = step->parts.front();
     if (first.keys != push.keys)
-      return "aggregator: source " + std::to_string(push.worker) + " pushed keys "
+      return "aggregator: source " + std::to_string(push.source) + " pushed keys "
              + key_list(push.keys) + " for step " + std::to_string(push.step) + ", others pushed "
              + key_list(first.keys);
     for (std::size_t i = 0; i < push.gradients.size(); ++i)
       if (push.gradients[i].shape() != first.gradients[i].shape())
-        return "aggregator: source " + std::to_string(push.worker) + " pushed key "
+        return "aggregator: source " + std::to_string(push.source) + " pushed key "
                + std::to_string(push.keys[i]) + " with shape "
                + shape_string(push.gradients[i].shape()) + ", others "
                + shape_string(first.gradients[i].shape());
@@ -147,12 +147,12 @@ void forward_step(aggregator_pointer self, std::pair<std::size_t, std::int64_t> 
   for (auto& p : step.parts)
     order.push_back(&p);
   if (st.options.deterministic)
-    std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->worker < b->worker; });
+    std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->source < b->source; });
   gradient_push sum;
   sum.step = id.second;
   sum.epoch_position = step.epoch_position;
   sum.keys = order.front()->keys;
-  sum.worker = st.options.position;
+  sum.source = st.options.position;
   sum.samples = step.samples;
   // The sum is due when its most pressed contribution is: that source gives up then.
   sum.due = order.front()->due;
@@ -295,7 +295,7 @@ caf::result<weight_set> on_push(aggregator_pointer self, gradient_push& push) {
     return make_error(errc::bad_request, problem);
   auto& step = st.steps[id];
   for (const auto& p : step.parts)
-    if (p.worker == push.worker) {
+    if (p.source == push.source) {
       // Accepted once per (source, step, group): a source that pushes again (a compute
       // adopted after its process was lost, recomputing the step in flight) waits for the
       // same sum; its gradients, equal to the first ones, are dropped.
@@ -304,7 +304,7 @@ caf::result<weight_set> on_push(aggregator_pointer self, gradient_push& push) {
       step.waiting.push_back(promise);
       return promise;
     }
-  note_arrival(st, push.worker, push.step);
+  note_arrival(st, push.source, push.step);
   step.samples += push.samples;
   step.epoch_position = push.epoch_position;
   step.parts.push_back(std::move(push));

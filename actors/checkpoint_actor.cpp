@@ -88,12 +88,12 @@ caf::result<std::string> save(checkpoint_pointer self, std::int64_t epoch) {
           answered(r, write);
         },
         [=](caf::error& err) mutable { round_failed(r, promise, std::move(err)); });
-  for (std::size_t worker = 0; worker < w.replicas.size(); ++worker)
-    self->request(w.replicas[worker], w.timeout, snapshot_atom::value)
+  for (std::size_t rank = 0; rank < w.replicas.size(); ++rank)
+    self->request(w.replicas[rank], w.timeout, snapshot_atom::value)
       .then(
         [=](replica_state& state) mutable {
           if (!r->failed)
-            gathered->replicas[worker] = std::move(state);
+            gathered->replicas[rank] = std::move(state);
           answered(r, write);
         },
         [=](caf::error& err) mutable { round_failed(r, promise, std::move(err)); });
@@ -123,8 +123,8 @@ caf::result<bool> restore(checkpoint_pointer self) {
     self->request(w.shards[i].shard, w.timeout, restore_atom::value, std::move(snapshot))
       .then(ok, bad);
   }
-  for (std::size_t worker = 0; worker < w.replicas.size(); ++worker)
-    self->request(w.replicas[worker], w.timeout, restore_atom::value, w.resume->replicas.at(worker))
+  for (std::size_t rank = 0; rank < w.replicas.size(); ++rank)
+    self->request(w.replicas[rank], w.timeout, restore_atom::value, w.resume->replicas.at(rank))
       .then(ok, bad);
   return promise;
 }

@@ -254,7 +254,7 @@ push_target_actor::behavior_type compressing_receiver(receiver_pointer self,
       auto& st = self->state;
       if (push.encoding != st.spec.pushes)
         return make_error(errc::bad_request,
-                          st.route + ": a push of source " + std::to_string(push.worker)
+                          st.route + ": a push of source " + std::to_string(push.source)
                             + " for keys " + key_list(push.keys) + " came encoded "
                             + to_string(push.encoding) + ", and this route's pushes are "
                             + to_string(st.spec.pushes));

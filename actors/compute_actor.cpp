@@ -94,7 +94,7 @@ void on_training_batch(compute_pointer self, loader_item& item) {
   st.phase.skipped += item.data.skipped;
   if (st.wiring.metrics)
     self->send(st.wiring.metrics,
-               batch_report{st.wiring.worker, item.data.epoch, item.data.index,
+               batch_report{st.wiring.rank, item.data.epoch, item.data.index,
                             st.wiring.batches_per_epoch, loss.count, loss.correct, loss.loss_sum,
                             st.learning_rate, st.replica->top_k(), loss.top_k_correct});
   if (!st.unsent.empty())

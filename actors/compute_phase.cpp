@@ -107,7 +107,7 @@ template <class Self> void check_pending(Self self) {
     };
     auto err = make_error(
       errc::timeout,
-      "compute " + std::to_string(st.wiring.worker) + ": no answer for " + ms(now - request.asked)
+      "compute " + std::to_string(st.wiring.rank) + ": no answer for " + ms(now - request.asked)
         + " ms, waiting for " + request.what + " (timeout "
         + std::to_string(
           std::chrono::round<std::chrono::milliseconds>(request.due.at - request.asked).count())
@@ -184,8 +184,8 @@ template <class Self> void watch_peers(Self self) {
     if (peer.empty())
       return;
     auto err =
-      make_error(errc::peer_down, "compute " + std::to_string(self->state.wiring.worker) + ": "
-                                    + peer + " terminated (" + caf::to_string(msg.reason) + ")");
+      make_error(errc::peer_down, "compute " + std::to_string(self->state.wiring.rank) + ": " + peer
+                                    + " terminated (" + caf::to_string(msg.reason) + ")");
     fail_phase(self, err);
     self->quit(err);
   });
@@ -215,7 +215,7 @@ caf::result<bool> restore_replica(phase_core& st, const replica_state& state) {
     restore_replica_state(*st.replica, state);
   } catch (const std::exception& e) {
     return make_error(errc::bad_request,
-                      "compute " + std::to_string(st.wiring.worker) + ": restore: " + e.what());
+                      "compute " + std::to_string(st.wiring.rank) + ": restore: " + e.what());
   }
   return true;
 }

@@ -113,7 +113,7 @@ void watched_request(Self self, const Handle& to, std::string what, deadline due
         // does) comes back as CAF's bare request_receiver_down: say what was asked.
         if (err == caf::sec::request_receiver_down)
           return fail_phase(
-            self, make_error(errc::peer_down, "compute " + std::to_string(self->state.wiring.worker)
+            self, make_error(errc::peer_down, "compute " + std::to_string(self->state.wiring.rank)
                                                 + ": the actor asked for " + what + " terminated"));
         fail_phase(self, err);
       });
@@ -148,7 +148,7 @@ gradient_push group_push(const phase_core& st, std::size_t g, GradientOf&& gradi
   push.step = st.header.step;
   push.epoch_position = st.header.epoch_position;
   push.samples = st.header.samples;
-  push.worker = route.source_index;
+  push.source = route.source_index;
   push.keys = group.keys;
   push.due = request_due(st);
   push.gradients = group_gradients(route, group, std::forward<GradientOf>(gradient_of));

@@ -49,7 +49,7 @@ void settle_rewind(compute_pointer self, std::shared_ptr<std::vector<weight_set>
           return fail_phase(
             self,
             make_error(errc::bad_request,
-                       "compute " + std::to_string(self->state.wiring.worker) + ": route "
+                       "compute " + std::to_string(self->state.wiring.rank) + ": route "
                          + std::to_string(r) + " answered the weights before step "
                          + std::to_string(ws.before_step) + " for step " + std::to_string(step)));
         (*answers)[r] = std::move(ws);

@@ -19,7 +19,7 @@ void set_up(stand_in_state& st) {
   std::vector<shape_t> shapes;
   for (auto* p : st.replica->parameters())
     shapes.push_back(p->value.shape());
-  st.gradients = stand_in_gradients(std::move(shapes), st.settings.seed, st.wiring.worker);
+  st.gradients = stand_in_gradients(std::move(shapes), st.settings.seed, st.wiring.rank);
   std::vector<std::vector<key_slice>> route_keys;
   for (const auto& route : st.wiring.shards)
     route_keys.push_back(route.keys);
@@ -142,7 +142,7 @@ void group_due(stand_in_pointer self, std::uint64_t phase, std::int64_t step, st
   st.phase.samples += st.settings.samples;
   if (st.wiring.metrics)
     self->send(st.wiring.metrics,
-               batch_report{st.wiring.worker, st.phase.epoch, index, st.wiring.batches_per_epoch,
+               batch_report{st.wiring.rank, st.phase.epoch, index, st.wiring.batches_per_epoch,
                             st.settings.samples, 0, 0.0, st.learning_rate, st.replica->top_k(), 0});
   next_stand_in_step(self);
 }

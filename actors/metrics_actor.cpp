@@ -101,13 +101,13 @@ void count_in_window(metrics_state& st, const batch_report& r) {
 void on_batch(metrics_state& st, const batch_report& r) {
   auto now = clock_type::now();
   st.learning_rate = r.learning_rate;
-  if (st.options.position && r.worker == 0) {
+  if (st.options.position && r.rank == 0) {
     st.options.position->epoch = r.epoch;
     st.options.position->batch = r.index;
     st.options.position->batches = r.batches;
     st.options.position->validating = false;
   }
-  if (r.worker != 0) {
+  if (r.rank != 0) {
     count_in_window(st, r);
     return;
   }

@@ -64,7 +64,7 @@ std::vector<std::size_t> validators_of(const placement_plan& plan) {
   for (auto v : plan.actors_of(plan_role::validation_loader))
     for (auto r : plan.routes_from(v))
       if (plan.routes[r].carries == route_carries::validation_batches) {
-        validators.push_back(static_cast<std::size_t>(plan.actors[plan.routes[r].to].worker));
+        validators.push_back(static_cast<std::size_t>(plan.actors[plan.routes[r].to].rank));
         break;
       }
   return validators;
@@ -114,7 +114,7 @@ struct part_builder {
       source = std::make_shared<const batch_source>(set, b);
     } else {
       auto b = job.train_batches;
-      b.part = a.worker;
+      b.part = a.rank;
       b.parts = plan.workers;
       source = std::make_shared<const batch_source>(set, b);
       loader.max_batches_per_epoch = a.batch_limit;
@@ -139,14 +139,13 @@ struct part_builder {
   void spawn_compute_at(std::size_t i) {
     const auto& a = plan.actors[i];
     compute_wiring wiring;
-    wiring.worker = a.worker;
+    wiring.rank = a.rank;
     wiring.train_loader = loader_of(i, route_carries::batches);
     wiring.validation_loader = loader_of(i, route_carries::validation_batches);
-    wiring.shards =
-      compressing_routes(system, plan, routes_of(plan, part.targets, a.worker), a.worker);
+    wiring.shards = compressing_routes(system, plan, routes_of(plan, part.targets, a.rank), a.rank);
     if (options.tap)
       for (std::size_t k = 0; k < wiring.shards.size(); ++k)
-        wiring.shards[k].shard = options.tap(wiring.shards[k].shard, tap_point{a.worker, k});
+        wiring.shards[k].shard = options.tap(wiring.shards[k].shard, tap_point{a.rank, k});
     wiring.groups = plan.keys.groups;
     wiring.overlap = plan.overlap;
     wiring.metrics = part.metrics;
@@ -154,7 +153,7 @@ struct part_builder {
     wiring.timeouts = options.timeouts;
     wiring.adopted = options.adopted;
     if (options.on_rewound)
-      wiring.on_rewound = [tell = options.on_rewound, worker = a.worker](std::int64_t step) {
+      wiring.on_rewound = [tell = options.on_rewound, worker = a.rank](std::int64_t step) {
         tell(worker, step);
       };
     auto routes = wiring.shards;
@@ -167,7 +166,7 @@ struct part_builder {
     auto compute =
       spawn_compute(system, replica_for_next_compute(), std::move(wiring), spawn_options);
     computes[i] = compute;
-    part.computes.emplace_back(a.worker, compute);
+    part.computes.emplace_back(a.rank, compute);
     const auto c = compute.address();
     record(compute, a);
     wired.route(train_loader.address(), c, route_carries::batches);
@@ -260,7 +259,7 @@ struct part_builder {
                           plan.keys.shards.at(static_cast<std::size_t>(plan.actors[s].shard))});
     w.replicas.resize(static_cast<std::size_t>(plan.workers));
     for (const auto& [index, compute] : computes)
-      w.replicas.at(static_cast<std::size_t>(plan.actors[index].worker)) = compute;
+      w.replicas.at(static_cast<std::size_t>(plan.actors[index].rank)) = compute;
     for (const auto& p : plan.parameters) {
       w.parameter_names.push_back(p.name);
       w.parameter_shapes.push_back(p.shape);
@@ -317,7 +316,7 @@ struct part_builder {
         w.shards.push_back({index, part.own_shards.at(s), plan.keys.shards.at(index)});
       }
     for (const auto& [index, compute] : computes)
-      w.replicas.emplace_back(plan.actors[index].worker, compute);
+      w.replicas.emplace_back(plan.actors[index].rank, compute);
     for (const auto& p : plan.parameters) {
       w.parameter_names.push_back(p.name);
       w.parameter_shapes.push_back(p.shape);

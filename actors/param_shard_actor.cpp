@@ -121,12 +121,12 @@ std::string check_push(const shard_state& st, const gradient_push& push) {
     return "param_shard: push at invalid epoch position " + std::to_string(push.epoch_position);
   if (push.step < 0 || (st.step_limit > 0 && push.step >= st.step_limit))
     return "param_shard: push of step " + std::to_string(push.step) + " from source "
-           + std::to_string(push.worker) + " is not a step of this run (0.."
+           + std::to_string(push.source) + " is not a step of this run (0.."
            + std::to_string(st.step_limit - 1) + "): a step from the future";
-  const auto last = st.last_steps.find(push.worker);
+  const auto last = st.last_steps.find(push.source);
   if (last != st.last_steps.end() && push.step < last->second)
     return "param_shard: push of step " + std::to_string(push.step) + " from source "
-           + std::to_string(push.worker) + ", which already pushed step "
+           + std::to_string(push.source) + ", which already pushed step "
            + std::to_string(last->second) + ": a replay";
   return {};
 }
@@ -181,7 +181,7 @@ void release_held(shard_state& st) {
 // Whether `push` repeats the group and step its source applied last (a retried request; an
 // earlier step is a replay, refused by check_push).
 bool applied_before(const shard_state& st, const gradient_push& push) {
-  const auto at = st.applied.find({push.worker, push.keys.front()});
+  const auto at = st.applied.find({push.source, push.keys.front()});
   return at != st.applied.end() && at->second.keys == push.keys && push.step == at->second.step;
 }
 
@@ -189,14 +189,14 @@ bool applied_before(const shard_state& st, const gradient_push& push) {
 std::string apply(shard_state& st, const gradient_push& push) {
   if (auto problem = check_push(st, push); !problem.empty())
     return problem;
-  if (st.forgotten.count(push.worker) > 0)
-    return "param_shard: push from worker " + std::to_string(push.worker)
+  if (st.forgotten.count(push.source) > 0)
+    return "param_shard: push from source " + std::to_string(push.source)
            + ", which this shard was told is gone (its process was lost)";
-  if (st.staleness >= 0 && (push.worker < 0 || push.worker >= st.workers))
-    return "param_shard: push from worker " + std::to_string(push.worker) + ", expected 0.."
+  if (st.staleness >= 0 && (push.source < 0 || push.source >= st.workers))
+    return "param_shard: push from source " + std::to_string(push.source) + ", expected 0.."
            + std::to_string(st.workers - 1);
-  st.last_steps[push.worker] = push.step;
-  st.applied[{push.worker, push.keys.front()}] = applied_group{push.worker, push.keys, push.step};
+  st.last_steps[push.source] = push.step;
+  st.applied[{push.source, push.keys.front()}] = applied_group{push.source, push.keys, push.step};
   const float lr = st.schedule.at(push.epoch_position);
   for (std::size_t i = 0; i < push.keys.size(); ++i) {
     auto& key = st.keys[push.keys[i]];

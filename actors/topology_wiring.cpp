@@ -128,19 +128,19 @@ std::vector<std::pair<std::uint32_t, std::size_t>> entry_points(const placement_
 }
 
 std::vector<shard_route> routes_of(const placement_plan& plan, const push_targets& targets,
-                                   int worker) {
+                                   int rank) {
   std::vector<shard_route> routes;
   for (std::size_t k = 0; k < plan.keys.shards.size(); ++k) {
-    const auto& r = plan.gradient_route(worker, static_cast<int>(k));
+    const auto& r = plan.gradient_route(rank, static_cast<int>(k));
     routes.push_back(shard_route{targets.at(r.to), plan.keys.shards[k], r.source});
   }
   return routes;
 }
 
 std::vector<shard_route> compressing_routes(caf::actor_system& system, const placement_plan& plan,
-                                            std::vector<shard_route> routes, int worker) {
+                                            std::vector<shard_route> routes, int rank) {
   for (std::size_t k = 0; k < routes.size(); ++k) {
-    const auto& r = plan.gradient_route(worker, static_cast<int>(k));
+    const auto& r = plan.gradient_route(rank, static_cast<int>(k));
     if (r.compression.active())
       routes[k].shard =
         spawn_compressing_sender(system, routes[k].shard, r.compression,

@@ -129,7 +129,7 @@ void spawn_job(caf::actor_system& system, const training_job& job, const session
   if (auto* log = sinks.output.log)
     *log << "Start training " << reference->name() << " (" << plan.parameter_count
          << " parameters) on " << train_set->description() << ": " << train_set->size()
-         << " examples, " << plan.workers << " worker(s) x " << steps_text(plan, train_set->size())
+         << " examples, " << plan.workers << " compute(s) x " << steps_text(plan, train_set->size())
          << "; "
          << (job.validate ? "validation on " + validation_set->description() + " ("
                               + std::to_string(validation_set->size()) + " examples)"

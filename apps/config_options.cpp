@@ -135,9 +135,10 @@ void resolve_old_names(job_config& c) {
   if (!old.given)
     return;
   if (now.given)
-    config_fail(c, old.span.line == 0 ? now.span : old.span,
-                "replicas is the old name of shard_backups (replicas = N is shard_backups = N - 1, "
-                "--replicas N is --shard-backups N - 1): give one of the two");
+    config_fail(
+      c, old.span.line == 0 ? now.span : old.span,
+      "replicas is the old name of shard_backups (replicas = N is shard_backups = N - 1, the "
+      "old --replicas N is --shard-backups N - 1): give one of the two");
   now = located<int>{old.value - 1, old.span, true};
 }
 
@@ -194,9 +195,10 @@ training_job to_training_job(const job_config& c) {
   o.nodes = cluster_nodes{c.cluster.server_nodes.value, c.cluster.worker_nodes.value,
                           policy == "continue", adopt, c.cluster.shard_backups.value};
   const auto& backups = c.cluster.shard_backups;
-  const std::string backed = backups.span.line != 0     ? "shard_backups = 1"
-                             : c.cluster.replicas.given ? "--replicas 2"
-                                                        : "--shard-backups 1";
+  const bool old_flag = backups.span.line == 0 && c.cluster.replicas.given; // the old name
+  const std::string backed = backups.span.line != 0 ? "shard_backups = 1"
+                             : old_flag             ? "--replicas 2" // the old name, still read
+                                                    : "--shard-backups 1";
   if (o.nodes.shard_backups == 1 && !o.nodes.single_process() && o.nodes.servers < 2)
     config_fail(c, backups.span,
                 backed

@@ -204,7 +204,7 @@ struct body_writer {
     out.setShard(shard);
     out.setStep(push.step);
     out.setEpochPosition(push.epoch_position);
-    out.setWorker(push.worker);
+    out.setSource(push.source);
     out.setSamples(push.samples);
     out.setRemainingMs(remaining_ms);
     set_keyed(out, push.keys, push.gradients, push.encoding, push.scales, "a push");
@@ -323,7 +323,7 @@ struct body_writer {
   void operator()(const control_message& m) {
     auto out = body.initControl();
     out.setRequest(m.request);
-    out.setWorker(m.worker);
+    out.setRank(m.rank);
     out.setKind(m.kind == control_kind::train      ? wire::ControlKind::TRAIN
                 : m.kind == control_kind::validate ? wire::ControlKind::VALIDATE
                                                    : wire::ControlKind::END_EPOCH);
@@ -348,7 +348,7 @@ struct body_writer {
   void operator()(const batch_report_message& m) {
     const auto& r = m.report;
     auto out = body.initBatchReport();
-    out.setWorker(r.worker);
+    out.setRank(r.rank);
     out.setEpoch(r.epoch);
     out.setIndex(r.index);
     out.setBatches(r.batches);

@@ -167,7 +167,7 @@ push_message read_push(const std::shared_ptr<std::vector<char>>& payload,
   auto& push = m.push;
   push.step = in.getStep();
   push.epoch_position = in.getEpochPosition();
-  push.worker = in.getWorker();
+  push.source = in.getSource();
   push.samples = in.getSamples();
   m.remaining_ms = remaining_of(in.getRemainingMs(), "push");
   if (push.step < 0)
@@ -175,8 +175,8 @@ push_message read_push(const std::shared_ptr<std::vector<char>>& payload,
   if (!std::isfinite(push.epoch_position) || push.epoch_position < 0)
     refuse("push.epochPosition " + std::to_string(push.epoch_position)
            + " is not a finite position >= 0");
-  if (push.worker < 0)
-    refuse("push.worker " + std::to_string(push.worker) + " is negative");
+  if (push.source < 0)
+    refuse("push.source " + std::to_string(push.source) + " is negative");
   if (push.samples < 1)
     refuse("push.samples " + std::to_string(push.samples) + " is not positive");
   push.encoding = read_encoding(in.getEncoding(), in.getScales(), "push", push.scales);

@@ -132,7 +132,7 @@ join_message read_join(wire::Join::Reader in) {
 control_message read_control(wire::Control::Reader in) {
   control_message m;
   m.request = in.getRequest();
-  m.worker = in.getWorker();
+  m.rank = in.getRank();
   switch (in.getKind()) {
   case wire::ControlKind::TRAIN:
     m.kind = control_kind::train;
@@ -231,7 +231,7 @@ report_message read_report(wire::Report::Reader in) {
 batch_report_message read_batch_report(wire::BatchReport::Reader in) {
   batch_report_message m;
   auto& r = m.report;
-  r.worker = in.getWorker();
+  r.rank = in.getRank();
   r.epoch = in.getEpoch();
   r.index = in.getIndex();
   r.batches = in.getBatches();
@@ -241,7 +241,7 @@ batch_report_message read_batch_report(wire::BatchReport::Reader in) {
   r.learning_rate = in.getLearningRate();
   r.top_k = in.getTopK();
   r.top_k_correct = in.getTopKCorrect();
-  require(r.worker >= 0 && r.epoch >= 0, "batchReport has a negative worker or epoch");
+  require(r.rank >= 0 && r.epoch >= 0, "batchReport has a negative rank or epoch");
   // No arithmetic on the peer's numbers, not even for the message (the fuzzer found
   // batches = INT64_MIN overflowing a "batches - 1").
   require(r.batches >= 1 && r.index >= 0 && r.index < r.batches,

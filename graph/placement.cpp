@@ -105,7 +105,7 @@ void plan_steps(const training_job& job, const data_facts& data, placement_plan&
           batches_for_part(data.train_examples, p.train_batch, w, workers, p.drop_last);
         if (b == 0)
           fail(placement_subject::data,
-               "worker " + std::to_string(w) + " of " + std::to_string(workers) + " gets "
+               "compute " + std::to_string(w) + " of " + std::to_string(workers) + " gets "
                  + std::to_string(examples_in_part(data.train_examples, w, workers)) + " of the "
                  + std::to_string(data.train_examples) + " training examples: no batch of "
                  + std::to_string(p.train_batch) + (p.drop_last ? " (drop_last)" : ""));
@@ -239,7 +239,7 @@ void plan_actors(const training_job& job, placement_plan& p) {
   for (auto role : {plan_role::loader, plan_role::compute}) {
     for (int w = 0; w < n; ++w) {
       auto& a = p.actors[add_actor(p, role, w, std::string(to_string(role)) + numbered("_", w))];
-      a.worker = w;
+      a.rank = w;
       a.machine = hierarchical ? machine_of(w, n, machines) : -1;
       if (role == plan_role::loader) {
         a.batches = p.worker_batches[static_cast<std::size_t>(w)];
@@ -305,7 +305,7 @@ void plan_nodes(const training_job& job, placement_plan& p) {
       break;
     case plan_role::loader:
     case plan_role::compute:
-      a.node = worker_node(a.worker / workers_per_node);
+      a.node = worker_node(a.rank / workers_per_node);
       break;
     }
   }
@@ -645,7 +645,7 @@ std::string canonical_text(const placement_plan& p) {
     out << "node " << to_string(x.kind) << ' ' << x.rank << ' ' << x.name << '\n';
   for (const auto& a : p.actors) {
     out << "actor " << to_string(a.role) << ' ' << a.index << " node " << a.node << ' ' << a.name
-        << " worker " << a.worker << " machine " << a.machine << " shard " << a.shard << " sources "
+        << " worker " << a.rank << " machine " << a.machine << " shard " << a.shard << " sources "
         << a.sources << " need " << a.need << " position " << a.position << " deterministic "
         << a.deterministic << " keys ";
     list(a.keys);

@@ -9,13 +9,13 @@ namespace troupe {
 
 namespace {
 
-replica_state read_replica(layout_reader& r, std::size_t worker,
+replica_state read_replica(layout_reader& r, std::size_t rank,
                            const std::vector<std::string>& buffers) {
   replica_state out;
-  const auto prefix = worker == 0 ? std::string() : "worker" + std::to_string(worker) + "/";
+  const auto prefix = rank == 0 ? std::string() : "worker" + std::to_string(rank) + "/";
   for (const auto& name : buffers)
     out.buffers.push_back({name, r.take(prefix + name)});
-  out.streams = read_streams(r, "troupe.worker." + std::to_string(worker) + ".streams");
+  out.streams = read_streams(r, "troupe.worker." + std::to_string(rank) + ".streams");
   return out;
 }
 

@@ -18,8 +18,8 @@ std::string key_name(std::size_t slot, std::int64_t offset) {
   return std::to_string(slot) + "@" + std::to_string(offset);
 }
 
-std::string worker_prefix(int worker) {
-  return "worker" + std::to_string(worker) + "/";
+std::string worker_prefix(int rank) {
+  return "worker" + std::to_string(rank) + "/";
 }
 
 template <class Indices> std::string comma_list(const Indices& indices) {
@@ -47,9 +47,9 @@ void check_part(const checkpoint_part& part) {
                + shape_string(k.weights.shape()));
   }
   std::set<int> workers;
-  for (const auto& [worker, state] : part.replicas)
-    if (worker < 0 || !workers.insert(worker).second)
-      refuse("worker " + std::to_string(worker) + " negative or given twice");
+  for (const auto& [rank, state] : part.replicas)
+    if (rank < 0 || !workers.insert(rank).second)
+      refuse("worker " + std::to_string(rank) + " negative or given twice");
 }
 
 } // namespace
@@ -80,14 +80,14 @@ std::vector<std::uint8_t> encode_checkpoint_part(const std::string& path, std::i
     m[prefix + ".keys"] = key_list;
   }
   std::vector<int> worker_indices;
-  for (const auto& [worker, state] : part.replicas) {
+  for (const auto& [rank, state] : part.replicas) {
     std::vector<std::string> names;
     for (const auto& b : state.buffers) {
       names.push_back(b.name);
-      out.tensors.push_back({worker_prefix(worker) + b.name, b.value});
+      out.tensors.push_back({worker_prefix(rank) + b.name, b.value});
     }
-    worker_indices.push_back(worker);
-    const auto prefix = "troupe.worker." + std::to_string(worker);
+    worker_indices.push_back(rank);
+    const auto prefix = "troupe.worker." + std::to_string(rank);
     m[prefix + ".buffers"] = join_lines(names);
     m[prefix + ".streams"] = streams_text(state);
   }
@@ -133,13 +133,13 @@ decoded_part decode_checkpoint_part(const std::string& path,
     const auto worker_index = r.integer("troupe.part.workers", index, 0);
     if (worker_index > (1 << 20))
       r.fail("metadata troupe.part.workers names worker " + index);
-    const auto worker = static_cast<int>(worker_index);
+    const auto rank = static_cast<int>(worker_index);
     const auto prefix = "troupe.worker." + index;
     replica_state state;
     for (const auto& name : lines(r.text(prefix + ".buffers")))
-      state.buffers.push_back({name, r.take(worker_prefix(worker) + name)});
+      state.buffers.push_back({name, r.take(worker_prefix(rank) + name)});
     state.streams = read_streams(r, prefix + ".streams");
-    out.part.replicas.emplace_back(worker, std::move(state));
+    out.part.replicas.emplace_back(rank, std::move(state));
   }
   r.require_all_taken();
   return out;

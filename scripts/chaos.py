@@ -10,7 +10,7 @@ Each trial draws, from random.Random("S:K") (so `--seed S --trial K` replays tri
            (given: bsp's default is adopt), its nodes started by hand (each `troupe node` with --rank)
            or by one `troupe launch` (a node's pid and exit status from launch's records,
            launch.jsonl), or async with
-           on_worker_loss = continue; bsp-replicas (--replicas 2), bsp-adopt (on_worker_loss =
+           on_worker_loss = continue; bsp-backups (--shard-backups 1), bsp-adopt (on_worker_loss =
            adopt) and bsp-spare (adopt, under launch --spares 1), taken only when the binary
            supports them (found from `troupe node --help` / `troupe launch --help`). Jobs that save every epoch under
            launch with --max-restarts 1 (bsp-restarts, run by scripts/chaos_restarts.py: read
@@ -26,7 +26,7 @@ Each trial draws, from random.Random("S:K") (so `--seed S --trial K` replays tri
            validation runs next), boundary (`validated` of epoch k: the next epoch starts),
            ending (the last epoch's `validated`: the final weights are pulled and the run ends);
            checkpoint (`saving` of epoch k+1: jobs that save), resume (the restarted job's
-           `restoring`: jobs that restart), promotion (jobs with --replicas 2: another server
+           `restoring`: jobs that restart), promotion (jobs with --shard-backups 1: another server
            SIGKILLed at epoch k's `batch` first, the victim faulted at the scheduler's
            `promotion` of that server's backups: a second loss, which stops the run)
 A moment is found from the nodes' event records (`troupe node --events`, docs/operations.md
@@ -102,8 +102,8 @@ def features(troupe):
             return ""
     node, launch = help_of("node"), help_of("launch")
     found = set()
-    if "--replicas" in node or "--replicas" in launch:
-        found.add("replicas")
+    if "--shard-backups" in node or "--shard-backups" in launch:
+        found.add("backups")
     if "--spares" in launch:
         found.add("spares")
     if "--max-restarts" in launch:
@@ -136,7 +136,7 @@ VARIANTS = {
     "bsp-launch": dict(config="chaos_bsp.troupe", flags=STOP, needs=set(), deterministic=True, starter="launch"),
     "async-continue": dict(config="chaos_async.troupe", flags=["--on-worker-loss", "continue"], needs=set(),
                            deterministic=False),
-    "bsp-replicas": dict(config="chaos_bsp.troupe", flags=["--replicas", "2"] + STOP, needs={"replicas"},
+    "bsp-backups": dict(config="chaos_bsp.troupe", flags=["--shard-backups", "1"] + STOP, needs={"backups"},
                          deterministic=True),
     "bsp-adopt": dict(config="chaos_bsp.troupe", flags=["--on-worker-loss", "adopt"], needs={"adopt"},
                       deterministic=True),
@@ -167,7 +167,7 @@ MOMENTS = {
     "boundary": set(),
     "ending": set(),
     "checkpoint": {"checkpoints"},   # while a checkpoint is written (the save line names it)
-    "promotion": {"replicas"},       # a server lost first, the victim while its backup is promoted
+    "promotion": {"backups"},       # a server lost first, the victim while its backup is promoted
     "resume": {"max-restarts", "checkpoints"},  # the restarted job's restore (chaos_restarts.py)
 }
 
@@ -188,7 +188,7 @@ def fits(variant, way=None, moment=None):
     if moment == "checkpoint":
         return bool(v.get("saves"))
     if moment == "promotion":
-        return "--replicas" in v["flags"]
+        return "--shard-backups" in v["flags"]
     if moment == "resume":
         return bool(v.get("restarts"))
     return True
@@ -212,7 +212,7 @@ EXPECT = [
     ("a lost worker is adopted once training", lambda t: role_of(t["victim"]) == "worker"
      and t["variant"] in ("bsp-adopt", "bsp-spare") and t["moment"] in TRAINING, "finishes"),
     ("a lost server's shards are promoted once training", lambda t: role_of(t["victim"]) == "server"
-     and t["variant"] == "bsp-replicas" and t["moment"] in TRAINING, "finishes"),
+     and t["variant"] == "bsp-backups" and t["moment"] in TRAINING, "finishes"),
     ("async goes on without a lost worker once training",
      lambda t: t["variant"] == "async-continue" and role_of(t["victim"]) == "worker"
      and t["moment"] in ("mid-epoch", "validation", "boundary"), "goes-on"),
@@ -777,7 +777,7 @@ def reference_digests(troupe):
             flags, given = ["--num-epochs", str(EPOCHS)], list(variant["flags"])
             while given:
                 flag, value = given.pop(0), given.pop(0)
-                if flag not in ("--replicas", "--save-period"):
+                if flag not in ("--shard-backups", "--save-period"):
                     flags += [flag, value]
             workdir = tempfile.mkdtemp(prefix="troupe-chaos-reference-")
             try:

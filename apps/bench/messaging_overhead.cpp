@@ -78,7 +78,7 @@ void push_group_now(stand_in self, std::size_t g) {
   const auto& route = st.routes[group.shard];
   gradient_push push;
   push.step = st.step;
-  push.worker = route.source_index;
+  push.source = route.source_index;
   push.samples = 32;
   push.keys = group.keys;
   push.gradients =

@@ -149,7 +149,7 @@ sources_on(const placement_plan& plan, int server, int lost) {
     for (auto c : plan.actors_on(lost)) {
       if (plan.actors[c].role != plan_role::compute)
         continue;
-      const auto& route = plan.gradient_route(plan.actors[c].worker, plan.actors[i].shard);
+      const auto& route = plan.gradient_route(plan.actors[c].rank, plan.actors[i].shard);
       if (route.to == i) // async, ssp: the compute pushes to the shard itself
         sources.push_back(route.source);
     }

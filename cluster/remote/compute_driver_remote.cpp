@@ -20,10 +20,10 @@ namespace {
 void serve_compute_driver(channel_pointer self, wire_message& message) {
   auto& st = self->state;
   const auto m = std::get<control_message>(message);
-  auto compute = st.options->serving->find<remote_interface::compute_driver>(m.worker);
+  auto compute = st.options->serving->find<remote_interface::compute_driver>(m.rank);
   if (!compute)
     return refuse_unserved(self, m.kind == control_kind::end_epoch ? 0 : m.request,
-                           remote_interface::compute_driver, m.worker);
+                           remote_interface::compute_driver, m.rank);
   if (m.kind == control_kind::end_epoch)
     return self->send(compute, end_epoch_atom::value, m.epoch);
   if (auto& at = st.options->position) {
@@ -44,7 +44,7 @@ void serve_compute_driver(channel_pointer self, wire_message& message) {
         [=](caf::error& err) { write_failure(self, m.request, err); });
   };
   auto on_error = [=](caf::error& err) {
-    write_failure(self, m.request, as_served(self, err, "compute " + std::to_string(m.worker)));
+    write_failure(self, m.request, as_served(self, err, "compute " + std::to_string(m.rank)));
   };
   // The compute gives up at the frame's deadline, naming what it waited for; this request
   // waits answer_grace longer for that answer.
@@ -73,7 +73,7 @@ const interface_codec& compute_driver_codec() {
      {kind_of<report_message>(), kind_role::answer}},
     serve_compute_driver,
     [](const wire_message& m) {
-      return "compute " + std::to_string(std::get<control_message>(m).worker);
+      return "compute " + std::to_string(std::get<control_message>(m).rank);
     },
   };
   return codec;

@@ -230,7 +230,7 @@ bool on_adopted(scheduler_actor self, member_entry& m, const ready_message& read
       continue;
     self->send(relay->second, repoint_atom::value,
                spawn_compute_proxy(self->system(), m.channel,
-                                   static_cast<std::uint32_t>(st.plan.actors[a].worker)));
+                                   static_cast<std::uint32_t>(st.plan.actors[a].rank)));
   }
   const auto seconds =
     std::chrono::duration<double>(std::chrono::steady_clock::now() - st.lost_at).count();

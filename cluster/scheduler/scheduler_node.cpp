@@ -237,7 +237,7 @@ remote_actors remote_of_members(scheduler_actor self, const std::vector<channel_
       const auto& a = plan.actors.at(c);
       st.relays[c] = spawn_compute_relay(
         system, spawn_compute_proxy(system, channels.at(static_cast<std::size_t>(a.node)),
-                                    static_cast<std::uint32_t>(a.worker)));
+                                    static_cast<std::uint32_t>(a.rank)));
     }
   if (st.job.nodes.shard_backups > 0)
     for (auto s : plan.actors_of(plan_role::shard)) {
@@ -254,7 +254,7 @@ remote_actors remote_of_members(scheduler_actor self, const std::vector<channel_
     if (auto relay = relays.find(actor); relay != relays.end())
       return relay->second;
     return spawn_compute_proxy(system, channels.at(static_cast<std::size_t>(a.node)),
-                               static_cast<std::uint32_t>(a.worker));
+                               static_cast<std::uint32_t>(a.rank));
   };
   remote.push_target = [=, &system,
                         relays = st.shard_relays](std::size_t actor) -> push_target_actor {

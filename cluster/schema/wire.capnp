@@ -88,7 +88,7 @@ struct Push {
   shard @1 :UInt32;
   step @2 :Int64;
   epochPosition @3 :Float64;
-  worker @4 :Int32;
+  source @4 :Int32;       # the pusher's index among the route's sources (gradient_push::source)
   samples @5 :Int64;
   keys @6 :List(UInt32);   # indices into the shard's keys, ascending
   values @7 :List(Data);   # one per key: its length's values, packed as `encoding` says
@@ -206,11 +206,11 @@ enum ControlKind {
   endEpoch @2;
 }
 
-# The coordinator (on the scheduler) to compute actor `worker`: train or validate an epoch
+# The coordinator (on the scheduler) to the compute of rank `rank`: train or validate an epoch
 # (answered by a Report), or end an epoch early (no answer).
 struct Control {
   request @0 :UInt64;
-  worker @1 :UInt32;
+  rank @1 :UInt32;
   kind @2 :ControlKind;
   epoch @3 :Int64;
   remainingMs @4 :UInt64;  # train, validate: as Push's; endEpoch: 0
@@ -233,7 +233,7 @@ struct Report {
 
 # A compute actor's batch_report, one way, for the scheduler's metrics.
 struct BatchReport {
-  worker @0 :Int32;
+  rank @0 :Int32;
   epoch @1 :Int64;
   index @2 :Int64;
   batches @3 :Int64;

@@ -101,7 +101,7 @@ caf::behavior worker(caf::stateful_actor<worker_state>* self, troupe::param_shar
       push.step = s.step;
       push.keys = {0, 1};
       push.gradients = {grad_w, grad_b};
-      push.worker = index;
+      push.source = index;
       push.samples = data.size();
       self->request(shard, timeout, troupe::push_atom::value, std::move(push)).then(take, fail);
     },

@@ -117,7 +117,8 @@ std::vector<config_key> cluster_keys() {
     entry("cluster", "on_worker_loss", k::name, cluster<&cluster_config::on_worker_loss>)
       .checked_by(check_worker_loss)
       .flag_is("on-worker-loss")
-      .default_is("`adopt` in bsp (one aggregation level summing every worker's push), else `stop`")
+      .default_is(
+        "`adopt` in bsp (one aggregation level summing every compute's push), else `stop`")
       .help_is("stop, continue without a lost worker process (async and ssp only), or adopt its "
                "computes on another worker process (bsp only)",
                "`stop`: the scheduler names the node and every process exits non-zero; `adopt`: a "

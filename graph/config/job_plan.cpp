@@ -235,7 +235,7 @@ void print_steps(std::ostream& out, const placement_plan& p) {
                              : "; asynchronous: step ids count up to the most)\n";
     }
     out << "  steps per epoch: " << p.steps_per_epoch << " (" << p.data.train_examples
-        << " training examples over " << p.workers << " worker(s): " << batches << " batches of "
+        << " training examples over " << p.workers << " compute(s): " << batches << " batches of "
         << p.train_batch << " each" << rule;
   }
   if (p.validation_batches > 0)
@@ -260,8 +260,8 @@ void print_aggregators(std::ostream& out, const placement_plan& p) {
       std::vector<int> workers;
       for (const auto& w : p.actors)
         if (w.role == plan_role::compute && w.machine == a.machine)
-          workers.push_back(w.worker);
-      out << " (machine " << a.machine << ": workers " << workers.front() << " to "
+          workers.push_back(w.rank);
+      out << " (machine " << a.machine << ": computes " << workers.front() << " to "
           << workers.back() << ")";
     }
     out << '\n';

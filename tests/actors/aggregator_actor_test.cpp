@@ -28,7 +28,7 @@ caf::message push_of(int source, std::int64_t step, std::vector<std::size_t> key
                      std::vector<tensor> grads, std::int64_t samples = 1, deadline due = {}) {
   gradient_push p;
   p.due = due;
-  p.worker = source;
+  p.source = source;
   p.step = step;
   p.keys = std::move(keys);
   p.gradients = std::move(grads);

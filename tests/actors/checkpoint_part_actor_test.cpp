@@ -179,14 +179,14 @@ struct three_parts {
   local_node_config cfg;
   caf::actor_system sys{cfg};
   two_shards s{sys};
-  worker_part worker{sys};
+  worker_part rank{sys};
   checkpoint_part_actor server_0 =
     spawn_checkpoint_part(sys, part_wiring({{0, s.first, s.first_keys}}));
   checkpoint_part_actor server_1 =
     spawn_checkpoint_part(sys, part_wiring({{1, s.second, s.second_keys}}));
   const std::string prefix = dir.file("m");
   std::vector<manifest_part> all() const {
-    return {{"server_0", server_0}, {"server_1", server_1}, {"worker_0", worker.part}};
+    return {{"server_0", server_0}, {"server_1", server_1}, {"worker_0", rank.part}};
   }
   // Kills `a` and returns once it is down.
   template <class Handle> void kill(const Handle& a) {

@@ -40,7 +40,7 @@ push_target_actor plain_shard(caf::actor_system& sys) {
 caf::message push_of(int source, std::int64_t step, std::vector<tensor> grads) {
   gradient_push p;
   p.due = deadline::after(std::chrono::seconds(10));
-  p.worker = source;
+  p.source = source;
   p.step = step;
   p.keys = {0, 1};
   p.gradients = std::move(grads);

@@ -161,7 +161,7 @@ struct stand_in_fixture : test_coordinator_fixture<> {
     auto replica = build_model(spec);
     buffers = replica->buffers().size();
     compute_wiring w;
-    w.worker = worker;
+    w.rank = worker;
     shard_route route;
     route.source_index = worker;
     for (std::size_t slot = 0; slot < replica->parameters().size(); ++slot) {
@@ -379,7 +379,7 @@ CAF_TEST(gradients_have_the_model_shapes_and_reproducible_varying_values) {
   for (const auto& push : shard->pushes) {
     CAF_REQUIRE_EQUAL(push.gradients.size(), 1u);
     CAF_CHECK_EQUAL(push.samples, samples);
-    CAF_CHECK_EQUAL(push.worker, worker);
+    CAF_CHECK_EQUAL(push.source, worker);
     const auto slot = push.keys.front();
     const auto& g = push.gradients.front();
     CAF_REQUIRE(g.shape() == shapes[slot]);

@@ -81,7 +81,7 @@ inline gradient_tap slow_worker_tap(caf::actor_system& system, std::vector<int> 
                                     caf::timespan delay, std::vector<delaying_tap_actor>& taps) {
   return [&system, &taps, slow, delay](push_target_actor downstream,
                                        const tap_point& where) -> push_target_actor {
-    if (std::find(slow.begin(), slow.end(), where.worker) == slow.end())
+    if (std::find(slow.begin(), slow.end(), where.rank) == slow.end())
       return downstream;
     taps.push_back(system.spawn(delaying_tap, downstream, delay));
     return taps.back();

@@ -170,9 +170,9 @@ TEST_CASE("param shard holds a worker more than staleness steps ahead until the 
   opts.staleness = 1;
   opts.workers = 2;
   auto shard = spawn_param_shard(sys, {shard_key{"w", tensor::from_values({1}, {0}), false}}, opts);
-  auto push_of = [](int worker, std::int64_t step) {
+  auto push_of = [](int rank, std::int64_t step) {
     gradient_push p;
-    p.worker = worker;
+    p.source = rank;
     p.step = step;
     p.keys = {0};
     p.gradients = {tensor::from_values({1}, {-1})}; // each update adds 1 at lr 1
@@ -191,7 +191,7 @@ TEST_CASE("param shard holds a worker more than staleness steps ahead until the 
   CHECK(released == 3.0f);
   caf::error err;
   ask<weight_set>(self, shard, push_of(2, 1), &err);
-  CHECK(error_text(err) == "param_shard: push from worker 2, expected 0..1");
+  CHECK(error_text(err) == "param_shard: push from source 2, expected 0..1");
   self->send_exit(shard, caf::exit_reason::user_shutdown);
 }
 
@@ -204,9 +204,9 @@ TEST_CASE("param shard stops waiting for forgotten workers and refuses their pus
   opts.workers = 3;
   auto shard = spawn_param_shard(sys, {shard_key{"w", tensor::from_values({1}, {0}), false}}, opts);
   const auto target = caf::actor_cast<caf::actor>(shard);
-  auto push_of = [](int worker, std::int64_t step) {
+  auto push_of = [](int rank, std::int64_t step) {
     gradient_push p;
-    p.worker = worker;
+    p.source = rank;
     p.step = step;
     p.keys = {0};
     p.gradients = {tensor::from_values({1}, {-1})}; // each update adds 1 at lr 1
@@ -240,7 +240,7 @@ TEST_CASE("param shard stops waiting for forgotten workers and refuses their pus
   ask<weight_set>(self, shard, push_of(2, 0), &err);
   CHECK(troupe_code(err) == errc::bad_request);
   CHECK_THAT(error_text(err),
-             Catch::Contains("push from worker 2, which this shard was told is gone"));
+             Catch::Contains("push from source 2, which this shard was told is gone"));
   CHECK(ask<weight_set>(self, shard, caf::make_message(pull_atom::value, deadline{})).updates
         == 5); // not applied
   // Worker 0's step 3 is 2 ahead of worker 1's step 1: held. Once every worker is forgotten
@@ -254,7 +254,7 @@ TEST_CASE("param shard stops waiting for forgotten workers and refuses their pus
   CHECK(released[2] == 6.0f);
   ask<weight_set>(self, shard, push_of(1, 5), &err);
   CHECK_THAT(error_text(err),
-             Catch::Contains("push from worker 1, which this shard was told is gone"));
+             Catch::Contains("push from source 1, which this shard was told is gone"));
   self->send_exit(shard, caf::exit_reason::user_shutdown);
 }
 
@@ -265,11 +265,11 @@ TEST_CASE("param shard refuses a step from the future and a replayed step, and k
   auto opts = plain_sgd(1.0f, 0.0f, 0.0f);
   opts.step_limit = 10; // e.g. 2 epochs of 5 steps
   auto shard = spawn_param_shard(sys, {shard_key{"w", tensor::from_values({1}, {0}), false}}, opts);
-  auto push_of = [](int worker, std::int64_t step) {
+  auto push_of = [](int rank, std::int64_t step) {
     gradient_push p;
     p.keys = {0};
     p.gradients = {tensor::from_values({1}, {-1})};
-    p.worker = worker;
+    p.source = rank;
     p.step = step;
     return caf::make_message(push_atom::value, p);
   };

@@ -151,7 +151,7 @@ TEST_CASE("reports and results round-trip through CAF's binary serializer") {
   SECTION("batch_report") {
     batch_report r{3, 7, 12, 469, 128, 117, 12.625, 0.05f};
     auto loaded = load<batch_report>(save(r));
-    CHECK(loaded.worker == 3);
+    CHECK(loaded.rank == 3);
     CHECK(loaded.epoch == 7);
     CHECK(loaded.index == 12);
     CHECK(loaded.batches == 469);

@@ -21,7 +21,7 @@ inline std::vector<shard_key> two_keys() {
 inline gradient_push push_of(std::int64_t step, int source = 0, std::int64_t samples = 8) {
   gradient_push p;
   p.step = step;
-  p.worker = source;
+  p.source = source;
   p.samples = samples;
   p.keys = {0, 1};
   const float s = 0.25f * static_cast<float>(step + 1) + 0.5f * static_cast<float>(source);

@@ -322,9 +322,10 @@ def case_eval_reads_only_its_flags():
     help_text = run("eval", "--help").stdout
     for flag in ("--model-prefix", "--load-epoch", "--network", "--val-batch-size", "--per-class"):
         assert flag + " " in help_text or flag + "\n" in help_text, f"eval --help lacks {flag}"
-    for flag in ("--lr", "--shard-backups", "--replicas", "--batch-size", "--num-epochs", "--workers"):
+    old_backups = "--replicas"  # the old name of --shard-backups, refused too
+    for flag in ("--lr", "--shard-backups", old_backups, "--batch-size", "--num-epochs", "--workers"):
         assert flag + " " not in help_text, f"eval --help lists the training flag {flag}"
-    for flag, value in (("--lr", "5"), ("--shard-backups", "1"), ("--replicas", "2"), ("--batch-size", "64")):
+    for flag, value in (("--lr", "5"), ("--shard-backups", "1"), (old_backups, "2"), ("--batch-size", "64")):
         done = run("eval", *scored, "--model-prefix", "m", "--load-epoch", "1", flag, value)
         expect(done, 2, "^troupe eval: " + flag + r" is not read by troupe eval \(troupe eval --help "
                r"lists what it reads\)$")

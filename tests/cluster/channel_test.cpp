@@ -801,7 +801,7 @@ TEST_CASE("a coordinator drives a compute actor on another node through a stand-
   CHECK(trained.loss_sum == 3.5);
   batch_report reported;
   self->receive([&](batch_report& r) { reported = r; }, caf::after(10s) >> [] {});
-  CHECK(reported.worker == 2);
+  CHECK(reported.rank == 2);
   CHECK(reported.epoch == 4);
   CHECK(reported.samples == 32);
 

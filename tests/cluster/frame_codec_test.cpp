@@ -58,7 +58,7 @@ push_message test_push() {
   m.shard = 0;
   m.push.step = 12;
   m.push.epoch_position = 1.5;
-  m.push.worker = 3;
+  m.push.source = 3;
   m.push.samples = 128;
   m.remaining_ms = 5000;
   m.push.keys = {0, 1};
@@ -96,7 +96,7 @@ TEST_CASE("a push round-trips, its gradients viewing the received payload", "[cl
   CHECK(got.shard == 0);
   CHECK(got.push.step == 12);
   CHECK(got.push.epoch_position == 1.5);
-  CHECK(got.push.worker == 3);
+  CHECK(got.push.source == 3);
   CHECK(got.push.samples == 128);
   REQUIRE(got.push.keys == std::vector<std::size_t>{0, 1});
   REQUIRE(got.push.gradients.size() == 2);
@@ -154,7 +154,7 @@ TEST_CASE("weights, pull, hello, proof, failure, heartbeat and shutdown round-tr
   CHECK(replicated.shard == 0);
   CHECK(replicated.remaining_ms == 2500);
   CHECK(replicated.push.step == pushed.push.step);
-  CHECK(replicated.push.worker == pushed.push.worker);
+  CHECK(replicated.push.source == pushed.push.source);
   REQUIRE(replicated.push.gradients.size() == pushed.push.gradients.size());
   REQUIRE_FALSE(replicated.push.gradients.empty());
   CHECK(same_values(replicated.push.gradients[0], pushed.push.gradients[0]));
@@ -280,8 +280,8 @@ TEST_CASE("pushes and weights are checked against the receiver's keys", "[cluste
   nan_position.push.epoch_position = std::numeric_limits<double>::quiet_NaN();
   CHECK(refusal(frame_of(nan_position)).find("epochPosition") != std::string::npos);
   auto negative_worker = test_push();
-  negative_worker.push.worker = -4;
-  CHECK(refusal(frame_of(negative_worker)).find("push.worker -4") != std::string::npos);
+  negative_worker.push.source = -4;
+  CHECK(refusal(frame_of(negative_worker)).find("push.source -4") != std::string::npos);
 
   weights_message w;
   w.shard = 1;
@@ -420,7 +420,7 @@ TEST_CASE("the scheduler's messages round-trip", "[cluster][frame]") {
   const auto control =
     decoded_as<control_message>(frame_of(control_message{9, 2, control_kind::validate, 5, 60000}));
   CHECK(control.request == 9);
-  CHECK(control.worker == 2);
+  CHECK(control.rank == 2);
   CHECK(control.kind == control_kind::validate);
   CHECK(control.epoch == 5);
 
@@ -443,7 +443,7 @@ TEST_CASE("the scheduler's messages round-trip", "[cluster][frame]") {
   batch_report_message b;
   b.report = batch_report{1, 2, 3, 469, 128, 100, 45.5, 0.05f, 3, 120};
   const auto batch = decoded_as<batch_report_message>(frame_of(b)).report;
-  CHECK(batch.worker == 1);
+  CHECK(batch.rank == 1);
   CHECK(batch.index == 3);
   CHECK(batch.batches == 469);
   CHECK(batch.correct == 100);

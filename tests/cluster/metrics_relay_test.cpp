@@ -37,7 +37,7 @@ metrics_sink_actor::behavior_type fake_sink(metrics_sink_actor::pointer,
 
 batch_report batch_at(std::int64_t index) {
   batch_report r;
-  r.worker = 1;
+  r.rank = 1;
   r.epoch = 2;
   r.index = index;
   r.batches = 10;
@@ -90,7 +90,7 @@ CAF_TEST(metrics_relay_passes_reports_and_the_flush_to_its_target) {
   consume_messages();
   CAF_REQUIRE_EQUAL(first->batches.size(), 1u);
   CAF_CHECK_EQUAL(first->batches[0].index, 3);
-  CAF_CHECK_EQUAL(first->batches[0].worker, 1);
+  CAF_CHECK_EQUAL(first->batches[0].rank, 1);
   CAF_REQUIRE_EQUAL(first->phases.size(), 1u);
   CAF_CHECK_EQUAL(first->phases[0].samples, 640);
   // The target's flush answers false: that answer, not the relay's own, comes back.

@@ -112,13 +112,13 @@ CAF_TEST(metrics_sink_skeleton_hands_batch_reports_to_the_registered_sink) {
   auto got = std::make_shared<std::vector<batch_report>>();
   serving->set<remote_interface::metrics_sink>(0, sys.spawn(fake_sink, got));
   batch_report r;
-  r.worker = 1;
+  r.rank = 1;
   r.epoch = 2;
   r.index = 3;
   r.batches = 10;
   arrive(batch_report_message{r});
   CAF_REQUIRE_EQUAL(got->size(), 1u);
-  CAF_CHECK_EQUAL(got->front().worker, 1);
+  CAF_CHECK_EQUAL(got->front().rank, 1);
   CAF_CHECK_EQUAL(got->front().index, 3);
 }
 
@@ -296,7 +296,7 @@ CAF_TEST(compute_proxy_forwards_phases_and_end_epoch) {
   CAF_REQUIRE_EQUAL(probe->calls.size(), 1u);
   CAF_REQUIRE(std::holds_alternative<control_message>(probe->calls[0]));
   const auto& asked = std::get<control_message>(probe->calls[0]);
-  CAF_CHECK_EQUAL(asked.worker, 1u);
+  CAF_CHECK_EQUAL(asked.rank, 1u);
   CAF_CHECK(asked.kind == control_kind::train);
   CAF_CHECK_EQUAL(asked.epoch, 3);
   CAF_CHECK(probe->deadlines[0].at == due.at);
@@ -314,7 +314,7 @@ CAF_TEST(compute_proxy_forwards_phases_and_end_epoch) {
   CAF_REQUIRE_EQUAL(probe->sent.size(), 1u);
   CAF_REQUIRE(std::holds_alternative<control_message>(probe->sent[0]));
   CAF_CHECK(std::get<control_message>(probe->sent[0]).kind == control_kind::end_epoch);
-  CAF_CHECK_EQUAL(std::get<control_message>(probe->sent[0]).worker, 1u);
+  CAF_CHECK_EQUAL(std::get<control_message>(probe->sent[0]).rank, 1u);
   caf::anon_send_exit(proxy, caf::exit_reason::kill);
 }
 
@@ -322,7 +322,7 @@ CAF_TEST(metrics_sink_proxy_sends_batch_reports_and_answers_flush) {
   auto position = std::make_shared<run_position>();
   auto proxy = spawn_metrics_sink_proxy(sys, channel, position);
   batch_report r;
-  r.worker = 2;
+  r.rank = 2;
   r.index = 5;
   r.batches = 10;
   self->send(proxy, r);

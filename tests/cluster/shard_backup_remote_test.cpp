@@ -45,7 +45,7 @@ gradient_push applied_push() {
   push.epoch_position = 0.5;
   push.keys = {0};
   push.gradients = {tensor::from_values({2}, {0.25f, -0.5f})};
-  push.worker = 1;
+  push.source = 1;
   push.samples = 32;
   return push;
 }
@@ -95,7 +95,7 @@ CAF_TEST(shard_backup_skeleton_passes_the_push_to_the_registered_backup_and_answ
   const auto& got = backup->pushes[0];
   CAF_CHECK_EQUAL(got.step, 4);
   CAF_CHECK_EQUAL(got.epoch_position, 0.5);
-  CAF_CHECK_EQUAL(got.worker, 1);
+  CAF_CHECK_EQUAL(got.source, 1);
   CAF_CHECK_EQUAL(got.samples, 32);
   CAF_CHECK_EQUAL(got.keys, std::vector<std::size_t>{0});
   CAF_REQUIRE_EQUAL(got.gradients.size(), 1u);

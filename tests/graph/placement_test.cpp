@@ -231,7 +231,7 @@ TEST_CASE("machine m aggregates workers m*W/M up to (m+1)*W/M, as the wiring spl
   std::ostringstream text;
   print_plan(text, p);
   CHECK(text.str().find("machine_aggregator_1_0 sums 3 source(s) for shard_0, source 1 at "
-                        "aggregator_0 (machine 1: workers 2 to 4)")
+                        "aggregator_0 (machine 1: computes 2 to 4)")
         != std::string::npos);
 }
 
@@ -303,7 +303,7 @@ TEST_CASE("steps per epoch: the fewest batches when synchronous, the most when n
   async.train_batches.batch_size = 2;
   std::ostringstream text;
   print_plan(text, plan_placement(async, mnist_facts(9, 3)));
-  CHECK(text.str().find("steps per epoch: 3 (9 training examples over 2 worker(s): 2 to 3 "
+  CHECK(text.str().find("steps per epoch: 3 (9 training examples over 2 compute(s): 2 to 3 "
                         "batches of 2 each; asynchronous")
         != std::string::npos);
   // Fashion-MNIST's 60000 over 4 workers at batch 32: 15000 each, 469 batches.
@@ -350,7 +350,7 @@ TEST_CASE("unknown examples leave the steps unknown, too few examples are a data
     FAIL("planned 3 workers on 2 examples");
   } catch (const placement_error& e) {
     CHECK(e.subject() == placement_subject::data);
-    CHECK(std::string(e.what()).find("worker 2 of 3 gets 0 of the 2 training examples")
+    CHECK(std::string(e.what()).find("compute 2 of 3 gets 0 of the 2 training examples")
           != std::string::npos);
   }
 }
@@ -505,7 +505,7 @@ TEST_CASE("check prints the hash, steps, slices, pushes per worker and keys per 
   std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(p.hash));
   CHECK(text.find(std::string("  hash: ") + hash + "\n") != std::string::npos);
   // The default batch of 128 on Fashion-MNIST's 60000 training examples.
-  CHECK(text.find("steps per epoch: 469 (60000 training examples over 1 worker(s): 469 batches "
+  CHECK(text.find("steps per epoch: 469 (60000 training examples over 1 compute(s): 469 batches "
                   "of 128 each)")
         != std::string::npos);
   CHECK(text.find("validation: 20 batches of 500 (10000 examples)") != std::string::npos);

@@ -256,7 +256,7 @@ def check_arithmetic():
             cluster = cluster_line(argv)
             if want not in cluster:
                 fail(f"{argv}: the config's cluster line is {cluster!r}, expected {want!r}")
-    # the nodes are told the link's rate (paced links, a fixed push order) unless --no-pace
+    # the nodes are told the link's rate (paced channels, a fixed push order) unless --no-pace
     for argv, link, want in (([], "1gbit", ["--link-mbit", "1000"]), ([], "10gbit,1ms", ["--link-mbit", "10000"]),
                              ([], "500mbit", ["--link-mbit", "500"]), (["--no-pace"], "1gbit", [])):
         args = bs.parse_args(["--model", "mlp", "--link", link, "--compute-ms", "1"] + argv)

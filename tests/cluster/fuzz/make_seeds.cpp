@@ -50,7 +50,7 @@ std::vector<std::pair<std::string, wire_message>> seeds() {
   push.epoch_position = 0.25;
   push.keys = {0, 1};
   push.gradients = {counting({2, 3}), counting({5})};
-  push.worker = 1;
+  push.source = 1;
   push.samples = 64;
   gradient_push two_bit =
     push; // a compressed route's push: 2 bits a value, a scale per 256 (here per key)

@@ -654,7 +654,7 @@ CAF_TEST(lost_worker_is_adopted_and_its_phase_asked_again) {
   ready(workers[0], static_cast<std::uint32_t>(lost_node));
   CAF_REQUIRE_EQUAL(count_of<control_message>(ws[0]), 1);
   const auto* again = last_of<control_message>(ws[0]);
-  CAF_CHECK_EQUAL(again->worker, static_cast<std::uint32_t>(plan.actors[compute].worker));
+  CAF_CHECK_EQUAL(again->rank, static_cast<std::uint32_t>(plan.actors[compute].rank));
   CAF_CHECK_EQUAL(again->epoch, 0);
   CAF_CHECK(again->kind == control_kind::train);
   CAF_CHECK(logged("worker 0 (pid 200 on 10.0.0.1) serves the computes of worker_2"));

@@ -133,7 +133,7 @@ struct shard_route {
 /// Where a compute actor gets data and sends gradients. A shard route's actor may be a
 /// parameter shard or an aggregator in front of one: both answer (push) with weights.
 struct compute_wiring {
-  int worker = 0; ///< this worker's index (its data part, its slot in aggregators)
+  int rank = 0; ///< this compute's rank (its data part, its slot in aggregators)
   loader_actor train_loader;
   loader_actor validation_loader;
   std::vector<shard_route> shards;

@@ -66,8 +66,8 @@ struct gradient_push {
   std::vector<std::size_t> keys; ///< which of the shard's keys
   std::vector<tensor> gradients; ///< one per key, same shapes as the weights; each the mean
                                  ///< over the pusher's `samples` examples
-  int worker = 0;                ///< the pusher's source index on this route (its index
-                                 ///< among an aggregator's sources, or its worker number)
+  int source = 0;                ///< the pusher's index among this route's sources (among an
+                                 ///< aggregator's inputs, or the compute's rank)
   std::int64_t samples = 0;      ///< examples behind the gradients (weights of an average)
   deadline due;                  ///< when the pusher gives up on the answer (timeouts.hpp)
   /// What the gradients were quantized for on a compressed route (gradient_codec.hpp): each
@@ -111,7 +111,7 @@ struct applied_group {
 };
 
 struct batch_report {
-  int worker = 0;
+  int rank = 0; ///< the compute's rank
   std::int64_t epoch = 0;
   std::int64_t index = 0;   ///< batch number in the epoch
   std::int64_t batches = 0; ///< batches in the epoch
@@ -184,7 +184,7 @@ template <class Inspector> typename Inspector::result_type inspect(Inspector& f,
 }
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, batch_report& x) {
-  return f(caf::meta::type_name("troupe.batch_report"), x.worker, x.epoch, x.index, x.batches,
+  return f(caf::meta::type_name("troupe.batch_report"), x.rank, x.epoch, x.index, x.batches,
            x.samples, x.correct, x.loss_sum, x.learning_rate, x.top_k, x.top_k_correct);
 }
 

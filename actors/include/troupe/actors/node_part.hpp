@@ -46,7 +46,7 @@ struct node_part_options {
   /// flight: its computes are adopted (compute_wiring::adopted).
   bool adopted = false;
   /// With `adopted`: told (on the compute's thread) which step compute `worker` recomputes from.
-  std::function<void(int worker, std::int64_t step)> on_rewound;
+  std::function<void(int rank, std::int64_t step)> on_rewound;
   remote_actors remote;
   /// Where this node's computes and coordinator report. Invalid: the node spawns the plan's
   /// metrics actor, with `metrics` options, when the plan puts it here.

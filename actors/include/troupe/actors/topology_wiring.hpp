@@ -101,13 +101,13 @@ std::vector<std::pair<std::uint32_t, std::size_t>> entry_points(const placement_
 /// Compute `worker`'s routes, one per shard in shard order (push_group::shard indexes them):
 /// the actor it pushes that shard's keys to, the keys, and its source index there.
 std::vector<shard_route> routes_of(const placement_plan& plan, const push_targets& targets,
-                                   int worker);
+                                   int rank);
 
 /// `routes` (compute `worker`'s, from routes_of) with the sender's end of a compressed hop
 /// (compressed_hop.hpp) in front of each target whose route the plan compresses; one per
 /// route, as each holds the worker's own residuals and weights.
 std::vector<shard_route> compressing_routes(caf::actor_system& system, const placement_plan& plan,
-                                            std::vector<shard_route> routes, int worker);
+                                            std::vector<shard_route> routes, int rank);
 
 /// Each shard's own route (the shard itself, its keys), for pulling the final weights.
 std::vector<shard_route> shard_routes(const placement_plan& plan, const push_targets& targets);

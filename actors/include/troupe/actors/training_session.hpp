@@ -82,10 +82,10 @@ struct session_output {
   std::shared_ptr<node_events> events;
 };
 
-/// Where a gradient tap sits: between compute actor `worker` and what it pushes the keys of
-/// shard `shard` to.
+/// Where a gradient tap sits: between the compute of rank `rank` and what it pushes the keys
+/// of shard `shard` to.
 struct tap_point {
-  int worker = 0;
+  int rank = 0;
   std::size_t shard = 0;
 };
 

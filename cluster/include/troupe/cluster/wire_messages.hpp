@@ -197,10 +197,10 @@ struct ready_message {
 
 enum class control_kind : std::uint8_t { train, validate, end_epoch };
 
-/// The coordinator to compute actor `worker`.
+/// The coordinator to the compute of rank `rank`.
 struct control_message {
   std::uint64_t request = 0;
-  std::uint32_t worker = 0;
+  std::uint32_t rank = 0;
   control_kind kind = control_kind::train;
   std::int64_t epoch = 0;
   std::uint64_t remaining_ms = 0; ///< train, validate; 0 for end_epoch (one way)

@@ -97,7 +97,7 @@ struct planned_actor {
                     ///< compute_1, aggregator_0 (of shard 0),
                     ///< machine_aggregator_1_0 (machine 1, shard 0), shard_2, coordinator,
                     ///< metrics
-  int worker = -1;  ///< loaders, computes: the worker, i.e. data part `worker` of plan.workers
+  int rank = -1;    ///< loaders, computes: the compute rank, i.e. data part `rank` of plan.workers
   int machine = -1; ///< machine aggregators; loaders and computes of a hierarchical plan
   int shard = -1;   ///< shards (== index) and aggregators (the shard whose chain they are)
   /// Aggregators (aggregator_options): sources per step, contributions that complete a step

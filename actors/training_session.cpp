@@ -32,7 +32,7 @@ std::string steps_text(const placement_plan& plan, std::int64_t examples) {
   if (plan.train_batch <= part)
     return std::to_string(plan.steps_per_epoch) + " batches of " + std::to_string(plan.train_batch);
   return "1 batch of " + std::to_string(part) + " (a batch of " + std::to_string(plan.train_batch)
-         + " is more than a worker's part of the data)";
+         + " is more than a compute's part of the data)";
 }
 
 // Everything one run spawned, and what the end of the run needs.

@@ -15,8 +15,8 @@ tbf at RATE both ways), the workers' computes replaced by stand-ins that take T 
 push gradients of the model's real shapes (`--compute-stand-in-ms`). `--servers equal`: as many
 servers as workers, on hosts of their own; a number: that many server hosts; `colocated`: server i
 on worker i's host (as many as workers).
-`--no-priority`: the channels write pushes and answers in backward's order (cluster.priority = false),
-to compare with the default, first layers first (docs/protocol.md, "Priority").
+`--no-priority`: the channels write pushes and answers in backward's order (cluster.priority =
+false), to compare with the default, first layers first (docs/protocol.md, "Priority").
 The nodes are told the link's rate (`troupe node --link-mbit`): each paces its channels at an equal
 share of it, and with several workers they write each step's pushes in one fixed order, the same on
 every worker (docs/protocol.md, "A fixed push order"; one worker writes each push as it comes, by
@@ -29,9 +29,9 @@ examples/fashion_local_sync.troupe); with N = 1, async is the `async` preset. A 
 step are the model's either way.
 `--slice-bytes N`: parameters above N bytes travel in slices of at most N (default 512 KiB; see
 SLICE_BYTES).
-`--tcp-congestion X`: the channels' TCP congestion control (cluster.tcp_congestion; default auto: cubic
-where the nodes may set it; docs/operations.md says why), printed in the table's header as it
-resolved.
+`--tcp-congestion X`: the channels' TCP congestion control (cluster.tcp_congestion; default auto:
+cubic where the nodes may set it; docs/operations.md says why), printed in the table's header as
+it resolved.
 `--epoch-examples E`: also print, per row, the time and the bytes per node of an epoch of E examples
 (E / (W * N * batch) steps, rounded up), the measured step scaled, beside the arithmetic.
 

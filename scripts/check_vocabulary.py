@@ -24,7 +24,7 @@ RULES = [
     ("channel", r"\blinks? (to|with) (the |a |its |every |each )?(peer|server|scheduler|worker|node|backup)"),
     ("channel", r"\b(peer|TCP|paced|admitted|accepted|member) links?\b"),
     ("channel", r"\blinks? between (processes|nodes)\b"),
-    ("channel", r"\b(link_lost|link_up|on_link_\w+|scheduler_link\w*|link_traffic|link_side|link_push_order)\b"),
+    ("channel", r"\b(link_lost|link_up|on_link_|scheduler_link|link_traffic|link_side|link_push_order)\w*"),
     ("channel", r"\b(worker|server|backup|answering|fake|over|close|compression)_links?\b"),
     # A copy of a server's shards on another server is a backup; a replica is a compute's model.
     ("backup", r"\breplicas = 2\b|--replicas\b|\bcluster\.replicas\b|\bnodes\.replicas\b"),

@@ -56,7 +56,7 @@ def main(workdir):
             m = re.search(rf"scheduler: worker {victim_rank} \(pid (\d+)", line)
             if m and victim is None:
                 victim = int(m.group(1))
-            m = re.search(r"worker\(s\) x (\d+) batches", line)
+            m = re.search(r"compute\(s\) x (\d+) batches", line)
             if m:
                 batches = int(m.group(1))
             m = progress.search(line)

@@ -304,7 +304,7 @@ def case_flags_are_read_or_refused():
                r"fashion-mnist takes its shape, classes and examples from its files")
     # A batch larger than the data says what a batch then holds.
     done = run("train", *tiny, "--num-epochs", "1", "--batch-size", "1000000")
-    expect(done, 0, r"1 worker\(s\) x 1 batch of 384 \(a batch of 1000000 is more than a worker's part",
+    expect(done, 0, r"1 compute\(s\) x 1 batch of 384 \(a batch of 1000000 is more than a compute's part",
            "stdout")
 
 

@@ -73,7 +73,7 @@ def by_hand(troupe, config, servers, workers, kill_epoch, at_validation, rest, w
         killed_at = None
         while killed_at is None and time.time() < deadline:
             out = cluster.text("scheduler", "out")
-            m = re.search(r"worker\(s\) x (\d+) batches", out)
+            m = re.search(r"compute\(s\) x (\d+) batches", out)
             batches = int(m.group(1)) if m else None
             if any(moment_of(line, kill_epoch, at_validation, batches) for line in out.splitlines()):
                 os.kill(cluster.procs["scheduler"].pid, signal.SIGKILL)
@@ -150,7 +150,7 @@ def main(workdir):
             if not line:
                 break
             seen.append(line)
-            m = re.search(r"worker\(s\) x (\d+) batches", line)
+            m = re.search(r"compute\(s\) x (\d+) batches", line)
             if m:
                 batches = int(m.group(1))
             m = progress.search(line)

@@ -26,7 +26,7 @@ old = [
     ("channel", "(link_lost_atom, link, caf::error)"),
     ("backup", "cluster { replicas = 2 }"),
     ("backup", "troupe launch -n 2 -s 2 --replicas 2"),
-    ("proxy", "a link to the server and a stand-in for its shard 0"),
+    ("proxy", "a channel to the server and a stand-in for its shard 0"),
     ("rank", "push.worker = route.source_index;"),
 ]
 kept = [

@@ -422,7 +422,7 @@ CAF_TEST(member_part_down_alone_names_the_actor) {
 // A finished run: the workers still linked to this server hear it say so on their channels
 // (rather than a closed connection when its listener goes), and the server ends once those
 // channels closed.
-CAF_TEST(member_server_says_goodbye_to_linked_workers_when_the_run_finished) {
+CAF_TEST(member_server_says_goodbye_to_connected_workers_when_the_run_finished) {
   sent_list to_worker;
   auto worker = channel(to_worker);
   caf::anon_send(node, channel_up_atom::value, worker, std::string("worker_0"));
@@ -443,7 +443,7 @@ CAF_TEST(member_server_says_goodbye_to_linked_workers_when_the_run_finished) {
 // channels closed. (Found by scripts/chaos.py: this server closed their channels without a word,
 // and a worker that read the close before the scheduler's goodbye named this server as the node
 // lost, not the one the scheduler lost.)
-CAF_TEST(member_server_tells_linked_workers_why_the_run_failed) {
+CAF_TEST(member_server_tells_connected_workers_why_the_run_failed) {
   sent_list to_worker;
   auto worker = channel(to_worker);
   caf::anon_send(node, channel_up_atom::value, worker, std::string("worker_0"));

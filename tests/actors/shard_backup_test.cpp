@@ -5,7 +5,7 @@
 // is answered, not applied again; a promoted backup's aggregator, seeded with what its shard
 // applied, answers a repeat of the step in flight with the weights after it and sums the next step
 // as usual. ctest runs each case alone.
-#define CAF_SUITE replication
+#define CAF_SUITE shard_backup
 #define CAF_TEST_UNIT_TEST_IMPL
 
 #include <caf/test/dsl.hpp>

@@ -153,8 +153,8 @@ struct part_builder {
     wiring.timeouts = options.timeouts;
     wiring.adopted = options.adopted;
     if (options.on_rewound)
-      wiring.on_rewound = [tell = options.on_rewound, worker = a.rank](std::int64_t step) {
-        tell(worker, step);
+      wiring.on_rewound = [tell = options.on_rewound, rank = a.rank](std::int64_t step) {
+        tell(rank, step);
       };
     auto routes = wiring.shards;
     auto train_loader = wiring.train_loader, validation_loader = wiring.validation_loader;

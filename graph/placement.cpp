@@ -28,9 +28,9 @@ int first_worker_of(int machine, int workers, int machines) {
   return static_cast<int>(static_cast<std::int64_t>(machine) * workers / machines);
 }
 
-int machine_of(int worker, int workers, int machines) {
+int machine_of(int rank, int workers, int machines) {
   int m = 0;
-  while (first_worker_of(m + 1, workers, machines) <= worker)
+  while (first_worker_of(m + 1, workers, machines) <= rank)
     ++m;
   return m;
 }
@@ -600,8 +600,8 @@ const planned_route& placement_plan::push_route(std::size_t a, int shard) const 
                           + " pushes nothing for shard " + std::to_string(shard));
 }
 
-const planned_route& placement_plan::gradient_route(int worker, int shard) const {
-  return push_route(actor(plan_role::compute, worker), shard);
+const planned_route& placement_plan::gradient_route(int rank, int shard) const {
+  return push_route(actor(plan_role::compute, rank), shard);
 }
 
 std::string canonical_text(const placement_plan& p) {

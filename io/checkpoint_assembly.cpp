@@ -83,13 +83,12 @@ public:
       for (const auto& k : s.keys)
         place(file, k);
     }
-    for (auto& [worker, state] : part.replicas) {
-      if (static_cast<std::size_t>(worker) >= worker_files_.size())
-        fail(file, "holds worker " + std::to_string(worker) + ", the manifest's run has "
+    for (auto& [rank, state] : part.replicas) {
+      if (static_cast<std::size_t>(rank) >= worker_files_.size())
+        fail(file, "holds worker " + std::to_string(rank) + ", the manifest's run has "
                      + std::to_string(header_.workers));
-      claim(worker_files_[static_cast<std::size_t>(worker)], file,
-            "worker " + std::to_string(worker));
-      replicas_[static_cast<std::size_t>(worker)] = std::move(state);
+      claim(worker_files_[static_cast<std::size_t>(rank)], file, "worker " + std::to_string(rank));
+      replicas_[static_cast<std::size_t>(rank)] = std::move(state);
     }
   }
 

@@ -65,9 +65,9 @@ void on_adopt(member_actor self, const adopt_message& a) {
   for (auto& [actor, name] : part.spawned)
     self->monitor(actor);
   std::string computes;
-  for (const auto& [worker, compute] : part.computes) {
-    st.serving->set<remote_interface::compute_driver>(static_cast<std::uint32_t>(worker), compute);
-    computes += (computes.empty() ? "compute_" : ", compute_") + std::to_string(worker);
+  for (const auto& [rank, compute] : part.computes) {
+    st.serving->set<remote_interface::compute_driver>(static_cast<std::uint32_t>(rank), compute);
+    computes += (computes.empty() ? "compute_" : ", compute_") + std::to_string(rank);
   }
   log_node_line(*st.options, st.label + ": adopted " + st.plan.nodes[a.node].name + " (" + computes
                                + ", with their loaders) at " + clock_time_now()

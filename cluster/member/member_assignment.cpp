@@ -230,8 +230,8 @@ void serve_part(member_actor self, int node) {
   }
   for (const auto& [shard, actor] : entry_points(st.plan, node))
     st.serving->set<remote_interface::push_target>(shard, st.part.targets.at(actor));
-  for (const auto& [worker, compute] : st.part.computes)
-    st.serving->set<remote_interface::compute_driver>(static_cast<std::uint32_t>(worker), compute);
+  for (const auto& [rank, compute] : st.part.computes)
+    st.serving->set<remote_interface::compute_driver>(static_cast<std::uint32_t>(rank), compute);
   if (st.part.checkpoint_part)
     st.serving->set<remote_interface::checkpoint_part>(0, st.part.checkpoint_part);
 }
@@ -339,8 +339,8 @@ void fail_after_the_mailbox(member_actor self, caf::error why) {
 std::function<void(int, std::int64_t)>
 rewound_logger(const member_options& log, const std::string& label, std::int64_t steps) {
   steps = std::max<std::int64_t>(1, steps);
-  return [log, label, steps](int worker, std::int64_t step) {
-    log_node_line(log, label + ": compute_" + std::to_string(worker)
+  return [log, label, steps](int rank, std::int64_t step) {
+    log_node_line(log, label + ": compute_" + std::to_string(rank)
                          + " (adopted) recomputes from step " + std::to_string(step) + " (epoch "
                          + std::to_string(step / steps) + ", batch " + std::to_string(step % steps)
                          + " of " + std::to_string(steps) + "), the step in flight");
@@ -371,8 +371,8 @@ void on_assignment(member_actor self, const assignment_message& a) {
     if (!take_assignment(self, a)) {
       if (a.adopt) {
         std::string computes;
-        for (const auto& [worker, compute] : st.part.computes)
-          computes += (computes.empty() ? "compute_" : ", compute_") + std::to_string(worker);
+        for (const auto& [rank, compute] : st.part.computes)
+          computes += (computes.empty() ? "compute_" : ", compute_") + std::to_string(rank);
         log_node_line(*st.options, st.label + ": adopted " + st.plan.nodes[node].name + " ("
                                      + computes + ", with their loaders) as a spare at "
                                      + clock_time_now()

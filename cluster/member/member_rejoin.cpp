@@ -130,10 +130,10 @@ void rejoin_over(member_actor self, const channel_actor& channel) {
     where.promoted.push_back(static_cast<std::uint32_t>(node));
   where.counted = st.last_traffic_answer;
   std::vector<local_compute_actor> computes;
-  for (const auto& [worker, compute] : st.part.computes)
+  for (const auto& [rank, compute] : st.part.computes)
     computes.push_back(compute);
   for (const auto& part : st.adopted)
-    for (const auto& [worker, compute] : part.computes)
+    for (const auto& [rank, compute] : part.computes)
       computes.push_back(compute);
   std::vector<param_shard_actor> shards;
   for (const auto& shard : st.part.own_shards)

@@ -80,23 +80,23 @@ const interface_codec& compute_driver_codec() {
 }
 
 compute_actor spawn_compute_proxy(caf::actor_system& system, channel_actor channel,
-                                  std::uint32_t worker) {
+                                  std::uint32_t rank) {
   using pointer = compute_actor::stateful_pointer<proxy_state>;
   return system.spawn([=](pointer self) -> compute_actor::behavior_type {
-    watch_channel(self, channel, "compute " + std::to_string(worker));
+    watch_channel(self, channel, "compute " + std::to_string(rank));
     return {
       [=](train_atom, std::int64_t epoch, deadline due) {
         return call_channel<phase_report>(
-          self, channel, control_message{0, worker, control_kind::train, epoch}, due, report_of);
+          self, channel, control_message{0, rank, control_kind::train, epoch}, due, report_of);
       },
       [=](validate_atom, std::int64_t epoch, deadline due) {
         return call_channel<phase_report>(
-          self, channel, control_message{0, worker, control_kind::validate, epoch}, due, report_of);
+          self, channel, control_message{0, rank, control_kind::validate, epoch}, due, report_of);
       },
       [=](end_epoch_atom, std::int64_t epoch) {
         if (!self->state.channel_lost)
           self->send(channel, send_atom::value,
-                     wire_message{control_message{0, worker, control_kind::end_epoch, epoch}});
+                     wire_message{control_message{0, rank, control_kind::end_epoch, epoch}});
       },
     };
   });

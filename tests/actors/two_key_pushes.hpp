@@ -1,5 +1,5 @@
 // A two-key shard and its pushes, for tests that follow a shard's weights step by step
-// (replication_test, compressed_hop_order_test): the keys' start values, a push of both keys
+// (shard_backup_test, compressed_hop_order_test): the keys' start values, a push of both keys
 // whose values change with the step and the source, and a bit-for-bit comparison of tensors.
 #pragma once
 

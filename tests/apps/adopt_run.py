@@ -20,12 +20,12 @@ adopted compute recomputes from (detection, adoption, and the rewind of the weig
 """
 import os
 import re
-import signal
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_run import kill_group, require_in_log, require_one_process_weights, start_launch, work_folder  # noqa: E402  (shared)
+from cluster_run import (MidEpochKill, kill_group, require_in_log, require_one_process_weights,  # noqa: E402
+                         start_launch, watch_launch, work_folder)  # (shared)
 
 BOUND_S = 300
 
@@ -39,39 +39,18 @@ def main(workdir):
     command = [troupe, "launch", "-n", workers, "-s", servers] + launch_only \
         + ["--config", config, "--on-worker-loss", "adopt"] + rest
     proc = start_launch(command, workdir)
-    seen = []
     try:
-        deadline = time.time() + BOUND_S
         victim_rank = int(workers) - 1
-        victim = None
-        killed_at = None
+        kill = MidEpochKill("worker", victim_rank, kill_epoch)
         served_at = None
-        progress = re.compile(rf"Epoch\[{kill_epoch}\] Batch \[(\d+)\]")
-        batches = None
-        while time.time() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            seen.append(line)
-            m = re.search(rf"scheduler: worker {victim_rank} \(pid (\d+)", line)
-            if m and victim is None:
-                victim = int(m.group(1))
-            m = re.search(r"compute\(s\) x (\d+) batches", line)
-            if m:
-                batches = int(m.group(1))
-            m = progress.search(line)
-            if m and killed_at is None and batches and int(m.group(1)) * 2 >= batches:
-                if victim is None:
-                    raise SystemExit("FAIL: no pid of worker %d in the scheduler's log" % victim_rank)
-                os.kill(victim, signal.SIGKILL)
-                killed_at = time.time()
-                print(f"killed worker {victim_rank} (pid {victim}) at {line.strip()}")
-            if killed_at and served_at is None and "recomputes from step" in line:
+
+        def see(line):
+            nonlocal served_at
+            if not kill.see(line) and kill.killed_at and served_at is None and "recomputes from step" in line:
                 served_at = time.time()
-        proc.wait(max(1, deadline - time.time()))
-        out = "".join(seen)
-        if proc.returncode != 0:
-            raise SystemExit(f"FAIL: launch exited {proc.returncode}\n{out[-5000:]}")
+
+        out = watch_launch(proc, BOUND_S, see)
+        killed_at, victim = kill.killed_at, kill.victim
         if killed_at is None:
             raise SystemExit(f"FAIL: the run ended before the kill\n{out[-3000:]}")
         m = re.search(r"recomputes from step (\d+) \(epoch (\d+), batch (\d+) of (\d+)\)", out)

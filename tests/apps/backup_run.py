@@ -19,12 +19,12 @@ of` line) and to the next progress line of the scheduler.
 """
 import os
 import re
-import signal
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_run import kill_group, require_in_log, require_one_process_weights, start_launch, work_folder  # noqa: E402  (shared)
+from cluster_run import (MidEpochKill, kill_group, require_in_log, require_one_process_weights,  # noqa: E402
+                         start_launch, watch_launch, work_folder)  # (shared)
 
 BOUND_S = 300
 
@@ -37,39 +37,21 @@ def main(workdir):
         victim_rank, rest = int(rest[1]), rest[2:]
     command = [troupe, "launch", "-n", workers, "-s", servers, "--shard-backups", "1", "--config", config] + rest
     proc = start_launch(command, workdir)
-    seen = []
     try:
-        deadline = time.time() + BOUND_S
-        victim = None
-        killed_at = promoted_at = training_at = None
-        progress = re.compile(r"\[scheduler\] Epoch\[(\d+)\] Batch \[(\d+)\]")
-        batches = None
-        while time.time() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            seen.append(line)
-            m = re.search(rf"scheduler: server {victim_rank} \(pid (\d+)", line)
-            if m and victim is None:
-                victim = int(m.group(1))
-            m = re.search(r"compute\(s\) x (\d+) batches", line)
-            if m:
-                batches = int(m.group(1))
-            m = progress.search(line)
-            if m and killed_at is None and batches and m.group(1) == kill_epoch and int(m.group(2)) * 2 >= batches:
-                if victim is None:
-                    raise SystemExit("FAIL: no pid of server %d in the scheduler's log" % victim_rank)
-                os.kill(victim, signal.SIGKILL)
-                killed_at = time.time()
-                print(f"killed server {victim_rank} (pid {victim}) at {line.strip()}")
-            elif m and promoted_at and training_at is None:
+        kill = MidEpochKill("server", victim_rank, kill_epoch)
+        promoted_at = training_at = None
+
+        def see(line):
+            nonlocal promoted_at, training_at
+            if kill.see(line):
+                return
+            if kill.progress and promoted_at and training_at is None:
                 training_at = time.time()
-            if killed_at and promoted_at is None and "serves the shards of" in line:
+            if kill.killed_at and promoted_at is None and "serves the shards of" in line:
                 promoted_at = time.time()
-        proc.wait(max(1, deadline - time.time()))
-        out = "".join(seen)
-        if proc.returncode != 0:
-            raise SystemExit(f"FAIL: launch exited {proc.returncode}\n{out[-5000:]}")
+
+        out = watch_launch(proc, BOUND_S, see)
+        killed_at, victim = kill.killed_at, kill.victim
         if killed_at is None:
             raise SystemExit(f"FAIL: the run ended before the kill\n{out[-3000:]}")
         require_in_log(out, [rf"lost server {victim_rank} \(pid {victim}", r"promoting them \(shard_backups = 1\)",

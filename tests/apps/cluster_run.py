@@ -189,6 +189,56 @@ def start_launch(command, workdir):
                                text=True, cwd=workdir)
 
 
+class MidEpochKill:
+    """Reads a launch's merged output and SIGKILLs one node once the scheduler's progress line of
+    epoch `epoch` passes half the epoch's batches (the start line's `compute(s) x N batches`): the
+    victim's pid comes from the scheduler's line about `role` `rank`. `see` takes each line and
+    says whether this line was the kill; `killed_at` is when."""
+
+    PROGRESS = re.compile(r"\[scheduler\] Epoch\[(\d+)\] Batch \[(\d+)\]")
+
+    def __init__(self, role, rank, epoch):
+        self.role, self.rank, self.epoch = role, rank, str(epoch)
+        self.victim = self.batches = self.killed_at = None
+        self.progress = None  # the last progress line's match
+
+    def see(self, line):
+        m = re.search(rf"scheduler: {self.role} {self.rank} \(pid (\d+)", line)
+        if m and self.victim is None:
+            self.victim = int(m.group(1))
+        m = re.search(r"compute\(s\) x (\d+) batches", line)
+        if m:
+            self.batches = int(m.group(1))
+        self.progress = self.PROGRESS.search(line)
+        m = self.progress
+        if self.killed_at is not None or not m or not self.batches or m.group(1) != self.epoch \
+                or int(m.group(2)) * 2 < self.batches:
+            return False
+        if self.victim is None:
+            raise SystemExit(f"FAIL: no pid of {self.role} {self.rank} in the scheduler's log")
+        os.kill(self.victim, signal.SIGKILL)
+        self.killed_at = time.time()
+        print(f"killed {self.role} {self.rank} (pid {self.victim}) at {line.strip()}")
+        return True
+
+
+def watch_launch(proc, bound_s, see):
+    """Hands each output line of launch `proc` to `see` until it ends or `bound_s` passes, then
+    waits for its exit; returns the whole output. Fails unless it exited 0."""
+    deadline, seen = time.time() + bound_s, []
+    while time.time() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        see(line)
+    proc.wait(max(1, deadline - time.time()))
+    out = "".join(seen)
+    if proc.returncode != 0:
+        raise SystemExit(f"FAIL: launch exited {proc.returncode}\n{out[-5000:]}")
+    return out
+
+
 def require_in_log(out, patterns):
     """Every pattern is found in `out`; else the test fails naming the first one missing."""
     for pattern in patterns:

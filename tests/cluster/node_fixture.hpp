@@ -206,6 +206,34 @@ inline member_options member_options_for(node_kind role,
   return o;
 }
 
+// A record a node made (node_events): its event's name and its fields by name.
+struct recorded_event {
+  std::string event;
+  std::map<std::string, double> numbers;
+  std::map<std::string, std::string> strings;
+};
+using recorded_events = std::shared_ptr<std::vector<recorded_event>>;
+
+// Records of a process in `role` (pid 7) kept in `into`, in the order they were made.
+inline std::shared_ptr<node_events> events_into(const recorded_events& into, std::string role) {
+  auto keep = [into](const std::vector<std::pair<std::string, double>>& numbers,
+                     const std::vector<std::pair<std::string, std::string>>& strings) {
+    recorded_event r{"", {numbers.begin(), numbers.end()}, {strings.begin(), strings.end()}};
+    r.event = r.strings.at("event");
+    into->push_back(std::move(r));
+  };
+  return std::make_shared<node_events>(keep, std::move(role), -1, 7);
+}
+
+inline std::vector<recorded_event> records_of(const recorded_events& all,
+                                              const std::string& event) {
+  std::vector<recorded_event> out;
+  for (const auto& r : *all)
+    if (r.event == event)
+      out.push_back(r);
+  return out;
+}
+
 template <class T> const T* last_of(const sent_list& sent) {
   for (auto it = sent->rbegin(); it != sent->rend(); ++it)
     if (auto* m = std::get_if<T>(&*it))

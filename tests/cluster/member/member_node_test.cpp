@@ -19,9 +19,11 @@ struct member_fixture : node_fixture {
   member_options options = member_options_for(node_kind::worker, lines);
   channel_actor scheduler;
   sent_list to_scheduler;
+  recorded_events records = std::make_shared<std::vector<recorded_event>>();
 
   explicit member_fixture(std::chrono::milliseconds scheduler_timeout = std::chrono::seconds(30)) {
     options.scheduler_timeout = scheduler_timeout;
+    options.events = events_into(records, "worker");
     node = spawn_member_node(sys, options, std::make_shared<serving_registry>(), traffic, false);
     spawned.push_back(caf::actor_cast<caf::actor>(node));
     spawned.push_back(sys.spawn(host<bool>, caf::actor_cast<caf::actor>(node), result));
@@ -76,6 +78,25 @@ CAF_TEST(member_joins_on_its_scheduler_channel) {
   CAF_REQUIRE(join != nullptr);
   CAF_CHECK(join->role == node_kind::worker);
   CAF_CHECK_EQUAL(join->rank, -1);
+}
+
+// The join is recorded as it is sent, with where the scheduler is; a scheduler lost before the
+// assignment is recorded as a loss naming why; every record is this worker's, rank unknown.
+CAF_TEST(member_records_its_join_and_its_loss) {
+  const auto joined = records_of(records, "joined");
+  CAF_REQUIRE_EQUAL(joined.size(), 1u);
+  CAF_CHECK_EQUAL(joined[0].strings.at("scheduler_host"), options.scheduler_host);
+  CAF_CHECK_EQUAL(joined[0].numbers.at("scheduler_port"), options.scheduler_port);
+  CAF_CHECK_EQUAL(joined[0].strings.at("spare"), "no");
+  lost(scheduler, "the connection to the scheduler closed");
+  const auto gone = records_of(records, "lost");
+  CAF_REQUIRE_EQUAL(gone.size(), 1u);
+  CAF_CHECK_EQUAL(gone[0].strings.at("lost"), "scheduler");
+  CAF_CHECK(contains(gone[0].strings.at("reason"), "the connection to the scheduler closed"));
+  for (const auto& r : *records) {
+    CAF_CHECK_EQUAL(r.strings.at("role"), "worker");
+    CAF_CHECK_EQUAL(r.numbers.at("rank"), -1);
+  }
 }
 
 // The scheduler is lost while the node waits for its assignment: it ends naming the loss.

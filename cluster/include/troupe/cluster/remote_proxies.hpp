@@ -49,9 +49,9 @@ namespace troupe {
 push_target_actor spawn_push_target_proxy(caf::actor_system& system, channel_actor channel,
                                           std::uint32_t shard);
 
-/// Compute actor `worker` of the peer behind `channel`.
+/// The compute of rank `rank` on the peer behind `channel`.
 compute_actor spawn_compute_proxy(caf::actor_system& system, channel_actor channel,
-                                  std::uint32_t worker);
+                                  std::uint32_t rank);
 
 /// The metrics actor of the peer behind `channel` (a worker's computes report to their
 /// scheduler through it). `position` (may be null) follows the batches reported, so a worker

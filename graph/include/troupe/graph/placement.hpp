@@ -239,7 +239,7 @@ struct placement_plan {
   const planned_route& push_route(std::size_t a, int shard) const;
   /// The route compute `worker` pushes shard `shard`'s gradients on: its target is the actor
   /// its shard_route holds, its source the route's source_index.
-  const planned_route& gradient_route(int worker, int shard) const;
+  const planned_route& gradient_route(int rank, int shard) const;
 };
 
 /// What failed while planning, so a caller can point at the cause (a config statement).

@@ -117,7 +117,7 @@ struct fixture : test_coordinator_fixture<> {
 
 } // namespace
 
-CAF_TEST_FIXTURE_SCOPE(replication_tests, fixture)
+CAF_TEST_FIXTURE_SCOPE(shard_backup_tests, fixture)
 
 // The pusher hears nothing until the backup has acknowledged the step, then the primary's
 // weights after it; the backup got the very push the primary applied.

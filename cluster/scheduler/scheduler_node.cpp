@@ -459,12 +459,8 @@ scheduler_self_actor::behavior_type scheduler(scheduler_actor self, scheduler_se
       if (!self->state.phase.is<scheduler_phases::ending>())
         on_ready(self, channel, ready);
     },
-    [=](traffic_atom, channel_actor& channel, traffic_message& traffic) {
-      on_traffic(self, channel, traffic);
-    },
-    [=](goodbye_atom, channel_actor& channel, shutdown_message& end) {
-      on_goodbye(self, channel, end);
-    },
+    [=](traffic_atom, channel_actor& from, traffic_message& t) { on_traffic(self, from, t); },
+    [=](goodbye_atom, channel_actor& from, shutdown_message& end) { on_goodbye(self, from, end); },
     [=](channel_lost_atom, channel_actor& channel, caf::error& why) {
       on_channel_lost(self, channel.address(), why);
     },

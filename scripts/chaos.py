@@ -101,9 +101,13 @@ def features(troupe):
         except (OSError, subprocess.TimeoutExpired):
             return ""
     node, launch = help_of("node"), help_of("launch")
+    if "--events" not in node:
+        raise SystemExit(f"chaos.py: {troupe} has no `troupe node --events`: the trials take pids and "
+                         "moments from the nodes' event records")
     found = set()
     if "--shard-backups" in node or "--shard-backups" in launch:
         found.add("backups")
+
     if "--spares" in launch:
         found.add("spares")
     if "--max-restarts" in launch:
@@ -137,7 +141,7 @@ VARIANTS = {
     "async-continue": dict(config="chaos_async.troupe", flags=["--on-worker-loss", "continue"], needs=set(),
                            deterministic=False),
     "bsp-backups": dict(config="chaos_bsp.troupe", flags=["--shard-backups", "1"] + STOP, needs={"backups"},
-                         deterministic=True),
+                         deterministic=True, backups=True),
     "bsp-adopt": dict(config="chaos_bsp.troupe", flags=["--on-worker-loss", "adopt"], needs={"adopt"},
                       deterministic=True),
     "bsp-spare": dict(config="chaos_bsp.troupe", flags=["--on-worker-loss", "adopt"], needs={"spares", "adopt"},
@@ -150,6 +154,8 @@ VARIANTS = {
                             needs={"max-restarts", "checkpoints"}, deterministic=True, starter="launch",
                             launch_flags=["--max-restarts", "0"], saves=True),
 }
+# Variant names scripts may still give: bsp-replicas is bsp-backups under the old word.
+OLD_VARIANT_NAMES = {"bsp-replicas": "bsp-backups"}
 
 EPOCHS = 3  # the chaos configs' epochs
 
@@ -188,7 +194,7 @@ def fits(variant, way=None, moment=None):
     if moment == "checkpoint":
         return bool(v.get("saves"))
     if moment == "promotion":
-        return "--shard-backups" in v["flags"]
+        return bool(v.get("backups"))
     if moment == "resume":
         return bool(v.get("restarts"))
     return True
@@ -827,7 +833,7 @@ def main():
     troupe = os.path.abspath(a.troupe)
     seed = a.seed if a.seed is not None else int(time.time()) % 100000
     allowed = dict(ways=a.ways.split(","), roles=a.roles.split(","), moments=a.moments.split(","),
-                   variants=a.variants.split(","))
+                   variants=[OLD_VARIANT_NAMES.get(v, v) for v in a.variants.split(",")])
     for key, known in (("ways", WAYS), ("roles", ["scheduler", "server", "worker"]), ("moments", list(MOMENTS)),
                        ("variants", list(VARIANTS))):
         bad = [x for x in allowed[key] if x not in known]

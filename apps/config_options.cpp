@@ -195,10 +195,11 @@ training_job to_training_job(const job_config& c) {
   o.nodes = cluster_nodes{c.cluster.server_nodes.value, c.cluster.worker_nodes.value,
                           policy == "continue", adopt, c.cluster.shard_backups.value};
   const auto& backups = c.cluster.shard_backups;
-  const bool old_flag = backups.span.line == 0 && c.cluster.replicas.given; // the old name
-  const std::string backed = backups.span.line != 0 ? "shard_backups = 1"
-                             : old_flag             ? "--replicas 2" // the old name, still read
-                                                    : "--shard-backups 1";
+  // The refusals name the spelling the user gave: key or flag, new or old name (still read).
+  const bool by_key = backups.span.line != 0;
+  const std::string old_name = by_key ? "replicas = 2" : "--replicas 2"; // still read
+  const std::string new_name = by_key ? "shard_backups = 1" : "--shard-backups 1";
+  const std::string backed = c.cluster.replicas.given ? old_name : new_name; // the old, if given
   if (o.nodes.shard_backups == 1 && !o.nodes.single_process() && o.nodes.servers < 2)
     config_fail(c, backups.span,
                 backed

@@ -48,12 +48,14 @@ def tracked(root):
             if p and TEXT.search(p) and not p.startswith(HISTORY) and p not in SELF]
 
 
+COMPILED = [(name, re.compile(rule, re.I)) for name, rule in RULES]
+
+
 def uses(path, text):
-    compiled = [(name, re.compile(rule, re.I)) for name, rule in RULES]
     for number, line in enumerate(text.split("\n"), 1):
         if PASSES.search(line):
             continue
-        for name, rule in compiled:
+        for name, rule in COMPILED:
             if rule.search(line):
                 yield f"{path}:{number}: {name}: {line.strip()[:160]}"
                 break

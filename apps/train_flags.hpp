@@ -58,6 +58,9 @@ struct train_command_line {
   std::string help_text;
   /// The flags the user gave (a command's own too), to tell a value given from a default.
   std::set<std::string> given;
+  /// What resolving the job changed that neither the config nor the flags say (a warm-up
+  /// shortened with the run, job_config::notes): printed under the "Resolved:" line.
+  std::vector<std::string> notes;
 };
 
 /// Throws usage_error naming the flag for anything it cannot accept (and, with --config,

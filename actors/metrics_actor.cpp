@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include <caf/all.hpp>
 
@@ -31,6 +32,21 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
+struct running_figures {
+  std::int64_t samples = 0, correct = 0;
+  double loss_sum = 0;
+  void add(const batch_report& r) {
+    samples += r.samples;
+    correct += r.correct;
+    loss_sum += r.loss_sum;
+  }
+};
+
+// Seconds since the Unix epoch: what a record's "time" holds, to line records up with logs.
+double unix_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 struct metrics_state {
   metrics_options options;
   std::shared_ptr<jsonl_writer> jsonl;
@@ -41,9 +57,16 @@ struct metrics_state {
   std::int64_t window_top_k_correct = 0;
   std::int64_t window_batches = 0;
   bool bar_drawn = false;
+  // Since the last step record (every rank's batches) and since the epoch began (the bar's
+  // speed, ETA and running loss).
+  running_figures since_step, since_epoch;
+  clock_type::time_point step_start, epoch_start;
   phase_report pending_train;
   bool have_pending_train = false;
   float learning_rate = 0;
+  std::optional<run_watch> watch;
+  /// Warnings by epoch, for its JSON line.
+  std::map<std::int64_t, std::vector<run_warning>> warnings;
   // JSON values a host added to an epoch's line (annotate_atom), by epoch.
   std::map<std::int64_t, std::vector<std::pair<std::string, std::string>>> annotations;
   std::ostream silent{nullptr}; // where lines go when the options name no stream
@@ -65,9 +88,26 @@ void clear_bar(metrics_state& st) {
   }
 }
 
-// The bar's line is "Epoch[e] [===>   ] i/n": the bar takes what the counters leave of the
-// terminal's width, at most 30 columns, and the line stays one column short of the width so
-// a terminal never wraps it (a wrapped line would not be redrawn by '\r').
+// " 1234/s ETA 0:42 loss 0.5321": the epoch's speed so far (samples a second), the time its
+// remaining batches take at that speed, and the mean loss of its batches so far (every rank's).
+std::string bar_figures(const metrics_state& st, const batch_report& r) {
+  const double seconds = std::chrono::duration<double>(clock_type::now() - st.epoch_start).count();
+  const auto& e = st.since_epoch;
+  if (r.index == 0 || seconds <= 0 || e.samples == 0)
+    return "";
+  const auto left = static_cast<std::int64_t>(seconds / static_cast<double>(r.index)
+                                              * static_cast<double>(r.batches - r.index - 1));
+  char text[96];
+  std::snprintf(text, sizeof text, " %.0f/s ETA %lld:%02lld loss %.4f",
+                static_cast<double>(e.samples) / seconds, static_cast<long long>(left / 60),
+                static_cast<long long>(left % 60), e.loss_sum / static_cast<double>(e.samples));
+  return text;
+}
+
+// The bar's line is "Epoch[e] [===>   ] i/n 1234/s ETA 0:42 loss 0.5321": the bar takes
+// what the counters leave of the terminal's width, at most 30 columns, and the line stays one
+// column short of the width so a terminal never wraps it (a wrapped line would not be redrawn by
+// '\r').
 void draw_bar(metrics_state& st, const batch_report& r) {
   const auto total = std::max<std::int64_t>(1, r.batches);
   const std::string head = "Epoch[" + std::to_string(r.epoch) + "] [";
@@ -86,7 +126,11 @@ void draw_bar(metrics_state& st, const batch_report& r) {
   std::string bar(filled, '=');
   if (filled < width)
     bar += '>' + std::string(width - filled - 1, ' ');
-  *st.options.out << "\r" << head << bar << tail << std::flush;
+  // the figures where the bar leaves room for them; the line's end cleared, as they shorten
+  auto figures = bar_figures(st, r);
+  if (static_cast<int>(figures.size()) >= room - width)
+    figures.clear();
+  *st.options.out << "\r" << head << bar << tail << figures << "\033[K" << std::flush;
   st.bar_drawn = true;
 }
 
@@ -94,6 +138,34 @@ void count_in_window(metrics_state& st, const batch_report& r) {
   st.window_samples += r.samples;
   st.window_correct += r.correct;
   st.window_top_k_correct += r.top_k_correct;
+}
+
+// Every `step_records` of rank 0's batches, the steps since the last record (every rank's
+// samples): their mean loss and accuracy, speed, and where the run is.
+void write_step_line(metrics_state& st, const batch_report& r, clock_type::time_point now) {
+  const auto every = st.options.step_records;
+  if (st.step_start == clock_type::time_point{})
+    st.step_start = now; // the first report opens the first record's window
+  if (!st.jsonl || every <= 0 || (r.index + 1) % every != 0
+      || r.epoch <= st.options.written_through)
+    return;
+  const auto& w = st.since_step;
+  const double seconds = std::chrono::duration<double>(now - st.step_start).count();
+  const double samples = static_cast<double>(std::max<std::int64_t>(w.samples, 1));
+  const auto batches = std::max<std::int64_t>(r.batches, 1);
+  st.jsonl->write(
+    {{"step", static_cast<double>(r.epoch * batches + r.index + 1)},
+     {"epoch", static_cast<double>(r.epoch)},
+     {"epoch_progress", static_cast<double>(r.epoch)
+                          + static_cast<double>(r.index + 1) / static_cast<double>(batches)},
+     {"time", unix_seconds()},
+     {"loss", w.loss_sum / samples},
+     {"accuracy", static_cast<double>(w.correct) / samples},
+     {"learning_rate", r.learning_rate},
+     {"samples_per_s", seconds > 0 ? static_cast<double>(w.samples) / seconds : 0.0}},
+    {{"record", "step"}});
+  st.since_step = {};
+  st.step_start = now;
 }
 
 // With several workers every worker reports; worker 0's reports pace the window and the
@@ -107,10 +179,17 @@ void on_batch(metrics_state& st, const batch_report& r) {
     st.options.position->batches = r.batches;
     st.options.position->validating = false;
   }
+  if (r.rank == 0 && r.index == 0) {
+    st.since_epoch = {};
+    st.epoch_start = now;
+  }
+  st.since_epoch.add(r);
+  st.since_step.add(r);
   if (r.rank != 0) {
     count_in_window(st, r);
     return;
   }
+  write_step_line(st, r, now);
   if (r.index == 0)
     record_event(st.options.events, "training",
                  {{{"epoch", r.epoch}, {"batches", static_cast<double>(r.batches)}}, {}});
@@ -162,6 +241,7 @@ void write_epoch_line(metrics_state& st, const phase_report& train, const phase_
   }
   std::vector<std::pair<std::string, double>> numbers{
     {"epoch", static_cast<double>(train.epoch)},
+    {"time", unix_seconds()},
     {"train_accuracy", ratio(train.correct, train.samples)},
     {"train_loss", ratio(train.loss_sum, train.samples)},
     {"time_s", train.seconds},
@@ -188,7 +268,16 @@ void write_epoch_line(metrics_state& st, const phase_report& train, const phase_
   }
   auto extra = std::move(st.annotations[train.epoch]);
   st.annotations.erase(train.epoch);
-  st.jsonl->write(numbers, st.options.tags, extra);
+  if (auto w = st.warnings.find(train.epoch); w != st.warnings.end()) {
+    std::string list;
+    for (const auto& warning : w->second)
+      list += (list.empty() ? "" : ",") + warning_json(warning);
+    extra.emplace_back("warnings", "[" + list + "]");
+    st.warnings.erase(w);
+  }
+  auto strings = st.options.tags;
+  strings.insert(strings.begin(), {"record", "epoch"});
+  st.jsonl->write(numbers, strings, extra);
 }
 
 // Writes the held training epoch without validation figures, if one is held.
@@ -220,7 +309,22 @@ std::string coverage_note(const metrics_state& st, const phase_report& r) {
   return note + ")";
 }
 
-void on_phase(metrics_state& st, const phase_report& r) {
+// The watch's warnings for this phase, printed and kept for the epoch's line (before the line
+// is written, which may be now).
+std::vector<run_warning> watch_phase(metrics_state& st, const phase_report& r) {
+  const double loss = ratio(r.loss_sum, r.samples), accuracy = ratio(r.correct, r.samples);
+  auto found = r.validation
+                 ? st.watch->validated(r.epoch, loss, accuracy)
+                 : st.watch->trained(r.epoch, loss, accuracy, st.options.expect_validation);
+  for (const auto& w : found) {
+    *st.options.out << "Warning: " << w.message << '\n';
+    st.warnings[w.epoch].push_back(w);
+    record_event(st.options.events, "warning", {{{"epoch", w.epoch}}, {{"kind", w.kind}}});
+  }
+  return found;
+}
+
+std::vector<run_warning> on_phase(metrics_state& st, const phase_report& r) {
   clear_bar(st);
   auto& out = *st.options.out;
   const char* prefix = r.validation ? "Validation" : "Train";
@@ -238,8 +342,10 @@ void on_phase(metrics_state& st, const phase_report& r) {
     st.options.position->epoch = r.epoch;
     st.options.position->validating = true;
   }
-  if (!r.validation) {
+  if (!r.validation)
     out << "Epoch[" << r.epoch << "] Time cost=" << format("%.3f", r.seconds) << '\n';
+  auto warnings = watch_phase(st, r);
+  if (!r.validation) {
     write_unvalidated(st); // the previous epoch had no validation (validate_every > 1)
     if (st.options.expect_validation) {
       st.pending_train = r;
@@ -259,6 +365,7 @@ void on_phase(metrics_state& st, const phase_report& r) {
                  {"loss", ratio(r.loss_sum, r.samples)},
                  {"seconds", r.seconds}},
                 {}});
+  return warnings;
 }
 
 metrics_actor::behavior_type metrics(metrics_pointer self, metrics_options options,
@@ -267,11 +374,24 @@ metrics_actor::behavior_type metrics(metrics_pointer self, metrics_options optio
   if (self->state.options.out == nullptr)
     self->state.options.out = &self->state.silent;
   self->state.jsonl = std::move(jsonl);
+  self->state.watch.emplace(self->state.options.watch);
   return {
-    [=](const batch_report& r) { on_batch(self->state, r); },
+    [=](const batch_report& r) {
+      try {
+        on_batch(self->state, r);
+      } catch (const std::exception& e) { // a step record the file did not take
+        self->quit(make_error(errc::bad_data, std::string("metrics: ") + e.what()));
+      }
+    },
     [=](const phase_report& r) {
       try {
-        on_phase(self->state, r);
+        const auto warnings = on_phase(self->state, r);
+        if (self->state.options.fail_on_stall && !warnings.empty()) {
+          write_unvalidated(self->state); // the epoch's line, warnings and all, before stopping
+          self->state.options.out->flush();
+          self->quit(
+            make_error(errc::bad_data, "stopped by --fail-on-stall: " + warnings.front().message));
+        }
       } catch (const std::exception& e) {
         self->quit(make_error(errc::bad_data, std::string("metrics: ") + e.what()));
       }

@@ -352,6 +352,24 @@ std::vector<tensor> initial_weights(model& reference) {
   return initial;
 }
 
+namespace {
+
+// What names a stalled run's likely cause: the rate, the staleness, a fixed 2-bit threshold.
+run_watch_options run_watch_options_of(const training_job& job, int stall_epochs) {
+  run_watch_options w;
+  w.classes = static_cast<int>(job.model.classes);
+  w.rising_epochs = stall_epochs;
+  w.learning_rate = job.optimizer.schedule.base_lr;
+  w.staleness = job.topology.staleness;
+  w.asynchronous = !job.topology.synchronous() || job.topology.staleness >= 0;
+  for (const auto& hop : job.topology.compression)
+    if (hop.pushes == value_encoding::two_bit && !hop.fitted)
+      w.two_bit_threshold = hop.threshold;
+  return w;
+}
+
+} // namespace
+
 metrics_options metrics_options_of(const training_job& job, const session_output& output) {
   metrics_options m;
   m.out = output.log;
@@ -366,6 +384,9 @@ metrics_options metrics_options_of(const training_job& job, const session_output
   m.events = output.events;
   m.tags = {{"network", job.model.network}, {"dataset", job.train_data.name}};
   m.number_tags = {{"batch_size", static_cast<double>(job.train_batches.batch_size)}};
+  m.watch = run_watch_options_of(job, output.stall_epochs);
+  m.fail_on_stall = output.fail_on_stall;
+  m.step_records = output.step_records;
   return m;
 }
 

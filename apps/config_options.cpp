@@ -244,6 +244,9 @@ session_output session_output_of(const job_config& c) {
   o.checkpoint.prefix = c.run.model_prefix.value;
   o.checkpoint.save_period = c.run.save_period.value;
   o.checkpoint.load_epoch = c.run.load_epoch.value;
+  o.stall_epochs = static_cast<int>(c.run.stall_epochs.value);
+  o.fail_on_stall = c.run.fail_on_stall.value;
+  o.step_records = c.run.metrics_every.value;
   return o;
 }
 

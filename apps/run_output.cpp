@@ -8,6 +8,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -118,7 +119,9 @@ std::int64_t last_epoch_written(const std::string& path) {
   std::int64_t last = -1;
   for (std::string line; std::getline(in, line);) {
     const auto record = nlohmann::json::parse(line, nullptr, false);
-    if (record.is_object() && record.contains("epoch") && record["epoch"].is_number_integer())
+    // an epoch's step records come before its own line: only that line says it is written
+    if (record.is_object() && record.contains("epoch") && record["epoch"].is_number_integer()
+        && record.value("record", "epoch") == "epoch")
       last = std::max(last, record["epoch"].get<std::int64_t>());
   }
   return last;
@@ -127,7 +130,9 @@ std::int64_t last_epoch_written(const std::string& path) {
 std::shared_ptr<jsonl_writer> open_metrics_file(const std::string& path, const std::string& record,
                                                 bool resumed) {
   auto file = std::make_shared<jsonl_writer>(path, resumed);
-  file->write({}, {}, {{resumed ? "resumed" : "config", record}});
+  const double now =
+    std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  file->write({{"time", now}}, {}, {{resumed ? "resumed" : "config", record}});
   return file;
 }
 

@@ -290,8 +290,15 @@ std::optional<compression_spec> parse_compression(const std::string& text, std::
     why = "compression '" + text + "': push:none compresses nothing; write none";
     return std::nullopt;
   }
+  // Bare 2bit is MXNet's 2-bit as its users meet it, the pushes compressed and the weights
+  // pulled whole, with the threshold scaled to the gradients (a scale fitted to each block):
+  // a fixed 0.5 swamps an MLP's gradients and the run learns nothing, and compressed answers
+  // cost a point of accuracy that a default should not.
+  const bool mxnet_default = e == value_encoding::two_bit && colon == std::string::npos;
+  if (mxnet_default)
+    spec.fitted = true;
   spec.pushes = e;
-  spec.answers = push_only ? value_encoding::none : e;
+  spec.answers = push_only || mxnet_default ? value_encoding::none : e;
   return spec;
 }
 

@@ -197,6 +197,21 @@ std::vector<config_key> train_keys() {
                "logged as `Epoch[e] Train-top_k_accuracy_K: V`, appended to the batch lines as "
                "`top_k_accuracy_K=V`, written to the metrics file as `top_k`, "
                "`train_top_k_accuracy`, `val_top_k_accuracy`"),
+    entry("train", "metrics_every", k::integer, run<&run_config::metrics_every>)
+      .within(whole(0, 1e9, "0: epochs only"))
+      .flag_is("metrics-every")
+      .help_is("also write a step record every N steps to the metrics file (0: epochs only)",
+               "step, epoch_progress, wall-clock time, loss, accuracy, learning_rate, "
+               "samples_per_s over the steps since the last one"),
+    entry("train", "stall_epochs", k::integer, run<&run_config::stall_epochs>)
+      .within(whole(1, 1000))
+      .flag_is("stall-epochs")
+      .help_is("warn when the training loss rose in each of this many epochs",
+               "also warned: accuracy and loss near chance after an epoch, a loss above 1.5 ln K "
+               "(docs/operations.md, \"A run that is not learning\")"),
+    entry("train", "fail_on_stall", k::boolean, run<&run_config::fail_on_stall>)
+      .flag_is("fail-on-stall")
+      .help_is("stop the run with exit status 1 at the first such warning"),
     entry("train", "devices", k::list)
       .read_by(read_devices)
       .flag_is("devices")

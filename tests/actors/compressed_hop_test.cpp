@@ -265,7 +265,7 @@ TEST_CASE("compressed answers leave every sender with the same weights, close to
 TEST_CASE("the receiving end refuses a push in another encoding, naming both") {
   fixture f;
   auto receiver =
-    spawn_compressing_receiver(f.sys, f.shard, spec_of("2bit"), "the hop into aggregator_0");
+    spawn_compressing_receiver(f.sys, f.shard, spec_of("2bit:0.5"), "the hop into aggregator_0");
   auto plain = ask(f.self, receiver, push_of(3, 0, {tensor({6}), tensor({3})}));
   REQUIRE_FALSE(plain);
   CHECK(troupe_code(plain.error()) == errc::bad_request);
@@ -303,7 +303,7 @@ TEST_CASE("neither end of a compressed hop nor a shard answers a rewind, and eac
 
 TEST_CASE("compressed answers need a pull first, and the sending end refuses another encoding") {
   fixture f;
-  auto spec = spec_of("2bit");
+  auto spec = spec_of("2bit:0.5");
   SECTION("no pull passed the receiving end") {
     auto receiver = spawn_compressing_receiver(f.sys, f.shard, spec, "hop");
     auto sender = spawn_compressing_sender(f.sys, receiver, spec, "hop");

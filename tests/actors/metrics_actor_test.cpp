@@ -8,6 +8,7 @@
 
 #include <caf/all.hpp>
 
+#include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/messages.hpp>
 #include <troupe/actors/metrics_actor.hpp>
 #include <troupe/cluster/local_node.hpp>
@@ -295,6 +296,8 @@ TEST_CASE("metrics draws a progress bar and clears it before a log line") {
   flush(self, metrics);
   auto text = log.str();
   CHECK_THAT(text, Catch::Contains("\rEpoch[1] [===============>              ] 2/4"));
+  // the epoch's speed, what its last two batches take at it, and its running loss (12 / 20)
+  CHECK_THAT(text, Catch::Contains("/s ETA 0:00 loss 0.6000\033[K"));
   CHECK_THAT(text, Catch::Contains("\r\033[KEpoch[1] Train-accuracy=0.500000"));
   self->send_exit(metrics, caf::exit_reason::user_shutdown);
 }
@@ -327,4 +330,94 @@ TEST_CASE("metrics writes no line for an epoch the file holds already") {
   CHECK_THAT(lines[0], Catch::Contains("\"epoch\":2"));
   CHECK_THAT(log.str(), Catch::Contains("Epoch[1] Validation-accuracy=0.9"));
   CHECK_THAT(log.str(), Catch::Contains("Epoch[2] Validation-accuracy=0.8"));
+}
+
+TEST_CASE("metrics warns of a run near chance, in the log and in its epoch's line") {
+  test::temp_dir dir;
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  std::ostringstream log;
+  const auto path = dir.file("metrics.jsonl");
+  metrics_options o;
+  o.out = &log;
+  o.display_batches = 0;
+  o.jsonl_path = path;
+  o.watch.classes = 10;
+  o.watch.learning_rate = 0.1;
+  auto metrics = spawn_metrics(sys, o);
+  self->send(metrics, phase_report{0, false, 100, 10, 230.0, 2.0});
+  self->send(metrics, phase_report{0, true, 100, 10, 230.0, 0.5});
+  self->send(metrics, phase_report{1, false, 100, 80, 50.0, 2.0});
+  self->send(metrics, phase_report{1, true, 100, 80, 50.0, 0.5});
+  flush(self, metrics); // still there: a warning alone stops nothing
+  self->send_exit(metrics, caf::exit_reason::user_shutdown);
+  CHECK_THAT(log.str(), Catch::Contains("Epoch[0] Validation-cross-entropy: 2.300000\nWarning: "
+                                        "epoch 0: validation accuracy 0.1000 and loss 2.3000 are "
+                                        "near chance for 10 classes"));
+  const auto lines = lines_of(path);
+  REQUIRE(lines.size() == 2);
+  CHECK_THAT(
+    lines[0],
+    Catch::Contains(
+      R"("warnings":[{"epoch":0,"kind":"near_chance","message":"epoch 0: validation accuracy 0.1000)"));
+  CHECK_THAT(lines[1], !Catch::Contains("warnings"));
+}
+
+TEST_CASE("metrics with fail_on_stall stops at the first warning, its epoch's line written") {
+  test::temp_dir dir;
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  std::ostringstream log;
+  const auto path = dir.file("metrics.jsonl");
+  metrics_options o;
+  o.out = &log;
+  o.display_batches = 0;
+  o.jsonl_path = path;
+  o.watch.classes = 10;
+  o.watch.learning_rate = 0.1;
+  o.fail_on_stall = true;
+  auto metrics = spawn_metrics(sys, o);
+  self->monitor(metrics);
+  self->send(metrics, phase_report{0, false, 100, 10, 630.0, 2.0}); // diverging: mean 6.3
+  caf::error reason;
+  self->receive([&](caf::down_msg& down) { reason = down.reason; },
+                caf::after(std::chrono::seconds(30)) >> [] { FAIL("metrics did not stop"); });
+  CHECK(troupe_code(reason) == errc::bad_data);
+  CHECK_THAT(error_text(reason), Catch::Contains("stopped by --fail-on-stall: epoch 0: the "
+                                                 "training loss 6.3000 is above 1.5 ln 10"));
+  const auto lines = lines_of(path);
+  REQUIRE(lines.size() == 1); // the training phase's line, not held for a validation
+  CHECK_THAT(lines[0], Catch::Contains(R"("kind":"diverging")"));
+}
+
+TEST_CASE("metrics writes a step record every N of rank 0's batches, over every rank's") {
+  test::temp_dir dir;
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  std::ostringstream log;
+  const auto path = dir.file("metrics.jsonl");
+  metrics_options o;
+  o.out = &log;
+  o.display_batches = 0;
+  o.jsonl_path = path;
+  o.step_records = 2;
+  auto metrics = spawn_metrics(sys, o);
+  for (std::int64_t i = 0; i < 4; ++i) {
+    self->send(metrics, batch_report{1, 2, i, 4, 10, 2, 20.0, 0.5f}); // rank 1: loss 2
+    self->send(metrics, batch_report{0, 2, i, 4, 10, 8, 10.0, 0.5f}); // rank 0: loss 1
+  }
+  self->send(metrics, phase_report{2, false, 80, 40, 120.0, 1.0});
+  flush(self, metrics);
+  self->send_exit(metrics, caf::exit_reason::user_shutdown);
+  const auto lines = lines_of(path);
+  REQUIRE(lines.size() == 3);
+  CHECK_THAT(lines[0], Catch::StartsWith(R"({"step":10,"epoch":2,"epoch_progress":2.5,"time":)"));
+  CHECK_THAT(lines[0], Catch::Contains(R"("loss":1.5,"accuracy":0.5,"learning_rate":0.5,)")
+                         && Catch::EndsWith(R"("record":"step"})"));
+  CHECK_THAT(lines[1], Catch::StartsWith(R"({"step":12,"epoch":2,"epoch_progress":3,)"));
+  CHECK_THAT(lines[2],
+             Catch::StartsWith(R"({"epoch":2,"time":)") && Catch::Contains(R"("record":"epoch")"));
 }

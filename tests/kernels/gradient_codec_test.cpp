@@ -56,11 +56,17 @@ std::vector<float> scales_for(value_encoding e, std::size_t n) {
 
 TEST_CASE("parse_compression reads every form and names what is wrong", "[gradient_codec]") {
   std::string why;
-  auto two = parse_compression("2bit", why);
+  auto two = parse_compression("2bit", why); // MXNet's default: pushes only, scaled
   REQUIRE(two);
   CHECK(two->pushes == value_encoding::two_bit);
-  CHECK(two->answers == value_encoding::two_bit);
-  CHECK(two->threshold == 0.5f);
+  CHECK(two->answers == value_encoding::none);
+  CHECK(two->fitted);
+  CHECK(to_string(*two) == "push:2bit:fit");
+  auto fixed = parse_compression("2bit:0.5", why);
+  REQUIRE(fixed);
+  CHECK(fixed->answers == value_encoding::two_bit);
+  CHECK_FALSE(fixed->fitted);
+  CHECK(fixed->threshold == 0.5f);
   auto push = parse_compression("push:2bit:0.25", why);
   REQUIRE(push);
   CHECK(push->pushes == value_encoding::two_bit);

@@ -6,8 +6,10 @@
 //                            `Epoch[e] Batch [i]\tSpeed: N samples/sec\taccuracy=A` (accuracy
 //                            over the batches since the last line, as MXNet's Speedometer with
 //                            auto-reset), `\ttop_k_accuracy_K=T` after it when the report
-//                            counts top-k; on a terminal redraws a progress bar; each
-//                            line is flushed as it is written (a pipe sees it at once)
+//                            counts top-k; on a terminal redraws a progress bar with the
+//                            epoch's speed, ETA and running loss; each line is flushed as it
+//                            is written (a pipe sees it at once); every `step_records` of
+//                            rank 0's batches appends a step record to the metrics file
 //   (phase_report)  -> ()    prints `Epoch[e] Train-accuracy=A`, `Train-cross-entropy: L`,
 //                            `Train-top_k_accuracy_K: T` (when counted), `Time cost=T` or the
 //                            same three `Validation-` lines (accuracy and time after '=', loss
@@ -21,7 +23,8 @@
 //                            ` (on 5000 of 10000 examples: worker 1 lost)`; the metrics
 //                            file gets `val_samples` always, `val_examples` when known;
 //                            after an epoch's validation (or its training, with no validation)
-//                            appends one JSON object to the metrics file; a training epoch
+//                            appends one JSON object to the metrics file ("record":
+//                            "epoch", with its wall-clock "time"); a training epoch
 //                            whose validation is skipped gets its line without validation
 //                            fields when the next epoch's report (or flush) arrives
 //   (annotate_atom, int64 epoch, string key, string json, string line) -> ()
@@ -46,6 +49,7 @@
 #include <caf/actor_system.hpp>
 
 #include <troupe/actors/messages.hpp>
+#include <troupe/actors/run_watch.hpp>
 
 namespace troupe {
 
@@ -90,6 +94,16 @@ struct metrics_options {
   /// --events`): `training` when worker 0's first batch of an epoch is in, `batch` every
   /// `display_batches` batches, `trained` and `validated` after an epoch's two phases. Null: none.
   std::shared_ptr<node_events> events;
+  /// The run's own warnings (run_watch.hpp): each printed as `Warning: ...`, recorded in its
+  /// epoch's JSON line as `"warnings": [{"epoch", "kind", "message"}]` (and as a `warning`
+  /// event); with fail_on_stall the first one ends the actor with errc::bad_data
+  /// "stopped by --fail-on-stall: ..." once its epoch's line is written.
+  run_watch_options watch;
+  bool fail_on_stall = false;
+  /// Every this many of rank 0's batches, a step record in the metrics file:
+  /// {"step", "epoch", "epoch_progress", "time", "loss", "accuracy", "learning_rate",
+  /// "samples_per_s", "record": "step"} over every rank's batches since the last one. 0: none.
+  std::int64_t step_records = 0;
 };
 
 /// The metrics actor itself: a sink that also takes annotations.

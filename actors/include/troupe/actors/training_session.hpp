@@ -80,6 +80,11 @@ struct session_output {
   /// Records of the run's moments (epochs, batches, checkpoints: metrics_options::events,
   /// manifest_checkpoint_wiring::events). Null: none.
   std::shared_ptr<node_events> events;
+  /// The run's own warnings (run_watch.hpp): epochs of rising loss that warn, and whether a
+  /// warning stops the run (its result then carries the warning as its error).
+  int stall_epochs = 2;
+  bool fail_on_stall = false;
+  std::int64_t step_records = 0; ///< metrics_options::step_records
 };
 
 /// Where a gradient tap sits: between the compute of rank `rank` and what it pushes the keys

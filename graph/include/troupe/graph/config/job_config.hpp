@@ -197,6 +197,11 @@ struct run_config {
   located<std::string> model_prefix;
   located<std::int64_t> save_period{1};
   located<std::int64_t> load_epoch{-1};
+  /// The run's own warnings (run_watch.hpp): rising loss over this many epochs, and whether a
+  /// warning stops the run.
+  located<std::int64_t> stall_epochs{2};
+  located<std::int64_t> metrics_every{0}; ///< a step record every N steps; 0: none
+  located<bool> fail_on_stall{false};
   /// Where the compute actors run (`devices = ["gpu:0", "gpu:1"]`): compute i on
   /// devices[i % size]; empty: the CPU.
   located<std::vector<compute_device>> devices;

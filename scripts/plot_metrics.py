@@ -48,7 +48,8 @@ class BadInput(Exception):
 
 
 def is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A finite int or float: JSON's NaN and Infinity (a diverged run's) cannot be drawn."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def record_kind(row, where):
@@ -120,14 +121,12 @@ def step_or_epoch(run, step_key, epoch_key):
     return (xs, ys) if xs else points(run.epochs, epoch_x, lambda r: r.get(epoch_key))
 
 
-def node_entry(key, value):
-    """value() of a row's entry for a node under `key`, or None where the row has none."""
-    def of(node):
-        def entry(row):
-            table = row.get(key)
-            return value(table[node]) if isinstance(table, dict) and node in table else None
-        return entry
-    return of
+def node_entry(key, node, value):
+    """A function of a row: value() of its entry for `node` under `key`, None where it has none."""
+    def entry(row):
+        table = row.get(key)
+        return value(table[node]) if isinstance(table, dict) and node in table else None
+    return entry
 
 
 def mebibytes(traffic):
@@ -163,7 +162,7 @@ def node_lines(runs, records, x_of, key, value):
     lines = []
     for index, run in enumerate(runs):
         for node in nodes:
-            xs, ys = points(getattr(run, records), x_of, node_entry(key, value)(node))
+            xs, ys = points(getattr(run, records), x_of, node_entry(key, node, value))
             if xs:
                 lines.append(Line(index, run, node, xs, ys))
     return lines

@@ -12,9 +12,9 @@ usage: plot_metrics_test.py ticks|colours|train_validation|panels|bad_input
                     train curve per step, with validation at the epochs' ends
   panels            which panels the data brings (per-step node times and waits, traffic, barrier
                     waits), their legends naming runs and nodes; old rows without "record" are
-                    epoch records; a run of both kinds writes an SVG and a PNG
+                    epoch records; a NaN figure is left out; two runs write an SVG and a PNG
   bad_input         exit 1 naming file and line for a line that is not JSON, a step record without
-                    epoch_progress, an epoch record without an integer epoch; a file that is not
+                    (or with a NaN) epoch_progress, an epoch record without an integer epoch; a file that is not
                     text, that has no records, that is missing; exit 2 for -o without .svg/.png;
                     77 without matplotlib
 
@@ -176,6 +176,12 @@ def check_panels():
     old = pm.read_run(metrics_file("old.jsonl", 2, old=True), "old")
     if [r["epoch"] for r in old.epochs] != [0, 1] or old.steps:
         fail(f"old rows read as {old}")
+    lines = [json.dumps(r) for r in step_records(0, 3)]
+    lines[1] = lines[1].replace('"loss": ', '"loss": NaN, "was": ')
+    diverged = pm.figure_of([pm.read_run(metrics_file("nan.jsonl", 0, lines=lines), "nan")])
+    drawn = labelled(panel(diverged, "cross-entropy loss"))["nan train"].get_xdata()
+    if list(drawn) != [1 / 3, 1]:
+        fail(f"a NaN loss drawn: the loss at {list(drawn)}")
     runs = [pm.read_run(metrics_file("a.jsonl", 2, 3)),
             pm.read_run(metrics_file("b.jsonl", 2), "b")]
     figure = pm.figure_of(runs)
@@ -214,6 +220,8 @@ def check_bad_input():
         (["{\"config\": {}}", "{\"record\": \"epoch\", \"epoch\": 0}",
           "{\"record\": \"step\", \"step\": 1, \"epoch\": 0}"],
          "bad.jsonl:3: step record without a number for epoch_progress"),
+        (["{\"record\": \"step\", \"epoch\": 0, \"epoch_progress\": NaN}"],
+         "bad.jsonl:1: step record without a number for epoch_progress"),
         (["{\"record\": \"epoch\", \"epoch\": \"0\"}"],
          "bad.jsonl:1: epoch record without an integer"),
         (["{\"config\": {}}", "{\"record\": \"event\"}", "[1, 2]"],

@@ -260,7 +260,7 @@ def figure_of(runs):
     from matplotlib.ticker import MaxNLocator
 
     panels = panels_of(runs)
-    figure = Figure(figsize=(8, 3 * len(panels)))
+    figure = Figure(figsize=(11, 3 * len(panels)))  # 8 inches of plot, 3 of legend
     axes = figure.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
     for axis, (title, unit, draw) in zip(axes, panels):
         draw(axis)
@@ -269,7 +269,8 @@ def figure_of(runs):
         axis.grid(True, alpha=0.3)
         axis.tick_params(labelbottom=True)  # each panel's epochs read without the bottom one
         if axis.get_legend_handles_labels()[0]:
-            axis.legend(fontsize="small")
+            # beside the plot: per-step curves and per-node lines leave no corner free
+            axis.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     first, last = epoch_span(runs)
     pad = 0.03 * (last - first)
     axes[-1].set_xlim(first - pad, last + pad)

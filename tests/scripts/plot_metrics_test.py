@@ -14,9 +14,9 @@ usage: plot_metrics_test.py ticks|colours|train_validation|panels|bad_input
                     waits), their legends naming runs and nodes; old rows without "record" are
                     epoch records; a NaN figure is left out; two runs write an SVG and a PNG
   bad_input         exit 1 naming file and line for a line that is not JSON, a step record without
-                    (or with a NaN) epoch_progress, an epoch record without an integer epoch; a file that is not
-                    text, that has no records, that is missing; exit 2 for -o without .svg/.png;
-                    77 without matplotlib
+                    (or with a NaN) epoch_progress, an epoch record without an integer epoch; a
+                    file that is not text, that has no records, that is missing; exit 2 for -o
+                    without .svg/.png; 77 without matplotlib
 
 Runs under an interpreter with matplotlib: this one, else Debian's /usr/bin/python3 (what
 scripts/setup.sh installs python3-matplotlib for); skipped (77) when neither has it.

@@ -73,8 +73,9 @@ assert data[:8] == b"\x89PNG\r\n\x1a\n", data[:8]
 length, kind = struct.unpack(">I4s", data[8:16])
 assert kind == b"IHDR" and length == 13, (kind, length)
 width, height = struct.unpack(">II", data[16:24])
-# 8 x 3 inches per panel at matplotlib's default 100 dpi, six panels with traffic and waits.
-assert (width, height) == (800, 1800), (width, height)
+# 11 x 3 inches per panel (legends beside the plots) at matplotlib's default 100 dpi, six panels
+# with traffic and waits.
+assert (width, height) == (1100, 1800), (width, height)
 
 # A file that is not metrics is refused with its name and line, not a traceback.
 bad = os.path.join(work, "bad.jsonl")

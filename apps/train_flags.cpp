@@ -2,8 +2,8 @@
 // onto a job_config (see train_flags.hpp for why the config is the meeting point).
 //
 // Without --config the config the flags are written onto is the one an empty file gives,
-// except for the data statements: --dataset, --image-shape, --num-classes and --num-examples
-// (and for RecordIO data --data-train, --data-val, their -idx, --rgb-mean, --rgb-std)
+// except for the data statements: --dataset, --image-shape, --num-classes, --num-examples and
+// --classes (and for RecordIO data --data-train, --data-val, their -idx, --rgb-mean, --rgb-std)
 // *are* those statements (which is why they are refused beside --config). They reach the
 // parser as typed overrides (config_overrides), applied where the statement would be read, so
 // it checks them as it checks the keys and derives what follows from the dataset (validation

@@ -126,17 +126,8 @@ void init_from_checkpoint(const session_sinks& sinks, model& reference,
                                 "initializer; fine-tune in one process (troupe train)");
   const auto source = read_init_source(c.init_from);
   initial = weights_from(source, reference, c.reset_layers);
-  if (auto* log = sinks.output.log) {
-    const auto fresh = reset_parameters(reference, c.reset_layers);
-    std::string names;
-    for (const auto& n : fresh)
-      names += (names.empty() ? "" : ", ") + n;
-    *log << "Initializing from " << source.file << " (" << source.checkpoint.network
-         << " after epoch " << source.checkpoint.epoch << ", " << source.checkpoint.replicas.size()
-         << " compute(s)): " << initial.size() - fresh.size() << " of " << initial.size()
-         << " parameters from it, training from epoch 0"
-         << (fresh.empty() ? std::string() : "; from the initializer: " + names) << std::endl;
-  }
+  if (auto* log = sinks.output.log)
+    *log << init_line(source, reference, c.reset_layers) << std::endl;
 }
 
 // Opens the data, plans the run and spawns this process's part of it: every actor of a

@@ -115,4 +115,19 @@ std::vector<tensor> weights_from(const init_source& source, model& reference,
   return out;
 }
 
+std::string init_line(const init_source& source, model& reference,
+                      const std::vector<std::string>& prefixes) {
+  const auto fresh = reset_parameters(reference, prefixes);
+  std::string names;
+  for (const auto& n : fresh)
+    names += (names.empty() ? "" : ", ") + n;
+  const auto& c = source.checkpoint;
+  const auto all = reference.parameters().size();
+  return "Initializing from " + source.file + " (" + c.network + " after epoch "
+         + std::to_string(c.epoch) + ", " + std::to_string(c.replicas.size())
+         + " compute(s)): " + std::to_string(all - fresh.size()) + " of " + std::to_string(all)
+         + " parameters from it, training from epoch 0"
+         + (fresh.empty() ? std::string() : "; from the initializer: " + names);
+}
+
 } // namespace troupe

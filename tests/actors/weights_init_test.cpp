@@ -111,6 +111,18 @@ TEST_CASE("reset layers take the initializer's weights, every other tensor the c
   CHECK_FALSE(same_bits(fresh_model->parameters()[0]->value, saved->parameters()[0]->value));
 }
 
+TEST_CASE("the start line says where the weights came from", "[actors][weights_init]") {
+  auto saved = mlp(7);
+  const init_source source{"r/m-0003.safetensors", two_compute_checkpoint(*saved)};
+  auto reference = mlp(0);
+  CHECK(init_line(source, *reference, {})
+        == "Initializing from r/m-0003.safetensors (mlp after epoch 3, 2 compute(s)): 6 of 6 "
+           "parameters from it, training from epoch 0");
+  CHECK(init_line(source, *reference, {"fc3"})
+        == "Initializing from r/m-0003.safetensors (mlp after epoch 3, 2 compute(s)): 4 of 6 "
+           "parameters from it, training from epoch 0; from the initializer: fc3.weight, fc3.bias");
+}
+
 TEST_CASE("a prefix resets every layer it starts", "[actors][weights_init]") {
   auto reference = mlp(0);
   CHECK(reset_parameters(*reference, {"fc"}).size() == 6);

@@ -47,4 +47,10 @@ std::vector<std::string> reset_parameters(model& reference,
 std::vector<tensor> weights_from(const init_source& source, model& reference,
                                  const std::vector<std::string>& prefixes);
 
+/// The log line of a run that starts so: "Initializing from FILE (lenet after epoch 3, 2
+/// compute(s)): 6 of 8 parameters from it, training from epoch 0; from the initializer:
+/// fc2.weight, fc2.bias". Throws as reset_parameters.
+std::string init_line(const init_source& source, model& reference,
+                      const std::vector<std::string>& prefixes);
+
 } // namespace troupe

@@ -137,8 +137,7 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("random-mirror", r.random_mirror, "random horizontal flip 0/1 (-1: 1 for cifar10, else 0)");
   r.record.declare(f);
   f.add("image-shape", r.image_shape, key_help("image-shape", "C,H,W"));
-  f.add("num-classes", r.num_classes,
-        key_help("num-classes", "file data: the model's outputs, default the files' classes"));
+  f.add("num-classes", r.num_classes, key_help("num-classes"));
   f.add("num-examples", r.num_examples,
         key_help("num-examples", "synthetic; file data: the first N of the training split"));
   f.add("classes", r.classes, key_help("classes", "training and validation data"));
@@ -166,6 +165,9 @@ void name_placeholders(flag_set& f) {
                                                        {"network", "NAME"},
                                                        {"dataset", "NAME"},
                                                        {"image-shape", "C,H,W"},
+                                                       {"init-from", "PREFIX-EPOCH"},
+                                                       {"reset-layers", "NAMES"},
+                                                       {"classes", "LIST"},
                                                        {"slice-bytes", "BYTES"},
                                                        {"group-bytes", "BYTES"},
                                                        {"devices", "LIST"},

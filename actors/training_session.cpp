@@ -17,6 +17,7 @@
 
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/node_part.hpp>
+#include <troupe/actors/weights_init.hpp>
 #include <troupe/graph/zoo.hpp>
 #include <troupe/io/batch_source.hpp>
 #include <troupe/io/checkpoint_parts.hpp>
@@ -105,6 +106,30 @@ void set_up_checkpoints(const training_job& job, const placement_plan& plan, mod
   }
 }
 
+// Fine-tuning: the shards start from a checkpoint's weights, the reset parameters from the
+// reference's (the initializer's under the job's seed). Throws io_error naming the file,
+// std::invalid_argument for options no run can follow.
+void init_from_checkpoint(const session_sinks& sinks, model& reference,
+                          std::vector<tensor>& initial) {
+  const auto& c = sinks.output.checkpoint;
+  if (c.init_from.empty()) {
+    if (!c.reset_layers.empty())
+      throw std::invalid_argument("reset_layers needs init_from (the checkpoint whose other "
+                                  "weights are kept)");
+    return;
+  }
+  if (c.load_epoch >= 0)
+    throw std::invalid_argument("init_from starts a new run from a checkpoint's weights, "
+                                "load_epoch resumes one: give one of them");
+  if (sinks.node.node >= 0)
+    throw std::invalid_argument("init_from: a cluster run's servers start from the "
+                                "initializer; fine-tune in one process (troupe train)");
+  const auto source = read_init_source(c.init_from);
+  initial = weights_from(source, reference, c.reset_layers);
+  if (auto* log = sinks.output.log)
+    *log << init_line(source, reference, c.reset_layers) << std::endl;
+}
+
 // Opens the data, plans the run and spawns this process's part of it: every actor of a
 // plan (sinks.node.node -1), or the scheduler's part of a cluster plan, in plan order.
 // Throws (io_error, placement_error, ...) on bad input; the caller shuts down whatever was
@@ -121,7 +146,8 @@ void spawn_job(caf::actor_system& system, const training_job& job, const session
   // The shards start from a model of their own built from the job's seed, so their start
   // values never depend on which process holds a replica.
   auto reference = build_model(spec);
-  const auto initial = initial_weights(*reference);
+  auto initial = initial_weights(*reference);
+  init_from_checkpoint(sinks, *reference, initial);
   for (std::size_t slot = 0; slot < initial.size(); ++slot) {
     run.parameter_names.push_back(plan.parameters.at(slot).name);
     run.parameter_shapes.push_back(initial[slot].shape());

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <troupe/io/dataset_subset.hpp>
 #include <troupe/io/normalization.hpp>
 
 namespace troupe {
@@ -57,6 +58,12 @@ dataset_options data_options(const job_config& c, const data_config& d, split wh
   } else if (o.dir.empty()) {
     config_fail(c, d.span,
                 d.dataset.value + " needs a directory: " + d.dataset.value + "(\"/path/to/data\")");
+  }
+  if (o.name != "recordio" && !d.class_subset.value.empty())
+    o.subset.classes = parse_class_list(d.class_subset.value); // checked when read
+  if (o.name != "recordio" && o.name != "synthetic") {
+    o.subset.first = d.first.value;
+    o.subset.class_count = d.classes.given ? d.classes.value : 0;
   }
   return o;
 }
@@ -234,6 +241,34 @@ training_job to_training_job(const job_config& c) {
   return o;
 }
 
+namespace {
+
+// init_from and reset_layers onto the checkpoint options; the names are checked against the
+// model when the run builds it.
+void init_options(const job_config& c, checkpoint_options& o) {
+  const auto& run = c.run;
+  if (!run.reset_layers.value.empty() && run.init_from.value.empty())
+    config_fail(c, run.reset_layers.span,
+                "reset_layers needs init_from (the checkpoint whose other weights are kept)");
+  if (!run.init_from.value.empty() && run.load_epoch.value >= 0)
+    config_fail(c, run.init_from.span,
+                "init_from starts a new run from a checkpoint's weights, load_epoch resumes one: "
+                "give one of them");
+  o.init_from = run.init_from.value;
+  const auto& text = run.reset_layers.value;
+  for (std::size_t start = 0; !text.empty() && start <= text.size();) {
+    const auto comma = std::min(text.find(',', start), text.size());
+    auto name = text.substr(start, comma - start);
+    if (name.empty())
+      config_fail(c, run.reset_layers.span,
+                  "reset_layers \"" + text + "\": an empty name (write fc2 or fc1,fc2)");
+    o.reset_layers.push_back(std::move(name));
+    start = comma + 1;
+  }
+}
+
+} // namespace
+
 session_output session_output_of(const job_config& c) {
   if (c.run.load_epoch.value >= 0 && c.run.model_prefix.value.empty())
     config_fail(c, c.run.load_epoch.span,
@@ -247,6 +282,7 @@ session_output session_output_of(const job_config& c) {
   o.stall_epochs = static_cast<int>(c.run.stall_epochs.value);
   o.fail_on_stall = c.run.fail_on_stall.value;
   o.step_records = c.run.metrics_every.value;
+  init_options(c, o.checkpoint);
   return o;
 }
 

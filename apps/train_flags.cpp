@@ -2,8 +2,8 @@
 // onto a job_config (see train_flags.hpp for why the config is the meeting point).
 //
 // Without --config the config the flags are written onto is the one an empty file gives,
-// except for the data statements: --dataset, --image-shape, --num-classes and --num-examples
-// (and for RecordIO data --data-train, --data-val, their -idx, --rgb-mean, --rgb-std)
+// except for the data statements: --dataset, --image-shape, --num-classes, --num-examples and
+// --classes (and for RecordIO data --data-train, --data-val, their -idx, --rgb-mean, --rgb-std)
 // *are* those statements (which is why they are refused beside --config). They reach the
 // parser as typed overrides (config_overrides), applied where the statement would be read, so
 // it checks them as it checks the keys and derives what follows from the dataset (validation
@@ -69,7 +69,7 @@ struct raw_flags {
   }
   std::string network = language().model.network.value, dataset = "fashion-mnist", data_dir;
   std::string lr_step_epochs, lr_schedule = "multi-step", progress = "auto";
-  std::string image_shape = "1,28,28";
+  std::string image_shape = "1,28,28", classes;
   std::string config, devices, cudnn_algorithms = "exact";
   record_flags record; ///< --data-train, --data-val, ... (apps/record_flags.cpp)
   int num_layers = 0, threads = 1, num_classes = language().train_data.classes.value;
@@ -94,12 +94,11 @@ private:
   // OMP_NUM_THREADS; the data statements (overrides of the statement, config_overrides); and
   // the network keys, which troupe node declares as seconds and addresses.
   static std::set<std::string> declared_by_hand() {
-    return {"workers",        "on-worker-loss", "num-layers",   "lr",
-            "warmup-epochs",  "lr-step-epochs", "eval-every",   "threads",
-            "top-k",          "devices",        "data-train",   "data-train-idx",
-            "image-shape",    "num-classes",    "num-examples", "rgb-mean",
-            "rgb-std",        "data-dir",       "scheduler",    "listen",
-            "join-timeout",   "heartbeat",      "peer-timeout", "request-timeout",
+    return {"workers",        "on-worker-loss", "num-layers",  "lr",           "warmup-epochs",
+            "lr-step-epochs", "eval-every",     "threads",     "top-k",        "devices",
+            "data-train",     "data-train-idx", "image-shape", "num-classes",  "num-examples",
+            "classes",        "rgb-mean",       "rgb-std",     "data-dir",     "scheduler",
+            "listen",         "join-timeout",   "heartbeat",   "peer-timeout", "request-timeout",
             "tcp-congestion", "link-mbit",      "backward-ms"};
   }
 };
@@ -139,8 +138,10 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("random-mirror", r.random_mirror, "random horizontal flip 0/1 (-1: 1 for cifar10, else 0)");
   r.record.declare(f);
   f.add("image-shape", r.image_shape, key_help("image-shape", "C,H,W"));
-  f.add("num-classes", r.num_classes, key_help("num-classes", "synthetic data and RecordIO"));
-  f.add("num-examples", r.num_examples, key_help("num-examples", "synthetic data"));
+  f.add("num-classes", r.num_classes, key_help("num-classes"));
+  f.add("num-examples", r.num_examples,
+        key_help("num-examples", "synthetic; file data: the first N of the training split"));
+  f.add("classes", r.classes, key_help("classes", "training and validation data"));
   f.add_switch("no-validation", r.no_validation, "skip the validation pass after each epoch");
   f.add("eval-every", r.eval_every, key_help("eval-every"));
   f.add("top-k", r.top_k,
@@ -165,6 +166,9 @@ void name_placeholders(flag_set& f) {
                                                        {"network", "NAME"},
                                                        {"dataset", "NAME"},
                                                        {"image-shape", "C,H,W"},
+                                                       {"init-from", "PREFIX-EPOCH"},
+                                                       {"reset-layers", "NAMES"},
+                                                       {"classes", "LIST"},
                                                        {"slice-bytes", "BYTES"},
                                                        {"group-bytes", "BYTES"},
                                                        {"devices", "LIST"},
@@ -258,7 +262,8 @@ std::string config_spelling(std::string name) {
 
 // How a refusal of an override names it: by the flag that gave it (config_overrides::name_of).
 std::string flag_of_key(const std::string& key) {
-  const std::pair<const char*, const char*> unranged[] = {{"data.dataset", "--dataset"},
+  const std::pair<const char*, const char*> unranged[] = {{"data.first", "--num-examples"},
+                                                          {"data.dataset", "--dataset"},
                                                           {"data.dir", "--data-dir"},
                                                           {"data.path", "--data-train"},
                                                           {"data.index", "--data-train-idx"}};
@@ -268,30 +273,37 @@ std::string flag_of_key(const std::string& key) {
   return std::string("--") + config_key_of(key).flag;
 }
 
-// The data statement --dataset, --image-shape, --num-classes and --num-examples stand for;
-// only what was given is set, so the rest stays the language's default. The synthetic values
-// mean nothing for a dataset read from files, whose files say them: given there, they are
-// refused rather than left unread.
+// The data statement --dataset, --image-shape, --num-classes, --num-examples and --classes
+// stand for; only what was given is set, so the rest stays the language's default. A file
+// dataset's files say its shape, so --image-shape is refused there rather than left unread; its
+// --num-examples keeps the first N training examples (the statement's `first`).
 void add_data_overrides(const raw_flags& r, const flag_set& f, config_overrides& o) {
-  if (!r.record.train.empty() || (f.given("dataset") && r.dataset == "recordio"))
+  const bool records = !r.record.train.empty() || (f.given("dataset") && r.dataset == "recordio");
+  if (records && f.given("classes"))
+    throw usage_error("--classes keeps the examples of a dataset held in memory: RecordIO images "
+                      "are streamed");
+  if (records)
     return add_record_overrides(r.record, f, r.dataset, r.image_shape, r.num_classes, o);
-  if (r.dataset != "synthetic")
-    for (const char* flag : {"image-shape", "num-classes", "num-examples"})
-      if (f.given(flag))
-        throw usage_error(std::string("--") + flag + " describes generated data (--dataset "
-                          + "synthetic) or RecordIO: " + r.dataset
-                          + " takes its shape, classes and examples from its files");
-  if (!f.given("dataset"))
+  const bool synthetic = r.dataset == "synthetic";
+  if (!synthetic && f.given("image-shape"))
+    throw usage_error("--image-shape describes generated data (--dataset synthetic) or RecordIO: "
+                      + r.dataset + " takes its shape from its files");
+  if (!f.given("dataset") && !f.given("num-classes") && !f.given("num-examples")
+      && !f.given("classes"))
     return;
   data_override d;
   d.dataset = config_spelling(r.dataset);
-  if (d.dataset == "synthetic") {
-    if (f.given("image-shape"))
-      d.shape = parse_shape("image-shape", r.image_shape);
-    if (f.given("num-classes"))
-      d.classes = r.num_classes;
-    if (f.given("num-examples"))
+  if (f.given("num-classes"))
+    d.classes = r.num_classes;
+  if (f.given("classes"))
+    d.class_subset = r.classes;
+  if (synthetic && f.given("image-shape"))
+    d.shape = parse_shape("image-shape", r.image_shape);
+  if (f.given("num-examples")) {
+    if (synthetic)
       d.examples = r.num_examples;
+    else
+      d.first = r.num_examples;
   }
   o.train_data = d;
 }
@@ -302,7 +314,8 @@ config_overrides overrides_of(const raw_flags& r, const flag_set& f) {
   config_overrides o;
   o.name_of = flag_of_key;
   if (f.given("config")) {
-    std::vector<std::string> structural{"dataset", "image-shape", "num-classes", "num-examples"};
+    std::vector<std::string> structural{"dataset", "image-shape", "num-classes", "num-examples",
+                                        "classes"};
     structural.insert(structural.end(), record_statement_flags.begin(),
                       record_statement_flags.end());
     for (const auto& flag : structural)

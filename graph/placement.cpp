@@ -417,6 +417,9 @@ data_facts data_facts_of(const dataset& train, const dataset& validation) {
 data_facts expected_data_facts(const training_job& job) {
   auto examples = [](const dataset_options& d) -> std::int64_t {
     const bool train = d.which == split::train;
+    // A class filter's count is the files' to say; `first` is known.
+    if (d.subset.first > 0)
+      return d.subset.first;
     if (d.name == "fashion-mnist" || d.name == "mnist")
       return train ? 60000 : 10000;
     if (d.name == "cifar10")
@@ -430,12 +433,13 @@ data_facts expected_data_facts(const training_job& job) {
   const auto& train = job.train_data;
   f.sample_shape = job.model.sample_shape;
   f.classes = job.model.classes;
+  const int files_classes = train.subset.class_count > 0 ? train.subset.class_count : 10;
   if (train.name == "fashion-mnist" || train.name == "mnist") {
     f.sample_shape = {1, 28, 28};
-    f.classes = 10;
+    f.classes = files_classes;
   } else if (train.name == "cifar10") {
     f.sample_shape = {3, 32, 32};
-    f.classes = 10;
+    f.classes = files_classes;
   } else if (train.name == "synthetic") {
     f.sample_shape = train.synthetic_shape;
     f.classes = train.synthetic_classes;

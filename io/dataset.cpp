@@ -10,6 +10,7 @@
 #include <utility>
 
 #include <troupe/io/cifar10_reader.hpp>
+#include <troupe/io/dataset_subset.hpp>
 #include <troupe/io/idx_reader.hpp>
 #include <troupe/io/record_dataset.hpp>
 #include <troupe/io/synthetic.hpp>
@@ -81,7 +82,9 @@ std::vector<std::string> dataset_names() {
   return {"fashion-mnist", "mnist", "cifar10", "synthetic", "recordio"};
 }
 
-std::shared_ptr<const dataset> open_dataset(const dataset_options& options) {
+namespace {
+
+std::shared_ptr<const dataset> open_whole(const dataset_options& options) {
   if (options.name == "fashion-mnist" || options.name == "mnist")
     return load_mnist_dir(options.dir, options.which, options.name);
   if (options.name == "cifar10")
@@ -107,6 +110,12 @@ std::shared_ptr<const dataset> open_dataset(const dataset_options& options) {
   for (const auto& name : dataset_names())
     valid += (valid.empty() ? "" : ", ") + name;
   throw std::invalid_argument("unknown dataset '" + options.name + "'; valid names: " + valid);
+}
+
+} // namespace
+
+std::shared_ptr<const dataset> open_dataset(const dataset_options& options) {
+  return take_subset(open_whole(options), options.subset);
 }
 
 } // namespace troupe

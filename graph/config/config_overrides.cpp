@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include <troupe/graph/config/key_ranges.hpp>
+#include <troupe/io/dataset_subset.hpp>
 
 #include "graph/config/recordio_keys.hpp"
 #include "graph/config/value_reader.hpp"
@@ -77,8 +78,9 @@ data_config data_of(const data_override& d, const config_overrides& o) {
   refuse_unless(!synthetic, d.dir.has_value(), o, recordio ? "data.path" : "data.dir", d.dataset);
   refuse_unless(recordio, d.index.has_value(), o, "data.index", d.dataset);
   refuse_unless(synthetic || recordio, d.shape.has_value(), o, "data.shape", d.dataset);
-  refuse_unless(synthetic || recordio, d.classes.has_value(), o, "data.classes", d.dataset);
   refuse_unless(synthetic, d.examples.has_value(), o, "data.examples", d.dataset);
+  refuse_unless(!recordio, d.class_subset.has_value(), o, "data.class_subset", d.dataset);
+  refuse_unless(!synthetic && !recordio, d.first.has_value(), o, "data.first", d.dataset);
   refuse_unless(recordio, d.rgb_mean.has_value(), o, "data.rgb_mean", d.dataset);
   refuse_unless(recordio, d.rgb_std.has_value(), o, "data.rgb_std", d.dataset);
   data_config out;
@@ -93,6 +95,16 @@ data_config data_of(const data_override& d, const config_overrides& o) {
     set_given(out.classes, in_range(o, "data.classes", *d.classes));
   if (d.examples)
     set_given(out.examples, in_range(o, "data.examples", *d.examples));
+  if (d.class_subset) {
+    try {
+      parse_class_list(*d.class_subset);
+    } catch (const std::invalid_argument& e) {
+      refuse(name_of(o, "data.class_subset") + ": " + e.what());
+    }
+    set_given(out.class_subset, *d.class_subset);
+  }
+  if (d.first)
+    set_given(out.first, in_range(o, "data.first", *d.first));
   if (d.rgb_mean)
     set_given(out.rgb_mean, checked_rgb(o, *d.rgb_mean, "rgb_mean"));
   if (d.rgb_std)

@@ -6,6 +6,7 @@
 #include "graph/config/key_builder.hpp"
 #include "graph/config/recordio_keys.hpp"
 #include "graph/config/value_reader.hpp"
+#include <troupe/io/dataset_subset.hpp>
 
 namespace troupe {
 
@@ -63,6 +64,14 @@ void read_ratio(const value_reader& r, const syntax_value& v, key_target& t) {
 void check_split(const value_reader& r, const syntax_value& v, key_target& t) {
   if (t.data.split.value != "train" && t.data.split.value != "test")
     r.fail(v.span, "split must be \"train\" or \"test\", got \"" + t.data.split.value + "\"");
+}
+
+void check_class_subset(const value_reader& r, const syntax_value& v, key_target& t) {
+  try {
+    parse_class_list(t.data.class_subset.value);
+  } catch (const std::invalid_argument& e) {
+    r.fail(v.span, e.what());
+  }
 }
 
 void check_normalize(const value_reader& r, const syntax_value& v, key_target& t) {
@@ -146,14 +155,28 @@ std::vector<config_key> data_keys() {
       .help_is("synthetic: the examples; recordio: what each image is resampled to (C must be 3)"),
     entry("data", "classes", k::integer, data<&data_config::classes>)
       .within(whole(2, 100000))
-      .only_in("synthetic recordio")
       .flag_is("num-classes")
-      .help_is("classes (recordio: a label outside [0, classes) is a bad record)"),
+      .default_is("10; files: the files' classes")
+      .help_is("classes (recordio: a label outside [0, classes) is a bad record; files: the "
+               "model's outputs, at least the largest label kept + 1)"),
     entry("data", "examples", k::integer, data<&data_config::examples>)
       .within(whole(6, 1e9, "the test split is a sixth of it"))
       .only_in("synthetic")
       .flag_is("num-examples")
       .help_is("training examples (test: a sixth)"),
+    entry("data", "class_subset", k::text, data<&data_config::class_subset>)
+      .only_in(not_recordio)
+      .checked_by(check_class_subset)
+      .flag_is("classes")
+      .default_is("`\"\"` (every class)")
+      .help_is("keep only these classes' examples: \"0-4\" or \"0,1,2\"; labels keep their "
+               "indices",
+               "`data val` takes `data train`'s unless written (docs/data.md, \"Subsets\")"),
+    entry("data", "first", k::integer, data<&data_config::first>)
+      .within(whole(0, 1e9, "0: all"))
+      .only_in(files)
+      .help_is("keep the first N examples of the split, after class_subset (0: all)",
+               "`troupe train --num-examples N` sets it on `data train` for file data"),
     entry("data", "rgb_mean", k::list, data<&data_config::rgb_mean>)
       .within(real(0, 255))
       .only_in("recordio")

@@ -220,6 +220,7 @@ void fill_data_defaults(job_config& c, bool validation_written) {
     v.shape = t.shape;
     v.classes = t.classes;
     v.examples = t.examples;
+    v.class_subset = t.class_subset; // the validation of a subset of classes is of those classes
     v.normalize = t.normalize;
     v.span = t.span;
     v.dataset.given = false;

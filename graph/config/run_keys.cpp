@@ -235,6 +235,17 @@ std::vector<config_key> train_keys() {
       .help_is("resume from the model_prefix checkpoint of this epoch",
                "its weights, momentum, counters and backup state, training epochs load_epoch .. "
                "epochs - 1"),
+    entry("train", "init_from", k::text, run<&run_config::init_from>)
+      .flag_is("init-from")
+      .help_is("start from the weights of the checkpoint PREFIX-EPOCH (or its .safetensors or "
+               ".manifest.json), at epoch 0 with a fresh optimizer",
+               "a checkpoint of any run shape; not its momentum, counters, epoch or buffers; "
+               "empty: none (docs/checkpoints.md, \"Fine-tuning\")"),
+    entry("train", "reset_layers", k::text, run<&run_config::reset_layers>)
+      .flag_is("reset-layers")
+      .help_is("with init_from: parameters whose name starts with one of these comma-separated "
+               "prefixes (fc2, stage3) keep the initializer's weights",
+               "each prefix must match a parameter; a refusal lists the model's layers"),
   };
 }
 

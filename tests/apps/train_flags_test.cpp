@@ -695,3 +695,44 @@ TEST_CASE(
   // Without the question, the flags' and config's worker processes.
   CHECK(parse_train_flags({"--config", config.path()}).job.topology.workers == 2);
 }
+
+TEST_CASE("subset flags on file data set the statement's subset and the model's classes") {
+  const auto cli = parse_train_flags({"--classes", "0-4", "--num-examples", "1000"});
+  CHECK(cli.job.train_data.subset.classes == std::vector<int>{0, 1, 2, 3, 4});
+  CHECK(cli.job.train_data.subset.first == 1000);
+  CHECK(cli.job.validation_data.subset.classes == std::vector<int>{0, 1, 2, 3, 4});
+  CHECK(cli.job.validation_data.subset.first == 0); // validation keeps its whole split
+  CHECK(cli.job.model.classes == 10);               // labels keep their indices
+  const auto wide = parse_train_flags({"--dataset", "mnist", "--num-classes", "12"});
+  CHECK(wide.job.train_data.subset.class_count == 12);
+  CHECK(wide.job.validation_data.subset.class_count == 12);
+  CHECK(wide.job.model.classes == 12);
+  CHECK(parse_train_flags({}).job.train_data.subset.class_count == 0);
+  const auto synthetic = parse_train_flags({"--dataset", "synthetic", "--num-examples", "600"});
+  CHECK(synthetic.job.train_data.synthetic_size == 600);
+  CHECK(synthetic.job.train_data.subset.first == 0);
+}
+
+TEST_CASE("subset and fine-tuning flags refuse what cannot be meant") {
+  CHECK_THROWS_WITH(parse_train_flags({"--classes", "4-2"}),
+                    Catch::Contains("--classes: classes \"4-2\": the range 4-2 runs backwards"));
+  CHECK_THROWS_WITH(parse_train_flags({"--num-examples", "-1"}),
+                    Catch::Contains("--num-examples must be between 0"));
+  CHECK_THROWS_WITH(parse_train_flags({"--image-shape", "1,8,8"}),
+                    Catch::Contains("fashion-mnist takes its shape from its files"));
+  CHECK_THROWS_WITH(parse_train_flags({"--data-train", "t.rec", "--classes", "0-4"}),
+                    Catch::Contains("--classes keeps the examples of a dataset held in memory"));
+  temp_config config("subset", "model lenet\n");
+  CHECK_THROWS_WITH(parse_train_flags({"--config", config.path(), "--classes", "0-4"}),
+                    Catch::Contains("--classes cannot be combined with --config"));
+  CHECK_THROWS_WITH(parse_train_flags({"--reset-layers", "fc2"}),
+                    Catch::Contains("reset_layers needs init_from"));
+  CHECK_THROWS_WITH(parse_train_flags({"--init-from", "r/m-1", "--reset-layers", "fc1,,fc2"}),
+                    Catch::Contains("reset_layers \"fc1,,fc2\": an empty name"));
+  CHECK_THROWS_WITH(
+    parse_train_flags({"--init-from", "r/m-1", "--load-epoch", "1", "--model-prefix", "r/m"}),
+    Catch::Contains("give one of them"));
+  const auto tune = parse_train_flags({"--init-from", "r/m-1", "--reset-layers", "fc1,fc2"});
+  CHECK(tune.output.checkpoint.init_from == "r/m-1");
+  CHECK(tune.output.checkpoint.reset_layers == std::vector<std::string>{"fc1", "fc2"});
+}

@@ -55,7 +55,8 @@ struct data_facts {
 data_facts data_facts_of(const dataset& train, const dataset& validation);
 /// The facts the job's datasets have when they are the standard files (fashion-mnist and
 /// mnist: 60000 train / 10000 test examples of 1x28x28, cifar10: 50000 / 10000 of 3x32x32,
-/// 10 classes; synthetic: from the job's options), for planning without opening them. For a
+/// 10 classes, or a subset's class count and first N; synthetic: from the job's options), for
+/// planning without opening them. For a
 /// dataset name it does not know: the job's model input and classes, examples unknown (0).
 data_facts expected_data_facts(const training_job& job);
 

@@ -65,6 +65,19 @@ private:
 
 enum class split { train, test };
 
+/// The part of a dataset a run keeps (io/dataset_subset.hpp says how it is chosen).
+struct subset_options {
+  std::vector<int> classes; ///< the labels kept, increasing; empty: every class
+  std::int64_t first = 0;   ///< keep the first N examples left by the filter; 0: all
+  int class_count = 0;      ///< the subset's classes(); 0: the dataset's
+  bool active() const { return !classes.empty() || first > 0 || class_count > 0; }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, subset_options& x) {
+  return f(x.classes, x.first, x.class_count);
+}
+
 struct dataset_options {
   std::string name = "fashion-mnist"; ///< fashion-mnist | mnist | cifar10 | synthetic | recordio
   std::string dir = "/usr/share/datasets/fashion-mnist"; ///< recordio: the .rec file
@@ -80,6 +93,8 @@ struct dataset_options {
   shape_t record_shape{3, 224, 224};
   int record_classes = 1000;
   bool skip_bad_records = false;
+  /// Files and synthetic data: the part kept (every example by default).
+  subset_options subset;
 };
 
 /// Fields in declaration order, for CAF's serializers and graph's value_hash (no CAF here).
@@ -87,11 +102,12 @@ struct dataset_options {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, dataset_options& x) {
   return f(x.name, x.dir, x.which, x.synthetic_shape, x.synthetic_classes, x.synthetic_size,
-           x.synthetic_seed, x.record_index, x.record_shape, x.record_classes, x.skip_bad_records);
+           x.synthetic_seed, x.record_index, x.record_shape, x.record_classes, x.skip_bad_records,
+           x.subset);
 }
 
-/// Opens a dataset by name; throws io_error (file problems) or std::invalid_argument (unknown
-/// name) with a message that names what and where.
+/// Opens a dataset by name, then takes its `subset` (take_subset); throws io_error (file problems)
+/// or std::invalid_argument (unknown name) with a message that names what and where.
 std::shared_ptr<const dataset> open_dataset(const dataset_options& options);
 /// Names accepted by open_dataset.
 std::vector<std::string> dataset_names();

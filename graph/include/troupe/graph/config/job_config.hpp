@@ -89,6 +89,9 @@ struct data_config {
   located<std::vector<std::int64_t>> shape{{1, 28, 28}}; ///< synthetic only (else implied)
   located<int> classes{10};                              ///< synthetic only (else implied)
   located<std::int64_t> examples{60000};                 ///< synthetic only
+  /// Files and synthetic data: keep only these classes' examples ("0-4", "0,1,2"; "": all).
+  located<std::string> class_subset;
+  located<std::int64_t> first{0}; ///< files: keep the first N examples of the split (0: all)
   // recordio only (docs/data.md):
   located<std::string> index;            ///< the .idx; "" = PATH with .idx if it exists
   located<std::vector<double>> rgb_mean; ///< pixel units (0..255); empty = ImageNet's
@@ -202,6 +205,12 @@ struct run_config {
   located<std::int64_t> stall_epochs{2};
   located<std::int64_t> metrics_every{0}; ///< a step record every N steps; 0: none
   located<bool> fail_on_stall{false};
+  /// Fine-tuning (docs/checkpoints.md): start from the weights of the checkpoint PREFIX-EPOCH
+  /// (or a .safetensors / .manifest.json file), epoch 0 and a fresh optimizer; "": the
+  /// initializer's weights. reset_layers: comma list of parameter-name prefixes that keep the
+  /// initializer's weights instead.
+  located<std::string> init_from;
+  located<std::string> reset_layers;
   /// Where the compute actors run (`devices = ["gpu:0", "gpu:1"]`): compute i on
   /// devices[i % size]; empty: the CPU.
   located<std::vector<compute_device>> devices;
@@ -231,9 +240,11 @@ struct data_override {
   std::optional<std::string> dir;                       ///< file datasets: `dir`; recordio: `path`
   std::optional<std::string> index;                     ///< recordio
   std::optional<std::vector<std::int64_t>> shape;       ///< synthetic, recordio
-  std::optional<int> classes;                           ///< synthetic, recordio
+  std::optional<int> classes;                           ///< every dataset
   std::optional<std::int64_t> examples;                 ///< synthetic
   std::optional<std::vector<double>> rgb_mean, rgb_std; ///< recordio, pixel units
+  std::optional<std::string> class_subset;              ///< files, synthetic
+  std::optional<std::int64_t> first;                    ///< files
 };
 
 /// Values given beside a config's text (troupe's flags), each applied where the statement or

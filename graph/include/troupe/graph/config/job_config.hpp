@@ -217,6 +217,15 @@ struct data_override {
   std::optional<std::vector<double>> rgb_mean, rgb_std; ///< recordio, pixel units
 };
 
+/// A `topology` statement given as a preset and its one argument rather than text: `troupe
+/// train --topology ssp:3` is `topology ssp(staleness = 3)`. It replaces the text's statement,
+/// routes and all, as a flag replaces the key it sets.
+struct topology_override {
+  topology_kind preset = topology_kind::bsp;
+  int argument = -1; ///< ssp: staleness, hierarchical: machines, backup: backups; -1: default
+  std::string said;  ///< how a refusal names it ("--topology backup:3")
+};
+
 /// Values given beside a config's text (troupe's flags), each applied where the statement or
 /// key it stands for would be read, so that what follows from it is derived as for the text:
 /// the data statements before validation data, augmentation, shape and classes follow from
@@ -226,6 +235,7 @@ struct config_overrides {
   std::optional<data_override> train_data;      ///< replaces `data train = ...`
   std::optional<data_override> validation_data; ///< replaces `data val = ...`
   std::optional<int> workers;                   ///< as `cluster { workers = N }`
+  std::optional<topology_override> topology;    ///< replaces `topology ...`
   /// Asked once, with the cluster section as read, before the topology is compiled: the
   /// compute count when neither the text nor `workers` gives one (`troupe node`: one compute
   /// per worker process of its launcher); nothing keeps the default.
@@ -278,5 +288,9 @@ key_plan_options key_options_of(const job_config& config);
 /// Resolves the `topology` statement's wiring (topology_config.cpp). Needs cluster already.
 struct syntax_statement;
 void resolve_topology(job_config& config, const syntax_statement* statement);
+/// Sets the topology to `o`'s preset as `topology NAME(ARGUMENT)` without a block would, for
+/// the computes of config.cluster; throws config_error naming o.said for an argument the run
+/// cannot take (machines that do not divide the computes, backups not fewer than them).
+void resolve_topology(job_config& config, const topology_override& o);
 
 } // namespace troupe

@@ -97,6 +97,10 @@ struct data_config {
   located<std::vector<double>> scale{{0.08, 1.0}};            ///< crop area fraction [min, max]
   located<std::vector<double>> ratio{{3.0 / 4.0, 4.0 / 3.0}}; ///< crop width/height range
   located<std::int64_t> resize{0}; ///< centre crop: shorter side first resized to this
+  /// Colour jitter bounds, factors drawn from [1 - b, 1 + b], and the largest rotation in
+  /// degrees (io/image_augment.hpp); 0: none.
+  located<double> brightness{0}, contrast{0}, saturation{0};
+  located<double> max_rotate_angle{0};
   located<bool> skip_bad_records{false};
   source_span span;
 };

@@ -3,8 +3,8 @@
 // (graph/config/topology_config.cpp), as the statement's is; here only the text is read.
 #include "apps/topology_flags.hpp"
 
+#include <limits>
 #include <utility>
-#include <vector>
 
 #include "apps/integer_text.hpp"
 
@@ -46,7 +46,9 @@ reading read_topology(const std::string& value) {
     const bool takes_argument = kind == topology_kind::ssp || kind == topology_kind::backup
                                 || kind == topology_kind::hierarchical;
     const auto argument = parse_integer(value.substr(colon + 1));
-    if (!takes_argument || r.one_process || !argument || *argument < 0 || *argument > 1000000)
+    // The argument's range is the statement's, checked where the override is applied.
+    if (!takes_argument || !argument || *argument < 0
+        || *argument > std::numeric_limits<int>::max())
       break;
     r.statement.argument = static_cast<int>(*argument);
     return r;

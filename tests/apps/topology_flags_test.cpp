@@ -101,6 +101,8 @@ TEST_CASE("bad --topology and --kv-store values are refused naming the flag and 
            "bsp): give one");
   CHECK_THAT(refusal({"--topology", "backup:2", "--workers", "2"}),
              Catch::StartsWith("--topology backup:2: backup workers (2)"));
+  CHECK(refusal({"--topology", "ssp:2000000"})
+        == "--topology ssp:2000000: staleness must be between 0 and 1000000, got 2000000");
   CHECK_THAT(refusal({"--topology", "hierarchical:3", "--workers", "4"}),
              Catch::StartsWith("--topology hierarchical:3: aggregate(machine) needs workers (4)"));
 }

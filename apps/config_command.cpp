@@ -1,7 +1,7 @@
 // `troupe check CONFIG` and `troupe graph CONFIG`: validate a job without training, a config
 // with any of `troupe train`'s flags over it (config_command.hpp). check prints every resolved
 // value (defaults marked) and the placement plan the session would spawn, with its hash; graph
-// prints the plan as Graphviz DOT. Config errors print the compiler-style diagnostic and exit 2.
+// prints the plan as Graphviz DOT. A config's error prints its compiler-style diagnostic, exit 2.
 // Neither opens data files: a config is checked, not the data it names, so the plan counts steps
 // from the datasets' standard sizes (expected_data_facts); a run that opens the data plans again
 // from what it finds. `troupe check CONFIG --push-groups` prints only the push groups, one line
@@ -9,10 +9,8 @@
 // each group's share of a compute stand-in's step (stand_in_timing.hpp), so such a tool times its
 // steps as ours. `troupe check --reference` prints the key table (key_table.hpp) as docs/dsl.md
 // holds it.
-#include <algorithm>
 #include <iomanip>
 #include <iostream>
-#include <tuple>
 
 #include "apps/config_command.hpp"
 

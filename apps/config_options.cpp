@@ -103,14 +103,19 @@ lr_schedule_options schedule_options(const job_config& c) {
   s.base_lr = static_cast<float>(
     c.optimizer.lr.given ? c.optimizer.lr.value
                          : default_learning_rate(zoo_network_name(c.model.network.value)));
-  s.policy = k.policy.value == "cosine"     ? lr_policy::cosine
-             : k.policy.value == "constant" ? lr_policy::constant
-                                            : lr_policy::multi_step;
+  s.policy = parse_lr_policy(k.policy.value);
   s.step_epochs = k.steps.value;
   s.factor = static_cast<float>(k.factor.value);
   s.total_epochs = static_cast<double>(c.run.epochs.value);
   s.final_lr = static_cast<float>(k.final_lr.value);
   s.warmup_epochs = k.warmup.value;
+  s.period = k.period.value;
+  s.power = k.power.value;
+  s.cycle = k.cycle.value;
+  s.cycle_mult = k.cycle_mult.value;
+  s.pct_start = k.pct_start.value;
+  s.div_factor = k.div_factor.value;
+  s.final_div_factor = k.final_div_factor.value;
   return s;
 }
 

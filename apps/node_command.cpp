@@ -390,7 +390,7 @@ scheduler_options scheduler_options_of(const node_command_line& n, train_command
   }
   cli.output.position = std::make_shared<run_position>();
   cli.output.terminal_columns = terminal_columns();
-  std::cout << argument_lines(args, cli.job, cli.threads) << std::flush;
+  std::cout << argument_lines(args, cli.job, cli.threads) << note_lines(cli.notes) << std::flush;
   return options;
 }
 

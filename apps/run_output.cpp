@@ -43,10 +43,6 @@ double as_written(float x) {
   return std::strtod(text, nullptr);
 }
 
-const char* policy_name(lr_policy p) {
-  return p == lr_policy::cosine ? "cosine" : p == lr_policy::constant ? "constant" : "multi-step";
-}
-
 std::vector<resolved_value> resolved(const training_job& job, int threads) {
   std::vector<resolved_value> v;
   auto number = [&v](const std::string& key, double x) {
@@ -59,7 +55,7 @@ std::vector<resolved_value> resolved(const training_job& job, int threads) {
   name("dataset", job.train_data.name);
   number("seed", static_cast<double>(job.model.seed));
   number("lr", as_written(s.base_lr));
-  name("lr_schedule", policy_name(s.policy));
+  name("lr_schedule", to_string(s.policy));
   auto steps_json = nlohmann::ordered_json::array();
   std::string steps_text;
   for (double step : s.step_epochs) {
@@ -89,6 +85,13 @@ std::vector<resolved_value> resolved(const training_job& job, int threads) {
 }
 
 } // namespace
+
+std::string note_lines(const std::vector<std::string>& notes) {
+  std::string text;
+  for (const auto& note : notes)
+    text += "Note: " + note + "\n";
+  return text;
+}
 
 std::string argument_lines(const std::vector<std::string>& args, const training_job& job,
                            int threads) {

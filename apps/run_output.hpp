@@ -21,6 +21,9 @@ namespace troupe {
 std::string argument_lines(const std::vector<std::string>& args, const training_job& job,
                            int threads);
 
+/// "Note: LINE\n" for each note (train_command_line::notes); empty for none.
+std::string note_lines(const std::vector<std::string>& notes);
+
 /// The configuration record's object (without the {"config": ...} around it).
 std::string run_record(const std::vector<std::string>& args, const training_job& job, int threads);
 

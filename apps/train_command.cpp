@@ -36,7 +36,7 @@ int train_command(const std::vector<std::string>& args) {
   cli.output.log = &std::cout;
   cli.output.position = std::make_shared<run_position>();
   cli.output.terminal_columns = terminal_columns();
-  std::cout << argument_lines(args, cli.job, cli.threads) << std::flush;
+  std::cout << argument_lines(args, cli.job, cli.threads) << note_lines(cli.notes) << std::flush;
   interrupt_watch interrupts(cli.output.position); // before the actor system's threads start
   local_node_config config;
   caf::actor_system system{config};

@@ -28,20 +28,12 @@ std::vector<schedule_step> parse_steps_flag(const std::string& text) {
   return steps;
 }
 
-// What only the resolved config can tell (a config may set the policy or the epochs): flags
-// that have no effect under the schedule, and multi-step boundaries outside the run. Steps the
-// config wrote are checked by the config's rules at their position, naming --num-epochs when
-// that flag shortened the run under them.
-void check_schedule_flags(const job_config& c, const flag_set& f) {
+namespace {
+
+// The multi-step boundaries against the run's epochs: the config's by its own rules, the
+// flag's here.
+void check_step_flags(const job_config& c, const flag_set& f) {
   const auto& s = c.schedule;
-  if (s.policy.value != "multi_step") {
-    for (const char* flag : {"lr-factor", "lr-step-epochs"})
-      if (f.given(flag))
-        throw usage_error(std::string("--") + flag
-                          + " applies to the multi-step schedule only, not "
-                          + (s.policy.value == "cosine" ? "cosine" : "constant"));
-    return;
-  }
   const auto epochs = c.run.epochs.value;
   if (!(f.given("lr-step-epochs") && s.written_steps.given)) {
     check_schedule_steps(c, f.given("num-epochs") ? "--num-epochs " + std::to_string(epochs) : "");
@@ -61,6 +53,44 @@ void check_schedule_flags(const job_config& c, const flag_set& f) {
       throw usage_error("--lr-step-epochs must increase, but " + number_text(at) + " follows "
                         + number_text(s.steps.value[i - 1]));
   }
+}
+
+// A warm-up that does not end before the first decay (or the run's end) never reaches the
+// rate: the flag that gave it, or the config's key naming the flag that moved what it meets.
+void check_warmup_flags(const job_config& c, const flag_set& f) {
+  const auto overlap = warmup_overlap(c);
+  if (overlap.empty())
+    return;
+  const auto& w = c.schedule.warmup;
+  if (w.span.line == 0)
+    throw usage_error("--warmup-epochs " + number_text(w.value) + ": " + overlap);
+  std::string moved;
+  for (const char* flag : {"num-epochs", "lr-step-epochs"})
+    if (f.given(flag))
+      moved += std::string(moved.empty() ? " (" : ", ") + "--" + flag;
+  config_fail(c, w.span, overlap + (moved.empty() ? "" : moved + ")"));
+}
+
+} // namespace
+
+// What only the resolved config can tell (a config may set the policy or the epochs): flags
+// that have no effect under the schedule, and multi-step boundaries outside the run. Steps the
+// config wrote are checked by the config's rules at their position, naming --num-epochs when
+// that flag shortened the run under them.
+void check_schedule_flags(const job_config& c, const flag_set& f) {
+  const auto& s = c.schedule;
+  const auto& p = s.policy.value;
+  if (p == "one_cycle" && f.given("warmup-epochs"))
+    throw usage_error("--warmup-epochs does not apply to one_cycle, whose rise (pct_start) is its "
+                      "warm-up");
+  for (const char* flag : {"lr-factor", "lr-step-epochs"})
+    if (f.given(flag) && p != "multi_step" && !(p == "step" && flag == std::string("lr-factor")))
+      throw usage_error(std::string("--") + flag + " applies to the multi-step schedule"
+                        + (flag == std::string("lr-factor") ? " and step" : "") + " only, not "
+                        + p);
+  if (p == "multi_step")
+    check_step_flags(c, f);
+  check_warmup_flags(c, f);
 }
 
 // The plan the session will build, built now so that what it refuses (a network that takes no

@@ -34,6 +34,7 @@
 #include <troupe/graph/config/key_table.hpp>
 #include <troupe/graph/placement.hpp>
 #include <troupe/kernels/device_info.hpp>
+#include <troupe/kernels/lr_schedule.hpp>
 
 namespace troupe {
 
@@ -114,7 +115,7 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("data-dir", r.data_dir, key_help("data-dir"));
   f.add("val-batch-size", r.val_batch_size, "validation batch size");
   f.add("lr", r.lr, key_help("lr", "-1: 0.1 for mlp/resnet, 0.05 for lenet/vgg/inception-bn"));
-  f.add("lr-schedule", r.lr_schedule, "multi-step | cosine | constant");
+  f.add("lr-schedule", r.lr_schedule, "multi-step | step | cosine | poly | one-cycle | constant");
   f.add("lr-step-epochs", r.lr_step_epochs,
         key_help("lr-step-epochs",
                  "written 5,7.5 or 50%,75%; \"\": 50% and 75% of --num-epochs, also over a "
@@ -244,9 +245,12 @@ void check_values(const raw_flags& r, const flag_set& f) {
   check_record_flags(r.record, f);
   check_known("network", r.network, zoo_networks());
   check_known("dataset", r.dataset, dataset_names());
-  if (r.lr_schedule != "multi-step" && r.lr_schedule != "cosine" && r.lr_schedule != "constant")
+  try {
+    parse_lr_policy(r.lr_schedule);
+  } catch (const std::invalid_argument&) {
     throw usage_error("--lr-schedule: '" + r.lr_schedule
-                      + "' is not one of multi-step, cosine, constant");
+                      + "' is not one of multi-step, step, cosine, poly, one-cycle, constant");
+  }
 }
 
 // Flag spellings use '-', the config language '_' (inception-bn, fashion_mnist, multi_step).
@@ -490,6 +494,7 @@ train_command_line command_line_of(job_config& config, const raw_flags& r, const
   out.convolutions = convolution_algorithms_flag(r.cudnn_algorithms);
   out.network = network_of(config.cluster);
   out.config = config;
+  out.notes = config.notes;
   return out;
 }
 

@@ -62,6 +62,9 @@ struct train_command_line {
   /// The config with the flags on it and the defaults resolved, which `job` was made from:
   /// what `troupe check` prints.
   job_config config;
+  /// What resolving the job changed that neither the config nor the flags say (a warm-up
+  /// shortened with the run, job_config::notes): printed under the "Resolved:" line.
+  std::vector<std::string> notes;
 };
 
 /// The name of every flag `troupe train` takes (hidden ones too): what each command that

@@ -100,8 +100,12 @@ std::vector<config_key> schedule_keys() {
     entry("schedule", "warmup", k::real, schedule<&schedule_config::warmup>)
       .within(real(0, 1e6))
       .flag_is("warmup-epochs")
-      .default_is("a tenth of the epochs, at most 1")
-      .help_is("epochs of linear lr warm-up from 0"),
+      .only_in("multi_step step cosine poly constant")
+      .default_is("a tenth of the epochs, at most 1 and at most half the epochs before the "
+                  "first decay")
+      .help_is("epochs of linear lr warm-up from 0",
+               "must end before the first decay (cosine, poly: before the run's end); a flag that "
+               "shortens the run shortens it in proportion, saying so"),
     entry("schedule", "steps", k::list)
       .only_in("multi_step")
       .read_by(read_steps)
@@ -112,13 +116,42 @@ std::vector<config_key> schedule_keys() {
                "increasing, inside the run"),
     entry("schedule", "factor", k::real, schedule<&schedule_config::factor>)
       .within(real(0, 1, true))
-      .only_in("multi_step")
+      .only_in("multi_step step")
       .flag_is("lr-factor")
-      .help_is("multi-step lr multiplier"),
+      .help_is("lr multiplier at each decay"),
+    entry("schedule", "period", k::real, schedule<&schedule_config::period>)
+      .within(real(0, 1e6, true))
+      .only_in("step")
+      .help_is("epochs between two decays"),
     entry("schedule", "final_lr", k::real, schedule<&schedule_config::final_lr>)
       .within(real(0, 100))
+      .only_in("cosine poly")
+      .help_is("the lr the schedule decays to"),
+    entry("schedule", "power", k::real, schedule<&schedule_config::power>)
+      .within(real(0, 100, true))
+      .only_in("poly")
+      .help_is("lr = final_lr + (lr - final_lr) * (1 - t / T)^power"),
+    entry("schedule", "cycle", k::real, schedule<&schedule_config::cycle>)
+      .within(real(0, 1e6))
       .only_in("cosine")
-      .help_is("the lr cosine decays to"),
+      .default_is("0: one cosine over the run")
+      .help_is("epochs of the first cosine cycle; each restarts at lr (SGDR)"),
+    entry("schedule", "cycle_mult", k::real, schedule<&schedule_config::cycle_mult>)
+      .within(real(1, 1000))
+      .only_in("cosine")
+      .help_is("each cycle this many times as long as the one before"),
+    entry("schedule", "pct_start", k::real, schedule<&schedule_config::pct_start>)
+      .within(real(0, 1, true, true))
+      .only_in("one_cycle")
+      .help_is("share of the run rising from lr / div_factor to lr"),
+    entry("schedule", "div_factor", k::real, schedule<&schedule_config::div_factor>)
+      .within(real(1, 1e9))
+      .only_in("one_cycle")
+      .help_is("the rise starts at lr / div_factor"),
+    entry("schedule", "final_div_factor", k::real, schedule<&schedule_config::final_div_factor>)
+      .within(real(1, 1e12))
+      .only_in("one_cycle")
+      .help_is("the run ends at lr / (div_factor * final_div_factor)"),
   };
 }
 

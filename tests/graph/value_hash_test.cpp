@@ -75,9 +75,11 @@ TEST_CASE("job_hash of the default training_job is pinned") {
   // topology_options::priority one byte, 01, after overlap; and
   // topology_options::compression, an empty list after topology.keys: its
   // length; then cluster_nodes::replicas (01 00 00 00) became shard_backups, 00 00 00 00;
-  // then augment_options' colour jitter and rotation, four zero doubles after
-  // resize_shorter, in the training and the validation batches' options.)
-  CHECK(job_hash(training_job{}) == 0xed08eccf5633dc0fULL);
+  // then lr_schedule_options gained seven doubles after warmup_begin_factor: period, power,
+  // cycle, cycle_mult, pct_start, div_factor, final_div_factor; then augment_options' colour
+  // jitter and rotation, four zero doubles after resize_shorter, in the training and the
+  // validation batches' options.)
+  CHECK(job_hash(training_job{}) == 0x9accd6a36ab6d105ULL);
 }
 
 TEST_CASE("job_hash is equal for equal jobs and matches value_hash") {
@@ -117,6 +119,14 @@ std::vector<std::pair<std::string, std::function<void(training_job&)>>> single_f
     {"optimizer.schedule.warmup_epochs", [](job& j) { j.optimizer.schedule.warmup_epochs = 5; }},
     {"optimizer.schedule.warmup_begin_factor",
      [](job& j) { j.optimizer.schedule.warmup_begin_factor = 0.1f; }},
+    {"optimizer.schedule.period", [](job& j) { j.optimizer.schedule.period = 30; }},
+    {"optimizer.schedule.power", [](job& j) { j.optimizer.schedule.power = 1; }},
+    {"optimizer.schedule.cycle", [](job& j) { j.optimizer.schedule.cycle = 10; }},
+    {"optimizer.schedule.cycle_mult", [](job& j) { j.optimizer.schedule.cycle_mult = 2; }},
+    {"optimizer.schedule.pct_start", [](job& j) { j.optimizer.schedule.pct_start = 0.25; }},
+    {"optimizer.schedule.div_factor", [](job& j) { j.optimizer.schedule.div_factor = 10; }},
+    {"optimizer.schedule.final_div_factor",
+     [](job& j) { j.optimizer.schedule.final_div_factor = 100; }},
     {"prefetch_depth", [](job& j) { j.prefetch_depth = 4; }},
     {"epochs", [](job& j) { j.epochs = 11; }},
     {"validate", [](job& j) { j.validate = false; }},
@@ -191,7 +201,7 @@ std::vector<std::pair<std::string, std::function<void(training_job&)>>> single_f
 TEST_CASE("changing any single field of a training_job changes job_hash") {
   const auto changes = single_field_changes();
   // 5 model + 2 x 11 data + 2 x 16 batches + 3 sgd + 8 schedule + 6 job + 11 topology + 3 nodes.
-  REQUIRE(changes.size() == 93);
+  REQUIRE(changes.size() == 100);
   const auto base = job_hash(training_job{});
   std::set<std::uint64_t> seen{base};
   for (const auto& [field, change] : changes) {

@@ -117,6 +117,56 @@ TEST_CASE("optimizer and schedule keys") {
   CHECK(parse("schedule constant").schedule.policy.value == "constant");
 }
 
+TEST_CASE("the step, poly, cosine-restart and one-cycle schedules take their own keys") {
+  const auto step = parse("schedule step(period = 2.5, factor = 0.5)").schedule;
+  CHECK(step.period.value == 2.5);
+  CHECK(step.factor.value == 0.5);
+  const auto poly = parse("schedule poly(power = 1, final_lr = 0.001)").schedule;
+  CHECK(poly.power.value == 1);
+  CHECK(poly.final_lr.value == 0.001);
+  const auto sgdr = parse("schedule cosine(cycle = 2, cycle_mult = 2)").schedule;
+  CHECK(sgdr.cycle.value == 2);
+  CHECK(sgdr.cycle_mult.value == 2);
+  const auto one = parse("schedule one_cycle(pct_start = 0.25, div_factor = 10)").schedule;
+  CHECK(one.pct_start.value == 0.25);
+  CHECK(one.div_factor.value == 10);
+  CHECK(one.warmup.value == 0); // its rise is its warm-up
+  CHECK_THAT(error_of("schedule one_cycle(warmup = 1)"), Catch::Contains("t.troupe:1:20:"));
+  CHECK_THAT(error_of("schedule cosine(period = 2)"), Catch::Contains("t.troupe:1:17:"));
+  CHECK_THAT(error_of("schedule poly(power = 0)"), Catch::Contains("t.troupe:1:23: power"));
+  CHECK_THAT(error_of("schedule cosine(cycle_mult = 0.5)"), Catch::Contains("cycle_mult"));
+  CHECK_THAT(error_of("schedule one_cycle(pct_start = 1)"), Catch::Contains("pct_start"));
+}
+
+TEST_CASE("a warm-up the config writes must end before its first decay or its run's end") {
+  CHECK(error_of("schedule multi_step(steps = [50%], warmup = 1)\ntrain { epochs = 2 }")
+        == "t.troupe:1:45: a warm-up of 1 epoch does not end before the first decay at epoch 1 "
+           "(50% of 2 epochs), so the lr would never reach its rate: give a shorter warm-up or "
+           "later steps");
+  CHECK_THAT(error_of("schedule multi_step(steps = [3], warmup = 3)"),
+             Catch::Contains("t.troupe:1:43: a warm-up of 3 epochs does not end before the first "
+                             "decay at epoch 3,"));
+  CHECK_THAT(error_of("schedule step(period = 1, warmup = 1)"),
+             Catch::Contains("before the first decay at epoch 1 (period = 1)"));
+  CHECK_THAT(error_of("schedule cosine(warmup = 5)\ntrain { epochs = 5 }"),
+             Catch::Contains("does not end before the run's end at epoch 5"));
+  CHECK_THAT(error_of("schedule constant(warmup = 6)\ntrain { epochs = 5 }"),
+             Catch::Contains("the run's end at epoch 5"));
+  // just inside: the rate holds from epoch 0.9 to the decay at 1
+  CHECK(parse("schedule multi_step(steps = [50%], warmup = 0.9)\ntrain { epochs = 2 }")
+          .schedule.warmup.value
+        == 0.9);
+  CHECK(parse("schedule cosine(warmup = 4.5)\ntrain { epochs = 5 }").notes.empty());
+}
+
+TEST_CASE("the default warm-up stays within half the epochs before the first decay") {
+  CHECK(parse("schedule multi_step(steps = [5%])").schedule.warmup.value == Approx(0.25));
+  CHECK(parse("schedule multi_step(steps = [0.4])").schedule.warmup.value == Approx(0.2));
+  CHECK(parse("schedule step(period = 1)").schedule.warmup.value == Approx(0.5));
+  CHECK(parse("schedule cosine").schedule.warmup.value == 1); // a tenth of 10 epochs
+  CHECK(parse("train { epochs = 3 }").schedule.warmup.value == Approx(0.3));
+}
+
 using levels = std::vector<aggregation_level>;
 const aggregation_level machine{aggregation_scope::machine, 0};
 const aggregation_level all{aggregation_scope::all, 0};

@@ -25,9 +25,10 @@ std::string config_writing(const config_key& key, const std::string& value) {
     return "optimizer sgd(" + pair + ")";
   if (section == "model")
     return "model lenet(" + pair + ")";
-  if (section == "schedule")
-    return std::string("schedule ") + (key.taken_by("multi_step") ? "multi_step" : "cosine") + "("
-           + pair + ")";
+  if (section == "schedule") { // the first policy that takes the key
+    const std::string policies = *key.only != '\0' ? key.only : "multi_step";
+    return "schedule " + policies.substr(0, policies.find(' ')) + "(" + pair + ")";
+  }
   if (key.taken_by("recordio") && !key.taken_by("synthetic"))
     return "data train = recordio(path = \"t.rec\", " + pair + ")";
   if (key.taken_by("synthetic"))
@@ -74,7 +75,7 @@ TEST_CASE("a statement takes the keys the table gives it, and names them when re
   for (const auto& name : recordio)
     CHECK(contains(error, name));
   const auto cosine = section_keys("schedule", "cosine");
-  CHECK(cosine == std::vector<std::string>{"warmup", "final_lr"});
+  CHECK(cosine == std::vector<std::string>{"warmup", "final_lr", "cycle", "cycle_mult"});
   CHECK(contains(error_of("schedule cosine(factor = 0.5)"), "final_lr"));
 }
 

@@ -128,7 +128,8 @@ struct schedule_step {
 };
 
 struct schedule_config {
-  located<std::string> policy{"multi_step"}; ///< multi_step | cosine | constant
+  /// multi_step | step | cosine | poly | one_cycle | constant
+  located<std::string> policy{"multi_step"};
   /// multi_step: the boundaries as the config or --lr-step-epochs wrote them; not given:
   /// 50% and 75% of the run.
   located<std::vector<schedule_step>> written_steps;
@@ -137,7 +138,17 @@ struct schedule_config {
   located<std::vector<double>> steps;
   located<double> factor{0.1};
   located<double> warmup{1};   ///< epochs; default min(1, epochs / 10)
-  located<double> final_lr{0}; ///< cosine end value
+  located<double> final_lr{0}; ///< cosine and poly end value
+  located<double> period{1};   ///< step: epochs between decays
+  located<double> power{2};    ///< poly: exponent
+  located<double> cycle{0};    ///< cosine: first cycle's epochs; 0: no restarts
+  located<double> cycle_mult{1};
+  located<double> pct_start{0.3}; ///< one_cycle: share of the run rising to lr
+  located<double> div_factor{25};
+  located<double> final_div_factor{1e4};
+  /// The epochs the config's own text gave the run (0 until the config is read): a flag that
+  /// shortens the run shortens with it a warm-up that would reach the first decay.
+  std::int64_t config_epochs = 0;
 };
 
 /// One route `from -> to` with the properties written on its ends: what the `topology`
@@ -206,6 +217,9 @@ struct job_config {
   schedule_config schedule;
   topology_config topology;
   run_config run;
+  /// What resolving the job changed that neither the text nor the flags say (a warm-up
+  /// shortened with the run), one line each with its position: printed before the run.
+  std::vector<std::string> notes;
 };
 
 /// A `data` statement given as typed values rather than text: `troupe train --dataset synthetic
@@ -260,10 +274,16 @@ inline constexpr std::size_t max_config_bytes = std::size_t{1} << 20;
 
 job_config load_job_config(const std::string& path, const config_overrides& overrides = {});
 
-/// The schedule values that follow from the run's length unless written: warm-up over a tenth
-/// of the epochs, at most one; multi-step boundaries at 50% and 75% of the epochs (none for the
-/// other policies). Called by the parser, and again after flags change the epochs.
+/// The schedule values that follow from the run's length unless written: multi-step
+/// boundaries at 50% and 75% of the epochs (none for the other policies); warm-up over a tenth
+/// of the epochs, at most one and at most half the epochs before the first decay. Called by
+/// the parser, and again after flags change the epochs: then a warm-up the config wrote that
+/// would reach the shorter run's first decay keeps its share of the config's run instead, and
+/// a line in `notes` says so.
 void resolve_schedule_defaults(job_config& config);
+/// Empty, or why the resolved warm-up cannot stand: it does not end before the first decay
+/// (multi_step, step) or the run's end (cosine, poly, constant), so the rate is never reached.
+std::string warmup_overlap(const job_config& config);
 /// Checks the resolved multi-step boundaries a config wrote against the run's epochs: each
 /// inside the run, increasing. A boundary written as an epoch at or after the last epoch is an
 /// error at that element; `epochs_origin` names what set the epochs when not the config (a

@@ -96,6 +96,10 @@ batch_source_options batch_options(const job_config& c, const data_config& d) {
     b.augment.crop_ratio_min = d.ratio.value[0];
     b.augment.crop_ratio_max = d.ratio.value[1];
     b.augment.resize_shorter = d.resize.value;
+    b.augment.brightness = d.brightness.value;
+    b.augment.contrast = d.contrast.value;
+    b.augment.saturation = d.saturation.value;
+    b.augment.max_rotate_angle = d.max_rotate_angle.value;
   }
   return b;
 }

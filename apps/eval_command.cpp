@@ -18,6 +18,7 @@
 #include <troupe/graph/zoo.hpp>
 #include <troupe/io/batch_source.hpp>
 #include <troupe/io/checkpoint_parts.hpp>
+#include <troupe/io/class_names.hpp>
 #include <troupe/kernels/threading.hpp>
 
 namespace troupe {
@@ -69,15 +70,21 @@ std::unique_ptr<model> load_model(const train_command_line& cli, const dataset& 
   return m;
 }
 
-void print_scores(const classification_scores& s, bool per_class) {
+// `names`: the dataset's class names (class_names.hpp); a name that is the class's number is
+// not repeated after it.
+void print_scores(const classification_scores& s, bool per_class,
+                  const std::vector<std::string>& names) {
   std::cout << "Validation-accuracy=" << fixed(s.accuracy()) << '\n'
             << "Validation-top_k_accuracy_" << s.top_k() << '=' << fixed(s.top_k_accuracy()) << '\n'
             << "Validation-cross-entropy: " << fixed(s.mean_loss()) << '\n';
   if (!per_class)
     return;
-  for (int c = 0; c < s.classes(); ++c)
-    std::cout << "Class[" << c << "] accuracy=" << fixed(s.class_accuracy(c)) << " ("
-              << s.class_examples(c) << " examples)\n";
+  for (int c = 0; c < s.classes(); ++c) {
+    const auto& name = names.at(static_cast<std::size_t>(c));
+    std::cout << "Class[" << c << "] " << (name == std::to_string(c) ? "" : name + ": ")
+              << "accuracy=" << fixed(s.class_accuracy(c)) << " (" << s.class_examples(c)
+              << " examples)\n";
+  }
 }
 
 } // namespace
@@ -109,7 +116,9 @@ int eval_command(const std::vector<std::string>& args) {
   }
   std::cout << "Evaluated " << path << " (" << m->name() << ") on " << data->description() << ": "
             << scores.examples() << " examples\n";
-  print_scores(scores, per_class);
+  print_scores(scores, per_class,
+               per_class ? class_names(cli.job.validation_data, data->classes())
+                         : std::vector<std::string>{});
   return 0;
 }
 

@@ -256,6 +256,14 @@ bool flag_set::parse(const std::vector<std::string>& args) {
   return true;
 }
 
+std::vector<std::string> flag_set::names() const {
+  std::vector<std::string> out;
+  for (const CLI::Option* o : app_->get_options())
+    if (o != app_->get_help_ptr())
+      out.push_back(o->get_lnames().front());
+  return out;
+}
+
 std::string flag_set::help() const {
   return app_->help();
 }

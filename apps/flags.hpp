@@ -77,6 +77,8 @@ public:
   bool parse(const std::vector<std::string>& args);
   /// Whether the user gave the flag explicitly.
   bool given(const std::string& name) const { return given_.count(name) > 0; }
+  /// Every declared flag's name, hidden ones too, in declaration order.
+  std::vector<std::string> names() const;
   /// Every flag the user gave explicitly.
   const std::set<std::string>& given_flags() const { return given_; }
   std::string help() const;

@@ -81,6 +81,11 @@ void key_flags::apply(job_config& config, const flag_set& f, const std::string& 
       [&](auto field) {
         using T = typename field_value<decltype(field)>::type;
         if constexpr (flag_type<T>) {
+          // As a statement that does not take the key refuses it, so does its flag.
+          const auto& dataset = config.train_data.dataset.value;
+          if (std::string(e.key->section) == "data" && !e.key->taken_by(dataset))
+            throw usage_error(std::string("--") + e.key->flag + " applies to "
+                              + std::string(e.key->only) + " data, not " + dataset);
           auto& slot = field(target);
           slot.value = std::get<T>(e.raw);
           slot.span = source_span{};

@@ -47,6 +47,10 @@ void record_flags::declare(flag_set& f) {
   f.add("min-random-area", min_area,
         "RecordIO: smallest crop area fraction of the random resized crop (-1: 0.08)");
   f.add("max-random-area", max_area, "RecordIO: largest crop area fraction (-1: 1)");
+  f.add("min-aspect-ratio", min_aspect,
+        "RecordIO: smallest width / height of the random resized crop, in (0, 100] (-1: 0.75)");
+  f.add("max-aspect-ratio", max_aspect,
+        "RecordIO: largest width / height of the random resized crop (-1: 1.3333)");
 }
 
 void check_record_flags(const record_flags& r, const flag_set& f) {
@@ -56,6 +60,11 @@ void check_record_flags(const record_flags& r, const flag_set& f) {
     if (f.given(flag) && !(value > 0 && value <= 1))
       throw usage_error(std::string("--") + flag + " must be in (0, 1], got "
                         + std::to_string(value));
+  for (auto [flag, value] :
+       {std::pair{"min-aspect-ratio", r.min_aspect}, std::pair{"max-aspect-ratio", r.max_aspect}})
+    if (f.given(flag) && !(value > 0 && value <= 100))
+      throw usage_error(std::string("--") + flag + " must be in (0, 100], got "
+                        + number_text(value));
   if (r.train.empty())
     for (const auto& flag : record_statement_flags)
       if (f.given(flag) && flag != "data-train")
@@ -107,6 +116,21 @@ void apply_record_flags(const record_flags& r, const flag_set& f, data_config& t
     if (scale[0] > scale[1])
       throw usage_error("--min-random-area must not exceed --max-random-area");
     set_given(train.scale, scale);
+  }
+  if (f.given("min-aspect-ratio") || f.given("max-aspect-ratio")) {
+    if (train.dataset.value != "recordio")
+      throw usage_error(std::string("--") + (f.given("min-aspect-ratio") ? "min" : "max")
+                        + "-aspect-ratio shapes the random resized crop of RecordIO data, not "
+                        + train.dataset.value);
+    auto ratio = train.ratio.value;
+    if (f.given("min-aspect-ratio"))
+      ratio[0] = r.min_aspect;
+    if (f.given("max-aspect-ratio"))
+      ratio[1] = r.max_aspect;
+    if (ratio[0] > ratio[1])
+      throw usage_error("--min-aspect-ratio (" + number_text(ratio[0])
+                        + ") must not exceed --max-aspect-ratio (" + number_text(ratio[1]) + ")");
+    set_given(train.ratio, ratio);
   }
   if (r.skip_bad_records) {
     set_given(train.skip_bad_records, true);

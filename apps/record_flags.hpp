@@ -1,7 +1,8 @@
 // `troupe train`'s RecordIO flags, named as MXNet's common/data.py names them: --data-train,
 // --data-val and their -idx, --rgb-mean, --rgb-std (together the `data ... = recordio(...)`
 // statements, so refused beside --config), and --skip-bad-records, --random-crop,
-// --min-random-area, --max-random-area (overrides of those statements' keys).
+// --min-random-area, --max-random-area, --min-aspect-ratio, --max-aspect-ratio (overrides of
+// those statements' keys).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,7 @@ struct record_flags {
   bool skip_bad_records = false;
   std::int64_t random_crop = -1; ///< -1: the statement's default
   double min_area = -1, max_area = -1;
+  double min_aspect = -1, max_aspect = -1; ///< the crop's width / height range; -1: the key's
 
   void declare(flag_set& f);
 };
@@ -37,8 +39,9 @@ void check_record_flags(const record_flags& r, const flag_set& f);
 void add_record_overrides(const record_flags& r, const flag_set& f, const std::string& dataset,
                           const std::string& image_shape, int num_classes, config_overrides& o);
 
-/// --skip-bad-records (both statements), --random-crop and the random area (training) onto
-/// a parsed config.
+/// --skip-bad-records (both statements), --random-crop, the random area and aspect ratio
+/// (training) onto a parsed config; usage_error for an aspect ratio on data that is not
+/// RecordIO, or ends that cross.
 void apply_record_flags(const record_flags& r, const flag_set& f, data_config& train,
                         data_config& val);
 

@@ -27,6 +27,7 @@
 #include "apps/integer_text.hpp"
 #include "apps/key_flags.hpp"
 #include "apps/record_flags.hpp"
+#include "apps/topology_flags.hpp"
 #include "apps/train_flag_checks.hpp"
 #include <troupe/graph/config/job_plan.hpp>
 #include <troupe/graph/config/key_ranges.hpp>
@@ -71,7 +72,8 @@ struct raw_flags {
   std::string lr_step_epochs, lr_schedule = "multi-step", progress = "auto";
   std::string image_shape = "1,28,28", classes;
   std::string config, devices, cudnn_algorithms = "exact";
-  record_flags record; ///< --data-train, --data-val, ... (apps/record_flags.cpp)
+  record_flags record;     ///< --data-train, --data-val, ... (apps/record_flags.cpp)
+  topology_flags topology; ///< --topology, --kv-store (apps/topology_flags.cpp)
   int num_layers = 0, threads = 1, num_classes = language().train_data.classes.value;
   int top_k = 0, workers = language().cluster.workers.value;
   std::string on_worker_loss; // empty: the topology's default
@@ -122,6 +124,7 @@ void declare(flag_set& f, raw_flags& r) {
   r.keys.declare(f); // every plain key's flag, in the key table's order
   f.add("threads", r.threads, key_help("threads"));
   f.add("workers", r.workers, key_help("workers"));
+  r.topology.declare(f);
   f.add_switch("no-overlap", r.no_overlap,
                "send all pushes after backward instead of each as soon as backward produced it");
   f.add("compression", r.compression,
@@ -328,6 +331,7 @@ config_overrides overrides_of(const raw_flags& r, const flag_set& f) {
   }
   if (f.given("workers"))
     o.workers = r.workers;
+  o.topology = r.topology.override_of(f);
   return o;
 }
 
@@ -502,6 +506,7 @@ train_command_line command_line_of(job_config& config, const raw_flags& r, const
   out.devices = config.run.devices.value;
   out.convolutions = convolution_algorithms_flag(r.cudnn_algorithms);
   out.network = network_of(config.cluster);
+  out.config = config;
   out.notes = config.notes;
   return out;
 }
@@ -536,12 +541,21 @@ parse_train_flags(const std::vector<std::string>& args, const std::string& comma
     overrides.default_workers = compute_count_default(r, f, worker_processes);
     auto config = base_config(r, f, overrides);
     out = command_line_of(config, r, f);
+    r.topology.check_processes(f, out.job.nodes.servers, out.job.nodes.workers, command == "node");
     check_plan(config, out.job, f.given("shards"));
   } catch (const config_error& e) {
     throw usage_error(e.what());
   }
   out.output.progress_bar = progress_bar;
   return out;
+}
+
+std::set<std::string> train_flag_names() {
+  raw_flags r;
+  flag_set f("train", "");
+  declare(f, r);
+  const auto names = f.names();
+  return {names.begin(), names.end()};
 }
 
 convolution_algorithms convolution_algorithms_flag(const std::string& text) {

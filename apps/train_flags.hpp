@@ -19,6 +19,7 @@
 #include "apps/flags.hpp"
 
 #include <troupe/actors/training_session.hpp>
+#include <troupe/graph/config/job_config.hpp>
 #include <troupe/kernels/compute_device.hpp>
 
 namespace troupe {
@@ -58,10 +59,17 @@ struct train_command_line {
   std::string help_text;
   /// The flags the user gave (a command's own too), to tell a value given from a default.
   std::set<std::string> given;
+  /// The config with the flags on it and the defaults resolved, which `job` was made from:
+  /// what `troupe check` prints.
+  job_config config;
   /// What resolving the job changed that neither the config nor the flags say (a warm-up
   /// shortened with the run, job_config::notes): printed under the "Resolved:" line.
   std::vector<std::string> notes;
 };
+
+/// The name of every flag `troupe train` takes (hidden ones too): what each command that
+/// takes the training flags (check, node) declares alike.
+std::set<std::string> train_flag_names();
 
 /// Throws usage_error naming the flag for anything it cannot accept (and, with --config,
 /// carrying the config's diagnostic for a config it cannot accept).

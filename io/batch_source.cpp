@@ -84,6 +84,8 @@ void validate_options(const batch_source_options& options, std::int64_t channels
   try {
     check_resized_crop({augment.crop_scale_min, augment.crop_scale_max, augment.crop_ratio_min,
                         augment.crop_ratio_max});
+    check_jitter({augment.brightness, augment.contrast, augment.saturation},
+                 augment.max_rotate_angle);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(invalid(std::string("augment: ") + e.what()));
   }
@@ -144,6 +146,11 @@ batch_source::batch_source(std::shared_ptr<const dataset> data, batch_source_opt
                                         + data_->description()
                                         + " is streamed (use the random "
                                           "resized crop)"));
+  const auto& a = options_.augment;
+  if (!data_->records()
+      && (a.brightness > 0 || a.contrast > 0 || a.saturation > 0 || a.max_rotate_angle > 0))
+    throw std::invalid_argument(invalid("colour jitter and rotation apply to decoded images; "
+                                        + data_->description() + " is held in memory"));
 
   const std::int64_t size = data_->size();
   const int parts = options_.parts, part = options_.part;

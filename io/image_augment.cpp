@@ -1,12 +1,15 @@
-// Crop boxes and bilinear resampling (see image_augment.hpp). Resampling precomputes, per
-// output row and column, the two source taps and the weight of the second, so the inner loop
-// is four loads and three multiply-adds per channel.
+// Crop boxes, bilinear resampling, rotation and colour jitter (see image_augment.hpp).
+// Resampling precomputes, per output row and column, the two source taps and the weight of
+// the second, so the inner loop is four loads and three multiply-adds per channel. Rotation
+// cannot be separated that way, so it is a pass of its own over the decoded image, run only
+// when an angle is drawn; jitter works on the resampled pixels, before normalization.
 #include <troupe/io/image_augment.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "io/random_streams.hpp"
@@ -39,6 +42,100 @@ double uniform(splitmix_stream& draws, double low, double high) {
 }
 
 } // namespace
+
+void check_jitter(const colour_jitter& j, double max_rotate_angle) {
+  for (const auto& [name, bound] : {std::pair<const char*, double>{"brightness", j.brightness},
+                                    {"contrast", j.contrast},
+                                    {"saturation", j.saturation}})
+    if (!(bound >= 0 && bound <= 1))
+      throw std::invalid_argument(std::string("colour jitter: ") + name
+                                  + " must be between 0 and 1, got " + std::to_string(bound));
+  if (!(max_rotate_angle >= 0 && max_rotate_angle <= 180))
+    throw std::invalid_argument("rotation: max_rotate_angle must be between 0 and 180 degrees, "
+                                "got "
+                                + std::to_string(max_rotate_angle));
+}
+
+jitter_factors draw_jitter(const colour_jitter& j, std::uint64_t seed) {
+  splitmix_stream draws(seed);
+  jitter_factors f;
+  // Each factor takes its draw whether or not its bound is 0, so one bound does not move
+  // another's factor.
+  f.brightness = uniform(draws, 1 - j.brightness, 1 + j.brightness);
+  f.contrast = uniform(draws, 1 - j.contrast, 1 + j.contrast);
+  f.saturation = uniform(draws, 1 - j.saturation, 1 + j.saturation);
+  return f;
+}
+
+void apply_jitter(const jitter_factors& f, int height, int width, float* planes) {
+  const std::size_t plane = std::size_t(height) * width;
+  float* r = planes;
+  float* g = planes + plane;
+  float* b = planes + 2 * plane;
+  auto grey = [&](std::size_t i) { return 0.299f * r[i] + 0.587f * g[i] + 0.114f * b[i]; };
+  const auto brightness = float(f.brightness);
+  for (std::size_t i = 0; i < 3 * plane; ++i)
+    planes[i] = std::min(255.0f, planes[i] * brightness);
+  if (f.contrast != 1) {
+    double sum = 0;
+    for (std::size_t i = 0; i < plane; ++i)
+      sum += grey(i);
+    const auto mean = float(sum / double(plane)), alpha = float(f.contrast);
+    for (std::size_t i = 0; i < 3 * plane; ++i)
+      planes[i] = std::clamp(planes[i] * alpha + mean * (1 - alpha), 0.0f, 255.0f);
+  }
+  if (f.saturation != 1) {
+    const auto alpha = float(f.saturation);
+    for (std::size_t i = 0; i < plane; ++i) {
+      const float y = grey(i) * (1 - alpha);
+      for (float* c : {r, g, b})
+        c[i] = std::clamp(c[i] * alpha + y, 0.0f, 255.0f);
+    }
+  }
+}
+
+double draw_angle(double max_degrees, std::uint64_t seed) {
+  splitmix_stream draws(seed);
+  return uniform(draws, -max_degrees, max_degrees);
+}
+
+rgb_image rotate_image(const rgb_image& image, double degrees) {
+  if (degrees == 0)
+    return image;
+  rgb_image out;
+  out.height = image.height;
+  out.width = image.width;
+  out.pixels.assign(image.pixels.size(), 0);
+  const double radians = degrees * std::acos(-1.0) / 180;
+  const double c = std::cos(radians), s = std::sin(radians);
+  const double cy = (image.height - 1) / 2.0, cx = (image.width - 1) / 2.0;
+  for (int y = 0; y < out.height; ++y) {
+    std::uint8_t* line = out.pixels.data() + std::size_t(y) * out.width * 3;
+    for (int x = 0; x < out.width; ++x) {
+      // The source of output (y, x): the output point turned back by the angle (rows grow
+      // downward, so counter-clockwise on screen turns the other way in these coordinates).
+      const double dy = y - cy, dx = x - cx;
+      double sx = cx + c * dx - s * dy, sy = cy + s * dx + c * dy;
+      // cos and sin of a right angle are not exactly 0 and 1: an edge pixel may land a
+      // rounding error outside, which is still the edge.
+      constexpr double edge = 1e-9;
+      if (sx < -edge || sy < -edge || sx > image.width - 1 + edge || sy > image.height - 1 + edge)
+        continue; // outside the source: black
+      sx = std::clamp(sx, 0.0, double(image.width - 1));
+      sy = std::clamp(sy, 0.0, double(image.height - 1));
+      const int x0 = static_cast<int>(sx), y0 = static_cast<int>(sy);
+      const int x1 = std::min(x0 + 1, image.width - 1), y1 = std::min(y0 + 1, image.height - 1);
+      const double wx = sx - x0, wy = sy - y0;
+      for (int ch = 0; ch < 3; ++ch) {
+        auto at = [&](int row, int column) { return double(image.row(row)[3 * column + ch]); };
+        const double upper = at(y0, x0) + wx * (at(y0, x1) - at(y0, x0));
+        const double lower = at(y1, x0) + wx * (at(y1, x1) - at(y1, x0));
+        line[3 * x + ch] = static_cast<std::uint8_t>(std::lround(upper + wy * (lower - upper)));
+      }
+    }
+  }
+  return out;
+}
 
 void check_resized_crop(const resized_crop_options& o) {
   if (!(o.scale_min > 0 && o.scale_min <= o.scale_max && o.scale_max <= 1))

@@ -2,11 +2,11 @@
 // batch, in parallel on oneTBB, one record per task (a decode is ~1 ms at ImageNet sizes,
 // far above a task's cost).
 //
-// Determinism: each record's crop and mirror coin come from streams keyed by (seed, epoch,
-// record index), and each example is written to its own slot, so neither thread count nor
-// scheduling changes a batch. Failures are kept per slot and resolved after the loop in slot
-// order, so the error reported (or the set of records skipped) is the same on every run too.
-// Skipped records are squeezed out, keeping the others' order.
+// Determinism: each record's crop, mirror coin, rotation and colour jitter come from streams
+// keyed by (seed, epoch, record index), and each example is written to its own slot, so neither
+// thread count nor scheduling changes a batch. Failures are kept per slot and resolved after the
+// loop in slot order, so the error reported (or the set of records skipped) is the same on every
+// run too. Skipped records are squeezed out, keeping the others' order.
 #include <troupe/io/batch_source.hpp>
 
 #include <algorithm>
@@ -26,8 +26,10 @@ namespace troupe {
 
 namespace {
 
-constexpr std::uint64_t crop_tag = 0x63726f70ULL;     // keys the random resized crop
-constexpr std::uint64_t mirror_tag = 0x6d6972726fULL; // keys the mirror coin
+constexpr std::uint64_t crop_tag = 0x63726f70ULL;       // keys the random resized crop
+constexpr std::uint64_t mirror_tag = 0x6d6972726fULL;   // keys the mirror coin
+constexpr std::uint64_t rotate_tag = 0x726f74617465ULL; // keys the rotation's angle
+constexpr std::uint64_t jitter_tag = 0x6a6974746572ULL; // keys the colour jitter's factors
 
 // value * scale + shift == (value / 255 - mean) / stdev, per channel.
 void affine_of(const augment_options& augment, float scale[3], float shift[3]) {
@@ -38,6 +40,14 @@ void affine_of(const augment_options& augment, float scale[3], float shift[3]) {
     scale[c] = 1.0f / (255.0f * stdev);
     shift[c] = -mean / stdev;
   }
+}
+
+// Normalizes planar pixels in place: value * scale[c] + shift[c].
+void normalize_planes(float* planes, std::size_t plane, const float scale[3],
+                      const float shift[3]) {
+  for (int c = 0; c < 3; ++c)
+    for (float *v = planes + c * plane, *end = v + plane; v != end; ++v)
+      *v = *v * scale[c] + shift[c];
 }
 
 } // namespace
@@ -57,6 +67,8 @@ batch batch_source::make_from_records(std::int64_t epoch, std::int64_t index, te
                                                         : std::min(out_height, out_width);
   float scale[3], shift[3];
   affine_of(augment, scale, shift);
+  const colour_jitter jitter{augment.brightness, augment.contrast, augment.saturation};
+  const float unit_scale[3] = {1, 1, 1}, no_shift[3] = {0, 0, 0};
 
   batch result = start_batch(epoch, index, count, shape, std::move(reuse));
   std::vector<std::optional<io_error>> failures(static_cast<std::size_t>(count));
@@ -69,17 +81,26 @@ batch batch_source::make_from_records(std::int64_t epoch, std::int64_t index, te
         const auto record = example_at(order.get(), position);
         try {
           auto example = records.read(record);
-          const auto& image = example.image;
           const auto key = [&](std::uint64_t tag) {
             return mix_seed({options_.seed, tag, std::uint64_t(epoch), std::uint64_t(record)});
           };
+          if (augment.max_rotate_angle > 0)
+            example.image =
+              rotate_image(example.image, draw_angle(augment.max_rotate_angle, key(rotate_tag)));
+          const auto& image = example.image;
           const crop_box box =
             augment.random_resized_crop
               ? random_resized_crop(image.height, image.width, crop, key(crop_tag))
               : center_crop(image.height, image.width, resize_shorter, out_height, out_width);
           const bool flip = augment.mirror && (splitmix_stream(key(mirror_tag))() >> 63) != 0;
-          resample_to_planes(image, box, flip, out_height, out_width, scale, shift,
-                             images + i * numel);
+          float* out = images + i * numel;
+          if (jitter.active()) { // jitter acts on pixel values, so normalization comes after
+            resample_to_planes(image, box, flip, out_height, out_width, unit_scale, no_shift, out);
+            apply_jitter(draw_jitter(jitter, key(jitter_tag)), out_height, out_width, out);
+            normalize_planes(out, std::size_t(out_height) * out_width, scale, shift);
+          } else {
+            resample_to_planes(image, box, flip, out_height, out_width, scale, shift, out);
+          }
           result.labels[std::size_t(i)] = example.label;
         } catch (const io_error& e) {
           failures[std::size_t(i)] = e;

@@ -204,7 +204,35 @@ std::vector<config_key> data_keys() {
       .only_in("recordio")
       .read_by(read_ratio)
       .default_is("[0.75, 1.3333]")
-      .help_is("crop width / height, [min, max] (drawn log-uniformly)"),
+      .help_is("crop width / height, [min, max] (drawn log-uniformly)",
+               "--min-aspect-ratio and --max-aspect-ratio set its ends"),
+    entry("data", "brightness", k::real, data<&data_config::brightness>)
+      .within(real(0, 1))
+      .only_in("recordio")
+      .flag_is("brightness")
+      .help_is("colour jitter: every value scaled by a factor drawn from [1 - b, 1 + b] per image",
+               "0: none"),
+    entry("data", "contrast", k::real, data<&data_config::contrast>)
+      .within(real(0, 1))
+      .only_in("recordio")
+      .flag_is("contrast")
+      .help_is("colour jitter: every value's distance from the image's mean grey scaled by a "
+               "factor drawn from [1 - c, 1 + c]",
+               "0: none"),
+    entry("data", "saturation", k::real, data<&data_config::saturation>)
+      .within(real(0, 1))
+      .only_in("recordio")
+      .flag_is("saturation")
+      .help_is("colour jitter: each pixel's distance from its own grey scaled by a factor drawn "
+               "from [1 - s, 1 + s]",
+               "0: none"),
+    entry("data", "max_rotate_angle", k::real, data<&data_config::max_rotate_angle>)
+      .within(real(0, 180))
+      .only_in("recordio")
+      .flag_is("max-rotate-angle")
+      .help_is("random rotation of each image by an angle drawn from [-a, a] degrees about its "
+               "centre, corners outside black",
+               "0: none"),
     entry("data", "resize", k::integer, data<&data_config::resize>)
       .within(whole(1, 65535))
       .only_in("recordio")

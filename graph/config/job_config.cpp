@@ -425,7 +425,10 @@ job_config parse_job_config(const std::string& path, const std::string& text,
   check_data_agree(r, c);
   if (c.run.eval_every.given && c.run.eval_every.value == 0)
     c.validation_data.enabled = false;
-  resolve_topology(c, topology);
+  if (overrides.topology)
+    resolve_topology(c, *overrides.topology);
+  else
+    resolve_topology(c, topology);
   return c;
 }
 

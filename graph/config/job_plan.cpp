@@ -62,15 +62,21 @@ std::string human_bytes(std::int64_t b) {
   return s.str();
 }
 
+// Where a value came from: a line of the config, a flag (given at no line), or the default.
+std::string origin(bool given, const source_span& span) {
+  if (!given)
+    return "default";
+  return span.line == 0 ? std::string("flag") : "line " + std::to_string(span.line);
+}
+
 template <typename T> void show(std::ostream& out, const std::string& key, const located<T>& v) {
-  out << "  " << key << " = " << v.value;
-  out << (v.given ? "  # line " + std::to_string(v.span.line) : std::string("  # default")) << '\n';
+  out << "  " << key << " = " << v.value << "  # " << origin(v.given, v.span) << '\n';
 }
 
 // A text unset shows as the language writes it, "" (not as nothing after the `=`).
 void show(std::ostream& out, const std::string& key, const located<std::string>& v) {
-  out << "  " << key << " = " << (v.value.empty() ? "\"\"" : v.value);
-  out << (v.given ? "  # line " + std::to_string(v.span.line) : std::string("  # default")) << '\n';
+  out << "  " << key << " = " << (v.value.empty() ? "\"\"" : v.value) << "  # "
+      << origin(v.given, v.span) << '\n';
 }
 
 template <typename T>
@@ -99,8 +105,7 @@ void show_steps(std::ostream& out, const schedule_config& s) {
     }
   }
   out << "  schedule.steps = [" << epochs.str() << "]  # "
-      << (s.written_steps.given ? "line " + std::to_string(s.written_steps.span.line)
-                                : std::string("default"))
+      << origin(s.written_steps.given, s.written_steps.span)
       << (any_share ? ": " + written.str() + " of the run" : std::string()) << '\n';
 }
 
@@ -170,7 +175,9 @@ void print_config(std::ostream& out, const job_config& config) {
   });
   out << "  topology = " << c.topology.name.value
       << (c.topology.explicit_wiring ? "  # routes as written, compiled:\n"
-                                     : "  # preset, expands to:\n");
+          : c.topology.name.given && c.topology.name.span.line == 0
+            ? "  # preset given by a flag, expands to:\n"
+            : "  # preset, expands to:\n");
   for (const auto& w : c.topology.routes)
     out << "    " << to_string(w) << '\n';
   if (std::any_of(c.topology.levels.begin(), c.topology.levels.end(),

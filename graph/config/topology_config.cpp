@@ -511,6 +511,38 @@ void resolve_topology(job_config& c, const syntax_statement* st) {
   t.routes = routes_of(t.levels, t.staleness, t.compression);
 }
 
+void resolve_topology(job_config& c, const topology_override& o) {
+  auto& t = c.topology;
+  const int workers = c.cluster.workers.value;
+  auto refuse = [&](const std::string& why) {
+    const auto message = o.said + ": " + why + workers_origin(c);
+    throw config_error(message, message);
+  };
+  const int argument = o.argument;
+  if (o.preset == topology_kind::ssp && argument > 1000000)
+    refuse("staleness must be between 0 and 1000000, got " + std::to_string(argument));
+  const int machines = argument < 0 ? 2 : argument;
+  if (o.preset == topology_kind::hierarchical
+      && (machines < 1 || machines > 1024 || workers % machines != 0))
+    refuse("aggregate(machine) needs workers (" + std::to_string(workers)
+           + ") to split evenly over machines (" + std::to_string(machines) + ")");
+  const int backups = argument < 0 ? 1 : argument;
+  if (o.preset == topology_kind::backup && (backups < 1 || backups >= workers))
+    refuse("backup workers (" + std::to_string(backups) + ") must be at least 1 and fewer than "
+           + "workers (" + std::to_string(workers) + ")");
+  topology_options want;
+  want.workers = workers;
+  use_preset(want, o.preset, argument);
+  t = topology_config{};
+  t.name = located<std::string>{to_string(o.preset), source_span{}, true};
+  t.preset = o.preset;
+  t.machines.value = want.machines;
+  t.machines.given = o.preset == topology_kind::hierarchical && argument >= 0;
+  t.levels = want.levels;
+  t.staleness = want.staleness;
+  t.routes = routes_of(t.levels, t.staleness);
+}
+
 void compress_machine_exit(topology_config& t, const compression_spec& spec) {
   t.compression.clear();
   if (spec.active()) {

@@ -99,6 +99,10 @@ TEST_CASE("a plain key's flag lands on its key's field, given, as the flag said"
     REQUIRE(f.parse(args));
     declared.check(f);
     job_config config;
+    if (!key.taken_by(config.train_data.dataset.value)) { // a key of other statements only
+      const std::string only = key.only;
+      config.train_data.dataset.value = only.substr(0, only.find(' '));
+    }
     declared.apply(config, f);
     const auto after = field_text(key, config, given);
     CHECK(given);
@@ -126,6 +130,21 @@ TEST_CASE("a plain key's flag outside its key's range is refused, naming the fla
                                            && Catch::EndsWith(", got " + above));
   }
   CHECK(ranged >= 10);
+}
+
+TEST_CASE("a data key's flag is refused for a dataset whose statement does not take the key",
+          "[key_flags]") {
+  flag_set f("test", "");
+  key_flags declared({});
+  declared.declare(f);
+  REQUIRE(f.parse({"--brightness", "0.3"}));
+  job_config fashion;
+  CHECK_THROWS_WITH(declared.apply(fashion, f),
+                    "--brightness applies to recordio data, not fashion_mnist");
+  job_config records;
+  records.train_data.dataset.value = "recordio";
+  declared.apply(records, f);
+  CHECK(records.train_data.brightness.value == 0.3);
 }
 
 TEST_CASE("troupe train or troupe node declares a flag for every key with a flag", "[key_flags]") {

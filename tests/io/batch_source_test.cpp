@@ -369,3 +369,16 @@ TEST_CASE("a recycled buffer is written only when it has the shape and no other 
   CHECK(last.images.data() != full_storage);
   CHECK(same_batch(last, source.make(1, 6)));
 }
+
+TEST_CASE("colour jitter and rotation are refused for images held in memory",
+          "[io][batch_source]") {
+  batch_source_options o;
+  o.batch_size = 4;
+  o.augment.saturation = 0.2;
+  CHECK_THROWS_WITH(batch_source(numbered_dataset(8), o),
+                    "batch_source: colour jitter and rotation apply to decoded images; numbered "
+                    "is held in memory");
+  o.augment.saturation = 0;
+  o.augment.max_rotate_angle = 10;
+  CHECK_THROWS_AS(batch_source(numbered_dataset(8), o), std::invalid_argument);
+}

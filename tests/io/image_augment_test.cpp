@@ -123,3 +123,154 @@ TEST_CASE("resize_shorter_side keeps the aspect as im2rec rounds it", "[io][augm
   CHECK(same.pixels == ramp(8, 8).pixels);
   CHECK_THROWS_AS(resize_shorter_side(ramp(4, 4), 0), std::invalid_argument);
 }
+
+namespace {
+
+// Planar pixels (3 x count) of `count` copies of the colour (r, g, b).
+std::vector<float> planes_of(float r, float g, float b, int count) {
+  std::vector<float> out;
+  for (float v : {r, g, b})
+    out.insert(out.end(), std::size_t(count), v);
+  return out;
+}
+
+double mean(const std::vector<float>& values) {
+  double sum = 0;
+  for (float v : values)
+    sum += v;
+  return sum / double(values.size());
+}
+
+float grey_of(float r, float g, float b) {
+  return 0.299f * r + 0.587f * g + 0.114f * b;
+}
+
+} // namespace
+
+TEST_CASE("jitter factors lie within their bounds and follow the seed", "[io][augment]") {
+  const colour_jitter bounds{0.4, 0.2, 0.1};
+  bool moved = false;
+  for (std::uint64_t seed = 0; seed < 200; ++seed) {
+    const auto f = draw_jitter(bounds, seed);
+    CHECK(std::abs(f.brightness - 1) <= 0.4);
+    CHECK(std::abs(f.contrast - 1) <= 0.2);
+    CHECK(std::abs(f.saturation - 1) <= 0.1);
+    const auto again = draw_jitter(bounds, seed);
+    CHECK(again.brightness == f.brightness);
+    CHECK(again.saturation == f.saturation);
+    moved = moved || std::abs(f.brightness - 1) > 0.2;
+  }
+  CHECK(moved); // the bound is used, not just respected
+  const auto none = draw_jitter(colour_jitter{}, 5);
+  CHECK(none.brightness == 1);
+  CHECK(none.contrast == 1);
+  CHECK(none.saturation == 1);
+  // A bound of its own leaves the other factors' draws where they were.
+  CHECK(draw_jitter({0.4, 0, 0}, 9).brightness == draw_jitter({0.4, 0.2, 0.1}, 9).brightness);
+}
+
+TEST_CASE("brightness scales the mean by its factor", "[io][augment]") {
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    const auto f = draw_jitter({0.5, 0, 0}, seed);
+    auto planes = planes_of(100, 60, 20, 16);
+    const double before = mean(planes);
+    apply_jitter(f, 4, 4, planes.data());
+    const double factor = mean(planes) / before;
+    CHECK(factor == Approx(f.brightness).epsilon(1e-6));
+    CHECK(factor >= 0.5);
+    CHECK(factor <= 1.5);
+  }
+}
+
+TEST_CASE("contrast scales each value's distance from the mean grey", "[io][augment]") {
+  // Half the pixels grey 60, half grey 140: the mean grey is 100.
+  std::vector<float> planes;
+  for (int c = 0; c < 3; ++c)
+    for (int i = 0; i < 8; ++i)
+      planes.push_back(i < 4 ? 60.0f : 140.0f);
+  jitter_factors f;
+  f.contrast = 1.25;
+  apply_jitter(f, 2, 4, planes.data());
+  CHECK(planes[0] == Approx(50));
+  CHECK(planes[7] == Approx(150));
+  CHECK(mean(planes) == Approx(100));
+  f.contrast = 0; // the least a bound of 1 draws: every value becomes the mean grey
+  apply_jitter(f, 2, 4, planes.data());
+  for (float v : planes)
+    CHECK(v == Approx(100));
+}
+
+TEST_CASE("saturation scales each pixel's distance from its own grey", "[io][augment]") {
+  const float r = 200, g = 100, b = 50;
+  const float grey = grey_of(r, g, b);
+  auto planes = planes_of(r, g, b, 1);
+  jitter_factors f;
+  f.saturation = 0.5;
+  apply_jitter(f, 1, 1, planes.data());
+  CHECK(planes[0] == Approx(grey + 0.5f * (r - grey)));
+  CHECK(planes[1] == Approx(grey + 0.5f * (g - grey)));
+  CHECK(planes[2] == Approx(grey + 0.5f * (b - grey)));
+  auto grey_pixel = planes_of(90, 90, 90, 1);
+  f.saturation = 1.8;
+  apply_jitter(f, 1, 1, grey_pixel.data());
+  CHECK(grey_pixel == planes_of(90, 90, 90, 1)); // a grey has no colour to scale
+}
+
+TEST_CASE("jittered values stay within 0..255", "[io][augment]") {
+  auto planes = planes_of(250, 5, 128, 4);
+  jitter_factors f;
+  f.brightness = 1.5;
+  f.contrast = 2;
+  f.saturation = 2;
+  apply_jitter(f, 2, 2, planes.data());
+  for (float v : planes) {
+    CHECK(v >= 0);
+    CHECK(v <= 255);
+  }
+}
+
+TEST_CASE("rotation by 0 leaves the image, by 180 turns it over", "[io][augment]") {
+  const auto image = ramp(5, 3);
+  CHECK(rotate_image(image, 0).pixels == image.pixels);
+  const auto turned = rotate_image(image, 180);
+  REQUIRE(turned.width == 5);
+  REQUIRE(turned.height == 3);
+  for (int y = 0; y < 3; ++y)
+    for (int x = 0; x < 5; ++x)
+      for (int c = 0; c < 3; ++c)
+        CHECK(turned.row(y)[3 * x + c] == image.row(2 - y)[3 * (4 - x) + c]);
+}
+
+TEST_CASE("rotation by 90 turns a square counter-clockwise, corners outside black",
+          "[io][augment]") {
+  const auto image = ramp(3, 3);
+  const auto turned = rotate_image(image, 90);
+  // Counter-clockwise: the top row comes from the right column, read downward.
+  for (int x = 0; x < 3; ++x)
+    for (int c = 0; c < 3; ++c)
+      CHECK(turned.row(0)[3 * x + c] == image.row(x)[3 * 2 + c]);
+  // A 45 degree turn of a wide image leaves its corners without a source.
+  const auto tilted = rotate_image(ramp(9, 3), 45);
+  CHECK(tilted.row(0)[0] == 0);
+  CHECK(tilted.row(0)[1] == 0);
+  CHECK(tilted.row(0)[2] == 0);
+}
+
+TEST_CASE("rotation angles lie within the bound and follow the seed", "[io][augment]") {
+  for (std::uint64_t seed = 0; seed < 100; ++seed) {
+    const double a = draw_angle(30, seed);
+    CHECK(std::abs(a) <= 30);
+    CHECK(draw_angle(30, seed) == a);
+  }
+  CHECK(draw_angle(0, 3) == 0);
+}
+
+TEST_CASE("jitter and rotation bounds outside their ranges are refused", "[io][augment]") {
+  CHECK_NOTHROW(check_jitter({1, 0, 0.5}, 180));
+  CHECK_THROWS_WITH(check_jitter({1.5, 0, 0}, 0),
+                    "colour jitter: brightness must be between 0 and 1, got 1.500000");
+  CHECK_THROWS_WITH(check_jitter({0, -0.1, 0}, 0), Catch::Contains("contrast"));
+  CHECK_THROWS_WITH(check_jitter({0, 0, 2}, 0), Catch::Contains("saturation"));
+  CHECK_THROWS_WITH(check_jitter({}, 181), Catch::Contains("max_rotate_angle"));
+  CHECK_THROWS_WITH(check_jitter({}, -1), Catch::Contains("max_rotate_angle"));
+}

@@ -200,6 +200,28 @@ TEST_CASE("record datasets refuse pad-crop and non-RGB shapes", "[io][record_dat
                     Contains("pad_crop applies to in-memory images"));
 }
 
+TEST_CASE("jitter and rotation change record batches deterministically", "[io][record_dataset]") {
+  test::temp_dir dir;
+  test::write_file(dir.file("a.rec"), build_file(4, 2));
+  const auto data = open_record_dataset(options_for(dir.file("a.rec"), 2));
+  const auto plain_batch = batch_source(data, plain(4)).make(0, 0);
+  for (auto set : {+[](augment_options& a) { a.brightness = 0.5; },
+                   +[](augment_options& a) { a.max_rotate_angle = 90; }}) {
+    auto b = plain(4);
+    b.seed = 3;
+    set(b.augment);
+    batch_source source(data, b);
+    const auto one = source.make(1, 0), two = source.make(1, 0);
+    CHECK(std::equal(one.images.data(), one.images.data() + one.images.numel(), two.images.data()));
+    CHECK_FALSE(std::equal(one.images.data(), one.images.data() + one.images.numel(),
+                           plain_batch.images.data()));
+    CHECK(one.labels == plain_batch.labels);
+  }
+  auto bad = plain(4);
+  bad.augment.contrast = 1.5;
+  CHECK_THROWS_WITH(batch_source(data, bad), Contains("contrast must be between 0 and 1"));
+}
+
 TEST_CASE("open_dataset opens recordio by name with its index", "[io][record_dataset]") {
   test::temp_dir dir;
   test::write_file(dir.file("a.rec"), build_file(3, 3));

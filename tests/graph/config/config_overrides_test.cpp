@@ -221,3 +221,66 @@ TEST_CASE("the default compute count is asked once and yields the topology a wri
 }
 
 } // namespace troupe
+
+namespace troupe {
+namespace {
+
+config_overrides preset(topology_kind kind, int argument, int workers = 4) {
+  config_overrides o;
+  o.workers = workers;
+  o.topology = topology_override{kind, argument, "--topology x"};
+  return o;
+}
+
+} // namespace
+
+TEST_CASE("a topology override is the preset written without a block") {
+  const std::pair<topology_override, std::string> cases[] = {
+    {{topology_kind::bsp, -1, ""}, "topology bsp"},
+    {{topology_kind::async, -1, ""}, "topology async"},
+    {{topology_kind::ssp, 3, ""}, "topology ssp(staleness = 3)"},
+    {{topology_kind::ssp, -1, ""}, "topology ssp"},
+    {{topology_kind::hierarchical, 4, ""}, "topology hierarchical(machines = 4)"},
+    {{topology_kind::backup, 2, ""}, "topology backup(2)"}};
+  for (const auto& [given, text] : cases) {
+    INFO(text);
+    auto o = preset(given.preset, given.argument);
+    const auto a = overridden("", o);
+    const auto b = written("cluster { workers = 4 }\n" + text);
+    check_same_job(a, b);
+    CHECK(a.topology.name.value == b.topology.name.value);
+    CHECK(a.topology.staleness == b.topology.staleness);
+    CHECK(a.topology.machines.value == b.topology.machines.value);
+    CHECK(a.topology.routes.size() == b.topology.routes.size());
+    CHECK(a.topology.name.given);
+    CHECK(a.topology.name.span.line == 0); // given by no line of the text
+  }
+}
+
+TEST_CASE("a topology override replaces the text's statement, routes and all") {
+  const auto o = preset(topology_kind::async, -1);
+  const auto a = overridden("topology mine { loader -> compute\n compute -> aggregate(all) -> "
+                            "shard\n shard -> compute(all) }",
+                            o);
+  CHECK(a.topology.name.value == "async");
+  CHECK_FALSE(a.topology.explicit_wiring);
+  CHECK(a.topology.levels.empty());
+  CHECK(overridden("topology ssp(5)", preset(topology_kind::ssp, 1)).topology.staleness == 1);
+}
+
+TEST_CASE("a topology override the computes cannot train is refused naming its giver") {
+  CHECK(refusal(preset(topology_kind::backup, 4))
+        == "--topology x: backup workers (4) must be at least 1 and fewer than workers (4) "
+           "(--workers 4)");
+  CHECK_THAT(refusal(preset(topology_kind::backup, -1, 1)),
+             Catch::Contains("backup workers (1) must be at least 1 and fewer than workers (1)"));
+  CHECK(refusal(preset(topology_kind::hierarchical, 3))
+        == "--topology x: aggregate(machine) needs workers (4) to split evenly over machines (3) "
+           "(--workers 4)");
+  CHECK_THAT(refusal(preset(topology_kind::hierarchical, 0)), Catch::Contains("machines (0)"));
+  CHECK_THAT(refusal(preset(topology_kind::ssp, 2000000)),
+             Catch::Contains("staleness must be between 0 and 1000000"));
+  CHECK(refusal(preset(topology_kind::hierarchical, 2)) == "accepted");
+}
+
+} // namespace troupe

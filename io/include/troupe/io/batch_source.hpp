@@ -46,13 +46,18 @@ struct augment_options {
   double crop_scale_min = 0.08, crop_scale_max = 1.0;
   double crop_ratio_min = 3.0 / 4.0, crop_ratio_max = 4.0 / 3.0;
   std::int64_t resize_shorter = 0;
+  /// Streamed images only (image_augment.hpp): colour jitter bounds in [0, 1] and the largest
+  /// rotation in degrees, [0, 180]; 0 leaves the images alone.
+  double brightness = 0, contrast = 0, saturation = 0;
+  double max_rotate_angle = 0;
 };
 
 /// Fields in declaration order, for CAF's serializers and graph's value_hash (no CAF here).
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, augment_options& x) {
   return f(x.mean, x.stdev, x.pad_crop, x.mirror, x.random_resized_crop, x.crop_scale_min,
-           x.crop_scale_max, x.crop_ratio_min, x.crop_ratio_max, x.resize_shorter);
+           x.crop_scale_max, x.crop_ratio_min, x.crop_ratio_max, x.resize_shorter, x.brightness,
+           x.contrast, x.saturation, x.max_rotate_angle);
 }
 
 struct batch_source_options {

@@ -100,6 +100,10 @@ struct data_config {
   located<std::vector<double>> scale{{0.08, 1.0}};            ///< crop area fraction [min, max]
   located<std::vector<double>> ratio{{3.0 / 4.0, 4.0 / 3.0}}; ///< crop width/height range
   located<std::int64_t> resize{0}; ///< centre crop: shorter side first resized to this
+  /// Colour jitter bounds, factors drawn from [1 - b, 1 + b], and the largest rotation in
+  /// degrees (io/image_augment.hpp); 0: none.
+  located<double> brightness{0}, contrast{0}, saturation{0};
+  located<double> max_rotate_angle{0};
   located<bool> skip_bad_records{false};
   source_span span;
 };
@@ -247,6 +251,15 @@ struct data_override {
   std::optional<std::int64_t> first;                    ///< files
 };
 
+/// A `topology` statement given as a preset and its one argument rather than text: `troupe
+/// train --topology ssp:3` is `topology ssp(staleness = 3)`. It replaces the text's statement,
+/// routes and all, as a flag replaces the key it sets.
+struct topology_override {
+  topology_kind preset = topology_kind::bsp;
+  int argument = -1; ///< ssp: staleness, hierarchical: machines, backup: backups; -1: default
+  std::string said;  ///< how a refusal names it ("--topology backup:3")
+};
+
 /// Values given beside a config's text (troupe's flags), each applied where the statement or
 /// key it stands for would be read, so that what follows from it is derived as for the text:
 /// the data statements before validation data, augmentation, shape and classes follow from
@@ -256,6 +269,7 @@ struct config_overrides {
   std::optional<data_override> train_data;      ///< replaces `data train = ...`
   std::optional<data_override> validation_data; ///< replaces `data val = ...`
   std::optional<int> workers;                   ///< as `cluster { workers = N }`
+  std::optional<topology_override> topology;    ///< replaces `topology ...`
   /// Asked once, with the cluster section as read, before the topology is compiled: the
   /// compute count when neither the text nor `workers` gives one (`troupe node`: one compute
   /// per worker process of its launcher); nothing keeps the default.
@@ -314,5 +328,9 @@ key_plan_options key_options_of(const job_config& config);
 /// Resolves the `topology` statement's wiring (topology_config.cpp). Needs cluster already.
 struct syntax_statement;
 void resolve_topology(job_config& config, const syntax_statement* statement);
+/// Sets the topology to `o`'s preset as `topology NAME(ARGUMENT)` without a block would, for
+/// the computes of config.cluster; throws config_error naming o.said for an argument the run
+/// cannot take (machines that do not divide the computes, backups not fewer than them).
+void resolve_topology(job_config& config, const topology_override& o);
 
 } // namespace troupe

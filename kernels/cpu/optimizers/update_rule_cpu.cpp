@@ -10,13 +10,14 @@
 #include <troupe/kernels/optimizers/adam.hpp>
 #include <troupe/kernels/optimizers/adamw.hpp>
 #include <troupe/kernels/optimizers/lamb.hpp>
+#include <troupe/kernels/optimizers/lars.hpp>
 #include <troupe/kernels/optimizers/rmsprop.hpp>
 
 namespace troupe {
 
 namespace {
 
-const std::vector<std::string> names{"sgd", "adam", "adamw", "rmsprop", "adagrad", "lamb"};
+const std::vector<std::string> names{"sgd", "adam", "adamw", "rmsprop", "adagrad", "lamb", "lars"};
 
 void require_like(const char* what, const tensor& t, const tensor& weights) {
   if (t.shape() != weights.shape())
@@ -50,6 +51,7 @@ const std::vector<std::string>& optimizer_state_names(optimizer_kind kind) {
   static const std::vector<std::string> moments{"exp_avg", "exp_avg_sq"};
   static const std::vector<std::string> rmsprop{"square_avg", "momentum_buffer"};
   static const std::vector<std::string> adagrad{"sum"};
+  static const std::vector<std::string> lars{"momentum_buffer"};
   switch (kind) {
   case optimizer_kind::sgd:
     return sgd;
@@ -57,6 +59,8 @@ const std::vector<std::string>& optimizer_state_names(optimizer_kind kind) {
     return rmsprop;
   case optimizer_kind::adagrad:
     return adagrad;
+  case optimizer_kind::lars:
+    return lars;
   case optimizer_kind::adam:
   case optimizer_kind::adamw:
   case optimizer_kind::lamb:
@@ -108,6 +112,9 @@ void optimizer_update(const update_rule& rule, float lr, const tensor& weights, 
     break;
   case optimizer_kind::adagrad:
     adagrad_update(rule, lr, wd, weights, grad, s[0], out);
+    break;
+  case optimizer_kind::lars:
+    lars_update(rule, lr, wd, weights, grad, s[0], out);
     break;
   case optimizer_kind::sgd:
     break;

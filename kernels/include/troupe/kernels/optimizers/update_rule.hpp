@@ -20,21 +20,22 @@
 
 namespace troupe {
 
-enum class optimizer_kind : std::uint8_t { sgd, adam, adamw, rmsprop, adagrad, lamb };
+enum class optimizer_kind : std::uint8_t { sgd, adam, adamw, rmsprop, adagrad, lamb, lars };
 
 /// An optimizer and its hyper-parameters besides the learning rate (a schedule's).
 struct update_rule {
   optimizer_kind kind = optimizer_kind::sgd;
-  sgd_options sgd;      ///< sgd: all of it; every rule: weight_decay; rmsprop: momentum
+  sgd_options sgd;      ///< sgd: all of it; every rule: weight_decay; rmsprop, lars: momentum
   float beta1 = 0.9f;   ///< adam, adamw, lamb: first-moment decay
   float beta2 = 0.999f; ///< adam, adamw, lamb: second-moment decay
   float eps = 1e-8f;    ///< every rule but sgd: added to the denominator
   float alpha = 0.99f;  ///< rmsprop: square-average decay
+  float trust = 0.001f; ///< lars: the trust coefficient (eta) of the layer-wise rate
 };
 
 /// Fields in declaration order, for CAF's serializers and graph's value_hash (no CAF here).
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, update_rule& x) {
-  return f(x.kind, x.sgd, x.beta1, x.beta2, x.eps, x.alpha);
+  return f(x.kind, x.sgd, x.beta1, x.beta2, x.eps, x.alpha, x.trust);
 }
 
 /// One key's optimizer state.
@@ -43,7 +44,8 @@ struct optimizer_state {
   std::int64_t steps = 0;      ///< updates applied to this key (Adam's t after its update)
 };
 
-/// "sgd", "adam", "adamw", "rmsprop", "adagrad", "lamb": the config's and checkpoints' names.
+/// "sgd", "adam", "adamw", "rmsprop", "adagrad", "lamb", "lars": the config's and
+/// checkpoints' names.
 const char* optimizer_name(optimizer_kind kind);
 /// The kind named `name`; nullopt for a name no optimizer has.
 std::optional<optimizer_kind> optimizer_of_name(const std::string& name);
@@ -52,7 +54,7 @@ std::vector<std::string> optimizer_names();
 
 /// The names of the state tensors `kind` keeps, in order: sgd momentum (its velocity, the name
 /// checkpoints have always used); adam, adamw and lamb exp_avg and exp_avg_sq; rmsprop
-/// square_avg and momentum_buffer; adagrad sum.
+/// square_avg and momentum_buffer; adagrad sum; lars momentum_buffer.
 const std::vector<std::string>& optimizer_state_names(optimizer_kind kind);
 
 /// Zero state for weights of `shape` (steps 0).

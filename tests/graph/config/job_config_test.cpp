@@ -142,7 +142,7 @@ TEST_CASE("each optimizer reads its own keys and takes its own defaults") {
 TEST_CASE("an unknown optimizer, or a key of another optimizer, is refused where written") {
   CHECK(error_of("optimizer adadelta(lr = 0.1)")
         == "t.troupe:1:11: unknown optimizer 'adadelta' (known: sgd, adam, adamw, rmsprop, "
-           "adagrad, lamb, lars)");
+           "adagrad, lamb or lars)");
   CHECK(error_of("optimizer sgd(lr = 0.1, beta1 = 0.9)").find("t.troupe:1:25: ") == 0);
   CHECK(error_of("optimizer sgd(lr = 0.1, beta1 = 0.9)").find("beta1") != std::string::npos);
   CHECK(error_of("optimizer adam(nesterov = true)").find("t.troupe:1:16: ") == 0);

@@ -34,8 +34,9 @@ training_checkpoint empty_checkpoint(const checkpoint_wiring& w, std::int64_t ep
   c.steps_per_epoch = w.steps_per_epoch;
   for (std::size_t slot = 0; slot < w.parameter_names.size(); ++slot) {
     c.parameters.push_back({w.parameter_names[slot], tensor(w.parameter_shapes[slot])});
-    c.momentum.emplace_back(w.parameter_shapes[slot]);
+    c.state.push_back(initial_optimizer_state(w.optimizer, w.parameter_shapes[slot]));
   }
+  c.optimizer = w.optimizer;
   c.shards.resize(w.shards.size());
   c.replicas.resize(w.replicas.size());
   return c;
@@ -43,14 +44,21 @@ training_checkpoint empty_checkpoint(const checkpoint_wiring& w, std::int64_t ep
 
 void place_shard(training_checkpoint& c, const checkpoint_shard& route, std::size_t index,
                  shard_snapshot& s) {
-  if (s.weights.size() != route.keys.size() || s.momentum.size() != route.keys.size())
+  if (s.optimizer != c.optimizer)
+    throw std::invalid_argument(std::string("checkpoint: shard ") + std::to_string(index)
+                                + " holds " + optimizer_name(s.optimizer) + "'s state, the run "
+                                + optimizer_name(c.optimizer) + "'s");
+  if (s.weights.size() != route.keys.size() || s.state.size() != route.keys.size())
     throw std::invalid_argument("checkpoint: shard " + std::to_string(index) + " answered "
                                 + std::to_string(s.weights.size()) + " keys, it owns "
                                 + std::to_string(route.keys.size()));
   for (std::size_t k = 0; k < route.keys.size(); ++k) {
     const auto& key = route.keys[k];
     place_key(c.parameters[key.slot].value, key, s.weights[k]);
-    place_key(c.momentum[key.slot], key, s.momentum[k]);
+    auto& state = c.state[key.slot];
+    for (std::size_t t = 0; t < state.tensors.size(); ++t)
+      place_key(state.tensors[t], key, s.state[k].tensors.at(t));
+    state.steps = s.state[k].steps; // every key of a parameter has had every step
   }
   c.shards[index] = s.counters;
 }
@@ -175,9 +183,15 @@ void check_checkpoint_model(const training_checkpoint& c, const std::string& pat
 }
 
 void check_resumable(const training_checkpoint& c, const std::string& path, model& reference,
-                     int workers, std::size_t shards, std::int64_t steps_per_epoch) {
+                     int workers, std::size_t shards, std::int64_t steps_per_epoch,
+                     optimizer_kind optimizer) {
   auto refuse = [&](const std::string& what) { throw io_error(path + ": " + what); };
   check_checkpoint_model(c, path, reference);
+  if (c.optimizer != optimizer)
+    refuse(std::string("holds the state of optimizer ") + optimizer_name(c.optimizer)
+           + ", this run's optimizer is " + optimizer_name(optimizer)
+           + ": resume with the optimizer that wrote it (--optimizer " + optimizer_name(c.optimizer)
+           + ")");
   if (c.replicas.size() != static_cast<std::size_t>(workers))
     refuse("was written by a run of " + std::to_string(c.replicas.size())
            + " worker(s), this run has " + std::to_string(workers));
@@ -194,9 +208,14 @@ void check_resumable(const training_checkpoint& c, const std::string& path, mode
 shard_snapshot snapshot_for(const training_checkpoint& c, const std::vector<key_slice>& keys,
                             std::size_t index, std::size_t shards, const std::string& file) {
   shard_snapshot s;
+  s.optimizer = c.optimizer;
   for (const auto& key : keys) {
     s.weights.push_back(key_view(c.parameters[key.slot].value, key));
-    s.momentum.push_back(key_view(c.momentum[key.slot], key));
+    const auto& saved = c.state[key.slot];
+    optimizer_state state{{}, saved.steps};
+    for (const auto& t : saved.tensors)
+      state.tensors.push_back(key_view(t, key));
+    s.state.push_back(std::move(state));
   }
   s.counters = resumed_counters(c, index, shards, file);
   return s;

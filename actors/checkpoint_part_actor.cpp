@@ -28,7 +28,11 @@ struct part_state {
 using part_pointer = checkpoint_part_actor::stateful_pointer<part_state>;
 
 shard_part part_of(const part_shard& route, shard_snapshot& s) {
-  if (s.weights.size() != route.keys.size() || s.momentum.size() != route.keys.size())
+  if (s.optimizer != optimizer_kind::sgd)
+    throw std::invalid_argument(std::string("checkpoint: shard ") + std::to_string(route.index)
+                                + " holds " + optimizer_name(s.optimizer)
+                                + "'s state; a cluster checkpoint part holds SGD's only");
+  if (s.weights.size() != route.keys.size() || s.state.size() != route.keys.size())
     throw std::invalid_argument("checkpoint: shard " + std::to_string(route.index) + " answered "
                                 + std::to_string(s.weights.size()) + " keys, it owns "
                                 + std::to_string(route.keys.size()));
@@ -37,7 +41,7 @@ shard_part part_of(const part_shard& route, shard_snapshot& s) {
   out.counters = std::move(s.counters);
   for (std::size_t k = 0; k < route.keys.size(); ++k)
     out.keys.push_back({route.keys[k].slot, route.keys[k].offset, std::move(s.weights[k]),
-                        std::move(s.momentum[k])});
+                        std::move(s.state[k].tensors.at(0))});
   return out;
 }
 

@@ -266,6 +266,7 @@ struct part_builder {
     }
     w.network = job.model.network;
     w.steps_per_epoch = plan.steps_per_epoch;
+    w.optimizer = job.optimizer.kind;
     w.resume = options.resume;
     w.timeout = options.timeouts.phase;
     return spawn_checkpoint(system, std::move(w));
@@ -277,6 +278,12 @@ struct part_builder {
       throw std::invalid_argument(
         "node part: checkpoints in a cluster need the members' parts, and no "
         "proxy was given");
+    if (job.optimizer.kind != optimizer_kind::sgd)
+      throw std::invalid_argument(
+        std::string("checkpoints of a cluster run hold SGD's state only, and this run's optimizer "
+                    "is ")
+        + optimizer_name(job.optimizer.kind)
+        + ": train without --model-prefix, or in one process (troupe train) to checkpoint it");
     manifest_checkpoint_wiring w;
     w.prefix = options.checkpoint_prefix;
     for (std::size_t n = 0; n < plan.nodes.size(); ++n)

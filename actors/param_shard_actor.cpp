@@ -1,8 +1,10 @@
 // Implementation notes: validation of a push happens completely before the first key is
 // updated, so a bad message leaves the shard's state untouched ("loses nothing").
 //
-// The update runs on the shard's own scheduler thread, in slices of `update_slice` elements:
-// sgd_update runs a call that small inline, so the shard never starts an OpenMP team. A team
+// The update runs on the shard's own scheduler thread. SGD's runs in slices of `update_slice`
+// elements: sgd_update runs a call that small inline, so the shard never starts an OpenMP
+// team. The other optimizers run one serial pass per key (optimizer_update), which needs no
+// slicing, and must not have it: LAMB's trust ratio takes the norms of the whole key. A team
 // started on a scheduler thread would stay beside the compute actor's for the rest of the
 // process, and once libgomp manages more threads than there are cores it cuts every team's
 // spin-wait to ~100 iterations: each parallel region of a compute step then pays a futex
@@ -30,13 +32,13 @@ struct key_state {
   std::string name;
   bool weight_decay = true;
   tensor current;
-  tensor velocity;
+  optimizer_state state;
   std::vector<tensor> spare; // buffers for the next value; one nobody else holds is reused
 };
 
 struct shard_state {
   std::vector<key_state> keys;
-  sgd_options sgd;
+  update_rule rule;
   lr_schedule schedule{lr_schedule_options{}};
   std::int64_t updates = 0; // pushes applied
   std::int64_t step_limit = 0;
@@ -76,12 +78,16 @@ using shard_pointer = param_shard_actor::stateful_pointer<shard_state>;
 // grain runs on the calling thread), and 64 KB per stream.
 constexpr std::int64_t update_slice = std::int64_t{1} << 14;
 
-// sgd_update over [0, n) in slices; `next` may be `current` or a buffer of its own.
-void update_key(const sgd_options& sgd, float lr, const tensor& current, const tensor& grad,
-                tensor& velocity, tensor& next, bool weight_decay) {
+// One update of a key; `next` may be `current` or a buffer of its own. SGD: sgd_update over
+// [0, n) in slices.
+void update_key(const update_rule& rule, float lr, const tensor& current, const tensor& grad,
+                optimizer_state& state, tensor& next, bool weight_decay) {
   const std::int64_t n = current.numel();
-  if (n <= update_slice)
-    return sgd_update(sgd, lr, current, grad, velocity, next, weight_decay);
+  if (rule.kind != optimizer_kind::sgd || n <= update_slice)
+    return optimizer_update(rule, lr, current, grad, state, next, weight_decay);
+  auto& velocity = state.tensors.at(0);
+  const auto& sgd = rule.sgd;
+  ++state.steps;
   for (std::int64_t offset = 0; offset < n; offset += update_slice) {
     const std::int64_t length = std::min(update_slice, n - offset);
     auto v = velocity.flat_slice(offset, length), out = next.flat_slice(offset, length);
@@ -201,7 +207,7 @@ std::string apply(shard_state& st, const gradient_push& push) {
   for (std::size_t i = 0; i < push.keys.size(); ++i) {
     auto& key = st.keys[push.keys[i]];
     tensor& next = writable_buffer(key);
-    update_key(st.sgd, lr, key.current, push.gradients[i], key.velocity, next, key.weight_decay);
+    update_key(st.rule, lr, key.current, push.gradients[i], key.state, next, key.weight_decay);
     std::swap(next, key.current); // the old value joins the spares once its readers let go
   }
   ++st.updates;
@@ -261,9 +267,13 @@ caf::result<weight_set> apply_push(shard_pointer self, const gradient_push& push
 
 shard_snapshot snapshot_of(const shard_state& st) {
   shard_snapshot out;
+  out.optimizer = st.rule.kind;
   for (const auto& key : st.keys) {
     out.weights.push_back(key.current); // never written in place: the handle is a snapshot
-    out.momentum.push_back(key.velocity.clone());
+    optimizer_state copy{{}, key.state.steps};
+    for (const auto& t : key.state.tensors)
+      copy.tensors.push_back(t.clone());
+    out.state.push_back(std::move(copy));
   }
   out.counters.updates = st.updates;
   out.counters.last_learning_rate = st.last_lr;
@@ -277,18 +287,28 @@ caf::result<bool> restore(shard_state& st, const shard_snapshot& s) {
   };
   if (st.updates != 0 || !st.last_steps.empty())
     return refuse("the shard has applied pushes already");
-  if (s.weights.size() != st.keys.size() || s.momentum.size() != st.keys.size())
+  if (s.optimizer != st.rule.kind)
+    return refuse(std::string("the snapshot holds ") + optimizer_name(s.optimizer)
+                  + "'s state, the shard applies " + optimizer_name(st.rule.kind));
+  if (s.weights.size() != st.keys.size() || s.state.size() != st.keys.size())
     return refuse("the snapshot holds " + std::to_string(s.weights.size())
                   + " keys, the shard owns " + std::to_string(st.keys.size()));
-  for (std::size_t k = 0; k < st.keys.size(); ++k)
-    if (s.weights[k].shape() != st.keys[k].current.shape()
-        || s.momentum[k].shape() != st.keys[k].current.shape())
-      return refuse("key '" + st.keys[k].name + "' has shape "
-                    + shape_string(st.keys[k].current.shape()) + ", the snapshot "
-                    + shape_string(s.weights[k].shape()));
+  const auto tensors = optimizer_state_names(st.rule.kind).size();
+  for (std::size_t k = 0; k < st.keys.size(); ++k) {
+    const auto& shape = st.keys[k].current.shape();
+    bool fits = s.weights[k].shape() == shape && s.state[k].tensors.size() == tensors;
+    for (const auto& t : s.state[k].tensors)
+      fits = fits && t.shape() == shape;
+    if (!fits)
+      return refuse("key '" + st.keys[k].name + "' has shape " + shape_string(shape)
+                    + ", the snapshot " + shape_string(s.weights[k].shape())
+                    + " (or state tensors of other shapes or count)");
+  }
   for (std::size_t k = 0; k < st.keys.size(); ++k) {
     st.keys[k].current = s.weights[k].clone();
-    st.keys[k].velocity = s.momentum[k].clone();
+    st.keys[k].state.steps = s.state[k].steps;
+    for (std::size_t i = 0; i < tensors; ++i)
+      st.keys[k].state.tensors[i] = s.state[k].tensors[i].clone();
     st.keys[k].spare.clear();
   }
   st.updates = s.counters.updates;
@@ -300,7 +320,7 @@ caf::result<bool> restore(shard_state& st, const shard_snapshot& s) {
 param_shard_actor::behavior_type param_shard(shard_pointer self, std::vector<shard_key> keys,
                                              shard_options options) {
   auto& st = self->state;
-  st.sgd = options.sgd;
+  st.rule = options.optimizer;
   st.schedule = lr_schedule(options.schedule);
   st.last_lr = st.schedule.at(0);
   st.staleness = options.staleness;
@@ -311,7 +331,7 @@ param_shard_actor::behavior_type param_shard(shard_pointer self, std::vector<sha
     key.name = std::move(k.name);
     key.weight_decay = k.weight_decay;
     key.current = k.initial.clone();
-    key.velocity = tensor(key.current.shape());
+    key.state = initial_optimizer_state(st.rule.kind, key.current.shape());
     st.keys.push_back(std::move(key));
   }
   return {

@@ -24,7 +24,7 @@ param_shard_actor spawn_planned_shard(caf::actor_system& system, const placement
       shard_key{key.name, key_view(initial[key.slice.slot], key.slice), param.weight_decay});
   }
   shard_options options;
-  options.sgd = optimizer.sgd;
+  options.optimizer = static_cast<const update_rule&>(optimizer);
   options.schedule = optimizer.schedule;
   options.workers = a.workers;
   options.staleness = a.staleness;

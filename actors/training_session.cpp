@@ -87,7 +87,7 @@ void set_up_checkpoints(const training_job& job, const placement_plan& plan, mod
     throw io_error(path + ": holds the state after epoch " + std::to_string(loaded->epoch)
                    + ", not " + std::to_string(c.load_epoch) + " (a renamed file?)");
   check_resumable(*loaded, path, reference, plan.workers, plan.keys.shards.size(),
-                  plan.steps_per_epoch);
+                  plan.steps_per_epoch, job.optimizer.kind);
   options.resume = std::move(loaded);
   if (auto* log = sinks.output.log) {
     if (c.load_epoch == job.epochs)

@@ -6,6 +6,7 @@
 
 #include <troupe/io/dataset_subset.hpp>
 #include <troupe/io/normalization.hpp>
+#include <troupe/kernels/optimizers/update_rule.hpp>
 
 namespace troupe {
 
@@ -104,12 +105,30 @@ batch_source_options batch_options(const job_config& c, const data_config& d) {
   return b;
 }
 
+// The optimizer's default rate, or for sgd the network's.
+double default_lr_of(const job_config& c) {
+  const double own = optimizer_default_lr(c.optimizer.name.value);
+  return own > 0 ? own : default_learning_rate(zoo_network_name(c.model.network.value));
+}
+
+update_rule update_rule_of(const job_config& c) {
+  const auto& o = c.optimizer;
+  update_rule u;
+  u.kind = optimizer_of_name(o.name.value).value_or(optimizer_kind::sgd); // named by the parser
+  u.sgd = sgd_options{static_cast<float>(o.momentum.value), static_cast<float>(o.wd.value),
+                      o.nesterov.value};
+  u.beta1 = static_cast<float>(o.beta1.value);
+  u.beta2 = static_cast<float>(o.beta2.value);
+  u.eps = static_cast<float>(o.eps.value);
+  u.alpha = static_cast<float>(o.alpha.value);
+  u.trust = static_cast<float>(o.trust.value);
+  return u;
+}
+
 lr_schedule_options schedule_options(const job_config& c) {
   lr_schedule_options s;
   const auto& k = c.schedule;
-  s.base_lr = static_cast<float>(
-    c.optimizer.lr.given ? c.optimizer.lr.value
-                         : default_learning_rate(zoo_network_name(c.model.network.value)));
+  s.base_lr = static_cast<float>(c.optimizer.lr.given ? c.optimizer.lr.value : default_lr_of(c));
   s.policy = parse_lr_policy(k.policy.value);
   s.step_epochs = k.steps.value;
   s.factor = static_cast<float>(k.factor.value);
@@ -160,8 +179,9 @@ void resolve_old_names(job_config& c) {
 
 void resolve_app_defaults(job_config& c) {
   resolve_old_names(c);
+  resolve_optimizer_defaults(c);
   if (!c.optimizer.lr.given)
-    c.optimizer.lr.value = default_learning_rate(zoo_network_name(c.model.network.value));
+    c.optimizer.lr.value = default_lr_of(c);
   for (auto* d : {&c.train_data, &c.validation_data})
     if (!d->dir.given)
       d->dir.value = default_data_dir(io_dataset_name(d->dataset.value));
@@ -178,9 +198,7 @@ training_job to_training_job(const job_config& c) {
   o.train_data.which = c.train_data.split.value == "test" ? split::test : split::train;
   o.train_batches = batch_options(c, c.train_data);
   o.validation_batches = batch_options(c, c.validation_data);
-  o.optimizer.sgd =
-    sgd_options{static_cast<float>(c.optimizer.momentum.value),
-                static_cast<float>(c.optimizer.wd.value), c.optimizer.nesterov.value};
+  static_cast<update_rule&>(o.optimizer) = update_rule_of(c);
   o.optimizer.schedule = schedule_options(c);
   o.prefetch_depth = c.run.prefetch.value;
   o.epochs = c.run.epochs.value;

@@ -66,6 +66,7 @@ std::vector<resolved_value> resolved(const training_job& job, int threads) {
   v.push_back({"lr_step_epochs", steps_json, steps_text.empty() ? "none" : steps_text});
   number("lr_factor", as_written(s.factor));
   number("warmup_epochs", s.warmup_epochs);
+  name("optimizer", optimizer_name(job.optimizer.kind));
   number("momentum", as_written(job.optimizer.sgd.momentum));
   number("wd", as_written(job.optimizer.sgd.weight_decay));
   number("batch_size", static_cast<double>(job.train_batches.batch_size));

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include <troupe/graph/config/job_plan.hpp>
+#include <troupe/graph/config/key_table.hpp>
 #include <troupe/graph/placement.hpp>
 
 namespace troupe {
@@ -91,6 +92,31 @@ void check_schedule_flags(const job_config& c, const flag_set& f) {
   if (p == "multi_step")
     check_step_flags(c, f);
   check_warmup_flags(c, f);
+}
+
+// A flag or a config key of an optimizer other than the run's: refused, naming which takes it.
+void check_optimizer_flags(const job_config& c, const flag_set& f) {
+  const auto& name = c.optimizer.name.value;
+  job_config read = c; // a key's field is reached through a writable target
+  key_target at{read, read.train_data};
+  for (const auto& key : config_keys()) {
+    if (std::string(key.section) != "optimizer" || key.taken_by(name))
+      continue;
+    if (*key.flag != '\0' && f.given(key.flag))
+      throw usage_error(std::string("--") + key.flag + " applies to " + key.only + ", not " + name
+                        + " (--optimizer, or the config's optimizer)");
+    const auto* given = std::get_if<key_field<double>>(&key.field);
+    const auto* given_bool = std::get_if<key_field<bool>>(&key.field);
+    const source_span* span = nullptr;
+    if (given != nullptr && (*given)(at).given)
+      span = &(*given)(at).span;
+    if (given_bool != nullptr && (*given_bool)(at).given)
+      span = &(*given_bool)(at).span;
+    if (span != nullptr && span->line != 0)
+      config_fail(c, *span,
+                  std::string(key.name) + " is not a key of " + name
+                    + " (--optimizer names it); it applies to " + key.only);
+  }
 }
 
 // The plan the session will build, built now so that what it refuses (a network that takes no

@@ -22,6 +22,11 @@ std::vector<schedule_step> parse_steps_flag(const std::string& text);
 /// that flag shortened the run under them.
 void check_schedule_flags(const job_config& c, const flag_set& f);
 
+/// The optimizer's keys against the optimizer the config and flags name: a flag of a key it
+/// does not take (--beta1 for sgd) is a usage error, and so is a key the config gave another
+/// optimizer before --optimizer named this one (FILE:LINE:COL at the key).
+void check_optimizer_flags(const job_config& c, const flag_set& f);
+
 /// The plan the session will build, built now so that what it refuses (a network that takes no
 /// --num-layers 7, workers that do not divide over the worker processes) is a usage error
 /// before anything starts, as `troupe check` says. A shard needs a key to own: more shards than

@@ -35,6 +35,7 @@
 #include <troupe/graph/placement.hpp>
 #include <troupe/kernels/device_info.hpp>
 #include <troupe/kernels/lr_schedule.hpp>
+#include <troupe/kernels/optimizers/update_rule.hpp>
 
 namespace troupe {
 
@@ -77,6 +78,7 @@ struct raw_flags {
   int num_layers = 0, threads = 1, num_classes = language().train_data.classes.value;
   int top_k = 0, workers = language().cluster.workers.value;
   std::string on_worker_loss; // empty: the topology's default
+  std::string optimizer;      // empty: the config's (sgd when it names none)
   std::string compression = "none";
   std::int64_t val_batch_size = 500;
   std::int64_t eval_every = language().run.eval_every.value;
@@ -113,7 +115,13 @@ void declare(flag_set& f, raw_flags& r) {
   f.add("dataset", r.dataset, "fashion-mnist | mnist | cifar10 | synthetic");
   f.add("data-dir", r.data_dir, key_help("data-dir"));
   f.add("val-batch-size", r.val_batch_size, "validation batch size");
-  f.add("lr", r.lr, key_help("lr", "-1: 0.1 for mlp/resnet, 0.05 for lenet/vgg/inception-bn"));
+  f.add("optimizer", r.optimizer,
+        "sgd | adam | adamw | rmsprop | adagrad | lamb | lars (default: the config's, else sgd)");
+  f.add(
+    "lr", r.lr,
+    key_help("lr",
+             "-1: the optimizer's; sgd: 0.1 for mlp/resnet, 0.05 for "
+             "lenet/vgg/inception-bn; adam, adamw, lamb: 0.001; rmsprop, adagrad: 0.01; lars: 1"));
   f.add("lr-schedule", r.lr_schedule, "multi-step | step | cosine | poly | one-cycle | constant");
   f.add("lr-step-epochs", r.lr_step_epochs,
         key_help("lr-step-epochs",
@@ -249,6 +257,8 @@ void check_values(const raw_flags& r, const flag_set& f) {
   check_record_flags(r.record, f);
   check_known("network", r.network, zoo_networks());
   check_known("dataset", r.dataset, dataset_names());
+  if (f.given("optimizer"))
+    check_known("optimizer", r.optimizer, optimizer_names());
   try {
     parse_lr_policy(r.lr_schedule);
   } catch (const std::invalid_argument&) {
@@ -384,6 +394,9 @@ void apply_model_and_optimizer_flags(job_config& c, const raw_flags& r, const fl
   auto& o = c.optimizer;
   if (f.given("lr"))
     set_given(o.lr, r.lr);
+  if (f.given("optimizer"))
+    set_given(o.name, r.optimizer);
+  resolve_optimizer_defaults(c);
   auto& s = c.schedule;
   if (f.given("lr-schedule"))
     set_given(s.policy, config_spelling(r.lr_schedule));
@@ -452,6 +465,7 @@ void apply_flags(job_config& c, const raw_flags& r, const flag_set& f) {
   apply_run_flags(c, r, f);
   resolve_schedule_defaults(c);
   check_schedule_flags(c, f);
+  check_optimizer_flags(c, f);
 }
 
 } // namespace

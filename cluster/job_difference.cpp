@@ -101,9 +101,16 @@ std::vector<std::string> job_differences(const training_job& theirs_in, const tr
     at.batch_size = bt.batch_size = av.batch_size = bv.batch_size = 0;
     d.named("data (shuffle, seed, augmentation)", hash_of(at, av), hash_of(bt, bv));
   }
+  d.field("optimizer", std::string(optimizer_name(a.optimizer.kind)),
+          std::string(optimizer_name(b.optimizer.kind)));
   d.field("optimizer momentum", a.optimizer.sgd.momentum, b.optimizer.sgd.momentum);
   d.field("optimizer wd", a.optimizer.sgd.weight_decay, b.optimizer.sgd.weight_decay);
   d.field("optimizer nesterov", a.optimizer.sgd.nesterov, b.optimizer.sgd.nesterov);
+  d.field("optimizer beta1", a.optimizer.beta1, b.optimizer.beta1);
+  d.field("optimizer beta2", a.optimizer.beta2, b.optimizer.beta2);
+  d.field("optimizer eps", a.optimizer.eps, b.optimizer.eps);
+  d.field("optimizer alpha", a.optimizer.alpha, b.optimizer.alpha);
+  d.field("optimizer trust", a.optimizer.trust, b.optimizer.trust);
   const auto &as = a.optimizer.schedule, &bs = b.optimizer.schedule;
   d.field("optimizer lr", as.base_lr, bs.base_lr);
   d.field("schedule (policy)", as.policy, bs.policy);

@@ -111,7 +111,8 @@ public:
     c.steps_per_epoch = header_.steps_per_epoch;
     for (std::size_t slot = 0; slot < weights_.size(); ++slot)
       c.parameters.push_back({header_.parameter_names[slot], weights_[slot]});
-    c.momentum = momentum_;
+    for (auto& m : momentum_) // parts hold SGD's state only (checkpoint_parts.hpp)
+      c.state.push_back(optimizer_state{{m}, 0});
     c.shards = shards_;
     c.replicas = replicas_;
     return c;

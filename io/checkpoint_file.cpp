@@ -20,14 +20,22 @@ namespace {
 const std::string format_version = "1";
 
 void check_consistent(const training_checkpoint& c) {
-  if (c.momentum.size() != c.parameters.size())
-    throw std::invalid_argument("checkpoint: " + std::to_string(c.momentum.size())
-                                + " momentum tensors for " + std::to_string(c.parameters.size())
-                                + " parameters");
-  for (std::size_t i = 0; i < c.parameters.size(); ++i)
-    if (c.momentum[i].shape() != c.parameters[i].value.shape())
-      throw std::invalid_argument("checkpoint: momentum of " + c.parameters[i].name + " has shape "
-                                  + shape_string(c.momentum[i].shape()));
+  if (c.state.size() != c.parameters.size())
+    throw std::invalid_argument("checkpoint: optimizer state for " + std::to_string(c.state.size())
+                                + " parameters, the checkpoint has "
+                                + std::to_string(c.parameters.size()));
+  const auto& names = optimizer_state_names(c.optimizer);
+  for (std::size_t i = 0; i < c.parameters.size(); ++i) {
+    if (c.state[i].tensors.size() != names.size())
+      throw std::invalid_argument("checkpoint: " + c.parameters[i].name + " has "
+                                  + std::to_string(c.state[i].tensors.size()) + " state tensors, "
+                                  + optimizer_name(c.optimizer) + " keeps "
+                                  + std::to_string(names.size()));
+    for (std::size_t k = 0; k < names.size(); ++k)
+      if (c.state[i].tensors[k].shape() != c.parameters[i].value.shape())
+        throw std::invalid_argument("checkpoint: " + names[k] + " of " + c.parameters[i].name
+                                    + " has shape " + shape_string(c.state[i].tensors[k].shape()));
+  }
   if (c.replicas.empty())
     throw std::invalid_argument("checkpoint: no replica state (at least worker 0's)");
   for (const auto& r : c.replicas) {
@@ -52,8 +60,13 @@ safetensors_content to_content(const training_checkpoint& c) {
     out.tensors.push_back(b);
     buffer_names.push_back(b.name);
   }
-  for (std::size_t i = 0; i < c.parameters.size(); ++i)
-    out.tensors.push_back({"momentum/" + c.parameters[i].name, c.momentum[i]});
+  const auto& state_names = optimizer_state_names(c.optimizer);
+  std::vector<std::string> steps;
+  for (std::size_t i = 0; i < c.parameters.size(); ++i) {
+    for (std::size_t k = 0; k < state_names.size(); ++k)
+      out.tensors.push_back({state_names[k] + "/" + c.parameters[i].name, c.state[i].tensors[k]});
+    steps.push_back(std::to_string(c.state[i].steps));
+  }
   for (std::size_t w = 1; w < c.replicas.size(); ++w)
     for (const auto& b : c.replicas[w].buffers)
       out.tensors.push_back({"worker" + std::to_string(w) + "/" + b.name, b.value});
@@ -67,6 +80,10 @@ safetensors_content to_content(const training_checkpoint& c) {
   m["troupe.buffers"] = join_lines(buffer_names);
   m["troupe.workers"] = std::to_string(c.replicas.size());
   m["troupe.shards"] = std::to_string(c.shards.size());
+  if (c.optimizer != optimizer_kind::sgd) {
+    m["troupe.optimizer"] = optimizer_name(c.optimizer);
+    m["troupe.optimizer_steps"] = join_lines(steps);
+  }
   for (std::size_t r = 0; r < c.shards.size(); ++r)
     m["troupe.shard." + std::to_string(r)] = shard_text(c.shards[r]);
   for (std::size_t w = 0; w < c.replicas.size(); ++w)

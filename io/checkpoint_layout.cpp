@@ -19,6 +19,38 @@ replica_state read_replica(layout_reader& r, std::size_t rank,
   return out;
 }
 
+// SGD's momentum, or the state tensors and update counts troupe.optimizer's optimizer keeps.
+void read_optimizer_state(layout_reader& r, training_checkpoint& c) {
+  if (r.has("troupe.optimizer")) {
+    const auto name = r.text("troupe.optimizer");
+    const auto kind = optimizer_of_name(name);
+    if (!kind)
+      r.fail("troupe.optimizer names '" + name + "', not an optimizer this Troupe has");
+    c.optimizer = *kind;
+  }
+  std::vector<std::string> steps;
+  if (c.optimizer != optimizer_kind::sgd) {
+    steps = lines(r.text("troupe.optimizer_steps"));
+    if (steps.size() != c.parameters.size())
+      r.fail("troupe.optimizer_steps holds " + std::to_string(steps.size()) + " counts for "
+             + std::to_string(c.parameters.size()) + " parameters");
+  }
+  const auto& names = optimizer_state_names(c.optimizer);
+  for (std::size_t i = 0; i < c.parameters.size(); ++i) {
+    const auto& p = c.parameters[i];
+    optimizer_state s;
+    for (const auto& name : names) {
+      s.tensors.push_back(r.take(name + "/" + p.name));
+      if (s.tensors.back().shape() != p.value.shape())
+        r.fail(name + "/" + p.name + " has shape " + shape_string(s.tensors.back().shape())
+               + ", the parameter " + shape_string(p.value.shape()));
+    }
+    if (!steps.empty())
+      s.steps = r.integer("troupe.optimizer_steps", steps[i], 0);
+    c.state.push_back(std::move(s));
+  }
+}
+
 } // namespace
 
 training_checkpoint checkpoint_of(const std::string& path, safetensors_content content) {
@@ -31,12 +63,7 @@ training_checkpoint checkpoint_of(const std::string& path, safetensors_content c
   c.steps_per_epoch = r.integer("troupe.steps_per_epoch", 0);
   for (const auto& name : lines(r.text("troupe.parameters")))
     c.parameters.push_back({name, r.take(name)});
-  for (const auto& p : c.parameters) {
-    c.momentum.push_back(r.take("momentum/" + p.name));
-    if (c.momentum.back().shape() != p.value.shape())
-      r.fail("momentum/" + p.name + " has shape " + shape_string(c.momentum.back().shape())
-             + ", the parameter " + shape_string(p.value.shape()));
-  }
+  read_optimizer_state(r, c);
   const auto buffers = lines(r.text("troupe.buffers"));
   const auto workers = r.integer("troupe.workers", 1);
   for (std::int64_t w = 0; w < workers; ++w)

@@ -114,7 +114,7 @@ int main() {
   caf::actor_system_config config;
   caf::actor_system system{config};
   troupe::shard_options options;
-  options.sgd = troupe::sgd_options{0.0f, 0.0f, false}; // plain SGD
+  options.optimizer.sgd = troupe::sgd_options{0.0f, 0.0f, false}; // plain SGD
   options.schedule.base_lr = 0.05f;
   options.workers = 2;
   auto shard = troupe::spawn_param_shard(system,

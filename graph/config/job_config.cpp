@@ -17,6 +17,7 @@
 
 #include <troupe/graph/config/key_ranges.hpp>
 #include <troupe/graph/config/key_table.hpp>
+#include <troupe/kernels/optimizers/update_rule.hpp>
 
 #include "graph/config/config_overrides.hpp"
 #include "graph/config/value_reader.hpp"
@@ -163,10 +164,12 @@ void read_model(const value_reader& r, const syntax_statement& st, job_config& c
 }
 
 void read_optimizer(const value_reader& r, const syntax_statement& st, job_config& c) {
-  const auto& call = head_of(r, st, "sgd(...)");
-  check_name(r, call, "optimizer", {"sgd"});
-  keyed_values k(r, "sgd", call.arguments, section_keys("optimizer"), {"lr"});
-  read_keys(r, k, "optimizer", "", {c, c.train_data});
+  const auto& call = head_of(r, st, "an optimizer such as sgd(...) or adam(...)");
+  check_name(r, call, "optimizer", optimizer_names());
+  r.set(c.optimizer.name, call.text, call);
+  keyed_values k(r, call.text, call.arguments, section_keys("optimizer", call.text), {"lr"});
+  read_keys(r, k, "optimizer", call.text, {c, c.train_data});
+  resolve_optimizer_defaults(c);
 }
 
 void read_schedule(const value_reader& r, const syntax_statement& st, job_config& c) {

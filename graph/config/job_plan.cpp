@@ -165,7 +165,8 @@ void print_config(std::ostream& out, const job_config& config) {
   show_data(out, "val", c, c.validation_data);
   show(out, "model.network", c.model.network);
   show_keys(out, "model.", "model", "", job, none);
-  show_keys(out, "optimizer.", "optimizer", "", job, none);
+  show(out, "optimizer.name", c.optimizer.name);
+  show_keys(out, "optimizer.", "optimizer", c.optimizer.name.value, job, none);
   show(out, "schedule.policy", c.schedule.policy);
   show_keys(out, "schedule.", "schedule", c.schedule.policy.value, job, [&](const config_key& key) {
     if (std::string(key.name) != "steps")

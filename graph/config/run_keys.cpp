@@ -78,19 +78,52 @@ std::vector<config_key> optimizer_keys() {
     entry("optimizer", "lr", k::real, optimizer<&optimizer_config::lr>)
       .within(real(0, 100, true))
       .flag_is("lr")
-      .default_is("0.1 for mlp/resnet, 0.05 for lenet/vgg/inception_bn")
-      .help_is("initial learning rate", "also sgd's first argument without its name"),
+      .default_is("sgd: 0.1 for mlp/resnet, 0.05 for lenet/vgg/inception_bn; adam, adamw, "
+                  "lamb: 0.001; rmsprop, adagrad: 0.01; lars: 1")
+      .help_is("initial learning rate", "also the optimizer's first argument without its name"),
     entry("optimizer", "momentum", k::real, optimizer<&optimizer_config::momentum>)
       .within(real(0, 1, false, true))
+      .only_in("sgd rmsprop lars")
       .flag_is("mom")
-      .help_is("SGD momentum"),
+      .default_is("sgd, lars: 0.9; rmsprop: 0")
+      .help_is("momentum (SGD's and LARS's velocity; RMSProp's buffer of scaled gradients)"),
     entry("optimizer", "wd", k::real, optimizer<&optimizer_config::wd>)
       .within(real(0, 1))
       .flag_is("wd")
-      .help_is("weight decay (L2) on weights; biases and batch-norm scale/shift are exempt"),
+      .default_is("sgd, lars: 1e-4; adamw, lamb: 0.01; adam, rmsprop, adagrad: 0")
+      .help_is("weight decay on weights; biases and batch-norm scale/shift are exempt",
+               "L2 in the gradient for sgd, adam, rmsprop, adagrad and lars; decoupled (a shrink "
+               "of the weights) for adamw and lamb"),
     entry("optimizer", "nesterov", k::boolean, optimizer<&optimizer_config::nesterov>)
+      .only_in("sgd")
       .flag_is("nesterov")
       .help_is("use Nesterov momentum"),
+    entry("optimizer", "beta1", k::real, optimizer<&optimizer_config::beta1>)
+      .within(real(0, 1, false, true))
+      .only_in("adam adamw lamb")
+      .flag_is("beta1")
+      .help_is("decay of the gradient's running mean (first moment)"),
+    entry("optimizer", "beta2", k::real, optimizer<&optimizer_config::beta2>)
+      .within(real(0, 1, false, true))
+      .only_in("adam adamw lamb")
+      .flag_is("beta2")
+      .help_is("decay of the squared gradient's running mean (second moment)"),
+    entry("optimizer", "eps", k::real, optimizer<&optimizer_config::eps>)
+      .within(real(0, 1, true))
+      .only_in("adam adamw rmsprop adagrad lamb lars")
+      .flag_is("epsilon")
+      .default_is("1e-8; adagrad: 1e-10; lamb: 1e-6")
+      .help_is("added to the denominator, for numerical stability"),
+    entry("optimizer", "alpha", k::real, optimizer<&optimizer_config::alpha>)
+      .within(real(0, 1, false, true))
+      .only_in("rmsprop")
+      .flag_is("alpha")
+      .help_is("decay of RMSProp's square average"),
+    entry("optimizer", "trust", k::real, optimizer<&optimizer_config::trust>)
+      .within(real(0, 1, true))
+      .only_in("lars")
+      .flag_is("lars-trust")
+      .help_is("LARS's trust coefficient (eta): a key's rate is lr * trust * |w| / |g|"),
   };
 }
 

@@ -17,7 +17,7 @@ namespace {
 // Two keys at 0, plain SGD at lr 1: the weights after one update are minus the pushed mean.
 push_target_actor plain_shard(caf::actor_system& sys) {
   shard_options o;
-  o.sgd = sgd_options{0, 0, false};
+  o.optimizer.sgd = sgd_options{0, 0, false};
   o.schedule.policy = lr_policy::constant;
   o.schedule.base_lr = 1;
   return spawn_param_shard(

@@ -123,8 +123,8 @@ TEST_CASE("the resumed weights depend on the restored momentum and batch-norm st
   auto job = small_job("resnet");
   const auto whole = run(job, dir.file("m"));
   auto zeroed = read_checkpoint(checkpoint_path(dir.file("m"), 2));
-  for (auto& m : zeroed.momentum)
-    m.fill(0.0f);
+  for (auto& s : zeroed.state)
+    s.tensors.at(0).fill(0.0f);
   write_checkpoint(checkpoint_path(dir.file("no_momentum"), 2), zeroed);
   CHECK_FALSE(same_weights(whole, run(job, dir.file("no_momentum"), 2)));
   auto fresh_statistics = read_checkpoint(checkpoint_path(dir.file("m"), 2));
@@ -236,7 +236,7 @@ TEST_CASE("a shard's snapshot is a copy, and restore refuses what does not fit")
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
   shard_options o;
-  o.sgd = sgd_options{0.9f, 0, false};
+  o.optimizer.sgd = sgd_options{0.9f, 0, false};
   o.schedule.policy = lr_policy::constant;
   std::vector<shard_key> keys{{"w", tensor::from_values({2}, {1, 2}), true}};
   auto shard = spawn_param_shard(sys, keys, o);
@@ -249,13 +249,13 @@ TEST_CASE("a shard's snapshot is a copy, and restore refuses what does not fit")
   self->request(shard, std::chrono::seconds(5), snapshot_atom::value)
     .receive([&](shard_snapshot& s) { snap = std::move(s); },
              [](caf::error& e) { FAIL(error_text(e)); });
-  REQUIRE(snap.momentum.size() == 1);
+  REQUIRE(snap.state.size() == 1);
   CHECK(snap.counters.updates == 1);
-  const float momentum = snap.momentum[0].data()[0];
+  const float momentum = snap.state[0].tensors.at(0).data()[0];
   push.step = 1;
   self->request(shard, std::chrono::seconds(5), push_atom::value, push)
     .receive([](weight_set&) {}, [](caf::error&) {});
-  CHECK(snap.momentum[0].data()[0] == momentum); // the update did not reach the snapshot
+  CHECK(snap.state[0].tensors.at(0).data()[0] == momentum); // the update did not reach the snapshot
   std::string refused;
   self->request(shard, std::chrono::seconds(5), restore_atom::value, snap)
     .receive([](bool) {}, [&](caf::error& e) { refused = error_text(e); });

@@ -40,7 +40,7 @@ param_shard_actor shard_of(caf::actor_system& sys,
   for (auto& [name, value] : keys)
     k.push_back({name, value});
   shard_options o;
-  o.sgd = sgd_options{0.9f, 0, false};
+  o.optimizer.sgd = sgd_options{0.9f, 0, false};
   o.schedule.base_lr = 0.1f;
   return spawn_param_shard(sys, std::move(k), o);
 }

@@ -57,7 +57,7 @@ CAF_TEST(every_source_of_a_step_gets_the_same_weights_once_the_last_has_pushed) 
   std::string why;
   const auto spec = *parse_compression("2bit:0.25", why);
   shard_options o;
-  o.sgd = sgd_options{0.9f, 1e-4f, false};
+  o.optimizer.sgd = sgd_options{0.9f, 1e-4f, false};
   o.schedule.policy = lr_policy::constant;
   o.schedule.base_lr = 0.05f;
   auto shard = keep(spawn_param_shard(sys, two_keys(), o));

@@ -25,7 +25,7 @@ namespace {
 // 0.5 minus the pushed mean.
 push_target_actor plain_shard(caf::actor_system& sys) {
   shard_options o;
-  o.sgd = sgd_options{0, 0, false};
+  o.optimizer.sgd = sgd_options{0, 0, false};
   o.schedule.policy = lr_policy::constant;
   o.schedule.base_lr = 1;
   auto start = [](std::int64_t n) {

@@ -17,7 +17,7 @@ namespace {
 
 shard_options plain_sgd(float lr, float momentum, float wd) {
   shard_options o;
-  o.sgd = sgd_options{momentum, wd, false};
+  o.optimizer.sgd = sgd_options{momentum, wd, false};
   o.schedule.policy = lr_policy::constant;
   o.schedule.base_lr = lr;
   return o;
@@ -292,4 +292,81 @@ TEST_CASE("param shard refuses a step from the future and a replayed step, and k
   // Nothing refused was applied; another source's own order is its own.
   CHECK(ask<weight_set>(self, shard, push_of(1, 0)).weights[0].data()[0] == 2.0f);
   CHECK(ask<weight_set>(self, shard, caf::make_message(pull_atom::value, deadline{})).updates == 2);
+}
+
+namespace {
+
+shard_options adam_at(float lr) {
+  shard_options o;
+  o.optimizer.kind = optimizer_kind::adam;
+  o.optimizer.sgd.weight_decay = 0.01f;
+  o.schedule.policy = lr_policy::constant;
+  o.schedule.base_lr = lr;
+  return o;
+}
+
+} // namespace
+
+TEST_CASE("param shard applies Adam per key, each key with its own update count") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  const auto options = adam_at(0.01f);
+  auto shard = spawn_param_shard(sys, two_keys(), options);
+  // The same updates by hand: the weight key twice, the bias (no decay) once, in a push of
+  // its own, so the two keys' counts differ.
+  auto keys = two_keys();
+  auto w = keys[0].initial.clone(), b = keys[1].initial.clone();
+  auto w_state = initial_optimizer_state(optimizer_kind::adam, w.shape());
+  auto b_state = initial_optimizer_state(optimizer_kind::adam, b.shape());
+  const auto g = tensor::from_values({2, 2}, {1, -2, 3, -4});
+  const auto gb = tensor::from_values({2}, {0.5f, 0.25f});
+  gradient_push push;
+  push.keys = {0};
+  push.gradients = {g};
+  ask<weight_set>(self, shard, caf::make_message(push_atom::value, push));
+  optimizer_update(options.optimizer, 0.01f, w, g, w_state, w, true);
+  push.step = 1;
+  push.keys = {0, 1};
+  push.gradients = {g, gb};
+  auto ws = ask<weight_set>(self, shard, caf::make_message(push_atom::value, push));
+  optimizer_update(options.optimizer, 0.01f, w, g, w_state, w, true);
+  optimizer_update(options.optimizer, 0.01f, b, gb, b_state, b, false);
+  for (int i = 0; i < 4; ++i)
+    CHECK(ws.weights[0].data()[i] == w.data()[i]);
+  for (int i = 0; i < 2; ++i)
+    CHECK(ws.weights[1].data()[i] == b.data()[i]);
+  auto snap = ask<shard_snapshot>(self, shard, caf::make_message(snapshot_atom::value));
+  CHECK(snap.optimizer == optimizer_kind::adam);
+  REQUIRE(snap.state.size() == 2);
+  CHECK(snap.state[0].steps == 2);
+  CHECK(snap.state[1].steps == 1);
+  REQUIRE(snap.state[0].tensors.size() == 2);
+  for (int i = 0; i < 4; ++i)
+    CHECK(snap.state[0].tensors[1].data()[i] == w_state.tensors[1].data()[i]);
+  // A fresh Adam shard restored from the snapshot continues where this one is.
+  auto again = spawn_param_shard(sys, two_keys(), options);
+  CHECK(ask<bool>(self, again, caf::make_message(restore_atom::value, snap)));
+  push.step = 2;
+  auto first = ask<weight_set>(self, shard, caf::make_message(push_atom::value, push));
+  auto second = ask<weight_set>(self, again, caf::make_message(push_atom::value, push));
+  for (int i = 0; i < 4; ++i)
+    CHECK(first.weights[0].data()[i] == second.weights[0].data()[i]);
+  self->send_exit(shard, caf::exit_reason::user_shutdown);
+  self->send_exit(again, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("param shard refuses to restore another optimizer's state") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto sgd_shard = spawn_param_shard(sys, two_keys(), plain_sgd(0.1f, 0.9f, 0));
+  auto snap = ask<shard_snapshot>(self, sgd_shard, caf::make_message(snapshot_atom::value));
+  auto adam_shard = spawn_param_shard(sys, two_keys(), adam_at(0.01f));
+  caf::error err;
+  ask<bool>(self, adam_shard, caf::make_message(restore_atom::value, snap), &err);
+  CHECK(error_text(err).find("the snapshot holds sgd's state, the shard applies adam")
+        != std::string::npos);
+  self->send_exit(sgd_shard, caf::exit_reason::user_shutdown);
+  self->send_exit(adam_shard, caf::exit_reason::user_shutdown);
 }

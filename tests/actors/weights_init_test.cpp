@@ -36,7 +36,7 @@ training_checkpoint two_compute_checkpoint(model& saved) {
   c.steps_per_epoch = 9;
   for (const auto* p : saved.parameters()) {
     c.parameters.push_back({p->name, p->value.clone()});
-    c.momentum.emplace_back(p->value.shape());
+    c.state.push_back({{tensor(p->value.shape())}, 0}); // SGD: the velocity
   }
   c.shards.resize(2);
   c.replicas.resize(2);
@@ -160,7 +160,7 @@ TEST_CASE("a tensor missing or one the model lacks is refused", "[actors][weight
   auto c = two_compute_checkpoint(*saved);
   auto fewer = c;
   fewer.parameters.pop_back();
-  fewer.momentum.pop_back();
+  fewer.state.pop_back();
   write_checkpoint(dir.file("fewer-0003.safetensors"), fewer);
   auto reference = mlp(0);
   CHECK_THROWS_WITH(weights_from(read_init_source(dir.file("fewer-3")), *reference, {}),
@@ -170,7 +170,7 @@ TEST_CASE("a tensor missing or one the model lacks is refused", "[actors][weight
   CHECK(weights_from(read_init_source(dir.file("fewer-3")), *reference, {"fc3"}).size() == 6);
   auto more = c;
   more.parameters.push_back({"head.weight", tensor({2, 2})});
-  more.momentum.emplace_back(shape_t{2, 2});
+  more.state.push_back({{tensor(shape_t{2, 2})}, 0});
   write_checkpoint(dir.file("more-0003.safetensors"), more);
   CHECK_THROWS_WITH(weights_from(read_init_source(dir.file("more-3")), *reference, {}),
                     Contains("holds head.weight [2, 2], which the model (mlp) lacks"));

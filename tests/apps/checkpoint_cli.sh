@@ -31,6 +31,10 @@
 #   cluster-torch load_checkpoint.py prints the same names, shapes and digest for the manifest
 #                 (given as the file, and as --prefix/--epoch) as for the one-process file, and
 #                 refuses a truncated part naming it
+#   adam          Adam over 2 shards of sliced keys: 2 epochs straight against 1 epoch and a
+#                 resume from it end with the same weights digest (the moments and every key's
+#                 update count restored), the checkpoint holds Adam's state tensors, and a run
+#                 with another optimizer is refused naming the file and both optimizers
 # usage adds SPLIT_TOOL (tests/apps/checkpoint_split_tool.cpp) for the cluster scenarios.
 set -u
 troupe=$1; source_dir=$2; scenario=$3; split_tool=${4:-}
@@ -81,6 +85,20 @@ sharded=("${job[@]}" --workers 2 --slice-bytes 16384)
 train_sharded_whole() { train whole train "${sharded[@]}" --num-epochs 4 --shards 2 --model-prefix "$work/m"; }
 
 case $scenario in
+adam)
+  adam_job=("${model[@]}" --dataset synthetic --num-examples 1024 --batch-size 32 --disp-batches 0
+            --progress off --threads 1 --optimizer adam --lr 0.002 --lr-step-epochs 1.5
+            --workers 2 --shards 2 --slice-bytes 16384)
+  train whole train "${adam_job[@]}" --num-epochs 2 --model-prefix "$work/a"
+  train resumed train "${adam_job[@]}" --num-epochs 2 --model-prefix "$work/a" --load-epoch 1
+  grep -q 'Resuming from .*a-0001.safetensors' "$work/resumed.log" || fail "no resume line: $(cat "$work/resumed.log")"
+  [[ -n "$(digest_of "$work/whole.log")" ]] || fail "the straight run printed no final weights"
+  [[ "$(digest_of "$work/whole.log")" == "$(digest_of "$work/resumed.log")" ]] \
+    || fail "resumed: $(digest_of "$work/resumed.log"), not $(digest_of "$work/whole.log")"
+  grep -aq 'exp_avg_sq/' "$work/a-0001.safetensors" || fail "the checkpoint holds no exp_avg_sq tensors"
+  refused "a-0001.safetensors" "optimizer adam, this run's optimizer is sgd" "${model[@]}" \
+    --model-prefix "$work/a" --load-epoch 1
+  ;;
 reshard)
   train_sharded_whole
   for shards in 1 3; do

@@ -30,7 +30,7 @@ const std::vector<aggregation_level> summed{{aggregation_scope::all, 0}};
 
 } // namespace
 
-TEST_CASE("--topology names each preset, with its argument") {
+TEST_CASE("the flag --topology names each preset, with its argument") {
   CHECK(topology_of({}).name == "bsp");
   const auto bsp = topology_of({"--topology", "bsp", "--workers", "4"});
   CHECK(bsp.name == "bsp");
@@ -52,7 +52,7 @@ TEST_CASE("--topology names each preset, with its argument") {
   CHECK(local.levels == summed);
 }
 
-TEST_CASE("--kv-store is MXNet's word for a preset") {
+TEST_CASE("the flag --kv-store is MXNet's word for a preset") {
   for (const char* word : {"local", "device", "dist_sync", "dist_device_sync"}) {
     INFO(word);
     const auto t = topology_of({"--kv-store", word, "--workers", "2"});
@@ -67,7 +67,7 @@ TEST_CASE("--kv-store is MXNet's word for a preset") {
   CHECK(topology_of({"--kv-store", "local", "--topology", "bsp"}).name == "bsp");
 }
 
-TEST_CASE("--topology overrides a config's topology") {
+TEST_CASE("the flag --topology overrides a config's topology") {
   const auto path =
     (std::filesystem::temp_directory_path() / "troupe_topology_flags.troupe").string();
   std::ofstream(path) << "cluster { workers = 4 }\ntopology ssp(staleness = 5)\n";

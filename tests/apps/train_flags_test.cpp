@@ -156,6 +156,28 @@ TEST_CASE("train defaults: LeNet on Fashion-MNIST, network-dependent lr, steps a
   CHECK(mlp.job.optimizer.schedule.step_epochs == std::vector<double>{1, 3});
 }
 
+TEST_CASE("the flag --optimizer names the optimizer; its defaults follow it, and its keys' flags") {
+  auto adam = parse_train_flags({"--optimizer", "adam"}).job;
+  CHECK(adam.optimizer.kind == optimizer_kind::adam);
+  CHECK(adam.optimizer.schedule.base_lr == Approx(0.001f));
+  CHECK(adam.optimizer.sgd.weight_decay == 0);
+  CHECK(adam.optimizer.eps == 1e-8f);
+  auto adamw = parse_train_flags({"--optimizer", "adamw", "--beta2", "0.98", "--lr", "0.003"}).job;
+  CHECK(adamw.optimizer.kind == optimizer_kind::adamw);
+  CHECK(adamw.optimizer.beta2 == 0.98f);
+  CHECK(adamw.optimizer.sgd.weight_decay == Approx(0.01f));
+  CHECK(adamw.optimizer.schedule.base_lr == Approx(0.003f));
+  auto rmsprop = parse_train_flags({"--optimizer", "rmsprop", "--mom", "0.5"}).job;
+  CHECK(rmsprop.optimizer.sgd.momentum == 0.5f);
+  CHECK(parse_train_flags({"--optimizer", "rmsprop"}).job.optimizer.sgd.momentum == 0);
+  CHECK(parse_train_flags({}).job.optimizer.kind == optimizer_kind::sgd);
+  CHECK_THROWS_WITH(parse_train_flags({"--beta1", "0.8"}),
+                    Catch::Contains("--beta1 applies to adam adamw lamb, not sgd"));
+  CHECK_THROWS_WITH(parse_train_flags({"--optimizer", "adam", "--nesterov"}),
+                    Catch::Contains("--nesterov applies to sgd, not adam"));
+  CHECK_THROWS_WITH(parse_train_flags({"--optimizer", "adadelta"}), Catch::Contains("adadelta"));
+}
+
 TEST_CASE("train flags for CIFAR-10 turn on crop and mirror, synthetic parses its shape") {
   auto cifar = parse_train_flags({"--dataset", "cifar10", "--data-dir", "/data/cifar", "--network",
                                   "resnet", "--num-layers", "20"});

@@ -50,7 +50,7 @@ wire_keys two_key_shapes() {
 
 shard_options momentum_sgd() {
   shard_options o;
-  o.sgd = sgd_options{0.9f, 1e-4f, false};
+  o.optimizer.sgd = sgd_options{0.9f, 1e-4f, false};
   o.schedule.policy = lr_policy::constant;
   o.schedule.base_lr = 0.05f;
   return o;

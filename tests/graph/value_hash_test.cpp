@@ -78,9 +78,12 @@ TEST_CASE("job_hash of the default training_job is pinned") {
   // then lr_schedule_options gained seven doubles after warmup_begin_factor: period, power,
   // cycle, cycle_mult, pct_start, div_factor, final_div_factor; dataset_options::subset,
   // 20 zero bytes (an empty class list's length, first, class_count) after skip_bad_records
-  // in both datasets; and augment_options' colour jitter and rotation, four zero doubles
-  // after resize_shorter, in the training and the validation batches' options.)
-  CHECK(job_hash(training_job{}) == 0x0ULL);
+  // in both datasets; augment_options' colour jitter and rotation, four zero doubles after
+  // resize_shorter, in the training and the validation batches' options; and
+  // optimizer_options became an update_rule and its schedule: the optimizer's kind (one
+  // byte, 00) before the SGD options, and beta1, beta2, eps, alpha and trust (five floats)
+  // after them.)
+  CHECK(job_hash(training_job{}) == 0x13d775a8d35530b9ULL);
 }
 
 TEST_CASE("job_hash is equal for equal jobs and matches value_hash") {
@@ -108,9 +111,15 @@ std::vector<std::pair<std::string, std::function<void(training_job&)>>> single_f
      }},
     {"model.classes", [](job& j) { j.model.classes = 100; }},
     {"model.seed", [](job& j) { j.model.seed = 1; }},
+    {"optimizer.kind", [](job& j) { j.optimizer.kind = optimizer_kind::adam; }},
     {"optimizer.sgd.momentum", [](job& j) { j.optimizer.sgd.momentum = 0.8f; }},
     {"optimizer.sgd.weight_decay", [](job& j) { j.optimizer.sgd.weight_decay = 1e-4f; }},
     {"optimizer.sgd.nesterov", [](job& j) { j.optimizer.sgd.nesterov = true; }},
+    {"optimizer.beta1", [](job& j) { j.optimizer.beta1 = 0.8f; }},
+    {"optimizer.beta2", [](job& j) { j.optimizer.beta2 = 0.99f; }},
+    {"optimizer.eps", [](job& j) { j.optimizer.eps = 1e-6f; }},
+    {"optimizer.alpha", [](job& j) { j.optimizer.alpha = 0.9f; }},
+    {"optimizer.trust", [](job& j) { j.optimizer.trust = 0.01f; }},
     {"optimizer.schedule.policy", [](job& j) { j.optimizer.schedule.policy = lr_policy::cosine; }},
     {"optimizer.schedule.base_lr", [](job& j) { j.optimizer.schedule.base_lr = 0.05f; }},
     {"optimizer.schedule.step_epochs", [](job& j) { j.optimizer.schedule.step_epochs = {5}; }},
@@ -202,7 +211,7 @@ std::vector<std::pair<std::string, std::function<void(training_job&)>>> single_f
 TEST_CASE("changing any single field of a training_job changes job_hash") {
   const auto changes = single_field_changes();
   // 5 model + 2 x 11 data + 2 x 16 batches + 3 sgd + 8 schedule + 6 job + 11 topology + 3 nodes.
-  REQUIRE(changes.size() == 100);
+  REQUIRE(changes.size() == 106);
   const auto base = job_hash(training_job{});
   std::set<std::uint64_t> seen{base};
   for (const auto& [field, change] : changes) {

@@ -47,7 +47,7 @@ TEST_CASE("a checkpoint reads back bit for bit", "[io][checkpoint]") {
   for (std::size_t i = 0; i < 2; ++i) {
     CHECK(back.parameters[i].name == c.parameters[i].name);
     CHECK(same_bits(back.parameters[i].value, c.parameters[i].value));
-    CHECK(same_bits(back.momentum[i], c.momentum[i]));
+    CHECK(same_bits(back.state[i].tensors.at(0), c.state[i].tensors.at(0)));
   }
   REQUIRE(back.shards.size() == 2);
   CHECK(back.shards[0].updates == 34);
@@ -73,6 +73,65 @@ TEST_CASE("the checkpoint file is plain safetensors with the documented names",
                                     "momentum/fc.bias", "worker1/bn.running_mean"});
   CHECK(content.metadata.at("troupe.epoch") == "2");
   CHECK(content.metadata.at("troupe.crc32").size() == 8);
+}
+
+namespace {
+
+// The sample with Adam's state: two moments per parameter and each parameter's update count.
+training_checkpoint adam_sample() {
+  auto c = sample();
+  c.optimizer = optimizer_kind::adam;
+  c.state = {{{tensor::from_values({2, 2}, {0.1f, 0.2f, 0.3f, 0.4f}),
+               tensor::from_values({2, 2}, {1, 2, 3, 4})},
+              34},
+             {{tensor::from_values({2}, {9, 8}), tensor::from_values({2}, {7, 6})}, 33}};
+  return c;
+}
+
+} // namespace
+
+TEST_CASE("an SGD checkpoint names no optimizer; an Adam one its state and counts",
+          "[io][checkpoint]") {
+  test::temp_dir dir;
+  const auto sgd_path = dir.file("s-0002.safetensors");
+  write_checkpoint(sgd_path, sample());
+  const auto sgd = decode_safetensors(sgd_path, test::read_whole_file(sgd_path));
+  CHECK(sgd.metadata.count("troupe.optimizer") == 0);
+  CHECK(read_checkpoint(sgd_path).optimizer == optimizer_kind::sgd);
+
+  const auto path = dir.file("a-0002.safetensors");
+  const auto c = adam_sample();
+  write_checkpoint(path, c);
+  const auto content = decode_safetensors(path, test::read_whole_file(path));
+  CHECK(content.metadata.at("troupe.optimizer") == "adam");
+  std::vector<std::string> names;
+  for (const auto& t : content.tensors)
+    names.push_back(t.name);
+  CHECK(names
+        == std::vector<std::string>{"fc.weight", "fc.bias", "bn.running_mean", "exp_avg/fc.weight",
+                                    "exp_avg_sq/fc.weight", "exp_avg/fc.bias", "exp_avg_sq/fc.bias",
+                                    "worker1/bn.running_mean"});
+  const auto back = read_checkpoint(path);
+  CHECK(back.optimizer == optimizer_kind::adam);
+  REQUIRE(back.state.size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(back.state[i].steps == c.state[i].steps);
+    REQUIRE(back.state[i].tensors.size() == 2);
+    for (std::size_t k = 0; k < 2; ++k)
+      CHECK(same_bits(back.state[i].tensors[k], c.state[i].tensors[k]));
+  }
+}
+
+TEST_CASE("an optimizer's state that does not fit its parameters is not written",
+          "[io][checkpoint]") {
+  test::temp_dir dir;
+  auto c = adam_sample();
+  c.state[0].tensors.pop_back();
+  CHECK_THROWS_WITH(write_checkpoint(dir.file("x"), c),
+                    Contains("fc.weight has 1 state tensors, adam keeps 2"));
+  c = adam_sample();
+  c.state[1].tensors[1] = tensor({3});
+  CHECK_THROWS_WITH(write_checkpoint(dir.file("x"), c), Contains("exp_avg_sq of fc.bias"));
 }
 
 TEST_CASE("a missing, truncated or corrupted checkpoint is refused naming the file",
@@ -113,7 +172,7 @@ TEST_CASE("a safetensors file that is not a Troupe checkpoint is refused", "[io]
 TEST_CASE("an inconsistent checkpoint is not written", "[io][checkpoint]") {
   test::temp_dir dir;
   auto c = sample();
-  c.momentum[1] = tensor({3});
+  c.state[1].tensors[0] = tensor({3});
   CHECK_THROWS_WITH(write_checkpoint(dir.file("x"), c), Contains("momentum of fc.bias"));
   c = sample();
   c.replicas[1].buffers[0].value = tensor({5});

@@ -77,13 +77,13 @@ TEST_CASE("parts and a manifest read back as the checkpoint they came from", "[i
   CHECK(back.network == "lenet");
   CHECK(back.steps_per_epoch == 17);
   REQUIRE(back.parameters.size() == c.parameters.size());
-  REQUIRE(back.momentum.size() == c.momentum.size());
+  REQUIRE(back.state.size() == c.state.size());
   REQUIRE(back.shards.size() == c.shards.size());
   REQUIRE(back.replicas.size() == c.replicas.size());
   for (std::size_t i = 0; i < c.parameters.size(); ++i) {
     CHECK(back.parameters[i].name == c.parameters[i].name);
     CHECK(same_bits(back.parameters[i].value, c.parameters[i].value));
-    CHECK(same_bits(back.momentum[i], c.momentum[i]));
+    CHECK(same_bits(back.state[i].tensors.at(0), c.state[i].tensors.at(0)));
   }
   for (std::size_t s = 0; s < c.shards.size(); ++s) {
     CHECK(back.shards[s].updates == c.shards[s].updates);

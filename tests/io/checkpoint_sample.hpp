@@ -16,8 +16,8 @@ inline training_checkpoint sample_checkpoint(std::int64_t epoch = 2) {
   c.steps_per_epoch = 17;
   c.parameters = {{"fc.weight", tensor::from_values({2, 2}, {1, 2, 3, 4})},
                   {"fc.bias", tensor::from_values({2}, {0.5f, -0.5f})}};
-  c.momentum = {tensor::from_values({2, 2}, {0.1f, 0.2f, 0.3f, 0.4f}),
-                tensor::from_values({2}, {9, 8})};
+  c.state = {{{tensor::from_values({2, 2}, {0.1f, 0.2f, 0.3f, 0.4f})}, 0},
+             {{tensor::from_values({2}, {9, 8})}, 0}};
   shard_counters s;
   s.updates = 34;
   s.last_learning_rate = 0.1f;

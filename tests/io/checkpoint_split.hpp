@@ -39,7 +39,7 @@ split_checkpoint(const training_checkpoint& c, const std::vector<std::vector<spl
     shard.counters = resumed_counters(c, s, shards.size(), "split_checkpoint");
     for (const auto& k : shards[s]) {
       const auto& weights = c.parameters.at(k.slot).value;
-      const auto& momentum = c.momentum.at(k.slot);
+      const auto& momentum = c.state.at(k.slot).tensors.at(0);
       shard.keys.push_back(
         {k.slot, k.offset,
          k.whole ? weights.clone() : weights.flat_slice(k.offset, k.length).clone(),

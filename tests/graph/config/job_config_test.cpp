@@ -167,6 +167,38 @@ TEST_CASE("the default warm-up stays within half the epochs before the first dec
   CHECK(parse("train { epochs = 3 }").schedule.warmup.value == Approx(0.3));
 }
 
+TEST_CASE("each optimizer reads its own keys and takes its own defaults") {
+  auto adam = parse("optimizer adam(3e-4, beta1 = 0.8, beta2 = 0.99, eps = 1e-6)");
+  CHECK(adam.optimizer.name.value == "adam");
+  CHECK(adam.optimizer.lr.value == 3e-4);
+  CHECK(adam.optimizer.beta1.value == 0.8);
+  CHECK(adam.optimizer.beta2.value == 0.99);
+  CHECK(adam.optimizer.eps.value == 1e-6);
+  CHECK(adam.optimizer.wd.value == 0); // PyTorch's Adam decays nothing unless told
+  CHECK(parse("optimizer adamw").optimizer.wd.value == 0.01);
+  CHECK(parse("optimizer adamw(wd = 0.1)").optimizer.wd.value == 0.1);
+  auto rmsprop = parse("optimizer rmsprop(alpha = 0.9)");
+  CHECK(rmsprop.optimizer.momentum.value == 0);
+  CHECK(rmsprop.optimizer.alpha.value == 0.9);
+  CHECK(parse("optimizer rmsprop(momentum = 0.5)").optimizer.momentum.value == 0.5);
+  CHECK(parse("optimizer adagrad").optimizer.eps.value == 1e-10);
+  CHECK(parse("optimizer lamb").optimizer.eps.value == 1e-6);
+  CHECK(parse("").optimizer.wd.value == 1e-4); // sgd's, as always
+  CHECK(optimizer_default_lr("adam") == 1e-3);
+  CHECK(optimizer_default_lr("rmsprop") == 1e-2);
+  CHECK(optimizer_default_lr("sgd") == 0);
+}
+
+TEST_CASE("an unknown optimizer, or a key of another optimizer, is refused where written") {
+  CHECK(error_of("optimizer adadelta(lr = 0.1)")
+        == "t.troupe:1:11: unknown optimizer 'adadelta' (known: sgd, adam, adamw, rmsprop, "
+           "adagrad, lamb or lars)");
+  CHECK(error_of("optimizer sgd(lr = 0.1, beta1 = 0.9)").find("t.troupe:1:25: ") == 0);
+  CHECK(error_of("optimizer sgd(lr = 0.1, beta1 = 0.9)").find("beta1") != std::string::npos);
+  CHECK(error_of("optimizer adam(nesterov = true)").find("t.troupe:1:16: ") == 0);
+  CHECK(error_of("optimizer adagrad(alpha = 0.5)").find("t.troupe:1:19: ") == 0);
+}
+
 using levels = std::vector<aggregation_level>;
 const aggregation_level machine{aggregation_scope::machine, 0};
 const aggregation_level all{aggregation_scope::all, 0};

@@ -8,6 +8,7 @@
 
 #include <troupe/graph/config/job_config.hpp>
 #include <troupe/graph/config/key_table.hpp>
+#include <troupe/kernels/optimizers/update_rule.hpp>
 
 #include "config_errors.hpp"
 
@@ -22,7 +23,9 @@ std::string config_writing(const config_key& key, const std::string& value) {
   if (section == "cluster" || section == "train")
     return section + " { " + pair + " }";
   if (section == "optimizer")
-    return "optimizer sgd(" + pair + ")";
+    for (const auto& name : optimizer_names())
+      if (key.taken_by(name))
+        return "optimizer " + name + "(" + pair + ")";
   if (section == "model")
     return "model lenet(" + pair + ")";
   if (section == "schedule") { // the first policy that takes the key

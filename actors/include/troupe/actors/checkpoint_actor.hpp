@@ -60,6 +60,7 @@ struct checkpoint_wiring {
   std::vector<shape_t> parameter_shapes;
   std::string network;
   std::int64_t steps_per_epoch = 0;
+  optimizer_kind optimizer = optimizer_kind::sgd; ///< the shards' (whose state they snapshot)
   /// What (restore) installs, checked with check_resumable; null: (restore) is refused.
   std::shared_ptr<const training_checkpoint> resume;
   caf::timespan timeout = std::chrono::seconds(60); ///< per snapshot or restore request
@@ -73,9 +74,9 @@ struct checkpoint_wiring {
 checkpoint_actor spawn_checkpoint(caf::actor_system& system, checkpoint_wiring wiring);
 
 /// The share of `checkpoint` that a shard owning `keys` (in its key order) restores: each key
-/// cut from the whole parameters and momentum, whatever key plan saved them, and the counters
-/// of shard `index` of a run of `shards` (resumed_counters; `file` names the checkpoint in its
-/// refusal). Used by the one-process checkpoint actor and by each cluster node's part.
+/// cut from the whole parameters and optimizer state, whatever key plan saved them, and the
+/// counters of shard `index` of a run of `shards` (resumed_counters; `file` names the checkpoint in
+/// its refusal). Used by the one-process checkpoint actor and by each cluster node's part.
 shard_snapshot snapshot_for(const training_checkpoint& checkpoint,
                             const std::vector<key_slice>& keys, std::size_t index,
                             std::size_t shards, const std::string& file);
@@ -87,11 +88,11 @@ void check_checkpoint_model(const training_checkpoint& checkpoint, const std::st
                             model& reference);
 
 /// check_checkpoint_model, and that the run about to resume from it has the same number of
-/// workers and the same steps per epoch (io_error as above). Another number of shards is
-/// allowed (the keys are re-sharded) when the saved shards' counters allow it
+/// workers, the same steps per epoch and the same optimizer (io_error as above). Another number of
+/// shards is allowed (the keys are re-sharded) when the saved shards' counters allow it
 /// (resumed_counters, checkpoint_parts.hpp).
 void check_resumable(const training_checkpoint& checkpoint, const std::string& path,
                      model& reference, int workers, std::size_t shards,
-                     std::int64_t steps_per_epoch);
+                     std::int64_t steps_per_epoch, optimizer_kind optimizer);
 
 } // namespace troupe

@@ -29,6 +29,7 @@
 #include <troupe/io/batch_source.hpp>
 #include <troupe/io/checkpoint_file.hpp>
 #include <troupe/kernels/gradient_codec.hpp>
+#include <troupe/kernels/optimizers/update_rule.hpp>
 #include <troupe/kernels/tensor.hpp>
 
 namespace troupe {
@@ -98,7 +99,10 @@ struct weight_set {
 /// key order, and its counters. Taken and restored between steps only.
 struct shard_snapshot {
   std::vector<tensor> weights;
-  std::vector<tensor> momentum; ///< the optimizer's velocity per key
+  optimizer_kind optimizer = optimizer_kind::sgd; ///< whose state `state` is
+  /// Per key: the optimizer's state tensors (optimizer_state_names order; SGD's one is the
+  /// velocity, "momentum") and its update count.
+  std::vector<optimizer_state> state;
   shard_counters counters;
 };
 

@@ -2,7 +2,8 @@
 // the optimizer to pushed gradients, and serves the weights.
 //
 // Protocol: param_shard_actor = push_target_actor (troupe/actors/messages.hpp), extended by
-//   (push_atom, gradient_push) -> weight_set   one SGD step on each key the push lists (a push
+//   (push_atom, gradient_push) -> weight_set   one optimizer step on each key the push lists (a
+//   push
 //                                              group: some or all of the shard's keys), then
 //                                              the new weights of those keys; an unknown or
 //                                              repeated key, a wrong count or shape is an
@@ -17,15 +18,16 @@
 //                                              bound are released at once, and a later push
 //                                              from one of them is an errc::bad_request
 //                                              naming it
-//   (snapshot_atom)            -> shard_snapshot  every key's weights and momentum (copies of
-//                                              the momentum, which updates change in place)
+//   (snapshot_atom)            -> shard_snapshot  every key's weights and optimizer state (copies
+//                                              of the state, which updates change in place)
 //                                              and the counters, for a checkpoint; asked
 //                                              between epochs, when no push is in flight
 //   (restore_atom, shard_snapshot) -> bool     takes a snapshot's state (copies it) before
 //                                              the first push; a snapshot of other keys
-//                                              (count or shapes) or a shard that has applied
-//                                              a push already is an errc::bad_request, and
-//                                              nothing changes
+//                                              (count or shapes), of another optimizer's
+//                                              state, or a shard that has applied a push
+//                                              already is an errc::bad_request, and nothing
+//                                              changes
 //   (replicate_atom, gradient_push) -> int64   a backup's side of replication (shard_backups = 1):
 //                                              the primary's push, applied as a push is
 //                                              (same checks, same update), answered with the
@@ -44,8 +46,9 @@
 // weights of its keys and applied no second time.
 //
 // Replication forwards the summed gradient, not the new values: the backup runs the same
-// deterministic update on it, so its weights and momentum stay equal to the primary's bit for
-// bit, at the bytes of one gradient per step (new values with momentum would be twice that).
+// deterministic update on it, so its weights and optimizer state stay equal to the primary's bit
+// for bit, at the bytes of one gradient per step (new values with the state would be twice that or
+// more).
 // A replication that fails with errc::peer_down (the channel to the backup ended) holds its
 // push's answer until the shard is told the backup is gone (backup_atom with none: the
 // scheduler saw its process lost); a broken channel between two live servers therefore stalls
@@ -79,7 +82,7 @@
 #include <troupe/actors/messages.hpp>
 
 #include <troupe/kernels/lr_schedule.hpp>
-#include <troupe/kernels/sgd.hpp>
+#include <troupe/kernels/optimizers/update_rule.hpp>
 #include <troupe/kernels/tensor.hpp>
 
 namespace troupe {
@@ -108,7 +111,7 @@ struct shard_key {
 };
 
 struct shard_options {
-  sgd_options sgd;
+  update_rule optimizer; ///< applied to every key; each key keeps its own state
   lr_schedule_options schedule;
   /// Stale-synchronous bound: a worker whose push is more than `staleness` steps ahead of the
   /// slowest worker's last push gets its answer only once the slowest catches up. -1: none.

@@ -17,6 +17,7 @@
 #include <troupe/io/dataset.hpp>
 #include <troupe/kernels/gradient_codec.hpp>
 #include <troupe/kernels/lr_schedule.hpp>
+#include <troupe/kernels/optimizers/update_rule.hpp>
 #include <troupe/kernels/sgd.hpp>
 
 namespace troupe {
@@ -122,14 +123,15 @@ typename Inspector::result_type inspect(Inspector& f, topology_options& x) {
 /// Throws std::invalid_argument naming the first inconsistent value.
 void check_topology(const topology_options& topology);
 
-struct optimizer_options {
-  sgd_options sgd;
+/// The update rule every shard applies (its kind and hyper-parameters), and the learning rate's
+/// schedule.
+struct optimizer_options : update_rule {
   lr_schedule_options schedule;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, optimizer_options& x) {
-  return f(x.sgd, x.schedule);
+  return f(x.kind, x.sgd, x.beta1, x.beta2, x.eps, x.alpha, x.trust, x.schedule);
 }
 
 /// The processes a run spans. Both 0: one process (`troupe train`). Otherwise a cluster run

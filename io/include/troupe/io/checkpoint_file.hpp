@@ -5,12 +5,17 @@
 //
 //   tensors   "<parameter>"            the weights, by the model's parameter names
 //             "<buffer>"               worker 0's buffers (batch-norm running statistics)
-//             "momentum/<parameter>"   the optimizer's momentum, parameter-shaped
+//             "momentum/<parameter>"   SGD's velocity, parameter-shaped; another optimizer's
+//             "<state>/<parameter>"    state tensors by their names (optimizer_state_names:
+//                                      exp_avg/..., exp_avg_sq/..., square_avg/..., sum/...)
 //             "worker<w>/<buffer>"     worker w's buffers, w >= 1
 //   metadata  troupe.format = "1", troupe.epoch, troupe.network, troupe.steps_per_epoch,
 //             troupe.parameters / troupe.buffers (names, one per line), troupe.shard.<r>
 //             (push counters), troupe.worker.<w>.streams (random-stream positions),
-//             troupe.crc32 (CRC-32 of the whole file with these 8 hex digits read as '0')
+//             troupe.crc32 (CRC-32 of the whole file with these 8 hex digits read as '0');
+//             optimizers other than SGD add troupe.optimizer (its name) and
+//             troupe.optimizer_steps (each parameter's update count, one per line), so an SGD
+//             checkpoint is what it always was and one without troupe.optimizer is SGD's
 //
 // Loading a checkpoint with PyTorch needs nothing but the file (scripts/load_checkpoint.py):
 // names without a '/' are the model's state.
@@ -25,6 +30,7 @@
 #include <vector>
 
 #include <troupe/io/safetensors.hpp>
+#include <troupe/kernels/optimizers/update_rule.hpp>
 
 namespace troupe {
 
@@ -47,10 +53,13 @@ struct training_checkpoint {
   std::int64_t epoch = 0; ///< epochs completed; a resumed run starts with epoch index `epoch`
   std::string network;
   std::int64_t steps_per_epoch = 0;
-  std::vector<named_tensor> parameters; ///< by parameter slot
-  std::vector<tensor> momentum;         ///< by parameter slot, each its parameter's shape
-  std::vector<shard_counters> shards;   ///< by shard index
-  std::vector<replica_state> replicas;  ///< by worker; every replica has the same buffers
+  std::vector<named_tensor> parameters;           ///< by parameter slot
+  optimizer_kind optimizer = optimizer_kind::sgd; ///< whose state `state` is
+  /// By parameter slot: the optimizer's state tensors, each its parameter's shape, and the
+  /// parameter's update count (the same for every key of it: each step updates every key).
+  std::vector<optimizer_state> state;
+  std::vector<shard_counters> shards;  ///< by shard index
+  std::vector<replica_state> replicas; ///< by worker; every replica has the same buffers
 };
 
 /// "PREFIX-0003.safetensors" for epoch 3. Throws std::invalid_argument for an empty prefix
@@ -59,8 +68,8 @@ std::string checkpoint_path(const std::string& prefix, std::int64_t epoch);
 
 /// Writes the checkpoint to `path` atomically; a `path` named PREFIX-EEEE.safetensors first
 /// displaces a cluster checkpoint's PREFIX-EEEE.manifest.json (one kind per epoch:
-/// checkpoint_parts.hpp). Throws std::invalid_argument for an inconsistent value (momentum
-/// shapes, replicas with different buffers), io_error for the file.
+/// checkpoint_parts.hpp). Throws std::invalid_argument for an inconsistent value (state
+/// tensors' count or shapes, replicas with different buffers), io_error for the file.
 void write_checkpoint(const std::string& path, const training_checkpoint& checkpoint);
 
 /// Reads and checks a checkpoint. Every failure is an io_error that starts with the path and

@@ -13,8 +13,9 @@
 //
 // An epoch has exactly one kind of checkpoint: writing a manifest removes that epoch's
 // one-process file first, and writing a one-process file removes that epoch's manifest; if
-// both are found anyway, reading refuses naming both. The files are assumed on a file system
-// that every node sees (one host, or a shared one such as NFS).
+// both are found anyway, reading refuses naming both. A part holds SGD's state (momentum) only:
+// a cluster run with another optimizer checkpoints nothing and says so when it starts. The files
+// are assumed on a file system that every node sees (one host, or a shared one such as NFS).
 //
 // Thread-safety: plain values and functions without shared state.
 #pragma once

@@ -115,11 +115,19 @@ struct model_config {
   source_span span;
 };
 
+/// The optimizer statement. Values not given take the optimizer's defaults
+/// (resolve_optimizer_defaults); the ones below are SGD's.
 struct optimizer_config {
+  located<std::string> name{"sgd"}; ///< sgd | adam | adamw | rmsprop | adagrad | lamb | lars
   located<double> lr{0.05};
   located<double> momentum{0.9};
   located<double> wd{1e-4};
   located<bool> nesterov{false};
+  located<double> beta1{0.9};
+  located<double> beta2{0.999};
+  located<double> eps{1e-8};
+  located<double> alpha{0.99};
+  located<double> trust{0.001};
 };
 
 /// A multi-step boundary as written: an epoch (`5`, `7.5`) or a share of the run (`50%`,
@@ -300,6 +308,12 @@ void resolve_schedule_defaults(job_config& config);
 /// Empty, or why the resolved warm-up cannot stand: it does not end before the first decay
 /// (multi_step, step) or the run's end (cosine, poly, constant), so the rate is never reached.
 std::string warmup_overlap(const job_config& config);
+/// The optimizer's own defaults for the values not given (weight decay, momentum, eps: each
+/// optimizer's in PyTorch, SGD's as before). Called by the parser, and again after a flag
+/// names the optimizer.
+void resolve_optimizer_defaults(job_config& config);
+/// The optimizer's default learning rate; 0 for sgd, whose default follows the network.
+double optimizer_default_lr(const std::string& optimizer);
 /// Checks the resolved multi-step boundaries a config wrote against the run's epochs: each
 /// inside the run, increasing. A boundary written as an epoch at or after the last epoch is an
 /// error at that element; `epochs_origin` names what set the epochs when not the config (a

@@ -1,0 +1,30 @@
+// Adam as one serial pass over w, g, m and v (adam.hpp). The bias corrections are scalars of
+// the step, computed in double as PyTorch computes them in Python, then applied in float.
+#include <troupe/kernels/optimizers/adam.hpp>
+
+#include <cmath>
+
+namespace troupe {
+
+void adam_update(const update_rule& rule, float lr, float weight_decay, const tensor& weights,
+                 const tensor& grad, tensor& m, tensor& v, std::int64_t t, tensor& out) {
+  const double bias1 = 1.0 - std::pow(static_cast<double>(rule.beta1), static_cast<double>(t));
+  const double bias2 = 1.0 - std::pow(static_cast<double>(rule.beta2), static_cast<double>(t));
+  const auto step_size = static_cast<float>(lr / bias1);
+  const auto bias2_root = static_cast<float>(std::sqrt(bias2));
+  const float b1 = rule.beta1, b2 = rule.beta2, eps = rule.eps;
+  const float* w = weights.data();
+  const float* g = grad.data();
+  float* mi = m.data();
+  float* vi = v.data();
+  float* o = out.data();
+  for (std::int64_t i = 0, n = weights.numel(); i < n; ++i) {
+    const float gi = g[i] + weight_decay * w[i];
+    mi[i] = b1 * mi[i] + (1.0f - b1) * gi;
+    vi[i] = b2 * vi[i] + (1.0f - b2) * gi * gi;
+    const float denom = std::sqrt(vi[i]) / bias2_root + eps;
+    o[i] = w[i] - step_size * (mi[i] / denom);
+  }
+}
+
+} // namespace troupe

@@ -12,9 +12,11 @@
 
 #include "apps/commands.hpp"
 #include "apps/train_flags.hpp"
+#include "tests/apps/temp_config.hpp"
 #include <troupe/kernels/lr_schedule.hpp>
 
 using namespace troupe;
+using test::temp_config;
 
 namespace {
 
@@ -45,20 +47,6 @@ std::string usage_error_of(const std::vector<std::string>& args) {
   }
   return "";
 }
-
-class temp_config {
-public:
-  temp_config(const std::string& name, const std::string& text)
-      : path_((std::filesystem::temp_directory_path() / ("troupe_flag_checks_" + name + ".troupe"))
-                .string()) {
-    std::ofstream(path_) << text;
-  }
-  ~temp_config() { std::filesystem::remove(path_); }
-  const std::string& path() const { return path_; }
-
-private:
-  std::string path_;
-};
 
 } // namespace
 

@@ -16,26 +16,12 @@
 #include "apps/commands.hpp"
 #include "apps/flags.hpp"
 #include "apps/train_flags.hpp"
+#include "tests/apps/temp_config.hpp"
 
 using namespace troupe;
+using test::temp_config;
 
 namespace {
-
-// A config file for one test case, removed when it goes out of scope. ctest runs test cases
-// as parallel processes, so each case names its own file.
-class temp_config {
-public:
-  temp_config(const std::string& name, const std::string& text)
-      : path_((std::filesystem::temp_directory_path() / ("troupe_train_flags_" + name + ".troupe"))
-                .string()) {
-    std::ofstream(path_) << text;
-  }
-  ~temp_config() { std::filesystem::remove(path_); }
-  const std::string& path() const { return path_; }
-
-private:
-  std::string path_;
-};
 
 template <typename T> std::string list_text(const T& values) {
   std::ostringstream out;

@@ -69,13 +69,18 @@ void on_training_batch(compute_pointer self, loader_item& item) {
   st.unsent.clear();
   loss_result loss;
   const auto step_start = clock_type::now();
+  const double wait_seconds = item.data.index == 0 || st.step_end == clock_type::time_point{}
+                                ? 0.0
+                                : std::chrono::duration<double>(step_start - st.step_end).count();
   try {
     loss = st.replica->train_step(item.data.images, item.data.labels,
                                   [self](std::size_t slot) { on_gradient_ready(self, slot); });
   } catch (const std::exception& e) {
     return fail_phase(self, make_error(classify_exception(e), std::string("compute: ") + e.what()));
   }
-  st.phase.step_seconds += std::chrono::duration<double>(clock_type::now() - step_start).count();
+  st.step_end = clock_type::now();
+  const double step_seconds = std::chrono::duration<double>(st.step_end - step_start).count();
+  st.phase.step_seconds += step_seconds;
   // Training on from a NaN or infinite loss only spreads it into every weight: the run stops
   // here, saying where, rather than ending "successfully" with garbage.
   if (!std::isfinite(loss.loss_sum))
@@ -96,7 +101,8 @@ void on_training_batch(compute_pointer self, loader_item& item) {
     self->send(st.wiring.metrics,
                batch_report{st.wiring.rank, item.data.epoch, item.data.index,
                             st.wiring.batches_per_epoch, loss.count, loss.correct, loss.loss_sum,
-                            st.learning_rate, st.replica->top_k(), loss.top_k_correct});
+                            st.learning_rate, st.replica->top_k(), loss.top_k_correct, step_seconds,
+                            wait_seconds});
   if (!st.unsent.empty())
     send_unsent(self);
 }

@@ -25,6 +25,7 @@ struct compute_state : phase_core {
   bool fetching = false;              // a request to the training loader is in flight
   std::optional<loader_item> fetched; // its answer, until the step in flight is done
   bool between_steps = false;         // the last step is done; waiting for `fetched`
+  clock_type::time_point step_end;    // when the last training step ended (its wait's start)
   void drop_step() {
     fetching = false;
     fetched.reset();

@@ -35,12 +35,34 @@ using clock_type = std::chrono::steady_clock;
 struct running_figures {
   std::int64_t samples = 0, correct = 0;
   double loss_sum = 0;
+  struct times {
+    double step = 0, wait = 0;
+    std::int64_t steps = 0;
+  };
+  std::map<int, times> ranks; // each rank's steps: their time and the waits before them
   void add(const batch_report& r) {
     samples += r.samples;
     correct += r.correct;
     loss_sum += r.loss_sum;
+    auto& t = ranks[r.rank];
+    t.step += r.step_seconds;
+    t.wait += r.wait_seconds;
+    ++t.steps;
   }
 };
+
+// {"0":{"step_s":S,"wait_s":W},...}: each rank's mean step time and wait before a step.
+std::string rank_times_json(const running_figures& w) {
+  std::string json;
+  for (const auto& [rank, t] : w.ranks) {
+    const double steps = static_cast<double>(std::max<std::int64_t>(t.steps, 1));
+    char text[96];
+    std::snprintf(text, sizeof text, "\"%d\":{\"step_s\":%.6g,\"wait_s\":%.6g}", rank,
+                  t.step / steps, t.wait / steps);
+    json += (json.empty() ? "" : ",") + std::string(text);
+  }
+  return "{" + json + "}";
+}
 
 // Seconds since the Unix epoch: what a record's "time" holds, to line records up with logs.
 double unix_seconds() {
@@ -163,7 +185,7 @@ void write_step_line(metrics_state& st, const batch_report& r, clock_type::time_
      {"accuracy", static_cast<double>(w.correct) / samples},
      {"learning_rate", r.learning_rate},
      {"samples_per_s", seconds > 0 ? static_cast<double>(w.samples) / seconds : 0.0}},
-    {{"record", "step"}});
+    {{"record", "step"}}, {{"ranks", rank_times_json(w)}});
   st.since_step = {};
   st.step_start = now;
 }
@@ -172,6 +194,8 @@ void write_step_line(metrics_state& st, const batch_report& r, clock_type::time_
 // lines, the others' samples count towards the speed and accuracy.
 void on_batch(metrics_state& st, const batch_report& r) {
   auto now = clock_type::now();
+  if (st.options.status)
+    st.options.status->batch(r);
   st.learning_rate = r.learning_rate;
   if (st.options.position && r.rank == 0) {
     st.options.position->epoch = r.epoch;
@@ -318,6 +342,8 @@ std::vector<run_warning> watch_phase(metrics_state& st, const phase_report& r) {
                  : st.watch->trained(r.epoch, loss, accuracy, st.options.expect_validation);
   for (const auto& w : found) {
     *st.options.out << "Warning: " << w.message << '\n';
+    if (st.options.status)
+      st.options.status->warning(w);
     st.warnings[w.epoch].push_back(w);
     record_event(st.options.events, "warning", {{{"epoch", w.epoch}}, {{"kind", w.kind}}});
   }
@@ -326,6 +352,8 @@ std::vector<run_warning> watch_phase(metrics_state& st, const phase_report& r) {
 
 std::vector<run_warning> on_phase(metrics_state& st, const phase_report& r) {
   clear_bar(st);
+  if (st.options.status)
+    st.options.status->phase(r);
   auto& out = *st.options.out;
   const char* prefix = r.validation ? "Validation" : "Train";
   const auto note = coverage_note(st, r);
@@ -404,6 +432,8 @@ metrics_actor::behavior_type metrics(metrics_pointer self, metrics_options optio
         *st.options.out << line << '\n';
       }
       st.annotations[epoch].emplace_back(key, json);
+      if (st.options.status)
+        st.options.status->annotation(epoch, key, json);
     },
     [=](flush_atom) -> caf::result<bool> {
       clear_bar(self->state);

@@ -394,6 +394,7 @@ metrics_options metrics_options_of(const training_job& job, const session_output
   m.watch = run_watch_options_of(job, output.stall_epochs);
   m.fail_on_stall = output.fail_on_stall;
   m.step_records = output.step_records;
+  m.status = output.status;
   return m;
 }
 

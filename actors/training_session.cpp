@@ -142,6 +142,8 @@ void spawn_job(caf::actor_system& system, const training_job& job, const session
   const auto facts = data_facts_of(*train_set, *validation_set);
   const auto plan = plan_placement(job, facts);
   run.plan_hash = plan.hash;
+  if (sinks.output.status)
+    sinks.output.status->set_plan(status_plan_of(plan));
   const auto spec = model_of(job, facts);
   // The shards start from a model of their own built from the job's seed, so their start
   // values never depend on which process holds a replica.

@@ -7,6 +7,7 @@
 #include <troupe/io/dataset_subset.hpp>
 #include <troupe/io/normalization.hpp>
 #include <troupe/kernels/optimizers/update_rule.hpp>
+#include <troupe/status/status_server.hpp>
 
 namespace troupe {
 
@@ -304,6 +305,14 @@ session_output session_output_of(const job_config& c) {
   o.stall_epochs = static_cast<int>(c.run.stall_epochs.value);
   o.fail_on_stall = c.run.fail_on_stall.value;
   o.step_records = c.run.metrics_every.value;
+  o.status_listen = c.run.status_listen.value;
+  if (!o.status_listen.empty()) {
+    try {
+      parse_listen_address(o.status_listen);
+    } catch (const std::invalid_argument& e) {
+      config_fail(c, c.run.status_listen.span, "status_listen " + std::string(e.what()));
+    }
+  }
   init_options(c, o.checkpoint);
   return o;
 }

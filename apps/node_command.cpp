@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include <caf/actor_system.hpp>
 
 #include "apps/commands.hpp"
@@ -19,6 +21,7 @@
 #include "apps/interrupt_watch.hpp"
 #include "apps/node_identity.hpp"
 #include "apps/run_output.hpp"
+#include "apps/status_serving.hpp"
 #include "apps/train_flags.hpp"
 #include "apps/weights_digest.hpp"
 #include <troupe/cluster/cluster_node.hpp>
@@ -202,7 +205,7 @@ struct node_system {
 // where, with exit status 130; its members hear why it ended, not a lost scheduler. The watch
 // is set before the actor system starts its threads.
 int run_scheduler_process(train_command_line& cli, const scheduler_options& options,
-                          const std::string& events_path) {
+                          const std::string& events_path, status_serving& status) {
   record_start(options, false, options.resume);
   interrupt_watch interrupts(
     cli.output.position, "troupe node",
@@ -219,12 +222,15 @@ int run_scheduler_process(train_command_line& cli, const scheduler_options& opti
     const auto weights = weights_digest_line(result);
     std::cout << weights << std::endl;
     const int code = finished_run_status(result, std::cerr);
+    status.end(code == 0 ? "finished" : "failed");
     return record_end(options, events_path, code == 0 ? "finished" : "failed", code, "", weights);
   } catch (const run_interrupted&) {
+    status.end("stopped");
     record_end(options, events_path, "interrupted", 130);
     interrupts.end_process(); // the watcher that interrupted the run says so and exits 130
   } catch (const std::exception& e) {
     std::cerr << ("troupe node: error: " + std::string(e.what()) + "\n") << std::flush;
+    status.end("failed", e.what());
     return record_end(options, events_path, "failed", 1, e.what());
   }
 }
@@ -486,9 +492,13 @@ int node_command(const std::vector<std::string>& args) {
   check_range("rank", n.rank, -1, 1023);
   check_role_flags(n, place.role);
   check_host_flags(n);
-  if (place.role == node_kind::scheduler)
+  if (place.role == node_kind::scheduler) {
+    // The server's records are the scheduler's own: the status sees every node's life.
+    status_serving status(cli, std::cout);
+    status.watch(events, static_cast<int>(::getpid()));
     return run_scheduler_process(cli, scheduler_options_of(n, cli, place, env, events, args),
-                                 n.events);
+                                 n.events, status);
+  }
   return run_member_process(member_options_of(n, cli, place, env, events), place, n.events);
 }
 

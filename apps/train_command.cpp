@@ -11,6 +11,7 @@
 #include "apps/commands.hpp"
 #include "apps/interrupt_watch.hpp"
 #include "apps/run_output.hpp"
+#include "apps/status_serving.hpp"
 #include "apps/train_flags.hpp"
 #include "apps/weights_digest.hpp"
 #include <troupe/cluster/local_node.hpp>
@@ -37,6 +38,7 @@ int train_command(const std::vector<std::string>& args) {
   cli.output.position = std::make_shared<run_position>();
   cli.output.terminal_columns = terminal_columns();
   std::cout << argument_lines(args, cli.job, cli.threads) << note_lines(cli.notes) << std::flush;
+  status_serving status(cli, std::cout);
   interrupt_watch interrupts(cli.output.position); // before the actor system's threads start
   local_node_config config;
   caf::actor_system system{config};
@@ -45,7 +47,9 @@ int train_command(const std::vector<std::string>& args) {
     std::chrono::milliseconds(static_cast<std::int64_t>(cli.network.request_timeout * 1000));
   auto result = run_training(system, cli.job, cli.output, cli.devices, timeouts);
   std::cout << weights_digest_line(result) << std::endl;
-  return finished_run_status(result, std::cerr);
+  const int code = finished_run_status(result, std::cerr);
+  status.end(code == 0 ? "finished" : "failed");
+  return code;
 }
 
 } // namespace troupe

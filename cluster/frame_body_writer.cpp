@@ -358,6 +358,8 @@ struct body_writer {
     out.setLearningRate(r.learning_rate);
     out.setTopK(r.top_k);
     out.setTopKCorrect(r.top_k_correct);
+    out.setStepSeconds(r.step_seconds);
+    out.setWaitSeconds(r.wait_seconds);
   }
   void operator()(const traffic_query_message& m) { body.initTrafficQuery().setEpoch(m.epoch); }
   void operator()(const checkpoint_message& m) {

@@ -241,6 +241,8 @@ batch_report_message read_batch_report(wire::BatchReport::Reader in) {
   r.learning_rate = in.getLearningRate();
   r.top_k = in.getTopK();
   r.top_k_correct = in.getTopKCorrect();
+  r.step_seconds = in.getStepSeconds();
+  r.wait_seconds = in.getWaitSeconds();
   require(r.rank >= 0 && r.epoch >= 0, "batchReport has a negative rank or epoch");
   // No arithmetic on the peer's numbers, not even for the message (the fuzzer found
   // batches = INT64_MIN overflowing a "batches - 1").
@@ -250,6 +252,9 @@ batch_report_message read_batch_report(wire::BatchReport::Reader in) {
   check_counts(r.samples, r.correct, r.loss_sum, "batchReport");
   check_top_k(r.top_k, r.top_k_correct, r.samples, "batchReport");
   require(std::isfinite(r.learning_rate), "batchReport.learningRate is not finite");
+  require(std::isfinite(r.step_seconds) && r.step_seconds >= 0 && std::isfinite(r.wait_seconds)
+            && r.wait_seconds >= 0,
+          "batchReport.stepSeconds or waitSeconds is negative or not finite");
   return m;
 }
 

@@ -43,12 +43,25 @@ void node_events::record(const std::string& event, const event_fields& fields) {
   numbers.insert(numbers.end(), fields.numbers.begin(), fields.numbers.end());
   strings.insert(strings.end(), fields.strings.begin(), fields.strings.end());
   try {
-    sink_(numbers, strings);
+    if (sink_)
+      sink_(numbers, strings);
   } catch (const std::exception& e) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (failure_.empty())
       failure_ = e.what();
   }
+  observer watcher;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    watcher = observer_;
+  }
+  if (watcher)
+    watcher(event, fields);
+}
+
+void node_events::observe(observer watcher) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  observer_ = std::move(watcher);
 }
 
 void node_events::set_rank(int rank) {

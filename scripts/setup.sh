@@ -12,6 +12,8 @@ packages=(
   tao-pegtl-dev dataset-fashion-mnist
   nlohmann-json3-dev        # every JSON text: metrics lines, safetensors headers
   libcli11-dev              # the troupe command's flags (apps/flags.cpp)
+  libcpp-httplib-dev        # the status server (status/status_server.cpp)
+  prometheus chromium chromium-driver python3-selenium  # the status server's tests scrape and load it
   clang libclang-rt-14-dev  # the wire decoder's fuzz test (scripts/fuzz_frames.sh)
   clang-format              # .ci/run checks the sources against .clang-format
   openmpi-bin iproute2      # cluster tests: a job under mpirun, hosts in network namespaces

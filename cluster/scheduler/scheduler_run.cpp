@@ -61,6 +61,8 @@ training_result run_scheduler(caf::actor_system& system, const training_job& job
   auto validation_set = open_dataset(job.validation_data);
   const auto facts = data_facts_of(*train_set, *validation_set);
   auto plan = plan_placement(job, facts);
+  if (output.status)
+    output.status->set_plan(status_plan_of(plan));
   auto metrics_options = metrics_options_of(job, output);
   metrics_options.validation_examples =
     facts.validation_examples; // a lost worker's part goes unvalidated

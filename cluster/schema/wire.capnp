@@ -243,6 +243,8 @@ struct BatchReport {
   learningRate @7 :Float32;
   topK @8 :Int32;        # as in Report
   topKCorrect @9 :Int64;
+  stepSeconds @10 :Float64; # the step's forward and backward
+  waitSeconds @11 :Float64; # since the rank's previous step ended (0 for an epoch's first)
 }
 
 # The scheduler asks a server or worker what it has moved so far (after epoch `epoch`'s

@@ -198,10 +198,8 @@ void print_config(std::ostream& out, const job_config& config) {
   });
 }
 
-namespace {
-
-// "gradients (source 1): 12 keys in 3 pushes, 1.2 MiB/step"; weights come back as replies.
-std::string label(const placement_plan& p, const planned_route& r) {
+// Weights come back as replies, so their routes count replies, not pushes.
+std::string route_label(const placement_plan& p, const planned_route& r) {
   std::string text = to_string(r.carries);
   switch (r.carries) {
   case route_carries::batches:
@@ -223,6 +221,8 @@ std::string label(const placement_plan& p, const planned_route& r) {
          + (r.carries == route_carries::weights ? " replies, " : " pushes, ") + human_bytes(r.bytes)
          + "/step";
 }
+
+namespace {
 
 std::string hex(std::uint64_t h) {
   char text[17];
@@ -322,8 +322,8 @@ void print_plan(std::ostream& out, const placement_plan& p) {
   print_aggregators(out, p);
   print_nodes(out, p);
   for (const auto& r : p.routes)
-    out << "  " << p.actors[r.from].name << " -> " << p.actors[r.to].name << "  [" << label(p, r)
-        << "]" << crossing(p, r) << "\n";
+    out << "  " << p.actors[r.from].name << " -> " << p.actors[r.to].name << "  ["
+        << route_label(p, r) << "]" << crossing(p, r) << "\n";
 }
 
 std::string plan_to_dot(const placement_plan& p, const std::string& title) {
@@ -346,7 +346,7 @@ std::string plan_to_dot(const placement_plan& p, const std::string& title) {
   for (const auto& r : p.routes) {
     const bool side = r.carries == route_carries::control || r.carries == route_carries::reports;
     out << "  " << p.actors[r.from].name << " -> " << p.actors[r.to].name << " [label=\""
-        << label(p, r) << "\"" << (side ? ", style=dashed, color=gray" : "") << "];\n";
+        << route_label(p, r) << "\"" << (side ? ", style=dashed, color=gray" : "") << "];\n";
   }
   out << "}\n";
   return out.str();

@@ -245,6 +245,12 @@ std::vector<config_key> train_keys() {
     entry("train", "fail_on_stall", k::boolean, run<&run_config::fail_on_stall>)
       .flag_is("fail-on-stall")
       .help_is("stop the run with exit status 1 at the first such warning"),
+    entry("train", "status_listen", k::text, run<&run_config::status_listen>)
+      .flag_is("status-listen")
+      .help_is("serve the run's status over HTTP at PORT (on 127.0.0.1) or HOST:PORT (empty: "
+               "off)",
+               "/ a live page, /status JSON, /metrics for Prometheus; on the scheduler of a "
+               "cluster (docs/operations.md, \"The status server\")"),
     entry("train", "devices", k::list)
       .read_by(read_devices)
       .flag_is("devices")

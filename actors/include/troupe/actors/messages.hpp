@@ -125,6 +125,10 @@ struct batch_report {
   float learning_rate = 0;
   int top_k = 0;                  ///< the k of top_k_correct; 0: top-k is not counted
   std::int64_t top_k_correct = 0; ///< samples whose label ranks among the top k logits
+  double step_seconds = 0;        ///< the step itself: forward and backward, its pushes sent
+  /// Since the compute's previous step ended: waiting for its weights and its batch (a
+  /// barrier's wait, under BSP). 0 for an epoch's first step.
+  double wait_seconds = 0;
 };
 
 /// One phase (training or validation) of one epoch, as the coordinator reports it.
@@ -189,7 +193,8 @@ template <class Inspector> typename Inspector::result_type inspect(Inspector& f,
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, batch_report& x) {
   return f(caf::meta::type_name("troupe.batch_report"), x.rank, x.epoch, x.index, x.batches,
-           x.samples, x.correct, x.loss_sum, x.learning_rate, x.top_k, x.top_k_correct);
+           x.samples, x.correct, x.loss_sum, x.learning_rate, x.top_k, x.top_k_correct,
+           x.step_seconds, x.wait_seconds);
 }
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, phase_report& x) {

@@ -49,6 +49,7 @@
 #include <caf/actor_system.hpp>
 
 #include <troupe/actors/messages.hpp>
+#include <troupe/actors/run_status.hpp>
 #include <troupe/actors/run_watch.hpp>
 
 namespace troupe {
@@ -104,6 +105,9 @@ struct metrics_options {
   /// {"step", "epoch", "epoch_progress", "time", "loss", "accuracy", "learning_rate",
   /// "samples_per_s", "record": "step"} over every rank's batches since the last one. 0: none.
   std::int64_t step_records = 0;
+  /// What the status server shows (run_status.hpp): every report, annotation and warning
+  /// goes there too. Null: none.
+  std::shared_ptr<run_status> status;
 };
 
 /// The metrics actor itself: a sink that also takes annotations.

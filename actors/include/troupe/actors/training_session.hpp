@@ -90,7 +90,10 @@ struct session_output {
   /// warning stops the run (its result then carries the warning as its error).
   int stall_epochs = 2;
   bool fail_on_stall = false;
-  std::int64_t step_records = 0; ///< metrics_options::step_records
+  std::int64_t step_records = 0;      ///< metrics_options::step_records
+  std::shared_ptr<run_status> status; ///< metrics_options::status; the session sets its plan
+  /// Where the host serves `status` (its own concern: `--status-listen`); empty: nowhere.
+  std::string status_listen;
 };
 
 /// Where a gradient tap sits: between the compute of rank `rank` and what it pushes the keys

@@ -39,7 +39,12 @@ public:
   using line_sink = std::function<void(const std::vector<std::pair<std::string, double>>&,
                                        const std::vector<std::pair<std::string, std::string>>&)>;
 
-  /// Records of the process `pid` in `role` (scheduler, server, worker, launch) at `rank`.
+  /// Who else is told each record as it is made (the status server's view of a cluster):
+  /// the event and its own fields. Must not throw.
+  using observer = std::function<void(const std::string& event, const event_fields& fields)>;
+
+  /// Records of the process `pid` in `role` (scheduler, server, worker, launch) at `rank`; a
+  /// null sink writes nowhere (records then go only to the observer).
   node_events(line_sink sink, std::string role, int rank, int pid);
 
   /// Records appended to `path` (created if missing: a node started again continues its file)
@@ -49,6 +54,9 @@ public:
 
   /// Writes one record of `event` with the common fields first. Never throws.
   void record(const std::string& event, const event_fields& fields = {});
+
+  /// Tells `watcher` every later record (replacing any earlier one).
+  void observe(observer watcher);
 
   /// The rank later records carry (a member learns its own once assigned).
   void set_rank(int rank);
@@ -63,6 +71,7 @@ private:
   mutable std::mutex mutex_;
   int rank_;
   std::string failure_;
+  observer observer_;
 };
 
 /// Records `event` when `events` is set (a node runs without records when not asked for them).

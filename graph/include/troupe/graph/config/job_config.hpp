@@ -217,6 +217,8 @@ struct run_config {
   located<std::int64_t> stall_epochs{2};
   located<std::int64_t> metrics_every{0}; ///< a step record every N steps; 0: none
   located<bool> fail_on_stall{false};
+  /// Where the status server listens (`PORT` on loopback, or `HOST:PORT`); "": no server.
+  located<std::string> status_listen;
   /// Fine-tuning (docs/checkpoints.md): start from the weights of the checkpoint PREFIX-EPOCH
   /// (or a .safetensors / .manifest.json file), epoch 0 and a fresh optimizer; "": the
   /// initializer's weights. reset_layers: comma list of parameter-name prefixes that keep the

@@ -421,3 +421,37 @@ TEST_CASE("metrics writes a step record every N of rank 0's batches, over every 
   CHECK_THAT(lines[2],
              Catch::StartsWith(R"({"epoch":2,"time":)") && Catch::Contains(R"("record":"epoch")"));
 }
+
+TEST_CASE("metrics keeps the run's status: batches, phases, annotations and warnings") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  metrics_options o;
+  o.display_batches = 0;
+  o.watch.classes = 10;
+  o.status = std::make_shared<run_status>(std::vector<std::pair<std::string, std::string>>{}, 2);
+  status_plan plan;
+  plan.nodes = {{"scheduler", "scheduler"}, {"worker_0", "worker"}};
+  o.status->set_plan(plan);
+  auto metrics = spawn_metrics(sys, o);
+  for (std::int64_t i = 0; i < 4; ++i)
+    self->send(metrics, batch_report{0, 0, i, 4, 10, 1, 23.0, 0.1f, 0, 0, 0.2, 0.1});
+  self->send(metrics, annotate_atom::value, std::int64_t{0}, std::string("waited_for"),
+             std::string(R"({"worker_0":{"seconds":1.5,"steps":4}})"), std::string());
+  self->send(metrics, phase_report{0, false, 40, 4, 92.0, 2.0});
+  self->send(metrics, phase_report{0, true, 10, 1, 23.0, 0.5});
+  flush(self, metrics);
+  const auto s = o.status->snapshot();
+  REQUIRE(s.ranks.size() == 1);
+  CHECK(s.ranks[0].steps == 4);
+  CHECK(s.ranks[0].step_seconds == Approx(0.8));
+  CHECK(s.ranks[0].wait_seconds == Approx(0.4));
+  REQUIRE(s.history.size() == 1);
+  CHECK(s.history[0].validated);
+  CHECK(s.history[0].straggler == "worker_0");
+  CHECK(s.nodes.at(1).waited_for_s == Approx(1.5));
+  // accuracy 0.1 and loss 2.3 of 10 classes after a whole epoch: the watch warns, and says so
+  REQUIRE(s.warnings.size() == 1);
+  CHECK(s.warnings[0].kind == "near_chance");
+  CHECK(s.warning_counts.at("near_chance") == 1);
+}

@@ -197,7 +197,9 @@ void run_status::annotation(std::int64_t epoch, const std::string& key, const st
     std::string longest;
     double most = -1;
     for (const auto& [name, wait] : value.items()) {
-      const double seconds = wait.is_object() ? wait.value("seconds", 0.0) : 0.0;
+      if (!wait.is_object() || !wait.contains("seconds") || !wait["seconds"].is_number())
+        continue; // not a wait as the scheduler writes one
+      const double seconds = wait["seconds"].get<double>();
       if (auto* n = node_named(name))
         n->waited_for_s += seconds;
       if (seconds > most) {
@@ -205,6 +207,8 @@ void run_status::annotation(std::int64_t epoch, const std::string& key, const st
         longest = name;
       }
     }
+    if (longest.empty())
+      return;
     for (auto& e : s_.history)
       if (e.epoch == epoch)
         e.straggler = longest;

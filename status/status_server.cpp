@@ -5,6 +5,8 @@
 
 #include <stdexcept>
 
+#include <sys/socket.h>
+
 #include <httplib.h>
 
 #include <troupe/status/live_page.hpp>
@@ -49,6 +51,12 @@ listen_address parse_listen_address(const std::string& text) {
 status_server::status_server(std::shared_ptr<const run_status> status, const listen_address& where)
     : status_(std::move(status)), server_(std::make_unique<httplib::Server>()), host_(where.host) {
   auto& s = *server_;
+  // SO_REUSEADDR only (httplib's default adds SO_REUSEPORT, with which a second server on the
+  // same port binds and shares it, and the user is never told the port is taken).
+  s.set_socket_options([](int sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   s.new_task_queue = [] { return new httplib::ThreadPool(request_threads); };
   auto status_ptr = status_;
   s.Get("/", [](const httplib::Request&, httplib::Response& r) {
@@ -80,10 +88,17 @@ status_server::status_server(std::shared_ptr<const run_status> status, const lis
                              + std::to_string(where.port)
                              + " (in use, or not an address of this host)");
   port_ = static_cast<std::uint16_t>(port);
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  thread_ = std::thread([this] {
+    server_->listen_after_bind();
+    finished_ = true;
+  });
 }
 
 status_server::~status_server() {
+  // stop() reaches the loop only once it runs: a server stopped as it starts waits for that
+  // (a few instructions), or for the loop to have ended by itself.
+  while (!finished_ && !server_->is_running())
+    std::this_thread::yield();
   server_->stop();
   if (thread_.joinable())
     thread_.join();

@@ -406,8 +406,9 @@ TEST_CASE("metrics writes a step record every N of rank 0's batches, over every 
   o.step_records = 2;
   auto metrics = spawn_metrics(sys, o);
   for (std::int64_t i = 0; i < 4; ++i) {
-    self->send(metrics, batch_report{1, 2, i, 4, 10, 2, 20.0, 0.5f}); // rank 1: loss 2
-    self->send(metrics, batch_report{0, 2, i, 4, 10, 8, 10.0, 0.5f}); // rank 0: loss 1
+    // rank 1: loss 2, steps of 0.2 s after waits of 0.1 s; rank 0: loss 1, 0.4 s and 0.3 s
+    self->send(metrics, batch_report{1, 2, i, 4, 10, 2, 20.0, 0.5f, 0, 0, 0.2, 0.1});
+    self->send(metrics, batch_report{0, 2, i, 4, 10, 8, 10.0, 0.5f, 0, 0, 0.4, 0.3});
   }
   self->send(metrics, phase_report{2, false, 80, 40, 120.0, 1.0});
   flush(self, metrics);
@@ -415,8 +416,11 @@ TEST_CASE("metrics writes a step record every N of rank 0's batches, over every 
   const auto lines = lines_of(path);
   REQUIRE(lines.size() == 3);
   CHECK_THAT(lines[0], Catch::StartsWith(R"({"step":10,"epoch":2,"epoch_progress":2.5,"time":)"));
-  CHECK_THAT(lines[0], Catch::Contains(R"("loss":1.5,"accuracy":0.5,"learning_rate":0.5,)")
-                         && Catch::EndsWith(R"("record":"step"})"));
+  CHECK_THAT(
+    lines[0],
+    Catch::Contains(R"("loss":1.5,"accuracy":0.5,"learning_rate":0.5,)")
+      && Catch::EndsWith(
+        R"("record":"step","ranks":{"0":{"step_s":0.4,"wait_s":0.3},"1":{"step_s":0.2,"wait_s":0.1}}})"));
   CHECK_THAT(lines[1], Catch::StartsWith(R"({"step":12,"epoch":2,"epoch_progress":3,)"));
   CHECK_THAT(lines[2],
              Catch::StartsWith(R"({"epoch":2,"time":)") && Catch::Contains(R"("record":"epoch")"));

@@ -13,6 +13,7 @@
 // run_status, which is thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -57,6 +58,7 @@ private:
   std::string host_;
   std::uint16_t port_ = 0;
   std::thread thread_;
+  std::atomic<bool> finished_{false}; ///< the serving loop has returned
 };
 
 } // namespace troupe

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "status/rank_figures.hpp"
+
 namespace troupe {
 
 namespace {
@@ -49,12 +51,10 @@ private:
   std::string name_;
 };
 
-std::string node_of_rank(const status_snapshot& s, int rank) {
-  const auto name = "compute_" + std::to_string(rank);
-  for (const auto& a : s.plan.actors)
-    if (a.name == name && a.node >= 0 && a.node < static_cast<int>(s.plan.nodes.size()))
-      return s.plan.nodes[static_cast<std::size_t>(a.node)].first;
-  return "process";
+// A rank's node label: "process" in one process, which has no nodes.
+std::string node_label(const status_snapshot& s, int rank) {
+  const auto node = status_parts::node_of_rank(s, rank);
+  return node.empty() ? "process" : node;
 }
 
 void run_families(exposition& e, const status_snapshot& s) {
@@ -100,19 +100,18 @@ void rank_families(exposition& e, const status_snapshot& s) {
   auto each = [&](const char* name, const char* type, const char* help, auto value) {
     e.family(name, type, help);
     for (const auto& r : s.ranks)
-      e.sample(value(r), {{"rank", std::to_string(r.rank)}, {"node", node_of_rank(s, r.rank)}});
+      e.sample(value(r), {{"rank", std::to_string(r.rank)}, {"node", node_label(s, r.rank)}});
   };
-  auto mean = [](double sum, std::int64_t n) { return n > 0 ? sum / static_cast<double>(n) : 0.0; };
   each("troupe_rank_samples_per_second", "gauge", "A rank's training samples a second, this epoch.",
        [](const rank_figures& r) { return r.samples_per_s; });
   each("troupe_rank_samples_total", "counter", "A rank's training samples since the run began.",
        [](const rank_figures& r) { return static_cast<double>(r.samples_total); });
   each("troupe_rank_step_seconds", "gauge",
        "A rank's mean step time (forward and backward), this epoch.",
-       [&](const rank_figures& r) { return mean(r.step_seconds, r.steps); });
+       [](const rank_figures& r) { return status_parts::per_step(r.step_seconds, r); });
   each("troupe_rank_wait_seconds", "gauge",
        "A rank's mean wait between steps (weights and batch), this epoch.",
-       [&](const rank_figures& r) { return mean(r.wait_seconds, r.steps); });
+       [](const rank_figures& r) { return status_parts::per_step(r.wait_seconds, r); });
 }
 
 void node_families(exposition& e, const status_snapshot& s) {

@@ -5,24 +5,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "status/rank_figures.hpp"
+
 namespace troupe {
 
 namespace {
 
 using json = nlohmann::json;
-
-double mean(double sum, std::int64_t count) {
-  return count > 0 ? sum / static_cast<double>(count) : 0.0;
-}
-
-// The node (name) a compute rank's actor is placed on; empty in one process.
-std::string node_of_rank(const status_snapshot& s, int rank) {
-  const auto name = "compute_" + std::to_string(rank);
-  for (const auto& a : s.plan.actors)
-    if (a.name == name && a.node >= 0 && a.node < static_cast<int>(s.plan.nodes.size()))
-      return s.plan.nodes[static_cast<std::size_t>(a.node)].first;
-  return {};
-}
+using status_parts::node_of_rank;
+using status_parts::per_step;
 
 json plan_json(const status_plan& p) {
   json nodes = json::array(), actors = json::array(), routes = json::array();
@@ -49,8 +40,8 @@ json ranks_json(const status_snapshot& s) {
                      {"samples", r.samples},
                      {"samples_total", r.samples_total},
                      {"samples_per_s", r.samples_per_s},
-                     {"step_s", mean(r.step_seconds, r.steps)},
-                     {"wait_s", mean(r.wait_seconds, r.steps)},
+                     {"step_s", per_step(r.step_seconds, r)},
+                     {"wait_s", per_step(r.wait_seconds, r)},
                      {"seen", r.seen}});
   }
   return ranks;

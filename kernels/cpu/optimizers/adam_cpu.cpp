@@ -1,17 +1,16 @@
-// Adam as one serial pass over w, g, m and v (adam.hpp). The bias corrections are scalars of
-// the step, computed in double as PyTorch computes them in Python, then applied in float.
+// Adam as one serial pass over w, g, m and v (adam.hpp), with the bias corrections of
+// adam_bias.hpp.
 #include <troupe/kernels/optimizers/adam.hpp>
 
 #include <cmath>
+
+#include "kernels/cpu/optimizers/adam_bias.hpp"
 
 namespace troupe {
 
 void adam_update(const update_rule& rule, float lr, float weight_decay, const tensor& weights,
                  const tensor& grad, tensor& m, tensor& v, std::int64_t t, tensor& out) {
-  const double bias1 = 1.0 - std::pow(static_cast<double>(rule.beta1), static_cast<double>(t));
-  const double bias2 = 1.0 - std::pow(static_cast<double>(rule.beta2), static_cast<double>(t));
-  const auto step_size = static_cast<float>(lr / bias1);
-  const auto bias2_root = static_cast<float>(std::sqrt(bias2));
+  const auto [step_size, bias2_root] = adam_bias_of(rule, lr, t);
   const float b1 = rule.beta1, b2 = rule.beta2, eps = rule.eps;
   const float* w = weights.data();
   const float* g = grad.data();

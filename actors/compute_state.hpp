@@ -14,6 +14,8 @@
 
 #include <troupe/graph/gradient_staging.hpp>
 
+#include "actors/step_timeline.hpp"
+
 namespace troupe::compute_parts {
 
 struct compute_state : phase_core {
@@ -25,10 +27,12 @@ struct compute_state : phase_core {
   bool fetching = false;              // a request to the training loader is in flight
   std::optional<loader_item> fetched; // its answer, until the step in flight is done
   bool between_steps = false;         // the last step is done; waiting for `fetched`
+  step_timeline marks;                // the steps and pushes on the run's timeline, if any
   void drop_step() {
     fetching = false;
     fetched.reset();
     between_steps = false;
+    marks.forget();
   }
   static inline const char* name = "compute";
 };

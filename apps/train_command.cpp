@@ -32,6 +32,7 @@ int train_command(const std::vector<std::string>& args) {
   if (!cli.output.metrics_path.empty())
     cli.output.metrics_file =
       open_metrics_file(cli.output.metrics_path, run_record(args, cli.job, cli.threads));
+  cli.output.timeline = open_timeline(cli.timeline_path, "troupe");
   set_compute_threads(cli.threads);
   cli.output.log = &std::cout;
   cli.output.position = std::make_shared<run_position>();
@@ -45,7 +46,9 @@ int train_command(const std::vector<std::string>& args) {
     std::chrono::milliseconds(static_cast<std::int64_t>(cli.network.request_timeout * 1000));
   auto result = run_training(system, cli.job, cli.output, cli.devices, timeouts);
   std::cout << weights_digest_line(result) << std::endl;
-  return finished_run_status(result, std::cerr);
+  const int status = finished_run_status(result, std::cerr);
+  const int written = write_timeline(cli.output.timeline, cli.timeline_path, std::cerr);
+  return status != 0 ? status : written;
 }
 
 } // namespace troupe

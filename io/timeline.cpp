@@ -32,16 +32,16 @@ json_value metadata(const char* what, const std::string& name, int pid, std::siz
 
 } // namespace
 
-timeline::timeline(std::string process_name)
+timeline_recorder::timeline_recorder(std::string process_name)
     : process_(std::move(process_name)), steady_origin_(clock::now()),
       unix_origin_(wall_micros_now()) {}
 
-void timeline::set_process_name(std::string name) {
+void timeline_recorder::set_process_name(std::string name) {
   std::lock_guard<std::mutex> guard(mutex_);
   process_ = std::move(name);
 }
 
-timeline::track_id timeline::track(const std::string& name) {
+timeline_recorder::track_id timeline_recorder::track(const std::string& name) {
   std::lock_guard<std::mutex> guard(mutex_);
   for (std::size_t i = 0; i < tracks_.size(); ++i)
     if (tracks_[i].name == name)
@@ -51,13 +51,15 @@ timeline::track_id timeline::track(const std::string& name) {
   return tracks_.size() - 1;
 }
 
-std::int64_t timeline::unix_micros(clock::time_point t) const {
+std::int64_t timeline_recorder::unix_micros(clock::time_point t) const {
   return unix_origin_
          + std::chrono::duration_cast<std::chrono::microseconds>(t - steady_origin_).count();
 }
 
-timeline::event timeline::make_event(char phase, std::string name, std::int64_t ts,
-                                     std::initializer_list<timeline_arg> args, std::string detail) {
+timeline_recorder::event timeline_recorder::make_event(char phase, std::string name,
+                                                       std::int64_t ts,
+                                                       std::initializer_list<timeline_arg> args,
+                                                       std::string detail) {
   event e;
   e.phase = phase;
   e.name = std::move(name);
@@ -69,7 +71,7 @@ timeline::event timeline::make_event(char phase, std::string name, std::int64_t 
   return e;
 }
 
-void timeline::append(track_id track, event e) {
+void timeline_recorder::append(track_id track, event e) {
   track_events* t = nullptr;
   {
     std::lock_guard<std::mutex> guard(mutex_);
@@ -88,29 +90,30 @@ void timeline::append(track_id track, event e) {
   t->events.push_back(std::move(e));
 }
 
-void timeline::complete(track_id track, std::string name, clock::time_point start,
-                        clock::time_point end, std::initializer_list<timeline_arg> args,
-                        std::string detail) {
+void timeline_recorder::complete(track_id track, std::string name, clock::time_point start,
+                                 clock::time_point end, std::initializer_list<timeline_arg> args,
+                                 std::string detail) {
   auto e = make_event('X', std::move(name), unix_micros(start), args, std::move(detail));
   e.dur = std::max<std::int64_t>(0, unix_micros(end) - e.ts);
   append(track, std::move(e));
 }
 
-void timeline::begin(track_id track, std::string name, std::initializer_list<timeline_arg> args) {
+void timeline_recorder::begin(track_id track, std::string name,
+                              std::initializer_list<timeline_arg> args) {
   append(track, make_event('B', std::move(name), unix_micros(clock::now()), args, {}));
 }
 
-void timeline::end(track_id track) {
+void timeline_recorder::end(track_id track) {
   append(track, make_event('E', {}, unix_micros(clock::now()), {}, {}));
 }
 
-void timeline::instant(track_id track, std::string name, std::string detail,
-                       std::initializer_list<timeline_arg> args) {
+void timeline_recorder::instant(track_id track, std::string name, std::string detail,
+                                std::initializer_list<timeline_arg> args) {
   append(track,
          make_event('i', std::move(name), unix_micros(clock::now()), args, std::move(detail)));
 }
 
-std::string timeline::json(int pid) const {
+std::string timeline_recorder::json(int pid) const {
   std::lock_guard<std::mutex> guard(mutex_);
   auto events = json_value::array();
   events.push_back(metadata("process_name", process_, pid, 0, unix_origin_));
@@ -156,7 +159,7 @@ std::string timeline::json(int pid) const {
   return json_value{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}}.dump() + "\n";
 }
 
-void timeline::write(const std::string& path) const {
+void timeline_recorder::write(const std::string& path) const {
   const auto text = json();
   write_file_atomically(path, std::vector<std::uint8_t>(text.begin(), text.end()));
 }
@@ -185,12 +188,6 @@ std::string merge_timelines(const std::vector<timeline_part>& parts) {
     }
   }
   return json_value{{"traceEvents", std::move(merged)}, {"displayTimeUnit", "ms"}}.dump() + "\n";
-}
-
-std::shared_ptr<timeline> timeline_for(const std::string& path, std::string process_name) {
-  if (path.empty())
-    return nullptr;
-  return std::make_shared<timeline>(std::move(process_name));
 }
 
 } // namespace troupe

@@ -48,9 +48,9 @@ std::string read_text(const std::string& path) {
 } // namespace
 
 TEST_CASE("timeline writes complete spans in time order with every field", "[io][timeline]") {
-  timeline t("worker 0");
+  timeline_recorder t("worker 0");
   const auto compute = t.track("compute 0");
-  const auto start = timeline::clock::now();
+  const auto start = timeline_recorder::clock::now();
   // The inner span is recorded first (spans are recorded when they end): the file still puts
   // the enclosing one first.
   t.complete(compute, "backward", start + microseconds(100), start + microseconds(300),
@@ -79,7 +79,7 @@ TEST_CASE("timeline writes complete spans in time order with every field", "[io]
 TEST_CASE("timeline stamps microseconds of the wall clock", "[io][timeline]") {
   using namespace std::chrono;
   const auto before = duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
-  timeline t("troupe");
+  timeline_recorder t("troupe");
   const auto track = t.track("coordinator");
   t.instant(track, "epoch");
   const auto after = duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
@@ -90,7 +90,7 @@ TEST_CASE("timeline stamps microseconds of the wall clock", "[io][timeline]") {
 }
 
 TEST_CASE("timeline nests begin and end, and ends what was left open", "[io][timeline]") {
-  timeline t("troupe");
+  timeline_recorder t("troupe");
   const auto track = t.track("checkpoint");
   t.end(track); // nothing open: ignored, so the trace stays balanced
   t.begin(track, "save", {{"epoch", 1}});
@@ -110,7 +110,7 @@ TEST_CASE("timeline nests begin and end, and ends what was left open", "[io][tim
 }
 
 TEST_CASE("timeline keeps one track per name and per thread's order", "[io][timeline]") {
-  timeline t("troupe");
+  timeline_recorder t("troupe");
   CHECK(t.track("shard 0") == t.track("shard 0"));
   CHECK(t.track("shard 0") != t.track("shard 1"));
   auto record = [&t](const std::string& name) {
@@ -133,7 +133,7 @@ TEST_CASE("timeline keeps one track per name and per thread's order", "[io][time
 }
 
 TEST_CASE("timeline instants carry their detail and the process its new name", "[io][timeline]") {
-  timeline t("worker");
+  timeline_recorder t("worker");
   t.set_process_name("worker 1");
   t.instant(t.track("faults"), "lost node", "server 0 \"quoted\"");
   const auto trace = json::parse(t.json());
@@ -147,7 +147,7 @@ TEST_CASE("timeline instants carry their detail and the process its new name", "
 
 TEST_CASE("timeline writes its file whole and names a path it cannot write", "[io][timeline]") {
   test::temp_dir dir;
-  timeline t("troupe");
+  timeline_recorder t("troupe");
   t.instant(t.track("coordinator"), "epoch");
   const auto path = dir.file("run.json");
   t.write(path);
@@ -159,7 +159,7 @@ TEST_CASE("timeline writes its file whole and names a path it cannot write", "[i
 
 TEST_CASE("merge_timelines gives each part its process id and offset", "[io][timeline]") {
   test::temp_dir dir;
-  timeline scheduler("scheduler"), worker("worker 0");
+  timeline_recorder scheduler("scheduler"), worker("worker 0");
   scheduler.instant(scheduler.track("coordinator"), "epoch");
   worker.instant(worker.track("compute 0"), "step");
   scheduler.write(dir.file("s.json"));

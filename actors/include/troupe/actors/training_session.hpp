@@ -46,6 +46,7 @@
 #include <troupe/io/checkpoint_file.hpp>
 #include <troupe/io/dataset.hpp>
 #include <troupe/io/node_events.hpp>
+#include <troupe/io/timeline.hpp>
 
 namespace troupe {
 
@@ -91,6 +92,9 @@ struct session_output {
   int stall_epochs = 2;
   bool fail_on_stall = false;
   std::int64_t step_records = 0; ///< metrics_options::step_records
+  /// Where the computes and the checkpoint record their steps, pushes and saves
+  /// (troupe/io/timeline.hpp); the host writes it at the end. Null: nowhere.
+  std::shared_ptr<timeline_recorder> timeline;
 };
 
 /// Where a gradient tap sits: between the compute of rank `rank` and what it pushes the keys

@@ -39,13 +39,13 @@ struct timeline_arg {
   std::int64_t value;
 };
 
-class timeline {
+class timeline_recorder {
 public:
   using clock = std::chrono::steady_clock;
   using track_id = std::size_t;
 
   /// A timeline of the process named `process_name`.
-  explicit timeline(std::string process_name);
+  explicit timeline_recorder(std::string process_name);
 
   /// The process's name from now on (a member learns its role and rank once assigned).
   void set_process_name(std::string name);
@@ -111,9 +111,5 @@ struct timeline_part {
 /// replaced, so "M" events keep naming each part's process and tracks). Throws io_error naming
 /// the part that cannot be read or is not a trace.
 std::string merge_timelines(const std::vector<timeline_part>& parts);
-
-/// The timeline of `path` when it is not empty, else null: a holder records only through a
-/// pointer it checks.
-std::shared_ptr<timeline> timeline_for(const std::string& path, std::string process_name);
 
 } // namespace troupe

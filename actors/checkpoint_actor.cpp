@@ -72,13 +72,21 @@ caf::result<std::string> save(checkpoint_pointer self, std::int64_t epoch) {
   r->missing = w.shards.size() + w.replicas.size();
   auto gathered = std::make_shared<training_checkpoint>(
     empty_checkpoint(w, epoch)); // the snapshots, put together
+  const auto asked = timeline_recorder::clock::now();
   auto write = [=]() mutable {
     const auto path = checkpoint_path(self->state.wiring.prefix, epoch);
+    const auto writing = timeline_recorder::clock::now();
     try {
       write_checkpoint(path, *gathered);
     } catch (const std::exception& e) {
       return round_failed(
         r, promise, make_error(classify_exception(e), std::string("checkpoint: ") + e.what()));
+    }
+    if (const auto& to = self->state.wiring.timeline) {
+      const auto track = to->track("checkpoint");
+      const auto done = timeline_recorder::clock::now();
+      to->complete(track, "save", asked, done, {{"epoch", epoch}});
+      to->complete(track, "write", writing, done, {{"epoch", epoch}}, path);
     }
     log_checkpoint_line(self->state.wiring.log, "checkpoint: saved " + path);
     promise.deliver(path);

@@ -31,8 +31,12 @@ void send_group(compute_pointer self, std::size_t g) {
   auto push = group_push(
     st, g, [&](std::size_t slot) -> const tensor& { return st.gradients.host_gradient(slot); });
   const auto due = push.due;
+  st.marks.push_sent(g);
+  std::function<void()> answered;
+  if (st.wiring.timeline)
+    answered = [self, g] { self->state.marks.push_answered(g); };
   ask(
-    self, st.wiring.groups[g].shard, due, nullptr, [=] { next_training_batch(self); },
+    self, st.wiring.groups[g].shard, due, std::move(answered), [=] { next_training_batch(self); },
     push_atom::value, std::move(push));
 }
 
@@ -56,8 +60,10 @@ void on_gradient_ready(compute_pointer self, std::size_t slot) {
 
 void on_training_batch(compute_pointer self, loader_item& item) {
   auto& st = self->state;
-  if (item.end)
+  if (item.end) {
+    st.marks.training_done();
     return finish_phase(st);
+  }
   st.header.samples = static_cast<std::int64_t>(item.data.labels.size());
   st.header.step = item.data.epoch * st.wiring.batches_per_epoch + item.data.index;
   st.header.epoch_position =
@@ -72,15 +78,19 @@ void on_training_batch(compute_pointer self, loader_item& item) {
   const double wait_seconds = item.data.index == 0 || st.step_end == clock_type::time_point{}
                                 ? 0.0
                                 : std::chrono::duration<double>(step_start - st.step_end).count();
+  st.marks.forward(st.header.step);
   try {
-    loss = st.replica->train_step(item.data.images, item.data.labels,
-                                  [self](std::size_t slot) { on_gradient_ready(self, slot); });
+    loss = st.replica->train_step(
+      item.data.images, item.data.labels,
+      [self](std::size_t slot) { on_gradient_ready(self, slot); },
+      [self] { self->state.marks.backward(); });
   } catch (const std::exception& e) {
     return fail_phase(self, make_error(classify_exception(e), std::string("compute: ") + e.what()));
   }
   st.step_end = clock_type::now();
   const double step_seconds = std::chrono::duration<double>(st.step_end - step_start).count();
   st.phase.step_seconds += step_seconds;
+  st.marks.backward_done();
   // Training on from a NaN or infinite loss only spreads it into every weight: the run stops
   // here, saying where, rather than ending "successfully" with garbage.
   if (!std::isfinite(loss.loss_sum))
@@ -113,6 +123,7 @@ void next_training_batch(compute_pointer self) {
   auto& st = self->state;
   if (st.end_requested && !st.fetching) {
     st.fetched.reset(); // the epoch ends early: the batch fetched ahead is skipped
+    st.marks.training_done();
     return finish_phase(st);
   }
   if (!st.fetched) {
@@ -153,7 +164,9 @@ void next_validation_batch(compute_pointer self) {
       if (item.end)
         return finish_phase(st);
       try {
+        const auto start = st.marks.now();
         auto r = st.replica->evaluate(item.data.images, item.data.labels);
+        st.marks.evaluated(start);
         st.phase.samples += r.count;
         st.phase.correct += r.correct;
         st.phase.top_k_correct += r.top_k_correct;
@@ -208,6 +221,7 @@ compute_self_actor::behavior_type compute(compute_pointer self, std::shared_ptr<
   st.wiring = std::move(wiring);
   st.tracker = push_tracker(st.wiring.shards, st.wiring.groups, st.replica->parameters().size());
   st.gradients = gradient_staging(*st.replica);
+  st.marks = step_timeline(st.wiring.timeline, st.wiring.rank, st.wiring.groups.size());
   watch_peers(self);
   return {
     [=](train_atom, std::int64_t epoch, deadline due) -> caf::result<phase_report> {

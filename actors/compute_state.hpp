@@ -14,6 +14,8 @@
 
 #include <troupe/graph/gradient_staging.hpp>
 
+#include "actors/step_timeline.hpp"
+
 namespace troupe::compute_parts {
 
 struct compute_state : phase_core {
@@ -26,10 +28,12 @@ struct compute_state : phase_core {
   std::optional<loader_item> fetched; // its answer, until the step in flight is done
   bool between_steps = false;         // the last step is done; waiting for `fetched`
   clock_type::time_point step_end;    // when the last training step ended (its wait's start)
+  step_timeline marks;                // the steps and pushes on the run's timeline, if any
   void drop_step() {
     fetching = false;
     fetched.reset();
     between_steps = false;
+    marks.forget();
   }
   static inline const char* name = "compute";
 };

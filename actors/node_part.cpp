@@ -152,6 +152,7 @@ struct part_builder {
     wiring.batches_per_epoch = plan.steps_per_epoch;
     wiring.timeouts = options.timeouts;
     wiring.adopted = options.adopted;
+    wiring.timeline = options.timeline;
     if (options.on_rewound)
       wiring.on_rewound = [tell = options.on_rewound, rank = a.rank](std::int64_t step) {
         tell(rank, step);
@@ -269,6 +270,7 @@ struct part_builder {
     w.optimizer = job.optimizer.kind;
     w.resume = options.resume;
     w.timeout = options.timeouts.phase;
+    w.timeline = options.timeline;
     return spawn_checkpoint(system, std::move(w));
   }
 

@@ -178,6 +178,7 @@ void spawn_job(caf::actor_system& system, const training_job& job, const session
   options.compute = sinks.compute;
   options.devices = sinks.devices;
   options.on_wired = sinks.on_wired;
+  options.timeline = sinks.output.timeline;
   spawn_node_part(system, job, plan, spec, initial, {train_set, validation_set}, options, run.part);
   if (!run.part.coordinator)
     throw std::invalid_argument("session: the plan puts no coordinator on node "

@@ -23,6 +23,9 @@
 #include "apps/launch/child_processes.hpp"
 #include "apps/launch/hosts_file.hpp"
 #include "apps/launch/restart_point.hpp"
+#include "apps/run_output.hpp"
+#include <troupe/io/atomic_file.hpp>
+#include <troupe/io/timeline.hpp>
 
 namespace troupe {
 
@@ -43,6 +46,7 @@ struct launch_flags {
   int spares = 0; // idle workers that take over a lost worker's place (on_worker_loss = adopt)
   int scheduler_restarts = 3; // a scheduler killed by a signal is started again with --resume
   std::string events;         // a folder: each child's records and launch's own
+  std::string timeline;       // the merged timeline; each child writes its part beside it
   std::vector<std::string> node_args; // passed unchanged to every node
 };
 
@@ -75,7 +79,7 @@ std::vector<std::string> split_args(const std::vector<std::string>& args,
     {"-n", "--num-workers"}, {"-s", "--num-servers"}, {"-H", "--hostfile"}};
   static const std::vector<std::string> known{
     "num-workers", "num-servers",  "hostfile", "scheduler-address",  "secret-file", "join-timeout",
-    "grace",       "max-restarts", "spares",   "scheduler-restarts", "events"};
+    "grace",       "max-restarts", "spares",   "scheduler-restarts", "events",      "timeline"};
   std::vector<std::string> own;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--") {
@@ -127,6 +131,11 @@ bool parse_flags(const std::vector<std::string>& args, launch_flags& l) {
         "server_0.jsonl, worker_1.jsonl, spare_0.jsonl: troupe node --events) and launch's "
         "(launch.jsonl: spawned, exited, restart, ended); emptied first");
   f.set_placeholder("events", "FOLDER");
+  f.add("timeline", l.timeline,
+        "write the run's timeline to FILE, a Chrome trace (Perfetto, chrome://tracing): each node "
+        "writes its part (troupe node --timeline FILE.scheduler.json, FILE.worker_0.json, ...), "
+        "merged into FILE when the nodes have ended, one process per node");
+  f.set_placeholder("timeline", "FILE");
   f.set_placeholder("hostfile", "FILE");
   f.set_placeholder("secret-file", "FILE");
   f.set_placeholder("scheduler-address", "HOST");
@@ -270,6 +279,51 @@ void add_events_flag(std::vector<std::string>& argv, const launch_flags& l,
       {"--events", (fs::path(l.events) / (launch::record_name(label) + ".jsonl")).string()});
 }
 
+// A node's timeline part: FILE.<its name>.json (--timeline), merged into FILE at the end.
+std::string timeline_part_path(const launch_flags& l, const std::string& label) {
+  return l.timeline + "." + launch::record_name(label) + ".json";
+}
+
+void add_timeline_flag(std::vector<std::string>& argv, const launch_flags& l,
+                       const std::string& label) {
+  if (!l.timeline.empty())
+    argv.insert(argv.end(), {"--timeline", timeline_part_path(l, label)});
+}
+
+// Merges the parts the nodes wrote (a node killed before its end wrote none: it is left out,
+// saying so) into --timeline's FILE and removes them; 0, or 1 when FILE cannot be written.
+int merge_timeline_parts(const launch_flags& l) {
+  if (l.timeline.empty())
+    return 0;
+  std::vector<timeline_part> parts;
+  std::vector<std::string> labels{"scheduler"};
+  for (int i = 0; i < l.servers; ++i)
+    labels.push_back("server " + std::to_string(i));
+  for (int i = 0; i < l.workers; ++i)
+    labels.push_back("worker " + std::to_string(i));
+  for (int i = 0; i < l.spares; ++i)
+    labels.push_back("spare " + std::to_string(i));
+  for (const auto& label : labels) {
+    const auto path = timeline_part_path(l, label);
+    if (fs::exists(path))
+      parts.push_back({path, 0}); // one clock: the nodes' wall clocks, offsets not measured
+    else
+      std::cerr << "launch: --timeline: " << label << " wrote no part (" << path << ")\n";
+  }
+  try {
+    const auto merged = merge_timelines(parts);
+    write_file_atomically(l.timeline, std::vector<std::uint8_t>(merged.begin(), merged.end()));
+  } catch (const std::exception& e) {
+    std::cerr << "launch: error: --timeline " << l.timeline << ": " << e.what() << std::endl;
+    return 1;
+  }
+  for (const auto& part : parts) {
+    std::error_code ignored;
+    fs::remove(part.path, ignored);
+  }
+  return 0;
+}
+
 // The names of the record files one launch writes: its own and each child's.
 std::vector<std::string> record_files(const launch_flags& l) {
   std::vector<std::string> names{"launch", "scheduler"};
@@ -314,6 +368,7 @@ child_spec scheduler_spec(const std::string& program, const fs::path& port_file,
     "scheduler", node_argv(program, "scheduler", l.scheduler_address + ":0", l), {}, secret + "\n"};
   s.argv.insert(s.argv.end(), {"--port-file", port_file.string(), "--host-share", "0"});
   add_events_flag(s.argv, l, s.name);
+  add_timeline_flag(s.argv, l, s.name);
   s.argv.insert(s.argv.end(), l.node_args.begin(), l.node_args.end());
   return s;
 }
@@ -339,6 +394,7 @@ void start_nodes(launch::child_processes& children, const std::string& program, 
       argv.insert(argv.end(),
                   {"--host-slot", std::to_string(slots[static_cast<std::size_t>(node)])});
     add_events_flag(argv, l, role + " " + std::to_string(index));
+    add_timeline_flag(argv, l, role + " " + std::to_string(index));
     if (!hosts.empty()) {
       const auto& h = hosts[static_cast<std::size_t>(node) % hosts.size()];
       argv.insert(argv.end(), {"--listen", h.name});
@@ -356,6 +412,7 @@ void start_nodes(launch::child_processes& children, const std::string& program, 
     auto argv = node_argv(program, "worker", scheduler, l);
     argv.insert(argv.end(), {"--spare", "--host-share", std::to_string(shares.back())});
     add_events_flag(argv, l, "spare " + std::to_string(k));
+    add_timeline_flag(argv, l, "spare " + std::to_string(k));
     if (!hosts.empty()) {
       const auto& h = hosts[static_cast<std::size_t>(l.servers + l.workers + k) % hosts.size()];
       argv.insert(argv.end(), {"--listen", h.name});
@@ -403,7 +460,9 @@ int run(const launch_flags& l, const std::shared_ptr<node_events>& events) {
   std::cerr << "launch: scheduler at " << l.scheduler_address << ':' << port << "; starting "
             << l.servers << " server(s) and " << l.workers << " worker(s)" << std::endl;
   start_nodes(children, program, port, hosts, l, secret);
-  return children.wait();
+  const int status = children.wait();
+  const int merged = merge_timeline_parts(l);
+  return status != 0 ? status : merged;
 }
 
 // Whether a job that ended with `status` is worth starting again: not when it finished, was
@@ -420,6 +479,14 @@ int launch_command(const std::vector<std::string>& args) {
     return 0;
   const auto given = l.node_args;
   const auto events = open_event_folder(l);
+  if (!l.timeline.empty()) { // refused before any node starts, as --events is
+    try {
+      open_timeline(l.timeline, "launch");
+    } catch (const std::exception& e) {
+      throw usage_error(e.what());
+    }
+    l.timeline = fs::absolute(l.timeline).lexically_normal().string();
+  }
   record_event(events, "started",
                {{{"servers", l.servers}, {"workers", l.workers}, {"spares", l.spares}}, {}});
   for (int restart = 1;; ++restart) {

@@ -218,11 +218,15 @@ int run_scheduler_process(train_command_line& cli, const scheduler_options& opti
   try {
     cli.output.log = &std::cout;
     cli.output.events = options.events;
+    cli.output.timeline = options.timeline;
     const auto result = run_scheduler(node.system, cli.job, options, cli.output);
     const auto weights = weights_digest_line(result);
     std::cout << weights << std::endl;
-    const int code = finished_run_status(result, std::cerr);
+    int code = finished_run_status(result, std::cerr);
     status.end(code == 0 ? "finished" : "failed");
+    if (const int written = write_timeline(options.timeline, cli.timeline_path, std::cerr);
+        code == 0)
+      code = written;
     return record_end(options, events_path, code == 0 ? "finished" : "failed", code, "", weights);
   } catch (const run_interrupted&) {
     status.end("stopped");
@@ -231,6 +235,7 @@ int run_scheduler_process(train_command_line& cli, const scheduler_options& opti
   } catch (const std::exception& e) {
     std::cerr << ("troupe node: error: " + std::string(e.what()) + "\n") << std::flush;
     status.end("failed", e.what());
+    write_timeline(options.timeline, cli.timeline_path, std::cerr); // what it did until then
     return record_end(options, events_path, "failed", 1, e.what());
   }
 }
@@ -239,7 +244,7 @@ int run_scheduler_process(train_command_line& cli, const scheduler_options& opti
 // launch passes the signal on to every node): the watcher asks where the node is once, as the
 // signal comes, then ends the process.
 int run_member_process(const member_options& options, const node_identity& place,
-                       const std::string& events_path) {
+                       const std::string& events_path, const std::string& timeline_path) {
   record_start(options, options.spare, false);
   interrupt_watch interrupts(
     [&options, at = options.position, role = place.role, events_path] {
@@ -257,9 +262,11 @@ int run_member_process(const member_options& options, const node_identity& place
                   + place.source + ")\n")
               << std::flush;
     run_member(node.system, options);
-    return record_end(options, events_path, "finished", 0);
+    const int written = write_timeline(options.timeline, timeline_path, std::cerr);
+    return record_end(options, events_path, written == 0 ? "finished" : "failed", written);
   } catch (const std::exception& e) {
     std::cerr << ("troupe node: error: " + std::string(e.what()) + "\n") << std::flush;
+    write_timeline(options.timeline, timeline_path, std::cerr); // what it did until then
     return record_end(options, events_path, "failed", 1, e.what());
   }
 }
@@ -298,6 +305,8 @@ Options common_options(const node_command_line& n, const train_command_line& cli
                        std::shared_ptr<node_events> events) {
   Options options{read_secret(n.secret_file, env)};
   options.events = events;
+  // Named by role until a member learns its plan node's name (member_options::timeline).
+  options.timeline = open_timeline(cli.timeline_path, to_string(place.role));
   options.scheduler_host = place.scheduler_host;
   options.scheduler_port = place.scheduler_port;
   try {
@@ -499,7 +508,8 @@ int node_command(const std::vector<std::string>& args) {
     return run_scheduler_process(cli, scheduler_options_of(n, cli, place, env, events, args),
                                  n.events, status);
   }
-  return run_member_process(member_options_of(n, cli, place, env, events), place, n.events);
+  return run_member_process(member_options_of(n, cli, place, env, events), place, n.events,
+                            cli.timeline_path);
 }
 
 } // namespace troupe

@@ -174,4 +174,30 @@ void check_prefix_folder(const std::string& prefix) {
   }
 }
 
+std::shared_ptr<timeline_recorder> open_timeline(const std::string& path,
+                                                 std::string process_name) {
+  if (path.empty())
+    return nullptr;
+  make_parent_folder("--timeline " + path, path);
+  try {
+    check_can_create(path);
+  } catch (const io_error& e) {
+    throw io_error("--timeline " + path + ": " + e.what());
+  }
+  return std::make_shared<timeline_recorder>(std::move(process_name));
+}
+
+int write_timeline(const std::shared_ptr<timeline_recorder>& recorded, const std::string& path,
+                   std::ostream& errors) {
+  if (!recorded)
+    return 0;
+  try {
+    recorded->write(path);
+    return 0;
+  } catch (const std::exception& e) {
+    errors << ("troupe: error: --timeline " + path + ": " + e.what() + "\n") << std::flush;
+    return 1;
+  }
+}
+
 } // namespace troupe

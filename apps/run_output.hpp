@@ -8,11 +8,13 @@
 #pragma once
 
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
 #include <troupe/graph/job.hpp>
 #include <troupe/io/metrics_log.hpp>
+#include <troupe/io/timeline.hpp>
 
 namespace troupe {
 
@@ -43,6 +45,14 @@ void check_prefix_folder(const std::string& prefix);
 /// Makes the folder `path` would be written in, with its parents (as `mkdir -p`); throws
 /// io_error "<named>: cannot create the folder F: <reason>".
 void make_parent_folder(const std::string& named, const std::string& path);
+
+/// `--timeline FILE`: a timeline of the process `process_name`, once files can be created
+/// where FILE goes (io_error naming it otherwise, before the run starts); null for no FILE.
+std::shared_ptr<timeline_recorder> open_timeline(const std::string& path, std::string process_name);
+/// Writes `recorded` to `path` at the run's end (nothing when null); 0, or 1 after saying on
+/// `errors` why it could not be written.
+int write_timeline(const std::shared_ptr<timeline_recorder>& recorded, const std::string& path,
+                   std::ostream& errors);
 
 /// Columns of the terminal on stdout: COLUMNS when a positive number, else the terminal's
 /// own size (TIOCGWINSZ), else 80.

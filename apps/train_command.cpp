@@ -33,6 +33,7 @@ int train_command(const std::vector<std::string>& args) {
   if (!cli.output.metrics_path.empty())
     cli.output.metrics_file =
       open_metrics_file(cli.output.metrics_path, run_record(args, cli.job, cli.threads));
+  cli.output.timeline = open_timeline(cli.timeline_path, "troupe");
   set_compute_threads(cli.threads);
   cli.output.log = &std::cout;
   cli.output.position = std::make_shared<run_position>();
@@ -49,7 +50,8 @@ int train_command(const std::vector<std::string>& args) {
   std::cout << weights_digest_line(result) << std::endl;
   const int code = finished_run_status(result, std::cerr);
   status.end(code == 0 ? "finished" : "failed");
-  return code;
+  const int written = write_timeline(cli.output.timeline, cli.timeline_path, std::cerr);
+  return code != 0 ? code : written;
 }
 
 } // namespace troupe

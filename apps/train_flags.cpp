@@ -73,6 +73,7 @@ struct raw_flags {
   std::string lr_step_epochs, lr_schedule = "multi-step", progress = "auto";
   std::string image_shape = "1,28,28", classes;
   std::string config, devices, cudnn_algorithms = "exact";
+  std::string timeline;    // a process-local output, like the progress bar: no config key
   record_flags record;     ///< --data-train, --data-val, ... (apps/record_flags.cpp)
   topology_flags topology; ///< --topology, --kv-store (apps/topology_flags.cpp)
   int num_layers = 0, threads = 1, num_classes = language().train_data.classes.value;
@@ -162,12 +163,17 @@ void declare(flag_set& f, raw_flags& r) {
         "GPU convolutions: exact (no FFT or non-fused Winograd: float32 results) | fastest "
         "(whatever cuDNN times fastest, ~1e-3 off; docs/gpu.md)");
   f.add("progress", r.progress, "progress bar: auto (when stdout is a terminal) | on | off");
+  f.add("timeline", r.timeline,
+        "write the run's timeline to FILE at its end, a Chrome trace for Perfetto or "
+        "chrome://tracing: each compute's forward, backward, pushes and waits, checkpoint saves "
+        "(docs/operations.md, \"Timeline\")");
 }
 
 // Words for the values in help (`--lr RATE`); flags not listed show their type (N, X, TEXT).
 void name_placeholders(flag_set& f) {
   const std::pair<const char*, const char*> words[] = {{"config", "FILE"},
                                                        {"metrics", "FILE"},
+                                                       {"timeline", "FILE"},
                                                        {"data-dir", "DIR"},
                                                        {"lr", "RATE"},
                                                        {"lr-factor", "FACTOR"},
@@ -561,6 +567,7 @@ parse_train_flags(const std::vector<std::string>& args, const std::string& comma
     throw usage_error(e.what());
   }
   out.output.progress_bar = progress_bar;
+  out.timeline_path = r.timeline;
   return out;
 }
 

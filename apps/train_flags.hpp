@@ -65,6 +65,8 @@ struct train_command_line {
   /// What resolving the job changed that neither the config nor the flags say (a warm-up
   /// shortened with the run, job_config::notes): printed under the "Resolved:" line.
   std::vector<std::string> notes;
+  /// --timeline: where the run's timeline is written at its end; empty: none is recorded.
+  std::string timeline_path;
 };
 
 /// The name of every flag `troupe train` takes (hidden ones too): what each command that

@@ -273,10 +273,13 @@ void model::run_backward(const tensor& x,
 }
 
 loss_result model::train_step(const tensor& x, const std::vector<std::int32_t>& labels,
-                              const std::function<void(std::size_t)>& on_gradient_ready) {
+                              const std::function<void(std::size_t)>& on_gradient_ready,
+                              const std::function<void()>& on_backward) {
   const tensor& staged = stage_input(x);
   run_forward(staged, true);
   loss_result result = compute_loss(labels, true);
+  if (on_backward)
+    on_backward();
   run_backward(staged, on_gradient_ready);
   release_views(false);
   finish_step(x);

@@ -190,6 +190,9 @@ node_part_options part_options_of(member_actor self, const assignment_message& a
   st.serving->set_report_path(part.metrics);
   part.timeouts = options.timeouts;
   part.devices = options.devices;
+  part.timeline = options.timeline;
+  if (part.timeline)
+    part.timeline->set_process_name(st.label); // its plan node's name, now that it has one
   part.compute.stand_in = options.stand_in;
   // A node on a thread of its own puts its computes and checkpoint part on theirs; one spawned
   // scheduled (a test's) keeps them scheduled, where CAF's deterministic coordinator runs them.

@@ -76,8 +76,22 @@ std::string progress_text(const scheduler_state& st) {
   return waiting.empty() ? text : text + "; waiting for " + waiting;
 }
 
+// The member events that are faults, as instants on the timeline's "faults" track: the node,
+// and for an adoption the one that adopts.
+static void record_fault(const scheduler_state& st, const std::string& event,
+                         const member_entry& m) {
+  const auto& to = st.options->timeline;
+  if (!to || (event != "lost" && event != "adoption" && event != "adopted" && event != "promoted"))
+    return;
+  const auto role = std::string(to_string(m.role));
+  to->instant(to->track("faults"), event,
+              m.rank >= 0 ? role + " " + std::to_string(m.rank) : std::string("spare"),
+              {{"node", m.node}});
+}
+
 void record_member_event(const scheduler_state& st, const std::string& event, const member_entry& m,
                          const event_fields& extra) {
+  record_fault(st, event, m);
   if (!st.options->events)
     return;
   const auto role = std::string(to_string(m.role));

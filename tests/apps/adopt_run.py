@@ -5,6 +5,9 @@ lost nothing (on_worker_loss = adopt; docs/operations.md, "A lost worker").
 usage: adopt_run.py TROUPE CONFIG SERVERS WORKERS KILL_EPOCH [--spares K] [troupe flags...]
 
 With --spares K (given to troupe launch) the spare must be the one that takes the place.
+With --timeline (given to troupe launch, as FILE in the work folder) the merged timeline must
+pass tests/apps/check_timeline.py without the killed worker's part (it wrote none) and hold the
+scheduler's `lost` and `adoption` instants.
 
 Runs `troupe launch -n WORKERS -s SERVERS --config CONFIG --on-worker-loss adopt [flags]`,
 waits until the scheduler logs a batch past the middle of epoch KILL_EPOCH (its progress lines,
@@ -18,8 +21,10 @@ group is killed at the end whatever happens, so no process is left behind.
 It prints the seconds from the kill to training again: to the adopter's line saying where its
 adopted compute recomputes from (detection, adoption, and the rewind of the weights).
 """
+import json
 import os
 import re
+import subprocess
 import sys
 import time
 
@@ -33,9 +38,13 @@ BOUND_S = 300
 def main(workdir):
     troupe, config, servers, workers, kill_epoch = sys.argv[1:6]
     rest = sys.argv[6:]
-    launch_only = []
-    if rest[:1] == ["--spares"]:
-        launch_only, rest = rest[:2], rest[2:]
+    launch_only, timeline = [], None
+    while rest[:1] in (["--spares"], ["--timeline"]):
+        if rest[0] == "--timeline":
+            timeline = os.path.join(workdir, "timeline.json")
+            launch_only, rest = launch_only + ["--timeline", timeline], rest[1:]
+        else:
+            launch_only, rest = launch_only + rest[:2], rest[2:]
     command = [troupe, "launch", "-n", workers, "-s", servers] + launch_only \
         + ["--config", config, "--on-worker-loss", "adopt"] + rest
     proc = start_launch(command, workdir)
@@ -60,7 +69,7 @@ def main(workdir):
             raise SystemExit(f"FAIL: the kill did not land inside epoch {kill_epoch}'s training: {m.group(0)}")
         patterns = [rf"lost worker {victim_rank} \(pid {victim}", r"adopts compute_", r"serves the computes of worker_",
                     r"adopted worker_"]
-        if launch_only:  # the spare, not a survivor, takes the place
+        if "--spares" in launch_only:  # the spare, not a survivor, takes the place
             patterns += [r"spare worker \(pid \d+ [^)]*\) joined as a spare",
                          r"spare worker \d+ \(pid \d+ [^)]*\) adopts compute_.* \(a spare, idle until now",
                          r"\[spare 0\] worker_\d+: adopted worker_\d+ \(.*\) as a spare"]
@@ -69,10 +78,25 @@ def main(workdir):
         for line in out.splitlines():
             if re.search(r"lost worker|adopt|serves the computes|killed by signal", line):
                 print(line)
+        if timeline:
+            check_faults_on_timeline(timeline, int(servers) + int(workers))
         print(f"kill to training again: {served_at - killed_at:.3f} s")
         print(f"ok: worker {victim_rank} killed in epoch {kill_epoch}, adopted; exit 0; {got} as in one process")
     finally:
         kill_group(proc.pid)
+
+
+def check_faults_on_timeline(path, nodes):
+    """The merged timeline of every node but the killed one, with the scheduler's faults."""
+    checker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "check_timeline.py")
+    subprocess.run([sys.executable, checker, path, str(nodes)], check=True)
+    with open(path) as f:
+        events = json.load(f)["traceEvents"]
+    faults = {e["name"] for e in events if e["ph"] == "i" and e["pid"] == 1}
+    if not {"lost", "adoption"} <= faults:
+        raise SystemExit(f"FAIL: the scheduler's timeline holds the faults {sorted(faults)}, "
+                         "not lost and adoption")
+    print(f"timeline: the scheduler's faults {sorted(faults)}")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 // short SGD run that must lower the loss.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -204,6 +205,19 @@ TEST_CASE("on_gradient_ready reports each parameter once, in reverse order, when
     CHECK(slots[i] == slots.size() - 1 - i);
   for (std::size_t slot = 0; slot < slots.size(); ++slot)
     CHECK(same_values(at_callback[slot], m->parameters()[slot]->grad));
+}
+
+TEST_CASE("on_backward runs once, after the loss and before the first gradient is final",
+          "[graph][model]") {
+  auto m = tiny_dag(4);
+  tensor x = test::random_tensor({3, 2, 5, 5}, 12);
+  std::vector<std::string> calls;
+  m->train_step(
+    x, {0, 1, 2}, [&](std::size_t) { calls.push_back("gradient"); },
+    [&] { calls.push_back("backward"); });
+  REQUIRE(calls.size() == m->parameters().size() + 1);
+  CHECK(calls.front() == "backward");
+  CHECK(std::count(calls.begin(), calls.end(), "backward") == 1);
 }
 
 TEST_CASE("model reuses its buffers but never overwrites handles held outside", "[graph][model]") {

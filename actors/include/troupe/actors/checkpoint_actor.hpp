@@ -39,6 +39,7 @@
 #include <troupe/actors/param_shard_actor.hpp>
 #include <troupe/graph/model.hpp>
 #include <troupe/io/checkpoint_file.hpp>
+#include <troupe/io/timeline.hpp>
 
 namespace troupe {
 
@@ -67,6 +68,9 @@ struct checkpoint_wiring {
   /// Where "checkpoint: saved PATH" goes after each save; unset: standard error, as a cluster
   /// run's manifest says it.
   std::function<void(const std::string&)> log;
+  /// Where each save is recorded (track "checkpoint": the save, and the file's write inside
+  /// it); null: nowhere.
+  std::shared_ptr<timeline_recorder> timeline;
 };
 
 /// Throws std::invalid_argument for no shard or no replica, or parameter names and shapes of

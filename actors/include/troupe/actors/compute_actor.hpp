@@ -109,6 +109,7 @@
 #include <troupe/actors/timeouts.hpp>
 #include <troupe/graph/config/key_assignment.hpp>
 #include <troupe/graph/model.hpp>
+#include <troupe/io/timeline.hpp>
 
 namespace troupe {
 
@@ -154,6 +155,9 @@ struct compute_wiring {
   bool adopted = false;
   /// Adopted: called (on the compute's thread) with the step it recomputes from, once known.
   std::function<void(std::int64_t step)> on_rewound;
+  /// Where the compute records its steps and pushes (actors/step_timeline.hpp); null: nowhere.
+  /// The compute stand-in records nothing.
+  std::shared_ptr<timeline_recorder> timeline;
 };
 
 /// A compute that takes a fixed time per batch instead of computing (see "Stand-in" above): a

@@ -35,6 +35,7 @@
 #include <troupe/graph/placement.hpp>
 #include <troupe/io/dataset.hpp>
 #include <troupe/io/node_events.hpp>
+#include <troupe/io/timeline.hpp>
 #include <troupe/kernels/compute_device.hpp>
 
 namespace troupe {
@@ -77,6 +78,9 @@ struct node_part_options {
   /// A cluster's scheduler restarted in training: the coordinator starts at this epoch and
   /// restores nothing (the members' computes and shards hold the run's state). -1: none.
   std::int64_t resume_at_epoch = -1;
+  /// Where this node's computes and checkpoint record what they do (troupe/io/timeline.hpp);
+  /// null: nowhere.
+  std::shared_ptr<timeline_recorder> timeline;
   /// Called once the part is wired, with what it handed out (may be empty).
   std::function<void(const wiring_report&)> on_wired;
 };

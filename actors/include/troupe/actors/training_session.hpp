@@ -46,6 +46,7 @@
 #include <troupe/io/checkpoint_file.hpp>
 #include <troupe/io/dataset.hpp>
 #include <troupe/io/node_events.hpp>
+#include <troupe/io/timeline.hpp>
 
 namespace troupe {
 
@@ -94,6 +95,9 @@ struct session_output {
   std::shared_ptr<run_status> status; ///< metrics_options::status; the session sets its plan
   /// Where the host serves `status` (its own concern: `--status-listen`); empty: nowhere.
   std::string status_listen;
+  /// Where the computes and the checkpoint record their steps, pushes and saves
+  /// (troupe/io/timeline.hpp); the host writes it at the end. Null: nowhere.
+  std::shared_ptr<timeline_recorder> timeline;
 };
 
 /// Where a gradient tap sits: between the compute of rank `rank` and what it pushes the keys

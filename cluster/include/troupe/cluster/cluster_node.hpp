@@ -48,6 +48,7 @@
 #include <troupe/cluster/wire_messages.hpp>
 #include <troupe/graph/job.hpp>
 #include <troupe/io/node_events.hpp>
+#include <troupe/io/timeline.hpp>
 
 namespace troupe {
 
@@ -108,6 +109,10 @@ struct node_options {
   /// Machine-readable records of this node's moments beside its lines (joined, ready, a lost
   /// node, ...: troupe/io/node_events.hpp, docs/operations.md "Event records"). May be null.
   std::shared_ptr<node_events> events;
+  /// Where this node records what it does (troupe/io/timeline.hpp): a member's computes and
+  /// checkpoint, the scheduler's faults (a lost node, an adoption, a promotion) on its track
+  /// "faults". Null: nowhere. The host writes it when the node ends.
+  std::shared_ptr<timeline_recorder> timeline;
 };
 
 /// The scheduler's options.

@@ -98,9 +98,11 @@ public:
   /// One training step's math: forward, softmax cross-entropy, backward. Every parameter's
   /// `grad` holds d(mean loss)/d(param) afterwards. `on_gradient_ready(slot)` (optional) is
   /// called as soon as a parameter's gradient is final, in backward order, so a caller can ship
-  /// it while the rest of backward runs.
+  /// it while the rest of backward runs. `on_backward` (optional) is called once forward and
+  /// the loss are done, as backward starts (where a timeline splits the step).
   loss_result train_step(const tensor& x, const std::vector<std::int32_t>& labels,
-                         const std::function<void(std::size_t)>& on_gradient_ready = {});
+                         const std::function<void(std::size_t)>& on_gradient_ready = {},
+                         const std::function<void()>& on_backward = {});
 
   /// Forward in inference mode and the loss / accuracy, without gradients.
   loss_result evaluate(const tensor& x, const std::vector<std::int32_t>& labels);

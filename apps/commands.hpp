@@ -29,6 +29,8 @@ int graph_command(const std::vector<std::string>& args);
 int launch_command(const std::vector<std::string>& args);
 /// `troupe im2rec PREFIX ROOT`: pack JPEGs into MXNet RecordIO files (PREFIX.rec, .idx, .lst).
 int im2rec_command(const std::vector<std::string>& args);
+/// `troupe timeline FILE PART...`: merge a cluster's timeline parts onto the scheduler's clock.
+int timeline_command(const std::vector<std::string>& args);
 
 /// Splits "a,b,,c" into its non-empty items.
 std::vector<std::string> split_names(const std::string& text);

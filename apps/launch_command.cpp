@@ -134,7 +134,8 @@ bool parse_flags(const std::vector<std::string>& args, launch_flags& l) {
   f.add("timeline", l.timeline,
         "write the run's timeline to FILE, a Chrome trace (Perfetto, chrome://tracing): each node "
         "writes its part (troupe node --timeline FILE.scheduler.json, FILE.worker_0.json, ...), "
-        "merged into FILE when the nodes have ended, one process per node");
+        "merged into FILE when the nodes have ended, one process per node, each on the scheduler's "
+        "clock by the offset it measured when it joined");
   f.set_placeholder("timeline", "FILE");
   f.set_placeholder("hostfile", "FILE");
   f.set_placeholder("secret-file", "FILE");
@@ -306,7 +307,7 @@ int merge_timeline_parts(const launch_flags& l) {
   for (const auto& label : labels) {
     const auto path = timeline_part_path(l, label);
     if (fs::exists(path))
-      parts.push_back({path, 0}); // one clock: the nodes' wall clocks, offsets not measured
+      parts.push_back({path, 0}); // each shifted by the offset to the scheduler it measured
     else
       std::cerr << "launch: --timeline: " << label << " wrote no part (" << path << ")\n";
   }

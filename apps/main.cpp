@@ -29,6 +29,7 @@ commands:
   graph    print a .troupe config's actor graph as Graphviz DOT
   launch   start a cluster run (scheduler, servers, workers) here or on hosts over ssh
   im2rec   pack a folder of JPEGs (or a .lst) into MXNet RecordIO files for --data-train
+  timeline merge the --timeline parts of a cluster's nodes onto the scheduler's clock
   help     print this overview; `troupe help COMMAND` prints a command's help
 
 `troupe <command> --help` describes every flag of a command.
@@ -36,7 +37,7 @@ commands:
 
 const char* short_usage =
   "usage: troupe <command> [flags]\n"
-  "commands: train, eval, node, bench, devices, check, graph, launch, im2rec, help\n"
+  "commands: train, eval, node, bench, devices, check, graph, launch, im2rec, timeline, help\n"
   "`troupe help` says what each does; `troupe help COMMAND` describes its flags\n";
 
 } // namespace
@@ -82,9 +83,11 @@ int main(int argc, char** argv) {
       return troupe::launch_command(args);
     if (command == "im2rec")
       return troupe::im2rec_command(args);
+    if (command == "timeline")
+      return troupe::timeline_command(args);
     std::cerr << ("troupe: unknown command '" + command
                   + "' (commands: train, eval, node, bench, devices, check, graph, launch, im2rec, "
-                    "help)\n");
+                    "timeline, help)\n");
     return 2;
   } catch (const troupe::usage_error& e) {
     // One write per line: processes under one launcher (mpirun) may share the stream.

@@ -255,6 +255,7 @@ struct body_writer {
     out.setRank(m.rank);
     out.setJobHash(m.job_hash);
     out.setSpare(m.spare);
+    out.setSentMicros(m.sent_micros);
     if (m.job.size() > join_message::max_job_bytes)
       throw std::invalid_argument("frame: a join's job of " + std::to_string(m.job.size())
                                   + " bytes exceeds "
@@ -313,6 +314,10 @@ struct body_writer {
     }
     out.setThreads(m.threads);
     out.setAdopt(m.adopt);
+    auto clock = out.initClock();
+    clock.setJoinSent(m.clock.join_sent);
+    clock.setJoinReceived(m.clock.join_received);
+    clock.setSent(m.clock.sent);
   }
   void operator()(const ready_message& m) {
     auto out = body.initReady();

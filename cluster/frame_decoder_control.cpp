@@ -47,6 +47,10 @@ assignment_message read_assignment(wire::Assignment::Reader in) {
   m.threads = in.getThreads();
   require(m.threads <= 4096, "assignment.threads " + std::to_string(m.threads) + " is above 4096");
   m.adopt = in.getAdopt();
+  const auto clock = in.getClock();
+  m.clock = {clock.getJoinSent(), clock.getJoinReceived(), clock.getSent()};
+  require(m.clock.join_sent >= 0 && m.clock.join_received >= 0 && m.clock.sent >= 0,
+          "assignment.clock has a negative stamp");
   return m;
 }
 
@@ -99,6 +103,8 @@ join_message read_join(wire::Join::Reader in) {
   m.job.assign(reinterpret_cast<const char*>(job.begin()),
                reinterpret_cast<const char*>(job.end()));
   m.spare = in.getSpare();
+  m.sent_micros = in.getSentMicros();
+  require(m.sent_micros >= 0, "join.sentMicros " + std::to_string(m.sent_micros) + " is negative");
   if (!in.hasRejoin())
     return m;
   const auto r = in.getRejoin();

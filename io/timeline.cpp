@@ -30,6 +30,29 @@ json_value metadata(const char* what, const std::string& name, int pid, std::siz
                     {"pid", pid},   {"tid", tid}, {"args", json_value{{"name", name}}}};
 }
 
+// The offset a part records ("otherData", set_clock_offset); none when it records none.
+std::optional<clock_offset> recorded_offset(const std::string& path, const json_value& part) {
+  if (!part.contains("otherData") || !part["otherData"].contains("clock_offset_us"))
+    return std::nullopt;
+  const auto& other = part["otherData"];
+  const auto& offset = other["clock_offset_us"];
+  const auto uncertainty = other.value("clock_uncertainty_us", json_value(0));
+  if (!offset.is_number_integer() || !uncertainty.is_number_integer()
+      || uncertainty.get<std::int64_t>() < 0)
+    throw io_error(path
+                   + ": otherData.clock_offset_us and clock_uncertainty_us must be "
+                     "integers (microseconds; the uncertainty >= 0)");
+  return clock_offset{offset.get<std::int64_t>(), uncertainty.get<std::int64_t>()};
+}
+
+std::string clock_label(const json_value& part, const std::optional<clock_offset>& measured) {
+  if (!measured)
+    return "clock: its own (no offset measured)";
+  const auto reference = part["otherData"].value("clock_reference", std::string("reference"));
+  return "clock: the " + reference + "'s, shifted " + std::to_string(measured->offset)
+         + " us (within " + std::to_string(measured->uncertainty) + " us)";
+}
+
 } // namespace
 
 timeline_recorder::timeline_recorder(std::string process_name)
@@ -54,6 +77,27 @@ timeline_recorder::track_id timeline_recorder::track(const std::string& name) {
 std::int64_t timeline_recorder::unix_micros(clock::time_point t) const {
   return unix_origin_
          + std::chrono::duration_cast<std::chrono::microseconds>(t - steady_origin_).count();
+}
+
+void timeline_recorder::set_clock_offset(std::string reference, std::int64_t offset,
+                                         std::int64_t uncertainty) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  clock_reference_ = std::move(reference);
+  clock_offset_ = offset;
+  clock_uncertainty_ = uncertainty;
+}
+
+std::int64_t timeline_clock_micros(const timeline_recorder* recorder) {
+  return recorder ? recorder->unix_micros(timeline_recorder::clock::now()) : wall_micros_now();
+}
+
+std::optional<clock_offset> clock_offset_of(std::int64_t sent, std::int64_t received,
+                                            std::int64_t answered, std::int64_t arrived) {
+  const auto in_flight = (arrived - sent) - (answered - received);
+  if (arrived < sent || answered < received || in_flight < 0)
+    return std::nullopt;
+  // Summed before halving so that an odd sum loses half a microsecond, not one.
+  return clock_offset{((received - sent) + (answered - arrived)) / 2, (in_flight + 1) / 2};
 }
 
 timeline_recorder::event timeline_recorder::make_event(char phase, std::string name,
@@ -156,7 +200,12 @@ std::string timeline_recorder::json(int pid) const {
       events.push_back(std::move(record));
     }
   }
-  return json_value{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}}.dump() + "\n";
+  auto trace = json_value{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
+  if (!clock_reference_.empty())
+    trace["otherData"] = json_value{{"clock_reference", clock_reference_},
+                                    {"clock_offset_us", clock_offset_},
+                                    {"clock_uncertainty_us", clock_uncertainty_}};
+  return trace.dump() + "\n";
 }
 
 void timeline_recorder::write(const std::string& path) const {
@@ -179,13 +228,23 @@ std::string merge_timelines(const std::vector<timeline_part>& parts) {
     }
     if (!part.is_object() || !part.contains("traceEvents") || !part["traceEvents"].is_array())
       throw io_error(path + ": not a timeline: no \"traceEvents\" array");
+    const auto measured = recorded_offset(path, part);
+    const auto offset = parts[i].offset + (measured ? measured->offset : 0);
+    std::optional<std::int64_t> first;
     for (auto& e : part["traceEvents"]) {
       if (!e.is_object() || !e.contains("ts") || !e["ts"].is_number_integer())
         throw io_error(path + ": not a timeline: an event without an integer \"ts\"");
       e["pid"] = static_cast<int>(i + 1);
-      e["ts"] = e["ts"].get<std::int64_t>() + parts[i].offset;
+      e["ts"] = e["ts"].get<std::int64_t>() + offset;
+      first = std::min(first.value_or(e["ts"].get<std::int64_t>()), e["ts"].get<std::int64_t>());
       merged.push_back(std::move(e));
     }
+    merged.push_back(json_value{{"name", "process_labels"},
+                                {"ph", "M"},
+                                {"ts", first.value_or(0)},
+                                {"pid", static_cast<int>(i + 1)},
+                                {"tid", 0},
+                                {"args", json_value{{"labels", clock_label(part, measured)}}}});
   }
   return json_value{{"traceEvents", std::move(merged)}, {"displayTimeUnit", "ms"}}.dump() + "\n";
 }

@@ -17,6 +17,7 @@ packages=(
   clang libclang-rt-14-dev  # the wire decoder's fuzz test (scripts/fuzz_frames.sh)
   clang-format              # .ci/run checks the sources against .clang-format
   openmpi-bin iproute2      # cluster tests: a job under mpirun, hosts in network namespaces
+  faketime                  # cli:timeline_clock runs a worker with its clocks ahead
   openssl                   # the README's `openssl rand` for a cluster secret (cli:readme_commands)
 )
 if [[ "${TROUPE_WITH_TORCH:-0}" == 1 ]]; then

@@ -362,12 +362,37 @@ void on_assignment_failed(member_actor self, caf::error why) {
   finish(self, std::move(why));
 }
 
+namespace {
+
+// The join's round trip, closed by the assignment's arrival, gives this node's clock offset
+// to the scheduler's: the timeline part records it so that the merge puts the part on the
+// scheduler's clock; the events say it either way.
+void note_clock_offset(member_actor self, const clock_stamps& stamps) {
+  auto& st = self->state;
+  const auto arrived = timeline_clock_micros(st.options->timeline.get());
+  if (!stamps.measured())
+    return;
+  const auto measured =
+    clock_offset_of(stamps.join_sent, stamps.join_received, stamps.sent, arrived);
+  if (!measured)
+    return;
+  if (st.options->timeline)
+    st.options->timeline->set_clock_offset("scheduler", measured->offset, measured->uncertainty);
+  record_event(st.options->events, "clock_offset",
+               {{{"offset_us", static_cast<double>(measured->offset)},
+                 {"uncertainty_us", static_cast<double>(measured->uncertainty)}},
+                {}});
+}
+
+} // namespace
+
 // The scheduler's assignment: spawn this node's part, then say ready (a server once its
 // listener for workers has its port).
 void on_assignment(member_actor self, const assignment_message& a) {
   auto& st = self->state;
   if (!st.phase.is<member_phases::joining>())
     return fail(self, errc::bad_request, "the scheduler sent an assignment twice");
+  note_clock_offset(self, a.clock);
   st.phase.enter(member_phases::starting{});
   const auto node = a.node;
   try {

@@ -46,6 +46,7 @@ void join_over(member_actor self, const channel_actor& channel) {
   if (st.options->own_job) // so that a refusal can name the keys that differ
     join.job = job_bytes(*st.options->own_job);
   join.spare = st.options->spare;
+  join.sent_micros = timeline_clock_micros(st.options->timeline.get());
   caf::anon_send(st.to_scheduler, join_atom::value, std::move(join));
   record_event(st.options->events, "joined",
                {{{"scheduler_port", st.options->scheduler_port}, {"port", port}},

@@ -47,6 +47,7 @@ void send_rejoin(member_actor self, const channel_actor& channel, const rejoin_m
                     st.options->rank, st.job ? job_hash_without_counts(*st.job) : 0};
   join.spare = st.options->spare;
   join.rejoin = where;
+  join.sent_micros = timeline_clock_micros(st.options->timeline.get());
   st.phase.enter(member_phases::running{});
   caf::anon_send(st.to_scheduler, join_atom::value, std::move(join));
   record_event(st.options->events, "rejoined",

@@ -79,6 +79,8 @@ assignment_message assignment_for(const scheduler_state& st, const member_entry&
   a.facts = st.facts;
   a.servers = std::move(servers);
   a.threads = static_cast<std::uint32_t>(std::max(0, st.options->threads));
+  if (m.join_sent > 0) // the member's clock offset is reckoned from this round trip
+    a.clock = {m.join_sent, m.join_received, timeline_clock_micros(st.options->timeline.get())};
   return a;
 }
 
@@ -159,6 +161,8 @@ member_entry& add_member(scheduler_actor self, const channel_actor& channel,
   m.port = join.port; // a server's port bound before it joined (0: it listens once assigned)
   m.seen_from = join.seen_from;
   m.pid = join.pid;
+  m.join_sent = join.sent_micros;
+  m.join_received = timeline_clock_micros(st.options->timeline.get());
   self->monitor(channel);
   st.members.push_back(m);
   return st.members.back();

@@ -59,6 +59,9 @@ struct member_entry {
   std::uint32_t pid = 0;
   std::uint16_t port = 0;
   int threads = 0; // the compute threads it uses (its ready)
+  /// Its join's sending on its run clock and arrival on ours: the first half of the round trip
+  /// from which it reckons its clock's offset (clock_stamps); 0: its join carried no stamp.
+  std::int64_t join_sent = 0, join_received = 0;
   bool ready = false;
   bool gone = false;
   /// A spare worker (join_message::spare): no node until it takes over a lost worker's (then

@@ -149,7 +149,8 @@ struct Join {
   jobHash @5 :UInt64;   # the job its own config resolves to, process counts left out; 0: none
   job @6 :Data;         # that job (as Assignment.job), so a refusal can name the keys that differ; empty: none
   spare @7 :Bool;       # a worker that waits, unassigned, to take over a lost worker's place (launch --spares)
-  rejoin @8 :Rejoin;    # a member of a run in training whose scheduler was lost, joining the scheduler
+  rejoin @8 :Rejoin;
+  sentMicros @9 :Int64;  # the joiner's run clock when it sent this (troupe/io/timeline.hpp); 0: none    # a member of a run in training whose scheduler was lost, joining the scheduler
                         # restarted with --resume; absent: a first join
 }
 
@@ -191,6 +192,16 @@ struct Assignment {
   servers @6 :List(Endpoint);  # every server node (workers connect to them)
   threads @7 :UInt32;    # compute threads the scheduler was given (flag or config); 0: none, each node picks
   adopt @8 :Bool;        # a spare given a lost worker's node during training: its computes recompute the step in flight
+  clock @9 :ClockStamps; # the join's round trip, from which the member reckons its clock's offset
+}
+
+# Microseconds on each side's run clock (troupe/io/timeline.hpp): the member's join sent (its
+# own stamp, echoed), received at the scheduler, and this assignment sent by the scheduler.
+# All 0: not measured (a join that carried no stamp).
+struct ClockStamps {
+  joinSent @0 :Int64;
+  joinReceived @1 :Int64;
+  sent @2 :Int64;
 }
 
 # A node has spawned its part of the plan (and, a worker, reached every server).

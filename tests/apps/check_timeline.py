@@ -7,7 +7,8 @@ one of B, E, X, i, M; an X has a duration >= 0; on each (pid, tid) timestamps ne
 file order, every B has its E and B/E pairs nest, and X spans nest (one starting inside another
 ends inside it). The run: PROCESSES processes, each named by an "M" process_name event; some
 compute's forward, backward and push spans; and some push of a compute starting before that
-compute's backward of the same step ends (pushes overlap backward). --self-test checks that
+compute's backward of the same step ends (pushes overlap backward); in a merged file (one with
+"process_labels" events) every server and worker process on the scheduler's clock. --self-test checks that
 the checker refuses broken traces (each rule once)."""
 import json
 import sys
@@ -57,6 +58,14 @@ def check_run(events, processes):
     pids = {e["pid"] for e in events}
     assert len(named) == processes and pids == named, \
         f"{len(named)} named processes of {len(pids)}, expected {processes}"
+    labels = {e["pid"]: e["args"]["labels"] for e in events
+              if e["ph"] == "M" and e["name"] == "process_labels"}
+    if labels:
+        for e in events:
+            if e["ph"] == "M" and e["name"] == "process_name" and \
+                    e["args"]["name"].startswith(("worker", "server")):
+                assert "the scheduler's" in labels.get(e["pid"], ""), \
+                    f"{e['args']['name']} is not on the scheduler's clock: {labels.get(e['pid'])!r}"
     names = thread_names(events)
     spans = {}  # (pid, compute track name, span name) -> spans
     for e in events:

@@ -351,6 +351,7 @@ TEST_CASE("the scheduler's messages round-trip", "[cluster][frame]") {
   CHECK(join.port == 9091);
   CHECK(join.pid == 4242);
   CHECK(join.rank == -1); // none asked for
+  CHECK(join.sent_micros == 0);
   const auto ranked =
     decoded_as<join_message>(frame_of(join_message{node_kind::worker, "h", 0, 1, 3, 77}));
   CHECK(ranked.rank == 3);
@@ -366,7 +367,9 @@ TEST_CASE("the scheduler's messages round-trip", "[cluster][frame]") {
   join_message rejoining{node_kind::worker, "h", 0, 1, -1, 77};
   rejoining.spare = true;
   rejoining.rejoin = rejoin_message{5, 2, 3, -1, {6, 7}, {}};
+  rejoining.sent_micros = 1'790'000'000'123'456;
   const auto back = decoded_as<join_message>(frame_of(rejoining));
+  CHECK(back.sent_micros == 1'790'000'000'123'456);
   REQUIRE(back.rejoin.has_value());
   CHECK(back.spare);
   CHECK(!back.rejoin->counted);
@@ -400,7 +403,13 @@ TEST_CASE("the scheduler's messages round-trip", "[cluster][frame]") {
   a.facts = data_facts{{3, 32, 32}, 10, 50000, 10000};
   a.servers = {{1, "127.0.0.1", 5000}, {2, "127.0.0.1", 5001}};
   a.threads = 3;
+  CHECK(!decoded_as<assignment_message>(frame_of(a)).clock.measured());
+  a.clock = {1'790'000'000'000'001, 1'790'000'000'000'502, 1'790'000'000'900'000};
   const auto got = decoded_as<assignment_message>(frame_of(a));
+  CHECK(got.clock.measured());
+  CHECK(got.clock.join_sent == a.clock.join_sent);
+  CHECK(got.clock.join_received == a.clock.join_received);
+  CHECK(got.clock.sent == a.clock.sent);
   CHECK(got.threads == 3);
   CHECK(got.rank == 1);
   CHECK(got.node == 4);
@@ -511,6 +520,9 @@ TEST_CASE("the scheduler's messages are checked", "[cluster][frame]") {
   CHECK_THAT(refusal(frame_of(a)), Catch::Contains("sampleShape has 0 dimensions"));
   a.facts = data_facts{{1, 28, 28}, 10, -1, 10000};
   CHECK_THAT(refusal(frame_of(a)), Catch::Contains("negative example count"));
+  a.facts = data_facts{{1, 28, 28}, 10, 60000, 10000};
+  a.clock = {5, -1, 7};
+  CHECK_THAT(refusal(frame_of(a)), Catch::Contains("assignment.clock has a negative stamp"));
 
   CHECK_THAT(refusal(frame_of(control_message{1, 0, control_kind::train, -2, 10})),
              Catch::Contains("control.epoch -2 is negative"));
@@ -547,6 +559,9 @@ TEST_CASE("the scheduler's messages are checked", "[cluster][frame]") {
   CHECK_THAT(refusal(frame_of(rejoin)), Catch::Contains("join.rejoin.appliedStep -7 is below -1"));
   rejoin.rejoin = rejoin_message{1, 5000, 0, -1, {}, {}};
   CHECK_THAT(refusal(frame_of(rejoin)), Catch::Contains("join.rejoin.threads 5000 is above 4096"));
+  join_message stamped{node_kind::worker, "h", 0, 1, -1, 77};
+  stamped.sent_micros = -3;
+  CHECK_THAT(refusal(frame_of(stamped)), Catch::Contains("join.sentMicros -3 is negative"));
 
   std::vector<char> out;
   rejoin.rejoin =

@@ -1,11 +1,14 @@
 // Tests for io/timeline.cpp: what is recorded comes out as Chrome trace JSON with every field a
 // viewer needs, spans nest, each track is in time order whatever order it was recorded in, the
 // file is written whole (and a path that cannot be written is an error naming it), and merging
-// gives each part its own process id and shifts it by its offset.
+// gives each part its own process id and shifts it by its offset: the one its file records
+// (measured at join, NTP's arithmetic: clock_offset_of) and the caller's.
 #include <troupe/io/timeline.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -169,7 +172,7 @@ TEST_CASE("merge_timelines gives each part its process id and offset", "[io][tim
   const auto worker_own = json::parse(worker.json());
   std::vector<json> from_worker;
   for (const auto& e : merged["traceEvents"])
-    if (e["pid"] == 2)
+    if (e["pid"] == 2 && e["name"] != "process_labels")
       from_worker.push_back(e);
   REQUIRE(from_worker.size() == worker_own["traceEvents"].size());
   for (std::size_t i = 0; i < from_worker.size(); ++i)
@@ -192,4 +195,76 @@ TEST_CASE("merge_timelines names a part it cannot read or that is no trace", "[i
   const auto other = dir.file("other.json");
   test::write_file(other, {'[', ']'});
   CHECK_THROWS_WITH(merge_timelines({{other, 0}}), Contains(other) && Contains("traceEvents"));
+}
+
+TEST_CASE("clock_offset_of takes NTP's offset and bounds its error by half the flight",
+          "[io][timeline]") {
+  // The reference is 5000 us ahead; 100 us each way, 300 us held at the reference.
+  auto symmetric = clock_offset_of(1000, 6100, 6400, 1600);
+  REQUIRE(symmetric.has_value());
+  CHECK(symmetric->offset == 5000);
+  CHECK(symmetric->uncertainty == 100);
+  // 50 us there, 250 back: off by 100 us, within the uncertainty (150).
+  auto lopsided = clock_offset_of(1000, 6050, 6350, 1600);
+  REQUIRE(lopsided.has_value());
+  CHECK(lopsided->uncertainty == 150);
+  CHECK(std::abs(lopsided->offset - 5000) <= lopsided->uncertainty);
+  // A clock behind: a negative offset.
+  auto behind = clock_offset_of(10'000, 2'010, 2'020, 10'030);
+  REQUIRE(behind.has_value());
+  CHECK(behind->offset == -8000);
+  // Stamps that contradict each other give nothing rather than a wrong offset.
+  CHECK(!clock_offset_of(1000, 6100, 6400, 900));  // arrived before it was sent
+  CHECK(!clock_offset_of(1000, 6400, 6100, 1600)); // answered before it was received
+  CHECK(!clock_offset_of(1000, 6000, 7000, 1500)); // held longer than the round trip
+}
+
+TEST_CASE("timeline records its clock offset and the merge applies it", "[io][timeline]") {
+  test::temp_dir dir;
+  timeline_recorder scheduler("scheduler"), worker("worker 0"), server("server 0");
+  scheduler.instant(scheduler.track("coordinator"), "epoch");
+  worker.instant(worker.track("compute 0"), "step");
+  server.instant(server.track("shard 0"), "apply");
+  CHECK(!json::parse(worker.json()).contains("otherData"));
+  worker.set_clock_offset("scheduler", -30'000'000, 250);
+  const auto own = json::parse(worker.json());
+  REQUIRE(own.contains("otherData"));
+  CHECK(own["otherData"]["clock_reference"] == "scheduler");
+  CHECK(own["otherData"]["clock_offset_us"] == -30'000'000);
+  CHECK(own["otherData"]["clock_uncertainty_us"] == 250);
+  scheduler.write(dir.file("s.json"));
+  worker.write(dir.file("w.json"));
+  server.write(dir.file("v.json"));
+  const auto merged = json::parse(
+    merge_timelines({{dir.file("s.json"), 0}, {dir.file("w.json"), 0}, {dir.file("v.json"), 0}}));
+  std::int64_t step_ts = 0, worker_step_ts = 0;
+  std::map<int, std::string> labels;
+  for (const auto& e : merged["traceEvents"]) {
+    if (e["name"] == "step")
+      step_ts = e["ts"];
+    if (e["name"] == "process_labels")
+      labels[e["pid"].get<int>()] = e["args"]["labels"];
+  }
+  for (const auto& e : own["traceEvents"])
+    if (e["name"] == "step")
+      worker_step_ts = e["ts"];
+  CHECK(step_ts == worker_step_ts - 30'000'000);
+  REQUIRE(labels.size() == 3);
+  CHECK_THAT(labels[2],
+             Contains("the scheduler's") && Contains("-30000000 us") && Contains("within 250 us"));
+  CHECK_THAT(labels[3], Contains("no offset measured"));
+}
+
+TEST_CASE("merge_timelines names a part whose recorded offset is malformed", "[io][timeline]") {
+  test::temp_dir dir;
+  const auto odd = dir.file("odd.json");
+  const std::string text =
+    R"({"traceEvents": [], "otherData": {"clock_offset_us": "soon", "clock_uncertainty_us": 1}})";
+  test::write_file(odd, std::vector<std::uint8_t>(text.begin(), text.end()));
+  CHECK_THROWS_WITH(merge_timelines({{odd, 0}}), Contains(odd) && Contains("clock_offset_us"));
+  const auto unsure = dir.file("unsure.json");
+  const std::string negative =
+    R"({"traceEvents": [], "otherData": {"clock_offset_us": 5, "clock_uncertainty_us": -1}})";
+  test::write_file(unsure, std::vector<std::uint8_t>(negative.begin(), negative.end()));
+  CHECK_THROWS_WITH(merge_timelines({{unsure, 0}}), Contains(unsure) && Contains(">= 0"));
 }

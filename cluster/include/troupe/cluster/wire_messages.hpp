@@ -157,6 +157,8 @@ struct join_message {
   bool spare = false;
   /// A member of a run in training joining its restarted scheduler; none: a first join.
   std::optional<rejoin_message> rejoin{};
+  /// The joiner's run clock when it sent the join (timeline_clock_micros); 0: none.
+  std::int64_t sent_micros = 0;
   static constexpr std::size_t max_host_bytes = 255;
   static constexpr std::size_t max_job_bytes = std::size_t{16} << 20;
 };
@@ -171,6 +173,17 @@ struct endpoint {
 /// The scheduler's answer to a join: rank, plan node, the job (serialized, see
 /// troupe/cluster/job_transfer.hpp) with its hash, the plan hash and the data facts to plan
 /// with, and every server's endpoint.
+/// A join's round trip on both sides' run clocks (timeline_clock_micros): the member's join
+/// sent, received by the scheduler, and the assignment sent. With the assignment's arrival the
+/// member has the four stamps of one exchange and reckons its clock's offset to the
+/// scheduler's (clock_offset_of). All 0: not measured.
+struct clock_stamps {
+  std::int64_t join_sent = 0;
+  std::int64_t join_received = 0;
+  std::int64_t sent = 0;
+  bool measured() const { return join_sent > 0 && join_received > 0 && sent > 0; }
+};
+
 struct assignment_message {
   std::uint32_t rank = 0;
   std::uint32_t node = 0;
@@ -185,6 +198,7 @@ struct assignment_message {
   /// A spare given the node of a lost worker during training: its computes are adopted
   /// (they recompute the step in flight) and it says ready naming that node.
   bool adopt = false;
+  clock_stamps clock{};
   static constexpr std::size_t max_job_bytes = std::size_t{16} << 20;
   static constexpr std::size_t max_servers = 4096;
 };

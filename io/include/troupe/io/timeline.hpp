@@ -7,9 +7,12 @@
 // ("M") name the process and its tracks.
 //
 // Timestamps are microseconds since the unix epoch: a steady-clock reading (so a track never
-// runs backwards) carried onto the wall clock once, when the timeline is made. Processes on
-// one host share that clock; merge_timelines puts several processes' files into one, each
-// shifted by an offset its caller knows (0 where none is measured).
+// runs backwards) carried onto the wall clock once, when the timeline is made: the process's
+// run clock (timeline_clock_micros). Hosts' wall clocks differ, so a cluster's member measures
+// its offset to the scheduler's run clock from its join's round trip (clock_offset_of, NTP's
+// arithmetic over the join and the assignment) and its file records it (set_clock_offset);
+// merge_timelines shifts each part by its recorded offset, putting every process on the
+// scheduler's clock.
 //
 // Recording is cheap: a holder keeps a null pointer when no timeline was asked for, and a
 // record appends to its track's vector under that track's own lock (tracks of different
@@ -27,6 +30,7 @@
 #include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +71,11 @@ public:
   /// Microseconds since the unix epoch of a steady-clock reading of this process.
   std::int64_t unix_micros(clock::time_point t) const;
 
+  /// This process's clock is `offset` microseconds behind `reference`'s (add it to a
+  /// timestamp to get `reference`'s time), known to within `uncertainty` microseconds. The
+  /// file records it ("otherData") and merge_timelines applies it; timestamps stay as taken.
+  void set_clock_offset(std::string reference, std::int64_t offset, std::int64_t uncertainty);
+
   /// The trace as Chrome trace JSON, process id `pid`, each track's events in time order.
   std::string json(int pid = 1) const;
   /// Writes json() to `path` atomically (io/atomic_file.hpp). Throws io_error naming the path.
@@ -98,18 +107,37 @@ private:
   std::string process_;
   clock::time_point steady_origin_;
   std::int64_t unix_origin_ = 0;
+  std::string clock_reference_; // empty: no offset measured
+  std::int64_t clock_offset_ = 0, clock_uncertainty_ = 0;
 };
 
-/// One process's timeline file to merge: its path, and the microseconds to add to its
-/// timestamps to put them on the merged clock.
+/// The run clock now: `recorder`'s (its unix_micros), or the wall clock without one.
+std::int64_t timeline_clock_micros(const timeline_recorder* recorder);
+
+/// A clock's offset to a reference clock, from one round trip.
+struct clock_offset {
+  std::int64_t offset = 0;      ///< add to this clock's time for the reference's
+  std::int64_t uncertainty = 0; ///< at most this far off: half the round trip's time in flight
+};
+
+/// NTP's arithmetic over one exchange: `sent` and `arrived` on this clock, `received` and
+/// `answered` on the reference's. The offset is exact when both directions take equally long;
+/// however they differ, it is off by at most half the time in flight. None when the stamps
+/// contradict each other (an answer before its question: a clock stepped between them).
+std::optional<clock_offset> clock_offset_of(std::int64_t sent, std::int64_t received,
+                                            std::int64_t answered, std::int64_t arrived);
+
+/// One process's timeline file to merge: its path, and microseconds to add to its timestamps
+/// besides the offset the file records.
 struct timeline_part {
   std::string path;
   std::int64_t offset = 0;
 };
 
 /// The events of every part in one trace, part i as process id i + 1 (its own process ids are
-/// replaced, so "M" events keep naming each part's process and tracks). Throws io_error naming
-/// the part that cannot be read or is not a trace.
+/// replaced, so "M" events keep naming each part's process and tracks), each shifted by its
+/// recorded clock offset, which a "process_labels" event of the part states. Throws io_error
+/// naming the part that cannot be read, is not a trace, or records a malformed offset.
 std::string merge_timelines(const std::vector<timeline_part>& parts);
 
 } // namespace troupe

@@ -280,6 +280,18 @@ void add_events_flag(std::vector<std::string>& argv, const launch_flags& l,
       {"--events", (fs::path(l.events) / (launch::record_name(label) + ".jsonl")).string()});
 }
 
+// The names of the record files one launch writes: its own and each child's.
+std::vector<std::string> record_files(const launch_flags& l) {
+  std::vector<std::string> names{"launch", "scheduler"};
+  for (int i = 0; i < l.servers; ++i)
+    names.push_back("server_" + std::to_string(i));
+  for (int i = 0; i < l.workers; ++i)
+    names.push_back("worker_" + std::to_string(i));
+  for (int i = 0; i < l.spares; ++i)
+    names.push_back("spare_" + std::to_string(i));
+  return names;
+}
+
 // A node's timeline part: FILE.<its name>.json (--timeline), merged into FILE at the end.
 std::string timeline_part_path(const launch_flags& l, const std::string& label) {
   return l.timeline + "." + launch::record_name(label) + ".json";
@@ -297,19 +309,14 @@ int merge_timeline_parts(const launch_flags& l) {
   if (l.timeline.empty())
     return 0;
   std::vector<timeline_part> parts;
-  std::vector<std::string> labels{"scheduler"};
-  for (int i = 0; i < l.servers; ++i)
-    labels.push_back("server " + std::to_string(i));
-  for (int i = 0; i < l.workers; ++i)
-    labels.push_back("worker " + std::to_string(i));
-  for (int i = 0; i < l.spares; ++i)
-    labels.push_back("spare " + std::to_string(i));
-  for (const auto& label : labels) {
-    const auto path = timeline_part_path(l, label);
+  for (const auto& name : record_files(l)) {
+    if (name == "launch")
+      continue; // the launcher records no timeline of its own
+    const auto path = timeline_part_path(l, name);
     if (fs::exists(path))
       parts.push_back({path, 0}); // each shifted by the offset to the scheduler it measured
     else
-      std::cerr << "launch: --timeline: " << label << " wrote no part (" << path << ")\n";
+      std::cerr << "launch: --timeline: " << name << " wrote no part (" << path << ")\n";
   }
   try {
     const auto merged = merge_timelines(parts);
@@ -323,18 +330,6 @@ int merge_timeline_parts(const launch_flags& l) {
     fs::remove(part.path, ignored);
   }
   return 0;
-}
-
-// The names of the record files one launch writes: its own and each child's.
-std::vector<std::string> record_files(const launch_flags& l) {
-  std::vector<std::string> names{"launch", "scheduler"};
-  for (int i = 0; i < l.servers; ++i)
-    names.push_back("server_" + std::to_string(i));
-  for (int i = 0; i < l.workers; ++i)
-    names.push_back("worker_" + std::to_string(i));
-  for (int i = 0; i < l.spares; ++i)
-    names.push_back("spare_" + std::to_string(i));
-  return names;
 }
 
 // Makes the --events folder and empties this launch's record files in it (a folder used before

@@ -7,8 +7,6 @@
 #include <cstdint>
 #include <iostream>
 
-#include <nlohmann/json.hpp>
-
 #include <troupe/io/atomic_file.hpp>
 #include <troupe/io/timeline.hpp>
 
@@ -16,22 +14,6 @@
 #include "apps/run_output.hpp"
 
 namespace troupe {
-
-namespace {
-
-// How many of the merged trace's processes are on the scheduler's clock: its parts that
-// recorded an offset (the merge labels each part's clock).
-std::size_t parts_on_scheduler_clock(const std::string& merged) {
-  std::size_t shifted = 0;
-  const auto trace = nlohmann::json::parse(merged);
-  for (const auto& e : trace["traceEvents"])
-    if (e["name"] == "process_labels"
-        && e["args"]["labels"].get<std::string>().find("the scheduler's") != std::string::npos)
-      ++shifted;
-  return shifted;
-}
-
-} // namespace
 
 int timeline_command(const std::vector<std::string>& args) {
   flag_set f("timeline FILE PART...",
@@ -57,10 +39,10 @@ int timeline_command(const std::vector<std::string>& args) {
       throw usage_error("FILE " + args[0] + " is also a part: the merge would overwrite it");
     parts.push_back({args[i], 0});
   }
-  const auto merged = merge_timelines(parts);
+  std::size_t shifted = 0;
+  const auto merged = merge_timelines(parts, &shifted);
   make_parent_folder("FILE " + args[0], args[0]);
   write_file_atomically(args[0], std::vector<std::uint8_t>(merged.begin(), merged.end()));
-  const auto shifted = parts_on_scheduler_clock(merged);
   std::cout << "timeline: merged " << parts.size() << " part(s) into " << args[0] << "; " << shifted
             << " shifted onto the scheduler's clock, " << parts.size() - shifted
             << " on their own\n";

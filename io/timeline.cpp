@@ -213,8 +213,10 @@ void timeline_recorder::write(const std::string& path) const {
   write_file_atomically(path, std::vector<std::uint8_t>(text.begin(), text.end()));
 }
 
-std::string merge_timelines(const std::vector<timeline_part>& parts) {
+std::string merge_timelines(const std::vector<timeline_part>& parts, std::size_t* shifted) {
   auto merged = json_value::array();
+  if (shifted)
+    *shifted = 0;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const auto& path = parts[i].path;
     std::ifstream in(path, std::ios::binary);
@@ -229,6 +231,8 @@ std::string merge_timelines(const std::vector<timeline_part>& parts) {
     if (!part.is_object() || !part.contains("traceEvents") || !part["traceEvents"].is_array())
       throw io_error(path + ": not a timeline: no \"traceEvents\" array");
     const auto measured = recorded_offset(path, part);
+    if (shifted && measured)
+      ++*shifted;
     const auto offset = parts[i].offset + (measured ? measured->offset : 0);
     std::optional<std::int64_t> first;
     for (auto& e : part["traceEvents"]) {

@@ -138,6 +138,8 @@ struct timeline_part {
 /// replaced, so "M" events keep naming each part's process and tracks), each shifted by its
 /// recorded clock offset, which a "process_labels" event of the part states. Throws io_error
 /// naming the part that cannot be read, is not a trace, or records a malformed offset.
-std::string merge_timelines(const std::vector<timeline_part>& parts);
+/// `shifted`, when given, is set to how many parts recorded an offset.
+std::string merge_timelines(const std::vector<timeline_part>& parts,
+                            std::size_t* shifted = nullptr);
 
 } // namespace troupe

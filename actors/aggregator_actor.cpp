@@ -27,6 +27,7 @@ struct pending_step {
   std::int64_t samples = 0;
   double epoch_position = 0;
   std::vector<caf::typed_response_promise<weight_set>> waiting;
+  timeline_recorder::clock::time_point first; // when the first contribution came
 };
 
 // What the aggregator knows of one push group (named by its first key).
@@ -41,7 +42,8 @@ struct group_state {
   std::int64_t previous_step = -1; // -1: none
   // Repeats of a step already forwarded whose answer has not come back: answered with it.
   std::vector<std::pair<std::int64_t, caf::typed_response_promise<weight_set>>> after_answer;
-  std::vector<std::vector<tensor>> pool; // sum buffers, reused once downstream lets go
+  std::vector<std::vector<tensor>> pool;            // sum buffers, reused once downstream lets go
+  std::optional<timeline_recorder::track_id> track; // made at the group's first timed step
 };
 
 struct aggregator_state {
@@ -138,11 +140,27 @@ caf::error named_timeout(aggregator_pointer self, const caf::error& err, const s
                                      + " got no answer from downstream by its deadline");
 }
 
+// The group's track on the timeline (made on first use).
+timeline_recorder::track_id track_of(aggregator_state& st, std::size_t group_id,
+                                     group_state& group) {
+  if (!group.track)
+    group.track =
+      st.options.timeline->track(st.options.track + " group " + std::to_string(group_id));
+  return *group.track;
+}
+
 void forward_step(aggregator_pointer self, std::pair<std::size_t, std::int64_t> id) {
   auto& st = self->state;
   auto node = st.steps.extract(id);
   auto& step = node.mapped();
   auto& group = st.groups[id.first];
+  const auto forwarded_at = timeline_recorder::clock::now();
+  if (st.options.timeline)
+    st.options.timeline->complete(
+      track_of(st, id.first, group), "barrier", step.first, forwarded_at,
+      {{"step", id.second},
+       {"group", static_cast<std::int64_t>(id.first)},
+       {"contributions", static_cast<std::int64_t>(step.parts.size())}});
   std::vector<const gradient_push*> order;
   for (auto& p : step.parts)
     order.push_back(&p);
@@ -177,6 +195,10 @@ void forward_step(aggregator_pointer self, std::pair<std::size_t, std::int64_t> 
     .then(
       [=](weight_set& ws) mutable {
         auto& g = self->state.groups[group_id];
+        if (const auto& timeline = self->state.options.timeline)
+          timeline->complete(track_of(self->state, group_id, g), "sum", forwarded_at,
+                             timeline_recorder::clock::now(),
+                             {{"step", id.second}, {"group", static_cast<std::int64_t>(group_id)}});
         if (self->state.options.keep_previous && g.have_latest && g.latest_step == id.second - 1) {
           g.previous = std::move(g.latest);
           g.previous_step = g.latest_step;
@@ -305,6 +327,8 @@ caf::result<weight_set> on_push(aggregator_pointer self, gradient_push& push) {
       return promise;
     }
   note_arrival(st, push.source, push.step);
+  if (step.parts.empty())
+    step.first = timeline_recorder::clock::now();
   step.samples += push.samples;
   step.epoch_position = push.epoch_position;
   step.parts.push_back(std::move(push));

@@ -16,6 +16,8 @@
 #include <troupe/io/metrics_log.hpp>
 #include <troupe/io/node_events.hpp>
 
+#include "actors/running_figures.hpp"
+
 namespace troupe {
 
 std::string run_position::text() const {
@@ -31,38 +33,6 @@ std::string run_position::text() const {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-
-struct running_figures {
-  std::int64_t samples = 0, correct = 0;
-  double loss_sum = 0;
-  struct times {
-    double step = 0, wait = 0;
-    std::int64_t steps = 0;
-  };
-  std::map<int, times> ranks; // each rank's steps: their time and the waits before them
-  void add(const batch_report& r) {
-    samples += r.samples;
-    correct += r.correct;
-    loss_sum += r.loss_sum;
-    auto& t = ranks[r.rank];
-    t.step += r.step_seconds;
-    t.wait += r.wait_seconds;
-    ++t.steps;
-  }
-};
-
-// {"0":{"step_s":S,"wait_s":W},...}: each rank's mean step time and wait before a step.
-std::string rank_times_json(const running_figures& w) {
-  std::string json;
-  for (const auto& [rank, t] : w.ranks) {
-    const double steps = static_cast<double>(std::max<std::int64_t>(t.steps, 1));
-    char text[96];
-    std::snprintf(text, sizeof text, "\"%d\":{\"step_s\":%.6g,\"wait_s\":%.6g}", rank,
-                  t.step / steps, t.wait / steps);
-    json += (json.empty() ? "" : ",") + std::string(text);
-  }
-  return "{" + json + "}";
-}
 
 // Seconds since the Unix epoch: what a record's "time" holds, to line records up with logs.
 double unix_seconds() {
@@ -110,20 +80,10 @@ void clear_bar(metrics_state& st) {
   }
 }
 
-// " 1234/s ETA 0:42 loss 0.5321": the epoch's speed so far (samples a second), the time its
-// remaining batches take at that speed, and the mean loss of its batches so far (every rank's).
+// The bar's figures for report `r` (running_figures.hpp).
 std::string bar_figures(const metrics_state& st, const batch_report& r) {
   const double seconds = std::chrono::duration<double>(clock_type::now() - st.epoch_start).count();
-  const auto& e = st.since_epoch;
-  if (r.index == 0 || seconds <= 0 || e.samples == 0)
-    return "";
-  const auto left = static_cast<std::int64_t>(seconds / static_cast<double>(r.index)
-                                              * static_cast<double>(r.batches - r.index - 1));
-  char text[96];
-  std::snprintf(text, sizeof text, " %.0f/s ETA %lld:%02lld loss %.4f",
-                static_cast<double>(e.samples) / seconds, static_cast<long long>(left / 60),
-                static_cast<long long>(left % 60), e.loss_sum / static_cast<double>(e.samples));
-  return text;
+  return bar_figures(st.since_epoch, seconds, r.index, r.batches);
 }
 
 // The bar's line is "Epoch[e] [===>   ] i/n 1234/s ETA 0:42 loss 0.5321": the bar takes
@@ -162,6 +122,15 @@ void count_in_window(metrics_state& st, const batch_report& r) {
   st.window_top_k_correct += r.top_k_correct;
 }
 
+// A step record's times by rank, and by node in a cluster.
+std::vector<std::pair<std::string, std::string>> step_record_times(const metrics_state& st,
+                                                                   const running_figures& w) {
+  std::vector<std::pair<std::string, std::string>> times{{"ranks", rank_times_json(w)}};
+  if (!st.options.rank_nodes.empty())
+    times.emplace_back("nodes", node_times_json(w, st.options.rank_nodes));
+  return times;
+}
+
 // Every `step_records` of rank 0's batches, the steps since the last record (every rank's
 // samples): their mean loss and accuracy, speed, and where the run is.
 void write_step_line(metrics_state& st, const batch_report& r, clock_type::time_point now) {
@@ -185,7 +154,7 @@ void write_step_line(metrics_state& st, const batch_report& r, clock_type::time_
      {"accuracy", static_cast<double>(w.correct) / samples},
      {"learning_rate", r.learning_rate},
      {"samples_per_s", seconds > 0 ? static_cast<double>(w.samples) / seconds : 0.0}},
-    {{"record", "step"}}, {{"ranks", rank_times_json(w)}});
+    {{"record", "step"}}, step_record_times(st, w));
   st.since_step = {};
   st.step_start = now;
 }

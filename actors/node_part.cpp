@@ -425,7 +425,8 @@ void spawn_node_part(caf::actor_system& system, const training_job& job, const p
       }
     },
     // (one process loses no worker: its aggregators keep nothing for adopters)
-    job.epochs * plan.steps_per_epoch, job.nodes.adopt_on_worker_loss && options.node >= 0);
+    push_side_options{job.epochs * plan.steps_per_epoch,
+                      job.nodes.adopt_on_worker_loss && options.node >= 0, options.timeline});
   part.targets = std::move(side.targets);
   part.own_shards = std::move(side.shards);
   part.own_aggregators = std::move(side.aggregators);

@@ -69,6 +69,8 @@ struct shard_state {
     caf::typed_response_promise<weight_set> promise;
   };
   std::vector<held_reply> held;
+  std::shared_ptr<timeline_recorder> timeline; // null: no spans
+  timeline_recorder::track_id track = 0;
   static inline const char* name = "param_shard";
 };
 
@@ -230,11 +232,25 @@ void answer_applied(shard_state& st, std::int64_t step, const std::vector<std::s
     st.held.push_back({step, keys, std::move(promise)});
 }
 
+// apply(), recorded as a span when the shard has a timeline.
+std::string timed_apply(shard_state& st, const gradient_push& push) {
+  if (!st.timeline)
+    return apply(st, push);
+  const auto start = timeline_recorder::clock::now();
+  auto problem = apply(st, push);
+  if (problem.empty())
+    st.timeline->complete(st.track, "apply", start, timeline_recorder::clock::now(),
+                          {{"step", push.step},
+                           {"source", push.source},
+                           {"keys", static_cast<std::int64_t>(push.keys.size())}});
+  return problem;
+}
+
 caf::result<weight_set> apply_push(shard_pointer self, const gradient_push& push) {
   auto& st = self->state;
   if (!push.keys.empty() && applied_before(st, push))
     return current_weights(st, push.keys);
-  if (auto problem = apply(st, push); !problem.empty())
+  if (auto problem = timed_apply(st, push); !problem.empty())
     return make_error(errc::bad_request, problem);
   auto promise = self->make_response_promise<weight_set>();
   if (!st.backup) {
@@ -326,6 +342,9 @@ param_shard_actor::behavior_type param_shard(shard_pointer self, std::vector<sha
   st.staleness = options.staleness;
   st.step_limit = options.step_limit;
   st.workers = std::max(1, options.workers);
+  st.timeline = options.timeline;
+  if (st.timeline)
+    st.track = st.timeline->track(options.track);
   for (auto& k : keys) {
     key_state key;
     key.name = std::move(k.name);
@@ -355,7 +374,7 @@ param_shard_actor::behavior_type param_shard(shard_pointer self, std::vector<sha
       auto& st = self->state;
       if (!push.keys.empty() && applied_before(st, push))
         return st.updates;
-      if (auto problem = apply(st, push); !problem.empty())
+      if (auto problem = timed_apply(st, push); !problem.empty())
         return make_error(errc::bad_request, "replicated " + problem);
       if (st.staleness >= 0)
         release_held(st);

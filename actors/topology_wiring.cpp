@@ -15,7 +15,8 @@ namespace {
 
 param_shard_actor spawn_planned_shard(caf::actor_system& system, const placement_plan& plan,
                                       const planned_actor& a, const std::vector<tensor>& initial,
-                                      const optimizer_options& optimizer, std::int64_t step_limit) {
+                                      const optimizer_options& optimizer,
+                                      const push_side_options& side) {
   std::vector<shard_key> keys;
   for (auto k : a.keys) {
     const auto& key = plan.key_table.at(k);
@@ -28,7 +29,9 @@ param_shard_actor spawn_planned_shard(caf::actor_system& system, const placement
   options.schedule = optimizer.schedule;
   options.workers = a.workers;
   options.staleness = a.staleness;
-  options.step_limit = step_limit;
+  options.step_limit = side.step_limit;
+  options.timeline = side.timeline;
+  options.track = a.name + side.track_suffix;
   return spawn_param_shard(system, std::move(keys), std::move(options));
 }
 
@@ -36,10 +39,8 @@ param_shard_actor spawn_planned_shard(caf::actor_system& system, const placement
 
 push_targets spawn_push_side(caf::actor_system& system, const placement_plan& plan,
                              const std::vector<tensor>& initial, const optimizer_options& optimizer,
-                             const spawn_observer& spawned, std::int64_t step_limit,
-                             bool rewindable) {
-  return spawn_push_side_of_node(system, plan, -1, {}, initial, optimizer, spawned, step_limit,
-                                 rewindable)
+                             const spawn_observer& spawned, const push_side_options& options) {
+  return spawn_push_side_of_node(system, plan, -1, {}, initial, optimizer, spawned, options)
     .targets;
 }
 
@@ -47,7 +48,7 @@ push_side spawn_push_side_of_node(caf::actor_system& system, const placement_pla
                                   const remote_push_target& remote,
                                   const std::vector<tensor>& initial,
                                   const optimizer_options& optimizer, const spawn_observer& spawned,
-                                  std::int64_t step_limit, bool rewindable) {
+                                  const push_side_options& options) {
   // node -1: every actor (one process).
   auto here = [&](std::size_t i) { return node < 0 || plan.actors[i].node == node; };
   // Start values matter only to a node that holds shards (a worker may pass none).
@@ -82,7 +83,7 @@ push_side spawn_push_side_of_node(caf::actor_system& system, const placement_pla
     if (!here(i)) {
       continue;
     } else if (a.role == plan_role::shard) {
-      side.shards[i] = spawn_planned_shard(system, plan, a, initial, optimizer, step_limit);
+      side.shards[i] = spawn_planned_shard(system, plan, a, initial, optimizer, options);
       targets[i] = side.shards[i];
     } else if (a.role == plan_role::aggregator || a.role == plan_role::machine_aggregator) {
       const auto& down = plan.push_route(i, a.shard);
@@ -94,8 +95,11 @@ push_side spawn_push_side_of_node(caf::actor_system& system, const placement_pla
                   ? spawn_compressing_sender(system, targets[down.to], down.compression,
                                              a.name + " -> " + plan.actors[down.to].name)
                   : targets[down.to];
-      side.aggregators[i] = spawn_aggregator(
-        system, to, aggregator_options{a.sources, a.need, a.deterministic, a.position, rewindable});
+      aggregator_options aggregating{a.sources, a.need, a.deterministic, a.position,
+                                     options.rewindable};
+      aggregating.timeline = options.timeline;
+      aggregating.track = a.name + options.track_suffix;
+      side.aggregators[i] = spawn_aggregator(system, to, std::move(aggregating));
       targets[i] = side.aggregators[i];
     } else {
       continue;

@@ -128,7 +128,8 @@ void spawn_backups(member_actor self, const training_job& job, const std::vector
       r.backup_actors.emplace_back(as_spawned(a), entry.name + " (backup)");
       self->monitor(a);
     },
-    job.epochs * plan.steps_per_epoch, job.nodes.adopt_on_worker_loss);
+    push_side_options{job.epochs * plan.steps_per_epoch, job.nodes.adopt_on_worker_loss,
+                      st.options->timeline, " (backup)"});
   for (auto i : plan.actors_on(r.backed_node))
     if (plan.actors[i].role == plan_role::shard)
       st.serving->set<remote_interface::shard_backup>(

@@ -3,6 +3,9 @@
 // wrapper then throws run_interrupted, so the caller ends the process.
 #include <troupe/cluster/cluster_node.hpp>
 
+#include <map>
+#include <string>
+
 #include <caf/all.hpp>
 
 #include <troupe/actors/actor_errors.hpp>
@@ -49,6 +52,22 @@ void scheduler_interrupt::interrupt(const std::string& why, std::chrono::millise
   waiting->receive([](const caf::down_msg&) {}, caf::after(bound) >> [] {});
 }
 
+namespace {
+
+// The plan node each compute rank lives on, for the step records' per-node times. An adopted
+// rank's steps count for the node its compute was placed on.
+std::map<int, std::string> rank_nodes_of(const placement_plan& plan) {
+  std::map<int, std::string> nodes;
+  for (auto c : plan.actors_of(plan_role::compute)) {
+    const auto& a = plan.actors[c];
+    if (a.node >= 0 && static_cast<std::size_t>(a.node) < plan.nodes.size())
+      nodes[a.rank] = plan.nodes[static_cast<std::size_t>(a.node)].name;
+  }
+  return nodes;
+}
+
+} // namespace
+
 training_result run_scheduler(caf::actor_system& system, const training_job& job,
                               const scheduler_options& options, const session_output& output) {
   check_job(job);
@@ -64,6 +83,7 @@ training_result run_scheduler(caf::actor_system& system, const training_job& job
   if (output.status)
     output.status->set_plan(status_plan_of(plan));
   auto metrics_options = metrics_options_of(job, output);
+  metrics_options.rank_nodes = rank_nodes_of(plan);
   metrics_options.validation_examples =
     facts.validation_examples; // a lost worker's part goes unvalidated
   auto metrics = spawn_metrics(system, std::move(metrics_options));

@@ -235,7 +235,8 @@ std::vector<config_key> train_keys() {
       .flag_is("metrics-every")
       .help_is("also write a step record every N steps to the metrics file (0: epochs only)",
                "step, epoch_progress, wall-clock time, loss, accuracy, learning_rate, "
-               "samples_per_s over the steps since the last one"),
+               "samples_per_s over the steps since the last one, and each rank's (in a cluster "
+               "also each node's) mean step time and wait"),
     entry("train", "stall_epochs", k::integer, run<&run_config::stall_epochs>)
       .within(whole(1, 1000))
       .flag_is("stall-epochs")

@@ -2,6 +2,9 @@
 // first-k-of-n with late pushes dropped and answered, and every malformed push rejected.
 #include <catch2/catch.hpp>
 
+#include <map>
+#include <string>
+
 #include <caf/all.hpp>
 
 #include <troupe/actors/actor_errors.hpp>
@@ -9,6 +12,8 @@
 #include <troupe/actors/messages.hpp>
 #include <troupe/actors/param_shard_actor.hpp>
 #include <troupe/cluster/local_node.hpp>
+
+#include "tests/io/trace_events.hpp"
 
 using namespace troupe;
 
@@ -353,4 +358,39 @@ TEST_CASE("an aggregator of one source waits for no one") {
       },
       [&](caf::error& e) { FAIL(error_text(e)); });
   f.self->send_exit(agg, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("aggregator records each step's barrier and sum on its group's timeline track") {
+  fixture f;
+  aggregator_options o{2, 0, true, 0};
+  o.timeline = std::make_shared<timeline_recorder>("server 0");
+  o.track = "aggregator_1";
+  auto agg = spawn_aggregator(f.sys, f.shard, o);
+  for (std::int64_t step = 0; step < 2; ++step) {
+    auto first = f.self->request(caf::actor_cast<caf::actor>(agg), std::chrono::seconds(10),
+                                 push_of(1, step, {1}, {tensor::from_values({1}, {4})}));
+    answer(f.self, agg, push_of(0, step, {1}, {tensor::from_values({1}, {2})}));
+    first.receive([](weight_set&) {}, [&](caf::error& e) { FAIL(error_text(e)); });
+  }
+  f.self->send_exit(agg, caf::exit_reason::user_shutdown);
+  f.self->wait_for(agg);
+  const auto events = test::trace_events_of(*o.timeline);
+  REQUIRE(events.size() == 4); // a barrier and a sum per step
+  std::map<std::pair<std::string, std::int64_t>, nlohmann::json> by_step;
+  for (const auto& [track, e] : events) {
+    CHECK(track == "aggregator_1 group 1");
+    CHECK(e["args"]["group"] == 1);
+    by_step[{e["name"].get<std::string>(), e["args"]["step"].get<std::int64_t>()}] = e;
+  }
+  REQUIRE(by_step.size() == 4);
+  auto at = [&](const char* name, std::int64_t step) { return by_step.at({name, step}); };
+  auto end = [](const nlohmann::json& e) {
+    return e["ts"].get<std::int64_t>() + e["dur"].get<std::int64_t>();
+  };
+  for (std::int64_t step = 0; step < 2; ++step) {
+    CHECK(at("barrier", step)["args"]["contributions"] == 2);
+    CHECK(end(at("barrier", step)) <= at("sum", step)["ts"].get<std::int64_t>());
+  }
+  // the next step's first contribution comes once the last sum is answered
+  CHECK(end(at("sum", 0)) <= at("barrier", 1)["ts"].get<std::int64_t>());
 }

@@ -426,6 +426,33 @@ TEST_CASE("metrics writes a step record every N of rank 0's batches, over every 
              Catch::StartsWith(R"({"epoch":2,"time":)") && Catch::Contains(R"("record":"epoch")"));
 }
 
+TEST_CASE("metrics' step records in a cluster carry each node's times over its ranks") {
+  test::temp_dir dir;
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  const auto path = dir.file("metrics.jsonl");
+  metrics_options o;
+  o.display_batches = 0;
+  o.jsonl_path = path;
+  o.step_records = 2;
+  o.rank_nodes = {{0, "worker_0"}, {1, "worker_0"}, {2, "worker_1"}};
+  auto metrics = spawn_metrics(sys, o);
+  for (std::int64_t i = 0; i < 2; ++i) {
+    // worker_0's ranks step in 0.2 s and 0.4 s, worker_1's in 0.5 s after waits of 0.25 s
+    self->send(metrics, batch_report{2, 0, i, 4, 10, 5, 10.0, 0.5f, 0, 0, 0.5, 0.25});
+    self->send(metrics, batch_report{1, 0, i, 4, 10, 5, 10.0, 0.5f, 0, 0, 0.2, 0.0});
+    self->send(metrics, batch_report{0, 0, i, 4, 10, 5, 10.0, 0.5f, 0, 0, 0.4, 0.1});
+  }
+  flush(self, metrics);
+  self->send_exit(metrics, caf::exit_reason::user_shutdown);
+  const auto lines = lines_of(path);
+  REQUIRE(lines.size() == 1);
+  CHECK_THAT(lines[0],
+             Catch::EndsWith(R"("nodes":{"worker_0":{"step_s":0.3,"wait_s":0.05,"ranks":[0,1]},)"
+                             R"("worker_1":{"step_s":0.5,"wait_s":0.25,"ranks":[2]}}})"));
+}
+
 TEST_CASE("metrics keeps the run's status: batches, phases, annotations and warnings") {
   local_node_config cfg;
   caf::actor_system sys{cfg};

@@ -11,6 +11,8 @@
 #include <troupe/actors/param_shard_actor.hpp>
 #include <troupe/cluster/local_node.hpp>
 
+#include "tests/io/trace_events.hpp"
+
 using namespace troupe;
 
 namespace {
@@ -369,4 +371,37 @@ TEST_CASE("param shard refuses to restore another optimizer's state") {
         != std::string::npos);
   self->send_exit(sgd_shard, caf::exit_reason::user_shutdown);
   self->send_exit(adam_shard, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("param shard records each applied push as a span on its timeline track") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto o = plain_sgd(0.1f, 0, 0);
+  o.timeline = std::make_shared<timeline_recorder>("server 0");
+  o.track = "shard_3";
+  auto shard = spawn_param_shard(sys, two_keys(), o);
+  gradient_push push;
+  push.source = 1;
+  push.step = 4;
+  push.keys = {1};
+  push.gradients = {tensor::from_values({2}, {1, 2})};
+  ask<weight_set>(self, shard, caf::make_message(push_atom::value, push));
+  caf::error refused; // a wrong shape: applied nowhere, recorded nowhere
+  push.step = 5;
+  push.gradients = {tensor::from_values({3}, {1, 2, 3})};
+  ask<weight_set>(self, shard, caf::make_message(push_atom::value, push), &refused);
+  CHECK(troupe_code(refused) == errc::bad_request);
+  self->send_exit(shard, caf::exit_reason::user_shutdown);
+  self->wait_for(shard);
+  const auto events = test::trace_events_of(*o.timeline);
+  REQUIRE(events.size() == 1);
+  const auto& [track, e] = events[0];
+  CHECK(track == "shard_3");
+  CHECK(e["ph"] == "X");
+  CHECK(e["name"] == "apply");
+  CHECK(e["dur"].get<std::int64_t>() >= 0);
+  CHECK(e["args"]["step"] == 4);
+  CHECK(e["args"]["source"] == 1);
+  CHECK(e["args"]["keys"] == 1);
 }

@@ -10,23 +10,15 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "tests/io/trace_events.hpp"
+
 using namespace troupe;
 using json = nlohmann::json;
 
 namespace {
 
-// Every non-metadata event of `recorded`, with its track's name.
 std::vector<std::pair<std::string, json>> events_of(const timeline_recorder& recorded) {
-  const auto trace = json::parse(recorded.json());
-  std::map<int, std::string> tracks;
-  for (const auto& e : trace["traceEvents"])
-    if (e["ph"] == "M" && e["name"] == "thread_name")
-      tracks[e["tid"].get<int>()] = e["args"]["name"];
-  std::vector<std::pair<std::string, json>> out;
-  for (const auto& e : trace["traceEvents"])
-    if (e["ph"] != "M")
-      out.emplace_back(tracks[e["tid"].get<int>()], e);
-  return out;
+  return test::trace_events_of(recorded);
 }
 
 std::vector<std::string> names_on(const std::vector<std::pair<std::string, json>>& events,

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Checks a `--timeline` file against the Chrome trace-event format and against what a
-training run must show.  usage: check_timeline.py FILE PROCESSES [--self-test]
+training run must show.
+usage: check_timeline.py FILE PROCESSES [--require TRACK:SPAN ...] | --self-test
 
 The format: a {"traceEvents": [...]} object; every event has name, ph, ts, pid and tid; ph is
 one of B, E, X, i, M; an X has a duration >= 0; on each (pid, tid) timestamps never decrease in
@@ -8,8 +9,10 @@ file order, every B has its E and B/E pairs nest, and X spans nest (one starting
 ends inside it). The run: PROCESSES processes, each named by an "M" process_name event; some
 compute's forward, backward and push spans; and some push of a compute starting before that
 compute's backward of the same step ends (pushes overlap backward); in a merged file (one with
-"process_labels" events) every server and worker process on the scheduler's clock. --self-test checks that
-the checker refuses broken traces (each rule once)."""
+"process_labels" events) every server and worker process on the scheduler's clock. Each
+--require TRACK:SPAN asks for some X span named SPAN on a track whose name starts with TRACK
+("shard_:apply": a shard's applies). --self-test checks that the checker refuses broken traces
+(each rule once)."""
 import json
 import sys
 
@@ -91,6 +94,16 @@ def check_run(events, processes):
     return overlapping
 
 
+def check_required(events, required):
+    """Each TRACK:SPAN of `required` names a span some track starting with TRACK holds."""
+    names = thread_names(events)
+    held = {(names.get((e["pid"], e["tid"]), ""), e["name"]) for e in events if e["ph"] == "X"}
+    for want in required:
+        track, _, span = want.partition(":")
+        count = sum(1 for t, n in held if t.startswith(track) and n == span)
+        assert count > 0, f"no {span!r} span on a track named {track}..."
+
+
 def refused(events, rule):
     try:
         check_format(events)
@@ -112,6 +125,15 @@ def self_test():
     check_format([dict(base, ph="X", ts=0, dur=10), dict(base, ph="X", ts=2, dur=3),
                   dict(base, ph="X", ts=10, dur=1), dict(base, ph="B", ts=11),
                   dict(base, ph="E", ts=12)])
+    spans = [dict(base, name="thread_name", ph="M", ts=0, args={"name": "shard_0"}),
+             dict(base, ph="X", name="apply", ts=1, dur=1)]
+    check_required(spans, ["shard_:apply"])
+    try:
+        check_required(spans, ["aggregator_:barrier"])
+    except AssertionError as e:
+        assert "no 'barrier' span" in str(e)
+    else:
+        raise AssertionError("a missing span passed")
     print("ok: the checker refuses each broken rule")
 
 
@@ -119,6 +141,7 @@ def main():
     if "--self-test" in sys.argv:
         return self_test()
     path, processes = sys.argv[1], int(sys.argv[2])
+    required = [sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a == "--require"]
     with open(path) as f:
         trace = json.load(f)
     assert isinstance(trace, dict) and isinstance(trace.get("traceEvents"), list), \
@@ -126,6 +149,7 @@ def main():
     events = trace["traceEvents"]
     check_format(events)
     overlapping = check_run(events, processes)
+    check_required(events, required)
     print(f"ok: {len(events)} events, {processes} process(es), "
           f"{overlapping} push(es) sent during their compute's backward")
 

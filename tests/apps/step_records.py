@@ -2,11 +2,22 @@
 """Checks the records of `troupe train --metrics FILE --metrics-every N`: every record has a
 wall-clock time, in order; the step records come every N steps, numbered, between their
 epoch's start and its epoch record; and the first epoch's rate reaches LR (the config's rate:
-no warm-up left unfinished before the decays).
+no warm-up left unfinished before the decays). With --nodes A,B (a cluster's run) each step
+record also times exactly those nodes, over ranks that together are the record's ranks.
 
-usage: step_records.py FILE EPOCHS EVERY STEPS_PER_EPOCH LR"""
+usage: step_records.py FILE EPOCHS EVERY STEPS_PER_EPOCH LR [--nodes NAME,...]"""
 import json
 import sys
+
+
+def check_nodes(step_records, nodes):
+    for r in step_records:
+        assert sorted(r["nodes"]) == sorted(nodes), (r["step"], r["nodes"])
+        ranks = []
+        for name, t in r["nodes"].items():
+            assert t["step_s"] > 0 and t["wait_s"] >= 0 and t["ranks"], (r["step"], name, t)
+            ranks += t["ranks"]
+        assert sorted(ranks) == sorted(int(k) for k in r["ranks"]), (r["step"], r["nodes"])
 
 
 def main():
@@ -35,6 +46,8 @@ def main():
     for r in step_records:
         line = epoch_records[r["epoch"]]
         assert position[id(r)] < position[id(line)], (r, line)
+    if "--nodes" in sys.argv:
+        check_nodes(step_records, sys.argv[sys.argv.index("--nodes") + 1].split(","))
     first = max(r["learning_rate"] for r in step_records if r["epoch"] == 0)
     assert abs(first - lr) <= 1e-6 * lr, f"epoch 0 peaks at lr {first}, not {lr}"
     print(f"ok: {len(step_records)} step records, epoch 0 reaches lr {first}")

@@ -200,7 +200,7 @@ TEST_CASE("merge_timelines names a part it cannot read or that is no trace", "[i
 TEST_CASE("clock_offset_of takes NTP's offset and bounds its error by half the flight",
           "[io][timeline]") {
   // The reference is 5000 us ahead; 100 us each way, 300 us held at the reference.
-  auto symmetric = clock_offset_of(1000, 6100, 6400, 1600);
+  auto symmetric = clock_offset_of(1000, 6100, 6400, 1500);
   REQUIRE(symmetric.has_value());
   CHECK(symmetric->offset == 5000);
   CHECK(symmetric->uncertainty == 100);

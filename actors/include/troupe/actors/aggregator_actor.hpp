@@ -50,10 +50,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
 
 #include <caf/actor_system.hpp>
 
 #include <troupe/actors/messages.hpp>
+#include <troupe/io/timeline.hpp>
 
 namespace troupe {
 
@@ -76,6 +79,12 @@ struct aggregator_options {
   /// more buffer per key at the shard), so that an adopted compute can rewind to the step in
   /// flight (on_worker_loss = adopt); without, a rewind before the latest step is refused.
   bool keep_previous = false;
+  /// Where each summed step is recorded (troupe/io/timeline.hpp), on a track per push group
+  /// named "<track> group G" (G: the group's first key): its "barrier" from the first
+  /// contribution to the last one needed, then its "sum" from the forward to downstream's
+  /// answer. Null: nowhere.
+  std::shared_ptr<timeline_recorder> timeline;
+  std::string track = "aggregator";
 };
 
 /// Throws std::invalid_argument for sources < 1, need outside [0, sources] (0: all sources)

@@ -40,6 +40,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -103,8 +104,13 @@ struct metrics_options {
   bool fail_on_stall = false;
   /// Every this many of rank 0's batches, a step record in the metrics file:
   /// {"step", "epoch", "epoch_progress", "time", "loss", "accuracy", "learning_rate",
-  /// "samples_per_s", "record": "step"} over every rank's batches since the last one. 0: none.
+  /// "samples_per_s", "record": "step", "ranks": {"R": {"step_s", "wait_s"}}} over every
+  /// rank's batches since the last one (with rank_nodes also "nodes": {"NAME": {"step_s",
+  /// "wait_s", "ranks": [R, ...]}}). 0: none.
   std::int64_t step_records = 0;
+  /// The node each rank's compute lives on (a cluster's plan node names), for the step
+  /// records' "nodes"; empty: no "nodes".
+  std::map<int, std::string> rank_nodes;
   /// What the status server shows (run_status.hpp): every report, annotation and warning
   /// goes there too. Null: none.
   std::shared_ptr<run_status> status;

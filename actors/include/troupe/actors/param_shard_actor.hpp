@@ -71,6 +71,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,7 @@
 
 #include <troupe/actors/messages.hpp>
 
+#include <troupe/io/timeline.hpp>
 #include <troupe/kernels/lr_schedule.hpp>
 #include <troupe/kernels/optimizers/update_rule.hpp>
 #include <troupe/kernels/tensor.hpp>
@@ -121,6 +123,10 @@ struct shard_options {
   /// Steps of the whole run (epochs x steps per epoch): a push of a later step is from the
   /// future and refused, as is one of an earlier step than its pusher's last. 0: no limit.
   std::int64_t step_limit = 0;
+  /// Where each applied push is recorded as an "apply" span (step, source, keys) on the track
+  /// `track` (troupe/io/timeline.hpp). Null: nowhere.
+  std::shared_ptr<timeline_recorder> timeline;
+  std::string track = "shard";
 };
 
 /// Throws std::invalid_argument if the schedule is invalid or `keys` is empty.

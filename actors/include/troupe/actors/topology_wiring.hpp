@@ -14,6 +14,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -38,18 +40,27 @@ using spawn_observer =
 /// Shards and aggregators by plan actor index (invalid handles for the other roles).
 using push_targets = std::vector<push_target_actor>;
 
+/// How the shards and aggregators of a push side run.
+struct push_side_options {
+  /// The run's steps (epochs x plan.steps_per_epoch), which the shards refuse pushes beyond
+  /// (shard_options::step_limit); 0: no limit.
+  std::int64_t step_limit = 0;
+  /// The aggregators keep each group's weights one step back, for adopted computes
+  /// (aggregator_options::keep_previous; on_worker_loss = adopt).
+  bool rewindable = false;
+  /// Where the shards record their applies and the aggregators their barriers, each on
+  /// tracks named after its plan actor (shard_options, aggregator_options). Null: nowhere.
+  std::shared_ptr<timeline_recorder> timeline;
+  std::string track_suffix; ///< after each track's name (" (backup)" for a node's backups)
+};
+
 /// Spawns every shard and aggregator of `plan` in plan order. Each shard's keys are cut from
 /// `initial` (parameter-shaped start values by slot; each shard copies its keys) and named by
 /// the plan. Throws std::invalid_argument if `initial` does not match the plan's parameters
 /// (only read where shards are spawned: a node without shards may pass none).
-/// `step_limit`: the run's steps (epochs x plan.steps_per_epoch), which the shards refuse
-/// pushes beyond (shard_options::step_limit); 0: no limit. `rewindable`: the aggregators keep
-/// each group's weights one step back, for adopted computes (aggregator_options::keep_previous;
-/// on_worker_loss = adopt).
 push_targets spawn_push_side(caf::actor_system& system, const placement_plan& plan,
                              const std::vector<tensor>& initial, const optimizer_options& optimizer,
-                             const spawn_observer& spawned, std::int64_t step_limit = 0,
-                             bool rewindable = false);
+                             const spawn_observer& spawned, const push_side_options& options = {});
 
 /// Gives the push target at plan actor index `actor`, which lives on another node: a proxy
 /// reaching it (troupe/cluster/remote_proxies.hpp).
@@ -90,7 +101,7 @@ push_side spawn_push_side_of_node(caf::actor_system& system, const placement_pla
                                   const remote_push_target& remote,
                                   const std::vector<tensor>& initial,
                                   const optimizer_options& optimizer, const spawn_observer& spawned,
-                                  std::int64_t step_limit = 0, bool rewindable = false);
+                                  const push_side_options& options = {});
 
 /// Where pushes from other nodes enter node `node`, by shard: (shard, plan actor index) of
 /// each actor here that a route from another node pushes to (in BSP the aggregator in front

@@ -3,7 +3,8 @@
 wall-clock time, in order; the step records come every N steps, numbered, between their
 epoch's start and its epoch record; and the first epoch's rate reaches LR (the config's rate:
 no warm-up left unfinished before the decays). With --nodes A,B (a cluster's run) each step
-record also times exactly those nodes, over ranks that together are the record's ranks.
+record times some of those nodes (those whose reports reached the scheduler in its window),
+over ranks that together are the record's ranks, and each node is timed in some record.
 
 usage: step_records.py FILE EPOCHS EVERY STEPS_PER_EPOCH LR [--nodes NAME,...]"""
 import json
@@ -11,13 +12,18 @@ import sys
 
 
 def check_nodes(step_records, nodes):
+    # A record holds the reports that reached the scheduler in its window: a node whose
+    # reports were still on the wire is missing from that one, but every node is in some.
+    seen = set()
     for r in step_records:
-        assert sorted(r["nodes"]) == sorted(nodes), (r["step"], r["nodes"])
+        assert set(r["nodes"]) <= set(nodes), (r["step"], r["nodes"])
+        seen |= set(r["nodes"])
         ranks = []
         for name, t in r["nodes"].items():
             assert t["step_s"] > 0 and t["wait_s"] >= 0 and t["ranks"], (r["step"], name, t)
             ranks += t["ranks"]
         assert sorted(ranks) == sorted(int(k) for k in r["ranks"]), (r["step"], r["nodes"])
+    assert seen == set(nodes), f"nodes {sorted(seen)} timed, expected {sorted(nodes)}"
 
 
 def main():

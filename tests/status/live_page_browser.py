@@ -27,7 +27,7 @@ def browser():
 
 
 def page_epoch(driver):
-    text = driver.find_element("id", "epoch").text
+    text = driver.execute_script("const e = document.getElementById('epoch'); return e ? e.textContent.trim() : ''")
     return int(text) if text.isdigit() else -1
 
 
@@ -39,6 +39,14 @@ def wait_for(what, check, timeout):
             return value
         time.sleep(0.2)
     fail(f"not within {timeout} s: {what}")
+
+
+def attributes(driver, selector, name):
+    """`name` of every element `selector` finds, read in one script: the page redraws its table
+    and graph every second, so elements found in one call may be gone by the next."""
+    return driver.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0]), e => e.getAttribute(arguments[1]))",
+        selector, name)
 
 
 def main(troupe, config, workdir, screenshot=None):
@@ -64,12 +72,10 @@ def main(troupe, config, workdir, screenshot=None):
             first = wait_for("the page showing an epoch", lambda: page_epoch(driver) >= 0 and
                              page_epoch(driver) + 1, 60) - 1
             wait_for(f"the page's epoch advancing past {first}", lambda: page_epoch(driver) > first, 120)
-            rows = {r.get_attribute("data-node") for r in
-                    driver.find_elements("css selector", "#nodes tbody tr")}
+            rows = set(attributes(driver, "#nodes tbody tr", "data-node"))
             if rows != set(names):
                 fail(f"the page's node table shows {sorted(rows)}, the run has {sorted(names)}")
-            actors = {g.get_attribute("data-actor") for g in
-                      driver.find_elements("css selector", "#graph g[data-actor]")}
+            actors = set(attributes(driver, "#graph g[data-actor]", "data-actor"))
             planned = {a["name"] for a in status["plan"]["actors"]}
             if actors != planned:
                 fail(f"the graph draws {sorted(actors)}, the plan has {sorted(planned)}")

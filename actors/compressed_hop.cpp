@@ -109,6 +109,23 @@ caf::expected<gradient_push> quantized(sender_state& st, gradient_push push) {
   return push;
 }
 
+// (values, non-zero values) of a quantized push: how much of its gradients the push sends
+// (a threshold far above them sends nothing, and the updates vanish). (0, 0) for a push the
+// route leaves as it is.
+std::pair<std::int64_t, std::int64_t> count_sent(const gradient_push& push) {
+  if (push.encoding == value_encoding::none)
+    return {0, 0};
+  std::int64_t values = 0, sent = 0;
+  for (const auto& g : push.gradients) {
+    const float* v = g.data();
+    const auto n = g.numel();
+    values += n;
+    for (std::int64_t i = 0; i < n; ++i)
+      sent += v[i] != 0.0f;
+  }
+  return {values, sent};
+}
+
 // An answer's deltas added to what the sender holds; the sums are the weights it gets.
 caf::expected<weight_set> installed(sender_state& st, weight_set ws) {
   if (st.spec.answers == value_encoding::none && ws.encoding == value_encoding::none)
@@ -162,10 +179,18 @@ push_target_actor::behavior_type compressing_sender(sender_pointer self,
       auto sent = quantized(self->state, std::move(push));
       if (!sent)
         return std::move(sent.error());
+      const auto counted = count_sent(*sent);
       return pass_on(
         self, self->state.downstream, due, "a push",
-        [=](weight_set ws) { return installed(self->state, std::move(ws)); }, push_atom::value,
-        std::move(*sent));
+        [=](weight_set ws) {
+          auto out = installed(self->state, std::move(ws));
+          if (out) {
+            out->values_pushed = counted.first;
+            out->values_sent = counted.second;
+          }
+          return out;
+        },
+        push_atom::value, std::move(*sent));
     },
     [=](rewind_atom, std::int64_t step, deadline) -> caf::result<weight_set> {
       return refused_rewind(self->state.route, step);

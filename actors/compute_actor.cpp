@@ -107,12 +107,14 @@ void on_training_batch(compute_pointer self, loader_item& item) {
   st.phase.top_k_correct += loss.top_k_correct;
   st.phase.loss_sum += loss.loss_sum;
   st.phase.skipped += item.data.skipped;
-  if (st.wiring.metrics)
+  if (st.wiring.metrics) {
     self->send(st.wiring.metrics,
                batch_report{st.wiring.rank, item.data.epoch, item.data.index,
                             st.wiring.batches_per_epoch, loss.count, loss.correct, loss.loss_sum,
                             st.learning_rate, st.replica->top_k(), loss.top_k_correct, step_seconds,
-                            wait_seconds});
+                            wait_seconds, st.values_pushed, st.values_sent});
+    st.values_pushed = st.values_sent = 0;
+  }
   if (!st.unsent.empty())
     send_unsent(self);
 }

@@ -88,6 +88,8 @@ std::string install(phase_core& st, const shard_route& route, weight_set& ws) {
       place_key(value, key, std::move(ws.weights[i]));
   }
   st.learning_rate = ws.learning_rate;
+  st.values_pushed += ws.values_pushed;
+  st.values_sent += ws.values_sent;
   return {};
 }
 

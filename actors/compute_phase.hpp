@@ -48,6 +48,9 @@ struct phase_core {
   clock_type::time_point phase_start;
   deadline phase_due; // the coordinator's deadline for the phase in flight
   float learning_rate = 0;
+  // What compressed pushes answered since the last batch report carried and sent non-zero
+  // (weight_set::values_pushed), for the next report.
+  std::int64_t values_pushed = 0, values_sent = 0;
   bool have_weights = false;
   bool busy = false;
   std::uint64_t phases_begun = 0;  // names the phase an answer was asked for

@@ -57,6 +57,8 @@ struct metrics_state {
   bool have_pending_train = false;
   float learning_rate = 0;
   std::optional<run_watch> watch;
+  /// What each epoch's compressed pushes sent, by epoch (batch_report::values_pushed).
+  std::map<std::int64_t, push_counts> pushed;
   /// Warnings by epoch, for its JSON line.
   std::map<std::int64_t, std::vector<run_warning>> warnings;
   // JSON values a host added to an epoch's line (annotate_atom), by epoch.
@@ -178,6 +180,11 @@ void on_batch(metrics_state& st, const batch_report& r) {
   }
   st.since_epoch.add(r);
   st.since_step.add(r);
+  if (r.values_pushed > 0) {
+    auto& p = st.pushed[r.epoch];
+    p.values += r.values_pushed;
+    p.sent += r.values_sent;
+  }
   if (r.rank != 0) {
     count_in_window(st, r);
     return;
@@ -249,6 +256,11 @@ void write_epoch_line(metrics_state& st, const phase_report& train, const phase_
   }
   for (const auto& [key, value] : st.options.number_tags)
     numbers.push_back({key, value});
+  if (const auto p = st.pushed.find(train.epoch); p != st.pushed.end() && p->second.values > 0) {
+    numbers.push_back({"pushed_values", static_cast<double>(p->second.values)});
+    numbers.push_back({"sent_share", ratio(p->second.sent, p->second.values)});
+  }
+  st.pushed.erase(st.pushed.begin(), st.pushed.upper_bound(train.epoch));
   if (val) {
     numbers.push_back({"val_accuracy", ratio(val->correct, val->samples)});
     numbers.push_back({"val_loss", ratio(val->loss_sum, val->samples)});
@@ -306,9 +318,9 @@ std::string coverage_note(const metrics_state& st, const phase_report& r) {
 // is written, which may be now).
 std::vector<run_warning> watch_phase(metrics_state& st, const phase_report& r) {
   const double loss = ratio(r.loss_sum, r.samples), accuracy = ratio(r.correct, r.samples);
-  auto found = r.validation
-                 ? st.watch->validated(r.epoch, loss, accuracy)
-                 : st.watch->trained(r.epoch, loss, accuracy, st.options.expect_validation);
+  auto found = r.validation ? st.watch->validated(r.epoch, loss, accuracy)
+                            : st.watch->trained(r.epoch, loss, accuracy,
+                                                st.options.expect_validation, st.pushed[r.epoch]);
   for (const auto& w : found) {
     *st.options.out << "Warning: " << w.message << '\n';
     if (st.options.status)

@@ -63,9 +63,33 @@ std::optional<run_warning> run_watch::near_chance(std::int64_t epoch, const char
                        + "): the run is not learning; " + cause("near_chance")};
 }
 
+// Below this share of values sent, a hop's updates vanish: a fitted 2-bit hop sends the values
+// beyond its block's scale and carries the rest as residual, well above it on every network
+// measured (docs/operations.md, "A run that is not learning").
+constexpr double vanishing_share = 0.01;
+
+std::optional<run_warning> run_watch::vanishing(std::int64_t epoch, push_counts pushed) const {
+  if (pushed.values <= 0)
+    return std::nullopt;
+  const double share = static_cast<double>(pushed.sent) / static_cast<double>(pushed.values);
+  if (!(share < vanishing_share))
+    return std::nullopt;
+  return run_warning{
+    epoch, "vanishing",
+    "epoch " + std::to_string(epoch) + ": the compressed pushes sent " + fixed(100 * share, 3)
+      + "% of their gradient values (" + std::to_string(pushed.sent) + " of "
+      + std::to_string(pushed.values) + ") non-zero: the updates vanish in the hop; "
+      + (options_.two_bit_threshold > 0
+           ? cause("vanishing")
+           : "the gradients are likely too small for the hop's encoding: a larger --lr or "
+             "batch, or a hop without compression")};
+}
+
 std::vector<run_warning> run_watch::trained(std::int64_t epoch, double loss, double accuracy,
-                                            bool validated) {
+                                            bool validated, push_counts pushed) {
   std::vector<run_warning> out;
+  if (auto w = vanishing(epoch, pushed))
+    out.push_back(*w);
   if (options_.classes < 2)
     return out;
   train_losses_.push_back(loss);

@@ -365,6 +365,8 @@ struct body_writer {
     out.setTopKCorrect(r.top_k_correct);
     out.setStepSeconds(r.step_seconds);
     out.setWaitSeconds(r.wait_seconds);
+    out.setValuesPushed(r.values_pushed);
+    out.setValuesSent(r.values_sent);
   }
   void operator()(const traffic_query_message& m) { body.initTrafficQuery().setEpoch(m.epoch); }
   void operator()(const checkpoint_message& m) {

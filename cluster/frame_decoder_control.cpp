@@ -249,6 +249,8 @@ batch_report_message read_batch_report(wire::BatchReport::Reader in) {
   r.top_k_correct = in.getTopKCorrect();
   r.step_seconds = in.getStepSeconds();
   r.wait_seconds = in.getWaitSeconds();
+  r.values_pushed = in.getValuesPushed();
+  r.values_sent = in.getValuesSent();
   require(r.rank >= 0 && r.epoch >= 0, "batchReport has a negative rank or epoch");
   // No arithmetic on the peer's numbers, not even for the message (the fuzzer found
   // batches = INT64_MIN overflowing a "batches - 1").
@@ -261,6 +263,9 @@ batch_report_message read_batch_report(wire::BatchReport::Reader in) {
   require(std::isfinite(r.step_seconds) && r.step_seconds >= 0 && std::isfinite(r.wait_seconds)
             && r.wait_seconds >= 0,
           "batchReport.stepSeconds or waitSeconds is negative or not finite");
+  require(r.values_sent >= 0 && r.values_sent <= r.values_pushed,
+          "batchReport.valuesSent " + std::to_string(r.values_sent) + " is not in [0, valuesPushed "
+            + std::to_string(r.values_pushed) + "]");
   return m;
 }
 

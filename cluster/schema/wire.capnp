@@ -256,6 +256,8 @@ struct BatchReport {
   topKCorrect @9 :Int64;
   stepSeconds @10 :Float64; # the step's forward and backward
   waitSeconds @11 :Float64; # since the rank's previous step ended (0 for an epoch's first)
+  valuesPushed @12 :Int64;  # gradient values its compressed pushes carried since its last report
+  valuesSent @13 :Int64;    # of those, how many went out non-zero (at most valuesPushed)
 }
 
 # The scheduler asks a server or worker what it has moved so far (after epoch `epoch`'s

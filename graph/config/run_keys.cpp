@@ -241,8 +241,9 @@ std::vector<config_key> train_keys() {
       .within(whole(1, 1000))
       .flag_is("stall-epochs")
       .help_is("warn when the training loss rose in each of this many epochs",
-               "also warned: accuracy and loss near chance after an epoch, a loss above 1.5 ln K "
-               "(docs/operations.md, \"A run that is not learning\")"),
+               "also warned: accuracy and loss near chance after an epoch, a loss above 1.5 ln K, "
+               "compressed pushes that send under 1% of their values (docs/operations.md, \"A "
+               "run that is not learning\")"),
     entry("train", "fail_on_stall", k::boolean, run<&run_config::fail_on_stall>)
       .flag_is("fail-on-stall")
       .help_is("stop the run with exit status 1 at the first such warning"),

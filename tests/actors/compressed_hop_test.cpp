@@ -148,6 +148,9 @@ TEST_CASE("a compressed push reaches the shard quantized, and its residual goes 
   REQUIRE(first);
   REQUIRE(first->weights.size() == 2);
   REQUIRE(first->encoding == value_encoding::none); // pushes only: the weights come whole
+  // The answer says what the push sent: 2 of key a's 6 values and 2 of b's 3.
+  CHECK(first->values_pushed == 9);
+  CHECK(first->values_sent == 4);
   // The shard applied {0, 0, 0.5, -0.5, 0, 0} and {0.5, -0.5, 0}: 0.5 minus that.
   CHECK(first->weights[0].to_host().data()[0] == 0.5f);
   CHECK(first->weights[0].data()[2] == 0.0f);
@@ -163,6 +166,8 @@ TEST_CASE("a compressed push reaches the shard quantized, and its residual goes 
   CHECK(second->weights[0].data()[1] == 1.0f);
   CHECK(second->weights[0].data()[3] == 1.5f);
   CHECK(second->weights[0].data()[5] == 0.0f);
+  CHECK(second->values_pushed == 9); // all of a but its 0; b's 0.1 + 0.1 stays below
+  CHECK(second->values_sent == 7);
   f.self->send_exit(sender, caf::exit_reason::user_shutdown);
 }
 

@@ -426,6 +426,42 @@ TEST_CASE("metrics writes a step record every N of rank 0's batches, over every 
              Catch::StartsWith(R"({"epoch":2,"time":)") && Catch::Contains(R"("record":"epoch")"));
 }
 
+TEST_CASE("metrics sums what each epoch's compressed pushes sent, and warns when it vanishes") {
+  test::temp_dir dir;
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  std::ostringstream log;
+  const auto path = dir.file("metrics.jsonl");
+  metrics_options o;
+  o.out = &log;
+  o.display_batches = 0;
+  o.jsonl_path = path;
+  o.watch.classes = 10;
+  auto metrics = spawn_metrics(sys, o);
+  for (std::int64_t epoch = 0; epoch < 2; ++epoch)
+    for (int rank = 0; rank < 2; ++rank) {
+      // epoch 0 sends half its values, epoch 1 one in a thousand
+      batch_report r{rank, epoch, 0, 1, 10, 8, 5.0, 0.1f};
+      r.values_pushed = 1000;
+      r.values_sent = epoch == 0 ? 500 : 1;
+      self->send(metrics, r);
+      self->send(metrics, batch_report{rank, epoch, 0, 1, 10, 8, 5.0, 0.1f}); // none counted
+    }
+  self->send(metrics, phase_report{0, false, 40, 32, 20.0, 1.0});
+  self->send(metrics, phase_report{1, false, 40, 32, 20.0, 1.0});
+  flush(self, metrics);
+  self->send_exit(metrics, caf::exit_reason::user_shutdown);
+  const auto lines = lines_of(path);
+  REQUIRE(lines.size() == 2);
+  CHECK_THAT(lines[0], Catch::Contains(R"("pushed_values":2000,"sent_share":0.5,)"));
+  CHECK_THAT(lines[0], !Catch::Contains("warnings"));
+  CHECK_THAT(lines[1], Catch::Contains(R"("pushed_values":2000,"sent_share":0.001,)")
+                         && Catch::Contains(R"("kind":"vanishing")"));
+  CHECK_THAT(log.str(), Catch::Contains("Warning: epoch 1: the compressed pushes sent 0.100% of "
+                                        "their gradient values (2 of 2000) non-zero"));
+}
+
 TEST_CASE("metrics' step records in a cluster carry each node's times over its ranks") {
   test::temp_dir dir;
   local_node_config cfg;

@@ -103,6 +103,28 @@ TEST_CASE("the cause named follows what the run is") {
              Catch::Contains("the lr 0.1 is likely too high: try --lr 0.01"));
 }
 
+TEST_CASE("compressed pushes that send under 1% of their values make vanishing, naming why") {
+  auto o = ten_classes();
+  run_watch plain(o);
+  // a learning epoch that pushed nothing compressed, and one that sent 1% exactly: no warning
+  CHECK(plain.trained(0, 1.2, 0.6, false).empty());
+  CHECK(plain.trained(1, 1.0, 0.7, false, push_counts{1000, 10}).empty());
+  const auto found = plain.trained(2, 0.9, 0.72, false, push_counts{100000, 46});
+  REQUIRE(found.size() == 1); // the accuracy does not matter: the hop's count says it
+  CHECK(found[0].kind == "vanishing");
+  CHECK(found[0].epoch == 2);
+  CHECK_THAT(found[0].message,
+             Catch::StartsWith("epoch 2: the compressed pushes sent 0.046% of their gradient "
+                               "values (46 of 100000) non-zero: the updates vanish in the hop; ")
+               && Catch::Contains("too small for the hop's encoding"));
+  o.two_bit_threshold = 0.5f;
+  run_watch fixed_threshold(o);
+  const auto named = fixed_threshold.trained(0, 1.2, 0.6, false, push_counts{100, 0});
+  REQUIRE(named.size() == 1);
+  CHECK_THAT(named[0].message, Catch::Contains("sent 0.000% of their gradient values (0 of 100)")
+                                 && Catch::Contains("the 2-bit threshold 0.5 is likely far above"));
+}
+
 TEST_CASE("without classes to compare with, nothing warns") {
   run_watch_options o;
   o.classes = 1;

@@ -459,6 +459,11 @@ TEST_CASE("the scheduler's messages round-trip", "[cluster][frame]") {
   CHECK(batch.learning_rate == 0.05f);
   CHECK(batch.top_k == 3);
   CHECK(batch.top_k_correct == 120);
+  b.report.values_pushed = 4096;
+  b.report.values_sent = 17;
+  const auto counted = decoded_as<batch_report_message>(frame_of(b)).report;
+  CHECK(counted.values_pushed == 4096);
+  CHECK(counted.values_sent == 17);
 }
 
 TEST_CASE("ready's port, shutdown's finish and traffic reports round-trip", "[cluster][frame]") {
@@ -551,6 +556,14 @@ TEST_CASE("the scheduler's messages are checked", "[cluster][frame]") {
   CHECK_THAT(refusal(frame_of(b)), Catch::Contains("is not in [0, -9223372036854775808)"));
   b.report = batch_report{0, 0, 1, 469, 128, 100, std::numeric_limits<double>::infinity(), 0.1f};
   CHECK_THAT(refusal(frame_of(b)), Catch::Contains("batchReport.lossSum is not finite"));
+  b.report = batch_report{0, 0, 1, 469, 128, 100, 1.0, 0.1f};
+  b.report.values_pushed = 10;
+  b.report.values_sent = 11; // more sent than pushed
+  CHECK_THAT(refusal(frame_of(b)),
+             Catch::Contains("batchReport.valuesSent 11 is not in [0, valuesPushed 10]"));
+  b.report.values_sent = -1;
+  CHECK_THAT(refusal(frame_of(b)),
+             Catch::Contains("batchReport.valuesSent -1 is not in [0, valuesPushed 10]"));
 
   join_message rejoin{node_kind::worker, "h", 0, 1, -1, 77};
   rejoin.rejoin = rejoin_message{1, 2, -2, -1, {}, {}};

@@ -93,6 +93,10 @@ struct weight_set {
   /// the scale of every block of two_bit_block values in `scales`, tensor after tensor.
   value_encoding encoding = value_encoding::none;
   std::vector<float> scales;
+  /// Set by the sender's end of a compressed hop (compressed_hop.hpp) on the answer to a
+  /// push it quantized: the gradient values the push carried, and how many of them it sent
+  /// non-zero (the rest stayed in its residual). 0 and 0 where no hop quantized the push.
+  std::int64_t values_pushed = 0, values_sent = 0;
 };
 
 /// A parameter shard's whole state, for a checkpoint: one tensor per key of the shard, in its
@@ -129,6 +133,10 @@ struct batch_report {
   /// Since the compute's previous step ended: waiting for its weights and its batch (a
   /// barrier's wait, under BSP). 0 for an epoch's first step.
   double wait_seconds = 0;
+  /// Of the gradient values this compute's compressed pushes carried since its last report
+  /// (as their answers came back: weight_set::values_pushed), how many went out non-zero.
+  /// 0 and 0 without compressed pushes.
+  std::int64_t values_pushed = 0, values_sent = 0;
 };
 
 /// One phase (training or validation) of one epoch, as the coordinator reports it.
@@ -194,7 +202,7 @@ template <class Inspector> typename Inspector::result_type inspect(Inspector& f,
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, batch_report& x) {
   return f(caf::meta::type_name("troupe.batch_report"), x.rank, x.epoch, x.index, x.batches,
            x.samples, x.correct, x.loss_sum, x.learning_rate, x.top_k, x.top_k_correct,
-           x.step_seconds, x.wait_seconds);
+           x.step_seconds, x.wait_seconds, x.values_pushed, x.values_sent);
 }
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, phase_report& x) {

@@ -9,6 +9,11 @@
 //                (validation's figures where the epoch is validated, training's otherwise)
 //   diverging    the epoch's mean training loss above 1.5 ln K: worse than guessing
 //   rising       the mean training loss rose in each of the last `rising_epochs` epochs
+//   vanishing    the epoch's compressed pushes sent under 1% of their gradient values
+//                non-zero: the updates vanish in the hop (a fixed 2-bit threshold above the
+//                gradients, values too small for the encoding), measured where they are
+//                quantized (compressed_hop.hpp), so it shows in the first epoch whatever the
+//                accuracy does
 // Each warning is said once per epoch and kind.
 //
 // Thread-safety: a plain value, used by one actor.
@@ -31,9 +36,15 @@ struct run_watch_options {
   float two_bit_threshold = 0; ///< a hop's fixed 2-bit threshold; 0: none fixed
 };
 
+/// An epoch's compressed pushes: the gradient values they carried, and how many went out
+/// non-zero (batch_report::values_pushed).
+struct push_counts {
+  std::int64_t values = 0, sent = 0;
+};
+
 struct run_warning {
   std::int64_t epoch = 0;
-  std::string kind;    ///< near_chance, diverging or rising
+  std::string kind;    ///< near_chance, diverging, rising or vanishing
   std::string message; ///< what was seen and the likely cause, one line
 };
 
@@ -41,13 +52,15 @@ class run_watch {
 public:
   explicit run_watch(run_watch_options options);
   /// An epoch's training phase: its mean loss and accuracy. `validated` says whether a
-  /// validation of this epoch follows (then near_chance waits for its figures).
-  std::vector<run_warning> trained(std::int64_t epoch, double loss, double accuracy,
-                                   bool validated);
+  /// validation of this epoch follows (then near_chance waits for its figures). `pushed`:
+  /// what its compressed pushes sent (none: nothing to say).
+  std::vector<run_warning> trained(std::int64_t epoch, double loss, double accuracy, bool validated,
+                                   push_counts pushed = {});
   /// An epoch's validation: its mean loss and accuracy.
   std::vector<run_warning> validated(std::int64_t epoch, double loss, double accuracy);
 
 private:
+  std::optional<run_warning> vanishing(std::int64_t epoch, push_counts pushed) const;
   std::optional<run_warning> near_chance(std::int64_t epoch, const char* phase, double loss,
                                          double accuracy) const;
   std::string cause(const std::string& kind) const;

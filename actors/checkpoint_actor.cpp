@@ -14,6 +14,7 @@
 #include <troupe/io/checkpoint_parts.hpp>
 #include <troupe/io/dataset.hpp>
 
+#include "actors/checkpoint_timeline.hpp"
 #include "actors/request_round.hpp"
 
 namespace troupe {
@@ -82,12 +83,7 @@ caf::result<std::string> save(checkpoint_pointer self, std::int64_t epoch) {
       return round_failed(
         r, promise, make_error(classify_exception(e), std::string("checkpoint: ") + e.what()));
     }
-    if (const auto& to = self->state.wiring.timeline) {
-      const auto track = to->track("checkpoint");
-      const auto done = timeline_recorder::clock::now();
-      to->complete(track, "save", asked, done, {{"epoch", epoch}});
-      to->complete(track, "write", writing, done, {{"epoch", epoch}}, path);
-    }
+    record_save(self->state.wiring.timeline, epoch, asked, writing, path);
     log_checkpoint_line(self->state.wiring.log, "checkpoint: saved " + path);
     promise.deliver(path);
   };

@@ -14,6 +14,7 @@
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/io/dataset.hpp>
 
+#include "actors/checkpoint_timeline.hpp"
 #include "actors/request_round.hpp"
 
 namespace troupe {
@@ -54,9 +55,13 @@ caf::result<part_record> save_part(part_pointer self, std::int64_t epoch, const 
   auto gathered = std::make_shared<checkpoint_part>();
   gathered->shards.resize(w.shards.size());
   gathered->replicas.resize(w.replicas.size());
+  const auto asked = timeline_recorder::clock::now();
   auto write = [=]() mutable {
+    const auto writing = timeline_recorder::clock::now();
     try {
-      promise.deliver(write_checkpoint_part(path, epoch, *gathered));
+      auto record = write_checkpoint_part(path, epoch, *gathered);
+      record_save(self->state.wiring.timeline, epoch, asked, writing, path);
+      promise.deliver(std::move(record));
     } catch (const std::exception& e) {
       round_failed(r, promise,
                    make_error(classify_exception(e), std::string("checkpoint: ") + e.what()));
@@ -183,9 +188,11 @@ caf::result<std::string> save_manifest(manifest_pointer self, std::int64_t epoch
   auto r = std::make_shared<request_round>();
   r->missing = w.parts.size();
   auto records = std::make_shared<std::vector<part_record>>(w.parts.size());
+  const auto asked = timeline_recorder::clock::now();
   auto write = [=]() mutable {
     auto header = self->state.wiring.header;
     header.epoch = epoch;
+    const auto writing = timeline_recorder::clock::now();
     try {
       write_checkpoint_manifest(self->state.wiring.prefix, header, *records);
     } catch (const std::exception& e) {
@@ -193,6 +200,7 @@ caf::result<std::string> save_manifest(manifest_pointer self, std::int64_t epoch
         r, promise, make_error(classify_exception(e), std::string("checkpoint: ") + e.what()));
     }
     const auto manifest = checkpoint_manifest_path(self->state.wiring.prefix, epoch);
+    record_save(self->state.wiring.timeline, epoch, asked, writing, manifest);
     log_line(self->state.wiring, "checkpoint: saved " + manifest);
     record_event(self->state.wiring.events, "saved",
                  {{{"epoch", epoch}}, {{"manifest", manifest}}});

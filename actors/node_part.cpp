@@ -303,6 +303,7 @@ struct part_builder {
     w.resume_epoch = options.resume ? options.resume->epoch : -1;
     w.timeout = options.timeouts.phase;
     w.events = options.checkpoint_events;
+    w.timeline = options.timeline;
     return spawn_manifest_checkpoint(system, std::move(w));
   }
 
@@ -333,6 +334,7 @@ struct part_builder {
     w.run_shards = plan.keys.shards.size();
     w.run_workers = plan.workers;
     w.steps_per_epoch = plan.steps_per_epoch;
+    w.timeline = options.timeline;
     part.checkpoint_part =
       spawn_checkpoint_part(system, std::move(w), options.detached_checkpoint_part);
     part.spawned.emplace_back(as_spawned(part.checkpoint_part), "checkpoint_part");

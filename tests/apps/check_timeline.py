@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks a `--timeline` file against the Chrome trace-event format and against what a
 training run must show.
-usage: check_timeline.py FILE PROCESSES [--require TRACK:SPAN ...] | --self-test
+usage: check_timeline.py FILE PROCESSES [--require [PROCESS/]TRACK:SPAN ...] | --self-test
 
 The format: a {"traceEvents": [...]} object; every event has name, ph, ts, pid and tid; ph is
 one of B, E, X, i, M; an X has a duration >= 0; on each (pid, tid) timestamps never decrease in
@@ -10,8 +10,9 @@ ends inside it). The run: PROCESSES processes, each named by an "M" process_name
 compute's forward, backward and push spans; and some push of a compute starting before that
 compute's backward of the same step ends (pushes overlap backward); in a merged file (one with
 "process_labels" events) every server and worker process on the scheduler's clock. Each
---require TRACK:SPAN asks for some X span named SPAN on a track whose name starts with TRACK
-("shard_:apply": a shard's applies). --self-test checks that the checker refuses broken traces
+--require [PROCESS/]TRACK:SPAN asks for some X span named SPAN on a track whose name starts with
+TRACK ("shard_:apply": a shard's applies), in a process whose name starts with PROCESS where one
+is given ("worker/checkpoint:write"). --self-test checks that the checker refuses broken traces
 (each rule once)."""
 import json
 import sys
@@ -95,13 +96,20 @@ def check_run(events, processes):
 
 
 def check_required(events, required):
-    """Each TRACK:SPAN of `required` names a span some track starting with TRACK holds."""
+    """Each [PROCESS/]TRACK:SPAN of `required` names a span some track starting with TRACK holds
+    (in a process whose name starts with PROCESS, where one is given)."""
     names = thread_names(events)
-    held = {(names.get((e["pid"], e["tid"]), ""), e["name"]) for e in events if e["ph"] == "X"}
+    processes = {e["pid"]: e["args"]["name"] for e in events
+                 if e["ph"] == "M" and e["name"] == "process_name"}
+    held = {(processes.get(e["pid"], ""), names.get((e["pid"], e["tid"]), ""), e["name"])
+            for e in events if e["ph"] == "X"}
     for want in required:
-        track, _, span = want.partition(":")
-        count = sum(1 for t, n in held if t.startswith(track) and n == span)
-        assert count > 0, f"no {span!r} span on a track named {track}..."
+        where, _, span = want.partition(":")
+        process, _, track = where.rpartition("/")
+        count = sum(1 for p, t, n in held
+                    if p.startswith(process) and t.startswith(track) and n == span)
+        assert count > 0, f"no {span!r} span on a track named {track}..." + \
+            (f" in a process named {process}..." if process else "")
 
 
 def refused(events, rule):
@@ -128,6 +136,12 @@ def self_test():
     spans = [dict(base, name="thread_name", ph="M", ts=0, args={"name": "shard_0"}),
              dict(base, ph="X", name="apply", ts=1, dur=1)]
     check_required(spans, ["shard_:apply"])
+    try:
+        check_required(spans, ["server/shard_:apply"])
+    except AssertionError as e:
+        assert "in a process named server" in str(e)
+    else:
+        raise AssertionError("a span in no named process passed")
     try:
         check_required(spans, ["aggregator_:barrier"])
     except AssertionError as e:

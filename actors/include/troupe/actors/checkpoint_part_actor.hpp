@@ -71,6 +71,10 @@ struct checkpoint_part_wiring {
   std::size_t run_shards = 0;               ///< shards in the run's key plan
   int run_workers = 0;
   std::int64_t steps_per_epoch = 0;
+  /// Where each save is recorded (troupe/io/timeline.hpp), on the track "checkpoint": `save`
+  /// from the request to the part written, with its `write` inside (args.detail: the file).
+  /// Null: nowhere.
+  std::shared_ptr<timeline_recorder> timeline;
 };
 
 /// Detached: on a thread of its own, so its file writes never hold up the shared scheduler;
@@ -100,6 +104,9 @@ struct manifest_checkpoint_wiring {
   /// Records beside those lines: `saving` (epoch, parts), `saved` (epoch, manifest),
   /// `restoring` and `restored` (epoch). Null: none.
   std::shared_ptr<node_events> events;
+  /// Where each save is recorded, on the track "checkpoint": `save` from asking the parts to
+  /// the manifest written, with the manifest's `write` inside. Null: nowhere.
+  std::shared_ptr<timeline_recorder> timeline;
 };
 
 /// A checkpoint_actor for a run whose shards and computes live in other processes. Throws

@@ -29,6 +29,7 @@
 #include "apps/record_flags.hpp"
 #include "apps/topology_flags.hpp"
 #include "apps/train_flag_checks.hpp"
+#include "apps/train_raw_flags.hpp"
 #include <troupe/graph/config/job_plan.hpp>
 #include <troupe/graph/config/key_ranges.hpp>
 #include <troupe/graph/config/key_table.hpp>
@@ -38,6 +39,9 @@
 #include <troupe/kernels/optimizers/update_rule.hpp>
 
 namespace troupe {
+
+using train_flag_parts::declare;
+using train_flag_parts::raw_flags;
 
 std::string key_help(const char* flag, const std::string& extra) {
   const std::string help = config_key_of_flag(flag)->help;
@@ -59,146 +63,6 @@ int default_thread_count() {
 }
 
 namespace {
-
-// Raw flag values. -1 and "" mean "the default the config derives", so those flags are
-// written onto the config only when they carry a value.
-struct raw_flags {
-  // The defaults are the config language's (a default job_config's), save where -1 or ""
-  // stands for a default derived from other values.
-  static const job_config& language() {
-    static const job_config defaults;
-    return defaults;
-  }
-  std::string network = language().model.network.value, dataset = "fashion-mnist", data_dir;
-  std::string lr_step_epochs, lr_schedule = "multi-step", progress = "auto";
-  std::string image_shape = "1,28,28", classes;
-  std::string config, devices, cudnn_algorithms = "exact";
-  std::string timeline;    // a process-local output, like the progress bar: no config key
-  record_flags record;     ///< --data-train, --data-val, ... (apps/record_flags.cpp)
-  topology_flags topology; ///< --topology, --kv-store (apps/topology_flags.cpp)
-  int num_layers = 0, threads = 1, num_classes = language().train_data.classes.value;
-  int top_k = 0, workers = language().cluster.workers.value;
-  std::string on_worker_loss; // empty: the topology's default
-  std::string optimizer;      // empty: the config's (sgd when it names none)
-  std::string compression = "none";
-  std::int64_t val_batch_size = 500;
-  std::int64_t eval_every = language().run.eval_every.value;
-  std::int64_t random_crop_pad = -1, random_mirror = -1;
-  std::int64_t num_examples = language().train_data.examples.value;
-  double lr = -1, warmup_epochs = -1;
-  bool no_validation = false, no_overlap = false, no_priority = false;
-  /// The flags of the plain keys (apps/key_flags.hpp).
-  key_flags keys{declared_by_hand()};
-
-private:
-  // The keys with a flag that are not plain flags of their key, and why: an override applied
-  // before the topology is compiled (workers); a value that derives a default (-1 for lr and
-  // warmup-epochs, 0 for num-layers) or does more than set its key (eval-every 0 turns
-  // validation off); a value checked against another key (top-k against the classes) or
-  // spelled otherwise (on-worker-loss, lr-step-epochs); the thread count's default from
-  // OMP_NUM_THREADS; the data statements (overrides of the statement, config_overrides); and
-  // the network keys, which troupe node declares as seconds and addresses.
-  static std::set<std::string> declared_by_hand() {
-    return {"workers",        "on-worker-loss", "num-layers",  "lr",           "warmup-epochs",
-            "lr-step-epochs", "eval-every",     "threads",     "top-k",        "devices",
-            "data-train",     "data-train-idx", "image-shape", "num-classes",  "num-examples",
-            "classes",        "rgb-mean",       "rgb-std",     "data-dir",     "scheduler",
-            "listen",         "join-timeout",   "heartbeat",   "peer-timeout", "request-timeout",
-            "tcp-congestion", "link-mbit",      "backward-ms"};
-  }
-};
-
-void declare(flag_set& f, raw_flags& r) {
-  f.add("config", r.config,
-        "read the job from a .troupe config (docs/dsl.md); other flags given override it");
-  f.add("network", r.network, "mlp | lenet | resnet | inception-bn | vgg");
-  f.add("num-layers", r.num_layers, key_help("num-layers", "0 = the network's default"));
-  f.add("dataset", r.dataset, "fashion-mnist | mnist | cifar10 | synthetic");
-  f.add("data-dir", r.data_dir, key_help("data-dir"));
-  f.add("val-batch-size", r.val_batch_size, "validation batch size");
-  f.add("optimizer", r.optimizer,
-        "sgd | adam | adamw | rmsprop | adagrad | lamb | lars (default: the config's, else sgd)");
-  f.add(
-    "lr", r.lr,
-    key_help("lr",
-             "-1: the optimizer's; sgd: 0.1 for mlp/resnet, 0.05 for "
-             "lenet/vgg/inception-bn; adam, adamw, lamb: 0.001; rmsprop, adagrad: 0.01; lars: 1"));
-  f.add("lr-schedule", r.lr_schedule, "multi-step | step | cosine | poly | one-cycle | constant");
-  f.add("lr-step-epochs", r.lr_step_epochs,
-        key_help("lr-step-epochs",
-                 "written 5,7.5 or 50%,75%; \"\": 50% and 75% of --num-epochs, also over a "
-                 "config's steps"));
-  f.add("warmup-epochs", r.warmup_epochs,
-        key_help("warmup-epochs", "-1: a tenth of --num-epochs, at most 1"));
-  r.keys.declare(f); // every plain key's flag, in the key table's order
-  f.add("threads", r.threads, key_help("threads"));
-  f.add("workers", r.workers, key_help("workers"));
-  r.topology.declare(f);
-  f.add_switch("no-overlap", r.no_overlap,
-               "send all pushes after backward instead of each as soon as backward produced it");
-  f.add("compression", r.compression,
-        "none | fp16 | bf16 | 2bit[:THRESHOLD] | 2bit:fit (error feedback): compress the gradients "
-        "where they leave their machine, and the answers as deltas; push:C compresses the pushes "
-        "only; replaces every route's compress");
-  f.add_switch("no-priority", r.no_priority,
-               "cluster channels write pushes and their answers in backward's order (last layer "
-               "first) instead of the order the next forward needs them");
-  f.add("on-worker-loss", r.on_worker_loss,
-        key_help("on-worker-loss", "default: adopt in bsp, else stop"));
-  f.add("random-crop-pad", r.random_crop_pad,
-        "random crop after zero padding, 0 to 64 (-1: 4 for cifar10, else 0)");
-  f.add("random-mirror", r.random_mirror, "random horizontal flip 0/1 (-1: 1 for cifar10, else 0)");
-  r.record.declare(f);
-  f.add("image-shape", r.image_shape, key_help("image-shape", "C,H,W"));
-  f.add("num-classes", r.num_classes, key_help("num-classes"));
-  f.add("num-examples", r.num_examples,
-        key_help("num-examples", "synthetic; file data: the first N of the training split"));
-  f.add("classes", r.classes, key_help("classes", "training and validation data"));
-  f.add_switch("no-validation", r.no_validation, "skip the validation pass after each epoch");
-  f.add("eval-every", r.eval_every, key_help("eval-every"));
-  f.add("top-k", r.top_k,
-        key_help("top-k", "troupe eval: 0 means 5 when there are more than 5 classes, else 1"));
-  f.add("devices", r.devices, key_help("devices"));
-  f.add("cudnn-algorithms", r.cudnn_algorithms,
-        "GPU convolutions: exact (no FFT or non-fused Winograd: float32 results) | fastest "
-        "(whatever cuDNN times fastest, ~1e-3 off; docs/gpu.md)");
-  f.add("progress", r.progress, "progress bar: auto (when stdout is a terminal) | on | off");
-  f.add("timeline", r.timeline,
-        "write the run's timeline to FILE at its end, a Chrome trace for Perfetto or "
-        "chrome://tracing: each compute's forward, backward, pushes and waits, checkpoint saves "
-        "(docs/operations.md, \"Timeline\")");
-}
-
-// Words for the values in help (`--lr RATE`); flags not listed show their type (N, X, TEXT).
-void name_placeholders(flag_set& f) {
-  const std::pair<const char*, const char*> words[] = {{"config", "FILE"},
-                                                       {"metrics", "FILE"},
-                                                       {"timeline", "FILE"},
-                                                       {"data-dir", "DIR"},
-                                                       {"lr", "RATE"},
-                                                       {"lr-factor", "FACTOR"},
-                                                       {"lr-schedule", "POLICY"},
-                                                       {"lr-step-epochs", "EPOCHS"},
-                                                       {"warmup-epochs", "EPOCHS"},
-                                                       {"network", "NAME"},
-                                                       {"dataset", "NAME"},
-                                                       {"image-shape", "C,H,W"},
-                                                       {"init-from", "PREFIX-EPOCH"},
-                                                       {"reset-layers", "NAMES"},
-                                                       {"classes", "LIST"},
-                                                       {"slice-bytes", "BYTES"},
-                                                       {"group-bytes", "BYTES"},
-                                                       {"devices", "LIST"},
-                                                       {"cudnn-algorithms", "exact|fastest"},
-                                                       {"progress", "MODE"},
-                                                       {"on-worker-loss", "POLICY"},
-                                                       {"random-mirror", "0|1"},
-                                                       {"mom", "X"},
-                                                       {"wd", "X"},
-                                                       {"top-k", "K"}};
-  for (const auto& [flag, word] : words)
-    f.set_placeholder(flag, word);
-}
 
 // A flag's value against the one range it shares with its config key
 // (graph/config/key_ranges.hpp): what `train { threads = N }` accepts, --threads N accepts.
@@ -544,7 +408,6 @@ parse_train_flags(const std::vector<std::string>& args, const std::string& comma
   if (declare_own)
     declare_own(f);
   declare(f, r);
-  name_placeholders(f);
   if (!reads.empty())
     f.keep_only(reads, "is not read by troupe " + command + " (troupe " + command
                          + " --help lists what it reads)");

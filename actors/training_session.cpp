@@ -107,27 +107,25 @@ void set_up_checkpoints(const training_job& job, const placement_plan& plan, mod
 }
 
 // Fine-tuning: the shards start from a checkpoint's weights, the reset parameters from the
-// reference's (the initializer's under the job's seed). Throws io_error naming the file,
-// std::invalid_argument for options no run can follow.
-void init_from_checkpoint(const session_sinks& sinks, model& reference,
+// reference's (the initializer's under the job's seed). A cluster's scheduler holds no shard,
+// but reads the checkpoint all the same: a file that does not fit the model ends the run
+// there, naming it, and its line says where the servers start. Throws io_error naming the
+// file, std::invalid_argument for options no run can follow.
+void init_from_checkpoint(const training_job& job, const session_sinks& sinks, model& reference,
                           std::vector<tensor>& initial) {
-  const auto& c = sinks.output.checkpoint;
-  if (c.init_from.empty()) {
-    if (!c.reset_layers.empty())
+  if (job.init_from.empty()) {
+    if (!job.reset_layers.empty())
       throw std::invalid_argument("reset_layers needs init_from (the checkpoint whose other "
                                   "weights are kept)");
     return;
   }
-  if (c.load_epoch >= 0)
+  if (sinks.output.checkpoint.load_epoch >= 0)
     throw std::invalid_argument("init_from starts a new run from a checkpoint's weights, "
                                 "load_epoch resumes one: give one of them");
-  if (sinks.node.node >= 0)
-    throw std::invalid_argument("init_from: a cluster run's servers start from the "
-                                "initializer; fine-tune in one process (troupe train)");
-  const auto source = read_init_source(c.init_from);
-  initial = weights_from(source, reference, c.reset_layers);
+  const auto source = read_init_source(job.init_from);
+  initial = weights_from(source, reference, job.reset_layers);
   if (auto* log = sinks.output.log)
-    *log << init_line(source, reference, c.reset_layers) << std::endl;
+    *log << init_line(source, reference, job.reset_layers) << std::endl;
 }
 
 // Opens the data, plans the run and spawns this process's part of it: every actor of a
@@ -149,7 +147,7 @@ void spawn_job(caf::actor_system& system, const training_job& job, const session
   // values never depend on which process holds a replica.
   auto reference = build_model(spec);
   auto initial = initial_weights(*reference);
-  init_from_checkpoint(sinks, *reference, initial);
+  init_from_checkpoint(job, sinks, *reference, initial);
   for (std::size_t slot = 0; slot < initial.size(); ++slot) {
     run.parameter_names.push_back(plan.parameters.at(slot).name);
     run.parameter_shapes.push_back(initial[slot].shape());

@@ -188,6 +188,34 @@ void resolve_app_defaults(job_config& c) {
       d->dir.value = default_data_dir(io_dataset_name(d->dataset.value));
 }
 
+namespace {
+
+// init_from and reset_layers onto the job; the names are checked against the model when the
+// run builds it.
+void init_options(const job_config& c, training_job& o) {
+  const auto& run = c.run;
+  if (!run.reset_layers.value.empty() && run.init_from.value.empty())
+    config_fail(c, run.reset_layers.span,
+                "reset_layers needs init_from (the checkpoint whose other weights are kept)");
+  if (!run.init_from.value.empty() && run.load_epoch.value >= 0)
+    config_fail(c, run.init_from.span,
+                "init_from starts a new run from a checkpoint's weights, load_epoch resumes one: "
+                "give one of them");
+  o.init_from = run.init_from.value;
+  const auto& text = run.reset_layers.value;
+  for (std::size_t start = 0; !text.empty() && start <= text.size();) {
+    const auto comma = std::min(text.find(',', start), text.size());
+    auto name = text.substr(start, comma - start);
+    if (name.empty())
+      config_fail(c, run.reset_layers.span,
+                  "reset_layers \"" + text + "\": an empty name (write fc2 or fc1,fc2)");
+    o.reset_layers.push_back(std::move(name));
+    start = comma + 1;
+  }
+}
+
+} // namespace
+
 training_job to_training_job(const job_config& c) {
   training_job o;
   o.model = model_spec_of(c);
@@ -261,36 +289,9 @@ training_job to_training_job(const job_config& c) {
                   + o.topology.name
                   + " waits at an aggregator for "
                     "every worker, so it can only stop when one is lost");
+  init_options(c, o);
   return o;
 }
-
-namespace {
-
-// init_from and reset_layers onto the checkpoint options; the names are checked against the
-// model when the run builds it.
-void init_options(const job_config& c, checkpoint_options& o) {
-  const auto& run = c.run;
-  if (!run.reset_layers.value.empty() && run.init_from.value.empty())
-    config_fail(c, run.reset_layers.span,
-                "reset_layers needs init_from (the checkpoint whose other weights are kept)");
-  if (!run.init_from.value.empty() && run.load_epoch.value >= 0)
-    config_fail(c, run.init_from.span,
-                "init_from starts a new run from a checkpoint's weights, load_epoch resumes one: "
-                "give one of them");
-  o.init_from = run.init_from.value;
-  const auto& text = run.reset_layers.value;
-  for (std::size_t start = 0; !text.empty() && start <= text.size();) {
-    const auto comma = std::min(text.find(',', start), text.size());
-    auto name = text.substr(start, comma - start);
-    if (name.empty())
-      config_fail(c, run.reset_layers.span,
-                  "reset_layers \"" + text + "\": an empty name (write fc2 or fc1,fc2)");
-    o.reset_layers.push_back(std::move(name));
-    start = comma + 1;
-  }
-}
-
-} // namespace
 
 session_output session_output_of(const job_config& c) {
   if (c.run.load_epoch.value >= 0 && c.run.model_prefix.value.empty())
@@ -313,7 +314,6 @@ session_output session_output_of(const job_config& c) {
       config_fail(c, c.run.status_listen.span, "status_listen " + std::string(e.what()));
     }
   }
-  init_options(c, o.checkpoint);
   return o;
 }
 

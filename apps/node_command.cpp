@@ -24,6 +24,7 @@
 #include "apps/status_serving.hpp"
 #include "apps/train_flags.hpp"
 #include "apps/weights_digest.hpp"
+#include <troupe/actors/weights_init.hpp>
 #include <troupe/cluster/cluster_node.hpp>
 #include <troupe/cluster/launcher_rank.hpp>
 #include <troupe/cluster/local_node.hpp>
@@ -370,10 +371,10 @@ void open_checkpoints(checkpoint_options& c, const training_job& job) {
       "--load-epoch with --shard-backups 1 (cluster.shard_backups; the old --replicas 2): a "
       "resumed run restores the primary shards only, and a promoted backup would hold the job's "
       "initial weights; resume with --shard-backups 0 (docs/operations.md, \"A lost server\")");
-  if (!c.init_from.empty())
-    throw usage_error("--init-from (train.init_from) is for troupe train, one process: a cluster "
-                      "run's servers start from the initializer (docs/checkpoints.md, "
-                      "\"Fine-tuning\")");
+  // The servers read the checkpoint to fine-tune from as they take their places; read here
+  // first, a missing or damaged one ends the run before any node joins.
+  if (!job.init_from.empty())
+    read_init_source(job.init_from);
   check_prefix_folder(c.prefix);
   // A checkpoint to resume from is read here, before any node is let in: a damaged one ends
   // the run before the others start. The session takes it from here (its fit to the model is

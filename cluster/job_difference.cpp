@@ -147,6 +147,8 @@ std::vector<std::string> job_differences(const training_job& theirs_in, const tr
   d.field("cluster on_worker_loss", std::string(worker_loss_policy(a.nodes)),
           std::string(worker_loss_policy(b.nodes)));
   d.field("train top_k", a.top_k, b.top_k);
+  d.field("train init_from (--init-from)", a.init_from, b.init_from);
+  d.field("train reset_layers (--reset-layers)", a.reset_layers, b.reset_layers);
   if (d.lines.empty() && job_hash(theirs) != job_hash(ours))
     d.lines.push_back("a field this build does not name (job hash " + hash_text(job_hash(theirs))
                       + ", " + ours_name + " " + hash_text(job_hash(ours)) + ")");

@@ -10,6 +10,7 @@
 
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/node_part.hpp>
+#include <troupe/actors/weights_init.hpp>
 #include <troupe/cluster/job_difference.hpp>
 #include <troupe/cluster/job_transfer.hpp>
 #include <troupe/cluster/metrics_relay.hpp>
@@ -263,6 +264,20 @@ void open_server_side(member_actor self, const assignment_message& a, const trai
     connect_backups(self, a, channel);
 }
 
+// The weights a server's shards start from: the initializer's under the job's seed, or with
+// init_from the checkpoint's (the reset parameters the initializer's), as one process starts.
+// Throws io_error naming the file.
+std::vector<tensor> starting_weights(const member_state& st, const training_job& job,
+                                     const model_spec& spec) {
+  auto reference = build_model(spec);
+  if (job.init_from.empty())
+    return initial_weights(*reference);
+  const auto source = read_init_source(job.init_from);
+  auto initial = weights_from(source, *reference, job.reset_layers);
+  log_node_line(*st.options, st.label + ": " + init_line(source, *reference, job.reset_layers));
+  return initial;
+}
+
 // Spawns this node's part; true when it opened a listener for workers (a server).
 bool take_assignment(member_actor self, const assignment_message& a) {
   auto& st = self->state;
@@ -274,9 +289,9 @@ bool take_assignment(member_actor self, const assignment_message& a) {
   if (!server)
     connect_servers(self, a, channel);
   const auto spec = model_of(job, a.facts);
-  // Only a server's shards start from the job's reference model; a worker's replicas are
-  // built by its computes.
-  const auto initial = server ? initial_weights(*build_model(spec)) : std::vector<tensor>{};
+  // Only a server's shards start from the job's reference model (or a checkpoint's weights:
+  // init_from); a worker's replicas are built by its computes and pull the shards' weights.
+  const auto initial = server ? starting_weights(st, job, spec) : std::vector<tensor>{};
   const auto data = server ? node_data{} : open_worker_data(job, a.facts);
   auto part = part_options_of(self, a, job);
   st.job = job;

@@ -17,6 +17,8 @@ Scenarios:
                  processes; its output carries a prefix per node; then SIGINT to a second launch
                  mid-run: it exits 130, leaves no process behind, and every node says it was
                  interrupted (launch passes the signal on; none is killed by SIGTERM)
+  launch-init    fine-tuning launched: a one-process run's checkpoint seeds the servers
+                 (--init-from, --reset-layers fc3), and the run ends as the same in one process
   dmlc           the same-weights check with every node's place from ps-lite's variables
                  (DMLC_ROLE, DMLC_PS_ROOT_URI/PORT, DMLC_NUM_WORKER/SERVER), no --role
   slurm          the same from SLURM_PROCID / SLURM_NTASKS / SLURM_JOB_NODELIST
@@ -331,6 +333,35 @@ def run_mpi(troupe, config, servers, workers, flags, workdir):
     if ranks != servers + workers:
         raise SystemExit(f"FAIL: {ranks} nodes say they took their place from MPI\n{err[-3000:]}")
     print(f"ok: mpirun -n {1 + servers + workers}: every rank exited 0; {got} in both")
+
+
+def run_launch_init(troupe, config, servers, workers, flags, workdir):
+    """Fine-tuning in a cluster: a one-process run's checkpoint seeds a launched run
+    (--init-from, its last layer fresh: --reset-layers fc3), whose servers each read it; the
+    launched run ends with the weights of the same fine-tuning in one process, and not with
+    those of a run from the initializer."""
+    base = os.path.join(workdir, "base")
+    seed = subprocess.run([troupe, "train", "--config", config, "--num-epochs", "1", "--model-prefix", base,
+                           "--progress", "off", "--disp-batches", "0"],
+                          capture_output=True, text=True, cwd=workdir, timeout=BOUND_S)
+    if seed.returncode != 0:
+        raise SystemExit(f"FAIL: the seeding run exited {seed.returncode}\n{seed.stderr[-3000:]}")
+    tune = flags + ["--init-from", base + "-1", "--reset-layers", "fc3"]
+    command = [troupe, "launch", "-n", str(workers), "-s", str(servers), "--config", config] + tune
+    run = subprocess.run(command, capture_output=True, text=True, cwd=workdir, timeout=BOUND_S)
+    if run.returncode != 0:
+        raise SystemExit(f"FAIL: launch exited {run.returncode}\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
+    for s in range(servers):
+        if f"server_{s}: Initializing from {base}-0001.safetensors" not in run.stdout + run.stderr:
+            raise SystemExit(f"FAIL: server_{s} did not say it starts from {base}-0001.safetensors")
+    got = final_weights("\n".join(l.removeprefix("[scheduler] ") for l in run.stdout.splitlines()))
+    reference = in_process_weights(troupe, config, tune, workdir)
+    if got != reference:
+        raise SystemExit(f"FAIL: launched from {base}-1: {got}\nin one process: {reference}")
+    fresh = in_process_weights(troupe, config, flags, workdir)
+    if got == fresh:
+        raise SystemExit(f"FAIL: the launched run ended as a run from the initializer: {got}")
+    print(f"ok: {servers} servers started from {base}-1 (fc3 fresh); launched = one process: {got}")
 
 
 def run_launch(troupe, config, servers, workers, flags, workdir):
@@ -935,6 +966,8 @@ def main(workdir):
                 check_top_k(cluster, metrics_path, flags)
         elif scenario == "launch":
             run_launch(troupe, config, servers, workers, flags, workdir)
+        elif scenario == "launch-init":
+            run_launch_init(troupe, config, servers, workers, flags, workdir)
         elif scenario == "threads":
             run_threads(troupe, config, servers, workers, flags, workdir)
         elif scenario == "launch-network":

@@ -741,6 +741,6 @@ TEST_CASE("subset and fine-tuning flags refuse what cannot be meant") {
     parse_train_flags({"--init-from", "r/m-1", "--load-epoch", "1", "--model-prefix", "r/m"}),
     Catch::Contains("give one of them"));
   const auto tune = parse_train_flags({"--init-from", "r/m-1", "--reset-layers", "fc1,fc2"});
-  CHECK(tune.output.checkpoint.init_from == "r/m-1");
-  CHECK(tune.output.checkpoint.reset_layers == std::vector<std::string>{"fc1", "fc2"});
+  CHECK(tune.job.init_from == "r/m-1");
+  CHECK(tune.job.reset_layers == std::vector<std::string>{"fc1", "fc2"});
 }

@@ -63,12 +63,6 @@ struct checkpoint_options {
   /// That checkpoint, when the caller read it already (a cluster's scheduler reads it before
   /// any node joins); null: the session reads it.
   std::shared_ptr<const training_checkpoint> loaded;
-  /// Fine-tuning: the checkpoint whose weights the run starts from instead of the initializer's
-  /// (init_source, troupe/actors/weights_init.hpp: "PREFIX-EPOCH" or a file); its momentum,
-  /// counters, epoch and replica buffers are not used. Empty: none.
-  std::string init_from;
-  /// With init_from: parameter-name prefixes that keep the initializer's weights.
-  std::vector<std::string> reset_layers;
 };
 
 /// Where a session's own output goes. Process-local: never part of the job.

@@ -181,6 +181,15 @@ struct training_job {
   cluster_nodes nodes; ///< processes; placement_plan puts actors on them
   /// Also count top-k accuracy, training and validation (MXNet's --top-k): 1..classes; 0: off.
   int top_k = 0;
+  /// Fine-tuning (train.init_from, --init-from): the checkpoint whose weights the shards start
+  /// from instead of the initializer's ("PREFIX-EPOCH" or a file: init_source,
+  /// troupe/actors/weights_init.hpp); its momentum, counters, epoch and replica buffers are not
+  /// used. In a cluster every server reads it, so it must name a file each of them sees. Empty:
+  /// the initializer's weights.
+  std::string init_from;
+  /// With init_from: parameter-name prefixes that keep the initializer's weights
+  /// (--reset-layers fc2: a fresh classifier).
+  std::vector<std::string> reset_layers;
 };
 
 /// Every field in declaration order: what value_hash.hpp's job_hash covers and what CAF sends.
@@ -188,7 +197,7 @@ struct training_job {
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, training_job& x) {
   return f(x.model, x.train_data, x.validation_data, x.train_batches, x.validation_batches,
            x.optimizer, x.prefetch_depth, x.epochs, x.validate, x.validate_every, x.shards,
-           x.topology, x.nodes, x.top_k);
+           x.topology, x.nodes, x.top_k, x.init_from, x.reset_layers);
 }
 
 /// Throws std::invalid_argument naming the first value no run could use (epochs < 0,

@@ -154,7 +154,9 @@ void forward_step(aggregator_pointer self, std::pair<std::size_t, std::int64_t> 
   auto node = st.steps.extract(id);
   auto& step = node.mapped();
   auto& group = st.groups[id.first];
-  const auto forwarded_at = timeline_recorder::clock::now();
+  // The clock is read for the timeline only: a step without one pays nothing.
+  const auto forwarded_at =
+    st.options.timeline ? timeline_recorder::clock::now() : timeline_recorder::clock::time_point{};
   if (st.options.timeline)
     st.options.timeline->complete(
       track_of(st, id.first, group), "barrier", step.first, forwarded_at,
@@ -327,7 +329,7 @@ caf::result<weight_set> on_push(aggregator_pointer self, gradient_push& push) {
       return promise;
     }
   note_arrival(st, push.source, push.step);
-  if (step.parts.empty())
+  if (step.parts.empty() && st.options.timeline)
     step.first = timeline_recorder::clock::now();
   step.samples += push.samples;
   step.epoch_position = push.epoch_position;

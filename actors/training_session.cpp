@@ -122,10 +122,11 @@ void init_from_checkpoint(const training_job& job, const session_sinks& sinks, m
   if (sinks.output.checkpoint.load_epoch >= 0)
     throw std::invalid_argument("init_from starts a new run from a checkpoint's weights, "
                                 "load_epoch resumes one: give one of them");
-  const auto source = read_init_source(job.init_from);
-  initial = weights_from(source, reference, job.reset_layers);
+  auto start = fine_tuning_start_of(job.init_from, reference, job.reset_layers,
+                                    sinks.output.checkpoint.init_loaded.get());
+  initial = std::move(start.weights);
   if (auto* log = sinks.output.log)
-    *log << init_line(source, reference, job.reset_layers) << std::endl;
+    *log << start.line << std::endl;
 }
 
 // Opens the data, plans the run and spawns this process's part of it: every actor of a

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include <troupe/io/checkpoint_parts.hpp>
@@ -128,6 +129,17 @@ std::string init_line(const init_source& source, model& reference,
          + " compute(s)): " + std::to_string(all - fresh.size()) + " of " + std::to_string(all)
          + " parameters from it, training from epoch 0"
          + (fresh.empty() ? std::string() : "; from the initializer: " + names);
+}
+
+fine_tuning_start fine_tuning_start_of(const std::string& spec, model& reference,
+                                       const std::vector<std::string>& prefixes,
+                                       const init_source* loaded) {
+  std::optional<init_source> read;
+  if (!loaded) {
+    read = read_init_source(spec);
+    loaded = &*read;
+  }
+  return {weights_from(*loaded, reference, prefixes), init_line(*loaded, reference, prefixes)};
 }
 
 } // namespace troupe

@@ -372,9 +372,10 @@ void open_checkpoints(checkpoint_options& c, const training_job& job) {
       "resumed run restores the primary shards only, and a promoted backup would hold the job's "
       "initial weights; resume with --shard-backups 0 (docs/operations.md, \"A lost server\")");
   // The servers read the checkpoint to fine-tune from as they take their places; read here
-  // first, a missing or damaged one ends the run before any node joins.
+  // first, a missing or damaged one ends the run before any node joins (the session takes it
+  // from here).
   if (!job.init_from.empty())
-    read_init_source(job.init_from);
+    c.init_loaded = std::make_shared<const init_source>(read_init_source(job.init_from));
   check_prefix_folder(c.prefix);
   // A checkpoint to resume from is read here, before any node is let in: a damaged one ends
   // the run before the others start. The session takes it from here (its fit to the model is

@@ -272,10 +272,9 @@ std::vector<tensor> starting_weights(const member_state& st, const training_job&
   auto reference = build_model(spec);
   if (job.init_from.empty())
     return initial_weights(*reference);
-  const auto source = read_init_source(job.init_from);
-  auto initial = weights_from(source, *reference, job.reset_layers);
-  log_node_line(*st.options, st.label + ": " + init_line(source, *reference, job.reset_layers));
-  return initial;
+  auto start = fine_tuning_start_of(job.init_from, *reference, job.reset_layers);
+  log_node_line(*st.options, st.label + ": " + start.line);
+  return std::move(start.weights);
 }
 
 // Spawns this node's part; true when it opened a listener for workers (a server).

@@ -41,6 +41,7 @@
 #include <troupe/actors/metrics_actor.hpp>
 #include <troupe/actors/timeouts.hpp>
 #include <troupe/actors/topology_wiring.hpp>
+#include <troupe/actors/weights_init.hpp>
 #include <troupe/graph/job.hpp>
 #include <troupe/graph/placement.hpp>
 #include <troupe/io/checkpoint_file.hpp>
@@ -63,6 +64,9 @@ struct checkpoint_options {
   /// That checkpoint, when the caller read it already (a cluster's scheduler reads it before
   /// any node joins); null: the session reads it.
   std::shared_ptr<const training_checkpoint> loaded;
+  /// The checkpoint the job's init_from names, when the caller read it already (a cluster's
+  /// scheduler reads it before any node joins); null: the session reads it.
+  std::shared_ptr<const init_source> init_loaded;
 };
 
 /// Where a session's own output goes. Process-local: never part of the job.

@@ -53,4 +53,16 @@ std::vector<tensor> weights_from(const init_source& source, model& reference,
 std::string init_line(const init_source& source, model& reference,
                       const std::vector<std::string>& prefixes);
 
+/// Where a fine-tuning run's shards start: weights_from and the init_line of what `spec`
+/// names (the job's init_from) with `prefixes` reset. `loaded`: that checkpoint, when the
+/// caller read it already (a cluster's scheduler reads it before any node joins); null: read
+/// here. Throws as read_init_source and weights_from.
+struct fine_tuning_start {
+  std::vector<tensor> weights; ///< by `reference`'s parameter slots
+  std::string line;            ///< init_line
+};
+fine_tuning_start fine_tuning_start_of(const std::string& spec, model& reference,
+                                       const std::vector<std::string>& prefixes,
+                                       const init_source* loaded = nullptr);
+
 } // namespace troupe

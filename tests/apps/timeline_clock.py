@@ -68,9 +68,12 @@ def main(workdir):
         cluster.start("scheduler", ["--role", "scheduler", "--scheduler", "127.0.0.1:0",
                                     "--port-file", port_file, "--timeline", parts["scheduler"]] + common)
         port = read_port(cluster, port_file)
-        for name, role in (("server0", "server"), ("worker0", "worker"), ("worker1", "worker")):
-            cluster.start(name, ["--role", role, "--scheduler", f"127.0.0.1:{port}",
-                                 "--timeline", parts[name]] + common)
+        # Each asks for its rank: join order would otherwise decide which of the two workers
+        # is worker_1, and the skewed one must be.
+        for name, role, rank in (("server0", "server", 0), ("worker0", "worker", 0),
+                                 ("worker1", "worker", 1)):
+            cluster.start(name, ["--role", role, "--rank", str(rank), "--scheduler",
+                                 f"127.0.0.1:{port}", "--timeline", parts[name]] + common)
         codes = cluster.wait_all(BOUND_S)
         if any(codes.values()):
             cluster.fail(f"exit statuses {codes}")

@@ -29,10 +29,6 @@ struct part_state {
 using part_pointer = checkpoint_part_actor::stateful_pointer<part_state>;
 
 shard_part part_of(const part_shard& route, shard_snapshot& s) {
-  if (s.optimizer != optimizer_kind::sgd)
-    throw std::invalid_argument(std::string("checkpoint: shard ") + std::to_string(route.index)
-                                + " holds " + optimizer_name(s.optimizer)
-                                + "'s state; a cluster checkpoint part holds SGD's only");
   if (s.weights.size() != route.keys.size() || s.state.size() != route.keys.size())
     throw std::invalid_argument("checkpoint: shard " + std::to_string(route.index) + " answered "
                                 + std::to_string(s.weights.size()) + " keys, it owns "
@@ -40,9 +36,10 @@ shard_part part_of(const part_shard& route, shard_snapshot& s) {
   shard_part out;
   out.index = route.index;
   out.counters = std::move(s.counters);
+  out.optimizer = s.optimizer;
   for (std::size_t k = 0; k < route.keys.size(); ++k)
-    out.keys.push_back({route.keys[k].slot, route.keys[k].offset, std::move(s.weights[k]),
-                        std::move(s.state[k].tensors.at(0))});
+    out.keys.push_back(
+      {route.keys[k].slot, route.keys[k].offset, std::move(s.weights[k]), std::move(s.state[k])});
   return out;
 }
 

@@ -280,12 +280,6 @@ struct part_builder {
       throw std::invalid_argument(
         "node part: checkpoints in a cluster need the members' parts, and no "
         "proxy was given");
-    if (job.optimizer.kind != optimizer_kind::sgd)
-      throw std::invalid_argument(
-        std::string("checkpoints of a cluster run hold SGD's state only, and this run's optimizer "
-                    "is ")
-        + optimizer_name(job.optimizer.kind)
-        + ": train without --model-prefix, or in one process (troupe train) to checkpoint it");
     manifest_checkpoint_wiring w;
     w.prefix = options.checkpoint_prefix;
     for (std::size_t n = 0; n < plan.nodes.size(); ++n)

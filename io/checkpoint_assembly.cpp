@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "io/checkpoint_codec.hpp"
 #include "io/checkpoint_manifest.hpp"
@@ -65,10 +66,8 @@ public:
       : manifest_(manifest), header_(header), spans_(header.parameter_shapes.size()),
         shard_files_(header.shards), worker_files_(static_cast<std::size_t>(header.workers)) {
     // Unset at first: finish() refuses any element no key wrote.
-    for (const auto& shape : header.parameter_shapes) {
+    for (const auto& shape : header.parameter_shapes)
       weights_.push_back(tensor::uninitialized(shape));
-      momentum_.push_back(tensor::uninitialized(shape));
-    }
     shards_.resize(header.shards);
     replicas_.resize(worker_files_.size());
   }
@@ -79,6 +78,7 @@ public:
         fail(file, "holds shard " + std::to_string(s.index) + ", the manifest's run has "
                      + std::to_string(header_.shards));
       claim(shard_files_[s.index], file, "shard " + std::to_string(s.index));
+      take_optimizer(file, s);
       shards_[s.index] = s.counters;
       for (const auto& k : s.keys)
         place(file, k);
@@ -111,14 +111,34 @@ public:
     c.steps_per_epoch = header_.steps_per_epoch;
     for (std::size_t slot = 0; slot < weights_.size(); ++slot)
       c.parameters.push_back({header_.parameter_names[slot], weights_[slot]});
-    for (auto& m : momentum_) // parts hold SGD's state only (checkpoint_parts.hpp)
-      c.state.push_back(optimizer_state{{m}, 0});
+    c.optimizer = optimizer_;
+    for (std::size_t slot = 0; slot < weights_.size(); ++slot)
+      c.state.push_back(optimizer_state{state_[slot], steps_[slot].value_or(0)});
     c.shards = shards_;
     c.replicas = replicas_;
     return c;
   }
 
 private:
+  // The first shard decides the run's optimizer and shapes its state; every other must agree.
+  void take_optimizer(const std::string& file, const shard_part& s) {
+    if (optimizer_file_.empty()) {
+      optimizer_ = s.optimizer;
+      optimizer_file_ = file;
+      const auto kept = optimizer_state_names(optimizer_).size();
+      state_.resize(weights_.size());
+      for (std::size_t slot = 0; slot < weights_.size(); ++slot)
+        for (std::size_t t = 0; t < kept; ++t)
+          state_[slot].push_back(tensor::uninitialized(weights_[slot].shape()));
+      steps_.resize(weights_.size());
+      return;
+    }
+    if (s.optimizer != optimizer_)
+      fail(file, std::string("holds ") + optimizer_name(s.optimizer) + "'s state in shard "
+                   + std::to_string(s.index) + ", " + optimizer_file_ + " holds "
+                   + optimizer_name(optimizer_) + "'s (" + manifest_ + ")");
+  }
+
   void claim(std::string& owner, const std::string& file, const std::string& what) {
     if (!owner.empty())
       fail(file, "holds " + what + ", which " + owner + " holds too (" + manifest_ + ")");
@@ -141,7 +161,21 @@ private:
       fail(file, "key " + name + " (" + parameter + ") of " + std::to_string(k.weights.numel())
                    + " elements runs past the parameter's " + std::to_string(target.numel()));
     std::memcpy(target.data() + k.offset, k.weights.data(), k.weights.bytes());
-    std::memcpy(momentum_[k.slot].data() + k.offset, k.momentum.data(), k.momentum.bytes());
+    auto& state = state_[k.slot];
+    if (k.state.tensors.size() != state.size())
+      fail(file, "key " + name + " (" + parameter + ") holds "
+                   + std::to_string(k.state.tensors.size()) + " state tensors, "
+                   + optimizer_name(optimizer_) + " keeps " + std::to_string(state.size()));
+    for (std::size_t t = 0; t < state.size(); ++t)
+      std::memcpy(state[t].data() + k.offset, k.state.tensors[t].data(),
+                  k.state.tensors[t].bytes());
+    // Every step updates every key of a parameter, so its keys have one count between them.
+    auto& steps = steps_[k.slot];
+    if (steps && *steps != k.state.steps)
+      fail(file, "key " + name + " (" + parameter + ") has had " + std::to_string(k.state.steps)
+                   + " updates, another key of it " + std::to_string(*steps)
+                   + " (parts of different steps mixed? " + manifest_ + ")");
+    steps = k.state.steps;
     spans_[k.slot].push_back({k.offset, k.weights.numel(), file});
   }
 
@@ -190,7 +224,11 @@ private:
   const checkpoint_header& header_;
   std::vector<std::vector<span>> spans_;
   std::vector<std::string> shard_files_, worker_files_; // who holds each; empty: nobody yet
-  std::vector<tensor> weights_, momentum_;
+  std::vector<tensor> weights_;
+  optimizer_kind optimizer_ = optimizer_kind::sgd;
+  std::string optimizer_file_; // the part whose shard decided optimizer_; empty: none yet
+  std::vector<std::vector<tensor>> state_;         // by slot, optimizer_state_names order
+  std::vector<std::optional<std::int64_t>> steps_; // by slot; unset: no key placed yet
   std::vector<shard_counters> shards_;
   std::vector<replica_state> replicas_;
 };

@@ -39,17 +39,49 @@ void check_part(const checkpoint_part& part) {
   for (const auto& s : part.shards) {
     if (!shards.insert(s.index).second)
       refuse("shard " + std::to_string(s.index) + " given twice");
-    for (const auto& k : s.keys)
-      if (k.offset < 0 || k.weights.empty() || k.momentum.shape() != k.weights.shape())
-        refuse("key " + key_name(k.slot, k.offset) + " of shard " + std::to_string(s.index)
-               + " has no weights, a negative offset or momentum of shape "
-               + shape_string(k.momentum.shape()) + " for weights "
-               + shape_string(k.weights.shape()));
+    const auto& names = optimizer_state_names(s.optimizer);
+    for (const auto& k : s.keys) {
+      const auto key = "key " + key_name(k.slot, k.offset) + " of shard " + std::to_string(s.index);
+      if (k.offset < 0 || k.weights.empty())
+        refuse(key + " has no weights or a negative offset");
+      if (k.state.tensors.size() != names.size())
+        refuse(key + " holds " + std::to_string(k.state.tensors.size()) + " state tensors, "
+               + optimizer_name(s.optimizer) + " keeps " + std::to_string(names.size()));
+      for (std::size_t t = 0; t < names.size(); ++t)
+        if (k.state.tensors[t].shape() != k.weights.shape())
+          refuse(key + " has " + names[t] + " of shape " + shape_string(k.state.tensors[t].shape())
+                 + " for weights " + shape_string(k.weights.shape()));
+    }
   }
   std::set<int> workers;
   for (const auto& [rank, state] : part.replicas)
     if (rank < 0 || !workers.insert(rank).second)
       refuse("worker " + std::to_string(rank) + " negative or given twice");
+}
+
+// SGD where the key is absent (a part of SGD's is written without it).
+optimizer_kind read_optimizer(layout_reader& r, const std::string& key) {
+  if (!r.has(key))
+    return optimizer_kind::sgd;
+  const auto name = r.text(key);
+  const auto kind = optimizer_of_name(name);
+  if (!kind || *kind == optimizer_kind::sgd)
+    r.fail("metadata " + key + " names '" + name + "', not an optimizer whose state a part holds");
+  return *kind;
+}
+
+// Each key's update count; none for SGD, whose counts are not saved.
+std::vector<std::int64_t> read_steps(layout_reader& r, const std::string& key,
+                                     optimizer_kind optimizer, std::size_t keys) {
+  std::vector<std::int64_t> out;
+  if (optimizer == optimizer_kind::sgd)
+    return out;
+  for (const auto& count : split_on(r.text(key), ','))
+    out.push_back(r.integer(key, count, 0));
+  if (out.size() != keys)
+    r.fail("metadata " + key + " holds " + std::to_string(out.size()) + " counts for "
+           + std::to_string(keys) + " keys");
+  return out;
 }
 
 } // namespace
@@ -65,11 +97,15 @@ std::vector<std::uint8_t> encode_checkpoint_part(const std::string& path, std::i
   m["troupe.epoch"] = std::to_string(epoch);
   std::vector<std::size_t> shard_indices;
   for (const auto& s : part.shards) {
+    const auto& names = optimizer_state_names(s.optimizer);
     std::vector<std::string> keys;
+    std::vector<std::int64_t> steps;
     for (const auto& k : s.keys) {
       keys.push_back(key_name(k.slot, k.offset));
       out.tensors.push_back({"key/" + keys.back(), k.weights});
-      out.tensors.push_back({"momentum/" + keys.back(), k.momentum});
+      for (std::size_t t = 0; t < names.size(); ++t)
+        out.tensors.push_back({names[t] + "/" + keys.back(), k.state.tensors[t]});
+      steps.push_back(k.state.steps);
     }
     shard_indices.push_back(s.index);
     const auto prefix = "troupe.shard." + std::to_string(s.index);
@@ -78,6 +114,10 @@ std::vector<std::uint8_t> encode_checkpoint_part(const std::string& path, std::i
     for (const auto& k : keys)
       key_list += (key_list.empty() ? "" : ",") + k;
     m[prefix + ".keys"] = key_list;
+    if (s.optimizer != optimizer_kind::sgd) {
+      m[prefix + ".optimizer"] = optimizer_name(s.optimizer);
+      m[prefix + ".steps"] = comma_list(steps);
+    }
   }
   std::vector<int> worker_indices;
   for (const auto& [rank, state] : part.replicas) {
@@ -113,7 +153,12 @@ decoded_part decode_checkpoint_part(const std::string& path,
     s.index = static_cast<std::size_t>(r.integer("troupe.part.shards", index, 0));
     const auto prefix = "troupe.shard." + index;
     s.counters = read_shard(r, prefix);
-    for (const auto& key : split_on(r.text(prefix + ".keys"), ',')) {
+    s.optimizer = read_optimizer(r, prefix + ".optimizer");
+    const auto keys = split_on(r.text(prefix + ".keys"), ',');
+    const auto steps = read_steps(r, prefix + ".steps", s.optimizer, keys.size());
+    const auto& names = optimizer_state_names(s.optimizer);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const auto& key = keys[i];
       const auto at = key.find('@');
       if (at == std::string::npos)
         r.fail("metadata " + prefix + ".keys has the bad entry '" + key + "'");
@@ -121,10 +166,13 @@ decoded_part decode_checkpoint_part(const std::string& path,
       k.slot = static_cast<std::size_t>(r.integer(prefix + ".keys", key.substr(0, at), 0));
       k.offset = r.integer(prefix + ".keys", key.substr(at + 1), 0);
       k.weights = r.take("key/" + key);
-      k.momentum = r.take("momentum/" + key);
-      if (k.momentum.shape() != k.weights.shape())
-        r.fail("momentum/" + key + " has shape " + shape_string(k.momentum.shape()) + ", its key "
-               + shape_string(k.weights.shape()));
+      for (const auto& name : names) {
+        k.state.tensors.push_back(r.take(name + "/" + key));
+        if (k.state.tensors.back().shape() != k.weights.shape())
+          r.fail(name + "/" + key + " has shape " + shape_string(k.state.tensors.back().shape())
+                 + ", its key " + shape_string(k.weights.shape()));
+      }
+      k.state.steps = steps.empty() ? 0 : steps[i];
       s.keys.push_back(std::move(k));
     }
     out.part.shards.push_back(std::move(s));

@@ -3,11 +3,15 @@
 //
 //   tensors   "key/<slot>@<offset>"       a shard key's weights (flat, or the parameter's shape
 //                                         when the key is the whole parameter)
-//             "momentum/<slot>@<offset>"  its momentum, the same shape
+//             "<state>/<slot>@<offset>"   its optimizer state tensors, the same shape
+//                                         (optimizer_state_names: SGD's "momentum", ...)
 //             "worker<w>/<buffer>"        worker w's buffers
 //   metadata  troupe.format = "1", troupe.kind = "part", troupe.epoch,
 //             troupe.part.shards (indices, comma-separated), troupe.shard.<r> (counters),
 //             troupe.shard.<r>.keys ("<slot>@<offset>,..." in the shard's key order),
+//             optimizers other than SGD: troupe.shard.<r>.optimizer (its name) and
+//             troupe.shard.<r>.steps (each key's update count, comma-separated, key order),
+//             so an SGD part is what it always was,
 //             troupe.part.workers (indices), troupe.worker.<w>.buffers (names, one per line),
 //             troupe.worker.<w>.streams, troupe.crc32 (as the one-process file)
 //

@@ -273,15 +273,17 @@ std::vector<config_key> train_keys() {
       .within(whole(0, 1e9))
       .flag_is("load-epoch")
       .default_is("none")
-      .help_is("resume from the model_prefix checkpoint of this epoch",
-               "its weights, momentum, counters and backup state, training epochs load_epoch .. "
-               "epochs - 1"),
+      .help_is(
+        "resume from the model_prefix checkpoint of this epoch",
+        "its weights, optimizer state, counters and backup state, training epochs load_epoch .. "
+        "epochs - 1"),
     entry("train", "init_from", k::text, run<&run_config::init_from>)
       .flag_is("init-from")
-      .help_is("start from the weights of the checkpoint PREFIX-EPOCH (or its .safetensors or "
-               ".manifest.json), at epoch 0 with a fresh optimizer",
-               "a checkpoint of any run shape; not its momentum, counters, epoch or buffers; "
-               "empty: none (docs/checkpoints.md, \"Fine-tuning\")"),
+      .help_is(
+        "start from the weights of the checkpoint PREFIX-EPOCH (or its .safetensors or "
+        ".manifest.json), at epoch 0 with a fresh optimizer",
+        "a checkpoint of any run shape; not its optimizer state, counters, epoch or buffers; "
+        "empty: none (docs/checkpoints.md, \"Fine-tuning\")"),
     entry("train", "reset_layers", k::text, run<&run_config::reset_layers>)
       .flag_is("reset-layers")
       .help_is("with init_from: parameters whose name starts with one of these comma-separated "

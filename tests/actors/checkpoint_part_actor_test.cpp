@@ -34,13 +34,20 @@ const std::vector<std::string> names{"a", "b"};
 const std::vector<shape_t> shapes{{4}, {2, 3}};
 const std::vector<float> a_values{1, 2, 3, 4}, b_values{5, 6, 7, 8, 9, 10};
 
-param_shard_actor shard_of(caf::actor_system& sys,
-                           std::vector<std::pair<std::string, tensor>> keys) {
+update_rule rule_of(optimizer_kind kind) {
+  update_rule r;
+  r.kind = kind;
+  r.sgd = sgd_options{0.9f, 0, false};
+  return r;
+}
+
+param_shard_actor shard_of(caf::actor_system& sys, std::vector<std::pair<std::string, tensor>> keys,
+                           const update_rule& rule = rule_of(optimizer_kind::sgd)) {
   std::vector<shard_key> k;
   for (auto& [name, value] : keys)
     k.push_back({name, value});
   shard_options o;
-  o.optimizer.sgd = sgd_options{0.9f, 0, false};
+  o.optimizer = rule;
   o.schedule.base_lr = 0.1f;
   return spawn_param_shard(sys, std::move(k), o);
 }
@@ -54,9 +61,10 @@ struct two_shards {
   param_shard_actor first, second;
   std::vector<key_slice> first_keys{{0, 0, 4, true}, {1, 0, 2, false}};
   std::vector<key_slice> second_keys{{1, 2, 4, false}};
-  explicit two_shards(caf::actor_system& sys)
-      : first(shard_of(sys, {{"a", tensor::from_values({4}, a_values)}, {"b[0:2]", flat({5, 6})}})),
-        second(shard_of(sys, {{"b[2:6]", flat({7, 8, 9, 10})}})) {}
+  two_shards(caf::actor_system& sys, const update_rule& rule)
+      : first(
+        shard_of(sys, {{"a", tensor::from_values({4}, a_values)}, {"b[0:2]", flat({5, 6})}}, rule)),
+        second(shard_of(sys, {{"b[2:6]", flat({7, 8, 9, 10})}}, rule)) {}
 };
 
 checkpoint_part_wiring part_wiring(std::vector<part_shard> shards) {
@@ -178,13 +186,15 @@ struct three_parts {
   test::temp_dir dir;
   local_node_config cfg;
   caf::actor_system sys{cfg};
-  two_shards s{sys};
+  update_rule rule;
+  two_shards s{sys, rule};
   worker_part rank{sys};
   checkpoint_part_actor server_0 =
     spawn_checkpoint_part(sys, part_wiring({{0, s.first, s.first_keys}}));
   checkpoint_part_actor server_1 =
     spawn_checkpoint_part(sys, part_wiring({{1, s.second, s.second_keys}}));
   const std::string prefix = dir.file("m");
+  explicit three_parts(optimizer_kind kind = optimizer_kind::sgd) : rule(rule_of(kind)) {}
   std::vector<manifest_part> all() const {
     return {{"server_0", server_0}, {"server_1", server_1}, {"worker_0", rank.part}};
   }
@@ -202,7 +212,86 @@ struct three_parts {
   }
 };
 
+// three_parts whose shards apply Adam.
+struct adam_parts : three_parts {
+  adam_parts() : three_parts(optimizer_kind::adam) {}
+};
+
+template <class Answer> Answer ask(caf::scoped_actor& self, const caf::actor& to, caf::message m) {
+  Answer out;
+  self->request(to, std::chrono::seconds(30), std::move(m))
+    .receive([&](Answer& a) { out = std::move(a); },
+             [&](caf::error& err) { FAIL(error_text(err)); });
+  return out;
+}
+
+template <class Handle> caf::actor plain(const Handle& h) {
+  return caf::actor_cast<caf::actor>(h);
+}
+
+std::vector<float> joined(const tensor& a, const tensor& b) {
+  auto out = values_of(a);
+  const auto rest = values_of(b);
+  out.insert(out.end(), rest.begin(), rest.end());
+  return out;
+}
+
 } // namespace
+
+TEST_CASE_METHOD(adam_parts, "an Adam shard's moments and update counts are saved by its part, "
+                             "and restore into a shard keyed another way") {
+  caf::scoped_actor self{sys};
+  // One push of every key, so every moment is non-zero and every count 1.
+  gradient_push push;
+  push.keys = {0, 1};
+  push.gradients = {flat({0.5f, -1, 2, 0.25f}), flat({1, -3})};
+  ask<weight_set>(self, plain(s.first), caf::make_message(push_atom::value, push));
+  push.keys = {0};
+  push.gradients = {flat({-0.5f, 4, 1, 2})};
+  ask<weight_set>(self, plain(s.second), caf::make_message(push_atom::value, push));
+  const auto first =
+    ask<shard_snapshot>(self, plain(s.first), caf::make_message(snapshot_atom::value));
+  const auto second =
+    ask<shard_snapshot>(self, plain(s.second), caf::make_message(snapshot_atom::value));
+  REQUIRE(first.state.size() == 2);
+  REQUIRE(second.state.size() == 1);
+  REQUIRE(save(sys, prefix, all()));
+
+  const auto c = read_any_checkpoint(prefix, 1);
+  CHECK(c.optimizer == optimizer_kind::adam);
+  REQUIRE(c.state.size() == 2);
+  for (std::size_t slot = 0; slot < 2; ++slot) {
+    REQUIRE(c.state[slot].tensors.size() == 2);
+    CHECK(c.state[slot].steps == 1);
+  }
+  for (std::size_t t = 0; t < 2; ++t) {
+    CHECK(values_of(c.state[0].tensors[t]) == values_of(first.state[0].tensors[t]));
+    CHECK(values_of(c.state[1].tensors[t])
+          == joined(first.state[1].tensors[t], second.state[0].tensors[t]));
+  }
+
+  auto whole = shard_of(sys, {{"a", tensor(shape_t{4})}, {"b", tensor(shape_t{2, 3})}},
+                        rule_of(optimizer_kind::adam));
+  auto w = part_wiring({{0, whole, {{0, 0, 4, true}, {1, 0, 6, true}}}});
+  w.run_shards = 1;
+  auto part = spawn_checkpoint_part(sys, w);
+  CHECK(ask<bool>(self, plain(part),
+                  caf::make_message(restore_atom::value, std::int64_t{1}, prefix,
+                                    deadline::after(std::chrono::seconds(30)))));
+  const auto back =
+    ask<shard_snapshot>(self, plain(whole), caf::make_message(snapshot_atom::value));
+  CHECK(back.optimizer == optimizer_kind::adam);
+  REQUIRE(back.state.size() == 2);
+  for (std::size_t t = 0; t < 2; ++t) {
+    CHECK(values_of(back.state[0].tensors.at(t)) == values_of(first.state[0].tensors[t]));
+    CHECK(values_of(back.state[1].tensors.at(t))
+          == joined(first.state[1].tensors[t], second.state[0].tensors[t]));
+  }
+  CHECK(back.state[0].steps == 1);
+  CHECK(back.state[1].steps == 1);
+  for (auto a : {plain(part), plain(whole)})
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+}
 
 TEST_CASE_METHOD(three_parts,
                  "every part saves its own shards' keys, and the manifest names them") {

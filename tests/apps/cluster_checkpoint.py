@@ -16,6 +16,13 @@ Scenarios:
             the checkpoint of the last epoch resumed in one process and by the cluster trains
             nothing and ends exit 0 with the same weights,
             and `troupe eval` scores the cluster checkpoint.
+  optimizers
+            for each optimizer besides SGD (adam, adamw, rmsprop, adagrad, lamb, lars), CONFIG's
+            job with that optimizer and its keys sliced over both servers: the parts hold the
+            optimizer's state tensors by their names and its update counts, and the cluster
+            checkpoint of epoch 1 resumed by the same cluster, by 1 server (keys re-sharded) and
+            in one process, and a one-process checkpoint resumed by 2 servers, each end with the
+            weights of `troupe train`, bit for bit.
   restart   `troupe launch --max-restarts 1 --model-prefix P` of 6 epochs; once the checkpoint
             of epoch 1 is saved, every process of the job is killed (SIGKILL): the launcher
             says it restarts from the last checkpoint saved (epoch 1 or, on a machine slow to
@@ -147,6 +154,80 @@ def scenario_resume(troupe, config, workdir):
     print("ok: troupe eval reads the cluster checkpoint")
 
 
+# Each optimizer but SGD, its statement, and the state tensors its parts must hold
+# (update_rule.hpp's optimizer_state_names).
+OPTIMIZERS = [
+    ("adam", "adam(lr = 0.002)", ["exp_avg", "exp_avg_sq"]),
+    ("adamw", "adamw(lr = 0.002, wd = 0.01)", ["exp_avg", "exp_avg_sq"]),
+    ("rmsprop", "rmsprop(lr = 0.001, momentum = 0.5)", ["square_avg", "momentum_buffer"]),
+    ("adagrad", "adagrad(lr = 0.01)", ["sum"]),
+    ("lamb", "lamb(lr = 0.002)", ["exp_avg", "exp_avg_sq"]),
+    ("lars", "lars(lr = 0.02, momentum = 0.9)", ["momentum_buffer"]),
+]
+
+
+def with_optimizer(config, name, statement, servers, workdir):
+    """with_servers' copy of CONFIG with `statement` for its optimizer and keys sliced small,
+    so every parameter of the MLP but its biases is cut over the shards."""
+    text = open(with_servers(config, servers, workdir)).read()
+    text, n = re.subn(r"^optimizer .*$", "optimizer " + statement, text, flags=re.M)
+    text, m = re.subn(r"worker_nodes = (\d+) \}", r"worker_nodes = \1  slice_bytes = 4096 }", text)
+    if n != 1 or m != 1:
+        raise SystemExit(f"FAIL: {config} does not hold the optimizer and cluster lines this test rewrites")
+    path = os.path.join(workdir, f"{name}_servers{servers}.troupe")
+    open(path, "w").write(text)
+    return path
+
+
+def part_header(path):
+    """The JSON header of a safetensors file."""
+    with open(path, "rb") as f:
+        size = int.from_bytes(f.read(8), "little")
+        return json.loads(f.read(size))
+
+
+def check_optimizer_part(prefix, name, states):
+    header = part_header(f"{prefix}-0001.server_0.safetensors")
+    meta = header.get("__metadata__", {})
+    if meta.get("troupe.shard.0.optimizer") != name:
+        raise SystemExit(f"FAIL: server_0's part names the optimizer {meta.get('troupe.shard.0.optimizer')!r}, "
+                         f"not {name!r}")
+    keys = meta["troupe.shard.0.keys"].split(",")
+    steps = meta.get("troupe.shard.0.steps", "").split(",")
+    if len(steps) != len(keys) or any(int(s) <= 0 for s in steps):
+        raise SystemExit(f"FAIL: server_0's part counts updates {steps} for its {len(keys)} keys")
+    for key in keys:
+        for state in states:
+            if f"{state}/{key}" not in header:
+                raise SystemExit(f"FAIL: server_0's part has no {state}/{key}: {sorted(header)[:12]}")
+    return len(keys)
+
+
+def scenario_optimizers(troupe, config, workdir):
+    for name, statement, states in OPTIMIZERS:
+        two = with_optimizer(config, name, statement, 2, workdir)
+        one = with_optimizer(config, name, statement, 1, workdir)
+        whole, _ = expect_digest(f"{name}: troupe train", [troupe, "train", "--config", two], workdir, None)
+        cluster = os.path.join(workdir, name, "cluster", "m")
+        expect_digest(f"{name}: launch -s 2 saving", launch(troupe, two, 2, ["--model-prefix", cluster]), workdir,
+                      whole)
+        check_parts(cluster, 1)
+        keys = check_optimizer_part(cluster, name, states)
+        print(f"ok: {name}: server_0's part holds {'/'.join(states)} and an update count for each of its {keys} keys")
+        resumed = ["--model-prefix", cluster, "--load-epoch", "1"]
+        expect_digest(f"{name}: the cluster checkpoint resumed by 2 servers", launch(troupe, two, 2, resumed),
+                      workdir, whole)
+        expect_digest(f"{name}: the cluster checkpoint resumed by 1 server", launch(troupe, one, 1, resumed),
+                      workdir, whole)
+        expect_digest(f"{name}: the cluster checkpoint resumed in one process",
+                      [troupe, "train", "--config", two] + resumed, workdir, whole)
+        single = os.path.join(workdir, name, "single", "m")
+        expect_digest(f"{name}: troupe train saving", [troupe, "train", "--config", two, "--model-prefix", single],
+                      workdir, whole)
+        expect_digest(f"{name}: a one-process checkpoint resumed by 2 servers",
+                      launch(troupe, two, 2, ["--model-prefix", single, "--load-epoch", "1"]), workdir, whole)
+
+
 def damaged_copy(source, target, damage):
     shutil.rmtree(os.path.dirname(target), ignore_errors=True)
     os.makedirs(os.path.dirname(target))
@@ -249,7 +330,8 @@ def scenario_restart(troupe, config, workdir):
 def main():
     troupe, config, scenario = sys.argv[1:4]
     with tempfile.TemporaryDirectory(prefix="troupe-cluster-checkpoint-") as workdir:
-        {"resume": scenario_resume, "restart": scenario_restart, "refused": scenario_refused}[scenario](os.path.abspath(troupe),
+        {"resume": scenario_resume, "restart": scenario_restart, "refused": scenario_refused,
+         "optimizers": scenario_optimizers}[scenario](os.path.abspath(troupe),
                                                                          os.path.abspath(config), workdir)
 
 

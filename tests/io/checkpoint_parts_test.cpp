@@ -98,6 +98,70 @@ TEST_CASE("parts and a manifest read back as the checkpoint they came from", "[i
   }
 }
 
+namespace {
+
+// sample() as Adam would have left it: two state tensors per parameter and 34 updates each.
+training_checkpoint adam_sample() {
+  auto c = sample();
+  c.optimizer = optimizer_kind::adam;
+  c.state = {{{tensor::from_values({2, 2}, {0.1f, 0.2f, 0.3f, 0.4f}),
+               tensor::from_values({2, 2}, {1e-3f, 2e-3f, 3e-3f, 4e-3f})},
+              34},
+             {{tensor::from_values({2}, {9, 8}), tensor::from_values({2}, {0.25f, 0.5f})}, 34}};
+  return c;
+}
+
+} // namespace
+
+TEST_CASE("parts keep every optimizer's state and update counts", "[io][checkpoint]") {
+  test::temp_dir dir;
+  const auto prefix = dir.file("m");
+  const auto c = adam_sample();
+  test::write_split(prefix, c, sliced, 2, 2);
+  const auto back = read_any_checkpoint(prefix, 3);
+  CHECK(back.optimizer == optimizer_kind::adam);
+  REQUIRE(back.state.size() == 2);
+  for (std::size_t slot = 0; slot < 2; ++slot) {
+    REQUIRE(back.state[slot].tensors.size() == 2);
+    CHECK(same_bits(back.state[slot].tensors[0], c.state[slot].tensors[0]));
+    CHECK(same_bits(back.state[slot].tensors[1], c.state[slot].tensors[1]));
+    CHECK(back.state[slot].steps == 34);
+  }
+  const auto server = text_of(checkpoint_part_path(prefix, 3, "server_0"));
+  CHECK_THAT(server,
+             Contains("exp_avg_sq/0@0") && Contains("\"troupe.shard.0.optimizer\":\"adam\""));
+  // SGD's parts are written as they always were: no optimizer, no counts.
+  test::write_split(dir.file("sgd"), sample(), sliced, 2, 2);
+  const auto sgd = text_of(checkpoint_part_path(dir.file("sgd"), 3, "server_0"));
+  CHECK_THAT(sgd, !Contains("troupe.shard.0.optimizer") && !Contains("troupe.shard.0.steps"));
+}
+
+TEST_CASE("parts that disagree on the optimizer or a parameter's updates are refused",
+          "[io][checkpoint]") {
+  test::temp_dir dir;
+  const auto prefix = dir.file("m");
+  const auto c = adam_sample();
+  auto parts = test::split_checkpoint(c, sliced, 2, 2);
+  std::string fault;
+  SECTION("another optimizer in one shard") {
+    auto& shard = parts[1].second.shards[0];
+    shard.optimizer = optimizer_kind::rmsprop; // square_avg, momentum_buffer: two tensors too
+    fault = "holds rmsprop's state in shard 1, " + checkpoint_part_path(prefix, 3, "server_0")
+            + " holds adam's";
+  }
+  SECTION("a key of fc.weight with another count") {
+    parts[1].second.shards[0].keys[0].state.steps = 33;
+    fault = "key 0@3 (fc.weight) has had 33 updates, another key of it 34";
+  }
+  std::vector<part_record> records;
+  for (const auto& [node, part] : parts)
+    records.push_back(write_checkpoint_part(checkpoint_part_path(prefix, 3, node), 3, part));
+  write_checkpoint_manifest(prefix, test::header_of(c, 2), records);
+  CHECK_THROWS_WITH(read_any_checkpoint(prefix, 3),
+                    Contains(checkpoint_part_path(prefix, 3, "server_1") + ": ")
+                      && Contains(fault));
+}
+
 TEST_CASE("a node may hold shards and replicas in one part", "[io][checkpoint]") {
   test::temp_dir dir;
   const auto c = sample();
@@ -244,7 +308,7 @@ TEST_CASE("a key outside its parameter, or of an odd shape, is refused naming it
   auto& key = parts[1].second.shards[0].keys[0]; // fc.weight@3, one element
   std::string fault;
   SECTION("past the end") {
-    key.weights = key.momentum = tensor({2});
+    key.weights = key.state.tensors.at(0) = tensor({2});
     fault = "runs past the parameter's 4";
   }
   SECTION("another slot") {
@@ -252,7 +316,7 @@ TEST_CASE("a key outside its parameter, or of an odd shape, is refused naming it
     fault = "key 7@3 is of parameter slot 7, the manifest names 2";
   }
   SECTION("neither flat nor the parameter's shape") {
-    key.weights = key.momentum = tensor({1, 1});
+    key.weights = key.state.tensors.at(0) = tensor({1, 1});
     fault = "has shape [1, 1]: neither flat nor the parameter's [2, 2]";
   }
   std::vector<part_record> records;
@@ -382,6 +446,38 @@ TEST_CASE("a part read alone: another format version, or not a part, is refused"
   CHECK(back.part.shards[0].counters.updates == 34);
 }
 
+TEST_CASE("a part read alone: a malformed optimizer or count list is refused naming it",
+          "[io][checkpoint]") {
+  auto parts = test::split_checkpoint(adam_sample(), sliced, 2, 2);
+  auto content = decode_checksummed("p", encode_checkpoint_part("p", 3, parts[0].second));
+  REQUIRE(content.metadata.at("troupe.shard.0.steps") == "34,34");
+  auto mended = [&](const std::string& key, const std::string& value) {
+    auto changed = content;
+    changed.metadata[key] = value;
+    changed.metadata[checkpoint_crc_key] = checkpoint_crc_placeholder;
+    return encode_checksummed("p", changed);
+  };
+  CHECK_THROWS_WITH(decode_checkpoint_part("p", mended("troupe.shard.0.optimizer", "nadam")),
+                    Contains("p: metadata troupe.shard.0.optimizer names 'nadam'"));
+  CHECK_THROWS_WITH(decode_checkpoint_part("p", mended("troupe.shard.0.optimizer", "sgd")),
+                    Contains("names 'sgd', not an optimizer whose state a part holds"));
+  CHECK_THROWS_WITH(decode_checkpoint_part("p", mended("troupe.shard.0.steps", "34")),
+                    Contains("troupe.shard.0.steps holds 1 counts for 2 keys"));
+  CHECK_THROWS_WITH(decode_checkpoint_part("p", mended("troupe.shard.0.steps", "34,x")),
+                    Contains("troupe.shard.0.steps"));
+  auto no_steps = content;
+  no_steps.metadata.erase("troupe.shard.0.steps");
+  no_steps.metadata[checkpoint_crc_key] = checkpoint_crc_placeholder;
+  CHECK_THROWS_WITH(decode_checkpoint_part("p", encode_checksummed("p", no_steps)),
+                    Contains("lacks troupe.shard.0.steps"));
+  const auto back = decode_checkpoint_part("p", mended("troupe.shard.0.steps", "34,34"));
+  REQUIRE(back.part.shards.size() == 1);
+  CHECK(back.part.shards[0].optimizer == optimizer_kind::adam);
+  REQUIRE(back.part.shards[0].keys.size() == 2);
+  CHECK(back.part.shards[0].keys[1].state.tensors.size() == 2);
+  CHECK(back.part.shards[0].keys[1].state.steps == 34);
+}
+
 TEST_CASE("any flipped byte of a manifest is read as a manifest or refused as io_error",
           "[io][checkpoint]") {
   test::temp_dir dir;
@@ -415,9 +511,16 @@ TEST_CASE("an inconsistent part or manifest is not written", "[io][checkpoint]")
   CHECK_THROWS_WITH(write_checkpoint_part(path, 3, twice), Contains("worker 0"));
   checkpoint_part bad_momentum;
   shard_part shard;
-  shard.keys.push_back({0, 0, tensor({4}), tensor({3})});
+  shard.keys.push_back({0, 0, tensor({4}), optimizer_state{{tensor({3})}, 0}});
   bad_momentum.shards.push_back(shard);
-  CHECK_THROWS_WITH(write_checkpoint_part(path, 3, bad_momentum), Contains("momentum"));
+  CHECK_THROWS_WITH(write_checkpoint_part(path, 3, bad_momentum),
+                    Contains("momentum of shape [3] for weights [4]"));
+  checkpoint_part short_adam;
+  shard.optimizer = optimizer_kind::adam;
+  shard.keys[0].state.tensors[0] = tensor({4});
+  short_adam.shards.push_back(shard);
+  CHECK_THROWS_WITH(write_checkpoint_part(path, 3, short_adam),
+                    Contains("holds 1 state tensors, adam keeps 2"));
   CHECK_FALSE(std::filesystem::exists(path));
   const auto header = test::header_of(sample(), 2);
   CHECK_THROWS_AS(write_checkpoint_manifest(dir.file("m"), header, {}), std::invalid_argument);

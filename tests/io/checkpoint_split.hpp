@@ -37,13 +37,16 @@ split_checkpoint(const training_checkpoint& c, const std::vector<std::vector<spl
     shard_part shard;
     shard.index = s;
     shard.counters = resumed_counters(c, s, shards.size(), "split_checkpoint");
+    shard.optimizer = c.optimizer;
     for (const auto& k : shards[s]) {
-      const auto& weights = c.parameters.at(k.slot).value;
-      const auto& momentum = c.state.at(k.slot).tensors.at(0);
-      shard.keys.push_back(
-        {k.slot, k.offset,
-         k.whole ? weights.clone() : weights.flat_slice(k.offset, k.length).clone(),
-         k.whole ? momentum.clone() : momentum.flat_slice(k.offset, k.length).clone()});
+      auto cut = [&](const tensor& t) {
+        return k.whole ? t.clone() : t.flat_slice(k.offset, k.length).clone();
+      };
+      const auto& saved = c.state.at(k.slot);
+      optimizer_state state{{}, c.optimizer == optimizer_kind::sgd ? 0 : saved.steps};
+      for (const auto& t : saved.tensors)
+        state.tensors.push_back(cut(t));
+      shard.keys.push_back({k.slot, k.offset, cut(c.parameters.at(k.slot).value), state});
     }
     out[s % servers].second.shards.push_back(std::move(shard));
   }

@@ -3,19 +3,22 @@
 // parallel and no model is funnelled through one process. docs/checkpoints.md specifies the
 // files; in short:
 //
-//   PREFIX-EEEE.<node>.safetensors   a part: "<param>@<offset>" and "momentum/<param>@<offset>"
-//                                    per shard key, "worker<w>/<buffer>" per replica buffer;
-//                                    metadata with the epoch, the run's identity, what the
-//                                    part holds (shards, keys, counters, workers, streams)
-//                                    and its own CRC-32, so a part read alone is checked too
+//   PREFIX-EEEE.<node>.safetensors   a part: "<param>@<offset>" and the optimizer's state
+//                                    "<state>/<param>@<offset>" per shard key (SGD's
+//                                    "momentum/...", Adam's "exp_avg/..." and "exp_avg_sq/...",
+//                                    ...), "worker<w>/<buffer>" per replica buffer; metadata
+//                                    with the epoch, the run's identity, what the part holds
+//                                    (shards, keys, counters, optimizer and update counts,
+//                                    workers, streams) and its own CRC-32, so a part read
+//                                    alone is checked too
 //   PREFIX-EEEE.manifest.json        written LAST: the run (epoch, network, parameters,
 //                                    workers, shards) and each part's file, size and sha256
 //
 // An epoch has exactly one kind of checkpoint: writing a manifest removes that epoch's
 // one-process file first, and writing a one-process file removes that epoch's manifest; if
-// both are found anyway, reading refuses naming both. A part holds SGD's state (momentum) only:
-// a cluster run with another optimizer checkpoints nothing and says so when it starts. The files
-// are assumed on a file system that every node sees (one host, or a shared one such as NFS).
+// both are found anyway, reading refuses naming both. Every optimizer's state is saved, so a
+// resumed cluster run goes on as the one-process file's would. The files are assumed on a file
+// system that every node sees (one host, or a shared one such as NFS).
 //
 // Thread-safety: plain values and functions without shared state.
 #pragma once
@@ -35,14 +38,18 @@ namespace troupe {
 struct key_part {
   std::size_t slot = 0;    ///< the parameter's slot in the model
   std::int64_t offset = 0; ///< first element, in the parameter's flat order
-  tensor weights;  ///< the key's values (flat of `length`, or the parameter's shape when whole)
-  tensor momentum; ///< same shape as weights
+  tensor weights; ///< the key's values (flat of `length`, or the parameter's shape when whole)
+  /// The optimizer's state tensors of this key (optimizer_state_names order, each shaped as
+  /// `weights`) and its update count (SGD's is not saved: SGD does not read it).
+  optimizer_state state;
 };
 
-/// One shard's state: its index in the saving run's key plan, its counters, its keys in key order.
+/// One shard's state: its index in the saving run's key plan, its counters, its optimizer,
+/// its keys in key order.
 struct shard_part {
   std::size_t index = 0;
   shard_counters counters;
+  optimizer_kind optimizer = optimizer_kind::sgd; ///< whose state the keys hold
   std::vector<key_part> keys;
 };
 
@@ -82,8 +89,8 @@ std::string checkpoint_part_path(const std::string& prefix, std::int64_t epoch,
 
 /// Writes one part atomically (tmp, fsync, rename, fsync dir: io/atomic_file) and returns its
 /// record (file name without directory, size, sha256). Throws std::invalid_argument for an
-/// inconsistent part (nothing in it, a shard or worker given twice, momentum shaped unlike
-/// its weights), io_error for the file.
+/// inconsistent part (nothing in it, a shard or worker given twice, state tensors of another
+/// count than the optimizer keeps or shaped unlike their weights), io_error for the file.
 part_record write_checkpoint_part(const std::string& path, std::int64_t epoch,
                                   const checkpoint_part& part);
 
@@ -95,12 +102,14 @@ void write_checkpoint_manifest(const std::string& prefix, const checkpoint_heade
 
 /// Reads the checkpoint of `epoch` under `prefix`, whichever kind exists: the one-process file
 /// PREFIX-EEEE.safetensors (read_checkpoint) or a manifest and its parts, assembled into one
-/// training_checkpoint (whole parameters and momentum from the key slices; replicas by worker;
-/// shard counters by index). Every problem is an io_error naming the FILE at fault (manifest or
-/// part) and what is wrong, before anything trains: missing part, truncated/corrupt part, a part
-/// whose size or checksum differs from the manifest's record, a part of another epoch/run, keys
-/// that overlap or leave elements uncovered, a worker or shard missing or given twice, a malformed
-/// manifest (strict JSON: io/strict_json.hpp), unknown format version; both kinds present; none.
+/// training_checkpoint (whole parameters and optimizer state from the key slices; replicas by
+/// worker; shard counters by index). Every problem is an io_error naming the FILE at fault
+/// (manifest or part) and what is wrong, before anything trains: missing part, truncated/corrupt
+/// part, a part whose size or checksum differs from the manifest's record, a part of another
+/// epoch/run, keys that overlap or leave elements uncovered, a worker or shard missing or given
+/// twice, a malformed manifest (strict JSON: io/strict_json.hpp), unknown format version; shards of
+/// different optimizers, keys of one parameter with different update counts; both kinds present;
+/// none.
 training_checkpoint read_any_checkpoint(const std::string& prefix, std::int64_t epoch);
 
 /// The manifest's path when PREFIX-EEEE.manifest.json exists, else checkpoint_path(prefix,

@@ -18,11 +18,13 @@ Scenarios:
             and `troupe eval` scores the cluster checkpoint.
   optimizers
             for each optimizer besides SGD (adam, adamw, rmsprop, adagrad, lamb, lars), CONFIG's
-            job with that optimizer and its keys sliced over both servers: the parts hold the
-            optimizer's state tensors by their names and its update counts, and the cluster
-            checkpoint of epoch 1 resumed by the same cluster, by 1 server (keys re-sharded) and
-            in one process, and a one-process checkpoint resumed by 2 servers, each end with the
-            weights of `troupe train`, bit for bit.
+            job with that optimizer, one of the schedules (cosine with restarts, one-cycle, poly,
+            step, multi-step, constant; some with a warm-up) and its keys sliced over both
+            servers: the parts hold the optimizer's state tensors by their names and its update
+            counts, and the cluster checkpoint of epoch 1 resumed by the same cluster, by 1
+            server (keys re-sharded) and in one process, and a one-process checkpoint resumed in
+            one process and by 2 servers, each end with the weights of `troupe train`, bit for
+            bit.
   restart   `troupe launch --max-restarts 1 --model-prefix P` of 6 epochs; once the checkpoint
             of epoch 1 is saved, every process of the job is killed (SIGKILL): the launcher
             says it restarts from the last checkpoint saved (epoch 1 or, on a machine slow to
@@ -154,26 +156,30 @@ def scenario_resume(troupe, config, workdir):
     print("ok: troupe eval reads the cluster checkpoint")
 
 
-# Each optimizer but SGD, its statement, and the state tensors its parts must hold
-# (update_rule.hpp's optimizer_state_names).
+# Each optimizer but SGD, its statement, the state tensors its parts must hold
+# (update_rule.hpp's optimizer_state_names), and a schedule, so that every schedule's position
+# is resumed too (the lr of epoch 1 differs from epoch 0's in each).
 OPTIMIZERS = [
-    ("adam", "adam(lr = 0.002)", ["exp_avg", "exp_avg_sq"]),
-    ("adamw", "adamw(lr = 0.002, wd = 0.01)", ["exp_avg", "exp_avg_sq"]),
-    ("rmsprop", "rmsprop(lr = 0.001, momentum = 0.5)", ["square_avg", "momentum_buffer"]),
-    ("adagrad", "adagrad(lr = 0.01)", ["sum"]),
-    ("lamb", "lamb(lr = 0.002)", ["exp_avg", "exp_avg_sq"]),
-    ("lars", "lars(lr = 0.02, momentum = 0.9)", ["momentum_buffer"]),
+    ("adam", "adam(lr = 0.002)", ["exp_avg", "exp_avg_sq"], "cosine(cycle = 0.75, cycle_mult = 2, warmup = 0)"),
+    ("adamw", "adamw(lr = 0.002, wd = 0.01)", ["exp_avg", "exp_avg_sq"], "one_cycle(pct_start = 0.4)"),
+    ("rmsprop", "rmsprop(lr = 0.001, momentum = 0.5)", ["square_avg", "momentum_buffer"],
+     "poly(power = 2, warmup = 0.25)"),
+    ("adagrad", "adagrad(lr = 0.01)", ["sum"], "step(period = 0.5, factor = 0.5, warmup = 0)"),
+    ("lamb", "lamb(lr = 0.002)", ["exp_avg", "exp_avg_sq"], "multi_step(steps = [75%], factor = 0.1, warmup = 0.5)"),
+    ("lars", "lars(lr = 0.02, momentum = 0.9)", ["momentum_buffer"], "constant(warmup = 1.5)"),
 ]
 
 
-def with_optimizer(config, name, statement, servers, workdir):
-    """with_servers' copy of CONFIG with `statement` for its optimizer and keys sliced small,
-    so every parameter of the MLP but its biases is cut over the shards."""
+def with_optimizer(config, name, statement, schedule, servers, workdir):
+    """with_servers' copy of CONFIG with `statement` for its optimizer, `schedule` for its
+    schedule and keys sliced small, so every parameter of the MLP but its biases is cut over
+    the shards."""
     text = open(with_servers(config, servers, workdir)).read()
     text, n = re.subn(r"^optimizer .*$", "optimizer " + statement, text, flags=re.M)
+    text, o = re.subn(r"^schedule .*$", "schedule  " + schedule, text, flags=re.M)
     text, m = re.subn(r"worker_nodes = (\d+) \}", r"worker_nodes = \1  slice_bytes = 4096 }", text)
-    if n != 1 or m != 1:
-        raise SystemExit(f"FAIL: {config} does not hold the optimizer and cluster lines this test rewrites")
+    if n != 1 or o != 1 or m != 1:
+        raise SystemExit(f"FAIL: {config} does not hold the optimizer, schedule and cluster lines this test rewrites")
     path = os.path.join(workdir, f"{name}_servers{servers}.troupe")
     open(path, "w").write(text)
     return path
@@ -204,9 +210,9 @@ def check_optimizer_part(prefix, name, states):
 
 
 def scenario_optimizers(troupe, config, workdir):
-    for name, statement, states in OPTIMIZERS:
-        two = with_optimizer(config, name, statement, 2, workdir)
-        one = with_optimizer(config, name, statement, 1, workdir)
+    for name, statement, states, schedule in OPTIMIZERS:
+        two = with_optimizer(config, name, statement, schedule, 2, workdir)
+        one = with_optimizer(config, name, statement, schedule, 1, workdir)
         whole, _ = expect_digest(f"{name}: troupe train", [troupe, "train", "--config", two], workdir, None)
         cluster = os.path.join(workdir, name, "cluster", "m")
         expect_digest(f"{name}: launch -s 2 saving", launch(troupe, two, 2, ["--model-prefix", cluster]), workdir,
@@ -224,8 +230,11 @@ def scenario_optimizers(troupe, config, workdir):
         single = os.path.join(workdir, name, "single", "m")
         expect_digest(f"{name}: troupe train saving", [troupe, "train", "--config", two, "--model-prefix", single],
                       workdir, whole)
-        expect_digest(f"{name}: a one-process checkpoint resumed by 2 servers",
-                      launch(troupe, two, 2, ["--model-prefix", single, "--load-epoch", "1"]), workdir, whole)
+        from_single = ["--model-prefix", single, "--load-epoch", "1"]
+        expect_digest(f"{name}: a one-process checkpoint resumed in one process",
+                      [troupe, "train", "--config", two] + from_single, workdir, whole)
+        expect_digest(f"{name}: a one-process checkpoint resumed by 2 servers", launch(troupe, two, 2, from_single),
+                      workdir, whole)
 
 
 def damaged_copy(source, target, damage):

@@ -5,6 +5,7 @@
 // the scheduler ends the run. The secret comes from --secret-file (`-`: standard input) or
 // TROUPE_SECRET, never from argv; without one the node refuses to start.
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -19,6 +20,7 @@
 #include "apps/commands.hpp"
 #include "apps/flags.hpp"
 #include "apps/interrupt_watch.hpp"
+#include "apps/leave_watch.hpp"
 #include "apps/node_identity.hpp"
 #include "apps/run_output.hpp"
 #include "apps/status_serving.hpp"
@@ -247,6 +249,12 @@ int run_scheduler_process(train_command_line& cli, const scheduler_options& opti
 int run_member_process(const member_options& options, const node_identity& place,
                        const std::string& events_path, const std::string& timeline_path) {
   record_start(options, options.spare, false);
+  // A worker drains on SIGTERM; a server keeps the signal's default (its shards have no other
+  // home but a backup, which its loss promotes). First, so that every thread started from here
+  // on (the interrupt watcher's too) has SIGTERM blocked and the watcher alone takes it.
+  std::optional<leave_watch> leaving;
+  if (options.leave)
+    leaving.emplace(options.leave, "troupe node (worker)");
   interrupt_watch interrupts(
     [&options, at = options.position, role = place.role, events_path] {
       const auto where = member_position(at, role);
@@ -268,7 +276,10 @@ int run_member_process(const member_options& options, const node_identity& place
   } catch (const std::exception& e) {
     std::cerr << ("troupe node: error: " + std::string(e.what()) + "\n") << std::flush;
     write_timeline(options.timeline, timeline_path, std::cerr); // what it did until then
-    return record_end(options, events_path, "failed", 1, e.what());
+    // A run that SIGTERM asked to leave and that could not (its scheduler gone meanwhile, or
+    // not yet training) ends as the signal would have ended it.
+    const int status = leaving && leaving->asked() ? 128 + SIGTERM : 1;
+    return record_end(options, events_path, "failed", status, e.what());
   }
 }
 
@@ -460,6 +471,8 @@ member_options member_options_of(const node_command_line& n, const train_command
   options.host_slot = host_slot_of(n);
   options.use_threads = [](int threads) { set_compute_threads(threads); };
   options.position = std::make_shared<run_position>();
+  if (options.role == node_kind::worker)
+    options.leave = std::make_shared<worker_leave>();
   return options;
 }
 

@@ -403,6 +403,16 @@ struct body_writer {
     out.setNode(m.node);
     out.setServer(m.server);
   }
+  void operator()(const leave_message& m) {
+    check_text(m.reason, failure_message::max_text_bytes, "a leave's reason");
+    body.initLeave().setReason(m.reason);
+  }
+  void operator()(const release_message& m) {
+    check_text(m.reason, failure_message::max_text_bytes, "a release's reason");
+    auto out = body.initRelease();
+    out.setGranted(m.granted);
+    out.setReason(m.reason);
+  }
   void operator()(const traffic_message& m) { write_traffic(body.initTraffic(), m); }
 };
 

@@ -281,6 +281,13 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload,
     return replicated_message{body.getReplicated().getRequest(), body.getReplicated().getUpdates()};
   case wire::Frame::Body::PROMOTE:
     return promote_message{body.getPromote().getNode(), body.getPromote().getServer()};
+  case wire::Frame::Body::LEAVE:
+    return leave_message{
+      text_of(body.getLeave().getReason(), failure_message::max_text_bytes, "leave.reason")};
+  case wire::Frame::Body::RELEASE:
+    return release_message{
+      body.getRelease().getGranted(),
+      text_of(body.getRelease().getReason(), failure_message::max_text_bytes, "release.reason")};
   }
   refuse("frame body " + std::to_string(static_cast<unsigned>(body.which()))
          + " is not a message kind");

@@ -208,6 +208,8 @@ void on_channel_lost(member_actor self, const caf::actor_addr& channel, const ca
   if (st.worker_channels.count(channel))
     return on_worker_channel_down(self, channel, why);
   const bool scheduler = st.scheduler && channel == st.scheduler.address();
+  if (scheduler && st.released)
+    return leave_run(self);
   std::size_t server = st.server_channels.size();
   for (std::size_t n = 0; n < st.server_channels.size(); ++n)
     if (st.server_channels[n] && channel == st.server_channels[n].address())
@@ -227,6 +229,11 @@ void on_channel_lost(member_actor self, const caf::actor_addr& channel, const ca
                   + "try would fail the same: "
                   + (st.told ? st.told->reason : reason_text(self->system(), why))
                   + " (every node needs the scheduler's secret and the same job)");
+  // Asked to leave, it does not wait for a restarted scheduler: it ends as asked.
+  if (scheduler && st.leaving)
+    return fail(self, errc::peer_down,
+                "lost the scheduler at " + clock_time_now() + " while asking to leave ("
+                  + st.leave_reason + "): " + reason_text(self->system(), why));
   if (scheduler && train_on_without_scheduler(self, why))
     return; // a scheduler restarted with --resume takes the run over
   if (scheduler) {
@@ -378,6 +385,11 @@ member_self_actor::behavior_type member(member_actor self, member_options option
       if (!self->state.ended() && from_scheduler(channel, "a promote"))
         on_promote(self, p);
     },
+    [=](release_atom, channel_actor& channel, release_message& r) {
+      if (!self->state.ended() && from_scheduler(channel, "a release"))
+        on_release(self, r);
+    },
+    [=](leave_asked_atom, std::string& why) { on_leave_asked(self, why); },
     [=](goodbye_atom, channel_actor& channel, shutdown_message& end) {
       // The scheduler's says how the run ends; the channel's end follows (on_channel_lost). A
       // server's or worker's goodbye is followed by its channel's end, which names it.
@@ -431,6 +443,8 @@ void run_member(caf::actor_system& system, const member_options& options) {
   auto serving = std::make_shared<serving_registry>();
   auto traffic = std::make_shared<traffic_registry>();
   auto node = spawn_member_node(system, options, serving, traffic, true, std::move(listening));
+  if (options.leave)
+    options.leave->arm(system, caf::actor_cast<leavable_actor>(node));
   caf::scoped_actor blocking{system};
   blocking->send(node, connect_atom::value);
   caf::error failure;
@@ -438,6 +452,8 @@ void run_member(caf::actor_system& system, const member_options& options) {
   // peers, the scheduler's) end it, so this request is given the longest wait there is.
   blocking->request(node, longest_wait, run_atom::value)
     .receive([&](bool) {}, [&](caf::error& err) { failure = std::move(err); });
+  if (options.leave)
+    options.leave->disarm();
   blocking->send_exit(node, caf::exit_reason::user_shutdown);
   blocking->wait_for(node);
   if (failure)

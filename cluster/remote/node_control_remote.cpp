@@ -4,8 +4,9 @@
 // the message; the peer's skeleton hands it, typed, to the inbox registered there, naming the
 // channel it came on.
 //
-//   scheduler control (member -> scheduler): join, ready, traffic   (one-way)
-//   member control (scheduler -> member):    assignment, traffic query, adopt, promote (one-way)
+//   scheduler control (member -> scheduler): join, ready, traffic, leave   (one-way)
+//   member control (scheduler -> member):    assignment, traffic query, adopt, promote,
+//                                            release (one-way)
 // A shutdown (goodbye) belongs to the channel itself, which tells either inbox.
 #include <troupe/cluster/remote_proxies.hpp>
 
@@ -27,6 +28,8 @@ void serve_scheduler_control(channel_pointer self, wire_message& message) {
     self->send(node, join_atom::value, me, std::move(*join));
   } else if (auto* ready = std::get_if<ready_message>(&message)) {
     self->send(node, ready_atom::value, me, std::move(*ready));
+  } else if (auto* leave = std::get_if<leave_message>(&message)) {
+    self->send(node, leave_atom::value, me, std::move(*leave));
   } else {
     self->send(node, traffic_atom::value, me, std::move(std::get<traffic_message>(message)));
   }
@@ -44,6 +47,8 @@ void serve_member_control(channel_pointer self, wire_message& message) {
     self->send(node, adopt_atom::value, me, *adopt);
   else if (auto* promote = std::get_if<promote_message>(&message))
     self->send(node, promote_atom::value, me, *promote);
+  else if (auto* release = std::get_if<release_message>(&message))
+    self->send(node, release_atom::value, me, std::move(*release));
   else
     self->send(node, traffic_query_atom::value, me,
                std::move(std::get<traffic_query_message>(message)));
@@ -71,6 +76,7 @@ scheduler_control_actor spawn_scheduler_control_proxy(caf::actor_system& system,
         [=](join_atom, join_message& m) { write(std::move(m)); },
         [=](ready_atom, ready_message& m) { write(std::move(m)); },
         [=](traffic_atom, traffic_message& m) { write(std::move(m)); },
+        [=](leave_atom, leave_message& m) { write(std::move(m)); },
         [=](goodbye_atom, shutdown_message& m) { write(std::move(m)); },
       };
     });
@@ -86,6 +92,7 @@ member_control_actor spawn_member_control_proxy(caf::actor_system& system, chann
         [=](traffic_query_atom, traffic_query_message& m) { write(std::move(m)); },
         [=](adopt_atom, adopt_message& m) { write(m); },
         [=](promote_atom, promote_message& m) { write(m); },
+        [=](release_atom, release_message& m) { write(std::move(m)); },
         [=](goodbye_atom, shutdown_message& m) { write(std::move(m)); },
       };
     });
@@ -96,7 +103,8 @@ const interface_codec& scheduler_control_codec() {
     remote_interface::scheduler_control,
     {{kind_of<join_message>(), kind_role::one_way},
      {kind_of<ready_message>(), kind_role::one_way},
-     {kind_of<traffic_message>(), kind_role::one_way}},
+     {kind_of<traffic_message>(), kind_role::one_way},
+     {kind_of<leave_message>(), kind_role::one_way}},
     serve_scheduler_control,
     node_of,
   };
@@ -109,7 +117,8 @@ const interface_codec& member_control_codec() {
     {{kind_of<assignment_message>(), kind_role::one_way},
      {kind_of<traffic_query_message>(), kind_role::one_way},
      {kind_of<adopt_message>(), kind_role::one_way},
-     {kind_of<promote_message>(), kind_role::one_way}},
+     {kind_of<promote_message>(), kind_role::one_way},
+     {kind_of<release_message>(), kind_role::one_way}},
     serve_member_control,
     node_of,
   };

@@ -100,22 +100,6 @@ compute_relay_actor::behavior_type compute_relay(relay_pointer self, compute_act
   };
 }
 
-std::string compute_names(const placement_plan& plan, const std::vector<int>& nodes) {
-  std::string text;
-  for (auto node : nodes)
-    for (auto a : plan.actors_on(node))
-      if (plan.actors[a].role == plan_role::compute)
-        text += (text.empty() ? "" : ", ") + plan.actors[a].name;
-  return text;
-}
-
-std::string node_names(const placement_plan& plan, const std::vector<int>& nodes) {
-  std::string text;
-  for (auto node : nodes)
-    text += (text.empty() ? "" : ", ") + plan.nodes.at(static_cast<std::size_t>(node)).name;
-  return text;
-}
-
 // A spare takes lost worker `lost`'s place: its node in an assignment (adopt: its computes
 // recompute the step in flight), and what the lost one had adopted in adopt frames after it.
 std::string hand_to_spare(scheduler_actor self, member_entry& lost, member_entry& spare,
@@ -142,6 +126,41 @@ std::string hand_to_spare(scheduler_actor self, member_entry& lost, member_entry
 
 } // namespace
 
+std::string compute_names(const placement_plan& plan, const std::vector<int>& nodes) {
+  std::string text;
+  for (auto node : nodes)
+    for (auto a : plan.actors_on(node))
+      if (plan.actors[a].role == plan_role::compute)
+        text += (text.empty() ? "" : ", ") + plan.actors[a].name;
+  return text;
+}
+
+std::string node_names(const placement_plan& plan, const std::vector<int>& nodes) {
+  std::string text;
+  for (auto node : nodes)
+    text += (text.empty() ? "" : ", ") + plan.nodes.at(static_cast<std::size_t>(node)).name;
+  return text;
+}
+
+std::vector<int> nodes_run_by(const member_entry& m) {
+  std::vector<int> nodes{m.node};
+  nodes.insert(nodes.end(), m.adopted_nodes.begin(), m.adopted_nodes.end());
+  nodes.insert(nodes.end(), m.adopting.begin(), m.adopting.end());
+  return nodes;
+}
+
+std::string unadoptable(const placement_plan& plan, const std::vector<int>& nodes) {
+  for (auto node : nodes)
+    for (auto a : plan.actors_on(node)) {
+      const auto role = plan.actors[a].role;
+      if (role != plan_role::loader && role != plan_role::validation_loader
+          && role != plan_role::compute)
+        return plan.nodes.at(static_cast<std::size_t>(node)).name + " holds " + plan.actors[a].name
+               + ", which no worker adopts (on_worker_loss = adopt covers bsp)";
+    }
+  return "";
+}
+
 compute_relay_actor spawn_compute_relay(caf::actor_system& system, compute_actor target) {
   return system.spawn(compute_relay, std::move(target));
 }
@@ -158,7 +177,7 @@ std::size_t computes_run_by(const scheduler_state& st, const member_entry& m) {
 const member_entry* choose_adopter(const scheduler_state& st) {
   const member_entry* best = nullptr;
   for (const auto& m : st.members) {
-    if (m.role != node_kind::worker || m.gone || !m.ready)
+    if (m.role != node_kind::worker || m.gone || !m.ready || m.leaving)
       continue;
     if (!best || computes_run_by(st, m) < computes_run_by(st, *best)
         || (computes_run_by(st, m) == computes_run_by(st, *best) && m.rank < best->rank))
@@ -172,26 +191,17 @@ std::string adopt_lost_worker(scheduler_actor self, member_entry& m, const std::
   if (m.role != node_kind::worker || !st.job.nodes.adopt_on_worker_loss
       || !st.phase.is<scheduler_phases::training>())
     return "stop";
-  std::vector<int> nodes{m.node};
-  nodes.insert(nodes.end(), m.adopted_nodes.begin(), m.adopted_nodes.end());
-  nodes.insert(nodes.end(), m.adopting.begin(), m.adopting.end());
+  const auto nodes = nodes_run_by(m);
   for (const auto& other : st.members)
     if (&other != &m && !other.adopting.empty())
       return "it was lost while " + other.name() + " was adopting "
              + node_names(st.plan, other.adopting)
              + " (lost before it); a second loss during an adoption stops the run";
-  for (auto node : nodes)
-    for (auto a : st.plan.actors_on(node)) {
-      const auto role = st.plan.actors[a].role;
-      if (role != plan_role::loader && role != plan_role::validation_loader
-          && role != plan_role::compute)
-        return st.plan.nodes.at(static_cast<std::size_t>(node)).name + " holds "
-               + st.plan.actors[a].name
-               + ", which no worker adopts (on_worker_loss = adopt covers bsp)";
-    }
-  if (auto spare =
-        std::find_if(st.members.begin(), st.members.end(),
-                     [](const member_entry& e) { return e.spare && e.node < 0 && !e.gone; });
+  if (auto why = unadoptable(st.plan, nodes); !why.empty())
+    return why;
+  if (auto spare = std::find_if(
+        st.members.begin(), st.members.end(),
+        [](const member_entry& e) { return e.spare && e.node < 0 && !e.gone && !e.leaving; });
       spare != st.members.end())
     return hand_to_spare(self, m, *spare, nodes, what);
   auto* chosen = const_cast<member_entry*>(choose_adopter(st));

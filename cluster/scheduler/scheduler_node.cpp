@@ -357,6 +357,8 @@ void on_goodbye(scheduler_actor self, const channel_actor& channel, const shutdo
     m->gone = true;
     return answer_if_done(self, false);
   }
+  if (m->leaving) // its leave was granted: it goes as planned, and its computes move
+    return on_member_lost(self, *m, left_text(*m));
   m->gone = true;
   record_member_event(st, "stopped", *m,
                       {{{"lost_node", end.lost_node}}, {{"reason", end.reason}}});
@@ -377,7 +379,7 @@ void on_goodbye(scheduler_actor self, const channel_actor& channel, const shutdo
 
 void on_member_lost(scheduler_actor self, member_entry& m, const std::string& what) {
   m.gone = true;
-  record_member_event(self->state, "lost", m, {{}, {{"reason", what}}});
+  record_member_event(self->state, m.leaving ? "left" : "lost", m, {{}, {{"reason", what}}});
   if (m.spare && m.node < 0) { // it held nothing
     log_node_line(*self->state.options,
                   "scheduler: " + what + "; a spare, it held nothing: the run goes on");
@@ -411,8 +413,9 @@ void on_channel_lost(scheduler_actor self, const caf::actor_addr& channel, const
   if (m->gone)
     return;
   on_member_lost(self, *m,
-                 "lost " + m->name() + " at " + clock_time_now() + ": "
-                   + reason_text(self->system(), why));
+                 m->leaving ? left_text(*m)
+                            : "lost " + m->name() + " at " + clock_time_now() + ": "
+                                + reason_text(self->system(), why));
 }
 
 void on_down(scheduler_actor self, const caf::down_msg& down) {
@@ -474,6 +477,10 @@ scheduler_self_actor::behavior_type scheduler(scheduler_actor self, scheduler_se
         on_ready(self, channel, ready);
     },
     [=](traffic_atom, channel_actor& from, traffic_message& t) { on_traffic(self, from, t); },
+    [=](leave_atom, channel_actor& from, leave_message& leave) {
+      if (auto* m = member_of(self->state, from.address()); m && !m->gone)
+        on_leave(self, *m, leave);
+    },
     [=](goodbye_atom, channel_actor& from, shutdown_message& end) { on_goodbye(self, from, end); },
     [=](channel_lost_atom, channel_actor& channel, caf::error& why) {
       on_channel_lost(self, channel.address(), why);

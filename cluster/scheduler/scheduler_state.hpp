@@ -70,6 +70,10 @@ struct member_entry {
   std::vector<int>
     adopted_nodes;           // lost worker nodes whose computes it runs (on_worker_loss = adopt)
   std::vector<int> adopting; // told to adopt, not ready with them yet
+  /// A worker allowed to leave (drain: its leave granted): once it has gone, its computes are
+  /// adopted as a lost worker's are, and nothing of it counts as a loss.
+  bool leaving = false;
+  std::string leave_reason;        // what asked it to leave ("SIGTERM")
   std::vector<int> promoted_nodes; // lost server nodes whose shards it serves (shard_backups = 1)
   int promoting = -1;              // the lost server node it was told to promote, not ready yet
   std::string name() const {
@@ -191,6 +195,21 @@ std::string adopt_lost_worker(scheduler_actor self, member_entry& m, const std::
 /// A ready from `m` during training naming a node it was adopting: re-points that node's
 /// computes' relays at `m`. False when the ready is no such answer.
 bool on_adopted(scheduler_actor self, member_entry& m, const ready_message& ready);
+/// Worker `m`'s plan nodes: its own and those it adopted or is adopting.
+std::vector<int> nodes_run_by(const member_entry& m);
+/// Why no worker adopts `nodes` ("" if one can): a node holding more than loaders and computes
+/// (a hierarchical machine's aggregators).
+std::string unadoptable(const placement_plan& plan, const std::vector<int>& nodes);
+/// "compute_2, compute_3": the computes of `nodes`; "worker_1, worker_3": their names.
+std::string compute_names(const placement_plan& plan, const std::vector<int>& nodes);
+std::string node_names(const placement_plan& plan, const std::vector<int>& nodes);
+
+// Workers that leave on purpose (scheduler_drain.cpp).
+/// Worker `m` asks to leave (`leave`): granted when its computes can be adopted once it has
+/// gone (then it is marked leaving), else refused saying why; it hears which in a release.
+void on_leave(scheduler_actor self, member_entry& m, const leave_message& leave);
+/// "worker 1 (pid 42 from 10.0.0.3) left at 12:00:01.250 UTC (drained: SIGTERM)".
+std::string left_text(const member_entry& m);
 
 // Shards with a backup (scheduler_promotion.cpp).
 /// Server `m` was lost (`what` says so): with shard_backups = 1 during training, tells the server

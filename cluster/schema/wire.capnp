@@ -65,6 +65,8 @@ struct Frame {
     replicate @20 :Push;
     replicated @21 :Replicated;
     promote @22 :Promote;
+    leave @23 :Leave;
+    release @24 :Release;
   }
 }
 
@@ -331,4 +333,17 @@ struct Replicated {
 struct Promote {
   node @0 :UInt32;    # index into the plan's nodes: the lost server node
   server @1 :UInt32;  # the server node holding the backups
+}
+
+# A worker asks the scheduler to let it leave the run, its computes moved to other workers
+# (drain: its host was asked to end it, SIGTERM). Answered by a Release.
+struct Leave {
+  reason @0 :Text;  # what asked it to leave ("SIGTERM")
+}
+
+# The scheduler's answer to a Leave: granted (the worker ends, exit 0, and its computes are
+# adopted once it has gone) or refused, saying why (the worker trains on).
+struct Release {
+  granted @0 :Bool;
+  reason @1 :Text;  # refused: why
 }

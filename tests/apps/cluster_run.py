@@ -192,15 +192,15 @@ def start_launch(command, workdir):
 
 
 class MidEpochKill:
-    """Reads a launch's merged output and SIGKILLs one node once the scheduler's progress line of
-    epoch `epoch` passes half the epoch's batches (the start line's `compute(s) x N batches`): the
-    victim's pid comes from the scheduler's line about `role` `rank`. `see` takes each line and
-    says whether this line was the kill; `killed_at` is when."""
+    """Reads a launch's merged output and SIGKILLs one node (or sends it `sig`) once the
+    scheduler's progress line of epoch `epoch` passes half the epoch's batches (the start line's
+    `compute(s) x N batches`): the victim's pid comes from the scheduler's line about `role`
+    `rank`. `see` takes each line and says whether this line was the kill; `killed_at` is when."""
 
     PROGRESS = re.compile(r"\[scheduler\] Epoch\[(\d+)\] Batch \[(\d+)\]")
 
-    def __init__(self, role, rank, epoch):
-        self.role, self.rank, self.epoch = role, rank, str(epoch)
+    def __init__(self, role, rank, epoch, sig=signal.SIGKILL):
+        self.role, self.rank, self.epoch, self.sig = role, rank, str(epoch), sig
         self.victim = self.batches = self.killed_at = None
         self.progress = None  # the last progress line's match
 
@@ -218,9 +218,9 @@ class MidEpochKill:
             return False
         if self.victim is None:
             raise SystemExit(f"FAIL: no pid of {self.role} {self.rank} in the scheduler's log")
-        os.kill(self.victim, signal.SIGKILL)
+        os.kill(self.victim, self.sig)
         self.killed_at = time.time()
-        print(f"killed {self.role} {self.rank} (pid {self.victim}) at {line.strip()}")
+        print(f"sent {signal.Signals(self.sig).name} to {self.role} {self.rank} (pid {self.victim}) at {line.strip()}")
         return True
 
 

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <caf/all.hpp>
@@ -591,6 +592,9 @@ scheduler_inbox::behavior_type scheduler_side(scheduler_inbox::pointer self, caf
     [=](traffic_atom, channel_actor channel, traffic_message& m) {
       caf::anon_send(observer, traffic_atom::value, channel, m);
     },
+    [=](leave_atom, channel_actor channel, leave_message& m) {
+      caf::anon_send(observer, leave_atom::value, channel, m);
+    },
     [=](goodbye_atom, channel_actor channel, shutdown_message& m) {
       caf::anon_send(observer, goodbye_atom::value, channel, m);
     },
@@ -614,6 +618,9 @@ member_inbox::behavior_type member_side(member_inbox::pointer self, caf::actor o
     },
     [=](promote_atom, channel_actor channel, promote_message& m) {
       caf::anon_send(observer, promote_atom::value, channel, m);
+    },
+    [=](release_atom, channel_actor channel, release_message& m) {
+      caf::anon_send(observer, release_atom::value, channel, m);
     },
     [=](goodbye_atom, channel_actor channel, shutdown_message& m) {
       caf::anon_send(observer, goodbye_atom::value, channel, m);
@@ -652,14 +659,33 @@ TEST_CASE("node-level messages pass through channels to the node, typed", "[clus
   self->send(*channel, send_atom::value, wire_message{join_message{node_kind::worker, "", 0, 99}});
 
   bool joined = false, assigned = false;
+  channel_actor accepted; // the scheduler's end
   for (int i = 0; i < 3 && !(joined && assigned); ++i)
-    self->receive([&](join_atom, channel_actor, join_message& j) { joined = j.pid == 99; },
-                  [&](assignment_atom, channel_actor, assignment_message& a) {
-                    assigned = a.rank == 7 && a.facts.classes == 10;
-                  },
-                  [&](channel_up_atom, channel_actor, std::string&) {}, caf::after(10s) >> [] {});
+    self->receive(
+      [&](join_atom, channel_actor& from, join_message& j) {
+        joined = j.pid == 99;
+        accepted = from;
+      },
+      [&](assignment_atom, channel_actor, assignment_message& a) {
+        assigned = a.rank == 7 && a.facts.classes == 10;
+      },
+      [&](channel_up_atom, channel_actor, std::string&) {}, caf::after(10s) >> [] {});
   CHECK(joined);
   CHECK(assigned);
+  REQUIRE(accepted);
+  // A worker's leave reaches the scheduler's node, the scheduler's release the worker's.
+  self->send(*channel, send_atom::value, wire_message{leave_message{"SIGTERM"}});
+  std::string left;
+  self->receive([&](leave_atom, channel_actor, leave_message& m) { left = m.reason; },
+                caf::after(10s) >> [] {});
+  CHECK(left == "SIGTERM");
+  self->send(accepted, send_atom::value, wire_message{release_message{false, "no other worker"}});
+  std::optional<release_message> released;
+  self->receive([&](release_atom, channel_actor, release_message& m) { released = m; },
+                caf::after(10s) >> [] {});
+  REQUIRE(released);
+  CHECK_FALSE(released->granted);
+  CHECK(released->reason == "no other worker");
   for (auto& a :
        {caf::actor_cast<caf::actor>(scheduler_node), caf::actor_cast<caf::actor>(worker_node),
         caf::actor_cast<caf::actor>(*listener), caf::actor_cast<caf::actor>(*channel)})
@@ -875,6 +901,7 @@ recording_node::behavior_type recording_member(recording_node::pointer self, caf
     [=](traffic_query_atom, channel_actor, traffic_query_message&) {},
     [=](adopt_atom, channel_actor, adopt_message&) {},
     [=](promote_atom, channel_actor, promote_message&) {},
+    [=](release_atom, channel_actor, release_message&) {},
     [=](goodbye_atom, channel_actor, shutdown_message&) {},
     [=](channel_up_atom, channel_actor, std::string&) {},
     [=](channel_lost_atom, channel_actor, caf::error& why) {
@@ -934,6 +961,7 @@ member_inbox::behavior_type counting_member(member_inbox::pointer,
     [=](traffic_query_atom, channel_actor, traffic_query_message&) { ++*told; },
     [=](adopt_atom, channel_actor, adopt_message&) {},
     [=](promote_atom, channel_actor, promote_message&) {},
+    [=](release_atom, channel_actor, release_message&) {},
     [=](goodbye_atom, channel_actor, shutdown_message&) { ++*told; },
     [=](channel_up_atom, channel_actor, std::string&) {},
     [=](channel_lost_atom, channel_actor, caf::error&) { ++*told; },

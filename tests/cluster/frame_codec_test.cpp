@@ -144,6 +144,16 @@ TEST_CASE("weights, pull, hello, proof, failure, heartbeat and shutdown round-tr
   CHECK(decoded_as<weights_message>(frame_of(w)).weights.before_step == 768);
   CHECK(decoded_as<adopt_message>(frame_of(adopt_message{4})).node == 4);
 
+  // Workers that leave: a leave and both answers to it.
+  CHECK(decoded_as<leave_message>(frame_of(leave_message{"SIGTERM"})).reason == "SIGTERM");
+  const auto granted = decoded_as<release_message>(frame_of(release_message{true, ""}));
+  CHECK(granted.granted);
+  CHECK(granted.reason.empty());
+  const auto refused =
+    decoded_as<release_message>(frame_of(release_message{false, "no other worker is left"}));
+  CHECK_FALSE(refused.granted);
+  CHECK(refused.reason == "no other worker is left");
+
   // Shards with a backup: a primary's push passed to its backup reads back as the push it was
   // (its keys and values checked against the shard's table as a push's are), the backup's
   // count, and the scheduler's promote.
@@ -299,6 +309,10 @@ TEST_CASE("the encoder refuses what no decoder would accept", "[cluster][frame]"
   CHECK_THROWS_AS(append_frame(long_name, out), std::invalid_argument);
   CHECK_THROWS_AS(append_frame(failure_message{1, errc::internal, std::string(5000, 'y')}, out),
                   std::invalid_argument);
+  CHECK_THROWS_WITH(append_frame(leave_message{std::string(5000, 'y')}, out),
+                    Catch::Contains("a leave's reason"));
+  CHECK_THROWS_WITH(append_frame(release_message{false, std::string(5000, 'y')}, out),
+                    Catch::Contains("a release's reason"));
   auto mismatched = test_push();
   mismatched.push.gradients.pop_back();
   CHECK_THROWS_AS(append_frame(mismatched, out), std::invalid_argument);

@@ -57,6 +57,31 @@ CAF_TEST(member_refuses_an_adopt_before_it_runs) {
                      "cannot adopt as the scheduler asked: this node is no running worker"));
 }
 
+// Asked by its host to leave before it runs its part (SIGTERM while joining): it ends at once
+// naming why, as the signal would have ended it; a release nobody asked for, or from another
+// channel, changes nothing.
+CAF_TEST(member_asked_to_leave_before_it_runs_ends_naming_why) {
+  sent_list other_sent;
+  auto other = channel(other_sent);
+  caf::anon_send(node, release_atom::value, other, release_message{true, ""});
+  settle();
+  CAF_CHECK(logged("ignored a release from a channel other than the scheduler's"));
+  caf::anon_send(node, release_atom::value, scheduler, release_message{true, ""});
+  settle();
+  CAF_CHECK(logged("ignored a release it did not ask for"));
+  CAF_CHECK(!result->answered);
+  CAF_CHECK_EQUAL(count_of<leave_message>(to_scheduler), 0);
+  caf::anon_send(node, leave_asked_atom::value, std::string("SIGTERM"));
+  settle();
+  CAF_CHECK_EQUAL(count_of<leave_message>(to_scheduler), 0);
+  CAF_REQUIRE(last_of<shutdown_message>(to_scheduler) != nullptr);
+  CAF_CHECK(contains(last_of<shutdown_message>(to_scheduler)->reason,
+                     "asked to leave (SIGTERM) while joining: only a worker in training drains"));
+  lost(scheduler, "");
+  CAF_CHECK(result->answered);
+  CAF_CHECK(!result->ok);
+}
+
 // A promote from another channel is ignored; one from the scheduler before the node runs (or in
 // a run without shard backups) is refused, and the node ends naming why.
 CAF_TEST(member_refuses_a_promote_before_it_runs) {

@@ -79,6 +79,29 @@ private:
   bool interrupted_ = false;
 };
 
+/// Lets a host ask its worker to leave the run from another thread (SIGTERM: drain): the
+/// worker asks its scheduler to move its computes to other workers and, let go, ends as a
+/// finished run does; refused (the scheduler says why in the log), it trains on.
+using leave_asked_atom = caf::atom_constant<caf::atom("leaveasked")>;
+/// What a running worker takes from its host: (leave_asked_atom, what asked it).
+using leavable_actor = caf::typed_actor<caf::reacts_to<leave_asked_atom, std::string>>;
+
+class worker_leave {
+public:
+  /// Asks the worker to leave (`why`: "SIGTERM"); false when no worker runs (before
+  /// run_member started it, or after it ended): the host then ends the process its own way.
+  /// Thread-safe.
+  bool ask(const std::string& why);
+  // run_member's: the worker to ask while it runs.
+  void arm(caf::actor_system& system, leavable_actor worker);
+  void disarm();
+
+private:
+  mutable std::mutex mutex_;
+  caf::actor_system* system_ = nullptr;
+  leavable_actor worker_;
+};
+
 /// What every node of a cluster takes, whatever its role: how to reach its scheduler (or, the
 /// scheduler's, where to listen), the secret, the clocks and the log.
 struct node_options {
@@ -188,6 +211,8 @@ struct member_options : node_options {
   /// A worker's: kept up to date with the epoch and batch its computes are at (its channel to
   /// the scheduler, channel.hpp). May be null.
   std::shared_ptr<run_position> position;
+  /// A worker's: how its host asks it to leave the run (drain). May be null.
+  std::shared_ptr<worker_leave> leave;
 };
 
 /// What run_scheduler throws once options.interrupt ended the run: the caller, which

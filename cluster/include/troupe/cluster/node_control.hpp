@@ -17,6 +17,8 @@
 //     (join_atom, channel, join_message)         a server or worker asks for its place
 //     (ready_atom, channel, ready_message)       it runs its part (a server: where it listens)
 //     (traffic_atom, channel, traffic_message)   its answer to a traffic query
+//     (leave_atom, channel, leave_message)       a worker asks to leave, its computes moved
+//                                                to other workers (drain); answered by a release
 //     (goodbye_atom, channel, shutdown_message)  it stops, and why (before the channel ends)
 //     (channel_lost_atom, channel, caf::error)      the channel ended (an empty error: normally)
 //   member_inbox (a member's channels -> the member node):
@@ -31,6 +33,8 @@
 //                                                      (shard_backups = 1): that server promotes
 //                                                      their backups and says ready naming `node`;
 //                                                      a worker sends their pushes there
+//     (release_atom, channel, release_message)           the answer to its leave: granted
+//                                                      (it ends, exit 0) or refused (why)
 //     (goodbye_atom, channel, shutdown_message)           the peer stops, and why
 //     (channel_up_atom, channel, std::string peer)            a channel was admitted (a server's
 //                                                      channels from workers)
@@ -65,12 +69,15 @@ using channel_up_atom = caf::atom_constant<caf::atom("chanup")>;
 using channel_lost_atom = caf::atom_constant<caf::atom("chanlost")>;
 using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
 using promote_atom = caf::atom_constant<caf::atom("promote")>;
+using leave_atom = caf::atom_constant<caf::atom("leave")>;
+using release_atom = caf::atom_constant<caf::atom("release")>;
 
 /// What the scheduler's channels tell the scheduler node.
 using scheduler_inbox =
   caf::typed_actor<caf::reacts_to<join_atom, channel_actor, join_message>,
                    caf::reacts_to<ready_atom, channel_actor, ready_message>,
                    caf::reacts_to<traffic_atom, channel_actor, traffic_message>,
+                   caf::reacts_to<leave_atom, channel_actor, leave_message>,
                    caf::reacts_to<goodbye_atom, channel_actor, shutdown_message>,
                    caf::reacts_to<channel_lost_atom, channel_actor, caf::error>>;
 
@@ -80,6 +87,7 @@ using member_inbox =
                    caf::reacts_to<traffic_query_atom, channel_actor, traffic_query_message>,
                    caf::reacts_to<adopt_atom, channel_actor, adopt_message>,
                    caf::reacts_to<promote_atom, channel_actor, promote_message>,
+                   caf::reacts_to<release_atom, channel_actor, release_message>,
                    caf::reacts_to<goodbye_atom, channel_actor, shutdown_message>,
                    caf::reacts_to<channel_up_atom, channel_actor, std::string>,
                    caf::reacts_to<channel_lost_atom, channel_actor, caf::error>>;
@@ -89,16 +97,16 @@ using member_inbox =
 /// a message this protocol lacks. The scheduler's inbox hears them with the channel they came on.
 using scheduler_control_actor = caf::typed_actor<
   caf::reacts_to<join_atom, join_message>, caf::reacts_to<ready_atom, ready_message>,
-  caf::reacts_to<traffic_atom, traffic_message>, caf::reacts_to<goodbye_atom, shutdown_message>>;
+  caf::reacts_to<traffic_atom, traffic_message>, caf::reacts_to<leave_atom, leave_message>,
+  caf::reacts_to<goodbye_atom, shutdown_message>>;
 
 /// What the scheduler says to a server or worker (and a member to a peer member: goodbye only),
 /// through the proxy on its channel to that node (spawn_member_control_proxy).
-using member_control_actor =
-  caf::typed_actor<caf::reacts_to<assignment_atom, assignment_message>,
-                   caf::reacts_to<traffic_query_atom, traffic_query_message>,
-                   caf::reacts_to<adopt_atom, adopt_message>,
-                   caf::reacts_to<promote_atom, promote_message>,
-                   caf::reacts_to<goodbye_atom, shutdown_message>>;
+using member_control_actor = caf::typed_actor<
+  caf::reacts_to<assignment_atom, assignment_message>,
+  caf::reacts_to<traffic_query_atom, traffic_query_message>,
+  caf::reacts_to<adopt_atom, adopt_message>, caf::reacts_to<promote_atom, promote_message>,
+  caf::reacts_to<release_atom, release_message>, caf::reacts_to<goodbye_atom, shutdown_message>>;
 
 } // namespace troupe
 
@@ -110,3 +118,5 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::assignment_message)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::traffic_query_message)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::adopt_message)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::promote_message)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::leave_message)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::release_message)

@@ -257,6 +257,18 @@ struct promote_message {
   std::uint32_t server = 0;
 };
 
+/// A worker asks the scheduler to let it leave, its computes moved to other workers (drain).
+struct leave_message {
+  std::string reason; ///< what asked it ("SIGTERM"); at most failure_message::max_text_bytes
+};
+
+/// The scheduler's answer to a leave: granted (the worker ends; its computes are adopted once
+/// it has gone) or refused with why (it trains on).
+struct release_message {
+  bool granted = false;
+  std::string reason; ///< refused: why; at most failure_message::max_text_bytes
+};
+
 enum class checkpoint_kind : std::uint8_t { save, restore };
 
 /// The scheduler's checkpoint actor to a member's part of a cluster checkpoint: save the
@@ -287,12 +299,12 @@ using wire_message =
                assignment_message, ready_message, control_message, report_message,
                batch_report_message, traffic_query_message, traffic_message, checkpoint_message,
                checkpoint_done_message, adopt_message, replicate_message, replicated_message,
-               promote_message>;
+               promote_message, leave_message, release_message>;
 
 /// "hello", "proof", "push", "pull", "weights", "failure", "heartbeat", "shutdown", "join",
 /// "assignment", "ready", "control", "report", "batch report", "traffic query", "traffic",
-/// "checkpoint", "checkpoint done", "adopt", "replicate", "replicated", "promote": the kind of a
-/// message, for logs and traffic counters.
+/// "checkpoint", "checkpoint done", "adopt", "replicate", "replicated", "promote", "leave",
+/// "release": the kind of a message, for logs and traffic counters.
 const char* kind_name(const wire_message& message);
 /// The same by variant index ("unknown" past the last kind).
 const char* kind_name(std::size_t index);

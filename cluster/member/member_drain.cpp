@@ -1,0 +1,87 @@
+// A worker that leaves the run on purpose (drain; scheduler_drain.cpp has the scheduler's
+// side). Its host asks it to leave (SIGTERM: worker_leave, cluster_node.hpp); it asks the
+// scheduler, which lets it go when its computes can move to other workers, and refuses
+// otherwise (it trains on, and its host may still end it the hard way).
+//
+// Let go, it closes its channel to the scheduler first, while its computes still run: the
+// phases the scheduler's coordinator asked of them then fail as a lost channel's do, which the
+// coordinator's relays hold until the adopted computes are served, and ask there again. Only
+// once that channel has ended does it shut its part down (an actor shut down earlier would
+// answer those phases with an error of its own) and close its channels to the servers.
+#include <caf/all.hpp>
+
+#include "cluster/member/member_state.hpp"
+#include "cluster/node_common.hpp"
+
+namespace troupe {
+
+bool worker_leave::ask(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!system_ || !worker_)
+    return false;
+  caf::anon_send(worker_, leave_asked_atom::value, why);
+  return true;
+}
+
+void worker_leave::arm(caf::actor_system& system, leavable_actor worker) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  system_ = &system;
+  worker_ = std::move(worker);
+}
+
+void worker_leave::disarm() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  system_ = nullptr;
+  worker_ = leavable_actor{};
+}
+
+void on_leave_asked(member_actor self, const std::string& why) {
+  auto& st = self->state;
+  if (st.ended() || st.leaving || st.released)
+    return;
+  if (st.options->role != node_kind::worker || !st.phase.is<member_phases::running>()
+      || !st.to_scheduler)
+    return fail(self, errc::peer_down,
+                "asked to leave (" + why + ") while " + st.phase.name()
+                  + (st.options->role == node_kind::worker ? ": only a worker in training drains"
+                                                           : ": only a worker drains"));
+  st.leaving = true;
+  st.leave_reason = why;
+  log_node_line(*st.options, st.label + ": asked to leave (" + why + ") at " + clock_time_now()
+                               + ": asking the scheduler to move its computes to other workers");
+  caf::anon_send(st.to_scheduler, leave_atom::value, leave_message{why});
+}
+
+void on_release(member_actor self, const release_message& r) {
+  auto& st = self->state;
+  if (!st.leaving) {
+    log_node_line(*st.options, st.label + ": ignored a release it did not ask for");
+    return;
+  }
+  st.leaving = false;
+  if (!r.granted) {
+    log_node_line(*st.options, st.label + ": not drained: " + r.reason + "; it trains on (another "
+                                 + st.leave_reason + " ends it at once)");
+    record_event(st.options->events, "leave refused", {{}, {{"reason", r.reason}}});
+    return;
+  }
+  st.released = true;
+  log_node_line(*st.options, st.label + ": drained at " + clock_time_now()
+                               + ": its computes move to another worker; leaving the run");
+  record_event(st.options->events, "drained", {{}, {{"reason", st.leave_reason}}});
+  caf::anon_send_exit(st.scheduler, caf::exit_reason::user_shutdown);
+}
+
+void leave_run(member_actor self) {
+  auto& st = self->state;
+  st.scheduler = channel_actor{};
+  st.to_scheduler = scheduler_control_actor{};
+  const auto servers = st.server_channels;
+  finish(self, caf::error{});
+  // The servers go on: waiting for them to close these would wait out the goodbye grace.
+  for (const auto& channel : servers)
+    if (channel)
+      caf::anon_send_exit(channel, caf::exit_reason::user_shutdown);
+}
+
+} // namespace troupe

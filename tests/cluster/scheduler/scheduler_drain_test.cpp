@@ -1,0 +1,127 @@
+// The scheduler node and a worker that asks to leave (drain), message by message
+// (scheduler_fixture.hpp): granted, the worker is let go and its computes are adopted once it
+// has gone, the phase its relay held asked again there; refused, with why, and the run goes on.
+//
+// Built on CAF's own test framework (its test coordinator needs it); ctest runs each case
+// alone (tests/cluster/CMakeLists.txt).
+#define CAF_SUITE node_control
+
+#include "tests/cluster/scheduler_fixture.hpp"
+
+namespace {
+
+struct draining : scheduler_fixture {
+  void leave(const channel_actor& l, const std::string& why = "SIGTERM") {
+    caf::anon_send(node, leave_atom::value, l, leave_message{why});
+    settle();
+  }
+  void goodbye(const channel_actor& l, const shutdown_message& end) {
+    caf::anon_send(node, goodbye_atom::value, l, end);
+    settle();
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(drain_tests, draining)
+
+// Granted: nothing moves while the worker is there; once its channel has ended, the worker
+// with the fewest computes adopts its node, and the phase its compute was asked is asked again
+// there once the adopter says ready. The run never hears of a loss.
+CAF_TEST(leave_is_granted_and_the_computes_move_once_the_worker_has_gone) {
+  start(1, 3, false, true);
+  sent_list server_sent;
+  std::vector<sent_list> ws(3);
+  auto server = channel(server_sent);
+  std::vector<channel_actor> workers{holding(ws[0]), holding(ws[1]), holding(ws[2])};
+  to_training(server, server_sent, workers, ws);
+  const int leaving_node = plan_node(node_kind::worker, 2);
+  const auto compute = first_actor(plan_role::compute, leaving_node);
+  CAF_REQUIRE(compute < plan.actors.size());
+  leave(workers[2]);
+  CAF_REQUIRE_EQUAL(count_of<release_message>(ws[2]), 1);
+  CAF_CHECK(last_of<release_message>(ws[2])->granted);
+  CAF_CHECK(logged("worker 2 (pid 202 on 10.0.0.1) asks to leave (SIGTERM); granted: compute_2 "
+                   "move to another worker once it has gone"));
+  CAF_CHECK_EQUAL(count_of<adopt_message>(ws[0]) + count_of<adopt_message>(ws[1]), 0);
+  leave(workers[2]); // asked again: refused, it is leaving already
+  CAF_REQUIRE_EQUAL(count_of<release_message>(ws[2]), 2);
+  CAF_CHECK(!last_of<release_message>(ws[2])->granted);
+  CAF_CHECK(contains(last_of<release_message>(ws[2])->reason, "it is leaving already"));
+  // It closes its channel to the scheduler while its compute is in the middle of a phase: what
+  // was asked there fails as a lost channel's requests do.
+  *down.at(workers[2].address()) = true;
+  auto phase = std::make_shared<phase_answer>();
+  spawned.push_back(sys.spawn(ask_train, sinks.node.remote.compute(compute), 0, phase));
+  settle();
+  killed(workers[2]);
+  CAF_CHECK(!result->answered);
+  CAF_CHECK(!phase->answered); // held by the relay
+  CAF_CHECK(logged("worker 2 (pid 202 on 10.0.0.1) left at"));
+  CAF_CHECK(logged("(drained: SIGTERM); worker 0 (pid 200 on 10.0.0.1) adopts compute_2 of "
+                   "worker_2"));
+  CAF_CHECK(!logged("lost worker 2"));
+  CAF_REQUIRE_EQUAL(count_of<adopt_message>(ws[0]), 1);
+  CAF_CHECK_EQUAL(last_of<adopt_message>(ws[0])->node, static_cast<std::uint32_t>(leaving_node));
+  ready(workers[0], static_cast<std::uint32_t>(leaving_node));
+  CAF_REQUIRE_EQUAL(count_of<control_message>(ws[0]), 1);
+  CAF_CHECK(phase->answered);
+  CAF_CHECK_EQUAL(phase->error, "");
+  CAF_CHECK(!result->answered);
+}
+
+// A granted worker that says goodbye before its channel ends leaves as planned too: its
+// goodbye is no failure of the run.
+CAF_TEST(leave_granted_then_goodbye_is_adopted_not_a_failure) {
+  start(1, 2, false, true);
+  auto m = to_training();
+  leave(m.w1);
+  CAF_REQUIRE_EQUAL(count_of<release_message>(m.w1_sent), 1);
+  goodbye(m.w1, shutdown_message{"drained (SIGTERM)", true});
+  CAF_CHECK(!result->answered);
+  CAF_CHECK_EQUAL(count_of<adopt_message>(m.w0_sent), 1);
+  CAF_CHECK(!logged("stopped: drained"));
+}
+
+// Refused, saying why, and the run goes on: under stop (no adoption), while another worker is
+// leaving (no one would be left), and before training.
+CAF_TEST(leave_is_refused_under_stop_and_the_run_goes_on) {
+  start(1, 2);
+  auto m = to_training();
+  leave(m.w1);
+  CAF_REQUIRE_EQUAL(count_of<release_message>(m.w1_sent), 1);
+  const auto* r = last_of<release_message>(m.w1_sent);
+  CAF_CHECK(!r->granted);
+  CAF_CHECK(contains(r->reason, "only under on_worker_loss = adopt, and this run's is stop"));
+  CAF_CHECK(logged("worker 1 (pid 201 on 10.0.0.1) asks to leave (SIGTERM); refused: "));
+  CAF_CHECK(logged("; it trains on"));
+  CAF_CHECK(!result->answered);
+  CAF_CHECK_EQUAL(count_of<shutdown_message>(m.w1_sent), 0);
+}
+
+CAF_TEST(leave_is_refused_when_no_other_worker_would_be_left) {
+  start(1, 2, false, true);
+  auto m = to_training();
+  leave(m.w0);
+  CAF_REQUIRE(last_of<release_message>(m.w0_sent)->granted);
+  leave(m.w1);
+  const auto* r = last_of<release_message>(m.w1_sent);
+  CAF_REQUIRE(r != nullptr);
+  CAF_CHECK(!r->granted);
+  CAF_CHECK(contains(r->reason, "no other worker is left to take its computes"));
+  CAF_CHECK(!result->answered);
+}
+
+CAF_TEST(leave_before_training_is_refused) {
+  start(1, 2, false, true);
+  sent_list w0_sent;
+  auto w0 = channel(w0_sent);
+  join(w0, node_kind::worker, -1, 200);
+  leave(w0);
+  const auto* r = last_of<release_message>(w0_sent);
+  CAF_REQUIRE(r != nullptr);
+  CAF_CHECK(!r->granted);
+  CAF_CHECK(contains(r->reason, "the run is not training"));
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()

@@ -65,6 +65,18 @@ def moment_of(line, kill_epoch, at_validation, batches):
     return m is not None and m.group(1) == kill_epoch
 
 
+def going_on_pattern(kill_epoch, at_validation, out):
+    """Where the restarted scheduler must say the run goes on: the epoch of the kill. A kill at
+    validation is sent on the training accuracy line, and a validation and checkpoint quicker than
+    the line's way through the launcher's pipe to this script (a loaded machine) may have let the
+    scheduler ask the next epoch first: then that one, which its checkpoint line shows was under way."""
+    if at_validation and re.search(rf"checkpoint: saved \S+-{int(kill_epoch) + 1:04d}\.manifest\.json", out.split(
+            "launch: starting scheduler again")[0]):
+        print(f"note: the kill came after epoch {kill_epoch}'s validation; the run goes on at epoch {int(kill_epoch) + 1}")
+        return rf"the run goes on at epoch {int(kill_epoch) + 1}\b"
+    return rf"the run goes on at epoch {kill_epoch}\b"
+
+
 def by_hand(troupe, config, servers, workers, kill_epoch, at_validation, rest, workdir):
     cluster = Cluster(troupe, workdir)
     try:
@@ -174,7 +186,7 @@ def main(workdir):
         if killed_at is None:
             raise SystemExit(f"FAIL: the run ended before the kill\n{out[-3000:]}")
         patterns = [r"launch: scheduler \(pid \d+\) killed by signal 9", r"launch: starting scheduler again",
-                    r"scheduler: restarted \(--resume\)", rf"the run goes on at epoch {kill_epoch}\b",
+                    r"scheduler: restarted \(--resume\)", going_on_pattern(kill_epoch, at_validation, out),
                     r"lost the scheduler at .*training goes on here"]
         patterns += [rf"rejoined as server_{r}\b" for r in range(int(servers))]
         patterns += [rf"rejoined as worker_{r}\b" for r in range(int(workers))]

@@ -413,6 +413,7 @@ struct body_writer {
     out.setGranted(m.granted);
     out.setReason(m.reason);
   }
+  void operator()(const cede_message& m) { body.initCede().setNode(m.node); }
   void operator()(const traffic_message& m) { write_traffic(body.initTraffic(), m); }
 };
 

@@ -43,7 +43,8 @@ const char* kind_name(std::size_t index) {
     "hello",     "proof",        "push",          "pull",       "weights",    "failure",
     "heartbeat", "shutdown",     "join",          "assignment", "ready",      "control",
     "report",    "batch report", "traffic query", "traffic",    "checkpoint", "checkpoint done",
-    "adopt",     "replicate",    "replicated",    "promote",    "leave",      "release"};
+    "adopt",     "replicate",    "replicated",    "promote",    "leave",      "release",
+    "cede"};
   static_assert(std::size(names) == wire_kinds);
   return index < wire_kinds ? names[index] : "unknown";
 }

@@ -288,6 +288,8 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload,
     return release_message{
       body.getRelease().getGranted(),
       text_of(body.getRelease().getReason(), failure_message::max_text_bytes, "release.reason")};
+  case wire::Frame::Body::CEDE:
+    return cede_message{body.getCede().getNode()};
   }
   refuse("frame body " + std::to_string(static_cast<unsigned>(body.which()))
          + " is not a message kind");

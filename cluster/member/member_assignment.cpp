@@ -153,14 +153,15 @@ channel_options channels_of(member_actor self, const training_job& job) {
   return channel;
 }
 
-// A spare is handed a lost worker's place, and only that: its computes recompute the step in
-// flight.
+// A spare is handed a lost worker's place (or a node taken from a worker that adopted it), and
+// only that: its computes recompute the step in flight. A worker that joined a run in training
+// is a spare too, whether or not it was started as one.
 void check_spare(const member_state& st, const assignment_message& a, node_part_options& part) {
   const auto& options = *st.options;
   if (a.adopt) {
-    if (options.role != node_kind::worker || !options.spare)
+    if (options.role != node_kind::worker)
       throw std::invalid_argument(
-        "the scheduler handed this node a lost worker's place, and it is no spare worker");
+        "the scheduler handed this node a lost worker's place, and it is no worker");
     part.adopted = true;
     part.on_rewound = rewound_logger(options, st.plan.nodes[a.node].name, st.plan.steps_per_epoch);
   } else if (options.spare) {

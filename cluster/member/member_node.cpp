@@ -389,6 +389,10 @@ member_self_actor::behavior_type member(member_actor self, member_options option
       if (!self->state.ended() && from_scheduler(channel, "a release"))
         on_release(self, r);
     },
+    [=](cede_atom, channel_actor& channel, cede_message& c) {
+      if (!self->state.ended() && from_scheduler(channel, "a cede"))
+        on_cede(self, c);
+    },
     [=](leave_asked_atom, std::string& why) { on_leave_asked(self, why); },
     [=](goodbye_atom, channel_actor& channel, shutdown_message& end) {
       // The scheduler's says how the run ends; the channel's end follows (on_channel_lost). A

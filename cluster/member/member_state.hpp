@@ -89,7 +89,7 @@ struct member_state {
   // scheduler, which counts the epoch's traffic from there.
   std::optional<traffic_message> last_traffic_answer;
   std::optional<shutdown_message> told; // the scheduler's shutdown, once it came
-  // A worker asked by its host to leave (member_drain.cpp): what asked it, whether it asked the
+  // A worker asked by its host to leave (member_moves.cpp): what asked it, whether it asked the
   // scheduler and waits for the answer, and whether the scheduler let it go.
   std::string leave_reason;
   bool leaving = false;
@@ -146,12 +146,15 @@ std::function<void(int, std::int64_t)> rewound_logger(const member_options& log,
 /// The scheduler's adopt (member_adoption.cpp): spawns the lost node's loaders and computes
 /// here, serves the computes on the scheduler channel, and says ready naming that node.
 void on_adopt(member_actor self, const adopt_message& a);
-/// Its host asks it to leave the run (`why`: "SIGTERM"; member_drain.cpp): a worker in training
+/// Its host asks it to leave the run (`why`: "SIGTERM"; member_moves.cpp): a worker in training
 /// asks the scheduler to move its computes; any other node ends, naming why.
 void on_leave_asked(member_actor self, const std::string& why);
 /// The scheduler's answer to its leave: granted, it closes its channel to the scheduler (the
 /// move starts once it has gone) and ends when that channel has; refused, it trains on.
 void on_release(member_actor self, const release_message& r);
+/// The scheduler's cede: it stops running the computes (and loaders) of a node it adopted and
+/// stops serving them; another worker serves them now (member_moves.cpp).
+void on_cede(member_actor self, const cede_message& c);
 /// Its channel to the scheduler ended after the scheduler let it go: it ends, the run finished
 /// for it (exit 0), closing its channels to the servers at once.
 void leave_run(member_actor self);

@@ -6,7 +6,7 @@
 //
 //   scheduler control (member -> scheduler): join, ready, traffic, leave   (one-way)
 //   member control (scheduler -> member):    assignment, traffic query, adopt, promote,
-//                                            release (one-way)
+//                                            release, cede (one-way)
 // A shutdown (goodbye) belongs to the channel itself, which tells either inbox.
 #include <troupe/cluster/remote_proxies.hpp>
 
@@ -49,6 +49,8 @@ void serve_member_control(channel_pointer self, wire_message& message) {
     self->send(node, promote_atom::value, me, *promote);
   else if (auto* release = std::get_if<release_message>(&message))
     self->send(node, release_atom::value, me, std::move(*release));
+  else if (auto* cede = std::get_if<cede_message>(&message))
+    self->send(node, cede_atom::value, me, *cede);
   else
     self->send(node, traffic_query_atom::value, me,
                std::move(std::get<traffic_query_message>(message)));
@@ -93,6 +95,7 @@ member_control_actor spawn_member_control_proxy(caf::actor_system& system, chann
         [=](adopt_atom, adopt_message& m) { write(m); },
         [=](promote_atom, promote_message& m) { write(m); },
         [=](release_atom, release_message& m) { write(std::move(m)); },
+        [=](cede_atom, cede_message& m) { write(m); },
         [=](goodbye_atom, shutdown_message& m) { write(std::move(m)); },
       };
     });
@@ -118,7 +121,8 @@ const interface_codec& member_control_codec() {
      {kind_of<traffic_query_message>(), kind_role::one_way},
      {kind_of<adopt_message>(), kind_role::one_way},
      {kind_of<promote_message>(), kind_role::one_way},
-     {kind_of<release_message>(), kind_role::one_way}},
+     {kind_of<release_message>(), kind_role::one_way},
+     {kind_of<cede_message>(), kind_role::one_way}},
     serve_member_control,
     node_of,
   };

@@ -193,6 +193,8 @@ void join_spare(scheduler_actor self, const channel_actor& channel, const join_m
            ? "it takes the place of the first worker lost in training (on_worker_loss = adopt)"
            : std::string("it stays idle: on_worker_loss is ") + worker_loss_policy(st.job.nodes)
                + ", not adopt"));
+  if (st.phase.is<scheduler_phases::training>())
+    take_for_joiner(self, m);
 }
 
 } // namespace

@@ -109,6 +109,7 @@ std::string hand_to_spare(scheduler_actor self, member_entry& lost, member_entry
   spare.rank = lost.rank;
   spare.adopting = nodes;
   st.lost_at = std::chrono::steady_clock::now();
+  st.move_cause = lost.leaving ? "it left" : "the loss was seen";
   log_node_line(*st.options, "scheduler: " + what + "; " + spare.name() + " adopts "
                                + compute_names(st.plan, nodes) + " of " + node_names(st.plan, nodes)
                                + " (a spare, idle until now; on_worker_loss = adopt)");
@@ -191,7 +192,12 @@ std::string adopt_lost_worker(scheduler_actor self, member_entry& m, const std::
   if (m.role != node_kind::worker || !st.job.nodes.adopt_on_worker_loss
       || !st.phase.is<scheduler_phases::training>())
     return "stop";
-  const auto nodes = nodes_run_by(m);
+  auto nodes = nodes_run_by(m);
+  // A node a joiner is ready to take from it moves there now (nothing of it is in flight here
+  // any more but what the loss makes fail, which its relays hold).
+  m.ceding = -1;
+  if (hand_to_joiners(self, nodes) && nodes.empty())
+    return "";
   for (const auto& other : st.members)
     if (&other != &m && !other.adopting.empty())
       return "it was lost while " + other.name() + " was adopting "
@@ -210,6 +216,7 @@ std::string adopt_lost_worker(scheduler_actor self, member_entry& m, const std::
   const auto load = computes_run_by(st, *chosen);
   chosen->adopting.insert(chosen->adopting.end(), nodes.begin(), nodes.end());
   st.lost_at = std::chrono::steady_clock::now();
+  st.move_cause = m.leaving ? "it left" : "the loss was seen";
   log_node_line(*st.options, "scheduler: " + what + "; " + chosen->name() + " adopts "
                                + compute_names(st.plan, nodes) + " of " + node_names(st.plan, nodes)
                                + " (the worker running the fewest computes, " + std::to_string(load)
@@ -219,6 +226,20 @@ std::string adopt_lost_worker(scheduler_actor self, member_entry& m, const std::
     caf::anon_send(chosen->to, adopt_atom::value, adopt_message{static_cast<std::uint32_t>(node)});
   end_gathering_if_complete(self); // the lost one may have been the last to answer
   return "";
+}
+
+void repoint_computes(scheduler_actor self, const member_entry& m, int node) {
+  auto& st = self->state;
+  for (auto a : st.plan.actors_on(node)) {
+    if (st.plan.actors[a].role != plan_role::compute)
+      continue;
+    const auto relay = st.relays.find(a);
+    if (relay == st.relays.end())
+      continue;
+    self->send(relay->second, repoint_atom::value,
+               spawn_compute_proxy(self->system(), m.channel,
+                                   static_cast<std::uint32_t>(st.plan.actors[a].rank)));
+  }
 }
 
 bool on_adopted(scheduler_actor self, member_entry& m, const ready_message& ready) {
@@ -232,28 +253,27 @@ bool on_adopted(scheduler_actor self, member_entry& m, const ready_message& read
     m.adopted_nodes.push_back(node);
   else
     m.ready = true;
-  for (auto a : st.plan.actors_on(node)) {
-    if (st.plan.actors[a].role != plan_role::compute)
-      continue;
-    const auto relay = st.relays.find(a);
-    if (relay == st.relays.end())
-      continue;
-    self->send(relay->second, repoint_atom::value,
-               spawn_compute_proxy(self->system(), m.channel,
-                                   static_cast<std::uint32_t>(st.plan.actors[a].rank)));
-  }
+  const auto& name = st.plan.nodes.at(static_cast<std::size_t>(node)).name;
   const auto seconds =
     std::chrono::duration<double>(std::chrono::steady_clock::now() - st.lost_at).count();
   char took[32];
   std::snprintf(took, sizeof took, "%.3f", seconds);
-  log_node_line(
-    *st.options,
-    "scheduler: " + m.name() + " serves the computes of "
-      + st.plan.nodes.at(static_cast<std::size_t>(node)).name + " (" + took
-      + " s after the loss was seen); they recompute the step in flight and training goes on");
+  if (std::any_of(st.members.begin(), st.members.end(),
+                  [&](const member_entry& o) { return &o != &m && o.ceding == node; })) {
+    // Taken from a live worker (a join): its computes run there until this epoch's training
+    // ends, when no phase is in flight (complete_joins).
+    log_node_line(*st.options, "scheduler: " + m.name() + " is ready to serve the computes of "
+                                 + name + " (" + took + " s after " + st.move_cause
+                                 + "); they move at the end of this epoch's training");
+    st.joins_at_gate.push_back(node);
+    return true;
+  }
+  repoint_computes(self, m, node);
+  log_node_line(*st.options, "scheduler: " + m.name() + " serves the computes of " + name + " ("
+                               + took + " s after " + st.move_cause
+                               + "); they recompute the step in flight and training goes on");
   record_member_event(st, "adopted", m,
-                      {{{"lost_node", node}, {"seconds", seconds}},
-                       {{"lost", st.plan.nodes.at(static_cast<std::size_t>(node)).name}}});
+                      {{{"lost_node", node}, {"seconds", seconds}}, {{"lost", name}}});
   return true;
 }
 

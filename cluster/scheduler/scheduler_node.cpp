@@ -360,6 +360,7 @@ void on_goodbye(scheduler_actor self, const channel_actor& channel, const shutdo
   if (m->leaving) // its leave was granted: it goes as planned, and its computes move
     return on_member_lost(self, *m, left_text(*m));
   m->gone = true;
+  forget_join(st, *m);
   record_member_event(st, "stopped", *m,
                       {{{"lost_node", end.lost_node}}, {{"reason", end.reason}}});
   if (m->spare && m->node < 0) {
@@ -379,6 +380,7 @@ void on_goodbye(scheduler_actor self, const channel_actor& channel, const shutdo
 
 void on_member_lost(scheduler_actor self, member_entry& m, const std::string& what) {
   m.gone = true;
+  forget_join(self->state, m);
   record_member_event(self->state, m.leaving ? "left" : "lost", m, {{}, {{"reason", what}}});
   if (m.spare && m.node < 0) { // it held nothing
     log_node_line(*self->state.options,

@@ -73,7 +73,9 @@ struct member_entry {
   /// A worker allowed to leave (drain: its leave granted): once it has gone, its computes are
   /// adopted as a lost worker's are, and nothing of it counts as a loss.
   bool leaving = false;
-  std::string leave_reason;        // what asked it to leave ("SIGTERM")
+  std::string leave_reason; // what asked it to leave ("SIGTERM")
+  /// A node it adopted and gives to a worker that joined in training, once that one serves it.
+  int ceding = -1;
   std::vector<int> promoted_nodes; // lost server nodes whose shards it serves (shard_backups = 1)
   int promoting = -1;              // the lost server node it was told to promote, not ready yet
   std::string name() const {
@@ -120,7 +122,9 @@ struct scheduler_state {
   std::vector<member_entry> members;
   /// The relays the coordinator drives remote computes through, by plan actor (adopt only).
   std::map<std::size_t, compute_relay_actor> relays;
-  std::chrono::steady_clock::time_point lost_at; // when the last adopted loss was seen
+  std::chrono::steady_clock::time_point lost_at; // when the last move began (loss, leave, join)
+  std::string move_cause = "the loss was seen";  // what began it, for the line that ends it
+  std::vector<int> joins_at_gate; // nodes a joiner is ready to serve, moved at the next gate
   /// The relays the session reaches remote shards through, by plan actor (shard_backups = 1).
   std::map<std::size_t, push_relay_actor> shard_relays;
   std::chrono::steady_clock::time_point server_lost_at; // when the last promoted loss was seen
@@ -204,12 +208,29 @@ std::string unadoptable(const placement_plan& plan, const std::vector<int>& node
 std::string compute_names(const placement_plan& plan, const std::vector<int>& nodes);
 std::string node_names(const placement_plan& plan, const std::vector<int>& nodes);
 
-// Workers that leave on purpose (scheduler_drain.cpp).
+// Workers that leave on purpose (scheduler_moves.cpp).
 /// Worker `m` asks to leave (`leave`): granted when its computes can be adopted once it has
 /// gone (then it is marked leaving), else refused saying why; it hears which in a release.
 void on_leave(scheduler_actor self, member_entry& m, const leave_message& leave);
 /// "worker 1 (pid 42 from 10.0.0.3) left at 12:00:01.250 UTC (drained: SIGTERM)".
 std::string left_text(const member_entry& m);
+/// A worker that joined in training (`joiner`, listed as a spare) takes a node that another
+/// worker adopted, from the one running the most computes: it is assigned that node (its
+/// computes recompute the step in flight) and, once it serves them, the other is told to cede
+/// them. Nothing when no worker runs an adopted node or a move is under way: it stays a spare.
+void take_for_joiner(scheduler_actor self, member_entry& joiner);
+/// At the gate after an epoch's training (no phase in flight): the nodes that joiners are
+/// ready to serve move to them (their relays re-pointed) and the workers that ran them are
+/// told to cede them.
+void complete_joins(scheduler_actor self, std::int64_t epoch);
+/// Of `nodes` (a lost worker's), those a joiner is ready to serve move to it now and leave the
+/// list; true if any did.
+bool hand_to_joiners(scheduler_actor self, std::vector<int>& nodes);
+/// A joiner lost before its node moved to it: the node stays where it runs (the worker told to
+/// cede it keeps it), and the joiner held nothing.
+void forget_join(scheduler_state& st, member_entry& joiner);
+/// Re-points the relays of `node`'s computes at member `m`.
+void repoint_computes(scheduler_actor self, const member_entry& m, int node);
 
 // Shards with a backup (scheduler_promotion.cpp).
 /// Server `m` was lost (`what` says so): with shard_backups = 1 during training, tells the server

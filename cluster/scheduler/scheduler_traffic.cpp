@@ -46,7 +46,8 @@ caf::result<bool> on_epoch_done(scheduler_actor self, std::int64_t epoch, deadli
   if (st.phase.is<scheduler_phases::ending>() || st.phase.is<scheduler_phases::failing>())
     return run_is_ending(self);
   if (!st.phase.is<scheduler_phases::training>() || live_members(st) == 0)
-    return true; // nobody to ask
+    return true;               // nobody to ask
+  complete_joins(self, epoch); // no phase is in flight here
   auto promise = self->make_response_promise<bool>();
   st.gathering = traffic_gathering{epoch, ++st.gatherings, {}, {}, promise, {}};
   for (auto& m : st.members)

@@ -67,6 +67,7 @@ struct Frame {
     promote @22 :Promote;
     leave @23 :Leave;
     release @24 :Release;
+    cede @25 :Cede;
   }
 }
 
@@ -346,4 +347,10 @@ struct Leave {
 struct Release {
   granted @0 :Bool;
   reason @1 :Text;  # refused: why
+}
+
+# The scheduler tells a worker to stop running the computes of worker node `node`, which it
+# adopted: another worker (one that joined in training) serves them now.
+struct Cede {
+  node @0 :UInt32;  # index into the plan's nodes: a worker node the receiver adopted
 }

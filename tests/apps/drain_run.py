@@ -4,7 +4,7 @@ another worker, leaves with exit status 0, and the run ends with the weights of 
 nothing; or, where its computes cannot move, the scheduler refuses and the worker trains on to
 the end (docs/operations.md, "A worker that leaves").
 
-usage: drain_run.py TROUPE CONFIG SERVERS WORKERS EPOCH granted|refused [troupe flags...]
+usage: drain_run.py TROUPE CONFIG SERVERS WORKERS EPOCH granted|refused|rejoin [troupe flags...]
 
 Runs `troupe launch -n WORKERS -s SERVERS --config CONFIG [flags]` (granted: with
 `--on-worker-loss adopt`; refused: with `--on-worker-loss stop`), waits until the scheduler logs
@@ -17,6 +17,11 @@ from the scheduler's `worker R (pid P ...)` line). It must exit 0 with the final
             file records its end as finished with code 0;
   refused   the scheduler refuses naming why; the worker says it is not drained and trains on;
             nothing is adopted.
+  rejoin    every node started by hand (`troupe node`, on_worker_loss = adopt); once the last
+            worker has drained (exit 0) and its computes run on worker 0, a new worker process
+            joins: the scheduler hands it the drained worker's node, taken from worker 0, which
+            cedes it at the end of an epoch's training; every node exits 0 with the weights of
+            one process.
 Every wait has a deadline, moments come from log lines (no sleeps ordering events), and the
 launch's process group is killed at the end whatever happens, so no process is left behind.
 """
@@ -28,8 +33,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_run import (MidEpochKill, kill_group, require_in_log, require_one_process_weights,  # noqa: E402
-                         start_launch, watch_launch, work_folder)  # (shared)
+from cluster_run import (Cluster, MidEpochKill, final_weights, in_process_weights, kill_group,  # noqa: E402
+                         read_port, require_in_log, require_one_process_weights, start_launch,
+                         watch_launch, work_folder)  # (shared)
 
 BOUND_S = 300
 
@@ -45,11 +51,65 @@ def end_record(events_dir, node):
     return ends[0]
 
 
+def rejoin(troupe, config, servers, workers, epoch, rest, workdir):
+    cluster = Cluster(troupe, workdir)
+    try:
+        flags = ["--on-worker-loss", "adopt"] + rest
+        # Each node asks for its rank: join order must not decide which process is worker 1.
+        common = ["--config", config, "--server-nodes", servers, "--worker-nodes", workers] + flags
+        port_file = os.path.join(workdir, "scheduler.port")
+        cluster.start("scheduler", ["--role", "scheduler", "--scheduler", "127.0.0.1:0", "--port-file", port_file]
+                      + common)
+        port = read_port(cluster, port_file)
+        for s in range(int(servers)):
+            cluster.start(f"server{s}", ["--role", "server", "--scheduler", f"127.0.0.1:{port}", "--rank", str(s)]
+                          + common)
+        for w in range(int(workers)):
+            cluster.start(f"worker{w}", ["--role", "worker", "--scheduler", f"127.0.0.1:{port}", "--rank", str(w)]
+                          + common)
+        rank = int(workers) - 1
+        victim = f"worker{rank}"
+        cluster.wait_for_text("scheduler", "out", rf"Epoch\[{epoch}\] Batch")
+        os.kill(cluster.procs[victim].pid, signal.SIGTERM)
+        cluster.wait_for_text(victim, "err", rf"worker_{rank}: drained at ")
+        if cluster.procs[victim].wait(timeout=BOUND_S) != 0:
+            cluster.fail(f"the drained {victim} exited {cluster.procs[victim].returncode}, not 0")
+        cluster.wait_for_text("scheduler", "err", rf"serves the computes of worker_{rank} \([0-9.]+ s after it left\)")
+        cluster.start("joiner", ["--role", "worker", "--scheduler", f"127.0.0.1:{port}"] + common)
+        cluster.wait_for_text("scheduler", "err", rf"spare worker \d+ \(pid \d+ [^)]*\) takes compute_\d+(, compute_\d+)* of worker_{rank} from worker 0")
+        codes = cluster.wait_all()
+        bad = {n: c for n, c in codes.items() if c != 0}
+        if bad:
+            cluster.fail(f"exit statuses {bad}, expected 0")
+        log = cluster.text("scheduler", "err")
+        for pattern in [rf"is ready to serve the computes of worker_{rank} \([0-9.]+ s after it joined\); they move at the end",
+                        rf"compute_\d+(, compute_\d+)* of worker_{rank} moved from worker 0 \(pid \d+ [^)]*\) to spare worker \d+ "
+                        rf"\(pid \d+ [^)]*\) at the end of epoch \d+'s training"]:
+            if not re.search(pattern, log):
+                cluster.fail(f"no /{pattern}/ in the scheduler's log")
+        if not re.search(rf"worker_0: ceded worker_{rank} \(compute_\d+(, compute_\d+)*\) at ",
+                         cluster.text("worker0", "err")):
+            cluster.fail("worker 0 does not say it ceded the node")
+        got = final_weights(cluster.text("scheduler", "out"))
+        expected = in_process_weights(troupe, config, rest, workdir)
+        if got != expected:
+            cluster.fail(f"the run with a drain and a join ended with {got}, one process with {expected}")
+        for line in log.splitlines():
+            if re.search(r"leave|left|takes compute|ready to serve|moved from|serves the computes", line):
+                print(line)
+        print(f"ok: worker {rank} drained in epoch {epoch}, a new worker took its node back from worker 0; "
+              f"every node exit 0; {got} as in one process")
+    finally:
+        cluster.kill_all()
+
+
 def main(workdir):
     troupe, config, servers, workers, epoch, outcome = sys.argv[1:7]
     rest = sys.argv[7:]
+    if outcome == "rejoin":
+        return rejoin(troupe, config, servers, workers, epoch, rest, workdir)
     if outcome not in ("granted", "refused"):
-        raise SystemExit(f"usage: drain_run.py TROUPE CONFIG SERVERS WORKERS EPOCH granted|refused: not {outcome}")
+        raise SystemExit(f"usage: drain_run.py TROUPE CONFIG SERVERS WORKERS EPOCH granted|refused|rejoin: not {outcome}")
     events = os.path.join(workdir, "events")
     policy = "adopt" if outcome == "granted" else "stop"
     command = [troupe, "launch", "-n", workers, "-s", servers, "--events", events, "--config", config,

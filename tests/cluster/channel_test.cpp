@@ -622,6 +622,9 @@ member_inbox::behavior_type member_side(member_inbox::pointer self, caf::actor o
     [=](release_atom, channel_actor channel, release_message& m) {
       caf::anon_send(observer, release_atom::value, channel, m);
     },
+    [=](cede_atom, channel_actor channel, cede_message& m) {
+      caf::anon_send(observer, cede_atom::value, channel, m);
+    },
     [=](goodbye_atom, channel_actor channel, shutdown_message& m) {
       caf::anon_send(observer, goodbye_atom::value, channel, m);
     },
@@ -902,6 +905,7 @@ recording_node::behavior_type recording_member(recording_node::pointer self, caf
     [=](adopt_atom, channel_actor, adopt_message&) {},
     [=](promote_atom, channel_actor, promote_message&) {},
     [=](release_atom, channel_actor, release_message&) {},
+    [=](cede_atom, channel_actor, cede_message&) {},
     [=](goodbye_atom, channel_actor, shutdown_message&) {},
     [=](channel_up_atom, channel_actor, std::string&) {},
     [=](channel_lost_atom, channel_actor, caf::error& why) {
@@ -962,6 +966,7 @@ member_inbox::behavior_type counting_member(member_inbox::pointer,
     [=](adopt_atom, channel_actor, adopt_message&) {},
     [=](promote_atom, channel_actor, promote_message&) {},
     [=](release_atom, channel_actor, release_message&) {},
+    [=](cede_atom, channel_actor, cede_message&) {},
     [=](goodbye_atom, channel_actor, shutdown_message&) { ++*told; },
     [=](channel_up_atom, channel_actor, std::string&) {},
     [=](channel_lost_atom, channel_actor, caf::error&) { ++*told; },

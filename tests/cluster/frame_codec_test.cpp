@@ -153,6 +153,7 @@ TEST_CASE("weights, pull, hello, proof, failure, heartbeat and shutdown round-tr
     decoded_as<release_message>(frame_of(release_message{false, "no other worker is left"}));
   CHECK_FALSE(refused.granted);
   CHECK(refused.reason == "no other worker is left");
+  CHECK(decoded_as<cede_message>(frame_of(cede_message{3})).node == 3);
 
   // Shards with a backup: a primary's push passed to its backup reads back as the push it was
   // (its keys and values checked against the shard's table as a push's are), the backup's

@@ -114,6 +114,7 @@ std::vector<std::pair<std::string, wire_message>> seeds() {
     {"leave", leave_message{"SIGTERM"}},
     {"release_granted", release_message{true, ""}},
     {"release_refused", release_message{false, "no other worker is left to take its computes"}},
+    {"cede", cede_message{2}},
     {"pull_rewind", pull_message{8, 1, 30000, true, 5}},
     {"traffic", traffic},
     {"checkpoint_save",

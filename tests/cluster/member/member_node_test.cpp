@@ -82,6 +82,19 @@ CAF_TEST(member_asked_to_leave_before_it_runs_ends_naming_why) {
   CAF_CHECK(!result->ok);
 }
 
+// A cede of a node it did not adopt (or from another channel) changes nothing.
+CAF_TEST(member_ignores_a_cede_of_a_node_it_did_not_adopt) {
+  sent_list other_sent;
+  auto other = channel(other_sent);
+  caf::anon_send(node, cede_atom::value, other, cede_message{2});
+  settle();
+  CAF_CHECK(logged("ignored a cede from a channel other than the scheduler's"));
+  caf::anon_send(node, cede_atom::value, scheduler, cede_message{2});
+  settle();
+  CAF_CHECK(logged("ignored a cede of plan node 2, which it did not adopt"));
+  CAF_CHECK(!result->answered);
+}
+
 // A promote from another channel is ignored; one from the scheduler before the node runs (or in
 // a run without shard backups) is refused, and the node ends naming why.
 CAF_TEST(member_refuses_a_promote_before_it_runs) {

@@ -35,6 +35,9 @@
 //                                                      a worker sends their pushes there
 //     (release_atom, channel, release_message)           the answer to its leave: granted
 //                                                      (it ends, exit 0) or refused (why)
+//     (cede_atom, channel, cede_message)                 stop running the computes of worker
+//                                                      node `node`, which it adopted: a worker
+//                                                      that joined in training serves them now
 //     (goodbye_atom, channel, shutdown_message)           the peer stops, and why
 //     (channel_up_atom, channel, std::string peer)            a channel was admitted (a server's
 //                                                      channels from workers)
@@ -71,6 +74,7 @@ using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
 using promote_atom = caf::atom_constant<caf::atom("promote")>;
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
 using release_atom = caf::atom_constant<caf::atom("release")>;
+using cede_atom = caf::atom_constant<caf::atom("cede")>;
 
 /// What the scheduler's channels tell the scheduler node.
 using scheduler_inbox =
@@ -88,6 +92,7 @@ using member_inbox =
                    caf::reacts_to<adopt_atom, channel_actor, adopt_message>,
                    caf::reacts_to<promote_atom, channel_actor, promote_message>,
                    caf::reacts_to<release_atom, channel_actor, release_message>,
+                   caf::reacts_to<cede_atom, channel_actor, cede_message>,
                    caf::reacts_to<goodbye_atom, channel_actor, shutdown_message>,
                    caf::reacts_to<channel_up_atom, channel_actor, std::string>,
                    caf::reacts_to<channel_lost_atom, channel_actor, caf::error>>;
@@ -106,7 +111,8 @@ using member_control_actor = caf::typed_actor<
   caf::reacts_to<assignment_atom, assignment_message>,
   caf::reacts_to<traffic_query_atom, traffic_query_message>,
   caf::reacts_to<adopt_atom, adopt_message>, caf::reacts_to<promote_atom, promote_message>,
-  caf::reacts_to<release_atom, release_message>, caf::reacts_to<goodbye_atom, shutdown_message>>;
+  caf::reacts_to<release_atom, release_message>, caf::reacts_to<cede_atom, cede_message>,
+  caf::reacts_to<goodbye_atom, shutdown_message>>;
 
 } // namespace troupe
 
@@ -120,3 +126,4 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::adopt_message)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::promote_message)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::leave_message)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::release_message)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::cede_message)

@@ -71,6 +71,11 @@ public:
       return {};
     return std::get<static_cast<std::size_t>(I)>(it->second);
   }
+  /// Stops serving (I, index) (a node that gave those actors up: a worker ceding computes).
+  template <remote_interface I> void erase(std::uint32_t index) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    targets_.erase({I, index});
+  }
   /// The proxy through which this node's computes report their batches (a worker's metrics
   /// sink proxy): the compute driver's skeleton flushes it before it writes a compute's
   /// answer, so a phase's batch reports leave before its end. Null: none.

@@ -269,6 +269,12 @@ struct release_message {
   std::string reason; ///< refused: why; at most failure_message::max_text_bytes
 };
 
+/// The scheduler tells a worker to stop running the computes of worker node `node`, which it
+/// had adopted: a worker that joined in training serves them now.
+struct cede_message {
+  std::uint32_t node = 0;
+};
+
 enum class checkpoint_kind : std::uint8_t { save, restore };
 
 /// The scheduler's checkpoint actor to a member's part of a cluster checkpoint: save the
@@ -299,12 +305,12 @@ using wire_message =
                assignment_message, ready_message, control_message, report_message,
                batch_report_message, traffic_query_message, traffic_message, checkpoint_message,
                checkpoint_done_message, adopt_message, replicate_message, replicated_message,
-               promote_message, leave_message, release_message>;
+               promote_message, leave_message, release_message, cede_message>;
 
 /// "hello", "proof", "push", "pull", "weights", "failure", "heartbeat", "shutdown", "join",
 /// "assignment", "ready", "control", "report", "batch report", "traffic query", "traffic",
 /// "checkpoint", "checkpoint done", "adopt", "replicate", "replicated", "promote", "leave",
-/// "release": the kind of a message, for logs and traffic counters.
+/// "release", "cede": the kind of a message, for logs and traffic counters.
 const char* kind_name(const wire_message& message);
 /// The same by variant index ("unknown" past the last kind).
 const char* kind_name(std::size_t index);

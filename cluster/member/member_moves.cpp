@@ -1,4 +1,4 @@
-// A worker that leaves the run on purpose (drain; scheduler_drain.cpp has the scheduler's
+// A worker that leaves the run on purpose (drain; scheduler_moves.cpp has the scheduler's
 // side). Its host asks it to leave (SIGTERM: worker_leave, cluster_node.hpp); it asks the
 // scheduler, which lets it go when its computes can move to other workers, and refuses
 // otherwise (it trains on, and its host may still end it the hard way).
@@ -8,6 +8,9 @@
 // coordinator's relays hold until the adopted computes are served, and ask there again. Only
 // once that channel has ended does it shut its part down (an actor shut down earlier would
 // answer those phases with an error of its own) and close its channels to the servers.
+#include <algorithm>
+#include <iterator>
+
 #include <caf/all.hpp>
 
 #include "cluster/member/member_state.hpp"
@@ -82,6 +85,32 @@ void leave_run(member_actor self) {
   for (const auto& channel : servers)
     if (channel)
       caf::anon_send_exit(channel, caf::exit_reason::user_shutdown);
+}
+
+void on_cede(member_actor self, const cede_message& c) {
+  auto& st = self->state;
+  const auto at =
+    std::find(st.adopted_nodes.begin(), st.adopted_nodes.end(), static_cast<int>(c.node));
+  if (at == st.adopted_nodes.end() || c.node >= st.plan.nodes.size()) {
+    log_node_line(*st.options, st.label + ": ignored a cede of plan node " + std::to_string(c.node)
+                                 + ", which it did not adopt");
+    return;
+  }
+  auto part = std::next(st.adopted.begin(), std::distance(st.adopted_nodes.begin(), at));
+  // Not served first: a phase asked of these computes then fails as a lost one's (the
+  // skeleton sees the compute gone and no longer served here) and is asked again elsewhere.
+  std::string computes;
+  for (const auto& [rank, compute] : part->computes) {
+    st.serving->erase<remote_interface::compute_driver>(static_cast<std::uint32_t>(rank));
+    computes += (computes.empty() ? "compute_" : ", compute_") + std::to_string(rank);
+  }
+  part->shut_down(); // its actors' downs then match no part: nothing of this node fails
+  st.adopted.erase(part);
+  st.adopted_nodes.erase(at);
+  const auto& name = st.plan.nodes[c.node].name;
+  log_node_line(*st.options, st.label + ": ceded " + name + " (" + computes + ") at "
+                               + clock_time_now() + ": another worker serves them now");
+  record_event(st.options->events, "ceded", {{{"node", c.node}}, {{"ceded", name}}});
 }
 
 } // namespace troupe

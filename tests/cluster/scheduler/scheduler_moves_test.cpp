@@ -1,6 +1,7 @@
-// The scheduler node and a worker that asks to leave (drain), message by message
-// (scheduler_fixture.hpp): granted, the worker is let go and its computes are adopted once it
-// has gone, the phase its relay held asked again there; refused, with why, and the run goes on.
+// The scheduler node and workers that leave or join on purpose, message by message
+// (scheduler_fixture.hpp): a leave granted (the worker is let go and its computes are adopted
+// once it has gone, the phase its relay held asked again there) or refused, with why, the run
+// going on; a worker joining in training that takes an adopted node back at the next gate.
 //
 // Built on CAF's own test framework (its test coordinator needs it); ctest runs each case
 // alone (tests/cluster/CMakeLists.txt).
@@ -122,6 +123,77 @@ CAF_TEST(leave_before_training_is_refused) {
   CAF_REQUIRE(r != nullptr);
   CAF_CHECK(!r->granted);
   CAF_CHECK(contains(r->reason, "the run is not training"));
+}
+
+// A worker that joins in training takes back the node another worker adopted: it is assigned
+// that node (adopt), and once it is ready the node moves at the next gate between epochs (no
+// phase in flight there): its relays point at the joiner and the worker that ran it is told to
+// cede it. The phases after the gate are asked of the joiner.
+CAF_TEST(joiner_takes_an_adopted_node_back_at_the_next_gate) {
+  start(1, 3, false, true);
+  sent_list server_sent, joiner_sent;
+  std::vector<sent_list> ws(3);
+  auto server = channel(server_sent);
+  std::vector<channel_actor> workers{holding(ws[0]), holding(ws[1]), holding(ws[2])};
+  to_training(server, server_sent, workers, ws);
+  const int moved = plan_node(node_kind::worker, 2);
+  const auto compute = first_actor(plan_role::compute, moved);
+  leave(workers[2]);
+  killed(workers[2]);
+  CAF_REQUIRE_EQUAL(count_of<adopt_message>(ws[0]), 1);
+  ready(workers[0], static_cast<std::uint32_t>(moved));
+  auto joiner = holding(joiner_sent);
+  join(joiner, node_kind::worker, -1, 300);
+  CAF_CHECK(logged("spare worker 2 (pid 300 on 10.0.0.1) takes compute_2 of worker_2 from worker 0 "
+                   "(pid 200 on 10.0.0.1) (the worker running the most computes, 2)"));
+  CAF_REQUIRE_EQUAL(count_of<assignment_message>(joiner_sent), 1);
+  const auto* a = last_of<assignment_message>(joiner_sent);
+  CAF_CHECK(a->adopt);
+  CAF_CHECK_EQUAL(a->node, static_cast<std::uint32_t>(moved));
+  ready(joiner, static_cast<std::uint32_t>(moved));
+  CAF_CHECK(logged("is ready to serve the computes of worker_2"));
+  CAF_CHECK(logged("they move at the end of this epoch's training"));
+  CAF_CHECK_EQUAL(count_of<cede_message>(ws[0]), 0); // not while a phase may be in flight
+  // A phase asked now is still worker 0's.
+  auto before = std::make_shared<phase_answer>();
+  spawned.push_back(sys.spawn(ask_train, sinks.node.remote.compute(compute), 0, before));
+  settle();
+  CAF_CHECK(before->answered);
+  CAF_CHECK_EQUAL(count_of<control_message>(joiner_sent), 0);
+  auto gate = epoch_done(0);
+  CAF_REQUIRE_EQUAL(count_of<cede_message>(ws[0]), 1);
+  CAF_CHECK_EQUAL(last_of<cede_message>(ws[0])->node, static_cast<std::uint32_t>(moved));
+  CAF_CHECK(logged("compute_2 of worker_2 moved from worker 0 (pid 200 on 10.0.0.1) to spare "
+                   "worker 2 (pid 300 on 10.0.0.1) at the end of epoch 0's training"));
+  // The next phase goes to the joiner.
+  auto after = std::make_shared<phase_answer>();
+  spawned.push_back(sys.spawn(ask_train, sinks.node.remote.compute(compute), 1, after));
+  settle();
+  CAF_CHECK_EQUAL(count_of<control_message>(joiner_sent), 1);
+  CAF_CHECK(after->answered);
+  CAF_CHECK(!result->answered);
+}
+
+// A joiner lost before its node moved: the node stays where it runs, and nothing is adopted.
+CAF_TEST(joiner_lost_before_the_move_leaves_the_node_where_it_runs) {
+  start(1, 2, false, true);
+  auto m = to_training();
+  const int moved = plan_node(node_kind::worker, 1);
+  leave(m.w1);
+  lost(m.w1, "");
+  CAF_REQUIRE_EQUAL(count_of<adopt_message>(m.w0_sent), 1);
+  ready(m.w0, static_cast<std::uint32_t>(moved));
+  sent_list joiner_sent;
+  auto joiner = channel(joiner_sent);
+  join(joiner, node_kind::worker, -1, 300);
+  CAF_REQUIRE_EQUAL(count_of<assignment_message>(joiner_sent), 1);
+  lost(joiner, "the connection closed");
+  CAF_CHECK(logged("was lost before worker_1 moved to it; worker 0 (pid 200 on 10.0.0.1) keeps "
+                   "running it"));
+  CAF_CHECK(!result->answered);
+  CAF_CHECK_EQUAL(count_of<adopt_message>(m.w0_sent), 1); // nothing more
+  epoch_done(0);
+  CAF_CHECK_EQUAL(count_of<cede_message>(m.w0_sent), 0);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -1,0 +1,193 @@
+// Workers that leave a run on purpose (drain): what the scheduler does with a worker's leave.
+//
+// A worker asked to end (its host got SIGTERM: a preempted machine, a node taken out of a
+// Slurm or Kubernetes pool) asks the scheduler to let it go. Its computes then move to the
+// other workers the way a lost worker's do (scheduler_adoption.cpp): the adopter spawns them,
+// each recomputes the step in flight from the weights before it, and the aggregators take a
+// rank's contribution to a step once. So the leave is granted exactly when the loss of this
+// worker would be adopted (on_worker_loss = adopt, training, only loaders and computes on its
+// nodes, no adoption under way, another worker or a spare to take them); then the worker ends,
+// exit 0, and its end is adopted without counting as a fault. Otherwise the leave is refused
+// with why and the worker trains on: a drain never ends the run.
+//
+// A worker that joins a run in training is listed as a spare; where another worker runs a node
+// it adopted (after a loss or a leave), the joiner takes that node back from the one running the
+// most computes: it is assigned the node as a spare taking a lost worker's place is, its computes
+// recompute the step in flight, and once it serves them the other worker is told to cede them.
+// The phases the coordinator asked there are held by the relays and asked again at the joiner.
+//
+// The move starts once the worker has gone, not before: its computes are in the middle of an
+// epoch's phase, which the coordinator asked of them through relays; that phase stalls when the
+// worker's channel ends and is asked again of the adopted computes.
+#include <algorithm>
+#include <chrono>
+
+#include <caf/all.hpp>
+
+#include "cluster/scheduler/scheduler_state.hpp"
+
+namespace troupe {
+
+namespace {
+
+// Why worker `m` may not leave now ("" if it may).
+std::string drain_refusal(const scheduler_state& st, const member_entry& m) {
+  if (m.role != node_kind::worker)
+    return "only a worker leaves a run (a server's shards have no other home but a backup)";
+  if (!st.phase.is<scheduler_phases::training>())
+    return "the run is not training (a worker leaves during training only)";
+  if (m.leaving)
+    return "it is leaving already";
+  if (m.spare && m.node < 0)
+    return ""; // it holds nothing
+  if (!st.job.nodes.adopt_on_worker_loss)
+    return std::string("its computes move to other workers only under on_worker_loss = adopt, ")
+           + "and this run's is " + (st.job.nodes.continue_on_worker_loss ? "continue" : "stop");
+  for (const auto& other : st.members)
+    if (!other.adopting.empty())
+      return other.name() + " is adopting " + node_names(st.plan, other.adopting)
+             + "; one move at a time";
+  if (auto why = unadoptable(st.plan, nodes_run_by(m)); !why.empty())
+    return why;
+  for (const auto& other : st.members)
+    if (&other != &m && other.role == node_kind::worker && !other.gone && !other.leaving
+        && (other.ready || (other.spare && other.node < 0)))
+      return "";
+  return "no other worker is left to take its computes";
+}
+
+} // namespace
+
+void on_leave(scheduler_actor self, member_entry& m, const leave_message& leave) {
+  auto& st = self->state;
+  const auto asked = "scheduler: " + m.name() + " asks to leave (" + leave.reason + ")";
+  if (auto why = drain_refusal(st, m); !why.empty()) {
+    log_node_line(*st.options, asked + "; refused: " + why + "; it trains on");
+    record_member_event(st, "leave refused", m, {{}, {{"reason", why}}});
+    caf::anon_send(m.to, release_atom::value, release_message{false, why});
+    return;
+  }
+  m.leaving = true;
+  m.leave_reason = leave.reason;
+  const auto computes = m.node < 0 ? std::string() : compute_names(st.plan, nodes_run_by(m));
+  log_node_line(*st.options,
+                asked + "; granted: "
+                  + (computes.empty() ? std::string("it holds nothing")
+                                      : computes + " move to another worker once it has gone"));
+  record_member_event(st, "leave granted", m, {{}, {{"reason", leave.reason}}});
+  caf::anon_send(m.to, release_atom::value, release_message{true, ""});
+}
+
+std::string left_text(const member_entry& m) {
+  return m.name() + " left at " + clock_time_now() + " (drained: " + m.leave_reason + ")";
+}
+
+void take_for_joiner(scheduler_actor self, member_entry& joiner) {
+  auto& st = self->state;
+  if (!st.job.nodes.adopt_on_worker_loss)
+    return;
+  for (const auto& other : st.members)
+    if (!other.adopting.empty() || other.ceding >= 0)
+      return; // one move at a time: it stays a spare
+  member_entry* busiest = nullptr;
+  for (auto& other : st.members)
+    if (other.role == node_kind::worker && !other.gone && other.ready && !other.leaving
+        && !other.adopted_nodes.empty()
+        && (!busiest || computes_run_by(st, other) > computes_run_by(st, *busiest)))
+      busiest = &other;
+  if (!busiest)
+    return; // every worker node has a process of its own
+  const int node = busiest->adopted_nodes.back();
+  const auto load = computes_run_by(st, *busiest);
+  joiner.node = node;
+  joiner.rank = st.plan.nodes.at(static_cast<std::size_t>(node)).rank;
+  joiner.adopting = {node};
+  busiest->ceding = node;
+  st.lost_at = std::chrono::steady_clock::now();
+  st.move_cause = "it joined";
+  log_node_line(*st.options, "scheduler: " + joiner.name() + " takes "
+                               + compute_names(st.plan, {node}) + " of "
+                               + node_names(st.plan, {node}) + " from " + busiest->name()
+                               + " (the worker running the most computes, " + std::to_string(load)
+                               + "); they recompute the step in flight there");
+  record_member_event(
+    st, "move", joiner,
+    {{{"node", node}}, {{"from", busiest->name()}, {"moved", node_names(st.plan, {node})}}});
+  auto a = assignment_for(st, joiner, server_endpoints(st));
+  a.adopt = true;
+  caf::anon_send(joiner.to, assignment_atom::value, std::move(a));
+}
+
+void complete_joins(scheduler_actor self, std::int64_t epoch) {
+  auto& st = self->state;
+  auto nodes = std::move(st.joins_at_gate);
+  st.joins_at_gate.clear();
+  for (auto node : nodes) {
+    auto taker = std::find_if(st.members.begin(), st.members.end(), [&](const member_entry& m) {
+      return m.node == node && !m.gone && m.ready;
+    });
+    auto giver = std::find_if(st.members.begin(), st.members.end(),
+                              [&](const member_entry& m) { return m.ceding == node; });
+    if (giver == st.members.end())
+      continue; // lost meanwhile: its loss moved the node already
+    giver->ceding = -1;
+    if (taker == st.members.end())
+      continue; // the joiner was lost meanwhile: the node stays where it runs
+    giver->adopted_nodes.erase(
+      std::remove(giver->adopted_nodes.begin(), giver->adopted_nodes.end(), node),
+      giver->adopted_nodes.end());
+    repoint_computes(self, *taker, node);
+    log_node_line(*st.options, "scheduler: " + compute_names(st.plan, {node}) + " of "
+                                 + node_names(st.plan, {node}) + " moved from " + giver->name()
+                                 + " to " + taker->name() + " at the end of epoch "
+                                 + std::to_string(epoch) + "'s training");
+    record_member_event(st, "moved", *taker,
+                        {{{"node", node}, {"epoch", static_cast<double>(epoch)}},
+                         {{"from", giver->name()}, {"moved", node_names(st.plan, {node})}}});
+    if (!giver->gone)
+      caf::anon_send(giver->to, cede_atom::value, cede_message{static_cast<std::uint32_t>(node)});
+  }
+}
+
+bool hand_to_joiners(scheduler_actor self, std::vector<int>& nodes) {
+  auto& st = self->state;
+  bool any = false;
+  for (auto n = nodes.begin(); n != nodes.end();) {
+    const auto waiting = std::find(st.joins_at_gate.begin(), st.joins_at_gate.end(), *n);
+    auto taker = std::find_if(st.members.begin(), st.members.end(), [&](const member_entry& m) {
+      return m.node == *n && !m.gone && m.ready;
+    });
+    if (waiting == st.joins_at_gate.end() || taker == st.members.end()) {
+      ++n;
+      continue;
+    }
+    st.joins_at_gate.erase(waiting);
+    repoint_computes(self, *taker, *n);
+    log_node_line(*st.options, "scheduler: " + compute_names(st.plan, {*n}) + " of "
+                                 + node_names(st.plan, {*n}) + " moved to " + taker->name()
+                                 + ", which joined to take them, at once");
+    n = nodes.erase(n);
+    any = true;
+  }
+  return any;
+}
+
+void forget_join(scheduler_state& st, member_entry& joiner) {
+  if (!joiner.spare || joiner.node < 0)
+    return;
+  const auto node = joiner.node;
+  auto giver = std::find_if(st.members.begin(), st.members.end(),
+                            [&](const member_entry& m) { return m.ceding == node; });
+  if (giver == st.members.end())
+    return; // its node was a lost worker's: its loss is adopted as that node's
+  giver->ceding = -1;
+  st.joins_at_gate.erase(std::remove(st.joins_at_gate.begin(), st.joins_at_gate.end(), node),
+                         st.joins_at_gate.end());
+  joiner.adopting.clear();
+  joiner.node = -1; // it held nothing: the node stays where it runs
+  log_node_line(*st.options, "scheduler: " + joiner.name() + " was lost before "
+                               + node_names(st.plan, {node}) + " moved to it; " + giver->name()
+                               + " keeps running it");
+}
+
+} // namespace troupe

@@ -41,6 +41,11 @@ void interrupt_watch::start(std::function<std::string()> line, std::function<voi
   const sigset_t set = interrupt_set();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   watcher_ = std::thread([this, set, line = std::move(line), before_exit = std::move(before_exit)] {
+    // Every signal blocked here: another watcher's signal (a worker's SIGTERM) must reach its
+    // own thread, which this one, started before that watcher blocked it, could otherwise take.
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);
     const timespec poll{0, 100'000'000}; // how soon the watcher notices stop_
     while (!stop_) {
       if (sigtimedwait(&set, nullptr, &poll) != SIGINT)

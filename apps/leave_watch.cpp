@@ -30,6 +30,11 @@ leave_watch::leave_watch(std::shared_ptr<worker_leave> leave, std::string comman
   const sigset_t set = terminate_set();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   watcher_ = std::thread([this, set, leave = std::move(leave), command = std::move(command)] {
+    // Every signal blocked here: another watcher's signal (SIGINT) must reach its own thread,
+    // which a thread started before that watcher blocked it could otherwise take.
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);
     const timespec poll{0, 100'000'000}; // how soon the watcher notices stop_
     while (!stop_) {
       if (sigtimedwait(&set, nullptr, &poll) != SIGTERM)

@@ -1,13 +1,18 @@
-// A worker that leaves the run on purpose (drain; scheduler_moves.cpp has the scheduler's
-// side). Its host asks it to leave (SIGTERM: worker_leave, cluster_node.hpp); it asks the
-// scheduler, which lets it go when its computes can move to other workers, and refuses
-// otherwise (it trains on, and its host may still end it the hard way).
+// A worker that leaves the run on purpose (drain), or cedes a node it adopted to a worker that
+// joined (scheduler_moves.cpp has the scheduler's side). Its host asks it to leave (SIGTERM:
+// worker_leave, cluster_node.hpp); it asks the scheduler, which lets it go when its computes can
+// move to other workers, and refuses otherwise (it trains on, and its host may still end it the
+// hard way).
 //
 // Let go, it closes its channel to the scheduler first, while its computes still run: the
 // phases the scheduler's coordinator asked of them then fail as a lost channel's do, which the
 // coordinator's relays hold until the adopted computes are served, and ask there again. Only
 // once that channel has ended does it shut its part down (an actor shut down earlier would
-// answer those phases with an error of its own) and close its channels to the servers.
+// leave those phases unanswered) and close its channels to the servers.
+//
+// A worker that adopted a node may be told to cede it (a worker that joined in training takes
+// it back): at the gate between epochs, with no phase in flight there, it stops serving that
+// node's computes and shuts its loaders and computes down.
 #include <algorithm>
 #include <iterator>
 

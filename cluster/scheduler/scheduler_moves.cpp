@@ -1,4 +1,5 @@
-// Workers that leave a run on purpose (drain): what the scheduler does with a worker's leave.
+// Workers that leave or join a run on purpose: what the scheduler does with a worker's leave
+// (drain) and with a worker joining in training.
 //
 // A worker asked to end (its host got SIGTERM: a preempted machine, a node taken out of a
 // Slurm or Kubernetes pool) asks the scheduler to let it go. Its computes then move to the
@@ -10,15 +11,15 @@
 // exit 0, and its end is adopted without counting as a fault. Otherwise the leave is refused
 // with why and the worker trains on: a drain never ends the run.
 //
-// A worker that joins a run in training is listed as a spare; where another worker runs a node
-// it adopted (after a loss or a leave), the joiner takes that node back from the one running the
-// most computes: it is assigned the node as a spare taking a lost worker's place is, its computes
-// recompute the step in flight, and once it serves them the other worker is told to cede them.
-// The phases the coordinator asked there are held by the relays and asked again at the joiner.
-//
-// The move starts once the worker has gone, not before: its computes are in the middle of an
+// A leave's move starts once the worker has gone, not before: its computes are in the middle of an
 // epoch's phase, which the coordinator asked of them through relays; that phase stalls when the
 // worker's channel ends and is asked again of the adopted computes.
+//
+// A worker that joins a run in training is listed as a spare; where another worker runs a node
+// it adopted (after a loss or a leave), the joiner takes that node back from the one running the
+// most computes: it is assigned the node as a spare taking a lost worker's place is, and once it
+// is ready to serve it the node moves at the next gate between epochs, where no phase is in
+// flight: its relays point at the joiner and the other worker is told to cede it.
 #include <algorithm>
 #include <chrono>
 

@@ -252,7 +252,14 @@ void run_status::event(const std::string& event, const event_fields& fields) {
     n->state = "ready";
   else if (event == "stopped")
     n->state = "stopped";
-  else if (event == "lost" || event == "dropped") {
+  else if (event == "leave granted")
+    n->state = "leaving";
+  else if (event == "left") // drained: its computes move, and nothing was lost
+    n->state = "left";
+  else if (event == "moved") { // a worker that joined took the node back: its own process again
+    n->state = "ready";
+    n->adopted_by.clear();
+  } else if (event == "lost" || event == "dropped") {
     n->state = "lost";
     ++s_.nodes_lost;
   }
@@ -261,7 +268,7 @@ void run_status::event(const std::string& event, const event_fields& fields) {
       if (other.name == text_field(fields, "lost"))
         other.adopted_by = member;
   if (event == "lost" || event == "dropped" || event == "adoption" || event == "adopted"
-      || event == "promoted" || event == "rejoined")
+      || event == "promoted" || event == "rejoined" || event == "left" || event == "moved")
     s_.faults.push_back(
       {unix_now(), s_.epoch, event, member + " " + event + (reason.empty() ? "" : ": " + reason)});
 }

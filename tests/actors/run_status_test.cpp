@@ -145,6 +145,31 @@ TEST_CASE("run_status: member records tell each node's life and its faults") {
   CHECK(s.faults[1].kind == "adopted");
 }
 
+TEST_CASE("run_status: a drained worker left, its node adopted, then taken back by a joiner") {
+  run_status status{{}, 2};
+  status.set_plan(cluster_plan());
+  status.event("ready", member("worker_0"));
+  status.event("ready", member("worker_1"));
+  status.event("leave granted", member("worker_1", "SIGTERM"));
+  CHECK(status.snapshot().nodes[3].state == "leaving");
+  status.event("left", member("worker_1", "drained: SIGTERM"));
+  event_fields adopted = member("worker_0");
+  adopted.strings.emplace_back("lost", "worker_1");
+  status.event("adopted", adopted);
+  auto s = status.snapshot();
+  CHECK(s.nodes[3].state == "left");
+  CHECK(s.nodes[3].adopted_by == "worker_0");
+  CHECK(s.nodes_lost == 0); // a leave is no loss
+  status.event("moved", member("worker_1"));
+  s = status.snapshot();
+  CHECK(s.nodes[3].state == "ready");
+  CHECK(s.nodes[3].adopted_by.empty());
+  REQUIRE(s.faults.size() == 3);
+  CHECK(s.faults[0].kind == "left");
+  CHECK(s.faults[1].kind == "adopted");
+  CHECK(s.faults[2].kind == "moved");
+}
+
 TEST_CASE("run_status: traffic and waits of an epoch's annotations reach their nodes") {
   run_status status{{}, 2};
   status.set_plan(cluster_plan());

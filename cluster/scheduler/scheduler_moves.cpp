@@ -113,7 +113,7 @@ void take_for_joiner(scheduler_actor self, member_entry& joiner) {
                                + "); they recompute the step in flight there");
   record_member_event(
     st, "move", joiner,
-    {{{"node", node}}, {{"from", busiest->name()}, {"moved", node_names(st.plan, {node})}}});
+    {{{"moved_node", node}}, {{"from", busiest->name()}, {"moved", node_names(st.plan, {node})}}});
   auto a = assignment_for(st, joiner, server_endpoints(st));
   a.adopt = true;
   caf::anon_send(joiner.to, assignment_atom::value, std::move(a));
@@ -143,7 +143,7 @@ void complete_joins(scheduler_actor self, std::int64_t epoch) {
                                  + " to " + taker->name() + " at the end of epoch "
                                  + std::to_string(epoch) + "'s training");
     record_member_event(st, "moved", *taker,
-                        {{{"node", node}, {"epoch", static_cast<double>(epoch)}},
+                        {{{"moved_node", node}, {"epoch", static_cast<double>(epoch)}},
                          {{"from", giver->name()}, {"moved", node_names(st.plan, {node})}}});
     if (!giver->gone)
       caf::anon_send(giver->to, cede_atom::value, cede_message{static_cast<std::uint32_t>(node)});

@@ -8,18 +8,9 @@
 #include <iostream>
 #include <pthread.h>
 
+#include "apps/signal_sets.hpp"
+
 namespace troupe {
-
-namespace {
-
-sigset_t interrupt_set() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  return set;
-}
-
-} // namespace
 
 interrupt_watch::interrupt_watch(std::shared_ptr<run_position> position, std::string command,
                                  std::function<void()> before_exit)
@@ -38,14 +29,10 @@ interrupt_watch::interrupt_watch(std::function<std::string()> where, std::string
 }
 
 void interrupt_watch::start(std::function<std::string()> line, std::function<void()> before_exit) {
-  const sigset_t set = interrupt_set();
+  const sigset_t set = signal_set(SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   watcher_ = std::thread([this, set, line = std::move(line), before_exit = std::move(before_exit)] {
-    // Every signal blocked here: another watcher's signal (a worker's SIGTERM) must reach its
-    // own thread, which this one, started before that watcher blocked it, could otherwise take.
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    block_every_signal();
     const timespec poll{0, 100'000'000}; // how soon the watcher notices stop_
     while (!stop_) {
       if (sigtimedwait(&set, nullptr, &poll) != SIGINT)
@@ -68,7 +55,7 @@ void interrupt_watch::end_process() {
 interrupt_watch::~interrupt_watch() {
   stop_ = true;
   watcher_.join();
-  const sigset_t set = interrupt_set();
+  const sigset_t set = signal_set(SIGINT);
   pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
 }
 

@@ -7,16 +7,11 @@
 #include <iostream>
 #include <pthread.h>
 
+#include "apps/signal_sets.hpp"
+
 namespace troupe {
 
 namespace {
-
-sigset_t terminate_set() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  return set;
-}
 
 [[noreturn]] void end_now(const std::string& command, const std::string& why) {
   std::cout.flush();
@@ -27,14 +22,10 @@ sigset_t terminate_set() {
 } // namespace
 
 leave_watch::leave_watch(std::shared_ptr<worker_leave> leave, std::string command) {
-  const sigset_t set = terminate_set();
+  const sigset_t set = signal_set(SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   watcher_ = std::thread([this, set, leave = std::move(leave), command = std::move(command)] {
-    // Every signal blocked here: another watcher's signal (SIGINT) must reach its own thread,
-    // which a thread started before that watcher blocked it could otherwise take.
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    block_every_signal();
     const timespec poll{0, 100'000'000}; // how soon the watcher notices stop_
     while (!stop_) {
       if (sigtimedwait(&set, nullptr, &poll) != SIGTERM)
@@ -51,7 +42,7 @@ leave_watch::leave_watch(std::shared_ptr<worker_leave> leave, std::string comman
 leave_watch::~leave_watch() {
   stop_ = true;
   watcher_.join();
-  const sigset_t set = terminate_set();
+  const sigset_t set = signal_set(SIGTERM);
   pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
 }
 

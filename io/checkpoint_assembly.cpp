@@ -161,11 +161,9 @@ private:
       fail(file, "key " + name + " (" + parameter + ") of " + std::to_string(k.weights.numel())
                    + " elements runs past the parameter's " + std::to_string(target.numel()));
     std::memcpy(target.data() + k.offset, k.weights.data(), k.weights.bytes());
+    // As many tensors as state_ holds: the decoder took exactly those its shard's optimizer
+    // keeps, and take_optimizer held every shard to one optimizer.
     auto& state = state_[k.slot];
-    if (k.state.tensors.size() != state.size())
-      fail(file, "key " + name + " (" + parameter + ") holds "
-                   + std::to_string(k.state.tensors.size()) + " state tensors, "
-                   + optimizer_name(optimizer_) + " keeps " + std::to_string(state.size()));
     for (std::size_t t = 0; t < state.size(); ++t)
       std::memcpy(state[t].data() + k.offset, k.state.tensors[t].data(),
                   k.state.tensors[t].bytes());

@@ -25,21 +25,19 @@ namespace troupe {
 
 bool worker_leave::ask(const std::string& why) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!system_ || !worker_)
+  if (!worker_)
     return false;
   caf::anon_send(worker_, leave_asked_atom::value, why);
   return true;
 }
 
-void worker_leave::arm(caf::actor_system& system, leavable_actor worker) {
+void worker_leave::arm(leavable_actor worker) {
   std::lock_guard<std::mutex> lock(mutex_);
-  system_ = &system;
   worker_ = std::move(worker);
 }
 
 void worker_leave::disarm() {
   std::lock_guard<std::mutex> lock(mutex_);
-  system_ = nullptr;
   worker_ = leavable_actor{};
 }
 
@@ -96,14 +94,14 @@ void on_cede(member_actor self, const cede_message& c) {
   auto& st = self->state;
   const auto at =
     std::find(st.adopted_nodes.begin(), st.adopted_nodes.end(), static_cast<int>(c.node));
-  if (at == st.adopted_nodes.end() || c.node >= st.plan.nodes.size()) {
+  if (at == st.adopted_nodes.end()) {
     log_node_line(*st.options, st.label + ": ignored a cede of plan node " + std::to_string(c.node)
                                  + ", which it did not adopt");
     return;
   }
   auto part = std::next(st.adopted.begin(), std::distance(st.adopted_nodes.begin(), at));
-  // Not served first: a phase asked of these computes then fails as a lost one's (the
-  // skeleton sees the compute gone and no longer served here) and is asked again elsewhere.
+  // The scheduler cedes at the gate between epochs, with its relays pointing at the joiner
+  // already: no phase of these computes is in flight here, and none is asked here again.
   std::string computes;
   for (const auto& [rank, compute] : part->computes) {
     st.serving->erase<remote_interface::compute_driver>(static_cast<std::uint32_t>(rank));

@@ -448,7 +448,7 @@ void run_member(caf::actor_system& system, const member_options& options) {
   auto traffic = std::make_shared<traffic_registry>();
   auto node = spawn_member_node(system, options, serving, traffic, true, std::move(listening));
   if (options.leave)
-    options.leave->arm(system, caf::actor_cast<leavable_actor>(node));
+    options.leave->arm(caf::actor_cast<leavable_actor>(node));
   caf::scoped_actor blocking{system};
   blocking->send(node, connect_atom::value);
   caf::error failure;

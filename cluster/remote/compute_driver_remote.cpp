@@ -44,14 +44,6 @@ void serve_compute_driver(channel_pointer self, wire_message& message) {
         [=](caf::error& err) { write_failure(self, m.request, err); });
   };
   auto on_error = [=](caf::error& err) {
-    // A compute this node no longer serves (ceded to another worker) answers as a lost one
-    // does: the scheduler's relay asks the phase again where the compute is served now.
-    if (err == caf::sec::request_receiver_down
-        && !self->state.options->serving->find<remote_interface::compute_driver>(m.rank))
-      return write_failure(self, m.request,
-                           make_error(errc::peer_down, "compute " + std::to_string(m.rank)
-                                                         + " is no longer served on "
-                                                         + self->state.options->name));
     write_failure(self, m.request, as_served(self, err, "compute " + std::to_string(m.rank)));
   };
   // The compute gives up at the frame's deadline, naming what it waited for; this request

@@ -108,8 +108,7 @@ std::string hand_to_spare(scheduler_actor self, member_entry& lost, member_entry
   spare.node = lost.node;
   spare.rank = lost.rank;
   spare.adopting = nodes;
-  st.lost_at = std::chrono::steady_clock::now();
-  st.move_cause = lost.leaving ? "it left" : "the loss was seen";
+  st.begin_move(lost.leaving ? "it left" : "the loss was seen");
   log_node_line(*st.options, "scheduler: " + what + "; " + spare.name() + " adopts "
                                + compute_names(st.plan, nodes) + " of " + node_names(st.plan, nodes)
                                + " (a spare, idle until now; on_worker_loss = adopt)");
@@ -215,8 +214,7 @@ std::string adopt_lost_worker(scheduler_actor self, member_entry& m, const std::
     return "no worker is left to adopt its computes";
   const auto load = computes_run_by(st, *chosen);
   chosen->adopting.insert(chosen->adopting.end(), nodes.begin(), nodes.end());
-  st.lost_at = std::chrono::steady_clock::now();
-  st.move_cause = m.leaving ? "it left" : "the loss was seen";
+  st.begin_move(m.leaving ? "it left" : "the loss was seen");
   log_node_line(*st.options, "scheduler: " + what + "; " + chosen->name() + " adopts "
                                + compute_names(st.plan, nodes) + " of " + node_names(st.plan, nodes)
                                + " (the worker running the fewest computes, " + std::to_string(load)
@@ -255,11 +253,10 @@ bool on_adopted(scheduler_actor self, member_entry& m, const ready_message& read
     m.ready = true;
   const auto& name = st.plan.nodes.at(static_cast<std::size_t>(node)).name;
   const auto seconds =
-    std::chrono::duration<double>(std::chrono::steady_clock::now() - st.lost_at).count();
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - st.move_began).count();
   char took[32];
   std::snprintf(took, sizeof took, "%.3f", seconds);
-  if (std::any_of(st.members.begin(), st.members.end(),
-                  [&](const member_entry& o) { return &o != &m && o.ceding == node; })) {
+  if (ceding_member(st, node)) {
     // Taken from a live worker (a join): its computes run there until this epoch's training
     // ends, when no phase is in flight (complete_joins).
     log_node_line(*st.options, "scheduler: " + m.name() + " is ready to serve the computes of "

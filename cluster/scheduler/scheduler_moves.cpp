@@ -57,7 +57,22 @@ std::string drain_refusal(const scheduler_state& st, const member_entry& m) {
   return "no other worker is left to take its computes";
 }
 
+// The member running `node` as its own, ready (a joiner once it can serve it); null if none.
+member_entry* ready_holder(scheduler_state& st, int node) {
+  for (auto& m : st.members)
+    if (m.node == node && !m.gone && m.ready)
+      return &m;
+  return nullptr;
+}
+
 } // namespace
+
+member_entry* ceding_member(scheduler_state& st, int node) {
+  for (auto& m : st.members)
+    if (m.ceding == node)
+      return &m;
+  return nullptr;
+}
 
 void on_leave(scheduler_actor self, member_entry& m, const leave_message& leave) {
   auto& st = self->state;
@@ -104,8 +119,7 @@ void take_for_joiner(scheduler_actor self, member_entry& joiner) {
   joiner.rank = st.plan.nodes.at(static_cast<std::size_t>(node)).rank;
   joiner.adopting = {node};
   busiest->ceding = node;
-  st.lost_at = std::chrono::steady_clock::now();
-  st.move_cause = "it joined";
+  st.begin_move("it joined");
   log_node_line(*st.options, "scheduler: " + joiner.name() + " takes "
                                + compute_names(st.plan, {node}) + " of "
                                + node_names(st.plan, {node}) + " from " + busiest->name()
@@ -124,15 +138,12 @@ void complete_joins(scheduler_actor self, std::int64_t epoch) {
   auto nodes = std::move(st.joins_at_gate);
   st.joins_at_gate.clear();
   for (auto node : nodes) {
-    auto taker = std::find_if(st.members.begin(), st.members.end(), [&](const member_entry& m) {
-      return m.node == node && !m.gone && m.ready;
-    });
-    auto giver = std::find_if(st.members.begin(), st.members.end(),
-                              [&](const member_entry& m) { return m.ceding == node; });
-    if (giver == st.members.end())
+    auto* taker = ready_holder(st, node);
+    auto* giver = ceding_member(st, node);
+    if (!giver)
       continue; // lost meanwhile: its loss moved the node already
     giver->ceding = -1;
-    if (taker == st.members.end())
+    if (!taker)
       continue; // the joiner was lost meanwhile: the node stays where it runs
     giver->adopted_nodes.erase(
       std::remove(giver->adopted_nodes.begin(), giver->adopted_nodes.end(), node),
@@ -155,10 +166,8 @@ bool hand_to_joiners(scheduler_actor self, std::vector<int>& nodes) {
   bool any = false;
   for (auto n = nodes.begin(); n != nodes.end();) {
     const auto waiting = std::find(st.joins_at_gate.begin(), st.joins_at_gate.end(), *n);
-    auto taker = std::find_if(st.members.begin(), st.members.end(), [&](const member_entry& m) {
-      return m.node == *n && !m.gone && m.ready;
-    });
-    if (waiting == st.joins_at_gate.end() || taker == st.members.end()) {
+    auto* taker = ready_holder(st, *n);
+    if (waiting == st.joins_at_gate.end() || !taker) {
       ++n;
       continue;
     }
@@ -177,9 +186,8 @@ void forget_join(scheduler_state& st, member_entry& joiner) {
   if (!joiner.spare || joiner.node < 0)
     return;
   const auto node = joiner.node;
-  auto giver = std::find_if(st.members.begin(), st.members.end(),
-                            [&](const member_entry& m) { return m.ceding == node; });
-  if (giver == st.members.end())
+  auto* giver = ceding_member(st, node);
+  if (!giver)
     return; // its node was a lost worker's: its loss is adopted as that node's
   giver->ceding = -1;
   st.joins_at_gate.erase(std::remove(st.joins_at_gate.begin(), st.joins_at_gate.end(), node),

@@ -122,8 +122,13 @@ struct scheduler_state {
   std::vector<member_entry> members;
   /// The relays the coordinator drives remote computes through, by plan actor (adopt only).
   std::map<std::size_t, compute_relay_actor> relays;
-  std::chrono::steady_clock::time_point lost_at; // when the last move began (loss, leave, join)
-  std::string move_cause = "the loss was seen";  // what began it, for the line that ends it
+  std::chrono::steady_clock::time_point move_began; // the last move's (a loss, leave or join)
+  std::string move_cause = "the loss was seen";     // what began it, for the line that ends it
+  /// A move begins now, for `cause` ("the loss was seen", "it left", "it joined").
+  void begin_move(std::string cause) {
+    move_began = std::chrono::steady_clock::now();
+    move_cause = std::move(cause);
+  }
   std::vector<int> joins_at_gate; // nodes a joiner is ready to serve, moved at the next gate
   /// The relays the session reaches remote shards through, by plan actor (shard_backups = 1).
   std::map<std::size_t, push_relay_actor> shard_relays;
@@ -229,6 +234,8 @@ bool hand_to_joiners(scheduler_actor self, std::vector<int>& nodes);
 /// A joiner lost before its node moved to it: the node stays where it runs (the worker told to
 /// cede it keeps it), and the joiner held nothing.
 void forget_join(scheduler_state& st, member_entry& joiner);
+/// The member told to cede `node` once a joiner serves it (its `ceding`), or null.
+member_entry* ceding_member(scheduler_state& st, int node);
 /// Re-points the relays of `node`'s computes at member `m`.
 void repoint_computes(scheduler_actor self, const member_entry& m, int node);
 

@@ -93,12 +93,11 @@ public:
   /// Thread-safe.
   bool ask(const std::string& why);
   // run_member's: the worker to ask while it runs.
-  void arm(caf::actor_system& system, leavable_actor worker);
+  void arm(leavable_actor worker);
   void disarm();
 
 private:
-  mutable std::mutex mutex_;
-  caf::actor_system* system_ = nullptr;
+  std::mutex mutex_;
   leavable_actor worker_;
 };
 

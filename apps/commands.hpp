@@ -27,6 +27,9 @@ int graph_command(const std::vector<std::string>& args);
 /// `troupe launch`: start a scheduler, servers and workers (`troupe node`), here or over ssh,
 /// and supervise them; exits with the first failing process's status (apps/launch/).
 int launch_command(const std::vector<std::string>& args);
+/// `troupe ctl --scheduler HOST:PORT VERB`: ask a running cluster's scheduler for its status,
+/// or to drain a worker (troupe/cluster/ctl_client.hpp).
+int ctl_command(const std::vector<std::string>& args);
 /// `troupe im2rec PREFIX ROOT`: pack JPEGs into MXNet RecordIO files (PREFIX.rec, .idx, .lst).
 int im2rec_command(const std::vector<std::string>& args);
 /// `troupe timeline FILE PART...`: merge a cluster's timeline parts onto the scheduler's clock.

@@ -28,6 +28,7 @@ commands:
   check    validate a .troupe config and print the resolved plan (docs/dsl.md)
   graph    print a .troupe config's actor graph as Graphviz DOT
   launch   start a cluster run (scheduler, servers, workers) here or on hosts over ssh
+  ctl      ask a running cluster's scheduler for its status, or to drain a worker
   im2rec   pack a folder of JPEGs (or a .lst) into MXNet RecordIO files for --data-train
   timeline merge the --timeline parts of a cluster's nodes onto the scheduler's clock
   help     print this overview; `troupe help COMMAND` prints a command's help
@@ -37,7 +38,7 @@ commands:
 
 const char* short_usage =
   "usage: troupe <command> [flags]\n"
-  "commands: train, eval, node, bench, devices, check, graph, launch, im2rec, timeline, help\n"
+  "commands: train, eval, node, bench, devices, check, graph, launch, ctl, im2rec, timeline, help\n"
   "`troupe help` says what each does; `troupe help COMMAND` describes its flags\n";
 
 } // namespace
@@ -81,13 +82,15 @@ int main(int argc, char** argv) {
       return troupe::graph_command(args);
     if (command == "launch")
       return troupe::launch_command(args);
+    if (command == "ctl")
+      return troupe::ctl_command(args);
     if (command == "im2rec")
       return troupe::im2rec_command(args);
     if (command == "timeline")
       return troupe::timeline_command(args);
     std::cerr << ("troupe: unknown command '" + command
-                  + "' (commands: train, eval, node, bench, devices, check, graph, launch, im2rec, "
-                    "timeline, help)\n");
+                  + "' (commands: train, eval, node, bench, devices, check, graph, launch, ctl, "
+                    "im2rec, timeline, help)\n");
     return 2;
   } catch (const troupe::usage_error& e) {
     // One write per line: processes under one launcher (mpirun) may share the stream.

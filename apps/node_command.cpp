@@ -23,6 +23,7 @@
 #include "apps/leave_watch.hpp"
 #include "apps/node_identity.hpp"
 #include "apps/run_output.hpp"
+#include "apps/secret_flag.hpp"
 #include "apps/status_serving.hpp"
 #include "apps/train_flags.hpp"
 #include "apps/weights_digest.hpp"
@@ -149,23 +150,6 @@ std::chrono::milliseconds seconds_flag(const char* flag, double seconds) {
     throw usage_error(std::string("--") + flag + " must be " + range_text(range) + " seconds, got "
                       + shortest_number(seconds));
   return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
-}
-
-cluster_secret read_secret(const std::string& file, const environment& env) {
-  if (file == "-") {
-    std::string line;
-    std::getline(std::cin, line);
-    if (line.empty())
-      throw usage_error("--secret-file -: standard input held no secret");
-    return cluster_secret(line);
-  }
-  if (!file.empty())
-    return cluster_secret::from_file(file);
-  auto it = env.find("TROUPE_SECRET");
-  if (it != env.end() && !it->second.empty())
-    return cluster_secret(it->second);
-  throw usage_error("the cluster secret is missing: give --secret-file FILE or set TROUPE_SECRET "
-                    "(there is no unauthenticated mode)");
 }
 
 // Records how the node ends, and says on standard error when records could not be written
@@ -518,10 +502,11 @@ int node_command(const std::vector<std::string>& args) {
   check_host_flags(n);
   if (place.role == node_kind::scheduler) {
     // The server's records are the scheduler's own: the status sees every node's life.
-    status_serving status(cli, std::cout);
+    status_serving status(cli, std::cout, true);
     status.watch(events, static_cast<int>(::getpid()));
-    return run_scheduler_process(cli, scheduler_options_of(n, cli, place, env, events, args),
-                                 n.events, status);
+    auto options = scheduler_options_of(n, cli, place, env, events, args);
+    options.status_document = status.document();
+    return run_scheduler_process(cli, options, n.events, status);
   }
   return run_member_process(member_options_of(n, cli, place, env, events), place, n.events,
                             cli.timeline_path);

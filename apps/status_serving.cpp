@@ -3,12 +3,13 @@
 #include <stdexcept>
 
 #include "apps/flags.hpp"
+#include <troupe/status/status_json.hpp>
 
 namespace troupe {
 
-status_serving::status_serving(train_command_line& cli, std::ostream& out) {
+status_serving::status_serving(train_command_line& cli, std::ostream& out, bool keep_status) {
   const auto& listen = cli.output.status_listen;
-  if (listen.empty())
+  if (listen.empty() && !keep_status)
     return;
   std::vector<std::pair<std::string, std::string>> run{{"network", cli.job.model.network},
                                                        {"dataset", cli.job.train_data.name}};
@@ -16,6 +17,8 @@ status_serving::status_serving(train_command_line& cli, std::ostream& out) {
     run.emplace_back("config", cli.config.path);
   status_ = std::make_shared<run_status>(std::move(run), cli.job.epochs);
   cli.output.status = status_;
+  if (listen.empty())
+    return;
   try {
     server_ = std::make_unique<status_server>(status_, parse_listen_address(listen));
   } catch (const std::exception& e) { // the address was checked with the flags: bind failed
@@ -32,6 +35,12 @@ void status_serving::watch(std::shared_ptr<node_events>& events, int pid) {
   events->observe([status = status_](const std::string& event, const event_fields& fields) {
     status->event(event, fields);
   });
+}
+
+std::function<std::string()> status_serving::document() const {
+  if (!status_)
+    return {};
+  return [status = status_] { return status_json(status->snapshot()); };
 }
 
 void status_serving::end(const std::string& state, const std::string& failure) {

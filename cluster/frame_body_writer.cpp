@@ -112,6 +112,8 @@ wire::Role to_wire(node_kind role) {
     return wire::Role::SERVER;
   case node_kind::worker:
     return wire::Role::WORKER;
+  case node_kind::ctl:
+    return wire::Role::CTL;
   case node_kind::process:
     break;
   }
@@ -414,6 +416,34 @@ struct body_writer {
     out.setReason(m.reason);
   }
   void operator()(const cede_message& m) { body.initCede().setNode(m.node); }
+  void operator()(const command_message& m) {
+    check_text(m.verb, command_message::max_word_bytes, "a command's verb");
+    if (m.args.size() > command_message::max_args)
+      throw std::invalid_argument("frame: a command has " + std::to_string(m.args.size())
+                                  + " arguments, at most "
+                                  + std::to_string(command_message::max_args));
+    auto out = body.initCommand();
+    out.setRequest(m.request);
+    out.setVerb(m.verb);
+    auto args = out.initArgs(static_cast<unsigned>(m.args.size()));
+    for (std::size_t i = 0; i < m.args.size(); ++i) {
+      check_text(m.args[i], failure_message::max_text_bytes, "a command's argument");
+      args.set(static_cast<unsigned>(i), m.args[i]);
+    }
+    out.setRemainingMs(m.remaining_ms);
+  }
+  void operator()(const command_result_message& m) {
+    check_text(m.text, command_result_message::max_answer_bytes, "a command's answer");
+    check_text(m.json, command_result_message::max_answer_bytes, "a command's JSON answer");
+    auto out = body.initCommandResult();
+    out.setRequest(m.request);
+    out.setText(m.text);
+    out.setJson(m.json);
+  }
+  void operator()(const drain_message& m) {
+    check_text(m.reason, failure_message::max_text_bytes, "a drain's reason");
+    body.initDrain().setReason(m.reason);
+  }
   void operator()(const traffic_message& m) { write_traffic(body.initTraffic(), m); }
 };
 

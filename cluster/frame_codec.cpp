@@ -40,11 +40,11 @@ std::uint32_t wire_protocol_version() {
 
 const char* kind_name(std::size_t index) {
   static constexpr const char* names[] = {
-    "hello",     "proof",        "push",          "pull",       "weights",    "failure",
-    "heartbeat", "shutdown",     "join",          "assignment", "ready",      "control",
-    "report",    "batch report", "traffic query", "traffic",    "checkpoint", "checkpoint done",
-    "adopt",     "replicate",    "replicated",    "promote",    "leave",      "release",
-    "cede"};
+    "hello",     "proof",        "push",           "pull",       "weights",    "failure",
+    "heartbeat", "shutdown",     "join",           "assignment", "ready",      "control",
+    "report",    "batch report", "traffic query",  "traffic",    "checkpoint", "checkpoint done",
+    "adopt",     "replicate",    "replicated",     "promote",    "leave",      "release",
+    "cede",      "command",      "command result", "drain"};
   static_assert(std::size(names) == wire_kinds);
   return index < wire_kinds ? names[index] : "unknown";
 }

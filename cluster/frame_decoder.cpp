@@ -26,6 +26,8 @@ node_kind role_of(wire::Role role) {
     return node_kind::server;
   case wire::Role::WORKER:
     return node_kind::worker;
+  case wire::Role::CTL:
+    return node_kind::ctl;
   }
   refuse("hello.role " + std::to_string(static_cast<unsigned>(role)) + " is not a role");
 }
@@ -290,6 +292,13 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload,
       text_of(body.getRelease().getReason(), failure_message::max_text_bytes, "release.reason")};
   case wire::Frame::Body::CEDE:
     return cede_message{body.getCede().getNode()};
+  case wire::Frame::Body::COMMAND:
+    return read_command(body.getCommand());
+  case wire::Frame::Body::COMMAND_RESULT:
+    return read_command_result(body.getCommandResult());
+  case wire::Frame::Body::DRAIN:
+    return drain_message{
+      text_of(body.getDrain().getReason(), failure_message::max_text_bytes, "drain.reason")};
   }
   refuse("frame body " + std::to_string(static_cast<unsigned>(body.which()))
          + " is not a message kind");

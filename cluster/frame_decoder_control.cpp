@@ -194,6 +194,29 @@ checkpoint_done_message read_checkpoint_done(wire::CheckpointDone::Reader in) {
   return m;
 }
 
+command_message read_command(wire::Command::Reader in) {
+  command_message m;
+  m.request = in.getRequest();
+  m.verb = text_of(in.getVerb(), command_message::max_word_bytes, "command.verb");
+  require(!m.verb.empty(), "command.verb is empty");
+  auto args = in.getArgs();
+  require(args.size() <= command_message::max_args,
+          "command.args has " + std::to_string(args.size()) + " entries, at most "
+            + std::to_string(command_message::max_args));
+  for (auto arg : args)
+    m.args.push_back(text_of(arg, failure_message::max_text_bytes, "command.args"));
+  m.remaining_ms = remaining_of(in.getRemainingMs(), "command");
+  return m;
+}
+
+command_result_message read_command_result(wire::CommandResult::Reader in) {
+  command_result_message m;
+  m.request = in.getRequest();
+  m.text = text_of(in.getText(), command_result_message::max_answer_bytes, "commandResult.text");
+  m.json = text_of(in.getJson(), command_result_message::max_answer_bytes, "commandResult.json");
+  return m;
+}
+
 // Counts a report may carry: samples >= 0, 0 <= correct <= samples, a finite loss sum.
 void check_counts(std::int64_t samples, std::int64_t correct, double loss_sum, const char* what) {
   require(samples >= 0 && correct >= 0 && correct <= samples,

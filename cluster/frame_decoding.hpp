@@ -66,6 +66,8 @@ join_message read_join(wire::Join::Reader in);
 control_message read_control(wire::Control::Reader in);
 checkpoint_message read_checkpoint_request(wire::Checkpoint::Reader in);
 checkpoint_done_message read_checkpoint_done(wire::CheckpointDone::Reader in);
+command_message read_command(wire::Command::Reader in);
+command_result_message read_command_result(wire::CommandResult::Reader in);
 report_message read_report(wire::Report::Reader in);
 batch_report_message read_batch_report(wire::BatchReport::Reader in);
 

@@ -505,6 +505,8 @@ const char* to_string(node_kind kind) {
     return "server";
   case node_kind::worker:
     return "worker";
+  case node_kind::ctl:
+    return "ctl";
   }
   return "?";
 }

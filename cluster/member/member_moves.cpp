@@ -58,6 +58,18 @@ void on_leave_asked(member_actor self, const std::string& why) {
   caf::anon_send(st.to_scheduler, leave_atom::value, leave_message{why});
 }
 
+void on_drain(member_actor self, const drain_message& d) {
+  auto& st = self->state;
+  if (st.leaving || st.released)
+    return;
+  if (st.options->role != node_kind::worker || !st.phase.is<member_phases::running>()) {
+    log_node_line(*st.options, st.label + ": ignored a drain (" + d.reason + ") while "
+                                 + st.phase.name() + ": only a worker in training drains");
+    return;
+  }
+  on_leave_asked(self, d.reason);
+}
+
 void on_release(member_actor self, const release_message& r) {
   auto& st = self->state;
   if (!st.leaving) {

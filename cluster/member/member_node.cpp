@@ -393,6 +393,10 @@ member_self_actor::behavior_type member(member_actor self, member_options option
       if (!self->state.ended() && from_scheduler(channel, "a cede"))
         on_cede(self, c);
     },
+    [=](drain_atom, channel_actor& channel, drain_message& d) {
+      if (!self->state.ended() && from_scheduler(channel, "a drain"))
+        on_drain(self, d);
+    },
     [=](leave_asked_atom, std::string& why) { on_leave_asked(self, why); },
     [=](goodbye_atom, channel_actor& channel, shutdown_message& end) {
       // The scheduler's says how the run ends; the channel's end follows (on_channel_lost). A

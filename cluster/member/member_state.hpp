@@ -149,6 +149,9 @@ void on_adopt(member_actor self, const adopt_message& a);
 /// Its host asks it to leave the run (`why`: "SIGTERM"; member_moves.cpp): a worker in training
 /// asks the scheduler to move its computes; any other node ends, naming why.
 void on_leave_asked(member_actor self, const std::string& why);
+/// The scheduler asks it to leave (troupe ctl drain): a worker in training asks to leave as
+/// on SIGTERM; anything else (a server, a worker leaving already) logs it and goes on.
+void on_drain(member_actor self, const drain_message& d);
 /// The scheduler's answer to its leave: granted, it closes its channel to the scheduler (the
 /// move starts once it has gone) and ends when that channel has; refused, it trains on.
 void on_release(member_actor self, const release_message& r);

@@ -9,10 +9,12 @@
 //                             control(end epoch) one-way
 //   metrics_sink_remote.cpp   batch report one-way                  (metrics_sink_actor)
 //   node_control_remote.cpp   join, ready, traffic one-way          (scheduler_inbox)
-//                             assignment, traffic query one-way     (member_inbox)
+//                             assignment, traffic query, adopt,     (member_inbox)
+//                             promote, release, cede, drain one-way
 //   checkpoint_part_remote.cpp checkpoint(save) -> checkpoint done,  (checkpoint_part_actor)
 //                             checkpoint(restore) -> checkpoint done
 //   shard_backup_remote.cpp   replicate -> replicated               (shard_backup_actor)
+//   run_control_remote.cpp    command -> command result             (run_control_actor)
 // Hello, proof, heartbeat, shutdown and failure belong to the channel itself.
 //
 // Thread-safety: constant tables.
@@ -63,6 +65,7 @@ const interface_codec& scheduler_control_codec();
 const interface_codec& member_control_codec();
 const interface_codec& checkpoint_part_codec();
 const interface_codec& shard_backup_codec();
+const interface_codec& run_control_codec();
 
 /// The interface whose table lists `kind` as `role`, or null: none takes it.
 const interface_codec* codec_taking(std::size_t kind, kind_role role);

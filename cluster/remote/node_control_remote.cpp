@@ -6,7 +6,7 @@
 //
 //   scheduler control (member -> scheduler): join, ready, traffic, leave   (one-way)
 //   member control (scheduler -> member):    assignment, traffic query, adopt, promote,
-//                                            release, cede (one-way)
+//                                            release, cede, drain (one-way)
 // A shutdown (goodbye) belongs to the channel itself, which tells either inbox.
 #include <troupe/cluster/remote_proxies.hpp>
 
@@ -22,6 +22,9 @@ void serve_scheduler_control(channel_pointer self, wire_message& message) {
   if (!node)
     return refuse_peer(self, std::string("sent a ") + kind_name(message)
                                + ", which this node does not take");
+  if (st.peer && st.peer->role == node_kind::ctl)
+    return refuse_peer(self, std::string("sent a ") + kind_name(message)
+                               + " as troupe ctl, which only asks the scheduler to run verbs");
   const auto me = channel_of(self);
   if (auto* join = std::get_if<join_message>(&message)) {
     join->seen_from = st.socket->peer(); // where the node really is, whatever it says
@@ -51,6 +54,8 @@ void serve_member_control(channel_pointer self, wire_message& message) {
     self->send(node, release_atom::value, me, std::move(*release));
   else if (auto* cede = std::get_if<cede_message>(&message))
     self->send(node, cede_atom::value, me, *cede);
+  else if (auto* drain = std::get_if<drain_message>(&message))
+    self->send(node, drain_atom::value, me, std::move(*drain));
   else
     self->send(node, traffic_query_atom::value, me,
                std::move(std::get<traffic_query_message>(message)));
@@ -96,6 +101,7 @@ member_control_actor spawn_member_control_proxy(caf::actor_system& system, chann
         [=](promote_atom, promote_message& m) { write(m); },
         [=](release_atom, release_message& m) { write(std::move(m)); },
         [=](cede_atom, cede_message& m) { write(m); },
+        [=](drain_atom, drain_message& m) { write(std::move(m)); },
         [=](goodbye_atom, shutdown_message& m) { write(std::move(m)); },
       };
     });
@@ -122,7 +128,8 @@ const interface_codec& member_control_codec() {
      {kind_of<adopt_message>(), kind_role::one_way},
      {kind_of<promote_message>(), kind_role::one_way},
      {kind_of<release_message>(), kind_role::one_way},
-     {kind_of<cede_message>(), kind_role::one_way}},
+     {kind_of<cede_message>(), kind_role::one_way},
+     {kind_of<drain_message>(), kind_role::one_way}},
     serve_member_control,
     node_of,
   };

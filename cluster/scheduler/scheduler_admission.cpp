@@ -337,6 +337,7 @@ void start_listening(scheduler_actor self) {
   channel.serving->set<remote_interface::metrics_sink>(
     0, metrics_sink_actor{st.metrics}); // workers' reports
   channel.serving->set<remote_interface::scheduler_control>(0, scheduler_inbox{self});
+  channel.serving->set<remote_interface::run_control>(0, run_control_actor{self}); // troupe ctl
   auto listener =
     spawn_listener(self->system(), options.scheduler_host, options.scheduler_port, channel);
   if (!listener)

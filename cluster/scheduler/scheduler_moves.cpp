@@ -29,9 +29,6 @@
 
 namespace troupe {
 
-namespace {
-
-// Why worker `m` may not leave now ("" if it may).
 std::string drain_refusal(const scheduler_state& st, const member_entry& m) {
   if (m.role != node_kind::worker)
     return "only a worker leaves a run (a server's shards have no other home but a backup)";
@@ -56,6 +53,8 @@ std::string drain_refusal(const scheduler_state& st, const member_entry& m) {
       return "";
   return "no other worker is left to take its computes";
 }
+
+namespace {
 
 // The member running `node` as its own, ready (a joiner once it can serve it); null if none.
 member_entry* ready_holder(scheduler_state& st, int node) {

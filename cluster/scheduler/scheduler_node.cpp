@@ -484,6 +484,7 @@ scheduler_self_actor::behavior_type scheduler(scheduler_actor self, scheduler_se
         on_leave(self, *m, leave);
     },
     [=](goodbye_atom, channel_actor& from, shutdown_message& end) { on_goodbye(self, from, end); },
+    [=](command_atom, command_message& c, deadline) { return on_command(self, c); },
     [=](channel_lost_atom, channel_actor& channel, caf::error& why) {
       on_channel_lost(self, channel.address(), why);
     },

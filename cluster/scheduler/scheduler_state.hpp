@@ -40,8 +40,9 @@ using cause_due_atom = caf::atom_constant<caf::atom("causedue")>;
 /// The scheduler node: the node-control protocol its channels speak to it, the gate between its
 /// session's epochs (where it gathers each epoch's traffic: scheduler_traffic.cpp), the host's
 /// run request and its interrupt.
-using scheduler_node_actor = scheduler_inbox::extend_with<epoch_gate_actor>::extend<
-  caf::replies_to<run_atom>::with<training_result>, caf::reacts_to<interrupt_atom, std::string>>;
+using scheduler_node_actor =
+  scheduler_inbox::extend_with<epoch_gate_actor>::extend_with<run_control_actor>::extend<
+    caf::replies_to<run_atom>::with<training_result>, caf::reacts_to<interrupt_atom, std::string>>;
 /// The scheduler as it sees itself: also its own deadlines, which only it sends itself.
 using scheduler_self_actor =
   scheduler_node_actor::extend<caf::reacts_to<join_deadline_atom>, caf::reacts_to<grace_over_atom>,
@@ -214,11 +215,16 @@ std::string compute_names(const placement_plan& plan, const std::vector<int>& no
 std::string node_names(const placement_plan& plan, const std::vector<int>& nodes);
 
 // Workers that leave on purpose (scheduler_moves.cpp).
+/// Why worker `m` may not leave now ("" if it may).
+std::string drain_refusal(const scheduler_state& st, const member_entry& m);
 /// Worker `m` asks to leave (`leave`): granted when its computes can be adopted once it has
 /// gone (then it is marked leaving), else refused saying why; it hears which in a release.
 void on_leave(scheduler_actor self, member_entry& m, const leave_message& leave);
 /// "worker 1 (pid 42 from 10.0.0.3) left at 12:00:01.250 UTC (drained: SIGTERM)".
 std::string left_text(const member_entry& m);
+/// troupe ctl's verb `c` (scheduler_commands.cpp): its answer, or an errc::bad_request naming
+/// why it was refused.
+caf::result<command_result_message> on_command(scheduler_actor self, const command_message& c);
 /// A worker that joined in training (`joiner`, listed as a spare) takes a node that another
 /// worker adopted, from the one running the most computes: it is assigned that node (its
 /// computes recompute the step in flight) and, once it serves them, the other is told to cede

@@ -12,12 +12,13 @@ using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("troupe::wire");
 
 # Raised whenever a Frame's meaning changes; a peer with another version is refused by name.
-const protocolVersion :UInt32 = 7;  # 2: requests carry the time left to their deadline; 3: checkpoints; 4: shard backups; 5: rejoin, barrier waits; 6: compressed values; 7: a 2-bit scale per block of 256 values
+const protocolVersion :UInt32 = 8;  # 2: requests carry the time left to their deadline; 3: checkpoints; 4: shard backups; 5: rejoin, barrier waits; 6: compressed values; 7: a 2-bit scale per block of 256 values; 8: troupe ctl's commands, drains
 
 enum Role {
   scheduler @0;
   server @1;
   worker @2;
+  ctl @3;  # troupe ctl: an operator's client of the scheduler, admitted with the job's secret
 }
 
 # How a Push's or Weights' values are packed (gradient_codec.hpp). The values were quantized
@@ -68,6 +69,9 @@ struct Frame {
     leave @23 :Leave;
     release @24 :Release;
     cede @25 :Cede;
+    command @26 :Command;
+    commandResult @27 :CommandResult;
+    drain @28 :Drain;
   }
 }
 
@@ -353,4 +357,27 @@ struct Release {
 # adopted: another worker (one that joined in training) serves them now.
 struct Cede {
   node @0 :UInt32;  # index into the plan's nodes: a worker node the receiver adopted
+}
+
+# troupe ctl asks the scheduler to run a verb ("status", "drain") with its arguments. Answered
+# by a CommandResult, or a Failure naming why the verb was refused.
+struct Command {
+  request @0 :UInt64;
+  verb @1 :Text;
+  args @2 :List(Text);
+  remainingMs @3 :UInt64;
+}
+
+# What a command did: its answer as text for a person and, where the verb has one, as JSON
+# (`status`: the document the status server serves at /status).
+struct CommandResult {
+  request @0 :UInt64;
+  text @1 :Text;
+  json @2 :Text;
+}
+
+# The scheduler asks a worker to leave (troupe ctl drain): the worker asks to leave as it does
+# on SIGTERM, and the scheduler's Release answers it.
+struct Drain {
+  reason @0 :Text;
 }

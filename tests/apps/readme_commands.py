@@ -25,6 +25,8 @@ the test, so a new README command comes with its rule here):
     test must not: they are checked as shell (`bash -n`), and train.sh's own training command
     (its `exec` line) runs under rule 2 with --num-epochs 1.
  7. `export NAME=...` runs in bash and NAME keeps its value for the commands after it.
+ 8. `troupe ctl` asks a running cluster's scheduler, and none runs here: it must be refused,
+    exit 1, naming the address it asked (tests/apps/ctl_run.py runs it against a cluster).
 """
 import gzip
 import os
@@ -154,6 +156,11 @@ def check(line):
                                           "--metrics", "train_sh.jsonl"])
             assert status == 0, f"{line} (its exec line): exit {status}\n{out}{err}"
         return "bash -n"
+    if program == "troupe" and words[1:2] == ["ctl"]:  # rule 8
+        status, out, err = run(words)
+        at = words[words.index("--scheduler") + 1]
+        expect_refusal(line, status, out, err, (1,), "no scheduler at " + re.escape(at))
+        return "refused: no scheduler at " + at
     if "c.troupe" in words:  # rule 4: the user's own config and hosts
         status, out, err = run(words)
         expect_refusal(line, status, out, err, (2,), r"c\.troupe|hosts")

@@ -622,6 +622,9 @@ member_inbox::behavior_type member_side(member_inbox::pointer self, caf::actor o
     [=](release_atom, channel_actor channel, release_message& m) {
       caf::anon_send(observer, release_atom::value, channel, m);
     },
+    [=](drain_atom, channel_actor channel, drain_message& m) {
+      caf::anon_send(observer, drain_atom::value, channel, m);
+    },
     [=](cede_atom, channel_actor channel, cede_message& m) {
       caf::anon_send(observer, cede_atom::value, channel, m);
     },
@@ -906,6 +909,7 @@ recording_node::behavior_type recording_member(recording_node::pointer self, caf
     [=](promote_atom, channel_actor, promote_message&) {},
     [=](release_atom, channel_actor, release_message&) {},
     [=](cede_atom, channel_actor, cede_message&) {},
+    [=](drain_atom, channel_actor, drain_message&) {},
     [=](goodbye_atom, channel_actor, shutdown_message&) {},
     [=](channel_up_atom, channel_actor, std::string&) {},
     [=](channel_lost_atom, channel_actor, caf::error& why) {
@@ -967,6 +971,7 @@ member_inbox::behavior_type counting_member(member_inbox::pointer,
     [=](promote_atom, channel_actor, promote_message&) {},
     [=](release_atom, channel_actor, release_message&) {},
     [=](cede_atom, channel_actor, cede_message&) {},
+    [=](drain_atom, channel_actor, drain_message&) {},
     [=](goodbye_atom, channel_actor, shutdown_message&) { ++*told; },
     [=](channel_up_atom, channel_actor, std::string&) {},
     [=](channel_lost_atom, channel_actor, caf::error&) { ++*told; },

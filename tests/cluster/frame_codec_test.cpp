@@ -603,6 +603,45 @@ TEST_CASE("the scheduler's messages are checked", "[cluster][frame]") {
   CHECK(out.empty());
 }
 
+TEST_CASE("troupe ctl's command, its answer and the drain round-trip, and are checked",
+          "[cluster][frame]") {
+  hello_message h;
+  h.role = node_kind::ctl;
+  h.name = "troupe ctl (pid 7)";
+  CHECK(decoded_as<hello_message>(frame_of(h)).role == node_kind::ctl);
+  const auto c =
+    decoded_as<command_message>(frame_of(command_message{5, "drain", {"worker_1", "now"}, 2500}));
+  CHECK(c.request == 5);
+  CHECK(c.verb == "drain");
+  REQUIRE(c.args.size() == 2);
+  CHECK(c.args[0] == "worker_1");
+  CHECK(c.args[1] == "now");
+  CHECK(c.remaining_ms == 2500);
+  CHECK(decoded_as<command_message>(frame_of(command_message{6, "status", {}, 10})).args.empty());
+  const auto r = decoded_as<command_result_message>(
+    frame_of(command_result_message{5, "asked worker 1 to leave", R"({"schema":1})"}));
+  CHECK(r.request == 5);
+  CHECK(r.text == "asked worker 1 to leave");
+  CHECK(r.json == R"({"schema":1})");
+  CHECK(decoded_as<drain_message>(frame_of(drain_message{"troupe ctl drain"})).reason
+        == "troupe ctl drain");
+  // Refused on the way in: no verb, no time left; on the way out: a verb past its limit, too
+  // many arguments, a drain's reason past the text limit.
+  CHECK_THAT(refusal(frame_of(command_message{1, "", {}, 10})),
+             Catch::Contains("command.verb is empty"));
+  CHECK_THAT(refusal(frame_of(command_message{1, "status", {}, 0})),
+             Catch::Contains("command.remainingMs 0"));
+  std::vector<char> out;
+  CHECK_THROWS_WITH(append_frame(command_message{1, std::string(65, 'v'), {}, 10}, out),
+                    Catch::Contains("a command's verb"));
+  CHECK_THROWS_WITH(
+    append_frame(command_message{1, "drain", std::vector<std::string>(65, "x"), 10}, out),
+    Catch::Contains("a command has 65 arguments, at most 64"));
+  CHECK_THROWS_WITH(append_frame(drain_message{std::string(5000, 'y')}, out),
+                    Catch::Contains("a drain's reason"));
+  CHECK(out.empty());
+}
+
 TEST_CASE("a frame's bytes are its values plus a bounded overhead", "[cluster][frame]") {
   for (std::size_t keys : {1u, 2u, 15u, 60u}) {
     for (std::int64_t floats : {3, 9, 262144}) {

@@ -88,6 +88,7 @@ std::vector<std::pair<std::string, wire_message>> seeds() {
   batch_report int64_min{0, 0, 0, std::numeric_limits<std::int64_t>::min(), 128, 100, 1.0, 0.1f};
   return {
     {"hello", hello_message{node_kind::worker, "worker 0", challenge, 42}},
+    {"hello_ctl", hello_message{node_kind::ctl, "troupe ctl (pid 7)", challenge, 0}},
     {"proof", proof_message{proof}},
     {"push", push_message{1, 0, push, 30000}},
     {"pull", pull_message{2, 1, 30000}},
@@ -115,6 +116,10 @@ std::vector<std::pair<std::string, wire_message>> seeds() {
     {"release_granted", release_message{true, ""}},
     {"release_refused", release_message{false, "no other worker is left to take its computes"}},
     {"cede", cede_message{2}},
+    {"command_status", command_message{9, "status", {}, 10000}},
+    {"command_drain", command_message{10, "drain", {"worker_1"}, 10000}},
+    {"command_result", command_result_message{10, "asked worker 1 to leave", R"({"schema":1})"}},
+    {"drain", drain_message{"troupe ctl drain"}},
     {"pull_rewind", pull_message{8, 1, 30000, true, 5}},
     {"traffic", traffic},
     {"checkpoint_save",

@@ -82,6 +82,23 @@ CAF_TEST(member_asked_to_leave_before_it_runs_ends_naming_why) {
   CAF_CHECK(!result->ok);
 }
 
+// A drain (troupe ctl's, through the scheduler) before it runs, or from another channel, is
+// logged and changes nothing: only a worker in training drains, and nothing ends this one.
+CAF_TEST(member_ignores_a_drain_before_it_runs) {
+  sent_list other_sent;
+  auto other = channel(other_sent);
+  caf::anon_send(node, drain_atom::value, other, drain_message{"troupe ctl drain"});
+  settle();
+  CAF_CHECK(logged("ignored a drain from a channel other than the scheduler's"));
+  caf::anon_send(node, drain_atom::value, scheduler, drain_message{"troupe ctl drain"});
+  settle();
+  CAF_CHECK(logged("ignored a drain (troupe ctl drain) while joining: only a worker in training "
+                   "drains"));
+  CAF_CHECK_EQUAL(count_of<leave_message>(to_scheduler), 0);
+  CAF_CHECK_EQUAL(count_of<shutdown_message>(to_scheduler), 0);
+  CAF_CHECK(!result->answered);
+}
+
 // A cede of a node it did not adopt (or from another channel) changes nothing.
 CAF_TEST(member_ignores_a_cede_of_a_node_it_did_not_adopt) {
   sent_list other_sent;

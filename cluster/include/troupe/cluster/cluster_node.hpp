@@ -150,6 +150,9 @@ struct scheduler_options : node_options {
   /// A file to write the bound port to once it listens (decimal and a newline, written to a
   /// temporary file and renamed). Empty: none.
   std::string port_file;
+  /// The run's status as the status server's /status document (status_json.hpp), for
+  /// `troupe ctl status`. Empty: this scheduler keeps none, and ctl's status is refused.
+  std::function<std::string()> status_document;
 };
 
 /// A server's or a worker's options (role); the ones marked "a worker's" are read by workers

@@ -38,10 +38,17 @@
 //     (cede_atom, channel, cede_message)                 stop running the computes of worker
 //                                                      node `node`, which it adopted: a worker
 //                                                      that joined in training serves them now
+//     (drain_atom, channel, drain_message)               leave the run (troupe ctl drain): a
+//                                                      worker asks to leave as on SIGTERM
 //     (goodbye_atom, channel, shutdown_message)           the peer stops, and why
 //     (channel_up_atom, channel, std::string peer)            a channel was admitted (a server's
 //                                                      channels from workers)
 //     (channel_lost_atom, channel, caf::error)               a channel ended
+//   run_control_actor (troupe ctl, through its channel to the scheduler -> the scheduler node):
+//     (command_atom, command_message, deadline) -> command_result_message
+//                                                      run a verb ("status", "drain NODE"); a
+//                                                      verb it refuses fails with
+//                                                      errc::bad_request, saying why
 //
 // Thread-safety: plain declarations.
 #pragma once
@@ -57,6 +64,7 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
+#include <troupe/actors/deadline.hpp>
 #include <troupe/cluster/channel_actor.hpp>
 #include <troupe/cluster/wire_messages.hpp>
 
@@ -75,6 +83,8 @@ using promote_atom = caf::atom_constant<caf::atom("promote")>;
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
 using release_atom = caf::atom_constant<caf::atom("release")>;
 using cede_atom = caf::atom_constant<caf::atom("cede")>;
+using drain_atom = caf::atom_constant<caf::atom("drain")>;
+using command_atom = caf::atom_constant<caf::atom("command")>;
 
 /// What the scheduler's channels tell the scheduler node.
 using scheduler_inbox =
@@ -93,6 +103,7 @@ using member_inbox =
                    caf::reacts_to<promote_atom, channel_actor, promote_message>,
                    caf::reacts_to<release_atom, channel_actor, release_message>,
                    caf::reacts_to<cede_atom, channel_actor, cede_message>,
+                   caf::reacts_to<drain_atom, channel_actor, drain_message>,
                    caf::reacts_to<goodbye_atom, channel_actor, shutdown_message>,
                    caf::reacts_to<channel_up_atom, channel_actor, std::string>,
                    caf::reacts_to<channel_lost_atom, channel_actor, caf::error>>;
@@ -112,7 +123,12 @@ using member_control_actor = caf::typed_actor<
   caf::reacts_to<traffic_query_atom, traffic_query_message>,
   caf::reacts_to<adopt_atom, adopt_message>, caf::reacts_to<promote_atom, promote_message>,
   caf::reacts_to<release_atom, release_message>, caf::reacts_to<cede_atom, cede_message>,
-  caf::reacts_to<goodbye_atom, shutdown_message>>;
+  caf::reacts_to<drain_atom, drain_message>, caf::reacts_to<goodbye_atom, shutdown_message>>;
+
+/// What troupe ctl asks of a run's scheduler (served on the scheduler's channels; the proxy on
+/// ctl's channel is spawn_run_control_proxy).
+using run_control_actor = caf::typed_actor<
+  caf::replies_to<command_atom, command_message, deadline>::with<command_result_message>>;
 
 } // namespace troupe
 
@@ -127,3 +143,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::promote_message)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::leave_message)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::release_message)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::cede_message)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::drain_message)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::command_message)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::command_result_message)

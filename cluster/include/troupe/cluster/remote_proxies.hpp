@@ -17,6 +17,8 @@
 //   spawn_checkpoint_part_proxy: checkpoint_part_actor (save, restore)         -> a member's part
 //                                                                                  of a checkpoint
 //   spawn_shard_backup_proxy:   shard_backup_actor (replicate)                  -> a backup shard
+//   spawn_run_control_proxy:    run_control_actor (command)                     -> the scheduler,
+//                                                                                  for troupe ctl
 // A node keeps one node-control proxy per channel and sends every node-level message through
 // it: one sender, so the peer reads them in the order they were said (an assignment before
 // the goodbye that follows it). A goodbye is the channel's own end (channel_actor.hpp).
@@ -73,6 +75,9 @@ checkpoint_part_actor spawn_checkpoint_part_proxy(caf::actor_system& system, cha
 /// primary shard replicates each applied push to (param_shard_actor.hpp).
 shard_backup_actor spawn_shard_backup_proxy(caf::actor_system& system, channel_actor channel,
                                             std::uint32_t shard);
+
+/// The scheduler behind `channel`, as troupe ctl asks it to run a verb.
+run_control_actor spawn_run_control_proxy(caf::actor_system& system, channel_actor channel);
 
 /// The server or worker behind `channel`, as the scheduler (or a peer member) speaks to it.
 member_control_actor spawn_member_control_proxy(caf::actor_system& system, channel_actor channel);

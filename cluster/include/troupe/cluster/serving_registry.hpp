@@ -38,10 +38,11 @@ enum class remote_interface : std::uint8_t {
   member_control,    ///< what a scheduler or peer tells a member (member_inbox); index 0
   checkpoint_part,   ///< a member's part of a cluster checkpoint (save, restore); index 0
   shard_backup,      ///< a backup shard another server's primary replicates to, by shard index
+  run_control,       ///< troupe ctl's commands to the scheduler (run_control_actor); index 0
 };
-constexpr std::size_t remote_interfaces = 7;
+constexpr std::size_t remote_interfaces = 8;
 /// "push target", "compute driver", "metrics sink", "scheduler control", "member control",
-/// "checkpoint part", "shard backup".
+/// "checkpoint part", "shard backup", "run control".
 const char* to_string(remote_interface interface);
 
 template <remote_interface I> struct served;
@@ -54,6 +55,7 @@ template <> struct served<remote_interface::checkpoint_part> {
   using handle = checkpoint_part_actor;
 };
 template <> struct served<remote_interface::shard_backup> { using handle = shard_backup_actor; };
+template <> struct served<remote_interface::run_control> { using handle = run_control_actor; };
 
 /// The actors a node serves to its peers, keyed by (interface, index).
 class serving_registry {
@@ -97,8 +99,9 @@ public:
 
 private:
   // In remote_interface order.
-  using entry = std::variant<push_target_actor, compute_actor, metrics_sink_actor, scheduler_inbox,
-                             member_inbox, checkpoint_part_actor, shard_backup_actor>;
+  using entry =
+    std::variant<push_target_actor, compute_actor, metrics_sink_actor, scheduler_inbox,
+                 member_inbox, checkpoint_part_actor, shard_backup_actor, run_control_actor>;
   mutable std::mutex mutex_;
   std::map<std::pair<remote_interface, std::uint32_t>, entry> targets_;
   metrics_sink_actor reports_;

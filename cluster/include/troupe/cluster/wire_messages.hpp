@@ -275,6 +275,29 @@ struct cede_message {
   std::uint32_t node = 0;
 };
 
+/// troupe ctl asks the scheduler to run `verb` with `args` (run_control_actor).
+struct command_message {
+  std::uint64_t request = 0;
+  std::string verb;              ///< at most max_word_bytes
+  std::vector<std::string> args; ///< at most max_args, each at most failure_message::max_text_bytes
+  std::uint64_t remaining_ms = 0;
+  static constexpr std::size_t max_word_bytes = 64;
+  static constexpr std::size_t max_args = 64;
+};
+
+/// The answer to command `request`: text for a person and, where the verb has one, JSON.
+struct command_result_message {
+  std::uint64_t request = 0;
+  std::string text; ///< at most max_answer_bytes
+  std::string json; ///< at most max_answer_bytes
+  static constexpr std::size_t max_answer_bytes = 1 << 20;
+};
+
+/// The scheduler asks a worker to leave the run (troupe ctl drain), as its host's SIGTERM would.
+struct drain_message {
+  std::string reason; ///< at most failure_message::max_text_bytes
+};
+
 enum class checkpoint_kind : std::uint8_t { save, restore };
 
 /// The scheduler's checkpoint actor to a member's part of a cluster checkpoint: save the
@@ -305,12 +328,14 @@ using wire_message =
                assignment_message, ready_message, control_message, report_message,
                batch_report_message, traffic_query_message, traffic_message, checkpoint_message,
                checkpoint_done_message, adopt_message, replicate_message, replicated_message,
-               promote_message, leave_message, release_message, cede_message>;
+               promote_message, leave_message, release_message, cede_message, command_message,
+               command_result_message, drain_message>;
 
 /// "hello", "proof", "push", "pull", "weights", "failure", "heartbeat", "shutdown", "join",
 /// "assignment", "ready", "control", "report", "batch report", "traffic query", "traffic",
 /// "checkpoint", "checkpoint done", "adopt", "replicate", "replicated", "promote", "leave",
-/// "release", "cede": the kind of a message, for logs and traffic counters.
+/// "release", "cede", "command", "command result", "drain": the kind of a message, for logs and
+/// traffic counters.
 const char* kind_name(const wire_message& message);
 /// The same by variant index ("unknown" past the last kind).
 const char* kind_name(std::size_t index);

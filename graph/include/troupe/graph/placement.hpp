@@ -76,9 +76,10 @@ const char* to_string(route_carries carries);
 bool is_push(route_carries carries);
 
 /// The processes of a run. A single-process run has one node (`process`); a cluster run has
-/// the scheduler (node 0), then the servers, then the workers.
-enum class node_kind { process, scheduler, server, worker };
-/// "process", "scheduler", "server", "worker".
+/// the scheduler (node 0), then the servers, then the workers. `ctl` is no node of a plan: it
+/// names troupe ctl, an operator's client of a cluster run's scheduler, on the wire.
+enum class node_kind { process, scheduler, server, worker, ctl };
+/// "process", "scheduler", "server", "worker", "ctl".
 const char* to_string(node_kind kind);
 /// The kind `to_string` spells `text`, or none.
 std::optional<node_kind> node_kind_named(const std::string& text);

@@ -1,0 +1,99 @@
+// troupe ctl's verbs, as the scheduler runs them (run_control_actor, node_control.hpp). ctl is
+// admitted with the job's secret like a node; each verb is answered, or refused with why
+// (errc::bad_request): nothing that is asked for is done only in part.
+//
+//   status        the status server's /status document (scheduler_options::status_document)
+//   drain NODE    worker NODE ("worker_1", or "worker 1" as the log names it) is asked to
+//                 leave as its host's SIGTERM would ask it (scheduler_moves.cpp); refused
+//                 at once, saying why, where its leave would be
+#include <caf/all.hpp>
+
+#include "cluster/scheduler/scheduler_state.hpp"
+
+namespace troupe {
+
+namespace {
+
+caf::error refused(const std::string& why) {
+  return make_error(errc::bad_request, "scheduler: " + why);
+}
+
+// The plan node's name of member `m` ("worker_1"); "" for a spare that holds none.
+std::string node_name_of(const scheduler_state& st, const member_entry& m) {
+  if (m.node < 0 || static_cast<std::size_t>(m.node) >= st.plan.nodes.size())
+    return "";
+  return st.plan.nodes[static_cast<std::size_t>(m.node)].name;
+}
+
+// The worker still in the run that `name` names: its plan node ("worker_1") or its role and
+// rank ("worker 1"); null if none.
+member_entry* worker_named(scheduler_state& st, const std::string& name) {
+  for (auto& m : st.members)
+    if (m.role == node_kind::worker && !m.gone
+        && (name == node_name_of(st, m)
+            || (m.rank >= 0 && name == "worker " + std::to_string(m.rank))))
+      return &m;
+  return nullptr;
+}
+
+// "worker_0, worker_1": the workers a drain can name.
+std::string worker_names(const scheduler_state& st) {
+  std::string names;
+  for (const auto& m : st.members) {
+    const auto name = node_name_of(st, m);
+    if (m.role == node_kind::worker && !m.gone && !name.empty())
+      names += (names.empty() ? "" : ", ") + name;
+  }
+  return names.empty() ? std::string("none") : names;
+}
+
+caf::result<command_result_message> status_of(scheduler_actor self, const command_message& c) {
+  if (!c.args.empty())
+    return refused("status takes no arguments (it was given " + std::to_string(c.args.size())
+                   + ")");
+  const auto& document = self->state.options->status_document;
+  if (!document)
+    return refused("this scheduler keeps no status");
+  return command_result_message{0, "", document()};
+}
+
+caf::result<command_result_message> drain(scheduler_actor self, const command_message& c) {
+  auto& st = self->state;
+  if (c.args.size() != 1)
+    return refused("drain takes one worker, as NODE (it was given " + std::to_string(c.args.size())
+                   + ")");
+  const auto& name = c.args.front();
+  auto* m = worker_named(st, name);
+  if (!m)
+    return refused("drain " + name
+                   + ": no worker of this run is named so (its workers: " + worker_names(st) + ")");
+  if (auto why = drain_refusal(st, *m); !why.empty()) {
+    log_node_line(*st.options, "scheduler: troupe ctl asked " + m->name()
+                                 + " to leave; refused: " + why + "; it trains on");
+    record_member_event(st, "drain refused", *m, {{}, {{"reason", why}}});
+    return refused("drain " + name + " refused: " + why);
+  }
+  log_node_line(*st.options, "scheduler: troupe ctl asks " + m->name() + " to leave");
+  record_member_event(st, "drain asked", *m, {{}, {{"reason", "troupe ctl drain"}}});
+  caf::anon_send(m->to, drain_atom::value, drain_message{"troupe ctl drain"});
+  return command_result_message{
+    0,
+    "asked " + m->name()
+      + " to leave: it asks the scheduler as on SIGTERM, its computes move to another worker and "
+        "it exits 0 (the scheduler's log says when)",
+    ""};
+}
+
+} // namespace
+
+caf::result<command_result_message> on_command(scheduler_actor self, const command_message& c) {
+  if (self->state.phase.is<scheduler_phases::ending>())
+    return refused("the run is ending");
+  if (c.verb == "status")
+    return status_of(self, c);
+  if (c.verb == "drain")
+    return drain(self, c);
+  return refused("no verb " + c.verb + " (troupe ctl runs status, drain)");
+}
+
+} // namespace troupe

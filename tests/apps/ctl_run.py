@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""`troupe ctl` against a cluster run started by hand (`troupe node`, on_worker_loss = adopt):
+
+  status --json   once training is under way: the status schema (docs/operations.md, "The status
+                  server") holds, and the document has the same shape and nodes as the one the
+                  scheduler's status server serves at /status;
+  status          the same as lines for a person (where the run is, every node);
+  refusals        the wrong secret (exit 1, naming the secret), an unknown worker (exit 1, naming
+                  the run's workers), a usage error (exit 2): the run goes on untouched;
+  drain           `ctl drain worker_1` in epoch EPOCH: the scheduler asks worker 1 to leave, it
+                  is drained and exits 0, its computes move to worker 0, and every node exits 0
+                  with the weights of one process;
+  after the end   `ctl status` with nothing listening fails at once, naming the address.
+
+usage: ctl_run.py TROUPE CONFIG EPOCH [troupe flags...]
+
+Every wait has a deadline, moments come from log lines (no sleeps ordering events), and every
+process is killed at the end whatever happens.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cluster_run import SECRET, Cluster, final_weights, in_process_weights, read_port, work_folder  # noqa: E402
+
+BOUND_S = 300
+NUMBER = (int, float)
+# The status document's fields and their JSON types (None: null allowed beside the type).
+TOP = {"schema": int, "state": str, "failure": (str, None), "time": NUMBER, "started": NUMBER,
+       "run": dict, "epochs": int, "position": dict, "current": dict, "plan": dict, "ranks": list,
+       "nodes": list, "history": list, "curve": list, "warnings": list, "faults": list,
+       "nodes_lost": int}
+POSITION = {"epoch": int, "batch": int, "batches": int, "step": int}
+CURRENT = {"loss": NUMBER + (None,), "accuracy": NUMBER, "learning_rate": NUMBER, "samples_per_s": NUMBER}
+NODE = {"name": str, "role": str, "host": str, "state": str, "adopted_by": (str, None), "ranks": list,
+        "samples_per_s": NUMBER, "rx": int, "tx": int, "bytes": dict, "waited_for_s": NUMBER}
+RANK = {"rank": int, "node": (str, None), "epoch": int, "batch": int, "batches": int, "samples": int,
+        "samples_total": int, "samples_per_s": NUMBER, "step_s": NUMBER, "wait_s": NUMBER, "seen": NUMBER}
+
+
+def check_fields(where, value, fields):
+    if not isinstance(value, dict):
+        raise SystemExit(f"FAIL: {where} is {type(value).__name__}, not an object")
+    if set(value) != set(fields):
+        raise SystemExit(f"FAIL: {where} has fields {sorted(value)}, the schema {sorted(fields)}")
+    for key, kinds in fields.items():
+        kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+        allowed = tuple(k for k in kinds if k is not None)
+        if value[key] is None and None in kinds:
+            continue
+        if not isinstance(value[key], allowed) or isinstance(value[key], bool):
+            raise SystemExit(f"FAIL: {where}.{key} is {value[key]!r}, not {kinds}")
+
+
+def check_schema(doc):
+    check_fields("status", doc, TOP)
+    if doc["schema"] != 1:
+        raise SystemExit(f"FAIL: schema {doc['schema']}, expected 1")
+    check_fields("status.position", doc["position"], POSITION)
+    check_fields("status.current", doc["current"], CURRENT)
+    for i, node in enumerate(doc["nodes"]):
+        check_fields(f"status.nodes[{i}]", node, NODE)
+    for i, rank in enumerate(doc["ranks"]):
+        check_fields(f"status.ranks[{i}]", rank, RANK)
+
+
+def ctl(cluster, args, secret=SECRET, timeout=60):
+    env = dict(os.environ, TROUPE_SECRET=secret)
+    run = subprocess.run([cluster.troupe, "ctl"] + args, capture_output=True, text=True, env=env,
+                         timeout=timeout)
+    return run
+
+
+def expect(cluster, run, code, stream, pattern, what):
+    text = run.stdout if stream == "out" else run.stderr
+    if run.returncode != code or not re.search(pattern, text):
+        cluster.fail(f"{what}: exit {run.returncode} (expected {code}), no /{pattern}/ in\n"
+                     f"stdout: {run.stdout[-2000:]}\nstderr: {run.stderr[-2000:]}")
+
+
+def main(workdir):
+    troupe, config, epoch = sys.argv[1:4]
+    rest = sys.argv[4:]
+    cluster = Cluster(troupe, workdir)
+    try:
+        common = ["--config", config, "--server-nodes", "1", "--worker-nodes", "2",
+                  "--on-worker-loss", "adopt"] + rest
+        port_file = os.path.join(workdir, "scheduler.port")
+        cluster.start("scheduler", ["--role", "scheduler", "--scheduler", "127.0.0.1:0", "--port-file", port_file,
+                                    "--status-listen", "127.0.0.1:0"] + common)
+        port = read_port(cluster, port_file)
+        at = f"127.0.0.1:{port}"
+        cluster.start("server0", ["--role", "server", "--scheduler", at, "--rank", "0"] + common)
+        for w in range(2):
+            cluster.start(f"worker{w}", ["--role", "worker", "--scheduler", at, "--rank", str(w)] + common)
+        cluster.wait_for_text("scheduler", "out", r"Epoch\[0\] Batch")
+        url = re.search(r"Status: (http://\S+/)", cluster.text("scheduler", "out")).group(1)
+
+        run = ctl(cluster, ["--scheduler", at, "status", "--json"])
+        expect(cluster, run, 0, "out", r"^\{", "ctl status --json")
+        doc = json.loads(run.stdout)
+        check_schema(doc)
+        with urllib.request.urlopen(url + "status", timeout=10) as r:
+            served = json.loads(r.read().decode())
+        check_schema(served)
+        names = [n["name"] for n in doc["nodes"]]
+        if names != [n["name"] for n in served["nodes"]] or names != ["scheduler", "server_0", "worker_0", "worker_1"]:
+            cluster.fail(f"ctl's nodes {names}, /status's {[n['name'] for n in served['nodes']]}")
+        if doc["state"] != "training" or sorted(r["rank"] for r in doc["ranks"]) != [0, 1, 2, 3]:
+            cluster.fail(f"ctl status: state {doc['state']}, ranks {[r['rank'] for r in doc['ranks']]}")
+
+        run = ctl(cluster, ["--scheduler", at, "status"])
+        expect(cluster, run, 0, "out", r"run: training, epoch \d+ of \d+, step \d+", "ctl status")
+        expect(cluster, run, 0, "out", r"worker_1 \(worker on [^)]*\): ready; ranks 2,3, ", "ctl status")
+        print("$ troupe ctl status\n" + run.stdout, end="")
+
+        run = ctl(cluster, ["--scheduler", at, "--timeout", "20", "status"], secret="not-the-secret-of-this-run-at-all")
+        expect(cluster, run, 1, "err", r"troupe ctl: error: .*secret", "ctl with the wrong secret")
+        run = ctl(cluster, ["--scheduler", at, "drain", "worker_7"])
+        expect(cluster, run, 1, "err", r"drain worker_7: no worker of this run is named so \(its workers: "
+               r"worker_0, worker_1\)", "ctl drain of an unknown worker")
+        run = ctl(cluster, ["status"])
+        expect(cluster, run, 2, "err", r"--scheduler HOST:PORT is required", "ctl without --scheduler")
+
+        cluster.wait_for_text("scheduler", "out", rf"Epoch\[{epoch}\] Batch")
+        run = ctl(cluster, ["--scheduler", at, "drain", "worker_1"])
+        expect(cluster, run, 0, "out", r"asked worker 1 \(pid \d+ [^)]*\) to leave", "ctl drain worker_1")
+        print("$ troupe ctl drain worker_1\n" + run.stdout, end="")
+        cluster.wait_for_text("worker1", "err", r"worker_1: drained at ")
+        codes = cluster.wait_all(BOUND_S)
+        bad = {n: c for n, c in codes.items() if c != 0}
+        if bad:
+            cluster.fail(f"exit statuses {bad}, expected 0")
+        log = cluster.text("scheduler", "err")
+        for pattern in [r"scheduler: troupe ctl asks worker 1 \(pid \d+ [^)]*\) to leave",
+                        r"asks to leave \(troupe ctl drain\); granted: compute_\d+(, compute_\d+)* move to another",
+                        r"left at [^;]* \(drained: troupe ctl drain\); worker 0 \(pid \d+ [^)]*\) adopts compute_"]:
+            if not re.search(pattern, log):
+                cluster.fail(f"no /{pattern}/ in the scheduler's log")
+        got = final_weights(cluster.text("scheduler", "out"))
+        expected = in_process_weights(troupe, config, rest, workdir)
+        if got != expected:
+            cluster.fail(f"the run drained by ctl ended with {got}, one process with {expected}")
+
+        run = ctl(cluster, ["--scheduler", at, "--timeout", "5", "status"])
+        expect(cluster, run, 1, "err", rf"no scheduler at {re.escape(at)}", "ctl status after the run")
+        ends = [l for l in log.splitlines() if "channel to ctl" in l]
+        if len(ends) != 1 or "refused: its proof of the cluster secret is wrong" not in ends[0]:
+            cluster.fail(f"the scheduler logged of ctl's channels {ends}; only the refused secret is news")
+        for line in log.splitlines():
+            if re.search(r"troupe ctl|leave|left|adopts|serves the computes", line):
+                print(line)
+        print(f"ok: ctl status (schema of /status) and its refusals; ctl drain worker_1 in epoch {epoch}: "
+              f"every node exit 0, {got} as in one process")
+    finally:
+        cluster.kill_all()
+
+
+if __name__ == "__main__":
+    with work_folder("troupe-ctl-") as folder:
+        main(folder)

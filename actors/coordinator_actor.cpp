@@ -185,7 +185,8 @@ bool enough_finished(const coordinator_state& st, const std::vector<bool>& finis
 }
 
 // After epoch `epoch`'s training: asks the gate between epochs, if there is one, and goes on
-// (`next`) once it has said yes. Its failure or refusal ends the run, naming the gate.
+// (`next`) once it has answered; last_epoch makes `epoch` the run's last. Its failure ends the
+// run, naming the gate.
 template <class Next> void through_gate(coordinator_pointer self, std::int64_t epoch, Next next) {
   const auto& gate = self->state.options.between_epochs;
   if (!gate)
@@ -197,10 +198,11 @@ template <class Next> void through_gate(coordinator_pointer self, std::int64_t e
   };
   self->request(gate, due.left_with_grace(), epoch_done_atom::value, epoch, due)
     .then(
-      [=](bool go_on) {
-        if (go_on)
-          return next();
-        failed(errc::bad_request, "it said no");
+      [=](after_gate answer) {
+        auto& o = self->state.options;
+        if (answer == after_gate::last_epoch && epoch + 1 < o.first_epoch + o.epochs)
+          o.epochs = epoch + 1 - o.first_epoch; // its validation and save are the last's now
+        next();
       },
       [=](caf::error& err) { failed(troupe_code(err), error_text(err)); });
 }

@@ -6,7 +6,16 @@
 //   drain NODE    worker NODE ("worker_1", or "worker 1" as the log names it) is asked to
 //                 leave as its host's SIGTERM would ask it (scheduler_moves.cpp); refused
 //                 at once, saying why, where its leave would be
+//   stop          the epoch in training is the run's last: the gate after its training says
+//                 so (gate_answer_of), and the run ends as a finished one (its validation,
+//                 the last epoch's checkpoint where the run saves them, the final weights,
+//                 every process exit 0)
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include <caf/all.hpp>
+#include <nlohmann/json.hpp>
 
 #include "cluster/scheduler/scheduler_state.hpp"
 
@@ -15,7 +24,7 @@ namespace troupe {
 namespace {
 
 caf::error refused(const std::string& why) {
-  return make_error(errc::bad_request, "scheduler: " + why);
+  return make_error(errc::bad_request, why); // the channel names the scheduler
 }
 
 // The plan node's name of member `m` ("worker_1"); "" for a spare that holds none.
@@ -38,13 +47,15 @@ member_entry* worker_named(scheduler_state& st, const std::string& name) {
 
 // "worker_0, worker_1": the workers a drain can name.
 std::string worker_names(const scheduler_state& st) {
-  std::string names;
-  for (const auto& m : st.members) {
-    const auto name = node_name_of(st, m);
-    if (m.role == node_kind::worker && !m.gone && !name.empty())
-      names += (names.empty() ? "" : ", ") + name;
-  }
-  return names.empty() ? std::string("none") : names;
+  std::vector<std::string> names;
+  for (const auto& m : st.members)
+    if (m.role == node_kind::worker && !m.gone && !node_name_of(st, m).empty())
+      names.push_back(node_name_of(st, m));
+  std::sort(names.begin(), names.end());
+  std::string text;
+  for (const auto& name : names)
+    text += (text.empty() ? "" : ", ") + name;
+  return text.empty() ? std::string("none") : text;
 }
 
 caf::result<command_result_message> status_of(scheduler_actor self, const command_message& c) {
@@ -84,7 +95,48 @@ caf::result<command_result_message> drain(scheduler_actor self, const command_me
     ""};
 }
 
+caf::result<command_result_message> stop(scheduler_actor self, const command_message& c) {
+  auto& st = self->state;
+  if (!c.args.empty())
+    return refused("stop takes no arguments (it was given " + std::to_string(c.args.size()) + ")");
+  if (!st.phase.is<scheduler_phases::training>())
+    return refused("the run is not training (it stops after an epoch's training)");
+  if (st.stop_asked)
+    return refused("stop was asked already; the run stops after this epoch's training");
+  st.stop_asked = true;
+  st.stop_asked_at = st.output.position ? st.output.position->text() : std::string();
+  const auto at = st.stop_asked_at.empty() ? std::string() : " (now " + st.stop_asked_at + ")";
+  log_node_line(*st.options, "scheduler: troupe ctl asks the run to stop after this epoch's "
+                             "training"
+                               + at);
+  record_event(st.options->events, "stop asked", {{}, {{"by", "troupe ctl"}}});
+  return command_result_message{
+    0,
+    "the run stops after this epoch's training" + at
+      + ": that epoch is validated and, where the run saves checkpoints, saved as the last; then "
+        "every process exits 0",
+    ""};
+}
+
 } // namespace
+
+after_gate gate_answer_of(scheduler_actor self, std::int64_t epoch) {
+  auto& st = self->state;
+  if (!st.stop_asked)
+    return after_gate::go_on;
+  const auto step = (epoch + 1) * st.plan.steps_per_epoch;
+  log_node_line(*st.options, "scheduler: stopping after epoch " + std::to_string(epoch)
+                               + "'s training (step " + std::to_string(step)
+                               + "), as troupe ctl asked: epoch " + std::to_string(epoch)
+                               + " is the run's last");
+  record_event(st.options->events, "stopping", {{{"epoch", epoch}, {"step", step}}, {}});
+  // In the epoch's metrics line (sent before the gate's answer: the line is written after it).
+  const nlohmann::json changes = nlohmann::json::array(
+    {{{"change", "stop"}, {"by", "troupe ctl"}, {"asked_at", st.stop_asked_at}, {"step", step}}});
+  self->send(st.metrics, annotate_atom::value, epoch, std::string("changes"), changes.dump(),
+             std::string());
+  return after_gate::last_epoch;
+}
 
 caf::result<command_result_message> on_command(scheduler_actor self, const command_message& c) {
   if (self->state.phase.is<scheduler_phases::ending>())
@@ -93,7 +145,9 @@ caf::result<command_result_message> on_command(scheduler_actor self, const comma
     return status_of(self, c);
   if (c.verb == "drain")
     return drain(self, c);
-  return refused("no verb " + c.verb + " (troupe ctl runs status, drain)");
+  if (c.verb == "stop")
+    return stop(self, c);
+  return refused("no verb " + c.verb + " (troupe ctl runs status, drain, stop)");
 }
 
 } // namespace troupe

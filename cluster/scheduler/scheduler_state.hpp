@@ -95,7 +95,7 @@ struct traffic_gathering {
   std::int64_t serial = 0;
   std::set<int> asked;                              // plan nodes
   std::map<int, std::vector<peer_traffic>> answers; // by plan node
-  caf::typed_response_promise<bool> promise;
+  caf::typed_response_promise<after_gate> promise;
   std::map<int, std::vector<node_wait>> waits; // by plan node: what its barriers waited for
 };
 
@@ -121,6 +121,9 @@ struct scheduler_state {
   std::function<training_session_actor(caf::actor_system&, const training_job&, session_sinks)>
     spawn_session;
   std::vector<member_entry> members;
+  /// troupe ctl asked the run to stop: the epoch in training ends it (scheduler_commands.cpp).
+  bool stop_asked = false;
+  std::string stop_asked_at; // where the run was then ("epoch 1 at batch 151 of 469")
   /// The relays the coordinator drives remote computes through, by plan actor (adopt only).
   std::map<std::size_t, compute_relay_actor> relays;
   std::chrono::steady_clock::time_point move_began; // the last move's (a loss, leave or join)
@@ -172,7 +175,7 @@ inline int live_members(const scheduler_state& st) {
 /// The coordinator's epoch_done: asks every member for its traffic; answers once all have
 /// (or at `due`, or the request timeout, whichever comes first). A question still open is
 /// answered first, with what came; once the run is ending, no epoch passes (an error).
-caf::result<bool> on_epoch_done(scheduler_actor self, std::int64_t epoch, deadline due);
+caf::result<after_gate> on_epoch_done(scheduler_actor self, std::int64_t epoch, deadline due);
 /// A member's traffic answer; the last one ends the gathering. An answer the open gathering
 /// did not ask for (another epoch, a node not asked, none open) is dropped and logged.
 void on_traffic(scheduler_actor self, const channel_actor& channel, const traffic_message& t);
@@ -225,6 +228,9 @@ std::string left_text(const member_entry& m);
 /// troupe ctl's verb `c` (scheduler_commands.cpp): its answer, or an errc::bad_request naming
 /// why it was refused.
 caf::result<command_result_message> on_command(scheduler_actor self, const command_message& c);
+/// What the gate after epoch `epoch`'s training answers: last_epoch once troupe ctl asked the
+/// run to stop (said in the log and the records), else go_on.
+after_gate gate_answer_of(scheduler_actor self, std::int64_t epoch);
 /// A worker that joined in training (`joiner`, listed as a spare) takes a node that another
 /// worker adopted, from the one running the most computes: it is assigned that node (its
 /// computes recompute the step in flight) and, once it serves them, the other is told to cede

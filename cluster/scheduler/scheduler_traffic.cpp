@@ -40,15 +40,15 @@ caf::error run_is_ending(scheduler_actor self) {
 
 } // namespace
 
-caf::result<bool> on_epoch_done(scheduler_actor self, std::int64_t epoch, deadline due) {
+caf::result<after_gate> on_epoch_done(scheduler_actor self, std::int64_t epoch, deadline due) {
   auto& st = self->state;
   end_gathering(self); // a question the coordinator gave up on: answered with what came
   if (st.phase.is<scheduler_phases::ending>() || st.phase.is<scheduler_phases::failing>())
     return run_is_ending(self);
   if (!st.phase.is<scheduler_phases::training>() || live_members(st) == 0)
-    return true;               // nobody to ask
-  complete_joins(self, epoch); // no phase is in flight here
-  auto promise = self->make_response_promise<bool>();
+    return gate_answer_of(self, epoch); // nobody to ask
+  complete_joins(self, epoch);          // no phase is in flight here
+  auto promise = self->make_response_promise<after_gate>();
   st.gathering = traffic_gathering{epoch, ++st.gatherings, {}, {}, promise, {}};
   for (auto& m : st.members)
     if (!m.gone && m.node >= 0) { // (a spare has no node, and moved nothing)
@@ -143,7 +143,7 @@ void end_gathering(scheduler_actor self, caf::error run_ends) {
   if (run_ends)
     g.promise.deliver(std::move(run_ends));
   else
-    g.promise.deliver(true);
+    g.promise.deliver(gate_answer_of(self, g.epoch));
 }
 
 } // namespace troupe

@@ -54,7 +54,7 @@ struct gate_probe {
   caf::response_promise pending;
 };
 
-// A gate that holds each question until the test opens it: (open_atom, true) says yes,
+// A gate that holds each question until the test opens it: (open_atom, answer) answers,
 // (open_atom, error) fails the question.
 caf::behavior held_gate(caf::event_based_actor* self, std::shared_ptr<gate_probe> probe) {
   return {
@@ -62,7 +62,7 @@ caf::behavior held_gate(caf::event_based_actor* self, std::shared_ptr<gate_probe
       probe->asked.push_back(epoch);
       probe->pending = self->make_response_promise();
     },
-    [=](open_atom, bool yes) { probe->pending.deliver(yes); },
+    [=](open_atom, after_gate answer) { probe->pending.deliver(answer); },
     [=](open_atom, caf::error& err) { probe->pending.deliver(std::move(err)); },
   };
 }
@@ -142,7 +142,7 @@ CAF_TEST(coordinator_waits_for_the_gate) {
   CAF_REQUIRE_EQUAL(gate->asked, (std::vector<std::int64_t>{0}));
   CAF_CHECK(compute->validated.empty());
   CAF_CHECK(metrics->reports.empty()); // epoch 0's report waits for the gate too
-  caf::anon_send(gate_actor, open_atom::value, true);
+  caf::anon_send(gate_actor, open_atom::value, after_gate::go_on);
   consume_messages();
   CAF_REQUIRE_EQUAL(metrics->reports.size(),
                     2u); // epoch 0 trained and validated; epoch 1 trained: held
@@ -151,7 +151,7 @@ CAF_TEST(coordinator_waits_for_the_gate) {
   CAF_CHECK_EQUAL(compute->validated, (std::vector<std::int64_t>{0}));
   CAF_CHECK_EQUAL(gate->asked, (std::vector<std::int64_t>{0, 1}));
   CAF_CHECK(!result->answered);
-  caf::anon_send(gate_actor, open_atom::value, true);
+  caf::anon_send(gate_actor, open_atom::value, after_gate::go_on);
   consume_messages();
   CAF_REQUIRE(result->answered);
   CAF_CHECK(!result->error);
@@ -198,7 +198,7 @@ CAF_TEST(coordinator_ignores_a_gate_answer_after_giving_up) {
   consume_messages();
   CAF_REQUIRE(result->answered);
   CAF_CHECK(troupe_code(result->error) == errc::timeout);
-  caf::anon_send(gate_actor, open_atom::value, true);
+  caf::anon_send(gate_actor, open_atom::value, after_gate::go_on);
   consume_messages();
   CAF_CHECK(compute->validated.empty());
   CAF_CHECK_EQUAL(compute->trained, (std::vector<std::int64_t>{0}));
@@ -206,14 +206,23 @@ CAF_TEST(coordinator_ignores_a_gate_answer_after_giving_up) {
   CAF_CHECK_EQUAL(gate->asked.size(), 1u);
 }
 
-// A gate that says no ends the run too.
-CAF_TEST(coordinator_stops_when_the_gate_says_no) {
-  start(1);
-  caf::anon_send(gate_actor, open_atom::value, false);
+// A gate that makes an epoch the last (troupe ctl stop) ends the run after that epoch's
+// validation, as a finished run: no later epoch is trained or asked.
+CAF_TEST(coordinator_finishes_after_the_epoch_the_gate_makes_the_last) {
+  options.validate_every = 2; // epoch 1 validates only as the last
+  start(4);
+  caf::anon_send(gate_actor, open_atom::value, after_gate::go_on);
+  consume_messages();
+  CAF_REQUIRE_EQUAL(gate->asked, (std::vector<std::int64_t>{0, 1}));
+  CAF_CHECK(compute->validated.empty());
+  caf::anon_send(gate_actor, open_atom::value, after_gate::last_epoch);
   consume_messages();
   CAF_REQUIRE(result->answered);
-  CAF_CHECK(error_text(result->error).find("it said no") != std::string::npos);
-  CAF_CHECK(compute->validated.empty());
+  CAF_CHECK(!result->error);
+  CAF_CHECK_EQUAL(compute->trained, (std::vector<std::int64_t>{0, 1}));
+  CAF_CHECK_EQUAL(compute->validated, (std::vector<std::int64_t>{1}));
+  CAF_CHECK_EQUAL(gate->asked, (std::vector<std::int64_t>{0, 1}));
+  CAF_CHECK_EQUAL(result->phases, 3u); // 2 trainings, 1 validation
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -11,8 +11,12 @@
                   is drained and exits 0, its computes move to worker 0, and every node exits 0
                   with the weights of one process;
   after the end   `ctl status` with nothing listening fails at once, naming the address.
+Those are scenario `drain`. Scenario `stop` runs 3 epochs with `--model-prefix`: `ctl stop` in
+epoch EPOCH makes it the run's last: every node exits 0, the log says where it stopped, no later
+epoch trains, epoch EPOCH is validated and saved; that checkpoint resumed by `troupe train` for
+the remaining epoch ends with the weights of `troupe train` run whole, so a stop loses nothing.
 
-usage: ctl_run.py TROUPE CONFIG EPOCH [troupe flags...]
+usage: ctl_run.py TROUPE CONFIG drain|stop EPOCH [troupe flags...]
 
 Every wait has a deadline, moments come from log lines (no sleeps ordering events), and every
 process is killed at the end whatever happens.
@@ -82,23 +86,94 @@ def expect(cluster, run, code, stream, pattern, what):
                      f"stdout: {run.stdout[-2000:]}\nstderr: {run.stderr[-2000:]}")
 
 
+def start_nodes(cluster, config, workdir, flags):
+    """A scheduler (its status served too), a server and 2 workers by hand; the scheduler's address and
+    its status URL once it trains."""
+    common = ["--config", config, "--server-nodes", "1", "--worker-nodes", "2", "--on-worker-loss", "adopt"] + flags
+    port_file = os.path.join(workdir, "scheduler.port")
+    cluster.start("scheduler", ["--role", "scheduler", "--scheduler", "127.0.0.1:0", "--port-file", port_file,
+                                "--status-listen", "127.0.0.1:0"] + common)
+    at = f"127.0.0.1:{read_port(cluster, port_file)}"
+    cluster.start("server0", ["--role", "server", "--scheduler", at, "--rank", "0"] + common)
+    for w in range(2):
+        cluster.start(f"worker{w}", ["--role", "worker", "--scheduler", at, "--rank", str(w)] + common)
+    cluster.wait_for_text("scheduler", "out", r"Epoch\[0\] Batch")
+    return at, re.search(r"Status: (http://\S+/)", cluster.text("scheduler", "out")).group(1)
+
+
+def digest_of(run, what):
+    found = re.findall(r"Final weights: \d+ tensors, \d+ bytes, digest [0-9a-f]{16}", run.stdout)
+    if run.returncode != 0 or len(found) != 1:
+        raise SystemExit(f"FAIL: {what}: exit {run.returncode}\n{run.stdout[-3000:]}{run.stderr[-3000:]}")
+    return found[0]
+
+
+def stop(troupe, config, epoch, rest, workdir):
+    cluster = Cluster(troupe, workdir)
+    prefix = os.path.join(workdir, "runs", "stopped")
+    try:
+        metrics = os.path.join(workdir, "metrics.jsonl")
+        flags = rest + ["--num-epochs", "3", "--model-prefix", prefix, "--metrics", metrics]
+        at, _ = start_nodes(cluster, config, workdir, flags)
+        run = ctl(cluster, ["--scheduler", at, "stop", "now"])
+        expect(cluster, run, 2, "err", r"stop takes no arguments", "ctl stop with an argument")
+        cluster.wait_for_text("scheduler", "out", rf"Epoch\[{epoch}\] Batch")
+        run = ctl(cluster, ["--scheduler", at, "stop"])
+        expect(cluster, run, 0, "out", r"the run stops after this epoch's training", "ctl stop")
+        print("$ troupe ctl stop\n" + run.stdout, end="")
+        codes = cluster.wait_all(BOUND_S)
+        bad = {n: c for n, c in codes.items() if c != 0}
+        if bad:
+            cluster.fail(f"exit statuses {bad}, expected 0")
+        out, log = cluster.text("scheduler", "out"), cluster.text("scheduler", "err")
+        for pattern in [r"scheduler: troupe ctl asks the run to stop after this epoch's training \(now epoch ",
+                        rf"scheduler: stopping after epoch {epoch}'s training \(step \d+\), as troupe ctl asked"]:
+            if not re.search(pattern, log):
+                cluster.fail(f"no /{pattern}/ in the scheduler's log")
+        later = int(epoch) + 1
+        if re.search(rf"Epoch\[{later}\]", out) or not re.search(rf"Epoch\[{epoch}\] Validation-accuracy=", out):
+            cluster.fail(f"the stopped run trained past epoch {epoch} or did not validate it")
+        epochs = [r for r in map(json.loads, open(metrics)) if r.get("record") == "epoch"]
+        if [r["epoch"] for r in epochs] != list(range(later)):
+            cluster.fail(f"the metrics hold epochs {[r['epoch'] for r in epochs]}, not 0..{epoch}")
+        changes = epochs[-1].get("changes")
+        if (not isinstance(changes, list) or len(changes) != 1 or changes[0].get("change") != "stop"
+                or changes[0].get("by") != "troupe ctl" or not isinstance(changes[0].get("step"), int)
+                or not re.match(rf"epoch {epoch} at batch \d+ of \d+", changes[0].get("asked_at", ""))):
+            cluster.fail(f"epoch {epoch}'s metrics line records the change as {changes!r}")
+        if any("changes" in r for r in epochs[:-1]):
+            cluster.fail("an epoch before the stopped one records a change")
+        manifest = f"{prefix}-{later:04d}.manifest.json"
+        if not os.path.exists(manifest):
+            cluster.fail(f"no checkpoint {manifest} of the stopped epoch: {sorted(os.listdir(os.path.dirname(prefix)))}")
+        whole = digest_of(subprocess.run([troupe, "train", "--config", config, "--num-epochs", "3"] + rest,
+                                         capture_output=True, text=True, cwd=workdir, timeout=BOUND_S),
+                          "troupe train, 3 epochs")
+        resumed = digest_of(subprocess.run([troupe, "train", "--config", config, "--num-epochs", "3",
+                                            "--model-prefix", prefix, "--load-epoch", str(later)] + rest,
+                                           capture_output=True, text=True, cwd=workdir, timeout=BOUND_S),
+                            f"the stopped run's checkpoint of epoch {later} resumed")
+        if resumed != whole:
+            cluster.fail(f"the stopped run resumed ends with {resumed}, the whole run with {whole}")
+        for line in log.splitlines():
+            if "troupe ctl" in line or "stopping" in line:
+                print(line)
+        print(f"ok: ctl stop in epoch {epoch}: every node exit 0 after epoch {epoch}, checkpoint {manifest}; "
+              f"resumed it ends with {whole} as the whole run")
+    finally:
+        cluster.kill_all()
+
+
 def main(workdir):
-    troupe, config, epoch = sys.argv[1:4]
-    rest = sys.argv[4:]
+    troupe, config, scenario, epoch = sys.argv[1:5]
+    rest = sys.argv[5:]
+    if scenario == "stop":
+        return stop(troupe, config, epoch, rest, workdir)
+    if scenario != "drain":
+        raise SystemExit(f"usage: ctl_run.py TROUPE CONFIG drain|stop EPOCH: not {scenario}")
     cluster = Cluster(troupe, workdir)
     try:
-        common = ["--config", config, "--server-nodes", "1", "--worker-nodes", "2",
-                  "--on-worker-loss", "adopt"] + rest
-        port_file = os.path.join(workdir, "scheduler.port")
-        cluster.start("scheduler", ["--role", "scheduler", "--scheduler", "127.0.0.1:0", "--port-file", port_file,
-                                    "--status-listen", "127.0.0.1:0"] + common)
-        port = read_port(cluster, port_file)
-        at = f"127.0.0.1:{port}"
-        cluster.start("server0", ["--role", "server", "--scheduler", at, "--rank", "0"] + common)
-        for w in range(2):
-            cluster.start(f"worker{w}", ["--role", "worker", "--scheduler", at, "--rank", str(w)] + common)
-        cluster.wait_for_text("scheduler", "out", r"Epoch\[0\] Batch")
-        url = re.search(r"Status: (http://\S+/)", cluster.text("scheduler", "out")).group(1)
+        at, url = start_nodes(cluster, config, workdir, rest)
 
         run = ctl(cluster, ["--scheduler", at, "status", "--json"])
         expect(cluster, run, 0, "out", r"^\{", "ctl status --json")

@@ -32,7 +32,7 @@ run_control_actor::behavior_type stand_in(run_control_actor::pointer self,
       ++*asked;
       if (c.verb == "status")
         return command_result_message{0, "", R"({"schema":1})"};
-      return make_error(errc::bad_request, "scheduler: drain " + (c.args.empty() ? "" : c.args[0])
+      return make_error(errc::bad_request, "drain " + (c.args.empty() ? "" : c.args[0])
                                              + ": no worker of this run is named so");
     },
   };
@@ -101,7 +101,10 @@ TEST_CASE("a verb the scheduler refuses comes back with its words", "[cluster][c
   REQUIRE_FALSE(answer);
   CHECK(troupe_code(answer.error()) == errc::bad_request);
   CHECK_THAT(error_text(answer.error()),
-             Catch::Contains("scheduler: drain worker_9: no worker of this run is named so"));
+             Catch::Contains("drain worker_9: no worker of this run is named so"));
+  // The channel names whom it asked.
+  CHECK_THAT(error_text(answer.error()),
+             Catch::Contains("scheduler at 127.0.0.1:" + std::to_string(scheduler.port)));
 }
 
 TEST_CASE("ctl with the wrong secret is refused before anything is asked", "[cluster][ctl]") {

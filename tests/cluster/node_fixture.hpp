@@ -136,7 +136,8 @@ inline fake_session_actor::behavior_type fake_session(fake_session_actor::pointe
 
 // The metrics actor: records the traffic annotations.
 struct metrics_probe {
-  std::vector<std::pair<std::int64_t, std::string>> traffic; // (epoch, line)
+  std::vector<std::pair<std::int64_t, std::string>> traffic;    // (epoch, line)
+  std::vector<std::pair<std::string, std::string>> annotations; // (key, json)
   int reports = 0;
 };
 
@@ -146,8 +147,11 @@ inline metrics_actor::behavior_type fake_metrics(metrics_actor::pointer,
     [=](const batch_report&) {},
     [=](const phase_report&) { ++probe->reports; },
     [=](flush_atom) { return true; },
-    [=](annotate_atom, std::int64_t epoch, const std::string&, const std::string&,
-        const std::string& line) { probe->traffic.emplace_back(epoch, line); },
+    [=](annotate_atom, std::int64_t epoch, const std::string& key, const std::string& json,
+        const std::string& line) {
+      probe->traffic.emplace_back(epoch, line);
+      probe->annotations.emplace_back(key, json);
+    },
   };
 }
 
@@ -155,7 +159,8 @@ inline metrics_actor::behavior_type fake_metrics(metrics_actor::pointer,
 // records the answer, and how many traffic annotations the metrics actor had by then.
 struct gate_answer {
   bool answered = false;
-  bool yes = false;
+  bool yes = false;  // answered, not failed
+  bool last = false; // the epoch is the run's last (after_gate::last_epoch)
   std::string error; // the failure's text, when it failed
   std::size_t annotations_before = 0;
 };
@@ -166,9 +171,10 @@ inline caf::behavior ask_gate(caf::event_based_actor* self, epoch_gate_actor gat
                               std::shared_ptr<gate_answer> out) {
   self->request(gate, caf::infinite, epoch_done_atom::value, epoch, due)
     .then(
-      [=](bool yes) {
+      [=](after_gate answer) {
         out->answered = true;
-        out->yes = yes;
+        out->yes = true;
+        out->last = answer == after_gate::last_epoch;
         out->annotations_before = metrics->traffic.size();
       },
       [=](caf::error& err) {

@@ -1,5 +1,6 @@
 // troupe ctl's verbs as the scheduler node runs them, message by message (scheduler_fixture.hpp):
-// status answers the status document it was given, or is refused without one; drain asks the
+// status answers the status document it was given, or is refused without one; stop makes the
+// epoch in training the last (the gate after it says so); drain asks the
 // named worker to leave (its leave then granted as a SIGTERM's is), or is refused naming why
 // (no adoption, an unknown worker, the wrong arguments) with nothing sent; an unknown verb is
 // refused naming the verbs.
@@ -69,7 +70,7 @@ CAF_TEST(ctl_status_without_a_status_is_refused) {
   auto a = command("status");
   CAF_REQUIRE(a->answered);
   CAF_CHECK(a->code == errc::bad_request);
-  CAF_CHECK(contains(a->error, "scheduler: this scheduler keeps no status"));
+  CAF_CHECK(contains(a->error, "this scheduler keeps no status"));
 }
 
 // The named worker is asked to leave; its leave (as on SIGTERM) is then granted, and the run
@@ -120,11 +121,53 @@ CAF_TEST(ctl_drain_is_refused_naming_why_and_nothing_is_sent) {
   CAF_CHECK(!result->answered);
 }
 
+// The epoch in training becomes the run's last: the gate after it says so (the coordinator then
+// validates it, saves it as the last where the run saves, and finishes); asked again, or before
+// training, it is refused.
+CAF_TEST(ctl_stop_makes_the_epoch_in_training_the_last) {
+  start(1, 2);
+  auto early = command("stop");
+  CAF_REQUIRE(early->answered);
+  CAF_CHECK(contains(early->error, "the run is not training"));
+  auto m = to_training();
+  auto first = epoch_done(0);
+  traffic(m.server, 0);
+  traffic(m.w0, 0);
+  traffic(m.w1, 0);
+  CAF_REQUIRE(first->answered);
+  CAF_CHECK(first->yes);
+  CAF_CHECK(!first->last);
+  auto a = command("stop");
+  CAF_REQUIRE(a->answered);
+  CAF_CHECK_EQUAL(a->error, "");
+  CAF_CHECK(contains(a->result.text, "the run stops after this epoch's training"));
+  CAF_CHECK(logged("scheduler: troupe ctl asks the run to stop after this epoch's training"));
+  auto again = command("stop");
+  CAF_REQUIRE(again->answered);
+  CAF_CHECK(contains(again->error, "stop was asked already"));
+  auto gate = epoch_done(1);
+  traffic(m.server, 1);
+  traffic(m.w0, 1);
+  traffic(m.w1, 1);
+  CAF_REQUIRE(gate->answered);
+  CAF_CHECK(gate->yes);
+  CAF_CHECK(gate->last);
+  CAF_CHECK(logged("scheduler: stopping after epoch 1's training (step "
+                   + std::to_string(2 * plan.steps_per_epoch) + "), as troupe ctl asked"));
+  // Epoch 1's metrics line records the change (before the gate answered: before the line).
+  CAF_REQUIRE(!metrics->annotations.empty());
+  CAF_CHECK_EQUAL(metrics->annotations.front().first, "traffic"); // epoch 0's
+  CAF_CHECK_EQUAL(std::count_if(metrics->annotations.begin(), metrics->annotations.end(),
+                                [](const auto& a) { return a.first == "changes"; }),
+                  1);
+  CAF_CHECK(!result->answered); // the run finishes as the coordinator ends it
+}
+
 CAF_TEST(ctl_unknown_verb_is_refused_naming_the_verbs) {
   start(1, 2);
   auto a = command("resize", {"4"});
   CAF_REQUIRE(a->answered);
-  CAF_CHECK(contains(a->error, "scheduler: no verb resize (troupe ctl runs status, drain)"));
+  CAF_CHECK(contains(a->error, "no verb resize (troupe ctl runs status, drain, stop)"));
   CAF_CHECK(!result->answered);
 }
 

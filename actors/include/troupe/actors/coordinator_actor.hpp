@@ -20,7 +20,8 @@
 // With a gate between epochs (coordinator_options::between_epochs) it asks
 // (epoch_done_atom, e, due) once every compute has answered epoch e's training, and records
 // e's training report and starts the next phase only once the gate has answered; a gate that
-// fails or refuses ends the run, naming it.
+// fails ends the run, naming it, and one that answers last_epoch makes e the run's last (its
+// validation and its checkpoint are the last epoch's, then the run finishes).
 //
 // The coordinator never touches tensors: epochs and reports are all it sees, which is what lets
 // the same actor drive one process or, later, many nodes.
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include <caf/actor_system.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
 
 #include <troupe/actors/checkpoint_actor.hpp>
 #include <troupe/actors/compute_actor.hpp>
@@ -46,15 +48,19 @@ using coordinator_actor = run_actor;
 
 using epoch_done_atom = caf::atom_constant<caf::atom("epochdone")>;
 
-/// A gate between epochs: (epoch_done_atom, e, due) -> bool is asked after epoch e's training,
-/// once every compute has answered it (so all of its batch reports are on their way to the
-/// metrics actor) and before e's training report is recorded; the report and the next phase
-/// wait for the answer (true: go on; false or an error ends the run). `due` is the
+/// What a gate between epochs says after epoch e's training: go on as planned, or make e the
+/// run's last (a cluster whose operator asked it to stop: troupe ctl stop).
+enum class after_gate : std::uint8_t { go_on, last_epoch };
+
+/// A gate between epochs: (epoch_done_atom, e, due) -> after_gate is asked after epoch e's
+/// training, once every compute has answered it (so all of its batch reports are on their way
+/// to the metrics actor) and before e's training report is recorded; the report and the next
+/// phase wait for the answer (an error ends the run). `due` is the
 /// coordinator's deadline for the answer. Whatever the gate sends the metrics actor about
 /// epoch e (an annotate_atom) thus lands before e's report: a cluster's scheduler adds each
 /// node's traffic so. The coordinator knows nothing of what the gate does.
 using epoch_gate_actor =
-  caf::typed_actor<caf::replies_to<epoch_done_atom, std::int64_t, deadline>::with<bool>>;
+  caf::typed_actor<caf::replies_to<epoch_done_atom, std::int64_t, deadline>::with<after_gate>>;
 
 struct coordinator_options {
   std::int64_t epochs = 1;
@@ -95,3 +101,5 @@ coordinator_actor spawn_coordinator(caf::actor_system& system, std::vector<compu
                                     metrics_sink_actor metrics, coordinator_options options);
 
 } // namespace troupe
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::after_gate)

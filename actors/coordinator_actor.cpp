@@ -23,7 +23,8 @@ struct coordinator_state {
   caf::typed_response_promise<training_result> promise;
   training_result result;
   bool running = false;
-  std::vector<bool> lost; // computes dropped after their peer was lost (drop_lost_computes)
+  std::vector<bool> lost;       // computes dropped after their peer was lost (drop_lost_computes)
+  std::int64_t save_asked = -1; // an epoch the gate asked to be saved although none was due
   static inline const char* name = "coordinator";
 };
 
@@ -110,16 +111,18 @@ void ask_phase(coordinator_pointer self, std::size_t compute, Atom phase, std::i
           });
 }
 
-bool saves_after(const coordinator_options& o, std::int64_t epoch) {
+bool saves_after(const coordinator_state& st, std::int64_t epoch) {
+  const auto& o = st.options;
   if (!o.checkpoint || o.save_period <= 0)
     return false;
-  return (epoch + 1) % o.save_period == 0 || epoch + 1 == o.first_epoch + o.epochs;
+  return (epoch + 1) % o.save_period == 0 || epoch + 1 == o.first_epoch + o.epochs
+         || epoch == st.save_asked;
 }
 
 // The end of epoch `epoch`: a checkpoint when one is due, then the next epoch.
 void after_epoch(coordinator_pointer self, std::int64_t epoch) {
   auto& st = self->state;
-  if (!saves_after(st.options, epoch))
+  if (!saves_after(st, epoch))
     return run_epoch(self, epoch + 1);
   self->request(st.options.checkpoint, st.options.timeouts.phase, save_atom::value, epoch + 1)
     .then([=](const std::string&) { run_epoch(self, epoch + 1); },
@@ -185,8 +188,9 @@ bool enough_finished(const coordinator_state& st, const std::vector<bool>& finis
 }
 
 // After epoch `epoch`'s training: asks the gate between epochs, if there is one, and goes on
-// (`next`) once it has answered; last_epoch makes `epoch` the run's last. Its failure ends the
-// run, naming the gate.
+// (`next`) once it has answered; save_epoch has `epoch` saved (where the run saves checkpoints)
+// although no save is due, last_epoch makes it the run's last. Its failure ends the run, naming
+// the gate.
 template <class Next> void through_gate(coordinator_pointer self, std::int64_t epoch, Next next) {
   const auto& gate = self->state.options.between_epochs;
   if (!gate)
@@ -202,6 +206,8 @@ template <class Next> void through_gate(coordinator_pointer self, std::int64_t e
         auto& o = self->state.options;
         if (answer == after_gate::last_epoch && epoch + 1 < o.first_epoch + o.epochs)
           o.epochs = epoch + 1 - o.first_epoch; // its validation and save are the last's now
+        if (answer == after_gate::save_epoch)
+          self->state.save_asked = epoch;
         next();
       },
       [=](caf::error& err) { failed(troupe_code(err), error_text(err)); });

@@ -6,6 +6,8 @@
 //   drain NODE    worker NODE ("worker_1", or "worker 1" as the log names it) is asked to
 //                 leave as its host's SIGTERM would ask it (scheduler_moves.cpp); refused
 //                 at once, saying why, where its leave would be
+//   checkpoint    the epoch in training is saved after its training and validation (where the
+//                 run saves checkpoints), although no save is due; the run goes on
 //   stop          the epoch in training is the run's last: the gate after its training says
 //                 so (gate_answer_of), and the run ends as a finished one (its validation,
 //                 the last epoch's checkpoint where the run saves them, the final weights,
@@ -95,20 +97,34 @@ caf::result<command_result_message> drain(scheduler_actor self, const command_me
     ""};
 }
 
+// Where the run is now, for the log and the change's record ("epoch 1 at batch 151 of 469").
+std::string position_of(const scheduler_state& st) {
+  return st.output.position ? st.output.position->text() : std::string();
+}
+
+// A verb that takes effect at the gate after the epoch in training: its arguments (none), and
+// the phase it may be asked in.
+caf::error gate_verb_refusal(const scheduler_state& st, const command_message& c) {
+  if (!c.args.empty())
+    return refused(c.verb + " takes no arguments (it was given " + std::to_string(c.args.size())
+                   + ")");
+  if (!st.phase.is<scheduler_phases::training>())
+    return refused("the run is not training (" + c.verb
+                   + " takes effect after an epoch's training)");
+  return {};
+}
+
 caf::result<command_result_message> stop(scheduler_actor self, const command_message& c) {
   auto& st = self->state;
-  if (!c.args.empty())
-    return refused("stop takes no arguments (it was given " + std::to_string(c.args.size()) + ")");
-  if (!st.phase.is<scheduler_phases::training>())
-    return refused("the run is not training (it stops after an epoch's training)");
+  if (auto why = gate_verb_refusal(st, c))
+    return why;
   if (st.stop_asked)
     return refused("stop was asked already; the run stops after this epoch's training");
   st.stop_asked = true;
-  st.stop_asked_at = st.output.position ? st.output.position->text() : std::string();
+  st.stop_asked_at = position_of(st);
   const auto at = st.stop_asked_at.empty() ? std::string() : " (now " + st.stop_asked_at + ")";
-  log_node_line(*st.options, "scheduler: troupe ctl asks the run to stop after this epoch's "
-                             "training"
-                               + at);
+  log_node_line(*st.options,
+                "scheduler: troupe ctl asks the run to stop after this epoch's training" + at);
   record_event(st.options->events, "stop asked", {{}, {{"by", "troupe ctl"}}});
   return command_result_message{
     0,
@@ -118,24 +134,60 @@ caf::result<command_result_message> stop(scheduler_actor self, const command_mes
     ""};
 }
 
+caf::result<command_result_message> checkpoint(scheduler_actor self, const command_message& c) {
+  auto& st = self->state;
+  if (auto why = gate_verb_refusal(st, c))
+    return why;
+  if (st.output.checkpoint.prefix.empty())
+    return refused("this run saves no checkpoints (start it with --model-prefix PREFIX)");
+  if (st.save_asked || st.stop_asked)
+    return refused(std::string(st.stop_asked ? "stop" : "checkpoint")
+                   + " was asked already; this epoch is saved after its training");
+  st.save_asked = true;
+  st.save_asked_at = position_of(st);
+  const auto at = st.save_asked_at.empty() ? std::string() : " (now " + st.save_asked_at + ")";
+  log_node_line(*st.options,
+                "scheduler: troupe ctl asks for a checkpoint after this epoch's training" + at);
+  record_event(st.options->events, "checkpoint asked", {{}, {{"by", "troupe ctl"}}});
+  return command_result_message{0,
+                                "this epoch is saved after its training and validation" + at
+                                  + ", under " + st.output.checkpoint.prefix + "; the run goes on",
+                                ""};
+}
+
 } // namespace
+
+// The change that takes effect after epoch `epoch`'s training, in that epoch's metrics line
+// (sent before the gate's answer: the line is written after it), the log and the records.
+void record_change(scheduler_actor self, std::int64_t epoch, const std::string& change,
+                   const std::string& asked_at, const std::string& doing, const std::string& then) {
+  auto& st = self->state;
+  const auto step = (epoch + 1) * st.plan.steps_per_epoch;
+  log_node_line(*st.options, "scheduler: " + doing + " after epoch " + std::to_string(epoch)
+                               + "'s training (step " + std::to_string(step)
+                               + "), as troupe ctl asked: " + then);
+  record_event(st.options->events, change == "stop" ? "stopping" : "saving asked",
+               {{{"epoch", epoch}, {"step", step}}, {}});
+  const nlohmann::json changes = nlohmann::json::array(
+    {{{"change", change}, {"by", "troupe ctl"}, {"asked_at", asked_at}, {"step", step}}});
+  self->send(st.metrics, annotate_atom::value, epoch, std::string("changes"), changes.dump(),
+             std::string());
+}
 
 after_gate gate_answer_of(scheduler_actor self, std::int64_t epoch) {
   auto& st = self->state;
-  if (!st.stop_asked)
-    return after_gate::go_on;
-  const auto step = (epoch + 1) * st.plan.steps_per_epoch;
-  log_node_line(*st.options, "scheduler: stopping after epoch " + std::to_string(epoch)
-                               + "'s training (step " + std::to_string(step)
-                               + "), as troupe ctl asked: epoch " + std::to_string(epoch)
-                               + " is the run's last");
-  record_event(st.options->events, "stopping", {{{"epoch", epoch}, {"step", step}}, {}});
-  // In the epoch's metrics line (sent before the gate's answer: the line is written after it).
-  const nlohmann::json changes = nlohmann::json::array(
-    {{{"change", "stop"}, {"by", "troupe ctl"}, {"asked_at", st.stop_asked_at}, {"step", step}}});
-  self->send(st.metrics, annotate_atom::value, epoch, std::string("changes"), changes.dump(),
-             std::string());
-  return after_gate::last_epoch;
+  if (st.stop_asked) {
+    record_change(self, epoch, "stop", st.stop_asked_at, "stopping",
+                  "epoch " + std::to_string(epoch) + " is the run's last");
+    return after_gate::last_epoch;
+  }
+  if (st.save_asked) {
+    record_change(self, epoch, "checkpoint", st.save_asked_at, "saving a checkpoint",
+                  "epoch " + std::to_string(epoch) + " is saved once validated");
+    st.save_asked = false;
+    return after_gate::save_epoch;
+  }
+  return after_gate::go_on;
 }
 
 caf::result<command_result_message> on_command(scheduler_actor self, const command_message& c) {
@@ -147,7 +199,9 @@ caf::result<command_result_message> on_command(scheduler_actor self, const comma
     return drain(self, c);
   if (c.verb == "stop")
     return stop(self, c);
-  return refused("no verb " + c.verb + " (troupe ctl runs status, drain, stop)");
+  if (c.verb == "checkpoint")
+    return checkpoint(self, c);
+  return refused("no verb " + c.verb + " (troupe ctl runs status, drain, stop, checkpoint)");
 }
 
 } // namespace troupe

@@ -124,6 +124,9 @@ struct scheduler_state {
   /// troupe ctl asked the run to stop: the epoch in training ends it (scheduler_commands.cpp).
   bool stop_asked = false;
   std::string stop_asked_at; // where the run was then ("epoch 1 at batch 151 of 469")
+  /// troupe ctl asked for a checkpoint of the epoch in training, and where the run was then.
+  bool save_asked = false;
+  std::string save_asked_at;
   /// The relays the coordinator drives remote computes through, by plan actor (adopt only).
   std::map<std::size_t, compute_relay_actor> relays;
   std::chrono::steady_clock::time_point move_began; // the last move's (a loss, leave or join)

@@ -67,6 +67,18 @@ caf::behavior held_gate(caf::event_based_actor* self, std::shared_ptr<gate_probe
   };
 }
 
+// A checkpoint that saves at once, recording which epochs (epochs done) it saved.
+checkpoint_actor::behavior_type
+recording_checkpoint(checkpoint_actor::pointer, std::shared_ptr<std::vector<std::int64_t>> saved) {
+  return {
+    [=](save_atom, std::int64_t epochs_done) {
+      saved->push_back(epochs_done);
+      return std::string("run-") + std::to_string(epochs_done);
+    },
+    [=](restore_atom) { return true; },
+  };
+}
+
 struct metrics_probe {
   std::vector<phase_report> reports;
 };
@@ -107,6 +119,7 @@ struct gate_fixture : test_coordinator_fixture<> {
   std::shared_ptr<metrics_probe> metrics = std::make_shared<metrics_probe>();
   std::shared_ptr<outcome> result = std::make_shared<outcome>();
   caf::actor gate_actor;
+  std::shared_ptr<std::vector<std::int64_t>> saved = std::make_shared<std::vector<std::int64_t>>();
   coordinator_options options;
   std::vector<caf::actor> spawned;
 
@@ -122,6 +135,11 @@ struct gate_fixture : test_coordinator_fixture<> {
     auto m = sys.spawn(counting_metrics, metrics);
     options.epochs = epochs;
     options.between_epochs = caf::actor_cast<epoch_gate_actor>(gate_actor);
+    if (options.save_period > 0) {
+      auto checkpoint = sys.spawn(recording_checkpoint, saved);
+      options.checkpoint = checkpoint;
+      spawned.push_back(caf::actor_cast<caf::actor>(checkpoint));
+    }
     auto coordinator = spawn_coordinator(sys, {caf::actor_cast<compute_actor>(c)}, m, options);
     spawned = {c, gate_actor, caf::actor_cast<caf::actor>(m),
                caf::actor_cast<caf::actor>(coordinator)};
@@ -223,6 +241,25 @@ CAF_TEST(coordinator_finishes_after_the_epoch_the_gate_makes_the_last) {
   CAF_CHECK_EQUAL(compute->validated, (std::vector<std::int64_t>{1}));
   CAF_CHECK_EQUAL(gate->asked, (std::vector<std::int64_t>{0, 1}));
   CAF_CHECK_EQUAL(result->phases, 3u); // 2 trainings, 1 validation
+}
+
+// A gate that asks an epoch to be saved (troupe ctl checkpoint) has it saved after its
+// validation although none was due; the run goes on, and saves the last epoch as planned.
+CAF_TEST(coordinator_saves_the_epoch_the_gate_asks_to_save) {
+  options.save_period = 10; // no save due before the last
+  start(3);
+  caf::anon_send(gate_actor, open_atom::value, after_gate::save_epoch);
+  consume_messages();
+  CAF_CHECK_EQUAL(*saved, (std::vector<std::int64_t>{1})); // after epoch 0: 1 epoch done
+  CAF_REQUIRE_EQUAL(gate->asked, (std::vector<std::int64_t>{0, 1}));
+  caf::anon_send(gate_actor, open_atom::value, after_gate::go_on);
+  consume_messages();
+  CAF_CHECK_EQUAL(*saved, (std::vector<std::int64_t>{1})); // epoch 1: nothing asked, none due
+  caf::anon_send(gate_actor, open_atom::value, after_gate::go_on);
+  consume_messages();
+  CAF_REQUIRE(result->answered);
+  CAF_CHECK(!result->error);
+  CAF_CHECK_EQUAL(*saved, (std::vector<std::int64_t>{1, 3})); // and the last, as planned
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -11,10 +11,13 @@
                   is drained and exits 0, its computes move to worker 0, and every node exits 0
                   with the weights of one process;
   after the end   `ctl status` with nothing listening fails at once, naming the address.
-Those are scenario `drain`. Scenario `stop` runs 3 epochs with `--model-prefix`: `ctl stop` in
-epoch EPOCH makes it the run's last: every node exits 0, the log says where it stopped, no later
-epoch trains, epoch EPOCH is validated and saved; that checkpoint resumed by `troupe train` for
-the remaining epoch ends with the weights of `troupe train` run whole, so a stop loses nothing.
+Those are scenario `drain` (give it epochs to spare after EPOCH: the ctl calls before the drain
+must come while it trains). Scenario `stop` runs 5 epochs with `--model-prefix` and
+`--save-period 10` (no save due before the last): `ctl checkpoint` once training has begun has the
+epoch in training saved; `ctl stop` in a later epoch (EPOCH at the earliest) makes that one the
+run's last: every node exits 0, the log says where, no later epoch trains, the last is validated
+and saved, and each epoch's metrics line records its change; each of the two checkpoints resumed
+by `troupe train` ends with the weights of `troupe train` run whole, so neither loses anything.
 
 usage: ctl_run.py TROUPE CONFIG drain|stop EPOCH [troupe flags...]
 
@@ -32,6 +35,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_run import SECRET, Cluster, final_weights, in_process_weights, read_port, work_folder  # noqa: E402
 
 BOUND_S = 300
+# The stop scenario's epochs: the epochs after the one stopped are the slack that keeps the ctl
+# calls ahead of the run's end on a loaded machine (its short epochs take about 2 s each).
+STOP_EPOCHS = "5"
 NUMBER = (int, float)
 # The status document's fields and their JSON types (None: null allowed beside the type).
 TOP = {"schema": int, "state": str, "failure": (str, None), "time": NUMBER, "started": NUMBER,
@@ -108,16 +114,47 @@ def digest_of(run, what):
     return found[0]
 
 
+def saved_epochs(prefix):
+    """The epochs (epochs done) whose cluster checkpoint manifest is under `prefix`."""
+    folder = os.path.dirname(prefix)
+    return sorted(int(m.group(1)) for f in os.listdir(folder)
+                  if (m := re.fullmatch(re.escape(os.path.basename(prefix)) + r"-(\d{4})\.manifest\.json", f)))
+
+
+def resumed_digest(troupe, config, rest, prefix, epochs_done, workdir):
+    return digest_of(subprocess.run([troupe, "train", "--config", config, "--num-epochs", STOP_EPOCHS, "--model-prefix",
+                                     prefix, "--load-epoch", str(epochs_done)] + rest,
+                                    capture_output=True, text=True, cwd=workdir, timeout=BOUND_S),
+                     f"the checkpoint of epoch {epochs_done} resumed")
+
+
+def check_change(cluster, record, change, epoch):
+    """`record` (epoch `epoch`'s metrics line) records exactly the change `change` by troupe ctl."""
+    changes = record.get("changes")
+    if (not isinstance(changes, list) or len(changes) != 1 or changes[0].get("change") != change
+            or changes[0].get("by") != "troupe ctl" or not isinstance(changes[0].get("step"), int)
+            or not re.match(rf"epoch {epoch} at (batch \d+ of \d+|validation)", changes[0].get("asked_at", ""))):
+        cluster.fail(f"epoch {epoch}'s metrics line records {changes!r}, not one {change} by troupe ctl")
+
+
 def stop(troupe, config, epoch, rest, workdir):
     cluster = Cluster(troupe, workdir)
     prefix = os.path.join(workdir, "runs", "stopped")
     try:
         metrics = os.path.join(workdir, "metrics.jsonl")
-        flags = rest + ["--num-epochs", "3", "--model-prefix", prefix, "--metrics", metrics]
+        flags = rest + ["--num-epochs", STOP_EPOCHS, "--model-prefix", prefix, "--save-period", "10", "--metrics", metrics]
         at, _ = start_nodes(cluster, config, workdir, flags)
         run = ctl(cluster, ["--scheduler", at, "stop", "now"])
         expect(cluster, run, 2, "err", r"stop takes no arguments", "ctl stop with an argument")
-        cluster.wait_for_text("scheduler", "out", rf"Epoch\[{epoch}\] Batch")
+        # A checkpoint, though none is due before the last (save period 10), then a stop after it.
+        run = ctl(cluster, ["--scheduler", at, "checkpoint"])
+        expect(cluster, run, 0, "out", r"this epoch is saved after its training and validation", "ctl checkpoint")
+        print("$ troupe ctl checkpoint\n" + run.stdout, end="")
+        cluster.wait_for_text("scheduler", "err", r"saving a checkpoint after epoch \d+'s training")
+        log = cluster.text("scheduler", "err")
+        saved = int(re.search(r"saving a checkpoint after epoch (\d+)'s training \(step \d+\), as troupe ctl asked", log)
+                    .group(1))
+        cluster.wait_for_text("scheduler", "out", rf"Epoch\[{max(saved + 1, int(epoch))}\] Batch")
         run = ctl(cluster, ["--scheduler", at, "stop"])
         expect(cluster, run, 0, "out", r"the run stops after this epoch's training", "ctl stop")
         print("$ troupe ctl stop\n" + run.stdout, end="")
@@ -126,40 +163,38 @@ def stop(troupe, config, epoch, rest, workdir):
         if bad:
             cluster.fail(f"exit statuses {bad}, expected 0")
         out, log = cluster.text("scheduler", "out"), cluster.text("scheduler", "err")
-        for pattern in [r"scheduler: troupe ctl asks the run to stop after this epoch's training \(now epoch ",
-                        rf"scheduler: stopping after epoch {epoch}'s training \(step \d+\), as troupe ctl asked"]:
-            if not re.search(pattern, log):
-                cluster.fail(f"no /{pattern}/ in the scheduler's log")
-        later = int(epoch) + 1
-        if re.search(rf"Epoch\[{later}\]", out) or not re.search(rf"Epoch\[{epoch}\] Validation-accuracy=", out):
-            cluster.fail(f"the stopped run trained past epoch {epoch} or did not validate it")
+        if not re.search(r"scheduler: troupe ctl asks the run to stop after this epoch's training \(now epoch ", log):
+            cluster.fail("the scheduler does not say ctl asked it to stop")
+        found = re.search(r"scheduler: stopping after epoch (\d+)'s training \(step \d+\), as troupe ctl asked: "
+                          r"epoch \d+ is the run's last", log)
+        if not found:
+            cluster.fail("the scheduler does not say where it stopped")
+        last = int(found.group(1))
+        if re.search(rf"Epoch\[{last + 1}\]", out) or not re.search(rf"Epoch\[{last}\] Validation-accuracy=", out):
+            cluster.fail(f"the run stopped after epoch {last} trained past it or did not validate it")
         epochs = [r for r in map(json.loads, open(metrics)) if r.get("record") == "epoch"]
-        if [r["epoch"] for r in epochs] != list(range(later)):
-            cluster.fail(f"the metrics hold epochs {[r['epoch'] for r in epochs]}, not 0..{epoch}")
-        changes = epochs[-1].get("changes")
-        if (not isinstance(changes, list) or len(changes) != 1 or changes[0].get("change") != "stop"
-                or changes[0].get("by") != "troupe ctl" or not isinstance(changes[0].get("step"), int)
-                or not re.match(rf"epoch {epoch} at batch \d+ of \d+", changes[0].get("asked_at", ""))):
-            cluster.fail(f"epoch {epoch}'s metrics line records the change as {changes!r}")
-        if any("changes" in r for r in epochs[:-1]):
-            cluster.fail("an epoch before the stopped one records a change")
-        manifest = f"{prefix}-{later:04d}.manifest.json"
-        if not os.path.exists(manifest):
-            cluster.fail(f"no checkpoint {manifest} of the stopped epoch: {sorted(os.listdir(os.path.dirname(prefix)))}")
-        whole = digest_of(subprocess.run([troupe, "train", "--config", config, "--num-epochs", "3"] + rest,
+        if [r["epoch"] for r in epochs] != list(range(last + 1)):
+            cluster.fail(f"the metrics hold epochs {[r['epoch'] for r in epochs]}, not 0..{last}")
+        check_change(cluster, epochs[saved], "checkpoint", saved)
+        if last != saved:
+            check_change(cluster, epochs[last], "stop", last)
+        if any("changes" in r for i, r in enumerate(epochs) if i not in (saved, last)):
+            cluster.fail("an epoch without a change records one")
+        if saved_epochs(prefix) != sorted({saved + 1, last + 1}):
+            cluster.fail(f"checkpoints of epochs {saved_epochs(prefix)}, expected those of {saved + 1} (asked) "
+                         f"and {last + 1} (the last)")
+        whole = digest_of(subprocess.run([troupe, "train", "--config", config, "--num-epochs", STOP_EPOCHS] + rest,
                                          capture_output=True, text=True, cwd=workdir, timeout=BOUND_S),
-                          "troupe train, 3 epochs")
-        resumed = digest_of(subprocess.run([troupe, "train", "--config", config, "--num-epochs", "3",
-                                            "--model-prefix", prefix, "--load-epoch", str(later)] + rest,
-                                           capture_output=True, text=True, cwd=workdir, timeout=BOUND_S),
-                            f"the stopped run's checkpoint of epoch {later} resumed")
-        if resumed != whole:
-            cluster.fail(f"the stopped run resumed ends with {resumed}, the whole run with {whole}")
+                          f"troupe train, {STOP_EPOCHS} epochs")
+        for done in sorted({saved + 1, last + 1}):
+            resumed = resumed_digest(troupe, config, rest, prefix, done, workdir)
+            if resumed != whole:
+                cluster.fail(f"the checkpoint of epoch {done} resumed ends with {resumed}, the whole run with {whole}")
         for line in log.splitlines():
-            if "troupe ctl" in line or "stopping" in line:
+            if "troupe ctl" in line:
                 print(line)
-        print(f"ok: ctl stop in epoch {epoch}: every node exit 0 after epoch {epoch}, checkpoint {manifest}; "
-              f"resumed it ends with {whole} as the whole run")
+        print(f"ok: ctl checkpoint saved epoch {saved + 1}, ctl stop ended the run after epoch {last}: every node "
+              f"exit 0; each checkpoint resumed ends with {whole} as the whole run")
     finally:
         cluster.kill_all()
 

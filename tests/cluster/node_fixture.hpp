@@ -161,6 +161,7 @@ struct gate_answer {
   bool answered = false;
   bool yes = false;  // answered, not failed
   bool last = false; // the epoch is the run's last (after_gate::last_epoch)
+  bool save = false; // the epoch is saved although no save is due (after_gate::save_epoch)
   std::string error; // the failure's text, when it failed
   std::size_t annotations_before = 0;
 };
@@ -175,6 +176,7 @@ inline caf::behavior ask_gate(caf::event_based_actor* self, epoch_gate_actor gat
         out->answered = true;
         out->yes = true;
         out->last = answer == after_gate::last_epoch;
+        out->save = answer == after_gate::save_epoch;
         out->annotations_before = metrics->traffic.size();
       },
       [=](caf::error& err) {

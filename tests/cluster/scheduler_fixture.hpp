@@ -17,6 +17,7 @@ struct scheduler_fixture : node_fixture {
   std::shared_ptr<metrics_probe> metrics = std::make_shared<metrics_probe>();
   std::shared_ptr<outcome> result = std::make_shared<outcome>();
   scheduler_options options = scheduler_options_for(lines);
+  session_output setup_output; // what the scheduler is given as its output (checkpoints...)
 
   session_sinks sinks; // what the scheduler gave its session (the relays, with adopt)
 
@@ -31,7 +32,7 @@ struct scheduler_fixture : node_fixture {
     plan = plan_placement(job, facts);
     auto sink = sys.spawn(fake_metrics, metrics);
     spawned.push_back(caf::actor_cast<caf::actor>(sink));
-    scheduler_setup setup{options, job, session_output{}, plan, facts, sink, nullptr, nullptr};
+    scheduler_setup setup{options, job, setup_output, plan, facts, sink, nullptr, nullptr};
     setup.listen = false;
     auto probe = session;
     setup.spawn_session = [this, probe](caf::actor_system& system, const training_job&,

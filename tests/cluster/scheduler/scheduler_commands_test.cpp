@@ -163,11 +163,55 @@ CAF_TEST(ctl_stop_makes_the_epoch_in_training_the_last) {
   CAF_CHECK(!result->answered); // the run finishes as the coordinator ends it
 }
 
+// Refused where the run saves no checkpoints: nothing would be saved.
+CAF_TEST(ctl_checkpoint_without_a_prefix_is_refused) {
+  start(1, 2);
+  auto m = to_training();
+  auto none = command("checkpoint");
+  CAF_REQUIRE(none->answered);
+  CAF_CHECK(contains(none->error, "this run saves no checkpoints (start it with --model-prefix"));
+  CAF_CHECK(!result->answered);
+}
+
+// The epoch in training is saved although no save is due: the gate after it says so, once;
+// refused while one is asked already.
+CAF_TEST(ctl_checkpoint_with_a_prefix_saves_once) {
+  setup_output.checkpoint.prefix = "runs/m";
+  start(1, 2);
+  auto m = to_training();
+  auto a = command("checkpoint");
+  CAF_REQUIRE(a->answered);
+  CAF_CHECK_EQUAL(a->error, "");
+  CAF_CHECK(contains(a->result.text, "this epoch is saved after its training and validation"));
+  CAF_CHECK(contains(a->result.text, "under runs/m; the run goes on"));
+  auto again = command("checkpoint");
+  CAF_REQUIRE(again->answered);
+  CAF_CHECK(contains(again->error, "checkpoint was asked already"));
+  auto gate = epoch_done(0);
+  traffic(m.server, 0);
+  traffic(m.w0, 0);
+  traffic(m.w1, 0);
+  CAF_REQUIRE(gate->answered);
+  CAF_CHECK(gate->save);
+  CAF_CHECK(!gate->last);
+  CAF_CHECK(logged("scheduler: saving a checkpoint after epoch 0's training (step "
+                   + std::to_string(plan.steps_per_epoch)
+                   + "), as troupe ctl asked: epoch 0 is saved once validated"));
+  auto next = epoch_done(1); // asked once: the next gate goes on
+  traffic(m.server, 1);
+  traffic(m.w0, 1);
+  traffic(m.w1, 1);
+  CAF_REQUIRE(next->answered);
+  CAF_CHECK(!next->save);
+  CAF_CHECK(!next->last);
+  CAF_CHECK(!result->answered);
+}
+
 CAF_TEST(ctl_unknown_verb_is_refused_naming_the_verbs) {
   start(1, 2);
   auto a = command("resize", {"4"});
   CAF_REQUIRE(a->answered);
-  CAF_CHECK(contains(a->error, "no verb resize (troupe ctl runs status, drain, stop)"));
+  CAF_CHECK(contains(a->error, "no verb resize (troupe ctl runs status, drain, stop, checkpoint)"));
   CAF_CHECK(!result->answered);
 }
 

@@ -20,8 +20,10 @@
 // With a gate between epochs (coordinator_options::between_epochs) it asks
 // (epoch_done_atom, e, due) once every compute has answered epoch e's training, and records
 // e's training report and starts the next phase only once the gate has answered; a gate that
-// fails ends the run, naming it, and one that answers last_epoch makes e the run's last (its
-// validation and its checkpoint are the last epoch's, then the run finishes).
+// fails ends the run, naming it; one that answers save_epoch has e saved after its validation
+// (where the run saves checkpoints) although no save is due, and one that answers last_epoch
+// makes e the run's last (its validation and its checkpoint are the last epoch's, then the run
+// finishes).
 //
 // The coordinator never touches tensors: epochs and reports are all it sees, which is what lets
 // the same actor drive one process or, later, many nodes.
@@ -48,9 +50,10 @@ using coordinator_actor = run_actor;
 
 using epoch_done_atom = caf::atom_constant<caf::atom("epochdone")>;
 
-/// What a gate between epochs says after epoch e's training: go on as planned, or make e the
-/// run's last (a cluster whose operator asked it to stop: troupe ctl stop).
-enum class after_gate : std::uint8_t { go_on, last_epoch };
+/// What a gate between epochs says after epoch e's training: go on as planned, save e's
+/// checkpoint although none is due (where the run saves them: troupe ctl checkpoint), or make e
+/// the run's last (troupe ctl stop; saved as the last epoch is).
+enum class after_gate : std::uint8_t { go_on, save_epoch, last_epoch };
 
 /// A gate between epochs: (epoch_done_atom, e, due) -> after_gate is asked after epoch e's
 /// training, once every compute has answered it (so all of its batch reports are on their way

@@ -47,6 +47,14 @@ struct commanding : scheduler_fixture {
     settle();
     return out;
   }
+  // The gate after epoch `epoch`'s training, every member's traffic answered.
+  std::shared_ptr<gate_answer> answered_gate(std::int64_t epoch, const members& m) {
+    auto gate = epoch_done(epoch);
+    traffic(m.server, epoch);
+    traffic(m.w0, epoch);
+    traffic(m.w1, epoch);
+    return gate;
+  }
 };
 
 } // namespace
@@ -130,10 +138,7 @@ CAF_TEST(ctl_stop_makes_the_epoch_in_training_the_last) {
   CAF_REQUIRE(early->answered);
   CAF_CHECK(contains(early->error, "the run is not training"));
   auto m = to_training();
-  auto first = epoch_done(0);
-  traffic(m.server, 0);
-  traffic(m.w0, 0);
-  traffic(m.w1, 0);
+  auto first = answered_gate(0, m);
   CAF_REQUIRE(first->answered);
   CAF_CHECK(first->yes);
   CAF_CHECK(!first->last);
@@ -145,10 +150,7 @@ CAF_TEST(ctl_stop_makes_the_epoch_in_training_the_last) {
   auto again = command("stop");
   CAF_REQUIRE(again->answered);
   CAF_CHECK(contains(again->error, "stop was asked already"));
-  auto gate = epoch_done(1);
-  traffic(m.server, 1);
-  traffic(m.w0, 1);
-  traffic(m.w1, 1);
+  auto gate = answered_gate(1, m);
   CAF_REQUIRE(gate->answered);
   CAF_CHECK(gate->yes);
   CAF_CHECK(gate->last);
@@ -187,20 +189,14 @@ CAF_TEST(ctl_checkpoint_with_a_prefix_saves_once) {
   auto again = command("checkpoint");
   CAF_REQUIRE(again->answered);
   CAF_CHECK(contains(again->error, "checkpoint was asked already"));
-  auto gate = epoch_done(0);
-  traffic(m.server, 0);
-  traffic(m.w0, 0);
-  traffic(m.w1, 0);
+  auto gate = answered_gate(0, m);
   CAF_REQUIRE(gate->answered);
   CAF_CHECK(gate->save);
   CAF_CHECK(!gate->last);
   CAF_CHECK(logged("scheduler: saving a checkpoint after epoch 0's training (step "
                    + std::to_string(plan.steps_per_epoch)
                    + "), as troupe ctl asked: epoch 0 is saved once validated"));
-  auto next = epoch_done(1); // asked once: the next gate goes on
-  traffic(m.server, 1);
-  traffic(m.w0, 1);
-  traffic(m.w1, 1);
+  auto next = answered_gate(1, m); // asked once: the next gate goes on
   CAF_REQUIRE(next->answered);
   CAF_CHECK(!next->save);
   CAF_CHECK(!next->last);

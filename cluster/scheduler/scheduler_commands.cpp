@@ -155,8 +155,6 @@ caf::result<command_result_message> checkpoint(scheduler_actor self, const comma
                                 ""};
 }
 
-} // namespace
-
 // The change that takes effect after epoch `epoch`'s training, in that epoch's metrics line
 // (sent before the gate's answer: the line is written after it), the log and the records.
 void record_change(scheduler_actor self, std::int64_t epoch, const std::string& change,
@@ -173,6 +171,8 @@ void record_change(scheduler_actor self, std::int64_t epoch, const std::string& 
   self->send(st.metrics, annotate_atom::value, epoch, std::string("changes"), changes.dump(),
              std::string());
 }
+
+} // namespace
 
 after_gate gate_answer_of(scheduler_actor self, std::int64_t epoch) {
   auto& st = self->state;

@@ -107,25 +107,11 @@ def start_nodes(cluster, config, workdir, flags):
     return at, re.search(r"Status: (http://\S+/)", cluster.text("scheduler", "out")).group(1)
 
 
-def digest_of(run, what):
-    found = re.findall(r"Final weights: \d+ tensors, \d+ bytes, digest [0-9a-f]{16}", run.stdout)
-    if run.returncode != 0 or len(found) != 1:
-        raise SystemExit(f"FAIL: {what}: exit {run.returncode}\n{run.stdout[-3000:]}{run.stderr[-3000:]}")
-    return found[0]
-
-
 def saved_epochs(prefix):
     """The epochs (epochs done) whose cluster checkpoint manifest is under `prefix`."""
     folder = os.path.dirname(prefix)
     return sorted(int(m.group(1)) for f in os.listdir(folder)
                   if (m := re.fullmatch(re.escape(os.path.basename(prefix)) + r"-(\d{4})\.manifest\.json", f)))
-
-
-def resumed_digest(troupe, config, rest, prefix, epochs_done, workdir):
-    return digest_of(subprocess.run([troupe, "train", "--config", config, "--num-epochs", STOP_EPOCHS, "--model-prefix",
-                                     prefix, "--load-epoch", str(epochs_done)] + rest,
-                                    capture_output=True, text=True, cwd=workdir, timeout=BOUND_S),
-                     f"the checkpoint of epoch {epochs_done} resumed")
 
 
 def check_change(cluster, record, change, epoch):
@@ -183,11 +169,10 @@ def stop(troupe, config, epoch, rest, workdir):
         if saved_epochs(prefix) != sorted({saved + 1, last + 1}):
             cluster.fail(f"checkpoints of epochs {saved_epochs(prefix)}, expected those of {saved + 1} (asked) "
                          f"and {last + 1} (the last)")
-        whole = digest_of(subprocess.run([troupe, "train", "--config", config, "--num-epochs", STOP_EPOCHS] + rest,
-                                         capture_output=True, text=True, cwd=workdir, timeout=BOUND_S),
-                          f"troupe train, {STOP_EPOCHS} epochs")
+        whole = in_process_weights(troupe, config, ["--num-epochs", STOP_EPOCHS] + rest, workdir)
         for done in sorted({saved + 1, last + 1}):
-            resumed = resumed_digest(troupe, config, rest, prefix, done, workdir)
+            resumed = in_process_weights(troupe, config, ["--num-epochs", STOP_EPOCHS, "--model-prefix", prefix,
+                                                          "--load-epoch", str(done)] + rest, workdir)
             if resumed != whole:
                 cluster.fail(f"the checkpoint of epoch {done} resumed ends with {resumed}, the whole run with {whole}")
         for line in log.splitlines():

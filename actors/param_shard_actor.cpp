@@ -281,6 +281,56 @@ caf::result<weight_set> apply_push(shard_pointer self, const gradient_push& push
   return promise;
 }
 
+// The rules whose update reads a momentum (update_rule::sgd.momentum).
+bool uses_momentum(optimizer_kind kind) {
+  return kind == optimizer_kind::sgd || kind == optimizer_kind::rmsprop
+         || kind == optimizer_kind::lars;
+}
+
+// The furthest step any pusher has passed (-1: none yet).
+std::int64_t furthest_step(const shard_state& st) {
+  std::int64_t furthest = -1;
+  for (const auto& [source, step] : st.last_steps)
+    furthest = std::max(furthest, step);
+  return furthest;
+}
+
+// Takes `change` from its step on; a message when it is refused (nothing changes then). The
+// ranges are the config keys' (optimizer.lr, .momentum, .wd), which the scheduler checked
+// already; a shard refuses what would break its update all the same.
+std::string take_change(shard_state& st, const optimizer_change& change) {
+  const std::string what = "param_shard: change of " + std::string(to_string(change.setting))
+                           + " to " + std::to_string(change.value) + " from step "
+                           + std::to_string(change.step) + ": ";
+  if (furthest_step(st) >= change.step)
+    return what + "a push of step " + std::to_string(furthest_step(st))
+           + " was applied already (a change takes effect between epochs)";
+  const auto v = change.value;
+  switch (change.setting) {
+  case optimizer_setting::lr: {
+    if (!(v > 0 && v <= 100))
+      return what + "the rate must be above 0 and at most 100";
+    auto schedule = st.schedule.options();
+    schedule.base_lr = static_cast<float>(v);
+    st.schedule = lr_schedule(schedule);
+    return {};
+  }
+  case optimizer_setting::momentum:
+    if (!uses_momentum(st.rule.kind))
+      return what + optimizer_name(st.rule.kind) + " has no momentum";
+    if (!(v >= 0 && v < 1))
+      return what + "momentum must be at least 0 and below 1";
+    st.rule.sgd.momentum = static_cast<float>(v);
+    return {};
+  case optimizer_setting::wd:
+    if (!(v >= 0 && v <= 1))
+      return what + "weight decay must be between 0 and 1";
+    st.rule.sgd.weight_decay = static_cast<float>(v);
+    return {};
+  }
+  return what + "no such setting";
+}
+
 shard_snapshot snapshot_of(const shard_state& st) {
   shard_snapshot out;
   out.optimizer = st.rule.kind;
@@ -396,6 +446,11 @@ param_shard_actor::behavior_type param_shard(shard_pointer self, std::vector<sha
         out.push_back(group);
       return out;
     },
+    [=](change_atom, const optimizer_change& change) -> caf::result<bool> {
+      if (auto problem = take_change(self->state, change); !problem.empty())
+        return make_error(errc::bad_request, problem);
+      return true;
+    },
     [=](forget_atom, const std::vector<std::int32_t>& workers) {
       auto& st = self->state;
       st.forgotten.insert(workers.begin(), workers.end());
@@ -406,6 +461,18 @@ param_shard_actor::behavior_type param_shard(shard_pointer self, std::vector<sha
 }
 
 } // namespace
+
+const char* to_string(optimizer_setting setting) {
+  switch (setting) {
+  case optimizer_setting::lr:
+    return "lr";
+  case optimizer_setting::momentum:
+    return "momentum";
+  case optimizer_setting::wd:
+    return "wd";
+  }
+  return "unknown setting";
+}
 
 param_shard_actor spawn_param_shard(caf::actor_system& system, std::vector<shard_key> keys,
                                     shard_options options) {

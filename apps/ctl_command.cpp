@@ -1,8 +1,8 @@
 // `troupe ctl --scheduler HOST:PORT VERB [ARG...]`: asks a running cluster's scheduler to run a
 // verb (troupe/cluster/ctl_client.hpp), admitted with the job's secret as a node is. Verbs:
-// `status` (`--json`: the status server's /status document), `drain NODE`, `checkpoint` and
-// `stop`. Exit status 0 when the scheduler answered, 1 when it refused the verb or could not be
-// reached, 2 for a usage error.
+// `status` (`--json`: the status server's /status document), `drain NODE`, `set KEY=VALUE`,
+// `checkpoint` and `stop`. Exit status 0 when the scheduler answered, 1 when it refused the verb or
+// could not be reached, 2 for a usage error.
 #include "apps/commands.hpp"
 
 #include <chrono>
@@ -33,7 +33,11 @@ const char* const ctl_summary =
   "the job's secret as a node is. VERB: status (where the run is, its nodes and ranks, "
   "samples/s, stragglers, faults; --json: the status server's /status document), drain NODE (the "
   "worker NODE, e.g. worker_1, leaves the run as on SIGTERM: its computes move to another "
-  "worker, it exits 0, the run goes on; refused, saying why, where they cannot move), checkpoint "
+  "worker, it exits 0, the run goes on; refused, saying why, where they cannot move), set "
+  "KEY=VALUE "
+  "(an optimizer hyper-parameter, optimizer.lr, optimizer.momentum or optimizer.wd, checked "
+  "against the config's key table, changes from the first step after the epoch in training, "
+  "in every server's shards; the metrics JSONL records it), checkpoint "
   "(the epoch in training is saved after its validation, although no save is due; the run goes "
   "on), stop (the "
   "epoch in training is the run's last: validated, saved as the last epoch where the run saves "
@@ -61,12 +65,17 @@ std::vector<std::string> flags_of(const std::vector<std::string>& args,
 std::vector<std::string> usage_words(const std::vector<std::string>& words) {
   if (words.empty())
     throw usage_error(
-      "expected a VERB: status, drain NODE, checkpoint or stop, e.g. troupe ctl --scheduler "
+      "expected a VERB: status, drain NODE, set KEY=VALUE, checkpoint or stop, e.g. troupe ctl "
+      "--scheduler "
       "127.0.0.1:9000 status");
   const auto& verb = words.front();
-  if (verb != "status" && verb != "drain" && verb != "stop" && verb != "checkpoint")
-    throw usage_error("unknown verb '" + verb + "' (verbs: status, drain NODE, checkpoint, stop)");
-  if (verb != "drain" && words.size() != 1)
+  if (verb != "status" && verb != "drain" && verb != "set" && verb != "stop"
+      && verb != "checkpoint")
+    throw usage_error("unknown verb '" + verb
+                      + "' (verbs: status, drain NODE, set KEY=VALUE, checkpoint, stop)");
+  if (verb == "set" && (words.size() != 2 || words[1].find('=') == std::string::npos))
+    throw usage_error("set takes one KEY=VALUE, e.g. set optimizer.lr=0.05");
+  if (verb != "drain" && verb != "set" && words.size() != 1)
     throw usage_error(verb + " takes no arguments, got '" + words[1] + "'");
   if (verb == "drain" && words.size() != 2)
     throw usage_error("drain takes one NODE (a worker, e.g. worker_1), got "

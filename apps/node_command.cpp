@@ -46,7 +46,7 @@ namespace {
 struct node_command_line {
   node_flags place;
   std::string listen = "127.0.0.1", advertise, secret_file, port_file, local_sockets = "on";
-  std::string events;
+  std::string events, replay_changes;
   std::string tcp_congestion = "auto";
   std::int64_t port = 0, rank = -1, host_share = -1, host_slot = -1;
   double join_timeout = 120, heartbeat = 1, peer_timeout = 5, request_timeout = 600;
@@ -75,6 +75,11 @@ void declare_node_flags(flag_set& f, node_command_line& n) {
                "--scheduler address: its servers and workers rejoin, and training goes on where "
                "their computes are "
                "(troupe launch restarts a killed scheduler so)");
+  f.add("replay-changes", n.replay_changes,
+        "the scheduler: make the changes a recorded run's metrics JSONL lists (troupe ctl set, "
+        "checkpoint, stop) at the same steps, so a deterministic run with changes ends with the "
+        "recorded run's weights (servers and workers ignore it: the scheduler makes the changes)");
+  f.set_placeholder("replay-changes", "FILE");
   f.add("scheduler-timeout", n.scheduler_timeout,
         "seconds a server or worker that lost its scheduler in training "
         "trains on, retrying to reach one restarted with --resume (0: it stops at once)");
@@ -397,6 +402,14 @@ scheduler_options scheduler_options_of(const node_command_line& n, train_command
   cli.threads = cli.threads_given ? cli.threads : default_node_threads(n.host_share);
   set_compute_threads(cli.threads);
   open_checkpoints(cli.output.checkpoint, cli.job);
+  // Read before the metrics file is opened: a replay of the file this run writes reads the
+  // recorded run's lines, not the new run's.
+  if (!n.replay_changes.empty()) {
+    auto recorded = read_recorded_changes(n.replay_changes, cli.job.optimizer.kind);
+    if (!recorded)
+      throw usage_error(error_text(recorded.error()));
+    options.replay_changes = std::move(*recorded);
+  }
   // A restarted scheduler appends to its lost one's metrics file, marking where it took over.
   if (!cli.output.metrics_path.empty()) {
     if (options.resume)

@@ -49,7 +49,8 @@ template <class T>
 inline constexpr bool is_answer_kind =
   std::disjunction_v<std::is_same<T, weights_message>, std::is_same<T, report_message>,
                      std::is_same<T, checkpoint_done_message>, std::is_same<T, replicated_message>,
-                     std::is_same<T, command_result_message>, std::is_same<T, failure_message>>;
+                     std::is_same<T, command_result_message>, std::is_same<T, changed_message>,
+                     std::is_same<T, failure_message>>;
 
 std::uint64_t request_of(const wire_message& answer) {
   return std::visit(

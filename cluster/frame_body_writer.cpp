@@ -444,6 +444,29 @@ struct body_writer {
     check_text(m.reason, failure_message::max_text_bytes, "a drain's reason");
     body.initDrain().setReason(m.reason);
   }
+  void operator()(const change_message& m) {
+    auto out = body.initChange();
+    out.setRequest(m.request);
+    switch (m.change.setting) {
+    case optimizer_setting::lr:
+      out.setSetting(wire::OptimizerSetting::LR);
+      break;
+    case optimizer_setting::momentum:
+      out.setSetting(wire::OptimizerSetting::MOMENTUM);
+      break;
+    case optimizer_setting::wd:
+      out.setSetting(wire::OptimizerSetting::WD);
+      break;
+    }
+    out.setValue(m.change.value);
+    out.setStep(m.change.step);
+    out.setRemainingMs(m.remaining_ms);
+  }
+  void operator()(const changed_message& m) {
+    auto out = body.initChanged();
+    out.setRequest(m.request);
+    out.setShards(m.shards);
+  }
   void operator()(const traffic_message& m) { write_traffic(body.initTraffic(), m); }
 };
 

@@ -44,7 +44,7 @@ const char* kind_name(std::size_t index) {
     "heartbeat", "shutdown",     "join",           "assignment", "ready",      "control",
     "report",    "batch report", "traffic query",  "traffic",    "checkpoint", "checkpoint done",
     "adopt",     "replicate",    "replicated",     "promote",    "leave",      "release",
-    "cede",      "command",      "command result", "drain"};
+    "cede",      "command",      "command result", "drain",      "change",     "changed"};
   static_assert(std::size(names) == wire_kinds);
   return index < wire_kinds ? names[index] : "unknown";
 }

@@ -296,6 +296,10 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload,
     return read_command(body.getCommand());
   case wire::Frame::Body::COMMAND_RESULT:
     return read_command_result(body.getCommandResult());
+  case wire::Frame::Body::CHANGE:
+    return read_change(body.getChange());
+  case wire::Frame::Body::CHANGED:
+    return changed_message{body.getChanged().getRequest(), body.getChanged().getShards()};
   case wire::Frame::Body::DRAIN:
     return drain_message{
       text_of(body.getDrain().getReason(), failure_message::max_text_bytes, "drain.reason")};

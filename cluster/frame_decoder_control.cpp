@@ -217,6 +217,31 @@ command_result_message read_command_result(wire::CommandResult::Reader in) {
   return m;
 }
 
+change_message read_change(wire::Change::Reader in) {
+  change_message m;
+  m.request = in.getRequest();
+  switch (in.getSetting()) {
+  case wire::OptimizerSetting::LR:
+    m.change.setting = optimizer_setting::lr;
+    break;
+  case wire::OptimizerSetting::MOMENTUM:
+    m.change.setting = optimizer_setting::momentum;
+    break;
+  case wire::OptimizerSetting::WD:
+    m.change.setting = optimizer_setting::wd;
+    break;
+  default:
+    refuse("change.setting " + std::to_string(static_cast<unsigned>(in.getSetting()))
+           + " is not an optimizer setting");
+  }
+  m.change.value = in.getValue();
+  require(std::isfinite(m.change.value), "change.value is not finite");
+  m.change.step = in.getStep();
+  require(m.change.step >= 0, "change.step " + std::to_string(m.change.step) + " is negative");
+  m.remaining_ms = remaining_of(in.getRemainingMs(), "change");
+  return m;
+}
+
 // Counts a report may carry: samples >= 0, 0 <= correct <= samples, a finite loss sum.
 void check_counts(std::int64_t samples, std::int64_t correct, double loss_sum, const char* what) {
   require(samples >= 0 && correct >= 0 && correct <= samples,

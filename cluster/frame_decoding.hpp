@@ -68,6 +68,7 @@ checkpoint_message read_checkpoint_request(wire::Checkpoint::Reader in);
 checkpoint_done_message read_checkpoint_done(wire::CheckpointDone::Reader in);
 command_message read_command(wire::Command::Reader in);
 command_result_message read_command_result(wire::CommandResult::Reader in);
+change_message read_change(wire::Change::Reader in);
 report_message read_report(wire::Report::Reader in);
 batch_report_message read_batch_report(wire::BatchReport::Reader in);
 

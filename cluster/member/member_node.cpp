@@ -342,6 +342,8 @@ member_self_actor::behavior_type member(member_actor self, member_options option
   st.options.emplace(std::move(options));
   st.serving = std::move(serving);
   st.serving->set<remote_interface::member_control>(0, self);
+  if (st.options->role == node_kind::server)
+    st.serving->set<remote_interface::shard_change>(0, self);
   st.label = std::string(to_string(st.options->role))
              + (st.options->spare ? " (spare, pid " : " (pid ") + std::to_string(::getpid()) + ")";
   set_handlers(self);
@@ -398,6 +400,9 @@ member_self_actor::behavior_type member(member_actor self, member_options option
         on_drain(self, d);
     },
     [=](leave_asked_atom, std::string& why) { on_leave_asked(self, why); },
+    [=](change_atom, const optimizer_change& change, deadline due) {
+      return on_change(self, change, due);
+    },
     [=](goodbye_atom, channel_actor& channel, shutdown_message& end) {
       // The scheduler's says how the run ends; the channel's end follows (on_channel_lost). A
       // server's or worker's goodbye is followed by its channel's end, which names it.

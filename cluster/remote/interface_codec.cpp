@@ -15,7 +15,7 @@ namespace {
 std::array<const interface_codec*, remote_interfaces> all_codecs() {
   return {&push_target_codec(),       &compute_driver_codec(), &metrics_sink_codec(),
           &scheduler_control_codec(), &member_control_codec(), &checkpoint_part_codec(),
-          &shard_backup_codec(),      &run_control_codec()};
+          &shard_backup_codec(),      &run_control_codec(),    &shard_change_codec()};
 }
 
 } // namespace
@@ -51,6 +51,8 @@ const char* to_string(remote_interface interface) {
     return "shard backup";
   case remote_interface::run_control:
     return "run control";
+  case remote_interface::shard_change:
+    return "shard change";
   }
   return "unknown interface";
 }

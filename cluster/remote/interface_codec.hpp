@@ -66,6 +66,7 @@ const interface_codec& member_control_codec();
 const interface_codec& checkpoint_part_codec();
 const interface_codec& shard_backup_codec();
 const interface_codec& run_control_codec();
+const interface_codec& shard_change_codec();
 
 /// The interface whose table lists `kind` as `role`, or null: none takes it.
 const interface_codec* codec_taking(std::size_t kind, kind_role role);

@@ -8,8 +8,12 @@
 //                 at once, saying why, where its leave would be
 //   checkpoint    the epoch in training is saved after its training and validation (where the
 //                 run saves checkpoints), although no save is due; the run goes on
+//   set KEY=VALUE an optimizer hyper-parameter (run_changes.hpp: optimizer.lr, .momentum, .wd,
+//                 checked against the key table) changes from the first step after the epoch
+//                 in training, in every server's shards (scheduler_changes.cpp); asked twice
+//                 before that, the later value counts
 //   stop          the epoch in training is the run's last: the gate after its training says
-//                 so (gate_answer_of), and the run ends as a finished one (its validation,
+//                 so (answer_gate), and the run ends as a finished one (its validation,
 //                 the last epoch's checkpoint where the run saves them, the final weights,
 //                 every process exit 0)
 #include <algorithm>
@@ -114,6 +118,35 @@ caf::error gate_verb_refusal(const scheduler_state& st, const command_message& c
   return {};
 }
 
+caf::result<command_result_message> set(scheduler_actor self, const command_message& c) {
+  auto& st = self->state;
+  if (c.args.size() != 1)
+    return refused("set takes one KEY=VALUE (it was given " + std::to_string(c.args.size()) + ")");
+  if (!st.phase.is<scheduler_phases::training>())
+    return refused("the run is not training (set takes effect after an epoch's training)");
+  if (st.stop_asked)
+    return refused("stop was asked already: no epoch follows this one's training");
+  auto change = parse_setting(c.args.front(), st.job.optimizer.kind, 0);
+  if (!change)
+    return change.error();
+  auto& asked = st.settings_asked;
+  asked.erase(std::remove_if(asked.begin(), asked.end(),
+                             [&](const auto& a) { return a.change.setting == change->setting; }),
+              asked.end()); // the later value of a key asked twice before the gate
+  asked.push_back({*change, position_of(st), "troupe ctl"});
+  const auto what = setting_text(*change).substr(4);
+  const auto at =
+    asked.back().asked_at.empty() ? std::string() : " (now " + asked.back().asked_at + ")";
+  log_node_line(*st.options,
+                "scheduler: troupe ctl asks for " + what + " after this epoch's training" + at);
+  record_event(st.options->events, "set asked", {{}, {{"by", "troupe ctl"}, {"change", what}}});
+  return command_result_message{
+    0,
+    what + " from the first step after this epoch's training" + at
+      + ": every server's shards take it then, and the epoch's metrics line records it",
+    ""};
+}
+
 caf::result<command_result_message> stop(scheduler_actor self, const command_message& c) {
   auto& st = self->state;
   if (auto why = gate_verb_refusal(st, c))
@@ -155,40 +188,7 @@ caf::result<command_result_message> checkpoint(scheduler_actor self, const comma
                                 ""};
 }
 
-// The change that takes effect after epoch `epoch`'s training, in that epoch's metrics line
-// (sent before the gate's answer: the line is written after it), the log and the records.
-void record_change(scheduler_actor self, std::int64_t epoch, const std::string& change,
-                   const std::string& asked_at, const std::string& doing, const std::string& then) {
-  auto& st = self->state;
-  const auto step = (epoch + 1) * st.plan.steps_per_epoch;
-  log_node_line(*st.options, "scheduler: " + doing + " after epoch " + std::to_string(epoch)
-                               + "'s training (step " + std::to_string(step)
-                               + "), as troupe ctl asked: " + then);
-  record_event(st.options->events, change == "stop" ? "stopping" : "saving asked",
-               {{{"epoch", epoch}, {"step", step}}, {}});
-  const nlohmann::json changes = nlohmann::json::array(
-    {{{"change", change}, {"by", "troupe ctl"}, {"asked_at", asked_at}, {"step", step}}});
-  self->send(st.metrics, annotate_atom::value, epoch, std::string("changes"), changes.dump(),
-             std::string());
-}
-
 } // namespace
-
-after_gate gate_answer_of(scheduler_actor self, std::int64_t epoch) {
-  auto& st = self->state;
-  if (st.stop_asked) {
-    record_change(self, epoch, "stop", st.stop_asked_at, "stopping",
-                  "epoch " + std::to_string(epoch) + " is the run's last");
-    return after_gate::last_epoch;
-  }
-  if (st.save_asked) {
-    record_change(self, epoch, "checkpoint", st.save_asked_at, "saving a checkpoint",
-                  "epoch " + std::to_string(epoch) + " is saved once validated");
-    st.save_asked = false;
-    return after_gate::save_epoch;
-  }
-  return after_gate::go_on;
-}
 
 caf::result<command_result_message> on_command(scheduler_actor self, const command_message& c) {
   if (self->state.phase.is<scheduler_phases::ending>())
@@ -201,7 +201,9 @@ caf::result<command_result_message> on_command(scheduler_actor self, const comma
     return stop(self, c);
   if (c.verb == "checkpoint")
     return checkpoint(self, c);
-  return refused("no verb " + c.verb + " (troupe ctl runs status, drain, stop, checkpoint)");
+  if (c.verb == "set")
+    return set(self, c);
+  return refused("no verb " + c.verb + " (troupe ctl runs status, drain, set, checkpoint, stop)");
 }
 
 } // namespace troupe

@@ -288,6 +288,8 @@ remote_actors remote_of_members(scheduler_actor self, const std::vector<channel_
 
 void start_training(scheduler_actor self) {
   auto& st = self->state;
+  if (auto why = start_replay(st); !why.empty())
+    return fail(self, errc::bad_request, "scheduler: " + why);
   st.phase.enter(scheduler_phases::training{});
   if (st.resumed_run)
     log_node_line(*st.options, "scheduler: " + threads_text(st) + "; training");

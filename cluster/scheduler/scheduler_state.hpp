@@ -19,6 +19,7 @@
 #include <troupe/cluster/cluster_node.hpp>
 #include <troupe/cluster/node_control.hpp>
 #include <troupe/cluster/push_relay.hpp>
+#include <troupe/cluster/run_changes.hpp>
 #include <troupe/cluster/traffic_registry.hpp>
 #include <troupe/cluster/wire_messages.hpp>
 #include <troupe/graph/placement.hpp>
@@ -127,6 +128,16 @@ struct scheduler_state {
   /// troupe ctl asked for a checkpoint of the epoch in training, and where the run was then.
   bool save_asked = false;
   std::string save_asked_at;
+  std::string stop_by = "troupe ctl", save_by = "troupe ctl"; // or "--replay-changes"
+  /// troupe ctl set: the optimizer changes asked since the last gate, made at the next one.
+  struct asked_setting {
+    optimizer_change change; // its step is the gate's, set there
+    std::string asked_at;
+    std::string by;
+  };
+  std::vector<asked_setting> settings_asked;
+  /// --replay-changes: the recorded changes not made yet, in step order.
+  std::vector<run_change> replaying;
   /// The relays the coordinator drives remote computes through, by plan actor (adopt only).
   std::map<std::size_t, compute_relay_actor> relays;
   std::chrono::steady_clock::time_point move_began; // the last move's (a loss, leave or join)
@@ -231,9 +242,16 @@ std::string left_text(const member_entry& m);
 /// troupe ctl's verb `c` (scheduler_commands.cpp): its answer, or an errc::bad_request naming
 /// why it was refused.
 caf::result<command_result_message> on_command(scheduler_actor self, const command_message& c);
-/// What the gate after epoch `epoch`'s training answers: last_epoch once troupe ctl asked the
-/// run to stop (said in the log and the records), else go_on.
-after_gate gate_answer_of(scheduler_actor self, std::int64_t epoch);
+/// Answers the gate after epoch `epoch`'s training: the changes asked (troupe ctl set) or
+/// replayed for the next step are made in every server's shards first (a failed one fails the
+/// run); then last_epoch once the run was asked to stop, save_epoch once a checkpoint was, else
+/// go_on. Each change is said in the log, the events and the epoch's metrics line.
+void answer_gate(scheduler_actor self, std::int64_t epoch,
+                 caf::typed_response_promise<after_gate> promise);
+/// Takes the recorded changes to replay (options->replay_changes), less those a restarted
+/// scheduler's run made already; says why they cannot be replayed in this run (a step that is
+/// no epoch's end, past the run's, or before the checkpoint it resumes from), "" when they can.
+std::string start_replay(scheduler_state& st);
 /// A worker that joined in training (`joiner`, listed as a spare) takes a node that another
 /// worker adopted, from the one running the most computes: it is assigned that node (its
 /// computes recompute the step in flight) and, once it serves them, the other is told to cede

@@ -45,9 +45,12 @@ caf::result<after_gate> on_epoch_done(scheduler_actor self, std::int64_t epoch, 
   end_gathering(self); // a question the coordinator gave up on: answered with what came
   if (st.phase.is<scheduler_phases::ending>() || st.phase.is<scheduler_phases::failing>())
     return run_is_ending(self);
-  if (!st.phase.is<scheduler_phases::training>() || live_members(st) == 0)
-    return gate_answer_of(self, epoch); // nobody to ask
-  complete_joins(self, epoch);          // no phase is in flight here
+  if (!st.phase.is<scheduler_phases::training>() || live_members(st) == 0) {
+    auto promise = self->make_response_promise<after_gate>();
+    answer_gate(self, epoch, promise); // nobody to ask for traffic
+    return promise;
+  }
+  complete_joins(self, epoch); // no phase is in flight here
   auto promise = self->make_response_promise<after_gate>();
   st.gathering = traffic_gathering{epoch, ++st.gatherings, {}, {}, promise, {}};
   for (auto& m : st.members)
@@ -143,7 +146,7 @@ void end_gathering(scheduler_actor self, caf::error run_ends) {
   if (run_ends)
     g.promise.deliver(std::move(run_ends));
   else
-    g.promise.deliver(gate_answer_of(self, g.epoch));
+    answer_gate(self, g.epoch, g.promise);
 }
 
 } // namespace troupe

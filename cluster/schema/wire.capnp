@@ -12,7 +12,7 @@ using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("troupe::wire");
 
 # Raised whenever a Frame's meaning changes; a peer with another version is refused by name.
-const protocolVersion :UInt32 = 8;  # 2: requests carry the time left to their deadline; 3: checkpoints; 4: shard backups; 5: rejoin, barrier waits; 6: compressed values; 7: a 2-bit scale per block of 256 values; 8: troupe ctl's commands, drains
+const protocolVersion :UInt32 = 9;  # 2: requests carry the time left to their deadline; 3: checkpoints; 4: shard backups; 5: rejoin, barrier waits; 6: compressed values; 7: a 2-bit scale per block of 256 values; 8: troupe ctl's commands, drains; 9: optimizer changes
 
 enum Role {
   scheduler @0;
@@ -72,6 +72,8 @@ struct Frame {
     command @26 :Command;
     commandResult @27 :CommandResult;
     drain @28 :Drain;
+    change @29 :Change;
+    changed @30 :Changed;
   }
 }
 
@@ -380,4 +382,29 @@ struct CommandResult {
 # on SIGTERM, and the scheduler's Release answers it.
 struct Drain {
   reason @0 :Text;
+}
+
+# What an optimizer change sets (optimizer_setting): the schedule's base rate, the momentum,
+# the weight decay.
+enum OptimizerSetting {
+  lr @0;
+  momentum @1;
+  wd @2;
+}
+
+# The scheduler asks a server to change one optimizer hyper-parameter of every shard it holds
+# (its own and the backups of another server's) from training step `step` on (troupe ctl set),
+# between two epochs. Answered by a Changed, or a Failure naming the shard that refused.
+struct Change {
+  request @0 :UInt64;
+  setting @1 :OptimizerSetting;
+  value @2 :Float64;
+  step @3 :Int64;
+  remainingMs @4 :UInt64;  # as Push's
+}
+
+# Every shard of the server took the change.
+struct Changed {
+  request @0 :UInt64;
+  shards @1 :UInt32;  # how many shards took it (own and backups)
 }

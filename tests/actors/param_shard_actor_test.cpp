@@ -405,3 +405,44 @@ TEST_CASE("param shard records each applied push as a span on its timeline track
   CHECK(e["args"]["source"] == 1);
   CHECK(e["args"]["keys"] == 1);
 }
+
+TEST_CASE("param shard takes an optimizer change from its step on and refuses one it passed") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto shard = spawn_param_shard(sys, {shard_key{"w", tensor::from_values({1}, {0}), true}},
+                                 plain_sgd(1.0f, 0.0f, 0.0f));
+  auto push_of = [](std::int64_t step) {
+    gradient_push p;
+    p.keys = {0};
+    p.gradients = {tensor::from_values({1}, {-1})};
+    p.step = step;
+    return caf::make_message(push_atom::value, p);
+  };
+  auto change = [](optimizer_setting setting, double value, std::int64_t step) {
+    return caf::make_message(change_atom::value, optimizer_change{setting, value, step});
+  };
+  CHECK(ask<weight_set>(self, shard, push_of(0)).weights[0].data()[0] == 1.0f);
+  CHECK(ask<bool>(self, shard, change(optimizer_setting::lr, 0.5, 1)));
+  const auto after = ask<weight_set>(self, shard, push_of(1));
+  CHECK(after.weights[0].data()[0] == 1.5f);
+  CHECK(after.learning_rate == 0.5f);
+  // Weight decay from step 2: w = 1.5 - 0.5 * (-1 + 0.1 * 1.5).
+  CHECK(ask<bool>(self, shard, change(optimizer_setting::wd, 0.1, 2)));
+  CHECK(ask<weight_set>(self, shard, push_of(2)).weights[0].data()[0] == Approx(1.925f));
+  caf::error err;
+  ask<bool>(self, shard, change(optimizer_setting::lr, 0.1, 2), &err);
+  CHECK(troupe_code(err) == errc::bad_request);
+  CHECK_THAT(error_text(err), Catch::Contains("a push of step 2 was applied already"));
+  ask<bool>(self, shard, change(optimizer_setting::momentum, 1.0, 3), &err);
+  CHECK_THAT(error_text(err), Catch::Contains("momentum must be at least 0 and below 1"));
+  ask<bool>(self, shard, change(optimizer_setting::lr, 0, 3), &err);
+  CHECK_THAT(error_text(err), Catch::Contains("the rate must be above 0 and at most 100"));
+  // Nothing refused changed the rate.
+  CHECK(ask<weight_set>(self, shard, push_of(3)).learning_rate == 0.5f);
+  auto adam = spawn_param_shard(sys, two_keys(), adam_at(0.01f));
+  ask<bool>(self, adam, change(optimizer_setting::momentum, 0.5, 0), &err);
+  CHECK_THAT(error_text(err), Catch::Contains("adam has no momentum"));
+  self->send_exit(shard, caf::exit_reason::user_shutdown);
+  self->send_exit(adam, caf::exit_reason::user_shutdown);
+}

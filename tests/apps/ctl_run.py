@@ -19,7 +19,15 @@ run's last: every node exits 0, the log says where, no later epoch trains, the l
 and saved, and each epoch's metrics line records its change; each of the two checkpoints resumed
 by `troupe train` ends with the weights of `troupe train` run whole, so neither loses anything.
 
-usage: ctl_run.py TROUPE CONFIG drain|stop EPOCH [troupe flags...]
+Scenario `set`: `ctl set` refused out of range (naming the range), for a key no running job
+changes and without a value; then `ctl set lr=0.03` once training has begun and `ctl set
+momentum=0.5` in a later epoch (EPOCH at the earliest): every node exits 0, the scheduler's log
+names each change and its step, the metrics line of the epoch before records it, and the next
+epoch trains at the new rate. The same run replayed with `--replay-changes` from that metrics
+file makes the same changes at the same steps and ends with the same weights; one process
+without the changes ends with others.
+
+usage: ctl_run.py TROUPE CONFIG drain|stop|set EPOCH [troupe flags...]
 
 Every wait has a deadline, moments come from log lines (no sleeps ordering events), and every
 process is killed at the end whatever happens.
@@ -136,10 +144,10 @@ def stop(troupe, config, epoch, rest, workdir):
         run = ctl(cluster, ["--scheduler", at, "checkpoint"])
         expect(cluster, run, 0, "out", r"this epoch is saved after its training and validation", "ctl checkpoint")
         print("$ troupe ctl checkpoint\n" + run.stdout, end="")
-        cluster.wait_for_text("scheduler", "err", r"saving a checkpoint after epoch \d+'s training")
+        cluster.wait_for_text("scheduler", "err", r": saving a checkpoint: epoch \d+ is saved")
         log = cluster.text("scheduler", "err")
-        saved = int(re.search(r"saving a checkpoint after epoch (\d+)'s training \(step \d+\), as troupe ctl asked", log)
-                    .group(1))
+        saved = int(re.search(r"after epoch (\d+)'s training \(step \d+\), as troupe ctl asked[^\n]*: saving a "
+                              r"checkpoint", log).group(1))
         cluster.wait_for_text("scheduler", "out", rf"Epoch\[{max(saved + 1, int(epoch))}\] Batch")
         run = ctl(cluster, ["--scheduler", at, "stop"])
         expect(cluster, run, 0, "out", r"the run stops after this epoch's training", "ctl stop")
@@ -151,8 +159,8 @@ def stop(troupe, config, epoch, rest, workdir):
         out, log = cluster.text("scheduler", "out"), cluster.text("scheduler", "err")
         if not re.search(r"scheduler: troupe ctl asks the run to stop after this epoch's training \(now epoch ", log):
             cluster.fail("the scheduler does not say ctl asked it to stop")
-        found = re.search(r"scheduler: stopping after epoch (\d+)'s training \(step \d+\), as troupe ctl asked: "
-                          r"epoch \d+ is the run's last", log)
+        found = re.search(r"scheduler: after epoch (\d+)'s training \(step \d+\), as troupe ctl asked[^\n]*: "
+                          r"stopping: epoch \d+ is the run's last", log)
         if not found:
             cluster.fail("the scheduler does not say where it stopped")
         last = int(found.group(1))
@@ -184,13 +192,109 @@ def stop(troupe, config, epoch, rest, workdir):
         cluster.kill_all()
 
 
+def made_changes(cluster, log):
+    """(epoch, step, what) of each optimizer change the scheduler's log says it made."""
+    return [(int(e), int(s), w) for e, s, w in
+            re.findall(r"scheduler: after epoch (\d+)'s training \(step (\d+)\), as [^\n]*asked[^\n]*: "
+                       r"(optimizer\.\w+=[\d.e-]+) from now on in every server's shards", log)]
+
+
+def run_with_changes(troupe, config, epoch, rest, workdir):
+    """`ctl set` twice while it trains (refusals first); the changes made, the final weights, and the
+    metrics file."""
+    os.makedirs(workdir, exist_ok=True)
+    cluster = Cluster(troupe, workdir)
+    try:
+        metrics = os.path.join(workdir, "metrics.jsonl")
+        at, _ = start_nodes(cluster, config, workdir, rest + ["--metrics", metrics])
+        run = ctl(cluster, ["--scheduler", at, "set", "lr=200"])
+        expect(cluster, run, 1, "err", r"set optimizer\.lr=200: out of range: optimizer\.lr must be above 0 and at "
+               r"most 100", "ctl set out of range")
+        run = ctl(cluster, ["--scheduler", at, "set", "optimizer.beta1=0.5"])
+        expect(cluster, run, 1, "err", r"no key a running job can change \(it changes optimizer\.lr, "
+               r"optimizer\.momentum, optimizer\.wd\)", "ctl set of another key")
+        run = ctl(cluster, ["--scheduler", at, "set", "lr"])
+        expect(cluster, run, 2, "err", r"set takes one KEY=VALUE", "ctl set without a value")
+        run = ctl(cluster, ["--scheduler", at, "set", "lr=0.03"])
+        expect(cluster, run, 0, "out", r"optimizer\.lr=0\.03 from the first step after this epoch's training",
+               "ctl set lr")
+        print("$ troupe ctl set lr=0.03\n" + run.stdout, end="")
+        cluster.wait_for_text("scheduler", "err", r"optimizer\.lr=0\.03 from now on")
+        first = made_changes(cluster, cluster.text("scheduler", "err"))[0][0]
+        cluster.wait_for_text("scheduler", "out", rf"Epoch\[{max(first + 1, int(epoch))}\] Batch")
+        run = ctl(cluster, ["--scheduler", at, "set", "momentum=0.5"])
+        expect(cluster, run, 0, "out", r"optimizer\.momentum=0\.5 from the first step", "ctl set momentum")
+        codes = cluster.wait_all(BOUND_S)
+        bad = {n: c for n, c in codes.items() if c != 0}
+        if bad:
+            cluster.fail(f"exit statuses {bad}, expected 0")
+        log = cluster.text("scheduler", "err")
+        made = made_changes(cluster, log)
+        if [w for _, _, w in made] != ["optimizer.lr=0.03", "optimizer.momentum=0.5"]:
+            cluster.fail(f"the scheduler made {made}, not lr then momentum")
+        return made, final_weights(cluster.text("scheduler", "out")), metrics
+    finally:
+        cluster.kill_all()
+
+
+def check_recorded(cluster, metrics, made, by):
+    """Each change in `made` is in its epoch's metrics line, by `by`, with its step; the next epoch's
+    learning rate is the one set."""
+    epochs = [r for r in map(json.loads, open(metrics)) if r.get("record") == "epoch"]
+    for epoch, step, what in made:
+        changes = epochs[epoch].get("changes", [])
+        if [(c.get("change"), c.get("by"), c.get("step")) for c in changes] != [(f"set {what}", by, step)]:
+            cluster.fail(f"epoch {epoch}'s metrics line records {changes!r}, not set {what} by {by} at step {step}")
+    lr_epoch = made[0][0] + 1
+    rate = epochs[lr_epoch].get("learning_rate")  # its last step's, a float32's value
+    if rate is None or abs(rate - 0.03) > 1e-6:
+        cluster.fail(f"epoch {lr_epoch} trained at learning rate {rate}, not the 0.03 set before it")
+
+
+def set_and_replay(troupe, config, epoch, rest, workdir):
+    """Scenario `set`: a run changed by `ctl set`, then the same run replayed with --replay-changes from
+    its metrics file: the same changes at the same steps, the same final weights; a run without
+    the changes ends with others."""
+    made, weights, metrics = run_with_changes(troupe, config, epoch, rest, os.path.join(workdir, "changed"))
+    replay = Cluster(troupe, os.path.join(workdir, "changed"))
+    check_recorded(replay, metrics, made, "troupe ctl")
+    folder = os.path.join(workdir, "replayed")
+    os.makedirs(folder)
+    cluster = Cluster(troupe, folder)
+    try:
+        again = os.path.join(folder, "metrics.jsonl")
+        start_nodes(cluster, config, folder, rest + ["--metrics", again, "--replay-changes", metrics])
+        codes = cluster.wait_all(BOUND_S)
+        bad = {n: c for n, c in codes.items() if c != 0}
+        if bad:
+            cluster.fail(f"the replay's exit statuses {bad}, expected 0")
+        replayed = made_changes(cluster, cluster.text("scheduler", "err"))
+        if replayed != made:
+            cluster.fail(f"the replay made {replayed}, the recorded run {made}")
+        check_recorded(cluster, again, made, "--replay-changes")
+        if final_weights(cluster.text("scheduler", "out")) != weights:
+            cluster.fail(f"the replay ends with {final_weights(cluster.text('scheduler', 'out'))}, "
+                         f"the recorded run with {weights}")
+        unchanged = in_process_weights(troupe, config, rest, folder)
+        if unchanged == weights:
+            cluster.fail("the run without the changes ends with the same weights: the changes changed nothing")
+        for e, s, w in made:
+            print(f"changed after epoch {e} (step {s}): {w}")
+        print(f"ok: ctl set made each change at its step; the replay made the same and ends with {weights}, "
+              f"the run without changes with {unchanged}")
+    finally:
+        cluster.kill_all()
+
+
 def main(workdir):
     troupe, config, scenario, epoch = sys.argv[1:5]
     rest = sys.argv[5:]
     if scenario == "stop":
         return stop(troupe, config, epoch, rest, workdir)
+    if scenario == "set":
+        return set_and_replay(troupe, config, epoch, rest, workdir)
     if scenario != "drain":
-        raise SystemExit(f"usage: ctl_run.py TROUPE CONFIG drain|stop EPOCH: not {scenario}")
+        raise SystemExit(f"usage: ctl_run.py TROUPE CONFIG drain|stop|set EPOCH: not {scenario}")
     cluster = Cluster(troupe, workdir)
     try:
         at, url = start_nodes(cluster, config, workdir, rest)

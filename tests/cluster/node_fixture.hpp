@@ -50,8 +50,8 @@ inline channel_actor::behavior_type fake_channel(channel_actor::pointer, sent_li
 }
 
 // A channel that also takes requests (a compute proxy's phases): records them and answers
-// each with an empty phase report, or, once `*down` is set, fails it as a channel that ended does
-// (errc::peer_down).
+// each with an empty phase report (an optimizer change: two shards took it), or, once `*down` is
+// set, fails it as a channel that ended does (errc::peer_down).
 inline channel_actor::behavior_type answering_channel(channel_actor::pointer, sent_list sent,
                                                       std::shared_ptr<bool> down) {
   return {
@@ -63,6 +63,8 @@ inline channel_actor::behavior_type answering_channel(channel_actor::pointer, se
         return make_error(errc::peer_down, "the connection closed");
       if (pull) // a shard's weights (none: the test counts the pulls)
         return wire_message{weights_message{0, shard, weight_set{}}};
+      if (std::holds_alternative<change_message>(sent->back())) // two shards took it
+        return wire_message{changed_message{0, 2}};
       return wire_message{report_message{0, phase_report{}}};
     },
     [=](send_atom, wire_message& m) { sent->push_back(std::move(m)); },

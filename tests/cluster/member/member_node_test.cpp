@@ -466,6 +466,60 @@ CAF_TEST(member_server_says_ready_with_its_port) {
   CAF_CHECK(!result->answered);
 }
 
+namespace {
+
+struct change_answer {
+  bool answered = false;
+  std::uint32_t shards = 0;
+  std::string error;
+};
+
+caf::behavior ask_change(caf::event_based_actor* self, shard_change_actor server,
+                         optimizer_change change, std::shared_ptr<change_answer> out) {
+  self
+    ->request(server, caf::infinite, change_atom::value, change,
+              deadline::after(std::chrono::hours(1)))
+    .then(
+      [=](std::uint32_t shards) {
+        out->answered = true;
+        out->shards = shards;
+      },
+      [=](caf::error& err) {
+        out->answered = true;
+        out->error = err.category() == error_category ? error_text(err) : std::string("caf error");
+      });
+  return {};
+}
+
+} // namespace
+
+// troupe ctl set's server side: every shard the server holds takes the change, and the answer
+// counts them; a value a shard refuses is the answer, naming the shard.
+CAF_TEST(member_server_changes_every_shard_it_holds) {
+  const auto server = shards->find<remote_interface::shard_change>(0);
+  CAF_REQUIRE(server != nullptr);
+  std::size_t own = 0;
+  for (auto a : plan.actors_of(plan_role::shard))
+    own += plan.actors[a].node == static_cast<int>(server_node) ? 1 : 0;
+  CAF_REQUIRE(own > 0);
+  auto taken = std::make_shared<change_answer>();
+  spawned.push_back(
+    sys.spawn(ask_change, server, optimizer_change{optimizer_setting::lr, 0.01, 0}, taken));
+  settle();
+  CAF_REQUIRE(taken->answered);
+  CAF_CHECK_EQUAL(taken->error, "");
+  CAF_CHECK_EQUAL(taken->shards, own);
+  CAF_CHECK(logged("changing lr to 0.01 from step 0 in its " + std::to_string(own) + " shards"));
+  auto refused = std::make_shared<change_answer>();
+  spawned.push_back(
+    sys.spawn(ask_change, server, optimizer_change{optimizer_setting::momentum, 1.5, 0}, refused));
+  settle();
+  CAF_REQUIRE(refused->answered);
+  CAF_CHECK(contains(refused->error, "refused the change: param_shard: change of momentum"));
+  CAF_CHECK(contains(refused->error, "momentum must be at least 0 and below 1"));
+  CAF_CHECK(!result->answered);
+}
+
 // A member spawned scheduled, as in these tests, spawns its part scheduled too, checkpoint
 // part included: on a thread of its own that actor would race the deterministic coordinator,
 // which is not thread-safe, and a case could lose the node's last message.

@@ -39,6 +39,10 @@ caf::behavior ask_command(caf::event_based_actor* self, run_control_actor schedu
 }
 
 struct commanding : scheduler_fixture {
+  std::int64_t steps = 0; // the plan's steps per epoch, known before start
+  void cluster_job_steps_known() {
+    steps = plan_placement(cluster_job(1, 2), facts).steps_per_epoch;
+  }
   std::shared_ptr<command_answer> command(const std::string& verb,
                                           std::vector<std::string> args = {}) {
     auto out = std::make_shared<command_answer>();
@@ -154,8 +158,9 @@ CAF_TEST(ctl_stop_makes_the_epoch_in_training_the_last) {
   CAF_REQUIRE(gate->answered);
   CAF_CHECK(gate->yes);
   CAF_CHECK(gate->last);
-  CAF_CHECK(logged("scheduler: stopping after epoch 1's training (step "
+  CAF_CHECK(logged("scheduler: after epoch 1's training (step "
                    + std::to_string(2 * plan.steps_per_epoch) + "), as troupe ctl asked"));
+  CAF_CHECK(logged(": stopping: epoch 1 is the run's last"));
   // Epoch 1's metrics line records the change (before the gate answered: before the line).
   CAF_REQUIRE(!metrics->annotations.empty());
   CAF_CHECK_EQUAL(metrics->annotations.front().first, "traffic"); // epoch 0's
@@ -193,9 +198,9 @@ CAF_TEST(ctl_checkpoint_with_a_prefix_saves_once) {
   CAF_REQUIRE(gate->answered);
   CAF_CHECK(gate->save);
   CAF_CHECK(!gate->last);
-  CAF_CHECK(logged("scheduler: saving a checkpoint after epoch 0's training (step "
-                   + std::to_string(plan.steps_per_epoch)
-                   + "), as troupe ctl asked: epoch 0 is saved once validated"));
+  CAF_CHECK(logged("scheduler: after epoch 0's training (step "
+                   + std::to_string(plan.steps_per_epoch) + "), as troupe ctl asked"));
+  CAF_CHECK(logged(": saving a checkpoint: epoch 0 is saved once validated"));
   auto next = answered_gate(1, m); // asked once: the next gate goes on
   CAF_REQUIRE(next->answered);
   CAF_CHECK(!next->save);
@@ -207,8 +212,180 @@ CAF_TEST(ctl_unknown_verb_is_refused_naming_the_verbs) {
   start(1, 2);
   auto a = command("resize", {"4"});
   CAF_REQUIRE(a->answered);
-  CAF_CHECK(contains(a->error, "no verb resize (troupe ctl runs status, drain, stop, checkpoint)"));
+  CAF_CHECK(
+    contains(a->error, "no verb resize (troupe ctl runs status, drain, set, checkpoint, stop)"));
   CAF_CHECK(!result->answered);
+}
+
+// Joined on channels that answer requests: the server's takes optimizer changes.
+struct answering_members {
+  channel_actor server, w0, w1;
+  sent_list server_sent, w0_sent, w1_sent;
+};
+
+// The change waits for the gate after the epoch in training; there every server's shards take
+// it from that gate's step on, and only then does the gate answer; the epoch's metrics line
+// records it with the step.
+CAF_TEST(ctl_set_changes_every_servers_shards_at_the_next_gate) {
+  start(1, 2);
+  answering_members m;
+  m.server = holding(m.server_sent);
+  m.w0 = holding(m.w0_sent);
+  m.w1 = holding(m.w1_sent);
+  to_training(m.server, m.server_sent, {m.w0, m.w1}, {m.w0_sent, m.w1_sent});
+  auto a = command("set", {"lr=0.05"});
+  CAF_REQUIRE(a->answered);
+  CAF_CHECK_EQUAL(a->error, "");
+  CAF_CHECK(contains(a->result.text, "optimizer.lr=0.05 from the first step after this epoch's"));
+  CAF_CHECK_EQUAL(count_of<change_message>(m.server_sent), 0); // not before the gate
+  // Asked again before the gate: the later value counts, once.
+  auto again = command("set", {"optimizer.lr=0.02"});
+  CAF_REQUIRE(again->answered);
+  CAF_CHECK_EQUAL(again->error, "");
+  auto gate = epoch_done(0);
+  traffic(m.server, 0);
+  traffic(m.w0, 0);
+  traffic(m.w1, 0);
+  CAF_REQUIRE(gate->answered);
+  CAF_CHECK(gate->yes);
+  CAF_CHECK(!gate->last);
+  CAF_REQUIRE_EQUAL(count_of<change_message>(m.server_sent), 1);
+  const auto change = last_of<change_message>(m.server_sent)->change;
+  CAF_CHECK(change.setting == optimizer_setting::lr);
+  CAF_CHECK_EQUAL(change.value, 0.02);
+  CAF_CHECK_EQUAL(change.step, plan.steps_per_epoch);
+  CAF_CHECK_EQUAL(count_of<change_message>(m.w0_sent), 0); // workers hold no shards
+  CAF_CHECK(logged("scheduler: after epoch 0's training (step "
+                   + std::to_string(plan.steps_per_epoch) + "), as troupe ctl asked"));
+  CAF_CHECK(logged(": optimizer.lr=0.02 from now on in every server's shards"));
+  const auto changes = std::find_if(metrics->annotations.begin(), metrics->annotations.end(),
+                                    [](const auto& n) { return n.first == "changes"; });
+  CAF_REQUIRE(changes != metrics->annotations.end());
+  CAF_CHECK(contains(changes->second, R"("change":"set optimizer.lr=0.02")"));
+  CAF_CHECK(contains(changes->second, R"("step":)" + std::to_string(plan.steps_per_epoch)));
+  CAF_CHECK(contains(changes->second, R"("by":"troupe ctl")"));
+  // Made once: the next gate sends nothing.
+  auto next = epoch_done(1);
+  traffic(m.server, 1);
+  traffic(m.w0, 1);
+  traffic(m.w1, 1);
+  CAF_REQUIRE(next->answered);
+  CAF_CHECK_EQUAL(count_of<change_message>(m.server_sent), 1);
+  CAF_CHECK(!result->answered);
+}
+
+// Checked against the key table before anything is asked: the key, its range, the number.
+CAF_TEST(ctl_set_out_of_range_or_unknown_is_refused_naming_why) {
+  start(1, 2);
+  answering_members m;
+  m.server = holding(m.server_sent);
+  m.w0 = holding(m.w0_sent);
+  m.w1 = holding(m.w1_sent);
+  auto early = command("set", {"lr=0.05"});
+  CAF_REQUIRE(early->answered);
+  CAF_CHECK(contains(early->error, "the run is not training"));
+  to_training(m.server, m.server_sent, {m.w0, m.w1}, {m.w0_sent, m.w1_sent});
+  const auto refusal = [&](const std::string& arg) {
+    auto a = command("set", {arg});
+    CAF_REQUIRE(a->answered);
+    CAF_CHECK(a->code == errc::bad_request);
+    return a->error;
+  };
+  CAF_CHECK(contains(refusal("lr=200"),
+                     "set optimizer.lr=200: out of range: optimizer.lr must be above 0 and at "
+                     "most 100"));
+  CAF_CHECK(contains(refusal("optimizer.momentum=1"), "optimizer.momentum must be at least 0 and "
+                                                      "below 1"));
+  CAF_CHECK(contains(refusal("wd=-0.1"), "optimizer.wd must be between 0 and 1"));
+  CAF_CHECK(contains(refusal("lr=fast"), "set optimizer.lr: 'fast' is not a number"));
+  CAF_CHECK(contains(refusal("lr=nan"), "'nan' is not a number"));
+  CAF_CHECK(contains(refusal("batch_size=64"),
+                     "set batch_size: no key a running job can change (it changes optimizer.lr, "
+                     "optimizer.momentum, optimizer.wd)"));
+  CAF_CHECK(contains(refusal("lr"), "set takes KEY=VALUE (it was given 'lr')"));
+  auto two = command("set", {"lr=0.1", "wd=0"});
+  CAF_REQUIRE(two->answered);
+  CAF_CHECK(contains(two->error, "set takes one KEY=VALUE (it was given 2)"));
+  auto gate = epoch_done(0);
+  traffic(m.server, 0);
+  traffic(m.w0, 0);
+  traffic(m.w1, 0);
+  CAF_REQUIRE(gate->answered);
+  CAF_CHECK(gate->yes);
+  CAF_CHECK_EQUAL(count_of<change_message>(m.server_sent), 0); // nothing refused is made
+}
+
+// A server that cannot take the change fails the run, naming it: some shards would run with
+// the change and some without.
+CAF_TEST(ctl_set_a_server_cannot_take_fails_the_gate_naming_it) {
+  start(1, 2);
+  answering_members m;
+  m.server = holding(m.server_sent);
+  m.w0 = holding(m.w0_sent);
+  m.w1 = holding(m.w1_sent);
+  to_training(m.server, m.server_sent, {m.w0, m.w1}, {m.w0_sent, m.w1_sent});
+  auto a = command("set", {"wd=0.001"});
+  CAF_REQUIRE(a->answered);
+  *down.at(m.server.address()) = true;
+  auto gate = epoch_done(0);
+  traffic(m.server, 0);
+  traffic(m.w0, 0);
+  traffic(m.w1, 0);
+  CAF_REQUIRE(gate->answered);
+  CAF_CHECK(!gate->yes);
+  CAF_CHECK(contains(gate->error, "scheduler: server 0 (pid 100 on 10.0.0.1) did not take set "
+                                  "optimizer.wd=0.001: "));
+}
+
+// --replay-changes: the recorded changes are asked at their steps, as troupe ctl would ask them,
+// and recorded as the replay's.
+CAF_TEST(replayed_changes_are_made_at_their_recorded_steps) {
+  cluster_job_steps_known();
+  options.replay_changes = {
+    run_change{
+      run_change_kind::set, {optimizer_setting::lr, 0.02, steps}, "set optimizer.lr=0.02", steps},
+    run_change{run_change_kind::stop, {}, "stop", 2 * steps}};
+  start(1, 2);
+  answering_members m;
+  m.server = holding(m.server_sent);
+  m.w0 = holding(m.w0_sent);
+  m.w1 = holding(m.w1_sent);
+  to_training(m.server, m.server_sent, {m.w0, m.w1}, {m.w0_sent, m.w1_sent});
+  auto first = epoch_done(0);
+  traffic(m.server, 0);
+  traffic(m.w0, 0);
+  traffic(m.w1, 0);
+  CAF_REQUIRE(first->answered);
+  CAF_CHECK(first->yes);
+  CAF_CHECK(!first->last);
+  CAF_REQUIRE_EQUAL(count_of<change_message>(m.server_sent), 1);
+  CAF_CHECK_EQUAL(last_of<change_message>(m.server_sent)->change.value, 0.02);
+  CAF_CHECK(logged("as --replay-changes asked: optimizer.lr=0.02 from now on"));
+  auto second = epoch_done(1);
+  traffic(m.server, 1);
+  traffic(m.w0, 1);
+  traffic(m.w1, 1);
+  CAF_REQUIRE(second->answered);
+  CAF_CHECK(second->last);
+  CAF_CHECK(logged("as --replay-changes asked: stopping: epoch 1 is the run's last"));
+}
+
+// Recorded changes that fit no epoch of this run (here: past its end) are refused as training
+// would start, and no session trains.
+CAF_TEST(replayed_changes_of_another_run_are_refused_before_training) {
+  cluster_job_steps_known();
+  options.replay_changes = {
+    run_change{run_change_kind::checkpoint, {}, "checkpoint", 3 * steps}}; // 2 epochs
+  start(1, 2);
+  auto m = to_training();
+  CAF_CHECK(session->runs == 0); // no session trains
+  lost(m.server, "");
+  lost(m.w0, "");
+  lost(m.w1, "");
+  CAF_REQUIRE(result->answered);
+  CAF_CHECK(contains(result->error, "--replay-changes: 'checkpoint' took effect at step "
+                                      + std::to_string(3 * steps) + ", past this run's last ("
+                                      + std::to_string(2 * steps) + ")"));
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

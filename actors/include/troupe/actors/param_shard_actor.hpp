@@ -40,6 +40,12 @@
 //                                              held for it are answered
 //   (applied_atom) -> vector<applied_group>    each push group's last step applied, by source
 //                                              (a promoted backup's aggregator starts from it)
+//   (change_atom, optimizer_change) -> bool    from the change's step on, the optimizer runs with
+//                                              its new value (troupe ctl set): asked between
+//                                              epochs, when no push is in flight; a step some
+//                                              pusher has passed already, a momentum for a rule
+//                                              without one or a value out of the key's range is
+//                                              an errc::bad_request, and nothing changes
 //
 // A source's push of a group it has applied that step already (a request retried after its
 // first target, a lost primary, had passed it on to this backup) is answered with the current
@@ -76,6 +82,7 @@
 #include <vector>
 
 #include <caf/actor_system.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
@@ -93,10 +100,26 @@ using forget_atom = caf::atom_constant<caf::atom("forget")>; // server node -> s
 using replicate_atom = caf::atom_constant<caf::atom("replicate")>; // primary -> backup shard
 using backup_atom = caf::atom_constant<caf::atom("backup")>;       // server node -> shard
 using applied_atom = caf::atom_constant<caf::atom("applied")>;     // server node -> backup shard
+using change_atom = caf::atom_constant<caf::atom("change")>;       // server node -> shard
 
 /// What a primary shard replicates to (a backup shard, or its proxy on another process).
 using shard_backup_actor =
   caf::typed_actor<caf::replies_to<replicate_atom, gradient_push>::with<std::int64_t>>;
+
+/// What an optimizer change sets: the schedule's base rate (its decays and warm-up go on
+/// from it), the momentum, the weight decay (the config's optimizer.lr, .momentum, .wd).
+enum class optimizer_setting : std::uint8_t { lr, momentum, wd };
+
+/// "lr", "momentum", "wd": the key's name in the config's optimizer section.
+const char* to_string(optimizer_setting setting);
+
+/// A change of one optimizer hyper-parameter, taking effect from training step `step` on
+/// (the first step of an epoch: changes are made between epochs).
+struct optimizer_change {
+  optimizer_setting setting = optimizer_setting::lr;
+  double value = 0;
+  std::int64_t step = 0;
+};
 
 using param_shard_actor =
   push_target_actor::extend<caf::reacts_to<forget_atom, std::vector<std::int32_t>>,
@@ -104,7 +127,8 @@ using param_shard_actor =
                             caf::replies_to<restore_atom, shard_snapshot>::with<bool>,
                             caf::replies_to<replicate_atom, gradient_push>::with<std::int64_t>,
                             caf::reacts_to<backup_atom, shard_backup_actor>,
-                            caf::replies_to<applied_atom>::with<std::vector<applied_group>>>;
+                            caf::replies_to<applied_atom>::with<std::vector<applied_group>>,
+                            caf::replies_to<change_atom, optimizer_change>::with<bool>>;
 
 struct shard_key {
   std::string name;         ///< key name, e.g. "conv1.weight" or "fc6.weight[0:1048576]"
@@ -134,3 +158,5 @@ param_shard_actor spawn_param_shard(caf::actor_system& system, std::vector<shard
                                     shard_options options);
 
 } // namespace troupe
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::optimizer_change)

@@ -35,6 +35,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
@@ -45,6 +46,7 @@
 #include <troupe/actors/training_session.hpp>
 #include <troupe/cluster/admission.hpp>
 #include <troupe/cluster/cluster_clocks.hpp>
+#include <troupe/cluster/run_changes.hpp>
 #include <troupe/cluster/wire_messages.hpp>
 #include <troupe/graph/job.hpp>
 #include <troupe/io/node_events.hpp>
@@ -153,6 +155,9 @@ struct scheduler_options : node_options {
   /// The run's status as the status server's /status document (status_json.hpp), for
   /// `troupe ctl status`. Empty: this scheduler keeps none, and ctl's status is refused.
   std::function<std::string()> status_document;
+  /// --replay-changes: the changes a recorded run made (run_changes.hpp), made again at the same
+  /// steps, as troupe ctl would make them. Empty: none.
+  std::vector<run_change> replay_changes;
 };
 
 /// A server's or a worker's options (role); the ones marked "a worker's" are read by workers

@@ -44,6 +44,10 @@
 //     (channel_up_atom, channel, std::string peer)            a channel was admitted (a server's
 //                                                      channels from workers)
 //     (channel_lost_atom, channel, caf::error)               a channel ended
+//   shard_change_actor (the scheduler, through its channel to a server -> the server node):
+//     (change_atom, optimizer_change, deadline) -> uint32
+//                                                      every shard it holds takes the change
+//                                                      (troupe ctl set), between two epochs
 //   run_control_actor (troupe ctl, through its channel to the scheduler -> the scheduler node):
 //     (command_atom, command_message, deadline) -> command_result_message
 //                                                      run a verb ("status", "drain NODE"); a
@@ -124,6 +128,12 @@ using member_control_actor = caf::typed_actor<
   caf::reacts_to<adopt_atom, adopt_message>, caf::reacts_to<promote_atom, promote_message>,
   caf::reacts_to<release_atom, release_message>, caf::reacts_to<cede_atom, cede_message>,
   caf::reacts_to<drain_atom, drain_message>, caf::reacts_to<goodbye_atom, shutdown_message>>;
+
+/// What the scheduler changes in a server's shards between epochs (troupe ctl set): each shard
+/// it holds, its own and the backups of another server's, takes `change` (param_shard_actor's
+/// change_atom); the answer is how many did. The first refusal is the answer, naming the shard.
+using shard_change_actor =
+  caf::typed_actor<caf::replies_to<change_atom, optimizer_change, deadline>::with<std::uint32_t>>;
 
 /// What troupe ctl asks of a run's scheduler (served on the scheduler's channels; the proxy on
 /// ctl's channel is spawn_run_control_proxy).

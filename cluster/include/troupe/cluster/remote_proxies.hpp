@@ -79,6 +79,10 @@ shard_backup_actor spawn_shard_backup_proxy(caf::actor_system& system, channel_a
 /// The scheduler behind `channel`, as troupe ctl asks it to run a verb.
 run_control_actor spawn_run_control_proxy(caf::actor_system& system, channel_actor channel);
 
+/// The shards of the server behind `channel`, as the scheduler changes their optimizer between
+/// epochs (troupe ctl set). The proxy ends with its channel.
+shard_change_actor spawn_shard_change_proxy(caf::actor_system& system, channel_actor channel);
+
 /// The server or worker behind `channel`, as the scheduler (or a peer member) speaks to it.
 member_control_actor spawn_member_control_proxy(caf::actor_system& system, channel_actor channel);
 

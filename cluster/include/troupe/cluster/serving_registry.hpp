@@ -3,7 +3,7 @@
 // (cluster/remote/) names the (interface, index) it addresses, and the registry gives the
 // actor of this node that serves it: a shard or the aggregator in front of it by shard index,
 // a compute actor by worker, the scheduler's metrics actor, the node's control inbox, its
-// part of a checkpoint.
+// part of a checkpoint, a server's shards as the scheduler changes them.
 //
 // Each interface has one handle type (served<I>::handle), so set and find are checked by the
 // compiler: nothing is cast. Filled in when the node knows its part of the plan (a server
@@ -39,10 +39,11 @@ enum class remote_interface : std::uint8_t {
   checkpoint_part,   ///< a member's part of a cluster checkpoint (save, restore); index 0
   shard_backup,      ///< a backup shard another server's primary replicates to, by shard index
   run_control,       ///< troupe ctl's commands to the scheduler (run_control_actor); index 0
+  shard_change, ///< the scheduler's optimizer changes to a server (shard_change_actor); index 0
 };
-constexpr std::size_t remote_interfaces = 8;
+constexpr std::size_t remote_interfaces = 9;
 /// "push target", "compute driver", "metrics sink", "scheduler control", "member control",
-/// "checkpoint part", "shard backup", "run control".
+/// "checkpoint part", "shard backup", "run control", "shard change".
 const char* to_string(remote_interface interface);
 
 template <remote_interface I> struct served;
@@ -56,6 +57,7 @@ template <> struct served<remote_interface::checkpoint_part> {
 };
 template <> struct served<remote_interface::shard_backup> { using handle = shard_backup_actor; };
 template <> struct served<remote_interface::run_control> { using handle = run_control_actor; };
+template <> struct served<remote_interface::shard_change> { using handle = shard_change_actor; };
 
 /// The actors a node serves to its peers, keyed by (interface, index).
 class serving_registry {
@@ -99,9 +101,9 @@ public:
 
 private:
   // In remote_interface order.
-  using entry =
-    std::variant<push_target_actor, compute_actor, metrics_sink_actor, scheduler_inbox,
-                 member_inbox, checkpoint_part_actor, shard_backup_actor, run_control_actor>;
+  using entry = std::variant<push_target_actor, compute_actor, metrics_sink_actor, scheduler_inbox,
+                             member_inbox, checkpoint_part_actor, shard_backup_actor,
+                             run_control_actor, shard_change_actor>;
   mutable std::mutex mutex_;
   std::map<std::pair<remote_interface, std::uint32_t>, entry> targets_;
   metrics_sink_actor reports_;

@@ -19,6 +19,7 @@
 
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/messages.hpp>
+#include <troupe/actors/param_shard_actor.hpp>
 #include <troupe/graph/placement.hpp>
 #include <troupe/kernels/tensor.hpp>
 
@@ -298,6 +299,20 @@ struct drain_message {
   std::string reason; ///< at most failure_message::max_text_bytes
 };
 
+/// The scheduler asks a server to change an optimizer hyper-parameter in every shard it holds
+/// (troupe ctl set): optimizer_change's fields.
+struct change_message {
+  std::uint64_t request = 0;
+  optimizer_change change;
+  std::uint64_t remaining_ms = 0;
+};
+
+/// The answer to change `request`: how many shards took it.
+struct changed_message {
+  std::uint64_t request = 0;
+  std::uint32_t shards = 0;
+};
+
 enum class checkpoint_kind : std::uint8_t { save, restore };
 
 /// The scheduler's checkpoint actor to a member's part of a cluster checkpoint: save the
@@ -329,13 +344,13 @@ using wire_message =
                batch_report_message, traffic_query_message, traffic_message, checkpoint_message,
                checkpoint_done_message, adopt_message, replicate_message, replicated_message,
                promote_message, leave_message, release_message, cede_message, command_message,
-               command_result_message, drain_message>;
+               command_result_message, drain_message, change_message, changed_message>;
 
 /// "hello", "proof", "push", "pull", "weights", "failure", "heartbeat", "shutdown", "join",
 /// "assignment", "ready", "control", "report", "batch report", "traffic query", "traffic",
 /// "checkpoint", "checkpoint done", "adopt", "replicate", "replicated", "promote", "leave",
-/// "release", "cede", "command", "command result", "drain": the kind of a message, for logs and
-/// traffic counters.
+/// "release", "cede", "command", "command result", "drain", "change", "changed": the kind of a
+/// message, for logs and traffic counters.
 const char* kind_name(const wire_message& message);
 /// The same by variant index ("unknown" past the last kind).
 const char* kind_name(std::size_t index);

@@ -16,8 +16,10 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
+#include <utility>
 
 #include <caf/all.hpp>
 
@@ -59,6 +61,9 @@ struct shard_state {
   };
   std::vector<unreplicated> unreplicated_pushes;
   float last_lr = 0;
+  // What optimizer changes set (troupe ctl set), kept in snapshots so a resumed run goes on
+  // with them; absent: the options' own.
+  std::optional<float> set_lr, set_momentum, set_wd;
   // stale-synchronous bookkeeping
   int staleness = -1;
   int workers = 1;         // the pushing workers whose steps the bound compares
@@ -313,6 +318,7 @@ std::string take_change(shard_state& st, const optimizer_change& change) {
     auto schedule = st.schedule.options();
     schedule.base_lr = static_cast<float>(v);
     st.schedule = lr_schedule(schedule);
+    st.set_lr = schedule.base_lr;
     return {};
   }
   case optimizer_setting::momentum:
@@ -321,11 +327,13 @@ std::string take_change(shard_state& st, const optimizer_change& change) {
     if (!(v >= 0 && v < 1))
       return what + "momentum must be at least 0 and below 1";
     st.rule.sgd.momentum = static_cast<float>(v);
+    st.set_momentum = st.rule.sgd.momentum;
     return {};
   case optimizer_setting::wd:
     if (!(v >= 0 && v <= 1))
       return what + "weight decay must be between 0 and 1";
     st.rule.sgd.weight_decay = static_cast<float>(v);
+    st.set_wd = st.rule.sgd.weight_decay;
     return {};
   }
   return what + "no such setting";
@@ -344,6 +352,9 @@ shard_snapshot snapshot_of(const shard_state& st) {
   out.counters.updates = st.updates;
   out.counters.last_learning_rate = st.last_lr;
   out.counters.last_steps = st.last_steps;
+  out.counters.base_lr = st.set_lr;
+  out.counters.momentum = st.set_momentum;
+  out.counters.weight_decay = st.set_wd;
   return out;
 }
 
@@ -377,6 +388,22 @@ caf::result<bool> restore(shard_state& st, const shard_snapshot& s) {
       st.keys[k].state.tensors[i] = s.state[k].tensors[i].clone();
     st.keys[k].spare.clear();
   }
+  // The changes the snapshot's run made go on here, each checked as a change is (step 0: no push
+  // has been applied here).
+  const std::pair<optimizer_setting, std::optional<float>> changes[] = {
+    {optimizer_setting::lr, s.counters.base_lr},
+    {optimizer_setting::momentum, s.counters.momentum},
+    {optimizer_setting::wd, s.counters.weight_decay}};
+  const auto schedule = st.schedule;
+  const auto rule = st.rule;
+  for (const auto& [setting, value] : changes)
+    if (value)
+      if (auto problem = take_change(st, {setting, *value, 0}); !problem.empty()) {
+        st.schedule = schedule; // nothing changes
+        st.rule = rule;
+        st.set_lr = st.set_momentum = st.set_wd = std::nullopt;
+        return refuse("the snapshot's " + problem);
+      }
   st.updates = s.counters.updates;
   st.last_lr = s.counters.last_learning_rate;
   st.last_steps = s.counters.last_steps;

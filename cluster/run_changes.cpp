@@ -78,18 +78,18 @@ caf::expected<optimizer_change> parse_setting(const std::string& assignment, opt
   const auto value = assignment.substr(eq + 1);
   const auto* s = settable_of(key);
   if (!s)
-    return refused("set " + key + ": no key a running job can change (it changes "
-                   + settable_keys() + ")");
+    return refused("set " + key + ": no key a running job can change (it changes " + settable_keys()
+                   + ")");
   double v = 0;
   if (!number_of(value, v))
     return refused("set " + std::string(s->path) + ": '" + value + "' is not a number");
   const auto& range = range_of_key(s->path);
   if (!range.contains(v))
-    return refused("set " + std::string(s->path) + "=" + value + ": out of range: "
-                   + std::string(s->path) + " must be " + range_text(range));
+    return refused("set " + std::string(s->path) + "=" + value
+                   + ": out of range: " + std::string(s->path) + " must be " + range_text(range));
   if (s->setting == optimizer_setting::momentum && !uses_momentum(rule))
-    return refused("set " + std::string(s->path) + ": the run's optimizer, "
-                   + optimizer_name(rule) + ", has no momentum");
+    return refused("set " + std::string(s->path) + ": the run's optimizer, " + optimizer_name(rule)
+                   + ", has no momentum");
   return optimizer_change{s->setting, v, step};
 }
 
@@ -134,8 +134,8 @@ caf::expected<std::vector<run_change>> read_recorded_changes(const std::string& 
           return make_error(errc::bad_data, at + error_text(set.error()));
         r.set = *set;
       } else
-        return make_error(errc::bad_data, at + "'" + r.text
-                                            + "' is no change (set KEY=VALUE, checkpoint, stop)");
+        return make_error(errc::bad_data,
+                          at + "'" + r.text + "' is no change (set KEY=VALUE, checkpoint, stop)");
       out.push_back(std::move(r));
     }
   }

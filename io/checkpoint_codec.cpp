@@ -6,9 +6,11 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 
 #include <openssl/evp.h>
 #include <zlib.h>
@@ -125,8 +127,14 @@ std::string shard_text(const shard_counters& s) {
   std::string last;
   for (const auto& [source, step] : s.last_steps)
     last += (last.empty() ? "" : ",") + std::to_string(source) + ":" + std::to_string(step);
+  std::string set;
+  const std::pair<const char*, std::optional<float>> settings[] = {
+    {"lr", s.base_lr}, {"momentum", s.momentum}, {"wd", s.weight_decay}};
+  for (const auto& [name, value] : settings)
+    if (value)
+      set += (set.empty() ? "" : ",") + std::string(name) + ":" + hex8(float_bits(*value));
   return "step=" + std::to_string(s.updates) + " lr=" + hex8(float_bits(s.last_learning_rate))
-         + " last=" + last;
+         + " last=" + last + (set.empty() ? "" : " set=" + set);
 }
 
 std::string streams_text(const replica_state& r) {
@@ -189,19 +197,39 @@ shard_counters read_shard(const layout_reader& r, const std::string& key) {
   const auto& value = r.text(key);
   shard_counters s;
   const auto fields = split_on(value, ' ');
-  if (fields.size() != 3 || fields[0].rfind("step=", 0) != 0 || fields[1].rfind("lr=", 0) != 0
-      || fields[2].rfind("last=", 0) != 0 || fields[1].size() != 11)
-    r.fail("metadata " + key + " has the bad value '" + value + "'");
+  const auto bad = [&] { r.fail("metadata " + key + " has the bad value '" + value + "'"); };
+  if ((fields.size() != 3 && fields.size() != 4) || fields[0].rfind("step=", 0) != 0
+      || fields[1].rfind("lr=", 0) != 0 || fields[2].rfind("last=", 0) != 0
+      || fields[1].size() != 11 || (fields.size() == 4 && fields[3].rfind("set=", 0) != 0))
+    bad();
   s.updates = r.integer(key, fields[0].substr(5), 0);
-  std::uint32_t bits = 0;
-  for (char c : fields[1].substr(3)) {
-    if (!std::isxdigit(static_cast<unsigned char>(c)))
-      r.fail("metadata " + key + " has the bad value '" + value + "'");
-    bits = bits * 16
-           + static_cast<std::uint32_t>(
-             std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : (c | 0x20) - 'a' + 10);
-  }
-  std::memcpy(&s.last_learning_rate, &bits, sizeof bits);
+  // Eight hex digits: a float's bits.
+  const auto float_of = [&](const std::string& hex) {
+    if (hex.size() != 8)
+      bad();
+    std::uint32_t bits = 0;
+    for (char c : hex) {
+      if (!std::isxdigit(static_cast<unsigned char>(c)))
+        bad();
+      bits = bits * 16
+             + static_cast<std::uint32_t>(
+               std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : (c | 0x20) - 'a' + 10);
+    }
+    float out = 0;
+    std::memcpy(&out, &bits, sizeof bits);
+    return out;
+  };
+  s.last_learning_rate = float_of(fields[1].substr(3));
+  if (fields.size() == 4)
+    for (const auto& pair : split_on(fields[3].substr(4), ',')) {
+      const auto colon = pair.find(':');
+      const auto name = pair.substr(0, colon);
+      auto& slot = name == "lr" ? s.base_lr : name == "momentum" ? s.momentum : s.weight_decay;
+      if (colon == std::string::npos || (name != "lr" && name != "momentum" && name != "wd")
+          || slot)
+        bad();
+      slot = float_of(pair.substr(colon + 1));
+    }
   for (const auto& pair : split_on(fields[2].substr(5), ',')) {
     const auto colon = pair.find(':');
     if (colon == std::string::npos)

@@ -49,9 +49,9 @@ caf::result<std::uint32_t> on_change(member_actor self, const optimizer_change& 
         [=, name = name](caf::error& err) mutable {
           if (std::exchange(*failed, true))
             return;
-          promise.deliver(make_error(troupe_code(err), self->state.label + ": " + name
-                                                         + " refused the change: "
-                                                         + error_text(err)));
+          promise.deliver(
+            make_error(troupe_code(err), self->state.label + ": " + name
+                                           + " refused the change: " + error_text(err)));
         });
   log_node_line(*st.options, st.label + ": changing " + to_string(change.setting) + " to "
                                + shortest_number(change.value) + " from step "

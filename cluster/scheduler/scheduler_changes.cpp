@@ -59,10 +59,10 @@ void note_change(scheduler_actor self, nlohmann::json& changes, std::int64_t epo
                  const std::string& event, const std::string& doing) {
   auto& st = self->state;
   const auto step = (epoch + 1) * st.plan.steps_per_epoch;
-  log_node_line(*st.options, "scheduler: after epoch " + std::to_string(epoch) + "'s training (step "
-                               + std::to_string(step) + "), as " + by + " asked"
-                               + (asked_at.empty() ? std::string() : " (at " + asked_at + ")")
-                               + ": " + doing);
+  log_node_line(*st.options,
+                "scheduler: after epoch " + std::to_string(epoch) + "'s training (step "
+                  + std::to_string(step) + "), as " + by + " asked"
+                  + (asked_at.empty() ? std::string() : " (at " + asked_at + ")") + ": " + doing);
   record_event(st.options->events, event,
                {{{"epoch", epoch}, {"step", step}}, {{"change", change}, {"by", by}}});
   changes.push_back({{"change", change}, {"by", by}, {"asked_at", asked_at}, {"step", step}});
@@ -176,21 +176,14 @@ std::string start_replay(scheduler_state& st) {
   const auto per_epoch = st.plan.steps_per_epoch;
   const auto last = st.job.epochs * per_epoch;
   st.replaying = st.options->replay_changes;
-  // A scheduler restarted in training: the changes before the epoch in training were made in
-  // the shards, which kept running.
-  if (st.resume_epoch > 0)
-    st.replaying.erase(std::remove_if(st.replaying.begin(), st.replaying.end(),
-                                      [&](const run_change& r) {
-                                        return r.step <= st.resume_epoch * per_epoch;
-                                      }),
-                       st.replaying.end());
-  const auto loaded = st.output.checkpoint.load_epoch;
+  // The changes before the epoch the run starts in were made already: a restarted scheduler's
+  // shards kept running with them, and a checkpoint's shards hold what they set.
+  const auto first = std::max<std::int64_t>({0, st.resume_epoch, st.output.checkpoint.load_epoch});
+  st.replaying.erase(
+    std::remove_if(st.replaying.begin(), st.replaying.end(),
+                   [&](const run_change& r) { return r.step <= first * per_epoch; }),
+    st.replaying.end());
   for (const auto& r : st.replaying) {
-    if (loaded > 0 && r.step <= loaded * per_epoch)
-      return "--replay-changes: '" + r.text + "' took effect at step " + std::to_string(r.step)
-             + ", before epoch " + std::to_string(loaded)
-             + " where this run resumes, and a checkpoint holds no changes: replay a run "
-               "resumed from a checkpoint without the changes made before it";
     if (per_epoch <= 0 || r.step % per_epoch != 0 || r.step == 0)
       return "--replay-changes: '" + r.text + "' took effect at step " + std::to_string(r.step)
              + ", which ends no epoch of this run (" + std::to_string(per_epoch)

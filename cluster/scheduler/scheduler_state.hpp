@@ -248,9 +248,10 @@ caf::result<command_result_message> on_command(scheduler_actor self, const comma
 /// go_on. Each change is said in the log, the events and the epoch's metrics line.
 void answer_gate(scheduler_actor self, std::int64_t epoch,
                  caf::typed_response_promise<after_gate> promise);
-/// Takes the recorded changes to replay (options->replay_changes), less those a restarted
-/// scheduler's run made already; says why they cannot be replayed in this run (a step that is
-/// no epoch's end, past the run's, or before the checkpoint it resumes from), "" when they can.
+/// Takes the recorded changes to replay (options->replay_changes), less those made before the
+/// epoch the run starts in (a restarted scheduler's shards kept them, a checkpoint's hold them);
+/// says why they cannot be replayed in this run (a step that is no epoch's end, or past the
+/// run's), "" when they can.
 std::string start_replay(scheduler_state& st);
 /// A worker that joined in training (`joiner`, listed as a spare) takes a node that another
 /// worker adopted, from the one running the most computes: it is assigned that node (its

@@ -440,6 +440,30 @@ TEST_CASE("param shard takes an optimizer change from its step on and refuses on
   CHECK_THAT(error_text(err), Catch::Contains("the rate must be above 0 and at most 100"));
   // Nothing refused changed the rate.
   CHECK(ask<weight_set>(self, shard, push_of(3)).learning_rate == 0.5f);
+  // A snapshot keeps what the changes set: a shard restored from it goes on with them.
+  auto snap = ask<shard_snapshot>(self, shard, caf::make_message(snapshot_atom::value));
+  REQUIRE(snap.counters.base_lr.has_value());
+  CHECK(*snap.counters.base_lr == 0.5f);
+  CHECK(!snap.counters.momentum.has_value());
+  REQUIRE(snap.counters.weight_decay.has_value());
+  CHECK(*snap.counters.weight_decay == 0.1f);
+  auto resumed = spawn_param_shard(sys, {shard_key{"w", tensor::from_values({1}, {0}), true}},
+                                   plain_sgd(1.0f, 0.0f, 0.0f));
+  CHECK(ask<bool>(self, resumed, caf::make_message(restore_atom::value, snap)));
+  const auto next = ask<weight_set>(self, shard, push_of(4));
+  const auto next_resumed = ask<weight_set>(self, resumed, push_of(4));
+  CHECK(next_resumed.learning_rate == 0.5f);
+  CHECK(next_resumed.weights[0].data()[0] == next.weights[0].data()[0]);
+  // A snapshot whose change no shard would take is refused, and changes nothing.
+  snap.counters.momentum = 2.0f;
+  auto refusing = spawn_param_shard(sys, {shard_key{"w", tensor::from_values({1}, {0}), true}},
+                                    plain_sgd(1.0f, 0.0f, 0.0f));
+  ask<bool>(self, refusing, caf::make_message(restore_atom::value, snap), &err);
+  CHECK_THAT(error_text(err), Catch::Contains("restore: the snapshot's param_shard: change of "
+                                              "momentum"));
+  CHECK(ask<weight_set>(self, refusing, push_of(0)).learning_rate == 1.0f);
+  self->send_exit(resumed, caf::exit_reason::user_shutdown);
+  self->send_exit(refusing, caf::exit_reason::user_shutdown);
   auto adam = spawn_param_shard(sys, two_keys(), adam_at(0.01f));
   ask<bool>(self, adam, change(optimizer_setting::momentum, 0.5, 0), &err);
   CHECK_THAT(error_text(err), Catch::Contains("adam has no momentum"));

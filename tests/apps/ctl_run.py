@@ -23,7 +23,8 @@ Scenario `set`: `ctl set` refused out of range (naming the range), for a key no 
 changes and without a value; then `ctl set lr=0.03` once training has begun and `ctl set
 momentum=0.5` in a later epoch (EPOCH at the earliest): every node exits 0, the scheduler's log
 names each change and its step, the metrics line of the epoch before records it, and the next
-epoch trains at the new rate. The same run replayed with `--replay-changes` from that metrics
+epoch trains at the new rate; its checkpoint after both changes, resumed by `troupe train`, ends
+with its weights (the checkpoint holds what the changes set). The same run replayed with `--replay-changes` from that metrics
 file makes the same changes at the same steps and ends with the same weights; one process
 without the changes ends with others.
 
@@ -206,7 +207,8 @@ def run_with_changes(troupe, config, epoch, rest, workdir):
     cluster = Cluster(troupe, workdir)
     try:
         metrics = os.path.join(workdir, "metrics.jsonl")
-        at, _ = start_nodes(cluster, config, workdir, rest + ["--metrics", metrics])
+        prefix = os.path.join(workdir, "runs", "changed")
+        at, _ = start_nodes(cluster, config, workdir, rest + ["--metrics", metrics, "--model-prefix", prefix])
         run = ctl(cluster, ["--scheduler", at, "set", "lr=200"])
         expect(cluster, run, 1, "err", r"set optimizer\.lr=200: out of range: optimizer\.lr must be above 0 and at "
                r"most 100", "ctl set out of range")
@@ -232,7 +234,7 @@ def run_with_changes(troupe, config, epoch, rest, workdir):
         made = made_changes(cluster, log)
         if [w for _, _, w in made] != ["optimizer.lr=0.03", "optimizer.momentum=0.5"]:
             cluster.fail(f"the scheduler made {made}, not lr then momentum")
-        return made, final_weights(cluster.text("scheduler", "out")), metrics
+        return made, final_weights(cluster.text("scheduler", "out")), metrics, prefix
     finally:
         cluster.kill_all()
 
@@ -255,9 +257,16 @@ def set_and_replay(troupe, config, epoch, rest, workdir):
     """Scenario `set`: a run changed by `ctl set`, then the same run replayed with --replay-changes from
     its metrics file: the same changes at the same steps, the same final weights; a run without
     the changes ends with others."""
-    made, weights, metrics = run_with_changes(troupe, config, epoch, rest, os.path.join(workdir, "changed"))
+    made, weights, metrics, prefix = run_with_changes(troupe, config, epoch, rest, os.path.join(workdir, "changed"))
     replay = Cluster(troupe, os.path.join(workdir, "changed"))
     check_recorded(replay, metrics, made, "troupe ctl")
+    # The checkpoint after both changes holds what they set: resumed in one process, it ends as
+    # the changed run did.
+    after = made[-1][0] + 1
+    resumed = in_process_weights(troupe, config, rest + ["--model-prefix", prefix, "--load-epoch", str(after)],
+                                 os.path.join(workdir, "changed"))
+    if resumed != weights:
+        replay.fail(f"the checkpoint of epoch {after} resumed ends with {resumed}, the changed run with {weights}")
     folder = os.path.join(workdir, "replayed")
     os.makedirs(folder)
     cluster = Cluster(troupe, folder)
@@ -281,7 +290,7 @@ def set_and_replay(troupe, config, epoch, rest, workdir):
         for e, s, w in made:
             print(f"changed after epoch {e} (step {s}): {w}")
         print(f"ok: ctl set made each change at its step; the replay made the same and ends with {weights}, "
-              f"the run without changes with {unchanged}")
+              f"as does the checkpoint of epoch {after} resumed; the run without changes ends with {unchanged}")
     finally:
         cluster.kill_all()
 

@@ -59,8 +59,7 @@ TEST_CASE("a setting is read by its config path or its name, within the key's ra
   CHECK(settable_keys() == "optimizer.lr, optimizer.momentum, optimizer.wd");
 }
 
-TEST_CASE("recorded changes are read from each metrics line in step order",
-          "[cluster][changes]") {
+TEST_CASE("recorded changes are read from each metrics line in step order", "[cluster][changes]") {
   recorded_file f(
     R"({"epoch":0,"train":{}})"
     "\n"
@@ -93,9 +92,9 @@ TEST_CASE("a recorded file that cannot be replayed is refused naming the file an
     CHECK(troupe_code(r.error()) == errc::bad_data);
     return error_text(r.error());
   };
-  CHECK_THAT(refused("{\"epoch\":0}\nnot json\n"),
-             Catch::Contains(".jsonl:2: not a JSON object"));
-  CHECK_THAT(refused(R"({"changes":{"change":"stop"}})"), Catch::Contains(":1: \"changes\" is not a list"));
+  CHECK_THAT(refused("{\"epoch\":0}\nnot json\n"), Catch::Contains(".jsonl:2: not a JSON object"));
+  CHECK_THAT(refused(R"({"changes":{"change":"stop"}})"),
+             Catch::Contains(":1: \"changes\" is not a list"));
   CHECK_THAT(refused(R"({"changes":[{"change":"stop"}]})"),
              Catch::Contains("a change needs \"change\" (its words) and \"step\""));
   CHECK_THAT(refused(R"({"changes":[{"change":"stop","step":-5}]})"),

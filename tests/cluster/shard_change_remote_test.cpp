@@ -24,8 +24,7 @@ struct server_probe {
 shard_change_actor::behavior_type fake_server(shard_change_actor::pointer,
                                               std::shared_ptr<server_probe> probe) {
   return {
-    [=](change_atom, const optimizer_change& change,
-        deadline due) -> caf::result<std::uint32_t> {
+    [=](change_atom, const optimizer_change& change, deadline due) -> caf::result<std::uint32_t> {
       probe->asks.push_back(change);
       probe->deadlines.push_back(due);
       if (probe->failure)
@@ -117,9 +116,9 @@ CAF_TEST(shard_change_proxy_forwards_and_delivers_the_count) {
 CAF_TEST(shard_change_proxy_refuses_an_answer_of_another_kind) {
   auto proxy = spawn_shard_change_proxy(sys, channel);
   probe->answer = replicated_message{0, 7};
-  auto asked = self->request(proxy, caf::infinite, change_atom::value,
-                             optimizer_change{optimizer_setting::lr, 0.1, 0},
-                             deadline::after(1min));
+  auto asked =
+    self->request(proxy, caf::infinite, change_atom::value,
+                  optimizer_change{optimizer_setting::lr, 0.1, 0}, deadline::after(1min));
   consume_messages();
   bool refused = false;
   asked.receive([&](std::uint32_t) { CAF_FAIL("another kind was taken as the change's answer"); },

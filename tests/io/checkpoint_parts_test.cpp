@@ -549,3 +549,41 @@ TEST_CASE("resumed_counters: by index, or equal counters across another shard co
   c.shards[1].last_learning_rate = 0.2f;
   CHECK_THROWS_AS(resumed_counters(c, 0, 1, "f"), io_error);
 }
+
+TEST_CASE("a shard's counters keep what optimizer changes set, and a bad entry is refused",
+          "[io][checkpoint]") {
+  shard_counters s;
+  s.updates = 12;
+  s.last_learning_rate = 0.03f;
+  s.last_steps = {{0, 11}};
+  // Without changes the text is as it always was: older checkpoints read the same.
+  CHECK(shard_text(s).find(" set=") == std::string::npos);
+  s.base_lr = 0.03f;
+  s.weight_decay = 0.0005f;
+  const auto text = shard_text(s);
+  CHECK(text.find(" set=lr:") != std::string::npos);
+  safetensors_content content;
+  content.metadata["troupe.shard.0"] = text;
+  layout_reader reader("m.safetensors", content);
+  const auto back = read_shard(reader, "troupe.shard.0");
+  REQUIRE(back.base_lr.has_value());
+  CHECK(*back.base_lr == 0.03f);
+  CHECK(!back.momentum.has_value());
+  REQUIRE(back.weight_decay.has_value());
+  CHECK(*back.weight_decay == 0.0005f);
+  CHECK(shard_text(back) == text);
+  const auto refused = [](const std::string& value) {
+    safetensors_content c;
+    c.metadata["troupe.shard.0"] = value;
+    layout_reader r("m.safetensors", c);
+    CHECK_THROWS_WITH(read_shard(r, "troupe.shard.0"),
+                      Catch::Contains("m.safetensors: metadata troupe.shard.0 has the bad value"));
+  };
+  const auto head = std::string("step=12 lr=3cf5c28f last=0:11");
+  refused(head + " set=beta:3cf5c28f");
+  refused(head + " set=lr:3cf5c2");
+  refused(head + " set=lr:3cf5c28f,lr:3cf5c28f");
+  refused(head + " set=lr3cf5c28f");
+  refused(head + " more=1");
+  refused(head + " set=lr:3cf5c28f x");
+}

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,6 +40,10 @@ struct shard_counters {
   std::int64_t updates = 0;               ///< pushes applied (`step=` in the file)
   float last_learning_rate = 0;           ///< the rate of the last update (for the logs)
   std::map<int, std::int64_t> last_steps; ///< by pushing source: the step of its last push
+  /// The optimizer values a change made while the run trained (troupe ctl set: the schedule's
+  /// base rate, the momentum, the weight decay; `set=` in the file), which a resumed run goes on
+  /// with; absent: the job's own.
+  std::optional<float> base_lr, momentum, weight_decay;
 };
 
 /// What one worker's model replica holds that the shards do not.

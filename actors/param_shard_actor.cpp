@@ -14,6 +14,7 @@
 #include <troupe/actors/param_shard_actor.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <optional>
@@ -25,6 +26,7 @@
 
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/messages.hpp>
+#include <troupe/graph/config/key_ranges.hpp>
 
 namespace troupe {
 
@@ -61,7 +63,7 @@ struct shard_state {
   };
   std::vector<unreplicated> unreplicated_pushes;
   float last_lr = 0;
-  // What optimizer changes set (troupe ctl set), kept in snapshots so a resumed run goes on
+  // What shard changes set (troupe ctl set), kept in snapshots so a resumed run goes on
   // with them; absent: the options' own.
   std::optional<float> set_lr, set_momentum, set_wd;
   // stale-synchronous bookkeeping
@@ -180,7 +182,7 @@ void release_held(shard_state& st) {
   const auto floor = slowest(st);
   auto keep = st.held.begin();
   for (auto& h : st.held) {
-    if (h.step - floor <= st.staleness) {
+    if (st.staleness < 0 || h.step - floor <= st.staleness) { // (none: a bound that was lifted)
       h.promise.deliver(current_weights(st, h.keys));
     } else {
       if (&*keep != &h) // never onto itself: a self-moved key list may come out empty
@@ -303,7 +305,7 @@ std::int64_t furthest_step(const shard_state& st) {
 // Takes `change` from its step on; a message when it is refused (nothing changes then). The
 // ranges are the config keys' (optimizer.lr, .momentum, .wd), which the scheduler checked
 // already; a shard refuses what would break its update all the same.
-std::string take_change(shard_state& st, const optimizer_change& change) {
+std::string take_change(shard_state& st, const shard_change& change) {
   const std::string what = "param_shard: change of " + std::string(to_string(change.setting))
                            + " to " + std::to_string(change.value) + " from step "
                            + std::to_string(change.step) + ": ";
@@ -312,7 +314,7 @@ std::string take_change(shard_state& st, const optimizer_change& change) {
            + " was applied already (a change takes effect between epochs)";
   const auto v = change.value;
   switch (change.setting) {
-  case optimizer_setting::lr: {
+  case shard_setting::lr: {
     if (!(v > 0 && v <= 100))
       return what + "the rate must be above 0 and at most 100";
     auto schedule = st.schedule.options();
@@ -321,7 +323,7 @@ std::string take_change(shard_state& st, const optimizer_change& change) {
     st.set_lr = schedule.base_lr;
     return {};
   }
-  case optimizer_setting::momentum:
+  case shard_setting::momentum:
     if (!uses_momentum(st.rule.kind))
       return what + optimizer_name(st.rule.kind) + " has no momentum";
     if (!(v >= 0 && v < 1))
@@ -329,11 +331,18 @@ std::string take_change(shard_state& st, const optimizer_change& change) {
     st.rule.sgd.momentum = static_cast<float>(v);
     st.set_momentum = st.rule.sgd.momentum;
     return {};
-  case optimizer_setting::wd:
+  case shard_setting::wd:
     if (!(v >= 0 && v <= 1))
       return what + "weight decay must be between 0 and 1";
     st.rule.sgd.weight_decay = static_cast<float>(v);
     st.set_wd = st.rule.sgd.weight_decay;
+    return {};
+  case shard_setting::staleness:
+    if (!(v >= -1 && v <= max_staleness && v == std::floor(v)))
+      return what + "the bound must be a whole number from -1 (none) to "
+             + std::to_string(max_staleness);
+    st.staleness = static_cast<int>(v);
+    release_held(st); // a looser bound, or none, lets held answers go now
     return {};
   }
   return what + "no such setting";
@@ -390,10 +399,10 @@ caf::result<bool> restore(shard_state& st, const shard_snapshot& s) {
   }
   // The changes the snapshot's run made go on here, each checked as a change is (step 0: no push
   // has been applied here).
-  const std::pair<optimizer_setting, std::optional<float>> changes[] = {
-    {optimizer_setting::lr, s.counters.base_lr},
-    {optimizer_setting::momentum, s.counters.momentum},
-    {optimizer_setting::wd, s.counters.weight_decay}};
+  const std::pair<shard_setting, std::optional<float>> changes[] = {
+    {shard_setting::lr, s.counters.base_lr},
+    {shard_setting::momentum, s.counters.momentum},
+    {shard_setting::wd, s.counters.weight_decay}};
   const auto schedule = st.schedule;
   const auto rule = st.rule;
   for (const auto& [setting, value] : changes)
@@ -473,7 +482,7 @@ param_shard_actor::behavior_type param_shard(shard_pointer self, std::vector<sha
         out.push_back(group);
       return out;
     },
-    [=](change_atom, const optimizer_change& change) -> caf::result<bool> {
+    [=](change_atom, const shard_change& change) -> caf::result<bool> {
       if (auto problem = take_change(self->state, change); !problem.empty())
         return make_error(errc::bad_request, problem);
       return true;
@@ -489,14 +498,16 @@ param_shard_actor::behavior_type param_shard(shard_pointer self, std::vector<sha
 
 } // namespace
 
-const char* to_string(optimizer_setting setting) {
+const char* to_string(shard_setting setting) {
   switch (setting) {
-  case optimizer_setting::lr:
+  case shard_setting::lr:
     return "lr";
-  case optimizer_setting::momentum:
+  case shard_setting::momentum:
     return "momentum";
-  case optimizer_setting::wd:
+  case shard_setting::wd:
     return "wd";
+  case shard_setting::staleness:
+    return "staleness";
   }
   return "unknown setting";
 }

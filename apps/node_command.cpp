@@ -405,7 +405,7 @@ scheduler_options scheduler_options_of(const node_command_line& n, train_command
   // Read before the metrics file is opened: a replay of the file this run writes reads the
   // recorded run's lines, not the new run's.
   if (!n.replay_changes.empty()) {
-    auto recorded = read_recorded_changes(n.replay_changes, cli.job.optimizer.kind);
+    auto recorded = read_recorded_changes(n.replay_changes, cli.job);
     if (!recorded)
       throw usage_error(error_text(recorded.error()));
     options.replay_changes = std::move(*recorded);

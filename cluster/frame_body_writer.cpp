@@ -448,14 +448,17 @@ struct body_writer {
     auto out = body.initChange();
     out.setRequest(m.request);
     switch (m.change.setting) {
-    case optimizer_setting::lr:
-      out.setSetting(wire::OptimizerSetting::LR);
+    case shard_setting::lr:
+      out.setSetting(wire::ShardSetting::LR);
       break;
-    case optimizer_setting::momentum:
-      out.setSetting(wire::OptimizerSetting::MOMENTUM);
+    case shard_setting::momentum:
+      out.setSetting(wire::ShardSetting::MOMENTUM);
       break;
-    case optimizer_setting::wd:
-      out.setSetting(wire::OptimizerSetting::WD);
+    case shard_setting::wd:
+      out.setSetting(wire::ShardSetting::WD);
+      break;
+    case shard_setting::staleness:
+      out.setSetting(wire::ShardSetting::STALENESS);
       break;
     }
     out.setValue(m.change.value);

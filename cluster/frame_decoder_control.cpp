@@ -221,14 +221,17 @@ change_message read_change(wire::Change::Reader in) {
   change_message m;
   m.request = in.getRequest();
   switch (in.getSetting()) {
-  case wire::OptimizerSetting::LR:
-    m.change.setting = optimizer_setting::lr;
+  case wire::ShardSetting::LR:
+    m.change.setting = shard_setting::lr;
     break;
-  case wire::OptimizerSetting::MOMENTUM:
-    m.change.setting = optimizer_setting::momentum;
+  case wire::ShardSetting::MOMENTUM:
+    m.change.setting = shard_setting::momentum;
     break;
-  case wire::OptimizerSetting::WD:
-    m.change.setting = optimizer_setting::wd;
+  case wire::ShardSetting::WD:
+    m.change.setting = shard_setting::wd;
+    break;
+  case wire::ShardSetting::STALENESS:
+    m.change.setting = shard_setting::staleness;
     break;
   default:
     refuse("change.setting " + std::to_string(static_cast<unsigned>(in.getSetting()))

@@ -17,25 +17,37 @@ namespace {
 
 struct settable {
   const char* path;
-  optimizer_setting setting;
+  shard_setting setting;
 };
 
-constexpr settable settables[] = {{"optimizer.lr", optimizer_setting::lr},
-                                  {"optimizer.momentum", optimizer_setting::momentum},
-                                  {"optimizer.wd", optimizer_setting::wd}};
+constexpr settable settables[] = {{"optimizer.lr", shard_setting::lr},
+                                  {"optimizer.momentum", shard_setting::momentum},
+                                  {"optimizer.wd", shard_setting::wd},
+                                  {"topology.staleness", shard_setting::staleness}};
 
+// By its path or by its name alone ("lr", "staleness").
 const settable* settable_of(const std::string& key) {
-  for (const auto& s : settables)
-    if (key == s.path || "optimizer." + key == s.path)
+  for (const auto& s : settables) {
+    const std::string path = s.path;
+    if (key == path || key == path.substr(path.find('.') + 1))
       return &s;
+  }
   return nullptr;
 }
 
-const char* path_of(optimizer_setting setting) {
+const char* path_of(shard_setting setting) {
   for (const auto& s : settables)
     if (s.setting == setting)
       return s.path;
-  return "optimizer.?";
+  return "unknown.setting";
+}
+
+// The topology statement's keys are no rows of the key table; the bound shares the
+// topology's limit (topology_config.cpp) and adds -1, no bound.
+const key_range staleness_range{-1, max_staleness, true, false, false, "-1: none, async"};
+
+const key_range& range_of(const settable& s) {
+  return s.setting == shard_setting::staleness ? staleness_range : range_of_key(s.path);
 }
 
 caf::error refused(const std::string& why) {
@@ -69,8 +81,9 @@ std::string settable_keys() {
   return out;
 }
 
-caf::expected<optimizer_change> parse_setting(const std::string& assignment, optimizer_kind rule,
-                                              std::int64_t step) {
+caf::expected<shard_change> parse_setting(const std::string& assignment, const training_job& job,
+                                          std::int64_t step) {
+  const auto rule = job.optimizer.kind;
   const auto eq = assignment.find('=');
   if (eq == std::string::npos)
     return refused("set takes KEY=VALUE (it was given '" + assignment + "')");
@@ -83,22 +96,26 @@ caf::expected<optimizer_change> parse_setting(const std::string& assignment, opt
   double v = 0;
   if (!number_of(value, v))
     return refused("set " + std::string(s->path) + ": '" + value + "' is not a number");
-  const auto& range = range_of_key(s->path);
-  if (!range.contains(v))
+  const auto& range = range_of(*s);
+  if (!range.contains(v) || (range.integral && v != std::floor(v)))
     return refused("set " + std::string(s->path) + "=" + value
                    + ": out of range: " + std::string(s->path) + " must be " + range_text(range));
-  if (s->setting == optimizer_setting::momentum && !uses_momentum(rule))
+  if (s->setting == shard_setting::momentum && !uses_momentum(rule))
     return refused("set " + std::string(s->path) + ": the run's optimizer, " + optimizer_name(rule)
                    + ", has no momentum");
-  return optimizer_change{s->setting, v, step};
+  if (s->setting == shard_setting::staleness && job.topology.level(aggregation_scope::all))
+    return refused("set " + std::string(s->path) + ": the run's topology, " + job.topology.name
+                   + ", ends in aggregate(all), the shard's one source, and a staleness bound "
+                     "needs several (switching to another route set is not done yet)");
+  return shard_change{s->setting, v, step};
 }
 
-std::string setting_text(const optimizer_change& change) {
+std::string setting_text(const shard_change& change) {
   return "set " + std::string(path_of(change.setting)) + "=" + shortest_number(change.value);
 }
 
 caf::expected<std::vector<run_change>> read_recorded_changes(const std::string& path,
-                                                             optimizer_kind rule) {
+                                                             const training_job& job) {
   std::ifstream in(path);
   if (!in)
     return make_error(errc::bad_data, "--replay-changes " + path + ": cannot be read");
@@ -129,7 +146,7 @@ caf::expected<std::vector<run_change>> read_recorded_changes(const std::string& 
       else if (r.text == "stop")
         r.kind = run_change_kind::stop;
       else if (r.text.rfind("set ", 0) == 0) {
-        auto set = parse_setting(r.text.substr(4), rule, r.step);
+        auto set = parse_setting(r.text.substr(4), job, r.step);
         if (!set)
           return make_error(errc::bad_data, at + error_text(set.error()));
         r.set = *set;

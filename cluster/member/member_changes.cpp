@@ -1,5 +1,5 @@
 // A server's side of troupe ctl set: every shard it holds, its own and the backups it keeps of
-// the previous server's, takes the scheduler's optimizer change, so a backup promoted later
+// the previous server's, takes the scheduler's shard change, so a backup promoted later
 // goes on with the same optimizer as the primary it replaces. The scheduler asks between two
 // epochs, when no push is in flight; the answer comes once every shard has taken the change,
 // and the first refusal (naming the shard) is the answer instead.
@@ -28,8 +28,7 @@ std::vector<std::pair<param_shard_actor, std::string>> shards_held(const member_
 
 } // namespace
 
-caf::result<std::uint32_t> on_change(member_actor self, const optimizer_change& change,
-                                     deadline due) {
+caf::result<std::uint32_t> on_change(member_actor self, const shard_change& change, deadline due) {
   auto& st = self->state;
   if (st.ended())
     return make_error(errc::bad_request, st.label + ": takes no change: it is ending");

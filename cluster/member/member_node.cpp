@@ -400,7 +400,7 @@ member_self_actor::behavior_type member(member_actor self, member_options option
         on_drain(self, d);
     },
     [=](leave_asked_atom, std::string& why) { on_leave_asked(self, why); },
-    [=](change_atom, const optimizer_change& change, deadline due) {
+    [=](change_atom, const shard_change& change, deadline due) {
       return on_change(self, change, due);
     },
     [=](goodbye_atom, channel_actor& channel, shutdown_message& end) {

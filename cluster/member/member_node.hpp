@@ -19,14 +19,14 @@ using connect_atom = caf::atom_constant<caf::atom("connect")>;
 
 /// A member node: the node-control protocol its channels speak to it, the host's run request
 /// (answered true when the run finished, else with the error that ended the node), a server's
-/// shards' optimizer change (troupe ctl set), the channel to
+/// shards' shard change (troupe ctl set), the channel to
 /// its scheduler once connected, the word to start reaching its scheduler, and its host's word
 /// to leave the run (worker_leave: a worker drains).
-using member_node_actor = member_inbox::extend<
-  caf::replies_to<run_atom>::with<bool>,
-  caf::replies_to<change_atom, optimizer_change, deadline>::with<std::uint32_t>,
-  caf::reacts_to<scheduler_channel_atom, channel_actor>, caf::reacts_to<connect_atom>,
-  caf::reacts_to<leave_asked_atom, std::string>>;
+using member_node_actor =
+  member_inbox::extend<caf::replies_to<run_atom>::with<bool>,
+                       caf::replies_to<change_atom, shard_change, deadline>::with<std::uint32_t>,
+                       caf::reacts_to<scheduler_channel_atom, channel_actor>,
+                       caf::reacts_to<connect_atom>, caf::reacts_to<leave_asked_atom, std::string>>;
 
 /// Spawns a member node (options.role: server or worker). `serving` is what its channels serve
 /// (it registers itself as their control inbox; shards and computes once assigned); every

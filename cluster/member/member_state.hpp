@@ -152,10 +152,9 @@ void on_leave_asked(member_actor self, const std::string& why);
 /// The scheduler asks it to leave (troupe ctl drain): a worker in training asks to leave as
 /// on SIGTERM; anything else (a server, a worker leaving already) logs it and goes on.
 void on_drain(member_actor self, const drain_message& d);
-/// A server's shards take the scheduler's optimizer change (member_changes.cpp): answered with
+/// A server's shards take the scheduler's shard change (member_changes.cpp): answered with
 /// how many did, or the first refusal.
-caf::result<std::uint32_t> on_change(member_actor self, const optimizer_change& change,
-                                     deadline due);
+caf::result<std::uint32_t> on_change(member_actor self, const shard_change& change, deadline due);
 /// The scheduler's answer to its leave: granted, it closes its channel to the scheduler (the
 /// move starts once it has gone) and ends when that channel has; refused, it trains on.
 void on_release(member_actor self, const release_message& r);

@@ -3,7 +3,7 @@
 // scheduler) and the proxy (on the scheduler).
 //
 //   change (request) -> changed
-//   (change_atom, optimizer_change, deadline) -> uint32 shards that took it
+//   (change_atom, shard_change, deadline) -> uint32 shards that took it
 //
 // Only the scheduler changes a run: a worker or ctl peer that sends a change is refused, so no
 // peer but the one that checked the value against the key table reaches the shards.
@@ -20,7 +20,7 @@ void serve_shard_change(channel_pointer self, wire_message& message) {
   const auto m = std::get<change_message>(message);
   auto& st = self->state;
   if (!st.peer || st.peer->role != node_kind::scheduler)
-    return refuse_peer(self, "sent an optimizer change, which only the scheduler sends");
+    return refuse_peer(self, "sent a shard change, which only the scheduler sends");
   auto server = st.options->serving->find<remote_interface::shard_change>(0);
   if (!server)
     return refuse_unserved(self, m.request, remote_interface::shard_change, 0);
@@ -53,13 +53,13 @@ shard_change_actor spawn_shard_change_proxy(caf::actor_system& system, channel_a
   return system.spawn([=](pointer self) -> shard_change_actor::behavior_type {
     watch_channel(self, channel, "the server's shards");
     return {
-      [=](change_atom, const optimizer_change& change, deadline due) {
+      [=](change_atom, const shard_change& change, deadline due) {
         return call_channel<std::uint32_t>(
           self, channel, change_message{0, change, 0}, due,
           [](wire_message& answer) -> caf::expected<std::uint32_t> {
             auto* r = std::get_if<changed_message>(&answer);
             if (!r)
-              return make_error(errc::bad_request, "an optimizer change was answered with a "
+              return make_error(errc::bad_request, "a shard change was answered with a "
                                                      + std::string(kind_name(answer)));
             return r->shards;
           });

@@ -2,7 +2,7 @@
 // troupe ctl asks; run_changes.hpp what a change is). After epoch e's training no step runs
 // until the gate answers, so a change made there takes effect at step (e + 1) x steps per
 // epoch exactly, in every process:
-//   set KEY=VALUE  every live server's shards (own and backups) take the optimizer change
+//   set KEY=VALUE  every live server's shards (own and backups) take the shard change
 //                  first; the gate answers once all have, and a refusal fails the run (some
 //                  shards would run with the change and some without)
 //   checkpoint     the gate answers save_epoch: e is saved once validated

@@ -8,9 +8,9 @@
 //                 at once, saying why, where its leave would be
 //   checkpoint    the epoch in training is saved after its training and validation (where the
 //                 run saves checkpoints), although no save is due; the run goes on
-//   set KEY=VALUE an optimizer hyper-parameter (run_changes.hpp: optimizer.lr, .momentum, .wd,
-//                 checked against the key table) changes from the first step after the epoch
-//                 in training, in every server's shards (scheduler_changes.cpp); asked twice
+//   set KEY=VALUE a shard setting (run_changes.hpp: optimizer.lr, .momentum, .wd, checked
+//                 against the key table; topology.staleness) changes from the first step after the
+//                 epoch in training, in every server's shards (scheduler_changes.cpp); asked twice
 //                 before that, the later value counts
 //   stop          the epoch in training is the run's last: the gate after its training says
 //                 so (answer_gate), and the run ends as a finished one (its validation,
@@ -126,7 +126,7 @@ caf::result<command_result_message> set(scheduler_actor self, const command_mess
     return refused("the run is not training (set takes effect after an epoch's training)");
   if (st.stop_asked)
     return refused("stop was asked already: no epoch follows this one's training");
-  auto change = parse_setting(c.args.front(), st.job.optimizer.kind, 0);
+  auto change = parse_setting(c.args.front(), st.job, 0);
   if (!change)
     return change.error();
   auto& asked = st.settings_asked;

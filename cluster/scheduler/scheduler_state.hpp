@@ -129,9 +129,9 @@ struct scheduler_state {
   bool save_asked = false;
   std::string save_asked_at;
   std::string stop_by = "troupe ctl", save_by = "troupe ctl"; // or "--replay-changes"
-  /// troupe ctl set: the optimizer changes asked since the last gate, made at the next one.
+  /// troupe ctl set: the shard changes asked since the last gate, made at the next one.
   struct asked_setting {
-    optimizer_change change; // its step is the gate's, set there
+    shard_change change; // its step is the gate's, set there
     std::string asked_at;
     std::string by;
   };

@@ -12,7 +12,7 @@ using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("troupe::wire");
 
 # Raised whenever a Frame's meaning changes; a peer with another version is refused by name.
-const protocolVersion :UInt32 = 9;  # 2: requests carry the time left to their deadline; 3: checkpoints; 4: shard backups; 5: rejoin, barrier waits; 6: compressed values; 7: a 2-bit scale per block of 256 values; 8: troupe ctl's commands, drains; 9: optimizer changes
+const protocolVersion :UInt32 = 9;  # 2: requests carry the time left to their deadline; 3: checkpoints; 4: shard backups; 5: rejoin, barrier waits; 6: compressed values; 7: a 2-bit scale per block of 256 values; 8: troupe ctl's commands, drains; 9: shard changes
 
 enum Role {
   scheduler @0;
@@ -384,12 +384,13 @@ struct Drain {
   reason @0 :Text;
 }
 
-# What an optimizer change sets (optimizer_setting): the schedule's base rate, the momentum,
-# the weight decay.
-enum OptimizerSetting {
+# What a shard change sets (shard_setting): the schedule's base rate, the momentum,
+# the weight decay, the stale-synchronous bound (-1: none).
+enum ShardSetting {
   lr @0;
   momentum @1;
   wd @2;
+  staleness @3;
 }
 
 # The scheduler asks a server to change one optimizer hyper-parameter of every shard it holds
@@ -397,7 +398,7 @@ enum OptimizerSetting {
 # between two epochs. Answered by a Changed, or a Failure naming the shard that refused.
 struct Change {
   request @0 :UInt64;
-  setting @1 :OptimizerSetting;
+  setting @1 :ShardSetting;
   value @2 :Float64;
   step @3 :Int64;
   remainingMs @4 :UInt64;  # as Push's

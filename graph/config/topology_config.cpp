@@ -72,7 +72,7 @@ endpoint read_endpoint(const value_reader& r, const syntax_value& v) {
   e.span = v.span;
   auto read_staleness = [&](const keyed_values& k) {
     if (auto* s = k.find("staleness")) {
-      e.staleness = static_cast<int>(r.integer(*s, "staleness", 0, 1000000));
+      e.staleness = static_cast<int>(r.integer(*s, "staleness", 0, max_staleness));
       e.staleness_span = s->span;
     }
   };

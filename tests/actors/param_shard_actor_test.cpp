@@ -406,7 +406,7 @@ TEST_CASE("param shard records each applied push as a span on its timeline track
   CHECK(e["args"]["keys"] == 1);
 }
 
-TEST_CASE("param shard takes an optimizer change from its step on and refuses one it passed") {
+TEST_CASE("param shard takes a shard change from its step on and refuses one it passed") {
   local_node_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
@@ -419,24 +419,24 @@ TEST_CASE("param shard takes an optimizer change from its step on and refuses on
     p.step = step;
     return caf::make_message(push_atom::value, p);
   };
-  auto change = [](optimizer_setting setting, double value, std::int64_t step) {
-    return caf::make_message(change_atom::value, optimizer_change{setting, value, step});
+  auto change = [](shard_setting setting, double value, std::int64_t step) {
+    return caf::make_message(change_atom::value, shard_change{setting, value, step});
   };
   CHECK(ask<weight_set>(self, shard, push_of(0)).weights[0].data()[0] == 1.0f);
-  CHECK(ask<bool>(self, shard, change(optimizer_setting::lr, 0.5, 1)));
+  CHECK(ask<bool>(self, shard, change(shard_setting::lr, 0.5, 1)));
   const auto after = ask<weight_set>(self, shard, push_of(1));
   CHECK(after.weights[0].data()[0] == 1.5f);
   CHECK(after.learning_rate == 0.5f);
   // Weight decay from step 2: w = 1.5 - 0.5 * (-1 + 0.1 * 1.5).
-  CHECK(ask<bool>(self, shard, change(optimizer_setting::wd, 0.1, 2)));
+  CHECK(ask<bool>(self, shard, change(shard_setting::wd, 0.1, 2)));
   CHECK(ask<weight_set>(self, shard, push_of(2)).weights[0].data()[0] == Approx(1.925f));
   caf::error err;
-  ask<bool>(self, shard, change(optimizer_setting::lr, 0.1, 2), &err);
+  ask<bool>(self, shard, change(shard_setting::lr, 0.1, 2), &err);
   CHECK(troupe_code(err) == errc::bad_request);
   CHECK_THAT(error_text(err), Catch::Contains("a push of step 2 was applied already"));
-  ask<bool>(self, shard, change(optimizer_setting::momentum, 1.0, 3), &err);
+  ask<bool>(self, shard, change(shard_setting::momentum, 1.0, 3), &err);
   CHECK_THAT(error_text(err), Catch::Contains("momentum must be at least 0 and below 1"));
-  ask<bool>(self, shard, change(optimizer_setting::lr, 0, 3), &err);
+  ask<bool>(self, shard, change(shard_setting::lr, 0, 3), &err);
   CHECK_THAT(error_text(err), Catch::Contains("the rate must be above 0 and at most 100"));
   // Nothing refused changed the rate.
   CHECK(ask<weight_set>(self, shard, push_of(3)).learning_rate == 0.5f);
@@ -465,8 +465,43 @@ TEST_CASE("param shard takes an optimizer change from its step on and refuses on
   self->send_exit(resumed, caf::exit_reason::user_shutdown);
   self->send_exit(refusing, caf::exit_reason::user_shutdown);
   auto adam = spawn_param_shard(sys, two_keys(), adam_at(0.01f));
-  ask<bool>(self, adam, change(optimizer_setting::momentum, 0.5, 0), &err);
+  ask<bool>(self, adam, change(shard_setting::momentum, 0.5, 0), &err);
   CHECK_THAT(error_text(err), Catch::Contains("adam has no momentum"));
   self->send_exit(shard, caf::exit_reason::user_shutdown);
   self->send_exit(adam, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("param shard lifts or sets its staleness bound when changed") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto opts = plain_sgd(1.0f, 0.0f, 0.0f);
+  opts.staleness = 0; // SSP(0): no worker may be a step ahead of the slowest
+  opts.workers = 2;
+  auto shard = spawn_param_shard(sys, {shard_key{"w", tensor::from_values({1}, {0}), false}}, opts);
+  auto push_of = [](int source, std::int64_t step) {
+    gradient_push p;
+    p.keys = {0};
+    p.gradients = {tensor::from_values({1}, {-1})};
+    p.source = source;
+    p.step = step;
+    return caf::make_message(push_atom::value, p);
+  };
+  // Worker 0's step 0 waits for worker 1, which has not pushed.
+  auto held =
+    self->request(caf::actor_cast<caf::actor>(shard), std::chrono::seconds(10), push_of(0, 0));
+  // Lifted (async from step 1): the held answer goes at once.
+  CHECK(ask<bool>(
+    self, shard,
+    caf::make_message(change_atom::value, shard_change{shard_setting::staleness, -1, 1})));
+  bool answered = false;
+  held.receive([&](weight_set& w) { answered = w.updates == 1; },
+               [&](caf::error& e) { FAIL("the held push was not answered: " << error_text(e)); });
+  CHECK(answered);
+  caf::error err;
+  ask<bool>(self, shard,
+            caf::make_message(change_atom::value, shard_change{shard_setting::staleness, 1.5, 1}),
+            &err);
+  CHECK_THAT(error_text(err), Catch::Contains("a whole number from -1 (none) to 1000000"));
+  self->send_exit(shard, caf::exit_reason::user_shutdown);
 }

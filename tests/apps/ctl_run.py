@@ -28,7 +28,12 @@ with its weights (the checkpoint holds what the changes set). The same run repla
 file makes the same changes at the same steps and ends with the same weights; one process
 without the changes ends with others.
 
-usage: ctl_run.py TROUPE CONFIG drain|stop|set EPOCH [troupe flags...]
+Scenario `switch` (an SSP config): `ctl set staleness=0.5` refused naming the range, then `ctl set
+staleness=-1` (async from the next epoch) and, in a later epoch, `ctl set topology.staleness=1`
+(SSP(1)): every node exits 0, each switch is logged and recorded with its step, and the run still
+learns (validation accuracy at least MIN_ACCURACY).
+
+usage: ctl_run.py TROUPE CONFIG drain|stop|set|switch EPOCH [troupe flags...]
 
 Every wait has a deadline, moments come from log lines (no sleeps ordering events), and every
 process is killed at the end whatever happens.
@@ -48,6 +53,9 @@ BOUND_S = 300
 # calls ahead of the run's end on a loaded machine (its short epochs take about 2 s each).
 STOP_EPOCHS = "5"
 NUMBER = (int, float)
+# The switch scenario's floor: an MLP on Fashion-MNIST that learns passes 0.8 in a few epochs; one
+# that does not stays near 0.1.
+MIN_ACCURACY = 0.8
 # The status document's fields and their JSON types (None: null allowed beside the type).
 TOP = {"schema": int, "state": str, "failure": (str, None), "time": NUMBER, "started": NUMBER,
        "run": dict, "epochs": int, "position": dict, "current": dict, "plan": dict, "ranks": list,
@@ -101,10 +109,12 @@ def expect(cluster, run, code, stream, pattern, what):
                      f"stdout: {run.stdout[-2000:]}\nstderr: {run.stderr[-2000:]}")
 
 
-def start_nodes(cluster, config, workdir, flags):
-    """A scheduler (its status served too), a server and 2 workers by hand; the scheduler's address and
-    its status URL once it trains."""
-    common = ["--config", config, "--server-nodes", "1", "--worker-nodes", "2", "--on-worker-loss", "adopt"] + flags
+def start_nodes(cluster, config, workdir, flags, adopt=True):
+    """A scheduler (its status served too), a server and 2 workers by hand (under on_worker_loss =
+    adopt unless `adopt` is false: an SSP run keeps stop); the scheduler's address and its status URL
+    once it trains."""
+    common = (["--config", config, "--server-nodes", "1", "--worker-nodes", "2"]
+              + (["--on-worker-loss", "adopt"] if adopt else []) + flags)
     port_file = os.path.join(workdir, "scheduler.port")
     cluster.start("scheduler", ["--role", "scheduler", "--scheduler", "127.0.0.1:0", "--port-file", port_file,
                                 "--status-listen", "127.0.0.1:0"] + common)
@@ -194,10 +204,10 @@ def stop(troupe, config, epoch, rest, workdir):
 
 
 def made_changes(cluster, log):
-    """(epoch, step, what) of each optimizer change the scheduler's log says it made."""
+    """(epoch, step, what) of each shard change the scheduler's log says it made."""
     return [(int(e), int(s), w) for e, s, w in
             re.findall(r"scheduler: after epoch (\d+)'s training \(step (\d+)\), as [^\n]*asked[^\n]*: "
-                       r"(optimizer\.\w+=[\d.e-]+) from now on in every server's shards", log)]
+                       r"((?:optimizer|topology)\.\w+=-?[\d.e-]+) from now on in every server's shards", log)]
 
 
 def run_with_changes(troupe, config, epoch, rest, workdir):
@@ -214,7 +224,7 @@ def run_with_changes(troupe, config, epoch, rest, workdir):
                r"most 100", "ctl set out of range")
         run = ctl(cluster, ["--scheduler", at, "set", "optimizer.beta1=0.5"])
         expect(cluster, run, 1, "err", r"no key a running job can change \(it changes optimizer\.lr, "
-               r"optimizer\.momentum, optimizer\.wd\)", "ctl set of another key")
+               r"optimizer\.momentum, optimizer\.wd, topology\.staleness\)", "ctl set of another key")
         run = ctl(cluster, ["--scheduler", at, "set", "lr"])
         expect(cluster, run, 2, "err", r"set takes one KEY=VALUE", "ctl set without a value")
         run = ctl(cluster, ["--scheduler", at, "set", "lr=0.03"])
@@ -239,17 +249,19 @@ def run_with_changes(troupe, config, epoch, rest, workdir):
         cluster.kill_all()
 
 
-def check_recorded(cluster, metrics, made, by):
+def check_recorded(cluster, metrics, made, by, rate_set=0.03):
     """Each change in `made` is in its epoch's metrics line, by `by`, with its step; the next epoch's
-    learning rate is the one set."""
+    learning rate is `rate_set` (None: not checked)."""
     epochs = [r for r in map(json.loads, open(metrics)) if r.get("record") == "epoch"]
     for epoch, step, what in made:
         changes = epochs[epoch].get("changes", [])
         if [(c.get("change"), c.get("by"), c.get("step")) for c in changes] != [(f"set {what}", by, step)]:
             cluster.fail(f"epoch {epoch}'s metrics line records {changes!r}, not set {what} by {by} at step {step}")
+    if rate_set is None:
+        return
     lr_epoch = made[0][0] + 1
     rate = epochs[lr_epoch].get("learning_rate")  # its last step's, a float32's value
-    if rate is None or abs(rate - 0.03) > 1e-6:
+    if rate is None or abs(rate - rate_set) > 1e-6:
         cluster.fail(f"epoch {lr_epoch} trained at learning rate {rate}, not the 0.03 set before it")
 
 
@@ -295,6 +307,44 @@ def set_and_replay(troupe, config, epoch, rest, workdir):
         cluster.kill_all()
 
 
+def switch(troupe, config, epoch, rest, workdir):
+    """Scenario `switch`: an SSP run switched to async by `ctl set staleness=-1` once training has
+    begun, then to SSP(1) in a later epoch (EPOCH at the earliest); a refused bound first. Every node
+    exits 0, each switch is logged with its step and recorded in its epoch's metrics line, and the
+    run still learns (validation accuracy at least MIN_ACCURACY)."""
+    cluster = Cluster(troupe, workdir)
+    try:
+        metrics = os.path.join(workdir, "metrics.jsonl")
+        at, _ = start_nodes(cluster, config, workdir, rest + ["--metrics", metrics], adopt=False)
+        run = ctl(cluster, ["--scheduler", at, "set", "staleness=0.5"])
+        expect(cluster, run, 1, "err", r"topology\.staleness must be between -1 and 1000000", "ctl set staleness=0.5")
+        run = ctl(cluster, ["--scheduler", at, "set", "staleness=-1"])
+        expect(cluster, run, 0, "out", r"topology\.staleness=-1 from the first step", "ctl set staleness=-1")
+        print("$ troupe ctl set staleness=-1\n" + run.stdout, end="")
+        cluster.wait_for_text("scheduler", "err", r"topology\.staleness=-1 from now on")
+        first = made_changes(cluster, cluster.text("scheduler", "err"))[0][0]
+        cluster.wait_for_text("scheduler", "out", rf"Epoch\[{max(first + 1, int(epoch))}\] Batch")
+        run = ctl(cluster, ["--scheduler", at, "set", "topology.staleness=1"])
+        expect(cluster, run, 0, "out", r"topology\.staleness=1 from the first step", "ctl set staleness=1")
+        codes = cluster.wait_all(BOUND_S)
+        bad = {n: c for n, c in codes.items() if c != 0}
+        if bad:
+            cluster.fail(f"exit statuses {bad}, expected 0")
+        made = made_changes(cluster, cluster.text("scheduler", "err"))
+        if [w for _, _, w in made] != ["topology.staleness=-1", "topology.staleness=1"]:
+            cluster.fail(f"the scheduler made {made}, not the two switches")
+        check_recorded(cluster, metrics, made, "troupe ctl", rate_set=None)
+        accuracies = re.findall(r"Validation-accuracy=([\d.]+)", cluster.text("scheduler", "out"))
+        if not accuracies or float(accuracies[-1]) < MIN_ACCURACY:
+            cluster.fail(f"validation accuracy {accuracies[-1:]} after the switches, below {MIN_ACCURACY}")
+        for e, s, w in made:
+            print(f"switched after epoch {e} (step {s}): {w}")
+        print(f"ok: ssp(2) -> async -> ssp(1) while training; every node exit 0; validation accuracy "
+              f"{accuracies[-1]} (at least {MIN_ACCURACY})")
+    finally:
+        cluster.kill_all()
+
+
 def main(workdir):
     troupe, config, scenario, epoch = sys.argv[1:5]
     rest = sys.argv[5:]
@@ -302,8 +352,10 @@ def main(workdir):
         return stop(troupe, config, epoch, rest, workdir)
     if scenario == "set":
         return set_and_replay(troupe, config, epoch, rest, workdir)
+    if scenario == "switch":
+        return switch(troupe, config, epoch, rest, workdir)
     if scenario != "drain":
-        raise SystemExit(f"usage: ctl_run.py TROUPE CONFIG drain|stop|set EPOCH: not {scenario}")
+        raise SystemExit(f"usage: ctl_run.py TROUPE CONFIG drain|stop|set|switch EPOCH: not {scenario}")
     cluster = Cluster(troupe, workdir)
     try:
         at, url = start_nodes(cluster, config, workdir, rest)

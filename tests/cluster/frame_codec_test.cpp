@@ -642,26 +642,26 @@ TEST_CASE("troupe ctl's command, its answer and the drain round-trip, and are ch
   CHECK(out.empty());
 }
 
-TEST_CASE("an optimizer change and its answer round-trip, and are checked", "[cluster][frame]") {
+TEST_CASE("a shard change and its answer round-trip, and are checked", "[cluster][frame]") {
   const auto c = decoded_as<change_message>(
-    frame_of(change_message{7, {optimizer_setting::momentum, 0.85, 938}, 4000}));
+    frame_of(change_message{7, {shard_setting::momentum, 0.85, 938}, 4000}));
   CHECK(c.request == 7);
-  CHECK(c.change.setting == optimizer_setting::momentum);
+  CHECK(c.change.setting == shard_setting::momentum);
   CHECK(c.change.value == 0.85);
   CHECK(c.change.step == 938);
   CHECK(c.remaining_ms == 4000);
-  CHECK(decoded_as<change_message>(frame_of(change_message{8, {optimizer_setting::wd, 0, 0}, 1}))
+  CHECK(decoded_as<change_message>(frame_of(change_message{8, {shard_setting::wd, 0, 0}, 1}))
           .change.setting
-        == optimizer_setting::wd);
+        == shard_setting::wd);
   const auto d = decoded_as<changed_message>(frame_of(changed_message{7, 3}));
   CHECK(d.request == 7);
   CHECK(d.shards == 3);
   // Refused on the way in: a value that is no number, a step before the run, no time left.
-  CHECK_THAT(refusal(frame_of(change_message{1, {optimizer_setting::lr, std::nan(""), 0}, 10})),
+  CHECK_THAT(refusal(frame_of(change_message{1, {shard_setting::lr, std::nan(""), 0}, 10})),
              Catch::Contains("change.value is not finite"));
-  CHECK_THAT(refusal(frame_of(change_message{1, {optimizer_setting::lr, 0.1, -1}, 10})),
+  CHECK_THAT(refusal(frame_of(change_message{1, {shard_setting::lr, 0.1, -1}, 10})),
              Catch::Contains("change.step -1 is negative"));
-  CHECK_THAT(refusal(frame_of(change_message{1, {optimizer_setting::lr, 0.1, 0}, 0})),
+  CHECK_THAT(refusal(frame_of(change_message{1, {shard_setting::lr, 0.1, 0}, 0})),
              Catch::Contains("change.remainingMs 0"));
 }
 

@@ -50,7 +50,7 @@ inline channel_actor::behavior_type fake_channel(channel_actor::pointer, sent_li
 }
 
 // A channel that also takes requests (a compute proxy's phases): records them and answers
-// each with an empty phase report (an optimizer change: two shards took it), or, once `*down` is
+// each with an empty phase report (a shard change: two shards took it), or, once `*down` is
 // set, fails it as a channel that ended does (errc::peer_down).
 inline channel_actor::behavior_type answering_channel(channel_actor::pointer, sent_list sent,
                                                       std::shared_ptr<bool> down) {

@@ -550,7 +550,7 @@ TEST_CASE("resumed_counters: by index, or equal counters across another shard co
   CHECK_THROWS_AS(resumed_counters(c, 0, 1, "f"), io_error);
 }
 
-TEST_CASE("a shard's counters keep what optimizer changes set, and a bad entry is refused",
+TEST_CASE("a shard's counters keep what shard changes set, and a bad entry is refused",
           "[io][checkpoint]") {
   shard_counters s;
   s.updates = 12;

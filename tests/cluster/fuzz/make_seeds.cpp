@@ -120,7 +120,7 @@ std::vector<std::pair<std::string, wire_message>> seeds() {
     {"command_drain", command_message{10, "drain", {"worker_1"}, 10000}},
     {"command_result", command_result_message{10, "asked worker 1 to leave", R"({"schema":1})"}},
     {"drain", drain_message{"troupe ctl drain"}},
-    {"change", change_message{11, {optimizer_setting::lr, 0.05, 938}, 10000}},
+    {"change", change_message{11, {shard_setting::lr, 0.05, 938}, 10000}},
     {"changed", changed_message{11, 2}},
     {"pull_rewind", pull_message{8, 1, 30000, true, 5}},
     {"traffic", traffic},

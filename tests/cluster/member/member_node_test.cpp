@@ -475,7 +475,7 @@ struct change_answer {
 };
 
 caf::behavior ask_change(caf::event_based_actor* self, shard_change_actor server,
-                         optimizer_change change, std::shared_ptr<change_answer> out) {
+                         shard_change change, std::shared_ptr<change_answer> out) {
   self
     ->request(server, caf::infinite, change_atom::value, change,
               deadline::after(std::chrono::hours(1)))
@@ -503,8 +503,7 @@ CAF_TEST(member_server_changes_every_shard_it_holds) {
     own += plan.actors[a].node == static_cast<int>(server_node) ? 1 : 0;
   CAF_REQUIRE(own > 0);
   auto taken = std::make_shared<change_answer>();
-  spawned.push_back(
-    sys.spawn(ask_change, server, optimizer_change{optimizer_setting::lr, 0.01, 0}, taken));
+  spawned.push_back(sys.spawn(ask_change, server, shard_change{shard_setting::lr, 0.01, 0}, taken));
   settle();
   CAF_REQUIRE(taken->answered);
   CAF_CHECK_EQUAL(taken->error, "");
@@ -512,7 +511,7 @@ CAF_TEST(member_server_changes_every_shard_it_holds) {
   CAF_CHECK(logged("changing lr to 0.01 from step 0 in its " + std::to_string(own) + " shards"));
   auto refused = std::make_shared<change_answer>();
   spawned.push_back(
-    sys.spawn(ask_change, server, optimizer_change{optimizer_setting::momentum, 1.5, 0}, refused));
+    sys.spawn(ask_change, server, shard_change{shard_setting::momentum, 1.5, 0}, refused));
   settle();
   CAF_REQUIRE(refused->answered);
   CAF_CHECK(contains(refused->error, "refused the change: param_shard: change of momentum"));

@@ -217,7 +217,7 @@ CAF_TEST(ctl_unknown_verb_is_refused_naming_the_verbs) {
   CAF_CHECK(!result->answered);
 }
 
-// Joined on channels that answer requests: the server's takes optimizer changes.
+// Joined on channels that answer requests: the server's takes shard changes.
 struct answering_members {
   channel_actor server, w0, w1;
   sent_list server_sent, w0_sent, w1_sent;
@@ -251,7 +251,7 @@ CAF_TEST(ctl_set_changes_every_servers_shards_at_the_next_gate) {
   CAF_CHECK(!gate->last);
   CAF_REQUIRE_EQUAL(count_of<change_message>(m.server_sent), 1);
   const auto change = last_of<change_message>(m.server_sent)->change;
-  CAF_CHECK(change.setting == optimizer_setting::lr);
+  CAF_CHECK(change.setting == shard_setting::lr);
   CAF_CHECK_EQUAL(change.value, 0.02);
   CAF_CHECK_EQUAL(change.step, plan.steps_per_epoch);
   CAF_CHECK_EQUAL(count_of<change_message>(m.w0_sent), 0); // workers hold no shards
@@ -301,7 +301,7 @@ CAF_TEST(ctl_set_out_of_range_or_unknown_is_refused_naming_why) {
   CAF_CHECK(contains(refusal("lr=nan"), "'nan' is not a number"));
   CAF_CHECK(contains(refusal("batch_size=64"),
                      "set batch_size: no key a running job can change (it changes optimizer.lr, "
-                     "optimizer.momentum, optimizer.wd)"));
+                     "optimizer.momentum, optimizer.wd, topology.staleness)"));
   CAF_CHECK(contains(refusal("lr"), "set takes KEY=VALUE (it was given 'lr')"));
   auto two = command("set", {"lr=0.1", "wd=0"});
   CAF_REQUIRE(two->answered);
@@ -343,7 +343,7 @@ CAF_TEST(replayed_changes_are_made_at_their_recorded_steps) {
   cluster_job_steps_known();
   options.replay_changes = {
     run_change{
-      run_change_kind::set, {optimizer_setting::lr, 0.02, steps}, "set optimizer.lr=0.02", steps},
+      run_change_kind::set, {shard_setting::lr, 0.02, steps}, "set optimizer.lr=0.02", steps},
     run_change{run_change_kind::stop, {}, "stop", 2 * steps}};
   start(1, 2);
   answering_members m;

@@ -40,8 +40,9 @@
 //                                              held for it are answered
 //   (applied_atom) -> vector<applied_group>    each push group's last step applied, by source
 //                                              (a promoted backup's aggregator starts from it)
-//   (change_atom, optimizer_change) -> bool    from the change's step on, the optimizer runs with
-//                                              its new value (troupe ctl set): asked between
+//   (change_atom, shard_change) -> bool    from the change's step on, the optimizer runs with
+//                                              its new value, or the staleness bound is the
+//                                              new one (troupe ctl set): asked between
 //                                              epochs, when no push is in flight; a step some
 //                                              pusher has passed already, a momentum for a rule
 //                                              without one or a value out of the key's range is
@@ -106,17 +107,18 @@ using change_atom = caf::atom_constant<caf::atom("change")>;       // server nod
 using shard_backup_actor =
   caf::typed_actor<caf::replies_to<replicate_atom, gradient_push>::with<std::int64_t>>;
 
-/// What an optimizer change sets: the schedule's base rate (its decays and warm-up go on
-/// from it), the momentum, the weight decay (the config's optimizer.lr, .momentum, .wd).
-enum class optimizer_setting : std::uint8_t { lr, momentum, wd };
+/// What a shard change sets: the optimizer's schedule's base rate (its decays and warm-up go
+/// on from it), momentum or weight decay (the config's optimizer.lr, .momentum, .wd), or the
+/// stale-synchronous bound (-1: none), which switches an async run to SSP and back.
+enum class shard_setting : std::uint8_t { lr, momentum, wd, staleness };
 
-/// "lr", "momentum", "wd": the key's name in the config's optimizer section.
-const char* to_string(optimizer_setting setting);
+/// "lr", "momentum", "wd", "staleness": the key's name in its config section.
+const char* to_string(shard_setting setting);
 
-/// A change of one optimizer hyper-parameter, taking effect from training step `step` on
-/// (the first step of an epoch: changes are made between epochs).
-struct optimizer_change {
-  optimizer_setting setting = optimizer_setting::lr;
+/// A change of one setting, taking effect from training step `step` on (the first step of an
+/// epoch: changes are made between epochs).
+struct shard_change {
+  shard_setting setting = shard_setting::lr;
   double value = 0;
   std::int64_t step = 0;
 };
@@ -128,7 +130,7 @@ using param_shard_actor =
                             caf::replies_to<replicate_atom, gradient_push>::with<std::int64_t>,
                             caf::reacts_to<backup_atom, shard_backup_actor>,
                             caf::replies_to<applied_atom>::with<std::vector<applied_group>>,
-                            caf::replies_to<change_atom, optimizer_change>::with<bool>>;
+                            caf::replies_to<change_atom, shard_change>::with<bool>>;
 
 struct shard_key {
   std::string name;         ///< key name, e.g. "conv1.weight" or "fc6.weight[0:1048576]"
@@ -159,4 +161,4 @@ param_shard_actor spawn_param_shard(caf::actor_system& system, std::vector<shard
 
 } // namespace troupe
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::optimizer_change)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::shard_change)

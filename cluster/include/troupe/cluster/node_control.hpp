@@ -45,7 +45,7 @@
 //                                                      channels from workers)
 //     (channel_lost_atom, channel, caf::error)               a channel ended
 //   shard_change_actor (the scheduler, through its channel to a server -> the server node):
-//     (change_atom, optimizer_change, deadline) -> uint32
+//     (change_atom, shard_change, deadline) -> uint32
 //                                                      every shard it holds takes the change
 //                                                      (troupe ctl set), between two epochs
 //   run_control_actor (troupe ctl, through its channel to the scheduler -> the scheduler node):
@@ -133,7 +133,7 @@ using member_control_actor = caf::typed_actor<
 /// it holds, its own and the backups of another server's, takes `change` (param_shard_actor's
 /// change_atom); the answer is how many did. The first refusal is the answer, naming the shard.
 using shard_change_actor =
-  caf::typed_actor<caf::replies_to<change_atom, optimizer_change, deadline>::with<std::uint32_t>>;
+  caf::typed_actor<caf::replies_to<change_atom, shard_change, deadline>::with<std::uint32_t>>;
 
 /// What troupe ctl asks of a run's scheduler (served on the scheduler's channels; the proxy on
 /// ctl's channel is spawn_run_control_proxy).

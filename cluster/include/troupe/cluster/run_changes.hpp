@@ -17,7 +17,7 @@
 #include <caf/expected.hpp>
 
 #include <troupe/actors/param_shard_actor.hpp>
-#include <troupe/kernels/optimizers/update_rule.hpp>
+#include <troupe/graph/job.hpp>
 
 namespace troupe {
 
@@ -28,30 +28,31 @@ enum class run_change_kind : std::uint8_t { set, checkpoint, stop };
 /// step it took effect at.
 struct run_change {
   run_change_kind kind = run_change_kind::set;
-  optimizer_change set; ///< kind set: the setting, its value, and `step`
+  shard_change set; ///< kind set: the setting, its value, and `step`
   std::string text;
   std::int64_t step = 0;
 };
 
 /// The keys `troupe ctl set` takes, by their config path: "optimizer.lr, optimizer.momentum,
-/// optimizer.wd".
+/// optimizer.wd, topology.staleness".
 std::string settable_keys();
 
-/// Reads "KEY=VALUE" (KEY a config path, "optimizer.lr", or its name alone, "lr") for a run that
-/// applies `rule`: the change from `step` on, or errc::bad_request saying why not (an unknown
-/// or unsettable key, a value that is no number, one out of the key's range naming the range,
-/// a momentum for a rule without one). The text of a change it reads is
-/// "set optimizer.lr=0.05".
-caf::expected<optimizer_change> parse_setting(const std::string& assignment, optimizer_kind rule,
-                                              std::int64_t step);
+/// Reads "KEY=VALUE" (KEY a config path, "optimizer.lr", or its name alone, "lr") for a run of
+/// `job`: the change from `step` on, or errc::bad_request saying why not (an unknown or
+/// unsettable key, a value that is no number, one out of the key's range naming the range, a
+/// momentum for an optimizer without one, a staleness bound where the shard has one source:
+/// aggregate(all)). topology.staleness -1 lifts the bound (async), N sets it (SSP). The text of
+/// a change it reads is "set optimizer.lr=0.05".
+caf::expected<shard_change> parse_setting(const std::string& assignment, const training_job& job,
+                                          std::int64_t step);
 
 /// "set optimizer.lr=0.05": the words a change of `change` is recorded with.
-std::string setting_text(const optimizer_change& change);
+std::string setting_text(const shard_change& change);
 
 /// The changes a metrics JSONL file recorded (each line's "changes"), in step order, read for a
-/// run that applies `rule`. errc::bad_data naming the file and line for a file that cannot be
+/// run of `job`. errc::bad_data naming the file and line for a file that cannot be
 /// read, a line that is not JSON, a change that is not one of the words above or has no step.
 caf::expected<std::vector<run_change>> read_recorded_changes(const std::string& path,
-                                                             optimizer_kind rule);
+                                                             const training_job& job);
 
 } // namespace troupe

@@ -39,7 +39,7 @@ enum class remote_interface : std::uint8_t {
   checkpoint_part,   ///< a member's part of a cluster checkpoint (save, restore); index 0
   shard_backup,      ///< a backup shard another server's primary replicates to, by shard index
   run_control,       ///< troupe ctl's commands to the scheduler (run_control_actor); index 0
-  shard_change, ///< the scheduler's optimizer changes to a server (shard_change_actor); index 0
+  shard_change,      ///< the scheduler's shard changes to a server (shard_change_actor); index 0
 };
 constexpr std::size_t remote_interfaces = 9;
 /// "push target", "compute driver", "metrics sink", "scheduler control", "member control",

@@ -300,10 +300,10 @@ struct drain_message {
 };
 
 /// The scheduler asks a server to change an optimizer hyper-parameter in every shard it holds
-/// (troupe ctl set): optimizer_change's fields.
+/// (troupe ctl set): shard_change's fields.
 struct change_message {
   std::uint64_t request = 0;
-  optimizer_change change;
+  shard_change change;
   std::uint64_t remaining_ms = 0;
 };
 

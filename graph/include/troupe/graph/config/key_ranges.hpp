@@ -34,6 +34,10 @@ template <class T> bool peer_timeout_fits(T heartbeat, T peer_timeout) {
 inline constexpr const char* peer_timeout_rule =
   "must exceed twice heartbeat (a peer is lost after missing heartbeats)";
 
+/// The largest stale-synchronous bound a topology's `staleness =` (and troupe ctl set's
+/// topology.staleness) takes.
+inline constexpr int max_staleness = 1000000;
+
 /// The range of a config key ("train.threads"); std::out_of_range for a key without one.
 const key_range& range_of_key(const std::string& key);
 /// The range of the value a flag sets ("threads" for --threads, "val-batch-size" for the

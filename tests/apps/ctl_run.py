@@ -69,6 +69,14 @@ RANK = {"rank": int, "node": (str, None), "epoch": int, "batch": int, "batches":
         "samples_total": int, "samples_per_s": NUMBER, "step_s": NUMBER, "wait_s": NUMBER, "seen": NUMBER}
 
 
+def wait_all_zero(cluster):
+    """Waits (bounded) for every process of `cluster`; each must exit 0."""
+    codes = cluster.wait_all(BOUND_S)
+    bad = {n: c for n, c in codes.items() if c != 0}
+    if bad:
+        cluster.fail(f"exit statuses {bad}, expected 0")
+
+
 def check_fields(where, value, fields):
     if not isinstance(value, dict):
         raise SystemExit(f"FAIL: {where} is {type(value).__name__}, not an object")
@@ -163,10 +171,7 @@ def stop(troupe, config, epoch, rest, workdir):
         run = ctl(cluster, ["--scheduler", at, "stop"])
         expect(cluster, run, 0, "out", r"the run stops after this epoch's training", "ctl stop")
         print("$ troupe ctl stop\n" + run.stdout, end="")
-        codes = cluster.wait_all(BOUND_S)
-        bad = {n: c for n, c in codes.items() if c != 0}
-        if bad:
-            cluster.fail(f"exit statuses {bad}, expected 0")
+        wait_all_zero(cluster)
         out, log = cluster.text("scheduler", "out"), cluster.text("scheduler", "err")
         if not re.search(r"scheduler: troupe ctl asks the run to stop after this epoch's training \(now epoch ", log):
             cluster.fail("the scheduler does not say ctl asked it to stop")
@@ -236,10 +241,7 @@ def run_with_changes(troupe, config, epoch, rest, workdir):
         cluster.wait_for_text("scheduler", "out", rf"Epoch\[{max(first + 1, int(epoch))}\] Batch")
         run = ctl(cluster, ["--scheduler", at, "set", "momentum=0.5"])
         expect(cluster, run, 0, "out", r"optimizer\.momentum=0\.5 from the first step", "ctl set momentum")
-        codes = cluster.wait_all(BOUND_S)
-        bad = {n: c for n, c in codes.items() if c != 0}
-        if bad:
-            cluster.fail(f"exit statuses {bad}, expected 0")
+        wait_all_zero(cluster)
         log = cluster.text("scheduler", "err")
         made = made_changes(cluster, log)
         if [w for _, _, w in made] != ["optimizer.lr=0.03", "optimizer.momentum=0.5"]:
@@ -285,10 +287,7 @@ def set_and_replay(troupe, config, epoch, rest, workdir):
     try:
         again = os.path.join(folder, "metrics.jsonl")
         start_nodes(cluster, config, folder, rest + ["--metrics", again, "--replay-changes", metrics])
-        codes = cluster.wait_all(BOUND_S)
-        bad = {n: c for n, c in codes.items() if c != 0}
-        if bad:
-            cluster.fail(f"the replay's exit statuses {bad}, expected 0")
+        wait_all_zero(cluster)
         replayed = made_changes(cluster, cluster.text("scheduler", "err"))
         if replayed != made:
             cluster.fail(f"the replay made {replayed}, the recorded run {made}")
@@ -326,10 +325,7 @@ def switch(troupe, config, epoch, rest, workdir):
         cluster.wait_for_text("scheduler", "out", rf"Epoch\[{max(first + 1, int(epoch))}\] Batch")
         run = ctl(cluster, ["--scheduler", at, "set", "topology.staleness=1"])
         expect(cluster, run, 0, "out", r"topology\.staleness=1 from the first step", "ctl set staleness=1")
-        codes = cluster.wait_all(BOUND_S)
-        bad = {n: c for n, c in codes.items() if c != 0}
-        if bad:
-            cluster.fail(f"exit statuses {bad}, expected 0")
+        wait_all_zero(cluster)
         made = made_changes(cluster, cluster.text("scheduler", "err"))
         if [w for _, _, w in made] != ["topology.staleness=-1", "topology.staleness=1"]:
             cluster.fail(f"the scheduler made {made}, not the two switches")
@@ -391,10 +387,7 @@ def main(workdir):
         expect(cluster, run, 0, "out", r"asked worker 1 \(pid \d+ [^)]*\) to leave", "ctl drain worker_1")
         print("$ troupe ctl drain worker_1\n" + run.stdout, end="")
         cluster.wait_for_text("worker1", "err", r"worker_1: drained at ")
-        codes = cluster.wait_all(BOUND_S)
-        bad = {n: c for n, c in codes.items() if c != 0}
-        if bad:
-            cluster.fail(f"exit statuses {bad}, expected 0")
+        wait_all_zero(cluster)
         log = cluster.text("scheduler", "err")
         for pattern in [r"scheduler: troupe ctl asks worker 1 \(pid \d+ [^)]*\) to leave",
                         r"asks to leave \(troupe ctl drain\); granted: compute_\d+(, compute_\d+)* move to another",

@@ -51,6 +51,16 @@ struct commanding : scheduler_fixture {
     settle();
     return out;
   }
+  // Joins a server and two workers on channels that answer requests (the server's takes shard
+  // changes) and makes them ready: the session trains.
+  members answering_training() {
+    members m;
+    m.server = holding(m.server_sent);
+    m.w0 = holding(m.w0_sent);
+    m.w1 = holding(m.w1_sent);
+    to_training(m.server, m.server_sent, {m.w0, m.w1}, {m.w0_sent, m.w1_sent});
+    return m;
+  }
   // The gate after epoch `epoch`'s training, every member's traffic answered.
   std::shared_ptr<gate_answer> answered_gate(std::int64_t epoch, const members& m) {
     auto gate = epoch_done(epoch);
@@ -217,22 +227,12 @@ CAF_TEST(ctl_unknown_verb_is_refused_naming_the_verbs) {
   CAF_CHECK(!result->answered);
 }
 
-// Joined on channels that answer requests: the server's takes shard changes.
-struct answering_members {
-  channel_actor server, w0, w1;
-  sent_list server_sent, w0_sent, w1_sent;
-};
-
 // The change waits for the gate after the epoch in training; there every server's shards take
 // it from that gate's step on, and only then does the gate answer; the epoch's metrics line
 // records it with the step.
 CAF_TEST(ctl_set_changes_every_servers_shards_at_the_next_gate) {
   start(1, 2);
-  answering_members m;
-  m.server = holding(m.server_sent);
-  m.w0 = holding(m.w0_sent);
-  m.w1 = holding(m.w1_sent);
-  to_training(m.server, m.server_sent, {m.w0, m.w1}, {m.w0_sent, m.w1_sent});
+  auto m = answering_training();
   auto a = command("set", {"lr=0.05"});
   CAF_REQUIRE(a->answered);
   CAF_CHECK_EQUAL(a->error, "");
@@ -242,10 +242,7 @@ CAF_TEST(ctl_set_changes_every_servers_shards_at_the_next_gate) {
   auto again = command("set", {"optimizer.lr=0.02"});
   CAF_REQUIRE(again->answered);
   CAF_CHECK_EQUAL(again->error, "");
-  auto gate = epoch_done(0);
-  traffic(m.server, 0);
-  traffic(m.w0, 0);
-  traffic(m.w1, 0);
+  auto gate = answered_gate(0, m);
   CAF_REQUIRE(gate->answered);
   CAF_CHECK(gate->yes);
   CAF_CHECK(!gate->last);
@@ -265,10 +262,7 @@ CAF_TEST(ctl_set_changes_every_servers_shards_at_the_next_gate) {
   CAF_CHECK(contains(changes->second, R"("step":)" + std::to_string(plan.steps_per_epoch)));
   CAF_CHECK(contains(changes->second, R"("by":"troupe ctl")"));
   // Made once: the next gate sends nothing.
-  auto next = epoch_done(1);
-  traffic(m.server, 1);
-  traffic(m.w0, 1);
-  traffic(m.w1, 1);
+  auto next = answered_gate(1, m);
   CAF_REQUIRE(next->answered);
   CAF_CHECK_EQUAL(count_of<change_message>(m.server_sent), 1);
   CAF_CHECK(!result->answered);
@@ -277,14 +271,10 @@ CAF_TEST(ctl_set_changes_every_servers_shards_at_the_next_gate) {
 // Checked against the key table before anything is asked: the key, its range, the number.
 CAF_TEST(ctl_set_out_of_range_or_unknown_is_refused_naming_why) {
   start(1, 2);
-  answering_members m;
-  m.server = holding(m.server_sent);
-  m.w0 = holding(m.w0_sent);
-  m.w1 = holding(m.w1_sent);
   auto early = command("set", {"lr=0.05"});
   CAF_REQUIRE(early->answered);
   CAF_CHECK(contains(early->error, "the run is not training"));
-  to_training(m.server, m.server_sent, {m.w0, m.w1}, {m.w0_sent, m.w1_sent});
+  auto m = answering_training();
   const auto refusal = [&](const std::string& arg) {
     auto a = command("set", {arg});
     CAF_REQUIRE(a->answered);
@@ -306,10 +296,7 @@ CAF_TEST(ctl_set_out_of_range_or_unknown_is_refused_naming_why) {
   auto two = command("set", {"lr=0.1", "wd=0"});
   CAF_REQUIRE(two->answered);
   CAF_CHECK(contains(two->error, "set takes one KEY=VALUE (it was given 2)"));
-  auto gate = epoch_done(0);
-  traffic(m.server, 0);
-  traffic(m.w0, 0);
-  traffic(m.w1, 0);
+  auto gate = answered_gate(0, m);
   CAF_REQUIRE(gate->answered);
   CAF_CHECK(gate->yes);
   CAF_CHECK_EQUAL(count_of<change_message>(m.server_sent), 0); // nothing refused is made
@@ -319,18 +306,11 @@ CAF_TEST(ctl_set_out_of_range_or_unknown_is_refused_naming_why) {
 // the change and some without.
 CAF_TEST(ctl_set_a_server_cannot_take_fails_the_gate_naming_it) {
   start(1, 2);
-  answering_members m;
-  m.server = holding(m.server_sent);
-  m.w0 = holding(m.w0_sent);
-  m.w1 = holding(m.w1_sent);
-  to_training(m.server, m.server_sent, {m.w0, m.w1}, {m.w0_sent, m.w1_sent});
+  auto m = answering_training();
   auto a = command("set", {"wd=0.001"});
   CAF_REQUIRE(a->answered);
   *down.at(m.server.address()) = true;
-  auto gate = epoch_done(0);
-  traffic(m.server, 0);
-  traffic(m.w0, 0);
-  traffic(m.w1, 0);
+  auto gate = answered_gate(0, m);
   CAF_REQUIRE(gate->answered);
   CAF_CHECK(!gate->yes);
   CAF_CHECK(contains(gate->error, "scheduler: server 0 (pid 100 on 10.0.0.1) did not take set "
@@ -346,25 +326,15 @@ CAF_TEST(replayed_changes_are_made_at_their_recorded_steps) {
       run_change_kind::set, {shard_setting::lr, 0.02, steps}, "set optimizer.lr=0.02", steps},
     run_change{run_change_kind::stop, {}, "stop", 2 * steps}};
   start(1, 2);
-  answering_members m;
-  m.server = holding(m.server_sent);
-  m.w0 = holding(m.w0_sent);
-  m.w1 = holding(m.w1_sent);
-  to_training(m.server, m.server_sent, {m.w0, m.w1}, {m.w0_sent, m.w1_sent});
-  auto first = epoch_done(0);
-  traffic(m.server, 0);
-  traffic(m.w0, 0);
-  traffic(m.w1, 0);
+  auto m = answering_training();
+  auto first = answered_gate(0, m);
   CAF_REQUIRE(first->answered);
   CAF_CHECK(first->yes);
   CAF_CHECK(!first->last);
   CAF_REQUIRE_EQUAL(count_of<change_message>(m.server_sent), 1);
   CAF_CHECK_EQUAL(last_of<change_message>(m.server_sent)->change.value, 0.02);
   CAF_CHECK(logged("as --replay-changes asked: optimizer.lr=0.02 from now on"));
-  auto second = epoch_done(1);
-  traffic(m.server, 1);
-  traffic(m.w0, 1);
-  traffic(m.w1, 1);
+  auto second = answered_gate(1, m);
   CAF_REQUIRE(second->answered);
   CAF_CHECK(second->last);
   CAF_CHECK(logged("as --replay-changes asked: stopping: epoch 1 is the run's last"));

@@ -215,6 +215,26 @@ def made_changes(cluster, log):
                        r"((?:optimizer|topology)\.\w+=-?[\d.e-]+) from now on in every server's shards", log)]
 
 
+def two_changes(cluster, at, epoch, first, second):
+    """`ctl set` of `first` once training has begun and, once the scheduler made it, of `second` in a
+    later epoch (EPOCH at the earliest), each (what ctl is given, the words it is made as); waits for
+    every process to exit 0 and returns the changes made, which must be those two."""
+    for i, (asked, words) in enumerate((first, second)):
+        if i == 1:
+            cluster.wait_for_text("scheduler", "err", re.escape(first[1]) + " from now on")
+            after = made_changes(cluster, cluster.text("scheduler", "err"))[0][0]
+            cluster.wait_for_text("scheduler", "out", rf"Epoch\[{max(after + 1, int(epoch))}\] Batch")
+        run = ctl(cluster, ["--scheduler", at, "set", asked])
+        expect(cluster, run, 0, "out", re.escape(words) + " from the first step after this epoch's training",
+               f"ctl set {asked}")
+        print(f"$ troupe ctl set {asked}\n" + run.stdout, end="")
+    wait_all_zero(cluster)
+    made = made_changes(cluster, cluster.text("scheduler", "err"))
+    if [w for _, _, w in made] != [first[1], second[1]]:
+        cluster.fail(f"the scheduler made {made}, not {first[1]} then {second[1]}")
+    return made
+
+
 def run_with_changes(troupe, config, epoch, rest, workdir):
     """`ctl set` twice while it trains (refusals first); the changes made, the final weights, and the
     metrics file."""
@@ -232,20 +252,8 @@ def run_with_changes(troupe, config, epoch, rest, workdir):
                r"optimizer\.momentum, optimizer\.wd, topology\.staleness\)", "ctl set of another key")
         run = ctl(cluster, ["--scheduler", at, "set", "lr"])
         expect(cluster, run, 2, "err", r"set takes one KEY=VALUE", "ctl set without a value")
-        run = ctl(cluster, ["--scheduler", at, "set", "lr=0.03"])
-        expect(cluster, run, 0, "out", r"optimizer\.lr=0\.03 from the first step after this epoch's training",
-               "ctl set lr")
-        print("$ troupe ctl set lr=0.03\n" + run.stdout, end="")
-        cluster.wait_for_text("scheduler", "err", r"optimizer\.lr=0\.03 from now on")
-        first = made_changes(cluster, cluster.text("scheduler", "err"))[0][0]
-        cluster.wait_for_text("scheduler", "out", rf"Epoch\[{max(first + 1, int(epoch))}\] Batch")
-        run = ctl(cluster, ["--scheduler", at, "set", "momentum=0.5"])
-        expect(cluster, run, 0, "out", r"optimizer\.momentum=0\.5 from the first step", "ctl set momentum")
-        wait_all_zero(cluster)
-        log = cluster.text("scheduler", "err")
-        made = made_changes(cluster, log)
-        if [w for _, _, w in made] != ["optimizer.lr=0.03", "optimizer.momentum=0.5"]:
-            cluster.fail(f"the scheduler made {made}, not lr then momentum")
+        made = two_changes(cluster, at, epoch, ("lr=0.03", "optimizer.lr=0.03"),
+                           ("momentum=0.5", "optimizer.momentum=0.5"))
         return made, final_weights(cluster.text("scheduler", "out")), metrics, prefix
     finally:
         cluster.kill_all()
@@ -317,18 +325,8 @@ def switch(troupe, config, epoch, rest, workdir):
         at, _ = start_nodes(cluster, config, workdir, rest + ["--metrics", metrics], adopt=False)
         run = ctl(cluster, ["--scheduler", at, "set", "staleness=0.5"])
         expect(cluster, run, 1, "err", r"topology\.staleness must be between -1 and 1000000", "ctl set staleness=0.5")
-        run = ctl(cluster, ["--scheduler", at, "set", "staleness=-1"])
-        expect(cluster, run, 0, "out", r"topology\.staleness=-1 from the first step", "ctl set staleness=-1")
-        print("$ troupe ctl set staleness=-1\n" + run.stdout, end="")
-        cluster.wait_for_text("scheduler", "err", r"topology\.staleness=-1 from now on")
-        first = made_changes(cluster, cluster.text("scheduler", "err"))[0][0]
-        cluster.wait_for_text("scheduler", "out", rf"Epoch\[{max(first + 1, int(epoch))}\] Batch")
-        run = ctl(cluster, ["--scheduler", at, "set", "topology.staleness=1"])
-        expect(cluster, run, 0, "out", r"topology\.staleness=1 from the first step", "ctl set staleness=1")
-        wait_all_zero(cluster)
-        made = made_changes(cluster, cluster.text("scheduler", "err"))
-        if [w for _, _, w in made] != ["topology.staleness=-1", "topology.staleness=1"]:
-            cluster.fail(f"the scheduler made {made}, not the two switches")
+        made = two_changes(cluster, at, epoch, ("staleness=-1", "topology.staleness=-1"),
+                           ("topology.staleness=1", "topology.staleness=1"))
         check_recorded(cluster, metrics, made, "troupe ctl", rate_set=None)
         accuracies = re.findall(r"Validation-accuracy=([\d.]+)", cluster.text("scheduler", "out"))
         if not accuracies or float(accuracies[-1]) < MIN_ACCURACY:

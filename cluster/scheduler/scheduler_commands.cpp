@@ -106,6 +106,13 @@ std::string position_of(const scheduler_state& st) {
   return st.output.position ? st.output.position->text() : std::string();
 }
 
+// The training whose gate makes a change asked now: this epoch's, or, once that gate has passed
+// (its training report is in: validation, a save, the next epoch's start), the next one's.
+std::string next_gate(const scheduler_state& st) {
+  const auto& at = st.output.position;
+  return at && at->validating ? "the next epoch's training" : "this epoch's training";
+}
+
 // A verb that takes effect at the gate after the epoch in training: its arguments (none), and
 // the phase it may be asked in.
 caf::error gate_verb_refusal(const scheduler_state& st, const command_message& c) {
@@ -138,11 +145,11 @@ caf::result<command_result_message> set(scheduler_actor self, const command_mess
   const auto at =
     asked.back().asked_at.empty() ? std::string() : " (now " + asked.back().asked_at + ")";
   log_node_line(*st.options,
-                "scheduler: troupe ctl asks for " + what + " after this epoch's training" + at);
+                "scheduler: troupe ctl asks for " + what + " after " + next_gate(st) + at);
   record_event(st.options->events, "set asked", {{}, {{"by", "troupe ctl"}, {"change", what}}});
   return command_result_message{
     0,
-    what + " from the first step after this epoch's training" + at
+    what + " from the first step after " + next_gate(st) + at
       + ": every server's shards take it then, and the epoch's metrics line records it",
     ""};
 }
@@ -152,16 +159,16 @@ caf::result<command_result_message> stop(scheduler_actor self, const command_mes
   if (auto why = gate_verb_refusal(st, c))
     return why;
   if (st.stop_asked)
-    return refused("stop was asked already; the run stops after this epoch's training");
+    return refused("stop was asked already; the run stops after " + next_gate(st));
   st.stop_asked = true;
   st.stop_asked_at = position_of(st);
   const auto at = st.stop_asked_at.empty() ? std::string() : " (now " + st.stop_asked_at + ")";
   log_node_line(*st.options,
-                "scheduler: troupe ctl asks the run to stop after this epoch's training" + at);
+                "scheduler: troupe ctl asks the run to stop after " + next_gate(st) + at);
   record_event(st.options->events, "stop asked", {{}, {{"by", "troupe ctl"}}});
   return command_result_message{
     0,
-    "the run stops after this epoch's training" + at
+    "the run stops after " + next_gate(st) + at
       + ": that epoch is validated and, where the run saves checkpoints, saved as the last; then "
         "every process exits 0",
     ""};
@@ -175,16 +182,18 @@ caf::result<command_result_message> checkpoint(scheduler_actor self, const comma
     return refused("this run saves no checkpoints (start it with --model-prefix PREFIX)");
   if (st.save_asked || st.stop_asked)
     return refused(std::string(st.stop_asked ? "stop" : "checkpoint")
-                   + " was asked already; this epoch is saved after its training");
+                   + " was asked already; the epoch is saved after " + next_gate(st));
   st.save_asked = true;
   st.save_asked_at = position_of(st);
   const auto at = st.save_asked_at.empty() ? std::string() : " (now " + st.save_asked_at + ")";
   log_node_line(*st.options,
-                "scheduler: troupe ctl asks for a checkpoint after this epoch's training" + at);
+                "scheduler: troupe ctl asks for a checkpoint after " + next_gate(st) + at);
   record_event(st.options->events, "checkpoint asked", {{}, {{"by", "troupe ctl"}}});
   return command_result_message{0,
-                                "this epoch is saved after its training and validation" + at
-                                  + ", under " + st.output.checkpoint.prefix + "; the run goes on",
+                                (next_gate(st) == "this epoch's training" ? "this" : "the next")
+                                  + std::string(" epoch is saved after its training and validation")
+                                  + at + ", under " + st.output.checkpoint.prefix
+                                  + "; the run goes on",
                                 ""};
 }
 

@@ -161,7 +161,7 @@ def stop(troupe, config, epoch, rest, workdir):
         expect(cluster, run, 2, "err", r"stop takes no arguments", "ctl stop with an argument")
         # A checkpoint, though none is due before the last (save period 10), then a stop after it.
         run = ctl(cluster, ["--scheduler", at, "checkpoint"])
-        expect(cluster, run, 0, "out", r"this epoch is saved after its training and validation", "ctl checkpoint")
+        expect(cluster, run, 0, "out", r"(this|the next) epoch is saved after its training and validation", "ctl checkpoint")
         print("$ troupe ctl checkpoint\n" + run.stdout, end="")
         cluster.wait_for_text("scheduler", "err", r": saving a checkpoint: epoch \d+ is saved")
         log = cluster.text("scheduler", "err")
@@ -169,11 +169,11 @@ def stop(troupe, config, epoch, rest, workdir):
                               r"checkpoint", log).group(1))
         cluster.wait_for_text("scheduler", "out", rf"Epoch\[{max(saved + 1, int(epoch))}\] Batch")
         run = ctl(cluster, ["--scheduler", at, "stop"])
-        expect(cluster, run, 0, "out", r"the run stops after this epoch's training", "ctl stop")
+        expect(cluster, run, 0, "out", r"the run stops after (this|the next) epoch's training", "ctl stop")
         print("$ troupe ctl stop\n" + run.stdout, end="")
         wait_all_zero(cluster)
         out, log = cluster.text("scheduler", "out"), cluster.text("scheduler", "err")
-        if not re.search(r"scheduler: troupe ctl asks the run to stop after this epoch's training \(now epoch ", log):
+        if not re.search(r"scheduler: troupe ctl asks the run to stop after (this|the next) epoch's training \(now epoch ", log):
             cluster.fail("the scheduler does not say ctl asked it to stop")
         found = re.search(r"scheduler: after epoch (\d+)'s training \(step \d+\), as troupe ctl asked[^\n]*: "
                           r"stopping: epoch \d+ is the run's last", log)
@@ -225,7 +225,7 @@ def two_changes(cluster, at, epoch, first, second):
             after = made_changes(cluster, cluster.text("scheduler", "err"))[0][0]
             cluster.wait_for_text("scheduler", "out", rf"Epoch\[{max(after + 1, int(epoch))}\] Batch")
         run = ctl(cluster, ["--scheduler", at, "set", asked])
-        expect(cluster, run, 0, "out", re.escape(words) + " from the first step after this epoch's training",
+        expect(cluster, run, 0, "out", re.escape(words) + " from the first step after (this|the next) epoch's training",
                f"ctl set {asked}")
         print(f"$ troupe ctl set {asked}\n" + run.stdout, end="")
     wait_all_zero(cluster)

@@ -218,6 +218,33 @@ CAF_TEST(ctl_checkpoint_with_a_prefix_saves_once) {
   CAF_CHECK(!result->answered);
 }
 
+// Asked once the gate after the epoch's training has passed (its validation runs), a verb's
+// change comes at the next gate, and the answers say so.
+CAF_TEST(ctl_verbs_asked_after_the_gate_say_the_next_epoch) {
+  setup_output.checkpoint.prefix = "runs/m";
+  setup_output.position = std::make_shared<run_position>();
+  start(1, 2);
+  auto m = answering_training();
+  const auto answer = [&](const std::string& verb, std::vector<std::string> args = {}) {
+    auto a = command(verb, std::move(args));
+    CAF_REQUIRE(a->answered);
+    CAF_CHECK_EQUAL(a->error, "");
+    return a->result.text;
+  };
+  CAF_CHECK(contains(answer("checkpoint"), "this epoch is saved after its training"));
+  auto gate = answered_gate(0, m); // saves epoch 0; its validation follows
+  CAF_REQUIRE(gate->save);
+  setup_output.position->validating = true; // as the metrics actor marks it once e's report is in
+  CAF_CHECK(contains(answer("checkpoint"), "the next epoch is saved after its training"));
+  CAF_CHECK(contains(answer("set", {"lr=0.01"}), "from the first step after the next epoch's"));
+  CAF_CHECK(contains(answer("stop"), "the run stops after the next epoch's training"));
+  CAF_CHECK(logged("troupe ctl asks the run to stop after the next epoch's training"));
+  auto next = answered_gate(1, m);
+  CAF_REQUIRE(next->answered);
+  CAF_CHECK(next->last);
+  CAF_CHECK_EQUAL(count_of<change_message>(m.server_sent), 1);
+}
+
 CAF_TEST(ctl_unknown_verb_is_refused_naming_the_verbs) {
   start(1, 2);
   auto a = command("resize", {"4"});

@@ -364,11 +364,11 @@ def main(workdir):
         names = [n["name"] for n in doc["nodes"]]
         if names != [n["name"] for n in served["nodes"]] or names != ["scheduler", "server_0", "worker_0", "worker_1"]:
             cluster.fail(f"ctl's nodes {names}, /status's {[n['name'] for n in served['nodes']]}")
-        if doc["state"] != "training" or sorted(r["rank"] for r in doc["ranks"]) != [0, 1, 2, 3]:
+        if doc["state"] not in ("training", "validating") or sorted(r["rank"] for r in doc["ranks"]) != [0, 1, 2, 3]:
             cluster.fail(f"ctl status: state {doc['state']}, ranks {[r['rank'] for r in doc['ranks']]}")
 
         run = ctl(cluster, ["--scheduler", at, "status"])
-        expect(cluster, run, 0, "out", r"run: training, epoch \d+ of \d+, step \d+", "ctl status")
+        expect(cluster, run, 0, "out", r"run: (training|validating), epoch \d+ of \d+, step \d+", "ctl status")
         expect(cluster, run, 0, "out", r"worker_1 \(worker on [^)]*\): ready; ranks 2,3, ", "ctl status")
         print("$ troupe ctl status\n" + run.stdout, end="")
 

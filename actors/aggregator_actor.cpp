@@ -440,7 +440,9 @@ aggregator_actor::behavior_type aggregator(aggregator_pointer self, push_target_
     [=](stats_atom) -> caf::result<std::int64_t, std::int64_t> {
       return {self->state.forwarded, self->state.dropped};
     },
-    [=](rewind_atom, std::int64_t step, deadline due) { return rewind(self, step, due); },
+    [=](rewind_atom, std::int64_t step, std::int32_t, deadline due) {
+      return rewind(self, step, due);
+    },
     [=](repeats_atom) { return self->state.repeats; },
     [=](waits_atom) -> caf::result<std::vector<double>, std::vector<std::int64_t>> {
       auto& st = self->state;

@@ -192,7 +192,7 @@ push_target_actor::behavior_type compressing_sender(sender_pointer self,
         },
         push_atom::value, std::move(*sent));
     },
-    [=](rewind_atom, std::int64_t step, deadline) -> caf::result<weight_set> {
+    [=](rewind_atom, std::int64_t step, std::int32_t, deadline) -> caf::result<weight_set> {
       return refused_rewind(self->state.route, step);
     },
     [=](pull_atom, deadline due) -> caf::result<weight_set> {
@@ -291,7 +291,7 @@ push_target_actor::behavior_type compressing_receiver(receiver_pointer self,
         [=](weight_set ws) { return compressed(self->state, std::move(ws)); }, push_atom::value,
         std::move(push));
     },
-    [=](rewind_atom, std::int64_t step, deadline) -> caf::result<weight_set> {
+    [=](rewind_atom, std::int64_t step, std::int32_t, deadline) -> caf::result<weight_set> {
       return refused_rewind(self->state.route, step);
     },
     [=](pull_atom, deadline due) -> caf::result<weight_set> {

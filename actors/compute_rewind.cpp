@@ -56,7 +56,7 @@ void settle_rewind(compute_pointer self, std::shared_ptr<std::vector<weight_set>
         if (--*missing == 0)
           install_all();
       },
-      rewind_atom::value, step, due);
+      rewind_atom::value, step, st.wiring.shards[r].source_index, due);
   }
 }
 
@@ -77,7 +77,7 @@ void rewind_all(compute_pointer self, std::function<void()> then) {
         if (--*missing == 0)
           settle_rewind(self, answers, then);
       },
-      rewind_atom::value, std::int64_t{-1}, due);
+      rewind_atom::value, std::int64_t{-1}, st.wiring.shards[r].source_index, due);
 }
 
 } // namespace troupe::compute_parts

@@ -200,6 +200,44 @@ bool applied_before(const shard_state& st, const gradient_push& push) {
   return at != st.applied.end() && at->second.keys == push.keys && push.step == at->second.step;
 }
 
+// Where `source` stands here: `in_flight`, the first step it has not pushed every group of (one
+// after its groups' earliest last step; 0 where some key has seen no push of it), and
+// `latest`, its groups' latest last step (-1: none).
+struct source_steps {
+  std::int64_t in_flight = 0, latest = -1;
+};
+
+source_steps steps_of(const shard_state& st, int source) {
+  std::int64_t earliest = std::numeric_limits<std::int64_t>::max();
+  std::int64_t latest = -1;
+  std::size_t covered = 0;
+  for (auto at = st.applied.lower_bound({source, 0});
+       at != st.applied.end() && at->first.first == source; ++at) {
+    earliest = std::min(earliest, at->second.step);
+    latest = std::max(latest, at->second.step);
+    covered += at->second.keys.size();
+  }
+  return {covered < st.keys.size() ? 0 : earliest + 1, latest};
+}
+
+// A rewind asked of the shard itself (async, ssp: no aggregator keeps earlier weights). Its
+// current weights stand for those before `source`'s step in flight: that step races the other
+// sources' anyway. A compute's routes can be one step apart, so the step before is answered too
+// where every group of it here was applied at that step (its repeat is answered, not applied).
+caf::expected<weight_set> rewound(const shard_state& st, std::int64_t step, int source) {
+  const auto [at, latest] = steps_of(st, source);
+  if (step >= 0 && step != at && !(step + 1 == at && latest == step))
+    return make_error(errc::bad_request,
+                      "param_shard: rewind to step " + std::to_string(step) + " for source "
+                        + std::to_string(source) + ", whose step in flight here is "
+                        + std::to_string(at)
+                        + ": a shard keeps no earlier weights (an aggregator of a synchronous "
+                          "topology does)");
+  auto out = all_weights(st);
+  out.before_step = step >= 0 ? step : at;
+  return out;
+}
+
 // Checks `push` and applies it; a message when it is refused (nothing applied then).
 std::string apply(shard_state& st, const gradient_push& push) {
   if (auto problem = check_push(st, push); !problem.empty())
@@ -446,11 +484,8 @@ param_shard_actor::behavior_type param_shard(shard_pointer self, std::vector<sha
     [=](pull_atom, deadline) -> caf::result<weight_set> {
       return all_weights(self->state);
     }, // answers at once
-    [=](rewind_atom, std::int64_t step, deadline) -> caf::result<weight_set> {
-      return make_error(errc::bad_request,
-                        std::string("a parameter shard keeps no weights from before step ")
-                          + std::to_string(step)
-                          + ": a rewind is answered by the aggregator of a synchronous topology");
+    [=](rewind_atom, std::int64_t step, std::int32_t source, deadline) -> caf::result<weight_set> {
+      return rewound(self->state, step, source);
     },
     [=](snapshot_atom) -> shard_snapshot { return snapshot_of(self->state); },
     [=](restore_atom, const shard_snapshot& s) -> caf::result<bool> {

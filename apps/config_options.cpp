@@ -277,11 +277,6 @@ training_job to_training_job(const job_config& c) {
                 backed
                   + " promotes a backup whose compressed answers would start from weights the "
                     "workers do not hold; compress pushes only (push:...) with shard backups");
-  if (o.nodes.adopt_on_worker_loss && !o.topology.synchronous())
-    config_fail(
-      c, c.cluster.on_worker_loss.span,
-      "on_worker_loss = adopt is implemented for synchronous topologies (bsp) only; topology "
-        + o.topology.name + " keeps stop or continue");
   if (o.nodes.continue_on_worker_loss && o.topology.synchronous())
     config_fail(c, c.cluster.on_worker_loss.span,
                 "on_worker_loss = continue needs computes that push straight to the shards "

@@ -221,6 +221,7 @@ struct body_writer {
     out.setRemainingMs(m.remaining_ms);
     out.setRewind(m.rewind);
     out.setBeforeStep(m.before_step);
+    out.setSource(m.source);
   }
   void operator()(const weights_message& m) {
     const auto& ws = m.weights;

@@ -231,8 +231,10 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload,
     shard_keys(keys, in.getShard(), "pull");
     require(in.getBeforeStep() >= -1,
             "pull.beforeStep " + std::to_string(in.getBeforeStep()) + " is below -1");
-    return pull_message{in.getRequest(), in.getShard(), remaining_of(in.getRemainingMs(), "pull"),
-                        in.getRewind(), in.getBeforeStep()};
+    require(in.getSource() >= 0, "pull.source " + std::to_string(in.getSource()) + " is negative");
+    return pull_message{
+      in.getRequest(), in.getShard(),      remaining_of(in.getRemainingMs(), "pull"),
+      in.getRewind(),  in.getBeforeStep(), in.getSource()};
   }
   case wire::Frame::Body::WEIGHTS:
     return read_weights(payload, unpack_into, keys, body.getWeights());

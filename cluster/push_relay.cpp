@@ -79,12 +79,13 @@ push_relay_actor::behavior_type push_relay(relay_pointer self, push_target_actor
         promise);
       return promise;
     },
-    [=](rewind_atom, std::int64_t step, deadline due) -> caf::result<weight_set> {
+    [=](rewind_atom, std::int64_t step, std::int32_t source,
+        deadline due) -> caf::result<weight_set> {
       auto promise = self->make_response_promise<weight_set>();
       ask(
         self, due,
         [=](const push_target_actor& to) {
-          return self->request(to, due.left_with_grace(), rewind_atom::value, step, due);
+          return self->request(to, due.left_with_grace(), rewind_atom::value, step, source, due);
         },
         promise);
       return promise;

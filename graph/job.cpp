@@ -165,11 +165,8 @@ void check_job(const training_job& job) {
       + job.topology.name
       + " waits at an aggregator for every worker, so it can only stop "
         "when one is lost");
-  if (nodes.adopt_on_worker_loss && (nodes.continue_on_worker_loss || !job.topology.synchronous()))
-    throw std::invalid_argument(
-      "job: on_worker_loss = adopt is implemented for synchronous topologies (bsp) only; "
-      "topology "
-      + job.topology.name + " keeps stop or continue");
+  if (nodes.adopt_on_worker_loss && nodes.continue_on_worker_loss)
+    throw std::invalid_argument("job: on_worker_loss is adopt or continue, not both");
   if (nodes.shard_backups < 0 || nodes.shard_backups > 1)
     throw std::invalid_argument("job: shard_backups must be 0 or 1, got "
                                 + std::to_string(nodes.shard_backups));

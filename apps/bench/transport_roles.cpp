@@ -63,7 +63,7 @@ push_target_actor spawn_summing_shard(caf::actor_system& system, std::vector<ten
         }
         return ws;
       },
-      [](rewind_atom, std::int64_t, deadline) -> caf::result<weight_set> {
+      [](rewind_atom, std::int64_t, std::int32_t, deadline) -> caf::result<weight_set> {
         return caf::make_error(caf::sec::unexpected_message);
       },
       [=](pull_atom, deadline) {

@@ -17,8 +17,8 @@ namespace troupe {
 namespace {
 
 // Why this worker cannot adopt plan node `node` ("" if it can): a worker node of the plan,
-// not its own or one adopted already, holding loaders and computes only (a hierarchical
-// machine's aggregators are not adopted yet).
+// not its own or one adopted already, holding loaders and computes only (a machine's
+// aggregators, hierarchical or local_sync, are not adopted yet).
 std::string adoption_refused(const member_state& st, std::uint32_t node) {
   if (st.options->role != node_kind::worker || !st.phase.is<member_phases::running>() || !st.job)
     return "this node is no running worker";
@@ -34,7 +34,7 @@ std::string adoption_refused(const member_state& st, std::uint32_t node) {
         && role != plan_role::compute)
       return st.plan.nodes[node].name + " holds " + st.plan.actors[i].name
              + ", which a worker does not adopt (only loaders and computes: on_worker_loss = adopt "
-               "covers bsp)";
+               "covers bsp, ssp and async)";
   }
   return "";
 }

@@ -7,9 +7,8 @@
 //
 //   push    (request) -> weights   (push_atom, gradient_push) -> weight_set
 //   pull    (request) -> weights   (pull_atom)                -> weight_set
-//   pull with rewind  -> weights   (rewind_atom, step)        -> weight_set (a target that
-//                                  keeps no earlier weights, a shard without an aggregator,
-//                                  refuses)
+//   pull with rewind  -> weights   (rewind_atom, step, source) -> weight_set (the target
+//                                  answers as push_target_actor says, messages.hpp)
 #include <troupe/cluster/remote_proxies.hpp>
 
 #include "cluster/remote/interface_codec.hpp"
@@ -55,7 +54,9 @@ void serve_push_target(channel_pointer self, wire_message& message) {
     self->request(target, wait, push_atom::value, std::move(push->push)).then(on_weights, on_error);
   } else if (const auto& pull = std::get<pull_message>(message); pull.rewind) {
     const auto due = deadline_of_frame(pull.remaining_ms);
-    self->request(target, due.left_with_grace(), rewind_atom::value, pull.before_step, due)
+    self
+      ->request(target, due.left_with_grace(), rewind_atom::value, pull.before_step, pull.source,
+                due)
       .then(on_weights, on_error);
   } else {
     const auto due = deadline_of_frame(pull.remaining_ms);
@@ -100,9 +101,9 @@ push_target_actor spawn_push_target_proxy(caf::actor_system& system, channel_act
       [=](pull_atom, deadline due) {
         return call_channel<weight_set>(self, channel, pull_message{0, shard}, due, answer);
       },
-      [=](rewind_atom, std::int64_t step, deadline due) {
-        return call_channel<weight_set>(self, channel, pull_message{0, shard, 0, true, step}, due,
-                                        answer);
+      [=](rewind_atom, std::int64_t step, std::int32_t source, deadline due) {
+        return call_channel<weight_set>(self, channel,
+                                        pull_message{0, shard, 0, true, step, source}, due, answer);
       },
     };
   });

@@ -156,7 +156,7 @@ std::string unadoptable(const placement_plan& plan, const std::vector<int>& node
       if (role != plan_role::loader && role != plan_role::validation_loader
           && role != plan_role::compute)
         return plan.nodes.at(static_cast<std::size_t>(node)).name + " holds " + plan.actors[a].name
-               + ", which no worker adopts (on_worker_loss = adopt covers bsp)";
+               + ", which no worker adopts (on_worker_loss = adopt covers bsp, ssp and async)";
     }
   return "";
 }

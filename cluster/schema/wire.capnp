@@ -12,7 +12,7 @@ using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("troupe::wire");
 
 # Raised whenever a Frame's meaning changes; a peer with another version is refused by name.
-const protocolVersion :UInt32 = 9;  # 2: requests carry the time left to their deadline; 3: checkpoints; 4: shard backups; 5: rejoin, barrier waits; 6: compressed values; 7: a 2-bit scale per block of 256 values; 8: troupe ctl's commands, drains; 9: shard changes
+const protocolVersion :UInt32 = 10;  # 2: requests carry the time left to their deadline; 3: checkpoints; 4: shard backups; 5: rejoin, barrier waits; 6: compressed values; 7: a 2-bit scale per block of 256 values; 8: troupe ctl's commands, drains; 9: shard changes; 10: a rewind names its source
 
 enum Role {
   scheduler @0;
@@ -115,6 +115,8 @@ struct Pull {
   rewind @3 :Bool;         # the weights as they were before step `beforeStep` (an adopter
                            # recomputing a lost worker's step in flight), not the current ones
   beforeStep @4 :Int64 = -1;  # with rewind: the step; -1: the step in flight at the answerer
+  source @5 :Int32;        # with rewind: the asker's index among the route's sources (a shard
+                           # answers for that source's step in flight)
 }
 
 # A shard's answer to a Push or a Pull (weight_set).

@@ -119,14 +119,17 @@ std::vector<config_key> cluster_keys() {
       .flag_is("on-worker-loss")
       .default_is(
         "`adopt` in bsp (one aggregation level summing every compute's push), else `stop`")
-      .help_is("stop, continue without a lost worker process (async and ssp only), or adopt its "
-               "computes on another worker process (bsp only)",
-               "`stop`: the scheduler names the node and every process exits non-zero; `adopt`: a "
-               "surviving worker process recomputes the step in flight so the final weights are "
-               "those of a run that lost nothing (docs/operations.md, \"A lost worker\"); "
-               "`continue`: only where computes push straight to the shards, as in async and ssp; "
-               "its computes get no more work, its part of the data goes unused, ssp's shards stop "
-               "waiting for them"),
+      .help_is(
+        "stop, continue without a lost worker process (async and ssp only), or adopt its "
+        "computes on another worker process (bsp, ssp and async)",
+        "`stop`: the scheduler names the node and every process exits non-zero; `adopt`: a "
+        "surviving worker process recomputes the step in flight, so in bsp the final weights "
+        "are those of a run that lost nothing, and in ssp and async each adopted compute "
+        "goes on from its rank's step at the shards (docs/operations.md, \"A lost "
+        "worker\"); "
+        "`continue`: only where computes push straight to the shards, as in async and ssp; "
+        "its computes get no more work, its part of the data goes unused, ssp's shards stop "
+        "waiting for them"),
     entry("cluster", "shard_backups", k::integer, cluster<&cluster_config::shard_backups>)
       .within(whole(0, 1))
       .flag_is("shard-backups")

@@ -175,7 +175,7 @@ TEST_CASE(
         seen->push_back(push.due);
         return caf::delegated<weight_set>();
       },
-      [](rewind_atom, std::int64_t, deadline) -> caf::result<weight_set> {
+      [](rewind_atom, std::int64_t, std::int32_t, deadline) -> caf::result<weight_set> {
         return caf::make_error(caf::sec::unexpected_message);
       },
       [=](pull_atom, deadline) -> caf::result<weight_set> { return weight_set{}; },
@@ -238,7 +238,7 @@ TEST_CASE("aggregator rewinds to the weights before the step in flight") {
   auto rewind_to = [&](std::int64_t step) {
     weight_set out;
     f.self
-      ->request(to, std::chrono::seconds(10), rewind_atom::value, step,
+      ->request(to, std::chrono::seconds(10), rewind_atom::value, step, std::int32_t{0},
                 deadline::after(std::chrono::seconds(10)))
       .receive([&](weight_set& ws) { out = std::move(ws); },
                [&](caf::error& e) { FAIL(error_text(e)); });
@@ -260,7 +260,7 @@ TEST_CASE("aggregator rewinds to the weights before the step in flight") {
   CHECK(in_flight.weights[0].data()[0] == -1.0f); // after step 0, not -2 after step 1
   CHECK(in_flight.weights[1].data()[0] == -1.0f);
   auto two_back = f.self->request(to, std::chrono::seconds(10), rewind_atom::value, std::int64_t{0},
-                                  deadline::after(std::chrono::seconds(10)));
+                                  std::int32_t{0}, deadline::after(std::chrono::seconds(10)));
   std::string refused;
   two_back.receive([](weight_set&) {}, [&](caf::error& e) { refused = error_text(e); });
   CHECK_THAT(refused, Catch::Contains("cannot give the weights before step 0"));
@@ -279,7 +279,7 @@ TEST_CASE("aggregator without keep_previous refuses a rewind one step back, nami
   answer(f.self, agg, push_of(0, 1, {0}, {tensor::from_values({2}, {1, 1})}));
   std::string refused;
   f.self
-    ->request(to, std::chrono::seconds(10), rewind_atom::value, std::int64_t{-1},
+    ->request(to, std::chrono::seconds(10), rewind_atom::value, std::int64_t{-1}, std::int32_t{0},
               deadline::after(std::chrono::seconds(10)))
     .receive([](weight_set&) {}, [&](caf::error& e) { refused = error_text(e); });
   CHECK_THAT(refused,
@@ -288,7 +288,7 @@ TEST_CASE("aggregator without keep_previous refuses a rewind one step back, nami
          push_of(0, 1, {1}, {tensor::from_values({1}, {1})})); // step 1 whole: nothing to rewind
   weight_set after;
   f.self
-    ->request(to, std::chrono::seconds(10), rewind_atom::value, std::int64_t{-1},
+    ->request(to, std::chrono::seconds(10), rewind_atom::value, std::int64_t{-1}, std::int32_t{0},
               deadline::after(std::chrono::seconds(10)))
     .receive([&](weight_set& ws) { after = std::move(ws); },
              [&](caf::error& e) { FAIL(error_text(e)); });

@@ -89,7 +89,7 @@ push_target_actor::behavior_type fp16_answerer() {
       ws.encoding = value_encoding::fp16;
       return ws;
     },
-    [](rewind_atom, std::int64_t, deadline) -> caf::result<weight_set> {
+    [](rewind_atom, std::int64_t, std::int32_t, deadline) -> caf::result<weight_set> {
       return caf::make_error(caf::sec::unexpected_message);
     },
     [](pull_atom, deadline) {
@@ -110,7 +110,7 @@ push_target_actor::behavior_type echo_target() {
       ws.scales = p.scales;
       return ws;
     },
-    [](rewind_atom, std::int64_t, deadline) -> caf::result<weight_set> {
+    [](rewind_atom, std::int64_t, std::int32_t, deadline) -> caf::result<weight_set> {
       return caf::make_error(caf::sec::unexpected_message);
     },
     [](pull_atom, deadline) { return weight_set{}; },
@@ -280,12 +280,13 @@ TEST_CASE("the receiving end refuses a push in another encoding, naming both") {
         != std::string::npos);
 }
 
-TEST_CASE("neither end of a compressed hop nor a shard answers a rewind, and each says why") {
+TEST_CASE("neither end of a compressed hop answers a rewind, nor a shard one past its source's "
+          "step, and each says why") {
   fixture f;
   auto spec = spec_of("fp16");
   auto receiver = spawn_compressing_receiver(f.sys, f.shard, spec, "the hop into aggregator_0");
   auto sender = spawn_compressing_sender(f.sys, receiver, spec, "compute 0 -> aggregator_0");
-  auto rewind = caf::make_message(rewind_atom::value, std::int64_t{4},
+  auto rewind = caf::make_message(rewind_atom::value, std::int64_t{4}, std::int32_t{0},
                                   deadline::after(std::chrono::seconds(10)));
   for (const auto& [target, name] :
        {std::pair{push_target_actor{sender}, "compute 0 -> aggregator_0"},
@@ -302,7 +303,8 @@ TEST_CASE("neither end of a compressed hop nor a shard answers a rewind, and eac
   auto from_shard = ask(f.self, f.shard, rewind);
   REQUIRE_FALSE(from_shard);
   CHECK(troupe_code(from_shard.error()) == errc::bad_request);
-  CHECK(error_text(from_shard.error()).find("a parameter shard keeps no weights from before step 4")
+  CHECK(error_text(from_shard.error())
+          .find("rewind to step 4 for source 0, whose step in flight here is 0")
         != std::string::npos);
 }
 

@@ -42,8 +42,9 @@ recorder_actor::behavior_type recorder(recorder_actor::stateful_pointer<recorder
     [=](pull_atom, deadline due) -> caf::result<weight_set> {
       return self->delegate(shard, pull_atom::value, due);
     },
-    [=](rewind_atom, std::int64_t step, deadline due) -> caf::result<weight_set> {
-      return self->delegate(shard, rewind_atom::value, step, due);
+    [=](rewind_atom, std::int64_t step, std::int32_t source,
+        deadline due) -> caf::result<weight_set> {
+      return self->delegate(shard, rewind_atom::value, step, source, due);
     },
     [=](const batch_report& r) {
       self->state.events.push_back("report " + std::to_string(r.index));
@@ -246,8 +247,9 @@ refuse_first_push(push_target_actor::stateful_pointer<refuse_first_state> self,
     [=](pull_atom, deadline due) -> caf::result<weight_set> {
       return self->delegate(shard, pull_atom::value, due);
     },
-    [=](rewind_atom, std::int64_t step, deadline due) -> caf::result<weight_set> {
-      return self->delegate(shard, rewind_atom::value, step, due);
+    [=](rewind_atom, std::int64_t step, std::int32_t source,
+        deadline due) -> caf::result<weight_set> {
+      return self->delegate(shard, rewind_atom::value, step, source, due);
     },
   };
 }

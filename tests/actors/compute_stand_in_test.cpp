@@ -68,7 +68,7 @@ recording_shard_actor::behavior_type recording_shard(recording_shard_actor::poin
       probe->held.push_back({key, self->make_response_promise<weight_set>(), std::move(ws)});
       return caf::delegated<weight_set>(); // the test delivers it (deliver_held)
     },
-    [](rewind_atom, std::int64_t, deadline) -> caf::result<weight_set> {
+    [](rewind_atom, std::int64_t, std::int32_t, deadline) -> caf::result<weight_set> {
       return caf::make_error(caf::sec::unexpected_message);
     },
     [=](pull_atom, deadline) {

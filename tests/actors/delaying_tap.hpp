@@ -65,8 +65,9 @@ delaying_tap(delaying_tap_actor::stateful_pointer<delaying_tap_state> self,
     [=](pull_atom, deadline due) -> caf::result<weight_set> {
       return self->delegate(downstream, pull_atom::value, due);
     },
-    [=](rewind_atom, std::int64_t step, deadline due) -> caf::result<weight_set> {
-      return self->delegate(downstream, rewind_atom::value, step, due);
+    [=](rewind_atom, std::int64_t step, std::int32_t source,
+        deadline due) -> caf::result<weight_set> {
+      return self->delegate(downstream, rewind_atom::value, step, source, due);
     },
     [=](taken_atom) -> caf::result<std::int64_t> {
       return static_cast<std::int64_t>(self->state.taken);

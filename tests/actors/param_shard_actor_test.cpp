@@ -505,3 +505,58 @@ TEST_CASE("param shard lifts or sets its staleness bound when changed") {
   CHECK_THAT(error_text(err), Catch::Contains("a whole number from -1 (none) to 1000000"));
   self->send_exit(shard, caf::exit_reason::user_shutdown);
 }
+
+TEST_CASE("param shard answers an adopted source's rewind with its step in flight") {
+  local_node_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto opts = plain_sgd(1.0f, 0.0f, 0.0f);
+  opts.workers = 2;
+  auto shard = spawn_param_shard(sys, two_keys(), opts);
+  auto push_of = [](int source, std::int64_t step, std::size_t key) {
+    gradient_push p;
+    p.source = source;
+    p.step = step;
+    p.keys = {key};
+    p.gradients = {key == 0 ? tensor::from_values({2, 2}, {-1, -1, -1, -1})
+                            : tensor::from_values({2}, {-1, -1})}; // each update adds 1 at lr 1
+    return caf::make_message(push_atom::value, p);
+  };
+  auto rewind = [](std::int64_t step, int source) {
+    return caf::make_message(rewind_atom::value, step, std::int32_t{source}, deadline{});
+  };
+  // Nothing pushed yet: source 0 starts at step 0, from the initial weights.
+  auto first = ask<weight_set>(self, shard, rewind(-1, 0));
+  REQUIRE(first.weights.size() == 2);
+  CHECK(first.before_step == 0);
+  CHECK(first.weights[0].data()[0] == 1.0f);
+  // Source 0 pushed both groups of step 0 and one of step 1: step 1 is in flight. Source 1
+  // pushed both groups of steps 0 and 1: its step 2 is.
+  for (auto m : {push_of(0, 0, 0), push_of(0, 0, 1), push_of(0, 1, 0), push_of(1, 0, 0),
+                 push_of(1, 0, 1), push_of(1, 1, 0), push_of(1, 1, 1)})
+    ask<weight_set>(self, shard, m);
+  auto zero = ask<weight_set>(self, shard, rewind(-1, 0));
+  REQUIRE(zero.weights.size() == 2);
+  CHECK(zero.before_step == 1);
+  CHECK(zero.updates == 7);
+  CHECK(zero.weights[0].data()[0] == 5.0f); // the current weights: 1 + 4 updates of key 0
+  CHECK(zero.weights[1].data()[0] == 3.5f); // 0.5 + 3 updates of key 1
+  CHECK(ask<weight_set>(self, shard, rewind(-1, 1)).before_step == 2);
+  CHECK(ask<weight_set>(self, shard, rewind(1, 0)).before_step == 1);
+  // Step 0 of source 0 cannot be repeated here (its key 0 group is at step 1 already), nor can
+  // a step beyond the one in flight be skipped to: both refused, naming where it stands.
+  for (std::int64_t step : {0, 2}) {
+    caf::error err;
+    ask<weight_set>(self, shard, rewind(step, 0), &err);
+    CHECK(troupe_code(err) == errc::bad_request);
+    CHECK_THAT(error_text(err), Catch::Contains("rewind to step " + std::to_string(step)
+                                                + " for source 0, whose step in flight here is 1"));
+  }
+  // Once source 1's groups are all at step 1, a route one step behind may ask for that step:
+  // answered, and the repeat of its pushes is answered without being applied again.
+  CHECK(ask<weight_set>(self, shard, rewind(1, 1)).before_step == 1);
+  auto repeat = ask<weight_set>(self, shard, push_of(1, 1, 0));
+  CHECK(repeat.updates == 7);
+  CHECK(repeat.weights[0].data()[0] == 5.0f);
+  self->send_exit(shard, caf::exit_reason::user_shutdown);
+}

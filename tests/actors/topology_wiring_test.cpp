@@ -159,7 +159,7 @@ TEST_CASE("one node's push side: its own actors, stand-ins for the targets elsew
     asked.push_back(index);
     auto fake = sys.spawn([](push_target_actor::pointer) -> push_target_actor::behavior_type {
       return {[](push_atom, gradient_push&) { return weight_set{}; },
-              [](rewind_atom, std::int64_t, deadline) -> caf::result<weight_set> {
+              [](rewind_atom, std::int64_t, std::int32_t, deadline) -> caf::result<weight_set> {
                 return caf::make_error(caf::sec::unexpected_message);
               },
               [](pull_atom, deadline) { return weight_set{}; }};

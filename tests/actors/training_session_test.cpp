@@ -216,8 +216,9 @@ counting_tap::behavior_type tap(counting_tap::stateful_pointer<tap_state> self,
     [=](pull_atom, deadline due) -> caf::result<weight_set> {
       return self->delegate(downstream, pull_atom::value, due);
     },
-    [=](rewind_atom, std::int64_t step, deadline due) -> caf::result<weight_set> {
-      return self->delegate(downstream, rewind_atom::value, step, due);
+    [=](rewind_atom, std::int64_t step, std::int32_t source,
+        deadline due) -> caf::result<weight_set> {
+      return self->delegate(downstream, rewind_atom::value, step, source, due);
     },
     [=](ask_atom) -> caf::result<std::int64_t> { return self->state.pushes; },
   };

@@ -2,9 +2,13 @@
 """A worker process killed mid-run is adopted, and the run ends with the weights of a run that
 lost nothing (on_worker_loss = adopt; docs/operations.md, "A lost worker").
 
-usage: adopt_run.py TROUPE CONFIG SERVERS WORKERS KILL_EPOCH [--spares K] [troupe flags...]
+usage: adopt_run.py TROUPE CONFIG SERVERS WORKERS KILL_EPOCH [--spares K] [--timeline]
+                    [--accuracy-within POINTS] [troupe flags...]
 
 With --spares K (given to troupe launch) the spare must be the one that takes the place.
+With --accuracy-within POINTS (a run that is not deterministic: async, ssp) the final validation
+accuracy, in percentage points, must be within POINTS of the same launch without a kill, rather
+than the weights equal to one process's.
 With --timeline (given to troupe launch, as FILE in the work folder) the merged timeline must
 pass tests/apps/check_timeline.py without the killed worker's part (it wrote none) and hold the
 scheduler's `lost` and `adoption` instants.
@@ -38,9 +42,11 @@ BOUND_S = 300
 def main(workdir):
     troupe, config, servers, workers, kill_epoch = sys.argv[1:6]
     rest = sys.argv[6:]
-    launch_only, timeline = [], None
-    while rest[:1] in (["--spares"], ["--timeline"]):
-        if rest[0] == "--timeline":
+    launch_only, timeline, within = [], None, None
+    while rest[:1] in (["--spares"], ["--timeline"], ["--accuracy-within"]):
+        if rest[0] == "--accuracy-within":
+            within, rest = float(rest[1]), rest[2:]
+        elif rest[0] == "--timeline":
             timeline = os.path.join(workdir, "timeline.json")
             launch_only, rest = launch_only + ["--timeline", timeline], rest[1:]
         else:
@@ -74,16 +80,43 @@ def main(workdir):
                          r"spare worker \d+ \(pid \d+ [^)]*\) adopts compute_.* \(a spare, idle until now",
                          r"\[spare 0\] worker_\d+: adopted worker_\d+ \(.*\) as a spare"]
         require_in_log(out, patterns)
-        got = require_one_process_weights(troupe, config, rest, workdir, out, "adopted run")
+        if within is None:
+            got = require_one_process_weights(troupe, config, rest, workdir, out, "adopted run")
+        else:
+            got = accuracy_near_the_unharmed(command, workdir, out, within)
         for line in out.splitlines():
             if re.search(r"lost worker|adopt|serves the computes|killed by signal", line):
                 print(line)
         if timeline:
             check_faults_on_timeline(timeline, int(servers) + int(workers))
         print(f"kill to training again: {served_at - killed_at:.3f} s")
-        print(f"ok: worker {victim_rank} killed in epoch {kill_epoch}, adopted; exit 0; {got} as in one process")
+        print(f"ok: worker {victim_rank} killed in epoch {kill_epoch}, adopted; exit 0; {got}"
+              + (" as in one process" if within is None else ""))
     finally:
         kill_group(proc.pid)
+
+
+def final_accuracy(out, what):
+    found = re.findall(r"\[scheduler\] Epoch\[\d+\] Validation-accuracy=([0-9.]+)", out)
+    if not found:
+        raise SystemExit(f"FAIL: {what} logged no validation accuracy\n{out[-3000:]}")
+    return float(found[-1])
+
+
+def accuracy_near_the_unharmed(command, workdir, out, within):
+    """The adopted run's final validation accuracy is within `within` points of the same launch
+    run again without a kill; returns both, as words."""
+    adopted = final_accuracy(out, "the adopted run")
+    proc = start_launch(command, workdir)
+    try:
+        unharmed = final_accuracy(watch_launch(proc, BOUND_S, lambda line: None), "the run without a kill")
+    finally:
+        kill_group(proc.pid)
+    gap = abs(adopted - unharmed) * 100
+    if gap > within:
+        raise SystemExit(f"FAIL: the adopted run's validation accuracy {adopted:.4f} is {gap:.2f} points "
+                         f"from the run without a kill ({unharmed:.4f}); at most {within} allowed")
+    return f"validation accuracy {adopted:.4f}, {unharmed:.4f} without a kill ({gap:.2f} points apart)"
 
 
 def check_faults_on_timeline(path, nodes):

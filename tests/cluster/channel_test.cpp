@@ -452,7 +452,7 @@ TEST_CASE("a shard that does not answer times the request out, naming it", "[clu
           pending->push_back(self->make_response_promise<weight_set>());
           return pending->back();
         },
-        [](rewind_atom, std::int64_t, deadline) -> caf::result<weight_set> {
+        [](rewind_atom, std::int64_t, std::int32_t, deadline) -> caf::result<weight_set> {
           return caf::make_error(caf::sec::unexpected_message);
         },
         [=](pull_atom, deadline) {
@@ -498,7 +498,7 @@ push_target_actor spawn_named_giving_up(caf::actor_system& system, caf::timespan
       [=](push_atom, gradient_push&) -> caf::result<weight_set> {
         return make_error(errc::bad_request, "no pushes here");
       },
-      [](rewind_atom, std::int64_t, deadline) -> caf::result<weight_set> {
+      [](rewind_atom, std::int64_t, std::int32_t, deadline) -> caf::result<weight_set> {
         return caf::make_error(caf::sec::unexpected_message);
       },
       [=](pull_atom, deadline due) -> caf::result<weight_set> {
@@ -993,7 +993,7 @@ TEST_CASE(
           pending->push_back(self->make_response_promise<weight_set>());
           return pending->back();
         },
-        [](rewind_atom, std::int64_t, deadline) -> caf::result<weight_set> {
+        [](rewind_atom, std::int64_t, std::int32_t, deadline) -> caf::result<weight_set> {
           return caf::make_error(caf::sec::unexpected_message);
         },
         [=](pull_atom, deadline) {

@@ -137,9 +137,10 @@ TEST_CASE("weights, pull, hello, proof, failure, heartbeat and shutdown round-tr
   CHECK(got_w.weights.before_step == -1);
 
   // Adopted workers: a rewinding pull, the step its weights precede, and the adopt frame.
-  const auto rewind = decoded_as<pull_message>(frame_of(pull_message{10, 1, 2500, true, 768}));
+  const auto rewind = decoded_as<pull_message>(frame_of(pull_message{10, 1, 2500, true, 768, 3}));
   CHECK(rewind.rewind);
   CHECK(rewind.before_step == 768);
+  CHECK(rewind.source == 3);
   w.weights.before_step = 768;
   CHECK(decoded_as<weights_message>(frame_of(w)).weights.before_step == 768);
   CHECK(decoded_as<adopt_message>(frame_of(adopt_message{4})).node == 4);
@@ -301,6 +302,8 @@ TEST_CASE("pushes and weights are checked against the receiver's keys", "[cluste
   w.weights.learning_rate = std::numeric_limits<float>::infinity();
   CHECK(refusal(frame_of(w)).find("learningRate is not finite") != std::string::npos);
   CHECK(refusal(frame_of(pull_message{1, 7, 10})).find("pull.shard 7") != std::string::npos);
+  CHECK(refusal(frame_of(pull_message{1, 0, 10, true, -1, -2})).find("pull.source -2 is negative")
+        != std::string::npos);
 }
 
 TEST_CASE("the encoder refuses what no decoder would accept", "[cluster][frame]") {

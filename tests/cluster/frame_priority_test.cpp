@@ -132,7 +132,7 @@ push_target_actor::behavior_type noting_shard(std::shared_ptr<arrivals> seen) {
       w.weights = push.gradients;
       return w;
     },
-    [](rewind_atom, std::int64_t, deadline) -> caf::result<weight_set> {
+    [](rewind_atom, std::int64_t, std::int32_t, deadline) -> caf::result<weight_set> {
       return caf::make_error(caf::sec::unexpected_message);
     },
     [](pull_atom, deadline) { return weight_set{}; },

@@ -26,13 +26,15 @@ using fail_held_atom = caf::atom_constant<caf::atom("failheld")>;
 using fake_target_actor = push_target_actor::extend<caf::reacts_to<fail_held_atom, caf::error>>;
 
 // What a fake target was asked ("push", "pull", "rewind", with the step a push or rewind
-// named and the deadline it carried), and how it answers: weights after `updates` updates,
-// `failure` when that is set, or, while `silent` is set, not until the test fails them.
+// named, the source a rewind named and the deadline it carried), and how it answers: weights after
+// `updates` updates, `failure` when that is set, or, while `silent` is set, not until the test
+// fails them.
 struct target_probe {
   struct asked {
     std::string what;
     std::int64_t step;
     deadline due;
+    std::int32_t source = -1;
   };
   std::vector<asked> asks;
   std::int64_t updates = 0;
@@ -43,8 +45,9 @@ struct target_probe {
 
 fake_target_actor::behavior_type fake_target(fake_target_actor::pointer self,
                                              std::shared_ptr<target_probe> probe) {
-  auto answer = [=](std::string what, std::int64_t step, deadline due) -> caf::result<weight_set> {
-    probe->asks.push_back({std::move(what), step, due});
+  auto answer = [=](std::string what, std::int64_t step, deadline due,
+                    std::int32_t source = -1) -> caf::result<weight_set> {
+    probe->asks.push_back({std::move(what), step, due, source});
     if (probe->silent) {
       probe->unanswered.push_back(self->make_response_promise<weight_set>());
       return probe->unanswered.back();
@@ -58,7 +61,9 @@ fake_target_actor::behavior_type fake_target(fake_target_actor::pointer self,
   return {
     [=](push_atom, gradient_push& push) { return answer("push", push.step, push.due); },
     [=](pull_atom, deadline due) { return answer("pull", -1, due); },
-    [=](rewind_atom, std::int64_t step, deadline due) { return answer("rewind", step, due); },
+    [=](rewind_atom, std::int64_t step, std::int32_t source, deadline due) {
+      return answer("rewind", step, due, source);
+    },
     [=](fail_held_atom, caf::error& err) {
       for (auto& promise : probe->unanswered)
         promise.deliver(err);
@@ -122,7 +127,7 @@ CAF_TEST(push_relay_passes_each_request_to_its_target_with_the_originators_deadl
   const auto pull_due = deadline::after(2min);
   auto pulled = pull(pull_due);
   const auto rewind_due = deadline::after(3min);
-  auto rewound = ask(rewind_atom::value, std::int64_t{9}, rewind_due);
+  auto rewound = ask(rewind_atom::value, std::int64_t{9}, std::int32_t{2}, rewind_due);
   CAF_REQUIRE_EQUAL(first->asks.size(), 3u);
   CAF_CHECK_EQUAL(first->asks[0].what, "push");
   CAF_CHECK_EQUAL(first->asks[0].step, 3);
@@ -131,6 +136,7 @@ CAF_TEST(push_relay_passes_each_request_to_its_target_with_the_originators_deadl
   CAF_CHECK(first->asks[1].due.at == pull_due.at);
   CAF_CHECK_EQUAL(first->asks[2].what, "rewind");
   CAF_CHECK_EQUAL(first->asks[2].step, 9);
+  CAF_CHECK_EQUAL(first->asks[2].source, 2);
   CAF_CHECK(first->asks[2].due.at == rewind_due.at);
   for (const auto& got : {pushed, pulled, rewound}) {
     CAF_REQUIRE(got->answered);

@@ -27,7 +27,7 @@ push_target_actor::behavior_type fake_shard(push_target_actor::pointer, std::int
   auto answer = [=] { return weights_after(updates); };
   return {
     [=](push_atom, gradient_push&) -> weight_set { return answer(); },
-    [](rewind_atom, std::int64_t, deadline) -> caf::result<weight_set> {
+    [](rewind_atom, std::int64_t, std::int32_t, deadline) -> caf::result<weight_set> {
       return caf::make_error(caf::sec::unexpected_message);
     },
     [=](pull_atom, deadline) -> weight_set { return answer(); },

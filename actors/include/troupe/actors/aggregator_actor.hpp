@@ -11,7 +11,7 @@
 //                                              weights of its keys at once.
 //   (pull_atom, deadline)      -> weight_set   forwarded downstream
 //   (stats_atom)               -> int64, int64 sums forwarded, late pushes dropped
-//   (rewind_atom, step, deadline) -> weight_set  every key's weights before `step` (-1: the
+//   (rewind_atom, step, source, deadline) -> weight_set  every key's weights before `step` (-1: the
 //                                              step in flight here), as push_target_actor
 //                                              (messages.hpp) says; with keep_previous each
 //                                              group keeps its weights one step back for it

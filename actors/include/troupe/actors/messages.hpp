@@ -176,22 +176,26 @@ using rewind_atom = caf::atom_constant<caf::atom("rewind")>;
 /// a remote one. The compiler checks that each of them offers exactly this.
 ///   (push_atom, gradient_push) -> weight_set   weights of the pushed keys after the update
 ///   (pull_atom, deadline)      -> weight_set   the current weights of every key
-///   (rewind_atom, int64 step, deadline) -> weight_set
+///   (rewind_atom, int64 step, int32 source, deadline) -> weight_set
 ///                                 every key's weights before `step` (-1: the earliest step
 ///                                 not yet summed for every group here); weight_set::before_step
-///                                 says which. An aggregator of a synchronous topology keeps
-///                                 each group's weights one step back; a compute adopted after
-///                                 its worker process was lost asks, so it recomputes the step
-///                                 in flight from the weights that step started from. A step
-///                                 whose weights are gone, and every rewind of a target that
-///                                 keeps none (a shard, a compressed hop), is an
+///                                 says which. A compute adopted after its worker process was
+///                                 lost asks, so it goes on from the step in flight. An
+///                                 aggregator of a synchronous topology keeps each group's
+///                                 weights one step back, so the step is recomputed from the
+///                                 weights it started from. A shard keeps none: asked for -1 it
+///                                 answers its current weights and the first step `source` (the
+///                                 asker's gradient_push::source) has not pushed every group of
+///                                 (the asker's steps race the others' there anyway: async, ssp).
+///                                 A step whose weights are gone, any other step asked of a
+///                                 shard, and every rewind of a compressed hop, is an
 ///                                 errc::bad_request naming why.
 /// All carry the deadline their originator set (the push in gradient_push::due); whoever
 /// passes them on waits for that deadline, not one of its own (timeouts.hpp).
-using push_target_actor =
-  caf::typed_actor<caf::replies_to<push_atom, gradient_push>::with<weight_set>,
-                   caf::replies_to<pull_atom, deadline>::with<weight_set>,
-                   caf::replies_to<rewind_atom, std::int64_t, deadline>::with<weight_set>>;
+using push_target_actor = caf::typed_actor<
+  caf::replies_to<push_atom, gradient_push>::with<weight_set>,
+  caf::replies_to<pull_atom, deadline>::with<weight_set>,
+  caf::replies_to<rewind_atom, std::int64_t, std::int32_t, deadline>::with<weight_set>>;
 
 #define TROUPE_MESSAGES_INSPECTABLE 1
 

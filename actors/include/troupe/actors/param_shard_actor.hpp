@@ -11,6 +11,14 @@
 //                                              is applied; so is a step beyond the run or
 //                                              before the pusher's last (a replay)
 //   (pull_atom)                -> weight_set   the current weights of every key
+//   (rewind_atom, step, source, deadline) -> weight_set  (async, ssp: a compute adopted after its
+//                                              process was lost, with no aggregator between)
+//                                              the current weights, before_step the first
+//                                              step `source` has not pushed every group of
+//                                              (-1 asked), or the step asked where it is that
+//                                              one or the one before and every group of the
+//                                              source was applied at it; another step is an
+//                                              errc::bad_request naming the source's step
 //   (forget_atom, vector<int32> workers) -> ()  these workers (`worker` fields of pushes) are
 //                                              gone for good (their process was lost and the
 //                                              run goes on without it): they no longer count

@@ -71,6 +71,7 @@ struct pull_message {
   /// current ones (push_target_actor's rewind, messages.hpp).
   bool rewind = false;
   std::int64_t before_step = -1;
+  std::int32_t source = 0; ///< with rewind: the asker's gradient_push::source
 };
 
 /// A shard's answer to push or pull `request`.

@@ -186,7 +186,28 @@ void run_status::phase(const phase_report& r) {
   s_.state = "validating";
 }
 
+void run_status::changes(std::int64_t epoch, const std::string& json) {
+  const auto value = nlohmann::json::parse(json, nullptr, false);
+  if (!value.is_array())
+    return;
+  std::lock_guard<std::mutex> guard{mutex_};
+  for (const auto& c : value) {
+    if (!c.is_object() || !c.contains("change") || !c["change"].is_string() || !c.contains("step")
+        || !c["step"].is_number_integer())
+      continue; // not a change as the scheduler writes one
+    status_change made;
+    made.epoch = epoch;
+    made.step = c["step"].get<std::int64_t>();
+    made.change = c["change"].get<std::string>();
+    if (c.contains("by") && c["by"].is_string())
+      made.by = c["by"].get<std::string>();
+    s_.changes.push_back(std::move(made));
+  }
+}
+
 void run_status::annotation(std::int64_t epoch, const std::string& key, const std::string& json) {
+  if (key == "changes")
+    return changes(epoch, json);
   if (key != "traffic" && key != "waited_for")
     return;
   const auto value = nlohmann::json::parse(json, nullptr, false);

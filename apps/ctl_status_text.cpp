@@ -57,6 +57,21 @@ std::string node_line(const json& n) {
   return line;
 }
 
+// The changes made while it trained, each with the step it counts from (none in a document
+// written before the run could change: nothing then).
+std::string changes_text(const json& d) {
+  if (!d.contains("changes"))
+    return "";
+  const auto& changes = d.at("changes");
+  std::string text = std::string("changes:") + (changes.empty() ? " none" : "") + "\n";
+  for (const auto& c : changes)
+    text += "  " + c.at("change").get<std::string>() + " from step "
+            + std::to_string(c.at("step").get<std::int64_t>()) + " (after epoch "
+            + std::to_string(c.at("epoch").get<std::int64_t>()) + "'s training; "
+            + c.at("by").get<std::string>() + ")\n";
+  return text;
+}
+
 } // namespace
 
 std::string status_text(const std::string& document) {
@@ -80,7 +95,7 @@ std::string status_text(const std::string& document) {
             + " node(s) lost";
     for (const auto& f : faults)
       text += "\n  " + f.at("kind").get<std::string>() + ": " + f.at("message").get<std::string>();
-    return text + "\n";
+    return text + "\n" + changes_text(d);
   } catch (const json::exception& e) {
     throw std::invalid_argument(std::string("the scheduler's status is no status document: ")
                                 + e.what());

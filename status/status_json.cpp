@@ -104,6 +104,13 @@ json events_json(const std::vector<status_event>& events) {
   return list;
 }
 
+json changes_json(const std::vector<status_change>& changes) {
+  json list = json::array();
+  for (const auto& c : changes)
+    list.push_back({{"epoch", c.epoch}, {"step", c.step}, {"change", c.change}, {"by", c.by}});
+  return list;
+}
+
 } // namespace
 
 std::string status_json(const status_snapshot& s) {
@@ -139,6 +146,7 @@ std::string status_json(const status_snapshot& s) {
               {"curve", curve},
               {"warnings", events_json(s.warnings)},
               {"faults", events_json(s.faults)},
+              {"changes", changes_json(s.changes)},
               {"nodes_lost", s.nodes_lost}};
   // A NaN loss (a run that diverged) is written null; text that is not UTF-8 (a path) is
   // replaced, never thrown.

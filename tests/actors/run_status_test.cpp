@@ -197,6 +197,31 @@ TEST_CASE("run_status: traffic and waits of an epoch's annotations reach their n
   CHECK(s.history[0].straggler == "worker_1");
 }
 
+TEST_CASE("run_status: the changes of an epoch's annotations are listed in the order made") {
+  run_status status{{}, 3};
+  status.set_plan(cluster_plan());
+  status.annotation(
+    0, "changes",
+    R"([{"change":"set topology.staleness=-1","by":"troupe ctl","asked_at":"at epoch 0","step":40},)"
+    R"({"change":"checkpoint","by":"troupe ctl","asked_at":"","step":40}])");
+  status.annotation(1, "changes",
+                    R"([{"change":"set optimizer.lr=0.02","by":"--replay-changes","step":80}])");
+  // not changes as the scheduler writes them: left out, nothing throws
+  status.annotation(2, "changes", R"({"change":"stop","step":120})");
+  status.annotation(2, "changes", R"([{"change":"stop"},{"step":120},{"change":7,"step":120}])");
+  status.annotation(2, "changes", "[not json");
+  const auto s = status.snapshot();
+  REQUIRE(s.changes.size() == 3);
+  CHECK(s.changes[0].epoch == 0);
+  CHECK(s.changes[0].step == 40);
+  CHECK(s.changes[0].change == "set topology.staleness=-1");
+  CHECK(s.changes[0].by == "troupe ctl");
+  CHECK(s.changes[1].change == "checkpoint");
+  CHECK(s.changes[2].epoch == 1);
+  CHECK(s.changes[2].step == 80);
+  CHECK(s.changes[2].by == "--replay-changes");
+}
+
 TEST_CASE("run_status: warnings are counted by kind, the end says how the run ended") {
   run_status status{{}, 2};
   status.warning({0, "near_chance", "accuracy 0.10 after epoch 0"});

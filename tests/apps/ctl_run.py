@@ -60,11 +60,12 @@ MIN_ACCURACY = 0.8
 TOP = {"schema": int, "state": str, "failure": (str, None), "time": NUMBER, "started": NUMBER,
        "run": dict, "epochs": int, "position": dict, "current": dict, "plan": dict, "ranks": list,
        "nodes": list, "history": list, "curve": list, "warnings": list, "faults": list,
-       "nodes_lost": int}
+       "changes": list, "nodes_lost": int}
 POSITION = {"epoch": int, "batch": int, "batches": int, "step": int}
 CURRENT = {"loss": NUMBER + (None,), "accuracy": NUMBER, "learning_rate": NUMBER, "samples_per_s": NUMBER}
 NODE = {"name": str, "role": str, "host": str, "state": str, "adopted_by": (str, None), "ranks": list,
         "samples_per_s": NUMBER, "rx": int, "tx": int, "bytes": dict, "waited_for_s": NUMBER}
+CHANGE = {"epoch": int, "step": int, "change": str, "by": str}
 RANK = {"rank": int, "node": (str, None), "epoch": int, "batch": int, "batches": int, "samples": int,
         "samples_total": int, "samples_per_s": NUMBER, "step_s": NUMBER, "wait_s": NUMBER, "seen": NUMBER}
 
@@ -101,6 +102,8 @@ def check_schema(doc):
         check_fields(f"status.nodes[{i}]", node, NODE)
     for i, rank in enumerate(doc["ranks"]):
         check_fields(f"status.ranks[{i}]", rank, RANK)
+    for i, change in enumerate(doc["changes"]):
+        check_fields(f"status.changes[{i}]", change, CHANGE)
 
 
 def ctl(cluster, args, secret=SECRET, timeout=60):
@@ -215,6 +218,21 @@ def made_changes(cluster, log):
                        r"((?:optimizer|topology)\.\w+=-?[\d.e-]+) from now on in every server's shards", log)]
 
 
+def status_lists_change(cluster, at, epoch, step, change):
+    """`ctl status --json` lists `change`, made after `epoch`'s training from `step` on, and
+    `ctl status` writes it."""
+    run = ctl(cluster, ["--scheduler", at, "status", "--json"])
+    expect(cluster, run, 0, "out", r"^\{", "ctl status --json")
+    doc = json.loads(run.stdout)
+    check_schema(doc)
+    listed = [(c["epoch"], c["step"], c["change"], c["by"]) for c in doc["changes"]]
+    if (epoch, step, change, "troupe ctl") not in listed:
+        cluster.fail(f"ctl status --json lists the changes {listed}, without {change} at step {step}")
+    run = ctl(cluster, ["--scheduler", at, "status"])
+    expect(cluster, run, 0, "out", rf"changes:\n(  .*\n)*  {re.escape(change)} from step {step} \(after epoch "
+           rf"{epoch}'s training; troupe ctl\)", "ctl status")
+
+
 def two_changes(cluster, at, epoch, first, second):
     """`ctl set` of `first` once training has begun and, once the scheduler made it, of `second` in a
     later epoch (EPOCH at the earliest), each (what ctl is given, the words it is made as); waits for
@@ -222,7 +240,8 @@ def two_changes(cluster, at, epoch, first, second):
     for i, (asked, words) in enumerate((first, second)):
         if i == 1:
             cluster.wait_for_text("scheduler", "err", re.escape(first[1]) + " from now on")
-            after = made_changes(cluster, cluster.text("scheduler", "err"))[0][0]
+            after, step, _ = made_changes(cluster, cluster.text("scheduler", "err"))[0]
+            status_lists_change(cluster, at, after, step, "set " + first[1])
             cluster.wait_for_text("scheduler", "out", rf"Epoch\[{max(after + 1, int(epoch))}\] Batch")
         run = ctl(cluster, ["--scheduler", at, "set", asked])
         expect(cluster, run, 0, "out", re.escape(words) + " from the first step after (this|the next) epoch's training",

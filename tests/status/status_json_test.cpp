@@ -19,7 +19,7 @@ TEST_CASE("status_json: the top-level fields and their types") {
   CHECK(doc.at("schema") == status_schema_version);
   for (const char* key :
        {"state", "time", "started", "run", "epochs", "position", "current", "plan", "ranks",
-        "nodes", "history", "curve", "warnings", "faults", "nodes_lost"})
+        "nodes", "history", "curve", "warnings", "faults", "changes", "nodes_lost"})
     CHECK(doc.contains(key));
   CHECK(doc.at("failure").is_null());
   CHECK(doc.at("run").at("network") == "lenet");
@@ -27,8 +27,23 @@ TEST_CASE("status_json: the top-level fields and their types") {
     CHECK(doc.at("position").at(key).is_number_integer());
   for (const char* key : {"loss", "accuracy", "learning_rate", "samples_per_s"})
     CHECK(doc.at("current").at(key).is_number());
-  for (const char* key : {"ranks", "nodes", "history", "curve", "warnings", "faults"})
+  for (const char* key : {"ranks", "nodes", "history", "curve", "warnings", "faults", "changes"})
     CHECK(doc.at(key).is_array());
+}
+
+TEST_CASE("status_json: each change made while training, with its epoch, step and asker") {
+  status_snapshot s;
+  s.changes.push_back({1, 938, "set topology.staleness=-1", "troupe ctl"});
+  s.changes.push_back({2, 1407, "stop", "--replay-changes"});
+  const auto doc = json::parse(status_json(s));
+  const auto& changes = doc.at("changes");
+  REQUIRE(changes.size() == 2);
+  CHECK(
+    changes[0]
+    == json{
+      {"epoch", 1}, {"step", 938}, {"change", "set topology.staleness=-1"}, {"by", "troupe ctl"}});
+  CHECK(changes[1].at("change") == "stop");
+  CHECK(changes[1].at("by") == "--replay-changes");
 }
 
 TEST_CASE("status_json: ranks carry their node, nodes their ranks and speed") {

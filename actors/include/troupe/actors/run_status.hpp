@@ -92,6 +92,15 @@ struct status_event {
   std::string message;
 };
 
+/// A change made while the run trained (troupe ctl set, checkpoint, stop; or replayed), as the
+/// scheduler recorded it in the epoch's metrics line.
+struct status_change {
+  std::int64_t epoch = -1; ///< the epoch whose gate made it
+  std::int64_t step = 0;   ///< the first step it counts for
+  std::string change;      ///< "set topology.staleness=-1", "checkpoint", "stop"
+  std::string by;          ///< "troupe ctl", "--replay-changes"
+};
+
 struct status_snapshot {
   std::string state = "starting"; ///< starting, training, validating, finished, failed, stopped
   std::string failure;            ///< why, when it failed
@@ -106,6 +115,7 @@ struct status_snapshot {
   std::vector<epoch_figures> history;
   std::vector<step_point> curve;
   std::vector<status_event> warnings, faults;
+  std::vector<status_change> changes;                 ///< in the order they were made
   std::map<std::string, std::int64_t> warning_counts; ///< by kind
   std::int64_t nodes_lost = 0;                        ///< losses the run has gone on after
 };
@@ -118,8 +128,9 @@ public:
   void set_plan(status_plan plan);
   void batch(const batch_report& r);
   void phase(const phase_report& r);
-  /// A host's annotation of an epoch's line (metrics_actor.hpp): `traffic` and `waited_for`
-  /// are read; other keys are not shown. A value that is not the JSON it should be is ignored.
+  /// A host's annotation of an epoch's line (metrics_actor.hpp): `traffic`, `waited_for` and
+  /// `changes` are read; other keys are not shown. A value that is not the JSON it should be is
+  /// ignored, and so is a change without its words or step.
   void annotation(std::int64_t epoch, const std::string& key, const std::string& json);
   void warning(const run_warning& w);
   /// A record of a cluster's scheduler (node_events): member events change its nodes.
@@ -136,6 +147,7 @@ private:
   rank_figures& rank_of(int rank);
   node_figures* node_named(const std::string& name);
   void add_point(const batch_report& r);
+  void changes(std::int64_t epoch, const std::string& json);
 
   mutable std::mutex mutex_;
   status_snapshot s_;

@@ -345,8 +345,13 @@ caf::result<weight_set> on_push(aggregator_pointer self, gradient_push& push) {
 // The weights before step `step` (-1: the earliest step some group has not forwarded yet):
 // downstream's current ones, each group's replaced by the answer before its latest where it
 // has forwarded `step` already. Groups are at most one step apart in a synchronous topology
-// (each forward waits for every source), so one step back is all that is kept.
+// (each forward waits for every source), so one step back is all that is kept. An aggregator
+// that has forwarded nothing (a lost machine's, spawned again by its adopter, or at step 0)
+// knows nothing of where the run is: downstream does, for this aggregator as its source.
 caf::result<weight_set> rewind(aggregator_pointer self, std::int64_t step, deadline due) {
+  if (self->state.groups.empty())
+    return self->delegate(self->state.downstream, rewind_atom::value, step,
+                          std::int32_t{self->state.options.position}, due);
   auto promise = self->make_response_promise<weight_set>();
   self->request(self->state.downstream, due.left(), pull_atom::value, due)
     .then(

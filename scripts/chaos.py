@@ -115,7 +115,7 @@ def features(troupe):
         found.add("max-restarts")
     if re.search(r"on-worker-loss[^\n]*\n[^\n]*adopt", node):
         found.add("adopt")
-    if re.search(r"on-worker-loss[^\n]*\n[^\n]*adopt[^\n]*\n?[^\n]*ssp and async", node):
+    if re.search(r"on-worker-loss[^\n]*\n[^\n]*adopt[^\n]*\n?[^\n]*every topology", node):
         found.add("adopt-async")
     if "--scheduler-timeout" in node:
         found.add("scheduler-restart")

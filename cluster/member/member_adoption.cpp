@@ -17,8 +17,8 @@ namespace troupe {
 namespace {
 
 // Why this worker cannot adopt plan node `node` ("" if it can): a worker node of the plan,
-// not its own or one adopted already, holding loaders and computes only (a machine's
-// aggregators, hierarchical or local_sync, are not adopted yet).
+// not its own or one adopted already, holding loaders, computes and its machine's aggregators
+// (hierarchical, local_sync) only.
 std::string adoption_refused(const member_state& st, std::uint32_t node) {
   if (st.options->role != node_kind::worker || !st.phase.is<member_phases::running>() || !st.job)
     return "this node is no running worker";
@@ -31,10 +31,9 @@ std::string adoption_refused(const member_state& st, std::uint32_t node) {
   for (auto i : st.plan.actors_on(node)) {
     const auto role = st.plan.actors[i].role;
     if (role != plan_role::loader && role != plan_role::validation_loader
-        && role != plan_role::compute)
+        && role != plan_role::compute && role != plan_role::machine_aggregator)
       return st.plan.nodes[node].name + " holds " + st.plan.actors[i].name
-             + ", which a worker does not adopt (only loaders and computes: on_worker_loss = adopt "
-               "covers bsp, ssp and async)";
+             + ", which a worker does not adopt (only loaders, computes and machine aggregators)";
   }
   return "";
 }
@@ -69,9 +68,13 @@ void on_adopt(member_actor self, const adopt_message& a) {
     st.serving->set<remote_interface::compute_driver>(static_cast<std::uint32_t>(rank), compute);
     computes += (computes.empty() ? "compute_" : ", compute_") + std::to_string(rank);
   }
+  bool summed_here = false; // a machine's aggregators (hierarchical, local_sync) came along
+  for (auto i : st.plan.actors_on(lost))
+    summed_here = summed_here || st.plan.actors[i].role == plan_role::machine_aggregator;
   log_node_line(*st.options, st.label + ": adopted " + st.plan.nodes[a.node].name + " (" + computes
-                               + ", with their loaders) at " + clock_time_now()
-                               + "; they recompute from the step in flight");
+                               + ", with their loaders"
+                               + (summed_here ? " and their machine's aggregators" : "") + ") at "
+                               + clock_time_now() + "; they recompute from the step in flight");
   record_event(st.options->events, "adopted",
                {{{"lost_node", a.node}}, {{"lost", st.plan.nodes[a.node].name}}});
   caf::anon_send(st.to_scheduler, ready_atom::value,

@@ -154,9 +154,9 @@ std::string unadoptable(const placement_plan& plan, const std::vector<int>& node
     for (auto a : plan.actors_on(node)) {
       const auto role = plan.actors[a].role;
       if (role != plan_role::loader && role != plan_role::validation_loader
-          && role != plan_role::compute)
+          && role != plan_role::compute && role != plan_role::machine_aggregator)
         return plan.nodes.at(static_cast<std::size_t>(node)).name + " holds " + plan.actors[a].name
-               + ", which no worker adopts (on_worker_loss = adopt covers bsp, ssp and async)";
+               + ", which no worker adopts (only loaders, computes and machine aggregators)";
     }
   return "";
 }

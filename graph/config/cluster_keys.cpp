@@ -121,11 +121,12 @@ std::vector<config_key> cluster_keys() {
         "`adopt` in bsp (one aggregation level summing every compute's push), else `stop`")
       .help_is(
         "stop, continue without a lost worker process (async and ssp only), or adopt its "
-        "computes on another worker process (bsp, ssp and async)",
+        "computes on another worker process (every topology)",
         "`stop`: the scheduler names the node and every process exits non-zero; `adopt`: a "
-        "surviving worker process recomputes the step in flight, so in bsp the final weights "
-        "are those of a run that lost nothing, and in ssp and async each adopted compute "
-        "goes on from its rank's step at the shards (docs/operations.md, \"A lost "
+        "surviving worker process recomputes the step in flight (with the machine's aggregators "
+        "in hierarchical and local_sync), so in bsp and hierarchical the final weights are "
+        "those of a run that lost nothing, and in ssp, async and local_sync each adopted "
+        "compute goes on from its step at the shards (docs/operations.md, \"A lost "
         "worker\"); "
         "`continue`: only where computes push straight to the shards, as in async and ssp; "
         "its computes get no more work, its part of the data goes unused, ssp's shards stop "

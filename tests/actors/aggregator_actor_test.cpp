@@ -267,6 +267,29 @@ TEST_CASE("aggregator rewinds to the weights before the step in flight") {
   f.self->send_exit(agg, caf::exit_reason::user_shutdown);
 }
 
+// A machine's aggregator spawned again by the worker that adopted the lost machine has summed
+// nothing: its rewind is downstream's answer for it as a source, here a shard the machines push
+// straight to (local_sync), where this machine (source 1) had pushed steps 0 and 1 whole.
+TEST_CASE("aggregator that has summed nothing asks downstream where it stands") {
+  fixture f;
+  for (std::int64_t step : {0, 1})
+    for (std::size_t key : {0, 1})
+      answer(
+        f.self, f.shard,
+        push_of(1, step, {key},
+                {key == 0 ? tensor::from_values({2}, {1, 1}) : tensor::from_values({1}, {1})}));
+  answer(f.self, f.shard, push_of(0, 0, {0}, {tensor::from_values({2}, {1, 1})})); // source 0
+  auto agg = spawn_aggregator(f.sys, f.shard, aggregator_options{2, 0, true, 1, true});
+  auto rewound = answer(f.self, agg,
+                        caf::make_message(rewind_atom::value, std::int64_t{-1}, std::int32_t{0},
+                                          deadline::after(std::chrono::seconds(10))));
+  CHECK(rewound.before_step == 2); // source 1's, not the asker's source 0 (at 0 there)
+  REQUIRE(rewound.keys.size() == 2);
+  CHECK(rewound.weights[0].data()[0] == -3.0f); // the shard's current weights: 3 updates of key 0
+  CHECK(rewound.weights[1].data()[0] == -2.0f);
+  f.self->send_exit(agg, caf::exit_reason::user_shutdown);
+}
+
 // Without keep_previous (every run but on_worker_loss = adopt) no weights are kept one step
 // back: a rewind that needs them is refused, saying why; once every group summed the step, the
 // weights before the next are downstream's own and are given.

@@ -11,8 +11,9 @@ Each trial draws, from random.Random("S:K") (so `--seed S --trial K` replays tri
            or by one `troupe launch` (a node's pid and exit status from launch's records,
            launch.jsonl), or async with
            on_worker_loss = continue; bsp-backups (--shard-backups 1), bsp-adopt (on_worker_loss =
-           adopt), async-adopt (the async job with adopt: it finishes, its weights unchecked as
-           it is not deterministic) and bsp-spare (adopt, under launch --spares 1), taken only when the binary
+           adopt), async-adopt and local_sync-adopt (the job in those topologies with adopt: it
+           finishes, its weights unchecked as they are not deterministic), hierarchical-adopt (a
+           machine per worker process: it finishes with the one-process digest) and bsp-spare (adopt, under launch --spares 1), taken only when the binary
            supports them (found from `troupe node --help` / `troupe launch --help`). Jobs that save every epoch under
            launch with --max-restarts 1 (bsp-restarts, run by scripts/chaos_restarts.py: read
            its docstring) or 0 (bsp-no-restarts: a loss stops them as without checkpoints)
@@ -116,7 +117,7 @@ def features(troupe):
     if re.search(r"on-worker-loss[^\n]*\n[^\n]*adopt", node):
         found.add("adopt")
     if re.search(r"on-worker-loss[^\n]*\n[^\n]*adopt[^\n]*\n?[^\n]*every topology", node):
-        found.add("adopt-async")
+        found.add("adopt-any")
     if "--scheduler-timeout" in node:
         found.add("scheduler-restart")
     try:  # checkpoints: launch refuses them, before starting anything, while they are not supported
@@ -147,8 +148,12 @@ VARIANTS = {
                          deterministic=True, backups=True),
     "bsp-adopt": dict(config="chaos_bsp.troupe", flags=["--on-worker-loss", "adopt"], needs={"adopt"},
                       deterministic=True),
-    "async-adopt": dict(config="chaos_async.troupe", flags=["--on-worker-loss", "adopt"], needs={"adopt-async"},
+    "async-adopt": dict(config="chaos_async.troupe", flags=["--on-worker-loss", "adopt"], needs={"adopt-any"},
                         deterministic=False),
+    "hierarchical-adopt": dict(config="chaos_hierarchical.troupe", flags=["--on-worker-loss", "adopt"],
+                               needs={"adopt-any"}, deterministic=True),
+    "local_sync-adopt": dict(config="chaos_local_sync.troupe", flags=["--on-worker-loss", "adopt"],
+                             needs={"adopt-any"}, deterministic=False),
     "bsp-spare": dict(config="chaos_bsp.troupe", flags=["--on-worker-loss", "adopt"], needs={"spares", "adopt"},
                       deterministic=True, starter="launch", launch_flags=["--spares", "1"]),
     # Jobs that save every epoch under the trial's folder (`saves`): with one restart, run by
@@ -159,6 +164,8 @@ VARIANTS = {
                             needs={"max-restarts", "checkpoints"}, deterministic=True, starter="launch",
                             launch_flags=["--max-restarts", "0"], saves=True),
 }
+# The variants where a lost worker's nodes are adopted.
+ADOPTING = ("bsp-adopt", "bsp-spare", "async-adopt", "hierarchical-adopt", "local_sync-adopt")
 # Variant names scripts may still give: bsp-replicas is bsp-backups under the old word.
 OLD_VARIANT_NAMES = {"bsp-replicas": "bsp-backups"}
 
@@ -221,7 +228,7 @@ EXPECT = [
     # (a server lost first, the victim during or right after the promotion: a second loss)
     ("a loss during a promotion stops the run", lambda t: t["moment"] == "promotion", "stops"),
     ("a lost worker is adopted once training", lambda t: role_of(t["victim"]) == "worker"
-     and t["variant"] in ("bsp-adopt", "bsp-spare", "async-adopt") and t["moment"] in TRAINING, "finishes"),
+     and t["variant"] in ADOPTING and t["moment"] in TRAINING, "finishes"),
     ("a lost server's shards are promoted once training", lambda t: role_of(t["victim"]) == "server"
      and t["variant"] == "bsp-backups" and t["moment"] in TRAINING, "finishes"),
     ("async goes on without a lost worker once training",

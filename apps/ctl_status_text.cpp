@@ -57,11 +57,8 @@ std::string node_line(const json& n) {
   return line;
 }
 
-// The changes made while it trained, each with the step it counts from (none in a document
-// written before the run could change: nothing then).
+// The changes made while it trained, each with the step it counts from.
 std::string changes_text(const json& d) {
-  if (!d.contains("changes"))
-    return "";
   const auto& changes = d.at("changes");
   std::string text = std::string("changes:") + (changes.empty() ? " none" : "") + "\n";
   for (const auto& c : changes)

@@ -13,7 +13,8 @@ Each trial draws, from random.Random("S:K") (so `--seed S --trial K` replays tri
            on_worker_loss = continue; bsp-backups (--shard-backups 1), bsp-adopt (on_worker_loss =
            adopt), async-adopt and local_sync-adopt (the job in those topologies with adopt: it
            finishes, its weights unchecked as they are not deterministic), hierarchical-adopt (a
-           machine per worker process: it finishes with the one-process digest) and bsp-spare (adopt, under launch --spares 1), taken only when the binary
+           machine per worker process: it finishes with the one-process digest) and bsp-spare
+           (adopt, under launch --spares 1), taken only when the binary
            supports them (found from `troupe node --help` / `troupe launch --help`). Jobs that save every epoch under
            launch with --max-restarts 1 (bsp-restarts, run by scripts/chaos_restarts.py: read
            its docstring) or 0 (bsp-no-restarts: a loss stops them as without checkpoints)

@@ -9,6 +9,7 @@
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/node_part.hpp>
 
+#include "cluster/member/member_placement.hpp"
 #include "cluster/member/member_state.hpp"
 #include "cluster/node_common.hpp"
 
@@ -28,14 +29,7 @@ std::string adoption_refused(const member_state& st, std::uint32_t node) {
       || std::find(st.adopted_nodes.begin(), st.adopted_nodes.end(), static_cast<int>(node))
            != st.adopted_nodes.end())
     return st.plan.nodes[node].name + " runs here already";
-  for (auto i : st.plan.actors_on(node)) {
-    const auto role = st.plan.actors[i].role;
-    if (role != plan_role::loader && role != plan_role::validation_loader
-        && role != plan_role::compute && role != plan_role::machine_aggregator)
-      return st.plan.nodes[node].name + " holds " + st.plan.actors[i].name
-             + ", which a worker does not adopt (only loaders, computes and machine aggregators)";
-  }
-  return "";
+  return unadoptable_node(st.plan, static_cast<int>(node));
 }
 
 } // namespace

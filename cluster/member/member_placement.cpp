@@ -33,6 +33,17 @@ std::size_t computes_on(const placement_plan& plan, std::uint32_t node) {
   return n;
 }
 
+std::string unadoptable_node(const placement_plan& plan, int node) {
+  for (auto a : plan.actors_on(node)) {
+    const auto role = plan.actors[a].role;
+    if (role != plan_role::loader && role != plan_role::validation_loader
+        && role != plan_role::compute && role != plan_role::machine_aggregator)
+      return plan.nodes.at(static_cast<std::size_t>(node)).name + " holds " + plan.actors[a].name
+             + ", which no worker adopts (only loaders, computes and machine aggregators)";
+  }
+  return "";
+}
+
 std::vector<std::vector<int>> slot_cpus(int slot, int threads, std::size_t computes,
                                         unsigned host_cpus) {
   std::vector<std::vector<int>> cpus;

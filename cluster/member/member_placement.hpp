@@ -31,6 +31,10 @@ double backward_seconds(const member_options& options);
 /// The computes the plan puts on node `node`.
 std::size_t computes_on(const placement_plan& plan, std::uint32_t node);
 
+/// Why no worker can adopt worker node `node` ("" if one can): it holds an actor other than
+/// loaders, computes and its machine's aggregators (hierarchical, local_sync), named here.
+std::string unadoptable_node(const placement_plan& plan, int node);
+
 /// The CPUs of a worker's computes where it holds place `slot` among the worker processes
 /// sharing a host of `host_cpus` CPUs, each compute `threads` of them: slot s takes CPUs from
 /// s x computes x threads on. Empty (nothing bound) without a slot (-1), or where the host has

@@ -151,13 +151,8 @@ std::vector<int> nodes_run_by(const member_entry& m) {
 
 std::string unadoptable(const placement_plan& plan, const std::vector<int>& nodes) {
   for (auto node : nodes)
-    for (auto a : plan.actors_on(node)) {
-      const auto role = plan.actors[a].role;
-      if (role != plan_role::loader && role != plan_role::validation_loader
-          && role != plan_role::compute && role != plan_role::machine_aggregator)
-        return plan.nodes.at(static_cast<std::size_t>(node)).name + " holds " + plan.actors[a].name
-               + ", which no worker adopts (only loaders, computes and machine aggregators)";
-    }
+    if (auto why = unadoptable_node(plan, node); !why.empty())
+      return why;
   return "";
 }
 

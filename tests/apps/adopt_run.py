@@ -6,7 +6,7 @@ usage: adopt_run.py TROUPE CONFIG SERVERS WORKERS KILL_EPOCH [--spares K] [--tim
                     [--accuracy-within POINTS] [troupe flags...]
 
 With --spares K (given to troupe launch) the spare must be the one that takes the place.
-With --accuracy-within POINTS (a run that is not deterministic: async, ssp) the final validation
+With --accuracy-within POINTS (a run that is not deterministic: async, ssp, local_sync) the final validation
 accuracy, in percentage points, must be within POINTS of the same launch without a kill, rather
 than the weights equal to one process's.
 With --timeline (given to troupe launch, as FILE in the work folder) the merged timeline must

@@ -99,3 +99,32 @@ TEST_CASE("a paced channel orders its pushes only with priority and several work
   channel.pacing_bytes_per_second = 0; // unpaced: as they come
   CHECK(push_order_of(two, channel, 0.1, server(two)).sequence.empty());
 }
+
+TEST_CASE("a worker node with loaders, computes and its machine's aggregators can be adopted, "
+          "a node with others cannot, naming one",
+          "[cluster][placement]") {
+  const auto bsp = cluster_plan(1, 2);
+  auto job = test::synthetic_job("mlp", 64);
+  job.shards = 1;
+  job.topology.workers = 4;
+  job.topology.machines = 2;
+  job.topology.levels = {aggregation_level{aggregation_scope::machine},
+                         aggregation_level{aggregation_scope::all}};
+  job.nodes.servers = 1;
+  job.nodes.workers = 2;
+  const auto hierarchical = plan_placement(job, test::small_facts);
+  for (const auto* plan : {&bsp, &hierarchical})
+    for (std::size_t n = 0; n < plan->nodes.size(); ++n) {
+      INFO(plan->nodes[n].name);
+      const auto why = unadoptable_node(*plan, static_cast<int>(n));
+      if (plan->nodes[n].kind == node_kind::worker) {
+        CHECK(why.empty());
+      } else if (plan->nodes[n].kind == node_kind::server) {
+        CHECK_THAT(why, Catch::StartsWith(plan->nodes[n].name + " holds ")
+                          && Catch::EndsWith(", which no worker adopts (only loaders, computes "
+                                             "and machine aggregators)"));
+      }
+    }
+  const auto on_workers = hierarchical.actors_of(plan_role::machine_aggregator);
+  REQUIRE(on_workers.size() == 2); // one per machine, each on a worker node (one shard)
+}

@@ -4,6 +4,7 @@
 // actually handed out, so a wiring that strays from the plan shows.
 #include <troupe/actors/node_part.hpp>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -87,7 +88,16 @@ struct part_builder {
     part.spawned.emplace_back(as_spawned(a), entry.name);
     wired.actor(a.address(), entry);
   }
-  bool here(std::size_t i) const { return options.node < 0 || plan.actors[i].node == options.node; }
+  bool here(std::size_t i) const {
+    const auto& a = plan.actors[i];
+    if (options.node >= 0 && a.node != options.node)
+      return false;
+    if (options.ranks.empty())
+      return true;
+    if (a.role == plan_role::loader || a.role == plan_role::compute)
+      return std::find(options.ranks.begin(), options.ranks.end(), a.rank) != options.ranks.end();
+    return a.role == plan_role::validation_loader;
+  }
 
   loader_actor loader_of(std::size_t compute, route_carries carries) const {
     for (auto r : plan.routes_to(compute))
@@ -343,6 +353,26 @@ void node_part::shut_down() {
   spawned.clear();
 }
 
+void node_part::shut_down_named(const std::vector<std::string>& names) {
+  auto named = [&](const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  std::vector<caf::actor> leaving;
+  for (const auto& [a, name] : spawned)
+    if (named(name))
+      leaving.push_back(a);
+  spawned.erase(std::remove_if(spawned.begin(), spawned.end(),
+                               [&](const auto& entry) { return named(entry.second); }),
+                spawned.end());
+  computes.erase(std::remove_if(computes.begin(), computes.end(),
+                                [&](const auto& c) {
+                                  return named("compute_" + std::to_string(c.first));
+                                }),
+                 computes.end());
+  for (auto& a : leaving)
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+}
+
 model_spec model_of(const training_job& job, const data_facts& facts) {
   auto spec = job.model;
   spec.sample_shape = facts.sample_shape;
@@ -399,6 +429,15 @@ metrics_options metrics_options_of(const training_job& job, const session_output
 void spawn_node_part(caf::actor_system& system, const training_job& job, const placement_plan& plan,
                      const model_spec& spec, const std::vector<tensor>& initial,
                      const node_data& data, const node_part_options& options, node_part& part) {
+  if (!options.ranks.empty()) {
+    if (options.node < 0)
+      throw std::invalid_argument("node part: ranks apart from their node need that node");
+    for (auto i : plan.actors_on(options.node))
+      if (plan.actors[i].role == plan_role::machine_aggregator)
+        throw std::invalid_argument("node part: " + plan.nodes.at(options.node).name
+                                    + " holds its machine's aggregators, which sum its ranks in "
+                                      "process: its ranks do not run apart");
+  }
   part_builder b{system, job, plan, spec, data, options, part, {}, {}, {}};
   b.wired.report().plan_hash = plan.hash;
   b.loaders.resize(plan.actors.size());

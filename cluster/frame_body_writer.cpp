@@ -32,6 +32,15 @@ void set_keys(capnp::List<std::uint32_t>::Builder out, const std::vector<std::si
   }
 }
 
+void write_ranks(capnp::List<std::uint32_t>::Builder out, const std::vector<std::uint32_t>& ranks) {
+  if (ranks.size() > assignment_message::max_ranks)
+    throw std::invalid_argument("frame: " + std::to_string(ranks.size())
+                                + " ranks to move, at most "
+                                + std::to_string(assignment_message::max_ranks) + " travel");
+  for (unsigned i = 0; i < ranks.size(); ++i)
+    out.set(i, ranks[i]);
+}
+
 void set_values(capnp::MessageBuilder& builder, capnp::List<capnp::Data>::Builder out,
                 const std::vector<tensor>& values) {
   for (unsigned i = 0; i < values.size(); ++i) {
@@ -321,6 +330,7 @@ struct body_writer {
     clock.setJoinSent(m.clock.join_sent);
     clock.setJoinReceived(m.clock.join_received);
     clock.setSent(m.clock.sent);
+    write_ranks(out.initRanks(static_cast<unsigned>(m.ranks.size())), m.ranks);
   }
   void operator()(const ready_message& m) {
     auto out = body.initReady();
@@ -392,7 +402,11 @@ struct body_writer {
     out.setBytes(m.bytes);
     out.setChecksum(m.checksum);
   }
-  void operator()(const adopt_message& m) { body.initAdopt().setNode(m.node); }
+  void operator()(const adopt_message& m) {
+    auto out = body.initAdopt();
+    out.setNode(m.node);
+    write_ranks(out.initRanks(static_cast<unsigned>(m.ranks.size())), m.ranks);
+  }
   void operator()(const replicate_message& m) {
     put_push(body.initReplicate(), m.request, m.shard, m.push, m.remaining_ms);
   }
@@ -416,7 +430,11 @@ struct body_writer {
     out.setGranted(m.granted);
     out.setReason(m.reason);
   }
-  void operator()(const cede_message& m) { body.initCede().setNode(m.node); }
+  void operator()(const cede_message& m) {
+    auto out = body.initCede();
+    out.setNode(m.node);
+    write_ranks(out.initRanks(static_cast<unsigned>(m.ranks.size())), m.ranks);
+  }
   void operator()(const command_message& m) {
     check_text(m.verb, command_message::max_word_bytes, "a command's verb");
     if (m.args.size() > command_message::max_args)

@@ -276,7 +276,7 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload,
   case wire::Frame::Body::CHECKPOINT_DONE:
     return read_checkpoint_done(body.getCheckpointDone());
   case wire::Frame::Body::ADOPT:
-    return adopt_message{body.getAdopt().getNode()};
+    return adopt_message{body.getAdopt().getNode(), read_ranks(body.getAdopt().getRanks(), "adopt")};
   case wire::Frame::Body::REPLICATE: {
     auto m = read_push(payload, unpack_into, keys, body.getReplicate());
     return replicate_message{std::move(m)};
@@ -293,7 +293,7 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload,
       body.getRelease().getGranted(),
       text_of(body.getRelease().getReason(), failure_message::max_text_bytes, "release.reason")};
   case wire::Frame::Body::CEDE:
-    return cede_message{body.getCede().getNode()};
+    return cede_message{body.getCede().getNode(), read_ranks(body.getCede().getRanks(), "cede")};
   case wire::Frame::Body::COMMAND:
     return read_command(body.getCommand());
   case wire::Frame::Body::COMMAND_RESULT:

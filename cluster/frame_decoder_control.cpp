@@ -51,6 +51,7 @@ assignment_message read_assignment(wire::Assignment::Reader in) {
   m.clock = {clock.getJoinSent(), clock.getJoinReceived(), clock.getSent()};
   require(m.clock.join_sent >= 0 && m.clock.join_received >= 0 && m.clock.sent >= 0,
           "assignment.clock has a negative stamp");
+  m.ranks = read_ranks(in.getRanks(), "assignment");
   return m;
 }
 

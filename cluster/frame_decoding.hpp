@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <troupe/cluster/wire_messages.hpp>
 
@@ -52,6 +53,23 @@ inline void require(bool holds, const std::string& what) {
 
 inline bool finite_non_negative(double x) {
   return std::isfinite(x) && x >= 0;
+}
+
+/// The ranks an assignment, adopt or cede names: at most max_ranks, each once, ascending.
+inline std::vector<std::uint32_t> read_ranks(capnp::List<std::uint32_t>::Reader in,
+                                             const char* what) {
+  require(in.size() <= assignment_message::max_ranks,
+          std::string(what) + ".ranks lists " + std::to_string(in.size()) + " ranks, at most "
+            + std::to_string(assignment_message::max_ranks) + " are accepted");
+  std::vector<std::uint32_t> ranks;
+  for (auto r : in)
+    ranks.push_back(r);
+  for (std::size_t i = 1; i < ranks.size(); ++i)
+    require(ranks[i - 1] < ranks[i], std::string(what) + ".ranks lists rank "
+                                       + std::to_string(ranks[i]) + " after "
+                                       + std::to_string(ranks[i - 1])
+                                       + ": each rank once, in ascending order");
+  return ranks;
 }
 
 /// The role, error code and time left a frame names, each checked.

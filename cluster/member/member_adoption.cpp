@@ -15,20 +15,42 @@
 
 namespace troupe {
 
+std::vector<int> ranks_here(const member_state& st, int node) {
+  std::vector<int> ranks;
+  auto add = [&](const node_part& part) {
+    for (const auto& [rank, compute] : part.computes)
+      ranks.push_back(rank);
+  };
+  if (node == st.part_node)
+    add(st.part);
+  auto part = st.adopted.begin();
+  for (auto n : st.adopted_nodes) {
+    if (n == node)
+      add(*part);
+    ++part;
+  }
+  return ranks;
+}
+
 namespace {
 
-// Why this worker cannot adopt plan node `node` ("" if it can): a worker node of the plan,
-// not its own or one adopted already, holding loaders, computes and its machine's aggregators
-// (hierarchical, local_sync) only.
-std::string adoption_refused(const member_state& st, std::uint32_t node) {
+// Why this worker cannot adopt `ranks` of plan node `node` (empty: all of them; "" if it can):
+// a worker node of the plan, none of those ranks running here already, holding loaders,
+// computes and its machine's aggregators (hierarchical, local_sync) only, split only where no
+// machine's aggregators sum its ranks.
+std::string adoption_refused(const member_state& st, std::uint32_t node,
+                             const std::vector<int>& ranks) {
   if (st.options->role != node_kind::worker || !st.phase.is<member_phases::running>() || !st.job)
     return "this node is no running worker";
   if (node >= st.plan.nodes.size() || st.plan.nodes[node].kind != node_kind::worker)
     return "plan node " + std::to_string(node) + " is no worker node";
-  if (static_cast<int>(node) == st.part_node
-      || std::find(st.adopted_nodes.begin(), st.adopted_nodes.end(), static_cast<int>(node))
-           != st.adopted_nodes.end())
-    return st.plan.nodes[node].name + " runs here already";
+  if (auto why = split_refusal(st.plan, static_cast<int>(node), ranks); !why.empty())
+    return why;
+  const auto here = ranks_here(st, static_cast<int>(node));
+  for (auto r : ranks.empty() ? ranks_on(st.plan, static_cast<int>(node)) : ranks)
+    if (std::find(here.begin(), here.end(), r) != here.end())
+      return (ranks.empty() ? st.plan.nodes[node].name : "compute_" + std::to_string(r))
+             + " runs here already";
   return unadoptable_node(st.plan, static_cast<int>(node));
 }
 
@@ -38,11 +60,13 @@ std::string adoption_refused(const member_state& st, std::uint32_t node) {
 // on the scheduler channel, and says ready naming that node.
 void on_adopt(member_actor self, const adopt_message& a) {
   auto& st = self->state;
-  if (auto why = adoption_refused(st, a.node); !why.empty())
+  const std::vector<int> ranks(a.ranks.begin(), a.ranks.end());
+  if (auto why = adoption_refused(st, a.node, ranks); !why.empty())
     return fail(self, errc::bad_request, "cannot adopt as the scheduler asked: " + why);
   const auto lost = static_cast<int>(a.node);
   auto options = st.part_options;
   options.node = lost;
+  options.ranks = ranks;
   options.adopted = true;
   options.compute_cpus.clear(); // its computes share this node's CPUs
   options.on_wired = nullptr;
@@ -65,10 +89,15 @@ void on_adopt(member_actor self, const adopt_message& a) {
   bool summed_here = false; // a machine's aggregators (hierarchical, local_sync) came along
   for (auto i : st.plan.actors_on(lost))
     summed_here = summed_here || st.plan.actors[i].role == plan_role::machine_aggregator;
-  log_node_line(*st.options, st.label + ": adopted " + st.plan.nodes[a.node].name + " (" + computes
-                               + ", with their loaders"
-                               + (summed_here ? " and their machine's aggregators" : "") + ") at "
-                               + clock_time_now() + "; they recompute from the step in flight");
+  const auto& name = st.plan.nodes[a.node].name;
+  log_node_line(*st.options, st.label + ": adopted "
+                               + (ranks.empty() ? name + " (" + computes + ", "
+                                                : computes + " of " + name + " (")
+                               + "with their loaders"
+                               + (summed_here && ranks.empty() ? " and their machine's aggregators"
+                                                               : "")
+                               + ") at " + clock_time_now()
+                               + "; they recompute from the step in flight");
   record_event(st.options->events, "adopted",
                {{{"lost_node", a.node}}, {{"lost", st.plan.nodes[a.node].name}}});
   caf::anon_send(st.to_scheduler, ready_atom::value,

@@ -121,7 +121,14 @@ training_job place_of(member_actor self, const assignment_message& a) {
       || (options.role == node_kind::server) != (st.plan.nodes[a.node].kind == node_kind::server))
     throw std::invalid_argument("the scheduler assigned node " + std::to_string(a.node)
                                 + ", which is no " + to_string(options.role) + " of the plan");
-  st.label = st.plan.nodes[a.node].name;
+  const std::vector<int> ranks(a.ranks.begin(), a.ranks.end());
+  if (!ranks.empty() && !a.adopt)
+    throw std::invalid_argument("the scheduler assigned ranks of " + st.plan.nodes[a.node].name
+                                + " apart from it outside a move");
+  if (auto why = split_refusal(st.plan, static_cast<int>(a.node), ranks); !why.empty())
+    throw std::invalid_argument("the scheduler assigned " + rank_names(ranks) + " apart: " + why);
+  // Ranks taken apart from their node run under a name of their own: the node runs elsewhere.
+  st.label = st.plan.nodes[a.node].name + (ranks.empty() ? "" : "/" + rank_names(ranks));
   if (options.events) { // its rank is known from here on
     options.events->set_rank(static_cast<int>(a.rank));
     options.events->record("assigned", {{{"node", a.node}, {"threads", st.threads}},
@@ -163,7 +170,7 @@ void check_spare(const member_state& st, const assignment_message& a, node_part_
       throw std::invalid_argument(
         "the scheduler handed this node a lost worker's place, and it is no worker");
     part.adopted = true;
-    part.on_rewound = rewound_logger(options, st.plan.nodes[a.node].name, st.plan.steps_per_epoch);
+    part.on_rewound = rewound_logger(options, st.label, st.plan.steps_per_epoch);
   } else if (options.spare) {
     throw std::invalid_argument(
       "the scheduler assigned this spare a place of its own, not a lost worker's");
@@ -178,6 +185,7 @@ node_part_options part_options_of(member_actor self, const assignment_message& a
   const auto& options = *st.options;
   node_part_options part;
   part.node = static_cast<int>(a.node);
+  part.ranks.assign(a.ranks.begin(), a.ranks.end());
   check_spare(st, a, part);
   // Computes report their batches to the scheduler's metrics actor through a proxy; the
   // channel flushes it before it answers a phase (serving_registry::report_path).
@@ -202,7 +210,9 @@ node_part_options part_options_of(member_actor self, const assignment_message& a
   part.compute.detached = detached;
   part.detached_checkpoint_part = detached;
   if (options.threads == 0 && a.threads == 0) // the threads are this node's share of its host
-    part.compute_cpus = slot_cpus(options.host_slot, st.threads, computes_on(st.plan, part.node),
+    part.compute_cpus = slot_cpus(options.host_slot, st.threads,
+                                  part.ranks.empty() ? computes_on(st.plan, part.node)
+                                                     : part.ranks.size(),
                                   std::thread::hardware_concurrency());
   st.bound_cpus = part.compute_cpus.empty()
                     ? ""
@@ -416,10 +426,12 @@ void on_assignment(member_actor self, const assignment_message& a) {
         std::string computes;
         for (const auto& [rank, compute] : st.part.computes)
           computes += (computes.empty() ? "compute_" : ", compute_") + std::to_string(rank);
-        log_node_line(*st.options, st.label + ": adopted " + st.plan.nodes[node].name + " ("
-                                     + computes + ", with their loaders) as a spare at "
-                                     + clock_time_now()
-                                     + "; they recompute from the step in flight");
+        log_node_line(*st.options,
+                      st.label + (a.ranks.empty() ? ": adopted " : ": took ")
+                        + (a.ranks.empty() ? st.plan.nodes[node].name + " (" + computes + ", "
+                                           : computes + " of " + st.plan.nodes[node].name + " (")
+                        + "with their loaders) as a spare at " + clock_time_now()
+                        + "; they recompute from the step in flight");
         record_event(st.options->events, "adopted",
                      {{{"lost_node", node}}, {{"lost", st.plan.nodes[node].name}}});
       }

@@ -18,6 +18,7 @@
 
 #include <caf/all.hpp>
 
+#include "cluster/member/member_placement.hpp"
 #include "cluster/member/member_state.hpp"
 #include "cluster/node_common.hpp"
 
@@ -102,30 +103,74 @@ void leave_run(member_actor self) {
       caf::anon_send_exit(channel, caf::exit_reason::user_shutdown);
 }
 
+namespace {
+
+// The plan names of rank `rank`'s compute and loader.
+std::vector<std::string> names_of_rank(const placement_plan& plan, int rank) {
+  std::vector<std::string> names;
+  for (const auto& a : plan.actors)
+    if ((a.role == plan_role::compute || a.role == plan_role::loader) && a.rank == rank)
+      names.push_back(a.name);
+  return names;
+}
+
+// Stops `part` running those of `ranks` it runs and serving their computes; true if it runs
+// no compute then.
+bool cede_from(member_state& st, node_part& part, const std::vector<int>& ranks) {
+  std::vector<std::string> names;
+  for (const auto& [rank, compute] : part.computes)
+    if (std::find(ranks.begin(), ranks.end(), rank) != ranks.end()) {
+      st.serving->erase<remote_interface::compute_driver>(static_cast<std::uint32_t>(rank));
+      auto more = names_of_rank(st.plan, rank);
+      names.insert(names.end(), more.begin(), more.end());
+    }
+  part.shut_down_named(names); // their downs then match no part: nothing of this node fails
+  return part.computes.empty();
+}
+
+} // namespace
+
 void on_cede(member_actor self, const cede_message& c) {
   auto& st = self->state;
-  const auto at =
-    std::find(st.adopted_nodes.begin(), st.adopted_nodes.end(), static_cast<int>(c.node));
-  if (at == st.adopted_nodes.end()) {
+  const auto node = static_cast<int>(c.node);
+  const auto here = ranks_here(st, node);
+  const bool adopted =
+    std::find(st.adopted_nodes.begin(), st.adopted_nodes.end(), node) != st.adopted_nodes.end();
+  std::vector<int> ranks(c.ranks.begin(), c.ranks.end());
+  if (ranks.empty() && !adopted) {
     log_node_line(*st.options, st.label + ": ignored a cede of plan node " + std::to_string(c.node)
                                  + ", which it did not adopt");
     return;
   }
-  auto part = std::next(st.adopted.begin(), std::distance(st.adopted_nodes.begin(), at));
-  // The scheduler cedes at the gate between epochs, with its relays pointing at the joiner
+  for (auto r : ranks)
+    if (std::find(here.begin(), here.end(), r) == here.end()) {
+      log_node_line(*st.options, st.label + ": ignored a cede of compute_" + std::to_string(r)
+                                   + ", which it does not run");
+      return;
+    }
+  if (ranks.empty())
+    ranks = here;
+  // The scheduler cedes at the gate between epochs, with its relays pointing at the taker
   // already: no phase of these computes is in flight here, and none is asked here again.
-  std::string computes;
-  for (const auto& [rank, compute] : part->computes) {
-    st.serving->erase<remote_interface::compute_driver>(static_cast<std::uint32_t>(rank));
-    computes += (computes.empty() ? "compute_" : ", compute_") + std::to_string(rank);
+  if (node == st.part_node)
+    cede_from(st, st.part, ranks); // its own part stays, with what it still runs
+  auto part = st.adopted.begin();
+  for (auto n = st.adopted_nodes.begin(); n != st.adopted_nodes.end();) {
+    if (*n == node && cede_from(st, *part, ranks)) {
+      part->shut_down(); // what is left of it (its validation loader) serves nothing
+      part = st.adopted.erase(part);
+      n = st.adopted_nodes.erase(n);
+      continue;
+    }
+    ++part;
+    ++n;
   }
-  part->shut_down(); // its actors' downs then match no part: nothing of this node fails
-  st.adopted.erase(part);
-  st.adopted_nodes.erase(at);
   const auto& name = st.plan.nodes[c.node].name;
-  log_node_line(*st.options, st.label + ": ceded " + name + " (" + computes + ") at "
+  log_node_line(*st.options, st.label + ": ceded " + rank_names(ranks) + " of " + name + " at "
                                + clock_time_now() + ": another worker serves them now");
-  record_event(st.options->events, "ceded", {{{"node", c.node}}, {{"ceded", name}}});
+  record_event(st.options->events, "ceded",
+               {{{"node", c.node}, {"computes", static_cast<double>(ranks.size())}},
+                {{"ceded", name}}});
 }
 
 } // namespace troupe

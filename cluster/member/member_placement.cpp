@@ -44,6 +44,41 @@ std::string unadoptable_node(const placement_plan& plan, int node) {
   return "";
 }
 
+std::vector<int> ranks_on(const placement_plan& plan, int node) {
+  std::vector<int> ranks;
+  for (auto actor : plan.actors_on(node))
+    if (plan.actors[actor].role == plan_role::compute)
+      ranks.push_back(plan.actors[actor].rank);
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
+}
+
+std::string split_refusal(const placement_plan& plan, int node, const std::vector<int>& ranks) {
+  if (ranks.empty())
+    return "";
+  if (node < 0 || static_cast<std::size_t>(node) >= plan.nodes.size()
+      || plan.nodes[static_cast<std::size_t>(node)].kind != node_kind::worker)
+    return "plan node " + std::to_string(node) + " is no worker node";
+  const auto& name = plan.nodes[static_cast<std::size_t>(node)].name;
+  const auto own = ranks_on(plan, node);
+  for (auto r : ranks)
+    if (std::find(own.begin(), own.end(), r) == own.end())
+      return "compute_" + std::to_string(r) + " is not one of " + name + "'s computes ("
+             + rank_names(own) + ")";
+  for (auto a : plan.actors_on(node))
+    if (plan.actors[a].role == plan_role::machine_aggregator)
+      return name + " holds its machine's aggregators (" + plan.actors[a].name
+             + "), which sum its computes in process: they move only together";
+  return "";
+}
+
+std::string rank_names(const std::vector<int>& ranks) {
+  std::string text;
+  for (auto r : ranks)
+    text += (text.empty() ? "compute_" : ", compute_") + std::to_string(r);
+  return text;
+}
+
 std::vector<std::vector<int>> slot_cpus(int slot, int threads, std::size_t computes,
                                         unsigned host_cpus) {
   std::vector<std::vector<int>> cpus;

@@ -35,6 +35,17 @@ std::size_t computes_on(const placement_plan& plan, std::uint32_t node);
 /// loaders, computes and its machine's aggregators (hierarchical, local_sync), named here.
 std::string unadoptable_node(const placement_plan& plan, int node);
 
+/// The compute ranks the plan puts on node `node`, ascending.
+std::vector<int> ranks_on(const placement_plan& plan, int node);
+
+/// Why the computes of `ranks` cannot run apart from the rest of worker node `node` ("" if they
+/// can): a rank that is not one of the node's, or a node whose machine's aggregators sum its
+/// ranks in process (hierarchical, local_sync). Empty `ranks` names the whole node: "".
+std::string split_refusal(const placement_plan& plan, int node, const std::vector<int>& ranks);
+
+/// "compute_2, compute_3".
+std::string rank_names(const std::vector<int>& ranks);
+
 /// The CPUs of a worker's computes where it holds place `slot` among the worker processes
 /// sharing a host of `host_cpus` CPUs, each compute `threads` of them: slot s takes CPUs from
 /// s x computes x threads on. Empty (nothing bound) without a slot (-1), or where the host has

@@ -143,6 +143,9 @@ void on_assignment_failed(member_actor self, caf::error why);
 std::function<void(int, std::int64_t)> rewound_logger(const member_options& log,
                                                       const std::string& label, std::int64_t steps);
 
+/// The compute ranks this worker runs of plan node `node`, in any of its parts
+/// (member_adoption.cpp).
+std::vector<int> ranks_here(const member_state& st, int node);
 /// The scheduler's adopt (member_adoption.cpp): spawns the lost node's loaders and computes
 /// here, serves the computes on the scheduler channel, and says ready naming that node.
 void on_adopt(member_actor self, const adopt_message& a);

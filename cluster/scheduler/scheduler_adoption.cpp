@@ -100,31 +100,116 @@ compute_relay_actor::behavior_type compute_relay(relay_pointer self, compute_act
   };
 }
 
+// The ranks of `node` that `m` runs (all of them when it gave none away): what an adopter of
+// `m`'s node takes, and, where that is not all of them, the ranks an adopt names.
+std::vector<int> ranks_of_node_run_by(const placement_plan& plan, const member_entry& m, int node) {
+  std::vector<int> ranks;
+  for (auto r : ranks_on(plan, node))
+    if (std::find(m.given_ranks.begin(), m.given_ranks.end(), r) == m.given_ranks.end())
+      ranks.push_back(r);
+  return ranks;
+}
+
+std::vector<std::uint32_t> wire_ranks(const placement_plan& plan, int node,
+                                      const std::vector<int>& ranks) {
+  if (ranks == ranks_on(plan, node))
+    return {}; // the whole node
+  return {ranks.begin(), ranks.end()};
+}
+
+// What lost worker `lost` ran, node by node, each with the ranks of it that it ran; nodes it
+// ran none of (all given away) left out.
+std::vector<std::pair<int, std::vector<int>>> pieces_of(const scheduler_state& st,
+                                                       const member_entry& lost,
+                                                       const std::vector<int>& nodes) {
+  std::vector<std::pair<int, std::vector<int>>> pieces;
+  for (auto node : nodes) {
+    auto ranks = ranks_of_node_run_by(st.plan, lost, node);
+    if (!ranks.empty())
+      pieces.emplace_back(node, std::move(ranks));
+  }
+  return pieces;
+}
+
+// "compute_2, compute_3 of worker_1; compute_5 of worker_2".
+std::string pieces_text(const std::vector<std::pair<int, std::vector<int>>>& pieces,
+                        const placement_plan& plan) {
+  std::string text;
+  for (const auto& [node, ranks] : pieces)
+    text += (text.empty() ? "" : "; ") + rank_names(ranks) + " of "
+            + plan.nodes.at(static_cast<std::size_t>(node)).name;
+  return text;
+}
+
 // A spare takes lost worker `lost`'s place: its node in an assignment (adopt: its computes
-// recompute the step in flight), and what the lost one had adopted in adopt frames after it.
+// recompute the step in flight), and what the lost one had adopted in adopt frames after it;
+// the ranks that ran elsewhere still do.
 std::string hand_to_spare(scheduler_actor self, member_entry& lost, member_entry& spare,
-                          const std::vector<int>& nodes, const std::string& what) {
+                          const std::vector<std::pair<int, std::vector<int>>>& pieces,
+                          const std::string& what) {
   auto& st = self->state;
-  spare.node = lost.node;
-  spare.rank = lost.rank;
-  spare.adopting = nodes;
+  std::vector<int> nodes;
+  for (const auto& [node, ranks] : pieces)
+    nodes.push_back(node);
+  for (const auto& [node, ranks] : pieces)
+    note_taking(st.plan, spare, node, ranks);
+  spare.node = pieces.front().first;
+  spare.rank = st.plan.nodes.at(static_cast<std::size_t>(spare.node)).rank;
   st.begin_move(lost.leaving ? "it left" : "the loss was seen");
   log_node_line(*st.options, "scheduler: " + what + "; " + spare.name() + " adopts "
-                               + compute_names(st.plan, nodes) + " of " + node_names(st.plan, nodes)
+                               + pieces_text(pieces, st.plan)
                                + " (a spare, idle until now; on_worker_loss = adopt)");
   record_member_event(st, "spare", spare,
                       {{{"lost_node", lost.node}}, {{"lost", node_names(st.plan, nodes)}}});
   auto a = assignment_for(st, spare, server_endpoints(st));
   a.adopt = true;
+  a.ranks = wire_ranks(st.plan, pieces.front().first, pieces.front().second);
   caf::anon_send(spare.to, assignment_atom::value, std::move(a));
-  for (std::size_t i = 1; i < nodes.size(); ++i)
+  for (std::size_t i = 1; i < pieces.size(); ++i)
     caf::anon_send(spare.to, adopt_atom::value,
-                   adopt_message{static_cast<std::uint32_t>(nodes[i])});
+                   adopt_message{static_cast<std::uint32_t>(pieces[i].first),
+                                 wire_ranks(st.plan, pieces[i].first, pieces[i].second)});
   end_gathering_if_complete(self);
   return "";
 }
 
 } // namespace
+
+bool runs_node(const member_entry& m, int node) {
+  const auto nodes = nodes_run_by(m);
+  return std::find(nodes.begin(), nodes.end(), node) != nodes.end();
+}
+
+void add_ranks(std::vector<int>& to, const std::vector<int>& ranks) {
+  for (auto r : ranks)
+    if (std::find(to.begin(), to.end(), r) == to.end())
+      to.push_back(r);
+  std::sort(to.begin(), to.end());
+}
+
+void remove_ranks(std::vector<int>& from, const std::vector<int>& ranks) {
+  from.erase(std::remove_if(from.begin(), from.end(),
+                            [&](int r) {
+                              return std::find(ranks.begin(), ranks.end(), r) != ranks.end();
+                            }),
+             from.end());
+}
+
+// Worker `to` takes `ranks` of `node` in a move: it waits for its ready naming the node, and
+// runs the node less what others run of it.
+void note_taking(const placement_plan& plan, member_entry& to, int node,
+                 const std::vector<int>& ranks) {
+  if (runs_node(to, node)) { // it runs the rest of that node: it takes its own back
+    remove_ranks(to.given_ranks, ranks);
+  } else {
+    auto others = ranks_on(plan, node);
+    remove_ranks(others, ranks);
+    add_ranks(to.given_ranks, others);
+  }
+  to.adopting.push_back(node);
+  if (ranks != ranks_on(plan, node))
+    to.adopting_ranks[node] = ranks;
+}
 
 std::string compute_names(const placement_plan& plan, const std::vector<int>& nodes) {
   std::string text;
@@ -143,10 +228,24 @@ std::string node_names(const placement_plan& plan, const std::vector<int>& nodes
 }
 
 std::vector<int> nodes_run_by(const member_entry& m) {
-  std::vector<int> nodes{m.node};
-  nodes.insert(nodes.end(), m.adopted_nodes.begin(), m.adopted_nodes.end());
-  nodes.insert(nodes.end(), m.adopting.begin(), m.adopting.end());
+  std::vector<int> nodes;
+  auto add = [&](int node) {
+    if (node >= 0 && std::find(nodes.begin(), nodes.end(), node) == nodes.end())
+      nodes.push_back(node);
+  };
+  add(m.node);
+  for (auto node : m.adopted_nodes)
+    add(node);
+  for (auto node : m.adopting)
+    add(node);
   return nodes;
+}
+
+std::vector<int> ranks_run_by(const scheduler_state& st, const member_entry& m) {
+  std::vector<int> ranks;
+  for (auto node : nodes_run_by(m))
+    add_ranks(ranks, ranks_of_node_run_by(st.plan, m, node));
+  return ranks;
 }
 
 std::string unadoptable(const placement_plan& plan, const std::vector<int>& nodes) {
@@ -161,12 +260,7 @@ compute_relay_actor spawn_compute_relay(caf::actor_system& system, compute_actor
 }
 
 std::size_t computes_run_by(const scheduler_state& st, const member_entry& m) {
-  auto n = computes_on(st.plan, m.node);
-  for (auto node : m.adopted_nodes)
-    n += computes_on(st.plan, node);
-  for (auto node : m.adopting)
-    n += computes_on(st.plan, node);
-  return n;
+  return ranks_run_by(st, m).size();
 }
 
 const member_entry* choose_adopter(const scheduler_state& st) {
@@ -186,45 +280,55 @@ std::string adopt_lost_worker(scheduler_actor self, member_entry& m, const std::
   if (m.role != node_kind::worker || !st.job.nodes.adopt_on_worker_loss
       || !st.phase.is<scheduler_phases::training>())
     return "stop";
+  // Computes it was ceding to a joiner move there now, or when that joiner is ready (nothing of
+  // them is in flight here any more but what the loss makes fail, which their relays hold).
+  hand_ranks_to_joiner(self, m);
   auto nodes = nodes_run_by(m);
-  // A node a joiner is ready to take from it moves there now (nothing of it is in flight here
-  // any more but what the loss makes fail, which its relays hold).
   m.ceding = -1;
   if (hand_to_joiners(self, nodes) && nodes.empty())
     return "";
   for (const auto& other : st.members)
-    if (&other != &m && !other.adopting.empty())
+    if (&other != &m && !other.adopting.empty() && !other.taking)
       return "it was lost while " + other.name() + " was adopting "
              + node_names(st.plan, other.adopting)
              + " (lost before it); a second loss during an adoption stops the run";
   if (auto why = unadoptable(st.plan, nodes); !why.empty())
     return why;
+  const auto pieces = pieces_of(st, m, nodes);
+  if (pieces.empty())
+    return ""; // everything it ran runs elsewhere now
   if (auto spare = std::find_if(
         st.members.begin(), st.members.end(),
-        [](const member_entry& e) { return e.spare && e.node < 0 && !e.gone && !e.leaving; });
+        [](const member_entry& e) { return e.idle() && !e.gone && !e.leaving; });
       spare != st.members.end())
-    return hand_to_spare(self, m, *spare, nodes, what);
+    return hand_to_spare(self, m, *spare, pieces, what);
   auto* chosen = const_cast<member_entry*>(choose_adopter(st));
   if (!chosen)
     return "no worker is left to adopt its computes";
   const auto load = computes_run_by(st, *chosen);
-  chosen->adopting.insert(chosen->adopting.end(), nodes.begin(), nodes.end());
+  for (const auto& [node, ranks] : pieces)
+    note_taking(st.plan, *chosen, node, ranks);
   st.begin_move(m.leaving ? "it left" : "the loss was seen");
   log_node_line(*st.options, "scheduler: " + what + "; " + chosen->name() + " adopts "
-                               + compute_names(st.plan, nodes) + " of " + node_names(st.plan, nodes)
+                               + pieces_text(pieces, st.plan)
                                + " (the worker running the fewest computes, " + std::to_string(load)
                                + ", lowest rank among equals; on_worker_loss = adopt)");
   record_member_event(st, "adoption", *chosen, {{}, {{"lost", node_names(st.plan, nodes)}}});
-  for (auto node : nodes)
-    caf::anon_send(chosen->to, adopt_atom::value, adopt_message{static_cast<std::uint32_t>(node)});
+  for (const auto& [node, ranks] : pieces)
+    caf::anon_send(chosen->to, adopt_atom::value,
+                   adopt_message{static_cast<std::uint32_t>(node), wire_ranks(st.plan, node, ranks)});
   end_gathering_if_complete(self); // the lost one may have been the last to answer
   return "";
 }
 
-void repoint_computes(scheduler_actor self, const member_entry& m, int node) {
+void repoint_computes(scheduler_actor self, const member_entry& m, int node,
+                      const std::vector<int>& ranks) {
   auto& st = self->state;
   for (auto a : st.plan.actors_on(node)) {
     if (st.plan.actors[a].role != plan_role::compute)
+      continue;
+    if (!ranks.empty()
+        && std::find(ranks.begin(), ranks.end(), st.plan.actors[a].rank) == ranks.end())
       continue;
     const auto relay = st.relays.find(a);
     if (relay == st.relays.end())
@@ -242,10 +346,16 @@ bool on_adopted(scheduler_actor self, member_entry& m, const ready_message& read
   if (!st.phase.is<scheduler_phases::training>() || at == m.adopting.end())
     return false;
   m.adopting.erase(at);
-  if (node != m.node) // (a spare's first is its own node now)
-    m.adopted_nodes.push_back(node);
-  else
+  std::vector<int> ranks; // empty: the whole node
+  if (auto partial = m.adopting_ranks.find(node); partial != m.adopting_ranks.end()) {
+    ranks = partial->second;
+    m.adopting_ranks.erase(partial);
+  }
+  if (node == m.node || m.node < 0) // (a spare's first is its own node now)
     m.ready = true;
+  if (node != m.node
+      && std::find(m.adopted_nodes.begin(), m.adopted_nodes.end(), node) == m.adopted_nodes.end())
+    m.adopted_nodes.push_back(node);
   const auto& name = st.plan.nodes.at(static_cast<std::size_t>(node)).name;
   const auto seconds =
     std::chrono::duration<double>(std::chrono::steady_clock::now() - st.move_began).count();
@@ -254,15 +364,20 @@ bool on_adopted(scheduler_actor self, member_entry& m, const ready_message& read
   if (ceding_member(st, node)) {
     // Taken from a live worker (a join): its computes run there until this epoch's training
     // ends, when no phase is in flight (complete_joins).
-    log_node_line(*st.options, "scheduler: " + m.name() + " is ready to serve the computes of "
-                                 + name + " (" + took + " s after " + st.move_cause
+    log_node_line(*st.options, "scheduler: " + m.name() + " is ready to serve "
+                                 + (ranks.empty() ? "the computes of " + name
+                                                  : rank_names(ranks) + " of " + name)
+                                 + " (" + took + " s after " + st.move_cause
                                  + "); they move at the end of this epoch's training");
     st.joins_at_gate.push_back(node);
     return true;
   }
-  repoint_computes(self, m, node);
-  log_node_line(*st.options, "scheduler: " + m.name() + " serves the computes of " + name + " ("
-                               + took + " s after " + st.move_cause
+  repoint_computes(self, m, node, ranks);
+  m.taking = false; // (a joiner whose giver was lost: its computes are adopted now)
+  log_node_line(*st.options, "scheduler: " + m.name() + " serves "
+                               + (ranks.empty() ? "the computes of " + name
+                                                : rank_names(ranks) + " of " + name)
+                               + " (" + took + " s after " + st.move_cause
                                + "); they recompute the step in flight and training goes on");
   record_member_event(st, "adopted", m,
                       {{{"lost_node", node}, {"seconds", seconds}}, {{"lost", name}}});

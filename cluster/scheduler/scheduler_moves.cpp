@@ -25,6 +25,7 @@
 
 #include <caf/all.hpp>
 
+#include "cluster/member/member_placement.hpp"
 #include "cluster/scheduler/scheduler_state.hpp"
 
 namespace troupe {
@@ -36,7 +37,7 @@ std::string drain_refusal(const scheduler_state& st, const member_entry& m) {
     return "the run is not training (a worker leaves during training only)";
   if (m.leaving)
     return "it is leaving already";
-  if (m.spare && m.node < 0)
+  if (m.idle())
     return ""; // it holds nothing
   if (!st.job.nodes.adopt_on_worker_loss)
     return std::string("its computes move to other workers only under on_worker_loss = adopt, ")
@@ -49,7 +50,7 @@ std::string drain_refusal(const scheduler_state& st, const member_entry& m) {
     return why;
   for (const auto& other : st.members)
     if (&other != &m && other.role == node_kind::worker && !other.gone && !other.leaving
-        && (other.ready || (other.spare && other.node < 0)))
+        && (other.ready || other.idle()))
       return "";
   return "no other worker is left to take its computes";
 }
@@ -62,6 +63,95 @@ member_entry* ready_holder(scheduler_state& st, int node) {
     if (m.node == node && !m.gone && m.ready)
       return &m;
   return nullptr;
+}
+
+// The joiner of the move under way (one at a time), if any.
+member_entry* taker_of_move(scheduler_state& st) {
+  for (auto& m : st.members)
+    if (m.taking && !m.gone)
+      return &m;
+  return nullptr;
+}
+
+// The ranks a joiner takes from `busiest` (running `load` computes): half its load, from the
+// last of its own node's, where that node's ranks run apart (no machine's aggregators sum them)
+// and it keeps one at least; none otherwise.
+std::vector<int> ranks_to_take(const scheduler_state& st, const member_entry& busiest,
+                               std::size_t load) {
+  if (busiest.node < 0)
+    return {};
+  auto own = ranks_on(st.plan, busiest.node);
+  if (!split_refusal(st.plan, busiest.node, own).empty())
+    return {};
+  remove_ranks(own, busiest.given_ranks);
+  const auto count = std::min(load / 2, own.size() > 0 ? own.size() - 1 : 0);
+  return {own.end() - static_cast<std::ptrdiff_t>(count), own.end()};
+}
+
+// A joiner takes ranks of the busiest worker's own node (no node is an adopted one to take
+// back): assigned those ranks of that node, its computes recompute the step in flight, and
+// once it serves them they move at the next gate between epochs.
+void take_ranks_for_joiner(scheduler_actor self, member_entry& joiner) {
+  auto& st = self->state;
+  member_entry* busiest = nullptr;
+  for (auto& other : st.members)
+    if (other.role == node_kind::worker && !other.gone && other.ready && !other.leaving
+        && other.node >= 0
+        && (!busiest || computes_run_by(st, other) > computes_run_by(st, *busiest)))
+      busiest = &other;
+  if (!busiest)
+    return;
+  const auto load = computes_run_by(st, *busiest);
+  const auto ranks = ranks_to_take(st, *busiest, load);
+  if (ranks.empty()) {
+    log_node_line(*st.options, "scheduler: " + joiner.name() + " stays a spare: " + busiest->name()
+                                 + ", the worker running the most computes (" + std::to_string(load)
+                                 + "), has none to give");
+    return;
+  }
+  const int node = busiest->node;
+  note_taking(st.plan, joiner, node, ranks);
+  joiner.taking = true;
+  busiest->ceding = node;
+  busiest->ceding_ranks = ranks;
+  st.begin_move("it joined");
+  log_node_line(*st.options, "scheduler: " + joiner.name() + " takes " + rank_names(ranks) + " of "
+                               + node_names(st.plan, {node}) + " from " + busiest->name()
+                               + " (the worker running the most computes, " + std::to_string(load)
+                               + "); they recompute the step in flight there");
+  record_member_event(st, "move", joiner,
+                      {{{"moved_node", node}, {"computes", static_cast<double>(ranks.size())}},
+                       {{"from", busiest->name()}, {"moved", rank_names(ranks)}}});
+  auto a = assignment_for(st, joiner, server_endpoints(st));
+  a.node = static_cast<std::uint32_t>(node);
+  a.rank = static_cast<std::uint32_t>(busiest->rank);
+  a.adopt = true;
+  a.ranks.assign(ranks.begin(), ranks.end());
+  caf::anon_send(joiner.to, assignment_atom::value, std::move(a));
+}
+
+// At the gate: the ranks `giver` cedes move to the joiner ready to serve them.
+void complete_rank_move(scheduler_actor self, member_entry& giver, std::int64_t epoch) {
+  auto& st = self->state;
+  const auto node = giver.ceding;
+  const auto ranks = giver.ceding_ranks;
+  giver.ceding = -1;
+  giver.ceding_ranks.clear();
+  auto* taker = taker_of_move(st);
+  if (!taker || !taker->ready)
+    return; // the joiner was lost meanwhile: the ranks stay where they run
+  taker->taking = false;
+  add_ranks(giver.given_ranks, ranks);
+  repoint_computes(self, *taker, node, ranks);
+  log_node_line(*st.options, "scheduler: " + rank_names(ranks) + " of " + node_names(st.plan, {node})
+                               + " moved from " + giver.name() + " to " + taker->name()
+                               + " at the end of epoch " + std::to_string(epoch) + "'s training");
+  record_member_event(st, "moved", *taker,
+                      {{{"moved_node", node}, {"epoch", static_cast<double>(epoch)}},
+                       {{"from", giver.name()}, {"moved", rank_names(ranks)}}});
+  if (!giver.gone)
+    caf::anon_send(giver.to, cede_atom::value,
+                   cede_message{static_cast<std::uint32_t>(node), {ranks.begin(), ranks.end()}});
 }
 
 } // namespace
@@ -84,7 +174,7 @@ void on_leave(scheduler_actor self, member_entry& m, const leave_message& leave)
   }
   m.leaving = true;
   m.leave_reason = leave.reason;
-  const auto computes = m.node < 0 ? std::string() : compute_names(st.plan, nodes_run_by(m));
+  const auto computes = rank_names(ranks_run_by(st, m));
   log_node_line(*st.options,
                 asked + "; granted: "
                   + (computes.empty() ? std::string("it holds nothing")
@@ -111,12 +201,13 @@ void take_for_joiner(scheduler_actor self, member_entry& joiner) {
         && (!busiest || computes_run_by(st, other) > computes_run_by(st, *busiest)))
       busiest = &other;
   if (!busiest)
-    return; // every worker node has a process of its own
+    return take_ranks_for_joiner(self, joiner); // every worker node has a process of its own
   const int node = busiest->adopted_nodes.back();
   const auto load = computes_run_by(st, *busiest);
   joiner.node = node;
   joiner.rank = st.plan.nodes.at(static_cast<std::size_t>(node)).rank;
   joiner.adopting = {node};
+  joiner.taking = true;
   busiest->ceding = node;
   st.begin_move("it joined");
   log_node_line(*st.options, "scheduler: " + joiner.name() + " takes "
@@ -141,7 +232,13 @@ void complete_joins(scheduler_actor self, std::int64_t epoch) {
     auto* giver = ceding_member(st, node);
     if (!giver)
       continue; // lost meanwhile: its loss moved the node already
+    if (!giver->ceding_ranks.empty()) {
+      complete_rank_move(self, *giver, epoch);
+      continue;
+    }
     giver->ceding = -1;
+    if (taker)
+      taker->taking = false;
     if (!taker)
       continue; // the joiner was lost meanwhile: the node stays where it runs
     giver->adopted_nodes.erase(
@@ -182,20 +279,50 @@ bool hand_to_joiners(scheduler_actor self, std::vector<int>& nodes) {
 }
 
 void forget_join(scheduler_state& st, member_entry& joiner) {
-  if (!joiner.spare || joiner.node < 0)
+  if (!joiner.taking)
     return;
-  const auto node = joiner.node;
+  joiner.taking = false;
+  const auto node = joiner.adopting.empty()
+                      ? (joiner.adopted_nodes.empty() ? joiner.node : joiner.adopted_nodes.front())
+                      : joiner.adopting.front();
   auto* giver = ceding_member(st, node);
   if (!giver)
     return; // its node was a lost worker's: its loss is adopted as that node's
   giver->ceding = -1;
+  giver->ceding_ranks.clear();
   st.joins_at_gate.erase(std::remove(st.joins_at_gate.begin(), st.joins_at_gate.end(), node),
                          st.joins_at_gate.end());
   joiner.adopting.clear();
+  joiner.adopting_ranks.clear();
+  joiner.adopted_nodes.clear();
+  joiner.given_ranks.clear();
   joiner.node = -1; // it held nothing: the node stays where it runs
-  log_node_line(*st.options, "scheduler: " + joiner.name() + " was lost before "
+  log_node_line(*st.options, "scheduler: " + joiner.name() + " was lost before what it took of "
                                + node_names(st.plan, {node}) + " moved to it; " + giver->name()
                                + " keeps running it");
+}
+
+void hand_ranks_to_joiner(scheduler_actor self, member_entry& giver) {
+  auto& st = self->state;
+  if (giver.ceding_ranks.empty())
+    return;
+  const auto node = giver.ceding;
+  const auto ranks = giver.ceding_ranks;
+  giver.ceding = -1;
+  giver.ceding_ranks.clear();
+  add_ranks(giver.given_ranks, ranks); // its loss leaves them to the joiner
+  auto* taker = taker_of_move(st);
+  if (!taker)
+    return;
+  const auto waiting = std::find(st.joins_at_gate.begin(), st.joins_at_gate.end(), node);
+  if (waiting == st.joins_at_gate.end() || !taker->ready)
+    return; // it serves them once it is ready (on_adopted: no one cedes them now)
+  st.joins_at_gate.erase(waiting);
+  taker->taking = false;
+  repoint_computes(self, *taker, node, ranks);
+  log_node_line(*st.options, "scheduler: " + rank_names(ranks) + " of " + node_names(st.plan, {node})
+                               + " moved to " + taker->name()
+                               + ", which joined to take them, at once");
 }
 
 } // namespace troupe

@@ -365,7 +365,7 @@ void on_goodbye(scheduler_actor self, const channel_actor& channel, const shutdo
   forget_join(st, *m);
   record_member_event(st, "stopped", *m,
                       {{{"lost_node", end.lost_node}}, {{"reason", end.reason}}});
-  if (m->spare && m->node < 0) {
+  if (m->idle()) {
     log_node_line(*st.options, "scheduler: " + m->name() + " stopped: " + end.reason
                                  + "; a spare, it held nothing: the run goes on");
     return;
@@ -384,7 +384,7 @@ void on_member_lost(scheduler_actor self, member_entry& m, const std::string& wh
   m.gone = true;
   forget_join(self->state, m);
   record_member_event(self->state, m.leaving ? "left" : "lost", m, {{}, {{"reason", what}}});
-  if (m.spare && m.node < 0) { // it held nothing
+  if (m.idle()) { // it held nothing
     log_node_line(*self->state.options,
                   "scheduler: " + what + "; a spare, it held nothing: the run goes on");
     return;

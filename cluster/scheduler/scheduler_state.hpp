@@ -76,10 +76,22 @@ struct member_entry {
   /// adopted as a lost worker's are, and nothing of it counts as a loss.
   bool leaving = false;
   std::string leave_reason; // what asked it to leave ("SIGTERM")
-  /// A node it adopted and gives to a worker that joined in training, once that one serves it.
+  /// A node it adopted and gives to a worker that joined in training, once that one serves it;
+  /// with `ceding_ranks`, only those computes of it (of its own node or one it adopted).
   int ceding = -1;
+  std::vector<int> ceding_ranks;
+  /// Compute ranks of the nodes it runs (its own, adopted, adopting) that run at other workers:
+  /// a worker runs its nodes' computes but these.
+  std::vector<int> given_ranks;
+  /// Of `adopting`, the nodes it takes only some computes of (a lost worker ran only those, or
+  /// a joiner takes them): their relays are re-pointed once it is ready with them.
+  std::map<int, std::vector<int>> adopting_ranks;
+  /// A worker that joined in training and takes computes from another (its move pending).
+  bool taking = false;
   std::vector<int> promoted_nodes; // lost server nodes whose shards it serves (shard_backups = 1)
   int promoting = -1;              // the lost server node it was told to promote, not ready yet
+  /// A spare that runs nothing (none of a lost worker's nodes, none of the ranks it joined for).
+  bool idle() const { return spare && node < 0 && adopted_nodes.empty() && adopting.empty(); }
   std::string name() const {
     return (spare ? "spare " : "") + std::string(to_string(role))
            + (rank >= 0 ? " " + std::to_string(rank) : "") + " (pid " + std::to_string(pid)
@@ -224,6 +236,23 @@ std::string adopt_lost_worker(scheduler_actor self, member_entry& m, const std::
 bool on_adopted(scheduler_actor self, member_entry& m, const ready_message& ready);
 /// Worker `m`'s plan nodes: its own and those it adopted or is adopting.
 std::vector<int> nodes_run_by(const member_entry& m);
+/// The compute ranks `m` runs (or is adopting) on those nodes, but those it gave away; ascending.
+std::vector<int> ranks_run_by(const scheduler_state& st, const member_entry& m);
+/// Whether `m` runs (some of) plan node `node`.
+bool runs_node(const member_entry& m, int node);
+/// `ranks` added to `to` (each once, ascending), or taken out of `from`.
+void add_ranks(std::vector<int>& to, const std::vector<int>& ranks);
+void remove_ranks(std::vector<int>& from, const std::vector<int>& ranks);
+/// Worker `to` takes `ranks` of `node` in a move: it waits for its ready naming that node, and
+/// runs the node less what others run of it.
+void note_taking(const placement_plan& plan, member_entry& to, int node,
+                 const std::vector<int>& ranks);
+/// Giver `giver` is lost while ceding ranks to a joiner: they are the joiner's now, served
+/// there at once when it is ready with them, else once it is.
+void hand_ranks_to_joiner(scheduler_actor self, member_entry& giver);
+/// Re-points the relays of `ranks` of plan node `node` (empty: all its computes) at `m`.
+void repoint_computes(scheduler_actor self, const member_entry& m, int node,
+                      const std::vector<int>& ranks = {});
 /// Why no worker adopts `nodes` ("" if one can): a node holding more than loaders and computes
 /// (a hierarchical machine's aggregators).
 std::string unadoptable(const placement_plan& plan, const std::vector<int>& nodes);
@@ -270,8 +299,6 @@ bool hand_to_joiners(scheduler_actor self, std::vector<int>& nodes);
 void forget_join(scheduler_state& st, member_entry& joiner);
 /// The member told to cede `node` once a joiner serves it (its `ceding`), or null.
 member_entry* ceding_member(scheduler_state& st, int node);
-/// Re-points the relays of `node`'s computes at member `m`.
-void repoint_computes(scheduler_actor self, const member_entry& m, int node);
 
 // Shards with a backup (scheduler_promotion.cpp).
 /// Server `m` was lost (`what` says so): with shard_backups = 1 during training, tells the server

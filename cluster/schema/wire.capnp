@@ -12,7 +12,7 @@ using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("troupe::wire");
 
 # Raised whenever a Frame's meaning changes; a peer with another version is refused by name.
-const protocolVersion :UInt32 = 10;  # 2: requests carry the time left to their deadline; 3: checkpoints; 4: shard backups; 5: rejoin, barrier waits; 6: compressed values; 7: a 2-bit scale per block of 256 values; 8: troupe ctl's commands, drains; 9: shard changes; 10: a rewind names its source
+const protocolVersion :UInt32 = 11;  # 2: requests carry the time left to their deadline; 3: checkpoints; 4: shard backups; 5: rejoin, barrier waits; 6: compressed values; 7: a 2-bit scale per block of 256 values; 8: troupe ctl's commands, drains; 9: shard changes; 10: a rewind names its source; 11: ranks that move alone
 
 enum Role {
   scheduler @0;
@@ -204,6 +204,7 @@ struct Assignment {
   threads @7 :UInt32;    # compute threads the scheduler was given (flag or config); 0: none, each node picks
   adopt @8 :Bool;        # a spare given a lost worker's node during training: its computes recompute the step in flight
   clock @9 :ClockStamps; # the join's round trip, from which the member reckons its clock's offset
+  ranks @10 :List(UInt32); # with adopt: the compute ranks of `node` it runs (empty: all of them)
 }
 
 # Microseconds on each side's run clock (troupe/io/timeline.hpp): the member's join sent (its
@@ -328,6 +329,7 @@ struct CheckpointDone {
 # own and says Ready with `node` once they are served (docs/operations.md, "A lost worker").
 struct Adopt {
   node @0 :UInt32;  # index into the plan's nodes: the lost worker node
+  ranks @1 :List(UInt32);  # the compute ranks of that node to run (empty: all of them)
 }
 # A backup shard's answer to a Replicate (a Push its primary applied and passes on, replicas =
 # 2): the pushes it has applied, so the primary answers its pushers knowing the backup has it.
@@ -361,6 +363,7 @@ struct Release {
 # adopted: another worker (one that joined in training) serves them now.
 struct Cede {
   node @0 :UInt32;  # index into the plan's nodes: a worker node the receiver adopted
+  ranks @1 :List(UInt32);  # the compute ranks of that node it stops running (empty: all of them)
 }
 
 # troupe ctl asks the scheduler to run a verb ("status", "drain") with its arguments. Answered

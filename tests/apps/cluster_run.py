@@ -140,8 +140,9 @@ class Cluster(Children):
     def wait_for_text(self, name, stream, pattern, timeout=BOUND_S):
         deadline = time.time() + timeout
         while time.time() < deadline:
-            if re.search(pattern, self.text(name, stream)):
-                return
+            found = re.search(pattern, self.text(name, stream))
+            if found:
+                return found
             if self.procs[name].poll() is not None:
                 break
             time.sleep(0.05)

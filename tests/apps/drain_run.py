@@ -4,7 +4,7 @@ another worker, leaves with exit status 0, and the run ends with the weights of 
 nothing; or, where its computes cannot move, the scheduler refuses and the worker trains on to
 the end (docs/operations.md, "A worker that leaves").
 
-usage: drain_run.py TROUPE CONFIG SERVERS WORKERS EPOCH granted|refused|rejoin [troupe flags...]
+usage: drain_run.py TROUPE CONFIG SERVERS WORKERS EPOCH granted|refused|rejoin|grow [troupe flags...]
 
 Runs `troupe launch -n WORKERS -s SERVERS --config CONFIG [flags]` (granted: with
 `--on-worker-loss adopt`; refused: with `--on-worker-loss stop`), waits until the scheduler logs
@@ -22,6 +22,9 @@ from the scheduler's `worker R (pid P ...)` line). It must exit 0 with the final
             joins: the scheduler hands it the drained worker's node, taken from worker 0, which
             cedes it at the end of an epoch's training; every node exits 0 with the weights of
             one process.
+  grow      every node started by hand; in epoch EPOCH a new worker process joins and takes
+            half the computes of the busiest worker, which cedes them at the end of an epoch's
+            training; every node exits 0 with the weights of one process.
 Every wait has a deadline, moments come from log lines (no sleeps ordering events), and the
 launch's process group is killed at the end whatever happens, so no process is left behind.
 """
@@ -87,7 +90,7 @@ def rejoin(troupe, config, servers, workers, epoch, rest, workdir):
                         rf"\(pid \d+ [^)]*\) at the end of epoch \d+'s training"]:
             if not re.search(pattern, log):
                 cluster.fail(f"no /{pattern}/ in the scheduler's log")
-        if not re.search(rf"worker_0: ceded worker_{rank} \(compute_\d+(, compute_\d+)*\) at ",
+        if not re.search(rf"worker_0: ceded compute_\d+(, compute_\d+)* of worker_{rank} at ",
                          cluster.text("worker0", "err")):
             cluster.fail("worker 0 does not say it ceded the node")
         got = final_weights(cluster.text("scheduler", "out"))
@@ -103,13 +106,69 @@ def rejoin(troupe, config, servers, workers, epoch, rest, workdir):
         cluster.kill_all()
 
 
+def grow(troupe, config, servers, workers, epoch, rest, workdir):
+    """Every node by hand; a new worker process joins in epoch EPOCH and takes computes from the
+    busiest worker (no node is an adopted one): half of what it runs, moved at the end of an
+    epoch's training. Every node exits 0 with the weights of one process."""
+    cluster = Cluster(troupe, workdir)
+    try:
+        common = ["--config", config, "--server-nodes", servers, "--worker-nodes", workers,
+                  "--on-worker-loss", "adopt"] + rest
+        port_file = os.path.join(workdir, "scheduler.port")
+        cluster.start("scheduler", ["--role", "scheduler", "--scheduler", "127.0.0.1:0", "--port-file", port_file]
+                      + common)
+        port = read_port(cluster, port_file)
+        for s in range(int(servers)):
+            cluster.start(f"server{s}", ["--role", "server", "--scheduler", f"127.0.0.1:{port}", "--rank", str(s)]
+                          + common)
+        for w in range(int(workers)):
+            cluster.start(f"worker{w}", ["--role", "worker", "--scheduler", f"127.0.0.1:{port}", "--rank", str(w)]
+                          + common)
+        cluster.wait_for_text("scheduler", "out", rf"Epoch\[{epoch}\] Batch")
+        cluster.start("joiner", ["--role", "worker", "--scheduler", f"127.0.0.1:{port}"] + common)
+        taken = cluster.wait_for_text(
+            "scheduler", "err",
+            r"spare worker (?:\d+ )?\(pid \d+ [^)]*\) takes (compute_\d+(?:, compute_\d+)*) of (worker_\d+) "
+            r"from worker (\d+) \(pid \d+ [^)]*\) \(the worker running the most computes, 2\)")
+        computes, node, giver = taken.group(1), taken.group(2), taken.group(3)
+        codes = cluster.wait_all()
+        bad = {n: c for n, c in codes.items() if c != 0}
+        if bad:
+            cluster.fail(f"exit statuses {bad}, expected 0")
+        log = cluster.text("scheduler", "err")
+        moved = re.search(rf"{computes} of {node} moved from worker {giver} \(pid \d+ [^)]*\) to spare worker (?:\d+ )?"
+                          rf"\(pid \d+ [^)]*\) at the end of epoch (\d+)'s training", log)
+        if not moved:
+            cluster.fail(f"the scheduler's log does not say {computes} moved")
+        if not re.search(rf"is ready to serve {computes} of {node} \([0-9.]+ s after it joined\)", log):
+            cluster.fail(f"the scheduler's log does not say the joiner was ready to serve {computes}")
+        if not re.search(rf"worker_{giver}: ceded {computes} of {node} at ", cluster.text(f"worker{giver}", "err")):
+            cluster.fail(f"worker {giver} does not say it ceded {computes}")
+        joiner = cluster.text("joiner", "err")
+        if not re.search(rf"{node}/{computes}: took {computes} of {node} \(with their loaders\) as a spare", joiner):
+            cluster.fail(f"the joiner does not say it took {computes}")
+        got = final_weights(cluster.text("scheduler", "out"))
+        expected = in_process_weights(troupe, config, rest, workdir)
+        if got != expected:
+            cluster.fail(f"the run a worker joined ended with {got}, one process with {expected}")
+        for line in log.splitlines():
+            if re.search(r"joined as a spare|takes compute|ready to serve|moved from", line):
+                print(line)
+        print(f"ok: a third worker joined in epoch {epoch} and took {computes} from worker {giver} "
+              f"(moved at the end of epoch {moved.group(1)}'s training); every node exit 0; {got} as in one process")
+    finally:
+        cluster.kill_all()
+
+
 def main(workdir):
     troupe, config, servers, workers, epoch, outcome = sys.argv[1:7]
     rest = sys.argv[7:]
     if outcome == "rejoin":
         return rejoin(troupe, config, servers, workers, epoch, rest, workdir)
+    if outcome == "grow":
+        return grow(troupe, config, servers, workers, epoch, rest, workdir)
     if outcome not in ("granted", "refused"):
-        raise SystemExit(f"usage: drain_run.py TROUPE CONFIG SERVERS WORKERS EPOCH granted|refused|rejoin: not {outcome}")
+        raise SystemExit(f"usage: drain_run.py TROUPE CONFIG SERVERS WORKERS EPOCH granted|refused|rejoin|grow: not {outcome}")
     events = os.path.join(workdir, "events")
     policy = "adopt" if outcome == "granted" else "stop"
     command = [troupe, "launch", "-n", workers, "-s", servers, "--events", events, "--config", config,

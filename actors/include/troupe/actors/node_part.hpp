@@ -46,6 +46,10 @@ struct node_part_options {
   /// The part of a lost worker node, spawned by the worker process that adopts it in a run in
   /// flight: its computes are adopted (compute_wiring::adopted).
   bool adopted = false;
+  /// With `node`: only the loaders and computes of these compute ranks (with the node's
+  /// validation loaders), ranks that run apart from the rest of their node; empty: all of the
+  /// node. A node with a machine's aggregators is not split (they sum its ranks in process).
+  std::vector<int> ranks;
   /// With `adopted`: told (on the compute's thread) which step compute `worker` recomputes from.
   std::function<void(int rank, std::int64_t step)> on_rewound;
   remote_actors remote;
@@ -114,6 +118,9 @@ struct node_part {
   std::vector<shard_route> shards;
   /// Exits every spawned actor.
   void shut_down();
+  /// Exits the spawned actors named in `names` (a compute and its loader that move away) and
+  /// forgets them; the rest of the part runs on.
+  void shut_down_named(const std::vector<std::string>& names);
 };
 
 /// The model a job trains, with its input shape and classes from the data's facts.

@@ -201,6 +201,9 @@ struct assignment_message {
   /// (they recompute the step in flight) and it says ready naming that node.
   bool adopt = false;
   clock_stamps clock{};
+  /// With adopt: the compute ranks of `node` it runs (and their loaders); empty: all of them.
+  std::vector<std::uint32_t> ranks; ///< at most max_ranks
+  static constexpr std::size_t max_ranks = 4096;
   static constexpr std::size_t max_job_bytes = std::size_t{16} << 20;
   static constexpr std::size_t max_servers = 4096;
 };
@@ -237,9 +240,11 @@ struct traffic_query_message {
   std::int64_t epoch = 0;
 };
 
-/// The scheduler tells a worker to adopt the computes of lost worker node `node`.
+/// The scheduler tells a worker to run the computes of worker node `node` that it names in
+/// `ranks` (empty: every one of them): a lost worker's, or ranks moved to it alone.
 struct adopt_message {
   std::uint32_t node = 0;
+  std::vector<std::uint32_t> ranks; ///< at most assignment_message::max_ranks
 };
 
 /// A primary shard's applied push passed on to its backup on another server (shard_backups = 1):
@@ -271,10 +276,11 @@ struct release_message {
   std::string reason; ///< refused: why; at most failure_message::max_text_bytes
 };
 
-/// The scheduler tells a worker to stop running the computes of worker node `node`, which it
-/// had adopted: a worker that joined in training serves them now.
+/// The scheduler tells a worker to stop running the computes of worker node `node` named in
+/// `ranks` (empty: all it runs of that node): a worker that joined in training serves them now.
 struct cede_message {
   std::uint32_t node = 0;
+  std::vector<std::uint32_t> ranks; ///< at most assignment_message::max_ranks
 };
 
 /// troupe ctl asks the scheduler to run `verb` with `args` (run_control_actor).

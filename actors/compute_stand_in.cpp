@@ -72,7 +72,8 @@ void stand_in_forward(stand_in_pointer self) {
       return; // waits for the weights of the layers this segment runs
     const auto lasts = st.timing.forward_end(forward, k)
                        - (k == 0 ? caf::timespan{0} : st.timing.forward_end(forward, k - 1));
-    const auto end = std::max(st.mark, ready) + lasts;
+    const auto from = std::max(st.mark, ready);
+    const auto end = st.settings.device ? st.settings.device->book(from, lasts) : from + lasts;
     if (end > now) {
       st.timer = true;
       st.segment_end = end;
@@ -87,6 +88,8 @@ void stand_in_forward(stand_in_pointer self) {
   st.answers_missing = groups;
   std::fill(st.ready.begin(), st.ready.end(), stand_in_state::not_yet);
   const auto backward = st.settings.step - forward;
+  if (st.settings.device) // it starts once the device has done what was booked before it
+    st.mark = st.settings.device->book(st.mark, backward) - backward;
   for (std::size_t g = 0; g < groups; ++g) {
     auto at = st.wiring.overlap ? st.timing.backward_due(backward, g) : backward;
     self->scheduled_send(self, st.mark + at, stand_in_atom::value, st.phases_begun, st.header.step,
@@ -143,7 +146,8 @@ void group_due(stand_in_pointer self, std::uint64_t phase, std::int64_t step, st
   if (st.wiring.metrics)
     self->send(st.wiring.metrics,
                batch_report{st.wiring.rank, st.phase.epoch, index, st.wiring.batches_per_epoch,
-                            st.settings.samples, 0, 0.0, st.learning_rate, st.replica->top_k(), 0});
+                            st.settings.samples, 0, 0.0, st.learning_rate, st.replica->top_k(), 0,
+                            std::chrono::duration<double>(st.settings.step).count()});
   next_stand_in_step(self);
 }
 
@@ -169,6 +173,21 @@ void train(stand_in_pointer self) {
 }
 
 } // namespace
+
+} // namespace troupe::compute_parts
+
+namespace troupe {
+
+caf::actor_clock::time_point stand_in_device::book(caf::actor_clock::time_point from,
+                                                   caf::timespan lasts) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_ = std::max(free_, from) + lasts;
+  return free_;
+}
+
+} // namespace troupe
+
+namespace troupe::compute_parts {
 
 stand_in_self_actor::behavior_type stand_in_compute(stand_in_pointer self,
                                                     std::shared_ptr<model> replica,

@@ -277,6 +277,21 @@ training_job to_training_job(const job_config& c) {
                 backed
                   + " promotes a backup whose compressed answers would start from weights the "
                     "workers do not hold; compress pushes only (push:...) with shard backups");
+  if (c.cluster.balance.value == "auto" && !o.nodes.single_process()) {
+    const std::string balance = c.cluster.balance.span.line == 0 ? "--balance auto" : "balance = auto";
+    if (!adopt)
+      config_fail(c, c.cluster.balance.span,
+                  balance + " moves compute ranks between worker processes as an adoption does: "
+                            "it needs on_worker_loss = adopt, and this run's is "
+                    + worker_loss_policy(o.nodes));
+    bool machine = false;
+    for (const auto& level : o.topology.levels)
+      machine = machine || level.scope == aggregation_scope::machine;
+    if (machine)
+      config_fail(c, c.cluster.balance.span,
+                  balance + " moves ranks one by one, and topology " + o.topology.name
+                    + "'s aggregate(machine) sums each machine's ranks in its process");
+  }
   if (o.nodes.continue_on_worker_loss && o.topology.synchronous())
     config_fail(c, c.cluster.on_worker_loss.span,
                 "on_worker_loss = continue needs computes that push straight to the shards "

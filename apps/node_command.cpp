@@ -51,6 +51,7 @@ struct node_command_line {
   std::int64_t port = 0, rank = -1, host_share = -1, host_slot = -1;
   double join_timeout = 120, heartbeat = 1, peer_timeout = 5, request_timeout = 600;
   double compute_stand_in_ms = 0;
+  bool compute_stand_in_shared = false;
   std::int64_t link_mbit = 0;
   double backward_ms = -1;
   double scheduler_timeout = 30;
@@ -113,6 +114,10 @@ void declare_node_flags(flag_set& f, node_command_line& n) {
         "instead of computing, pushing gradients of the model's shapes (benchmarks of the "
         "communication: "
         "troupe bench scaling); 0: compute");
+  f.add_switch("compute-stand-in-shared", n.compute_stand_in_shared,
+               "with --compute-stand-in-ms: this worker's computes share one device, which "
+               "serves their steps' work in turn (a process of several ranks on one GPU); "
+               "without it each has a device of its own");
   f.add("host-share", n.host_share,
         "without a thread count (--threads, train.threads, OMP_NUM_THREADS): this node's "
         "compute threads are the hardware threads / N, at least 1; 0: one (troupe launch sets it; "
@@ -395,6 +400,7 @@ scheduler_options scheduler_options_of(const node_command_line& n, train_command
   options.interrupt = std::make_shared<scheduler_interrupt>();
   options.resume = n.resume;
   options.port_file = n.port_file;
+  options.balance = cli.network.balance == "auto";
   if (cli.job.nodes.servers < 1 || cli.job.nodes.workers < 1)
     throw usage_error(
       "the scheduler needs the number of server and worker processes: --server-nodes and "
@@ -459,6 +465,12 @@ member_options member_options_of(const node_command_line& n, const train_command
   options.stand_in.step = std::chrono::duration_cast<caf::timespan>(
     std::chrono::duration<double, std::milli>(n.compute_stand_in_ms));
   options.stand_in.seed = cli.job.train_batches.seed;
+  if (n.compute_stand_in_shared) {
+    if (n.compute_stand_in_ms <= 0)
+      throw usage_error("--compute-stand-in-shared shares the device of compute stand-ins: give "
+                        "--compute-stand-in-ms too");
+    options.stand_in.device = std::make_shared<stand_in_device>();
+  }
   if (cli.given.count("config"))
     options.own_job = cli.job;
   options.devices = cli.devices;

@@ -353,7 +353,8 @@ namespace {
 cluster_network network_of(const cluster_config& k) {
   return cluster_network{k.scheduler.value,      k.listen.value,       k.join_timeout.value,
                          k.heartbeat.value,      k.peer_timeout.value, k.request_timeout.value,
-                         k.tcp_congestion.value, k.link_mbit.value,    k.backward_ms.value};
+                         k.tcp_congestion.value, k.link_mbit.value,    k.backward_ms.value,
+                         k.balance.value};
 }
 
 // The compute count when none is given: one per worker process, asked of `worker_processes`

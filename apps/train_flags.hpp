@@ -38,6 +38,8 @@ struct cluster_network {
   /// cluster.link_mbit: the hosts' link rate per direction (0: not stated); cluster.backward_ms.
   std::int64_t link_mbit = 0;
   double backward_ms = -1;
+  /// cluster.balance: "off" or "auto" (the scheduler re-places ranks between epochs).
+  std::string balance = "off";
 };
 
 struct train_command_line {

@@ -43,6 +43,8 @@ struct stalled_phase {
 
 struct relay_state {
   compute_actor target;
+  int rank = -1;
+  std::shared_ptr<rank_times> times; // null: not recorded
   std::vector<stalled_phase> stalled; // phases whose compute was lost, waiting for its new home
   static inline const char* name = "compute_relay";
 };
@@ -53,7 +55,12 @@ void ask_target(relay_pointer self, stalled_phase phase) {
   auto to = self->state.target;
   auto handle = [=](auto atom) {
     self->request(to, phase.due.left_with_grace(), atom, phase.epoch, phase.due)
-      .then([=](phase_report& r) mutable { phase.promise.deliver(std::move(r)); },
+      .then(
+        [=](phase_report& r) mutable {
+          if (!phase.validation && self->state.times)
+            self->state.times->record(self->state.rank, phase.epoch, r.step_seconds);
+          phase.promise.deliver(std::move(r));
+        },
             [=](caf::error& err) mutable {
               if (troupe_code(err) != errc::peer_down && err != caf::sec::request_receiver_down) {
                 phase.promise.deliver(std::move(err));
@@ -72,8 +79,11 @@ void ask_target(relay_pointer self, stalled_phase phase) {
     handle(train_atom::value);
 }
 
-compute_relay_actor::behavior_type compute_relay(relay_pointer self, compute_actor target) {
+compute_relay_actor::behavior_type compute_relay(relay_pointer self, compute_actor target,
+                                                 int rank, std::shared_ptr<rank_times> times) {
   self->state.target = std::move(target);
+  self->state.rank = rank;
+  self->state.times = std::move(times);
   auto start = [=](bool validation, std::int64_t epoch, deadline due) {
     auto promise = self->make_response_promise<phase_report>();
     ask_target(self, stalled_phase{validation, epoch, due, promise});
@@ -255,8 +265,9 @@ std::string unadoptable(const placement_plan& plan, const std::vector<int>& node
   return "";
 }
 
-compute_relay_actor spawn_compute_relay(caf::actor_system& system, compute_actor target) {
-  return system.spawn(compute_relay, std::move(target));
+compute_relay_actor spawn_compute_relay(caf::actor_system& system, compute_actor target,
+                                        int rank, std::shared_ptr<rank_times> times) {
+  return system.spawn(compute_relay, std::move(target), rank, std::move(times));
 }
 
 std::size_t computes_run_by(const scheduler_state& st, const member_entry& m) {

@@ -143,6 +143,7 @@ void complete_rank_move(scheduler_actor self, member_entry& giver, std::int64_t 
   taker->taking = false;
   add_ranks(giver.given_ranks, ranks);
   repoint_computes(self, *taker, node, ranks);
+  st.moved_at_gate = epoch;
   log_node_line(*st.options, "scheduler: " + rank_names(ranks) + " of " + node_names(st.plan, {node})
                                + " moved from " + giver.name() + " to " + taker->name()
                                + " at the end of epoch " + std::to_string(epoch) + "'s training");
@@ -288,6 +289,7 @@ void forget_join(scheduler_state& st, member_entry& joiner) {
   auto* giver = ceding_member(st, node);
   if (!giver)
     return; // its node was a lost worker's: its loss is adopted as that node's
+  const auto ranks = giver->ceding_ranks;
   giver->ceding = -1;
   giver->ceding_ranks.clear();
   st.joins_at_gate.erase(std::remove(st.joins_at_gate.begin(), st.joins_at_gate.end(), node),
@@ -297,9 +299,12 @@ void forget_join(scheduler_state& st, member_entry& joiner) {
   joiner.adopted_nodes.clear();
   joiner.given_ranks.clear();
   joiner.node = -1; // it held nothing: the node stays where it runs
-  log_node_line(*st.options, "scheduler: " + joiner.name() + " was lost before what it took of "
-                               + node_names(st.plan, {node}) + " moved to it; " + giver->name()
-                               + " keeps running it");
+  log_node_line(*st.options, "scheduler: " + joiner.name() + " was lost before "
+                               + (ranks.empty() ? node_names(st.plan, {node})
+                                                : rank_names(ranks) + " of "
+                                                    + node_names(st.plan, {node}))
+                               + " moved to it; " + giver->name() + " keeps running "
+                               + (ranks.size() > 1 ? "them" : "it"));
 }
 
 void hand_ranks_to_joiner(scheduler_actor self, member_entry& giver) {

@@ -250,8 +250,10 @@ remote_actors remote_of_members(scheduler_actor self, const std::vector<channel_
     for (auto c : plan.actors_of(plan_role::compute)) {
       const auto& a = plan.actors.at(c);
       st.relays[c] = spawn_compute_relay(
-        system, spawn_compute_proxy(system, channels.at(static_cast<std::size_t>(a.node)),
-                                    static_cast<std::uint32_t>(a.rank)));
+        system,
+        spawn_compute_proxy(system, channels.at(static_cast<std::size_t>(a.node)),
+                            static_cast<std::uint32_t>(a.rank)),
+        a.rank, st.times);
     }
   if (st.job.nodes.shard_backups > 0)
     for (auto s : plan.actors_of(plan_role::shard)) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -49,6 +50,29 @@ using scheduler_self_actor =
   scheduler_node_actor::extend<caf::reacts_to<join_deadline_atom>, caf::reacts_to<grace_over_atom>,
                                caf::reacts_to<cause_due_atom>,
                                caf::reacts_to<traffic_due_atom, std::int64_t>>;
+
+/// The seconds of training each compute rank's last training phase took (its phase_report's
+/// step_seconds), with that phase's epoch: what the relays see, and balance = auto weighs.
+/// Written by the relays, read by the scheduler: thread-safe.
+class rank_times {
+public:
+  void record(int rank, std::int64_t epoch, double seconds) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    times_[rank] = {epoch, seconds};
+  }
+  /// Rank `rank`'s seconds in epoch `epoch`'s training, if its last report was of that epoch.
+  std::optional<double> of(int rank, std::int64_t epoch) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto t = times_.find(rank);
+    if (t == times_.end() || t->second.first != epoch)
+      return std::nullopt;
+    return t->second.second;
+  }
+
+private:
+  mutable std::mutex mutex_;
+  std::map<int, std::pair<std::int64_t, double>> times_;
+};
 
 struct member_entry {
   channel_actor channel;
@@ -152,6 +176,8 @@ struct scheduler_state {
   std::vector<run_change> replaying;
   /// The relays the coordinator drives remote computes through, by plan actor (adopt only).
   std::map<std::size_t, compute_relay_actor> relays;
+  /// What those relays saw each rank's training take (balance = auto weighs it).
+  std::shared_ptr<rank_times> times = std::make_shared<rank_times>();
   std::chrono::steady_clock::time_point move_began; // the last move's (a loss, leave or join)
   std::string move_cause = "the loss was seen";     // what began it, for the line that ends it
   /// A move begins now, for `cause` ("the loss was seen", "it left", "it joined").
@@ -160,6 +186,8 @@ struct scheduler_state {
     move_cause = std::move(cause);
   }
   std::vector<int> joins_at_gate; // nodes a joiner is ready to serve, moved at the next gate
+  /// The last gate a move completed at: that epoch's times are of the placement before it.
+  std::int64_t moved_at_gate = -1;
   /// The relays the session reaches remote shards through, by plan actor (shard_backups = 1).
   std::map<std::size_t, push_relay_actor> shard_relays;
   std::chrono::steady_clock::time_point server_lost_at; // when the last promoted loss was seen
@@ -221,7 +249,10 @@ assignment_message assignment_for(const scheduler_state& st, const member_entry&
                                   std::vector<endpoint> servers);
 
 // Adopted workers (scheduler_adoption.cpp).
-compute_relay_actor spawn_compute_relay(caf::actor_system& system, compute_actor target);
+/// A relay to compute `rank` at `target`; it records each training phase's seconds in `times`.
+compute_relay_actor spawn_compute_relay(caf::actor_system& system, compute_actor target,
+                                        int rank = -1,
+                                        std::shared_ptr<rank_times> times = nullptr);
 /// The computes `m` runs: its own node's, those it adopted and those it is adopting.
 std::size_t computes_run_by(const scheduler_state& st, const member_entry& m);
 /// The worker still there that runs the fewest computes, the lowest rank among equals; null
@@ -291,6 +322,10 @@ void take_for_joiner(scheduler_actor self, member_entry& joiner);
 /// ready to serve move to them (their relays re-pointed) and the workers that ran them are
 /// told to cede them.
 void complete_joins(scheduler_actor self, std::int64_t epoch);
+/// cluster.balance = auto, at the gate after epoch `epoch`'s training (scheduler_balance.cpp):
+/// where another placement of the ranks would end a step sooner, as their times that epoch
+/// say, one worker is told to adopt ranks of another, moved at the next gate.
+void balance_at_gate(scheduler_actor self, std::int64_t epoch);
 /// Of `nodes` (a lost worker's), those a joiner is ready to serve move to it now and leave the
 /// list; true if any did.
 bool hand_to_joiners(scheduler_actor self, std::vector<int>& nodes);

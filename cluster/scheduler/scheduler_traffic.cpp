@@ -51,6 +51,7 @@ caf::result<after_gate> on_epoch_done(scheduler_actor self, std::int64_t epoch, 
     return promise;
   }
   complete_joins(self, epoch); // no phase is in flight here
+  balance_at_gate(self, epoch);
   auto promise = self->make_response_promise<after_gate>();
   st.gathering = traffic_gathering{epoch, ++st.gatherings, {}, {}, promise, {}};
   for (auto& m : st.members)

@@ -47,6 +47,12 @@ void check_worker_loss(const value_reader& r, const syntax_value& v, key_target&
     r.fail(v.span, "on_worker_loss must be stop, continue or adopt, got " + policy);
 }
 
+void check_balance(const value_reader& r, const syntax_value& v, key_target& t) {
+  const auto& balance = t.job.cluster.balance.value;
+  if (balance != "off" && balance != "auto")
+    r.fail(v.span, "balance must be off or auto, got " + balance);
+}
+
 void check_congestion(const value_reader& r, const syntax_value& v, key_target& t) {
   if (!congestion_control_name(t.job.cluster.tcp_congestion.value))
     r.fail(v.span, "tcp_congestion must be auto, system or a congestion control's name (lower "
@@ -131,6 +137,15 @@ std::vector<config_key> cluster_keys() {
         "`continue`: only where computes push straight to the shards, as in async and ssp; "
         "its computes get no more work, its part of the data goes unused, ssp's shards stop "
         "waiting for them"),
+    entry("cluster", "balance", k::name, cluster<&cluster_config::balance>)
+      .checked_by(check_balance)
+      .flag_is("balance")
+      .help_is(
+        "off, or auto: at each gate between epochs the scheduler measures every worker "
+        "process's time per compute rank and moves ranks so a faster process runs more of them",
+        "a process is taken to serve its ranks in turn; one move at a time, made at the gate "
+        "after the next epoch's training, weights unchanged; needs on_worker_loss = adopt and "
+        "ranks that run apart (no aggregate(machine)) (docs/operations.md, \"Balance\")"),
     entry("cluster", "shard_backups", k::integer, cluster<&cluster_config::shard_backups>)
       .within(whole(0, 1))
       .flag_is("shard-backups")

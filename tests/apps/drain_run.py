@@ -4,7 +4,8 @@ another worker, leaves with exit status 0, and the run ends with the weights of 
 nothing; or, where its computes cannot move, the scheduler refuses and the worker trains on to
 the end (docs/operations.md, "A worker that leaves").
 
-usage: drain_run.py TROUPE CONFIG SERVERS WORKERS EPOCH granted|refused|rejoin|grow [troupe flags...]
+usage: drain_run.py TROUPE CONFIG SERVERS WORKERS EPOCH granted|refused|rejoin|grow|grow-kill-joiner|grow-kill-giver
+       [troupe flags...]
 
 Runs `troupe launch -n WORKERS -s SERVERS --config CONFIG [flags]` (granted: with
 `--on-worker-loss adopt`; refused: with `--on-worker-loss stop`), waits until the scheduler logs
@@ -25,6 +26,10 @@ from the scheduler's `worker R (pid P ...)` line). It must exit 0 with the final
   grow      every node started by hand; in epoch EPOCH a new worker process joins and takes
             half the computes of the busiest worker, which cedes them at the end of an epoch's
             training; every node exits 0 with the weights of one process.
+  grow-kill-joiner, grow-kill-giver
+            as grow, then the joiner (or the worker that gave it computes) is SIGKILLed in the
+            middle of the next epoch: what it ran is adopted, and every other node exits 0 with
+            the weights of one process.
 Every wait has a deadline, moments come from log lines (no sleeps ordering events), and the
 launch's process group is killed at the end whatever happens, so no process is left behind.
 """
@@ -106,10 +111,12 @@ def rejoin(troupe, config, servers, workers, epoch, rest, workdir):
         cluster.kill_all()
 
 
-def grow(troupe, config, servers, workers, epoch, rest, workdir):
+def grow(troupe, config, servers, workers, epoch, rest, workdir, then=None):
     """Every node by hand; a new worker process joins in epoch EPOCH and takes computes from the
     busiest worker (no node is an adopted one): half of what it runs, moved at the end of an
-    epoch's training. Every node exits 0 with the weights of one process."""
+    epoch's training. Then (`then`) the joiner or the worker that gave them is SIGKILLed in the
+    middle of the next epoch: what it ran is adopted. Every node exits 0 (but the one killed)
+    with the weights of one process."""
     cluster = Cluster(troupe, workdir)
     try:
         common = ["--config", config, "--server-nodes", servers, "--worker-nodes", workers,
@@ -131,8 +138,17 @@ def grow(troupe, config, servers, workers, epoch, rest, workdir):
             r"spare worker (?:\d+ )?\(pid \d+ [^)]*\) takes (compute_\d+(?:, compute_\d+)*) of (worker_\d+) "
             r"from worker (\d+) \(pid \d+ [^)]*\) \(the worker running the most computes, 2\)")
         computes, node, giver = taken.group(1), taken.group(2), taken.group(3)
+        victim = None
+        if then:
+            at = cluster.wait_for_text("scheduler", "err",
+                                       rf"{computes} of {node} moved from .* at the end of epoch (\d+)'s training")
+            victim = "joiner" if then == "kill-joiner" else f"worker{giver}"
+            cluster.wait_for_text("scheduler", "out", rf"Epoch\[{int(at.group(1)) + 1}\] Batch \[[1-9]")
+            os.kill(cluster.procs[victim].pid, signal.SIGKILL)
+            adopted = cluster.wait_for_text("scheduler", "err", r"; (?:spare )?worker (?:\d+ )?\(pid \d+ [^)]*\) adopts ([^(]*) \(")
+            print(f"killed {victim}; adopted: {adopted.group(1)}")
         codes = cluster.wait_all()
-        bad = {n: c for n, c in codes.items() if c != 0}
+        bad = {n: c for n, c in codes.items() if c != 0 and n != victim}
         if bad:
             cluster.fail(f"exit statuses {bad}, expected 0")
         log = cluster.text("scheduler", "err")
@@ -152,7 +168,7 @@ def grow(troupe, config, servers, workers, epoch, rest, workdir):
         if got != expected:
             cluster.fail(f"the run a worker joined ended with {got}, one process with {expected}")
         for line in log.splitlines():
-            if re.search(r"joined as a spare|takes compute|ready to serve|moved from", line):
+            if re.search(r"joined as a spare|takes compute|ready to serve|moved from|adopts|serves compute", line):
                 print(line)
         print(f"ok: a third worker joined in epoch {epoch} and took {computes} from worker {giver} "
               f"(moved at the end of epoch {moved.group(1)}'s training); every node exit 0; {got} as in one process")
@@ -167,8 +183,10 @@ def main(workdir):
         return rejoin(troupe, config, servers, workers, epoch, rest, workdir)
     if outcome == "grow":
         return grow(troupe, config, servers, workers, epoch, rest, workdir)
+    if outcome in ("grow-kill-joiner", "grow-kill-giver"):
+        return grow(troupe, config, servers, workers, epoch, rest, workdir, outcome[len("grow-"):])
     if outcome not in ("granted", "refused"):
-        raise SystemExit(f"usage: drain_run.py TROUPE CONFIG SERVERS WORKERS EPOCH granted|refused|rejoin|grow: not {outcome}")
+        raise SystemExit(f"usage: drain_run.py TROUPE CONFIG SERVERS WORKERS EPOCH granted|refused|rejoin|grow[-kill-joiner|-kill-giver]: not {outcome}")
     events = os.path.join(workdir, "events")
     policy = "adopt" if outcome == "granted" else "stop"
     command = [troupe, "launch", "-n", workers, "-s", servers, "--events", events, "--config", config,

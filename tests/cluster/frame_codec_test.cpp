@@ -144,6 +144,11 @@ TEST_CASE("weights, pull, hello, proof, failure, heartbeat and shutdown round-tr
   w.weights.before_step = 768;
   CHECK(decoded_as<weights_message>(frame_of(w)).weights.before_step == 768);
   CHECK(decoded_as<adopt_message>(frame_of(adopt_message{4})).node == 4);
+  CHECK(decoded_as<adopt_message>(frame_of(adopt_message{4})).ranks.empty());
+  const auto piece = decoded_as<adopt_message>(frame_of(adopt_message{4, {6, 7}}));
+  REQUIRE(piece.ranks.size() == 2);
+  CHECK(piece.ranks[0] == 6);
+  CHECK(piece.ranks[1] == 7);
 
   // Workers that leave: a leave and both answers to it.
   CHECK(decoded_as<leave_message>(frame_of(leave_message{"SIGTERM"})).reason == "SIGTERM");
@@ -155,6 +160,9 @@ TEST_CASE("weights, pull, hello, proof, failure, heartbeat and shutdown round-tr
   CHECK_FALSE(refused.granted);
   CHECK(refused.reason == "no other worker is left");
   CHECK(decoded_as<cede_message>(frame_of(cede_message{3})).node == 3);
+  const auto ceded = decoded_as<cede_message>(frame_of(cede_message{3, {5}}));
+  REQUIRE(ceded.ranks.size() == 1);
+  CHECK(ceded.ranks[0] == 5);
 
   // Shards with a backup: a primary's push passed to its backup reads back as the push it was
   // (its keys and values checked against the shard's table as a push's are), the backup's
@@ -302,6 +310,11 @@ TEST_CASE("pushes and weights are checked against the receiver's keys", "[cluste
   w.weights.learning_rate = std::numeric_limits<float>::infinity();
   CHECK(refusal(frame_of(w)).find("learningRate is not finite") != std::string::npos);
   CHECK(refusal(frame_of(pull_message{1, 7, 10})).find("pull.shard 7") != std::string::npos);
+  CHECK(refusal(frame_of(adopt_message{2, {3, 3}})).find("adopt.ranks lists rank 3 after 3")
+        != std::string::npos);
+  CHECK(refusal(frame_of(cede_message{2, {4, 1}})).find("cede.ranks lists rank 1 after 4: each rank "
+                                                         "once, in ascending order")
+        != std::string::npos);
   CHECK(refusal(frame_of(pull_message{1, 0, 10, true, -1, -2})).find("pull.source -2 is negative")
         != std::string::npos);
 }
@@ -431,6 +444,14 @@ TEST_CASE("the scheduler's messages round-trip", "[cluster][frame]") {
   CHECK(got.threads == 3);
   CHECK(got.rank == 1);
   CHECK(got.node == 4);
+  CHECK(got.ranks.empty());
+  a.adopt = true;
+  a.ranks = {9, 11};
+  const auto taken = decoded_as<assignment_message>(frame_of(a));
+  CHECK(taken.adopt);
+  CHECK(taken.ranks == std::vector<std::uint32_t>{9, 11});
+  a.adopt = false;
+  a.ranks.clear();
   CHECK(got.job == a.job);
   CHECK(got.job_hash == 77);
   CHECK(got.plan_hash == 88);

@@ -22,8 +22,11 @@ struct scheduler_fixture : node_fixture {
   session_sinks sinks; // what the scheduler gave its session (the relays, with adopt)
 
   void start(int servers = 1, int workers = 2, bool continue_on_loss = false, bool adopt = false,
-             int shard_backups = 0) {
+             int shard_backups = 0, int computes_per_worker = 1) {
     job = cluster_job(servers, workers);
+    job.topology.workers = workers * computes_per_worker;
+    if (computes_per_worker > 1) // every compute needs a batch of the 64 examples
+      job.train_batches.batch_size = 8;
     job.nodes.continue_on_worker_loss = continue_on_loss;
     job.nodes.adopt_on_worker_loss = adopt;
     job.nodes.shard_backups = shard_backups;

@@ -75,6 +75,9 @@ std::vector<std::pair<std::string, wire_message>> seeds() {
   assignment.facts = data_facts{{1, 28, 28}, 10, 60000, 10000};
   assignment.servers = {endpoint{1, "127.0.0.1", 45095}};
   assignment.threads = 2;
+  auto assignment_ranks = assignment;
+  assignment_ranks.adopt = true;
+  assignment_ranks.ranks = {3};
   batch_report batch{1, 2, 3, 469, 128, 100, 1.5, 0.1f};
   phase_report phase;
   phase.epoch = 2;
@@ -102,6 +105,7 @@ std::vector<std::pair<std::string, wire_message>> seeds() {
     {"join", join_message{node_kind::server, "127.0.0.1", 45095, 4242, 0, 11, {}}},
     {"rejoin", rejoin},
     {"assignment", assignment},
+    {"assignment_ranks", assignment_ranks},
     {"ready", ready_message{2, 0, 2}},
     {"ready_with_port", ready_message{1, 45095, 2}},
     {"control", control_message{3, 1, control_kind::train, 2, 30000}},
@@ -109,6 +113,7 @@ std::vector<std::pair<std::string, wire_message>> seeds() {
     {"batch_report", batch_report_message{batch}},
     {"traffic_query", traffic_query_message{2}},
     {"adopt", adopt_message{3}},
+    {"adopt_ranks", adopt_message{3, {5, 7}}},
     {"replicate", replicate_message{{6, 0, push, 30000}}},
     {"replicated", replicated_message{6, 42}},
     {"promote", promote_message{1, 2}},
@@ -116,6 +121,7 @@ std::vector<std::pair<std::string, wire_message>> seeds() {
     {"release_granted", release_message{true, ""}},
     {"release_refused", release_message{false, "no other worker is left to take its computes"}},
     {"cede", cede_message{2}},
+    {"cede_ranks", cede_message{2, {3}}},
     {"command_status", command_message{9, "status", {}, 10000}},
     {"command_drain", command_message{10, "drain", {"worker_1"}, 10000}},
     {"command_result", command_result_message{10, "asked worker 1 to leave", R"({"schema":1})"}},

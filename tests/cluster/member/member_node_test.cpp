@@ -99,7 +99,8 @@ CAF_TEST(member_ignores_a_drain_before_it_runs) {
   CAF_CHECK(!result->answered);
 }
 
-// A cede of a node it did not adopt (or from another channel) changes nothing.
+// A cede of a node it did not adopt, of ranks it does not run, or from another channel changes
+// nothing.
 CAF_TEST(member_ignores_a_cede_of_a_node_it_did_not_adopt) {
   sent_list other_sent;
   auto other = channel(other_sent);
@@ -109,6 +110,9 @@ CAF_TEST(member_ignores_a_cede_of_a_node_it_did_not_adopt) {
   caf::anon_send(node, cede_atom::value, scheduler, cede_message{2});
   settle();
   CAF_CHECK(logged("ignored a cede of plan node 2, which it did not adopt"));
+  caf::anon_send(node, cede_atom::value, scheduler, cede_message{2, {5}});
+  settle();
+  CAF_CHECK(logged("ignored a cede of compute_5, which it does not run"));
   CAF_CHECK(!result->answered);
 }
 

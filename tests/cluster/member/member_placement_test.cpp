@@ -128,3 +128,42 @@ TEST_CASE("a worker node with loaders, computes and its machine's aggregators ca
   const auto on_workers = hierarchical.actors_of(plan_role::machine_aggregator);
   REQUIRE(on_workers.size() == 2); // one per machine, each on a worker node (one shard)
 }
+
+TEST_CASE("a worker node's ranks run apart unless its machine's aggregators sum them",
+          "[cluster][placement]") {
+  auto job = test::synthetic_job("mlp", 64);
+  job.shards = 1;
+  job.topology.workers = 4;
+  job.train_batches.batch_size = 8;
+  job.nodes.servers = 1;
+  job.nodes.workers = 2;
+  const auto bsp = plan_placement(job, test::small_facts);
+  job.topology.machines = 2;
+  job.topology.levels = {aggregation_level{aggregation_scope::machine},
+                         aggregation_level{aggregation_scope::all}};
+  const auto hierarchical = plan_placement(job, test::small_facts);
+  int first_worker = -1;
+  for (std::size_t n = 0; n < bsp.nodes.size(); ++n)
+    if (bsp.nodes[n].kind == node_kind::worker && first_worker < 0)
+      first_worker = static_cast<int>(n);
+  REQUIRE(first_worker > 0);
+  const auto second_worker = first_worker + 1;
+  REQUIRE(ranks_on(bsp, first_worker).size() == 2);
+  CHECK(ranks_on(bsp, first_worker) == std::vector<int>{0, 1});
+  CHECK(ranks_on(bsp, second_worker) == std::vector<int>{2, 3});
+  CHECK(ranks_on(bsp, 0).empty()); // the scheduler runs no compute
+  CHECK(split_refusal(bsp, first_worker, {}).empty());
+  CHECK(split_refusal(bsp, first_worker, {1}).empty());
+  CHECK(split_refusal(bsp, second_worker, {2, 3}).empty());
+  CHECK(split_refusal(bsp, first_worker, {2})
+        == "compute_2 is not one of worker_0's computes (compute_0, compute_1)");
+  CHECK(split_refusal(bsp, 0, {0}) == "plan node 0 is no worker node");
+  CHECK(split_refusal(bsp, 99, {0}) == "plan node 99 is no worker node");
+  CHECK_THAT(split_refusal(hierarchical, first_worker, {1}),
+             Catch::StartsWith("worker_0 holds its machine's aggregators (machine_aggregator_0")
+               && Catch::EndsWith("which sum its computes in process: they move only together"));
+  CHECK(split_refusal(hierarchical, first_worker, {}).empty()); // the whole node moves
+  CHECK(rank_names({}).empty());
+  CHECK(rank_names({3}) == "compute_3");
+  CHECK(rank_names({1, 4}) == "compute_1, compute_4");
+}

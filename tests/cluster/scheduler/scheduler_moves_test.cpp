@@ -20,6 +20,56 @@ struct draining : scheduler_fixture {
     caf::anon_send(node, goodbye_atom::value, l, end);
     settle();
   }
+
+  // Two workers of two computes each in training (adopt), and a third that joined: it takes
+  // compute_1 of worker_0 (`node`).
+  struct rank_move {
+    sent_list server_sent, w0_sent, w1_sent, joiner_sent;
+    channel_actor w0, w1, joiner;
+    int node = -1;
+  };
+  rank_move to_rank_move() {
+    start(1, 2, false, true, 0, 2);
+    rank_move m;
+    std::vector<sent_list> ws(2);
+    auto server = channel(m.server_sent);
+    std::vector<channel_actor> workers{holding(ws[0]), holding(ws[1])};
+    to_training(server, m.server_sent, workers, ws);
+    m.w0 = workers[0];
+    m.w1 = workers[1];
+    m.w0_sent = ws[0];
+    m.w1_sent = ws[1];
+    m.joiner = holding(m.joiner_sent);
+    join(m.joiner, node_kind::worker, -1, 300);
+    m.node = plan_node(node_kind::worker, 0);
+    names[m.w0.address()] = "worker 0";
+    names[m.w1.address()] = "worker 1";
+    names[m.joiner.address()] = "joiner";
+    sents = {{"worker 0", m.w0_sent}, {"worker 1", m.w1_sent}, {"joiner", m.joiner_sent}};
+    return m;
+  }
+  std::size_t compute_of_rank(int rank) const {
+    for (auto c : plan.actors_of(plan_role::compute))
+      if (plan.actors[c].rank == rank)
+        return c;
+    return plan.actors.size();
+  }
+  // Asks compute `compute` to train epoch `epoch` through its relay; names the member whose
+  // channel the control went over ("" if none did).
+  std::map<caf::actor_addr, std::string> names;
+  std::vector<std::pair<std::string, sent_list>> sents;
+  std::string trains_asked(std::size_t compute, std::int64_t epoch) {
+    std::map<std::string, std::size_t> before;
+    for (auto& [name, sent] : sents)
+      before[name] = count_of<control_message>(sent);
+    auto phase = std::make_shared<phase_answer>();
+    spawned.push_back(sys.spawn(ask_train, sinks.node.remote.compute(compute), epoch, phase));
+    settle();
+    for (auto& [name, sent] : sents)
+      if (count_of<control_message>(sent) > before[name])
+        return name;
+    return "";
+  }
 };
 
 } // namespace
@@ -194,6 +244,102 @@ CAF_TEST(joiner_lost_before_the_move_leaves_the_node_where_it_runs) {
   CAF_CHECK_EQUAL(count_of<adopt_message>(m.w0_sent), 1); // nothing more
   epoch_done(0);
   CAF_CHECK_EQUAL(count_of<cede_message>(m.w0_sent), 0);
+}
+
+// Where no worker runs an adopted node, a joiner takes half the computes of the busiest worker
+// (the last of its own node's): it is assigned those ranks of that node (adopt), and once it is
+// ready they move at the next gate, the worker that ran them told to cede only those. The
+// node's other compute stays where it runs.
+CAF_TEST(joiner_takes_half_the_computes_of_the_busiest_worker_at_the_next_gate) {
+  auto m = to_rank_move();
+  const auto kept = compute_of_rank(0), moved = compute_of_rank(1);
+  CAF_CHECK(logged("spare worker (pid 300 on 10.0.0.1) takes compute_1 of worker_0 from worker 0 "
+                   "(pid 200 on 10.0.0.1) (the worker running the most computes, 2)"));
+  CAF_REQUIRE_EQUAL(count_of<assignment_message>(m.joiner_sent), 1);
+  const auto* a = last_of<assignment_message>(m.joiner_sent);
+  CAF_CHECK(a->adopt);
+  CAF_CHECK_EQUAL(a->node, static_cast<std::uint32_t>(m.node));
+  CAF_CHECK(a->ranks == std::vector<std::uint32_t>{1});
+  ready(m.joiner, static_cast<std::uint32_t>(m.node));
+  CAF_CHECK(logged("is ready to serve compute_1 of worker_0"));
+  CAF_CHECK_EQUAL(count_of<cede_message>(m.w0_sent), 0); // not while a phase may be in flight
+  CAF_CHECK_EQUAL(trains_asked(moved, 0), "worker 0");
+  epoch_done(0);
+  CAF_REQUIRE_EQUAL(count_of<cede_message>(m.w0_sent), 1);
+  CAF_CHECK_EQUAL(last_of<cede_message>(m.w0_sent)->node, static_cast<std::uint32_t>(m.node));
+  CAF_CHECK(last_of<cede_message>(m.w0_sent)->ranks == std::vector<std::uint32_t>{1});
+  CAF_CHECK(logged("compute_1 of worker_0 moved from worker 0 (pid 200 on 10.0.0.1) to spare "
+                   "worker (pid 300 on 10.0.0.1) at the end of epoch 0's training"));
+  CAF_CHECK_EQUAL(trains_asked(moved, 1), "joiner");
+  CAF_CHECK_EQUAL(trains_asked(kept, 1), "worker 0");
+  CAF_CHECK(!result->answered);
+}
+
+// The joiner lost after the move: the worker running the fewest computes (the one that gave it,
+// now running one) adopts that compute alone, and serves it once ready.
+CAF_TEST(joiner_lost_after_a_rank_move_is_adopted_rank_by_rank) {
+  auto m = to_rank_move();
+  ready(m.joiner, static_cast<std::uint32_t>(m.node));
+  epoch_done(0);
+  killed(m.joiner);
+  CAF_CHECK(logged("worker 0 (pid 200 on 10.0.0.1) adopts compute_1 of worker_0 (the worker "
+                   "running the fewest computes, 1,"));
+  CAF_REQUIRE_EQUAL(count_of<adopt_message>(m.w0_sent), 1);
+  CAF_CHECK_EQUAL(last_of<adopt_message>(m.w0_sent)->node, static_cast<std::uint32_t>(m.node));
+  CAF_CHECK(last_of<adopt_message>(m.w0_sent)->ranks == std::vector<std::uint32_t>{1});
+  CAF_CHECK_EQUAL(count_of<adopt_message>(m.w1_sent), 0);
+  ready(m.w0, static_cast<std::uint32_t>(m.node));
+  CAF_CHECK(logged("worker 0 (pid 200 on 10.0.0.1) serves compute_1 of worker_0"));
+  CAF_CHECK_EQUAL(trains_asked(compute_of_rank(1), 1), "worker 0");
+  CAF_CHECK(!result->answered);
+}
+
+// The worker that gave a compute lost after the move: only the compute it still ran is adopted
+// (by the joiner, running the fewest), and the one it gave stays with the joiner.
+CAF_TEST(giver_lost_after_a_rank_move_leaves_the_moved_compute_where_it_runs) {
+  auto m = to_rank_move();
+  ready(m.joiner, static_cast<std::uint32_t>(m.node));
+  epoch_done(0);
+  killed(m.w0);
+  CAF_CHECK(logged("spare worker (pid 300 on 10.0.0.1) adopts compute_0 of worker_0 (the worker "
+                   "running the fewest computes, 1,"));
+  CAF_REQUIRE_EQUAL(count_of<adopt_message>(m.joiner_sent), 1);
+  CAF_CHECK(last_of<adopt_message>(m.joiner_sent)->ranks == std::vector<std::uint32_t>{0});
+  ready(m.joiner, static_cast<std::uint32_t>(m.node));
+  CAF_CHECK_EQUAL(trains_asked(compute_of_rank(0), 1), "joiner");
+  CAF_CHECK_EQUAL(trains_asked(compute_of_rank(1), 1), "joiner");
+  CAF_CHECK(!result->answered);
+}
+
+// The giver lost before the joiner is ready: the computes it was giving are the joiner's (served
+// once it is ready, at once), and the rest of its node is adopted by another worker; no second
+// loss is counted and the run goes on.
+CAF_TEST(giver_lost_before_the_joiner_is_ready_leaves_it_the_computes_it_takes) {
+  auto m = to_rank_move();
+  killed(m.w0);
+  CAF_CHECK(logged("worker 1 (pid 201 on 10.0.0.1) adopts compute_0 of worker_0"));
+  CAF_REQUIRE_EQUAL(count_of<adopt_message>(m.w1_sent), 1);
+  CAF_CHECK(last_of<adopt_message>(m.w1_sent)->ranks == std::vector<std::uint32_t>{0});
+  ready(m.w1, static_cast<std::uint32_t>(m.node));
+  ready(m.joiner, static_cast<std::uint32_t>(m.node));
+  CAF_CHECK(logged("spare worker (pid 300 on 10.0.0.1) serves compute_1 of worker_0"));
+  CAF_CHECK_EQUAL(trains_asked(compute_of_rank(0), 0), "worker 1");
+  CAF_CHECK_EQUAL(trains_asked(compute_of_rank(1), 0), "joiner");
+  CAF_CHECK(!result->answered);
+}
+
+// A joiner lost before the ranks it took moved: they stay where they run.
+CAF_TEST(joiner_lost_before_a_rank_move_leaves_the_computes_where_they_run) {
+  auto m = to_rank_move();
+  ready(m.joiner, static_cast<std::uint32_t>(m.node));
+  lost(m.joiner, "the connection closed");
+  CAF_CHECK(logged("was lost before compute_1 of worker_0 moved to it; worker 0 (pid 200 on "
+                   "10.0.0.1) keeps running it"));
+  epoch_done(0);
+  CAF_CHECK_EQUAL(count_of<cede_message>(m.w0_sent), 0);
+  CAF_CHECK_EQUAL(count_of<adopt_message>(m.w0_sent) + count_of<adopt_message>(m.w1_sent), 0);
+  CAF_CHECK_EQUAL(trains_asked(compute_of_rank(1), 1), "worker 0");
+  CAF_CHECK(!result->answered);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

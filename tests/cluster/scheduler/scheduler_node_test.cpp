@@ -667,7 +667,7 @@ CAF_TEST(lost_worker_is_adopted_and_its_phase_asked_again) {
   CAF_CHECK(!result->answered);
   CAF_REQUIRE_EQUAL(count_of<adopt_message>(ws[1]), 2);
   CAF_CHECK(
-    logged("worker 1 (pid 201 on 10.0.0.1) adopts compute_0, compute_2 of worker_0, worker_2"));
+    logged("worker 1 (pid 201 on 10.0.0.1) adopts compute_0 of worker_0; compute_2 of worker_2"));
 }
 
 // A second worker lost while an adoption is under way stops the run naming both.

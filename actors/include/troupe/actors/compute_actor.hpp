@@ -98,6 +98,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include <caf/actor_system.hpp>
@@ -160,12 +161,29 @@ struct compute_wiring {
   std::shared_ptr<timeline_recorder> timeline;
 };
 
+/// One device that several compute stand-ins share (a worker process's GPU serving its ranks
+/// in turn): each piece of a step's work (a forward segment, a backward) is booked on it, and
+/// starts once it is free. Thread-safe: the stand-ins run on threads of their own.
+class stand_in_device {
+public:
+  /// Books `lasts` of the device from `from` on, or from when it is next free, whichever is
+  /// later; returns when that work ends.
+  caf::actor_clock::time_point book(caf::actor_clock::time_point from, caf::timespan lasts);
+
+private:
+  std::mutex mutex_;
+  caf::actor_clock::time_point free_ = caf::actor_clock::time_point::min();
+};
+
 /// A compute that takes a fixed time per batch instead of computing (see "Stand-in" above): a
 /// GPU of a given speed, so a cluster's communication runs as in training on any model.
 struct compute_stand_in {
   caf::timespan step{0};    ///< time per training batch; 0: compute for real
   std::int64_t samples = 0; ///< samples one batch counts (the job's batch size)
   std::uint64_t seed = 0;   ///< with the worker and step, fixes the gradients' values
+  /// The device its steps' work is booked on, shared with the other stand-ins of its process;
+  /// null: a device of its own.
+  std::shared_ptr<stand_in_device> device;
   bool active() const { return step.count() > 0; }
 };
 

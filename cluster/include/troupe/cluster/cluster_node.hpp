@@ -158,6 +158,9 @@ struct scheduler_options : node_options {
   /// --replay-changes: the changes a recorded run made (run_changes.hpp), made again at the same
   /// steps, as troupe ctl would make them. Empty: none.
   std::vector<run_change> replay_changes;
+  /// cluster.balance = auto: at each gate between epochs it measures every worker process's
+  /// time per compute rank and moves ranks so a faster process runs more of them.
+  bool balance = false;
 };
 
 /// A server's or a worker's options (role); the ones marked "a worker's" are read by workers

@@ -51,6 +51,9 @@ struct cluster_config {
   /// run. Empty (not given): `adopt` where one aggregation level sums every worker's push (bsp),
   /// else `stop`.
   located<std::string> on_worker_loss{""};
+  /// `off`, or `auto`: at each gate between epochs the scheduler re-places compute ranks so a
+  /// faster worker process runs more of them (docs/operations.md, "Balance").
+  located<std::string> balance{"off"};
   /// 0, or 1: a backup of each server process's shards on the next one (promoted on its loss).
   located<int> shard_backups{0};
   /// The old name of shard_backups, counting the primary: replicas = N is shard_backups = N - 1.

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""cluster { balance = auto }: two worker processes whose compute stand-ins share one device each
+(`--compute-stand-in-shared`) at different speeds; the scheduler moves ranks to the faster one
+between epochs, and the run ends with the weights of the same run without balance
+(docs/operations.md, "Balance").
+
+usage: balance_run.py TROUPE CONFIG FAST_MS SLOW_MS [--batches N] [troupe flags...]
+
+Every node is a `troupe node` started by hand (one server, two workers; the config gives the
+ranks and epochs). Worker 0's stand-ins take FAST_MS per batch, worker 1's SLOW_MS, each process
+serving its ranks in turn. It must:
+  - exit 0 on every node, twice: with the config's balance = auto and with --balance off;
+  - with balance: log the scheduler's weighing and one move of ranks from worker 1 to worker 0,
+    its readiness and the move itself at the end of an epoch's training (an epoch trains after
+    it), and worker 1's cede;
+  - end both runs with the same weights (the stand-ins' gradients depend on the rank and the step,
+    not on where a rank runs).
+It prints each run's epoch times; with --batches N (an epoch's batches over every rank) also the
+last epoch's rate against the two processes' summed solo rate (1000/FAST_MS + 1000/SLOW_MS
+batches per second): figures for docs/benchmarks.md, not checked (no timing is asserted).
+Every wait has a deadline; moments come from log lines; every process is killed at the end.
+"""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cluster_run import Cluster, final_weights, read_port, work_folder  # noqa: E402
+
+BOUND_S = 300
+
+
+def run(troupe, config, fast, slow, flags, workdir):
+    os.makedirs(workdir)
+    cluster = Cluster(troupe, workdir)
+    try:
+        common = ["--config", config] + flags
+        port_file = os.path.join(workdir, "scheduler.port")
+        cluster.start("scheduler", ["--role", "scheduler", "--scheduler", "127.0.0.1:0", "--port-file", port_file]
+                      + common)
+        port = read_port(cluster, port_file)
+        cluster.start("server0", ["--role", "server", "--scheduler", f"127.0.0.1:{port}"] + common)
+        for w, ms in enumerate([fast, slow]):
+            cluster.start(f"worker{w}", ["--role", "worker", "--rank", str(w), "--scheduler", f"127.0.0.1:{port}",
+                                         "--compute-stand-in-ms", ms, "--compute-stand-in-shared"] + common)
+        codes = cluster.wait_all(BOUND_S)
+        bad = {n: c for n, c in codes.items() if c != 0}
+        if bad:
+            cluster.fail(f"exit statuses {bad}, expected 0")
+        return cluster.text("scheduler", "out"), cluster.text("scheduler", "err"), cluster.text("worker1", "err")
+    finally:
+        cluster.kill_all()
+
+
+def epoch_seconds(out):
+    return [float(t) for t in re.findall(r"Epoch\[\d+\] Time cost=([0-9.]+)", out)]
+
+
+def main(workdir):
+    troupe, config, fast, slow = sys.argv[1:5]
+    flags = sys.argv[5:]
+    batches = 0  # --batches N (the script's own): an epoch's batches over every rank, for the rates printed
+    if "--batches" in flags:
+        at = flags.index("--batches")
+        batches = int(flags[at + 1])
+        flags = flags[:at] + flags[at + 2:]
+    out, log, giver = run(troupe, config, fast, slow, flags, os.path.join(workdir, "balanced"))
+    weighed = re.search(r"scheduler: balance after epoch (\d+)'s training, which took .*; worker 0 \(pid \d+ [^)]*\) "
+                        r"takes (compute_\d+(?:, compute_\d+)*) of (worker_\d+) from worker 1 \(pid \d+ [^)]*\) "
+                        r"\(an epoch's [0-9.]+ s of training becomes [0-9.]+ s, as estimated\)", log)
+    if not weighed:
+        raise SystemExit(f"FAIL: the scheduler's log names no balance move from worker 1 to worker 0\n{log[-3000:]}")
+    computes, node = weighed.group(2), weighed.group(3)
+    moved = re.search(rf"{computes} of {node} moved from worker 1 \(pid \d+ [^)]*\) to worker 0 \(pid \d+ [^)]*\) "
+                      rf"at the end of epoch (\d+)'s training", log)
+    if not moved:
+        raise SystemExit(f"FAIL: the scheduler does not say {computes} moved\n{log[-3000:]}")
+    if not re.search(rf"worker_1: ceded {computes} of {node} at ", giver):
+        raise SystemExit(f"FAIL: worker 1 does not say it ceded {computes}\n{giver[-2000:]}")
+    times = epoch_seconds(out)
+    if len(times) <= int(moved.group(1)) + 1:
+        raise SystemExit(f"FAIL: no epoch trained after the move (epoch times {times})")
+    balanced_got = final_weights(out)
+    plain_out, _, _ = run(troupe, config, fast, slow, flags + ["--balance", "off"], os.path.join(workdir, "plain"))
+    plain_got = final_weights(plain_out)
+    if balanced_got != plain_got:
+        raise SystemExit(f"FAIL: with balance the run ended with {balanced_got}, without it {plain_got}")
+    plain = epoch_seconds(plain_out)
+    for line in log.splitlines():
+        if re.search(r"balance after|ready to serve|moved from", line):
+            print(line)
+    solo = 1000 / float(fast) + 1000 / float(slow)  # batches per second of each process alone, summed
+    print(f"ok: {computes} of {node} moved from worker 1 to worker 0 at the end of epoch {moved.group(1)}; "
+          f"epoch times {times} s with balance, {plain} s without; {balanced_got} both ways")
+    if batches:
+        print(f"last epoch: {batches / times[-1]:.2f} batches/s with balance ({batches / times[-1] / solo:.3f} of the "
+              f"summed solo {solo:.2f}), {batches / plain[-1]:.2f} without ({batches / plain[-1] / solo:.3f})")
+
+
+if __name__ == "__main__":
+    with work_folder("troupe-balance-") as folder:
+        main(folder)

@@ -364,11 +364,10 @@ void node_part::shut_down_named(const std::vector<std::string>& names) {
   spawned.erase(std::remove_if(spawned.begin(), spawned.end(),
                                [&](const auto& entry) { return named(entry.second); }),
                 spawned.end());
-  computes.erase(std::remove_if(computes.begin(), computes.end(),
-                                [&](const auto& c) {
-                                  return named("compute_" + std::to_string(c.first));
-                                }),
-                 computes.end());
+  computes.erase(
+    std::remove_if(computes.begin(), computes.end(),
+                   [&](const auto& c) { return named("compute_" + std::to_string(c.first)); }),
+    computes.end());
   for (auto& a : leaving)
     caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }

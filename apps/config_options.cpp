@@ -277,12 +277,18 @@ training_job to_training_job(const job_config& c) {
                 backed
                   + " promotes a backup whose compressed answers would start from weights the "
                     "workers do not hold; compress pushes only (push:...) with shard backups");
+  const bool balance_by_flag = c.cluster.balance.span.line == 0;
+  if (c.cluster.balance.value != "off" && c.cluster.balance.value != "auto")
+    config_fail(c, c.cluster.balance.span,
+                std::string(balance_by_flag ? "--balance" : "balance")
+                  + " must be off or auto, got " + c.cluster.balance.value);
   if (c.cluster.balance.value == "auto" && !o.nodes.single_process()) {
-    const std::string balance = c.cluster.balance.span.line == 0 ? "--balance auto" : "balance = auto";
+    const std::string balance = balance_by_flag ? "--balance auto" : "balance = auto";
     if (!adopt)
       config_fail(c, c.cluster.balance.span,
-                  balance + " moves compute ranks between worker processes as an adoption does: "
-                            "it needs on_worker_loss = adopt, and this run's is "
+                  balance
+                    + " moves compute ranks between worker processes as an adoption does: "
+                      "it needs on_worker_loss = adopt, and this run's is "
                     + worker_loss_policy(o.nodes));
     bool machine = false;
     for (const auto& level : o.topology.levels)

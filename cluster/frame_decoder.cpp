@@ -276,7 +276,8 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload,
   case wire::Frame::Body::CHECKPOINT_DONE:
     return read_checkpoint_done(body.getCheckpointDone());
   case wire::Frame::Body::ADOPT:
-    return adopt_message{body.getAdopt().getNode(), read_ranks(body.getAdopt().getRanks(), "adopt")};
+    return adopt_message{body.getAdopt().getNode(),
+                         read_ranks(body.getAdopt().getRanks(), "adopt")};
   case wire::Frame::Body::REPLICATE: {
     auto m = read_push(payload, unpack_into, keys, body.getReplicate());
     return replicate_message{std::move(m)};

@@ -65,10 +65,9 @@ inline std::vector<std::uint32_t> read_ranks(capnp::List<std::uint32_t>::Reader 
   for (auto r : in)
     ranks.push_back(r);
   for (std::size_t i = 1; i < ranks.size(); ++i)
-    require(ranks[i - 1] < ranks[i], std::string(what) + ".ranks lists rank "
-                                       + std::to_string(ranks[i]) + " after "
-                                       + std::to_string(ranks[i - 1])
-                                       + ": each rank once, in ascending order");
+    require(ranks[i - 1] < ranks[i],
+            std::string(what) + ".ranks lists rank " + std::to_string(ranks[i]) + " after "
+              + std::to_string(ranks[i - 1]) + ": each rank once, in ascending order");
   return ranks;
 }
 

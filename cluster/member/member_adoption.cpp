@@ -90,14 +90,13 @@ void on_adopt(member_actor self, const adopt_message& a) {
   for (auto i : st.plan.actors_on(lost))
     summed_here = summed_here || st.plan.actors[i].role == plan_role::machine_aggregator;
   const auto& name = st.plan.nodes[a.node].name;
-  log_node_line(*st.options, st.label + ": adopted "
-                               + (ranks.empty() ? name + " (" + computes + ", "
-                                                : computes + " of " + name + " (")
-                               + "with their loaders"
-                               + (summed_here && ranks.empty() ? " and their machine's aggregators"
-                                                               : "")
-                               + ") at " + clock_time_now()
-                               + "; they recompute from the step in flight");
+  log_node_line(
+    *st.options,
+    st.label + ": adopted "
+      + (ranks.empty() ? name + " (" + computes + ", " : computes + " of " + name + " (")
+      + "with their loaders"
+      + (summed_here && ranks.empty() ? " and their machine's aggregators" : "") + ") at "
+      + clock_time_now() + "; they recompute from the step in flight");
   record_event(st.options->events, "adopted",
                {{{"lost_node", a.node}}, {{"lost", st.plan.nodes[a.node].name}}});
   caf::anon_send(st.to_scheduler, ready_atom::value,

@@ -210,10 +210,10 @@ node_part_options part_options_of(member_actor self, const assignment_message& a
   part.compute.detached = detached;
   part.detached_checkpoint_part = detached;
   if (options.threads == 0 && a.threads == 0) // the threads are this node's share of its host
-    part.compute_cpus = slot_cpus(options.host_slot, st.threads,
-                                  part.ranks.empty() ? computes_on(st.plan, part.node)
-                                                     : part.ranks.size(),
-                                  std::thread::hardware_concurrency());
+    part.compute_cpus =
+      slot_cpus(options.host_slot, st.threads,
+                part.ranks.empty() ? computes_on(st.plan, part.node) : part.ranks.size(),
+                std::thread::hardware_concurrency());
   st.bound_cpus = part.compute_cpus.empty()
                     ? ""
                     : cpus_text(part.compute_cpus.front().front(), part.compute_cpus.back().back());

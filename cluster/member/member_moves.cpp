@@ -168,9 +168,9 @@ void on_cede(member_actor self, const cede_message& c) {
   const auto& name = st.plan.nodes[c.node].name;
   log_node_line(*st.options, st.label + ": ceded " + rank_names(ranks) + " of " + name + " at "
                                + clock_time_now() + ": another worker serves them now");
-  record_event(st.options->events, "ceded",
-               {{{"node", c.node}, {"computes", static_cast<double>(ranks.size())}},
-                {{"ceded", name}}});
+  record_event(
+    st.options->events, "ceded",
+    {{{"node", c.node}, {"computes", static_cast<double>(ranks.size())}}, {{"ceded", name}}});
 }
 
 } // namespace troupe

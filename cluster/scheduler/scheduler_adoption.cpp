@@ -44,7 +44,7 @@ struct stalled_phase {
 struct relay_state {
   compute_actor target;
   int rank = -1;
-  std::shared_ptr<rank_times> times; // null: not recorded
+  std::shared_ptr<rank_times> times;  // null: not recorded
   std::vector<stalled_phase> stalled; // phases whose compute was lost, waiting for its new home
   static inline const char* name = "compute_relay";
 };
@@ -61,17 +61,17 @@ void ask_target(relay_pointer self, stalled_phase phase) {
             self->state.times->record(self->state.rank, phase.epoch, r.step_seconds);
           phase.promise.deliver(std::move(r));
         },
-            [=](caf::error& err) mutable {
-              if (troupe_code(err) != errc::peer_down && err != caf::sec::request_receiver_down) {
-                phase.promise.deliver(std::move(err));
-                return;
-              }
-              if (self->state.target != to) { // re-pointed meanwhile: ask the new home now
-                ask_target(self, phase);
-                return;
-              }
-              self->state.stalled.push_back(phase);
-            });
+        [=](caf::error& err) mutable {
+          if (troupe_code(err) != errc::peer_down && err != caf::sec::request_receiver_down) {
+            phase.promise.deliver(std::move(err));
+            return;
+          }
+          if (self->state.target != to) { // re-pointed meanwhile: ask the new home now
+            ask_target(self, phase);
+            return;
+          }
+          self->state.stalled.push_back(phase);
+        });
   };
   if (phase.validation)
     handle(validate_atom::value);
@@ -79,8 +79,8 @@ void ask_target(relay_pointer self, stalled_phase phase) {
     handle(train_atom::value);
 }
 
-compute_relay_actor::behavior_type compute_relay(relay_pointer self, compute_actor target,
-                                                 int rank, std::shared_ptr<rank_times> times) {
+compute_relay_actor::behavior_type compute_relay(relay_pointer self, compute_actor target, int rank,
+                                                 std::shared_ptr<rank_times> times) {
   self->state.target = std::move(target);
   self->state.rank = rank;
   self->state.times = std::move(times);
@@ -129,9 +129,8 @@ std::vector<std::uint32_t> wire_ranks(const placement_plan& plan, int node,
 
 // What lost worker `lost` ran, node by node, each with the ranks of it that it ran; nodes it
 // ran none of (all given away) left out.
-std::vector<std::pair<int, std::vector<int>>> pieces_of(const scheduler_state& st,
-                                                       const member_entry& lost,
-                                                       const std::vector<int>& nodes) {
+std::vector<std::pair<int, std::vector<int>>>
+pieces_of(const scheduler_state& st, const member_entry& lost, const std::vector<int>& nodes) {
   std::vector<std::pair<int, std::vector<int>>> pieces;
   for (auto node : nodes) {
     auto ranks = ranks_of_node_run_by(st.plan, lost, node);
@@ -198,11 +197,10 @@ void add_ranks(std::vector<int>& to, const std::vector<int>& ranks) {
 }
 
 void remove_ranks(std::vector<int>& from, const std::vector<int>& ranks) {
-  from.erase(std::remove_if(from.begin(), from.end(),
-                            [&](int r) {
-                              return std::find(ranks.begin(), ranks.end(), r) != ranks.end();
-                            }),
-             from.end());
+  from.erase(
+    std::remove_if(from.begin(), from.end(),
+                   [&](int r) { return std::find(ranks.begin(), ranks.end(), r) != ranks.end(); }),
+    from.end());
 }
 
 // Worker `to` takes `ranks` of `node` in a move: it waits for its ready naming the node, and
@@ -265,8 +263,8 @@ std::string unadoptable(const placement_plan& plan, const std::vector<int>& node
   return "";
 }
 
-compute_relay_actor spawn_compute_relay(caf::actor_system& system, compute_actor target,
-                                        int rank, std::shared_ptr<rank_times> times) {
+compute_relay_actor spawn_compute_relay(caf::actor_system& system, compute_actor target, int rank,
+                                        std::shared_ptr<rank_times> times) {
   return system.spawn(compute_relay, std::move(target), rank, std::move(times));
 }
 
@@ -308,9 +306,9 @@ std::string adopt_lost_worker(scheduler_actor self, member_entry& m, const std::
   const auto pieces = pieces_of(st, m, nodes);
   if (pieces.empty())
     return ""; // everything it ran runs elsewhere now
-  if (auto spare = std::find_if(
-        st.members.begin(), st.members.end(),
-        [](const member_entry& e) { return e.idle() && !e.gone && !e.leaving; });
+  if (auto spare =
+        std::find_if(st.members.begin(), st.members.end(),
+                     [](const member_entry& e) { return e.idle() && !e.gone && !e.leaving; });
       spare != st.members.end())
     return hand_to_spare(self, m, *spare, pieces, what);
   auto* chosen = const_cast<member_entry*>(choose_adopter(st));
@@ -326,8 +324,9 @@ std::string adopt_lost_worker(scheduler_actor self, member_entry& m, const std::
                                + ", lowest rank among equals; on_worker_loss = adopt)");
   record_member_event(st, "adoption", *chosen, {{}, {{"lost", node_names(st.plan, nodes)}}});
   for (const auto& [node, ranks] : pieces)
-    caf::anon_send(chosen->to, adopt_atom::value,
-                   adopt_message{static_cast<std::uint32_t>(node), wire_ranks(st.plan, node, ranks)});
+    caf::anon_send(
+      chosen->to, adopt_atom::value,
+      adopt_message{static_cast<std::uint32_t>(node), wire_ranks(st.plan, node, ranks)});
   end_gathering_if_complete(self); // the lost one may have been the last to answer
   return "";
 }
@@ -375,21 +374,21 @@ bool on_adopted(scheduler_actor self, member_entry& m, const ready_message& read
   if (ceding_member(st, node)) {
     // Taken from a live worker (a join): its computes run there until this epoch's training
     // ends, when no phase is in flight (complete_joins).
-    log_node_line(*st.options, "scheduler: " + m.name() + " is ready to serve "
-                                 + (ranks.empty() ? "the computes of " + name
-                                                  : rank_names(ranks) + " of " + name)
-                                 + " (" + took + " s after " + st.move_cause
-                                 + "); they move at the end of this epoch's training");
+    log_node_line(
+      *st.options,
+      "scheduler: " + m.name() + " is ready to serve "
+        + (ranks.empty() ? "the computes of " + name : rank_names(ranks) + " of " + name) + " ("
+        + took + " s after " + st.move_cause + "); they move at the end of this epoch's training");
     st.joins_at_gate.push_back(node);
     return true;
   }
   repoint_computes(self, m, node, ranks);
   m.taking = false; // (a joiner whose giver was lost: its computes are adopted now)
-  log_node_line(*st.options, "scheduler: " + m.name() + " serves "
-                               + (ranks.empty() ? "the computes of " + name
-                                                : rank_names(ranks) + " of " + name)
-                               + " (" + took + " s after " + st.move_cause
-                               + "); they recompute the step in flight and training goes on");
+  log_node_line(*st.options,
+                "scheduler: " + m.name() + " serves "
+                  + (ranks.empty() ? "the computes of " + name : rank_names(ranks) + " of " + name)
+                  + " (" + took + " s after " + st.move_cause
+                  + "); they recompute the step in flight and training goes on");
   record_member_event(st, "adopted", m,
                       {{{"lost_node", node}, {"seconds", seconds}}, {{"lost", name}}});
   return true;

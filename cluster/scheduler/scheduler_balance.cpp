@@ -27,7 +27,8 @@ std::pair<int, std::vector<int>> ranks_to_give(const scheduler_state& st, const 
   for (auto r : ranks_run_by(st, giver))
     for (auto node : nodes_run_by(giver)) {
       const auto on = ranks_on(st.plan, node);
-      if (std::find(on.begin(), on.end(), r) != on.end() && split_refusal(st.plan, node, on).empty())
+      if (std::find(on.begin(), on.end(), r) != on.end()
+          && split_refusal(st.plan, node, on).empty())
         by_node[node].push_back(r);
     }
   int best = -1;
@@ -99,11 +100,11 @@ void balance_at_gate(scheduler_actor self, std::int64_t epoch) {
                + seconds_text(processes[p].seconds_per_rank) + " per rank ("
                + std::to_string(processes[p].ranks.size()) + " ranks)";
   log_node_line(*st.options,
-                "scheduler: balance after epoch " + std::to_string(epoch) + "'s training, which took "
-                  + weighed + "; " + taker.name() + " takes " + rank_names(ranks) + " of "
-                  + node_names(st.plan, {node}) + " from " + giver.name() + " (an epoch's "
-                  + seconds_text(move->step_before) + " of training becomes "
-                  + seconds_text(move->step_after) + ", as estimated)");
+                "scheduler: balance after epoch " + std::to_string(epoch)
+                  + "'s training, which took " + weighed + "; " + taker.name() + " takes "
+                  + rank_names(ranks) + " of " + node_names(st.plan, {node}) + " from "
+                  + giver.name() + " (an epoch's " + seconds_text(move->step_before)
+                  + " of training becomes " + seconds_text(move->step_after) + ", as estimated)");
   record_member_event(st, "balance", taker,
                       {{{"moved_node", node},
                         {"computes", static_cast<double>(ranks.size())},

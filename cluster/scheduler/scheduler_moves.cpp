@@ -144,9 +144,10 @@ void complete_rank_move(scheduler_actor self, member_entry& giver, std::int64_t 
   add_ranks(giver.given_ranks, ranks);
   repoint_computes(self, *taker, node, ranks);
   st.moved_at_gate = epoch;
-  log_node_line(*st.options, "scheduler: " + rank_names(ranks) + " of " + node_names(st.plan, {node})
-                               + " moved from " + giver.name() + " to " + taker->name()
-                               + " at the end of epoch " + std::to_string(epoch) + "'s training");
+  log_node_line(*st.options, "scheduler: " + rank_names(ranks) + " of "
+                               + node_names(st.plan, {node}) + " moved from " + giver.name()
+                               + " to " + taker->name() + " at the end of epoch "
+                               + std::to_string(epoch) + "'s training");
   record_member_event(st, "moved", *taker,
                       {{{"moved_node", node}, {"epoch", static_cast<double>(epoch)}},
                        {{"from", giver.name()}, {"moved", rank_names(ranks)}}});
@@ -299,12 +300,12 @@ void forget_join(scheduler_state& st, member_entry& joiner) {
   joiner.adopted_nodes.clear();
   joiner.given_ranks.clear();
   joiner.node = -1; // it held nothing: the node stays where it runs
-  log_node_line(*st.options, "scheduler: " + joiner.name() + " was lost before "
-                               + (ranks.empty() ? node_names(st.plan, {node})
-                                                : rank_names(ranks) + " of "
-                                                    + node_names(st.plan, {node}))
-                               + " moved to it; " + giver->name() + " keeps running "
-                               + (ranks.size() > 1 ? "them" : "it"));
+  log_node_line(*st.options,
+                "scheduler: " + joiner.name() + " was lost before "
+                  + (ranks.empty() ? node_names(st.plan, {node})
+                                   : rank_names(ranks) + " of " + node_names(st.plan, {node}))
+                  + " moved to it; " + giver->name() + " keeps running "
+                  + (ranks.size() > 1 ? "them" : "it"));
 }
 
 void hand_ranks_to_joiner(scheduler_actor self, member_entry& giver) {
@@ -325,8 +326,8 @@ void hand_ranks_to_joiner(scheduler_actor self, member_entry& giver) {
   st.joins_at_gate.erase(waiting);
   taker->taking = false;
   repoint_computes(self, *taker, node, ranks);
-  log_node_line(*st.options, "scheduler: " + rank_names(ranks) + " of " + node_names(st.plan, {node})
-                               + " moved to " + taker->name()
+  log_node_line(*st.options, "scheduler: " + rank_names(ranks) + " of "
+                               + node_names(st.plan, {node}) + " moved to " + taker->name()
                                + ", which joined to take them, at once");
 }
 

@@ -251,8 +251,7 @@ assignment_message assignment_for(const scheduler_state& st, const member_entry&
 // Adopted workers (scheduler_adoption.cpp).
 /// A relay to compute `rank` at `target`; it records each training phase's seconds in `times`.
 compute_relay_actor spawn_compute_relay(caf::actor_system& system, compute_actor target,
-                                        int rank = -1,
-                                        std::shared_ptr<rank_times> times = nullptr);
+                                        int rank = -1, std::shared_ptr<rank_times> times = nullptr);
 /// The computes `m` runs: its own node's, those it adopted and those it is adopting.
 std::size_t computes_run_by(const scheduler_state& st, const member_entry& m);
 /// The worker still there that runs the fewest computes, the lowest rank among equals; null

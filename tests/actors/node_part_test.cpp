@@ -78,10 +78,9 @@ TEST_CASE("a worker node's part limited to some ranks spawns only theirs, and gi
   options.ranks = {1};
   options.adopted = true;
   options.remote.push_target = [&](std::size_t) { return stand_in(sys); };
-  options.metrics = sys.spawn(
-    [](metrics_sink_actor::pointer) -> metrics_sink_actor::behavior_type {
-      return {[](batch_report&) {}, [](phase_report&) {}, [](flush_atom) { return true; }};
-    });
+  options.metrics = sys.spawn([](metrics_sink_actor::pointer) -> metrics_sink_actor::behavior_type {
+    return {[](batch_report&) {}, [](phase_report&) {}, [](flush_atom) { return true; }};
+  });
   node_part part;
   spawn_node_part(sys, job, plan, spec, {}, data, options, part);
   REQUIRE(part.computes.size() == 1);

@@ -4,7 +4,7 @@
 between epochs, and the run ends with the weights of the same run without balance
 (docs/operations.md, "Balance").
 
-usage: balance_run.py TROUPE CONFIG FAST_MS SLOW_MS [--batches N] [troupe flags...]
+usage: balance_run.py TROUPE CONFIG FAST_MS SLOW_MS [--batches N] [--hosts LINK] [troupe flags...]
 
 Every node is a `troupe node` started by hand (one server, two workers; the config gives the
 ranks and epochs). Worker 0's stand-ins take FAST_MS per batch, worker 1's SLOW_MS, each process
@@ -17,7 +17,9 @@ serving its ranks in turn. It must:
     not on where a rank runs).
 It prints each run's epoch times; with --batches N (an epoch's batches over every rank) also the
 last epoch's rate against the two processes' summed solo rate (1000/FAST_MS + 1000/SLOW_MS
-batches per second): figures for docs/benchmarks.md, not checked (no timing is asserted).
+batches per second): figures for docs/benchmarks.md, not checked (no timing is asserted). With
+--hosts LINK (root) every node runs on an emulated host of its own (scripts/emulated_hosts.py),
+each host's link shaped to LINK (e.g. 10gbit).
 Every wait has a deadline; moments come from log lines; every process is killed at the end.
 """
 import os
@@ -30,18 +32,33 @@ from cluster_run import Cluster, final_weights, read_port, work_folder  # noqa: 
 BOUND_S = 300
 
 
-def run(troupe, config, fast, slow, flags, workdir):
+class HostedCluster(Cluster):
+    """The nodes each on an emulated host of its own (scripts/emulated_hosts.py), by node name."""
+
+    def __init__(self, troupe, workdir, hosts):
+        super().__init__(troupe, workdir)
+        self.hosts = hosts
+
+    def launcher(self, name):
+        return self.hosts.command(name, [])
+
+
+def run(troupe, config, fast, slow, flags, workdir, hosts=None):
     os.makedirs(workdir)
-    cluster = Cluster(troupe, workdir)
+    cluster = HostedCluster(troupe, workdir, hosts) if hosts else Cluster(troupe, workdir)
+    address = (lambda name: hosts.addr[name]) if hosts else (lambda name: "127.0.0.1")
     try:
         common = ["--config", config] + flags
         port_file = os.path.join(workdir, "scheduler.port")
-        cluster.start("scheduler", ["--role", "scheduler", "--scheduler", "127.0.0.1:0", "--port-file", port_file]
+        at = address("scheduler")
+        cluster.start("scheduler", ["--role", "scheduler", "--scheduler", f"{at}:0", "--port-file", port_file]
                       + common)
         port = read_port(cluster, port_file)
-        cluster.start("server0", ["--role", "server", "--scheduler", f"127.0.0.1:{port}"] + common)
+        cluster.start("server0", ["--role", "server", "--scheduler", f"{at}:{port}", "--listen", address("server0")]
+                      + common)
         for w, ms in enumerate([fast, slow]):
-            cluster.start(f"worker{w}", ["--role", "worker", "--rank", str(w), "--scheduler", f"127.0.0.1:{port}",
+            cluster.start(f"worker{w}", ["--role", "worker", "--rank", str(w), "--scheduler", f"{at}:{port}",
+                                         "--listen", address(f"worker{w}"),
                                          "--compute-stand-in-ms", ms, "--compute-stand-in-shared"] + common)
         codes = cluster.wait_all(BOUND_S)
         bad = {n: c for n, c in codes.items() if c != 0}
@@ -59,12 +76,28 @@ def epoch_seconds(out):
 def main(workdir):
     troupe, config, fast, slow = sys.argv[1:5]
     flags = sys.argv[5:]
+    link = None  # --hosts LINK (the script's own; root): every node on an emulated host, LINK each
+    if "--hosts" in flags:
+        at = flags.index("--hosts")
+        link = flags[at + 1]
+        flags = flags[:at] + flags[at + 2:]
+    if link:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+        import emulated_hosts
+        emulated_hosts.need_root()
+        with emulated_hosts.EmulatedHosts(["scheduler", "server0", "worker0", "worker1"],
+                                          link=emulated_hosts.parse_link(link)) as hosts:
+            return measure(troupe, config, fast, slow, flags, workdir, hosts)
+    return measure(troupe, config, fast, slow, flags, workdir)
+
+
+def measure(troupe, config, fast, slow, flags, workdir, hosts=None):
     batches = 0  # --batches N (the script's own): an epoch's batches over every rank, for the rates printed
     if "--batches" in flags:
         at = flags.index("--batches")
         batches = int(flags[at + 1])
         flags = flags[:at] + flags[at + 2:]
-    out, log, giver = run(troupe, config, fast, slow, flags, os.path.join(workdir, "balanced"))
+    out, log, giver = run(troupe, config, fast, slow, flags, os.path.join(workdir, "balanced"), hosts)
     weighed = re.search(r"scheduler: balance after epoch (\d+)'s training, which took .*; worker 0 \(pid \d+ [^)]*\) "
                         r"takes (compute_\d+(?:, compute_\d+)*) of (worker_\d+) from worker 1 \(pid \d+ [^)]*\) "
                         r"\(an epoch's [0-9.]+ s of training becomes [0-9.]+ s, as estimated\)", log)
@@ -81,7 +114,8 @@ def main(workdir):
     if len(times) <= int(moved.group(1)) + 1:
         raise SystemExit(f"FAIL: no epoch trained after the move (epoch times {times})")
     balanced_got = final_weights(out)
-    plain_out, _, _ = run(troupe, config, fast, slow, flags + ["--balance", "off"], os.path.join(workdir, "plain"))
+    plain_out, _, _ = run(troupe, config, fast, slow, flags + ["--balance", "off"], os.path.join(workdir, "plain"),
+                          hosts)
     plain_got = final_weights(plain_out)
     if balanced_got != plain_got:
         raise SystemExit(f"FAIL: with balance the run ended with {balanced_got}, without it {plain_got}")

@@ -312,8 +312,9 @@ TEST_CASE("pushes and weights are checked against the receiver's keys", "[cluste
   CHECK(refusal(frame_of(pull_message{1, 7, 10})).find("pull.shard 7") != std::string::npos);
   CHECK(refusal(frame_of(adopt_message{2, {3, 3}})).find("adopt.ranks lists rank 3 after 3")
         != std::string::npos);
-  CHECK(refusal(frame_of(cede_message{2, {4, 1}})).find("cede.ranks lists rank 1 after 4: each rank "
-                                                         "once, in ascending order")
+  CHECK(refusal(frame_of(cede_message{2, {4, 1}}))
+          .find("cede.ranks lists rank 1 after 4: each rank "
+                "once, in ascending order")
         != std::string::npos);
   CHECK(refusal(frame_of(pull_message{1, 0, 10, true, -1, -2})).find("pull.source -2 is negative")
         != std::string::npos);

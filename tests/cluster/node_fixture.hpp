@@ -73,6 +73,27 @@ inline channel_actor::behavior_type answering_channel(channel_actor::pointer, se
   };
 }
 
+// A channel that answers as answering_channel does, its computes' training phases each taking
+// `step_seconds` of training.
+inline channel_actor::behavior_type timed_channel(channel_actor::pointer, sent_list sent,
+                                                  double step_seconds) {
+  return {
+    [=](call_atom, wire_message& m, const deadline&) -> caf::result<wire_message> {
+      const auto* pull = std::get_if<pull_message>(&m);
+      const auto shard = pull ? pull->shard : 0;
+      sent->push_back(std::move(m));
+      if (pull)
+        return wire_message{weights_message{0, shard, weight_set{}}};
+      phase_report report;
+      report.step_seconds = step_seconds;
+      return wire_message{report_message{0, report}};
+    },
+    [=](send_atom, wire_message& m) { sent->push_back(std::move(m)); },
+    [=](stats_atom) { return channel_traffic{}; },
+    [=](plan_atom, std::uint64_t, wire_keys&) {},
+  };
+}
+
 // Asks a compute (the coordinator's handle: a relay) to train `epoch`; records the answer.
 struct phase_answer {
   bool answered = false;

@@ -20,11 +20,14 @@ struct scheduler_fixture : node_fixture {
   session_output setup_output; // what the scheduler is given as its output (checkpoints...)
 
   session_sinks sinks; // what the scheduler gave its session (the relays, with adopt)
+  int epochs = 0;      // the job's epochs, where given (> 0); else cluster_job's
 
   void start(int servers = 1, int workers = 2, bool continue_on_loss = false, bool adopt = false,
              int shard_backups = 0, int computes_per_worker = 1) {
     job = cluster_job(servers, workers);
     job.topology.workers = workers * computes_per_worker;
+    if (epochs > 0)
+      job.epochs = epochs;
     if (computes_per_worker > 1) // every compute needs a batch of the 64 examples
       job.train_batches.batch_size = 8;
     job.nodes.continue_on_worker_loss = continue_on_loss;

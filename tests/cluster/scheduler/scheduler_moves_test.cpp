@@ -328,6 +328,78 @@ CAF_TEST(giver_lost_before_the_joiner_is_ready_leaves_it_the_computes_it_takes) 
   CAF_CHECK(!result->answered);
 }
 
+// balance = auto: after an epoch whose training took worker 1's ranks twice as long as worker
+// 0's, worker 0 is told to adopt one of worker 1's (3 + 3 -> 4 + 2); once it is ready the rank
+// moves at the next gate, worker 1 ceding it, and its phases after that are worker 0's.
+CAF_TEST(balance_moves_a_rank_to_the_faster_worker_at_the_next_gate) {
+  options.balance = true;
+  epochs = 4;
+  start(1, 2, false, true, 0, 3);
+  sent_list server_sent;
+  std::vector<sent_list> ws(2);
+  for (auto& w : ws)
+    w = std::make_shared<std::vector<wire_message>>();
+  auto server = channel(server_sent);
+  std::vector<channel_actor> workers{sys.spawn(timed_channel, ws[0], 0.1),
+                                     sys.spawn(timed_channel, ws[1], 0.2)};
+  for (auto& w : workers)
+    spawned.push_back(caf::actor_cast<caf::actor>(w));
+  to_training(server, server_sent, workers, ws);
+  names[workers[0].address()] = "worker 0";
+  names[workers[1].address()] = "worker 1";
+  sents = {{"worker 0", ws[0]}, {"worker 1", ws[1]}};
+  for (int rank = 0; rank < 6; ++rank)
+    CAF_CHECK_EQUAL(trains_asked(compute_of_rank(rank), 0), rank < 3 ? "worker 0" : "worker 1");
+  epoch_done(0);
+  CAF_CHECK(logged("scheduler: balance after epoch 0's training, which took worker 0 (pid 200 on "
+                   "10.0.0.1) 0.100 s per rank (3 ranks), worker 1 (pid 201 on 10.0.0.1) 0.200 s "
+                   "per rank (3 ranks); worker 0 (pid 200 on 10.0.0.1) takes compute_5 of worker_1 "
+                   "from worker 1 (pid 201 on 10.0.0.1) (an epoch's 0.600 s of training becomes "
+                   "0.400 s, as estimated)"));
+  const auto node = plan_node(node_kind::worker, 1);
+  CAF_REQUIRE_EQUAL(count_of<adopt_message>(ws[0]), 1);
+  CAF_CHECK_EQUAL(last_of<adopt_message>(ws[0])->node, static_cast<std::uint32_t>(node));
+  CAF_CHECK(last_of<adopt_message>(ws[0])->ranks == std::vector<std::uint32_t>{5});
+  ready(workers[0], static_cast<std::uint32_t>(node));
+  CAF_CHECK(logged("is ready to serve compute_5 of worker_1"));
+  CAF_CHECK_EQUAL(trains_asked(compute_of_rank(5), 1), "worker 1"); // until the next gate
+  epoch_done(1);
+  CAF_REQUIRE_EQUAL(count_of<cede_message>(ws[1]), 1);
+  CAF_CHECK(last_of<cede_message>(ws[1])->ranks == std::vector<std::uint32_t>{5});
+  CAF_CHECK(logged("compute_5 of worker_1 moved from worker 1 (pid 201 on 10.0.0.1) to worker 0 "
+                   "(pid 200 on 10.0.0.1) at the end of epoch 1's training"));
+  CAF_CHECK_EQUAL(trains_asked(compute_of_rank(5), 2), "worker 0");
+  CAF_CHECK_EQUAL(trains_asked(compute_of_rank(4), 2), "worker 1");
+  // Balanced now (4 x 0.1 = 2 x 0.2): after another epoch nothing more moves.
+  for (int rank = 0; rank < 6; ++rank)
+    trains_asked(compute_of_rank(rank), 2);
+  epoch_done(2);
+  CAF_CHECK_EQUAL(count_of<adopt_message>(ws[0]) + count_of<adopt_message>(ws[1]), 1);
+  CAF_CHECK(!result->answered);
+}
+
+// Without balance the same times move nothing.
+CAF_TEST(without_balance_nothing_moves_for_speed) {
+  epochs = 4;
+  start(1, 2, false, true, 0, 3);
+  sent_list server_sent;
+  std::vector<sent_list> ws(2);
+  for (auto& w : ws)
+    w = std::make_shared<std::vector<wire_message>>();
+  auto server = channel(server_sent);
+  std::vector<channel_actor> workers{sys.spawn(timed_channel, ws[0], 0.1),
+                                     sys.spawn(timed_channel, ws[1], 0.2)};
+  for (auto& w : workers)
+    spawned.push_back(caf::actor_cast<caf::actor>(w));
+  to_training(server, server_sent, workers, ws);
+  sents = {{"worker 0", ws[0]}, {"worker 1", ws[1]}};
+  for (int rank = 0; rank < 6; ++rank)
+    trains_asked(compute_of_rank(rank), 0);
+  epoch_done(0);
+  CAF_CHECK(!logged("balance after"));
+  CAF_CHECK_EQUAL(count_of<adopt_message>(ws[0]) + count_of<adopt_message>(ws[1]), 0);
+}
+
 // A joiner lost before the ranks it took moved: they stay where they run.
 CAF_TEST(joiner_lost_before_a_rank_move_leaves_the_computes_where_they_run) {
   auto m = to_rank_move();

@@ -37,7 +37,9 @@ const char* const ctl_summary =
   "KEY=VALUE "
   "(optimizer.lr, optimizer.momentum, optimizer.wd, checked against the config's key table, or "
   "topology.staleness, -1 for none: async <-> SSP, changes from the first step after the epoch in "
-  "training, in every server's shards; the metrics JSONL records it), checkpoint "
+  "training, in every server's shards; the metrics JSONL records it), balance (after the epoch "
+  "in training the ranks are weighed as balance = auto weighs them, and a faster worker process "
+  "is given more where that shortens an epoch by 5 % or more), checkpoint "
   "(the epoch in training is saved after its validation, although no save is due; the run goes "
   "on), stop (the "
   "epoch in training is the run's last: validated, saved as the last epoch where the run saves "
@@ -65,14 +67,15 @@ std::vector<std::string> flags_of(const std::vector<std::string>& args,
 std::vector<std::string> usage_words(const std::vector<std::string>& words) {
   if (words.empty())
     throw usage_error(
-      "expected a VERB: status, drain NODE, set KEY=VALUE, checkpoint or stop, e.g. troupe ctl "
+      "expected a VERB: status, drain NODE, set KEY=VALUE, balance, checkpoint or stop, e.g. "
+      "troupe ctl "
       "--scheduler "
       "127.0.0.1:9000 status");
   const auto& verb = words.front();
-  if (verb != "status" && verb != "drain" && verb != "set" && verb != "stop"
-      && verb != "checkpoint")
+  if (verb != "status" && verb != "drain" && verb != "set" && verb != "stop" && verb != "checkpoint"
+      && verb != "balance")
     throw usage_error("unknown verb '" + verb
-                      + "' (verbs: status, drain NODE, set KEY=VALUE, checkpoint, stop)");
+                      + "' (verbs: status, drain NODE, set KEY=VALUE, balance, checkpoint, stop)");
   if (verb == "set" && (words.size() != 2 || words[1].find('=') == std::string::npos))
     throw usage_error("set takes one KEY=VALUE, e.g. set optimizer.lr=0.05");
   if (verb != "drain" && verb != "set" && words.size() != 1)

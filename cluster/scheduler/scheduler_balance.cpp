@@ -52,15 +52,24 @@ std::string seconds_text(double s) {
 
 void balance_at_gate(scheduler_actor self, std::int64_t epoch) {
   auto& st = self->state;
-  if (!st.options->balance || !st.job.nodes.adopt_on_worker_loss
+  const bool asked = st.balance_asked; // by troupe ctl: said either way
+  st.balance_asked = false;
+  if ((!st.options->balance && !asked) || !st.job.nodes.adopt_on_worker_loss
       || !st.phase.is<scheduler_phases::training>())
     return;
+  auto no_move = [&](const std::string& why) {
+    if (asked)
+      log_node_line(*st.options, "scheduler: balance asked by troupe ctl, after epoch "
+                                   + std::to_string(epoch) + "'s training: no move (" + why + ")");
+  };
   // A move begun now completes at the next gate and serves from the epoch after it.
-  if (epoch + 2 >= st.job.epochs || st.moved_at_gate == epoch)
-    return; // (this epoch's times are of the placement before the move made here)
+  if (epoch + 2 >= st.job.epochs)
+    return no_move("it would end after the run's last epoch");
+  if (st.moved_at_gate == epoch)
+    return no_move("a move ended here: this epoch's times are of the placement before it");
   for (const auto& m : st.members)
     if (!m.gone && (!m.adopting.empty() || m.ceding >= 0 || m.taking))
-      return; // one move at a time
+      return no_move("another move or an adoption is under way"); // one at a time
   std::vector<member_entry*> workers;
   std::vector<balanced_process> processes;
   for (auto& m : st.members) {
@@ -73,8 +82,8 @@ void balance_at_gate(scheduler_actor self, std::int64_t epoch) {
     double sum = 0;
     for (auto r : p.ranks) {
       const auto seconds = st.times->of(r, epoch);
-      if (!seconds)
-        return; // not every rank's time of this epoch is known (one moved or was adopted)
+      if (!seconds) // (one moved or was adopted in it)
+        return no_move("compute_" + std::to_string(r) + "'s time in this epoch is not known");
       sum += *seconds;
     }
     p.seconds_per_rank = sum / static_cast<double>(p.ranks.size());
@@ -83,12 +92,12 @@ void balance_at_gate(scheduler_actor self, std::int64_t epoch) {
   }
   const auto move = next_balance_move(processes, 0.05);
   if (!move)
-    return;
+    return no_move("no placement would shorten an epoch's training by 5 % or more");
   auto& giver = *workers[move->from];
   auto& taker = *workers[move->to];
   const auto [node, ranks] = ranks_to_give(st, giver, move->count);
   if (ranks.empty())
-    return;
+    return no_move(giver.name() + " runs no ranks that can run apart");
   note_taking(st.plan, taker, node, ranks);
   taker.taking = true;
   giver.ceding = node;
@@ -100,11 +109,12 @@ void balance_at_gate(scheduler_actor self, std::int64_t epoch) {
                + seconds_text(processes[p].seconds_per_rank) + " per rank ("
                + std::to_string(processes[p].ranks.size()) + " ranks)";
   log_node_line(*st.options,
-                "scheduler: balance after epoch " + std::to_string(epoch)
-                  + "'s training, which took " + weighed + "; " + taker.name() + " takes "
-                  + rank_names(ranks) + " of " + node_names(st.plan, {node}) + " from "
-                  + giver.name() + " (an epoch's " + seconds_text(move->step_before)
-                  + " of training becomes " + seconds_text(move->step_after) + ", as estimated)");
+                std::string("scheduler: balance") + (asked ? " (asked by troupe ctl)" : "")
+                  + " after epoch " + std::to_string(epoch) + "'s training, which took " + weighed
+                  + "; " + taker.name() + " takes " + rank_names(ranks) + " of "
+                  + node_names(st.plan, {node}) + " from " + giver.name() + " (an epoch's "
+                  + seconds_text(move->step_before) + " of training becomes "
+                  + seconds_text(move->step_after) + ", as estimated)");
   record_member_event(st, "balance", taker,
                       {{{"moved_node", node},
                         {"computes", static_cast<double>(ranks.size())},

@@ -197,6 +197,31 @@ caf::result<command_result_message> checkpoint(scheduler_actor self, const comma
                                 ""};
 }
 
+caf::result<command_result_message> balance(scheduler_actor self, const command_message& c) {
+  auto& st = self->state;
+  if (auto why = gate_verb_refusal(st, c))
+    return why;
+  if (!st.job.nodes.adopt_on_worker_loss)
+    return refused("balance moves compute ranks between worker processes as an adoption does: it "
+                   "needs on_worker_loss = adopt, and this run's is "
+                   + std::string(worker_loss_policy(st.job.nodes)));
+  for (const auto& level : st.job.topology.levels)
+    if (level.scope == aggregation_scope::machine)
+      return refused("topology " + st.job.topology.name
+                     + "'s aggregate(machine) sums each machine's ranks in its process: they do "
+                       "not move one by one");
+  if (st.balance_asked)
+    return refused("balance was asked already; the ranks are weighed after " + next_gate(st));
+  st.balance_asked = true;
+  log_node_line(*st.options, "scheduler: troupe ctl asks for a balance after " + next_gate(st));
+  record_event(st.options->events, "balance asked", {{}, {{"by", "troupe ctl"}}});
+  return command_result_message{0,
+                                "the ranks are weighed after " + next_gate(st)
+                                  + "; where a faster worker process should run more of them, "
+                                    "one move begins there and ends at the gate after it",
+                                ""};
+}
+
 } // namespace
 
 caf::result<command_result_message> on_command(scheduler_actor self, const command_message& c) {
@@ -212,7 +237,10 @@ caf::result<command_result_message> on_command(scheduler_actor self, const comma
     return checkpoint(self, c);
   if (c.verb == "set")
     return set(self, c);
-  return refused("no verb " + c.verb + " (troupe ctl runs status, drain, set, checkpoint, stop)");
+  if (c.verb == "balance")
+    return balance(self, c);
+  return refused("no verb " + c.verb
+                 + " (troupe ctl runs status, drain, set, balance, checkpoint, stop)");
 }
 
 } // namespace troupe

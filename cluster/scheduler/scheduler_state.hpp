@@ -163,6 +163,8 @@ struct scheduler_state {
   std::string stop_asked_at; // where the run was then ("epoch 1 at batch 151 of 469")
   /// troupe ctl asked for a checkpoint of the epoch in training, and where the run was then.
   bool save_asked = false;
+  /// troupe ctl asked for a balance at the next gate (once, as balance = auto does at each).
+  bool balance_asked = false;
   std::string save_asked_at;
   std::string stop_by = "troupe ctl", save_by = "troupe ctl"; // or "--replay-changes"
   /// troupe ctl set: the shard changes asked since the last gate, made at the next one.

@@ -249,8 +249,8 @@ CAF_TEST(ctl_unknown_verb_is_refused_naming_the_verbs) {
   start(1, 2);
   auto a = command("resize", {"4"});
   CAF_REQUIRE(a->answered);
-  CAF_CHECK(
-    contains(a->error, "no verb resize (troupe ctl runs status, drain, set, checkpoint, stop)"));
+  CAF_CHECK(contains(
+    a->error, "no verb resize (troupe ctl runs status, drain, set, balance, checkpoint, stop)"));
   CAF_CHECK(!result->answered);
 }
 
@@ -383,6 +383,39 @@ CAF_TEST(replayed_changes_of_another_run_are_refused_before_training) {
   CAF_CHECK(contains(result->error, "--replay-changes: 'checkpoint' took effect at step "
                                       + std::to_string(3 * steps) + ", past this run's last ("
                                       + std::to_string(2 * steps) + ")"));
+}
+
+// ctl balance: refused where ranks cannot move (no adoption), else the ranks are weighed once at
+// the next gate, which says why nothing moved where nothing does; asked twice before it, refused.
+CAF_TEST(ctl_balance_is_refused_without_adopt) {
+  start(1, 2);
+  answering_training();
+  const auto a = command("balance");
+  CAF_REQUIRE(a->answered);
+  CAF_CHECK(contains(a->error, "balance moves compute ranks between worker processes as an "
+                               "adoption does: it needs on_worker_loss = adopt, and this run's is "
+                               "stop"));
+  CAF_CHECK_EQUAL(a->code, errc::bad_request);
+}
+
+CAF_TEST(ctl_balance_weighs_the_ranks_once_at_the_next_gate) {
+  epochs = 4;
+  start(1, 2, false, true);
+  auto m = answering_training();
+  const auto a = command("balance");
+  CAF_REQUIRE(a->answered);
+  CAF_CHECK_EQUAL(a->error, "");
+  CAF_CHECK(contains(a->result.text, "the ranks are weighed after this epoch's training"));
+  CAF_CHECK(logged("scheduler: troupe ctl asks for a balance after this epoch's training"));
+  const auto again = command("balance");
+  CAF_CHECK(contains(again->error, "balance was asked already"));
+  answered_gate(0, m);
+  CAF_CHECK(logged("scheduler: balance asked by troupe ctl, after epoch 0's training: no move "
+                   "(compute_0's time in this epoch is not known)"));
+  answered_gate(1, m);
+  CAF_CHECK(!logged("after epoch 1's training: no move"));
+  CAF_CHECK_EQUAL(count_of<adopt_message>(m.w0_sent) + count_of<adopt_message>(m.w1_sent), 0);
+  CAF_CHECK(!result->answered);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -98,8 +98,8 @@ void balance_at_gate(scheduler_actor self, std::int64_t epoch) {
   const auto [node, ranks] = ranks_to_give(st, giver, move->count);
   if (ranks.empty())
     return no_move(giver.name() + " runs no ranks that can run apart");
+  taker.begin_taking();
   note_taking(st.plan, taker, node, ranks);
-  taker.taking = true;
   giver.ceding = node;
   giver.ceding_ranks = ranks;
   st.begin_move("balance asked");

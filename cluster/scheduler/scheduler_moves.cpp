@@ -110,8 +110,8 @@ void take_ranks_for_joiner(scheduler_actor self, member_entry& joiner) {
     return;
   }
   const int node = busiest->node;
+  joiner.begin_taking();
   note_taking(st.plan, joiner, node, ranks);
-  joiner.taking = true;
   busiest->ceding = node;
   busiest->ceding_ranks = ranks;
   st.begin_move("it joined");
@@ -206,10 +206,10 @@ void take_for_joiner(scheduler_actor self, member_entry& joiner) {
     return take_ranks_for_joiner(self, joiner); // every worker node has a process of its own
   const int node = busiest->adopted_nodes.back();
   const auto load = computes_run_by(st, *busiest);
+  joiner.begin_taking();
   joiner.node = node;
   joiner.rank = st.plan.nodes.at(static_cast<std::size_t>(node)).rank;
   joiner.adopting = {node};
-  joiner.taking = true;
   busiest->ceding = node;
   st.begin_move("it joined");
   log_node_line(*st.options, "scheduler: " + joiner.name() + " takes "
@@ -283,23 +283,19 @@ bool hand_to_joiners(scheduler_actor self, std::vector<int>& nodes) {
 void forget_join(scheduler_state& st, member_entry& joiner) {
   if (!joiner.taking)
     return;
-  joiner.taking = false;
-  const auto node = joiner.adopting.empty()
-                      ? (joiner.adopted_nodes.empty() ? joiner.node : joiner.adopted_nodes.front())
-                      : joiner.adopting.front();
-  auto* giver = ceding_member(st, node);
+  member_entry* giver = nullptr; // one move at a time: the one ceding
+  for (auto& m : st.members)
+    if (&m != &joiner && m.ceding >= 0)
+      giver = &m;
   if (!giver)
-    return; // its node was a lost worker's: its loss is adopted as that node's
+    return; // its giver was lost first: what it took is its own now, and its loss adopts it
+  const auto node = giver->ceding;
   const auto ranks = giver->ceding_ranks;
   giver->ceding = -1;
   giver->ceding_ranks.clear();
   st.joins_at_gate.erase(std::remove(st.joins_at_gate.begin(), st.joins_at_gate.end(), node),
                          st.joins_at_gate.end());
-  joiner.adopting.clear();
-  joiner.adopting_ranks.clear();
-  joiner.adopted_nodes.clear();
-  joiner.given_ranks.clear();
-  joiner.node = -1; // it held nothing: the node stays where it runs
+  joiner.undo_taking(); // it runs what it ran before (a joiner: nothing)
   log_node_line(*st.options,
                 "scheduler: " + joiner.name() + " was lost before "
                   + (ranks.empty() ? node_names(st.plan, {node})

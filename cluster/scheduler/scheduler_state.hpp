@@ -110,8 +110,30 @@ struct member_entry {
   /// Of `adopting`, the nodes it takes only some computes of (a lost worker ran only those, or
   /// a joiner takes them): their relays are re-pointed once it is ready with them.
   std::map<int, std::vector<int>> adopting_ranks;
-  /// A worker that joined in training and takes computes from another (its move pending).
+  /// A worker that takes computes from another in a move (a joiner's, or balance's) not ended.
   bool taking = false;
+  /// What it ran before that move, restored when the move is forgotten (it was lost first).
+  struct holdings {
+    int node = -1, rank = -1;
+    std::vector<int> adopted_nodes, adopting, given_ranks;
+    std::map<int, std::vector<int>> adopting_ranks;
+  };
+  holdings before_move;
+  /// It becomes the taker of a move: what it runs now is kept to restore.
+  void begin_taking() {
+    before_move = {node, rank, adopted_nodes, adopting, given_ranks, adopting_ranks};
+    taking = true;
+  }
+  /// The move is forgotten: it runs what it ran before.
+  void undo_taking() {
+    node = before_move.node;
+    rank = before_move.rank;
+    adopted_nodes = before_move.adopted_nodes;
+    adopting = before_move.adopting;
+    given_ranks = before_move.given_ranks;
+    adopting_ranks = before_move.adopting_ranks;
+    taking = false;
+  }
   std::vector<int> promoted_nodes; // lost server nodes whose shards it serves (shard_backups = 1)
   int promoting = -1;              // the lost server node it was told to promote, not ready yet
   /// A spare that runs nothing (none of a lost worker's nodes, none of the ranks it joined for).

@@ -48,6 +48,26 @@ struct draining : scheduler_fixture {
     sents = {{"worker 0", m.w0_sent}, {"worker 1", m.w1_sent}, {"joiner", m.joiner_sent}};
     return m;
   }
+  // Two workers of three computes each in training (adopt, 4 epochs), whose training phases take
+  // 0.1 s and 0.2 s: the workers' channels and what was sent over them.
+  std::pair<std::vector<channel_actor>, std::vector<sent_list>> two_speeds() {
+    epochs = 4;
+    start(1, 2, false, true, 0, 3);
+    sent_list server_sent;
+    std::vector<sent_list> ws(2);
+    for (auto& w : ws)
+      w = std::make_shared<std::vector<wire_message>>();
+    auto server = channel(server_sent);
+    std::vector<channel_actor> workers{sys.spawn(timed_channel, ws[0], 0.1),
+                                       sys.spawn(timed_channel, ws[1], 0.2)};
+    for (auto& w : workers) {
+      spawned.push_back(caf::actor_cast<caf::actor>(w));
+      down[w.address()] = std::make_shared<bool>(false);
+    }
+    to_training(server, server_sent, workers, ws);
+    sents = {{"worker 0", ws[0]}, {"worker 1", ws[1]}};
+    return {workers, ws};
+  }
   std::size_t compute_of_rank(int rank) const {
     for (auto c : plan.actors_of(plan_role::compute))
       if (plan.actors[c].rank == rank)
@@ -333,21 +353,7 @@ CAF_TEST(giver_lost_before_the_joiner_is_ready_leaves_it_the_computes_it_takes) 
 // moves at the next gate, worker 1 ceding it, and its phases after that are worker 0's.
 CAF_TEST(balance_moves_a_rank_to_the_faster_worker_at_the_next_gate) {
   options.balance = true;
-  epochs = 4;
-  start(1, 2, false, true, 0, 3);
-  sent_list server_sent;
-  std::vector<sent_list> ws(2);
-  for (auto& w : ws)
-    w = std::make_shared<std::vector<wire_message>>();
-  auto server = channel(server_sent);
-  std::vector<channel_actor> workers{sys.spawn(timed_channel, ws[0], 0.1),
-                                     sys.spawn(timed_channel, ws[1], 0.2)};
-  for (auto& w : workers)
-    spawned.push_back(caf::actor_cast<caf::actor>(w));
-  to_training(server, server_sent, workers, ws);
-  names[workers[0].address()] = "worker 0";
-  names[workers[1].address()] = "worker 1";
-  sents = {{"worker 0", ws[0]}, {"worker 1", ws[1]}};
+  auto [workers, ws] = two_speeds();
   for (int rank = 0; rank < 6; ++rank)
     CAF_CHECK_EQUAL(trains_asked(compute_of_rank(rank), 0), rank < 3 ? "worker 0" : "worker 1");
   epoch_done(0);
@@ -378,21 +384,34 @@ CAF_TEST(balance_moves_a_rank_to_the_faster_worker_at_the_next_gate) {
   CAF_CHECK(!result->answered);
 }
 
+// The taker of a balance move lost before the move ends: the move is forgotten (the giver keeps
+// the rank), and what the taker ran before it (its own node, whole) is adopted.
+CAF_TEST(balance_taker_lost_before_the_move_is_adopted_as_it_ran_before) {
+  options.balance = true;
+  auto [workers, ws] = two_speeds();
+  for (int rank = 0; rank < 6; ++rank)
+    trains_asked(compute_of_rank(rank), 0);
+  epoch_done(0);
+  CAF_REQUIRE_EQUAL(count_of<adopt_message>(ws[0]), 1);
+  *down.at(workers[0].address()) = true;
+  lost(workers[0], "the connection closed");
+  CAF_CHECK(logged("was lost before compute_5 of worker_1 moved to it; worker 1 (pid 201 on "
+                   "10.0.0.1) keeps running it"));
+  const auto own = plan_node(node_kind::worker, 0);
+  CAF_REQUIRE_EQUAL(count_of<adopt_message>(ws[1]), 1);
+  CAF_CHECK_EQUAL(last_of<adopt_message>(ws[1])->node, static_cast<std::uint32_t>(own));
+  CAF_CHECK(last_of<adopt_message>(ws[1])->ranks.empty()); // all of it
+  ready(workers[1], static_cast<std::uint32_t>(own));
+  CAF_CHECK_EQUAL(trains_asked(compute_of_rank(0), 1), "worker 1");
+  CAF_CHECK_EQUAL(trains_asked(compute_of_rank(5), 1), "worker 1");
+  epoch_done(1);
+  CAF_CHECK_EQUAL(count_of<cede_message>(ws[1]), 0);
+  CAF_CHECK(!result->answered);
+}
+
 // Without balance the same times move nothing.
 CAF_TEST(without_balance_nothing_moves_for_speed) {
-  epochs = 4;
-  start(1, 2, false, true, 0, 3);
-  sent_list server_sent;
-  std::vector<sent_list> ws(2);
-  for (auto& w : ws)
-    w = std::make_shared<std::vector<wire_message>>();
-  auto server = channel(server_sent);
-  std::vector<channel_actor> workers{sys.spawn(timed_channel, ws[0], 0.1),
-                                     sys.spawn(timed_channel, ws[1], 0.2)};
-  for (auto& w : workers)
-    spawned.push_back(caf::actor_cast<caf::actor>(w));
-  to_training(server, server_sent, workers, ws);
-  sents = {{"worker 0", ws[0]}, {"worker 1", ws[1]}};
+  auto [workers, ws] = two_speeds();
   for (int rank = 0; rank < 6; ++rank)
     trains_asked(compute_of_rank(rank), 0);
   epoch_done(0);

@@ -13,8 +13,9 @@ Each trial draws, from random.Random("S:K") (so `--seed S --trial K` replays tri
            on_worker_loss = continue; bsp-backups (--shard-backups 1), bsp-adopt (on_worker_loss =
            adopt), async-adopt and local_sync-adopt (the job in those topologies with adopt: it
            finishes, its weights unchecked as they are not deterministic), hierarchical-adopt (a
-           machine per worker process: it finishes with the one-process digest) and bsp-spare
-           (adopt, under launch --spares 1), taken only when the binary
+           machine per worker process: it finishes with the one-process digest), bsp-spare
+           (adopt, under launch --spares 1) and bsp-join (four computes; a third worker process
+           joins once training and takes one of the busiest worker's two), taken only when the binary
            supports them (found from `troupe node --help` / `troupe launch --help`). Jobs that save every epoch under
            launch with --max-restarts 1 (bsp-restarts, run by scripts/chaos_restarts.py: read
            its docstring) or 0 (bsp-no-restarts: a loss stops them as without checkpoints)
@@ -121,6 +122,8 @@ def features(troupe):
         found.add("adopt-any")
     if "--scheduler-timeout" in node:
         found.add("scheduler-restart")
+    if "--compute-stand-in-shared" in node:  # the version whose joiners take ranks one by one
+        found.add("rank-moves")
     try:  # checkpoints: launch refuses them, before starting anything, while they are not supported
         run = subprocess.run([troupe, "launch", "-n", "1", "-s", "1", "--join-timeout", "1", "--",
                               "--config", "/nonexistent/chaos.troupe", "--model-prefix", "/nonexistent/m"],
@@ -155,6 +158,10 @@ VARIANTS = {
                                needs={"adopt-any"}, deterministic=True),
     "local_sync-adopt": dict(config="chaos_local_sync.troupe", flags=["--on-worker-loss", "adopt"],
                              needs={"adopt-any"}, deterministic=False),
+    # A third worker process joins once training (`joiner`): it takes one of the busiest worker's
+    # two computes at the next gate; then the fault.
+    "bsp-join": dict(config="chaos_bsp_ranks.troupe", flags=["--on-worker-loss", "adopt"],
+                     needs={"adopt", "rank-moves"}, deterministic=True, joiner=True),
     "bsp-spare": dict(config="chaos_bsp.troupe", flags=["--on-worker-loss", "adopt"], needs={"spares", "adopt"},
                       deterministic=True, starter="launch", launch_flags=["--spares", "1"]),
     # Jobs that save every epoch under the trial's folder (`saves`): with one restart, run by
@@ -166,7 +173,7 @@ VARIANTS = {
                             launch_flags=["--max-restarts", "0"], saves=True),
 }
 # The variants where a lost worker's nodes are adopted.
-ADOPTING = ("bsp-adopt", "bsp-spare", "async-adopt", "hierarchical-adopt", "local_sync-adopt")
+ADOPTING = ("bsp-adopt", "bsp-spare", "bsp-join", "async-adopt", "hierarchical-adopt", "local_sync-adopt")
 # Variant names scripts may still give: bsp-replicas is bsp-backups under the old word.
 OLD_VARIANT_NAMES = {"bsp-replicas": "bsp-backups"}
 
@@ -200,8 +207,8 @@ def fits(variant, way=None, moment=None):
     loss of every process a job that restarts, a checkpoint moment one that saves, a resume one
     that restarts."""
     v = VARIANTS[variant]
-    if way == "cut":
-        return v.get("starter") != "launch"
+    if way == "cut":  # (a joiner has no namespace of its own)
+        return v.get("starter") != "launch" and not v.get("joiner")
     if way == "all":
         return bool(v.get("restarts"))
     if moment == "checkpoint":
@@ -494,6 +501,15 @@ def start_nodes(t, variant, config, net):
     return None
 
 
+def start_joiner(t, variant, config):
+    """A worker process started in training with no rank: it joins as a spare and takes computes."""
+    common = ["--config", config, "--server-nodes", str(SERVERS), "--worker-nodes", str(WORKERS),
+              "--heartbeat", HEARTBEAT, "--peer-timeout", PEER_TIMEOUT, "--join-timeout", JOIN_TIMEOUT,
+              "--num-epochs", str(EPOCHS)] + scheduler_wait_flags() + variant["flags"]
+    port = int(open(os.path.join(t.workdir, "scheduler.port")).read())
+    t.start("joiner", ["--role", "worker", "--scheduler", f"127.0.0.1:{port}"] + common)
+
+
 def wait_exits(t, names, since, deadline, codes):
     """Waits until each of `names` has exited or the deadline; returns the seconds from `since`
     at which each was seen gone (polled, so every exit is timed, not only the last)."""
@@ -691,7 +707,12 @@ def run_trial(troupe, trial, references, keep):
                     return result
             node, event, fields = moment_trigger(trial)
             deadline = time.time() + START_BOUND_S
+            joining = variant.get("joiner")  # started once the scheduler records a batch
             while not t.records.has(node, event, **fields):
+                if joining and t.records.has("scheduler", "batch", epoch=0):
+                    start_joiner(t, variant, config)
+                    pids["joiner"] = t.procs["joiner"].pid
+                    joining = False
                 ended = [n for n, p in t.procs.items() if p.poll() is not None and n != first]
                 if ended:
                     problems.append(f"{', '.join(ended)} ended before the moment ({node}'s {event} {fields})")

@@ -59,22 +59,28 @@ def end_record(events_dir, node):
     return ends[0]
 
 
+def start_ranked(cluster, servers, workers, common, workdir):
+    """The scheduler, then every server and worker by hand, each asking for its rank (join order
+    must not decide which process is worker 1); returns the scheduler's port."""
+    port_file = os.path.join(workdir, "scheduler.port")
+    cluster.start("scheduler", ["--role", "scheduler", "--scheduler", "127.0.0.1:0", "--port-file", port_file]
+                  + common)
+    port = read_port(cluster, port_file)
+    for s in range(int(servers)):
+        cluster.start(f"server{s}", ["--role", "server", "--scheduler", f"127.0.0.1:{port}", "--rank", str(s)]
+                      + common)
+    for w in range(int(workers)):
+        cluster.start(f"worker{w}", ["--role", "worker", "--scheduler", f"127.0.0.1:{port}", "--rank", str(w)]
+                      + common)
+    return port
+
+
 def rejoin(troupe, config, servers, workers, epoch, rest, workdir):
     cluster = Cluster(troupe, workdir)
     try:
-        flags = ["--on-worker-loss", "adopt"] + rest
-        # Each node asks for its rank: join order must not decide which process is worker 1.
-        common = ["--config", config, "--server-nodes", servers, "--worker-nodes", workers] + flags
-        port_file = os.path.join(workdir, "scheduler.port")
-        cluster.start("scheduler", ["--role", "scheduler", "--scheduler", "127.0.0.1:0", "--port-file", port_file]
-                      + common)
-        port = read_port(cluster, port_file)
-        for s in range(int(servers)):
-            cluster.start(f"server{s}", ["--role", "server", "--scheduler", f"127.0.0.1:{port}", "--rank", str(s)]
-                          + common)
-        for w in range(int(workers)):
-            cluster.start(f"worker{w}", ["--role", "worker", "--scheduler", f"127.0.0.1:{port}", "--rank", str(w)]
-                          + common)
+        common = ["--config", config, "--server-nodes", servers, "--worker-nodes", workers,
+                  "--on-worker-loss", "adopt"] + rest
+        port = start_ranked(cluster, servers, workers, common, workdir)
         rank = int(workers) - 1
         victim = f"worker{rank}"
         cluster.wait_for_text("scheduler", "out", rf"Epoch\[{epoch}\] Batch")
@@ -121,16 +127,7 @@ def grow(troupe, config, servers, workers, epoch, rest, workdir, then=None):
     try:
         common = ["--config", config, "--server-nodes", servers, "--worker-nodes", workers,
                   "--on-worker-loss", "adopt"] + rest
-        port_file = os.path.join(workdir, "scheduler.port")
-        cluster.start("scheduler", ["--role", "scheduler", "--scheduler", "127.0.0.1:0", "--port-file", port_file]
-                      + common)
-        port = read_port(cluster, port_file)
-        for s in range(int(servers)):
-            cluster.start(f"server{s}", ["--role", "server", "--scheduler", f"127.0.0.1:{port}", "--rank", str(s)]
-                          + common)
-        for w in range(int(workers)):
-            cluster.start(f"worker{w}", ["--role", "worker", "--scheduler", f"127.0.0.1:{port}", "--rank", str(w)]
-                          + common)
+        port = start_ranked(cluster, servers, workers, common, workdir)
         cluster.wait_for_text("scheduler", "out", rf"Epoch\[{epoch}\] Batch")
         cluster.start("joiner", ["--role", "worker", "--scheduler", f"127.0.0.1:{port}"] + common)
         taken = cluster.wait_for_text(

@@ -185,7 +185,7 @@ struct stand_in_fixture : test_coordinator_fixture<> {
     w.overlap = overlap;
     compute_spawn_options options;
     options.detached = false; // on the test coordinator
-    options.stand_in = compute_stand_in{step_time, samples, seed};
+    options.stand_in = compute_stand_in{step_time, samples, seed, nullptr};
     compute = spawn_compute(sys, std::move(replica), w, options);
     spawned = {caf::actor_cast<caf::actor>(s), caf::actor_cast<caf::actor>(l),
                caf::actor_cast<caf::actor>(m), caf::actor_cast<caf::actor>(compute)};

@@ -143,8 +143,8 @@ TEST_CASE("weights, pull, hello, proof, failure, heartbeat and shutdown round-tr
   CHECK(rewind.source == 3);
   w.weights.before_step = 768;
   CHECK(decoded_as<weights_message>(frame_of(w)).weights.before_step == 768);
-  CHECK(decoded_as<adopt_message>(frame_of(adopt_message{4})).node == 4);
-  CHECK(decoded_as<adopt_message>(frame_of(adopt_message{4})).ranks.empty());
+  CHECK(decoded_as<adopt_message>(frame_of(adopt_message{4, {}})).node == 4);
+  CHECK(decoded_as<adopt_message>(frame_of(adopt_message{4, {}})).ranks.empty());
   const auto piece = decoded_as<adopt_message>(frame_of(adopt_message{4, {6, 7}}));
   REQUIRE(piece.ranks.size() == 2);
   CHECK(piece.ranks[0] == 6);
@@ -159,7 +159,7 @@ TEST_CASE("weights, pull, hello, proof, failure, heartbeat and shutdown round-tr
     decoded_as<release_message>(frame_of(release_message{false, "no other worker is left"}));
   CHECK_FALSE(refused.granted);
   CHECK(refused.reason == "no other worker is left");
-  CHECK(decoded_as<cede_message>(frame_of(cede_message{3})).node == 3);
+  CHECK(decoded_as<cede_message>(frame_of(cede_message{3, {}})).node == 3);
   const auto ceded = decoded_as<cede_message>(frame_of(cede_message{3, {5}}));
   REQUIRE(ceded.ranks.size() == 1);
   CHECK(ceded.ranks[0] == 5);

@@ -47,11 +47,11 @@ CAF_TEST_FIXTURE_SCOPE(member_node_tests, member_fixture)
 CAF_TEST(member_refuses_an_adopt_before_it_runs) {
   sent_list other_sent;
   auto other = channel(other_sent);
-  caf::anon_send(node, adopt_atom::value, other, adopt_message{2});
+  caf::anon_send(node, adopt_atom::value, other, adopt_message{2, {}});
   settle();
   CAF_CHECK(!result->answered);
   CAF_CHECK(logged("ignored an adopt from a channel other than the scheduler's"));
-  caf::anon_send(node, adopt_atom::value, scheduler, adopt_message{2});
+  caf::anon_send(node, adopt_atom::value, scheduler, adopt_message{2, {}});
   settle();
   CAF_CHECK(contains(last_of<shutdown_message>(to_scheduler)->reason,
                      "cannot adopt as the scheduler asked: this node is no running worker"));
@@ -104,10 +104,10 @@ CAF_TEST(member_ignores_a_drain_before_it_runs) {
 CAF_TEST(member_ignores_a_cede_of_a_node_it_did_not_adopt) {
   sent_list other_sent;
   auto other = channel(other_sent);
-  caf::anon_send(node, cede_atom::value, other, cede_message{2});
+  caf::anon_send(node, cede_atom::value, other, cede_message{2, {}});
   settle();
   CAF_CHECK(logged("ignored a cede from a channel other than the scheduler's"));
-  caf::anon_send(node, cede_atom::value, scheduler, cede_message{2});
+  caf::anon_send(node, cede_atom::value, scheduler, cede_message{2, {}});
   settle();
   CAF_CHECK(logged("ignored a cede of plan node 2, which it did not adopt"));
   caf::anon_send(node, cede_atom::value, scheduler, cede_message{2, {5}});

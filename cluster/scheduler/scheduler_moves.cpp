@@ -255,7 +255,8 @@ void complete_joins(scheduler_actor self, std::int64_t epoch) {
                         {{{"moved_node", node}, {"epoch", static_cast<double>(epoch)}},
                          {{"from", giver->name()}, {"moved", node_names(st.plan, {node})}}});
     if (!giver->gone)
-      caf::anon_send(giver->to, cede_atom::value, cede_message{static_cast<std::uint32_t>(node), {}});
+      caf::anon_send(giver->to, cede_atom::value,
+                     cede_message{static_cast<std::uint32_t>(node), {}});
   }
 }
 

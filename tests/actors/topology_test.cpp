@@ -325,14 +325,7 @@ TEST_CASE(
     REQUIRE(r.phases.size() == 10);
     const auto& last = r.phases.back();
     CHECK(last.validation);
-    double best = 0;
-    for (const auto& p : r.phases)
-      if (p.validation)
-        best = std::max(best, double(p.correct) / p.samples);
-    CHECK(best > 0.6); // it learned: 10 classes, chance is 0.1
-    // Async's stale updates on this unnormalized data can set an epoch back by half its accuracy
-    // (0.99 to 0.57 has been seen); the last is still far above chance.
-    CHECK(double(last.correct) / last.samples > 0.3);
+    CHECK(double(last.correct) / last.samples > 0.6); // 10 classes: chance is 0.1
   }
 }
 

@@ -32,6 +32,7 @@
 #include <troupe/cluster/launcher_rank.hpp>
 #include <troupe/cluster/local_node.hpp>
 #include <troupe/cluster/node_control.hpp>
+#include <troupe/cluster/node_fences.hpp>
 #include <troupe/cluster/tcp_congestion.hpp>
 #include <troupe/graph/config/job_config.hpp>
 #include <troupe/graph/config/key_ranges.hpp>
@@ -267,6 +268,11 @@ int run_member_process(const member_options& options, const node_identity& place
     run_member(node.system, options);
     const int written = write_timeline(options.timeline, timeline_path, std::cerr);
     return record_end(options, events_path, written == 0 ? "finished" : "failed", written);
+  } catch (const fenced_error& e) {
+    // Declared lost while it could not answer: its part runs elsewhere, and the run goes on.
+    std::cerr << ("troupe node: fenced: " + std::string(e.what()) + "\n") << std::flush;
+    write_timeline(options.timeline, timeline_path, std::cerr);
+    return record_end(options, events_path, "fenced", fenced_exit_status, e.what());
   } catch (const std::exception& e) {
     std::cerr << ("troupe node: error: " + std::string(e.what()) + "\n") << std::flush;
     write_timeline(options.timeline, timeline_path, std::cerr); // what it did until then

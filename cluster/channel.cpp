@@ -49,7 +49,7 @@ void write_frame(channel_pointer self, wire_message message) {
   auto& st = self->state;
   const auto rank = st.options->priority ? frame_rank(message, st.options->order) : control_rank;
   const bool sequenced = std::holds_alternative<push_message>(message) && rank != unranked;
-  auto frame = encode_frame(std::move(message));
+  auto frame = encode_frame(std::move(message), st.options->fences->own());
   st.counters->count_out(frame.kind(), frame.bytes());
   st.last_sent = channel_clock::now();
   st.socket->send(std::move(frame), rank, sequenced);
@@ -243,6 +243,8 @@ void on_tick(channel_pointer self) {
       leave(self);
     return;
   }
+  if (auto why = st.options->fences->fenced(st.peer_term))
+    return refuse_fenced(self, *why);
   // Heard: the last whole frame, or the last bytes of one still arriving (a big frame on a
   // slow channel takes seconds, and the heartbeats queue behind it).
   const auto heard =
@@ -406,6 +408,15 @@ void refuse_peer(channel_pointer self, const std::string& why) {
                                  .substr(0, failure_message::max_text_bytes)},
               make_error(errc::bad_request, "channel to " + self->state.peer_name + ": " + why),
               "refused: " + why);
+}
+
+void refuse_fenced(channel_pointer self, const std::string& why) {
+  auto& st = self->state;
+  shutdown_message told{
+    ("fenced by " + st.options->name + ": " + why).substr(0, failure_message::max_text_bytes)};
+  told.fenced = true;
+  say_goodbye(self, told, make_error(errc::peer_down, st.peer_name + " is fenced: " + why),
+              "fenced: " + why);
 }
 
 void write_answer(channel_pointer self, wire_message answer, std::uint64_t request) {

@@ -43,6 +43,7 @@ struct channel_state {
   channel_stage at = channel_stage::await_hello;
   hello_message mine;
   std::optional<hello_message> peer;
+  std::uint64_t peer_term = 0;        // the term of the peer's latest frame (0: none yet)
   std::string peer_name;              // for logs: the address until the hello names the node
   std::shared_ptr<receive_pool> pool; // reused receive buffers (the socket's reader fills them)
   unpacked_buffers unpack_into;       // reused buffers for values unpacked from compressed frames
@@ -101,6 +102,8 @@ void on_payload(channel_pointer self, received_payload& in);
 void channel_log(const channel_state& st, const std::string& text);
 /// Ends the channel because the peer misbehaved (errc::bad_request, logged with `why`).
 void refuse_peer(channel_pointer self, const std::string& why);
+/// The peer's term is fenced (`why`): it is told so, and the channel ends (errc::peer_down).
+void refuse_fenced(channel_pointer self, const std::string& why);
 /// Writes the answer to the peer's request `request` (if the encoder refuses it, a failure
 /// frame tells the peer why). Nothing is written once the channel has left admission.
 void write_answer(channel_pointer self, wire_message answer, std::uint64_t request);

@@ -68,6 +68,8 @@ std::uint64_t request_of(const wire_message& answer) {
 // which no retry mends.
 void on_peer_goodbye(channel_pointer self, const shutdown_message& m) {
   auto& st = self->state;
+  if (m.fenced)
+    st.options->fences->note_fenced_here(m.reason);
   auto& serving = *st.options->serving;
   if (auto node = serving.find<remote_interface::scheduler_control>(0))
     self->send(node, goodbye_atom::value, channel_of(self), m);
@@ -161,6 +163,10 @@ void on_payload(channel_pointer self, received_payload& in) {
   auto decoded = decode_payload(payload, st.options->keys, st.unpack_into);
   if (!decoded.ok())
     return refuse_peer(self, "undecodable frame: " + decoded.error);
+  if (decoded.term != 0)
+    st.peer_term = decoded.term;
+  if (auto why = st.options->fences->fenced(st.peer_term))
+    return refuse_fenced(self, *why);
   const auto kind = decoded.message.index();
   st.counters->count_in(kind, frame_header_bytes + payload->size());
   if (st.at == stage::admitted)

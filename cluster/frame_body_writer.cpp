@@ -256,6 +256,7 @@ struct body_writer {
     out.setReason(m.reason);
     out.setFinished(m.finished);
     out.setLostNode(m.lost_node);
+    out.setFenced(m.fenced);
   }
   void operator()(const join_message& m) {
     check_text(m.host, join_message::max_host_bytes, "a join's host");
@@ -286,6 +287,7 @@ struct body_writer {
     rejoin.setThreads(r.threads);
     rejoin.setEpoch(r.epoch);
     rejoin.setAppliedStep(r.applied_step);
+    rejoin.setTerm(r.term);
     auto adopted = rejoin.initAdopted(static_cast<unsigned>(r.adopted.size()));
     for (unsigned i = 0; i < r.adopted.size(); ++i)
       adopted.set(i, r.adopted[i]);
@@ -331,6 +333,7 @@ struct body_writer {
     clock.setJoinReceived(m.clock.join_received);
     clock.setSent(m.clock.sent);
     write_ranks(out.initRanks(static_cast<unsigned>(m.ranks.size())), m.ranks);
+    out.setTerm(m.term);
   }
   void operator()(const ready_message& m) {
     auto out = body.initReady();
@@ -414,6 +417,13 @@ struct body_writer {
     auto out = body.initReplicated();
     out.setRequest(m.request);
     out.setUpdates(m.updates);
+  }
+  void operator()(const fence_message& m) {
+    check_text(m.reason, failure_message::max_text_bytes, "a fence's reason");
+    auto out = body.initFence();
+    out.setNode(m.node);
+    out.setTerm(m.term);
+    out.setReason(m.reason);
   }
   void operator()(const promote_message& m) {
     auto out = body.initPromote();

@@ -44,7 +44,8 @@ const char* kind_name(std::size_t index) {
     "heartbeat", "shutdown",     "join",           "assignment", "ready",      "control",
     "report",    "batch report", "traffic query",  "traffic",    "checkpoint", "checkpoint done",
     "adopt",     "replicate",    "replicated",     "promote",    "leave",      "release",
-    "cede",      "command",      "command result", "drain",      "change",     "changed"};
+    "cede",      "command",      "command result", "drain",      "change",     "changed",
+    "fence"};
   static_assert(std::size(names) == wire_kinds);
   return index < wire_kinds ? names[index] : "unknown";
 }
@@ -66,7 +67,7 @@ encoded_frame::encoded_frame(encoded_frame&&) noexcept = default;
 encoded_frame& encoded_frame::operator=(encoded_frame&&) noexcept = default;
 encoded_frame::~encoded_frame() = default;
 
-encoded_frame encode_frame(wire_message message) {
+encoded_frame encode_frame(wire_message message, std::uint64_t term) {
   encoded_frame frame;
   frame.owned_ = std::make_unique<encoded_frame::owned>();
   auto& own = *frame.owned_;
@@ -74,6 +75,7 @@ encoded_frame encode_frame(wire_message message) {
   frame.kind_ = own.message.index();
   auto root = own.builder.initRoot<wire::Frame>();
   root.setVersion(wire::PROTOCOL_VERSION);
+  root.setTerm(term);
   write_frame_body(own.builder, root.initBody(), own.message);
   const auto segments = own.builder.getSegmentsForOutput();
   const std::size_t table_words = (segments.size() + 2) / 2; // count + sizes, in uint32s
@@ -100,8 +102,8 @@ encoded_frame encode_frame(wire_message message) {
   return frame;
 }
 
-void append_frame(const wire_message& message, std::vector<char>& out) {
-  const auto frame = encode_frame(message);
+void append_frame(const wire_message& message, std::vector<char>& out, std::uint64_t term) {
+  const auto frame = encode_frame(message, term);
   for (const auto& piece : frame.pieces())
     out.insert(out.end(), piece.data, piece.data + piece.size);
 }

@@ -252,7 +252,7 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload,
             "shutdown.lostNode " + std::to_string(in.getLostNode()) + " is below -1");
     return shutdown_message{
       text_of(in.getReason(), failure_message::max_text_bytes, "shutdown.reason"), in.getFinished(),
-      in.getLostNode()};
+      in.getLostNode(), in.getFenced()};
   }
   case wire::Frame::Body::JOIN:
     return read_join(body.getJoin());
@@ -286,6 +286,12 @@ wire_message read_body(const std::shared_ptr<std::vector<char>>& payload,
     return replicated_message{body.getReplicated().getRequest(), body.getReplicated().getUpdates()};
   case wire::Frame::Body::PROMOTE:
     return promote_message{body.getPromote().getNode(), body.getPromote().getServer()};
+  case wire::Frame::Body::FENCE: {
+    auto in = body.getFence();
+    require(in.getTerm() >= 1, "fence.term is 0 (terms begin at 1)");
+    return fence_message{in.getNode(), in.getTerm(),
+                         text_of(in.getReason(), failure_message::max_text_bytes, "fence.reason")};
+  }
   case wire::Frame::Body::LEAVE:
     return leave_message{
       text_of(body.getLeave().getReason(), failure_message::max_text_bytes, "leave.reason")};
@@ -339,6 +345,7 @@ decode_result decode_payload(std::shared_ptr<std::vector<char>> payload, const w
     if (frame.getVersion() != wire::PROTOCOL_VERSION)
       refuse("protocol version " + std::to_string(frame.getVersion()) + ", this node speaks "
              + std::to_string(wire::PROTOCOL_VERSION));
+    result.term = frame.getTerm();
     result.message = read_body(payload, unpack_into, keys, frame.getBody());
   } catch (const refused& e) {
     result.error = e.what();

@@ -52,6 +52,8 @@ assignment_message read_assignment(wire::Assignment::Reader in) {
   require(m.clock.join_sent >= 0 && m.clock.join_received >= 0 && m.clock.sent >= 0,
           "assignment.clock has a negative stamp");
   m.ranks = read_ranks(in.getRanks(), "assignment");
+  m.term = in.getTerm();
+  require(m.term >= 1, "assignment.term is 0 (terms begin at 1)");
   return m;
 }
 
@@ -117,6 +119,7 @@ join_message read_join(wire::Join::Reader in) {
   rejoin.epoch = r.getEpoch();
   require(rejoin.epoch >= -1, "join.rejoin.epoch " + std::to_string(rejoin.epoch) + " is below -1");
   rejoin.applied_step = r.getAppliedStep();
+  rejoin.term = r.getTerm();
   require(rejoin.applied_step >= -1,
           "join.rejoin.appliedStep " + std::to_string(rejoin.applied_step) + " is below -1");
   const auto nodes = [](capnp::List<std::uint32_t>::Reader list, const char* name) {

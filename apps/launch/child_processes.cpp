@@ -19,6 +19,8 @@
 #include <string_view>
 #include <system_error>
 
+#include <troupe/cluster/node_fences.hpp>
+
 extern char** environ;
 
 namespace troupe::launch {
@@ -401,7 +403,14 @@ void child_processes::on_exit(child& c, int status) {
     due_restarts_.push_back({std::move(again), c.restarted + 1});
     return;
   }
-  if (c.expendable && WIFSIGNALED(status) && !term_sent_ && !term_at_) {
+  // Fenced (troupe node's exit status 3): the scheduler had declared it lost (frozen, cut off)
+  // and its part runs elsewhere, as after a SIGKILL.
+  const bool fenced = WIFEXITED(status) && WEXITSTATUS(status) == fenced_exit_status;
+  if (c.expendable && (WIFSIGNALED(status) || fenced) && !term_sent_ && !term_at_) {
+    if (fenced)
+      log << "launch: " << c.name
+          << " was fenced: the scheduler had declared it lost, and its part runs elsewhere"
+          << std::endl;
     log << "launch: the run goes on if the scheduler can do without " << c.name
         << " (on_worker_loss, shard_backups)" << std::endl;
     return;

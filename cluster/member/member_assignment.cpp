@@ -146,6 +146,7 @@ channel_options channels_of(member_actor self, const training_job& job) {
   auto& st = self->state;
   auto channel = channel_options_of(*st.options, st.label, st.traffic);
   channel.serving = st.serving;
+  channel.fences = st.fences;
   channel.same_host_shortcut = st.options->local_sockets;
   channel.plan_hash = st.plan.hash;
   channel.keys = wire_keys_of(st.plan);
@@ -418,6 +419,7 @@ void on_assignment(member_actor self, const assignment_message& a) {
   if (!st.phase.is<member_phases::joining>())
     return fail(self, errc::bad_request, "the scheduler sent an assignment twice");
   note_clock_offset(self, a.clock);
+  st.fences->set_own(a.term); // every frame from here on carries it, on every channel
   st.phase.enter(member_phases::starting{});
   const auto node = a.node;
   try {

@@ -201,6 +201,8 @@ bool on_backup_channel_lost(member_actor self, const caf::actor_addr& channel,
     // Only the channel is known to be gone: the shards hold their answers until the scheduler
     // says the server is (on_promote), so the backups never fall behind a step a worker saw.
     r.backup_channel = channel_actor{};
+    if (st.fenced_nodes.count(r.backup_node))
+      return true; // fenced: the scheduler's promote says what the shards here do
     log_node_line(*st.options, st.label + ": lost " + node_name(st.plan, r.backup_node) + " at "
                                  + clock_time_now() + ", which holds the backups of "
                                  + shard_names(st.plan, st.part_node) + ": "
@@ -211,6 +213,8 @@ bool on_backup_channel_lost(member_actor self, const caf::actor_addr& channel,
   for (std::size_t n = 0; n < st.server_channels.size(); ++n)
     if (st.server_channels[n] && channel == st.server_channels[n].address()) {
       st.server_channels[n] = channel_actor{};
+      if (st.fenced_nodes.count(static_cast<int>(n)))
+        return true; // fenced: its channel said so, and its shards are served elsewhere
       log_node_line(*st.options, st.label + ": lost " + st.plan.nodes[n].name + " at "
                                    + clock_time_now() + ": " + reason_text(self->system(), why)
                                    + "; its pushes wait for the scheduler to "

@@ -84,6 +84,7 @@ void try_to_connect(member_actor self) {
                                                + std::to_string(::getpid()) + ")",
                                     st.traffic);
   channel.serving = st.serving;
+  channel.fences = st.fences;
   if (placed) {
     channel.plan_hash = st.plan.hash;
     channel.keys = wire_keys_of(st.plan);

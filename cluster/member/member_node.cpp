@@ -335,8 +335,11 @@ void on_channel_up(member_actor self, const channel_actor& channel) {
 member_self_actor::behavior_type member(member_actor self, member_options options,
                                         std::shared_ptr<serving_registry> serving,
                                         std::shared_ptr<traffic_registry> traffic,
-                                        std::shared_ptr<listening_socket> listening) {
+                                        std::shared_ptr<listening_socket> listening,
+                                        std::shared_ptr<node_fences> fences) {
   auto& st = self->state;
+  if (fences)
+    st.fences = std::move(fences);
   st.listening = std::move(listening);
   st.traffic = std::move(traffic);
   st.options.emplace(std::move(options));
@@ -406,8 +409,14 @@ member_self_actor::behavior_type member(member_actor self, member_options option
     [=](goodbye_atom, channel_actor& channel, shutdown_message& end) {
       // The scheduler's says how the run ends; the channel's end follows (on_channel_lost). A
       // server's or worker's goodbye is followed by its channel's end, which names it.
+      if (end.fenced)
+        return on_fenced_here(self, end.reason);
       if (self->state.scheduler && channel == self->state.scheduler)
         self->state.told = end;
+    },
+    [=](fence_atom, channel_actor& channel, fence_message& f) {
+      if (!self->state.ended() && from_scheduler(channel, "a fence"))
+        on_fence(self, f);
     },
     [=](channel_up_atom, channel_actor& channel, const std::string&) {
       on_channel_up(self, channel);
@@ -430,12 +439,13 @@ member_self_actor::behavior_type member(member_actor self, member_options option
 member_node_actor spawn_member_node(caf::actor_system& system, const member_options& options,
                                     std::shared_ptr<serving_registry> serving,
                                     std::shared_ptr<traffic_registry> traffic, bool detached,
-                                    std::shared_ptr<listening_socket> listening) {
+                                    std::shared_ptr<listening_socket> listening,
+                                    std::shared_ptr<node_fences> fences) {
   if (!detached)
     return system.spawn(member, options, std::move(serving), std::move(traffic),
-                        std::move(listening));
+                        std::move(listening), std::move(fences));
   return system.spawn<caf::detached>(member, options, std::move(serving), std::move(traffic),
-                                     std::move(listening));
+                                     std::move(listening), std::move(fences));
 }
 
 void run_member(caf::actor_system& system, const member_options& options) {
@@ -455,7 +465,9 @@ void run_member(caf::actor_system& system, const member_options& options) {
   }
   auto serving = std::make_shared<serving_registry>();
   auto traffic = std::make_shared<traffic_registry>();
-  auto node = spawn_member_node(system, options, serving, traffic, true, std::move(listening));
+  auto fences = std::make_shared<node_fences>();
+  auto node =
+    spawn_member_node(system, options, serving, traffic, true, std::move(listening), fences);
   if (options.leave)
     options.leave->arm(caf::actor_cast<leavable_actor>(node));
   caf::scoped_actor blocking{system};
@@ -469,6 +481,8 @@ void run_member(caf::actor_system& system, const member_options& options) {
     options.leave->disarm();
   blocking->send_exit(node, caf::exit_reason::user_shutdown);
   blocking->wait_for(node);
+  if (failure && fences->fenced_here())
+    throw fenced_error(error_text(failure));
   if (failure)
     throw troupe_error(troupe_code(failure), error_text(failure));
 }

@@ -38,10 +38,13 @@ using member_node_actor =
 /// a test spawns it scheduled, and its part's computes and checkpoint part then run scheduled too
 /// (CAF's deterministic coordinator must run every actor of a test). A server given `listening`
 /// (its port bound before it joined: run_member) listens for workers on it; without, it binds
-/// options.listen_host:listen_port once assigned.
+/// options.listen_host:listen_port once assigned. Its channels stamp and check the terms in
+/// `fences` (node_fences.hpp; null: one of its own), where the caller reads whether a peer
+/// told it that it was fenced.
 member_node_actor spawn_member_node(caf::actor_system& system, const member_options& options,
                                     std::shared_ptr<serving_registry> serving,
                                     std::shared_ptr<traffic_registry> traffic, bool detached = true,
-                                    std::shared_ptr<listening_socket> listening = nullptr);
+                                    std::shared_ptr<listening_socket> listening = nullptr,
+                                    std::shared_ptr<node_fences> fences = nullptr);
 
 } // namespace troupe

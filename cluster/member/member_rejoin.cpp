@@ -125,6 +125,7 @@ void rejoin_over(member_actor self, const channel_actor& channel) {
   auto& where = gathering->where;
   where.node = static_cast<std::uint32_t>(st.part_node);
   where.threads = static_cast<std::uint32_t>(st.threads);
+  where.term = st.fences->own();
   for (auto node : st.adopted_nodes)
     where.adopted.push_back(static_cast<std::uint32_t>(node));
   for (auto node : st.backup.promoted)

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include <troupe/actors/topology_wiring.hpp>
 #include <troupe/cluster/cluster_node.hpp>
 #include <troupe/cluster/metrics_relay.hpp>
+#include <troupe/cluster/node_fences.hpp>
 #include <troupe/cluster/push_relay.hpp>
 #include <troupe/cluster/serving_registry.hpp>
 #include <troupe/cluster/traffic_registry.hpp>
@@ -61,6 +63,9 @@ struct member_state {
   // front of them), computes.
   std::shared_ptr<serving_registry> serving = std::make_shared<serving_registry>();
   std::shared_ptr<traffic_registry> traffic; // every channel of this node counts its frames here
+  // The term every channel of this node stamps, and the fenced ones they refuse (node_fences.hpp).
+  std::shared_ptr<node_fences> fences = std::make_shared<node_fences>();
+  std::set<int> fenced_nodes; // plan nodes whose process the scheduler fenced
   node_part part;
   // What spawned the part, kept for a part adopted later (on_adopt): the job, its model, the
   // data, and the options (proxies for the servers and the metrics actor).
@@ -206,6 +211,11 @@ bool on_backup_channel_lost(member_actor self, const caf::actor_addr& channel,
                             const caf::error& why);
 /// The scheduler's promote: a server promotes the backups it holds, a worker re-points.
 void on_promote(member_actor self, const promote_message& p);
+/// The scheduler fenced the process of a term (member_fences.cpp): said once, and the plan node
+/// noted, so the end of a channel to it is no news.
+void on_fence(member_actor self, const fence_message& f);
+/// A peer said this node's own term is fenced: it ends (run_member throws fenced_error).
+void on_fenced_here(member_actor self, const std::string& why);
 /// The backup actor `source` is, if any ("" if none).
 std::string backup_actor_name(const member_state& st, const caf::actor_addr& source);
 

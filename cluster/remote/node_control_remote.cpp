@@ -6,7 +6,7 @@
 //
 //   scheduler control (member -> scheduler): join, ready, traffic, leave   (one-way)
 //   member control (scheduler -> member):    assignment, traffic query, adopt, promote,
-//                                            release, cede, drain (one-way)
+//                                            release, cede, drain, fence (one-way)
 // A shutdown (goodbye) belongs to the channel itself, which tells either inbox.
 #include <troupe/cluster/remote_proxies.hpp>
 
@@ -56,7 +56,12 @@ void serve_member_control(channel_pointer self, wire_message& message) {
     self->send(node, cede_atom::value, me, *cede);
   else if (auto* drain = std::get_if<drain_message>(&message))
     self->send(node, drain_atom::value, me, std::move(*drain));
-  else
+  else if (auto* fence = std::get_if<fence_message>(&message)) {
+    // Taken here, on the channel's thread, so this node's other channels refuse the term
+    // before the node has read its mailbox so far.
+    self->state.options->fences->fence(fence->term, fence->reason);
+    self->send(node, fence_atom::value, me, std::move(*fence));
+  } else
     self->send(node, traffic_query_atom::value, me,
                std::move(std::get<traffic_query_message>(message)));
 }
@@ -102,6 +107,7 @@ member_control_actor spawn_member_control_proxy(caf::actor_system& system, chann
         [=](release_atom, release_message& m) { write(std::move(m)); },
         [=](cede_atom, cede_message& m) { write(m); },
         [=](drain_atom, drain_message& m) { write(std::move(m)); },
+        [=](fence_atom, fence_message& m) { write(std::move(m)); },
         [=](goodbye_atom, shutdown_message& m) { write(std::move(m)); },
       };
     });
@@ -129,7 +135,8 @@ const interface_codec& member_control_codec() {
      {kind_of<promote_message>(), kind_role::one_way},
      {kind_of<release_message>(), kind_role::one_way},
      {kind_of<cede_message>(), kind_role::one_way},
-     {kind_of<drain_message>(), kind_role::one_way}},
+     {kind_of<drain_message>(), kind_role::one_way},
+     {kind_of<fence_message>(), kind_role::one_way}},
     serve_member_control,
     node_of,
   };

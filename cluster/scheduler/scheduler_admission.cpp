@@ -79,6 +79,7 @@ assignment_message assignment_for(const scheduler_state& st, const member_entry&
   a.facts = st.facts;
   a.servers = std::move(servers);
   a.threads = static_cast<std::uint32_t>(std::max(0, st.options->threads));
+  a.term = m.term;
   if (m.join_sent > 0) // the member's clock offset is reckoned from this round trip
     a.clock = {m.join_sent, m.join_received, timeline_clock_micros(st.options->timeline.get())};
   return a;
@@ -163,6 +164,10 @@ member_entry& add_member(scheduler_actor self, const channel_actor& channel,
   m.pid = join.pid;
   m.join_sent = join.sent_micros;
   m.join_received = timeline_clock_micros(st.options->timeline.get());
+  // A member rejoining a restarted scheduler keeps the term its first assignment gave it.
+  const auto kept = join.rejoin ? join.rejoin->term : 0;
+  m.term = kept != 0 ? kept : ++st.last_term;
+  st.last_term = std::max(st.last_term, m.term);
   self->monitor(channel);
   st.members.push_back(m);
   return st.members.back();
@@ -330,6 +335,7 @@ void start_listening(scheduler_actor self) {
   auto& st = self->state;
   const auto& options = *st.options;
   auto channel = channel_options_of(options, node_kind::scheduler, "scheduler", st.traffic);
+  channel.fences = st.fences;
   channel.plan_hash = st.plan.hash;
   channel.keys = wire_keys_of(st.plan);
   channel.priority = st.job.topology.priority;

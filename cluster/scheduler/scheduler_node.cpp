@@ -382,8 +382,28 @@ void on_goodbye(scheduler_actor self, const channel_actor& channel, const shutdo
   fail(self, errc::peer_down, "scheduler: " + m->name() + " stopped: " + end.reason);
 }
 
+// Member `m`, declared lost (`what`), is fenced before anything of its part moves: this
+// scheduler's channels refuse its term (it cannot rejoin), and every other member is told, so
+// their channels take nothing it sends if it runs again (node_fences.hpp). A member that left
+// as asked, or one that was never assigned, needs none.
+void fence_member(scheduler_actor self, const member_entry& m, const std::string& what) {
+  auto& st = self->state;
+  if (m.leaving || m.term == 0 || !st.fences->fence(m.term, what))
+    return;
+  const fence_message fence{
+    static_cast<std::uint32_t>(std::max(0, m.node)), m.term,
+    ("the scheduler declared it lost: " + what).substr(0, failure_message::max_text_bytes)};
+  for (const auto& other : st.members)
+    if (&other != &m && !other.gone && other.to)
+      caf::anon_send(other.to, fence_atom::value, fence);
+  log_node_line(*st.options, "scheduler: fenced " + m.name() + " (term " + std::to_string(m.term)
+                               + "): every node refuses its frames from now on");
+  record_member_event(st, "fenced", m, {{{"term", static_cast<double>(m.term)}}, {}});
+}
+
 void on_member_lost(scheduler_actor self, member_entry& m, const std::string& what) {
   m.gone = true;
+  fence_member(self, m, what);
   forget_join(self->state, m);
   record_member_event(self->state, m.leaving ? "left" : "lost", m, {{}, {{"reason", what}}});
   if (m.idle()) { // it held nothing

@@ -19,6 +19,7 @@
 #include <troupe/cluster/channel.hpp>
 #include <troupe/cluster/cluster_node.hpp>
 #include <troupe/cluster/node_control.hpp>
+#include <troupe/cluster/node_fences.hpp>
 #include <troupe/cluster/push_relay.hpp>
 #include <troupe/cluster/run_changes.hpp>
 #include <troupe/cluster/traffic_registry.hpp>
@@ -134,6 +135,9 @@ struct member_entry {
     adopting_ranks = before_move.adopting_ranks;
     taking = false;
   }
+  /// The term its assignment gives it (node_fences.hpp), which every frame it sends carries; the
+  /// scheduler fences it when it declares the member lost.
+  std::uint64_t term = 0;
   std::vector<int> promoted_nodes; // lost server nodes whose shards it serves (shard_backups = 1)
   int promoting = -1;              // the lost server node it was told to promote, not ready yet
   /// A spare that runs nothing (none of a lost worker's nodes, none of the ranks it joined for).
@@ -170,6 +174,10 @@ struct scheduler_state {
   std::shared_ptr<const dataset> train_set,
     validation_set; // opened to plan; the session reuses them
   std::shared_ptr<traffic_registry> traffic = std::make_shared<traffic_registry>();
+  /// The terms this scheduler fenced (node_fences.hpp): its channels refuse them, so a lost
+  /// process that runs again cannot rejoin. `last_term`: the latest term it gave a member.
+  std::shared_ptr<node_fences> fences = std::make_shared<node_fences>();
+  std::uint64_t last_term = 0;
   /// The epoch whose traffic is being gathered (between the coordinator's epoch_done and the
   /// answer to it), if any: the coordinator asks one epoch at a time.
   std::optional<traffic_gathering> gathering;

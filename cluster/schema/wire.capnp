@@ -12,7 +12,7 @@ using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("troupe::wire");
 
 # Raised whenever a Frame's meaning changes; a peer with another version is refused by name.
-const protocolVersion :UInt32 = 11;  # 2: requests carry the time left to their deadline; 3: checkpoints; 4: shard backups; 5: rejoin, barrier waits; 6: compressed values; 7: a 2-bit scale per block of 256 values; 8: troupe ctl's commands, drains; 9: shard changes; 10: a rewind names its source; 11: ranks that move alone
+const protocolVersion :UInt32 = 12;  # 2: requests carry the time left to their deadline; 3: checkpoints; 4: shard backups; 5: rejoin, barrier waits; 6: compressed values; 7: a 2-bit scale per block of 256 values; 8: troupe ctl's commands, drains; 9: shard changes; 10: a rewind names its source; 11: ranks that move alone; 12: a term in every frame, fences
 
 enum Role {
   scheduler @0;
@@ -74,7 +74,12 @@ struct Frame {
     drain @28 :Drain;
     change @29 :Change;
     changed @30 :Changed;
+    fence @31 :Fence;
   }
+  # The sender's term: the number the scheduler's assignment gave its process (Assignment.term),
+  # unique in the run; 0 before it has one, and the scheduler's own. A receiver takes nothing
+  # from a term the scheduler fenced (a process it declared lost, whose part others run now).
+  term @32 :UInt64;
 }
 
 # First frame each way on a new connection. The nonce is 32 fresh random bytes.
@@ -148,6 +153,7 @@ struct Shutdown {
   reason @0 :Text;
   finished @1 :Bool;  # the run ended as planned (the scheduler, after the final weights)
   lostNode @2 :Int32 = -1;  # the plan node whose loss made the sender stop; -1: none (its own cause)
+  fenced @3 :Bool;    # the receiver's term is fenced: it was declared lost, and others run its part
 }
 
 # A node asks the scheduler for its place in the run (after admission).
@@ -175,6 +181,7 @@ struct Rejoin {
   promoted @5 :List(UInt32);   # lost server nodes whose shards it serves (shard_backups = 1)
   counted @6 :Traffic;         # its answer to the last traffic query (the previous epoch's end), from
                                # which a restarted scheduler counts the epoch's traffic; absent: none
+  term @7 :UInt64;             # the term its assignment gave it, which it keeps (0: none)
 }
 
 # Where a server node listens.
@@ -205,6 +212,7 @@ struct Assignment {
   adopt @8 :Bool;        # a spare given a lost worker's node during training: its computes recompute the step in flight
   clock @9 :ClockStamps; # the join's round trip, from which the member reckons its clock's offset
   ranks @10 :List(UInt32); # with adopt: the compute ranks of `node` it runs (empty: all of them)
+  term @11 :UInt64;      # the receiver's term, which every frame it sends carries (Frame.term); at least 1
 }
 
 # Microseconds on each side's run clock (troupe/io/timeline.hpp): the member's join sent (its
@@ -413,4 +421,13 @@ struct Change {
 struct Changed {
   request @0 :UInt64;
   shards @1 :UInt32;  # how many shards took it (own and backups)
+}
+
+# The scheduler declared the process of term `term` (plan node `node`) lost: sent to every other
+# member before anything of its part moves (a promotion, an adoption). Its receiver takes no
+# frame of that term again, and ends any channel to it, telling it why (Shutdown.fenced).
+struct Fence {
+  node @0 :UInt32;   # index into the plan's nodes
+  term @1 :UInt64;   # at least 1
+  reason @2 :Text;   # why it was declared lost, for the logs
 }

@@ -31,7 +31,7 @@ Scenarios:
   traffic        the same-weights run with --metrics: each epoch's traffic per node matches the
                  arithmetic. A worker pushes each key once per step and gets the weights back:
                  model bytes x steps each way, plus at most the frame overhead docs/protocol.md
-                 bounds (128 bytes per push or weights frame + 32 per key), plus the whole model
+                 bounds (136 bytes per push or weights frame + 32 per key), plus the whole model
                  once when a worker pulls it (its first step). The server receives
                  exactly what the workers sent and sends exactly what they received. With
                  --top-k K among the flags, the workers' top-k counts cross the wire too: every
@@ -444,7 +444,7 @@ def check_traffic(cluster, metrics_path, workers):
     keys = int(re.search(r"Final weights: (\d+) tensors", log).group(1))
     model_bytes = 4 * parameters
     low = steps * model_bytes
-    high = low + steps * (128 * pushes + 32 * keys)
+    high = low + steps * (136 * pushes + 32 * keys)
     rows = [json.loads(line) for line in open(metrics_path)]
     if not rows or "config" not in rows[0]:
         cluster.fail("the metrics file does not open with the run's config record")
@@ -465,7 +465,7 @@ def check_traffic(cluster, metrics_path, workers):
             push_tx, weights_rx = kinds["push"]["tx"], kinds["weights"]["rx"]
             # a worker's first step pulls the whole model once (one pull per shard)
             pulled = 1 if kinds.get("pull", {}).get("tx", 0) > 0 else 0
-            pull_low, pull_high = pulled * model_bytes, pulled * (model_bytes + 128 * shards + 32 * keys)
+            pull_low, pull_high = pulled * model_bytes, pulled * (model_bytes + 136 * shards + 32 * keys)
             for what, value, lo, hi in (("push tx", push_tx, low, high),
                                         ("weights rx", weights_rx, low + pull_low, high + pull_high)):
                 if not lo <= value <= hi:

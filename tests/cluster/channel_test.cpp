@@ -167,6 +167,7 @@ struct server_node {
   listener_actor listener;
   std::uint16_t port = 0;
   std::shared_ptr<serving_registry> directory;
+  std::shared_ptr<node_fences> fences;
 
   explicit server_node(push_target_actor serving = {}, std::uint64_t plan_hash = 1234,
                        std::string congestion = {}, bool same_host_shortcut = false) {
@@ -178,6 +179,7 @@ struct server_node {
     options.same_host_shortcut = same_host_shortcut;
     options.serving->set<remote_interface::push_target>(0, shard); // and none of shard 1
     directory = options.serving;
+    fences = options.fences;
     options.log = log.sink();
     auto spawned = spawn_listener(system, "127.0.0.1", 0, options);
     REQUIRE(spawned);
@@ -552,6 +554,37 @@ TEST_CASE("a server that goes away fails the channel's requests with peer_down",
   CHECK(troupe_code(answer.error()) == errc::peer_down);
 }
 
+TEST_CASE("a peer whose term is fenced is told so, and nothing more of it is taken",
+          "[cluster][channel]") {
+  server_node server;
+  auto options = options_for(node_kind::worker, "worker 0");
+  options.fences->set_own(7);
+  const auto worker_fences = options.fences;
+  worker_node worker(server.port, options);
+  caf::scoped_actor self{worker.system};
+  REQUIRE(ask(self, worker.remote, caf::make_message(pull_atom::value, deadline{})));
+  // The scheduler declared the worker's process lost: its next frame (a request, a heartbeat)
+  // is refused, and it hears why.
+  REQUIRE(server.fences->fence(7, "lost at 10:00: no frame for 3004 ms"));
+  self->monitor(worker.channel);
+  auto answer = ask(self, worker.remote, caf::make_message(push_atom::value, push_of_step(0)));
+  REQUIRE_FALSE(answer);
+  CHECK(troupe_code(answer.error()) == errc::peer_down);
+  bool down = false;
+  self->receive([&](caf::down_msg& msg) { down = msg.source == worker.channel.address(); },
+                caf::after(10s) >> [] {});
+  CHECK(down);
+  CHECK(server.log.eventually_contains("fenced: lost at 10:00: no frame for 3004 ms"));
+  REQUIRE(worker_fences->fenced_here());
+  CHECK(*worker_fences->fenced_here() == "fenced by server 0: lost at 10:00: no frame for 3004 ms");
+  // The push it sent after the fence came from a process the run has written off: the shard
+  // never applied it.
+  caf::scoped_actor here{server.system};
+  auto direct = ask(here, server.shard, caf::make_message(pull_atom::value, deadline{}));
+  REQUIRE(direct);
+  CHECK(direct->updates == 0);
+}
+
 TEST_CASE("a peer that accepts and then stays silent is dropped after the connection timeout",
           "[cluster][channel]") {
   // A listening socket that never answers: like a frozen node (SIGSTOP) whose kernel still
@@ -625,6 +658,9 @@ member_inbox::behavior_type member_side(member_inbox::pointer self, caf::actor o
     [=](drain_atom, channel_actor channel, drain_message& m) {
       caf::anon_send(observer, drain_atom::value, channel, m);
     },
+    [=](fence_atom, channel_actor channel, fence_message& m) {
+      caf::anon_send(observer, fence_atom::value, channel, m);
+    },
     [=](cede_atom, channel_actor channel, cede_message& m) {
       caf::anon_send(observer, cede_atom::value, channel, m);
     },
@@ -692,6 +728,17 @@ TEST_CASE("node-level messages pass through channels to the node, typed", "[clus
   REQUIRE(released);
   CHECK_FALSE(released->granted);
   CHECK(released->reason == "no other worker");
+  // The scheduler's fence reaches the member's node, and the member's channels refuse that term
+  // from the moment the frame is read, before the node has taken it.
+  self->send(accepted, send_atom::value, wire_message{fence_message{2, 11, "lost at 10:00"}});
+  std::optional<fence_message> fence;
+  self->receive([&](fence_atom, channel_actor, fence_message& m) { fence = m; },
+                caf::after(10s) >> [] {});
+  REQUIRE(fence);
+  CHECK(fence->node == 2);
+  CHECK(fence->term == 11);
+  REQUIRE(worker_options.fences->fenced(11));
+  CHECK(*worker_options.fences->fenced(11) == "lost at 10:00");
   for (auto& a :
        {caf::actor_cast<caf::actor>(scheduler_node), caf::actor_cast<caf::actor>(worker_node),
         caf::actor_cast<caf::actor>(*listener), caf::actor_cast<caf::actor>(*channel)})
@@ -910,6 +957,7 @@ recording_node::behavior_type recording_member(recording_node::pointer self, caf
     [=](release_atom, channel_actor, release_message&) {},
     [=](cede_atom, channel_actor, cede_message&) {},
     [=](drain_atom, channel_actor, drain_message&) {},
+    [=](fence_atom, channel_actor, fence_message&) {},
     [=](goodbye_atom, channel_actor, shutdown_message&) {},
     [=](channel_up_atom, channel_actor, std::string&) {},
     [=](channel_lost_atom, channel_actor, caf::error& why) {
@@ -972,6 +1020,7 @@ member_inbox::behavior_type counting_member(member_inbox::pointer,
     [=](release_atom, channel_actor, release_message&) {},
     [=](cede_atom, channel_actor, cede_message&) {},
     [=](drain_atom, channel_actor, drain_message&) {},
+    [=](fence_atom, channel_actor, fence_message&) {},
     [=](goodbye_atom, channel_actor, shutdown_message&) { ++*told; },
     [=](channel_up_atom, channel_actor, std::string&) {},
     [=](channel_lost_atom, channel_actor, caf::error&) { ++*told; },

@@ -568,6 +568,11 @@ TEST_CASE("the scheduler's messages are checked", "[cluster][frame]") {
   a.facts = data_facts{{1, 28, 28}, 10, 60000, 10000};
   a.clock = {5, -1, 7};
   CHECK_THAT(refusal(frame_of(a)), Catch::Contains("assignment.clock has a negative stamp"));
+  a.clock = {};
+  a.term = 0;
+  CHECK_THAT(refusal(frame_of(a)), Catch::Contains("assignment.term is 0 (terms begin at 1)"));
+  CHECK_THAT(refusal(frame_of(fence_message{1, 0, "lost"})),
+             Catch::Contains("fence.term is 0 (terms begin at 1)"));
 
   CHECK_THAT(refusal(frame_of(control_message{1, 0, control_kind::train, -2, 10})),
              Catch::Contains("control.epoch -2 is negative"));
@@ -957,4 +962,41 @@ TEST_CASE("2-bit keys of several blocks carry a scale per block, checked against
   off_block.push.gradients[0] = big.clone();
   off_block.push.gradients[0].data()[257] = 0.5f;
   CHECK_THROWS_WITH(append_frame(off_block, out), Catch::Contains("tensor 0: value 257 (0.5)"));
+}
+
+TEST_CASE("every frame carries its sender's term, and fences cross with theirs",
+          "[cluster][frame]") {
+  std::vector<char> out;
+  append_frame(heartbeat_message{3}, out, 42);
+  auto stamped = decode_payload(payload_of(out), test_keys());
+  REQUIRE(stamped.ok());
+  CHECK(stamped.term == 42);
+  auto unstamped = decode_payload(payload_of(frame_of(heartbeat_message{4})), test_keys());
+  REQUIRE(unstamped.ok());
+  CHECK(unstamped.term == 0); // a node not assigned yet, or the scheduler
+
+  const auto fence =
+    decoded_as<fence_message>(frame_of(fence_message{2, 9, "lost at 10:00: no frame for 3004 ms"}));
+  CHECK(fence.node == 2);
+  CHECK(fence.term == 9);
+  CHECK(fence.reason == "lost at 10:00: no frame for 3004 ms");
+
+  shutdown_message told{"fenced by worker_0: lost at 10:00"};
+  told.fenced = true;
+  const auto goodbye = decoded_as<shutdown_message>(frame_of(told));
+  CHECK(goodbye.fenced);
+  CHECK_FALSE(goodbye.finished);
+  CHECK(goodbye.reason == told.reason);
+  CHECK_FALSE(decoded_as<shutdown_message>(frame_of(shutdown_message{"done", true})).fenced);
+
+  assignment_message a;
+  a.facts = data_facts{{1, 28, 28}, 10, 60000, 10000};
+  a.term = 17;
+  CHECK(decoded_as<assignment_message>(frame_of(a)).term == 17);
+  join_message join;
+  join.rejoin = rejoin_message{};
+  join.rejoin->term = 17;
+  const auto rejoined = decoded_as<join_message>(frame_of(join));
+  REQUIRE(rejoined.rejoin);
+  CHECK(rejoined.rejoin->term == 17);
 }

@@ -128,6 +128,7 @@ std::vector<std::pair<std::string, wire_message>> seeds() {
     {"drain", drain_message{"troupe ctl drain"}},
     {"change", change_message{11, {shard_setting::lr, 0.05, 938}, 10000}},
     {"changed", changed_message{11, 2}},
+    {"fence", fence_message{2, 5, "the scheduler declared it lost: no frame for 3004 ms"}},
     {"pull_rewind", pull_message{8, 1, 30000, true, 5}},
     {"traffic", traffic},
     {"checkpoint_save",

@@ -186,6 +186,31 @@ CAF_TEST(member_ends_with_the_reason_its_scheduler_gave) {
   CAF_CHECK(contains(result->error, "lost worker 1 (pid 9)"));
 }
 
+// The scheduler's fence is said and taken; one from another channel is ignored. A peer's goodbye
+// that says this node is fenced ends it at once, naming why: its part runs elsewhere.
+CAF_TEST(member_takes_a_fence_and_ends_once_told_it_is_fenced_itself) {
+  sent_list to_peer;
+  const auto peer = channel(to_peer);
+  caf::anon_send(node, fence_atom::value, peer, fence_message{2, 9, "lost at 10:00"});
+  settle();
+  CAF_CHECK(logged("ignored a fence from a channel other than the scheduler's"));
+  caf::anon_send(node, fence_atom::value, scheduler, fence_message{2, 9, "lost at 10:00"});
+  settle();
+  CAF_CHECK(logged("the scheduler fenced node 2 (term 9): lost at 10:00; nothing of that term is "
+                   "taken here from now on"));
+  CAF_CHECK(!result->answered);
+  shutdown_message told{"fenced by server_1: the scheduler declared it lost: lost at 10:00"};
+  told.fenced = true;
+  caf::anon_send(node, goodbye_atom::value, peer, told);
+  settle();
+  lost(scheduler, ""); // the channel it said goodbye on ends
+  CAF_REQUIRE(result->answered);
+  CAF_CHECK(!result->ok);
+  CAF_CHECK(
+    contains(result->error, "(term 0): fenced by server_1: the scheduler declared it lost"));
+  CAF_CHECK(contains(result->error, "it takes no further part in the run"));
+}
+
 CAF_TEST(member_finishes_after_a_finished_goodbye) {
   caf::anon_send(node, goodbye_atom::value, scheduler,
                  shutdown_message{"the run finished", true, -1});

@@ -6,6 +6,8 @@
 // alone (tests/cluster/CMakeLists.txt).
 #define CAF_SUITE node_control
 
+#include <set>
+
 #include "tests/cluster/scheduler_fixture.hpp"
 
 namespace {
@@ -104,6 +106,42 @@ CAF_TEST(lost_server_is_promoted_on_the_next_and_workers_told_after) {
   CAF_CHECK_EQUAL(pulled->error, "");
   CAF_CHECK(logged("server 1 (pid 101 on 10.0.0.1) serves the shards of server_0"));
   CAF_CHECK(!result->answered);
+}
+
+// Every member's assignment gives it a term of its own. A server lost in training is fenced
+// before anything of it moves: every other member hears its term (the holder before it is asked
+// to promote), so none of them takes a frame of that process again if it runs once more.
+CAF_TEST(lost_server_is_fenced_before_its_backups_are_promoted) {
+  to_replicated_training();
+  std::set<std::uint64_t> terms;
+  for (const auto& sent : {ss[0], ss[1], ws[0], ws[1]}) {
+    const auto* a = last_of<assignment_message>(sent);
+    CAF_REQUIRE(a != nullptr);
+    CAF_CHECK(a->term >= 1);
+    terms.insert(a->term);
+  }
+  CAF_CHECK_EQUAL(terms.size(), 4u);
+  const auto lost_term = last_of<assignment_message>(ss[0])->term;
+  const int lost_node = plan_node(node_kind::server, 0);
+  killed(servers[0]);
+  CAF_CHECK(logged("scheduler: fenced server 0 (pid 100"));
+  for (const auto& sent : {ss[1], ws[0], ws[1]}) {
+    CAF_REQUIRE_EQUAL(count_of<fence_message>(sent), 1);
+    CAF_CHECK_EQUAL(last_of<fence_message>(sent)->term, lost_term);
+    CAF_CHECK_EQUAL(last_of<fence_message>(sent)->node, static_cast<std::uint32_t>(lost_node));
+    CAF_CHECK(contains(last_of<fence_message>(sent)->reason,
+                       "the scheduler declared it lost: lost server 0 (pid 100"));
+  }
+  CAF_CHECK_EQUAL(count_of<fence_message>(ss[0]), 0);
+  auto index_of = [](const sent_list& sent, auto is) {
+    return std::find_if(sent->begin(), sent->end(), is) - sent->begin();
+  };
+  const auto fenced_at =
+    index_of(ss[1], [](auto& m) { return std::holds_alternative<fence_message>(m); });
+  const auto promoted_at =
+    index_of(ss[1], [](auto& m) { return std::holds_alternative<promote_message>(m); });
+  CAF_REQUIRE(promoted_at < static_cast<std::ptrdiff_t>(ss[1]->size()));
+  CAF_CHECK(fenced_at < promoted_at);
 }
 
 // The server serving promoted backups is lost too: their only copy is gone, the run stops

@@ -29,7 +29,10 @@
 //   - a request for an (interface, index) this node does not serve: answered with a failure
 //     frame naming it (the peer's request fails; the channel stays up);
 //   - the connection closes, or no frame arrives for `connection_timeout`: errc::peer_down;
-//   - the peer answers a request with a failure: the request fails with the peer's error.
+//   - the peer answers a request with a failure: the request fails with the peer's error;
+//   - a frame of a fenced term arrives, or the peer's term is fenced while the channel is up
+//     (node_fences.hpp): the channel tells the peer it is fenced, and ends with errc::peer_down
+//     naming why; nothing of that term reaches the node.
 // On quitting, the node first hears (channel_lost_atom, channel, caf::error), then every waiting
 // request fails with the channel's error: whatever the loss makes fail reaches the node after
 // the loss itself. A member node hears (channel_up_atom, channel, peer name) once the peer is
@@ -60,6 +63,7 @@
 #include <troupe/cluster/channel_actor.hpp>
 #include <troupe/cluster/frame_priority.hpp>
 #include <troupe/cluster/node_control.hpp>
+#include <troupe/cluster/node_fences.hpp>
 #include <troupe/cluster/serving_registry.hpp>
 #include <troupe/cluster/traffic_registry.hpp>
 #include <troupe/cluster/wire_messages.hpp>
@@ -115,6 +119,9 @@ struct channel_options {
   std::shared_ptr<run_position> position;
   /// The node's traffic registry: the channel counts its frames there too (may be null).
   std::shared_ptr<traffic_registry> traffic;
+  /// The node's terms (node_fences.hpp): the one its frames carry, and the fenced ones whose
+  /// frames the channel refuses, ending the channel with a goodbye that tells the peer so.
+  std::shared_ptr<node_fences> fences = std::make_shared<node_fences>();
   /// Where a channel reports refusals and losses (default: standard error, one line each). Called
   /// from the channel's thread until the channel has terminated: what it refers to must live as
   /// long (e.g. longer than the actor system).

@@ -41,7 +41,7 @@ constexpr std::size_t default_max_frame_bytes = std::size_t{1} << 30;
 /// segment table, the message's structs and pointers, and padding of each value to 8 bytes.
 /// Traffic per step is values + this per frame (tests/cluster: frame_codec_test, channel_test).
 constexpr std::size_t frame_overhead_bound(std::size_t keys) {
-  return 128 + 32 * keys;
+  return 136 + 32 * keys;
 }
 
 /// One contiguous piece of an encoded frame.
@@ -68,7 +68,7 @@ public:
   std::size_t kind() const { return kind_; }
 
 private:
-  friend encoded_frame encode_frame(wire_message message);
+  friend encoded_frame encode_frame(wire_message message, std::uint64_t term);
   struct owned; // the message, its builder and the header bytes
   std::unique_ptr<owned> owned_;
   std::vector<frame_piece> pieces_;
@@ -76,14 +76,15 @@ private:
   std::size_t kind_ = 0;
 };
 
-/// Encodes `message` as one frame (header and payload) without copying its tensors.
-/// Throws std::invalid_argument for a message no decoder would accept (a value whose byte
-/// count exceeds a Data field, a name or text over its limit).
-encoded_frame encode_frame(wire_message message);
+/// Encodes `message` as one frame (header and payload) without copying its tensors, stamped
+/// with the sender's `term` (node_fences.hpp; 0: none yet). Throws std::invalid_argument for a
+/// message no decoder would accept (a value whose byte count exceeds a Data field, a name or
+/// text over its limit).
+encoded_frame encode_frame(wire_message message, std::uint64_t term = 0);
 
 /// Appends `message` as one frame (header and payload) to `out` (encode_frame's pieces,
 /// copied); throws as encode_frame does.
-void append_frame(const wire_message& message, std::vector<char>& out);
+void append_frame(const wire_message& message, std::vector<char>& out, std::uint64_t term = 0);
 
 /// The payload length a frame header announces, or an error text: a wrong magic ("not a
 /// Troupe frame"), a length that is not a multiple of 8, zero, or above `max_payload`.
@@ -96,7 +97,8 @@ frame_header_result read_frame_header(const char* header, std::size_t max_payloa
 /// A decoded message, or why the payload was refused.
 struct decode_result {
   wire_message message;
-  std::string error; ///< empty on success
+  std::uint64_t term = 0; ///< the sender's term, as its frame says
+  std::string error;      ///< empty on success
   bool ok() const { return error.empty(); }
 };
 

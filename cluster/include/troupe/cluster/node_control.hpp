@@ -40,7 +40,11 @@
 //                                                      that joined in training serves them now
 //     (drain_atom, channel, drain_message)               leave the run (troupe ctl drain): a
 //                                                      worker asks to leave as on SIGTERM
-//     (goodbye_atom, channel, shutdown_message)           the peer stops, and why
+//     (fence_atom, channel, fence_message)               the scheduler declared the process of
+//                                                      a term lost: nothing of that term is
+//                                                      taken again (node_fences.hpp)
+//     (goodbye_atom, channel, shutdown_message)           the peer stops, and why (`fenced`:
+//                                                      this node's own term is fenced)
 //     (channel_up_atom, channel, std::string peer)            a channel was admitted (a server's
 //                                                      channels from workers)
 //     (channel_lost_atom, channel, caf::error)               a channel ended
@@ -89,6 +93,7 @@ using release_atom = caf::atom_constant<caf::atom("release")>;
 using cede_atom = caf::atom_constant<caf::atom("cede")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
 using command_atom = caf::atom_constant<caf::atom("command")>;
+using fence_atom = caf::atom_constant<caf::atom("fence")>;
 
 /// What the scheduler's channels tell the scheduler node.
 using scheduler_inbox =
@@ -108,6 +113,7 @@ using member_inbox =
                    caf::reacts_to<release_atom, channel_actor, release_message>,
                    caf::reacts_to<cede_atom, channel_actor, cede_message>,
                    caf::reacts_to<drain_atom, channel_actor, drain_message>,
+                   caf::reacts_to<fence_atom, channel_actor, fence_message>,
                    caf::reacts_to<goodbye_atom, channel_actor, shutdown_message>,
                    caf::reacts_to<channel_up_atom, channel_actor, std::string>,
                    caf::reacts_to<channel_lost_atom, channel_actor, caf::error>>;
@@ -127,7 +133,8 @@ using member_control_actor = caf::typed_actor<
   caf::reacts_to<traffic_query_atom, traffic_query_message>,
   caf::reacts_to<adopt_atom, adopt_message>, caf::reacts_to<promote_atom, promote_message>,
   caf::reacts_to<release_atom, release_message>, caf::reacts_to<cede_atom, cede_message>,
-  caf::reacts_to<drain_atom, drain_message>, caf::reacts_to<goodbye_atom, shutdown_message>>;
+  caf::reacts_to<drain_atom, drain_message>, caf::reacts_to<fence_atom, fence_message>,
+  caf::reacts_to<goodbye_atom, shutdown_message>>;
 
 /// What the scheduler changes in a server's shards between epochs (troupe ctl set): each shard
 /// it holds, its own and the backups of another server's, takes `change` (param_shard_actor's
@@ -154,5 +161,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::leave_message)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::release_message)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::cede_message)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::drain_message)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::fence_message)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::command_message)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::command_result_message)

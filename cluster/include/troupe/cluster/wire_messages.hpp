@@ -99,6 +99,9 @@ struct shutdown_message {
   /// The plan node whose loss made the sender stop (a worker that lost a server), so the
   /// receiver names the cause whichever report reaches it first; -1: the sender's own cause.
   std::int32_t lost_node = -1;
+  /// The receiver's term is fenced (fence_message): it was declared lost and others run its
+  /// part, so it must take no further part in the run.
+  bool fenced = false;
 };
 
 /// A node asks the scheduler for its place (after admission).
@@ -140,6 +143,7 @@ struct rejoin_message {
   /// Its answer to the last traffic query (the previous epoch's end), from which a restarted
   /// scheduler counts the epoch's traffic; none: it answered none.
   std::optional<traffic_message> counted{};
+  std::uint64_t term = 0; ///< the term its assignment gave it, which it keeps; 0: none
   static constexpr std::size_t max_nodes = 4096;
 };
 
@@ -204,6 +208,8 @@ struct assignment_message {
   /// With adopt: the compute ranks of `node` it runs (and their loaders); empty: all of them.
   std::vector<std::uint32_t> ranks; ///< at most max_ranks
   static constexpr std::size_t max_ranks = 4096;
+  /// The receiver's term (node_fences.hpp): every frame it sends carries it. At least 1.
+  std::uint64_t term = 1;
   static constexpr std::size_t max_job_bytes = std::size_t{16} << 20;
   static constexpr std::size_t max_servers = 4096;
 };
@@ -320,6 +326,14 @@ struct changed_message {
   std::uint32_t shards = 0;
 };
 
+/// The scheduler declared the process of term `term` (plan node `node`) lost: its receiver takes
+/// no frame of that term again (node_fences.hpp).
+struct fence_message {
+  std::uint32_t node = 0;
+  std::uint64_t term = 1; ///< at least 1
+  std::string reason;     ///< at most failure_message::max_text_bytes
+};
+
 enum class checkpoint_kind : std::uint8_t { save, restore };
 
 /// The scheduler's checkpoint actor to a member's part of a cluster checkpoint: save the
@@ -344,20 +358,19 @@ struct checkpoint_done_message {
   static constexpr std::size_t max_checksum_bytes = 256;
 };
 
-using wire_message =
-  std::variant<hello_message, proof_message, push_message, pull_message, weights_message,
-               failure_message, heartbeat_message, shutdown_message, join_message,
-               assignment_message, ready_message, control_message, report_message,
-               batch_report_message, traffic_query_message, traffic_message, checkpoint_message,
-               checkpoint_done_message, adopt_message, replicate_message, replicated_message,
-               promote_message, leave_message, release_message, cede_message, command_message,
-               command_result_message, drain_message, change_message, changed_message>;
+using wire_message = std::variant<
+  hello_message, proof_message, push_message, pull_message, weights_message, failure_message,
+  heartbeat_message, shutdown_message, join_message, assignment_message, ready_message,
+  control_message, report_message, batch_report_message, traffic_query_message, traffic_message,
+  checkpoint_message, checkpoint_done_message, adopt_message, replicate_message, replicated_message,
+  promote_message, leave_message, release_message, cede_message, command_message,
+  command_result_message, drain_message, change_message, changed_message, fence_message>;
 
 /// "hello", "proof", "push", "pull", "weights", "failure", "heartbeat", "shutdown", "join",
 /// "assignment", "ready", "control", "report", "batch report", "traffic query", "traffic",
 /// "checkpoint", "checkpoint done", "adopt", "replicate", "replicated", "promote", "leave",
-/// "release", "cede", "command", "command result", "drain", "change", "changed": the kind of a
-/// message, for logs and traffic counters.
+/// "release", "cede", "command", "command result", "drain", "change", "changed", "fence": the kind
+/// of a message, for logs and traffic counters.
 const char* kind_name(const wire_message& message);
 /// The same by variant index ("unknown" past the last kind).
 const char* kind_name(std::size_t index);

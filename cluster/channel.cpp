@@ -237,7 +237,9 @@ void on_tick(channel_pointer self) {
   auto& st = self->state;
   if (st.at == stage::closed)
     return;
+  note_if_stopped(st);
   const auto now = channel_clock::now();
+  st.last_tick = now;
   if (st.leaving) {
     if (now >= st.leaving->deadline)
       leave(self);
@@ -344,7 +346,7 @@ channel_self_actor::behavior_type channel(channel_pointer self,
   st.socket = std::move(socket);
   st.side = side;
   st.peer_name = st.socket->peer();
-  st.last_received = st.last_sent = channel_clock::now();
+  st.last_received = st.last_sent = st.last_tick = channel_clock::now();
   if (st.options->traffic)
     st.counters = st.options->traffic->add(self->address(), st.peer_name);
   st.mine.role = st.options->role;
@@ -377,6 +379,7 @@ channel_self_actor::behavior_type channel(channel_pointer self,
         refuse_peer(self, why);
     },
     [=](socket_closed_atom, const std::string& why) {
+      note_if_stopped(self->state);
       if (self->state.leaving)
         return leave(self);
       close_channel(
@@ -408,6 +411,19 @@ void refuse_peer(channel_pointer self, const std::string& why) {
                                  .substr(0, failure_message::max_text_bytes)},
               make_error(errc::bad_request, "channel to " + self->state.peer_name + ": " + why),
               "refused: " + why);
+}
+
+void note_if_stopped(channel_state& st) {
+  // The tick runs every tick_period, well within the timeout; a gap past it is no slow peer
+  // (that is the silence check) but this process not running.
+  const auto gap =
+    std::chrono::duration_cast<std::chrono::milliseconds>(channel_clock::now() - st.last_tick);
+  if (st.at == stage::closed || gap <= st.options->connection_timeout)
+    return;
+  st.options->fences->note_fenced_here(
+    "this process did not run for " + std::to_string(gap.count()) + " ms, past the peer timeout ("
+    + std::to_string(st.options->connection_timeout.count())
+    + " ms): its peers have declared it lost");
 }
 
 void refuse_fenced(channel_pointer self, const std::string& why) {

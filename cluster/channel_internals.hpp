@@ -52,6 +52,7 @@ struct channel_state {
   // Messages made before admission, with the request each belongs to (0: one way).
   std::vector<std::pair<wire_message, std::uint64_t>> queued;
   channel_clock::time_point last_received, last_sent;
+  channel_clock::time_point last_tick; // when the last tick ran here: a gap is this process stopped
   std::uint64_t heartbeats = 0;
   // This channel's traffic: its entry in the node's registry, or its own without one.
   std::shared_ptr<traffic_registry::counters> counters =
@@ -104,6 +105,9 @@ void channel_log(const channel_state& st, const std::string& text);
 void refuse_peer(channel_pointer self, const std::string& why);
 /// The peer's term is fenced (`why`): it is told so, and the channel ends (errc::peer_down).
 void refuse_fenced(channel_pointer self, const std::string& why);
+/// This process did not run for longer than the peer timeout (SIGSTOP, a paused VM): its peers
+/// have written it off, so its node is told it is fenced (node_fences::note_fenced_here).
+void note_if_stopped(channel_state& st);
 /// Writes the answer to the peer's request `request` (if the encoder refuses it, a failure
 /// frame tells the peer why). Nothing is written once the channel has left admission.
 void write_answer(channel_pointer self, wire_message answer, std::uint64_t request);

@@ -159,6 +159,7 @@ void on_payload(channel_pointer self, received_payload& in) {
       leave(self);
     return;
   }
+  note_if_stopped(st);
   st.last_received = channel_clock::now();
   auto decoded = decode_payload(payload, st.options->keys, st.unpack_into);
   if (!decoded.ok())

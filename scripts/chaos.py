@@ -3,7 +3,8 @@
 lost in one way at one moment; the outcome is checked against what the job's policy says.
 
 usage: chaos.py TROUPE [--trials N] [--seed S] [--trial K] [--ways W,..] [--roles R,..]
-                       [--moments M,..] [--variants V,..] [--keep] [--json FILE]
+                       [--moments M,..] [--variants V,..] [--compressions C,..] [--keep]
+                       [--json FILE]
 
 Each trial draws, from random.Random("S:K") (so `--seed S --trial K` replays trial K alone):
   variant  a job configuration (the VARIANTS table): the BSP job with on_worker_loss = stop
@@ -22,6 +23,10 @@ Each trial draws, from random.Random("S:K") (so `--seed S --trial K` replays tri
   victim   the scheduler, a server (server_0, server_1) or a worker (worker_0, worker_1)
   way      none (nothing is lost: the control trial), kill (SIGKILL), stop (SIGSTOP held until
            every other process has gone, or the bound; then SIGCONT: it must exit by itself),
+           thaw (SIGSTOP, then SIGCONT once the scheduler has fenced it: a frozen node that runs
+           again after its part moved; drawn for a victim the variant survives losing, a worker
+           where workers are adopted, a server with backups; it must end by itself, fenced: exit
+           status 3),
            cut (the victim's veth set down, every node in its own network namespace, through
            tests/apps/cluster_netns.py; only as root, otherwise the trial is skipped, saying so),
            all (every process of the job SIGKILLed: only for jobs that restart)
@@ -33,6 +38,11 @@ Each trial draws, from random.Random("S:K") (so `--seed S --trial K` replays tri
            `restoring`: jobs that restart), promotion (jobs with --shard-backups 1: another server
            SIGKILLed at epoch k's `batch` first, the victim faulted at the scheduler's
            `promotion` of that server's backups: a second loss, which stops the run)
+and, from random.Random("S:K:compression") (so the draws above stay those of earlier
+versions), the compression of the job's gradient hop (`--compression`: none, fp16 and 2bit:fit
+both ways for bsp-stop and bsp-launch; pushes only, push:fp16 and push:2bit:fit, for
+bsp-backups, whose promoted backups could not answer compressed; push:fp16 for async-continue;
+none elsewhere: adopt refuses compression), unless --compressions narrows it.
 A moment is found from the nodes' event records (`troupe node --events`, docs/operations.md
 "Event records") as they are written, never by sleeping nor from log lines; the records at the
 fault say whether it landed where meant (printed as `landed` or `late`).
@@ -51,7 +61,8 @@ Besides, no process of a trial may be left: every node runs in its own session; 
 trial any process still in one of them is killed and the trial FAILS. Every wait is bounded.
 
 Prints one line per trial (seed, trial, variant, victim, way, moment, outcome, seconds from
-the fault to the last process gone) and a tally; exits 1 if a trial failed, 0 otherwise.
+the fault to the last process gone), a tally, and the tally by axis (variant, topology,
+compression, a change under way, role, way, moment); exits 1 if a trial failed, 0 otherwise.
 """
 import argparse
 import json
@@ -199,14 +210,33 @@ MOMENTS = {
 
 TRAINING = ("mid-epoch", "validation", "boundary")  # moments a run in training survives a loss at
 
-WAYS = ["none", "kill", "stop", "cut", "all"]  # all: every process of the job killed (restarts only)
+WAYS = ["none", "kill", "stop", "thaw", "cut", "all"]  # all: every process of the job killed (restarts only)
+
+# The compressions a variant's job is drawn with (--compression; none where the table has none).
+COMPRESSIONS = {
+    "bsp-stop": ["none", "fp16", "2bit:fit"],
+    "bsp-launch": ["none", "fp16", "2bit:fit"],
+    "bsp-backups": ["none", "push:fp16", "push:2bit:fit"],  # (compressed answers refused with backups)
+    "async-continue": ["none", "push:fp16"],  # (no barrier answers its sources alike)
+}
+ALL_COMPRESSIONS = ["none", "fp16", "2bit:fit", "push:fp16", "push:2bit:fit"]
+FENCED_EXIT = 3  # troupe node's exit status once fenced
 
 
-def fits(variant, way=None, moment=None):
+def survives(variant, victim):
+    """Whether the variant's run goes on after losing `victim` in training: a worker where workers
+    are adopted, a server where shards have backups."""
+    return (role_of(victim) == "worker" and variant in ADOPTING) or (
+        role_of(victim) == "server" and bool(VARIANTS[variant].get("backups")))
+
+
+def fits(variant, way=None, moment=None, victim=None):
     """Whether a way or moment can be drawn for a variant: a link cut needs nodes by hand, the
     loss of every process a job that restarts, a checkpoint moment one that saves, a resume one
     that restarts."""
     v = VARIANTS[variant]
+    if way == "thaw":  # (fenced once its part moved: a victim the run goes on without)
+        return victim is not None and survives(variant, victim) and not v.get("restarts")
     if way == "cut":  # (a joiner has no namespace of its own)
         return v.get("starter") != "launch" and not v.get("joiner")
     if way == "all":
@@ -265,7 +295,7 @@ def draw(seed, k, allowed, have):
     variants = [v for v in allowed["variants"] if VARIANTS[v]["needs"] <= have]
     variant = rng.choice(variants)
     victim = rng.choice([n for n in NODES if role_of(n) in allowed["roles"]])
-    ways = [w for w in allowed["ways"] if fits(variant, way=w)] or ["none"]
+    ways = [w for w in allowed["ways"] if fits(variant, way=w, victim=victim)] or ["none"]
     way = rng.choices(ways, weights=[1 if w == "none" else 3 for w in ways])[0]
     moments = [m for m in allowed["moments"] if MOMENTS[m] <= have and fits(variant, moment=m)]
     moment = rng.choice(moments)
@@ -275,6 +305,8 @@ def draw(seed, k, allowed, have):
                  batch=batch, scheduler_restart="scheduler-restart" in have)
     if moment == "promotion":  # the server SIGKILLed first, at the batch: not the victim
         trial["first"] = "server_1" if victim == "server_0" else "server_0"
+    compressions = [c for c in COMPRESSIONS.get(variant, ["none"]) if c in allowed["compressions"]] or ["none"]
+    trial["compression"] = random.Random(f"{seed}:{k}:compression").choice(compressions)
     return trial
 
 
@@ -550,6 +582,10 @@ def check(trial, outcome, t, pids, codes, reference):
         bad = {n: c for n, c in codes.items() if c != 0 and (n != victim or way == "none")}
         if bad:
             return [f"exit statuses {bad}, expected 0"]
+        if way == "thaw" and trial.get("landed", True) and codes.get(victim) != FENCED_EXIT:
+            # continued after its part moved, it must end by itself, fenced (node_fences.hpp)
+            return [f"the thawed {victim} exited {codes.get(victim)}, not {FENCED_EXIT} (fenced): "
+                    f"{t.reason(victim)}"]
         got = final
         if reference is not None and got != reference:
             return [f"weights {got}, in one process {reference}"]
@@ -561,7 +597,7 @@ def check(trial, outcome, t, pids, codes, reference):
             if name == trial.get("first"):  # killed first: its error line says nothing
                 continue
             if name == victim:
-                if way in ("stop", "cut") and code == 0:
+                if way in ("stop", "cut", "thaw") and code == 0:
                     found.append(f"the {way} victim {name} exited 0")
                 continue
             if code == 0:
@@ -644,8 +680,33 @@ def kill_first(t, trial):
     return None
 
 
+def with_compression(variant, trial):
+    """The variant's table entry with the trial's compression among its flags."""
+    c = trial.get("compression", "none")
+    return variant if c == "none" else dict(variant, flags=variant["flags"] + ["--compression", c])
+
+
+def reference_name(trial):
+    c = trial.get("compression", "none")
+    return trial["variant"] if c == "none" else f"{trial['variant']}+{c}"
+
+
+def thaw_when_fenced(t, trial, victim, fault_at):
+    """The thaw way: the stopped victim is continued once the scheduler has fenced it (its
+    `fenced` record); a problem text when that never came while the others ran."""
+    deadline = fault_at + DETECT_BOUND_S
+    while not t.records.has("scheduler", "fenced", member=trial["victim"]):
+        if t.procs["scheduler"].poll() is not None or time.time() > deadline:
+            signal_node(victim.pid, signal.SIGCONT)
+            return None if t.procs["scheduler"].poll() is not None else (
+                f"the scheduler recorded no fence of {trial['victim']} within {DETECT_BOUND_S} s")
+        time.sleep(POLL_S)
+    signal_node(victim.pid, signal.SIGCONT)
+    return None
+
+
 def run_trial(troupe, trial, references, keep):
-    variant = VARIANTS[trial["variant"]]
+    variant = with_compression(VARIANTS[trial["variant"]], trial)
     config = os.path.join(CONFIGS, variant["config"])
     outcome, why = expected(trial)
     result = dict(trial, expected=outcome, why=why, problems=[], landed=None, seconds=None)
@@ -662,7 +723,7 @@ def run_trial(troupe, trial, references, keep):
     if variant.get("restarts"):
         try:
             chaos_restarts.run_restart_trial(troupe, trial, variant, config, launch_node_flags(config, variant),
-                                             references(trial["variant"], config, variant), workdir,
+                                             references(reference_name(trial), config, variant), workdir,
                                              sys.modules[__name__], result)
         finally:
             result.setdefault("status", "fail" if result["problems"] else "pass")
@@ -728,13 +789,17 @@ def run_trial(troupe, trial, references, keep):
             fault_at = time.time()
             if trial["way"] == "kill":
                 signal_node(victim.pid, signal.SIGKILL)
-            elif trial["way"] == "stop":
+            elif trial["way"] in ("stop", "thaw"):
                 signal_node(victim.pid, signal.SIGSTOP)
             else:
                 cluster_netns.ip_ok("link", "set", net.outer[trial["victim"]], "down")
             result["landed"] = moment_landed(trial, lambda event, **f: t.records.has("scheduler", event, **f))
-            # a stopped or cut-off victim is waited for below
-            others = [n for n in t.procs if n != trial["victim"] or trial["way"] == "kill"]
+            if trial["way"] == "thaw":
+                problem = thaw_when_fenced(t, trial, victim, fault_at)
+                if problem:
+                    problems.append(problem)
+            # a stopped or cut-off victim is waited for below; a thawed one runs again already
+            others = [n for n in t.procs if n != trial["victim"] or trial["way"] in ("kill", "thaw")]
             exits = wait_exits(t, others, fault_at, fault_at + DETECT_BOUND_S, codes)
             result["exits"] = exits
             for name in others:
@@ -767,8 +832,10 @@ def run_trial(troupe, trial, references, keep):
                 # gone, the run finished under the killed one: the launch fails then, by the
                 # restarted one's join timeout, though every node exited 0)
                 ended_under_it = outcome == "finishes-or-stops" and trial["victim"] == "scheduler" and restarted
+                fenced = trial["way"] == "thaw"  # (its exit status 3 is the loss it was, to launch)
                 if not ended_under_it and (code == 0) != all(c == 0 for n, c in codes.items()
-                                      if not (n == trial["victim"] and c < 0 and (n != "scheduler" or restarted))):
+                                      if not (n == trial["victim"] and (c < 0 or (fenced and c == FENCED_EXIT))
+                                              and (n != "scheduler" or restarted))):
                     problems.append(f"troupe launch exited {code} after its nodes exited {codes}")
             except subprocess.TimeoutExpired:
                 problems.append("troupe launch still runs after its nodes ended")
@@ -777,8 +844,8 @@ def run_trial(troupe, trial, references, keep):
         if not problems:
             reference = None
             if outcome in ("finishes", "finishes-or-stops") and variant["deterministic"]:
-                reference = references(trial["variant"], config, variant)
-            problems += check(trial, outcome, t, pids, codes, reference)
+                reference = references(reference_name(trial), config, variant)
+            problems += check(dict(trial, landed=result["landed"]), outcome, t, pids, codes, reference)
     finally:
         if isinstance(t, LaunchTrial):
             left = t.sessions_left()
@@ -854,8 +921,33 @@ def describe(r):
         took += " from epoch " + ", ".join(str(e) for e in r["restarted_from"])
     if r.get("training_again_s") is not None:
         took += f" (restart line {r['restart_s']:.1f} s, training again {r['training_again_s']:.1f} s)"
-    return (f"seed {r['seed']} trial {r['trial']}: {r['variant']} {what}"
+    variant = r["variant"] + (f" ({r['compression']})" if r.get("compression", "none") != "none" else "")
+    return (f"seed {r['seed']} trial {r['trial']}: {variant} {what}"
             f" -> expected {r['expected']}: {r['status'].upper()}{took}")
+
+
+def axes_of(r):
+    """The axes a trial drew, for the tally: (axis, value)."""
+    v = VARIANTS[r["variant"]]
+    topology = v["config"].replace("chaos_", "").replace(".troupe", "").replace("_ranks", "")
+    return [("variant", r["variant"]), ("topology", topology), ("compression", r.get("compression", "none")),
+            ("change", "join" if v.get("joiner") else "restart" if v.get("restarts") else "none"),
+            ("backups", "yes" if v.get("backups") else "no"), ("role", role_of(r["victim"])), ("way", r["way"]),
+            ("moment", r["moment"] if r["way"] != "none" else "-")]
+
+
+def tally_by_axis(results):
+    """Lines: per axis, each value's trials as passed/failed/skipped."""
+    by = {}
+    for r in results:
+        for axis, value in axes_of(r):
+            by.setdefault(axis, {}).setdefault(value, {"pass": 0, "fail": 0, "skip": 0})[r["status"]] += 1
+    lines = []
+    for axis, values in by.items():
+        parts = [f"{value} {n['pass']}/{n['pass'] + n['fail'] + n['skip']}" + (f" ({n['fail']} failed)" if n["fail"] else "")
+                 for value, n in sorted(values.items())]
+        lines.append(f"chaos: by {axis}: " + ", ".join(parts))
+    return lines
 
 
 def main():
@@ -868,6 +960,8 @@ def main():
     ap.add_argument("--roles", default="scheduler,server,worker")
     ap.add_argument("--moments", default="join,mid-epoch,validation,boundary,ending,checkpoint,promotion")
     ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--compressions", default=",".join(ALL_COMPRESSIONS),
+                    help="the compressions a variant may be drawn with (COMPRESSIONS)")
     ap.add_argument("--keep", action="store_true", help="keep the logs of passing trials too")
     ap.add_argument("--verbose", action="store_true", help="print when each process was gone")
     ap.add_argument("--json", help="write every trial's result here (one JSON object a line)")
@@ -875,9 +969,10 @@ def main():
     troupe = os.path.abspath(a.troupe)
     seed = a.seed if a.seed is not None else int(time.time()) % 100000
     allowed = dict(ways=a.ways.split(","), roles=a.roles.split(","), moments=a.moments.split(","),
-                   variants=[OLD_VARIANT_NAMES.get(v, v) for v in a.variants.split(",")])
+                   variants=[OLD_VARIANT_NAMES.get(v, v) for v in a.variants.split(",")],
+                   compressions=a.compressions.split(","))
     for key, known in (("ways", WAYS), ("roles", ["scheduler", "server", "worker"]), ("moments", list(MOMENTS)),
-                       ("variants", list(VARIANTS))):
+                       ("variants", list(VARIANTS)), ("compressions", ALL_COMPRESSIONS)):
         bad = [x for x in allowed[key] if x not in known]
         if bad:
             raise SystemExit(f"chaos.py: unknown {key} {bad}; known: {', '.join(known)}")
@@ -892,7 +987,7 @@ def main():
     for m in allowed["moments"]:
         if not MOMENTS[m] <= have:
             print(f"chaos: moment {m} not drawn: needs {', '.join(sorted(MOMENTS[m] - have))}")
-    flags = "".join(f" --{k} {getattr(a, k)}" for k in ("ways", "roles", "moments", "variants")
+    flags = "".join(f" --{k} {getattr(a, k)}" for k in ("ways", "roles", "moments", "variants", "compressions")
                     if getattr(a, k) != ap.get_default(k))
     trials = [a.trial] if a.trial is not None else range(a.trials)
     references = reference_digests(troupe)
@@ -915,6 +1010,8 @@ def main():
                 f.write(json.dumps(r) + "\n")
     tally = {s: sum(1 for r in results if r["status"] == s) for s in ("pass", "fail", "skip")}
     print(f"chaos: {len(results)} trials: {tally['pass']} passed, {tally['fail']} failed, {tally['skip']} skipped")
+    for line in tally_by_axis(results):
+        print(line)
     by = {}
     for r in results:
         if r["status"] == "pass" and r["way"] != "none" and r["expected"] == "stops":

@@ -205,6 +205,10 @@ void on_channel_lost(member_actor self, const caf::actor_addr& channel, const ca
     forget_closing(*end, channel);
     return answer(self);
   }
+  // A channel of this node found the process stopped past the peer timeout, or a peer said it
+  // is fenced: whatever this loss is, it follows from that.
+  if (auto why_fenced = st.fences->fenced_here())
+    return on_fenced_here(self, *why_fenced);
   if (st.worker_channels.count(channel))
     return on_worker_channel_down(self, channel, why);
   const bool scheduler = st.scheduler && channel == st.scheduler.address();

@@ -420,10 +420,10 @@ void note_if_stopped(channel_state& st) {
     std::chrono::duration_cast<std::chrono::milliseconds>(channel_clock::now() - st.last_tick);
   if (st.at == stage::closed || gap <= st.options->connection_timeout)
     return;
-  st.options->fences->note_fenced_here(
-    "this process did not run for " + std::to_string(gap.count()) + " ms, past the peer timeout ("
-    + std::to_string(st.options->connection_timeout.count())
-    + " ms): its peers have declared it lost");
+  st.options->fences->note_fenced_here("this process did not run for " + std::to_string(gap.count())
+                                       + " ms, past the peer timeout ("
+                                       + std::to_string(st.options->connection_timeout.count())
+                                       + " ms): its peers have declared it lost");
 }
 
 void refuse_fenced(channel_pointer self, const std::string& why) {

@@ -219,21 +219,36 @@ struct receiver_state {
   struct group_answer {
     std::int64_t updates = -1;
     weight_set answer;
+    /// A mirrored answer (a backup's): the weights it was made of. The backup's shard swaps in
+    /// a new buffer at each update and reuses none still held, so the same buffers mean the same
+    /// step, whatever the shard's count says since (other groups applied meanwhile).
+    std::vector<tensor> of;
   };
   std::map<std::size_t, group_answer> last; // by a group's first key: its latest answer
   std::map<std::size_t, std::vector<tensor>> delta_pool;
   static inline const char* name = "compressing_receiver";
 };
 
-using receiver_pointer = push_target_actor::stateful_pointer<receiver_state>;
+using receiver_pointer = compressing_receiver_actor::stateful_pointer<receiver_state>;
+
+bool same_buffers(const std::vector<tensor>& a, const std::vector<tensor>& b) {
+  if (a.empty() || a.size() != b.size())
+    return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].data() != b[i].data())
+      return false;
+  return true;
+}
 
 // The step's weights as a delta against what the senders hold, once per step and group.
-caf::expected<weight_set> compressed(receiver_state& st, weight_set ws) {
+// `mirrored`: made for a backup of this end (mirror_atom), which keeps the weights it used.
+caf::expected<weight_set> compressed(receiver_state& st, weight_set ws, bool mirrored = false) {
   if (st.spec.answers == value_encoding::none || ws.keys.empty())
     return ws;
   auto& cached = st.last[ws.keys.front()];
-  if (cached.updates == ws.updates && cached.answer.keys == ws.keys)
-    return cached.answer; // another source of the same step
+  if (cached.answer.keys == ws.keys
+      && (cached.updates == ws.updates || same_buffers(cached.of, ws.weights)))
+    return cached.answer; // another source of the same step, or a step asked again
   for (auto key : ws.keys)
     if (st.held.find(key) == st.held.end())
       return make_error(errc::bad_request,
@@ -263,12 +278,23 @@ caf::expected<weight_set> compressed(receiver_state& st, weight_set ws) {
   }
   cached.updates = ws.updates;
   cached.answer = out;
+  cached.of = mirrored ? ws.weights : std::vector<tensor>{};
   return out;
 }
 
-push_target_actor::behavior_type compressing_receiver(receiver_pointer self,
-                                                      push_target_actor target,
-                                                      compression_spec spec, std::string route) {
+// Held weights from a pull's answer: each key not held yet, from then on written in place.
+void hold(receiver_state& st, const weight_set& ws) {
+  if (st.spec.answers == value_encoding::none)
+    return;
+  for (std::size_t i = 0; i < ws.keys.size(); ++i)
+    if (st.held.find(ws.keys[i]) == st.held.end())
+      st.held[ws.keys[i]] = ws.weights[i].clone();
+}
+
+compressing_receiver_actor::behavior_type compressing_receiver(receiver_pointer self,
+                                                               push_target_actor target,
+                                                               compression_spec spec,
+                                                               std::string route) {
   self->state.target = target;
   self->state.spec = spec;
   self->state.route = std::move(route);
@@ -298,14 +324,20 @@ push_target_actor::behavior_type compressing_receiver(receiver_pointer self,
       return pass_on(
         self, self->state.target, due, "a pull",
         [=](weight_set ws) -> caf::expected<weight_set> {
-          auto& st = self->state;
-          if (st.spec.answers != value_encoding::none)
-            for (std::size_t i = 0; i < ws.keys.size(); ++i)
-              if (st.held.find(ws.keys[i]) == st.held.end())
-                st.held[ws.keys[i]] = ws.weights[i].clone(); // written in place from now on
+          hold(self->state, ws);
           return ws;
         },
         pull_atom::value, due);
+    },
+    [=](hold_atom, const weight_set& ws) {
+      hold(self->state, ws);
+      return true;
+    },
+    [=](mirror_atom, weight_set& ws) -> caf::result<bool> {
+      auto made = compressed(self->state, std::move(ws), true);
+      if (!made)
+        return std::move(made.error());
+      return true;
     },
   };
 }
@@ -320,8 +352,9 @@ push_target_actor spawn_compressing_sender(caf::actor_system& system, push_targe
   return system.spawn(compressing_sender, std::move(downstream), spec, std::move(route));
 }
 
-push_target_actor spawn_compressing_receiver(caf::actor_system& system, push_target_actor target,
-                                             compression_spec spec, std::string route) {
+compressing_receiver_actor spawn_compressing_receiver(caf::actor_system& system,
+                                                      push_target_actor target,
+                                                      compression_spec spec, std::string route) {
   check_spec(spec, "the receiver's end");
   if (!target)
     throw std::invalid_argument("the receiver's end of " + route + " has no target");

@@ -65,7 +65,8 @@ push_side spawn_push_side_of_node(caf::actor_system& system, const placement_pla
                                   + ", the plan says " + shape_string(plan.parameters[slot].shape));
   push_side side{push_targets(plan.actors.size()),
                  std::vector<param_shard_actor>(plan.actors.size()),
-                 std::vector<aggregator_actor>(plan.actors.size())};
+                 std::vector<aggregator_actor>(plan.actors.size()),
+                 std::vector<compressing_receiver_actor>(plan.actors.size())};
   auto& targets = side.targets;
   // Stand-ins first, for every target on another node that an actor here pushes to.
   for (const auto& r : plan.routes) {
@@ -108,8 +109,9 @@ push_side spawn_push_side_of_node(caf::actor_system& system, const placement_pla
     for (const auto& r : plan.routes)
       if (r.to == i && is_push(r.carries) && r.compression.active()) {
         const auto inner = targets[i];
-        targets[i] =
+        side.receivers[i] =
           spawn_compressing_receiver(system, inner, r.compression, "the hop into " + a.name);
+        targets[i] = side.receivers[i];
         break;
       }
     if (spawned)

@@ -269,14 +269,6 @@ training_job to_training_job(const job_config& c) {
                   + " keeps each server's shards on another server process too, and this run has "
                   + std::to_string(o.nodes.servers)
                   + " (server_nodes, --server-nodes, launch -s): give it at least 2");
-  bool compressed_answers = false;
-  for (const auto& hop : o.topology.compression)
-    compressed_answers = compressed_answers || hop.answers != value_encoding::none;
-  if (o.nodes.shard_backups == 1 && compressed_answers)
-    config_fail(c, backups.span,
-                backed
-                  + " promotes a backup whose compressed answers would start from weights the "
-                    "workers do not hold; compress pushes only (push:...) with shard backups");
   const bool balance_by_flag = c.cluster.balance.span.line == 0;
   if (c.cluster.balance.value != "off" && c.cluster.balance.value != "auto")
     config_fail(c, c.cluster.balance.span,

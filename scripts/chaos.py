@@ -40,8 +40,9 @@ Each trial draws, from random.Random("S:K") (so `--seed S --trial K` replays tri
            `promotion` of that server's backups: a second loss, which stops the run)
 and, from random.Random("S:K:compression") (so the draws above stay those of earlier
 versions), the compression of the job's gradient hop (`--compression`: none, fp16 and 2bit:fit
-both ways for bsp-stop and bsp-launch; pushes only, push:fp16 and push:2bit:fit, for
-bsp-backups, whose promoted backups could not answer compressed; push:fp16 for async-continue;
+both ways for bsp-stop and bsp-launch; those and pushes only, push:fp16 and push:2bit:fit, for
+bsp-backups (a promoted backup answers compressed as the lost primary would have); push:fp16
+for async-continue;
 none elsewhere: adopt refuses compression), unless --compressions narrows it.
 A moment is found from the nodes' event records (`troupe node --events`, docs/operations.md
 "Event records") as they are written, never by sleeping nor from log lines; the records at the
@@ -216,7 +217,7 @@ WAYS = ["none", "kill", "stop", "thaw", "cut", "all"]  # all: every process of t
 COMPRESSIONS = {
     "bsp-stop": ["none", "fp16", "2bit:fit"],
     "bsp-launch": ["none", "fp16", "2bit:fit"],
-    "bsp-backups": ["none", "push:fp16", "push:2bit:fit"],  # (compressed answers refused with backups)
+    "bsp-backups": ["none", "fp16", "2bit:fit", "push:fp16", "push:2bit:fit"],
     "async-continue": ["none", "push:fp16"],  # (no barrier answers its sources alike)
 }
 ALL_COMPRESSIONS = ["none", "fp16", "2bit:fit", "push:fp16", "push:2bit:fit"]

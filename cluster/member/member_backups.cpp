@@ -25,6 +25,7 @@
 
 #include <troupe/actors/actor_errors.hpp>
 #include <troupe/actors/aggregator_actor.hpp>
+#include <troupe/actors/backup_mirror.hpp>
 #include <troupe/actors/spawned_actor.hpp>
 #include <troupe/cluster/remote_proxies.hpp>
 
@@ -44,6 +45,21 @@ shard_backup_actor unreachable_backup(caf::actor_system& system, std::string why
       return make_error(errc::peer_down, "cannot reach " + why);
     }};
   });
+}
+
+// The receiving end of the backups of shard actor `shard` whose answers are compressed (the hop
+// into the aggregator in front of it, or into it): what a promoted backup answers through, so
+// what mirrors the primary's (backup_mirror.hpp). Null where no hop of its chain compresses
+// answers.
+compressing_receiver_actor answering_end(const placement_plan& plan, const push_side& side,
+                                         std::size_t shard) {
+  const auto& s = plan.actors.at(shard);
+  for (const auto& r : plan.routes)
+    if (is_push(r.carries) && r.compression.answers != value_encoding::none
+        && plan.actors[r.to].node == s.node && plan.actors[r.to].shard == s.shard
+        && side.receivers.at(r.to))
+      return side.receivers.at(r.to);
+  return {};
 }
 
 const std::string& node_name(const placement_plan& plan, int node) {
@@ -130,10 +146,19 @@ void spawn_backups(member_actor self, const training_job& job, const std::vector
     },
     push_side_options{job.epochs * plan.steps_per_epoch, job.nodes.adopt_on_worker_loss,
                       st.options->timeline, " (backup)"});
-  for (auto i : plan.actors_on(r.backed_node))
-    if (plan.actors[i].role == plan_role::shard)
-      st.serving->set<remote_interface::shard_backup>(
-        static_cast<std::uint32_t>(plan.actors[i].shard), r.backups.shards.at(i));
+  for (auto i : plan.actors_on(r.backed_node)) {
+    if (plan.actors[i].role != plan_role::shard)
+      continue;
+    shard_backup_actor backup = r.backups.shards.at(i);
+    if (auto end = answering_end(plan, r.backups, i)) {
+      backup = spawn_backup_mirror(self->system(), r.backups.shards.at(i), end);
+      r.backup_actors.emplace_back(caf::actor_cast<caf::actor>(backup),
+                                   plan.actors[i].name + "'s answer mirror (backup)");
+      self->monitor(backup);
+    }
+    st.serving->set<remote_interface::shard_backup>(
+      static_cast<std::uint32_t>(plan.actors[i].shard), backup);
+  }
   log_node_line(*st.options, st.label + ": holds the backups of " + node_name(plan, r.backed_node)
                                + " (" + shard_names(plan, r.backed_node) + "; shard_backups = 1)");
 }

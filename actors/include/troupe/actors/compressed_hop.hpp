@@ -50,9 +50,25 @@ namespace troupe {
 push_target_actor spawn_compressing_sender(caf::actor_system& system, push_target_actor downstream,
                                            compression_spec spec, std::string route);
 
+using hold_atom = caf::atom_constant<caf::atom("hold")>;
+using mirror_atom = caf::atom_constant<caf::atom("mirror")>;
+
+/// The receiver's end, with what a backup of its shard needs (shard_backups = 1) to answer, once
+/// promoted, exactly as this end would have: the same held weights and the same step's delta.
+/// The backup's copy of this end is fed what the primary's answered, never asked by a sender:
+///   (hold_atom, weight_set)   -> bool  the weights the senders first pulled through the primary
+///                                      (held for each key not held yet, as a pull would)
+///   (mirror_atom, weight_set) -> bool  the weights the primary's shard answered a step's group
+///                                      with: this end makes (and keeps) the same delta, its
+///                                      held weights moving as the primary's did
+using compressing_receiver_actor =
+  push_target_actor::extend<caf::replies_to<hold_atom, weight_set>::with<bool>,
+                            caf::replies_to<mirror_atom, weight_set>::with<bool>>;
+
 /// The receiver's end of a compressed hop, in front of `target` (the aggregator or shard the
 /// hop leads to). Throws std::invalid_argument for a spec that compresses nothing.
-push_target_actor spawn_compressing_receiver(caf::actor_system& system, push_target_actor target,
-                                             compression_spec spec, std::string route);
+compressing_receiver_actor spawn_compressing_receiver(caf::actor_system& system,
+                                                      push_target_actor target,
+                                                      compression_spec spec, std::string route);
 
 } // namespace troupe

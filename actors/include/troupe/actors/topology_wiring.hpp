@@ -23,6 +23,7 @@
 
 #include <troupe/actors/aggregator_actor.hpp>
 #include <troupe/actors/checkpoint_part_actor.hpp>
+#include <troupe/actors/compressed_hop.hpp>
 #include <troupe/actors/compute_actor.hpp>
 #include <troupe/actors/param_shard_actor.hpp>
 #include <troupe/actors/timeouts.hpp>
@@ -90,6 +91,9 @@ struct push_side {
   /// By plan index, the aggregators spawned here at their own type (targets[i] may be the
   /// receiving end of a compressed hop in front of one); null elsewhere.
   std::vector<aggregator_actor> aggregators;
+  /// By plan index, the receiving end of a compressed hop into that actor, spawned here; null
+  /// where no hop into it is compressed.
+  std::vector<compressing_receiver_actor> receivers;
 };
 
 /// The push side of one process of a cluster run: the shards and aggregators the plan puts

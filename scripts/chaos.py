@@ -583,8 +583,10 @@ def check(trial, outcome, t, pids, codes, reference):
         bad = {n: c for n, c in codes.items() if c != 0 and (n != victim or way == "none")}
         if bad:
             return [f"exit statuses {bad}, expected 0"]
-        if way == "thaw" and trial.get("landed", True) and codes.get(victim) != FENCED_EXIT:
-            # continued after its part moved, it must end by itself, fenced (node_fences.hpp)
+        fenced = t.records.has("scheduler", "fenced", member=victim)
+        if way == "thaw" and fenced and codes.get(victim) != FENCED_EXIT:
+            # continued after its part moved, it must end by itself, fenced (node_fences.hpp); one
+            # the scheduler never fenced (the run ended first) may have heard the end
             return [f"the thawed {victim} exited {codes.get(victim)}, not {FENCED_EXIT} (fenced): "
                     f"{t.reason(victim)}"]
         got = final
@@ -833,9 +835,9 @@ def run_trial(troupe, trial, references, keep):
                 # gone, the run finished under the killed one: the launch fails then, by the
                 # restarted one's join timeout, though every node exited 0)
                 ended_under_it = outcome == "finishes-or-stops" and trial["victim"] == "scheduler" and restarted
-                fenced = trial["way"] == "thaw"  # (its exit status 3 is the loss it was, to launch)
+                # (a stopped victim, continued, ends fenced, exit status 3: the loss it was, to launch)
                 if not ended_under_it and (code == 0) != all(c == 0 for n, c in codes.items()
-                                      if not (n == trial["victim"] and (c < 0 or (fenced and c == FENCED_EXIT))
+                                      if not (n == trial["victim"] and (c < 0 or c == FENCED_EXIT)
                                               and (n != "scheduler" or restarted))):
                     problems.append(f"troupe launch exited {code} after its nodes exited {codes}")
             except subprocess.TimeoutExpired:

@@ -612,11 +612,12 @@ def check(trial, outcome, t, pids, codes, reference):
                     re.search(r"no scheduler at \S+ within \d+ s \(--join-timeout\)|"
                               r"lost the scheduler at [\d:.]+ UTC: the connection to scheduler at \S+ closed$|"
                               r"lost the scheduler, and no scheduler came back at \S+ within \d+ s "
-                              r"\(--scheduler-timeout\)", line)):
+                              r"\(--scheduler-timeout\)|"
+                              r"asked to leave \(SIGTERM\) while rejoining", line)):
                 # it had not joined (not yet connected, or its join not yet read) when the scheduler
                 # ended the run: it hears no reason (docs/operations.md, "Chaos runs"), and waits
                 # for a restarted scheduler as for a lost one; under launch, still retrying, it is
-                # ended by the launcher's SIGTERM and says nothing
+                # ended by the launcher's SIGTERM, saying nothing or that it was asked to leave
                 continue
             if victim == "scheduler":
                 # a member may name the server it shared the lost scheduler with (docs/operations.md)

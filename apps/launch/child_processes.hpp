@@ -35,7 +35,8 @@ struct child_spec {
   std::string input;
   /// Its death by a signal alone does not end the others (a worker: whether the run goes on
   /// without it is the scheduler's call, which ends the run when it cannot, on_worker_loss);
-  /// it is logged, and wait() does not count it. An exit with a status still does.
+  /// it is logged, and wait() does not count it. Nor does its exit fenced (fenced_exit_status,
+  /// node_fences.hpp: the scheduler had declared it lost). Any other exit status still does.
   bool expendable = false;
   /// Killed by a signal (not by the launcher), it is started again with these arguments, at
   /// most `restarts` times over the launch (a scheduler: with --resume, which its servers and

@@ -139,7 +139,7 @@ std::string corrupt_record_file() {
   return path;
 }
 
-TEST_CASE("a batch that cannot be built: every later `next` gets the reason; the loader stays up") {
+TEST_CASE("a batch that cannot be built: every later `next` gets the reason, the loader stays up") {
   local_node_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};

@@ -138,8 +138,9 @@ TEST_CASE("a child reads its input on stdin, which is then closed, and gets its 
 }
 
 // A worker killed by a signal is the scheduler's to judge (on_worker_loss): the others run on
-// and the launch can end 0; a worker that exits with a status of its own still fails it.
-TEST_CASE("an expendable child killed by a signal ends nobody; one exiting with a status does") {
+// and the launch can end 0; so is one that ends fenced (troupe node's exit status 3: declared
+// lost, its part run elsewhere); a worker that exits with a status of its own still fails it.
+TEST_CASE("an expendable child killed by a signal ends nobody, one exiting with a status does") {
   captured c;
   SECTION("killed") {
     child_processes children(c.options(100ms));
@@ -154,13 +155,25 @@ TEST_CASE("an expendable child killed by a signal ends nobody; one exiting with 
     CHECK_THAT(c.err.str(),
                Catch::Contains("the run goes on if the scheduler can do without worker 1"));
   }
-  SECTION("exited") {
+  SECTION("fenced") {
     child_processes children(c.options(100ms));
     auto worker = sh("worker 1", "exit 3");
     worker.expendable = true;
     children.start(worker);
+    children.start(sh("scheduler", "sleep 1; echo finished"));
+    CHECK(children.wait() == 0);
+    CHECK(lines_from(c.out.str(), "scheduler") == "[scheduler] finished\n");
+    CHECK_THAT(c.err.str(), Catch::Contains("exited with status 3"));
+    CHECK_THAT(c.err.str(), Catch::Contains("launch: worker 1 was fenced: the scheduler had "
+                                            "declared it lost, and its part runs elsewhere"));
+  }
+  SECTION("exited") {
+    child_processes children(c.options(100ms));
+    auto worker = sh("worker 1", "exit 4");
+    worker.expendable = true;
+    children.start(worker);
     children.start(sh("scheduler", "sleep 30"));
-    CHECK(children.wait() == 3);
+    CHECK(children.wait() == 4);
   }
 }
 

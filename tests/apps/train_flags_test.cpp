@@ -142,7 +142,7 @@ TEST_CASE("train defaults: LeNet on Fashion-MNIST, network-dependent lr, steps a
   CHECK(mlp.job.optimizer.schedule.step_epochs == std::vector<double>{1, 3});
 }
 
-TEST_CASE("the flag --optimizer names the optimizer; its defaults follow it, and its keys' flags") {
+TEST_CASE("the flag --optimizer names the optimizer, its defaults follow it, and its keys' flags") {
   auto adam = parse_train_flags({"--optimizer", "adam"}).job;
   CHECK(adam.optimizer.kind == optimizer_kind::adam);
   CHECK(adam.optimizer.schedule.base_lr == Approx(0.001f));

@@ -40,7 +40,7 @@ TEST_CASE("process counts are no difference", "[cluster][job]") {
   CHECK(job_hash_without_counts(theirs) == job_hash_without_counts(sample_job()));
 }
 
-TEST_CASE("a structure is named without its values; long lists are cut", "[cluster][job]") {
+TEST_CASE("a structure is named without its values, long lists are cut", "[cluster][job]") {
   auto theirs = sample_job();
   theirs.train_data.dir = "/elsewhere";
   theirs.topology.workers = 4;

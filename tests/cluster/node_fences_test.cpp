@@ -6,7 +6,7 @@
 
 using namespace troupe;
 
-TEST_CASE("a fenced term stays fenced with its first reason; term 0 is never fenced",
+TEST_CASE("a fenced term stays fenced with its first reason, term 0 is never fenced",
           "[cluster][fences]") {
   node_fences fences;
   CHECK(fences.own() == 0);

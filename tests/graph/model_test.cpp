@@ -120,7 +120,7 @@ TEST_CASE("model finalize checks the output and that every layer feeds it", "[gr
   CHECK_THROWS_WITH(early.train_step(tensor({3, 6}), {0, 1}), Catch::Contains("2 labels"));
 }
 
-TEST_CASE("model to_device is a no-op to the CPU; a GPU needs a finalized model and CUDA",
+TEST_CASE("model to_device is a no-op to the CPU, a GPU needs a finalized model and CUDA",
           "[graph][model]") {
   model m("net", {6}, 2);
   m.add("fc", std::make_unique<fully_connected_layer>(2), {model::input});

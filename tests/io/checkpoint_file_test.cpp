@@ -90,7 +90,7 @@ training_checkpoint adam_sample() {
 
 } // namespace
 
-TEST_CASE("an SGD checkpoint names no optimizer; an Adam one its state and counts",
+TEST_CASE("an SGD checkpoint names no optimizer, an Adam one its state and counts",
           "[io][checkpoint]") {
   test::temp_dir dir;
   const auto sgd_path = dir.file("s-0002.safetensors");

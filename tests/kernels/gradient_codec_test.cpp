@@ -146,7 +146,7 @@ TEST_CASE("push quantizers keep what they did not send: sent + residual equals t
   }
 }
 
-TEST_CASE("a fitted 2-bit scale follows each block's size; a threshold does not",
+TEST_CASE("a fitted 2-bit scale follows each block's size, a threshold does not",
           "[gradient_codec]") {
   // Block 0 holds values of about 1e-3, block 1 of about 10, block 2 only zeros.
   const std::size_t n = 3 * two_bit_block;

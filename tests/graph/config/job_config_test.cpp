@@ -51,7 +51,7 @@ TEST_CASE("cifar10 turns on crop and mirror and implies 3x32x32") {
   CHECK(c.model.layers.value == 20);
 }
 
-TEST_CASE("recordio reads its file, index and image keys; validation needs its own file") {
+TEST_CASE("recordio reads its file, index and image keys, validation needs its own file") {
   auto c =
     parse("data train = recordio(\"/d/t.rec\", index = \"/d/t.idx\", shape = [3, 64, 48], "
           "classes = 100, rgb_mean = [123.68, 116.78, 103.94], scale = [0.2, 0.9], "
